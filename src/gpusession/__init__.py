@@ -1,0 +1,10 @@
+"""gpusession: the companion for a rented GPU session.
+
+The package is split in three layers (design.md, style.md §1):
+
+* ``gpusession.core`` -- pure logic and persistence; imports neither textual nor torch.
+* ``gpusession.bench`` -- the run engine; torch is imported only in worker processes.
+* ``gpusession.ui`` -- the Textual app; talks to core, and to bench through a runner.
+"""
+
+__version__ = "0.1.0"

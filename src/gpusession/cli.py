@@ -1,0 +1,106 @@
+"""Command line of gpusession: every pane's job, headless (issue 2; design.md).
+
+``gpusession`` with no argument opens the TUI on the most recent session;
+``gpusession NAME`` opens that session. Every other job is a subcommand; each lives in
+a module under :mod:`gpusession.commands` that registers its own parser.
+
+Exit codes: 0 success; 1 failure (something broke that is not your input); 2 bad input
+(one line naming the file/field and what was expected); 3 a corpus was rejected
+(``validate``). This module imports neither textual nor torch (style.md §1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gpusession import __version__
+from gpusession.core.errors import GpusessionError
+
+#: Modules under ``gpusession.commands`` that register subcommands, in help order.
+COMMAND_MODULES = (
+    "session_cmds",
+    "tui",
+    "run_cmds",
+    "validate_cmd",
+    "cost_cmds",
+    "checklist_cmds",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line (no usage dump) on a bad argument."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every registered subcommand."""
+    parser = _Parser(
+        prog="gpusession",
+        description=(
+            "The companion for a rented GPU session: checklist, synchronized runs, memory, "
+            "corpus validation, order/payment notes and cost per accepted result. "
+            "With no command, opens the TUI on the most recent session."
+        ),
+        epilog="Exit codes: 0 ok, 1 failure, 2 bad input, 3 corpus rejected (validate).",
+    )
+    parser.add_argument("--version", action="version", version=f"gpusession {__version__}")
+    parser.add_argument(
+        "--sessions-dir",
+        metavar="DIR",
+        default=None,
+        help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for mod_name in COMMAND_MODULES:
+        mod = importlib.import_module(f"gpusession.commands.{mod_name}")
+        mod.register(sub)
+    return parser
+
+
+def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpusession`` console script. Returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = _known_commands(parser)
+    # `gpusession` and `gpusession NAME` open the TUI; find the first positional word.
+    i = 0
+    while i < len(args_list):
+        word = args_list[i]
+        if word == "--sessions-dir":
+            i += 2
+            continue
+        if word.startswith("--sessions-dir="):
+            i += 1
+            continue
+        break
+    if i >= len(args_list):
+        args_list.append("open")
+    elif not args_list[i].startswith("-") and args_list[i] not in commands:
+        args_list.insert(i, "open")
+    args = parser.parse_args(args_list)
+    try:
+        return int(args.func(args) or 0)
+    except GpusessionError as exc:
+        print(f"gpusession: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gpusession: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

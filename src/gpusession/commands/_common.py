@@ -1,0 +1,66 @@
+"""Helpers shared by the subcommand modules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.session import Session, sessions_root
+
+
+def root_of(args: argparse.Namespace) -> Path:
+    """The sessions root from ``--sessions-dir`` / ``GPUSESSION_HOME`` / ``./sessions``."""
+    return sessions_root(getattr(args, "sessions_dir", None))
+
+
+def open_session(args: argparse.Namespace, name: str) -> Session:
+    """Open session ``name`` under the root chosen by the arguments."""
+    return Session.open(root_of(args), name)
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, (datetime, date)):
+        return o.isoformat()
+    if isinstance(o, timedelta):
+        return o.total_seconds()
+    if isinstance(o, Decimal):
+        return str(o)
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON (datetimes ISO 8601, Decimals as strings)."""
+    json.dump(data, sys.stdout, default=_default, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def format_timedelta(td: timedelta | None) -> str:
+    """``2d 03h 15m`` (or ``ended 1d 02h ago``); ``not set`` for ``None``."""
+    if td is None:
+        return "not set"
+    secs = int(td.total_seconds())
+    ended = secs < 0
+    secs = abs(secs)
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    text = f"{d}d {h:02d}h {m:02d}m"
+    return f"ended {text} ago" if ended else text
+
+
+def local_time(dt: datetime | None) -> str:
+    """An aware datetime shown in the user's local time zone, with its offset (S6)."""
+    if dt is None:
+        return "not set"
+    return dt.astimezone().strftime("%Y-%m-%d %H:%M %Z (UTC%z)")

@@ -1,0 +1,209 @@
+"""``new``, ``list``, ``show``, ``package``: session folders from the shell (issue 2)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gpusession.commands._common import (
+    format_timedelta,
+    local_time,
+    open_session,
+    print_json,
+    root_of,
+)
+from gpusession.core.errors import BadInput
+from gpusession.core.results import summarize
+from gpusession.core.session import (
+    PACKAGE_DAYS,
+    Package,
+    Session,
+    check_lots,
+    list_sessions,
+    parse_start,
+    utcnow,
+)
+from gpusession.core.summary import accepted_unique_corpora
+
+
+def _lots(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return value
+
+
+def _days(text: str) -> int:
+    if text not in {str(d) for d in PACKAGE_DAYS}:
+        raise argparse.ArgumentTypeError(f"expected 3, 7 or 30, got {text!r}")
+    return int(text)
+
+
+def add_package_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", metavar="MODEL", help='GPU model as ordered, e.g. "RTX A5000"')
+    p.add_argument("--lots", type=_lots, metavar="N", help="number of lots (B200: 1 lot = 2 GPUs)")
+    p.add_argument("--days", type=_days, metavar="{3,7,30}", help="package length in days")
+    p.add_argument(
+        "--start",
+        metavar="ISO8601",
+        help="when the GPU was provisioned, with offset (default for new: now)",
+    )
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("new", help="create a session folder", description="Create sessions/NAME.")
+    p.add_argument("name", metavar="NAME", help="a safe slug: letters, digits, '.', '_', '-'")
+    add_package_args(p)
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("list", help="list sessions (name, GPU, package window, runs, accepted)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="readable summary of one session")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("package", help="change the package (GPU, lots, days, start) of a session")
+    p.add_argument("name", metavar="NAME")
+    add_package_args(p)
+    p.set_defaults(func=cmd_package)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    start = parse_start(args.start) if args.start else utcnow()
+    pkg = Package(gpu_model=args.gpu, lots=args.lots, days=args.days, start=start)
+    s = Session.create(root_of(args), args.name, package=pkg)
+    print(f"created session {s.name} in {s.folder}")
+    return 0
+
+
+def cmd_package(args: argparse.Namespace) -> int:
+    s = open_session(args, args.name)
+    old = s.package
+    if args.lots is not None:
+        check_lots(args.lots)
+    new = Package(
+        gpu_model=args.gpu if args.gpu is not None else old.gpu_model,
+        lots=args.lots if args.lots is not None else old.lots,
+        days=args.days if args.days is not None else old.days,
+        start=parse_start(args.start) if args.start else old.start,
+    )
+    s.set_package(new)
+    print(f"package of {s.name}: {_package_line(new)}")
+    return 0
+
+
+def _package_line(p: Package) -> str:
+    gpu = p.gpu_model or "GPU not set"
+    lots = f"{p.lots} lot(s)" if p.lots else "lots not set"
+    days = f"{p.days} days" if p.days else "days not set"
+    return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, left {format_timedelta(p.time_left())}"
+
+
+def session_json(s: Session) -> dict[str, Any]:
+    """Everything ``show --json`` prints: the session.toml content plus computed figures."""
+    frame = s.results.read()
+    pkg = s.package
+    summary = summarize(frame)
+    return {
+        "name": s.name,
+        "folder": str(s.folder),
+        "created_at": s.data.get("created_at"),
+        "package": {
+            "gpu_model": pkg.gpu_model,
+            "lots": pkg.lots,
+            "days": pkg.days,
+            "start": pkg.start,
+            "end": pkg.end,
+            "time_left_seconds": (
+                pkg.time_left().total_seconds() if pkg.time_left() is not None else None  # type: ignore[union-attr]
+            ),
+        },
+        "runs": frame.height,
+        "accepted_unique_corpora": accepted_unique_corpora(frame),
+        "summary": summary.to_dicts(),
+        "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    root = root_of(args)
+    rows = list_sessions(root)
+    if args.json:
+        print_json(
+            [
+                {
+                    "name": r.name,
+                    "gpu_model": r.gpu_model,
+                    "package": {"lots": r.package.lots, "days": r.package.days,
+                                "start": r.package.start, "end": r.package.end},
+                    "runs": r.runs,
+                    "accepted_unique_corpora": r.accepted_corpora,
+                    "error": r.error,
+                }
+                for r in rows
+            ]
+        )
+        return 0
+    if not rows:
+        print(f"no sessions in {root}; create one with: gpusession new NAME")
+        return 0
+    print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<30} {'RUNS':>5} {'ACCEPTED':>8}")
+    for r in rows:
+        if r.error:
+            print(f"{r.name:<24} unreadable: {r.error}")
+            continue
+        p = r.package
+        window = f"{p.days or '?'}d, left {format_timedelta(p.time_left())}" if p.days else "not set"
+        print(f"{r.name:<24} {(r.gpu_model or '-'):<14} {window:<30} {r.runs:>5} {r.accepted_corpora:>8}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    s = open_session(args, args.name)
+    data = session_json(s)
+    if args.json:
+        print_json(data)
+        return 0
+    pkg = s.package
+    print(f"session   {s.name}  ({s.folder})")
+    print(f"created   {local_time(data['created_at'])}")
+    print(f"GPU       {pkg.gpu_model or 'not set'}")
+    print(f"lots      {pkg.lots if pkg.lots is not None else 'not set'}")
+    print(f"days      {pkg.days if pkg.days is not None else 'not set'}")
+    print(f"start     {local_time(pkg.start)}")
+    print(f"end       {local_time(pkg.end)}")
+    print(f"time left {format_timedelta(pkg.time_left())}")
+    print(f"runs      {data['runs']} rows in resultats-bruts.csv")
+    print(f"accepted  {data['accepted_unique_corpora']} distinct accepted corpora")
+    if data["summary"]:
+        print()
+        print(format_summary(data["summary"]))
+    return 0
+
+
+def format_summary(rows: list[dict[str, Any]]) -> str:
+    """The summary table (R6): variant, phase, n, median, min–max, failures in words."""
+    lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median s':>10} {'min–max s':>21}  failures"]
+    for r in rows:
+        med = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
+        rng = (
+            "-"
+            if r["min_seconds"] is None
+            else f"{r['min_seconds']:.6f}–{r['max_seconds']:.6f}"
+        )
+        failed = r["failed"]
+        fail_txt = "none" if not failed else f"{failed} failed (kept, see notes)"
+        lines.append(
+            f"{str(r['experiment_id']):<14} {str(r['variant_id']):<10} {str(r['phase']):<5} "
+            f"{r['n']:>3} {med:>10} {rng:>21}  {fail_txt}"
+        )
+    return "\n".join(lines)
+
+
+__all__ = ["register", "session_json", "format_summary", "add_package_args", "BadInput"]

@@ -1,0 +1,406 @@
+"""The seed's ``resultats-bruts.csv``: 38 columns, one row per run (seed 000 §4; C1-C5).
+
+Rows are appended one at a time as each run finishes, with polars
+(``write_csv(include_header=False)`` on a file opened for append), flushed and fsynced
+per row; the header is written once (H-09). Reading uses an explicit schema so that an
+empty cell is ``null`` ("not measured") and ``0`` stays ``0`` (C3, H-08).
+
+Units: seconds (``elapsed_seconds``), bytes (``*_bytes``), USD cents
+(``package_total_usd_minor``), days (``duration_days``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpusession.core.errors import BadInput
+
+#: The seed's columns, in the seed's order (C1).
+COLUMNS: tuple[str, ...] = (
+    "experiment_id",
+    "variant_id",
+    "corpus_revision",
+    "model_revision",
+    "tokenizer_revision",
+    "seed",
+    "gpu_model",
+    "gpu_count",
+    "device",
+    "driver_version",
+    "python_version",
+    "torch_version",
+    "runtime_version",
+    "precision",
+    "batch",
+    "context",
+    "phase",
+    "run_index",
+    "warmup_iterations",
+    "expected_ids",
+    "observed_ids",
+    "ids_match",
+    "format_valid",
+    "quality_metric",
+    "quality_threshold",
+    "quality_tolerance",
+    "quality_value",
+    "corpus_accepted",
+    "elapsed_seconds",
+    "baseline_allocated_bytes",
+    "baseline_reserved_bytes",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "duration_days",
+    "lots",
+    "package_total_usd_minor",
+    "accepted_unique_corpora",
+    "notes",
+)
+
+_INT = pl.Int64
+_STR = pl.String
+_FLOAT = pl.Float64
+_BOOL = pl.Boolean
+
+#: polars dtype per column (C2: integers for bytes and cents, floats for seconds).
+SCHEMA: dict[str, Any] = {
+    "experiment_id": _STR,
+    "variant_id": _STR,
+    "corpus_revision": _STR,
+    "model_revision": _STR,
+    "tokenizer_revision": _STR,
+    "seed": _INT,
+    "gpu_model": _STR,
+    "gpu_count": _INT,
+    "device": _STR,
+    "driver_version": _STR,
+    "python_version": _STR,
+    "torch_version": _STR,
+    "runtime_version": _STR,
+    "precision": _STR,
+    "batch": _INT,
+    "context": _INT,
+    "phase": _STR,
+    "run_index": _INT,
+    "warmup_iterations": _INT,
+    "expected_ids": _INT,
+    "observed_ids": _INT,
+    "ids_match": _BOOL,
+    "format_valid": _BOOL,
+    "quality_metric": _STR,
+    "quality_threshold": _FLOAT,
+    "quality_tolerance": _FLOAT,
+    "quality_value": _FLOAT,
+    "corpus_accepted": _BOOL,
+    "elapsed_seconds": _FLOAT,
+    "baseline_allocated_bytes": _INT,
+    "baseline_reserved_bytes": _INT,
+    "peak_allocated_bytes": _INT,
+    "peak_reserved_bytes": _INT,
+    "duration_days": _INT,
+    "lots": _INT,
+    "package_total_usd_minor": _INT,
+    "accepted_unique_corpora": _INT,
+    "notes": _STR,
+}
+
+HEADER_LINE = ",".join(COLUMNS)
+
+#: Phases of a run (R3).
+PHASES = ("load", "cold", "warm")
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One run, one row of ``resultats-bruts.csv``. ``None`` = not measured (C3).
+
+    Field names and order are the seed's columns (C1). Units: ``elapsed_seconds`` in
+    seconds; ``*_bytes`` in bytes; ``package_total_usd_minor`` in USD cents;
+    ``duration_days`` in days. ``accepted_unique_corpora`` is a session-level count and
+    must never be summed over rows (K4).
+    """
+
+    experiment_id: str | None = None
+    variant_id: str | None = None
+    corpus_revision: str | None = None
+    model_revision: str | None = None
+    tokenizer_revision: str | None = None
+    seed: int | None = None
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    device: str | None = None
+    driver_version: str | None = None
+    python_version: str | None = None
+    torch_version: str | None = None
+    runtime_version: str | None = None
+    precision: str | None = None
+    batch: int | None = None
+    context: int | None = None
+    phase: str | None = None
+    run_index: int | None = None
+    warmup_iterations: int | None = None
+    expected_ids: int | None = None
+    observed_ids: int | None = None
+    ids_match: bool | None = None
+    format_valid: bool | None = None
+    quality_metric: str | None = None
+    quality_threshold: float | None = None
+    quality_tolerance: float | None = None
+    quality_value: float | None = None
+    corpus_accepted: bool | None = None
+    elapsed_seconds: float | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    duration_days: int | None = None
+    lots: int | None = None
+    package_total_usd_minor: int | None = None
+    accepted_unique_corpora: int | None = None
+    notes: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as ``{column: value}`` in seed order."""
+        return {c: getattr(self, c) for c in COLUMNS}
+
+    def replace(self, **changes: Any) -> ResultRow:
+        """A copy with ``changes`` applied (the dataclass is frozen)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResultRow:
+        """Build a row from a mapping; unknown keys raise ``BadInput``."""
+        unknown = set(data) - set(COLUMNS)
+        if unknown:
+            raise BadInput(f"unknown column(s) {sorted(unknown)}; expected the 38 seed columns")
+        return cls(**data)
+
+
+assert tuple(f.name for f in dataclasses.fields(ResultRow)) == COLUMNS
+assert len(COLUMNS) == 38
+
+
+def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
+    """Rows → a polars frame with the explicit 38-column schema."""
+    dicts = [r.as_dict() if isinstance(r, ResultRow) else r for r in rows]
+    for d in dicts:
+        if tuple(d) != COLUMNS:
+            extra = [c for c in d if c not in COLUMNS]
+            missing = [c for c in COLUMNS if c not in d]
+            raise BadInput(
+                "row columns differ from the 38 seed columns"
+                + (f"; extra: {extra}" if extra else "")
+                + (f"; missing: {missing}" if missing else "")
+                + ("; order differs" if not extra and not missing else "")
+            )
+    return pl.DataFrame(dicts, schema=SCHEMA, orient="row") if dicts else pl.DataFrame(schema=SCHEMA)
+
+
+def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:
+    buf = io.BytesIO()
+    frame.write_csv(buf, include_header=header, float_scientific=False, line_terminator="\n")
+    return buf.getvalue()
+
+
+def _check_utf8(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise BadInput(
+            f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "resultats-bruts.csv must be UTF-8",
+            path=path,
+            line=line,
+        ) from None
+
+
+def check_header(path: Path, first_line: str) -> None:
+    """Refuse a CSV whose header is not exactly the 38 seed columns (C1, H-09).
+
+    Raises:
+        BadInput: naming the first column that differs.
+    """
+    got = first_line.rstrip("\r\n").lstrip("\ufeff").split(",")
+    if tuple(got) == COLUMNS:
+        return
+    for i, (want, have) in enumerate(zip(COLUMNS, got, strict=False)):
+        if want != have:
+            raise BadInput(
+                f"header column {i + 1} is {have!r}, expected {want!r} "
+                f"(the 38 seed columns in order)",
+                path=path,
+                line=1,
+            )
+    raise BadInput(
+        f"header has {len(got)} columns, expected the 38 seed columns", path=path, line=1
+    )
+
+
+class ResultsFile:
+    """``resultats-bruts.csv`` of one session: append one row at a time, read back.
+
+    Args:
+        path: the CSV file; created with its header on the first append.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def exists(self) -> bool:
+        return self.path.exists() and self.path.stat().st_size > 0
+
+    def check(self) -> None:
+        """Check header and encoding of an existing file.
+
+        Raises:
+            BadInput: not UTF-8, or a header that is not the 38 seed columns.
+        """
+        if not self.exists():
+            return
+        with open(self.path, "rb") as fh:
+            first = fh.readline()
+        check_header(self.path, _check_utf8(self.path, first))
+
+    def append(self, row: ResultRow | dict[str, Any]) -> None:
+        """Append one row; write the header first if the file is new (H-09).
+
+        The row is flushed and fsynced before returning, so a crash afterwards cannot
+        lose it (S7).
+
+        Raises:
+            BadInput: the row's columns differ from the seed's, or the existing file's
+                header differs (nothing is written then).
+        """
+        self.append_many([row])
+
+    def append_many(self, rows: Sequence[ResultRow | dict[str, Any]]) -> None:
+        """Append several rows in one write; same guarantees as :meth:`append`."""
+        frame = rows_frame(rows)
+        new = not self.exists()
+        if not new:
+            self.check()
+        data = _csv_bytes(frame, header=new)
+        if not new:
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    raise BadInput(
+                        "last line is incomplete (a crash during a write?); reopen the "
+                        "session to recover it before appending",
+                        path=self.path,
+                    )
+        with open(self.path, "ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read(self) -> pl.DataFrame:
+        """Read every row with the explicit schema (C3: empty cell → null).
+
+        Returns:
+            A frame with the 38 columns; empty when the file does not exist.
+
+        Raises:
+            BadInput: not UTF-8, wrong header, or a row that does not parse (with its
+                line when polars reports one).
+        """
+        if not self.exists():
+            return pl.DataFrame(schema=SCHEMA)
+        raw = self.path.read_bytes()
+        text = _check_utf8(self.path, raw)
+        check_header(self.path, text.split("\n", 1)[0])
+        try:
+            return pl.read_csv(
+                io.BytesIO(raw),
+                schema=SCHEMA,
+                has_header=True,
+                infer_schema=False,
+                raise_if_empty=False,
+            )
+        except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BadInput(f"a row does not match the 38-column schema: {first}", path=self.path) from None
+
+    def rows(self) -> list[ResultRow]:
+        """Every row as :class:`ResultRow`, in file order."""
+        return [ResultRow(**d) for d in self.read().iter_rows(named=True)]
+
+    def recover_partial_tail(self) -> bytes | None:
+        """Cut an incomplete last line left by a crash mid-write, returning its bytes.
+
+        The caller keeps the bytes (journal + a ``.partial`` file), so nothing is lost
+        (S7). Returns ``None`` when the file ends cleanly.
+        """
+        if not self.exists():
+            return None
+        raw = self.path.read_bytes()
+        if raw.endswith(b"\n"):
+            return None
+        cut = raw.rfind(b"\n") + 1
+        tail = raw[cut:]
+        with open(self.path, "r+b") as fh:
+            fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return tail
+
+
+def summarize(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per (experiment, variant, phase): n, median, min, max of ``elapsed_seconds`` (R6).
+
+    Failed runs (``elapsed_seconds`` null) are counted in ``failed`` and left out of the
+    statistics, never replaced by 0 (R7). ``p95_seconds`` is null below 20 observations
+    (R6: five runs do not justify a p95).
+
+    Args:
+        frame: rows as read by :meth:`ResultsFile.read`.
+
+    Returns:
+        Columns ``experiment_id, variant_id, phase, runs, n, failed, median_seconds,
+        min_seconds, max_seconds, p95_seconds``, sorted by experiment, variant, phase.
+    """
+    if frame.height == 0:
+        return pl.DataFrame(
+            schema={
+                "experiment_id": pl.String,
+                "variant_id": pl.String,
+                "phase": pl.String,
+                "runs": pl.UInt32,
+                "n": pl.UInt32,
+                "failed": pl.UInt32,
+                "median_seconds": pl.Float64,
+                "min_seconds": pl.Float64,
+                "max_seconds": pl.Float64,
+                "p95_seconds": pl.Float64,
+            }
+        )
+    e = pl.col("elapsed_seconds")
+    out = (
+        frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
+        .agg(
+            pl.len().alias("runs"),
+            e.count().alias("n"),
+            e.null_count().alias("failed"),
+            e.median().alias("median_seconds"),
+            e.min().alias("min_seconds"),
+            e.max().alias("max_seconds"),
+            e.quantile(0.95, interpolation="linear").alias("_p95"),
+        )
+        .with_columns(
+            pl.when(pl.col("n") >= 20).then(pl.col("_p95")).otherwise(None).alias("p95_seconds")
+        )
+        .drop("_p95")
+    )
+    phase_order = {p: i for i, p in enumerate(PHASES)}
+    return out.with_columns(
+        pl.col("phase").replace_strict(phase_order, default=99, return_dtype=pl.Int64).alias("_po")
+    ).sort(["experiment_id", "variant_id", "_po"]).drop("_po")

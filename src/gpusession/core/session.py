@@ -1,0 +1,499 @@
+"""Session folders: create, open, list, rename; atomic TOML; journal; crash recovery.
+
+A session is one folder under the sessions root (``./sessions`` by default, or
+``--sessions-dir`` / ``GPUSESSION_HOME``), named by a safe slug; the folder name *is*
+the session name, so a folder renamed by hand still opens (rename-safe). Layout
+(design.md §Session folder)::
+
+    sessions/<name>/
+      session.toml  checklist.toml  order.toml  journal.jsonl  resultats-bruts.csv
+      runs/  validation/
+
+Every TOML write is atomic (S7, H-10); the journal and the CSV are append-only and
+fsynced per line/row. On open, what a crash left behind is recovered and recorded as
+an incident (S7): an incomplete last CSV line is moved aside, and a run that started
+but never finished gets its row with the incident in ``notes`` (R7).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.errors import BadInput
+from gpusession.core.results import ResultRow, ResultsFile
+from gpusession.core.tomlio import read_toml, write_toml
+
+ENV_HOME = "GPUSESSION_HOME"
+PACKAGE_DAYS = (3, 7, 30)
+NAME_MAX = 100
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+SESSION_TOML = "session.toml"
+CHECKLIST_TOML = "checklist.toml"
+ORDER_TOML = "order.toml"
+JOURNAL = "journal.jsonl"
+RESULTS_CSV = "resultats-bruts.csv"
+RUN_LOCK = ".run.lock"
+
+
+def utcnow() -> datetime:
+    """Now, as an aware UTC datetime truncated to the second."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def sessions_root(cli_value: str | Path | None = None) -> Path:
+    """The folder holding session folders: ``--sessions-dir``, else ``GPUSESSION_HOME``,
+    else ``./sessions`` (issue 2)."""
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get(ENV_HOME)
+    if env:
+        return Path(env)
+    return Path.cwd() / "sessions"
+
+
+def validate_name(name: str) -> str:
+    """Check that ``name`` is a safe slug: letters, digits, ``.``, ``_``, ``-``.
+
+    Raises:
+        BadInput: empty, longer than 100 characters, ``.``/``..``, containing ``..``,
+            ``/`` or any other character; the message says which.
+    """
+    if not name:
+        raise BadInput("session name is empty; use letters, digits, '.', '_' or '-'", field="name")
+    if len(name) > NAME_MAX:
+        raise BadInput(
+            f"session name is {len(name)} characters long; at most {NAME_MAX}", field="name"
+        )
+    if "/" in name or "\\" in name:
+        raise BadInput(f"session name {name!r} contains a path separator", field="name")
+    if ".." in name or name == ".":
+        raise BadInput(f"session name {name!r} contains '..' or is '.'", field="name")
+    if name.startswith("-"):
+        raise BadInput(f"session name {name!r} starts with '-'", field="name")
+    if not _NAME_RE.match(name):
+        bad = sorted({c for c in name if not re.match(r"[A-Za-z0-9._-]", c)})
+        raise BadInput(
+            f"session name {name!r} contains {''.join(bad)!r}; use letters, digits, '.', '_' or '-'",
+            field="name",
+        )
+    return name
+
+
+def parse_start(value: str, *, field: str = "start") -> datetime:
+    """Parse an ISO 8601 time with an offset (``Z`` allowed) into an aware UTC datetime.
+
+    Raises:
+        BadInput: not ISO 8601, or without a UTC offset (a package start must be
+            unambiguous).
+    """
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(
+            f"{value!r} is not ISO 8601; expected e.g. 2026-11-29T14:00:00+00:00", field=field
+        ) from None
+    if dt.tzinfo is None:
+        raise BadInput(
+            f"{value!r} has no UTC offset; add one, e.g. {value}+00:00 or {value}Z", field=field
+        )
+    return dt.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Package:
+    """The rented package (seed 003 §4, S6). ``None`` = not set yet.
+
+    Attributes:
+        gpu_model: e.g. ``"RTX A5000"``.
+        lots: number of lots bought (B200: one lot = two GPUs).
+        days: package length, one of 3, 7, 30.
+        start: when the GPU was provisioned (aware, UTC).
+    """
+
+    gpu_model: str | None = None
+    lots: int | None = None
+    days: int | None = None
+    start: datetime | None = None
+
+    @property
+    def end(self) -> datetime | None:
+        """Start + days, or ``None`` when either is unknown."""
+        if self.start is None or self.days is None:
+            return None
+        return self.start + timedelta(days=self.days)
+
+    def time_left(self, now: datetime | None = None) -> timedelta | None:
+        """End − now (negative once the package has ended); ``None`` if unknown."""
+        end = self.end
+        if end is None:
+            return None
+        return end - (now or utcnow())
+
+    def to_toml(self) -> dict[str, Any]:
+        return {"gpu_model": self.gpu_model, "lots": self.lots, "days": self.days, "start": self.start}
+
+    @classmethod
+    def from_toml(cls, data: Mapping[str, Any], path: Path | None = None) -> Package:
+        """Build from the ``[package]`` table, checking types.
+
+        Raises:
+            BadInput: a field of the wrong type or out of range, naming file and field.
+        """
+        gpu = data.get("gpu_model")
+        lots = data.get("lots")
+        days = data.get("days")
+        start = data.get("start")
+        if gpu is not None and not isinstance(gpu, str):
+            raise BadInput("expected a string", path=path, field="package.gpu_model")
+        if lots is not None:
+            check_lots(lots, path=path)
+        if days is not None:
+            check_days(days, path=path)
+        if start is not None:
+            if isinstance(start, str):
+                start = parse_start(start, field="package.start")
+            elif not isinstance(start, datetime) or start.tzinfo is None:
+                raise BadInput("expected a date-time with UTC offset", path=path, field="package.start")
+            start = start.astimezone(timezone.utc)
+        return cls(gpu_model=gpu, lots=lots, days=days, start=start)
+
+
+def check_lots(lots: Any, *, path: Path | None = None) -> int:
+    """Raise ``BadInput`` unless ``lots`` is an integer ≥ 1 (K1)."""
+    if not isinstance(lots, int) or isinstance(lots, bool) or lots < 1:
+        raise BadInput(f"expected a whole number of lots ≥ 1, got {lots!r}", path=path, field="lots")
+    return lots
+
+
+def check_days(days: Any, *, path: Path | None = None) -> int:
+    """Raise ``BadInput`` unless ``days`` is 3, 7 or 30 (packages are whole, K1)."""
+    if days not in PACKAGE_DAYS or isinstance(days, bool):
+        raise BadInput(f"expected 3, 7 or 30 days, got {days!r}", path=path, field="days")
+    return int(days)
+
+
+class Session:
+    """One session folder. Use :meth:`create` or :meth:`open`, not the constructor.
+
+    Attributes:
+        folder: the session folder.
+        name: the session name (the folder's name).
+        data: the parsed ``session.toml``.
+    """
+
+    def __init__(self, folder: Path, data: dict[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.name = self.folder.name
+        self.data = data
+        self.results = ResultsFile(self.folder / RESULTS_CSV)
+
+    # -- paths -----------------------------------------------------------------
+    @property
+    def session_toml(self) -> Path:
+        return self.folder / SESSION_TOML
+
+    @property
+    def checklist_toml(self) -> Path:
+        return self.folder / CHECKLIST_TOML
+
+    @property
+    def order_toml(self) -> Path:
+        return self.folder / ORDER_TOML
+
+    @property
+    def journal_path(self) -> Path:
+        return self.folder / JOURNAL
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.folder / "runs"
+
+    @property
+    def validation_dir(self) -> Path:
+        return self.folder / "validation"
+
+    # -- lifecycle -------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        root: Path,
+        name: str,
+        *,
+        package: Package | None = None,
+        now: datetime | None = None,
+    ) -> Session:
+        """Create ``root/name`` with ``session.toml``, ``checklist.toml``, ``order.toml``.
+
+        Raises:
+            BadInput: unsafe name, or a session of that name already exists (it is
+                never overwritten).
+        """
+        validate_name(name)
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        folder = root / name
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
+        now = now or utcnow()
+        pkg = package or Package()
+        data: dict[str, Any] = {"name": name, "created_at": now, "package": pkg.to_toml()}
+        write_toml(folder / SESSION_TOML, data)
+        write_toml(folder / CHECKLIST_TOML, {"items": {}})
+        write_toml(folder / ORDER_TOML, {})
+        session = cls(folder, read_toml(folder / SESSION_TOML))
+        session.journal("session_created", package=pkg.to_toml())
+        return session
+
+    @classmethod
+    def open(cls, root: Path, name: str, *, recover: bool = True) -> Session:
+        """Open an existing session, check its files and recover after a crash (S7).
+
+        Raises:
+            BadInput: unsafe name, no such session, an unreadable or newer-schema
+                ``session.toml``, a missing required key, a bad results CSV header.
+        """
+        validate_name(name)
+        folder = Path(root) / name
+        if not folder.is_dir():
+            raise BadInput(f"no session {name!r} in {root}", path=folder)
+        data = read_toml(folder / SESSION_TOML, required=("name", "created_at"))
+        session = cls(folder, data)
+        Package.from_toml(data.get("package", {}), session.session_toml)
+        for extra in (CHECKLIST_TOML, ORDER_TOML):
+            if (folder / extra).exists():
+                read_toml(folder / extra)
+        session.results.check()
+        if recover:
+            session.recover()
+        return session
+
+    @classmethod
+    def open_or_create(cls, root: Path, name: str, *, package: Package | None = None) -> Session:
+        if (Path(root) / name).is_dir():
+            return cls.open(root, name)
+        return cls.create(root, name, package=package)
+
+    def rename(self, new_name: str) -> Session:
+        """Rename the folder; refuses an existing target. Returns the reopened session."""
+        validate_name(new_name)
+        target = self.folder.parent / new_name
+        if target.exists():
+            raise BadInput(f"session {new_name!r} already exists; nothing was changed", path=target)
+        os.rename(self.folder, target)
+        session = Session.open(target.parent, new_name, recover=False)
+        session.data["name"] = new_name
+        session.save()
+        session.journal("session_renamed", old=self.name, new=new_name)
+        return session
+
+    # -- session.toml ----------------------------------------------------------
+    @property
+    def package(self) -> Package:
+        return Package.from_toml(self.data.get("package", {}), self.session_toml)
+
+    def set_package(self, package: Package) -> None:
+        """Store the package and write ``session.toml`` atomically."""
+        self.data["package"] = package.to_toml()
+        self.save()
+        self.journal("package_set", package=package.to_toml())
+
+    def save(self) -> None:
+        """Write ``session.toml`` atomically (S7)."""
+        write_toml(self.session_toml, self.data)
+        self.data = read_toml(self.session_toml)
+
+    def reload(self) -> None:
+        self.data = read_toml(self.session_toml, required=("name", "created_at"))
+
+    # -- other TOML documents --------------------------------------------------
+    def read_doc(self, filename: str) -> dict[str, Any]:
+        """Read ``checklist.toml`` / ``order.toml`` (or another TOML of the folder)."""
+        path = self.folder / filename
+        if not path.exists():
+            return {"schema": 1}
+        return read_toml(path)
+
+    def write_doc(self, filename: str, data: Mapping[str, Any]) -> None:
+        """Write a TOML document of the folder atomically (S7, H-10)."""
+        write_toml(self.folder / filename, data)
+
+    # -- journal ---------------------------------------------------------------
+    def journal(self, event: str, **fields: Any) -> None:
+        """Append one JSON line ``{"at", "event", ...}`` to ``journal.jsonl`` and fsync."""
+        record = {"at": utcnow().isoformat(), "event": event, **fields}
+        line = json.dumps(record, default=str, ensure_ascii=False) + "\n"
+        with open(self.journal_path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read_journal(self) -> list[dict[str, Any]]:
+        """Every journal record; an unparseable line (crash mid-write) is skipped."""
+        if not self.journal_path.exists():
+            return []
+        out = []
+        with open(self.journal_path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+        return out
+
+    # -- crash recovery (S7) -----------------------------------------------------
+    def run_lock_holder(self) -> int | None:
+        """PID of a live process running experiments in this session, else ``None``."""
+        lock = self.folder / RUN_LOCK
+        try:
+            pid = int(lock.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        return pid
+
+    def recover(self) -> list[str]:
+        """Recover what a crash left behind and record it as incidents (S7).
+
+        * An incomplete last line of the results CSV is cut off, kept in
+          ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
+        * A run with ``run_started`` but no ``run_finished`` in the journal, while no
+          live process holds the run lock, gets a row (elapsed empty, corpus not
+          accepted, the incident in ``notes``) and an ``incident`` journal record.
+
+        Returns:
+            One sentence per incident recovered.
+        """
+        incidents: list[str] = []
+        tail = self.results.recover_partial_tail()
+        if tail is not None:
+            keep = self.folder / f"{RESULTS_CSV}.partial-{utcnow().strftime('%Y%m%dT%H%M%SZ')}"
+            with open(keep, "wb") as fh:
+                fh.write(tail)
+                fh.flush()
+                os.fsync(fh.fileno())
+            msg = f"incomplete last line of {RESULTS_CSV} ({len(tail)} bytes) moved to {keep.name}"
+            self.journal("incident", kind="partial_csv_row", message=msg)
+            incidents.append(msg)
+        if self.run_lock_holder() is not None:
+            return incidents
+        open_runs: dict[str, dict[str, Any]] = {}
+        for rec in self.read_journal():
+            key = rec.get("run_key")
+            if not key:
+                continue
+            ev = rec.get("event")
+            if ev == "run_started":
+                open_runs[key] = rec
+            elif ev in ("run_finished", "run_recovered"):
+                open_runs.pop(key, None)
+        for key, rec in open_runs.items():
+            note = (
+                "incident: run in flight when gpusession stopped (crash, kill or power loss); "
+                f"started {rec.get('at')}; recovered on reopen; elapsed not measured"
+            )
+            self.results.append(
+                ResultRow(
+                    experiment_id=rec.get("experiment_id"),
+                    variant_id=rec.get("variant_id"),
+                    phase=rec.get("phase"),
+                    run_index=rec.get("run_index"),
+                    corpus_accepted=False,
+                    notes=note,
+                )
+            )
+            self.journal("run_recovered", run_key=key, message=note)
+            self.journal("incident", kind="run_lost", run_key=key, message=note)
+            incidents.append(f"run {key}: {note}")
+        lock = self.folder / RUN_LOCK
+        if lock.exists():
+            lock.unlink(missing_ok=True)
+        return incidents
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One line of ``gpusession list``."""
+
+    name: str
+    gpu_model: str | None
+    package: Package
+    runs: int
+    accepted_corpora: int
+    modified: float
+    error: str | None = None
+
+
+def list_sessions(root: Path) -> list[SessionSummary]:
+    """Every session folder under ``root``, most recently modified first.
+
+    A folder that does not open is listed with its error instead of failing the list.
+    """
+    from gpusession.core.summary import accepted_unique_corpora
+
+    root = Path(root)
+    out: list[SessionSummary] = []
+    if not root.is_dir():
+        return out
+    for folder in root.iterdir():
+        if not folder.is_dir() or not (folder / SESSION_TOML).exists():
+            continue
+        try:
+            validate_name(folder.name)
+            s = Session.open(root, folder.name, recover=False)
+            frame = s.results.read()
+            mtime = max(
+                (p.stat().st_mtime for p in folder.iterdir() if p.is_file()),
+                default=folder.stat().st_mtime,
+            )
+            out.append(
+                SessionSummary(
+                    name=s.name,
+                    gpu_model=s.package.gpu_model,
+                    package=s.package,
+                    runs=frame.height,
+                    accepted_corpora=accepted_unique_corpora(frame),
+                    modified=mtime,
+                )
+            )
+        except BadInput as exc:
+            out.append(
+                SessionSummary(
+                    name=folder.name,
+                    gpu_model=None,
+                    package=Package(),
+                    runs=0,
+                    accepted_corpora=0,
+                    modified=folder.stat().st_mtime,
+                    error=str(exc),
+                )
+            )
+    out.sort(key=lambda s: s.modified, reverse=True)
+    return out
+
+
+def most_recent(root: Path) -> str | None:
+    """Name of the most recently modified session that opens, or ``None``."""
+    for s in list_sessions(root):
+        if s.error is None:
+            return s.name
+    return None
