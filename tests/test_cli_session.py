@@ -1,0 +1,112 @@
+"""CLI end to end (subprocess): new / show / list / package, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def test_new_then_show_json_round_trips_every_field(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("new", "t1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-29T14:00:00Z")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("show", "t1", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["name"] == "t1"
+    assert data["package"]["gpu_model"] == "RTX A5000"
+    assert data["package"]["lots"] == 1
+    assert data["package"]["days"] == 7
+    assert data["package"]["start"] == "2026-11-29T14:00:00+00:00"
+    assert data["package"]["end"] == "2026-12-06T14:00:00+00:00"
+    assert data["runs"] == 0 and data["accepted_unique_corpora"] == 0
+    text = run_cli("show", "t1").stdout
+    assert "RTX A5000" in text and "time left" in text
+
+
+def test_list_shows_name_gpu_window_runs_accepted(run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "a1", "--gpu", "B200", "--lots", "2", "--days", "3")
+    r = run_cli("list")
+    assert r.returncode == 0
+    assert "a1" in r.stdout and "B200" in r.stdout and "3d" in r.stdout
+    js = json.loads(run_cli("list", "--json").stdout)
+    assert js[0]["name"] == "a1" and js[0]["package"]["lots"] == 2
+
+
+def test_package_edits_keep_other_fields(run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "t1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3")
+    assert run_cli("package", "t1", "--days", "7").returncode == 0
+    data = json.loads(run_cli("show", "t1", "--json").stdout)
+    assert data["package"]["days"] == 7 and data["package"]["gpu_model"] == "RTX A5000"
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "", "a" * 300])
+def test_bad_session_names_exit_2_without_traceback(run_cli, sessions_root: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("new", name)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "name" in r.stderr
+    assert list(sessions_root.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--days", "5"], "3, 7 or 30"),
+        (["--lots", "0"], "≥ 1"),
+        (["--lots", "-1"], "≥ 1"),
+        (["--start", "2026-11-29T14:00:00"], "offset"),
+    ],
+)
+def test_bad_package_values_exit_2(run_cli, sessions_root: Path, args: list[str], words: str) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("new", "t1", *args)
+    assert r.returncode == 2, r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+    assert not (sessions_root / "t1").exists()
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ('schema = 1\nname = "t1"\ncreated_at = = 1\n', "session.toml:3"),
+        ('schema = 99\nname = "t1"\ncreated_at = 2026-11-29T14:00:00Z\n', "newer"),
+        ('schema = 1\ncreated_at = 2026-11-29T14:00:00Z\n', "name"),
+    ],
+)
+def test_bad_session_toml_exit_2_file_unchanged(run_cli, sessions_root: Path, content: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "t1")
+    p = sessions_root / "t1" / "session.toml"
+    p.write_text(content)
+    for cmd in (["show", "t1"], ["package", "t1", "--days", "7"]):
+        r = run_cli(*cmd)
+        assert r.returncode == 2, (cmd, r.stdout, r.stderr)
+        assert words in r.stderr and "Traceback" not in r.stderr
+    assert p.read_text() == content
+
+
+def test_bad_csv_header_and_non_utf8_csv_exit_2(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "t1")
+    csv = sessions_root / "t1" / "resultats-bruts.csv"
+    csv.write_text("a,b,c\n1,2,3\n")
+    r = run_cli("show", "t1")
+    assert r.returncode == 2 and "resultats-bruts.csv:1" in r.stderr
+    assert csv.read_text() == "a,b,c\n1,2,3\n"
+    from gpusession.core.results import HEADER_LINE
+
+    raw = (HEADER_LINE + "\n").encode() + "café\n".encode("latin-1")
+    csv.write_bytes(raw)
+    r = run_cli("show", "t1")
+    assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr
+    assert csv.read_bytes() == raw
+
+
+def test_version_and_module_entry_point(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.startswith("gpusession ")
+
+
+def test_no_session_yet_says_how_to_create_one(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli()
+    assert r.returncode == 1
+    assert "gpusession new" in r.stderr

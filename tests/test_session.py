@@ -1,0 +1,215 @@
+"""Session folders: S7 (atomic writes, crash recovery), H-10, names, bad TOML."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from gpusession.core import tomlio
+from gpusession.core.errors import BadInput
+from gpusession.core.results import ResultRow
+from gpusession.core.session import (
+    Package,
+    Session,
+    list_sessions,
+    most_recent,
+    parse_start,
+    sessions_root,
+    validate_name,
+)
+
+START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+
+
+def make(root: Path, name: str = "t1") -> Session:
+    return Session.create(root, name, package=Package("RTX A5000", 1, 7, START))
+
+
+def test_create_writes_the_layout_with_schema_1(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    for f in ("session.toml", "checklist.toml", "order.toml", "journal.jsonl"):
+        assert (s.folder / f).exists(), f
+        if f.endswith(".toml"):
+            assert (s.folder / f).read_text().startswith("schema = 1\n")
+    again = Session.open(sessions_root, "t1")
+    assert again.package == Package("RTX A5000", 1, 7, START)
+    assert again.package.end == START + timedelta(days=7)
+
+
+def test_create_never_overwrites_an_existing_session(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    before = s.session_toml.read_bytes()
+    with pytest.raises(BadInput, match="already exists"):
+        make(sessions_root)
+    assert s.session_toml.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "", "a" * 300, "..", ".", "a b", "x\\y", "-rf", "é"])
+def test_unsafe_session_names_are_refused_with_the_reason(sessions_root: Path, name: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        Session.create(sessions_root, name)
+    assert "name" in str(exc.value)
+    assert list(sessions_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["visuals-test-01", "demo", "a.b_c-D9"])
+def test_safe_session_names_are_accepted(name: str) -> None:
+    assert validate_name(name) == name
+
+
+def test_h10_none_is_omitted_from_toml(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "t1", package=Package(gpu_model=None, lots=2))
+    text = s.session_toml.read_text()
+    assert "gpu_model" not in text and "lots = 2" in text
+    s.data["environment"] = {"driver_version": None, "python_version": "3.11.7", "gpus": [None, "x"]}
+    s.save()
+    again = Session.open(sessions_root, "t1")
+    assert again.data["environment"] == {"python_version": "3.11.7", "gpus": ["x"]}
+
+
+def test_s7_interrupted_write_leaves_the_old_file_intact(
+    sessions_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = make(sessions_root)
+    before = s.session_toml.read_bytes()
+    real_fdopen = os.fdopen
+
+    class HalfWriter:
+        def __init__(self, fh):  # type: ignore[no-untyped-def]
+            self.fh = fh
+
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            return self
+
+        def __exit__(self, *a):  # type: ignore[no-untyped-def]
+            self.fh.close()
+
+        def write(self, data: bytes) -> int:
+            self.fh.write(data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tomlio.os, "fdopen", lambda fd, mode: HalfWriter(real_fdopen(fd, mode)))
+    s.data["note"] = "x" * 10_000
+    with pytest.raises(OSError):
+        s.save()
+    monkeypatch.undo()
+    assert s.session_toml.read_bytes() == before
+    assert [p.name for p in s.folder.iterdir() if p.name.endswith(".tmp")] == []
+    assert Session.open(sessions_root, "t1").package.gpu_model == "RTX A5000"
+
+
+def test_s7_crash_mid_row_is_recovered_on_reopen_without_loss(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", elapsed_seconds=1.0))
+    with open(s.results.path, "ab") as fh:
+        fh.write(b"e,v,,,,,,,,,,,,,,,warm,1")  # a crash in the middle of a row
+    reopened = Session.open(sessions_root, "t1")
+    assert reopened.results.read().height == 1
+    partial = list(reopened.folder.glob("resultats-bruts.csv.partial-*"))
+    assert len(partial) == 1 and partial[0].read_bytes() == b"e,v,,,,,,,,,,,,,,,warm,1"
+    events = [r["event"] for r in reopened.read_journal()]
+    assert "incident" in events
+
+
+def test_s7_run_in_flight_at_a_crash_gets_its_incident_row(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.journal("run_started", run_key="e/v/warm/0", experiment_id="e", variant_id="v", phase="warm", run_index=0)
+    s.journal("run_finished", run_key="e/v/warm/0")
+    s.journal("run_started", run_key="e/v/warm/1", experiment_id="e", variant_id="v", phase="warm", run_index=1)
+    (s.folder / ".run.lock").write_text("999999999")  # a dead PID
+    reopened = Session.open(sessions_root, "t1")
+    rows = reopened.results.rows()
+    assert len(rows) == 1
+    assert rows[0].run_index == 1 and rows[0].elapsed_seconds is None
+    assert rows[0].corpus_accepted is False and "incident" in (rows[0].notes or "")
+    assert not (s.folder / ".run.lock").exists()
+    # a second reopen does not record it twice
+    assert Session.open(sessions_root, "t1").results.read().height == 1
+
+
+def test_s7_a_live_runner_is_not_mistaken_for_a_crash(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.journal("run_started", run_key="k", experiment_id="e", variant_id="v", phase="warm", run_index=0)
+    (s.folder / ".run.lock").write_text(str(os.getpid()))
+    assert Session.open(sessions_root, "t1").results.read().height == 0
+
+
+def test_toml_syntax_error_reports_its_line(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.session_toml.write_text('schema = 1\nname = "t1"\ncreated_at = 2026-11-29T14:00:00Z\nlots = = 3\n')
+    before = s.session_toml.read_bytes()
+    with pytest.raises(BadInput) as exc:
+        Session.open(sessions_root, "t1")
+    assert "session.toml:4" in str(exc.value) and "syntax" in str(exc.value)
+    assert s.session_toml.read_bytes() == before
+
+
+def test_newer_schema_is_refused_clearly(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.session_toml.write_text('schema = 99\nname = "t1"\ncreated_at = 2026-11-29T14:00:00Z\n')
+    with pytest.raises(BadInput, match="newer gpusession"):
+        Session.open(sessions_root, "t1")
+
+
+def test_missing_required_key_is_named(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.session_toml.write_text('schema = 1\nname = "t1"\n')
+    with pytest.raises(BadInput, match="created_at"):
+        Session.open(sessions_root, "t1")
+
+
+def test_renamed_folder_still_opens_and_rename_refuses_existing(sessions_root: Path) -> None:
+    s = make(sessions_root, "a")
+    make(sessions_root, "b")
+    with pytest.raises(BadInput, match="already exists"):
+        s.rename("b")
+    os.rename(sessions_root / "a", sessions_root / "c")
+    assert Session.open(sessions_root, "c").name == "c"
+    d = Session.open(sessions_root, "c").rename("d")
+    assert d.data["name"] == "d" and (sessions_root / "d").is_dir()
+
+
+def test_list_and_most_recent(sessions_root: Path) -> None:
+    make(sessions_root, "old")
+    os.utime(sessions_root / "old" / "session.toml", (1, 1))
+    for p in (sessions_root / "old").iterdir():
+        os.utime(p, (1, 1))
+    make(sessions_root, "new")
+    (sessions_root / "broken").mkdir()
+    (sessions_root / "broken" / "session.toml").write_text("schema = 99\n")
+    names = [s.name for s in list_sessions(sessions_root)]
+    assert set(names) == {"old", "new", "broken"}
+    assert most_recent(sessions_root) == "new"
+    broken = next(s for s in list_sessions(sessions_root) if s.name == "broken")
+    assert broken.error and "newer" in broken.error
+
+
+def test_sessions_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GPUSESSION_HOME", str(tmp_path / "env"))
+    assert sessions_root("cli") == Path("cli")
+    assert sessions_root(None) == tmp_path / "env"
+    monkeypatch.delenv("GPUSESSION_HOME")
+    monkeypatch.chdir(tmp_path)
+    assert sessions_root(None) == tmp_path / "sessions"
+
+
+def test_s6_start_needs_an_offset_and_is_kept_in_utc() -> None:
+    assert parse_start("2026-11-29T15:00:00+01:00") == START
+    assert parse_start("2026-11-29T14:00:00Z") == START
+    with pytest.raises(BadInput, match="offset"):
+        parse_start("2026-11-29T14:00:00")
+    with pytest.raises(BadInput, match="ISO 8601"):
+        parse_start("tomorrow")
+    p = Package("RTX A5000", 1, 3, START)
+    assert p.time_left(START + timedelta(days=1)) == timedelta(days=2)
+
+
+def test_journal_is_json_lines(sessions_root: Path) -> None:
+    s = make(sessions_root)
+    s.journal("hello", x=1)
+    lines = s.journal_path.read_text().splitlines()
+    assert json.loads(lines[-1])["event"] == "hello"
