@@ -1,0 +1,475 @@
+"""Automatic evidence beside the checklist items (S1, S5; seed 003 §2-§7, seed 000 §1).
+
+Each probe reads what the tool can observe -- NVML, the results rows, the journal,
+session.toml, the disk -- and returns one or a few lines in words. Evidence is shown
+beside its item; it never ticks the item: the person decides (S1). A probe that has
+nothing to look at yet says so ("not available yet: no run recorded") instead of
+failing. The one side effect: an order deviation (S5) is recorded once as an order
+event, through :func:`gpusession.core.order.record_deviation` when that module exists.
+
+Who calls it: :func:`gpusession.core.checklist.collect_evidence` (TUI Checklist pane,
+``gpusession checklist NAME evidence``) and the report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpusession.core.environment import NvmlSnapshot, read_nvml
+from gpusession.core.session import Session, utcnow
+
+GIB = 1024**3
+
+#: GPUs per lot where a lot holds more than one GPU (seed: a B200 lot holds two GPUs).
+_GPUS_PER_LOT_FALLBACK = {"b200": 2}
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    """Bytes in words with binary units: ``24.0 GiB (25769803776 bytes)``."""
+    if n is None:
+        return "unknown"
+    if n >= 1024**2:
+        units = [(GIB, "GiB"), (1024**2, "MiB")]
+        for size, unit in units:
+            if n >= size:
+                return f"{n / size:.1f} {unit} ({int(n)} bytes)"
+    return f"{int(n)} bytes"
+
+
+def _fmt_td(td: timedelta) -> str:
+    secs = int(abs(td.total_seconds()))
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    return f"{d}d {h:02d}h {m:02d}m"
+
+
+def snapshot_of(nvml: Any | None) -> NvmlSnapshot:
+    """An NVML snapshot: ``nvml`` itself when it already is one, else ``read_nvml(nvml)``."""
+    if isinstance(nvml, NvmlSnapshot):
+        return nvml
+    return read_nvml(nvml)
+
+
+# -- what the last run saw ------------------------------------------------------------
+@dataclass(frozen=True)
+class LastRun:
+    """The environment recorded by the most recent experiment's rows (R10).
+
+    Attributes:
+        experiment_id: the experiment of the last row with a value.
+        rows: that experiment's rows (a polars frame, 38 columns).
+    """
+
+    experiment_id: str | None
+    rows: pl.DataFrame
+
+    def distinct(self, column: str) -> list[Any]:
+        """Distinct non-null values of ``column`` in file order."""
+        if self.rows.height == 0:
+            return []
+        return self.rows.get_column(column).drop_nulls().unique(maintain_order=True).to_list()
+
+
+def last_run(session: Session) -> LastRun | None:
+    """Rows of the experiment of the last row in ``resultats-bruts.csv``; ``None`` if empty."""
+    frame = session.results.read()
+    if frame.height == 0:
+        return None
+    exp = frame.get_column("experiment_id")[-1]
+    rows = frame.filter(pl.col("experiment_id") == exp) if exp is not None else frame.tail(1)
+    return LastRun(exp, rows)
+
+
+def _environment_table(session: Session) -> dict[str, Any]:
+    env = session.data.get("environment")
+    return env if isinstance(env, dict) else {}
+
+
+# -- probes --------------------------------------------------------------------------
+def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
+    """GPU model(s), count, UUIDs, driver from NVML, and the last run's environment (G§6)."""
+    lines: list[str] = []
+    if snap.available:
+        if snap.gpus:
+            names = ", ".join(f"GPU {g.index} {g.name} ({g.uuid}, {fmt_bytes(g.memory_total_bytes)})"
+                              for g in snap.gpus)
+            lines.append(f"NVML now: {len(snap.gpus)} GPU(s), driver {snap.driver_version or 'unknown'}: {names}")
+        else:
+            lines.append(f"NVML now: no GPU visible, driver {snap.driver_version or 'unknown'}")
+    else:
+        lines.append(f"NVML now: not available ({snap.reason})")
+    lines.append(_last_run_env_line(session))
+    return "\n".join(lines)
+
+
+def _last_run_env_line(session: Session) -> str:
+    lr = last_run(session)
+    env = _environment_table(session)
+    if lr is None and not env:
+        return "last run: not available yet: no run recorded"
+    parts: list[str] = []
+    if lr is not None:
+        for col, label in (
+            ("gpu_model", "GPU"),
+            ("gpu_count", "GPUs used"),
+            ("device", "device"),
+            ("driver_version", "driver"),
+            ("runtime_version", "runtime"),
+            ("torch_version", "PyTorch"),
+        ):
+            vals = lr.distinct(col)
+            parts.append(f"{label} {', '.join(str(v) for v in vals) if vals else 'not recorded'}")
+        head = f"last run (experiment {lr.experiment_id}): "
+    else:
+        head = "last run environment: "
+    uuids = env.get("gpu_uuids") or env.get("uuids")
+    if isinstance(uuids, list) and uuids:
+        parts.append("UUIDs " + ", ".join(str(u) for u in uuids))
+    if lr is None:
+        for key in ("gpu_model", "gpu_count", "device", "driver_version", "runtime_version"):
+            if key in env:
+                parts.append(f"{key} {env[key]}")
+    return head + "; ".join(parts)
+
+
+def on_gpu_evidence(session: Session) -> str:
+    """Whether the last run's tensors were on the GPU: the ``device`` column (G§6)."""
+    lr = last_run(session)
+    if lr is None:
+        return "not available yet: no run recorded"
+    devices = lr.distinct("device")
+    n = lr.rows.height
+    if not devices:
+        return f"last run (experiment {lr.experiment_id}): device not recorded in its {n} row(s)"
+    gpu = [d for d in devices if str(d).startswith(("cuda", "rocm", "hip"))]
+    if gpu and len(gpu) == len(devices):
+        return f"on the GPU: the last run's {n} row(s) (experiment {lr.experiment_id}) ran on {', '.join(gpu)}"
+    return (
+        f"WARNING: the last run (experiment {lr.experiment_id}) ran on {', '.join(map(str, devices))}, "
+        "not (only) on the GPU; a program that finishes does not prove the GPU was used"
+    )
+
+
+def gpus_per_lot(gpu_model: str | None) -> int:
+    """GPUs in one lot of ``gpu_model`` (B200: 2, most cards: 1), from the rates when the
+    cost module provides them (K1)."""
+    if not gpu_model:
+        return 1
+    try:
+        from gpusession.core import cost  # type: ignore[attr-defined]
+
+        fn = getattr(cost, "gpus_per_lot", None)
+        if callable(fn):
+            value = fn(gpu_model)
+            if isinstance(value, int) and value >= 1:
+                return value
+    except Exception:
+        pass
+    key = _norm(gpu_model)
+    for model, n in _GPUS_PER_LOT_FALLBACK.items():
+        if model in key.split():
+            return n
+    return 1
+
+
+def _norm(name: str) -> str:
+    text = name.lower().replace("nvidia", " ").replace("geforce", " ")
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+def model_matches(ordered: str, observed: str) -> bool:
+    """True when every word of the ordered model is in the observed name
+    (``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``; ``"H100"`` does not match ``"A100"``)."""
+    want = _norm(ordered).split()
+    have = set(_norm(observed).split())
+    if not want:
+        return False
+    return all(w in have for w in want)
+
+
+def _ordered(session: Session) -> tuple[str | None, int | None, str | None]:
+    """(gpu_model, lots, order number) of the order, else the session's package."""
+    model: str | None = None
+    lots: int | None = None
+    number: str | None = None
+    try:
+        from gpusession.core import order as order_mod  # type: ignore[attr-defined]
+
+        load = getattr(order_mod, "load_order", None)
+        if callable(load):
+            o = load(session)
+            model = getattr(o, "gpu_model", None)
+            lots = getattr(o, "lots", None)
+            number = getattr(o, "order_number", None) or getattr(o, "number", None)
+    except Exception:
+        pass
+    if model is None or lots is None or number is None:
+        doc = session.read_doc("order.toml")
+        model = model or doc.get("gpu_model") or (doc.get("configuration") or {}).get("gpu_model")
+        lots = lots or doc.get("lots") or (doc.get("configuration") or {}).get("lots")
+        number = number or doc.get("order_number") or doc.get("number")
+    pkg = session.package
+    return model or pkg.gpu_model, lots or pkg.lots, number
+
+
+def _observed(session: Session, snap: NvmlSnapshot) -> tuple[str | None, int | None, str]:
+    if snap.available and snap.gpus:
+        names = sorted({g.name for g in snap.gpus})
+        return " + ".join(names), len(snap.gpus), "NVML"
+    lr = last_run(session)
+    if lr is not None:
+        models = lr.distinct("gpu_model")
+        counts = lr.distinct("gpu_count")
+        if models:
+            return " + ".join(str(m) for m in models), (int(max(counts)) if counts else None), "last run"
+    return None, None, ""
+
+
+def _record_deviation_once(session: Session, model: str, count: int | None) -> str:
+    for rec in session.read_journal():
+        if (
+            rec.get("event") == "checklist_deviation_recorded"
+            and rec.get("observed_gpu_model") == model
+            and rec.get("observed_gpu_count") == count
+        ):
+            return "deviation already recorded " + str(rec.get("at", ""))
+    message = ""
+    try:
+        from gpusession.core import order as order_mod  # type: ignore[attr-defined]
+
+        message = str(order_mod.record_deviation(session, model, count))
+    except (ImportError, AttributeError):
+        session.journal(
+            "order_deviation", observed_gpu_model=model, observed_gpu_count=count,
+            message="order module not available; deviation kept in the journal",
+        )
+        message = "deviation recorded in the journal (order module not available yet)"
+    session.journal("checklist_deviation_recorded", observed_gpu_model=model, observed_gpu_count=count)
+    return message or "deviation recorded as an order event"
+
+
+def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool = True) -> str:
+    """Observed GPU model and count vs the order (lots × GPUs per lot) (S5, G§6).
+
+    A deviation is recorded once per distinct observation as an order event (S5).
+    """
+    model, lots, number = _ordered(session)
+    obs_model, obs_count, source = _observed(session, snap)
+    if obs_model is None:
+        why = f"NVML: {snap.reason}" if not snap.available else "no GPU visible"
+        return f"not available yet: no GPU observed ({why}) and no run recorded"
+    if model is None:
+        return f"observed {obs_count} × {obs_model} ({source}); no order or package GPU set to compare with"
+    per_lot = gpus_per_lot(model)
+    expected = lots * per_lot if lots else None
+    problems: list[str] = []
+    observed_names = obs_model.split(" + ")
+    if not all(model_matches(model, n) for n in observed_names):
+        problems.append(f"model {obs_model} is not the ordered {model}")
+    if expected is not None and obs_count is not None and obs_count != expected:
+        problems.append(f"{obs_count} GPU(s) seen, {expected} ordered ({lots} lot(s) × {per_lot})")
+    order_txt = f"order {number}" if number else "the order (no order number yet)"
+    exp_txt = f"{expected} × {model}" if expected is not None else f"{model} (lots not set)"
+    if not problems:
+        return f"matches {order_txt}: {obs_count} × {obs_model} seen ({source}), {exp_txt} ordered"
+    text = f"DEVIATION from {order_txt}: " + "; ".join(problems) + f" (seen via {source})"
+    if record:
+        text += "; " + _record_deviation_once(session, obs_model, obs_count)
+    return text
+
+
+def memory_evidence(session: Session, snap: NvmlSnapshot) -> str:
+    """Last experiment's peak reserved bytes vs one card's total (G§3: no pooling)."""
+    lr = last_run(session)
+    if lr is None:
+        return "not available yet: no run recorded"
+    peaks = lr.distinct("peak_reserved_bytes")
+    if not peaks:
+        return f"last run (experiment {lr.experiment_id}): peak reserved bytes not measured (CPU run or no GPU memory readout)"
+    need = int(max(peaks))
+    totals = [g.memory_total_bytes for g in snap.gpus] if snap.available else []
+    counts = lr.distinct("gpu_count")
+    gpus_used = int(max(counts)) if counts else 1
+    head = f"experiment {lr.experiment_id} needs {fmt_bytes(need)} peak reserved (PyTorch allocator)"
+    if not totals:
+        why = snap.reason if not snap.available else "no GPU visible"
+        return head + f"; card total unknown ({why})"
+    card = min(totals)
+    if need <= card:
+        return head + f"; one card has {fmt_bytes(card)}: fits ({need / card:.0%} of one card)"
+    text = f"WARNING: {head}, more than one card has ({fmt_bytes(card)})"
+    if gpus_used <= 1 and len(totals) > 1:
+        text += (
+            f"; the {len(totals)} cards together have {fmt_bytes(sum(totals))}, but cards do not "
+            "pool memory for a program made for one GPU"
+        )
+    return text
+
+
+def latest_manifest(session: Session) -> Path | None:
+    """The newest ``manifest*.csv`` in the session folder, or ``None``."""
+    found = sorted(session.folder.glob("manifest*.csv"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def free_space_evidence(session: Session, destination: Path | None) -> str:
+    """Free bytes at the destination folder (psutil) vs the deliverables' size (G§2)."""
+    import psutil
+
+    size: int | None = None
+    man = latest_manifest(session)
+    if man is not None:
+        try:
+            frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
+            size = int(frame.get_column("size_bytes").sum())
+        except Exception:
+            size = None
+    size_txt = (
+        f"deliverables {fmt_bytes(size)} ({man.name})" if size is not None and man is not None
+        else "deliverables size unknown: write the manifest first (gpusession manifest NAME --deliverables DIR)"
+    )
+    if destination is None:
+        return "no destination named yet (gpusession checklist NAME evidence --destination DIR); " + size_txt
+    probe = Path(destination)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        usage = psutil.disk_usage(str(probe))
+    except OSError as exc:
+        return f"destination {destination}: cannot read free space ({exc.strerror}); " + size_txt
+    free = int(usage.free)
+    text = f"destination {destination}: {fmt_bytes(free)} free; " + size_txt
+    if size is not None:
+        text += "; fits" if free >= size else "; WARNING: not enough free space"
+    return text
+
+
+_PROTOCOL_KEYS = ("classes", "output_format", "metric", "threshold", "tolerance")
+
+
+def _as_dt(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return None
+
+
+def protocol_evidence(session: Session) -> str:
+    """Per experiment: was its protocol stored before its first measured run (V5, P§1)."""
+    exps = session.data.get("experiments")
+    if not isinstance(exps, dict) or not exps:
+        return "not available yet: no experiment defined"
+    first_run: dict[str, datetime] = {}
+    for rec in session.read_journal():
+        if rec.get("event") != "run_started":
+            continue
+        exp = rec.get("experiment_id")
+        at = _as_dt(rec.get("at"))
+        if exp is None or at is None:
+            continue
+        if exp not in first_run or at < first_run[exp]:
+            first_run[exp] = at
+    lines = []
+    for exp_id, exp in exps.items():
+        if not isinstance(exp, dict):
+            continue
+        defined = _as_dt(exp.get("defined_at") or exp.get("created_at") or exp.get("fixed_at"))
+        first = first_run.get(exp_id)
+        proto = exp.get("protocol")
+        missing: list[str] = []
+        if isinstance(proto, dict):
+            missing = [k for k in _PROTOCOL_KEYS if not any(k in key for key in proto)]
+        elif proto is None:
+            missing = ["protocol table"]
+        miss_txt = f"; not fixed: {', '.join(missing)}" if missing else ""
+        if defined is None:
+            lines.append(f"{exp_id}: when the protocol was stored is not recorded{miss_txt}")
+        elif first is None:
+            lines.append(f"{exp_id}: protocol stored {defined.isoformat()}; no measured run yet{miss_txt}")
+        elif defined <= first:
+            lines.append(
+                f"{exp_id}: protocol stored {defined.isoformat()}, before the first run "
+                f"{first.isoformat()}{miss_txt}"
+            )
+        else:
+            lines.append(
+                f"WARNING {exp_id}: protocol stored {defined.isoformat()}, AFTER the first run "
+                f"{first.isoformat()}: changing it afterwards needs a new experiment id (V5){miss_txt}"
+            )
+    return "\n".join(lines) if lines else "not available yet: no experiment defined"
+
+
+def session_limit_evidence(
+    session: Session, *, now: datetime | None = None, retrieval_reserve_hours: float = 4.0
+) -> str:
+    """Time left in the package vs the time reserved for retrieval (G§7)."""
+    now = now or utcnow()
+    left = session.package.time_left(now)
+    reserve = timedelta(hours=retrieval_reserve_hours)
+    if left is None:
+        return "package start or length not set: time left unknown (gpusession package NAME --days N --start ...)"
+    end = session.package.end
+    assert end is not None
+    stop_by = end - reserve
+    if left <= timedelta(0):
+        return f"WARNING: the package ended {_fmt_td(left)} ago; whatever is not retrieved may be lost"
+    if left <= reserve:
+        return (
+            f"WARNING: {_fmt_td(left)} left, less than the {retrieval_reserve_hours:g} h reserved for "
+            "retrieval: stop new runs and retrieve what is useful now"
+        )
+    return (
+        f"{_fmt_td(left)} left; {retrieval_reserve_hours:g} h reserved for retrieval: start no new "
+        f"work after {stop_by.isoformat()} ({_fmt_td(left - reserve)} from now)"
+    )
+
+
+def manifest_evidence(session: Session) -> str:
+    """The latest manifest of approved deliverables in the session folder (S4)."""
+    man = latest_manifest(session)
+    if man is None:
+        return "no manifest yet: gpusession manifest NAME --deliverables DIR"
+    try:
+        frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
+        return f"{man.name}: {frame.height} file(s), {fmt_bytes(int(frame.get_column('size_bytes').sum()))}"
+    except Exception as exc:
+        return f"{man.name}: unreadable ({type(exc).__name__})"
+
+
+def run_probes(
+    session: Session,
+    *,
+    nvml: Any | None = None,
+    destination: Path | None = None,
+    now: datetime | None = None,
+    retrieval_reserve_hours: float = 4.0,
+    record_deviation: bool = True,
+) -> dict[str, str]:
+    """Every probe, by probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
+    ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
+    missing input: each probe says what it lacks."""
+    snap = snapshot_of(nvml)
+    return {
+        "device": device_evidence(session, snap),
+        "on-gpu": on_gpu_evidence(session),
+        "order-match": order_match_evidence(session, snap, record=record_deviation),
+        "memory": memory_evidence(session, snap),
+        "free-space": free_space_evidence(session, destination),
+        "protocol": protocol_evidence(session),
+        "session-limit": session_limit_evidence(
+            session, now=now, retrieval_reserve_hours=retrieval_reserve_hours
+        ),
+        "manifest": manifest_evidence(session),
+    }
