@@ -195,14 +195,29 @@ def test_s5_order_match_ok(session: Session) -> None:
     assert ev["g6.deviation"] == ev["g5.order-match"]
 
 
-def test_s5_wrong_count_is_a_deviation_recorded_once(session: Session) -> None:
+def test_s5_deviation_without_order_is_noted_once_in_journal(session: Session) -> None:
     ev = cl.collect_evidence(session, nvml=a5000(2), now=T0)
     assert ev["g5.order-match"].startswith("DEVIATION")
     assert "2 GPU(s) seen, 1 ordered" in ev["g5.order-match"]
+    assert "no order recorded" in ev["g5.order-match"]
     cl.collect_evidence(session, nvml=a5000(2), now=T0)
-    recorded = [r for r in session.read_journal() if r["event"] == "checklist_deviation_recorded"]
-    assert len(recorded) == 1
-    assert recorded[0]["observed_gpu_count"] == 2
+    noted = [r for r in session.read_journal() if r["event"] == "order_deviation_observed"]
+    assert len(noted) == 1 and noted[0]["observed_gpu_count"] == 2
+
+
+def test_s5_deviation_recorded_against_order_number(session: Session) -> None:
+    order = pytest.importorskip("gpusession.core.order")
+    load_order, set_order = order.load_order, order.set_order
+    set_order(session, number="ORD-4711", gpu_model="RTX A5000", lots=1, days=7)
+    ev = cl.collect_evidence(session, nvml=a5000(2), now=T0)["g6.deviation"]
+    assert ev.startswith("DEVIATION from order ORD-4711") and "recorded against order ORD-4711" in ev
+    cl.collect_evidence(session, nvml=a5000(2), now=T0)
+    devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
+    assert len(devs) == 1 and devs[0].order_number == "ORD-4711"
+    # a matching GPU records nothing more
+    assert cl.collect_evidence(session, nvml=a5000(1), now=T0)["g5.order-match"].startswith(
+        "matches order ORD-4711")
+    assert len([e for e in load_order(session).events if e.state == "deviation-noted"]) == 1
 
 
 def test_s5_wrong_model_is_a_deviation(session: Session) -> None:

@@ -157,26 +157,61 @@ def on_gpu_evidence(session: Session) -> str:
     )
 
 
-def gpus_per_lot(gpu_model: str | None) -> int:
-    """GPUs in one lot of ``gpu_model`` (B200: 2, most cards: 1), from the rates when the
-    cost module provides them (K1)."""
-    if not gpu_model:
-        return 1
-    try:
-        from gpusession.core import cost  # type: ignore[attr-defined]
+@dataclass(frozen=True)
+class Ordered:
+    """What was ordered: from ``order.toml`` when an order is recorded, else the package.
 
-        fn = getattr(cost, "gpus_per_lot", None)
-        if callable(fn):
-            value = fn(gpu_model)
-            if isinstance(value, int) and value >= 1:
-                return value
-    except Exception:
+    Attributes:
+        gpu_model: ordered model, ``None`` when neither order nor package sets it.
+        lots: lots ordered, ``None`` when unknown.
+        gpus_per_lot: from the rates file (B200: 2), else the order, else 1 / 2 for B200.
+        number: the order number, ``None`` when no order is recorded (package only).
+    """
+
+    gpu_model: str | None
+    lots: int | None
+    gpus_per_lot: int
+    number: str | None
+
+    @property
+    def gpu_count(self) -> int | None:
+        return None if self.lots is None else self.lots * self.gpus_per_lot
+
+
+def _fallback_per_lot(gpu_model: str) -> int:
+    words = _norm(gpu_model).split()
+    return next((n for m, n in _GPUS_PER_LOT_FALLBACK.items() if m in words), 1)
+
+
+def ordered_of(session: Session) -> Ordered:
+    """The order (``core.order``) or, without one, the session's package (S5, K1)."""
+    model: str | None = None
+    lots: int | None = None
+    number: str | None = None
+    per_lot: int | None = None
+    try:
+        from gpusession.core.order import load_order
+
+        info = load_order(session).order
+        if info is not None:
+            model, lots, number, per_lot = info.gpu_model, info.lots, info.number, info.gpus_per_lot
+    except ImportError:
         pass
-    key = _norm(gpu_model)
-    for model, n in _GPUS_PER_LOT_FALLBACK.items():
-        if model in key.split():
-            return n
-    return 1
+    if model is None:
+        pkg = session.package
+        model, lots = pkg.gpu_model, pkg.lots
+    if model:
+        try:
+            from gpusession.core.cost import load_rates
+
+            rate = load_rates(session_folder=session.folder).find(model)
+            if rate is not None:
+                per_lot = rate.gpus_per_lot
+        except Exception:  # a broken rates file must not hide the evidence
+            pass
+    if not per_lot:
+        per_lot = _fallback_per_lot(model) if model else 1
+    return Ordered(model, lots, int(per_lot), number)
 
 
 def _norm(name: str) -> str:
@@ -186,7 +221,8 @@ def _norm(name: str) -> str:
 
 def model_matches(ordered: str, observed: str) -> bool:
     """True when every word of the ordered model is in the observed name
-    (``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``; ``"H100"`` does not match ``"A100"``)."""
+    (``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``, ``"H100"`` matches
+    ``"NVIDIA H100 80GB HBM3"``; ``"H100"`` does not match ``"A100"``)."""
     want = _norm(ordered).split()
     have = set(_norm(observed).split())
     if not want:
@@ -194,94 +230,78 @@ def model_matches(ordered: str, observed: str) -> bool:
     return all(w in have for w in want)
 
 
-def _ordered(session: Session) -> tuple[str | None, int | None, str | None]:
-    """(gpu_model, lots, order number) of the order, else the session's package."""
-    model: str | None = None
-    lots: int | None = None
-    number: str | None = None
-    try:
-        from gpusession.core import order as order_mod  # type: ignore[attr-defined]
-
-        load = getattr(order_mod, "load_order", None)
-        if callable(load):
-            o = load(session)
-            model = getattr(o, "gpu_model", None)
-            lots = getattr(o, "lots", None)
-            number = getattr(o, "order_number", None) or getattr(o, "number", None)
-    except Exception:
-        pass
-    if model is None or lots is None or number is None:
-        doc = session.read_doc("order.toml")
-        model = model or doc.get("gpu_model") or (doc.get("configuration") or {}).get("gpu_model")
-        lots = lots or doc.get("lots") or (doc.get("configuration") or {}).get("lots")
-        number = number or doc.get("order_number") or doc.get("number")
-    pkg = session.package
-    return model or pkg.gpu_model, lots or pkg.lots, number
-
-
-def _observed(session: Session, snap: NvmlSnapshot) -> tuple[str | None, int | None, str]:
+def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | None, str]:
     if snap.available and snap.gpus:
-        names = sorted({g.name for g in snap.gpus})
-        return " + ".join(names), len(snap.gpus), "NVML"
+        return sorted({g.name for g in snap.gpus}), len(snap.gpus), "NVML"
     lr = last_run(session)
     if lr is not None:
-        models = lr.distinct("gpu_model")
+        models = [str(m) for m in lr.distinct("gpu_model")]
         counts = lr.distinct("gpu_count")
         if models:
-            return " + ".join(str(m) for m in models), (int(max(counts)) if counts else None), "last run"
-    return None, None, ""
+            return models, (int(max(counts)) if counts else None), "last run"
+    return [], None, ""
 
 
-def _record_deviation_once(session: Session, model: str, count: int | None) -> str:
+def _record(session: Session, model: str, count: int | None, ordered: Ordered) -> str:
+    """Record the deviation against the order number (S5); once per observation."""
+    if ordered.number is not None:
+        try:
+            from gpusession.core.order import record_deviation
+
+            msg = record_deviation(session, model, count)
+            if msg is None:
+                # the order module compares names strictly; keep our reading on record
+                return "the order module sees no deviation by its comparison"
+            return f"recorded against order {ordered.number}"
+        except ImportError:
+            pass
     for rec in session.read_journal():
         if (
-            rec.get("event") == "checklist_deviation_recorded"
+            rec.get("event") == "order_deviation_observed"
             and rec.get("observed_gpu_model") == model
             and rec.get("observed_gpu_count") == count
         ):
-            return "deviation already recorded " + str(rec.get("at", ""))
-    message = ""
-    try:
-        from gpusession.core import order as order_mod  # type: ignore[attr-defined]
-
-        message = str(order_mod.record_deviation(session, model, count))
-    except (ImportError, AttributeError):
-        session.journal(
-            "order_deviation", observed_gpu_model=model, observed_gpu_count=count,
-            message="order module not available; deviation kept in the journal",
-        )
-        message = "deviation recorded in the journal (order module not available yet)"
-    session.journal("checklist_deviation_recorded", observed_gpu_model=model, observed_gpu_count=count)
-    return message or "deviation recorded as an order event"
+            return f"noted in the journal {rec.get('at', '')}; record the order to note it against its number"
+    session.journal(
+        "order_deviation_observed", observed_gpu_model=model, observed_gpu_count=count,
+        ordered_gpu_model=ordered.gpu_model, ordered_gpu_count=ordered.gpu_count,
+    )
+    return "noted in the journal; no order recorded yet (gpusession order NAME set) to note it against its number"
 
 
 def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool = True) -> str:
     """Observed GPU model and count vs the order (lots × GPUs per lot) (S5, G§6).
 
-    A deviation is recorded once per distinct observation as an order event (S5).
+    A deviation is recorded as an order event against the order number (S5), through
+    :func:`gpusession.core.order.record_deviation`, which records one deviation once.
     """
-    model, lots, number = _ordered(session)
-    obs_model, obs_count, source = _observed(session, snap)
-    if obs_model is None:
+    ordered = ordered_of(session)
+    names, obs_count, source = _observed(session, snap)
+    if not names:
         why = f"NVML: {snap.reason}" if not snap.available else "no GPU visible"
         return f"not available yet: no GPU observed ({why}) and no run recorded"
-    if model is None:
-        return f"observed {obs_count} × {obs_model} ({source}); no order or package GPU set to compare with"
-    per_lot = gpus_per_lot(model)
-    expected = lots * per_lot if lots else None
+    obs_model = " + ".join(names)
+    seen = f"{obs_count if obs_count is not None else '?'} × {obs_model} seen ({source})"
+    if ordered.gpu_model is None:
+        return f"{seen}; no order or package GPU set to compare with"
     problems: list[str] = []
-    observed_names = obs_model.split(" + ")
-    if not all(model_matches(model, n) for n in observed_names):
-        problems.append(f"model {obs_model} is not the ordered {model}")
+    if not all(model_matches(ordered.gpu_model, n) for n in names):
+        problems.append(f"model {obs_model} is not the ordered {ordered.gpu_model}")
+    expected = ordered.gpu_count
     if expected is not None and obs_count is not None and obs_count != expected:
-        problems.append(f"{obs_count} GPU(s) seen, {expected} ordered ({lots} lot(s) × {per_lot})")
-    order_txt = f"order {number}" if number else "the order (no order number yet)"
-    exp_txt = f"{expected} × {model}" if expected is not None else f"{model} (lots not set)"
+        problems.append(
+            f"{obs_count} GPU(s) seen, {expected} ordered "
+            f"({ordered.lots} lot(s) × {ordered.gpus_per_lot} GPU(s) per lot)"
+        )
+    order_txt = f"order {ordered.number}" if ordered.number else "the package (no order recorded)"
+    exp_txt = (
+        f"{expected} × {ordered.gpu_model}" if expected is not None else f"{ordered.gpu_model} (lots not set)"
+    )
     if not problems:
-        return f"matches {order_txt}: {obs_count} × {obs_model} seen ({source}), {exp_txt} ordered"
+        return f"matches {order_txt}: {seen}, {exp_txt} ordered"
     text = f"DEVIATION from {order_txt}: " + "; ".join(problems) + f" (seen via {source})"
     if record:
-        text += "; " + _record_deviation_once(session, obs_model, obs_count)
+        text += "; " + _record(session, obs_model, obs_count, ordered)
     return text
 
 
