@@ -1,9 +1,230 @@
-"""Placeholder: this command module is filled in by its issue."""
+"""``cost`` and ``order``: the Cost and Order panes, headless (issue 5; K1–K7, S2, S3, S5, S6).
+
+Examples::
+
+    gpusession cost --gpu "RTX A5000" --days 7 --lots 1 --accepted-results 18 --plan 0.25,1,1,0.5,0.5
+    gpusession cost --session visuals-test-01
+    gpusession order visuals-test-01 set --number A-1234 --gpu "RTX A5000" --lots 1 --days 7
+    gpusession order visuals-test-01 payment --asset USDT --network TRC20 --amount 55.00 \
+        --destination T... --expires 2026-11-30T12:00:00Z
+    gpusession order visuals-test-01 event payment-sent --note "clicked I have paid"
+    gpusession order visuals-test-01 event payment-confirmed --source tracking
+    gpusession order visuals-test-01 deviation --gpu "NVIDIA RTX A5000" --count 1
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from gpusession.commands._common import open_session, print_json
+from gpusession.core.cost import cost_report, load_rates, parse_plan
+from gpusession.core.errors import BadInput
+from gpusession.core.order import (
+    STATES,
+    load_order,
+    new_payment_order,
+    order_lines,
+    order_to_json,
+    record_deviation,
+    record_event,
+    set_order,
+)
+from gpusession.core.session import PACKAGE_DAYS, parse_start
+from gpusession.core.window import package_window
+
+
+def _lots(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}")
+    return value
+
+
+def _days(text: str) -> int:
+    if text.strip() not in {str(d) for d in PACKAGE_DAYS}:
+        raise argparse.ArgumentTypeError(
+            f"expected a package of 3, 7 or 30 days (packages are whole), got {text!r}")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}")
+    return value
 
 
 def register(sub: Any) -> None:
-    """Register no subcommand yet."""
+    """Add ``cost`` and ``order`` to the CLI."""
+    p = sub.add_parser(
+        "cost",
+        help="package cost and cost per accepted deliverable (K1–K7)",
+        description="Full package price × lots, cost per distinct accepted deliverable, plan "
+        "coverage and extension options. Never projects a pace (K5).",
+    )
+    p.add_argument("--gpu", metavar="MODEL", help='GPU model, e.g. "RTX A5000"')
+    p.add_argument("--days", type=_days, metavar="{3,7,30}", help="package length in days")
+    p.add_argument("--lots", type=_lots, metavar="N", help="lots bought (B200: 1 lot = 2 GPUs)")
+    p.add_argument("--accepted-results", type=_count, metavar="N",
+                   help="distinct accepted deliverables (default with --session: from its results)")
+    p.add_argument("--plan", metavar="D,D,...", help="task durations in days, e.g. 0.25,1,1,0.5,0.5")
+    p.add_argument("--rates", metavar="FILE", help="rates file (default: session's rates.toml, "
+                   "else the bundled one)")
+    p.add_argument("--session", metavar="NAME", help="take the package and accepted count from a session")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser("order", help="order and payment timeline of a session (S2, S3, S5)",
+                       description="Order, payment order and status timeline in order.toml.")
+    p.add_argument("name", metavar="NAME", help="session name")
+    osub = p.add_subparsers(dest="order_action", metavar="ACTION", required=True)
+
+    q = osub.add_parser("show", help="order, active payment order, timeline")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_order_show)
+
+    q = osub.add_parser("set", help="record what was ordered")
+    q.add_argument("--number", required=True, help="order number")
+    q.add_argument("--gpu", required=True, metavar="MODEL", help="GPU model ordered")
+    q.add_argument("--lots", required=True, type=_lots, metavar="N", help="lots ordered")
+    q.add_argument("--days", required=True, type=_days, metavar="{3,7,30}", help="package length")
+    q.add_argument("--preparation", metavar="P", help="software preparation chosen (a preference)")
+    q.add_argument("--rates", metavar="FILE", help="rates file for the total")
+    q.set_defaults(func=cmd_order_set)
+
+    q = osub.add_parser("payment", help="record the active payment order (replaces the previous)")
+    q.add_argument("--asset", required=True, help="asset, e.g. USDT (chosen with the network)")
+    q.add_argument("--network", required=True, help="network, e.g. TRC20 (chosen with the asset)")
+    q.add_argument("--amount", required=True, help='exact amount as issued, e.g. "12.50"')
+    q.add_argument("--destination", required=True, help="destination address")
+    q.add_argument("--expires", required=True, metavar="ISO8601", help="expiry, with UTC offset")
+    q.set_defaults(func=cmd_order_payment)
+
+    q = osub.add_parser("event", help="add a timeline event")
+    q.add_argument("state", choices=STATES, metavar="STATE", help=", ".join(STATES))
+    q.add_argument("--source", choices=("you", "tracking"), default="you",
+                   help="you, or tracking (the provider's tracked status)")
+    q.add_argument("--note", default="", help="free text (never a password, key or seed phrase)")
+    q.add_argument("--at", metavar="ISO8601", help="when (default: now)")
+    q.add_argument("--amount", help="amount sent, compared digit for digit (payment-sent)")
+    q.set_defaults(func=cmd_order_event)
+
+    q = osub.add_parser("deviation", help="compare the GPU seen with the order (S5)")
+    q.add_argument("--gpu", metavar="MODEL", help="GPU model seen")
+    q.add_argument("--count", type=_count, metavar="N", help="number of GPUs seen")
+    q.add_argument("--rates", metavar="FILE", help="rates file (GPUs per lot)")
+    q.set_defaults(func=cmd_order_deviation)
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
+    accepted_source = "given with --accepted-results" if accepted is not None else None
+    session_folder: Path | None = None
+    notes: list[str] = []
+    window_json = None
+    if args.session:
+        from gpusession.core.summary import accepted_unique_corpora
+
+        s = open_session(args, args.session)
+        session_folder = s.folder
+        pkg = s.package
+        order = load_order(s).order
+        gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
+        days = days or pkg.days or (order.days if order else None)
+        lots = lots or pkg.lots or (order.lots if order else None)
+        if accepted is None:
+            accepted = accepted_unique_corpora(s.results.read())
+            accepted_source = f"distinct accepted corpora in session {s.name}"
+        window = package_window(pkg)
+        notes.append(f"Package window: {window.window_line()}")
+        window_json = window.to_json()
+    missing = [n for n, v in (("--gpu", gpu), ("--days", days), ("--lots", lots)) if v is None]
+    if missing:
+        where = " (not set in the session either)" if args.session else ""
+        raise BadInput(f"missing {', '.join(missing)}{where}; e.g. gpusession cost --gpu "
+                       "\"RTX A5000\" --days 7 --lots 1", field=missing[0].lstrip("-"))
+    rates = load_rates(Path(args.rates) if args.rates else None, session_folder=session_folder)
+    if rates.find(gpu) is None:
+        known = ", ".join(rates.models()) or "none"
+        raise BadInput(f"GPU model {gpu!r} is not in the rates file ({rates.origin}; known: "
+                       f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
+    plan = parse_plan(args.plan) if args.plan is not None else None
+    report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
+                         accepted_source=accepted_source, notes=notes)
+    if args.json:
+        data = report.to_json()
+        data["window"] = window_json
+        print_json(data)
+    else:
+        print("\n".join(report.lines()))
+    return 0
+
+
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def cmd_order_show(args: argparse.Namespace) -> int:
+    state = load_order(open_session(args, args.name))
+    if args.json:
+        print_json(order_to_json(state))
+    else:
+        print("\n".join(order_lines(state)))
+    return 0
+
+
+def cmd_order_set(args: argparse.Namespace) -> int:
+    s = open_session(args, args.name)
+    rates = load_rates(Path(args.rates), session_folder=s.folder) if args.rates else None
+    state, warnings = set_order(s, number=args.number, gpu_model=args.gpu, lots=args.lots,
+                                days=args.days, preparation=args.preparation, rates=rates)
+    _warn(warnings)
+    print("\n".join(order_lines(state)[:3]))
+    return 0
+
+
+def cmd_order_payment(args: argparse.Namespace) -> int:
+    s = open_session(args, args.name)
+    expires = parse_start(args.expires, field="expires")
+    state, warnings = new_payment_order(s, asset=args.asset, network=args.network,
+                                        amount=args.amount, destination=args.destination,
+                                        expires_at=expires)
+    _warn(warnings)
+    print("\n".join(order_lines(state)))
+    return 0
+
+
+def cmd_order_event(args: argparse.Namespace) -> int:
+    s = open_session(args, args.name)
+    at = parse_start(args.at, field="at") if args.at else None
+    warnings = record_event(s, args.state, source=args.source, note=args.note, at=at,
+                            amount=args.amount)
+    _warn(warnings)
+    from gpusession.core.order import order_status_line
+
+    print(f"recorded {args.state} ({'provider tracking' if args.source == 'tracking' else 'you'})")
+    print(f"Status: {order_status_line(load_order(s))}")
+    return 0
+
+
+def cmd_order_deviation(args: argparse.Namespace) -> int:
+    if args.gpu is None and args.count is None:
+        raise BadInput("give --gpu MODEL and/or --count N (what the machine shows)", field="gpu")
+    s = open_session(args, args.name)
+    rates = load_rates(Path(args.rates), session_folder=s.folder) if args.rates else None
+    msg = record_deviation(s, args.gpu, args.count, rates=rates)
+    if msg is None:
+        print("no deviation: the GPU seen matches the order")
+    else:
+        print(f"recorded: {msg}")
+    return 0

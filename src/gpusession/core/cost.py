@@ -1,0 +1,587 @@
+"""Rates, package totals, plan coverage and cost per accepted deliverable (K1–K7).
+
+The Cost pane, the ``gpusession cost`` command, the checklist and the report all call
+this module; it is pure computation over a :class:`Rates` table (loaded from a TOML
+rates file, K7) and never touches the UI.
+
+Money rules (K2): prices are decimal strings in files, parsed with :mod:`decimal`;
+results are integer USD cents (``*_usd_minor``). Nothing here ever converts money to a
+binary float. Cost per accepted deliverable is the exact quotient rounded *once*, half
+up, to the cent (seed 003 §4: 55 ÷ 18 → 3.06 USD).
+
+Sources: seed 003 §4–§5 (packages, lots, worked example), seed 000 §5 (cost without
+inventing output), rules.md K1–K7.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.errors import BadInput
+from gpusession.core.session import PACKAGE_DAYS, check_days, check_lots
+from gpusession.core.tomlio import read_toml
+
+RATES_FILENAME = "rates.toml"
+NOT_IN_RATES = "not in the rates file"
+CENT = Decimal("0.01")
+_PRICE_RE = re.compile(r"^\d+(\.\d{1,2})?$")
+
+NO_PROJECTION_LINE = (
+    "No projection (K5): these figures use only what is accepted so far; a measured pace "
+    "is never extrapolated to 3, 7 or 30 days."
+)
+
+
+# -- money helpers -------------------------------------------------------------------
+def usd_to_minor(amount: Decimal) -> int:
+    """Exact USD amount → integer cents. Raises ``ValueError`` if not a whole cent."""
+    cents = amount * 100
+    if cents != cents.to_integral_value():
+        raise ValueError(f"{amount} USD is not a whole number of cents")
+    return int(cents)
+
+
+def format_usd(minor: int | None) -> str:
+    """Integer cents → ``"55.00 USD"``; ``None`` → the not-in-rates sentence."""
+    if minor is None:
+        return NOT_IN_RATES
+    sign = "-" if minor < 0 else ""
+    whole, cents = divmod(abs(minor), 100)
+    return f"{sign}{whole}.{cents:02d} USD"
+
+
+def round_half_up_cents(value: Decimal) -> int:
+    """Round an exact cent amount (``Decimal``) half-up to an integer number of cents."""
+    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def normalize_model(name: str) -> str:
+    """Model name for comparisons: case-folded, spaces collapsed, ``NVIDIA`` prefix dropped.
+
+    NVML reports ``"NVIDIA RTX A5000"`` for what a provider sells as ``"RTX A5000"``.
+    """
+    words = name.replace("_", " ").split()
+    if words and words[0].casefold() == "nvidia":
+        words = words[1:]
+    return " ".join(words).casefold()
+
+
+# -- rates (K7) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class GpuRate:
+    """One GPU model of the rates file.
+
+    Attributes:
+        gpu_model: the model as written in the rates file.
+        gpus_per_lot: GPUs in one lot (B200: 2); the lot price covers them all (K1).
+        package_price_usd: days (3/7/30) → price of a full package for one lot; a price
+            the file does not state is absent, never invented (K7).
+        source: where the prices come from, as the file says.
+    """
+
+    gpu_model: str
+    gpus_per_lot: int
+    package_price_usd: Mapping[int, Decimal]
+    source: str | None = None
+
+    def price_usd_minor(self, days: int) -> int | None:
+        """Price of one lot for a ``days`` package, in cents; ``None`` when absent."""
+        price = self.package_price_usd.get(days)
+        return None if price is None else usd_to_minor(price)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The rates table (K7). ``origin`` says which file it came from."""
+
+    gpus: Mapping[str, GpuRate]
+    origin: str
+    currency: str = "USD"
+
+    def find(self, gpu_model: str) -> GpuRate | None:
+        """The rate of ``gpu_model`` (compared by :func:`normalize_model`), or ``None``."""
+        key = normalize_model(gpu_model)
+        for name, rate in self.gpus.items():
+            if normalize_model(name) == key:
+                return rate
+        return None
+
+    def models(self) -> list[str]:
+        return list(self.gpus)
+
+
+def _line_of(text: str, model: str, key: str | None) -> int | None:
+    """Best-effort 1-based line of ``key`` within the tables of ``model`` (for errors)."""
+    lines = text.splitlines()
+    in_model = False
+    header = re.compile(r"^\s*\[\s*gpu\s*\.\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)")
+    for i, raw in enumerate(lines, start=1):
+        m = header.match(raw)
+        if m:
+            name = m.group(1).strip("\"'")
+            in_model = name == model
+            if in_model and key is None:
+                return i
+            continue
+        if raw.lstrip().startswith("["):
+            in_model = False
+            continue
+        if in_model and key is not None and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", raw):
+            return i
+    return None
+
+
+def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: str) -> Rates:
+    def bad(msg: str, model: str, key: str | None, fld: str) -> BadInput:
+        return BadInput(msg, path=path, line=_line_of(text, model, key), field=fld)
+
+    currency = doc.get("currency", "USD")
+    if currency != "USD":
+        raise BadInput(f"expected currency = \"USD\", got {currency!r}", path=path, field="currency")
+    table = doc.get("gpu", {})
+    if not isinstance(table, dict):
+        raise BadInput('expected tables [gpu."MODEL"]', path=path, field="gpu")
+    gpus: dict[str, GpuRate] = {}
+    for model, entry in table.items():
+        fld = f'gpu."{model}"'
+        if not isinstance(entry, dict):
+            raise bad("expected a table", model, None, fld)
+        per_lot = entry.get("gpus_per_lot")
+        if not isinstance(per_lot, int) or isinstance(per_lot, bool) or per_lot < 1:
+            raise bad(
+                f"expected gpus_per_lot = a whole number ≥ 1, got {per_lot!r}",
+                model, "gpus_per_lot" if per_lot is not None else None, f"{fld}.gpus_per_lot",
+            )
+        prices_raw = entry.get("package_price_usd", {})
+        if not isinstance(prices_raw, dict):
+            raise bad("expected a table of days = \"price\"", model, "package_price_usd",
+                      f"{fld}.package_price_usd")
+        prices: dict[int, Decimal] = {}
+        for days_key, price in prices_raw.items():
+            pfld = f"{fld}.package_price_usd.{days_key}"
+            if days_key not in {str(d) for d in PACKAGE_DAYS}:
+                raise bad(f"expected package length 3, 7 or 30, got {days_key!r}", model,
+                          days_key, pfld)
+            if isinstance(price, float):
+                raise bad(f"write the price as a quoted decimal string, e.g. \"{price:.2f}\" "
+                          "(a bare number would pass through a binary float, K2)",
+                          model, days_key, pfld)
+            if isinstance(price, int) and not isinstance(price, bool) and price >= 0:
+                price = str(price)
+            if not isinstance(price, str) or not _PRICE_RE.match(price.strip()):
+                raise bad(f"expected a price in USD like \"55.00\" (decimal point, at most 2 "
+                          f"decimals), got {price!r}", model, days_key, pfld)
+            prices[int(days_key)] = Decimal(price.strip())
+        source = entry.get("source")
+        gpus[model] = GpuRate(model, per_lot, prices, source if isinstance(source, str) else None)
+    return Rates(gpus=gpus, origin=origin, currency="USD")
+
+
+def load_rates(path: Path | None = None, *, session_folder: Path | None = None) -> Rates:
+    """Load the rates table (K7).
+
+    Precedence: an explicit ``path`` (``--rates FILE``), else ``<session_folder>/rates.toml``
+    when it exists, else the bundled ``gpusession/data/rates.toml``.
+
+    Raises:
+        BadInput: unreadable file, TOML syntax error, a bare-number or malformed price,
+            a package length other than 3/7/30, a missing ``gpus_per_lot``; with the file,
+            line (where known) and field.
+    """
+    if path is None and session_folder is not None:
+        candidate = Path(session_folder) / RATES_FILENAME
+        if candidate.is_file():
+            path = candidate
+    if path is not None:
+        path = Path(path)
+        doc = read_toml(path)
+        return _parse_rates(doc, path.read_text(encoding="utf-8"), path, str(path))
+    res = importlib.resources.files("gpusession") / "data" / RATES_FILENAME
+    text = res.read_text(encoding="utf-8")
+    import tomllib
+
+    return _parse_rates(tomllib.loads(text), text, None, "bundled rates file")
+
+
+# -- package total (K1, K2) ------------------------------------------------------------
+@dataclass(frozen=True)
+class PackageTotal:
+    """Full package price × lots (K1), in integer cents (K2).
+
+    Attributes:
+        gpu_model, days, lots: the package.
+        gpus_per_lot: from the rates file; ``None`` when the model is not in it.
+        price_usd_minor: price of one lot for ``days``; ``None`` when absent.
+        total_usd_minor: ``price_usd_minor × lots``; ``None`` when the price is absent.
+        missing_reason: why the total is absent (contains "not in the rates file").
+    """
+
+    gpu_model: str
+    days: int
+    lots: int
+    gpus_per_lot: int | None
+    price_usd_minor: int | None
+    total_usd_minor: int | None
+    missing_reason: str | None = None
+
+    @property
+    def gpu_known(self) -> bool:
+        return self.gpus_per_lot is not None
+
+    @property
+    def gpu_count(self) -> int | None:
+        """GPUs the package holds: lots × GPUs per lot (never billed per GPU)."""
+        return None if self.gpus_per_lot is None else self.lots * self.gpus_per_lot
+
+
+def package_total(rates: Rates, gpu_model: str, days: int, lots: int) -> PackageTotal:
+    """Price of the package: full package price for ``days`` × ``lots`` (K1, K2).
+
+    No pro-rating of partial days; a multi-GPU lot (B200: 2 GPUs) is billed per lot,
+    never per GPU. An unknown model or an absent price gives ``total_usd_minor=None``
+    with ``missing_reason`` -- never a guess (K7).
+
+    Raises:
+        BadInput: ``lots`` not a whole number ≥ 1, or ``days`` not 3, 7 or 30.
+    """
+    check_days(days)
+    check_lots(lots)
+    rate = rates.find(gpu_model)
+    if rate is None:
+        known = ", ".join(rates.models()) or "none"
+        return PackageTotal(gpu_model, days, lots, None, None, None,
+                            f"GPU model {gpu_model!r} is {NOT_IN_RATES} (known: {known})")
+    price = rate.price_usd_minor(days)
+    if price is None:
+        return PackageTotal(rate.gpu_model, days, lots, rate.gpus_per_lot, None, None,
+                            f"the {days}-day price of a {rate.gpu_model} lot is {NOT_IN_RATES}")
+    return PackageTotal(rate.gpu_model, days, lots, rate.gpus_per_lot, price, price * lots)
+
+
+# -- plan coverage (K6) -----------------------------------------------------------------
+@dataclass(frozen=True)
+class PlanCoverage:
+    """Which package covers a plan (K6, seed 003 §4).
+
+    Attributes:
+        durations_days: the task durations, exact.
+        total_days: their sum (exact ``Decimal``).
+        package_days: smallest of 3/7/30 that covers the plan; ``None`` above 30 days.
+        thirty_day_packages: above 30 days, how many consecutive 30-day packages cover it.
+        combination: above 30 days, the combination of 3/7/30-day packages covering the
+            plan with the fewest packages (then fewest days), largest first.
+    """
+
+    durations_days: tuple[Decimal, ...]
+    total_days: Decimal
+    package_days: int | None
+    thirty_day_packages: int | None = None
+    combination: tuple[int, ...] = ()
+
+    @property
+    def packages(self) -> tuple[int, ...]:
+        """The packages to buy, in days: one package, or the combination above 30 days."""
+        return (self.package_days,) if self.package_days is not None else self.combination
+
+    def line(self) -> str:
+        terms = " + ".join(_fmt_days(d) for d in self.durations_days)
+        head = f"Plan: {terms} = {_fmt_days(self.total_days)} days"
+        if self.package_days is not None:
+            smaller = [d for d in PACKAGE_DAYS if d < self.package_days]
+            tail = f" → the {self.package_days}-day package covers it"
+            if smaller:
+                tail += f" ({' and '.join(f'{d}-day' for d in smaller)} does not)"
+            return head + tail + " (K6)"
+        combo = " + ".join(str(d) for d in self.combination)
+        return (f"{head} → longer than one 30-day package: {self.thirty_day_packages} × 30-day "
+                f"packages, or {combo} days ({sum(self.combination)} days) in a row (K6)")
+
+
+def _fmt_days(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text
+
+
+def _parse_duration(value: str | Decimal | int, index: int) -> Decimal:
+    if isinstance(value, float) or isinstance(value, bool):
+        raise BadInput(f"duration {index + 1}: expected a decimal string like 0.25, got {value!r}",
+                       field="plan")
+    try:
+        d = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
+    except InvalidOperation:
+        hint = " (use a decimal point: 0.25, not 0,25)" if isinstance(value, str) and "," in value else ""
+        raise BadInput(f"duration {index + 1}: {value!r} is not a number of days{hint}",
+                       field="plan") from None
+    if not d.is_finite() or d <= 0:
+        raise BadInput(f"duration {index + 1}: expected a number of days > 0, got {value!r}",
+                       field="plan")
+    return d
+
+
+def parse_plan(text: str) -> list[Decimal]:
+    """``"0.25,1,1,0.5,0.5"`` → exact durations in days. Raises ``BadInput`` if malformed."""
+    parts = [p for p in (s.strip() for s in text.split(",")) if p]
+    if not parts:
+        raise BadInput("expected task durations in days separated by commas, e.g. 0.25,1,0.5",
+                       field="plan")
+    return [_parse_duration(p, i) for i, p in enumerate(parts)]
+
+
+def plan_coverage(durations: Sequence[str | Decimal]) -> PlanCoverage:
+    """Sum task durations exactly and pick the smallest package that covers them (K6).
+
+    3.25 days is *not* covered by a 3-day package (seed 003 §4). Above 30 days the
+    result says how many 30-day packages, or which 3/7/30 combination, covers it.
+
+    Raises:
+        BadInput: no durations, or a duration that is not a positive decimal.
+    """
+    if not durations:
+        raise BadInput("the plan has no task durations", field="plan")
+    ds = tuple(_parse_duration(d, i) for i, d in enumerate(durations))
+    total = sum(ds, Decimal(0))
+    for days in PACKAGE_DAYS:
+        if total <= days:
+            return PlanCoverage(ds, total, days)
+    n30 = math.ceil(total / 30)
+    best: tuple[int, int, tuple[int, ...]] | None = None
+    for a in range(n30 + 1):
+        rest_a = total - 30 * a
+        max_b = max(0, math.ceil(rest_a / 7)) if rest_a > 0 else 0
+        for b in range(max_b + 1):
+            rest = rest_a - 7 * b
+            c = max(0, math.ceil(rest / 3)) if rest > 0 else 0
+            combo = (30,) * a + (7,) * b + (3,) * c
+            key = (len(combo), sum(combo), combo)
+            if best is None or key[:2] < best[:2]:
+                best = key
+    assert best is not None
+    return PlanCoverage(ds, total, None, n30, best[2])
+
+
+# -- cost per accepted deliverable (K3, K4) -------------------------------------------
+@dataclass(frozen=True)
+class CostPerAccepted:
+    """Cost per distinct accepted deliverable (K3).
+
+    Attributes:
+        accepted: distinct accepted corpora/deliverables; ``None`` = not measured.
+        per_accepted_usd_minor: total ÷ accepted, rounded once half-up to the cent;
+            ``None`` when not shown.
+        reason: why it is not shown (``None`` when shown).
+    """
+
+    total_usd_minor: int | None
+    accepted: int | None
+    per_accepted_usd_minor: int | None
+    reason: str | None = None
+
+    def line(self) -> str:
+        if self.per_accepted_usd_minor is None:
+            return f"Cost per accepted deliverable: not shown — {self.reason}"
+        return (f"Cost per accepted deliverable: {format_usd(self.total_usd_minor)} ÷ "
+                f"{self.accepted} = {format_usd(self.per_accepted_usd_minor)} (rounded once, "
+                "half-up to the cent; outside costs and own time excluded)")
+
+
+def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> CostPerAccepted:
+    """Package total ÷ distinct accepted deliverables, exact, rounded once (K3, K4).
+
+    Args:
+        total_usd_minor: package total in cents (``None`` when the price is absent).
+        accepted: count of *distinct* accepted corpora (repetitions count once, K4);
+            ``None`` when not measured.
+
+    Raises:
+        BadInput: ``accepted`` negative or not a whole number.
+    """
+    if accepted is not None and (not isinstance(accepted, int) or isinstance(accepted, bool)
+                                 or accepted < 0):
+        raise BadInput(f"expected a whole number ≥ 0 of accepted results, got {accepted!r}",
+                       field="accepted-results")
+    if total_usd_minor is None:
+        return CostPerAccepted(None, accepted, None,
+                               f"the package price is {NOT_IN_RATES}")
+    if accepted is None:
+        return CostPerAccepted(total_usd_minor, None, None,
+                               "no count of distinct accepted results (validate a corpus, or "
+                               "give --accepted-results N); only the package cost is shown (K3)")
+    if accepted == 0:
+        return CostPerAccepted(total_usd_minor, 0, None,
+                               "nothing accepted yet; a cost per deliverable needs at least one "
+                               "accepted result, so only the package cost is shown (K3)")
+    per = round_half_up_cents(Decimal(total_usd_minor) / Decimal(accepted))
+    return CostPerAccepted(total_usd_minor, accepted, per)
+
+
+# -- the whole report --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExtensionOption:
+    """One way to extend the package: ``days`` × current lots, judged as it stands now."""
+
+    days: int
+    lots: int
+    price_usd_minor: int | None
+    new_total_usd_minor: int | None
+    new_per_accepted: CostPerAccepted
+    missing_reason: str | None = None
+
+    def line(self) -> str:
+        head = f"  +{self.days} days × {self.lots} lot(s): "
+        if self.price_usd_minor is None:
+            return head + f"price {NOT_IN_RATES}"
+        text = f"{head}{format_usd(self.price_usd_minor)} → total {format_usd(self.new_total_usd_minor)}"
+        per = self.new_per_accepted.per_accepted_usd_minor
+        if per is not None:
+            text += f", {format_usd(per)} per accepted deliverable"
+        return text
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """Everything the Cost pane and ``gpusession cost`` show (K1–K7)."""
+
+    total: PackageTotal
+    per_accepted: CostPerAccepted
+    plan: PlanCoverage | None
+    plan_packages_usd_minor: int | None
+    extensions: tuple[ExtensionOption, ...]
+    rates_origin: str
+    accepted_source: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def lines(self) -> list[str]:
+        """Readable lines, the same in the CLI and the TUI."""
+        t = self.total
+        out: list[str] = []
+        if t.gpus_per_lot is None:
+            out.append(f"GPU: {t.gpu_model} — {t.missing_reason}")
+        else:
+            lot_note = " (the lot price covers all its GPUs)" if t.gpus_per_lot > 1 else ""
+            out.append(f"GPU: {t.gpu_model} — {t.lots} lot(s) × {t.gpus_per_lot} GPU(s) per lot "
+                       f"= {t.gpu_count} GPU(s){lot_note}")
+        if t.total_usd_minor is None:
+            out.append(f"Package: {t.days} days × {t.lots} lot(s) — {t.missing_reason}; "
+                       "nothing is guessed (K7)")
+        else:
+            out.append(f"Package: {t.days} days × {t.lots} lot(s) at {format_usd(t.price_usd_minor)} "
+                       f"per lot = {format_usd(t.total_usd_minor)} (full package price, no "
+                       "pro-rating; K1)")
+        if self.per_accepted.accepted is not None:
+            src = f" ({self.accepted_source})" if self.accepted_source else ""
+            out.append(f"Accepted deliverables: {self.per_accepted.accepted} distinct{src}; "
+                       "repetitions of one corpus count once (K4)")
+        out.append(self.per_accepted.line())
+        if self.plan is not None:
+            out.append(self.plan.line())
+            if self.plan.package_days is not None and self.plan.package_days > t.days:
+                out.append(f"  The current {t.days}-day package does not cover this plan; "
+                           "fix the plan or the package, never shrink the estimate.")
+            if self.plan_packages_usd_minor is not None:
+                out.append(f"  Covering packages × {t.lots} lot(s): "
+                           f"{format_usd(self.plan_packages_usd_minor)}")
+            elif t.gpu_known:
+                out.append(f"  Price of the covering package(s): {NOT_IN_RATES}")
+        if self.extensions:
+            acc = self.per_accepted.accepted
+            now = f"{acc} accepted so far" if acc is not None else "accepted count not known"
+            out.append(f"Extension options, as it stands now ({now}):")
+            out.extend(opt.line() for opt in self.extensions)
+        out.extend(self.notes)
+        out.append(NO_PROJECTION_LINE)
+        out.append(f"Rates: {self.rates_origin}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data: cents as integers, days as decimal strings, no floats."""
+        t = self.total
+        return {
+            "gpu_model": t.gpu_model,
+            "days": t.days,
+            "lots": t.lots,
+            "gpus_per_lot": t.gpus_per_lot,
+            "gpu_count": t.gpu_count,
+            "price_per_lot_usd_minor": t.price_usd_minor,
+            "total_usd_minor": t.total_usd_minor,
+            "missing_reason": t.missing_reason,
+            "accepted_unique": self.per_accepted.accepted,
+            "accepted_source": self.accepted_source,
+            "cost_per_accepted_usd_minor": self.per_accepted.per_accepted_usd_minor,
+            "cost_per_accepted_reason": self.per_accepted.reason,
+            "plan": None if self.plan is None else {
+                "durations_days": [str(d) for d in self.plan.durations_days],
+                "total_days": str(self.plan.total_days),
+                "package_days": self.plan.package_days,
+                "thirty_day_packages": self.plan.thirty_day_packages,
+                "combination_days": list(self.plan.combination),
+                "packages_usd_minor": self.plan_packages_usd_minor,
+            },
+            "extensions": [
+                {
+                    "days": e.days,
+                    "lots": e.lots,
+                    "price_usd_minor": e.price_usd_minor,
+                    "new_total_usd_minor": e.new_total_usd_minor,
+                    "new_cost_per_accepted_usd_minor": e.new_per_accepted.per_accepted_usd_minor,
+                    "missing_reason": e.missing_reason,
+                }
+                for e in self.extensions
+            ],
+            "projection": None,
+            "rates": self.rates_origin,
+            "lines": self.lines(),
+        }
+
+
+def cost_report(
+    rates: Rates,
+    gpu_model: str,
+    days: int,
+    lots: int,
+    *,
+    accepted: int | None,
+    plan: Sequence[str | Decimal] | None = None,
+    accepted_source: str | None = None,
+    extensions: bool = True,
+    notes: Sequence[str] = (),
+) -> CostReport:
+    """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
+
+    Args:
+        rates: the rates table.
+        gpu_model, days, lots: the package.
+        accepted: distinct accepted deliverables, or ``None`` when not measured (K3).
+        plan: optional task durations in days (K6).
+        accepted_source: where the count comes from, shown beside it.
+        extensions: include the 3/7/30-day extension options × current lots.
+        notes: extra lines (e.g. the package window) shown before the K5 line.
+
+    Raises:
+        BadInput: bad lots/days/accepted or a malformed plan. An unknown model is *not*
+            raised here (the report says "not in the rates file"); the CLI refuses it.
+    """
+    total = package_total(rates, gpu_model, days, lots)
+    per = cost_per_accepted(total.total_usd_minor, accepted)
+    coverage = plan_coverage(plan) if plan is not None else None
+    plan_cost: int | None = None
+    if coverage is not None:
+        prices = [package_total(rates, gpu_model, d, lots).total_usd_minor for d in coverage.packages]
+        if prices and all(p is not None for p in prices):
+            plan_cost = sum(p for p in prices if p is not None)
+    opts: list[ExtensionOption] = []
+    if extensions and total.gpu_known:
+        for d in PACKAGE_DAYS:
+            ext = package_total(rates, gpu_model, d, lots)
+            new_total = (None if ext.total_usd_minor is None or total.total_usd_minor is None
+                         else total.total_usd_minor + ext.total_usd_minor)
+            opts.append(ExtensionOption(d, lots, ext.total_usd_minor, new_total,
+                                        cost_per_accepted(new_total, accepted), ext.missing_reason))
+    return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
+                      accepted_source, tuple(notes))

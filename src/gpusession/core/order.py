@@ -1,0 +1,622 @@
+"""Order and payment timeline, stored in ``<session>/order.toml`` (S2, S3, S5).
+
+Seed 003 §5: the configurator sets model, lots, duration and preparation; the total is
+price per lot × lots (included cards are not billed again). Payment uses the asset *and*
+network, the exact amount, destination and expiry of the *active* payment order.
+Clicking "I have paid" keeps your notification but confirms nothing: only the provider's
+tracked status confirms payment, and provisioning of the GPU is a separate, later step.
+Seed 003 §6: the recognised GPU and any deviation are noted against the order number.
+
+The Order pane, the header's status line, ``gpusession order`` and the checklist use
+this module. It never stores passwords, keys or seed phrases (:mod:`.secrets`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from gpusession.core.cost import (
+    NOT_IN_RATES,
+    Rates,
+    format_usd,
+    load_rates,
+    normalize_model,
+    package_total,
+)
+from gpusession.core.errors import BadInput
+from gpusession.core.secrets import check_no_secret
+from gpusession.core.session import (
+    ORDER_TOML,
+    Package,
+    Session,
+    check_days,
+    check_lots,
+    parse_start,
+    utcnow,
+)
+
+STATES = (
+    "ordered",
+    "payment-order-issued",
+    "payment-sent",
+    "payment-confirmed",
+    "gpu-provisioned",
+    "access-received",
+    "deviation-noted",
+    "closed",
+)
+YOU = "you"
+TRACKING = "provider tracking"
+SOURCES = (YOU, TRACKING)
+_AMOUNT_RE = re.compile(r"^\d+(\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class OrderInfo:
+    """What was ordered (seed 003 §5). ``total_usd_minor`` = price per lot × lots."""
+
+    number: str
+    gpu_model: str
+    lots: int
+    days: int
+    preparation: str | None = None
+    gpus_per_lot: int | None = None
+    total_usd_minor: int | None = None
+
+
+@dataclass(frozen=True)
+class PaymentOrder:
+    """A payment order (S3): asset and network together, exact amount, destination, expiry.
+
+    ``amount`` is the decimal string exactly as issued; it is compared digit for digit.
+    """
+
+    asset: str
+    network: str
+    amount: str
+    destination: str
+    expires_at: datetime
+    issued_at: datetime
+    replaced_at: datetime | None = None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return (now or utcnow()) >= self.expires_at
+
+
+@dataclass(frozen=True)
+class OrderEvent:
+    """One entry of the timeline (S2)."""
+
+    at: datetime
+    state: str
+    source: str
+    note: str = ""
+    order_number: str | None = None
+
+
+@dataclass(frozen=True)
+class OrderState:
+    """Everything in ``order.toml``."""
+
+    order: OrderInfo | None = None
+    payment: PaymentOrder | None = None
+    payment_history: tuple[PaymentOrder, ...] = ()
+    events: tuple[OrderEvent, ...] = field(default=())
+
+    def has(self, state: str, source: str | None = None) -> bool:
+        return any(e.state == state and (source is None or e.source == source) for e in self.events)
+
+    # Shortcuts to the order's fields (``None`` without an order), for callers that only
+    # need the reference: ``state.gpu_model``, ``state.lots``, ``state.number``.
+    @property
+    def number(self) -> str | None:
+        return self.order.number if self.order else None
+
+    @property
+    def gpu_model(self) -> str | None:
+        return self.order.gpu_model if self.order else None
+
+    @property
+    def lots(self) -> int | None:
+        return self.order.lots if self.order else None
+
+    @property
+    def days(self) -> int | None:
+        return self.order.days if self.order else None
+
+    @property
+    def paid(self) -> bool:
+        """True only when provider tracking confirmed payment (S2); never for payment-sent."""
+        return self.has("payment-confirmed", TRACKING)
+
+    @property
+    def timeline(self) -> list[OrderEvent]:
+        return sorted(self.events, key=lambda e: e.at)
+
+
+# -- validation helpers ------------------------------------------------------------------
+def check_amount(amount: str) -> str:
+    """The exact amount as a decimal string with a point, kept as typed (S3).
+
+    Raises:
+        BadInput: a decimal comma ("12,5"), a sign, spaces, exponent or zero.
+    """
+    if not isinstance(amount, str):
+        raise BadInput(f"expected the amount as text like \"12.50\", got {amount!r}", field="amount")
+    if "," in amount:
+        raise BadInput(
+            f"{amount!r} uses a comma; write the exact amount of the payment order with a "
+            "decimal point (e.g. \"12.50\"), it is compared digit for digit", field="amount")
+    if not _AMOUNT_RE.match(amount):
+        raise BadInput(f"expected the exact amount as digits with an optional decimal point "
+                       f"(e.g. \"12.50\"), got {amount!r}", field="amount")
+    if set(amount) <= {"0", "."}:
+        raise BadInput("the amount must be greater than zero", field="amount")
+    return amount
+
+
+def amounts_match(expected: str, given: str) -> bool:
+    """Digit-for-digit comparison of two amount strings (S3); ``"12.5" != "12.50"``."""
+    return expected == given
+
+
+def _text(value: Any, fld: str, *, required: bool = True) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise BadInput("required; expected a non-empty value", field=fld)
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"expected text, got {value!r}", field=fld)
+    check_no_secret(value, field=fld)
+    return value.strip()
+
+
+def _source(source: str) -> str:
+    aliases = {"you": YOU, "tracking": TRACKING, "provider tracking": TRACKING,
+               "provider": TRACKING}
+    if source not in aliases:
+        raise BadInput(f"expected source 'you' or 'tracking' (provider tracking), got {source!r}",
+                       field="source")
+    return aliases[source]
+
+
+# -- load / save --------------------------------------------------------------------------
+def _dt(value: Any, fld: str, path: Any) -> datetime:
+    if isinstance(value, str):
+        return parse_start(value, field=fld)
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise BadInput("expected a date-time with UTC offset", path=path, field=fld)
+    return value.astimezone(timezone.utc)
+
+
+def _payment_from(d: Any, fld: str, path: Any) -> PaymentOrder:
+    if not isinstance(d, dict):
+        raise BadInput("expected a table", path=path, field=fld)
+    try:
+        return PaymentOrder(
+            asset=str(d["asset"]), network=str(d["network"]), amount=str(d["amount"]),
+            destination=str(d["destination"]),
+            expires_at=_dt(d["expires_at"], f"{fld}.expires_at", path),
+            issued_at=_dt(d["issued_at"], f"{fld}.issued_at", path),
+            replaced_at=_dt(d["replaced_at"], f"{fld}.replaced_at", path)
+            if "replaced_at" in d else None,
+        )
+    except KeyError as exc:
+        raise BadInput("missing required key", path=path, field=f"{fld}.{exc.args[0]}") from None
+
+
+def load_order(session: Session) -> OrderState:
+    """Read ``order.toml`` into an :class:`OrderState` (empty when nothing is recorded).
+
+    Raises:
+        BadInput: a malformed table, an unknown state or source, with the file and field.
+    """
+    path = session.folder / ORDER_TOML
+    doc = session.read_doc(ORDER_TOML)
+    order = None
+    o = doc.get("order")
+    if o is not None:
+        if not isinstance(o, dict) or "number" not in o:
+            raise BadInput("expected a table with number, gpu_model, lots, days", path=path,
+                           field="order")
+        order = OrderInfo(
+            number=str(o["number"]), gpu_model=str(o.get("gpu_model", "")),
+            lots=check_lots(o.get("lots"), path=path), days=check_days(o.get("days"), path=path),
+            preparation=o.get("preparation"), gpus_per_lot=o.get("gpus_per_lot"),
+            total_usd_minor=o.get("total_usd_minor"),
+        )
+    payment = _payment_from(doc["payment"], "payment", path) if "payment" in doc else None
+    history = tuple(_payment_from(p, f"payment_history[{i}]", path)
+                    for i, p in enumerate(doc.get("payment_history", [])))
+    events = []
+    for i, e in enumerate(doc.get("events", [])):
+        fld = f"events[{i}]"
+        if not isinstance(e, dict):
+            raise BadInput("expected a table", path=path, field=fld)
+        if e.get("state") not in STATES:
+            raise BadInput(f"unknown state {e.get('state')!r}; expected one of {', '.join(STATES)}",
+                           path=path, field=f"{fld}.state")
+        if e.get("source") not in SOURCES:
+            raise BadInput(f"unknown source {e.get('source')!r}; expected 'you' or "
+                           "'provider tracking'", path=path, field=f"{fld}.source")
+        events.append(OrderEvent(at=_dt(e.get("at"), f"{fld}.at", path), state=e["state"],
+                                 source=e["source"], note=str(e.get("note", "")),
+                                 order_number=e.get("order_number")))
+    return OrderState(order, payment, history, tuple(events))
+
+
+def _payment_doc(p: PaymentOrder) -> dict[str, Any]:
+    return {"asset": p.asset, "network": p.network, "amount": p.amount,
+            "destination": p.destination, "expires_at": p.expires_at, "issued_at": p.issued_at,
+            "replaced_at": p.replaced_at}
+
+
+def save_order(session: Session, state: OrderState) -> None:
+    """Write ``order.toml`` atomically (S7)."""
+    doc: dict[str, Any] = {}
+    if state.order is not None:
+        o = state.order
+        doc["order"] = {"number": o.number, "gpu_model": o.gpu_model, "lots": o.lots,
+                        "days": o.days, "preparation": o.preparation,
+                        "gpus_per_lot": o.gpus_per_lot, "total_usd_minor": o.total_usd_minor}
+    if state.payment is not None:
+        doc["payment"] = _payment_doc(state.payment)
+    if state.payment_history:
+        doc["payment_history"] = [_payment_doc(p) for p in state.payment_history]
+    if state.events:
+        doc["events"] = [{"at": e.at, "state": e.state, "source": e.source, "note": e.note,
+                          "order_number": e.order_number} for e in state.events]
+    session.write_doc(ORDER_TOML, doc)
+
+
+def _append(session: Session, state: OrderState, event: OrderEvent) -> OrderState:
+    new = replace(state, events=(*state.events, event))
+    save_order(session, new)
+    session.journal("order_event", state=event.state, source=event.source, note=event.note,
+                    order_number=event.order_number, event_at=event.at.isoformat())
+    return new
+
+
+# -- operations -------------------------------------------------------------------------------
+def set_order(
+    session: Session,
+    *,
+    number: str,
+    gpu_model: str,
+    lots: int,
+    days: int,
+    preparation: str | None = None,
+    rates: Rates | None = None,
+    at: datetime | None = None,
+) -> tuple[OrderState, list[str]]:
+    """Record what was ordered; total = price per lot × lots (seed 003 §5, K1).
+
+    Adds an ``ordered`` event the first time this order number is recorded.
+
+    Returns:
+        The new state and warnings (e.g. "price not in the rates file").
+
+    Raises:
+        BadInput: empty number/model, bad lots/days, a secret in a field; nothing written.
+    """
+    num = _text(number, "number")
+    model = _text(gpu_model, "gpu")
+    prep = _text(preparation, "preparation", required=False)
+    check_lots(lots)
+    check_days(days)
+    assert num is not None and model is not None
+    rates = rates or load_rates(session_folder=session.folder)
+    total = package_total(rates, model, days, lots)
+    warnings = []
+    if total.total_usd_minor is None:
+        warnings.append(f"order total not computed: {total.missing_reason}")
+    state = load_order(session)
+    info = OrderInfo(num, model, lots, days, prep, total.gpus_per_lot, total.total_usd_minor)
+    state = replace(state, order=info)
+    if any(e.state == "ordered" and e.order_number == num for e in state.events):
+        save_order(session, state)
+        session.journal("order_set", number=num, gpu_model=model, lots=lots, days=days)
+        return state, warnings
+    ev = OrderEvent(at or utcnow(), "ordered", YOU,
+                    f"{model}, {lots} lot(s), {days} days, total {format_usd(total.total_usd_minor)}",
+                    num)
+    return _append(session, state, ev), warnings
+
+
+def new_payment_order(
+    session: Session,
+    *,
+    asset: str,
+    network: str,
+    amount: str,
+    destination: str,
+    expires_at: datetime,
+    now: datetime | None = None,
+) -> tuple[OrderState, list[str]]:
+    """Record a payment order; it replaces the active one, kept in history (S3).
+
+    Returns:
+        The new state and warnings.
+
+    Raises:
+        BadInput: asset or network missing (they are chosen together), an amount that
+            is not an exact decimal with a point ("12,5"), no destination, an expiry
+            already past, a secret in a field; nothing written.
+    """
+    now = now or utcnow()
+    a = _text(asset, "asset")
+    n = _text(network, "network")
+    amt = check_amount(amount.strip() if isinstance(amount, str) else amount)
+    dest = _text(destination, "destination")
+    if expires_at.tzinfo is None:
+        raise BadInput("expected an expiry with UTC offset", field="expires")
+    expires_at = expires_at.astimezone(timezone.utc)
+    if expires_at <= now:
+        raise BadInput(f"the payment order expired at {expires_at.isoformat()}; record the "
+                       "active payment order (ask the provider for a new one), nothing was written",
+                       field="expires")
+    assert a and n and dest
+    state = load_order(session)
+    warnings = []
+    history = state.payment_history
+    if state.payment is not None:
+        history = (*history, replace(state.payment, replaced_at=now))
+        warnings.append(f"replaced the previous payment order ({state.payment.amount} "
+                        f"{state.payment.asset}); it is kept in the history — use only the new "
+                        "one's amount, destination and expiry")
+    pay = PaymentOrder(a, n, amt, dest, expires_at, now)
+    state = replace(state, payment=pay, payment_history=history)
+    number = state.order.number if state.order else None
+    if number is None:
+        warnings.append("no order recorded yet; record it with `gpusession order NAME set`")
+    ev = OrderEvent(now, "payment-order-issued", YOU,
+                    f"{amt} {a} on {n}, expires {expires_at.isoformat()}", number)
+    return _append(session, state, ev), warnings
+
+
+def record_event(
+    session: Session,
+    state: str,
+    *,
+    source: str,
+    note: str = "",
+    at: datetime | None = None,
+    amount: str | None = None,
+) -> list[str]:
+    """Append a timeline event (S2, S3). Returns warnings (possibly empty).
+
+    Rules: ``payment-confirmed`` only from provider tracking; ``gpu-provisioned`` from
+    provider tracking, or from you once ``access-received`` is recorded; a
+    ``payment-sent`` after the active payment order's expiry, without a payment order,
+    or with an amount differing digit for digit warns (S3).
+
+    Raises:
+        BadInput: unknown state/source, a refused source, a secret in the note, a bad
+            amount; nothing written.
+    """
+    if state not in STATES:
+        raise BadInput(f"unknown state {state!r}; expected one of {', '.join(STATES)}",
+                       field="state")
+    src = _source(source)
+    check_no_secret(note, field="note")
+    when = at.astimezone(timezone.utc) if at is not None else utcnow()
+    current = load_order(session)
+    warnings: list[str] = []
+    if state == "payment-confirmed" and src == YOU:
+        raise BadInput("payment-confirmed comes only from the provider's tracking; clicking "
+                       "\"I have paid\" is payment-sent (S2); nothing was written", field="source")
+    if state == "gpu-provisioned" and src == YOU and not current.has("access-received"):
+        raise BadInput("you can record gpu-provisioned yourself only once you have access: record "
+                       "access-received first, or use --source tracking (S2); nothing was written",
+                       field="source")
+    if state == "payment-sent":
+        pay = current.payment
+        if pay is None:
+            warnings.append("no payment order recorded: payment must use the exact amount, "
+                            "destination and expiry of the active payment order (S3)")
+        else:
+            if when >= pay.expires_at:
+                warnings.append(f"the active payment order expired at {pay.expires_at.isoformat()}; "
+                                "a payment must use the active order's exact amount, destination "
+                                "and expiry — ask the provider for a new payment order (S3)")
+            if amount is not None:
+                check_amount(amount)
+                if not amounts_match(pay.amount, amount):
+                    warnings.append(f"amount {amount} differs from the payment order's exact "
+                                    f"amount {pay.amount} (compared digit for digit, S3)")
+        warnings.append("payment sent is not payment confirmed: only the provider's tracking "
+                        "confirms receipt, and the GPU is provisioned separately (S2)")
+    elif amount is not None:
+        check_amount(amount)
+    if state in ("gpu-provisioned", "access-received") and not current.paid:
+        warnings.append("provisioning is separate from payment: payment is not confirmed by "
+                        "provider tracking (S2)")
+    if amount is not None:
+        note = f"{note} (amount {amount})".strip()
+    number = current.order.number if current.order else None
+    _append(session, current, OrderEvent(when, state, src, note, number))
+    return warnings
+
+
+def compare_with_order(
+    state: OrderState,
+    rates: Rates,
+    observed_gpu_model: str | None,
+    observed_gpu_count: int | None,
+    *,
+    package: Package | None = None,
+) -> str | None:
+    """The deviation between what was observed and the order, or ``None`` if none (S5).
+
+    Expected GPU count = lots × GPUs per lot (rates file). Without a recorded order the
+    session's ``package`` (GPU model, lots) is the reference, and the message says that
+    no order number is recorded yet. A value not observed (``None``) is not compared.
+
+    Raises:
+        BadInput: neither an order nor a package GPU model to compare with.
+    """
+    model: str
+    lots: int | None
+    per_lot_saved: int | None
+    if state.order is not None:
+        o = state.order
+        model, lots, per_lot_saved = o.gpu_model, o.lots, o.gpus_per_lot
+        ref = f"order {o.number}"
+    elif package is not None and package.gpu_model:
+        model, lots, per_lot_saved = package.gpu_model, package.lots, None
+        ref = "the session's package (no order number recorded yet)"
+    else:
+        raise BadInput("no order recorded; record it with `gpusession order NAME set` before "
+                       "comparing the GPU seen with it (S5)", field="order")
+    problems: list[str] = []
+    if observed_gpu_model is not None and normalize_model(observed_gpu_model) != normalize_model(
+            model):
+        problems.append(f"GPU model seen {observed_gpu_model!r}, ordered {model!r}")
+    rate = rates.find(model)
+    per_lot = rate.gpus_per_lot if rate is not None else per_lot_saved
+    if observed_gpu_count is not None and lots is not None:
+        if per_lot is None:
+            problems.append(f"GPU count seen {observed_gpu_count}, expected count unknown: "
+                            f"GPUs per lot of {model} {NOT_IN_RATES}")
+        elif observed_gpu_count != lots * per_lot:
+            problems.append(f"GPU count seen {observed_gpu_count}, ordered {lots} lot(s) × "
+                            f"{per_lot} GPU(s) per lot = {lots * per_lot}")
+    if not problems:
+        return None
+    return f"deviation from {ref}: " + "; ".join(problems)
+
+
+def record_deviation(
+    session: Session,
+    observed_gpu_model: str | None,
+    observed_gpu_count: int | None,
+    *,
+    rates: Rates | None = None,
+    at: datetime | None = None,
+) -> str | None:
+    """Compare the GPU seen with the order; record a mismatch against the order number (S5).
+
+    A ``deviation-noted`` event (source you) is appended unless the same deviation is
+    already the latest one recorded.
+
+    Without a recorded order, the session's package is the reference (the event then
+    has no order number and says so).
+
+    Returns:
+        The deviation message, or ``None`` when model and count match.
+
+    Raises:
+        BadInput: neither an order nor a package GPU model; a negative count.
+    """
+    if observed_gpu_count is not None and observed_gpu_count < 0:
+        raise BadInput(f"expected a GPU count ≥ 0, got {observed_gpu_count}", field="count")
+    rates = rates or load_rates(session_folder=session.folder)
+    state = load_order(session)
+    msg = compare_with_order(state, rates, observed_gpu_model, observed_gpu_count,
+                             package=session.package)
+    if msg is None:
+        return None
+    devs = [e for e in state.events if e.state == "deviation-noted"]
+    if not devs or devs[-1].note != msg:
+        number = state.order.number if state.order else None
+        _append(session, state, OrderEvent(at or utcnow(), "deviation-noted", YOU, msg, number))
+    return msg
+
+
+def order_status_line(state: OrderState, now: datetime | None = None) -> str:
+    """One line for the header (S2): payment and provisioning shown separately.
+
+    ``payment-sent`` reads "payment sent — not confirmed", never "paid".
+    """
+    if state.order is None and not state.events and state.payment is None:
+        return "no order recorded"
+    now = now or utcnow()
+    head = f"order {state.order.number}: " if state.order else "order (number not recorded): "
+    if state.has("closed"):
+        return head + "closed"
+    if state.paid:
+        pay = "paid (provider tracking)"
+    elif state.has("payment-sent"):
+        pay = "payment sent — not confirmed"
+    elif state.payment is not None:
+        pay = ("payment order EXPIRED — not paid" if state.payment.expired(now)
+               else "payment order issued — not paid")
+    else:
+        pay = "ordered — no payment order"
+    if state.has("access-received"):
+        prov = "access received"
+    elif state.has("gpu-provisioned"):
+        prov = "GPU provisioned"
+    else:
+        prov = "GPU not provisioned"
+    text = f"{head}{pay} — {prov}"
+    if state.has("deviation-noted"):
+        text += " — deviation noted"
+    return text
+
+
+def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) -> list[str]:
+    """Readable lines for ``gpusession order NAME show`` and the Order pane (S2, S3)."""
+    from gpusession.core.window import local_str, short_timedelta
+
+    now = now or utcnow()
+    out = [f"Status: {order_status_line(state, now)}"]
+    o = state.order
+    if o is None:
+        out.append("Order: not recorded (gpusession order NAME set --number N --gpu M --lots L --days D)")
+    else:
+        per_lot = f", {o.gpus_per_lot} GPU(s) per lot" if o.gpus_per_lot else ""
+        out.append(f"Order {o.number}: {o.gpu_model}, {o.lots} lot(s){per_lot}, {o.days} days, "
+                   f"preparation {o.preparation or 'not recorded'}")
+        out.append(f"  total {format_usd(o.total_usd_minor)} (price per lot × lots; the GPUs of a "
+                   "lot are not billed again)")
+    p = state.payment
+    if p is None:
+        out.append("Payment order: none recorded")
+    else:
+        left = p.expires_at - now
+        exp = (f"EXPIRED {short_timedelta(-left)} ago — do not pay it; ask for a new payment order"
+               if p.expired(now) else f"expires in {short_timedelta(left)}")
+        out.append(f"Active payment order: exactly {p.amount} {p.asset} on network {p.network}")
+        out.append(f"  to {p.destination}")
+        out.append(f"  expires {local_str(p.expires_at, tz)} — {exp}")
+    if state.payment_history:
+        out.append(f"Replaced payment orders (history, do not use): {len(state.payment_history)}")
+        for h in state.payment_history:
+            out.append(f"  {h.amount} {h.asset} on {h.network}, issued {local_str(h.issued_at, tz)}")
+    out.append("Timeline:" if state.events else "Timeline: empty")
+    for e in state.timeline:
+        note = f" — {e.note}" if e.note else ""
+        out.append(f"  {local_str(e.at, tz)}  {e.state:<20} ({e.source}){note}")
+    if state.has("payment-sent") and not state.paid:
+        out.append("\"I have paid\" keeps your notification; it does not confirm receipt nor "
+                   "assign the GPU. Only the provider's tracking confirms payment (S2).")
+    return out
+
+
+def order_to_json(state: OrderState, now: datetime | None = None) -> dict[str, Any]:
+    """Plain data for ``order NAME show --json`` (datetimes ISO 8601)."""
+    now = now or utcnow()
+
+    def pay(p: PaymentOrder) -> dict[str, Any]:
+        return {"asset": p.asset, "network": p.network, "amount": p.amount,
+                "destination": p.destination, "expires_at": p.expires_at.isoformat(),
+                "issued_at": p.issued_at.isoformat(), "expired": p.expired(now),
+                "replaced_at": p.replaced_at.isoformat() if p.replaced_at else None}
+
+    o = state.order
+    return {
+        "status": order_status_line(state, now),
+        "paid": state.paid,
+        "order": None if o is None else {
+            "number": o.number, "gpu_model": o.gpu_model, "lots": o.lots, "days": o.days,
+            "preparation": o.preparation, "gpus_per_lot": o.gpus_per_lot,
+            "total_usd_minor": o.total_usd_minor},
+        "payment": None if state.payment is None else pay(state.payment),
+        "payment_history": [pay(p) for p in state.payment_history],
+        "events": [{"at": e.at.isoformat(), "state": e.state, "source": e.source, "note": e.note,
+                    "order_number": e.order_number} for e in state.timeline],
+    }

@@ -1,0 +1,127 @@
+"""The package window: start, end and time left, for the header and the report (S6).
+
+Computed in UTC from the session's :class:`~gpusession.core.session.Package` (start =
+when the GPU was provisioned, editable with ``gpusession package NAME --start``), shown
+in the user's local time zone. The TUI header calls :func:`package_window` on a timer;
+it is pure and cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+
+from gpusession.core.session import Package, utcnow
+
+
+def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
+    """An aware datetime in local time (or ``tz``) with its offset; ``not set`` for None."""
+    if dt is None:
+        return "not set"
+    return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z (UTC%z)").replace("  ", " ")
+
+
+def short_timedelta(td: timedelta | None) -> str:
+    """``2d 03h 15m``; ``ended 1d 02h 00m ago`` when negative; ``not set`` for None."""
+    if td is None:
+        return "not set"
+    secs = int(td.total_seconds())
+    ended = secs < 0
+    secs = abs(secs)
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    text = f"{d}d {h:02d}h {m:02d}m"
+    return f"ended {text} ago" if ended else text
+
+
+@dataclass(frozen=True)
+class PackageWindow:
+    """The package window at one instant (S6).
+
+    Attributes:
+        gpu_model, lots, days: the package (``None`` = not set).
+        start_utc, end_utc: aware UTC datetimes, ``None`` when unknown.
+        start_local, end_local: the same in the user's local time, as text.
+        time_left: end − now (negative once ended), ``None`` when unknown.
+        ended: True once ``now`` ≥ end.
+        now_utc: the instant used.
+    """
+
+    gpu_model: str | None
+    lots: int | None
+    days: int | None
+    start_utc: datetime | None
+    end_utc: datetime | None
+    start_local: str
+    end_local: str
+    time_left: timedelta | None
+    ended: bool
+    now_utc: datetime
+
+    @property
+    def known(self) -> bool:
+        return self.end_utc is not None
+
+    @property
+    def time_left_s(self) -> float | None:
+        return None if self.time_left is None else self.time_left.total_seconds()
+
+    def window_line(self) -> str:
+        """One line for the header, e.g. ``RTX A5000 ×1 lot · 7-day package · ends … · 3d 02h 10m left``."""
+        parts = []
+        if self.gpu_model:
+            lots = f" ×{self.lots} lot{'s' if (self.lots or 0) != 1 else ''}" if self.lots else ""
+            parts.append(f"{self.gpu_model}{lots}")
+        if self.days:
+            parts.append(f"{self.days}-day package")
+        if not self.known:
+            missing = "start" if self.start_utc is None else "length"
+            parts.append(f"package window not set (no {missing})")
+            return " · ".join(parts)
+        parts.append(f"ends {self.end_local}")
+        if self.ended:
+            parts.append(f"ENDED {short_timedelta(-(self.time_left or timedelta()))} ago")
+        else:
+            parts.append(f"{short_timedelta(self.time_left)} left")
+        return " · ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "gpu_model": self.gpu_model,
+            "lots": self.lots,
+            "days": self.days,
+            "start": self.start_utc.isoformat() if self.start_utc else None,
+            "end": self.end_utc.isoformat() if self.end_utc else None,
+            "start_local": self.start_local,
+            "end_local": self.end_local,
+            "time_left_s": self.time_left_s,
+            "ended": self.ended,
+        }
+
+
+def package_window(
+    package: Package, now: datetime | None = None, *, tz: tzinfo | None = None
+) -> PackageWindow:
+    """The window of ``package`` at ``now`` (default: :func:`utcnow`) (S6).
+
+    Args:
+        package: the session's package; start must be aware (it is, from ``Package``).
+        now: the instant (aware); a fake clock in tests.
+        tz: the zone for the local-time strings (default: the machine's local zone).
+    """
+    now = now or utcnow()
+    end = package.end
+    left = None if end is None else end - now
+    return PackageWindow(
+        gpu_model=package.gpu_model,
+        lots=package.lots,
+        days=package.days,
+        start_utc=package.start,
+        end_utc=end,
+        start_local=local_str(package.start, tz),
+        end_local=local_str(end, tz),
+        time_left=left,
+        ended=left is not None and left <= timedelta(0),
+        now_utc=now,
+    )
