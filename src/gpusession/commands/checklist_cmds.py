@@ -1,9 +1,263 @@
-"""Placeholder: this command module is filled in by its issue."""
+"""``checklist``, ``manifest``, ``verify-copy``, ``report`` (issue 7; S1, S4, S5).
+
+* ``gpusession checklist NAME [--json]`` -- items by stage with done/when/note/evidence;
+  ``checklist NAME done|undone ITEM``, ``note ITEM TEXT``, ``add STAGE TEXT``,
+  ``evidence [--destination DIR] [--reserve-hours H]``.
+* ``gpusession manifest NAME --deliverables DIR [--out FILE] [--force]`` -- size and
+  SHA-256 of every approved deliverable (S4); never overwrites silently.
+* ``gpusession verify-copy MANIFEST DIR [--json]`` -- on your own computer after the copy
+  home: missing / extra / changed / matching files; exit 0 only when the copy matches,
+  3 when it differs, 2 on bad input.
+* ``gpusession report NAME [--out FILE] [--force]`` -- one Markdown file for the approver.
+"""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
 from typing import Any
+
+from gpusession.commands._common import local_time, open_session, print_json
+from gpusession.core.errors import BadInput
+
+#: Exit code of ``verify-copy`` when the copy differs from the manifest.
+EXIT_COPY_DIFFERS = 3
+
+ACTIONS = ("show", "done", "undone", "note", "add", "evidence")
 
 
 def register(sub: Any) -> None:
-    """Register no subcommand yet."""
+    p = sub.add_parser(
+        "checklist",
+        help="the checklist from the need to the retrieval (S1): show, tick, note, add, evidence",
+        description=(
+            "Show the checklist by stage, or change it: `done ITEM`, `undone ITEM`, "
+            "`note ITEM TEXT`, `add STAGE TEXT`, `evidence [--destination DIR]`. "
+            "Evidence is shown beside an item; it never ticks it."
+        ),
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("action", nargs="?", default="show", choices=ACTIONS, metavar="ACTION",
+                   help="show (default), done, undone, note, add, evidence")
+    p.add_argument("words", nargs="*", metavar="ARG", help="ITEM_ID [TEXT] or STAGE TEXT")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--destination", metavar="DIR",
+                   help="evidence: the folder for the way back (free space, G§2); remembered")
+    p.add_argument("--reserve-hours", type=float, metavar="H",
+                   help="evidence: hours kept free for retrieval at the end (G§7; default 4)")
+    p.set_defaults(func=cmd_checklist)
+
+    p = sub.add_parser(
+        "manifest",
+        help="write manifest.csv (path, size, SHA-256) of the approved deliverables (S4)",
+        description=(
+            "Hash every file under DIR (the approved deliverables only). Symlinks out of DIR "
+            "are not followed and are reported as skipped. Default output: manifest.csv in "
+            "the session folder, or manifest-2.csv... when it exists."
+        ),
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--deliverables", required=True, metavar="DIR", help="folder of approved deliverables")
+    p.add_argument("--out", metavar="FILE", help="manifest file to write (refused if it exists)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out / manifest.csv")
+    p.set_defaults(func=cmd_manifest)
+
+    p = sub.add_parser(
+        "verify-copy",
+        help="compare a retrieved copy with its manifest by SHA-256 (S4)",
+        description="Run on your own computer after the copy home.",
+        epilog="Exit codes: 0 the copy matches, 3 the copy differs, 2 bad input, 1 failure.",
+    )
+    p.add_argument("manifest", metavar="MANIFEST")
+    p.add_argument("copy", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_verify_copy)
+
+    p = sub.add_parser(
+        "report",
+        help="write one Markdown report for the person who approves the work",
+        description=(
+            "Need and criteria, environment seen, protocols, summary per variant and phase, "
+            "validation verdicts, cost, decision; PNG charts when matplotlib is installed. "
+            "Default: report.md in the session folder (report-2.md... when it exists)."
+        ),
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--out", metavar="FILE", help="report file to write (refused if it exists)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report file")
+    p.set_defaults(func=cmd_report)
+
+
+# -- checklist ---------------------------------------------------------------------------
+def _need(words: list[str], n: int, usage: str) -> None:
+    if len(words) < n:
+        raise BadInput(f"expected {usage}", field="arguments")
+
+
+def cmd_checklist(args: argparse.Namespace) -> int:
+    from gpusession.core import checklist as cl
+
+    s = open_session(args, args.name)
+    words: list[str] = list(args.words)
+    action = args.action
+    if action in ("done", "undone"):
+        _need(words, 1, f"checklist {s.name} {action} ITEM_ID")
+        for item_id in words:
+            item = cl.set_done(s, item_id, action == "done")
+            print(f"{'done' if item.done else 'open'}: {item.id}  {item.text}")
+        return 0
+    if action == "note":
+        _need(words, 1, f"checklist {s.name} note ITEM_ID TEXT")
+        item = cl.set_note(s, words[0], " ".join(words[1:]))
+        print(f"note on {item.id}: {item.note or '(cleared)'}")
+        return 0
+    if action == "add":
+        _need(words, 2, f"checklist {s.name} add STAGE TEXT (stage 1-8)")
+        try:
+            stage = int(words[0])
+        except ValueError:
+            raise BadInput(f"expected a stage 1-8, got {words[0]!r}", field="stage") from None
+        item = cl.add_item(s, stage, " ".join(words[1:]))
+        print(f"added {item.id} to stage {item.stage} ({item.stage_title}): {item.text}")
+        return 0
+    if words:
+        raise BadInput(f"unexpected argument(s) {' '.join(words)!r} for {action}", field="arguments")
+    if action == "evidence":
+        if args.destination:
+            cl.set_setting(s, "destination", str(Path(args.destination).absolute()))
+        if args.reserve_hours is not None:
+            cl.set_setting(s, "retrieval_reserve_hours", args.reserve_hours)
+        evidence = cl.collect_evidence(s)
+        if args.json:
+            print_json(evidence)
+            return 0
+        items = {i.id: i for i in cl.load_checklist(s)}
+        for item_id, text in evidence.items():
+            print(f"{item_id}  {items[item_id].text}")
+            for line in text.splitlines():
+                print(f"    evidence: {line}")
+        print("(evidence never ticks an item: tick it yourself with `done ITEM_ID`)")
+        return 0
+    return _show(s, cl.load_checklist(s), as_json=args.json)
+
+
+def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
+    if as_json:
+        print_json(
+            {
+                "session": s.name,
+                "done": sum(i.done for i in items),
+                "total": len(items),
+                "items": [
+                    {
+                        "id": i.id, "stage": i.stage, "stage_title": i.stage_title, "text": i.text,
+                        "done": i.done, "at": i.at, "note": i.note, "evidence": i.evidence,
+                        "custom": i.custom,
+                    }
+                    for i in items
+                ],
+            }
+        )
+        return 0
+    print(f"checklist of {s.name}: {sum(i.done for i in items)}/{len(items)} done")
+    stage = None
+    for i in items:
+        if i.stage != stage:
+            stage = i.stage
+            print(f"\n{i.stage} {i.stage_title}")
+        mark = "[x] done" if i.done else "[ ] open"
+        when = f"  ({local_time(i.at)})" if i.at else ""
+        own = " (own)" if i.custom else ""
+        print(f"  {mark}  {i.id}{own}  {i.text}{when}")
+        if i.note:
+            print(f"            note: {i.note}")
+        if i.evidence:
+            for line in i.evidence.splitlines():
+                print(f"            evidence: {line}")
+    return 0
+
+
+# -- manifest / verify-copy ----------------------------------------------------------------
+def cmd_manifest(args: argparse.Namespace) -> int:
+    from gpusession.core.manifest import write_manifest
+
+    s = open_session(args, args.name)
+    folder = Path(args.deliverables)
+    if not folder.is_dir():
+        raise BadInput("not a folder (expected the folder of approved deliverables)", path=folder)
+    if args.out:
+        res = write_manifest(folder, Path(args.out), force=args.force)
+    else:
+        res = write_manifest(folder, s.folder / "manifest.csv", force=args.force, number_if_exists=True)
+    s.journal("manifest_written", path=str(res.path), deliverables=str(folder.absolute()),
+              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped))
+    print(f"wrote {res.path}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+    for sk in res.skipped:
+        print(f"  skipped {sk.path}: {sk.reason}")
+    print(f"after the copy home: gpusession verify-copy {res.path.name} COPY_DIR")
+    return 0
+
+
+def cmd_verify_copy(args: argparse.Namespace) -> int:
+    from gpusession.core.manifest import verify_copy
+
+    copy = Path(args.copy)
+    if not copy.is_dir():
+        raise BadInput("not a folder (expected the retrieved copy)", path=copy)
+    check = verify_copy(Path(args.manifest), copy)
+    if args.json:
+        print_json(
+            {
+                "matches": check.ok,
+                "matching": len(check.matching),
+                "missing": check.missing,
+                "extra": check.extra,
+                "changed": [
+                    {"path": c.path, "expected_size_bytes": c.expected_size_bytes,
+                     "actual_size_bytes": c.actual_size_bytes, "expected_sha256": c.expected_sha256,
+                     "actual_sha256": c.actual_sha256}
+                    for c in check.changed
+                ],
+                "renamed": [{"expected": a, "found": b} for a, b in check.renamed],
+                "skipped": [{"path": sk.path, "reason": sk.reason} for sk in check.skipped],
+                "representative": [str(copy / p) for p in check.representative],
+            }
+        )
+        return 0 if check.ok else EXIT_COPY_DIFFERS
+    total = len(check.matching) + len(check.missing) + len(check.changed)
+    print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
+    for p in check.missing:
+        print(f"  MISSING  {p}")
+    for c in check.changed:
+        how = "hash differs" if c.actual_sha256 else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes"
+        print(f"  CHANGED  {c.path} ({how})")
+    for p in check.extra:
+        print(f"  EXTRA    {p}")
+    for a, b in check.renamed:
+        print(f"  RENAMED? {a} → {b} (same content)")
+    for sk in check.skipped:
+        print(f"  SKIPPED  {sk.path}: {sk.reason}")
+    if check.ok:
+        print("copy matches the manifest")
+    else:
+        print(f"copy DIFFERS: {len(check.missing)} missing, {len(check.changed)} changed, "
+              f"{len(check.extra)} extra")
+    if check.representative:
+        print("Open these from the copy (not from the remote machine):")
+        for p in check.representative:
+            print(f"  {copy / p}")
+    return 0 if check.ok else EXIT_COPY_DIFFERS
+
+
+# -- report --------------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    from gpusession.core.report import write_report
+
+    s = open_session(args, args.name)
+    res = write_report(s, out=Path(args.out) if args.out else None, force=args.force)
+    print(f"wrote {res.path}")
+    for png in res.charts:
+        print(f"  chart {png}")
+    if res.charts_note:
+        print(f"  {res.charts_note}")
+    return 0
