@@ -1,0 +1,126 @@
+"""The gpusession Textual app and the factory the CLI and the tests share (issue 6).
+
+Who calls it: ``gpusession [NAME]`` / ``gpusession open`` (:mod:`gpusession.commands.tui`)
+and ``gpusession demo`` call :func:`run_app`; tests and ``benchmarks/bench_startup.py``
+call :func:`build_app` with a fake clock, a fake NVML and a fake runner.
+
+The app itself is thin: it holds the :class:`~gpusession.ui.context.UiContext`, pushes
+one :class:`~gpusession.ui.screens.MainScreen`, loads ``app.tcss`` and offers the
+command palette. It never imports torch (M5).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import datetime, tzinfo
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from gpusession.core.session import Session, utcnow
+from gpusession.ui.context import UiContext
+from gpusession.ui.palette import GpuSessionCommands
+from gpusession.ui.screens import MainScreen
+
+
+class GpuSessionApp(App[int]):
+    """One session in one screen. Quit is the only priority binding (style.md §7)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "gpusession"
+    ESCAPE_TO_MINIMIZE = False  # H-11
+    COMMANDS = App.COMMANDS | {GpuSessionCommands}
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("q", "quit", "Quit", show=False, id="app.quit_q"),
+    ]
+
+    def __init__(self, ctx: UiContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.title = f"gpusession — {ctx.session.name}"
+
+    def on_mount(self) -> None:
+        # NO_COLOR is honoured by Textual itself (App.no_color strips colour); every
+        # state is also written in words (H-11), so nothing is lost without colour.
+        self.push_screen(MainScreen(self.ctx))
+
+    @property
+    def main(self) -> MainScreen:
+        return next(s for s in self.screen_stack if isinstance(s, MainScreen))
+
+    def run_palette_action(self, pane: str, action: str | None) -> None:
+        """Run a palette entry: show its pane, then run the pane's action."""
+        if action == "export_report":
+            self.export_report()
+            return
+        main = self.main
+        main.action_show_pane(pane)
+        if action:
+            getattr(main.pane(pane), f"action_{action}")()
+
+    @work(thread=True, group="report", exclusive=True, exit_on_error=False)
+    def export_report(self) -> None:
+        """``gpusession report NAME`` in a subprocess (the report module's own CLI)."""
+        s = self.ctx.session
+        cmd = [sys.executable, "-m", "gpusession", "--sessions-dir", str(s.folder.parent), "report", s.name]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except Exception as exc:
+            self.call_from_thread(self.notify, str(exc), title="report not written", severity="error")
+            return
+        text = (done.stdout or done.stderr).strip().splitlines()
+        line = text[-1] if text else f"exit {done.returncode}"
+        sev = "information" if done.returncode == 0 else "error"
+        self.call_from_thread(self.notify, line, title="export report", severity=sev)
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        try:
+            self.main.pane("run").cancel_event.set()  # stop at the next run boundary
+        except Exception:
+            pass
+        self.exit(0)
+
+
+def build_app(
+    session: Session,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    nvml: Any | None = None,
+    runner_factory: Callable[..., Any] | None = None,
+    host_memory: Callable[[], Any] | None = None,
+    poll_s: float = 1.0,
+    tz: tzinfo | None = None,
+) -> GpuSessionApp:
+    """Build the app for ``session`` (the CLI and the tests use this same factory).
+
+    Args:
+        session: an open :class:`~gpusession.core.session.Session`.
+        clock: returns "now" as an aware UTC datetime (default :func:`utcnow`).
+        nvml: a pynvml-like object for NVML readings (default: the real pynvml).
+        runner_factory: ``(session, experiment_id, on_event, cancel) -> runner`` whose
+            blocking ``run()`` returns the outcome (default: the bench Runner).
+        host_memory: returns a ``HostMemory`` (default: psutil).
+        poll_s: memory refresh period in seconds (``0``: one reading, for snapshots).
+        tz: zone for local times (default: the machine's).
+    """
+    ctx = UiContext(
+        session=session,
+        clock=clock or utcnow,
+        nvml=nvml,
+        host_memory=host_memory,
+        runner_factory=runner_factory,
+        poll_s=poll_s,
+        tz=tz,
+    )
+    return GpuSessionApp(ctx)
+
+
+def run_app(session: Session) -> int:
+    """Run the TUI on ``session`` in this terminal; returns the exit code."""
+    result = build_app(session).run()
+    return int(result or 0)

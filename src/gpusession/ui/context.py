@@ -1,0 +1,106 @@
+"""What every pane is given (attributes down): the session, the clock, the hooks.
+
+Who calls it: :func:`gpusession.ui.app.build_app` builds one :class:`UiContext`; the
+screen passes it to each pane's constructor. :func:`core` imports a core module lazily
+and turns "not written yet / broken" into a reason the pane shows in words, so the UI
+never crashes because another part of gpusession is missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from types import ModuleType
+from typing import Any
+
+from gpusession.core.session import Session, utcnow
+
+
+@dataclass
+class UiContext:
+    """Shared, read-mostly state of one app.
+
+    Attributes:
+        session: the open session.
+        clock: returns an aware UTC datetime (a fake one in tests, S6 countdowns).
+        nvml: a pynvml-like object for :func:`gpusession.core.environment.read_nvml`
+            (``None``: the real pynvml).
+        host_memory: returns a ``HostMemory`` (``None``: psutil via core.environment).
+        runner_factory: ``(session, experiment_id, on_event, cancel) -> runner`` with a
+            blocking ``run()``; ``None``: :class:`gpusession.bench.runner.Runner`.
+        poll_s: memory refresh period in seconds; ``0`` samples once (snapshots).
+        tz: zone for local times shown (``None``: the machine's zone; UTC in tests).
+    """
+
+    session: Session
+    clock: Callable[[], datetime] = utcnow
+    nvml: Any | None = None
+    host_memory: Callable[[], Any] | None = None
+    runner_factory: Callable[..., Any] | None = None
+    poll_s: float = 1.0
+    tz: tzinfo | None = None
+
+    def now(self) -> datetime:
+        return self.clock()
+
+
+def core(name: str) -> tuple[ModuleType | None, str | None]:
+    """Import ``gpusession.<name>``; return ``(module, None)`` or ``(None, reason)``.
+
+    The reason is one sentence for the pane ("… is not available yet").
+    """
+    try:
+        return importlib.import_module(f"gpusession.{name}"), None
+    except Exception as exc:  # a missing module, or one half written by its owner
+        return None, f"not available yet: gpusession.{name} ({type(exc).__name__}: {exc})"
+
+
+def need(name: str, *attrs: str) -> tuple[ModuleType | None, str | None]:
+    """Like :func:`core`, and also require the named functions/classes to exist."""
+    mod, reason = core(name)
+    if mod is None:
+        return None, reason
+    missing = [a for a in attrs if not hasattr(mod, a)]
+    if missing:
+        return None, f"not available yet: gpusession.{name} lacks {', '.join(missing)}"
+    return mod, None
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    """``1.50 GiB``; ``not measured`` for ``None`` (C3: empty is not zero)."""
+    if n is None:
+        return "not measured"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} TiB"  # pragma: no cover
+
+
+def fmt_left(td: timedelta | None) -> str:
+    """``5d 03h 12m left`` / ``ended 2h 05m ago`` / ``not set``."""
+    if td is None:
+        return "not set"
+    secs = int(td.total_seconds())
+    ended = secs < 0
+    secs = abs(secs)
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    text = f"{d}d {h:02d}h {m:02d}m" if d else f"{h}h {m:02d}m"
+    return f"ended {text} ago" if ended else f"{text} left"
+
+
+def fmt_seconds(s: float | None) -> str:
+    """Seconds with 4 significant decimals; ``not measured`` for ``None`` (R7)."""
+    return "not measured" if s is None else f"{s:.4f}"
+
+
+def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured") -> str:
+    """A state in words (H-11): never shown by colour alone."""
+    if value is None:
+        return unknown
+    return yes if value else no

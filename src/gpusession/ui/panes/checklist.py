@@ -1,0 +1,206 @@
+"""Checklist pane: the items from the need to the retrieval, grouped by stage (S1).
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 1). The items and their
+state come from :mod:`gpusession.core.checklist`; every change (space toggles done, ``n``
+edits the note, ``a`` adds an item) is written at once through that module (atomic
+TOML, S7), so a crash loses nothing. The automatic evidence is collected in a thread
+worker and shown beside each item; it never ticks an item for the person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from gpusession.ui.context import UiContext, need
+from gpusession.ui.modals import Field, FormModal
+
+CORE = ("load_checklist", "set_done", "set_note", "add_item")
+
+
+def item_prompt(item: Any, evidence: str | None) -> Text:
+    """``[x] done  text`` + note and evidence lines, in words (H-11)."""
+    mark = "[x] done" if item.done else "[ ] open"
+    t = Text()
+    t.append(f"{mark}  ", style="bold" if item.done else "")
+    t.append(str(item.text))
+    if item.done and getattr(item, "at", None):
+        t.append(f"  (at {item.at})", style="dim")
+    if getattr(item, "note", None):
+        t.append(f"\n└ note: {item.note}", style="italic")
+    if evidence:
+        t.append(f"\n└ evidence: {evidence}", style="dim")
+    return t
+
+
+class ChecklistPane(Vertical):
+    """Pane 1: the session checklist; keys: space toggle, n note, a add item."""
+
+    BINDINGS = [
+        Binding("space", "toggle_done", "Done/open", id="checklist.toggle"),
+        Binding("n", "note", "Note", id="checklist.note"),
+        Binding("a", "add", "Add item", id="checklist.add"),
+    ]
+
+    @dataclass
+    class ItemToggled(Message):
+        """An item's done state was saved."""
+
+        item_id: str
+        done: bool
+
+    @dataclass
+    class NoteSaved(Message):
+        """An item's note was saved."""
+
+        item_id: str
+        note: str
+
+    @dataclass
+    class EvidenceCollected(Message):
+        """Automatic evidence per item id (from the thread worker)."""
+
+        evidence: dict[str, str]
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.items: list[Any] = []
+        self.evidence: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="checklist-status", classes="status")
+        yield OptionList(id="checklist-list")
+
+    def on_mount(self) -> None:
+        self.reload()
+        self.collect_evidence()
+
+    def focus_main(self) -> None:
+        self.query_one(OptionList).focus()
+
+    # -- data ------------------------------------------------------------------
+    def reload(self) -> None:
+        """Re-read the checklist from disk and redraw, keeping the highlighted item."""
+        mod, reason = need("core.checklist", *CORE)
+        status = self.query_one("#checklist-status", Static)
+        olist = self.query_one(OptionList)
+        if mod is None:
+            status.update(f"Checklist {reason}")
+            return
+        try:
+            self.items = list(mod.load_checklist(self.ctx.session))
+        except Exception as exc:
+            status.update(f"Checklist unreadable: {exc}")
+            return
+        keep = olist.highlighted_option.id if olist.highlighted_option else None
+        options: list[Option] = []
+        stage = object()
+        for item in self.items:
+            if item.stage != stage:
+                stage = item.stage
+                title = Text(f"Stage {item.stage} — {item.stage_title}", style="bold underline")
+                options.append(Option(title, disabled=True))
+            ev = self.evidence.get(item.id) or getattr(item, "evidence", None)
+            options.append(Option(item_prompt(item, ev), id=item.id))
+        olist.set_options(options)
+        done = sum(1 for i in self.items if i.done)
+        status.update(
+            f"{done} of {len(self.items)} done — space: done/open, n: note, a: add item; saved at once"
+        )
+        if keep is not None:
+            try:
+                olist.highlighted = olist.get_option_index(keep)
+            except Exception:
+                pass
+        if olist.highlighted is None or olist.get_option_at_index(olist.highlighted).disabled:
+            for i, opt in enumerate(olist.options):
+                if not opt.disabled:
+                    olist.highlighted = i
+                    break
+
+    def current(self) -> Any | None:
+        opt = self.query_one(OptionList).highlighted_option
+        if opt is None or opt.id is None:
+            return None
+        return next((i for i in self.items if i.id == opt.id), None)
+
+    @work(thread=True, group="checklist-evidence", exclusive=True, exit_on_error=False)
+    def collect_evidence(self) -> None:
+        mod, _ = need("core.checklist", "collect_evidence")
+        if mod is None:
+            return
+        try:
+            ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml)
+        except Exception as exc:
+            ev = {"_error": f"evidence not collected: {exc}"}
+        self.post_message(self.EvidenceCollected(dict(ev)))
+
+    def on_checklist_pane_evidence_collected(self, msg: EvidenceCollected) -> None:
+        self.evidence = msg.evidence
+        self.reload()
+
+    # -- actions -------------------------------------------------------------------
+    def action_toggle_done(self) -> None:
+        item = self.current()
+        mod, _ = need("core.checklist", *CORE)
+        if item is None or mod is None:
+            return
+        mod.set_done(self.ctx.session, item.id, not item.done)
+        self.post_message(self.ItemToggled(item.id, not item.done))
+        self.reload()
+
+    def action_note(self) -> None:
+        item = self.current()
+        if item is None:
+            return
+
+        def saved(result: dict[str, str] | None) -> None:
+            mod, _ = need("core.checklist", *CORE)
+            if result is None or mod is None:
+                return
+            try:
+                mod.set_note(self.ctx.session, item.id, result["note"])
+            except Exception as exc:
+                self.notify(str(exc), title="note not saved", severity="error")
+                return
+            self.post_message(self.NoteSaved(item.id, result["note"]))
+            self.reload()
+
+        self.app.push_screen(
+            FormModal(f"Note for: {item.text}", [Field("note", "Note", item.note or "")]), saved
+        )
+
+    def action_add(self) -> None:
+        stages = tuple(dict.fromkeys(str(i.stage) for i in self.items)) or ("1",)
+
+        def saved(result: dict[str, str] | None) -> None:
+            mod, _ = need("core.checklist", *CORE)
+            if result is None or mod is None or not result["text"].strip():
+                return
+            stage: Any = result["stage"]
+            if stage.isdigit():
+                stage = int(stage)
+            try:
+                mod.add_item(self.ctx.session, stage, result["text"].strip())
+            except Exception as exc:
+                self.notify(str(exc), title="item not added", severity="error")
+                return
+            self.reload()
+
+        self.app.push_screen(
+            FormModal(
+                "Add your own checklist item",
+                [Field("stage", "Stage", stages[0], choices=stages), Field("text", "Item", "")],
+            ),
+            saved,
+        )

@@ -1,0 +1,139 @@
+"""Cost pane: package total, plan coverage, cost per accepted deliverable, extensions.
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 6). Figures come from
+:func:`gpusession.core.cost.cost_report` (exact decimals, K1/K2); the accepted count is
+the session's *distinct* accepted corpora (K3/K4) — with none measured only the package
+cost is shown. Every edit of GPU, lots, days or plan recomputes at once; the session's
+package is changed only by the "Save as package" button.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Input, Label, Select, Static
+
+from gpusession.ui.context import UiContext, need
+
+DAYS = ("3", "7", "30")
+
+
+def measured_accepted(session: Any) -> tuple[int | None, str]:
+    """``(count, source)``; ``None`` when no run was validated yet (K3)."""
+    from gpusession.core.summary import accepted_unique_corpora
+
+    try:
+        frame = session.results.read()
+    except Exception as exc:
+        return None, f"results unreadable: {exc}"
+    if frame.height == 0 or frame["corpus_accepted"].drop_nulls().len() == 0:
+        return None, "no validated run yet"
+    return accepted_unique_corpora(frame), "distinct accepted corpora of this session"
+
+
+class CostPane(Vertical):
+    """Pane 6: what the package costs and what each accepted deliverable costs."""
+
+    @dataclass
+    class Recomputed(Message):
+        """The report was recomputed (after an edit)."""
+
+        lines: list[str]
+
+    @dataclass
+    class PackageSaved(Message):
+        """The edited lots/days/GPU were written to the session's package."""
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.lines: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        pkg = self.ctx.session.package
+        with Horizontal(id="cost-form"):
+            yield Label("GPU ")
+            yield Input(pkg.gpu_model or "", placeholder="RTX A5000", id="cost-gpu")
+            yield Label(" lots ")
+            yield Input(str(pkg.lots or 1), id="cost-lots", type="integer")
+            yield Label(" days ")
+            yield Select([(d, d) for d in DAYS], value=str(pkg.days) if str(pkg.days) in DAYS else "7", allow_blank=False, id="cost-days")
+        with Horizontal(id="cost-form2"):
+            yield Label("plan (days per task) ")
+            yield Input("", placeholder="0.25,1,1,0.5,0.5", id="cost-plan")
+            yield Button("Save as package", id="cost-save")
+        with VerticalScroll(id="cost-out"):
+            yield Static("", id="cost-report")
+
+    def on_mount(self) -> None:
+        self.recompute()
+
+    def focus_main(self) -> None:
+        self.query_one("#cost-lots", Input).focus()
+
+    def reload(self) -> None:
+        self.recompute()
+
+    def _inputs(self) -> tuple[str, str, str, str]:
+        gpu = self.query_one("#cost-gpu", Input).value.strip()
+        lots = self.query_one("#cost-lots", Input).value.strip()
+        days = str(self.query_one("#cost-days", Select).value)
+        plan = self.query_one("#cost-plan", Input).value.strip()
+        return gpu, lots, days, plan
+
+    def recompute(self) -> None:
+        """Rebuild the report from the fields now (K1–K7)."""
+        out = self.query_one("#cost-report", Static)
+        mod, reason = need("core.cost", "load_rates", "cost_report")
+        if mod is None:
+            out.update(f"Cost {reason}")
+            return
+        gpu, lots_text, days_text, plan_text = self._inputs()
+        if not gpu:
+            out.update("Enter the GPU model as ordered (e.g. RTX A5000).")
+            return
+        try:
+            lots = int(lots_text)
+        except ValueError:
+            out.update(f"lots: expected a whole number ≥ 1, got {lots_text!r}")
+            return
+        accepted, source = measured_accepted(self.ctx.session)
+        try:
+            rates = mod.load_rates(session_folder=self.ctx.session.folder)
+            plan = mod.parse_plan(plan_text) if plan_text and hasattr(mod, "parse_plan") else None
+            report = mod.cost_report(
+                rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source
+            )
+            self.lines = list(report.lines())
+        except Exception as exc:  # BadInput: one line, what was expected
+            self.lines = [f"cannot compute: {exc}"]
+        if accepted is None:
+            self.lines.insert(0, f"Accepted deliverables: not measured ({source}) — only the package cost is shown (K3).")
+        out.update("\n".join(self.lines))
+        self.post_message(self.Recomputed(list(self.lines)))
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        self.recompute()
+
+    @on(Button.Pressed, "#cost-save")
+    def save_package(self) -> None:
+        from gpusession.core.session import Package
+
+        gpu, lots_text, days_text, _ = self._inputs()
+        try:
+            old = self.ctx.session.package
+            new = Package(gpu_model=gpu or old.gpu_model, lots=int(lots_text), days=int(days_text), start=old.start)
+            Package.from_toml(new.to_toml())  # checks lots ≥ 1, days in 3/7/30
+            self.ctx.session.set_package(new)
+        except Exception as exc:
+            self.notify(str(exc), title="package not saved", severity="error")
+            return
+        self.notify(f"package saved: {new.gpu_model}, {new.lots} lot(s), {new.days} days", title="cost")
+        self.post_message(self.PackageSaved())

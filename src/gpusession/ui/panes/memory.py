@@ -1,0 +1,198 @@
+"""Memory pane: host RAM/swap, GPU memory per device and per process, allocator peaks.
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 3). A timer asks for a
+sample every ``ctx.poll_s`` seconds; each sample is read in a thread worker of its own
+group (``memory``), so cancelling a run never stops the poller and a slow NVML call never
+blocks the event loop (H-12). Readings come from NVML and psutil only — the UI process
+never imports torch (M5).
+
+Labels follow M2, M3 and H-04: NVML figures are "device total" (every process, CUDA
+context included); the last run's allocator figures are "PyTorch allocator, this process
+only" (the worker that ran), shown one by one, never added, and their difference is never
+called a cache.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Sparkline, Static
+
+from gpusession.ui.context import UiContext, fmt_bytes, need
+
+NOT_COVERED = (
+    "Not covered by the allocator figures: other processes, and memory outside the "
+    "PyTorch allocator (CUDA context, library workspaces) — the NVML device total "
+    "above includes them (M3)."
+)
+
+
+def host_lines(host: Any) -> list[str]:
+    """Host RAM, swap and cgroup limit in words (psutil figures, not GPU memory)."""
+    if host is None:
+        return ["Host memory: not read"]
+    limit = (
+        f"container limit {fmt_bytes(host.cgroup_limit_bytes)}"
+        if host.cgroup_limit_bytes is not None
+        else "no container memory limit"
+    )
+    return [
+        f"Host RAM   used {fmt_bytes(host.used_bytes)} of {fmt_bytes(host.total_bytes)}"
+        f" (available {fmt_bytes(host.available_bytes)}); {limit}",
+        f"Swap       used {fmt_bytes(host.swap_used_bytes)} of {fmt_bytes(host.swap_total_bytes)}",
+    ]
+
+
+def gpu_lines(snap: Any) -> list[str]:
+    """Per GPU (by UUID, H-05): device total used/total; per process from NVML."""
+    if snap is None:
+        return ["GPU memory: not read yet"]
+    if not snap.available:
+        return [f"GPU memory: not available — {snap.reason}. Host memory is still shown."]
+    if not snap.gpus:
+        return ["GPU memory: NVML works but sees no GPU."]
+    out = [f"NVIDIA driver {snap.driver_version or 'unknown'}; figures are NVML device totals"]
+    for g in snap.gpus:
+        out.append(
+            f"GPU {g.index} {g.name} ({g.uuid}): device total used "
+            f"{fmt_bytes(g.memory_used_bytes)} of {fmt_bytes(g.memory_total_bytes)}"
+        )
+        if not g.processes:
+            out.append("    no compute process seen by NVML")
+        for p in g.processes:
+            out.append(
+                f"    pid {p.pid} {p.name or '(name unknown)'}: "
+                f"{fmt_bytes(p.used_bytes)} (NVML, whole process)"
+            )
+    return out
+
+
+def allocator_lines(row: dict[str, Any] | None) -> list[str]:
+    """The last run's four allocator figures, each on its own (M1, M2, M4)."""
+    head = "Last run — PyTorch allocator, this process only (the worker that ran it):"
+    if row is None:
+        return [head, "    no run recorded yet", NOT_COVERED]
+    which = (
+        f"    {row.get('experiment_id')} / {row.get('variant_id')} / {row.get('phase')} "
+        f"run {row.get('run_index')} on {row.get('device') or 'device not recorded'}"
+    )
+    keys = (
+        ("baseline allocated", "baseline_allocated_bytes"),
+        ("baseline reserved ", "baseline_reserved_bytes"),
+        ("peak allocated    ", "peak_allocated_bytes"),
+        ("peak reserved     ", "peak_reserved_bytes"),
+    )
+    lines = [head, which]
+    if all(row.get(k) is None for _, k in keys):
+        lines.append("    not measured (no GPU allocator in that run, e.g. on CPU — M4)")
+    else:
+        lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in keys]
+    lines.append(NOT_COVERED)
+    return lines
+
+
+def last_allocator_row(session: Any) -> dict[str, Any] | None:
+    """The last measured row of the results CSV (prefers one with allocator figures)."""
+    try:
+        rows = session.results.read().to_dicts()
+    except Exception:
+        return None
+    with_mem = [r for r in rows if r.get("peak_reserved_bytes") is not None]
+    if with_mem:
+        return with_mem[-1]
+    return rows[-1] if rows else None
+
+
+class MemoryPane(VerticalScroll, can_focus=True):
+    """Pane 3: live memory readout, refreshed every ``ctx.poll_s`` seconds."""
+
+    @dataclass
+    class Sampled(Message):
+        """A reading landed (posted from the sampling thread)."""
+
+        host: Any
+        nvml: Any
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.host: Any = None
+        self.snapshot: Any = None
+        self.samples = 0
+        self._busy = False
+        self._host_hist: deque[float] = deque(maxlen=120)
+        self._gpu_hist: deque[float] = deque(maxlen=120)
+        self.alloc_row: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Host memory: reading…", id="mem-host")
+        yield Static("GPU memory: reading…", id="mem-gpu")
+        yield Static("", id="mem-hist-label", classes="section")
+        yield Sparkline(list(self._host_hist), id="mem-spark-host")
+        yield Sparkline(list(self._gpu_hist), id="mem-spark-gpu")
+        yield Static("", id="mem-alloc")
+
+    def on_mount(self) -> None:
+        self.reload()
+        self.sample()
+        if self.ctx.poll_s > 0:
+            self.set_interval(self.ctx.poll_s, self.sample, name="memory-poll")
+
+    def reload(self) -> None:
+        """Re-read the last run's allocator figures (after a run lands)."""
+        self.alloc_row = last_allocator_row(self.ctx.session)
+        self.query_one("#mem-alloc", Static).update("\n".join(allocator_lines(self.alloc_row)))
+
+    def show_row(self, row: dict[str, Any]) -> None:
+        """A run just landed: show its allocator figures (or why there are none)."""
+        if row.get("peak_reserved_bytes") is not None or self.alloc_row is None or (
+            self.alloc_row.get("peak_reserved_bytes") is None
+        ):
+            self.alloc_row = row
+            self.query_one("#mem-alloc", Static).update("\n".join(allocator_lines(row)))
+
+    def sample(self) -> None:
+        """Ask for one reading unless the previous one is still being read."""
+        if self._busy:
+            return
+        self._busy = True
+        self._read()
+
+    @work(thread=True, group="memory", exit_on_error=False)
+    def _read(self) -> None:
+        try:
+            env, _ = need("core.environment", "read_nvml", "read_host_memory")
+            host = self.ctx.host_memory() if self.ctx.host_memory else None
+            if host is None and env is not None:
+                host = env.read_host_memory()
+            snap = env.read_nvml(self.ctx.nvml) if env is not None else None
+            self.post_message(self.Sampled(host, snap))
+        finally:
+            self._busy = False
+
+    def on_memory_pane_sampled(self, msg: Sampled) -> None:
+        self.samples += 1
+        self.host, self.snapshot = msg.host, msg.nvml
+        self.query_one("#mem-host", Static).update("\n".join(host_lines(msg.host)))
+        self.query_one("#mem-gpu", Static).update("\n".join(gpu_lines(msg.nvml)))
+        if msg.host is not None and msg.host.total_bytes:
+            self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
+        gpus = getattr(msg.nvml, "gpus", ()) or ()
+        if gpus:
+            used = sum(g.memory_used_bytes for g in gpus)
+            total = sum(g.memory_total_bytes for g in gpus) or 1
+            self._gpu_hist.append(used / total)
+        self.query_one("#mem-spark-host", Sparkline).data = list(self._host_hist)
+        spark_gpu = self.query_one("#mem-spark-gpu", Sparkline)
+        spark_gpu.data = list(self._gpu_hist)
+        spark_gpu.display = bool(gpus)
+        label = f"History, last {len(self._host_hist)} samples: host RAM used"
+        if gpus:
+            label += " (top), GPU device total used (bottom)"
+        self.query_one("#mem-hist-label", Static).update(label)

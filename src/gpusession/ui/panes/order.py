@@ -1,0 +1,224 @@
+"""Order pane: the order, the active payment order with its countdown, the timeline.
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 5) and the command palette
+("New payment order", "Record order event"). The model is :mod:`gpusession.core.order`
+(S2, S3, S5): "I have paid" is ``payment-sent`` and never reads as paid; only provider
+tracking confirms; provisioning is its own state. The countdown to the payment order's
+expiry is redrawn every second from the cached state (no file read per tick).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from gpusession.ui.context import UiContext, need
+from gpusession.ui.modals import Field, FormModal
+
+CORE = ("load_order", "order_lines", "record_event", "new_payment_order", "STATES", "SOURCES")
+
+
+def model_warnings(state: Any, now: datetime) -> list[str]:
+    """Standing warnings of the order model in words: not confirmed, expired, deviation."""
+    out: list[str] = []
+    pay = getattr(state, "payment", None)
+    if state.has("payment-sent") and not state.paid:
+        out.append("Payment sent — NOT confirmed: only the provider's tracking confirms (S2).")
+    if pay is not None and pay.expired(now) and not state.paid:
+        out.append("The active payment order has EXPIRED: do not pay it; ask for a new one (S3).")
+    if state.has("deviation-noted"):
+        out.append("A deviation from the order was noted (GPU model or count, S5).")
+    return out
+
+
+def parse_expiry(text: str, now: datetime) -> datetime:
+    """``30`` (minutes from now), ``2h``, or an ISO 8601 time with offset."""
+    t = text.strip().lower()
+    if t.endswith("h") and t[:-1].isdigit():
+        return now + timedelta(hours=int(t[:-1]))
+    if t.endswith("m") and t[:-1].isdigit():
+        t = t[:-1]
+    if t.isdigit():
+        return now + timedelta(minutes=int(t))
+    from gpusession.core.session import parse_start
+
+    return parse_start(text, field="expires")
+
+
+class OrderPane(Vertical):
+    """Pane 5: order and payment notes; keys: e event, p payment order, o order."""
+
+    BINDINGS = [
+        Binding("e", "add_event", "Add event", id="order.event"),
+        Binding("p", "payment_order", "Payment order", id="order.payment"),
+        Binding("o", "set_order", "Set order", id="order.set"),
+    ]
+
+    @dataclass
+    class OrderChanged(Message):
+        """order.toml changed; the header re-reads the status line."""
+
+        warnings: list[str]
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.state: Any = None
+        self.last_warnings: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("e: add event   p: new payment order   o: set order", id="order-keys", classes="status")
+        yield Static("", id="order-warnings")
+        with VerticalScroll(id="order-box", can_focus=True):
+            yield Static("", id="order-text")
+
+    def on_mount(self) -> None:
+        self.reload()
+        if self.ctx.poll_s > 0:
+            self.set_interval(1.0, self.redraw, name="order-countdown")
+
+    def focus_main(self) -> None:
+        self.query_one("#order-box").focus()
+
+    def reload(self) -> None:
+        mod, reason = need("core.order", *CORE)
+        if mod is None:
+            self.query_one("#order-text", Static).update(f"Order {reason}")
+            return
+        try:
+            self.state = mod.load_order(self.ctx.session)
+        except Exception as exc:
+            self.state = None
+            self.query_one("#order-text", Static).update(f"order.toml unreadable: {exc}")
+            return
+        self.redraw()
+
+    def redraw(self) -> None:
+        mod, _ = need("core.order", *CORE)
+        if mod is None or self.state is None:
+            return
+        now = self.ctx.now()
+        self.query_one("#order-text", Static).update("\n".join(mod.order_lines(self.state, now, tz=self.ctx.tz)))
+        warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
+        box = self.query_one("#order-warnings", Static)
+        box.update("\n".join(f"WARNING: {w}" for w in warn))
+        box.display = bool(warn)
+        self.set_class(bool(warn), "-warning")
+
+    def _changed(self, warnings: list[str]) -> None:
+        self.last_warnings = list(warnings)
+        self.reload()
+        self.post_message(self.OrderChanged(list(warnings)))
+        for w in warnings:
+            self.notify(w, title="order", severity="warning")
+
+    def action_add_event(self) -> None:
+        mod, reason = need("core.order", *CORE)
+        if mod is None:
+            self.notify(reason or "", title="order")
+            return
+
+        def saved(result: dict[str, str] | None) -> None:
+            if result is None:
+                return
+            try:
+                warnings = mod.record_event(
+                    self.ctx.session, result["state"], source=result["source"], note=result["note"],
+                    at=self.ctx.now(), amount=result["amount"].strip() or None,
+                )
+            except Exception as exc:
+                self.notify(str(exc), title="event not recorded", severity="error")
+                return
+            self._changed(list(warnings))
+
+        self.app.push_screen(
+            FormModal(
+                "Record an order event (S2: only provider tracking confirms payment)",
+                [
+                    Field("state", "State", "payment-sent", choices=tuple(mod.STATES)),
+                    Field("source", "Source", mod.SOURCES[0], choices=tuple(mod.SOURCES)),
+                    Field("note", "Note (no passwords, keys or seed phrases)", ""),
+                    Field("amount", "Amount sent (payment-sent only, exact decimal)", ""),
+                ],
+            ),
+            saved,
+        )
+
+    def action_payment_order(self) -> None:
+        mod, reason = need("core.order", *CORE)
+        if mod is None:
+            self.notify(reason or "", title="order")
+            return
+
+        def saved(result: dict[str, str] | None) -> None:
+            if result is None:
+                return
+            now = self.ctx.now()
+            try:
+                _, warnings = mod.new_payment_order(
+                    self.ctx.session, asset=result["asset"], network=result["network"],
+                    amount=result["amount"], destination=result["destination"],
+                    expires_at=parse_expiry(result["expires"], now), now=now,
+                )
+            except Exception as exc:
+                self.notify(str(exc), title="payment order not recorded", severity="error")
+                return
+            self._changed(list(warnings))
+
+        self.app.push_screen(
+            FormModal(
+                "New payment order (S3: asset and network together, exact amount)",
+                [
+                    Field("asset", "Asset", "", placeholder="USDT"),
+                    Field("network", "Network", "", placeholder="TRC20"),
+                    Field("amount", "Exact amount (decimal point)", "", placeholder="55.00"),
+                    Field("destination", "Destination address", ""),
+                    Field("expires", "Expires: minutes from now, 2h, or ISO 8601 with offset", "30"),
+                ],
+            ),
+            saved,
+        )
+
+    def action_set_order(self) -> None:
+        mod, reason = need("core.order", "set_order")
+        if mod is None:
+            self.notify(reason or "", title="order")
+            return
+        pkg = self.ctx.session.package
+
+        def saved(result: dict[str, str] | None) -> None:
+            if result is None:
+                return
+            try:
+                mod.set_order(
+                    self.ctx.session, number=result["number"], gpu_model=result["gpu"],
+                    lots=int(result["lots"]), days=int(result["days"]),
+                    preparation=result["preparation"] or None, at=self.ctx.now(),
+                )
+            except Exception as exc:
+                self.notify(str(exc), title="order not recorded", severity="error")
+                return
+            self._changed([])
+
+        o = getattr(self.state, "order", None)
+        self.app.push_screen(
+            FormModal(
+                "The order as placed",
+                [
+                    Field("number", "Order number", getattr(o, "number", "")),
+                    Field("gpu", "GPU model", getattr(o, "gpu_model", None) or pkg.gpu_model or ""),
+                    Field("lots", "Lots", str(getattr(o, "lots", None) or pkg.lots or 1)),
+                    Field("days", "Days", str(getattr(o, "days", None) or pkg.days or 7), choices=("3", "7", "30")),
+                    Field("preparation", "Preparation (software preset)", getattr(o, "preparation", None) or ""),
+                ],
+            ),
+            saved,
+        )
+

@@ -1,0 +1,399 @@
+"""Run pane: pick or define an experiment, run it, watch rows land, read the summary.
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 2) and the command
+palette ("Run experiment"). The run itself is :class:`gpusession.bench.runner.Runner`
+(blocking; it starts the worker processes that import torch — the UI never does, M5),
+driven from a Textual thread worker in group ``run``. Its events cross into the UI only
+through ``post_message`` (H-12); ``c`` sets the cancel event, and the runner stops at
+the next run boundary, marking the partial experiment incomplete.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import ContentSwitcher, DataTable, Label, ProgressBar, Sparkline, Static
+
+from gpusession.ui.context import UiContext, fmt_bytes, fmt_seconds, need, yes_no
+from gpusession.ui.modals import Field, FormModal
+
+PLAN = ("load_experiments", "define_experiment", "Experiment")
+
+
+def _row_dict(row: Any) -> dict[str, Any]:
+    if isinstance(row, dict):
+        return row
+    if hasattr(row, "as_dict"):
+        return dict(row.as_dict())
+    return dict(vars(row))
+
+
+def accepted_words(row: dict[str, Any]) -> str:
+    """``accepted`` / ``rejected`` / ``not validated`` (H-11: words, not colour)."""
+    return yes_no(row.get("corpus_accepted"), "accepted", "rejected", "not validated")
+
+
+def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
+    """One sentence for the end of a run."""
+    if error:
+        return f"run failed: {error}"
+    complete = getattr(outcome, "complete", None)
+    if cancelled or complete is False or getattr(outcome, "cancelled", False):
+        return "run cancelled at a run boundary — partial result, marked incomplete"
+    return "run finished — complete"
+
+
+def _parse_value(text: str) -> Any:
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+class RunPane(Vertical):
+    """Pane 2: experiments and runs; keys: r start, c cancel, e pick, d define, s view."""
+
+    BINDINGS = [
+        Binding("r", "start", "Start run", id="run.start"),
+        Binding("c", "cancel", "Cancel at boundary", id="run.cancel"),
+        Binding("e", "pick", "Pick experiment", id="run.pick"),
+        Binding("d", "define", "Define", id="run.define"),
+        Binding("s", "switch_view", "Rows/summary", id="run.view"),
+    ]
+
+    @dataclass
+    class RunRequested(Message):
+        experiment_id: str
+
+    @dataclass
+    class ProgressMade(Message):
+        done: int
+        total: int
+        variant_id: str | None
+        phase: str | None
+
+        def can_replace(self, message: Message) -> bool:  # a flood of progress: keep the last
+            return isinstance(message, RunPane.ProgressMade)
+
+    @dataclass
+    class RowLanded(Message):
+        row: dict[str, Any]
+
+    @dataclass
+    class IncidentReported(Message):
+        message: str
+
+    @dataclass
+    class RunFinished(Message):
+        experiment_id: str
+        outcome: Any
+        error: str | None
+        cancelled: bool
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.experiments: list[Any] = []
+        self.experiment_id: str | None = None
+        self.running = False
+        self.cancel_event = threading.Event()
+        self.rows: list[dict[str, Any]] = []
+        self.expected: dict[str, int] = {}
+        self.last_outcome = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="run-status", classes="status")
+        with Horizontal(id="run-overall"):
+            yield Label("overall ", classes="bar-label")
+            yield ProgressBar(total=None, show_eta=False, id="run-bar")
+        yield Vertical(id="run-variants")
+        with ContentSwitcher(initial="run-rows", id="run-views"):
+            yield DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="run-summary"):
+                yield DataTable(id="run-summary-table", cursor_type="row")
+                yield Static("", id="run-chart-label", classes="section")
+                yield Vertical(id="run-charts")
+
+    def on_mount(self) -> None:
+        rows = self.query_one("#run-rows", DataTable)
+        rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
+        summ = self.query_one("#run-summary-table", DataTable)
+        summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
+        self.reload()
+
+    def focus_main(self) -> None:
+        self.query_one("#run-views", ContentSwitcher).query_one(f"#{self.view}").focus()
+
+    @property
+    def view(self) -> str:
+        return self.query_one("#run-views", ContentSwitcher).current or "run-rows"
+
+    # -- experiments -----------------------------------------------------------------
+    def reload(self) -> None:
+        """Re-read the defined experiments and the summary of the current one."""
+        plan, reason = need("bench.plan", *PLAN)
+        if plan is None:
+            self._status(f"Experiments {reason}")
+            return
+        try:
+            self.experiments = list(plan.load_experiments(self.ctx.session))
+        except Exception as exc:
+            self._status(f"experiments unreadable: {exc}")
+            return
+        ids = [e.id for e in self.experiments]
+        if self.experiment_id not in ids:
+            self.experiment_id = ids[0] if ids else None
+        self._status()
+        self.refresh_summary()
+
+    def current_experiment(self) -> Any | None:
+        return next((e for e in self.experiments if e.id == self.experiment_id), None)
+
+    def describe(self, exp: Any) -> str:
+        values = ", ".join(str(v) for v in exp.values)
+        return (
+            f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
+            f"{exp.warmup_iterations} warm-up, {exp.order}, scope {exp.scope}"
+        )
+
+    def _status(self, text: str | None = None) -> None:
+        if text is None:
+            exp = self.current_experiment()
+            if exp is None:
+                text = "No experiment defined yet — d: define one."
+            else:
+                state = "running" if self.running else (self.last_outcome or "idle")
+                text = f"Experiment {self.describe(exp)}\n{state} — r: start, c: cancel at the next run boundary, e: pick, d: define, s: rows/summary"
+        self.query_one("#run-status", Static).update(text)
+        self.set_class(self.running, "-running")
+
+    def action_pick(self) -> None:
+        if self.running or not self.experiments:
+            return
+        ids = tuple(e.id for e in self.experiments)
+
+        def chosen(result: dict[str, str] | None) -> None:
+            if result:
+                self.experiment_id = result["experiment"]
+                self._status()
+                self.refresh_summary()
+
+        self.app.push_screen(
+            FormModal("Pick an experiment", [Field("experiment", "Experiment", self.experiment_id or "", choices=ids)]),
+            chosen,
+        )
+
+    def action_define(self) -> None:
+        plan, reason = need("bench.plan", *PLAN)
+        if plan is None or self.running:
+            self.notify(reason or "a run is in progress", title="cannot define now")
+            return
+        cur = self.current_experiment()
+        fields = [
+            Field("id", "Experiment id", getattr(cur, "id", "") or "exp-1"),
+            Field("workload", "Workload (bbc-news, synthetic-mlp, module:factory)", getattr(cur, "workload", "bbc-news")),
+            Field("varied", "Varied parameter", getattr(cur, "varied", "batch")),
+            Field("values", "Values, comma-separated", ",".join(str(v) for v in getattr(cur, "values", (1, 4, 8)))),
+            Field("runs", "Measured runs per variant", str(getattr(cur, "runs_per_variant", 5))),
+            Field("warmup", "Warm-up iterations", str(getattr(cur, "warmup_iterations", 2))),
+            Field("order", "Order", getattr(cur, "order", "interleaved"), choices=("interleaved", "shuffled")),
+            Field("scope", "Stopwatch scope", getattr(cur, "scope", "processing"), choices=("processing", "full-chain")),
+        ]
+
+        def saved(result: dict[str, str] | None) -> None:
+            if result is None:
+                return
+            try:
+                base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
+                base.update(
+                    id=result["id"].strip(),
+                    workload=result["workload"].strip(),
+                    varied=result["varied"].strip(),
+                    values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
+                    runs_per_variant=int(result["runs"]),
+                    warmup_iterations=int(result["warmup"]),
+                    order=result["order"],
+                    scope=result["scope"],
+                )
+                exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))
+            except Exception as exc:
+                self.notify(str(exc), title="experiment not saved", severity="error")
+                return
+            self.experiment_id = exp.id
+            self.reload()
+
+        self.app.push_screen(FormModal("Define an experiment (one varied parameter, R1)", fields), saved)
+
+    def action_switch_view(self) -> None:
+        switcher = self.query_one("#run-views", ContentSwitcher)
+        switcher.current = "run-summary" if switcher.current == "run-rows" else "run-rows"
+
+    # -- running ---------------------------------------------------------------------
+    def action_start(self) -> None:
+        if self.running:
+            self.notify("a run is already in progress", title="run")
+            return
+        if self.experiment_id is None:
+            self.notify("define an experiment first (d)", title="run")
+            return
+        self.post_message(self.RunRequested(self.experiment_id))
+        self.running = True
+        self.last_outcome = ""
+        self.cancel_event = threading.Event()
+        self.rows = []
+        self.query_one("#run-rows", DataTable).clear()
+        self.query_one("#run-views", ContentSwitcher).current = "run-rows"
+        self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
+        self._setup_variant_bars()
+        self._status()
+        self._run_worker(self.experiment_id, self.cancel_event)
+
+    def action_cancel(self) -> None:
+        if self.running and not self.cancel_event.is_set():
+            self.cancel_event.set()
+            self.last_outcome = "cancel requested"
+            self._status("Cancel requested — the run stops at the next run boundary (H-12).")
+
+    def _setup_variant_bars(self) -> None:
+        box = self.query_one("#run-variants", Vertical)
+        box.remove_children()
+        self.expected = {}
+        plan, _ = need("bench.plan", "schedule")
+        exp = self.current_experiment()
+        if plan is not None and exp is not None:
+            try:
+                for r in plan.schedule(exp):
+                    self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
+            except Exception:
+                self.expected = {}
+        for vid, total in self.expected.items():
+            box.mount(
+                Horizontal(
+                    Label(f"{vid:<8.8} ", classes="bar-label"),
+                    ProgressBar(total=total, show_eta=False, id=f"bar-{_safe(vid)}"),
+                    classes="variant-bar",
+                )
+            )
+
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    def _run_worker(self, experiment_id: str, cancel: threading.Event) -> None:
+        def on_event(ev: dict[str, Any]) -> None:
+            kind = ev.get("event")
+            if kind == "progress":
+                self.post_message(
+                    self.ProgressMade(int(ev.get("done", 0)), int(ev.get("total", 0)), ev.get("variant_id"), ev.get("phase"))
+                )
+            elif kind == "row":
+                self.post_message(self.RowLanded(_row_dict(ev["row"])))
+            elif kind == "incident":
+                self.post_message(self.IncidentReported(str(ev.get("message", ""))))
+
+        try:
+            factory = self.ctx.runner_factory or _default_runner
+            outcome = factory(self.ctx.session, experiment_id, on_event, cancel).run()
+            self.post_message(self.RunFinished(experiment_id, outcome, None, cancel.is_set()))
+        except Exception as exc:
+            self.post_message(self.RunFinished(experiment_id, None, f"{type(exc).__name__}: {exc}", cancel.is_set()))
+
+    def on_run_pane_progress_made(self, msg: ProgressMade) -> None:
+        if msg.total:
+            self.query_one("#run-bar", ProgressBar).update(total=msg.total, progress=msg.done)
+
+    def on_run_pane_row_landed(self, msg: RowLanded) -> None:
+        r = msg.row
+        self.rows.append(r)
+        table = self.query_one("#run-rows", DataTable)
+        failed = r.get("elapsed_seconds") is None and r.get("phase") != "load"
+        table.add_row(
+            str(r.get("variant_id") or "-"),
+            str(r.get("phase") or "-"),
+            str(r.get("run_index") or "-"),
+            "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
+            fmt_bytes(r.get("peak_allocated_bytes")),
+            fmt_bytes(r.get("peak_reserved_bytes")),
+            accepted_words(r),
+        )
+        table.move_cursor(row=table.row_count - 1)
+        vid = r.get("variant_id")
+        if vid in self.expected and r.get("phase") in ("cold", "warm"):
+            done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
+            try:
+                self.query_one(f"#bar-{_safe(vid)}", ProgressBar).update(progress=done)
+            except Exception:
+                pass
+
+    def on_run_pane_incident_reported(self, msg: IncidentReported) -> None:
+        self.notify(msg.message, title="incident (kept in the journal)", severity="warning")
+
+    def on_run_pane_run_finished(self, msg: RunFinished) -> None:
+        self.running = False
+        self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
+        self.reload()
+        self.query_one("#run-views", ContentSwitcher).current = "run-summary"
+        self._status()
+
+    # -- summary -------------------------------------------------------------------------
+    def refresh_summary(self) -> None:
+        """Summary table (R6: median, min–max; failures in words) and duration charts."""
+        table = self.query_one("#run-summary-table", DataTable)
+        table.clear()
+        charts = self.query_one("#run-charts", Vertical)
+        charts.remove_children()
+        if self.experiment_id is None:
+            return
+        from gpusession.core.results import summarize
+
+        try:
+            import polars as pl
+
+            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
+        except Exception as exc:
+            self.query_one("#run-chart-label", Static).update(f"results unreadable: {exc}")
+            return
+        for r in summarize(frame).to_dicts():
+            med, lo, hi = r["median_seconds"], r["min_seconds"], r["max_seconds"]
+            failed = r["failed"]
+            table.add_row(
+                str(r["variant_id"]),
+                str(r["phase"]),
+                str(r["n"]),
+                fmt_seconds(med),
+                "not measured" if lo is None else f"{lo:.4f}–{hi:.4f}",
+                "none" if not failed else f"{failed} failed (kept, see notes)",
+            )
+        warm = frame.filter(pl.col("phase") == "warm")
+        label = "Warm run durations per variant, in run order (s):" if warm.height else "No warm runs yet."
+        self.query_one("#run-chart-label", Static).update(label)
+        for (vid,), part in warm.group_by(["variant_id"], maintain_order=True):
+            data = [x for x in part["elapsed_seconds"].to_list() if x is not None]
+            if not data:
+                continue
+            charts.mount(
+                Horizontal(
+                    Label(f"{str(vid):<8.8} ", classes="bar-label"),
+                    Sparkline(data, classes="duration-spark"),
+                    Label(f" {min(data):.3f}–{max(data):.3f}", classes="spark-range"),
+                    classes="chart-row",
+                )
+            )
+
+
+def _safe(vid: Any) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(vid))
+
+
+def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event) -> Any:
+    from gpusession.bench.runner import Runner
+
+    return Runner(session, experiment_id, on_event=on_event, cancel=cancel)

@@ -1,0 +1,166 @@
+"""Validation pane: per run, the four checks in words, the offenders, the quality rule.
+
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 4). The verdicts come from
+the results CSV (``ids_match``, ``format_valid``, ``quality_*``, ``corpus_accepted``) and
+the detail from the report files ``<session>/validation/*.toml`` written by
+:mod:`gpusession.core.validation` (V1, V2, V8). Every check is a word (passed/failed,
+accepted/rejected, not measured), never a colour alone (H-11). Reading is quick; ``v``
+re-reads after a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomllib
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from gpusession.ui.context import UiContext, yes_no
+
+
+def quality_words(r: dict[str, Any]) -> str:
+    """``macro_f1 0.9512 ≥ 0.9000 − 0.0100: met (margin +0.0612)`` or why not measured."""
+    value, thr = r.get("quality_value"), r.get("quality_threshold")
+    metric = r.get("quality_metric") or "quality"
+    if value is None:
+        return f"{metric}: not measured"
+    if thr is None:
+        return f"{metric} {value:.4f} (no threshold recorded)"
+    tol = r.get("quality_tolerance") or 0.0
+    margin = value - (thr - tol)
+    verdict = "met" if margin >= 0 else "not met"
+    return f"{metric} {value:.4f} vs threshold {thr:.4f} − tolerance {tol:.4f}: {verdict} (margin {margin:+.4f})"
+
+
+def report_file(folder: Path, r: dict[str, Any]) -> Path | None:
+    """The validation report of a run, found by its experiment/variant/phase/index."""
+    if not folder.is_dir():
+        return None
+    keys = [str(r.get(k)) for k in ("experiment_id", "variant_id", "phase", "run_index") if r.get(k) is not None]
+    best = None
+    for path in sorted(folder.rglob("*.toml")):
+        text = str(path.relative_to(folder))
+        if all(k in text for k in keys):
+            best = path
+    return best
+
+
+def detail_lines(path: Path | None) -> list[str]:
+    """The stored report, flattened to readable lines (counts, first offenders, classes)."""
+    if path is None:
+        return ["No report file for this run in validation/ (the verdict above is from the results CSV)."]
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        return [f"{path.name}: unreadable ({exc})"]
+    lines = [f"Report {path.name}:"]
+    for key, value in doc.items():
+        if key == "schema":
+            continue
+        if isinstance(value, dict):
+            lines.append(f"  {key}:")
+            for k2, v2 in value.items():
+                lines.append(f"    {k2}: {_short(v2)}")
+        else:
+            lines.append(f"  {key}: {_short(value)}")
+    return lines
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        head = ", ".join(str(x) for x in v[:5])
+        return f"{head}{' …' if len(v) > 5 else ''} ({len(v)} listed)"
+    return str(v)
+
+
+class ValidationPane(Vertical):
+    """Pane 4: validation verdicts per run and the distinct accepted corpora."""
+
+    BINDINGS = [Binding("v", "revalidate", "Re-read reports", id="validation.reload")]
+
+    @dataclass
+    class Reloaded(Message):
+        runs: int
+        accepted_corpora: int
+
+    def __init__(self, ctx: UiContext, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ctx = ctx
+        self.rows: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="val-status", classes="status")
+        yield DataTable(id="val-table", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="val-detail-box"):
+            yield Static("", id="val-detail")
+
+    def on_mount(self) -> None:
+        t = self.query_one("#val-table", DataTable)
+        t.add_columns("run", "IDs match", "format", "quality rule", "corpus")
+        self.reload()
+
+    def focus_main(self) -> None:
+        self.query_one("#val-table", DataTable).focus()
+
+    def action_revalidate(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        from gpusession.core.summary import accepted_unique_corpora
+
+        table = self.query_one("#val-table", DataTable)
+        table.clear()
+        try:
+            frame = self.ctx.session.results.read()
+        except Exception as exc:
+            self.query_one("#val-status", Static).update(f"results unreadable: {exc}")
+            return
+        self.rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
+        for r in self.rows:
+            met = r.get("quality_value") is not None and r.get("quality_threshold") is not None and (
+                r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
+            )
+            table.add_row(
+                f"{r.get('variant_id')} {r.get('phase')} {r.get('run_index')}",
+                yes_no(r.get("ids_match"), "match", "mismatch"),
+                yes_no(r.get("format_valid"), "valid", "invalid"),
+                "not measured" if r.get("quality_value") is None else ("met" if met else "not met"),
+                yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated"),
+            )
+        n = accepted_unique_corpora(frame)
+        self.query_one("#val-status", Static).update(
+            f"{len(self.rows)} runs; distinct accepted corpora in this session: {n} "
+            "(repetitions of one corpus count once, K4). v: re-read"
+        )
+        self.show_detail(0 if self.rows else None)
+        self.post_message(self.Reloaded(len(self.rows), n))
+
+    def show_detail(self, index: int | None) -> None:
+        box = self.query_one("#val-detail", Static)
+        if index is None or index >= len(self.rows):
+            box.update("No validated run yet. Runs are validated as they land (V1).")
+            return
+        r = self.rows[index]
+        head = [
+            f"{r.get('experiment_id')} / {r.get('variant_id')} / {r.get('phase')} run {r.get('run_index')}: "
+            f"corpus {yes_no(r.get('corpus_accepted'), 'ACCEPTED', 'REJECTED', 'NOT VALIDATED')}",
+            f"  IDs: expected {r.get('expected_ids', 'not measured')}, observed {r.get('observed_ids', 'not measured')}"
+            f" — {yes_no(r.get('ids_match'), 'every ID exactly once', 'missing, extra or duplicate IDs')}",
+            f"  format: {yes_no(r.get('format_valid'), 'valid', 'invalid')}",
+            f"  quality: {quality_words(r)}",
+        ]
+        if r.get("notes"):
+            head.append(f"  notes: {r['notes']}")
+        box.update("\n".join(head + detail_lines(report_file(self.ctx.session.validation_dir, r))))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "val-table":
+            self.show_detail(event.cursor_row)

@@ -1,0 +1,97 @@
+"""The main screen: header line, six panes in a tab bar, footer (design.md §UI).
+
+Who calls it: :class:`gpusession.ui.app.GpuSessionApp` pushes one :class:`MainScreen`.
+Attributes down, messages up (style.md §4): panes post messages; this screen reacts by
+redrawing the header and telling the other panes to reload (a run landed → memory,
+validation and cost re-read; an order changed → header).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from gpusession.ui.context import UiContext
+from gpusession.ui.header import SessionHeader
+from gpusession.ui.panes.checklist import ChecklistPane
+from gpusession.ui.panes.cost import CostPane
+from gpusession.ui.panes.memory import MemoryPane
+from gpusession.ui.panes.order import OrderPane
+from gpusession.ui.panes.run import RunPane
+from gpusession.ui.panes.validation import ValidationPane
+
+#: (tab id, title, pane class) in key order 1–6.
+PANES: tuple[tuple[str, str, type], ...] = (
+    ("checklist", "Checklist", ChecklistPane),
+    ("run", "Run", RunPane),
+    ("memory", "Memory", MemoryPane),
+    ("validation", "Validation", ValidationPane),
+    ("order", "Order", OrderPane),
+    ("cost", "Cost", CostPane),
+)
+
+
+class MainScreen(Screen[None]):
+    """One session: header, the six panes (keys 1–6), footer with the bindings."""
+
+    ESCAPE_TO_MINIMIZE = False  # H-11: a split arrow key must not act as Escape
+
+    BINDINGS = [
+        Binding(str(i + 1), f"show_pane('{tab}')", title, id=f"pane.{tab}", show=False)
+        for i, (tab, title, _) in enumerate(PANES)
+    ]
+
+    def __init__(self, ctx: UiContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def compose(self) -> ComposeResult:
+        yield SessionHeader(self.ctx, id="session-header")
+        with TabbedContent(id="panes", initial="checklist"):
+            for i, (tab, title, cls) in enumerate(PANES):
+                with TabPane(f"{i + 1} {title}", id=tab):
+                    yield cls(self.ctx, id=f"{tab}-pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(30.0, self.header.refresh_line, name="header-clock")
+        self.call_after_refresh(self.pane("checklist").focus_main)
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.query_one(SessionHeader)
+
+    def pane(self, tab: str) -> Any:
+        return self.query_one(f"#{tab}-pane")
+
+    def action_show_pane(self, tab: str) -> None:
+        """Switch to a pane and put the focus in it (keys 1–6)."""
+        self.query_one(TabbedContent).active = tab
+        pane = self.pane(tab)
+        if hasattr(pane, "focus_main"):
+            pane.focus_main()
+        else:
+            pane.focus()
+
+    # -- messages up -------------------------------------------------------------------
+    def on_memory_pane_sampled(self, msg: MemoryPane.Sampled) -> None:
+        self.header.show_gpus(msg.nvml)
+
+    def on_order_pane_order_changed(self, msg: OrderPane.OrderChanged) -> None:
+        self.header.refresh_line()
+
+    def on_cost_pane_package_saved(self, msg: CostPane.PackageSaved) -> None:
+        self.header.refresh_line()
+
+    def on_run_pane_row_landed(self, msg: RunPane.RowLanded) -> None:
+        self.pane("memory").show_row(msg.row)
+
+    def on_run_pane_run_finished(self, msg: RunPane.RunFinished) -> None:
+        for tab in ("validation", "cost", "memory"):
+            self.pane(tab).reload()
+        self.pane("checklist").collect_evidence()
+        self.header.refresh_line()
