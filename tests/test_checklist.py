@@ -287,3 +287,67 @@ def test_protocol_fixed_before_first_run(session: Session) -> None:
     session.save()
     ev = cl.collect_evidence(session, nvml=a5000(), now=T0)["p1.fixed-before"]
     assert ev.startswith("WARNING") and "AFTER" in ev
+
+
+def test_protocol_evidence_from_run_engine_journal(session: Session) -> None:
+    plan = pytest.importorskip("gpusession.bench.plan")
+    proto = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.8, "tolerance": 0.01,
+             "output_format": "jsonl"}
+    plan.define_experiment(session, plan.Experiment(id="sweep", workload="synthetic-mlp",
+                                                    values=(1, 4), protocol=proto))
+    session.journal("run_started", run_key="sweep/batch-1/cold/1", experiment_id="sweep")
+    ev = cl.collect_evidence(session, nvml=a5000(), now=T0)["p1.fixed-before"]
+    assert ev.startswith("sweep: protocol stored") and "before the first run" in ev
+    assert "not fixed" not in ev and "WARNING" not in ev
+    # someone edits the threshold in session.toml after the runs: flagged (V5)
+    session.data["experiments"]["sweep"]["protocol"]["threshold"] = 0.5
+    session.save()
+    ev = cl.collect_evidence(session, nvml=a5000(), now=T0)["p1.fixed-before"]
+    assert "differs from the one stored before the runs" in ev
+
+
+def test_collect_evidence_accepts_a_snapshot(session: Session) -> None:
+    from gpusession.core.environment import read_nvml
+
+    snap = read_nvml(a5000(1))
+    ev = cl.collect_evidence(session, nvml=snap, now=T0)
+    assert "GPU-a5000-0" in ev["g6.device-check"]
+
+
+# -- CLI -----------------------------------------------------------------------------
+def test_s1_cli_checklist_show_done_note_add_evidence(run_cli, sessions_root: Path,
+                                                      tmp_path: Path) -> None:
+    assert run_cli("new", "visuals-test-01", "--gpu", "RTX A5000", "--lots", "1",
+                   "--days", "7").returncode == 0
+    r = run_cli("checklist", "visuals-test-01")
+    assert r.returncode == 0, r.stderr
+    assert "1 Define the output" in r.stdout and "8 Close with a copy and a decision" in r.stdout
+    assert "[ ] open  g2.fixed-name" in r.stdout and "visuals-test-01" in r.stdout
+    assert run_cli("checklist", "visuals-test-01", "done", "g1.one-sentence").returncode == 0
+    r = run_cli("checklist", "visuals-test-01", "note", "g1.one-sentence", "18 visuals,", "readable")
+    assert r.returncode == 0 and "18 visuals, readable" in r.stdout
+    r = run_cli("checklist", "visuals-test-01", "add", "2", "Ask IT for the VPN")
+    assert r.returncode == 0 and "own.1" in r.stdout
+    dest = tmp_path / "home-copy"
+    dest.mkdir()
+    r = run_cli("checklist", "visuals-test-01", "evidence", "--destination", str(dest))
+    assert r.returncode == 0, r.stderr
+    assert "g6.device-check" in r.stdout and "never ticks" in r.stdout
+    data = json.loads(run_cli("checklist", "visuals-test-01", "--json").stdout)
+    items = {i["id"]: i for i in data["items"]}
+    assert items["g1.one-sentence"]["done"] is True and items["g1.one-sentence"]["at"]
+    assert items["g1.one-sentence"]["note"] == "18 visuals, readable"
+    assert items["own.1"]["custom"] is True and items["own.1"]["stage"] == 2
+    assert str(dest) in items["g2.destination"]["evidence"]
+    assert items["g6.device-check"]["done"] is False  # evidence never ticks
+    assert data["done"] == 1
+
+
+def test_s1_cli_checklist_bad_input_exits_2(run_cli) -> None:
+    assert run_cli("new", "s1").returncode == 0
+    for args in (("done", "g9.nope"), ("add", "9", "x"), ("add", "two", "x"), ("note",),
+                 ("done",), ("show", "extra")):
+        r = run_cli("checklist", "s1", *args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    assert run_cli("checklist", "nosuch").returncode == 2

@@ -387,48 +387,80 @@ def _as_dt(value: Any) -> datetime | None:
 
 
 def protocol_evidence(session: Session) -> str:
-    """Per experiment: was its protocol stored before its first measured run (V5, P§1)."""
+    """Per experiment: was its protocol stored before its first measured run (V5, P§1).
+
+    When the protocol was stored: the experiment's ``defined_at`` in ``session.toml`` if
+    present, else the first ``experiment_defined`` journal event of that id (the run
+    engine writes one when it stores the experiment). The first measured run is the first
+    ``run_started`` journal event of that id. A protocol in ``session.toml`` that differs
+    from the last one the journal recorded before the runs is flagged too.
+    """
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
         return "not available yet: no experiment defined"
     first_run: dict[str, datetime] = {}
+    defined: dict[str, datetime] = {}
+    stored_protocol: dict[str, Any] = {}
     for rec in session.read_journal():
-        if rec.get("event") != "run_started":
-            continue
         exp = rec.get("experiment_id")
         at = _as_dt(rec.get("at"))
         if exp is None or at is None:
             continue
-        if exp not in first_run or at < first_run[exp]:
-            first_run[exp] = at
+        event = rec.get("event")
+        if event == "run_started":
+            if exp not in first_run or at < first_run[exp]:
+                first_run[exp] = at
+        elif event == "experiment_defined":
+            defined.setdefault(exp, at)
+            settings = rec.get("settings")
+            if isinstance(settings, dict) and (exp not in first_run):
+                stored_protocol[exp] = settings.get("protocol")
     lines = []
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
             continue
-        defined = _as_dt(exp.get("defined_at") or exp.get("created_at") or exp.get("fixed_at"))
+        at = _as_dt(exp.get("defined_at")) or defined.get(exp_id)
         first = first_run.get(exp_id)
         proto = exp.get("protocol")
         missing: list[str] = []
-        if isinstance(proto, dict):
-            missing = [k for k in _PROTOCOL_KEYS if not any(k in key for key in proto)]
-        elif proto is None:
-            missing = ["protocol table"]
+        if isinstance(proto, dict) and proto:
+            missing = [k for k in _PROTOCOL_KEYS if k not in proto]
+        else:
+            missing = ["the whole protocol (classes, format, metric, threshold, tolerance)"]
         miss_txt = f"; not fixed: {', '.join(missing)}" if missing else ""
-        if defined is None:
+        changed = (
+            exp_id in stored_protocol
+            and first is not None
+            and _plain(stored_protocol[exp_id]) != _plain(proto)
+        )
+        if changed:
+            miss_txt += "; WARNING: the protocol in session.toml differs from the one stored before the runs (V5)"
+        if at is None:
             lines.append(f"{exp_id}: when the protocol was stored is not recorded{miss_txt}")
         elif first is None:
-            lines.append(f"{exp_id}: protocol stored {defined.isoformat()}; no measured run yet{miss_txt}")
-        elif defined <= first:
+            lines.append(f"{exp_id}: protocol stored {at.isoformat()}; no measured run yet{miss_txt}")
+        elif at <= first:
             lines.append(
-                f"{exp_id}: protocol stored {defined.isoformat()}, before the first run "
+                f"{exp_id}: protocol stored {at.isoformat()}, before the first run "
                 f"{first.isoformat()}{miss_txt}"
             )
         else:
             lines.append(
-                f"WARNING {exp_id}: protocol stored {defined.isoformat()}, AFTER the first run "
+                f"WARNING {exp_id}: protocol stored {at.isoformat()}, AFTER the first run "
                 f"{first.isoformat()}: changing it afterwards needs a new experiment id (V5){miss_txt}"
             )
     return "\n".join(lines) if lines else "not available yet: no experiment defined"
+
+
+def _plain(value: Any) -> Any:
+    """A comparable form (tuples as lists, ints as floats where numbers)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def session_limit_evidence(
