@@ -1,9 +1,130 @@
-"""Placeholder: this command module is filled in by its issue."""
+"""``gpusession validate``: is this run's output an accepted corpus? (issue 4; V1-V8).
+
+Prints the readable verdict (each check pass/fail in words, counts, first offenders;
+the same lines as the TUI's Validation pane) and exits 0 when the corpus is accepted,
+3 when it is rejected, 2 when an input is unusable. With ``--session NAME`` the report
+and its ID lists are archived in that session's ``validation/`` folder (never over an
+existing report) and journalled (V8).
+"""
 
 from __future__ import annotations
 
+import argparse
+import re
+from pathlib import Path
 from typing import Any
+
+from gpusession.commands._common import open_session, print_json
+from gpusession.core.errors import BadInput
+from gpusession.core.validation import METRICS, Protocol, load_expected, validate_output
+from gpusession.core.validation_report import free_run_name
+
+EXIT_ACCEPTED = 0
+EXIT_REJECTED = 3
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 def register(sub: Any) -> None:
-    """Register no subcommand yet."""
+    p = sub.add_parser(
+        "validate",
+        help="check one output file against the expected IDs and the quality rule",
+        description=(
+            "Accept a corpus only if every expected ID is present exactly once, no other ID "
+            "appears, every record is well-formed with a declared label, the quality rule "
+            "holds and training/tuning IDs do not overlap the evaluation IDs (V1-V7). "
+            "Exit 0 accepted, 3 rejected, 2 unusable input."
+        ),
+    )
+    p.add_argument("--corpus", required=True, type=Path, metavar="FILE",
+                   help="expected IDs: CSV/JSONL/Parquet with an 'id' column (+ 'label'), or one ID per line")
+    p.add_argument("--output", required=True, type=Path, metavar="FILE",
+                   help="the run's output: JSONL {\"id\", \"label\"} or CSV id,label")
+    p.add_argument("--references", type=Path, metavar="FILE", help="separate id,label reference file")
+    p.add_argument("--classes", metavar="A,B,C",
+                   help="declared classes (default: the labels found in the corpus/references, said so)")
+    p.add_argument("--metric", choices=METRICS, default="macro_f1", help="quality metric (default macro_f1)")
+    p.add_argument("--threshold", type=_float, default=0.9, metavar="X", help="acceptance threshold (default 0.9)")
+    p.add_argument("--tolerance", type=_float, default=0.0, metavar="X", help="accepted shortfall below the threshold")
+    p.add_argument("--reference-value", type=_float, metavar="X", help="the metric of a reference configuration")
+    p.add_argument("--max-degradation", type=_float, metavar="X",
+                   help="how far below --reference-value is still accepted")
+    p.add_argument("--format", choices=("jsonl", "csv"), dest="output_format",
+                   help="output format (default: csv for a .csv file, else jsonl)")
+    p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap (V7)")
+    p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap (V7)")
+    p.add_argument("--session", metavar="NAME", help="archive the report in this session's validation/ folder")
+    p.add_argument("--name", metavar="RUN", help="report name in the session (default: validate-<output name>)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_validate)
+
+
+def parse_classes(text: str) -> tuple[str, ...]:
+    """``"a, b,c"`` → ``("a", "b", "c")``; spaces around names are dropped.
+
+    Raises:
+        BadInput: an empty name or a name given twice.
+    """
+    names = [c.strip() for c in text.split(",")]
+    if any(not c for c in names):
+        raise BadInput(f"empty class name in {text!r}; expected e.g. --classes a,b,c", field="--classes")
+    return tuple(names)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "output"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    session = open_session(args, args.session) if args.session else None
+    expected = load_expected(args.corpus, references=args.references)
+    if args.classes:
+        classes = parse_classes(args.classes)
+        source = "declared with --classes"
+    else:
+        classes = expected.labels_found()
+        if not classes:
+            raise BadInput(
+                "no classes: the corpus has no labels; declare them with --classes a,b,c",
+                path=args.corpus,
+                field="--classes",
+            )
+        source = "taken from the corpus labels because --classes was not given"
+    fmt = args.output_format or ("csv" if args.output.suffix.lower() == ".csv" else "jsonl")
+    protocol = Protocol(
+        classes=classes,
+        metric=args.metric,
+        threshold=args.threshold,
+        tolerance=args.tolerance,
+        reference_value=args.reference_value,
+        max_degradation=args.max_degradation,
+        output_format=fmt,
+    )
+    report = validate_output(
+        args.output, expected, protocol, train_ids=args.train_ids, tune_ids=args.tune_ids, classes_source=source
+    )
+    written = None
+    if session is not None:
+        name = free_run_name(session.validation_dir, args.name or f"validate-{_slug(args.output.stem)}")
+        written = report.write(session.validation_dir, name)
+        session.journal(
+            "validation",
+            report=str(written.relative_to(session.folder)),
+            output=str(args.output),
+            corpus=str(args.corpus),
+            **report.row_fields(),
+        )
+    if args.json:
+        data = report.to_dict()
+        data["report_path"] = str(written) if written else None
+        print_json(data)
+    else:
+        print("\n".join(report.summary_lines()))
+        if written is not None:
+            print(f"report written: {written} (ID lists beside it)")
+    return EXIT_ACCEPTED if report.corpus_accepted else EXIT_REJECTED
