@@ -1,0 +1,454 @@
+"""One Markdown report of a session for the person who approves the work (G§8; issue 7).
+
+Sections, always present (a section with nothing to show says so): need and criteria
+(the notes of the stage-1 checklist items), environment seen (R10: observed, not taken
+from the order), each experiment's protocol (V5, R1-R5), the summary per variant and
+phase (R6: median and min-max, failures kept, R7), memory peaks (M2: allocated and
+reserved side by side, never added), validation verdicts (V1), cost (K1-K5), the
+retrieval manifest (S4), the decision note, and the checklist's progress.
+
+PNG charts (durations per variant and phase, memory peaks) are drawn with matplotlib
+only when it is importable (``pip install 'gpusession[report]'``); otherwise the report
+says they were left out and why. An existing report is never overwritten silently:
+``report.md`` becomes ``report-2.md``..., an explicit ``--out`` that exists is refused
+without ``force``.
+
+Who calls it: ``gpusession report NAME``. No torch, no textual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpusession import __version__
+from gpusession.core import checklist as cl
+from gpusession.core.errors import BadInput
+from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
+from gpusession.core.manifest import next_free_path
+from gpusession.core.results import summarize
+from gpusession.core.session import Session, utcnow
+from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.tomlio import read_toml, write_atomic_bytes
+
+#: Section titles, in order; tests check that every one is present.
+SECTIONS = (
+    "Need and criteria",
+    "Environment seen",
+    "Protocol per experiment",
+    "Results per variant and phase",
+    "Memory peaks",
+    "Validation verdicts",
+    "Cost",
+    "Retrieval",
+    "Decision",
+    "Charts",
+    "Checklist progress",
+)
+
+
+@dataclass(frozen=True)
+class ReportWritten:
+    """Where the report went, its chart files, and why charts were left out (if so)."""
+
+    path: Path
+    charts: list[Path] = field(default_factory=list)
+    charts_note: str | None = None
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: ``-`` for not measured (C3), pipes and newlines escaped."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+        return "0" if text in ("", "-0") else text
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    return out
+
+
+def _when(dt: datetime | None) -> str:
+    return dt.isoformat() if dt else "not set"
+
+
+# -- sections --------------------------------------------------------------------------
+def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
+    out = ["Stage 1 of the checklist (seed 003 §1, seed 000 §1): the notes are the need and "
+           "the approval criteria as written before the work.", ""]
+    stage1 = [i for i in items if i.stage == 1]
+    for i in (i for i in stage1 if i.note or i.done):
+        state = f"done {i.at.isoformat()}" if i.done and i.at else ("done" if i.done else "open")
+        out.append(f"- **{i.text}** ({state})")
+        out.append(f"  - {i.note}" if i.note else "  - _no note written_")
+    silent = [i.id for i in stage1 if not i.note and not i.done]
+    if silent:
+        out += ["", "Open, without a note: " + ", ".join(f"`{x}`" for x in silent) + "."]
+    if not any(i.note for i in stage1):
+        out += ["", f"_No need or criteria written yet: `gpusession checklist {session.name} "
+                "note g1.one-sentence \"...\"`._"]
+    return out
+
+
+def _env(session: Session, frame: pl.DataFrame, items: dict[str, cl.ChecklistItem]) -> list[str]:
+    out = ["Observed by the runs, not taken from the order (R10)."]
+    cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
+            "torch_version", "runtime_version", "precision"]
+    if frame.height:
+        env = frame.group_by("experiment_id", maintain_order=True).agg(
+            [pl.col(c).drop_nulls().unique(maintain_order=True).cast(pl.String).str.join(", ")
+             for c in cols]
+        )
+        out += [""] + _table(
+            ["experiment", "GPU", "GPUs used", "device", "driver", "Python", "PyTorch", "runtime",
+             "precision"],
+            [[r["experiment_id"]] + [r[c] or None for c in cols] for r in env.iter_rows(named=True)],
+        )
+    else:
+        out += ["", "_No run recorded yet._"]
+    table = session.data.get("environment")
+    if isinstance(table, dict) and table:
+        out += ["", "Environment stored in session.toml:", ""]
+        for k, v in table.items():
+            out.append(f"- {k}: {_cell(v)}")
+    for item_id, label in (("g6.device-check", "Device check"), ("g5.order-match", "Order match (S5)"),
+                           ("g6.on-gpu", "On the GPU")):
+        it = items.get(item_id)
+        if it and it.evidence:
+            out += ["", f"{label} (checklist evidence):", ""]
+            out += [f"    {line}" for line in it.evidence.splitlines()]
+    try:
+        from gpusession.core.order import load_order
+
+        devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
+        if devs:
+            out += ["", "Deviations recorded against the order:", ""]
+            out += [f"- {e.at.isoformat()} order {e.order_number}: {e.note}" for e in devs]
+    except (ImportError, BadInput):
+        pass
+    return out
+
+
+def _protocols(session: Session) -> list[str]:
+    exps = session.data.get("experiments")
+    if not isinstance(exps, dict) or not exps:
+        return ["_No experiment defined._"]
+    out: list[str] = []
+    for exp_id, exp in exps.items():
+        if not isinstance(exp, dict):
+            continue
+        out += [f"### {exp_id}", ""]
+        proto = exp.get("protocol")
+        for k, v in exp.items():
+            if k in ("protocol", "params"):
+                continue
+            out.append(f"- {k}: {_cell(v if not isinstance(v, list) else ', '.join(map(str, v)))}")
+        if isinstance(exp.get("params"), dict) and exp["params"]:
+            out.append(f"- params: {_cell(exp['params'])}")
+        if isinstance(proto, dict) and proto:
+            out.append("- validation protocol (fixed before measuring, V5):")
+            for k, v in proto.items():
+                out.append(f"  - {k}: {_cell(', '.join(map(str, v)) if isinstance(v, list) else v)}")
+        else:
+            out.append("- validation protocol: _not stored_")
+        out.append("")
+    out += ["Protocol fixed before the first measured run:", ""]
+    out += [f"    {line}" for line in protocol_evidence(session).splitlines()]
+    return out
+
+
+def _results(frame: pl.DataFrame) -> list[str]:
+    if frame.height == 0:
+        return ["_No run recorded yet._"]
+    summary = summarize(frame)
+    rows = []
+    for r in summary.iter_rows(named=True):
+        rng = None if r["min_seconds"] is None else f"{r['min_seconds']:.6f}–{r['max_seconds']:.6f}"
+        med = None if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
+        fails = "none" if not r["failed"] else f"{r['failed']} (kept, see incidents)"
+        rows.append([r["experiment_id"], r["variant_id"], r["phase"], r["runs"], r["n"], med, rng, fails])
+    out = ["Seconds. Median and min–max of the measured runs (R6); five observations do not "
+           "justify a p95. Loading, cold and warm runs are separate phases (R3). A failed run "
+           "keeps its row and is never counted as 0 s (R7).", ""]
+    out += _table(["experiment", "variant", "phase", "runs", "measured", "median s", "min–max s",
+                   "failures"], rows)
+    incidents = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
+    if incidents.height:
+        out += ["", "Incidents and notes:", ""]
+        for r in incidents.head(30).iter_rows(named=True):
+            out.append(f"- {r['experiment_id']} / {r['variant_id']} / {r['phase']} #{r['run_index']}: "
+                       f"{_cell(r['notes'])}")
+        if incidents.height > 30:
+            out.append(f"- … {incidents.height - 30} more in resultats-bruts.csv")
+    return out
+
+
+def _memory(frame: pl.DataFrame) -> list[str]:
+    if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
+        return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0; M4)._"]
+    mem = (
+        frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
+        .agg(pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+    )
+    rows = [[r["experiment_id"], r["variant_id"], r["phase"], fmt_bytes(r["peak_allocated_bytes"])
+             if r["peak_allocated_bytes"] is not None else None,
+             fmt_bytes(r["peak_reserved_bytes"]) if r["peak_reserved_bytes"] is not None else None]
+            for r in mem.iter_rows(named=True)]
+    out = ["Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
+           "reserved: the two are never added, and their difference is not \"the cache\" (M2). "
+           "Other processes and memory outside the allocator are not covered (M3).", ""]
+    return out + _table(["experiment", "variant", "phase", "peak allocated", "peak reserved"], rows)
+
+
+def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
+    accepted = accepted_unique_corpora(frame)
+    out = [f"Distinct accepted corpora: **{accepted}** (repetitions of one corpus count once, K4). "
+           "A corpus is accepted only when IDs, format, quality and overlap all pass (V1).", ""]
+    reports = sorted(session.validation_dir.glob("*.toml")) if session.validation_dir.is_dir() else []
+    rows = []
+    word = {True: "PASS", False: "FAIL", None: "-"}
+    for path in reports:
+        try:
+            doc = read_toml(path)
+        except BadInput as exc:
+            rows.append([path.stem, f"unreadable: {exc}", None, None, None, None])
+            continue
+
+        def passed(section: str, doc: dict[str, Any] = doc) -> str:
+            sec = doc.get(section)
+            return word.get(sec.get("passed")) if isinstance(sec, dict) else "-"  # type: ignore[return-value]
+
+        quality = doc.get("quality") if isinstance(doc.get("quality"), dict) else {}
+        value = quality.get("value") if isinstance(quality, dict) else None
+        rows.append([doc.get("run", path.stem), doc.get("verdict", "-"), passed("ids"),
+                     passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
+                     else passed("quality"), passed("overlap")])
+    if rows:
+        out += _table(["run", "verdict", "IDs", "format", "quality", "overlap"], rows)
+    elif frame.height:
+        per = frame.group_by(["experiment_id", "variant_id"], maintain_order=True).agg(
+            pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
+            pl.col("corpus_accepted").is_not_null().sum().alias("validated"),
+            pl.len().alias("runs"),
+        )
+        out += ["No validation report in validation/; from the results rows:", ""]
+        out += _table(["experiment", "variant", "runs", "validated", "accepted"],
+                      [[r["experiment_id"], r["variant_id"], r["runs"], r["validated"], r["accepted"]]
+                       for r in per.iter_rows(named=True)])
+    else:
+        out.append("_No validation yet._")
+    return out
+
+
+def _cost(session: Session, frame: pl.DataFrame) -> list[str]:
+    pkg = session.package
+    if not (pkg.gpu_model and pkg.days and pkg.lots):
+        return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
+    try:
+        from gpusession.core.cost import cost_report, load_rates
+
+        rates = load_rates(session_folder=session.folder)
+        rep = cost_report(rates, pkg.gpu_model, pkg.days, pkg.lots,
+                          accepted=accepted_unique_corpora(frame),
+                          accepted_source="distinct accepted corpora in resultats-bruts.csv",
+                          extensions=False)
+        lines = rep.lines()
+    except ImportError:
+        lines = [f"{pkg.gpu_model}, {pkg.lots} lot(s), {pkg.days} days (cost module not available)"]
+    except BadInput as exc:
+        lines = [f"cost not computed: {exc}"]
+    out = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}.", ""]
+    return out + [f"- {line}" for line in lines]
+
+
+def _retrieval(session: Session) -> list[str]:
+    man = latest_manifest(session)
+    if man is None:
+        return [f"_No manifest of approved deliverables yet: `gpusession manifest {session.name} "
+                "--deliverables DIR`._"]
+    try:
+        frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
+        total = int(frame.get_column("size_bytes").sum())
+        head = f"{man.name}: {frame.height} deliverable(s), {fmt_bytes(total)}, with SHA-256."
+    except Exception as exc:  # a hand-edited manifest must not stop the report
+        head = f"{man.name}: unreadable ({type(exc).__name__})"
+    return [head, "",
+            f"After the copy home, on your own computer: `gpusession verify-copy {man.name} COPY_DIR`, "
+            "then open the files it names *from the copy* (S4; a sample left on the remote "
+            "machine is not your archive)."]
+
+
+def _decision(items: dict[str, cl.ChecklistItem], session: Session) -> list[str]:
+    out: list[str] = []
+    for item_id, label in (("g8.decision", "What the trial decided"),
+                           ("g8.handover", "What still needs validating / for a colleague"),
+                           ("g8.keep-accepted", "Resume note")):
+        it = items.get(item_id)
+        note = it.note if it else ""
+        out.append(f"**{label}:** {note}" if note else f"**{label}:** _not written yet_ "
+                   f"(`gpusession checklist {session.name} note {item_id} \"...\"`)")
+        out.append("")
+    return out[:-1]
+
+
+def _progress(items: list[cl.ChecklistItem]) -> list[str]:
+    rows = []
+    for stage, title in cl.STAGES.items():
+        st = [i for i in items if i.stage == stage]
+        open_ = [i.id for i in st if not i.done]
+        rows.append([stage, title, f"{len(st) - len(open_)}/{len(st)}",
+                     ", ".join(open_[:4]) + (" …" if len(open_) > 4 else "") if open_ else "none"])
+    return _table(["stage", "title", "done", "open items"], rows)
+
+
+# -- charts ------------------------------------------------------------------------------
+def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path], str | None]:
+    """Draw the PNGs next to the report; ``(paths, note)``; never raises."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return [], ("Charts left out: matplotlib is not installed "
+                    "(`pip install 'gpusession[report]'` to draw them).")
+    timed = frame.filter(pl.col("elapsed_seconds").is_not_null())
+    if timed.height == 0:
+        return [], "Charts left out: no measured duration yet."
+    paths: list[Path] = []
+
+    def target(suffix: str) -> Path:
+        p = stem.with_name(f"{stem.name}-{suffix}.png")
+        return p if force else next_free_path(p)
+
+    try:
+        groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+            pl.col("elapsed_seconds"))
+        labels = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in groups.iter_rows(named=True)]
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels)), 4.0))
+        for x, r in enumerate(groups.iter_rows(named=True)):
+            ys = r["elapsed_seconds"]
+            ax.scatter([x] * len(ys), ys, s=14)
+            ax.hlines(sorted(ys)[len(ys) // 2] if len(ys) % 2 else
+                      (sorted(ys)[len(ys) // 2 - 1] + sorted(ys)[len(ys) // 2]) / 2,
+                      x - 0.3, x + 0.3, colors="black")
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("elapsed seconds (every measured run; bar = median)")
+        ax.set_title("Durations per variant and phase")
+        fig.tight_layout()
+        p = target("durations")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+        mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
+        if mem.height:
+            g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+                pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+            names = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in g.iter_rows(named=True)]
+            alloc = [(r["peak_allocated_bytes"] or 0) / 1024**3 for r in g.iter_rows(named=True)]
+            resv = [(r["peak_reserved_bytes"] or 0) / 1024**3 for r in g.iter_rows(named=True)]
+            fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
+            xs = list(range(len(names)))
+            ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
+            ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
+            ax.set_xticks(xs)
+            ax.set_xticklabels(names, fontsize=7)
+            ax.set_ylabel("GiB (PyTorch allocator; side by side, never added)")
+            ax.set_title("Memory peaks per variant and phase")
+            ax.legend()
+            fig.tight_layout()
+            p = target("memory")
+            fig.savefig(p, dpi=110)
+            plt.close(fig)
+            paths.append(p)
+    except Exception as exc:  # a chart must never cost the report
+        return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
+    return paths, None
+
+
+# -- assembly ----------------------------------------------------------------------------
+def render_report(session: Session, *, now: datetime | None = None,
+                  charts: Sequence[Path] = (), charts_note: str | None = None) -> str:
+    """The report's Markdown text (see the module docstring for the sections).
+
+    Raises:
+        BadInput: a malformed session file (checklist.toml, results CSV).
+    """
+    now = now or utcnow()
+    items = cl.load_checklist(session)
+    by_id = {i.id: i for i in items}
+    frame = session.results.read()
+    pkg = session.package
+    lines = [f"# Session report: {session.name}", "",
+             f"Generated {now.isoformat()} by gpusession {__version__} for the person who approves "
+             "the work. Test name (fixed): " + f"`{session.name}`.", "",
+             f"Package: {pkg.gpu_model or 'GPU not set'}, {pkg.lots or '?'} lot(s), "
+             f"{pkg.days or '?'} days, {_when(pkg.start)} → {_when(pkg.end)}."]
+    try:
+        from gpusession.core.order import load_order, order_status_line
+
+        lines.append(f"Order: {order_status_line(load_order(session), now)}.")
+    except (ImportError, BadInput):
+        pass
+    bodies = {
+        "Need and criteria": _need(items, session),
+        "Environment seen": _env(session, frame, by_id),
+        "Protocol per experiment": _protocols(session),
+        "Results per variant and phase": _results(frame),
+        "Memory peaks": _memory(frame),
+        "Validation verdicts": _validation(session, frame),
+        "Cost": _cost(session, frame),
+        "Retrieval": _retrieval(session),
+        "Decision": _decision(by_id, session),
+        "Charts": ([f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else []))
+        or ["_No chart._"],
+        "Checklist progress": _progress(items),
+    }
+    for n, title in enumerate(SECTIONS, 1):
+        lines += ["", f"## {n}. {title}", ""] + bodies[title]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(session: Session, *, out: Path | None = None, force: bool = False,
+                 now: datetime | None = None) -> ReportWritten:
+    """Write the report (and its charts) atomically; never overwrite silently.
+
+    Args:
+        session: an open session.
+        out: the Markdown file; default ``<session>/report.md``, or ``report-2.md``...
+            when it exists.
+        force: overwrite an existing file (``out`` or ``report.md``).
+        now: the generation time shown (aware); default now.
+
+    Raises:
+        BadInput: ``out`` exists without ``force``; its folder does not exist.
+    """
+    if out is None:
+        target = session.folder / "report.md"
+        if not force:
+            target = next_free_path(target)
+    else:
+        target = Path(out)
+        if target.exists() and not force:
+            raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
+    if not target.parent.is_dir():
+        raise BadInput("folder of the report does not exist", path=target.parent)
+    frame = session.results.read()
+    chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
+    text = render_report(session, now=now, charts=chart_paths, charts_note=note)
+    write_atomic_bytes(target, text.encode("utf-8"))
+    session.journal("report_written", path=str(target), charts=[str(p) for p in chart_paths])
+    return ReportWritten(target, chart_paths, note)
+
+
+__all__ = ["SECTIONS", "ReportWritten", "render_report", "write_report"]

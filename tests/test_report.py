@@ -1,0 +1,167 @@
+"""The session report: every section, from hand-written rows; never overwrites (issue 7)."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusession.core import checklist as cl
+from gpusession.core.errors import BadInput
+from gpusession.core.report import SECTIONS, render_report, write_report
+from gpusession.core.results import ResultRow
+from gpusession.core.session import Package, Session
+from gpusession.core.tomlio import write_toml
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+GIB = 1024**3
+
+
+def _rows() -> list[ResultRow]:
+    rows = []
+    common: dict[str, Any] = dict(
+        experiment_id="batch-sweep", corpus_revision="bbc@1", gpu_model="NVIDIA RTX A5000",
+        gpu_count=1, device="cuda:0", driver_version="550.54.15", python_version="3.11.9",
+        torch_version="2.5.1", runtime_version="CUDA 12.4", precision="fp32",
+        quality_metric="macro_f1", quality_threshold=0.8, quality_tolerance=0.0,
+    )
+    for variant, base in (("batch-1", 2.0), ("batch-8", 0.5)):
+        rows.append(ResultRow(**common, variant_id=variant, phase="cold", run_index=1,
+                              elapsed_seconds=base * 3, peak_reserved_bytes=2 * GIB,
+                              peak_allocated_bytes=GIB, corpus_accepted=True, quality_value=0.91))
+        for i in range(1, 6):
+            failed = variant == "batch-8" and i == 5
+            rows.append(ResultRow(
+                **common, variant_id=variant, phase="warm", run_index=i,
+                elapsed_seconds=None if failed else base + i / 100,
+                peak_reserved_bytes=None if failed else 3 * GIB,
+                peak_allocated_bytes=None if failed else 2 * GIB,
+                corpus_accepted=not failed, quality_value=None if failed else 0.91,
+                notes="incident: out of memory, elapsed not measured (R7)" if failed else None,
+            ))
+    return rows
+
+
+@pytest.fixture
+def session(sessions_root: Path) -> Session:
+    s = Session.create(sessions_root, "visuals-test-01",
+                       package=Package(gpu_model="RTX A5000", lots=1, days=7, start=T0))
+    s.results.append_many(_rows())
+    s.data["experiments"] = {"batch-sweep": {
+        "workload": "bbc-news", "varied": "batch", "values": [1, 8], "precision": "fp32",
+        "scope": "processing", "runs_per_variant": 5,
+        "protocol": {"classes": ["business", "sport"], "metric": "macro_f1", "threshold": 0.8,
+                     "tolerance": 0.0, "output_format": "jsonl"},
+    }}
+    s.save()
+    cl.set_done(s, "g1.one-sentence", True, now=T0)
+    cl.set_note(s, "g1.one-sentence", "Classify 1,000 texts | approved by Ana")
+    cl.set_note(s, "g1.approver", "Ana, macro-F1 ≥ 0.8 on the eval corpus")
+    cl.set_note(s, "g8.decision", "Batch 8 is the method; keep fp32")
+    s.validation_dir.mkdir(exist_ok=True)
+    write_toml(s.validation_dir / "batch-sweep.batch-8.warm-1.toml", {
+        "run": "batch-sweep.batch-8.warm-1", "corpus_accepted": True,
+        "verdict": "corpus ACCEPTED: all four checks passed (IDs, format, quality, overlap)",
+        "ids": {"passed": True}, "format": {"passed": True},
+        "quality": {"passed": True, "value": 0.9134}, "overlap": {"passed": True},
+    })
+    (s.folder / "manifest.csv").write_text(
+        "path,size_bytes,sha256\nvisuals/01.png,2048," + "a" * 64 + "\n", encoding="utf-8")
+    return s
+
+
+def _section(text: str, title: str) -> str:
+    m = re.search(rf"^## \d+\. {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert m, f"section {title!r} missing"
+    return m.group(1)
+
+
+def test_report_has_every_section_with_content(session: Session) -> None:
+    res = write_report(session, now=T0)
+    assert res.path == session.folder / "report.md"
+    text = res.path.read_text(encoding="utf-8")
+    assert text.startswith("# Session report: visuals-test-01")
+    for title in SECTIONS:
+        _section(text, title)
+    need = _section(text, "Need and criteria")
+    assert "Classify 1,000 texts" in need and "Ana, macro-F1" in need
+    env = _section(text, "Environment seen")
+    assert "NVIDIA RTX A5000" in env and "CUDA 12.4" in env and "550.54.15" in env
+    proto = _section(text, "Protocol per experiment")
+    assert "batch-sweep" in proto and "business, sport" in proto and "threshold: 0.8" in proto
+    results = _section(text, "Results per variant and phase")
+    # batch-8 warm: 4 measured, 1 failed kept; median of 0.51..0.54 = 0.525
+    assert re.search(r"\| batch-sweep \| batch-8 \| warm \| 5 \| 4 \| 0\.525000 \| 0\.510000–0\.540000 \| 1 \(kept", results)
+    assert "out of memory" in results
+    assert "p95" in results  # says why there is none
+    assert "never added" in _section(text, "Memory peaks")
+    val = _section(text, "Validation verdicts")
+    assert "Distinct accepted corpora: **1**" in val and "ACCEPTED" in val and "0.9134" in val
+    cost = _section(text, "Cost")
+    assert "55.00 USD" in cost  # the 7-day RTX A5000 lot of seed 003 §4
+    assert "manifest.csv: 1 deliverable(s)" in _section(text, "Retrieval")
+    assert "Batch 8 is the method" in _section(text, "Decision")
+    assert "matplotlib" in _section(text, "Charts")
+    assert "| 1 | Define the output | 1/" in _section(text, "Checklist progress")
+    # a pipe in a note does not break the Markdown
+    assert "Classify 1,000 texts | approved" in need  # bullet text, not a table cell
+
+
+def test_report_never_overwrites(session: Session, tmp_path: Path) -> None:
+    first = write_report(session, now=T0)
+    before = first.path.read_bytes()
+    second = write_report(session, now=T0)
+    assert second.path.name == "report-2.md" and first.path.read_bytes() == before
+    out = tmp_path / "for-ana.md"
+    out.write_text("mine", encoding="utf-8")
+    with pytest.raises(BadInput, match="--force"):
+        write_report(session, out=out)
+    assert out.read_text(encoding="utf-8") == "mine"
+    write_report(session, out=out, force=True)
+    assert out.read_text(encoding="utf-8").startswith("# Session report")
+
+
+def test_report_of_an_empty_session_says_what_is_missing(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "empty")
+    text = render_report(s, now=T0)
+    for title in SECTIONS:
+        _section(text, title)
+    assert "No run recorded yet" in text and "No experiment defined" in text
+    assert "not written yet" in _section(text, "Decision")
+    assert "Package not fully set" in _section(text, "Cost")
+
+
+def test_report_says_when_charts_are_left_out(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *a: Any, **k: Any) -> Any:
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    res = write_report(session, now=T0)
+    assert res.charts == [] and res.charts_note and "matplotlib is not installed" in res.charts_note
+    assert "Charts left out" in _section(res.path.read_text(encoding="utf-8"), "Charts")
+
+
+def test_report_draws_charts_when_matplotlib_is_importable(session: Session) -> None:
+    pytest.importorskip("matplotlib")
+    res = write_report(session, now=T0)
+    assert [p.name for p in res.charts] == ["report-durations.png", "report-memory.png"]
+    for p in res.charts:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({p.name})" in res.path.read_text(encoding="utf-8")
+
+
+def test_cli_report(run_cli, sessions_root: Path) -> None:
+    assert run_cli("new", "r1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3").returncode == 0
+    r = run_cli("report", "r1")
+    assert r.returncode == 0, r.stderr
+    assert (sessions_root / "r1" / "report.md").exists() and "report.md" in r.stdout
+    r = run_cli("report", "r1", "--out", str(sessions_root / "r1" / "report.md"))
+    assert r.returncode == 2 and "--force" in r.stderr
