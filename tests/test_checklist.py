@@ -195,14 +195,15 @@ def test_s5_order_match_ok(session: Session) -> None:
     assert ev["g6.deviation"] == ev["g5.order-match"]
 
 
-def test_s5_deviation_without_order_is_noted_once_in_journal(session: Session) -> None:
+def test_s5_deviation_without_order_is_recorded_once_against_package(session: Session) -> None:
+    order = pytest.importorskip("gpusession.core.order")
     ev = cl.collect_evidence(session, nvml=a5000(2), now=T0)
-    assert ev["g5.order-match"].startswith("DEVIATION")
+    assert ev["g5.order-match"].startswith("DEVIATION from the package")
     assert "2 GPU(s) seen, 1 ordered" in ev["g5.order-match"]
-    assert "no order recorded" in ev["g5.order-match"]
+    assert "no order number yet" in ev["g5.order-match"]
     cl.collect_evidence(session, nvml=a5000(2), now=T0)
-    noted = [r for r in session.read_journal() if r["event"] == "order_deviation_observed"]
-    assert len(noted) == 1 and noted[0]["observed_gpu_count"] == 2
+    devs = [e for e in order.load_order(session).events if e.state == "deviation-noted"]
+    assert len(devs) == 1 and "2" in devs[0].note
 
 
 def test_s5_deviation_recorded_against_order_number(session: Session) -> None:

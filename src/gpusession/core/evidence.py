@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.environment import NvmlSnapshot, read_nvml
+from gpusession.core.errors import BadInput
 from gpusession.core.session import Session, utcnow
 
 GIB = 1024**3
@@ -243,30 +244,32 @@ def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | No
 
 
 def _record(session: Session, model: str, count: int | None, ordered: Ordered) -> str:
-    """Record the deviation against the order number (S5); once per observation."""
-    if ordered.number is not None:
-        try:
-            from gpusession.core.order import record_deviation
+    """Record the deviation as an order event (S5): against the order number when an
+    order is recorded, else against the package; the order module records one deviation
+    once. Without that module, the journal keeps it (once per observation)."""
+    try:
+        from gpusession.core.order import record_deviation
 
-            msg = record_deviation(session, model, count)
-            if msg is None:
-                # the order module compares names strictly; keep our reading on record
-                return "the order module sees no deviation by its comparison"
+        msg = record_deviation(session, model, count)
+        if msg is None:
+            return "the order module sees no deviation by its own comparison"
+        if ordered.number:
             return f"recorded against order {ordered.number}"
-        except ImportError:
-            pass
+        return "recorded as an order event (no order number yet: gpusession order NAME set)"
+    except (ImportError, BadInput):
+        pass
     for rec in session.read_journal():
         if (
             rec.get("event") == "order_deviation_observed"
             and rec.get("observed_gpu_model") == model
             and rec.get("observed_gpu_count") == count
         ):
-            return f"noted in the journal {rec.get('at', '')}; record the order to note it against its number"
+            return f"noted in the journal {rec.get('at', '')}"
     session.journal(
         "order_deviation_observed", observed_gpu_model=model, observed_gpu_count=count,
         ordered_gpu_model=ordered.gpu_model, ordered_gpu_count=ordered.gpu_count,
     )
-    return "noted in the journal; no order recorded yet (gpusession order NAME set) to note it against its number"
+    return "noted in the journal (the order could not record it)"
 
 
 def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool = True) -> str:
