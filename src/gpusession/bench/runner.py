@@ -1,0 +1,605 @@
+"""The parent side of a run: start workers, turn their events into rows, validate.
+
+Who calls it: ``gpusession demo`` / ``gpusession run`` (headless) and the run pane (from
+a Textual thread worker). No torch here (M5): workers are ``python -m
+gpusession.bench.worker`` subprocesses started with an argv list (no shell).
+
+For each run the parent writes ``run_started`` / ``run_finished`` to the journal (with a
+``run_key``), validates the run's output (V1-V8) and appends its CSV row *the moment the
+run finishes* (S7). A failed run — out of memory, an exception, a worker killed by a
+signal or timed out — keeps its row: elapsed empty, corpus not accepted, the incident in
+``notes`` (R7). A cancel request stops at the next run boundary and the experiment is
+marked incomplete in the journal (H-12). While running, the parent's PID is in
+``<session>/.run.lock``.
+
+``on_event`` receives plain dicts (from the runner's thread): ``progress``, ``row``,
+``loaded``, ``environment``, ``incident``, ``finished``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
+from gpusession.core.errors import BadInput
+from gpusession.core.results import ResultRow
+from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.summary import accepted_unique_corpora
+
+_EOF = object()
+
+
+@dataclass
+class RunOutcome:
+    """What one invocation of an experiment produced.
+
+    Attributes:
+        rows_written: CSV rows appended (load, cold and warm, failures included).
+        completed: every scheduled run ran (failed runs count as ran; R7).
+        cancelled: stopped by a cancel request at a run boundary (H-12).
+        incidents: one sentence per incident.
+    """
+
+    rows_written: int = 0
+    completed: bool = False
+    cancelled: bool = False
+    incidents: list[str] = field(default_factory=list)
+
+
+def describe_exit(code: int | None) -> str:
+    """``"killed by signal SIGKILL (9)"`` / ``"exited with code 3"``."""
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by signal {name} ({-code})"
+    return f"exited with code {code}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class _Worker:
+    """One worker subprocess: stdout lines into a queue, stderr kept (last lines)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            bufsize=1,
+        )
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.stderr: deque[str] = deque(maxlen=200)
+        self._t_out = threading.Thread(target=self._read_out, daemon=True)
+        self._t_err = threading.Thread(target=self._read_err, daemon=True)
+        self._t_out.start()
+        self._t_err.start()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except json.JSONDecodeError:
+                self.stderr.append(f"[stdout] {line.rstrip()}")
+        self.events.put(_EOF)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+
+    def send(self, text: str) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(text + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def last_stderr(self) -> str | None:
+        for line in reversed(self.stderr):
+            if line.strip():
+                return _one_line(line)
+        return None
+
+    def finish(self, timeout: float = 30.0) -> int | None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._t_err.join(timeout=5)
+        return code
+
+
+class Runner:
+    """Run one defined experiment of a session (seed 000 §2-§4).
+
+    Args:
+        session: the open session.
+        experiment_id: an experiment defined in ``session.toml``.
+        on_event: called with plain dicts from the runner's thread (see module doc).
+        cancel: set it to stop at the next run boundary (H-12).
+        python: interpreter for the workers (default: this one).
+        device: overrides the experiment's device for this invocation
+            (``cpu``/``cuda``/``cuda:N``); ``None`` = the experiment's, else decided in
+            the worker.
+
+    Raises:
+        BadInput: unknown experiment.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        experiment_id: str,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        cancel: threading.Event | None = None,
+        python: str = sys.executable,
+        device: str | None = None,
+    ) -> None:
+        self.session = session
+        self.experiment: Experiment = get_experiment(session, experiment_id)
+        self.on_event = on_event or (lambda _e: None)
+        self.cancel = cancel or threading.Event()
+        self.python = python
+        self.device = device
+        self.outcome = RunOutcome()
+        self._env: dict[str, Any] = {}
+        self._revisions: dict[str, Any] = {}
+        self._done = 0
+        self._total = 0
+
+    # -- helpers ------------------------------------------------------------------------
+    def _emit(self, event: str, **fields: Any) -> None:
+        try:
+            self.on_event({"event": event, **fields})
+        except Exception:  # a UI callback must never break the measurement
+            pass
+
+    def _incident(self, message: str, **fields: Any) -> None:
+        self.outcome.incidents.append(message)
+        self.session.journal("incident", experiment_id=self.experiment.id, message=message, **fields)
+        self._emit("incident", message=message)
+
+    def _path(self, value: str | None) -> Path | None:
+        if not value:
+            return None
+        p = Path(value)
+        return p if p.is_absolute() else self.session.folder / p
+
+    def _offsets(self) -> dict[tuple[str, str], int]:
+        frame = self.session.results.read()
+        out: dict[tuple[str, str], int] = {}
+        for r in frame.filter(frame["experiment_id"] == self.experiment.id).iter_rows(named=True):
+            key = (r["phase"], r["variant_id"])
+            out[key] = max(out.get(key, 0), r["run_index"] or 0)
+        return out
+
+    # -- the run ------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        """Run every scheduled run; return the outcome (also sent as ``finished``)."""
+        exp = self.experiment
+        s = self.session
+        holder = s.run_lock_holder()
+        if holder is not None and holder != os.getpid():
+            raise BadInput(f"another gpusession process (pid {holder}) is running experiments in {s.name}")
+        lock = s.folder / RUN_LOCK
+        lock.write_text(str(os.getpid()))
+        try:
+            self._run(exp)
+        finally:
+            lock.unlink(missing_ok=True)
+        self._emit("finished", outcome=self.outcome)
+        return self.outcome
+
+    def _prepare(self, exp: Experiment) -> list[ScheduledRun]:
+        from gpusession.core.environment import read_concurrent_load
+
+        runs = schedule(exp, self._offsets())
+        drawn = [r.variant_id for r in runs if r.phase == "warm"]
+        load = read_concurrent_load(own_pids={os.getpid()})
+        data = self.session.data.setdefault("experiments", {}).setdefault(exp.id, {})
+        data["drawn_order"] = drawn
+        data["last_invocation"] = {
+            "started_at": self._now(),
+            "concurrent_load": load.describe(),
+            "host_cpu_percent": load.host_cpu_percent,
+        }
+        self.session.save()
+        self._load_note = load.describe()
+        self.session.journal(
+            "experiment_started", experiment_id=exp.id, drawn_order=drawn,
+            runs=[r.run_key for r in runs], concurrent_load=self._load_note,
+            device_override=self.device,
+        )
+        return runs
+
+    @staticmethod
+    def _now() -> Any:
+        from gpusession.core.session import utcnow
+
+        return utcnow()
+
+    def _run(self, exp: Experiment) -> None:
+        runs = self._prepare(exp)
+        self._total = len(runs)
+        self._emit("progress", done=0, total=self._total, variant_id=None, phase=None, run_index=None)
+        self._validation = _Validation(self.session, exp, self._path(exp.corpus))
+        if self._validation.problem:
+            self._incident(self._validation.problem)
+        groups = workers_of(runs)
+        stopped = False
+        for name, group in groups:
+            if self.cancel.is_set():
+                stopped = True
+                break
+            if not self._run_worker(exp, name, group):
+                stopped = self.cancel.is_set() or stopped
+                if self.cancel.is_set():
+                    break
+        ran_all = self._done == self._total
+        self.outcome.cancelled = self.cancel.is_set() and not ran_all
+        self.outcome.completed = ran_all and not self.outcome.cancelled
+        if self.outcome.completed:
+            s_event = "experiment_finished"
+        else:
+            s_event = "experiment_incomplete"
+        self.session.journal(
+            s_event, experiment_id=exp.id, rows_written=self.outcome.rows_written,
+            runs_done=self._done, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
+            message=(None if self.outcome.completed else
+                     f"incomplete: {self._done} of {self._total} runs done"
+                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")),
+        )
+        _ = stopped
+
+    def _spec(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> dict[str, Any]:
+        runs = []
+        for r in group:
+            st = exp.setting(r.variant_id)
+            runs.append({"phase": r.phase, "variant_id": r.variant_id, "run_index": r.run_index,
+                         "run_key": r.run_key, **st})
+        warm = group[0].phase == "warm"
+        params = {k: (str(self._path(v)) if k.endswith("_dir") else v) for k, v in exp.params.items()}
+        return {
+            "worker": name,
+            "experiment": {**exp.to_toml(), "id": exp.id, "params": params},
+            "device": self.device or exp.device,
+            "corpus": str(self._path(exp.corpus)) if exp.corpus else None,
+            "output_dir": str(self.session.runs_dir / exp.id),
+            "runs": runs,
+            "warmup": ([{"variant_id": v, **exp.setting(v)} for v in exp.variant_ids] if warm else []),
+            "warmup_iterations": exp.warmup_iterations if warm else 0,
+            "code_dir": str(Path(__file__).resolve().parent) if exp.workload in ("bbc-news", "synthetic-mlp")
+            else exp.params.get("code_dir"),
+        }
+
+    def _base_row(self, exp: Experiment) -> ResultRow:
+        env = self._env
+        pkg = self.session.package
+        return ResultRow(
+            experiment_id=exp.id,
+            corpus_revision=self._validation.corpus_revision,
+            model_revision=self._revisions.get("model_revision"),
+            tokenizer_revision=self._revisions.get("tokenizer_revision"),
+            seed=exp.seed,
+            gpu_model=env.get("gpu_model"),
+            gpu_count=env.get("gpu_count"),
+            device=env.get("device"),
+            driver_version=env.get("driver_version"),
+            python_version=env.get("python_version"),
+            torch_version=env.get("torch_version"),
+            runtime_version=env.get("runtime_version"),
+            precision=exp.precision,
+            duration_days=pkg.days,
+            lots=pkg.lots,
+            package_total_usd_minor=_package_total(self.session),
+        )
+
+    def _append(self, row: ResultRow) -> None:
+        s = self.session
+        frame = s.results.read()
+        from gpusession.core.results import rows_frame
+
+        both = frame.vstack(rows_frame([row])) if frame.height else rows_frame([row])
+        row = row.replace(accepted_unique_corpora=accepted_unique_corpora(both))
+        s.results.append(row)
+        self.outcome.rows_written += 1
+        self._emit("row", row=row)
+
+    def _run_worker(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> bool:
+        """Run one worker process; True when it ran its share to the end."""
+        s = self.session
+        spec_dir = s.runs_dir / exp.id
+        spec_dir.mkdir(parents=True, exist_ok=True)
+        spec_path = spec_dir / f".worker-{name}.json"
+        spec_path.write_text(json.dumps(self._spec(exp, name, group), default=str), encoding="utf-8")
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        w = _Worker([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
+        s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
+        by_key = {r.run_key: r for r in group}
+        load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
+        load_index = self._load_index(exp, load_variant)
+        in_flight: ScheduledRun | None = None
+        loaded = False
+        finished_keys: set[str] = set()
+        deadline = time.monotonic() + exp.run_timeout_s
+        timed_out = False
+        ok = True
+        while True:
+            try:
+                ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
+            except queue.Empty:
+                timed_out = True
+                w.proc.kill()
+                continue
+            if ev is _EOF:
+                break
+            kind = ev.get("event")
+            if kind == "environment":
+                self._env = ev.get("environment", {})
+                self._store_environment(exp)
+                self._emit("environment", environment=self._env)
+            elif kind == "loaded":
+                loaded = True
+                self._revisions = ev.get("revisions") or {}
+                self._emit("loaded", worker=name, elapsed_s=ev.get("elapsed_s"))
+                s.journal("worker_loaded", experiment_id=exp.id, worker=name,
+                          elapsed_s=ev.get("elapsed_s"), rss_peak_bytes=ev.get("rss_peak_bytes"))
+                if ev.get("elapsed_s") is not None:
+                    self._append(self._base_row(exp).replace(
+                        variant_id=load_variant, phase="load", run_index=load_index,
+                        elapsed_seconds=ev.get("elapsed_s"),
+                        baseline_allocated_bytes=ev.get("baseline_allocated_bytes"),
+                        baseline_reserved_bytes=ev.get("baseline_reserved_bytes"),
+                        peak_allocated_bytes=ev.get("peak_allocated_bytes"),
+                        peak_reserved_bytes=ev.get("peak_reserved_bytes"),
+                        notes=f"load of worker {name} (model to device, timed once per process)",
+                    ))
+            elif kind == "warmup_done":
+                s.journal("warmup_done", experiment_id=exp.id, worker=name,
+                          iterations=ev.get("iterations"), runs=ev.get("runs"))
+            elif kind == "ready":
+                if self.cancel.is_set():
+                    w.send("stop")
+                else:
+                    w.send("go")
+                    deadline = time.monotonic() + exp.run_timeout_s
+            elif kind == "run_started":
+                in_flight = by_key[ev["run_key"]]
+                s.journal("run_started", run_key=self._key(in_flight), experiment_id=exp.id,
+                          variant_id=in_flight.variant_id, phase=in_flight.phase,
+                          run_index=in_flight.run_index, worker=name)
+            elif kind == "run_finished":
+                run = by_key[ev["run_key"]]
+                self._finish_run(exp, run, ev)
+                finished_keys.add(run.run_key)
+                in_flight = None
+            elif kind == "incident":
+                msg = (f"{ev.get('where', 'worker')}: {ev.get('error_type')}: {ev.get('message')}"
+                       + (" (out of memory)" if ev.get("oom") else ""))
+                self._incident(f"worker {name}: {msg}", trace=ev.get("trace"))
+                if ev.get("where") == "load":
+                    self._append(self._base_row(exp).replace(
+                        variant_id=load_variant, phase="load", run_index=load_index,
+                        corpus_accepted=False, notes=f"incident: load failed: {msg}"))
+            elif kind == "stopped":
+                ok = False
+        code = w.finish()
+        stderr = list(w.stderr)
+        if stderr:
+            s.journal("worker_stderr", experiment_id=exp.id, worker=name, lines=stderr[-100:])
+        s.journal("worker_exited", experiment_id=exp.id, worker=name, exit=describe_exit(code))
+        died = code != 0
+        if died or timed_out:
+            how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
+                   else describe_exit(code))
+            last = w.last_stderr()
+            detail = f"worker {name} {how}" + (f"; last stderr: {last}" if last else "")
+            if in_flight is not None:
+                self._failed_row(exp, in_flight, f"incident: {detail} during this run")
+                finished_keys.add(in_flight.run_key)
+            elif not loaded and code not in (3,):
+                self._append(self._base_row(exp).replace(
+                    variant_id=load_variant, phase="load", run_index=load_index,
+                    corpus_accepted=False, notes=f"incident: {detail} while loading"))
+            self._incident(detail, exit=describe_exit(code))
+        missing = [r for r in group if r.run_key not in finished_keys]
+        if missing and not self.cancel.is_set():
+            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "
+                           + ", ".join(r.run_key for r in missing[:10]))
+        return ok and not missing and not died
+
+    def _key(self, run: ScheduledRun) -> str:
+        return f"{self.experiment.id}:{run.run_key}"
+
+    def _load_index(self, exp: Experiment, variant: str) -> int:
+        self._load_counters = getattr(self, "_load_counters", None) or dict(
+            (v, i) for (p, v), i in self._offsets().items() if p == "load")
+        n = self._load_counters.get(variant, 0) + 1
+        self._load_counters[variant] = n
+        return n
+
+    def _store_environment(self, exp: Experiment) -> None:
+        env = {k: v for k, v in self._env.items() if v is not None}
+        env["observed_at"] = self._now()
+        env["concurrent_load"] = getattr(self, "_load_note", None)
+        self.session.data["environment"] = env
+        self.session.data.setdefault("experiments", {}).setdefault(exp.id, {})["environment"] = env
+        self.session.save()
+
+    def _row_for(self, exp: Experiment, run: ScheduledRun) -> ResultRow:
+        st = exp.setting(run.variant_id)
+        return self._base_row(exp).replace(
+            variant_id=run.variant_id, phase=run.phase, run_index=run.run_index,
+            batch=st["batch"], context=st["context"],
+            warmup_iterations=exp.warmup_iterations if run.phase == "warm" else 0,
+        )
+
+    def _failed_row(self, exp: Experiment, run: ScheduledRun, note: str) -> None:
+        self._append(self._row_for(exp, run).replace(corpus_accepted=False, notes=note))
+        self.session.journal("run_finished", run_key=self._key(run), experiment_id=exp.id,
+                             variant_id=run.variant_id, phase=run.phase, run_index=run.run_index,
+                             ok=False, message=note)
+        self._progress(run)
+
+    def _progress(self, run: ScheduledRun) -> None:
+        self._done += 1
+        self._emit("progress", done=self._done, total=self._total, variant_id=run.variant_id,
+                   phase=run.phase, run_index=run.run_index)
+
+    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: dict[str, Any]) -> None:
+        notes: list[str] = []
+        row = self._row_for(exp, run)
+        truncated = ev.get("truncated") or 0
+        if truncated:
+            notes.append(f"truncated {truncated} of {ev.get('n_inputs')} inputs at the context "
+                         f"limit of {row.context} tokens (R9)")
+        if ev.get("ok"):
+            row = row.replace(
+                elapsed_seconds=ev.get("elapsed_s"),
+                baseline_allocated_bytes=ev.get("baseline_allocated_bytes"),
+                baseline_reserved_bytes=ev.get("baseline_reserved_bytes"),
+                peak_allocated_bytes=ev.get("peak_allocated_bytes"),
+                peak_reserved_bytes=ev.get("peak_reserved_bytes"),
+            )
+            if ev.get("message"):
+                notes.append(f"incident: {ev['message']}")
+            fields, vnote = self._validation.validate(Path(ev["output"]), run)
+            row = row.replace(**fields)
+            if vnote:
+                notes.append(vnote)
+        else:
+            kind = "out of memory" if ev.get("oom") else "exception in the workload"
+            notes.insert(0, f"incident: {kind}: {ev.get('error_type')}: {ev.get('message')}; "
+                            "elapsed not measured")
+            row = row.replace(corpus_accepted=False)
+            self._incident(f"run {run.run_key}: {kind}: {ev.get('error_type')}: {ev.get('message')}")
+        if self._load_note and "other GPU processes: none" not in self._load_note:
+            notes.append(f"concurrent load at start: {self._load_note}")
+        row = row.replace(notes="; ".join(notes) or None)
+        self._append(row)
+        self.session.journal(
+            "run_finished", run_key=self._key(run), experiment_id=exp.id, variant_id=run.variant_id,
+            phase=run.phase, run_index=run.run_index, ok=bool(ev.get("ok")),
+            elapsed_s=ev.get("elapsed_s"), event_elapsed_s=ev.get("event_elapsed_s"),
+            rss_peak_bytes=ev.get("rss_peak_bytes"), expected_memory=ev.get("expected_memory"),
+            truncated=truncated,
+        )
+        self._progress(run)
+
+
+def _package_total(session: Session) -> int | None:
+    """Package total in USD cents from the rates (K1), ``None`` when unknown (K7)."""
+    pkg = session.package
+    if not (pkg.gpu_model and pkg.days and pkg.lots):
+        return None
+    try:
+        from gpusession.core.cost import load_rates, package_total
+
+        total = package_total(load_rates(session_folder=session.folder), pkg.gpu_model, pkg.days, pkg.lots)
+        return total.total_usd_minor
+    except Exception:
+        return None
+
+
+class _Validation:
+    """Validates each run's output against the experiment's corpus and protocol (V1-V8)."""
+
+    def __init__(self, session: Session, exp: Experiment, corpus: Path | None) -> None:
+        self.session = session
+        self.exp = exp
+        self.corpus_revision: str | None = None
+        self.problem: str | None = None
+        self.expected: Any = None
+        self.protocol: Any = None
+        if corpus is None:
+            return
+        from gpusession.bench.workloads.bbc_corpus import sha256_file
+
+        if not corpus.exists():
+            self.problem = f"corpus {corpus} not found; runs cannot be validated"
+            return
+        self.corpus_revision = sha256_file(corpus)
+        if not exp.protocol:
+            self.problem = "no validation protocol declared; corpora are not accepted (V5)"
+            return
+        try:
+            from gpusession.core.validation import Protocol, load_expected
+
+            self.protocol = Protocol.from_toml(exp.protocol)
+            self.expected = load_expected(corpus)
+        except ImportError:
+            self.problem = "validation module not available; runs are not validated"
+        except BadInput as exc:
+            self.problem = f"validation protocol or corpus unusable: {exc}"
+        p = exp.params
+        self.train_ids = session.folder / p["train_corpus"] if p.get("train_corpus") else None
+        self.tune_ids = session.folder / p["tune_corpus"] if p.get("tune_corpus") else None
+
+    def validate(self, output: Path, run: ScheduledRun) -> tuple[dict[str, Any], str | None]:
+        if self.expected is None or self.protocol is None:
+            return {}, None
+        from gpusession.core.validation import validate_output
+
+        try:
+            report = validate_output(output, self.expected, self.protocol,
+                                     train_ids=self._ids(self.train_ids), tune_ids=self._ids(self.tune_ids))
+            report.write(self.session.validation_dir / self.exp.id / run.variant_id,
+                         f"{run.phase}-{run.run_index}")
+        except BadInput as exc:
+            return {"corpus_accepted": False}, f"validation failed: {exc}"
+        fields = report.row_fields()
+        note = None
+        if not fields.get("corpus_accepted"):
+            failed = getattr(report, "failed_checks", [])
+            failed = failed() if callable(failed) else failed
+            note = "corpus rejected: " + (", ".join(failed) if failed else "see validation report")
+        return fields, note
+
+    @staticmethod
+    def _ids(path: Path | None) -> list[str] | None:
+        if path is None or not path.exists():
+            return None
+        out = []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    out.append(str(json.loads(line)["id"]))
+        return out
+
+
+__all__ = ["Runner", "RunOutcome", "describe_exit", "replace"]

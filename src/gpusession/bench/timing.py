@@ -1,0 +1,202 @@
+"""Synchronized stopwatch and the allocator memory protocol (R8, M1, H-01, H-02).
+
+Who calls it: the worker (:mod:`gpusession.bench.worker`) around every measured run and
+the load phase. The module itself imports no torch: the device operations (synchronize,
+allocator readings, CUDA events) are injected, so tests drive it with a fake device
+whose work completes after the call returns (H-01), and the worker passes torch's.
+
+Order of one measurement (seed 000 §3)::
+
+    sync(every used device)            # M1: baselines after pending work
+    baseline allocated / reserved      # per device used
+    reset peak stats                   # per device used
+    sync(every used device); t0 = perf_counter_ns()    # R8: start reading
+    work()
+    sync(every used device); t1 = perf_counter_ns()    # R8: stop reading
+    peak allocated / reserved          # the phase's absolute peaks
+
+Each device is synchronized *by name* (H-02: ``synchronize()`` without an argument
+waits only for the current device).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class DeviceOps(Protocol):
+    """What the timer needs from a device backend (torch's CUDA, or a fake)."""
+
+    def synchronize(self, device: str) -> None: ...
+
+    def memory_allocated(self, device: str) -> int: ...
+
+    def memory_reserved(self, device: str) -> int: ...
+
+    def reset_peak_memory_stats(self, device: str) -> None: ...
+
+    def max_memory_allocated(self, device: str) -> int: ...
+
+    def max_memory_reserved(self, device: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One timed piece of work.
+
+    Attributes:
+        elapsed_ns: stop − start of ``perf_counter_ns`` in nanoseconds.
+        event_elapsed_s: CUDA-event elapsed time in seconds (journal only), ``None`` on
+            CPU or when events are unavailable.
+        baseline_allocated_bytes, baseline_reserved_bytes: allocator readings before
+            the work (PyTorch allocator only, M3); ``None`` on CPU (M4).
+        peak_allocated_bytes, peak_reserved_bytes: the peaks during the work; never to
+            be added together (M2); ``None`` on CPU (M4).
+        result: what the work returned.
+    """
+
+    elapsed_ns: int
+    event_elapsed_s: float | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    result: Any = None
+
+    @property
+    def elapsed_s(self) -> float:
+        """Elapsed seconds (float)."""
+        return self.elapsed_ns / 1e9
+
+
+class SyncTimer:
+    """Times work with explicit synchronization of every device used (R8, H-01, H-02).
+
+    Args:
+        devices: the devices the work uses, e.g. ``["cuda:0", "cuda:1"]``; empty or
+            ``["cpu"]`` on CPU (nothing to synchronize, memory cells stay ``None``, M4).
+        ops: the device backend; ``None`` on CPU.
+        clock: a nanosecond clock (default ``time.perf_counter_ns``).
+        event_factory: makes a CUDA-event pair ``(start, end)`` with ``record()`` and
+            ``start.elapsed_time(end)`` in ms; ``None`` for no event timing.
+        memory_device: the device whose allocator is read (M4: only the device used);
+            default the first of ``devices``.
+    """
+
+    def __init__(
+        self,
+        devices: Sequence[str] = (),
+        ops: DeviceOps | None = None,
+        *,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        event_factory: Callable[[], tuple[Any, Any]] | None = None,
+        memory_device: str | None = None,
+    ) -> None:
+        self.devices = [d for d in devices if d != "cpu"]
+        self.ops = ops if self.devices else None
+        self.clock = clock
+        self.event_factory = event_factory if self.ops is not None else None
+        self.memory_device = memory_device or (self.devices[0] if self.devices else None)
+
+    def sync(self) -> None:
+        """Synchronize every used device, each by name (H-02)."""
+        if self.ops is None:
+            return
+        for d in self.devices:
+            self.ops.synchronize(d)
+
+    def measure(self, work: Callable[[], Any]) -> Measurement:
+        """Run ``work()`` once and measure it (M1, R8).
+
+        Returns:
+            The measurement; exceptions raised by ``work`` propagate (the caller turns
+            them into a failed row, R7) after nothing else is read.
+        """
+        ops = self.ops
+        mem = self.memory_device
+        base_alloc = base_res = None
+        if ops is not None and mem is not None:
+            self.sync()
+            base_alloc = int(ops.memory_allocated(mem))
+            base_res = int(ops.memory_reserved(mem))
+            ops.reset_peak_memory_stats(mem)
+        events = self.event_factory() if self.event_factory else None
+        self.sync()
+        if events:
+            events[0].record()
+        t0 = self.clock()
+        result = work()
+        if events:
+            events[1].record()
+        self.sync()
+        t1 = self.clock()
+        event_s = None
+        if events:
+            try:
+                event_s = float(events[0].elapsed_time(events[1])) / 1000.0
+            except Exception:
+                event_s = None
+        peak_alloc = peak_res = None
+        if ops is not None and mem is not None:
+            peak_alloc = int(ops.max_memory_allocated(mem))
+            peak_res = int(ops.max_memory_reserved(mem))
+        return Measurement(
+            elapsed_ns=t1 - t0,
+            event_elapsed_s=event_s,
+            baseline_allocated_bytes=base_alloc,
+            baseline_reserved_bytes=base_res,
+            peak_allocated_bytes=peak_alloc,
+            peak_reserved_bytes=peak_res,
+            result=result,
+        )
+
+
+class TorchCudaOps:
+    """:class:`DeviceOps` over ``torch.cuda`` (CUDA and ROCm builds alike).
+
+    Imported and built only in worker processes (the UI never creates a CUDA context,
+    M5).
+    """
+
+    def __init__(self, torch: Any) -> None:
+        self.cuda = torch.cuda
+        self._torch = torch
+
+    def _d(self, device: str) -> Any:
+        return self._torch.device(device)
+
+    def synchronize(self, device: str) -> None:
+        self.cuda.synchronize(self._d(device))
+
+    def memory_allocated(self, device: str) -> int:
+        return int(self.cuda.memory_allocated(self._d(device)))
+
+    def memory_reserved(self, device: str) -> int:
+        return int(self.cuda.memory_reserved(self._d(device)))
+
+    def reset_peak_memory_stats(self, device: str) -> None:
+        self.cuda.reset_peak_memory_stats(self._d(device))
+
+    def max_memory_allocated(self, device: str) -> int:
+        return int(self.cuda.max_memory_allocated(self._d(device)))
+
+    def max_memory_reserved(self, device: str) -> int:
+        return int(self.cuda.max_memory_reserved(self._d(device)))
+
+    def event_pair(self, device: str) -> Callable[[], tuple[Any, Any]]:
+        """A factory of (start, end) CUDA events recorded on ``device``'s stream."""
+
+        def make() -> tuple[Any, Any]:
+            with self.cuda.device(self._d(device)):
+                return (
+                    self.cuda.Event(enable_timing=True),
+                    self.cuda.Event(enable_timing=True),
+                )
+
+        return make
+
+
+__all__ = ["DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]

@@ -1,0 +1,399 @@
+"""``python -m gpusession.bench.worker --spec FILE``: one process's share of a schedule.
+
+Who calls it: :class:`gpusession.bench.runner.Runner` (argv list, no shell). This is the
+only process that imports torch (M5: the UI process never creates a CUDA context).
+
+A *cold* worker loads, runs the first run of one variant and exits; the *warm* worker
+loads once, runs the announced warm-up for every variant with exactly the measured
+shapes (R4, H-03), then the measured runs in the drawn order (R5).
+
+Protocol: one JSON object per line on the original stdout (``hello``, ``loaded``,
+``environment``, ``warmup_done``, ``ready``, ``run_started``, ``run_finished``,
+``incident``, ``stopped``, ``done``); anything the workload prints goes to stderr, which
+the parent keeps in the journal. Before each run the worker says ``ready`` and waits for
+``go`` or ``stop`` on stdin, so a cancel stops exactly at a run boundary (H-12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from gpusession.bench.timing import Measurement, SyncTimer
+
+
+class Channel:
+    """The JSON-lines channel to the parent (a dup of the original stdout)."""
+
+    def __init__(self, out: IO[str], inp: IO[str]) -> None:
+        self.out = out
+        self.inp = inp
+
+    def send(self, event: str, **fields: Any) -> None:
+        self.out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+        self.out.flush()
+
+    def wait_go(self) -> bool:
+        line = self.inp.readline()
+        return line.strip() == "go"
+
+
+def runtime_version(torch: Any, device: str) -> str | None:
+    """``"CUDA 12.4"`` / ``"HIP 6.1"`` for a GPU device, ``None`` on CPU (H-07: a ROCm
+    build has ``torch.version.cuda = None``; never ``"CUDA None"``)."""
+    if not device.startswith("cuda"):
+        return None
+    hip = getattr(torch.version, "hip", None)
+    if hip:
+        return f"HIP {hip}"
+    cuda = getattr(torch.version, "cuda", None)
+    if cuda:
+        return f"CUDA {cuda}"
+    return None
+
+
+def code_revision(folder: Path) -> str | None:
+    """``git describe --always --dirty`` of the repository holding ``folder``, else ``None``."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=folder, capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def peak_rss_bytes() -> int | None:
+    """Peak resident set size of this process in bytes (host memory, not GPU)."""
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak) * (1 if sys.platform == "darwin" else 1024)
+    except Exception:
+        try:
+            import psutil
+
+            return int(psutil.Process().memory_info().rss)
+        except Exception:
+            return None
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Out of memory on the device or the host (R7: a failed observation)."""
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
+    """IDs and texts of a JSONL (``id``, ``text``) or CSV corpus, in file order."""
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        ids, texts = [], []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    ids.append(str(rec["id"]))
+                    texts.append(str(rec.get("text", "")))
+        return ids, texts
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [str(r["id"]) for r in rows], [str(r.get("text", "")) for r in rows]
+
+
+def write_outputs(path: Path, ids: list[str], labels: list[str]) -> None:
+    """``{"id", "label"}`` per line (V8)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for i, label in zip(ids, labels, strict=False):
+            fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
+
+
+class TorchDevice:
+    """torch facts for the chosen device: what to synchronize, allocator readings."""
+
+    def __init__(self, requested: str | None) -> None:
+        import torch
+
+        self.torch = torch
+        if requested in (None, "", "auto"):
+            requested = "cuda" if torch.cuda.is_available() else "cpu"
+        dev = torch.device(requested)
+        if dev.type == "cuda":
+            if not torch.cuda.is_available():
+                raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
+            index = dev.index if dev.index is not None else torch.cuda.current_device()
+            self.device = f"cuda:{index}"
+        else:
+            self.device = "cpu"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def used_devices(self, workload: Any) -> list[str]:
+        """GPUs that hold the workload's tensors (R10), not ``device_count()``."""
+        if not self.is_gpu:
+            return []
+        cuda = self.torch.cuda
+        used = {self.device}
+        for d in getattr(workload, "devices_used", lambda: [])() or []:
+            if str(d).startswith("cuda"):
+                used.add(str(d) if ":" in str(d) else self.device)
+        for i in range(cuda.device_count()):
+            if cuda.memory_allocated(i) > 0:
+                used.add(f"cuda:{i}")
+        return sorted(used)
+
+    def timer(self, devices: list[str]) -> SyncTimer:
+        if not self.is_gpu:
+            return SyncTimer([])
+        from gpusession.bench.timing import TorchCudaOps
+
+        ops = TorchCudaOps(self.torch)
+        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device), memory_device=self.device)
+
+    def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
+        """Environment observed in this process (R10, H-05 to H-07)."""
+        from gpusession.core.environment import device_for, read_nvml
+
+        torch = self.torch
+        snap = read_nvml()
+        used = self.used_devices(workload)
+        env: dict[str, Any] = {
+            "device": self.device,
+            "python_version": platform.python_version(),
+            "torch_version": str(torch.__version__),
+            "runtime_version": runtime_version(torch, self.device),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "gpus_used": used,
+            "gpu_count": len(used),
+            "driver_version": snap.driver_version,
+            "nvml_reason": snap.reason,
+            "code_revision": code_revision(code_dir) if code_dir else None,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+        if self.is_gpu:
+            env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
+            phys = device_for(self.device, snapshot=snap)
+            uuid = phys.uuid if phys else None
+            if uuid is None:
+                try:
+                    uuid = "GPU-" + str(torch.cuda.get_device_properties(torch.device(self.device)).uuid)
+                except Exception:
+                    uuid = None
+            env["gpu_uuid"] = uuid
+            env["gpu_physical_index"] = phys.physical_index if phys else None
+        return env
+
+
+def _run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
+    labels: list[str] = []
+    for s in range(0, len(texts), batch):
+        labels.extend(workload.predict(texts[s : s + batch]))
+    return labels
+
+
+def _failure_fields(exc: BaseException) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "oom": is_oom(exc),
+        "error_type": type(exc).__name__,
+        "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+    }
+
+
+def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
+    """Load, warm up, run the scheduled runs; return the exit code."""
+    from gpusession.bench.workloads.base import count_truncated, resolve
+
+    exp = spec["experiment"]
+    precision = exp.get("precision", "fp32")
+    try:
+        dev = TorchDevice(spec.get("device") or exp.get("device"))
+        workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+    except Exception as exc:
+        ch.send("incident", where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3))
+        return 3
+    corpus = Path(spec["corpus"]) if spec.get("corpus") else None
+    if corpus is not None:
+        ids, texts = read_corpus_file(corpus)
+    else:
+        n = int(exp.get("params", {}).get("n_inputs", 1024))
+        ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
+    # Load phase: timed once per process; no pre-sync, so context creation is included.
+    load_timer = dev.timer([dev.device] if dev.is_gpu else [])
+    t0 = time.perf_counter_ns()
+    try:
+        context = exp.get("context_limit")
+        workload.load(dev.device, precision, context)
+        used = dev.used_devices(workload)
+        load_timer.sync()
+        for d in used:
+            if dev.is_gpu:
+                dev.torch.cuda.synchronize(dev.torch.device(d))
+        load_s = (time.perf_counter_ns() - t0) / 1e9
+    except Exception as exc:
+        ch.send("incident", where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3))
+        return 3
+    rev_fn = getattr(workload, "revisions", None)
+    rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
+    mem: dict[str, int] = {}
+    if dev.is_gpu:
+        cuda, d = dev.torch.cuda, dev.torch.device(dev.device)
+        mem = {
+            "baseline_allocated_bytes": 0,
+            "baseline_reserved_bytes": 0,
+            "peak_allocated_bytes": int(cuda.max_memory_allocated(d)),
+            "peak_reserved_bytes": int(cuda.max_memory_reserved(d)),
+        }
+    code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
+    env = dev.environment(workload, code_dir)
+    ch.send("environment", environment=env)
+    ch.send("loaded", elapsed_s=load_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(),
+            n_inputs=len(ids), **mem)
+    timer = dev.timer(used or ([dev.device] if dev.is_gpu else []))
+    scope = exp.get("scope", "processing")
+    # Warm-up with exactly the measured shapes (R4, H-03).
+    warm = spec.get("warmup", [])
+    iterations = int(spec.get("warmup_iterations", 0))
+    done_warm = 0
+    for w in warm:
+        for _ in range(iterations):
+            try:
+                b = int(w["batch"])
+                timer.measure(lambda b=b: _run_batches(workload, texts, b))  # type: ignore[misc]
+                done_warm += 1
+            except Exception as exc:
+                ch.send("incident", where="warmup", variant_id=w["variant_id"], **_failure_fields(exc))
+                _empty_cache(dev)
+                break
+    if warm:
+        ch.send("warmup_done", iterations=iterations, runs=done_warm)
+    out_dir = Path(spec["output_dir"])
+    for run in spec["runs"]:
+        ch.send("ready", run_key=run["run_key"])
+        if not ch.wait_go():
+            ch.send("stopped", run_key=run["run_key"])
+            return 0
+        ch.send("run_started", run_key=run["run_key"])
+        out_path = out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
+        batch = int(run["batch"])
+        truncated = count_truncated(workload, texts, run.get("context"))
+
+        def work(batch: int = batch, out_path: Path = out_path) -> list[str]:
+            if scope == "full-chain":
+                _ids, _texts = read_corpus_file(corpus) if corpus else (ids, texts)
+                labels = _run_batches(workload, _texts, batch)
+                write_outputs(out_path, _ids, labels)
+                return labels
+            return _run_batches(workload, texts, batch)
+
+        fields: dict[str, Any] = {"truncated": truncated, "n_inputs": len(ids)}
+        try:
+            m: Measurement = timer.measure(work)
+            labels = m.result
+            if scope != "full-chain":
+                write_outputs(out_path, ids, labels)
+            fields.update(
+                ok=True,
+                elapsed_s=m.elapsed_s,
+                event_elapsed_s=m.event_elapsed_s,
+                baseline_allocated_bytes=m.baseline_allocated_bytes,
+                baseline_reserved_bytes=m.baseline_reserved_bytes,
+                peak_allocated_bytes=m.peak_allocated_bytes,
+                peak_reserved_bytes=m.peak_reserved_bytes,
+                output=str(out_path),
+            )
+            if len(labels) != len(ids):
+                fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
+        except Exception as exc:
+            fields.update(_failure_fields(exc))
+            _empty_cache(dev)
+        expected = getattr(workload, "expected_memory", None)
+        if callable(expected):
+            fields["expected_memory"] = expected(batch)
+        ch.send("run_finished", run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields)
+    ch.send("done")
+    return 0
+
+
+def _empty_cache(dev: TorchDevice) -> None:
+    if dev.is_gpu:
+        try:
+            dev.torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
+def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
+    """A plain command timed as a whole process (full-chain; no torch here)."""
+    exp = spec["experiment"]
+    argv_t: list[str] = list(exp["params"]["command"])
+    ch.send("environment", environment={
+        "device": exp.get("device"), "python_version": platform.python_version(),
+        "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
+    })
+    ch.send("loaded", elapsed_s=None, revisions={}, rss_peak_bytes=None)
+    out_dir = Path(spec["output_dir"])
+    for run in spec["runs"]:
+        ch.send("ready", run_key=run["run_key"])
+        if not ch.wait_go():
+            ch.send("stopped", run_key=run["run_key"])
+            return 0
+        ch.send("run_started", run_key=run["run_key"])
+        out_path = out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
+                  "context": run.get("context") or ""}
+        argv = [a.format(**values) for a in argv_t]
+        t0 = time.perf_counter_ns()
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False)
+        elapsed = (time.perf_counter_ns() - t0) / 1e9
+        if proc.returncode == 0:
+            ch.send("run_finished", run_key=run["run_key"], ok=True, elapsed_s=elapsed, output=str(out_path))
+        else:
+            ch.send("run_finished", run_key=run["run_key"], ok=False, error_type="CommandFailed",
+                    message=f"command exited with code {proc.returncode}", oom=False)
+    ch.send("done")
+    return 0
+
+
+def main(argv: list[str] | None = None,
+         _runner: Callable[[dict[str, Any], Channel], int] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
+    ap.add_argument("--spec", required=True, type=Path)
+    args = ap.parse_args(argv)
+    spec = json.loads(args.spec.read_text(encoding="utf-8"))
+    # The protocol keeps the real stdout; everything else printed goes to stderr.
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    ch = Channel(proto, sys.stdin)
+    ch.send("hello", pid=os.getpid(), worker=spec.get("worker"))
+    runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
+    try:
+        return runner(spec, ch)
+    except Exception as exc:  # a bug in the harness itself: report, never hang
+        ch.send("incident", where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5))
+        return 4
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

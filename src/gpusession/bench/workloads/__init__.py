@@ -1,0 +1,1 @@
+"""Workloads: the protocol, built-ins (bbc-news, synthetic-mlp), user entry points."""

@@ -1,0 +1,88 @@
+"""The Workload protocol and how a workload name becomes an object (design.md §Workloads).
+
+Who calls it: the worker process. The harness (worker) owns batching, input order,
+timing and writing outputs; a workload only loads its model and predicts labels.
+
+Names:
+
+* ``bbc-news`` — the built-in demo classifier (:mod:`.bbc_news`).
+* ``synthetic-mlp`` — an MLP with computed expected memory (:mod:`.synthetic_mlp`).
+* ``package.module:factory`` — a user entry point, imported in the worker;
+  ``factory(**params)`` returns an object following :class:`Workload`.
+* ``command`` — a plain program (``params.command`` argv list with ``{batch}``,
+  ``{output}``, ``{corpus}`` placeholders), timed as a whole process (full-chain).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Protocol, runtime_checkable
+
+from gpusession.core.errors import BadInput
+
+_WORD = re.compile(r"\S+")
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A model the harness can time.
+
+    ``load`` puts the model on ``device`` (``"cpu"``, ``"cuda:0"``…) in ``precision``
+    (``fp32``/``fp16``/``bf16``) with a context limit in tokens (``None`` = no limit).
+    ``predict`` returns one label per input text, in order.
+
+    Optional: ``count_truncated(texts) -> int`` (inputs cut by the context limit, R9;
+    otherwise the harness counts whitespace tokens), ``revisions() -> dict`` with
+    ``model_revision`` / ``tokenizer_revision``, ``devices_used() -> list[str]``,
+    ``expected_memory(batch) -> dict`` (bytes), ``classes``.
+    """
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None: ...
+
+    def predict(self, texts: list[str]) -> list[str]: ...
+
+
+def resolve(name: str, params: dict[str, Any]) -> Workload:
+    """Build the workload named ``name`` with ``params``.
+
+    Raises:
+        BadInput: an unknown name, a ``module:factory`` that does not import or whose
+            result lacks ``load``/``predict``.
+    """
+    if name == "bbc-news":
+        from gpusession.bench.workloads.bbc_news import BbcNewsWorkload
+
+        return BbcNewsWorkload(**params)
+    if name == "synthetic-mlp":
+        from gpusession.bench.workloads.synthetic_mlp import SyntheticMlp
+
+        return SyntheticMlp(**params)
+    if ":" in name:
+        mod_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as exc:
+            raise BadInput(f"workload module {mod_name!r} does not import: {exc}", field="workload") from None
+        factory = getattr(module, attr, None)
+        if factory is None:
+            raise BadInput(f"{mod_name} has no {attr!r}", field="workload")
+        obj = factory(**params)
+        if not (hasattr(obj, "load") and hasattr(obj, "predict")):
+            raise BadInput(f"{name} returned an object without load()/predict()", field="workload")
+        return obj  # type: ignore[no-any-return]
+    raise BadInput(
+        f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
+        field="workload",
+    )
+
+
+def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int:
+    """How many inputs the context limit cuts (R9): the workload's own count when it has
+    one, else inputs with more whitespace-separated tokens than the limit."""
+    if context_limit is None:
+        return 0
+    own = getattr(workload, "count_truncated", None)
+    if callable(own):
+        return int(own(texts))
+    return sum(1 for t in texts if len(_WORD.findall(t)) > context_limit)

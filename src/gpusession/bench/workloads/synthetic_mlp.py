@@ -1,0 +1,68 @@
+"""Built-in ``synthetic-mlp``: the seed's memory lesson, expected vs measured (M1-M3).
+
+An MLP of ``depth`` square ``Linear(width, width)`` layers; each predict call pushes a
+``(len(texts), width)`` random input through it. Expected bytes are computed beside the
+measurement so the memory pane can show "expected vs measured": parameters
+``depth·(width² + width)·bytes_per_element``; activations of one forward pass without
+autograd ≈ two live ``(batch, width)`` tensors at a time, reported together with the
+whole-chain upper bound ``depth·batch·width·bytes``. The allocator also rounds blocks up
+(512-byte granules), so measured ≥ expected. Imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32") -> dict[str, int]:
+    """Expected bytes: ``parameter_bytes``, ``activation_bytes`` (two live tensors) and
+    ``activation_upper_bytes`` (every layer's output kept)."""
+    b = BYTES[precision]
+    return {
+        "parameter_bytes": depth * (width * width + width) * b,
+        "activation_bytes": 2 * batch * width * b,
+        "activation_upper_bytes": depth * batch * width * b,
+    }
+
+
+class SyntheticMlp:
+    """Args: ``width`` (features), ``depth`` (layers), ``seed``."""
+
+    classes = ["x"]
+
+    def __init__(self, width: int = 1024, depth: int = 4, seed: int = 0, **_: Any) -> None:
+        self.width = int(width)
+        self.depth = int(depth)
+        self.seed = int(seed)
+        self.model: torch.nn.Module | None = None
+        self.device = "cpu"
+        self.precision = "fp32"
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        torch.manual_seed(self.seed)
+        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+        layers = [torch.nn.Linear(self.width, self.width) for _ in range(self.depth)]
+        self.model = torch.nn.Sequential(*layers).to(device=device, dtype=dtype).eval()
+        self.device = device
+        self.precision = precision
+
+    def devices_used(self) -> list[str]:
+        return [self.device]
+
+    def expected_memory(self, batch: int) -> dict[str, int]:
+        return expected_memory(self.width, self.depth, batch, self.precision)
+
+    def count_truncated(self, texts: list[str]) -> int:
+        return 0
+
+    def predict(self, texts: list[str]) -> list[str]:
+        assert self.model is not None, "load() first"
+        p = next(self.model.parameters())
+        x = torch.randn(len(texts), self.width, device=p.device, dtype=p.dtype)
+        with torch.inference_mode():
+            self.model(x)
+        return ["x"] * len(texts)
