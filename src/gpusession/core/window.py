@@ -22,7 +22,8 @@ def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
 
 
 def short_timedelta(td: timedelta | None) -> str:
-    """``2d 03h 15m``; ``ended 1d 02h 00m ago`` when negative; ``not set`` for None."""
+    """``2d 03h 15m``, ``3h 05m`` or ``30m`` (leading zero units dropped); ``ended … ago``
+    when negative; ``not set`` for None."""
     if td is None:
         return "not set"
     secs = int(td.total_seconds())
@@ -31,7 +32,12 @@ def short_timedelta(td: timedelta | None) -> str:
     d, rem = divmod(secs, 86400)
     h, rem = divmod(rem, 3600)
     m = rem // 60
-    text = f"{d}d {h:02d}h {m:02d}m"
+    if d:
+        text = f"{d}d {h:02d}h {m:02d}m"
+    elif h:
+        text = f"{h}h {m:02d}m"
+    else:
+        text = f"{m}m"
     return f"ended {text} ago" if ended else text
 
 
