@@ -64,33 +64,39 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def _id_checks(observed: pl.DataFrame, expected: Expected) -> dict[str, object]:
-    """V2, V3: set differences and duplicates on both sides."""
-    exp_u = expected.unique.select("id", pl.col("line").alias("expected_line"))
-    obs_u = observed.unique(subset="id", keep="first", maintain_order=True)
-    missing = exp_u.join(obs_u.select("id"), on="id", how="anti", maintain_order="left")
-    extra = obs_u.join(exp_u.select("id"), on="id", how="anti", maintain_order="left")
-    dups = []
-    for where, frame in (("output", observed), ("expected list", expected.frame)):
-        d = (
-            frame.filter(pl.col("id").is_duplicated())
-            .group_by("id", maintain_order=True)
-            .agg(
-                count=pl.len().cast(pl.Int64),
-                lines=pl.col("line").sort().head(FIRST_N).cast(pl.String).str.join(";"),
-            )
-            .with_columns(found_in=pl.lit(where))
-            .select("id", "found_in", "count", "lines")
+def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
+    """Full join of the distinct observed and expected IDs (V2).
+
+    Joins on the 64-bit hash of the ID (several times faster than on strings) and
+    checks every matched pair against the IDs themselves; if two different IDs ever
+    share a hash, the join is redone on the strings. Columns: ``id``, ``line``,
+    ``label``, ``ok`` (observed side), ``id_exp``, ``expected_line``, ``ref``.
+    """
+    left = obs_u.select("id", "line", "label", "ok", h=pl.col("id").hash())
+    right = exp_u.select(
+        pl.col("id").alias("id_exp"), pl.col("line").alias("expected_line"), pl.col("label").alias("ref"), "h"
+    )
+    joined = left.join(right, on="h", how="full", coalesce=True)
+    clash = joined.select(
+        (pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & (pl.col("id") != pl.col("id_exp"))).any()
+    ).item()
+    if clash:  # pragma: no cover - a 64-bit hash collision between two real IDs
+        joined = left.drop("h").join(right.drop("h"), left_on="id", right_on="id_exp", how="full", coalesce=False)
+    return joined
+
+
+def _duplicates(frame: pl.DataFrame, where: str) -> pl.DataFrame:
+    """IDs appearing more than once in ``frame``: id, found_in, count, first lines (V3)."""
+    return (
+        frame.filter(pl.col("id").is_duplicated())
+        .group_by("id", maintain_order=True)
+        .agg(
+            count=pl.len().cast(pl.Int64),
+            lines=pl.col("line").sort().head(FIRST_N).cast(pl.String).str.join(";"),
         )
-        dups.append(d)
-    return {
-        "exp_u": exp_u,
-        "obs_u": obs_u,
-        "missing": missing,
-        "extra": extra.select("id", "line"),
-        "dup_output": dups[0],
-        "dup_expected": dups[1],
-    }
+        .with_columns(found_in=pl.lit(where))
+        .select("id", "found_in", "count", "lines")
+    )
 
 
 def _quality(
@@ -137,15 +143,23 @@ def run_checks(
     """Run every check and build the report (V1). See the module docstring."""
     classes = pl.Series("class", list(protocol.classes), dtype=pl.String)
     rec = _record_problems(parsed.records, classes)
-    observed = rec.filter(pl.col("id").is_not_null() & (pl.col("id") != "")).select("line", "id")
+    observed = rec.filter(pl.col("id").is_not_null() & (pl.col("id") != "")).select(
+        "line", "id", "label", ok=pl.col("problem").is_null()
+    )
 
     # -- IDs (V1-V3) ---------------------------------------------------------------
-    ids = _id_checks(observed, expected)
-    missing: pl.DataFrame = ids["missing"]  # type: ignore[assignment]
-    extra: pl.DataFrame = ids["extra"]  # type: ignore[assignment]
-    dup_out: pl.DataFrame = ids["dup_output"]  # type: ignore[assignment]
-    dup_exp: pl.DataFrame = ids["dup_expected"]  # type: ignore[assignment]
-    obs_u: pl.DataFrame = ids["obs_u"]  # type: ignore[assignment]
+    out_dups = observed["id"].n_unique() != observed.height
+    obs_u = observed.filter(pl.col("id").is_first_distinct()) if out_dups else observed
+    joined = _join_ids(obs_u, expected.unique)
+    missing = (
+        joined.filter(pl.col("id").is_null())
+        .select(pl.col("id_exp").alias("id"), "expected_line")
+        .sort("expected_line")
+    )
+    extra = joined.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line")
+    empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
+    dup_out = _duplicates(observed, "output") if out_dups else empty_dups
+    dup_exp = _duplicates(expected.frame, "expected list") if expected.has_duplicates else empty_dups
     ids_match = missing.height == 0 and extra.height == 0 and dup_out.height == 0 and dup_exp.height == 0
     counts = (
         f"{expected.n_ids:,} expected, {observed.height:,} observed: {missing.height:,} missing, "
@@ -180,15 +194,12 @@ def run_checks(
 
     # -- quality (V6) --------------------------------------------------------------
     quality_notes: list[str] = []
-    refs = expected.unique.select("id", pl.col("label").alias("ref")).filter(pl.col("ref").is_not_null())
-    scored = (
-        rec.filter(pl.col("problem").is_null() & pl.col("id").is_not_null())
-        .unique(subset="id", keep="first", maintain_order=True)
-        .join(refs, on="id", how="inner")
-        .select("id", "label", "ref")
-    )
+    refs = expected.unique.select("label").filter(pl.col("label").is_not_null())
+    scored = joined.filter(
+        pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & pl.col("ok") & pl.col("ref").is_not_null()
+    ).select("id", "label", "ref")
     per_class, macro, accuracy = _quality(scored, protocol)
-    outside = refs.filter(~pl.col("ref").is_in(classes.implode()))
+    outside = refs.filter(~pl.col("label").is_in(classes.implode()))
     value = macro if protocol.metric == "macro_f1" else accuracy
     floor = protocol.threshold - protocol.tolerance
     margin = None if value is None else value - floor
@@ -219,7 +230,7 @@ def run_checks(
                 quality_reason += f"; reference {protocol.reference_value:.4f} (no maximum degradation set)"
         if outside.height:
             quality_met = False
-            found = sorted(outside["ref"].unique().to_list())[:FIRST_N]
+            found = sorted(outside["label"].unique().to_list())[:FIRST_N]
             quality_reason += (
                 f"; FAIL: {outside.height:,} reference label(s) are not declared classes "
                 f"({', '.join(map(repr, found))}): the declared classes do not cover the references"
@@ -240,7 +251,7 @@ def run_checks(
             f"{not_scored:,} expected ID(s) not scored (missing, malformed or without reference)"
         )
     if dup_out.height and value is not None:
-        quality_notes.append("a duplicated ID is scored once, by its first well-formed record")
+        quality_notes.append("a duplicated ID is scored once, by its first record (not at all if that one is malformed)")
 
     # -- overlap (V7) --------------------------------------------------------------
     overlap, overlap_checked, overlap_reason = _overlap(expected, train, train_desc, tune, tune_desc)
@@ -310,16 +321,17 @@ def _overlap(
     empty = pl.DataFrame(schema={"id": pl.String, "between": pl.String})
     if train is None and tune is None:
         return empty, False, "not checked: no training or tuning ID list given"
-    sets = {"evaluation": expected.unique["id"].unique()}
+    sets = {"evaluation": expected.unique.select("id")}
     if train is not None:
-        sets["training"] = train.unique()
+        sets["training"] = pl.DataFrame({"id": train.unique()})
     if tune is not None:
-        sets["tuning"] = tune.unique()
+        sets["tuning"] = pl.DataFrame({"id": tune.unique()})
     names = list(sets)
     parts = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            both = pl.DataFrame({"id": sets[a]}).join(pl.DataFrame({"id": sets[b]}), on="id", how="semi")
+            big, small = sorted((sets[a], sets[b]), key=lambda f: f.height, reverse=True)
+            both = big.join(small, on="id", how="semi")
             parts.append(both.sort("id").with_columns(between=pl.lit(f"{a} and {b}")))
     overlap = pl.concat(parts) if parts else empty
     given = ", ".join(d for d in (train_desc and f"training: {train_desc}", tune_desc and f"tuning: {tune_desc}") if d)

@@ -142,10 +142,6 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
     return text, notes, bad_lines
 
 
-def _count(text: str, pattern: str) -> int:
-    return int(pl.Series([text]).str.count_matches(pattern).item())
-
-
 def parse_jsonl(data: bytes) -> ParsedRecords:
     """Read a JSONL output: one ``{"id": "...", "label": "..."}`` object per line (V4).
 
@@ -163,7 +159,8 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
             "the file is empty: no records" if not text else "the file holds only blank lines: no records"
         )
         return parsed
-    fast = None if bad_utf8 else _jsonl_fast(text)
+    raw = data if not notes else None
+    fast = None if bad_utf8 else _jsonl_fast(text, raw)
     records = fast if fast is not None else _jsonl_slow(parsed)
     if bad_utf8:
         fix = pl.DataFrame(
@@ -184,23 +181,28 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
     return parsed
 
 
-def _jsonl_fast(text: str) -> pl.DataFrame | None:
-    """The clean-file path: no Python work per line. ``None`` when the file is not clean."""
+def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
+    """The clean-file path: no Python work per line. ``None`` when the file is not clean.
+
+    ``raw`` is the file's bytes when they equal ``text`` encoded (no BOM, no CRLF), to
+    save a copy.
+    """
     if text.startswith("\n") or "\n\n" in text or "\r" in text:
         return None
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     try:
-        frame = pl.read_ndjson(io.BytesIO(text.encode("utf-8")), schema=_JSON_SCHEMA)
+        frame = pl.read_ndjson(io.BytesIO(raw if raw is not None else text.encode("utf-8")), schema=_JSON_SCHEMA)
     except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
         return None
     if frame.height != n_lines or frame.null_count().sum_horizontal().item() != 0:
         return None
     # Every line has a top-level string id and label; prove there is no second key and
-    # that no value was a number that polars turned into a string.
-    if not (
-        _count(text, _ID_KEY) == n_lines == _count(text, _ID_STR)
-        and _count(text, _LABEL_KEY) == n_lines == _count(text, _LABEL_STR)
-    ):
+    # that no value was a number (or true/false) that polars turned into a string.
+    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
+    counts = whole.select(
+        pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
+    ).row(0)
+    if any(c != n_lines for c in counts):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
