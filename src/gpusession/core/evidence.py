@@ -88,7 +88,14 @@ def last_run(session: Session) -> LastRun | None:
     return LastRun(exp, rows)
 
 
-def _environment_table(session: Session) -> dict[str, Any]:
+def _environment_table(session: Session, experiment_id: str | None = None) -> dict[str, Any]:
+    """The environment the run engine stored: ``[experiments.<id>.environment]`` of the
+    given experiment when present, else the session's ``[environment]`` table."""
+    exps = session.data.get("experiments")
+    if experiment_id and isinstance(exps, dict):
+        exp = exps.get(experiment_id)
+        if isinstance(exp, dict) and isinstance(exp.get("environment"), dict):
+            return exp["environment"]
     env = session.data.get("environment")
     return env if isinstance(env, dict) else {}
 
@@ -112,7 +119,7 @@ def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
 
 def _last_run_env_line(session: Session) -> str:
     lr = last_run(session)
-    env = _environment_table(session)
+    env = _environment_table(session, lr.experiment_id if lr else None)
     if lr is None and not env:
         return "last run: not available yet: no run recorded"
     parts: list[str] = []
@@ -126,17 +133,22 @@ def _last_run_env_line(session: Session) -> str:
             ("torch_version", "PyTorch"),
         ):
             vals = lr.distinct(col)
+            if not vals and env.get(col) is not None:
+                vals = [env[col]]
             parts.append(f"{label} {', '.join(str(v) for v in vals) if vals else 'not recorded'}")
         head = f"last run (experiment {lr.experiment_id}): "
     else:
         head = "last run environment: "
-    uuids = env.get("gpu_uuids") or env.get("uuids")
-    if isinstance(uuids, list) and uuids:
-        parts.append("UUIDs " + ", ".join(str(u) for u in uuids))
-    if lr is None:
         for key in ("gpu_model", "gpu_count", "device", "driver_version", "runtime_version"):
-            if key in env:
+            if env.get(key) is not None:
                 parts.append(f"{key} {env[key]}")
+    uuids = env.get("gpu_uuids") or env.get("uuids") or env.get("gpu_uuid")
+    if isinstance(uuids, str):
+        uuids = [uuids]
+    if isinstance(uuids, list) and uuids:
+        parts.append("UUID " + ", ".join(str(u) for u in uuids))
+    if env.get("cuda_visible_devices"):
+        parts.append(f"CUDA_VISIBLE_DEVICES={env['cuda_visible_devices']}")
     return head + "; ".join(parts)
 
 
@@ -281,8 +293,15 @@ def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool =
     ordered = ordered_of(session)
     names, obs_count, source = _observed(session, snap)
     if not names:
-        why = f"NVML: {snap.reason}" if not snap.available else "no GPU visible"
-        return f"not available yet: no GPU observed ({why}) and no run recorded"
+        why = f"NVML: {snap.reason}" if not snap.available else "NVML sees no GPU"
+        lr = last_run(session)
+        if lr is None:
+            return f"not available yet: no GPU observed ({why}) and no run recorded"
+        devices = ", ".join(map(str, lr.distinct("device"))) or "not recorded"
+        return (
+            f"no GPU observed ({why}); the last run (experiment {lr.experiment_id}, device "
+            f"{devices}) recorded no GPU model: nothing to compare with the order yet"
+        )
     obs_model = " + ".join(names)
     seen = f"{obs_count if obs_count is not None else '?'} × {obs_model} seen ({source})"
     if ordered.gpu_model is None:

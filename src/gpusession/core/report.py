@@ -99,7 +99,7 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
     return out
 
 
-def _env(session: Session, frame: pl.DataFrame, items: dict[str, cl.ChecklistItem]) -> list[str]:
+def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -> list[str]:
     out = ["Observed by the runs, not taken from the order (R10)."]
     cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
             "torch_version", "runtime_version", "precision"]
@@ -115,17 +115,21 @@ def _env(session: Session, frame: pl.DataFrame, items: dict[str, cl.ChecklistIte
         )
     else:
         out += ["", "_No run recorded yet._"]
-    table = session.data.get("environment")
-    if isinstance(table, dict) and table:
-        out += ["", "Environment stored in session.toml:", ""]
+    tables: list[tuple[str, dict[str, Any]]] = []
+    exps = session.data.get("experiments")
+    if isinstance(exps, dict):
+        tables += [(f"experiment {k}", v["environment"]) for k, v in exps.items()
+                   if isinstance(v, dict) and isinstance(v.get("environment"), dict)]
+    top = session.data.get("environment")
+    if isinstance(top, dict) and top and not any(t == top for _, t in tables):
+        tables.append(("session", top))
+    for label, table in tables:
+        out += ["", f"Environment stored in session.toml ({label}):", ""]
         for k, v in table.items():
-            out.append(f"- {k}: {_cell(v)}")
-    for item_id, label in (("g6.device-check", "Device check"), ("g5.order-match", "Order match (S5)"),
-                           ("g6.on-gpu", "On the GPU")):
-        it = items.get(item_id)
-        if it and it.evidence:
-            out += ["", f"{label} (checklist evidence):", ""]
-            out += [f"    {line}" for line in it.evidence.splitlines()]
+            out += _bullets(str(k), v)
+    for label, text in probes:
+        out += ["", f"{label}:", ""]
+        out += [f"    {line}" for line in text.splitlines()]
     try:
         from gpusession.core.order import load_order
 
@@ -138,6 +142,25 @@ def _env(session: Session, frame: pl.DataFrame, items: dict[str, cl.ChecklistIte
     return out
 
 
+def _bullets(key: str, value: Any, indent: str = "") -> list[str]:
+    """``- key: value`` with nested tables as nested bullets, lists joined."""
+    if isinstance(value, dict):
+        out = [f"{indent}- {key}:"]
+        for k, v in value.items():
+            out += _bullets(str(k), v, indent + "  ")
+        return out if len(out) > 1 else [f"{indent}- {key}: -"]
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (dict, list, tuple)) for v in value):
+            return [f"{indent}- {key}: {_cell(', '.join(map(str, value))) if value else '-'}"]
+        out = [f"{indent}- {key}:"]
+        for n, v in enumerate(value, 1):
+            out += _bullets(str(n), v, indent + "  ")
+        return out
+    if isinstance(value, datetime):
+        return [f"{indent}- {key}: {value.isoformat()}"]
+    return [f"{indent}- {key}: {_cell(value)}"]
+
+
 def _protocols(session: Session) -> list[str]:
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
@@ -147,17 +170,13 @@ def _protocols(session: Session) -> list[str]:
         if not isinstance(exp, dict):
             continue
         out += [f"### {exp_id}", ""]
-        proto = exp.get("protocol")
         for k, v in exp.items():
-            if k in ("protocol", "params"):
-                continue
-            out.append(f"- {k}: {_cell(v if not isinstance(v, list) else ', '.join(map(str, v)))}")
-        if isinstance(exp.get("params"), dict) and exp["params"]:
-            out.append(f"- params: {_cell(exp['params'])}")
+            if k in ("protocol", "environment"):
+                continue  # the protocol below; the environment in its own section
+            out += _bullets(k, v)
+        proto = exp.get("protocol")
         if isinstance(proto, dict) and proto:
-            out.append("- validation protocol (fixed before measuring, V5):")
-            for k, v in proto.items():
-                out.append(f"  - {k}: {_cell(', '.join(map(str, v)) if isinstance(v, list) else v)}")
+            out += _bullets("validation protocol (fixed before measuring, V5)", proto)
         else:
             out.append("- validation protocol: _not stored_")
         out.append("")
@@ -213,14 +232,15 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     accepted = accepted_unique_corpora(frame)
     out = [f"Distinct accepted corpora: **{accepted}** (repetitions of one corpus count once, K4). "
            "A corpus is accepted only when IDs, format, quality and overlap all pass (V1).", ""]
-    reports = sorted(session.validation_dir.glob("*.toml")) if session.validation_dir.is_dir() else []
+    reports = sorted(session.validation_dir.rglob("*.toml")) if session.validation_dir.is_dir() else []
     rows = []
     word = {True: "PASS", False: "FAIL", None: "-"}
     for path in reports:
         try:
             doc = read_toml(path)
         except BadInput as exc:
-            rows.append([path.stem, f"unreadable: {exc}", None, None, None, None])
+            rows.append([path.relative_to(session.validation_dir).as_posix(), f"unreadable: {exc}",
+                         None, None, None, None])
             continue
 
         def passed(section: str, doc: dict[str, Any] = doc) -> str:
@@ -229,7 +249,11 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
 
         quality = doc.get("quality") if isinstance(doc.get("quality"), dict) else {}
         value = quality.get("value") if isinstance(quality, dict) else None
-        rows.append([doc.get("run", path.stem), doc.get("verdict", "-"), passed("ids"),
+        rel = path.relative_to(session.validation_dir).with_suffix("").as_posix()
+        verdict = doc.get("corpus_accepted")
+        failed = str(doc.get("verdict", "")).partition(": ")[2]
+        shown = "ACCEPTED" if verdict is True else (f"REJECTED ({failed})" if verdict is False else "-")
+        rows.append([rel, shown, passed("ids"),
                      passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
                      else passed("quality"), passed("overlap")])
     if rows:
@@ -377,9 +401,27 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
 
 
 # -- assembly ----------------------------------------------------------------------------
+def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, str]]:
+    """Device, order match and on-GPU evidence read now (nothing recorded, nothing ticked)."""
+    from gpusession.core.evidence import run_probes
+
+    ev = run_probes(session, nvml=nvml, now=now, record_deviation=False)
+    return [("Device check now (NVML) and in the last run", ev["device"]),
+            ("Order match (S5)", ev["order-match"]),
+            ("On the GPU", ev["on-gpu"])]
+
+
 def render_report(session: Session, *, now: datetime | None = None,
-                  charts: Sequence[Path] = (), charts_note: str | None = None) -> str:
+                  charts: Sequence[Path] = (), charts_note: str | None = None,
+                  nvml: Any | None = None) -> str:
     """The report's Markdown text (see the module docstring for the sections).
+
+    Args:
+        session: an open session.
+        now: the generation time shown (aware); default now.
+        charts: PNG files to link (next to the report).
+        charts_note: why charts were left out, if they were.
+        nvml: an NVML module, fake or snapshot for the device evidence; default the real one.
 
     Raises:
         BadInput: a malformed session file (checklist.toml, results CSV).
@@ -402,7 +444,7 @@ def render_report(session: Session, *, now: datetime | None = None,
         pass
     bodies = {
         "Need and criteria": _need(items, session),
-        "Environment seen": _env(session, frame, by_id),
+        "Environment seen": _env(session, frame, _live_probes(session, nvml, now)),
         "Protocol per experiment": _protocols(session),
         "Results per variant and phase": _results(frame),
         "Memory peaks": _memory(frame),
@@ -420,7 +462,7 @@ def render_report(session: Session, *, now: datetime | None = None,
 
 
 def write_report(session: Session, *, out: Path | None = None, force: bool = False,
-                 now: datetime | None = None) -> ReportWritten:
+                 now: datetime | None = None, nvml: Any | None = None) -> ReportWritten:
     """Write the report (and its charts) atomically; never overwrite silently.
 
     Args:
@@ -429,6 +471,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             when it exists.
         force: overwrite an existing file (``out`` or ``report.md``).
         now: the generation time shown (aware); default now.
+        nvml: an NVML module, fake or snapshot (tests); default the real one.
 
     Raises:
         BadInput: ``out`` exists without ``force``; its folder does not exist.
@@ -445,7 +488,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         raise BadInput("folder of the report does not exist", path=target.parent)
     frame = session.results.read()
     chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
-    text = render_report(session, now=now, charts=chart_paths, charts_note=note)
+    text = render_report(session, now=now, charts=chart_paths, charts_note=note, nvml=nvml)
     write_atomic_bytes(target, text.encode("utf-8"))
     session.journal("report_written", path=str(target), charts=[str(p) for p in chart_paths])
     return ReportWritten(target, chart_paths, note)
