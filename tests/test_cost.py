@@ -318,3 +318,14 @@ def test_s6_window_ended_and_unknown() -> None:
     nostart = package_window(Package(gpu_model="B200", lots=1, days=7), T0)
     assert not nostart.known and nostart.time_left is None
     assert "package window not set (no start)" in nostart.window_line()
+
+
+def test_s6_extension_options_say_when_the_extended_package_would_end(bundled: Rates) -> None:
+    pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=T0)
+    w = package_window(pkg, T0 + timedelta(days=6))
+    rep = cost_report(bundled, "RTX A5000", 7, 1, accepted=18, window=w, tz=timezone.utc)
+    by_days = {e.days: e for e in rep.extensions}
+    assert by_days[3].new_end_utc == T0 + timedelta(days=10)
+    assert "would end 2026-12-09 14:00" in by_days[3].line()
+    assert rep.to_json()["extensions"][0]["new_end"] == (T0 + timedelta(days=10)).isoformat()
+    assert by_days[30].line().startswith("  +30 days × 1 lot(s): price not in the rates file")

@@ -304,3 +304,21 @@ def test_order_json_has_status_and_paid_flag(ordered: Session) -> None:
     data = om.order_to_json(om.load_order(ordered))
     assert data["paid"] is False and data["payment"]["amount"] == "55.00"
     assert [e["state"] for e in data["events"]] == ["ordered", "payment-order-issued", "payment-sent"]
+
+
+def test_secrets_destination_may_be_a_64_hex_address_but_never_a_seed_phrase(
+    ordered: Session,
+) -> None:
+    sui_address = "0x" + HEX_KEY
+    state, _ = om.new_payment_order(ordered, asset="SUI", network="Sui", amount="10",
+                                    destination=sui_address,
+                                    expires_at=utcnow() + timedelta(hours=1))
+    assert state.payment is not None and state.payment.destination == sui_address
+    with pytest.raises(BadInput, match="private key"):
+        om.record_event(ordered, "payment-sent", source="you", note=f"key {HEX_KEY}")
+
+
+def test_s5_ordered_event_without_order_warns(session: Session) -> None:
+    warnings = om.record_event(session, "ordered", source="you", note="ordered on the site")
+    assert any("no order recorded" in w for w in warnings)
+    assert om.order_status_line(om.load_order(session)).startswith("order (number not recorded)")

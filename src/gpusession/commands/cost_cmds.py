@@ -131,6 +131,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     session_folder: Path | None = None
     notes: list[str] = []
     window_json = None
+    window = None
     if args.session:
         from gpusession.core.summary import accepted_unique_corpora
 
@@ -159,7 +160,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
                        f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
     plan = parse_plan(args.plan) if args.plan is not None else None
     report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
-                         accepted_source=accepted_source, notes=notes)
+                         accepted_source=accepted_source, notes=notes, window=window)
     if args.json:
         data = report.to_json()
         data["window"] = window_json

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -35,6 +36,7 @@ from gpusession.core.rates import (
     usd_to_minor,
 )
 from gpusession.core.session import PACKAGE_DAYS, check_days, check_lots
+from gpusession.core.window import PackageWindow, local_str
 
 __all__ = [
     "CENT", "NOT_IN_RATES", "RATES_FILENAME", "GpuRate", "Rates", "format_usd", "load_rates",
@@ -271,15 +273,21 @@ class ExtensionOption:
     new_total_usd_minor: int | None
     new_per_accepted: CostPerAccepted
     missing_reason: str | None = None
+    new_end_utc: datetime | None = None
+    new_end_local: str | None = None
 
     def line(self) -> str:
         head = f"  +{self.days} days × {self.lots} lot(s): "
         if self.price_usd_minor is None:
-            return head + f"price {NOT_IN_RATES}"
-        text = f"{head}{format_usd(self.price_usd_minor)} → total {format_usd(self.new_total_usd_minor)}"
-        per = self.new_per_accepted.per_accepted_usd_minor
-        if per is not None:
-            text += f", {format_usd(per)} per accepted deliverable"
+            text = head + f"price {NOT_IN_RATES}"
+        else:
+            text = (f"{head}{format_usd(self.price_usd_minor)} → total "
+                    f"{format_usd(self.new_total_usd_minor)}")
+            per = self.new_per_accepted.per_accepted_usd_minor
+            if per is not None:
+                text += f", {format_usd(per)} per accepted deliverable"
+        if self.new_end_local is not None:
+            text += f"; would end {self.new_end_local}"
         return text
 
 
@@ -370,6 +378,7 @@ class CostReport:
                     "new_total_usd_minor": e.new_total_usd_minor,
                     "new_cost_per_accepted_usd_minor": e.new_per_accepted.per_accepted_usd_minor,
                     "missing_reason": e.missing_reason,
+                    "new_end": e.new_end_utc.isoformat() if e.new_end_utc else None,
                 }
                 for e in self.extensions
             ],
@@ -390,6 +399,8 @@ def cost_report(
     accepted_source: str | None = None,
     extensions: bool = True,
     notes: Sequence[str] = (),
+    window: PackageWindow | None = None,
+    tz: tzinfo | None = None,
 ) -> CostReport:
     """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
 
@@ -401,6 +412,9 @@ def cost_report(
         accepted_source: where the count comes from, shown beside it.
         extensions: include the 3/7/30-day extension options × current lots.
         notes: extra lines (e.g. the package window) shown before the K5 line.
+        window: the package window now (S6); when its end is known, each extension
+            option says when the extended package would end (shown in ``tz``).
+        tz: the zone for that end time (default: local).
 
     Raises:
         BadInput: bad lots/days/accepted or a malformed plan. An unknown model is *not*
@@ -415,12 +429,15 @@ def cost_report(
         if prices and all(p is not None for p in prices):
             plan_cost = sum(p for p in prices if p is not None)
     opts: list[ExtensionOption] = []
+    end = window.end_utc if window is not None else None
     if extensions and total.gpu_known:
         for d in PACKAGE_DAYS:
             ext = package_total(rates, gpu_model, d, lots)
             new_total = (None if ext.total_usd_minor is None or total.total_usd_minor is None
                          else total.total_usd_minor + ext.total_usd_minor)
+            new_end = end + timedelta(days=d) if end is not None else None
             opts.append(ExtensionOption(d, lots, ext.total_usd_minor, new_total,
-                                        cost_per_accepted(new_total, accepted), ext.missing_reason))
+                                        cost_per_accepted(new_total, accepted), ext.missing_reason,
+                                        new_end, local_str(new_end, tz) if new_end else None))
     return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
                       accepted_source, tuple(notes))

@@ -171,14 +171,14 @@ def amounts_match(expected: str, given: str) -> bool:
     return expected == given
 
 
-def _text(value: Any, fld: str, *, required: bool = True) -> str | None:
+def _text(value: Any, fld: str, *, required: bool = True, address: bool = False) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
             raise BadInput("required; expected a non-empty value", field=fld)
         return None
     if not isinstance(value, str):
         raise BadInput(f"expected text, got {value!r}", field=fld)
-    check_no_secret(value, field=fld)
+    check_no_secret(value, field=fld, address=address)
     return value.strip()
 
 
@@ -358,7 +358,7 @@ def new_payment_order(
     a = _text(asset, "asset")
     n = _text(network, "network")
     amt = check_amount(amount.strip() if isinstance(amount, str) else amount)
-    dest = _text(destination, "destination")
+    dest = _text(destination, "destination", address=True)
     if expires_at.tzinfo is None:
         raise BadInput("expected an expiry with UTC offset", field="expires")
     expires_at = expires_at.astimezone(timezone.utc)
@@ -439,6 +439,9 @@ def record_event(
                         "confirms receipt, and the GPU is provisioned separately (S2)")
     elif amount is not None:
         check_amount(amount)
+    if state == "ordered" and current.order is None:
+        warnings.append("no order recorded: record its number, GPU, lots and days with "
+                        "`gpusession order NAME set` so deviations can be noted against it (S5)")
     if state in ("gpu-provisioned", "access-received") and not current.paid:
         warnings.append("provisioning is separate from payment: payment is not confirmed by "
                         "provider tracking (S2)")

@@ -7,7 +7,8 @@ private key. :func:`check_no_secret` refuses text that looks like one:
 * a BIP-39 mnemonic: a run of 12 or more consecutive words (12/15/18/21/24 is the
   standard length) all from the standard English wordlist (the ``mnemonic`` package,
   the reference implementation's list), whatever the separators or numbering;
-* a 64-hex-digit private key (with or without ``0x``);
+* a 64-hex-digit private key (with or without ``0x``), except in a destination address
+  (some chains write addresses that way);
 * a Bitcoin WIF private key or an extended private key (``xprv…``/``tprv…``).
 
 A transaction hash is also 64 hex digits and cannot be told apart from a key: the
@@ -51,8 +52,13 @@ def longest_wordlist_run(text: str) -> int:
     return best
 
 
-def find_secret(text: str) -> str | None:
+def find_secret(text: str, *, address: bool = False) -> str | None:
     """Why ``text`` looks like a secret, or ``None`` when it does not.
+
+    Args:
+        text: the text to check.
+        address: the text is a destination address; some chains (Sui, Aptos) write
+            addresses as ``0x`` + 64 hex digits, so the 64-hex rule is not applied.
 
     Returns:
         An explanation (without the secret itself).
@@ -64,7 +70,7 @@ def find_secret(text: str) -> str | None:
         return (f"it contains {run} consecutive words from the BIP-39 wordlist, which looks like "
                 "a wallet seed phrase (mnemonic); a seed phrase gives full control of the wallet "
                 "and must never be written in a session file")
-    if _HEX64_RE.search(text):
+    if not address and _HEX64_RE.search(text):
         return ("it contains 64 hexadecimal digits, which looks like a private key; keys must "
                 "never be written in a session file (for a transaction hash, keep only its "
                 "first and last 8 characters)")
@@ -76,18 +82,19 @@ def find_secret(text: str) -> str | None:
     return None
 
 
-def check_no_secret(text: str | None, *, field: str) -> None:
+def check_no_secret(text: str | None, *, field: str, address: bool = False) -> None:
     """Raise :class:`BadInput` when ``text`` looks like a seed phrase or private key.
 
     Args:
         text: any free text or field value a person typed (``None`` passes).
         field: the field name, for the one-line error.
+        address: a destination address (see :func:`find_secret`).
 
     Raises:
         BadInput: with the reason; nothing is written by the caller.
     """
     if text is None:
         return
-    reason = find_secret(text)
+    reason = find_secret(text, address=address)
     if reason is not None:
         raise BadInput(f"refused: {reason}; nothing was written", field=field)
