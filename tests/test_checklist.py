@@ -352,3 +352,25 @@ def test_s1_cli_checklist_bad_input_exits_2(run_cli) -> None:
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     assert run_cli("checklist", "nosuch").returncode == 2
+
+
+def test_device_evidence_uses_the_run_engines_environment_table(session: Session) -> None:
+    session.results.append(_row(experiment_id="sweep", driver_version=None))
+    session.data["experiments"] = {"sweep": {"workload": "synthetic-mlp", "environment": {
+        "gpu_uuid": "GPU-5f3a-77", "driver_version": "550.54.15", "cuda_visible_devices": "1"}}}
+    session.save()
+    dev = cl.collect_evidence(session, nvml=FakeNvml([], fail=True), now=T0)["g6.device-check"]
+    assert "UUID GPU-5f3a-77" in dev and "driver 550.54.15" in dev
+    assert "CUDA_VISIBLE_DEVICES=1" in dev
+
+
+def test_order_match_after_a_cpu_run_says_nothing_to_compare(session: Session) -> None:
+    session.results.append(_row(device="cpu", gpu_model=None, gpu_count=0, peak_reserved_bytes=None))
+    ev = cl.collect_evidence(session, nvml=FakeNvml([], fail=True), now=T0)["g5.order-match"]
+    assert "no GPU observed" in ev and "device cpu" in ev and "DEVIATION" not in ev
+
+
+def test_s5_order_match_from_last_run_when_nvml_is_missing(session: Session) -> None:
+    session.results.append(_row(gpu_model="NVIDIA RTX A5000", gpu_count=1))
+    ev = cl.collect_evidence(session, nvml=FakeNvml([], fail=True), now=T0)["g5.order-match"]
+    assert ev.startswith("matches") and "(last run)" in ev

@@ -196,6 +196,8 @@ def test_s4_cli_manifest_and_verify_copy(run_cli, sessions_root: Path, deliverab
     assert data["matches"] is False and data["missing"] == ["README.txt"]
     missing_dir = run_cli("verify-copy", str(man), str(tmp_path / "nowhere"))
     assert missing_dir.returncode == 2 and "Traceback" not in missing_dir.stderr
+    tech = run_cli("manifest", "visuals-test-01", "--deliverables", str(sessions_root))
+    assert tech.returncode == 2 and "technical files" in tech.stderr
     out_exists = run_cli("manifest", "visuals-test-01", "--deliverables", str(deliverables),
                          "--out", str(man))
     assert out_exists.returncode == 2 and "--force" in out_exists.stderr

@@ -185,6 +185,13 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     folder = Path(args.deliverables)
     if not folder.is_dir():
         raise BadInput("not a folder (expected the folder of approved deliverables)", path=folder)
+    sess_dir = s.folder.resolve()
+    if folder.resolve() == sess_dir or sess_dir.is_relative_to(folder.resolve()):
+        raise BadInput(
+            "holds the session's technical files; name a folder with only the approved "
+            "deliverables (seed 003 §8: deliverables apart from technical files)",
+            path=folder,
+        )
     if args.out:
         res = write_manifest(folder, Path(args.out), force=args.force)
     else:
