@@ -9,8 +9,9 @@ never crashes because another part of gpusession is missing.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from types import ModuleType
 from typing import Any
@@ -32,6 +33,8 @@ class UiContext:
             blocking ``run()``; ``None``: :class:`gpusession.bench.runner.Runner`.
         poll_s: memory refresh period in seconds; ``0`` samples once (snapshots).
         tz: zone for local times shown (``None``: the machine's zone; UTC in tests).
+        write_lock: held around every read-modify-write of a session TOML, so the
+            evidence thread and a key press never overwrite each other's change (S7).
     """
 
     session: Session
@@ -41,6 +44,7 @@ class UiContext:
     runner_factory: Callable[..., Any] | None = None
     poll_s: float = 1.0
     tz: tzinfo | None = None
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def now(self) -> datetime:
         return self.clock()

@@ -38,7 +38,7 @@ class FakeGpu:
     uuid: str = "GPU-5f1c0a2e-0000-4000-8000-00000000a500"
     total_bytes: int = 24 * GIB
     used_bytes: int = 3 * GIB
-    processes: list[tuple[int, int]] = field(default_factory=lambda: [(4242, 2 * GIB)])
+    processes: list[tuple[int, int]] = field(default_factory=lambda: [(99999999, 2 * GIB)])
 
 
 class FakeNvml:
@@ -109,3 +109,117 @@ def fixed_host_memory() -> Any:
         swap_used_bytes=512 * MIB,
         cgroup_limit_bytes=48 * GIB,
     )
+
+
+@dataclass
+class FakeOutcome:
+    """What :class:`FakeRunner` returns: rows written and whether it ran to the end."""
+
+    experiment_id: str
+    rows: int
+    complete: bool
+    cancelled: bool
+
+
+class FakeRunner:
+    """A runner with the real one's shape: blocking ``run()``, events, cancel at boundaries.
+
+    It walks the experiment's schedule (``bench.plan.schedule``), sleeps ``step_s`` per
+    run, appends one deterministic row per run to the session's results CSV, emits
+    ``progress`` / ``row`` / ``finished`` events and stops at the next run boundary once
+    ``cancel`` is set (H-12). No torch, no subprocess.
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        experiment_id: str,
+        on_event: Any,
+        cancel: Any,
+        *,
+        step_s: float = 0.0,
+        accepted: bool = True,
+    ) -> None:
+        self.session = session
+        self.experiment_id = experiment_id
+        self.on_event = on_event
+        self.cancel = cancel
+        self.step_s = step_s
+        self.accepted = accepted
+        self.boundaries_checked = 0
+
+    @classmethod
+    def factory(cls, step_s: float = 0.0, **kw: Any) -> Any:
+        """A ``runner_factory`` for :func:`gpusession.ui.app.build_app`."""
+
+        def make(session: Any, experiment_id: str, on_event: Any, cancel: Any) -> FakeRunner:
+            return cls(session, experiment_id, on_event, cancel, step_s=step_s, **kw)
+
+        return make
+
+    def run(self) -> FakeOutcome:
+        import time
+
+        from gpusession.bench.plan import get_experiment, schedule
+        from gpusession.core.results import ResultRow
+
+        exp = get_experiment(self.session, self.experiment_id)
+        runs = schedule(exp)
+        done = 0
+        for sr in runs:
+            self.boundaries_checked += 1
+            if self.cancel.is_set():
+                break
+            if self.step_s:
+                time.sleep(self.step_s)
+            value = sr.variant_id.rsplit("-", 1)[-1]
+            batch = int(value) if value.isdigit() else 1
+            elapsed = round((0.5 if sr.phase == "cold" else 0.1) / batch + 0.001 * sr.run_index, 6)
+            row = ResultRow(
+                experiment_id=exp.id, variant_id=sr.variant_id, corpus_revision="sha256:eval-1",
+                device="cpu", phase=sr.phase, run_index=sr.run_index, batch=batch,
+                expected_ids=1000, observed_ids=1000, ids_match=True, format_valid=True,
+                quality_metric="macro_f1", quality_threshold=0.9, quality_tolerance=0.01,
+                quality_value=0.95 if self.accepted else 0.5, corpus_accepted=self.accepted,
+                elapsed_seconds=elapsed,
+            )
+            self.session.results.append(row)
+            done += 1
+            self.on_event({"event": "row", "row": row})
+            self.on_event({"event": "progress", "done": done, "total": len(runs),
+                           "variant_id": sr.variant_id, "phase": sr.phase})
+        out = FakeOutcome(exp.id, done, done == len(runs), self.cancel.is_set())
+        self.on_event({"event": "finished", "outcome": out})
+        return out
+
+
+#: The fixed "now" of tests and snapshots, and the package start two days before it.
+FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+FIXED_START = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc)
+
+
+def make_session(
+    root: Any,
+    name: str = "visuals-test-01",
+    *,
+    experiment: bool = True,
+    runs: int = 5,
+) -> Any:
+    """A session with the seed's package (RTX A5000, 1 lot, 7 days) and ``batch-sweep``.
+
+    Deterministic (fixed dates) so snapshots do not move. The experiment is batch
+    1/4/8, ``runs`` measured runs per variant, 2 warm-up, interleaved, scope processing.
+    """
+    from gpusession.core.session import Package, Session
+
+    s = Session.create(root, name, package=Package("RTX A5000", 1, 7, FIXED_START), now=FIXED_START)
+    if experiment:
+        from gpusession.bench.plan import Experiment, define_experiment
+
+        define_experiment(
+            s,
+            Experiment(id="batch-sweep", workload="bbc-news", varied="batch", values=(1, 4, 8),
+                       runs_per_variant=runs, warmup_iterations=2, order="interleaved",
+                       scope="processing"),
+        )
+    return s

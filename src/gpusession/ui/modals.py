@@ -17,12 +17,33 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select
+from textual.widgets import Button, Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+
+class Choice(OptionList):
+    """A list of choices; the highlighted one is the value.
+
+    Used instead of ``Select``, whose pop-up closes on Escape (H-11: a split arrow key
+    could read as Escape). Up/down move, the value follows the highlight.
+    """
+
+    def __init__(self, choices: tuple[str, ...], value: str, **kw: Any) -> None:
+        super().__init__(*[Option(c, id=c) for c in choices], **kw)
+        self._initial = value if value in choices else choices[0]
+
+    def on_mount(self) -> None:
+        self.highlighted = self.get_option_index(self._initial)
+
+    @property
+    def value(self) -> str:
+        opt = self.highlighted_option
+        return str(opt.id) if opt is not None else self._initial
 
 
 @dataclass(frozen=True)
 class Field:
-    """One form field: ``choices`` makes it a Select, otherwise an Input."""
+    """One form field: ``choices`` makes it a :class:`Choice`, otherwise an Input."""
 
     name: str
     label: str
@@ -53,12 +74,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
             for f in self.fields:
                 yield Label(f.label, classes="form-label")
                 if f.choices:
-                    yield Select(
-                        [(c, c) for c in f.choices],
-                        value=f.value if f.value in f.choices else f.choices[0],
-                        allow_blank=False,
-                        id=f"field-{f.name}",
-                    )
+                    yield Choice(f.choices, f.value, id=f"field-{f.name}", classes="choice")
                 else:
                     yield Input(f.value, placeholder=f.placeholder, id=f"field-{f.name}")
             with Horizontal(id="form-buttons"):

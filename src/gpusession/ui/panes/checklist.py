@@ -140,7 +140,8 @@ class ChecklistPane(Vertical):
         if mod is None:
             return
         try:
-            ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml)
+            with self.ctx.write_lock:  # it writes checklist.toml (and order.toml, S5)
+                ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml, now=self.ctx.now())
         except Exception as exc:
             ev = {"_error": f"evidence not collected: {exc}"}
         self.post_message(self.EvidenceCollected(dict(ev)))
@@ -155,7 +156,8 @@ class ChecklistPane(Vertical):
         mod, _ = need("core.checklist", *CORE)
         if item is None or mod is None:
             return
-        mod.set_done(self.ctx.session, item.id, not item.done)
+        with self.ctx.write_lock:
+            mod.set_done(self.ctx.session, item.id, not item.done)
         self.post_message(self.ItemToggled(item.id, not item.done))
         self.reload()
 
@@ -169,7 +171,8 @@ class ChecklistPane(Vertical):
             if result is None or mod is None:
                 return
             try:
-                mod.set_note(self.ctx.session, item.id, result["note"])
+                with self.ctx.write_lock:
+                    mod.set_note(self.ctx.session, item.id, result["note"])
             except Exception as exc:
                 self.notify(str(exc), title="note not saved", severity="error")
                 return
@@ -191,7 +194,8 @@ class ChecklistPane(Vertical):
             if stage.isdigit():
                 stage = int(stage)
             try:
-                mod.add_item(self.ctx.session, stage, result["text"].strip())
+                with self.ctx.write_lock:
+                    mod.add_item(self.ctx.session, stage, result["text"].strip())
             except Exception as exc:
                 self.notify(str(exc), title="item not added", severity="error")
                 return

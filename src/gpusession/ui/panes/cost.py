@@ -16,9 +16,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, OptionList, Static
 
 from gpusession.ui.context import UiContext, need
+from gpusession.ui.modals import Choice
 
 DAYS = ("3", "7", "30")
 
@@ -62,19 +63,20 @@ class CostPane(Vertical):
             yield Label(" lots ")
             yield Input(str(pkg.lots or 1), id="cost-lots", type="integer")
             yield Label(" days ")
-            yield Select([(d, d) for d in DAYS], value=str(pkg.days) if str(pkg.days) in DAYS else "7", allow_blank=False, id="cost-days")
+            yield Choice(DAYS, str(pkg.days or 7), id="cost-days")
         with Horizontal(id="cost-form2"):
             yield Label("plan (days per task) ")
             yield Input("", placeholder="0.25,1,1,0.5,0.5", id="cost-plan")
             yield Button("Save as package", id="cost-save")
-        with VerticalScroll(id="cost-out"):
+        yield Static("tab: edit a field (recomputed as you type); enter: done, keys 1–6 work again", classes="status")
+        with VerticalScroll(id="cost-out", can_focus=True):
             yield Static("", id="cost-report")
 
     def on_mount(self) -> None:
         self.recompute()
 
     def focus_main(self) -> None:
-        self.query_one("#cost-lots", Input).focus()
+        self.query_one("#cost-out").focus()
 
     def reload(self) -> None:
         self.recompute()
@@ -82,7 +84,7 @@ class CostPane(Vertical):
     def _inputs(self) -> tuple[str, str, str, str]:
         gpu = self.query_one("#cost-gpu", Input).value.strip()
         lots = self.query_one("#cost-lots", Input).value.strip()
-        days = str(self.query_one("#cost-days", Select).value)
+        days = self.query_one("#cost-days", Choice).value
         plan = self.query_one("#cost-plan", Input).value.strip()
         return gpu, lots, days, plan
 
@@ -118,9 +120,13 @@ class CostPane(Vertical):
         self.post_message(self.Recomputed(list(self.lines)))
 
     @on(Input.Changed)
-    @on(Select.Changed)
+    @on(OptionList.OptionHighlighted)
     def _changed(self) -> None:
         self.recompute()
+
+    @on(Input.Submitted)
+    def _done_editing(self) -> None:
+        self.focus_main()
 
     @on(Button.Pressed, "#cost-save")
     def save_package(self) -> None:

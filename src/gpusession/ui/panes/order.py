@@ -129,10 +129,11 @@ class OrderPane(Vertical):
             if result is None:
                 return
             try:
-                warnings = mod.record_event(
-                    self.ctx.session, result["state"], source=result["source"], note=result["note"],
-                    at=self.ctx.now(), amount=result["amount"].strip() or None,
-                )
+                with self.ctx.write_lock:
+                    warnings = mod.record_event(
+                        self.ctx.session, result["state"], source=result["source"], note=result["note"],
+                        at=self.ctx.now(), amount=result["amount"].strip() or None,
+                    )
             except Exception as exc:
                 self.notify(str(exc), title="event not recorded", severity="error")
                 return
@@ -162,11 +163,12 @@ class OrderPane(Vertical):
                 return
             now = self.ctx.now()
             try:
-                _, warnings = mod.new_payment_order(
-                    self.ctx.session, asset=result["asset"], network=result["network"],
-                    amount=result["amount"], destination=result["destination"],
-                    expires_at=parse_expiry(result["expires"], now), now=now,
-                )
+                with self.ctx.write_lock:
+                    _, warnings = mod.new_payment_order(
+                        self.ctx.session, asset=result["asset"], network=result["network"],
+                        amount=result["amount"], destination=result["destination"],
+                        expires_at=parse_expiry(result["expires"], now), now=now,
+                    )
             except Exception as exc:
                 self.notify(str(exc), title="payment order not recorded", severity="error")
                 return
@@ -197,11 +199,12 @@ class OrderPane(Vertical):
             if result is None:
                 return
             try:
-                mod.set_order(
-                    self.ctx.session, number=result["number"], gpu_model=result["gpu"],
-                    lots=int(result["lots"]), days=int(result["days"]),
-                    preparation=result["preparation"] or None, at=self.ctx.now(),
-                )
+                with self.ctx.write_lock:
+                    mod.set_order(
+                        self.ctx.session, number=result["number"], gpu_model=result["gpu"],
+                        lots=int(result["lots"]), days=int(result["days"]),
+                        preparation=result["preparation"] or None, at=self.ctx.now(),
+                    )
             except Exception as exc:
                 self.notify(str(exc), title="order not recorded", severity="error")
                 return

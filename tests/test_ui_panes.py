@@ -1,0 +1,462 @@
+"""Pilot tests of the TUI (issue 6): keys, saved state, messages posted, words on screen.
+
+Every app is built by the factory the CLI uses (``build_app``) with a fixed clock, a fake
+NVML, a fixed host reading and, where a run is involved, a fake runner (no torch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent
+
+from gpusession.core.checklist import load_checklist
+from gpusession.core.results import ResultRow
+from gpusession.ui.app import build_app
+from gpusession.ui.fakes import (
+    FIXED_NOW,
+    FakeClock,
+    FakeNvml,
+    FakeRunner,
+    fixed_host_memory,
+    make_session,
+)
+from gpusession.ui.panes.checklist import ChecklistPane
+from gpusession.ui.panes.memory import MemoryPane
+from gpusession.ui.panes.run import RunPane
+
+SIZE = (80, 24)
+
+
+def app_for(session: Any, **kw: Any) -> Any:
+    kw.setdefault("clock", FakeClock(FIXED_NOW))
+    kw.setdefault("nvml", FakeNvml())
+    kw.setdefault("host_memory", fixed_host_memory)
+    kw.setdefault("poll_s", 0)
+    kw.setdefault("tz", timezone.utc)
+    return build_app(session, **kw)
+
+
+def text_of(app: Any, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def unique(messages: Any) -> list[Any]:
+    """The message hook sees a bubbling message once per node; keep each once."""
+    out: list[Any] = []
+    for m in messages:
+        if not any(m is o for o in out):
+            out.append(m)
+    return out
+
+
+async def settle(pilot: Any, app: Any) -> None:
+    await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.05)
+
+
+@pytest.fixture
+def session(sessions_root: Path) -> Any:
+    return make_session(sessions_root)
+
+
+# -- screen, header, keys --------------------------------------------------------------
+def test_s6_header_shows_name_gpu_window_and_order(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            head = text_of(app, "#session-header")
+            assert "session visuals-test-01" in head
+            assert "GPU: 1× NVIDIA RTX A5000" in head
+            # start 11-27 09:00 + 7 days = 12-04 09:00; now 11-29 12:00 → 4d 21h left
+            assert "7-day package, ends 12-04 09:00 UTC, 4d 21h 00m left" in head
+            assert "order: no order recorded" in head
+            app.ctx.clock.advance(86400)
+            app.screen.header.refresh_line()
+            assert "3d 21h 00m left" in text_of(app, "#session-header")
+
+    asyncio.run(go())
+
+
+def test_h07_no_nvml_says_why_and_still_shows_host_memory(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session, nvml=FakeNvml(fail="NVML Shared Library Not Found"))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("3")
+            assert "CPU only" in text_of(app, "#session-header")
+            gpu = text_of(app, "#mem-gpu")
+            assert "no NVIDIA driver found" in gpu and "Host memory is still shown" in gpu
+            assert "Host RAM   used 20.00 GiB of 64.00 GiB" in text_of(app, "#mem-host")
+            assert "container limit 48.00 GiB" in text_of(app, "#mem-host")
+
+    asyncio.run(go())
+
+
+def test_keys_1_to_6_switch_panes_and_focus_them(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            tabs = app.screen.query_one(TabbedContent)
+            for key, tab in zip("234561", ("run", "memory", "validation", "order", "cost", "checklist"), strict=True):
+                await pilot.press(key)
+                await pilot.pause()
+                assert tabs.active == tab
+                pane = app.screen.pane(tab)
+                node = app.focused
+                while node is not None and node is not pane:
+                    node = node.parent
+                assert node is pane, f"focus not inside {tab}"
+
+    asyncio.run(go())
+
+
+def test_h11_no_escape_binding_anywhere_and_quit_is_the_only_priority(session: Any) -> None:
+    from gpusession.ui import modals, screens
+    from gpusession.ui.app import GpuSessionApp
+    from gpusession.ui.panes import checklist, cost, memory, order, run, validation
+
+    classes = [GpuSessionApp, screens.MainScreen, modals.FormModal, checklist.ChecklistPane,
+               run.RunPane, memory.MemoryPane, validation.ValidationPane, order.OrderPane, cost.CostPane]
+    for cls in classes:
+        for b in cls.__dict__.get("BINDINGS", []):
+            assert "escape" not in b.key.split(","), f"{cls.__name__} binds escape"
+            assert b.id, f"{cls.__name__} binding {b.key} has no id"
+            if b.priority:
+                assert b.action == "quit"
+
+    async def go() -> None:  # and at run time, every widget of the main screen
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            nodes = [app, app.screen, *app.screen.walk_children()]
+            for node in nodes:
+                for key in node._bindings.key_to_bindings:
+                    assert key != "escape", f"{node!r} binds escape"
+
+    asyncio.run(go())
+    assert GpuSessionApp.ESCAPE_TO_MINIMIZE is False
+    assert screens.MainScreen.ESCAPE_TO_MINIMIZE is False
+
+
+# -- checklist ---------------------------------------------------------------------------
+def test_s1_space_toggles_done_saved_at_once_and_message_posted(session: Any) -> None:
+    seen: list[Any] = []
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await settle(pilot, app)
+            first = load_checklist(session)[0]
+            assert not first.done
+            await pilot.press("space")
+            await pilot.pause()
+            assert load_checklist(session)[0].done  # on disk already, no save step
+            assert "[x] done" in str(app.screen.query_one(OptionList).get_option(first.id).prompt)
+            await pilot.press("space")
+            await pilot.pause()
+            assert not load_checklist(session)[0].done
+
+    asyncio.run(go())
+    toggles = unique(m for m in seen if isinstance(m, ChecklistPane.ItemToggled))
+    assert [(m.done) for m in toggles] == [True, False]
+
+
+def test_s1_n_edits_note_in_modal_and_saves(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("down", "n")
+            await pilot.pause()
+            box = app.screen.query_one("#field-note", Input)
+            box.value = ""
+            await pilot.press(*"reviewer: Anna, by friday")
+            await pilot.press("enter")
+            await pilot.pause()
+            second = load_checklist(session)[1]
+            assert second.note == "reviewer: Anna, by friday"
+            assert "note: reviewer: Anna, by friday" in str(
+                app.screen.query_one(OptionList).get_option(second.id).prompt
+            )
+
+    asyncio.run(go())
+
+
+# -- run ---------------------------------------------------------------------------------------
+def test_h12_keys_answered_during_run_cancel_at_boundary_poller_runs(session: Any) -> None:
+    seen: list[Any] = []
+    made: list[FakeRunner] = []
+
+    def factory(s: Any, exp_id: str, on_event: Any, cancel: Any) -> FakeRunner:
+        r = FakeRunner(s, exp_id, on_event, cancel, step_s=0.25)
+        made.append(r)
+        return r
+
+    async def go() -> None:
+        app = app_for(session, runner_factory=factory, poll_s=0.1)
+        async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+            await pilot.pause(0.1)
+            await pilot.press("2")
+            run_pane = app.screen.pane("run")
+            mem = app.screen.pane("memory")
+            await pilot.press("r")
+            await pilot.pause(0.05)
+            assert run_pane.running
+            samples_at_start = mem.samples
+            tabs = app.screen.query_one(TabbedContent)
+            worst = 0.0
+            for key in "3232":  # keys while the run works (18 runs × 0.25 s ≈ 4.5 s)
+                t0 = time.perf_counter()
+                await pilot.press(key)
+                worst = max(worst, time.perf_counter() - t0)
+                assert tabs.active == {"3": "memory", "2": "run"}[key]
+                assert run_pane.running, "the run ended before the keys were answered"
+            # a blocked event loop would answer only after the whole run (≈ 4.5 s);
+            # 1.5 s leaves room for a slow, shared 2-core machine
+            assert worst < 1.5, f"a key took {worst:.2f} s during the run"
+            while len(run_pane.rows) < 3:
+                await pilot.pause(0.05)
+            await pilot.press("c")
+            rows_at_cancel = len(run_pane.rows)
+            while run_pane.running:
+                await pilot.pause(0.05)
+            assert mem.samples > samples_at_start + 3, "memory poller stopped during the run"
+            assert len(run_pane.rows) <= rows_at_cancel + 1  # stops at the next boundary
+            status = str(run_pane.query_one("#run-status", Static).render())
+            assert "cancelled at a run boundary — partial result, marked incomplete" in status
+
+    asyncio.run(go())
+    finished = unique(m for m in seen if isinstance(m, RunPane.RunFinished))
+    assert len(finished) == 1 and finished[0].cancelled and finished[0].outcome.complete is False
+    assert any(isinstance(m, RunPane.RunRequested) for m in seen)
+    landed = unique(m for m in seen if isinstance(m, RunPane.RowLanded))
+    assert 3 <= len(landed) < 18
+    assert made[0].cancel.is_set()
+
+
+def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "r")
+            await settle(pilot, app)
+            run_pane = app.screen.pane("run")
+            assert not run_pane.running
+            assert run_pane.view == "run-summary"
+            table = run_pane.query_one("#run-summary-table", DataTable)
+            rows = [table.get_row_at(i) for i in range(table.row_count)]
+            assert [(r[0], r[1], r[2]) for r in rows] == [
+                ("batch-1", "cold", "1"), ("batch-1", "warm", "5"),
+                ("batch-4", "cold", "1"), ("batch-4", "warm", "5"),
+                ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
+            ]
+            assert all(r[5] == "none" for r in rows)
+            assert rows[1][3] == "0.1030"  # median of 0.101..0.105
+            assert rows[1][4] == "0.1010–0.1050"
+            live = run_pane.query_one("#run-rows", DataTable)
+            assert live.row_count == 18
+            assert live.get_row_at(0)[6] == "accepted"
+            assert len(run_pane.query(".duration-spark")) == 3
+            assert "run finished — complete" in str(run_pane.query_one("#run-status", Static).render())
+
+    asyncio.run(go())
+
+
+# -- memory --------------------------------------------------------------------------------------
+def test_m2_m3_h04_allocator_figures_labelled_never_added_never_cache(session: Any) -> None:
+    gib = 1024**3
+    session.results.append(ResultRow(
+        experiment_id="batch-sweep", variant_id="batch-8", phase="warm", run_index=5, device="cuda:0",
+        baseline_allocated_bytes=1 * gib, baseline_reserved_bytes=2 * gib,
+        peak_allocated_bytes=3 * gib, peak_reserved_bytes=5 * gib, elapsed_seconds=0.1,
+    ))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("3")
+            alloc = text_of(app, "#mem-alloc")
+            gpu = text_of(app, "#mem-gpu")
+            assert "PyTorch allocator, this process only" in alloc
+            assert "peak allocated     3.00 GiB" in alloc and "peak reserved      5.00 GiB" in alloc
+            assert "8.00 GiB" not in alloc  # allocated + reserved is never shown (M2)
+            assert "2.00 GiB" in alloc  # baseline reserved, on its own
+            assert "cache" not in (alloc + gpu).lower()  # M2
+            assert "other processes" in alloc and "outside the" in alloc  # M3
+            assert "device total used 3.00 GiB of 24.00 GiB" in gpu  # H-04 / NVML label
+
+    asyncio.run(go())
+
+
+def test_m4_cpu_run_allocator_not_measured(session: Any) -> None:
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                     run_index=1, device="cpu", elapsed_seconds=0.2))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            assert "not measured" in text_of(app, "#mem-alloc")
+            assert "0 B" not in text_of(app, "#mem-alloc")
+
+    asyncio.run(go())
+
+
+def test_h05_gpus_identified_by_uuid_with_processes(session: Any) -> None:
+    from gpusession.ui.fakes import FakeGpu
+
+    gpus = [FakeGpu(name="NVIDIA H200", uuid="GPU-aaaa"), FakeGpu(name="NVIDIA H200", uuid="GPU-bbbb", processes=[])]
+
+    async def go() -> None:
+        app = app_for(session, nvml=FakeNvml(gpus, as_bytes=True))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            gpu = text_of(app, "#mem-gpu")
+            assert "GPU 0 NVIDIA H200 (GPU-aaaa)" in gpu and "GPU 1 NVIDIA H200 (GPU-bbbb)" in gpu
+            assert "pid 99999999" in gpu and "no compute process seen by NVML" in gpu
+            assert "NVIDIA driver 535.104.05" in gpu  # bytes from old bindings (H-06)
+            assert "GPU: 2× NVIDIA H200" in text_of(app, "#session-header")
+
+    asyncio.run(go())
+
+
+def test_memory_poller_samples_on_its_own_timer(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session, poll_s=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(0.6)
+            mem = app.screen.query_one(MemoryPane)
+            assert mem.samples >= 4
+            assert len(mem._host_hist) == mem.samples
+
+    asyncio.run(go())
+
+
+# -- validation --------------------------------------------------------------------------------
+def test_v1_validation_pane_states_in_words_and_distinct_corpora(session: Any) -> None:
+    base = dict(experiment_id="batch-sweep", phase="warm", quality_metric="macro_f1",
+                quality_threshold=0.9, quality_tolerance=0.01, expected_ids=1000, observed_ids=1000)
+    session.results.append(ResultRow(variant_id="batch-1", run_index=1, corpus_revision="c1", ids_match=True,
+                                     format_valid=True, quality_value=0.95, corpus_accepted=True, **base))
+    session.results.append(ResultRow(variant_id="batch-1", run_index=2, corpus_revision="c1", ids_match=True,
+                                     format_valid=True, quality_value=0.95, corpus_accepted=True, **base))
+    session.results.append(ResultRow(variant_id="batch-4", run_index=1, corpus_revision="c2", ids_match=False,
+                                     format_valid=True, quality_value=0.5, corpus_accepted=False, **base))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("4")
+            t = app.screen.query_one("#val-table", DataTable)
+            rows = [t.get_row_at(i) for i in range(t.row_count)]
+            assert tuple(rows[0][1:]) == ("match", "valid", "met", "accepted")
+            assert tuple(rows[2][1:]) == ("mismatch", "valid", "not met", "rejected")
+            assert "distinct accepted corpora in this session: 1" in text_of(app, "#val-status")
+            await pilot.press("down", "down")
+            detail = text_of(app, "#val-detail")
+            assert "REJECTED" in detail and "margin -0.3900" in detail
+
+    asyncio.run(go())
+
+
+# -- order -----------------------------------------------------------------------------------------
+def test_s2_s3_payment_sent_is_not_confirmed_and_countdown_moves(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "p")
+            await pilot.pause()
+            for name, value in (("asset", "USDT"), ("network", "TRC20"), ("amount", "55.00"),
+                                ("destination", "TXyz123"), ("expires", "30")):
+                app.screen.query_one(f"#field-{name}", Input).value = value
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            text = text_of(app, "#order-text")
+            assert "exactly 55.00 USDT on network TRC20" in text and "expires in 30m" in text
+            assert "payment order issued — not paid" in text_of(app, "#session-header")
+            app.ctx.clock.advance(600)
+            app.screen.pane("order").redraw()
+            assert "expires in 20m" in text_of(app, "#order-text")
+            await pilot.press("e")  # default: payment-sent by you
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert "payment sent — not confirmed" in text_of(app, "#session-header")
+            assert "NOT confirmed" in text_of(app, "#order-warnings")
+            assert "paid (provider tracking)" not in text_of(app, "#session-header")
+
+    asyncio.run(go())
+
+
+# -- cost --------------------------------------------------------------------------------------------
+def test_k3_cost_recomputes_on_edit_and_needs_accepted_count(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("6")
+            out = text_of(app, "#cost-report")
+            assert "55.00 USD" in out and "not shown" in out  # K3: no accepted count → package only
+            lots = app.screen.query_one("#cost-lots", Input)
+            lots.value = "2"
+            await pilot.pause()
+            assert "= 110.00 USD" in text_of(app, "#cost-report")
+            app.screen.query_one("#cost-plan", Input).value = "0.25,1,1,0.5,0.5"
+            await pilot.pause()
+            assert "3.25" in text_of(app, "#cost-report")
+
+    asyncio.run(go())
+
+
+def test_k4_cost_per_accepted_uses_distinct_corpora(session: Any) -> None:
+    for i in range(5):  # five repetitions of one corpus = one deliverable
+        session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                         run_index=i + 1, corpus_revision="c1", corpus_accepted=True))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            out = text_of(app, "#cost-report")
+            assert "Accepted deliverables: 1 distinct" in out
+            assert "55.00 USD" in out
+
+    asyncio.run(go())
+
+
+# -- palette ---------------------------------------------------------------------------------------
+def test_palette_lists_every_action_and_runs_them(session: Any) -> None:
+    from gpusession.ui.palette import ACTIONS, GpuSessionCommands
+
+    titles = [a[0] for a in ACTIONS]
+    for needed in ("Run experiment", "Validate", "New payment order", "Record order event", "Export report"):
+        assert any(t.startswith(needed) for t in titles)
+
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            provider = GpuSessionCommands(app.screen)
+            found = [h.text async for h in provider.discover()]
+            assert found == titles
+            hits = [h async for h in provider.search("run exp")]
+            assert hits and hits[0].text == "Run experiment"
+            hits[0].command()
+            await settle(pilot, app)
+            assert app.screen.query_one(TabbedContent).active == "run"
+            assert len(app.screen.pane("run").rows) == 18
+
+    asyncio.run(go())
