@@ -36,8 +36,8 @@ def _record_problems(rec: pl.DataFrame, classes: pl.Series) -> pl.DataFrame:
     return rec.with_columns(
         problem=pl.coalesce(
             "problem",
-            pl.when(rid == "").then(pl.lit("empty ID")),
-            pl.when(label == "").then(pl.lit("empty label")),
+            pl.when(rid.is_null() | (rid == "")).then(pl.lit("empty ID")),
+            pl.when(label.is_null() | (label == "")).then(pl.lit("empty label")),
             pl.when(label.is_not_null() & ~label.is_in(classes.implode())).then(
                 pl.format('label "{}" is not a declared class', _shown("label"))
             ),
@@ -88,7 +88,8 @@ def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
 def _duplicates(frame: pl.DataFrame, where: str) -> pl.DataFrame:
     """IDs appearing more than once in ``frame``: id, found_in, count, first lines (V3)."""
     return (
-        frame.filter(pl.col("id").is_duplicated())
+        frame.filter(pl.col("id").hash().is_duplicated())  # cheap pre-filter on the hash,
+        .filter(pl.col("id").is_duplicated())  # then exact on the strings
         .group_by("id", maintain_order=True)
         .agg(
             count=pl.len().cast(pl.Int64),

@@ -1,0 +1,92 @@
+"""``gpusession validate`` through a subprocess: exit codes 0 / 3 / 2, JSON, session archive."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from gpusession.core.session import Session
+from gpusession.core.tomlio import read_toml
+
+Run = Callable[..., CompletedProcess[str]]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text("id,label\n001,a\n002,a\n003,b\n004,b\n005,b\n")
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps({"id": f"00{i}", "label": lab}) + "\n" for i, lab in
+                            zip(range(1, 6), "aabbb", strict=True)))
+    h13 = tmp_path / "h13.jsonl"
+    h13.write_text("".join(json.dumps({"id": f"00{i}", "label": lab}) + "\n" for i, lab in
+                           zip(range(1, 6), "aabbc", strict=True)))
+    return {"corpus": corpus, "good": good, "h13": h13, "tmp": tmp_path}
+
+
+def test_v1_cli_accepted_exits_0_with_readable_verdict(run_cli: Run, files: dict[str, Path]) -> None:
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("corpus ACCEPTED")
+    for word in ("IDs      PASS", "format   PASS", "quality  PASS", "overlap  SKIP"):
+        assert word in p.stdout
+    assert "taken from the corpus labels because --classes was not given" in p.stdout
+
+
+def test_h13_cli_undeclared_class_rejects_with_exit_3(run_cli: Run, files: dict[str, Path]) -> None:
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]), "--classes", "a,b")
+    assert p.returncode == 3, p.stderr
+    assert p.stdout.startswith("corpus REJECTED: format failed")
+    assert 'line 5: label "c" is not a declared class' in p.stdout
+
+
+def test_h13_cli_json_with_declared_c_gives_macro_f1_0_6(run_cli: Run, files: dict[str, Path]) -> None:
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]),
+                "--classes", "a,b,c", "--threshold", "0.6", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads(p.stdout)
+    assert data["quality"]["macro_f1"] == pytest.approx(0.6)
+    assert data["label_set"] == ["a", "b", "c"] and data["corpus_accepted"] is True
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]),
+                "--classes", "a,b,c", "--threshold", "0.7", "--tolerance", "0.05")
+    assert p.returncode == 3 and "quality  FAIL" in p.stdout
+
+
+def test_v7_cli_train_overlap_rejects(run_cli: Run, files: dict[str, Path]) -> None:
+    train = files["tmp"] / "train.txt"
+    train.write_text("003\nt9\n")
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--train-ids", str(train))
+    assert p.returncode == 3
+    assert "overlap  FAIL" in p.stdout and "'003' is in both evaluation and training" in p.stdout
+
+
+def test_cli_unusable_input_exits_2_with_one_line(run_cli: Run, files: dict[str, Path]) -> None:
+    p = run_cli("validate", "--corpus", str(files["tmp"] / "missing.csv"), "--output", str(files["good"]))
+    assert p.returncode == 2 and "file not found" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--threshold", "2")
+    assert p.returncode == 2 and "threshold" in p.stderr
+    ids = files["tmp"] / "ids.txt"
+    ids.write_text("001\n")
+    p = run_cli("validate", "--corpus", str(ids), "--output", str(files["good"]))
+    assert p.returncode == 2 and "--classes" in p.stderr
+
+
+def test_v8_cli_session_archives_report_without_overwriting(
+    run_cli: Run, files: dict[str, Path], sessions_root: Path
+) -> None:
+    Session.create(sessions_root, "demo")
+    args = ("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--session", "demo")
+    assert run_cli(*args).returncode == 0
+    p = run_cli(*args)
+    assert p.returncode == 0 and "report written" in p.stdout
+    folder = sessions_root / "demo" / "validation"
+    assert (folder / "validate-good.toml").exists() and (folder / "validate-good-2.toml").exists()
+    assert (folder / "validate-good-2.missing.csv").exists()
+    assert read_toml(folder / "validate-good.toml")["corpus_accepted"] is True
+    events = [r for r in Session.open(sessions_root, "demo").read_journal() if r["event"] == "validation"]
+    assert [e["report"] for e in events] == ["validation/validate-good.toml", "validation/validate-good-2.toml"]
+    assert events[0]["corpus_accepted"] is True

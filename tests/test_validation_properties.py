@@ -1,0 +1,100 @@
+"""Properties of corpus validation, checked with hypothesis (issue 4; V1-V3, V6)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import accuracy_score, f1_score
+
+from gpusession.core.validation import Protocol, load_expected, validate_output
+from gpusession.core.validation_report import ValidationReport
+
+CLASSES = ("a", "b", "c", "d")
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# IDs: short strings, including look-alikes ("007" / "7"), spaces and non-ASCII.
+ids_st = st.lists(
+    st.text(alphabet="07ab é", min_size=1, max_size=5).filter(lambda s: "\n" not in s),
+    min_size=1,
+    max_size=30,
+    unique=True,
+)
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> tuple[list[str], list[str], list[str]]:
+    """(ids, references, predictions) with every ID predicted once."""
+    ids = draw(ids_st)
+    refs = draw(st.lists(st.sampled_from(CLASSES), min_size=len(ids), max_size=len(ids)))
+    preds = draw(st.lists(st.sampled_from(CLASSES), min_size=len(ids), max_size=len(ids)))
+    return ids, refs, preds
+
+
+def check(ids: list[str], refs: list[str], out_rows: list[tuple[str, str]], **proto: object) -> ValidationReport:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        corpus = folder / "corpus.jsonl"
+        corpus.write_text("".join(json.dumps({"id": i, "label": r}) + "\n" for i, r in zip(ids, refs, strict=True)))
+        out = folder / "out.jsonl"
+        out.write_text("".join(json.dumps({"id": i, "label": p}) + "\n" for i, p in out_rows))
+        protocol = Protocol(classes=CLASSES, **proto)  # type: ignore[arg-type]
+        return validate_output(out, load_expected(corpus), protocol)
+
+
+def verdict(r: ValidationReport) -> tuple[object, ...]:
+    return (r.ids_match, r.format_valid, r.quality_met, r.corpus_accepted, r.missing_count, r.extra_count,
+            r.duplicate_output_count, r.quality_value)
+
+
+@SETTINGS
+@given(data=corpora(), seed=st.randoms(use_true_random=False))
+def test_v2_permuting_output_lines_never_changes_the_verdict(data: tuple[list[str], list[str], list[str]], seed) -> None:  # type: ignore[no-untyped-def]
+    ids, refs, preds = data
+    rows = list(zip(ids, preds, strict=True))
+    shuffled = rows[:]
+    seed.shuffle(shuffled)
+    a, b = check(ids, refs, rows, threshold=0.5), check(ids, refs, shuffled, threshold=0.5)
+    assert verdict(a)[:-1] == verdict(b)[:-1]
+    assert a.quality_value is not None and b.quality_value is not None
+    assert abs(a.quality_value - b.quality_value) < 1e-12
+
+
+@SETTINGS
+@given(data=corpora(), pick=st.integers(min_value=0), where=st.integers(min_value=0))
+def test_v3_adding_one_duplicate_always_rejects(data: tuple[list[str], list[str], list[str]], pick: int, where: int) -> None:
+    ids, refs, preds = data
+    rows = list(zip(ids, refs, strict=True))  # perfect predictions: accepted before
+    assert check(ids, refs, rows, threshold=0.0).corpus_accepted
+    dup = rows[pick % len(rows)]
+    rows.insert(where % (len(rows) + 1), dup)
+    r = check(ids, refs, rows, threshold=0.0)
+    assert not r.corpus_accepted and not r.ids_match and r.duplicate_output_count == 1
+    assert r.missing_count == 0 and r.extra_count == 0  # sets equal, still rejected
+
+
+@SETTINGS
+@given(data=corpora(), pick=st.integers(min_value=0))
+def test_v2_dropping_one_id_always_rejects(data: tuple[list[str], list[str], list[str]], pick: int) -> None:
+    ids, refs, _ = data
+    rows = list(zip(ids, refs, strict=True))
+    dropped = rows.pop(pick % len(rows))
+    r = check(ids, refs, rows, threshold=0.0)
+    assert not r.corpus_accepted and not r.ids_match
+    assert r.missing_ids["id"].to_list() == [dropped[0]]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=corpora())
+def test_v6_macro_f1_and_accuracy_equal_scikit_learn(data: tuple[list[str], list[str], list[str]]) -> None:
+    ids, refs, preds = data
+    r = check(ids, refs, list(zip(ids, preds, strict=True)), threshold=0.0)
+    want = f1_score(refs, preds, labels=list(CLASSES), average="macro", zero_division=0)
+    assert r.macro_f1 is not None and abs(r.macro_f1 - want) < 1e-12
+    assert r.accuracy is not None and abs(r.accuracy - accuracy_score(refs, preds)) < 1e-12
+    per = f1_score(refs, preds, labels=list(CLASSES), average=None, zero_division=0)
+    assert [round(c.f1, 12) for c in r.per_class] == [round(float(x), 12) for x in per]
+    assert r.label_set == CLASSES
