@@ -134,7 +134,10 @@ def test_s4_symlink_out_of_folder_is_skipped_not_followed(deliverables: Path, tm
 
 def test_s4_manifest_with_escaping_path_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "m.csv"
-    for path in ("../etc/passwd", "/etc/passwd", "a/../../x", "C:/Windows/x"):
+    escaping = ["../etc/passwd", "/etc/passwd", "a/../../x"]
+    if os.name == "nt":
+        escaping += ["C:/Windows/x", "..\\x", "\\x"]
+    for path in escaping:
         bad.write_text(f"path,size_bytes,sha256\n{path},1,{'0' * 64}\n", encoding="utf-8")
         with pytest.raises(BadInput, match="escapes|absolute"):
             read_manifest(bad)
@@ -201,3 +204,31 @@ def test_s4_cli_manifest_and_verify_copy(run_cli, sessions_root: Path, deliverab
     out_exists = run_cli("manifest", "visuals-test-01", "--deliverables", str(deliverables),
                          "--out", str(man))
     assert out_exists.returncode == 2 and "--force" in out_exists.stderr
+
+
+# -- property: any file name survives the manifest round trip --------------------------
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAME = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+    min_size=1, max_size=40,
+).filter(lambda n: n not in (".", "..") and len(n.encode("utf-8")) < 200)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(_NAME, min_size=1, max_size=5, unique=True), data=st.binary(max_size=64))
+@example(names=["a\\b", "C:x", " lead ", 'q"uote,', "new\nline", "NA", "null"], data=b"")
+def test_s4_any_file_name_round_trips(tmp_path: Path, names: list[str], data: bytes) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        root = Path(tmp) / "d"
+        root.mkdir()
+        for n in names:
+            (root / n).write_bytes(data + n.encode("utf-8"))
+        out = Path(tmp) / "manifest.csv"
+        write_manifest(root, out)
+        assert sorted(e.path for e in read_manifest(out)) == sorted(names)
+        check = verify_copy(out, root)
+        assert check.ok and sorted(check.matching) == sorted(names)

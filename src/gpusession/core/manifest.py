@@ -242,13 +242,20 @@ def write_manifest(
 def check_relative(path_text: str, *, manifest: Path | None = None, line: int | None = None) -> str:
     """Refuse an absolute path or one that escapes the folder (S4).
 
+    Paths are POSIX (``/``). On Windows a backslash is a separator too, so ``..\\x``
+    and ``\\x`` are refused there; on POSIX a backslash is an ordinary character of a
+    file name.
+
     Raises:
-        BadInput: empty, absolute (``/x``, ``C:\\x``), or containing a ``..`` part.
+        BadInput: empty, absolute (``/x``; ``C:x`` and ``\\x`` on Windows), or with
+            a ``..`` part.
     """
     if not path_text:
         raise BadInput("empty path", path=manifest, line=line, field="path")
-    p = PurePosixPath(path_text.replace("\\", "/"))
-    if p.is_absolute() or re.match(r"^[A-Za-z]:", path_text):
+    windows = os.name == "nt"
+    text = path_text.replace("\\", "/") if windows else path_text
+    p = PurePosixPath(text)
+    if p.is_absolute() or (windows and re.match(r"^[A-Za-z]:", path_text)):
         raise BadInput(f"absolute path {path_text!r}; expected a path relative to the folder",
                        path=manifest, line=line, field="path")
     if ".." in p.parts:
