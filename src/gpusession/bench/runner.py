@@ -179,6 +179,7 @@ class Runner:
         self._revisions: dict[str, Any] = {}
         self._done = 0
         self._total = 0
+        self._worker_died = False
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: str, **fields: Any) -> None:
@@ -270,7 +271,7 @@ class Runner:
                     break
         ran_all = self._done == self._total
         self.outcome.cancelled = self.cancel.is_set() and not ran_all
-        self.outcome.completed = ran_all and not self.outcome.cancelled
+        self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
         if self.outcome.completed:
             s_event = "experiment_finished"
         else:
@@ -280,6 +281,7 @@ class Runner:
             runs_done=self._done, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
             message=(None if self.outcome.completed else
                      f"incomplete: {self._done} of {self._total} runs done"
+                     + (" (a worker died or timed out)" if self._worker_died else "")
                      + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")),
         )
         _ = stopped
@@ -350,6 +352,7 @@ class Runner:
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         w = _Worker([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
         s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
+        self._emit("worker_started", worker=name, pid=w.proc.pid)
         by_key = {r.run_key: r for r in group}
         load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
         load_index = self._load_index(exp, load_variant)
@@ -358,6 +361,7 @@ class Runner:
         finished_keys: set[str] = set()
         deadline = time.monotonic() + exp.run_timeout_s
         timed_out = False
+        last_incident: str | None = None
         ok = True
         while True:
             try:
@@ -411,6 +415,7 @@ class Runner:
             elif kind == "incident":
                 msg = (f"{ev.get('where', 'worker')}: {ev.get('error_type')}: {ev.get('message')}"
                        + (" (out of memory)" if ev.get("oom") else ""))
+                last_incident = msg
                 self._incident(f"worker {name}: {msg}", trace=ev.get("trace"))
                 if ev.get("where") == "load":
                     self._append(self._base_row(exp).replace(
@@ -425,10 +430,12 @@ class Runner:
         s.journal("worker_exited", experiment_id=exp.id, worker=name, exit=describe_exit(code))
         died = code != 0
         if died or timed_out:
+            self._worker_died = True
             how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
                    else describe_exit(code))
             last = w.last_stderr()
-            detail = f"worker {name} {how}" + (f"; last stderr: {last}" if last else "")
+            detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
+                      + (f"; last stderr: {last}" if last else ""))
             if in_flight is not None:
                 self._failed_row(exp, in_flight, f"incident: {detail} during this run")
                 finished_keys.add(in_flight.run_key)

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -342,6 +343,15 @@ def _empty_cache(dev: TorchDevice) -> None:
             pass
 
 
+_PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")
+
+
+def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
+    """Replace ``{batch}``, ``{output}``, ``{corpus}``, ``{context}`` only; other braces
+    (e.g. a Python ``-c`` snippet's dict) are left as they are."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
+
+
 def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     """A plain command timed as a whole process (full-chain; no torch here)."""
     exp = spec["experiment"]
@@ -362,7 +372,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
                   "context": run.get("context") or ""}
-        argv = [a.format(**values) for a in argv_t]
+        argv = [fill_placeholders(a, values) for a in argv_t]
         t0 = time.perf_counter_ns()
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False)
         elapsed = (time.perf_counter_ns() - t0) / 1e9

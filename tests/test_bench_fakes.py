@@ -1,0 +1,83 @@
+"""Fake workloads and helpers for the run-launcher tests (no test functions here).
+
+The worker imports these as ``test_bench_fakes:<Factory>`` (the tests put this folder on
+``PYTHONPATH``), so the harness is exercised end to end without the demo model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+class OutOfMemoryError(RuntimeError):
+    """Same name as ``torch.cuda.OutOfMemoryError``; the worker recognises OOM by it."""
+
+
+class Echo:
+    """Predicts the first word of each text; logs every predict batch size to a file.
+
+    Params: ``log`` (path for ``{"phase_hint", "batch"}`` lines), ``oom_batch`` (raise
+    OutOfMemoryError on this batch size), ``fail_batch`` (raise ValueError),
+    ``sleep_s`` (per predict call), ``marker`` (file written when predict starts),
+    ``chatty`` (print to stdout: must not break the protocol).
+    """
+
+    classes = ["a", "b"]
+
+    def __init__(self, log: str | None = None, oom_batch: int | None = None,
+                 fail_batch: int | None = None, sleep_s: float = 0.0, marker: str | None = None,
+                 chatty: bool = False, **_: Any) -> None:
+        self.log = Path(log) if log else None
+        self.oom_batch = oom_batch
+        self.fail_batch = fail_batch
+        self.sleep_s = sleep_s
+        self.marker = Path(marker) if marker else None
+        self.chatty = chatty
+        self.context_limit: int | None = None
+
+    def revisions(self) -> dict[str, str]:
+        return {"model_revision": "echo-1", "tokenizer_revision": "split-1"}
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        self.context_limit = context_limit
+        if self.chatty:
+            print("loading echo workload {not json}")
+
+    def predict(self, texts: list[str]) -> list[str]:
+        if self.marker is not None and not self.marker.exists():
+            self.marker.write_text(str(os.getpid()))
+        if self.log is not None:
+            with open(self.log, "a") as fh:
+                fh.write(json.dumps({"batch": len(texts)}) + "\n")
+        if self.oom_batch is not None and len(texts) == self.oom_batch:
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if self.fail_batch is not None and len(texts) == self.fail_batch:
+            raise ValueError("bad batch")
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        if self.chatty:
+            print("predicting", len(texts))
+        return [t.split()[0] if t.split() else "a" for t in texts]
+
+
+def write_corpus(path: Path, n: int = 8, words: int = 5) -> Path:
+    """A JSONL corpus of ``n`` texts labelled a/b; each text has ``words`` words."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        for i in range(n):
+            label = "a" if i % 2 == 0 else "b"
+            text = " ".join([label] + ["w"] * (words - 1))
+            fh.write(json.dumps({"id": f"t-{i:03d}", "text": text, "label": label}) + "\n")
+    return path
+
+
+def with_tests_on_path(monkeypatch: Any) -> None:
+    """Let worker subprocesses import this module."""
+    old = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR) + (os.pathsep + old if old else ""))

@@ -1,0 +1,270 @@
+"""Runner + worker end to end with fake workloads (R2-R10 failures, H-03, H-12, M4, M5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_bench_fakes import with_tests_on_path, write_corpus
+
+from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.bench.runner import Runner, describe_exit
+from gpusession.core.session import Package, Session
+
+PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
+
+
+def _session(root: Path) -> Session:
+    return Session.create(root, "t", package=Package("RTX A5000", 1, 7))
+
+
+def _exp(session: Session, **kw: Any) -> Experiment:
+    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=kw.pop("n", 8), words=5)
+    params = {"log": str(session.folder / "predict.log"), **kw.pop("params", {})}
+    base: dict[str, Any] = dict(
+        id="e", workload="test_bench_fakes:Echo", corpus=str(corpus.relative_to(session.folder)),
+        varied="batch", values=(2, 4), runs_per_variant=2, warmup_iterations=1,
+        protocol=PROTOCOL, params=params, device="cpu",
+    )
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_tests_on_path(monkeypatch)
+
+
+def _events(session: Session, name: str) -> list[dict[str, Any]]:
+    return [r for r in session.read_journal() if r.get("event") == name]
+
+
+def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, params={"chatty": True})
+    events: list[dict[str, Any]] = []
+    out = Runner(s, exp.id, on_event=events.append).run()
+    assert out.completed and not out.cancelled and out.incidents == []
+    rows = s.results.rows()
+    phases = [r.phase for r in rows]
+    # 2 cold workers + 1 warm worker: one load row each (R3)
+    assert phases.count("load") == 3 and phases.count("cold") == 2 and phases.count("warm") == 4
+    warm = [r for r in rows if r.phase == "warm"]
+    assert all(r.corpus_accepted is True and r.ids_match is True for r in warm)
+    assert all(r.warmup_iterations == 1 for r in warm)  # R4: count stored
+    assert [r.variant_id for r in warm] == ["batch-2", "batch-4", "batch-2", "batch-4"]  # R5
+    assert s.data["experiments"]["e"]["drawn_order"] == ["batch-2", "batch-4", "batch-2", "batch-4"]
+    assert all(r.elapsed_seconds is not None and r.elapsed_seconds > 0 for r in rows)
+    # M4: CPU → memory cells empty, not 0
+    assert all(r.peak_allocated_bytes is None and r.baseline_reserved_bytes is None for r in rows)
+    assert (s.runs_dir / "e" / "batch-4" / "warm-2.jsonl").exists()  # V8: outputs archived
+    assert (s.validation_dir / "e" / "batch-4" / "warm-2.toml").exists()
+    # rows appended as each run finished: journal run_finished precedes the next run_started
+    kinds = [r["event"] for r in s.read_journal() if r["event"] in ("run_started", "run_finished")]
+    assert kinds == ["run_started", "run_finished"] * 6
+    assert not (s.folder / ".run.lock").exists()
+    assert {e["event"] for e in events} >= {"progress", "row", "loaded", "finished", "environment"}
+    assert events[-1]["event"] == "finished"
+
+
+def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(2, 8), cold_runs_per_variant=0, runs_per_variant=1, warmup_iterations=2)
+    Runner(s, exp.id).run()
+    sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
+    # corpus of 8: batch 2 → 4 calls of 2; batch 8 → 1 call of 8. Warm-up: 2 iterations each.
+    assert sorted(set(sizes)) == [2, 8]
+    assert sizes.count(8) == 2 + 1 and sizes.count(2) == 4 * (2 + 1)
+    env = s.data["environment"]
+    assert env["cudnn_benchmark"] in (True, False)  # recorded
+
+
+def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(2, 8), runs_per_variant=1, params={"oom_batch": 8})
+    out = Runner(s, exp.id).run()
+    rows = {(r.phase, r.variant_id): r for r in s.results.rows() if r.phase != "load"}
+    bad = rows[("warm", "batch-8")]
+    assert bad.elapsed_seconds is None and bad.corpus_accepted is False
+    assert bad.notes and "out of memory" in bad.notes and "OutOfMemoryError" in bad.notes
+    assert rows[("cold", "batch-8")].elapsed_seconds is None
+    assert rows[("warm", "batch-2")].elapsed_seconds is not None  # the other variant still ran
+    assert out.completed  # every run ran; failures kept
+    assert any("out of memory" in i for i in out.incidents)
+
+
+def test_r7_exception_in_workload_keeps_row(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=0, params={"fail_batch": 4})
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 2
+    assert all(r.elapsed_seconds is None and "ValueError: bad batch" in (r.notes or "") for r in warm)
+
+
+def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
+    sessions_root: Path, fakes: None, tmp_path: Path
+) -> None:
+    s = _session(sessions_root)
+    marker = tmp_path / "started"
+    exp = _exp(s, values=(8,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
+               params={"sleep_s": 30, "marker": str(marker)})
+    pids: list[int] = []
+
+    def on_event(ev: dict[str, Any]) -> None:
+        if ev["event"] == "worker_started":
+            pids.append(ev["pid"])
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(pids[0], signal.SIGKILL)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    out = Runner(s, exp.id, on_event=on_event).run()
+    t.join()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1
+    assert warm[0].elapsed_seconds is None and warm[0].corpus_accepted is False
+    assert "SIGKILL" in (warm[0].notes or "")
+    assert not out.completed
+    assert _events(s, "experiment_incomplete")
+    # the journal closes the run, so reopening does not add a second recovered row
+    Session.open(sessions_root, "t")
+    assert len([r for r in s.results.rows() if r.phase == "warm"]) == 1
+
+
+def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(8,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
+               params={"sleep_s": 30}, run_timeout_s=8.0)
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert warm[0].elapsed_seconds is None
+    assert "timed out after 8 s" in (warm[0].notes or "")
+
+
+def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(2, 4), runs_per_variant=5, cold_runs_per_variant=0, warmup_iterations=0)
+    cancel = threading.Event()
+    seen: list[int] = []
+
+    def on_event(ev: dict[str, Any]) -> None:
+        seen.append(threading.get_ident())
+        if ev["event"] == "row" and ev["row"].phase == "warm" and ev["row"].run_index == 2:
+            cancel.set()  # at run 3 of 10
+
+    result: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: result.update(out=Runner(s, exp.id, on_event=on_event,
+                                                                   cancel=cancel).run()))
+    th.start()
+    th.join(timeout=120)
+    out = result["out"]
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 3  # the run that finished the cancel request ran; no more
+    assert all(r.elapsed_seconds is not None for r in warm)  # nothing cut mid-run
+    assert out.cancelled and not out.completed
+    inc = _events(s, "experiment_incomplete")
+    assert inc and "cancelled" in inc[-1]["message"]
+    assert set(seen) == {th.ident}  # events come from the runner's thread, not the caller's
+
+
+def test_r9_truncation_counted_and_noted(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, context_limit=3)
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"][0]
+    assert warm.context == 3
+    assert "truncated 8 of 8 inputs at the context limit of 3 tokens" in (warm.notes or "")
+
+
+def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
+    Runner(s, exp.id).run()
+    s.reload()
+    env = s.data["environment"]
+    import platform
+
+    assert env["python_version"] == platform.python_version()
+    assert env["device"] == "cpu" and env["gpu_count"] == 0
+    assert "runtime_version" not in env  # empty on CPU, never "CUDA None" (H-07)
+    assert "torch_version" in env and "concurrent_load" in env
+    row = [r for r in s.results.rows() if r.phase == "warm"][0]
+    assert row.python_version == env["python_version"] and row.torch_version == env["torch_version"]
+    assert row.runtime_version is None and row.device == "cpu" and row.gpu_count == 0
+    assert row.model_revision == "echo-1" and row.tokenizer_revision == "split-1"
+    assert row.corpus_revision and len(row.corpus_revision) == 64
+    assert row.lots == 1 and row.duration_days == 7
+
+
+def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=1, warmup_iterations=0)
+    Runner(s, exp.id).run()
+    Runner(s, exp.id).run()
+    warm = [r.run_index for r in s.results.rows() if r.phase == "warm"]
+    assert warm == [1, 2, 3, 4]
+    assert (s.runs_dir / "e" / "batch-4" / "warm-4.jsonl").exists()
+    loads = [(r.variant_id, r.run_index) for r in s.results.rows() if r.phase == "load"]
+    assert loads == [("batch-4", 1), ("all", 1), ("batch-4", 2), ("all", 2)]
+
+
+def test_r2_full_chain_scope_writes_outputs_inside_the_timed_work(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, scope="full-chain")
+    Runner(s, exp.id).run()
+    assert s.data["experiments"]["e"]["scope"] == "full-chain"
+    warm = [r for r in s.results.rows() if r.phase == "warm"][0]
+    assert warm.corpus_accepted is True
+
+
+def test_command_workload_timed_as_whole_process(sessions_root: Path) -> None:
+    s = _session(sessions_root)
+    script = (
+        "import json,sys; src,out,b=sys.argv[1:4];"
+        "recs=[json.loads(l) for l in open(src)];"
+        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
+    )
+    exp = _exp(s, workload="command", values=(4,), runs_per_variant=1, cold_runs_per_variant=0,
+               scope="full-chain",
+               params={"command": [sys.executable, "-c", script, "{corpus}", "{output}", "{batch}"]})
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"][0]
+    assert warm.elapsed_seconds is not None and warm.corpus_accepted is True
+    assert warm.peak_allocated_bytes is None
+
+
+def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Path) -> None:
+    s = _session(sessions_root)
+    _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
+    code = (
+        "import sys; from pathlib import Path;"
+        "from gpusession.core.session import Session; from gpusession.bench.runner import Runner;"
+        "import gpusession.commands.run_cmds;"
+        f"s=Session.open(Path({str(sessions_root)!r}), 't'); Runner(s, 'e').run();"
+        "print('torch' in sys.modules)"
+    )
+    env = dict(os.environ)
+    tests_dir = str(Path(__file__).resolve().parent)
+    env["PYTHONPATH"] = tests_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert len(s.results.rows()) == 2  # the worker (which does import torch) did run
+
+
+def test_describe_exit_names_signals() -> None:
+    assert describe_exit(-9) == "killed by signal SIGKILL (9)"
+    assert describe_exit(3) == "exited with code 3"
