@@ -36,13 +36,14 @@ from gpusession.core.rates import (
     usd_to_minor,
 )
 from gpusession.core.session import PACKAGE_DAYS, check_days, check_lots
-from gpusession.core.window import PackageWindow, local_str
+from gpusession.core.window import PackageWindow, local_str, package_window
 
 __all__ = [
     "CENT", "NOT_IN_RATES", "RATES_FILENAME", "GpuRate", "Rates", "format_usd", "load_rates",
     "normalize_model", "round_half_up_cents", "usd_to_minor", "NO_PROJECTION_LINE",
     "PackageTotal", "package_total", "PlanCoverage", "parse_plan", "plan_coverage",
     "CostPerAccepted", "cost_per_accepted", "ExtensionOption", "CostReport", "cost_report",
+    "PackageWindow", "package_window",
 ]
 
 NO_PROJECTION_LINE = (
