@@ -30,11 +30,14 @@ def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32")
 
 
 class SyntheticMlp:
-    """Args: ``width`` (features), ``depth`` (layers), ``seed``."""
+    """Args: ``width`` (features), ``depth`` (layers), ``seed``, ``rows_per_input``
+    (rows of the random input per text; the forward batch is ``len(texts)·rows``)."""
 
     classes = ["x"]
 
-    def __init__(self, width: int = 1024, depth: int = 4, seed: int = 0, **_: Any) -> None:
+    def __init__(self, width: int = 1024, depth: int = 4, seed: int = 0, rows_per_input: int = 1,
+                 **_: Any) -> None:
+        self.rows = int(rows_per_input)
         self.width = int(width)
         self.depth = int(depth)
         self.seed = int(seed)
@@ -54,7 +57,7 @@ class SyntheticMlp:
         return [self.device]
 
     def expected_memory(self, batch: int) -> dict[str, int]:
-        return expected_memory(self.width, self.depth, batch, self.precision)
+        return expected_memory(self.width, self.depth, batch * self.rows, self.precision)
 
     def count_truncated(self, texts: list[str]) -> int:
         return 0
@@ -62,7 +65,7 @@ class SyntheticMlp:
     def predict(self, texts: list[str]) -> list[str]:
         assert self.model is not None, "load() first"
         p = next(self.model.parameters())
-        x = torch.randn(len(texts), self.width, device=p.device, dtype=p.dtype)
+        x = torch.randn(len(texts) * self.rows, self.width, device=p.device, dtype=p.dtype)
         with torch.inference_mode():
             self.model(x)
         return ["x"] * len(texts)

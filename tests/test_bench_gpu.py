@@ -1,0 +1,131 @@
+"""Run launcher on a real GPU (skipped with the reason where torch sees none), and the
+synthetic-mlp workload's expected memory on CPU."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.bench.runner import Runner
+from gpusession.bench.workloads.synthetic_mlp import expected_memory
+from gpusession.core.session import Package, Session
+
+
+def _mlp(session: Session, device: str, **kw: Any) -> Experiment:
+    base: dict[str, Any] = dict(
+        id="mlp", workload="synthetic-mlp", corpus=None, varied="batch", values=(64, 256),
+        runs_per_variant=2, warmup_iterations=1, cold_runs_per_variant=1, device=device,
+        params={"width": 1024, "depth": 4, "n_inputs": 512},
+    )
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))
+
+
+def test_m1_synthetic_mlp_expected_bytes_computed_beside_measurement() -> None:
+    e = expected_memory(width=1024, depth=4, batch=64, precision="fp32")
+    assert e["parameter_bytes"] == 4 * (1024 * 1024 + 1024) * 4
+    assert e["activation_bytes"] == 2 * 64 * 1024 * 4
+    assert expected_memory(1024, 4, 64, "bf16")["parameter_bytes"] == e["parameter_bytes"] // 2
+
+
+def test_m4_synthetic_mlp_on_cpu_keeps_memory_cells_empty(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "m", package=Package("RTX A5000", 1, 7))
+    exp = _mlp(s, "cpu", values=(64,), runs_per_variant=1, cold_runs_per_variant=0,
+               params={"width": 256, "depth": 2, "n_inputs": 128})
+    out = Runner(s, exp.id).run()
+    assert out.completed
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert warm[0].elapsed_seconds is not None and warm[0].peak_allocated_bytes is None
+    fin = [r for r in s.read_journal() if r["event"] == "run_finished"]
+    assert fin[0]["expected_memory"]["parameter_bytes"] == 2 * (256 * 256 + 256) * 4
+
+
+@pytest.mark.gpu
+def test_h01_r8_gpu_harness_matches_cuda_events_and_beats_unsynchronized() -> None:
+    import torch
+
+    from gpusession.bench.timing import SyncTimer, TorchCudaOps
+
+    dev = "cuda:0"
+    a = torch.randn(8192, 8192, device=dev)
+    b = torch.randn(8192, 8192, device=dev)
+    a @ b
+    torch.cuda.synchronize(dev)
+    ops = TorchCudaOps(torch)
+    timer = SyncTimer([dev], ops, event_factory=ops.event_pair(dev))
+    t0 = time.perf_counter_ns()
+    a @ b
+    unsync = (time.perf_counter_ns() - t0) / 1e9
+    torch.cuda.synchronize(dev)
+    m = timer.measure(lambda: a @ b)
+    assert m.event_elapsed_s is not None
+    assert m.elapsed_s >= 0.95 * m.event_elapsed_s  # never faster than the work
+    assert m.elapsed_s > unsync  # the unsynchronized reading misses the work
+    assert m.peak_allocated_bytes is not None and m.peak_allocated_bytes >= 3 * 8192 * 8192 * 4
+
+
+@pytest.mark.gpu
+def test_m1_r10_gpu_run_fills_memory_cells_and_environment(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "g", package=Package("RTX A5000", 1, 7))
+    exp = _mlp(s, "cuda")
+    out = Runner(s, exp.id).run()
+    assert out.completed, out.incidents
+    params_bytes = expected_memory(1024, 4, 64)["parameter_bytes"]
+    rows = s.results.rows()
+    for r in rows:
+        if r.phase == "load":
+            assert r.peak_allocated_bytes is not None and r.peak_allocated_bytes >= params_bytes
+            continue
+        assert r.elapsed_seconds is not None
+        assert r.baseline_allocated_bytes is not None and r.baseline_allocated_bytes >= params_bytes
+        assert r.peak_allocated_bytes is not None and r.peak_allocated_bytes >= r.baseline_allocated_bytes
+        assert r.peak_reserved_bytes is not None and r.peak_reserved_bytes >= r.peak_allocated_bytes
+        assert r.device is not None and r.device.startswith("cuda:")
+        assert r.runtime_version and r.runtime_version.split()[0] in ("CUDA", "HIP")
+        assert "None" not in r.runtime_version  # H-07
+        assert r.gpu_count == 1 and r.gpu_model
+    env = s.data["environment"]
+    assert env["gpus_used"] == [env["device"]]
+    assert "cudnn_benchmark" in env
+    if not env.get("nvml_reason"):
+        assert env.get("driver_version") and env.get("gpu_uuid")  # H-06, H-05
+
+
+@pytest.mark.gpu
+def test_r7_gpu_oom_is_a_failed_row_and_the_other_variant_runs(sessions_root: Path) -> None:
+    import torch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    s = Session.create(sessions_root, "o", package=Package("RTX A5000", 1, 7))
+    # rows chosen so batch 1 needs half the device (input + output) and batch 8 twice it
+    # for its input alone
+    rows = max(1, int(total // (4096 * 4) // 4))
+    exp = _mlp(s, "cuda", values=(1, 8), runs_per_variant=1, cold_runs_per_variant=0,
+               warmup_iterations=0,
+               params={"width": 4096, "depth": 1, "n_inputs": 8, "rows_per_input": rows})
+    out = Runner(s, exp.id).run()
+    warm = {r.variant_id: r for r in s.results.rows() if r.phase == "warm"}
+    assert warm["batch-8"].elapsed_seconds is None
+    assert "out of memory" in (warm["batch-8"].notes or "")
+    assert warm["batch-1"].elapsed_seconds is not None
+    assert out.completed
+
+
+@pytest.mark.gpu
+def test_h02_gpu_second_device_synchronized_by_name() -> None:
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs (H-02: work on cuda:1 while cuda:0 is current)")
+    from gpusession.bench.timing import SyncTimer, TorchCudaOps
+
+    a = torch.randn(8192, 8192, device="cuda:1")
+    torch.cuda.set_device(0)
+    timer = SyncTimer(["cuda:0", "cuda:1"], TorchCudaOps(torch),
+                      event_factory=TorchCudaOps(torch).event_pair("cuda:1"))
+    m = timer.measure(lambda: a @ a)
+    assert m.event_elapsed_s is not None and m.elapsed_s >= 0.95 * m.event_elapsed_s
