@@ -35,11 +35,11 @@ from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.validation_io import (
     ParsedRecords,
     parse_csv,
-    parse_jsonl,
     read_bytes,
     read_id_list,
     read_id_table,
 )
+from gpusession.core.validation_jsonl import parse_jsonl
 from gpusession.core.validation_report import ValidationReport
 
 METRICS = ("macro_f1", "accuracy")
@@ -95,6 +95,8 @@ class Protocol:
     output_format: str = "jsonl"
 
     def __post_init__(self) -> None:
+        if isinstance(self.classes, list):
+            object.__setattr__(self, "classes", tuple(self.classes))
         self.check()
 
     def check(self) -> None:
@@ -178,7 +180,7 @@ class Protocol:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Expected:
     """The expected IDs of a corpus and their references (seed 000 §1).
 

@@ -1,18 +1,11 @@
 """Reading the files corpus validation needs: outputs, expected IDs, references (V2-V4).
 
-Called by :mod:`gpusession.core.validation` only. Everything here turns bytes into
-polars frames with explicit ``String`` columns -- IDs are never inferred as numbers
-("007" is not "7"; spaces matter) -- and turns problems into *reported* records rather
-than exceptions, so that a broken output file gives a clear report, not a crash.
-
-Output files (one per run) are read record by record:
-
-* JSONL: a clean file takes the fast path (``polars.read_ndjson`` plus whole-file
-  regular-expression counts that prove every ``id`` and ``label`` is a JSON string);
-  any other file is split into lines, the well-shaped lines are read by polars in
-  blocks (bisected when a block fails) and only the odd lines are parsed one by one
-  with :mod:`json` to say exactly what is wrong with them and on which line.
-* CSV: ``polars.read_csv`` with every column a string.
+Called by :mod:`gpusession.core.validation` and :mod:`gpusession.core.validation_jsonl`.
+Everything here turns bytes into polars frames with explicit ``String`` columns -- IDs
+are never inferred as numbers ("007" is not "7"; spaces matter) -- and, for run outputs,
+turns problems into *reported* records rather than exceptions, so that a broken output
+gives a clear report, not a crash. Encoding: invalid UTF-8 is reported per line; a BOM
+and CRLF line ends are tolerated and noted.
 
 Expected-ID files (corpus, references, train/tune lists) are *inputs a person gives*:
 when they are unusable, :class:`~gpusession.core.errors.BadInput` is raised naming the
@@ -22,7 +15,6 @@ file and line.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +27,6 @@ from gpusession.core.errors import BadInput
 BOM = "\ufeff"
 #: The columns of a parsed output: 1-based line, ID, label, first problem (null = fine).
 RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.String, "problem": pl.String}
-_JSON_SCHEMA = {"id": pl.String, "label": pl.String}
-_ID_KEY = r'"id"\s*:'
-_ID_STR = r'"id"\s*:\s*"'
-_LABEL_KEY = r'"label"\s*:'
-_LABEL_STR = r'"label"\s*:\s*"'
-_LEAF = 32  # bisection stops at blocks this small and parses their lines one by one
 EXCERPT_CHARS = 120
 
 
@@ -69,7 +55,7 @@ class ParsedRecords:
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line``, cut to :data:`EXCERPT_CHARS` characters."""
         if self.lines is None:
-            self.lines = _split_lines(self.text)
+            self.lines = split_lines(self.text)
         if 1 <= line <= len(self.lines):
             return excerpt(self.lines[line - 1])
         return ""
@@ -82,7 +68,7 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:limit]}… ({len(text):,} characters)"
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -140,209 +126,6 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
             text = text.replace("\r\n", "\n")
             notes.append(f"{crlf:,} line(s) end with CRLF (Windows line ends); the CR was ignored")
     return text, notes, bad_lines
-
-
-def parse_jsonl(data: bytes) -> ParsedRecords:
-    """Read a JSONL output: one ``{"id": "...", "label": "..."}`` object per line (V4).
-
-    Extra fields are allowed and ignored. A record's ID must be a JSON string; an ID
-    given as a number (``{"id": 7}``) is a format problem and does not count as an ID.
-
-    Returns:
-        The records with a problem per bad line; never raises for bad content.
-    """
-    text, notes, bad_utf8 = decode_text(data)
-    parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
-    parsed.non_utf8_lines = len(bad_utf8)
-    if text.strip() == "":
-        parsed.file_problems.append(
-            "the file is empty: no records" if not text else "the file holds only blank lines: no records"
-        )
-        return parsed
-    raw = data if not notes else None
-    fast = None if bad_utf8 else _jsonl_fast(text, raw)
-    records = fast if fast is not None else _jsonl_slow(parsed)
-    if bad_utf8:
-        fix = pl.DataFrame(
-            {"line": list(bad_utf8), "utf8_problem": list(bad_utf8.values())},
-            schema={"line": pl.Int64, "utf8_problem": pl.String},
-        )
-        records = (
-            records.join(fix, on="line", how="left")
-            .with_columns(
-                problem=pl.coalesce("utf8_problem", "problem"),
-                id=pl.when(pl.col("id").str.contains("\ufffd", literal=True))
-                .then(None)
-                .otherwise(pl.col("id")),
-            )
-            .drop("utf8_problem")
-        )
-    parsed.records = records
-    return parsed
-
-
-def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
-    """The clean-file path: no Python work per line. ``None`` when the file is not clean.
-
-    ``raw`` is the file's bytes when they equal ``text`` encoded (no BOM, no CRLF), to
-    save a copy.
-    """
-    if text.startswith("\n") or "\n\n" in text or "\r" in text:
-        return None
-    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    try:
-        frame = pl.read_ndjson(io.BytesIO(raw if raw is not None else text.encode("utf-8")), schema=_JSON_SCHEMA)
-    except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
-        return None
-    if frame.height != n_lines or frame.null_count().sum_horizontal().item() != 0:
-        return None
-    # Every line has a top-level string id and label; prove there is no second key and
-    # that no value was a number (or true/false) that polars turned into a string.
-    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
-    counts = whole.select(
-        pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
-    ).row(0)
-    if any(c != n_lines for c in counts):
-        return None
-    return frame.with_columns(
-        line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
-    ).select(list(RECORD_SCHEMA))
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKey(key)
-        seen[key] = value
-    return seen
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
-    """Parse one JSONL line exactly. Returns ``(id, label, problem)``; ``problem`` is
-    ``None`` when the line is a JSON object with a string ``id`` and a string ``label``."""
-    if line.strip() == "":
-        return None, None, "empty line"
-    try:
-        obj = json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
-    except _DuplicateKey as exc:
-        return None, None, f"key {exc.args[0]!r} appears twice in one record"
-    except json.JSONDecodeError as exc:
-        return None, None, f"not JSON ({exc.msg} at column {exc.colno})"
-    except (ValueError, RecursionError) as exc:
-        return None, None, f"not JSON ({exc})"
-    if not isinstance(obj, dict):
-        return None, None, f"not a JSON object (a JSON {_json_kind(obj)})"
-    problems: list[str] = []
-    rid = obj.get("id")
-    if "id" not in obj:
-        problems.append("missing field 'id'")
-    elif not isinstance(rid, str):
-        problems.append(
-            f"ID is a JSON {_json_kind(rid)} ({excerpt(json.dumps(rid), 40)}), expected a string"
-        )
-        rid = None
-    label = obj.get("label")
-    if "label" not in obj:
-        problems.append("missing field 'label'")
-    elif not isinstance(label, str):
-        problems.append(
-            f"label is a JSON {_json_kind(label)} ({excerpt(json.dumps(label), 40)}), expected a string"
-        )
-        label = None
-    return rid, label, ("; ".join(problems) or None)
-
-
-def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
-    """The careful path: polars for well-shaped lines, :mod:`json` for the odd ones."""
-    lines = _split_lines(parsed.text)
-    parsed.lines = lines
-    frame = pl.DataFrame({"text": lines}, schema={"text": pl.String}).with_row_index("line", offset=1)
-    txt = pl.col("text")
-    shaped = frame.with_columns(
-        line=pl.col("line").cast(pl.Int64),
-        simple=(
-            txt.str.strip_chars().str.starts_with("{")
-            & txt.str.strip_chars().str.ends_with("}")
-            & (txt.str.count_matches(_ID_KEY) == 1)
-            & (txt.str.count_matches(_LABEL_KEY) == 1)
-            & txt.str.contains(_ID_STR)
-            & txt.str.contains(_LABEL_STR)
-            & ~txt.str.contains("\ufffd", literal=True)
-        ),
-    )
-    simple_idx = shaped.filter(pl.col("simple"))["line"].to_list()
-    odd_idx = shaped.filter(~pl.col("simple"))["line"].to_list()
-    parts: list[pl.DataFrame] = []
-    leftovers: list[int] = []
-    _bisect_read(lines, simple_idx, parts, leftovers)
-    odd = sorted(odd_idx + leftovers)
-    if odd:
-        rows = [classify_json_line(lines[i - 1]) for i in odd]
-        parts.append(
-            pl.DataFrame(
-                {
-                    "line": odd,
-                    "id": [r[0] for r in rows],
-                    "label": [r[1] for r in rows],
-                    "problem": [r[2] for r in rows],
-                },
-                schema=RECORD_SCHEMA,
-            )
-        )
-    if not parts:
-        return pl.DataFrame(schema=RECORD_SCHEMA)
-    return pl.concat(parts).sort("line")
-
-
-def _bisect_read(lines: list[str], idx: list[int], parts: list[pl.DataFrame], leftovers: list[int]) -> None:
-    """Read the lines ``idx`` (1-based) with polars; a block that fails is halved until
-    it is small, then its lines go to ``leftovers`` for exact one-by-one parsing."""
-    stack = [idx]
-    while stack:
-        block = stack.pop()
-        if not block:
-            continue
-        blob = "\n".join(lines[i - 1] for i in block).encode("utf-8")
-        try:
-            got = pl.read_ndjson(io.BytesIO(blob), schema=_JSON_SCHEMA)
-            ok = got.height == len(block) and got.null_count().sum_horizontal().item() == 0
-        except Exception:  # noqa: BLE001 - a bad line somewhere in the block
-            ok = False
-        if ok:
-            parts.append(
-                got.with_columns(
-                    line=pl.Series(block, dtype=pl.Int64), problem=pl.lit(None, pl.String)
-                ).select(list(RECORD_SCHEMA))
-            )
-        elif len(block) <= _LEAF:
-            leftovers.extend(block)
-        else:
-            mid = len(block) // 2
-            stack.append(block[mid:])
-            stack.append(block[:mid])
 
 
 def parse_csv(data: bytes) -> ParsedRecords:
@@ -436,7 +219,7 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
 
 
 def _read_plain_list(path: Path, text: str) -> pl.DataFrame:
-    lines = _split_lines(text)
+    lines = split_lines(text)
     frame = pl.DataFrame({"id": lines}, schema={"id": pl.String}).with_row_index("line", offset=1)
     if frame.height and lines[0] == "id":
         frame = frame.slice(1)
@@ -459,6 +242,8 @@ def _read_csv_table(path: Path, text: str, *, separator: str) -> pl.DataFrame:
 
 
 def _read_jsonl_table(path: Path, data: bytes) -> pl.DataFrame:
+    from gpusession.core.validation_jsonl import parse_jsonl  # imports this module
+
     parsed = parse_jsonl(data)
     if parsed.file_problems:
         raise BadInput(parsed.file_problems[0], path=path)

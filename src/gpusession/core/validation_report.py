@@ -51,7 +51,7 @@ def _quote_ids(ids: list[str], total: int) -> str:
     return shown + (f" … and {more:,} more" if more > 0 else "")
 
 
-@dataclass
+@dataclass(eq=False)
 class ValidationReport:
     """Everything one validation found. ``True`` verdicts mean the check passed.
 

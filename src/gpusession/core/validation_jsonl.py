@@ -1,0 +1,309 @@
+"""JSONL outputs read record by record, fast when clean, exact when not (V4).
+
+Called by :mod:`gpusession.core.validation` (run outputs) and
+:mod:`gpusession.core.validation_io` (JSONL corpora). A clean file takes the fast path:
+``polars.read_ndjson`` plus whole-file regular-expression counts proving that every
+``id`` and ``label`` is a JSON string. Any other file is split into lines; lines shaped
+like one object are read by polars in blocks (a failing block is halved until small)
+and classified with polars expressions -- a missing field, an ID given as a number --
+so that even a million bad lines cost no Python loop. Only lines polars cannot read
+(not JSON, nested or repeated keys) are parsed one by one with :mod:`json`, which says
+exactly what is wrong; past :data:`EXACT_LIMIT` such lines the rest get a generic reason.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import polars as pl
+
+from gpusession.core.validation_io import (
+    RECORD_SCHEMA,
+    ParsedRecords,
+    decode_text,
+    excerpt,
+    split_lines,
+)
+
+_JSON_SCHEMA = {"id": pl.String, "label": pl.String}
+_ID_KEY = r'"id"\s*:'
+_ID_STR = r'"id"\s*:\s*"'
+_LABEL_KEY = r'"label"\s*:'
+_LABEL_STR = r'"label"\s*:\s*"'
+_LEAF = 32  # bisection stops at blocks this small and parses their lines one by one
+#: Lines parsed one by one with :mod:`json` at most; later odd lines get a generic reason.
+EXACT_LIMIT = 20_000
+
+
+def parse_jsonl(data: bytes) -> ParsedRecords:
+    """Read a JSONL output: one ``{"id": "...", "label": "..."}`` object per line (V4).
+
+    Extra fields are allowed and ignored. A record's ID must be a JSON string; an ID
+    given as a number (``{"id": 7}``) is a format problem and does not count as an ID.
+
+    Returns:
+        The records with a problem per bad line; never raises for bad content.
+    """
+    text, notes, bad_utf8 = decode_text(data)
+    parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
+    parsed.non_utf8_lines = len(bad_utf8)
+    if text.strip() == "":
+        parsed.file_problems.append(
+            "the file is empty: no records" if not text else "the file holds only blank lines: no records"
+        )
+        return parsed
+    raw = data if not notes else None
+    fast = None if bad_utf8 else _jsonl_fast(text, raw)
+    records = fast if fast is not None else _jsonl_slow(parsed)
+    if bad_utf8:
+        fix = pl.DataFrame(
+            {"line": list(bad_utf8), "utf8_problem": list(bad_utf8.values())},
+            schema={"line": pl.Int64, "utf8_problem": pl.String},
+        )
+        records = (
+            records.join(fix, on="line", how="left")
+            .with_columns(
+                problem=pl.coalesce("utf8_problem", "problem"),
+                id=pl.when(pl.col("id").str.contains("\ufffd", literal=True))
+                .then(None)
+                .otherwise(pl.col("id")),
+            )
+            .drop("utf8_problem")
+        )
+    parsed.records = records
+    return parsed
+
+
+def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
+    """The clean-file path: no Python work per line. ``None`` when the file is not clean.
+
+    ``raw`` is the file's bytes when they equal ``text`` encoded (no BOM, no CRLF), to
+    save a copy.
+    """
+    if text.startswith("\n") or "\n\n" in text or "\r" in text:
+        return None
+    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    try:
+        frame = pl.read_ndjson(io.BytesIO(raw if raw is not None else text.encode("utf-8")), schema=_JSON_SCHEMA)
+    except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
+        return None
+    if frame.height != n_lines or frame.null_count().sum_horizontal().item() != 0:
+        return None
+    # Every line has a top-level string id and label; prove there is no second key and
+    # that no value was a number (or true/false) that polars turned into a string.
+    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
+    counts = whole.select(
+        pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
+    ).row(0)
+    if any(c != n_lines for c in counts):
+        return None
+    return frame.with_columns(
+        line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
+    ).select(list(RECORD_SCHEMA))
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
+    """Parse one JSONL line exactly. Returns ``(id, label, problem)``; ``problem`` is
+    ``None`` when the line is a JSON object with a string ``id`` and a string ``label``."""
+    if line.strip() == "":
+        return None, None, "empty line"
+    try:
+        obj = json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    except _DuplicateKey as exc:
+        return None, None, f"key {exc.args[0]!r} appears twice in one record"
+    except json.JSONDecodeError as exc:
+        return None, None, f"not JSON ({exc.msg} at column {exc.colno})"
+    except (ValueError, RecursionError) as exc:
+        return None, None, f"not JSON ({exc})"
+    if not isinstance(obj, dict):
+        return None, None, f"not a JSON object (a JSON {_json_kind(obj)})"
+    problems: list[str] = []
+    rid = obj.get("id")
+    if "id" not in obj:
+        problems.append("missing field 'id'")
+    elif not isinstance(rid, str):
+        problems.append(
+            f"ID is a JSON {_json_kind(rid)} ({excerpt(json.dumps(rid), 40)}), expected a string"
+        )
+        rid = None
+    label = obj.get("label")
+    if "label" not in obj:
+        problems.append("missing field 'label'")
+    elif not isinstance(label, str):
+        problems.append(
+            f"label is a JSON {_json_kind(label)} ({excerpt(json.dumps(label), 40)}), expected a string"
+        )
+        label = None
+    return rid, label, ("; ".join(problems) or None)
+
+
+def _kind(next_char: pl.Expr) -> pl.Expr:
+    """The JSON type of a value, from its first character."""
+    return (
+        pl.when(next_char.str.contains(r"^[-0-9]")).then(pl.lit("number"))
+        .when(next_char.is_in(["t", "f"])).then(pl.lit("boolean"))
+        .when(next_char == "n").then(pl.lit("null"))
+        .when(next_char == "{").then(pl.lit("object"))
+        .when(next_char == "[").then(pl.lit("array"))
+        .otherwise(pl.lit("value"))
+    )
+
+
+def _field(name: str, word: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """For field ``name``: (value kept, problem, consistent) from the regex facts and
+    the value polars decoded (which turns numbers and booleans into strings)."""
+    keys, nxt, dec = pl.col(f"{name}_keys"), pl.col(f"{name}_next"), pl.col(f"{name}_dec")
+    is_ok = (keys == 1) & (nxt == '"') & dec.is_not_null()
+    missing = (keys == 0) & dec.is_null()
+    wrong = (keys == 1) & nxt.is_not_null() & (nxt != '"') & (dec.is_not_null() | (nxt == "n"))
+    shown = (
+        pl.when(dec.is_null()).then(pl.lit("null"))
+        .when(dec.str.len_chars() > 40).then(dec.str.slice(0, 40) + "…")
+        .otherwise(dec)
+    )
+    problem = (
+        pl.when(missing).then(pl.lit(f"missing field '{name}'"))
+        .when(wrong).then(pl.format(f"{word} is a JSON {{}} ({{}}), expected a string", _kind(nxt), shown))
+    )
+    value = pl.when(is_ok).then(dec)
+    return value, problem, (is_ok | missing | wrong).fill_null(False)
+
+
+def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
+    """The careful path: polars reads and classifies the lines shaped like one object;
+    :mod:`json` parses the odd ones, one by one (at most :data:`EXACT_LIMIT`)."""
+    lines = split_lines(parsed.text)
+    parsed.lines = lines
+    txt = pl.col("text")
+    frame = (
+        pl.DataFrame({"text": lines}, schema={"text": pl.String})
+        .with_row_index("line", offset=1)
+        .with_columns(pl.col("line").cast(pl.Int64))
+        .with_columns(
+            blank=txt.str.strip_chars() == "",
+            id_keys=txt.str.count_matches(_ID_KEY),
+            label_keys=txt.str.count_matches(_LABEL_KEY),
+            id_next=txt.str.extract(r'"id"\s*:\s*(\S)', 1),
+            label_next=txt.str.extract(r'"label"\s*:\s*(\S)', 1),
+        )
+        .with_columns(
+            shaped=~pl.col("blank")
+            & txt.str.strip_chars().str.starts_with("{")
+            & txt.str.strip_chars().str.ends_with("}")
+            & (pl.col("id_keys") <= 1)
+            & (pl.col("label_keys") <= 1)
+            & ~txt.str.contains("\ufffd", literal=True)
+        )
+    )
+    parts: list[pl.DataFrame] = [
+        frame.filter(pl.col("blank")).select(
+            "line", id=pl.lit(None, pl.String), label=pl.lit(None, pl.String), problem=pl.lit("empty line")
+        )
+    ]
+    shaped = frame.filter(pl.col("shaped"))
+    decoded, leftovers = _bisect_read(shaped.select("line", "text"))
+    odd = frame.filter(~pl.col("blank") & ~pl.col("shaped"))["line"].to_list() + leftovers
+    if decoded.height:
+        id_val, id_prob, id_ok = _field("id", "ID")
+        label_val, label_prob, label_ok = _field("label", "label")
+        classified = shaped.join(decoded, on="line", how="inner").select(
+            "line",
+            id=id_val,
+            label=label_val,
+            problem=pl.concat_str([id_prob, label_prob], separator="; ", ignore_nulls=True),
+            consistent=id_ok & label_ok,
+        )
+        odd += classified.filter(~pl.col("consistent"))["line"].to_list()
+        parts.append(
+            classified.filter(pl.col("consistent"))
+            .with_columns(problem=pl.when(pl.col("problem") != "").then(pl.col("problem")))
+            .select(list(RECORD_SCHEMA))
+        )
+    if odd:
+        odd.sort()
+        exact, rest = odd[:EXACT_LIMIT], odd[EXACT_LIMIT:]
+        rows = [classify_json_line(lines[i - 1]) for i in exact]
+        reason = f"not a well-formed record (more than {EXACT_LIMIT:,} such lines; not examined one by one)"
+        parts.append(
+            pl.DataFrame(
+                {
+                    "line": exact + rest,
+                    "id": [r[0] for r in rows] + [None] * len(rest),
+                    "label": [r[1] for r in rows] + [None] * len(rest),
+                    "problem": [r[2] for r in rows] + [reason] * len(rest),
+                },
+                schema=RECORD_SCHEMA,
+            )
+        )
+    return pl.concat([p.select(list(RECORD_SCHEMA)) for p in parts]).sort("line")
+
+
+def _bisect_read(shaped: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
+    """Read the lines of ``shaped`` (line, text) with polars, in blocks; a block that
+    fails is halved until it is small, then its lines are returned as leftovers.
+
+    Returns:
+        ``(decoded, leftovers)``: ``decoded`` has ``line``, ``id_dec``, ``label_dec``.
+    """
+    parts: list[pl.DataFrame] = []
+    leftovers: list[int] = []
+    stack = [(0, shaped.height)]
+    while stack:
+        lo, n = stack.pop()
+        if n == 0:
+            continue
+        block = shaped.slice(lo, n)
+        blob = block["text"].str.join("\n").item().encode("utf-8")
+        try:
+            got = pl.read_ndjson(io.BytesIO(blob), schema=_JSON_SCHEMA)
+            ok = got.height == n
+        except Exception:  # noqa: BLE001 - a bad line somewhere in the block
+            ok = False
+        if ok:
+            parts.append(
+                got.select(
+                    line=block["line"], id_dec=pl.col("id"), label_dec=pl.col("label")
+                )
+            )
+        elif n <= _LEAF:
+            leftovers.extend(block["line"].to_list())
+        else:
+            half = n // 2
+            stack.append((lo + half, n - half))
+            stack.append((lo, half))
+    if not parts:
+        return pl.DataFrame(schema={"line": pl.Int64, "id_dec": pl.String, "label_dec": pl.String}), leftovers
+    return pl.concat(parts), leftovers
