@@ -193,3 +193,36 @@ def test_report_of_the_demo_after_a_headless_run(run_cli, sessions_root: Path) -
     assert "before the first run" in _section(text, "Protocol per experiment")
     assert "ACCEPTED" in _section(text, "Validation verdicts")
     assert "55.00 USD" in _section(text, "Cost")
+
+
+def test_report_chart_code_runs_against_a_stand_in_matplotlib(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exercises our chart code (grouping, medians, file names) without matplotlib."""
+    import sys
+    import types
+    from unittest import mock
+
+    saved: list[str] = []
+
+    def subplots(*a: Any, **k: Any) -> tuple[Any, Any]:
+        fig = mock.MagicMock()
+        fig.savefig.side_effect = lambda p, **kw: (Path(p).write_bytes(b"\x89PNG\r\n\x1a\n"),
+                                                   saved.append(Path(p).name))
+        return fig, mock.MagicMock()
+
+    pyplot = types.ModuleType("matplotlib.pyplot")
+    pyplot.subplots = subplots  # type: ignore[attr-defined]
+    pyplot.close = lambda fig: None  # type: ignore[attr-defined]
+    mpl = types.ModuleType("matplotlib")
+    mpl.use = lambda backend: None  # type: ignore[attr-defined]
+    mpl.pyplot = pyplot  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "matplotlib", mpl)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", pyplot)
+    res = write_report(session, now=T0, nvml=NVML)
+    assert res.charts_note is None, res.charts_note
+    assert saved == ["report-durations.png", "report-memory.png"]
+    text = res.path.read_text(encoding="utf-8")
+    assert "![report-durations](report-durations.png)" in _section(text, "Charts")
+    # a second report gets its own chart files; the first ones stay
+    res2 = write_report(session, now=T0, nvml=NVML)
+    assert [p.name for p in res2.charts] == ["report-2-durations.png", "report-2-memory.png"]
