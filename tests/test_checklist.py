@@ -74,7 +74,7 @@ def _row(**kw: Any) -> ResultRow:
         experiment_id="batch-sweep", variant_id="b1", phase="warm", run_index=1,
         gpu_model="NVIDIA RTX A5000", gpu_count=1, device="cuda:0", driver_version="550.54.15",
         runtime_version="CUDA 12.4", torch_version="2.5.1", elapsed_seconds=1.25,
-        peak_reserved_bytes=3 * GIB,
+        peak_reserved_bytes=3 * GIB, peak_allocated_bytes=2 * GIB,
     )
     base.update(kw)
     return ResultRow(**base)
@@ -171,7 +171,13 @@ def test_device_evidence_from_fake_nvml_and_last_run(session: Session) -> None:
     dev = ev["g6.device-check"]
     assert "2 GPU(s)" in dev and "GPU-a5000-0" in dev and "GPU-a5000-1" in dev
     assert "550.54.15" in dev and "CUDA 12.4" in dev and "cuda:0" in dev
-    assert "on the GPU" in ev["g6.on-gpu"]
+    assert ev["g6.on-gpu"].startswith("on the GPU") and "allocator held" in ev["g6.on-gpu"]
+
+
+def test_on_gpu_warns_when_nothing_was_allocated_on_the_gpu(session: Session) -> None:
+    session.results.append(_row(peak_allocated_bytes=0))
+    ev = cl.collect_evidence(session, nvml=a5000(1), now=T0)["g6.on-gpu"]
+    assert ev.startswith("WARNING") and "no allocation" in ev
 
 
 def test_device_evidence_without_nvml_or_runs_says_not_available(session: Session) -> None:

@@ -163,7 +163,14 @@ def on_gpu_evidence(session: Session) -> str:
         return f"last run (experiment {lr.experiment_id}): device not recorded in its {n} row(s)"
     gpu = [d for d in devices if str(d).startswith(("cuda", "rocm", "hip"))]
     if gpu and len(gpu) == len(devices):
-        return f"on the GPU: the last run's {n} row(s) (experiment {lr.experiment_id}) ran on {', '.join(gpu)}"
+        text = f"on the GPU: the last run's {n} row(s) (experiment {lr.experiment_id}) ran on {', '.join(gpu)}"
+        peaks = [int(v) for v in lr.distinct("peak_allocated_bytes")]
+        if peaks and max(peaks) > 0:
+            return text + f"; the PyTorch allocator held up to {fmt_bytes(max(peaks))} there"
+        return (
+            f"WARNING: {text}, but no allocation on the GPU was recorded (peak allocated "
+            f"{'0' if peaks else 'not measured'}): check that model and data really live there"
+        )
     return (
         f"WARNING: the last run (experiment {lr.experiment_id}) ran on {', '.join(map(str, devices))}, "
         "not (only) on the GPU; a program that finishes does not prove the GPU was used"
