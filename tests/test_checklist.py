@@ -380,3 +380,10 @@ def test_s5_order_match_from_last_run_when_nvml_is_missing(session: Session) -> 
     session.results.append(_row(gpu_model="NVIDIA RTX A5000", gpu_count=1))
     ev = cl.collect_evidence(session, nvml=FakeNvml([], fail=True), now=T0)["g5.order-match"]
     assert ev.startswith("matches") and "(last run)" in ev
+
+
+def test_s1_a_hand_broken_item_entry_is_replaced_on_the_next_change(session: Session) -> None:
+    session.checklist_toml.write_text('schema = 1\n[items]\n"g1.approver" = "oops"\n', encoding="utf-8")
+    assert not next(i for i in cl.load_checklist(session) if i.id == "g1.approver").done
+    assert cl.set_done(session, "g1.approver", True, now=T0).done
+    cl.collect_evidence(session, nvml=a5000(), now=T0)

@@ -198,7 +198,8 @@ def _update(session: Session, item_id: str, changes: dict[str, Any]) -> Checklis
     with _LOCK:
         doc = _read_state(session)
         _find(_items_from(session, doc), item_id, session)
-        st = dict(doc["items"].get(item_id, {}))
+        current = doc["items"].get(item_id)
+        st = dict(current) if isinstance(current, dict) else {}
         st.update(changes)
         st = {k: v for k, v in st.items() if v is not None}
         if "at" in changes and changes["at"] is None:
@@ -364,7 +365,8 @@ def collect_evidence(
             if item.probe and item.probe in by_probe:
                 text = by_probe[item.probe]
                 out[item.id] = text
-                st = dict(doc["items"].get(item.id, {}))
+                current = doc["items"].get(item.id)
+                st = dict(current) if isinstance(current, dict) else {}
                 st["evidence"] = text
                 doc["items"][item.id] = st
         _write_state(session, doc)
