@@ -268,3 +268,45 @@ def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Pat
 def test_describe_exit_names_signals() -> None:
     assert describe_exit(-9) == "killed by signal SIGKILL (9)"
     assert describe_exit(3) == "exited with code 3"
+
+
+def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root: Path, fakes: None) -> None:
+    from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
+
+    assert "other processes" in ALLOCATOR_SCOPE and "outside" in ALLOCATOR_SCOPE
+    assert "never add" in ALLOCATOR_SCOPE  # M2
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
+    Runner(s, exp.id).run()
+    fin = _events(s, "run_finished")
+    assert fin and fin[0]["memory_scope"] == CPU_MEMORY_SCOPE  # M4 on CPU: said in words
+
+
+def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root: Path, fakes: None) -> None:
+    from gpusession.core.errors import BadInput
+
+    s = _session(sessions_root)
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (s.folder / ".run.lock").write_text(str(other.pid))
+        with pytest.raises(BadInput, match=f"pid {other.pid}"):
+            Runner(s, exp.id).run()
+        assert s.results.rows() == []
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_cli_run_headless_and_bad_experiment(
+    sessions_root: Path, run_cli: Any, fakes: None
+) -> None:
+    s = _session(sessions_root)
+    _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]}
+    res = run_cli("run", "t", "--experiment", "e", "--headless", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "warm  batch-4" in res.stdout and "experiment complete" in res.stdout
+    bad = run_cli("run", "t", "--experiment", "nope", "--headless", env=env)
+    assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
+from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.errors import BadInput
 from gpusession.core.results import ResultRow
 from gpusession.core.session import RUN_LOCK, Session
@@ -525,6 +526,8 @@ class Runner:
             elapsed_s=ev.get("elapsed_s"), event_elapsed_s=ev.get("event_elapsed_s"),
             rss_peak_bytes=ev.get("rss_peak_bytes"), expected_memory=ev.get("expected_memory"),
             truncated=truncated,
+            memory_scope=(ALLOCATOR_SCOPE if ev.get("peak_allocated_bytes") is not None
+                          else CPU_MEMORY_SCOPE),
         )
         self._progress(run)
 

@@ -26,6 +26,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+#: How allocator figures are labelled (H-04): never presented as the device total.
+ALLOCATOR_LABEL = "PyTorch allocator"
+#: How NVML figures are labelled (H-04).
+NVML_LABEL = "device/process total (NVML)"
+#: What the allocator readout does not cover (M3), stated beside every reading.
+ALLOCATOR_SCOPE = (
+    "PyTorch allocator of the device used only: other processes and memory outside the "
+    "allocator (CUDA context, library workspaces) are not covered; allocated is part of "
+    "reserved (never add them) and the two peaks may occur at different moments"
+)
+#: Why the memory cells are empty on CPU (M4).
+CPU_MEMORY_SCOPE = "not measured: the run used no GPU (empty cells mean not measured, not 0)"
+
 
 class DeviceOps(Protocol):
     """What the timer needs from a device backend (torch's CUDA, or a fake)."""
@@ -199,4 +212,4 @@ class TorchCudaOps:
         return make
 
 
-__all__ = ["DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
+__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
