@@ -274,7 +274,7 @@ def _record(session: Session, model: str, count: int | None, ordered: Ordered) -
             return "the order module sees no deviation by its own comparison"
         if ordered.number:
             return f"recorded against order {ordered.number}"
-        return "recorded as an order event (no order number yet: gpusession order NAME set)"
+        return f"recorded as an order event (no order number yet: gpusession order {session.name} set)"
     except (ImportError, BadInput):
         pass
     for rec in session.read_journal():
@@ -382,10 +382,10 @@ def free_space_evidence(session: Session, destination: Path | None) -> str:
             size = None
     size_txt = (
         f"deliverables {fmt_bytes(size)} ({man.name})" if size is not None and man is not None
-        else "deliverables size unknown: write the manifest first (gpusession manifest NAME --deliverables DIR)"
+        else f"deliverables size unknown: write the manifest first (gpusession manifest {session.name} --deliverables DIR)"
     )
     if destination is None:
-        return "no destination named yet (gpusession checklist NAME evidence --destination DIR); " + size_txt
+        return f"no destination named yet (gpusession checklist {session.name} evidence --destination DIR); " + size_txt
     probe = Path(destination)
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -500,7 +500,7 @@ def session_limit_evidence(
     left = session.package.time_left(now)
     reserve = timedelta(hours=retrieval_reserve_hours)
     if left is None:
-        return "package start or length not set: time left unknown (gpusession package NAME --days N --start ...)"
+        return f"package start or length not set: time left unknown (gpusession package {session.name} --days N --start ...)"
     end = session.package.end
     assert end is not None
     stop_by = end - reserve
@@ -521,7 +521,7 @@ def manifest_evidence(session: Session) -> str:
     """The latest manifest of approved deliverables in the session folder (S4)."""
     man = latest_manifest(session)
     if man is None:
-        return "no manifest yet: gpusession manifest NAME --deliverables DIR"
+        return f"no manifest yet: gpusession manifest {session.name} --deliverables DIR"
     try:
         frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
         return f"{man.name}: {frame.height} file(s), {fmt_bytes(int(frame.get_column('size_bytes').sum()))}"
