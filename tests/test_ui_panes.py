@@ -76,7 +76,7 @@ def test_s6_header_shows_name_gpu_window_and_order(session: Any) -> None:
             assert "session visuals-test-01" in head
             assert "GPU: 1× NVIDIA RTX A5000" in head
             # start 11-27 09:00 + 7 days = 12-04 09:00; now 11-29 12:00 → 4d 21h left
-            assert "7-day package, ends 12-04 09:00 UTC, 4d 21h 00m left" in head
+            assert "7-day package ends 12-04 09:00 UTC, 4d 21h 00m left" in head
             assert "order: no order recorded" in head
             app.ctx.clock.advance(86400)
             app.screen.header.refresh_line()
@@ -236,7 +236,7 @@ def test_h12_keys_answered_during_run_cancel_at_boundary_poller_runs(session: An
 
     asyncio.run(go())
     finished = unique(m for m in seen if isinstance(m, RunPane.RunFinished))
-    assert len(finished) == 1 and finished[0].cancelled and finished[0].outcome.complete is False
+    assert len(finished) == 1 and finished[0].cancelled and finished[0].outcome.completed is False
     assert any(isinstance(m, RunPane.RunRequested) for m in seen)
     landed = unique(m for m in seen if isinstance(m, RunPane.RowLanded))
     assert 3 <= len(landed) < 18

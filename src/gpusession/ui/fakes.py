@@ -116,8 +116,8 @@ class FakeOutcome:
     """What :class:`FakeRunner` returns: rows written and whether it ran to the end."""
 
     experiment_id: str
-    rows: int
-    complete: bool
+    rows_written: int
+    completed: bool
     cancelled: bool
 
 

@@ -37,7 +37,8 @@ def package_words(ctx: UiContext) -> str:
         return f"package unreadable ({exc})"
     if pkg.days is None or pkg.start is None or pkg.end is None:
         return "package window not set"
-    return f"{pkg.days}-day package, ends {pkg.end:%m-%d %H:%M} UTC, {fmt_left(pkg.time_left(ctx.now()))}"
+    end = pkg.end.astimezone(ctx.tz) if ctx.tz is not None else pkg.end.astimezone()
+    return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {fmt_left(pkg.time_left(ctx.now()))}"
 
 
 def order_words(ctx: UiContext) -> str:
@@ -53,7 +54,7 @@ def order_words(ctx: UiContext) -> str:
 
 
 class SessionHeader(Static):
-    """One or two lines: ``name │ GPU │ package window │ order`` (wraps at 80 columns)."""
+    """``name │ GPU │ package window`` (wraps at 80 columns), then the order state."""
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__("", **kw)
@@ -69,10 +70,5 @@ class SessionHeader(Static):
         self.refresh_line()
 
     def refresh_line(self) -> None:
-        parts = [
-            f"session {self.ctx.session.name}",
-            gpu_words(self.snapshot),
-            package_words(self.ctx),
-            order_words(self.ctx),
-        ]
-        self.update(" │ ".join(parts))
+        parts = [f"session {self.ctx.session.name}", gpu_words(self.snapshot), package_words(self.ctx)]
+        self.update(" │ ".join(parts) + "\n" + order_words(self.ctx))

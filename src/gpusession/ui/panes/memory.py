@@ -192,7 +192,9 @@ class MemoryPane(VerticalScroll, can_focus=True):
         spark_gpu = self.query_one("#mem-spark-gpu", Sparkline)
         spark_gpu.data = list(self._gpu_hist)
         spark_gpu.display = bool(gpus)
-        label = f"History, last {len(self._host_hist)} samples: host RAM used"
+        h = list(self._host_hist)
+        label = f"History, last {len(h)} samples (bars scaled min→max): host RAM used {min(h):.0%}–{max(h):.0%}" if h else "History: no sample yet"
         if gpus:
-            label += " (top), GPU device total used (bottom)"
+            g = list(self._gpu_hist)
+            label += f" (top); GPU device total used {min(g):.0%}–{max(g):.0%} (bottom)"
         self.query_one("#mem-hist-label", Static).update(label)

@@ -44,10 +44,14 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
         return f"run failed: {error}"
-    complete = getattr(outcome, "complete", None)
-    if cancelled or complete is False or getattr(outcome, "cancelled", False):
-        return "run cancelled at a run boundary — partial result, marked incomplete"
-    return "run finished — complete"
+    complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
+    incidents = list(getattr(outcome, "incidents", None) or [])
+    tail = f"; {len(incidents)} incident(s) kept in the journal" if incidents else ""
+    if cancelled or getattr(outcome, "cancelled", False):
+        return f"run cancelled at a run boundary — partial result, marked incomplete{tail}"
+    if complete is False:
+        return f"run stopped early — incomplete{tail}"
+    return f"run finished — complete{tail}"
 
 
 def _parse_value(text: str) -> Any:
@@ -164,7 +168,7 @@ class RunPane(Vertical):
         values = ", ".join(str(v) for v in exp.values)
         return (
             f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
-            f"{exp.warmup_iterations} warm-up, {exp.order}, scope {exp.scope}"
+            f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
         )
 
     def _status(self, text: str | None = None) -> None:
@@ -172,11 +176,13 @@ class RunPane(Vertical):
             exp = self.current_experiment()
             if exp is None:
                 text = "No experiment defined yet — d: define one."
+            elif self.running:
+                text = f"{self.describe(exp)}\nrunning — c: cancel at the next run boundary"
             else:
-                state = "running" if self.running else (self.last_outcome or "idle")
-                text = f"Experiment {self.describe(exp)}\n{state} — r: start, c: cancel at the next run boundary, e: pick, d: define, s: rows/summary"
+                text = f"{self.describe(exp)}\n{self.last_outcome or 'idle — r: start'}"
         self.query_one("#run-status", Static).update(text)
         self.set_class(self.running, "-running")
+        self.query_one("#run-variants").display = self.running
 
     def action_pick(self) -> None:
         if self.running or not self.experiments:
