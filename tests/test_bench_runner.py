@@ -310,3 +310,30 @@ def test_cli_run_headless_and_bad_experiment(
     bad = run_cli("run", "t", "--experiment", "nope", "--headless", env=env)
     assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback
+
+
+def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    _exp(s, values=(4,), runs_per_variant=6, cold_runs_per_variant=0, warmup_iterations=0,
+         params={"sleep_s": 0.3})
+    env = dict(os.environ)
+    env.pop("GPUSESSION_HOME", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "run", "t",
+         "--experiment", "e", "--headless"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("[  1/"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, err = proc.communicate(timeout=60)
+    out = "".join(lines) + rest
+    assert proc.returncode == 1, err
+    assert "cancel requested" in out and "experiment cancelled" in out
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert 1 <= len(warm) < 6 and all(r.elapsed_seconds is not None for r in warm)
+    assert _events(s, "experiment_incomplete")

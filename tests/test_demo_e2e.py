@@ -69,3 +69,30 @@ def test_demo_headless_cpu_end_to_end(
     assert set(first) == {"id", "label"}
     assert (s.validation_dir / "batch-sweep" / "batch-4" / "warm-5.toml").exists()
     assert not (s.folder / ".run.lock").exists()
+
+
+def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) -> None:
+    from gpusession.commands.run_cmds import prepare_demo
+    from gpusession.core.results import ResultRow
+
+    # a stand-in model so no training runs here (the end-to-end test trains the real one)
+    from gpusession.core.session import Package
+
+    Session.create(sessions_root, "demo", package=Package("RTX A5000", 1, 7))
+    models = sessions_root / "demo" / "models"
+    models.mkdir(parents=True)
+    (models / "bbc-news.pt").write_bytes(b"stand-in")
+    import io
+
+    s, exp_id = prepare_demo(sessions_root, None, out=io.StringIO())
+    assert exp_id == "batch-sweep"
+    eval_path = s.folder / "corpus" / "eval.jsonl"
+    assert sum(1 for _ in eval_path.open()) == 1000
+    s.results.append(ResultRow(experiment_id="batch-sweep", phase="warm", elapsed_seconds=0.5))
+    before = eval_path.read_bytes()
+    s2, again = prepare_demo(sessions_root, None, out=io.StringIO())
+    assert again == "batch-sweep"
+    assert len(s2.results.rows()) == 1 and eval_path.read_bytes() == before
+    assert s2.data["demo"]["corpus_revision"] == s.data["demo"]["corpus_revision"]
+    _, forked = prepare_demo(sessions_root, "cuda", out=io.StringIO())
+    assert forked == "batch-sweep-2"  # the device is a fixed setting (R1)

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -391,6 +392,8 @@ def main(argv: list[str] | None = None,
     ap.add_argument("--spec", required=True, type=Path)
     args = ap.parse_args(argv)
     spec = json.loads(args.spec.read_text(encoding="utf-8"))
+    # Ctrl-C in the terminal is the parent's to handle (cancel at the next run boundary).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The protocol keeps the real stdout; everything else printed goes to stderr.
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)

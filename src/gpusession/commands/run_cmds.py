@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -171,12 +172,24 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
             print(f"incident: {ev['message']}", flush=True)
 
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
-    runner = Runner(session, experiment_id, on_event=on_event, cancel=threading.Event(), device=device)
+    cancel = threading.Event()
+    runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        print("cancel requested: stopping at the next run boundary (Ctrl-C again to abort)",
+              flush=True)
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         outcome = runner.run()
-    except KeyboardInterrupt:
-        runner.cancel.set()
-        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     frame = session.results.read()
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
