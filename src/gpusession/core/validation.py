@@ -32,6 +32,7 @@ import polars as pl
 
 from gpusession.core.errors import BadInput
 from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.validation_checks import duplicate_rows, first_occurrences
 from gpusession.core.validation_io import (
     ParsedRecords,
     parse_csv,
@@ -195,16 +196,20 @@ class Expected:
     frame: pl.DataFrame
     references_path: Path | None = None
     notes: tuple[str, ...] = ()
-    unique: pl.DataFrame = field(init=False, repr=False, compare=False)
-    has_duplicates: bool = field(init=False, repr=False, compare=False)
+    unique: pl.DataFrame = field(init=False, repr=False)
+    duplicate_rows: pl.DataFrame = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Computed once per corpus: the run engine validates many runs against it.
         frame = self.frame.with_columns(h=pl.col("id").hash())
-        dups = frame["id"].n_unique() != frame.height
-        unique = frame.filter(pl.col("id").is_first_distinct()) if dups else frame
-        object.__setattr__(self, "has_duplicates", dups)
-        object.__setattr__(self, "unique", unique)
+        dup_rows = duplicate_rows(frame)
+        object.__setattr__(self, "duplicate_rows", dup_rows)
+        object.__setattr__(self, "unique", first_occurrences(frame, dup_rows))
+
+    @property
+    def has_duplicates(self) -> bool:
+        """Whether an ID occurs twice in the expected list (rejects the corpus, V3)."""
+        return self.duplicate_rows.height > 0
 
     @property
     def ids(self) -> pl.Series:

@@ -20,6 +20,27 @@ from gpusession.core.validation_report import BadRecord, ClassScore, ValidationR
 if TYPE_CHECKING:
     from gpusession.core.validation import Expected, Protocol
 
+
+def duplicate_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` whose ``id`` occurs more than once, in frame order (V3).
+
+    ``h`` is the ID's 64-bit hash: rows with a unique hash are certainly unique, so
+    only the (few) rows sharing a hash are compared as strings.
+    """
+    candidates = frame.filter(pl.col("h").is_duplicated())
+    if candidates.height == 0:
+        return candidates
+    return candidates.filter(pl.col("id").is_duplicated())
+
+
+def first_occurrences(frame: pl.DataFrame, dup_rows: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without the second and later occurrences of each ID (by ``line``)."""
+    if dup_rows.height == 0:
+        return frame
+    later = dup_rows.filter(~pl.col("id").is_first_distinct())["line"]
+    return frame.filter(~pl.col("line").is_in(later.implode()))
+
+
 FIRST_N = 20
 EPSILON = 1e-12
 _LABEL_SHOWN = 40
@@ -72,10 +93,13 @@ def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
     share a hash, the join is redone on the strings. Columns: ``id``, ``line``,
     ``label``, ``ok`` (observed side), ``id_exp``, ``expected_line``, ``ref``.
     """
-    left = obs_u.select("id", "line", "label", "ok", h=pl.col("id").hash())
+    left = obs_u.select("id", "line", "label", "ok", "h")
     right = exp_u.select(
         pl.col("id").alias("id_exp"), pl.col("line").alias("expected_line"), pl.col("label").alias("ref"), "h"
     )
+    if left.height == right.height and bool((left["id"] == right["id_exp"]).all()):
+        # The usual run: the output lists the expected IDs in corpus order.
+        return pl.concat([left, right.drop("h")], how="horizontal")
     joined = left.join(right, on="h", how="full", coalesce=True)
     clash = joined.select(
         (pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & (pl.col("id") != pl.col("id_exp"))).any()
@@ -85,12 +109,10 @@ def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
     return joined
 
 
-def _duplicates(frame: pl.DataFrame, where: str) -> pl.DataFrame:
-    """IDs appearing more than once in ``frame``: id, found_in, count, first lines (V3)."""
+def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
+    """Per duplicated ID (from :func:`duplicate_rows`): id, found_in, count, first lines (V3)."""
     return (
-        frame.filter(pl.col("id").hash().is_duplicated())  # cheap pre-filter on the hash,
-        .filter(pl.col("id").is_duplicated())  # then exact on the strings
-        .group_by("id", maintain_order=True)
+        dup_rows.group_by("id", maintain_order=True)
         .agg(
             count=pl.len().cast(pl.Int64),
             lines=pl.col("line").sort().head(FIRST_N).cast(pl.String).str.join(";"),
@@ -149,8 +171,9 @@ def run_checks(
     )
 
     # -- IDs (V1-V3) ---------------------------------------------------------------
-    out_dups = observed["id"].n_unique() != observed.height
-    obs_u = observed.filter(pl.col("id").is_first_distinct()) if out_dups else observed
+    observed = observed.with_columns(h=pl.col("id").hash())
+    out_dup_rows = duplicate_rows(observed)
+    obs_u = first_occurrences(observed, out_dup_rows)
     joined = _join_ids(obs_u, expected.unique)
     missing = (
         joined.filter(pl.col("id").is_null())
@@ -159,8 +182,8 @@ def run_checks(
     )
     extra = joined.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line")
     empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
-    dup_out = _duplicates(observed, "output") if out_dups else empty_dups
-    dup_exp = _duplicates(expected.frame, "expected list") if expected.has_duplicates else empty_dups
+    dup_out = _duplicates(out_dup_rows, "output") if out_dup_rows.height else empty_dups
+    dup_exp = _duplicates(expected.duplicate_rows, "expected list") if expected.has_duplicates else empty_dups
     ids_match = missing.height == 0 and extra.height == 0 and dup_out.height == 0 and dup_exp.height == 0
     counts = (
         f"{expected.n_ids:,} expected, {observed.height:,} observed: {missing.height:,} missing, "

@@ -204,7 +204,9 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
         if kind == "list":
             frame = _read_plain_list(path, text)
         elif kind == "csv":
-            frame = _read_csv_table(path, text, separator="\t" if path.suffix.lower() == ".tsv" else ",")
+            frame = _read_csv_table(
+                path, text, data if not notes else None, separator="\t" if path.suffix.lower() == ".tsv" else ","
+            )
         else:
             frame = _read_jsonl_table(path, data)
     if "label" not in frame.columns:
@@ -226,12 +228,16 @@ def _read_plain_list(path: Path, text: str) -> pl.DataFrame:
     return frame
 
 
-def _read_csv_table(path: Path, text: str, *, separator: str) -> pl.DataFrame:
-    if text.strip() == "":
+def _read_csv_table(path: Path, text: str, raw: bytes | None, *, separator: str) -> pl.DataFrame:
+    """``raw``: the file's bytes when they equal ``text`` encoded (saves a copy)."""
+    if not text or text.isspace():
         raise BadInput("the file is empty; expected a header with an 'id' column", path=path)
     try:
         frame = pl.read_csv(
-            io.BytesIO(text.encode("utf-8")), infer_schema=False, has_header=True, separator=separator
+            io.BytesIO(raw if raw is not None else text.encode("utf-8")),
+            infer_schema=False,
+            has_header=True,
+            separator=separator,
         )
     except Exception as exc:  # noqa: BLE001
         raise BadInput(f"not readable as CSV: {str(exc).splitlines()[0]}", path=path) from None

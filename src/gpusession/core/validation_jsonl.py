@@ -49,7 +49,7 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
     text, notes, bad_utf8 = decode_text(data)
     parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
     parsed.non_utf8_lines = len(bad_utf8)
-    if text.strip() == "":
+    if not text or text.isspace():
         parsed.file_problems.append(
             "the file is empty: no records" if not text else "the file holds only blank lines: no records"
         )
@@ -93,15 +93,32 @@ def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
         return None
     # Every line has a top-level string id and label; prove there is no second key and
     # that no value was a number (or true/false) that polars turned into a string.
-    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
-    counts = whole.select(
-        pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
-    ).row(0)
-    if any(c != n_lines for c in counts):
+    if not (_literal_counts_ok(raw, n_lines) or _regex_counts_ok(text, n_lines)):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
     ).select(list(RECORD_SCHEMA))
+
+
+def _literal_counts_ok(raw: bytes | None, n_lines: int) -> bool:
+    """The usual spellings (``"id":"`` and ``"id": "``), counted as bytes: cheap."""
+    if raw is None:
+        return False
+    for key in (b'"id"', b'"label"'):
+        if raw.count(key + b":") != n_lines:
+            return False
+        if raw.count(key + b':"') + raw.count(key + b': "') != n_lines:
+            return False
+    return True
+
+
+def _regex_counts_ok(text: str, n_lines: int) -> bool:
+    """Any spacing: one key per line, each followed by a string (polars regex)."""
+    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
+    counts = whole.select(
+        pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
+    ).row(0)
+    return all(c == n_lines for c in counts)
 
 
 class _DuplicateKey(ValueError):
