@@ -322,3 +322,18 @@ def test_s5_ordered_event_without_order_warns(session: Session) -> None:
     warnings = om.record_event(session, "ordered", source="you", note="ordered on the site")
     assert any("no order recorded" in w for w in warnings)
     assert om.order_status_line(om.load_order(session)).startswith("order (number not recorded)")
+
+
+def test_s5_nvml_name_with_vendor_and_memory_suffix_is_not_a_deviation() -> None:
+    from gpusession.core.rates import model_matches
+
+    assert model_matches("H100", "NVIDIA H100 80GB HBM3")
+    assert model_matches("RTX A5000", "NVIDIA RTX A5000")
+    assert not model_matches("H100", "NVIDIA A100-SXM4-80GB")
+    assert not model_matches("RTX A5000", "NVIDIA RTX A4000")
+
+
+def test_s5_order_h100_seen_as_full_nvml_name_records_no_deviation(session: Session) -> None:
+    om.set_order(session, number="H-1", gpu_model="H100", lots=1, days=3)
+    assert om.record_deviation(session, "NVIDIA H100 80GB HBM3", None) is None
+    assert [e for e in om.load_order(session).events if e.state == "deviation-noted"] == []

@@ -13,7 +13,6 @@ Who calls it: :func:`gpusession.core.checklist.collect_evidence` (TUI Checklist 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ import polars as pl
 
 from gpusession.core.environment import NvmlSnapshot, read_nvml
 from gpusession.core.errors import BadInput
+from gpusession.core.rates import _model_words, model_matches
 from gpusession.core.session import Session, utcnow
 
 GIB = 1024**3
@@ -199,7 +199,7 @@ class Ordered:
 
 
 def _fallback_per_lot(gpu_model: str) -> int:
-    words = _norm(gpu_model).split()
+    words = _model_words(gpu_model)
     return next((n for m, n in _GPUS_PER_LOT_FALLBACK.items() if m in words), 1)
 
 
@@ -232,22 +232,6 @@ def ordered_of(session: Session) -> Ordered:
     if not per_lot:
         per_lot = _fallback_per_lot(model) if model else 1
     return Ordered(model, lots, int(per_lot), number)
-
-
-def _norm(name: str) -> str:
-    text = name.lower().replace("nvidia", " ").replace("geforce", " ")
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
-
-
-def model_matches(ordered: str, observed: str) -> bool:
-    """True when every word of the ordered model is in the observed name
-    (``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``, ``"H100"`` matches
-    ``"NVIDIA H100 80GB HBM3"``; ``"H100"`` does not match ``"A100"``)."""
-    want = _norm(ordered).split()
-    have = set(_norm(observed).split())
-    if not want:
-        return False
-    return all(w in have for w in want)
 
 
 def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | None, str]:

@@ -23,11 +23,11 @@ from gpusession.core.cost import (
     Rates,
     format_usd,
     load_rates,
-    normalize_model,
     package_total,
 )
 from gpusession.core.errors import BadInput
 from gpusession.core.order_text import order_lines, order_status_line, order_to_json
+from gpusession.core.rates import model_matches
 from gpusession.core.secrets import check_no_secret
 from gpusession.core.session import (
     ORDER_TOML,
@@ -483,8 +483,7 @@ def compare_with_order(
         raise BadInput("no order recorded; record it with `gpusession order NAME set` before "
                        "comparing the GPU seen with it (S5)", field="order")
     problems: list[str] = []
-    if observed_gpu_model is not None and normalize_model(observed_gpu_model) != normalize_model(
-            model):
+    if observed_gpu_model is not None and not model_matches(model, observed_gpu_model):
         problems.append(f"GPU model seen {observed_gpu_model!r}, ordered {model!r}")
     rate = rates.find(model)
     per_lot = rate.gpus_per_lot if rate is not None else per_lot_saved

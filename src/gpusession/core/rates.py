@@ -65,6 +65,23 @@ def normalize_model(name: str) -> str:
     return " ".join(words).casefold()
 
 
+def _model_words(name: str) -> list[str]:
+    text = name.lower().replace("nvidia", " ").replace("geforce", " ")
+    return re.sub(r"[^a-z0-9]+", " ", text).split()
+
+
+def model_matches(ordered: str, observed: str) -> bool:
+    """True when every word of the ordered model is in the observed name (S5).
+
+    ``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``, ``"H100"`` matches
+    ``"NVIDIA H100 80GB HBM3"``; ``"H100"`` does not match ``"A100"``. Used by both the
+    order comparison and the checklist's order-match evidence, so they agree.
+    """
+    want = _model_words(ordered)
+    have = set(_model_words(observed))
+    return bool(want) and all(w in have for w in want)
+
+
 # -- rates (K7) ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class GpuRate:
