@@ -265,3 +265,42 @@ def test_references_file_replaces_labels(tmp_path: Path) -> None:
     conflicting = write_corpus(tmp_path / "bad.csv", [("1", "a"), ("1", "b")])
     with pytest.raises(BadInput, match="more than one label"):
         load_expected(ids, references=conflicting)
+
+
+def test_v5_fingerprint_changes_with_any_protocol_field() -> None:
+    base = Protocol(classes=("a", "b"), threshold=1)
+    assert base.fingerprint() == Protocol(classes=["a", "b"], threshold=1.0).fingerprint()  # type: ignore[arg-type]
+    changed = [
+        Protocol(classes=("a", "b", "c"), threshold=1),
+        Protocol(classes=("a", "b"), threshold=0.9),
+        Protocol(classes=("a", "b"), threshold=1, tolerance=0.01),
+        Protocol(classes=("a", "b"), threshold=1, metric="accuracy"),
+        Protocol(classes=("a", "b"), threshold=1, output_format="csv"),
+        Protocol(classes=("a", "b"), threshold=1, reference_value=0.9, max_degradation=0.1),
+    ]
+    assert len({base.fingerprint(), *(p.fingerprint() for p in changed)}) == 1 + len(changed)
+
+
+def test_v6_class_with_no_reference_and_no_prediction_is_reported(tmp_path: Path) -> None:
+    exp = load_expected(write_corpus(tmp_path / "c.csv", [("1", "a"), ("2", "b")]))
+    out = write_jsonl(tmp_path / "o.jsonl", [("1", "a"), ("2", "b")])
+    r = validate_output(out, exp, Protocol(classes=("a", "b", "c"), threshold=0.5))
+    assert r.macro_f1 == pytest.approx(2 / 3)  # c counts as 0, as scikit-learn does
+    assert any("'c' have no reference and no prediction" in n for n in r.quality_notes)
+    assert any("'c' have no reference" in line for line in r.summary_lines())
+
+
+def test_v4_control_characters_are_escaped_in_quotes(tmp_path: Path, expected: Expected) -> None:
+    out = tmp_path / "o.jsonl"
+    out.write_text(perfect(tmp_path).read_text() + '{"id": "x\\u001b[2J", "label": "\\u001b[31mred"}\n')
+    r = validate_output(out, expected, PROTO)
+    text = "\n".join(r.summary_lines())
+    assert "\x1b" not in text and "\\x1b" in text
+    doc = read_toml(r.write(tmp_path / "val", "r"))
+    assert doc["format"]["bad_records"] == 1
+
+
+def test_v4_last_line_without_newline_is_read(tmp_path: Path, expected: Expected) -> None:
+    out = tmp_path / "o.jsonl"
+    out.write_text(perfect(tmp_path).read_text().rstrip("\n"))
+    assert validate_output(out, expected, PROTO).corpus_accepted

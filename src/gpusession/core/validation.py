@@ -22,6 +22,8 @@ The checks, all with polars and no Python loop over rows:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,6 +101,10 @@ class Protocol:
         if isinstance(self.classes, list):
             object.__setattr__(self, "classes", tuple(self.classes))
         self.check()
+        for key in ("threshold", "tolerance", "reference_value", "max_degradation"):
+            value = getattr(self, key)
+            if value is not None:
+                object.__setattr__(self, key, float(value))
 
     def check(self) -> None:
         """Raise :class:`BadInput` (naming the ``protocol.*`` field) unless usable."""
@@ -132,6 +138,13 @@ class Protocol:
                 "a maximum degradation needs the reference value it is measured from",
                 field="protocol.reference_value",
             )
+
+    def fingerprint(self) -> str:
+        """A short stable digest of every field (V5): equal protocols give equal
+        fingerprints; changing any field changes it, so a run engine can tell that a
+        changed protocol needs a new experiment id."""
+        canonical = json.dumps(self.to_toml(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
     def to_toml(self) -> dict[str, Any]:
         """The ``[protocol]`` table for ``session.toml`` (``None`` fields omitted)."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from gpusession.core.validation_io import ParsedRecords
+from gpusession.core.validation_io import ParsedRecords, printable
 from gpusession.core.validation_report import BadRecord, ClassScore, ValidationReport
 
 if TYPE_CHECKING:
@@ -201,7 +201,9 @@ def run_checks(
     bad = rec.filter(pl.col("problem").is_not_null()).select("line", "problem")
     kinds = bad.group_by(_problem_kind().alias("kind")).agg(n=pl.len()).sort("n", descending=True)
     problem_counts = {str(k): int(n) for k, n in kinds.iter_rows()}
-    bad_first = [BadRecord(int(line), str(p), parsed.line_text(int(line))) for line, p in bad.head(FIRST_N).iter_rows()]
+    bad_first = [
+        BadRecord(int(line), printable(str(p)), parsed.line_text(int(line))) for line, p in bad.head(FIRST_N).iter_rows()
+    ]
     format_valid = bad.height == 0 and not parsed.file_problems and parsed.non_utf8_lines == 0
     if format_valid:
         format_reason = f"all {_plural(rec.height, 'record')} are well-formed, with labels among the declared classes"

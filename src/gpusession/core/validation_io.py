@@ -61,11 +61,21 @@ class ParsedRecords:
         return ""
 
 
+#: Control characters shown as escapes, so a quoted record cannot drive the terminal.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (ESC, NUL, CR, ...) written as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it really was."""
+    """``text`` cut to ``limit`` characters (saying how long it really was), with
+    control characters escaped (:func:`printable`)."""
     if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text):,} characters)"
+        return printable(text)
+    return f"{printable(text[:limit])}… ({len(text):,} characters)"
 
 
 def split_lines(text: str) -> list[str]:
