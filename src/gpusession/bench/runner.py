@@ -21,25 +21,22 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
+from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
+from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.errors import BadInput
 from gpusession.core.results import ResultRow
 from gpusession.core.session import RUN_LOCK, Session
 from gpusession.core.summary import accepted_unique_corpora
-
-_EOF = object()
 
 
 @dataclass
@@ -57,89 +54,6 @@ class RunOutcome:
     completed: bool = False
     cancelled: bool = False
     incidents: list[str] = field(default_factory=list)
-
-
-def describe_exit(code: int | None) -> str:
-    """``"killed by signal SIGKILL (9)"`` / ``"exited with code 3"``."""
-    if code is None:
-        return "did not exit"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by signal {name} ({-code})"
-    return f"exited with code {code}"
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-class _Worker:
-    """One worker subprocess: stdout lines into a queue, stderr kept (last lines)."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=env,
-            bufsize=1,
-        )
-        self.events: queue.Queue[Any] = queue.Queue()
-        self.stderr: deque[str] = deque(maxlen=200)
-        self._t_out = threading.Thread(target=self._read_out, daemon=True)
-        self._t_err = threading.Thread(target=self._read_err, daemon=True)
-        self._t_out.start()
-        self._t_err.start()
-
-    def _read_out(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except json.JSONDecodeError:
-                self.stderr.append(f"[stdout] {line.rstrip()}")
-        self.events.put(_EOF)
-
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
-
-    def send(self, text: str) -> None:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(text + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
-
-    def last_stderr(self) -> str | None:
-        for line in reversed(self.stderr):
-            if line.strip():
-                return _one_line(line)
-        return None
-
-    def finish(self, timeout: float = 30.0) -> int | None:
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._t_err.join(timeout=5)
-        return code
 
 
 class Runner:
@@ -257,7 +171,7 @@ class Runner:
         runs = self._prepare(exp)
         self._total = len(runs)
         self._emit("progress", done=0, total=self._total, variant_id=None, phase=None, run_index=None)
-        self._validation = _Validation(self.session, exp, self._path(exp.corpus))
+        self._validation = RunValidation(self.session, exp, self._path(exp.corpus))
         if self._validation.problem:
             self._incident(self._validation.problem)
         groups = workers_of(runs)
@@ -327,7 +241,7 @@ class Runner:
             precision=exp.precision,
             duration_days=pkg.days,
             lots=pkg.lots,
-            package_total_usd_minor=_package_total(self.session),
+            package_total_usd_minor=package_total_minor(self.session),
         )
 
     def _append(self, row: ResultRow) -> None:
@@ -351,7 +265,7 @@ class Runner:
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        w = _Worker([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
+        w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
         s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
         self._emit("worker_started", worker=name, pid=w.proc.pid)
         by_key = {r.run_key: r for r in group}
@@ -371,7 +285,7 @@ class Runner:
                 timed_out = True
                 w.proc.kill()
                 continue
-            if ev is _EOF:
+            if ev is EOF_EVENT:
                 break
             kind = ev.get("event")
             if kind == "environment":
@@ -532,84 +446,4 @@ class Runner:
         self._progress(run)
 
 
-def _package_total(session: Session) -> int | None:
-    """Package total in USD cents from the rates (K1), ``None`` when unknown (K7)."""
-    pkg = session.package
-    if not (pkg.gpu_model and pkg.days and pkg.lots):
-        return None
-    try:
-        from gpusession.core.cost import load_rates, package_total
-
-        total = package_total(load_rates(session_folder=session.folder), pkg.gpu_model, pkg.days, pkg.lots)
-        return total.total_usd_minor
-    except Exception:
-        return None
-
-
-class _Validation:
-    """Validates each run's output against the experiment's corpus and protocol (V1-V8)."""
-
-    def __init__(self, session: Session, exp: Experiment, corpus: Path | None) -> None:
-        self.session = session
-        self.exp = exp
-        self.corpus_revision: str | None = None
-        self.problem: str | None = None
-        self.expected: Any = None
-        self.protocol: Any = None
-        if corpus is None:
-            return
-        from gpusession.bench.workloads.bbc_corpus import sha256_file
-
-        if not corpus.exists():
-            self.problem = f"corpus {corpus} not found; runs cannot be validated"
-            return
-        self.corpus_revision = sha256_file(corpus)
-        if not exp.protocol:
-            self.problem = "no validation protocol declared; corpora are not accepted (V5)"
-            return
-        try:
-            from gpusession.core.validation import Protocol, load_expected
-
-            self.protocol = Protocol.from_toml(exp.protocol)
-            self.expected = load_expected(corpus)
-        except ImportError:
-            self.problem = "validation module not available; runs are not validated"
-        except BadInput as exc:
-            self.problem = f"validation protocol or corpus unusable: {exc}"
-        p = exp.params
-        self.train_ids = session.folder / p["train_corpus"] if p.get("train_corpus") else None
-        self.tune_ids = session.folder / p["tune_corpus"] if p.get("tune_corpus") else None
-
-    def validate(self, output: Path, run: ScheduledRun) -> tuple[dict[str, Any], str | None]:
-        if self.expected is None or self.protocol is None:
-            return {}, None
-        from gpusession.core.validation import validate_output
-
-        try:
-            report = validate_output(output, self.expected, self.protocol,
-                                     train_ids=self._ids(self.train_ids), tune_ids=self._ids(self.tune_ids))
-            report.write(self.session.validation_dir / self.exp.id / run.variant_id,
-                         f"{run.phase}-{run.run_index}")
-        except BadInput as exc:
-            return {"corpus_accepted": False}, f"validation failed: {exc}"
-        fields = report.row_fields()
-        note = None
-        if not fields.get("corpus_accepted"):
-            failed = getattr(report, "failed_checks", [])
-            failed = failed() if callable(failed) else failed
-            note = "corpus rejected: " + (", ".join(failed) if failed else "see validation report")
-        return fields, note
-
-    @staticmethod
-    def _ids(path: Path | None) -> list[str] | None:
-        if path is None or not path.exists():
-            return None
-        out = []
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    out.append(str(json.loads(line)["id"]))
-        return out
-
-
-__all__ = ["Runner", "RunOutcome", "describe_exit", "replace"]
+__all__ = ["Runner", "RunOutcome", "describe_exit"]

@@ -57,6 +57,46 @@ def register(sub: Any) -> None:
     p.add_argument("--device", type=_device, default=None, help="override the device for this run")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("experiment", help="define or list the experiments of a session (R1, V5)")
+    p.add_argument("name", metavar="NAME")
+    esub = p.add_subparsers(dest="experiment_action", metavar="ACTION", required=True)
+    q = esub.add_parser("list", help="the experiments defined in the session")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_experiment_list)
+    q = esub.add_parser(
+        "define",
+        help="store an experiment before it runs (a changed setting after a measurement "
+        "gets a new id)",
+    )
+    q.add_argument("--id", required=True, help="experiment id, e.g. batch-sweep")
+    q.add_argument("--workload", required=True,
+                   help="bbc-news, synthetic-mlp, command, or module:factory")
+    q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); relative to the session")
+    q.add_argument("--varied", default="batch", choices=["batch", "context"])
+    q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
+    q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    q.add_argument("--context-limit", type=int, default=None, help="tokens kept per input (R9)")
+    q.add_argument("--batch", type=int, default=None, help="fixed batch when --varied context")
+    q.add_argument("--device", type=_device, default=None)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--scope", default="processing", choices=["processing", "full-chain"])
+    q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant (R4)")
+    q.add_argument("--runs", type=int, default=5, help="measured runs per variant (R5)")
+    q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"])
+    q.add_argument("--order-seed", type=int, default=0)
+    q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant (R3)")
+    q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
+    q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
+    q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"])
+    q.add_argument("--threshold", type=float, default=0.9)
+    q.add_argument("--tolerance", type=float, default=0.0)
+    q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="workload parameter (repeatable)")
+    q.add_argument("--command", dest="command_line",
+                   help="for --workload command: the program and arguments, with {batch}, "
+                   "{output}, {corpus} placeholders (split like a shell, run without one)")
+    q.set_defaults(func=cmd_experiment_define)
+
 
 def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
     """Create/reopen the demo session, write corpus and model once, define the experiment.
@@ -229,3 +269,84 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.headless:
         return run_headless(session, exp_id, args.device)
     return _open_ui(session, exp_id, args.device)
+
+
+def _scalar(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def cmd_experiment_define(args: argparse.Namespace) -> int:
+    import shlex
+
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    session = open_session(args, args.name)
+    try:
+        values = tuple(int(v) for v in args.values.split(",") if v.strip())
+    except ValueError:
+        raise BadInput(f"expected whole numbers separated by commas, got {args.values!r}",
+                       field="values") from None
+    params: dict[str, Any] = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"expected KEY=VALUE, got {item!r}", field="param")
+        params[key] = _scalar(value)
+    if args.command_line:
+        params["command"] = shlex.split(args.command_line)
+    protocol: dict[str, Any] = {}
+    if args.classes:
+        protocol = {"classes": [c.strip() for c in args.classes.split(",") if c.strip()],
+                    "metric": args.metric, "threshold": args.threshold,
+                    "tolerance": args.tolerance, "output_format": "jsonl"}
+        try:
+            from gpusession.core.validation import Protocol
+
+            Protocol.from_toml(protocol)
+        except ImportError:
+            pass
+    if args.corpus and not (Path(args.corpus).is_absolute() or (session.folder / args.corpus).exists()):
+        raise BadInput("corpus file not found (paths are relative to the session folder)",
+                       path=session.folder / args.corpus, field="corpus")
+    exp = Experiment(
+        id=args.id, workload=args.workload, corpus=args.corpus, varied=args.varied, values=values,
+        precision=args.precision, context_limit=args.context_limit, batch=args.batch,
+        device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
+        runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
+        cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
+        run_timeout_s=args.timeout,
+    )
+    defined = define_experiment(session, exp)
+    if defined.id != exp.id:
+        print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (R1)")
+    else:
+        print(f"defined experiment {defined.id} in session {session.name}")
+    if not protocol:
+        print("note: no validation protocol (--classes); runs will not be accepted as corpora (V5)")
+    return 0
+
+
+def cmd_experiment_list(args: argparse.Namespace) -> int:
+    from gpusession.bench.plan import load_experiments
+    from gpusession.commands._common import print_json
+
+    session = open_session(args, args.name)
+    exps = load_experiments(session)
+    if args.json:
+        print_json([{"id": e.id, **e.to_toml()} for e in exps])
+        return 0
+    if not exps:
+        print(f"no experiment in session {session.name}; define one with "
+              f"`gpusession experiment {session.name} define ...` or try `gpusession demo`")
+        return 0
+    for e in exps:
+        values = ", ".join(str(v) for v in e.values)
+        print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
+              f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
+              f"device {e.device or 'auto'}")
+    return 0

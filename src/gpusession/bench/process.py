@@ -1,0 +1,100 @@
+"""Worker subprocesses as the runner sees them: JSON lines in, stderr kept, exit described.
+
+Who calls it: :class:`gpusession.bench.runner.Runner`. No torch here.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+from collections import deque
+from typing import Any
+
+#: Put on a worker's event queue when its stdout closes.
+EOF_EVENT = object()
+
+
+def describe_exit(code: int | None) -> str:
+    """``"killed by signal SIGKILL (9)"`` / ``"exited with code 3"``."""
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by signal {name} ({-code})"
+    return f"exited with code {code}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class WorkerProcess:
+    """One worker subprocess: stdout lines into a queue, stderr kept (last lines)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            bufsize=1,
+        )
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.stderr: deque[str] = deque(maxlen=200)
+        self._t_out = threading.Thread(target=self._read_out, daemon=True)
+        self._t_err = threading.Thread(target=self._read_err, daemon=True)
+        self._t_out.start()
+        self._t_err.start()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except json.JSONDecodeError:
+                self.stderr.append(f"[stdout] {line.rstrip()}")
+        self.events.put(EOF_EVENT)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+
+    def send(self, text: str) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(text + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def last_stderr(self) -> str | None:
+        for line in reversed(self.stderr):
+            if line.strip():
+                return _one_line(line)
+        return None
+
+    def finish(self, timeout: float = 30.0) -> int | None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._t_err.join(timeout=5)
+        return code

@@ -1,0 +1,47 @@
+"""``gpusession experiment NAME define|list`` (R1, R2, V5) from the shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from test_bench_fakes import write_corpus
+
+from gpusession.core.results import ResultRow
+from gpusession.core.session import Session
+
+
+def test_r1_experiment_define_list_and_fork_after_measurement(sessions_root: Path, run_cli: Any) -> None:
+    s = Session.create(sessions_root, "x")
+    write_corpus(s.folder / "corpus.jsonl")
+    args = ["experiment", "x", "define", "--id", "sweep", "--workload", "mypkg.wl:make",
+            "--corpus", "corpus.jsonl", "--values", "1,4,8", "--classes", "a,b",
+            "--tolerance", "0.01", "--param", "width=64", "--scope", "full-chain"]
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr
+    listed = run_cli("experiment", "x", "list", "--json")
+    data = json.loads(listed.stdout)
+    assert data[0]["id"] == "sweep" and data[0]["values"] == [1, 4, 8]
+    assert data[0]["params"] == {"width": 64} and data[0]["scope"] == "full-chain"
+    assert data[0]["protocol"]["classes"] == ["a", "b"]
+    s.results.append(ResultRow(experiment_id="sweep", phase="warm", elapsed_seconds=1.0))
+    res2 = run_cli(*args[:-2], "--scope", "processing")
+    assert res2.returncode == 0 and "defined as sweep-2" in res2.stdout
+    text = run_cli("experiment", "x", "list").stdout
+    assert "sweep:" in text and "sweep-2:" in text
+
+
+def test_experiment_define_bad_input_is_one_line_and_changes_nothing(sessions_root: Path, run_cli: Any) -> None:
+    s = Session.create(sessions_root, "x")
+    before = s.session_toml.read_bytes()
+    for extra, needle in (
+        (["--values", "1,x"], "values"),
+        (["--values", "1", "--corpus", "missing.jsonl"], "corpus"),
+        (["--values", "1", "--classes", "a,a"], "protocol.classes"),
+        (["--values", "1", "--param", "novalue"], "KEY=VALUE"),
+    ):
+        res = run_cli("experiment", "x", "define", "--id", "e", "--workload", "bbc-news", *extra)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert s.session_toml.read_bytes() == before
