@@ -98,3 +98,20 @@ def test_v6_macro_f1_and_accuracy_equal_scikit_learn(data: tuple[list[str], list
     per = f1_score(refs, preds, labels=list(CLASSES), average=None, zero_division=0)
     assert [round(c.f1, 12) for c in r.per_class] == [round(float(x), 12) for x in per]
     assert r.label_set == CLASSES
+
+
+@SETTINGS
+@given(data=corpora())
+def test_v4_csv_and_jsonl_outputs_give_the_same_verdict(data: tuple[list[str], list[str], list[str]]) -> None:
+    import polars as pl
+
+    ids, refs, preds = data
+    jsonl_report = check(ids, refs, list(zip(ids, preds, strict=True)), threshold=0.5)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        corpus = folder / "corpus.jsonl"
+        corpus.write_text("".join(json.dumps({"id": i, "label": r}) + "\n" for i, r in zip(ids, refs, strict=True)))
+        out = folder / "out.csv"
+        pl.DataFrame({"id": ids, "label": preds}, schema={"id": pl.String, "label": pl.String}).write_csv(out)
+        csv_report = validate_output(out, load_expected(corpus), Protocol(classes=CLASSES, threshold=0.5, output_format="csv"))
+    assert verdict(csv_report) == verdict(jsonl_report)

@@ -236,11 +236,11 @@ def run_checks(
         quality_met = False
         quality_reason = "not computed: no well-formed output record has an expected ID with a reference"
     else:
-        rule = f"≥ {protocol.threshold:.4f} − {protocol.tolerance:.4f}"
         quality_met = value + EPSILON >= floor
         quality_reason = (
-            f"{protocol.metric} = {value:.4f} {'meets' if quality_met else 'is below'} {rule} "
-            f"(margin {margin:+.4f}) over {scored.height:,} scored record(s) of "
+            f"{protocol.metric} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
+            f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
+            f"margin {margin:+.4f}; over {scored.height:,} scored record(s) of "
             f"{expected.unique.height:,} expected; label set used: {label_set}"
         )
         if protocol.reference_value is not None:

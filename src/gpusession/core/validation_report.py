@@ -166,7 +166,7 @@ class ValidationReport:
             out.append(f"         extra: {_quote_ids(self.extra_ids['id'].head(QUOTE_N).to_list(), self.extra_count)}")
         dup = self.duplicates.head(QUOTE_N)
         for row in dup.iter_rows(named=True):
-            out.append(f"         duplicate {row['id']!r}: {row['count']}× in the {row['found_in']} (lines {row['lines']})")
+            out.append(f"         duplicate {row['id']!r}: {row['count']}× in the {row['found_in']} (lines {row['lines'].replace(';', ', ')})")
         out.append(f"format   {word[self.format_valid]}  {self.format_reason}")
         for p in self.file_problems:
             out.append(f"         {p}")
