@@ -304,3 +304,11 @@ def test_v4_last_line_without_newline_is_read(tmp_path: Path, expected: Expected
     out = tmp_path / "o.jsonl"
     out.write_text(perfect(tmp_path).read_text().rstrip("\n"))
     assert validate_output(out, expected, PROTO).corpus_accepted
+
+
+def test_v6_expected_ids_without_label_are_not_scored_and_said(tmp_path: Path) -> None:
+    exp = load_expected(write_corpus(tmp_path / "c.csv", [("1", "a"), ("2", None), ("3", "b")]))
+    assert any("1 expected ID(s) of c.csv have no label" in n for n in exp.notes)
+    r = validate_output(write_jsonl(tmp_path / "o.jsonl", [("1", "a"), ("2", "a"), ("3", "b")]), exp, PROTO)
+    assert r.scored_records == 2 and r.quality_value == 1.0
+    assert any(line.startswith("note: 1 expected ID(s) of c.csv") for line in r.summary_lines())

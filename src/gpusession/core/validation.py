@@ -286,6 +286,9 @@ def load_expected(corpus: Path, *, references: Path | None = None) -> Expected:
         uncovered = frame["label"].null_count()
         if uncovered:
             notes.append(f"{uncovered:,} expected ID(s) have no reference in {references.name}")
+    unlabelled = frame["label"].null_count()
+    if references is None and 0 < unlabelled < frame.height:
+        notes.append(f"{unlabelled:,} expected ID(s) of {corpus.name} have no label: they are not scored")
     return Expected(path=corpus, frame=frame, references_path=references, notes=tuple(notes))
 
 
