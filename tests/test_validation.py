@@ -225,6 +225,7 @@ def test_v8_report_archived_in_session_validation_folder(tmp_path: Path, session
     doc = read_toml(path)
     assert doc["corpus_accepted"] is True and doc["label_set"] == ["a", "b"]
     assert doc["row"]["quality_value"] == 1.0
+    assert doc["summary"] == r.summary_lines()
     for kind in ("missing", "extra", "duplicates", "bad_records", "overlap"):
         assert (s.validation_dir / f"e1-v1-warm-1.{kind}.csv").exists()
 

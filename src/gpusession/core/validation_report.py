@@ -257,7 +257,8 @@ class ValidationReport:
         }
 
     def write(self, folder: Path, run_name: str) -> Path:
-        """Archive the report in ``folder`` (V2, V8): ``<run_name>.toml`` plus the full
+        """Archive the report in ``folder`` (V2, V8): ``<run_name>.toml`` (with ``summary``,
+        the lines of :meth:`summary_lines`, and ``row``, the CSV fields) plus the full
         lists ``.missing.csv``, ``.extra.csv``, ``.duplicates.csv``, ``.bad_records.csv``
         and ``.overlap.csv`` beside it. Every file is written atomically; the TOML last,
         so a report whose TOML exists has all its lists.
@@ -286,6 +287,7 @@ class ValidationReport:
         doc.update(self.to_dict())
         doc["row"] = self.row_fields()
         doc["files"] = files
+        doc["summary"] = self.summary_lines()  # the same words as the CLI, for the TUI
         target = folder / f"{run_name}.toml"
         write_toml(target, _tomlable(doc))
         return target
