@@ -198,7 +198,7 @@ def run_checks(
             ids_reason += " (equal counts, different IDs)"
 
     # -- format (V4) ---------------------------------------------------------------
-    bad = rec.filter(pl.col("problem").is_not_null()).select("line", "problem")
+    bad = rec.filter(pl.col("problem").is_not_null()).select("line", "problem").sort("line")
     kinds = bad.group_by(_problem_kind().alias("kind")).agg(n=pl.len()).sort("n", descending=True)
     problem_counts = {str(k): int(n) for k, n in kinds.iter_rows()}
     bad_first = [

@@ -174,7 +174,7 @@ def parse_csv(data: bytes) -> ParsedRecords:
             {"line": list(bad_utf8), "utf8_problem": list(bad_utf8.values())},
             schema={"line": pl.Int64, "utf8_problem": pl.String},
         )
-        records = records.join(fix, on="line", how="left").with_columns(
+        records = records.join(fix, on="line", how="left", maintain_order="left").with_columns(
             problem=pl.coalesce("utf8_problem", "problem")
         )
     parsed.records = records.select(list(RECORD_SCHEMA))

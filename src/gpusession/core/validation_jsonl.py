@@ -63,7 +63,7 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
             schema={"line": pl.Int64, "utf8_problem": pl.String},
         )
         records = (
-            records.join(fix, on="line", how="left")
+            records.join(fix, on="line", how="left", maintain_order="left")
             .with_columns(
                 problem=pl.coalesce("utf8_problem", "problem"),
                 id=pl.when(pl.col("id").str.contains("\ufffd", literal=True))
