@@ -313,3 +313,11 @@ def test_v6_expected_ids_without_label_are_not_scored_and_said(tmp_path: Path) -
     r = validate_output(write_jsonl(tmp_path / "o.jsonl", [("1", "a"), ("2", "a"), ("3", "b")]), exp, PROTO)
     assert r.scored_records == 2 and r.quality_value == 1.0
     assert any(line.startswith("note: 1 expected ID(s) of c.csv") for line in r.summary_lines())
+
+
+def test_v6_references_outside_declared_classes_fail_quality(tmp_path: Path) -> None:
+    exp = load_expected(write_corpus(tmp_path / "c.csv", [("1", "a"), ("2", "b"), ("3", "z")]))
+    out = write_jsonl(tmp_path / "o.jsonl", [("1", "a"), ("2", "b"), ("3", "b")])
+    r = validate_output(out, exp, Protocol(classes=("a", "b"), threshold=0.0))
+    assert r.format_valid and r.ids_match and not r.quality_met and not r.corpus_accepted
+    assert "reference label(s) are not declared classes ('z')" in r.quality_reason
