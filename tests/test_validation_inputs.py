@@ -236,3 +236,14 @@ def test_corpus_bad_inputs_raise_bad_input_with_line(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(BadInput, match="no expected IDs"):
         load_expected(empty)
+
+
+def test_corpus_jsonl_labels_absent_null_or_not_strings(tmp_path: Path) -> None:
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"id": "1", "label": "a"}\n{"id": "2", "label": null}\n{"id": "3"}\n')
+    assert load_expected(ok).frame["label"].to_list() == ["a", None, None]
+    numeric = tmp_path / "num.jsonl"
+    numeric.write_text('{"id": "1", "label": 3}\n')
+    with pytest.raises(BadInput) as info:
+        load_expected(numeric)
+    assert info.value.line == 1 and "label is a JSON number" in info.value.message

@@ -264,11 +264,10 @@ def _read_jsonl_table(path: Path, data: bytes) -> pl.DataFrame:
     if parsed.file_problems:
         raise BadInput(parsed.file_problems[0], path=path)
     rec = parsed.records
-    # A corpus needs an ID on every line; a label is optional (no references).
-    bad = rec.filter(
-        pl.col("id").is_null()
-        | (pl.col("problem").is_not_null() & ~pl.col("problem").str.contains("label"))
-    )
+    # A corpus needs a string ID on every line; a label may be absent or null (no
+    # reference) but, when given, must be a string.
+    tolerated = pl.col("problem").is_in(["missing field 'label'", "label is a JSON null (null), expected a string"])
+    bad = rec.filter(pl.col("id").is_null() | (pl.col("problem").is_not_null() & ~tolerated))
     if bad.height:
         first = bad.row(0, named=True)
         raise BadInput(str(first["problem"] or "no string ID"), path=path, line=int(first["line"]))
