@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
@@ -54,7 +55,9 @@ class MainScreen(Screen[None]):
         with TabbedContent(id="panes", initial="checklist"):
             for i, (tab, title, cls) in enumerate(PANES):
                 with TabPane(f"{i + 1} {title}", id=tab):
-                    yield cls(self.ctx, id=f"{tab}-pane")
+                    pane = cls(self.ctx, id=f"{tab}-pane")
+                    # hidden panes mount right after the first frame (start-up time)
+                    yield pane if i == 0 else Lazy(pane)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -68,11 +71,18 @@ class MainScreen(Screen[None]):
     def pane(self, tab: str) -> Any:
         return self.query_one(f"#{tab}-pane")
 
+    def maybe_pane(self, tab: str) -> Any | None:
+        """The pane, or ``None`` in the instant before a lazy pane is mounted."""
+        found = self.query(f"#{tab}-pane")
+        return found.first() if found else None
+
     def action_show_pane(self, tab: str) -> None:
         """Switch to a pane and put the focus in it (keys 1–6)."""
         self.query_one(TabbedContent).active = tab
-        pane = self.pane(tab)
-        if hasattr(pane, "focus_main"):
+        pane = self.maybe_pane(tab)
+        if pane is None:
+            self.call_after_refresh(self.action_show_pane, tab)
+        elif hasattr(pane, "focus_main"):
             pane.focus_main()
         else:
             pane.focus()
@@ -88,10 +98,14 @@ class MainScreen(Screen[None]):
         self.header.refresh_line()
 
     def on_run_pane_row_landed(self, msg: RunPane.RowLanded) -> None:
-        self.pane("memory").show_row(msg.row)
+        mem = self.maybe_pane("memory")
+        if mem is not None:
+            mem.show_row(msg.row)
 
     def on_run_pane_run_finished(self, msg: RunPane.RunFinished) -> None:
         for tab in ("validation", "cost", "memory"):
-            self.pane(tab).reload()
+            pane = self.maybe_pane(tab)
+            if pane is not None:
+                pane.reload()
         self.pane("checklist").collect_evidence()
         self.header.refresh_line()

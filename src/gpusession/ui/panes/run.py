@@ -122,19 +122,19 @@ class RunPane(Vertical):
             yield Label("overall ", classes="bar-label")
             yield ProgressBar(total=None, show_eta=False, id="run-bar")
         yield Vertical(id="run-variants")
+        rows = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
+        rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
+        summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
+        summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
         with ContentSwitcher(initial="run-rows", id="run-views"):
-            yield DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
+            yield rows
             with VerticalScroll(id="run-summary"):
-                yield DataTable(id="run-summary-table", cursor_type="row")
+                yield summ
                 yield Static("", id="run-chart-label", classes="section")
                 yield Vertical(id="run-charts")
 
     def on_mount(self) -> None:
-        rows = self.query_one("#run-rows", DataTable)
-        rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
-        summ = self.query_one("#run-summary-table", DataTable)
-        summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
-        self.reload()
+        self.call_after_refresh(self.reload)
 
     def focus_main(self) -> None:
         self.query_one("#run-views", ContentSwitcher).query_one(f"#{self.view}").focus()

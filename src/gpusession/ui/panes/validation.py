@@ -98,14 +98,14 @@ class ValidationPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="val-status", classes="status")
-        yield DataTable(id="val-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="val-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("run", "IDs match", "format", "quality rule", "corpus")
+        yield table
         with VerticalScroll(id="val-detail-box"):
             yield Static("", id="val-detail")
 
     def on_mount(self) -> None:
-        t = self.query_one("#val-table", DataTable)
-        t.add_columns("run", "IDs match", "format", "quality rule", "corpus")
-        self.reload()
+        self.call_after_refresh(self.reload)
 
     def focus_main(self) -> None:
         self.query_one("#val-table", DataTable).focus()

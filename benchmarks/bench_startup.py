@@ -1,0 +1,118 @@
+"""Start-up time and idle CPU of the TUI (issue 6, "Measured, not assumed").
+
+1. Time from process start to the first rendered frame of the app (headless, the real
+   session-opening path, real NVML/psutil readers), against ``python -c "import textual"``
+   measured in the same run. Targets: under 0.6 s, and under 3× the baseline.
+2. CPU used by the UI process while the memory pane refreshes every second for 30 s
+   (after start-up), as a percentage of one core. Target: under 2 %.
+
+Run: ``/work/venv/bin/python benchmarks/bench_startup.py [--runs 5] [--seconds 30]``.
+Prints the medians and the ratio; exits 0 (a benchmark reports, it does not fail CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD_FIRST_FRAME = r"""
+import sys, time
+from gpusession.core.session import Session
+from gpusession.ui.app import build_app
+
+root, name = sys.argv[1], sys.argv[2]
+
+async def first_frame(pilot):
+    # auto_pilot runs once the app is ready, i.e. after its first refresh
+    print(f"FRAME {time.time():.6f}", flush=True)
+    pilot.app.exit(0)
+
+app = build_app(Session.open(root, name))
+app.run(headless=True, size=(80, 24), auto_pilot=first_frame)
+"""
+
+CHILD_IDLE_CPU = r"""
+import resource, sys, time
+from gpusession.core.session import Session
+from gpusession.ui.app import build_app
+
+root, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+async def idle(pilot):
+    await pilot.press("3")  # the memory pane, refreshing every second
+    await pilot.pause(1.0)
+    mem = pilot.app.screen.pane("memory")
+    c0, t0, s0 = cpu(), time.monotonic(), mem.samples
+    await pilot.pause(seconds)
+    c1, t1, s1 = cpu(), time.monotonic(), mem.samples
+    print(f"CPU {c1 - c0:.6f} {t1 - t0:.6f} {s1 - s0}", flush=True)
+    pilot.app.exit(0)
+
+app = build_app(Session.open(root, name))
+app.run(headless=True, size=(80, 24), auto_pilot=idle)
+"""
+
+
+def time_import_textual() -> float:
+    t0 = time.time()
+    subprocess.run([sys.executable, "-c", "import textual"], check=True)
+    return time.time() - t0
+
+
+def time_first_frame(root: Path, name: str) -> float:
+    t0 = time.time()
+    done = subprocess.run([sys.executable, "-c", CHILD_FIRST_FRAME, str(root), name],
+                          capture_output=True, text=True, check=True, timeout=120)
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("FRAME"))
+    return float(line.split()[1]) - t0
+
+
+def idle_cpu(root: Path, name: str, seconds: float) -> tuple[float, float, int]:
+    done = subprocess.run([sys.executable, "-c", CHILD_IDLE_CPU, str(root), name, str(seconds)],
+                          capture_output=True, text=True, check=True, timeout=seconds + 120)
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("CPU"))
+    _, cpu_s, wall_s, samples = line.split()
+    return float(cpu_s), float(wall_s), int(samples)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5, help="start-up measurements of each kind")
+    ap.add_argument("--seconds", type=float, default=30.0, help="idle window for the CPU figure")
+    args = ap.parse_args()
+
+    from gpusession.ui.fakes import make_session
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        s = make_session(root, "bench")
+        time_import_textual()  # warm the OS file cache for both
+        time_first_frame(root, s.name)
+        base, app = [], []
+        for _ in range(args.runs):  # interleaved, so drift hits both alike
+            base.append(time_import_textual())
+            app.append(time_first_frame(root, s.name))
+        b, a = statistics.median(base), statistics.median(app)
+        print(f"python -c 'import textual'      median {b:.3f} s  (min {min(base):.3f}, max {max(base):.3f}, n={len(base)})")
+        print(f"process start → first frame    median {a:.3f} s  (min {min(app):.3f}, max {max(app):.3f}, n={len(app)})")
+        print(f"ratio first frame / import      {a / b:.2f}×   (target < 3×; absolute target < 0.6 s: "
+              f"{'met' if a < 0.6 else 'NOT met'})")
+        cpu_s, wall_s, samples = idle_cpu(root, s.name, args.seconds)
+        pct = 100.0 * cpu_s / wall_s
+        print(f"idle CPU, memory pane refreshing: {cpu_s:.3f} s CPU over {wall_s:.1f} s "
+              f"({samples} samples) = {pct:.2f} % of one core (target < 2 %: "
+              f"{'met' if pct < 2.0 else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
