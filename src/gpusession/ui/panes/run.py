@@ -122,7 +122,7 @@ class RunPane(Vertical):
             yield Label("overall ", classes="bar-label")
             yield ProgressBar(total=None, show_eta=False, id="run-bar")
         yield Vertical(id="run-variants")
-        rows = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
+        rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
         rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
         summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
