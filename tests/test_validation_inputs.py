@@ -247,3 +247,23 @@ def test_corpus_jsonl_labels_absent_null_or_not_strings(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as info:
         load_expected(numeric)
     assert info.value.line == 1 and "label is a JSON number" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"id":"001","label":"a"}\n{"id":"002","label":"b"}\n{"id":"003","label":"a"}\n',  # compact
+        '{"id":"001","label":"a"}\n{"id": "002", "label": "b"}\n{"id"  :  "003","label":"a"}\n',  # mixed spacing
+        '{"label":"a","id":"001","note":"id"}\n{"id":"002","label":"b"}\n{"id":"003","label":"a"}\n',  # "id" as a value
+    ],
+)
+def test_v4_spellings_of_a_good_file_are_all_accepted(tmp_path: Path, expected: Expected, content: str) -> None:
+    assert run(tmp_path, content, expected).corpus_accepted
+
+
+def test_v4_number_id_hidden_among_compact_lines(tmp_path: Path, expected: Expected) -> None:
+    content = '{"id":"001","label":"a"}\n{"id":2,"label":"b"}\n{"id":"003","label":"a"}\n'
+    r = run(tmp_path, content, expected)
+    assert not r.format_valid and r.bad_records[0].line == 2 and r.bad_records[0].problem.startswith("ID is a JSON number")
+    nested = '{"id":"001","label":"a","meta":{"id":7}}\n{"id":"002","label":"b"}\n{"id":"003","label":"a"}\n'
+    assert run(tmp_path, nested, expected).corpus_accepted  # a nested "id" is not the record's ID

@@ -101,13 +101,19 @@ def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
 
 
 def _literal_counts_ok(raw: bytes | None, n_lines: int) -> bool:
-    """The usual spellings (``"id":"`` and ``"id": "``), counted as bytes: cheap."""
+    """The usual spellings (``"id": "`` and ``"id":"``), counted as bytes: cheap.
+
+    Every line has a top-level key (polars decoded a value for it), so exactly
+    ``n_lines`` occurrences of ``"id"`` anywhere mean one per line, that key; and as
+    many followed by ``: "`` or ``:"`` mean each value is a JSON string.
+    """
     if raw is None:
         return False
     for key in (b'"id"', b'"label"'):
-        if raw.count(key + b":") != n_lines:
+        if raw.count(key) != n_lines:
             return False
-        if raw.count(key + b':"') + raw.count(key + b': "') != n_lines:
+        strings = raw.count(key + b': "')
+        if strings != n_lines and strings + raw.count(key + b':"') != n_lines:
             return False
     return True
 
