@@ -100,7 +100,7 @@ def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
     if left.height == right.height and bool((left["id"] == right["id_exp"]).all()):
         # The usual run: the output lists the expected IDs in corpus order.
         return pl.concat([left, right.drop("h")], how="horizontal")
-    joined = left.join(right, on="h", how="full", coalesce=True)
+    joined = left.lazy().join(right.lazy(), on="h", how="full", coalesce=True).collect()
     clash = joined.select(
         (pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & (pl.col("id") != pl.col("id_exp"))).any()
     ).item()
