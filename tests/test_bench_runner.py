@@ -298,7 +298,7 @@ def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root
         other.wait()
 
 
-def test_cli_run_headless_and_bad_experiment(
+def test_r6_cli_run_headless_prints_median_min_max_and_failures_in_words(
     sessions_root: Path, run_cli: Any, fakes: None
 ) -> None:
     s = _session(sessions_root)
@@ -307,6 +307,7 @@ def test_cli_run_headless_and_bad_experiment(
     res = run_cli("run", "t", "--experiment", "e", "--headless", env=env)
     assert res.returncode == 0, res.stderr
     assert "warm  batch-4" in res.stdout and "experiment complete" in res.stdout
+    assert "median s" in res.stdout and "min–max s" in res.stdout and "failures" in res.stdout
     bad = run_cli("run", "t", "--experiment", "nope", "--headless", env=env)
     assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback
@@ -337,3 +338,23 @@ def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path,
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert 1 <= len(warm) < 6 and all(r.elapsed_seconds is not None for r in warm)
     assert _events(s, "experiment_incomplete")
+
+
+def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, fakes: None) -> None:
+    s = _session(sessions_root)
+    medians: dict[tuple[int, ...], dict[str, float]] = {}
+    for values in ((2, 8), (8, 2)):
+        exp = _exp(s, id=f"order-{values[0]}", values=values, runs_per_variant=3,
+                   cold_runs_per_variant=0, warmup_iterations=1, params={"sleep_s": 0.02})
+        Runner(s, exp.id).run()
+        rows = [r for r in s.results.rows() if r.experiment_id == exp.id and r.phase == "warm"]
+        assert [r.variant_id for r in rows][:2] == [f"batch-{values[0]}", f"batch-{values[1]}"]
+        by: dict[str, list[float]] = {}
+        for r in rows:
+            by.setdefault(str(r.variant_id), []).append(float(r.elapsed_seconds or 0))
+        medians[values] = {v: sorted(x)[1] for v, x in by.items()}
+    for v in ("batch-2", "batch-8"):
+        a, b = medians[(2, 8)][v], medians[(8, 2)][v]
+        assert abs(a - b) / max(a, b) < 0.3, (v, a, b)
+    # 8 texts: batch 2 = 4 predict calls, batch 8 = 1 → about 4× apart in either order
+    assert medians[(2, 8)]["batch-2"] > 2.5 * medians[(2, 8)]["batch-8"]
