@@ -86,6 +86,7 @@ def test_v8_cli_session_archives_report_without_overwriting(
     folder = sessions_root / "demo" / "validation"
     assert (folder / "validate-good.toml").exists() and (folder / "validate-good-2.toml").exists()
     assert (folder / "validate-good-2.missing.csv").exists()
+    assert (folder / "validate-good.output.jsonl").read_bytes() == files["good"].read_bytes()
     assert read_toml(folder / "validate-good.toml")["corpus_accepted"] is True
     events = [r for r in Session.open(sessions_root, "demo").read_journal() if r["event"] == "validation"]
     assert [e["report"] for e in events] == ["validation/validate-good.toml", "validation/validate-good-2.toml"]

@@ -4,13 +4,15 @@ Prints the readable verdict (each check pass/fail in words, counts, first offend
 the same lines as the TUI's Validation pane) and exits 0 when the corpus is accepted,
 3 when it is rejected, 2 when an input is unusable. With ``--session NAME`` the report
 and its ID lists are archived in that session's ``validation/`` folder (never over an
-existing report) and journalled (V8).
+existing report), with a copy of the output beside it, and journalled (V8).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,17 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "output"
 
 
+def _archive_output(source: Path, target: Path) -> Path:
+    """Copy the validated output beside its report (V8: every output kept for audit);
+    atomic: a temporary file in the same folder, fsynced, then renamed."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(source, tmp)
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    return target
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     session = open_session(args, args.session) if args.session else None
     expected = load_expected(args.corpus, references=args.references)
@@ -112,10 +125,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if session is not None:
         name = free_run_name(session.validation_dir, args.name or f"validate-{_slug(args.output.stem)}")
         written = report.write(session.validation_dir, name)
+        kept = _archive_output(args.output, session.validation_dir / f"{name}.output{args.output.suffix}")
         session.journal(
             "validation",
             report=str(written.relative_to(session.folder)),
             output=str(args.output),
+            output_copy=str(kept.relative_to(session.folder)),
             corpus=str(args.corpus),
             **report.row_fields(),
         )

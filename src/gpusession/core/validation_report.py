@@ -9,6 +9,7 @@ both the CLI and the TUI show, so the words are the same everywhere.
 
 from __future__ import annotations
 
+import glob
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -307,7 +308,7 @@ def free_run_name(folder: Path, base: str) -> str:
     (an existing report is never overwritten, V8)."""
     folder = Path(folder)
     name, n = base, 1
-    while (folder / f"{name}.toml").exists() or any(folder.glob(f"{name}.*.csv")):
+    while any(folder.glob(f"{glob.escape(name)}.*")):
         n += 1
         name = f"{base}-{n}"
     return name
