@@ -460,3 +460,99 @@ def test_palette_lists_every_action_and_runs_them(session: Any) -> None:
             assert len(app.screen.pane("run").rows) == 18
 
     asyncio.run(go())
+
+
+def test_v2_v3_validation_detail_shows_counts_first_offenders_and_classes(session: Any) -> None:
+    import tomli_w
+
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-4", phase="warm", run_index=2,
+                                     ids_match=False, format_valid=True, corpus_accepted=False))
+    folder = session.validation_dir / "batch-sweep" / "batch-4"
+    folder.mkdir(parents=True)
+    (folder / "warm-2.toml").write_text(tomli_w.dumps({
+        "schema": 1, "verdict": "corpus REJECTED: IDs failed", "label_set": ["a", "b"],
+        "ids": {"passed": False, "reason": "2 missing, 1 duplicated", "missing": 2, "extra": 0,
+                "duplicated_in_output": 1, "duplicated_in_expected": 0,
+                "first_missing": ["007", "12"], "first_extra": [], "first_duplicates": ["3"]},
+        "quality": {"passed": True, "reason": "macro_f1 0.95", "per_class": [
+            {"label": "a", "precision": 1.0, "recall": 0.9, "f1": 0.947, "support": 10}]},
+    }))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("4")
+            await pilot.pause()
+            detail = text_of(app, "#val-detail")
+            assert "IDs: FAILED — 2 missing, 1 duplicated" in detail
+            assert "missing 2, extra 0, duplicated in output 1" in detail
+            assert "first missing: 007, 12 (2 listed)" in detail  # IDs stay strings (V2)
+            assert "first duplicates: 3 (1 listed)" in detail
+            assert "a                    1.000   0.900  0.947       10" in detail
+            assert "label set used: a, b" in detail
+
+    asyncio.run(go())
+
+
+def test_r1_define_experiment_in_form_saves_it_before_any_run(session: Any) -> None:
+    from gpusession.bench.plan import load_experiments
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(80, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "d")
+            await pilot.pause()
+            app.screen.query_one("#field-id", Input).value = "ctx-sweep"
+            app.screen.query_one("#field-varied", Input).value = "context"
+            app.screen.query_one("#field-values", Input).value = "128, 256"
+            app.screen.query_one("#field-runs", Input).value = "3"
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            exps = {e.id: e for e in load_experiments(session)}
+            assert exps["ctx-sweep"].varied == "context" and exps["ctx-sweep"].values == (128, 256)
+            assert exps["ctx-sweep"].runs_per_variant == 3
+            run_pane = app.screen.pane("run")
+            assert run_pane.experiment_id == "ctx-sweep"
+            assert "ctx-sweep: context = 128, 256; 3 runs" in str(run_pane.query_one("#run-status", Static).render())
+
+    asyncio.run(go())
+
+
+def test_s1_add_own_item_is_saved(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(80, 30)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("a")
+            await pilot.pause()
+            app.screen.query_one("#field-text", Input).value = "Ask Anna for the hard cases"
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            own = [i for i in load_checklist(session) if i.custom]
+            assert [i.text for i in own] == ["Ask Anna for the hard cases"]
+
+    asyncio.run(go())
+
+
+def test_h11_no_color_keeps_every_state_in_words(session: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm", run_index=1,
+                                     corpus_revision="c1", ids_match=True, format_valid=True, corpus_accepted=True))
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-4", phase="warm", run_index=1,
+                                     corpus_revision="c1", ids_match=False, format_valid=True, corpus_accepted=False))
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-8", phase="warm", run_index=1))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert app.no_color
+            await settle(pilot, app)
+            await pilot.press("4")
+            await pilot.pause()
+            svg = app.export_screenshot()
+            for words in ("accepted", "rejected", "mismatch", "not&#160;validated"):
+                assert words in svg, words
+
+    asyncio.run(go())

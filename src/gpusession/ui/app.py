@@ -11,7 +11,6 @@ command palette. It never imports torch (M5).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, tzinfo
@@ -66,6 +65,8 @@ class GpuSessionApp(App[int]):
     @work(thread=True, group="report", exclusive=True, exit_on_error=False)
     def export_report(self) -> None:
         """``gpusession report NAME`` in a subprocess (the report module's own CLI)."""
+        import subprocess
+
         s = self.ctx.session
         cmd = [sys.executable, "-m", "gpusession", "--sessions-dir", str(s.folder.parent), "report", s.name]
         try:

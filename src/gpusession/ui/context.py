@@ -108,3 +108,4 @@ def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured")
     if value is None:
         return unknown
     return yes if value else no
+

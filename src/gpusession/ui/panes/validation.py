@@ -39,42 +39,64 @@ def quality_words(r: dict[str, Any]) -> str:
 
 
 def report_file(folder: Path, r: dict[str, Any]) -> Path | None:
-    """The validation report of a run, found by its experiment/variant/phase/index."""
-    if not folder.is_dir():
+    """``validation/<experiment>/<variant>/<phase>-<index>.toml`` of a run, if written."""
+    parts = [r.get(k) for k in ("experiment_id", "variant_id", "phase", "run_index")]
+    if any(p is None for p in parts):
         return None
-    keys = [str(r.get(k)) for k in ("experiment_id", "variant_id", "phase", "run_index") if r.get(k) is not None]
-    best = None
-    for path in sorted(folder.rglob("*.toml")):
-        text = str(path.relative_to(folder))
-        if all(k in text for k in keys):
-            best = path
-    return best
+    path = folder / str(parts[0]) / str(parts[1]) / f"{parts[2]}-{parts[3]}.toml"
+    return path if path.is_file() else None
+
+
+SECTIONS = (("ids", "IDs"), ("format", "format"), ("quality", "quality rule"), ("overlap", "split overlap"))
 
 
 def detail_lines(path: Path | None) -> list[str]:
-    """The stored report, flattened to readable lines (counts, first offenders, classes)."""
+    """The stored report in words: each check passed/failed with its reason, counts,
+    first offenders (V2, V4), the per-class table (V6) and the label set used."""
     if path is None:
         return ["No report file for this run in validation/ (the verdict above is from the results CSV)."]
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except Exception as exc:
         return [f"{path.name}: unreadable ({exc})"]
-    lines = [f"Report {path.name}:"]
-    for key, value in doc.items():
-        if key == "schema":
+    lines = [f"Report {path.parent.name}/{path.name}: {doc.get('verdict', '')}"]
+    for key, title in SECTIONS:
+        sec = doc.get(key)
+        if not isinstance(sec, dict):
             continue
-        if isinstance(value, dict):
-            lines.append(f"  {key}:")
-            for k2, v2 in value.items():
-                lines.append(f"    {k2}: {_short(v2)}")
-        else:
-            lines.append(f"  {key}: {_short(value)}")
+        state = "passed" if sec.get("passed") else "FAILED"
+        lines.append(f"  {title}: {state} — {sec.get('reason', '')}")
+        if key == "ids":
+            counts = ", ".join(f"{k.replace('_', ' ')} {sec.get(k, 0)}" for k in
+                               ("missing", "extra", "duplicated_in_output", "duplicated_in_expected"))
+            lines.append(f"    {counts}")
+            for k in ("first_missing", "first_extra", "first_duplicates"):
+                if sec.get(k):
+                    lines.append(f"    {k.replace('_', ' ')}: {_short(sec[k])}")
+        if key == "format" and sec.get("first_bad_records"):
+            for bad in sec["first_bad_records"][:5]:
+                lines.append(f"    {_short(bad)}")
+        if key == "quality" and sec.get("per_class"):
+            lines.append(f"    {'class':<16} {'precision':>9} {'recall':>7} {'F1':>6} {'support':>8}")
+            for c in sec["per_class"]:
+                lines.append(
+                    f"    {str(c.get('label')):<16} {_num(c.get('precision')):>9} {_num(c.get('recall')):>7} "
+                    f"{_num(c.get('f1')):>6} {str(c.get('support', '')):>8}"
+                )
+    if doc.get("label_set"):
+        lines.append(f"  label set used: {', '.join(map(str, doc['label_set']))} ({doc.get('classes_source', '')})")
     return lines
+
+
+def _num(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.3f}"
 
 
 def _short(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_short(x)}" for k, x in v.items())
     if isinstance(v, list):
         head = ", ".join(str(x) for x in v[:5])
         return f"{head}{' …' if len(v) > 5 else ''} ({len(v)} listed)"
