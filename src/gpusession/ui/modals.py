@@ -15,7 +15,7 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
@@ -67,7 +67,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
         self.help_text = help_text
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="form"):
+        with VerticalScroll(id="form"):
             yield Label(self.title_text, id="form-title")
             if self.help_text:
                 yield Label(self.help_text, id="form-help")
@@ -76,7 +76,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
                 if f.choices:
                     yield Choice(f.choices, f.value, id=f"field-{f.name}", classes="choice")
                 else:
-                    yield Input(f.value, placeholder=f.placeholder, id=f"field-{f.name}")
+                    yield Input(f.value, placeholder=f.placeholder, id=f"field-{f.name}", compact=True)
             with Horizontal(id="form-buttons"):
                 yield Button("Save (ctrl+s)", id="form-save", variant="primary")
                 yield Button("Cancel (ctrl+g)", id="form-cancel")
