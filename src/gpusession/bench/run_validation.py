@@ -7,7 +7,6 @@ experiment's protocol, archives the report (V8) and returns the row's fields.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ def package_total_minor(session: Session) -> int | None:
 
         total = package_total(load_rates(session_folder=session.folder), pkg.gpu_model, pkg.days, pkg.lots)
         return total.total_usd_minor
-    except Exception:
+    except BadInput:
         return None
 
 
@@ -85,15 +84,11 @@ class RunValidation:
         return fields, note
 
     @staticmethod
-    def _ids(path: Path | None) -> list[str] | None:
+    def _ids(path: Path | None) -> Path | None:
+        """The split file itself: core.validation reads its IDs as strings (V7)."""
         if path is None or not path.exists():
             return None
-        out = []
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    out.append(str(json.loads(line)["id"]))
-        return out
+        return path
 
 
 __all__ = ["RunValidation", "package_total_minor"]
