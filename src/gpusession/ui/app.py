@@ -74,8 +74,7 @@ class GpuSessionApp(App[int]):
         except Exception as exc:
             self.call_from_thread(self.notify, str(exc), title="report not written", severity="error")
             return
-        text = (done.stdout or done.stderr).strip().splitlines()
-        line = text[-1] if text else f"exit {done.returncode}"
+        line = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
         sev = "information" if done.returncode == 0 else "error"
         self.call_from_thread(self.notify, line, title="export report", severity=sev)
 

@@ -67,7 +67,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
         self.help_text = help_text
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="form"):
+        with VerticalScroll(id="form", can_focus=False):
             yield Label(self.title_text, id="form-title")
             if self.help_text:
                 yield Label(self.help_text, id="form-help")
@@ -80,6 +80,10 @@ class FormModal(ModalScreen[dict[str, str] | None]):
             with Horizontal(id="form-buttons"):
                 yield Button("Save (ctrl+s)", id="form-save", variant="primary")
                 yield Button("Cancel (ctrl+g)", id="form-cancel")
+
+    def on_mount(self) -> None:
+        if self.fields:
+            self.query_one(f"#field-{self.fields[0].name}").focus()
 
     def values(self) -> dict[str, str]:
         out: dict[str, str] = {}
