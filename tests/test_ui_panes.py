@@ -556,3 +556,21 @@ def test_h11_no_color_keeps_every_state_in_words(session: Any, monkeypatch: pyte
                 assert words in svg, words
 
     asyncio.run(go())
+
+
+def test_h12_quit_during_run_first_asks_the_run_to_stop(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory(step_s=0.2))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "r")
+            await pilot.pause(0.1)
+            run_pane = app.screen.pane("run")
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_value is None and run_pane.cancel_event.is_set()
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_value == 0  # the second press quits
+
+    asyncio.run(go())

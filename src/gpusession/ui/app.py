@@ -42,6 +42,7 @@ class GpuSessionApp(App[int]):
         super().__init__()
         self.ctx = ctx
         self.title = f"gpusession — {ctx.session.name}"
+        self._quit_armed = False
 
     def on_mount(self) -> None:
         # NO_COLOR is honoured by Textual itself (App.no_color strips colour); every
@@ -78,11 +79,25 @@ class GpuSessionApp(App[int]):
         sev = "information" if done.returncode == 0 else "error"
         self.call_from_thread(self.notify, line, title="export report", severity=sev)
 
-    def action_quit(self) -> None:  # type: ignore[override]
+    def run_in_flight(self) -> bool:
         try:
-            self.main.pane("run").cancel_event.set()  # stop at the next run boundary
+            return bool(self.main.pane("run").running)
         except Exception:
-            pass
+            return False
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        """Quit; during a run, the first press only asks the run to stop (H-12)."""
+        if self.run_in_flight():
+            self.main.pane("run").action_cancel()
+            if not self._quit_armed:
+                self._quit_armed = True
+                self.notify(
+                    "A run is in progress: it stops at the next run boundary. Press q again "
+                    "to leave now; gpusession then waits for the run in flight to end.",
+                    title="quit",
+                    severity="warning",
+                )
+                return
         self.exit(0)
 
 
@@ -122,5 +137,12 @@ def build_app(
 
 def run_app(session: Session) -> int:
     """Run the TUI on ``session`` in this terminal; returns the exit code."""
-    result = build_app(session).run()
+    app = build_app(session)
+    result = app.run()
+    if app.run_in_flight():
+        print(
+            "gpusession: waiting for the run in flight to end (cancel requested at the next "
+            "run boundary)…",
+            file=sys.stderr,
+        )
     return int(result or 0)
