@@ -254,7 +254,7 @@ def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(sessio
             assert not run_pane.running
             assert run_pane.view == "run-summary"
             table = run_pane.query_one("#run-summary-table", DataTable)
-            rows = [table.get_row_at(i) for i in range(table.row_count)]
+            rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
             assert [(r[0], r[1], r[2]) for r in rows] == [
                 ("batch-1", "cold", "1"), ("batch-1", "warm", "5"),
                 ("batch-4", "cold", "1"), ("batch-4", "warm", "5"),
@@ -265,7 +265,7 @@ def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(sessio
             assert rows[1][4] == "0.1010–0.1050"
             live = run_pane.query_one("#run-rows", DataTable)
             assert live.row_count == 18
-            assert live.get_row_at(0)[6] == "accepted"
+            assert str(live.get_row_at(0)[6]) == "accepted"
             assert len(run_pane.query(".duration-spark")) == 3
             assert "run finished — complete" in str(run_pane.query_one("#run-status", Static).render())
 
@@ -360,7 +360,7 @@ def test_v1_validation_pane_states_in_words_and_distinct_corpora(session: Any) -
             await settle(pilot, app)
             await pilot.press("4")
             t = app.screen.query_one("#val-table", DataTable)
-            rows = [t.get_row_at(i) for i in range(t.row_count)]
+            rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
             assert tuple(rows[0][1:]) == ("match", "valid", "met", "accepted")
             assert tuple(rows[2][1:]) == ("mismatch", "valid", "not met", "rejected")
             assert "distinct accepted corpora in this session: 1" in text_of(app, "#val-status")

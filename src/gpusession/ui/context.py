@@ -109,3 +109,20 @@ def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured")
         return unknown
     return yes if value else no
 
+
+
+_GOOD = {"accepted", "match", "valid", "met", "none", "passed"}
+_BAD = {"rejected", "mismatch", "invalid", "not met", "failed"}
+
+
+def state_cell(word: str) -> Any:
+    """A table cell: the word itself, coloured only as a help (H-11; NO_COLOR strips it)."""
+    from rich.text import Text
+
+    if word in _GOOD:
+        return Text(word, style="green")
+    if word in _BAD or word.endswith("failed (kept, see notes)"):
+        return Text(word, style="bold red")
+    if word.startswith("not "):
+        return Text(word, style="dim")
+    return Text(word)

@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Label, ProgressBar, Sparkline, Static
 
-from gpusession.ui.context import UiContext, fmt_bytes, fmt_seconds, need, yes_no
+from gpusession.ui.context import UiContext, fmt_bytes, fmt_seconds, need, state_cell, yes_no
 from gpusession.ui.modals import Field, FormModal
 
 PLAN = ("load_experiments", "define_experiment", "Experiment")
@@ -328,7 +328,7 @@ class RunPane(Vertical):
             "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
             fmt_bytes(r.get("peak_allocated_bytes")),
             fmt_bytes(r.get("peak_reserved_bytes")),
-            accepted_words(r),
+            state_cell(accepted_words(r)),
         )
         table.move_cursor(row=table.row_count - 1)
         vid = r.get("variant_id")
@@ -376,7 +376,7 @@ class RunPane(Vertical):
                 str(r["n"]),
                 fmt_seconds(med),
                 "not measured" if lo is None else f"{lo:.4f}–{hi:.4f}",
-                "none" if not failed else f"{failed} failed (kept, see notes)",
+                state_cell("none" if not failed else f"{failed} failed (kept, see notes)"),
             )
         warm = frame.filter(pl.col("phase") == "warm")
         label = "Warm run durations per variant, in run order (s):" if warm.height else "No warm runs yet."

@@ -21,7 +21,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from gpusession.ui.context import UiContext, yes_no
+from gpusession.ui.context import UiContext, state_cell, yes_no
 
 
 def quality_words(r: dict[str, Any]) -> str:
@@ -152,10 +152,10 @@ class ValidationPane(Vertical):
             )
             table.add_row(
                 f"{r.get('variant_id')} {r.get('phase')} {r.get('run_index')}",
-                yes_no(r.get("ids_match"), "match", "mismatch"),
-                yes_no(r.get("format_valid"), "valid", "invalid"),
-                "not measured" if r.get("quality_value") is None else ("met" if met else "not met"),
-                yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated"),
+                state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
+                state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
+                state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
+                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
             )
         n = accepted_unique_corpora(frame)
         self.query_one("#val-status", Static).update(
@@ -171,6 +171,8 @@ class ValidationPane(Vertical):
             box.update("No validated run yet. Runs are validated as they land (V1).")
             return
         r = self.rows[index]
+        self.set_class(r.get("corpus_accepted") is False, "-rejected")
+        self.set_class(r.get("corpus_accepted") is True, "-accepted")
         head = [
             f"{r.get('experiment_id')} / {r.get('variant_id')} / {r.get('phase')} run {r.get('run_index')}: "
             f"corpus {yes_no(r.get('corpus_accepted'), 'ACCEPTED', 'REJECTED', 'NOT VALIDATED')}",
