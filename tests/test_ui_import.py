@@ -53,3 +53,16 @@ def test_m5_core_and_cli_import_neither_textual_nor_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_h11_escape_delay_raised_before_textual_reads_it() -> None:
+    """Over ssh + tmux an arrow key's bytes can arrive split; a longer ESCDELAY keeps
+    them one key instead of a lone Escape (a value the user set is kept)."""
+    code = "import gpusession.ui, textual.constants as c; print(c.ESCAPE_DELAY)"
+    env_without = {k: v for k, v in __import__("os").environ.items() if k != "ESCDELAY"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=env_without)
+    assert done.stdout.strip() == "0.3"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**env_without, "ESCDELAY": "500"})
+    assert done.stdout.strip() == "0.5"
