@@ -91,6 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if i >= len(args_list):
         args_list.append("open")
     elif not args_list[i].startswith("-") and args_list[i] not in commands:
+        extra = [w for w in args_list[i + 1 :] if not w.startswith("-")]
+        if extra:  # `gpusession shwo demo`: a mistyped command, not a session to open
+            print(
+                f"gpusession: error: unknown command {args_list[i]!r}; expected one of "
+                f"{', '.join(sorted(commands))} (see gpusession --help)",
+                file=sys.stderr,
+            )
+            return 2
         args_list.insert(i, "open")
     args = parser.parse_args(args_list)
     try:
@@ -102,6 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpusession: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        return 1
+    except OSError as exc:
+        # The disk or the system refused (full disk, read-only folder, a file where a
+        # folder is expected): one line, no traceback; atomic writes left old files intact.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"gpusession: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

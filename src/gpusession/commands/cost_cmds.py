@@ -32,17 +32,19 @@ from gpusession.core.order import (
     record_event,
     set_order,
 )
-from gpusession.core.session import PACKAGE_DAYS, parse_start
+from gpusession.core.session import LOTS_MAX, PACKAGE_DAYS, parse_start
 from gpusession.core.window import package_window
 
 
 def _lots(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}") from None
+    digits = text.strip()
+    if not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}")
+    value = int(digits)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}")
+    if value > LOTS_MAX:
+        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {text!r}")
     return value
 
 

@@ -15,9 +15,11 @@ from gpusession.commands._common import (
 from gpusession.core.errors import BadInput
 from gpusession.core.results import summarize
 from gpusession.core.session import (
+    LOTS_MAX,
     PACKAGE_DAYS,
     Package,
     Session,
+    check_gpu_model,
     check_lots,
     list_sessions,
     parse_start,
@@ -27,12 +29,14 @@ from gpusession.core.summary import accepted_unique_corpora
 
 
 def _lots(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}") from None
+    digits = text.strip()
+    if not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    value = int(digits)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    if value > LOTS_MAX:
+        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {text!r}")
     return value
 
 
@@ -76,7 +80,8 @@ def register(sub: Any) -> None:
 
 def cmd_new(args: argparse.Namespace) -> int:
     start = parse_start(args.start) if args.start else utcnow()
-    pkg = Package(gpu_model=args.gpu, lots=args.lots, days=args.days, start=start)
+    gpu = check_gpu_model(args.gpu) if args.gpu is not None else None
+    pkg = Package(gpu_model=gpu, lots=args.lots, days=args.days, start=start)
     s = Session.create(root_of(args), args.name, package=pkg)
     print(f"created session {s.name} in {s.folder}")
     return 0
@@ -88,7 +93,7 @@ def cmd_package(args: argparse.Namespace) -> int:
     if args.lots is not None:
         check_lots(args.lots)
     new = Package(
-        gpu_model=args.gpu if args.gpu is not None else old.gpu_model,
+        gpu_model=check_gpu_model(args.gpu) if args.gpu is not None else old.gpu_model,
         lots=args.lots if args.lots is not None else old.lots,
         days=args.days if args.days is not None else old.days,
         start=parse_start(args.start) if args.start else old.start,

@@ -227,7 +227,10 @@ def write_manifest(
         BadInput: ``folder`` is not a folder, or ``out`` exists (without ``force`` or
             ``number_if_exists``); nothing is written then.
     """
+    from gpusession.core.session import refuse_session_data
+
     out = Path(out)
+    refuse_session_data(out, what="manifest")
     if out.exists() and not force:
         if not number_if_exists:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=out)

@@ -32,7 +32,7 @@ from gpusession.core.errors import BadInput
 from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.manifest import next_free_path
 from gpusession.core.results import summarize
-from gpusession.core.session import Session, utcnow
+from gpusession.core.session import Session, refuse_session_data, utcnow
 from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.tomlio import read_toml, write_atomic_bytes
 
@@ -482,6 +482,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             target = next_free_path(target)
     else:
         target = Path(out)
+        refuse_session_data(target, what="report")
         if target.exists() and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
     if not target.parent.is_dir():

@@ -41,6 +41,10 @@ ORDER_TOML = "order.toml"
 JOURNAL = "journal.jsonl"
 RESULTS_CSV = "resultats-bruts.csv"
 RUN_LOCK = ".run.lock"
+#: Files that hold a session's data: never overwritten by an output such as a report (S7).
+DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
+#: Upper bound on lots: far above any rental, and keeps every total within a 64-bit integer.
+LOTS_MAX = 10_000
 
 
 def utcnow() -> datetime:
@@ -87,8 +91,13 @@ def validate_name(name: str) -> str:
     return name
 
 
-def parse_start(value: str, *, field: str = "start") -> datetime:
+def parse_start(value: str, *, field: str = "start", path: Path | None = None) -> datetime:
     """Parse an ISO 8601 time with an offset (``Z`` allowed) into an aware UTC datetime.
+
+    Args:
+        value: the text.
+        field: the field named in the error.
+        path: the file the text comes from, named in the error (``None`` for an argument).
 
     Raises:
         BadInput: not ISO 8601, or without a UTC offset (a package start must be
@@ -101,11 +110,15 @@ def parse_start(value: str, *, field: str = "start") -> datetime:
         dt = datetime.fromisoformat(text)
     except ValueError:
         raise BadInput(
-            f"{value!r} is not ISO 8601; expected e.g. 2026-11-29T14:00:00+00:00", field=field
+            f"{value!r} is not ISO 8601; expected e.g. 2026-11-29T14:00:00+00:00",
+            path=path,
+            field=field,
         ) from None
     if dt.tzinfo is None:
         raise BadInput(
-            f"{value!r} has no UTC offset; add one, e.g. {value}+00:00 or {value}Z", field=field
+            f"{value!r} has no UTC offset; add one, e.g. {value}+00:00 or {value}Z",
+            path=path,
+            field=field,
         )
     return dt.astimezone(timezone.utc)
 
@@ -150,19 +163,25 @@ class Package:
         Raises:
             BadInput: a field of the wrong type or out of range, naming file and field.
         """
+        if not isinstance(data, Mapping):
+            raise BadInput(
+                f"expected a [package] table, got {data!r}", path=path, field="package"
+            )
         gpu = data.get("gpu_model")
         lots = data.get("lots")
         days = data.get("days")
         start = data.get("start")
-        if gpu is not None and not isinstance(gpu, str):
-            raise BadInput("expected a string", path=path, field="package.gpu_model")
+        if isinstance(gpu, str) and not gpu.strip():
+            gpu = None  # an emptied field by hand = not set
+        elif gpu is not None:
+            gpu = check_gpu_model(gpu, path=path, field="package.gpu_model")
         if lots is not None:
             check_lots(lots, path=path)
         if days is not None:
             check_days(days, path=path)
         if start is not None:
             if isinstance(start, str):
-                start = parse_start(start, field="package.start")
+                start = parse_start(start, field="package.start", path=path)
             elif not isinstance(start, datetime) or start.tzinfo is None:
                 raise BadInput("expected a date-time with UTC offset", path=path, field="package.start")
             start = start.astimezone(timezone.utc)
@@ -170,10 +189,52 @@ class Package:
 
 
 def check_lots(lots: Any, *, path: Path | None = None) -> int:
-    """Raise ``BadInput`` unless ``lots`` is an integer ≥ 1 (K1)."""
+    """Raise ``BadInput`` unless ``lots`` is an integer from 1 to ``LOTS_MAX`` (K1)."""
     if not isinstance(lots, int) or isinstance(lots, bool) or lots < 1:
         raise BadInput(f"expected a whole number of lots ≥ 1, got {lots!r}", path=path, field="lots")
+    if lots > LOTS_MAX:
+        raise BadInput(
+            f"expected at most {LOTS_MAX:,} lots, got {lots:,}", path=path, field="lots"
+        )
     return lots
+
+
+def check_gpu_model(gpu: Any, *, path: Path | None = None, field: str = "gpu") -> str:
+    """Raise ``BadInput`` unless ``gpu`` is a non-empty one-line text without control
+    characters (it is printed in tables and the terminal title). Returns it stripped."""
+    if not isinstance(gpu, str):
+        raise BadInput(f"expected a GPU model as text, got {gpu!r}", path=path, field=field)
+    if not gpu.strip():
+        raise BadInput('expected a GPU model, e.g. "RTX A5000", got an empty text', path=path, field=field)
+    if any(ord(c) < 32 or ord(c) == 127 for c in gpu):
+        raise BadInput(
+            f"{gpu!r} contains a control character (line break, tab, escape); expected one "
+            'line such as "RTX A5000"',
+            path=path,
+            field=field,
+        )
+    return gpu.strip()
+
+
+def refuse_session_data(target: Path, *, what: str = "output") -> None:
+    """Refuse to write an output (report, manifest) over a folder or a session's data.
+
+    ``--force`` overwrites an earlier output, never ``session.toml``, ``order.toml``,
+    ``checklist.toml``, ``journal.jsonl``, ``resultats-bruts.csv`` of a session (S7).
+
+    Raises:
+        BadInput: ``target`` is a folder, or one of those files in a session folder.
+    """
+    target = Path(target)
+    if target.is_dir():
+        raise BadInput(f"is a folder; expected the {what} file to write", path=target)
+    real = target.resolve()
+    if real.name in DATA_FILES and (real.parent / SESSION_TOML).is_file():
+        raise BadInput(
+            f"is session data; the {what} never replaces it, even with --force; choose "
+            "another --out",
+            path=target,
+        )
 
 
 def check_days(days: Any, *, path: Path | None = None) -> int:
@@ -241,6 +302,8 @@ class Session:
         """
         validate_name(name)
         root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise BadInput("the sessions root is a file; expected a folder (--sessions-dir)", path=root)
         root.mkdir(parents=True, exist_ok=True)
         folder = root / name
         try:
@@ -270,6 +333,13 @@ class Session:
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
         data = read_toml(folder / SESSION_TOML, required=("name", "created_at"))
+        created = data.get("created_at")
+        if not isinstance(created, datetime) or created.tzinfo is None:
+            raise BadInput(
+                f"expected a date-time with UTC offset, e.g. 2026-11-29T14:00:00Z, got {created!r}",
+                path=folder / SESSION_TOML,
+                field="created_at",
+            )
         session = cls(folder, data)
         Package.from_toml(data.get("package", {}), session.session_toml)
         for extra in (CHECKLIST_TOML, ORDER_TOML):

@@ -122,6 +122,9 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise BadInput("not UTF-8 text (TOML files must be UTF-8)", path=path, line=line) from None
+    # A byte-order mark (some Windows editors add one) is not TOML; ignore it rather than
+    # report a syntax error on line 1.
+    text = text.removeprefix("\ufeff")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
