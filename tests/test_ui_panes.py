@@ -637,3 +637,18 @@ def test_palette_export_report_runs_the_report_command(session: Any) -> None:
             assert any("wrote" in m and "report" in m for m in messages), messages
 
     asyncio.run(go())
+
+
+def test_memory_poller_initialises_nvml_once(session: Any) -> None:
+    nvml = FakeNvml()
+
+    async def go() -> None:
+        app = app_for(session, nvml=nvml, poll_s=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(0.6)
+            await app.workers.wait_for_complete()
+            assert app.screen.query_one(MemoryPane).samples >= 5
+            # one for the poller's whole life, one for the checklist's evidence probe
+            assert nvml.init_calls == 2
+
+    asyncio.run(go())

@@ -97,6 +97,56 @@ def allocator_lines(row: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+class PersistentNvml:
+    """NVML kept initialised for the life of the pane (one ``nvmlInit`` in total).
+
+    :func:`gpusession.core.environment.read_nvml` initialises and shuts NVML down on
+    every call; once a second that costs CPU on a real GPU host (``nvmlInit`` enumerates
+    the devices). This wrapper makes the first ``nvmlInit`` real and remembers its
+    outcome (a failure is raised again, cheaply, so the reason stays shown), turns
+    ``nvmlShutdown`` into a no-op, and :meth:`close` shuts down once at the end.
+
+    Args:
+        nvml: a pynvml-like object; ``None`` imports ``pynvml`` (nvidia-ml-py) lazily.
+    """
+
+    def __init__(self, nvml: Any | None = None) -> None:
+        self._nvml = nvml
+        self._state: str = "new"  # new | ok | failed
+        self._error: BaseException | None = None
+
+    def _module(self) -> Any:
+        if self._nvml is None:
+            import pynvml
+
+            self._nvml = pynvml
+        return self._nvml
+
+    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's name
+        if self._state == "new":
+            try:
+                self._module().nvmlInit()
+                self._state = "ok"
+            except BaseException as exc:
+                self._state, self._error = "failed", exc
+        if self._state == "failed" and self._error is not None:
+            raise self._error
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        pass
+
+    def close(self) -> None:
+        if self._state == "ok":
+            try:
+                self._module().nvmlShutdown()
+            except Exception:
+                pass
+        self._state = "new"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module(), name)
+
+
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
     try:
@@ -129,6 +179,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self._host_hist: deque[float] = deque(maxlen=120)
         self._gpu_hist: deque[float] = deque(maxlen=120)
         self.alloc_row: dict[str, Any] | None = None
+        self.nvml = PersistentNvml(ctx.nvml)
 
     def compose(self) -> ComposeResult:
         yield Static("Host memory: reading…", id="mem-host")
@@ -143,6 +194,9 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.sample()
         if self.ctx.poll_s > 0:
             self.set_interval(self.ctx.poll_s, self.sample, name="memory-poll")
+
+    def on_unmount(self) -> None:
+        self.nvml.close()
 
     def reload(self) -> None:
         """Re-read the last run's allocator figures (after a run lands)."""
@@ -171,7 +225,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
             host = self.ctx.host_memory() if self.ctx.host_memory else None
             if host is None and env is not None:
                 host = env.read_host_memory()
-            snap = env.read_nvml(self.ctx.nvml) if env is not None else None
+            snap = env.read_nvml(self.nvml) if env is not None else None
             self.post_message(self.Sampled(host, snap))
         finally:
             self._busy = False
