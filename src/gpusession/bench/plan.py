@@ -18,6 +18,7 @@ in interleaved or seeded pre-drawn order (R5); the drawn order is stored.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -27,6 +28,8 @@ from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
+#: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
+COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
 VARIED = ("batch", "context")
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -180,6 +183,17 @@ def check(exp: Experiment) -> Experiment:
         raise BadInput(
             f"expected one of {', '.join(PRECISIONS)}, got {exp.precision!r}", field=f"{f}.precision"
         )
+    for key in ("runs_per_variant", "warmup_iterations", "cold_runs_per_variant", "seed", "order_seed"):
+        v = getattr(exp, key)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise BadInput(f"expected a whole number, got {v!r}", field=f"{f}.{key}")
+    for key in ("runs_per_variant", "warmup_iterations", "cold_runs_per_variant"):
+        if getattr(exp, key) > COUNT_MAX:
+            raise BadInput(f"expected at most {COUNT_MAX:,}, got {getattr(exp, key):,}",
+                           field=f"{f}.{key}")
+    t = exp.run_timeout_s
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise BadInput(f"expected a number of seconds > 0, got {t!r}", field=f"{f}.run_timeout_s")
     if exp.runs_per_variant < 1:
         raise BadInput("expected at least 1 measured run per variant", field=f"{f}.runs_per_variant")
     if exp.warmup_iterations < 0 or exp.cold_runs_per_variant < 0:
@@ -194,7 +208,21 @@ def check(exp: Experiment) -> Experiment:
 def load_experiments(session: Session) -> list[Experiment]:
     """Every experiment defined in the session, in definition order."""
     table = session.data.get("experiments", {})
-    return [Experiment.from_toml(k, v) for k, v in table.items() if isinstance(v, Mapping)]
+    if not isinstance(table, Mapping):
+        raise BadInput("expected [experiments.<id>] tables", path=session.session_toml,
+                       field="experiments")
+    out = []
+    for k, v in table.items():
+        if not isinstance(v, Mapping):
+            raise BadInput(f"expected a table, got {v!r}", path=session.session_toml,
+                           field=f"experiments.{k}")
+        try:
+            out.append(Experiment.from_toml(k, v))
+        except BadInput as exc:  # name the file a person would edit
+            if exc.path is not None:
+                raise
+            raise BadInput(exc.message, path=session.session_toml, field=exc.field) from None
+    return out
 
 
 def get_experiment(session: Session, exp_id: str) -> Experiment:

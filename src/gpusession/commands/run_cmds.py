@@ -298,7 +298,11 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
             raise BadInput(f"expected KEY=VALUE, got {item!r}", field="param")
         params[key] = _scalar(value)
     if args.command_line:
-        params["command"] = shlex.split(args.command_line)
+        try:
+            params["command"] = shlex.split(args.command_line)
+        except ValueError as exc:  # "No closing quotation"
+            raise BadInput(f"{exc} in {args.command_line!r}; quote like a shell",
+                           field="command") from None
     protocol: dict[str, Any] = {}
     if args.classes:
         protocol = {"classes": [c.strip() for c in args.classes.split(",") if c.strip()],

@@ -25,6 +25,7 @@ the person (S1). Callers: the TUI's Checklist pane and ``gpusession checklist``.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.secrets import check_no_secret
 from gpusession.core.session import CHECKLIST_TOML, Session, utcnow
 from gpusession.core.tomlio import tomllib
 
@@ -129,7 +131,18 @@ def _as_utc(value: Any) -> datetime | None:
 
 
 def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool) -> ChecklistItem:
-    done = bool(state.get("done", False))
+    fld = f"items.{tpl.id}"
+    done = state.get("done", False)
+    if not isinstance(done, bool):  # "false" must never read as done
+        raise BadInput(f"expected true or false, got {done!r}", path=session.checklist_toml,
+                       field=f"{fld}.done")
+    at = state.get("at")
+    if at is not None and not isinstance(at, datetime):
+        raise BadInput(f"expected a date-time such as 2026-11-29T14:00:00Z, got {at!r}",
+                       path=session.checklist_toml, field=f"{fld}.at")
+    if not isinstance(state.get("note", ""), str):
+        raise BadInput(f"expected text, got {state.get('note')!r}", path=session.checklist_toml,
+                       field=f"{fld}.note")
     evidence = state.get("evidence")
     return ChecklistItem(
         id=tpl.id,
@@ -147,6 +160,8 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool)
 
 def _items_from(session: Session, doc: dict[str, Any]) -> list[ChecklistItem]:
     states: dict[str, Any] = doc.get("items", {})
+    if not isinstance(states, dict):
+        raise BadInput('expected [items."<id>"] tables', path=session.checklist_toml, field="items")
     out: list[ChecklistItem] = []
     for tpl in _bundled()[1]:
         st = states.get(tpl.id, {})
@@ -240,6 +255,7 @@ def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
     """
     if not isinstance(note, str):
         raise BadInput("expected text for the note", field="note")
+    check_no_secret(note, field="note")
     return _update(session, item_id, {"note": note})
 
 
@@ -262,6 +278,7 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
     text = " ".join(str(text).split())
     if not text:
         raise BadInput("expected a text for the new item", field="text")
+    check_no_secret(text, field="text")
     with _LOCK:
         doc = _read_state(session)
         taken = [
@@ -278,6 +295,17 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
 
 
 # -- settings ------------------------------------------------------------------------
+#: The longest package is 30 days: a larger retrieval reserve is a typo.
+RESERVE_HOURS_MAX = 30 * 24
+
+
+def _hours_ok(value: Any) -> bool:
+    """A finite number of hours from 0 to ``RESERVE_HOURS_MAX`` (NaN and inf refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and 0 <= value <= RESERVE_HOURS_MAX
+
+
 def get_settings(session: Session) -> dict[str, Any]:
     """The checklist's settings: ``retrieval_reserve_hours`` (float) and ``destination``
     (str or None).
@@ -288,9 +316,9 @@ def get_settings(session: Session) -> dict[str, Any]:
     doc = _read_state(session)
     st = dict(doc.get("settings") or {})
     reserve = st.get("retrieval_reserve_hours", DEFAULT_RETRIEVAL_RESERVE_HOURS)
-    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or reserve < 0:
+    if not _hours_ok(reserve):
         raise BadInput(
-            f"expected hours ≥ 0, got {reserve!r}",
+            f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {reserve!r}",
             path=session.checklist_toml,
             field="settings.retrieval_reserve_hours",
         )
@@ -307,8 +335,8 @@ def set_setting(session: Session, key: str, value: Any) -> None:
         BadInput: unknown key or a value of the wrong type (nothing is written).
     """
     if key == "retrieval_reserve_hours":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise BadInput(f"expected hours ≥ 0, got {value!r}", field=key)
+        if not _hours_ok(value):
+            raise BadInput(f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {value!r}", field=key)
         value = float(value)
     elif key == "destination":
         value = str(value)

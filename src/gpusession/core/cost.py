@@ -16,6 +16,7 @@ inventing output), rules.md K1–K7.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -151,10 +152,21 @@ def _fmt_days(value: Decimal) -> str:
     return text
 
 
+#: A plan duration as typed: ASCII digits with an optional decimal point; no exponent,
+#: no digit separators, no other scripts' digits (K2: what is read is what was meant).
+_DURATION_RE = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
+#: A plan longer than this many days is a unit mistake (hours typed as days?), not a rental.
+PLAN_MAX_DAYS = 366
+
+
 def _parse_duration(value: str | Decimal | int, index: int) -> Decimal:
     if isinstance(value, float) or isinstance(value, bool):
         raise BadInput(f"duration {index + 1}: expected a decimal string like 0.25, got {value!r}",
                        field="plan")
+    if isinstance(value, str) and not _DURATION_RE.fullmatch(value.strip()):
+        hint = " (use a decimal point: 0.25, not 0,25)" if "," in value else ""
+        raise BadInput(f"duration {index + 1}: expected a number of days written like 0.25 "
+                       f"(digits and a decimal point), got {value!r}{hint}", field="plan")
     try:
         d = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
     except InvalidOperation:
@@ -169,10 +181,17 @@ def _parse_duration(value: str | Decimal | int, index: int) -> Decimal:
 
 def parse_plan(text: str) -> list[Decimal]:
     """``"0.25,1,1,0.5,0.5"`` → exact durations in days. Raises ``BadInput`` if malformed."""
-    parts = [p for p in (s.strip() for s in text.split(",")) if p]
-    if not parts:
+    if re.fullmatch(r"\s*0,[0-9]+\s*", text):
+        raise BadInput(f"{text.strip()!r} reads as two durations, 0 and {text.split(',')[1].strip()}; "
+                       "use a decimal point (0.25, not 0,25) and commas between tasks", field="plan")
+    parts = [s.strip() for s in text.split(",")]
+    if not any(parts):
         raise BadInput("expected task durations in days separated by commas, e.g. 0.25,1,0.5",
                        field="plan")
+    for i, p in enumerate(parts):
+        if not p:
+            raise BadInput(f"duration {i + 1} is empty in {text!r}; expected one number of days "
+                           "between each pair of commas, e.g. 0.25,1,0.5", field="plan")
     return [_parse_duration(p, i) for i, p in enumerate(parts)]
 
 
@@ -189,6 +208,9 @@ def plan_coverage(durations: Sequence[str | Decimal]) -> PlanCoverage:
         raise BadInput("the plan has no task durations", field="plan")
     ds = tuple(_parse_duration(d, i) for i, d in enumerate(durations))
     total = sum(ds, Decimal(0))
+    if total > PLAN_MAX_DAYS:
+        raise BadInput(f"the plan adds up to {_fmt_days(total)} days, more than {PLAN_MAX_DAYS}; "
+                       "durations are in days (0.25 = 6 hours)", field="plan")
     for days in PACKAGE_DAYS:
         if total <= days:
             return PlanCoverage(ds, total, days)

@@ -59,7 +59,7 @@ STATES = (
 YOU = "you"
 TRACKING = "provider tracking"
 SOURCES = (YOU, TRACKING)
-_AMOUNT_RE = re.compile(r"^\d+(\.\d+)?$")
+_AMOUNT_RE = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def check_amount(amount: str) -> str:
         raise BadInput(
             f"{amount!r} uses a comma; write the exact amount of the payment order with a "
             "decimal point (e.g. \"12.50\"), it is compared digit for digit", field="amount")
-    if not _AMOUNT_RE.match(amount):
+    if not _AMOUNT_RE.fullmatch(amount):
         raise BadInput(f"expected the exact amount as digits with an optional decimal point "
                        f"(e.g. \"12.50\"), got {amount!r}", field="amount")
     if set(amount) <= {"0", "."}:
@@ -194,7 +194,7 @@ def _source(source: str) -> str:
 # -- load / save --------------------------------------------------------------------------
 def _dt(value: Any, fld: str, path: Any) -> datetime:
     if isinstance(value, str):
-        return parse_start(value, field=fld)
+        return parse_start(value, field=fld, path=path)
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise BadInput("expected a date-time with UTC offset", path=path, field=fld)
     return value.astimezone(timezone.utc)
@@ -203,9 +203,17 @@ def _dt(value: Any, fld: str, path: Any) -> datetime:
 def _payment_from(d: Any, fld: str, path: Any) -> PaymentOrder:
     if not isinstance(d, dict):
         raise BadInput("expected a table", path=path, field=fld)
+    amount = d.get("amount")
+    if not isinstance(amount, str):
+        raise BadInput(f"expected the exact amount as text like \"12.50\" (a TOML number loses "
+                       f"digits), got {amount!r}", path=path, field=f"{fld}.amount")
+    try:
+        check_amount(amount)
+    except BadInput as exc:
+        raise BadInput(exc.message, path=path, field=f"{fld}.amount") from None
     try:
         return PaymentOrder(
-            asset=str(d["asset"]), network=str(d["network"]), amount=str(d["amount"]),
+            asset=str(d["asset"]), network=str(d["network"]), amount=amount,
             destination=str(d["destination"]),
             expires_at=_dt(d["expires_at"], f"{fld}.expires_at", path),
             issued_at=_dt(d["issued_at"], f"{fld}.issued_at", path),
@@ -230,6 +238,11 @@ def load_order(session: Session) -> OrderState:
         if not isinstance(o, dict) or "number" not in o:
             raise BadInput("expected a table with number, gpu_model, lots, days", path=path,
                            field="order")
+        for key in ("gpus_per_lot", "total_usd_minor"):
+            v = o.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise BadInput(f"expected a whole number ≥ 0 (USD cents for a total), got {v!r}",
+                               path=path, field=f"order.{key}")
         order = OrderInfo(
             number=str(o["number"]), gpu_model=str(o.get("gpu_model", "")),
             lots=check_lots(o.get("lots"), path=path), days=check_days(o.get("days"), path=path),

@@ -9,7 +9,9 @@ private key. :func:`check_no_secret` refuses text that looks like one:
   the reference implementation's list), whatever the separators or numbering;
 * a 64-hex-digit private key (with or without ``0x``), except in a destination address
   (some chains write addresses that way);
-* a Bitcoin WIF private key or an extended private key (``xprv…``/``tprv…``).
+* a Bitcoin WIF private key or an extended private key (``xprv…``/``tprv…``);
+* a PEM private key block (``-----BEGIN … PRIVATE KEY-----``, e.g. an SSH key);
+* a password written as ``password: …`` / ``password=…`` (also ``wachtwoord``).
 
 A transaction hash is also 64 hex digits and cannot be told apart from a key: the
 explanation suggests keeping only its first and last characters. The error message
@@ -27,6 +29,10 @@ MNEMONIC_MIN_WORDS = 12
 _WORD_RE = re.compile(r"[A-Za-z]+")
 _HEX64_RE = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
 _WIF_RE = re.compile(r"(?<![0-9A-Za-z])[5KLc][1-9A-HJ-NP-Za-km-z]{50,51}(?![0-9A-Za-z])")
+_PASSWORD_RE = re.compile(
+    r"\b(?:password|passwd|passphrase|wachtwoord|mot de passe)\s*[:=]\s*\S", re.IGNORECASE
+)
+_PEM_RE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 _XPRV_RE = re.compile(r"(?<![0-9A-Za-z])[xtyz]prv[1-9A-HJ-NP-Za-km-z]{100,}")
 
 
@@ -74,6 +80,12 @@ def find_secret(text: str, *, address: bool = False) -> str | None:
         return ("it contains 64 hexadecimal digits, which looks like a private key; keys must "
                 "never be written in a session file (for a transaction hash, keep only its "
                 "first and last 8 characters)")
+    if _PASSWORD_RE.search(text):
+        return ("it contains what looks like a password (\"password: …\"); access passwords "
+                "must never be written in a session file")
+    if _PEM_RE.search(text):
+        return ("it contains a private key block (-----BEGIN … PRIVATE KEY-----); keys must "
+                "never be written in a session file")
     if _XPRV_RE.search(text):
         return "it contains an extended private key (xprv…); keys must never be written here"
     if _WIF_RE.search(text):

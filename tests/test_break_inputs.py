@@ -1,0 +1,222 @@
+"""Break-tests: hostile values in order.toml / checklist.toml / experiments and on the
+command line (K2, K6, S1, S3, V5): one line naming file and field, exit 2, no traceback,
+nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from gpusession.cli import main
+
+
+def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
+    try:
+        code = main(["--sessions-dir", str(root), *args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def base(capsys: pytest.CaptureFixture[str], sessions_root: Path) -> Path:
+    steps = [
+        ["new", "base", "--gpu", "RTX A5000", "--lots", "1", "--days", "7"],
+        ["order", "base", "set", "--number", "ORD-1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7"],
+        ["order", "base", "payment", "--asset", "USDT", "--network", "TRC20", "--amount", "12.50",
+         "--destination", "TXabc", "--expires", "2099-01-01T00:00:00Z"],
+        ["checklist", "base", "done", "g1.approver"],
+        ["checklist", "base", "note", "g1.sample", "hard cases"],
+        ["experiment", "base", "define", "--id", "e1", "--workload", "synthetic-mlp", "--values", "1,2"],
+    ]
+    for step in steps:
+        code, _, err = cli(capsys, sessions_root, *step)
+        assert code == 0, (step, err)
+    return sessions_root / "base"
+
+
+# -- K2 / S3: money in order.toml is exact text, never a float ----------------------------
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ('amount = "12.50"', "amount = 12.5", "payment.amount"),
+        ('amount = "12.50"', 'amount = "12,5"', "payment.amount"),
+        ('amount = "12.50"', 'amount = "١٢.٥٠"', "payment.amount"),
+        ("total_usd_minor = 5500", "total_usd_minor = 55.0", "order.total_usd_minor"),
+        ("expires_at = 2099-01-01 00:00:00+00:00", 'expires_at = "tomorrow"', "payment.expires_at"),
+    ],
+)
+def test_k2_order_toml_money_and_times_are_checked_on_read(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, old: str, new: str, field: str
+) -> None:
+    toml = base / "order.toml"
+    text = toml.read_text()
+    assert old in text, text
+    toml.write_text(text.replace(old, new, 1))
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "order", "base", "show")
+    assert code == 2
+    line = one_line(err)
+    assert "order.toml" in line and field in line
+    assert digest(base) == before
+
+
+@pytest.mark.parametrize("amount", ["12,5", "1e2", "-5", "٣", "0.00"])
+def test_s3_payment_amount_must_be_plain_digits(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, amount: str
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "order", "base", "payment", "--asset", "USDT",
+                       "--network", "TRC20", "--amount", amount, "--destination", "T",
+                       "--expires", "2099-01-01T00:00:00Z")
+    assert code == 2 and "amount" in one_line(err)
+    assert digest(base) == before
+
+
+# -- K6: plans ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "plan, words",
+    [
+        ("0.25,,1", "duration 2 is empty"),
+        ("1,", "duration 2 is empty"),
+        ("1e3", "digits and a decimal point"),
+        ("1_000", "digits and a decimal point"),
+        ("٣", "digits and a decimal point"),
+        ("0,25", "decimal point"),
+        ("400", "more than 366"),
+    ],
+)
+def test_k6_odd_plans_are_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, plan: str, words: str
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "cost", "--gpu", "RTX A5000", "--days", "7",
+                       "--lots", "1", "--plan", plan)
+    assert code == 2 and words in one_line(err)
+
+
+def test_k6_ten_tenths_are_exactly_one_day(capsys: pytest.CaptureFixture[str], sessions_root: Path) -> None:
+    code, out, err = cli(capsys, sessions_root, "cost", "--gpu", "RTX A5000", "--days", "3",
+                         "--lots", "1", "--plan", ",".join(["0.1"] * 30))
+    assert code == 0, err
+    assert "= 3 days → the 3-day package covers it" in out
+
+
+# -- S1: checklist.toml and its notes ------------------------------------------------------
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("done = true", 'done = "false"', "items.g1.approver.done"),
+        ("done = true", 'done = "yes"', "items.g1.approver.done"),
+        ('note = "hard cases"', "note = 5", "items.g1.sample.note"),
+    ],
+)
+def test_s1_checklist_wrong_types_are_bad_input(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, old: str, new: str, field: str
+) -> None:
+    toml = base / "checklist.toml"
+    text = toml.read_text()
+    assert old in text, text
+    toml.write_text(text.replace(old, new, 1))
+    code, _, err = cli(capsys, sessions_root, "checklist", "base")
+    assert code == 2
+    line = one_line(err)
+    assert "checklist.toml" in line and field in line
+
+
+@pytest.mark.parametrize("hours", ["nan", "inf", "-5", "100000"])
+def test_s1_reserve_hours_must_be_finite_and_sane(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, hours: str
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "evidence", "--reserve-hours", hours)
+    assert code == 2 and "hours" in one_line(err)
+    assert digest(base) == before
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "seed: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "root password: hunter2",
+    ],
+)
+def test_s1_checklist_notes_refuse_secrets(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, text: str
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.sample", text)
+    assert code == 2 and "refused" in one_line(err)
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "add", "2", text)
+    assert code == 2 and "refused" in one_line(err)
+    assert digest(base) == before
+    assert "hunter2" not in err and "abandon" not in err
+
+
+def test_s3_order_note_refuses_a_private_key_block(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
+                       "--note", "-----BEGIN RSA PRIVATE KEY-----")
+    assert code == 2 and "private key" in one_line(err)
+    assert digest(base) == before
+
+
+# -- V5: experiment definitions ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--command", "'unterminated"], "command"),
+        (["--timeout", "nan"], "run_timeout_s"),
+        (["--timeout", "-1"], "run_timeout_s"),
+        (["--runs", "99999999999"], "runs_per_variant"),
+    ],
+)
+def test_v5_experiment_define_refuses_odd_settings(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, args: list[str], field: str
+) -> None:
+    workload = "command" if "--command" in args else "synthetic-mlp"
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e9",
+                       "--workload", workload, "--values", "1", *args)
+    assert code == 2 and field in one_line(err)
+    assert digest(base) == before
+
+
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("runs_per_variant = 5", 'runs_per_variant = "five"', "experiments.e1.runs_per_variant"),
+        ("run_timeout_s = 3600.0", "run_timeout_s = -1", "experiments.e1.run_timeout_s"),
+    ],
+)
+def test_v5_hand_edited_experiment_names_session_toml(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, old: str, new: str, field: str
+) -> None:
+    toml = base / "session.toml"
+    text = toml.read_text()
+    assert old in text, text
+    toml.write_text(text.replace(old, new, 1))
+    code, _, err = cli(capsys, sessions_root, "experiment", "base", "list")
+    assert code == 2
+    line = one_line(err)
+    assert "session.toml" in line and field in line
