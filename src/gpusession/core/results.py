@@ -11,9 +11,11 @@ Units: seconds (``elapsed_seconds``), bytes (``*_bytes``), USD cents
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,6 +247,72 @@ def check_header(path: Path, first_line: str) -> None:
     )
 
 
+_INT_RE = re.compile(r"-?[0-9]+")
+_FLOAT_RE = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+_INT64_MAX = 2**63 - 1
+#: Columns that cannot be negative: a measured duration, byte counts, cents, counts.
+_NON_NEGATIVE = {
+    "elapsed_seconds", "baseline_allocated_bytes", "baseline_reserved_bytes",
+    "peak_allocated_bytes", "peak_reserved_bytes", "package_total_usd_minor",
+    "accepted_unique_corpora", "gpu_count", "expected_ids", "observed_ids",
+}
+
+
+def _cell_problem(column: str, cell: str) -> str | None:
+    """Why ``cell`` is not a valid written value of ``column`` (C2, C3, C5), or ``None``."""
+    if cell == "":
+        return None  # not measured (C3)
+    dtype = SCHEMA[column]
+    if dtype == _INT:
+        if not _INT_RE.fullmatch(cell) or abs(int(cell)) > _INT64_MAX:
+            return f"expected a whole number, got {cell!r}"
+    elif dtype == _FLOAT:
+        if not _FLOAT_RE.fullmatch(cell):
+            return (f"expected a decimal number with a point and no exponent "
+                    f"(e.g. 0.00001, C2), got {cell!r}")
+    elif dtype == _BOOL:
+        if cell not in ("true", "false"):
+            return f"expected true or false (C5), got {cell!r}"
+    elif column == "phase" and cell not in PHASES:
+        return f"expected one of {', '.join(PHASES)} (R3), got {cell!r}"
+    if column in _NON_NEGATIVE and cell.startswith("-"):
+        return f"expected a value ≥ 0, got {cell!r}"
+    return None
+
+
+def check_rows(path: Path, text: str) -> None:
+    """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
+
+    Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
+    blank line without a word; a hand-edited file is refused instead, naming the line
+    and column (C1-C5).
+
+    Raises:
+        BadInput: with the 1-based line where the bad row starts.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    try:
+        for i, record in enumerate(reader):
+            line = start
+            start = reader.line_num + 1
+            if i == 0:
+                continue
+            if not record:
+                raise BadInput("blank line; expected one row of 38 fields per run (delete the line)",
+                               path=path, line=line)
+            if len(record) != len(COLUMNS):
+                raise BadInput(f"row has {len(record)} fields, expected the 38 seed columns (C1)",
+                               path=path, line=line)
+            for column, cell in zip(COLUMNS, record, strict=True):
+                problem = _cell_problem(column, cell)
+                if problem:
+                    raise BadInput(problem, path=path, line=line, field=column)
+    except csv.Error as exc:
+        raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote (C4)",
+                       path=path, line=start) from None
+
+
 class ResultsFile:
     """``resultats-bruts.csv`` of one session: append one row at a time, read back.
 
@@ -318,6 +386,7 @@ class ResultsFile:
         raw = self.path.read_bytes()
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
+        check_rows(self.path, text)
         try:
             return pl.read_csv(
                 io.BytesIO(raw),
