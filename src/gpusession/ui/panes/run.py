@@ -14,12 +14,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import ContentSwitcher, DataTable, Label, ProgressBar, Sparkline, Static
+from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
 from gpusession.ui.context import UiContext, fmt_bytes, fmt_seconds, need, state_cell, yes_no
 from gpusession.ui.modals import Field, FormModal
@@ -107,6 +107,7 @@ class RunPane(Vertical):
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__(**kw)
+        self.add_class("-view-rows")
         self.ctx = ctx
         self.experiments: list[Any] = []
         self.experiment_id: str | None = None
@@ -126,7 +127,7 @@ class RunPane(Vertical):
         rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
         summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
-        with ContentSwitcher(initial="run-rows", id="run-views"):
+        with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
                 yield summ
@@ -137,11 +138,20 @@ class RunPane(Vertical):
         self.call_after_refresh(self.reload)
 
     def focus_main(self) -> None:
-        self.query_one("#run-views", ContentSwitcher).query_one(f"#{self.view}").focus()
+        target = "#run-summary-table" if self.view == "run-summary" else "#run-rows"
+        self.query_one(target).focus()
 
     @property
     def view(self) -> str:
-        return self.query_one("#run-views", ContentSwitcher).current or "run-rows"
+        """``run-rows`` (live rows) or ``run-summary``; both show side by side when wide."""
+        return "run-summary" if self.has_class("-view-summary") else "run-rows"
+
+    def show_view(self, view: str) -> None:
+        self.set_class(view == "run-summary", "-view-summary")
+        self.set_class(view != "run-summary", "-view-rows")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width >= 150, "-wide")
 
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
@@ -242,8 +252,7 @@ class RunPane(Vertical):
         self.app.push_screen(FormModal("Define an experiment (one varied parameter, R1)", fields), saved)
 
     def action_switch_view(self) -> None:
-        switcher = self.query_one("#run-views", ContentSwitcher)
-        switcher.current = "run-summary" if switcher.current == "run-rows" else "run-rows"
+        self.show_view("run-rows" if self.view == "run-summary" else "run-summary")
 
     # -- running ---------------------------------------------------------------------
     def action_start(self) -> None:
@@ -259,7 +268,7 @@ class RunPane(Vertical):
         self.cancel_event = threading.Event()
         self.rows = []
         self.query_one("#run-rows", DataTable).clear()
-        self.query_one("#run-views", ContentSwitcher).current = "run-rows"
+        self.show_view("run-rows")
         self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
         self._setup_variant_bars()
         self._status()
@@ -316,9 +325,7 @@ class RunPane(Vertical):
         if msg.total:
             self.query_one("#run-bar", ProgressBar).update(total=msg.total, progress=msg.done)
 
-    def on_run_pane_row_landed(self, msg: RowLanded) -> None:
-        r = msg.row
-        self.rows.append(r)
+    def _add_row(self, r: dict[str, Any]) -> None:
         table = self.query_one("#run-rows", DataTable)
         failed = r.get("elapsed_seconds") is None and r.get("phase") != "load"
         table.add_row(
@@ -331,6 +338,11 @@ class RunPane(Vertical):
             state_cell(accepted_words(r)),
         )
         table.move_cursor(row=table.row_count - 1)
+
+    def on_run_pane_row_landed(self, msg: RowLanded) -> None:
+        r = msg.row
+        self.rows.append(r)
+        self._add_row(r)
         vid = r.get("variant_id")
         if vid in self.expected and r.get("phase") in ("cold", "warm"):
             done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
@@ -346,7 +358,7 @@ class RunPane(Vertical):
         self.running = False
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
         self.reload()
-        self.query_one("#run-views", ContentSwitcher).current = "run-summary"
+        self.show_view("run-summary")
         self._status()
 
     # -- summary -------------------------------------------------------------------------
@@ -367,6 +379,12 @@ class RunPane(Vertical):
         except Exception as exc:
             self.query_one("#run-chart-label", Static).update(f"results unreadable: {exc}")
             return
+        if not self.running:  # the rows already measured, newest last
+            self.query_one("#run-rows", DataTable).clear()
+            for r in frame.tail(500).to_dicts():
+                self._add_row(r)
+            if frame.height and not self.last_outcome:
+                self.show_view("run-summary")
         for r in summarize(frame).to_dicts():
             med, lo, hi = r["median_seconds"], r["min_seconds"], r["max_seconds"]
             failed = r["failed"]
