@@ -127,17 +127,42 @@ class Runner:
         """Run every scheduled run; return the outcome (also sent as ``finished``)."""
         exp = self.experiment
         s = self.session
-        holder = s.run_lock_holder()
-        if holder is not None and holder != os.getpid():
-            raise BadInput(f"another gpusession process (pid {holder}) is running experiments in {s.name}")
         lock = s.folder / RUN_LOCK
-        lock.write_text(str(os.getpid()))
+        self._take_lock(lock)
         try:
             self._run(exp)
         finally:
             lock.unlink(missing_ok=True)
         self._emit("finished", outcome=self.outcome)
         return self.outcome
+
+    def _take_lock(self, lock: Path) -> None:
+        """Create the run lock atomically (a hard link fails if it exists): of two ``run`` commands started at
+        the same instant on one session, exactly one runs (S7).
+
+        Raises:
+            BadInput: a live process holds the lock.
+        """
+        s = self.session
+        # The PID is written first, then hard-linked into place: the lock never exists empty.
+        tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
+        tmp.write_text(str(os.getpid()))
+        try:
+            for _ in range(2):
+                try:
+                    os.link(tmp, lock)
+                    return
+                except FileExistsError:
+                    holder = s.run_lock_holder()
+                    if holder is not None and holder != os.getpid():
+                        raise BadInput(
+                            f"another gpusession process (pid {holder}) is running experiments "
+                            f"in {s.name}"
+                        ) from None
+                    lock.unlink(missing_ok=True)  # stale: its process is gone
+            raise BadInput("could not take the run lock; another run is starting", path=lock)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def _prepare(self, exp: Experiment) -> list[ScheduledRun]:
         from gpusession.core.environment import read_concurrent_load
@@ -265,12 +290,19 @@ class Runner:
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
-        s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
-        self._emit("worker_started", worker=name, pid=w.proc.pid)
         by_key = {r.run_key: r for r in group}
         load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
         load_index = self._load_index(exp, load_variant)
+        # The load is a timed run too: journal it as in flight before the worker starts,
+        # so that a crash while it loads is recovered as an incident row on reopen (S7).
+        load_key = f"{exp.id}:load:{load_variant}:{load_index}"
+        load_fields = dict(experiment_id=exp.id, variant_id=load_variant, phase="load",
+                           run_index=load_index)
+        s.journal("load_started", run_key=load_key, worker=name, **load_fields)
+        load_open = True
+        w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
+        s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
+        self._emit("worker_started", worker=name, pid=w.proc.pid)
         in_flight: ScheduledRun | None = None
         loaded = False
         finished_keys: set[str] = set()
@@ -308,6 +340,9 @@ class Runner:
                         peak_reserved_bytes=ev.get("peak_reserved_bytes"),
                         notes=f"load of worker {name} (model to device, timed once per process)",
                     ))
+                if load_open:
+                    s.journal("load_finished", run_key=load_key, ok=True, **load_fields)
+                    load_open = False
             elif kind == "warmup_done":
                 s.journal("warmup_done", experiment_id=exp.id, worker=name,
                           iterations=ev.get("iterations"), runs=ev.get("runs"))
@@ -336,6 +371,9 @@ class Runner:
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
                         corpus_accepted=False, notes=f"incident: load failed: {msg}"))
+                    if load_open:
+                        s.journal("load_finished", run_key=load_key, ok=False, **load_fields)
+                        load_open = False
             elif kind == "stopped":
                 ok = False
         code = w.finish()
@@ -359,6 +397,8 @@ class Runner:
                     variant_id=load_variant, phase="load", run_index=load_index,
                     corpus_accepted=False, notes=f"incident: {detail} while loading"))
             self._incident(detail, exit=describe_exit(code))
+        if load_open:  # the worker ended before loading; any row was written above
+            s.journal("load_finished", run_key=load_key, ok=False, **load_fields)
         missing = [r for r in group if r.run_key not in finished_keys]
         if missing and not self.cancel.is_set():
             self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "

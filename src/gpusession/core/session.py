@@ -446,7 +446,8 @@ class Session:
 
         * An incomplete last line of the results CSV is cut off, kept in
           ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
-        * A run with ``run_started`` but no ``run_finished`` in the journal, while no
+        * A run with ``run_started`` (or a worker load with ``load_started``) but no
+          ``run_finished`` (``load_finished``) in the journal, while no
           live process holds the run lock, gets a row (elapsed empty, corpus not
           accepted, the incident in ``notes``) and an ``incident`` journal record.
 
@@ -472,9 +473,9 @@ class Session:
             if not key:
                 continue
             ev = rec.get("event")
-            if ev == "run_started":
+            if ev in ("run_started", "load_started"):  # a worker's load is timed too
                 open_runs[key] = rec
-            elif ev in ("run_finished", "run_recovered"):
+            elif ev in ("run_finished", "load_finished", "run_recovered"):
                 open_runs.pop(key, None)
         for key, rec in open_runs.items():
             note = (

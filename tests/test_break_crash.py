@@ -1,0 +1,123 @@
+"""Break-tests: a crash at any instant loses at most the run in flight, which is recorded
+as an incident on reopen (S7) -- here the parent is killed while its worker *loads*, the
+one moment of a run that used to leave no trace."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_bench_fakes import Echo, with_tests_on_path, write_corpus
+
+from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.core.results import ResultRow
+from gpusession.core.session import RUN_LOCK, Session
+
+
+class SlowLoad(Echo):
+    """Echo whose load writes ``marker`` and then blocks for ``load_sleep_s``."""
+
+    def __init__(self, load_sleep_s: float = 30.0, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.load_sleep_s = load_sleep_s
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        super().load(device, precision, context_limit)
+        if self.marker is not None:
+            self.marker.write_text(str(os.getpid()))
+        time.sleep(self.load_sleep_s)
+
+
+def _journal(s: Session, event: str) -> list[dict[str, Any]]:
+    return [r for r in s.read_journal() if r.get("event") == event]
+
+
+def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
+    sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_tests_on_path(monkeypatch)
+    s = Session.create(sessions_root, "t")
+    corpus = write_corpus(s.folder / "corpus" / "eval.jsonl", n=4)
+    marker = tmp_path / "loading"
+    define_experiment(s, Experiment(
+        id="e", workload="test_break_crash:SlowLoad", corpus=str(corpus.relative_to(s.folder)),
+        varied="batch", values=(2,), runs_per_variant=1, warmup_iterations=0,
+        cold_runs_per_variant=0, device="cpu", params={"marker": str(marker)},
+    ))
+    earlier = ResultRow(experiment_id="e", variant_id="batch-2", phase="warm", run_index=1,
+                        elapsed_seconds=0.5, notes="an earlier run")
+    s.results.append(earlier)
+    env = dict(os.environ)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "run", "t",
+         "--headless"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the worker never started loading"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if marker.exists():  # the orphaned worker: end it, it is ours
+            try:
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+    reopened = Session.open(sessions_root, "t")
+    rows = reopened.results.rows()
+    assert rows[0] == earlier  # nothing before the crash is lost
+    loads = [r for r in rows if r.phase == "load"]
+    assert len(loads) == 1
+    assert loads[0].elapsed_seconds is None and loads[0].corpus_accepted is False
+    assert "in flight" in (loads[0].notes or "")
+    lost = [r for r in _journal(reopened, "incident") if r.get("kind") == "run_lost"]
+    assert [r["run_key"] for r in lost] == ["e:load:all:1"]
+    assert _journal(reopened, "load_started")
+    assert not (reopened.folder / RUN_LOCK).exists()
+    # reopening again does not add a second row
+    Session.open(sessions_root, "t")
+    assert len(reopened.results.rows()) == 2
+
+
+def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) -> None:
+    from gpusession.bench.runner import Runner
+
+    s = Session.create(sessions_root, "t")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock = s.folder / RUN_LOCK
+    lock.write_text(str(dead.pid))
+    define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
+    runner = Runner(s, "e")
+    runner._take_lock(lock)
+    assert lock.read_text() == str(os.getpid())
+    assert [p.name for p in s.folder.iterdir() if p.name.startswith(RUN_LOCK)] == [RUN_LOCK]
+    lock.unlink()
+
+
+def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
+    from gpusession.bench.runner import Runner
+    from gpusession.core.errors import BadInput
+
+    s = Session.create(sessions_root, "t")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        lock = s.folder / RUN_LOCK
+        lock.write_text(str(live.pid))
+        define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
+        with pytest.raises(BadInput, match=f"pid {live.pid}"):
+            Runner(s, "e")._take_lock(lock)
+        assert lock.read_text() == str(live.pid)
+    finally:
+        live.kill()
+        live.wait()
