@@ -36,6 +36,22 @@ app = build_app(Session.open(root, name))
 app.run(headless=True, size=(80, 24), auto_pilot=first_frame)
 """
 
+CHILD_MINIMAL_APP = r"""
+import time
+from textual.app import App
+from textual.widgets import Static
+
+class Hello(App):
+    def compose(self):
+        yield Static("hello")
+
+async def first_frame(pilot):
+    print(f"FRAME {time.time():.6f}", flush=True)
+    pilot.app.exit(0)
+
+Hello().run(headless=True, size=(80, 24), auto_pilot=first_frame)
+"""
+
 CHILD_IDLE_CPU = r"""
 import resource, sys, time
 from gpusession.core.session import Session
@@ -68,9 +84,9 @@ def time_import_textual() -> float:
     return time.time() - t0
 
 
-def time_first_frame(root: Path, name: str) -> float:
+def time_first_frame(root: Path, name: str, child: str = CHILD_FIRST_FRAME) -> float:
     t0 = time.time()
-    done = subprocess.run([sys.executable, "-c", CHILD_FIRST_FRAME, str(root), name],
+    done = subprocess.run([sys.executable, "-c", child, str(root), name],
                           capture_output=True, text=True, check=True, timeout=120)
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("FRAME"))
     return float(line.split()[1]) - t0
@@ -97,12 +113,15 @@ def main() -> int:
         s = make_session(root, "bench")
         time_import_textual()  # warm the OS file cache for both
         time_first_frame(root, s.name)
-        base, app = [], []
-        for _ in range(args.runs):  # interleaved, so drift hits both alike
+        base, app, hello = [], [], []
+        for _ in range(args.runs):  # interleaved, so drift hits all alike
             base.append(time_import_textual())
+            hello.append(time_first_frame(root, s.name, CHILD_MINIMAL_APP))
             app.append(time_first_frame(root, s.name))
-        b, a = statistics.median(base), statistics.median(app)
+        b, a, h = statistics.median(base), statistics.median(app), statistics.median(hello)
         print(f"python -c 'import textual'      median {b:.3f} s  (min {min(base):.3f}, max {max(base):.3f}, n={len(base)})")
+        print(f"minimal Textual app, 1st frame  median {h:.3f} s  (min {min(hello):.3f}, max {max(hello):.3f}; "
+              f"{h / b:.2f}× the import: Textual's own floor)")
         print(f"process start → first frame    median {a:.3f} s  (min {min(app):.3f}, max {max(app):.3f}, n={len(app)})")
         print(f"ratio first frame / import      {a / b:.2f}×   (target < 3×; absolute target < 0.6 s: "
               f"{'met' if a < 0.6 else 'NOT met'})")

@@ -8,32 +8,56 @@ validation and cost re-read; an order changed → header).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.lazy import Lazy
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from gpusession.ui.context import UiContext
 from gpusession.ui.header import SessionHeader
 from gpusession.ui.panes.checklist import ChecklistPane
-from gpusession.ui.panes.cost import CostPane
-from gpusession.ui.panes.memory import MemoryPane
-from gpusession.ui.panes.order import OrderPane
-from gpusession.ui.panes.run import RunPane
-from gpusession.ui.panes.validation import ValidationPane
 
-#: (tab id, title, pane class) in key order 1–6.
-PANES: tuple[tuple[str, str, type], ...] = (
-    ("checklist", "Checklist", ChecklistPane),
-    ("run", "Run", RunPane),
-    ("memory", "Memory", MemoryPane),
-    ("validation", "Validation", ValidationPane),
-    ("order", "Order", OrderPane),
-    ("cost", "Cost", CostPane),
+if TYPE_CHECKING:
+    from gpusession.ui.panes.cost import CostPane
+    from gpusession.ui.panes.memory import MemoryPane
+    from gpusession.ui.panes.order import OrderPane
+    from gpusession.ui.panes.run import RunPane
+
+#: (tab id, title, module under gpusession.ui.panes, class) in key order 1–6.
+PANES: tuple[tuple[str, str, str, str], ...] = (
+    ("checklist", "Checklist", "checklist", "ChecklistPane"),
+    ("run", "Run", "run", "RunPane"),
+    ("memory", "Memory", "memory", "MemoryPane"),
+    ("validation", "Validation", "validation", "ValidationPane"),
+    ("order", "Order", "order", "OrderPane"),
+    ("cost", "Cost", "cost", "CostPane"),
 )
+
+
+class PanePlaceholder(Static):
+    """Stands in for a hidden pane until the first frame is drawn (start-up time).
+
+    It then imports the pane's module (and the widgets only that pane uses), mounts
+    the pane in its place and removes itself.
+    """
+
+    def __init__(self, ctx: UiContext, tab: str, module: str, cls: str) -> None:
+        super().__init__("loading…")
+        self.ctx, self.tab, self.module, self.cls = ctx, tab, module, cls
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._materialize)
+
+    async def _materialize(self) -> None:
+        mod = importlib.import_module(f"gpusession.ui.panes.{self.module}")
+        pane = getattr(mod, self.cls)(self.ctx, id=f"{self.tab}-pane")
+        parent = self.parent
+        if parent is not None:
+            await parent.mount(pane, after=self)  # type: ignore[attr-defined]
+            await self.remove()
 
 
 class MainScreen(Screen[None]):
@@ -43,7 +67,7 @@ class MainScreen(Screen[None]):
 
     BINDINGS = [
         Binding(str(i + 1), f"show_pane('{tab}')", title, id=f"pane.{tab}", show=False)
-        for i, (tab, title, _) in enumerate(PANES)
+        for i, (tab, title, _, _) in enumerate(PANES)
     ]
 
     def __init__(self, ctx: UiContext) -> None:
@@ -53,11 +77,12 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(self.ctx, id="session-header")
         with TabbedContent(id="panes", initial="checklist"):
-            for i, (tab, title, cls) in enumerate(PANES):
+            for i, (tab, title, module, cls) in enumerate(PANES):
                 with TabPane(f"{i + 1} {title}", id=tab):
-                    pane = cls(self.ctx, id=f"{tab}-pane")
-                    # hidden panes mount right after the first frame (start-up time)
-                    yield pane if i == 0 else Lazy(pane)
+                    if i == 0:
+                        yield ChecklistPane(self.ctx, id=f"{tab}-pane")
+                    else:  # hidden panes come right after the first frame (start-up time)
+                        yield PanePlaceholder(self.ctx, tab, module, cls)
         yield Footer()
 
     def on_mount(self) -> None:

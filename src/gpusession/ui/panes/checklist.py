@@ -22,7 +22,6 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gpusession.ui.context import UiContext, need
-from gpusession.ui.modals import Field, FormModal
 
 CORE = ("load_checklist", "set_done", "set_note", "add_item")
 
@@ -162,6 +161,8 @@ class ChecklistPane(Vertical):
         self.reload()
 
     def action_note(self) -> None:
+        from gpusession.ui.modals import Field, FormModal
+
         item = self.current()
         if item is None:
             return
@@ -184,6 +185,8 @@ class ChecklistPane(Vertical):
         )
 
     def action_add(self) -> None:
+        from gpusession.ui.modals import Field, FormModal
+
         stages = tuple(dict.fromkeys(str(i.stage) for i in self.items)) or ("1",)
 
         def saved(result: dict[str, str] | None) -> None:
