@@ -146,7 +146,11 @@ class Runner:
         s = self.session
         # The PID is written first, then hard-linked into place: the lock never exists empty.
         tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
-        tmp.write_text(str(os.getpid()))
+        try:
+            tmp.write_text(str(os.getpid()))
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
         try:
             for _ in range(2):
                 try:

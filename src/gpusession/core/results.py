@@ -366,10 +366,13 @@ class ResultsFile:
                         "session to recover it before appending",
                         path=self.path,
                     )
-        with open(self.path, "ab") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "ab") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:  # a cut row is recovered when the session is next opened
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def read(self) -> pl.DataFrame:
         """Read every row with the explicit schema (C3: empty cell → null).

@@ -309,15 +309,27 @@ class Session:
         try:
             folder.mkdir()
         except FileExistsError:
-            raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
+            # An empty folder is what a create cut short (disk full, power loss) leaves.
+            if not folder.is_dir() or any(folder.iterdir()):
+                raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
         now = now or utcnow()
         pkg = package or Package()
         data: dict[str, Any] = {"name": name, "created_at": now, "package": pkg.to_toml()}
-        write_toml(folder / SESSION_TOML, data)
-        write_toml(folder / CHECKLIST_TOML, {"items": {}})
-        write_toml(folder / ORDER_TOML, {})
-        session = cls(folder, read_toml(folder / SESSION_TOML))
-        session.journal("session_created", package=pkg.to_toml())
+        try:
+            write_toml(folder / SESSION_TOML, data)
+            write_toml(folder / CHECKLIST_TOML, {"items": {}})
+            write_toml(folder / ORDER_TOML, {})
+            session = cls(folder, read_toml(folder / SESSION_TOML))
+            session.journal("session_created", package=pkg.to_toml())
+        except BaseException:
+            # Leave no half-made session behind (it would block `new NAME` forever).
+            for p in (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL):
+                (folder / p).unlink(missing_ok=True)
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+            raise
         return session
 
     @classmethod
@@ -404,11 +416,19 @@ class Session:
     def journal(self, event: str, **fields: Any) -> None:
         """Append one JSON line ``{"at", "event", ...}`` to ``journal.jsonl`` and fsync."""
         record = {"at": utcnow().isoformat(), "event": event, **fields}
-        line = json.dumps(record, default=str, ensure_ascii=False) + "\n"
-        with open(self.journal_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            with open(self.journal_path, "ab+") as fh:
+                # A line cut by a crash or a full disk must not swallow this record too.
+                if fh.seek(0, os.SEEK_END) > 0:
+                    fh.seek(-1, os.SEEK_END)
+                    if fh.read(1) != b"\n":
+                        line = b"\n" + line
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.journal_path)) from exc
 
     def read_journal(self) -> list[dict[str, Any]]:
         """Every journal record; an unparseable line (crash mid-write) is skipped."""
@@ -455,6 +475,11 @@ class Session:
             One sentence per incident recovered.
         """
         incidents: list[str] = []
+        cut_start = _cut_journal_line(self.journal_path)
+        if cut_start is not None:  # journal() terminates the cut line before this record
+            msg = (f"the last line of {JOURNAL} was cut (crash or full disk); it is kept as is")
+            self.journal("incident", kind="partial_journal_line", message=msg)
+            incidents.append(msg)
         tail = self.results.recover_partial_tail()
         if tail is not None:
             keep = self.folder / f"{RESULTS_CSV}.partial-{utcnow().strftime('%Y%m%dT%H%M%SZ')}"
@@ -477,6 +502,8 @@ class Session:
                 open_runs[key] = rec
             elif ev in ("run_finished", "load_finished", "run_recovered"):
                 open_runs.pop(key, None)
+        if cut_start is not None and cut_start.get("run_key"):
+            open_runs.setdefault(cut_start["run_key"], cut_start)
         for key, rec in open_runs.items():
             note = (
                 "incident: run in flight when gpusession stopped (crash, kill or power loss); "
@@ -499,6 +526,37 @@ class Session:
         if lock.exists():
             lock.unlink(missing_ok=True)
         return incidents
+
+
+_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
+_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
+
+
+def _cut_journal_line(path: Path) -> dict[str, Any] | None:
+    """When the journal's last line was cut, what it still says (``{}`` if nothing useful).
+
+    A cut ``run_started`` / ``load_started`` line still names its run, so the run in
+    flight is recovered as an incident row like any other (S7). ``None`` when the
+    journal ends cleanly.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    raw = path.read_bytes()
+    if raw.endswith(b"\n"):
+        return None
+    text = raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
+    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
+    m = _SALVAGE_INDEX.search(text)
+    if m:
+        fields["run_index"] = int(m.group(1))
+    if fields.get("event") not in ("run_started", "load_started") or "run_key" not in fields:
+        return {}
+    # The run key is "<experiment>:<phase>:<variant>:<index>": it completes a cut line.
+    parts = str(fields["run_key"]).rsplit(":", 3)
+    if len(parts) == 4 and parts[3].isdigit():
+        fields["experiment_id"], fields["phase"], fields["variant_id"] = parts[:3]
+        fields["run_index"] = int(parts[3])
+    return fields
 
 
 @dataclass(frozen=True)

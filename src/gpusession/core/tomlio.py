@@ -65,18 +65,24 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
         OSError: when the disk refuses; the old file at ``path`` is then left intact.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file meant, not the temporary one
+        raise OSError(exc.errno, f"{exc.strerror}; nothing was written", str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.strerror:
+            raise OSError(exc.errno, f"{exc.strerror}; the previous file is intact",
+                          str(path)) from exc
         raise
     fsync_dir(path.parent)
 
