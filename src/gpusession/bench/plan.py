@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -28,6 +29,7 @@ from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
+_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
 COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
@@ -160,6 +162,10 @@ def check(exp: Experiment) -> Experiment:
             than one run, a negative warm-up.
     """
     f = f"experiments.{exp.id}"
+    if not isinstance(exp.id, str) or not _ID_RE.fullmatch(exp.id) or ".." in exp.id:
+        # the id names folders under runs/ and validation/: never a path
+        raise BadInput(f"experiment id {exp.id!r}: use letters, digits, '.', '_' or '-' "
+                       "(no '/', no '..', no spaces, not starting with '.' or '-')", field=f)
     if exp.varied == "precision":
         raise BadInput(
             "precision cannot be the varied parameter: define one experiment per precision "

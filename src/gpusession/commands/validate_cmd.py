@@ -93,7 +93,25 @@ def _archive_output(source: Path, target: Path) -> Path:
     return target
 
 
+def _run_name(text: str) -> str:
+    """``--name`` is a file stem inside ``validation/``: a slug, never a path (S7: a name
+    like ``../session`` must not reach the session's own files).
+
+    Raises:
+        BadInput: empty, a separator, ``..``, a leading ``.``/``-`` or another character.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", text) or ".." in text:
+        raise BadInput(
+            f"{text!r} is not a report name; use letters, digits, '.', '_' or '-' "
+            "(no '/', no '..', not starting with '.' or '-')",
+            field="--name",
+        )
+    return text
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.name is not None:
+        _run_name(args.name)
     session = open_session(args, args.session) if args.session else None
     expected = load_expected(args.corpus, references=args.references)
     if args.classes:

@@ -1,0 +1,74 @@
+"""Break-tests: names that become paths (``validate --name``, experiment ids) never reach
+outside their folder nor the session's own files (S7, V8)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from gpusession.cli import main
+from gpusession.core.session import Session
+
+
+def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
+    try:
+        code = main(["--sessions-dir", str(root), *args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text("id,label\n1,a\n2,b\n3,a\n")
+    output = tmp_path / "out.csv"
+    output.write_text("id,label\n1,a\n2,b\n3,a\n")
+    return corpus, output
+
+
+@pytest.mark.parametrize("name", ["../session", "../../evil", "a/b", ".hidden", ""])
+def test_v8_validate_name_is_never_a_path(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, files: tuple[Path, Path], name: str
+) -> None:
+    Session.create(sessions_root, "t")
+    before = tree(sessions_root)
+    corpus, output = files
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+                       str(output), "--session", "t", "--name", name)
+    assert code == 2 and "--name" in err and len(err.strip().splitlines()) == 1
+    assert tree(sessions_root) == before  # session.toml untouched, nothing outside validation/
+
+
+def test_v8_validate_plain_name_is_written_in_validation(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, files: tuple[Path, Path]
+) -> None:
+    Session.create(sessions_root, "t")
+    corpus, output = files
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+                       str(output), "--session", "t", "--name", "run_1.a-b")
+    assert code == 0, err
+    assert (sessions_root / "t" / "validation" / "run_1.a-b.toml").is_file()
+
+
+@pytest.mark.parametrize("exp_id", ["../../evil", "a/b", "a b", "", ".x"])
+def test_r1_experiment_id_is_never_a_path(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, exp_id: str
+) -> None:
+    Session.create(sessions_root, "t")
+    before = tree(sessions_root)
+    code, _, err = cli(capsys, sessions_root, "experiment", "t", "define", "--id", exp_id,
+                       "--workload", "synthetic-mlp", "--values", "1")
+    assert code == 2 and "experiment id" in err and len(err.strip().splitlines()) == 1
+    assert tree(sessions_root) == before
