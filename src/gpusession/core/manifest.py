@@ -22,10 +22,12 @@ evidence (stage 8) and the report.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import os
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -224,8 +226,8 @@ def write_manifest(
             (``-3``...) instead of refusing.
 
     Raises:
-        BadInput: ``folder`` is not a folder, or ``out`` exists (without ``force`` or
-            ``number_if_exists``); nothing is written then.
+        BadInput: ``folder`` is not a folder or holds no regular file, or ``out``
+            exists (without ``force`` or ``number_if_exists``); nothing is written then.
     """
     from gpusession.core.session import refuse_session_data
 
@@ -238,6 +240,10 @@ def write_manifest(
     if not out.parent.is_dir():
         raise BadInput("folder of the manifest does not exist", path=out.parent)
     entries, skipped = build_manifest(folder, exclude={out.absolute()})
+    if not entries:  # an empty manifest would let any copy "match" (S4)
+        why = f"; skipped: {', '.join(f'{x.path} ({x.reason})' for x in skipped[:3])}" if skipped else ""
+        raise BadInput(f"holds no regular file to list{why}; expected the folder of approved "
+                       "deliverables, nothing was written", path=folder)
     write_atomic_bytes(out, manifest_bytes(entries))
     return ManifestWritten(out, entries, skipped)
 
@@ -287,27 +293,38 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
     header = text.split("\n", 1)[0].rstrip("\r").lstrip("\ufeff")
     if tuple(header.split(",")) != MANIFEST_COLUMNS:
         raise BadInput(f"header is {header!r}, expected 'path,size_bytes,sha256'", path=path, line=1)
-    try:
-        frame = pl.read_csv(io.BytesIO(raw), schema=MANIFEST_SCHEMA, has_header=True,
-                            raise_if_empty=False)
-    except pl.exceptions.PolarsError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BadInput(f"not a manifest CSV: {first}", path=path) from None
+    # The csv module, not polars: it reports the line where each record starts, also
+    # when a quoted path holds a line break, and a record with too many fields.
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
     entries: list[ManifestEntry] = []
     seen: set[str] = set()
-    for i, row in enumerate(frame.iter_rows(named=True)):
-        line = i + 2  # approximate when a quoted path holds a newline
-        rel = check_relative(row["path"] or "", manifest=path, line=line)
-        size = row["size_bytes"]
-        if size is None or size < 0:
-            raise BadInput(f"expected a size in bytes ≥ 0, got {size!r}", path=path, line=line, field="size_bytes")
-        digest = (row["sha256"] or "").lower()
-        if not _HEX64.match(digest):
-            raise BadInput("expected 64 hex digits", path=path, line=line, field="sha256")
-        if rel in seen:
-            raise BadInput(f"path {rel!r} listed twice", path=path, line=line, field="path")
-        seen.add(rel)
-        entries.append(ManifestEntry(rel, int(size), digest))
+    start = 1
+    try:
+        for i, record in enumerate(reader):
+            line, start = start, reader.line_num + 1
+            if i == 0:
+                continue
+            if not record:
+                raise BadInput("blank line; expected path,size_bytes,sha256", path=path, line=line)
+            if len(record) != len(MANIFEST_COLUMNS):
+                raise BadInput(f"{len(record)} fields, expected 3 (path,size_bytes,sha256); quote "
+                               "a path that holds a comma", path=path, line=line)
+            rel = check_relative(record[0], manifest=path, line=line)
+            size_text = record[1].strip()
+            if not (size_text.isascii() and size_text.isdigit()):
+                raise BadInput(f"expected a size in bytes ≥ 0, got {record[1]!r}", path=path,
+                               line=line, field="size_bytes")
+            size = int(size_text)
+            digest = record[2].strip().lower()
+            if not _HEX64.match(digest):
+                raise BadInput("expected 64 hex digits", path=path, line=line, field="sha256")
+            if rel in seen:
+                raise BadInput(f"path {rel!r} listed twice", path=path, line=line, field="path")
+            seen.add(rel)
+            entries.append(ManifestEntry(rel, size, digest))
+    except csv.Error as exc:
+        raise BadInput(f"not a manifest CSV ({exc}); a quoted path must end with a quote",
+                       path=path, line=start) from None
     return entries
 
 
@@ -393,14 +410,22 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
     copy_dir = Path(copy_dir)
     scan = scan_folder(copy_dir, exclude={Path(manifest_path).absolute()})
     found = dict(zip(scan.relative, scan.files, strict=True))
+    # A copy to another system may store "é" decomposed (NFD, e.g. macOS): same name.
+    by_nfc: dict[str, str] = {}
+    for r in scan.relative:
+        by_nfc.setdefault(unicodedata.normalize("NFC", r), r)
+    used: set[str] = set()
     matching: list[str] = []
     missing: list[str] = []
     changed: list[Changed] = []
     for e in entries:
-        p = found.get(e.path)
-        if p is None:
+        rel: str | None = (e.path if e.path in found
+                           else by_nfc.get(unicodedata.normalize("NFC", e.path)))
+        p = found.get(rel) if rel is not None else None
+        if p is None or rel is None:
             missing.append(e.path)
             continue
+        used.add(rel)
         size = p.stat().st_size
         if size != e.size_bytes:
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, None))
@@ -410,8 +435,7 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, digest))
         else:
             matching.append(e.path)
-    listed = {e.path for e in entries}
-    extra = [r for r in scan.relative if r not in listed]
+    extra = [r for r in scan.relative if r not in used]
     renamed: list[tuple[str, str]] = []
     if missing and extra:
         by_key = {(e.size_bytes, e.sha256): e.path for e in entries if e.path in set(missing)}
