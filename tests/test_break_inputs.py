@@ -220,3 +220,32 @@ def test_v5_hand_edited_experiment_names_session_toml(
     assert code == 2
     line = one_line(err)
     assert "session.toml" in line and field in line
+
+
+# -- S2 / S5: one-line order fields --------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["set", "--number", "A\nB", "--gpu", "RTX A5000", "--lots", "1", "--days", "7"], "number"),
+        (["set", "--number", "A", "--gpu", "RTX\x1b[2JA5000", "--lots", "1", "--days", "7"], "gpu"),
+        (["deviation", "--gpu", "", "--count", "1"], "gpu"),
+        (["deviation", "--gpu", "x\ny", "--count", "1"], "gpu"),
+        (["event", "payment-sent", "--note", "paid\x1b[2J"], "note"),
+    ],
+)
+def test_s5_order_fields_are_one_line_text(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, args: list[str], field: str
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "order", "base", *args)
+    assert code == 2 and field in one_line(err)
+    assert digest(base) == before
+
+
+def test_s1_evidence_says_when_the_destination_does_not_exist(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "not" / "there"
+    code, out, err = cli(capsys, sessions_root, "checklist", "base", "evidence", "--destination", str(missing))
+    assert code == 0, err
+    assert f"destination {missing} does not exist yet" in out

@@ -378,7 +378,12 @@ def free_space_evidence(session: Session, destination: Path | None) -> str:
     except OSError as exc:
         return f"destination {destination}: cannot read free space ({exc.strerror}); " + size_txt
     free = int(usage.free)
-    text = f"destination {destination}: {fmt_bytes(free)} free; " + size_txt
+    where = (f"destination {destination}" if probe == Path(destination) else
+             f"destination {destination} does not exist yet (create it); its nearest existing "
+             f"folder {probe} has")
+    if probe == Path(destination) and not probe.is_dir():
+        where = f"destination {destination} is a file, not a folder; its disk has"
+    text = f"{where}: {fmt_bytes(free)} free; " + size_txt
     if size is not None:
         text += "; fits" if free >= size else "; WARNING: not enough free space"
     return text

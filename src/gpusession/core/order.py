@@ -178,6 +178,9 @@ def _text(value: Any, fld: str, *, required: bool = True, address: bool = False)
         return None
     if not isinstance(value, str):
         raise BadInput(f"expected text, got {value!r}", field=fld)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
+        raise BadInput(f"{value!r} contains a control character (line break, tab, escape); "
+                       "expected one line of text", field=fld)
     check_no_secret(value, field=fld, address=address)
     return value.strip()
 
@@ -422,6 +425,9 @@ def record_event(
         raise BadInput(f"unknown state {state!r}; expected one of {', '.join(STATES)}",
                        field="state")
     src = _source(source)
+    if note and any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
+        raise BadInput("the note contains a control character (escape, …); expected text",
+                       field="note")
     check_no_secret(note, field="note")
     when = at.astimezone(timezone.utc) if at is not None else utcnow()
     current = load_order(session)
@@ -532,10 +538,13 @@ def record_deviation(
         The deviation message, or ``None`` when model and count match.
 
     Raises:
-        BadInput: neither an order nor a package GPU model; a negative count.
+        BadInput: neither an order nor a package GPU model; a negative count; an empty
+            or multi-line GPU model.
     """
     if observed_gpu_count is not None and observed_gpu_count < 0:
         raise BadInput(f"expected a GPU count ≥ 0, got {observed_gpu_count}", field="count")
+    if observed_gpu_model is not None:
+        observed_gpu_model = _text(observed_gpu_model, "gpu")
     rates = rates or load_rates(session_folder=session.folder)
     state = load_order(session)
     msg = compare_with_order(state, rates, observed_gpu_model, observed_gpu_count,
