@@ -78,9 +78,9 @@ app.run(headless=True, size=(80, 24), auto_pilot=idle)
 """
 
 
-def time_import_textual() -> float:
+def time_import_textual(module: str = "textual") -> float:
     t0 = time.time()
-    subprocess.run([sys.executable, "-c", "import textual"], check=True)
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
     return time.time() - t0
 
 
@@ -125,6 +125,10 @@ def main() -> int:
         print(f"process start → first frame    median {a:.3f} s  (min {min(app):.3f}, max {max(app):.3f}, n={len(app)})")
         print(f"ratio first frame / import      {a / b:.2f}×   (target < 3×; absolute target < 0.6 s: "
               f"{'met' if a < 0.6 else 'NOT met'})")
+        parts = {m: statistics.median(time_import_textual(m) for _ in range(args.runs))
+                 for m in ("textual.app", "polars", "gpusession.core.session", "gpusession.ui.app")}
+        print("where the start-up goes (median process time of `python -c 'import X'`): "
+              + ", ".join(f"{m} {t:.3f} s" for m, t in parts.items()))
         cpu_s, wall_s, samples = idle_cpu(root, s.name, args.seconds)
         pct = 100.0 * cpu_s / wall_s
         print(f"idle CPU, memory pane refreshing: {cpu_s:.3f} s CPU over {wall_s:.1f} s "

@@ -65,9 +65,11 @@ class SessionHeader(Static):
         self.refresh_line()
 
     def show_gpus(self, snapshot: Any) -> None:
-        """Take the latest NVML snapshot (from the memory poller) and redraw."""
+        """Take the latest NVML snapshot (from the memory poller); redraw if the GPUs changed."""
+        changed = gpu_words(snapshot) != gpu_words(self.snapshot)
         self.snapshot = snapshot
-        self.refresh_line()
+        if changed:
+            self.refresh_line()
 
     def refresh_line(self) -> None:
         parts = [f"session {self.ctx.session.name}", gpu_words(self.snapshot), package_words(self.ctx)]

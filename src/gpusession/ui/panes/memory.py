@@ -180,6 +180,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self._gpu_hist: deque[float] = deque(maxlen=120)
         self.alloc_row: dict[str, Any] | None = None
         self.nvml = PersistentNvml(ctx.nvml)
+        self._texts: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Host memory: reading…", id="mem-host")
@@ -233,8 +234,8 @@ class MemoryPane(VerticalScroll, can_focus=True):
     def on_memory_pane_sampled(self, msg: Sampled) -> None:
         self.samples += 1
         self.host, self.snapshot = msg.host, msg.nvml
-        self.query_one("#mem-host", Static).update("\n".join(host_lines(msg.host)))
-        self.query_one("#mem-gpu", Static).update("\n".join(gpu_lines(msg.nvml)))
+        self._set("#mem-host", "\n".join(host_lines(msg.host)))
+        self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
         gpus = getattr(msg.nvml, "gpus", ()) or ()
@@ -251,4 +252,10 @@ class MemoryPane(VerticalScroll, can_focus=True):
         if gpus:
             g = list(self._gpu_hist)
             label += f" (top); GPU device total used {min(g):.0%}–{max(g):.0%} (bottom)"
-        self.query_one("#mem-hist-label", Static).update(label)
+        self._set("#mem-hist-label", label)
+
+    def _set(self, selector: str, text: str) -> None:
+        """Update a Static only when its text changed (idle CPU: no needless layout)."""
+        if self._texts.get(selector) != text:
+            self._texts[selector] = text
+            self.query_one(selector, Static).update(text)

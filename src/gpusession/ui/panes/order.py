@@ -82,7 +82,11 @@ class OrderPane(Vertical):
     def on_mount(self) -> None:
         self.reload()
         if self.ctx.poll_s > 0:
-            self.set_interval(1.0, self.redraw, name="order-countdown")
+            self.set_interval(1.0, self._tick, name="order-countdown")
+
+    def _tick(self) -> None:
+        if self.is_on_screen:  # the countdown is redrawn only while it can be seen
+            self.redraw()
 
     def focus_main(self) -> None:
         self.query_one("#order-box").focus()
