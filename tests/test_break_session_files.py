@@ -164,3 +164,14 @@ def test_sessions_dir_that_is_a_file_is_one_line(
     f.write_text("x")
     code, _, err = cli(capsys, f, "new", "x1")
     assert code == 2 and "sessions root" in one_line(err)
+
+
+def test_s7_list_survives_a_session_whose_csv_is_a_folder(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "new", "other")
+    assert code == 0, err
+    (sessions_root / "other" / "resultats-bruts.csv").mkdir()
+    code, out, err = cli(capsys, sessions_root, "list")
+    assert code == 0 and "Traceback" not in err
+    assert "base" in out and "other" in out and "directory" in out.lower()

@@ -604,7 +604,7 @@ def list_sessions(root: Path) -> list[SessionSummary]:
                     modified=mtime,
                 )
             )
-        except BadInput as exc:
+        except (BadInput, OSError) as exc:  # one broken folder never hides the others
             out.append(
                 SessionSummary(
                     name=folder.name,
