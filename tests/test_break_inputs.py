@@ -249,3 +249,30 @@ def test_s1_evidence_says_when_the_destination_does_not_exist(
     code, out, err = cli(capsys, sessions_root, "checklist", "base", "evidence", "--destination", str(missing))
     assert code == 0, err
     assert f"destination {missing} does not exist yet" in out
+
+
+# -- K2 / K7: a hand-edited rates file ------------------------------------------------------
+@pytest.mark.parametrize("price", ['"٥٥.00"', '"99999999999999999999999.00"', "10000000000000000000000000"])
+def test_k2_rates_price_is_ascii_and_bounded(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path, price: str
+) -> None:
+    rates = tmp_path / "rates.toml"
+    rates.write_text('schema = 1\ncurrency = "USD"\n[gpu."RTX A5000"]\ngpus_per_lot = 1\n'
+                     f'[gpu."RTX A5000".package_price_usd]\n7 = {price}\n')
+    code, _, err = cli(capsys, sessions_root, "cost", "--gpu", "RTX A5000", "--days", "7",
+                       "--lots", "10000", "--accepted-results", "3", "--rates", str(rates))
+    assert code == 2
+    line = one_line(err)
+    assert "rates.toml:6" in line and "package_price_usd.7" in line
+
+
+def test_k2_largest_price_times_most_lots_stays_exact(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path
+) -> None:
+    rates = tmp_path / "rates.toml"
+    rates.write_text('schema = 1\ncurrency = "USD"\n[gpu."RTX A5000"]\ngpus_per_lot = 1\n'
+                     '[gpu."RTX A5000".package_price_usd]\n7 = "999999999.99"\n')
+    code, out, err = cli(capsys, sessions_root, "cost", "--gpu", "RTX A5000", "--days", "7",
+                         "--lots", "10000", "--accepted-results", "3", "--rates", str(rates))
+    assert code == 0, err
+    assert "= 9999999999900.00 USD" in out and "3333333333300.00 USD" in out

@@ -28,7 +28,9 @@ from gpusession.core.tomlio import read_toml, tomllib
 RATES_FILENAME = "rates.toml"
 NOT_IN_RATES = "not in the rates file"
 CENT = Decimal("0.01")
-_PRICE_RE = re.compile(r"^\d+(\.\d{1,2})?$")
+#: ASCII digits only (``\d`` would take other scripts' digits), at most 9 before the point:
+#: a package price × 10,000 lots stays exact in cents within a 64-bit integer (K2).
+_PRICE_RE = re.compile(r"[0-9]{1,9}(\.[0-9]{1,2})?")
 
 
 # -- money helpers -------------------------------------------------------------------
@@ -184,9 +186,9 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
                           model, days_key, pfld)
             if isinstance(price, int) and not isinstance(price, bool) and price >= 0:
                 price = str(price)
-            if not isinstance(price, str) or not _PRICE_RE.match(price.strip()):
+            if not isinstance(price, str) or not _PRICE_RE.fullmatch(price.strip()):
                 raise bad(f"expected a price in USD like \"55.00\" (decimal point, at most 2 "
-                          f"decimals), got {price!r}", model, days_key, pfld)
+                          f"decimals, at most 9 digits before the point), got {price!r}", model, days_key, pfld)
             prices[int(days_key)] = Decimal(price.strip())
         source = entry.get("source")
         gpus[model] = GpuRate(model, per_lot, prices, source if isinstance(source, str) else None)
