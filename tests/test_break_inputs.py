@@ -189,6 +189,10 @@ def test_s3_order_note_refuses_a_private_key_block(
         (["--timeout", "nan"], "run_timeout_s"),
         (["--timeout", "-1"], "run_timeout_s"),
         (["--runs", "99999999999"], "runs_per_variant"),
+        (["--context-limit", "-5"], "context_limit"),
+        (["--varied", "context", "--batch", "0"], "batch"),
+        (["--cold-runs", "-2"], "cold_runs_per_variant"),
+        (["--values", "1,,2"], "values"),
     ],
 )
 def test_v5_experiment_define_refuses_odd_settings(

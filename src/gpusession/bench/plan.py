@@ -202,8 +202,14 @@ def check(exp: Experiment) -> Experiment:
         raise BadInput(f"expected a number of seconds > 0, got {t!r}", field=f"{f}.run_timeout_s")
     if exp.runs_per_variant < 1:
         raise BadInput("expected at least 1 measured run per variant", field=f"{f}.runs_per_variant")
-    if exp.warmup_iterations < 0 or exp.cold_runs_per_variant < 0:
-        raise BadInput("expected a count ≥ 0", field=f"{f}.warmup_iterations")
+    for key in ("warmup_iterations", "cold_runs_per_variant"):
+        if getattr(exp, key) < 0:
+            raise BadInput(f"expected a count ≥ 0, got {getattr(exp, key)}", field=f"{f}.{key}")
+    for key in ("context_limit", "batch"):
+        v = getattr(exp, key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise BadInput(f"expected a whole number ≥ 1 (or leave it unset), got {v!r}",
+                           field=f"{f}.{key}")
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
         raise BadInput(f"expected cpu, cuda or cuda:N, got {exp.device!r}", field=f"{f}.device")
     if exp.workload == "command" and not exp.params.get("command"):

@@ -286,8 +286,12 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     from gpusession.bench.plan import Experiment, define_experiment
 
     session = open_session(args, args.name)
+    parts = [v.strip() for v in args.values.split(",")]
+    if any(not v.isascii() or not v.lstrip("-").isdigit() for v in parts):
+        raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got "
+                       f"{args.values!r}", field="values")
     try:
-        values = tuple(int(v) for v in args.values.split(",") if v.strip())
+        values = tuple(int(v) for v in parts)
     except ValueError:
         raise BadInput(f"expected whole numbers separated by commas, got {args.values!r}",
                        field="values") from None
