@@ -576,6 +576,25 @@ def test_h12_quit_during_run_first_asks_the_run_to_stop(session: Any) -> None:
     asyncio.run(go())
 
 
+def test_q_in_a_form_does_not_quit(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(80, 30)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "e")  # the order-event form opens on its state list
+            await pilot.pause()
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_value is None and app.screen.__class__.__name__ == "FormModal"
+            await pilot.press("ctrl+g")
+            await pilot.pause()
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_value == 0
+
+    asyncio.run(go())
+
+
 def test_run_pick_experiment_in_form(session: Any) -> None:
     from gpusession.bench.plan import Experiment, define_experiment
 

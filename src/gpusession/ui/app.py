@@ -35,7 +35,7 @@ class GpuSessionApp(App[int]):
     COMMANDS = App.COMMANDS | {GpuSessionCommands}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
-        Binding("q", "quit", "Quit", show=False, id="app.quit_q"),
+        Binding("q", "quit_q", "Quit", show=False, id="app.quit_q"),
     ]
 
     def __init__(self, ctx: UiContext) -> None:
@@ -84,6 +84,11 @@ class GpuSessionApp(App[int]):
             return bool(self.main.pane("run").running)
         except Exception:
             return False
+
+    def action_quit_q(self) -> None:
+        """Plain ``q`` quits from the main screen only (in a form it would lose the form)."""
+        if isinstance(self.screen, MainScreen):
+            self.action_quit()
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit; during a run, the first press only asks the run to stop (H-12)."""

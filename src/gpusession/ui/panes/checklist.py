@@ -32,8 +32,10 @@ def item_prompt(item: Any, evidence: str | None) -> Text:
     t = Text()
     t.append(f"{mark}  ", style="bold" if item.done else "")
     t.append(str(item.text))
-    if item.done and getattr(item, "at", None):
-        t.append(f"  (at {item.at})", style="dim")
+    at = getattr(item, "at", None)
+    if item.done and at is not None:
+        when = at.strftime("%Y-%m-%d %H:%M %Z") if hasattr(at, "strftime") else str(at)
+        t.append(f"  ({when})", style="dim")
     if getattr(item, "note", None):
         t.append(f"\n└ note: {item.note}", style="italic")
     if evidence:
