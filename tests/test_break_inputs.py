@@ -280,3 +280,13 @@ def test_k2_largest_price_times_most_lots_stays_exact(
                          "--lots", "10000", "--accepted-results", "3", "--rates", str(rates))
     assert code == 0, err
     assert "= 9999999999900.00 USD" in out and "3333333333300.00 USD" in out
+
+
+def test_v1_validate_with_empty_classes_is_bad_input(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("id,label\n1,a\n2,b\n")
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+                       str(corpus), "--classes", "")
+    assert code == 2 and "--classes" in one_line(err)

@@ -114,7 +114,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _run_name(args.name)
     session = open_session(args, args.session) if args.session else None
     expected = load_expected(args.corpus, references=args.references)
-    if args.classes:
+    if args.classes is not None:  # `--classes ""` is an empty list, refused below
         classes = parse_classes(args.classes)
         source = "declared with --classes"
     else:
