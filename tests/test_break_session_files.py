@@ -150,11 +150,28 @@ def test_k1_cost_refuses_huge_lots(capsys: pytest.CaptureFixture[str], sessions_
 
 
 # -- the command line itself -------------------------------------------------------------
+@pytest.mark.parametrize("rest", [["base"], ["--help"]])
 def test_mistyped_command_says_unknown_command(
-    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, rest: list[str]
 ) -> None:
-    code, _, err = cli(capsys, sessions_root, "shwo", "base")
+    code, _, err = cli(capsys, sessions_root, "shwo", *rest)
     assert code == 2 and "unknown command 'shwo'" in one_line(err)
+
+
+@pytest.mark.parametrize("command", [["run", "--help"], ["show", "--help"], ["list", "--help"],
+                                     ["experiment", "x", "define", "--help"]])
+def test_help_explains_each_option(capsys: pytest.CaptureFixture[str], sessions_root: Path,
+                                   command: list[str]) -> None:
+    code, out, _ = cli(capsys, sessions_root, *command)
+    assert code == 0
+    # a description paragraph, and every option line (or its continuation) says something
+    assert len(out.split("\n\n")) >= 3
+    if "define" in command:
+        for opt in ("--varied", "--scope", "--order ", "--threshold", "--seed"):
+            line = next(ln for ln in out.splitlines() if ln.strip().startswith(opt))
+            idx = out.splitlines().index(line)
+            follow = out.splitlines()[idx + 1] if idx + 1 < len(out.splitlines()) else ""
+            assert len(line.split()) > 2 or follow.startswith(" " * 10), opt
 
 
 def test_sessions_dir_that_is_a_file_is_one_line(

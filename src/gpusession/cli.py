@@ -91,11 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if i >= len(args_list):
         args_list.append("open")
     elif not args_list[i].startswith("-") and args_list[i] not in commands:
-        extra = [w for w in args_list[i + 1 :] if not w.startswith("-")]
-        if extra:  # `gpusession shwo demo`: a mistyped command, not a session to open
+        rest = args_list[i + 1 :]
+        if any(not w.startswith("-") or w in ("-h", "--help") for w in rest):
+            # `gpusession shwo demo` / `gpusession shwo --help`: a mistyped command
             print(
                 f"gpusession: error: unknown command {args_list[i]!r}; expected one of "
-                f"{', '.join(sorted(commands))} (see gpusession --help)",
+                f"{', '.join(sorted(commands))} (to open a session: gpusession open NAME)",
                 file=sys.stderr,
             )
             return 2

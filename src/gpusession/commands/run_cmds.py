@@ -50,7 +50,16 @@ def register(sub: Any) -> None:
                    help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("run", help="run a defined experiment of a session")
+    p = sub.add_parser(
+        "run", help="run a defined experiment of a session",
+        description=(
+            "Run an experiment defined with `gpusession experiment NAME define`: load, cold "
+            "and warm phases in fresh worker processes, one CSV row appended per run as it "
+            "finishes. Ctrl-C stops at the next run boundary; a run cut by a crash is "
+            "recorded as an incident when the session is next opened. Exit 0 when every "
+            "scheduled run ran, 1 when the experiment is incomplete."
+        ),
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--experiment", metavar="ID", help="experiment id (default: the only/last one)")
     p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
@@ -67,29 +76,47 @@ def register(sub: Any) -> None:
         "define",
         help="store an experiment before it runs (a changed setting after a measurement "
         "gets a new id)",
+        description=(
+            "Store an experiment in session.toml before it runs. One parameter varies "
+            "(--varied, with --values); corpus, model, precision, context limit and seed are "
+            "held fixed and recorded (R1). The validation protocol (--classes, --metric, "
+            "--threshold, --tolerance) is fixed before the first measurement: changing a "
+            "setting after one stores the experiment under a new id (V5)."
+        ),
     )
-    q.add_argument("--id", required=True, help="experiment id, e.g. batch-sweep")
+    q.add_argument("--id", required=True,
+                   help="experiment id, e.g. batch-sweep (letters, digits, '.', '_', '-')")
     q.add_argument("--workload", required=True,
                    help="bbc-news, synthetic-mlp, command, or module:factory")
     q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); relative to the session")
-    q.add_argument("--varied", default="batch", choices=["batch", "context"])
+    q.add_argument("--varied", default="batch", choices=["batch", "context"],
+                   help="the one parameter the experiment varies (R1; default batch)")
     q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
-    q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
+                   help="held fixed; another precision is another experiment (R1)")
     q.add_argument("--context-limit", type=int, default=None, help="tokens kept per input (R9)")
     q.add_argument("--batch", type=int, default=None, help="fixed batch when --varied context")
-    q.add_argument("--device", type=_device, default=None)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--scope", default="processing", choices=["processing", "full-chain"])
+    q.add_argument("--device", type=_device, default=None,
+                   help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the workload (default 0)")
+    q.add_argument("--scope", default="processing", choices=["processing", "full-chain"],
+                   help="what the stopwatch covers (R2): the processing only, or the full "
+                   "chain including writing the outputs")
     q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant (R4)")
     q.add_argument("--runs", type=int, default=5, help="measured runs per variant (R5)")
-    q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"])
-    q.add_argument("--order-seed", type=int, default=0)
+    q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"],
+                   help="order of the measured runs (R5): interleaved variants, or a "
+                   "pre-drawn shuffle seeded by --order-seed")
+    q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
     q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant (R3)")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
-    q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"])
-    q.add_argument("--threshold", type=float, default=0.9)
-    q.add_argument("--tolerance", type=float, default=0.0)
+    q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
+                   help="quality metric (V6; with --classes)")
+    q.add_argument("--threshold", type=float, default=0.9,
+                   help="acceptance threshold 0-1 (with --classes; default 0.9)")
+    q.add_argument("--tolerance", type=float, default=0.0,
+                   help="accepted shortfall below the threshold (with --classes)")
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable)")
     q.add_argument("--command", dest="command_line",

@@ -63,11 +63,21 @@ def register(sub: Any) -> None:
     add_package_args(p)
     p.set_defaults(func=cmd_new)
 
-    p = sub.add_parser("list", help="list sessions (name, GPU, package window, runs, accepted)")
+    p = sub.add_parser(
+        "list", help="list sessions (name, GPU, package window, runs, accepted)",
+        description="Every session under the sessions root, most recent first; a session "
+        "that does not open is listed with the reason.",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("show", help="readable summary of one session")
+    p = sub.add_parser(
+        "show", help="readable summary of one session",
+        description="Package and its window (start, end, time left), runs and distinct "
+        "accepted corpora, and per experiment/variant/phase: runs, median and min–max "
+        "seconds, failures. Empty cells mean not measured, never 0. Opening a session "
+        "after a crash records the run that was in flight as an incident.",
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
