@@ -132,3 +132,14 @@ def test_c1_show_on_a_bad_row_is_one_line_with_file_and_line(run_cli, sessions_r
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "resultats-bruts.csv:2: elapsed_seconds" in r.stderr
     assert s.results.path.read_bytes() == before
+
+
+def test_c3_show_prints_an_empty_cell_as_dash_not_none(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
+    from gpusession.core.session import Session
+
+    s = Session.create(sessions_root, "t1")
+    s.results.append(ResultRow(experiment_id="e1", notes="variant and phase not recorded"))
+    r = run_cli("show", "t1")
+    assert r.returncode == 0, r.stderr
+    assert "None" not in r.stdout
+    assert any(line.split()[:3] == ["e1", "-", "-"] for line in r.stdout.splitlines())

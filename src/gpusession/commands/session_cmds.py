@@ -202,6 +202,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _or_dash(value: Any) -> str:
+    """An empty cell (not recorded) reads "-", never the word None."""
+    return "-" if value is None else str(value)
+
+
 def format_summary(rows: list[dict[str, Any]]) -> str:
     """The summary table (R6): variant, phase, n, median, min–max, failures in words."""
     lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median s':>10} {'min–max s':>21}  failures"]
@@ -215,7 +220,8 @@ def format_summary(rows: list[dict[str, Any]]) -> str:
         failed = r["failed"]
         fail_txt = "none" if not failed else f"{failed} failed (kept, see notes)"
         lines.append(
-            f"{str(r['experiment_id']):<14} {str(r['variant_id']):<10} {str(r['phase']):<5} "
+            f"{_or_dash(r['experiment_id']):<14} {_or_dash(r['variant_id']):<10} "
+            f"{_or_dash(r['phase']):<5} "
             f"{r['n']:>3} {med:>10} {rng:>21}  {fail_txt}"
         )
     return "\n".join(lines)
