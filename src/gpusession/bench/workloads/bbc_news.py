@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Any
 import torch
 
 from gpusession.bench.workloads.bbc_corpus import read_jsonl, sha256_file
+from gpusession.core.tomlio import fsync_dir, write_atomic_bytes
 
 BUCKETS = 2**18
 DIM = 64
@@ -117,19 +119,27 @@ def train(corpus_dir: Path, out_dir: Path, *, seed: int = 0, context_limit: int 
     tune_f1 = _macro_f1([index[r["label"]] for r in tune], pred, len(classes))
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    torch.save(state, out_dir / MODEL_FILE)
+    # A kill mid-save must not leave a truncated model that later runs would load: save
+    # beside it, write the metadata, and rename the model into place last (it is the
+    # marker `gpusession demo` checks; S7).
+    tmp_model = out_dir / f".{MODEL_FILE}.tmp"
+    torch.save(state, tmp_model)
+    with open(tmp_model, "rb+") as fh:
+        os.fsync(fh.fileno())
     meta = {
         "classes": classes,
         "seed": seed,
         "epochs": EPOCHS,
         "context_limit_trained": context_limit,
-        "model_revision": sha256_file(out_dir / MODEL_FILE),
+        "model_revision": sha256_file(tmp_model),
         "tokenizer_revision": tokenizer_revision(),
         "tune_macro_f1": tune_f1,
         "train_seconds": time.perf_counter() - t0,
         "train_size": len(train_recs),
     }
-    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2))
+    write_atomic_bytes(out_dir / META_FILE, json.dumps(meta, indent=2).encode("utf-8"))
+    os.replace(tmp_model, out_dir / MODEL_FILE)
+    fsync_dir(out_dir)
     return meta
 
 
