@@ -19,11 +19,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The seed's columns, in the seed's order (C1).
 COLUMNS: tuple[str, ...] = (
@@ -67,13 +68,15 @@ COLUMNS: tuple[str, ...] = (
     "notes",
 )
 
-_INT = pl.Int64
-_STR = pl.String
-_FLOAT = pl.Float64
-_BOOL = pl.Boolean
+_INT = "Int64"
+_STR = "String"
+_FLOAT = "Float64"
+_BOOL = "Boolean"
 
-#: polars dtype per column (C2: integers for bytes and cents, floats for seconds).
-SCHEMA: dict[str, Any] = {
+#: Type of each column by polars dtype name (C2: integers for bytes and cents, floats
+#: for seconds). ``SCHEMA`` (the polars dtypes) is built from it on first use, so that
+#: importing this module does not import polars (it costs ~0.1 s of TUI start-up).
+COLUMN_TYPES: dict[str, str] = {
     "experiment_id": _STR,
     "variant_id": _STR,
     "corpus_revision": _STR,
@@ -115,6 +118,23 @@ SCHEMA: dict[str, Any] = {
 }
 
 HEADER_LINE = ",".join(COLUMNS)
+
+_SCHEMA_CACHE: dict[str, Any] = {}
+
+
+def polars_schema() -> dict[str, Any]:
+    """``{column: polars dtype}`` for the 38 columns (imports polars on first call)."""
+    if not _SCHEMA_CACHE:
+        import polars as pl
+
+        _SCHEMA_CACHE.update({c: getattr(pl, t) for c, t in COLUMN_TYPES.items()})
+    return _SCHEMA_CACHE
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SCHEMA":
+        return polars_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Phases of a run (R3).
 PHASES = ("load", "cold", "warm")
@@ -192,6 +212,10 @@ assert len(COLUMNS) == 38
 
 def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
     """Rows → a polars frame with the explicit 38-column schema."""
+
+
+    import polars as pl
+
     dicts = [r.as_dict() if isinstance(r, ResultRow) else r for r in rows]
     for d in dicts:
         if tuple(d) != COLUMNS:
@@ -203,10 +227,13 @@ def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
                 + (f"; missing: {missing}" if missing else "")
                 + ("; order differs" if not extra and not missing else "")
             )
-    return pl.DataFrame(dicts, schema=SCHEMA, orient="row") if dicts else pl.DataFrame(schema=SCHEMA)
+    return pl.DataFrame(dicts, schema=polars_schema(), orient="row") if dicts else pl.DataFrame(schema=polars_schema())
 
 
 def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:
+
+
+
     buf = io.BytesIO()
     frame.write_csv(buf, include_header=header, float_scientific=False, line_terminator="\n")
     return buf.getvalue()
@@ -262,7 +289,7 @@ def _cell_problem(column: str, cell: str) -> str | None:
     """Why ``cell`` is not a valid written value of ``column`` (C2, C3, C5), or ``None``."""
     if cell == "":
         return None  # not measured (C3)
-    dtype = SCHEMA[column]
+    dtype = COLUMN_TYPES[column]
     if dtype == _INT:
         if not _INT_RE.fullmatch(cell) or abs(int(cell)) > _INT64_MAX:
             return f"expected a whole number, got {cell!r}"
@@ -384,8 +411,11 @@ class ResultsFile:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
                 line when polars reports one).
         """
+
+        import polars as pl
+
         if not self.exists():
-            return pl.DataFrame(schema=SCHEMA)
+            return pl.DataFrame(schema=polars_schema())
         raw = self.path.read_bytes()
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
@@ -393,7 +423,7 @@ class ResultsFile:
         try:
             return pl.read_csv(
                 io.BytesIO(raw),
-                schema=SCHEMA,
+                schema=polars_schema(),
                 has_header=True,
                 infer_schema=False,
                 raise_if_empty=False,
@@ -440,6 +470,10 @@ def summarize(frame: pl.DataFrame) -> pl.DataFrame:
         Columns ``experiment_id, variant_id, phase, runs, n, failed, median_seconds,
         min_seconds, max_seconds, p95_seconds``, sorted by experiment, variant, phase.
     """
+
+
+    import polars as pl
+
     if frame.height == 0:
         return pl.DataFrame(
             schema={

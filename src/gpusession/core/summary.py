@@ -8,8 +8,10 @@ deliverable (seed 000 §5). The validation issue may refine the package-period f
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def accepted_unique_corpora(
@@ -31,6 +33,8 @@ def accepted_unique_corpora(
     """
     if frame.height == 0:
         return 0
+    import polars as pl
+
     accepted = frame.filter(
         pl.col("corpus_accepted").fill_null(False) & pl.col("corpus_revision").is_not_null()
     )
