@@ -192,3 +192,26 @@ def test_s7_list_survives_a_session_whose_csv_is_a_folder(
     code, out, err = cli(capsys, sessions_root, "list")
     assert code == 0 and "Traceback" not in err
     assert "base" in out and "other" in out and "directory" in out.lower()
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        {"lots": 10_001},
+        {"lots": 0},
+        {"days": 5},
+        {"gpu_model": "RTX\nA5000"},
+    ],
+)
+def test_s7_set_package_refuses_what_the_next_open_would_refuse(
+    sessions_root: Path, base: Path, package: dict[str, object]
+) -> None:
+    from gpusession.core.errors import BadInput
+    from gpusession.core.session import Package, Session
+
+    s = Session.open(sessions_root, "base")
+    before = digest(base)
+    with pytest.raises(BadInput):
+        s.set_package(Package(**package))  # type: ignore[arg-type]
+    assert digest(base) == before
+    Session.open(sessions_root, "base")  # still opens

@@ -387,7 +387,13 @@ class Session:
         return Package.from_toml(self.data.get("package", {}), self.session_toml)
 
     def set_package(self, package: Package) -> None:
-        """Store the package and write ``session.toml`` atomically."""
+        """Store the package and write ``session.toml`` atomically.
+
+        Raises:
+            BadInput: a value the next open would refuse (lots, days, GPU model); nothing
+                is written then, so no writer (CLI or TUI) can lock a session out.
+        """
+        Package.from_toml(package.to_toml())
         self.data["package"] = package.to_toml()
         self.save()
         self.journal("package_set", package=package.to_toml())
