@@ -84,7 +84,9 @@ class ChecklistPane(Vertical):
 
     def on_mount(self) -> None:
         self.reload()
-        self.collect_evidence()
+        # Evidence (NVML, polars) is collected after the first frame is on screen, so
+        # its imports never hold up start-up.
+        self.call_after_refresh(self.collect_evidence)
 
     def focus_main(self) -> None:
         self.query_one(OptionList).focus()
