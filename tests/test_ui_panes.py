@@ -371,6 +371,32 @@ def test_v1_validation_pane_states_in_words_and_distinct_corpora(session: Any) -
     asyncio.run(go())
 
 
+def test_v1_validation_pane_takes_the_quality_verdict_of_the_stored_report(session: Any) -> None:
+    """Same answer as the CLI: a max-degradation failure in the report is 'not met' in
+    the pane even though the row's value clears threshold − tolerance."""
+    session.results.append(ResultRow(
+        experiment_id="e", variant_id="batch-1", phase="warm", run_index=1, corpus_revision="c1",
+        ids_match=True, format_valid=True, quality_metric="macro_f1", quality_threshold=0.9,
+        quality_tolerance=0.01, quality_value=0.95, corpus_accepted=False))
+    folder = session.validation_dir / "e" / "batch-1"
+    folder.mkdir(parents=True)
+    (folder / "warm-1.toml").write_text(
+        'schema = 1\nverdict = "rejected"\n[quality]\npassed = false\n'
+        'reason = "macro_f1 = 0.9500 is 0.0300 below the reference 0.9800 (max degradation 0.0100)"\n')
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("4")
+            t = app.screen.query_one("#val-table", DataTable)
+            assert str(t.get_row_at(0)[3]) == "not met"
+            detail = text_of(app, "#val-detail")
+            assert "NOT MET" in detail and "max degradation" in detail
+
+    asyncio.run(go())
+
+
 # -- order -----------------------------------------------------------------------------------------
 def test_s2_s3_payment_sent_is_not_confirmed_and_countdown_moves(session: Any) -> None:
     async def go() -> None:

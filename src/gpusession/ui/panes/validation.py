@@ -38,6 +38,18 @@ def quality_words(r: dict[str, Any]) -> str:
     return f"{metric} {value:.4f} vs threshold {thr:.4f} − tolerance {tol:.4f}: {verdict} (margin {margin:+.4f})"
 
 
+def stored_quality(path: Path | None) -> dict[str, Any] | None:
+    """The ``[quality]`` table of a stored report: the same verdict and words as the CLI."""
+    if path is None:
+        return None
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except Exception:
+        return None
+    q = doc.get("quality")
+    return q if isinstance(q, dict) else None
+
+
 def report_file(folder: Path, r: dict[str, Any]) -> Path | None:
     """``validation/<experiment>/<variant>/<phase>-<index>.toml`` of a run, if written."""
     parts = [r.get(k) for k in ("experiment_id", "variant_id", "phase", "run_index")]
@@ -146,10 +158,17 @@ class ValidationPane(Vertical):
             self.query_one("#val-status", Static).update(f"results unreadable: {exc}")
             return
         self.rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
+        folder = self.ctx.session.validation_dir
         for r in self.rows:
-            met = r.get("quality_value") is not None and r.get("quality_threshold") is not None and (
-                r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
-            )
+            # The verdict of the stored report when there is one (it also applies the
+            # maximum degradation rule), so the TUI says what the CLI says.
+            q = stored_quality(report_file(folder, r))
+            if q is not None and "passed" in q:
+                met = bool(q["passed"])
+            else:
+                met = r.get("quality_value") is not None and r.get("quality_threshold") is not None and (
+                    r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
+                )
             table.add_row(
                 f"{r.get('variant_id')} {r.get('phase')} {r.get('run_index')}",
                 state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
@@ -181,6 +200,9 @@ class ValidationPane(Vertical):
             f"  format: {yes_no(r.get('format_valid'), 'valid', 'invalid')}",
             f"  quality: {quality_words(r)}",
         ]
+        q = stored_quality(report_file(self.ctx.session.validation_dir, r))
+        if q is not None and q.get("reason"):
+            head[-1] = f"  quality: {'met' if q.get('passed') else 'NOT MET'} — {q['reason']}"
         if r.get("notes"):
             head.append(f"  notes: {r['notes']}")
         box.update("\n".join(head + detail_lines(report_file(self.ctx.session.validation_dir, r))))
