@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.session import Session, sessions_root
+from gpusession.core.window import local_str, short_timedelta
 
 
 def root_of(args: argparse.Namespace) -> Path:
@@ -46,21 +47,10 @@ def print_json(data: Any) -> None:
 
 
 def format_timedelta(td: timedelta | None) -> str:
-    """``2d 03h 15m`` (or ``ended 1d 02h ago``); ``not set`` for ``None``."""
-    if td is None:
-        return "not set"
-    secs = int(td.total_seconds())
-    ended = secs < 0
-    secs = abs(secs)
-    d, rem = divmod(secs, 86400)
-    h, rem = divmod(rem, 3600)
-    m = rem // 60
-    text = f"{d}d {h:02d}h {m:02d}m"
-    return f"ended {text} ago" if ended else text
+    """``2d 03h 15m`` / ``3h 05m`` (or ``ended … ago``); ``not set`` for ``None`` (S6)."""
+    return short_timedelta(td)
 
 
 def local_time(dt: datetime | None) -> str:
     """An aware datetime shown in the user's local time zone, with its offset (S6)."""
-    if dt is None:
-        return "not set"
-    return dt.astimezone().strftime("%Y-%m-%d %H:%M %Z (UTC%z)")
+    return local_str(dt)

@@ -85,17 +85,11 @@ def fmt_bytes(n: int | float | None) -> str:
 
 
 def fmt_left(td: timedelta | None) -> str:
-    """``5d 03h 12m left`` / ``ended 2h 05m ago`` / ``not set``."""
-    if td is None:
-        return "not set"
-    secs = int(td.total_seconds())
-    ended = secs < 0
-    secs = abs(secs)
-    d, rem = divmod(secs, 86400)
-    h, rem = divmod(rem, 3600)
-    m = rem // 60
-    text = f"{d}d {h:02d}h {m:02d}m" if d else f"{h}h {m:02d}m"
-    return f"ended {text} ago" if ended else f"{text} left"
+    """``5d 03h 12m left`` / ``ended 2h 05m ago`` / ``not set`` (S6)."""
+    from gpusession.core.window import short_timedelta
+
+    text = short_timedelta(td)
+    return text if td is None or text.startswith("ended") else f"{text} left"
 
 
 def fmt_seconds(s: float | None) -> str:
