@@ -121,3 +121,27 @@ def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
     finally:
         live.kill()
         live.wait()
+
+
+def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root: Path) -> None:
+    from gpusession.bench.runner import Runner
+    from gpusession.core.session import Package
+
+    Session.create(sessions_root, "t", package=Package("RTX A5000", 1, 3))
+    held = Session.open(sessions_root, "t")  # what a long run holds in memory
+    define_experiment(held, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
+    runner = Runner(held, "e")
+    other = Session.open(sessions_root, "t")  # `gpusession package` / the TUI, meanwhile
+    other.set_package(Package("RTX A5000", 1, 30))
+    define_experiment(other, Experiment(id="meanwhile", workload="synthetic-mlp", values=(2,)))
+    runner._env = {"device": "cpu", "gpu_count": 0}
+    runner._store_environment(runner.experiment)  # the run saves what it observed
+    runner._prepare(runner.experiment)
+    on_disk = Session.open(sessions_root, "t")
+    assert on_disk.package.days == 30
+    assert set(on_disk.data["experiments"]) == {"e", "meanwhile"}
+    assert on_disk.data["environment"]["device"] == "cpu"
+    assert on_disk.data["experiments"]["e"]["drawn_order"] == ["batch-1"] * 5
+    # and an experiment defined from a stale session keeps the other one too
+    define_experiment(held, Experiment(id="late", workload="synthetic-mlp", values=(4,)))
+    assert set(Session.open(sessions_root, "t").data["experiments"]) == {"e", "meanwhile", "late"}

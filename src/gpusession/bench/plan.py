@@ -274,6 +274,7 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
         BadInput: settings that do not pass :func:`check`.
     """
     check(exp)
+    session.reload()  # a TUI or a run may hold this session since long: decide on the file
     table: dict[str, Any] = dict(session.data.get("experiments", {}))
     wanted = _fixed(exp.to_toml())
     current = table.get(exp.id)
@@ -296,9 +297,8 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
             message=f"{base} already has measurements; changed {', '.join(changed)} -> new id {cand}",
         )
         exp = replace(exp, id=cand)
-    table[exp.id] = exp.to_toml()
-    session.data["experiments"] = table
-    session.save()
+    settings = exp.to_toml()
+    session.update(lambda doc: doc.setdefault("experiments", {}).__setitem__(exp.id, settings))
     session.journal("experiment_defined", experiment_id=exp.id, settings=exp.to_toml())
     return Experiment.from_toml(exp.id, session.data["experiments"][exp.id])
 

@@ -174,14 +174,18 @@ class Runner:
         runs = schedule(exp, self._offsets())
         drawn = [r.variant_id for r in runs if r.phase == "warm"]
         load = read_concurrent_load(own_pids={os.getpid()})
-        data = self.session.data.setdefault("experiments", {}).setdefault(exp.id, {})
-        data["drawn_order"] = drawn
-        data["last_invocation"] = {
+        invocation = {
             "started_at": self._now(),
             "concurrent_load": load.describe(),
             "host_cpu_percent": load.host_cpu_percent,
         }
-        self.session.save()
+
+        def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
+            data = doc.setdefault("experiments", {}).setdefault(exp.id, {})
+            data["drawn_order"] = drawn
+            data["last_invocation"] = invocation
+
+        self.session.update(change)
         self._load_note = load.describe()
         self.session.journal(
             "experiment_started", experiment_id=exp.id, drawn_order=drawn,
@@ -423,9 +427,12 @@ class Runner:
         env = {k: v for k, v in self._env.items() if v is not None}
         env["observed_at"] = self._now()
         env["concurrent_load"] = getattr(self, "_load_note", None)
-        self.session.data["environment"] = env
-        self.session.data.setdefault("experiments", {}).setdefault(exp.id, {})["environment"] = env
-        self.session.save()
+
+        def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
+            doc["environment"] = env
+            doc.setdefault("experiments", {}).setdefault(exp.id, {})["environment"] = env
+
+        self.session.update(change)
 
     def _row_for(self, exp: Experiment, run: ScheduledRun) -> ResultRow:
         st = exp.setting(run.variant_id)

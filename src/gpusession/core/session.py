@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -45,6 +46,23 @@ RUN_LOCK = ".run.lock"
 DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 #: Upper bound on lots: far above any rental, and keeps every total within a 64-bit integer.
 LOTS_MAX = 10_000
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the folder itself while a read-modify-write runs (POSIX;
+    elsewhere no lock). No lock file is left in the folder."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def utcnow() -> datetime:
@@ -394,13 +412,30 @@ class Session:
                 is written then, so no writer (CLI or TUI) can lock a session out.
         """
         Package.from_toml(package.to_toml())
-        self.data["package"] = package.to_toml()
-        self.save()
+        self.update(lambda data: data.__setitem__("package", package.to_toml()))
         self.journal("package_set", package=package.to_toml())
 
     def save(self) -> None:
-        """Write ``session.toml`` atomically (S7)."""
+        """Write ``session.toml`` atomically (S7) from this object's ``data``.
+
+        A process that holds the session for long (a run, the TUI) should prefer
+        :meth:`update`: ``save`` writes back everything it read, including what another
+        process changed in between.
+        """
         write_toml(self.session_toml, self.data)
+        self.data = read_toml(self.session_toml)
+
+    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Read ``session.toml`` afresh, apply ``change`` to it and write it atomically,
+        under a lock on the session folder (S7).
+
+        Two processes (a run saving its environment, ``gpusession package`` in another
+        pane) then never undo each other's changes. ``data`` is the written document.
+        """
+        with _folder_lock(self.folder):
+            data = read_toml(self.session_toml, required=("name", "created_at"))
+            change(data)
+            write_toml(self.session_toml, data)
         self.data = read_toml(self.session_toml)
 
     def reload(self) -> None:
