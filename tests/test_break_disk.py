@@ -113,3 +113,54 @@ def test_s7_a_run_whose_start_line_was_cut_is_still_recovered(sessions_root: Pat
     assert kinds == ["partial_journal_line", "run_lost"]
     Session.open(sessions_root, "t")  # a second reopen adds nothing
     assert len(reopened.results.rows()) == 2
+
+
+def test_s7_two_opens_at_once_recover_a_lost_run_once(sessions_root: Path) -> None:
+    import threading
+
+    s = Session.create(sessions_root, "t")
+    s.journal("run_started", run_key="e:warm:batch-1:1", experiment_id="e", variant_id="batch-1",
+              phase="warm", run_index=1)
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        try:
+            barrier.wait()
+            Session.open(sessions_root, "t")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=opener) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(s.results.rows()) == 1
+    assert len([r for r in s.read_journal() if r.get("event") == "run_recovered"]) == 1
+
+
+def test_s7_a_crashed_session_on_a_read_only_disk_still_shows(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = Session.create(sessions_root, "t")
+    s.journal("run_started", run_key="e:warm:batch-1:1", experiment_id="e", variant_id="batch-1",
+              phase="warm", run_index=1)
+    before = digest(s.folder)
+    real_open = open
+
+    def read_only_open(file: Any, mode: str = "r", *a: Any, **kw: Any) -> Any:
+        if any(c in mode for c in "wa+"):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(file))
+        return real_open(file, mode, *a, **kw)
+
+    monkeypatch.setattr("builtins.open", read_only_open)
+    rc = main(["--sessions-dir", str(sessions_root), "show", "t"])
+    monkeypatch.setattr("builtins.open", real_open)
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "runs      0 rows" in out
+    assert digest(s.folder) == before
+    Session.open(sessions_root, "t")  # writable again: recovered now
+    assert len(s.results.rows()) == 1

@@ -377,7 +377,10 @@ class Session:
                 read_toml(folder / extra)
         session.results.check()
         if recover:
-            session.recover()
+            try:
+                session.recover()
+            except OSError:
+                pass  # a read-only or full disk: open to read; recovery waits for a writable open
         return session
 
     @classmethod
@@ -515,6 +518,10 @@ class Session:
         Returns:
             One sentence per incident recovered.
         """
+        with _folder_lock(self.folder):  # two opens at once recover once, not twice
+            return self._recover_locked()
+
+    def _recover_locked(self) -> list[str]:
         incidents: list[str] = []
         cut_start = _cut_journal_line(self.journal_path)
         if cut_start is not None:  # journal() terminates the cut line before this record
