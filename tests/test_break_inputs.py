@@ -290,3 +290,42 @@ def test_v1_validate_with_empty_classes_is_bad_input(
     code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
                        str(corpus), "--classes", "")
     assert code == 2 and "--classes" in one_line(err)
+
+
+# -- S6: times outside any rental ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "start", ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00+14:00", "1970-01-01T00:00:00Z"]
+)
+def test_s6_package_start_far_outside_a_rental_is_bad_input(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, start: str
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "new", "x1", "--days", "30", "--start", start)
+    assert code == 2 and "outside 2000-2099" in one_line(err)
+    assert not (sessions_root / "x1").exists()
+
+
+def test_s6_a_hand_edited_far_start_names_the_file(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    import re
+
+    toml = base / "session.toml"
+    text = toml.read_text()
+    edited = re.sub(r"(?m)^start = .*$", "start = 9999-12-31T23:59:59Z", text)
+    assert edited != text
+    toml.write_text(edited)
+    for command in (["show", "base"], ["report", "base"]):
+        code, _, err = cli(capsys, sessions_root, *command)
+        assert code == 2
+        line = one_line(err)
+        assert "session.toml" in line and "package.start" in line
+
+
+def test_s2_event_time_far_outside_a_rental_is_bad_input(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "order", "base", "event", "ordered", "--at",
+                       "9999-12-31T23:59:59-12:00")
+    assert code == 2 and "at" in one_line(err)
+    assert digest(base) == before

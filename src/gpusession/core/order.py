@@ -35,6 +35,7 @@ from gpusession.core.session import (
     Session,
     check_days,
     check_lots,
+    check_time_range,
     parse_start,
     utcnow,
 )
@@ -200,7 +201,7 @@ def _dt(value: Any, fld: str, path: Any) -> datetime:
         return parse_start(value, field=fld, path=path)
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise BadInput("expected a date-time with UTC offset", path=path, field=fld)
-    return value.astimezone(timezone.utc)
+    return check_time_range(value, field=fld, path=path)
 
 
 def _payment_from(d: Any, fld: str, path: Any) -> PaymentOrder:

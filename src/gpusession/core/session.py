@@ -138,7 +138,28 @@ def parse_start(value: str, *, field: str = "start", path: Path | None = None) -
             path=path,
             field=field,
         )
-    return dt.astimezone(timezone.utc)
+    return check_time_range(dt, field=field, path=path)
+
+
+#: Times gpusession accepts: a rental happens in these years; far outside them is a typo,
+#: and year 9999 + 30 days would not even be a date.
+TIME_MIN = datetime(2000, 1, 1, tzinfo=timezone.utc)
+TIME_MAX = datetime(2100, 1, 1, tzinfo=timezone.utc)
+
+
+def check_time_range(dt: datetime, *, field: str, path: Path | None = None) -> datetime:
+    """``dt`` in UTC when it lies in 2000-2099, else ``BadInput`` naming the field."""
+    try:
+        utc = dt.astimezone(timezone.utc)
+    except OverflowError:
+        utc = None
+    if utc is None or not TIME_MIN <= utc < TIME_MAX:
+        raise BadInput(
+            f"{dt.isoformat()} is outside 2000-2099; expected a date such as 2026-11-29T14:00:00Z",
+            path=path,
+            field=field,
+        )
+    return utc
 
 
 @dataclass(frozen=True)
@@ -202,7 +223,7 @@ class Package:
                 start = parse_start(start, field="package.start", path=path)
             elif not isinstance(start, datetime) or start.tzinfo is None:
                 raise BadInput("expected a date-time with UTC offset", path=path, field="package.start")
-            start = start.astimezone(timezone.utc)
+            start = check_time_range(start, field="package.start", path=path)
         return cls(gpu_model=gpu, lots=lots, days=days, start=start)
 
 
@@ -370,6 +391,7 @@ class Session:
                 path=folder / SESSION_TOML,
                 field="created_at",
             )
+        check_time_range(created, field="created_at", path=folder / SESSION_TOML)
         session = cls(folder, data)
         Package.from_toml(data.get("package", {}), session.session_toml)
         for extra in (CHECKLIST_TOML, ORDER_TOML):
