@@ -215,3 +215,10 @@ def test_s7_set_package_refuses_what_the_next_open_would_refuse(
         s.set_package(Package(**package))  # type: ignore[arg-type]
     assert digest(base) == before
     Session.open(sessions_root, "base")  # still opens
+
+
+def test_sessions_dir_without_a_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--sessions-dir"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--sessions-dir" in one_line(err)

@@ -82,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     while i < len(args_list):
         word = args_list[i]
         if word == "--sessions-dir":
+            if i + 1 >= len(args_list):
+                parser.error("argument --sessions-dir: expected one argument (a folder)")
             i += 2
             continue
         if word.startswith("--sessions-dir="):
@@ -102,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         args_list.insert(i, "open")
     args = parser.parse_args(args_list)
+    if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
+        parser.error("expected a command")
     try:
         return int(args.func(args) or 0)
     except GpusessionError as exc:
