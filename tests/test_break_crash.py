@@ -145,3 +145,23 @@ def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root
     # and an experiment defined from a stale session keeps the other one too
     define_experiment(held, Experiment(id="late", workload="synthetic-mlp", values=(4,)))
     assert set(Session.open(sessions_root, "t").data["experiments"]) == {"e", "meanwhile", "late"}
+
+
+def test_s7_a_reused_pid_does_not_hold_the_run_lock(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "t")
+    s.journal("run_started", run_key="e:warm:batch-1:1", experiment_id="e", variant_id="batch-1",
+              phase="warm", run_index=1)
+    lock = s.folder / RUN_LOCK
+    lock.write_text("0")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))  # written an hour ago by a runner that then crashed
+    later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        lock.write_text(str(later.pid))  # its PID is now an unrelated, newer process
+        os.utime(lock, (old, old))
+        assert s.run_lock_holder() is None
+        reopened = Session.open(sessions_root, "t")
+        assert len(reopened.results.rows()) == 1 and not lock.exists()
+    finally:
+        later.kill()
+        later.wait()

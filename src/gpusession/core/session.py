@@ -517,6 +517,7 @@ class Session:
         lock = self.folder / RUN_LOCK
         try:
             pid = int(lock.read_text().strip())
+            written = lock.stat().st_mtime
         except (OSError, ValueError):
             return None
         try:
@@ -524,7 +525,16 @@ class Session:
         except ProcessLookupError:
             return None
         except PermissionError:
-            return pid
+            pass
+        # A crashed runner's PID may since belong to a process started after the lock
+        # was written: that process does not hold it (else recovery would wait forever).
+        try:
+            import psutil
+
+            if psutil.Process(pid).create_time() > written + 1.0:
+                return None
+        except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
+            pass
         return pid
 
     def recover(self) -> list[str]:
