@@ -329,3 +329,15 @@ def test_s2_event_time_far_outside_a_rental_is_bad_input(
                        "9999-12-31T23:59:59-12:00")
     assert code == 2 and "at" in one_line(err)
     assert digest(base) == before
+
+
+def test_s3_spaces_around_a_sent_amount_are_not_a_difference(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    code, out, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
+                         "--amount", " 12.50 ")
+    assert code == 0, err
+    assert "differs" not in err
+    code, out, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
+                         "--amount", "12.5")
+    assert code == 0 and "differs" in err  # digit for digit: 12.5 is not 12.50

@@ -425,6 +425,8 @@ def record_event(
     if state not in STATES:
         raise BadInput(f"unknown state {state!r}; expected one of {', '.join(STATES)}",
                        field="state")
+    if isinstance(amount, str):  # spaces around are not digits: same rule as the payment order
+        amount = amount.strip()
     src = _source(source)
     if note and any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
         raise BadInput("the note contains a control character (escape, …); expected text",
