@@ -341,3 +341,20 @@ def test_s3_spaces_around_a_sent_amount_are_not_a_difference(
     code, out, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
                          "--amount", "12.5")
     assert code == 0 and "differs" in err  # digit for digit: 12.5 is not 12.50
+
+
+@pytest.mark.parametrize("action", [["note", "g1.sample"], ["add", "2"]])
+def test_s1_checklist_text_with_terminal_escapes_is_refused(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, action: list[str]
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", *action, "ok\x1b[2Jwiped")
+    assert code == 2 and "control character" in one_line(err)
+    assert digest(base) == before
+
+
+def test_s1_a_multi_line_note_is_still_fine(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.sample", "line 1\nline 2")
+    assert code == 0, err

@@ -255,6 +255,9 @@ def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
     """
     if not isinstance(note, str):
         raise BadInput("expected text for the note", field="note")
+    if any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
+        raise BadInput("the note contains a control character (escape, …); expected text",
+                       field="note")
     check_no_secret(note, field="note")
     return _update(session, item_id, {"note": note})
 
@@ -278,6 +281,9 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
     text = " ".join(str(text).split())
     if not text:
         raise BadInput("expected a text for the new item", field="text")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise BadInput("the text contains a control character (escape, …); expected one line",
+                       field="text")
     check_no_secret(text, field="text")
     with _LOCK:
         doc = _read_state(session)
