@@ -72,3 +72,20 @@ def test_r1_experiment_id_is_never_a_path(
                        "--workload", "synthetic-mlp", "--values", "1")
     assert code == 2 and "experiment id" in err and len(err.strip().splitlines()) == 1
     assert tree(sessions_root) == before
+
+
+def test_v5_define_refuses_a_missing_absolute_corpus(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path
+) -> None:
+    Session.create(sessions_root, "t")
+    before = tree(sessions_root)
+    code, _, err = cli(capsys, sessions_root, "experiment", "t", "define", "--id", "e",
+                       "--workload", "synthetic-mlp", "--values", "1",
+                       "--corpus", str(tmp_path / "nowhere.csv"))
+    assert code == 2 and "corpus file not found" in err and "nowhere.csv" in err
+    assert tree(sessions_root) == before
+    real = tmp_path / "c.jsonl"
+    real.write_text('{"id": "1", "text": "a b", "label": "a"}\n')
+    code, _, err = cli(capsys, sessions_root, "experiment", "t", "define", "--id", "e",
+                       "--workload", "synthetic-mlp", "--values", "1", "--corpus", str(real))
+    assert code == 0, err

@@ -345,8 +345,8 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
             Protocol.from_toml(protocol)
         except ImportError:
             pass
-    if args.corpus and not (Path(args.corpus).is_absolute() or (session.folder / args.corpus).exists()):
-        raise BadInput("corpus file not found (paths are relative to the session folder)",
+    if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
+        raise BadInput("corpus file not found (a relative path is relative to the session folder)",
                        path=session.folder / args.corpus, field="corpus")
     exp = Experiment(
         id=args.id, workload=args.workload, corpus=args.corpus, varied=args.varied, values=values,
