@@ -10,6 +10,7 @@ existing report), with a copy of the output beside it, and journalled (V8).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -109,6 +110,40 @@ def _run_name(text: str) -> str:
     return text
 
 
+def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any) -> Any:
+    """Append the verdict as one row of the session's results CSV and return it.
+
+    An output produced outside gpusession's run launcher is still one run of the
+    session: its row carries the validation fields and the corpus revision (SHA-256 of
+    the corpus file), with ``elapsed_seconds`` empty (not measured, C3), so the cost
+    panel, the report and the TUI count its accepted corpus like any other (K3, K4).
+    """
+    from gpusession.bench.run_validation import package_total_minor
+    from gpusession.core.results import ResultRow, rows_frame
+    from gpusession.core.summary import accepted_unique_corpora
+
+    digest = hashlib.sha256()
+    with open(args.corpus, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    pkg = session.package
+    row = ResultRow(
+        experiment_id="validate",
+        variant_id=name,
+        corpus_revision=digest.hexdigest(),
+        duration_days=pkg.days,
+        lots=pkg.lots,
+        package_total_usd_minor=package_total_minor(session),
+        notes=f"validated with `gpusession validate` (output {args.output}); timing not measured",
+        **report.row_fields(),
+    )
+    frame = session.results.read()
+    both = frame.vstack(rows_frame([row])) if frame.height else rows_frame([row])
+    row = row.replace(accepted_unique_corpora=accepted_unique_corpora(both))
+    session.results.append(row)
+    return row
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.name is not None:
         _run_name(args.name)
@@ -144,6 +179,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         name = free_run_name(session.validation_dir, args.name or f"validate-{_slug(args.output.stem)}")
         written = report.write(session.validation_dir, name)
         kept = _archive_output(args.output, session.validation_dir / f"{name}.output{args.output.suffix}")
+        row = _session_row(session, args, name, report)
         session.journal(
             "validation",
             report=str(written.relative_to(session.folder)),
@@ -160,4 +196,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("\n".join(report.summary_lines()))
         if written is not None:
             print(f"report written: {written} (ID lists beside it)")
+            print(
+                f"row appended to resultats-bruts.csv (experiment validate, variant {name}); "
+                f"distinct accepted corpora in session {args.session}: {row.accepted_unique_corpora}"
+            )
     return EXIT_ACCEPTED if report.corpus_accepted else EXIT_REJECTED

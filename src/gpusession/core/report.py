@@ -245,6 +245,8 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
 
         def passed(section: str, doc: dict[str, Any] = doc) -> str:
             sec = doc.get(section)
+            if isinstance(sec, dict) and sec.get("checked") is False:
+                return "not checked"
             return word.get(sec.get("passed")) if isinstance(sec, dict) else "-"  # type: ignore[return-value]
 
         quality = doc.get("quality") if isinstance(doc.get("quality"), dict) else {}

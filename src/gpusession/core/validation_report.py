@@ -150,6 +150,9 @@ class ValidationReport:
     def verdict_line(self) -> str:
         """``corpus ACCEPTED`` or ``corpus REJECTED: IDs, format failed``."""
         if self.corpus_accepted:
+            if not self.overlap_checked:
+                return ("corpus ACCEPTED: IDs, format and quality passed; split overlap not "
+                        "checked (no training or tuning ID list given)")
             return "corpus ACCEPTED: all four checks passed (IDs, format, quality, overlap)"
         return f"corpus REJECTED: {', '.join(self.failed_checks)} failed"
 

@@ -76,7 +76,7 @@ def detail_lines(path: Path | None) -> list[str]:
         sec = doc.get(key)
         if not isinstance(sec, dict):
             continue
-        state = "passed" if sec.get("passed") else "FAILED"
+        state = "not checked" if sec.get("checked") is False else ("passed" if sec.get("passed") else "FAILED")
         lines.append(f"  {title}: {state} — {sec.get('reason', '')}")
         if key == "ids":
             counts = ", ".join(f"{k.replace('_', ' ')} {sec.get(k, 0)}" for k in
