@@ -61,3 +61,10 @@ def test_v1_rejected_validate_keeps_its_row_and_counts_nothing(run_cli, sessions
     assert row.elapsed_seconds is None  # not measured, never 0 (C3)
     assert row.expected_ids == 10 and row.observed_ids == 10
     assert json.loads(run_cli("show", "vis", "--json").stdout)["accepted_unique_corpora"] == 0
+
+
+def test_run_without_experiment_points_to_experiment_define(run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "x")
+    r = run_cli("run", "x", "--headless")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "gpusession experiment x define" in r.stderr

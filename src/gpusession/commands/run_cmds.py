@@ -38,11 +38,13 @@ def _device(text: str) -> str:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
-        help="create sessions/demo, train the demo classifier and run the batch sweep",
+        help="create sessions/demo, train the demo classifier, run the batch sweep (or open the TUI)",
         description=(
             "Create (or reopen) the demo session (RTX A5000, 1 lot, 7 days), train the "
-            "BBC News classifier, define experiment batch-sweep (batch 1/4/8, 5 runs, "
-            "2 warm-up, interleaved) and run it."
+            "BBC News classifier once, and define experiment batch-sweep (batch 1/4/8, "
+            "5 runs, 2 warm-up, interleaved). With --headless it runs the experiment and "
+            "prints the summary; without, it opens the TUI: press 2 (Run), then r to start. "
+            "Running it again appends runs to the same experiment (numbers continue)."
         ),
     )
     p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
@@ -230,15 +232,25 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
             if env == seen.get("env"):
                 return
             seen["env"] = env
-            print(f"environment: device {env.get('device')}, GPU {env.get('gpu_model') or 'none'}, "
-                  f"GPUs used {env.get('gpu_count')}, torch {env.get('torch_version')}, "
-                  f"runtime {env.get('runtime_version') or 'none (CPU)'}, "
-                  f"driver {env.get('driver_version') or 'not read (' + str(env.get('nvml_reason')) + ')'}",
-                  flush=True)
+            def said(key: str, absent: str = "not recorded") -> str:
+                value = env.get(key)
+                return absent if value is None or value == "" else str(value)
+
+            reason = env.get("nvml_reason")
+            driver = env.get("driver_version") or ("not read" + (f" ({reason})" if reason else ""))
+            runtime = env.get("runtime_version") or (
+                "none (CPU)" if env.get("device") == "cpu" else "not recorded")
+            print(f"environment: device {said('device')}, GPU {said('gpu_model', 'none')}, "
+                  f"GPUs used {said('gpu_count')}, torch {said('torch_version', 'not used')}, "
+                  f"runtime {runtime}, driver {driver}", flush=True)
         elif kind == "incident":
             print(f"incident: {ev['message']}", flush=True)
 
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
+    earlier = _rows_of(session, experiment_id)
+    if earlier:
+        print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
+              "and the summary pools every run of this experiment", flush=True)
     cancel = threading.Event()
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
 
@@ -267,6 +279,11 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     return 0 if outcome.completed and not outcome.incidents else 1
 
 
+def _rows_of(session: Session, experiment_id: str) -> int:
+    frame = session.results.read()
+    return int((frame["experiment_id"] == experiment_id).sum()) if frame.height else 0
+
+
 def _open_ui(session: Session, experiment_id: str, device: str | None) -> int:
     try:
         from gpusession.ui.app import run_app
@@ -291,7 +308,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if exp_id is None:
         exps = load_experiments(session)
         if not exps:
-            raise BadInput(f"session {session.name} defines no experiment; try `gpusession demo`")
+            raise BadInput(
+                f"session {session.name} defines no experiment yet; define one with "
+                f"`gpusession experiment {session.name} define --id ID --workload W --values 1,4,8 ...` "
+                "(see `gpusession experiment --help`), or try `gpusession demo`"
+            )
         exp_id = exps[-1].id
     if args.headless:
         return run_headless(session, exp_id, args.device)
