@@ -68,3 +68,12 @@ def test_run_without_experiment_points_to_experiment_define(run_cli) -> None:  #
     r = run_cli("run", "x", "--headless")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "gpusession experiment x define" in r.stderr
+
+
+def test_s6_gpu_provisioned_event_says_how_to_move_the_package_start(run_cli) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "x", "--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-29T10:00:00Z")
+    r = run_cli("order", "x", "event", "gpu-provisioned", "--source", "tracking", "--at", "2026-11-29T18:00:00Z")
+    assert r.returncode == 0, r.stderr
+    assert "gpusession package x --start 2026-11-29T18:00:00Z" in r.stdout
+    r = run_cli("order", "x", "event", "gpu-provisioned", "--source", "tracking", "--at", "2026-11-29T10:00:30Z")
+    assert "--start" not in r.stdout

@@ -217,7 +217,24 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
     print(f"recorded {args.state} ({'provider tracking' if args.source == 'tracking' else 'you'})")
     print(f"Status: {order_status_line(load_order(s))}")
+    if args.state == "gpu-provisioned":
+        _hint_package_start(s, at)
     return 0
+
+
+def _hint_package_start(s: Any, at: Any) -> None:
+    """S6: the package window counts from provisioning; say so when the start differs."""
+    from gpusession.core.session import utcnow
+    from gpusession.core.window import local_str
+
+    when = at or utcnow()
+    start = s.package.start
+    if start is None or abs((start - when).total_seconds()) >= 60:
+        print(
+            f"Package start is {local_str(start)}; the GPU was provisioned at {local_str(when)}. "
+            f"If the package counts from then: gpusession package {s.name} --start "
+            f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        )
 
 
 def cmd_order_deviation(args: argparse.Namespace) -> int:
