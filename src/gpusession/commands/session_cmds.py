@@ -195,7 +195,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"end       {local_time(pkg.end)}")
     print(f"time left {format_timedelta(pkg.time_left())}")
     print(f"runs      {data['runs']} rows in resultats-bruts.csv")
-    print(f"accepted  {data['accepted_unique_corpora']} distinct accepted corpora")
+    n_acc = data['accepted_unique_corpora']
+    print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:
         print()
         print(format_summary(data["summary"]))

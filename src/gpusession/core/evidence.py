@@ -284,7 +284,7 @@ def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool =
     ordered = ordered_of(session)
     names, obs_count, source = _observed(session, snap)
     if not names:
-        why = f"NVML: {snap.reason}" if not snap.available else "NVML sees no GPU"
+        why = str(snap.reason) if not snap.available else "NVML sees no GPU"
         lr = last_run(session)
         if lr is None:
             return f"not available yet: no GPU observed ({why}) and no run recorded"
