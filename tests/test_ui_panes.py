@@ -192,7 +192,31 @@ def test_s1_n_edits_note_in_modal_and_saves(session: Any) -> None:
 
 
 # -- run ---------------------------------------------------------------------------------------
-def test_h12_keys_answered_during_run_cancel_at_boundary_poller_runs(session: Any) -> None:
+def _with_runs(session: Any) -> Any:
+    """The session after one earlier run (the run pane opens on its summary view)."""
+    import threading
+
+    FakeRunner(session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    return session
+
+
+def _focus_in_visible_part_of(app: Any, pane: Any) -> bool:
+    """The focused widget lies inside ``pane`` and it and its ancestors are displayed."""
+    node = app.focused
+    if node is None:
+        return False
+    inside = False
+    while node is not None and node is not app.screen:
+        if not node.display:
+            return False
+        inside = inside or node is pane
+        node = node.parent
+    return inside
+
+
+def test_h12_r_then_c_cancels_at_boundary_and_poller_runs(session: Any) -> None:
+    """``r`` then ``c`` directly, as a person does (no pane switch between them)."""
+    _with_runs(session)
     seen: list[Any] = []
     made: list[FakeRunner] = []
 
@@ -206,27 +230,20 @@ def test_h12_keys_answered_during_run_cancel_at_boundary_poller_runs(session: An
         async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
             await pilot.pause(0.1)
             await pilot.press("2")
+            await pilot.pause(0.1)
             run_pane = app.screen.pane("run")
             mem = app.screen.pane("memory")
+            assert run_pane.view == "run-summary"  # earlier runs: opens on the summary
             await pilot.press("r")
             await pilot.pause(0.05)
             assert run_pane.running
+            assert _focus_in_visible_part_of(app, run_pane), f"focus lost after r: {app.focused!r}"
             samples_at_start = mem.samples
-            tabs = app.screen.query_one(TabbedContent)
-            worst = 0.0
-            for key in "3232":  # keys while the run works (18 runs × 0.25 s ≈ 4.5 s)
-                t0 = time.perf_counter()
-                await pilot.press(key)
-                worst = max(worst, time.perf_counter() - t0)
-                assert tabs.active == {"3": "memory", "2": "run"}[key]
-                assert run_pane.running, "the run ended before the keys were answered"
-            # a blocked event loop would answer only after the whole run (≈ 4.5 s);
-            # 1.5 s leaves room for a slow, shared 2-core machine
-            assert worst < 1.5, f"a key took {worst:.2f} s during the run"
             while len(run_pane.rows) < 3:
                 await pilot.pause(0.05)
             await pilot.press("c")
             rows_at_cancel = len(run_pane.rows)
+            assert run_pane.cancel_event.is_set(), "c did nothing right after r"
             while run_pane.running:
                 await pilot.pause(0.05)
             assert mem.samples > samples_at_start + 3, "memory poller stopped during the run"
@@ -241,6 +258,59 @@ def test_h12_keys_answered_during_run_cancel_at_boundary_poller_runs(session: An
     landed = unique(m for m in seen if isinstance(m, RunPane.RowLanded))
     assert 3 <= len(landed) < 18
     assert made[0].cancel.is_set()
+
+
+def test_h12_keys_answered_during_run(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory(step_s=0.25), poll_s=0.1)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause(0.1)
+            await pilot.press("2", "r")
+            await pilot.pause(0.05)
+            run_pane = app.screen.pane("run")
+            assert run_pane.running
+            tabs = app.screen.query_one(TabbedContent)
+            worst = 0.0
+            for key in "3232":  # keys while the run works (18 runs × 0.25 s ≈ 4.5 s)
+                t0 = time.perf_counter()
+                await pilot.press(key)
+                worst = max(worst, time.perf_counter() - t0)
+                assert tabs.active == {"3": "memory", "2": "run"}[key]
+                assert run_pane.running, "the run ended before the keys were answered"
+            # a blocked event loop would answer only after the whole run (≈ 4.5 s);
+            # 1.5 s leaves room for a slow, shared 2-core machine
+            assert worst < 1.5, f"a key took {worst:.2f} s during the run"
+            await pilot.press("c")
+            while run_pane.running:
+                await pilot.pause(0.05)
+
+    asyncio.run(go())
+
+
+def test_h12_focus_stays_in_run_pane_after_run_and_view_switch(session: Any) -> None:
+    """After a run ends (the view switches to the summary) and after ``s``, the focus
+    is on a visible widget of the pane, so a second ``r`` starts the next run."""
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "r")
+            await settle(pilot, app)
+            run_pane = app.screen.pane("run")
+            assert not run_pane.running and run_pane.view == "run-summary"
+            assert _focus_in_visible_part_of(app, run_pane), f"focus lost after the run: {app.focused!r}"
+            for _ in range(2):
+                await pilot.press("s")
+                await pilot.pause()
+                assert _focus_in_visible_part_of(app, run_pane), f"focus lost after s: {app.focused!r}"
+            await pilot.press("r")  # the second run starts without pressing 1 then 2
+            await settle(pilot, app)
+            assert len(run_pane.rows) == 18 and run_pane.view == "run-summary"
+            assert _focus_in_visible_part_of(app, run_pane)
+            keys = {ab.binding.key for ab in app.screen.active_bindings.values() if ab.binding.show}
+            assert {"r", "c", "s"} <= keys, keys  # the footer keeps the pane's keys
+
+    asyncio.run(go())
 
 
 def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(session: Any) -> None:

@@ -147,8 +147,48 @@ class RunPane(Vertical):
         return "run-summary" if self.has_class("-view-summary") else "run-rows"
 
     def show_view(self, view: str) -> None:
+        """Show the live rows or the summary, keeping the focus in the pane.
+
+        Hiding the focused table would leave the screen with no focus at all, and with
+        it the pane's keys (``c`` to cancel, ``r``) until the person pressed 1 then 2.
+        """
+        keep = self._holds_focus()
         self.set_class(view == "run-summary", "-view-summary")
         self.set_class(view != "run-summary", "-view-rows")
+        if keep:
+            self.focus_main()
+            self.call_after_refresh(self._ensure_focus)
+
+    def _shown(self) -> bool:
+        """Whether this pane is on the main screen's active tab."""
+        node: Any = self
+        while node is not None and node is not self.screen:
+            if not node.display:
+                return False
+            node = node.parent
+        return True
+
+    def _holds_focus(self) -> bool:
+        """The main screen's focus is in this pane, or lost while this pane is shown."""
+        try:
+            focused = self.screen.focused
+        except Exception:
+            return False
+        if focused is None:
+            return self._shown()
+        return self in focused.ancestors_with_self
+
+    def _ensure_focus(self) -> None:
+        """After the layout settled: if the pane's focus is gone or hidden, take it back."""
+        if not self._holds_focus():
+            return
+        node: Any = self.screen.focused
+        while node is not None and node is not self:
+            if not node.display:
+                break
+            node = node.parent
+        if node is not self:
+            self.focus_main()
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width >= 150, "-wide")
