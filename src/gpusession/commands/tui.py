@@ -1,4 +1,8 @@
-"""``gpusession [NAME]`` / ``gpusession open NAME``: the TUI (issue 6)."""
+"""``gpusession [NAME]`` / ``gpusession open NAME``: the TUI (issue 6).
+
+With no session yet, a person at a terminal is offered to create one (name, GPU, lots,
+days); a script (stdin not a terminal) gets one line saying how, and exit code 1.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +11,77 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import root_of
-from gpusession.core.session import Session, most_recent
+from gpusession.core.errors import BadInput
+from gpusession.core.session import PACKAGE_DAYS, Package, Session, most_recent, utcnow
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("open", help="open the TUI on a session (default: the most recent)")
-    p.add_argument("name", nargs="?", metavar="NAME")
+    p = sub.add_parser(
+        "open",
+        help="open the TUI on a session (default: the most recent)",
+        description=(
+            "Open the TUI (six panes: 1 Checklist, 2 Run, 3 Memory, 4 Validation, 5 Order, "
+            "6 Cost) on session NAME, or on the most recently changed session. "
+            "`gpusession NAME` is the same. With no session yet, offers to create one."
+        ),
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="session name (default: the most recent)")
     p.set_defaults(func=cmd_open)
+
+
+def _ask(prompt: str, default: str) -> str:
+    answer = input(f"{prompt} [{default}]: ").strip()
+    return answer or default
+
+
+def offer_new_session(root: Any) -> Session | None:
+    """Ask, at a terminal, for a new session's name and package; ``None`` if declined.
+
+    Raises:
+        BadInput: an unsafe name, lots that are not a whole number ≥ 1, days not 3/7/30.
+    """
+    print(f"No session in {root} yet.")
+    if _ask("Create one now? (y/n)", "y").lower() not in ("y", "yes"):
+        return None
+    name = _ask("Session name (the test's fixed name)", f"session-{utcnow():%Y%m%d}")
+    gpu = _ask("GPU model as ordered", "RTX A5000")
+    lots_text = _ask("Lots", "1")
+    days_text = _ask("Package days (3, 7 or 30)", "7")
+    try:
+        lots = int(lots_text)
+    except ValueError:
+        raise BadInput(f"expected a whole number of lots ≥ 1, got {lots_text!r}", field="lots") from None
+    if days_text not in {str(d) for d in PACKAGE_DAYS}:
+        raise BadInput(f"expected 3, 7 or 30 days, got {days_text!r}", field="days")
+    pkg = Package(gpu_model=gpu, lots=lots, days=int(days_text), start=utcnow())
+    session = Session.create(root, name, package=pkg)
+    print(f"created session {session.name} in {session.folder} (package start: now; "
+          f"change it with `gpusession package {session.name} --start ISO8601`)")
+    return session
 
 
 def cmd_open(args: argparse.Namespace) -> int:
     root = root_of(args)
     name = args.name or most_recent(root)
     if name is None:
-        print(
-            f"no session in {root} yet. Create one with `gpusession new NAME --gpu MODEL "
-            "--lots N --days 7`, or try `gpusession demo`.",
-            file=sys.stderr,
-        )
-        return 1
-    session = Session.open(root, name)
+        session = None
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            try:
+                session = offer_new_session(root)
+            except EOFError:
+                session = None
+        if session is None:
+            print(
+                f"no session in {root} yet. Create one with `gpusession new NAME --gpu MODEL "
+                "--lots N --days 7`, or try `gpusession demo`.",
+                file=sys.stderr,
+            )
+            return 1
+    else:
+        session = Session.open(root, name)
     try:
         from gpusession.ui.app import run_app
     except ImportError:
-        print(f"session {session.name}: the TUI is not built yet; use `gpusession show {name}`.")
+        print(f"session {session.name}: the TUI is not built yet; use `gpusession show {session.name}`.")
         return 0
     return run_app(session)
