@@ -75,6 +75,20 @@ def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fak
     assert events[-1]["event"] == "finished"
 
 
+def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
+    sessions_root: Path, fakes: None
+) -> None:
+    s = _session(sessions_root)
+    exp = _exp(s, values=(8,), cold_runs_per_variant=0, runs_per_variant=2, warmup_iterations=3)
+    Runner(s, exp.id).run()
+    sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
+    assert sizes.count(8) == 3 + 2  # 3 announced warm-up iterations + 2 measured runs
+    journal = [r["event"] for r in s.read_journal()]
+    assert journal.index("warmup_done") < journal.index("run_started")  # warm-up first
+    assert [r.warmup_iterations for r in s.results.rows() if r.phase == "warm"] == [3, 3]
+    assert s.data["experiments"]["e"]["warmup_iterations"] == 3
+
+
 def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(2, 8), cold_runs_per_variant=0, runs_per_variant=1, warmup_iterations=2)
