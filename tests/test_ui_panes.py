@@ -767,3 +767,155 @@ def test_memory_poller_initialises_nvml_once(session: Any) -> None:
             assert nvml.init_calls == 2
 
     asyncio.run(go())
+
+
+# -- forms: checked inside the form, readable at 80×24 ------------------------------------------
+def _shown_on_screen(app: Any, widget: Any) -> bool:
+    """The widget is painted somewhere in the terminal (not scrolled or clipped away)."""
+    region = app.screen.find_widget(widget).visible_region if widget.display else None
+    return bool(region) and region.bottom <= app.size.height and region.right <= app.size.width
+
+
+def test_s3_payment_order_refused_keeps_the_form_and_everything_typed(session: Any) -> None:
+    from gpusession.core.order import load_order
+    from gpusession.ui.modals import FormModal
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "p")
+            await pilot.pause()
+            typed = {"network": "TRC20", "amount": "55.00", "destination": "TXyz123", "expires": "30"}
+            for name, value in typed.items():  # the asset is forgotten
+                app.screen.query_one(f"#field-{name}", Input).value = value
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert isinstance(app.screen, FormModal), "the form closed on a refused save"
+            error = str(app.screen.query_one("#form-error", Static).render())
+            assert "Not saved" in error and "asset" in error, error
+            assert _shown_on_screen(app, app.screen.query_one("#form-error"))
+            for name, value in typed.items():
+                assert app.screen.query_one(f"#field-{name}", Input).value == value
+            assert app.focused is app.screen.query_one("#field-asset")  # the cursor goes to it
+            assert load_order(session).payment is None  # nothing written on bad input
+            await pilot.press(*"USDT")
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert not isinstance(app.screen, FormModal)
+            assert "exactly 55.00 USDT on network TRC20" in text_of(app, "#order-text")
+
+    asyncio.run(go())
+
+
+def test_r1_define_experiment_refused_stays_open_with_the_reason(session: Any) -> None:
+    from gpusession.bench.plan import load_experiments
+    from gpusession.ui.modals import FormModal
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "d")
+            await pilot.pause()
+            app.screen.query_one("#field-id", Input).value = "ctx-sweep"
+            app.screen.query_one("#field-runs", Input).value = "five"
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert isinstance(app.screen, FormModal)
+            error = str(app.screen.query_one("#form-error", Static).render())
+            assert "runs" in error and "whole number" in error and "'five'" in error, error
+            assert app.focused is app.screen.query_one("#field-runs")
+            assert "ctx-sweep" not in {e.id for e in load_experiments(session)}
+            await pilot.press("ctrl+g")
+            await pilot.pause()
+            assert not isinstance(app.screen, FormModal)
+
+    asyncio.run(go())
+
+
+def test_h11_form_placeholders_read_as_examples_not_values(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            for keys in (("5", "p"), ("5", "e"), ("1", "a")):
+                await pilot.press(*keys)
+                await pilot.pause()
+                holders = [i.placeholder for i in app.screen.query(Input) if i.placeholder]
+                assert holders, keys
+                assert all(h.startswith("e.g. ") for h in holders), holders
+                await pilot.press("ctrl+g")
+                await pilot.pause()
+
+    asyncio.run(go())
+
+
+def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(session: Any) -> None:
+    from textual.widgets._footer import FooterKey
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "d")
+            await pilot.pause(0.2)
+            form = app.screen
+            for sel in ("#form-title", "#form-save", "#form-cancel", "#field-id"):
+                assert _shown_on_screen(app, form.query_one(sel)), f"{sel} is off-screen at 80×24"
+            keys = {(k.key, k.description) for k in form.query(FooterKey)}
+            assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
+            assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
+            for _ in range(7):  # tab down to the last field: it scrolls into view with its label
+                await pilot.press("tab")
+                await pilot.pause()
+                assert _shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
+                assert _shown_on_screen(app, form.query_one("#form-save"))
+            assert app.focused is form.query_one("#field-scope")
+
+    asyncio.run(go())
+
+
+def test_s2_event_form_state_list_shows_every_state_at_80x24(session: Any) -> None:
+    from gpusession.core.order import STATES
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "e")
+            await pilot.pause(0.2)
+            states = app.screen.query_one("#field-state", OptionList)
+            assert states.size.height >= len(STATES)
+            assert _shown_on_screen(app, states)
+            assert app.screen.find_widget(states).visible_region.height >= len(STATES)
+
+    asyncio.run(go())
+
+
+def test_s1_add_item_stage_list_shows_stage_titles(session: Any) -> None:
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("a")
+            await pilot.pause()
+            stages = app.screen.query_one("#field-stage", OptionList)
+            shown = [str(stages.get_option_at_index(i).prompt) for i in range(stages.option_count)]
+            assert shown[0].startswith("1 ") and len(shown[0]) > 4, shown
+            assert all(not s.isdigit() for s in shown), shown
+
+    asyncio.run(go())
+
+
+def test_h11_form_covers_the_pane_behind_it(session: Any) -> None:
+    """Nothing of the pane behind shows through at the form's edges (opaque backdrop)."""
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "p")
+            await pilot.pause()
+            assert app.screen.styles.background.a == 1.0
+
+    asyncio.run(go())

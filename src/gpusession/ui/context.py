@@ -97,12 +97,28 @@ def fmt_seconds(s: float | None) -> str:
     return "not measured" if s is None else f"{s:.4f}"
 
 
+def whole_number(text: str, field: str, *, minimum: int | None = None) -> int:
+    """``int(text)`` for a form field, or :class:`BadInput` naming the field.
+
+    Raises:
+        BadInput: not a whole number (or below ``minimum``); nothing is written then.
+    """
+    from gpusession.core.errors import BadInput
+
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise BadInput(f"expected a whole number, got {text.strip()!r}", field=field) from None
+    if minimum is not None and value < minimum:
+        raise BadInput(f"expected a whole number ≥ {minimum}, got {value}", field=field)
+    return value
+
+
 def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured") -> str:
     """A state in words (H-11): never shown by colour alone."""
     if value is None:
         return unknown
     return yes if value else no
-
 
 
 _GOOD = {"accepted", "match", "valid", "met", "none", "passed"}

@@ -1,23 +1,34 @@
 """Small forms shown over the main screen: a note, an event, a payment order, an experiment.
 
-Who calls it: the panes (``push_screen(FormModal(...), callback)``). The form returns a
-``dict`` of field → text on Save, ``None`` on Cancel. There is deliberately **no Escape
-binding** (H-11: over ssh + tmux an arrow key's bytes can arrive split and read as Escape,
-which would throw away what was typed): Cancel is a button reached with Tab, or
-``ctrl+g``; Enter in the last field saves.
+Who calls it: the panes (``push_screen(FormModal(..., on_save=...), callback)``). The
+form returns a ``dict`` of field → text on Save, ``None`` on Cancel.
+
+Saving is checked *inside* the form: ``on_save(values)`` does the write (through the
+same core function the CLI uses) and raises on bad input; the form then stays open with
+everything typed, shows the error in words above its buttons and puts the cursor on the
+field the error names. Core functions change nothing on bad input, so a refused save
+leaves the session as it was.
+
+There is deliberately **no Escape binding** (H-11: over ssh + tmux an arrow key's bytes
+can arrive split and read as Escape, which would throw away what was typed): Cancel is
+``ctrl+g`` or a button reached with Tab; Enter in the last field saves. The fields
+scroll; the title, the error line, the buttons and the footer with the form's keys stay
+on screen at 80×24.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList
+from textual.widget import Widget
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 
@@ -26,10 +37,16 @@ class Choice(OptionList):
 
     Used instead of ``Select``, whose pop-up closes on Escape (H-11: a split arrow key
     could read as Escape). Up/down move, the value follows the highlight.
+
+    Args:
+        choices: the values.
+        value: the value highlighted first (the first choice when unknown).
+        labels: what is shown for each value (default: the value itself).
     """
 
-    def __init__(self, choices: tuple[str, ...], value: str, **kw: Any) -> None:
-        super().__init__(*[Option(c, id=c) for c in choices], **kw)
+    def __init__(self, choices: tuple[str, ...], value: str, *, labels: tuple[str, ...] = (), **kw: Any) -> None:
+        shown = labels if len(labels) == len(choices) else choices
+        super().__init__(*[Option(text, id=c) for c, text in zip(choices, shown, strict=True)], **kw)
         self._initial = value if value in choices else choices[0]
 
     def on_mount(self) -> None:
@@ -43,47 +60,121 @@ class Choice(OptionList):
 
 @dataclass(frozen=True)
 class Field:
-    """One form field: ``choices`` makes it a :class:`Choice`, otherwise an Input."""
+    """One form field: ``choices`` makes it a :class:`Choice`, otherwise an Input.
+
+    ``placeholder`` is shown dimmed in an empty Input; write it as ``e.g. USDT`` so that
+    in a plain terminal it never reads as a value already filled in. ``labels`` are the
+    words shown for ``choices`` (same length), e.g. ``1 Define the output`` for ``1``.
+    """
 
     name: str
     label: str
     value: str = ""
     placeholder: str = ""
     choices: tuple[str, ...] = field(default_factory=tuple)
+    labels: tuple[str, ...] = field(default_factory=tuple)
+
+
+#: ``on_save(values)``: write them, or raise (its message is shown in the form).
+SaveCheck = Callable[[dict[str, str]], Any]
+
+
+def error_field(exc: BaseException, names: list[str]) -> str | None:
+    """The form field an error names (``BadInput.field``, e.g. ``asset`` or ``payment.amount``)."""
+    name = getattr(exc, "field", None)
+    if not name:
+        return None
+    name = str(name).lstrip("-").replace("-", "_")
+    for candidate in (name, name.rsplit(".", 1)[-1]):
+        if candidate in names:
+            return candidate
+    return None
 
 
 class FormModal(ModalScreen[dict[str, str] | None]):
-    """A titled form; dismisses with ``{name: text}`` or ``None``."""
+    """A titled form; dismisses with ``{name: text}`` or ``None``.
+
+    Args:
+        title: one line at the top.
+        fields: the fields, in order.
+        help_text: an optional line under the title.
+        on_save: called with the values on Save; when it raises, the form stays open
+            and shows ``str(exception)`` (one line, what was expected).
+    """
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="form.save"),
         Binding("ctrl+g", "cancel", "Cancel", id="form.cancel"),
     ]
 
-    def __init__(self, title: str, fields: list[Field], *, help_text: str = "") -> None:
+    def __init__(
+        self, title: str, fields: list[Field], *, help_text: str = "", on_save: SaveCheck | None = None
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.fields = fields
         self.help_text = help_text
+        self.on_save = on_save
+        self.error = ""
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="form", can_focus=False):
+        with Vertical(id="form"):
             yield Label(self.title_text, id="form-title")
-            if self.help_text:
-                yield Label(self.help_text, id="form-help")
-            for f in self.fields:
-                yield Label(f.label, classes="form-label")
-                if f.choices:
-                    yield Choice(f.choices, f.value, id=f"field-{f.name}", classes="choice")
-                else:
-                    yield Input(f.value, placeholder=f.placeholder, id=f"field-{f.name}", compact=True)
+            with VerticalScroll(id="form-body", can_focus=False):
+                if self.help_text:
+                    yield Label(self.help_text, id="form-help")
+                for f in self.fields:
+                    yield Label(f.label, classes="form-label")
+                    if f.choices:
+                        yield Choice(f.choices, f.value, labels=f.labels, id=f"field-{f.name}",
+                                     classes="choice", compact=True)
+                    else:
+                        yield Input(f.value, placeholder=f.placeholder, id=f"field-{f.name}", compact=True)
+            yield Static("", id="form-error")
             with Horizontal(id="form-buttons"):
-                yield Button("Save (ctrl+s)", id="form-save", variant="primary")
-                yield Button("Cancel (ctrl+g)", id="form-cancel")
+                yield Static("tab: next field", id="form-hint")
+                yield Button("Save ctrl+s", id="form-save", variant="primary", compact=True)
+                yield Button("Cancel ctrl+g", id="form-cancel", compact=True)
+        yield Footer()
+
+    #: rows around the fields: footer, border ×2, title, gap and buttons
+    CHROME_ROWS = 6
 
     def on_mount(self) -> None:
+        self.query_one("#form-error", Static).display = False
+        self._fit()
         if self.fields:
-            self.query_one(f"#field-{self.fields[0].name}").focus()
+            self.query_one(f"#field-{self.fields[0].name}").focus(scroll_visible=False)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
+        """Focus a field and scroll so that it *and its label* are in view (no animation)."""
+        super().set_focus(widget, scroll_visible=False, from_app_focus=from_app_focus)
+        if widget is not None and scroll_visible:
+            self.call_after_refresh(self._show_with_label, widget)
+
+    def _show_with_label(self, widget: Widget) -> None:
+        body = self.query_one("#form-body", VerticalScroll)
+        if widget.parent is not body:
+            return
+        siblings = list(body.children)
+        i = siblings.index(widget)
+        top = siblings[i - 1] if i > 0 and isinstance(siblings[i - 1], Label) else widget
+        if i <= 2:  # the first field: show the help line and the top too
+            body.scroll_home(animate=False)
+        body.scroll_to_widget(top, animate=False)
+        body.scroll_to_widget(widget, animate=False)
+
+    def _fit(self) -> None:
+        """Let the fields scroll within what the terminal leaves (24 rows: 18 or fewer)."""
+        error = self.query_one("#form-error", Static)
+        error_rows = error.region.height if error.display and error.region.height else 0
+        if error.display and not error_rows:
+            error_rows = 1 + len(self.error) // max(20, self.size.width - 6)
+        rows = self.size.height - self.CHROME_ROWS - error_rows
+        self.query_one("#form-body").styles.max_height = max(3, rows)
 
     def values(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -92,8 +183,26 @@ class FormModal(ModalScreen[dict[str, str] | None]):
             out[f.name] = str(w.value)
         return out
 
+    def show_error(self, text: str, field_name: str | None = None) -> None:
+        """Show why the save was refused; keep every value; focus the named field."""
+        self.error = text
+        box = self.query_one("#form-error", Static)
+        box.update(f"Not saved: {text}" if text else "")
+        box.display = bool(text)
+        self._fit()
+        self.call_after_refresh(self._fit)
+        if field_name is not None:
+            self.query_one(f"#field-{field_name}").focus()
+
     def action_save(self) -> None:
-        self.dismiss(self.values())
+        values = self.values()
+        if self.on_save is not None:
+            try:
+                self.on_save(values)
+            except Exception as exc:  # BadInput and friends: one line, what was expected
+                self.show_error(str(exc) or type(exc).__name__, error_field(exc, [f.name for f in self.fields]))
+                return
+        self.dismiss(values)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -171,47 +171,50 @@ class ChecklistPane(Vertical):
         if item is None:
             return
 
-        def saved(result: dict[str, str] | None) -> None:
-            mod, _ = need("core.checklist", *CORE)
-            if result is None or mod is None:
-                return
-            try:
-                with self.ctx.write_lock:
-                    mod.set_note(self.ctx.session, item.id, result["note"])
-            except Exception as exc:
-                self.notify(str(exc), title="note not saved", severity="error")
-                return
+        def save(result: dict[str, str]) -> None:
+            mod, reason = need("core.checklist", *CORE)
+            if mod is None:
+                raise RuntimeError(reason)
+            with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
+                mod.set_note(self.ctx.session, item.id, result["note"])
             self.post_message(self.NoteSaved(item.id, result["note"]))
             self.reload()
 
-        self.app.push_screen(
-            FormModal(f"Note for: {item.text}", [Field("note", "Note", item.note or "")]), saved
-        )
+        self.app.push_screen(FormModal(f"Note for: {item.text}", [Field("note", "Note", item.note or "")], on_save=save))
 
     def action_add(self) -> None:
         from gpusession.ui.modals import Field, FormModal
 
-        stages = tuple(dict.fromkeys(str(i.stage) for i in self.items)) or ("1",)
+        stages: dict[str, str] = {}
+        for i in self.items:
+            stages.setdefault(str(i.stage), f"{i.stage} {getattr(i, 'stage_title', '')}".strip())
+        if not stages:
+            stages = {"1": "1"}
+        current = self.current()
+        first = str(current.stage) if current is not None else next(iter(stages))
 
-        def saved(result: dict[str, str] | None) -> None:
-            mod, _ = need("core.checklist", *CORE)
-            if result is None or mod is None or not result["text"].strip():
-                return
+        def save(result: dict[str, str]) -> None:
+            from gpusession.core.errors import BadInput
+
+            mod, reason = need("core.checklist", *CORE)
+            if mod is None:
+                raise RuntimeError(reason)
+            if not result["text"].strip():
+                raise BadInput("expected the item's text; it is empty", field="text")
             stage: Any = result["stage"]
             if stage.isdigit():
                 stage = int(stage)
-            try:
-                with self.ctx.write_lock:
-                    mod.add_item(self.ctx.session, stage, result["text"].strip())
-            except Exception as exc:
-                self.notify(str(exc), title="item not added", severity="error")
-                return
+            with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
+                mod.add_item(self.ctx.session, stage, result["text"].strip())
             self.reload()
 
         self.app.push_screen(
             FormModal(
                 "Add your own checklist item",
-                [Field("stage", "Stage", stages[0], choices=stages), Field("text", "Item", "")],
-            ),
-            saved,
+                [
+                    Field("stage", "Stage", first, choices=tuple(stages), labels=tuple(stages.values())),
+                    Field("text", "Item", "", placeholder="e.g. ask the provider for the invoice"),
+                ],
+                on_save=save,
+            )
         )

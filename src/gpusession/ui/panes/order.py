@@ -19,7 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from gpusession.ui.context import UiContext, need
+from gpusession.ui.context import UiContext, need, whole_number
 from gpusession.ui.modals import Field, FormModal
 
 CORE = ("load_order", "order_lines", "record_event", "new_payment_order", "STATES", "SOURCES")
@@ -129,18 +129,12 @@ class OrderPane(Vertical):
             self.notify(reason or "", title="order")
             return
 
-        def saved(result: dict[str, str] | None) -> None:
-            if result is None:
-                return
-            try:
-                with self.ctx.write_lock:
-                    warnings = mod.record_event(
-                        self.ctx.session, result["state"], source=result["source"], note=result["note"],
-                        at=self.ctx.now(), amount=result["amount"].strip() or None,
-                    )
-            except Exception as exc:
-                self.notify(str(exc), title="event not recorded", severity="error")
-                return
+        def save(result: dict[str, str]) -> None:
+            with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
+                warnings = mod.record_event(
+                    self.ctx.session, result["state"], source=result["source"], note=result["note"],
+                    at=self.ctx.now(), amount=result["amount"].strip() or None,
+                )
             self._changed(list(warnings))
 
         self.app.push_screen(
@@ -150,10 +144,10 @@ class OrderPane(Vertical):
                     Field("state", "State", "payment-sent", choices=tuple(mod.STATES)),
                     Field("source", "Source", mod.SOURCES[0], choices=tuple(mod.SOURCES)),
                     Field("note", "Note (no passwords, keys or seed phrases)", ""),
-                    Field("amount", "Amount sent (payment-sent only, exact decimal)", ""),
+                    Field("amount", "Amount sent (payment-sent only, exact decimal)", "", placeholder="e.g. 55.00"),
                 ],
-            ),
-            saved,
+                on_save=save,
+            )
         )
 
     def action_payment_order(self) -> None:
@@ -162,34 +156,28 @@ class OrderPane(Vertical):
             self.notify(reason or "", title="order")
             return
 
-        def saved(result: dict[str, str] | None) -> None:
-            if result is None:
-                return
+        def save(result: dict[str, str]) -> None:
             now = self.ctx.now()
-            try:
-                with self.ctx.write_lock:
-                    _, warnings = mod.new_payment_order(
-                        self.ctx.session, asset=result["asset"], network=result["network"],
-                        amount=result["amount"], destination=result["destination"],
-                        expires_at=parse_expiry(result["expires"], now), now=now,
-                    )
-            except Exception as exc:
-                self.notify(str(exc), title="payment order not recorded", severity="error")
-                return
+            with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
+                _, warnings = mod.new_payment_order(
+                    self.ctx.session, asset=result["asset"], network=result["network"],
+                    amount=result["amount"], destination=result["destination"],
+                    expires_at=parse_expiry(result["expires"], now), now=now,
+                )
             self._changed(list(warnings))
 
         self.app.push_screen(
             FormModal(
                 "New payment order (S3: asset and network together, exact amount)",
                 [
-                    Field("asset", "Asset", "", placeholder="USDT"),
-                    Field("network", "Network", "", placeholder="TRC20"),
-                    Field("amount", "Exact amount (decimal point)", "", placeholder="55.00"),
-                    Field("destination", "Destination address", ""),
+                    Field("asset", "Asset", "", placeholder="e.g. USDT"),
+                    Field("network", "Network", "", placeholder="e.g. TRC20"),
+                    Field("amount", "Exact amount (decimal point)", "", placeholder="e.g. 55.00"),
+                    Field("destination", "Destination address", "", placeholder="e.g. TXyz… (copy it exactly)"),
                     Field("expires", "Expires: minutes from now, 2h, or ISO 8601 with offset", "30"),
                 ],
-            ),
-            saved,
+                on_save=save,
+            )
         )
 
     def action_set_order(self) -> None:
@@ -199,19 +187,14 @@ class OrderPane(Vertical):
             return
         pkg = self.ctx.session.package
 
-        def saved(result: dict[str, str] | None) -> None:
-            if result is None:
-                return
-            try:
-                with self.ctx.write_lock:
-                    mod.set_order(
-                        self.ctx.session, number=result["number"], gpu_model=result["gpu"],
-                        lots=int(result["lots"]), days=int(result["days"]),
-                        preparation=result["preparation"] or None, at=self.ctx.now(),
-                    )
-            except Exception as exc:
-                self.notify(str(exc), title="order not recorded", severity="error")
-                return
+        def save(result: dict[str, str]) -> None:
+            lots = whole_number(result["lots"], "lots")
+            with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
+                mod.set_order(
+                    self.ctx.session, number=result["number"], gpu_model=result["gpu"],
+                    lots=lots, days=int(result["days"]),
+                    preparation=result["preparation"] or None, at=self.ctx.now(),
+                )
             self._changed([])
 
         o = getattr(self.state, "order", None)
@@ -225,7 +208,7 @@ class OrderPane(Vertical):
                     Field("days", "Days", str(getattr(o, "days", None) or pkg.days or 7), choices=("3", "7", "30")),
                     Field("preparation", "Preparation (software preset)", getattr(o, "preparation", None) or ""),
                 ],
-            ),
-            saved,
+                on_save=save,
+            )
         )
 

@@ -21,7 +21,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
 
-from gpusession.ui.context import UiContext, fmt_bytes, fmt_seconds, need, state_cell, yes_no
+from gpusession.ui.context import (
+    UiContext,
+    fmt_bytes,
+    fmt_seconds,
+    need,
+    state_cell,
+    whole_number,
+    yes_no,
+)
 from gpusession.ui.modals import Field, FormModal
 
 PLAN = ("load_experiments", "define_experiment", "Experiment")
@@ -267,29 +275,24 @@ class RunPane(Vertical):
             Field("scope", "Stopwatch scope", getattr(cur, "scope", "processing"), choices=("processing", "full-chain")),
         ]
 
-        def saved(result: dict[str, str] | None) -> None:
-            if result is None:
-                return
-            try:
-                base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
-                base.update(
-                    id=result["id"].strip(),
-                    workload=result["workload"].strip(),
-                    varied=result["varied"].strip(),
-                    values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
-                    runs_per_variant=int(result["runs"]),
-                    warmup_iterations=int(result["warmup"]),
-                    order=result["order"],
-                    scope=result["scope"],
-                )
-                exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))
-            except Exception as exc:
-                self.notify(str(exc), title="experiment not saved", severity="error")
-                return
+        def save(result: dict[str, str]) -> None:
+            base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
+            base.update(
+                id=result["id"].strip(),
+                workload=result["workload"].strip(),
+                varied=result["varied"].strip(),
+                values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
+                runs_per_variant=whole_number(result["runs"], "runs"),
+                warmup_iterations=whole_number(result["warmup"], "warmup"),
+                order=result["order"],
+                scope=result["scope"],
+            )
+            # raises BadInput (R1: one varied parameter, …): the form stays open and says why
+            exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))
             self.experiment_id = exp.id
             self.reload()
 
-        self.app.push_screen(FormModal("Define an experiment (one varied parameter, R1)", fields), saved)
+        self.app.push_screen(FormModal("Define an experiment (one varied parameter, R1)", fields, on_save=save))
 
     def action_switch_view(self) -> None:
         self.show_view("run-rows" if self.view == "run-summary" else "run-summary")
