@@ -17,6 +17,7 @@ the parent keeps in the journal. Before each run the worker says ``ready`` and w
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -278,14 +279,13 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     done_warm = 0
     for w in warm:
         for _ in range(iterations):
-            try:
-                b = int(w["batch"])
-                timer.measure(lambda b=b: _run_batches(workload, texts, b))  # type: ignore[misc]
-                done_warm += 1
-            except Exception as exc:
-                ch.send("incident", where="warmup", variant_id=w["variant_id"], **_failure_fields(exc))
-                _empty_cache(dev)
+            b = int(w["batch"])
+            _m, failure = measure_or_fail(
+                timer, lambda b=b: _run_batches(workload, texts, b), dev)  # type: ignore[misc]
+            if failure:
+                ch.send("incident", where="warmup", variant_id=w["variant_id"], **failure)
                 break
+            done_warm += 1
     if warm:
         ch.send("warmup_done", iterations=iterations, runs=done_warm)
     out_dir = Path(spec["output_dir"])
@@ -308,26 +308,28 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
             return _run_batches(workload, texts, batch)
 
         fields: dict[str, Any] = {"truncated": truncated, "n_inputs": len(ids)}
-        try:
-            m: Measurement = timer.measure(work)
-            labels = m.result
-            if scope != "full-chain":
-                write_outputs(out_path, ids, labels)
-            fields.update(
-                ok=True,
-                elapsed_s=m.elapsed_s,
-                event_elapsed_s=m.event_elapsed_s,
-                baseline_allocated_bytes=m.baseline_allocated_bytes,
-                baseline_reserved_bytes=m.baseline_reserved_bytes,
-                peak_allocated_bytes=m.peak_allocated_bytes,
-                peak_reserved_bytes=m.peak_reserved_bytes,
-                output=str(out_path),
-            )
-            if len(labels) != len(ids):
-                fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
-        except Exception as exc:
-            fields.update(_failure_fields(exc))
-            _empty_cache(dev)
+        m, failure = measure_or_fail(timer, work, dev)
+        if m is not None:
+            try:
+                labels = m.result
+                if scope != "full-chain":
+                    write_outputs(out_path, ids, labels)
+                fields.update(
+                    ok=True,
+                    elapsed_s=m.elapsed_s,
+                    event_elapsed_s=m.event_elapsed_s,
+                    baseline_allocated_bytes=m.baseline_allocated_bytes,
+                    baseline_reserved_bytes=m.baseline_reserved_bytes,
+                    peak_allocated_bytes=m.peak_allocated_bytes,
+                    peak_reserved_bytes=m.peak_reserved_bytes,
+                    output=str(out_path),
+                )
+                if len(labels) != len(ids):
+                    fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
+            except Exception as exc:
+                failure = _failure_fields(exc)
+        if failure:
+            fields.update(failure)
         expected = getattr(workload, "expected_memory", None)
         if callable(expected):
             fields["expected_memory"] = expected(batch)
@@ -338,10 +340,29 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
 
 def _empty_cache(dev: TorchDevice) -> None:
     if dev.is_gpu:
+        gc.collect()  # tensors held only by reference cycles of the failed run
         try:
             dev.torch.cuda.empty_cache()
         except Exception:
             pass
+
+
+def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
+                    dev: TorchDevice) -> tuple[Measurement | None, dict[str, Any]]:
+    """``timer.measure(work)``; on an exception (OOM or other, R7) the failure fields.
+
+    After a failure the allocator cache is emptied *outside* the ``except`` block: while
+    the exception lives, its traceback holds the failed run's frames and so its tensors,
+    and ``empty_cache()`` could not return them; the next variant's baseline/peak
+    reserved bytes (M1) would then include the failed variant's blocks.
+    """
+    failure: dict[str, Any] = {}
+    try:
+        return timer.measure(work), failure
+    except Exception as exc:
+        failure = _failure_fields(exc)
+    _empty_cache(dev)
+    return None, failure
 
 
 _PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")

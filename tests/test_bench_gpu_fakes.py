@@ -1,0 +1,147 @@
+"""GPU code paths driven by fake ``torch.cuda`` objects on CPU (R8, M1, H-02, R7)."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+from gpusession.bench.timing import SyncTimer, TorchCudaOps
+
+
+class FakeCuda:
+    """``torch.cuda`` as far as TorchCudaOps uses it; ``cuda:0`` is the current device."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.recorded: list[str] = []
+        self.log: list[str] = []
+        self.emptied = 0
+        outer = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.stream: str | None = None
+
+            def record(self, stream: str | None = None) -> None:
+                # torch records on current_stream() of the CURRENT device when None
+                self.stream = stream or f"stream{outer.current}"
+                outer.recorded.append(self.stream)
+
+            def elapsed_time(self, end: Any) -> float:
+                assert self.stream == end.stream, "events on different streams"
+                return 4.0
+
+        self.Event = Event
+
+    @staticmethod
+    def _index(device: Any) -> int:
+        return int(device.index)
+
+    def current_stream(self, device: Any = None) -> str:
+        return f"stream{self.current if device is None else self._index(device)}"
+
+    @contextlib.contextmanager
+    def device(self, device: Any) -> Iterator[None]:
+        old, self.current = self.current, self._index(device)
+        try:
+            yield
+        finally:
+            self.current = old
+
+    def synchronize(self, device: Any = None) -> None:
+        self.log.append(f"sync {self.current if device is None else self._index(device)}")
+
+    def empty_cache(self) -> None:
+        self.emptied += 1
+
+
+def _fake_torch(cuda: FakeCuda) -> Any:
+    def device(name: str) -> Any:
+        kind, _, idx = name.partition(":")
+        return SimpleNamespace(type=kind, index=int(idx) if idx else None)
+
+    return SimpleNamespace(cuda=cuda, device=device)
+
+
+def test_h02_cuda_events_record_on_the_workload_devices_stream() -> None:
+    cuda = FakeCuda()  # cuda:0 is current, the work runs on cuda:1
+    ops = TorchCudaOps(_fake_torch(cuda))
+    make = ops.event_pair("cuda:1")
+    start, end = make()
+    start.record()
+    end.record()
+    assert cuda.recorded == ["stream1", "stream1"]  # never the current device's stream
+    assert cuda.current == 0
+    assert start.elapsed_time(end) == 4.0
+
+
+def test_r8_event_time_read_after_sync_of_the_event_device() -> None:
+    cuda = FakeCuda()
+    ops = TorchCudaOps(_fake_torch(cuda))
+    order: list[str] = []
+    real_sync = cuda.synchronize
+
+    def sync(device: Any = None) -> None:
+        order.append(f"sync {device.index}")
+        real_sync(device)
+
+    cuda.synchronize = sync  # type: ignore[method-assign]
+    timer = SyncTimer(["cuda:1"], ops, clock=lambda: 0, event_factory=ops.event_pair("cuda:1"))
+    timer.memory_device = None  # time only: the fake has no allocator readings
+    m = timer.measure(lambda: order.append("work"))
+    assert order == ["sync 1", "work", "sync 1"]
+    assert cuda.recorded == ["stream1", "stream1"]
+    assert m.event_elapsed_s == 0.004
+
+
+class _Tensor:
+    """Stands for a device tensor; alive while something references it."""
+
+
+def _gpu_dev(cuda: FakeCuda) -> Any:
+    from gpusession.bench.worker import TorchDevice
+
+    dev = TorchDevice.__new__(TorchDevice)  # no real torch device needed
+    dev.torch = _fake_torch(cuda)
+    dev.device = "cuda:0"
+    return dev
+
+
+def test_r7_oom_empties_the_cache_after_the_failed_runs_tensors_are_released() -> None:
+    from gpusession.bench.worker import measure_or_fail
+
+    cuda = FakeCuda()
+    held: list[weakref.ref[_Tensor]] = []
+    alive_at_empty: list[bool] = []
+    cuda.empty_cache = lambda: alive_at_empty.append(held[0]() is not None)  # type: ignore[method-assign]
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def work() -> None:
+        x = _Tensor()  # a local of the failed run, kept alive by the traceback
+        held.append(weakref.ref(x))
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    m, failure = measure_or_fail(SyncTimer([]), work, _gpu_dev(cuda))
+    assert m is None
+    assert failure["oom"] is True and failure["ok"] is False
+    assert failure["error_type"] == "OutOfMemoryError"
+    assert alive_at_empty == [False]  # the cache is emptied once the blocks are free
+    ok, none = measure_or_fail(SyncTimer([]), lambda: 7, _gpu_dev(cuda))
+    assert ok is not None and ok.result == 7 and none == {}  # the next variant runs
+
+
+def test_r7_hip_and_torch_oom_messages_are_oom() -> None:
+    import torch
+
+    from gpusession.bench.worker import is_oom
+
+    assert is_oom(torch.OutOfMemoryError("x"))  # torch.cuda.OutOfMemoryError is this class
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+    assert is_oom(RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"))
+    assert is_oom(RuntimeError("HIP out of memory. Tried to allocate 20.00 MiB"))
+    assert not is_oom(RuntimeError("CUDA error: an illegal memory access was encountered"))
