@@ -70,7 +70,7 @@ def session(sessions_root: Path) -> Any:
 def test_s6_header_shows_name_gpu_window_and_order(session: Any) -> None:
     async def go() -> None:
         app = app_for(session)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot, app)
             head = text_of(app, "#session-header")
             assert "session visuals-test-01" in head
@@ -81,6 +81,52 @@ def test_s6_header_shows_name_gpu_window_and_order(session: Any) -> None:
             app.ctx.clock.advance(86400)
             app.screen.header.refresh_line()
             assert "3d 21h 00m left" in text_of(app, "#session-header")
+
+    asyncio.run(go())
+
+
+def test_s6_header_at_80_columns_keeps_window_on_one_line_and_every_order_word(session: Any) -> None:
+    from gpusession.core import order
+
+    order.set_order(session, number="ORD-1042", gpu_model="RTX A5000", lots=1, days=7, at=FIXED_NOW)
+    for state in ("access-received", "deviation-noted"):
+        order.record_event(session, state, source="you", note="", at=FIXED_NOW)
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            header = app.screen.query_one("#session-header", Static)
+            first, order_line = text_of(app, "#session-header").split("\n")
+            width = header.content_size.width
+            assert len(first) <= width, f"the first line wraps at 80 columns: {first!r}"
+            assert "visuals-test-01" in first and "RTX A5000" in first
+            assert "7d pkg ends 12-04 09:00, 4d 21h left" in first
+            assert order_line.endswith("access received — deviation noted"), order_line
+            needed = header.get_content_height(header.size, app.size, width)
+            assert needed <= header.size.height, "the header cuts its last line"
+
+    asyncio.run(go())
+
+
+def test_footer_keys_of_every_pane_fit_80_columns(session: Any) -> None:
+    from textual.widgets._footer import FooterKey
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            for key in "123456":
+                await pilot.press(key)
+                await pilot.pause(0.1)
+                keys = list(app.screen.query(FooterKey))
+                palette = [k for k in keys if k.has_class("-command-palette")]
+                limit = palette[0].region.x if palette else app.size.width
+                shown = [k for k in keys if not k.has_class("-command-palette")]
+                assert shown, key
+                for k in shown:
+                    assert k.region.width > 0 and k.region.right <= limit, (
+                        f"pane {key}: footer key {k.key} {k.description!r} is cut at 80 columns")
 
     asyncio.run(go())
 

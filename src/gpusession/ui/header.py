@@ -29,16 +29,37 @@ def gpu_words(snapshot: Any | None) -> str:
     return "GPU: " + ", ".join(f"{n}× {name}" for name, n in names.items())
 
 
-def package_words(ctx: UiContext) -> str:
-    """``7-day package, ends 12-06 12:00 UTC, 5d 03h 12m left`` (S6)."""
+def gpu_short(snapshot: Any | None) -> str:
+    """``1× RTX A5000`` / ``CPU only`` / ``GPU not read yet`` (the header at 80 columns)."""
+    if snapshot is None:
+        return "GPU not read yet"
+    words = gpu_words(snapshot)
+    if words.startswith("GPU: "):
+        return words[5:].replace("NVIDIA ", "").replace("GPU: ", "")
+    return words.replace("GPU: ", "GPU ").split(" (")[0]
+
+
+def package_words(ctx: UiContext, *, short: bool = False) -> str:
+    """``7-day package ends 12-06 12:00 UTC, 5d 03h 12m left`` (S6).
+
+    With ``short``: ``7d pkg ends 12-06 12:00, 5d 03h left`` (the header at 80 columns;
+    minutes are dropped only while whole days are left).
+    """
     try:
         pkg = ctx.session.package
     except Exception as exc:  # a hand-edited session.toml
-        return f"package unreadable ({exc})"
+        return "package unreadable" if short else f"package unreadable ({exc})"
     if pkg.days is None or pkg.start is None or pkg.end is None:
         return "package window not set"
     end = pkg.end.astimezone(ctx.tz) if ctx.tz is not None else pkg.end.astimezone()
-    return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {fmt_left(pkg.time_left(ctx.now()))}"
+    left = pkg.time_left(ctx.now())
+    if not short:
+        return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {fmt_left(left)}"
+    text = fmt_left(left)
+    if left is not None and left.total_seconds() >= 86400:
+        text = " ".join(w for w in text.split() if not w.endswith("m"))  # 4d 21h 05m left → 4d 21h left
+    verb = "ended" if left is not None and left.total_seconds() < 0 else "ends"
+    return f"{pkg.days}d pkg {verb} {end:%m-%d %H:%M}, {text}"
 
 
 def order_words(ctx: UiContext) -> str:
@@ -48,21 +69,49 @@ def order_words(ctx: UiContext) -> str:
         return "order: not available yet"
     try:
         state = mod.load_order(ctx.session)
-        return f"order: {mod.order_status_line(state, ctx.now())}"
+        line = str(mod.order_status_line(state, ctx.now()))
+        return line if line.startswith("order ") else f"order: {line}"
     except Exception as exc:
         return f"order: unreadable ({type(exc).__name__})"
 
 
+def header_text(ctx: UiContext, snapshot: Any | None, width: int) -> str:
+    """The header for a terminal ``width`` columns wide (S6).
+
+    The first line keeps session, GPU and window on one line: the long form when it
+    fits, else a shorter form (``7d pkg ends 12-06 14:45, 6d 23h left``). The order
+    line comes second and may wrap onto a third line; no word of it is dropped.
+    """
+    name = ctx.session.name
+    long = " │ ".join([f"session {name}", gpu_words(snapshot), package_words(ctx)])
+    if len(long) <= width:
+        first = long
+    else:
+        first = " │ ".join([name, gpu_short(snapshot), package_words(ctx, short=True)])
+        if len(first) > width:  # a very long name: the window matters more than the GPU
+            first = " │ ".join([name, package_words(ctx, short=True)])
+    return first + "\n" + order_words(ctx)
+
+
 class SessionHeader(Static):
-    """``name │ GPU │ package window`` (wraps at 80 columns), then the order state."""
+    """``name │ GPU │ package window`` on one line, then the order state (may wrap)."""
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__("", **kw)
         self.ctx = ctx
         self.snapshot: Any | None = None
+        self._width = 0
 
     def on_mount(self) -> None:
         self.refresh_line()
+
+    def on_resize(self) -> None:
+        if self._content_width() != self._width:
+            self.refresh_line()
+
+    def _content_width(self) -> int:
+        width = self.content_size.width or (self.app.size.width - 2)
+        return max(20, width)
 
     def show_gpus(self, snapshot: Any) -> None:
         """Take the latest NVML snapshot (from the memory poller); redraw if the GPUs changed."""
@@ -72,5 +121,5 @@ class SessionHeader(Static):
             self.refresh_line()
 
     def refresh_line(self) -> None:
-        parts = [f"session {self.ctx.session.name}", gpu_words(self.snapshot), package_words(self.ctx)]
-        self.update(" │ ".join(parts) + "\n" + order_words(self.ctx))
+        self._width = self._content_width()
+        self.update(header_text(self.ctx, self.snapshot, self._width))

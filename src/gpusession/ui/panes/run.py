@@ -77,11 +77,12 @@ class RunPane(Vertical):
     """Pane 2: experiments and runs; keys: r start, c cancel, e pick, d define, s view."""
 
     BINDINGS = [
-        Binding("r", "start", "Start run", id="run.start"),
-        Binding("c", "cancel", "Cancel at boundary", id="run.cancel"),
-        Binding("e", "pick", "Pick experiment", id="run.pick"),
-        Binding("d", "define", "Define", id="run.define"),
-        Binding("s", "switch_view", "Rows/summary", id="run.view"),
+        # short words: the footer must fit 80 columns (the status line says more)
+        Binding("r", "start", "Run", id="run.start", tooltip="Start the current experiment"),
+        Binding("c", "cancel", "Cancel", id="run.cancel", tooltip="Cancel at the next run boundary"),
+        Binding("e", "pick", "Pick", id="run.pick", tooltip="Pick an experiment"),
+        Binding("d", "define", "Define", id="run.define", tooltip="Define an experiment"),
+        Binding("s", "switch_view", "Rows/summary", id="run.view", tooltip="Live rows or summary"),
     ]
 
     @dataclass
