@@ -200,16 +200,38 @@ class TorchCudaOps:
         return int(self.cuda.max_memory_reserved(self._d(device)))
 
     def event_pair(self, device: str) -> Callable[[], tuple[Any, Any]]:
-        """A factory of (start, end) CUDA events recorded on ``device``'s stream."""
+        """A factory of (start, end) CUDA events recorded on ``device``'s current stream.
+
+        ``torch.cuda.Event.record()`` without a stream records on the *current device's*
+        stream, so a workload on ``cuda:1`` while ``cuda:0`` is current would be timed on
+        the wrong (idle) device and create a context there (H-02). The events returned
+        here record on ``torch.cuda.current_stream(device)`` explicitly.
+        """
+        dev = self._d(device)
 
         def make() -> tuple[Any, Any]:
-            with self.cuda.device(self._d(device)):
-                return (
-                    self.cuda.Event(enable_timing=True),
-                    self.cuda.Event(enable_timing=True),
-                )
+            with self.cuda.device(dev):
+                start = self.cuda.Event(enable_timing=True)
+                end = self.cuda.Event(enable_timing=True)
+            return _StreamEvent(self.cuda, dev, start), _StreamEvent(self.cuda, dev, end)
 
         return make
+
+
+class _StreamEvent:
+    """A CUDA event that records on one device's current stream (never the current
+    device's); ``elapsed_time`` in ms as torch's, read only after synchronization."""
+
+    def __init__(self, cuda: Any, device: Any, event: Any) -> None:
+        self._cuda = cuda
+        self._device = device
+        self.event = event
+
+    def record(self) -> None:
+        self.event.record(self._cuda.current_stream(self._device))
+
+    def elapsed_time(self, end: _StreamEvent) -> float:
+        return float(self.event.elapsed_time(end.event))
 
 
 __all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
