@@ -965,3 +965,80 @@ def test_h11_form_covers_the_pane_behind_it(session: Any) -> None:
             assert app.screen.styles.background.a == 1.0
 
     asyncio.run(go())
+
+
+# -- charts: small differences look small ---------------------------------------------------------
+def _glyphs(widget: Any) -> str:
+    from textual.geometry import Region
+
+    return "".join(strip.text for strip in widget.render_lines(Region(0, 0, widget.size.width, 1)))
+
+
+def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(session: Any) -> None:
+    """0.101–0.103 s is a 2 % spread: drawn from 0 s it must not go from empty to full."""
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "r")
+            await settle(pilot, app)
+            charts = list(app.screen.pane("run").query(".duration-spark"))
+            assert len(charts) == 3
+            first = _glyphs(charts[0]).strip()  # batch-1: 0.101, 0.102, 0.103 s
+            assert first and set(first) <= {"▇", "█"}, first
+            last = _glyphs(charts[2]).strip()  # batch-8: 0.013–0.015 s, on the same 0 s scale
+            assert last and "█" not in last, last
+
+    asyncio.run(go())
+
+
+def test_m2_memory_history_bars_scaled_0_to_100_percent(session: Any) -> None:
+    from dataclasses import replace
+
+    from gpusession.ui.fakes import GIB
+
+    readings = iter([20 * GIB, 22 * GIB] * 50)  # 31 % and 34 % of 64 GiB
+
+    def host() -> Any:
+        return replace(fixed_host_memory(), used_bytes=next(readings))
+
+    async def go() -> None:
+        app = app_for(session, host_memory=host, poll_s=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("3")
+            mem = app.screen.query_one(MemoryPane)
+            while mem.samples < 6:
+                await pilot.pause(0.05)
+            await pilot.pause(0.1)
+            bars = _glyphs(app.screen.query_one("#mem-spark-host")).strip()
+            assert bars and set(bars) <= {"▂", "▃"}, bars  # never empty → full for 3 points
+            label = text_of(app, "#mem-hist-label")
+            assert "bars 0–100%" in label and "host RAM used 31%–34%" in label, label
+            assert "min→max" not in label
+
+    asyncio.run(go())
+
+
+def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any) -> None:
+    from textual.widgets import ProgressBar
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            bar = app.screen.query_one("#run-bar", ProgressBar)
+            assert bar.total is not None and bar.percentage == 0  # determinate and empty
+            assert "--%" not in str(bar.query_one("PercentageStatus").render())
+
+    asyncio.run(go())
+
+
+def test_r6_bar_glyphs_067_vs_068_s_are_one_height() -> None:
+    from gpusession.ui.charts import bar_glyphs
+
+    assert bar_glyphs([0.067, 0.068, 0.067], 6) == "█" * 6  # from a 0 s floor: one height
+    assert set(bar_glyphs([0.067, 0.068], 10, high=0.2)) == {"▃"}
+    assert bar_glyphs([0.0, 1.0], 2, high=1.0) == "▁█"
+    assert bar_glyphs([], 4) == "    "  # nothing measured is not drawn as zero

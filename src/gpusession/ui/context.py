@@ -114,6 +114,11 @@ def whole_number(text: str, field: str, *, minimum: int | None = None) -> int:
     return value
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 sample`` / ``3 samples`` (``words`` for an irregular plural: corpus → corpora)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured") -> str:
     """A state in words (H-11): never shown by colour alone."""
     if value is None:

@@ -22,9 +22,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
-from gpusession.ui.context import UiContext, fmt_bytes, need
+from gpusession.ui.charts import Bars
+from gpusession.ui.context import UiContext, fmt_bytes, need, plural
 
 NOT_COVERED = (
     "Not covered by the allocator figures: other processes, and memory outside the "
@@ -95,6 +96,12 @@ def allocator_lines(row: dict[str, Any] | None) -> list[str]:
         lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in keys]
     lines.append(NOT_COVERED)
     return lines
+
+
+def span(fractions: list[float]) -> str:
+    """``31%`` or ``29%–31%`` (the lowest and highest of a history of 0–1 fractions)."""
+    lo, hi = f"{min(fractions):.0%}", f"{max(fractions):.0%}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 class PersistentNvml:
@@ -186,8 +193,8 @@ class MemoryPane(VerticalScroll, can_focus=True):
         yield Static("Host memory: reading…", id="mem-host")
         yield Static("GPU memory: reading…", id="mem-gpu")
         yield Static("", id="mem-hist-label", classes="section")
-        yield Sparkline(list(self._host_hist), id="mem-spark-host")
-        yield Sparkline(list(self._gpu_hist), id="mem-spark-gpu")
+        yield Bars(list(self._host_hist), low=0.0, high=1.0, id="mem-spark-host")  # 0–100 %
+        yield Bars(list(self._gpu_hist), low=0.0, high=1.0, id="mem-spark-gpu")
         yield Static("", id="mem-alloc")
 
     def on_mount(self) -> None:
@@ -243,15 +250,14 @@ class MemoryPane(VerticalScroll, can_focus=True):
             used = sum(g.memory_used_bytes for g in gpus)
             total = sum(g.memory_total_bytes for g in gpus) or 1
             self._gpu_hist.append(used / total)
-        self.query_one("#mem-spark-host", Sparkline).data = list(self._host_hist)
-        spark_gpu = self.query_one("#mem-spark-gpu", Sparkline)
+        self.query_one("#mem-spark-host", Bars).data = list(self._host_hist)
+        spark_gpu = self.query_one("#mem-spark-gpu", Bars)
         spark_gpu.data = list(self._gpu_hist)
         spark_gpu.display = bool(gpus)
         h = list(self._host_hist)
-        label = f"History, last {len(h)} samples (bars scaled min→max): host RAM used {min(h):.0%}–{max(h):.0%}" if h else "History: no sample yet"
+        label = f"History, last {plural(len(h), 'sample')} (bars 0–100%): host RAM used {span(h)}" if h else "History: no sample yet"
         if gpus:
-            g = list(self._gpu_hist)
-            label += f" (top); GPU device total used {min(g):.0%}–{max(g):.0%} (bottom)"
+            label += f" (top); GPU device total used {span(list(self._gpu_hist))} (bottom)"
         self._set("#mem-hist-label", label)
 
     def _set(self, selector: str, text: str) -> None:

@@ -19,8 +19,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Label, ProgressBar, Sparkline, Static
+from textual.widgets import DataTable, Label, ProgressBar, Static
 
+from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
     fmt_bytes,
@@ -33,6 +34,8 @@ from gpusession.ui.context import (
 from gpusession.ui.modals import Field, FormModal
 
 PLAN = ("load_experiments", "define_experiment", "Experiment")
+#: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
+IDLE_TOTAL = 100
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -130,7 +133,7 @@ class RunPane(Vertical):
         yield Static("", id="run-status", classes="status")
         with Horizontal(id="run-overall"):
             yield Label("overall ", classes="bar-label")
-            yield ProgressBar(total=None, show_eta=False, id="run-bar")
+            yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
         yield Vertical(id="run-variants")
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
         rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
@@ -441,16 +444,23 @@ class RunPane(Vertical):
                 state_cell("none" if not failed else f"{failed} failed (kept, see notes)"),
             )
         warm = frame.filter(pl.col("phase") == "warm")
-        label = "Warm run durations per variant, in run order (s):" if warm.height else "No warm runs yet."
+        label = (
+            "Warm run durations in run order (bars from 0 s to the slowest):"
+            if warm.height else "No warm runs yet."
+        )
         self.query_one("#run-chart-label", Static).update(label)
-        for (vid,), part in warm.group_by(["variant_id"], maintain_order=True):
-            data = [x for x in part["elapsed_seconds"].to_list() if x is not None]
+        parts = [
+            (vid, [x for x in part["elapsed_seconds"].to_list() if x is not None])
+            for (vid,), part in warm.group_by(["variant_id"], maintain_order=True)
+        ]
+        slowest = max((max(d) for _, d in parts if d), default=None)
+        for vid, data in parts:
             if not data:
                 continue
-            charts.mount(
+            charts.mount(  # one scale for every variant: 0 s to the slowest warm run
                 Horizontal(
                     Label(f"{str(vid):<8.8} ", classes="bar-label"),
-                    Sparkline(data, classes="duration-spark"),
+                    Bars(data, low=0.0, high=slowest, classes="duration-spark"),
                     Label(f" {min(data):.3f}–{max(data):.3f}", classes="spark-range"),
                     classes="chart-row",
                 )
