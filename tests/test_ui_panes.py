@@ -479,7 +479,7 @@ def test_v1_validation_pane_states_in_words_and_distinct_corpora(session: Any) -
             rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
             assert tuple(rows[0][1:]) == ("match", "valid", "met", "accepted")
             assert tuple(rows[2][1:]) == ("mismatch", "valid", "not met", "rejected")
-            assert "distinct accepted corpora in this session: 1" in text_of(app, "#val-status")
+            assert "3 runs; 1 distinct accepted corpus in this session" in text_of(app, "#val-status")
             await pilot.press("down", "down")
             detail = text_of(app, "#val-detail")
             assert "REJECTED" in detail and "margin -0.3900" in detail
@@ -1042,3 +1042,56 @@ def test_r6_bar_glyphs_067_vs_068_s_are_one_height() -> None:
     assert set(bar_glyphs([0.067, 0.068], 10, high=0.2)) == {"▃"}
     assert bar_glyphs([0.0, 1.0], 2, high=1.0) == "▁█"
     assert bar_glyphs([], 4) == "    "  # nothing measured is not drawn as zero
+
+
+# -- wording ------------------------------------------------------------------------------------------
+def test_h12_no_internal_case_ids_in_what_a_person_reads(session: Any) -> None:
+    import re
+
+    from gpusession.ui.palette import ACTIONS
+
+    case_id = re.compile(r"\bH-\d\d\b")
+    assert not [a for a in ACTIONS if case_id.search(a[0] + a[1])]
+
+    async def go() -> None:
+        app = app_for(session, runner_factory=FakeRunner.factory(step_s=0.2))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2", "r")
+            await pilot.pause(0.3)
+            await pilot.press("c")
+            await pilot.pause()
+            status = text_of(app, "#run-status")
+            assert "Cancel requested" in status and not case_id.search(status), status
+            run_pane = app.screen.pane("run")
+            while run_pane.running:
+                await pilot.pause(0.05)
+            for key in "123456":
+                await pilot.press(key)
+                await pilot.pause(0.1)
+                words = " ".join(str(w.render()) for w in app.screen.query(Static))
+                assert not case_id.search(words), f"pane {key}: {case_id.search(words)}"
+
+    asyncio.run(go())
+
+
+def test_k4_one_accepted_corpus_is_singular(session: Any) -> None:
+    for i in range(3):  # three repetitions of one corpus: one deliverable
+        session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                         run_index=i + 1, corpus_revision="c1", corpus_accepted=True))
+
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("6")
+            await pilot.pause()
+            cost = text_of(app, "#cost-report")
+            assert "1 distinct (accepted corpus of this session)" in cost, cost
+            await pilot.press("4")
+            await pilot.pause()
+            status = text_of(app, "#val-status")
+            assert "3 runs; 1 distinct accepted corpus in this session" in status, status
+            assert "corpora" not in (cost + status)
+
+    asyncio.run(go())

@@ -20,7 +20,7 @@ ACTIONS: tuple[tuple[str, str, str, str | None], ...] = (
     ("Edit checklist note", "n on the checklist", "checklist", "note"),
     ("Add checklist item", "a on the checklist", "checklist", "add"),
     ("Run experiment", "r on the run pane: start the current experiment", "run", "start"),
-    ("Cancel run at the next run boundary", "c on the run pane (H-12)", "run", "cancel"),
+    ("Cancel run at the next run boundary", "c on the run pane: the run in flight ends, the rest is skipped", "run", "cancel"),
     ("Pick experiment", "e on the run pane", "run", "pick"),
     ("Define experiment", "d on the run pane: one varied parameter (R1)", "run", "define"),
     ("Show run summary / live rows", "s on the run pane", "run", "switch_view"),

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
-from gpusession.ui.context import UiContext, need
+from gpusession.ui.context import UiContext, need, plural
 from gpusession.ui.modals import Choice
 
 DAYS = ("3", "7", "30")
@@ -34,7 +34,8 @@ def measured_accepted(session: Any) -> tuple[int | None, str]:
         return None, f"results unreadable: {exc}"
     if frame.height == 0 or frame["corpus_accepted"].drop_nulls().len() == 0:
         return None, "no validated run yet"
-    return accepted_unique_corpora(frame), "distinct accepted corpora of this session"
+    n = accepted_unique_corpora(frame)
+    return n, plural(n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
 
 
 class CostPane(Vertical):
@@ -141,5 +142,5 @@ class CostPane(Vertical):
         except Exception as exc:
             self.notify(str(exc), title="package not saved", severity="error")
             return
-        self.notify(f"package saved: {new.gpu_model}, {new.lots} lot(s), {new.days} days", title="cost")
+        self.notify(f"package saved: {new.gpu_model}, {plural(new.lots or 0, 'lot')}, {new.days} days", title="cost")
         self.post_message(self.PackageSaved())

@@ -27,6 +27,7 @@ from gpusession.ui.context import (
     fmt_bytes,
     fmt_seconds,
     need,
+    plural,
     state_cell,
     whole_number,
     yes_no,
@@ -57,7 +58,7 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
         return f"run failed: {error}"
     complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
     incidents = list(getattr(outcome, "incidents", None) or [])
-    tail = f"; {len(incidents)} incident(s) kept in the journal" if incidents else ""
+    tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""
     if cancelled or getattr(outcome, "cancelled", False):
         return f"run cancelled at a run boundary — partial result, marked incomplete{tail}"
     if complete is False:
@@ -325,7 +326,7 @@ class RunPane(Vertical):
         if self.running and not self.cancel_event.is_set():
             self.cancel_event.set()
             self.last_outcome = "cancel requested"
-            self._status("Cancel requested — the run stops at the next run boundary (H-12).")
+            self._status("Cancel requested — the run stops at the next run boundary.")
 
     def _setup_variant_bars(self) -> None:
         box = self.query_one("#run-variants", Vertical)

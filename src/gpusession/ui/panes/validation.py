@@ -21,7 +21,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from gpusession.ui.context import UiContext, state_cell, yes_no
+from gpusession.ui.context import UiContext, plural, state_cell, yes_no
 
 
 def quality_words(r: dict[str, Any]) -> str:
@@ -178,8 +178,9 @@ class ValidationPane(Vertical):
             )
         n = accepted_unique_corpora(frame)
         self.query_one("#val-status", Static).update(
-            f"{len(self.rows)} runs; distinct accepted corpora in this session: {n} "
-            "(repetitions of one corpus count once, K4). v: re-read"
+            f"{plural(len(self.rows), 'run')}; "
+            f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this session "
+            "(a corpus run again counts once, K4). v: re-read"
         )
         self.show_detail(0 if self.rows else None)
         self.post_message(self.Reloaded(len(self.rows), n))
