@@ -145,3 +145,40 @@ def test_r7_hip_and_torch_oom_messages_are_oom() -> None:
     assert is_oom(RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"))
     assert is_oom(RuntimeError("HIP out of memory. Tried to allocate 20.00 MiB"))
     assert not is_oom(RuntimeError("CUDA error: an illegal memory access was encountered"))
+
+
+def _props_torch(uuid: str) -> Any:
+    cuda = SimpleNamespace(get_device_properties=lambda d: SimpleNamespace(uuid=uuid))
+    return SimpleNamespace(cuda=cuda, device=lambda name: name)
+
+
+def _snap() -> Any:
+    from gpusession.core.environment import GpuReading, NvmlSnapshot
+
+    gpus = tuple(GpuReading(i, u, "NVIDIA H200", 1, 0, ()) for i, u in
+                 enumerate(["GPU-aaaa0000-0000-0000-0000-000000000000",
+                            "GPU-bbbb1111-1111-1111-1111-111111111111"]))
+    return NvmlSnapshot(True, None, "580.159.03", gpus)
+
+
+def test_h05_worker_reports_the_gpu_torch_really_uses_by_uuid() -> None:
+    from gpusession.bench.worker import physical_gpu
+
+    # torch's cuda:0 is physical GPU 1 although the variable is unset (CUDA orders
+    # FASTEST_FIRST, NVML by PCI): torch's own UUID decides, not the position.
+    torch = _props_torch("bbbb1111-1111-1111-1111-111111111111")
+    assert physical_gpu(torch, "cuda:0", _snap(), {}) == ("GPU-bbbb1111-1111-1111-1111-111111111111", 1)
+
+
+def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
+    from gpusession.bench.worker import physical_gpu
+    from gpusession.core.environment import NvmlSnapshot
+
+    torch = _props_torch("cccc2222-2222-2222-2222-222222222222")  # unknown to NVML
+    assert physical_gpu(torch, "cuda:0", _snap(), {"CUDA_VISIBLE_DEVICES": "1"}) == (
+        "GPU-bbbb1111-1111-1111-1111-111111111111", 1)
+    no_nvml = NvmlSnapshot(False, "no NVIDIA driver found", None, ())
+    assert physical_gpu(torch, "cuda:0", no_nvml, {}) == (
+        "GPU-cccc2222-2222-2222-2222-222222222222", None)
+    assert physical_gpu(torch, "cuda:0", no_nvml, {"CUDA_VISIBLE_DEVICES": "3"}) == (
+        "GPU-cccc2222-2222-2222-2222-222222222222", 3)

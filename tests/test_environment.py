@@ -151,3 +151,49 @@ def test_m5_environment_module_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class FakeMigNvml(FakeNvml):
+    """GPU 1 is in MIG mode with two instances; GPU 0 does not support MIG."""
+
+    MIGS = {1: ["MIG-1111-aaaa", "MIG-2222-bbbb"]}
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: Any) -> int:
+        if h not in self.MIGS:
+            raise RuntimeError("Not Supported")
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: int, i: int) -> Any:
+        if i >= len(self.MIGS[h]):
+            raise RuntimeError("Not Found")
+        return ("mig", h, i)
+
+    def nvmlDeviceGetUUID(self, h: Any) -> Any:
+        if isinstance(h, tuple):
+            return self._s(self.MIGS[h[1]][h[2]])
+        return super().nvmlDeviceGetUUID(h)
+
+
+def test_h05_mig_ids_in_visible_devices_map_to_the_parent_gpu() -> None:
+    snap = read_nvml(FakeMigNvml(as_bytes=True))
+    assert snap.gpus[1].mig_uuids == ("MIG-1111-aaaa", "MIG-2222-bbbb")
+    assert snap.gpus[0].mig_uuids == ()
+    mig = visible_device_map({"CUDA_VISIBLE_DEVICES": "MIG-2222"}, snap)
+    assert [(d.physical_index, d.uuid) for d in mig] == [(1, "MIG-2222-bbbb")]
+    old_style = visible_device_map({"CUDA_VISIBLE_DEVICES": "MIG-GPU-bbbb-1111/1/0"}, snap)
+    assert [(d.physical_index, d.uuid) for d in old_style] == [(1, "MIG-GPU-bbbb-1111/1/0")]
+    unknown = visible_device_map({"CUDA_VISIBLE_DEVICES": "MIG-9999"}, snap)
+    assert [(d.physical_index, d.uuid) for d in unknown] == [(None, "MIG-9999")]
+
+
+def test_h05_gpu_for_uuid_accepts_torch_bare_uuid_and_nvml_prefixes() -> None:
+    from gpusession.core.environment import gpu_for_uuid
+
+    snap = read_nvml(FakeMigNvml())
+    gpu, uuid = gpu_for_uuid("bbbb-1111", snap)  # torch: props.uuid without prefix
+    assert gpu is not None and gpu.index == 1 and uuid == "GPU-bbbb-1111"
+    gpu, uuid = gpu_for_uuid("1111-AAAA", snap)  # a MIG instance, any case
+    assert gpu is not None and gpu.index == 1 and uuid == "MIG-1111-aaaa"
+    assert gpu_for_uuid("GPU-aaaa-0000", snap)[0] is not None
+    assert gpu_for_uuid("cccc", snap) == (None, None)
+    assert gpu_for_uuid("bbbb", snap) == (None, None)  # a prefix is not torch's full UUID

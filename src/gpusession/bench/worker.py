@@ -174,7 +174,7 @@ class TorchDevice:
 
     def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
         """Environment observed in this process (R10, H-05 to H-07)."""
-        from gpusession.core.environment import device_for, read_nvml
+        from gpusession.core.environment import read_nvml
 
         torch = self.torch
         snap = read_nvml()
@@ -194,16 +194,38 @@ class TorchDevice:
         }
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
-            phys = device_for(self.device, snapshot=snap)
-            uuid = phys.uuid if phys else None
-            if uuid is None:
-                try:
-                    uuid = "GPU-" + str(torch.cuda.get_device_properties(torch.device(self.device)).uuid)
-                except Exception:
-                    uuid = None
-            env["gpu_uuid"] = uuid
-            env["gpu_physical_index"] = phys.physical_index if phys else None
+            env["gpu_uuid"], env["gpu_physical_index"] = physical_gpu(torch, self.device, snap)
         return env
+
+
+def physical_gpu(torch: Any, device: str, snap: Any,
+                 env: dict[str, str] | None = None) -> tuple[str | None, int | None]:
+    """``(uuid, NVML index)`` of the physical GPU behind ``device`` (H-05).
+
+    torch's own UUID of the device (``get_device_properties(d).uuid``) is looked up in
+    the NVML snapshot first: it names the GPU the process really uses, whatever
+    ``CUDA_VISIBLE_DEVICES`` (indices, UUIDs, MIG ids) or ``CUDA_DEVICE_ORDER`` say. Only
+    when NVML does not know it does the variable's list decide
+    (:func:`gpusession.core.environment.device_for`); without NVML the UUID is torch's.
+    """
+    from gpusession.core.environment import device_for, gpu_for_uuid
+
+    torch_uuid: str | None = None
+    try:
+        torch_uuid = str(torch.cuda.get_device_properties(torch.device(device)).uuid) or None
+    except Exception:
+        torch_uuid = None
+    if torch_uuid:
+        gpu, nvml_uuid = gpu_for_uuid(torch_uuid, snap)
+        if gpu is not None:
+            return nvml_uuid, gpu.index
+    fallback = None
+    if torch_uuid:
+        fallback = torch_uuid if torch_uuid.upper().startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
+    phys = device_for(device, env, snapshot=snap)
+    if phys is None:
+        return fallback, None
+    return phys.uuid or fallback, phys.physical_index
 
 
 def _run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:

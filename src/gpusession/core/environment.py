@@ -50,6 +50,8 @@ class GpuReading:
         memory_total_bytes, memory_used_bytes: device totals in bytes (every process,
             the CUDA contexts included; not the PyTorch allocator's figures, H-04).
         processes: compute processes on that GPU.
+        mig_uuids: UUIDs (``"MIG-…"``) of the MIG instances on that GPU; empty when MIG
+            is off or NVML cannot tell.
     """
 
     index: int
@@ -58,6 +60,7 @@ class GpuReading:
     memory_total_bytes: int
     memory_used_bytes: int
     processes: tuple[GpuProcess, ...]
+    mig_uuids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,22 @@ def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
     return tuple(out)
 
 
+def _read_mig_uuids(nvml: Any, handle: Any) -> tuple[str, ...]:
+    """UUIDs of the MIG instances of one GPU; ``()`` when MIG is off or unsupported."""
+    try:
+        count = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+    except Exception:
+        return ()
+    out = []
+    for i in range(count):
+        try:
+            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
+            out.append(decode_nvml_str(nvml.nvmlDeviceGetUUID(mig)))
+        except Exception:
+            continue  # an empty slot raises NotFound
+    return tuple(out)
+
+
 def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
     """Read driver version and every GPU (memory, processes) through NVML; never raises.
 
@@ -189,6 +208,7 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
                         memory_total_bytes=int(mem.total),
                         memory_used_bytes=int(mem.used),
                         processes=_read_processes(nvml, handle),
+                        mig_uuids=_read_mig_uuids(nvml, handle),
                     )
                 )
             except Exception:
@@ -335,26 +355,72 @@ def visible_device_map(
     for n, entry in enumerate(entries):
         gpu: GpuReading | None = None
         physical: int | None = None
+        mig_uuid: str | None = None
         if entry.isdigit():
             physical = int(entry)
             gpu = by_index.get(physical)
             if snap.available and gpu is None:
                 break  # CUDA stops at an index that does not exist
         else:
-            matches = [g for g in gpus if g.uuid.lower().startswith(entry.lower())]
-            if len(matches) == 1:
-                gpu = matches[0]
-                physical = gpu.index
+            gpu, mig_uuid = _gpu_for_uuid_entry(entry, gpus)
+            physical = gpu.index if gpu else None
         out.append(
             VisibleDevice(
                 torch_index=n,
                 physical_index=physical,
-                uuid=gpu.uuid if gpu else (entry if not entry.isdigit() else None),
+                uuid=mig_uuid if mig_uuid else gpu.uuid if gpu else (entry if not entry.isdigit() else None),
                 name=gpu.name if gpu else None,
                 gpu=gpu,
             )
         )
     return tuple(out)
+
+
+def _gpu_for_uuid_entry(entry: str, gpus: list[GpuReading]) -> tuple[GpuReading | None, str | None]:
+    """The physical GPU for one UUID entry of ``CUDA_VISIBLE_DEVICES`` (a unique
+    prefix, as CUDA accepts), and the MIG instance's UUID when the entry names one.
+
+    ``GPU-…`` names a GPU; ``MIG-…`` a MIG instance (matched against each GPU's
+    instances); the CUDA 11.0-11.x form ``MIG-GPU-<gpu uuid>/<gi>/<ci>`` names an instance
+    of that GPU.
+    """
+    low = entry.lower()
+    if low.startswith("mig-gpu-"):
+        parent = low[len("mig-"):].split("/", 1)[0]
+        found = [g for g in gpus if g.uuid.lower().startswith(parent)]
+        return (found[0], entry) if len(found) == 1 else (None, None)
+    if low.startswith("mig-"):
+        hits = [(g, m) for g in gpus for m in g.mig_uuids if m.lower().startswith(low)]
+        return hits[0] if len(hits) == 1 else (None, None)
+    found = [g for g in gpus if g.uuid.lower().startswith(low)]
+    return (found[0], None) if len(found) == 1 else (None, None)
+
+
+def gpu_for_uuid(uuid: str, snapshot: NvmlSnapshot) -> tuple[GpuReading | None, str | None]:
+    """The physical GPU whose UUID (or one of whose MIG instances' UUID) is ``uuid``.
+
+    Args:
+        uuid: as torch reports it (``torch.cuda.get_device_properties(d).uuid``: bare
+            ``"8f2c…"`` without prefix) or as NVML does (``"GPU-8f2c…"``, ``"MIG-…"``).
+        snapshot: an NVML reading.
+
+    Returns:
+        ``(gpu, uuid_as_nvml_writes_it)``, or ``(None, None)`` when no GPU matches (H-05:
+        the GPU the process really used, whatever ``CUDA_VISIBLE_DEVICES`` or
+        ``CUDA_DEVICE_ORDER`` say).
+    """
+    bare = uuid.strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if bare.startswith(prefix):
+            bare = bare[len(prefix):]
+    if not bare:
+        return None, None
+    for g in snapshot.gpus:
+        for candidate in (g.uuid, *g.mig_uuids):
+            low = candidate.lower()
+            if low.split("-", 1)[-1] == bare or low == bare:
+                return g, candidate
+    return None, None
 
 
 def device_for(torch_device: str, env: Mapping[str, str] | None = None,
@@ -439,6 +505,7 @@ __all__ = [
     "VisibleDevice",
     "decode_nvml_str",
     "device_for",
+    "gpu_for_uuid",
     "host_cpu_percent",
     "parse_visible_devices",
     "read_cgroup_limit",
