@@ -28,8 +28,50 @@ def _mlp(session: Session, device: str, **kw: Any) -> Experiment:
 def test_m1_synthetic_mlp_expected_bytes_computed_beside_measurement() -> None:
     e = expected_memory(width=1024, depth=4, batch=64, precision="fp32")
     assert e["parameter_bytes"] == 4 * (1024 * 1024 + 1024) * 4
-    assert e["activation_bytes"] == 2 * 64 * 1024 * 4
-    assert expected_memory(1024, 4, 64, "bf16")["parameter_bytes"] == e["parameter_bytes"] // 2
+    assert e["activation_bytes"] == 3 * 64 * 1024 * 4  # input + a layer's input and output
+    assert e["activation_upper_bytes"] == 5 * 64 * 1024 * 4
+    half = expected_memory(1024, 4, 64, "bf16")
+    assert half == expected_memory(1024, 4, 64, "fp16")
+    assert all(half[k] * 2 == e[k] for k in e)
+    assert expected_memory(1024, 1, 64)["activation_bytes"] == 2 * 64 * 1024 * 4
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_m1_synthetic_mlp_expected_activation_bytes_equal_the_live_tensor_peak(
+        depth: int, precision: str) -> None:
+    """The expected figure is checked against what predict() really keeps alive (CPU)."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from gpusession.bench.workloads.synthetic_mlp import SyntheticMlp
+
+    class LivePeak(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.live = self.peak = 0
+            self.keep: list[Any] = []
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            if isinstance(out, torch.Tensor):
+                n = out.untyped_storage().nbytes()
+                self.live += n
+                self.peak = max(self.peak, self.live)
+                self.keep.append(weakref.finalize(out, self._free, n))
+            return out
+
+        def _free(self, n: int) -> None:
+            self.live -= n
+
+    w = SyntheticMlp(width=64, depth=depth)
+    w.load("cpu", precision, None)
+    with LivePeak() as mode:
+        w.predict(["x"] * 32)
+    assert mode.peak == expected_memory(64, depth, 32, precision)["activation_bytes"]
+    assert mode.peak <= expected_memory(64, depth, 32, precision)["activation_upper_bytes"]
 
 
 def test_m4_synthetic_mlp_on_cpu_keeps_memory_cells_empty(sessions_root: Path) -> None:

@@ -4,9 +4,12 @@ An MLP of ``depth`` square ``Linear(width, width)`` layers; each predict call pu
 ``(len(texts), width)`` random input through it. Expected bytes are computed beside the
 measurement so the memory pane can show "expected vs measured": parameters
 ``depth·(width² + width)·bytes_per_element``; activations of one forward pass without
-autograd ≈ two live ``(batch, width)`` tensors at a time, reported together with the
-whole-chain upper bound ``depth·batch·width·bytes``. The allocator also rounds blocks up
-(512-byte granules), so measured ≥ expected. Imports torch.
+autograd: the random input (kept by ``predict`` throughout) plus a layer's input and
+output, i.e. ``(1 + min(depth, 2))`` live ``(batch, width)`` tensors at the peak,
+reported together with the whole-chain upper bound ``(depth + 1)·batch·width·bytes``
+(input and every layer's output kept). fp16 and bf16 are 2 bytes per element, fp32 4.
+The allocator also rounds blocks up (512-byte granules) and cuBLAS may take a workspace
+through it on the first matmul, so measured ≥ expected. Imports torch.
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32") -> dict[str, int]:
-    """Expected bytes: ``parameter_bytes``, ``activation_bytes`` (two live tensors) and
-    ``activation_upper_bytes`` (every layer's output kept)."""
+    """Expected bytes: ``parameter_bytes``, ``activation_bytes`` (peak of live
+    activations: the input plus at most two layer outputs) and ``activation_upper_bytes``
+    (the input and every layer's output kept)."""
     b = BYTES[precision]
+    row = batch * width * b
     return {
         "parameter_bytes": depth * (width * width + width) * b,
-        "activation_bytes": 2 * batch * width * b,
-        "activation_upper_bytes": depth * batch * width * b,
+        "activation_bytes": (1 + min(depth, 2)) * row,
+        "activation_upper_bytes": (depth + 1) * row,
     }
 
 
