@@ -107,6 +107,7 @@ def test_h01_r8_gpu_harness_matches_cuda_events_and_beats_unsynchronized() -> No
     assert m.event_elapsed_s is not None
     assert m.elapsed_s >= 0.95 * m.event_elapsed_s  # never faster than the work
     assert m.elapsed_s > unsync  # the unsynchronized reading misses the work
+    assert m.event_elapsed_s > 0.5 * m.elapsed_s  # the events bracket the matmul itself
     assert m.peak_allocated_bytes is not None and m.peak_allocated_bytes >= 3 * 8192 * 8192 * 4
 
 
@@ -133,8 +134,12 @@ def test_m1_r10_gpu_run_fills_memory_cells_and_environment(sessions_root: Path) 
     env = s.data["environment"]
     assert env["gpus_used"] == [env["device"]]
     assert "cudnn_benchmark" in env
+    assert env.get("gpu_uuid", "").startswith(("GPU-", "MIG-"))  # torch's own UUID at least
     if not env.get("nvml_reason"):
         assert env.get("driver_version") and env.get("gpu_uuid")  # H-06, H-05
+        assert env.get("gpu_physical_index") is not None  # found in NVML by UUID (H-05)
+    warm = [r for r in rows if r.phase == "warm"]
+    assert all(isinstance(r.peak_reserved_bytes, int) for r in warm)  # bytes, M1
 
 
 @pytest.mark.gpu
@@ -171,3 +176,5 @@ def test_h02_gpu_second_device_synchronized_by_name() -> None:
                       event_factory=TorchCudaOps(torch).event_pair("cuda:1"))
     m = timer.measure(lambda: a @ a)
     assert m.event_elapsed_s is not None and m.elapsed_s >= 0.95 * m.event_elapsed_s
+    # events recorded on cuda:1's stream (not the current cuda:0's) cover the work
+    assert m.event_elapsed_s > 0.5 * m.elapsed_s
