@@ -182,3 +182,18 @@ def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
         "GPU-cccc2222-2222-2222-2222-222222222222", None)
     assert physical_gpu(torch, "cuda:0", no_nvml, {"CUDA_VISIBLE_DEVICES": "3"}) == (
         "GPU-cccc2222-2222-2222-2222-222222222222", 3)
+
+
+def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any) -> None:
+    import torch
+
+    from gpusession.bench.worker import TorchDevice
+
+    chosen: list[int] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: chosen.append(i))
+    dev = TorchDevice("cuda:1")
+    assert dev.device == "cuda:1" and dev.is_gpu
+    assert chosen == [1]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert TorchDevice("auto").device == "cpu" and chosen == [1]  # CPU: no CUDA call

@@ -143,6 +143,9 @@ class TorchDevice:
                 raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
             index = dev.index if dev.index is not None else torch.cuda.current_device()
             self.device = f"cuda:{index}"
+            # The workload's device becomes the current one, so a bare "cuda" tensor, a
+            # stream or an event without a device lands there, not on cuda:0 (H-02).
+            torch.cuda.set_device(index)
         else:
             self.device = "cpu"
 
