@@ -893,6 +893,10 @@ def test_h11_form_placeholders_read_as_examples_not_values(session: Any) -> None
                 assert all(h.startswith("e.g. ") for h in holders), holders
                 await pilot.press("ctrl+g")
                 await pilot.pause()
+            await pilot.press("6")  # the cost pane's own inputs too
+            await pilot.pause()
+            holders = [i.placeholder for i in app.screen.pane("cost").query(Input) if i.placeholder]
+            assert holders and all(h.startswith("e.g. ") for h in holders), holders
 
     asyncio.run(go())
 

@@ -60,14 +60,14 @@ class CostPane(Vertical):
         pkg = self.ctx.session.package
         with Horizontal(id="cost-form"):
             yield Label("GPU ")
-            yield Input(pkg.gpu_model or "", placeholder="RTX A5000", id="cost-gpu")
+            yield Input(pkg.gpu_model or "", placeholder="e.g. RTX A5000", id="cost-gpu")
             yield Label(" lots ")
             yield Input(str(pkg.lots or 1), id="cost-lots", type="integer")
             yield Label(" days ")
             yield Choice(DAYS, str(pkg.days or 7), id="cost-days")
         with Horizontal(id="cost-form2"):
             yield Label("plan (days per task) ")
-            yield Input("", placeholder="0.25,1,1,0.5,0.5", id="cost-plan")
+            yield Input("", placeholder="e.g. 0.25,1,1,0.5,0.5", id="cost-plan")
             yield Button("Save as package", id="cost-save")
         yield Static("tab: edit a field (recomputed as you type); enter: done, keys 1–6 work again", classes="status")
         with VerticalScroll(id="cost-out", can_focus=True):
