@@ -952,8 +952,8 @@ def test_s1_add_item_stage_list_shows_stage_titles(session: Any) -> None:
             await pilot.pause()
             stages = app.screen.query_one("#field-stage", OptionList)
             shown = [str(stages.get_option_at_index(i).prompt) for i in range(stages.option_count)]
-            assert shown[0].startswith("1 ") and len(shown[0]) > 4, shown
-            assert all(not s.isdigit() for s in shown), shown
+            assert shown[0].startswith("(*) 1 ") and len(shown[0]) > 8, shown  # "1 Define the output"
+            assert all(not s[4:].isdigit() for s in shown), shown
 
     asyncio.run(go())
 
@@ -1097,5 +1097,28 @@ def test_k4_one_accepted_corpus_is_singular(session: Any) -> None:
             status = text_of(app, "#val-status")
             assert "3 runs; 1 distinct accepted corpus in this session" in status, status
             assert "corpora" not in (cost + status)
+
+    asyncio.run(go())
+
+
+def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(session: Any) -> None:
+    """In a plain terminal (no colour, no reverse video) the chosen state is still readable."""
+    async def go() -> None:
+        app = app_for(session)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5", "e")
+            await pilot.pause()
+            states = app.screen.query_one("#field-state", OptionList)
+
+            def prompts() -> list[str]:
+                return [str(states.get_option_at_index(i).prompt) for i in range(states.option_count)]
+
+            assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-sent"]
+            await pilot.press("down")
+            await pilot.pause()
+            assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-confirmed"]
+            assert "( ) payment-sent" in prompts()
+            assert states.value == "payment-confirmed"  # type: ignore[attr-defined]
 
     asyncio.run(go())

@@ -45,12 +45,25 @@ class Choice(OptionList):
     """
 
     def __init__(self, choices: tuple[str, ...], value: str, *, labels: tuple[str, ...] = (), **kw: Any) -> None:
-        shown = labels if len(labels) == len(choices) else choices
-        super().__init__(*[Option(text, id=c) for c, text in zip(choices, shown, strict=True)], **kw)
+        self._shown = labels if len(labels) == len(choices) else choices
         self._initial = value if value in choices else choices[0]
+        super().__init__(
+            *[Option(self._prompt(text, c == self._initial), id=c) for c, text in zip(choices, self._shown, strict=True)],
+            **kw,
+        )
+
+    @staticmethod
+    def _prompt(text: str, chosen: bool) -> str:
+        """``(*) payment-sent`` / ``( ) ordered``: the choice is readable without colour (H-11)."""
+        return f"{'(*)' if chosen else '( )'} {text}"
 
     def on_mount(self) -> None:
         self.highlighted = self.get_option_index(self._initial)
+
+    def _watch_highlighted(self, old: int | None, new: int | None) -> None:
+        for index in {old, new}:
+            if index is not None and 0 <= index < self.option_count:
+                self.replace_option_prompt_at_index(index, self._prompt(self._shown[index], index == new))
 
     @property
     def value(self) -> str:
