@@ -1,7 +1,9 @@
 """End to end in a real terminal (issue 6, H-11, H-12): tmux at 80×24 runs ``gpusession demo``.
 
 The test presses ``2`` (run pane), ``r`` (start), waits for the summary, captures the
-pane and checks the words on it: the state is readable without colour, in the smallest
+pane and checks the words on it; then it opens the session again (now with runs) and
+presses ``2``, ``r`` and, a second later, ``c`` (cancel at the next run boundary), as a
+person does: the state is readable without colour, in the smallest
 tmux pane a person will use, with ``TERM=tmux-256color`` and ``COLORTERM`` unset. It uses
 its own tmux server (``-L``) so it never touches the user's sessions.
 """
@@ -60,10 +62,8 @@ def test_h11_h12_tmux_80x24_demo_run_shows_summary_in_words(tmp_path: Path) -> N
     tmux = Tmux(f"gpusession-e2e-{uuid.uuid4().hex[:8]}")
     env = {k: v for k, v in os.environ.items() if k not in ("COLORTERM", "GPUSESSION_HOME", "TMUX")}
     env["TERM"] = "xterm-256color"
-    cmd = (
-        f"cd {tmp_path} && TERM=tmux-256color {sys.executable} -m gpusession "
-        f"--sessions-dir {tmp_path / 'sessions'} demo --device cpu; echo GPUSESSION-EXIT $?; sleep 30"
-    )
+    demo = f"TERM=tmux-256color {sys.executable} -m gpusession --sessions-dir {tmp_path / 'sessions'} demo --device cpu"
+    cmd = f"cd {tmp_path} && {demo}; echo GPUSESSION-EXIT $?; sleep 3; {demo}; echo GPUSESSION-AGAIN $?; sleep 30"
     subprocess.run(["tmux", "-L", tmux.socket, "-f", "/dev/null", "new-session", "-d", "-s", "e2e",
                     "-x", "80", "-y", "24", cmd], env=env, check=True, timeout=30)
     try:
@@ -85,5 +85,19 @@ def test_h11_h12_tmux_80x24_demo_run_shows_summary_in_words(tmp_path: Path) -> N
             assert any(variant in ln and "cold" in ln for ln in lines), screen
         tmux("send-keys", "-t", "e2e", "q")
         tmux.wait_for("GPUSESSION-EXIT 0", 20)
+        # the trial's repro: reopen the session (it has runs: the pane opens on the
+        # summary), 2, r, then c about 1 s later with no 1/2 in between — the cancel
+        # must be answered (the focus stays in the pane)
+        tmux.wait_for("1 Checklist", 120)
+        tmux("send-keys", "-t", "e2e", "2")
+        tmux.wait_for("median s", 20)
+        tmux("send-keys", "-t", "e2e", "r")
+        tmux.wait_for("running — c: cancel at the next run boundary", 30)
+        time.sleep(1.0)
+        tmux("send-keys", "-t", "e2e", "c")
+        screen = tmux.wait_for("run cancelled at a run boundary — partial result, marked incomplete", 60)
+        assert "c Cancel" in screen, f"the footer lost the pane's keys:\n{screen}"
+        tmux("send-keys", "-t", "e2e", "q")
+        tmux.wait_for("GPUSESSION-AGAIN 0", 20)
     finally:
         tmux("kill-server")
