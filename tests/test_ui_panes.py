@@ -818,7 +818,9 @@ def test_memory_poller_initialises_nvml_once(session: Any) -> None:
 # -- forms: checked inside the form, readable at 80×24 ------------------------------------------
 def _shown_on_screen(app: Any, widget: Any) -> bool:
     """The widget is painted somewhere in the terminal (not scrolled or clipped away)."""
-    region = app.screen.find_widget(widget).visible_region if widget.display else None
+    if not widget.display:
+        return False
+    region = app.screen.find_widget(widget).visible_region
     return bool(region) and region.bottom <= app.size.height and region.right <= app.size.width
 
 
@@ -841,6 +843,7 @@ def test_s3_payment_order_refused_keeps_the_form_and_everything_typed(session: A
             error = str(app.screen.query_one("#form-error", Static).render())
             assert "Not saved" in error and "asset" in error, error
             assert _shown_on_screen(app, app.screen.query_one("#form-error"))
+            assert _shown_on_screen(app, app.screen.query_one("#form-save"))
             for name, value in typed.items():
                 assert app.screen.query_one(f"#field-{name}", Input).value == value
             assert app.focused is app.screen.query_one("#field-asset")  # the cursor goes to it
@@ -1061,13 +1064,23 @@ def test_h12_no_internal_case_ids_in_what_a_person_reads(session: Any) -> None:
         app = app_for(session, runner_factory=FakeRunner.factory(step_s=0.2))
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot, app)
-            await pilot.press("2", "r")
+            await pilot.press("2")
+            await pilot.pause()
+            run_pane = app.screen.pane("run")
+            shown: list[str] = []  # every status line, also the short-lived ones
+            status_box = run_pane.query_one("#run-status", Static)
+            update = status_box.update
+
+            def spy(text: Any = "") -> None:
+                shown.append(str(text))
+                update(text)
+
+            status_box.update = spy  # type: ignore[method-assign]
+            await pilot.press("r")
             await pilot.pause(0.3)
             await pilot.press("c")
-            await pilot.pause()
-            status = text_of(app, "#run-status")
-            assert "Cancel requested" in status and not case_id.search(status), status
-            run_pane = app.screen.pane("run")
+            assert any("Cancel requested" in t for t in shown), shown
+            assert not [t for t in shown if case_id.search(t)], shown
             while run_pane.running:
                 await pilot.pause(0.05)
             for key in "123456":

@@ -183,9 +183,9 @@ class FormModal(ModalScreen[dict[str, str] | None]):
     def _fit(self) -> None:
         """Let the fields scroll within what the terminal leaves (24 rows: 18 or fewer)."""
         error = self.query_one("#form-error", Static)
-        error_rows = error.region.height if error.display and error.region.height else 0
-        if error.display and not error_rows:
-            error_rows = 1 + len(self.error) // max(20, self.size.width - 6)
+        error_rows = 0
+        if error.display:  # its lines: known after a layout, else estimated
+            error_rows = error.region.height or 1 + len(self.error) // max(20, self.size.width - 6)
         rows = self.size.height - self.CHROME_ROWS - error_rows
         self.query_one("#form-body").styles.max_height = max(3, rows)
 
