@@ -806,7 +806,12 @@ def test_memory_poller_initialises_nvml_once(session: Any) -> None:
     async def go() -> None:
         app = app_for(session, nvml=nvml, poll_s=0.05)
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause(0.6)
+            # Wait for 5 samples (at most 15 s: a loaded CI machine is slow), then check
+            # NVML was initialised once for all of them.
+            for _ in range(150):
+                await pilot.pause(0.1)
+                if app.screen.query_one(MemoryPane).samples >= 5:
+                    break
             await app.workers.wait_for_complete()
             assert app.screen.query_one(MemoryPane).samples >= 5
             # one for the poller's whole life, one for the checklist's evidence probe
