@@ -36,7 +36,7 @@ from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.errors import BadInput
 from gpusession.core.results import ResultRow
 from gpusession.core.session import RUN_LOCK, Session
-from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.summary import accepted_revisions
 
 
 @dataclass
@@ -95,6 +95,11 @@ class Runner:
         self._done = 0
         self._total = 0
         self._worker_died = False
+        # Read once from the results CSV in _prepare, then kept up to date per row, so a
+        # run never re-reads the whole CSV or the rates file for each row it appends.
+        self._accepted_revisions: set[str] = set()
+        self._load_counters: dict[str, int] = {}
+        self._package_total_minor: int | None = None
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: str, **fields: Any) -> None:
@@ -114,8 +119,7 @@ class Runner:
         p = Path(value)
         return p if p.is_absolute() else self.session.folder / p
 
-    def _offsets(self) -> dict[tuple[str, str], int]:
-        frame = self.session.results.read()
+    def _offsets(self, frame: Any) -> dict[tuple[str, str], int]:
         out: dict[tuple[str, str], int] = {}
         for r in frame.filter(frame["experiment_id"] == self.experiment.id).iter_rows(named=True):
             key = (r["phase"], r["variant_id"])
@@ -169,9 +173,15 @@ class Runner:
             tmp.unlink(missing_ok=True)
 
     def _prepare(self, exp: Experiment) -> list[ScheduledRun]:
+
         from gpusession.core.environment import read_concurrent_load
 
-        runs = schedule(exp, self._offsets())
+        frame = self.session.results.read()
+        offsets = self._offsets(frame)
+        self._load_counters = {v: i for (p, v), i in offsets.items() if p == "load"}
+        self._accepted_revisions = accepted_revisions(frame)
+        self._package_total_minor = package_total_minor(self.session)
+        runs = schedule(exp, offsets)
         drawn = [r.variant_id for r in runs if r.phase == "warm"]
         load = read_concurrent_load(own_pids={os.getpid()})
         invocation = {
@@ -274,17 +284,15 @@ class Runner:
             precision=exp.precision,
             duration_days=pkg.days,
             lots=pkg.lots,
-            package_total_usd_minor=package_total_minor(self.session),
+            package_total_usd_minor=self._package_total_minor,
         )
 
     def _append(self, row: ResultRow) -> None:
-        s = self.session
-        frame = s.results.read()
-        from gpusession.core.results import rows_frame
-
-        both = frame.vstack(rows_frame([row])) if frame.height else rows_frame([row])
-        row = row.replace(accepted_unique_corpora=accepted_unique_corpora(both))
-        s.results.append(row)
+        if row.corpus_accepted and row.corpus_revision is not None:
+            self._accepted_revisions.add(row.corpus_revision)
+        # K4: distinct accepted corpora of the session, never a count of rows.
+        row = row.replace(accepted_unique_corpora=len(self._accepted_revisions))
+        self.session.results.append(row)
         self.outcome.rows_written += 1
         self._emit("row", row=row)
 
@@ -417,8 +425,6 @@ class Runner:
         return f"{self.experiment.id}:{run.run_key}"
 
     def _load_index(self, exp: Experiment, variant: str) -> int:
-        self._load_counters = getattr(self, "_load_counters", None) or dict(
-            (v, i) for (p, v), i in self._offsets().items() if p == "load")
         n = self._load_counters.get(variant, 0) + 1
         self._load_counters[variant] = n
         return n

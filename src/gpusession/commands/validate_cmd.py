@@ -119,8 +119,8 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     panel, the report and the TUI count its accepted corpus like any other (K3, K4).
     """
     from gpusession.bench.run_validation import package_total_minor
-    from gpusession.core.results import ResultRow, rows_frame
-    from gpusession.core.summary import accepted_unique_corpora
+    from gpusession.core.results import ResultRow
+    from gpusession.core.summary import accepted_revisions
 
     digest = hashlib.sha256()
     with open(args.corpus, "rb") as fh:
@@ -137,9 +137,10 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         notes=f"validated with `gpusession validate` (output {args.output}); timing not measured",
         **report.row_fields(),
     )
-    frame = session.results.read()
-    both = frame.vstack(rows_frame([row])) if frame.height else rows_frame([row])
-    row = row.replace(accepted_unique_corpora=accepted_unique_corpora(both))
+    accepted = accepted_revisions(session.results.read())
+    if row.corpus_accepted:
+        accepted.add(digest.hexdigest())
+    row = row.replace(accepted_unique_corpora=len(accepted))
     session.results.append(row)
     return row
 

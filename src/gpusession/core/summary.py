@@ -31,11 +31,20 @@ def accepted_unique_corpora(
         The count (0 when nothing is accepted). Rows without a corpus revision are
         not counted: an accepted run of an unknown corpus cannot be told apart.
     """
+    return len(accepted_revisions(frame))
+
+
+def accepted_revisions(frame: pl.DataFrame) -> set[str]:
+    """The distinct ``corpus_revision`` values with at least one accepted run (K4).
+
+    A runner keeps this set and adds each accepted row's revision, instead of
+    re-reading the whole CSV for every row it appends.
+    """
     if frame.height == 0:
-        return 0
+        return set()
     import polars as pl
 
     accepted = frame.filter(
         pl.col("corpus_accepted").fill_null(False) & pl.col("corpus_revision").is_not_null()
     )
-    return int(accepted.select(pl.col("corpus_revision").n_unique()).item()) if accepted.height else 0
+    return set(accepted["corpus_revision"].to_list())
