@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +40,7 @@ class Channel:
     def __init__(self, out: IO[str], inp: IO[str]) -> None:
         self.out = out
         self.inp = inp
+        self.stopped = False
 
     def send(self, event: str, **fields: Any) -> None:
         self.out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
@@ -48,6 +49,23 @@ class Channel:
     def wait_go(self) -> bool:
         line = self.inp.readline()
         return line.strip() == "go"
+
+    def runs(self, spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path]]:
+        """Yield ``(run, output path)`` for each scheduled run the parent lets start.
+
+        Before each run the worker says ``ready`` and waits for ``go``; on ``stop`` it
+        says ``stopped`` and the iteration ends, so a cancel lands exactly on a run
+        boundary (H-12). ``run_started`` is sent just before the run is yielded.
+        """
+        out_dir = Path(spec["output_dir"])
+        for run in spec["runs"]:
+            self.send("ready", run_key=run["run_key"])
+            if not self.wait_go():
+                self.send("stopped", run_key=run["run_key"])
+                self.stopped = True
+                return
+            self.send("run_started", run_key=run["run_key"])
+            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
 
 
 def runtime_version(torch: Any, device: str) -> str | None:
@@ -313,14 +331,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
             done_warm += 1
     if warm:
         ch.send("warmup_done", iterations=iterations, runs=done_warm)
-    out_dir = Path(spec["output_dir"])
-    for run in spec["runs"]:
-        ch.send("ready", run_key=run["run_key"])
-        if not ch.wait_go():
-            ch.send("stopped", run_key=run["run_key"])
-            return 0
-        ch.send("run_started", run_key=run["run_key"])
-        out_path = out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
+    for run, out_path in ch.runs(spec):
         batch = int(run["batch"])
         truncated = count_truncated(workload, texts, run.get("context"))
 
@@ -359,7 +370,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         if callable(expected):
             fields["expected_memory"] = expected(batch)
         ch.send("run_finished", run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields)
-    ch.send("done")
+    if not ch.stopped:
+        ch.send("done")
     return 0
 
 
@@ -408,14 +420,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
     })
     ch.send("loaded", elapsed_s=None, revisions={}, rss_peak_bytes=None)
-    out_dir = Path(spec["output_dir"])
-    for run in spec["runs"]:
-        ch.send("ready", run_key=run["run_key"])
-        if not ch.wait_go():
-            ch.send("stopped", run_key=run["run_key"])
-            return 0
-        ch.send("run_started", run_key=run["run_key"])
-        out_path = out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
+    for run, out_path in ch.runs(spec):
         out_path.parent.mkdir(parents=True, exist_ok=True)
         values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
                   "context": run.get("context") or ""}
@@ -428,7 +433,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         else:
             ch.send("run_finished", run_key=run["run_key"], ok=False, error_type="CommandFailed",
                     message=f"command exited with code {proc.returncode}", oom=False)
-    ch.send("done")
+    if not ch.stopped:
+        ch.send("done")
     return 0
 
 
