@@ -12,7 +12,8 @@ import pytest
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner
 from gpusession.bench.workloads.synthetic_mlp import expected_memory
-from gpusession.core.session import Package, Session
+from gpusession.core.package import Package
+from gpusession.core.session import Session
 
 
 def _mlp(session: Session, device: str, **kw: Any) -> Experiment:

@@ -17,7 +17,8 @@ from test_bench_fakes import with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
-from gpusession.core.session import Package, Session
+from gpusession.core.package import Package
+from gpusession.core.session import Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
 

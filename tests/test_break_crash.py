@@ -125,7 +125,7 @@ def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
 
 def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root: Path) -> None:
     from gpusession.bench.runner import Runner
-    from gpusession.core.session import Package
+    from gpusession.core.package import Package
 
     Session.create(sessions_root, "t", package=Package("RTX A5000", 1, 3))
     held = Session.open(sessions_root, "t")  # what a long run holds in memory

@@ -207,7 +207,8 @@ def test_s7_set_package_refuses_what_the_next_open_would_refuse(
     sessions_root: Path, base: Path, package: dict[str, object]
 ) -> None:
     from gpusession.core.errors import BadInput
-    from gpusession.core.session import Package, Session
+    from gpusession.core.package import Package
+    from gpusession.core.session import Session
 
     s = Session.open(sessions_root, "base")
     before = digest(base)

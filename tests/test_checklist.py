@@ -12,8 +12,9 @@ import pytest
 
 from gpusession.core import checklist as cl
 from gpusession.core.errors import BadInput
+from gpusession.core.package import Package
 from gpusession.core.results import ResultRow
-from gpusession.core.session import Package, Session
+from gpusession.core.session import Session
 from gpusession.core.tomlio import read_toml
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)

@@ -26,7 +26,7 @@ from gpusession.core.cost import (
     plan_coverage,
 )
 from gpusession.core.errors import BadInput
-from gpusession.core.session import Package
+from gpusession.core.package import Package
 from gpusession.core.window import package_window
 
 WORKED_PLAN = ["0.25", "1", "1", "0.5", "0.5"]

@@ -11,8 +11,9 @@ from subprocess import CompletedProcess
 import pytest
 from mnemonic import Mnemonic
 
+from gpusession.core.clock import utcnow
 from gpusession.core.results import ResultRow
-from gpusession.core.session import Session, utcnow
+from gpusession.core.session import Session
 
 Run = Callable[..., CompletedProcess[str]]
 A5000 = ("--gpu", "RTX A5000")

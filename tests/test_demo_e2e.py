@@ -73,10 +73,10 @@ def test_demo_headless_cpu_end_to_end(
 
 def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) -> None:
     from gpusession.commands.run_cmds import prepare_demo
-    from gpusession.core.results import ResultRow
 
     # a stand-in model so no training runs here (the end-to-end test trains the real one)
-    from gpusession.core.session import Package
+    from gpusession.core.package import Package
+    from gpusession.core.results import ResultRow
 
     Session.create(sessions_root, "demo", package=Package("RTX A5000", 1, 7))
     models = sessions_root / "demo" / "models"

@@ -9,10 +9,12 @@ import pytest
 from mnemonic import Mnemonic
 
 from gpusession.core import order as om
+from gpusession.core.clock import utcnow
 from gpusession.core.cost import load_rates
 from gpusession.core.errors import BadInput
+from gpusession.core.package import Package
 from gpusession.core.secrets import check_no_secret, find_secret
-from gpusession.core.session import Package, Session, utcnow
+from gpusession.core.session import Session
 
 T0 = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"

@@ -11,13 +11,12 @@ import pytest
 
 from gpusession.core import tomlio
 from gpusession.core.errors import BadInput
+from gpusession.core.package import Package, parse_start
 from gpusession.core.results import ResultRow
 from gpusession.core.session import (
-    Package,
     Session,
     list_sessions,
     most_recent,
-    parse_start,
     sessions_root,
     validate_name,
 )

@@ -206,7 +206,7 @@ class Runner:
 
     @staticmethod
     def _now() -> Any:
-        from gpusession.core.session import utcnow
+        from gpusession.core.clock import utcnow
 
         return utcnow()
 

@@ -32,7 +32,7 @@ from gpusession.core.order import (
     record_event,
     set_order,
 )
-from gpusession.core.session import LOTS_MAX, PACKAGE_DAYS, parse_start
+from gpusession.core.package import LOTS_MAX, PACKAGE_DAYS, parse_start
 from gpusession.core.window import package_window
 
 
@@ -224,7 +224,7 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
 def _hint_package_start(s: Any, at: Any) -> None:
     """S6: the package window counts from provisioning; say so when the start differs."""
-    from gpusession.core.session import utcnow
+    from gpusession.core.clock import utcnow
     from gpusession.core.window import local_str
 
     when = at or utcnow()

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, root_of
+from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput, Failure
-from gpusession.core.session import Package, Session, utcnow
+from gpusession.core.package import Package
+from gpusession.core.session import Session
 
 DEMO_SESSION = "demo"
 DEMO_EXPERIMENT = "batch-sweep"

@@ -12,19 +12,18 @@ from gpusession.commands._common import (
     print_json,
     root_of,
 )
+from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
-from gpusession.core.results import summarize
-from gpusession.core.session import (
+from gpusession.core.package import (
     LOTS_MAX,
     PACKAGE_DAYS,
     Package,
-    Session,
     check_gpu_model,
     check_lots,
-    list_sessions,
     parse_start,
-    utcnow,
 )
+from gpusession.core.results import summarize
+from gpusession.core.session import Session, list_sessions
 from gpusession.core.summary import accepted_unique_corpora
 
 

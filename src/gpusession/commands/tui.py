@@ -11,8 +11,10 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import root_of
+from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
-from gpusession.core.session import PACKAGE_DAYS, Package, Session, most_recent, utcnow
+from gpusession.core.package import PACKAGE_DAYS, Package
+from gpusession.core.session import Session, most_recent
 
 
 def register(sub: Any) -> None:

@@ -34,9 +34,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.secrets import check_no_secret
-from gpusession.core.session import CHECKLIST_TOML, Session, utcnow
+from gpusession.core.session import CHECKLIST_TOML, Session
 from gpusession.core.tomlio import tomllib
 
 #: Default time kept free at the end of the package to retrieve what is useful (G§7).

@@ -24,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.package import PACKAGE_DAYS, check_days, check_lots
 from gpusession.core.rates import (
     CENT,
     NOT_IN_RATES,
@@ -36,7 +37,6 @@ from gpusession.core.rates import (
     round_half_up_cents,
     usd_to_minor,
 )
-from gpusession.core.session import PACKAGE_DAYS, check_days, check_lots
 from gpusession.core.window import PackageWindow, local_str, package_window
 
 __all__ = [

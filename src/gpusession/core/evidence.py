@@ -20,10 +20,11 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.clock import utcnow
 from gpusession.core.environment import NvmlSnapshot, read_nvml
 from gpusession.core.errors import BadInput
 from gpusession.core.rates import _model_words, model_matches
-from gpusession.core.session import Session, utcnow
+from gpusession.core.session import Session
 
 GIB = 1024**3
 

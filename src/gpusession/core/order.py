@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from gpusession.core.clock import utcnow
 from gpusession.core.cost import (
     NOT_IN_RATES,
     Rates,
@@ -27,18 +28,10 @@ from gpusession.core.cost import (
 )
 from gpusession.core.errors import BadInput
 from gpusession.core.order_text import order_lines, order_status_line, order_to_json
+from gpusession.core.package import Package, check_days, check_lots, check_time_range, parse_start
 from gpusession.core.rates import model_matches
 from gpusession.core.secrets import check_no_secret
-from gpusession.core.session import (
-    ORDER_TOML,
-    Package,
-    Session,
-    check_days,
-    check_lots,
-    check_time_range,
-    parse_start,
-    utcnow,
-)
+from gpusession.core.session import ORDER_TOML, Session
 
 __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.clock import utcnow
 from gpusession.core.rates import format_usd
-from gpusession.core.session import utcnow
 from gpusession.core.window import local_str, short_timedelta
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.errors import BadInput
-from gpusession.core.session import PACKAGE_DAYS
+from gpusession.core.package import PACKAGE_DAYS
 from gpusession.core.tomlio import read_toml, tomllib
 
 RATES_FILENAME = "rates.toml"

@@ -28,11 +28,12 @@ import polars as pl
 
 from gpusession import __version__
 from gpusession.core import checklist as cl
+from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.manifest import next_free_path
 from gpusession.core.results import summarize
-from gpusession.core.session import Session, refuse_session_data, utcnow
+from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.tomlio import read_toml, write_atomic_bytes
 

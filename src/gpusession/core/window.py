@@ -1,6 +1,6 @@
 """The package window: start, end and time left, for the header and the report (S6).
 
-Computed in UTC from the session's :class:`~gpusession.core.session.Package` (start =
+Computed in UTC from the session's :class:`~gpusession.core.package.Package` (start =
 when the GPU was provisioned, editable with ``gpusession package NAME --start``), shown
 in the user's local time zone. The TUI header calls :func:`package_window` on a timer;
 it is pure and cheap.
@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
-from gpusession.core.session import Package, utcnow
+from gpusession.core.clock import utcnow
+from gpusession.core.package import Package
 
 
 def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:

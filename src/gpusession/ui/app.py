@@ -20,7 +20,8 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
-from gpusession.core.session import Session, utcnow
+from gpusession.core.clock import utcnow
+from gpusession.core.session import Session
 from gpusession.ui.context import UiContext
 from gpusession.ui.palette import GpuSessionCommands
 from gpusession.ui.screens import MainScreen

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta, tzinfo
 from types import ModuleType
 from typing import Any
 
-from gpusession.core.session import Session, utcnow
+from gpusession.core.clock import utcnow
+from gpusession.core.session import Session
 
 
 @dataclass

@@ -210,7 +210,8 @@ def make_session(
     Deterministic (fixed dates) so snapshots do not move. The experiment is batch
     1/4/8, ``runs`` measured runs per variant, 2 warm-up, interleaved, scope processing.
     """
-    from gpusession.core.session import Package, Session
+    from gpusession.core.package import Package
+    from gpusession.core.session import Session
 
     s = Session.create(root, name, package=Package("RTX A5000", 1, 7, FIXED_START), now=FIXED_START)
     if experiment:

@@ -131,7 +131,7 @@ class CostPane(Vertical):
 
     @on(Button.Pressed, "#cost-save")
     def save_package(self) -> None:
-        from gpusession.core.session import Package
+        from gpusession.core.package import Package
 
         gpu, lots_text, days_text, _ = self._inputs()
         try:

@@ -47,7 +47,7 @@ def parse_expiry(text: str, now: datetime) -> datetime:
         t = t[:-1]
     if t.isdigit():
         return now + timedelta(minutes=int(t))
-    from gpusession.core.session import parse_start
+    from gpusession.core.package import parse_start
 
     return parse_start(text, field="expires")
 
