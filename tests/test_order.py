@@ -12,6 +12,7 @@ from gpusession.core import order as om
 from gpusession.core.clock import utcnow
 from gpusession.core.cost import load_rates
 from gpusession.core.errors import BadInput
+from gpusession.core.order_text import order_lines, order_status_line, order_to_json
 from gpusession.core.package import Package
 from gpusession.core.secrets import check_no_secret, find_secret
 from gpusession.core.session import Session
@@ -55,7 +56,7 @@ def test_order_total_is_price_per_lot_times_lots(session: Session) -> None:
     assert again.order == state.order
     assert [e.state for e in again.events] == ["ordered"]
     assert again.events[0].order_number == "A-1"
-    assert om.order_status_line(again) == "order A-1: ordered — no payment order — GPU not provisioned"
+    assert order_status_line(again) == "order A-1: ordered — no payment order — GPU not provisioned"
 
 
 def test_order_unknown_price_is_recorded_without_total(session: Session) -> None:
@@ -79,7 +80,7 @@ def test_order_bad_input_writes_nothing(session: Session, kw: dict, needle: str)
 
 
 def test_no_order_recorded_status(session: Session) -> None:
-    assert om.order_status_line(om.load_order(session)) == "no order recorded"
+    assert order_status_line(om.load_order(session)) == "no order recorded"
 
 
 # -- S2: timeline, sent ≠ confirmed, provisioning separate ------------------------------------
@@ -88,11 +89,11 @@ def test_s2_payment_sent_is_never_shown_as_paid(ordered: Session) -> None:
     warnings = om.record_event(ordered, "payment-sent", source="you", note="clicked I have paid")
     assert any("not payment confirmed" in w for w in warnings)
     state = om.load_order(ordered)
-    line = om.order_status_line(state)
+    line = order_status_line(state)
     assert not state.paid
     assert "payment sent — not confirmed" in line and "paid (" not in line
     assert not line.startswith("paid")
-    assert any("does not confirm receipt" in x for x in om.order_lines(state))
+    assert any("does not confirm receipt" in x for x in order_lines(state))
 
 
 def test_s2_payment_confirmed_refused_from_you_nothing_written(ordered: Session) -> None:
@@ -108,10 +109,10 @@ def test_s2_confirmed_by_tracking_is_paid_but_gpu_not_provisioned(ordered: Sessi
     om.record_event(ordered, "payment-confirmed", source="tracking")
     state = om.load_order(ordered)
     assert state.paid
-    assert om.order_status_line(state) == (
+    assert order_status_line(state) == (
         "order A-1234: paid (provider tracking) — GPU not provisioned")
     om.record_event(ordered, "gpu-provisioned", source="tracking")
-    assert om.order_status_line(om.load_order(ordered)).endswith("— GPU provisioned")
+    assert order_status_line(om.load_order(ordered)).endswith("— GPU provisioned")
 
 
 def test_s2_gpu_provisioned_by_you_only_once_you_have_access(ordered: Session) -> None:
@@ -196,7 +197,7 @@ def test_s3_sending_after_expiry_warns_to_use_active_order(ordered: Session) -> 
     late = state.payment.expires_at + timedelta(minutes=10)
     warnings = om.record_event(ordered, "payment-sent", source="you", at=late)
     assert any("expired" in w and "active order's exact amount" in w for w in warnings)
-    line = om.order_status_line(om.load_order(ordered), now=late)
+    line = order_status_line(om.load_order(ordered), now=late)
     assert "not confirmed" in line
 
 
@@ -204,8 +205,8 @@ def test_s3_expired_payment_order_shows_in_status(ordered: Session) -> None:
     state = _pay(ordered)
     assert state.payment is not None
     later = state.payment.expires_at + timedelta(seconds=1)
-    assert "payment order EXPIRED" in om.order_status_line(state, now=later)
-    assert any("EXPIRED" in x for x in om.order_lines(state, now=later))
+    assert "payment order EXPIRED" in order_status_line(state, now=later)
+    assert any("EXPIRED" in x for x in order_lines(state, now=later))
 
 
 def test_s3_payment_sent_without_payment_order_warns(ordered: Session) -> None:
@@ -226,7 +227,7 @@ def test_s5_deviation_recorded_against_order_number_once(ordered: Session) -> No
     om.record_deviation(ordered, "NVIDIA RTX A4000", 2)
     devs = [e for e in om.load_order(ordered).events if e.state == "deviation-noted"]
     assert len(devs) == 1 and devs[0].order_number == "A-1234" and devs[0].note == msg
-    assert "deviation noted" in om.order_status_line(om.load_order(ordered))
+    assert "deviation noted" in order_status_line(om.load_order(ordered))
 
 
 def test_s5_b200_expected_count_is_lots_times_two(session: Session) -> None:
@@ -303,7 +304,7 @@ def test_order_toml_bad_state_reported_with_file_and_field(ordered: Session) -> 
 def test_order_json_has_status_and_paid_flag(ordered: Session) -> None:
     _pay(ordered)
     om.record_event(ordered, "payment-sent", source="you")
-    data = om.order_to_json(om.load_order(ordered))
+    data = order_to_json(om.load_order(ordered))
     assert data["paid"] is False and data["payment"]["amount"] == "55.00"
     assert [e["state"] for e in data["events"]] == ["ordered", "payment-order-issued", "payment-sent"]
 
@@ -323,7 +324,7 @@ def test_secrets_destination_may_be_a_64_hex_address_but_never_a_seed_phrase(
 def test_s5_ordered_event_without_order_warns(session: Session) -> None:
     warnings = om.record_event(session, "ordered", source="you", note="ordered on the site")
     assert any("no order recorded" in w for w in warnings)
-    assert om.order_status_line(om.load_order(session)).startswith("order (number not recorded)")
+    assert order_status_line(om.load_order(session)).startswith("order (number not recorded)")
 
 
 def test_s5_nvml_name_with_vendor_and_memory_suffix_is_not_a_deviation() -> None:

@@ -26,12 +26,11 @@ from gpusession.core.order import (
     STATES,
     load_order,
     new_payment_order,
-    order_lines,
-    order_to_json,
     record_deviation,
     record_event,
     set_order,
 )
+from gpusession.core.order_text import order_lines, order_to_json
 from gpusession.core.package import LOTS_MAX, PACKAGE_DAYS, parse_start
 from gpusession.core.window import package_window
 
@@ -213,7 +212,7 @@ def cmd_order_event(args: argparse.Namespace) -> int:
     warnings = record_event(s, args.state, source=args.source, note=args.note, at=at,
                             amount=args.amount)
     _warn(warnings)
-    from gpusession.core.order import order_status_line
+    from gpusession.core.order_text import order_status_line
 
     print(f"recorded {args.state} ({'provider tracking' if args.source == 'tracking' else 'you'})")
     print(f"Status: {order_status_line(load_order(s))}")

@@ -27,7 +27,6 @@ from gpusession.core.cost import (
     package_total,
 )
 from gpusession.core.errors import BadInput
-from gpusession.core.order_text import order_lines, order_status_line, order_to_json
 from gpusession.core.package import Package, check_days, check_lots, check_time_range, parse_start
 from gpusession.core.rates import model_matches
 from gpusession.core.secrets import check_no_secret
@@ -37,7 +36,6 @@ __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",
     "OrderState", "check_amount", "amounts_match", "load_order", "save_order", "set_order",
     "new_payment_order", "record_event", "compare_with_order", "record_deviation",
-    "order_status_line", "order_lines", "order_to_json",
 ]
 
 STATES = (

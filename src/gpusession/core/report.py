@@ -440,7 +440,8 @@ def render_report(session: Session, *, now: datetime | None = None,
              f"Package: {pkg.gpu_model or 'GPU not set'}, {pkg.lots or '?'} lot(s), "
              f"{pkg.days or '?'} days, {_when(pkg.start)} → {_when(pkg.end)}."]
     try:
-        from gpusession.core.order import load_order, order_status_line
+        from gpusession.core.order import load_order
+        from gpusession.core.order_text import order_status_line
 
         lines.append(f"Order: {order_status_line(load_order(session), now)}.")
     except (ImportError, BadInput):

@@ -11,6 +11,7 @@ from typing import Any
 
 from textual.widgets import Static
 
+from gpusession.core.order_text import order_status_line
 from gpusession.ui.context import UiContext, fmt_left, need
 
 
@@ -64,12 +65,12 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
 
 def order_words(ctx: UiContext) -> str:
     """The order state from core.order, e.g. ``payment sent — not confirmed`` (S2)."""
-    mod, reason = need("core.order", "load_order", "order_status_line")
+    mod, reason = need("core.order", "load_order")
     if mod is None:
         return "order: not available yet"
     try:
         state = mod.load_order(ctx.session)
-        line = str(mod.order_status_line(state, ctx.now()))
+        line = str(order_status_line(state, ctx.now()))
         return line if line.startswith("order ") else f"order: {line}"
     except Exception as exc:
         return f"order: unreadable ({type(exc).__name__})"

@@ -19,10 +19,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from gpusession.core.order_text import order_lines
 from gpusession.ui.context import UiContext, need, whole_number
 from gpusession.ui.modals import Field, FormModal
 
-CORE = ("load_order", "order_lines", "record_event", "new_payment_order", "STATES", "SOURCES")
+CORE = ("load_order", "record_event", "new_payment_order", "STATES", "SOURCES")
 
 
 def model_warnings(state: Any, now: datetime) -> list[str]:
@@ -109,7 +110,7 @@ class OrderPane(Vertical):
         if mod is None or self.state is None:
             return
         now = self.ctx.now()
-        self.query_one("#order-text", Static).update("\n".join(mod.order_lines(self.state, now, tz=self.ctx.tz)))
+        self.query_one("#order-text", Static).update("\n".join(order_lines(self.state, now, tz=self.ctx.tz)))
         warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
         box = self.query_one("#order-warnings", Static)
         box.update("\n".join(f"WARNING: {w}" for w in warn))
