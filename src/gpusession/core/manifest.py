@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 import polars as pl
 
 from gpusession.core.errors import BadInput
+from gpusession.core.textio import read_text
 from gpusession.core.tomlio import write_atomic_bytes
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
@@ -280,22 +281,13 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
             is absolute or escapes the folder, a duplicate path; the line is named.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput("manifest not found", path=path) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read the manifest: {exc.strerror}", path=path) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput("not UTF-8", path=path, line=raw[: exc.start].count(b"\n") + 1) from None
-    header = text.split("\n", 1)[0].rstrip("\r").lstrip("\ufeff")
+    text = read_text(path, what="manifest", must="a manifest is UTF-8").text  # BOM ignored
+    header = text.split("\n", 1)[0].rstrip("\r")
     if tuple(header.split(",")) != MANIFEST_COLUMNS:
         raise BadInput(f"header is {header!r}, expected 'path,size_bytes,sha256'", path=path, line=1)
     # The csv module, not polars: it reports the line where each record starts, also
     # when a quoted path holds a line break, and a record with too many fields.
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     entries: list[ManifestEntry] = []
     seen: set[str] = set()
     start = 1

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.textio import decode_strict
 
 if TYPE_CHECKING:
     import polars as pl
@@ -240,16 +241,8 @@ def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:
 
 
 def _check_utf8(path: Path, raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise BadInput(
-            f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "resultats-bruts.csv must be UTF-8",
-            path=path,
-            line=line,
-        ) from None
+    """``raw`` as text (a BOM ignored), or ``BadInput`` naming the line and byte."""
+    return decode_strict(raw, path=path, must="resultats-bruts.csv must be UTF-8").text
 
 
 def check_header(path: Path, first_line: str) -> None:

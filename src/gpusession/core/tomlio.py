@@ -19,6 +19,7 @@ from typing import Any
 import tomli_w
 
 from gpusession.core.errors import BadInput
+from gpusession.core.textio import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -117,20 +118,9 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
             newer ``schema`` (refused: written by a newer gpusession), a missing key.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput("file not found", path=path) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", path=path) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise BadInput("not UTF-8 text (TOML files must be UTF-8)", path=path, line=line) from None
-    # A byte-order mark (some Windows editors add one) is not TOML; ignore it rather than
-    # report a syntax error on line 1.
-    text = text.removeprefix("\ufeff")
+    # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
+    # rather than let it be reported as a syntax error on line 1.
+    text = read_text(path, must="TOML files must be UTF-8").text
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

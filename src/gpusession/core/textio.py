@@ -1,0 +1,169 @@
+"""The one strict reading of a text file: UTF-8, with the line and byte of a bad byte.
+
+Every file a person gives or edits by hand is read through here: TOML documents
+(:mod:`gpusession.core.tomlio`), the results CSV (:mod:`gpusession.core.results`),
+manifests (:mod:`gpusession.core.manifest`) and the files of corpus validation
+(:mod:`gpusession.core.validation.read`). So a file saved in Latin-1 gets the same
+precise answer everywhere -- ``file:line: not valid UTF-8 (byte 0xE9 at byte 5 of the
+line; ...)`` -- and a byte-order mark (some Windows editors add one) is ignored
+everywhere (seed 000 §1, §4; V4, C1).
+
+Two ways to decode: :func:`decode_strict` raises :class:`~gpusession.core.errors.BadInput`
+at the first bad byte (inputs a person gives); :func:`decode_lenient` never fails and
+lists every bad line (run outputs, whose problems are reported, never raised).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpusession.core.errors import BadInput
+
+BOM = "\ufeff"
+BOM_BYTES = b"\xef\xbb\xbf"
+#: The note saying a BOM was ignored.
+BOM_NOTE = "the file starts with a UTF-8 byte-order mark (BOM); it was ignored"
+
+
+@dataclass(frozen=True)
+class BadByte:
+    """Where a text stops being UTF-8.
+
+    Attributes:
+        line: 1-based line of the bad byte.
+        column: 1-based byte offset of the bad byte within its line.
+        byte: the bad byte's value.
+    """
+
+    line: int
+    column: int
+    byte: int
+
+    def words(self) -> str:
+        """The problem in words (without the line, which the caller names)."""
+        return (
+            f"not valid UTF-8 (byte 0x{self.byte:02X} at byte {self.column} of the line; "
+            "Latin-1 or another encoding?)"
+        )
+
+
+@dataclass(frozen=True)
+class Text:
+    """A decoded text file.
+
+    Attributes:
+        text: the text, without a leading BOM; CRLF line ends turned into LF when asked.
+        bom: whether a BOM was ignored.
+        crlf: how many CRLF line ends were turned into LF (0 when not asked).
+        bad_lines: ``{line: BadByte}`` for every line that is not UTF-8 (only from
+            :func:`decode_lenient`; those bytes became U+FFFD in ``text``).
+    """
+
+    text: str
+    bom: bool = False
+    crlf: int = 0
+    bad_lines: dict[int, BadByte] = field(default_factory=dict)
+
+    def notes(self) -> list[str]:
+        """What was tolerated, in words (BOM, CRLF line ends)."""
+        out = [BOM_NOTE] if self.bom else []
+        if self.crlf:
+            out.append(f"{self.crlf:,} line(s) end with CRLF (Windows line ends); the CR was ignored")
+        return out
+
+
+def read_bytes(path: Path, *, what: str = "file") -> bytes:
+    """The bytes of ``path``.
+
+    Args:
+        path: the file.
+        what: how the file is named in an error (``"file"``, ``"manifest"``).
+
+    Raises:
+        BadInput: the file does not exist, is a folder or cannot be read.
+    """
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{what} not found", path=path) from None
+    except IsADirectoryError:
+        raise BadInput(f"is a folder, expected a {what}", path=path) from None
+    except OSError as exc:
+        the = "" if what == "file" else f" the {what}"
+        raise BadInput(f"cannot read{the}: {exc.strerror}", path=path) from None
+
+
+def bad_byte_at(raw: bytes, offset: int) -> BadByte:
+    """The :class:`BadByte` at byte ``offset`` of ``raw`` (line and column counted in ``raw``)."""
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return BadByte(line=raw.count(b"\n", 0, offset) + 1, column=offset - line_start + 1, byte=raw[offset])
+
+
+def _normalise(text: str, crlf: bool) -> tuple[str, int]:
+    if crlf and "\r" in text:
+        n = text.count("\r\n")
+        if n:
+            return text.replace("\r\n", "\n"), n
+    return text, 0
+
+
+def decode_strict(raw: bytes, *, path: Path | None, crlf: bool = False, must: str = "") -> Text:
+    """Decode ``raw`` as UTF-8, ignoring a leading BOM; fail at the first bad byte.
+
+    Args:
+        raw: the file's bytes.
+        path: the file, named in the error.
+        crlf: turn CRLF line ends into LF (and count them).
+        must: a clause added to the error, e.g. ``"TOML files must be UTF-8"``.
+
+    Raises:
+        BadInput: a byte sequence that is not UTF-8, naming the file, the line and the
+            byte within the line.
+    """
+    bom = raw.startswith(BOM_BYTES)
+    if bom:
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = bad_byte_at(raw, exc.start)
+        raise BadInput(bad.words() + (f"; {must}" if must else ""), path=path, line=bad.line) from None
+    text, n = _normalise(text, crlf)
+    return Text(text, bom=bom, crlf=n)
+
+
+def read_text(path: Path, *, what: str = "file", crlf: bool = False, must: str = "") -> Text:
+    """Read ``path`` strictly: :func:`read_bytes` then :func:`decode_strict`.
+
+    Raises:
+        BadInput: missing or unreadable file, or not UTF-8 (file, line, byte named).
+    """
+    return decode_strict(read_bytes(path, what=what), path=path, crlf=crlf, must=must)
+
+
+def decode_lenient(raw: bytes, *, crlf: bool = True) -> Text:
+    """Decode ``raw`` as UTF-8 without ever failing (V4: encoding problems are reported).
+
+    Invalid bytes become U+FFFD; :attr:`Text.bad_lines` says which lines held them and
+    where. A leading BOM is ignored; CRLF line ends are turned into LF when ``crlf``.
+    """
+    bom = raw.startswith(BOM_BYTES)
+    if bom:
+        raw = raw[3:]
+    bad: dict[int, BadByte] = {}
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        raw_lines = raw.split(b"\n")
+        # Only lines holding a replacement character can be the broken ones.
+        for i, ln in enumerate(text.split("\n")):
+            if "\ufffd" not in ln:
+                continue
+            try:
+                raw_lines[i].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad[i + 1] = BadByte(line=i + 1, column=exc.start + 1, byte=raw_lines[i][exc.start])
+    text, n = _normalise(text, crlf)
+    return Text(text, bom=bom, crlf=n, bad_lines=bad)
