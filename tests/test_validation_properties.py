@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
-from gpusession.core.validation import Protocol, load_expected, validate_output
-from gpusession.core.validation_report import ValidationReport
+from gpusession.core.validation import Protocol, ValidationReport, load_expected, validate_output
 
 CLASSES = ("a", "b", "c", "d")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,8 +19,13 @@ from typing import Any
 
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.errors import BadInput
-from gpusession.core.validation import METRICS, Protocol, load_expected, validate_output
-from gpusession.core.validation_report import free_run_name
+from gpusession.core.validation import (
+    METRICS,
+    Protocol,
+    free_run_name,
+    load_expected,
+    validate_output,
+)
 
 EXIT_ACCEPTED = 0
 EXIT_REJECTED = 3

@@ -1,23 +1,10 @@
-"""Corpus validation: a corpus is accepted only when every check passes (V1-V8, seed 000 §1).
+"""The values of corpus validation: what is expected, what counts, what was found (V1-V7).
 
-Who calls it: the run engine (once :func:`load_expected` per experiment, then
-:func:`validate_output` per run; fast and free of side effects), the ``validate``
-command, and the TUI's Validation pane, which shows :class:`ValidationReport` fields
-and :meth:`ValidationReport.summary_lines` -- the same words as the CLI.
-
-The checks, all with polars and no Python loop over rows:
-
-* IDs (V2, V3): missing, extra, duplicated in the output, duplicated in the expected
-  list -- sets are compared, equal line counts never count as a match.
-* Format per record (V4): parseable, ``id`` and ``label`` present and strings, ID not
-  empty, label among the declared classes; encoding problems reported.
-* Quality (V6): macro-F1 over the declared classes (a class never predicted scores 0)
-  or accuracy, over the well-formed records whose ID is expected and has a reference;
-  identical to ``sklearn.metrics.f1_score(y, p, labels=classes, average="macro",
-  zero_division=0)``.
-* Overlap (V7): training and tuning IDs must not meet the evaluation IDs (or each other).
-
-``corpus_accepted`` is the conjunction (V1); each part keeps its own reason.
+:class:`Protocol` (classes, metric, threshold, tolerance, reference, output format;
+fixed before the first measurement, V5), :class:`Expected` (the expected IDs and their
+references), and the small values a report carries (:class:`ClassScore`,
+:class:`BadRecord`). Imports nothing else of :mod:`gpusession.core.validation`: the
+readers, the checks and the report all build on it (read → checks → report).
 """
 
 from __future__ import annotations
@@ -25,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,17 +20,6 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.errors import BadInput
-from gpusession.core.summary import accepted_unique_corpora
-from gpusession.core.validation_checks import duplicate_rows, first_occurrences
-from gpusession.core.validation_io import (
-    ParsedRecords,
-    parse_csv,
-    read_bytes,
-    read_id_list,
-    read_id_table,
-)
-from gpusession.core.validation_jsonl import parse_jsonl
-from gpusession.core.validation_report import ValidationReport
 
 METRICS = ("macro_f1", "accuracy")
 OUTPUT_FORMATS = ("jsonl", "csv")
@@ -51,17 +27,6 @@ OUTPUT_FORMATS = ("jsonl", "csv")
 FIRST_N = 20
 #: Floating-point slack when comparing a metric with its threshold (0.91 − 0.01 ≠ 0.9).
 EPSILON = 1e-12
-
-__all__ = [
-    "Expected",
-    "Protocol",
-    "ValidationReport",
-    "accepted_corpora",
-    "load_expected",
-    "validate_output",
-    "METRICS",
-    "OUTPUT_FORMATS",
-]
 
 
 def _number(d: Mapping[str, Any], key: str, default: float | None, *, low: float | None = None) -> float | None:
@@ -243,114 +208,44 @@ class Expected:
         return tuple(sorted(self.frame["label"].drop_nulls().unique().to_list()))
 
 
-def load_expected(corpus: Path, *, references: Path | None = None) -> Expected:
-    """Read the expected IDs (and references) of a corpus.
+def duplicate_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` whose ``id`` occurs more than once, in frame order (V3).
 
-    Args:
-        corpus: CSV / TSV / JSONL / Parquet with an ``id`` column (and optionally
-            ``label``), or a plain list, one ID per line (any other suffix).
-        references: a separate ``id,label`` file (same formats); it replaces the
-            corpus labels. An expected ID it does not cover has no reference.
-
-    Returns:
-        An :class:`Expected`; duplicated IDs are kept (they reject the corpus, V3).
-
-    Raises:
-        BadInput: unreadable file, no ``id`` column, an empty ID, non-string IDs,
-            a references file without labels or with one ID given two labels.
+    ``h`` is the ID's 64-bit hash: rows with a unique hash are certainly unique, so
+    only the (few) rows sharing a hash are compared as strings.
     """
-    corpus = Path(corpus)
-    frame, notes = read_id_table(corpus)
-    if frame.height == 0:
-        raise BadInput("no expected IDs: the corpus holds no record", path=corpus)
-    notes = [f"{corpus.name}: {n}" for n in notes]
-    if references is not None:
-        references = Path(references)
-        refs, ref_notes = read_id_table(references, need_label=True)
-        notes += [f"{references.name}: {n}" for n in ref_notes]
-        conflict = (
-            refs.filter(pl.col("label").is_not_null())
-            .group_by("id")
-            .agg(pl.col("label").n_unique().alias("n"), pl.col("line").min())
-            .filter(pl.col("n") > 1)
-            .sort("line")
-        )
-        if conflict.height:
-            raise BadInput(
-                f"ID {conflict['id'][0]!r} is given more than one label", path=references, line=int(conflict["line"][0])
-            )
-        if frame["label"].null_count() < frame.height:
-            notes.append(f"the labels of {corpus.name} were replaced by those of {references.name}")
-        refs_u = refs.filter(pl.col("label").is_not_null()).unique(subset="id", keep="first").select("id", "label")
-        frame = frame.drop("label").join(refs_u, on="id", how="left", maintain_order="left")
-        uncovered = frame["label"].null_count()
-        if uncovered:
-            notes.append(f"{uncovered:,} expected ID(s) have no reference in {references.name}")
-    unlabelled = frame["label"].null_count()
-    if references is None and 0 < unlabelled < frame.height:
-        notes.append(f"{unlabelled:,} expected ID(s) of {corpus.name} have no label: they are not scored")
-    return Expected(path=corpus, frame=frame, references_path=references, notes=tuple(notes))
+    candidates = frame.filter(pl.col("h").is_duplicated())
+    if candidates.height == 0:
+        return candidates
+    return candidates.filter(pl.col("id").is_duplicated())
 
 
-def _read_ids(source: Path | Sequence[str] | None) -> tuple[pl.Series | None, str | None]:
-    if source is None:
-        return None, None
-    return read_id_list(source)
+def first_occurrences(frame: pl.DataFrame, dup_rows: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without the second and later occurrences of each ID (by ``line``)."""
+    if dup_rows.height == 0:
+        return frame
+    later = dup_rows.filter(~pl.col("id").is_first_distinct())["line"]
+    return frame.filter(~pl.col("line").is_in(later.implode()))
 
 
-def parse_output(output: Path, output_format: str) -> ParsedRecords:
-    """Read a run's output file record by record (V4).
+@dataclass(frozen=True)
+class ClassScore:
+    """Scores of one declared class (V6). ``support`` = reference records of the class,
+    ``predicted`` = records predicted as it; precision/recall/F1 are 0 when undefined."""
 
-    Raises:
-        BadInput: the file is missing or unreadable (content problems are reported).
-    """
-    data = read_bytes(Path(output))
-    return parse_csv(data) if output_format == "csv" else parse_jsonl(data)
-
-
-def validate_output(
-    output: Path,
-    expected: Expected,
-    protocol: Protocol,
-    *,
-    train_ids: Path | Sequence[str] | None = None,
-    tune_ids: Path | Sequence[str] | None = None,
-    classes_source: str = "declared in the protocol",
-) -> ValidationReport:
-    """Validate one run's output against the expected IDs and the protocol (V1-V7).
-
-    Args:
-        output: the run's output file (``protocol.output_format``: JSONL or CSV).
-        expected: from :func:`load_expected`.
-        protocol: classes, metric, threshold, tolerance, reference, format (V5).
-        train_ids, tune_ids: training / tuning IDs (file or strings) for V7.
-
-    Returns:
-        The report; nothing is written (call :meth:`ValidationReport.write`).
-
-    Raises:
-        BadInput: the output or an ID list is missing or unreadable.
-    """
-    from gpusession.core.validation_checks import run_checks
-
-    parsed = parse_output(Path(output), protocol.output_format)
-    train, train_desc = _read_ids(train_ids)
-    tune, tune_desc = _read_ids(tune_ids)
-    return run_checks(
-        Path(output),
-        parsed,
-        expected,
-        protocol,
-        train=train,
-        train_desc=train_desc,
-        tune=tune,
-        tune_desc=tune_desc,
-        classes_source=classes_source,
-    )
+    label: str
+    precision: float
+    recall: float
+    f1: float
+    support: int
+    predicted: int
+    true_positives: int
 
 
-def accepted_corpora(frame: pl.DataFrame) -> int:
-    """Distinct ``corpus_revision``s with at least one accepted run (K3, K4); never a
-    count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`."""
-    return accepted_unique_corpora(frame)
+@dataclass(frozen=True)
+class BadRecord:
+    """One bad output record (V4): 1-based line, the problem in words, the line quoted."""
 
+    line: int
+    problem: str
+    text: str

@@ -1,7 +1,7 @@
 """The four checks of corpus validation, in polars (V1-V4, V6, V7; H-13).
 
 Called by :func:`gpusession.core.validation.validate_output` with the parsed output;
-builds the :class:`~gpusession.core.validation_report.ValidationReport`. No Python
+builds the :class:`~gpusession.core.validation.report.ValidationReport`. No Python
 loop runs over rows: per-row work is polars expressions, loops run over classes or
 over the first few offenders only.
 """
@@ -10,39 +10,22 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
-from gpusession.core.validation_io import ParsedRecords, printable
-from gpusession.core.validation_report import BadRecord, ClassScore, ValidationReport
+from gpusession.core.validation.model import (
+    EPSILON,
+    FIRST_N,
+    BadRecord,
+    ClassScore,
+    Expected,
+    Protocol,
+    duplicate_rows,
+    first_occurrences,
+)
+from gpusession.core.validation.read import ParsedRecords, printable
+from gpusession.core.validation.report import ValidationReport
 
-if TYPE_CHECKING:
-    from gpusession.core.validation import Expected, Protocol
-
-
-def duplicate_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``frame`` whose ``id`` occurs more than once, in frame order (V3).
-
-    ``h`` is the ID's 64-bit hash: rows with a unique hash are certainly unique, so
-    only the (few) rows sharing a hash are compared as strings.
-    """
-    candidates = frame.filter(pl.col("h").is_duplicated())
-    if candidates.height == 0:
-        return candidates
-    return candidates.filter(pl.col("id").is_duplicated())
-
-
-def first_occurrences(frame: pl.DataFrame, dup_rows: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` without the second and later occurrences of each ID (by ``line``)."""
-    if dup_rows.height == 0:
-        return frame
-    later = dup_rows.filter(~pl.col("id").is_first_distinct())["line"]
-    return frame.filter(~pl.col("line").is_in(later.implode()))
-
-
-FIRST_N = 20
-EPSILON = 1e-12
 _LABEL_SHOWN = 40
 
 

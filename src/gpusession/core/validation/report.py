@@ -1,6 +1,6 @@
 """The validation report: verdicts, counts, first offenders, per-class scores (V1-V8).
 
-Built by :mod:`gpusession.core.validation_checks`; read by the CLI (``validate``), the
+Built by :mod:`gpusession.core.validation.checks`; read by the CLI (``validate``), the
 run engine (:meth:`ValidationReport.row_fields` fills the CSV row) and the TUI's
 Validation pane. :meth:`ValidationReport.summary_lines` is the one readable verdict
 both the CLI and the TUI show, so the words are the same everywhere.
@@ -18,32 +18,10 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.tomlio import write_atomic_bytes, write_toml
+from gpusession.core.validation.model import BadRecord, ClassScore
 
 #: How many offenders a summary line quotes.
 QUOTE_N = 5
-
-
-@dataclass(frozen=True)
-class ClassScore:
-    """Scores of one declared class (V6). ``support`` = reference records of the class,
-    ``predicted`` = records predicted as it; precision/recall/F1 are 0 when undefined."""
-
-    label: str
-    precision: float
-    recall: float
-    f1: float
-    support: int
-    predicted: int
-    true_positives: int
-
-
-@dataclass(frozen=True)
-class BadRecord:
-    """One bad output record (V4): 1-based line, the problem in words, the line quoted."""
-
-    line: int
-    problem: str
-    text: str
 
 
 def _quote_ids(ids: list[str], total: int) -> str:

@@ -1,7 +1,8 @@
 """JSONL outputs read record by record, fast when clean, exact when not (V4).
 
 Called by :mod:`gpusession.core.validation` (run outputs) and
-:mod:`gpusession.core.validation_io` (JSONL corpora). A clean file takes the fast path:
+:mod:`gpusession.core.validation.expected` (JSONL corpora); builds on
+:mod:`gpusession.core.validation.read`, which never imports this module. A clean file takes the fast path:
 ``polars.read_ndjson`` plus whole-file regular-expression counts proving that every
 ``id`` and ``label`` is a JSON string. Any other file is split into lines; lines shaped
 like one object are read by polars in blocks (a failing block is halved until small)
@@ -19,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.validation_io import (
+from gpusession.core.validation.read import (
     RECORD_SCHEMA,
     ParsedRecords,
     decode_text,

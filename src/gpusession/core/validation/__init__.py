@@ -1,0 +1,120 @@
+"""Corpus validation: a corpus is accepted only when every check passes (V1-V8, seed 000 §1).
+
+Who calls it: the run engine (once :func:`load_expected` per experiment, then
+:func:`validate_output` per run; fast and free of side effects), the ``validate``
+command, and the TUI's Validation pane, which shows :class:`ValidationReport` fields
+and :meth:`ValidationReport.summary_lines` -- the same words as the CLI.
+
+One-way flow, no cycles (design.md, "Target after the restructuring"):
+
+* :mod:`.model` -- :class:`Protocol`, :class:`Expected`, the report's small values;
+* :mod:`.read` -- bytes → records (strict UTF-8 via :mod:`gpusession.core.textio`,
+  BOM, CRLF, line numbers; CSV); :mod:`.read_jsonl` -- JSONL, built on :mod:`.read`;
+* :mod:`.expected` -- the expected IDs, references and train/tune lists;
+* :mod:`.checks` -- records → the four checks; :mod:`.report` -- the report, its words
+  and its TOML.
+
+The checks, all with polars and no Python loop over rows:
+
+* IDs (V2, V3): missing, extra, duplicated in the output, duplicated in the expected
+  list -- sets are compared, equal line counts never count as a match.
+* Format per record (V4): parseable, ``id`` and ``label`` present and strings, ID not
+  empty, label among the declared classes; encoding problems reported.
+* Quality (V6): macro-F1 over the declared classes (a class never predicted scores 0)
+  or accuracy, over the well-formed records whose ID is expected and has a reference;
+  identical to ``sklearn.metrics.f1_score(y, p, labels=classes, average="macro",
+  zero_division=0)``.
+* Overlap (V7): training and tuning IDs must not meet the evaluation IDs (or each other).
+
+``corpus_accepted`` is the conjunction (V1); each part keeps its own reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.textio import read_bytes
+from gpusession.core.validation.checks import run_checks
+from gpusession.core.validation.expected import load_expected, read_id_list
+from gpusession.core.validation.model import METRICS, OUTPUT_FORMATS, Expected, Protocol
+from gpusession.core.validation.read import ParsedRecords, parse_csv
+from gpusession.core.validation.read_jsonl import parse_jsonl
+from gpusession.core.validation.report import ValidationReport, free_run_name
+
+__all__ = [
+    "Expected",
+    "Protocol",
+    "ValidationReport",
+    "accepted_corpora",
+    "free_run_name",
+    "load_expected",
+    "parse_output",
+    "validate_output",
+    "METRICS",
+    "OUTPUT_FORMATS",
+]
+
+
+def _read_ids(source: Path | Sequence[str] | None) -> tuple[pl.Series | None, str | None]:
+    if source is None:
+        return None, None
+    return read_id_list(source)
+
+
+def parse_output(output: Path, output_format: str) -> ParsedRecords:
+    """Read a run's output file record by record (V4).
+
+    Raises:
+        BadInput: the file is missing or unreadable (content problems are reported).
+    """
+    data = read_bytes(Path(output))
+    return parse_csv(data) if output_format == "csv" else parse_jsonl(data)
+
+
+def validate_output(
+    output: Path,
+    expected: Expected,
+    protocol: Protocol,
+    *,
+    train_ids: Path | Sequence[str] | None = None,
+    tune_ids: Path | Sequence[str] | None = None,
+    classes_source: str = "declared in the protocol",
+) -> ValidationReport:
+    """Validate one run's output against the expected IDs and the protocol (V1-V7).
+
+    Args:
+        output: the run's output file (``protocol.output_format``: JSONL or CSV).
+        expected: from :func:`load_expected`.
+        protocol: classes, metric, threshold, tolerance, reference, format (V5).
+        train_ids, tune_ids: training / tuning IDs (file or strings) for V7.
+
+    Returns:
+        The report; nothing is written (call :meth:`ValidationReport.write`).
+
+    Raises:
+        BadInput: the output or an ID list is missing or unreadable.
+    """
+    parsed = parse_output(Path(output), protocol.output_format)
+    train, train_desc = _read_ids(train_ids)
+    tune, tune_desc = _read_ids(tune_ids)
+    return run_checks(
+        Path(output),
+        parsed,
+        expected,
+        protocol,
+        train=train,
+        train_desc=train_desc,
+        tune=tune,
+        tune_desc=tune_desc,
+        classes_source=classes_source,
+    )
+
+
+def accepted_corpora(frame: pl.DataFrame) -> int:
+    """Distinct ``corpus_revision``s with at least one accepted run (K3, K4); never a
+    count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`."""
+    return accepted_unique_corpora(frame)

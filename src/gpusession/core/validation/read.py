@@ -1,0 +1,142 @@
+"""Run outputs, bytes → records: the record schema, decoding, CSV outputs (V4).
+
+The first step of validation (read → checks → report). Called by
+:mod:`gpusession.core.validation` (CSV outputs), :mod:`.read_jsonl` (which builds on
+the record schema and decoding here; this module never imports it) and
+:mod:`.expected`. Everything here turns bytes into polars frames with explicit
+``String`` columns -- IDs are never inferred as numbers ("007" is not "7"; spaces
+matter) -- and turns problems into *reported* records rather than exceptions, so that
+a broken output gives a clear report, not a crash. Encoding goes through
+:mod:`gpusession.core.textio`: invalid UTF-8 is reported per line; a BOM and CRLF line
+ends are tolerated and noted.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from gpusession.core.textio import decode_lenient
+
+#: The columns of a parsed output: 1-based line, ID, label, first problem (null = fine).
+RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.String, "problem": pl.String}
+EXCERPT_CHARS = 120
+
+
+@dataclass
+class ParsedRecords:
+    """One output file read record by record.
+
+    Attributes:
+        records: one row per record: ``line`` (1-based), ``id`` (null when no ID string
+            could be read), ``label`` (null when absent or not a string), ``problem``
+            (null when the record parsed; else the first reason, in words).
+        file_problems: problems of the whole file (empty file, unreadable CSV, ...).
+        notes: what was tolerated but is worth saying (BOM, CRLF line ends).
+        non_utf8_lines: how many lines are not valid UTF-8.
+        lines: the file's lines (CR stripped), used to quote bad records; ``None`` on
+            the fast path until :meth:`line_text` needs them.
+    """
+
+    records: pl.DataFrame
+    file_problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    non_utf8_lines: int = 0
+    text: str = ""
+    lines: list[str] | None = None
+
+    def line_text(self, line: int) -> str:
+        """The text of 1-based ``line``, cut to :data:`EXCERPT_CHARS` characters."""
+        if self.lines is None:
+            self.lines = split_lines(self.text)
+        if 1 <= line <= len(self.lines):
+            return excerpt(self.lines[line - 1])
+        return ""
+
+
+#: Control characters shown as escapes, so a quoted record cannot drive the terminal.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (ESC, NUL, CR, ...) written as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (saying how long it really was), with
+    control characters escaped (:func:`printable`)."""
+    if len(text) <= limit:
+        return printable(text)
+    return f"{printable(text[:limit])}… ({len(text):,} characters)"
+
+
+def split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
+    """Decode ``data`` as UTF-8 without ever failing (V4: encoding problems reported).
+
+    Returns:
+        ``(text, notes, bad_lines)``: the text with a leading BOM removed and CRLF line
+        ends turned into LF (invalid bytes replaced by U+FFFD); notes saying what was
+        tolerated; and ``{line: reason}`` for every line that is not valid UTF-8
+        (:func:`gpusession.core.textio.decode_lenient`).
+    """
+    decoded = decode_lenient(data, crlf=True)
+    return decoded.text, decoded.notes(), {n: b.words() for n, b in decoded.bad_lines.items()}
+
+
+def parse_csv(data: bytes) -> ParsedRecords:
+    """Read a CSV output with a header holding ``id`` and ``label`` (V4), all strings.
+
+    Returns:
+        The records (line = row + 1 for the header, exact when no cell spans lines);
+        unreadable files give a file problem, never an exception.
+    """
+    text, notes, bad_utf8 = decode_text(data)
+    parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
+    parsed.non_utf8_lines = len(bad_utf8)
+    if text.strip() == "":
+        parsed.file_problems.append("the file is empty: no header, no records")
+        return parsed
+    try:
+        frame = pl.read_csv(io.BytesIO(text.encode("utf-8")), infer_schema=False, has_header=True)
+    except Exception as exc:  # noqa: BLE001 - polars says why; we report it
+        parsed.file_problems.append(f"not readable as CSV: {str(exc).splitlines()[0]}")
+        return parsed
+    missing = [c for c in ("id", "label") if c not in frame.columns]
+    if missing:
+        parsed.file_problems.append(
+            f"the header has no {' and no '.join(repr(c) for c in missing)} column "
+            f"(found: {', '.join(frame.columns) or 'nothing'})"
+        )
+        return parsed
+    records = frame.select("id", "label").with_columns(
+        line=pl.int_range(2, frame.height + 2, dtype=pl.Int64),
+        problem=pl.when(pl.all_horizontal(pl.col("id").is_null(), pl.col("label").is_null()))
+        .then(pl.lit("empty row"))
+        .otherwise(pl.lit(None, pl.String)),
+    )
+    if bad_utf8:
+        fix = pl.DataFrame(
+            {"line": list(bad_utf8), "utf8_problem": list(bad_utf8.values())},
+            schema={"line": pl.Int64, "utf8_problem": pl.String},
+        )
+        records = records.join(fix, on="line", how="left", maintain_order="left").with_columns(
+            problem=pl.coalesce("utf8_problem", "problem")
+        )
+    parsed.records = records.select(list(RECORD_SCHEMA))
+    if frame.height == 0:
+        parsed.file_problems.append("the file holds only a header: no records")
+    return parsed
+
+
+# -- expected IDs, references, train/tune lists (inputs: BadInput when unusable) --------
