@@ -1,0 +1,91 @@
+"""core.textio: the one strict UTF-8 read (V4, C1, S7): file, line and byte of a bad byte;
+a BOM ignored; CRLF line ends turned into LF when asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpusession.core.errors import BadInput
+from gpusession.core.manifest import read_manifest
+from gpusession.core.results import ResultsFile
+from gpusession.core.textio import decode_lenient, decode_strict, read_bytes, read_text
+from gpusession.core.tomlio import read_toml
+
+
+def test_bad_utf8_names_file_line_and_byte(tmp_path: Path) -> None:
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"one\ntwo\nabc\xe9d\n")
+    with pytest.raises(BadInput) as info:
+        read_text(p)
+    e = info.value
+    assert e.path == p and e.line == 3
+    assert "byte 0xE9 at byte 4 of the line" in e.message
+    assert str(e).startswith(f"{p}:3: not valid UTF-8")
+
+
+def test_must_clause_is_added(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="TOML files must be UTF-8"):
+        decode_strict(b"\xff", path=tmp_path / "a.toml", must="TOML files must be UTF-8")
+
+
+def test_bom_is_ignored_and_noted(tmp_path: Path) -> None:
+    p = tmp_path / "bom.txt"
+    p.write_bytes(b"\xef\xbb\xbfid\n1\n")
+    t = read_text(p)
+    assert t.text == "id\n1\n" and t.bom and t.crlf == 0
+    assert any("byte-order mark" in n for n in t.notes())
+
+
+def test_bom_then_bad_byte_counts_columns_after_the_bom() -> None:
+    with pytest.raises(BadInput) as info:
+        decode_strict(b"\xef\xbb\xbfab\x80", path=None)
+    assert info.value.line == 1 and "at byte 3 of the line" in info.value.message
+
+
+def test_crlf_turned_into_lf_only_when_asked() -> None:
+    raw = b"a\r\nb\r\nc"
+    kept = decode_strict(raw, path=None)
+    assert kept.text == "a\r\nb\r\nc" and kept.crlf == 0
+    t = decode_strict(raw, path=None, crlf=True)
+    assert t.text == "a\nb\nc" and t.crlf == 2
+    assert any("2 line(s) end with CRLF" in n for n in t.notes())
+
+
+def test_lenient_reports_every_bad_line_and_never_raises() -> None:
+    t = decode_lenient(b"ok\n\xe9x\r\nfine\nz\xff\n")
+    assert sorted(t.bad_lines) == [2, 4]
+    assert t.bad_lines[2].words().startswith("not valid UTF-8 (byte 0xE9 at byte 1 of the line")
+    assert t.bad_lines[4].column == 2 and t.bad_lines[4].byte == 0xFF
+    assert t.text.split("\n")[1] == "\ufffdx" and t.crlf == 1
+
+
+def test_missing_file_and_folder(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="manifest not found"):
+        read_bytes(tmp_path / "nope.csv", what="manifest")
+    with pytest.raises(BadInput, match="is a folder, expected a file"):
+        read_bytes(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["toml", "manifest", "results"])
+def test_every_reader_gives_file_and_line(tmp_path: Path, kind: str) -> None:
+    """TOML, manifest and results CSV all answer a Latin-1 byte with file and line."""
+    if kind == "toml":
+        p = tmp_path / "s.toml"
+        p.write_bytes(b"schema = 1\nname = \"caf\xe9\"\n")
+        call = lambda: read_toml(p)  # noqa: E731
+    elif kind == "manifest":
+        p = tmp_path / "m.csv"
+        p.write_bytes(b"path,size_bytes,sha256\nf\xe9.txt,1," + b"0" * 64 + b"\n")
+        call = lambda: read_manifest(p)  # noqa: E731
+    else:
+        from gpusession.core.results import COLUMNS
+
+        p = tmp_path / "resultats-bruts.csv"
+        p.write_bytes(",".join(COLUMNS).encode() + b"\n" + b"\xe9" + b"," * (len(COLUMNS) - 1) + b"\n")
+        call = lambda: ResultsFile(p).read()  # noqa: E731
+    with pytest.raises(BadInput) as info:
+        call()
+    assert info.value.path == p and info.value.line == 2
+    assert "not valid UTF-8 (byte 0xE9" in info.value.message
