@@ -428,36 +428,36 @@ def record_event(
     warnings: list[str] = []
     if state == "payment-confirmed" and src == YOU:
         raise BadInput("payment-confirmed comes only from the provider's tracking; clicking "
-                       "\"I have paid\" is payment-sent (S2); nothing was written", field="source")
+                       "\"I have paid\" is payment-sent; nothing was written", field="source")
     if state == "gpu-provisioned" and src == YOU and not current.has("access-received"):
         raise BadInput("you can record gpu-provisioned yourself only once you have access: record "
-                       "access-received first, or use --source tracking (S2); nothing was written",
+                       "access-received first, or use --source tracking; nothing was written",
                        field="source")
     if state == "payment-sent":
         pay = current.payment
         if pay is None:
             warnings.append("no payment order recorded: payment must use the exact amount, "
-                            "destination and expiry of the active payment order (S3)")
+                            "destination and expiry of the active payment order")
         else:
             if when >= pay.expires_at:
                 warnings.append(f"the active payment order expired at {pay.expires_at.isoformat()}; "
                                 "a payment must use the active order's exact amount, destination "
-                                "and expiry — ask the provider for a new payment order (S3)")
+                                "and expiry — ask the provider for a new payment order")
             if amount is not None:
                 check_amount(amount)
                 if not amounts_match(pay.amount, amount):
                     warnings.append(f"amount {amount} differs from the payment order's exact "
-                                    f"amount {pay.amount} (compared digit for digit, S3)")
+                                    f"amount {pay.amount} (compared digit for digit)")
         warnings.append("payment sent is not payment confirmed: only the provider's tracking "
-                        "confirms receipt, and the GPU is provisioned separately (S2)")
+                        "confirms receipt, and the GPU is provisioned separately")
     elif amount is not None:
         check_amount(amount)
     if state == "ordered" and current.order is None:
         warnings.append("no order recorded: record its number, GPU, lots and days with "
-                        "`gpusession order NAME set` so deviations can be noted against it (S5)")
+                        "`gpusession order NAME set` so deviations can be noted against it")
     if state in ("gpu-provisioned", "access-received") and not current.paid:
         warnings.append("provisioning is separate from payment: payment is not confirmed by "
-                        "provider tracking (S2)")
+                        "provider tracking")
     if amount is not None:
         note = f"{note} (amount {amount})".strip()
     number = current.order.number if current.order else None
@@ -494,7 +494,7 @@ def compare_with_order(
         ref = "the session's package (no order number recorded yet)"
     else:
         raise BadInput("no order recorded; record it with `gpusession order NAME set` before "
-                       "comparing the GPU seen with it (S5)", field="order")
+                       "comparing the GPU seen with it", field="order")
     problems: list[str] = []
     if observed_gpu_model is not None and not model_matches(model, observed_gpu_model):
         problems.append(f"GPU model seen {observed_gpu_model!r}, ordered {model!r}")

@@ -2,7 +2,8 @@
 pane's lines and ``gpusession order NAME show [--json]`` (S2, S3).
 
 Payment and provisioning are shown separately; ``payment-sent`` reads "payment sent —
-not confirmed", never "paid" (S2). Re-exported by :mod:`gpusession.core.order`.
+not confirmed", never "paid" (S2). Depends on :mod:`gpusession.core.order` (the model);
+the model never imports its text (no import cycle).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
         out.append(f"  {local_str(e.at, tz)}  {e.state:<20} ({e.source}){note}")
     if state.has("payment-sent") and not state.paid:
         out.append("\"I have paid\" keeps your notification; it does not confirm receipt nor "
-                   "assign the GPU. Only the provider's tracking confirms payment (S2).")
+                   "assign the GPU. Only the provider's tracking confirms payment.")
     return out
 
 

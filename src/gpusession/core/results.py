@@ -289,12 +289,12 @@ def _cell_problem(column: str, cell: str) -> str | None:
     elif dtype == _FLOAT:
         if not _FLOAT_RE.fullmatch(cell):
             return (f"expected a decimal number with a point and no exponent "
-                    f"(e.g. 0.00001, C2), got {cell!r}")
+                    f"(e.g. 0.00001), got {cell!r}")
     elif dtype == _BOOL:
         if cell not in ("true", "false"):
-            return f"expected true or false (C5), got {cell!r}"
+            return f"expected true or false, got {cell!r}"
     elif column == "phase" and cell not in PHASES:
-        return f"expected one of {', '.join(PHASES)} (R3), got {cell!r}"
+        return f"expected one of {', '.join(PHASES)}, got {cell!r}"
     if column in _NON_NEGATIVE and cell.startswith("-"):
         return f"expected a value ≥ 0, got {cell!r}"
     return None
@@ -322,14 +322,14 @@ def check_rows(path: Path, text: str) -> None:
                 raise BadInput("blank line; expected one row of 38 fields per run (delete the line)",
                                path=path, line=line)
             if len(record) != len(COLUMNS):
-                raise BadInput(f"row has {len(record)} fields, expected the 38 seed columns (C1)",
+                raise BadInput(f"row has {len(record)} fields, expected the 38 seed columns",
                                path=path, line=line)
             for column, cell in zip(COLUMNS, record, strict=True):
                 problem = _cell_problem(column, cell)
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
     except csv.Error as exc:
-        raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote (C4)",
+        raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote",
                        path=path, line=start) from None
 
 
