@@ -17,6 +17,7 @@ from test_bench_fakes import with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
+from gpusession.core.events import Finished, RowAppended, RunnerEvent, WorkerStarted
 from gpusession.core.session import Package, Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
@@ -50,7 +51,7 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
 def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, params={"chatty": True})
-    events: list[dict[str, Any]] = []
+    events: list[RunnerEvent] = []
     out = Runner(s, exp.id, on_event=events.append).run()
     assert out.completed and not out.cancelled and out.incidents == []
     rows = s.results.rows()
@@ -71,8 +72,8 @@ def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fak
     kinds = [r["event"] for r in s.read_journal() if r["event"] in ("run_started", "run_finished")]
     assert kinds == ["run_started", "run_finished"] * 6
     assert not (s.folder / ".run.lock").exists()
-    assert {e["event"] for e in events} >= {"progress", "row", "loaded", "finished", "environment"}
-    assert events[-1]["event"] == "finished"
+    assert {e.name for e in events} >= {"progress", "row", "loaded", "finished", "environment"}
+    assert isinstance(events[-1], Finished)
 
 
 def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
@@ -133,9 +134,9 @@ def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
                params={"sleep_s": 30, "marker": str(marker)})
     pids: list[int] = []
 
-    def on_event(ev: dict[str, Any]) -> None:
-        if ev["event"] == "worker_started":
-            pids.append(ev["pid"])
+    def on_event(ev: RunnerEvent) -> None:
+        if isinstance(ev, WorkerStarted) and ev.pid is not None:
+            pids.append(ev.pid)
 
     def killer() -> None:
         deadline = time.monotonic() + 60
@@ -174,9 +175,9 @@ def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Pa
     cancel = threading.Event()
     seen: list[int] = []
 
-    def on_event(ev: dict[str, Any]) -> None:
+    def on_event(ev: RunnerEvent) -> None:
         seen.append(threading.get_ident())
-        if ev["event"] == "row" and ev["row"].phase == "warm" and ev["row"].run_index == 2:
+        if isinstance(ev, RowAppended) and ev.row.phase == "warm" and ev.row.run_index == 2:
             cancel.set()  # at run 3 of 10
 
     result: dict[str, Any] = {}
