@@ -261,6 +261,42 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path) -> None:
     assert warm.peak_allocated_bytes is None
 
 
+def test_r4_row_warmup_from_worker_report(sessions_root: Path) -> None:
+    """A command worker runs no warm-up: its warm rows say 0 though 2 were announced."""
+    s = _session(sessions_root)
+    script = (
+        "import json,sys; src,out=sys.argv[1:3];"
+        "recs=[json.loads(l) for l in open(src)];"
+        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
+    )
+    exp = _exp(s, workload="command", values=(4,), runs_per_variant=2, cold_runs_per_variant=0,
+               warmup_iterations=2, scope="full-chain",
+               params={"command": [sys.executable, "-c", script, "{corpus}", "{output}"]})
+    assert exp.warmup_iterations == 2
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 2 and all(r.elapsed_seconds is not None for r in warm)
+    assert [r.warmup_iterations for r in warm] == [0, 0]
+
+
+def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, fakes: None) -> None:
+    """A torch worker whose warm-up fails part-way: each variant's rows carry the
+    iterations that really ran before them (batch-2: 2 of 2, batch-4: 1 of 2)."""
+    s = _session(sessions_root)
+    # 8 inputs: batch-2 warm-up = 2 x 4 predict calls, batch-4 = 2 x 2; call 11 is the
+    # first call of batch-4's second warm-up iteration.
+    exp = _exp(s, values=(2, 4), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=2,
+               params={"fail_call": 11})
+    out = Runner(s, exp.id).run()
+    warm = {r.variant_id: r for r in s.results.rows() if r.phase == "warm"}
+    assert warm["batch-2"].warmup_iterations == 2
+    assert warm["batch-4"].warmup_iterations == 1
+    assert all(r.elapsed_seconds is not None for r in warm.values())  # the runs themselves ran
+    assert any("warmup" in i and "predict call 11" in i for i in out.incidents)
+    done = _events(s, "warmup_done")
+    assert done[-1]["iterations"] == 2 and done[-1]["runs"] == 3
+
+
 def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Path) -> None:
     s = _session(sessions_root)
     _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
