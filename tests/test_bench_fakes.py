@@ -25,14 +25,15 @@ class Echo:
     Params: ``log`` (path for ``{"phase_hint", "batch"}`` lines), ``oom_batch`` (raise
     OutOfMemoryError on this batch size), ``fail_batch`` (raise ValueError),
     ``sleep_s`` (per predict call), ``marker`` (file written when predict starts),
-    ``chatty`` (print to stdout: must not break the protocol).
+    ``chatty`` (print to stdout: must not break the protocol), ``fail_call`` (raise
+    ValueError on this 1-based predict call of the process, e.g. part-way into a warm-up).
     """
 
     classes = ["a", "b"]
 
     def __init__(self, log: str | None = None, oom_batch: int | None = None,
                  fail_batch: int | None = None, sleep_s: float = 0.0, marker: str | None = None,
-                 chatty: bool = False, **_: Any) -> None:
+                 chatty: bool = False, fail_call: int | None = None, **_: Any) -> None:
         self.log = Path(log) if log else None
         self.oom_batch = oom_batch
         self.fail_batch = fail_batch
@@ -40,6 +41,8 @@ class Echo:
         self.marker = Path(marker) if marker else None
         self.chatty = chatty
         self.context_limit: int | None = None
+        self.fail_call = fail_call
+        self.calls = 0
 
     def revisions(self) -> dict[str, str]:
         return {"model_revision": "echo-1", "tokenizer_revision": "split-1"}
@@ -50,6 +53,9 @@ class Echo:
             print("loading echo workload {not json}")
 
     def predict(self, texts: list[str]) -> list[str]:
+        self.calls += 1
+        if self.fail_call is not None and self.calls == self.fail_call:
+            raise ValueError(f"failed on predict call {self.calls}")
         if self.marker is not None and not self.marker.exists():
             self.marker.write_text(str(os.getpid()))
         if self.log is not None:

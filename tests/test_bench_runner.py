@@ -17,6 +17,7 @@ from test_bench_fakes import with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
+from gpusession.core.events import Finished, RowAppended, RunnerEvent, WorkerStarted
 from gpusession.core.package import Package
 from gpusession.core.session import Session
 
@@ -51,7 +52,7 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
 def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, params={"chatty": True})
-    events: list[dict[str, Any]] = []
+    events: list[RunnerEvent] = []
     out = Runner(s, exp.id, on_event=events.append).run()
     assert out.completed and not out.cancelled and out.incidents == []
     rows = s.results.rows()
@@ -72,8 +73,8 @@ def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fak
     kinds = [r["event"] for r in s.read_journal() if r["event"] in ("run_started", "run_finished")]
     assert kinds == ["run_started", "run_finished"] * 6
     assert not (s.folder / ".run.lock").exists()
-    assert {e["event"] for e in events} >= {"progress", "row", "loaded", "finished", "environment"}
-    assert events[-1]["event"] == "finished"
+    assert {e.name for e in events} >= {"progress", "row", "loaded", "finished", "environment"}
+    assert isinstance(events[-1], Finished)
 
 
 def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
@@ -134,9 +135,9 @@ def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
                params={"sleep_s": 30, "marker": str(marker)})
     pids: list[int] = []
 
-    def on_event(ev: dict[str, Any]) -> None:
-        if ev["event"] == "worker_started":
-            pids.append(ev["pid"])
+    def on_event(ev: RunnerEvent) -> None:
+        if isinstance(ev, WorkerStarted) and ev.pid is not None:
+            pids.append(ev.pid)
 
     def killer() -> None:
         deadline = time.monotonic() + 60
@@ -175,9 +176,9 @@ def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Pa
     cancel = threading.Event()
     seen: list[int] = []
 
-    def on_event(ev: dict[str, Any]) -> None:
+    def on_event(ev: RunnerEvent) -> None:
         seen.append(threading.get_ident())
-        if ev["event"] == "row" and ev["row"].phase == "warm" and ev["row"].run_index == 2:
+        if isinstance(ev, RowAppended) and ev.row.phase == "warm" and ev.row.run_index == 2:
             cancel.set()  # at run 3 of 10
 
     result: dict[str, Any] = {}
@@ -259,6 +260,42 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path) -> None:
     warm = [r for r in s.results.rows() if r.phase == "warm"][0]
     assert warm.elapsed_seconds is not None and warm.corpus_accepted is True
     assert warm.peak_allocated_bytes is None
+
+
+def test_r4_row_warmup_from_worker_report(sessions_root: Path) -> None:
+    """A command worker runs no warm-up: its warm rows say 0 though 2 were announced."""
+    s = _session(sessions_root)
+    script = (
+        "import json,sys; src,out=sys.argv[1:3];"
+        "recs=[json.loads(l) for l in open(src)];"
+        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
+    )
+    exp = _exp(s, workload="command", values=(4,), runs_per_variant=2, cold_runs_per_variant=0,
+               warmup_iterations=2, scope="full-chain",
+               params={"command": [sys.executable, "-c", script, "{corpus}", "{output}"]})
+    assert exp.warmup_iterations == 2
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 2 and all(r.elapsed_seconds is not None for r in warm)
+    assert [r.warmup_iterations for r in warm] == [0, 0]
+
+
+def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, fakes: None) -> None:
+    """A torch worker whose warm-up fails part-way: each variant's rows carry the
+    iterations that really ran before them (batch-2: 2 of 2, batch-4: 1 of 2)."""
+    s = _session(sessions_root)
+    # 8 inputs: batch-2 warm-up = 2 x 4 predict calls, batch-4 = 2 x 2; call 11 is the
+    # first call of batch-4's second warm-up iteration.
+    exp = _exp(s, values=(2, 4), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=2,
+               params={"fail_call": 11})
+    out = Runner(s, exp.id).run()
+    warm = {r.variant_id: r for r in s.results.rows() if r.phase == "warm"}
+    assert warm["batch-2"].warmup_iterations == 2
+    assert warm["batch-4"].warmup_iterations == 1
+    assert all(r.elapsed_seconds is not None for r in warm.values())  # the runs themselves ran
+    assert any("warmup" in i and "predict call 11" in i for i in out.incidents)
+    done = _events(s, "warmup_done")
+    assert done[-1]["iterations"] == 2 and done[-1]["runs"] == 3
 
 
 def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Path) -> None:

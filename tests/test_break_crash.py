@@ -90,7 +90,7 @@ def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
 
 
 def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) -> None:
-    from gpusession.bench.runner import Runner
+    from gpusession.core.journal import take_lock
 
     s = Session.create(sessions_root, "t")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -98,16 +98,15 @@ def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) ->
     lock = s.folder / RUN_LOCK
     lock.write_text(str(dead.pid))
     define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
-    runner = Runner(s, "e")
-    runner._take_lock(lock)
+    assert take_lock(s.folder, s.name) == lock
     assert lock.read_text() == str(os.getpid())
     assert [p.name for p in s.folder.iterdir() if p.name.startswith(RUN_LOCK)] == [RUN_LOCK]
     lock.unlink()
 
 
 def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
-    from gpusession.bench.runner import Runner
     from gpusession.core.errors import BadInput
+    from gpusession.core.journal import take_lock
 
     s = Session.create(sessions_root, "t")
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -116,7 +115,7 @@ def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
         lock.write_text(str(live.pid))
         define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
         with pytest.raises(BadInput, match=f"pid {live.pid}"):
-            Runner(s, "e")._take_lock(lock)
+            take_lock(s.folder, s.name)
         assert lock.read_text() == str(live.pid)
     finally:
         live.kill()

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.journal import RunKey
 from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
@@ -329,9 +330,14 @@ class ScheduledRun:
     run_index: int
     worker: str
 
+    def key(self, experiment_id: str) -> RunKey:
+        """The run's journal key (:class:`gpusession.core.journal.RunKey`)."""
+        return RunKey(experiment_id, self.phase, self.variant_id, self.run_index)
+
     @property
     def run_key(self) -> str:
-        return f"{self.phase}:{self.variant_id}:{self.run_index}"
+        """The key inside the experiment, ``"warm:batch-4:2"`` (worker protocol, messages)."""
+        return self.key("").local
 
 
 def draw_warm_order(exp: Experiment) -> list[str]:

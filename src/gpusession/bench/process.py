@@ -1,4 +1,4 @@
-"""Worker subprocesses as the runner sees them: JSON lines in, stderr kept, exit described.
+"""Worker subprocesses as the runner sees them: typed events in, stderr kept, exit described.
 
 Who calls it: :class:`gpusession.bench.runner.Runner`. No torch here.
 """
@@ -12,6 +12,8 @@ import subprocess
 import threading
 from collections import deque
 from typing import Any
+
+from gpusession.core.events import event_from_json
 
 #: Put on a worker's event queue when its stdout closes.
 EOF_EVENT = object()
@@ -36,7 +38,8 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 class WorkerProcess:
-    """One worker subprocess: stdout lines into a queue, stderr kept (last lines)."""
+    """One worker subprocess: its stdout lines as typed worker events
+    (:mod:`gpusession.core.events`) into a queue, stderr kept (last lines)."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
@@ -61,8 +64,12 @@ class WorkerProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             try:
-                self.events.put(json.loads(line))
+                doc = json.loads(line)
             except json.JSONDecodeError:
+                doc = None
+            if isinstance(doc, dict):
+                self.events.put(event_from_json(doc, channel="worker"))
+            else:
                 self.stderr.append(f"[stdout] {line.rstrip()}")
         self.events.put(EOF_EVENT)
 

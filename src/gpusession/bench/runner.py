@@ -12,8 +12,12 @@ signal or timed out — keeps its row: elapsed empty, corpus not accepted, the i
 marked incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
-``on_event`` receives plain dicts (from the runner's thread): ``progress``, ``row``,
-``loaded``, ``environment``, ``incident``, ``finished``.
+``on_event`` receives typed runner events of :mod:`gpusession.core.events` (from the
+runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserved``,
+``IncidentReported``, ``WorkerStarted``, ``Finished``; :func:`gpusession.core.events.describe`
+turns them into words. The journal gets typed records, and the worker's events arrive
+typed (:mod:`gpusession.bench.process`). A row's protocol fields (phase, warm-up
+iterations) come from what the worker reports it did, never from the definition (R4).
 """
 
 from __future__ import annotations
@@ -33,9 +37,42 @@ from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, sche
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
-from gpusession.core.errors import BadInput
+from gpusession.core import journal
+from gpusession.core.events import (
+    EnvironmentObserved,
+    Event,
+    ExperimentFinishedRecord,
+    ExperimentIncompleteRecord,
+    ExperimentStartedRecord,
+    Finished,
+    IncidentRecord,
+    IncidentReported,
+    Loaded,
+    LoadFinishedRecord,
+    LoadStartedRecord,
+    Progress,
+    RowAppended,
+    RunFinishedRecord,
+    RunnerEvent,
+    RunStartedRecord,
+    WarmupDoneRecord,
+    WorkerEnvironment,
+    WorkerExitedRecord,
+    WorkerIncident,
+    WorkerLoaded,
+    WorkerLoadedRecord,
+    WorkerReady,
+    WorkerRunFinished,
+    WorkerRunStarted,
+    WorkerStarted,
+    WorkerStartedRecord,
+    WorkerStderrRecord,
+    WorkerStopped,
+    WorkerWarmupDone,
+)
+from gpusession.core.journal import RunKey
 from gpusession.core.results import ResultRow
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.session import Session
 from gpusession.core.summary import accepted_revisions
 
 
@@ -62,7 +99,7 @@ class Runner:
     Args:
         session: the open session.
         experiment_id: an experiment defined in ``session.toml``.
-        on_event: called with plain dicts from the runner's thread (see module doc).
+        on_event: called with typed runner events from the runner's thread (see module doc).
         cancel: set it to stop at the next run boundary (H-12).
         python: interpreter for the workers (default: this one).
         device: overrides the experiment's device for this invocation
@@ -78,7 +115,7 @@ class Runner:
         session: Session,
         experiment_id: str,
         *,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
         cancel: threading.Event | None = None,
         python: str = sys.executable,
         device: str | None = None,
@@ -100,18 +137,24 @@ class Runner:
         self._accepted_revisions: set[str] = set()
         self._load_counters: dict[str, int] = {}
         self._package_total_minor: int | None = None
+        # Warm-up iterations per variant that the current worker reported it performed.
+        self._warm_done: dict[str, int] = {}
 
     # -- helpers ------------------------------------------------------------------------
-    def _emit(self, event: str, **fields: Any) -> None:
+    def _emit(self, event: RunnerEvent) -> None:
         try:
-            self.on_event({"event": event, **fields})
+            self.on_event(event)
         except Exception:  # a UI callback must never break the measurement
             pass
 
-    def _incident(self, message: str, **fields: Any) -> None:
+    def _journal(self, record: Event) -> None:
+        self.session.journal(record)
+
+    def _incident(self, message: str, *, trace: str | None = None, exit: str | None = None) -> None:
         self.outcome.incidents.append(message)
-        self.session.journal("incident", experiment_id=self.experiment.id, message=message, **fields)
-        self._emit("incident", message=message)
+        self._journal(IncidentRecord(experiment_id=self.experiment.id, message=message,
+                                     trace=trace, exit=exit))
+        self._emit(IncidentReported(message=message))
 
     def _path(self, value: str | None) -> Path | None:
         if not value:
@@ -131,46 +174,13 @@ class Runner:
         """Run every scheduled run; return the outcome (also sent as ``finished``)."""
         exp = self.experiment
         s = self.session
-        lock = s.folder / RUN_LOCK
-        self._take_lock(lock)
+        journal.take_lock(s.folder, s.name)  # S7: one runner per session
         try:
             self._run(exp)
         finally:
-            lock.unlink(missing_ok=True)
-        self._emit("finished", outcome=self.outcome)
+            journal.release_lock(s.folder)
+        self._emit(Finished(outcome=self.outcome))
         return self.outcome
-
-    def _take_lock(self, lock: Path) -> None:
-        """Create the run lock atomically (a hard link fails if it exists): of two ``run`` commands started at
-        the same instant on one session, exactly one runs (S7).
-
-        Raises:
-            BadInput: a live process holds the lock.
-        """
-        s = self.session
-        # The PID is written first, then hard-linked into place: the lock never exists empty.
-        tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(str(os.getpid()))
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
-        try:
-            for _ in range(2):
-                try:
-                    os.link(tmp, lock)
-                    return
-                except FileExistsError:
-                    holder = s.run_lock_holder()
-                    if holder is not None and holder != os.getpid():
-                        raise BadInput(
-                            f"another gpusession process (pid {holder}) is running experiments "
-                            f"in {s.name}"
-                        ) from None
-                    lock.unlink(missing_ok=True)  # stale: its process is gone
-            raise BadInput("could not take the run lock; another run is starting", path=lock)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def _prepare(self, exp: Experiment) -> list[ScheduledRun]:
 
@@ -197,11 +207,10 @@ class Runner:
 
         self.session.update(change)
         self._load_note = load.describe()
-        self.session.journal(
-            "experiment_started", experiment_id=exp.id, drawn_order=drawn,
-            runs=[r.run_key for r in runs], concurrent_load=self._load_note,
-            device_override=self.device,
-        )
+        self._journal(ExperimentStartedRecord(
+            experiment_id=exp.id, drawn_order=drawn, runs=[r.run_key for r in runs],
+            concurrent_load=self._load_note, device_override=self.device,
+        ))
         return runs
 
     @staticmethod
@@ -213,7 +222,7 @@ class Runner:
     def _run(self, exp: Experiment) -> None:
         runs = self._prepare(exp)
         self._total = len(runs)
-        self._emit("progress", done=0, total=self._total, variant_id=None, phase=None, run_index=None)
+        self._emit(Progress(done=0, total=self._total))
         self._validation = RunValidation(self.session, exp, self._path(exp.corpus))
         if self._validation.problem:
             self._incident(self._validation.problem)
@@ -230,18 +239,15 @@ class Runner:
         ran_all = self._done == self._total
         self.outcome.cancelled = self.cancel.is_set() and not ran_all
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
-        if self.outcome.completed:
-            s_event = "experiment_finished"
-        else:
-            s_event = "experiment_incomplete"
-        self.session.journal(
-            s_event, experiment_id=exp.id, rows_written=self.outcome.rows_written,
+        end = ExperimentFinishedRecord if self.outcome.completed else ExperimentIncompleteRecord
+        self._journal(end(
+            experiment_id=exp.id, rows_written=self.outcome.rows_written,
             runs_done=self._done, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
             message=(None if self.outcome.completed else
                      f"incomplete: {self._done} of {self._total} runs done"
                      + (" (a worker died or timed out)" if self._worker_died else "")
                      + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")),
-        )
+        ))
         _ = stopped
 
     def _spec(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> dict[str, Any]:
@@ -294,7 +300,9 @@ class Runner:
         row = row.replace(accepted_unique_corpora=len(self._accepted_revisions))
         self.session.results.append(row)
         self.outcome.rows_written += 1
-        self._emit("row", row=row)
+        # A cold or warm row ends one scheduled run: it is the next one counted (load rows are not).
+        self._emit(RowAppended(row=row, done=None if row.phase == "load" else self._done + 1,
+                               total=self._total))
 
     def _run_worker(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> bool:
         """Run one worker process; True when it ran its share to the end."""
@@ -309,16 +317,17 @@ class Runner:
         by_key = {r.run_key: r for r in group}
         load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
         load_index = self._load_index(exp, load_variant)
+        self._warm_done = {}
         # The load is a timed run too: journal it as in flight before the worker starts,
         # so that a crash while it loads is recovered as an incident row on reopen (S7).
-        load_key = f"{exp.id}:load:{load_variant}:{load_index}"
-        load_fields = dict(experiment_id=exp.id, variant_id=load_variant, phase="load",
-                           run_index=load_index)
-        s.journal("load_started", run_key=load_key, worker=name, **load_fields)
+        load_key = RunKey(exp.id, "load", load_variant, load_index)
+        load_fields: dict[str, Any] = dict(run_key=load_key.format(), experiment_id=exp.id,
+                                           variant_id=load_variant, phase="load", run_index=load_index)
+        self._journal(LoadStartedRecord(worker=name, **load_fields))
         load_open = True
         w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
-        s.journal("worker_started", experiment_id=exp.id, worker=name, pid=w.proc.pid)
-        self._emit("worker_started", worker=name, pid=w.proc.pid)
+        self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid))
+        self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
         loaded = False
         finished_keys: set[str] = set()
@@ -335,68 +344,69 @@ class Runner:
                 continue
             if ev is EOF_EVENT:
                 break
-            kind = ev.get("event")
-            if kind == "environment":
-                self._env = ev.get("environment", {})
+            if isinstance(ev, WorkerEnvironment):
+                self._env = ev.environment
                 self._store_environment(exp)
-                self._emit("environment", environment=self._env)
-            elif kind == "loaded":
+                self._emit(EnvironmentObserved(environment=self._env))
+            elif isinstance(ev, WorkerLoaded):
                 loaded = True
-                self._revisions = ev.get("revisions") or {}
-                self._emit("loaded", worker=name, elapsed_s=ev.get("elapsed_s"))
-                s.journal("worker_loaded", experiment_id=exp.id, worker=name,
-                          elapsed_s=ev.get("elapsed_s"), rss_peak_bytes=ev.get("rss_peak_bytes"))
-                if ev.get("elapsed_s") is not None:
+                self._revisions = ev.revisions or {}
+                self._emit(Loaded(worker=name, elapsed_s=ev.elapsed_s))
+                self._journal(WorkerLoadedRecord(experiment_id=exp.id, worker=name,
+                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes))
+                if ev.elapsed_s is not None:
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
-                        elapsed_seconds=ev.get("elapsed_s"),
-                        baseline_allocated_bytes=ev.get("baseline_allocated_bytes"),
-                        baseline_reserved_bytes=ev.get("baseline_reserved_bytes"),
-                        peak_allocated_bytes=ev.get("peak_allocated_bytes"),
-                        peak_reserved_bytes=ev.get("peak_reserved_bytes"),
+                        elapsed_seconds=ev.elapsed_s,
+                        baseline_allocated_bytes=ev.baseline_allocated_bytes,
+                        baseline_reserved_bytes=ev.baseline_reserved_bytes,
+                        peak_allocated_bytes=ev.peak_allocated_bytes,
+                        peak_reserved_bytes=ev.peak_reserved_bytes,
                         notes=f"load of worker {name} (model to device, timed once per process)",
                     ))
                 if load_open:
-                    s.journal("load_finished", run_key=load_key, ok=True, **load_fields)
+                    self._journal(LoadFinishedRecord(ok=True, **load_fields))
                     load_open = False
-            elif kind == "warmup_done":
-                s.journal("warmup_done", experiment_id=exp.id, worker=name,
-                          iterations=ev.get("iterations"), runs=ev.get("runs"))
-            elif kind == "ready":
+            elif isinstance(ev, WorkerWarmupDone):
+                self._warm_done = dict(ev.per_variant)
+                self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
+                                               iterations=ev.iterations, runs=ev.runs))
+            elif isinstance(ev, WorkerReady):
                 if self.cancel.is_set():
                     w.send("stop")
                 else:
                     w.send("go")
                     deadline = time.monotonic() + exp.run_timeout_s
-            elif kind == "run_started":
-                in_flight = by_key[ev["run_key"]]
-                s.journal("run_started", run_key=self._key(in_flight), experiment_id=exp.id,
-                          variant_id=in_flight.variant_id, phase=in_flight.phase,
-                          run_index=in_flight.run_index, worker=name)
-            elif kind == "run_finished":
-                run = by_key[ev["run_key"]]
+            elif isinstance(ev, WorkerRunStarted):
+                in_flight = by_key[ev.run_key]
+                self._journal(RunStartedRecord(
+                    run_key=self._key(in_flight).format(), experiment_id=exp.id,
+                    variant_id=in_flight.variant_id, phase=in_flight.phase,
+                    run_index=in_flight.run_index, worker=name))
+            elif isinstance(ev, WorkerRunFinished):
+                run = by_key[ev.run_key]
                 self._finish_run(exp, run, ev)
                 finished_keys.add(run.run_key)
                 in_flight = None
-            elif kind == "incident":
-                msg = (f"{ev.get('where', 'worker')}: {ev.get('error_type')}: {ev.get('message')}"
-                       + (" (out of memory)" if ev.get("oom") else ""))
+            elif isinstance(ev, WorkerIncident):
+                msg = (f"{ev.where}: {ev.error_type}: {ev.message}"
+                       + (" (out of memory)" if ev.oom else ""))
                 last_incident = msg
-                self._incident(f"worker {name}: {msg}", trace=ev.get("trace"))
-                if ev.get("where") == "load":
+                self._incident(f"worker {name}: {msg}", trace=ev.trace)
+                if ev.where == "load":
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
                         corpus_accepted=False, notes=f"incident: load failed: {msg}"))
                     if load_open:
-                        s.journal("load_finished", run_key=load_key, ok=False, **load_fields)
+                        self._journal(LoadFinishedRecord(ok=False, **load_fields))
                         load_open = False
-            elif kind == "stopped":
+            elif isinstance(ev, WorkerStopped):
                 ok = False
         code = w.finish()
         stderr = list(w.stderr)
         if stderr:
-            s.journal("worker_stderr", experiment_id=exp.id, worker=name, lines=stderr[-100:])
-        s.journal("worker_exited", experiment_id=exp.id, worker=name, exit=describe_exit(code))
+            self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
+        self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=name, exit=describe_exit(code)))
         died = code != 0
         if died or timed_out:
             self._worker_died = True
@@ -414,15 +424,15 @@ class Runner:
                     corpus_accepted=False, notes=f"incident: {detail} while loading"))
             self._incident(detail, exit=describe_exit(code))
         if load_open:  # the worker ended before loading; any row was written above
-            s.journal("load_finished", run_key=load_key, ok=False, **load_fields)
+            self._journal(LoadFinishedRecord(ok=False, **load_fields))
         missing = [r for r in group if r.run_key not in finished_keys]
         if missing and not self.cancel.is_set():
             self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "
                            + ", ".join(r.run_key for r in missing[:10]))
         return ok and not missing and not died
 
-    def _key(self, run: ScheduledRun) -> str:
-        return f"{self.experiment.id}:{run.run_key}"
+    def _key(self, run: ScheduledRun) -> RunKey:
+        return run.key(self.experiment.id)
 
     def _load_index(self, exp: Experiment, variant: str) -> int:
         n = self._load_counters.get(variant, 0) + 1
@@ -440,66 +450,71 @@ class Runner:
 
         self.session.update(change)
 
-    def _row_for(self, exp: Experiment, run: ScheduledRun) -> ResultRow:
+    def _row_for(self, exp: Experiment, run: ScheduledRun, *, phase: str | None,
+                 warmup_iterations: int) -> ResultRow:
+        """The row of ``run``; ``phase`` and ``warmup_iterations`` are what the worker
+        reported it did (R3, R4), never the experiment's announced warm-up."""
         st = exp.setting(run.variant_id)
         return self._base_row(exp).replace(
-            variant_id=run.variant_id, phase=run.phase, run_index=run.run_index,
-            batch=st["batch"], context=st["context"],
-            warmup_iterations=exp.warmup_iterations if run.phase == "warm" else 0,
+            variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
+            batch=st["batch"], context=st["context"], warmup_iterations=warmup_iterations,
         )
 
     def _failed_row(self, exp: Experiment, run: ScheduledRun, note: str) -> None:
-        self._append(self._row_for(exp, run).replace(corpus_accepted=False, notes=note))
-        self.session.journal("run_finished", run_key=self._key(run), experiment_id=exp.id,
-                             variant_id=run.variant_id, phase=run.phase, run_index=run.run_index,
-                             ok=False, message=note)
+        # The worker died during the run: its warm-up report is all it said it did.
+        done = self._warm_done.get(run.variant_id, 0) if run.phase == "warm" else 0
+        self._append(self._row_for(exp, run, phase=run.phase, warmup_iterations=done)
+                     .replace(corpus_accepted=False, notes=note))
+        self._journal(RunFinishedRecord(
+            run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
+            phase=run.phase, run_index=run.run_index, ok=False, message=note))
         self._progress(run)
 
     def _progress(self, run: ScheduledRun) -> None:
         self._done += 1
-        self._emit("progress", done=self._done, total=self._total, variant_id=run.variant_id,
-                   phase=run.phase, run_index=run.run_index)
+        self._emit(Progress(done=self._done, total=self._total, variant_id=run.variant_id,
+                            phase=run.phase, run_index=run.run_index))
 
-    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: dict[str, Any]) -> None:
+    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: WorkerRunFinished) -> None:
         notes: list[str] = []
-        row = self._row_for(exp, run)
-        truncated = ev.get("truncated") or 0
+        row = self._row_for(exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
+        truncated = ev.truncated or 0
         if truncated:
-            notes.append(f"truncated {truncated} of {ev.get('n_inputs')} inputs at the context "
-                         f"limit of {row.context} tokens (R9)")
-        if ev.get("ok"):
+            notes.append(f"truncated {truncated} of {ev.n_inputs} inputs at the context "
+                         f"limit of {row.context} tokens")
+        if ev.ok:
             row = row.replace(
-                elapsed_seconds=ev.get("elapsed_s"),
-                baseline_allocated_bytes=ev.get("baseline_allocated_bytes"),
-                baseline_reserved_bytes=ev.get("baseline_reserved_bytes"),
-                peak_allocated_bytes=ev.get("peak_allocated_bytes"),
-                peak_reserved_bytes=ev.get("peak_reserved_bytes"),
+                elapsed_seconds=ev.elapsed_s,
+                baseline_allocated_bytes=ev.baseline_allocated_bytes,
+                baseline_reserved_bytes=ev.baseline_reserved_bytes,
+                peak_allocated_bytes=ev.peak_allocated_bytes,
+                peak_reserved_bytes=ev.peak_reserved_bytes,
             )
-            if ev.get("message"):
-                notes.append(f"incident: {ev['message']}")
-            fields, vnote = self._validation.validate(Path(ev["output"]), run)
+            if ev.message:
+                notes.append(f"incident: {ev.message}")
+            fields, vnote = self._validation.validate(Path(str(ev.output)), run)
             row = row.replace(**fields)
             if vnote:
                 notes.append(vnote)
         else:
-            kind = "out of memory" if ev.get("oom") else "exception in the workload"
-            notes.insert(0, f"incident: {kind}: {ev.get('error_type')}: {ev.get('message')}; "
+            kind = "out of memory" if ev.oom else "exception in the workload"
+            notes.insert(0, f"incident: {kind}: {ev.error_type}: {ev.message}; "
                             "elapsed not measured")
             row = row.replace(corpus_accepted=False)
-            self._incident(f"run {run.run_key}: {kind}: {ev.get('error_type')}: {ev.get('message')}")
+            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}")
         if self._load_note and "other GPU processes: none" not in self._load_note:
             notes.append(f"concurrent load at start: {self._load_note}")
         row = row.replace(notes="; ".join(notes) or None)
         self._append(row)
-        self.session.journal(
-            "run_finished", run_key=self._key(run), experiment_id=exp.id, variant_id=run.variant_id,
-            phase=run.phase, run_index=run.run_index, ok=bool(ev.get("ok")),
-            elapsed_s=ev.get("elapsed_s"), event_elapsed_s=ev.get("event_elapsed_s"),
-            rss_peak_bytes=ev.get("rss_peak_bytes"), expected_memory=ev.get("expected_memory"),
+        self._journal(RunFinishedRecord(
+            run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
+            phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
+            elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s,
+            rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
             truncated=truncated,
-            memory_scope=(ALLOCATOR_SCOPE if ev.get("peak_allocated_bytes") is not None
+            memory_scope=(ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None
                           else CPU_MEMORY_SCOPE),
-        )
+        ))
         self._progress(run)
 
 

@@ -1,7 +1,9 @@
 """Synchronized stopwatch and the allocator memory protocol (R8, M1, H-01, H-02).
 
-Who calls it: the worker (:mod:`gpusession.bench.worker`) around every measured run and
-the load phase. The module itself imports no torch: the device operations (synchronize,
+Who calls it: the worker (:mod:`gpusession.bench.worker`) around every measured interval:
+the load phase (``presync=False``), the warm-up iterations, the cold and warm runs of
+torch workloads and the whole process of a command workload. This is the one stopwatch:
+nothing else in the worker reads a clock around a measurement. The module itself imports no torch: the device operations (synchronize,
 allocator readings, CUDA events) are injected, so tests drive it with a fake device
 whose work completes after the call returns (H-01), and the worker passes torch's.
 
@@ -121,8 +123,16 @@ class SyncTimer:
         for d in self.devices:
             self.ops.synchronize(d)
 
-    def measure(self, work: Callable[[], Any]) -> Measurement:
+    def measure(self, work: Callable[[], Any], *, presync: bool = True) -> Measurement:
         """Run ``work()`` once and measure it (M1, R8).
+
+        Args:
+            work: the work to time; what it returns is ``Measurement.result``.
+            presync: ``True`` for a run: synchronize, read the baselines and reset the
+                peaks before the start clock. ``False`` for the load phase (R3): the
+                clock starts at once, so creating the device context is included, no
+                baseline is read (``None``) and the peaks are those since the process
+                started; the stop is synchronized as always.
 
         Returns:
             The measurement; exceptions raised by ``work`` propagate (the caller turns
@@ -131,13 +141,14 @@ class SyncTimer:
         ops = self.ops
         mem = self.memory_device
         base_alloc = base_res = None
-        if ops is not None and mem is not None:
+        if presync and ops is not None and mem is not None:
             self.sync()
             base_alloc = int(ops.memory_allocated(mem))
             base_res = int(ops.memory_reserved(mem))
             ops.reset_peak_memory_stats(mem)
-        events = self.event_factory() if self.event_factory else None
-        self.sync()
+        events = self.event_factory() if self.event_factory and presync else None
+        if presync:
+            self.sync()
         if events:
             events[0].record()
         t0 = self.clock()

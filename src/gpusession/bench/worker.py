@@ -7,11 +7,18 @@ A *cold* worker loads, runs the first run of one variant and exits; the *warm* w
 loads once, runs the announced warm-up for every variant with exactly the measured
 shapes (R4, H-03), then the measured runs in the drawn order (R5).
 
-Protocol: one JSON object per line on the original stdout (``hello``, ``loaded``,
-``environment``, ``warmup_done``, ``ready``, ``run_started``, ``run_finished``,
-``incident``, ``stopped``, ``done``); anything the workload prints goes to stderr, which
-the parent keeps in the journal. Before each run the worker says ``ready`` and waits for
-``go`` or ``stop`` on stdin, so a cancel stops exactly at a run boundary (H-12).
+Protocol: one JSON object per line on the original stdout, each a typed worker event of
+:mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
+``ready``, ``run_started``, ``run_finished``, ``incident``, ``stopped``, ``done``);
+anything the workload prints goes to stderr, which the parent keeps in the journal.
+Before each run the worker says ``ready`` and waits for ``go`` or ``stop`` on stdin, so a
+cancel stops exactly at a run boundary (H-12).
+
+Every measured interval (load, warm-up, cold and warm runs, a command's whole process)
+is timed by :class:`gpusession.bench.timing.SyncTimer`; every scheduled run goes through
+:meth:`Channel.runs`. ``run_finished`` says what the worker did (phase, warm-up
+iterations of the run's variant before it, scope, position), and the row is filled from
+that, never from the experiment's definition (R4).
 """
 
 from __future__ import annotations
@@ -25,13 +32,25 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from gpusession.bench.timing import Measurement, SyncTimer
+from gpusession.core.events import (
+    WorkerDone,
+    WorkerEnvironment,
+    WorkerEvent,
+    WorkerHello,
+    WorkerIncident,
+    WorkerLoaded,
+    WorkerReady,
+    WorkerRunFinished,
+    WorkerRunStarted,
+    WorkerStopped,
+    WorkerWarmupDone,
+)
 
 
 class Channel:
@@ -42,30 +61,32 @@ class Channel:
         self.inp = inp
         self.stopped = False
 
-    def send(self, event: str, **fields: Any) -> None:
-        self.out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+    def send(self, event: WorkerEvent) -> None:
+        """Write one typed event as a JSON line and flush."""
+        self.out.write(json.dumps(event.to_json(), default=str) + "\n")
         self.out.flush()
 
     def wait_go(self) -> bool:
         line = self.inp.readline()
         return line.strip() == "go"
 
-    def runs(self, spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path]]:
-        """Yield ``(run, output path)`` for each scheduled run the parent lets start.
+    def runs(self, spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path, int]]:
+        """Yield ``(run, output path, order)`` for each scheduled run the parent lets start.
 
-        Before each run the worker says ``ready`` and waits for ``go``; on ``stop`` it
-        says ``stopped`` and the iteration ends, so a cancel lands exactly on a run
-        boundary (H-12). ``run_started`` is sent just before the run is yielded.
+        ``order`` is the run's 1-based position in this process's schedule. Before each
+        run the worker says ``ready`` and waits for ``go``; on ``stop`` it says
+        ``stopped`` and the iteration ends, so a cancel lands exactly on a run boundary
+        (H-12). ``run_started`` is sent just before the run is yielded.
         """
         out_dir = Path(spec["output_dir"])
-        for run in spec["runs"]:
-            self.send("ready", run_key=run["run_key"])
+        for order, run in enumerate(spec["runs"], start=1):
+            self.send(WorkerReady(run_key=run["run_key"]))
             if not self.wait_go():
-                self.send("stopped", run_key=run["run_key"])
+                self.send(WorkerStopped(run_key=run["run_key"]))
                 self.stopped = True
                 return
-            self.send("run_started", run_key=run["run_key"])
-            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl"
+            self.send(WorkerRunStarted(run_key=run["run_key"]))
+            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl", order
 
 
 def runtime_version(torch: Any, device: str) -> str | None:
@@ -275,7 +296,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
         workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
     except Exception as exc:
-        ch.send("incident", where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3))
+        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     corpus = Path(spec["corpus"]) if spec.get("corpus") else None
     if corpus is not None:
@@ -285,53 +306,54 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
     # Load phase: timed once per process; no pre-sync, so context creation is included.
     load_timer = dev.timer([dev.device] if dev.is_gpu else [])
-    t0 = time.perf_counter_ns()
-    try:
-        context = exp.get("context_limit")
-        workload.load(dev.device, precision, context)
+
+    def load() -> list[str]:
+        workload.load(dev.device, precision, exp.get("context_limit"))
         used = dev.used_devices(workload)
-        load_timer.sync()
-        for d in used:
-            if dev.is_gpu:
-                dev.torch.cuda.synchronize(dev.torch.device(d))
-        load_s = (time.perf_counter_ns() - t0) / 1e9
+        for d in used:  # every device the load used, each by name (H-02)
+            dev.torch.cuda.synchronize(dev.torch.device(d))
+        return used
+
+    try:
+        load_m = load_timer.measure(load, presync=False)
+        used: list[str] = load_m.result
     except Exception as exc:
-        ch.send("incident", where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3))
+        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     rev_fn = getattr(workload, "revisions", None)
     rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
-    mem: dict[str, int] = {}
-    if dev.is_gpu:
-        cuda, d = dev.torch.cuda, dev.torch.device(dev.device)
-        mem = {
-            "baseline_allocated_bytes": 0,
-            "baseline_reserved_bytes": 0,
-            "peak_allocated_bytes": int(cuda.max_memory_allocated(d)),
-            "peak_reserved_bytes": int(cuda.max_memory_reserved(d)),
-        }
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
-    ch.send("environment", environment=env)
-    ch.send("loaded", elapsed_s=load_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(),
-            n_inputs=len(ids), **mem)
+    ch.send(WorkerEnvironment(environment=env))
+    # On a GPU: the process's peaks since it started, i.e. the load's (no reset before it).
+    ch.send(WorkerLoaded(
+        elapsed_s=load_m.elapsed_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+        baseline_allocated_bytes=0 if dev.is_gpu else None,
+        baseline_reserved_bytes=0 if dev.is_gpu else None,
+        peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
+        peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
+    ))
     timer = dev.timer(used or ([dev.device] if dev.is_gpu else []))
     scope = exp.get("scope", "processing")
-    # Warm-up with exactly the measured shapes (R4, H-03).
+    # Warm-up with exactly the measured shapes (R4, H-03); what was done is counted per
+    # variant and reported with every run.
     warm = spec.get("warmup", [])
     iterations = int(spec.get("warmup_iterations", 0))
-    done_warm = 0
+    warm_done: dict[str, int] = {}
     for w in warm:
+        warm_done[w["variant_id"]] = 0
         for _ in range(iterations):
             b = int(w["batch"])
             _m, failure = measure_or_fail(
                 timer, lambda b=b: _run_batches(workload, texts, b), dev)  # type: ignore[misc]
             if failure:
-                ch.send("incident", where="warmup", variant_id=w["variant_id"], **failure)
+                ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
                 break
-            done_warm += 1
+            warm_done[w["variant_id"]] += 1
     if warm:
-        ch.send("warmup_done", iterations=iterations, runs=done_warm)
-    for run, out_path in ch.runs(spec):
+        ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(warm_done.values()),
+                                 per_variant=warm_done))
+    for run, out_path, order in ch.runs(spec):
         batch = int(run["batch"])
         truncated = count_truncated(workload, texts, run.get("context"))
 
@@ -343,7 +365,10 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                 return labels
             return _run_batches(workload, texts, batch)
 
-        fields: dict[str, Any] = {"truncated": truncated, "n_inputs": len(ids)}
+        fields: dict[str, Any] = {
+            "truncated": truncated, "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
+            "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
+        }
         m, failure = measure_or_fail(timer, work, dev)
         if m is not None:
             try:
@@ -369,9 +394,9 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         expected = getattr(workload, "expected_memory", None)
         if callable(expected):
             fields["expected_memory"] = expected(batch)
-        ch.send("run_finished", run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields)
+        ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
     if not ch.stopped:
-        ch.send("done")
+        ch.send(WorkerDone())
     return 0
 
 
@@ -415,26 +440,30 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     """A plain command timed as a whole process (full-chain; no torch here)."""
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
-    ch.send("environment", environment={
+    ch.send(WorkerEnvironment(environment={
         "device": exp.get("device"), "python_version": platform.python_version(),
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
-    })
-    ch.send("loaded", elapsed_s=None, revisions={}, rss_peak_bytes=None)
-    for run, out_path in ch.runs(spec):
+    }))
+    ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
+    timer = SyncTimer([])  # the whole process, wall clock: nothing here to synchronize
+    for run, out_path, order in ch.runs(spec):
         out_path.parent.mkdir(parents=True, exist_ok=True)
         values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
                   "context": run.get("context") or ""}
         argv = [fill_placeholders(a, values) for a in argv_t]
-        t0 = time.perf_counter_ns()
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False)
-        elapsed = (time.perf_counter_ns() - t0) / 1e9
-        if proc.returncode == 0:
-            ch.send("run_finished", run_key=run["run_key"], ok=True, elapsed_s=elapsed, output=str(out_path))
+        m = timer.measure(lambda argv=argv: subprocess.run(  # type: ignore[misc]
+            argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False))
+        # No warm-up runs in a command worker: its rows say 0, whatever was announced.
+        did = {"phase": run["phase"], "scope": "full-chain", "order": order, "warmup_iterations": 0}
+        if m.result.returncode == 0:
+            ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
+                                      output=str(out_path), **did))
         else:
-            ch.send("run_finished", run_key=run["run_key"], ok=False, error_type="CommandFailed",
-                    message=f"command exited with code {proc.returncode}", oom=False)
+            ch.send(WorkerRunFinished(run_key=run["run_key"], ok=False, error_type="CommandFailed",
+                                      message=f"command exited with code {m.result.returncode}",
+                                      oom=False, **did))
     if not ch.stopped:
-        ch.send("done")
+        ch.send(WorkerDone())
     return 0
 
 
@@ -451,12 +480,12 @@ def main(argv: list[str] | None = None,
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ch = Channel(proto, sys.stdin)
-    ch.send("hello", pid=os.getpid(), worker=spec.get("worker"))
+    ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     try:
         return runner(spec, ch)
     except Exception as exc:  # a bug in the harness itself: report, never hang
-        ch.send("incident", where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5))
+        ch.send(WorkerIncident(where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5)))
         return 4
 
 

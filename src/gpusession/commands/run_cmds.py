@@ -209,44 +209,19 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     failed or the experiment is incomplete."""
     from gpusession.bench.runner import Runner
     from gpusession.commands.session_cmds import format_summary
+    from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
     from gpusession.core.results import summarize
 
-    state: dict[str, int] = {"done": 0, "total": 0}
     seen: dict[str, Any] = {}
 
-    def on_event(ev: dict[str, Any]) -> None:
-        kind = ev["event"]
-        if kind == "progress":
-            state["done"], state["total"] = ev["done"], ev["total"]
-        elif kind == "row":
-            r = ev["row"]
-            if r.phase == "load":
-                el = "failed" if r.elapsed_seconds is None else f"{r.elapsed_seconds:.3f} s"
-                print(f"          load  {r.variant_id:<10} {el}", flush=True)
-            else:
-                state["done"] += 1
-                el = "not measured" if r.elapsed_seconds is None else f"{r.elapsed_seconds:.4f} s"
-                acc = {True: "accepted", False: "REJECTED", None: "not validated"}[r.corpus_accepted]
-                print(f"[{state['done']:>3}/{state['total'] or '?'}] {r.phase:<5} {r.variant_id:<10} "
-                      f"run {r.run_index:<3} {el}, corpus {acc}", flush=True)
-        elif kind == "environment":
-            env = ev["environment"]
-            if env == seen.get("env"):
+    def on_event(ev: RunnerEvent) -> None:
+        if isinstance(ev, EnvironmentObserved):  # said once, unless it changes
+            if ev.environment == seen.get("env"):
                 return
-            seen["env"] = env
-            def said(key: str, absent: str = "not recorded") -> str:
-                value = env.get(key)
-                return absent if value is None or value == "" else str(value)
-
-            reason = env.get("nvml_reason")
-            driver = env.get("driver_version") or ("not read" + (f" ({reason})" if reason else ""))
-            runtime = env.get("runtime_version") or (
-                "none (CPU)" if env.get("device") == "cpu" else "not recorded")
-            print(f"environment: device {said('device')}, GPU {said('gpu_model', 'none')}, "
-                  f"GPUs used {said('gpu_count')}, torch {said('torch_version', 'not used')}, "
-                  f"runtime {runtime}, driver {driver}", flush=True)
-        elif kind == "incident":
-            print(f"incident: {ev['message']}", flush=True)
+            seen["env"] = ev.environment
+        words = describe(ev)
+        if words is not None:
+            print(words, flush=True)
 
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     earlier = _rows_of(session, experiment_id)

@@ -9,15 +9,13 @@ the session name, so a folder renamed by hand still opens (rename-safe). Layout
       session.toml  checklist.toml  order.toml  journal.jsonl  resultats-bruts.csv
       runs/  validation/
 
-Every TOML write is atomic (S7, H-10); the journal and the CSV are append-only and
-fsynced per line/row. On open, what a crash left behind is recovered and recorded as
-an incident (S7): an incomplete last CSV line is moved aside, and a run that started
-but never finished gets its row with the incident in ``notes`` (R7).
+Every TOML write is atomic (S7, H-10); the journal (:mod:`gpusession.core.journal`) and
+the CSV are append-only and fsynced per line/row. On open, what a crash left behind is
+recovered and recorded as an incident (S7, :mod:`gpusession.core.recovery`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -29,8 +27,10 @@ from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
+from gpusession.core.events import Event
+from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
-from gpusession.core.results import ResultRow, ResultsFile
+from gpusession.core.results import ResultsFile
 from gpusession.core.tomlio import read_toml, write_toml
 
 ENV_HOME = "GPUSESSION_HOME"
@@ -40,9 +40,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 SESSION_TOML = "session.toml"
 CHECKLIST_TOML = "checklist.toml"
 ORDER_TOML = "order.toml"
-JOURNAL = "journal.jsonl"
 RESULTS_CSV = "resultats-bruts.csv"
-RUN_LOCK = ".run.lock"
 #: Files that hold a session's data: never overwritten by an output such as a report (S7).
 DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 
@@ -319,165 +317,51 @@ class Session:
         """Write a TOML document of the folder atomically (S7, H-10)."""
         write_toml(self.folder / filename, data)
 
-    # -- journal ---------------------------------------------------------------
-    def journal(self, event: str, **fields: Any) -> None:
-        """Append one JSON line ``{"at", "event", ...}`` to ``journal.jsonl`` and fsync."""
-        record = {"at": utcnow().isoformat(), "event": event, **fields}
-        line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
-        try:
-            with open(self.journal_path, "ab+") as fh:
-                # A line cut by a crash or a full disk must not swallow this record too.
-                if fh.seek(0, os.SEEK_END) > 0:
-                    fh.seek(-1, os.SEEK_END)
-                    if fh.read(1) != b"\n":
-                        line = b"\n" + line
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(self.journal_path)) from exc
+    # -- journal (core/journal.py) -----------------------------------------------
+    def journal(self, event: str | Event, **fields: Any) -> None:
+        """Append one record to ``journal.jsonl`` and fsync (:func:`gpusession.core.journal.append`).
+
+        Args:
+            event: a typed record (:mod:`gpusession.core.events`), or the name of an
+                event without its own type, with its ``fields``.
+        """
+        from gpusession.core import journal
+
+        if isinstance(event, str):
+            event = journal.record(event, fields)
+        elif fields:
+            raise TypeError("fields are given with an event name, not with a typed record")
+        journal.append(self.journal_path, event)
 
     def read_journal(self) -> list[dict[str, Any]]:
-        """Every journal record; an unparseable line (crash mid-write) is skipped."""
-        if not self.journal_path.exists():
-            return []
-        out = []
-        with open(self.journal_path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict):
-                    out.append(rec)
-        return out
+        """Every journal record as a dict; an unparseable line (crash mid-write) is skipped.
 
-    # -- crash recovery (S7) -----------------------------------------------------
+        Typed records: :func:`gpusession.core.journal.read_records`.
+        """
+        from gpusession.core import journal
+
+        return journal.read(self.journal_path)
+
+    # -- crash recovery (core/recovery.py, S7) -------------------------------------
     def run_lock_holder(self) -> int | None:
         """PID of a live process running experiments in this session, else ``None``."""
-        lock = self.folder / RUN_LOCK
-        try:
-            pid = int(lock.read_text().strip())
-            written = lock.stat().st_mtime
-        except (OSError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass
-        # A crashed runner's PID may since belong to a process started after the lock
-        # was written: that process does not hold it (else recovery would wait forever).
-        try:
-            import psutil
+        from gpusession.core import journal
 
-            if psutil.Process(pid).create_time() > written + 1.0:
-                return None
-        except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
-            pass
-        return pid
+        return journal.lock_holder(self.folder)
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).
 
-        * An incomplete last line of the results CSV is cut off, kept in
-          ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
-        * A run with ``run_started`` (or a worker load with ``load_started``) but no
-          ``run_finished`` (``load_finished``) in the journal, while no
-          live process holds the run lock, gets a row (elapsed empty, corpus not
-          accepted, the incident in ``notes``) and an ``incident`` journal record.
+        Two opens at once recover once, not twice (a lock on the folder); what is
+        recovered is described in :func:`gpusession.core.recovery.recover_locked`.
 
         Returns:
             One sentence per incident recovered.
         """
-        with _folder_lock(self.folder):  # two opens at once recover once, not twice
-            return self._recover_locked()
+        from gpusession.core.recovery import recover_locked
 
-    def _recover_locked(self) -> list[str]:
-        incidents: list[str] = []
-        cut_start = _cut_journal_line(self.journal_path)
-        if cut_start is not None:  # journal() terminates the cut line before this record
-            msg = (f"the last line of {JOURNAL} was cut (crash or full disk); it is kept as is")
-            self.journal("incident", kind="partial_journal_line", message=msg)
-            incidents.append(msg)
-        tail = self.results.recover_partial_tail()
-        if tail is not None:
-            keep = self.folder / f"{RESULTS_CSV}.partial-{utcnow().strftime('%Y%m%dT%H%M%SZ')}"
-            with open(keep, "wb") as fh:
-                fh.write(tail)
-                fh.flush()
-                os.fsync(fh.fileno())
-            msg = f"incomplete last line of {RESULTS_CSV} ({len(tail)} bytes) moved to {keep.name}"
-            self.journal("incident", kind="partial_csv_row", message=msg)
-            incidents.append(msg)
-        if self.run_lock_holder() is not None:
-            return incidents
-        open_runs: dict[str, dict[str, Any]] = {}
-        for rec in self.read_journal():
-            key = rec.get("run_key")
-            if not key:
-                continue
-            ev = rec.get("event")
-            if ev in ("run_started", "load_started"):  # a worker's load is timed too
-                open_runs[key] = rec
-            elif ev in ("run_finished", "load_finished", "run_recovered"):
-                open_runs.pop(key, None)
-        if cut_start is not None and cut_start.get("run_key"):
-            open_runs.setdefault(cut_start["run_key"], cut_start)
-        for key, rec in open_runs.items():
-            note = (
-                "incident: run in flight when gpusession stopped (crash, kill or power loss); "
-                f"started {rec.get('at')}; recovered on reopen; elapsed not measured"
-            )
-            self.results.append(
-                ResultRow(
-                    experiment_id=rec.get("experiment_id"),
-                    variant_id=rec.get("variant_id"),
-                    phase=rec.get("phase"),
-                    run_index=rec.get("run_index"),
-                    corpus_accepted=False,
-                    notes=note,
-                )
-            )
-            self.journal("run_recovered", run_key=key, message=note)
-            self.journal("incident", kind="run_lost", run_key=key, message=note)
-            incidents.append(f"run {key}: {note}")
-        lock = self.folder / RUN_LOCK
-        if lock.exists():
-            lock.unlink(missing_ok=True)
-        return incidents
-
-
-_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
-_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
-
-
-def _cut_journal_line(path: Path) -> dict[str, Any] | None:
-    """When the journal's last line was cut, what it still says (``{}`` if nothing useful).
-
-    A cut ``run_started`` / ``load_started`` line still names its run, so the run in
-    flight is recovered as an incident row like any other (S7). ``None`` when the
-    journal ends cleanly.
-    """
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    raw = path.read_bytes()
-    if raw.endswith(b"\n"):
-        return None
-    text = raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
-    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
-    m = _SALVAGE_INDEX.search(text)
-    if m:
-        fields["run_index"] = int(m.group(1))
-    if fields.get("event") not in ("run_started", "load_started") or "run_key" not in fields:
-        return {}
-    # The run key is "<experiment>:<phase>:<variant>:<index>": it completes a cut line.
-    parts = str(fields["run_key"]).rsplit(":", 3)
-    if len(parts) == 4 and parts[3].isdigit():
-        fields["experiment_id"], fields["phase"], fields["variant_id"] = parts[:3]
-        fields["run_index"] = int(parts[3])
-    return fields
+        with _folder_lock(self.folder):
+            return recover_locked(self)
 
 
 @dataclass(frozen=True)

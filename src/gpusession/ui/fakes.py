@@ -161,6 +161,7 @@ class FakeRunner:
         import time
 
         from gpusession.bench.plan import get_experiment, schedule
+        from gpusession.core.events import Finished, Progress, RowAppended
         from gpusession.core.results import ResultRow
 
         exp = get_experiment(self.session, self.experiment_id)
@@ -185,11 +186,11 @@ class FakeRunner:
             )
             self.session.results.append(row)
             done += 1
-            self.on_event({"event": "row", "row": row})
-            self.on_event({"event": "progress", "done": done, "total": len(runs),
-                           "variant_id": sr.variant_id, "phase": sr.phase})
+            self.on_event(RowAppended(row=row, done=done, total=len(runs)))
+            self.on_event(Progress(done=done, total=len(runs), variant_id=sr.variant_id,
+                                   phase=sr.phase, run_index=sr.run_index))
         out = FakeOutcome(exp.id, done, done == len(runs), self.cancel.is_set())
-        self.on_event({"event": "finished", "outcome": out})
+        self.on_event(Finished(outcome=out))
         return out
 
 

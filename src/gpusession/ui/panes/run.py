@@ -351,16 +351,21 @@ class RunPane(Vertical):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _run_worker(self, experiment_id: str, cancel: threading.Event) -> None:
-        def on_event(ev: dict[str, Any]) -> None:
-            kind = ev.get("event")
-            if kind == "progress":
-                self.post_message(
-                    self.ProgressMade(int(ev.get("done", 0)), int(ev.get("total", 0)), ev.get("variant_id"), ev.get("phase"))
-                )
-            elif kind == "row":
-                self.post_message(self.RowLanded(_row_dict(ev["row"])))
-            elif kind == "incident":
-                self.post_message(self.IncidentReported(str(ev.get("message", ""))))
+        from gpusession.core.events import (
+            IncidentReported,
+            Progress,
+            RowAppended,
+            RunnerEvent,
+            describe,
+        )
+
+        def on_event(ev: RunnerEvent) -> None:
+            if isinstance(ev, Progress):
+                self.post_message(self.ProgressMade(ev.done, ev.total, ev.variant_id, ev.phase))
+            elif isinstance(ev, RowAppended):
+                self.post_message(self.RowLanded(_row_dict(ev.row)))
+            elif isinstance(ev, IncidentReported):
+                self.post_message(self.IncidentReported(describe(ev) or ev.message))
 
         try:
             factory = self.ctx.runner_factory or _default_runner

@@ -1,0 +1,215 @@
+"""The session's append-only journal, the run key and the run lock (S7).
+
+Why it exists: the journal (``journal.jsonl``), the key that names one timed run in it
+and the lock that says "a process is running experiments here" are one job, used by the
+runner (:mod:`gpusession.bench.runner`) while it runs, by crash recovery
+(:mod:`gpusession.core.recovery`) on reopen and by :class:`gpusession.core.session.Session`
+(whose ``journal()`` / ``read_journal()`` delegate here). No textual, no torch.
+
+On disk: one JSON object per line, ``{"at": <UTC ISO 8601>, "event": <name>, "v": <protocol
+version>, ...fields}``, appended and fsynced line by line. A line cut by a crash or a full
+disk is skipped on reading and never swallows the next record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.errors import BadInput
+from gpusession.core.events import Event, GenericRecord, event_from_json
+
+#: The journal's file name inside a session folder.
+JOURNAL = "journal.jsonl"
+#: The run lock's file name inside a session folder; it holds the runner's PID.
+RUN_LOCK = ".run.lock"
+#: The phases a run key may name (R3): the load, the cold first run, the warm runs.
+PHASES = ("load", "cold", "warm")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """The name of one timed run: ``<experiment>:<phase>:<variant>:<index>`` (R3, S7).
+
+    Attributes:
+        experiment_id: the experiment's id (may itself contain ``:``; the key is split
+            from the right).
+        phase: ``"load"``, ``"cold"`` or ``"warm"``.
+        variant_id: e.g. ``"batch-4"``, or ``"all"`` for a warm worker's load.
+        run_index: 1-based index within (variant, phase).
+    """
+
+    experiment_id: str
+    phase: str
+    variant_id: str
+    run_index: int
+
+    def format(self) -> str:
+        """The key as written in the journal, e.g. ``"e:warm:batch-4:2"``."""
+        return f"{self.experiment_id}:{self.local}"
+
+    @property
+    def local(self) -> str:
+        """The key inside one experiment (worker protocol, messages): ``"warm:batch-4:2"``."""
+        return f"{self.phase}:{self.variant_id}:{self.run_index}"
+
+    def __str__(self) -> str:
+        return self.format()
+
+    @classmethod
+    def parse(cls, text: str) -> RunKey:
+        """Read a key written by :meth:`format`.
+
+        Raises:
+            BadInput: not four ``:``-separated parts, an unknown phase, an empty part
+                or an index that is not a non-negative integer.
+        """
+        parts = str(text).rsplit(":", 3)
+        if len(parts) != 4 or not all(parts):
+            raise BadInput(f"expected a run key <experiment>:<phase>:<variant>:<index>, got {text!r}")
+        exp, phase, variant, index = parts
+        if phase not in PHASES:
+            raise BadInput(f"expected a run phase ({', '.join(PHASES)}) in run key {text!r}, got {phase!r}")
+        if not index.isascii() or not index.isdigit():
+            raise BadInput(f"expected a whole run index in run key {text!r}, got {index!r}")
+        return cls(exp, phase, variant, int(index))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def append(path: Path, record: Event) -> None:
+    """Append ``{"at", "event", "v", ...}`` as one line to the journal at ``path`` and fsync.
+
+    A last line cut by a crash or a full disk is terminated first, so it never swallows
+    this record (S7).
+
+    Raises:
+        OSError: the write failed; the message names the journal.
+    """
+    doc = {"at": _now(), **record.to_json()}
+    line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        with open(path, "ab+") as fh:
+            if fh.seek(0, os.SEEK_END) > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    line = b"\n" + line
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
+    """A journal record for ``event`` with ``fields`` (for events with no own type)."""
+    return GenericRecord(event=event, fields=dict(fields))
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """Every journal line as a dict; an unparseable line (crash mid-write) is skipped."""
+    if not path.exists():
+        return []
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
+
+
+def read_records(path: Path) -> list[Event]:
+    """Every journal line as a typed record (:mod:`gpusession.core.events`).
+
+    Records of the first release and unknown events come back as
+    :class:`~gpusession.core.events.GenericRecord`; nothing here raises on old content.
+    """
+    return [event_from_json(d, channel="journal") for d in read(path)]
+
+
+# -- the run lock ----------------------------------------------------------------------
+def lock_holder(folder: Path) -> int | None:
+    """PID of a live process running experiments in ``folder``, else ``None`` (S7)."""
+    lock = Path(folder) / RUN_LOCK
+    try:
+        pid = int(lock.read_text().strip())
+        written = lock.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    # A crashed runner's PID may since belong to a process started after the lock
+    # was written: that process does not hold it (else recovery would wait forever).
+    try:
+        import psutil
+
+        if psutil.Process(pid).create_time() > written + 1.0:
+            return None
+    except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
+        pass
+    return pid
+
+
+def take_lock(folder: Path, session_name: str) -> Path:
+    """Create the run lock atomically (a hard link fails if it exists): of two ``run``
+    commands started at the same instant on one session, exactly one runs (S7).
+
+    The PID is written to a temporary file first, then hard-linked into place, so the
+    lock never exists empty.
+
+    Returns:
+        The lock's path (give it to :func:`release_lock`).
+
+    Raises:
+        BadInput: a live process holds the lock.
+        OSError: the lock could not be written; nothing was run.
+    """
+    lock = Path(folder) / RUN_LOCK
+    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(str(os.getpid()))
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
+    try:
+        for _ in range(2):
+            try:
+                os.link(tmp, lock)
+                return lock
+            except FileExistsError:
+                holder = lock_holder(folder)
+                if holder is not None and holder != os.getpid():
+                    raise BadInput(
+                        f"another gpusession process (pid {holder}) is running experiments "
+                        f"in {session_name}"
+                    ) from None
+                lock.unlink(missing_ok=True)  # stale: its process is gone
+        raise BadInput("could not take the run lock; another run is starting", path=lock)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def release_lock(folder: Path) -> None:
+    """Remove the run lock of ``folder`` (no error when it is already gone)."""
+    (Path(folder) / RUN_LOCK).unlink(missing_ok=True)
+
+
+__all__ = [
+    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "append", "lock_holder", "read", "read_records",
+    "record", "release_lock", "take_lock",
+]

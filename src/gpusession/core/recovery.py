@@ -1,0 +1,151 @@
+"""Crash recovery of a session folder on reopen (S7, R7).
+
+Why it exists: a crash, a kill or a power loss at any instant must leave a readable
+session that loses at most the run in flight, and that run is recorded as an incident.
+Who calls it: :meth:`gpusession.core.session.Session.recover` (on every writable open).
+It reads the journal as typed records (:mod:`gpusession.core.events`) and names runs
+with :class:`gpusession.core.journal.RunKey`. No textual, no torch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpusession.core import journal
+from gpusession.core.errors import BadInput
+from gpusession.core.events import (
+    Event,
+    IncidentRecord,
+    LoadFinishedRecord,
+    LoadStartedRecord,
+    RunFinishedRecord,
+    RunRecoveredRecord,
+    RunStartedRecord,
+)
+from gpusession.core.results import ResultRow, ResultsFile
+
+
+class Recoverable(Protocol):
+    """What recovery needs of a session (:class:`gpusession.core.session.Session`)."""
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def journal_path(self) -> Path: ...
+
+    @property
+    def results(self) -> ResultsFile: ...
+
+    def journal(self, event: str | Event, **fields: Any) -> None: ...
+
+_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
+_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
+
+
+def cut_journal_line(path: Path) -> dict[str, Any] | None:
+    """When the journal's last line was cut, what it still says (``{}`` if nothing useful).
+
+    A cut ``run_started`` / ``load_started`` line still names its run, so the run in
+    flight is recovered as an incident row like any other (S7); its :class:`RunKey`
+    completes what the cut took. ``None`` when the journal ends cleanly.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    raw = path.read_bytes()
+    if raw.endswith(b"\n"):
+        return None
+    text = raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
+    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
+    m = _SALVAGE_INDEX.search(text)
+    if m:
+        fields["run_index"] = int(m.group(1))
+    if fields.get("event") not in ("run_started", "load_started") or "run_key" not in fields:
+        return {}
+    try:
+        key = journal.RunKey.parse(str(fields["run_key"]))
+    except BadInput:
+        return fields
+    fields.update(experiment_id=key.experiment_id, phase=key.phase, variant_id=key.variant_id,
+                  run_index=key.run_index)
+    return fields
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def recover_locked(session: Recoverable) -> list[str]:
+    """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
+
+    * A cut last journal line is noted (kept as is; the next record starts a new line).
+    * An incomplete last line of the results CSV is cut off, kept in
+      ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
+    * A run with ``run_started`` (or a worker load with ``load_started``) but no
+      ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
+      holds the run lock, gets a row (elapsed empty, corpus not accepted, the incident
+      in ``notes``, R7) and an ``incident`` record. The stale lock is removed.
+
+    Returns:
+        One sentence per incident recovered.
+    """
+    incidents: list[str] = []
+    path = session.journal_path
+    cut_start = cut_journal_line(path)
+    if cut_start is not None:  # the next append terminates the cut line first
+        msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
+        session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
+        incidents.append(msg)
+    tail = session.results.recover_partial_tail()
+    if tail is not None:
+        csv_name = session.results.path.name
+        keep = session.folder / f"{csv_name}.partial-{_stamp()}"
+        with open(keep, "wb") as fh:
+            fh.write(tail)
+            fh.flush()
+            os.fsync(fh.fileno())
+        msg = f"incomplete last line of {csv_name} ({len(tail)} bytes) moved to {keep.name}"
+        session.journal(IncidentRecord(kind="partial_csv_row", message=msg))
+        incidents.append(msg)
+    if journal.lock_holder(session.folder) is not None:
+        return incidents
+    open_runs: dict[str, dict[str, Any]] = {}
+    for rec in journal.read_records(path):
+        if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
+            if rec.run_key:
+                open_runs[rec.run_key] = {
+                    "at": rec.at, "experiment_id": rec.experiment_id, "variant_id": rec.variant_id,
+                    "phase": rec.phase, "run_index": rec.run_index,
+                }
+        elif isinstance(rec, (RunFinishedRecord, LoadFinishedRecord, RunRecoveredRecord)):
+            if rec.run_key:
+                open_runs.pop(rec.run_key, None)
+    if cut_start is not None and cut_start.get("run_key"):
+        open_runs.setdefault(cut_start["run_key"], cut_start)
+    for key, started in open_runs.items():
+        note = (
+            "incident: run in flight when gpusession stopped (crash, kill or power loss); "
+            f"started {started.get('at')}; recovered on reopen; elapsed not measured"
+        )
+        session.results.append(
+            ResultRow(
+                experiment_id=started.get("experiment_id"),
+                variant_id=started.get("variant_id"),
+                phase=started.get("phase"),
+                run_index=started.get("run_index"),
+                corpus_accepted=False,
+                notes=note,
+            )
+        )
+        session.journal(RunRecoveredRecord(run_key=key, message=note))
+        session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
+        incidents.append(f"run {key}: {note}")
+    journal.release_lock(session.folder)
+    return incidents
+
+
+__all__ = ["Recoverable", "cut_journal_line", "recover_locked"]
