@@ -105,6 +105,23 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
+def _nvml_errors(nvml: Any) -> tuple[type[BaseException], ...]:
+    """What a call into ``nvml`` raises when NVML cannot answer (H-07).
+
+    pynvml raises its ``NVMLError`` for every library failure (no library, driver not
+    loaded, not supported, not found; ``NVMLError_FunctionNotFound`` when the driver
+    lacks a function). ``AttributeError``: the bindings (an older nvidia-ml-py, or an
+    injected pynvml-like object) lack the function. ``RuntimeError``: how a pynvml-like
+    object without ``NVMLError`` (the test fakes) reports a failure. ``OSError``: ctypes
+    failing to reach the library.
+    """
+    own = getattr(nvml, "NVMLError", None)
+    extra: tuple[type[BaseException], ...] = (
+        (own,) if isinstance(own, type) and issubclass(own, BaseException) else ()
+    )
+    return (*extra, RuntimeError, AttributeError, OSError)
+
+
 def _nvml_error_text(exc: BaseException) -> str:
     text = str(exc).strip()
     return text or type(exc).__name__
@@ -113,16 +130,18 @@ def _nvml_error_text(exc: BaseException) -> str:
 def _process_name(pid: int) -> str | None:
     try:
         import psutil
-
+    except ImportError:
+        return None
+    try:
         return str(psutil.Process(pid).name())
-    except Exception:
+    except (psutil.Error, OSError, ValueError):  # gone, hidden, not ours; negative pid
         return None
 
 
 def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
     try:
         infos = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
-    except Exception:
+    except _nvml_errors(nvml):
         return ()
     out = []
     for info in infos or ():
@@ -142,16 +161,17 @@ def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
 
 def _read_mig_uuids(nvml: Any, handle: Any) -> tuple[str, ...]:
     """UUIDs of the MIG instances of one GPU; ``()`` when MIG is off or unsupported."""
+    errors = _nvml_errors(nvml)
     try:
         count = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
-    except Exception:
+    except (*errors, TypeError, ValueError):  # NotSupported: no MIG on this GPU
         return ()
     out = []
     for i in range(count):
         try:
             mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
             out.append(decode_nvml_str(nvml.nvmlDeviceGetUUID(mig)))
-        except Exception:
+        except errors:
             continue  # an empty slot raises NotFound
     return tuple(out)
 
@@ -174,22 +194,23 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
     if nvml is None:
         try:
             nvml = _import_pynvml()
-        except Exception as exc:  # ImportError or a broken install
+        except (ImportError, OSError) as exc:  # not installed, or a broken install
             return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
+    errors = _nvml_errors(nvml)
     try:
         nvml.nvmlInit()
-    except Exception as exc:
+    except errors as exc:
         return NvmlSnapshot(
             False, f"no NVIDIA driver found (NVML: {_nvml_error_text(exc)})", None, ()
         )
     try:
         try:
             driver: str | None = decode_nvml_str(nvml.nvmlSystemGetDriverVersion())
-        except Exception:
+        except errors:
             driver = None
         try:
             count = int(nvml.nvmlDeviceGetCount())
-        except Exception as exc:
+        except (*errors, TypeError, ValueError) as exc:
             return NvmlSnapshot(
                 False, f"NVML could not count GPUs ({_nvml_error_text(exc)})", driver, ()
             )
@@ -211,15 +232,15 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
                         mig_uuids=_read_mig_uuids(nvml, handle),
                     )
                 )
-            except Exception:
+            except (*errors, TypeError, ValueError):  # this GPU only; int() of odd fields
                 continue
         return NvmlSnapshot(True, None, driver, tuple(gpus))
-    except Exception as exc:  # pragma: no cover - defensive: never raise
+    except errors as exc:  # pragma: no cover - defensive: every call above is guarded
         return NvmlSnapshot(False, f"NVML read failed ({_nvml_error_text(exc)})", None, ())
     finally:
         try:
             nvml.nvmlShutdown()
-        except Exception:
+        except errors:
             pass
 
 
@@ -439,9 +460,11 @@ def host_cpu_percent(interval_s: float = 0.1) -> float | None:
     """Host CPU use in percent over ``interval_s`` seconds (concurrent load, R10)."""
     try:
         import psutil
-
+    except ImportError:
+        return None
+    try:
         return float(psutil.cpu_percent(interval=interval_s))
-    except Exception:
+    except (psutil.Error, OSError, ValueError):  # /proc unreadable; a negative interval
         return None
 
 
