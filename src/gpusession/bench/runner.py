@@ -144,7 +144,7 @@ class Runner:
     def _emit(self, event: RunnerEvent) -> None:
         try:
             self.on_event(event)
-        except Exception:  # a UI callback must never break the measurement
+        except Exception:  # noqa: BLE001 - a UI callback (any code) must never break the measurement
             pass
 
     def _journal(self, record: Event) -> None:

@@ -161,7 +161,7 @@ class SyncTimer:
         if events:
             try:
                 event_s = float(events[0].elapsed_time(events[1])) / 1000.0
-            except Exception:
+            except RuntimeError:  # torch: an event not recorded / a CUDA error; journal-only figure
                 event_s = None
         peak_alloc = peak_res = None
         if ops is not None and mem is not None:

@@ -120,17 +120,20 @@ def code_revision(folder: Path) -> str | None:
 def peak_rss_bytes() -> int | None:
     """Peak resident set size of this process in bytes (host memory, not GPU)."""
     try:
-        import resource
+        import resource  # POSIX only
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return int(peak) * (1 if sys.platform == "darwin" else 1024)
-    except Exception:
-        try:
-            import psutil
-
-            return int(psutil.Process().memory_info().rss)
-        except Exception:
-            return None
+    except (ImportError, OSError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        return int(psutil.Process().memory_info().rss)
+    except (psutil.Error, OSError):
+        return None
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -255,7 +258,10 @@ def physical_gpu(torch: Any, device: str, snap: Any,
     torch_uuid: str | None = None
     try:
         torch_uuid = str(torch.cuda.get_device_properties(torch.device(device)).uuid) or None
-    except Exception:
+    except (RuntimeError, AssertionError, AttributeError):
+        # RuntimeError: a CUDA error or a bad device string; AssertionError: torch's
+        # "Invalid device id" / "not compiled with CUDA"; AttributeError: no ``uuid``
+        # in this torch build's device properties.
         torch_uuid = None
     if torch_uuid:
         gpu, nvml_uuid = gpu_for_uuid(torch_uuid, snap)
@@ -295,7 +301,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
         workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     corpus = Path(spec["corpus"]) if spec.get("corpus") else None
@@ -317,7 +323,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     try:
         load_m = load_timer.measure(load, presync=False)
         used: list[str] = load_m.result
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     rev_fn = getattr(workload, "revisions", None)
@@ -387,7 +393,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                 )
                 if len(labels) != len(ids):
                     fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
-            except Exception as exc:
+            except (OSError, TypeError, ValueError) as exc:
+                # writing the outputs (V8): disk full, labels that are not JSON, no len()
                 failure = _failure_fields(exc)
         if failure:
             fields.update(failure)
@@ -405,7 +412,7 @@ def _empty_cache(dev: TorchDevice) -> None:
         gc.collect()  # tensors held only by reference cycles of the failed run
         try:
             dev.torch.cuda.empty_cache()
-        except Exception:
+        except RuntimeError:  # a CUDA error left by the failed run (torch.AcceleratorError)
             pass
 
 
@@ -421,7 +428,7 @@ def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
     failure: dict[str, Any] = {}
     try:
         return timer.measure(work), failure
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's workload can raise anything: a failed observation, kept as a row (R7)
         failure = _failure_fields(exc)
     _empty_cache(dev)
     return None, failure
@@ -484,7 +491,7 @@ def main(argv: list[str] | None = None,
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     try:
         return runner(spec, ch)
-    except Exception as exc:  # a bug in the harness itself: report, never hang
+    except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent
         ch.send(WorkerIncident(where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5)))
         return 4
 

@@ -228,7 +228,7 @@ def ordered_of(session: Session) -> Ordered:
             rate = load_rates(session_folder=session.folder).find(model)
             if rate is not None:
                 per_lot = rate.gpus_per_lot
-        except Exception:  # a broken rates file must not hide the evidence
+        except (BadInput, OSError):  # a broken rates file must not hide the evidence
             pass
     if not per_lot:
         per_lot = _fallback_per_lot(model) if model else 1
@@ -363,8 +363,8 @@ def free_space_evidence(session: Session, destination: Path | None) -> str:
         try:
             frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
             size = int(frame.get_column("size_bytes").sum())
-        except Exception:
-            size = None
+        except (OSError, pl.exceptions.PolarsError, TypeError, ValueError):
+            size = None  # unreadable, no size_bytes column, or an empty sum
     size_txt = (
         f"deliverables {fmt_bytes(size)} ({man.name})" if size is not None and man is not None
         else f"deliverables size unknown: write the manifest first (gpusession manifest {session.name} --deliverables DIR)"
@@ -515,7 +515,7 @@ def manifest_evidence(session: Session) -> str:
     try:
         frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
         return f"{man.name}: {frame.height} file(s), {fmt_bytes(int(frame.get_column('size_bytes').sum()))}"
-    except Exception as exc:
+    except (OSError, pl.exceptions.PolarsError, TypeError, ValueError) as exc:
         return f"{man.name}: unreadable ({type(exc).__name__})"
 
 
