@@ -162,9 +162,10 @@ def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
 def _read_mig_uuids(nvml: Any, handle: Any) -> tuple[str, ...]:
     """UUIDs of the MIG instances of one GPU; ``()`` when MIG is off or unsupported."""
     errors = _nvml_errors(nvml)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
     try:
         count = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
-    except (*errors, TypeError, ValueError):  # NotSupported: no MIG on this GPU
+    except errors_or_odd:  # NotSupported: no MIG on this GPU
         return ()
     out = []
     for i in range(count):
@@ -197,6 +198,8 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
         except (ImportError, OSError) as exc:  # not installed, or a broken install
             return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
     errors = _nvml_errors(nvml)
+    # with an int() of a field that is not a number (a count, a memory figure)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
     try:
         nvml.nvmlInit()
     except errors as exc:
@@ -210,7 +213,7 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
             driver = None
         try:
             count = int(nvml.nvmlDeviceGetCount())
-        except (*errors, TypeError, ValueError) as exc:
+        except errors_or_odd as exc:
             return NvmlSnapshot(
                 False, f"NVML could not count GPUs ({_nvml_error_text(exc)})", driver, ()
             )
@@ -232,7 +235,7 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
                         mig_uuids=_read_mig_uuids(nvml, handle),
                     )
                 )
-            except (*errors, TypeError, ValueError):  # this GPU only; int() of odd fields
+            except errors_or_odd:  # this GPU only; int() of odd fields
                 continue
         return NvmlSnapshot(True, None, driver, tuple(gpus))
     except errors as exc:  # pragma: no cover - defensive: every call above is guarded

@@ -70,7 +70,7 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         obj = factory(**params)
         if not (hasattr(obj, "load") and hasattr(obj, "predict")):
             raise BadInput(f"{name} returned an object without load()/predict()", field="workload")
-        return obj  # type: ignore[no-any-return]
+        return obj
     raise BadInput(
         f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
         field="workload",
