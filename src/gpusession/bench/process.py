@@ -39,7 +39,8 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 class WorkerProcess:
     """One worker subprocess: its stdout lines as typed worker events
-    (:mod:`gpusession.core.events`) into a queue, stderr kept (last lines)."""
+    (:mod:`gpusession.core.events`) into a queue, stderr kept (last lines).
+    """
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(

@@ -453,7 +453,8 @@ class Runner:
     def _row_for(self, exp: Experiment, run: ScheduledRun, *, phase: str | None,
                  warmup_iterations: int) -> ResultRow:
         """The row of ``run``; ``phase`` and ``warmup_iterations`` are what the worker
-        reported it did (R3, R4), never the experiment's announced warm-up."""
+        reported it did (R3, R4), never the experiment's announced warm-up.
+        """
         st = exp.setting(run.variant_id)
         return self._base_row(exp).replace(
             variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,

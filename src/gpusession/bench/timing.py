@@ -231,7 +231,8 @@ class TorchCudaOps:
 
 class _StreamEvent:
     """A CUDA event that records on one device's current stream (never the current
-    device's); ``elapsed_time`` in ms as torch's, read only after synchronization."""
+    device's); ``elapsed_time`` in ms as torch's, read only after synchronization.
+    """
 
     def __init__(self, cuda: Any, device: Any, event: Any) -> None:
         self._cuda = cuda

@@ -91,7 +91,8 @@ class Channel:
 
 def runtime_version(torch: Any, device: str) -> str | None:
     """``"CUDA 12.4"`` / ``"HIP 6.1"`` for a GPU device, ``None`` on CPU (H-07: a ROCm
-    build has ``torch.version.cuda = None``; never ``"CUDA None"``)."""
+    build has ``torch.version.cuda = None``; never ``"CUDA None"``).
+    """
     if not device.startswith("cuda"):
         return None
     hip = getattr(torch.version, "hip", None)
@@ -439,7 +440,8 @@ _PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")
 
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
     """Replace ``{batch}``, ``{output}``, ``{corpus}``, ``{context}`` only; other braces
-    (e.g. a Python ``-c`` snippet's dict) are left as they are."""
+    (e.g. a Python ``-c`` snippet's dict) are left as they are.
+    """
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
 
 

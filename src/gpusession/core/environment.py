@@ -450,7 +450,8 @@ def gpu_for_uuid(uuid: str, snapshot: NvmlSnapshot) -> tuple[GpuReading | None, 
 def device_for(torch_device: str, env: Mapping[str, str] | None = None,
                snapshot: NvmlSnapshot | None = None) -> VisibleDevice | None:
     """The physical GPU behind a torch device string (``"cuda"``, ``"cuda:1"``); ``None``
-    for CPU or when it cannot be resolved (H-05)."""
+    for CPU or when it cannot be resolved (H-05).
+    """
     if not torch_device.startswith("cuda"):
         return None
     _, _, idx = torch_device.partition(":")

@@ -91,7 +91,8 @@ def last_run(session: Session) -> LastRun | None:
 
 def _environment_table(session: Session, experiment_id: str | None = None) -> dict[str, Any]:
     """The environment the run engine stored: ``[experiments.<id>.environment]`` of the
-    given experiment when present, else the session's ``[environment]`` table."""
+    given experiment when present, else the session's ``[environment]`` table.
+    """
     exps = session.data.get("experiments")
     if experiment_id and isinstance(exps, dict):
         exp = exps.get(experiment_id)
@@ -250,7 +251,8 @@ def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | No
 def _record(session: Session, model: str, count: int | None, ordered: Ordered) -> str:
     """Record the deviation as an order event (S5): against the order number when an
     order is recorded, else against the package; the order module records one deviation
-    once. Without that module, the journal keeps it (once per observation)."""
+    once. Without that module, the journal keeps it (once per observation).
+    """
     try:
         from gpusession.core.order import record_deviation
 
@@ -530,7 +532,8 @@ def run_probes(
 ) -> dict[str, str]:
     """Every probe, by probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
     ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
-    missing input: each probe says what it lacks."""
+    missing input: each probe says what it lacks.
+    """
     snap = snapshot_of(nvml)
     return {
         "device": device_evidence(session, snap),

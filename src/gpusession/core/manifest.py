@@ -47,7 +47,8 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 @dataclass(frozen=True)
 class ManifestEntry:
     """One deliverable. ``path``: relative POSIX path; ``size_bytes``: bytes; ``sha256``:
-    64 lower-case hex digits."""
+    64 lower-case hex digits.
+    """
 
     path: str
     size_bytes: int

@@ -153,7 +153,8 @@ def check_lots(lots: Any, *, path: Path | None = None) -> int:
 
 def check_gpu_model(gpu: Any, *, path: Path | None = None, field: str = "gpu") -> str:
     """Raise ``BadInput`` unless ``gpu`` is a non-empty one-line text without control
-    characters (it is printed in tables and the terminal title). Returns it stripped."""
+    characters (it is printed in tables and the terminal title). Returns it stripped.
+    """
     if not isinstance(gpu, str):
         raise BadInput(f"expected a GPU model as text, got {gpu!r}", path=path, field=field)
     if not gpu.strip():

@@ -46,7 +46,8 @@ def bip39_words() -> frozenset[str]:
 
 def longest_wordlist_run(text: str) -> int:
     """Length of the longest run of consecutive BIP-39 words in ``text`` (numbers,
-    punctuation and line breaks between them are ignored)."""
+    punctuation and line breaks between them are ignored).
+    """
     words = bip39_words()
     best = run = 0
     for tok in _WORD_RE.findall(text):

@@ -48,7 +48,8 @@ DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RU
 @contextmanager
 def _folder_lock(folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on the folder itself while a read-modify-write runs (POSIX;
-    elsewhere no lock). No lock file is left in the folder."""
+    elsewhere no lock). No lock file is left in the folder.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -64,7 +65,8 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
     """The folder holding session folders: ``--sessions-dir``, else ``GPUSESSION_HOME``,
-    else ``./sessions`` (issue 2)."""
+    else ``./sessions`` (issue 2).
+    """
     if cli_value:
         return Path(cli_value)
     env = os.environ.get(ENV_HOME)

@@ -24,7 +24,8 @@ def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
 
 def short_timedelta(td: timedelta | None) -> str:
     """``2d 03h 15m``, ``3h 05m`` or ``30m`` (leading zero units dropped); ``ended … ago``
-    when negative; ``not set`` for None."""
+    when negative; ``not set`` for None.
+    """
     if td is None:
         return "not set"
     secs = int(td.total_seconds())

@@ -79,7 +79,8 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
 
 def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int:
     """How many inputs the context limit cuts (R9): the workload's own count when it has
-    one, else inputs with more whitespace-separated tokens than the limit."""
+    one, else inputs with more whitespace-separated tokens than the limit.
+    """
     if context_limit is None:
         return 0
     own = getattr(workload, "count_truncated", None)

@@ -24,7 +24,8 @@ BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32") -> dict[str, int]:
     """Expected bytes: ``parameter_bytes``, ``activation_bytes`` (peak of live
     activations: the input plus at most two layer outputs) and ``activation_upper_bytes``
-    (the input and every layer's output kept)."""
+    (the input and every layer's output kept).
+    """
     b = BYTES[precision]
     row = batch * width * b
     return {
@@ -36,7 +37,8 @@ def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32")
 
 class SyntheticMlp:
     """Args: ``width`` (features), ``depth`` (layers), ``seed``, ``rows_per_input``
-    (rows of the random input per text; the forward batch is ``len(texts)·rows``)."""
+    (rows of the random input per text; the forward batch is ``len(texts)·rows``).
+    """
 
     classes = ["x"]
 

@@ -60,7 +60,8 @@ class Event:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Event:
         """Build the event from its JSON object; unknown keys are ignored, missing
-        fields take their defaults (``None``: not recorded)."""
+        fields take their defaults (``None``: not recorded).
+        """
         names = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in data.items() if k in names and k != "v"}
         version = data.get("v", 0)

@@ -116,5 +116,6 @@ def validate_output(
 
 def accepted_corpora(frame: pl.DataFrame) -> int:
     """Distinct ``corpus_revision``s with at least one accepted run (K3, K4); never a
-    count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`."""
+    count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`.
+    """
     return accepted_unique_corpora(frame)

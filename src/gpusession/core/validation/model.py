@@ -107,7 +107,8 @@ class Protocol:
     def fingerprint(self) -> str:
         """A short stable digest of every field (V5): equal protocols give equal
         fingerprints; changing any field changes it, so a run engine can tell that a
-        changed protocol needs a new experiment id."""
+        changed protocol needs a new experiment id.
+        """
         canonical = json.dumps(self.to_toml(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
@@ -231,7 +232,8 @@ def first_occurrences(frame: pl.DataFrame, dup_rows: pl.DataFrame) -> pl.DataFra
 @dataclass(frozen=True)
 class ClassScore:
     """Scores of one declared class (V6). ``support`` = reference records of the class,
-    ``predicted`` = records predicted as it; precision/recall/F1 are 0 when undefined."""
+    ``predicted`` = records predicted as it; precision/recall/F1 are 0 when undefined.
+    """
 
     label: str
     precision: float

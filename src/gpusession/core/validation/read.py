@@ -68,7 +68,8 @@ def printable(text: str) -> str:
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """``text`` cut to ``limit`` characters (saying how long it really was), with
-    control characters escaped (:func:`printable`)."""
+    control characters escaped (:func:`printable`).
+    """
     if len(text) <= limit:
         return printable(text)
     return f"{printable(text[:limit])}… ({len(text):,} characters)"

@@ -161,7 +161,8 @@ def _json_kind(value: Any) -> str:
 
 def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
     """Parse one JSONL line exactly. Returns ``(id, label, problem)``; ``problem`` is
-    ``None`` when the line is a JSON object with a string ``id`` and a string ``label``."""
+    ``None`` when the line is a JSON object with a string ``id`` and a string ``label``.
+    """
     if line.strip() == "":
         return None, None, "empty line"
     try:
@@ -208,7 +209,8 @@ def _kind(next_char: pl.Expr) -> pl.Expr:
 
 def _field(name: str, word: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """For field ``name``: (value kept, problem, consistent) from the regex facts and
-    the value polars decoded (which turns numbers and booleans into strings)."""
+    the value polars decoded (which turns numbers and booleans into strings).
+    """
     keys, nxt, dec = pl.col(f"{name}_keys"), pl.col(f"{name}_next"), pl.col(f"{name}_dec")
     is_ok = (keys == 1) & (nxt == '"') & dec.is_not_null()
     missing = (keys == 0) & dec.is_null()
@@ -228,7 +230,8 @@ def _field(name: str, word: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
 
 def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
     """The careful path: polars reads and classifies the lines shaped like one object;
-    :mod:`json` parses the odd ones, one by one (at most :data:`EXACT_LIMIT`)."""
+    :mod:`json` parses the odd ones, one by one (at most :data:`EXACT_LIMIT`).
+    """
     lines = split_lines(parsed.text)
     parsed.lines = lines
     txt = pl.col("text")

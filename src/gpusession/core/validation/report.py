@@ -286,7 +286,8 @@ def _tomlable(value: Any) -> Any:
 
 def free_run_name(folder: Path, base: str) -> str:
     """``base``, or ``base-2``, ``base-3``… : the first name with no report in ``folder``
-    (an existing report is never overwritten, V8)."""
+    (an existing report is never overwritten, V8).
+    """
     folder = Path(folder)
     name, n = base, 1
     while any(folder.glob(f"{glob.escape(name)}.*")):
