@@ -120,6 +120,7 @@ class Runner:
         python: str = sys.executable,
         device: str | None = None,
     ) -> None:
+        """Look the experiment up; nothing runs until :meth:`run`."""
         self.session = session
         self.experiment: Experiment = get_experiment(session, experiment_id)
         self.on_event = on_event or (lambda _e: None)
@@ -452,8 +453,10 @@ class Runner:
 
     def _row_for(self, exp: Experiment, run: ScheduledRun, *, phase: str | None,
                  warmup_iterations: int) -> ResultRow:
-        """The row of ``run``; ``phase`` and ``warmup_iterations`` are what the worker
-        reported it did (R3, R4), never the experiment's announced warm-up.
+        """The row of ``run``, filled from what the worker reported it did (R3, R4).
+
+        ``phase`` and ``warmup_iterations`` come from the worker's ``run_finished``, never
+        from the experiment's announced warm-up.
         """
         st = exp.setting(run.variant_id)
         return self._base_row(exp).replace(
