@@ -274,6 +274,14 @@ def read_cgroup_limit(v2: Path = _CGROUP_V2, v1: Path = _CGROUP_V1) -> int | Non
     """The container's memory limit in bytes, or ``None`` when unlimited or unknown.
 
     cgroup v2 writes ``max`` for no limit; v1 writes a huge number (≥ 2**60) instead.
+
+    Args:
+        v2: the cgroup v2 ``memory.max`` file (read first).
+        v1: the cgroup v1 ``memory.limit_in_bytes`` file.
+
+    Returns:
+        The limit in bytes from the first readable file; never raises (unreadable files
+        are skipped, an unparseable one gives ``None``).
     """
     for path in (v2, v1):
         try:
@@ -401,8 +409,10 @@ def visible_device_map(
 
 
 def _gpu_for_uuid_entry(entry: str, gpus: list[GpuReading]) -> tuple[GpuReading | None, str | None]:
-    """The physical GPU for one UUID entry of ``CUDA_VISIBLE_DEVICES`` (a unique
-    prefix, as CUDA accepts), and the MIG instance's UUID when the entry names one.
+    """The physical GPU for one UUID entry of ``CUDA_VISIBLE_DEVICES`` (H-05).
+
+    The entry may be a unique prefix, as CUDA accepts; the MIG instance's UUID is
+    returned too when the entry names one.
 
     ``GPU-…`` names a GPU; ``MIG-…`` a MIG instance (matched against each GPU's
     instances); the CUDA 11.0-11.x form ``MIG-GPU-<gpu uuid>/<gi>/<ci>`` names an instance
@@ -449,8 +459,15 @@ def gpu_for_uuid(uuid: str, snapshot: NvmlSnapshot) -> tuple[GpuReading | None, 
 
 def device_for(torch_device: str, env: Mapping[str, str] | None = None,
                snapshot: NvmlSnapshot | None = None) -> VisibleDevice | None:
-    """The physical GPU behind a torch device string (``"cuda"``, ``"cuda:1"``); ``None``
-    for CPU or when it cannot be resolved (H-05).
+    """The physical GPU behind a torch device string (H-05).
+
+    Args:
+        torch_device: ``"cuda"`` (device 0), ``"cuda:1"``, ``"cpu"``…
+        env: environment (default ``os.environ``), for ``CUDA_VISIBLE_DEVICES``.
+        snapshot: an NVML reading (default: :func:`read_nvml`).
+
+    Returns:
+        The mapped device; ``None`` for CPU or when it cannot be resolved.
     """
     if not torch_device.startswith("cuda"):
         return None

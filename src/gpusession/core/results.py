@@ -339,9 +339,11 @@ class ResultsFile:
     """
 
     def __init__(self, path: Path) -> None:
+        """Keep the path; nothing is read or written yet."""
         self.path = Path(path)
 
     def exists(self) -> bool:
+        """Whether the file exists and is not empty (an empty file has no header yet)."""
         return self.path.exists() and self.path.stat().st_size > 0
 
     def check(self) -> None:

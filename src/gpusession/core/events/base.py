@@ -59,8 +59,15 @@ class Event:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Event:
-        """Build the event from its JSON object; unknown keys are ignored, missing
-        fields take their defaults (``None``: not recorded).
+        """Build the event from its JSON object (the inverse of :meth:`to_json`).
+
+        Unknown keys are ignored; missing fields take their defaults (``None``: not
+        recorded, C3); a missing or non-integer ``v`` reads as 0 (first release).
+
+        Raises:
+            TypeError: a field's value does not fit the event (a record of another
+                release; :func:`gpusession.core.events.event_from_json` turns it into a
+                :class:`GenericRecord`).
         """
         names = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in data.items() if k in names and k != "v"}
@@ -82,15 +89,18 @@ class GenericRecord(Event):
 
     @property
     def name(self) -> str:
+        """The record's name as written (``event``)."""
         return self.event
 
     def to_json(self) -> dict[str, Any]:
+        """The record as read: ``{"event", "v", ...fields}``."""
         out: dict[str, Any] = {"event": self.event, "v": self.v}
         out.update({k: v for k, v in self.fields.items() if k not in ("event", "v")})
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GenericRecord:
+        """Keep every key of ``data``; never raises."""
         version = data.get("v", 0)
         return cls(
             v=version if isinstance(version, int) else 0,

@@ -52,6 +52,14 @@ class RowAppended(RunnerEvent):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RowAppended:
+        """Read the event back, the row as a :class:`gpusession.core.results.ResultRow`.
+
+        Unknown row keys are dropped; a row that is not a mapping is kept as it is.
+
+        Raises:
+            TypeError: a row field that does not fit ``ResultRow``.
+            ValueError: a ``total`` that is not a number.
+        """
         from gpusession.core.results import ResultRow
 
         row = data.get("row")

@@ -36,10 +36,18 @@ _ACCEPTED_WORDS = {True: "accepted", False: "REJECTED", None: "not validated"}
 
 
 def describe(event: Event) -> str | None:
-    """The one line a person reads for a runner event, or ``None`` when the event is
-    not told in words (progress moves a bar; the end has its own summary).
+    """The one line a person reads for a runner event.
 
-    Used by ``gpusession run --headless`` (printed) and the Run pane (notified).
+    Used by ``gpusession run --headless`` (printed) and the Run pane (notified). A row
+    says its phase, variant, run, elapsed seconds (empty elapsed reads "not measured" or
+    "failed", never 0; R7) and whether the corpus was accepted (V1).
+
+    Args:
+        event: any runner event.
+
+    Returns:
+        The line, or ``None`` when the event is not told in words (progress moves a
+        bar; the end has its own summary).
     """
     if isinstance(event, RowAppended):
         r = event.row

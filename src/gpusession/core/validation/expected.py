@@ -26,9 +26,11 @@ TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".jsonl": "jsonl", ".ndjson": "j
 
 
 def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame, list[str]]:
-    """Read an ID file: CSV / JSONL / Parquet with an ``id`` column (and ``label`` if
-    present), or a plain list with one ID per line (any other suffix; a first line
-    that is exactly ``id`` is taken as a header).
+    """Read an ID file (V2, V4).
+
+    CSV / JSONL / Parquet with an ``id`` column (and ``label`` if present), or a plain
+    list with one ID per line (any other suffix; a first line that is exactly ``id`` is
+    taken as a header).
 
     Returns:
         ``(frame, notes)``: columns ``line`` (Int64, 1-based line or row), ``id``
