@@ -86,7 +86,7 @@ def _read_csv_table(path: Path, text: str, raw: bytes | None, *, separator: str)
             has_header=True,
             separator=separator,
         )
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' CSV parser raises is reported as bad input (V4)
         raise BadInput(f"not readable as CSV: {str(exc).splitlines()[0]}", path=path) from None
     if "id" not in frame.columns:
         raise BadInput(f"no 'id' column in the header (found: {', '.join(frame.columns)})", path=path, line=1)
@@ -114,7 +114,7 @@ def _read_parquet(path: Path) -> pl.DataFrame:
         frame = pl.read_parquet(path)
     except FileNotFoundError:
         raise BadInput("file not found", path=path) from None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' Parquet reader raises is reported as bad input (V4)
         raise BadInput(f"not readable as Parquet: {str(exc).splitlines()[0]}", path=path) from None
     if "id" not in frame.columns:
         raise BadInput(f"no 'id' column (found: {', '.join(frame.columns)})", path=path)
