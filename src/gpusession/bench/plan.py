@@ -127,6 +127,10 @@ class Experiment:
         return {"batch": batch, "context": context}
 
     def to_toml(self) -> dict[str, Any]:
+        """The experiment as its ``[experiments.<id>]`` table (every field but ``id``).
+
+        ``values`` becomes a list (TOML has no tuples); the inverse is :meth:`from_toml`.
+        """
         data = asdict(self)
         data["values"] = list(self.values)
         data.pop("id")

@@ -38,10 +38,23 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 class WorkerProcess:
-    """One worker subprocess: its stdout lines as typed worker events
-    (:mod:`gpusession.core.events`) into a queue, stderr kept (last lines)."""
+    """One worker subprocess, read by two threads (H-12: the parent never blocks on it).
+
+    Its stdout lines become typed worker events (:mod:`gpusession.core.events`) in
+    ``events``, ending with ``EOF_EVENT``; a stdout line that is not a JSON object is kept
+    with stderr. The last 200 stderr lines are kept in ``stderr`` for the journal.
+
+    Args:
+        argv: the worker's command line (no shell), e.g. ``[python, "-m",
+            "gpusession.bench.worker", "--spec", FILE]``.
+        env: its whole environment.
+
+    Raises:
+        OSError: the program cannot be started (from :class:`subprocess.Popen`).
+    """
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        """Start the process and its two reader threads."""
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -79,6 +92,11 @@ class WorkerProcess:
             self.stderr.append(line.rstrip("\n"))
 
     def send(self, text: str) -> None:
+        """Write one line (``"go"`` / ``"stop"``) to the worker's stdin.
+
+        A worker that has already exited is not an error here: its exit is read by
+        :meth:`finish` and reported there, so a broken pipe is ignored.
+        """
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(text + "\n")
@@ -87,12 +105,21 @@ class WorkerProcess:
             pass
 
     def last_stderr(self) -> str | None:
+        """The last non-blank stderr line on one line (at most 300 characters), or ``None``."""
         for line in reversed(self.stderr):
             if line.strip():
                 return _one_line(line)
         return None
 
     def finish(self, timeout: float = 30.0) -> int | None:
+        """Close stdin, wait for the exit (killing the process after ``timeout``), join readers.
+
+        Args:
+            timeout: seconds to wait for the exit before the process is killed.
+
+        Returns:
+            The exit code; negative for a signal (``-9`` when it had to be killed).
+        """
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()

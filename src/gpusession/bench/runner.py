@@ -120,6 +120,7 @@ class Runner:
         python: str = sys.executable,
         device: str | None = None,
     ) -> None:
+        """Look the experiment up; nothing runs until :meth:`run`."""
         self.session = session
         self.experiment: Experiment = get_experiment(session, experiment_id)
         self.on_event = on_event or (lambda _e: None)
@@ -144,7 +145,7 @@ class Runner:
     def _emit(self, event: RunnerEvent) -> None:
         try:
             self.on_event(event)
-        except Exception:  # a UI callback must never break the measurement
+        except Exception:  # noqa: BLE001 - a UI callback (any code) must never break the measurement
             pass
 
     def _journal(self, record: Event) -> None:
@@ -452,8 +453,11 @@ class Runner:
 
     def _row_for(self, exp: Experiment, run: ScheduledRun, *, phase: str | None,
                  warmup_iterations: int) -> ResultRow:
-        """The row of ``run``; ``phase`` and ``warmup_iterations`` are what the worker
-        reported it did (R3, R4), never the experiment's announced warm-up."""
+        """The row of ``run``, filled from what the worker reported it did (R3, R4).
+
+        ``phase`` and ``warmup_iterations`` come from the worker's ``run_finished``, never
+        from the experiment's announced warm-up.
+        """
         st = exp.setting(run.variant_id)
         return self._base_row(exp).replace(
             variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,

@@ -45,17 +45,29 @@ CPU_MEMORY_SCOPE = "not measured: the run used no GPU (empty cells mean not meas
 class DeviceOps(Protocol):
     """What the timer needs from a device backend (torch's CUDA, or a fake)."""
 
-    def synchronize(self, device: str) -> None: ...
+    def synchronize(self, device: str) -> None:
+        """Wait until every queued kernel on ``device`` (e.g. ``"cuda:1"``) has finished (R8)."""
+        ...
 
-    def memory_allocated(self, device: str) -> int: ...
+    def memory_allocated(self, device: str) -> int:
+        """Bytes held by live tensors in the allocator of ``device`` now (M1)."""
+        ...
 
-    def memory_reserved(self, device: str) -> int: ...
+    def memory_reserved(self, device: str) -> int:
+        """Bytes the allocator of ``device`` holds from the driver now (M1)."""
+        ...
 
-    def reset_peak_memory_stats(self, device: str) -> None: ...
+    def reset_peak_memory_stats(self, device: str) -> None:
+        """Restart the peak counters of ``device`` so the next peaks are the phase's (M1)."""
+        ...
 
-    def max_memory_allocated(self, device: str) -> int: ...
+    def max_memory_allocated(self, device: str) -> int:
+        """Peak allocated bytes of ``device`` since the last reset (M1)."""
+        ...
 
-    def max_memory_reserved(self, device: str) -> int: ...
+    def max_memory_reserved(self, device: str) -> int:
+        """Peak reserved bytes of ``device`` since the last reset (M1)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,7 @@ class SyncTimer:
         event_factory: Callable[[], tuple[Any, Any]] | None = None,
         memory_device: str | None = None,
     ) -> None:
+        """Keep the devices (``"cpu"`` dropped); without a device, no ops and no events."""
         self.devices = [d for d in devices if d != "cpu"]
         self.ops = ops if self.devices else None
         self.clock = clock
@@ -161,7 +174,7 @@ class SyncTimer:
         if events:
             try:
                 event_s = float(events[0].elapsed_time(events[1])) / 1000.0
-            except Exception:
+            except RuntimeError:  # torch: an event not recorded / a CUDA error; journal-only figure
                 event_s = None
         peak_alloc = peak_res = None
         if ops is not None and mem is not None:
@@ -186,6 +199,7 @@ class TorchCudaOps:
     """
 
     def __init__(self, torch: Any) -> None:
+        """Wrap ``torch`` (the module, imported by the caller in a worker process)."""
         self.cuda = torch.cuda
         self._torch = torch
 
@@ -193,21 +207,27 @@ class TorchCudaOps:
         return self._torch.device(device)
 
     def synchronize(self, device: str) -> None:
+        """``torch.cuda.synchronize(device)``: that device by name, never the current one (H-02)."""
         self.cuda.synchronize(self._d(device))
 
     def memory_allocated(self, device: str) -> int:
+        """``torch.cuda.memory_allocated(device)`` in bytes (PyTorch allocator only, M3)."""
         return int(self.cuda.memory_allocated(self._d(device)))
 
     def memory_reserved(self, device: str) -> int:
+        """``torch.cuda.memory_reserved(device)`` in bytes (PyTorch allocator only, M3)."""
         return int(self.cuda.memory_reserved(self._d(device)))
 
     def reset_peak_memory_stats(self, device: str) -> None:
+        """``torch.cuda.reset_peak_memory_stats(device)`` (M1)."""
         self.cuda.reset_peak_memory_stats(self._d(device))
 
     def max_memory_allocated(self, device: str) -> int:
+        """``torch.cuda.max_memory_allocated(device)`` in bytes since the last reset (M1)."""
         return int(self.cuda.max_memory_allocated(self._d(device)))
 
     def max_memory_reserved(self, device: str) -> int:
+        """``torch.cuda.max_memory_reserved(device)`` in bytes since the last reset (M1)."""
         return int(self.cuda.max_memory_reserved(self._d(device)))
 
     def event_pair(self, device: str) -> Callable[[], tuple[Any, Any]]:
@@ -230,8 +250,11 @@ class TorchCudaOps:
 
 
 class _StreamEvent:
-    """A CUDA event that records on one device's current stream (never the current
-    device's); ``elapsed_time`` in ms as torch's, read only after synchronization."""
+    """A CUDA event that records on one device's current stream (H-02).
+
+    Never on the current device's stream; ``elapsed_time`` is in ms as torch's, read only
+    after synchronization.
+    """
 
     def __init__(self, cuda: Any, device: Any, event: Any) -> None:
         self._cuda = cuda

@@ -54,9 +54,15 @@ from gpusession.core.events import (
 
 
 class Channel:
-    """The JSON-lines channel to the parent (a dup of the original stdout)."""
+    """The JSON-lines channel to the parent (a dup of the original stdout).
+
+    Args:
+        out: where events are written, one JSON object per line.
+        inp: the parent's commands, one per line (``go`` / ``stop``).
+    """
 
     def __init__(self, out: IO[str], inp: IO[str]) -> None:
+        """Keep both ends; ``stopped`` becomes ``True`` once the parent says stop."""
         self.out = out
         self.inp = inp
         self.stopped = False
@@ -67,6 +73,7 @@ class Channel:
         self.out.flush()
 
     def wait_go(self) -> bool:
+        """Block until the parent's next line: ``True`` for ``go``, else ``False`` (stop, EOF; H-12)."""
         line = self.inp.readline()
         return line.strip() == "go"
 
@@ -90,8 +97,16 @@ class Channel:
 
 
 def runtime_version(torch: Any, device: str) -> str | None:
-    """``"CUDA 12.4"`` / ``"HIP 6.1"`` for a GPU device, ``None`` on CPU (H-07: a ROCm
-    build has ``torch.version.cuda = None``; never ``"CUDA None"``)."""
+    """The GPU runtime torch was built with: ``"CUDA 12.4"`` / ``"HIP 6.1"`` (R10).
+
+    Args:
+        torch: the torch module.
+        device: the device used, e.g. ``"cuda:0"`` or ``"cpu"``.
+
+    Returns:
+        ``None`` on CPU or when torch names no runtime. A ROCm build has
+        ``torch.version.cuda = None``: it reads ``"HIP …"``, never ``"CUDA None"`` (H-07).
+    """
     if not device.startswith("cuda"):
         return None
     hip = getattr(torch.version, "hip", None)
@@ -120,17 +135,20 @@ def code_revision(folder: Path) -> str | None:
 def peak_rss_bytes() -> int | None:
     """Peak resident set size of this process in bytes (host memory, not GPU)."""
     try:
-        import resource
+        import resource  # POSIX only
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return int(peak) * (1 if sys.platform == "darwin" else 1024)
-    except Exception:
-        try:
-            import psutil
-
-            return int(psutil.Process().memory_info().rss)
-        except Exception:
-            return None
+    except (ImportError, OSError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        return int(psutil.Process().memory_info().rss)
+    except (psutil.Error, OSError):
+        return None
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -168,9 +186,19 @@ def write_outputs(path: Path, ids: list[str], labels: list[str]) -> None:
 
 
 class TorchDevice:
-    """torch facts for the chosen device: what to synchronize, allocator readings."""
+    """torch facts for the chosen device: what to synchronize, allocator readings.
+
+    Args:
+        requested: ``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``None``, ``""`` or ``"auto"``
+            picks ``cuda`` when torch sees a device, else ``cpu``.
+
+    Raises:
+        RuntimeError: a CUDA device was requested and torch sees none (or a bad device
+            string, from ``torch.device``).
+    """
 
     def __init__(self, requested: str | None) -> None:
+        """Import torch, resolve the device and make it the current one (H-02)."""
         import torch
 
         self.torch = torch
@@ -190,6 +218,7 @@ class TorchDevice:
 
     @property
     def is_gpu(self) -> bool:
+        """``True`` for a CUDA/ROCm device, ``False`` on CPU."""
         return self.device.startswith("cuda")
 
     def used_devices(self, workload: Any) -> list[str]:
@@ -207,6 +236,16 @@ class TorchDevice:
         return sorted(used)
 
     def timer(self, devices: list[str]) -> SyncTimer:
+        """The one stopwatch for work on ``devices`` (R8, M1).
+
+        Args:
+            devices: every device the work uses, e.g. ``["cuda:0"]``; each is
+                synchronized by name (H-02). Ignored on CPU.
+
+        Returns:
+            A :class:`SyncTimer` with torch's device operations and CUDA events on this
+            device; on CPU a plain wall-clock timer (memory cells stay ``None``, M4).
+        """
         if not self.is_gpu:
             return SyncTimer([])
         from gpusession.bench.timing import TorchCudaOps
@@ -255,7 +294,10 @@ def physical_gpu(torch: Any, device: str, snap: Any,
     torch_uuid: str | None = None
     try:
         torch_uuid = str(torch.cuda.get_device_properties(torch.device(device)).uuid) or None
-    except Exception:
+    except (RuntimeError, AssertionError, AttributeError):
+        # RuntimeError: a CUDA error or a bad device string; AssertionError: torch's
+        # "Invalid device id" / "not compiled with CUDA"; AttributeError: no ``uuid``
+        # in this torch build's device properties.
         torch_uuid = None
     if torch_uuid:
         gpu, nvml_uuid = gpu_for_uuid(torch_uuid, snap)
@@ -295,7 +337,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
         workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     corpus = Path(spec["corpus"]) if spec.get("corpus") else None
@@ -317,7 +359,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     try:
         load_m = load_timer.measure(load, presync=False)
         used: list[str] = load_m.result
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     rev_fn = getattr(workload, "revisions", None)
@@ -387,7 +429,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                 )
                 if len(labels) != len(ids):
                     fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
-            except Exception as exc:
+            except (OSError, TypeError, ValueError) as exc:
+                # writing the outputs (V8): disk full, labels that are not JSON, no len()
                 failure = _failure_fields(exc)
         if failure:
             fields.update(failure)
@@ -405,7 +448,7 @@ def _empty_cache(dev: TorchDevice) -> None:
         gc.collect()  # tensors held only by reference cycles of the failed run
         try:
             dev.torch.cuda.empty_cache()
-        except Exception:
+        except RuntimeError:  # a CUDA error left by the failed run (torch.AcceleratorError)
             pass
 
 
@@ -421,7 +464,7 @@ def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
     failure: dict[str, Any] = {}
     try:
         return timer.measure(work), failure
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's workload can raise anything: a failed observation, kept as a row (R7)
         failure = _failure_fields(exc)
     _empty_cache(dev)
     return None, failure
@@ -431,8 +474,21 @@ _PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")
 
 
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
-    """Replace ``{batch}``, ``{output}``, ``{corpus}``, ``{context}`` only; other braces
-    (e.g. a Python ``-c`` snippet's dict) are left as they are."""
+    """Fill the placeholders of one argument of a command workload.
+
+    Only ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}`` are replaced; other
+    braces (e.g. a Python ``-c`` snippet's dict) are left as they are.
+
+    Args:
+        arg: one argv entry, e.g. ``"--out={output}"``.
+        values: a value for each of the four names.
+
+    Returns:
+        The argument with the placeholders replaced by ``str(value)``.
+
+    Raises:
+        KeyError: ``values`` lacks a placeholder that ``arg`` uses.
+    """
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
 
 
@@ -469,6 +525,25 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
 
 def main(argv: list[str] | None = None,
          _runner: Callable[[dict[str, Any], Channel], int] | None = None) -> int:
+    """Run one worker: ``python -m gpusession.bench.worker --spec FILE``.
+
+    The protocol keeps the original stdout; anything else printed goes to stderr. SIGINT
+    is ignored: a Ctrl-C is the parent's to turn into a cancel at the next run boundary
+    (H-12).
+
+    Args:
+        argv: the command-line arguments (default ``sys.argv[1:]``).
+        _runner: replaces the torch/command worker (tests).
+
+    Returns:
+        The exit code: 0 done or stopped, 3 the load failed (reported as an incident),
+        4 a bug in the harness (reported as an incident with its traceback).
+
+    Raises:
+        SystemExit: bad arguments (argparse).
+        OSError: the spec file cannot be read.
+        ValueError: the spec file is not JSON (``json.JSONDecodeError``).
+    """
     ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
     ap.add_argument("--spec", required=True, type=Path)
     args = ap.parse_args(argv)
@@ -484,7 +559,7 @@ def main(argv: list[str] | None = None,
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     try:
         return runner(spec, ch)
-    except Exception as exc:  # a bug in the harness itself: report, never hang
+    except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent
         ch.send(WorkerIncident(where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5)))
         return 4
 

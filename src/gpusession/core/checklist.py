@@ -314,8 +314,10 @@ def _hours_ok(value: Any) -> bool:
 
 
 def get_settings(session: Session) -> dict[str, Any]:
-    """The checklist's settings: ``retrieval_reserve_hours`` (float) and ``destination``
-    (str or None).
+    """The checklist's settings, read from ``checklist.toml`` (S1).
+
+    Returns:
+        ``retrieval_reserve_hours`` (float, hours) and ``destination`` (str or None).
 
     Raises:
         BadInput: a setting of the wrong type.

@@ -105,6 +105,23 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
+def _nvml_errors(nvml: Any) -> tuple[type[BaseException], ...]:
+    """What a call into ``nvml`` raises when NVML cannot answer (H-07).
+
+    pynvml raises its ``NVMLError`` for every library failure (no library, driver not
+    loaded, not supported, not found; ``NVMLError_FunctionNotFound`` when the driver
+    lacks a function). ``AttributeError``: the bindings (an older nvidia-ml-py, or an
+    injected pynvml-like object) lack the function. ``RuntimeError``: how a pynvml-like
+    object without ``NVMLError`` (the test fakes) reports a failure. ``OSError``: ctypes
+    failing to reach the library.
+    """
+    own = getattr(nvml, "NVMLError", None)
+    extra: tuple[type[BaseException], ...] = (
+        (own,) if isinstance(own, type) and issubclass(own, BaseException) else ()
+    )
+    return (*extra, RuntimeError, AttributeError, OSError)
+
+
 def _nvml_error_text(exc: BaseException) -> str:
     text = str(exc).strip()
     return text or type(exc).__name__
@@ -113,16 +130,18 @@ def _nvml_error_text(exc: BaseException) -> str:
 def _process_name(pid: int) -> str | None:
     try:
         import psutil
-
+    except ImportError:
+        return None
+    try:
         return str(psutil.Process(pid).name())
-    except Exception:
+    except (psutil.Error, OSError, ValueError):  # gone, hidden, not ours; negative pid
         return None
 
 
 def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
     try:
         infos = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
-    except Exception:
+    except _nvml_errors(nvml):
         return ()
     out = []
     for info in infos or ():
@@ -142,16 +161,18 @@ def _read_processes(nvml: Any, handle: Any) -> tuple[GpuProcess, ...]:
 
 def _read_mig_uuids(nvml: Any, handle: Any) -> tuple[str, ...]:
     """UUIDs of the MIG instances of one GPU; ``()`` when MIG is off or unsupported."""
+    errors = _nvml_errors(nvml)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
     try:
         count = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
-    except Exception:
+    except errors_or_odd:  # NotSupported: no MIG on this GPU
         return ()
     out = []
     for i in range(count):
         try:
             mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
             out.append(decode_nvml_str(nvml.nvmlDeviceGetUUID(mig)))
-        except Exception:
+        except errors:
             continue  # an empty slot raises NotFound
     return tuple(out)
 
@@ -174,22 +195,25 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
     if nvml is None:
         try:
             nvml = _import_pynvml()
-        except Exception as exc:  # ImportError or a broken install
+        except (ImportError, OSError) as exc:  # not installed, or a broken install
             return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
+    errors = _nvml_errors(nvml)
+    # with an int() of a field that is not a number (a count, a memory figure)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
     try:
         nvml.nvmlInit()
-    except Exception as exc:
+    except errors as exc:
         return NvmlSnapshot(
             False, f"no NVIDIA driver found (NVML: {_nvml_error_text(exc)})", None, ()
         )
     try:
         try:
             driver: str | None = decode_nvml_str(nvml.nvmlSystemGetDriverVersion())
-        except Exception:
+        except errors:
             driver = None
         try:
             count = int(nvml.nvmlDeviceGetCount())
-        except Exception as exc:
+        except errors_or_odd as exc:
             return NvmlSnapshot(
                 False, f"NVML could not count GPUs ({_nvml_error_text(exc)})", driver, ()
             )
@@ -211,15 +235,15 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
                         mig_uuids=_read_mig_uuids(nvml, handle),
                     )
                 )
-            except Exception:
+            except errors_or_odd:  # this GPU only; int() of odd fields
                 continue
         return NvmlSnapshot(True, None, driver, tuple(gpus))
-    except Exception as exc:  # pragma: no cover - defensive: never raise
+    except errors as exc:  # pragma: no cover - defensive: every call above is guarded
         return NvmlSnapshot(False, f"NVML read failed ({_nvml_error_text(exc)})", None, ())
     finally:
         try:
             nvml.nvmlShutdown()
-        except Exception:
+        except errors:
             pass
 
 
@@ -250,6 +274,14 @@ def read_cgroup_limit(v2: Path = _CGROUP_V2, v1: Path = _CGROUP_V1) -> int | Non
     """The container's memory limit in bytes, or ``None`` when unlimited or unknown.
 
     cgroup v2 writes ``max`` for no limit; v1 writes a huge number (≥ 2**60) instead.
+
+    Args:
+        v2: the cgroup v2 ``memory.max`` file (read first).
+        v1: the cgroup v1 ``memory.limit_in_bytes`` file.
+
+    Returns:
+        The limit in bytes from the first readable file; never raises (unreadable files
+        are skipped, an unparseable one gives ``None``).
     """
     for path in (v2, v1):
         try:
@@ -377,8 +409,10 @@ def visible_device_map(
 
 
 def _gpu_for_uuid_entry(entry: str, gpus: list[GpuReading]) -> tuple[GpuReading | None, str | None]:
-    """The physical GPU for one UUID entry of ``CUDA_VISIBLE_DEVICES`` (a unique
-    prefix, as CUDA accepts), and the MIG instance's UUID when the entry names one.
+    """The physical GPU for one UUID entry of ``CUDA_VISIBLE_DEVICES`` (H-05).
+
+    The entry may be a unique prefix, as CUDA accepts; the MIG instance's UUID is
+    returned too when the entry names one.
 
     ``GPU-…`` names a GPU; ``MIG-…`` a MIG instance (matched against each GPU's
     instances); the CUDA 11.0-11.x form ``MIG-GPU-<gpu uuid>/<gi>/<ci>`` names an instance
@@ -425,8 +459,16 @@ def gpu_for_uuid(uuid: str, snapshot: NvmlSnapshot) -> tuple[GpuReading | None, 
 
 def device_for(torch_device: str, env: Mapping[str, str] | None = None,
                snapshot: NvmlSnapshot | None = None) -> VisibleDevice | None:
-    """The physical GPU behind a torch device string (``"cuda"``, ``"cuda:1"``); ``None``
-    for CPU or when it cannot be resolved (H-05)."""
+    """The physical GPU behind a torch device string (H-05).
+
+    Args:
+        torch_device: ``"cuda"`` (device 0), ``"cuda:1"``, ``"cpu"``…
+        env: environment (default ``os.environ``), for ``CUDA_VISIBLE_DEVICES``.
+        snapshot: an NVML reading (default: :func:`read_nvml`).
+
+    Returns:
+        The mapped device; ``None`` for CPU or when it cannot be resolved.
+    """
     if not torch_device.startswith("cuda"):
         return None
     _, _, idx = torch_device.partition(":")
@@ -439,9 +481,11 @@ def host_cpu_percent(interval_s: float = 0.1) -> float | None:
     """Host CPU use in percent over ``interval_s`` seconds (concurrent load, R10)."""
     try:
         import psutil
-
+    except ImportError:
+        return None
+    try:
         return float(psutil.cpu_percent(interval=interval_s))
-    except Exception:
+    except (psutil.Error, OSError, ValueError):  # /proc unreadable; a negative interval
         return None
 
 

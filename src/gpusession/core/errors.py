@@ -35,6 +35,7 @@ class BadInput(GpusessionError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
+        """Keep the parts; ``str(error)`` is :meth:`render`."""
         self.message = message
         self.path = Path(path) if path is not None else None
         self.line = line

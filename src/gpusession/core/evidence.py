@@ -90,8 +90,12 @@ def last_run(session: Session) -> LastRun | None:
 
 
 def _environment_table(session: Session, experiment_id: str | None = None) -> dict[str, Any]:
-    """The environment the run engine stored: ``[experiments.<id>.environment]`` of the
-    given experiment when present, else the session's ``[environment]`` table."""
+    """The environment the run engine stored (R10).
+
+    Returns:
+        ``[experiments.<id>.environment]`` of the given experiment when present, else
+        the session's ``[environment]`` table.
+    """
     exps = session.data.get("experiments")
     if experiment_id and isinstance(exps, dict):
         exp = exps.get(experiment_id)
@@ -196,6 +200,7 @@ class Ordered:
 
     @property
     def gpu_count(self) -> int | None:
+        """GPUs ordered: lots × GPUs per lot (K1: a B200 lot is 2 GPUs); ``None`` if unknown."""
         return None if self.lots is None else self.lots * self.gpus_per_lot
 
 
@@ -228,7 +233,7 @@ def ordered_of(session: Session) -> Ordered:
             rate = load_rates(session_folder=session.folder).find(model)
             if rate is not None:
                 per_lot = rate.gpus_per_lot
-        except Exception:  # a broken rates file must not hide the evidence
+        except (BadInput, OSError):  # a broken rates file must not hide the evidence
             pass
     if not per_lot:
         per_lot = _fallback_per_lot(model) if model else 1
@@ -248,9 +253,12 @@ def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | No
 
 
 def _record(session: Session, model: str, count: int | None, ordered: Ordered) -> str:
-    """Record the deviation as an order event (S5): against the order number when an
-    order is recorded, else against the package; the order module records one deviation
-    once. Without that module, the journal keeps it (once per observation)."""
+    """Record the deviation as an order event (S5).
+
+    Against the order number when an order is recorded, else against the package; the
+    order module records one deviation once. Without that module, the journal keeps it
+    (once per observation).
+    """
     try:
         from gpusession.core.order import record_deviation
 
@@ -363,8 +371,8 @@ def free_space_evidence(session: Session, destination: Path | None) -> str:
         try:
             frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
             size = int(frame.get_column("size_bytes").sum())
-        except Exception:
-            size = None
+        except (OSError, pl.exceptions.PolarsError, TypeError, ValueError):
+            size = None  # unreadable, no size_bytes column, or an empty sum
     size_txt = (
         f"deliverables {fmt_bytes(size)} ({man.name})" if size is not None and man is not None
         else f"deliverables size unknown: write the manifest first (gpusession manifest {session.name} --deliverables DIR)"
@@ -515,7 +523,7 @@ def manifest_evidence(session: Session) -> str:
     try:
         frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
         return f"{man.name}: {frame.height} file(s), {fmt_bytes(int(frame.get_column('size_bytes').sum()))}"
-    except Exception as exc:
+    except (OSError, pl.exceptions.PolarsError, TypeError, ValueError) as exc:
         return f"{man.name}: unreadable ({type(exc).__name__})"
 
 
@@ -528,9 +536,21 @@ def run_probes(
     retrieval_reserve_hours: float = 4.0,
     record_deviation: bool = True,
 ) -> dict[str, str]:
-    """Every probe, by probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
-    ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
-    missing input: each probe says what it lacks."""
+    """Run every probe once, on one NVML reading (S1).
+
+    Args:
+        session: the open session.
+        nvml: a pynvml-like module (tests); default the real bindings.
+        destination: where the deliverables will be copied (free-space probe, G§2).
+        now: the instant for the session-limit probe (default: now, UTC).
+        retrieval_reserve_hours: hours kept for retrieval before the package ends.
+        record_deviation: record an order deviation (S5) when one is seen.
+
+    Returns:
+        One text per probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
+        ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
+        missing input: each probe says what it lacks.
+    """
     snap = snapshot_of(nvml)
     return {
         "device": device_evidence(session, snap),

@@ -59,6 +59,7 @@ class RunKey:
         return f"{self.phase}:{self.variant_id}:{self.run_index}"
 
     def __str__(self) -> str:
+        """The key as written in the journal (:meth:`format`)."""
         return self.format()
 
     @classmethod
@@ -166,10 +167,10 @@ def lock_holder(folder: Path) -> int | None:
 
 
 def take_lock(folder: Path, session_name: str) -> Path:
-    """Create the run lock atomically (a hard link fails if it exists): of two ``run``
-    commands started at the same instant on one session, exactly one runs (S7).
+    """Create the run lock atomically, so one ``run`` at a time touches a session (S7).
 
-    The PID is written to a temporary file first, then hard-linked into place, so the
+    A hard link fails if its target exists: of two ``run`` commands started at the same
+    instant on one session, exactly one runs. The PID is written to a temporary file first, then hard-linked into place, so the
     lock never exists empty.
 
     Returns:

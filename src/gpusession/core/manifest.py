@@ -46,8 +46,13 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One deliverable. ``path``: relative POSIX path; ``size_bytes``: bytes; ``sha256``:
-    64 lower-case hex digits."""
+    """One deliverable of the manifest (S4).
+
+    Attributes:
+        path: relative POSIX path inside the deliverables folder.
+        size_bytes: size in bytes.
+        sha256: 64 lower-case hex digits.
+    """
 
     path: str
     size_bytes: int
@@ -174,6 +179,7 @@ class ManifestWritten:
 
     @property
     def total_bytes(self) -> int:
+        """Bytes of every hashed entry together (skipped entries not counted)."""
         return sum(e.size_bytes for e in self.entries)
 
 
@@ -250,14 +256,22 @@ def write_manifest(
 
 
 def check_relative(path_text: str, *, manifest: Path | None = None, line: int | None = None) -> str:
-    """Refuse an absolute path or one that escapes the folder (S4).
+    r"""Refuse an absolute path or one that escapes the folder (S4).
 
-    Paths are POSIX (``/``). On Windows a backslash is a separator too, so ``..\\x``
-    and ``\\x`` are refused there; on POSIX a backslash is an ordinary character of a
+    Paths are POSIX (``/``). On Windows a backslash is a separator too, so ``..\x``
+    and ``\x`` are refused there; on POSIX a backslash is an ordinary character of a
     file name.
 
+    Args:
+        path_text: the path as written in the manifest.
+        manifest: the manifest file, for the error message.
+        line: its 1-based line, for the error message.
+
+    Returns:
+        The path in POSIX form.
+
     Raises:
-        BadInput: empty, absolute (``/x``; ``C:x`` and ``\\x`` on Windows), or with
+        BadInput: empty, absolute (``/x``; ``C:x`` and ``\x`` on Windows), or with
             a ``..`` part.
     """
     if not path_text:

@@ -83,6 +83,7 @@ class PaymentOrder:
     replaced_at: datetime | None = None
 
     def expired(self, now: datetime | None = None) -> bool:
+        """Whether the payment order has expired at ``now`` (default: now, UTC; S3 warns)."""
         return (now or utcnow()) >= self.expires_at
 
 
@@ -107,24 +108,34 @@ class OrderState:
     events: tuple[OrderEvent, ...] = field(default=())
 
     def has(self, state: str, source: str | None = None) -> bool:
+        """Whether the timeline holds ``state`` (from ``source`` when given; S2).
+
+        Args:
+            state: a timeline state, e.g. ``"payment-confirmed"``.
+            source: who recorded it (:data:`YOU` or :data:`TRACKING`); ``None``: any.
+        """
         return any(e.state == state and (source is None or e.source == source) for e in self.events)
 
     # Shortcuts to the order's fields (``None`` without an order), for callers that only
     # need the reference: ``state.gpu_model``, ``state.lots``, ``state.number``.
     @property
     def number(self) -> str | None:
+        """The order number, ``None`` without an order."""
         return self.order.number if self.order else None
 
     @property
     def gpu_model(self) -> str | None:
+        """The ordered GPU model, ``None`` without an order (S5)."""
         return self.order.gpu_model if self.order else None
 
     @property
     def lots(self) -> int | None:
+        """Lots ordered, ``None`` without an order (K1)."""
         return self.order.lots if self.order else None
 
     @property
     def days(self) -> int | None:
+        """Package length in days (3, 7 or 30), ``None`` without an order (K1)."""
         return self.order.days if self.order else None
 
     @property
@@ -134,6 +145,7 @@ class OrderState:
 
     @property
     def timeline(self) -> list[OrderEvent]:
+        """Every event, oldest first (S2)."""
         return sorted(self.events, key=lambda e: e.at)
 
 

@@ -1,5 +1,7 @@
-"""Text and JSON views of the order timeline: the header's status line, the Order
-pane's lines and ``gpusession order NAME show [--json]`` (S2, S3).
+"""Text and JSON views of the order timeline (S2, S3).
+
+Who calls it: the header's status line, the Order pane's lines and ``gpusession order
+NAME show [--json]``.
 
 Payment and provisioning are shown separately; ``payment-sent`` reads "payment sent —
 not confirmed", never "paid" (S2). Depends on :mod:`gpusession.core.order` (the model);

@@ -106,6 +106,7 @@ class Package:
         return end - (now or utcnow())
 
     def to_toml(self) -> dict[str, Any]:
+        """The ``[package]`` table: ``gpu_model``, ``lots``, ``days``, ``start`` (K1, S6)."""
         return {"gpu_model": self.gpu_model, "lots": self.lots, "days": self.days, "start": self.start}
 
     @classmethod
@@ -152,8 +153,19 @@ def check_lots(lots: Any, *, path: Path | None = None) -> int:
 
 
 def check_gpu_model(gpu: Any, *, path: Path | None = None, field: str = "gpu") -> str:
-    """Raise ``BadInput`` unless ``gpu`` is a non-empty one-line text without control
-    characters (it is printed in tables and the terminal title). Returns it stripped."""
+    """Check a GPU model name: it is printed in tables and the terminal title.
+
+    Args:
+        gpu: the value read or typed.
+        path: the file it came from, for the error message.
+        field: the field's name, for the error message.
+
+    Returns:
+        The name stripped.
+
+    Raises:
+        BadInput: not text, empty, more than one line, or with control characters.
+    """
     if not isinstance(gpu, str):
         raise BadInput(f"expected a GPU model as text, got {gpu!r}", path=path, field=field)
     if not gpu.strip():

@@ -125,6 +125,7 @@ class Rates:
         return None
 
     def models(self) -> list[str]:
+        """The GPU models of the rates file, as written, in file order (K7)."""
         return list(self.gpus)
 
 

@@ -33,15 +33,28 @@ class Recoverable(Protocol):
     """What recovery needs of a session (:class:`gpusession.core.session.Session`)."""
 
     @property
-    def folder(self) -> Path: ...
+    def folder(self) -> Path:
+        """The session folder."""
+        ...
 
     @property
-    def journal_path(self) -> Path: ...
+    def journal_path(self) -> Path:
+        """The session's ``journal.jsonl``."""
+        ...
 
     @property
-    def results(self) -> ResultsFile: ...
+    def results(self) -> ResultsFile:
+        """The session's results CSV (C1)."""
+        ...
 
-    def journal(self, event: str | Event, **fields: Any) -> None: ...
+    def journal(self, event: str | Event, **fields: Any) -> None:
+        """Append one record to the journal and fsync (S7).
+
+        Args:
+            event: a typed record, or the name of an untyped one.
+            **fields: the untyped record's fields (only with a name).
+        """
+        ...
 
 _SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
 _SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')

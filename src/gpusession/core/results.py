@@ -213,8 +213,6 @@ assert len(COLUMNS) == 38
 
 def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
     """Rows → a polars frame with the explicit 38-column schema."""
-
-
     import polars as pl
 
     dicts = [r.as_dict() if isinstance(r, ResultRow) else r for r in rows]
@@ -341,9 +339,11 @@ class ResultsFile:
     """
 
     def __init__(self, path: Path) -> None:
+        """Keep the path; nothing is read or written yet."""
         self.path = Path(path)
 
     def exists(self) -> bool:
+        """Whether the file exists and is not empty (an empty file has no header yet)."""
         return self.path.exists() and self.path.stat().st_size > 0
 
     def check(self) -> None:
@@ -404,7 +404,6 @@ class ResultsFile:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
                 line when polars reports one).
         """
-
         import polars as pl
 
         if not self.exists():
@@ -463,8 +462,6 @@ def summarize(frame: pl.DataFrame) -> pl.DataFrame:
         Columns ``experiment_id, variant_id, phase, runs, n, failed, median_seconds,
         min_seconds, max_seconds, p95_seconds``, sorted by experiment, variant, phase.
     """
-
-
     import polars as pl
 
     if frame.height == 0:

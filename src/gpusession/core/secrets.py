@@ -45,8 +45,17 @@ def bip39_words() -> frozenset[str]:
 
 
 def longest_wordlist_run(text: str) -> int:
-    """Length of the longest run of consecutive BIP-39 words in ``text`` (numbers,
-    punctuation and line breaks between them are ignored)."""
+    """Length of the longest run of consecutive BIP-39 words in ``text``.
+
+    Numbers, punctuation and line breaks between the words are ignored, so a recovery
+    phrase written one word per numbered line still counts.
+
+    Args:
+        text: any text (a note, a pasted line).
+
+    Returns:
+        The number of words in the longest run; 0 when no word is in the list.
+    """
     words = bip39_words()
     best = run = 0
     for tok in _WORD_RE.findall(text):

@@ -47,8 +47,10 @@ DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RU
 
 @contextmanager
 def _folder_lock(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on the folder itself while a read-modify-write runs (POSIX;
-    elsewhere no lock). No lock file is left in the folder."""
+    """Hold an exclusive ``flock`` on the folder itself while a read-modify-write runs.
+
+    POSIX only; elsewhere no lock. No lock file is left in the folder (S7).
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -63,8 +65,15 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
-    """The folder holding session folders: ``--sessions-dir``, else ``GPUSESSION_HOME``,
-    else ``./sessions`` (issue 2)."""
+    """The folder holding session folders (issue 2).
+
+    Args:
+        cli_value: ``--sessions-dir`` when given.
+
+    Returns:
+        ``cli_value``, else ``$GPUSESSION_HOME``, else ``./sessions`` of the current
+        directory. The folder is not created here.
+    """
     if cli_value:
         return Path(cli_value)
     env = os.environ.get(ENV_HOME)
@@ -132,6 +141,7 @@ class Session:
     """
 
     def __init__(self, folder: Path, data: dict[str, Any]) -> None:
+        """Wrap an already-checked folder and its parsed ``session.toml``."""
         self.folder = Path(folder)
         self.name = self.folder.name
         self.data = data
@@ -140,26 +150,32 @@ class Session:
     # -- paths -----------------------------------------------------------------
     @property
     def session_toml(self) -> Path:
+        """``session.toml``: package, experiments, observed environment."""
         return self.folder / SESSION_TOML
 
     @property
     def checklist_toml(self) -> Path:
+        """``checklist.toml``: done/when/note per item (S1)."""
         return self.folder / CHECKLIST_TOML
 
     @property
     def order_toml(self) -> Path:
+        """``order.toml``: the order, payment orders and the timeline (S2, S3)."""
         return self.folder / ORDER_TOML
 
     @property
     def journal_path(self) -> Path:
+        """``journal.jsonl``: the append-only record of what happened (S7)."""
         return self.folder / JOURNAL
 
     @property
     def runs_dir(self) -> Path:
+        """``runs/``: every run's outputs (V8)."""
         return self.folder / "runs"
 
     @property
     def validation_dir(self) -> Path:
+        """``validation/``: the validation reports and their lists (V2, V8)."""
         return self.folder / "validation"
 
     # -- lifecycle -------------------------------------------------------------
@@ -246,6 +262,11 @@ class Session:
 
     @classmethod
     def open_or_create(cls, root: Path, name: str, *, package: Package | None = None) -> Session:
+        """:meth:`open` the session when its folder exists, else :meth:`create` it.
+
+        Raises:
+            BadInput: as :meth:`open` or :meth:`create`.
+        """
         if (Path(root) / name).is_dir():
             return cls.open(root, name)
         return cls.create(root, name, package=package)
@@ -266,6 +287,11 @@ class Session:
     # -- session.toml ----------------------------------------------------------
     @property
     def package(self) -> Package:
+        """The ``[package]`` table as a value (K1, S6).
+
+        Raises:
+            BadInput: a value of the wrong type in ``session.toml``.
+        """
         return Package.from_toml(self.data.get("package", {}), self.session_toml)
 
     def set_package(self, package: Package) -> None:
@@ -290,10 +316,9 @@ class Session:
         self.data = read_toml(self.session_toml)
 
     def update(self, change: Callable[[dict[str, Any]], None]) -> None:
-        """Read ``session.toml`` afresh, apply ``change`` to it and write it atomically,
-        under a lock on the session folder (S7).
+        """Read ``session.toml`` afresh, apply ``change``, write it atomically (S7).
 
-        Two processes (a run saving its environment, ``gpusession package`` in another
+        All under a lock on the session folder: two processes (a run saving its environment, ``gpusession package`` in another
         pane) then never undo each other's changes. ``data`` is the written document.
         """
         with _folder_lock(self.folder):
@@ -303,6 +328,11 @@ class Session:
         self.data = read_toml(self.session_toml)
 
     def reload(self) -> None:
+        """Read ``session.toml`` again into ``data`` (another process may have written it).
+
+        Raises:
+            BadInput: unreadable, or without ``name`` / ``created_at``.
+        """
         self.data = read_toml(self.session_toml, required=("name", "created_at"))
 
     # -- other TOML documents --------------------------------------------------
@@ -323,7 +353,12 @@ class Session:
 
         Args:
             event: a typed record (:mod:`gpusession.core.events`), or the name of an
-                event without its own type, with its ``fields``.
+                event without its own type.
+            **fields: the fields of an event given by name (JSON-ready values).
+
+        Raises:
+            TypeError: ``fields`` given with a typed record.
+            OSError: the journal could not be written.
         """
         from gpusession.core import journal
 

@@ -24,8 +24,9 @@ def accepted_unique_corpora(
 
     Args:
         frame: results rows (38 columns).
-        period_start, period_end: reserved for a per-period filter; rows carry no
-            timestamp, so every row of the session counts (a session is one package).
+        period_start: reserved for a per-period filter; rows carry no timestamp, so
+            every row of the session counts (a session is one package).
+        period_end: reserved, as ``period_start``.
 
     Returns:
         The count (0 when nothing is accepted). Rows without a corpus revision are

@@ -46,7 +46,7 @@ def strip_none(value: Any) -> Any:
 
 
 def fsync_dir(folder: Path) -> None:
-    """fsync a directory so a rename inside it survives a power cut (POSIX only)."""
+    """Flush a directory to disk so a rename inside it survives a power cut (S7; POSIX only)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -23,8 +23,16 @@ def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
 
 
 def short_timedelta(td: timedelta | None) -> str:
-    """``2d 03h 15m``, ``3h 05m`` or ``30m`` (leading zero units dropped); ``ended … ago``
-    when negative; ``not set`` for None."""
+    """A duration in words for the header: ``2d 03h 15m``, ``3h 05m`` or ``30m`` (S6).
+
+    Leading zero units are dropped; seconds are cut, not rounded.
+
+    Args:
+        td: the duration; negative once the package has ended.
+
+    Returns:
+        The text; ``ended … ago`` when negative; ``not set`` for ``None``.
+    """
     if td is None:
         return "not set"
     secs = int(td.total_seconds())
@@ -68,10 +76,12 @@ class PackageWindow:
 
     @property
     def known(self) -> bool:
+        """Whether the end is known (start and length both set)."""
         return self.end_utc is not None
 
     @property
     def time_left_s(self) -> float | None:
+        """Time left in seconds (negative once ended), ``None`` when unknown."""
         return None if self.time_left is None else self.time_left.total_seconds()
 
     def window_line(self) -> str:
@@ -94,6 +104,7 @@ class PackageWindow:
         return " · ".join(parts)
 
     def to_json(self) -> dict[str, object]:
+        """The window as JSON-ready values (``--json`` output; datetimes as ISO 8601 text)."""
         return {
             "gpu_model": self.gpu_model,
             "lots": self.lots,

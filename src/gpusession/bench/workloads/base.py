@@ -38,9 +38,26 @@ class Workload(Protocol):
     ``expected_memory(batch) -> dict`` (bytes), ``classes``.
     """
 
-    def load(self, device: str, precision: str, context_limit: int | None) -> None: ...
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        """Put the model on ``device`` in ``precision``; timed as the load phase (R3).
 
-    def predict(self, texts: list[str]) -> list[str]: ...
+        Args:
+            device: ``"cpu"``, ``"cuda:0"``…
+            precision: ``"fp32"``, ``"fp16"`` or ``"bf16"`` (R1: its own experiment).
+            context_limit: the context limit in tokens, ``None`` for none (R9).
+        """
+        ...
+
+    def predict(self, texts: list[str]) -> list[str]:
+        """Labels for ``texts``: one per input, in order (one batch of the run).
+
+        Args:
+            texts: a batch of input texts (length = the variant's batch size).
+
+        Returns:
+            One label per text; any exception is a failed run kept as a row (R7).
+        """
+        ...
 
 
 def resolve(name: str, params: dict[str, Any]) -> Workload:
@@ -70,7 +87,7 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         obj = factory(**params)
         if not (hasattr(obj, "load") and hasattr(obj, "predict")):
             raise BadInput(f"{name} returned an object without load()/predict()", field="workload")
-        return obj  # type: ignore[no-any-return]
+        return obj
     raise BadInput(
         f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
         field="workload",
@@ -78,8 +95,18 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
 
 
 def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int:
-    """How many inputs the context limit cuts (R9): the workload's own count when it has
-    one, else inputs with more whitespace-separated tokens than the limit."""
+    """How many inputs the context limit cuts (R9).
+
+    Args:
+        workload: the loaded workload; its own ``count_truncated(texts)`` is used when it
+            has one.
+        texts: every input of the run.
+        context_limit: the limit in tokens; ``None`` for no limit.
+
+    Returns:
+        The number of inputs cut: the workload's count, else the inputs with more
+        whitespace-separated tokens than the limit; 0 without a limit.
+    """
     if context_limit is None:
         return 0
     own = getattr(workload, "count_truncated", None)

@@ -51,6 +51,15 @@ def tokenizer_revision() -> str:
 
 
 def words(text: str, context_limit: int | None = None) -> list[str]:
+    """The lower-cased words of ``text``, cut to the first ``context_limit`` (R9).
+
+    Args:
+        text: one input text.
+        context_limit: words kept; ``None`` or 0 keeps all.
+
+    Returns:
+        Runs of ``[a-z0-9']``, in order.
+    """
     w = _WORD.findall(text.lower())
     return w[:context_limit] if context_limit else w
 
@@ -67,11 +76,21 @@ class Classifier(torch.nn.Module):
     """EmbeddingBag(BUCKETS, DIM, mean) → Linear(DIM, classes)."""
 
     def __init__(self, n_classes: int, sparse: bool = False) -> None:
+        """Build the two layers; ``sparse`` gives the embedding sparse gradients (training)."""
         super().__init__()
         self.emb = torch.nn.EmbeddingBag(BUCKETS, DIM, mode="mean", sparse=sparse)
         self.lin = torch.nn.Linear(DIM, n_classes)
 
     def forward(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        """Class scores of a batch of bags.
+
+        Args:
+            flat: every token id of the batch, concatenated, shape ``(n_tokens,)``, long.
+            offsets: the start of each input in ``flat``, shape ``(batch,)``, long.
+
+        Returns:
+            Scores of shape ``(batch, n_classes)``.
+        """
         return self.lin(self.emb(flat, offsets))
 
 
@@ -163,6 +182,13 @@ class BbcNewsWorkload:
     """
 
     def __init__(self, model_dir: str, cpu_threads: int = 1, **_: Any) -> None:
+        """Read the classes from ``bbc-news.json``; the model is loaded by :meth:`load`.
+
+        Raises:
+            OSError: the metadata file cannot be read.
+            ValueError: it is not JSON (``json.JSONDecodeError``).
+            KeyError: it has no ``classes``.
+        """
         self.model_dir = Path(model_dir)
         self.cpu_threads = int(cpu_threads)
         self.model: Classifier | None = None
@@ -172,12 +198,19 @@ class BbcNewsWorkload:
         self.classes: list[str] = list(meta["classes"])
 
     def revisions(self) -> dict[str, str]:
+        """``model_revision`` (SHA-256 of the model file) and ``tokenizer_revision`` (R1)."""
         return {
             "model_revision": sha256_file(self.model_dir / MODEL_FILE),
             "tokenizer_revision": tokenizer_revision(),
         }
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        """Load the weights onto ``device`` in ``precision``; keep the context limit (R9).
+
+        Raises:
+            OSError: the model file cannot be read.
+            KeyError: an unknown precision.
+        """
         if device == "cpu" and self.cpu_threads > 0:
             # A small model: intra-op threads cost more than they give, and on a busy
             # host they make the timings erratic; recorded in the experiment's params.
@@ -191,16 +224,19 @@ class BbcNewsWorkload:
         self.context_limit = context_limit
 
     def devices_used(self) -> list[str]:
+        """The devices holding the model's parameters (R10); empty before :meth:`load`."""
         if self.model is None:
             return []
         return sorted({str(p.device) for p in self.model.parameters()})
 
     def count_truncated(self, texts: list[str]) -> int:
+        """Inputs with more words than the context limit (R9); 0 without a limit."""
         if not self.context_limit:
             return 0
         return sum(1 for t in texts if len(_WORD.findall(t.lower())) > self.context_limit)
 
     def predict(self, texts: list[str]) -> list[str]:
+        """The class label of each text, in order (argmax of the scores)."""
         assert self.model is not None, "load() first"
         flat, off = _batch([token_ids(t, self.context_limit) for t in texts], self.device)
         with torch.inference_mode():

@@ -22,9 +22,22 @@ BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32") -> dict[str, int]:
-    """Expected bytes: ``parameter_bytes``, ``activation_bytes`` (peak of live
-    activations: the input plus at most two layer outputs) and ``activation_upper_bytes``
-    (the input and every layer's output kept)."""
+    """Expected memory of the MLP in bytes, to show beside the measured peaks (M1-M3).
+
+    Args:
+        width: features per layer (layers are ``Linear(width, width)``).
+        depth: number of layers.
+        batch: rows of the input (texts × ``rows_per_input``).
+        precision: ``"fp32"`` (4 bytes per element), ``"fp16"`` or ``"bf16"`` (2).
+
+    Returns:
+        ``parameter_bytes``; ``activation_bytes``, the peak of live activations (the
+        input plus at most two layer outputs); ``activation_upper_bytes``, the input and
+        every layer's output kept.
+
+    Raises:
+        KeyError: an unknown precision.
+    """
     b = BYTES[precision]
     row = batch * width * b
     return {
@@ -35,13 +48,21 @@ def expected_memory(width: int, depth: int, batch: int, precision: str = "fp32")
 
 
 class SyntheticMlp:
-    """Args: ``width`` (features), ``depth`` (layers), ``seed``, ``rows_per_input``
-    (rows of the random input per text; the forward batch is ``len(texts)·rows``)."""
+    """The ``synthetic-mlp`` workload: random inputs through ``depth`` square layers.
+
+    Args:
+        width: features per layer.
+        depth: number of layers.
+        seed: the weights' seed (``torch.manual_seed`` at load).
+        rows_per_input: rows of the random input per text; the forward batch is
+            ``len(texts)·rows_per_input``.
+    """
 
     classes = ["x"]
 
     def __init__(self, width: int = 1024, depth: int = 4, seed: int = 0, rows_per_input: int = 1,
                  **_: Any) -> None:
+        """Keep the shape; the model is built by :meth:`load`. Other params are ignored."""
         self.rows = int(rows_per_input)
         self.width = int(width)
         self.depth = int(depth)
@@ -51,6 +72,11 @@ class SyntheticMlp:
         self.precision = "fp32"
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        """Build the seeded MLP on ``device`` in ``precision`` (the context limit is unused).
+
+        Raises:
+            KeyError: an unknown precision.
+        """
         torch.manual_seed(self.seed)
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
         layers = [torch.nn.Linear(self.width, self.width) for _ in range(self.depth)]
@@ -59,15 +85,19 @@ class SyntheticMlp:
         self.precision = precision
 
     def devices_used(self) -> list[str]:
+        """The one device the model was loaded on (R10)."""
         return [self.device]
 
     def expected_memory(self, batch: int) -> dict[str, int]:
+        """:func:`expected_memory` for ``batch`` texts at this shape and precision, in bytes."""
         return expected_memory(self.width, self.depth, batch * self.rows, self.precision)
 
     def count_truncated(self, texts: list[str]) -> int:
+        """Always 0: random inputs have no tokens to cut (R9)."""
         return 0
 
     def predict(self, texts: list[str]) -> list[str]:
+        """One forward pass of a random ``(len(texts)·rows, width)`` input; label ``"x"`` each."""
         assert self.model is not None, "load() first"
         p = next(self.model.parameters())
         x = torch.randn(len(texts) * self.rows, self.width, device=p.device, dtype=p.dtype)

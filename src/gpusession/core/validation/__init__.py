@@ -90,7 +90,9 @@ def validate_output(
         output: the run's output file (``protocol.output_format``: JSONL or CSV).
         expected: from :func:`load_expected`.
         protocol: classes, metric, threshold, tolerance, reference, format (V5).
-        train_ids, tune_ids: training / tuning IDs (file or strings) for V7.
+        train_ids: training IDs (a file or the IDs) that must not overlap (V7).
+        tune_ids: tuning IDs (a file or the IDs), as ``train_ids``.
+        classes_source: where the classes came from, in words, for the report.
 
     Returns:
         The report; nothing is written (call :meth:`ValidationReport.write`).
@@ -115,6 +117,8 @@ def validate_output(
 
 
 def accepted_corpora(frame: pl.DataFrame) -> int:
-    """Distinct ``corpus_revision``s with at least one accepted run (K3, K4); never a
-    count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`."""
+    """Distinct ``corpus_revision``s with at least one accepted run (K3, K4).
+
+    Never a count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`.
+    """
     return accepted_unique_corpora(frame)

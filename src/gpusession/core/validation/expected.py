@@ -26,9 +26,11 @@ TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".jsonl": "jsonl", ".ndjson": "j
 
 
 def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame, list[str]]:
-    """Read an ID file: CSV / JSONL / Parquet with an ``id`` column (and ``label`` if
-    present), or a plain list with one ID per line (any other suffix; a first line
-    that is exactly ``id`` is taken as a header).
+    """Read an ID file (V2, V4).
+
+    CSV / JSONL / Parquet with an ``id`` column (and ``label`` if present), or a plain
+    list with one ID per line (any other suffix; a first line that is exactly ``id`` is
+    taken as a header).
 
     Returns:
         ``(frame, notes)``: columns ``line`` (Int64, 1-based line or row), ``id``
@@ -84,7 +86,7 @@ def _read_csv_table(path: Path, text: str, raw: bytes | None, *, separator: str)
             has_header=True,
             separator=separator,
         )
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' CSV parser raises is reported as bad input (V4)
         raise BadInput(f"not readable as CSV: {str(exc).splitlines()[0]}", path=path) from None
     if "id" not in frame.columns:
         raise BadInput(f"no 'id' column in the header (found: {', '.join(frame.columns)})", path=path, line=1)
@@ -112,7 +114,7 @@ def _read_parquet(path: Path) -> pl.DataFrame:
         frame = pl.read_parquet(path)
     except FileNotFoundError:
         raise BadInput("file not found", path=path) from None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' Parquet reader raises is reported as bad input (V4)
         raise BadInput(f"not readable as Parquet: {str(exc).splitlines()[0]}", path=path) from None
     if "id" not in frame.columns:
         raise BadInput(f"no 'id' column (found: {', '.join(frame.columns)})", path=path)

@@ -63,6 +63,11 @@ class Protocol:
     output_format: str = "jsonl"
 
     def __post_init__(self) -> None:
+        """Classes as a tuple, then :meth:`check` (V5).
+
+        Raises:
+            BadInput: a field out of range (see :meth:`check`).
+        """
         if isinstance(self.classes, list):
             object.__setattr__(self, "classes", tuple(self.classes))
         self.check()
@@ -105,9 +110,11 @@ class Protocol:
             )
 
     def fingerprint(self) -> str:
-        """A short stable digest of every field (V5): equal protocols give equal
-        fingerprints; changing any field changes it, so a run engine can tell that a
-        changed protocol needs a new experiment id."""
+        """A short stable digest of every field (V5).
+
+        Equal protocols give equal fingerprints; changing any field changes it, so a run
+        engine can tell that a changed protocol needs a new experiment id.
+        """
         canonical = json.dumps(self.to_toml(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
@@ -178,6 +185,7 @@ class Expected:
     duplicate_rows: pl.DataFrame = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Find the duplicate IDs (V3) and the first occurrences, once per corpus."""
         # Computed once per corpus: the run engine validates many runs against it.
         frame = self.frame.with_columns(h=pl.col("id").hash())
         dup_rows = duplicate_rows(frame)
@@ -196,6 +204,7 @@ class Expected:
 
     @property
     def n_ids(self) -> int:
+        """Number of expected IDs, duplicates included (V2)."""
         return self.frame.height
 
     @property
@@ -230,8 +239,11 @@ def first_occurrences(frame: pl.DataFrame, dup_rows: pl.DataFrame) -> pl.DataFra
 
 @dataclass(frozen=True)
 class ClassScore:
-    """Scores of one declared class (V6). ``support`` = reference records of the class,
-    ``predicted`` = records predicted as it; precision/recall/F1 are 0 when undefined."""
+    """Scores of one declared class (V6).
+
+    ``support`` = reference records of the class, ``predicted`` = records predicted as
+    it; precision/recall/F1 are 0 when undefined.
+    """
 
     label: str
     precision: float

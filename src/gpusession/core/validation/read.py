@@ -62,19 +62,27 @@ _CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9}
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (ESC, NUL, CR, ...) written as ``\\xNN``."""
+    r"""``text`` with control characters (ESC, NUL, CR, ...) written as ``\xNN`` (V4)."""
     return text.translate(_CONTROL)
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """``text`` cut to ``limit`` characters (saying how long it really was), with
-    control characters escaped (:func:`printable`)."""
+    """``text`` cut to ``limit`` characters, for quoting a record (V4).
+
+    Says how long the text really was; control characters are escaped
+    (:func:`printable`).
+    """
     if len(text) <= limit:
         return printable(text)
     return f"{printable(text[:limit])}… ({len(text):,} characters)"
 
 
 def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` split on LF only (line *i* is ``result[i-1]``, V4).
+
+    A final newline ends the last line rather than starting an empty one; a CR is kept
+    as part of its line (decode first with :func:`decode_text`).
+    """
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

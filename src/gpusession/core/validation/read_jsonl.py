@@ -160,8 +160,12 @@ def _json_kind(value: Any) -> str:
 
 
 def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
-    """Parse one JSONL line exactly. Returns ``(id, label, problem)``; ``problem`` is
-    ``None`` when the line is a JSON object with a string ``id`` and a string ``label``."""
+    """Parse one JSONL line exactly (V4).
+
+    Returns:
+        ``(id, label, problem)``; ``problem`` is ``None`` when the line is a JSON object
+        with a string ``id`` and a string ``label``, else it says what is wrong in words.
+    """
     if line.strip() == "":
         return None, None, "empty line"
     try:
@@ -207,8 +211,11 @@ def _kind(next_char: pl.Expr) -> pl.Expr:
 
 
 def _field(name: str, word: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """For field ``name``: (value kept, problem, consistent) from the regex facts and
-    the value polars decoded (which turns numbers and booleans into strings)."""
+    """For field ``name``: (value kept, problem, consistent).
+
+    Built from the regex facts and the value polars decoded (which turns numbers and
+    booleans into strings).
+    """
     keys, nxt, dec = pl.col(f"{name}_keys"), pl.col(f"{name}_next"), pl.col(f"{name}_dec")
     is_ok = (keys == 1) & (nxt == '"') & dec.is_not_null()
     missing = (keys == 0) & dec.is_null()
@@ -227,8 +234,11 @@ def _field(name: str, word: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
 
 
 def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
-    """The careful path: polars reads and classifies the lines shaped like one object;
-    :mod:`json` parses the odd ones, one by one (at most :data:`EXACT_LIMIT`)."""
+    """The careful path, for a file the fast path refused.
+
+    polars reads and classifies the lines shaped like one object; :mod:`json` parses
+    the odd ones, one by one (at most :data:`EXACT_LIMIT`).
+    """
     lines = split_lines(parsed.text)
     parsed.lines = lines
     txt = pl.col("text")
@@ -296,8 +306,10 @@ def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
 
 
 def _bisect_read(shaped: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
-    """Read the lines of ``shaped`` (line, text) with polars, in blocks; a block that
-    fails is halved until it is small, then its lines are returned as leftovers.
+    """Read the lines of ``shaped`` (line, text) with polars, in blocks.
+
+    A block that fails is halved until it is small, then its lines are returned as
+    leftovers.
 
     Returns:
         ``(decoded, leftovers)``: ``decoded`` has ``line``, ``id_dec``, ``label_dec``.

@@ -239,9 +239,10 @@ class ValidationReport:
         }
 
     def write(self, folder: Path, run_name: str) -> Path:
-        """Archive the report in ``folder`` (V2, V8): ``<run_name>.toml`` (with ``summary``,
-        the lines of :meth:`summary_lines`, and ``row``, the CSV fields) plus the full
-        lists ``.missing.csv``, ``.extra.csv``, ``.duplicates.csv``, ``.bad_records.csv``
+        """Archive the report in ``folder`` (V2, V8).
+
+        ``<run_name>.toml`` (with ``summary``, the lines of :meth:`summary_lines`, and
+        ``row``, the CSV fields) plus the full lists ``.missing.csv``, ``.extra.csv``, ``.duplicates.csv``, ``.bad_records.csv``
         and ``.overlap.csv`` beside it. Every file is written atomically; the TOML last,
         so a report whose TOML exists has all its lists.
 
@@ -285,8 +286,11 @@ def _tomlable(value: Any) -> Any:
 
 
 def free_run_name(folder: Path, base: str) -> str:
-    """``base``, or ``base-2``, ``base-3``… : the first name with no report in ``folder``
-    (an existing report is never overwritten, V8)."""
+    """The first free report name in ``folder`` (V8: a report is never overwritten).
+
+    Returns:
+        ``base``, else ``base-2``, ``base-3``… whichever has no report yet.
+    """
     folder = Path(folder)
     name, n = base, 1
     while any(folder.glob(f"{glob.escape(name)}.*")):

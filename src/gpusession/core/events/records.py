@@ -1,0 +1,186 @@
+"""Journal records: the typed lines of a session's ``journal.jsonl``.
+
+Why it exists: the journal is the run's own account (S7: what was in flight at a crash
+is found here); its records are typed events like the worker's and the runner's, so a
+reader (a detached run followed from the TUI, recovery) gets types, not dicts. Who calls
+it: the runner writes them through ``Session.journal``; :mod:`gpusession.core.journal`
+and :mod:`gpusession.core.recovery` read them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from gpusession.core.events.base import Channel, Event, _opt
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record(Event):
+    """Base of the typed journal records; ``at`` is set when read back from the file."""
+
+    CHANNEL: ClassVar[Channel] = "journal"
+    at: str | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentStartedRecord(Record):
+    """An invocation of an experiment started, with its drawn order (R5)."""
+
+    EVENT: ClassVar[str] = "experiment_started"
+    experiment_id: str | None = None
+    drawn_order: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    concurrent_load: str | None = None
+    device_override: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunRecord(Record):
+    """A record about one timed run (``run_key`` is a :class:`RunKey` text)."""
+
+    run_key: str | None = None
+    experiment_id: str | None = None
+    variant_id: str | None = None
+    phase: str | None = None
+    run_index: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadStartedRecord(_RunRecord):
+    """A worker's load (a timed run, R3) is in flight (S7: recovered if never finished)."""
+
+    EVENT: ClassVar[str] = "load_started"
+    worker: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadFinishedRecord(_RunRecord):
+    """A worker's load ended (``ok``: it loaded)."""
+
+    EVENT: ClassVar[str] = "load_finished"
+    ok: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStartedRecord(_RunRecord):
+    """A scheduled run is in flight (S7: recovered if never finished)."""
+
+    EVENT: ClassVar[str] = "run_started"
+    worker: str | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinishedRecord(_RunRecord):
+    """A scheduled run ended (its row is in the CSV)."""
+
+    EVENT: ClassVar[str] = "run_finished"
+    ok: bool | None = None
+    elapsed_s: float | None = _opt()
+    event_elapsed_s: float | None = _opt()
+    rss_peak_bytes: int | None = _opt()
+    expected_memory: Any = _opt()
+    truncated: int | None = _opt()
+    memory_scope: str | None = _opt()
+    message: str | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecoveredRecord(Record):
+    """A run lost in a crash got its incident row on reopen (S7)."""
+
+    EVENT: ClassVar[str] = "run_recovered"
+    run_key: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerStartedRecord(Record):
+    """A worker process started."""
+
+    EVENT: ClassVar[str] = "worker_started"
+    experiment_id: str | None = None
+    worker: str | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerLoadedRecord(Record):
+    """A worker loaded its workload in ``elapsed_s``."""
+
+    EVENT: ClassVar[str] = "worker_loaded"
+    experiment_id: str | None = None
+    worker: str | None = None
+    elapsed_s: float | None = None
+    rss_peak_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmupDoneRecord(Record):
+    """A worker's warm-up ended (R4): announced ``iterations``, ``runs`` performed."""
+
+    EVENT: ClassVar[str] = "warmup_done"
+    experiment_id: str | None = None
+    worker: str | None = None
+    iterations: int | None = None
+    runs: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerStderrRecord(Record):
+    """The last lines a worker wrote to stderr."""
+
+    EVENT: ClassVar[str] = "worker_stderr"
+    experiment_id: str | None = None
+    worker: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerExitedRecord(Record):
+    """A worker process ended (``exit`` in words)."""
+
+    EVENT: ClassVar[str] = "worker_exited"
+    experiment_id: str | None = None
+    worker: str | None = None
+    exit: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncidentRecord(Record):
+    """An incident (R7, S7), in one sentence; the other fields only when known."""
+
+    EVENT: ClassVar[str] = "incident"
+    message: str | None = None
+    experiment_id: str | None = _opt()
+    kind: str | None = _opt()
+    run_key: str | None = _opt()
+    trace: str | None = _opt()
+    exit: str | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentEndedRecord(Record):
+    """Base of the two ends of an invocation."""
+
+    experiment_id: str | None = None
+    rows_written: int | None = None
+    runs_done: int | None = None
+    runs_scheduled: int | None = None
+    cancelled: bool | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentFinishedRecord(ExperimentEndedRecord):
+    """Every scheduled run ran."""
+
+    EVENT: ClassVar[str] = "experiment_finished"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentIncompleteRecord(ExperimentEndedRecord):
+    """Some scheduled runs did not run (cancel, a worker died, H-12)."""
+
+    EVENT: ClassVar[str] = "experiment_incomplete"
+

@@ -1,0 +1,66 @@
+"""The one place where a runner event becomes words.
+
+Why it exists: ``gpusession run --headless`` printed and the Run pane notified the same
+events, each with its own wording; :func:`describe` is now the only renderer. Who calls
+it: the CLI progress printer (:mod:`gpusession.commands.run_cmds`) and the Run pane,
+through :mod:`gpusession.core.events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpusession.core.events.base import Event
+from gpusession.core.events.runner import EnvironmentObserved, IncidentReported, RowAppended
+
+
+def _seconds(value: float | None, digits: int, absent: str) -> str:
+    return absent if value is None else f"{value:.{digits}f} s"
+
+
+def _environment_words(env: Mapping[str, Any]) -> str:
+    def said(key: str, absent: str = "not recorded") -> str:
+        value = env.get(key)
+        return absent if value is None or value == "" else str(value)
+
+    reason = env.get("nvml_reason")
+    driver = env.get("driver_version") or ("not read" + (f" ({reason})" if reason else ""))
+    runtime = env.get("runtime_version") or ("none (CPU)" if env.get("device") == "cpu" else "not recorded")
+    return (f"environment: device {said('device')}, GPU {said('gpu_model', 'none')}, "
+            f"GPUs used {said('gpu_count')}, torch {said('torch_version', 'not used')}, "
+            f"runtime {runtime}, driver {driver}")
+
+
+_ACCEPTED_WORDS = {True: "accepted", False: "REJECTED", None: "not validated"}
+
+
+def describe(event: Event) -> str | None:
+    """The one line a person reads for a runner event.
+
+    Used by ``gpusession run --headless`` (printed) and the Run pane (notified). A row
+    says its phase, variant, run, elapsed seconds (empty elapsed reads "not measured" or
+    "failed", never 0; R7) and whether the corpus was accepted (V1).
+
+    Args:
+        event: any runner event.
+
+    Returns:
+        The line, or ``None`` when the event is not told in words (progress moves a
+        bar; the end has its own summary).
+    """
+    if isinstance(event, RowAppended):
+        r = event.row
+        if r.phase == "load":
+            return f"          load  {r.variant_id:<10} {_seconds(r.elapsed_seconds, 3, 'failed')}"
+        el = _seconds(r.elapsed_seconds, 4, "not measured")
+        done = "?" if event.done is None else event.done
+        return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
+                f"run {r.run_index:<3} {el}, corpus {_ACCEPTED_WORDS.get(r.corpus_accepted)}")
+    if isinstance(event, EnvironmentObserved):
+        return _environment_words(event.environment)
+    if isinstance(event, IncidentReported):
+        return f"incident: {event.message}"
+    return None
+
+

@@ -1,0 +1,156 @@
+"""Worker → runner events: one JSON line each on the worker's stdout.
+
+Why it exists: what a worker process did (loaded, warmed up, ran, failed) is told in
+these types, and the row is filled from them (R4). Who calls it: the worker
+(:mod:`gpusession.bench.worker`) sends them; :mod:`gpusession.bench.process` and the
+runner read them back through :func:`gpusession.core.events.event_from_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from gpusession.core.events.base import Channel, Event
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerEvent(Event):
+    """Base of the events a worker process sends."""
+
+    CHANNEL: ClassVar[Channel] = "worker"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerHello(WorkerEvent):
+    """The worker started (its PID and its name in the schedule)."""
+
+    EVENT: ClassVar[str] = "hello"
+    pid: int | None = None
+    worker: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerEnvironment(WorkerEvent):
+    """The environment observed in the worker process (R10)."""
+
+    EVENT: ClassVar[str] = "environment"
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerLoaded(WorkerEvent):
+    """The load phase ended (R3); ``elapsed_s`` is ``None`` when not timed (a command)."""
+
+    EVENT: ClassVar[str] = "loaded"
+    elapsed_s: float | None = None
+    revisions: dict[str, Any] = field(default_factory=dict)
+    rss_peak_bytes: int | None = None
+    n_inputs: int | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerWarmupDone(WorkerEvent):
+    """The warm-up ended (R4).
+
+    Attributes:
+        iterations: the announced iterations per variant.
+        runs: warm-up iterations performed in all.
+        per_variant: iterations performed per variant id (fewer than announced when one
+            failed).
+    """
+
+    EVENT: ClassVar[str] = "warmup_done"
+    iterations: int = 0
+    runs: int = 0
+    per_variant: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerReady(WorkerEvent):
+    """The worker waits for ``go`` or ``stop`` before the run ``run_key`` (H-12)."""
+
+    EVENT: ClassVar[str] = "ready"
+    run_key: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerRunStarted(WorkerEvent):
+    """The run ``run_key`` (local key, ``phase:variant:index``) starts now."""
+
+    EVENT: ClassVar[str] = "run_started"
+    run_key: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerRunFinished(WorkerEvent):
+    """One scheduled run ended, with what the worker *did* (R3, R4, R7).
+
+    Attributes:
+        run_key: the local key of the run.
+        ok: the work returned; ``False`` with ``error_type``/``message``/``oom``.
+        phase: ``"cold"`` or ``"warm"`` as run by this process.
+        warmup_iterations: warm-up iterations of this run's variant performed by this
+            process before the run (0 when none, e.g. a command or a cold worker).
+        scope: the stopwatch scope used (``processing`` / ``full-chain``, R2).
+        order: 1-based position of the run in this process's schedule.
+        elapsed_s, event_elapsed_s: wall clock and CUDA-event seconds (``None`` when
+            not measured).
+        baseline_*/peak_*_bytes: allocator readings (M1); ``None`` on CPU (M4).
+    """
+
+    EVENT: ClassVar[str] = "run_finished"
+    run_key: str = ""
+    ok: bool = False
+    phase: str | None = None
+    warmup_iterations: int = 0
+    scope: str | None = None
+    order: int | None = None
+    elapsed_s: float | None = None
+    event_elapsed_s: float | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    output: str | None = None
+    message: str | None = None
+    error_type: str | None = None
+    oom: bool = False
+    truncated: int = 0
+    n_inputs: int | None = None
+    rss_peak_bytes: int | None = None
+    expected_memory: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerIncident(WorkerEvent):
+    """Something failed in the worker (``where``: ``load``, ``warmup``, ``worker``)."""
+
+    EVENT: ClassVar[str] = "incident"
+    where: str = "worker"
+    ok: bool = False
+    oom: bool = False
+    error_type: str | None = None
+    message: str | None = None
+    trace: str | None = None
+    variant_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerStopped(WorkerEvent):
+    """The parent said ``stop`` before ``run_key``: the worker ends here (H-12)."""
+
+    EVENT: ClassVar[str] = "stopped"
+    run_key: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerDone(WorkerEvent):
+    """The worker ran its whole share."""
+
+    EVENT: ClassVar[str] = "done"
+
