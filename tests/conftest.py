@@ -1,11 +1,14 @@
 """Shared fixtures: a temporary sessions root, a CLI runner, and the GPU skip rule.
 
 Tests marked ``@pytest.mark.gpu`` need a CUDA/ROCm device; where torch sees none they
-are *skipped with the reason* -- never counted as passed.
+are *skipped with the reason* -- never counted as passed. Tests marked
+``@pytest.mark.torch`` need torch itself (a real worker or workload); on a Python without
+torch (the 3.10/3.12 runs of ``.ci/run``) they are skipped with "torch not installed".
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -28,6 +31,10 @@ def _gpu_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if importlib.util.find_spec("torch") is None:
+        for it in items:
+            if it.get_closest_marker("torch"):
+                it.add_marker(pytest.mark.skip(reason="torch not installed"))
     gpu_items = [it for it in items if it.get_closest_marker("gpu")]
     if not gpu_items:
         return

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("torch", reason="torch not installed")
+
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner
 from gpusession.bench.workloads.synthetic_mlp import expected_memory

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from gpusession.bench.timing import SyncTimer, TorchCudaOps
 
 
@@ -135,6 +137,7 @@ def test_r7_oom_empties_the_cache_after_the_failed_runs_tensors_are_released() -
     assert ok is not None and ok.result == 7 and none == {}  # the next variant runs
 
 
+@pytest.mark.torch
 def test_r7_hip_and_torch_oom_messages_are_oom() -> None:
     import torch
 
@@ -184,6 +187,7 @@ def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
         "GPU-cccc2222-2222-2222-2222-222222222222", 3)
 
 
+@pytest.mark.torch
 def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any) -> None:
     import torch
 

@@ -49,6 +49,7 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
     return [r for r in session.read_journal() if r.get("event") == name]
 
 
+@pytest.mark.torch
 def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, params={"chatty": True})
@@ -77,6 +78,7 @@ def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fak
     assert isinstance(events[-1], Finished)
 
 
+@pytest.mark.torch
 def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
     sessions_root: Path, fakes: None
 ) -> None:
@@ -91,6 +93,7 @@ def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
     assert s.data["experiments"]["e"]["warmup_iterations"] == 3
 
 
+@pytest.mark.torch
 def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(2, 8), cold_runs_per_variant=0, runs_per_variant=1, warmup_iterations=2)
@@ -103,6 +106,7 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes:
     assert env["cudnn_benchmark"] in (True, False)  # recorded
 
 
+@pytest.mark.torch
 def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(2, 8), runs_per_variant=1, params={"oom_batch": 8})
@@ -117,6 +121,7 @@ def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, fakes: 
     assert any("out of memory" in i for i in out.incidents)
 
 
+@pytest.mark.torch
 def test_r7_exception_in_workload_keeps_row(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=0, params={"fail_batch": 4})
@@ -126,6 +131,7 @@ def test_r7_exception_in_workload_keeps_row(sessions_root: Path, fakes: None) ->
     assert all(r.elapsed_seconds is None and "ValueError: bad batch" in (r.notes or "") for r in warm)
 
 
+@pytest.mark.torch
 def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
     sessions_root: Path, fakes: None, tmp_path: Path
 ) -> None:
@@ -160,6 +166,7 @@ def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
     assert len([r for r in s.results.rows() if r.phase == "warm"]) == 1
 
 
+@pytest.mark.torch
 def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(8,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
@@ -170,6 +177,7 @@ def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, fakes: None) -
     assert "timed out after 8 s" in (warm[0].notes or "")
 
 
+@pytest.mark.torch
 def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(2, 4), runs_per_variant=5, cold_runs_per_variant=0, warmup_iterations=0)
@@ -196,6 +204,7 @@ def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Pa
     assert set(seen) == {th.ident}  # events come from the runner's thread, not the caller's
 
 
+@pytest.mark.torch
 def test_r9_truncation_counted_and_noted(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, context_limit=3)
@@ -205,6 +214,7 @@ def test_r9_truncation_counted_and_noted(sessions_root: Path, fakes: None) -> No
     assert "truncated 8 of 8 inputs at the context limit of 3 tokens" in (warm.notes or "")
 
 
+@pytest.mark.torch
 def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
@@ -225,6 +235,7 @@ def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, fak
     assert row.lots == 1 and row.duration_days == 7
 
 
+@pytest.mark.torch
 def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=1, warmup_iterations=0)
@@ -237,6 +248,7 @@ def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, fakes: Non
     assert loads == [("batch-4", 1), ("all", 1), ("batch-4", 2), ("all", 2)]
 
 
+@pytest.mark.torch
 def test_r2_full_chain_scope_writes_outputs_inside_the_timed_work(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, scope="full-chain")
@@ -280,6 +292,7 @@ def test_r4_row_warmup_from_worker_report(sessions_root: Path) -> None:
     assert [r.warmup_iterations for r in warm] == [0, 0]
 
 
+@pytest.mark.torch
 def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, fakes: None) -> None:
     """A torch worker whose warm-up fails part-way: each variant's rows carry the
     iterations that really ran before them (batch-2: 2 of 2, batch-4: 1 of 2)."""
@@ -298,6 +311,7 @@ def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, f
     assert done[-1]["iterations"] == 2 and done[-1]["runs"] == 3
 
 
+@pytest.mark.torch
 def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Path) -> None:
     s = _session(sessions_root)
     _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
@@ -322,6 +336,7 @@ def test_describe_exit_names_signals() -> None:
     assert describe_exit(3) == "exited with code 3"
 
 
+@pytest.mark.torch
 def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root: Path, fakes: None) -> None:
     from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 
@@ -350,6 +365,7 @@ def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root
         other.wait()
 
 
+@pytest.mark.torch
 def test_r6_cli_run_headless_prints_median_min_max_and_failures_in_words(
     sessions_root: Path, run_cli: Any, fakes: None
 ) -> None:
@@ -365,6 +381,7 @@ def test_r6_cli_run_headless_prints_median_min_max_and_failures_in_words(
     assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback
 
 
+@pytest.mark.torch
 def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     _exp(s, values=(4,), runs_per_variant=6, cold_runs_per_variant=0, warmup_iterations=0,
@@ -392,6 +409,7 @@ def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path,
     assert _events(s, "experiment_incomplete")
 
 
+@pytest.mark.torch
 def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, fakes: None) -> None:
     s = _session(sessions_root)
     medians: dict[tuple[int, ...], dict[str, float]] = {}

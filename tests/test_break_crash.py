@@ -38,6 +38,7 @@ def _journal(s: Session, event: str) -> list[dict[str, Any]]:
     return [r for r in s.read_journal() if r.get("event") == event]
 
 
+@pytest.mark.torch
 def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
     sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

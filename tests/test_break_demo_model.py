@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("torch")
+pytest.importorskip("torch", reason="torch not installed")
 
 from gpusession.bench.workloads import bbc_news  # noqa: E402
 from gpusession.bench.workloads.bbc_corpus import sha256_file  # noqa: E402

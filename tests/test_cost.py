@@ -94,7 +94,7 @@ def test_k1_b200_lot_is_billed_per_lot_not_per_gpu(tmp_path: Path) -> None:
     assert t.total_usd_minor == 20000  # 2 lots × 100.00, not 4 GPUs × 100.00
     lines = cost_report(rates, "B200", 7, 2, accepted=None, extensions=False).lines()
     assert "GPU: B200 — 2 lot(s) × 2 GPU(s) per lot = 4 GPU(s)" in lines[0]
-    assert lines[1].endswith("= 200.00 USD (full package price, no pro-rating; K1)")
+    assert lines[1].endswith("= 200.00 USD (full package price, no pro-rating)")
     assert "400.00" not in "\n".join(lines)
 
 

@@ -72,7 +72,7 @@ def test_demo_headless_cpu_end_to_end(
 
 
 def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) -> None:
-    from gpusession.commands.run_cmds import prepare_demo
+    from gpusession.bench.demo import prepare_demo
 
     # a stand-in model so no training runs here (the end-to-end test trains the real one)
     from gpusession.core.package import Package

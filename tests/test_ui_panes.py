@@ -56,7 +56,9 @@ def unique(messages: Any) -> list[Any]:
 
 
 async def settle(pilot: Any, app: Any) -> None:
+    """Let workers finish; build the panes not shown yet (they are built on first show)."""
     await pilot.pause(0.05)
+    await app.main.build_all_panes()
     await app.workers.wait_for_complete()
     await pilot.pause(0.05)
 
@@ -275,6 +277,7 @@ def test_h12_r_then_c_cancels_at_boundary_and_poller_runs(session: Any) -> None:
         app = app_for(session, runner_factory=factory, poll_s=0.1)
         async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
             await pilot.pause(0.1)
+            await pilot.press("3")  # panes are built when first shown: the poller starts here
             await pilot.press("2")
             await pilot.pause(0.1)
             run_pane = app.screen.pane("run")
@@ -451,6 +454,7 @@ def test_memory_poller_samples_on_its_own_timer(session: Any) -> None:
     async def go() -> None:
         app = app_for(session, poll_s=0.05)
         async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("3")  # the pane (and its poller) is built when first shown
             await pilot.pause(0.6)
             mem = app.screen.query_one(MemoryPane)
             assert mem.samples >= 4
@@ -806,6 +810,7 @@ def test_memory_poller_initialises_nvml_once(session: Any) -> None:
     async def go() -> None:
         app = app_for(session, nvml=nvml, poll_s=0.05)
         async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("3")  # the pane (and its poller) is built when first shown
             # Wait for 5 samples (at most 15 s: a loaded CI machine is slow), then check
             # NVML was initialised once for all of them.
             for _ in range(150):
@@ -814,8 +819,9 @@ def test_memory_poller_initialises_nvml_once(session: Any) -> None:
                     break
             await app.workers.wait_for_complete()
             assert app.screen.query_one(MemoryPane).samples >= 5
-            # one for the poller's whole life, one for the checklist's evidence probe
-            assert nvml.init_calls == 2
+            # one for the poller's whole life, one for the checklist's evidence probe, one
+            # for the header's reading before the memory pane is shown
+            assert nvml.init_calls == 3
 
     asyncio.run(go())
 

@@ -20,13 +20,13 @@ def package_total_minor(session: Session) -> int | None:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
-    try:
-        from gpusession.core.cost import load_rates, package_total
+    from gpusession.core.cost import session_cost_inputs
 
-        total = package_total(load_rates(session_folder=session.folder), pkg.gpu_model, pkg.days, pkg.lots)
-        return total.total_usd_minor
+    try:
+        total = session_cost_inputs(session, count_accepted=False).package_total()
     except BadInput:
         return None
+    return None if total is None else total.total_usd_minor
 
 
 class RunValidation:
@@ -48,15 +48,13 @@ class RunValidation:
             return
         self.corpus_revision = sha256_file(corpus)
         if not exp.protocol:
-            self.problem = "no validation protocol declared; corpora are not accepted (V5)"
+            self.problem = "no validation protocol declared; corpora are not accepted"
             return
-        try:
-            from gpusession.core.validation import Protocol, load_expected
+        from gpusession.core.validation import Protocol, load_expected
 
+        try:
             self.protocol = Protocol.from_toml(exp.protocol)
             self.expected = load_expected(corpus)
-        except ImportError:
-            self.problem = "validation module not available; runs are not validated"
         except BadInput as exc:
             self.problem = f"validation protocol or corpus unusable: {exc}"
         p = exp.params
@@ -78,8 +76,7 @@ class RunValidation:
         fields = report.row_fields()
         note = None
         if not fields.get("corpus_accepted"):
-            failed = getattr(report, "failed_checks", [])
-            failed = failed() if callable(failed) else failed
+            failed = report.failed_checks
             note = "corpus rejected: " + (", ".join(failed) if failed else "see validation report")
         return fields, note
 

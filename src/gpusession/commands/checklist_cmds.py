@@ -29,7 +29,7 @@ ACTIONS = ("show", "done", "undone", "note", "add", "evidence")
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "checklist",
-        help="the checklist from the need to the retrieval (S1): show, tick, note, add, evidence",
+        help="the checklist from the need to the retrieval: show, tick, note, add, evidence",
         description=(
             "Show the checklist by stage, or change it: `done ITEM`, `undone ITEM`, "
             "`note ITEM TEXT`, `add STAGE TEXT`, `evidence [--destination DIR]`. "
@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "manifest",
-        help="write manifest.csv (path, size, SHA-256) of the approved deliverables (S4)",
+        help="write manifest.csv (path, size, SHA-256) of the approved deliverables",
         description=(
             "Hash every file under DIR (the approved deliverables only). Symlinks out of DIR "
             "are not followed and are reported as skipped. Default output: manifest.csv in "
@@ -64,7 +64,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "verify-copy",
-        help="compare a retrieved copy with its manifest by SHA-256 (S4)",
+        help="compare a retrieved copy with its manifest by SHA-256",
         description="Run on your own computer after the copy home.",
         epilog="Exit codes: 0 the copy matches, 3 the copy differs, 2 bad input, 1 failure.",
     )

@@ -68,9 +68,9 @@ def register(sub: Any) -> None:
     """Add ``cost`` and ``order`` to the CLI."""
     p = sub.add_parser(
         "cost",
-        help="package cost and cost per accepted deliverable (K1–K7)",
+        help="package cost and cost per accepted deliverable",
         description="Full package price × lots, cost per distinct accepted deliverable, plan "
-        "coverage and extension options. Never projects a pace (K5).",
+        "coverage and extension options. Never projects a pace onto 3, 7 or 30 days.",
     )
     p.add_argument("--gpu", metavar="MODEL", help='GPU model, e.g. "RTX A5000"')
     p.add_argument("--days", type=_days, metavar="{3,7,30}", help="package length in days")
@@ -84,7 +84,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_cost)
 
-    p = sub.add_parser("order", help="order and payment timeline of a session (S2, S3, S5)",
+    p = sub.add_parser("order", help="order and payment timeline of a session",
                        description="Order, payment order and status timeline in order.toml.")
     p.add_argument("name", metavar="NAME", help="session name")
     osub = p.add_subparsers(dest="order_action", metavar="ACTION", required=True)
@@ -119,7 +119,7 @@ def register(sub: Any) -> None:
     q.add_argument("--amount", help="amount sent, compared digit for digit (payment-sent)")
     q.set_defaults(func=cmd_order_event)
 
-    q = osub.add_parser("deviation", help="compare the GPU seen with the order (S5)")
+    q = osub.add_parser("deviation", help="compare the GPU seen with the order")
     q.add_argument("--gpu", metavar="MODEL", help="GPU model seen")
     q.add_argument("--count", type=_count, metavar="N", help="number of GPUs seen")
     q.add_argument("--rates", metavar="FILE", help="rates file (GPUs per lot)")
@@ -129,22 +129,23 @@ def register(sub: Any) -> None:
 def cmd_cost(args: argparse.Namespace) -> int:
     gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
     accepted_source = "given with --accepted-results" if accepted is not None else None
-    session_folder: Path | None = None
+    rates_path = Path(args.rates) if args.rates else None
+    rates = None
     notes: list[str] = []
     window_json = None
     window = None
     if args.session:
-        from gpusession.core.summary import accepted_unique_corpora
+        from gpusession.core.cost import session_cost_inputs
 
         s = open_session(args, args.session)
-        session_folder = s.folder
-        pkg = s.package
+        inputs = session_cost_inputs(s, rates_path, count_accepted=accepted is None)
+        rates, pkg = inputs.rates, inputs.package
         order = load_order(s).order
         gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
         days = days or pkg.days or (order.days if order else None)
         lots = lots or pkg.lots or (order.lots if order else None)
         if accepted is None:
-            accepted = accepted_unique_corpora(s.results.read())
+            accepted = inputs.accepted
             accepted_source = f"distinct accepted corpora in session {s.name}"
         window = package_window(pkg)
         notes.append(f"Package window: {window.window_line()}")
@@ -154,7 +155,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
         where = " (not set in the session either)" if args.session else ""
         raise BadInput(f"missing {', '.join(missing)}{where}; e.g. gpusession cost --gpu "
                        "\"RTX A5000\" --days 7 --lots 1", field=missing[0].lstrip("-"))
-    rates = load_rates(Path(args.rates) if args.rates else None, session_folder=session_folder)
+    if rates is None:
+        rates = load_rates(rates_path)
     if rates.find(gpu) is None:
         known = ", ".join(rates.models()) or "none"
         raise BadInput(f"GPU model {gpu!r} is not in the rates file ({rates.origin}; known: "

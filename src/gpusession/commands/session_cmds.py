@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gpusession.commands._common import (
+    format_summary,
     format_timedelta,
     local_time,
     open_session,
@@ -202,29 +203,4 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _or_dash(value: Any) -> str:
-    """An empty cell (not recorded) reads "-", never the word None."""
-    return "-" if value is None else str(value)
-
-
-def format_summary(rows: list[dict[str, Any]]) -> str:
-    """The summary table (R6): variant, phase, n, median, min–max, failures in words."""
-    lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median s':>10} {'min–max s':>21}  failures"]
-    for r in rows:
-        med = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
-        rng = (
-            "-"
-            if r["min_seconds"] is None
-            else f"{r['min_seconds']:.6f}–{r['max_seconds']:.6f}"
-        )
-        failed = r["failed"]
-        fail_txt = "none" if not failed else f"{failed} failed (kept, see notes)"
-        lines.append(
-            f"{_or_dash(r['experiment_id']):<14} {_or_dash(r['variant_id']):<10} "
-            f"{_or_dash(r['phase']):<5} "
-            f"{r['n']:>3} {med:>10} {rng:>21}  {fail_txt}"
-        )
-    return "\n".join(lines)
-
-
-__all__ = ["register", "session_json", "format_summary", "add_package_args", "BadInput"]
+__all__ = ["register", "session_json", "add_package_args", "BadInput"]

@@ -81,9 +81,6 @@ def cmd_open(args: argparse.Namespace) -> int:
             return 1
     else:
         session = Session.open(root, name)
-    try:
-        from gpusession.ui.app import run_app
-    except ImportError:
-        print(f"session {session.name}: the TUI is not built yet; use `gpusession show {session.name}`.")
-        return 0
+    from gpusession.ui.app import run_app
+
     return run_app(session)

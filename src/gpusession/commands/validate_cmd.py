@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         description=(
             "Accept a corpus only if every expected ID is present exactly once, no other ID "
             "appears, every record is well-formed with a declared label, the quality rule "
-            "holds and training/tuning IDs do not overlap the evaluation IDs (V1-V7). "
+            "holds and training/tuning IDs do not overlap the evaluation IDs. "
             "Exit 0 accepted, 3 rejected, 2 unusable input."
         ),
     )
@@ -64,8 +64,8 @@ def register(sub: Any) -> None:
                    help="how far below --reference-value is still accepted")
     p.add_argument("--format", choices=("jsonl", "csv"), dest="output_format",
                    help="output format (default: csv for a .csv file, else jsonl)")
-    p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap (V7)")
-    p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap (V7)")
+    p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap")
+    p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap")
     p.add_argument("--session", metavar="NAME", help="archive the report in this session's validation/ folder")
     p.add_argument("--name", metavar="RUN", help="report name in the session (default: validate-<output name>)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
 from gpusession.core.package import PACKAGE_DAYS, check_days, check_lots
@@ -39,16 +40,21 @@ from gpusession.core.rates import (
 )
 from gpusession.core.window import PackageWindow, local_str, package_window
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    from gpusession.core.session import Session
+
 __all__ = [
     "CENT", "NOT_IN_RATES", "RATES_FILENAME", "GpuRate", "Rates", "format_usd", "load_rates",
     "normalize_model", "round_half_up_cents", "usd_to_minor", "NO_PROJECTION_LINE",
     "PackageTotal", "package_total", "PlanCoverage", "parse_plan", "plan_coverage",
     "CostPerAccepted", "cost_per_accepted", "ExtensionOption", "CostReport", "cost_report",
-    "PackageWindow", "package_window",
+    "PackageWindow", "package_window", "SessionCostInputs", "session_cost_inputs",
 ]
 
 NO_PROJECTION_LINE = (
-    "No projection (K5): these figures use only what is accepted so far; a measured pace "
+    "No projection: these figures use only what is accepted so far; a measured pace "
     "is never extrapolated to 3, 7 or 30 days."
 )
 
@@ -141,10 +147,10 @@ class PlanCoverage:
             tail = f" → the {self.package_days}-day package covers it"
             if smaller:
                 tail += f" ({' and '.join(f'{d}-day' for d in smaller)} does not)"
-            return head + tail + " (K6)"
+            return head + tail
         combo = " + ".join(str(d) for d in self.combination)
         return (f"{head} → longer than one 30-day package: {self.thirty_day_packages} × 30-day "
-                f"packages, or {combo} days ({sum(self.combination)} days) in a row (K6)")
+                f"packages, or {combo} days ({sum(self.combination)} days) in a row")
 
 
 def _fmt_days(value: Decimal) -> str:
@@ -276,11 +282,11 @@ def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> Cost
     if accepted is None:
         return CostPerAccepted(total_usd_minor, None, None,
                                "no count of distinct accepted results (validate a corpus, or "
-                               "give --accepted-results N); only the package cost is shown (K3)")
+                               "give --accepted-results N); only the package cost is shown")
     if accepted == 0:
         return CostPerAccepted(total_usd_minor, 0, None,
                                "nothing accepted yet; a cost per deliverable needs at least one "
-                               "accepted result, so only the package cost is shown (K3)")
+                               "accepted result, so only the package cost is shown")
     per = round_half_up_cents(Decimal(total_usd_minor) / Decimal(accepted))
     return CostPerAccepted(total_usd_minor, accepted, per)
 
@@ -339,15 +345,15 @@ class CostReport:
                        f"= {t.gpu_count} GPU(s){lot_note}")
         if t.total_usd_minor is None:
             out.append(f"Package: {t.days} days × {t.lots} lot(s) — {t.missing_reason}; "
-                       "nothing is guessed (K7)")
+                       "nothing is guessed")
         else:
             out.append(f"Package: {t.days} days × {t.lots} lot(s) at {format_usd(t.price_usd_minor)} "
                        f"per lot = {format_usd(t.total_usd_minor)} (full package price, no "
-                       "pro-rating; K1)")
+                       "pro-rating)")
         if self.per_accepted.accepted is not None:
             src = f" ({self.accepted_source})" if self.accepted_source else ""
             out.append(f"Accepted deliverables: {self.per_accepted.accepted} distinct{src}; "
-                       "repetitions of one corpus count once (K4)")
+                       "repetitions of one corpus count once")
         out.append(self.per_accepted.line())
         if self.plan is not None:
             out.append(self.plan.line())
@@ -464,3 +470,74 @@ def cost_report(
                                         new_end, local_str(new_end, tz) if new_end else None))
     return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
                       accepted_source, tuple(notes))
+
+
+# -- one session's cost inputs (K3, K4, K7) ----------------------------------------------
+@dataclass(frozen=True)
+class SessionCostInputs:
+    """What a session's cost is computed from: its package, the rates, the accepted corpora.
+
+    Attributes:
+        package: the session's package (GPU model, lots, days, start).
+        rates: the rates table in force for the session (K7).
+        accepted_revisions: the distinct ``corpus_revision`` values with an accepted run
+            (K4); ``None`` when the results were not read (``count_accepted=False``).
+        validated_runs: rows whose ``corpus_accepted`` cell is filled (0: nothing
+            validated yet, so the accepted count is not measured, K3).
+    """
+
+    package: Any
+    rates: Rates
+    accepted_revisions: frozenset[str] | None
+    validated_runs: int
+
+    @property
+    def accepted(self) -> int | None:
+        """Distinct accepted corpora (K3, K4); ``None`` when not counted."""
+        return None if self.accepted_revisions is None else len(self.accepted_revisions)
+
+    @property
+    def accepted_measured(self) -> int | None:
+        """Like :attr:`accepted`, but ``None`` while no run was validated (K3)."""
+        return self.accepted if self.validated_runs else None
+
+    def package_total(self) -> PackageTotal | None:
+        """Full package × lots (K1); ``None`` when GPU, days or lots are not set."""
+        pkg = self.package
+        if not (pkg.gpu_model and pkg.days and pkg.lots):
+            return None
+        return package_total(self.rates, pkg.gpu_model, pkg.days, pkg.lots)
+
+
+def session_cost_inputs(
+    session: Session,
+    rates_path: Path | None = None,
+    *,
+    frame: pl.DataFrame | None = None,
+    count_accepted: bool = True,
+) -> SessionCostInputs:
+    """Assemble a session's cost inputs: the one place that does it (issue 10).
+
+    Used by ``gpusession cost --session``, the Cost pane, the runner's per-row package
+    total (:mod:`gpusession.bench.run_validation`) and the report.
+
+    Args:
+        session: the open session.
+        rates_path: a rates file given by the user (default: the session's
+            ``rates.toml``, else the bundled one; K7).
+        frame: the results rows when the caller has already read them (default: read
+            ``resultats-bruts.csv`` now).
+        count_accepted: ``False`` skips reading the results (only package and rates
+            are needed, e.g. the package total of a row).
+
+    Raises:
+        BadInput: an unreadable rates file or results file (one line naming it).
+    """
+    from gpusession.core.summary import accepted_revisions
+
+    rates = load_rates(rates_path, session_folder=session.folder)
+    if not count_accepted:
+        return SessionCostInputs(session.package, rates, None, 0)
+    rows = session.results.read() if frame is None else frame
+    validated = 0 if rows.height == 0 else int(rows["corpus_accepted"].drop_nulls().len())
+    return SessionCostInputs(session.package, rates, frozenset(accepted_revisions(rows)), validated)

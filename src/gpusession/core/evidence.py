@@ -215,14 +215,11 @@ def ordered_of(session: Session) -> Ordered:
     lots: int | None = None
     number: str | None = None
     per_lot: int | None = None
-    try:
-        from gpusession.core.order import load_order
+    from gpusession.core.order import load_order
 
-        info = load_order(session).order
-        if info is not None:
-            model, lots, number, per_lot = info.gpu_model, info.lots, info.number, info.gpus_per_lot
-    except ImportError:
-        pass
+    info = load_order(session).order
+    if info is not None:
+        model, lots, number, per_lot = info.gpu_model, info.lots, info.number, info.gpus_per_lot
     if model is None:
         pkg = session.package
         model, lots = pkg.gpu_model, pkg.lots
@@ -259,16 +256,16 @@ def _record(session: Session, model: str, count: int | None, ordered: Ordered) -
     order module records one deviation once. Without that module, the journal keeps it
     (once per observation).
     """
-    try:
-        from gpusession.core.order import record_deviation
+    from gpusession.core.order import record_deviation
 
+    try:
         msg = record_deviation(session, model, count)
         if msg is None:
             return "the order module sees no deviation by its own comparison"
         if ordered.number:
             return f"recorded against order {ordered.number}"
         return f"recorded as an order event (no order number yet: gpusession order {session.name} set)"
-    except (ImportError, BadInput):
+    except BadInput:
         pass
     for rec in session.read_journal():
         if (

@@ -101,7 +101,7 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
 
 
 def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -> list[str]:
-    out = ["Observed by the runs, not taken from the order (R10)."]
+    out = ["Observed by the runs, not taken from the order."]
     cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
             "torch_version", "runtime_version", "precision"]
     if frame.height:
@@ -131,14 +131,14 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     for label, text in probes:
         out += ["", f"{label}:", ""]
         out += [f"    {line}" for line in text.splitlines()]
-    try:
-        from gpusession.core.order import load_order
+    from gpusession.core.order import load_order
 
+    try:
         devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
         if devs:
             out += ["", "Deviations recorded against the order:", ""]
             out += [f"- {e.at.isoformat()} order {e.order_number}: {e.note}" for e in devs]
-    except (ImportError, BadInput):
+    except BadInput:
         pass
     return out
 
@@ -177,7 +177,7 @@ def _protocols(session: Session) -> list[str]:
             out += _bullets(k, v)
         proto = exp.get("protocol")
         if isinstance(proto, dict) and proto:
-            out += _bullets("validation protocol (fixed before measuring, V5)", proto)
+            out += _bullets("validation protocol (fixed before measuring)", proto)
         else:
             out.append("- validation protocol: _not stored_")
         out.append("")
@@ -196,9 +196,9 @@ def _results(frame: pl.DataFrame) -> list[str]:
         med = None if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
         fails = "none" if not r["failed"] else f"{r['failed']} (kept, see incidents)"
         rows.append([r["experiment_id"], r["variant_id"], r["phase"], r["runs"], r["n"], med, rng, fails])
-    out = ["Seconds. Median and min–max of the measured runs (R6); five observations do not "
-           "justify a p95. Loading, cold and warm runs are separate phases (R3). A failed run "
-           "keeps its row and is never counted as 0 s (R7).", ""]
+    out = ["Seconds. Median and min–max of the measured runs; five observations do not "
+           "justify a p95. Loading, cold and warm runs are separate phases. A failed run "
+           "keeps its row and is never counted as 0 s.", ""]
     out += _table(["experiment", "variant", "phase", "runs", "measured", "median s", "min–max s",
                    "failures"], rows)
     incidents = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
@@ -214,7 +214,7 @@ def _results(frame: pl.DataFrame) -> list[str]:
 
 def _memory(frame: pl.DataFrame) -> list[str]:
     if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
-        return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0; M4)._"]
+        return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0)._"]
     mem = (
         frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
         .agg(pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
@@ -224,15 +224,15 @@ def _memory(frame: pl.DataFrame) -> list[str]:
              fmt_bytes(r["peak_reserved_bytes"]) if r["peak_reserved_bytes"] is not None else None]
             for r in mem.iter_rows(named=True)]
     out = ["Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
-           "reserved: the two are never added, and their difference is not \"the cache\" (M2). "
-           "Other processes and memory outside the allocator are not covered (M3).", ""]
+           "reserved: the two are never added, and their difference is not \"the cache\". "
+           "Other processes and memory outside the allocator are not covered.", ""]
     return out + _table(["experiment", "variant", "phase", "peak allocated", "peak reserved"], rows)
 
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     accepted = accepted_unique_corpora(frame)
-    out = [f"Distinct accepted corpora: **{accepted}** (repetitions of one corpus count once, K4). "
-           "A corpus is accepted only when IDs, format, quality and overlap all pass (V1).", ""]
+    out = [f"Distinct accepted corpora: **{accepted}** (repetitions of one corpus count once). "
+           "A corpus is accepted only when IDs, format, quality and overlap all pass.", ""]
     reports = sorted(session.validation_dir.rglob("*.toml")) if session.validation_dir.is_dir() else []
     rows = []
     word = {True: "PASS", False: "FAIL", None: "-"}
@@ -280,17 +280,15 @@ def _cost(session: Session, frame: pl.DataFrame) -> list[str]:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
-    try:
-        from gpusession.core.cost import cost_report, load_rates
+    from gpusession.core.cost import cost_report, session_cost_inputs
 
-        rates = load_rates(session_folder=session.folder)
-        rep = cost_report(rates, pkg.gpu_model, pkg.days, pkg.lots,
-                          accepted=accepted_unique_corpora(frame),
+    try:
+        inputs = session_cost_inputs(session, frame=frame)
+        rep = cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
+                          accepted=inputs.accepted,
                           accepted_source="distinct accepted corpora in resultats-bruts.csv",
                           extensions=False)
         lines = rep.lines()
-    except ImportError:
-        lines = [f"{pkg.gpu_model}, {pkg.lots} lot(s), {pkg.days} days (cost module not available)"]
     except BadInput as exc:
         lines = [f"cost not computed: {exc}"]
     out = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}.", ""]
@@ -310,7 +308,7 @@ def _retrieval(session: Session) -> list[str]:
         head = f"{man.name}: unreadable ({type(exc).__name__})"
     return [head, "",
             f"After the copy home, on your own computer: `gpusession verify-copy {man.name} COPY_DIR`, "
-            "then open the files it names *from the copy* (S4; a sample left on the remote "
+            "then open the files it names *from the copy* (a sample left on the remote "
             "machine is not your archive)."]
 
 
@@ -410,7 +408,7 @@ def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, 
 
     ev = run_probes(session, nvml=nvml, now=now, record_deviation=False)
     return [("Device check now (NVML) and in the last run", ev["device"]),
-            ("Order match (S5)", ev["order-match"]),
+            ("Order match", ev["order-match"]),
             ("On the GPU", ev["on-gpu"])]
 
 
@@ -439,12 +437,12 @@ def render_report(session: Session, *, now: datetime | None = None,
              "the work. Test name (fixed): " + f"`{session.name}`.", "",
              f"Package: {pkg.gpu_model or 'GPU not set'}, {pkg.lots or '?'} lot(s), "
              f"{pkg.days or '?'} days, {_when(pkg.start)} → {_when(pkg.end)}."]
-    try:
-        from gpusession.core.order import load_order
-        from gpusession.core.order_text import order_status_line
+    from gpusession.core.order import load_order
+    from gpusession.core.order_text import order_status_line
 
+    try:
         lines.append(f"Order: {order_status_line(load_order(session), now)}.")
-    except (ImportError, BadInput):
+    except BadInput:
         pass
     bodies = {
         "Need and criteria": _need(items, session),

@@ -55,12 +55,15 @@ class GpuSessionApp(App[int]):
         return next(s for s in self.screen_stack if isinstance(s, MainScreen))
 
     def run_palette_action(self, pane: str, action: str | None) -> None:
-        """Run a palette entry: show its pane, then run the pane's action."""
+        """Run a palette entry: show its pane (built if not shown yet), then its action."""
         if action == "export_report":
             self.export_report()
             return
+        self.call_later(self._show_and_act, pane, action)
+
+    async def _show_and_act(self, pane: str, action: str | None) -> None:
         main = self.main
-        main.action_show_pane(pane)
+        await main.action_show_pane(pane)
         if action:
             getattr(main.pane(pane), f"action_{action}")()
 

@@ -1,19 +1,16 @@
 """What every pane is given (attributes down): the session, the clock, the hooks.
 
 Who calls it: :func:`gpusession.ui.app.build_app` builds one :class:`UiContext`; the
-screen passes it to each pane's constructor. :func:`core` imports a core module lazily
-and turns "not written yet / broken" into a reason the pane shows in words, so the UI
-never crashes because another part of gpusession is missing.
+screen passes it to each pane's constructor. The small formatters below turn values into
+the words every pane uses.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from types import ModuleType
 from typing import Any
 
 from gpusession.core.clock import utcnow
@@ -49,28 +46,6 @@ class UiContext:
 
     def now(self) -> datetime:
         return self.clock()
-
-
-def core(name: str) -> tuple[ModuleType | None, str | None]:
-    """Import ``gpusession.<name>``; return ``(module, None)`` or ``(None, reason)``.
-
-    The reason is one sentence for the pane ("… is not available yet").
-    """
-    try:
-        return importlib.import_module(f"gpusession.{name}"), None
-    except Exception as exc:  # a missing module, or one half written by its owner
-        return None, f"not available yet: gpusession.{name} ({type(exc).__name__}: {exc})"
-
-
-def need(name: str, *attrs: str) -> tuple[ModuleType | None, str | None]:
-    """Like :func:`core`, and also require the named functions/classes to exist."""
-    mod, reason = core(name)
-    if mod is None:
-        return None, reason
-    missing = [a for a in attrs if not hasattr(mod, a)]
-    if missing:
-        return None, f"not available yet: gpusession.{name} lacks {', '.join(missing)}"
-    return mod, None
 
 
 def fmt_bytes(n: int | float | None) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import work
 from textual.widgets import Static
 
-from gpusession.core.order_text import order_status_line
-from gpusession.ui.context import UiContext, fmt_left, need
+from gpusession.ui.context import UiContext, fmt_left
 
 
 def gpu_words(snapshot: Any | None) -> str:
@@ -65,23 +65,24 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
 
 def order_words(ctx: UiContext) -> str:
     """The order state from core.order, e.g. ``payment sent — not confirmed`` (S2)."""
-    mod, reason = need("core.order", "load_order")
-    if mod is None:
-        return "order: not available yet"
+    from gpusession.core.order import load_order
+    from gpusession.core.order_text import order_status_line
+
     try:
-        state = mod.load_order(ctx.session)
+        state = load_order(ctx.session)
         line = str(order_status_line(state, ctx.now()))
         return line if line.startswith("order ") else f"order: {line}"
     except Exception as exc:
         return f"order: unreadable ({type(exc).__name__})"
 
 
-def header_text(ctx: UiContext, snapshot: Any | None, width: int) -> str:
+def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | None = None) -> str:
     """The header for a terminal ``width`` columns wide (S6).
 
     The first line keeps session, GPU and window on one line: the long form when it
     fits, else a shorter form (``7d pkg ends 12-06 14:45, 6d 23h left``). The order
-    line comes second and may wrap onto a third line; no word of it is dropped.
+    line comes second and may wrap onto a third line; no word of it is dropped
+    (``order``: that line already read; ``None`` reads it now).
     """
     name = ctx.session.name
     long = " │ ".join([f"session {name}", gpu_words(snapshot), package_words(ctx)])
@@ -91,7 +92,7 @@ def header_text(ctx: UiContext, snapshot: Any | None, width: int) -> str:
         first = " │ ".join([name, gpu_short(snapshot), package_words(ctx, short=True)])
         if len(first) > width:  # a very long name: the window matters more than the GPU
             first = " │ ".join([name, package_words(ctx, short=True)])
-    return first + "\n" + order_words(ctx)
+    return first + "\n" + (order if order is not None else order_words(ctx))
 
 
 class SessionHeader(Static):
@@ -102,13 +103,25 @@ class SessionHeader(Static):
         self.ctx = ctx
         self.snapshot: Any | None = None
         self._width = 0
+        self._order = "order: reading…"
 
     def on_mount(self) -> None:
-        self.refresh_line()
+        # The order line needs core.order and order.toml: read after the first frame.
+        self._redraw()
+        self._read_order()
+
+    @work(thread=True, group="header-order", exit_on_error=False)
+    def _read_order(self) -> None:
+        line = order_words(self.ctx)
+        self.app.call_from_thread(self._order_read, line)
+
+    def _order_read(self, line: str) -> None:
+        self._order = line
+        self._redraw()
 
     def on_resize(self) -> None:
         if self._content_width() != self._width:
-            self.refresh_line()
+            self._redraw()
 
     def _content_width(self) -> int:
         width = self.content_size.width or (self.app.size.width - 2)
@@ -119,8 +132,13 @@ class SessionHeader(Static):
         changed = gpu_words(snapshot) != gpu_words(self.snapshot)
         self.snapshot = snapshot
         if changed:
-            self.refresh_line()
+            self._redraw()
 
     def refresh_line(self) -> None:
+        """Re-read the order and the package and redraw (the order or package changed)."""
+        self._order = order_words(self.ctx)
+        self._redraw()
+
+    def _redraw(self) -> None:
         self._width = self._content_width()
-        self.update(header_text(self.ctx, self.snapshot, self._width))
+        self.update(header_text(self.ctx, self.snapshot, self._width, self._order))

@@ -4,21 +4,27 @@ Who calls it: :class:`gpusession.ui.app.GpuSessionApp` pushes one :class:`MainSc
 Attributes down, messages up (style.md §4): panes post messages; this screen reacts by
 redrawing the header and telling the other panes to reload (a run landed → memory,
 validation and cost re-read; an order changed → header).
+
+Start-up time: only the first pane is built before the first frame; every other pane
+(and the modules only it needs: polars tables, core modules) is built the first time it
+is shown (:func:`make_pane`, :meth:`MainScreen.ensure_pane`). A pane not built yet has
+nothing to update, so the reactions above skip it; it reads fresh data when built.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from textual import work
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from gpusession.ui.context import UiContext
 from gpusession.ui.header import SessionHeader
-from gpusession.ui.panes.checklist import ChecklistPane
 
 if TYPE_CHECKING:
     from gpusession.ui.panes.cost import CostPane
@@ -26,38 +32,58 @@ if TYPE_CHECKING:
     from gpusession.ui.panes.order import OrderPane
     from gpusession.ui.panes.run import RunPane
 
-#: (tab id, title, module under gpusession.ui.panes, class) in key order 1–6.
-PANES: tuple[tuple[str, str, str, str], ...] = (
-    ("checklist", "Checklist", "checklist", "ChecklistPane"),
-    ("run", "Run", "run", "RunPane"),
-    ("memory", "Memory", "memory", "MemoryPane"),
-    ("validation", "Validation", "validation", "ValidationPane"),
-    ("order", "Order", "order", "OrderPane"),
-    ("cost", "Cost", "cost", "CostPane"),
+#: (tab id, title) in key order 1–6.
+PANES: tuple[tuple[str, str], ...] = (
+    ("checklist", "Checklist"),
+    ("run", "Run"),
+    ("memory", "Memory"),
+    ("validation", "Validation"),
+    ("order", "Order"),
+    ("cost", "Cost"),
 )
 
 
-class PanePlaceholder(Static):
-    """Stands in for a hidden pane until the first frame is drawn (start-up time).
+def make_pane(tab: str, ctx: UiContext) -> Widget:
+    """Build the pane of ``tab``; its module (and what only it uses) is imported now.
 
-    It then imports the pane's module (and the widgets only that pane uses), mounts
-    the pane in its place and removes itself.
+    Start-up time: only the visible pane is built before the first frame; each other
+    pane is built the first time it is shown (:meth:`MainScreen.ensure_pane`).
     """
+    pane_id = f"{tab}-pane"
+    if tab == "checklist":
+        from gpusession.ui.panes.checklist import ChecklistPane
 
-    def __init__(self, ctx: UiContext, tab: str, module: str, cls: str) -> None:
-        super().__init__("loading…")
-        self.ctx, self.tab, self.module, self.cls = ctx, tab, module, cls
+        return ChecklistPane(ctx, id=pane_id)
+    if tab == "run":
+        from gpusession.ui.panes.run import RunPane
 
-    def on_mount(self) -> None:
-        self.call_after_refresh(self._materialize)
+        return RunPane(ctx, id=pane_id)
+    if tab == "memory":
+        from gpusession.ui.panes.memory import MemoryPane
 
-    async def _materialize(self) -> None:
-        mod = importlib.import_module(f"gpusession.ui.panes.{self.module}")
-        pane = getattr(mod, self.cls)(self.ctx, id=f"{self.tab}-pane")
-        parent = self.parent
-        if parent is not None:
-            await parent.mount(pane, after=self)  # type: ignore[attr-defined]
-            await self.remove()
+        return MemoryPane(ctx, id=pane_id)
+    if tab == "validation":
+        from gpusession.ui.panes.validation import ValidationPane
+
+        return ValidationPane(ctx, id=pane_id)
+    if tab == "order":
+        from gpusession.ui.panes.order import OrderPane
+
+        return OrderPane(ctx, id=pane_id)
+    if tab == "cost":
+        from gpusession.ui.panes.cost import CostPane
+
+        return CostPane(ctx, id=pane_id)
+    raise ValueError(f"no pane called {tab!r}")
+
+
+class PanePlaceholder(Static):
+    """Stands in for a pane not shown yet; :meth:`MainScreen.ensure_pane` replaces it."""
+
+    def __init__(self, tab: str) -> None:
+        super().__init__("loading…", id=f"{tab}-placeholder")
+        self.tab = tab
+        self.building = False
 
 
 class MainScreen(Screen[None]):
@@ -67,7 +93,7 @@ class MainScreen(Screen[None]):
 
     BINDINGS = [
         Binding(str(i + 1), f"show_pane('{tab}')", title, id=f"pane.{tab}", show=False)
-        for i, (tab, title, _, _) in enumerate(PANES)
+        for i, (tab, title) in enumerate(PANES)
     ]
 
     def __init__(self, ctx: UiContext) -> None:
@@ -77,17 +103,30 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(self.ctx, id="session-header")
         with TabbedContent(id="panes", initial="checklist"):
-            for i, (tab, title, module, cls) in enumerate(PANES):
+            for i, (tab, title) in enumerate(PANES):
                 with TabPane(f"{i + 1} {title}", id=tab):
                     if i == 0:
-                        yield ChecklistPane(self.ctx, id=f"{tab}-pane")
-                    else:  # hidden panes come right after the first frame (start-up time)
-                        yield PanePlaceholder(self.ctx, tab, module, cls)
+                        yield make_pane(tab, self.ctx)
+                    else:  # built when first shown (start-up time)
+                        yield PanePlaceholder(tab)
         yield Footer()
 
     def on_mount(self) -> None:
         self.set_interval(30.0, self.header.refresh_line, name="header-clock")
         self.call_after_refresh(self.pane("checklist").focus_main)
+        self.call_after_refresh(self._read_gpus)
+
+    @work(thread=True, group="header-gpu", exit_on_error=False)
+    def _read_gpus(self) -> None:
+        """One NVML reading for the header's GPU words, before the memory pane is shown."""
+        from gpusession.core.environment import read_nvml
+
+        snap = read_nvml(self.ctx.nvml)
+        self.app.call_from_thread(self._gpus_read, snap)
+
+    def _gpus_read(self, snapshot: Any) -> None:
+        if self.header.snapshot is None:  # the memory pane's reading is newer
+            self.header.show_gpus(snapshot)
 
     @property
     def header(self) -> SessionHeader:
@@ -97,17 +136,37 @@ class MainScreen(Screen[None]):
         return self.query_one(f"#{tab}-pane")
 
     def maybe_pane(self, tab: str) -> Any | None:
-        """The pane, or ``None`` in the instant before a lazy pane is mounted."""
+        """The pane, or ``None`` while it has not been shown yet (nothing to update then)."""
         found = self.query(f"#{tab}-pane")
         return found.first() if found else None
 
-    def action_show_pane(self, tab: str) -> None:
+    def ensure_pane(self, tab: str) -> AwaitComplete:
+        """Build the pane of ``tab`` in place of its placeholder (once); await to have it mounted."""
+        found = self.query(PanePlaceholder).filter(f"#{tab}-placeholder")
+        holder = found.first() if found else None
+        if holder is None or holder.building or holder.parent is None:
+            return AwaitComplete.nothing()
+        holder.building = True
+        parent = holder.parent
+        assert isinstance(parent, Widget)
+        return AwaitComplete(parent.mount(make_pane(tab, self.ctx), before=holder), holder.remove())
+
+    async def build_all_panes(self) -> None:
+        """Build every pane not shown yet (tests that look into hidden panes)."""
+        for tab, _ in PANES:
+            await self.ensure_pane(tab)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab chosen with the mouse: build its pane if it was not shown yet."""
+        if event.pane.id:
+            self.ensure_pane(event.pane.id)
+
+    async def action_show_pane(self, tab: str) -> None:
         """Switch to a pane and put the focus in it (keys 1–6)."""
         self.query_one(TabbedContent).active = tab
-        pane = self.maybe_pane(tab)
-        if pane is None:
-            self.call_after_refresh(self.action_show_pane, tab)
-        elif hasattr(pane, "focus_main"):
+        await self.ensure_pane(tab)
+        pane = self.pane(tab)
+        if hasattr(pane, "focus_main"):
             pane.focus_main()
         else:
             pane.focus()

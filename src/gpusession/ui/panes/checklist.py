@@ -21,9 +21,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from gpusession.ui.context import UiContext, need
-
-CORE = ("load_checklist", "set_done", "set_note", "add_item")
+from gpusession.ui.context import UiContext
 
 
 def item_prompt(item: Any, evidence: str | None) -> Text:
@@ -94,12 +92,10 @@ class ChecklistPane(Vertical):
     # -- data ------------------------------------------------------------------
     def reload(self) -> None:
         """Re-read the checklist from disk and redraw, keeping the highlighted item."""
-        mod, reason = need("core.checklist", *CORE)
+        from gpusession.core import checklist as mod
+
         status = self.query_one("#checklist-status", Static)
         olist = self.query_one(OptionList)
-        if mod is None:
-            status.update(f"Checklist {reason}")
-            return
         try:
             self.items = list(mod.load_checklist(self.ctx.session))
         except Exception as exc:
@@ -139,9 +135,8 @@ class ChecklistPane(Vertical):
 
     @work(thread=True, group="checklist-evidence", exclusive=True, exit_on_error=False)
     def collect_evidence(self) -> None:
-        mod, _ = need("core.checklist", "collect_evidence")
-        if mod is None:
-            return
+        from gpusession.core import checklist as mod
+
         try:
             with self.ctx.write_lock:  # it writes checklist.toml (and order.toml, S5)
                 ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml, now=self.ctx.now())
@@ -155,9 +150,10 @@ class ChecklistPane(Vertical):
 
     # -- actions -------------------------------------------------------------------
     def action_toggle_done(self) -> None:
+        from gpusession.core import checklist as mod
+
         item = self.current()
-        mod, _ = need("core.checklist", *CORE)
-        if item is None or mod is None:
+        if item is None:
             return
         with self.ctx.write_lock:
             mod.set_done(self.ctx.session, item.id, not item.done)
@@ -172,9 +168,8 @@ class ChecklistPane(Vertical):
             return
 
         def save(result: dict[str, str]) -> None:
-            mod, reason = need("core.checklist", *CORE)
-            if mod is None:
-                raise RuntimeError(reason)
+            from gpusession.core import checklist as mod
+
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
                 mod.set_note(self.ctx.session, item.id, result["note"])
             self.post_message(self.NoteSaved(item.id, result["note"]))
@@ -194,11 +189,9 @@ class ChecklistPane(Vertical):
         first = str(current.stage) if current is not None else next(iter(stages))
 
         def save(result: dict[str, str]) -> None:
+            from gpusession.core import checklist as mod
             from gpusession.core.errors import BadInput
 
-            mod, reason = need("core.checklist", *CORE)
-            if mod is None:
-                raise RuntimeError(reason)
             if not result["text"].strip():
                 raise BadInput("expected the item's text; it is empty", field="text")
             stage: Any = result["stage"]

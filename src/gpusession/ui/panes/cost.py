@@ -10,7 +10,7 @@ package is changed only by the "Save as package" button.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,24 +18,40 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
-from gpusession.ui.context import UiContext, need, plural
+from gpusession.core.errors import BadInput
+from gpusession.ui.context import UiContext, plural
 from gpusession.ui.modals import Choice
+
+if TYPE_CHECKING:
+    from gpusession.core.cost import SessionCostInputs
 
 DAYS = ("3", "7", "30")
 
 
-def measured_accepted(session: Any) -> tuple[int | None, str]:
+def measured_accepted(inputs: SessionCostInputs) -> tuple[int | None, str]:
     """``(count, source)``; ``None`` when no run was validated yet (K3)."""
-    from gpusession.core.summary import accepted_unique_corpora
+    n = inputs.accepted_measured
+    if n is None:
+        return None, "no validated run yet"
+    return n, plural(n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
+
+
+def load_inputs(session: Any) -> tuple[SessionCostInputs | None, str | None]:
+    """The session's cost inputs (core) and, when the results cannot be read, why.
+
+    An unreadable results file still leaves the package cost shown; an unreadable rates
+    file leaves ``(None, reason)``.
+    """
+    from gpusession.core.cost import session_cost_inputs
 
     try:
-        frame = session.results.read()
-    except Exception as exc:
-        return None, f"results unreadable: {exc}"
-    if frame.height == 0 or frame["corpus_accepted"].drop_nulls().len() == 0:
-        return None, "no validated run yet"
-    n = accepted_unique_corpora(frame)
-    return n, plural(n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
+        return session_cost_inputs(session), None
+    except BadInput as exc:
+        first = exc
+    try:
+        return session_cost_inputs(session, count_accepted=False), f"results unreadable: {first}"
+    except BadInput as exc:
+        return None, str(exc)
 
 
 class CostPane(Vertical):
@@ -55,6 +71,8 @@ class CostPane(Vertical):
         super().__init__(**kw)
         self.ctx = ctx
         self.lines: list[str] = []
+        self.inputs: SessionCostInputs | None = None
+        self._inputs_problem: str | None = None
 
     def compose(self) -> ComposeResult:
         pkg = self.ctx.session.package
@@ -74,12 +92,14 @@ class CostPane(Vertical):
             yield Static("", id="cost-report")
 
     def on_mount(self) -> None:
-        self.recompute()
+        self.reload()
 
     def focus_main(self) -> None:
         self.query_one("#cost-out").focus()
 
     def reload(self) -> None:
+        """Re-read the session's cost inputs (a run landed), then recompute."""
+        self.inputs, self._inputs_problem = load_inputs(self.ctx.session)
         self.recompute()
 
     def _inputs(self) -> tuple[str, str, str, str]:
@@ -91,11 +111,9 @@ class CostPane(Vertical):
 
     def recompute(self) -> None:
         """Rebuild the report from the fields now (K1–K7)."""
+        from gpusession.core.cost import cost_report, parse_plan
+
         out = self.query_one("#cost-report", Static)
-        mod, reason = need("core.cost", "load_rates", "cost_report")
-        if mod is None:
-            out.update(f"Cost {reason}")
-            return
         gpu, lots_text, days_text, plan_text = self._inputs()
         if not gpu:
             out.update("Enter the GPU model as ordered (e.g. RTX A5000).")
@@ -105,18 +123,24 @@ class CostPane(Vertical):
         except ValueError:
             out.update(f"lots: expected a whole number ≥ 1, got {lots_text!r}")
             return
-        accepted, source = measured_accepted(self.ctx.session)
-        try:
-            rates = mod.load_rates(session_folder=self.ctx.session.folder)
-            plan = mod.parse_plan(plan_text) if plan_text and hasattr(mod, "parse_plan") else None
-            report = mod.cost_report(
-                rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source
-            )
-            self.lines = list(report.lines())
-        except Exception as exc:  # BadInput: one line, what was expected
-            self.lines = [f"cannot compute: {exc}"]
+        inputs = self.inputs
+        if inputs is None:
+            accepted, source = None, self._inputs_problem or "not read"
+            self.lines = [f"cannot compute: {self._inputs_problem}"]
+        else:
+            accepted, source = measured_accepted(inputs)
+            if self._inputs_problem:
+                accepted, source = None, self._inputs_problem
+            try:
+                plan = parse_plan(plan_text) if plan_text else None
+                report = cost_report(
+                    inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source
+                )
+                self.lines = list(report.lines())
+            except (BadInput, ValueError) as exc:  # one line, what was expected
+                self.lines = [f"cannot compute: {exc}"]
         if accepted is None:
-            self.lines.insert(0, f"Accepted deliverables: not measured ({source}) — only the package cost is shown (K3).")
+            self.lines.insert(0, f"Accepted deliverables: not measured ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
         out.update("\n".join(self.lines))
         self.post_message(self.Recomputed(list(self.lines)))
 

@@ -25,12 +25,12 @@ from textual.message import Message
 from textual.widgets import Static
 
 from gpusession.ui.charts import Bars
-from gpusession.ui.context import UiContext, fmt_bytes, need, plural
+from gpusession.ui.context import UiContext, fmt_bytes, plural
 
 NOT_COVERED = (
     "Not covered by the allocator figures: other processes, and memory outside the "
     "PyTorch allocator (CUDA context, library workspaces) — the NVML device total "
-    "above includes them (M3)."
+    "above includes them."
 )
 
 
@@ -91,7 +91,7 @@ def allocator_lines(row: dict[str, Any] | None) -> list[str]:
     )
     lines = [head, which]
     if all(row.get(k) is None for _, k in keys):
-        lines.append("    not measured (no GPU allocator in that run, e.g. on CPU — M4)")
+        lines.append("    not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)")
     else:
         lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in keys]
     lines.append(NOT_COVERED)
@@ -228,12 +228,13 @@ class MemoryPane(VerticalScroll, can_focus=True):
 
     @work(thread=True, group="memory", exit_on_error=False)
     def _read(self) -> None:
+        from gpusession.core import environment as env
+
         try:
-            env, _ = need("core.environment", "read_nvml", "read_host_memory")
             host = self.ctx.host_memory() if self.ctx.host_memory else None
-            if host is None and env is not None:
+            if host is None:
                 host = env.read_host_memory()
-            snap = env.read_nvml(self.nvml) if env is not None else None
+            snap = env.read_nvml(self.nvml)
             self.post_message(self.Sampled(host, snap))
         finally:
             self._busy = False

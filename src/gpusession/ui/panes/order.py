@@ -20,10 +20,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from gpusession.core.order_text import order_lines
-from gpusession.ui.context import UiContext, need, whole_number
+from gpusession.ui.context import UiContext, whole_number
 from gpusession.ui.modals import Field, FormModal
-
-CORE = ("load_order", "record_event", "new_payment_order", "STATES", "SOURCES")
 
 
 def model_warnings(state: Any, now: datetime) -> list[str]:
@@ -31,11 +29,11 @@ def model_warnings(state: Any, now: datetime) -> list[str]:
     out: list[str] = []
     pay = getattr(state, "payment", None)
     if state.has("payment-sent") and not state.paid:
-        out.append("Payment sent — NOT confirmed: only the provider's tracking confirms (S2).")
+        out.append("Payment sent — NOT confirmed: only the provider's tracking confirms.")
     if pay is not None and pay.expired(now) and not state.paid:
-        out.append("The active payment order has EXPIRED: do not pay it; ask for a new one (S3).")
+        out.append("The active payment order has EXPIRED: do not pay it; ask for a new one.")
     if state.has("deviation-noted"):
-        out.append("A deviation from the order was noted (GPU model or count, S5).")
+        out.append("A deviation from the order was noted (GPU model or count).")
     return out
 
 
@@ -93,10 +91,8 @@ class OrderPane(Vertical):
         self.query_one("#order-box").focus()
 
     def reload(self) -> None:
-        mod, reason = need("core.order", *CORE)
-        if mod is None:
-            self.query_one("#order-text", Static).update(f"Order {reason}")
-            return
+        from gpusession.core import order as mod
+
         try:
             self.state = mod.load_order(self.ctx.session)
         except Exception as exc:
@@ -106,8 +102,8 @@ class OrderPane(Vertical):
         self.redraw()
 
     def redraw(self) -> None:
-        mod, _ = need("core.order", *CORE)
-        if mod is None or self.state is None:
+
+        if self.state is None:
             return
         now = self.ctx.now()
         self.query_one("#order-text", Static).update("\n".join(order_lines(self.state, now, tz=self.ctx.tz)))
@@ -125,10 +121,8 @@ class OrderPane(Vertical):
             self.notify(w, title="order", severity="warning")
 
     def action_add_event(self) -> None:
-        mod, reason = need("core.order", *CORE)
-        if mod is None:
-            self.notify(reason or "", title="order")
-            return
+        from gpusession.core import order as mod
+
 
         def save(result: dict[str, str]) -> None:
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
@@ -140,7 +134,7 @@ class OrderPane(Vertical):
 
         self.app.push_screen(
             FormModal(
-                "Record an order event (S2: only provider tracking confirms payment)",
+                "Record an order event (only provider tracking confirms a payment)",
                 [
                     Field("state", "State", "payment-sent", choices=tuple(mod.STATES)),
                     Field("source", "Source", mod.SOURCES[0], choices=tuple(mod.SOURCES)),
@@ -152,10 +146,8 @@ class OrderPane(Vertical):
         )
 
     def action_payment_order(self) -> None:
-        mod, reason = need("core.order", *CORE)
-        if mod is None:
-            self.notify(reason or "", title="order")
-            return
+        from gpusession.core import order as mod
+
 
         def save(result: dict[str, str]) -> None:
             now = self.ctx.now()
@@ -169,7 +161,7 @@ class OrderPane(Vertical):
 
         self.app.push_screen(
             FormModal(
-                "New payment order (S3: asset and network together, exact amount)",
+                "New payment order (asset and network together, exact amount)",
                 [
                     Field("asset", "Asset", "", placeholder="e.g. USDT"),
                     Field("network", "Network", "", placeholder="e.g. TRC20"),
@@ -182,10 +174,8 @@ class OrderPane(Vertical):
         )
 
     def action_set_order(self) -> None:
-        mod, reason = need("core.order", "set_order")
-        if mod is None:
-            self.notify(reason or "", title="order")
-            return
+        from gpusession.core import order as mod
+
         pkg = self.ctx.session.package
 
         def save(result: dict[str, str]) -> None:

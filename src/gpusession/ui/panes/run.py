@@ -26,7 +26,6 @@ from gpusession.ui.context import (
     UiContext,
     fmt_bytes,
     fmt_seconds,
-    need,
     plural,
     state_cell,
     whole_number,
@@ -34,7 +33,6 @@ from gpusession.ui.context import (
 )
 from gpusession.ui.modals import Field, FormModal
 
-PLAN = ("load_experiments", "define_experiment", "Experiment")
 #: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
 IDLE_TOTAL = 100
 
@@ -209,10 +207,8 @@ class RunPane(Vertical):
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
         """Re-read the defined experiments and the summary of the current one."""
-        plan, reason = need("bench.plan", *PLAN)
-        if plan is None:
-            self._status(f"Experiments {reason}")
-            return
+        from gpusession.bench import plan
+
         try:
             self.experiments = list(plan.load_experiments(self.ctx.session))
         except Exception as exc:
@@ -264,9 +260,10 @@ class RunPane(Vertical):
         )
 
     def action_define(self) -> None:
-        plan, reason = need("bench.plan", *PLAN)
-        if plan is None or self.running:
-            self.notify(reason or "a run is in progress", title="cannot define now")
+        from gpusession.bench import plan
+
+        if self.running:
+            self.notify("a run is in progress", title="cannot define now")
             return
         cur = self.current_experiment()
         fields = [
@@ -297,7 +294,7 @@ class RunPane(Vertical):
             self.experiment_id = exp.id
             self.reload()
 
-        self.app.push_screen(FormModal("Define an experiment (one varied parameter, R1)", fields, on_save=save))
+        self.app.push_screen(FormModal("Define an experiment (one varied parameter)", fields, on_save=save))
 
     def action_switch_view(self) -> None:
         self.show_view("run-rows" if self.view == "run-summary" else "run-summary")
@@ -332,9 +329,10 @@ class RunPane(Vertical):
         box = self.query_one("#run-variants", Vertical)
         box.remove_children()
         self.expected = {}
-        plan, _ = need("bench.plan", "schedule")
+        from gpusession.bench import plan
+
         exp = self.current_experiment()
-        if plan is not None and exp is not None:
+        if exp is not None:
             try:
                 for r in plan.schedule(exp):
                     self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1

@@ -10,11 +10,11 @@ re-reads after a run.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -22,6 +22,11 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from gpusession.ui.context import UiContext, plural, state_cell, yes_no
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from the tomli package (a declared dependency)
+    import tomli as tomllib
 
 
 def quality_words(r: dict[str, Any]) -> str:
@@ -180,7 +185,7 @@ class ValidationPane(Vertical):
         self.query_one("#val-status", Static).update(
             f"{plural(len(self.rows), 'run')}; "
             f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this session "
-            "(a corpus run again counts once, K4). v: re-read"
+            "(a corpus run again counts once). v: re-read"
         )
         self.show_detail(0 if self.rows else None)
         self.post_message(self.Reloaded(len(self.rows), n))
@@ -188,7 +193,7 @@ class ValidationPane(Vertical):
     def show_detail(self, index: int | None) -> None:
         box = self.query_one("#val-detail", Static)
         if index is None or index >= len(self.rows):
-            box.update("No validated run yet. Runs are validated as they land (V1).")
+            box.update("No validated run yet. Runs are validated as they land.")
             return
         r = self.rows[index]
         self.set_class(r.get("corpus_accepted") is False, "-rejected")

