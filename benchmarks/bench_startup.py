@@ -106,7 +106,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="idle window for the CPU figure")
     args = ap.parse_args()
 
-    from gpusession.ui.fakes import make_session
+    from gpusession.testing import make_session
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpusession.ui.app import build_app
-from gpusession.ui.fakes import (
+from gpusession.testing import (
     FIXED_NOW,
     FakeClock,
     FakeNvml,
