@@ -17,7 +17,6 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent
 
 from gpusession.core.checklist import load_checklist
 from gpusession.core.results import ResultRow
-from gpusession.ui.app import build_app
 from gpusession.testing import (
     FIXED_NOW,
     FakeClock,
@@ -26,6 +25,7 @@ from gpusession.testing import (
     fixed_host_memory,
     make_session,
 )
+from gpusession.ui.app import build_app
 from gpusession.ui.panes.checklist import ChecklistPane
 from gpusession.ui.panes.memory import MemoryPane
 from gpusession.ui.panes.run import RunPane

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bench_fakes import with_tests_on_path, write_corpus
+from fake_workloads import TESTS_DIR, with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
@@ -32,7 +32,7 @@ def _exp(session: Session, **kw: Any) -> Experiment:
     corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=kw.pop("n", 8), words=5)
     params = {"log": str(session.folder / "predict.log"), **kw.pop("params", {})}
     base: dict[str, Any] = dict(
-        id="e", workload="test_bench_fakes:Echo", corpus=str(corpus.relative_to(session.folder)),
+        id="e", workload="fake_workloads:Echo", corpus=str(corpus.relative_to(session.folder)),
         varied="batch", values=(2, 4), runs_per_variant=2, warmup_iterations=1,
         protocol=PROTOCOL, params=params, device="cpu",
     )
@@ -309,7 +309,7 @@ def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Pat
         "print('torch' in sys.modules)"
     )
     env = dict(os.environ)
-    tests_dir = str(Path(__file__).resolve().parent)
+    tests_dir = str(TESTS_DIR)
     env["PYTHONPATH"] = tests_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=120, check=True)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import gpusession
 from gpusession.core import journal
 from gpusession.core.errors import BadInput
 from gpusession.core.events import (
@@ -175,7 +176,7 @@ def test_describe_words_for_each_runner_event() -> None:
 
 
 def test_describe_is_the_renderer_of_cli_and_run_pane() -> None:
-    root = Path(__file__).resolve().parents[1] / "src" / "gpusession"
+    root = Path(gpusession.__file__).resolve().parent
     for rel in ("commands/run_cmds.py", "ui/panes/run.py"):
         text = (root / rel).read_text(encoding="utf-8")
         assert "describe(ev)" in text, rel
