@@ -1,4 +1,6 @@
-"""Shared fixtures: a temporary sessions root, a CLI runner, and the GPU skip rule.
+"""Shared fixtures: a temporary sessions root, a session in it, a CLI runner, the GPU skip rule.
+
+Plain helper functions (in-process CLI, digests) are in ``tests/helpers.py``.
 
 Tests marked ``@pytest.mark.gpu`` need a CUDA/ROCm device; where torch sees none they
 are *skipped with the reason* -- never counted as passed.
@@ -11,8 +13,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers import SESSION_START, NewSession
+
+if TYPE_CHECKING:
+    from gpusession.core.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,6 +50,33 @@ def sessions_root(tmp_path: Path) -> Path:
     root = tmp_path / "sessions"
     root.mkdir()
     return root
+
+
+_DEFAULT_PACKAGE = object()
+
+
+@pytest.fixture
+def new_session(sessions_root: Path) -> NewSession:
+    """Create sessions under ``sessions_root``: ``new_session(name="visuals-test-01", package=...)``.
+
+    The package defaults to one lot of RTX A5000 for 7 days from ``helpers.SESSION_START``;
+    pass ``package=None`` for a session whose package is not set yet.
+    """
+    from gpusession.core.package import Package
+    from gpusession.core.session import Session
+
+    def make(name: str = "visuals-test-01", package: Any = _DEFAULT_PACKAGE) -> Session:
+        if package is _DEFAULT_PACKAGE:
+            package = Package(gpu_model="RTX A5000", lots=1, days=7, start=SESSION_START)
+        return Session.create(sessions_root, name, package=package)
+
+    return make
+
+
+@pytest.fixture
+def session(new_session: NewSession) -> Session:
+    """The session ``visuals-test-01`` (RTX A5000, 1 lot, 7 days from ``SESSION_START``) in ``sessions_root``."""
+    return new_session()
 
 
 @pytest.fixture
