@@ -1,4 +1,5 @@
-"""Shared fixtures: a temporary sessions root, a session in it, a CLI runner, the GPU skip rule.
+"""Shared fixtures: a temporary sessions root, a session in it, a CLI runner, the GPU skip rule,
+and the skip of test modules whose test-only extras a GPU image lacks.
 
 Plain helper functions (in-process CLI, digests) are in ``tests/helpers.py``.
 
@@ -8,6 +9,7 @@ are *skipped with the reason* -- never counted as passed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -32,6 +34,36 @@ def _gpu_reason() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA/ROCm device visible to torch on this machine (GPU-only test)"
     return None
+
+
+#: What a GPU machine's image may lack although the tests' other machines have it (it holds
+#: torch, psutil, nvidia-ml-py and pytest, plus the wheels scripts/gpu-check.sh carries).
+#: A test module that needs one of these is *skipped with the reason* where it is not
+#: installed -- so ``pytest -m gpu`` collects the whole tree there -- and collected as
+#: usual everywhere else. Any other failed import stays a collection error.
+MAY_BE_ABSENT = frozenset(
+    {"hypothesis", "sklearn", "textual", "mnemonic", "syrupy", "pytest_textual_snapshot", "grimp"}
+)
+
+
+class _Module(pytest.Module):
+    """A test module whose import skips it (with the reason) when a MAY_BE_ABSENT module is missing."""
+
+    def _getobj(self) -> Any:
+        try:
+            return super()._getobj()
+        except pytest.Collector.CollectError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ModuleNotFoundError):
+                top = (cause.name or "").partition(".")[0]
+                if top in MAY_BE_ABSENT and importlib.util.find_spec(top) is None:
+                    where = self.path.relative_to(self.config.rootpath)
+                    pytest.skip(f"{where} needs {top}, which is not installed here", allow_module_level=True)
+            raise
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    return _Module.from_parent(parent, path=module_path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
