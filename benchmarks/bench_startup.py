@@ -143,7 +143,7 @@ def main() -> int:
     ap.add_argument("--no-idle", action="store_true", help="skip the idle CPU measurement")
     args = ap.parse_args()
 
-    from gpusession.ui.fakes import make_session
+    from gpusession.testing import make_session
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -58,10 +58,10 @@ echo "== torch sees:" | tee -a "$LOGDIR/summary.txt"
 nvidia-smi >>"$LOGDIR/summary.txt" 2>&1 || echo "nvidia-smi not available" >>"$LOGDIR/summary.txt"
 
 echo "== 1. pytest -m gpu" | tee -a "$LOGDIR/summary.txt"
-# Only the files holding GPU tests: a GPU image may lack the test-only extras
-# (hypothesis, scikit-learn) that other test files import.
-mapfile -t GPU_TEST_FILES < <(grep -l "mark.gpu" tests/test_*.py)
-timeout 130 "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider "${GPU_TEST_FILES[@]}" \
+# Selected by the marker over the whole tree (testpaths). A test module that needs what this
+# image lacks (hypothesis, scikit-learn, textual, ...) is skipped with the reason by
+# tests/conftest.py (MAY_BE_ABSENT); any other import error still fails the step.
+timeout 130 "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider \
     >"$LOGDIR/pytest-gpu.log" 2>&1
 rc=$?
 tail -n 5 "$LOGDIR/pytest-gpu.log" | tee -a "$LOGDIR/summary.txt"

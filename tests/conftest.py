@@ -1,4 +1,7 @@
-"""Shared fixtures: a temporary sessions root, a CLI runner, and the GPU skip rule.
+"""Shared fixtures: a temporary sessions root, a session in it, a CLI runner, the GPU skip rule,
+and the skip of test modules whose test-only extras a GPU image lacks.
+
+Plain helper functions (in-process CLI, digests) are in ``tests/helpers.py``.
 
 Tests marked ``@pytest.mark.gpu`` need a CUDA/ROCm device; where torch sees none they
 are *skipped with the reason* -- never counted as passed. Tests marked
@@ -14,8 +17,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers import SESSION_START, NewSession
+
+if TYPE_CHECKING:
+    from gpusession.core.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,6 +36,36 @@ def _gpu_reason() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA/ROCm device visible to torch on this machine (GPU-only test)"
     return None
+
+
+#: What a GPU machine's image may lack although the tests' other machines have it (it holds
+#: torch, psutil, nvidia-ml-py and pytest, plus the wheels scripts/gpu-check.sh carries).
+#: A test module that needs one of these is *skipped with the reason* where it is not
+#: installed -- so ``pytest -m gpu`` collects the whole tree there -- and collected as
+#: usual everywhere else. Any other failed import stays a collection error.
+MAY_BE_ABSENT = frozenset(
+    {"hypothesis", "sklearn", "textual", "mnemonic", "syrupy", "pytest_textual_snapshot", "grimp"}
+)
+
+
+class _Module(pytest.Module):
+    """A test module whose import skips it (with the reason) when a MAY_BE_ABSENT module is missing."""
+
+    def _getobj(self) -> Any:
+        try:
+            return super()._getobj()
+        except pytest.Collector.CollectError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ModuleNotFoundError):
+                top = (cause.name or "").partition(".")[0]
+                if top in MAY_BE_ABSENT and importlib.util.find_spec(top) is None:
+                    where = self.path.relative_to(self.config.rootpath)
+                    pytest.skip(f"{where} needs {top}, which is not installed here", allow_module_level=True)
+            raise
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    return _Module.from_parent(parent, path=module_path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,6 +88,33 @@ def sessions_root(tmp_path: Path) -> Path:
     root = tmp_path / "sessions"
     root.mkdir()
     return root
+
+
+_DEFAULT_PACKAGE = object()
+
+
+@pytest.fixture
+def new_session(sessions_root: Path) -> NewSession:
+    """Create sessions under ``sessions_root``: ``new_session(name="visuals-test-01", package=...)``.
+
+    The package defaults to one lot of RTX A5000 for 7 days from ``helpers.SESSION_START``;
+    pass ``package=None`` for a session whose package is not set yet.
+    """
+    from gpusession.core.package import Package
+    from gpusession.core.session import Session
+
+    def make(name: str = "visuals-test-01", package: Any = _DEFAULT_PACKAGE) -> Session:
+        if package is _DEFAULT_PACKAGE:
+            package = Package(gpu_model="RTX A5000", lots=1, days=7, start=SESSION_START)
+        return Session.create(sessions_root, name, package=package)
+
+    return make
+
+
+@pytest.fixture
+def session(new_session: NewSession) -> Session:
+    """The session ``visuals-test-01`` (RTX A5000, 1 lot, 7 days from ``SESSION_START``) in ``sessions_root``."""
+    return new_session()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gpusession.core import cost
-from gpusession.ui.fakes import FIXED_NOW, FakeRunner, make_session
+from gpusession.testing import FIXED_NOW, FakeRunner, make_session
 
 
 @pytest.fixture

@@ -30,3 +30,26 @@ def test_core_and_cli_import_neither_textual_nor_torch(module: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"{module} pulled in: {out.stdout.strip()}"
+
+
+def test_no_application_module_imports_the_test_doubles() -> None:
+    """``gpusession.testing`` (fake clock, NVML, runner) is for tests and benchmarks only."""
+    import ast
+    from pathlib import Path
+
+    import gpusession
+
+    src = Path(gpusession.__file__).parent
+    users = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "testing.py" and path.parent == src:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n == "gpusession.testing" or n.startswith("gpusession.testing.") for n in names):
+                users.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert users == [], f"application modules import the test doubles: {users}"

@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent(
     from datetime import timezone
     import gpusession.ui
     import gpusession.ui.app
-    from gpusession.ui.fakes import FIXED_NOW, FakeClock, FakeNvml, FakeRunner, make_session
+    from gpusession.testing import FIXED_NOW, FakeClock, FakeNvml, FakeRunner, make_session
     import gpusession.bench.runner  # the default runner is imported when a run starts
     assert "torch" not in sys.modules, "importing the UI imported torch"
     s = make_session(sys.argv[1])

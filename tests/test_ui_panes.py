@@ -17,8 +17,7 @@ from textual.widgets import DataTable, Input, OptionList, Static, TabbedContent
 
 from gpusession.core.checklist import load_checklist
 from gpusession.core.results import ResultRow
-from gpusession.ui.app import build_app
-from gpusession.ui.fakes import (
+from gpusession.testing import (
     FIXED_NOW,
     FakeClock,
     FakeNvml,
@@ -26,6 +25,7 @@ from gpusession.ui.fakes import (
     fixed_host_memory,
     make_session,
 )
+from gpusession.ui.app import build_app
 from gpusession.ui.panes.checklist import ChecklistPane
 from gpusession.ui.panes.memory import MemoryPane
 from gpusession.ui.panes.run import RunPane
@@ -433,7 +433,7 @@ def test_m4_cpu_run_allocator_not_measured(session: Any) -> None:
 
 
 def test_h05_gpus_identified_by_uuid_with_processes(session: Any) -> None:
-    from gpusession.ui.fakes import FakeGpu
+    from gpusession.testing import FakeGpu
 
     gpus = [FakeGpu(name="NVIDIA H200", uuid="GPU-aaaa"), FakeGpu(name="NVIDIA H200", uuid="GPU-bbbb", processes=[])]
 
@@ -1013,7 +1013,7 @@ def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(session: Any) ->
 def test_m2_memory_history_bars_scaled_0_to_100_percent(session: Any) -> None:
     from dataclasses import replace
 
-    from gpusession.ui.fakes import GIB
+    from gpusession.testing import GIB
 
     readings = iter([20 * GIB, 22 * GIB] * 50)  # 31 % and 34 % of 64 GiB
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpusession.ui.app import build_app
-from gpusession.ui.fakes import (
+from gpusession.testing import (
     FIXED_NOW,
     FakeClock,
     FakeNvml,
@@ -22,6 +21,7 @@ from gpusession.ui.fakes import (
     fixed_host_memory,
     make_session,
 )
+from gpusession.ui.app import build_app
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 PANES = ("checklist", "run", "memory", "validation", "order", "cost")

@@ -20,8 +20,7 @@ import pytest
 from textual.widgets import DataTable, OptionList, Static
 
 from gpusession.cli import main
-from gpusession.ui.app import build_app
-from gpusession.ui.fakes import (
+from gpusession.testing import (
     FIXED_NOW,
     FakeClock,
     FakeNvml,
@@ -29,6 +28,7 @@ from gpusession.ui.fakes import (
     fixed_host_memory,
     make_session,
 )
+from gpusession.ui.app import build_app
 
 #: The ids of rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7) and H-01…H-22. GPU
 #: names (A5000, H100, V100) do not match: a letter then one or two digits, alone.

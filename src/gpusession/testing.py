@@ -1,4 +1,8 @@
-"""Deterministic stand-ins for the clock, NVML and host memory (tests, snapshots, bench).
+"""Test doubles: a clock, NVML, host memory and a runner that stand still (never product code).
+
+Not used by the application: nothing under ``gpusession.core``, ``bench``, ``commands`` or
+``ui`` imports this module. It lives in the package (rather than under ``tests/``) only
+because ``benchmarks/bench_startup.py`` builds its session with :func:`make_session`.
 
 Who calls it: the UI tests and snapshot apps (``build_app(..., clock=FakeClock(...),
 nvml=FakeNvml(...), host_memory=fixed_host_memory)``) and ``benchmarks/bench_startup.py``.

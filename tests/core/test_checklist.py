@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from helpers import SESSION_START
 
 from gpusession.core import checklist as cl
 from gpusession.core.errors import BadInput
@@ -17,7 +18,7 @@ from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
 from gpusession.core.tomlio import read_toml
 
-T0 = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+T0 = SESSION_START  # the shared session's package start
 GIB = 1024**3
 
 
@@ -59,15 +60,6 @@ class FakeNvml:
 
 def a5000(n: int = 1) -> FakeNvml:
     return FakeNvml([(f"GPU-a5000-{i}", "NVIDIA RTX A5000", 24 * GIB) for i in range(n)])
-
-
-@pytest.fixture
-def session(sessions_root: Path) -> Session:
-    return Session.create(
-        sessions_root,
-        "visuals-test-01",
-        package=Package(gpu_model="RTX A5000", lots=1, days=7, start=T0),
-    )
 
 
 def _row(**kw: Any) -> ResultRow:

@@ -7,26 +7,18 @@ write calls fail the way a full (ENOSPC) or read-only (EROFS) file system does.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import digest
 
 from gpusession.cli import main
 from gpusession.core import tomlio
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
-
-
-def digest(folder: Path) -> dict[str, str]:
-    return {
-        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _refuse(code: int) -> Any:

@@ -1,6 +1,6 @@
-"""Fake workloads and helpers for the run-launcher tests (no test functions here).
+"""Fake workloads for the run-launcher tests (imported by worker subprocesses; no tests here).
 
-The worker imports these as ``test_bench_fakes:<Factory>`` (the tests put this folder on
+The worker imports these as ``fake_workloads:<Factory>`` (the tests put this folder on
 ``PYTHONPATH``), so the harness is exercised end to end without the demo model.
 """
 
@@ -70,6 +70,20 @@ class Echo:
         if self.chatty:
             print("predicting", len(texts))
         return [t.split()[0] if t.split() else "a" for t in texts]
+
+
+class SlowLoad(Echo):
+    """Echo whose load writes ``marker`` and then blocks for ``load_sleep_s``."""
+
+    def __init__(self, load_sleep_s: float = 30.0, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.load_sleep_s = load_sleep_s
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        super().load(device, precision, context_limit)
+        if self.marker is not None:
+            self.marker.write_text(str(os.getpid()))
+        time.sleep(self.load_sleep_s)
 
 
 def write_corpus(path: Path, n: int = 8, words: int = 5) -> Path:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_bench_fakes import write_corpus
+from fake_workloads import write_corpus
 
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session

@@ -13,26 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bench_fakes import with_tests_on_path, write_corpus
+from fake_workloads import TESTS_DIR, with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
 from gpusession.core.events import Finished, RowAppended, RunnerEvent, WorkerStarted
-from gpusession.core.package import Package
 from gpusession.core.session import Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
-
-
-def _session(root: Path) -> Session:
-    return Session.create(root, "t", package=Package("RTX A5000", 1, 7))
 
 
 def _exp(session: Session, **kw: Any) -> Experiment:
     corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=kw.pop("n", 8), words=5)
     params = {"log": str(session.folder / "predict.log"), **kw.pop("params", {})}
     base: dict[str, Any] = dict(
-        id="e", workload="test_bench_fakes:Echo", corpus=str(corpus.relative_to(session.folder)),
+        id="e", workload="fake_workloads:Echo", corpus=str(corpus.relative_to(session.folder)),
         varied="batch", values=(2, 4), runs_per_variant=2, warmup_iterations=1,
         protocol=PROTOCOL, params=params, device="cpu",
     )
@@ -50,8 +45,8 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.torch
-def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, params={"chatty": True})
     events: list[RunnerEvent] = []
     out = Runner(s, exp.id, on_event=events.append).run()
@@ -80,9 +75,9 @@ def test_r3_r4_r5_rows_per_phase_validated_and_appended(sessions_root: Path, fak
 
 @pytest.mark.torch
 def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
-    sessions_root: Path, fakes: None
+    sessions_root: Path, session: Session, fakes: None
 ) -> None:
-    s = _session(sessions_root)
+    s = session
     exp = _exp(s, values=(8,), cold_runs_per_variant=0, runs_per_variant=2, warmup_iterations=3)
     Runner(s, exp.id).run()
     sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
@@ -94,8 +89,8 @@ def test_r4_announced_warmup_runs_before_the_measured_runs_and_is_stored(
 
 
 @pytest.mark.torch
-def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(2, 8), cold_runs_per_variant=0, runs_per_variant=1, warmup_iterations=2)
     Runner(s, exp.id).run()
     sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
@@ -107,8 +102,8 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, fakes:
 
 
 @pytest.mark.torch
-def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(2, 8), runs_per_variant=1, params={"oom_batch": 8})
     out = Runner(s, exp.id).run()
     rows = {(r.phase, r.variant_id): r for r in s.results.rows() if r.phase != "load"}
@@ -122,8 +117,8 @@ def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, fakes: 
 
 
 @pytest.mark.torch
-def test_r7_exception_in_workload_keeps_row(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r7_exception_in_workload_keeps_row(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=0, params={"fail_batch": 4})
     Runner(s, exp.id).run()
     warm = [r for r in s.results.rows() if r.phase == "warm"]
@@ -133,9 +128,9 @@ def test_r7_exception_in_workload_keeps_row(sessions_root: Path, fakes: None) ->
 
 @pytest.mark.torch
 def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
-    sessions_root: Path, fakes: None, tmp_path: Path
+    sessions_root: Path, session: Session, fakes: None, tmp_path: Path
 ) -> None:
-    s = _session(sessions_root)
+    s = session
     marker = tmp_path / "started"
     exp = _exp(s, values=(8,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
                params={"sleep_s": 30, "marker": str(marker)})
@@ -162,13 +157,13 @@ def test_r7_worker_killed_by_sigkill_leaves_row_with_signal(
     assert not out.completed
     assert _events(s, "experiment_incomplete")
     # the journal closes the run, so reopening does not add a second recovered row
-    Session.open(sessions_root, "t")
+    Session.open(sessions_root, s.name)
     assert len([r for r in s.results.rows() if r.phase == "warm"]) == 1
 
 
 @pytest.mark.torch
-def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(8,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
                params={"sleep_s": 30}, run_timeout_s=8.0)
     Runner(s, exp.id).run()
@@ -178,8 +173,8 @@ def test_r7_timed_out_run_is_killed_and_kept(sessions_root: Path, fakes: None) -
 
 
 @pytest.mark.torch
-def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(2, 4), runs_per_variant=5, cold_runs_per_variant=0, warmup_iterations=0)
     cancel = threading.Event()
     seen: list[int] = []
@@ -205,8 +200,8 @@ def test_h12_cancel_stops_at_run_boundary_and_marks_incomplete(sessions_root: Pa
 
 
 @pytest.mark.torch
-def test_r9_truncation_counted_and_noted(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r9_truncation_counted_and_noted(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, context_limit=3)
     Runner(s, exp.id).run()
     warm = [r for r in s.results.rows() if r.phase == "warm"][0]
@@ -215,8 +210,8 @@ def test_r9_truncation_counted_and_noted(sessions_root: Path, fakes: None) -> No
 
 
 @pytest.mark.torch
-def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
     Runner(s, exp.id).run()
     s.reload()
@@ -236,8 +231,8 @@ def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, fak
 
 
 @pytest.mark.torch
-def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=1, warmup_iterations=0)
     Runner(s, exp.id).run()
     Runner(s, exp.id).run()
@@ -249,8 +244,8 @@ def test_r1_rerun_appends_with_continued_indexes(sessions_root: Path, fakes: Non
 
 
 @pytest.mark.torch
-def test_r2_full_chain_scope_writes_outputs_inside_the_timed_work(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_r2_full_chain_scope_writes_outputs_inside_the_timed_work(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, scope="full-chain")
     Runner(s, exp.id).run()
     assert s.data["experiments"]["e"]["scope"] == "full-chain"
@@ -258,8 +253,8 @@ def test_r2_full_chain_scope_writes_outputs_inside_the_timed_work(sessions_root:
     assert warm.corpus_accepted is True
 
 
-def test_command_workload_timed_as_whole_process(sessions_root: Path) -> None:
-    s = _session(sessions_root)
+def test_command_workload_timed_as_whole_process(sessions_root: Path, session: Session) -> None:
+    s = session
     script = (
         "import json,sys; src,out,b=sys.argv[1:4];"
         "recs=[json.loads(l) for l in open(src)];"
@@ -274,9 +269,9 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path) -> None:
     assert warm.peak_allocated_bytes is None
 
 
-def test_r4_row_warmup_from_worker_report(sessions_root: Path) -> None:
+def test_r4_row_warmup_from_worker_report(sessions_root: Path, session: Session) -> None:
     """A command worker runs no warm-up: its warm rows say 0 though 2 were announced."""
-    s = _session(sessions_root)
+    s = session
     script = (
         "import json,sys; src,out=sys.argv[1:3];"
         "recs=[json.loads(l) for l in open(src)];"
@@ -293,10 +288,10 @@ def test_r4_row_warmup_from_worker_report(sessions_root: Path) -> None:
 
 
 @pytest.mark.torch
-def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, fakes: None) -> None:
+def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, session: Session, fakes: None) -> None:
     """A torch worker whose warm-up fails part-way: each variant's rows carry the
     iterations that really ran before them (batch-2: 2 of 2, batch-4: 1 of 2)."""
-    s = _session(sessions_root)
+    s = session
     # 8 inputs: batch-2 warm-up = 2 x 4 predict calls, batch-4 = 2 x 2; call 11 is the
     # first call of batch-4's second warm-up iteration.
     exp = _exp(s, values=(2, 4), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=2,
@@ -312,18 +307,18 @@ def test_r4_warmup_failed_part_way_reports_the_count_done(sessions_root: Path, f
 
 
 @pytest.mark.torch
-def test_m5_parent_runner_never_imports_torch(sessions_root: Path, tmp_path: Path) -> None:
-    s = _session(sessions_root)
+def test_m5_parent_runner_never_imports_torch(sessions_root: Path, session: Session, tmp_path: Path) -> None:
+    s = session
     _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
     code = (
         "import sys; from pathlib import Path;"
         "from gpusession.core.session import Session; from gpusession.bench.runner import Runner;"
         "import gpusession.commands.run_cmds;"
-        f"s=Session.open(Path({str(sessions_root)!r}), 't'); Runner(s, 'e').run();"
+        f"s=Session.open(Path({str(sessions_root)!r}), {s.name!r}); Runner(s, 'e').run();"
         "print('torch' in sys.modules)"
     )
     env = dict(os.environ)
-    tests_dir = str(Path(__file__).resolve().parent)
+    tests_dir = str(TESTS_DIR)
     env["PYTHONPATH"] = tests_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=120, check=True)
@@ -337,22 +332,22 @@ def test_describe_exit_names_signals() -> None:
 
 
 @pytest.mark.torch
-def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root: Path, fakes: None) -> None:
+def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root: Path, session: Session, fakes: None) -> None:
     from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 
     assert "other processes" in ALLOCATOR_SCOPE and "outside" in ALLOCATOR_SCOPE
     assert "never add" in ALLOCATOR_SCOPE  # M2
-    s = _session(sessions_root)
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
     Runner(s, exp.id).run()
     fin = _events(s, "run_finished")
     assert fin and fin[0]["memory_scope"] == CPU_MEMORY_SCOPE  # M4 on CPU: said in words
 
 
-def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root: Path, fakes: None) -> None:
+def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root: Path, session: Session, fakes: None) -> None:
     from gpusession.core.errors import BadInput
 
-    s = _session(sessions_root)
+    s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -367,29 +362,29 @@ def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root
 
 @pytest.mark.torch
 def test_r6_cli_run_headless_prints_median_min_max_and_failures_in_words(
-    sessions_root: Path, run_cli: Any, fakes: None
+    sessions_root: Path, session: Session, run_cli: Any, fakes: None
 ) -> None:
-    s = _session(sessions_root)
+    s = session
     _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]}
-    res = run_cli("run", "t", "--experiment", "e", "--headless", env=env)
+    res = run_cli("run", s.name, "--experiment", "e", "--headless", env=env)
     assert res.returncode == 0, res.stderr
     assert "warm  batch-4" in res.stdout and "experiment complete" in res.stdout
     assert "median s" in res.stdout and "min–max s" in res.stdout and "failures" in res.stdout
-    bad = run_cli("run", "t", "--experiment", "nope", "--headless", env=env)
+    bad = run_cli("run", s.name, "--experiment", "nope", "--headless", env=env)
     assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback
 
 
 @pytest.mark.torch
-def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     _exp(s, values=(4,), runs_per_variant=6, cold_runs_per_variant=0, warmup_iterations=0,
          params={"sleep_s": 0.3})
     env = dict(os.environ)
     env.pop("GPUSESSION_HOME", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "run", "t",
+        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "run", s.name,
          "--experiment", "e", "--headless"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
@@ -410,8 +405,8 @@ def test_h12_ctrl_c_in_headless_run_cancels_at_run_boundary(sessions_root: Path,
 
 
 @pytest.mark.torch
-def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, fakes: None) -> None:
-    s = _session(sessions_root)
+def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, session: Session, fakes: None) -> None:
+    s = session
     medians: dict[tuple[int, ...], dict[str, float]] = {}
     for values in ((2, 8), (8, 2)):
         exp = _exp(s, id=f"order-{values[0]}", values=values, runs_per_variant=3,

@@ -7,36 +7,12 @@ session data never replaced.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
+from helpers import cli, digest, one_line
 
 from gpusession.cli import main
-
-
-def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(["--sessions-dir", str(root), *args])
-    except SystemExit as exc:  # argparse refuses an argument with exit 2
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
-
-
-def digest(folder: Path) -> dict[str, str]:
-    return {
-        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture

@@ -13,25 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bench_fakes import Echo, with_tests_on_path, write_corpus
+from fake_workloads import with_tests_on_path, write_corpus
 
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.core.results import ResultRow
 from gpusession.core.session import RUN_LOCK, Session
-
-
-class SlowLoad(Echo):
-    """Echo whose load writes ``marker`` and then blocks for ``load_sleep_s``."""
-
-    def __init__(self, load_sleep_s: float = 30.0, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.load_sleep_s = load_sleep_s
-
-    def load(self, device: str, precision: str, context_limit: int | None) -> None:
-        super().load(device, precision, context_limit)
-        if self.marker is not None:
-            self.marker.write_text(str(os.getpid()))
-        time.sleep(self.load_sleep_s)
 
 
 def _journal(s: Session, event: str) -> list[dict[str, Any]]:
@@ -47,7 +33,7 @@ def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
     corpus = write_corpus(s.folder / "corpus" / "eval.jsonl", n=4)
     marker = tmp_path / "loading"
     define_experiment(s, Experiment(
-        id="e", workload="test_break_crash:SlowLoad", corpus=str(corpus.relative_to(s.folder)),
+        id="e", workload="fake_workloads:SlowLoad", corpus=str(corpus.relative_to(s.folder)),
         varied="batch", values=(2,), runs_per_variant=1, warmup_iterations=0,
         cold_runs_per_variant=0, device="cpu", params={"marker": str(marker)},
     ))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime, timedelta
 
 import pytest
+from helpers import SESSION_START
 from mnemonic import Mnemonic
 
 from gpusession.core import order as om
@@ -13,20 +13,11 @@ from gpusession.core.clock import utcnow
 from gpusession.core.cost import load_rates
 from gpusession.core.errors import BadInput
 from gpusession.core.order_text import order_lines, order_status_line, order_to_json
-from gpusession.core.package import Package
 from gpusession.core.secrets import check_no_secret, find_secret
 from gpusession.core.session import Session
 
-T0 = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+T0 = SESSION_START  # the shared session's package start
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
-
-
-@pytest.fixture
-def session(sessions_root: Path) -> Session:
-    return Session.create(
-        sessions_root, "visuals-test-01",
-        package=Package(gpu_model="RTX A5000", lots=1, days=7, start=T0),
-    )
 
 
 @pytest.fixture

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers import SESSION_START, NewSession
 
 from gpusession.core import tomlio
 from gpusession.core.errors import BadInput
@@ -21,15 +22,11 @@ from gpusession.core.session import (
     validate_name,
 )
 
-START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+START = SESSION_START
 
 
-def make(root: Path, name: str = "t1") -> Session:
-    return Session.create(root, name, package=Package("RTX A5000", 1, 7, START))
-
-
-def test_create_writes_the_layout_with_schema_1(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_create_writes_the_layout_with_schema_1(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     for f in ("session.toml", "checklist.toml", "order.toml", "journal.jsonl"):
         assert (s.folder / f).exists(), f
         if f.endswith(".toml"):
@@ -39,11 +36,11 @@ def test_create_writes_the_layout_with_schema_1(sessions_root: Path) -> None:
     assert again.package.end == START + timedelta(days=7)
 
 
-def test_create_never_overwrites_an_existing_session(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_create_never_overwrites_an_existing_session(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     before = s.session_toml.read_bytes()
     with pytest.raises(BadInput, match="already exists"):
-        make(sessions_root)
+        new_session("t1")
     assert s.session_toml.read_bytes() == before
 
 
@@ -71,9 +68,8 @@ def test_h10_none_is_omitted_from_toml(sessions_root: Path) -> None:
 
 
 def test_s7_interrupted_write_leaves_the_old_file_intact(
-    sessions_root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    s = make(sessions_root)
+    sessions_root: Path, monkeypatch: pytest.MonkeyPatch, new_session: NewSession) -> None:
+    s = new_session("t1")
     before = s.session_toml.read_bytes()
     real_fdopen = os.fdopen
 
@@ -101,8 +97,8 @@ def test_s7_interrupted_write_leaves_the_old_file_intact(
     assert Session.open(sessions_root, "t1").package.gpu_model == "RTX A5000"
 
 
-def test_s7_crash_mid_row_is_recovered_on_reopen_without_loss(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_s7_crash_mid_row_is_recovered_on_reopen_without_loss(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", elapsed_seconds=1.0))
     with open(s.results.path, "ab") as fh:
         fh.write(b"e,v,,,,,,,,,,,,,,,warm,1")  # a crash in the middle of a row
@@ -114,8 +110,8 @@ def test_s7_crash_mid_row_is_recovered_on_reopen_without_loss(sessions_root: Pat
     assert "incident" in events
 
 
-def test_s7_run_in_flight_at_a_crash_gets_its_incident_row(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_s7_run_in_flight_at_a_crash_gets_its_incident_row(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.journal("run_started", run_key="e/v/warm/0", experiment_id="e", variant_id="v", phase="warm", run_index=0)
     s.journal("run_finished", run_key="e/v/warm/0")
     s.journal("run_started", run_key="e/v/warm/1", experiment_id="e", variant_id="v", phase="warm", run_index=1)
@@ -130,15 +126,15 @@ def test_s7_run_in_flight_at_a_crash_gets_its_incident_row(sessions_root: Path) 
     assert Session.open(sessions_root, "t1").results.read().height == 1
 
 
-def test_s7_a_live_runner_is_not_mistaken_for_a_crash(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_s7_a_live_runner_is_not_mistaken_for_a_crash(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.journal("run_started", run_key="k", experiment_id="e", variant_id="v", phase="warm", run_index=0)
     (s.folder / ".run.lock").write_text(str(os.getpid()))
     assert Session.open(sessions_root, "t1").results.read().height == 0
 
 
-def test_toml_syntax_error_reports_its_line(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_toml_syntax_error_reports_its_line(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.session_toml.write_text('schema = 1\nname = "t1"\ncreated_at = 2026-11-29T14:00:00Z\nlots = = 3\n')
     before = s.session_toml.read_bytes()
     with pytest.raises(BadInput) as exc:
@@ -147,23 +143,23 @@ def test_toml_syntax_error_reports_its_line(sessions_root: Path) -> None:
     assert s.session_toml.read_bytes() == before
 
 
-def test_newer_schema_is_refused_clearly(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_newer_schema_is_refused_clearly(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.session_toml.write_text('schema = 99\nname = "t1"\ncreated_at = 2026-11-29T14:00:00Z\n')
     with pytest.raises(BadInput, match="newer gpusession"):
         Session.open(sessions_root, "t1")
 
 
-def test_missing_required_key_is_named(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_missing_required_key_is_named(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.session_toml.write_text('schema = 1\nname = "t1"\n')
     with pytest.raises(BadInput, match="created_at"):
         Session.open(sessions_root, "t1")
 
 
-def test_renamed_folder_still_opens_and_rename_refuses_existing(sessions_root: Path) -> None:
-    s = make(sessions_root, "a")
-    make(sessions_root, "b")
+def test_renamed_folder_still_opens_and_rename_refuses_existing(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("a")
+    new_session("b")
     with pytest.raises(BadInput, match="already exists"):
         s.rename("b")
     os.rename(sessions_root / "a", sessions_root / "c")
@@ -172,12 +168,12 @@ def test_renamed_folder_still_opens_and_rename_refuses_existing(sessions_root: P
     assert d.data["name"] == "d" and (sessions_root / "d").is_dir()
 
 
-def test_list_and_most_recent(sessions_root: Path) -> None:
-    make(sessions_root, "old")
+def test_list_and_most_recent(sessions_root: Path, new_session: NewSession) -> None:
+    new_session("old")
     os.utime(sessions_root / "old" / "session.toml", (1, 1))
     for p in (sessions_root / "old").iterdir():
         os.utime(p, (1, 1))
-    make(sessions_root, "new")
+    new_session("new")
     (sessions_root / "broken").mkdir()
     (sessions_root / "broken" / "session.toml").write_text("schema = 99\n")
     names = [s.name for s in list_sessions(sessions_root)]
@@ -207,8 +203,8 @@ def test_s6_start_needs_an_offset_and_is_kept_in_utc() -> None:
     assert p.time_left(START + timedelta(days=1)) == timedelta(days=2)
 
 
-def test_journal_is_json_lines(sessions_root: Path) -> None:
-    s = make(sessions_root)
+def test_journal_is_json_lines(sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
     s.journal("hello", x=1)
     lines = s.journal_path.read_text().splitlines()
     assert json.loads(lines[-1])["event"] == "hello"

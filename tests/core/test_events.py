@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import gpusession
 from gpusession.core import journal
 from gpusession.core.errors import BadInput
 from gpusession.core.events import (
@@ -34,7 +35,7 @@ from gpusession.core.events import (
 )
 from gpusession.core.journal import RunKey
 from gpusession.core.results import ResultRow
-from gpusession.core.session import Package, Session
+from gpusession.core.session import Session
 
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
@@ -105,8 +106,8 @@ def test_s7_unknown_and_first_release_records_are_readable(tmp_path: Path) -> No
     assert isinstance(event_from_json({"no_event": 1}), GenericRecord)
 
 
-def test_s7_typed_records_keep_the_journal_format(sessions_root: Path) -> None:
-    s = Session.create(sessions_root, "t", package=Package("RTX A5000", 1, 7))
+def test_s7_typed_records_keep_the_journal_format(session: Session) -> None:
+    s = session
     s.journal(RunStartedRecord(run_key="e:warm:b:1", experiment_id="e", variant_id="b", phase="warm",
                                run_index=1, worker="warm"))
     s.journal(IncidentRecord(message="something broke"))
@@ -175,7 +176,7 @@ def test_describe_words_for_each_runner_event() -> None:
 
 
 def test_describe_is_the_renderer_of_cli_and_run_pane() -> None:
-    root = Path(__file__).resolve().parents[1] / "src" / "gpusession"
+    root = Path(gpusession.__file__).resolve().parent
     for rel in ("commands/run_cmds.py", "ui/panes/run.py"):
         text = (root / rel).read_text(encoding="utf-8")
         assert "describe(ev)" in text, rel

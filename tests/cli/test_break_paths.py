@@ -3,30 +3,13 @@ outside their folder nor the session's own files (S7, V8)."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
+from helpers import cli
+from helpers import digest as tree
 
-from gpusession.cli import main
 from gpusession.core.session import Session
-
-
-def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(["--sessions-dir", str(root), *args])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def tree(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture

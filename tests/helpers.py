@@ -1,0 +1,55 @@
+"""Helpers the test folders share (``tests/`` is on pytest's ``pythonpath``: ``from helpers import ...``).
+
+Fixtures live in ``tests/conftest.py``; plain functions and constants live here, so a test
+can call them with its own arguments. Fake workloads (imported by worker subprocesses)
+are in ``tests/fake_workloads.py``; the UI's fake clock, NVML and runner are in
+:mod:`gpusession.testing`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from gpusession.core.session import Session
+
+#: Start of the package of the ``session`` fixture: fixed, so dates in assertions do not move.
+SESSION_START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+
+#: The type of the ``new_session`` fixture: ``new_session(name="visuals-test-01", package=...)``.
+NewSession = Callable[..., "Session"]
+
+
+def cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
+    """Run ``gpusession --sessions-dir ROOT ARGS...`` in this process: (exit code, stdout, stderr)."""
+    from gpusession.cli import main
+
+    try:
+        code = main(["--sessions-dir", str(root), *args])
+    except SystemExit as exc:  # argparse refuses an argument with exit 2
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    """The one line of ``err`` (asserting there is exactly one and no traceback)."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder`` by relative path: compare before/after."""
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
