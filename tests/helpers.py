@@ -9,6 +9,7 @@ are in ``tests/fake_workloads.py``; the UI's fake clock, NVML and runner are in
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,3 +54,13 @@ def digest(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+#: The ids of rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7) and H-01…H-22. GPU
+#: names (A5000, H100, V100) do not match: a letter then one or two digits, alone.
+RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKS]\d{1,2}|H-\d{2})(?![\w-])")
+
+
+def ids_in(text: str) -> list[str]:
+    """The rule ids named in ``text`` (sorted, each once): what a person must never read."""
+    return sorted({m.group(0) for m in RULE_ID.finditer(text)})
