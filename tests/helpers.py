@@ -18,10 +18,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from subprocess import CompletedProcess
+
     from gpusession.core.session import Session
 
 #: Start of the package of the ``session`` fixture: fixed, so dates in assertions do not move.
 SESSION_START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+
+#: The type of the ``run_cli`` fixture: ``run_cli("show", name, env=..., timeout=...)``.
+RunCli = Callable[..., "CompletedProcess[str]"]
 
 #: The type of the ``new_session`` fixture: ``new_session(name="visuals-test-01", package=...)``.
 NewSession = Callable[..., "Session"]
