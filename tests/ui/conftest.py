@@ -1,21 +1,21 @@
 """Fixtures of the Pilot and snapshot tests: the UI's session (fixed dates) and the app
 built with fakes. Plain helpers (``settle``, ``text_of`` ...) are in ``tests/ui/pilot.py``.
 
-A GPU machine's image has no textual: every module here is then skipped with the reason
-(``MAY_BE_ABSENT`` in ``tests/conftest.py``).
+A GPU machine's image has no textual (nor pytest-asyncio): every test module here is then
+skipped with the reason (``MAY_BE_ABSENT`` in ``tests/conftest.py``). So this file imports
+textual and the UI only inside its fixtures: a conftest that fails to import is an error
+for the whole folder, not a skip.
 """
 
 from __future__ import annotations
 
-from datetime import timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from ui.pilot import MakeApp
 
-from gpusession.testing import FIXED_NOW, FakeClock, FakeNvml, fixed_host_memory, make_session
-from gpusession.ui.app import build_app
+if TYPE_CHECKING:
+    from ui.pilot import MakeApp
 
 
 @pytest.fixture
@@ -26,6 +26,8 @@ def session(sessions_root: Path) -> Any:
     ``FIXED_NOW``, so the package window (``FIXED_START`` + 7 days) and the snapshots do
     not move.
     """
+    from gpusession.testing import make_session
+
     return make_session(sessions_root)
 
 
@@ -39,6 +41,10 @@ def make_app(request: pytest.FixtureRequest) -> MakeApp:
     ``make_app(runner_factory=FakeRunner.factory(), poll_s=0.1)``. Build it after the
     test has set the session up (the app reads the session when it starts).
     """
+    from datetime import timezone
+
+    from gpusession.testing import FIXED_NOW, FakeClock, FakeNvml, fixed_host_memory
+    from gpusession.ui.app import build_app
 
     def make(session: Any = None, **kw: Any) -> Any:
         if session is None:
