@@ -1,5 +1,6 @@
-"""Shared fixtures: a temporary sessions root, a session in it, a CLI runner, the GPU skip rule,
-and the skip of test modules whose test-only extras a GPU image lacks.
+"""Shared fixtures: a temporary sessions root, a session in it (also one with runs and an
+order), a CLI runner, the GPU skip rule, and the skip of test modules whose test-only extras
+a GPU image lacks.
 
 Plain helper functions (in-process CLI, digests) are in ``tests/helpers.py``.
 
@@ -115,6 +116,38 @@ def new_session(sessions_root: Path) -> NewSession:
 def session(new_session: NewSession) -> Session:
     """The session ``visuals-test-01`` (RTX A5000, 1 lot, 7 days from ``SESSION_START``) in ``sessions_root``."""
     return new_session()
+
+
+@pytest.fixture
+def measured_session(sessions_root: Path) -> Session:
+    """``visuals-test-01`` of :func:`gpusession.testing.make_session` (fixed dates, ``batch-sweep``
+    batch 1/4/8, 3 runs per variant) after one run of it by the fake runner: rows validated,
+    some accepted. No torch."""
+    import threading
+
+    from gpusession.testing import FakeRunner, make_session
+
+    s = make_session(sessions_root, runs=3)
+    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
+    return s
+
+
+@pytest.fixture
+def busy_session(measured_session: Session) -> Session:
+    """``measured_session`` with an order, a payment order and a payment-sent event."""
+    from datetime import timedelta
+
+    from gpusession.core import order
+    from gpusession.testing import FIXED_NOW
+
+    s = measured_session
+    order.set_order(s, number="ORD-1042", gpu_model="RTX A5000", lots=1, days=7, at=FIXED_NOW)
+    order.new_payment_order(s, asset="USDT", network="TRC20", amount="55.00",
+                            destination="TXyz1234", expires_at=FIXED_NOW + timedelta(minutes=45),
+                            now=FIXED_NOW)
+    order.record_event(s, "payment-sent", source="you", note="clicked I have paid",
+                       at=FIXED_NOW + timedelta(minutes=5))
+    return s
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ are in ``tests/fake_workloads.py``; the UI's fake clock, NVML and runner are in
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,10 +18,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from subprocess import CompletedProcess
+
     from gpusession.core.session import Session
 
 #: Start of the package of the ``session`` fixture: fixed, so dates in assertions do not move.
 SESSION_START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+
+#: The type of the ``run_cli`` fixture: ``run_cli("show", name, env=..., timeout=...)``.
+RunCli = Callable[..., "CompletedProcess[str]"]
 
 #: The type of the ``new_session`` fixture: ``new_session(name="visuals-test-01", package=...)``.
 NewSession = Callable[..., "Session"]
@@ -53,3 +59,13 @@ def digest(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+#: The ids of rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7) and H-01…H-22. GPU
+#: names (A5000, H100, V100) do not match: a letter then one or two digits, alone.
+RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKS]\d{1,2}|H-\d{2})(?![\w-])")
+
+
+def ids_in(text: str) -> list[str]:
+    """The rule ids named in ``text`` (sorted, each once): what a person must never read."""
+    return sorted({m.group(0) for m in RULE_ID.finditer(text)})

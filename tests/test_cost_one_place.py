@@ -8,14 +8,13 @@ distinct accepted corpora; K1, K3, K4, K7) are assembled only by
 from __future__ import annotations
 
 import inspect
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpusession.core import cost
-from gpusession.testing import FIXED_NOW, FakeRunner, make_session
+from gpusession.testing import FIXED_NOW
 
 
 @pytest.fixture
@@ -32,57 +31,50 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return callers
 
 
-@pytest.fixture
-def session(sessions_root: Path) -> Any:
-    s = make_session(sessions_root, runs=2)
-    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
-    return s
-
-
 def _called_from(callers: list[str], suffix: str) -> bool:
     return any(c.endswith(suffix) for c in callers)
 
 
-def test_k4_cli_cost_session_uses_session_cost_inputs(spy: list[str], session: Any,
+def test_k4_cli_cost_session_uses_session_cost_inputs(spy: list[str], measured_session: Any,
                                                       sessions_root: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.cli import main
 
-    assert main(["--sessions-dir", str(sessions_root), "cost", "--session", session.name]) == 0
+    assert main(["--sessions-dir", str(sessions_root), "cost", "--session", measured_session.name]) == 0
     assert _called_from(spy, "gpusession/commands/cost_cmds.py"), spy
     assert "Accepted deliverables:" in capsys.readouterr().out
 
 
-def test_k4_cost_pane_uses_session_cost_inputs(spy: list[str], session: Any) -> None:
+def test_k4_cost_pane_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
     from gpusession.ui.panes.cost import load_inputs
 
-    inputs, problem = load_inputs(session)
+    inputs, problem = load_inputs(measured_session)
     assert problem is None and inputs is not None
     assert _called_from(spy, "gpusession/ui/panes/cost.py"), spy
 
 
-def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str], session: Any) -> None:
+def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
     from gpusession.bench.run_validation import package_total_minor
 
-    assert package_total_minor(session) == 5500  # RTX A5000, 7 days, 1 lot: 55.00 USD
+    assert package_total_minor(measured_session) == 5500  # RTX A5000, 7 days, 1 lot: 55.00 USD
     assert _called_from(spy, "gpusession/bench/run_validation.py"), spy
 
 
-def test_k4_report_uses_session_cost_inputs(spy: list[str], session: Any) -> None:
+def test_k4_report_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
     from gpusession.core.report import render_report
 
-    text = render_report(session, now=FIXED_NOW)
+    text = render_report(measured_session, now=FIXED_NOW)
     assert "Distinct accepted corpora" in text
     assert _called_from(spy, "gpusession/core/report.py"), spy
 
 
-def test_k4_session_cost_inputs_counts_distinct_accepted_corpora(session: Any) -> None:
-    inputs = cost.session_cost_inputs(session)
-    frame = session.results.read()
+def test_k4_session_cost_inputs_counts_distinct_accepted_corpora(measured_session: Any) -> None:
+    inputs = cost.session_cost_inputs(measured_session)
+    frame = measured_session.results.read()
     revisions = set(frame.filter(frame["corpus_accepted"].fill_null(False))["corpus_revision"].to_list())
     assert inputs.accepted_revisions == frozenset(r for r in revisions if r is not None)
     assert inputs.accepted == len(inputs.accepted_revisions)
     assert inputs.validated_runs == frame["corpus_accepted"].drop_nulls().len()
     total = inputs.package_total()
     assert total is not None and total.total_usd_minor == 5500
-    assert cost.session_cost_inputs(session, count_accepted=False).accepted is None
+    assert cost.session_cost_inputs(measured_session, count_accepted=False).accepted is None

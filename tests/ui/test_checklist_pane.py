@@ -1,0 +1,80 @@
+"""The Checklist pane (key 1, ``ui/panes/checklist.py``): toggles and notes saved at once.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Input, OptionList
+from ui.pilot import SIZE, MakeApp, settle, unique
+
+from gpusession.core.checklist import load_checklist
+from gpusession.ui.panes.checklist import ChecklistPane
+
+
+async def test_s1_space_toggles_done_saved_at_once_and_message_posted(
+    session: Any, make_app: MakeApp
+) -> None:
+    seen: list[Any] = []
+
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await settle(pilot, app)
+        first = load_checklist(session)[0]
+        assert not first.done
+        await pilot.press("space")
+        await pilot.pause()
+        assert load_checklist(session)[0].done  # on disk already, no save step
+        assert "[x] done" in str(app.screen.query_one(OptionList).get_option(first.id).prompt)
+        await pilot.press("space")
+        await pilot.pause()
+        assert not load_checklist(session)[0].done
+
+    toggles = unique(m for m in seen if isinstance(m, ChecklistPane.ItemToggled))
+    assert [(m.done) for m in toggles] == [True, False]
+
+
+async def test_s1_n_edits_note_in_modal_and_saves(session: Any, make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "n")
+        await pilot.pause()
+        box = app.screen.query_one("#field-note", Input)
+        box.value = ""
+        await pilot.press(*"reviewer: Anna, by friday")
+        await pilot.press("enter")
+        await pilot.pause()
+        second = load_checklist(session)[1]
+        assert second.note == "reviewer: Anna, by friday"
+        assert "note: reviewer: Anna, by friday" in str(
+            app.screen.query_one(OptionList).get_option(second.id).prompt
+        )
+
+
+async def test_s1_add_own_item_is_saved(session: Any, make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#field-text", Input).value = "Ask Anna for the hard cases"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        own = [i for i in load_checklist(session) if i.custom]
+        assert [i.text for i in own] == ["Ask Anna for the hard cases"]
+
+
+async def test_s1_add_item_stage_list_shows_stage_titles(session: Any, make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        stages = app.screen.query_one("#field-stage", OptionList)
+        shown = [str(stages.get_option_at_index(i).prompt) for i in range(stages.option_count)]
+        assert shown[0].startswith("(*) 1 ") and len(shown[0]) > 8, shown  # "1 Define the output"
+        assert all(not s[4:].isdigit() for s in shown), shown

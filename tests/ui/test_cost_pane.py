@@ -1,0 +1,83 @@
+"""The Cost pane (key 6, ``ui/panes/cost.py``): recomputed on edit, distinct accepted corpora, saved package.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Input, OptionList
+from ui.pilot import MakeApp, settle, text_of
+
+from gpusession.core.results import ResultRow
+
+
+async def test_k3_cost_recomputes_on_edit_and_needs_accepted_count(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        out = text_of(app, "#cost-report")
+        assert "55.00 USD" in out and "not shown" in out  # K3: no accepted count → package only
+        lots = app.screen.query_one("#cost-lots", Input)
+        lots.value = "2"
+        await pilot.pause()
+        assert "= 110.00 USD" in text_of(app, "#cost-report")
+        app.screen.query_one("#cost-plan", Input).value = "0.25,1,1,0.5,0.5"
+        await pilot.pause()
+        assert "3.25" in text_of(app, "#cost-report")
+
+
+async def test_k4_cost_per_accepted_uses_distinct_corpora(session: Any, make_app: MakeApp) -> None:
+    for i in range(5):  # five repetitions of one corpus = one deliverable
+        session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                         run_index=i + 1, corpus_revision="c1", corpus_accepted=True))
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        out = text_of(app, "#cost-report")
+        assert "Accepted deliverables: 1 distinct" in out
+        assert "55.00 USD" in out
+
+
+async def test_cost_save_as_package_writes_session_and_header(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        app.screen.query_one("#cost-lots", Input).value = "2"
+        days = app.screen.query_one("#cost-days", OptionList)
+        days.highlighted = 0  # 3 days
+        await pilot.pause()
+        assert "3 days × 2 lot(s)" in text_of(app, "#cost-report")
+        app.screen.pane("cost").save_package()
+        await pilot.pause()
+        pkg = type(session).open(session.folder.parent, session.name).package
+        assert (pkg.lots, pkg.days) == (2, 3)
+        assert "3-day package" in text_of(app, "#session-header")
+
+
+async def test_k4_one_accepted_corpus_is_singular(session: Any, make_app: MakeApp) -> None:
+    for i in range(3):  # three repetitions of one corpus: one deliverable
+        session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                         run_index=i + 1, corpus_revision="c1", corpus_accepted=True))
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        await pilot.pause()
+        cost = text_of(app, "#cost-report")
+        assert "1 distinct (accepted corpus of this session)" in cost, cost
+        await pilot.press("4")
+        await pilot.pause()
+        status = text_of(app, "#val-status")
+        assert "3 runs; 1 distinct accepted corpus in this session" in status, status
+        assert "corpora" not in (cost + status)

@@ -1,0 +1,135 @@
+"""The Memory pane (key 3, ``ui/panes/memory.py``): allocator and NVML figures labelled, the poller.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui.pilot import SIZE, MakeApp, glyphs, settle, text_of
+
+from gpusession.core.results import ResultRow
+from gpusession.testing import FakeNvml, fixed_host_memory
+from gpusession.ui.panes.memory import MemoryPane
+
+
+async def test_h07_no_nvml_says_why_and_still_shows_host_memory(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app(nvml=FakeNvml(fail="NVML Shared Library Not Found"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        assert "CPU only" in text_of(app, "#session-header")
+        gpu = text_of(app, "#mem-gpu")
+        assert "no NVIDIA driver found" in gpu and "Host memory is still shown" in gpu
+        assert "Host RAM   used 20.00 GiB of 64.00 GiB" in text_of(app, "#mem-host")
+        assert "container limit 48.00 GiB" in text_of(app, "#mem-host")
+
+
+async def test_m2_m3_h04_allocator_figures_labelled_never_added_never_cache(
+    session: Any, make_app: MakeApp
+) -> None:
+    gib = 1024**3
+    session.results.append(ResultRow(
+        experiment_id="batch-sweep", variant_id="batch-8", phase="warm", run_index=5, device="cuda:0",
+        baseline_allocated_bytes=1 * gib, baseline_reserved_bytes=2 * gib,
+        peak_allocated_bytes=3 * gib, peak_reserved_bytes=5 * gib, elapsed_seconds=0.1,
+    ))
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        alloc = text_of(app, "#mem-alloc")
+        gpu = text_of(app, "#mem-gpu")
+        assert "PyTorch allocator, this process only" in alloc
+        assert "peak allocated     3.00 GiB" in alloc and "peak reserved      5.00 GiB" in alloc
+        assert "8.00 GiB" not in alloc  # allocated + reserved is never shown (M2)
+        assert "2.00 GiB" in alloc  # baseline reserved, on its own
+        assert "cache" not in (alloc + gpu).lower()  # M2
+        assert "other processes" in alloc and "outside the" in alloc  # M3
+        assert "device total used 3.00 GiB of 24.00 GiB" in gpu  # H-04 / NVML label
+
+
+async def test_m4_cpu_run_allocator_not_measured(session: Any, make_app: MakeApp) -> None:
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                     run_index=1, device="cpu", elapsed_seconds=0.2))
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "not measured" in text_of(app, "#mem-alloc")
+        assert "0 B" not in text_of(app, "#mem-alloc")
+
+
+async def test_h05_gpus_identified_by_uuid_with_processes(session: Any, make_app: MakeApp) -> None:
+    from gpusession.testing import FakeGpu
+
+    gpus = [FakeGpu(name="NVIDIA H200", uuid="GPU-aaaa"), FakeGpu(name="NVIDIA H200", uuid="GPU-bbbb", processes=[])]
+
+    app = make_app(nvml=FakeNvml(gpus, as_bytes=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        gpu = text_of(app, "#mem-gpu")
+        assert "GPU 0 NVIDIA H200 (GPU-aaaa)" in gpu and "GPU 1 NVIDIA H200 (GPU-bbbb)" in gpu
+        assert "pid 99999999" in gpu and "no compute process seen by NVML" in gpu
+        assert "NVIDIA driver 535.104.05" in gpu  # bytes from old bindings (H-06)
+        assert "GPU: 2× NVIDIA H200" in text_of(app, "#session-header")
+
+
+async def test_memory_poller_samples_on_its_own_timer(session: Any, make_app: MakeApp) -> None:
+    app = make_app(poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")  # the pane (and its poller) is built when first shown
+        await pilot.pause(0.6)
+        mem = app.screen.query_one(MemoryPane)
+        assert mem.samples >= 4
+        assert len(mem._host_hist) == mem.samples
+
+
+async def test_memory_poller_initialises_nvml_once(session: Any, make_app: MakeApp) -> None:
+    nvml = FakeNvml()
+
+    app = make_app(nvml=nvml, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")  # the pane (and its poller) is built when first shown
+        # Wait for 5 samples (at most 15 s: a loaded CI machine is slow), then check
+        # NVML was initialised once for all of them.
+        for _ in range(150):
+            await pilot.pause(0.1)
+            if app.screen.query_one(MemoryPane).samples >= 5:
+                break
+        await app.workers.wait_for_complete()
+        assert app.screen.query_one(MemoryPane).samples >= 5
+        # one for the poller's whole life, one for the checklist's evidence probe, one
+        # for the header's reading before the memory pane is shown
+        assert nvml.init_calls == 3
+
+
+async def test_m2_memory_history_bars_scaled_0_to_100_percent(
+    session: Any, make_app: MakeApp
+) -> None:
+    from dataclasses import replace
+
+    from gpusession.testing import GIB
+
+    readings = iter([20 * GIB, 22 * GIB] * 50)  # 31 % and 34 % of 64 GiB
+
+    def host() -> Any:
+        return replace(fixed_host_memory(), used_bytes=next(readings))
+
+    app = make_app(host_memory=host, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        mem = app.screen.query_one(MemoryPane)
+        while mem.samples < 6:
+            await pilot.pause(0.05)
+        await pilot.pause(0.1)
+        bars = glyphs(app.screen.query_one("#mem-spark-host")).strip()
+        assert bars and set(bars) <= {"▂", "▃"}, bars  # never empty → full for 3 points
+        label = text_of(app, "#mem-hist-label")
+        assert "bars 0–100%" in label and "host RAM used 31%–34%" in label, label
+        assert "min→max" not in label

@@ -1,0 +1,110 @@
+"""The Order pane (key 5, ``ui/panes/order.py``): payment sent is not confirmed, forms refuse bad input.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Input, OptionList, Static
+from ui.pilot import SIZE, MakeApp, settle, shown_on_screen, text_of
+
+
+async def test_s2_s3_payment_sent_is_not_confirmed_and_countdown_moves(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "p")
+        await pilot.pause()
+        for name, value in (("asset", "USDT"), ("network", "TRC20"), ("amount", "55.00"),
+                            ("destination", "TXyz123"), ("expires", "30")):
+            app.screen.query_one(f"#field-{name}", Input).value = value
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "exactly 55.00 USDT on network TRC20" in text and "expires in 30m" in text
+        assert "payment order issued — not paid" in text_of(app, "#session-header")
+        app.ctx.clock.advance(600)
+        app.screen.pane("order").redraw()
+        assert "expires in 20m" in text_of(app, "#order-text")
+        await pilot.press("e")  # default: payment-sent by you
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "payment sent — not confirmed" in text_of(app, "#session-header")
+        assert "NOT confirmed" in text_of(app, "#order-warnings")
+        assert "paid (provider tracking)" not in text_of(app, "#session-header")
+
+
+async def test_s3_payment_order_refused_keeps_the_form_and_everything_typed(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.core.order import load_order
+    from gpusession.ui.modals import FormModal
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "p")
+        await pilot.pause()
+        typed = {"network": "TRC20", "amount": "55.00", "destination": "TXyz123", "expires": "30"}
+        for name, value in typed.items():  # the asset is forgotten
+            app.screen.query_one(f"#field-{name}", Input).value = value
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, FormModal), "the form closed on a refused save"
+        error = str(app.screen.query_one("#form-error", Static).render())
+        assert "Not saved" in error and "asset" in error, error
+        assert shown_on_screen(app, app.screen.query_one("#form-error"))
+        assert shown_on_screen(app, app.screen.query_one("#form-save"))
+        for name, value in typed.items():
+            assert app.screen.query_one(f"#field-{name}", Input).value == value
+        assert app.focused is app.screen.query_one("#field-asset")  # the cursor goes to it
+        assert load_order(session).payment is None  # nothing written on bad input
+        await pilot.press(*"USDT")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, FormModal)
+        assert "exactly 55.00 USDT on network TRC20" in text_of(app, "#order-text")
+
+
+async def test_s2_event_form_state_list_shows_every_state_at_80x24(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.core.order import STATES
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "e")
+        await pilot.pause(0.2)
+        states = app.screen.query_one("#field-state", OptionList)
+        assert states.size.height >= len(STATES)
+        assert shown_on_screen(app, states)
+        assert app.screen.find_widget(states).visible_region.height >= len(STATES)
+
+
+async def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(
+    session: Any, make_app: MakeApp
+) -> None:
+    """In a plain terminal (no colour, no reverse video) the chosen state is still readable."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "e")
+        await pilot.pause()
+        states = app.screen.query_one("#field-state", OptionList)
+
+        def prompts() -> list[str]:
+            return [str(states.get_option_at_index(i).prompt) for i in range(states.option_count)]
+
+        assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-sent"]
+        await pilot.press("down")
+        await pilot.pause()
+        assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-confirmed"]
+        assert "( ) payment-sent" in prompts()
+        assert states.value == "payment-confirmed"  # type: ignore[attr-defined]

@@ -1,0 +1,303 @@
+"""The Run pane (key 2, ``ui/panes/run.py``): runs with a fake runner, cancel at a boundary,
+keys answered during a run, the experiment forms, the summary and its bars.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual.widgets import DataTable, Input, Static, TabbedContent
+from ui.pilot import SIZE, MakeApp, glyphs, settle, shown_on_screen, unique
+
+from gpusession.testing import FakeRunner
+from gpusession.ui.panes.run import RunPane
+
+
+def _with_runs(session: Any) -> Any:
+    """The session after one earlier run (the run pane opens on its summary view)."""
+    import threading
+
+    FakeRunner(session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    return session
+
+
+def _focus_in_visible_part_of(app: Any, pane: Any) -> bool:
+    """The focused widget lies inside ``pane`` and it and its ancestors are displayed."""
+    node = app.focused
+    if node is None:
+        return False
+    inside = False
+    while node is not None and node is not app.screen:
+        if not node.display:
+            return False
+        inside = inside or node is pane
+        node = node.parent
+    return inside
+
+
+async def test_h12_r_then_c_cancels_at_boundary_and_poller_runs(
+    session: Any, make_app: MakeApp
+) -> None:
+    """``r`` then ``c`` directly, as a person does (no pane switch between them)."""
+    _with_runs(session)
+    seen: list[Any] = []
+    made: list[FakeRunner] = []
+
+    def factory(s: Any, exp_id: str, on_event: Any, cancel: Any) -> FakeRunner:
+        r = FakeRunner(s, exp_id, on_event, cancel, step_s=0.25)
+        made.append(r)
+        return r
+
+    app = make_app(runner_factory=factory, poll_s=0.1)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await pilot.pause(0.1)
+        await pilot.press("3")  # panes are built when first shown: the poller starts here
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        run_pane = app.screen.pane("run")
+        mem = app.screen.pane("memory")
+        assert run_pane.view == "run-summary"  # earlier runs: opens on the summary
+        await pilot.press("r")
+        await pilot.pause(0.05)
+        assert run_pane.running
+        assert _focus_in_visible_part_of(app, run_pane), f"focus lost after r: {app.focused!r}"
+        samples_at_start = mem.samples
+        while len(run_pane.rows) < 3:
+            await pilot.pause(0.05)
+        await pilot.press("c")
+        rows_at_cancel = len(run_pane.rows)
+        assert run_pane.cancel_event.is_set(), "c did nothing right after r"
+        while run_pane.running:
+            await pilot.pause(0.05)
+        assert mem.samples > samples_at_start + 3, "memory poller stopped during the run"
+        assert len(run_pane.rows) <= rows_at_cancel + 1  # stops at the next boundary
+        status = str(run_pane.query_one("#run-status", Static).render())
+        assert "cancelled at a run boundary — partial result, marked incomplete" in status
+
+    finished = unique(m for m in seen if isinstance(m, RunPane.RunFinished))
+    assert len(finished) == 1 and finished[0].cancelled and finished[0].outcome.completed is False
+    assert any(isinstance(m, RunPane.RunRequested) for m in seen)
+    landed = unique(m for m in seen if isinstance(m, RunPane.RowLanded))
+    assert 3 <= len(landed) < 18
+    assert made[0].cancel.is_set()
+
+
+async def test_h12_keys_answered_during_run(session: Any, make_app: MakeApp) -> None:
+    app = make_app(runner_factory=FakeRunner.factory(step_s=0.25), poll_s=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        await pilot.press("2", "r")
+        await pilot.pause(0.05)
+        run_pane = app.screen.pane("run")
+        assert run_pane.running
+        tabs = app.screen.query_one(TabbedContent)
+        worst = 0.0
+        for key in "3232":  # keys while the run works (18 runs × 0.25 s ≈ 4.5 s)
+            t0 = time.perf_counter()
+            await pilot.press(key)
+            worst = max(worst, time.perf_counter() - t0)
+            assert tabs.active == {"3": "memory", "2": "run"}[key]
+            assert run_pane.running, "the run ended before the keys were answered"
+        # a blocked event loop would answer only after the whole run (≈ 4.5 s);
+        # 1.5 s leaves room for a slow, shared 2-core machine
+        assert worst < 1.5, f"a key took {worst:.2f} s during the run"
+        await pilot.press("c")
+        while run_pane.running:
+            await pilot.pause(0.05)
+
+
+async def test_h12_focus_stays_in_run_pane_after_run_and_view_switch(
+    session: Any, make_app: MakeApp
+) -> None:
+    """After a run ends (the view switches to the summary) and after ``s``, the focus
+    is on a visible widget of the pane, so a second ``r`` starts the next run."""
+    app = make_app(runner_factory=FakeRunner.factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "r")
+        await settle(pilot, app)
+        run_pane = app.screen.pane("run")
+        assert not run_pane.running and run_pane.view == "run-summary"
+        assert _focus_in_visible_part_of(app, run_pane), f"focus lost after the run: {app.focused!r}"
+        for _ in range(2):
+            await pilot.press("s")
+            await pilot.pause()
+            assert _focus_in_visible_part_of(app, run_pane), f"focus lost after s: {app.focused!r}"
+        await pilot.press("r")  # the second run starts without pressing 1 then 2
+        await settle(pilot, app)
+        assert len(run_pane.rows) == 18 and run_pane.view == "run-summary"
+        assert _focus_in_visible_part_of(app, run_pane)
+        keys = {ab.binding.key for ab in app.screen.active_bindings.values() if ab.binding.show}
+        assert {"r", "c", "s"} <= keys, keys  # the footer keeps the pane's keys
+
+
+async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app(runner_factory=FakeRunner.factory())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "r")
+        await settle(pilot, app)
+        run_pane = app.screen.pane("run")
+        assert not run_pane.running
+        assert run_pane.view == "run-summary"
+        table = run_pane.query_one("#run-summary-table", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            ("batch-1", "cold", "1"), ("batch-1", "warm", "5"),
+            ("batch-4", "cold", "1"), ("batch-4", "warm", "5"),
+            ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
+        ]
+        assert all(r[5] == "none" for r in rows)
+        assert rows[1][3] == "0.1030"  # median of 0.101..0.105
+        assert rows[1][4] == "0.1010–0.1050"
+        live = run_pane.query_one("#run-rows", DataTable)
+        assert live.row_count == 18
+        assert str(live.get_row_at(0)[6]) == "accepted"
+        assert len(run_pane.query(".duration-spark")) == 3
+        assert "run finished — complete" in str(run_pane.query_one("#run-status", Static).render())
+
+
+async def test_h12_quit_during_run_first_asks_the_run_to_stop(
+    session: Any, make_app: MakeApp
+) -> None:
+    app = make_app(runner_factory=FakeRunner.factory(step_s=0.2))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "r")
+        await pilot.pause(0.1)
+        run_pane = app.screen.pane("run")
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_value is None and run_pane.cancel_event.is_set()
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_value == 0  # the second press quits
+
+
+async def test_r1_define_experiment_in_form_saves_it_before_any_run(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.bench.plan import load_experiments
+
+    app = make_app()
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "d")
+        await pilot.pause()
+        app.screen.query_one("#field-id", Input).value = "ctx-sweep"
+        app.screen.query_one("#field-varied", Input).value = "context"
+        app.screen.query_one("#field-values", Input).value = "128, 256"
+        app.screen.query_one("#field-runs", Input).value = "3"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        exps = {e.id: e for e in load_experiments(session)}
+        assert exps["ctx-sweep"].varied == "context" and exps["ctx-sweep"].values == (128, 256)
+        assert exps["ctx-sweep"].runs_per_variant == 3
+        run_pane = app.screen.pane("run")
+        assert run_pane.experiment_id == "ctx-sweep"
+        assert "ctx-sweep: context = 128, 256; 3 runs" in str(run_pane.query_one("#run-status", Static).render())
+
+
+async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> None:
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    define_experiment(session, Experiment(id="ctx-sweep", workload="bbc-news", varied="context",
+                                          values=(128, 256)))
+
+    app = make_app()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        run_pane = app.screen.pane("run")
+        assert run_pane.experiment_id == "batch-sweep"
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("down", "ctrl+s")
+        await pilot.pause()
+        assert run_pane.experiment_id == "ctx-sweep"
+        assert "context = 128, 256" in str(run_pane.query_one("#run-status", Static).render())
+
+
+async def test_r1_define_experiment_refused_stays_open_with_the_reason(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.bench.plan import load_experiments
+    from gpusession.ui.modals import FormModal
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "d")
+        await pilot.pause()
+        app.screen.query_one("#field-id", Input).value = "ctx-sweep"
+        app.screen.query_one("#field-runs", Input).value = "five"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, FormModal)
+        error = str(app.screen.query_one("#form-error", Static).render())
+        assert "runs" in error and "whole number" in error and "'five'" in error, error
+        assert app.focused is app.screen.query_one("#field-runs")
+        assert "ctx-sweep" not in {e.id for e in load_experiments(session)}
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert not isinstance(app.screen, FormModal)
+
+
+async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
+    session: Any, make_app: MakeApp
+) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "d")
+        await pilot.pause(0.2)
+        form = app.screen
+        for sel in ("#form-title", "#form-save", "#form-cancel", "#field-id"):
+            assert shown_on_screen(app, form.query_one(sel)), f"{sel} is off-screen at 80×24"
+        keys = {(k.key, k.description) for k in form.query(FooterKey)}
+        assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
+        assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
+        for _ in range(7):  # tab down to the last field: it scrolls into view with its label
+            await pilot.press("tab")
+            await pilot.pause()
+            assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
+            assert shown_on_screen(app, form.query_one("#form-save"))
+        assert app.focused is form.query_one("#field-scope")
+
+
+async def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(
+    session: Any, make_app: MakeApp
+) -> None:
+    """0.101–0.103 s is a 2 % spread: drawn from 0 s it must not go from empty to full."""
+    app = make_app(runner_factory=FakeRunner.factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "r")
+        await settle(pilot, app)
+        charts = list(app.screen.pane("run").query(".duration-spark"))
+        assert len(charts) == 3
+        first = glyphs(charts[0]).strip()  # batch-1: 0.101, 0.102, 0.103 s
+        assert first and set(first) <= {"▇", "█"}, first
+        last = glyphs(charts[2]).strip()  # batch-8: 0.013–0.015 s, on the same 0 s scale
+        assert last and "█" not in last, last
+
+
+async def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any, make_app: MakeApp) -> None:
+    from textual.widgets import ProgressBar
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        bar = app.screen.query_one("#run-bar", ProgressBar)
+        assert bar.total is not None and bar.percentage == 0  # determinate and empty
+        assert "--%" not in str(bar.query_one("PercentageStatus").render())

@@ -1,0 +1,97 @@
+"""The Validation pane (key 4, ``ui/panes/validation.py``): verdicts in words, the stored report.
+
+Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
+(``make_app`` in ``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import DataTable
+from ui.pilot import MakeApp, settle, text_of
+
+from gpusession.core.results import ResultRow
+
+
+async def test_v1_validation_pane_states_in_words_and_distinct_corpora(
+    session: Any, make_app: MakeApp
+) -> None:
+    base = dict(experiment_id="batch-sweep", phase="warm", quality_metric="macro_f1",
+                quality_threshold=0.9, quality_tolerance=0.01, expected_ids=1000, observed_ids=1000)
+    session.results.append(ResultRow(variant_id="batch-1", run_index=1, corpus_revision="c1", ids_match=True,
+                                     format_valid=True, quality_value=0.95, corpus_accepted=True, **base))
+    session.results.append(ResultRow(variant_id="batch-1", run_index=2, corpus_revision="c1", ids_match=True,
+                                     format_valid=True, quality_value=0.95, corpus_accepted=True, **base))
+    session.results.append(ResultRow(variant_id="batch-4", run_index=1, corpus_revision="c2", ids_match=False,
+                                     format_valid=True, quality_value=0.5, corpus_accepted=False, **base))
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        t = app.screen.query_one("#val-table", DataTable)
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert tuple(rows[0][1:]) == ("match", "valid", "met", "accepted")
+        assert tuple(rows[2][1:]) == ("mismatch", "valid", "not met", "rejected")
+        assert "3 runs; 1 distinct accepted corpus in this session" in text_of(app, "#val-status")
+        await pilot.press("down", "down")
+        detail = text_of(app, "#val-detail")
+        assert "REJECTED" in detail and "margin -0.3900" in detail
+
+
+async def test_v1_validation_pane_takes_the_quality_verdict_of_the_stored_report(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Same answer as the CLI: a max-degradation failure in the report is 'not met' in
+    the pane even though the row's value clears threshold − tolerance."""
+    session.results.append(ResultRow(
+        experiment_id="e", variant_id="batch-1", phase="warm", run_index=1, corpus_revision="c1",
+        ids_match=True, format_valid=True, quality_metric="macro_f1", quality_threshold=0.9,
+        quality_tolerance=0.01, quality_value=0.95, corpus_accepted=False))
+    folder = session.validation_dir / "e" / "batch-1"
+    folder.mkdir(parents=True)
+    (folder / "warm-1.toml").write_text(
+        'schema = 1\nverdict = "rejected"\n[quality]\npassed = false\n'
+        'reason = "macro_f1 = 0.9500 is 0.0300 below the reference 0.9800 (max degradation 0.0100)"\n')
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        t = app.screen.query_one("#val-table", DataTable)
+        assert str(t.get_row_at(0)[3]) == "not met"
+        detail = text_of(app, "#val-detail")
+        assert "NOT MET" in detail and "max degradation" in detail
+
+
+async def test_v2_v3_validation_detail_shows_counts_first_offenders_and_classes(
+    session: Any, make_app: MakeApp
+) -> None:
+    import tomli_w
+
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-4", phase="warm", run_index=2,
+                                     ids_match=False, format_valid=True, corpus_accepted=False))
+    folder = session.validation_dir / "batch-sweep" / "batch-4"
+    folder.mkdir(parents=True)
+    (folder / "warm-2.toml").write_text(tomli_w.dumps({
+        "schema": 1, "verdict": "corpus REJECTED: IDs failed", "label_set": ["a", "b"],
+        "ids": {"passed": False, "reason": "2 missing, 1 duplicated", "missing": 2, "extra": 0,
+                "duplicated_in_output": 1, "duplicated_in_expected": 0,
+                "first_missing": ["007", "12"], "first_extra": [], "first_duplicates": ["3"]},
+        "quality": {"passed": True, "reason": "macro_f1 0.95", "per_class": [
+            {"label": "a", "precision": 1.0, "recall": 0.9, "f1": 0.947, "support": 10}]},
+    }))
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        detail = text_of(app, "#val-detail")
+        assert "IDs: FAILED — 2 missing, 1 duplicated" in detail
+        assert "missing 2, extra 0, duplicated in output 1" in detail
+        assert "first missing: 007, 12 (2 listed)" in detail  # IDs stay strings (V2)
+        assert "first duplicates: 3 (1 listed)" in detail
+        assert "a                    1.000   0.900  0.947       10" in detail
+        assert "label set used: a, b" in detail
