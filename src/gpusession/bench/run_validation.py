@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
 
@@ -41,8 +42,6 @@ class RunValidation:
         self.protocol: Any = None
         if corpus is None:
             return
-        from gpusession.bench.workloads.bbc_corpus import sha256_file
-
         if not corpus.exists():
             self.problem = f"corpus {corpus} not found; runs cannot be validated"
             return

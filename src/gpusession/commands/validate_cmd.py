@@ -10,7 +10,6 @@ existing report), with a copy of the output beside it, and journalled (V8).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 from gpusession.core.validation import (
     METRICS,
@@ -127,15 +127,12 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     from gpusession.core.results import ResultRow
     from gpusession.core.summary import accepted_revisions
 
-    digest = hashlib.sha256()
-    with open(args.corpus, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
+    revision = sha256_file(args.corpus)
     pkg = session.package
     row = ResultRow(
         experiment_id="validate",
         variant_id=name,
-        corpus_revision=digest.hexdigest(),
+        corpus_revision=revision,
         duration_days=pkg.days,
         lots=pkg.lots,
         package_total_usd_minor=package_total_minor(session),
@@ -144,7 +141,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     )
     accepted = accepted_revisions(session.results.read())
     if row.corpus_accepted:
-        accepted.add(digest.hexdigest())
+        accepted.add(revision)
     row = row.replace(accepted_unique_corpora=len(accepted))
     session.results.append(row)
     return row
