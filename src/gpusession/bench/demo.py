@@ -58,7 +58,7 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
         info = write_demo_corpus(corpus_dir, seed=0)
         demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
                     sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
-        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "  # type: ignore[index]
+        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "
               f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
               file=out)
         session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
