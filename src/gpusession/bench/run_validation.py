@@ -11,12 +11,24 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
 
 
 def package_total_minor(session: Session) -> int | None:
-    """Package total in USD cents from the rates (K1), ``None`` when unknown (K7)."""
+    """The package total of a row: full package price × lots, in USD cents (K1, K2).
+
+    Assembled by the one core function, :func:`gpusession.core.cost.session_cost_inputs`.
+
+    Args:
+        session: The open session; its package and rates file are read.
+
+    Returns:
+        The total in integer cents; ``None`` when GPU model, days or lots are not set,
+        the price is not in the rates file, or the rates file is unusable (the cell
+        stays empty: not known, never invented, K7, C3).
+    """
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
@@ -30,9 +42,33 @@ def package_total_minor(session: Session) -> int | None:
 
 
 class RunValidation:
-    """Validates each run's output against the experiment's corpus and protocol (V1-V8)."""
+    """Validates each run's output against the experiment's corpus and protocol (V1-V8).
+
+    Built once per experiment run; a corpus or protocol that is missing or unusable is
+    said once in :attr:`problem` and the runs are then not validated (never accepted).
+
+    Attributes:
+        session: The session whose ``validation/`` folder receives the reports (V8).
+        exp: The experiment being run.
+        corpus_revision: SHA-256 (64 hex digits) of the corpus file, written into each
+            row; ``None`` without a corpus.
+        problem: Why runs cannot be validated, in words; ``None`` when they can.
+        expected: The expected IDs and labels read from the corpus, or ``None``.
+        protocol: The validation protocol fixed before the first measurement (V5), or
+            ``None``.
+        train_ids: The training split file, checked for overlap (V7), or ``None``.
+        tune_ids: The tuning split file, checked for overlap (V7), or ``None``.
+    """
 
     def __init__(self, session: Session, exp: Experiment, corpus: Path | None) -> None:
+        """Read the corpus and the protocol once.
+
+        Args:
+            session: The open session.
+            exp: The experiment; its ``protocol`` and its ``train_corpus`` /
+                ``tune_corpus`` parameters (relative to the session folder) are used.
+            corpus: The corpus file (absolute), or ``None`` when the experiment has none.
+        """
         self.session = session
         self.exp = exp
         self.corpus_revision: str | None = None
@@ -41,8 +77,6 @@ class RunValidation:
         self.protocol: Any = None
         if corpus is None:
             return
-        from gpusession.bench.workloads.bbc_corpus import sha256_file
-
         if not corpus.exists():
             self.problem = f"corpus {corpus} not found; runs cannot be validated"
             return
@@ -62,6 +96,21 @@ class RunValidation:
         self.tune_ids = session.folder / p["tune_corpus"] if p.get("tune_corpus") else None
 
     def validate(self, output: Path, run: ScheduledRun) -> tuple[dict[str, Any], str | None]:
+        """Validate one run's output and archive the report (V1-V8).
+
+        The report is written under ``validation/<experiment>/<variant>/`` as
+        ``<phase>-<run index>`` (V8).
+
+        Args:
+            output: The run's output file (JSONL or CSV, per the protocol).
+            run: The scheduled run: variant, phase and run index name the report.
+
+        Returns:
+            The row's validation fields (``ids_match``, ``format_valid``,
+            ``corpus_accepted``, counts, metric, C5) and a note for the row's ``notes``
+            (why the corpus was rejected or could not be validated), else ``None``.
+            Empty fields and ``None`` when runs are not validated (see :attr:`problem`).
+        """
         if self.expected is None or self.protocol is None:
             return {}, None
         from gpusession.core.validation import validate_output

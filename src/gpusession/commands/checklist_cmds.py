@@ -27,6 +27,12 @@ ACTIONS = ("show", "done", "undone", "note", "add", "evidence")
 
 
 def register(sub: Any) -> None:
+    """Add ``checklist``, ``manifest``, ``verify-copy`` and ``report`` to the CLI.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser; each subcommand sets
+            ``func`` to its ``cmd_*`` function.
+    """
     p = sub.add_parser(
         "checklist",
         help="the checklist from the need to the retrieval: show, tick, note, add, evidence",
@@ -95,6 +101,24 @@ def _need(words: list[str], n: int, usage: str) -> None:
 
 
 def cmd_checklist(args: argparse.Namespace) -> int:
+    """Show the checklist by stage, or change one item (S1).
+
+    ``done``/``undone`` tick or untick items, ``note`` sets an item's note, ``add`` adds an
+    own item to a stage (1-8), ``evidence`` collects what the tool can check (free space at
+    the destination, G§2; hours kept for retrieval, G§7) and shows it beside the items:
+    evidence never ticks an item.
+
+    Args:
+        args: Parsed arguments: ``name``, ``action``, ``words``, ``json``,
+            ``destination``, ``reserve_hours``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, missing or extra words for the action, a stage that
+            is not a whole number 1-8, an unknown item id.
+    """
     from gpusession.core import checklist as cl
 
     s = open_session(args, args.name)
@@ -179,6 +203,24 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
 
 # -- manifest / verify-copy ----------------------------------------------------------------
 def cmd_manifest(args: argparse.Namespace) -> int:
+    """Write ``manifest.csv`` (path, size in bytes, SHA-256) of the approved deliverables (S4).
+
+    The default output is ``manifest.csv`` in the session folder, numbered
+    (``manifest-2.csv``...) when it exists; ``--out FILE`` is refused if it exists unless
+    ``--force``. The write is journalled.
+
+    Args:
+        args: Parsed arguments: ``name``, ``deliverables``, ``out``, ``force``,
+            ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, ``--deliverables`` is not a folder or holds the
+            session's own files, ``--out`` exists without ``--force``.
+        OSError: The disk refused the write (the previous file is left intact).
+    """
     from gpusession.core.manifest import write_manifest
 
     s = open_session(args, args.name)
@@ -206,6 +248,21 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_copy(args: argparse.Namespace) -> int:
+    """Compare a retrieved copy with its manifest by size and SHA-256 (S4).
+
+    Prints matching, missing, changed, extra, renamed (same content under another name)
+    and skipped files, then the representative files to open from the copy.
+
+    Args:
+        args: Parsed arguments: ``manifest`` (the CSV), ``copy`` (the folder), ``json``.
+
+    Returns:
+        0 when the copy matches the manifest, :data:`EXIT_COPY_DIFFERS` (3) when it
+        differs.
+
+    Raises:
+        BadInput: ``copy`` is not a folder, the manifest is unreadable or malformed.
+    """
     from gpusession.core.manifest import verify_copy
 
     copy = Path(args.copy)
@@ -258,6 +315,21 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
 
 # -- report --------------------------------------------------------------------------------
 def cmd_report(args: argparse.Namespace) -> int:
+    """Write one Markdown report of the session for the person who approves the work.
+
+    Charts (PNG) are written beside it when matplotlib is installed; otherwise a note says
+    why there are none.
+
+    Args:
+        args: Parsed arguments: ``name``, ``out``, ``force``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, ``--out`` exists without ``--force``.
+        OSError: The disk refused the write.
+    """
     from gpusession.core.report import write_report
 
     s = open_session(args, args.name)

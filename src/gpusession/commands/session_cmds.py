@@ -47,6 +47,14 @@ def _days(text: str) -> int:
 
 
 def add_package_args(p: argparse.ArgumentParser) -> None:
+    """Add ``--gpu``, ``--lots``, ``--days`` and ``--start`` (the package) to a parser.
+
+    Shared by ``new`` and ``package``. Lots are a whole number from 1 to ``LOTS_MAX``;
+    days are 3, 7 or 30 (packages are whole, K1); the start is ISO 8601 with an offset.
+
+    Args:
+        p: The subcommand's parser.
+    """
     p.add_argument("--gpu", metavar="MODEL", help='GPU model as ordered, e.g. "RTX A5000"')
     p.add_argument("--lots", type=_lots, metavar="N", help="number of lots (B200: 1 lot = 2 GPUs)")
     p.add_argument("--days", type=_days, metavar="{3,7,30}", help="package length in days")
@@ -58,6 +66,12 @@ def add_package_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
+    """Add ``new``, ``list``, ``show`` and ``package`` to the CLI.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser; each subcommand sets
+            ``func`` to its ``cmd_*`` function.
+    """
     p = sub.add_parser("new", help="create a session folder", description="Create sessions/NAME.")
     p.add_argument("name", metavar="NAME", help="a safe slug: letters, digits, '.', '_', '-'")
     add_package_args(p)
@@ -89,6 +103,19 @@ def register(sub: Any) -> None:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
+    """Create ``NAME`` under the sessions root with its package (start: now by default).
+
+    Args:
+        args: Parsed arguments: ``name``, ``gpu``, ``lots``, ``days``, ``start``,
+            ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: An unsafe name, a session that already exists (nothing is changed), a
+            bad GPU model, a start without an offset.
+    """
     start = parse_start(args.start) if args.start else utcnow()
     gpu = check_gpu_model(args.gpu) if args.gpu is not None else None
     pkg = Package(gpu_model=gpu, lots=args.lots, days=args.days, start=start)
@@ -98,6 +125,18 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_package(args: argparse.Namespace) -> int:
+    """Change a session's package; what is not given keeps its value.
+
+    Args:
+        args: Parsed arguments: ``name``, ``gpu``, ``lots``, ``days``, ``start``,
+            ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, bad lots, a bad GPU model, a start without an offset.
+    """
     s = open_session(args, args.name)
     old = s.package
     if args.lots is not None:
@@ -121,7 +160,20 @@ def _package_line(p: Package) -> str:
 
 
 def session_json(s: Session) -> dict[str, Any]:
-    """Everything ``show --json`` prints: the session.toml content plus computed figures."""
+    """Everything ``show --json`` prints: the ``session.toml`` content plus computed figures.
+
+    Args:
+        s: The open session.
+
+    Returns:
+        ``name``, ``folder``, ``created_at``, ``package`` (with ``end`` and
+        ``time_left_seconds``, S6), ``runs`` (rows of the results CSV),
+        ``accepted_unique_corpora`` (K4), ``summary`` (one dict per experiment, variant and
+        phase, R6) and ``session_toml`` (the rest of the file).
+
+    Raises:
+        BadInput: An unreadable results CSV.
+    """
     frame = s.results.read()
     pkg = s.package
     summary = summarize(frame)
@@ -147,6 +199,16 @@ def session_json(s: Session) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """List the sessions under the root, most recent first: name, GPU, window, runs, accepted.
+
+    A session that does not open is listed with the reason, never hidden.
+
+    Args:
+        args: Parsed arguments: ``json``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0 (also when there is no session yet: it says how to create one).
+    """
     root = root_of(args)
     rows = list_sessions(root)
     if args.json:
@@ -180,6 +242,21 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """Print one session: package, window, runs, accepted corpora and the summary table.
+
+    The package window is start, end and time left (S6); accepted corpora are counted
+    once however many rows repeat them (K4). The summary gives per experiment, variant and phase the number of runs, median and
+    min-max seconds and failures (R3, R6); empty cells mean not measured, never 0 (C3).
+
+    Args:
+        args: Parsed arguments: ``name``, ``json``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: No such session, an unreadable ``session.toml`` or results CSV.
+    """
     s = open_session(args, args.name)
     data = session_json(s)
     if args.json:

@@ -18,6 +18,11 @@ from gpusession.core.session import Session, most_recent
 
 
 def register(sub: Any) -> None:
+    """Add ``open`` (the TUI) to the CLI; ``gpusession [NAME]`` is rewritten to it.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser.
+    """
     p = sub.add_parser(
         "open",
         help="open the TUI on a session (default: the most recent)",
@@ -37,10 +42,18 @@ def _ask(prompt: str, default: str) -> str:
 
 
 def offer_new_session(root: Any) -> Session | None:
-    """Ask, at a terminal, for a new session's name and package; ``None`` if declined.
+    """Ask, at a terminal, for a new session's name and package, and create it.
+
+    Args:
+        root: The sessions root folder.
+
+    Returns:
+        The new session (package start: now), or ``None`` if the person declined.
 
     Raises:
-        BadInput: an unsafe name, lots that are not a whole number ≥ 1, days not 3/7/30.
+        BadInput: An unsafe or existing name, lots that are not a whole number ≥ 1,
+            days not 3, 7 or 30.
+        EOFError: stdin closed while asking.
     """
     print(f"No session in {root} yet.")
     if _ask("Create one now? (y/n)", "y").lower() not in ("y", "yes"):
@@ -63,6 +76,21 @@ def offer_new_session(root: Any) -> Session | None:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
+    """Open the TUI on session ``NAME``, or on the most recently changed session.
+
+    With no session yet, a person at a terminal is offered to create one; a script
+    (stdin or stdout not a terminal) gets one line on stderr saying how.
+
+    Args:
+        args: Parsed arguments: ``name`` (optional), ``sessions_dir``.
+
+    Returns:
+        The TUI's exit code; 1 when there is no session and none was created.
+
+    Raises:
+        BadInput: No such session, an unreadable ``session.toml``, or an answer to the
+            new-session questions that is not usable.
+    """
     root = root_of(args)
     name = args.name or most_recent(root)
     if name is None:

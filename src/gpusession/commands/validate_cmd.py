@@ -10,7 +10,6 @@ existing report), with a copy of the output beside it, and journalled (V8).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 from gpusession.core.validation import (
     METRICS,
@@ -39,6 +39,11 @@ def _float(text: str) -> float:
 
 
 def register(sub: Any) -> None:
+    """Add ``validate`` to the CLI.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser.
+    """
     p = sub.add_parser(
         "validate",
         help="check one output file against the expected IDs and the quality rule",
@@ -73,10 +78,16 @@ def register(sub: Any) -> None:
 
 
 def parse_classes(text: str) -> tuple[str, ...]:
-    """``"a, b,c"`` → ``("a", "b", "c")``; spaces around names are dropped.
+    """Split ``--classes``: ``"a, b,c"`` → ``("a", "b", "c")``; spaces around names are dropped.
+
+    Args:
+        text: The comma-separated class names.
+
+    Returns:
+        The names in the order given.
 
     Raises:
-        BadInput: an empty name or a name given twice.
+        BadInput: An empty name.
     """
     names = [c.strip() for c in text.split(",")]
     if any(not c for c in names):
@@ -89,8 +100,20 @@ def _slug(text: str) -> str:
 
 
 def _archive_output(source: Path, target: Path) -> Path:
-    """Copy the validated output beside its report (V8: every output kept for audit);
-    atomic: a temporary file in the same folder, fsynced, then renamed."""
+    """Copy the validated output beside its report (V8: every output kept for audit).
+
+    Atomic: a temporary file in the same folder, fsynced, then renamed (S7).
+
+    Args:
+        source: The run's output file.
+        target: Its copy in the session's ``validation/`` folder.
+
+    Returns:
+        ``target``.
+
+    Raises:
+        OSError: The copy or the rename failed (the target is untouched).
+    """
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.copyfile(source, tmp)
     with open(tmp, "rb+") as fh:
@@ -100,11 +123,18 @@ def _archive_output(source: Path, target: Path) -> Path:
 
 
 def _run_name(text: str) -> str:
-    """``--name`` is a file stem inside ``validation/``: a slug, never a path (S7: a name
-    like ``../session`` must not reach the session's own files).
+    """Check ``--name``: a file stem inside ``validation/``, a slug, never a path.
+
+    A name like ``../session`` must not reach the session's own files (S7).
+
+    Args:
+        text: The name given with ``--name``.
+
+    Returns:
+        ``text`` unchanged.
 
     Raises:
-        BadInput: empty, a separator, ``..``, a leading ``.``/``-`` or another character.
+        BadInput: Empty, a separator, ``..``, a leading ``.``/``-`` or another character.
     """
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", text) or ".." in text:
         raise BadInput(
@@ -127,15 +157,12 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     from gpusession.core.results import ResultRow
     from gpusession.core.summary import accepted_revisions
 
-    digest = hashlib.sha256()
-    with open(args.corpus, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
+    revision = sha256_file(args.corpus)
     pkg = session.package
     row = ResultRow(
         experiment_id="validate",
         variant_id=name,
-        corpus_revision=digest.hexdigest(),
+        corpus_revision=revision,
         duration_days=pkg.days,
         lots=pkg.lots,
         package_total_usd_minor=package_total_minor(session),
@@ -144,13 +171,34 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     )
     accepted = accepted_revisions(session.results.read())
     if row.corpus_accepted:
-        accepted.add(digest.hexdigest())
+        accepted.add(revision)
     row = row.replace(accepted_unique_corpora=len(accepted))
     session.results.append(row)
     return row
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate one output file against the expected IDs and the quality rule (V1-V8).
+
+    Accepted only if every expected ID is present exactly once with no extra ID (V1, V2,
+    V3), every record is well-formed with a declared label (V4), the quality metric meets
+    the threshold (V6) and training/tuning IDs do not overlap the evaluation IDs (V7). The
+    classes are the declared ones, else the corpus labels, said so. With ``--session`` the
+    report, its ID lists and a copy of the output are archived in the session's
+    ``validation/`` folder, a row is appended to the results CSV and the verdict is
+    journalled (V8).
+
+    Args:
+        args: Parsed arguments of ``validate`` (see ``--help``).
+
+    Returns:
+        :data:`EXIT_ACCEPTED` (0) when the corpus is accepted, :data:`EXIT_REJECTED` (3)
+        when it is rejected.
+
+    Raises:
+        BadInput: An unusable input (corpus, output, references, ID lists), no classes,
+            a bad ``--name``, no such session.
+    """
     if args.name is not None:
         _run_name(args.name)
     session = open_session(args, args.session) if args.session else None

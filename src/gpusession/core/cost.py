@@ -65,7 +65,9 @@ class PackageTotal:
     """Full package price × lots (K1), in integer cents (K2).
 
     Attributes:
-        gpu_model, days, lots: the package.
+        gpu_model: the model as spelled in the rates file (as given when not in it).
+        days: package length in days (3, 7 or 30).
+        lots: lots bought (whole, ≥ 1).
         gpus_per_lot: from the rates file; ``None`` when the model is not in it.
         price_usd_minor: price of one lot for ``days``; ``None`` when absent.
         total_usd_minor: ``price_usd_minor × lots``; ``None`` when the price is absent.
@@ -82,6 +84,7 @@ class PackageTotal:
 
     @property
     def gpu_known(self) -> bool:
+        """Whether the GPU model is in the rates file (K7)."""
         return self.gpus_per_lot is not None
 
     @property
@@ -96,6 +99,15 @@ def package_total(rates: Rates, gpu_model: str, days: int, lots: int) -> Package
     No pro-rating of partial days; a multi-GPU lot (B200: 2 GPUs) is billed per lot,
     never per GPU. An unknown model or an absent price gives ``total_usd_minor=None``
     with ``missing_reason`` -- never a guess (K7).
+
+    Args:
+        rates: The rates table (K7).
+        gpu_model: The GPU model as ordered (matched without regard to case and spaces).
+        days: Package length in days: 3, 7 or 30.
+        lots: Lots bought, a whole number ≥ 1.
+
+    Returns:
+        The total in integer cents, or why it is absent.
 
     Raises:
         BadInput: ``lots`` not a whole number ≥ 1, or ``days`` not 3, 7 or 30.
@@ -140,6 +152,7 @@ class PlanCoverage:
         return (self.package_days,) if self.package_days is not None else self.combination
 
     def line(self) -> str:
+        """The plan in words: the sum of the durations and the package that covers it (K6)."""
         terms = " + ".join(_fmt_days(d) for d in self.durations_days)
         head = f"Plan: {terms} = {_fmt_days(self.total_days)} days"
         if self.package_days is not None:
@@ -154,8 +167,7 @@ class PlanCoverage:
 
 
 def _fmt_days(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return text
+    return format(value.normalize(), "f")
 
 
 #: A plan duration as typed: ASCII digits with an optional decimal point; no exponent,
@@ -186,7 +198,18 @@ def _parse_duration(value: str | Decimal | int, index: int) -> Decimal:
 
 
 def parse_plan(text: str) -> list[Decimal]:
-    """``"0.25,1,1,0.5,0.5"`` → exact durations in days. Raises ``BadInput`` if malformed."""
+    """Parse a plan: ``"0.25,1,1,0.5,0.5"`` → exact durations in days (K2, K6).
+
+    Args:
+        text: Task durations in days, separated by commas, with a decimal point.
+
+    Returns:
+        The durations as exact decimals, in the order given.
+
+    Raises:
+        BadInput: An empty plan or duration, a decimal comma (``0,25``), a duration that
+            is not a positive number of days, an exponent or non-ASCII digits.
+    """
     if re.fullmatch(r"\s*0,[0-9]+\s*", text):
         raise BadInput(f"{text.strip()!r} reads as two durations, 0 and {text.split(',')[1].strip()}; "
                        "use a decimal point (0.25, not 0,25) and commas between tasks", field="plan")
@@ -207,8 +230,15 @@ def plan_coverage(durations: Sequence[str | Decimal]) -> PlanCoverage:
     3.25 days is *not* covered by a 3-day package (seed 003 §4). Above 30 days the
     result says how many 30-day packages, or which 3/7/30 combination, covers it.
 
+    Args:
+        durations: Task durations in days, as decimal strings or ``Decimal``.
+
+    Returns:
+        The exact total and the covering package(s).
+
     Raises:
-        BadInput: no durations, or a duration that is not a positive decimal.
+        BadInput: no durations, a duration that is not a positive decimal, or a plan
+            longer than 366 days (a unit mistake).
     """
     if not durations:
         raise BadInput("the plan has no task durations", field="plan")
@@ -242,6 +272,7 @@ class CostPerAccepted:
     """Cost per distinct accepted deliverable (K3).
 
     Attributes:
+        total_usd_minor: the package total in cents; ``None`` when the price is absent.
         accepted: distinct accepted corpora/deliverables; ``None`` = not measured.
         per_accepted_usd_minor: total ÷ accepted, rounded once half-up to the cent;
             ``None`` when not shown.
@@ -254,6 +285,7 @@ class CostPerAccepted:
     reason: str | None = None
 
     def line(self) -> str:
+        """The cost per accepted deliverable in words, or why it is not shown (K3)."""
         if self.per_accepted_usd_minor is None:
             return f"Cost per accepted deliverable: not shown — {self.reason}"
         return (f"Cost per accepted deliverable: {format_usd(self.total_usd_minor)} ÷ "
@@ -268,6 +300,10 @@ def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> Cost
         total_usd_minor: package total in cents (``None`` when the price is absent).
         accepted: count of *distinct* accepted corpora (repetitions count once, K4);
             ``None`` when not measured.
+
+    Returns:
+        The cost per deliverable in cents, rounded once half-up, or the reason it is not
+        shown: no price, no count, or nothing accepted yet (K3).
 
     Raises:
         BadInput: ``accepted`` negative or not a whole number.
@@ -294,7 +330,21 @@ def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> Cost
 # -- the whole report --------------------------------------------------------------------
 @dataclass(frozen=True)
 class ExtensionOption:
-    """One way to extend the package: ``days`` × current lots, judged as it stands now."""
+    """One way to extend the package: ``days`` × current lots, judged as it stands now.
+
+    Attributes:
+        days: length of the extension package (3, 7 or 30).
+        lots: the current lots (an extension keeps them).
+        price_usd_minor: the extension's price in cents; ``None`` when not in the rates.
+        new_total_usd_minor: current total + extension in cents; ``None`` when either
+            price is absent.
+        new_per_accepted: the cost per accepted deliverable with the new total and the
+            accepted count *so far* (no projection, K5).
+        missing_reason: why the price is absent.
+        new_end_utc: when the extended package would end; ``None`` when the start is
+            not known.
+        new_end_local: the same in local time, with its offset (S6).
+    """
 
     days: int
     lots: int
@@ -306,6 +356,7 @@ class ExtensionOption:
     new_end_local: str | None = None
 
     def line(self) -> str:
+        """One indented line: price, new total, new cost per deliverable, new end."""
         head = f"  +{self.days} days × {self.lots} lot(s): "
         if self.price_usd_minor is None:
             text = head + f"price {NOT_IN_RATES}"
@@ -322,7 +373,19 @@ class ExtensionOption:
 
 @dataclass(frozen=True)
 class CostReport:
-    """Everything the Cost pane and ``gpusession cost`` show (K1–K7)."""
+    """Everything the Cost pane and ``gpusession cost`` show (K1–K7).
+
+    Attributes:
+        total: the package total (K1, K2).
+        per_accepted: the cost per distinct accepted deliverable (K3, K4).
+        plan: the plan's coverage (K6); ``None`` without a plan.
+        plan_packages_usd_minor: price in cents of the packages covering the plan ×
+            lots; ``None`` when a price is absent.
+        extensions: the 3/7/30-day extension options × current lots.
+        rates_origin: which rates file the prices come from (K7).
+        accepted_source: where the accepted count comes from, shown beside it.
+        notes: extra lines (e.g. the package window), shown before the K5 line.
+    """
 
     total: PackageTotal
     per_accepted: CostPerAccepted
@@ -434,8 +497,10 @@ def cost_report(
     """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
 
     Args:
-        rates: the rates table.
-        gpu_model, days, lots: the package.
+        rates: the rates table (K7).
+        gpu_model: the GPU model as ordered.
+        days: package length in days: 3, 7 or 30.
+        lots: lots bought, a whole number ≥ 1.
         accepted: distinct accepted deliverables, or ``None`` when not measured (K3).
         plan: optional task durations in days (K6).
         accepted_source: where the count comes from, shown beside it.
@@ -444,6 +509,9 @@ def cost_report(
         window: the package window now (S6); when its end is known, each extension
             option says when the extended package would end (shown in ``tz``).
         tz: the zone for that end time (default: local).
+
+    Returns:
+        The report; :meth:`CostReport.lines` and :meth:`CostReport.to_json` render it.
 
     Raises:
         BadInput: bad lots/days/accepted or a malformed plan. An unknown model is *not*
@@ -529,6 +597,10 @@ def session_cost_inputs(
             ``resultats-bruts.csv`` now).
         count_accepted: ``False`` skips reading the results (only package and rates
             are needed, e.g. the package total of a row).
+
+    Returns:
+        The package, the rates in force and the distinct accepted corpus revisions
+        (``None`` when not counted) with the number of validated runs.
 
     Raises:
         BadInput: an unreadable rates file or results file (one line naming it).

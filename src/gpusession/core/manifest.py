@@ -23,7 +23,6 @@ evidence (stage 8) and the report.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
 import re
@@ -34,13 +33,13 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 from gpusession.core.textio import read_text
 from gpusession.core.tomlio import write_atomic_bytes
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
 MANIFEST_SCHEMA = {"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String}
-CHUNK_BYTES = 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -74,18 +73,6 @@ class ScanResult:
     files: list[Path]
     relative: list[str]
     skipped: list[Skipped]
-
-
-def sha256_file(path: Path, chunk_bytes: int = CHUNK_BYTES) -> str:
-    """SHA-256 of a file, read in chunks of ``chunk_bytes`` (memory stays flat)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(chunk_bytes)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
 
 
 def _inside(path: Path, root: Path) -> bool:

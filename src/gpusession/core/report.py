@@ -31,7 +31,7 @@ from gpusession.core import checklist as cl
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
-from gpusession.core.manifest import next_free_path
+from gpusession.core.manifest import next_free_path, read_manifest
 from gpusession.core.results import summarize
 from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
@@ -300,12 +300,12 @@ def _retrieval(session: Session) -> list[str]:
     if man is None:
         return [f"_No manifest of approved deliverables yet: `gpusession manifest {session.name} "
                 "--deliverables DIR`._"]
-    try:
-        frame = pl.read_csv(man, schema_overrides={"size_bytes": pl.Int64})
-        total = int(frame.get_column("size_bytes").sum())
-        head = f"{man.name}: {frame.height} deliverable(s), {fmt_bytes(total)}, with SHA-256."
-    except Exception as exc:  # a hand-edited manifest must not stop the report
-        head = f"{man.name}: unreadable ({type(exc).__name__})"
+    try:  # the manifest's own checked reader (S4): its error names the file and line
+        entries = read_manifest(man)
+        total = sum(e.size_bytes for e in entries)
+        head = f"{man.name}: {len(entries)} deliverable(s), {fmt_bytes(total)}, with SHA-256."
+    except BadInput as exc:  # a hand-edited manifest must not stop the report
+        head = f"{man.name}: unreadable ({exc})"
     return [head, "",
             f"After the copy home, on your own computer: `gpusession verify-copy {man.name} COPY_DIR`, "
             "then open the files it names *from the copy* (a sample left on the remote "
@@ -396,7 +396,7 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
             fig.savefig(p, dpi=110)
             plt.close(fig)
             paths.append(p)
-    except Exception as exc:  # a chart must never cost the report
+    except Exception as exc:  # noqa: BLE001 - matplotlib (optional, any version) documents no exception set; a chart must never cost the report, and the note names the error
         return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
     return paths, None
 

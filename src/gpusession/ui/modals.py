@@ -31,6 +31,8 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpusession.core.errors import GpusessionError
+
 
 class Choice(OptionList):
     """A list of choices; the highlighted one is the value.
@@ -88,7 +90,9 @@ class Field:
     labels: tuple[str, ...] = field(default_factory=tuple)
 
 
-#: ``on_save(values)``: write them, or raise (its message is shown in the form).
+#: ``on_save(values)``: write them, or raise :class:`~gpusession.core.errors.GpusessionError`
+#: (bad input: its message is shown in the form) or :class:`OSError` (the disk refused).
+#: Anything else is a bug and surfaces as one.
 SaveCheck = Callable[[dict[str, str]], Any]
 
 
@@ -212,7 +216,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
         if self.on_save is not None:
             try:
                 self.on_save(values)
-            except Exception as exc:  # BadInput and friends: one line, what was expected
+            except (GpusessionError, OSError) as exc:  # one line, what was expected
                 self.show_error(str(exc) or type(exc).__name__, error_field(exc, [f.name for f in self.fields]))
                 return
         self.dismiss(values)

@@ -12,13 +12,13 @@ replacement characters and counted.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
 
 CLASSES = ("business", "entertainment", "politics", "sports", "tech")
@@ -122,15 +122,6 @@ def write_jsonl(path: Path, texts: tuple[Text, ...]) -> str:
             fh.write(json.dumps({"id": t.id, "text": t.text, "label": t.label}, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return sha256_file(path)
-
-
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def write_demo_corpus(folder: Path, seed: int = 0) -> dict[str, object]:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
 from gpusession.core.errors import BadInput
-from gpusession.ui.context import UiContext, plural
+from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
 
 if TYPE_CHECKING:
@@ -160,10 +160,11 @@ class CostPane(Vertical):
         gpu, lots_text, days_text, _ = self._inputs()
         try:
             old = self.ctx.session.package
-            new = Package(gpu_model=gpu or old.gpu_model, lots=int(lots_text), days=int(days_text), start=old.start)
+            new = Package(gpu_model=gpu or old.gpu_model, lots=whole_number(lots_text, "lots"),
+                          days=whole_number(days_text, "days"), start=old.start)
             Package.from_toml(new.to_toml())  # checks lots ≥ 1, days in 3/7/30
             self.ctx.session.set_package(new)
-        except Exception as exc:
+        except (BadInput, OSError) as exc:  # bad input, or the disk refused the write
             self.notify(str(exc), title="package not saved", severity="error")
             return
         self.notify(f"package saved: {new.gpu_model}, {plural(new.lots or 0, 'lot')}, {new.days} days", title="cost")

@@ -129,12 +129,26 @@ class PersistentNvml:
             self._nvml = pynvml
         return self._nvml
 
+    def _failures(self) -> tuple[type[BaseException], ...]:
+        """What NVML raises when it cannot answer, as core.environment reads them (H-07).
+
+        pynvml's ``NVMLError`` (no library, no driver, not supported), ``OSError``
+        (ctypes cannot reach the library), ``RuntimeError`` (a pynvml-like object without
+        ``NVMLError``: the test fakes), ``AttributeError`` (bindings without the
+        function), ``ImportError`` (nvidia-ml-py not installed).
+        """
+        own = getattr(self._nvml, "NVMLError", None) if self._nvml is not None else None
+        extra: tuple[type[BaseException], ...] = (
+            (own,) if isinstance(own, type) and issubclass(own, BaseException) else ()
+        )
+        return (*extra, ImportError, OSError, RuntimeError, AttributeError)
+
     def nvmlInit(self) -> None:  # noqa: N802 - pynvml's name
         if self._state == "new":
             try:
                 self._module().nvmlInit()
                 self._state = "ok"
-            except BaseException as exc:
+            except self._failures() as exc:  # remembered: raised again on each call
                 self._state, self._error = "failed", exc
         if self._state == "failed" and self._error is not None:
             raise self._error
@@ -146,8 +160,8 @@ class PersistentNvml:
         if self._state == "ok":
             try:
                 self._module().nvmlShutdown()
-            except Exception:
-                pass
+            except self._failures():
+                pass  # the pane is going away; NVML shuts down with the process anyway
         self._state = "new"
 
     def __getattr__(self, name: str) -> Any:
@@ -156,9 +170,11 @@ class PersistentNvml:
 
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
+    from gpusession.core.errors import BadInput
+
     try:
         rows = session.results.read().to_dicts()
-    except Exception:
+    except BadInput:  # an unreadable results CSV: the allocator part says "no run yet"
         return None
     with_mem = [r for r in rows if r.get("peak_reserved_bytes") is not None]
     if with_mem:

@@ -38,14 +38,24 @@ def model_warnings(state: Any, now: datetime) -> list[str]:
 
 
 def parse_expiry(text: str, now: datetime) -> datetime:
-    """``30`` (minutes from now), ``2h``, or an ISO 8601 time with offset."""
+    """``30`` (minutes from now), ``2h``, or an ISO 8601 time with offset.
+
+    Raises:
+        BadInput: not one of those, or a time beyond the calendar (``99999999999h``).
+    """
+    from gpusession.core.errors import BadInput
+
     t = text.strip().lower()
-    if t.endswith("h") and t[:-1].isdigit():
-        return now + timedelta(hours=int(t[:-1]))
-    if t.endswith("m") and t[:-1].isdigit():
-        t = t[:-1]
-    if t.isdigit():
-        return now + timedelta(minutes=int(t))
+    try:
+        if t.endswith("h") and t[:-1].isdigit():
+            return now + timedelta(hours=int(t[:-1]))
+        if t.endswith("m") and t[:-1].isdigit():
+            t = t[:-1]
+        if t.isdigit():
+            return now + timedelta(minutes=int(t))
+    except OverflowError:
+        raise BadInput(f"{text.strip()!r} is beyond the calendar; expected minutes from now, "
+                       "hours like 2h, or an ISO 8601 time with offset", field="expires") from None
     from gpusession.core.package import parse_start
 
     return parse_start(text, field="expires")
@@ -92,10 +102,11 @@ class OrderPane(Vertical):
 
     def reload(self) -> None:
         from gpusession.core import order as mod
+        from gpusession.core.errors import BadInput
 
         try:
             self.state = mod.load_order(self.ctx.session)
-        except Exception as exc:
+        except BadInput as exc:  # order.toml hand-edited or unreadable: said in the pane
             self.state = None
             self.query_one("#order-text", Static).update(f"order.toml unreadable: {exc}")
             return

@@ -18,9 +18,12 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
+from textual.dom import NoScreen
 from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
+from gpusession.core.errors import BadInput
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
@@ -183,7 +186,7 @@ class RunPane(Vertical):
         """The main screen's focus is in this pane, or lost while this pane is shown."""
         try:
             focused = self.screen.focused
-        except Exception:
+        except NoScreen:  # not mounted (yet, or any more)
             return False
         if focused is None:
             return self._shown()
@@ -211,7 +214,7 @@ class RunPane(Vertical):
 
         try:
             self.experiments = list(plan.load_experiments(self.ctx.session))
-        except Exception as exc:
+        except BadInput as exc:  # session.toml hand-edited: said in the pane
             self._status(f"experiments unreadable: {exc}")
             return
         ids = [e.id for e in self.experiments]
@@ -333,11 +336,8 @@ class RunPane(Vertical):
 
         exp = self.current_experiment()
         if exp is not None:
-            try:
-                for r in plan.schedule(exp):
-                    self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
-            except Exception:
-                self.expected = {}
+            for r in plan.schedule(exp):  # a loaded experiment is valid: nothing to catch
+                self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
         for vid, total in self.expected.items():
             box.mount(
                 Horizontal(
@@ -369,7 +369,7 @@ class RunPane(Vertical):
             factory = self.ctx.runner_factory or _default_runner
             outcome = factory(self.ctx.session, experiment_id, on_event, cancel).run()
             self.post_message(self.RunFinished(experiment_id, outcome, None, cancel.is_set()))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Textual worker: whatever stops the runner (bad input, disk, a bug) is shown in the pane and the TUI keeps running
             self.post_message(self.RunFinished(experiment_id, None, f"{type(exc).__name__}: {exc}", cancel.is_set()))
 
     def on_run_pane_progress_made(self, msg: ProgressMade) -> None:
@@ -399,7 +399,7 @@ class RunPane(Vertical):
             done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
             try:
                 self.query_one(f"#bar-{_safe(vid)}", ProgressBar).update(progress=done)
-            except Exception:
+            except NoMatches:  # the bars are being rebuilt (another experiment picked)
                 pass
 
     def on_run_pane_incident_reported(self, msg: IncidentReported) -> None:
@@ -427,7 +427,7 @@ class RunPane(Vertical):
             import polars as pl
 
             frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
-        except Exception as exc:
+        except BadInput as exc:  # the results CSV is unreadable: said in the pane
             self.query_one("#run-chart-label", Static).update(f"results unreadable: {exc}")
             return
         if not self.running:  # the rows already measured, newest last

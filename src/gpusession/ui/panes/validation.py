@@ -49,7 +49,7 @@ def stored_quality(path: Path | None) -> dict[str, Any] | None:
         return None
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except Exception:
+    except (OSError, ValueError):  # unreadable, not UTF-8 or not TOML: the CSV's verdict stands
         return None
     q = doc.get("quality")
     return q if isinstance(q, dict) else None
@@ -74,7 +74,7 @@ def detail_lines(path: Path | None) -> list[str]:
         return ["No report file for this run in validation/ (the verdict above is from the results CSV)."]
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except Exception as exc:
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8 (UnicodeDecodeError) or not TOML
         return [f"{path.name}: unreadable ({exc})"]
     lines = [f"Report {path.parent.name}/{path.name}: {doc.get('verdict', '')}"]
     for key, title in SECTIONS:
@@ -153,13 +153,14 @@ class ValidationPane(Vertical):
         self.reload()
 
     def reload(self) -> None:
+        from gpusession.core.errors import BadInput
         from gpusession.core.summary import accepted_unique_corpora
 
         table = self.query_one("#val-table", DataTable)
         table.clear()
         try:
             frame = self.ctx.session.results.read()
-        except Exception as exc:
+        except BadInput as exc:  # the results CSV is unreadable: said in the pane
             self.query_one("#val-status", Static).update(f"results unreadable: {exc}")
             return
         self.rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
