@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 #: The same first-frame probe for every child (the same harness for both apps): the time
-#: at which Textual has rendered, outside a batch, a frame that shows the child's markers
+#: at which Textual sends (outside a batch update) a frame that shows the child's markers
 #: (the text a person would look for on that screen). The frame is rendered in full even
 #: headless; only the write to the terminal is skipped. Textual's ``auto_pilot`` is not
 #: used as the mark: it runs once the app's mount is dispatched, which is before the
@@ -52,12 +52,14 @@ def _frame_text(update):
 def _probe(self, screen, update):
     t = time.time()
     _display(self, screen, update)
-    if update is None or self._batch_count or "FRAME" in MARKS:
+    if update is None or "FRAME" in MARKS:
         return
+    # A frame rendered inside a batch update is sent with the next one, which then
+    # carries only the lines changed since: remember what every render showed.
     text = _frame_text(update)
     seen = MARKS.setdefault("seen", set())
     seen.update(m for m in FRAME_MARKERS if m in text)
-    if seen == set(FRAME_MARKERS):
+    if seen == set(FRAME_MARKERS) and not self._batch_count:
         MARKS["FRAME"] = t
         print(f"FRAME {t:.6f}", flush=True)
         on_first_frame(self)

@@ -50,6 +50,15 @@ class GpuSessionApp(App[int]):
         # state is also written in words (H-11), so nothing is lost without colour.
         self.push_screen(MainScreen(self.ctx))
 
+    def on_ready(self) -> None:
+        # Ready: the first screen is laid out; after the next refresh it is painted.
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.after_first_frame()
+
     @property
     def main(self) -> MainScreen:
         return next(s for s in self.screen_stack if isinstance(s, MainScreen))

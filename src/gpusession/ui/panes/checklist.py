@@ -81,10 +81,9 @@ class ChecklistPane(Vertical):
         yield OptionList(id="checklist-list")
 
     def on_mount(self) -> None:
+        # The evidence (NVML, polars) is collected once the first frame is on screen
+        # (MainScreen.after_first_frame), so its imports never hold up start-up.
         self.reload()
-        # Evidence (NVML, polars) is collected after the first frame is on screen, so
-        # its imports never hold up start-up.
-        self.call_after_refresh(self.collect_evidence)
 
     def focus_main(self) -> None:
         self.query_one(OptionList).focus()
