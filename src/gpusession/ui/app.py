@@ -19,6 +19,7 @@ from typing import Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from gpusession.core.clock import utcnow
 from gpusession.core.session import Session
@@ -85,7 +86,7 @@ class GpuSessionApp(App[int]):
         cmd = [sys.executable, "-m", "gpusession", "--sessions-dir", str(s.folder.parent), "report", s.name]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except Exception as exc:
+        except (OSError, subprocess.TimeoutExpired) as exc:
             self.call_from_thread(self.notify, str(exc), title="report not written", severity="error")
             return
         line = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
@@ -95,7 +96,7 @@ class GpuSessionApp(App[int]):
     def run_in_flight(self) -> bool:
         try:
             return bool(self.main.pane("run").running)
-        except Exception:
+        except (StopIteration, NoMatches):  # no main screen, or the run pane never shown
             return False
 
     def action_quit_q(self) -> None:
