@@ -19,6 +19,7 @@ from typing import Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from gpusession.core.clock import utcnow
 from gpusession.core.session import Session
@@ -50,6 +51,15 @@ class GpuSessionApp(App[int]):
         # state is also written in words (H-11), so nothing is lost without colour.
         self.push_screen(MainScreen(self.ctx))
 
+    def on_ready(self) -> None:
+        # Ready: the first screen is laid out; after the next refresh it is painted.
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.after_first_frame()
+
     @property
     def main(self) -> MainScreen:
         return next(s for s in self.screen_stack if isinstance(s, MainScreen))
@@ -76,7 +86,7 @@ class GpuSessionApp(App[int]):
         cmd = [sys.executable, "-m", "gpusession", "--sessions-dir", str(s.folder.parent), "report", s.name]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except Exception as exc:
+        except (OSError, subprocess.TimeoutExpired) as exc:
             self.call_from_thread(self.notify, str(exc), title="report not written", severity="error")
             return
         line = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
@@ -86,7 +96,7 @@ class GpuSessionApp(App[int]):
     def run_in_flight(self) -> bool:
         try:
             return bool(self.main.pane("run").running)
-        except Exception:
+        except (StopIteration, NoMatches):  # no main screen, or the run pane never shown
             return False
 
     def action_quit_q(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from textual import work
 from textual.widgets import Static
 
+from gpusession.core.errors import GpusessionError
 from gpusession.ui.context import UiContext, fmt_left
 
 
@@ -48,7 +49,7 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
     """
     try:
         pkg = ctx.session.package
-    except Exception as exc:  # a hand-edited session.toml
+    except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited session.toml
         return "package unreadable" if short else f"package unreadable ({exc})"
     if pkg.days is None or pkg.start is None or pkg.end is None:
         return "package window not set"
@@ -72,7 +73,7 @@ def order_words(ctx: UiContext) -> str:
         state = load_order(ctx.session)
         line = str(order_status_line(state, ctx.now()))
         return line if line.startswith("order ") else f"order: {line}"
-    except Exception as exc:
+    except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable order.toml
         return f"order: unreadable ({type(exc).__name__})"
 
 

@@ -114,7 +114,16 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_interval(30.0, self.header.refresh_line, name="header-clock")
         self.call_after_refresh(self.pane("checklist").focus_main)
-        self.call_after_refresh(self._read_gpus)
+
+    def after_first_frame(self) -> None:
+        """Start what the first frame does not wait for (the app calls this once it is painted).
+
+        The header's GPU words (an NVML reading) and the checklist's evidence (NVML,
+        polars) are read in threads; started earlier, their imports would hold the GIL
+        while the first frame is laid out and rendered.
+        """
+        self._read_gpus()
+        self.pane("checklist").collect_evidence()
 
     @work(thread=True, group="header-gpu", exit_on_error=False)
     def _read_gpus(self) -> None:

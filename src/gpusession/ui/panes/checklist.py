@@ -19,8 +19,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
+from gpusession.core.errors import GpusessionError
 from gpusession.ui.context import UiContext
 
 
@@ -81,10 +82,9 @@ class ChecklistPane(Vertical):
         yield OptionList(id="checklist-list")
 
     def on_mount(self) -> None:
+        # The evidence (NVML, polars) is collected once the first frame is on screen
+        # (MainScreen.after_first_frame), so its imports never hold up start-up.
         self.reload()
-        # Evidence (NVML, polars) is collected after the first frame is on screen, so
-        # its imports never hold up start-up.
-        self.call_after_refresh(self.collect_evidence)
 
     def focus_main(self) -> None:
         self.query_one(OptionList).focus()
@@ -98,7 +98,7 @@ class ChecklistPane(Vertical):
         olist = self.query_one(OptionList)
         try:
             self.items = list(mod.load_checklist(self.ctx.session))
-        except Exception as exc:
+        except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
             status.update(f"Checklist unreadable: {exc}")
             return
         keep = olist.highlighted_option.id if olist.highlighted_option else None
@@ -119,7 +119,7 @@ class ChecklistPane(Vertical):
         if keep is not None:
             try:
                 olist.highlighted = olist.get_option_index(keep)
-            except Exception:
+            except OptionDoesNotExist:  # the item is gone
                 pass
         if olist.highlighted is None or olist.get_option_at_index(olist.highlighted).disabled:
             for i, opt in enumerate(olist.options):
@@ -140,7 +140,7 @@ class ChecklistPane(Vertical):
         try:
             with self.ctx.write_lock:  # it writes checklist.toml (and order.toml, S5)
                 ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml, now=self.ctx.now())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of a reader (NVML, polars, files) is shown beside the items, never crashes the TUI
             ev = {"_error": f"evidence not collected: {exc}"}
         self.post_message(self.EvidenceCollected(dict(ev)))
 
