@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
-from gpusession.core.events import Event, GenericRecord, event_from_json
+
+if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
+    from gpusession.core.events import Event, GenericRecord
 
 #: The journal's file name inside a session folder.
 JOURNAL = "journal.jsonl"
@@ -111,6 +113,8 @@ def append(path: Path, record: Event) -> None:
 
 def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
     """A journal record for ``event`` with ``fields`` (for events with no own type)."""
+    from gpusession.core.events import GenericRecord
+
     return GenericRecord(event=event, fields=dict(fields))
 
 
@@ -136,6 +140,8 @@ def read_records(path: Path) -> list[Event]:
     Records of the first release and unknown events come back as
     :class:`~gpusession.core.events.GenericRecord`; nothing here raises on old content.
     """
+    from gpusession.core.events import event_from_json
+
     return [event_from_json(d, channel="journal") for d in read(path)]
 
 

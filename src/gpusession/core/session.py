@@ -23,15 +23,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
-from gpusession.core.events import Event
 from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
 from gpusession.core.tomlio import read_toml, write_toml
+
+if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
+    from gpusession.core.events import Event
 
 ENV_HOME = "GPUSESSION_HOME"
 NAME_MAX = 100
