@@ -5,6 +5,7 @@ Imported as ``from ui.pilot import settle, text_of`` (``tests/`` is on pytest's 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -18,9 +19,19 @@ MakeApp = Callable[..., Any]
 SIZE = (80, 24)
 
 
+async def background_started(app: Any, timeout_s: float = 10.0) -> None:
+    """Wait until the app has started its after-first-frame reads (GPU words, evidence).
+
+    They start once the first frame is painted, so ``workers.wait_for_complete()`` called
+    earlier would find nothing to wait for (a race under load).
+    """
+    await asyncio.wait_for(app.main.background_started.wait(), timeout_s)
+
+
 async def settle(pilot: Any, app: Any) -> None:
     """Let workers finish; build the panes not shown yet (they are built on first show)."""
     await pilot.pause(0.05)
+    await background_started(app)
     await app.main.build_all_panes()
     await app.workers.wait_for_complete()
     await pilot.pause(0.05)

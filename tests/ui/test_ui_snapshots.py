@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui.pilot import MakeApp
+from ui.pilot import MakeApp, background_started
 
 from gpusession.testing import FIXED_NOW, FakeRunner, make_session
 
@@ -51,6 +51,7 @@ def test_ui_snapshot(pane: str, size: str, sessions_root: Path, make_app: MakeAp
 
     async def run_before(pilot: Any) -> None:
         await pilot.pause(0.1)
+        await background_started(pilot.app)
         await pilot.app.workers.wait_for_complete()
         await pilot.press(key)
         if pane == "run":

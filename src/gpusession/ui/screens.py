@@ -13,6 +13,7 @@ nothing to update, so the reactions above skip it; it reads fresh data when buil
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -99,6 +100,9 @@ class MainScreen(Screen[None]):
     def __init__(self, ctx: UiContext) -> None:
         super().__init__()
         self.ctx = ctx
+        #: Set once the background reads (header GPU words, checklist evidence) have been
+        #: started after the first painted frame; a test awaits it before waiting for workers.
+        self.background_started = asyncio.Event()
 
     def compose(self) -> ComposeResult:
         yield SessionHeader(self.ctx, id="session-header")
@@ -124,6 +128,7 @@ class MainScreen(Screen[None]):
         """
         self._read_gpus()
         self.pane("checklist").collect_evidence()
+        self.background_started.set()
 
     @work(thread=True, group="header-gpu", exit_on_error=False)
     def _read_gpus(self) -> None:
