@@ -366,3 +366,13 @@ def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
     assert (m.physical_index, m.by) == (1, "uuid")
     gone = map_torch_device("cuda:5", "9999", snap, {})
     assert (gone.uuid, gone.physical_index, gone.by) == ("GPU-9999", None, "unresolved")
+
+
+def test_h18_evidence_names_the_kept_gpu_with_memory_unknown() -> None:
+    import pynvml
+
+    from gpusession.core.evidence import _gpu_words
+
+    snap = read_nvml(_three_gpus(memory=pynvml.NVMLError_NotSupported()))
+    assert _gpu_words(snap.gpus[1]) == "GPU 1 NVIDIA RTX A5000 (GPU-1111-0000, memory unknown (Not Supported))"
+    assert "24.0 GiB" in _gpu_words(snap.gpus[0])
