@@ -17,6 +17,10 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 
+# nvidia-ml-py is a dependency: the fake raises pynvml's own error classes, so the reader
+# meets them as it does on a real machine.
+from pynvml import NVMLError, NVMLError_NoPermission, NVMLError_NotFound, NVMLError_NotSupported
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -35,24 +39,55 @@ class FakeClock:
 
 
 @dataclass
+class FakeMig:
+    """One MIG instance of a :class:`FakeGpu`: UUID, processes, failing readings."""
+
+    uuid: str
+    processes: list[tuple[int, int]] = field(default_factory=list)
+    errors: dict[str, BaseException] = field(default_factory=dict)
+
+
+@dataclass
 class FakeGpu:
-    """One fake GPU: name, UUID, memory in bytes, processes as ``(pid, used_bytes)``."""
+    """One fake GPU: name, UUID, memory in bytes, processes as ``(pid, used_bytes)``.
+
+    ``errors`` maps a reading (``"handle"``, ``"uuid"``, ``"name"``, ``"memory"``,
+    ``"processes"``, ``"utilization"``, ``"sm_clock"``) to the exception NVML raises for
+    it, e.g. ``{"memory": NVMLError_NotSupported()}`` (H-18). ``migs``: MIG instances.
+    """
 
     name: str = "NVIDIA RTX A5000"
     uuid: str = "GPU-5f1c0a2e-0000-4000-8000-00000000a500"
     total_bytes: int = 24 * GIB
     used_bytes: int = 3 * GIB
     processes: list[tuple[int, int]] = field(default_factory=lambda: [(99999999, 2 * GIB)])
+    utilization_percent: int = 0
+    sm_clock_mhz: int = 1695
+    errors: dict[str, BaseException] = field(default_factory=dict)
+    migs: list[FakeMig] = field(default_factory=list)
+
+    def check(self, reading: str) -> None:
+        """Raise what NVML raises for ``reading`` on this GPU, if anything."""
+        if reading in self.errors:
+            raise self.errors[reading]
 
 
 class FakeNvml:
     """A pynvml-like object (``nvmlInit``, ``nvmlDeviceGetMemoryInfo``, ...).
+
+    Raises pynvml's own error classes (``NVMLError_NotSupported``…) where a reading is
+    told to fail, and exposes ``NVMLError`` as pynvml does.
 
     Args:
         gpus: the fake devices; empty for a driver with no GPU.
         fail: when given, ``nvmlInit`` raises with this text (no driver, H-07).
         driver: the driver version string (returned as ``bytes`` when ``as_bytes``, H-06).
     """
+
+    NVMLError = NVMLError
+    NVMLError_NotSupported = NVMLError_NotSupported
+    NVMLError_NoPermission = NVMLError_NoPermission
+    NVML_CLOCK_SM = 1
 
     def __init__(
         self,
@@ -86,19 +121,47 @@ class FakeNvml:
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeGpu:  # noqa: N802
+        self.gpus[i].check("handle")
         return self.gpus[i]
 
-    def nvmlDeviceGetUUID(self, h: FakeGpu) -> Any:  # noqa: N802
+    def nvmlDeviceGetUUID(self, h: FakeGpu | FakeMig) -> Any:  # noqa: N802
+        if isinstance(h, FakeGpu):
+            h.check("uuid")
         return self._s(h.uuid)
 
     def nvmlDeviceGetName(self, h: FakeGpu) -> Any:  # noqa: N802
+        h.check("name")
         return self._s(h.name)
 
     def nvmlDeviceGetMemoryInfo(self, h: FakeGpu) -> Any:  # noqa: N802
+        h.check("memory")
         return SimpleNamespace(total=h.total_bytes, used=h.used_bytes, free=h.total_bytes - h.used_bytes)
 
-    def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu) -> list[Any]:  # noqa: N802
+    def nvmlDeviceGetUtilizationRates(self, h: FakeGpu) -> Any:  # noqa: N802
+        h.check("utilization")
+        return SimpleNamespace(gpu=h.utilization_percent, memory=0)
+
+    def nvmlDeviceGetClockInfo(self, h: FakeGpu, clock_type: int) -> int:  # noqa: N802
+        h.check("sm_clock")
+        return h.sm_clock_mhz
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu | FakeMig) -> list[Any]:  # noqa: N802
+        if isinstance(h, FakeMig):
+            if "processes" in h.errors:
+                raise h.errors["processes"]
+        else:
+            h.check("processes")
         return [SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in h.processes]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: FakeGpu) -> int:  # noqa: N802
+        if not h.migs:
+            raise NVMLError_NotSupported()
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: FakeGpu, i: int) -> FakeMig:  # noqa: N802
+        if i >= len(h.migs):
+            raise NVMLError_NotFound()
+        return h.migs[i]
 
 
 def fixed_host_memory() -> Any:

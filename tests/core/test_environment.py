@@ -131,17 +131,71 @@ def test_r10_concurrent_load_lists_other_gpu_processes() -> None:
     assert "unknown" in load2.describe()
 
 
-def test_host_memory_and_cgroup_limit(tmp_path: Path) -> None:
+def test_host_memory_reads_psutil() -> None:
     hm = read_host_memory()
     assert hm.total_bytes > 0 and 0 <= hm.available_bytes <= hm.total_bytes
-    v2 = tmp_path / "memory.max"
-    v2.write_text("max\n")
-    assert read_cgroup_limit(v2, tmp_path / "none") is None
-    v2.write_text("1073741824\n")
-    assert read_cgroup_limit(v2, tmp_path / "none") == 2**30
-    v1 = tmp_path / "limit"
-    v1.write_text(str(2**63 - 4096))
-    assert read_cgroup_limit(tmp_path / "none", v1) is None
+    assert hm.limit_bytes <= hm.total_bytes
+
+
+def _cgroup_tree(tmp_path: Path, self_cgroup: str, files: dict[str, str]) -> tuple[Path, Path]:
+    proc, cg = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(self_cgroup)
+    cg.mkdir()
+    for rel, text in files.items():
+        f = cg / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return proc, cg
+
+
+def test_h19_cgroup_v2_limit_is_the_process_own_cgroup_not_the_root(tmp_path: Path) -> None:
+    proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
+        "memory.max": "max\n",            # the root: no limit
+        "job/memory.max": "max\n",
+        "job/abc/memory.max": "1073741824\n",
+    })
+    assert read_cgroup_limit(proc, cg) == 2**30
+    hm = read_host_memory(proc, cg)
+    assert hm.cgroup_limit_bytes == 2**30 and hm.cgroup_path == "/job/abc"
+    assert hm.container_limited and hm.limit_bytes == 2**30
+    assert hm.limit_words().startswith("container limit 1073741824 bytes (cgroup /job/abc)")
+    assert "tighter than host RAM" in hm.limit_words()
+
+
+def test_h19_cgroup_v2_tightest_limit_up_the_hierarchy(tmp_path: Path) -> None:
+    proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
+        "job/memory.max": "536870912\n",   # the parent is tighter than the child
+        "job/abc/memory.max": "1073741824\n",
+    })
+    assert read_cgroup_limit(proc, cg) == 2**29
+    proc, cg = _cgroup_tree(tmp_path / "none", "0::/job/abc\n", {"job/abc/memory.max": "max\n"})
+    assert read_cgroup_limit(proc, cg) is None
+    # a namespaced container: the mount is the container's own cgroup, the path the host's
+    proc, cg = _cgroup_tree(tmp_path / "ns", "0::/kubepods/pod1/c1\n", {"memory.max": "2147483648\n"})
+    assert read_cgroup_limit(proc, cg) == 2 * 2**30
+    assert read_cgroup_limit(tmp_path / "no-proc", cg) is None
+
+
+def test_h19_cgroup_v1_memory_controller_line(tmp_path: Path) -> None:
+    proc, cg = _cgroup_tree(tmp_path, "12:cpu,cpuacct:/other\n9:memory:/job/abc\n0::/job/abc\n", {
+        "memory/memory.limit_in_bytes": str(2**63 - 4096),    # the root: "unlimited"
+        "memory/job/memory.limit_in_bytes": str(2**63 - 4096),
+        "memory/job/abc/memory.limit_in_bytes": "1073741824\n",
+        "job/abc/memory.max": "max\n",  # hybrid: the unified tree has no memory limit
+    })
+    assert read_cgroup_limit(proc, cg) == 2**30
+    proc, cg = _cgroup_tree(tmp_path / "unlimited", "9:memory:/job/abc\n", {
+        "memory/job/abc/memory.limit_in_bytes": str(2**63 - 4096)})
+    assert read_cgroup_limit(proc, cg) is None
+
+
+def test_h19_looser_container_limit_leaves_host_ram_as_the_limit(tmp_path: Path) -> None:
+    from gpusession.core.environment import HostMemory
+
+    hm = HostMemory(8 * 2**30, 4 * 2**30, 4 * 2**30, 0, 0, 64 * 2**30, "/job/abc")
+    assert not hm.container_limited and hm.limit_bytes == 8 * 2**30
+    assert "is looser" in hm.limit_words()
 
 
 def test_m5_environment_module_never_imports_torch() -> None:
@@ -197,3 +251,128 @@ def test_h05_gpu_for_uuid_accepts_torch_bare_uuid_and_nvml_prefixes() -> None:
     assert gpu_for_uuid("GPU-aaaa-0000", snap)[0] is not None
     assert gpu_for_uuid("cccc", snap) == (None, None)
     assert gpu_for_uuid("bbbb", snap) == (None, None)  # a prefix is not torch's full UUID
+
+
+def _three_gpus(**errors: BaseException) -> Any:
+    from gpusession.testing import FakeGpu, FakeNvml
+
+    gpus = [FakeGpu(uuid=f"GPU-{i}{i}{i}{i}-0000", processes=[(1000 + i, 2**20)]) for i in range(3)]
+    for reading, exc in errors.items():
+        gpus[1].errors[reading] = exc
+    return FakeNvml(gpus)
+
+
+def test_h18_gpu_with_unsupported_memory_readout_is_kept_and_mapping_unchanged() -> None:
+    import pynvml
+
+    snap = read_nvml(_three_gpus(memory=pynvml.NVMLError_NotSupported()))
+    assert snap.available and [g.index for g in snap.gpus] == [0, 1, 2]
+    g1 = snap.gpus[1]
+    assert g1.uuid == "GPU-1111-0000" and g1.name == "NVIDIA RTX A5000"  # identity by UUID
+    assert g1.memory_total_bytes is None and g1.memory_used_bytes is None  # unknown, not 0
+    assert g1.why_unread("memory") == "Not Supported"
+    assert g1.memory_words() == "memory unknown (NVML: Not Supported)"
+    assert snap.gpus[2].memory_total_bytes == 24 * 2**30
+    for env in ({}, {"CUDA_VISIBLE_DEVICES": "0,1,2"}):
+        mapped = visible_device_map(env, snap)
+        assert [(d.torch_index, d.physical_index) for d in mapped] == [(0, 0), (1, 1), (2, 2)]
+        dev = device_for("cuda:2", env, snap)
+        assert dev is not None and dev.physical_index == 2 and dev.uuid == "GPU-2222-0000"
+    by_uuid = visible_device_map({"CUDA_VISIBLE_DEVICES": "GPU-2222,GPU-1111"}, snap)
+    assert [(d.physical_index, d.by) for d in by_uuid] == [(2, "uuid"), (1, "uuid")]
+
+
+def test_h18_every_gpu_reading_fails_alone() -> None:
+    import pynvml
+
+    for reading in ("uuid", "name", "memory", "processes", "utilization", "sm_clock"):
+        snap = read_nvml(_three_gpus(**{reading: pynvml.NVMLError_NotSupported()}))
+        assert len(snap.gpus) == 3, reading
+        g0, g1, g2 = snap.gpus
+        assert g1.why_unread(reading) == "Not Supported", reading
+        assert [r for r, _ in g1.unread] == [reading]
+        assert g0.unread == () and g2.unread == (), reading
+        assert device_for("cuda:2", {}, snap).physical_index == 2  # type: ignore[union-attr]
+    snap = read_nvml(_three_gpus(handle=pynvml.NVMLError_Unknown()))
+    assert [g.index for g in snap.gpus] == [0, 1, 2]
+    assert snap.gpus[1].why_unread("handle") and snap.gpus[1].uuid is None
+    assert device_for("cuda:2", {"CUDA_VISIBLE_DEVICES": "0,1,2"}, snap).physical_index == 2  # type: ignore[union-attr]
+    ok = read_nvml(_three_gpus())
+    assert ok.gpus[1].utilization_percent == 0 and ok.gpus[1].sm_clock_mhz == 1695
+
+
+def test_h18_odd_memory_fields_fail_alone_too() -> None:
+    fake = FakeNvml()
+    fake.nvmlDeviceGetMemoryInfo = lambda h: SimpleNamespace(total="n/a", used=None)  # type: ignore[method-assign]
+    snap = read_nvml(fake)
+    assert len(snap.gpus) == 2 and snap.gpus[0].memory_total_bytes is None
+    assert snap.gpus[0].processes[0].pid == 111
+
+
+def test_r10_other_gpu_processes_unknown_when_nvml_cannot_list_them() -> None:
+    import pynvml
+
+    snap = read_nvml(_three_gpus(processes=pynvml.NVMLError_NoPermission()))
+    assert not snap.gpus[1].processes_known and snap.gpus[0].processes_known
+    load = read_concurrent_load(own_pids={1000, 1002}, snapshot=snap, interval_s=0.0)
+    assert load.unlisted_gpus == ((1, "Insufficient Permissions"),)
+    assert not load.gpu_processes_known
+    words = load.describe()
+    assert "none on GPU 0, 2" in words
+    assert "unknown on GPU 1 (NVML could not list them: Insufficient Permissions)" in words
+    assert not words.endswith("none")
+    listed = read_concurrent_load(own_pids={1000, 1001, 1002}, snapshot=read_nvml(_three_gpus()),
+                                  interval_s=0.0)
+    assert listed.describe().endswith("other GPU processes: none") and listed.gpu_processes_known
+    other = read_concurrent_load(own_pids={1000}, snapshot=snap, interval_s=0.0)
+    assert "pid 1002 on GPU 2" in other.describe() and "unknown on GPU 1" in other.describe()
+
+
+def test_r10_mig_processes_read_through_each_instance_handle() -> None:
+    from gpusession.testing import FakeGpu, FakeMig, FakeNvml, NVMLError_NoPermission
+
+    migs = [FakeMig("MIG-aaaa", processes=[(501, 2**20)]), FakeMig("MIG-bbbb", processes=[(502, 2**21)])]
+    gpu = FakeGpu(uuid="GPU-cccc", processes=[], migs=migs,
+                  errors={"processes": NVMLError_NoPermission()})  # the whole GPU: privileged only
+    snap = read_nvml(FakeNvml([gpu]))
+    g = snap.gpus[0]
+    assert g.mig_uuids == ("MIG-aaaa", "MIG-bbbb") and g.processes_known
+    assert [(p.pid, p.mig_uuid) for p in g.processes] == [(501, "MIG-aaaa"), (502, "MIG-bbbb")]
+    migs[1].errors["processes"] = NVMLError_NoPermission()
+    g = read_nvml(FakeNvml([gpu])).gpus[0]
+    assert not g.processes_known and g.processes == ()
+    assert g.why_unread("processes") == "Insufficient Permissions; MIG instance: Insufficient Permissions"
+    words = read_concurrent_load(snapshot=read_nvml(FakeNvml([gpu])), interval_s=0.0).describe()
+    assert "unknown on GPU 0" in words and "none" not in words
+
+
+def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
+    from gpusession.core.environment import map_torch_device, torch_device_uuid
+
+    snap = read_nvml(_three_gpus())
+    old_torch = SimpleNamespace(
+        cuda=SimpleNamespace(get_device_properties=lambda d: SimpleNamespace(name="x")),
+        device=lambda name: name)
+    assert torch_device_uuid(old_torch, "cuda:1") is None
+    m = map_torch_device("cuda:1", None, snap, {})
+    assert (m.uuid, m.physical_index, m.by) == ("GPU-1111-0000", 1, "position")
+    assert m.words().startswith("by position")
+    new_torch = SimpleNamespace(
+        cuda=SimpleNamespace(get_device_properties=lambda d: SimpleNamespace(uuid="2222-0000")),
+        device=lambda name: name)
+    m = map_torch_device("cuda:0", torch_device_uuid(new_torch, "cuda:0"), snap, {})
+    assert (m.uuid, m.physical_index, m.by, m.words()) == ("GPU-2222-0000", 2, "uuid", "by UUID")
+    m = map_torch_device("cuda:0", None, snap, {"CUDA_VISIBLE_DEVICES": "GPU-1111"})
+    assert (m.physical_index, m.by) == (1, "uuid")
+    gone = map_torch_device("cuda:5", "9999", snap, {})
+    assert (gone.uuid, gone.physical_index, gone.by) == ("GPU-9999", None, "unresolved")
+
+
+def test_h18_evidence_names_the_kept_gpu_with_memory_unknown() -> None:
+    import pynvml
+
+    from gpusession.core.evidence import _gpu_words
+
+    snap = read_nvml(_three_gpus(memory=pynvml.NVMLError_NotSupported()))
+    assert _gpu_words(snap.gpus[1]) == "GPU 1 NVIDIA RTX A5000 (GPU-1111-0000, memory unknown (Not Supported))"
+    assert "24.0 GiB" in _gpu_words(snap.gpus[0])

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.clock import utcnow
-from gpusession.core.environment import NvmlSnapshot, read_nvml
+from gpusession.core.environment import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.errors import BadInput
 from gpusession.core.rates import _model_words, model_matches
 from gpusession.core.session import Session
@@ -111,8 +111,7 @@ def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
     lines: list[str] = []
     if snap.available:
         if snap.gpus:
-            names = ", ".join(f"GPU {g.index} {g.name} ({g.uuid}, {fmt_bytes(g.memory_total_bytes)})"
-                              for g in snap.gpus)
+            names = ", ".join(_gpu_words(g) for g in snap.gpus)
             lines.append(f"NVML now: {len(snap.gpus)} GPU(s), driver {snap.driver_version or 'unknown'}: {names}")
         else:
             lines.append(f"NVML now: no GPU visible, driver {snap.driver_version or 'unknown'}")
@@ -120,6 +119,17 @@ def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
         lines.append(f"NVML now: not available ({snap.reason})")
     lines.append(_last_run_env_line(session))
     return "\n".join(lines)
+
+
+def _gpu_words(g: GpuReading) -> str:
+    """``GPU 1 NVIDIA H200 (GPU-…, 141.0 GiB (… bytes))``; unread fields say why (H-18)."""
+    name = g.name or f"model unknown ({g.why_unread('name') or g.why_unread('handle')})"
+    uuid = g.uuid or f"UUID unknown ({g.why_unread('uuid') or g.why_unread('handle')})"
+    if g.memory_total_bytes is None:
+        memory = f"memory unknown ({g.why_unread('memory') or g.why_unread('handle')})"
+    else:
+        memory = fmt_bytes(g.memory_total_bytes)
+    return f"GPU {g.index} {name} ({uuid}, {memory})"
 
 
 def _last_run_env_line(session: Session) -> str:
@@ -238,8 +248,9 @@ def ordered_of(session: Session) -> Ordered:
 
 
 def _observed(session: Session, snap: NvmlSnapshot) -> tuple[list[str], int | None, str]:
-    if snap.available and snap.gpus:
-        return sorted({g.name for g in snap.gpus}), len(snap.gpus), "NVML"
+    names = {g.name for g in snap.gpus if g.name} if snap.available else set()
+    if names:  # a GPU whose name NVML could not read still counts (H-18)
+        return sorted(names), len(snap.gpus), "NVML"
     lr = last_run(session)
     if lr is not None:
         models = [str(m) for m in lr.distinct("gpu_model")]
@@ -333,12 +344,19 @@ def memory_evidence(session: Session, snap: NvmlSnapshot) -> str:
     if not peaks:
         return f"last run (experiment {lr.experiment_id}): peak reserved bytes not measured (CPU run or no GPU memory readout)"
     need = int(max(peaks))
-    totals = [g.memory_total_bytes for g in snap.gpus] if snap.available else []
+    totals = ([g.memory_total_bytes for g in snap.gpus if g.memory_total_bytes is not None]
+              if snap.available else [])
     counts = lr.distinct("gpu_count")
     gpus_used = int(max(counts)) if counts else 1
     head = f"experiment {lr.experiment_id} needs {fmt_bytes(need)} peak reserved (PyTorch allocator)"
     if not totals:
-        why = snap.reason if not snap.available else "no GPU visible"
+        if not snap.available:
+            why = snap.reason
+        elif snap.gpus:  # H-18: kept, memory unreadable
+            why = "NVML could not read it: " + "; ".join(
+                f"GPU {g.index}: {g.why_unread('memory') or g.why_unread('handle')}" for g in snap.gpus)
+        else:
+            why = "no GPU visible"
         return head + f"; card total unknown ({why})"
     card = min(totals)
     if need <= card:
