@@ -133,3 +133,30 @@ async def test_m2_memory_history_bars_scaled_0_to_100_percent(
         label = text_of(app, "#mem-hist-label")
         assert "bars 0–100%" in label and "host RAM used 31%–34%" in label, label
         assert "min→max" not in label
+
+
+async def test_h18_memory_pane_keeps_a_gpu_whose_memory_nvml_cannot_read(
+    session: Any, make_app: MakeApp
+) -> None:
+    """GPU 1 answers "Not Supported" for memory and for its process list: the pane keeps
+    all three GPUs, says which figures are unknown and why, never 0 or ``None``, and the
+    history bar sums only the GPUs whose memory was read."""
+    import pynvml
+
+    from gpusession.testing import FakeGpu
+
+    gpus = [FakeGpu(uuid=f"GPU-{i}{i}{i}{i}-0000", processes=[(1000 + i, 2**20)]) for i in range(3)]
+    gpus[1].errors["memory"] = pynvml.NVMLError_NotSupported()
+    gpus[1].errors["processes"] = pynvml.NVMLError_NotSupported()
+    app = make_app(nvml=FakeNvml(gpus))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        gpu = text_of(app, "#mem-gpu")
+        assert "GPU 0 " in gpu and "GPU 1 " in gpu and "GPU 2 " in gpu
+        assert "GPU 1 NVIDIA RTX A5000 (GPU-1111-0000): memory unknown (NVML: Not Supported)" in gpu
+        assert "processes unknown (NVML could not list them: Not Supported)" in gpu
+        assert "None" not in gpu
+        pane = app.screen.query_one(MemoryPane)
+        assert pane.samples >= 1

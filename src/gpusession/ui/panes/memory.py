@@ -38,11 +38,12 @@ def host_lines(host: Any) -> list[str]:
     """Host RAM, swap and cgroup limit in words (psutil figures, not GPU memory)."""
     if host is None:
         return ["Host memory: not read"]
-    limit = (
-        f"container limit {fmt_bytes(host.cgroup_limit_bytes)}"
-        if host.cgroup_limit_bytes is not None
-        else "no container memory limit"
-    )
+    if host.cgroup_limit_bytes is None:
+        limit = "no container memory limit"
+    elif host.container_limited:
+        limit = f"container limit {fmt_bytes(host.cgroup_limit_bytes)} (tighter than host RAM)"
+    else:
+        limit = f"container limit {fmt_bytes(host.cgroup_limit_bytes)} (looser than host RAM)"
     return [
         f"Host RAM   used {fmt_bytes(host.used_bytes)} of {fmt_bytes(host.total_bytes)}"
         f" (available {fmt_bytes(host.available_bytes)}); {limit}",
@@ -60,11 +61,19 @@ def gpu_lines(snap: Any) -> list[str]:
         return ["GPU memory: NVML works but sees no GPU."]
     out = [f"NVIDIA driver {snap.driver_version or 'unknown'}; figures are NVML device totals"]
     for g in snap.gpus:
-        out.append(
-            f"GPU {g.index} {g.name} ({g.uuid}): device total used "
-            f"{fmt_bytes(g.memory_used_bytes)} of {fmt_bytes(g.memory_total_bytes)}"
-        )
-        if not g.processes:
+        name = g.name or f"name unknown ({g.why_unread('name') or 'not read'})"
+        uuid = g.uuid or f"UUID unknown ({g.why_unread('uuid') or 'not read'})"
+        if g.memory_used_bytes is None or g.memory_total_bytes is None:
+            # H-18: the GPU is kept; its memory is unknown, with NVML's reason.
+            memory = g.memory_words()
+        else:
+            memory = (f"device total used {fmt_bytes(g.memory_used_bytes)} of "
+                      f"{fmt_bytes(g.memory_total_bytes)}")
+        out.append(f"GPU {g.index} {name} ({uuid}): {memory}")
+        if not g.processes_known:
+            reason = g.why_unread("processes") or g.why_unread("handle") or "not read"
+            out.append(f"    processes unknown (NVML could not list them: {reason})")
+        elif not g.processes:
             out.append("    no compute process seen by NVML")
         for p in g.processes:
             out.append(
@@ -263,9 +272,11 @@ class MemoryPane(VerticalScroll, can_focus=True):
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
         gpus = getattr(msg.nvml, "gpus", ()) or ()
-        if gpus:
-            used = sum(g.memory_used_bytes for g in gpus)
-            total = sum(g.memory_total_bytes for g in gpus) or 1
+        known = [g for g in gpus
+                 if g.memory_used_bytes is not None and g.memory_total_bytes is not None]
+        if known:  # a GPU whose memory NVML could not read is left out of the bar (H-18)
+            used = sum(g.memory_used_bytes for g in known)
+            total = sum(g.memory_total_bytes for g in known) or 1
             self._gpu_hist.append(used / total)
         self.query_one("#mem-spark-host", Bars).data = list(self._host_hist)
         spark_gpu = self.query_one("#mem-spark-gpu", Bars)
