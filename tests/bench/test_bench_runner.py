@@ -269,22 +269,66 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path, session: S
     assert warm.peak_allocated_bytes is None
 
 
-def test_r4_row_warmup_from_worker_report(sessions_root: Path, session: Session) -> None:
-    """A command worker runs no warm-up: its warm rows say 0 though 2 were announced."""
+_RECORD_CALL = (
+    "import sys, time\n"
+    "with open('calls.log', 'a') as fh:\n"
+    "    fh.write(sys.argv[1] + '\\n')\n"
+    "time.sleep(0.02)\n"
+)
+
+
+def test_h15_command_warmup_performed_and_rows_carry_the_count(sessions_root: Path, session: Session) -> None:
+    """H-15: ``python3 record_call.py {batch}``, values 1,2, runs 2, warm-up 2, cold runs 1:
+    per variant 1 cold + 2 warm-up + 2 measured calls; the journal records the warm-up;
+    each row's ``warmup_iterations`` is what was performed (cold rows 0)."""
     s = session
+    script = s.folder / "record_call.py"
+    script.write_text(_RECORD_CALL, encoding="utf-8")
+    exp = _exp(s, workload="command", values=(1, 2), runs_per_variant=2, cold_runs_per_variant=1,
+               warmup_iterations=2, scope="full-chain",
+               params={"command": [sys.executable, str(script), "{batch}"]})
+    cwd = os.getcwd()
+    os.chdir(s.folder)  # the script appends to calls.log in its working directory
+    try:
+        out = Runner(s, exp.id).run()
+    finally:
+        os.chdir(cwd)
+    assert out.completed
+    calls = (s.folder / "calls.log").read_text().split()
+    assert calls.count("1") == 1 + 2 + 2 and calls.count("2") == 1 + 2 + 2
+    # the warm worker's calls: the warm-up (2 per variant) comes before any measured call
+    warm_calls = calls[2:]
+    assert sorted(warm_calls[:4]) == ["1", "1", "2", "2"]
+    done = _events(s, "warmup_done")
+    assert len(done) == 1 and done[0]["runs"] == 4
+    assert done[0]["per_variant"] == {"batch-1": 2, "batch-2": 2}
+    rows = [r for r in s.results.rows() if r.phase != "load"]
+    assert [r.warmup_iterations for r in rows if r.phase == "cold"] == [0, 0]
+    assert [r.warmup_iterations for r in rows if r.phase == "warm"] == [2, 2, 2, 2]
+    # warm-up outputs are kept apart from the measured ones and never validated
+    assert (s.runs_dir / "e" / "batch-1" / "warmup-2.jsonl").parent.is_dir()
+    assert not (s.validation_dir / "e" / "batch-1" / "warmup-1.toml").exists()
+
+
+def test_r4_command_warmup_failed_part_way_reports_the_count_done(
+        sessions_root: Path, session: Session) -> None:
+    """A command whose second warm-up call fails: its rows say 1, not the announced 2 (R4)."""
+    s = session
+    counter = s.folder / "n.txt"
     script = (
-        "import json,sys; src,out=sys.argv[1:3];"
-        "recs=[json.loads(l) for l in open(src)];"
-        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
+        "import sys, pathlib; p = pathlib.Path(sys.argv[1]);"
+        "n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n));"
+        "sys.exit(1 if n == 2 else 0)"
     )
     exp = _exp(s, workload="command", values=(4,), runs_per_variant=2, cold_runs_per_variant=0,
                warmup_iterations=2, scope="full-chain",
-               params={"command": [sys.executable, "-c", script, "{corpus}", "{output}"]})
-    assert exp.warmup_iterations == 2
-    Runner(s, exp.id).run()
+               params={"command": [sys.executable, "-c", script, str(counter)]})
+    out = Runner(s, exp.id).run()
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 2 and all(r.elapsed_seconds is not None for r in warm)
-    assert [r.warmup_iterations for r in warm] == [0, 0]
+    assert [r.warmup_iterations for r in warm] == [1, 1]
+    assert _events(s, "warmup_done")[0]["per_variant"] == {"batch-4": 1}
+    assert any("warm-up call 2 exited with code 1" in i for i in out.incidents)
 
 
 @pytest.mark.torch

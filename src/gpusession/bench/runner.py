@@ -371,7 +371,8 @@ class Runner:
             elif isinstance(ev, WorkerWarmupDone):
                 self._warm_done = dict(ev.per_variant)
                 self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
-                                               iterations=ev.iterations, runs=ev.runs))
+                                               iterations=ev.iterations, runs=ev.runs,
+                                               per_variant=dict(ev.per_variant)))
             elif isinstance(ev, WorkerReady):
                 if self.cancel.is_set():
                     w.send("stop")

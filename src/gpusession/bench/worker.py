@@ -492,8 +492,61 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
 
 
+def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
+                  out_path: Path) -> list[str]:
+    values = {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
+              "context": setting.get("context") or ""}
+    return [fill_placeholders(a, values) for a in argv_t]
+
+
+def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
+                          check=False)
+
+
+def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
+    """The announced warm-up of a command workload, with the measured shapes (R4, H-15).
+
+    For each variant the command runs ``warmup_iterations`` times with that variant's
+    placeholders, unmeasured, its output going to ``<variant>/warmup-<i>.jsonl`` (never
+    validated). A call that exits non-zero (or cannot start) ends that variant's warm-up
+    with an incident; the count actually done is what its rows carry.
+
+    Returns:
+        Iterations performed per variant id (empty for a cold worker: no warm-up).
+    """
+    warm = spec.get("warmup", [])
+    iterations = int(spec.get("warmup_iterations", 0))
+    out_dir = Path(spec["output_dir"])
+    done: dict[str, int] = {}
+    for w in warm:
+        variant = w["variant_id"]
+        done[variant] = 0
+        for i in range(1, iterations + 1):
+            out_path = out_dir / variant / f"warmup-{i}.jsonl"
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+            except OSError as exc:  # the program is missing or not executable
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
+                break
+            if code != 0:
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, ok=False, oom=False,
+                                       error_type="CommandFailed",
+                                       message=f"warm-up call {i} exited with code {code}"))
+                break
+            done[variant] += 1
+    if warm:
+        ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(done.values()), per_variant=done))
+    return done
+
+
 def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
-    """A plain command timed as a whole process (full-chain; no torch here)."""
+    """A plain command timed as a whole process (full-chain; no torch here).
+
+    The warm worker first performs the announced warm-up (:func:`command_warmup`), as
+    the torch worker does; each row carries the iterations of its variant really done.
+    """
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
     ch.send(WorkerEnvironment(environment={
@@ -501,16 +554,19 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
     }))
     ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
+    warm_done = command_warmup(spec, ch, argv_t)
     timer = SyncTimer([])  # the whole process, wall clock: nothing here to synchronize
     for run, out_path, order in ch.runs(spec):
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
-                  "context": run.get("context") or ""}
-        argv = [fill_placeholders(a, values) for a in argv_t]
-        m = timer.measure(lambda argv=argv: subprocess.run(  # type: ignore[misc]
-            argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False))
-        # No warm-up runs in a command worker: its rows say 0, whatever was announced.
-        did = {"phase": run["phase"], "scope": "full-chain", "order": order, "warmup_iterations": 0}
+        argv = _command_argv(argv_t, spec, run, out_path)
+        did = {"phase": run["phase"], "scope": "full-chain", "order": order,
+               "warmup_iterations": warm_done.get(run["variant_id"], 0),
+               "context": run.get("context")}
+        try:
+            m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+        except OSError as exc:  # the program is missing or not executable: a failed run (R7)
+            ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
+            continue
         if m.result.returncode == 0:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
                                       output=str(out_path), **did))
