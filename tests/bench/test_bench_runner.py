@@ -467,3 +467,50 @@ def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, se
         assert abs(a - b) / max(a, b) < 0.3, (v, a, b)
     # 8 texts: batch 2 = 4 predict calls, batch 8 = 1 → about 4× apart in either order
     assert medians[(2, 8)]["batch-2"] > 2.5 * medians[(2, 8)]["batch-8"]
+
+
+def _demo_model(folder: Path) -> tuple[Path, Path]:
+    """A tiny trained bbc-news model and an eval corpus of 200-word texts."""
+    from gpusession.bench.workloads import bbc_news
+
+    corpus = folder / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    recs = [{"id": f"d{i}", "label": lab,
+             "text": " ".join(f"{lab}{j % 7} w{(i * j) % 50}" for j in range(100))}
+            for i, lab in enumerate(["a", "b"] * 4)]
+    for name in ("train", "tune", "eval"):
+        (corpus / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    bbc_news.train(corpus, folder / "models", seed=0, context_limit=64)
+    return corpus / "eval.jsonl", folder / "models"
+
+
+@pytest.mark.torch
+def test_r9_context_sweep_applies_each_runs_limit_to_the_work(sessions_root: Path, session: Session) -> None:
+    """``varied = "context"`` on the demo workload: 64 and 512 feed different token counts
+    and only the 64 variant notes truncation, at 64 (R9)."""
+    s = session
+    corpus, models = _demo_model(s.folder)
+    exp = define_experiment(s, Experiment(
+        id="ctx", workload="bbc-news", corpus=str(corpus.relative_to(s.folder)), varied="context",
+        values=(64, 512), batch=4, runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=1,
+        protocol=PROTOCOL, params={"model_dir": str(models)}, device="cpu"))
+    out = Runner(s, exp.id).run()
+    assert out.completed, out.incidents
+    rows = {r.variant_id: r for r in s.results.rows() if r.phase == "warm"}
+    assert rows["context-64"].context == 64 and rows["context-512"].context == 512
+    assert "truncated 8 of 8 inputs at the context limit of 64 tokens" in (rows["context-64"].notes or "")
+    assert "truncated" not in (rows["context-512"].notes or "")
+    finished = {r["context"]: r for r in _events(s, "run_finished")}
+    assert finished[64]["tokens"] == 8 * 64 and finished[512]["tokens"] == 8 * 200
+    assert finished[64]["truncated"] == 8 and finished[512]["truncated"] == 0
+
+
+def test_r9_context_cannot_vary_for_a_workload_without_tokens(sessions_root: Path, session: Session) -> None:
+    from gpusession.core.errors import BadInput
+
+    with pytest.raises(BadInput, match="cannot vary the context"):
+        define_experiment(session, Experiment(id="m", workload="synthetic-mlp", varied="context",
+                                              values=(64, 128)))
+    with pytest.raises(BadInput, match=r"\{context\}"):
+        define_experiment(session, Experiment(id="c", workload="command", varied="context",
+                                              values=(64, 128), params={"command": ["true", "{batch}"]}))

@@ -516,7 +516,8 @@ class Runner:
             phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
             elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s,
             rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
-            truncated=truncated,
+            truncated=truncated, tokens=ev.tokens, context=ev.context,
+            unmeasured_pass=ev.unmeasured_pass,
             memory_scope=(ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None
                           else CPU_MEMORY_SCOPE),
         ))

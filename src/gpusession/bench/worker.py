@@ -330,13 +330,18 @@ def _failure_fields(exc: BaseException) -> dict[str, Any]:
 
 def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     """Load, warm up, run the scheduled runs; return the exit code."""
-    from gpusession.bench.workloads.base import count_truncated, resolve
+    from gpusession.bench.workloads.base import count_tokens, count_truncated, resolve, supports_context
 
     exp = spec["experiment"]
     precision = exp.get("precision", "fp32")
+    # A context sweep applies each run's limit to the work (R9), through set_context.
+    per_context = exp.get("varied") == "context"
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
         workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+        if per_context and not supports_context(workload):
+            raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
+                             "set_context(limit) to apply each run's limit")
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
@@ -384,6 +389,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     warm_done: dict[str, int] = {}
     for w in warm:
         warm_done[w["variant_id"]] = 0
+        if per_context:  # the warm-up shape is (batch, context)
+            workload.set_context(w.get("context"))
         for _ in range(iterations):
             b = int(w["batch"])
             _m, failure = measure_or_fail(
@@ -397,7 +404,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                                  per_variant=warm_done))
     for run, out_path, order in ch.runs(spec):
         batch = int(run["batch"])
-        truncated = count_truncated(workload, texts, run.get("context"))
+        context = run.get("context")
+        if per_context:
+            workload.set_context(context)
+        truncated = count_truncated(workload, texts, context)
+        tokens = count_tokens(workload, texts)
 
         def work(batch: int = batch, out_path: Path = out_path) -> list[str]:
             if scope == "full-chain":
@@ -408,7 +419,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
             return _run_batches(workload, texts, batch)
 
         fields: dict[str, Any] = {
-            "truncated": truncated, "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
+            "truncated": truncated, "tokens": tokens, "context": context,
+            "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
             "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
         }
         m, failure = measure_or_fail(timer, work, dev)
