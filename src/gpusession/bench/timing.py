@@ -12,9 +12,11 @@ Order of one measurement (seed 000 §3)::
     sync(every used device)            # M1: baselines after pending work
     baseline allocated / reserved      # per device used
     reset peak stats                   # per device used
+    gc.disable()                       # as timeit does: no collection inside the clock
     sync(every used device); t0 = perf_counter_ns()    # R8: start reading
     work()
     sync(every used device); t1 = perf_counter_ns()    # R8: stop reading
+    gc.enable()                        # if it was enabled; also when work() raises
     peak allocated / reserved          # the phase's absolute peaks
 
 Each device is synchronized *by name* (H-02: ``synchronize()`` without an argument
@@ -23,6 +25,7 @@ waits only for the current device).
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -147,6 +150,11 @@ class SyncTimer:
                 baseline is read (``None``) and the peaks are those since the process
                 started; the stop is synchronized as always.
 
+        Python's garbage collector is disabled from just before the start clock to
+        just after the stop clock, as :mod:`timeit` does, and re-enabled (when it was
+        enabled) on the way out, exception or not: collections then happen between
+        runs, not inside one.
+
         Returns:
             The measurement; exceptions raised by ``work`` propagate (the caller turns
             them into a failed row, R7) after nothing else is read.
@@ -160,16 +168,22 @@ class SyncTimer:
             base_res = int(ops.memory_reserved(mem))
             ops.reset_peak_memory_stats(mem)
         events = self.event_factory() if self.event_factory and presync else None
-        if presync:
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if presync:
+                self.sync()
+            if events:
+                events[0].record()
+            t0 = self.clock()
+            result = work()
+            if events:
+                events[1].record()
             self.sync()
-        if events:
-            events[0].record()
-        t0 = self.clock()
-        result = work()
-        if events:
-            events[1].record()
-        self.sync()
-        t1 = self.clock()
+            t1 = self.clock()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         event_s = None
         if events:
             try:
