@@ -181,3 +181,29 @@ def test_h02_gpu_second_device_synchronized_by_name() -> None:
     assert m.event_elapsed_s is not None and m.elapsed_s >= 0.95 * m.event_elapsed_s
     # events recorded on cuda:1's stream (not the current cuda:0's) cover the work
     assert m.event_elapsed_s > 0.5 * m.elapsed_s
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spelling", ["cuda", "cuda:0"])
+def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
+        sessions_root: Path, spelling: str) -> None:
+    """The load row's baseline is read right before load() (never a 0 not measured), its
+    peaks are the load's, and no CUDA context exists before the load clock starts."""
+    import subprocess
+    import sys
+
+    probe = ("import torch; from gpusession.bench.worker import TorchDevice;"
+             f"d = TorchDevice({spelling!r}); assert not torch.cuda.is_initialized();"
+             "d.activate(); assert torch.cuda.is_initialized(); print(d.device)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cuda:0"
+    s = Session.create(sessions_root, "l", package=Package("RTX A5000", 1, 7))
+    exp = _mlp(s, spelling, values=(64,), runs_per_variant=1, cold_runs_per_variant=0)
+    out = Runner(s, exp.id).run()
+    assert out.completed, out.incidents
+    load = [r for r in s.results.rows() if r.phase == "load"][0]
+    assert load.baseline_allocated_bytes is not None and load.baseline_reserved_bytes is not None
+    assert load.peak_allocated_bytes is not None
+    assert load.peak_allocated_bytes >= load.baseline_allocated_bytes + expected_memory(1024, 4, 64)["parameter_bytes"]
+    assert load.elapsed_seconds is not None and load.elapsed_seconds > 0

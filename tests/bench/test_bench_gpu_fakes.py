@@ -196,8 +196,34 @@ def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any)
     chosen: list[int] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: chosen.append(i))
+    synced: list[Any] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: synced.append(d))
     dev = TorchDevice("cuda:1")
     assert dev.device == "cuda:1" and dev.is_gpu
-    assert chosen == [1]
+    assert chosen == [] and synced == []  # selected inside the timed load, not before
+    dev.activate()
+    assert chosen == [1] and [str(d) for d in synced] == ["cuda:1"]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert TorchDevice("auto").device == "cpu" and chosen == [1]  # CPU: no CUDA call
+    cpu = TorchDevice("auto")
+    cpu.activate()
+    assert cpu.device == "cpu" and chosen == [1]  # CPU: no CUDA call
+
+
+def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any) -> None:
+    """Context creation falls inside the load clock for ``cuda`` and ``cuda:0`` alike:
+    neither spelling touches CUDA before :meth:`TorchDevice.activate`."""
+    import torch
+
+    from gpusession.bench.worker import TorchDevice
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(f"set {i}"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: calls.append("current") or 0)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: calls.append(f"sync {d}"))
+    for spelling in ("cuda", "cuda:0"):
+        calls.clear()
+        dev = TorchDevice(spelling)
+        assert dev.device == "cuda:0" and calls == []
+        dev.activate()
+        assert calls == ["set 0", "sync cuda:0"]

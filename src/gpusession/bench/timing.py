@@ -146,9 +146,11 @@ class SyncTimer:
             work: the work to time; what it returns is ``Measurement.result``.
             presync: ``True`` for a run: synchronize, read the baselines and reset the
                 peaks before the start clock. ``False`` for the load phase (R3): the
-                clock starts at once, so creating the device context is included, no
-                baseline is read (``None``) and the peaks are those since the process
-                started; the stop is synchronized as always.
+                clock starts at once, so creating the device context (which the work
+                does first, the worker's ``TorchDevice.activate``) is included; no
+                baseline is read here (``None``: the work reads it and resets the
+                peaks itself once the context exists); the stop is synchronized as
+                always.
 
         Python's garbage collector is disabled from just before the start clock to
         just after the stop clock, as :mod:`timeit` does, and re-enabled (when it was

@@ -198,23 +198,51 @@ class TorchDevice:
     """
 
     def __init__(self, requested: str | None) -> None:
-        """Import torch, resolve the device and make it the current one (H-02)."""
+        """Import torch and resolve the device; no CUDA context is created here.
+
+        A bare ``cuda`` is ``cuda:0``: in the fresh worker process the current device is
+        torch's default, 0, and reading it through ``torch.cuda.current_device()`` would
+        initialise CUDA outside the load clock. The device is selected and its context
+        created by :meth:`activate`, inside the timed load, for every spelling.
+        """
         import torch
 
         self.torch = torch
         if requested in (None, "", "auto"):
             requested = "cuda" if torch.cuda.is_available() else "cpu"
         dev = torch.device(requested)
+        self.index: int | None = None
         if dev.type == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
-            index = dev.index if dev.index is not None else torch.cuda.current_device()
-            self.device = f"cuda:{index}"
-            # The workload's device becomes the current one, so a bare "cuda" tensor, a
-            # stream or an event without a device lands there, not on cuda:0 (H-02).
-            torch.cuda.set_device(index)
+            self.index = dev.index if dev.index is not None else 0
+            self.device = f"cuda:{self.index}"
         else:
             self.device = "cpu"
+
+    def activate(self) -> None:
+        """Select the device and create its CUDA context (H-02); nothing on CPU.
+
+        Called first thing inside the timed load region, so context creation is part of
+        the load phase whether the device was spelled ``cuda`` or ``cuda:N`` (R3). The
+        workload's device becomes the current one, so a bare ``"cuda"`` tensor, a stream
+        or an event without a device lands there, not on ``cuda:0`` (H-02).
+        """
+        if self.index is None:
+            return
+        cuda = self.torch.cuda
+        cuda.set_device(self.index)
+        cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
+
+    def load_baseline(self) -> tuple[int | None, int | None]:
+        """Allocator ``(allocated, reserved)`` bytes read right before the load, the peak
+        counters reset there (M1); ``(None, None)`` on CPU (M4)."""
+        if self.index is None:
+            return None, None
+        cuda, d = self.torch.cuda, self.torch.device(self.device)
+        alloc, reserved = int(cuda.memory_allocated(d)), int(cuda.memory_reserved(d))
+        cuda.reset_peak_memory_stats(d)
+        return alloc, reserved
 
     @property
     def is_gpu(self) -> bool:
@@ -351,19 +379,24 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     else:
         n = int(exp.get("params", {}).get("n_inputs", 1024))
         ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
-    # Load phase: timed once per process; no pre-sync, so context creation is included.
+    # Load phase: timed once per process. The clock starts before the device is selected
+    # and its context created (TorchDevice.activate), for every device spelling (R3);
+    # the allocator baseline is read and the peaks reset right before load() (M1).
     load_timer = dev.timer([dev.device] if dev.is_gpu else [])
 
-    def load() -> list[str]:
+    def load() -> tuple[list[str], tuple[int | None, int | None]]:
+        dev.activate()
+        baseline = dev.load_baseline()
         workload.load(dev.device, precision, exp.get("context_limit"))
         used = dev.used_devices(workload)
         for d in used:  # every device the load used, each by name (H-02)
             dev.torch.cuda.synchronize(dev.torch.device(d))
-        return used
+        return used, baseline
 
     try:
         load_m = load_timer.measure(load, presync=False)
-        used: list[str] = load_m.result
+        used: list[str] = load_m.result[0]
+        load_base: tuple[int | None, int | None] = load_m.result[1]
     except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
@@ -372,11 +405,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
     ch.send(WorkerEnvironment(environment=env))
-    # On a GPU: the process's peaks since it started, i.e. the load's (no reset before it).
+    # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
     ch.send(WorkerLoaded(
         elapsed_s=load_m.elapsed_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
-        baseline_allocated_bytes=0 if dev.is_gpu else None,
-        baseline_reserved_bytes=0 if dev.is_gpu else None,
+        baseline_allocated_bytes=load_base[0] if dev.is_gpu else None,
+        baseline_reserved_bytes=load_base[1] if dev.is_gpu else None,
         peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
         peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
     ))
