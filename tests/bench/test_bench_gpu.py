@@ -207,3 +207,36 @@ def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
     assert load.peak_allocated_bytes is not None
     assert load.peak_allocated_bytes >= load.baseline_allocated_bytes + expected_memory(1024, 4, 64)["parameter_bytes"]
     assert load.elapsed_seconds is not None and load.elapsed_seconds > 0
+
+
+@pytest.mark.gpu
+def test_r7_m1_gpu_run_after_an_oom_is_preceded_by_an_unmeasured_pass(
+        sessions_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``values = 8,1``: each batch-1 run follows a real OOM at batch 8 in the same worker;
+    it is preceded by one unmeasured pass, measured, and its reserved figures carry the
+    note that the allocator keeps blocks between runs."""
+    from fake_workloads import with_tests_on_path
+
+    from gpusession.bench.timing import RESERVED_CARRY_NOTE
+
+    with_tests_on_path(monkeypatch)
+    s = Session.create(sessions_root, "p", package=Package("RTX A5000", 1, 7))
+    exp = define_experiment(s, Experiment(
+        id="huge", workload="fake_workloads:HugeAt", corpus=None, varied="batch", values=(8, 1),
+        runs_per_variant=2, warmup_iterations=0, cold_runs_per_variant=0, device="cuda",
+        params={"huge_batch": 8, "n_inputs": 8}))
+    out = Runner(s, exp.id).run()
+    assert out.completed
+    assert len([r for r in s.read_journal() if r.get("event") == "worker_started"]) == 1
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert [r.variant_id for r in warm] == ["batch-8", "batch-1", "batch-8", "batch-1"]
+    for r in warm:
+        if r.variant_id == "batch-8":
+            assert r.elapsed_seconds is None and "out of memory" in (r.notes or "")
+        else:
+            assert r.elapsed_seconds is not None and r.peak_reserved_bytes is not None
+            assert "unmeasured pass after an out-of-memory run" in (r.notes or "")
+            assert RESERVED_CARRY_NOTE in (r.notes or "")
+    passes = [r for r in s.read_journal()
+              if r.get("event") == "run_finished" and r.get("variant_id") == "batch-1"]
+    assert [r.get("unmeasured_pass") for r in passes] == ["after an out-of-memory run"] * 2

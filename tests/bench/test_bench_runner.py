@@ -117,6 +117,28 @@ def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, session
 
 
 @pytest.mark.torch
+def test_r7_after_an_oom_the_next_run_is_preceded_by_one_unmeasured_pass(
+        sessions_root: Path, session: Session, fakes: None) -> None:
+    """OOM stays in-process: the next variant runs in the same worker, after one
+    unmeasured pass of its shape, journalled and noted on its row."""
+    s = session
+    exp = _exp(s, values=(8, 2), runs_per_variant=2, cold_runs_per_variant=0, warmup_iterations=0,
+               params={"oom_batch": 8})
+    out = Runner(s, exp.id).run()
+    assert out.completed
+    assert len(_events(s, "worker_started")) == 1  # one worker: the OOM did not end it
+    sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
+    # each batch-2 run follows a batch-8 OOM: 4 calls of the unmeasured pass + 4 measured
+    assert sizes.count(2) == 2 * (4 + 4)
+    finished = [r for r in _events(s, "run_finished") if r["variant_id"] == "batch-2"]
+    assert [r.get("unmeasured_pass") for r in finished] == ["after an out-of-memory run"] * 2
+    assert all(r["ok"] for r in finished)
+    warm = [r for r in s.results.rows() if r.variant_id == "batch-2"]
+    assert all("preceded by one unmeasured pass after an out-of-memory run" in (r.notes or "") for r in warm)
+    assert all(r.elapsed_seconds is not None for r in warm)
+
+
+@pytest.mark.torch
 def test_r7_exception_in_workload_keeps_row(sessions_root: Path, session: Session, fakes: None) -> None:
     s = session
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=0, params={"fail_batch": 4})

@@ -36,7 +36,7 @@ from typing import Any
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
 from gpusession.bench.run_validation import RunValidation, package_total_minor
-from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
+from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
 from gpusession.core.events import (
     EnvironmentObserved,
@@ -497,6 +497,11 @@ class Runner:
             )
             if ev.message:
                 notes.append(f"incident: {ev.message}")
+            if ev.unmeasured_pass:
+                notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
+            if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
+                # the caching allocator keeps blocks between interleaved variants (M1)
+                notes.append(RESERVED_CARRY_NOTE)
             fields, vnote = self._validation.validate(Path(str(ev.output)), run)
             row = row.replace(**fields)
             if vnote:

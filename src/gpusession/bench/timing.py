@@ -41,6 +41,9 @@ ALLOCATOR_SCOPE = (
     "allocator (CUDA context, library workspaces) are not covered; allocated is part of "
     "reserved (never add them) and the two peaks may occur at different moments"
 )
+#: Beside a warm run's reserved figures: the caching allocator keeps blocks between runs
+#: of interleaved variants, and the peak after a reset starts from what is reserved now.
+RESERVED_CARRY_NOTE = "reserved bytes include blocks kept from earlier runs of this worker"
 #: Why the memory cells are empty on CPU (M4).
 CPU_MEMORY_SCOPE = "not measured: the run used no GPU (empty cells mean not measured, not 0)"
 
@@ -284,4 +287,4 @@ class _StreamEvent:
         return float(self.event.elapsed_time(end.event))
 
 
-__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
+__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "RESERVED_CARRY_NOTE", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
