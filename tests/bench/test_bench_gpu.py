@@ -137,6 +137,8 @@ def test_m1_r10_gpu_run_fills_memory_cells_and_environment(sessions_root: Path) 
     env = s.data["environment"]
     assert env["gpus_used"] == [env["device"]]
     assert "cudnn_benchmark" in env
+    assert "tf32_matmul" in env and "float32_matmul_precision" in env and "allocator_backend" in env
+    assert env.get("sm_clock_mhz") or env.get("clock_reason")  # read, or unknown with the reason
     assert env.get("gpu_uuid", "").startswith(("GPU-", "MIG-"))  # torch's own UUID at least
     if not env.get("nvml_reason"):
         assert env.get("driver_version") and env.get("gpu_uuid")  # H-06, H-05

@@ -99,6 +99,16 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, sessio
     assert sizes.count(8) == 2 + 1 and sizes.count(2) == 4 * (2 + 1)
     env = s.data["environment"]
     assert env["cudnn_benchmark"] in (True, False)  # recorded
+    # R10: what changes speed and results, in session.toml and the report
+    assert env["tf32_matmul"] in (True, False) and env["tf32_cudnn"] in (True, False)
+    assert env["float32_matmul_precision"] in ("highest", "high", "medium")
+    assert env["grad_enabled"] in (True, False) and "cuda_device_order" in env
+    assert "pytorch_cuda_alloc_conf" in env and "hip_visible_devices" in env
+    from gpusession.core.report import render_report
+
+    report = render_report(s)
+    assert "- tf32_matmul:" in report and "- float32_matmul_precision:" in report
+    assert "- grad_enabled:" in report and "- cuda_device_order:" in report
 
 
 @pytest.mark.torch

@@ -185,6 +185,95 @@ def write_outputs(path: Path, ids: list[str], labels: list[str]) -> None:
             fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
 
 
+#: Environment variables that change how the GPU work runs (device order, visibility,
+#: allocator), recorded with the environment; ``"unset"`` when absent.
+SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
+                  "HIP_VISIBLE_DEVICES")
+
+#: NVML clock throttle (clock event) reason bits, in words.
+THROTTLE_REASONS = {
+    0x1: "GPU idle",
+    0x2: "applications clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake slowdown",
+    0x100: "display clock setting",
+}
+
+
+def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
+    env = os.environ if environ is None else environ
+    return {k.lower(): env.get(k, "unset") for k in SPEED_ENV_VARS}
+
+
+def read_clocks(index: int | None, nvml: Any | None = None) -> dict[str, Any]:
+    """SM clock and throttle reasons of the physical GPU ``index`` now, through NVML (R10).
+
+    Args:
+        index: the GPU's NVML index; ``None`` when it is not known.
+        nvml: a pynvml-like module (``nvmlInit``, ``nvmlShutdown``,
+            ``nvmlDeviceGetHandleByIndex``, ``nvmlDeviceGetClockInfo``,
+            ``nvmlDeviceGetCurrentClocksThrottleReasons`` or
+            ``nvmlDeviceGetCurrentClocksEventReasons``); default ``pynvml``.
+
+    Returns:
+        ``sm_clock_mhz`` (int) and ``throttle_reasons`` (words, ``"none"`` when none is
+        active), each ``None`` when unreadable, with ``clock_reason`` saying why. Never
+        raises.
+    """
+    out: dict[str, Any] = {"sm_clock_mhz": None, "throttle_reasons": None, "clock_reason": None}
+    if index is None:
+        out["clock_reason"] = "the GPU's NVML index is not known"
+        return out
+    if nvml is None:
+        try:
+            import pynvml
+
+            nvml = pynvml
+        except (ImportError, OSError) as exc:
+            out["clock_reason"] = f"NVML bindings not installed ({exc})"
+            return out
+    lib: Any = nvml
+    try:
+        lib.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: an unreadable figure, said so
+        out["clock_reason"] = f"NVML could not start ({type(exc).__name__}: {exc})"
+        return out
+    problems: list[str] = []
+    try:
+        handle = lib.nvmlDeviceGetHandleByIndex(index)
+        try:
+            out["sm_clock_mhz"] = int(lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1)))
+        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
+            problems.append(f"SM clock: {type(exc).__name__}: {exc}")
+        get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+               or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        try:
+            if get is None:
+                raise AttributeError("these NVML bindings cannot read throttle reasons")
+            bits = int(get(handle))
+            words = [w for b, w in THROTTLE_REASONS.items() if bits & b]
+            unknown = bits & ~sum(THROTTLE_REASONS)
+            if unknown:
+                words.append(f"other (0x{unknown:x})")
+            out["throttle_reasons"] = ", ".join(words) or "none"
+        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
+            problems.append(f"throttle reasons: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - no handle for this index: both figures unreadable
+        problems.append(f"GPU {index}: {type(exc).__name__}: {exc}")
+    finally:
+        try:
+            lib.nvmlShutdown()
+        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+            pass
+    out["clock_reason"] = "; ".join(problems) or None
+    return out
+
+
 class TorchDevice:
     """torch facts for the chosen device: what to synchronize, allocator readings.
 
@@ -235,8 +324,11 @@ class TorchDevice:
         cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
 
     def load_baseline(self) -> tuple[int | None, int | None]:
-        """Allocator ``(allocated, reserved)`` bytes read right before the load, the peak
-        counters reset there (M1); ``(None, None)`` on CPU (M4)."""
+        """Allocator ``(allocated, reserved)`` bytes read right before the load (M1).
+
+        The peak counters are reset there, so the load's peaks are its own; ``(None,
+        None)`` on CPU (M4).
+        """
         if self.index is None:
             return None, None
         cuda, d = self.torch.cuda, self.torch.device(self.device)
@@ -301,10 +393,33 @@ class TorchDevice:
             "code_revision": code_revision(code_dir) if code_dir else None,
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
+        env.update(self.speed_settings())
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
             env["gpu_uuid"], env["gpu_physical_index"] = physical_gpu(torch, self.device, snap)
+            try:
+                env["allocator_backend"] = str(torch.cuda.get_allocator_backend())
+            except (AttributeError, RuntimeError):  # an older torch; a CUDA error
+                env["allocator_backend"] = None
+            # read last, right before the warm-up and the runs start
+            env.update(read_clocks(env["gpu_physical_index"]))
         return env
+
+    def speed_settings(self) -> dict[str, Any]:
+        """What changes speed and results besides the device (R10), readable on CPU too.
+
+        TF32 flags, ``torch.get_float32_matmul_precision()``, the grad mode the harness
+        calls ``predict`` under (the worker's own; a workload may change it inside), and
+        :data:`SPEED_ENV_VARS`.
+        """
+        torch = self.torch
+        return {
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+            "grad_enabled": bool(torch.is_grad_enabled()),
+            **speed_env_vars(),
+        }
 
 
 def physical_gpu(torch: Any, device: str, snap: Any,
@@ -358,7 +473,12 @@ def _failure_fields(exc: BaseException) -> dict[str, Any]:
 
 def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     """Load, warm up, run the scheduled runs; return the exit code."""
-    from gpusession.bench.workloads.base import count_tokens, count_truncated, resolve, supports_context
+    from gpusession.bench.workloads.base import (
+        count_tokens,
+        count_truncated,
+        resolve,
+        supports_context,
+    )
 
     exp = spec["experiment"]
     precision = exp.get("precision", "fp32")
@@ -366,7 +486,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     per_context = exp.get("varied") == "context"
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
-        workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+        workload: Any = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
         if per_context and not supports_context(workload):
             raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
                              "set_context(limit) to apply each run's limit")
@@ -610,6 +730,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     ch.send(WorkerEnvironment(environment={
         "device": exp.get("device"), "python_version": platform.python_version(),
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
+        **speed_env_vars(),
     }))
     ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
     warm_done = command_warmup(spec, ch, argv_t)
