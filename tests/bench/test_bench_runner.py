@@ -546,3 +546,18 @@ def test_r9_context_cannot_vary_for_a_workload_without_tokens(sessions_root: Pat
     with pytest.raises(BadInput, match=r"\{context\}"):
         define_experiment(session, Experiment(id="c", workload="command", varied="context",
                                               values=(64, 128), params={"command": ["true", "{batch}"]}))
+
+
+@pytest.mark.torch
+def test_r9_context_sweep_refused_at_load_for_a_workload_without_set_context(
+        sessions_root: Path, session: Session, fakes: None) -> None:
+    """A ``module:factory`` workload that cannot apply a run's context limit: the load is
+    refused with the reason, no run times the same work under different labels."""
+    s = session
+    exp = _exp(s, varied="context", values=(64, 512), batch=2, runs_per_variant=1,
+               cold_runs_per_variant=0, warmup_iterations=0)
+    out = Runner(s, exp.id).run()
+    assert not out.completed
+    assert any("cannot vary the context" in i for i in out.incidents)
+    assert [r.phase for r in s.results.rows()] == ["load"]
+    assert not (s.folder / "predict.log").exists()

@@ -5,7 +5,10 @@ only process that imports torch (M5: the UI process never creates a CUDA context
 
 A *cold* worker loads, runs the first run of one variant and exits; the *warm* worker
 loads once, runs the announced warm-up for every variant with exactly the measured
-shapes (R4, H-03), then the measured runs in the drawn order (R5).
+shapes (R4, H-03; a command workload too, H-15), then the measured runs in the drawn
+order (R5). A ``varied = "context"`` experiment applies each run's limit to the work
+(``set_context``, R9). After an out-of-memory run the next measured run is preceded by
+one unmeasured pass of its shape; the worker goes on in the same process.
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
