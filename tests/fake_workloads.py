@@ -86,6 +86,37 @@ class SlowLoad(Echo):
         time.sleep(self.load_sleep_s)
 
 
+class HugeAt:
+    """A tiny model on the device whose predict allocates ``huge_bytes`` at ``huge_batch``
+    (a real out-of-memory error on any GPU), else a small matmul. Imports torch."""
+
+    classes = ["x"]
+
+    def __init__(self, huge_batch: int = 8, huge_bytes: int = 1 << 50, **_: Any) -> None:
+        self.huge_batch = int(huge_batch)
+        self.huge_bytes = int(huge_bytes)
+        self.device = "cpu"
+        self.w: Any = None
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        import torch
+
+        self.device = device
+        self.w = torch.randn(256, 256, device=device)
+
+    def devices_used(self) -> list[str]:
+        return [self.device]
+
+    def predict(self, texts: list[str]) -> list[str]:
+        import torch
+
+        if len(texts) == self.huge_batch:
+            torch.empty(self.huge_bytes, dtype=torch.uint8, device=self.device)
+        x = torch.randn(len(texts) * 64, 256, device=self.device)
+        (x @ self.w).sum().item()
+        return ["x"] * len(texts)
+
+
 def write_corpus(path: Path, n: int = 8, words: int = 5) -> Path:
     """A JSONL corpus of ``n`` texts labelled a/b; each text has ``words`` words."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -137,6 +137,8 @@ def test_m1_r10_gpu_run_fills_memory_cells_and_environment(sessions_root: Path) 
     env = s.data["environment"]
     assert env["gpus_used"] == [env["device"]]
     assert "cudnn_benchmark" in env
+    assert "tf32_matmul" in env and "float32_matmul_precision" in env and "allocator_backend" in env
+    assert env.get("sm_clock_mhz") or env.get("clock_reason")  # read, or unknown with the reason
     assert env.get("gpu_uuid", "").startswith(("GPU-", "MIG-"))  # torch's own UUID at least
     if not env.get("nvml_reason"):
         assert env.get("driver_version") and env.get("gpu_uuid")  # H-06, H-05
@@ -181,3 +183,62 @@ def test_h02_gpu_second_device_synchronized_by_name() -> None:
     assert m.event_elapsed_s is not None and m.elapsed_s >= 0.95 * m.event_elapsed_s
     # events recorded on cuda:1's stream (not the current cuda:0's) cover the work
     assert m.event_elapsed_s > 0.5 * m.elapsed_s
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spelling", ["cuda", "cuda:0"])
+def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
+        sessions_root: Path, spelling: str) -> None:
+    """The load row's baseline is read right before load() (never a 0 not measured), its
+    peaks are the load's, and no CUDA context exists before the load clock starts."""
+    import subprocess
+    import sys
+
+    probe = ("import torch; from gpusession.bench.worker import TorchDevice;"
+             f"d = TorchDevice({spelling!r}); assert not torch.cuda.is_initialized();"
+             "d.activate(); assert torch.cuda.is_initialized(); print(d.device)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cuda:0"
+    s = Session.create(sessions_root, "l", package=Package("RTX A5000", 1, 7))
+    exp = _mlp(s, spelling, values=(64,), runs_per_variant=1, cold_runs_per_variant=0)
+    out = Runner(s, exp.id).run()
+    assert out.completed, out.incidents
+    load = [r for r in s.results.rows() if r.phase == "load"][0]
+    assert load.baseline_allocated_bytes is not None and load.baseline_reserved_bytes is not None
+    assert load.peak_allocated_bytes is not None
+    assert load.peak_allocated_bytes >= load.baseline_allocated_bytes + expected_memory(1024, 4, 64)["parameter_bytes"]
+    assert load.elapsed_seconds is not None and load.elapsed_seconds > 0
+
+
+@pytest.mark.gpu
+def test_r7_m1_gpu_run_after_an_oom_is_preceded_by_an_unmeasured_pass(
+        sessions_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``values = 8,1``: each batch-1 run follows a real OOM at batch 8 in the same worker;
+    it is preceded by one unmeasured pass, measured, and its reserved figures carry the
+    note that the allocator keeps blocks between runs."""
+    from fake_workloads import with_tests_on_path
+
+    from gpusession.bench.timing import RESERVED_CARRY_NOTE
+
+    with_tests_on_path(monkeypatch)
+    s = Session.create(sessions_root, "p", package=Package("RTX A5000", 1, 7))
+    exp = define_experiment(s, Experiment(
+        id="huge", workload="fake_workloads:HugeAt", corpus=None, varied="batch", values=(8, 1),
+        runs_per_variant=2, warmup_iterations=0, cold_runs_per_variant=0, device="cuda",
+        params={"huge_batch": 8, "n_inputs": 8}))
+    out = Runner(s, exp.id).run()
+    assert out.completed
+    assert len([r for r in s.read_journal() if r.get("event") == "worker_started"]) == 1
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert [r.variant_id for r in warm] == ["batch-8", "batch-1", "batch-8", "batch-1"]
+    for r in warm:
+        if r.variant_id == "batch-8":
+            assert r.elapsed_seconds is None and "out of memory" in (r.notes or "")
+        else:
+            assert r.elapsed_seconds is not None and r.peak_reserved_bytes is not None
+            assert "unmeasured pass after an out-of-memory run" in (r.notes or "")
+            assert RESERVED_CARRY_NOTE in (r.notes or "")
+    passes = [r for r in s.read_journal()
+              if r.get("event") == "run_finished" and r.get("variant_id") == "batch-1"]
+    assert [r.get("unmeasured_pass") for r in passes] == ["after an out-of-memory run"] * 2

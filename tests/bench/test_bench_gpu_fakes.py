@@ -196,8 +196,88 @@ def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any)
     chosen: list[int] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: chosen.append(i))
+    synced: list[Any] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: synced.append(d))
     dev = TorchDevice("cuda:1")
     assert dev.device == "cuda:1" and dev.is_gpu
-    assert chosen == [1]
+    assert chosen == [] and synced == []  # selected inside the timed load, not before
+    dev.activate()
+    assert chosen == [1] and [str(d) for d in synced] == ["cuda:1"]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert TorchDevice("auto").device == "cpu" and chosen == [1]  # CPU: no CUDA call
+    cpu = TorchDevice("auto")
+    cpu.activate()
+    assert cpu.device == "cpu" and chosen == [1]  # CPU: no CUDA call
+
+
+def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any) -> None:
+    """Context creation falls inside the load clock for ``cuda`` and ``cuda:0`` alike:
+    neither spelling touches CUDA before :meth:`TorchDevice.activate`."""
+    import torch
+
+    from gpusession.bench.worker import TorchDevice
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(f"set {i}"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: calls.append("current") or 0)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: calls.append(f"sync {d}"))
+    for spelling in ("cuda", "cuda:0"):
+        calls.clear()
+        dev = TorchDevice(spelling)
+        assert dev.device == "cuda:0" and calls == []
+        dev.activate()
+        assert calls == ["set 0", "sync cuda:0"]
+
+
+def test_r10_speed_settings_recorded_in_the_environment(monkeypatch: Any) -> None:
+    """TF32 flags, float32 matmul precision, grad mode and the allocator/device-order
+    variables are part of the worker's environment, readable on CPU."""
+    from gpusession.bench.worker import TorchDevice, speed_env_vars
+
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    env = TorchDevice("cpu").environment(None, None)
+    import torch
+
+    assert env["tf32_matmul"] is bool(torch.backends.cuda.matmul.allow_tf32)
+    assert env["tf32_cudnn"] is bool(torch.backends.cudnn.allow_tf32)
+    assert env["float32_matmul_precision"] == torch.get_float32_matmul_precision()
+    assert env["grad_enabled"] is True
+    assert env["pytorch_cuda_alloc_conf"] == "expandable_segments:True"
+    assert env["cuda_device_order"] == "unset" and env["hip_visible_devices"] == "1"
+    assert "sm_clock_mhz" not in env  # CPU: no GPU clock to read
+    assert speed_env_vars({})["pytorch_cuda_alloc_conf"] == "unset"
+
+
+def test_r10_sm_clock_and_throttle_reasons_read_or_unknown_with_the_reason() -> None:
+    from gpusession.bench.worker import read_clocks
+
+    class NotSupported(Exception):
+        pass
+
+    def nvml(bits: int | None, clock: int | None) -> Any:
+        def get_clock(h: Any, kind: int) -> int:
+            if clock is None:
+                raise NotSupported("Not Supported")
+            return clock
+
+        def reasons(h: Any) -> int:
+            if bits is None:
+                raise NotSupported("Not Supported")
+            return bits
+
+        return SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None, NVML_CLOCK_SM=1,
+                               nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+                               nvmlDeviceGetClockInfo=get_clock,
+                               nvmlDeviceGetCurrentClocksThrottleReasons=reasons)
+
+    ok = read_clocks(0, nvml(0x4 | 0x40, 1980))
+    assert ok == {"sm_clock_mhz": 1980, "clock_reason": None,
+                  "throttle_reasons": "software power cap, hardware thermal slowdown"}
+    assert read_clocks(0, nvml(0, 1410))["throttle_reasons"] == "none"
+    bad = read_clocks(0, nvml(None, None))
+    assert bad["sm_clock_mhz"] is None and bad["throttle_reasons"] is None
+    assert "SM clock: NotSupported" in bad["clock_reason"] and "throttle reasons" in bad["clock_reason"]
+    unknown = read_clocks(None, nvml(0, 1))
+    assert unknown["sm_clock_mhz"] is None and "not known" in unknown["clock_reason"]

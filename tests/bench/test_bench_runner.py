@@ -99,6 +99,16 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, sessio
     assert sizes.count(8) == 2 + 1 and sizes.count(2) == 4 * (2 + 1)
     env = s.data["environment"]
     assert env["cudnn_benchmark"] in (True, False)  # recorded
+    # R10: what changes speed and results, in session.toml and the report
+    assert env["tf32_matmul"] in (True, False) and env["tf32_cudnn"] in (True, False)
+    assert env["float32_matmul_precision"] in ("highest", "high", "medium")
+    assert env["grad_enabled"] in (True, False) and "cuda_device_order" in env
+    assert "pytorch_cuda_alloc_conf" in env and "hip_visible_devices" in env
+    from gpusession.core.report import render_report
+
+    report = render_report(s)
+    assert "- tf32_matmul:" in report and "- float32_matmul_precision:" in report
+    assert "- grad_enabled:" in report and "- cuda_device_order:" in report
 
 
 @pytest.mark.torch
@@ -114,6 +124,28 @@ def test_r7_oom_keeps_its_row_and_next_variant_runs(sessions_root: Path, session
     assert rows[("warm", "batch-2")].elapsed_seconds is not None  # the other variant still ran
     assert out.completed  # every run ran; failures kept
     assert any("out of memory" in i for i in out.incidents)
+
+
+@pytest.mark.torch
+def test_r7_after_an_oom_the_next_run_is_preceded_by_one_unmeasured_pass(
+        sessions_root: Path, session: Session, fakes: None) -> None:
+    """OOM stays in-process: the next variant runs in the same worker, after one
+    unmeasured pass of its shape, journalled and noted on its row."""
+    s = session
+    exp = _exp(s, values=(8, 2), runs_per_variant=2, cold_runs_per_variant=0, warmup_iterations=0,
+               params={"oom_batch": 8})
+    out = Runner(s, exp.id).run()
+    assert out.completed
+    assert len(_events(s, "worker_started")) == 1  # one worker: the OOM did not end it
+    sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
+    # each batch-2 run follows a batch-8 OOM: 4 calls of the unmeasured pass + 4 measured
+    assert sizes.count(2) == 2 * (4 + 4)
+    finished = [r for r in _events(s, "run_finished") if r["variant_id"] == "batch-2"]
+    assert [r.get("unmeasured_pass") for r in finished] == ["after an out-of-memory run"] * 2
+    assert all(r["ok"] for r in finished)
+    warm = [r for r in s.results.rows() if r.variant_id == "batch-2"]
+    assert all("preceded by one unmeasured pass after an out-of-memory run" in (r.notes or "") for r in warm)
+    assert all(r.elapsed_seconds is not None for r in warm)
 
 
 @pytest.mark.torch
@@ -269,22 +301,66 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path, session: S
     assert warm.peak_allocated_bytes is None
 
 
-def test_r4_row_warmup_from_worker_report(sessions_root: Path, session: Session) -> None:
-    """A command worker runs no warm-up: its warm rows say 0 though 2 were announced."""
+_RECORD_CALL = (
+    "import sys, time\n"
+    "with open('calls.log', 'a') as fh:\n"
+    "    fh.write(sys.argv[1] + '\\n')\n"
+    "time.sleep(0.02)\n"
+)
+
+
+def test_h15_command_warmup_performed_and_rows_carry_the_count(sessions_root: Path, session: Session) -> None:
+    """H-15: ``python3 record_call.py {batch}``, values 1,2, runs 2, warm-up 2, cold runs 1:
+    per variant 1 cold + 2 warm-up + 2 measured calls; the journal records the warm-up;
+    each row's ``warmup_iterations`` is what was performed (cold rows 0)."""
     s = session
+    script = s.folder / "record_call.py"
+    script.write_text(_RECORD_CALL, encoding="utf-8")
+    exp = _exp(s, workload="command", values=(1, 2), runs_per_variant=2, cold_runs_per_variant=1,
+               warmup_iterations=2, scope="full-chain",
+               params={"command": [sys.executable, str(script), "{batch}"]})
+    cwd = os.getcwd()
+    os.chdir(s.folder)  # the script appends to calls.log in its working directory
+    try:
+        out = Runner(s, exp.id).run()
+    finally:
+        os.chdir(cwd)
+    assert out.completed
+    calls = (s.folder / "calls.log").read_text().split()
+    assert calls.count("1") == 1 + 2 + 2 and calls.count("2") == 1 + 2 + 2
+    # the warm worker's calls: the warm-up (2 per variant) comes before any measured call
+    warm_calls = calls[2:]
+    assert sorted(warm_calls[:4]) == ["1", "1", "2", "2"]
+    done = _events(s, "warmup_done")
+    assert len(done) == 1 and done[0]["runs"] == 4
+    assert done[0]["per_variant"] == {"batch-1": 2, "batch-2": 2}
+    rows = [r for r in s.results.rows() if r.phase != "load"]
+    assert [r.warmup_iterations for r in rows if r.phase == "cold"] == [0, 0]
+    assert [r.warmup_iterations for r in rows if r.phase == "warm"] == [2, 2, 2, 2]
+    # warm-up outputs are kept apart from the measured ones and never validated
+    assert (s.runs_dir / "e" / "batch-1" / "warmup-2.jsonl").parent.is_dir()
+    assert not (s.validation_dir / "e" / "batch-1" / "warmup-1.toml").exists()
+
+
+def test_r4_command_warmup_failed_part_way_reports_the_count_done(
+        sessions_root: Path, session: Session) -> None:
+    """A command whose second warm-up call fails: its rows say 1, not the announced 2 (R4)."""
+    s = session
+    counter = s.folder / "n.txt"
     script = (
-        "import json,sys; src,out=sys.argv[1:3];"
-        "recs=[json.loads(l) for l in open(src)];"
-        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
+        "import sys, pathlib; p = pathlib.Path(sys.argv[1]);"
+        "n = int(p.read_text()) + 1 if p.exists() else 1; p.write_text(str(n));"
+        "sys.exit(1 if n == 2 else 0)"
     )
     exp = _exp(s, workload="command", values=(4,), runs_per_variant=2, cold_runs_per_variant=0,
                warmup_iterations=2, scope="full-chain",
-               params={"command": [sys.executable, "-c", script, "{corpus}", "{output}"]})
-    assert exp.warmup_iterations == 2
-    Runner(s, exp.id).run()
+               params={"command": [sys.executable, "-c", script, str(counter)]})
+    out = Runner(s, exp.id).run()
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 2 and all(r.elapsed_seconds is not None for r in warm)
-    assert [r.warmup_iterations for r in warm] == [0, 0]
+    assert [r.warmup_iterations for r in warm] == [1, 1]
+    assert _events(s, "warmup_done")[0]["per_variant"] == {"batch-4": 1}
+    assert any("warm-up call 2 exited with code 1" in i for i in out.incidents)
 
 
 @pytest.mark.torch
@@ -423,3 +499,65 @@ def test_h03_warm_medians_do_not_depend_on_variant_order(sessions_root: Path, se
         assert abs(a - b) / max(a, b) < 0.3, (v, a, b)
     # 8 texts: batch 2 = 4 predict calls, batch 8 = 1 → about 4× apart in either order
     assert medians[(2, 8)]["batch-2"] > 2.5 * medians[(2, 8)]["batch-8"]
+
+
+def _demo_model(folder: Path) -> tuple[Path, Path]:
+    """A tiny trained bbc-news model and an eval corpus of 200-word texts."""
+    from gpusession.bench.workloads import bbc_news
+
+    corpus = folder / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    recs = [{"id": f"d{i}", "label": lab,
+             "text": " ".join(f"{lab}{j % 7} w{(i * j) % 50}" for j in range(100))}
+            for i, lab in enumerate(["a", "b"] * 4)]
+    for name in ("train", "tune", "eval"):
+        (corpus / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    bbc_news.train(corpus, folder / "models", seed=0, context_limit=64)
+    return corpus / "eval.jsonl", folder / "models"
+
+
+@pytest.mark.torch
+def test_r9_context_sweep_applies_each_runs_limit_to_the_work(sessions_root: Path, session: Session) -> None:
+    """``varied = "context"`` on the demo workload: 64 and 512 feed different token counts
+    and only the 64 variant notes truncation, at 64 (R9)."""
+    s = session
+    corpus, models = _demo_model(s.folder)
+    exp = define_experiment(s, Experiment(
+        id="ctx", workload="bbc-news", corpus=str(corpus.relative_to(s.folder)), varied="context",
+        values=(64, 512), batch=4, runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=1,
+        protocol=PROTOCOL, params={"model_dir": str(models)}, device="cpu"))
+    out = Runner(s, exp.id).run()
+    assert out.completed, out.incidents
+    rows = {r.variant_id: r for r in s.results.rows() if r.phase == "warm"}
+    assert rows["context-64"].context == 64 and rows["context-512"].context == 512
+    assert "truncated 8 of 8 inputs at the context limit of 64 tokens" in (rows["context-64"].notes or "")
+    assert "truncated" not in (rows["context-512"].notes or "")
+    finished = {r["context"]: r for r in _events(s, "run_finished")}
+    assert finished[64]["tokens"] == 8 * 64 and finished[512]["tokens"] == 8 * 200
+    assert finished[64]["truncated"] == 8 and finished[512]["truncated"] == 0
+
+
+def test_r9_context_cannot_vary_for_a_workload_without_tokens(sessions_root: Path, session: Session) -> None:
+    from gpusession.core.errors import BadInput
+
+    with pytest.raises(BadInput, match="cannot vary the context"):
+        define_experiment(session, Experiment(id="m", workload="synthetic-mlp", varied="context",
+                                              values=(64, 128)))
+    with pytest.raises(BadInput, match=r"\{context\}"):
+        define_experiment(session, Experiment(id="c", workload="command", varied="context",
+                                              values=(64, 128), params={"command": ["true", "{batch}"]}))
+
+
+@pytest.mark.torch
+def test_r9_context_sweep_refused_at_load_for_a_workload_without_set_context(
+        sessions_root: Path, session: Session, fakes: None) -> None:
+    """A ``module:factory`` workload that cannot apply a run's context limit: the load is
+    refused with the reason, no run times the same work under different labels."""
+    s = session
+    exp = _exp(s, varied="context", values=(64, 512), batch=2, runs_per_variant=1,
+               cold_runs_per_variant=0, warmup_iterations=0)
+    out = Runner(s, exp.id).run()
+    assert not out.completed
+    assert any("cannot vary the context" in i for i in out.incidents)
+    assert [r.phase for r in s.results.rows()] == ["load"]
+    assert not (s.folder / "predict.log").exists()

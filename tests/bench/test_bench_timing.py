@@ -182,3 +182,44 @@ def test_r7_oom_recognised_by_type_name_and_message() -> None:
     assert is_oom(RuntimeError("HIP out of memory. Tried to allocate"))
     assert is_oom(MemoryError())
     assert not is_oom(ValueError("bad"))
+
+
+def test_r8_gc_disabled_inside_the_timed_region_and_restored_after() -> None:
+    """As timeit does: no garbage collection between the two clock readings, the
+    collector back on between runs, also when the work raises."""
+    import gc
+
+    dev = FakeDevice()
+    seen: list[tuple[str, bool]] = []
+
+    def clock() -> int:
+        seen.append(("clock", gc.isenabled()))
+        return dev.clock()
+
+    def sync(d: str) -> None:
+        seen.append(("sync", gc.isenabled()))
+        FakeDevice.synchronize(dev, d)
+
+    dev.synchronize = sync  # type: ignore[method-assign]
+    timer = SyncTimer(["cuda:0"], dev, clock=clock)
+    assert gc.isenabled()
+    m = timer.measure(lambda: (seen.append(("work", gc.isenabled())), dev.launch("cuda:0", 10)))
+    assert m.elapsed_ns == 10
+    clocks = [i for i, (k, _) in enumerate(seen) if k == "clock"]
+    assert [on for k, on in seen[clocks[0]:clocks[1] + 1]] == [False] * (clocks[1] - clocks[0] + 1)
+    assert ("work", False) in seen
+    assert gc.isenabled()  # re-enabled between runs
+
+    def boom() -> None:
+        assert not gc.isenabled()
+        raise RuntimeError("failed run")
+
+    with pytest.raises(RuntimeError):
+        timer.measure(boom)
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        timer.measure(lambda: None)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

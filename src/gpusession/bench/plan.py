@@ -219,7 +219,29 @@ def check(exp: Experiment) -> Experiment:
         raise BadInput(f"expected cpu, cuda or cuda:N, got {exp.device!r}", field=f"{f}.device")
     if exp.workload == "command" and not exp.params.get("command"):
         raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+    if exp.varied == "context":
+        _check_context_varied(exp, f)
     return exp
+
+
+#: Built-in workloads that cannot apply a context limit per run.
+_NO_CONTEXT = {"synthetic-mlp": "it has no tokens (random inputs)"}
+
+
+def _check_context_varied(exp: Experiment, f: str) -> None:
+    """Refuse ``varied = "context"`` where the workload cannot apply the run's limit.
+
+    A ``module:factory`` workload is checked in the worker, at load (it needs
+    ``set_context``), since importing it here could import torch (M5).
+    """
+    if exp.workload in _NO_CONTEXT:
+        raise BadInput(f"the {exp.workload} workload cannot vary the context: "
+                       f"{_NO_CONTEXT[exp.workload]}; vary the batch instead", field=f"{f}.varied")
+    if exp.workload == "command":
+        argv = exp.params.get("command") or []
+        if not any("{context}" in str(a) for a in argv):
+            raise BadInput("a command that varies the context must pass it on: put {context} "
+                           "in params.command", field=f"{f}.varied")
 
 
 def load_experiments(session: Session) -> list[Experiment]:

@@ -36,7 +36,7 @@ from typing import Any
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
 from gpusession.bench.run_validation import RunValidation, package_total_minor
-from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
+from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
 from gpusession.core.events import (
     EnvironmentObserved,
@@ -371,7 +371,8 @@ class Runner:
             elif isinstance(ev, WorkerWarmupDone):
                 self._warm_done = dict(ev.per_variant)
                 self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
-                                               iterations=ev.iterations, runs=ev.runs))
+                                               iterations=ev.iterations, runs=ev.runs,
+                                               per_variant=dict(ev.per_variant)))
             elif isinstance(ev, WorkerReady):
                 if self.cancel.is_set():
                     w.send("stop")
@@ -496,6 +497,11 @@ class Runner:
             )
             if ev.message:
                 notes.append(f"incident: {ev.message}")
+            if ev.unmeasured_pass:
+                notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
+            if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
+                # the caching allocator keeps blocks between interleaved variants (M1)
+                notes.append(RESERVED_CARRY_NOTE)
             fields, vnote = self._validation.validate(Path(str(ev.output)), run)
             row = row.replace(**fields)
             if vnote:
@@ -515,7 +521,8 @@ class Runner:
             phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
             elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s,
             rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
-            truncated=truncated,
+            truncated=truncated, tokens=ev.tokens, context=ev.context,
+            unmeasured_pass=ev.unmeasured_pass,
             memory_scope=(ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None
                           else CPU_MEMORY_SCOPE),
         ))

@@ -12,9 +12,11 @@ Order of one measurement (seed 000 §3)::
     sync(every used device)            # M1: baselines after pending work
     baseline allocated / reserved      # per device used
     reset peak stats                   # per device used
+    gc.disable()                       # as timeit does: no collection inside the clock
     sync(every used device); t0 = perf_counter_ns()    # R8: start reading
     work()
     sync(every used device); t1 = perf_counter_ns()    # R8: stop reading
+    gc.enable()                        # if it was enabled; also when work() raises
     peak allocated / reserved          # the phase's absolute peaks
 
 Each device is synchronized *by name* (H-02: ``synchronize()`` without an argument
@@ -23,6 +25,7 @@ waits only for the current device).
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +41,9 @@ ALLOCATOR_SCOPE = (
     "allocator (CUDA context, library workspaces) are not covered; allocated is part of "
     "reserved (never add them) and the two peaks may occur at different moments"
 )
+#: Beside a warm run's reserved figures: the caching allocator keeps blocks between runs
+#: of interleaved variants, and the peak after a reset starts from what is reserved now.
+RESERVED_CARRY_NOTE = "reserved bytes include blocks kept from earlier runs of this worker"
 #: Why the memory cells are empty on CPU (M4).
 CPU_MEMORY_SCOPE = "not measured: the run used no GPU (empty cells mean not measured, not 0)"
 
@@ -143,9 +149,16 @@ class SyncTimer:
             work: the work to time; what it returns is ``Measurement.result``.
             presync: ``True`` for a run: synchronize, read the baselines and reset the
                 peaks before the start clock. ``False`` for the load phase (R3): the
-                clock starts at once, so creating the device context is included, no
-                baseline is read (``None``) and the peaks are those since the process
-                started; the stop is synchronized as always.
+                clock starts at once, so creating the device context (which the work
+                does first, the worker's ``TorchDevice.activate``) is included; no
+                baseline is read here (``None``: the work reads it and resets the
+                peaks itself once the context exists); the stop is synchronized as
+                always.
+
+        Python's garbage collector is disabled from just before the start clock to
+        just after the stop clock, as :mod:`timeit` does, and re-enabled (when it was
+        enabled) on the way out, exception or not: collections then happen between
+        runs, not inside one.
 
         Returns:
             The measurement; exceptions raised by ``work`` propagate (the caller turns
@@ -160,16 +173,22 @@ class SyncTimer:
             base_res = int(ops.memory_reserved(mem))
             ops.reset_peak_memory_stats(mem)
         events = self.event_factory() if self.event_factory and presync else None
-        if presync:
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if presync:
+                self.sync()
+            if events:
+                events[0].record()
+            t0 = self.clock()
+            result = work()
+            if events:
+                events[1].record()
             self.sync()
-        if events:
-            events[0].record()
-        t0 = self.clock()
-        result = work()
-        if events:
-            events[1].record()
-        self.sync()
-        t1 = self.clock()
+            t1 = self.clock()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         event_s = None
         if events:
             try:
@@ -268,4 +287,4 @@ class _StreamEvent:
         return float(self.event.elapsed_time(end.event))
 
 
-__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
+__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "RESERVED_CARRY_NOTE", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]

@@ -5,7 +5,10 @@ only process that imports torch (M5: the UI process never creates a CUDA context
 
 A *cold* worker loads, runs the first run of one variant and exits; the *warm* worker
 loads once, runs the announced warm-up for every variant with exactly the measured
-shapes (R4, H-03), then the measured runs in the drawn order (R5).
+shapes (R4, H-03; a command workload too, H-15), then the measured runs in the drawn
+order (R5). A ``varied = "context"`` experiment applies each run's limit to the work
+(``set_context``, R9). After an out-of-memory run the next measured run is preceded by
+one unmeasured pass of its shape; the worker goes on in the same process.
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
@@ -185,6 +188,95 @@ def write_outputs(path: Path, ids: list[str], labels: list[str]) -> None:
             fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
 
 
+#: Environment variables that change how the GPU work runs (device order, visibility,
+#: allocator), recorded with the environment; ``"unset"`` when absent.
+SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
+                  "HIP_VISIBLE_DEVICES")
+
+#: NVML clock throttle (clock event) reason bits, in words.
+THROTTLE_REASONS = {
+    0x1: "GPU idle",
+    0x2: "applications clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake slowdown",
+    0x100: "display clock setting",
+}
+
+
+def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
+    env = os.environ if environ is None else environ
+    return {k.lower(): env.get(k, "unset") for k in SPEED_ENV_VARS}
+
+
+def read_clocks(index: int | None, nvml: Any | None = None) -> dict[str, Any]:
+    """SM clock and throttle reasons of the physical GPU ``index`` now, through NVML (R10).
+
+    Args:
+        index: the GPU's NVML index; ``None`` when it is not known.
+        nvml: a pynvml-like module (``nvmlInit``, ``nvmlShutdown``,
+            ``nvmlDeviceGetHandleByIndex``, ``nvmlDeviceGetClockInfo``,
+            ``nvmlDeviceGetCurrentClocksThrottleReasons`` or
+            ``nvmlDeviceGetCurrentClocksEventReasons``); default ``pynvml``.
+
+    Returns:
+        ``sm_clock_mhz`` (int) and ``throttle_reasons`` (words, ``"none"`` when none is
+        active), each ``None`` when unreadable, with ``clock_reason`` saying why. Never
+        raises.
+    """
+    out: dict[str, Any] = {"sm_clock_mhz": None, "throttle_reasons": None, "clock_reason": None}
+    if index is None:
+        out["clock_reason"] = "the GPU's NVML index is not known"
+        return out
+    if nvml is None:
+        try:
+            import pynvml
+
+            nvml = pynvml
+        except (ImportError, OSError) as exc:
+            out["clock_reason"] = f"NVML bindings not installed ({exc})"
+            return out
+    lib: Any = nvml
+    try:
+        lib.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: an unreadable figure, said so
+        out["clock_reason"] = f"NVML could not start ({type(exc).__name__}: {exc})"
+        return out
+    problems: list[str] = []
+    try:
+        handle = lib.nvmlDeviceGetHandleByIndex(index)
+        try:
+            out["sm_clock_mhz"] = int(lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1)))
+        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
+            problems.append(f"SM clock: {type(exc).__name__}: {exc}")
+        get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+               or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        try:
+            if get is None:
+                raise AttributeError("these NVML bindings cannot read throttle reasons")
+            bits = int(get(handle))
+            words = [w for b, w in THROTTLE_REASONS.items() if bits & b]
+            unknown = bits & ~sum(THROTTLE_REASONS)
+            if unknown:
+                words.append(f"other (0x{unknown:x})")
+            out["throttle_reasons"] = ", ".join(words) or "none"
+        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
+            problems.append(f"throttle reasons: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - no handle for this index: both figures unreadable
+        problems.append(f"GPU {index}: {type(exc).__name__}: {exc}")
+    finally:
+        try:
+            lib.nvmlShutdown()
+        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+            pass
+    out["clock_reason"] = "; ".join(problems) or None
+    return out
+
+
 class TorchDevice:
     """torch facts for the chosen device: what to synchronize, allocator readings.
 
@@ -198,23 +290,54 @@ class TorchDevice:
     """
 
     def __init__(self, requested: str | None) -> None:
-        """Import torch, resolve the device and make it the current one (H-02)."""
+        """Import torch and resolve the device; no CUDA context is created here.
+
+        A bare ``cuda`` is ``cuda:0``: in the fresh worker process the current device is
+        torch's default, 0, and reading it through ``torch.cuda.current_device()`` would
+        initialise CUDA outside the load clock. The device is selected and its context
+        created by :meth:`activate`, inside the timed load, for every spelling.
+        """
         import torch
 
         self.torch = torch
         if requested in (None, "", "auto"):
             requested = "cuda" if torch.cuda.is_available() else "cpu"
         dev = torch.device(requested)
+        self.index: int | None = None
         if dev.type == "cuda":
             if not torch.cuda.is_available():
                 raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
-            index = dev.index if dev.index is not None else torch.cuda.current_device()
-            self.device = f"cuda:{index}"
-            # The workload's device becomes the current one, so a bare "cuda" tensor, a
-            # stream or an event without a device lands there, not on cuda:0 (H-02).
-            torch.cuda.set_device(index)
+            self.index = dev.index if dev.index is not None else 0
+            self.device = f"cuda:{self.index}"
         else:
             self.device = "cpu"
+
+    def activate(self) -> None:
+        """Select the device and create its CUDA context (H-02); nothing on CPU.
+
+        Called first thing inside the timed load region, so context creation is part of
+        the load phase whether the device was spelled ``cuda`` or ``cuda:N`` (R3). The
+        workload's device becomes the current one, so a bare ``"cuda"`` tensor, a stream
+        or an event without a device lands there, not on ``cuda:0`` (H-02).
+        """
+        if self.index is None:
+            return
+        cuda = self.torch.cuda
+        cuda.set_device(self.index)
+        cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
+
+    def load_baseline(self) -> tuple[int | None, int | None]:
+        """Allocator ``(allocated, reserved)`` bytes read right before the load (M1).
+
+        The peak counters are reset there, so the load's peaks are its own; ``(None,
+        None)`` on CPU (M4).
+        """
+        if self.index is None:
+            return None, None
+        cuda, d = self.torch.cuda, self.torch.device(self.device)
+        alloc, reserved = int(cuda.memory_allocated(d)), int(cuda.memory_reserved(d))
+        cuda.reset_peak_memory_stats(d)
+        return alloc, reserved
 
     @property
     def is_gpu(self) -> bool:
@@ -273,10 +396,33 @@ class TorchDevice:
             "code_revision": code_revision(code_dir) if code_dir else None,
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
+        env.update(self.speed_settings())
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
             env["gpu_uuid"], env["gpu_physical_index"] = physical_gpu(torch, self.device, snap)
+            try:
+                env["allocator_backend"] = str(torch.cuda.get_allocator_backend())
+            except (AttributeError, RuntimeError):  # an older torch; a CUDA error
+                env["allocator_backend"] = None
+            # read last, right before the warm-up and the runs start
+            env.update(read_clocks(env["gpu_physical_index"]))
         return env
+
+    def speed_settings(self) -> dict[str, Any]:
+        """What changes speed and results besides the device (R10), readable on CPU too.
+
+        TF32 flags, ``torch.get_float32_matmul_precision()``, the grad mode the harness
+        calls ``predict`` under (the worker's own; a workload may change it inside), and
+        :data:`SPEED_ENV_VARS`.
+        """
+        torch = self.torch
+        return {
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+            "grad_enabled": bool(torch.is_grad_enabled()),
+            **speed_env_vars(),
+        }
 
 
 def physical_gpu(torch: Any, device: str, snap: Any,
@@ -330,13 +476,23 @@ def _failure_fields(exc: BaseException) -> dict[str, Any]:
 
 def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     """Load, warm up, run the scheduled runs; return the exit code."""
-    from gpusession.bench.workloads.base import count_truncated, resolve
+    from gpusession.bench.workloads.base import (
+        count_tokens,
+        count_truncated,
+        resolve,
+        supports_context,
+    )
 
     exp = spec["experiment"]
     precision = exp.get("precision", "fp32")
+    # A context sweep applies each run's limit to the work (R9), through set_context.
+    per_context = exp.get("varied") == "context"
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
-        workload = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+        workload: Any = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+        if per_context and not supports_context(workload):
+            raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
+                             "set_context(limit) to apply each run's limit")
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
@@ -346,19 +502,24 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     else:
         n = int(exp.get("params", {}).get("n_inputs", 1024))
         ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
-    # Load phase: timed once per process; no pre-sync, so context creation is included.
+    # Load phase: timed once per process. The clock starts before the device is selected
+    # and its context created (TorchDevice.activate), for every device spelling (R3);
+    # the allocator baseline is read and the peaks reset right before load() (M1).
     load_timer = dev.timer([dev.device] if dev.is_gpu else [])
 
-    def load() -> list[str]:
+    def load() -> tuple[list[str], tuple[int | None, int | None]]:
+        dev.activate()
+        baseline = dev.load_baseline()
         workload.load(dev.device, precision, exp.get("context_limit"))
         used = dev.used_devices(workload)
         for d in used:  # every device the load used, each by name (H-02)
             dev.torch.cuda.synchronize(dev.torch.device(d))
-        return used
+        return used, baseline
 
     try:
         load_m = load_timer.measure(load, presync=False)
-        used: list[str] = load_m.result
+        used: list[str] = load_m.result[0]
+        load_base: tuple[int | None, int | None] = load_m.result[1]
     except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
         ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
@@ -367,11 +528,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
     ch.send(WorkerEnvironment(environment=env))
-    # On a GPU: the process's peaks since it started, i.e. the load's (no reset before it).
+    # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
     ch.send(WorkerLoaded(
         elapsed_s=load_m.elapsed_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
-        baseline_allocated_bytes=0 if dev.is_gpu else None,
-        baseline_reserved_bytes=0 if dev.is_gpu else None,
+        baseline_allocated_bytes=load_base[0] if dev.is_gpu else None,
+        baseline_reserved_bytes=load_base[1] if dev.is_gpu else None,
         peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
         peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
     ))
@@ -382,13 +543,20 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     warm = spec.get("warmup", [])
     iterations = int(spec.get("warmup_iterations", 0))
     warm_done: dict[str, int] = {}
+    # After an out-of-memory failure (and empty_cache) the allocator holds no blocks for
+    # the next shape: the next measured run is preceded by one unmeasured pass of its
+    # shape, so its time is not an outlier (journalled as ``unmeasured_pass``).
+    after_oom = False
     for w in warm:
         warm_done[w["variant_id"]] = 0
+        if per_context:  # the warm-up shape is (batch, context)
+            workload.set_context(w.get("context"))
         for _ in range(iterations):
             b = int(w["batch"])
             _m, failure = measure_or_fail(
                 timer, lambda b=b: _run_batches(workload, texts, b), dev)  # type: ignore[misc]
             if failure:
+                after_oom = after_oom or bool(failure.get("oom"))
                 ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
                 break
             warm_done[w["variant_id"]] += 1
@@ -397,7 +565,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                                  per_variant=warm_done))
     for run, out_path, order in ch.runs(spec):
         batch = int(run["batch"])
-        truncated = count_truncated(workload, texts, run.get("context"))
+        context = run.get("context")
+        if per_context:
+            workload.set_context(context)
+        truncated = count_truncated(workload, texts, context)
+        tokens = count_tokens(workload, texts)
 
         def work(batch: int = batch, out_path: Path = out_path) -> list[str]:
             if scope == "full-chain":
@@ -408,10 +580,19 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
             return _run_batches(workload, texts, batch)
 
         fields: dict[str, Any] = {
-            "truncated": truncated, "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
+            "truncated": truncated, "tokens": tokens, "context": context,
+            "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
             "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
         }
+        if after_oom:
+            fields["unmeasured_pass"] = "after an out-of-memory run"
+            _m, pass_failure = measure_or_fail(
+                timer, lambda batch=batch: _run_batches(workload, texts, batch), dev)  # type: ignore[misc]
+            if pass_failure:
+                fields["unmeasured_pass"] += f" (it failed too: {pass_failure['error_type']})"
+            after_oom = False
         m, failure = measure_or_fail(timer, work, dev)
+        after_oom = bool(failure.get("oom"))
         if m is not None:
             try:
                 labels = m.result
@@ -492,25 +673,82 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
 
 
+def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
+                  out_path: Path) -> list[str]:
+    values = {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
+              "context": setting.get("context") or ""}
+    return [fill_placeholders(a, values) for a in argv_t]
+
+
+def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
+                          check=False)
+
+
+def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
+    """The announced warm-up of a command workload, with the measured shapes (R4, H-15).
+
+    For each variant the command runs ``warmup_iterations`` times with that variant's
+    placeholders, unmeasured, its output going to ``<variant>/warmup-<i>.jsonl`` (never
+    validated). A call that exits non-zero (or cannot start) ends that variant's warm-up
+    with an incident; the count actually done is what its rows carry.
+
+    Returns:
+        Iterations performed per variant id (empty for a cold worker: no warm-up).
+    """
+    warm = spec.get("warmup", [])
+    iterations = int(spec.get("warmup_iterations", 0))
+    out_dir = Path(spec["output_dir"])
+    done: dict[str, int] = {}
+    for w in warm:
+        variant = w["variant_id"]
+        done[variant] = 0
+        for i in range(1, iterations + 1):
+            out_path = out_dir / variant / f"warmup-{i}.jsonl"
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+            except OSError as exc:  # the program is missing or not executable
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
+                break
+            if code != 0:
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, ok=False, oom=False,
+                                       error_type="CommandFailed",
+                                       message=f"warm-up call {i} exited with code {code}"))
+                break
+            done[variant] += 1
+    if warm:
+        ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(done.values()), per_variant=done))
+    return done
+
+
 def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
-    """A plain command timed as a whole process (full-chain; no torch here)."""
+    """A plain command timed as a whole process (full-chain; no torch here).
+
+    The warm worker first performs the announced warm-up (:func:`command_warmup`), as
+    the torch worker does; each row carries the iterations of its variant really done.
+    """
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
     ch.send(WorkerEnvironment(environment={
         "device": exp.get("device"), "python_version": platform.python_version(),
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
+        **speed_env_vars(),
     }))
     ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
+    warm_done = command_warmup(spec, ch, argv_t)
     timer = SyncTimer([])  # the whole process, wall clock: nothing here to synchronize
     for run, out_path, order in ch.runs(spec):
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        values = {"batch": run["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
-                  "context": run.get("context") or ""}
-        argv = [fill_placeholders(a, values) for a in argv_t]
-        m = timer.measure(lambda argv=argv: subprocess.run(  # type: ignore[misc]
-            argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, check=False))
-        # No warm-up runs in a command worker: its rows say 0, whatever was announced.
-        did = {"phase": run["phase"], "scope": "full-chain", "order": order, "warmup_iterations": 0}
+        argv = _command_argv(argv_t, spec, run, out_path)
+        did = {"phase": run["phase"], "scope": "full-chain", "order": order,
+               "warmup_iterations": warm_done.get(run["variant_id"], 0),
+               "context": run.get("context")}
+        try:
+            m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+        except OSError as exc:  # the program is missing or not executable: a failed run (R7)
+            ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
+            continue
         if m.result.returncode == 0:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
                                       output=str(out_path), **did))

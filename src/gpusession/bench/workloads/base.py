@@ -35,7 +35,12 @@ class Workload(Protocol):
     Optional: ``count_truncated(texts) -> int`` (inputs cut by the context limit, R9;
     otherwise the harness counts whitespace tokens), ``revisions() -> dict`` with
     ``model_revision`` / ``tokenizer_revision``, ``devices_used() -> list[str]``,
-    ``expected_memory(batch) -> dict`` (bytes), ``classes``.
+    ``expected_memory(batch) -> dict`` (bytes), ``classes``,
+    ``count_tokens(texts) -> int`` (tokens fed to the model after the cut, journalled),
+    ``set_context(limit)``: apply a run's context limit to the following predictions. A
+    ``varied = "context"`` experiment calls it before each warm-up shape and each run
+    (outside the timed region); a workload without it cannot vary the context and its
+    load is refused (:func:`supports_context`).
     """
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
@@ -92,6 +97,17 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
         field="workload",
     )
+
+
+def supports_context(workload: Any) -> bool:
+    """``True`` when ``workload`` can apply a context limit per run (``set_context``)."""
+    return callable(getattr(workload, "set_context", None))
+
+
+def count_tokens(workload: Any, texts: list[str]) -> int | None:
+    """Tokens the workload feeds its model for ``texts`` at its current limit, or ``None``."""
+    own = getattr(workload, "count_tokens", None)
+    return int(own(texts)) if callable(own) else None
 
 
 def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int:

@@ -230,6 +230,18 @@ class BbcNewsWorkload:
             return []
         return sorted({str(p.device) for p in self.model.parameters()})
 
+    def set_context(self, context_limit: int | None) -> None:
+        """Apply a run's context limit in tokens to the following predictions (R9).
+
+        Called by the worker before each warm-up shape and each run of a ``varied =
+        "context"`` experiment, outside the timed region.
+        """
+        self.context_limit = context_limit
+
+    def count_tokens(self, texts: list[str]) -> int:
+        """Words fed to the model after the context cut (before the bigram hashing)."""
+        return sum(len(words(t, self.context_limit)) for t in texts)
+
     def count_truncated(self, texts: list[str]) -> int:
         """Inputs with more words than the context limit (R9); 0 without a limit."""
         if not self.context_limit:

@@ -81,6 +81,9 @@ class RunFinishedRecord(_RunRecord):
     rss_peak_bytes: int | None = _opt()
     expected_memory: Any = _opt()
     truncated: int | None = _opt()
+    tokens: int | None = _opt()
+    context: int | None = _opt()
+    unmeasured_pass: str | None = _opt()
     memory_scope: str | None = _opt()
     message: str | None = _opt()
 
@@ -117,13 +120,18 @@ class WorkerLoadedRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class WarmupDoneRecord(Record):
-    """A worker's warm-up ended (R4): announced ``iterations``, ``runs`` performed."""
+    """A worker's warm-up ended (R4): announced ``iterations``, ``runs`` performed.
+
+    ``per_variant`` holds the iterations performed per variant id (fewer than announced
+    where a warm-up failed part-way).
+    """
 
     EVENT: ClassVar[str] = "warmup_done"
     experiment_id: str | None = None
     worker: str | None = None
     iterations: int | None = None
     runs: int | None = None
+    per_variant: dict[str, int] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

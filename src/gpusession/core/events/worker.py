@@ -95,12 +95,16 @@ class WorkerRunFinished(WorkerEvent):
         ok: the work returned; ``False`` with ``error_type``/``message``/``oom``.
         phase: ``"cold"`` or ``"warm"`` as run by this process.
         warmup_iterations: warm-up iterations of this run's variant performed by this
-            process before the run (0 when none, e.g. a command or a cold worker).
+            process before the run (0 when none, e.g. a cold worker).
         scope: the stopwatch scope used (``processing`` / ``full-chain``, R2).
         order: 1-based position of the run in this process's schedule.
         elapsed_s, event_elapsed_s: wall clock and CUDA-event seconds (``None`` when
             not measured).
         baseline_*/peak_*_bytes: allocator readings (M1); ``None`` on CPU (M4).
+        truncated: inputs cut at ``context``, the context limit the run used (R9).
+        tokens: tokens the workload processed after the cut, when it can count them.
+        unmeasured_pass: why one unmeasured pass of the run's shape preceded it (e.g.
+            after an out-of-memory run), ``None`` when none did.
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -121,6 +125,9 @@ class WorkerRunFinished(WorkerEvent):
     error_type: str | None = None
     oom: bool = False
     truncated: int = 0
+    tokens: int | None = None
+    context: int | None = None
+    unmeasured_pass: str | None = None
     n_inputs: int | None = None
     rss_peak_bytes: int | None = None
     expected_memory: Any = None
