@@ -117,9 +117,11 @@ def baseline(corpus: Path, output: Path, train: Path, protocol: Protocol) -> dic
     dup_exp = [k for k, n in Counter(i for i, _ in exp_rows).items() if n > 1]
     train_ids = set(Path(train).read_text(encoding="utf-8").split("\n")) - {""}
     overlap = train_ids & expected
-    scored = [i for i, lab in first.items() if lab is not None and i in refs]
-    y_true = [refs[i] for i in scored]
-    y_pred = [first[i] for i in scored]
+    # Every expected ID is scored; one without a valid first record counts as a wrong
+    # prediction, kept as a label outside the declared classes (H-21).
+    wrong = "\x00no valid prediction"
+    y_true = list(refs.values())
+    y_pred = [first.get(i) or wrong for i in refs]
     macro = float(f1_score(y_true, y_pred, labels=list(protocol.classes), average="macro", zero_division=0))
     ids_match = not missing and not extra and not dup and not dup_exp
     quality = macro + 1e-12 >= protocol.threshold - protocol.tolerance

@@ -46,7 +46,8 @@ def test_v4_empty_output_file(tmp_path: Path, expected: Expected) -> None:
     r = run(tmp_path, "", expected)
     assert not r.format_valid and not r.ids_match and not r.corpus_accepted
     assert r.file_problems == ["the file is empty: no records"]
-    assert r.missing_count == 3 and r.quality_value is None
+    # H-21: every expected ID is scored; a missing prediction counts as wrong.
+    assert r.missing_count == 3 and r.quality_value == 0.0 and r.predictions_missing == 3
     text = "\n".join(r.summary_lines())
     assert "the file is empty" in text and "3 missing" in text
 
@@ -93,7 +94,8 @@ def test_v4_label_with_trailing_space_is_not_a_declared_class(tmp_path: Path, ex
     r = run(tmp_path, content, expected)
     assert not r.format_valid and r.ids_match
     assert r.bad_records[0].problem == 'label "a " is not a declared class'
-    assert r.scored_records == 2  # the bad record is not scored
+    # H-21: the bad record's ID is still scored, as a wrong prediction.
+    assert r.scored_records == 3 and r.predictions_undeclared == 1
 
 
 def test_v4_id_given_as_a_number_is_a_format_error(tmp_path: Path, expected: Expected) -> None:

@@ -1,4 +1,4 @@
-"""Properties of corpus validation, checked with hypothesis (issue 4; V1-V3, V6)."""
+"""Properties of corpus validation, checked with hypothesis (issues 4 and 11; V1-V3, V6, H-21)."""
 
 from __future__ import annotations
 
@@ -114,3 +114,59 @@ def test_v4_csv_and_jsonl_outputs_give_the_same_verdict(data: tuple[list[str], l
         pl.DataFrame({"id": ids, "label": preds}, schema={"id": pl.String, "label": pl.String}).write_csv(out)
         csv_report = validate_output(out, load_expected(corpus), Protocol(classes=CLASSES, threshold=0.5, output_format="csv"))
     assert verdict(csv_report) == verdict(jsonl_report)
+
+
+#: Kept in place of a prediction that is not valid: a label outside CLASSES (H-21).
+WRONG = "\x00no valid prediction"
+# What an output holds for one expected ID: a declared label, an undeclared one (an NFD
+# look-alike included), a malformed record (label a number), or nothing at all.
+predictions_st = st.one_of(
+    st.sampled_from(CLASSES),
+    st.sampled_from(("zz", "A", "a ", "e\u0301")),
+    st.just(7),
+    st.none(),
+)
+
+
+@st.composite
+def outputs(draw: st.DrawFn) -> tuple[list[str], list[str], list[tuple[str, object]], list[object]]:
+    """(ids, refs, output rows, first prediction per ID) with invalid and missing predictions.
+
+    Duplicates: up to three IDs get a later record (any label) after their first one;
+    the first record is the one scored.
+    """
+    ids = draw(ids_st)
+    refs = draw(st.lists(st.sampled_from(CLASSES), min_size=len(ids), max_size=len(ids)))
+    firsts = draw(st.lists(predictions_st, min_size=len(ids), max_size=len(ids)))
+    rows = [(i, p) for i, p in zip(ids, firsts, strict=True) if p is not None]
+    seconds = draw(st.lists(st.tuples(st.integers(min_value=0), predictions_st.filter(lambda p: p is not None)), max_size=3))
+    for pick, label in seconds:
+        if rows:
+            k = pick % len(rows)
+            rows.insert(k + 1 + pick % (len(rows) - k), (rows[k][0], label))
+    return ids, refs, rows, firsts
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=outputs())
+def test_h21_quality_equals_scikit_learn_with_invalid_and_missing_as_wrong(
+    data: tuple[list[str], list[str], list[tuple[str, object]], list[object]],
+) -> None:
+    """Every expected ID is scored; missing, malformed or undeclared = a wrong label.
+
+    A duplicated ID is scored by its first record (V3 rejects the corpus anyway).
+    """
+    ids, refs, rows, firsts = data
+    r = check(ids, refs, rows, threshold=0.0)
+    y_pred = [p if isinstance(p, str) and p in CLASSES else WRONG for p in firsts]
+    want = f1_score(refs, y_pred, labels=list(CLASSES), average="macro", zero_division=0)
+    assert r.macro_f1 is not None and abs(r.macro_f1 - want) < 1e-12
+    assert r.accuracy is not None and abs(r.accuracy - accuracy_score(refs, y_pred)) < 1e-12
+    per = f1_score(refs, y_pred, labels=list(CLASSES), average=None, zero_division=0)
+    assert [round(c.f1, 12) for c in r.per_class] == [round(float(x), 12) for x in per]
+    assert r.scored_records == len(ids)
+    assert r.predictions_missing == sum(p is None for p in firsts)
+    assert r.predictions_malformed == sum(p == 7 for p in firsts)
+    assert r.predictions_undeclared == sum(isinstance(p, str) and p not in CLASSES for p in firsts)
+    if WRONG in y_pred:
+        assert not r.corpus_accepted and "counted as wrong" in r.quality_reason

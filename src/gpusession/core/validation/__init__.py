@@ -21,9 +21,11 @@ The checks, all with polars and no Python loop over rows:
 * Format per record (V4): parseable, ``id`` and ``label`` present and strings, ID not
   empty, label among the declared classes; encoding problems reported.
 * Quality (V6): macro-F1 over the declared classes (a class never predicted scores 0)
-  or accuracy, over the well-formed records whose ID is expected and has a reference;
-  identical to ``sklearn.metrics.f1_score(y, p, labels=classes, average="macro",
-  zero_division=0)``.
+  or accuracy, over every expected ID with a reference; one without a valid
+  prediction (missing, malformed, label outside the classes) counts as a wrong
+  prediction (H-21). Identical to ``sklearn.metrics.f1_score(y, p, labels=classes,
+  average="macro", zero_division=0)`` with such a prediction kept as a label outside
+  ``classes``.
 * Overlap (V7): training and tuning IDs must not meet the evaluation IDs (or each other).
 
 ``corpus_accepted`` is the conjunction (V1); each part keeps its own reason.

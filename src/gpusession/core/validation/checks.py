@@ -23,7 +23,7 @@ from gpusession.core.validation.model import (
     duplicate_rows,
     first_occurrences,
 )
-from gpusession.core.validation.read import ParsedRecords, printable
+from gpusession.core.validation.read import ParsedRecords, normalization_difference, printable
 from gpusession.core.validation.report import ValidationReport
 
 _LABEL_SHOWN = 40
@@ -49,6 +49,72 @@ def _record_problems(rec: pl.DataFrame, classes: pl.Series) -> pl.DataFrame:
     )
 
 
+def _label_normalization_hints(rec: pl.DataFrame, classes: pl.Series) -> pl.DataFrame:
+    """Say when an undeclared label differs from a declared class only in normalization (H-16).
+
+    The comparison stays exact (an NFD ``café`` is not the declared NFC ``café``); this
+    adds to such a record's problem the normal forms and code points of both, so that
+    the report never shows two strings that print identically. Runs only over the
+    distinct undeclared labels, and only when a record has a problem.
+    """
+    if rec["problem"].null_count() == rec.height:
+        return rec
+    undeclared = (
+        rec.filter(pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode()))
+        .select(pl.col("label").unique())
+    )
+    if undeclared.height == 0:
+        return rec
+    declared = pl.DataFrame({"declared": classes}).with_columns(k=pl.col("declared").str.normalize("NFC"))
+    pairs = (
+        undeclared.with_columns(k=pl.col("label").str.normalize("NFC"))
+        .join(declared, on="k", how="inner")
+        .select("label", "declared")
+    )
+    if pairs.height == 0:
+        return rec
+    hints = pl.DataFrame(
+        {
+            "label": pairs["label"],
+            "hint": [f"; it {normalization_difference(f, w, 'declared class')}" for f, w in pairs.iter_rows()],
+        },
+        schema={"label": pl.String, "hint": pl.String},
+    )
+    return (
+        rec.join(hints, on="label", how="left", maintain_order="left")
+        .with_columns(
+            problem=pl.when(pl.col("hint").is_not_null() & pl.col("problem").str.ends_with("is not a declared class"))
+            .then(pl.col("problem") + pl.col("hint"))
+            .otherwise(pl.col("problem"))
+        )
+        .drop("hint")
+    )
+
+
+def _id_normalization_notes(missing: pl.DataFrame, extra: pl.DataFrame) -> list[str]:
+    """Extra IDs that differ from a missing expected ID only in normalization (H-16).
+
+    The ID comparison stays exact; the note gives both normal forms and code points.
+    """
+    if missing.height == 0 or extra.height == 0:
+        return []
+    pairs = (
+        extra.with_columns(k=pl.col("id").str.normalize("NFC"))
+        .join(missing.with_columns(k=pl.col("id").str.normalize("NFC")), on="k", how="inner", suffix="_expected")
+        .sort("line")
+    )
+    if pairs.height == 0:
+        return []
+    notes = [
+        f"the output's ID {printable(found)!r} (line {line}) "
+        f"{normalization_difference(found, wanted, 'expected ID')} (expected at line {eline})"
+        for found, line, wanted, eline in pairs.select("id", "line", "id_expected", "expected_line").head(FIRST_N).iter_rows()
+    ]
+    if pairs.height > FIRST_N:
+        notes.append(f"… {pairs.height - FIRST_N:,} more extra IDs differ from a missing one only in Unicode normalization")
+    return notes
+
+
 def _problem_kind() -> pl.Expr:
     p = pl.col("problem")
     return (
@@ -59,7 +125,7 @@ def _problem_kind() -> pl.Expr:
         .when(p.str.starts_with("ID is a JSON")).then(pl.lit("ID is not a string"))
         .when(p.str.starts_with("missing field")).then(pl.lit("missing field"))
         .when(p.str.starts_with("label is a JSON")).then(pl.lit("label is not a string"))
-        .when(p.str.ends_with("is not a declared class")).then(pl.lit("label not a declared class"))
+        .when(p.str.contains("is not a declared class", literal=True)).then(pl.lit("label not a declared class"))
         .otherwise(p)
     )
 
@@ -108,11 +174,16 @@ def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
 def _quality(
     scored: pl.DataFrame, protocol: Protocol
 ) -> tuple[list[ClassScore], float | None, float | None]:
-    """Per-class scores, macro-F1 and accuracy over ``scored`` (``label`` vs ``ref``).
+    """Per-class scores, macro-F1 and accuracy over ``scored`` (``label`` vs ``ref``; V6, H-21).
 
-    Same definitions as scikit-learn with ``labels=classes, zero_division=0``:
-    precision = tp / predicted, recall = tp / support, F1 = 2 tp / (predicted +
-    support), each 0 when its denominator is 0; macro-F1 = mean over declared classes.
+    ``scored`` has one row per expected ID with a reference; ``label`` is null where
+    that ID has no valid prediction (missing, malformed, outside the declared classes):
+    a wrong prediction, counted in its reference's support and in no class's
+    predictions. Same definitions as scikit-learn's ``f1_score(y, p,
+    labels=classes, average="macro", zero_division=0)`` with such a prediction kept as
+    a label outside ``classes``: precision = tp / predicted, recall = tp / support,
+    F1 = 2 tp / (predicted + support), each 0 when its denominator is 0; macro-F1 =
+    mean over declared classes; accuracy = right / every scored ID.
     """
     if scored.height == 0:
         return [], None, None
@@ -130,7 +201,7 @@ def _quality(
         f1 = 2 * n_tp / (n_pred + n_sup) if (n_pred + n_sup) else 0.0
         scores.append(ClassScore(c, precision, recall, f1, int(n_sup), int(n_pred), int(n_tp)))
     macro = math.fsum(s.f1 for s in scores) / len(scores)
-    accuracy = float(scored.select((pl.col("label") == pl.col("ref")).mean()).item())
+    accuracy = float(scored.select((pl.col("label") == pl.col("ref")).fill_null(False).mean()).item())
     return scores, macro, accuracy
 
 
@@ -148,7 +219,7 @@ def run_checks(
 ) -> ValidationReport:
     """Run every check and build the report (V1). See the module docstring."""
     classes = pl.Series("class", list(protocol.classes), dtype=pl.String)
-    rec = _record_problems(parsed.records, classes)
+    rec = _label_normalization_hints(_record_problems(parsed.records, classes), classes)
     observed = rec.filter(pl.col("id").is_not_null() & (pl.col("id") != "")).select(
         "line", "id", "label", ok=pl.col("problem").is_null()
     )
@@ -167,6 +238,7 @@ def run_checks(
     empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
     dup_out = _duplicates(out_dup_rows, "output") if out_dup_rows.height else empty_dups
     dup_exp = _duplicates(expected.duplicate_rows, "expected list") if expected.has_duplicates else empty_dups
+    ids_notes = _id_normalization_notes(missing, extra)
     ids_match = missing.height == 0 and extra.height == 0 and dup_out.height == 0 and dup_exp.height == 0
     counts = (
         f"{expected.n_ids:,} expected, {observed.height:,} observed: {missing.height:,} missing, "
@@ -204,9 +276,17 @@ def run_checks(
     # -- quality (V6) --------------------------------------------------------------
     quality_notes: list[str] = []
     refs = expected.unique.select("label").filter(pl.col("label").is_not_null())
-    scored = joined.filter(
-        pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & pl.col("ok") & pl.col("ref").is_not_null()
-    ).select("id", "label", "ref")
+    # Every expected ID with a reference is scored (H-21); one without a valid prediction
+    # (missing, malformed, outside the declared classes) keeps a null label: wrong.
+    with_ref = joined.filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
+    valid = pl.col("ok").fill_null(False)
+    scored = with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref")
+    invalid = with_ref.filter(~valid).select("id", "label")
+    n_missing_pred = invalid["id"].null_count()
+    n_undeclared = invalid.filter(
+        pl.col("id").is_not_null() & pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode())
+    ).height
+    n_malformed = invalid.height - n_missing_pred - n_undeclared
     per_class, macro, accuracy = _quality(scored, protocol)
     outside = refs.filter(~pl.col("label").is_in(classes.implode()))
     value = macro if protocol.metric == "macro_f1" else accuracy
@@ -215,16 +295,34 @@ def run_checks(
     label_set = ", ".join(protocol.classes)
     if not expected.has_labels:
         quality_met, quality_reason = False, "not computed: the expected list has no reference labels"
-    elif value is None:
+    elif value is None:  # pragma: no cover - has_labels means at least one expected ID is scored
         quality_met = False
-        quality_reason = "not computed: no well-formed output record has an expected ID with a reference"
+        quality_reason = "not computed: no expected ID has a reference"
     else:
         quality_met = value + EPSILON >= floor
+        no_ref = expected.unique.height - scored.height
+        over = (
+            f"over every expected ID ({scored.height:,})"
+            if no_ref == 0
+            else f"over the {scored.height:,} expected IDs with a reference ({no_ref:,} of "
+            f"{expected.unique.height:,} have none)"
+        )
+        wrong = ""
+        if invalid.height:
+            why = [
+                f"{n:,} {what}"
+                for n, what in (
+                    (n_missing_pred, "missing"),
+                    (n_malformed, "malformed"),
+                    (n_undeclared, "outside the declared classes"),
+                )
+                if n
+            ]
+            wrong = f", {invalid.height:,} of them without a valid prediction, counted as wrong ({', '.join(why)})"
         quality_reason = (
             f"{protocol.metric} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
             f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
-            f"margin {margin:+.4f}; over {scored.height:,} scored record(s) of "
-            f"{expected.unique.height:,} expected; label set used: {label_set}"
+            f"margin {margin:+.4f}; {over}{wrong}; label set used: {label_set}"
         )
         if protocol.reference_value is not None:
             drop = protocol.reference_value - value
@@ -254,13 +352,15 @@ def run_checks(
         never = [c.label for c in per_class if c.predicted == 0 and c.support > 0]
         if never:
             quality_notes.append(f"class(es) {', '.join(map(repr, never))} never predicted: F1 = 0 (not skipped)")
-    not_scored = expected.unique.height - scored.height
-    if value is not None and not_scored:
+    if invalid.height:
         quality_notes.append(
-            f"{not_scored:,} expected ID(s) not scored (missing, malformed or without reference)"
+            f"{invalid.height:,} expected ID(s) without a valid prediction count as wrong predictions "
+            "(in their class's support, in no class's predictions)"
         )
     if dup_out.height and value is not None:
-        quality_notes.append("a duplicated ID is scored once, by its first record (not at all if that one is malformed)")
+        quality_notes.append(
+            "a duplicated ID is scored once, by its first record (as a wrong prediction if that one is not valid)"
+        )
 
     # -- overlap (V7) --------------------------------------------------------------
     overlap, overlap_checked, overlap_reason = _overlap(expected, train, train_desc, tune, tune_desc)
@@ -276,6 +376,7 @@ def run_checks(
         classes_source=classes_source,
         ids_match=ids_match,
         ids_reason=ids_reason,
+        ids_notes=ids_notes,
         expected_ids=expected.n_ids,
         expected_unique=expected.unique.height,
         observed_ids=observed.height,
@@ -308,6 +409,9 @@ def run_checks(
         macro_f1=macro,
         accuracy=accuracy,
         scored_records=scored.height,
+        predictions_missing=n_missing_pred,
+        predictions_malformed=n_malformed,
+        predictions_undeclared=n_undeclared,
         per_class=per_class,
         quality_notes=quality_notes,
         no_overlap=no_overlap,

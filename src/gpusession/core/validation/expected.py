@@ -19,7 +19,11 @@ import polars as pl
 from gpusession.core.errors import BadInput
 from gpusession.core.textio import decode_strict, read_bytes
 from gpusession.core.validation.model import Expected
-from gpusession.core.validation.read import split_lines
+from gpusession.core.validation.read import (
+    drop_trailing_empty_lines,
+    split_lines,
+    trailing_empty_note,
+)
 from gpusession.core.validation.read_jsonl import parse_jsonl
 
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
@@ -30,7 +34,8 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
 
     CSV / JSONL / Parquet with an ``id`` column (and ``label`` if present), or a plain
     list with one ID per line (any other suffix; a first line that is exactly ``id`` is
-    taken as a header).
+    taken as a header). Empty lines at the very end are ignored with a note (H-20); an
+    empty line elsewhere is an empty ID, refused with its line number.
 
     Returns:
         ``(frame, notes)``: columns ``line`` (Int64, 1-based line or row), ``id``
@@ -48,6 +53,9 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
         data = read_bytes(path)
         decoded = decode_strict(data, path=path, crlf=True)
         text, notes = decoded.text, decoded.notes()
+        text, n_empty = drop_trailing_empty_lines(text)
+        if n_empty:
+            notes.append(trailing_empty_note(n_empty))
         if kind == "list":
             frame = _read_plain_list(path, text)
         elif kind == "csv":

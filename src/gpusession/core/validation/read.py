@@ -14,6 +14,7 @@ ends are tolerated and noted.
 from __future__ import annotations
 
 import io
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,64 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{printable(text[:limit])}… ({len(text):,} characters)"
 
 
+def codepoints(text: str, limit: int = 40) -> str:
+    """``text`` as code points, ``U+0065 U+0301`` (H-16: two strings that print alike).
+
+    At most ``limit`` code points are written; the rest is summed up as ``… (N more)``.
+    """
+    shown = " ".join(f"U+{ord(c):04X}" for c in text[:limit])
+    return shown + (f" … ({len(text) - limit:,} more)" if len(text) > limit else "")
+
+
+def normal_form(text: str) -> str:
+    """``"NFC"``, ``"NFD"`` or ``"neither NFC nor NFD"``: the Unicode normal form ``text`` is in (H-16)."""
+    if unicodedata.is_normalized("NFC", text):
+        return "NFC"
+    if unicodedata.is_normalized("NFD", text):
+        return "NFD"
+    return "neither NFC nor NFD"
+
+
+def normalization_difference(found: str, wanted: str, what: str) -> str:
+    """Words saying that ``found`` differs from ``wanted`` only in Unicode normalization (H-16).
+
+    The comparison of IDs and labels stays exact; this only explains a mismatch that
+    would otherwise show two strings printing identically, by giving both normal forms
+    and both strings' code points.
+
+    Args:
+        found: the string read from the output.
+        wanted: the declared class or expected ID it is canonically equivalent to.
+        what: ``"declared class"`` or ``"expected ID"``.
+    """
+    return (
+        f"differs from the {what} {printable(wanted)!r} only in Unicode normalization "
+        f"({normal_form(found)} here, {normal_form(wanted)} {what.split()[0]}): "
+        f"{codepoints(found)} here, {codepoints(wanted)} {what.split()[0]}"
+    )
+
+
+def trailing_empty_note(n: int) -> str:
+    """The note for ``n`` empty lines ignored at the very end of a file (H-20)."""
+    return f"{n:,} empty line(s) at the end of the file were ignored"
+
+
+def drop_trailing_empty_lines(text: str) -> tuple[str, int]:
+    r"""``text`` without the empty lines at its very end, and how many there were (H-20).
+
+    ``"a\n\n"`` gives ``("a\n", 1)``. An empty line in the middle is kept (it stays a
+    format problem with its line number, V4), as is a text made only of empty lines
+    (the caller reports that file as empty). Whitespace-only lines are not empty: a
+    space can be part of an ID.
+    """
+    if not text.endswith("\n\n"):
+        return text, 0
+    stripped = text.rstrip("\n")
+    if not stripped:
+        return text, 0
+    return stripped + "\n", len(text) - len(stripped) - 1
+
+
 def split_lines(text: str) -> list[str]:
     """The lines of ``text`` split on LF only (line *i* is ``result[i-1]``, V4).
 
@@ -93,13 +152,18 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
     """Decode ``data`` as UTF-8 without ever failing (V4: encoding problems reported).
 
     Returns:
-        ``(text, notes, bad_lines)``: the text with a leading BOM removed and CRLF line
-        ends turned into LF (invalid bytes replaced by U+FFFD); notes saying what was
-        tolerated; and ``{line: reason}`` for every line that is not valid UTF-8
+        ``(text, notes, bad_lines)``: the text with a leading BOM removed, CRLF line
+        ends turned into LF and empty lines at the very end dropped (invalid bytes
+        replaced by U+FFFD); notes saying what was tolerated; and ``{line: reason}``
+        for every line that is not valid UTF-8
         (:func:`gpusession.core.textio.decode_lenient`).
     """
     decoded = decode_lenient(data, crlf=True)
-    return decoded.text, decoded.notes(), {n: b.words() for n, b in decoded.bad_lines.items()}
+    notes = decoded.notes()
+    text, n_empty = drop_trailing_empty_lines(decoded.text)
+    if n_empty:
+        notes.append(trailing_empty_note(n_empty))
+    return text, notes, {n: b.words() for n, b in decoded.bad_lines.items()}
 
 
 def parse_csv(data: bytes) -> ParsedRecords:

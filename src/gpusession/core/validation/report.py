@@ -41,7 +41,10 @@ class ValidationReport:
     ``observed_ids`` (output records carrying a readable string ID, duplicates
     included), ``records`` (output records, bad ones included), ``missing_count``,
     ``extra_count``, ``duplicate_output_count`` / ``duplicate_expected_count``
-    (distinct IDs appearing more than once), ``bad_record_count``.
+    (distinct IDs appearing more than once), ``bad_record_count``, ``scored_records``
+    (expected IDs with a reference: every one is scored, H-21) and
+    ``predictions_missing`` / ``_malformed`` / ``_undeclared`` (those of them scored as
+    a wrong prediction, and why).
 
     Full lists (polars frames, written beside the report): ``missing_ids`` (id,
     expected_line), ``extra_ids`` (id, line), ``duplicates`` (id, found_in, count,
@@ -101,6 +104,14 @@ class ValidationReport:
     # verdict
     corpus_accepted: bool
     notes: list[str] = field(default_factory=list)
+    #: Notes under the IDs check (an extra ID differing from a missing one only in
+    #: Unicode normalization, H-16).
+    ids_notes: list[str] = field(default_factory=list)
+    #: Expected IDs with a reference but no valid prediction, each scored as a wrong
+    #: prediction (H-21): no record, a malformed record, a label outside the classes.
+    predictions_missing: int = 0
+    predictions_malformed: int = 0
+    predictions_undeclared: int = 0
 
     # -- the CSV row ----------------------------------------------------------
     def row_fields(self) -> dict[str, Any]:
@@ -146,6 +157,8 @@ class ValidationReport:
             out.append(f"         missing: {_quote_ids(self.missing_ids['id'].head(QUOTE_N).to_list(), self.missing_count)}")
         if self.extra_count:
             out.append(f"         extra: {_quote_ids(self.extra_ids['id'].head(QUOTE_N).to_list(), self.extra_count)}")
+        for n in self.ids_notes:
+            out.append(f"         note: {n}")
         dup = self.duplicates.head(QUOTE_N)
         for row in dup.iter_rows(named=True):
             out.append(f"         duplicate {row['id']!r}: {row['count']}× in the {row['found_in']} (lines {row['lines'].replace(';', ', ')})")
@@ -203,6 +216,7 @@ class ValidationReport:
                 "first_missing": self.missing_ids["id"].head(first_n).to_list(),
                 "first_extra": self.extra_ids["id"].head(first_n).to_list(),
                 "first_duplicates": self.duplicates.head(first_n).to_dicts(),
+                "notes": list(self.ids_notes),
             },
             "format": {
                 "passed": self.format_valid,
@@ -226,6 +240,11 @@ class ValidationReport:
                 "macro_f1": self.macro_f1,
                 "accuracy": self.accuracy,
                 "scored_records": self.scored_records,
+                "counted_wrong": {
+                    "missing": self.predictions_missing,
+                    "malformed": self.predictions_malformed,
+                    "outside_declared_classes": self.predictions_undeclared,
+                },
                 "per_class": [asdict(c) for c in self.per_class],
                 "notes": list(self.quality_notes),
             },
