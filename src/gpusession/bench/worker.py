@@ -399,7 +399,11 @@ class TorchDevice:
         env.update(self.speed_settings())
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
-            env["gpu_uuid"], env["gpu_physical_index"] = physical_gpu(torch, self.device, snap)
+            from gpusession.core.environment import map_torch_device, torch_device_uuid
+
+            mapping = map_torch_device(self.device, torch_device_uuid(torch, self.device), snap)
+            env["gpu_uuid"], env["gpu_physical_index"] = mapping.uuid, mapping.physical_index
+            env["gpu_mapping"] = mapping.words()  # by UUID, or by position (H-05)
             try:
                 env["allocator_backend"] = str(torch.cuda.get_allocator_backend())
             except (AttributeError, RuntimeError):  # an older torch; a CUDA error
@@ -429,33 +433,23 @@ def physical_gpu(torch: Any, device: str, snap: Any,
                  env: dict[str, str] | None = None) -> tuple[str | None, int | None]:
     """``(uuid, NVML index)`` of the physical GPU behind ``device`` (H-05).
 
-    torch's own UUID of the device (``get_device_properties(d).uuid``) is looked up in
-    the NVML snapshot first: it names the GPU the process really uses, whatever
-    ``CUDA_VISIBLE_DEVICES`` (indices, UUIDs, MIG ids) or ``CUDA_DEVICE_ORDER`` say. Only
-    when NVML does not know it does the variable's list decide
-    (:func:`gpusession.core.environment.device_for`); without NVML the UUID is torch's.
-    """
-    from gpusession.core.environment import device_for, gpu_for_uuid
+    torch's own UUID of the device is looked up in the NVML snapshot first; only when
+    torch gives none (or NVML does not know it) does ``CUDA_VISIBLE_DEVICES`` or the
+    order decide (:func:`gpusession.core.environment.map_torch_device`, the one place).
 
-    torch_uuid: str | None = None
-    try:
-        torch_uuid = str(torch.cuda.get_device_properties(torch.device(device)).uuid) or None
-    except (RuntimeError, AssertionError, AttributeError):
-        # RuntimeError: a CUDA error or a bad device string; AssertionError: torch's
-        # "Invalid device id" / "not compiled with CUDA"; AttributeError: no ``uuid``
-        # in this torch build's device properties.
-        torch_uuid = None
-    if torch_uuid:
-        gpu, nvml_uuid = gpu_for_uuid(torch_uuid, snap)
-        if gpu is not None:
-            return nvml_uuid, gpu.index
-    fallback = None
-    if torch_uuid:
-        fallback = torch_uuid if torch_uuid.upper().startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
-    phys = device_for(device, env, snapshot=snap)
-    if phys is None:
-        return fallback, None
-    return phys.uuid or fallback, phys.physical_index
+    Args:
+        torch: the ``torch`` module.
+        device: e.g. ``"cuda:1"``.
+        snap: an NVML snapshot (:func:`gpusession.core.environment.read_nvml`).
+        env: environment for ``CUDA_VISIBLE_DEVICES`` (default ``os.environ``).
+
+    Returns:
+        The UUID (NVML's, else torch's) and the NVML index, each ``None`` when unknown.
+    """
+    from gpusession.core.environment import map_torch_device, torch_device_uuid
+
+    mapping = map_torch_device(device, torch_device_uuid(torch, device), snap, env)
+    return mapping.uuid, mapping.physical_index
 
 
 def _run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
