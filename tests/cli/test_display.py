@@ -1,5 +1,5 @@
 """What the CLI and the report show of hand-measured and hand-edited values: durations and
-byte counts never shown as zero (H-22)."""
+byte counts never shown as zero (H-22), control characters shown escaped (H-17)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,51 @@ def test_h22_show_and_report_never_show_a_tiny_measured_value_as_zero(
     import re
 
     assert not re.findall(r".{60}0\.000000.{20}", report)
+
+
+def _hand_edited_note(s: Session) -> None:
+    """The note of ``g1.sample`` edited by hand to hold ESC ``[31m`` and NUL (H-17)."""
+    toml = s.checklist_toml
+    text = toml.read_text(encoding="utf-8")
+    assert 'note = "hard cases"' in text, text
+    toml.write_text(text.replace('note = "hard cases"', 'note = "\\u001b[31mhard cases\\u0000"'), encoding="utf-8")
+
+
+def test_h17_control_characters_of_a_hand_edited_note_are_shown_escaped(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "new", "base", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.sample", "hard cases")
+    assert code == 0, err
+    s = Session.open(sessions_root, "base")
+    _hand_edited_note(s)
+    code, out, err = cli(capsys, sessions_root, "checklist", "base")
+    assert code == 0, err
+    assert "\\x1b[31mhard cases\\x00" in out
+    assert "\x1b" not in out and "\x00" not in out
+    code, _, err = cli(capsys, sessions_root, "report", "base")
+    assert code == 0, err
+    report = (s.folder / "report.md").read_text(encoding="utf-8")
+    assert "\\x1b[31mhard cases\\x00" in report
+    assert "\x1b" not in report and "\x00" not in report
+    # writing such a note through gpusession stays refused
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.sample", "\x1b[31mred")
+    assert code == 2 and "control character" in err
+
+
+def test_h17_control_characters_of_hand_edited_order_notes_are_shown_escaped(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path
+) -> None:
+    for step in (["new", "base", "--gpu", "RTX A5000", "--lots", "1", "--days", "7"],
+                 ["order", "base", "set", "--number", "ORD-1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7"]):
+        code, _, err = cli(capsys, sessions_root, *step)
+        assert code == 0, (step, err)
+    s = Session.open(sessions_root, "base")
+    toml = s.folder / "order.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert 'note = "' in text, text
+    toml.write_text(text.replace('note = "', 'note = "\\u001b[31m\\u0000', 1), encoding="utf-8")
+    code, out, err = cli(capsys, sessions_root, "order", "base", "show")
+    assert code == 0, err
+    assert "\\x1b[31m\\x00" in out and "\x1b" not in out and "\x00" not in out

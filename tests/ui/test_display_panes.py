@@ -1,5 +1,6 @@
 """What the panes show of measured and hand-edited values: a tiny measured duration or
-byte count never reads zero (H-22).
+byte count never reads zero (H-22); control characters of a hand-edited note are shown
+escaped (H-17).
 
 Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
 (``make_app`` in ``tests/ui/conftest.py``).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import DataTable, Label
+from textual.widgets import DataTable, Label, OptionList
 from ui.pilot import MakeApp, settle, text_of
 
 from gpusession.core.results import ResultRow
@@ -43,3 +44,22 @@ async def test_h22_run_and_memory_panes_never_show_a_tiny_measured_value_as_zero
         await pilot.press("3")
         alloc = text_of(app, "#mem-alloc")
         assert "peak allocated     1 B" in alloc and "baseline allocated 0 B" in alloc, alloc
+
+
+async def test_h17_checklist_pane_shows_control_characters_of_a_hand_edited_note_escaped(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.core import checklist as cl
+
+    cl.set_note(session, "g1.sample", "hard cases")
+    toml = session.checklist_toml
+    text = toml.read_text(encoding="utf-8")
+    toml.write_text(text.replace('note = "hard cases"', 'note = "\\u001b[31mhard cases\\u0000"'), encoding="utf-8")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("1")
+        olist = app.screen.query_one("#checklist-list", OptionList)
+        shown = "\n".join(str(olist.get_option_at_index(i).prompt) for i in range(olist.option_count))
+        assert "\\x1b[31mhard cases\\x00" in shown
+        assert "\x1b" not in shown and "\x00" not in shown

@@ -35,6 +35,7 @@ from gpusession.core.manifest import next_free_path, read_manifest
 from gpusession.core.results import summarize
 from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.textio import printable
 from gpusession.core.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.units import byte_scale, format_seconds, format_seconds_range, significant
 
@@ -72,7 +73,7 @@ def _cell(value: Any) -> str:
             return str(value)
         text = significant(value, 6)  # never a measured value as 0 (H-22)
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return printable(str(value)).replace("|", "\\|").replace("\n", " ")  # H-17
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -140,7 +141,8 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
         devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
         if devs:
             out += ["", "Deviations recorded against the order:", ""]
-            out += [f"- {e.at.isoformat()} order {e.order_number}: {e.note}" for e in devs]
+            out += [f"- {e.at.isoformat()} order {printable(e.order_number or '')}: {printable(e.note)}"
+                    for e in devs]
     except BadInput:
         pass
     return out
