@@ -255,7 +255,7 @@ def test_free_space_against_manifest_size(session: Session, tmp_path: Path) -> N
     dest = tmp_path / "back-home"
     dest.mkdir()
     ev = cl.collect_evidence(session, nvml=a5000(), destination=dest, now=T0)["g2.destination"]
-    assert "free" in ev and "1000 bytes" in ev and "fits" in ev
+    assert "free" in ev and "1000 B" in ev and "fits" in ev
 
 
 def test_session_limit_against_retrieval_reserve(session: Session) -> None:

@@ -151,13 +151,13 @@ def test_s7_run_key_parse_refuses_malformed_text(text: str) -> None:
 # -- the one renderer --------------------------------------------------------------------
 def test_describe_words_for_each_runner_event() -> None:
     load = ResultRow(variant_id="all", phase="load", run_index=1, elapsed_seconds=1.23456)
-    assert describe(RowAppended(row=load, total=4)) == "          load  all        1.235 s"
+    assert describe(RowAppended(row=load, total=4)) == "          load  all        1.23 s"
     failed_load = load.replace(elapsed_seconds=None)
     assert describe(RowAppended(row=failed_load, total=4)) == "          load  all        failed"
     warm = ResultRow(variant_id="batch-4", phase="warm", run_index=2, elapsed_seconds=0.12345,
                      corpus_accepted=True)
     assert describe(RowAppended(row=warm, done=3, total=10)) == (
-        "[  3/10] warm  batch-4    run 2   0.1235 s, corpus accepted")
+        "[  3/10] warm  batch-4    run 2   123 ms, corpus accepted")
     lost = warm.replace(elapsed_seconds=None, corpus_accepted=False)
     assert describe(RowAppended(row=lost, done=4, total=0)) == (
         "[  4/?] warm  batch-4    run 2   not measured, corpus REJECTED")

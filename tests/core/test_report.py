@@ -101,7 +101,7 @@ def test_report_has_every_section_with_content(report_session: Session) -> None:
     assert "batch-sweep" in proto and "business, sport" in proto and "threshold: 0.8" in proto
     results = _section(text, "Results per variant and phase")
     # batch-8 warm: 4 measured, 1 failed kept; median of 0.51..0.54 = 0.525
-    assert re.search(r"\| batch-sweep \| batch-8 \| warm \| 5 \| 4 \| 0\.525000 \| 0\.510000–0\.540000 \| 1 \(kept", results)
+    assert re.search(r"\| batch-sweep \| batch-8 \| warm \| 5 \| 4 \| 525 ms \| 510–540 ms \| 1 \(kept", results)
     assert "out of memory" in results
     assert "p95" in results  # says why there is none
     assert "never added" in _section(text, "Memory peaks")

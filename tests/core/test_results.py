@@ -248,3 +248,22 @@ def test_r6_p95_only_from_20_observations(tmp_path: Path) -> None:
     f.append_many([full_row(i, elapsed_seconds=float(i)) for i in range(20)])
     s = summarize(f.read()).to_dicts()[0]
     assert s["n"] == 20 and s["p95_seconds"] is not None
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("column", ["elapsed_seconds", "quality_value"])
+def test_c2_c3_nan_and_inf_refused_when_a_row_is_written(tmp_path: Path, value: float, column: str) -> None:
+    """NaN or ±inf is refused at append, naming the column; nothing is written, and the
+    file written before stays readable (it used to be written, then the whole file was
+    refused on read)."""
+    rf = ResultsFile(tmp_path / "resultats-bruts.csv")
+    rf.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=1, elapsed_seconds=0.5))
+    before = rf.path.read_bytes()
+    bad = ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=2, elapsed_seconds=0.5)
+    with pytest.raises(BadInput) as err:
+        rf.append(bad.replace(**{column: value}))
+    assert err.value.field == column and "not written" in str(err.value)
+    with pytest.raises(BadInput):
+        rf.append_many([bad, bad.replace(**{column: value})])
+    assert rf.path.read_bytes() == before
+    assert rf.read().height == 1

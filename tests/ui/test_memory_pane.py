@@ -25,8 +25,8 @@ async def test_h07_no_nvml_says_why_and_still_shows_host_memory(
         assert "CPU only" in text_of(app, "#session-header")
         gpu = text_of(app, "#mem-gpu")
         assert "no NVIDIA driver found" in gpu and "Host memory is still shown" in gpu
-        assert "Host RAM   used 20.00 GiB of 64.00 GiB" in text_of(app, "#mem-host")
-        assert "container limit 48.00 GiB" in text_of(app, "#mem-host")
+        assert "Host RAM   used 20.0 GiB of 64.0 GiB" in text_of(app, "#mem-host")
+        assert "container limit 48.0 GiB" in text_of(app, "#mem-host")
 
 
 async def test_m2_m3_h04_allocator_figures_labelled_never_added_never_cache(
@@ -51,7 +51,7 @@ async def test_m2_m3_h04_allocator_figures_labelled_never_added_never_cache(
         assert "2.00 GiB" in alloc  # baseline reserved, on its own
         assert "cache" not in (alloc + gpu).lower()  # M2
         assert "other processes" in alloc and "outside the" in alloc  # M3
-        assert "device total used 3.00 GiB of 24.00 GiB" in gpu  # H-04 / NVML label
+        assert "device total used 3.00 GiB of 24.0 GiB" in gpu  # H-04 / NVML label
 
 
 async def test_m4_cpu_run_allocator_not_measured(session: Any, make_app: MakeApp) -> None:

@@ -154,8 +154,8 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
             ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
         ]
         assert all(r[5] == "none" for r in rows)
-        assert rows[1][3] == "0.1030"  # median of 0.101..0.105
-        assert rows[1][4] == "0.1010–0.1050"
+        assert rows[1][3] == "103 ms"  # median of 0.101..0.105
+        assert rows[1][4] == "101–105 ms"
         live = run_pane.query_one("#run-rows", DataTable)
         assert live.row_count == 18
         assert str(live.get_row_at(0)[6]) == "accepted"

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpusession.core.errors import Failure
 from gpusession.core.session import Package, Session, utcnow
+from gpusession.core.units import format_seconds
 
 DEMO_SESSION = "demo"
 DEMO_EXPERIMENT = "batch-sweep"
@@ -76,7 +77,7 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
         meta = json.loads(proc.stdout.strip().splitlines()[-1])
         demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
                     tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
-        print(f"model: trained in {meta['train_seconds']:.1f} s, macro-F1 on tune "
+        print(f"model: trained in {format_seconds(meta['train_seconds'])}, macro-F1 on tune "
               f"{meta['tune_macro_f1']:.3f}", file=out)
         session.journal("demo_model_trained", **meta)
     if demo != session.data.get("demo"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.session import Session, sessions_root
+from gpusession.core.units import format_seconds, format_seconds_range
 from gpusession.core.window import local_str, short_timedelta
 
 
@@ -63,14 +64,10 @@ def _or_dash(value: Any) -> str:
 
 def format_summary(rows: list[dict[str, Any]]) -> str:
     """The summary table (R6): variant, phase, n, median, min–max, failures in words."""
-    lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median s':>10} {'min–max s':>21}  failures"]
-    for r in rows:
-        med = "-" if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
-        rng = (
-            "-"
-            if r["min_seconds"] is None
-            else f"{r['min_seconds']:.6f}–{r['max_seconds']:.6f}"
-        )
+    lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median':>10} {'min–max':>21}  failures"]
+    for r in rows:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
+        med = format_seconds(r["median_seconds"], "-")
+        rng = format_seconds_range(r["min_seconds"], r["max_seconds"], "-")
         failed = r["failed"]
         fail_txt = "none" if not failed else f"{failed} failed (kept, see notes)"
         lines.append(

@@ -38,6 +38,7 @@ from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.secrets import check_no_secret
 from gpusession.core.session import CHECKLIST_TOML, Session
+from gpusession.core.textio import printable
 from gpusession.core.tomlio import tomllib
 
 #: Default time kept free at the end of the package to retrieve what is useful (G§7).
@@ -149,11 +150,11 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool)
         id=tpl.id,
         stage=tpl.stage,
         stage_title=STAGES.get(tpl.stage, f"Stage {tpl.stage}"),
-        text=tpl.text.replace("{session}", session.name),
+        text=printable(tpl.text.replace("{session}", session.name)),  # H-17: shown escaped
         done=done,
         at=_as_utc(state.get("at")) if done else None,
-        note=str(state.get("note", "")),
-        evidence=str(evidence) if evidence is not None else None,
+        note=printable(str(state.get("note", ""))),
+        evidence=printable(str(evidence)) if evidence is not None else None,
         custom=custom,
         probe=tpl.probe,
     )

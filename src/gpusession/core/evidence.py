@@ -25,6 +25,7 @@ from gpusession.core.environment import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.errors import BadInput
 from gpusession.core.rates import _model_words, model_matches
 from gpusession.core.session import Session
+from gpusession.core.units import format_bytes
 
 GIB = 1024**3
 
@@ -33,15 +34,19 @@ _GPUS_PER_LOT_FALLBACK = {"b200": 2}
 
 
 def fmt_bytes(n: int | float | None) -> str:
-    """Bytes in words with binary units: ``24.0 GiB (25769803776 bytes)``."""
+    """Bytes in words with binary units: ``24.0 GiB (25769803776 bytes)``, ``1 B`` (H-22).
+
+    Args:
+        n: a byte count; ``None`` when it could not be read.
+
+    Returns:
+        3 significant digits with a unit (:func:`gpusession.core.units.format_bytes`),
+        the exact count in brackets from 1 KiB up; ``unknown`` for ``None``.
+    """
     if n is None:
         return "unknown"
-    if n >= 1024**2:
-        units = [(GIB, "GiB"), (1024**2, "MiB")]
-        for size, unit in units:
-            if n >= size:
-                return f"{n / size:.1f} {unit} ({int(n)} bytes)"
-    return f"{int(n)} bytes"
+    text = format_bytes(n)
+    return text if abs(n) < 1024 else f"{text} ({int(n)} bytes)"
 
 
 def _fmt_td(td: timedelta) -> str:

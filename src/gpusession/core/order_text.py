@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.rates import format_usd
+from gpusession.core.textio import printable
 from gpusession.core.window import local_str, short_timedelta
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
     if state.has("payment-sent") and not state.paid:
         out.append("\"I have paid\" keeps your notification; it does not confirm receipt nor "
                    "assign the GPU. Only the provider's tracking confirms payment.")
-    return out
+    return [printable(line) for line in out]  # hand-edited text shown escaped (H-17)
 
 
 def order_to_json(state: OrderState, now: datetime | None = None) -> dict[str, Any]:

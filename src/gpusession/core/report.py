@@ -35,7 +35,9 @@ from gpusession.core.manifest import next_free_path, read_manifest
 from gpusession.core.results import summarize
 from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.textio import printable
 from gpusession.core.tomlio import read_toml, write_atomic_bytes
+from gpusession.core.units import byte_scale, format_seconds, format_seconds_range, significant
 
 #: Section titles, in order; tests check that every one is present.
 SECTIONS = (
@@ -67,9 +69,11 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        text = f"{value:.6f}".rstrip("0").rstrip(".")
-        return "0" if text in ("", "-0") else text
-    return str(value).replace("|", "\\|").replace("\n", " ")
+        if value != value or abs(value) == float("inf"):
+            return str(value)
+        text = significant(value, 6)  # never a measured value as 0 (H-22)
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return printable(str(value)).replace("|", "\\|").replace("\n", " ")  # H-17
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -137,7 +141,8 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
         devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
         if devs:
             out += ["", "Deviations recorded against the order:", ""]
-            out += [f"- {e.at.isoformat()} order {e.order_number}: {e.note}" for e in devs]
+            out += [f"- {e.at.isoformat()} order {printable(e.order_number or '')}: {printable(e.note)}"
+                    for e in devs]
     except BadInput:
         pass
     return out
@@ -192,14 +197,15 @@ def _results(frame: pl.DataFrame) -> list[str]:
     summary = summarize(frame)
     rows = []
     for r in summary.iter_rows(named=True):
-        rng = None if r["min_seconds"] is None else f"{r['min_seconds']:.6f}–{r['max_seconds']:.6f}"
-        med = None if r["median_seconds"] is None else f"{r['median_seconds']:.6f}"
+        # 3 significant digits with a unit: a measured value never reads 0 (H-22)
+        rng = format_seconds_range(r["min_seconds"], r["max_seconds"], "-")
+        med = format_seconds(r["median_seconds"], "-")
         fails = "none" if not r["failed"] else f"{r['failed']} (kept, see incidents)"
         rows.append([r["experiment_id"], r["variant_id"], r["phase"], r["runs"], r["n"], med, rng, fails])
     out = ["Seconds. Median and min–max of the measured runs; five observations do not "
            "justify a p95. Loading, cold and warm runs are separate phases. A failed run "
            "keeps its row and is never counted as 0 s.", ""]
-    out += _table(["experiment", "variant", "phase", "runs", "measured", "median s", "min–max s",
+    out += _table(["experiment", "variant", "phase", "runs", "measured", "median", "min–max",
                    "failures"], rows)
     incidents = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
     if incidents.height:
@@ -380,15 +386,16 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
             g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
                 pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
             names = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in g.iter_rows(named=True)]
-            alloc = [(r["peak_allocated_bytes"] or 0) / 1024**3 for r in g.iter_rows(named=True)]
-            resv = [(r["peak_reserved_bytes"] or 0) / 1024**3 for r in g.iter_rows(named=True)]
+            divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
+            alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+            resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
             fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
             xs = list(range(len(names)))
             ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
             ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
             ax.set_xticks(xs)
             ax.set_xticklabels(names, fontsize=7)
-            ax.set_ylabel("GiB (PyTorch allocator; side by side, never added)")
+            ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
             ax.set_title("Memory peaks per variant and phase")
             ax.legend()
             fig.tight_layout()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -226,7 +227,27 @@ def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
                 + (f"; missing: {missing}" if missing else "")
                 + ("; order differs" if not extra and not missing else "")
             )
+        _refuse_non_finite(d)
     return pl.DataFrame(dicts, schema=polars_schema(), orient="row") if dicts else pl.DataFrame(schema=polars_schema())
+
+
+def _refuse_non_finite(row: dict[str, Any]) -> None:
+    """Refuse NaN and ±inf before a row is written (C2, C3).
+
+    Written, they made the whole file unreadable (the reader refuses them); an empty
+    cell is how "not measured" is said.
+
+    Raises:
+        BadInput: naming the first column holding NaN or an infinity.
+    """
+    for column in COLUMNS:
+        value = row[column]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadInput(
+                f"{value} is not a measured value; leave the cell empty (not measured) or "
+                "give a finite number — the row was not written",
+                field=column,
+            )
 
 
 def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:

@@ -167,3 +167,25 @@ def decode_lenient(raw: bytes, *, crlf: bool = True) -> Text:
                 bad[i + 1] = BadByte(line=i + 1, column=exc.start + 1, byte=raw_lines[i][exc.start])
     text, n = _normalise(text, crlf)
     return Text(text, bom=bom, crlf=n, bad_lines=bad)
+
+
+#: C0 controls, DEL and C1 controls, each as its ``\xNN`` escape (H-17).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: str, keep: str = "\n\t") -> str:
+    r"""``text`` with control characters written as ``\x1b``, ``\x00``... (H-17).
+
+    Free text read from a file a person may edit by hand (checklist notes, order and
+    event notes, results notes) goes through here on every path that shows or writes
+    it, so an ESC or NUL never reaches a terminal or a report raw.
+
+    Args:
+        text: any text.
+        keep: control characters left as they are (newline and tab by default).
+
+    Returns:
+        The text with C0 controls (except ``keep``), DEL and C1 controls escaped.
+    """
+    table = {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
+    return text.translate(table)

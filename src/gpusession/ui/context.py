@@ -15,6 +15,7 @@ from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.session import Session
+from gpusession.core.units import format_bytes, format_seconds
 
 
 @dataclass
@@ -49,15 +50,8 @@ class UiContext:
 
 
 def fmt_bytes(n: int | float | None) -> str:
-    """``1.50 GiB``; ``not measured`` for ``None`` (C3: empty is not zero)."""
-    if n is None:
-        return "not measured"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{value:.2f} TiB"  # pragma: no cover
+    """``1.50 GiB``, ``1 B``; ``not measured`` for ``None`` (C3; H-22: core.units)."""
+    return format_bytes(n)
 
 
 def fmt_left(td: timedelta | None) -> str:
@@ -69,8 +63,8 @@ def fmt_left(td: timedelta | None) -> str:
 
 
 def fmt_seconds(s: float | None) -> str:
-    """Seconds with 4 significant decimals; ``not measured`` for ``None`` (R7)."""
-    return "not measured" if s is None else f"{s:.4f}"
+    """``120 ns``, ``2.35 s``; ``not measured`` for ``None`` (R7; H-22: core.units)."""
+    return format_seconds(s)
 
 
 def whole_number(text: str, field: str, *, minimum: int | None = None) -> int:

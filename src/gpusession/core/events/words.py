@@ -13,10 +13,12 @@ from typing import Any
 
 from gpusession.core.events.base import Event
 from gpusession.core.events.runner import EnvironmentObserved, IncidentReported, RowAppended
+from gpusession.core.units import format_seconds
 
 
-def _seconds(value: float | None, digits: int, absent: str) -> str:
-    return absent if value is None else f"{value:.{digits}f} s"
+def _seconds(value: float | None, absent: str) -> str:
+    """3 significant digits with a unit, never a measured value as 0 (H-22)."""
+    return format_seconds(value, absent)
 
 
 def _environment_words(env: Mapping[str, Any]) -> str:
@@ -52,8 +54,8 @@ def describe(event: Event) -> str | None:
     if isinstance(event, RowAppended):
         r = event.row
         if r.phase == "load":
-            return f"          load  {r.variant_id:<10} {_seconds(r.elapsed_seconds, 3, 'failed')}"
-        el = _seconds(r.elapsed_seconds, 4, "not measured")
+            return f"          load  {r.variant_id:<10} {_seconds(r.elapsed_seconds, 'failed')}"
+        el = _seconds(r.elapsed_seconds, "not measured")
         done = "?" if event.done is None else event.done
         return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
                 f"run {r.run_index:<3} {el}, corpus {_ACCEPTED_WORDS.get(r.corpus_accepted)}")

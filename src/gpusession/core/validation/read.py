@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.textio import decode_lenient
+from gpusession.core.textio import printable as _printable
 
 #: The columns of a parsed output: 1-based line, ID, label, first problem (null = fine).
 RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.String, "problem": pl.String}
@@ -58,13 +59,9 @@ class ParsedRecords:
         return ""
 
 
-#: Control characters shown as escapes, so a quoted record cannot drive the terminal.
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9}
-
-
 def printable(text: str) -> str:
-    r"""``text`` with control characters (ESC, NUL, CR, ...) written as ``\xNN`` (V4)."""
-    return text.translate(_CONTROL)
+    r"""``text`` on one line, control characters (ESC, NUL, CR, LF...) as ``\xNN`` (V4, H-17)."""
+    return _printable(text, keep="\t")
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gpusession.core.errors import BadInput
+from gpusession.core.units import format_seconds_range
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
@@ -138,9 +139,9 @@ class RunPane(Vertical):
             yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
         yield Vertical(id="run-variants")
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
-        rows.add_columns("variant", "phase", "run", "elapsed s", "peak alloc", "peak reserved", "corpus")
+        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc", "peak reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        summ.add_columns("variant", "phase", "n", "median s", "min–max s", "failures")
+        summ.add_columns("variant", "phase", "n", "median", "min–max", "failures")
         with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
@@ -444,7 +445,7 @@ class RunPane(Vertical):
                 str(r["phase"]),
                 str(r["n"]),
                 fmt_seconds(med),
-                "not measured" if lo is None else f"{lo:.4f}–{hi:.4f}",
+                format_seconds_range(lo, hi),
                 state_cell("none" if not failed else f"{failed} failed (kept, see notes)"),
             )
         warm = frame.filter(pl.col("phase") == "warm")
@@ -465,7 +466,7 @@ class RunPane(Vertical):
                 Horizontal(
                     Label(f"{str(vid):<8.8} ", classes="bar-label"),
                     Bars(data, low=0.0, high=slowest, classes="duration-spark"),
-                    Label(f" {min(data):.3f}–{max(data):.3f}", classes="spark-range"),
+                    Label(f" {format_seconds_range(min(data), max(data))}", classes="spark-range"),
                     classes="chart-row",
                 )
             )
