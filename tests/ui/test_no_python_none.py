@@ -89,3 +89,37 @@ async def test_h17_validation_pane_escapes_control_characters_of_an_archived_rep
         detail = await _select_last_validation(pilot, app)
     assert "\x1b" not in detail and "\x00" not in detail
     assert "\\x1b[31m" in detail and "\\x00" in detail
+
+
+async def test_validation_pane_at_60x20_verdict_visible_selected_row_shown_footer_whole(
+        busy_session: Any, make_app: MakeApp, tmp_path: Path) -> None:
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+    from ui.pilot import shown_on_screen
+
+    _validate_into(busy_session, tmp_path, name="a-long-report-name")
+    app = make_app(session=busy_session, runner_factory=FakeRunner.factory())
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause(0.05)
+        table = app.screen.pane("validation").query_one("#val-table", DataTable)
+        table.focus()
+        for _ in range(table.row_count):
+            await pilot.press("down")
+        await pilot.pause(0.1)
+        assert table.cursor_row == table.row_count - 1
+        # the verdict column ends inside the table's visible width, no sideways scroll
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert table.ordered_columns[1].label.plain == "corpus"
+        assert sum(widths[:2]) <= table.scrollable_content_region.width
+        assert table.scroll_x == 0
+        # the selected row is scrolled into view
+        row_y = table.cursor_row + 1  # below the header line
+        assert table.scroll_y <= table.cursor_row <= table.scroll_y + table.scrollable_content_region.height - 2
+        assert row_y > 0 and shown_on_screen(app, table)
+        # the footer's words are whole
+        keys = [k for k in app.screen.query_one(Footer).query(FooterKey) if k.display]
+        assert {k.description for k in keys} >= {"Re-read reports", "Quit"}
+        for k in keys:  # each key painted whole, none cut at the right edge
+            assert k.region.width and k.region.right <= app.size.width, (k.description, k.region)

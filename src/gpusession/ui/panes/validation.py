@@ -153,7 +153,9 @@ class ValidationPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="val-status", classes="status")
         table: DataTable[str] = DataTable(id="val-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("run", "IDs match", "format", "quality rule", "corpus")
+        # The verdict (corpus) right after the run: visible without scrolling sideways in
+        # a 60-column terminal, whatever the width of the other cells.
+        table.add_columns("run", "corpus", "IDs match", "format", "quality rule")
         yield table
         with VerticalScroll(id="val-detail-box"):
             yield Static("", id="val-detail")
@@ -192,10 +194,10 @@ class ValidationPane(Vertical):
                 )
             table.add_row(
                 run_cell(r),
+                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
                 state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
                 state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
                 state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
-                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
             )
         n = accepted_unique_corpora(frame)
         self.query_one("#val-status", Static).update(
