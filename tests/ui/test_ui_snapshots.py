@@ -61,3 +61,20 @@ def test_ui_snapshot(pane: str, size: str, sessions_root: Path, make_app: MakeAp
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
+def test_ui_snapshot_validation_at_60x20(sessions_root: Path, make_app: MakeApp, snap_compare: Any) -> None:
+    """The Validation pane in a 60×20 terminal, the last run selected: the verdict column
+    without scrolling sideways, the selected row in view, the footer's words whole."""
+    app = make_app(session=populated(sessions_root, "validation"), runner_factory=FakeRunner.factory())
+
+    async def run_before(pilot: Any) -> None:
+        await pilot.pause(0.1)
+        await background_started(pilot.app)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("4")
+        await pilot.pause(0.1)
+        await pilot.press(*["down"] * 12)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(60, 20), run_before=run_before)

@@ -32,8 +32,8 @@ async def test_v1_validation_pane_states_in_words_and_distinct_corpora(
         await pilot.press("4")
         t = app.screen.query_one("#val-table", DataTable)
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
-        assert tuple(rows[0][1:]) == ("match", "valid", "met", "accepted")
-        assert tuple(rows[2][1:]) == ("mismatch", "valid", "not met", "rejected")
+        assert tuple(rows[0][1:]) == ("accepted", "match", "valid", "met")
+        assert tuple(rows[2][1:]) == ("rejected", "mismatch", "valid", "not met")
         assert "3 runs; 1 distinct accepted corpus in this session" in text_of(app, "#val-status")
         await pilot.press("down", "down")
         detail = text_of(app, "#val-detail")
@@ -60,7 +60,7 @@ async def test_v1_validation_pane_takes_the_quality_verdict_of_the_stored_report
         await settle(pilot, app)
         await pilot.press("4")
         t = app.screen.query_one("#val-table", DataTable)
-        assert str(t.get_row_at(0)[3]) == "not met"
+        assert str(t.get_row_at(0)[4]) == "not met"
         detail = text_of(app, "#val-detail")
         assert "NOT MET" in detail and "max degradation" in detail
 

@@ -26,6 +26,7 @@ from gpusession.core.package import (
 from gpusession.core.results import summarize
 from gpusession.core.session import Session, list_sessions
 from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.textio import printable
 
 
 def _lots(text: str) -> int:
@@ -263,9 +264,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     pkg = s.package
-    print(f"session   {s.name}  ({s.folder})")
+    # Values read from files a person may edit are shown with control characters
+    # escaped (the package's GPU model is already refused with one when read).
+    print(printable(f"session   {s.name}  ({s.folder})"))
     print(f"created   {local_time(data['created_at'])}")
-    print(f"GPU       {pkg.gpu_model or 'not set'}")
+    print(f"GPU       {printable(pkg.gpu_model or 'not set')}")
     print(f"lots      {pkg.lots if pkg.lots is not None else 'not set'}")
     print(f"days      {pkg.days if pkg.days is not None else 'not set'}")
     print(f"start     {local_time(pkg.start)}")
@@ -276,7 +279,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:
         print()
-        print(format_summary(data["summary"]))
+        print(printable(format_summary(data["summary"])))
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.session import Session
+from gpusession.core.textio import printable
 from gpusession.core.units import format_bytes, format_seconds
 
 
@@ -94,6 +95,31 @@ def yes_no(value: bool | None, yes: str, no: str, unknown: str = "not measured")
     if value is None:
         return unknown
     return yes if value else no
+
+
+def shown(value: Any, missing: str = "not recorded") -> str:
+    """A value read from a session file as text: ``missing`` for an empty one (never
+    ``None``), control characters escaped (``\\x1b``; hand-edited files)."""
+    if value is None or value == "":
+        return missing
+    return printable(str(value), keep="")
+
+
+def run_cell(r: dict[str, Any]) -> str:
+    """A run in a table cell: ``b8 warm 2``; an output checked with ``validate --session``
+    (no phase, no run index): ``by-hand (validate)``."""
+    if r.get("phase") is None and r.get("run_index") is None:
+        return f"{shown(r.get('variant_id'))} ({shown(r.get('experiment_id'))})"
+    return " ".join(shown(r.get(k), "-") for k in ("variant_id", "phase", "run_index"))
+
+
+def run_label(r: dict[str, Any]) -> str:
+    """A run in a sentence: ``batch-sweep / b8 / warm run 2``; an output checked with
+    ``validate --session``: ``validate / by-hand (checked output, not a timed run)``."""
+    head = f"{shown(r.get('experiment_id'))} / {shown(r.get('variant_id'))}"
+    if r.get("phase") is None and r.get("run_index") is None:
+        return f"{head} (checked output, not a timed run)"
+    return f"{head} / {shown(r.get('phase'), 'phase not recorded')} run {shown(r.get('run_index'))}"
 
 
 _GOOD = {"accepted", "match", "valid", "met", "none", "passed"}

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from gpusession.ui.charts import Bars
-from gpusession.ui.context import UiContext, fmt_bytes, plural
+from gpusession.ui.context import UiContext, fmt_bytes, plural, run_label, shown
 
 NOT_COVERED = (
     "Not covered by the allocator figures: other processes, and memory outside the "
@@ -89,8 +89,7 @@ def allocator_lines(row: dict[str, Any] | None) -> list[str]:
     if row is None:
         return [head, "    no run recorded yet", NOT_COVERED]
     which = (
-        f"    {row.get('experiment_id')} / {row.get('variant_id')} / {row.get('phase')} "
-        f"run {row.get('run_index')} on {row.get('device') or 'device not recorded'}"
+        f"    {run_label(row)} on {shown(row.get('device'), 'device not recorded')}"
     )
     keys = (
         ("baseline allocated", "baseline_allocated_bytes"),

@@ -31,6 +31,7 @@ from gpusession.ui.context import (
     fmt_bytes,
     fmt_seconds,
     plural,
+    shown,
     state_cell,
     whole_number,
     yes_no,
@@ -381,9 +382,9 @@ class RunPane(Vertical):
         table = self.query_one("#run-rows", DataTable)
         failed = r.get("elapsed_seconds") is None and r.get("phase") != "load"
         table.add_row(
-            str(r.get("variant_id") or "-"),
-            str(r.get("phase") or "-"),
-            str(r.get("run_index") or "-"),
+            shown(r.get("variant_id"), "-"),
+            shown(r.get("phase"), "-"),
+            shown(r.get("run_index"), "-"),
             "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
             fmt_bytes(r.get("peak_allocated_bytes")),
             fmt_bytes(r.get("peak_reserved_bytes")),
@@ -441,8 +442,8 @@ class RunPane(Vertical):
             med, lo, hi = r["median_seconds"], r["min_seconds"], r["max_seconds"]
             failed = r["failed"]
             table.add_row(
-                str(r["variant_id"]),
-                str(r["phase"]),
+                shown(r["variant_id"], "-"),
+                shown(r["phase"], "-"),
                 str(r["n"]),
                 fmt_seconds(med),
                 format_seconds_range(lo, hi),

@@ -10,18 +10,21 @@ re-reads after a run.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from gpusession.ui.context import UiContext, plural, state_cell, yes_no
+from gpusession.core.textio import printable
+from gpusession.ui.context import UiContext, plural, run_cell, run_label, shown, state_cell, yes_no
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,12 +58,24 @@ def stored_quality(path: Path | None) -> dict[str, Any] | None:
     return q if isinstance(q, dict) else None
 
 
+#: A report name of ``validate --session --name`` (never a path).
+_REPORT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
 def report_file(folder: Path, r: dict[str, Any]) -> Path | None:
-    """``validation/<experiment>/<variant>/<phase>-<index>.toml`` of a run, if written."""
-    parts = [r.get(k) for k in ("experiment_id", "variant_id", "phase", "run_index")]
-    if any(p is None for p in parts):
+    """The stored report of a run, if written: ``validation/<experiment>/<variant>/<phase>-<index>.toml``
+    for a timed run, ``validation/<name>.toml`` for an output checked with
+    ``validate --session`` (its row: experiment ``validate``, variant ``<name>``, no phase)."""
+    exp, variant, phase, index = (r.get(k) for k in ("experiment_id", "variant_id", "phase", "run_index"))
+    if exp == "validate" and phase is None and index is None:
+        name = str(variant or "")
+        if not _REPORT_NAME.fullmatch(name) or ".." in name:  # a hand-edited row: never a path
+            return None
+        path = folder / f"{name}.toml"
+    elif any(p is None for p in (exp, variant, phase, index)):
         return None
-    path = folder / str(parts[0]) / str(parts[1]) / f"{parts[2]}-{parts[3]}.toml"
+    else:
+        path = folder / str(exp) / str(variant) / f"{phase}-{index}.toml"
     return path if path.is_file() else None
 
 
@@ -97,7 +112,7 @@ def detail_lines(path: Path | None) -> list[str]:
             lines.append(f"    {'class':<16} {'precision':>9} {'recall':>7} {'F1':>6} {'support':>8}")
             for c in sec["per_class"]:
                 lines.append(
-                    f"    {str(c.get('label')):<16} {_num(c.get('precision')):>9} {_num(c.get('recall')):>7} "
+                    f"    {shown(c.get('label'), '-'):<16} {_num(c.get('precision')):>9} {_num(c.get('recall')):>7} "
                     f"{_num(c.get('f1')):>6} {str(c.get('support', '')):>8}"
                 )
     if doc.get("label_set"):
@@ -138,7 +153,9 @@ class ValidationPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="val-status", classes="status")
         table: DataTable[str] = DataTable(id="val-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("run", "IDs match", "format", "quality rule", "corpus")
+        # The verdict (corpus) right after the run: visible without scrolling sideways in
+        # a 60-column terminal, whatever the width of the other cells.
+        table.add_columns("run", "corpus", "IDs match", "format", "quality rule")
         yield table
         with VerticalScroll(id="val-detail-box"):
             yield Static("", id="val-detail")
@@ -176,11 +193,11 @@ class ValidationPane(Vertical):
                     r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
                 )
             table.add_row(
-                f"{r.get('variant_id')} {r.get('phase')} {r.get('run_index')}",
+                run_cell(r),
+                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
                 state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
                 state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
                 state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
-                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
             )
         n = accepted_unique_corpora(frame)
         self.query_one("#val-status", Static).update(
@@ -200,9 +217,10 @@ class ValidationPane(Vertical):
         self.set_class(r.get("corpus_accepted") is False, "-rejected")
         self.set_class(r.get("corpus_accepted") is True, "-accepted")
         head = [
-            f"{r.get('experiment_id')} / {r.get('variant_id')} / {r.get('phase')} run {r.get('run_index')}: "
+            f"{run_label(r)}: "
             f"corpus {yes_no(r.get('corpus_accepted'), 'ACCEPTED', 'REJECTED', 'NOT VALIDATED')}",
-            f"  IDs: expected {r.get('expected_ids', 'not measured')}, observed {r.get('observed_ids', 'not measured')}"
+            f"  IDs: expected {shown(r.get('expected_ids'), 'not measured')}, "
+            f"observed {shown(r.get('observed_ids'), 'not measured')}"
             f" — {yes_no(r.get('ids_match'), 'every ID exactly once', 'missing, extra or duplicate IDs')}",
             f"  format: {yes_no(r.get('format_valid'), 'valid', 'invalid')}",
             f"  quality: {quality_words(r)}",
@@ -212,7 +230,10 @@ class ValidationPane(Vertical):
             head[-1] = f"  quality: {'met' if q.get('passed') else 'NOT MET'} — {q['reason']}"
         if r.get("notes"):
             head.append(f"  notes: {r['notes']}")
-        box.update("\n".join(head + detail_lines(report_file(self.ctx.session.validation_dir, r))))
+        lines = head + detail_lines(report_file(self.ctx.session.validation_dir, r))
+        # Free text read from files a person may edit (CSV notes, report TOMLs): control
+        # characters escaped, and plain text, never Rich markup.
+        box.update(Text("\n".join(printable(line, keep="") for line in lines)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "val-table":
