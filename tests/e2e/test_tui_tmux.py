@@ -11,6 +11,7 @@ its own tmux server (``-L``) so it never touches the user's sessions.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,11 +79,14 @@ def test_h11_h12_tmux_80x24_demo_run_shows_summary_in_words(tmp_path: Path) -> N
         lines = screen.splitlines()
         assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
         assert "session demo" in screen and "CPU only" in screen and "left" in screen
-        for words in ("variant", "phase", "median s", "min–max s", "failures"):
+        for words in ("variant", "phase", "median", "min–max", "failures"):
             assert words in screen, f"{words!r} missing:\n{screen}"
         for variant in ("batch-1", "batch-4", "batch-8"):
             assert any(variant in ln and "warm" in ln and ln.rstrip().endswith("none") for ln in lines), screen
             assert any(variant in ln and "cold" in ln for ln in lines), screen
+        # every measured duration carries its unit (never a bare number that could read 0)
+        warm_rows = [ln for ln in lines if " warm " in ln and ln.strip().startswith("batch-")]
+        assert warm_rows and all(re.search(r"\d s\b|\d ms\b|\d µs\b|\d ns\b", ln) for ln in warm_rows), screen
         tmux("send-keys", "-t", "e2e", "q")
         tmux.wait_for("GPUSESSION-EXIT 0", 20)
         # the trial's repro: reopen the session (it has runs: the pane opens on the
@@ -90,7 +94,7 @@ def test_h11_h12_tmux_80x24_demo_run_shows_summary_in_words(tmp_path: Path) -> N
         # must be answered (the focus stays in the pane)
         tmux.wait_for("1 Checklist", 120)
         tmux("send-keys", "-t", "e2e", "2")
-        tmux.wait_for("median s", 20)
+        tmux.wait_for("min–max", 20)
         tmux("send-keys", "-t", "e2e", "r")
         tmux.wait_for("running — c: cancel at the next run boundary", 30)
         time.sleep(1.0)
