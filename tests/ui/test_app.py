@@ -216,3 +216,35 @@ async def test_h12_no_internal_case_ids_in_what_a_person_reads(
             await pilot.pause(0.1)
             words = " ".join(str(w.render()) for w in app.screen.query(Static))
             assert not case_id.search(words), f"pane {key}: {case_id.search(words)}"
+
+
+async def test_h11_footer_keys_whole_on_every_pane_at_60x20_and_80x24(
+    busy_session: Any, make_app: MakeApp
+) -> None:
+    """No footer key is cut mid-word: each lies inside the terminal and left of the palette
+    hint when that is shown (at 60 columns the footer is compact and the hint is dropped;
+    ^p still opens the palette)."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    from gpusession.testing import FakeRunner
+
+    for size in ((60, 20), (80, 24)):
+        app = make_app(session=busy_session, runner_factory=FakeRunner.factory())
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot, app)
+            for key in "123456":
+                await pilot.press(key)
+                await pilot.pause(0.05)
+                footer = app.screen.query_one(Footer)
+                every = [k for k in footer.query(FooterKey) if k.display]
+                keys = [k for k in every if "-command-palette" not in k.classes]
+                palette = [k for k in every if "-command-palette" in k.classes]
+                assert keys, (size, key)
+                right_edge = app.size.width
+                if footer.show_command_palette and palette:
+                    right_edge = min(right_edge, palette[0].region.x)
+                for k in keys:
+                    assert k.region.width and k.region.right <= right_edge, (size, key, k.description)
+            if size == (60, 20):
+                assert app.screen.query_one(Footer).compact

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.binding import Binding
@@ -115,9 +115,24 @@ class MainScreen(Screen[None]):
                         yield PanePlaceholder(tab)
         yield Footer()
 
+    #: Below this many columns the footer drops its spacing and the palette hint, so the
+    #: keys of the busiest pane (Run: r c e d s, ^q) are never cut mid-word (60×20).
+    NARROW_COLUMNS = 72
+
     def on_mount(self) -> None:
         self.set_interval(30.0, self.header.refresh_line, name="header-clock")
+        self._fit_footer(self.size.width)
         self.call_after_refresh(self.pane("checklist").focus_main)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_footer(event.size.width)
+
+    def _fit_footer(self, width: int) -> None:
+        """Compact footer without the palette hint in a narrow terminal (^p still works)."""
+        narrow = 0 < width < self.NARROW_COLUMNS
+        footer = self.query_one(Footer)
+        footer.compact = narrow
+        footer.show_command_palette = not narrow
 
     def after_first_frame(self) -> None:
         """Start what the first frame does not wait for (the app calls this once it is painted).
