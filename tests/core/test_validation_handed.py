@@ -53,6 +53,20 @@ def test_h21_undeclared_prediction_counts_as_wrong(tmp_path: Path, h21_expected)
     assert doc == {"missing": 0, "malformed": 0, "outside_declared_classes": 1}
 
 
+def test_h21_quality_over_a_subset_of_expected_ids_is_never_met(tmp_path: Path) -> None:
+    """Expected IDs without a reference cannot be scored: the figure (perfect on the two
+    referenced IDs) is reported, but the rule is not met, so the corpus is not accepted."""
+    corpus = write(tmp_path / "ids.txt", "a\nb\nc\n")
+    refs = write(tmp_path / "refs.csv", "id,label\na,c0\nb,c1\n")
+    expected = load_expected(corpus, references=refs)
+    out = write(tmp_path / "o.jsonl", jsonl(("a", "c0"), ("b", "c1"), ("c", "c0")))
+    r = validate_output(out, expected, H21_PROTO)
+    assert r.macro_f1 == pytest.approx(1.0)
+    assert not r.quality_met and not r.corpus_accepted
+    assert r.quality_reason.startswith("not met: 1 of 3 expected IDs have no reference")
+    assert "covers a subset only" in r.quality_reason
+
+
 @pytest.mark.parametrize(
     ("rows", "kind"),
     [

@@ -324,6 +324,14 @@ def run_checks(
             f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
             f"margin {margin:+.4f}; {over}{wrong}; label set used: {label_set}"
         )
+        if no_ref:
+            # H-21: a figure over a subset never says "met"; the rule needs a reference for
+            # every expected ID (the figure is still reported, for what it is worth).
+            quality_met = False
+            quality_reason = (
+                f"not met: {no_ref:,} of {expected.unique.height:,} expected IDs have no "
+                f"reference, so the figure covers a subset only; {quality_reason}"
+            )
         if protocol.reference_value is not None:
             drop = protocol.reference_value - value
             if protocol.max_degradation is not None:
