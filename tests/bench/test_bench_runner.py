@@ -421,14 +421,14 @@ def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root:
 
 
 def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root: Path, session: Session, fakes: None) -> None:
-    from gpusession.core.errors import BadInput
+    from gpusession.core.errors import Failure
 
     s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         (s.folder / ".run.lock").write_text(str(other.pid))
-        with pytest.raises(BadInput, match=f"pid {other.pid}"):
+        with pytest.raises(Failure, match=f"pid {other.pid}"):  # exit 1, not bad input
             Runner(s, exp.id).run()
         assert s.results.rows() == []
     finally:

@@ -92,7 +92,7 @@ def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) ->
 
 
 def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
-    from gpusession.core.errors import BadInput
+    from gpusession.core.errors import Failure
     from gpusession.core.journal import take_lock
 
     s = Session.create(sessions_root, "t")
@@ -101,7 +101,7 @@ def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
         lock = s.folder / RUN_LOCK
         lock.write_text(str(live.pid))
         define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
-        with pytest.raises(BadInput, match=f"pid {live.pid}"):
+        with pytest.raises(Failure, match=f"pid {live.pid}"):  # exit 1: not bad input
             take_lock(s.folder, s.name)
         assert lock.read_text() == str(live.pid)
     finally:

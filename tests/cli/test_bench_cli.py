@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_workloads import write_corpus
 
 from gpusession.core.results import ResultRow
@@ -45,3 +46,32 @@ def test_experiment_define_bad_input_is_one_line_and_changes_nothing(sessions_ro
         assert res.returncode == 2, (extra, res.stderr)
         assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert s.session_toml.read_bytes() == before
+
+
+def test_s7_run_while_another_process_runs_says_so_first_and_exits_1(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second ``run`` on a session says at once that another process is running and
+    exits 1 (a failure, not bad input), before printing anything about appending rows."""
+    import subprocess
+    import sys
+
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.cli import main
+    from gpusession.core.session import Session
+
+    s = Session.create(sessions_root, "busy")
+    define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (s.folder / ".run.lock").write_text(str(other.pid))
+        code = main(["--sessions-dir", str(sessions_root), "run", "busy", "--experiment", "e",
+                     "--headless"])
+        out, err = capsys.readouterr()
+        assert code == 1
+        assert f"pid {other.pid}" in err and "nothing was run" in err
+        assert "appending" not in out and "running e" not in out
+        assert s.results.rows() == []
+    finally:
+        other.kill()
+        other.wait()

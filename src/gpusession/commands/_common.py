@@ -21,8 +21,22 @@ def root_of(args: argparse.Namespace) -> Path:
 
 
 def open_session(args: argparse.Namespace, name: str) -> Session:
-    """Open session ``name`` under the root chosen by the arguments."""
-    return Session.open(root_of(args), name)
+    """Open session ``name`` under the root chosen by the arguments.
+
+    What the open recovered after a crash (a cut CSV row moved aside, a run in flight
+    recorded as an incident) is said on stderr, so no command shows fewer rows silently.
+
+    Args:
+        args: the parsed arguments (``--sessions-dir``).
+        name: the session's name.
+
+    Returns:
+        The open session.
+    """
+    session = Session.open(root_of(args), name)
+    for sentence in session.recovered:
+        print(f"gpusession: {name}: recovered after an interruption: {sentence}", file=sys.stderr)
+    return session
 
 
 def _default(o: Any) -> Any:

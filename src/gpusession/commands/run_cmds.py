@@ -13,12 +13,13 @@ experiment of a session. Re-running appends: run indexes continue, nothing is lo
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
 from typing import Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
-from gpusession.core.errors import BadInput
+from gpusession.core.errors import BadInput, Failure
 from gpusession.core.session import Session
 
 
@@ -164,6 +165,10 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         if words is not None:
             print(words, flush=True)
 
+    holder = session.run_lock_holder()
+    if holder is not None and holder != os.getpid():  # said before anything else is printed
+        raise Failure(f"another gpusession process (pid {holder}) is running experiments in "
+                      f"{session.name}; nothing was run")
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     earlier = _rows_of(session, experiment_id)
     if earlier:

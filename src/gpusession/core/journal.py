@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.core.errors import BadInput
+from gpusession.core.errors import BadInput, Failure
 
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
@@ -183,7 +183,7 @@ def take_lock(folder: Path, session_name: str) -> Path:
         The lock's path (give it to :func:`release_lock`).
 
     Raises:
-        BadInput: a live process holds the lock.
+        Failure: a live process holds the lock (exit 1: not the person's input).
         OSError: the lock could not be written; nothing was run.
     """
     lock = Path(folder) / RUN_LOCK
@@ -201,12 +201,12 @@ def take_lock(folder: Path, session_name: str) -> Path:
             except FileExistsError:
                 holder = lock_holder(folder)
                 if holder is not None and holder != os.getpid():
-                    raise BadInput(
+                    raise Failure(
                         f"another gpusession process (pid {holder}) is running experiments "
-                        f"in {session_name}"
+                        f"in {session_name}; nothing was run"
                     ) from None
                 lock.unlink(missing_ok=True)  # stale: its process is gone
-        raise BadInput("could not take the run lock; another run is starting", path=lock)
+        raise Failure(f"could not take the run lock {lock}; another run is starting")
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -68,6 +68,8 @@ def _cell(value: Any) -> str:
     """A Markdown table cell: ``-`` for not measured (C3), pipes and newlines escaped."""
     if value is None:
         return "-"
+    if isinstance(value, bool):  # spelled as in the CSV and TOML, not Python's True/False
+        return "true" if value else "false"
     if isinstance(value, float):
         if value != value or abs(value) == float("inf"):
             return str(value)
@@ -215,6 +217,23 @@ def _results(frame: pl.DataFrame) -> list[str]:
                        f"{_cell(r['notes'])}")
         if incidents.height > 30:
             out.append(f"- … {incidents.height - 30} more in resultats-bruts.csv")
+    return out
+
+
+def _journal_incidents(session: Session) -> list[str]:
+    """Incidents the journal holds (recoveries after a crash, worker failures), newest last.
+
+    They are not all in a CSV row's notes (e.g. a cut CSV row moved aside on reopen), and
+    the person who approves the work must see them (S7, R7).
+    """
+    found = [r for r in session.read_journal() if r.get("event") == "incident"]
+    if not found:
+        return []
+    out = ["", "Incidents recorded in the journal:", ""]
+    for r in found[-30:]:
+        out.append(f"- {_cell(r.get('at'))}: {_cell(r.get('message'))}")
+    if len(found) > 30:
+        out.append(f"- … {len(found) - 30} earlier in journal.jsonl")
     return out
 
 
@@ -455,7 +474,7 @@ def render_report(session: Session, *, now: datetime | None = None,
         "Need and criteria": _need(items, session),
         "Environment seen": _env(session, frame, _live_probes(session, nvml, now)),
         "Protocol per experiment": _protocols(session),
-        "Results per variant and phase": _results(frame),
+        "Results per variant and phase": _results(frame) + _journal_incidents(session),
         "Memory peaks": _memory(frame),
         "Validation verdicts": _validation(session, frame),
         "Cost": _cost(session, frame),

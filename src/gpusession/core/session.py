@@ -147,6 +147,8 @@ class Session:
         self.folder = Path(folder)
         self.name = self.folder.name
         self.data = data
+        #: What the last :meth:`open` recovered after a crash, one sentence each (S7).
+        self.recovered: list[str] = []
         self.results = ResultsFile(self.folder / RESULTS_CSV)
 
     # -- paths -----------------------------------------------------------------
@@ -257,7 +259,7 @@ class Session:
         session.results.check()
         if recover:
             try:
-                session.recover()
+                session.recovered = session.recover()
             except OSError:
                 pass  # a read-only or full disk: open to read; recovery waits for a writable open
         return session
