@@ -209,6 +209,7 @@ def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any)
     assert cpu.device == "cpu" and chosen == [1]  # CPU: no CUDA call
 
 
+@pytest.mark.torch
 def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any) -> None:
     """Context creation falls inside the load clock for ``cuda`` and ``cuda:0`` alike:
     neither spelling touches CUDA before :meth:`TorchDevice.activate`."""
@@ -229,6 +230,7 @@ def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any
         assert calls == ["set 0", "sync cuda:0"]
 
 
+@pytest.mark.torch
 def test_r10_speed_settings_recorded_in_the_environment(monkeypatch: Any) -> None:
     """TF32 flags, float32 matmul precision, grad mode and the allocator/device-order
     variables are part of the worker's environment, readable on CPU."""
