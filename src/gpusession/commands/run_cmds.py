@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
-from gpusession.core.errors import BadInput, Failure
+from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
 
 
@@ -167,8 +167,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
-        raise Failure(f"another gpusession process (pid {holder}) is running experiments in "
-                      f"{session.name}; nothing was run")
+        from gpusession.core.journal import lock_busy
+
+        raise lock_busy(holder, session.name)
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     earlier = _rows_of(session, experiment_id)
     if earlier:

@@ -201,14 +201,25 @@ def take_lock(folder: Path, session_name: str) -> Path:
             except FileExistsError:
                 holder = lock_holder(folder)
                 if holder is not None and holder != os.getpid():
-                    raise Failure(
-                        f"another gpusession process (pid {holder}) is running experiments "
-                        f"in {session_name}; nothing was run"
-                    ) from None
+                    raise lock_busy(holder, session_name) from None
                 lock.unlink(missing_ok=True)  # stale: its process is gone
         raise Failure(f"could not take the run lock {lock}; another run is starting")
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def lock_busy(holder: int, session_name: str) -> Failure:
+    """The error for a run refused because process ``holder`` runs experiments (S7).
+
+    Args:
+        holder: PID of the live process holding the run lock.
+        session_name: the session's name, for the message.
+
+    Returns:
+        A :class:`Failure` (exit 1: not the person's input), to raise.
+    """
+    return Failure(f"another gpusession process (pid {holder}) is running experiments in "
+                   f"{session_name}; nothing was run")
 
 
 def release_lock(folder: Path) -> None:

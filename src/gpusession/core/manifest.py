@@ -463,7 +463,6 @@ __all__ = [
     "read_manifest",
     "representative_files",
     "scan_folder",
-    "sha256_file",
     "verify_copy",
     "write_manifest",
 ]
