@@ -58,6 +58,7 @@ FIXED_KEYS = (
     "cold_runs_per_variant",
     "protocol",
     "params",
+    "gpus",
 )
 
 
@@ -91,6 +92,10 @@ class Experiment:
             fixed before the first measurement (V5).
         params: workload parameters (e.g. ``command`` argv, MLP width/depth).
         run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
+        gpus: processes per node (issue 13): ``1`` runs one worker process; ``N > 1``
+            starts the worker through torchrun with ``N`` ranks, each on
+            ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
+            (``nodes`` and a rendezvous endpoint are not implemented yet.)
     """
 
     id: str
@@ -113,6 +118,7 @@ class Experiment:
     protocol: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     run_timeout_s: float = 3600.0
+    gpus: int = 1
 
     @property
     def variant_ids(self) -> list[str]:
@@ -217,11 +223,30 @@ def check(exp: Experiment) -> Experiment:
                            field=f"{f}.{key}")
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
         raise BadInput(f"expected cpu, cuda or cuda:N, got {exp.device!r}", field=f"{f}.device")
+    _check_gpus(exp, f)
     if exp.workload == "command" and not exp.params.get("command"):
         raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
     if exp.varied == "context":
         _check_context_varied(exp, f)
     return exp
+
+
+def _check_gpus(exp: Experiment, f: str) -> None:
+    """``gpus``: a whole number ≥ 1; more than one needs a torch workload on ``cuda``/``cpu``.
+
+    Source: issue 13 (several GPUs in one run through torchrun).
+    """
+    g = exp.gpus
+    if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+        raise BadInput(f"expected a whole number of GPUs ≥ 1, got {g!r}", field=f"{f}.gpus")
+    if g > COUNT_MAX:
+        raise BadInput(f"expected at most {COUNT_MAX:,}, got {g:,}", field=f"{f}.gpus")
+    if g > 1 and exp.workload == "command":
+        raise BadInput("a command workload runs as one process: leave gpus at 1 "
+                       "(the command may start its own processes)", field=f"{f}.gpus")
+    if g > 1 and exp.device is not None and exp.device not in ("cpu", "cuda"):
+        raise BadInput(f"with {g} GPUs each process uses its own device: set the device to "
+                       f"cuda, cpu or leave it unset, not {exp.device!r}", field=f"{f}.device")
 
 
 #: Built-in workloads that cannot apply a context limit per run.

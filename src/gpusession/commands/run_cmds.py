@@ -111,6 +111,9 @@ def register(sub: Any) -> None:
                    "pre-drawn shuffle seeded by --order-seed")
     q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
     q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant")
+    q.add_argument("--gpus", type=int, default=1,
+                   help="processes per node, one per GPU (default 1); more than 1 starts the "
+                        "worker through torchrun and splits the corpus by rank")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
@@ -344,7 +347,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
         runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
         cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
-        run_timeout_s=args.timeout,
+        run_timeout_s=args.timeout, gpus=args.gpus,
     )
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
