@@ -59,3 +59,55 @@ def test_issue13_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixt
     code, _out, err = cli(capsys, sessions_root, *base, "--id", "f", "--gpus", "0")
     assert code == 2
     assert "gpus" in err and "Traceback" not in err
+
+
+# -- item 2: shards and the rank module (no torch) ----------------------------------------
+@pytest.mark.parametrize("n,world", [(10, 2), (11, 2), (7, 3), (2, 4), (0, 2), (5, 1)])
+def test_issue13_shards_are_contiguous_deterministic_and_in_corpus_order(n: int, world: int) -> None:
+    from gpusession.bench.ranks import shard_bounds
+
+    bounds = [shard_bounds(n, world, r) for r in range(world)]
+    assert bounds == [shard_bounds(n, world, r) for r in range(world)]  # deterministic
+    items = list(range(n))
+    assert [x for a, b in bounds for x in items[a:b]] == items  # by rank = corpus order
+    sizes = [b - a for a, b in bounds]
+    assert max(sizes) - min(sizes) <= 1
+    assert sizes == sorted(sizes, reverse=True)  # the first ranks hold the extra item
+
+
+def test_issue13_shard_sizes_exact() -> None:
+    from gpusession.bench.ranks import shard_bounds
+
+    assert [shard_bounds(11, 2, r) for r in range(2)] == [(0, 6), (6, 11)]
+    assert [shard_bounds(7, 3, r) for r in range(3)] == [(0, 3), (3, 5), (5, 7)]
+    with pytest.raises(ValueError):
+        shard_bounds(3, 2, 2)
+    with pytest.raises(ValueError):
+        shard_bounds(3, 0, 0)
+
+
+def test_issue13_rank_env_and_torchrun_argv() -> None:
+    from gpusession.bench.ranks import RankEnv, rank_env, torchrun_argv
+
+    assert rank_env({}) is None
+    assert rank_env({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == RankEnv(1, 2, 1)
+    argv = torchrun_argv("/py", 2, ["-m", "gpusession.bench.worker", "--spec", "f"])
+    assert argv[:6] == ["/py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    assert argv[6:] == ["-m", "gpusession.bench.worker", "--spec", "f"]
+
+
+def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
+    import polars as pl
+
+    from gpusession.bench.ranks import RANK_COLUMNS, append_rank_rows
+
+    path = tmp_path / "runs" / "e" / "ranks.csv"
+    per_rank = [{"rank": r, "world_size": 2, "device": "cpu", "ok": True, "elapsed_s": 0.5 + r}
+                for r in range(2)]
+    append_rank_rows(path, "warm:batch-4:1", "warm", per_rank)
+    append_rank_rows(path, "warm:batch-4:2", "warm", per_rank)
+    frame = pl.read_csv(path)
+    assert tuple(frame.columns) == RANK_COLUMNS
+    assert frame.height == 4
+    assert frame["rank"].to_list() == [0, 1, 0, 1]
+    assert frame["run_key"].to_list()[2] == "warm:batch-4:2"
