@@ -86,6 +86,30 @@ class SlowLoad(Echo):
         time.sleep(self.load_sleep_s)
 
 
+class RankEcho(Echo):
+    """Echo that fails on one rank of a torchrun group (issue 13).
+
+    Params: ``fail_rank`` with ``fail_rank_batch`` (that rank raises ValueError on that
+    batch size), ``die_rank`` with ``die_rank_batch`` (that rank exits with code 7).
+    """
+
+    def __init__(self, fail_rank: int | None = None, fail_rank_batch: int | None = None,
+                 die_rank: int | None = None, die_rank_batch: int | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.rank = int(os.environ.get("RANK", "-1"))
+        self.fail = fail_rank == self.rank
+        self.fail_batch_of_rank = fail_rank_batch
+        self.die = die_rank == self.rank
+        self.die_batch = die_rank_batch
+
+    def predict(self, texts: list[str]) -> list[str]:
+        if self.fail and len(texts) == self.fail_batch_of_rank:
+            raise ValueError(f"rank {self.rank} refuses batch {len(texts)}")
+        if self.die and len(texts) == self.die_batch:
+            os._exit(7)
+        return super().predict(texts)
+
+
 class HugeAt:
     """A tiny model on the device whose predict allocates ``huge_bytes`` at ``huge_batch``
     (a real out-of-memory error on any GPU), else a small matmul. Imports torch."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,7 +101,7 @@ def test_issue13_rank_env_and_torchrun_argv() -> None:
 def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     import polars as pl
 
-    from gpusession.bench.ranks import RANK_COLUMNS, append_rank_rows
+    from gpusession.bench.rank_group import RANK_COLUMNS, append_rank_rows
 
     path = tmp_path / "runs" / "e" / "ranks.csv"
     per_rank = [{"rank": r, "world_size": 2, "device": "cpu", "ok": True, "elapsed_s": 0.5 + r}
@@ -111,3 +113,125 @@ def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     assert frame.height == 4
     assert frame["rank"].to_list() == [0, 1, 0, 1]
     assert frame["run_key"].to_list()[2] == "warm:batch-4:2"
+
+
+# -- items 3-5: a torchrun group of 2 gloo ranks, end to end ------------------------------
+def _rank_exp(session: Session, exp_id: str, **kw: Any) -> Experiment:
+    from fake_workloads import write_corpus
+
+    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
+    base: dict[str, Any] = dict(
+        id=exp_id, workload="fake_workloads:RankEcho", corpus=str(corpus.relative_to(session.folder)),
+        varied="batch", values=(2, 4), runs_per_variant=1, warmup_iterations=0,
+        cold_runs_per_variant=0, protocol={"classes": ["a", "b"], "metric": "accuracy",
+                                           "threshold": 0.9, "tolerance": 0.0},
+        device="cpu", run_timeout_s=120.0,
+    )
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))
+
+
+def _processes_of(folder: Path) -> list[Any]:
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(folder) in a for a in (p.info["cmdline"] or [])):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+@pytest.fixture
+def ranks_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_workloads import with_tests_on_path
+
+    with_tests_on_path(monkeypatch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
+    session: Session, ranks_env: None
+) -> None:
+    import polars as pl
+
+    from gpusession.bench.runner import Runner
+
+    s = session
+    # rank 1 raises on batch 2 (its shard of batch-2); batch-4 runs next, in the group
+    exp = _rank_exp(s, "two", gpus=2, params={"fail_rank": 1, "fail_rank_batch": 2})
+    out = Runner(s, exp.id).run()
+    rows = [r for r in s.results.rows() if r.experiment_id == "two"]
+    warm = {r.variant_id: r for r in rows if r.phase == "warm"}
+    assert [r.phase for r in rows].count("load") == 1 and len(warm) == 2  # one row per run
+    failed, ok = warm["batch-2"], warm["batch-4"]
+    assert failed.elapsed_seconds is None and failed.corpus_accepted is False
+    assert "rank 1 of 2" in (failed.notes or "") and "refuses batch 2" in (failed.notes or "")
+    assert any("rank 1 of 2" in i for i in out.incidents)
+    assert ok.elapsed_seconds is not None and ok.corpus_accepted is True
+    assert ok.gpu_count == 0  # on CPU no GPU held the tensors (R10)
+    assert "2 ranks" in (ok.notes or "")
+    # per-rank table: 2 ranks × 2 runs; elapsed between barriers ≥ every rank's own
+    table = pl.read_csv(s.runs_dir / "two" / "ranks.csv")
+    assert table.height == 4 and sorted(table["rank"].to_list()) == [0, 0, 1, 1]
+    own = table.filter(pl.col("run_key") == "warm:batch-4:1")["elapsed_s"].to_list()
+    assert len(own) == 2 and all(ok.elapsed_seconds >= x for x in own)
+    bad = table.filter((pl.col("run_key") == "warm:batch-2:1") & (pl.col("rank") == 1))
+    assert bad["ok"].to_list() == [False] and "ValueError" in bad["error"][0]
+    env = s.data["experiments"]["two"]["environment"]
+    assert env["world_size"] == 2 and env["rank_devices"] == ["cpu", "cpu"]
+    assert _processes_of(s.folder) == []  # no rank outlives the run
+    # the same work in one process: the gathered output is identical, in corpus order
+    one = _rank_exp(s, "one", gpus=1)
+    assert Runner(s, one.id).run().completed
+    gathered = (s.runs_dir / "two" / "batch-4" / "warm-1.jsonl").read_text()
+    assert gathered == (s.runs_dir / "one" / "batch-4" / "warm-1.jsonl").read_text()
+    assert [json.loads(x)["id"] for x in gathered.splitlines()] == [f"t-{i:03d}" for i in range(9)]
+
+
+def test_issue13_full_chain_with_several_gpus_refused(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "s")
+    with pytest.raises(BadInput, match="scope"):
+        define_experiment(s, _exp(scope="full-chain", gpus=2))
+
+
+_TORCHRUN_FAILED = """\
+rank 1: {"event": "incident", "where": "worker", "error_type": "RuntimeError", "message": "boom"}
+E1201 01:16:00.488000 6747 api.py:1002] failed (exitcode: 4) local_rank: 1 (pid: 6823)
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Failures:
+[1]:
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 6822)  (SIGTERM)
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-01_01:16:00
+  rank      : 1 (local_rank: 1)
+  exitcode  : 4 (pid: 6823)
+============================================================"""
+
+
+def test_issue13_torchrun_root_cause_names_the_rank_its_exit_and_error() -> None:
+    from gpusession.bench.ranks import RankFailure, torchrun_root_cause
+
+    lines = _TORCHRUN_FAILED.splitlines()
+    assert torchrun_root_cause(lines) == RankFailure(rank=1, exitcode=4, error="RuntimeError: boom")
+    assert torchrun_root_cause(lines[1:]) == RankFailure(rank=1, exitcode=4, error=None)
+    assert torchrun_root_cause(["ValueError: x", "done"]) is None
+
+
+def test_issue13_rank_notes_name_the_slowest_rank_and_the_failed_one() -> None:
+    from gpusession.bench.rank_group import RankRun, rank_notes
+
+    ok = RankRun(elapsed_s=0.5, per_rank=[
+        {"rank": 0, "elapsed_s": 0.2, "peak_reserved_bytes": 10},
+        {"rank": 1, "elapsed_s": 0.4, "peak_reserved_bytes": 30}])
+    assert ok.max_of("peak_reserved_bytes") == (30, 1)
+    assert "slowest rank 1" in rank_notes(ok) and "peak reserved on rank 1" in rank_notes(ok)
+    bad = RankRun(elapsed_s=None, per_rank=ok.per_rank, failure={"rank": 1})
+    assert rank_notes(bad) == "2 ranks: rank 1 failed, the run ended for every rank"

@@ -244,6 +244,9 @@ def _check_gpus(exp: Experiment, f: str) -> None:
     if g > 1 and exp.workload == "command":
         raise BadInput("a command workload runs as one process: leave gpus at 1 "
                        "(the command may start its own processes)", field=f"{f}.gpus")
+    if g > 1 and exp.scope != "processing":
+        raise BadInput(f"with {g} GPUs only the processing scope is measured for now: the "
+                       "outputs are gathered and written after the clock stops", field=f"{f}.scope")
     if g > 1 and exp.device is not None and exp.device not in ("cpu", "cuda"):
         raise BadInput(f"with {g} GPUs each process uses its own device: set the device to "
                        f"cuda, cpu or leave it unset, not {exp.device!r}", field=f"{f}.device")

@@ -326,7 +326,7 @@ class Runner:
                                            variant_id=load_variant, phase="load", run_index=load_index)
         self._journal(LoadStartedRecord(worker=name, **load_fields))
         load_open = True
-        w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
+        w = WorkerProcess(self._worker_argv(exp, spec_path, env), env)
         self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
@@ -341,7 +341,7 @@ class Runner:
                 ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 timed_out = True
-                w.proc.kill()
+                self._kill(exp, w)
                 continue
             if ev is EOF_EVENT:
                 break
@@ -405,6 +405,9 @@ class Runner:
             elif isinstance(ev, WorkerStopped):
                 ok = False
         code = w.finish()
+        rank_cause = self._rank_cause(exp, w)
+        if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
+            code = rank_cause.exitcode
         stderr = list(w.stderr)
         if stderr:
             self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
@@ -415,6 +418,9 @@ class Runner:
             how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
                    else describe_exit(code))
             last = w.last_stderr()
+            if rank_cause is not None and not timed_out:
+                how = f"rank {rank_cause.rank} of {exp.gpus} {how} (torchrun ended the group)"
+                last = rank_cause.error or last
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
             if in_flight is not None:
@@ -432,6 +438,41 @@ class Runner:
             self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "
                            + ", ".join(r.run_key for r in missing[:10]))
         return ok and not missing and not died
+
+    # -- several ranks through torchrun (issue 13) --------------------------------------------
+    def _worker_argv(self, exp: Experiment, spec_path: Path, env: dict[str, str]) -> list[str]:
+        """The worker's command line: plain, or through torchrun when ``exp.gpus > 1``.
+
+        A plain worker never inherits a torchrun environment of the caller's shell
+        (``RANK``, ``WORLD_SIZE``…): it would take itself for a rank. ``env`` is changed
+        in place.
+        """
+        from gpusession.bench.ranks import torchrun_argv
+
+        module = ["-m", "gpusession.bench.worker", "--spec", str(spec_path)]
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+            env.pop(k, None)
+        if exp.gpus <= 1:
+            return [self.python, *module]
+        return torchrun_argv(self.python, exp.gpus, module)
+
+    def _kill(self, exp: Experiment, w: WorkerProcess) -> None:
+        """Kill a worker past its timeout; a torchrun launcher with every rank (issue 13)."""
+        if exp.gpus <= 1:
+            w.proc.kill()
+            return
+        from gpusession.bench.ranks import end_process_tree
+
+        end_process_tree(w.proc.pid, grace_s=2.0)
+
+    def _rank_cause(self, exp: Experiment, w: WorkerProcess) -> Any:
+        """The first failed rank torchrun names on stderr, ``None`` for one process or none."""
+        if exp.gpus <= 1:
+            return None
+        from gpusession.bench.ranks import torchrun_root_cause
+
+        return torchrun_root_cause(list(w.stderr))
 
     def _key(self, run: ScheduledRun) -> RunKey:
         return run.key(self.experiment.id)
@@ -487,6 +528,8 @@ class Runner:
         if truncated:
             notes.append(f"truncated {truncated} of {ev.n_inputs} inputs at the context "
                          f"limit of {row.context} tokens")
+        if ev.rank_note:  # issue 13: elapsed between barriers, peaks the maximum over ranks
+            notes.append(ev.rank_note)
         if ev.ok:
             row = row.replace(
                 elapsed_seconds=ev.elapsed_s,

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
     WorkerDone,
@@ -468,8 +469,17 @@ def _failure_fields(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
-    """Load, warm up, run the scheduled runs; return the exit code."""
+def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> int:
+    """Load, warm up, run the scheduled runs; return the exit code.
+
+    Args:
+        spec: the worker spec the runner wrote.
+        ch: the channel to the runner.
+        group: this rank's :class:`gpusession.bench.ranks.RankGroup` under torchrun
+            (issue 13): the rank works on its shard of the corpus, every run follows
+            the protocol across ranks, rank 0 writes the gathered outputs; ``None`` for
+            one process.
+    """
     from gpusession.bench.workloads.base import (
         count_tokens,
         count_truncated,
@@ -496,6 +506,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     else:
         n = int(exp.get("params", {}).get("n_inputs", 1024))
         ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
+    # Under torchrun each rank works on its contiguous shard (issue 13); counts stay corpus-wide.
+    work_texts = texts if group is None else texts[slice(*group.shard(len(texts)))]
     # Load phase: timed once per process. The clock starts before the device is selected
     # and its context created (TorchDevice.activate), for every device spelling (R3);
     # the allocator baseline is read and the peaks reset right before load() (M1).
@@ -521,6 +533,9 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
+    own_uuid = env.get("gpu_uuid")
+    if group is not None:
+        env = _group_environment(group, env)
     ch.send(WorkerEnvironment(environment=env))
     # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
     ch.send(WorkerLoaded(
@@ -548,7 +563,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         for _ in range(iterations):
             b = int(w["batch"])
             _m, failure = measure_or_fail(
-                timer, lambda b=b: _run_batches(workload, texts, b), dev)  # type: ignore[misc]
+                timer, lambda b=b: _run_batches(workload, work_texts, b), dev)  # type: ignore[misc]
             if failure:
                 after_oom = after_oom or bool(failure.get("oom"))
                 ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
@@ -571,7 +586,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                 labels = _run_batches(workload, _texts, batch)
                 write_outputs(out_path, _ids, labels)
                 return labels
-            return _run_batches(workload, texts, batch)
+            return _run_batches(workload, work_texts, batch)
 
         fields: dict[str, Any] = {
             "truncated": truncated, "tokens": tokens, "context": context,
@@ -581,11 +596,14 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         if after_oom:
             fields["unmeasured_pass"] = "after an out-of-memory run"
             _m, pass_failure = measure_or_fail(
-                timer, lambda batch=batch: _run_batches(workload, texts, batch), dev)  # type: ignore[misc]
+                timer, lambda batch=batch: _run_batches(workload, work_texts, batch), dev)  # type: ignore[misc]
             if pass_failure:
                 fields["unmeasured_pass"] += f" (it failed too: {pass_failure['error_type']})"
             after_oom = False
-        m, failure = measure_or_fail(timer, work, dev)
+        if group is None:
+            m, failure = measure_or_fail(timer, work, dev)
+        else:
+            m, failure = _measure_ranks(group, timer, work, dev, own_uuid, run, spec, fields)
         after_oom = bool(failure.get("oom"))
         if m is not None:
             try:
@@ -616,6 +634,119 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     if not ch.stopped:
         ch.send(WorkerDone())
     return 0
+
+
+def _group_environment(group: Any, env: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0's environment with every rank's GPU (issue 13, R10).
+
+    ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
+    that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` list each
+    rank's device and GPU UUID by rank; ``gpu_model`` of a mixed host lists each model.
+    """
+    mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
+            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model")}
+    every = group.all_gather(mine)
+    used = sorted({d for r in every for d in r["gpus_used"]})
+    models = list(dict.fromkeys(r["gpu_model"] for r in every if r["gpu_model"]))
+    out = dict(env)
+    out.update(gpus_used=used, gpu_count=len(used), world_size=group.world_size,
+               rank_devices=[r["device"] for r in every],
+               rank_gpu_uuids=[r["gpu_uuid"] for r in every])
+    if models:
+        out["gpu_model"] = ", ".join(models)
+    return out
+
+
+def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
+                   own_uuid: str | None, run: dict[str, Any], spec: dict[str, Any],
+                   fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
+    """One scheduled run across ranks (issue 13): the protocol, the gather, ``ranks.csv``.
+
+    Every rank calls it; rank 0 gets a :class:`Measurement` whose elapsed is the wall
+    time between the barriers, whose memory figures are the maximum over ranks (each
+    baseline from the rank holding that peak) and whose result is the gathered labels
+    in corpus order. Other ranks get ``(None, failure)``: they report nothing.
+    ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
+    failure, ``failed_rank``.
+    """
+    from gpusession.bench.rank_group import append_rank_rows, rank_notes
+
+    rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=_failure_fields)
+    failure = dict(rr.failure)
+    if failure:
+        fields["failed_rank"] = failure.pop("rank", None)
+        _empty_cache(dev)
+    labels = None if failure else group.gather_to_first(list(rr.result or []))
+    fields["ranks"] = group.world_size
+    fields["rank_note"] = rank_notes(rr)
+    if group.rank != 0:
+        return None, failure
+    try:
+        append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", run["run_key"],
+                         str(spec.get("worker")), rr.per_rank)
+    except OSError as exc:  # the per-rank table is beside the row: say so, keep the run
+        fields["rank_note"] += f"; ranks.csv not written ({exc})"
+    if failure:
+        return None, failure
+    peak_a, rank_a = rr.max_of("peak_allocated_bytes")
+    peak_r, rank_r = rr.max_of("peak_reserved_bytes")
+    by_rank = {r["rank"]: r for r in rr.per_rank}
+    return Measurement(
+        elapsed_ns=round(float(rr.elapsed_s) * 1e9),
+        baseline_allocated_bytes=by_rank[rank_a]["baseline_allocated_bytes"] if rank_a is not None else None,
+        baseline_reserved_bytes=by_rank[rank_r]["baseline_reserved_bytes"] if rank_r is not None else None,
+        peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r, result=labels,
+    ), failure
+
+
+class RankChannel(Channel):
+    """The channel of a rank under torchrun (issue 13).
+
+    Rank 0 talks to the runner as a plain worker does; it reads ``go``/``stop`` and
+    passes the decision to every rank. Other ranks stay silent on stdout (an incident
+    of theirs goes to stderr, which the runner keeps) and follow rank 0's decision.
+    """
+
+    def __init__(self, out: IO[str], inp: IO[str], group: Any) -> None:
+        """Keep both ends and the group."""
+        super().__init__(out, inp)
+        self.group = group
+
+    def send(self, event: WorkerEvent) -> None:
+        """Rank 0: the event as a JSON line. Other ranks: an incident on stderr, else nothing."""
+        if self.group.rank == 0:
+            super().send(event)
+        elif isinstance(event, WorkerIncident):
+            print(f"rank {self.group.rank}: " + json.dumps(event.to_json(), default=str),
+                  file=sys.stderr, flush=True)
+
+    def wait_go(self) -> bool:
+        """Rank 0 reads the parent's line; every rank gets its decision."""
+        go = super().wait_go() if self.group.rank == 0 else None
+        return bool(self.group.broadcast_from_first(go))
+
+
+def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
+    """One rank of a torchrun group (issue 13): join the group, then the torch worker.
+
+    The device is ``cuda:LOCAL_RANK`` (NCCL) or the CPU (gloo). A rank that cannot join
+    reports a load incident and exits 3; torchrun then ends the other ranks.
+
+    TODO(issue 13, signals): set the parent-death signal in the rank (the ``signals``
+    helper), so a rank ends with its launcher even when the launcher is killed.
+    """
+    from gpusession.bench.rank_group import RankGroup
+
+    try:
+        group = RankGroup(env, spec.get("device") or spec["experiment"].get("device"))
+    except Exception as exc:  # noqa: BLE001 - no GPU for this rank, a rendezvous failure: a load incident (R7)
+        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        return 3
+    try:
+        return run_torch_worker({**spec, "device": group.device},
+                                RankChannel(ch.out, ch.inp, group), group)
+    finally:
+        group.close()
 
 
 def _empty_cache(dev: TorchDevice) -> None:
@@ -787,8 +918,14 @@ def main(argv: list[str] | None = None,
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ch = Channel(proto, sys.stdin)
-    ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
+    renv = None if _runner is not None else _rank_env()
+    if renv is not None and renv.rank != 0:
+        ch = Channel(sys.stderr, sys.stdin)  # only rank 0 speaks on stdout (issue 13)
+    if renv is None or renv.rank == 0:  # other ranks of a torchrun group stay silent (issue 13)
+        ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
+    if renv is not None:
+        runner = lambda spec, ch: run_rank_worker(spec, ch, renv)  # noqa: E731
     try:
         return runner(spec, ch)
     except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent
