@@ -235,3 +235,28 @@ def test_issue13_rank_notes_name_the_slowest_rank_and_the_failed_one() -> None:
     assert "slowest rank 1" in rank_notes(ok) and "peak reserved on rank 1" in rank_notes(ok)
     bad = RankRun(elapsed_s=None, per_rank=ok.per_rank, failure={"rank": 1})
     assert rank_notes(bad) == "2 ranks: rank 1 failed, the run ended for every rank"
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
+    session: Session, ranks_env: None
+) -> None:
+    from gpusession.bench.runner import Runner
+
+    s = session
+    # rank 1 exits with code 7 on batch 2: torchrun ends the group; batch-4 needs a new one
+    exp = _rank_exp(s, "dies", gpus=2, params={"die_rank": 1, "die_rank_batch": 2})
+    out = Runner(s, exp.id).run()
+    rows = s.results.rows()
+    warm = {r.variant_id: r for r in rows if r.phase == "warm"}
+    assert len(warm) == 2
+    died = warm["batch-2"]
+    assert died.elapsed_seconds is None and died.corpus_accepted is False
+    assert "rank 1 of 2 exited with code 7" in (died.notes or "")
+    assert warm["batch-4"].elapsed_seconds is not None and warm["batch-4"].corpus_accepted
+    loads = [r for r in rows if r.phase == "load"]
+    assert [r.run_index for r in loads] == [1, 2]  # loaded again, recorded as such
+    assert "warm-again-2" in (loads[1].notes or "")
+    assert any("a fresh group runs them" in i for i in out.incidents)
+    assert _processes_of(s.folder) == []

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,8 @@ class Runner:
         self._package_total_minor: int | None = None
         # Warm-up iterations per variant that the current worker reported it performed.
         self._warm_done: dict[str, int] = {}
+        # Runs a fresh rank group runs after a group ended early (issue 13).
+        self._rest: list[ScheduledRun] = []
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:
@@ -229,14 +231,18 @@ class Runner:
             self._incident(self._validation.problem)
         groups = workers_of(runs)
         stopped = False
-        for name, group in groups:
+        while groups:
+            name, group = groups.pop(0)
             if self.cancel.is_set():
                 stopped = True
                 break
+            self._rest = []
             if not self._run_worker(exp, name, group):
                 stopped = self.cancel.is_set() or stopped
                 if self.cancel.is_set():
                     break
+            if self._rest:  # issue 13: a rank group died; a fresh group runs what is left
+                groups.insert(0, (self._rest[0].worker, self._rest))
         ran_all = self._done == self._total
         self.outcome.cancelled = self.cancel.is_set() and not ran_all
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
@@ -420,7 +426,7 @@ class Runner:
             last = w.last_stderr()
             if rank_cause is not None and not timed_out:
                 how = f"rank {rank_cause.rank} of {exp.gpus} {how} (torchrun ended the group)"
-                last = rank_cause.error or last
+                last = rank_cause.error  # torchrun's own last line is its banner
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
             if in_flight is not None:
@@ -434,8 +440,10 @@ class Runner:
         if load_open:  # the worker ended before loading; any row was written above
             self._journal(LoadFinishedRecord(ok=False, **load_fields))
         missing = [r for r in group if r.run_key not in finished_keys]
+        self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out)
         if missing and not self.cancel.is_set():
-            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "
+            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run"
+                           + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
         return ok and not missing and not died
 
@@ -456,6 +464,23 @@ class Runner:
         if exp.gpus <= 1:
             return [self.python, *module]
         return torchrun_argv(self.python, exp.gpus, module)
+
+    def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
+                          missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:
+        """What a fresh torchrun group runs after a group ended early (issue 13).
+
+        Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
+        least one run (a group that dies while loading would die again).
+        """
+        if exp.gpus <= 1 or not ended or self.cancel.is_set() or len(missing) >= len(group):
+            return []
+        return [replace(r, worker=self._fresh_name(r.worker)) for r in missing]
+
+    @staticmethod
+    def _fresh_name(name: str) -> str:
+        """``warm`` → ``warm-again-2`` → ``warm-again-3``: the worker name of a fresh group."""
+        base, sep, n = name.rpartition("-again-")
+        return f"{base}-again-{int(n) + 1}" if sep and n.isdigit() else f"{name}-again-2"
 
     def _kill(self, exp: Experiment, w: WorkerProcess) -> None:
         """Kill a worker past its timeout; a torchrun launcher with every rank (issue 13)."""
