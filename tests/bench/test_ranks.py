@@ -260,3 +260,62 @@ def test_issue13_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
     assert "warm-again-2" in (loads[1].notes or "")
     assert any("a fresh group runs them" in i for i in out.incidents)
     assert _processes_of(s.folder) == []
+
+
+# -- GPU: two ranks on two GPUs; one rank through torchrun on any GPU machine -------------
+def _gpu_count() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def _gpu_exp(session: Session, exp_id: str, gpus: int) -> Experiment:
+    return _rank_exp(session, exp_id, workload="fake_workloads:HugeAt", values=(4,), gpus=gpus,
+                     device="cuda", params={"huge_batch": 999}, protocol={})
+
+
+@pytest.mark.gpu
+@pytest.mark.torch
+def test_issue13_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
+    session: Session, ranks_env: None
+) -> None:
+    import polars as pl
+
+    from gpusession.bench.runner import Runner
+
+    if _gpu_count() < 2:
+        pytest.skip(f"needs 2 GPUs, torch sees {_gpu_count()}")
+    s = session
+    Runner(s, _gpu_exp(s, "gpus2", 2).id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].elapsed_seconds is not None
+    assert warm[0].gpu_count == 2 and warm[0].peak_reserved_bytes is not None
+    table = pl.read_csv(s.runs_dir / "gpus2" / "ranks.csv")
+    assert table["device"].to_list() == ["cuda:0", "cuda:1"]
+    uuids = table["gpu_uuid"].to_list()
+    assert all(uuids) and uuids[0] != uuids[1]
+    assert all(x is not None and x > 0 for x in table["peak_allocated_bytes"].to_list())
+    assert warm[0].peak_reserved_bytes == max(table["peak_reserved_bytes"].to_list())
+    assert _processes_of(s.folder) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.torch
+def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> None:
+    import polars as pl
+
+    from gpusession.bench.runner import Runner
+
+    if _gpu_count() < 1:
+        pytest.skip("no CUDA/ROCm device visible to torch")
+    s = session
+    out = Runner(s, _gpu_exp(s, "one-rank", 1).id, torchrun=True).run()
+    assert out.completed, out.incidents
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert warm[0].gpu_count == 1 and warm[0].elapsed_seconds is not None
+    assert "1 rank:" in (warm[0].notes or "")
+    table = pl.read_csv(s.runs_dir / "one-rank" / "ranks.csv")
+    assert table["device"].to_list() == ["cuda:0"] and table["gpu_uuid"][0]
+    assert _processes_of(s.folder) == []

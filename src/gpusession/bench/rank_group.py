@@ -221,7 +221,7 @@ def rank_notes(run: RankRun) -> str:
     reserved on rank 0"``.
     """
     n = len(run.per_rank)
-    words = f"{n} ranks"
+    words = f"{n} rank" + ("s" if n != 1 else "")
     if run.failure:
         return f"{words}: rank {run.failure.get('rank')} failed, the run ended for every rank"
     slow, slow_rank = _max_float(run.per_rank, "elapsed_s")

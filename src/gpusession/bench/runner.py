@@ -18,6 +18,12 @@ runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserv
 turns them into words. The journal gets typed records, and the worker's events arrive
 typed (:mod:`gpusession.bench.process`). A row's protocol fields (phase, warm-up
 iterations) come from what the worker reports it did, never from the definition (R4).
+
+An experiment with ``gpus > 1`` starts each worker through torchrun (issue 13:
+:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
+barriers, memory the maximum over ranks, the ranks in ``notes``), each rank's own figures
+go to ``runs/<experiment>/ranks.csv``, and a group that dies part-way is followed by a
+fresh group for the runs left.
 """
 
 from __future__ import annotations
@@ -105,6 +111,9 @@ class Runner:
         device: overrides the experiment's device for this invocation
             (``cpu``/``cuda``/``cuda:N``); ``None`` = the experiment's, else decided in
             the worker.
+        torchrun: start the worker through torchrun even for one GPU (a group of one
+            rank; ``scripts/gpu-check.sh`` checks the launch path with it, issue 13).
+            With ``gpus > 1`` torchrun is always used.
 
     Raises:
         BadInput: unknown experiment.
@@ -119,6 +128,7 @@ class Runner:
         cancel: threading.Event | None = None,
         python: str = sys.executable,
         device: str | None = None,
+        torchrun: bool = False,
     ) -> None:
         """Look the experiment up; nothing runs until :meth:`run`."""
         self.session = session
@@ -127,6 +137,7 @@ class Runner:
         self.cancel = cancel or threading.Event()
         self.python = python
         self.device = device
+        self.torchrun = torchrun
         self.outcome = RunOutcome()
         self._env: dict[str, Any] = {}
         self._revisions: dict[str, Any] = {}
@@ -461,9 +472,13 @@ class Runner:
         for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                   "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
             env.pop(k, None)
-        if exp.gpus <= 1:
+        if not self._ranked(exp):
             return [self.python, *module]
         return torchrun_argv(self.python, exp.gpus, module)
+
+    def _ranked(self, exp: Experiment) -> bool:
+        """Whether the worker runs as a torchrun group (issue 13)."""
+        return exp.gpus > 1 or self.torchrun
 
     def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
                           missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:
@@ -472,7 +487,7 @@ class Runner:
         Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
         least one run (a group that dies while loading would die again).
         """
-        if exp.gpus <= 1 or not ended or self.cancel.is_set() or len(missing) >= len(group):
+        if not self._ranked(exp) or not ended or self.cancel.is_set() or len(missing) >= len(group):
             return []
         return [replace(r, worker=self._fresh_name(r.worker)) for r in missing]
 
@@ -484,7 +499,7 @@ class Runner:
 
     def _kill(self, exp: Experiment, w: WorkerProcess) -> None:
         """Kill a worker past its timeout; a torchrun launcher with every rank (issue 13)."""
-        if exp.gpus <= 1:
+        if not self._ranked(exp):
             w.proc.kill()
             return
         from gpusession.bench.ranks import end_process_tree
@@ -493,7 +508,7 @@ class Runner:
 
     def _rank_cause(self, exp: Experiment, w: WorkerProcess) -> Any:
         """The first failed rank torchrun names on stderr, ``None`` for one process or none."""
-        if exp.gpus <= 1:
+        if not self._ranked(exp):
             return None
         from gpusession.bench.ranks import torchrun_root_cause
 
