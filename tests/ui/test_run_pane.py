@@ -194,14 +194,17 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         app.screen.query_one("#field-varied", Input).value = "context"
         app.screen.query_one("#field-values", Input).value = "128, 256"
         app.screen.query_one("#field-runs", Input).value = "3"
+        app.screen.query_one("#field-gpus", Input).value = "2"  # issue 13
         await pilot.press("ctrl+s")
         await pilot.pause()
         exps = {e.id: e for e in load_experiments(session)}
+        assert exps["ctx-sweep"].gpus == 2
         assert exps["ctx-sweep"].varied == "context" and exps["ctx-sweep"].values == (128, 256)
         assert exps["ctx-sweep"].runs_per_variant == 3
         run_pane = app.screen.pane("run")
         assert run_pane.experiment_id == "ctx-sweep"
         assert "ctx-sweep: context = 128, 256; 3 runs" in str(run_pane.query_one("#run-status", Static).render())
+        assert "2 GPUs (torchrun)" in str(run_pane.query_one("#run-status", Static).render())
 
 
 async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> None:
@@ -265,12 +268,12 @@ async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
         keys = {(k.key, k.description) for k in form.query(FooterKey)}
         assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
         assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
-        for _ in range(7):  # tab down to the last field: it scrolls into view with its label
+        for _ in range(8):  # tab down to the last field: it scrolls into view with its label
             await pilot.press("tab")
             await pilot.pause()
             assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
             assert shown_on_screen(app, form.query_one("#form-save"))
-        assert app.focused is form.query_one("#field-scope")
+        assert app.focused is form.query_one("#field-gpus")
 
 
 async def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(

@@ -233,6 +233,7 @@ class RunPane(Vertical):
         return (
             f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
+            + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
         )
 
     def _status(self, text: str | None = None) -> None:
@@ -280,6 +281,8 @@ class RunPane(Vertical):
             Field("warmup", "Warm-up iterations", str(getattr(cur, "warmup_iterations", 2))),
             Field("order", "Order", getattr(cur, "order", "interleaved"), choices=("interleaved", "shuffled")),
             Field("scope", "Stopwatch scope", getattr(cur, "scope", "processing"), choices=("processing", "full-chain")),
+            Field("gpus", "GPUs (processes on this node; more than 1 runs through torchrun)",
+                  str(getattr(cur, "gpus", 1))),
         ]
 
         def save(result: dict[str, str]) -> None:
@@ -293,6 +296,7 @@ class RunPane(Vertical):
                 warmup_iterations=whole_number(result["warmup"], "warmup"),
                 order=result["order"],
                 scope=result["scope"],
+                gpus=whole_number(result["gpus"], "gpus", minimum=1),
             )
             # raises BadInput (R1: one varied parameter, …): the form stays open and says why
             exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))
