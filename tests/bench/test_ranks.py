@@ -163,7 +163,8 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
 
     s = session
     # rank 1 raises on batch 2 (its shard of batch-2); batch-4 runs next, in the group
-    exp = _rank_exp(s, "two", gpus=2, params={"fail_rank": 1, "fail_rank_batch": 2})
+    exp = _rank_exp(s, "two", gpus=2, warmup_iterations=1,
+                    params={"fail_rank": 1, "fail_rank_batch": 2})
     out = Runner(s, exp.id).run()
     rows = [r for r in s.results.rows() if r.experiment_id == "two"]
     warm = {r.variant_id: r for r in rows if r.phase == "warm"}
@@ -171,19 +172,24 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     failed, ok = warm["batch-2"], warm["batch-4"]
     assert failed.elapsed_seconds is None and failed.corpus_accepted is False
     assert "rank 1 of 2" in (failed.notes or "") and "refuses batch 2" in (failed.notes or "")
-    assert any("rank 1 of 2" in i for i in out.incidents)
+    assert any("rank 1 of 2" in i and "warmup" in i for i in out.incidents)  # its warm-up failed too
+    assert failed.warmup_iterations == 0 and warm["batch-4"].warmup_iterations == 1  # the least over ranks
     assert ok.elapsed_seconds is not None and ok.corpus_accepted is True
     assert ok.gpu_count == 0  # on CPU no GPU held the tensors (R10)
     assert "2 ranks" in (ok.notes or "")
-    # per-rank table: 2 ranks × 2 runs; elapsed between barriers ≥ every rank's own
+    # per-rank table: 2 ranks × (load + 2 runs); elapsed between barriers ≥ every rank's own
     table = pl.read_csv(s.runs_dir / "two" / "ranks.csv")
-    assert table.height == 4 and sorted(table["rank"].to_list()) == [0, 0, 1, 1]
+    assert table.height == 6 and sorted(table["rank"].to_list()) == [0, 0, 0, 1, 1, 1]
+    assert table["run_key"].to_list()[:2] == ["load", "load"]
     own = table.filter(pl.col("run_key") == "warm:batch-4:1")["elapsed_s"].to_list()
     assert len(own) == 2 and all(ok.elapsed_seconds >= x for x in own)
     bad = table.filter((pl.col("run_key") == "warm:batch-2:1") & (pl.col("rank") == 1))
     assert bad["ok"].to_list() == [False] and "ValueError" in bad["error"][0]
     env = s.data["experiments"]["two"]["environment"]
     assert env["world_size"] == 2 and env["rank_devices"] == ["cpu", "cpu"]
+    assert "rank_pids" not in env
+    loaded = [r for r in s.read_journal() if r.get("event") == "worker_loaded"]
+    assert len(loaded[0]["rank_pids"]) == 2  # recovery can find every rank
     assert _processes_of(s.folder) == []  # no rank outlives the run
     # the same work in one process: the gathered output is identical, in corpus order
     one = _rank_exp(s, "one", gpus=1)

@@ -347,6 +347,7 @@ class Runner:
         self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
+        rank_pids: list[int] | None = None
         loaded = False
         finished_keys: set[str] = set()
         deadline = time.monotonic() + exp.run_timeout_s
@@ -363,7 +364,9 @@ class Runner:
             if ev is EOF_EVENT:
                 break
             if isinstance(ev, WorkerEnvironment):
-                self._env = ev.environment
+                self._env = dict(ev.environment)
+                # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
+                rank_pids = self._env.pop("rank_pids", None)
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
             elif isinstance(ev, WorkerLoaded):
@@ -371,7 +374,8 @@ class Runner:
                 self._revisions = ev.revisions or {}
                 self._emit(Loaded(worker=name, elapsed_s=ev.elapsed_s))
                 self._journal(WorkerLoadedRecord(experiment_id=exp.id, worker=name,
-                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes))
+                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes,
+                                                 rank_pids=rank_pids))
                 if ev.elapsed_s is not None:
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,

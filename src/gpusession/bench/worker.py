@@ -534,17 +534,19 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
     own_uuid = env.get("gpu_uuid")
-    if group is not None:
-        env = _group_environment(group, env)
-    ch.send(WorkerEnvironment(environment=env))
     # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
-    ch.send(WorkerLoaded(
-        elapsed_s=load_m.elapsed_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+    load_figures: dict[str, Any] = dict(
+        elapsed_s=load_m.elapsed_s,
         baseline_allocated_bytes=load_base[0] if dev.is_gpu else None,
         baseline_reserved_bytes=load_base[1] if dev.is_gpu else None,
         peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
         peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
-    ))
+    )
+    if group is not None:  # every rank's GPU and load (issue 13)
+        env, load_figures = _group_environment(group, env, load_figures, spec)
+    ch.send(WorkerEnvironment(environment=env))
+    ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+                         **load_figures))
     timer = dev.timer(used or ([dev.device] if dev.is_gpu else []))
     scope = exp.get("scope", "processing")
     # Warm-up with exactly the measured shapes (R4, H-03); what was done is counted per
@@ -552,6 +554,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     warm = spec.get("warmup", [])
     iterations = int(spec.get("warmup_iterations", 0))
     warm_done: dict[str, int] = {}
+    warm_failures: list[tuple[str, dict[str, Any]]] = []
     # After an out-of-memory failure (and empty_cache) the allocator holds no blocks for
     # the next shape: the next measured run is preceded by one unmeasured pass of its
     # shape, so its time is not an outlier (journalled as ``unmeasured_pass``).
@@ -567,8 +570,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
             if failure:
                 after_oom = after_oom or bool(failure.get("oom"))
                 ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
+                warm_failures.append((w["variant_id"], failure))
                 break
             warm_done[w["variant_id"]] += 1
+    if group is not None:  # what every rank did (issue 13)
+        warm_done = _group_warmup(group, ch, warm_done, warm_failures)
     if warm:
         ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(warm_done.values()),
                                  per_variant=warm_done))
@@ -636,25 +642,63 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     return 0
 
 
-def _group_environment(group: Any, env: dict[str, Any]) -> dict[str, Any]:
-    """Rank 0's environment with every rank's GPU (issue 13, R10).
+def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
+                       spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Rank 0's environment with every rank's GPU, and the load over ranks (issue 13, R10).
 
     ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
-    that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` list each
-    rank's device and GPU UUID by rank; ``gpu_model`` of a mixed host lists each model.
+    that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` /
+    ``rank_pids`` list each rank's device, GPU UUID and PID by rank; ``gpu_model`` of a
+    mixed host lists each model. The load's elapsed is the slowest rank's and its peaks
+    the maximum over ranks (each baseline from the rank holding that peak); rank 0
+    writes every rank's load to ``ranks.csv`` (run key ``load``).
     """
+    from gpusession.bench.rank_group import append_rank_rows
+
     mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
-            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model")}
+            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model"), "pid": os.getpid(),
+            "load": load}
     every = group.all_gather(mine)
     used = sorted({d for r in every for d in r["gpus_used"]})
     models = list(dict.fromkeys(r["gpu_model"] for r in every if r["gpu_model"]))
     out = dict(env)
     out.update(gpus_used=used, gpu_count=len(used), world_size=group.world_size,
                rank_devices=[r["device"] for r in every],
-               rank_gpu_uuids=[r["gpu_uuid"] for r in every])
+               rank_gpu_uuids=[r["gpu_uuid"] for r in every], rank_pids=[r["pid"] for r in every])
     if models:
         out["gpu_model"] = ", ".join(models)
-    return out
+    per_rank = [{"rank": i, "world_size": group.world_size, "device": r["device"],
+                 "gpu_uuid": r["gpu_uuid"], "ok": True, **r["load"]} for i, r in enumerate(every)]
+    if group.rank == 0:
+        try:
+            append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", "load", str(spec.get("worker")), per_rank)
+        except OSError:  # beside the row only; the load row still says the maximum
+            pass
+    merged = dict(load)
+    merged["elapsed_s"] = max((r["elapsed_s"] for r in per_rank if r["elapsed_s"] is not None),
+                              default=load.get("elapsed_s"))
+    for kind in ("allocated", "reserved"):
+        peaks = [r for r in per_rank if r.get(f"peak_{kind}_bytes") is not None]
+        if peaks:
+            top = max(peaks, key=lambda r, k=kind: r[f"peak_{k}_bytes"])  # type: ignore[misc]
+            merged[f"peak_{kind}_bytes"] = top[f"peak_{kind}_bytes"]
+            merged[f"baseline_{kind}_bytes"] = top[f"baseline_{kind}_bytes"]
+    return out, merged
+
+
+def _group_warmup(group: Any, ch: Channel, done: dict[str, int],
+                  failures: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    """Warm-up iterations every rank did, per variant (the least over ranks; R4, issue 13).
+
+    Rank 0 reports the other ranks' warm-up failures as incidents naming the rank.
+    """
+    every = group.all_gather({"done": done, "failures": failures})
+    if group.rank == 0:
+        for r, doc in enumerate(every):
+            for variant, failure in doc["failures"] if r else []:
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **{
+                    **failure, "message": f"rank {r} of {group.world_size}: {failure.get('message')}"}))
+    return {v: min(doc["done"].get(v, 0) for doc in every) for v in done}
 
 
 def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
