@@ -325,3 +325,21 @@ def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> No
     table = pl.read_csv(s.runs_dir / "one-rank" / "ranks.csv")
     assert table["device"].to_list() == ["cuda:0"] and table["gpu_uuid"][0]
     assert _processes_of(s.folder) == []
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
+    session: Session, ranks_env: None
+) -> None:
+    from gpusession.bench.runner import Runner
+
+    s = session
+    exp = _rank_exp(s, "hangs", gpus=2, values=(2,), run_timeout_s=30.0,
+                    params={"hang_rank": 1, "hang_rank_batch": 2})
+    out = Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].elapsed_seconds is None
+    assert "timed out after 30 s" in (warm[0].notes or "")
+    assert not out.completed
+    assert _processes_of(s.folder) == []  # the launcher and both ranks are gone
