@@ -343,3 +343,22 @@ def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
     assert "timed out after 30 s" in (warm[0].notes or "")
     assert not out.completed
     assert _processes_of(s.folder) == []  # the launcher and both ranks are gone
+
+
+# -- the package holds more GPUs than the experiment uses -----------------------------------
+def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sessions_root: Path) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.core.evidence import gpus_left_idle
+    from gpusession.core.package import Package
+
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+    one_lot = Session.create(sessions_root, "b1", package=Package("B200", 1, 7, start))
+    assert gpus_left_idle(one_lot, 1) == "uses 1 of 2 GPUs of this B200 lot"
+    assert gpus_left_idle(one_lot, 2) is None
+    two_lots = Session.create(sessions_root, "b2", package=Package("B200", 2, 7, start))
+    assert gpus_left_idle(two_lots, 2) == "uses 2 of 4 GPUs of these 2 B200 lots"
+    a5000 = Session.create(sessions_root, "a", package=Package("RTX A5000", 1, 7, start))
+    assert gpus_left_idle(a5000, 1) is None
+    unset = Session.create(sessions_root, "u")
+    assert gpus_left_idle(unset, 1) is None

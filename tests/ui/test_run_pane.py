@@ -304,3 +304,22 @@ async def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any, make_app
         bar = app.screen.query_one("#run-bar", ProgressBar)
         assert bar.total is not None and bar.percentage == 0  # determinate and empty
         assert "--%" not in str(bar.query_one("PercentageStatus").render())
+
+
+async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
+    new_session: Any, make_app: MakeApp
+) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.package import Package
+
+    s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
+    define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))
+    app = make_app(session=s)
+    async with app.run_test(size=(80, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        status = str(app.screen.pane("run").query_one("#run-status", Static).render())
+        assert "uses 1 of 2 GPUs of this B200 lot" in status, status

@@ -584,3 +584,23 @@ def run_probes(
         ),
         "manifest": manifest_evidence(session),
     }
+
+
+def gpus_left_idle(session: Session, gpus: int) -> str | None:
+    """A warning when an experiment uses fewer GPUs than the package holds (issue 13).
+
+    Args:
+        session: the session (its order, else its package; :func:`ordered_of`).
+        gpus: the experiment's ``gpus`` (processes per node).
+
+    Returns:
+        ``"uses 1 of 2 GPUs of this B200 lot"`` / ``"uses 2 of 4 GPUs of these 2 B200
+        lots"``; ``None`` when it uses them all or the package's GPU count is unknown.
+    """
+    ordered = ordered_of(session)
+    total = ordered.gpu_count
+    if total is None or gpus >= total:
+        return None
+    model = ordered.gpu_model or "GPU"
+    where = f"this {model} lot" if ordered.lots == 1 else f"these {ordered.lots} {model} lots"
+    return f"uses {gpus} of {total} GPUs of {where}"

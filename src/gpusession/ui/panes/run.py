@@ -234,7 +234,18 @@ class RunPane(Vertical):
             f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
             + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
+            + self._idle_gpus(exp)
         )
+
+    def _idle_gpus(self, exp: Any) -> str:
+        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""`` (issue 13)."""
+        from gpusession.core.evidence import gpus_left_idle
+
+        try:
+            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)))
+        except Exception:  # noqa: BLE001 - a hint only: an unreadable order or rates file must not hide the status
+            return ""
+        return f"\nwarning: {words} (define it with more GPUs to measure them all)" if words else ""
 
     def _status(self, text: str | None = None) -> None:
         if text is None:
