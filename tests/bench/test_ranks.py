@@ -362,3 +362,77 @@ def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sess
     assert gpus_left_idle(a5000, 1) is None
     unset = Session.create(sessions_root, "u")
     assert gpus_left_idle(unset, 1) is None
+
+
+# -- several nodes: two torchrun agents on 127.0.0.1, c10d rendezvous on loopback ----------
+@pytest.mark.parametrize("kw,field", [
+    ({"nodes": 0}, "nodes"), ({"nodes": 2}, "rendezvous"), ({"nodes": 2, "rendezvous": "host"}, "rendezvous"),
+    ({"nodes": 2, "rendezvous": "h:70000"}, "rendezvous"), ({"rendezvous": "h:29400"}, "rendezvous"),
+])
+def test_issue13_nodes_need_a_rendezvous_endpoint(sessions_root: Path, kw: dict[str, Any], field: str) -> None:
+    s = Session.create(sessions_root, "s")
+    with pytest.raises(BadInput, match=field):
+        define_experiment(s, _exp(**kw))
+    assert define_experiment(s, _exp(nodes=2, rendezvous="127.0.0.1:29400")).nodes == 2
+
+
+def test_issue13_torchrun_argv_for_several_nodes() -> None:
+    from gpusession.bench.ranks import rendezvous_id, torchrun_argv
+
+    rid = rendezvous_id("sweep", "cold-batch-4-1")
+    argv = torchrun_argv("/py", 2, ["-m", "w"], nodes=2, rendezvous="10.0.0.1:29400", run_id=rid, host=False)
+    assert argv == ["/py", "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+                    "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.1:29400",
+                    "--rdzv-id", "sweep.cold-batch-4-1", "--rdzv-conf", "is_host=0", "-m", "w"]
+    with pytest.raises(ValueError):
+        torchrun_argv("/py", 2, ["-m", "w"], nodes=2)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: None) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from gpusession.bench.ranks import LEADER_ENV, rendezvous_id, torchrun_argv
+    from gpusession.bench.runner import Runner
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = session
+    exp = _rank_exp(s, "nodes", gpus=1, nodes=2, rendezvous=f"127.0.0.1:{port}", values=(4,))
+    spec = s.runs_dir / "nodes" / ".worker-warm.json"
+    # The other node's agent starts first (a lower PID: c10d makes its rank global rank 0),
+    # so the leader is the runner's node's local rank 0, global rank 1.
+    argv = torchrun_argv(sys.executable, 1, ["-m", "gpusession.bench.worker", "--spec", str(spec)],
+                         nodes=2, rendezvous=f"127.0.0.1:{port}", run_id=rendezvous_id("nodes", "warm"),
+                         host=False)
+    env = dict(os.environ, **{LEADER_ENV: "0"})
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + env["PYTHONPATH"]
+    other = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        out = Runner(s, exp.id).run()
+        other_out, other_err = other.communicate(timeout=120)
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
+    assert other.returncode == 0, other_err[-2000:]
+    assert other_out.strip() == ""  # the other node's rank never talks to the runner
+    assert out.completed, out.incidents
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].elapsed_seconds is not None and warm[0].corpus_accepted
+    assert "2 ranks" in (warm[0].notes or "")
+    # c10d orders the agents by address, then PID: the leader is where the runner's agent is
+    launcher = [r for r in s.read_journal() if r.get("event") == "worker_started"][0]["pid"]
+    env = s.data["experiments"]["nodes"]["environment"]
+    assert env["leader_rank"] == (1 if other.pid < launcher else 0)
+    ids = [json.loads(x)["id"] for x in (s.runs_dir / "nodes" / "batch-4" / "warm-1.jsonl").read_text().splitlines()]
+    assert ids == [f"t-{i:03d}" for i in range(9)]
+    assert _processes_of(s.folder) == []

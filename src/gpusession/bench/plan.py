@@ -31,6 +31,7 @@ from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
 _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_ENDPOINT_RE = re.compile(r"[A-Za-z0-9_.-]+:[0-9]{1,5}")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
 COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
@@ -59,6 +60,7 @@ FIXED_KEYS = (
     "protocol",
     "params",
     "gpus",
+    "nodes",
 )
 
 
@@ -95,7 +97,10 @@ class Experiment:
         gpus: processes per node (issue 13): ``1`` runs one worker process; ``N > 1``
             starts the worker through torchrun with ``N`` ranks, each on
             ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
-            (``nodes`` and a rendezvous endpoint are not implemented yet.)
+        nodes: nodes of the torchrun group (issue 13); more than one needs
+            ``rendezvous``, and each other node starts its torchrun agent itself.
+        rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
+            not part of the setup (a new address is not a new experiment).
     """
 
     id: str
@@ -119,6 +124,8 @@ class Experiment:
     params: dict[str, Any] = field(default_factory=dict)
     run_timeout_s: float = 3600.0
     gpus: int = 1
+    nodes: int = 1
+    rendezvous: str | None = None
 
     @property
     def variant_ids(self) -> list[str]:
@@ -232,7 +239,10 @@ def check(exp: Experiment) -> Experiment:
 
 
 def _check_gpus(exp: Experiment, f: str) -> None:
-    """``gpus``: a whole number ≥ 1; more than one needs a torch workload on ``cuda``/``cpu``.
+    """Check ``gpus`` and ``nodes``: whole numbers ≥ 1 (issue 13).
+
+    More than one process needs a torch workload on ``cuda``/``cpu`` and the processing
+    scope; several nodes need a rendezvous endpoint ``host:port``.
 
     Source: issue 13 (several GPUs in one run through torchrun).
     """
@@ -241,8 +251,21 @@ def _check_gpus(exp: Experiment, f: str) -> None:
         raise BadInput(f"expected a whole number of GPUs ≥ 1, got {g!r}", field=f"{f}.gpus")
     if g > COUNT_MAX:
         raise BadInput(f"expected at most {COUNT_MAX:,}, got {g:,}", field=f"{f}.gpus")
+    n = exp.nodes
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > COUNT_MAX:
+        raise BadInput(f"expected a whole number of nodes from 1 to {COUNT_MAX:,}, got {n!r}",
+                       field=f"{f}.nodes")
+    r = exp.rendezvous
+    if n > 1 and (not isinstance(r, str) or not _ENDPOINT_RE.fullmatch(r)
+                  or not 0 < int(r.rpartition(":")[2]) < 65536):
+        raise BadInput(f"{n} nodes need a rendezvous endpoint host:port (port 1-65535), got {r!r}",
+                       field=f"{f}.rendezvous")
+    if n == 1 and r is not None:
+        raise BadInput("a rendezvous endpoint is for several nodes: set nodes or leave it out",
+                       field=f"{f}.rendezvous")
+    g = g * n  # every check below is about processes in the group
     if g > 1 and exp.workload == "command":
-        raise BadInput("a command workload runs as one process: leave gpus at 1 "
+        raise BadInput("a command workload runs as one process: leave gpus and nodes at 1 "
                        "(the command may start its own processes)", field=f"{f}.gpus")
     if g > 1 and exp.scope != "processing":
         raise BadInput(f"with {g} GPUs only the processing scope is measured for now: the "

@@ -6,14 +6,16 @@ torch is imported inside functions only; the UI never imports this module (M5).
 The protocol of one measured run across ranks::
 
     barrier                                  # every rank has arrived
-    t_a = clock()                            # rank 0's start of the run
+    t_a = clock()                            # the leader's start of the run
     SyncTimer.measure(work on its own shard) # sync own device → start → work → sync → stop
     barrier                                  # the slowest rank decides
-    t_b = clock()                            # rank 0's stop of the run
+    t_b = clock()                            # the leader's stop of the run
     all_gather(status, own duration, memory) # outside the clock
-    gather(outputs) to rank 0, in corpus order
+    gather(outputs) to the leader, in corpus order
 
-The run's elapsed seconds are ``t_b − t_a`` as seen by rank 0, and every rank's own
+The leader is rank 0 on one node; over several nodes it is local rank 0 of the node the
+runner started (:data:`gpusession.bench.ranks.LEADER_ENV`). The run's elapsed seconds
+are ``t_b − t_a`` as seen by the leader, and every rank's own
 duration (its :class:`~gpusession.bench.timing.SyncTimer` interval) is kept beside it. A
 rank whose work raises still reaches the second barrier: the run fails for every rank
 (the failure names the rank) and the group goes on with the next run, as one worker
@@ -46,7 +48,7 @@ class RankRun:
     """One measured run across ranks, as every rank sees it after the protocol.
 
     Attributes:
-        elapsed_s: wall seconds between the two barriers on rank 0 (``None`` when a
+        elapsed_s: wall seconds between the two barriers on the leader (``None`` when a
             rank failed).
         per_rank: one dict per rank (``RANK_COLUMNS`` less ``run_key``/``worker``), by
             rank.
@@ -116,6 +118,11 @@ class RankGroup:
             dist.init_process_group(backend="gloo")
             self.ctl = None  # the default (gloo) group
         self._dist = dist
+        # The leader talks to the runner and gathers: the runner's node's local rank 0
+        # when some rank claims it (LEADER_ENV), else rank 0.
+        claims = self.all_gather(env.leader_claim is True)
+        self.leader: int = next((r for r, c in enumerate(claims) if c), 0)
+        self.is_leader = self.rank == self.leader
 
     # -- collectives over the gloo group ------------------------------------------------
     def barrier(self) -> None:
@@ -129,17 +136,17 @@ class RankGroup:
         return out
 
     def gather_to_first(self, items: list[Any]) -> list[Any] | None:
-        """Concatenate every rank's ``items`` by rank on rank 0 (corpus order); ``None`` elsewhere."""
-        out: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
-        self._dist.gather_object(items, out, dst=0, group=self.ctl)
+        """Concatenate every rank's ``items`` by rank on the leader (corpus order); ``None`` elsewhere."""
+        out: list[Any] | None = [None] * self.world_size if self.is_leader else None
+        self._dist.gather_object(items, out, dst=self.leader, group=self.ctl)
         if out is None:
             return None
         return [x for part in out for x in (part or [])]
 
     def broadcast_from_first(self, obj: Any) -> Any:
-        """Rank 0's ``obj`` on every rank."""
-        box = [obj if self.rank == 0 else None]
-        self._dist.broadcast_object_list(box, src=0, group=self.ctl)
+        """The leader's ``obj`` on every rank."""
+        box = [obj if self.is_leader else None]
+        self._dist.broadcast_object_list(box, src=self.leader, group=self.ctl)
         return box[0]
 
     def shard(self, n_items: int) -> tuple[int, int]:
@@ -166,7 +173,7 @@ class RankGroup:
             gpu_uuid: this rank's GPU UUID, kept in its per-rank record.
             on_failure: turns an exception of ``work`` into failure fields (``ok``,
                 ``oom``, ``error_type``, ``message``); default type and first line.
-            clock: a nanosecond clock read on rank 0 after each barrier.
+            clock: a nanosecond clock read after each barrier (the leader's counts).
 
         Returns:
             The same :class:`RankRun` figures on every rank (its own ``result`` aside).
@@ -195,7 +202,7 @@ class RankGroup:
             "_between_s": (t_b - t_a) / 1e9,
         }
         per_rank = self.all_gather(mine)
-        t0 = per_rank[0]["_between_s"]  # rank 0's clock decides
+        t0 = per_rank[self.leader]["_between_s"]  # the leader's clock decides
         for r in per_rank:
             r.pop("_between_s", None)
         failure: dict[str, Any] = {}

@@ -51,11 +51,26 @@ class RankEnv:
         rank: global rank, 0-based.
         world_size: ranks in the group.
         local_rank: rank on this node; the GPU index it binds to.
+        leader_claim: ``True`` for local rank 0 of the node the runner started
+            (:data:`LEADER_ENV` is ``"1"``), ``False`` on another node, ``None`` when
+            the variable is absent (then rank 0 leads).
     """
 
     rank: int
     world_size: int
     local_rank: int
+    leader_claim: bool | None = None
+
+    @property
+    def speaks_first(self) -> bool:
+        """Whether this rank talks to the runner before the group has formed (issue 13)."""
+        return self.leader_claim if self.leader_claim is not None else self.rank == 0
+
+
+#: Set to ``"1"`` by the runner for the torchrun agent it starts: that node's local rank 0
+#: leads the group (talks to the runner, gathers the outputs), wherever the rendezvous
+#: puts global rank 0 (c10d orders nodes by address and PID, not by who started first).
+LEADER_ENV = "GPUSESSION_LEADER_NODE"
 
 
 def rank_env(environ: Mapping[str, str] | None = None) -> RankEnv | None:
@@ -73,24 +88,50 @@ def rank_env(environ: Mapping[str, str] | None = None) -> RankEnv | None:
     env = os.environ if environ is None else environ
     if "WORLD_SIZE" not in env or "RANK" not in env:
         return None
+    local_rank = int(env.get("LOCAL_RANK", env["RANK"]))
+    flag = env.get(LEADER_ENV)
+    claim = None if flag is None else (flag == "1" and local_rank == 0)
     return RankEnv(rank=int(env["RANK"]), world_size=int(env["WORLD_SIZE"]),
-                   local_rank=int(env.get("LOCAL_RANK", env["RANK"])))
+                   local_rank=local_rank, leader_claim=claim)
 
 
-def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str]) -> list[str]:
+def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, nodes: int = 1,
+                  rendezvous: str | None = None, run_id: str | None = None,
+                  host: bool = True) -> list[str]:
     """The command line that starts ``nproc_per_node`` ranks of a module through torchrun.
 
     Args:
         python: the interpreter (``sys.executable``).
         nproc_per_node: ranks on this node (the experiment's ``gpus``).
         module_argv: ``["-m", "gpusession.bench.worker", "--spec", FILE]``.
+        nodes: nodes in the group (the experiment's ``nodes``).
+        rendezvous: ``"host:port"`` of the c10d rendezvous, needed when ``nodes > 1``.
+        run_id: the rendezvous id, the same on every node (one per worker group).
+        host: this agent hosts the rendezvous store (the runner's node) — ``False``
+            for the command of the other nodes.
 
     Returns:
-        ``[python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", N,
-        *module_argv]`` (single node, rendezvous on a free local port; issue 13).
+        One node: ``[python, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node", N, *module_argv]`` (a free local port). Several nodes:
+        ``--nnodes``, ``--rdzv-backend c10d``, ``--rdzv-endpoint``, ``--rdzv-id`` and
+        ``--rdzv-conf is_host=1|0`` instead of ``--standalone`` (issue 13).
+
+    Raises:
+        ValueError: ``nodes > 1`` without a rendezvous endpoint or id.
     """
-    return [python, "-m", "torch.distributed.run", "--standalone",
-            "--nproc-per-node", str(nproc_per_node), *module_argv]
+    head = [python, "-m", "torch.distributed.run"]
+    if nodes <= 1:
+        return [*head, "--standalone", "--nproc-per-node", str(nproc_per_node), *module_argv]
+    if not rendezvous or not run_id:
+        raise ValueError("several nodes need a rendezvous endpoint (host:port) and an id")
+    return [*head, "--nnodes", str(nodes), "--nproc-per-node", str(nproc_per_node),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", rendezvous, "--rdzv-id", run_id,
+            "--rdzv-conf", f"is_host={1 if host else 0}", *module_argv]
+
+
+def rendezvous_id(experiment_id: str, worker: str) -> str:
+    """The rendezvous id of one worker group, the same on every node: ``"batch-sweep.warm"``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{experiment_id}.{worker}")
 
 
 def end_process_tree(pid: int, grace_s: float = 5.0) -> None:
@@ -192,8 +233,10 @@ def torchrun_root_cause(lines: list[str]) -> RankFailure | None:
 __all__ = [
     "RankEnv",
     "RankFailure",
+    "LEADER_ENV",
     "end_process_tree",
     "rank_env",
+    "rendezvous_id",
     "shard_bounds",
     "torchrun_argv",
     "torchrun_root_cause",

@@ -440,7 +440,7 @@ class Runner:
                    else describe_exit(code))
             last = w.last_stderr()
             if rank_cause is not None and not timed_out:
-                how = f"rank {rank_cause.rank} of {exp.gpus} {how} (torchrun ended the group)"
+                how = f"rank {rank_cause.rank} of {exp.gpus * exp.nodes} {how} (torchrun ended the group)"
                 last = rank_cause.error  # torchrun's own last line is its banner
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
@@ -470,19 +470,22 @@ class Runner:
         (``RANK``, ``WORLD_SIZE``…): it would take itself for a rank. ``env`` is changed
         in place.
         """
-        from gpusession.bench.ranks import torchrun_argv
+        from gpusession.bench.ranks import LEADER_ENV, rendezvous_id, torchrun_argv
 
         module = ["-m", "gpusession.bench.worker", "--spec", str(spec_path)]
         for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", LEADER_ENV):
             env.pop(k, None)
         if not self._ranked(exp):
             return [self.python, *module]
-        return torchrun_argv(self.python, exp.gpus, module)
+        env[LEADER_ENV] = "1"  # this node's local rank 0 talks to the runner
+        return torchrun_argv(self.python, exp.gpus, module, nodes=exp.nodes,
+                             rendezvous=exp.rendezvous,
+                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(".worker-")))
 
     def _ranked(self, exp: Experiment) -> bool:
         """Whether the worker runs as a torchrun group (issue 13)."""
-        return exp.gpus > 1 or self.torchrun
+        return exp.gpus > 1 or exp.nodes > 1 or self.torchrun
 
     def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
                           missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:

@@ -477,7 +477,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
         ch: the channel to the runner.
         group: this rank's :class:`gpusession.bench.ranks.RankGroup` under torchrun
             (issue 13): the rank works on its shard of the corpus, every run follows
-            the protocol across ranks, rank 0 writes the gathered outputs; ``None`` for
+            the protocol across ranks, the leader writes the gathered outputs; ``None`` for
             one process.
     """
     from gpusession.bench.workloads.base import (
@@ -644,32 +644,34 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
 
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
                        spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Rank 0's environment with every rank's GPU, and the load over ranks (issue 13, R10).
+    """The leader's environment with every rank's GPU, and the load over ranks (issue 13, R10).
 
     ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
     that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` /
     ``rank_pids`` list each rank's device, GPU UUID and PID by rank; ``gpu_model`` of a
     mixed host lists each model. The load's elapsed is the slowest rank's and its peaks
-    the maximum over ranks (each baseline from the rank holding that peak); rank 0
+    the maximum over ranks (each baseline from the rank holding that peak); the leader
     writes every rank's load to ``ranks.csv`` (run key ``load``).
     """
     from gpusession.bench.rank_group import append_rank_rows
 
     mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
             "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model"), "pid": os.getpid(),
-            "load": load}
+            "host": platform.node(), "load": load}
     every = group.all_gather(mine)
-    used = sorted({d for r in every for d in r["gpus_used"]})
+    several_hosts = len({r["host"] for r in every}) > 1  # cuda:0 on two nodes is two GPUs
+    used = sorted({f"{r['host']}/{d}" if several_hosts else d for r in every for d in r["gpus_used"]})
     models = list(dict.fromkeys(r["gpu_model"] for r in every if r["gpu_model"]))
     out = dict(env)
     out.update(gpus_used=used, gpu_count=len(used), world_size=group.world_size,
                rank_devices=[r["device"] for r in every],
-               rank_gpu_uuids=[r["gpu_uuid"] for r in every], rank_pids=[r["pid"] for r in every])
+               rank_gpu_uuids=[r["gpu_uuid"] for r in every], rank_pids=[r["pid"] for r in every],
+               leader_rank=group.leader)
     if models:
         out["gpu_model"] = ", ".join(models)
     per_rank = [{"rank": i, "world_size": group.world_size, "device": r["device"],
                  "gpu_uuid": r["gpu_uuid"], "ok": True, **r["load"]} for i, r in enumerate(every)]
-    if group.rank == 0:
+    if group.is_leader:
         try:
             append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", "load", str(spec.get("worker")), per_rank)
         except OSError:  # beside the row only; the load row still says the maximum
@@ -690,12 +692,12 @@ def _group_warmup(group: Any, ch: Channel, done: dict[str, int],
                   failures: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
     """Warm-up iterations every rank did, per variant (the least over ranks; R4, issue 13).
 
-    Rank 0 reports the other ranks' warm-up failures as incidents naming the rank.
+    The leader reports the other ranks' warm-up failures as incidents naming the rank.
     """
     every = group.all_gather({"done": done, "failures": failures})
-    if group.rank == 0:
+    if group.is_leader:
         for r, doc in enumerate(every):
-            for variant, failure in doc["failures"] if r else []:
+            for variant, failure in doc["failures"] if r != group.leader else []:
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **{
                     **failure, "message": f"rank {r} of {group.world_size}: {failure.get('message')}"}))
     return {v: min(doc["done"].get(v, 0) for doc in every) for v in done}
@@ -706,7 +708,7 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
                    fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
     """One scheduled run across ranks (issue 13): the protocol, the gather, ``ranks.csv``.
 
-    Every rank calls it; rank 0 gets a :class:`Measurement` whose elapsed is the wall
+    Every rank calls it; the leader gets a :class:`Measurement` whose elapsed is the wall
     time between the barriers, whose memory figures are the maximum over ranks (each
     baseline from the rank holding that peak) and whose result is the gathered labels
     in corpus order. Other ranks get ``(None, failure)``: they report nothing.
@@ -723,7 +725,7 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
     labels = None if failure else group.gather_to_first(list(rr.result or []))
     fields["ranks"] = group.world_size
     fields["rank_note"] = rank_notes(rr)
-    if group.rank != 0:
+    if not group.is_leader:
         return None, failure
     try:
         append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", run["run_key"],
@@ -746,9 +748,9 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
 class RankChannel(Channel):
     """The channel of a rank under torchrun (issue 13).
 
-    Rank 0 talks to the runner as a plain worker does; it reads ``go``/``stop`` and
+    The leader (rank 0 on one node) talks to the runner as a plain worker does; it reads ``go``/``stop`` and
     passes the decision to every rank. Other ranks stay silent on stdout (an incident
-    of theirs goes to stderr, which the runner keeps) and follow rank 0's decision.
+    of theirs goes to stderr, which the runner keeps) and follow the leader's decision.
     """
 
     def __init__(self, out: IO[str], inp: IO[str], group: Any) -> None:
@@ -757,16 +759,16 @@ class RankChannel(Channel):
         self.group = group
 
     def send(self, event: WorkerEvent) -> None:
-        """Rank 0: the event as a JSON line. Other ranks: an incident on stderr, else nothing."""
-        if self.group.rank == 0:
+        """The leader: the event as a JSON line. Other ranks: an incident on stderr, else nothing."""
+        if self.group.is_leader:
             super().send(event)
         elif isinstance(event, WorkerIncident):
             print(f"rank {self.group.rank}: " + json.dumps(event.to_json(), default=str),
                   file=sys.stderr, flush=True)
 
     def wait_go(self) -> bool:
-        """Rank 0 reads the parent's line; every rank gets its decision."""
-        go = super().wait_go() if self.group.rank == 0 else None
+        """The leader reads the parent's line; every rank gets its decision."""
+        go = super().wait_go() if self.group.is_leader else None
         return bool(self.group.broadcast_from_first(go))
 
 
@@ -963,9 +965,9 @@ def main(argv: list[str] | None = None,
     sys.stdout = sys.stderr
     ch = Channel(proto, sys.stdin)
     renv = None if _runner is not None else _rank_env()
-    if renv is not None and renv.rank != 0:
-        ch = Channel(sys.stderr, sys.stdin)  # only rank 0 speaks on stdout (issue 13)
-    if renv is None or renv.rank == 0:  # other ranks of a torchrun group stay silent (issue 13)
+    if renv is not None and not renv.speaks_first:
+        ch = Channel(sys.stderr, sys.stdin)  # only the leader speaks on stdout (issue 13)
+    if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent (issue 13)
         ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     if renv is not None:

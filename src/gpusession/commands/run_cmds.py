@@ -114,6 +114,10 @@ def register(sub: Any) -> None:
     q.add_argument("--gpus", type=int, default=1,
                    help="processes per node, one per GPU (default 1); more than 1 starts the "
                         "worker through torchrun and splits the corpus by rank")
+    q.add_argument("--nodes", type=int, default=1,
+                   help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous")
+    q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
+                   help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
@@ -347,7 +351,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
         runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
         cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
-        run_timeout_s=args.timeout, gpus=args.gpus,
+        run_timeout_s=args.timeout, gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous,
     )
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
