@@ -436,3 +436,15 @@ def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: N
     ids = [json.loads(x)["id"] for x in (s.runs_dir / "nodes" / "batch-4" / "warm-1.jsonl").read_text().splitlines()]
     assert ids == [f"t-{i:03d}" for i in range(9)]
     assert _processes_of(s.folder) == []
+
+
+def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.core.evidence import idle_gpu_warnings
+    from gpusession.core.package import Package
+
+    s = Session.create(sessions_root, "b", package=Package("B200", 2, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
+    define_experiment(s, _exp(id="one"))
+    define_experiment(s, _exp(id="all", gpus=2, nodes=2, rendezvous="127.0.0.1:29400"))
+    assert idle_gpu_warnings(s) == ["experiment one uses 1 of 4 GPUs of these 2 B200 lots"]

@@ -242,8 +242,8 @@ class RunPane(Vertical):
         from gpusession.core.evidence import gpus_left_idle
 
         try:
-            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)))
-        except Exception:  # noqa: BLE001 - a hint only: an unreadable order or rates file must not hide the status
+            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)))
+        except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the status
             return ""
         return f"\nwarning: {words} (define it with more GPUs to measure them all)" if words else ""
 
