@@ -448,3 +448,28 @@ def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
     define_experiment(s, _exp(id="one"))
     define_experiment(s, _exp(id="all", gpus=2, nodes=2, rendezvous="127.0.0.1:29400"))
     assert idle_gpu_warnings(s) == ["experiment one uses 1 of 4 GPUs of these 2 B200 lots"]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_h12_cancel_stops_every_rank_at_the_run_boundary(session: Session, ranks_env: None) -> None:
+    import threading
+
+    from gpusession.bench.runner import Runner
+    from gpusession.core.events import RowAppended, RunnerEvent
+
+    s = session
+    exp = _rank_exp(s, "cancel", gpus=2, runs_per_variant=2)
+    cancel = threading.Event()
+
+    def on_event(ev: RunnerEvent) -> None:
+        if isinstance(ev, RowAppended) and ev.row.phase == "warm":
+            cancel.set()
+
+    out = Runner(s, exp.id, on_event=on_event, cancel=cancel).run()
+    assert out.cancelled and not out.completed
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].elapsed_seconds is not None
+    exits = [r["exit"] for r in s.read_journal() if r.get("event") == "worker_exited"]
+    assert exits == ["exited with code 0"]  # every rank stopped at the boundary, none killed
+    assert _processes_of(s.folder) == []
