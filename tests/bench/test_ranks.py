@@ -58,6 +58,8 @@ def test_issue13_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixt
     code, _out, _err = cli(capsys, sessions_root, *base, "--gpus", "2")
     assert code == 0
     assert get_experiment(Session.open(sessions_root, "x"), "e").gpus == 2
+    code, out, _err = cli(capsys, sessions_root, "experiment", "x", "list")
+    assert code == 0 and "2 GPUs per node" in out
     code, _out, err = cli(capsys, sessions_root, *base, "--id", "f", "--gpus", "0")
     assert code == 2
     assert "gpus" in err and "Traceback" not in err

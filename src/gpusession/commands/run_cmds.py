@@ -391,5 +391,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         values = ", ".join(str(v) for v in e.values)
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
-              f"device {e.device or 'auto'}")
+              f"device {e.device or 'auto'}"
+              + (f", {e.gpus} GPUs per node" if e.gpus > 1 else "")
+              + (f", {e.nodes} nodes (rendezvous {e.rendezvous})" if e.nodes > 1 else ""))
     return 0
