@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -117,6 +118,28 @@ def _members(procs: list[psutil.Process], not_before_s: float | None) -> list[ps
     return out
 
 
+def _confirm_gone(procs: list[psutil.Process], wait_s: float) -> None:
+    """Wait up to ``wait_s`` for killed processes to be dead.
+
+    A zombie is dead (its parent, or init, reaps it when it will); psutil's own wait
+    would count it alive until then.
+    """
+    deadline = time.monotonic() + wait_s
+    pending = procs
+    while pending:
+        pending = [p for p in pending if _running(p)]
+        if not pending or time.monotonic() >= deadline:
+            return
+        time.sleep(0.005)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
 def _pid_reused(ident: ProcessId) -> bool:
     try:
         proc = psutil.Process(ident.pid)
@@ -181,7 +204,7 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
                 others.append(p)
         except (psutil.Error, OSError):
             continue
-    psutil.wait_procs(others, timeout=wait_s)
+    _confirm_gone(others, wait_s)
     return sorted(procs)
 
 
@@ -226,7 +249,7 @@ def end_recorded(records: Iterable[object]) -> list[str]:
                         p.kill()
                     except (psutil.Error, OSError):
                         pass
-                psutil.wait_procs([proc], timeout=WAIT_S)
+                _confirm_gone([proc], WAIT_S)
         if ended:
             out.append(f"a {kind} of an earlier run was still alive (pid {rec.pid}); it was "
                        f"ended before this run started ({len(ended)} process(es))")

@@ -106,7 +106,7 @@ class GpuSessionApp(App[int]):
                 await asyncio.wait_for(w.wait(), timeout=30.0)
             except Exception:  # noqa: BLE001 - the run's own failure is in the journal; leave anyway
                 pass
-        self.exit(code)
+        self.exit(code, return_code=code)
 
     def on_ready(self) -> None:
         # Ready: the first screen is laid out; after the next refresh it is painted.
