@@ -20,6 +20,7 @@ parent-death signal needs (:mod:`gpusession.bench.lifetime`).
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import threading
@@ -38,6 +39,21 @@ from gpusession.core.session import Session
 from gpusession.ui.context import UiContext
 from gpusession.ui.palette import GpuSessionCommands
 from gpusession.ui.screens import MainScreen
+
+
+def _terminal_gone() -> bool:
+    """True when none of stdin/stdout/stderr is a terminal any more (a hang-up: EIO)."""
+    try:
+        import termios
+    except ImportError:  # not POSIX: no hang-up to detect
+        return False
+    for fd in (0, 1, 2):
+        try:
+            termios.tcgetattr(fd)
+            return False
+        except (termios.error, OSError, ValueError):
+            continue
+    return True
 
 
 class GpuSessionApp(App[int]):
@@ -106,6 +122,11 @@ class GpuSessionApp(App[int]):
                 await asyncio.wait_for(w.wait(), timeout=30.0)
             except Exception:  # noqa: BLE001 - the run's own failure is in the journal; leave anyway
                 pass
+        if not self.is_headless and _terminal_gone():
+            # The terminal hung up (ssh drop): there is no screen to restore, and the
+            # driver would wait forever to write to it. The run has ended and the lock is
+            # released (the journal is fsynced record by record): leave now.
+            os._exit(code)
         self.exit(code, return_code=code)
 
     def on_ready(self) -> None:
