@@ -258,7 +258,9 @@ def end_recorded(records: Iterable[object]) -> list[str]:
 
 # -- interrupts: SIGHUP/SIGTERM reach every run of this process ------------------------
 _INTERRUPTIBLE: set[Callable[[str], None]] = set()
-_INTERRUPT_LOCK = threading.Lock()
+# Re-entrant: a signal handler runs in the main thread, possibly while that thread is
+# inside on_interrupt's own "with" (a plain lock would deadlock there).
+_INTERRUPT_LOCK = threading.RLock()
 
 
 def on_interrupt(callback: Callable[[str], None]) -> Callable[[], None]:
