@@ -235,7 +235,8 @@ def _interrupted_exit(outcome: Any) -> int:
         print(f"\n{outcome.incidents[-1] if outcome.incidents else outcome.interrupted}; "
               f"{outcome.rows_written} rows appended; the run lock is released", flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the journal has said it
-        pass
+        # Python's last flush at exit would fail too and change the exit code to 120.
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
     return 128 + int(sig)
 
 
