@@ -12,6 +12,18 @@ signal or timed out — keeps its row: elapsed empty, corpus not accepted, the i
 marked incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
+Processes (issue 12, H-14): each worker is the leader of a process group of its own
+(:class:`~gpusession.bench.process.WorkerProcess`), journaled with its PID and start
+time, as is each user command it starts. A timeout, an error of the parent or
+:meth:`Runner.interrupt` (SIGHUP/SIGTERM, through
+:func:`gpusession.core.processes.interrupt_all`) ends the whole group at once; a parent
+killed outright takes its workers with it (parent-death signal,
+:mod:`gpusession.bench.lifetime`). :meth:`Runner.run` forks every worker from the thread
+that calls it and returns only after the last one exited, so that thread lives as long
+as the run (the death signal follows the forking thread). Before the first worker
+starts, workers and commands of earlier runs that are still alive are ended
+(:func:`gpusession.core.processes.end_recorded`).
+
 ``on_event`` receives typed runner events of :mod:`gpusession.core.events` (from the
 runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserved``,
 ``IncidentReported``, ``WorkerStarted``, ``Finished``; :func:`gpusession.core.events.describe`
@@ -39,6 +51,7 @@ from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
 from gpusession.core.events import (
+    CommandStartedRecord,
     EnvironmentObserved,
     Event,
     ExperimentFinishedRecord,
@@ -53,9 +66,11 @@ from gpusession.core.events import (
     Progress,
     RowAppended,
     RunFinishedRecord,
+    RunInterruptedRecord,
     RunnerEvent,
     RunStartedRecord,
     WarmupDoneRecord,
+    WorkerCommandStarted,
     WorkerEnvironment,
     WorkerExitedRecord,
     WorkerIncident,
@@ -70,7 +85,9 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
+from gpusession.core.events.words import interrupted_words
 from gpusession.core.journal import RunKey
+from gpusession.core.processes import end_recorded, on_interrupt
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
 from gpusession.core.summary import accepted_revisions
@@ -84,12 +101,15 @@ class RunOutcome:
         rows_written: CSV rows appended (load, cold and warm, failures included).
         completed: every scheduled run ran (failed runs count as ran; R7).
         cancelled: stopped by a cancel request at a run boundary (H-12).
+        interrupted: the signal (``"SIGHUP"``, ``"SIGTERM"``) that ended the run at once,
+            ``None`` when none did (issue 12).
         incidents: one sentence per incident.
     """
 
     rows_written: int = 0
     completed: bool = False
     cancelled: bool = False
+    interrupted: str | None = None
     incidents: list[str] = field(default_factory=list)
 
 
@@ -140,6 +160,27 @@ class Runner:
         self._package_total_minor: int | None = None
         # Warm-up iterations per variant that the current worker reported it performed.
         self._warm_done: dict[str, int] = {}
+        # The worker running now and the run key in flight (a load is a run), for
+        # interrupt() (issue 12); interrupt may come from another thread.
+        self._current: WorkerProcess | None = None
+        self._current_key: str | None = None
+        self._interrupt_said = False
+
+    def interrupt(self, signal_name: str) -> None:
+        """End the run at once: ``signal_name`` (``"SIGHUP"``/``"SIGTERM"``) arrived.
+
+        The worker's whole group is ended now (not at the next run boundary), no other
+        worker starts, and the journal gets a ``run_interrupted`` record naming the run in
+        flight; :meth:`run` then releases the lock and returns with
+        ``outcome.interrupted`` set (issue 12, H-14). Callable from a signal handler or
+        another thread; a second call changes nothing.
+        """
+        if self.outcome.interrupted is None:
+            self.outcome.interrupted = signal_name
+        self.cancel.set()
+        w = self._current
+        if w is not None:
+            w.end_group()
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:
@@ -176,9 +217,17 @@ class Runner:
         exp = self.experiment
         s = self.session
         journal.take_lock(s.folder, s.name)  # S7: one runner per session
+        forget = on_interrupt(self.interrupt)
         try:
+            # Never trust the lock alone: what an earlier run left alive ends first (H-14).
+            for msg in end_recorded(journal.read_records(s.journal_path)):
+                self._incident(msg)
             self._run(exp)
         finally:
+            forget()
+            if self._current is not None:  # an error of the parent: the group ends too
+                self._current.end_group()
+            self._say_interrupted()
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
         return self.outcome
@@ -238,7 +287,9 @@ class Runner:
                 if self.cancel.is_set():
                     break
         ran_all = self._done == self._total
-        self.outcome.cancelled = self.cancel.is_set() and not ran_all
+        interrupted = self.outcome.interrupted
+        self._say_interrupted()
+        self.outcome.cancelled = self.cancel.is_set() and not ran_all and interrupted is None
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
         end = ExperimentFinishedRecord if self.outcome.completed else ExperimentIncompleteRecord
         self._journal(end(
@@ -247,9 +298,26 @@ class Runner:
             message=(None if self.outcome.completed else
                      f"incomplete: {self._done} of {self._total} runs done"
                      + (" (a worker died or timed out)" if self._worker_died else "")
-                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")),
+                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")
+                     + (f" (interrupted by {interrupted})" if interrupted else "")),
         ))
         _ = stopped
+
+    def _say_interrupted(self) -> None:
+        """Journal ``run_interrupted`` once, naming the run in flight (issue 12)."""
+        sig = self.outcome.interrupted
+        if sig is None or self._interrupt_said:
+            return
+        self._interrupt_said = True
+        key = self._current_key
+        words = interrupted_words(sig, key)
+        self.outcome.incidents.append(words)
+        try:
+            self._journal(RunInterruptedRecord(signal=sig, run_key=key,
+                                               experiment_id=self.experiment.id, message=words))
+        except OSError:
+            pass  # the disk refused it: the lock is still released by run()
+        self._emit(IncidentReported(message=words))
 
     def _spec(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> dict[str, Any]:
         runs = []
@@ -326,8 +394,13 @@ class Runner:
                                            variant_id=load_variant, phase="load", run_index=load_index)
         self._journal(LoadStartedRecord(worker=name, **load_fields))
         load_open = True
+        self._current_key = load_key.format()
         w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
-        self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid))
+        self._current = w
+        if self.outcome.interrupted is not None:  # the signal came while it started
+            w.end_group()
+        self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid,
+                                          create_time_s=w.ident.create_time_s))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
         loaded = False
@@ -341,7 +414,7 @@ class Runner:
                 ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 timed_out = True
-                w.proc.kill()
+                w.end_group()  # the worker and everything it started (issue 12)
                 continue
             if ev is EOF_EVENT:
                 break
@@ -349,6 +422,9 @@ class Runner:
                 self._env = ev.environment
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
+            elif isinstance(ev, WorkerCommandStarted):
+                self._journal(CommandStartedRecord(experiment_id=exp.id, worker=name, pid=ev.pid,
+                                                   create_time_s=ev.create_time_s))
             elif isinstance(ev, WorkerLoaded):
                 loaded = True
                 self._revisions = ev.revisions or {}
@@ -368,6 +444,7 @@ class Runner:
                 if load_open:
                     self._journal(LoadFinishedRecord(ok=True, **load_fields))
                     load_open = False
+                    self._current_key = None
             elif isinstance(ev, WorkerWarmupDone):
                 self._warm_done = dict(ev.per_variant)
                 self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
@@ -381,6 +458,7 @@ class Runner:
                     deadline = time.monotonic() + exp.run_timeout_s
             elif isinstance(ev, WorkerRunStarted):
                 in_flight = by_key[ev.run_key]
+                self._current_key = self._key(in_flight).format()
                 self._journal(RunStartedRecord(
                     run_key=self._key(in_flight).format(), experiment_id=exp.id,
                     variant_id=in_flight.variant_id, phase=in_flight.phase,
@@ -390,6 +468,7 @@ class Runner:
                 self._finish_run(exp, run, ev)
                 finished_keys.add(run.run_key)
                 in_flight = None
+                self._current_key = None
             elif isinstance(ev, WorkerIncident):
                 msg = (f"{ev.where}: {ev.error_type}: {ev.message}"
                        + (" (out of memory)" if ev.oom else ""))
@@ -404,7 +483,9 @@ class Runner:
                         load_open = False
             elif isinstance(ev, WorkerStopped):
                 ok = False
+        self._say_interrupted()  # before the rows: the journal says why the worker died
         code = w.finish()
+        self._current = None
         stderr = list(w.stderr)
         if stderr:
             self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
@@ -413,7 +494,8 @@ class Runner:
         if died or timed_out:
             self._worker_died = True
             how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
-                   else describe_exit(code))
+                   else f"was ended at once (interrupted by {self.outcome.interrupted})"
+                   if self.outcome.interrupted else describe_exit(code))
             last = w.last_stderr()
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
