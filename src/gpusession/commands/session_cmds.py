@@ -25,8 +25,10 @@ from gpusession.core.package import (
 )
 from gpusession.core.results import summarize
 from gpusession.core.session import Session, list_sessions
+from gpusession.core.status import retrieval_state
 from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.textio import printable
+from gpusession.core.window import package_warning, package_window
 
 
 def _lots(text: str) -> int:
@@ -274,6 +276,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"start     {local_time(pkg.start)}")
     print(f"end       {local_time(pkg.end)}")
     print(f"time left {format_timedelta(pkg.time_left())}")
+    retrieval = retrieval_state(s.folder)
+    print(f"copy home {retrieval.words.removeprefix('copy home ')}")
+    warning = package_warning(package_window(pkg), retrieval.verified)
+    if warning is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
+        print(f"WARNING   {warning.text}")
     print(f"runs      {data['runs']} rows in resultats-bruts.csv")
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
