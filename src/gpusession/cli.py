@@ -96,7 +96,7 @@ def _early_status(args_list: list[str]) -> int | None:
     from gpusession.commands import status_cmd
 
     try:
-        return status_cmd.main(args_list[i + 1 :], sessions_dir)
+        return status_cmd.main(args_list[i + 1 :], sessions_dir, _Parser)
     except BrokenPipeError:
         return 1
 

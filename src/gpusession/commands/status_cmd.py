@@ -71,19 +71,20 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
     return 0
 
 
-def main(argv: Sequence[str], sessions_dir: str | None = None) -> int:
+def main(argv: Sequence[str], sessions_dir: str | None = None,
+         parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
     """Parse ``status``'s own arguments and run it (the early path of :func:`gpusession.cli.main`).
 
     Args:
         argv: the words after ``status``.
         sessions_dir: ``--sessions-dir`` given before the command, if any.
+        parser_class: the CLI's parser class (one-line errors), passed in so this module
+            never imports :mod:`gpusession.cli` (no import cycle).
 
     Returns:
         The exit code.
     """
-    from gpusession.cli import _Parser
-
-    parser = _Parser(prog="gpusession status", description=DESCRIPTION)
+    parser = parser_class(prog="gpusession status", description=DESCRIPTION)
     add_arguments(parser)
     parser.add_argument("--sessions-dir", metavar="DIR", default=sessions_dir,
                         help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)")
