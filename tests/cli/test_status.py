@@ -118,3 +118,14 @@ def test_status_summary_json_follows_appended_rows(measured_session) -> None:
     assert now.accepted_unique_corpora == first.accepted_unique_corpora + 1
     (s.folder / "summary.json").unlink()
     assert current_counts(s.folder) == now  # rebuilt from the whole file
+
+
+def test_status_sessions_root_same_as_the_session_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from gpusession.core import session, status
+
+    assert status.ENV_HOME == session.ENV_HOME
+    monkeypatch.setenv(session.ENV_HOME, str(tmp_path / "h"))
+    assert status.sessions_root_light(None) == session.sessions_root(None)
+    assert status.sessions_root_light("x") == session.sessions_root("x")
+    monkeypatch.delenv(session.ENV_HOME)
+    assert status.sessions_root_light(None) == session.sessions_root(None)

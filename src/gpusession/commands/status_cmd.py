@@ -50,16 +50,14 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
         0; 2 when there is no such session (the line says so, also in tmux form).
     """
     from gpusession.core.errors import GpusessionError
-    from gpusession.core.session import sessions_root, validate_name
-    from gpusession.core.status import most_recent_session, session_status
+    from gpusession.core.status import most_recent_session, session_status, sessions_root_light
 
-    root = sessions_root(getattr(args, "sessions_dir", None))
+    root = sessions_root_light(getattr(args, "sessions_dir", None))
     tmux = args.format == "tmux"
     try:
         name = args.name or most_recent_session(root)
         if name is None:
             raise GpusessionError(f"no session in {root}; create one with: gpusession new NAME")
-        validate_name(name)
         status = session_status(root / name, now=now)
     except GpusessionError as exc:
         if tmux:  # tmux shows stdout only

@@ -26,6 +26,8 @@ import csv
 import io
 import json
 import os
+import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -187,8 +189,12 @@ class Retrieval:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    from gpusession.core.tomlio import tomllib
-
+    # The parser itself, not gpusession.core.tomlio: that module also loads the writer
+    # (tomli_w, tempfile), a third of this command's start-up; the compat is the same.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads(path.read_text(encoding="utf-8").lstrip("\ufeff"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -215,6 +221,23 @@ def retrieval_state(folder: Path) -> Retrieval:
     if isinstance(item, dict) and item.get("done") is True:
         return Retrieval(True, "copy home verified (ticked in the checklist)")
     return Retrieval(False, "copy home not verified")
+
+
+#: Same as :data:`gpusession.core.session.ENV_HOME` (a test keeps them equal); not
+#: imported from there: ``core.session`` costs ~60 ms of imports, ten times this module.
+ENV_HOME = "GPUSESSION_HOME"
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def sessions_root_light(cli_value: str | Path | None = None) -> Path:
+    """The sessions root as :func:`gpusession.core.session.sessions_root` finds it (issue 2).
+
+    ``cli_value`` (``--sessions-dir``), else ``$GPUSESSION_HOME``, else ``./sessions``.
+    """
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get(ENV_HOME)
+    return Path(env) if env else Path.cwd() / "sessions"
 
 
 def most_recent_session(root: Path) -> str | None:
@@ -307,11 +330,11 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     """
     folder = Path(folder)
     path = folder / "session.toml"
-    if not path.is_file():
+    if not _NAME_RE.match(folder.name) or ".." in folder.name or not path.is_file():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
-    from gpusession.core.tomlio import read_toml
-
-    doc = read_toml(path)
+    doc = _toml(path)
+    if not doc:
+        raise BadInput("does not read as TOML; run `gpusession show` for the details", path=path)
     package = Package.from_toml(doc.get("package", {}), path)
     window = package_window(package, now)
     retrieval = retrieval_state(folder)
