@@ -109,7 +109,7 @@ def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | N
             first = " │ ".join([name, package_words(ctx, short=True)])
     second = order if order is not None else order_words(ctx)
     if warning is not None:  # issue 14: the key x (footer) opens the Cost pane's extensions
-        second = f"WARNING: {warning.text} — x: extension options │ {second}"
+        second = f"WARNING {warning.short} (x: extensions) │ {second}"
     return first + "\n" + second
 
 
