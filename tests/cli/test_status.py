@@ -129,3 +129,18 @@ def test_status_sessions_root_same_as_the_session_module(monkeypatch: pytest.Mon
     assert status.sessions_root_light("x") == session.sessions_root("x")
     monkeypatch.delenv(session.ENV_HOME)
     assert status.sessions_root_light(None) == session.sessions_root(None)
+
+
+def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text("id,label\n" + "".join(f"v{i},{'a' if i % 2 else 'b'}\n" for i in range(6)))
+    out = tmp_path / "out.jsonl"
+    out.write_text("".join(json.dumps({"id": f"v{i}", "label": "a" if i % 2 else "b"}) + "\n" for i in range(6)))
+    for _ in range(2):
+        assert run_cli("validate", "--corpus", str(corpus), "--output", str(out), "--classes", "a,b",
+                       "--session", "vis").returncode == 0
+    doc = json.loads((sessions_root / "vis" / "summary.json").read_text())
+    assert doc["rows"] == 2 and len(doc["accepted_revisions"]) == 1
+    line = run_cli("status", "vis").stdout
+    assert "vis · " in line and " · 2 runs · 1 accepted corpus · copy home not verified" in line
