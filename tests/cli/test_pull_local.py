@@ -143,3 +143,29 @@ def test_pull_parse_progress_and_source() -> None:
     assert parse_source("me@gpu1:/srv/sessions/trial-1") == Source("me@gpu1", "/srv/sessions/trial-1")
     local = parse_source("./a:b/sessions/trial-1")
     assert local.host is None and local.name == "trial-1"
+
+
+@needs_rsync
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None,
+                    reason="mounting a tiny tmpfs (a full disk) needs root")
+def test_pull_disk_full_here_one_line_never_verified(sessions_root: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys, manifest=False)
+    (deliv / "big.bin").write_bytes(os.urandom(3_000_000))
+    assert cli(capsys, sessions_root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    small = tmp_path / "small-disk"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("this container does not allow mounting a tmpfs")
+    try:
+        code, out, err = cli(capsys, sessions_root, "pull", str(sess), "--to", str(small / "home"))
+        assert code == 1
+        errors = [ln for ln in err.strip().splitlines() if "%" not in ln]  # progress lines aside
+        assert errors == [
+            f"gpusession: error: disk full on this computer while writing {small / 'home' / 's1-deliverables'}: "
+            "free space and rerun (the pull resumes)"]
+        assert "VERIFIED" not in out
+        assert "verified = true" not in (small / "home" / "s1" / "checklist.toml").read_text()
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
