@@ -84,6 +84,9 @@ def test_status_show_warns_too(sessions_root: Path, new_session, capsys: pytest.
     assert code == 0
     assert "copy home not verified" in out
     assert "WARNING   less than 24 h left, copy home not verified (gpusession pull)" in out
+    shown = json.loads(cli(capsys, sessions_root, "show", "s1", "--json")[1])
+    assert shown["copy_home_verified"] is False
+    assert shown["warning"] == "less than 24 h left, copy home not verified (gpusession pull)"
 
 
 def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, sessions_root: Path) -> None:
