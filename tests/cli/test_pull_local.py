@@ -169,3 +169,16 @@ def test_pull_disk_full_here_one_line_never_verified(sessions_root: Path, tmp_pa
         assert "verified = true" not in (small / "home" / "s1" / "checklist.toml").read_text()
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+@needs_rsync
+def test_pull_manifest_without_known_deliverables_asks_for_them(sessions_root: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    (sess / "journal.jsonl").write_text("")  # no record of where the deliverables were
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert code == 3
+    assert "the deliverables folder is not known (manifest.csv came without it): pass --deliverables" in out
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--deliverables", str(deliv),
+                       "--to", str(tmp_path / "home"))
+    assert code == 0, out

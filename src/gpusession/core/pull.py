@@ -568,7 +568,12 @@ def pull(
     reasons: list[str] = []
     if result.session_problems:
         reasons.append(f"{len(result.session_problems)} session file(s) do not read back")
-    if result.manifest is None or result.deliverables_copy is None:
+    if result.manifest is not None and result.deliverables_copy is None:
+        reasons.append(
+            f"the deliverables folder is not known ({result.manifest.local_path.name} came without it): "
+            "pass --deliverables REMOTE_DIR"
+        )
+    elif result.manifest is None or result.deliverables_copy is None:
         reasons.append(
             f"no manifest made on the server: on the server run `gpusession manifest {name} "
             "--deliverables DIR`, then pull again"
