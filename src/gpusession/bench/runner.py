@@ -90,6 +90,7 @@ from gpusession.core.journal import RunKey
 from gpusession.core.processes import end_recorded, on_interrupt
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
+from gpusession.core.status import refresh_counts
 from gpusession.core.summary import accepted_revisions
 
 
@@ -368,6 +369,7 @@ class Runner:
         # K4: distinct accepted corpora of the session, never a count of rows.
         row = row.replace(accepted_unique_corpora=len(self._accepted_revisions))
         self.session.results.append(row)
+        refresh_counts(self.session.folder)  # summary.json for `gpusession status` (issue 14)
         self.outcome.rows_written += 1
         # A cold or warm row ends one scheduled run: it is the next one counted (load rows are not).
         self._emit(RowAppended(row=row, done=None if row.phase == "load" else self._done + 1,

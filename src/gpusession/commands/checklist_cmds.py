@@ -66,6 +66,9 @@ def register(sub: Any) -> None:
     p.add_argument("--deliverables", required=True, metavar="DIR", help="folder of approved deliverables")
     p.add_argument("--out", metavar="FILE", help="manifest file to write (refused if it exists)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out / manifest.csv")
+    p.add_argument("--also-in-deliverables", action="store_true",
+                   help="also write a copy as DIR/manifest.csv, so a plain cp -r or rsync of the "
+                   "deliverables carries it (verify-copy ignores it)")
     p.set_defaults(func=cmd_manifest)
 
     p = sub.add_parser(
@@ -234,16 +237,30 @@ def cmd_manifest(args: argparse.Namespace) -> int:
             "deliverables (seed 003 §8: deliverables apart from technical files)",
             path=folder,
         )
+    also = bool(getattr(args, "also_in_deliverables", False))
     if args.out:
-        res = write_manifest(folder, Path(args.out), force=args.force)
+        res = write_manifest(folder, Path(args.out), force=args.force, also_in_deliverables=also)
     else:
-        res = write_manifest(folder, s.folder / "manifest.csv", force=args.force, number_if_exists=True)
-    s.journal("manifest_written", path=str(res.path), deliverables=str(folder.absolute()),
-              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped))
-    print(f"wrote {res.path}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+        res = write_manifest(folder, s.folder / "manifest.csv", force=args.force,
+                             number_if_exists=True, also_in_deliverables=also)
+    s.journal("manifest_written", path=str(res.path.absolute()), deliverables=str(folder.absolute()),
+              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped),
+              copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None)
+    print(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+    if res.copy_path is not None:
+        print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
     for sk in res.skipped:
         print(f"  skipped {sk.path}: {sk.reason}")
-    print(f"after the copy home: gpusession verify-copy {res.path.name} COPY_DIR")
+    # The real path (issue 15): "verify-copy manifest.csv COPY_DIR" only worked from the
+    # session folder. Home, `pull` copies session and deliverables and verifies both.
+    print("after the copy home, on your own computer: gpusession pull "
+          f"[USER@]HOST:{s.folder.absolute()} --deliverables {folder.absolute()}")
+    if res.copy_path is not None:
+        print("or, after a plain copy of the deliverables: gpusession verify-copy "
+              "COPY_DIR/manifest.csv COPY_DIR")
+    else:
+        print(f"or, with the manifest copied too: gpusession verify-copy {res.path.absolute()} COPY_DIR "
+              "(the manifest's path on this machine; use the path of its copy at home)")
     return 0
 
 

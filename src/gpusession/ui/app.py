@@ -66,7 +66,23 @@ class GpuSessionApp(App[int]):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
         Binding("q", "quit_q", "Quit", show=False, id="app.quit_q"),
+        # issue 14: shown only while the header warns that the package ends soon or ended.
+        Binding("x", "extension", "Extend?", id="app.extension"),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the extension key unless the header shows an end-of-package warning."""
+        if action == "extension":
+            try:
+                return self.main.header.warning is not None
+            except (StopIteration, NoMatches):
+                return False
+        return True
+
+    async def action_extension(self) -> None:
+        """Open the Cost pane on its extension options (issue 14): the table near its end."""
+        await self.main.action_show_pane("cost")
+        self.main.pane("cost").query_one("#cost-out").scroll_end(animate=False)
 
     def __init__(self, ctx: UiContext) -> None:
         super().__init__()
