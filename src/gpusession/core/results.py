@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
-from gpusession.core.safefile import open_append, open_private
+from gpusession.core.safefile import link_refused, open_append, open_private
 from gpusession.core.textio import decode_strict
 
 if TYPE_CHECKING:
@@ -395,6 +395,8 @@ class ResultsFile:
     def append_many(self, rows: Sequence[ResultRow | dict[str, Any]]) -> None:
         """Append several rows in one write; same guarantees as :meth:`append`."""
         frame = rows_frame(rows)
+        if self.path.is_symlink():  # said before reading through it (the append refuses it too)
+            raise link_refused(self.path)
         new = not self.exists()
         if not new:
             self.check()
