@@ -55,11 +55,14 @@ def test_issue12_session_folder_0700_and_every_file_0600_whatever_the_umask(
     assert {p.name: oct(_mode(p)) for p in files} == {p.name: oct(0o600) for p in files}
 
 
-def test_issue12_an_existing_file_gets_0600_on_its_next_write(sessions_root: Path) -> None:
+def test_issue12_an_older_session_gets_0700_and_0600_on_its_next_open_and_write(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "t")
     os.chmod(s.journal_path, 0o644)
+    os.chmod(s.folder, 0o755)
     s.journal("note_added", text="x")
     assert _mode(s.journal_path) == 0o600
+    Session.open(sessions_root, "t")
+    assert _mode(s.folder) == 0o700
 
 
 # -- no write through a link -----------------------------------------------------------------

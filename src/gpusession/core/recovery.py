@@ -134,7 +134,7 @@ def recover_locked(session: Recoverable) -> list[str]:
         names = ", ".join(printable(str(p.relative_to(session.folder)), keep="") for p in stale[:5])
         more = f" and {len(stale) - 5} more" if len(stale) > 5 else ""
         msg = (f"{len(stale)} temporary file(s) left by an interrupted write removed "
-               f"({names}{more}); the files they were for are intact")
+               f"({names}{more}); the files they were for are unchanged")
         session.journal(IncidentRecord(kind="stale_temporary_file", message=msg))
         incidents.append(msg)
     if journal.lock_holder(session.folder) is not None:

@@ -366,6 +366,7 @@ class Session:
                 read_toml(folder / extra)
         session.results.check()
         if recover:
+            private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
             try:
                 session.recovered = session.recover()
             except (OSError, Failure):
