@@ -152,6 +152,7 @@ MODES: dict[str, Callable[[int], None]] = {"kill": _kill, "torn": _torn, "full":
 
 @pytest.mark.torch
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names written files through /proc (Linux)")
 def test_s7_a_run_is_recorded_exactly_once_at_every_write_point(
     sessions_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
