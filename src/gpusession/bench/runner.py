@@ -89,6 +89,7 @@ from gpusession.core.events.words import interrupted_words
 from gpusession.core.journal import RunKey
 from gpusession.core.processes import end_recorded, on_interrupt
 from gpusession.core.results import ResultRow
+from gpusession.core.safefile import write_private_bytes
 from gpusession.core.session import Session
 from gpusession.core.status import refresh_counts
 from gpusession.core.summary import accepted_revisions
@@ -381,7 +382,7 @@ class Runner:
         spec_dir = s.runs_dir / exp.id
         spec_dir.mkdir(parents=True, exist_ok=True)
         spec_path = spec_dir / f".worker-{name}.json"
-        spec_path.write_text(json.dumps(self._spec(exp, name, group), default=str), encoding="utf-8")
+        write_private_bytes(spec_path, json.dumps(self._spec(exp, name, group), default=str).encode())
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

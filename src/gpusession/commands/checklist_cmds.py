@@ -205,6 +205,13 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
 
 
 # -- manifest / verify-copy ----------------------------------------------------------------
+def _shown(name: str) -> str:
+    """A file name as printed: a newline or other control character escaped (issue 12)."""
+    from gpusession.core.textio import printable
+
+    return printable(name, keep="")
+
+
 def cmd_manifest(args: argparse.Namespace) -> int:
     """Write ``manifest.csv`` (path, size in bytes, SHA-256) of the approved deliverables (S4).
 
@@ -250,7 +257,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     if res.copy_path is not None:
         print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
     for sk in res.skipped:
-        print(f"  skipped {sk.path}: {sk.reason}")
+        print(f"  skipped {_shown(sk.path)}: {sk.reason}")
     # The real path (issue 15): "verify-copy manifest.csv COPY_DIR" only worked from the
     # session folder. Home, `pull` copies session and deliverables and verifies both.
     print("after the copy home, on your own computer: gpusession pull "
@@ -308,16 +315,16 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     total = len(check.matching) + len(check.missing) + len(check.changed)
     print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
     for p in check.missing:
-        print(f"  MISSING  {p}")
+        print(f"  MISSING  {_shown(p)}")
     for c in check.changed:
         how = "hash differs" if c.actual_sha256 else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes"
-        print(f"  CHANGED  {c.path} ({how})")
+        print(f"  CHANGED  {_shown(c.path)} ({how})")
     for p in check.extra:
-        print(f"  EXTRA    {p}")
+        print(f"  EXTRA    {_shown(p)}")
     for a, b in check.renamed:
-        print(f"  RENAMED? {a} → {b} (same content)")
+        print(f"  RENAMED? {_shown(a)} → {_shown(b)} (same content)")
     for sk in check.skipped:
-        print(f"  SKIPPED  {sk.path}: {sk.reason}")
+        print(f"  SKIPPED  {_shown(sk.path)}: {sk.reason}")
     if check.ok:
         print("copy matches the manifest")
     else:
@@ -326,7 +333,7 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     if check.representative:
         print("Open these from the copy (not from the remote machine):")
         for p in check.representative:
-            print(f"  {copy / p}")
+            print(f"  {_shown(str(copy / p))}")
     return 0 if check.ok else EXIT_COPY_DIFFERS
 
 

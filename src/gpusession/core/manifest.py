@@ -94,7 +94,7 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
     """Every regular file under ``folder``, never following a symlink out of it.
 
     A symlink to a file inside the folder is listed (its content is hashed); a symlink
-    pointing outside, a broken symlink, a symlinked folder, a name that is not UTF-8 and
+    pointing outside, a broken symlink, a symlink loop (issue 12), a symlinked folder, a name that is not UTF-8 and
     anything that is not a regular file are skipped with the reason.
 
     Args:
@@ -134,7 +134,11 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
                                        "file name is not valid UTF-8; rename it"))
                 continue
             if entry.is_symlink():
-                target = p.resolve()
+                try:
+                    target = p.resolve()
+                except (RuntimeError, OSError):  # a link loop: RuntimeError before 3.13
+                    skipped.append(Skipped(rel, "symlink loop (the link leads back to itself); not followed"))
+                    continue
                 if not target.exists():
                     skipped.append(Skipped(rel, "broken symlink"))
                 elif not _inside(target, root):
