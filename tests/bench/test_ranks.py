@@ -475,3 +475,40 @@ def test_h12_cancel_stops_every_rank_at_the_run_boundary(session: Session, ranks
     exits = [r["exit"] for r in s.read_journal() if r.get("event") == "worker_exited"]
     assert exits == ["exited with code 0"]  # every rank stopped at the boundary, none killed
     assert _processes_of(s.folder) == []
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_ranks_end_with_their_launcher_killed(session: Session, ranks_env: None, tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    from gpusession.bench.runner import Runner
+    from gpusession.core.events import RunnerEvent, WorkerStarted
+
+    s = session
+    marker = tmp_path / "predicting"
+    exp = _rank_exp(s, "orphans", gpus=2, values=(4,), params={"sleep_s": 60, "marker": str(marker)})
+    pids: list[int] = []
+
+    def on_event(ev: RunnerEvent) -> None:
+        if isinstance(ev, WorkerStarted) and ev.pid is not None:
+            pids.append(ev.pid)
+
+    def killer() -> None:
+        deadline = time.monotonic() + 90
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(pids[0], signal.SIGKILL)  # torchrun itself: no chance to end its ranks
+
+    t = threading.Thread(target=killer)
+    t.start()
+    started = time.monotonic()
+    Runner(s, exp.id, on_event=on_event).run()
+    t.join()
+    assert time.monotonic() - started < 60  # the ranks did not sleep on: parent-death signal
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].elapsed_seconds is None and "SIGKILL" in (warm[0].notes or "")
+    assert _processes_of(s.folder) == []

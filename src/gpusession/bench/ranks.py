@@ -1,7 +1,9 @@
 """Several ranks in one run (issue 13): shards, the torchrun command line, a failed group.
 
-Who calls it: the runner (:func:`torchrun_argv`, :func:`end_process_tree`,
-:func:`torchrun_root_cause`) and the worker (:func:`rank_env`, :func:`shard_bounds`).
+Who calls it: the runner (:func:`torchrun_argv`, :func:`torchrun_root_cause`; a
+torchrun group is ended like any worker, by
+:meth:`gpusession.bench.process.WorkerProcess.end_group`, which reaches the ranks in
+their own sessions) and the worker (:func:`rank_env`, :func:`shard_bounds`).
 No torch here (M5: the runner and the UI import it); the process group and the protocol
 across ranks, which need torch, are in :mod:`gpusession.bench.rank_group`.
 """
@@ -134,41 +136,6 @@ def rendezvous_id(experiment_id: str, worker: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{experiment_id}.{worker}")
 
 
-def end_process_tree(pid: int, grace_s: float = 5.0) -> None:
-    """End a torchrun launcher and its ranks, ranks first (issue 13).
-
-    torchrun starts each rank in its own session, so ending the launcher's process
-    group does not reach them. The descendants are read (psutil) before anything is
-    signalled, sent SIGTERM with the launcher, and killed after ``grace_s``.
-
-    TODO(issue 13, signals): a rank should also end when its launcher dies
-    (parent-death signal set in the rank) — hook the ``signals`` helper here.
-
-    Args:
-        pid: the launcher's PID.
-        grace_s: seconds between SIGTERM and SIGKILL.
-    """
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        procs = [*root.children(recursive=True), root]
-    except psutil.Error:
-        return
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=grace_s)
-
-
 @dataclass(frozen=True)
 class RankFailure:
     """The rank torchrun names as the root cause of a failed group.
@@ -234,7 +201,6 @@ __all__ = [
     "RankEnv",
     "RankFailure",
     "LEADER_ENV",
-    "end_process_tree",
     "rank_env",
     "rendezvous_id",
     "shard_bounds",

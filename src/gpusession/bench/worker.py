@@ -40,9 +40,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from gpusession.bench.lifetime import child_preexec, die_with_parent
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
+    WorkerCommandStarted,
     WorkerDone,
     WorkerEnvironment,
     WorkerEvent,
@@ -778,8 +780,8 @@ def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
     The device is ``cuda:LOCAL_RANK`` (NCCL) or the CPU (gloo). A rank that cannot join
     reports a load incident and exits 3; torchrun then ends the other ranks.
 
-    TODO(issue 13, signals): set the parent-death signal in the rank (the ``signals``
-    helper), so a rank ends with its launcher even when the launcher is killed.
+    The rank ends with its launcher even when the launcher is killed: :func:`main` sets
+    its parent-death signal (:func:`gpusession.bench.lifetime.die_with_parent`).
     """
     from gpusession.bench.rank_group import RankGroup
 
@@ -851,9 +853,35 @@ def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, An
     return [fill_placeholders(a, values) for a in argv_t]
 
 
+#: Where :func:`_call` reports the PIDs of the user's commands (set by :func:`main`).
+_pid_channel: Channel | None = None
+
+
 def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
-                          check=False)
+    """Run the user's command once and wait for it (issue 12 for how it is spawned).
+
+    It stays in the worker's process group (ended with it), starts with default signal
+    dispositions (the worker ignores SIGINT; the command must stay interruptible) and
+    gets SIGKILL when the worker dies (:func:`gpusession.bench.lifetime.child_preexec`).
+    Its PID and start time are reported to the parent, which journals them.
+
+    Raises:
+        OSError: the program is missing or not executable.
+    """
+    from gpusession.core.processes import identify
+
+    preexec = child_preexec if os.name == "posix" else None
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
+                          preexec_fn=preexec) as proc:  # noqa: PLW1509 - the worker is single-threaded
+        if _pid_channel is not None:
+            _pid_channel.send(WorkerCommandStarted(pid=proc.pid,
+                                                   create_time_s=identify(proc.pid).create_time_s))
+        try:
+            proc.wait()
+        except BaseException:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode)
 
 
 def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
@@ -938,7 +966,7 @@ def main(argv: list[str] | None = None,
 
     The protocol keeps the original stdout; anything else printed goes to stderr. SIGINT
     is ignored: a Ctrl-C is the parent's to turn into a cancel at the next run boundary
-    (H-12).
+    (H-12). The worker ends with its parent (``PR_SET_PDEATHSIG``, issue 12).
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
@@ -953,6 +981,11 @@ def main(argv: list[str] | None = None,
         OSError: the spec file cannot be read.
         ValueError: the spec file is not JSON (``json.JSONDecodeError``).
     """
+    global _pid_channel
+    # End with the runner even if it is killed with SIGKILL (issue 12, H-14).
+    # A torchrun rank (issue 13) ends with its launcher, its parent: GPUSESSION_PARENT_PID
+    # names the runner, the launcher's parent, so it is not the one to compare with.
+    die_with_parent(os.getppid() if _rank_env() is not None else None)
     ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
     ap.add_argument("--spec", required=True, type=Path)
     args = ap.parse_args(argv)
@@ -967,6 +1000,7 @@ def main(argv: list[str] | None = None,
     renv = None if _runner is not None else _rank_env()
     if renv is not None and not renv.speaks_first:
         ch = Channel(sys.stderr, sys.stdin)  # only the leader speaks on stdout (issue 13)
+    _pid_channel = ch
     if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent (issue 13)
         ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
+    CommandStartedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
@@ -20,6 +21,7 @@ from gpusession.core.events.records import (
     LoadFinishedRecord,
     LoadStartedRecord,
     RunFinishedRecord,
+    RunInterruptedRecord,
     RunRecoveredRecord,
     RunStartedRecord,
     WarmupDoneRecord,
@@ -38,6 +40,7 @@ from gpusession.core.events.runner import (
     WorkerStarted,
 )
 from gpusession.core.events.worker import (
+    WorkerCommandStarted,
     WorkerDone,
     WorkerEnvironment,
     WorkerHello,
@@ -60,6 +63,7 @@ for _cls in (
     RunFinishedRecord, RunRecoveredRecord, WorkerStartedRecord, WorkerLoadedRecord,
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
     ExperimentFinishedRecord, ExperimentIncompleteRecord,
+    WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls
 
