@@ -512,3 +512,20 @@ def test_issue13_ranks_end_with_their_launcher_killed(session: Session, ranks_en
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 1 and warm[0].elapsed_seconds is None and "SIGKILL" in (warm[0].notes or "")
     assert _processes_of(s.folder) == []
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_a_rank_failing_its_load_leaves_one_load_row_naming_it(session: Session, ranks_env: None) -> None:
+    from gpusession.bench.runner import Runner
+
+    s = session
+    exp = _rank_exp(s, "noload", gpus=2, values=(4,), params={"load_fail_rank": 1})
+    out = Runner(s, exp.id).run()
+    loads = [r for r in s.results.rows() if r.phase == "load"]
+    assert len(loads) == 1 and loads[0].corpus_accepted is False
+    note = loads[0].notes or ""
+    assert "load failed" in note and "rank 1 of 2: rank 1 cannot load" in note, note
+    assert not out.completed
+    assert any("exited with code 3" in i for i in out.incidents)  # the group ended together
+    assert _processes_of(s.folder) == []

@@ -533,7 +533,7 @@ class Runner:
             if in_flight is not None:
                 self._failed_row(exp, in_flight, f"incident: {detail} during this run")
                 finished_keys.add(in_flight.run_key)
-            elif not loaded and code not in (3,):
+            elif not loaded and (code != 3 or load_open):  # 3 with no load row: a rank's (issue 13)
                 self._append(self._base_row(exp).replace(
                     variant_id=load_variant, phase="load", run_index=load_index,
                     corpus_accepted=False, notes=f"incident: {detail} while loading"))

@@ -500,7 +500,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
             raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
                              "set_context(limit) to apply each run's limit")
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
-        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+        if group is not None:  # every rank learns it; the leader says which (issue 13)
+            _group_loaded(group, ch, failed)
+        else:
+            ch.send(WorkerIncident(where="load", **failed))
         return 3
     corpus = Path(spec["corpus"]) if spec.get("corpus") else None
     if corpus is not None:
@@ -529,8 +533,14 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
         used: list[str] = load_m.result[0]
         load_base: tuple[int | None, int | None] = load_m.result[1]
     except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
-        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+        if group is not None:  # every rank learns it; the leader says which (issue 13)
+            _group_loaded(group, ch, failed)
+        else:
+            ch.send(WorkerIncident(where="load", **failed))
         return 3
+    if group is not None and not _group_loaded(group, ch, None):
+        return 3  # another rank could not load: the group ends here
     rev_fn = getattr(workload, "revisions", None)
     rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
@@ -644,6 +654,22 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     return 0
 
 
+def _group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bool:
+    """Whether every rank loaded (issue 13, R7): one collective after each rank's load.
+
+    A rank that failed passes its failure fields; the leader reports the first failed
+    rank as one load incident naming it, and every rank then exits 3 together (none is
+    left waiting in a collective for a rank that is gone).
+    """
+    every = group.all_gather(failure)
+    failed = [(r, f) for r, f in enumerate(every) if f]
+    if not failed:
+        return True
+    r, f = failed[0]
+    ch.send(WorkerIncident(where="load", **{**f, "message": f"rank {r} of {group.world_size}: {f.get('message')}"}))
+    return False
+
+
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
                        spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The leader's environment with every rank's GPU, and the load over ranks (issue 13, R10).
@@ -745,6 +771,25 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
         baseline_reserved_bytes=by_rank[rank_r]["baseline_reserved_bytes"] if rank_r is not None else None,
         peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r, result=labels,
     ), failure
+
+
+class _SilentRank(Channel):
+    """A rank that does not talk to the runner, before its group has formed (issue 13).
+
+    Its incidents go to stderr as ``rank N: {json}`` (what the runner reads back with
+    torchrun's failure summary); other events are dropped.
+    """
+
+    def __init__(self, out: IO[str], inp: IO[str], rank: int) -> None:
+        """Keep stderr and the rank."""
+        super().__init__(out, inp)
+        self.rank = rank
+
+    def send(self, event: WorkerEvent) -> None:
+        """An incident on stderr, else nothing."""
+        if isinstance(event, WorkerIncident):
+            self.out.write(f"rank {self.rank}: " + json.dumps(event.to_json(), default=str) + "\n")
+            self.out.flush()
 
 
 class RankChannel(Channel):
@@ -999,7 +1044,7 @@ def main(argv: list[str] | None = None,
     ch = Channel(proto, sys.stdin)
     renv = None if _runner is not None else _rank_env()
     if renv is not None and not renv.speaks_first:
-        ch = Channel(sys.stderr, sys.stdin)  # only the leader speaks on stdout (issue 13)
+        ch = _SilentRank(sys.stderr, sys.stdin, renv.rank)  # only the leader speaks on stdout (issue 13)
     _pid_channel = ch
     if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent (issue 13)
         ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
