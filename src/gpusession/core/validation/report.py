@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.tomlio import write_atomic_bytes, write_toml
+from gpusession.core.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
 #: How many offenders a summary line quotes.
@@ -291,7 +291,7 @@ class ValidationReport:
         doc["files"] = files
         doc["summary"] = self.summary_lines()  # the same words as the CLI, for the TUI
         target = folder / f"{run_name}.toml"
-        write_toml(target, _tomlable(doc))
+        write_toml_archive(target, _tomlable(doc))
         return target
 
 
