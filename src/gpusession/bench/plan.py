@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from gpusession.bench.placeholders import ENV, check_command
 from gpusession.core.errors import BadInput
 from gpusession.core.journal import RunKey
 from gpusession.core.secrets import shown
@@ -90,7 +91,9 @@ class Experiment:
         cold_runs_per_variant: fresh processes per variant for the cold run (R3).
         protocol: the validation protocol (classes, metric, threshold, tolerance, …),
             fixed before the first measurement (V5).
-        params: workload parameters (e.g. ``command`` argv, MLP width/depth).
+        params: workload parameters (e.g. ``command`` argv, MLP width/depth). A
+            command's placeholders are whole arguments or ``--flag={x}`` only, never
+            inside a ``-c`` script (:mod:`gpusession.bench.placeholders`).
         run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
     """
 
@@ -218,8 +221,13 @@ def check(exp: Experiment) -> Experiment:
                            field=f"{f}.{key}")
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
         raise BadInput(f"expected cpu, cuda or cuda:N, got {shown(exp.device)}", field=f"{f}.device")
-    if exp.workload == "command" and not exp.params.get("command"):
-        raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+    if exp.workload == "command":
+        argv = exp.params.get("command")
+        if not argv:
+            raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise BadInput("expected a list of arguments (text)", field=f"{f}.params.command")
+        check_command(argv, field=f"{f}.params.command")  # a value never becomes code (issue 12)
     if exp.varied == "context":
         _check_context_varied(exp, f)
     return exp
@@ -240,9 +248,10 @@ def _check_context_varied(exp: Experiment, f: str) -> None:
                        f"{_NO_CONTEXT[exp.workload]}; vary the batch instead", field=f"{f}.varied")
     if exp.workload == "command":
         argv = exp.params.get("command") or []
-        if not any("{context}" in str(a) for a in argv):
+        if not any("{context}" in str(a) or ENV["context"] in str(a) for a in argv):
             raise BadInput("a command that varies the context must pass it on: put {context} "
-                           "in params.command", field=f"{f}.varied")
+                           f"in params.command, or read ${ENV['context']} in its script",
+                           field=f"{f}.varied")
 
 
 def load_experiments(session: Session) -> list[Experiment]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.secrets import check_free_text
 from gpusession.core.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
@@ -269,9 +270,14 @@ class ValidationReport:
             The path of the TOML report.
 
         Raises:
+            BadInput: ``run_name`` looks like a secret or is too long; nothing is written.
             OSError: the disk refused (earlier files of the same report may remain).
         """
         folder = Path(folder)
+        # The name a person chose (``validate --name``) names files and the CSV row: it is
+        # free text, checked like every field written (issue 12); the corpus quoted in the
+        # report is an archive (V8) and is not.
+        check_free_text({"run": run_name}, folder)
         folder.mkdir(parents=True, exist_ok=True)
         lists = {
             "missing": self.missing_ids,
