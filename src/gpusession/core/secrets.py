@@ -102,7 +102,7 @@ def longest_wordlist_run(text: str) -> int:
     Returns:
         The number of words in the longest run; 0 when no word is in any list.
     """
-    tokens = [_fold(t) for t in _TOKEN_RE.findall(text)]
+    tokens = _TOKEN_RE.findall(_fold(text))  # fold first: NFKD accents are marks, not letters
     best = 0
     for words in bip39_wordlists().values():
         run = 0
