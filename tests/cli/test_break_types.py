@@ -152,3 +152,21 @@ def test_issue12_a_wrong_kind_in_any_key_is_one_line_exit_2(
         assert code == 2, (command, err)
         assert f"{file}: {field}: expected" in line, (command, line)
     assert digest(folder) == before
+
+
+@pytest.mark.parametrize("entry, field", [
+    ('gpus_per_lot = 1\nsource = 5\n', 'gpu."RTX A5000".source'),
+    ('gpus_per_lot = "one"\n', 'gpu."RTX A5000".gpus_per_lot'),
+    ('gpus_per_lot = 1\npackage_price_usd = 5\n', 'gpu."RTX A5000".package_price_usd'),
+])
+def test_issue12_k7_a_session_rates_file_of_the_wrong_kind_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, template: Path, entry: str, field: str,
+) -> None:
+    import shutil
+
+    root = tmp_path / "sessions"
+    shutil.copytree(template, root)
+    (root / NAME / "rates.toml").write_text(f'schema = 1\n[gpu."RTX A5000"]\n{entry}',
+                                            encoding="utf-8")
+    code, _, err = cli(capsys, root, "cost", "--session", NAME)
+    assert code == 2 and "rates.toml:" in one_line(err) and f"{field}: expected" in err

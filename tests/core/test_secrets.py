@@ -241,7 +241,8 @@ def test_secrets_pasted_in_a_checklist_note_is_hidden_and_not_written_back(
     toml.write_text(f'schema = 1\n[items."g1.one-sentence"]\nnote = "{HEX_KEY}"\n', encoding="utf-8")
     code, out, err = cli(capsys, sessions_root, "checklist", "base")
     assert code == 0, err
-    assert HEX_KEY not in out + err
+    assert HEX_KEY not in out + err and HIDDEN in out
+    assert "items.g1.one-sentence.note: hidden, it looked like a private key" in err
     code, _, err = cli(capsys, sessions_root, "checklist", "base", "done", "g1.approver")
     assert code == 0, err
     assert HEX_KEY not in toml.read_text(encoding="utf-8")

@@ -63,3 +63,27 @@ async def test_secrets_a_seed_phrase_pasted_in_order_toml_is_hidden_with_a_warni
         assert phrase.split()[0] not in shown and phrase.split()[5] not in shown
         assert "hidden" in text_of(app, "#order-text")
         assert "events[0].note: hidden, it looked like a seed phrase" in text_of(app, "#order-warnings")
+
+
+async def test_secrets_a_tui_form_reaches_the_same_check_and_never_echoes(
+    session: Any, make_app: MakeApp
+) -> None:
+    from textual.widgets import Input, Static
+
+    from gpusession.ui.modals import FormModal
+
+    key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+    before = session.order_toml.read_bytes()
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "o")
+        await pilot.pause()
+        app.screen.query_one("#field-preparation", Input).value = f"{key[:32]} {key[32:]}"
+        app.screen.query_one("#field-number", Input).value = "ORD-1"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, FormModal), "the form closed on a refused save"
+        error = str(app.screen.query_one("#form-error", Static).render())
+        assert "private key" in error and key[:8] not in error and key[-8:] not in error
+    assert session.order_toml.read_bytes() == before

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
+    for w in s.hidden.get("checklist.toml", ()):  # a secret pasted by hand: hidden, said (issue 12)
+        print(f"warning: {w}", file=sys.stderr)
     if as_json:
         print_json(
             {

@@ -64,10 +64,16 @@ _ADDRESS_KEYS = frozenset({"destination"})
 _KEEP_ENDS = "for a transaction hash or signature, keep only its first and last 8 characters"
 
 
-def _fold(word: str) -> str:
+#: Combining marks left by NFKD (Latin accents, Japanese voicing marks).
+_MARKS_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a]")
+
+
+def _fold(text: str) -> str:
     """Case-folded, accents dropped (NFKD without combining marks): ``Élève`` → ``eleve``."""
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    if text.isascii():
+        return text.lower()
+    # Turkish dotless ı: "KAPI" written in capitals folds to "kapi", so both sides use i
+    return _MARKS_RE.sub("", unicodedata.normalize("NFKD", text)).casefold().replace("ı", "i")
 
 
 @lru_cache(maxsize=1)
@@ -80,7 +86,8 @@ def bip39_wordlists() -> dict[str, frozenset[str]]:
     """
     from mnemonic import Mnemonic
 
-    return {lang: frozenset(_fold(w) for w in Mnemonic(lang).wordlist)
+    # one fold per list (not per word): the lists load in a few milliseconds
+    return {lang: frozenset(_fold("\n".join(Mnemonic(lang).wordlist)).split("\n"))
             for lang in Mnemonic.list_languages()}
 
 
@@ -103,6 +110,8 @@ def longest_wordlist_run(text: str) -> int:
         The number of words in the longest run; 0 when no word is in any list.
     """
     tokens = _TOKEN_RE.findall(_fold(text))  # fold first: NFKD accents are marks, not letters
+    if len(tokens) < MNEMONIC_MIN_WORDS:
+        return 0  # too few words for a phrase (the lists are not even loaded)
     best = 0
     for words in bip39_wordlists().values():
         run = 0
