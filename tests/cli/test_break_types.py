@@ -59,6 +59,11 @@ def _full_session(root: Path) -> Path:
     checklist.add_item(s, 2, "Ask IT")
     checklist.set_setting(s, "destination", "/tmp")
     checklist.set_setting(s, "retrieval_reserve_hours", 3)
+    doc = s.read_doc("checklist.toml")  # what `gpusession pull` records (issue 14)
+    doc["retrieval"] = {"verified": True, "at": start, "source": "server:/x", "note": "n",
+                        "manifest": "manifest.csv", "reason": "r", "session_files": 3,
+                        "session_bytes": 10, "deliverables_files": 1, "deliverables_bytes": 4}
+    s.write_doc("checklist.toml", doc)
     return s.folder
 
 

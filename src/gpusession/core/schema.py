@@ -126,6 +126,11 @@ CHECKLIST = Table({
         "stage": WHOLE, "text": TEXT,
     }), words='[items."<id>"] tables'),
     "settings": Table({"retrieval_reserve_hours": NUMBER, "destination": TEXT}),
+    "retrieval": Table({  # written by `gpusession pull` (issue 14)
+        "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
+        "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
+        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE,
+    }),
 })
 
 
