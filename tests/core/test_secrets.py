@@ -261,3 +261,22 @@ def test_secrets_mask_free_text_names_field_and_kind_never_the_value() -> None:
     assert doc == {"events": [{"note": HIDDEN}]}
     assert warnings == ["order.toml: events[0].note: hidden, it looked like a private key; remove "
                         "it from the file (it will not be written back)"]
+
+
+def test_secrets_pasted_in_session_toml_is_hidden_and_dropped_by_the_next_update(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e",
+                       "--workload", "command", "--values", "1", "--command", "true {batch}",
+                       "--param", "token=abc")
+    assert code == 0, err
+    toml = base / "session.toml"
+    key = _base58(87)
+    toml.write_text(toml.read_text(encoding="utf-8").replace('"abc"', f'"{key}"'), encoding="utf-8")
+    code, out, err = cli(capsys, sessions_root, "experiment", "base", "list", "--json")
+    assert code == 0, err
+    assert key not in out + err and HIDDEN in out
+    assert "session.toml: experiments.e.params.token: hidden, it looked like a private key" in err
+    code, _, err = cli(capsys, sessions_root, "package", "base", "--lots", "2")
+    assert code == 0, err
+    assert key not in toml.read_text(encoding="utf-8")

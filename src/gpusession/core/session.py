@@ -169,6 +169,25 @@ def read_checked(path: Path, *, required: tuple[str, ...] = ()) -> dict[str, Any
     return doc
 
 
+def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """``session.toml`` checked (:func:`read_checked`), with secret-looking values hidden.
+
+    A seed phrase or key pasted into the file by hand is replaced by
+    :data:`gpusession.core.secrets.HIDDEN`, so it is neither used, nor shown, nor
+    written back by the next update (issue 12).
+
+    Returns:
+        The document and one warning per hidden value.
+
+    Raises:
+        BadInput: as :func:`read_checked`, or without ``name`` / ``created_at``.
+    """
+    from gpusession.core.secrets import mask_free_text
+
+    doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
+    return dict(doc), hidden
+
+
 def sessions_root(cli_value: str | Path | None = None) -> Path:
     """The folder holding session folders (issue 2).
 
@@ -377,7 +396,7 @@ class Session:
         folder = Path(root) / name
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
-        data = read_checked(folder / SESSION_TOML, required=("name", "created_at"))
+        data, hidden = _read_session_toml(folder / SESSION_TOML)
         created = data.get("created_at")
         if not isinstance(created, datetime) or created.tzinfo is None:
             raise BadInput(
@@ -387,6 +406,7 @@ class Session:
             )
         check_time_range(created, field="created_at", path=folder / SESSION_TOML)
         session = cls(folder, data)
+        session.hidden[SESSION_TOML] = hidden
         Package.from_toml(data.get("package", {}), session.session_toml)
         for extra in (CHECKLIST_TOML, ORDER_TOML):
             if (folder / extra).exists():
@@ -485,7 +505,7 @@ class Session:
             Failure: the lock could not be taken in time (nothing written).
         """
         with self.locked("saving session.toml"):
-            data = read_toml(self.session_toml, required=("name", "created_at"))
+            data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
             change(data)
             write_toml(self.session_toml, data)
         self.data = read_toml(self.session_toml)
@@ -496,7 +516,7 @@ class Session:
         Raises:
             BadInput: unreadable, or without ``name`` / ``created_at``.
         """
-        self.data = read_checked(self.session_toml, required=("name", "created_at"))
+        self.data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
 
     # -- other TOML documents --------------------------------------------------
     def read_doc(self, filename: str) -> dict[str, Any]:
