@@ -137,8 +137,11 @@ def register(sub: Any) -> None:
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable)")
     q.add_argument("--command", dest="command_line",
-                   help="for --workload command: the program and arguments, with {batch}, "
-                   "{output}, {corpus} placeholders (split like a shell, run without one)")
+                   help="for --workload command: the program and arguments, split like a "
+                   "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
+                   "as whole arguments or --flag={output}, and are also in the environment as "
+                   "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
+                   "(read those inside a sh -c script)")
     q.set_defaults(func=cmd_experiment_define)
 
 
