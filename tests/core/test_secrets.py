@@ -280,3 +280,13 @@ def test_secrets_pasted_in_session_toml_is_hidden_and_dropped_by_the_next_update
     code, _, err = cli(capsys, sessions_root, "package", "base", "--lots", "2")
     assert code == 0, err
     assert key not in toml.read_text(encoding="utf-8")
+
+
+def test_issue12_observed_text_may_be_longer_than_a_note_but_is_still_checked() -> None:
+    long = "pid 1234 on GPU 0 (1000 bytes), " * 200  # a busy server's concurrent load
+    check_free_text({"environment": {"concurrent_load": long},
+                     "items": {"g6.device-check": {"evidence": long}}}, "session.toml")
+    with pytest.raises(BadInput, match="items.x.note"):
+        check_free_text({"items": {"x": {"note": long}}}, "checklist.toml")
+    with pytest.raises(BadInput, match="refused"):
+        check_free_text({"environment": {"concurrent_load": long + HEX_KEY}}, "session.toml")

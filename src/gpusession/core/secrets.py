@@ -229,18 +229,27 @@ def _is_address_or_digest(key: str) -> bool:
     return key in _ADDRESS_KEYS or bool(_DIGEST_KEY_RE.search(key))
 
 
-def _walk(value: Any, where: str, key: str) -> Iterator[tuple[str, str, str]]:
-    """Yield ``(field path, last key, text)`` for every string inside ``value``."""
+#: Tables a program fills with what it observed (the run's environment, a probe's
+#: evidence): their text may be longer than a note, so only :data:`OBSERVED_MAX_BYTES`
+#: applies there; the secret check applies everywhere.
+_OBSERVED_KEYS = frozenset({"environment", "evidence"})
+OBSERVED_MAX_BYTES = 64 * 1024
+
+
+def _walk(value: Any, where: str, key: str,
+          observed: bool = False) -> Iterator[tuple[str, str, str, bool]]:
+    """Yield ``(field path, last key, text, observed)`` for every string inside ``value``."""
     if isinstance(value, str):
-        yield where, key, value
+        yield where, key, value, observed
     elif isinstance(value, Mapping):
         for k, v in value.items():
             k = str(k)
-            yield from _walk(v, f"{where}.{k}" if where else k, k)
-            yield f"{where}.{k}" if where else k, k, k  # a table's key is text too
+            here = f"{where}.{k}" if where else k
+            yield from _walk(v, here, k, observed or k in _OBSERVED_KEYS)
+            yield here, k, k, observed  # a table's key is text too
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            yield from _walk(v, f"{where}[{i}]", key)
+            yield from _walk(v, f"{where}[{i}]", key, observed)
 
 
 def check_free_text(doc: Any, file: Path | str | None, *,
@@ -248,7 +257,9 @@ def check_free_text(doc: Any, file: Path | str | None, *,
     """The one check of free text at the write boundary (issue 12, seed 003 §8).
 
     Every string in ``doc`` (values, list items, table keys; at any depth) must be at
-    most ``limit_bytes`` of UTF-8 and must not look like a secret (:func:`find_secret`).
+    most ``limit_bytes`` of UTF-8 (under an ``environment`` or ``evidence`` key, which a
+    program fills with what it observed: :data:`OBSERVED_MAX_BYTES`) and must not look
+    like a secret (:func:`find_secret`).
     The TOML writer calls it on every document before anything is written, so a field
     added later is checked without being listed anywhere. A value under a key that holds
     an address (``destination``) or a machine-written digest (``*_revision``,
@@ -263,8 +274,9 @@ def check_free_text(doc: Any, file: Path | str | None, *,
         BadInput: naming the file and the field (``events[3].note``), the kind of secret
             or the size and the limit; never the value. Nothing is written by the caller.
     """
-    for where, key, text in _walk(doc, "", ""):
-        check_length(text, field=where, path=file, limit_bytes=limit_bytes)
+    for where, key, text, observed in _walk(doc, "", ""):
+        check_length(text, field=where, path=file,
+                     limit_bytes=max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes)
         reason = find_secret(text, address=_is_address_or_digest(key))
         if reason is not None:
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
