@@ -132,7 +132,7 @@ def _split_hex_key(text: str) -> bool:
     return False
 
 
-def find_secret(text: str, *, address: bool = False) -> str | None:
+def find_secret(text: str, *, address: bool = False, wordlists_required: bool = True) -> str | None:
     """Why ``text`` looks like a secret, or ``None`` when it does not.
 
     Args:
@@ -140,13 +140,21 @@ def find_secret(text: str, *, address: bool = False) -> str | None:
         address: the text is a destination address or a digest a machine wrote; some
             chains (Sui, Aptos) write addresses as ``0x`` + 64 hex digits, so the hex
             rules are not applied.
+        wordlists_required: ``False`` where a missing ``mnemonic`` package (a broken
+            install) must not stop the caller (hiding text on reading, the journal):
+            the other rules still apply.
 
     Returns:
         The kind of secret and why, in words (never the secret itself).
     """
     if not text:
         return None
-    run = longest_wordlist_run(text)
+    try:
+        run = longest_wordlist_run(text)
+    except ImportError:
+        if wordlists_required:
+            raise
+        run = 0
     if run >= MNEMONIC_MIN_WORDS:
         return (f"it contains {run} consecutive words from a BIP-39 wordlist, which looks like "
                 "a wallet seed phrase (mnemonic); a seed phrase gives full control of the wallet "
@@ -174,9 +182,9 @@ def find_secret(text: str, *, address: bool = False) -> str | None:
     return None
 
 
-def kind_of_secret(text: str, *, address: bool = False) -> str | None:
+def kind_of_secret(text: str, *, address: bool = False, wordlists_required: bool = True) -> str | None:
     """A short name of the secret ``text`` looks like (``"seed phrase"``), or ``None``."""
-    reason = find_secret(text, address=address)
+    reason = find_secret(text, address=address, wordlists_required=wordlists_required)
     if reason is None:
         return None
     for words, kind in (("seed phrase", "seed phrase"), ("password", "password"),
@@ -302,7 +310,8 @@ def mask_free_text(doc: Any, file: Path | str | None = None) -> tuple[Any, list[
 
     def mask(value: Any, where: str, key: str) -> Any:
         if isinstance(value, str):
-            kind = kind_of_secret(value, address=_is_address_or_digest(key))
+            kind = kind_of_secret(value, address=_is_address_or_digest(key),
+                                  wordlists_required=False)
             if kind is None:
                 return value
             warnings.append(f"{prefix}{where}: hidden, it looked like a {kind}; remove it from "
