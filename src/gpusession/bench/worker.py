@@ -31,16 +31,18 @@ import gc
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from gpusession.bench.lifetime import child_preexec, die_with_parent
+from gpusession.bench.placeholders import environment as placeholder_env
+from gpusession.bench.placeholders import fill_argument
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
@@ -869,33 +871,56 @@ def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
     return None, failure
 
 
-_PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")
-
-
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
-    """Fill the placeholders of one argument of a command workload.
+    """Fill the placeholder of one argument of a command workload (issue 12).
 
-    Only ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}`` are replaced; other
-    braces (e.g. a Python ``-c`` snippet's dict) are left as they are.
+    Only an argument that *is* a placeholder (``{batch}``, ``{output}``, ``{corpus}``,
+    ``{context}``) or a flag's value (``--out={output}``) is filled, so a value is always
+    one argument and never becomes code; any other text (a Python ``-c`` snippet's
+    braces) is left as written (:func:`gpusession.bench.placeholders.fill_argument`).
 
     Args:
         arg: one argv entry, e.g. ``"--out={output}"``.
         values: a value for each of the four names.
 
     Returns:
-        The argument with the placeholders replaced by ``str(value)``.
+        The argument, filled with ``str(value)`` when it is a whole placeholder.
 
     Raises:
-        KeyError: ``values`` lacks a placeholder that ``arg`` uses.
+        KeyError: ``values`` lacks the placeholder ``arg`` is.
     """
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
+    return fill_argument(arg, values)
+
+
+def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> dict[str, Any]:
+    return {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
+            "context": setting.get("context") or ""}
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
                   out_path: Path) -> list[str]:
-    values = {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
-              "context": setting.get("context") or ""}
+    values = _placeholder_values(spec, setting, out_path)
     return [fill_placeholders(a, values) for a in argv_t]
+
+
+@contextmanager
+def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> Iterator[None]:
+    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command (issue 12).
+
+    Set in the environment the command inherits for the length of one call, restored
+    afterwards (the spawn itself, :func:`_call`, is left as it is).
+    """
+    env = placeholder_env(_placeholder_values(spec, setting, out_path))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 #: Where :func:`_call` reports the PIDs of the user's commands (set by :func:`main`).
@@ -951,7 +976,8 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
             out_path = out_dir / variant / f"warmup-{i}.jsonl"
             out_path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+                with _placeholder_env(spec, w, out_path):
+                    code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
             except OSError as exc:  # the program is missing or not executable
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
                 break
@@ -989,7 +1015,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
                "context": run.get("context")}
         try:
-            m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+            with _placeholder_env(spec, run, out_path):
+                m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
             continue

@@ -26,13 +26,14 @@ from typing import Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
 from gpusession.core.errors import BadInput
+from gpusession.core.secrets import shown
 from gpusession.core.session import Session
 
 
 def _device(text: str) -> str:
     if text in ("cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
-    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {shown(text)}")
 
 
 def register(sub: Any) -> None:
@@ -143,8 +144,11 @@ def register(sub: Any) -> None:
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable)")
     q.add_argument("--command", dest="command_line",
-                   help="for --workload command: the program and arguments, with {batch}, "
-                   "{output}, {corpus} placeholders (split like a shell, run without one)")
+                   help="for --workload command: the program and arguments, split like a "
+                   "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
+                   "as whole arguments or --flag={output}, and are also in the environment as "
+                   "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
+                   "(read those inside a sh -c script)")
     q.set_defaults(func=cmd_experiment_define)
 
 
@@ -412,23 +416,23 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     parts = [v.strip() for v in args.values.split(",")]
     if any(not v.isascii() or not v.lstrip("-").isdigit() for v in parts):
         raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got "
-                       f"{args.values!r}", field="values")
+                       f"{shown(args.values)}", field="values")
     try:
         values = tuple(int(v) for v in parts)
     except ValueError:
-        raise BadInput(f"expected whole numbers separated by commas, got {args.values!r}",
+        raise BadInput(f"expected whole numbers separated by commas, got {shown(args.values)}",
                        field="values") from None
     params: dict[str, Any] = {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise BadInput(f"expected KEY=VALUE, got {item!r}", field="param")
+            raise BadInput(f"expected KEY=VALUE, got {shown(item)}", field="param")
         params[key] = _scalar(value)
     if args.command_line:
         try:
             params["command"] = shlex.split(args.command_line)
         except ValueError as exc:  # "No closing quotation"
-            raise BadInput(f"{exc} in {args.command_line!r}; quote like a shell",
+            raise BadInput(f"{exc} in {shown(args.command_line)}; quote like a shell",
                            field="command") from None
     protocol: dict[str, Any] = {}
     if args.classes:
