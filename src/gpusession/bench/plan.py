@@ -33,6 +33,7 @@ from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
 _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_ENDPOINT_RE = re.compile(r"[A-Za-z0-9_.-]+:[0-9]{1,5}")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
 COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
@@ -60,6 +61,8 @@ FIXED_KEYS = (
     "cold_runs_per_variant",
     "protocol",
     "params",
+    "gpus",
+    "nodes",
 )
 
 
@@ -95,6 +98,13 @@ class Experiment:
             command's placeholders are whole arguments or ``--flag={x}`` only, never
             inside a ``-c`` script (:mod:`gpusession.bench.placeholders`).
         run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
+        gpus: processes per node (issue 13): ``1`` runs one worker process; ``N > 1``
+            starts the worker through torchrun with ``N`` ranks, each on
+            ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
+        nodes: nodes of the torchrun group (issue 13); more than one needs
+            ``rendezvous``, and each other node starts its torchrun agent itself.
+        rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
+            not part of the setup (a new address is not a new experiment).
     """
 
     id: str
@@ -117,6 +127,9 @@ class Experiment:
     protocol: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     run_timeout_s: float = 3600.0
+    gpus: int = 1
+    nodes: int = 1
+    rendezvous: str | None = None
 
     @property
     def variant_ids(self) -> list[str]:
@@ -221,6 +234,7 @@ def check(exp: Experiment) -> Experiment:
                            field=f"{f}.{key}")
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
         raise BadInput(f"expected cpu, cuda or cuda:N, got {shown(exp.device)}", field=f"{f}.device")
+    _check_gpus(exp, f)
     if exp.workload == "command":
         argv = exp.params.get("command")
         if not argv:
@@ -231,6 +245,43 @@ def check(exp: Experiment) -> Experiment:
     if exp.varied == "context":
         _check_context_varied(exp, f)
     return exp
+
+
+def _check_gpus(exp: Experiment, f: str) -> None:
+    """Check ``gpus`` and ``nodes``: whole numbers ≥ 1 (issue 13).
+
+    More than one process needs a torch workload on ``cuda``/``cpu`` and the processing
+    scope; several nodes need a rendezvous endpoint ``host:port``.
+
+    Source: issue 13 (several GPUs in one run through torchrun).
+    """
+    g = exp.gpus
+    if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+        raise BadInput(f"expected a whole number of GPUs ≥ 1, got {shown(g)}", field=f"{f}.gpus")
+    if g > COUNT_MAX:
+        raise BadInput(f"expected at most {COUNT_MAX:,}, got {g:,}", field=f"{f}.gpus")
+    n = exp.nodes
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > COUNT_MAX:
+        raise BadInput(f"expected a whole number of nodes from 1 to {COUNT_MAX:,}, got {shown(n)}",
+                       field=f"{f}.nodes")
+    r = exp.rendezvous
+    if n > 1 and (not isinstance(r, str) or not _ENDPOINT_RE.fullmatch(r)
+                  or not 0 < int(r.rpartition(":")[2]) < 65536):
+        raise BadInput(f"{n} nodes need a rendezvous endpoint host:port (port 1-65535), got {shown(r)}",
+                       field=f"{f}.rendezvous")
+    if n == 1 and r is not None:
+        raise BadInput("a rendezvous endpoint is for several nodes: set nodes or leave it out",
+                       field=f"{f}.rendezvous")
+    g = g * n  # every check below is about processes in the group
+    if g > 1 and exp.workload == "command":
+        raise BadInput("a command workload runs as one process: leave gpus and nodes at 1 "
+                       "(the command may start its own processes)", field=f"{f}.gpus")
+    if g > 1 and exp.scope != "processing":
+        raise BadInput(f"with {g} GPUs only the processing scope is measured for now: the "
+                       "outputs are gathered and written after the clock stops", field=f"{f}.scope")
+    if g > 1 and exp.device is not None and exp.device not in ("cpu", "cuda"):
+        raise BadInput(f"with {g} GPUs each process uses its own device: set the device to "
+                       f"cuda, cpu or leave it unset, not {shown(exp.device)}", field=f"{f}.device")
 
 
 #: Built-in workloads that cannot apply a context limit per run.

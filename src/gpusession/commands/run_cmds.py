@@ -126,6 +126,13 @@ def register(sub: Any) -> None:
                    "pre-drawn shuffle seeded by --order-seed")
     q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
     q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant")
+    q.add_argument("--gpus", type=int, default=1,
+                   help="processes per node, one per GPU (default 1); more than 1 starts the "
+                        "worker through torchrun and splits the corpus by rank")
+    q.add_argument("--nodes", type=int, default=1,
+                   help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous")
+    q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
+                   help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
@@ -444,7 +451,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
         runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
         cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
-        run_timeout_s=args.timeout,
+        run_timeout_s=args.timeout, gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous,
     )
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
@@ -484,5 +491,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         values = ", ".join(str(v) for v in e.values)
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
-              f"device {e.device or 'auto'}")
+              f"device {e.device or 'auto'}"
+              + (f", {e.gpus} GPUs per node" if e.gpus > 1 else "")
+              + (f", {e.nodes} nodes (rendezvous {e.rendezvous})" if e.nodes > 1 else ""))
     return 0

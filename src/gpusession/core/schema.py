@@ -94,6 +94,7 @@ EXPERIMENT = Table({
     "order_seed": WHOLE, "cold_runs_per_variant": WHOLE, "protocol": PROTOCOL,
     "params": Table({"command": ListOf(TEXT, "a list of arguments (text)")}),
     "run_timeout_s": NUMBER, "environment": ANY_TABLE,
+    "gpus": WHOLE, "nodes": WHOLE, "rendezvous": TEXT,
 })
 #: ``session.toml``: identity, package, experiments, the environment seen.
 SESSION = Table({

@@ -145,13 +145,18 @@ class RunInterruptedRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerLoadedRecord(Record):
-    """A worker loaded its workload in ``elapsed_s``."""
+    """A worker loaded its workload in ``elapsed_s``.
+
+    ``rank_pids``: the PID of each rank of a torchrun group, by rank (issue 13: ranks
+    run in their own sessions, so recovery needs them); absent for one process.
+    """
 
     EVENT: ClassVar[str] = "worker_loaded"
     experiment_id: str | None = None
     worker: str | None = None
     elapsed_s: float | None = None
     rss_peak_bytes: int | None = None
+    rank_pids: list[int] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
