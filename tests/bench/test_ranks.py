@@ -154,6 +154,30 @@ def ranks_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
+def _recorded_pids(s: Session) -> list[tuple[int, float | None]]:
+    """(PID, start time) of every launcher, command and rank the journal records."""
+    out: list[tuple[int, float | None]] = []
+    for r in s.read_journal():
+        if r.get("event") in ("worker_started", "command_started") and r.get("pid"):
+            out.append((r["pid"], r.get("create_time_s")))
+        elif r.get("event") == "worker_loaded" and r.get("rank_pids"):
+            out.extend(zip(r["rank_pids"], r.get("rank_create_times_s") or [None] * len(r["rank_pids"]),
+                           strict=True))
+    return out
+
+
+def _alive(pid: int, create_time_s: float | None) -> bool:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time_s is None or abs(p.create_time() - create_time_s) < 0.05
+    except psutil.Error:
+        return False
+
+
 @pytest.mark.slow
 @pytest.mark.torch
 def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
@@ -161,37 +185,52 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
 ) -> None:
     import polars as pl
 
+    from gpusession.bench.ranks import RUN_FAILED_EXIT
     from gpusession.bench.runner import Runner
 
     s = session
-    # rank 1 raises on batch 2 (its shard of batch-2); batch-4 runs next, in the group
+    # rank 1 raises on batch 2 (drawn first): the run fails for every rank, the group ends
+    # with it; a fresh group (loaded and warmed up again) runs batch-4
     exp = _rank_exp(s, "two", gpus=2, warmup_iterations=1,
                     params={"fail_rank": 1, "fail_rank_batch": 2})
     out = Runner(s, exp.id).run()
     rows = [r for r in s.results.rows() if r.experiment_id == "two"]
     warm = {r.variant_id: r for r in rows if r.phase == "warm"}
-    assert [r.phase for r in rows].count("load") == 1 and len(warm) == 2  # one row per run
+    assert [r.phase for r in rows] == ["load", "warm", "load", "warm"]  # one row per run
     failed, ok = warm["batch-2"], warm["batch-4"]
     assert failed.elapsed_seconds is None and failed.corpus_accepted is False
-    assert "rank 1 of 2" in (failed.notes or "") and "refuses batch 2" in (failed.notes or "")
+    note = failed.notes or ""
+    assert "rank 1 of 2" in note and "ValueError" in note and "refuses batch 2" in note, note
+    assert f"the group ended with this run: rank 1 of 2 exited with code {RUN_FAILED_EXIT}" in note, note
     assert any("rank 1 of 2" in i and "warmup" in i for i in out.incidents)  # its warm-up failed too
-    assert failed.warmup_iterations == 0 and warm["batch-4"].warmup_iterations == 1  # the least over ranks
+    assert any("refuses batch 2" in i and f"code {RUN_FAILED_EXIT}" in i for i in out.incidents)
+    assert any("a fresh group runs them" in i for i in out.incidents)
+    assert failed.warmup_iterations == 0 and ok.warmup_iterations == 1  # the least over ranks
+    loads = [r for r in rows if r.phase == "load"]
+    assert [r.run_index for r in loads] == [1, 2] and "warm-again-2" in (loads[1].notes or "")
     assert ok.elapsed_seconds is not None and ok.corpus_accepted is True
     assert ok.gpu_count == 0  # on CPU no GPU held the tensors (R10)
     assert "2 ranks" in (ok.notes or "")
-    # per-rank table: 2 ranks × (load + 2 runs); elapsed between barriers ≥ every rank's own
+    assert out.completed, out.incidents  # every run ran (a failed run counts, R7)
+    exits = [r["exit"] for r in s.read_journal() if r.get("event") == "worker_exited"]
+    assert exits == [f"exited with code {RUN_FAILED_EXIT}", "exited with code 0"]
+    # per-rank table: 2 ranks × (load, failed run, fresh load, run); between barriers ≥ own
     table = pl.read_csv(s.runs_dir / "two" / "ranks.csv")
-    assert table.height == 6 and sorted(table["rank"].to_list()) == [0, 0, 0, 1, 1, 1]
-    assert table["run_key"].to_list()[:2] == ["load", "load"]
+    assert table.height == 8 and sorted(table["rank"].to_list()) == [0] * 4 + [1] * 4
+    assert table["run_key"].to_list().count("load") == 4
     own = table.filter(pl.col("run_key") == "warm:batch-4:1")["elapsed_s"].to_list()
     assert len(own) == 2 and all(ok.elapsed_seconds >= x for x in own)
     bad = table.filter((pl.col("run_key") == "warm:batch-2:1") & (pl.col("rank") == 1))
     assert bad["ok"].to_list() == [False] and "ValueError" in bad["error"][0]
     env = s.data["experiments"]["two"]["environment"]
     assert env["world_size"] == 2 and env["rank_devices"] == ["cpu", "cpu"]
-    assert "rank_pids" not in env
+    assert "rank_pids" not in env and "rank_create_times_s" not in env
     loaded = [r for r in s.read_journal() if r.get("event") == "worker_loaded"]
-    assert len(loaded[0]["rank_pids"]) == 2  # recovery can find every rank
+    assert [len(r["rank_pids"]) for r in loaded] == [2, 2]  # recovery can find every rank
+    assert all(t is not None for r in loaded for t in r["rank_create_times_s"])
+    recorded = _recorded_pids(s)
+    assert len(recorded) == 6  # 2 launchers, 4 ranks
+    assert [pid for pid, ct in recorded if _alive(pid, ct)] == []  # no orphan
     assert _processes_of(s.folder) == []  # no rank outlives the run
     # the same work in one process: the gathered output is identical, in corpus order
     one = _rank_exp(s, "one", gpus=1)
@@ -529,3 +568,79 @@ def test_issue13_a_rank_failing_its_load_leaves_one_load_row_naming_it(session: 
     assert not out.completed
     assert any("exited with code 3" in i for i in out.incidents)  # the group ended together
     assert _processes_of(s.folder) == []
+
+
+# -- recovery: a rank of an earlier run still alive is ended before the next run ------------
+def _stray(tmp_path: Path) -> Any:
+    """A stray 'rank': a sleep in a session of its own (out of any launcher's group)."""
+    import subprocess
+
+    return subprocess.Popen(["sleep", "60"], start_new_session=True, cwd=tmp_path)
+
+
+def _journal_ranks(s: Session, pid: int, create_time_s: float, host: str) -> None:
+    """Journal a torchrun group's ranks as the runner does (worker_loaded, issue 13)."""
+    from gpusession.core.events import WorkerLoadedRecord
+
+    s.journal(WorkerLoadedRecord(experiment_id="quick", worker="warm", elapsed_s=1.0,
+                                 rank_pids=[999_999_999, pid], rank_create_times_s=[1.0, create_time_s],
+                                 rank_hosts=[host, host]))
+
+
+def _run_quick(s: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code, _out, err = cli(capsys, sessions_root, "experiment", s.name, "define", "--id", "quick",
+                          "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
+                          "--cold-runs", "0", "--command", "true")
+    assert code == 0, err
+    code, out, _err = cli(capsys, sessions_root, "run", s.name, "--headless")
+    return code, out
+
+
+def test_issue13_recovery_ends_a_recorded_rank_still_alive_before_the_next_run(
+    sessions_root: Path, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import platform
+
+    import psutil
+
+    stray = _stray(tmp_path)
+    try:
+        _journal_ranks(session, stray.pid, psutil.Process(stray.pid).create_time(), platform.node())
+        code, out = _run_quick(session, sessions_root, capsys)
+        assert stray.wait(timeout=10) == -9  # ended (SIGKILL), not left to sleep on
+        assert f"a rank of an earlier run was still alive (pid {stray.pid})" in out, out
+        recs = session.read_journal()
+        ended = next(i for i, r in enumerate(recs) if f"pid {stray.pid}" in str(r.get("message")))
+        started = next(i for i, r in enumerate(recs) if r.get("event") == "worker_started")
+        assert ended < started  # before the next run's worker started
+        assert code == 1  # the leftover is an incident of this run
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()
+
+
+def test_issue13_recovery_spares_a_reused_rank_pid_and_another_hosts_rank(
+    sessions_root: Path, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import platform
+
+    import psutil
+
+    from gpusession.core.journal import read_records
+    from gpusession.core.processes import end_recorded
+
+    stray = _stray(tmp_path)
+    try:
+        ct = psutil.Process(stray.pid).create_time()
+        # the journal names this PID with another start time: a rank long gone, PID reused
+        _journal_ranks(session, stray.pid, ct - 100, platform.node())
+        # the same PID and start time on another node of the group: not a process of this host
+        _journal_ranks(session, stray.pid, ct, platform.node() + "-other-node")
+        assert end_recorded(read_records(session.journal_path)) == []
+        code, out = _run_quick(session, sessions_root, capsys)
+        assert code == 0, out
+        assert stray.poll() is None and "earlier run" not in out
+    finally:
+        stray.kill()
+        stray.wait()

@@ -17,10 +17,12 @@ The leader is rank 0 on one node; over several nodes it is local rank 0 of the n
 runner started (:data:`gpusession.bench.ranks.LEADER_ENV`). The run's elapsed seconds
 are ``t_b − t_a`` as seen by the leader, and every rank's own
 duration (its :class:`~gpusession.bench.timing.SyncTimer` interval) is kept beside it. A
-rank whose work raises still reaches the second barrier: the run fails for every rank
-(the failure names the rank) and the group goes on with the next run, as one worker
-process does after a failed run (R7). A rank that *dies* ends the group: torchrun tears
-it down and the runner records the incident.
+rank whose work raises (out of memory included) still reaches the second barrier: the
+run fails for every rank (the failure names the rank), the leader reports it, and the
+group ends with that run (the failed rank exits with
+:data:`~gpusession.bench.ranks.RUN_FAILED_EXIT`); the runner starts a fresh group for the
+runs left (R7). A rank that *dies* ends the group too: torchrun tears it down and the
+runner records the incident.
 
 Barriers, gathers and the go/stop decision travel over a gloo group (CPU), also when
 the work runs on NCCL, so each is a host-side rendezvous.

@@ -136,6 +136,12 @@ def rendezvous_id(experiment_id: str, worker: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{experiment_id}.{worker}")
 
 
+#: The exit code of a rank whose measured run failed (it raised, out of memory included):
+#: the group ends with that run, torchrun names this rank as the root cause, and the
+#: runner starts a fresh group for the runs left (issue 13).
+RUN_FAILED_EXIT = 5
+
+
 @dataclass(frozen=True)
 class RankFailure:
     """The rank torchrun names as the root cause of a failed group.
@@ -201,6 +207,7 @@ __all__ = [
     "RankEnv",
     "RankFailure",
     "LEADER_ENV",
+    "RUN_FAILED_EXIT",
     "rank_env",
     "rendezvous_id",
     "shard_bounds",

@@ -34,8 +34,10 @@ iterations) come from what the worker reports it did, never from the definition 
 An experiment with ``gpus > 1`` starts each worker through torchrun (issue 13:
 :mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
 barriers, memory the maximum over ranks, the ranks in ``notes``), each rank's own figures
-go to ``runs/<experiment>/ranks.csv``, and a group that dies part-way is followed by a
-fresh group for the runs left.
+go to ``runs/<experiment>/ranks.csv``, and a group that ends part-way (a rank raised in
+a run — the group then ends with that run and its row waits for the exit, to name the
+rank's exit code — died, or hung past the timeout) is followed by a fresh group for the
+runs left.
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ from gpusession.core.safefile import write_private_bytes
 from gpusession.core.session import Session
 from gpusession.core.status import refresh_counts
 from gpusession.core.summary import accepted_revisions
+
+#: Seconds a torchrun group may take to end by itself after a rank failed a run before
+#: the runner ends it (issue 13; the ranks exit right after the leader's report).
+TEARDOWN_GRACE_S = 30.0
 
 
 @dataclass
@@ -423,8 +429,12 @@ class Runner:
                                           create_time_s=w.ident.create_time_s))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
-        rank_pids: list[int] | None = None
+        rank_ids: dict[str, Any] = {}
         loaded = False
+        # issue 13: the run whose rank failed; the group ends with it and its row waits
+        # for the group's exit (the failed rank's exit code goes in it)
+        torn: tuple[ScheduledRun, WorkerRunFinished] | None = None
+        forced = False
         finished_keys: set[str] = set()
         deadline = time.monotonic() + exp.run_timeout_s
         timed_out = False
@@ -434,7 +444,10 @@ class Runner:
             try:
                 ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
-                timed_out = True
+                if torn is None:
+                    timed_out = True
+                else:  # a group that does not end after a rank failed: ended here (issue 13)
+                    forced = True
                 # the worker and everything it started, torchrun's ranks too (issues 12, 13)
                 w.end_group()
                 continue
@@ -443,7 +456,8 @@ class Runner:
             if isinstance(ev, WorkerEnvironment):
                 self._env = dict(ev.environment)
                 # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
-                rank_pids = self._env.pop("rank_pids", None)
+                rank_ids = {k: self._env.pop(k, None)
+                            for k in ("rank_pids", "rank_create_times_s", "rank_hosts")}
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
             elif isinstance(ev, WorkerCommandStarted):
@@ -455,7 +469,7 @@ class Runner:
                 self._emit(Loaded(worker=name, elapsed_s=ev.elapsed_s))
                 self._journal(WorkerLoadedRecord(experiment_id=exp.id, worker=name,
                                                  elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes,
-                                                 rank_pids=rank_pids))
+                                                 **rank_ids))
                 if ev.elapsed_s is not None:
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
@@ -490,7 +504,12 @@ class Runner:
                     run_index=in_flight.run_index, worker=name))
             elif isinstance(ev, WorkerRunFinished):
                 run = by_key[ev.run_key]
-                self._finish_run(exp, run, ev)
+                if ev.failed_rank is not None and not ev.ok and self._ranked(exp):
+                    # issue 13: the group ends with this run; its row once it has ended
+                    torn = (run, ev)
+                    deadline = time.monotonic() + TEARDOWN_GRACE_S
+                else:
+                    self._finish_run(exp, run, ev)
                 finished_keys.add(run.run_key)
                 in_flight = None
                 self._current_key = None
@@ -518,6 +537,10 @@ class Runner:
         if stderr:
             self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
         self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=name, exit=describe_exit(code)))
+        if torn is not None:  # issue 13: the row of the failed run, with how the group ended
+            self._finish_run(exp, torn[0], torn[1],
+                             ended=self._teardown_words(exp, torn[1], rank_cause, code, forced))
+            code = 0 if not forced else code  # the group ended as it should: no worker died
         died = code != 0
         if died or timed_out:
             self._worker_died = True
@@ -541,7 +564,7 @@ class Runner:
         if load_open:  # the worker ended before loading; any row was written above
             self._journal(LoadFinishedRecord(ok=False, **load_fields))
         missing = [r for r in group if r.run_key not in finished_keys]
-        self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out)
+        self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out or torn is not None)
         if missing and not self.cancel.is_set():
             self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run"
                            + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
@@ -589,6 +612,22 @@ class Runner:
         """``warm`` → ``warm-again-2`` → ``warm-again-3``: the worker name of a fresh group."""
         base, sep, n = name.rpartition("-again-")
         return f"{base}-again-{int(n) + 1}" if sep and n.isdigit() else f"{name}-again-2"
+
+    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: Any,
+                        code: int | None, forced: bool) -> str:
+        """How a group ended after its rank ``ev.failed_rank`` failed a run (issue 13).
+
+        Example: ``"the group ended with this run: rank 1 of 2 exited with code 5"``.
+        """
+        world = exp.gpus * exp.nodes
+        if forced:
+            how = (f"it did not end within {TEARDOWN_GRACE_S:g} s and was ended "
+                   f"(launcher {describe_exit(code)})")
+        elif cause is not None and cause.rank == ev.failed_rank:
+            how = f"rank {cause.rank} of {world} {describe_exit(cause.exitcode)}"
+        else:
+            how = f"launcher {describe_exit(code)}"
+        return f"the group ended with this run: {how}"
 
     def _rank_cause(self, exp: Experiment, w: WorkerProcess) -> Any:
         """The first failed rank torchrun names on stderr, ``None`` for one process or none."""
@@ -645,7 +684,13 @@ class Runner:
         self._emit(Progress(done=self._done, total=self._total, variant_id=run.variant_id,
                             phase=run.phase, run_index=run.run_index))
 
-    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: WorkerRunFinished) -> None:
+    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: WorkerRunFinished,
+                    *, ended: str | None = None) -> None:
+        """Append the row of a finished run and journal it (R3, R7).
+
+        ``ended``: for a run whose rank failed under torchrun, how the group ended with it
+        (issue 13), put in the notes and the incident.
+        """
         notes: list[str] = []
         row = self._row_for(exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
         truncated = ev.truncated or 0
@@ -677,8 +722,11 @@ class Runner:
             kind = "out of memory" if ev.oom else "exception in the workload"
             notes.insert(0, f"incident: {kind}: {ev.error_type}: {ev.message}; "
                             "elapsed not measured")
+            if ended:
+                notes.append(ended)
             row = row.replace(corpus_accepted=False)
-            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}")
+            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}"
+                           + (f"; {ended}" if ended else ""))
         if self._load_note and "other GPU processes: none" not in self._load_note:
             notes.append(f"concurrent load at start: {self._load_note}")
         row = row.replace(notes="; ".join(notes) or None)

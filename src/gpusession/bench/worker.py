@@ -8,7 +8,9 @@ loads once, runs the announced warm-up for every variant with exactly the measur
 shapes (R4, H-03; a command workload too, H-15), then the measured runs in the drawn
 order (R5). A ``varied = "context"`` experiment applies each run's limit to the work
 (``set_context``, R9). After an out-of-memory run the next measured run is preceded by
-one unmeasured pass of its shape; the worker goes on in the same process.
+one unmeasured pass of its shape; the worker goes on in the same process. Under
+torchrun a failed run (a rank raised, out of memory included) ends the group instead:
+the runner starts a fresh one for the runs left (issue 13).
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
@@ -651,9 +653,33 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
         if callable(expected):
             fields["expected_memory"] = expected(batch)
         ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
+        if group is not None and fields.get("failed_rank") is not None:
+            return _end_group_after(group, int(fields["failed_rank"]))
     if not ch.stopped:
         ch.send(WorkerDone())
     return 0
+
+
+def _end_group_after(group: Any, failed_rank: int) -> int:
+    """A rank's run failed: the group ends with that run (issue 13, R7).
+
+    One barrier first: every rank reaches it only after the leader has sent the run's
+    report (its ``run_finished`` naming the rank and the error), so torchrun tearing the
+    group down cannot cut that report off. The failed rank then exits with
+    :data:`~gpusession.bench.ranks.RUN_FAILED_EXIT` (torchrun names it as the root cause,
+    the runner puts its exit code in the row), the others with 0; the runner starts a
+    fresh group for the runs left.
+
+    Returns:
+        This rank's exit code.
+    """
+    from gpusession.bench.ranks import RUN_FAILED_EXIT
+
+    try:
+        group.barrier()
+    except Exception:  # noqa: BLE001, S110 - a rank already gone: the group ends anyway
+        pass
+    return RUN_FAILED_EXIT if failed_rank == group.rank else 0
 
 
 def _group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bool:
@@ -678,16 +704,19 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
 
     ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
     that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` /
-    ``rank_pids`` list each rank's device, GPU UUID and PID by rank; ``gpu_model`` of a
+    ``rank_pids`` / ``rank_create_times_s`` / ``rank_hosts`` list each rank's device, GPU
+    UUID, PID, start time and host by rank (the last three for recovery, journal only); ``gpu_model`` of a
     mixed host lists each model. The load's elapsed is the slowest rank's and its peaks
     the maximum over ranks (each baseline from the rank holding that peak); the leader
     writes every rank's load to ``ranks.csv`` (run key ``load``).
     """
     from gpusession.bench.rank_group import append_rank_rows
+    from gpusession.core.processes import identify
 
+    me = identify(os.getpid())
     mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
-            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model"), "pid": os.getpid(),
-            "host": platform.node(), "load": load}
+            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model"), "pid": me.pid,
+            "create_time_s": me.create_time_s, "host": platform.node(), "load": load}
     every = group.all_gather(mine)
     several_hosts = len({r["host"] for r in every}) > 1  # cuda:0 on two nodes is two GPUs
     used = sorted({f"{r['host']}/{d}" if several_hosts else d for r in every for d in r["gpus_used"]})
@@ -696,7 +725,8 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
     out.update(gpus_used=used, gpu_count=len(used), world_size=group.world_size,
                rank_devices=[r["device"] for r in every],
                rank_gpu_uuids=[r["gpu_uuid"] for r in every], rank_pids=[r["pid"] for r in every],
-               leader_rank=group.leader)
+               rank_create_times_s=[r["create_time_s"] for r in every],
+               rank_hosts=[r["host"] for r in every], leader_rank=group.leader)
     if models:
         out["gpu_model"] = ", ".join(models)
     per_rank = [{"rank": i, "world_size": group.world_size, "device": r["device"],
@@ -1046,7 +1076,9 @@ def main(argv: list[str] | None = None,
 
     Returns:
         The exit code: 0 done or stopped, 3 the load failed (reported as an incident),
-        4 a bug in the harness (reported as an incident with its traceback).
+        4 a bug in the harness (reported as an incident with its traceback), 5 this
+        rank's measured run failed under torchrun and the group ended with it (issue 13;
+        the group's other ranks exit 0).
 
     Raises:
         SystemExit: bad arguments (argparse).

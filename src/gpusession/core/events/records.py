@@ -149,6 +149,9 @@ class WorkerLoadedRecord(Record):
 
     ``rank_pids``: the PID of each rank of a torchrun group, by rank (issue 13: ranks
     run in their own sessions, so recovery needs them); absent for one process.
+    ``rank_create_times_s`` and ``rank_hosts``: each rank's start time (seconds since
+    the epoch, psutil's) and host name, by rank: recovery ends only a rank of this host
+    whose PID *and* start time match (a reused PID is spared).
     """
 
     EVENT: ClassVar[str] = "worker_loaded"
@@ -157,6 +160,8 @@ class WorkerLoadedRecord(Record):
     elapsed_s: float | None = None
     rss_peak_bytes: int | None = None
     rank_pids: list[int] | None = _opt()
+    rank_create_times_s: list[float | None] | None = _opt()
+    rank_hosts: list[str | None] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
