@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -118,6 +119,8 @@ def main() -> int:
     ap.add_argument("--tracemalloc", action="store_true", help="child prints what grew (slower)")
     args = ap.parse_args()
     window_s = 60.0 * args.minutes
+    # SIGTERM ends like Ctrl-C: the child is killed and the temporary session removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
