@@ -248,3 +248,18 @@ async def test_h11_footer_keys_whole_on_every_pane_at_60x20_and_80x24(
                     assert k.region.width and k.region.right <= right_edge, (size, key, k.description)
             if size == (60, 20):
                 assert app.screen.query_one(Footer).compact
+
+
+async def test_issue10_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp) -> None:
+    """Start-up (issue 10): key 3 pressed before the first frame is painted shows and focuses
+    the memory pane; the checklist's first focus does not bring its tab back."""
+    from ui.pilot import background_started
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await background_started(app)
+        await pilot.pause(0.2)
+        assert app.screen.query_one(TabbedContent).active == "memory"
+        mem = app.main.pane("memory")
+        assert app.focused is not None and (app.focused is mem or mem in app.focused.ancestors)

@@ -78,3 +78,24 @@ async def test_s1_add_item_stage_list_shows_stage_titles(session: Any, make_app:
         shown = [str(stages.get_option_at_index(i).prompt) for i in range(stages.option_count)]
         assert shown[0].startswith("(*) 1 ") and len(shown[0]) > 8, shown  # "1 Define the output"
         assert all(not s[4:].isdigit() for s in shown), shown
+
+
+async def test_issue10_first_frame_lists_a_screenful_then_every_item(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Start-up (issue 10): the first frame lists what fits on screen; once it is painted
+    the whole checklist is listed, highlight on the first item, the done count over all."""
+    from ui.pilot import background_started
+
+    items = load_checklist(session)
+    stages = len({i.stage for i in items})
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        olist = app.screen.query_one(OptionList)
+        assert SIZE[1] <= olist.option_count <= len(items) + stages  # at least a screenful
+        await background_started(app)
+        await pilot.pause()
+        assert olist.option_count == len(items) + stages
+        assert olist.highlighted_option is not None and olist.highlighted_option.id == items[0].id
+        status = str(app.screen.query_one("#checklist-status").render())
+        assert f"0 of {len(items)} done" in status, status

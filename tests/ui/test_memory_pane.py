@@ -160,3 +160,61 @@ async def test_h18_memory_pane_keeps_a_gpu_whose_memory_nvml_cannot_read(
         assert "None" not in gpu
         pane = app.screen.query_one(MemoryPane)
         assert pane.samples >= 1
+
+
+def _traceback_depth(exc: BaseException | None) -> int:
+    depth, tb = 0, exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        depth, tb = depth + 1, tb.tb_next
+    return depth
+
+
+def test_issue12_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
+    """The remembered NVML failure is raised again each second without chaining tracebacks."""
+    from gpusession.core.environment import read_nvml
+    from gpusession.ui.panes.memory import PersistentNvml
+
+    nvml = PersistentNvml(FakeNvml(fail="NVML Shared Library Not Found"))
+    depths = []
+    for _ in range(20):
+        snap = read_nvml(nvml)
+        assert not snap.available and "NVML Shared Library Not Found" in (snap.reason or "")
+        depths.append(_traceback_depth(nvml._error))
+    assert depths[-1] == depths[1], depths  # the first raise is the original one
+
+
+async def test_issue12_soak_memory_poller_keeps_nothing_per_tick(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Idle on the memory pane (no NVML driver, the common CPU-only case): after many
+    refresh ticks, no worker, widget or history entry is kept per tick (issue 12, soak:
+    each tick's worker, future and task were kept alive by a chained traceback)."""
+    import gc
+
+    from textual.worker import Worker
+
+    def counts(app: Any) -> tuple[int, int, int]:
+        gc.collect()
+        workers = sum(1 for o in gc.get_objects() if isinstance(o, Worker))
+        mem = app.screen.query_one(MemoryPane)
+        return workers, len(list(app.screen.walk_children(with_self=True))), len(mem._host_hist)
+
+    async def until_samples(pilot: Any, n: int) -> None:
+        for _ in range(300):  # at most 30 s on a loaded machine
+            if app.screen.query_one(MemoryPane).samples >= n:
+                return
+            await pilot.pause(0.1)
+        raise AssertionError(f"fewer than {n} samples")
+
+    app = make_app(nvml=FakeNvml(fail="NVML Shared Library Not Found"), poll_s=0.01)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await until_samples(pilot, 10)
+        workers0, nodes0, _ = counts(app)
+        await until_samples(pilot, 40)
+        workers1, nodes1, hist1 = counts(app)
+        mem = app.screen.query_one(MemoryPane)
+        assert mem.samples >= 40
+        assert nodes1 == nodes0  # refreshes update widgets, never mount new ones
+        assert hist1 == min(mem.samples, 120)  # the history is bounded (120 samples)
+        assert workers1 <= workers0 + 2, (workers0, workers1)  # one or two in flight at most

@@ -4,9 +4,9 @@ Who calls it: ``gpusession [NAME]`` / ``gpusession open`` (:mod:`gpusession.comm
 and ``gpusession demo`` call :func:`run_app`; tests and ``benchmarks/bench_startup.py``
 call :func:`build_app` with a fake clock, a fake NVML and a fake runner.
 
-The app itself is thin: it holds the :class:`~gpusession.ui.context.UiContext`, pushes
-one :class:`~gpusession.ui.screens.MainScreen`, loads ``app.tcss`` and offers the
-command palette. It never imports torch (M5).
+The app itself is thin: it holds the :class:`~gpusession.ui.context.UiContext`, has
+one :class:`~gpusession.ui.screens.MainScreen` as its default screen, loads ``app.tcss``
+and offers the command palette. It never imports torch (M5).
 
 Signals (issue 12, H-14): SIGHUP (the terminal or ssh connection went away) and SIGTERM
 end the run started from the Run pane at once (its worker groups are killed, the journal
@@ -92,10 +92,14 @@ class GpuSessionApp(App[int]):
         self._ending_signal: str | None = None
         self._signals_installed: list[int] = []
 
-    def on_mount(self) -> None:
+    def get_default_screen(self) -> MainScreen:
+        # The main screen is the bottom of the stack: no blank default screen composed,
+        # laid out and painted before it (start-up time, issue 10).
         # NO_COLOR is honoured by Textual itself (App.no_color strips colour); every
         # state is also written in words (H-11), so nothing is lost without colour.
-        self.push_screen(MainScreen(self.ctx))
+        return MainScreen(self.ctx)
+
+    def on_mount(self) -> None:
         self._install_signal_handlers()
 
     def on_unmount(self) -> None:

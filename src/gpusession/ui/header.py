@@ -1,6 +1,7 @@
 """The header line every screen keeps on top (S6): session, GPU seen, window, order.
 
-Who calls it: :class:`gpusession.ui.screens.MainScreen` composes it and calls
+Who calls it: :class:`gpusession.ui.screens.MainScreen` composes it, calls
+:meth:`SessionHeader.read_order` once the first frame is painted,
 :meth:`SessionHeader.show_gpus` when the memory pane reports a sample and
 :meth:`SessionHeader.refresh_line` when the order or package changes (and every 30 s).
 """
@@ -126,13 +127,14 @@ class SessionHeader(Static):
         self.warning: Any | None = None
 
     def on_mount(self) -> None:
-        # The order line needs core.order and order.toml: read after the first frame.
+        # The order line needs core.order and order.toml: read after the first frame
+        # (MainScreen.after_first_frame calls read_order; its imports would hold the GIL).
         self._check_warning()
         self._redraw()
-        self._read_order()
 
     @work(thread=True, group="header-order", exit_on_error=False)
-    def _read_order(self) -> None:
+    def read_order(self) -> None:
+        """Read the order line in a thread, then redraw (started after the first frame)."""
         line = order_words(self.ctx)
         self.app.call_from_thread(self._order_read, line)
 

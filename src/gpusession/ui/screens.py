@@ -1,6 +1,6 @@
 """The main screen: header line, six panes in a tab bar, footer (design.md §UI).
 
-Who calls it: :class:`gpusession.ui.app.GpuSessionApp` pushes one :class:`MainScreen`.
+Who calls it: :class:`gpusession.ui.app.GpuSessionApp` has one :class:`MainScreen` (its default screen).
 Attributes down, messages up (style.md §4): panes post messages; this screen reacts by
 redrawing the header and telling the other panes to reload (a run landed → memory,
 validation and cost re-read; an order changed → header).
@@ -122,7 +122,13 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_interval(30.0, self.header.refresh_line, name="header-clock")
         self._fit_footer(self.size.width)
-        self.call_after_refresh(self.pane("checklist").focus_main)
+        self.call_after_refresh(self._focus_first_pane)
+
+    def _focus_first_pane(self) -> None:
+        """Focus the checklist, unless a key already chose another pane (focus in a hidden
+        pane would bring its tab back)."""
+        if self.query_one(TabbedContent).active == "checklist":
+            self.pane("checklist").focus_main()
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_footer(event.size.width)
@@ -137,12 +143,16 @@ class MainScreen(Screen[None]):
     def after_first_frame(self) -> None:
         """Start what the first frame does not wait for (the app calls this once it is painted).
 
-        The header's GPU words (an NVML reading) and the checklist's evidence (NVML,
-        polars) are read in threads; started earlier, their imports would hold the GIL
-        while the first frame is laid out and rendered.
+        The checklist's items below the first screenful are added now; the header's
+        order line (core.order) and GPU words (an NVML reading) and the checklist's
+        evidence (NVML, polars) are read in threads; started earlier, their imports would
+        hold the GIL while the first frame is laid out and rendered.
         """
+        checklist = self.pane("checklist")
+        checklist.reload()  # the whole list (the first frame showed what fits on screen)
+        self.header.read_order()
         self._read_gpus()
-        self.pane("checklist").collect_evidence()
+        checklist.collect_evidence()
         self.background_started.set()
 
     @work(thread=True, group="header-gpu", exit_on_error=False)

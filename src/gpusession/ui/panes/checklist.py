@@ -82,16 +82,22 @@ class ChecklistPane(Vertical):
         yield OptionList(id="checklist-list")
 
     def on_mount(self) -> None:
-        # The evidence (NVML, polars) is collected once the first frame is on screen
-        # (MainScreen.after_first_frame), so its imports never hold up start-up.
-        self.reload()
+        # Start-up time: the first frame shows the first screenful of items (every option
+        # is at least one line); MainScreen.after_first_frame then reloads the whole list
+        # and collects the evidence (NVML, polars), so neither holds up the first frame.
+        self.reload(max_options=max(1, self.app.size.height))
 
     def focus_main(self) -> None:
         self.query_one(OptionList).focus()
 
     # -- data ------------------------------------------------------------------
-    def reload(self) -> None:
-        """Re-read the checklist from disk and redraw, keeping the highlighted item."""
+    def reload(self, max_options: int | None = None) -> None:
+        """Re-read the checklist from disk and redraw, keeping the highlighted item.
+
+        Args:
+            max_options: list only the first this many options (stage titles included);
+                ``None``: all of them. The count of done items always covers every item.
+        """
         from gpusession.core import checklist as mod
 
         status = self.query_one("#checklist-status", Static)
@@ -111,6 +117,8 @@ class ChecklistPane(Vertical):
                 options.append(Option(title, disabled=True))
             ev = self.evidence.get(item.id) or getattr(item, "evidence", None)
             options.append(Option(item_prompt(item, ev), id=item.id))
+            if max_options is not None and len(options) >= max_options:
+                break
         olist.set_options(options)
         done = sum(1 for i in self.items if i.done)
         status.update(

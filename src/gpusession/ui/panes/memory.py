@@ -159,7 +159,10 @@ class PersistentNvml:
             except self._failures() as exc:  # remembered: raised again on each call
                 self._state, self._error = "failed", exc
         if self._state == "failed" and self._error is not None:
-            raise self._error
+            # A fresh traceback each time (issue 12, soak): re-raising the same exception
+            # object would chain every call's frames onto its traceback, and with them
+            # each reading's thread worker, future and task — 0.46 MB/min, for ever.
+            raise self._error.with_traceback(None)
 
     def nvmlShutdown(self) -> None:  # noqa: N802
         pass
