@@ -108,3 +108,24 @@ async def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(
         assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-confirmed"]
         assert "( ) payment-sent" in prompts()
         assert states.value == "payment-confirmed"  # type: ignore[attr-defined]
+
+
+async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Issue 15: the Order pane says paid and what is open (provisioning), no countdown."""
+    from datetime import timedelta
+
+    from gpusession.core import order as om
+
+    om.new_payment_order(session, asset="USDT", network="TRC20", amount="55.00",
+                         destination="TXyz123", expires_at=session.package.start + timedelta(days=400))
+    om.record_event(session, "payment-confirmed", source="tracking")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "PAID" in text and "Still open: GPU provisioning" in text
+        assert "Active payment order" not in text and "expires in" not in text
