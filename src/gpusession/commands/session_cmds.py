@@ -23,9 +23,8 @@ from gpusession.core.package import (
     check_lots,
     parse_start,
 )
-from gpusession.core.results import summarize
 from gpusession.core.session import Session, list_sessions
-from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.summary import accepted_unique_corpora, session_summary
 from gpusession.core.textio import printable
 
 
@@ -177,7 +176,7 @@ def session_json(s: Session) -> dict[str, Any]:
     """
     frame = s.results.read()
     pkg = s.package
-    summary = summarize(frame)
+    summary = session_summary(s, frame)
     return {
         "name": s.name,
         "folder": str(s.folder),
@@ -194,7 +193,7 @@ def session_json(s: Session) -> dict[str, Any]:
         },
         "runs": frame.height,
         "accepted_unique_corpora": accepted_unique_corpora(frame),
-        "summary": summary.to_dicts(),
+        "summary": [r.to_json() for r in summary],
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
     }
 

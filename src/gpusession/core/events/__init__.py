@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from gpusession.core.events.base import PROTOCOL_VERSION, Channel, Event, GenericRecord
 from gpusession.core.events.records import (
+    AttemptFailedRecord,
     ExperimentEndedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
@@ -75,7 +76,7 @@ from gpusession.core.events.worker import (
 )
 
 __all__ = [
-    "PROTOCOL_VERSION", "Channel", "EnvironmentObserved", "Event", "ExperimentEndedRecord",
+    "PROTOCOL_VERSION", "AttemptFailedRecord", "Channel", "EnvironmentObserved", "Event", "ExperimentEndedRecord",
     "ExperimentFinishedRecord", "ExperimentIncompleteRecord", "ExperimentStartedRecord",
     "Finished", "GenericRecord", "IncidentRecord", "IncidentReported", "LoadFinishedRecord",
     "LoadStartedRecord", "Loaded", "Progress", "Record", "RowAppended", "RunFinishedRecord",

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
+    AttemptFailedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
@@ -59,7 +60,7 @@ for _cls in (
     ExperimentStartedRecord, LoadStartedRecord, LoadFinishedRecord, RunStartedRecord,
     RunFinishedRecord, RunRecoveredRecord, WorkerStartedRecord, WorkerLoadedRecord,
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
-    ExperimentFinishedRecord, ExperimentIncompleteRecord,
+    ExperimentFinishedRecord, ExperimentIncompleteRecord, AttemptFailedRecord,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls
 

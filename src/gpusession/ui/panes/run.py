@@ -142,7 +142,7 @@ class RunPane(Vertical):
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
         rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc", "peak reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        summ.add_columns("variant", "phase", "n", "median", "min–max", "failures")
+        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "outcome")
         with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
@@ -423,7 +423,7 @@ class RunPane(Vertical):
         charts.remove_children()
         if self.experiment_id is None:
             return
-        from gpusession.core.results import summarize
+        from gpusession.core.summary import session_summary
 
         try:
             import polars as pl
@@ -438,16 +438,15 @@ class RunPane(Vertical):
                 self._add_row(r)
             if frame.height and not self.last_outcome:
                 self.show_view("run-summary")
-        for r in summarize(frame).to_dicts():
-            med, lo, hi = r["median_seconds"], r["min_seconds"], r["max_seconds"]
-            failed = r["failed"]
-            table.add_row(
-                shown(r["variant_id"], "-"),
-                shown(r["phase"], "-"),
-                str(r["n"]),
-                fmt_seconds(med),
-                format_seconds_range(lo, hi),
-                state_cell("none" if not failed else f"{failed} failed (kept, see notes)"),
+        for line in session_summary(self.ctx.session, frame):
+            table.add_row(  # the quality figure beside the times (issue 15)
+                shown(line.variant_id, "-"),
+                shown(line.phase, "-"),
+                str(line.n),
+                fmt_seconds(line.median_seconds),
+                format_seconds_range(line.min_seconds, line.max_seconds),
+                line.quality_words(),
+                state_cell(line.outcome_words()),
             )
         warm = frame.filter(pl.col("phase") == "warm")
         label = (
