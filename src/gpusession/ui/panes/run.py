@@ -55,6 +55,14 @@ def accepted_words(row: dict[str, Any]) -> str:
     return yes_no(row.get("corpus_accepted"), "accepted", "rejected", "not validated")
 
 
+def peak_words(allocated: int | None, reserved: int | None) -> str:
+    """``1.20 GiB / 2.00 GiB`` (peak allocated / peak reserved, never added, M2);
+    ``not measured`` when neither was (M4: a CPU run)."""
+    if allocated is None and reserved is None:
+        return "not measured"
+    return f"{fmt_bytes(allocated)} / {fmt_bytes(reserved)}"
+
+
 def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
@@ -140,7 +148,9 @@ class RunPane(Vertical):
             yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
         yield Vertical(id="run-variants")
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
-        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc", "peak reserved", "corpus")
+        # allocated and reserved side by side in one cell (never added, M2), so the last
+        # column stays whole at 80 columns (issue 15)
+        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
         summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "outcome")
         with Horizontal(id="run-views"):
@@ -386,8 +396,7 @@ class RunPane(Vertical):
             shown(r.get("phase"), "-"),
             shown(r.get("run_index"), "-"),
             "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
-            fmt_bytes(r.get("peak_allocated_bytes")),
-            fmt_bytes(r.get("peak_reserved_bytes")),
+            peak_words(r.get("peak_allocated_bytes"), r.get("peak_reserved_bytes")),
             state_cell(accepted_words(r)),
         )
         table.move_cursor(row=table.row_count - 1)
