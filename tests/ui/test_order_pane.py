@@ -129,3 +129,31 @@ async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown
         text = text_of(app, "#order-text")
         assert "PAID" in text and "Still open: GPU provisioning" in text
         assert "Active payment order" not in text and "expires in" not in text
+
+
+async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Issue 15: the header says which event the window counts from; the Order pane offers
+    to restart it at the gpu-provisioned event (key w)."""
+    from datetime import timedelta
+
+    from gpusession.core import order as om
+    from gpusession.testing import FIXED_NOW
+
+    at = FIXED_NOW - timedelta(hours=2)
+    om.record_event(session, "gpu-provisioned", source="tracking", at=at)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "window from session creation" in text_of(app, "#session-header")
+        await pilot.press("5")
+        await pilot.pause()
+        assert "press w to restart it at gpu-provisioned" in text_of(app, "#order-warnings")
+        await pilot.press("w")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.ctx.session.package.start == at
+        assert "window from gpu-provisioned" in text_of(app, "#session-header")
+        assert "press w" not in text_of(app, "#order-warnings")

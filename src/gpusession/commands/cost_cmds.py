@@ -317,18 +317,15 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
 
 def _hint_package_start(s: Any, at: Any) -> None:
-    """S6: the package window counts from provisioning; say so when the start differs."""
-    from gpusession.core.clock import utcnow
-    from gpusession.core.window import local_str
+    """S6: the package window counts from provisioning; offer to restart it there (issue 15)."""
+    from gpusession.core.window import local_str, session_window_origin
 
-    when = at or utcnow()
-    start = s.package.start
-    if start is None or abs((start - when).total_seconds()) >= 60:
-        print(
-            f"Package start is {local_str(start)}; the GPU was provisioned at {local_str(when)}. "
-            f"If the package counts from then: gpusession package {s.name} --start "
-            f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        )
+    origin = session_window_origin(s, load_order(s))
+    if origin.offer and origin.provisioned_at is not None:
+        when = origin.provisioned_at
+        print(f"Package start is {local_str(s.package.start)} ({origin.words()}); the GPU was "
+              f"provisioned at {local_str(when)}. To count the package from then: "
+              f"gpusession package {s.name} --start-from gpu-provisioned")
 
 
 def cmd_order_deviation(args: argparse.Namespace) -> int:
