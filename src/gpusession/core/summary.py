@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from gpusession.core.session import Session
-
 
 def accepted_unique_corpora(
     frame: pl.DataFrame,
@@ -238,11 +236,12 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None)
     return out
 
 
-def session_summary(session: Session, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
+def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
     """The summary table of a session: :func:`summary_rows` with the journal's attempts.
 
     Args:
-        session: the open session.
+        session: the open ``core.session.Session`` (not imported here: session imports
+            this module).
         frame: its rows, when already read (else read here), possibly filtered.
 
     Returns:
