@@ -53,13 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     from gpusession.commands import (
         checklist_cmds,
         cost_cmds,
+        pull_cmd,
         run_cmds,
         session_cmds,
+        status_cmd,
         tui,
         validate_cmd,
     )
 
-    for mod in (session_cmds, tui, run_cmds, validate_cmd, cost_cmds, checklist_cmds):
+    for mod in (session_cmds, status_cmd, tui, run_cmds, validate_cmd, cost_cmds, checklist_cmds, pull_cmd):
         mod.register(sub)
     return parser
 
@@ -71,9 +73,40 @@ def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
     return set()
 
 
+def _early_status(args_list: list[str]) -> int | None:
+    """Run ``status`` before the full parser is built (issue 14: tmux calls it every few seconds).
+
+    Returns:
+        Its exit code, or ``None`` when the command is not ``status``.
+    """
+    sessions_dir: str | None = None
+    i = 0
+    while i < len(args_list):
+        word = args_list[i]
+        if word == "--sessions-dir" and i + 1 < len(args_list):
+            sessions_dir = args_list[i + 1]
+            i += 2
+        elif word.startswith("--sessions-dir="):
+            sessions_dir = word.split("=", 1)[1]
+            i += 1
+        else:
+            break
+    if i >= len(args_list) or args_list[i] != "status":
+        return None
+    from gpusession.commands import status_cmd
+
+    try:
+        return status_cmd.main(args_list[i + 1 :], sessions_dir, _Parser)
+    except BrokenPipeError:
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpusession`` console script. Returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    early = _early_status(args_list)
+    if early is not None:
+        return early
     parser = build_parser()
     commands = _known_commands(parser)
     # `gpusession` and `gpusession NAME` open the TUI; find the first positional word.

@@ -147,9 +147,18 @@ def test_s7_a_crashed_session_on_a_read_only_disk_still_shows(
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(file))
         return real_open(file, mode, *a, **kw)
 
+    real_os_open = os.open
+
+    def read_only_os_open(file: Any, flags: int, *a: Any, **kw: Any) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(file))
+        return real_os_open(file, flags, *a, **kw)
+
     monkeypatch.setattr("builtins.open", read_only_open)
+    monkeypatch.setattr(os, "open", read_only_os_open)
     rc = main(["--sessions-dir", str(sessions_root), "show", "t"])
     monkeypatch.setattr("builtins.open", real_open)
+    monkeypatch.setattr(os, "open", real_os_open)
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "runs      0 rows" in out

@@ -71,23 +71,13 @@ def test_s7_interrupted_write_leaves_the_old_file_intact(
     sessions_root: Path, monkeypatch: pytest.MonkeyPatch, new_session: NewSession) -> None:
     s = new_session("t1")
     before = s.session_toml.read_bytes()
-    real_fdopen = os.fdopen
+    real_write = os.write
 
-    class HalfWriter:
-        def __init__(self, fh):  # type: ignore[no-untyped-def]
-            self.fh = fh
+    def half_write(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
 
-        def __enter__(self):  # type: ignore[no-untyped-def]
-            return self
-
-        def __exit__(self, *a):  # type: ignore[no-untyped-def]
-            self.fh.close()
-
-        def write(self, data: bytes) -> int:
-            self.fh.write(data[: len(data) // 2])
-            raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(tomlio.os, "fdopen", lambda fd, mode: HalfWriter(real_fdopen(fd, mode)))
+    monkeypatch.setattr(tomlio.os, "write", half_write)
     s.data["note"] = "x" * 10_000
     with pytest.raises(OSError):
         s.save()

@@ -81,9 +81,7 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
               f"{meta['tune_macro_f1']:.3f}", file=out)
         session.journal("demo_model_trained", **meta)
     if demo != session.data.get("demo"):
-        session.reload()
-        session.data["demo"] = demo
-        session.save()
+        session.update(lambda doc: doc.__setitem__("demo", demo))  # under the folder lock
     classes = demo.get("classes") or ["business", "entertainment", "politics", "sports", "tech"]
     exp = Experiment(
         id=DEMO_EXPERIMENT,

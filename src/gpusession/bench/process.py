@@ -6,14 +6,18 @@ Who calls it: :class:`gpusession.bench.runner.Runner`. No torch here.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 from collections import deque
 from typing import Any
 
+from gpusession.bench.lifetime import PARENT_ENV
 from gpusession.core.events import event_from_json
+from gpusession.core.processes import ProcessId, end_group, identify
 
 #: Put on a worker's event queue when its stdout closes.
 EOF_EVENT = object()
@@ -40,6 +44,14 @@ def _one_line(text: str, limit: int = 300) -> str:
 class WorkerProcess:
     """One worker subprocess, read by two threads (H-12: the parent never blocks on it).
 
+    The worker starts as the leader of a session (and process group) of its own: the
+    terminal's Ctrl-C and hang-up do not reach it, and :meth:`end_group` ends it with
+    everything it started, the user's command included (issue 12, H-14). It learns its
+    parent's PID from ``GPUSESSION_PARENT_PID`` and sets its parent-death signal itself
+    (:func:`gpusession.bench.lifetime.die_with_parent`), so no ``preexec_fn`` runs in this
+    possibly threaded parent. Create it from the thread that waits for it (the
+    death signal follows the forking *thread*).
+
     Its stdout lines become typed worker events (:mod:`gpusession.core.events`) in
     ``events``, ending with ``EOF_EVENT``; a stdout line that is not a JSON object is kept
     with stderr. The last 200 stderr lines are kept in ``stderr`` for the journal.
@@ -55,6 +67,7 @@ class WorkerProcess:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the process and its two reader threads."""
+        env = {**env, PARENT_ENV: str(os.getpid())}
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -65,7 +78,11 @@ class WorkerProcess:
             errors="replace",
             env=env,
             bufsize=1,
+            # its own session: out of reach of the terminal's signals, ended as one group
+            start_new_session=sys.platform != "win32",
         )
+        #: PID and start time: the name recorded in the journal (issue 12).
+        self.ident: ProcessId = identify(self.proc.pid)
         self.events: queue.Queue[Any] = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=200)
         self._t_out = threading.Thread(target=self._read_out, daemon=True)
@@ -128,7 +145,20 @@ class WorkerProcess:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.end_group()
             code = self.proc.wait()
+        self.end_group()  # whatever the worker left behind in its group (issue 12)
         self._t_err.join(timeout=5)
         return code
+
+    def end_group(self) -> list[int]:
+        """End the worker's whole process group and its descendants now (issue 12).
+
+        Safe to call from any thread, several times, and after the worker exited (then
+        only leftovers of its group are ended). The worker's own exit status stays
+        readable by :meth:`finish`.
+
+        Returns:
+            The PIDs signalled.
+        """
+        return end_group(self.ident)

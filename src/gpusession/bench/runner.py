@@ -12,6 +12,18 @@ signal or timed out — keeps its row: elapsed empty, corpus not accepted, the i
 marked incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
+Processes (issue 12, H-14): each worker is the leader of a process group of its own
+(:class:`~gpusession.bench.process.WorkerProcess`), journaled with its PID and start
+time, as is each user command it starts. A timeout, an error of the parent or
+:meth:`Runner.interrupt` (SIGHUP/SIGTERM, through
+:func:`gpusession.core.processes.interrupt_all`) ends the whole group at once; a parent
+killed outright takes its workers with it (parent-death signal,
+:mod:`gpusession.bench.lifetime`). :meth:`Runner.run` forks every worker from the thread
+that calls it and returns only after the last one exited, so that thread lives as long
+as the run (the death signal follows the forking thread). Before the first worker
+starts, workers and commands of earlier runs that are still alive are ended
+(:func:`gpusession.core.processes.end_recorded`).
+
 ``on_event`` receives typed runner events of :mod:`gpusession.core.events` (from the
 runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserved``,
 ``IncidentReported``, ``WorkerStarted``, ``Finished``; :func:`gpusession.core.events.describe`
@@ -40,6 +52,7 @@ from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_
 from gpusession.core import journal
 from gpusession.core.events import (
     AttemptFailedRecord,
+    CommandStartedRecord,
     EnvironmentObserved,
     Event,
     ExperimentFinishedRecord,
@@ -54,9 +67,11 @@ from gpusession.core.events import (
     Progress,
     RowAppended,
     RunFinishedRecord,
+    RunInterruptedRecord,
     RunnerEvent,
     RunStartedRecord,
     WarmupDoneRecord,
+    WorkerCommandStarted,
     WorkerEnvironment,
     WorkerExitedRecord,
     WorkerIncident,
@@ -71,9 +86,13 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
+from gpusession.core.events.words import interrupted_words
 from gpusession.core.journal import RunKey
+from gpusession.core.processes import end_recorded, on_interrupt
 from gpusession.core.results import ResultRow
+from gpusession.core.safefile import write_private_bytes
 from gpusession.core.session import Session
+from gpusession.core.status import refresh_counts
 from gpusession.core.summary import accepted_revisions
 
 
@@ -85,12 +104,15 @@ class RunOutcome:
         rows_written: CSV rows appended (load, cold and warm, failures included).
         completed: every scheduled run ran (failed runs count as ran; R7).
         cancelled: stopped by a cancel request at a run boundary (H-12).
+        interrupted: the signal (``"SIGHUP"``, ``"SIGTERM"``) that ended the run at once,
+            ``None`` when none did (issue 12).
         incidents: one sentence per incident.
     """
 
     rows_written: int = 0
     completed: bool = False
     cancelled: bool = False
+    interrupted: str | None = None
     incidents: list[str] = field(default_factory=list)
 
 
@@ -146,6 +168,27 @@ class Runner:
         self._fatal_load: str | None = None
         self._measured = False
         self._keys_written: list[str] = []
+        # The worker running now and the run key in flight (a load is a run), for
+        # interrupt() (issue 12); interrupt may come from another thread.
+        self._current: WorkerProcess | None = None
+        self._current_key: str | None = None
+        self._interrupt_said = False
+
+    def interrupt(self, signal_name: str) -> None:
+        """End the run at once: ``signal_name`` (``"SIGHUP"``/``"SIGTERM"``) arrived.
+
+        The worker's whole group is ended now (not at the next run boundary), no other
+        worker starts, and the journal gets a ``run_interrupted`` record naming the run in
+        flight; :meth:`run` then releases the lock and returns with
+        ``outcome.interrupted`` set (issue 12, H-14). Callable from a signal handler or
+        another thread; a second call changes nothing.
+        """
+        if self.outcome.interrupted is None:
+            self.outcome.interrupted = signal_name
+        self.cancel.set()
+        w = self._current
+        if w is not None:
+            w.end_group()
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:
@@ -182,9 +225,17 @@ class Runner:
         exp = self.experiment
         s = self.session
         journal.take_lock(s.folder, s.name)  # S7: one runner per session
+        forget = on_interrupt(self.interrupt)
         try:
+            # Never trust the lock alone: what an earlier run left alive ends first (H-14).
+            for msg in end_recorded(journal.read_records(s.journal_path)):
+                self._incident(msg)
             self._run(exp)
         finally:
+            forget()
+            if self._current is not None:  # an error of the parent: the group ends too
+                self._current.end_group()
+            self._say_interrupted()
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
         return self.outcome
@@ -246,14 +297,16 @@ class Runner:
                     break
         if self._fatal_load is not None:
             self._incident(self._fatal_load)
-        if not self._measured and self._keys_written:
+        if not self._measured and self._keys_written and not self.cancel.is_set():
             self._journal(AttemptFailedRecord(
                 experiment_id=exp.id, attempt=self._attempt_number(exp.id),
                 run_keys=list(self._keys_written), workload=exp.workload,
                 message=self._fatal_load or "nothing measured: no worker loaded the workload",
             ))
         ran_all = self._done == self._total
-        self.outcome.cancelled = self.cancel.is_set() and not ran_all
+        interrupted = self.outcome.interrupted
+        self._say_interrupted()
+        self.outcome.cancelled = self.cancel.is_set() and not ran_all and interrupted is None
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
         end = ExperimentFinishedRecord if self.outcome.completed else ExperimentIncompleteRecord
         self._journal(end(
@@ -262,9 +315,26 @@ class Runner:
             message=(None if self.outcome.completed else
                      f"incomplete: {self._done} of {self._total} runs done"
                      + (" (a worker died or timed out)" if self._worker_died else "")
-                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")),
+                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")
+                     + (f" (interrupted by {interrupted})" if interrupted else "")),
         ))
         _ = stopped
+
+    def _say_interrupted(self) -> None:
+        """Journal ``run_interrupted`` once, naming the run in flight (issue 12)."""
+        sig = self.outcome.interrupted
+        if sig is None or self._interrupt_said:
+            return
+        self._interrupt_said = True
+        key = self._current_key
+        words = interrupted_words(sig, key)
+        self.outcome.incidents.append(words)
+        try:
+            self._journal(RunInterruptedRecord(signal=sig, run_key=key,
+                                               experiment_id=self.experiment.id, message=words))
+        except OSError:
+            pass  # the disk refused it: the lock is still released by run()
+        self._emit(IncidentReported(message=words))
 
     def _spec(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> dict[str, Any]:
         runs = []
@@ -315,6 +385,7 @@ class Runner:
         # K4: distinct accepted corpora of the session, never a count of rows.
         row = row.replace(accepted_unique_corpora=len(self._accepted_revisions))
         self.session.results.append(row)
+        refresh_counts(self.session.folder)  # summary.json for `gpusession status` (issue 14)
         self.outcome.rows_written += 1
         if row.phase != "load" or row.elapsed_seconds is not None:
             self._measured = True
@@ -329,7 +400,7 @@ class Runner:
         spec_dir = s.runs_dir / exp.id
         spec_dir.mkdir(parents=True, exist_ok=True)
         spec_path = spec_dir / f".worker-{name}.json"
-        spec_path.write_text(json.dumps(self._spec(exp, name, group), default=str), encoding="utf-8")
+        write_private_bytes(spec_path, json.dumps(self._spec(exp, name, group), default=str).encode())
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -344,8 +415,13 @@ class Runner:
                                            variant_id=load_variant, phase="load", run_index=load_index)
         self._journal(LoadStartedRecord(worker=name, **load_fields))
         load_open = True
+        self._current_key = load_key.format()
         w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
-        self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid))
+        self._current = w
+        if self.outcome.interrupted is not None:  # the signal came while it started
+            w.end_group()
+        self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid,
+                                          create_time_s=w.ident.create_time_s))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
         loaded = False
@@ -359,7 +435,7 @@ class Runner:
                 ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 timed_out = True
-                w.proc.kill()
+                w.end_group()  # the worker and everything it started (issue 12)
                 continue
             if ev is EOF_EVENT:
                 break
@@ -367,6 +443,9 @@ class Runner:
                 self._env = ev.environment
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
+            elif isinstance(ev, WorkerCommandStarted):
+                self._journal(CommandStartedRecord(experiment_id=exp.id, worker=name, pid=ev.pid,
+                                                   create_time_s=ev.create_time_s))
             elif isinstance(ev, WorkerLoaded):
                 loaded = True
                 self._revisions = ev.revisions or {}
@@ -386,6 +465,7 @@ class Runner:
                 if load_open:
                     self._journal(LoadFinishedRecord(ok=True, **load_fields))
                     load_open = False
+                    self._current_key = None
             elif isinstance(ev, WorkerWarmupDone):
                 self._warm_done = dict(ev.per_variant)
                 self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
@@ -399,6 +479,7 @@ class Runner:
                     deadline = time.monotonic() + exp.run_timeout_s
             elif isinstance(ev, WorkerRunStarted):
                 in_flight = by_key[ev.run_key]
+                self._current_key = self._key(in_flight).format()
                 self._journal(RunStartedRecord(
                     run_key=self._key(in_flight).format(), experiment_id=exp.id,
                     variant_id=in_flight.variant_id, phase=in_flight.phase,
@@ -408,6 +489,7 @@ class Runner:
                 self._finish_run(exp, run, ev)
                 finished_keys.add(run.run_key)
                 in_flight = None
+                self._current_key = None
             elif isinstance(ev, WorkerIncident):
                 msg = (f"{ev.where}: {ev.error_type}: {ev.message}"
                        + (" (out of memory)" if ev.oom else ""))
@@ -432,7 +514,9 @@ class Runner:
                         load_open = False
             elif isinstance(ev, WorkerStopped):
                 ok = False
+        self._say_interrupted()  # before the rows: the journal says why the worker died
         code = w.finish()
+        self._current = None
         stderr = list(w.stderr)
         if stderr:
             self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
@@ -441,7 +525,8 @@ class Runner:
         if died or timed_out:
             self._worker_died = True
             how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
-                   else describe_exit(code))
+                   else f"was ended at once (interrupted by {self.outcome.interrupted})"
+                   if self.outcome.interrupted else describe_exit(code))
             last = w.last_stderr()
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))

@@ -40,8 +40,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from gpusession.bench.lifetime import child_preexec, die_with_parent
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
+    WorkerCommandStarted,
     WorkerDone,
     WorkerEnvironment,
     WorkerEvent,
@@ -674,9 +676,35 @@ def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, An
     return [fill_placeholders(a, values) for a in argv_t]
 
 
+#: Where :func:`_call` reports the PIDs of the user's commands (set by :func:`main`).
+_pid_channel: Channel | None = None
+
+
 def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
-                          check=False)
+    """Run the user's command once and wait for it (issue 12 for how it is spawned).
+
+    It stays in the worker's process group (ended with it), starts with default signal
+    dispositions (the worker ignores SIGINT; the command must stay interruptible) and
+    gets SIGKILL when the worker dies (:func:`gpusession.bench.lifetime.child_preexec`).
+    Its PID and start time are reported to the parent, which journals them.
+
+    Raises:
+        OSError: the program is missing or not executable.
+    """
+    from gpusession.core.processes import identify
+
+    preexec = child_preexec if os.name == "posix" else None
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
+                          preexec_fn=preexec) as proc:  # noqa: PLW1509 - the worker is single-threaded
+        if _pid_channel is not None:
+            _pid_channel.send(WorkerCommandStarted(pid=proc.pid,
+                                                   create_time_s=identify(proc.pid).create_time_s))
+        try:
+            proc.wait()
+        except BaseException:
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode)
 
 
 def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
@@ -761,7 +789,7 @@ def main(argv: list[str] | None = None,
 
     The protocol keeps the original stdout; anything else printed goes to stderr. SIGINT
     is ignored: a Ctrl-C is the parent's to turn into a cancel at the next run boundary
-    (H-12).
+    (H-12). The worker ends with its parent (``PR_SET_PDEATHSIG``, issue 12).
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
@@ -776,6 +804,9 @@ def main(argv: list[str] | None = None,
         OSError: the spec file cannot be read.
         ValueError: the spec file is not JSON (``json.JSONDecodeError``).
     """
+    global _pid_channel
+    # End with the runner even if it is killed with SIGKILL (issue 12, H-14).
+    die_with_parent()
     ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
     ap.add_argument("--spec", required=True, type=Path)
     args = ap.parse_args(argv)
@@ -787,6 +818,7 @@ def main(argv: list[str] | None = None,
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ch = Channel(proto, sys.stdin)
+    _pid_channel = ch
     ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     try:

@@ -66,6 +66,9 @@ def register(sub: Any) -> None:
     p.add_argument("--deliverables", required=True, metavar="DIR", help="folder of approved deliverables")
     p.add_argument("--out", metavar="FILE", help="manifest file to write (refused if it exists)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out / manifest.csv")
+    p.add_argument("--also-in-deliverables", action="store_true",
+                   help="also write a copy as DIR/manifest.csv, so a plain cp -r or rsync of the "
+                   "deliverables carries it (verify-copy ignores it)")
     p.set_defaults(func=cmd_manifest)
 
     p = sub.add_parser(
@@ -202,6 +205,13 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
 
 
 # -- manifest / verify-copy ----------------------------------------------------------------
+def _shown(name: str) -> str:
+    """A file name as printed: a newline or other control character escaped (issue 12)."""
+    from gpusession.core.textio import printable
+
+    return printable(name, keep="")
+
+
 def cmd_manifest(args: argparse.Namespace) -> int:
     """Write ``manifest.csv`` (path, size in bytes, SHA-256) of the approved deliverables (S4).
 
@@ -234,16 +244,30 @@ def cmd_manifest(args: argparse.Namespace) -> int:
             "deliverables (seed 003 §8: deliverables apart from technical files)",
             path=folder,
         )
+    also = bool(getattr(args, "also_in_deliverables", False))
     if args.out:
-        res = write_manifest(folder, Path(args.out), force=args.force)
+        res = write_manifest(folder, Path(args.out), force=args.force, also_in_deliverables=also)
     else:
-        res = write_manifest(folder, s.folder / "manifest.csv", force=args.force, number_if_exists=True)
-    s.journal("manifest_written", path=str(res.path), deliverables=str(folder.absolute()),
-              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped))
-    print(f"wrote {res.path}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+        res = write_manifest(folder, s.folder / "manifest.csv", force=args.force,
+                             number_if_exists=True, also_in_deliverables=also)
+    s.journal("manifest_written", path=str(res.path.absolute()), deliverables=str(folder.absolute()),
+              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped),
+              copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None)
+    print(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+    if res.copy_path is not None:
+        print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
     for sk in res.skipped:
-        print(f"  skipped {sk.path}: {sk.reason}")
-    print(f"after the copy home: gpusession verify-copy {res.path.name} COPY_DIR")
+        print(f"  skipped {_shown(sk.path)}: {sk.reason}")
+    # The real path (issue 15): "verify-copy manifest.csv COPY_DIR" only worked from the
+    # session folder. Home, `pull` copies session and deliverables and verifies both.
+    print("after the copy home, on your own computer: gpusession pull "
+          f"[USER@]HOST:{s.folder.absolute()} --deliverables {folder.absolute()}")
+    if res.copy_path is not None:
+        print("or, after a plain copy of the deliverables: gpusession verify-copy "
+              "COPY_DIR/manifest.csv COPY_DIR")
+    else:
+        print(f"or, with the manifest copied too: gpusession verify-copy {res.path.absolute()} COPY_DIR "
+              "(the manifest's path on this machine; use the path of its copy at home)")
     return 0
 
 
@@ -291,16 +315,16 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     total = len(check.matching) + len(check.missing) + len(check.changed)
     print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
     for p in check.missing:
-        print(f"  MISSING  {p}")
+        print(f"  MISSING  {_shown(p)}")
     for c in check.changed:
         how = "hash differs" if c.actual_sha256 else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes"
-        print(f"  CHANGED  {c.path} ({how})")
+        print(f"  CHANGED  {_shown(c.path)} ({how})")
     for p in check.extra:
-        print(f"  EXTRA    {p}")
+        print(f"  EXTRA    {_shown(p)}")
     for a, b in check.renamed:
-        print(f"  RENAMED? {a} → {b} (same content)")
+        print(f"  RENAMED? {_shown(a)} → {_shown(b)} (same content)")
     for sk in check.skipped:
-        print(f"  SKIPPED  {sk.path}: {sk.reason}")
+        print(f"  SKIPPED  {_shown(sk.path)}: {sk.reason}")
     if check.ok:
         print("copy matches the manifest")
     else:
@@ -309,7 +333,7 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     if check.representative:
         print("Open these from the copy (not from the remote machine):")
         for p in check.representative:
-            print(f"  {copy / p}")
+            print(f"  {_shown(str(copy / p))}")
     return 0 if check.ok else EXIT_COPY_DIFFERS
 
 

@@ -8,6 +8,10 @@ headless, printing progress and the summary table, or in the TUI.
 
 ``gpusession run NAME [--experiment ID] [--headless] [--device D]`` runs a defined
 experiment of a session. Re-running appends: run indexes continue, nothing is lost.
+SIGHUP (the terminal or ssh connection went away) and SIGTERM end the run at once: its
+workers and their commands end, the journal says at which run, the lock is released and
+the exit code is 128 + the signal's number (issue 12, H-14). ``--detach`` starts the run
+outside the terminal's life on purpose, its output in ``logs/`` of the session folder.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -57,15 +63,23 @@ def register(sub: Any) -> None:
         description=(
             "Run an experiment defined with `gpusession experiment NAME define`: load, cold "
             "and warm phases in fresh worker processes, one CSV row appended per run as it "
-            "finishes. Ctrl-C stops at the next run boundary; a run cut by a crash is "
-            "recorded as an incident when the session is next opened. Exit 0 when every "
-            "scheduled run ran, 1 when the experiment is incomplete."
+            "finishes. Ctrl-C stops at the next run boundary; a hang-up (SIGHUP: the "
+            "terminal or ssh connection closed) or SIGTERM ends the run at once, its "
+            "processes included, and says so in the journal (exit 129 / 143). To outlive "
+            "the terminal on purpose, use --detach: the run goes on in the background, its "
+            "output in logs/ of the session folder; follow it with `gpusession show NAME` "
+            "or the TUI's Run pane. A run cut by a crash is recorded as an incident when "
+            "the session is next opened. Exit 0 when every scheduled run ran, 1 when the "
+            "experiment is incomplete."
         ),
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--experiment", metavar="ID", help="experiment id (default: the only/last one)")
     p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
     p.add_argument("--device", type=_device, default=None, help="override the device for this run")
+    p.add_argument("--detach", action="store_true",
+                   help="run in the background, outside this terminal's life (survives an ssh "
+                   "drop); output goes to logs/run-<time>.log in the session folder")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("experiment", help="define or list the experiments of a session")
@@ -132,7 +146,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     Events become words in one place (:func:`gpusession.core.events.describe`); the
     environment is said once, and again only when it changes (R10). Ctrl-C stops at the
-    next run boundary, a second Ctrl-C aborts. The summary pools every run of the
+    next run boundary, a second Ctrl-C aborts. SIGHUP and SIGTERM end the run at once
+    (worker groups killed, ``run_interrupted`` journaled, lock released; issue 12). The summary pools every run of the
     experiment, earlier runs included: median and min-max seconds per variant and phase
     (R3, R6).
 
@@ -144,7 +159,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     Returns:
         0 when every scheduled run ran without an incident; 1 when a run failed, the
-        experiment is incomplete or it was cancelled.
+        experiment is incomplete or it was cancelled; 128 + the signal's number when
+        SIGHUP (129) or SIGTERM (143) ended it.
 
     Raises:
         BadInput: No experiment ``experiment_id`` in the session.
@@ -185,14 +201,23 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         print("cancel requested: stopping at the next run boundary (Ctrl-C again to abort)",
               flush=True)
 
-    previous = None
+    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
+
+    def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
+        interrupt_all(signal.Signals(signum).name)
+
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, on_sigint)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
+        for sig in ENDING_SIGNALS:
+            previous[sig] = signal.signal(sig, on_ending)
     try:
         outcome = runner.run()
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if outcome.interrupted is not None:
+        return _interrupted_exit(outcome)
     frame = session.results.read()
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
@@ -201,6 +226,18 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     print(f"\n{outcome.rows_written} rows appended to {session.results.path.name}; experiment {verdict}; "
           f"{len(outcome.incidents)} incident(s)")
     return 0 if outcome.completed and not outcome.incidents else 1
+
+
+def _interrupted_exit(outcome: Any) -> int:
+    """Say (if anyone still reads) how a signal ended the run; 128 + its number."""
+    sig = signal.Signals[outcome.interrupted]
+    try:
+        print(f"\n{outcome.incidents[-1] if outcome.incidents else outcome.interrupted}; "
+              f"{outcome.rows_written} rows appended; the run lock is released", flush=True)
+    except OSError:  # the terminal is gone (SIGHUP): the journal has said it
+        # Python's last flush at exit would fail too and change the exit code to 120.
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
+    return 128 + int(sig)
 
 
 def _rows_of(session: Session, experiment_id: str) -> int:
@@ -267,9 +304,68 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "(see `gpusession experiment --help`), or try `gpusession demo`"
             )
         exp_id = exps[-1].id
+    if getattr(args, "detach", False):
+        return run_detached(session, exp_id, args.device)
     if args.headless:
         return run_headless(session, exp_id, args.device)
     return _open_ui(session)
+
+
+def run_detached(session: Session, experiment_id: str, device: str | None = None) -> int:
+    """Start ``run --headless`` in the background, outside this terminal's life (issue 12).
+
+    The run gets a session of its own (``start_new_session``: no terminal, so the ssh
+    drop's SIGHUP never reaches it), stdin from ``/dev/null`` and its output in
+    ``logs/run-<UTC time>.log`` of the session folder (created 0600, never over an
+    existing file). It prints the PID, the log and how to follow the run, and returns at
+    once.
+
+    Args:
+        session: the open session.
+        experiment_id: an experiment defined in it.
+        device: ``cpu``, ``cuda`` or ``cuda:N`` for this run, ``None`` for the experiment's.
+
+    Returns:
+        0 once the background run has started.
+
+    Raises:
+        Failure: another process runs experiments in the session (nothing started).
+        OSError: the log could not be created or the process could not start.
+    """
+    from gpusession.core.clock import utcnow
+    from gpusession.core.journal import lock_busy
+
+    holder = session.run_lock_holder()
+    if holder is not None and holder != os.getpid():
+        raise lock_busy(holder, session.name)
+    logs = session.folder / "logs"
+    logs.mkdir(mode=0o700, exist_ok=True)
+    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+    log = logs / f"run-{stamp}.log"
+    n = 1
+    while True:
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            break
+        except FileExistsError:
+            n += 1
+            log = logs / f"run-{stamp}-{n}.log"
+    cmd = [sys.executable, "-m", "gpusession", "--sessions-dir", str(session.folder.parent),
+           "run", session.name, "--experiment", experiment_id, "--headless"]
+    if device:
+        cmd += ["--device", device]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                                start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
+    print(f"started {experiment_id} of session {session.name} in the background (pid {proc.pid}); "
+          f"it goes on if this terminal or the ssh connection closes")
+    print(f"output: {log}")
+    print(f"follow it: `gpusession show {session.name}`, or the TUI's Run pane "
+          f"(`gpusession {session.name}`, then 2); stop it: `kill {proc.pid}` "
+          "(the journal then says where it stopped)")
+    return 0
 
 
 def _scalar(text: str) -> Any:

@@ -24,8 +24,10 @@ from gpusession.core.package import (
     parse_start,
 )
 from gpusession.core.session import Session, list_sessions
+from gpusession.core.status import retrieval_state
 from gpusession.core.summary import accepted_unique_corpora, session_summary
 from gpusession.core.textio import printable
+from gpusession.core.window import package_warning, package_window
 
 
 def _lots(text: str) -> int:
@@ -193,7 +195,8 @@ def session_json(s: Session) -> dict[str, Any]:
         ``name``, ``folder``, ``created_at``, ``package`` (with ``end`` and
         ``time_left_seconds``, S6), ``runs`` (rows of the results CSV),
         ``accepted_unique_corpora`` (K4), ``summary`` (one dict per experiment, variant and
-        phase, R6) and ``session_toml`` (the rest of the file).
+        phase, R6), ``copy_home_verified`` and ``warning`` (the end-of-package warning or
+        ``None``, issue 14) and ``session_toml`` (the rest of the file).
 
     Raises:
         BadInput: An unreadable results CSV.
@@ -218,6 +221,8 @@ def session_json(s: Session) -> dict[str, Any]:
         "runs": frame.height,
         "accepted_unique_corpora": accepted_unique_corpora(frame),
         "summary": [r.to_json() for r in summary],
+        "copy_home_verified": retrieval_state(s.folder).verified,
+        "warning": _warning_text(s),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
     }
 
@@ -231,6 +236,12 @@ def _origin(s: Session) -> Any:
         return session_window_origin(s, load_order(s))
     except BadInput:
         return None
+
+
+def _warning_text(s: Session) -> str | None:
+    """The end-of-package warning now (issue 14), ``None`` when there is none."""
+    warning = package_warning(package_window(s.package), retrieval_state(s.folder).verified)
+    return warning.text if warning is not None else None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -312,6 +323,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     offer = origin.offer_line(s.name) if origin else None
     if offer:
         print(f"          {offer}")
+    retrieval = retrieval_state(s.folder)
+    print(f"copy home {retrieval.words.removeprefix('copy home ')}")
+    if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
+        print(f"WARNING   {data['warning']}")
     print(f"runs      {data['runs']} rows in resultats-bruts.csv")
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")

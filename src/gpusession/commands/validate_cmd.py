@@ -174,6 +174,9 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         accepted.add(revision)
     row = row.replace(accepted_unique_corpora=len(accepted))
     session.results.append(row)
+    from gpusession.core.status import refresh_counts
+
+    refresh_counts(session.folder)  # summary.json for `gpusession status` (issue 14)
     return row
 
 

@@ -26,7 +26,6 @@ the person (S1). Callers: the TUI's Checklist pane and ``gpusession checklist``.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -44,7 +43,6 @@ from gpusession.core.tomlio import tomllib
 #: Default time kept free at the end of the package to retrieve what is useful (G§7).
 DEFAULT_RETRIEVAL_RESERVE_HOURS = 4.0
 
-_LOCK = threading.Lock()
 CUSTOM_PREFIX = "own."
 
 
@@ -212,7 +210,7 @@ def _find(items: list[ChecklistItem], item_id: str, session: Session) -> Checkli
 
 
 def _update(session: Session, item_id: str, changes: dict[str, Any]) -> ChecklistItem:
-    with _LOCK:
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
         doc = _read_state(session)
         _find(_items_from(session, doc), item_id, session)
         current = doc["items"].get(item_id)
@@ -287,7 +285,7 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
         raise BadInput("the text contains a control character (escape, …); expected one line",
                        field="text")
     check_no_secret(text, field="text")
-    with _LOCK:
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
         doc = _read_state(session)
         taken = [
             int(k[len(CUSTOM_PREFIX):])
@@ -352,7 +350,7 @@ def set_setting(session: Session, key: str, value: Any) -> None:
         value = str(value)
     else:
         raise BadInput(f"unknown setting {key!r}", field=key)
-    with _LOCK:
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
         doc = _read_state(session)
         settings = dict(doc.get("settings") or {})
         settings[key] = value
@@ -397,7 +395,7 @@ def collect_evidence(
         retrieval_reserve_hours=settings["retrieval_reserve_hours"],
     )
     out: dict[str, str] = {}
-    with _LOCK:
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
         doc = _read_state(session)
         for item in _items_from(session, doc):
             if item.probe and item.probe in by_probe:

@@ -94,12 +94,15 @@ def append(path: Path, record: Event) -> None:
     this record (S7).
 
     Raises:
+        BadInput: the journal is a symbolic link (nothing written).
         OSError: the write failed; the message names the journal.
     """
+    from gpusession.core.safefile import open_append
+
     doc = {"at": _now(), **record.to_json()}
     line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
     try:
-        with open(path, "ab+") as fh:
+        with open_append(path, read=True) as fh:  # 0600, never through a link (issue 12)
             if fh.seek(0, os.SEEK_END) > 0:
                 fh.seek(-1, os.SEEK_END)
                 if fh.read(1) != b"\n":

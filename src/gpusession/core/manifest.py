@@ -39,6 +39,9 @@ from gpusession.core.textio import read_text
 from gpusession.core.tomlio import write_atomic_bytes
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
+#: The name of the manifest's copy written beside the deliverables (issue 15:
+#: ``manifest --also-in-deliverables``), so a plain ``cp -r`` / ``rsync`` carries it.
+MANIFEST_IN_DELIVERABLES = "manifest.csv"
 MANIFEST_SCHEMA = {"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -91,7 +94,7 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
     """Every regular file under ``folder``, never following a symlink out of it.
 
     A symlink to a file inside the folder is listed (its content is hashed); a symlink
-    pointing outside, a broken symlink, a symlinked folder, a name that is not UTF-8 and
+    pointing outside, a broken symlink, a symlink loop (issue 12), a symlinked folder, a name that is not UTF-8 and
     anything that is not a regular file are skipped with the reason.
 
     Args:
@@ -131,7 +134,11 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
                                        "file name is not valid UTF-8; rename it"))
                 continue
             if entry.is_symlink():
-                target = p.resolve()
+                try:
+                    target = p.resolve()
+                except (RuntimeError, OSError):  # a link loop: RuntimeError before 3.13
+                    skipped.append(Skipped(rel, "symlink loop (the link leads back to itself); not followed"))
+                    continue
                 if not target.exists():
                     skipped.append(Skipped(rel, "broken symlink"))
                 elif not _inside(target, root):
@@ -163,6 +170,7 @@ class ManifestWritten:
     path: Path
     entries: list[ManifestEntry]
     skipped: list[Skipped]
+    copy_path: Path | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -207,8 +215,37 @@ def next_free_path(path: Path) -> Path:
         n += 1
 
 
+def manifest_copy_in(folder: Path) -> Path | None:
+    """The manifest's copy lying at the top of ``folder``, or ``None`` (issue 15).
+
+    A top-level ``manifest.csv`` whose first line is the manifest header
+    (``path,size_bytes,sha256``) is a manifest, not a deliverable: it is never listed by
+    :func:`write_manifest` and never counted as extra by :func:`verify_copy`.
+
+    Args:
+        folder: the deliverables folder or its copy.
+
+    Returns:
+        The file's path, or ``None`` when there is none (or it is not a manifest).
+    """
+    p = Path(folder) / MANIFEST_IN_DELIVERABLES
+    if p.is_symlink() or not p.is_file():
+        return None
+    try:
+        with open(p, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return None
+    return p if first.lstrip(b"\xef\xbb\xbf").rstrip(b"\r\n") == b"path,size_bytes,sha256" else None
+
+
 def write_manifest(
-    folder: Path, out: Path, *, force: bool = False, number_if_exists: bool = False
+    folder: Path,
+    out: Path,
+    *,
+    force: bool = False,
+    number_if_exists: bool = False,
+    also_in_deliverables: bool = False,
 ) -> ManifestWritten:
     """Write ``manifest.csv`` of the deliverables in ``folder`` to ``out`` atomically (S4).
 
@@ -218,10 +255,15 @@ def write_manifest(
         force: overwrite an existing ``out``.
         number_if_exists: when ``out`` exists and not ``force``, write ``out-2.csv``
             (``-3``...) instead of refusing.
+        also_in_deliverables: also write the same bytes to ``folder/manifest.csv``
+            (issue 15), replacing an earlier manifest copy there; a top-level
+            ``manifest.csv`` is never listed when it is a manifest.
 
     Raises:
         BadInput: ``folder`` is not a folder or holds no regular file, or ``out``
-            exists (without ``force`` or ``number_if_exists``); nothing is written then.
+            exists (without ``force`` or ``number_if_exists``), or with
+            ``also_in_deliverables`` a ``manifest.csv`` in ``folder`` that is not a
+            manifest (a deliverable of that name is never replaced); nothing is written then.
     """
     from gpusession.core.session import refuse_session_data
 
@@ -233,13 +275,28 @@ def write_manifest(
         out = next_free_path(out)
     if not out.parent.is_dir():
         raise BadInput("folder of the manifest does not exist", path=out.parent)
-    entries, skipped = build_manifest(folder, exclude={out.absolute()})
+    exclude = {out.absolute()}
+    earlier_copy = manifest_copy_in(folder)
+    if earlier_copy is not None:
+        exclude.add(earlier_copy.absolute())
+    copy_path: Path | None = None
+    if also_in_deliverables:
+        copy_path = Path(folder) / MANIFEST_IN_DELIVERABLES
+        if (copy_path.exists() or copy_path.is_symlink()) and earlier_copy is None:
+            raise BadInput("exists and is not a manifest; a deliverable is never replaced by the "
+                           "manifest's copy (rename it, or leave out --also-in-deliverables); "
+                           "nothing was written", path=copy_path)
+        exclude.add(copy_path.absolute())
+    entries, skipped = build_manifest(folder, exclude=exclude)
     if not entries:  # an empty manifest would let any copy "match" (S4)
         why = f"; skipped: {', '.join(f'{x.path} ({x.reason})' for x in skipped[:3])}" if skipped else ""
         raise BadInput(f"holds no regular file to list{why}; expected the folder of approved "
                        "deliverables, nothing was written", path=folder)
-    write_atomic_bytes(out, manifest_bytes(entries))
-    return ManifestWritten(out, entries, skipped)
+    data = manifest_bytes(entries)
+    write_atomic_bytes(out, data)
+    if copy_path is not None and copy_path.resolve() != out.resolve():
+        write_atomic_bytes(copy_path, data)
+    return ManifestWritten(out, entries, skipped, copy_path)
 
 
 def check_relative(path_text: str, *, manifest: Path | None = None, line: int | None = None) -> str:
@@ -398,10 +455,17 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
 
     Raises:
         BadInput: a bad manifest (see :func:`read_manifest`) or ``copy_dir`` not a folder.
+
+    The manifest file itself and a top-level ``manifest.csv`` that is a manifest (see
+    :func:`manifest_copy_in`) are never counted as extra files of the copy (issue 15).
     """
     entries = read_manifest(manifest_path)
     copy_dir = Path(copy_dir)
-    scan = scan_folder(copy_dir, exclude={Path(manifest_path).absolute()})
+    exclude = {Path(manifest_path).absolute()}
+    carried = manifest_copy_in(copy_dir) if copy_dir.is_dir() else None
+    if carried is not None:  # the manifest's own copy is no deliverable (issue 15)
+        exclude.add(carried.absolute())
+    scan = scan_folder(copy_dir, exclude=exclude)
     found = dict(zip(scan.relative, scan.files, strict=True))
     # A copy to another system may store "é" decomposed (NFD, e.g. macOS): same name.
     by_nfc: dict[str, str] = {}
@@ -458,7 +522,9 @@ __all__ = [
     "ManifestWritten",
     "Skipped",
     "build_manifest",
+    "MANIFEST_IN_DELIVERABLES",
     "check_relative",
+    "manifest_copy_in",
     "next_free_path",
     "read_manifest",
     "representative_files",

@@ -13,10 +13,12 @@ this module. It never stores passwords, keys or seed phrases (:mod:`.secrets`).
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from gpusession.core.clock import utcnow
 from gpusession.core.cost import (
@@ -31,6 +33,9 @@ from gpusession.core.package import Package, check_days, check_lots, check_time_
 from gpusession.core.rates import model_matches
 from gpusession.core.secrets import check_no_secret
 from gpusession.core.session import ORDER_TOML, Session
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",
@@ -308,7 +313,23 @@ def _append(session: Session, state: OrderState, event: OrderEvent) -> OrderStat
     return new
 
 
+def _one_writer(func: Callable[Concatenate[Session, _P], _R]) -> Callable[Concatenate[Session, _P], _R]:
+    """Run ``func`` (read ``order.toml``, change, write) under the session's lock (issue 12).
+
+    Two processes recording order events at once then keep both (the folder lock of
+    :meth:`gpusession.core.session.Session.locked`, with its timeout and message).
+    """
+
+    @functools.wraps(func)
+    def wrapper(session: Session, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with session.locked("updating order.toml"):
+            return func(session, *args, **kwargs)
+
+    return wrapper
+
+
 # -- operations -------------------------------------------------------------------------------
+@_one_writer
 def set_order(
     session: Session,
     *,
@@ -354,6 +375,7 @@ def set_order(
     return _append(session, state, ev), warnings
 
 
+@_one_writer
 def new_payment_order(
     session: Session,
     *,
@@ -405,6 +427,7 @@ def new_payment_order(
     return _append(session, state, ev), warnings
 
 
+@_one_writer
 def record_event(
     session: Session,
     state: str,
@@ -524,6 +547,7 @@ def compare_with_order(
     return f"deviation from {ref}: " + "; ".join(problems)
 
 
+@_one_writer
 def record_deviation(
     session: Session,
     observed_gpu_model: str | None,

@@ -9,7 +9,6 @@ with :class:`gpusession.core.journal.RunKey`. No textual, no torch.
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,9 @@ from gpusession.core.events import (
     RunStartedRecord,
 )
 from gpusession.core.results import ResultRow, ResultsFile
+from gpusession.core.safefile import write_private_bytes
+from gpusession.core.textio import printable
+from gpusession.core.tomlio import clean_stale_tmp
 
 
 class Recoverable(Protocol):
@@ -101,7 +103,13 @@ def recover_locked(session: Recoverable) -> list[str]:
     * A run with ``run_started`` (or a worker load with ``load_started``) but no
       ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
       holds the run lock, gets a row (elapsed empty, corpus not accepted, the incident
-      in ``notes``, R7) and an ``incident`` record. The stale lock is removed.
+      in ``notes``, R7) and an ``incident`` record -- unless the results CSV already
+      holds that run's row (the crash came between the row and the journal's end of
+      it): then only ``run_recovered`` is journaled, so a run is in the CSV exactly once,
+      as a measurement or as an incident, never both (issue 12). The stale lock is
+      removed.
+    * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
+      removed and noted (issue 12).
 
     Returns:
         One sentence per incident recovered.
@@ -117,12 +125,17 @@ def recover_locked(session: Recoverable) -> list[str]:
     if tail is not None:
         csv_name = session.results.path.name
         keep = session.folder / f"{csv_name}.partial-{_stamp()}"
-        with open(keep, "wb") as fh:
-            fh.write(tail)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_private_bytes(keep, tail, sync=True)
         msg = f"incomplete last line of {csv_name} ({len(tail)} bytes) moved to {keep.name}"
         session.journal(IncidentRecord(kind="partial_csv_row", message=msg))
+        incidents.append(msg)
+    stale = clean_stale_tmp(session.folder)
+    if stale:
+        names = ", ".join(printable(str(p.relative_to(session.folder)), keep="") for p in stale[:5])
+        more = f" and {len(stale) - 5} more" if len(stale) > 5 else ""
+        msg = (f"{len(stale)} temporary file(s) left by an interrupted write removed "
+               f"({names}{more}); the files they were for are unchanged")
+        session.journal(IncidentRecord(kind="stale_temporary_file", message=msg))
         incidents.append(msg)
     if journal.lock_holder(session.folder) is not None:
         return incidents
@@ -139,7 +152,16 @@ def recover_locked(session: Recoverable) -> list[str]:
                 open_runs.pop(rec.run_key, None)
     if cut_start is not None and cut_start.get("run_key"):
         open_runs.setdefault(cut_start["run_key"], cut_start)
+    in_csv = session.results.run_keys() if open_runs else set()
     for key, started in open_runs.items():
+        run = (str(started.get("experiment_id")), str(started.get("phase")),
+               str(started.get("variant_id")), started.get("run_index"))
+        if run in in_csv:  # its row was written; only the journal's end of it was lost
+            note = ("run in flight when gpusession stopped; its row was written before the "
+                    "stop, so it is kept as measured and no incident row is added")
+            session.journal(RunRecoveredRecord(run_key=key, message=note))
+            incidents.append(f"run {key}: {note}")
+            continue
         note = (
             "incident: run in flight when gpusession stopped (crash, kill or power loss); "
             f"started {started.get('at')}; recovered on reopen; elapsed not measured"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.safefile import link_refused, open_append, open_private
 from gpusession.core.textio import decode_strict
 
 if TYPE_CHECKING:
@@ -386,14 +387,16 @@ class ResultsFile:
         lose it (S7).
 
         Raises:
-            BadInput: the row's columns differ from the seed's, or the existing file's
-                header differs (nothing is written then).
+            BadInput: the row's columns differ from the seed's, the existing file's
+                header differs, or the file is a symbolic link (nothing is written then).
         """
         self.append_many([row])
 
     def append_many(self, rows: Sequence[ResultRow | dict[str, Any]]) -> None:
         """Append several rows in one write; same guarantees as :meth:`append`."""
         frame = rows_frame(rows)
+        if self.path.is_symlink():  # said before reading through it (the append refuses it too)
+            raise link_refused(self.path)
         new = not self.exists()
         if not new:
             self.check()
@@ -408,7 +411,7 @@ class ResultsFile:
                         path=self.path,
                     )
         try:
-            with open(self.path, "ab") as fh:
+            with open_append(self.path) as fh:  # 0600, never through a link (issue 12)
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -449,6 +452,30 @@ class ResultsFile:
         """Every row as :class:`ResultRow`, in file order."""
         return [ResultRow(**d) for d in self.read().iter_rows(named=True)]
 
+    def run_keys(self) -> set[tuple[str, str, str, int]]:
+        """The run of every row: ``(experiment_id, phase, variant_id, run_index)`` (S7).
+
+        What crash recovery checks before it writes an incident row, so that a run is in
+        the file exactly once (issue 12). Read with the csv module, tolerant: a row
+        without the four cells (or a cut last line) names no run; nothing raises on a
+        file that :meth:`read` would refuse for another reason.
+        """
+        if not self.exists():
+            return set()
+        text = self.path.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
+        idx = [COLUMNS.index(c) for c in ("experiment_id", "phase", "variant_id", "run_index")]
+        keys: set[tuple[str, str, str, int]] = set()
+        try:
+            for i, rec in enumerate(csv.reader(io.StringIO(text, newline=""))):
+                if i == 0 or len(rec) != len(COLUMNS):
+                    continue
+                exp, phase, variant, index = (rec[j] for j in idx)
+                if index.isascii() and index.isdigit():
+                    keys.add((exp, phase, variant, int(index)))
+        except csv.Error:
+            pass  # keys read so far stand; the rest of the file is refused by read()
+        return keys
+
     def recover_partial_tail(self) -> bytes | None:
         """Cut an incomplete last line left by a crash mid-write, returning its bytes.
 
@@ -462,7 +489,7 @@ class ResultsFile:
             return None
         cut = raw.rfind(b"\n") + 1
         tail = raw[cut:]
-        with open(self.path, "r+b") as fh:
+        with os.fdopen(open_private(self.path, os.O_RDWR), "r+b") as fh:
             fh.truncate(cut)
             fh.flush()
             os.fsync(fh.fileno())

@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.clock import utcnow
-from gpusession.core.errors import BadInput
+from gpusession.core.errors import BadInput, Failure
 from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
+from gpusession.core.safefile import DIR_MODE, private_dir_mode
 from gpusession.core.tomlio import read_toml, write_toml
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -37,7 +40,7 @@ if TYPE_CHECKING:  # typed records load when the journal is written, not at star
 
 ENV_HOME = "GPUSESSION_HOME"
 NAME_MAX = 100
-_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 
 SESSION_TOML = "session.toml"
 CHECKLIST_TOML = "checklist.toml"
@@ -47,23 +50,98 @@ RESULTS_CSV = "resultats-bruts.csv"
 DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 
 
-@contextmanager
-def _folder_lock(folder: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the folder itself while a read-modify-write runs.
+#: How long a command waits for another process's read-modify-write of the same session
+#: (seconds) before it gives up with a message; each such write takes milliseconds.
+LOCK_TIMEOUT_S = 10.0
+_LOCK_POLL_S = 0.02
 
-    POSIX only; elsewhere no lock. No lock file is left in the folder (S7).
+
+class _Held:
+    """This process's hold on one folder's lock: its descriptor and nesting depth."""
+
+    def __init__(self) -> None:
+        self.guard = threading.RLock()  # threads of this process, re-entrant per thread
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def lock_timed_out(folder: Path, timeout_s: float, what: str) -> Failure:
+    """The error for a folder lock not taken within ``timeout_s`` seconds (issue 12).
+
+    Returns:
+        A :class:`Failure` (exit 1: not the person's input), to raise.
     """
+    return Failure(
+        f"session {folder.name}: another gpusession process has held the session's lock "
+        f"for over {timeout_s:g} s, so {what} was not done and nothing was changed; "
+        "try again when that process is done"
+    )
+
+
+@contextmanager
+def folder_lock(folder: Path, *, what: str = "the change",
+                timeout_s: float | None = None) -> Iterator[None]:
+    """Hold the session folder's exclusive lock while a read-modify-write runs (S7, issue 12).
+
+    An ``flock`` on the folder itself (no lock file left in it), so two processes -- two
+    shells, a run and the TUI -- never lose each other's update of ``session.toml``,
+    ``checklist.toml`` or ``order.toml``. Re-entrant in one thread of one process (a
+    nested hold is free); other threads of the process wait as other processes do.
+    POSIX only; elsewhere threads of one process are still serialised.
+
+    Args:
+        folder: the session folder.
+        what: what waits, for the message (``"adding the checklist item"``).
+        timeout_s: how long to wait; default :data:`LOCK_TIMEOUT_S`.
+
+    Raises:
+        Failure: not taken within the timeout (exit 1); nothing was changed.
+    """
+    limit = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    deadline = time.monotonic() + limit
+    key = os.path.abspath(folder)
+    with _HELD_GUARD:
+        held = _HELD.setdefault(key, _Held())
+    if not held.guard.acquire(timeout=max(limit, 0.0)):
+        raise lock_timed_out(Path(folder), limit, what)
+    try:
+        if held.depth == 0:
+            held.fd = _flock(Path(folder), deadline, limit, what)
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.fd is not None:
+                os.close(held.fd)  # closing releases the lock
+                held.fd = None
+    finally:
+        held.guard.release()
+
+
+def _flock(folder: Path, deadline: float, limit: float, what: str) -> int | None:
+    """Open ``folder`` and ``flock`` it before ``deadline``; the descriptor holds the lock."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
+        return None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise lock_timed_out(folder, limit, what) from None
+                time.sleep(_LOCK_POLL_S)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
@@ -103,13 +181,41 @@ def validate_name(name: str) -> str:
         raise BadInput(f"session name {name!r} contains '..' or is '.'", field="name")
     if name.startswith("-"):
         raise BadInput(f"session name {name!r} starts with '-'", field="name")
-    if not _NAME_RE.match(name):
-        bad = sorted({c for c in name if not re.match(r"[A-Za-z0-9._-]", c)})
+    if not _NAME_RE.fullmatch(name):  # fullmatch: "$" would let a final newline through
+        bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
         raise BadInput(
             f"session name {name!r} contains {''.join(bad)!r}; use letters, digits, '.', '_' or '-'",
             field="name",
         )
     return name
+
+
+def refuse_case_twin(root: Path, name: str, *, renaming: str | None = None) -> None:
+    """Refuse a new session name that differs only by case from an existing one (issue 12).
+
+    On a case-insensitive disk (macOS, Windows, some mounts) ``Trial`` and ``trial``
+    are one folder: the second would open, or overwrite, the first.
+
+    Args:
+        root: the sessions root.
+        name: the name asked for.
+        renaming: the session being renamed (its own name is no twin).
+
+    Raises:
+        BadInput: naming the existing session.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return
+    folded = name.casefold()
+    for entry in root.iterdir():
+        other = entry.name
+        if other != name and other != renaming and other.casefold() == folded:
+            raise BadInput(
+                f"session name {name!r} differs only by case from the existing session "
+                f"{other!r} (one folder on a case-insensitive disk); choose another name",
+                field="name",
+            )
 
 
 def refuse_session_data(target: Path, *, what: str = "output") -> None:
@@ -204,12 +310,14 @@ class Session:
             raise BadInput("the sessions root is a file; expected a folder (--sessions-dir)", path=root)
         root.mkdir(parents=True, exist_ok=True)
         folder = root / name
+        refuse_case_twin(root, name)
         try:
-            folder.mkdir()
+            folder.mkdir(mode=DIR_MODE)
         except FileExistsError:
             # An empty folder is what a create cut short (disk full, power loss) leaves.
             if not folder.is_dir() or any(folder.iterdir()):
                 raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
+        private_dir_mode(folder)  # 0700 set explicitly, not left to the umask (issue 12)
         now = now or utcnow()
         pkg = package or Package()
         data: dict[str, Any] = {"name": name, "created_at": now, "package": pkg.to_toml()}
@@ -258,10 +366,13 @@ class Session:
                 read_toml(folder / extra)
         session.results.check()
         if recover:
+            private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
             try:
                 session.recovered = session.recover()
-            except OSError:
-                pass  # a read-only or full disk: open to read; recovery waits for a writable open
+            except (OSError, Failure):
+                # A read-only or full disk, or the lock held by another process for long:
+                # open to read; recovery waits for the next writable open.
+                pass
         return session
 
     @classmethod
@@ -278,13 +389,13 @@ class Session:
     def rename(self, new_name: str) -> Session:
         """Rename the folder; refuses an existing target. Returns the reopened session."""
         validate_name(new_name)
+        refuse_case_twin(self.folder.parent, new_name, renaming=self.name)
         target = self.folder.parent / new_name
         if target.exists():
             raise BadInput(f"session {new_name!r} already exists; nothing was changed", path=target)
         os.rename(self.folder, target)
         session = Session.open(target.parent, new_name, recover=False)
-        session.data["name"] = new_name
-        session.save()
+        session.update(lambda data: data.__setitem__("name", new_name))
         session.journal("session_renamed", old=self.name, new=new_name)
         return session
 
@@ -316,16 +427,37 @@ class Session:
         :meth:`update`: ``save`` writes back everything it read, including what another
         process changed in between.
         """
-        write_toml(self.session_toml, self.data)
+        with self.locked("saving session.toml"):
+            write_toml(self.session_toml, self.data)
         self.data = read_toml(self.session_toml)
+
+    def locked(self, what: str = "the change") -> AbstractContextManager[None]:
+        """The session folder's lock, for a read-modify-write of its files (S7, issue 12).
+
+        ``with session.locked("adding the checklist item"): read; change; write``. Every
+        read-modify-write of ``session.toml``, ``checklist.toml`` and ``order.toml`` holds
+        it, so two processes never lose each other's update.
+
+        Args:
+            what: what waits, named in the message when the lock cannot be taken.
+
+        Raises:
+            Failure: another process held the lock for over :data:`LOCK_TIMEOUT_S`
+                seconds (exit 1); nothing was changed.
+        """
+        return folder_lock(self.folder, what=what)
 
     def update(self, change: Callable[[dict[str, Any]], None]) -> None:
         """Read ``session.toml`` afresh, apply ``change``, write it atomically (S7).
 
-        All under a lock on the session folder: two processes (a run saving its environment, ``gpusession package`` in another
-        pane) then never undo each other's changes. ``data`` is the written document.
+        All under the session folder's lock (:meth:`locked`): two processes (a run saving
+        its environment, ``gpusession package`` in another pane) then never undo each
+        other's changes. ``data`` is the written document.
+
+        Raises:
+            Failure: the lock could not be taken in time (nothing written).
         """
-        with _folder_lock(self.folder):
+        with self.locked("saving session.toml"):
             data = read_toml(self.session_toml, required=("name", "created_at"))
             change(data)
             write_toml(self.session_toml, data)
@@ -348,8 +480,13 @@ class Session:
         return read_toml(path)
 
     def write_doc(self, filename: str, data: Mapping[str, Any]) -> None:
-        """Write a TOML document of the folder atomically (S7, H-10)."""
-        write_toml(self.folder / filename, data)
+        """Write a TOML document of the folder atomically (S7, H-10).
+
+        A write that depends on what was read holds :meth:`locked` around the read and
+        this write (re-entrant: taken here too, free when already held).
+        """
+        with self.locked(f"writing {filename}"):
+            write_toml(self.folder / filename, data)
 
     # -- journal (core/journal.py) -----------------------------------------------
     def journal(self, event: str | Event, **fields: Any) -> None:
@@ -399,7 +536,7 @@ class Session:
         """
         from gpusession.core.recovery import recover_locked
 
-        with _folder_lock(self.folder):
+        with self.locked("recovering after a crash"):
             return recover_locked(self)
 
 

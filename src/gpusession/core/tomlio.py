@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import tomli_w
 
 from gpusession.core.errors import BadInput
+from gpusession.core.safefile import FILE_MODE
 from gpusession.core.textio import read_text
 
 if sys.version_info >= (3, 11):
@@ -62,30 +64,100 @@ def fsync_dir(folder: Path) -> None:
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace.
 
+    The temporary file has an unpredictable name (``tempfile.mkstemp``:
+    ``.<name>.<random>.tmp``) and mode 0600, set explicitly, like the file it becomes
+    (issue 12). It is ``flock``-ed until it has replaced ``path``, so that
+    :func:`clean_stale_tmp` removes only what an interrupted write left, never the temporary
+    file of a write in progress. ``os.replace`` replaces a link at ``path`` by the file,
+    it never writes through it.
+
     Raises:
-        OSError: when the disk refuses; the old file at ``path`` is then left intact.
+        OSError: when the disk refuses; the old file at ``path`` (if any) is then left
+            intact and the message says so.
     """
     path = Path(path)
+    existed = os.path.lexists(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as exc:  # name the file meant, not the temporary one
         raise OSError(exc.errno, f"{exc.strerror}; nothing was written", str(path)) from exc
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        os.fchmod(fd, FILE_MODE)
+        _lock(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        os.close(fd)
         if isinstance(exc, OSError) and exc.strerror:
-            raise OSError(exc.errno, f"{exc.strerror}; the previous file is intact",
-                          str(path)) from exc
+            kept = ("the previous file is intact" if existed
+                    else "nothing was written (there was no previous file)")
+            raise OSError(exc.errno, f"{exc.strerror}; {kept}", str(path)) from exc
         raise
+    os.close(fd)  # only now: the lock held the temporary name until it was replaced
     fsync_dir(path.parent)
+
+
+#: A temporary file younger than this may be one whose writer has not locked it yet.
+_FRESH_S = 2.0
+#: How an interrupted atomic write's temporary file ends (``.<name>.<random>.tmp``).
+TMP_SUFFIX = ".tmp"
+
+
+def _lock(fd: int, *, wait: bool = True) -> bool:
+    """``flock`` ``fd`` exclusively; ``False`` when ``wait`` is off and it is held."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def clean_stale_tmp(folder: Path) -> list[Path]:
+    """Remove the temporary files that interrupted atomic writes left under ``folder``.
+
+    Only gpusession's own (``.<name>.<random>.tmp``, as :func:`write_atomic_bytes`
+    names them) that no live write holds (their ``flock`` is free, and they are over
+    two seconds old: a writer locks its file an instant after creating it); links are
+    never followed. Called by crash recovery when a session opens (S7, issue 12).
+
+    Args:
+        folder: a session folder.
+
+    Returns:
+        The files removed (paths under ``folder``).
+    """
+    removed: list[Path] = []
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            if not (name.startswith(".") and name.endswith(TMP_SUFFIX) and name.count(".") >= 3):
+                continue
+            p = Path(dirpath) / name
+            try:
+                fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                continue  # gone meanwhile, or a link: not ours to remove
+            try:
+                if time.time() - os.fstat(fd).st_mtime < _FRESH_S or not _lock(fd, wait=False):
+                    continue  # a write in progress (it locks its file at once) holds it
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    continue  # it became the file it was written for
+                removed.append(p)
+            finally:
+                os.close(fd)
+    return removed
 
 
 def write_toml(path: Path, data: Mapping[str, Any]) -> None:

@@ -146,6 +146,60 @@ def package_window(
     )
 
 
+#: Times before the end of the package at which an unverified copy home is warned about
+#: (issue 14): 24 h, then 2 h.
+WARN_BEFORE_END = (timedelta(hours=24), timedelta(hours=2))
+
+
+@dataclass(frozen=True)
+class PackageWarning:
+    """A warning about the end of the package (issue 14; S6, G§7, G§8).
+
+    Attributes:
+        level: ``"24h"``, ``"2h"`` or ``"ended"``.
+        text: the warning in words, e.g. ``less than 2 h left, copy home not verified``.
+        short: a shorter form for the tmux status line and the 80-column header.
+    """
+
+    level: str
+    text: str
+    short: str
+
+
+def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageWarning | None:
+    """The warning to show at this instant, or ``None`` (issue 14; S6).
+
+    24 h and 2 h before the end, when the copy home is not verified; once the package
+    has ended, "package ended" whatever the copy (the machine may be wiped).
+
+    Args:
+        window: the package window at the instant (:func:`package_window`, fake clock
+            in tests).
+        retrieval_verified: whether a verified copy home is recorded (``gpusession
+            pull``, or the person ticked the checklist's copy item).
+
+    Returns:
+        The warning, or ``None`` (window not set, or nothing to warn about).
+    """
+    left = window.time_left
+    if left is None:
+        return None
+    if window.ended:
+        tail = "" if retrieval_verified else ", copy home not verified"
+        return PackageWarning("ended", f"package ended{tail}", "package ended")
+    if retrieval_verified:
+        return None
+    for limit, level in zip(WARN_BEFORE_END[::-1], ("2h", "24h"), strict=True):
+        if left <= limit:
+            hours = int(limit.total_seconds() // 3600)
+            return PackageWarning(
+                level,
+                f"less than {hours} h left, copy home not verified (gpusession pull)",
+                f"<{hours}h left, copy not verified",
+            )
+    return None
+
+
 # -- which event the window is counted from (S6, issue 15) ------------------------------
 #: A start within this many seconds of an event is counted from that event.
 ORIGIN_TOLERANCE_S = 60.0

@@ -7,11 +7,23 @@ call :func:`build_app` with a fake clock, a fake NVML and a fake runner.
 The app itself is thin: it holds the :class:`~gpusession.ui.context.UiContext`, pushes
 one :class:`~gpusession.ui.screens.MainScreen`, loads ``app.tcss`` and offers the
 command palette. It never imports torch (M5).
+
+Signals (issue 12, H-14): SIGHUP (the terminal or ssh connection went away) and SIGTERM
+end the run started from the Run pane at once (its worker groups are killed, the journal
+says at which run, the runner releases the lock), then the app exits cleanly, so the
+terminal gets its normal screen back (no alternate screen, no mouse mode left on); the
+exit code is 128 + the signal's number. The Run pane runs the runner in a Textual thread
+worker whose thread forks the workers and lives until the run returns, as the
+parent-death signal needs (:mod:`gpusession.bench.lifetime`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Any
@@ -22,10 +34,26 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 
 from gpusession.core.clock import utcnow
+from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
 from gpusession.core.session import Session
 from gpusession.ui.context import UiContext
 from gpusession.ui.palette import GpuSessionCommands
 from gpusession.ui.screens import MainScreen
+
+
+def _terminal_gone() -> bool:
+    """True when none of stdin/stdout/stderr is a terminal any more (a hang-up: EIO)."""
+    try:
+        import termios
+    except ImportError:  # not POSIX: no hang-up to detect
+        return False
+    for fd in (0, 1, 2):
+        try:
+            termios.tcgetattr(fd)
+            return False
+        except (termios.error, OSError, ValueError):
+            continue
+    return True
 
 
 class GpuSessionApp(App[int]):
@@ -38,18 +66,84 @@ class GpuSessionApp(App[int]):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
         Binding("q", "quit_q", "Quit", show=False, id="app.quit_q"),
+        # issue 14: shown only while the header warns that the package ends soon or ended.
+        Binding("x", "extension", "Extend?", id="app.extension"),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the extension key unless the header shows an end-of-package warning."""
+        if action == "extension":
+            try:
+                return self.main.header.warning is not None
+            except (StopIteration, NoMatches):
+                return False
+        return True
+
+    async def action_extension(self) -> None:
+        """Open the Cost pane on its extension options (issue 14): the table near its end."""
+        await self.main.action_show_pane("cost")
+        self.main.pane("cost").query_one("#cost-out").scroll_end(animate=False)
 
     def __init__(self, ctx: UiContext) -> None:
         super().__init__()
         self.ctx = ctx
         self.title = f"gpusession — {ctx.session.name}"
         self._quit_armed = False
+        self._ending_signal: str | None = None
+        self._signals_installed: list[int] = []
 
     def on_mount(self) -> None:
         # NO_COLOR is honoured by Textual itself (App.no_color strips colour); every
         # state is also written in words (H-11), so nothing is lost without colour.
         self.push_screen(MainScreen(self.ctx))
+        self._install_signal_handlers()
+
+    def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals_installed:
+            loop.remove_signal_handler(sig)
+        self._signals_installed = []
+
+    def _install_signal_handlers(self) -> None:
+        """SIGHUP/SIGTERM end the run at once and the app cleanly (issue 12)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # the loop of a test harness thread: signals are the main thread's
+        loop = asyncio.get_running_loop()
+        for sig in ENDING_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self.end_on_signal, int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue
+            self._signals_installed.append(int(sig))
+
+    def end_on_signal(self, signum: int) -> None:
+        """SIGHUP or SIGTERM arrived: end the run now, then leave the app (issue 12, H-14).
+
+        Called on the event loop (``loop.add_signal_handler``). The run's worker groups
+        are killed, the runner journals "interrupted by …" and releases the lock; once
+        the Run pane's thread worker returned, the app exits with 128 + ``signum``, which
+        restores the terminal. A second signal while ending changes nothing.
+        """
+        if self._ending_signal is not None:
+            return
+        self._ending_signal = signal.Signals(signum).name
+        self.run_worker(self._end_after_signal(self._ending_signal, 128 + signum),
+                        group="signal", exclusive=True, exit_on_error=False)
+
+    async def _end_after_signal(self, name: str, code: int) -> None:
+        await asyncio.to_thread(interrupt_all, name)
+        runs = [w for w in self.workers if w.group == "run" and not w.is_finished]
+        for w in runs:
+            try:
+                await asyncio.wait_for(w.wait(), timeout=30.0)
+            except Exception:  # noqa: BLE001 - the run's own failure is in the journal; leave anyway
+                pass
+        if not self.is_headless and _terminal_gone():
+            # The terminal hung up (ssh drop): there is no screen to restore, and the
+            # driver would wait forever to write to it. The run has ended and the lock is
+            # released (the journal is fsynced record by record): leave now.
+            os._exit(code)
+        self.exit(code, return_code=code)
 
     def on_ready(self) -> None:
         # Ready: the first screen is laid out; after the next refresh it is painted.
@@ -158,6 +252,8 @@ def run_app(session: Session) -> int:
     """Run the TUI on ``session`` in this terminal; returns the exit code."""
     app = build_app(session)
     result = app.run()
+    if app._ending_signal is not None:  # ended by SIGHUP/SIGTERM: the run has ended too
+        return int(result or 1)
     if app.run_in_flight():
         print(
             "gpusession: waiting for the run in flight to end (cancel requested at the next "

@@ -78,7 +78,21 @@ def order_words(ctx: UiContext) -> str:
         return f"order: unreadable ({type(exc).__name__})"
 
 
-def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | None = None) -> str:
+def package_warning_now(ctx: UiContext) -> Any | None:
+    """The end-of-package warning at ``ctx.now()`` (issue 14): 24 h / 2 h before the end
+    while the copy home is not verified, and "package ended"; ``None`` otherwise."""
+    from gpusession.core.status import retrieval_state
+    from gpusession.core.window import package_warning, package_window
+
+    try:
+        window = package_window(ctx.session.package, ctx.now())
+    except (GpusessionError, ValueError, OSError):
+        return None
+    return package_warning(window, retrieval_state(ctx.session.folder).verified)
+
+
+def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | None = None,
+                warning: Any | None = None) -> str:
     """The header for a terminal ``width`` columns wide (S6).
 
     The first line keeps session, GPU and window on one line: the long form when it
@@ -94,7 +108,10 @@ def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | N
         first = " │ ".join([name, gpu_short(snapshot), package_words(ctx, short=True)])
         if len(first) > width:  # a very long name: the window matters more than the GPU
             first = " │ ".join([name, package_words(ctx, short=True)])
-    return first + "\n" + (order if order is not None else order_words(ctx))
+    second = order if order is not None else order_words(ctx)
+    if warning is not None:  # issue 14: the key x (footer) opens the Cost pane's extensions
+        second = f"WARNING {warning.short} (x: extensions) │ {second}"
+    return first + "\n" + second
 
 
 class SessionHeader(Static):
@@ -106,9 +123,12 @@ class SessionHeader(Static):
         self.snapshot: Any | None = None
         self._width = 0
         self._order = "order: reading…"
+        #: The end-of-package warning shown (issue 14); the app shows the key x while set.
+        self.warning: Any | None = None
 
     def on_mount(self) -> None:
         # The order line needs core.order and order.toml: read after the first frame.
+        self._check_warning()
         self._redraw()
         self._read_order()
 
@@ -139,8 +159,15 @@ class SessionHeader(Static):
     def refresh_line(self) -> None:
         """Re-read the order and the package and redraw (the order or package changed)."""
         self._order = order_words(self.ctx)
+        self._check_warning()
         self._redraw()
+
+    def _check_warning(self) -> None:
+        warning = package_warning_now(self.ctx)
+        if warning != self.warning:
+            self.warning = warning
+            self.app.refresh_bindings()
 
     def _redraw(self) -> None:
         self._width = self._content_width()
-        self.update(header_text(self.ctx, self.snapshot, self._width, self._order))
+        self.update(header_text(self.ctx, self.snapshot, self._width, self._order, self.warning))

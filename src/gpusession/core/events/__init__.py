@@ -32,6 +32,7 @@ from __future__ import annotations
 from gpusession.core.events.base import PROTOCOL_VERSION, Channel, Event, GenericRecord
 from gpusession.core.events.records import (
     AttemptFailedRecord,
+    CommandStartedRecord,
     ExperimentEndedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
@@ -41,6 +42,7 @@ from gpusession.core.events.records import (
     LoadStartedRecord,
     Record,
     RunFinishedRecord,
+    RunInterruptedRecord,
     RunRecoveredRecord,
     RunStartedRecord,
     WarmupDoneRecord,
@@ -62,6 +64,7 @@ from gpusession.core.events.runner import (
 )
 from gpusession.core.events.words import describe
 from gpusession.core.events.worker import (
+    WorkerCommandStarted,
     WorkerDone,
     WorkerEnvironment,
     WorkerEvent,
@@ -76,13 +79,15 @@ from gpusession.core.events.worker import (
 )
 
 __all__ = [
-    "PROTOCOL_VERSION", "AttemptFailedRecord", "Channel", "EnvironmentObserved", "Event", "ExperimentEndedRecord",
-    "ExperimentFinishedRecord", "ExperimentIncompleteRecord", "ExperimentStartedRecord",
-    "Finished", "GenericRecord", "IncidentRecord", "IncidentReported", "LoadFinishedRecord",
-    "LoadStartedRecord", "Loaded", "Progress", "Record", "RowAppended", "RunFinishedRecord",
-    "RunRecoveredRecord", "RunStartedRecord", "RunnerEvent", "WarmupDoneRecord", "WorkerDone",
-    "WorkerEnvironment", "WorkerEvent", "WorkerExitedRecord", "WorkerHello", "WorkerIncident",
-    "WorkerLoaded", "WorkerLoadedRecord", "WorkerReady", "WorkerRunFinished", "WorkerRunStarted",
+    "AttemptFailedRecord", "Channel", "CommandStartedRecord", "EnvironmentObserved", "Event",
+    "ExperimentEndedRecord", "ExperimentFinishedRecord", "ExperimentIncompleteRecord",
+    "ExperimentStartedRecord", "Finished", "GenericRecord", "IncidentRecord",
+    "IncidentReported", "LoadFinishedRecord", "LoadStartedRecord", "Loaded",
+    "PROTOCOL_VERSION", "Progress", "Record", "RowAppended", "RunFinishedRecord",
+    "RunInterruptedRecord", "RunRecoveredRecord", "RunStartedRecord", "RunnerEvent",
+    "WarmupDoneRecord", "WorkerCommandStarted", "WorkerDone", "WorkerEnvironment",
+    "WorkerEvent", "WorkerExitedRecord", "WorkerHello", "WorkerIncident", "WorkerLoaded",
+    "WorkerLoadedRecord", "WorkerReady", "WorkerRunFinished", "WorkerRunStarted",
     "WorkerStarted", "WorkerStartedRecord", "WorkerStderrRecord", "WorkerStopped",
     "WorkerWarmupDone", "describe", "event_from_json", "event_types",
 ]

@@ -105,6 +105,42 @@ class WorkerStartedRecord(Record):
     experiment_id: str | None = None
     worker: str | None = None
     pid: int | None = None
+    #: the worker's start time (seconds since the epoch): with ``pid`` it names the
+    #: process, so a reused PID is never ended (issue 12); absent in older journals.
+    create_time_s: float | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandStartedRecord(Record):
+    """A worker started the user's command (its PID and start time; issue 12, H-14).
+
+    Recovery ends such a command if it is still alive before a new run starts.
+    """
+
+    EVENT: ClassVar[str] = "command_started"
+    experiment_id: str | None = None
+    worker: str | None = None
+    pid: int | None = None
+    create_time_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInterruptedRecord(Record):
+    """The run was ended at once by a signal to gpusession (issue 12, H-14).
+
+    Attributes:
+        signal: the signal's name, ``"SIGHUP"`` (hang-up: the terminal or ssh went away)
+            or ``"SIGTERM"``.
+        run_key: the run in flight (a load is a run too), ``None`` between runs.
+        experiment_id: the experiment being run.
+        message: the sentence for people ("interrupted by SIGHUP at …").
+    """
+
+    EVENT: ClassVar[str] = "run_interrupted"
+    signal: str | None = None
+    run_key: str | None = None
+    experiment_id: str | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

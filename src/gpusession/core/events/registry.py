@@ -14,6 +14,7 @@ from typing import Any
 from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
     AttemptFailedRecord,
+    CommandStartedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
@@ -21,6 +22,7 @@ from gpusession.core.events.records import (
     LoadFinishedRecord,
     LoadStartedRecord,
     RunFinishedRecord,
+    RunInterruptedRecord,
     RunRecoveredRecord,
     RunStartedRecord,
     WarmupDoneRecord,
@@ -39,6 +41,7 @@ from gpusession.core.events.runner import (
     WorkerStarted,
 )
 from gpusession.core.events.worker import (
+    WorkerCommandStarted,
     WorkerDone,
     WorkerEnvironment,
     WorkerHello,
@@ -60,7 +63,8 @@ for _cls in (
     ExperimentStartedRecord, LoadStartedRecord, LoadFinishedRecord, RunStartedRecord,
     RunFinishedRecord, RunRecoveredRecord, WorkerStartedRecord, WorkerLoadedRecord,
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
-    ExperimentFinishedRecord, ExperimentIncompleteRecord, AttemptFailedRecord,
+    ExperimentFinishedRecord, ExperimentIncompleteRecord,
+    WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord, AttemptFailedRecord,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpusession.core.events.base import Event
+from gpusession.core.events.records import RunInterruptedRecord
 from gpusession.core.events.runner import EnvironmentObserved, IncidentReported, RowAppended
 from gpusession.core.units import format_seconds
 
@@ -36,6 +37,21 @@ def _environment_words(env: Mapping[str, Any]) -> str:
 
 _ACCEPTED_WORDS = {True: "accepted", False: "REJECTED", None: "not validated"}
 
+#: What each ending signal means to a person (issue 12).
+_SIGNAL_WORDS = {"SIGHUP": "the hang-up (SIGHUP: terminal or ssh connection closed)",
+                 "SIGTERM": "SIGTERM (asked to stop)"}
+
+
+def interrupted_words(signal_name: str | None, run_key: str | None) -> str:
+    """``"interrupted by SIGHUP at e:warm:b4:2"``: a run ended at once by a signal (issue 12).
+
+    Args:
+        signal_name: ``"SIGHUP"``, ``"SIGTERM"`` (other names are said as they are).
+        run_key: the run in flight, ``None`` between runs.
+    """
+    where = f"at {run_key}" if run_key else "between runs"
+    return f"interrupted by {signal_name or 'a signal'} {where}"
+
 
 def describe(event: Event) -> str | None:
     """The one line a person reads for a runner event.
@@ -45,7 +61,7 @@ def describe(event: Event) -> str | None:
     "failed", never 0; R7) and whether the corpus was accepted (V1).
 
     Args:
-        event: any runner event.
+        event: any runner event, or a :class:`RunInterruptedRecord` (issue 12).
 
     Returns:
         The line, or ``None`` when the event is not told in words (progress moves a
@@ -63,6 +79,10 @@ def describe(event: Event) -> str | None:
         return _environment_words(event.environment)
     if isinstance(event, IncidentReported):
         return f"incident: {event.message}"
+    if isinstance(event, RunInterruptedRecord):
+        said = _SIGNAL_WORDS.get(event.signal or "", event.signal or "a signal")
+        words = interrupted_words(event.signal, event.run_key)
+        return f"{words}: the run was ended at once by {said}"
     return None
 
 

@@ -31,6 +31,19 @@ class WorkerHello(WorkerEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkerCommandStarted(WorkerEvent):
+    """The worker started the user's command: its PID and start time (issue 12).
+
+    ``create_time_s`` is seconds since the epoch as psutil reads it, ``None`` when it
+    could not be read.
+    """
+
+    EVENT: ClassVar[str] = "command_started"
+    pid: int | None = None
+    create_time_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkerEnvironment(WorkerEvent):
     """The environment observed in the worker process (R10)."""
 

@@ -1,0 +1,154 @@
+"""``gpusession pull SRC [--deliverables DIR] [--to DIR] [--ssh CMD]`` (issue 14; S4, G§8).
+
+Thin: the transfer and the verification are :func:`gpusession.core.pull.pull`. This
+module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
+the outcome. Exit 0 only when the copy is verified; 3 when it was copied but is not
+verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Exit code when the copy arrived but is not verified (as verify-copy's "differs").
+EXIT_NOT_VERIFIED = 3
+
+
+def register(sub: Any) -> None:
+    """Add ``pull`` to the CLI.
+
+    Args:
+        sub: The ``add_subparsers()`` action of the top-level parser.
+    """
+    p = sub.add_parser(
+        "pull",
+        help="copy a session and its deliverables home with rsync, and verify them",
+        description=(
+            "Run on your own computer. Copies SRC ([USER@]HOST:PATH/sessions/NAME, or a local "
+            "folder) with rsync over ssh into TO/NAME (per-file checksums; every TOML and the "
+            "results CSV are read back), the deliverables into TO/NAME-deliverables, and "
+            "compares them with the newest SHA-256 manifest made on the server (gpusession "
+            "manifest). An interrupted pull resumes when rerun. The outcome is written into the "
+            "local copy's checklist as evidence (it never ticks an item)."
+        ),
+        epilog="Exit codes: 0 verified, 3 copied but not verified (differs, or no manifest), "
+        "1 the transfer failed, 2 bad input (unknown host, no such folder).",
+    )
+    p.add_argument("source", metavar="SRC", help="[USER@]HOST:PATH/sessions/NAME or a local session folder")
+    p.add_argument("--deliverables", metavar="REMOTE_DIR",
+                   help="the deliverables folder on the same host (default: the folder of the "
+                   "newest manifest recorded in the session's journal)")
+    p.add_argument("--to", metavar="LOCAL_DIR", help="where to copy (default: the sessions root, ./sessions)")
+    p.add_argument("--ssh", metavar="CMD", help="remote shell for rsync, e.g. \"ssh -p 2222 -i KEY\" "
+                   "(default: $RSYNC_RSH, else ssh with your ~/.ssh/config)")
+    p.add_argument("--bwlimit", type=int, metavar="KIBPS", help="limit the bandwidth (KiB/s), as rsync --bwlimit")
+    p.add_argument("--rsync-path", metavar="PROGRAM", help="the rsync program on the server, if not on its PATH")
+    p.add_argument("--checksum", action="store_true",
+                   help="compare the deliverables by checksum too (fetches a file changed in the copy "
+                   "whose size and time stayed the same)")
+    p.set_defaults(func=cmd_pull)
+
+
+class _Bar:
+    """Progress on stderr: a bar redrawn in place on a terminal, else one line per 10 %."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last: tuple[str, int] | None = None
+        self.drawn = False
+
+    def __call__(self, part: str, p: Any) -> None:
+        if self.tty:
+            width = 30
+            full = p.percent * width // 100
+            sys.stderr.write(f"\r{part:<12} [{'#' * full}{'-' * (width - full)}] {p.percent:3d}% "
+                             f"{p.bytes_done:>14,} bytes {p.rate:>11} {p.eta}")
+            sys.stderr.flush()
+            self.drawn = True
+            return
+        step = p.percent // 10 * 10
+        if self.last is None or self.last != (part, step):
+            self.last = (part, step)
+            print(f"{part}: {p.percent}% ({p.bytes_done:,} bytes, {p.rate}, {p.eta} left)", file=sys.stderr)
+
+    def end_line(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    """Copy a session and its deliverables home, verify them, print the outcome (issue 14).
+
+    Args:
+        args: ``source``, ``deliverables``, ``to``, ``ssh``, ``bwlimit``, ``rsync_path``,
+            ``checksum``, ``sessions_dir``.
+
+    Returns:
+        0 verified, :data:`EXIT_NOT_VERIFIED` (3) copied but not verified.
+
+    Raises:
+        BadInput: a bad SRC, ``--to`` a file, an unknown host or a missing source (exit 2).
+        TransferFailed: rsync failed (one line, exit 1).
+    """
+    from gpusession.commands._common import root_of
+    from gpusession.core.pull import parse_source, pull, ssh_from_env
+
+    source = parse_source(args.source)
+    to = Path(args.to) if args.to else root_of(args)
+    bar = _Bar()
+
+    def step(line: str) -> None:
+        bar.end_line()
+        print(line)
+
+    try:
+        res = pull(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
+                   bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path,
+                   checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
+    finally:
+        bar.end_line()
+    print(f"session copy: {res.session_copy} ({res.session_count.files} files, "
+          f"{res.session_count.total_bytes} bytes)")
+    for line in res.session_problems:
+        print(f"  UNREADABLE {line}")
+    if res.deliverables_copy is not None:
+        print(f"deliverables copy: {res.deliverables_copy} ({res.deliverables_count.files} files, "
+              f"{res.deliverables_count.total_bytes} bytes)")
+    if res.manifest is not None:
+        which = res.manifest.remote_path or str(res.manifest.local_path)
+        more = (f"; the newest of {res.manifest.others + 1} manifests" if res.manifest.others else "")
+        when = f", written {res.manifest.written_at}" if res.manifest.written_at else ""
+        print(f"manifest: {which}{when}{more}")
+    check = res.check
+    if check is not None:
+        total = len(check.matching) + len(check.missing) + len(check.changed)
+        print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
+        for p in check.missing:
+            print(f"  MISSING  {p}")
+        for c in check.changed:
+            how = ("hash differs" if c.actual_sha256
+                   else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes (truncated or grown)")
+            print(f"  CHANGED  {c.path} ({how})")
+        for p in check.extra:
+            print(f"  EXTRA    {p}")
+        for a, b in check.renamed:
+            print(f"  RENAMED? {a} → {b} (same content)")
+    if res.verified:
+        print("VERIFIED: the copy home matches the manifest made on the server "
+              "(recorded as evidence in the copy's checklist)")
+        print(f"on the server, to stop the end-of-package warnings: gpusession checklist {source.name} "
+              "done g8.verify-copy")
+        if check is not None and check.representative:
+            print("Open these from the copy:")
+            for p in check.representative:
+                print(f"  {res.deliverables_copy / p if res.deliverables_copy else p}")
+        return 0
+    print(f"NOT VERIFIED: {res.reason}")
+    if check is not None and check.changed and not args.checksum:
+        print("  rerun with --checksum to fetch the changed files again, then it is verified anew")
+    return EXIT_NOT_VERIFIED

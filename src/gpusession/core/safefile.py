@@ -1,0 +1,156 @@
+"""Private files and folders that are never written through a symbolic link (issue 12).
+
+Why it exists: a session folder holds order notes, amounts and the journal that repeats
+them. Every file gpusession writes there is created mode 0600 and every session folder
+0700, set explicitly (``os.open`` mode + ``fchmod``/``chmod``), not left to the umask;
+an append or a new file opens with ``O_NOFOLLOW``, so a link planted in place of
+``journal.jsonl`` or a worker spec never redirects a write elsewhere.
+Who calls it: :mod:`gpusession.core.tomlio` (atomic writes), the journal and the
+results CSV (appends), recovery, the runner (worker specs), session creation.
+POSIX: the flags that a platform lacks are left out (no ``O_NOFOLLOW`` on Windows).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from gpusession.core.errors import BadInput
+
+#: Mode of every file gpusession writes in a session folder (issue 12).
+FILE_MODE = 0o600
+#: Mode of every session folder and folder gpusession creates inside one (issue 12).
+DIR_MODE = 0o700
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def link_refused(path: Path | str) -> BadInput:
+    """The error for a write refused because ``path`` is a symbolic link (issue 12).
+
+    Returns:
+        A :class:`BadInput` naming the file, to raise (exit 2).
+    """
+    return BadInput(
+        "is a symbolic link; gpusession never writes through a link (replace it with "
+        "the file itself); nothing was written",
+        path=path,
+    )
+
+
+def open_private(path: Path | str, flags: int) -> int:
+    """``os.open`` with ``O_NOFOLLOW``, mode 0600 set explicitly; returns the descriptor.
+
+    Args:
+        path: the file to open.
+        flags: ``os.O_*`` flags (e.g. ``O_WRONLY | O_APPEND | O_CREAT``).
+
+    Returns:
+        An open file descriptor (the caller closes it).
+
+    Raises:
+        BadInput: ``path`` is a symbolic link (nothing written).
+        OSError: any other refusal of the system.
+    """
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and _NOFOLLOW):
+            raise link_refused(path) from None
+        raise
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except PermissionError:  # not our file (another user's, shared): leave its mode
+        pass
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_append(path: Path | str, *, read: bool = False) -> BinaryIO:
+    """Open ``path`` to append bytes (created 0600 if missing), never through a link.
+
+    Args:
+        path: the file (journal, results CSV).
+        read: also readable (``ab+``), e.g. to look at the last byte first.
+
+    Returns:
+        A binary file object; close it (``with``).
+
+    Raises:
+        BadInput: ``path`` is a symbolic link.
+        OSError: the system refused.
+    """
+    flags = (os.O_RDWR if read else os.O_WRONLY) | os.O_APPEND | os.O_CREAT
+    fd = open_private(path, flags)
+    return os.fdopen(fd, "ab+" if read else "ab")
+
+
+def write_private_bytes(path: Path | str, data: bytes, *, sync: bool = False) -> None:
+    """Create or replace the contents of ``path`` (mode 0600), never through a link.
+
+    For files a process writes once and another reads (a worker's spec); a session's
+    data files go through :func:`gpusession.core.tomlio.write_atomic_bytes` instead.
+
+    Args:
+        path: the file.
+        data: its whole contents.
+        sync: fsync before returning.
+
+    Raises:
+        BadInput: ``path`` is a symbolic link.
+        OSError: the system refused.
+    """
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        if sync:
+            os.fsync(fh.fileno())
+
+
+def make_private_dir(path: Path | str, *, parents: bool = False) -> Path:
+    """Create folder ``path`` mode 0700 if missing (set explicitly, not by the umask).
+
+    A folder that already exists keeps its mode, unless gpusession made it a session
+    folder (:func:`private_dir_mode`).
+
+    Args:
+        path: the folder.
+        parents: create missing parents too (those with the system's default mode).
+
+    Returns:
+        ``path`` as a :class:`Path`.
+
+    Raises:
+        OSError: the system refused (``FileExistsError`` when a file is in the way).
+    """
+    path = Path(path)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=DIR_MODE)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        return path
+    private_dir_mode(path)
+    return path
+
+
+def private_dir_mode(path: Path | str) -> None:
+    """Set folder ``path`` to mode 0700 (no error when the system refuses: not ours)."""
+    try:
+        os.chmod(path, DIR_MODE)
+    except OSError:
+        pass
+
+
+__all__ = [
+    "DIR_MODE", "FILE_MODE", "link_refused", "make_private_dir", "open_append",
+    "open_private", "private_dir_mode", "write_private_bytes",
+]

@@ -1,0 +1,71 @@
+"""``manifest`` names its real path and can leave a copy beside the deliverables (issue 15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+
+def _deliverables(tmp_path: Path) -> Path:
+    d = tmp_path / "deliverables"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.txt").write_text("alpha\n")
+    (d / "sub" / "b.txt").write_text("beta\n")
+    return d
+
+
+def test_manifest_hint_names_the_real_path_that_verify_copy_accepts(
+    session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deliv = _deliverables(tmp_path)
+    code, out, _ = cli(capsys, sessions_root, "manifest", session.name, "--deliverables", str(deliv))
+    assert code == 0
+    real = (session.folder / "manifest.csv").absolute()
+    assert f"gpusession verify-copy {real} COPY_DIR" in out
+    assert f"gpusession pull [USER@]HOST:{session.folder.absolute()} --deliverables {deliv.absolute()}" in out
+    monkeypatch.chdir(tmp_path)  # the hint works from anywhere, not only the session folder
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(real), str(deliv))
+    assert code == 0, out
+
+
+def test_manifest_also_in_deliverables_carried_by_a_plain_copy(
+    session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    deliv = _deliverables(tmp_path)
+    code, out, _ = cli(capsys, sessions_root, "manifest", session.name, "--deliverables", str(deliv),
+                       "--also-in-deliverables")
+    assert code == 0
+    assert (deliv / "manifest.csv").read_bytes() == (session.folder / "manifest.csv").read_bytes()
+    assert "manifest.csv" not in (deliv / "manifest.csv").read_text()  # never lists itself
+    assert "gpusession verify-copy COPY_DIR/manifest.csv COPY_DIR" in out
+    copy = tmp_path / "home" / "deliverables"
+    shutil.copytree(deliv, copy)  # cp -r
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(copy / "manifest.csv"), str(copy))
+    assert code == 0 and "EXTRA" not in out, out
+    # with the session's manifest too, the carried copy is no extra file
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(session.folder / "manifest.csv"), str(copy))
+    assert code == 0 and "EXTRA" not in out, out
+    # a second manifest replaces the earlier copy and still does not list it
+    (deliv / "c.txt").write_text("gamma\n")
+    code, out, _ = cli(capsys, sessions_root, "manifest", session.name, "--deliverables", str(deliv),
+                       "--also-in-deliverables")
+    assert code == 0
+    assert "c.txt" in (deliv / "manifest.csv").read_text()
+    assert (deliv / "manifest.csv").read_bytes() == (session.folder / "manifest-2.csv").read_bytes()
+
+
+def test_manifest_also_in_deliverables_never_replaces_a_deliverable(
+    session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deliv = _deliverables(tmp_path)
+    (deliv / "manifest.csv").write_text("order,qty\n1,2\n")  # a real deliverable of that name
+    code, _, err = cli(capsys, sessions_root, "manifest", session.name, "--deliverables", str(deliv),
+                       "--also-in-deliverables")
+    assert code == 2
+    assert "exists and is not a manifest" in err
+    assert (deliv / "manifest.csv").read_text() == "order,qty\n1,2\n"
+    assert not (session.folder / "manifest.csv").exists()

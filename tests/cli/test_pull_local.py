@@ -1,0 +1,184 @@
+"""``gpusession pull`` from a local folder with the real rsync, and its one-line errors (issue 14)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+needs_rsync = pytest.mark.skipif(shutil.which("rsync") is None,
+                                 reason="rsync not installed (apt-get install rsync)")
+
+
+def _server(root: Path, capsys: pytest.CaptureFixture[str], *, manifest: bool = True,
+            also: bool = False) -> tuple[Path, Path]:
+    deliv = root.parent / "deliverables"
+    (deliv / "sub").mkdir(parents=True)
+    (deliv / "a.txt").write_text("alpha\n")
+    (deliv / "sub" / "b.bin").write_bytes(bytes(range(256)) * 40)
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    if manifest:
+        extra = ("--also-in-deliverables",) if also else ()
+        assert cli(capsys, root, "manifest", "s1", "--deliverables", str(deliv), *extra)[0] == 0
+    return root / "s1", deliv
+
+
+@needs_rsync
+def test_pull_local_path_verified_and_recorded(sessions_root: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    home = tmp_path / "home"
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    assert code == 0, out
+    assert "VERIFIED: the copy home matches" in out
+    assert (home / "s1-deliverables" / "sub" / "b.bin").read_bytes() == (deliv / "sub" / "b.bin").read_bytes()
+    code, out, _ = cli(capsys, home, "status", "s1")
+    assert code == 0 and "copy home verified" in out
+
+
+@needs_rsync
+def test_pull_no_manifest_never_verified(sessions_root: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys, manifest=False)
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--deliverables", str(deliv),
+                       "--to", str(tmp_path / "home"))
+    assert code == 3
+    assert "NOT VERIFIED: no manifest made on the server: on the server run `gpusession manifest s1" in out
+    assert "VERIFIED:" not in out.replace("NOT VERIFIED:", "")
+    assert "verified = false" in (tmp_path / "home" / "s1" / "checklist.toml").read_text()
+
+
+@needs_rsync
+def test_pull_lists_missing_truncated_and_extra(sessions_root: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    home = tmp_path / "home"
+    (home / "s1-deliverables").mkdir(parents=True)
+    (home / "s1-deliverables" / "old-junk.txt").write_text("left from before\n")  # extra
+    (deliv / "sub" / "b.bin").write_bytes(b"short")  # truncated on the server after the manifest
+    (deliv / "a.txt").unlink()  # gone on the server after the manifest
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    assert code == 3
+    assert "MISSING  a.txt" in out
+    assert "CHANGED  sub/b.bin (size 5 ≠ 10240 bytes (truncated or grown))" in out
+    assert "EXTRA    old-junk.txt" in out
+    assert "1 missing, 1 changed, 1 extra" in out
+
+
+@needs_rsync
+def test_pull_uses_newest_manifest_and_says_which(sessions_root: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    (deliv / "c.txt").write_text("added later\n")
+    assert cli(capsys, sessions_root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert code == 0, out
+    assert f"manifest: {sess / 'manifest-2.csv'}" in out
+    assert "the newest of 2 manifests" in out
+
+
+@needs_rsync
+def test_pull_unreadable_session_toml_not_verified(sessions_root: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    sess, _ = _server(sessions_root, capsys)
+    (sess / "order.toml").write_text("schema = 1\n[broken\n")
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert code == 3
+    assert "UNREADABLE" in out and "order.toml" in out
+    assert "1 session file(s) do not read back" in out
+
+
+def test_pull_without_rsync_here_one_line(sessions_root: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, PATH=str(tmp_path / "empty-bin"))
+    done = subprocess.run([sys.executable, "-m", "gpusession", "pull", str(sessions_root / "s1"),
+                           "--to", str(tmp_path / "home")], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "gpusession: error: rsync is not installed on this computer: install it (apt-get install "
+        "rsync, brew install rsync) and rerun"]
+
+
+def test_pull_bad_source_is_bad_input(sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, sessions_root, "pull", "host:/")
+    assert code == 2 and "does not end with a session folder" in err
+    code, _, err = cli(capsys, sessions_root, "pull", ":/srv/sessions/x")
+    assert code == 2 and "no host before ':'" in err
+
+
+@pytest.mark.parametrize(
+    ("rc", "stderr", "expected", "code"),
+    [
+        (11, 'rsync: [receiver] write failed on "/home/me/s1-deliverables/big.bin": No space left on device (28)',
+         "disk full on this computer while writing", 1),
+        (23, 'rsync: [receiver] mkdir "/home/me/s1" failed: Permission denied (13)',
+         'permission denied: [receiver] mkdir "/home/me/s1" failed: Permission denied (13)', 1),
+        (255, "ssh: Could not resolve hostname gpu1: Name or service not known",
+         "unknown host gpu1", 2),
+        (12, "bash: line 1: rsync: command not found\nrsync: connection unexpectedly closed",
+         "rsync is not installed on gpu1", 1),
+        (255, "ssh: connect to host gpu1 port 22: Connection refused", "gpu1 refused the connection", 1),
+        (20, "rsync error: received SIGINT, SIGTERM, or SIGHUP (code 20)", "was interrupted; rerun", 1),
+    ],
+)
+def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code: int) -> None:
+    from gpusession.core.pull import explain_failure
+
+    err = explain_failure(rc, stderr, host="gpu1", dest=Path("/home/me/s1"), where="gpu1:/srv/s1")
+    assert expected in str(err)
+    assert "\n" not in str(err)
+    assert err.exit_code == code
+
+
+def test_pull_parse_progress_and_source() -> None:
+    from gpusession.core.pull import Source, parse_progress, parse_source
+
+    p = parse_progress("     32,768  10%    1.23MB/s    0:00:02 (xfr#1, to-chk=4/6)")
+    assert p is not None and (p.bytes_done, p.percent, p.rate, p.eta) == (32768, 10, "1.23MB/s", "0:00:02")
+    assert parse_progress("sending incremental file list") is None
+    assert parse_source("me@gpu1:/srv/sessions/trial-1") == Source("me@gpu1", "/srv/sessions/trial-1")
+    local = parse_source("./a:b/sessions/trial-1")
+    assert local.host is None and local.name == "trial-1"
+
+
+@needs_rsync
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None,
+                    reason="mounting a tiny tmpfs (a full disk) needs root")
+def test_pull_disk_full_here_one_line_never_verified(sessions_root: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys, manifest=False)
+    (deliv / "big.bin").write_bytes(os.urandom(3_000_000))
+    assert cli(capsys, sessions_root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    small = tmp_path / "small-disk"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("this container does not allow mounting a tmpfs")
+    try:
+        code, out, err = cli(capsys, sessions_root, "pull", str(sess), "--to", str(small / "home"))
+        assert code == 1
+        errors = [ln for ln in err.strip().splitlines() if "%" not in ln]  # progress lines aside
+        assert errors == [
+            f"gpusession: error: disk full on this computer while writing {small / 'home' / 's1-deliverables'}: "
+            "free space and rerun (the pull resumes)"]
+        assert "VERIFIED" not in out
+        assert "verified = true" not in (small / "home" / "s1" / "checklist.toml").read_text()
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+@needs_rsync
+def test_pull_manifest_without_known_deliverables_asks_for_them(sessions_root: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    (sess / "journal.jsonl").write_text("")  # no record of where the deliverables were
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert code == 3
+    assert "the deliverables folder is not known (manifest.csv came without it): pass --deliverables" in out
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--deliverables", str(deliv),
+                       "--to", str(tmp_path / "home"))
+    assert code == 0, out

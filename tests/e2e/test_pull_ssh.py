@@ -1,0 +1,232 @@
+"""``gpusession pull`` end to end with the real rsync over a real OpenSSH server (issue 14).
+
+A fixture starts ``sshd`` on 127.0.0.1 at a free port with a host key and a client key
+made in a temporary folder (``StrictModes no``, ``UsePAM no``); the client's options go
+through ``--ssh``. Skipped with the reason where rsync, ssh or sshd cannot be had
+(``.ci/run`` installs them when missing).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
+MISSING = [n for n, p in (("rsync", shutil.which("rsync")), ("ssh", shutil.which("ssh")),
+                          ("ssh-keygen", shutil.which("ssh-keygen")), ("sshd", SSHD)) if p is None]
+if MISSING:
+    pytest.skip(f"needs {', '.join(MISSING)} (apt-get install rsync openssh-server openssh-client)",
+                allow_module_level=True)
+
+
+@dataclass(frozen=True)
+class Sshd:
+    """A running sshd: where to reach it and the ``--ssh`` command that logs in."""
+
+    host: str
+    port: int
+    ssh: str
+    bad_key_ssh: str
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    d = tmp_path_factory.mktemp("sshd")
+    for key in ("host_key", "client_key", "other_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    port = _free_port()
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\n"
+        f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin yes\n"
+        f"PidFile {d / 'sshd.pid'}\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(d / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "wb"))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.skip(f"sshd did not start: {(d / 'sshd.log').read_text()[-300:]}")
+            time.sleep(0.1)
+    opts = (f"-o UserKnownHostsFile={d / 'known_hosts'} -o StrictHostKeyChecking=no "
+            f"-o BatchMode=yes -o IdentitiesOnly=yes -p {port}")
+    user = getpass.getuser()
+    try:
+        yield Sshd(f"{user}@127.0.0.1", port, f"ssh -i {d / 'client_key'} {opts}",
+                   f"ssh -i {d / 'other_key'} {opts}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _pull(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("GPUSESSION_HOME", None)
+    env.pop("RSYNC_RSH", None)
+    return subprocess.run([sys.executable, "-m", "gpusession", "pull", *args], cwd=cwd,
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> tuple[Path, Path]:
+    """A session on the "server" (a temp folder) with deliverables and a manifest of them."""
+    from gpusession.cli import main
+
+    root = tmp_path / "server" / "sessions"
+    deliv = tmp_path / "server" / "deliverables"
+    (deliv / "visuals").mkdir(parents=True)
+    (deliv / "visuals" / "01 cover.png").write_bytes(os.urandom(200_000))
+    (deliv / "big.bin").write_bytes(os.urandom(3_000_000))
+    (deliv / "notes.txt").write_text("accepted run, batch 8\n")
+    assert main(["--sessions-dir", str(root), "new", "trial-1", "--gpu", "RTX A5000", "--lots", "1",
+                 "--days", "3"]) == 0
+    assert main(["--sessions-dir", str(root), "manifest", "trial-1", "--deliverables", str(deliv)]) == 0
+    return root / "trial-1", deliv
+
+
+def test_pull_over_ssh_session_and_deliverables_verified(sshd: Sshd, server: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    sess, deliv = server
+    home = tmp_path / "home"
+    done = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VERIFIED" in done.stdout and "NOT VERIFIED" not in done.stdout
+    assert f"manifest: {sess / 'manifest.csv'}" in done.stdout
+    assert (home / "trial-1-deliverables" / "big.bin").read_bytes() == (deliv / "big.bin").read_bytes()
+    assert "100%" in done.stderr  # the progress, parsed from rsync --info=progress2
+    checklist = (home / "trial-1" / "checklist.toml").read_text()
+    assert "[retrieval]" in checklist and "verified = true" in checklist
+    assert "deliverables_files = 3" in checklist
+    assert 'evidence = "copy home verified' in checklist
+    assert "done = true" not in checklist  # evidence never ticks an item (S1)
+    assert not (home / ".gpusession-pull").exists()
+
+
+def test_pull_interrupted_mid_file_then_resumed_and_verified(sshd: Sshd, server: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    import psutil
+
+    sess, deliv = server
+    home = tmp_path / "home"
+    env = dict(os.environ)
+    env.pop("GPUSESSION_HOME", None)
+    cmd = [sys.executable, "-m", "gpusession", "pull", f"{sshd.host}:{sess}", "--deliverables",
+           str(deliv), "--to", str(home), "--ssh", sshd.ssh, "--bwlimit", "300"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    target = home / "trial-1-deliverables" / "big.bin"
+    work = home / ".gpusession-pull" / "trial-1" / "deliverables"
+    deadline = time.monotonic() + 60
+    killed = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        tmp_files = [p for p in work.rglob("*") if p.is_file()] if work.exists() else []
+        if any(p.stat().st_size > 100_000 for p in tmp_files):
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                if child.name() == "rsync":
+                    child.send_signal(signal.SIGTERM)  # as a Ctrl-C or a dropped link would
+                    killed = True
+                    break
+            break
+        time.sleep(0.1)
+    out, err = proc.communicate(timeout=60)
+    assert killed, out + err
+    assert proc.returncode != 0
+    assert "VERIFIED" not in out.replace("NOT VERIFIED", "")
+    assert "was interrupted; rerun the same command to resume" in err, err
+    assert not target.exists()  # a partial file never sits under its final name
+    kept = [p for p in work.rglob("*") if p.is_file()]
+    assert kept and max(p.stat().st_size for p in kept) > 100_000  # kept for the resume
+    checklist = home / "trial-1" / "checklist.toml"
+    assert "verified = true" not in checklist.read_text()
+    resumed = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                    "--ssh", sshd.ssh, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert target.read_bytes() == (deliv / "big.bin").read_bytes()
+    assert "verified = true" in checklist.read_text()
+
+
+def test_pull_flipped_byte_in_copy_is_not_verified(sshd: Sshd, server: tuple[Path, Path],
+                                                   tmp_path: Path) -> None:
+    sess, deliv = server
+    home = tmp_path / "home"
+    args = (f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home), "--ssh", sshd.ssh)
+    assert _pull(*args, cwd=tmp_path).returncode == 0
+    copy = home / "trial-1-deliverables" / "notes.txt"
+    st = copy.stat()
+    data = bytearray(copy.read_bytes())
+    data[0] ^= 0x01
+    copy.write_bytes(bytes(data))
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and time: rsync skips it
+    again = _pull(*args, cwd=tmp_path)
+    assert again.returncode == 3, again.stdout + again.stderr
+    assert "CHANGED  notes.txt (hash differs)" in again.stdout
+    assert "NOT VERIFIED" in again.stdout
+    assert "verified = false" in (home / "trial-1" / "checklist.toml").read_text()
+    healed = _pull(*args, "--checksum", cwd=tmp_path)
+    assert healed.returncode == 0, healed.stdout
+
+
+def test_pull_unknown_host_one_line(tmp_path: Path) -> None:
+    done = _pull("nohost.invalid:/srv/sessions/trial-1", "--to", str(tmp_path / "home"),
+                 "--ssh", "ssh -o BatchMode=yes -o ConnectTimeout=5", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "gpusession: error: unknown host nohost.invalid: check the name (or its entry in ~/.ssh/config)"]
+    assert "VERIFIED" not in done.stdout
+
+
+def test_pull_login_refused_one_line(sshd: Sshd, server: tuple[Path, Path], tmp_path: Path) -> None:
+    sess, _ = server
+    done = _pull(f"{sshd.host}:{sess}", "--to", str(tmp_path / "home"), "--ssh", sshd.bad_key_ssh,
+                 cwd=tmp_path)
+    assert done.returncode == 1
+    line = done.stderr.strip().splitlines()[-1]
+    assert "refused the login (permission denied)" in line, done.stderr
+
+
+def test_pull_no_rsync_on_the_server_one_line(sshd: Sshd, server: tuple[Path, Path], tmp_path: Path) -> None:
+    sess, _ = server
+    done = _pull(f"{sshd.host}:{sess}", "--to", str(tmp_path / "home"), "--ssh", sshd.ssh,
+                 "--rsync-path", "/nonexistent/rsync", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "gpusession: error: rsync is not installed on 127.0.0.1: install it there (apt-get install rsync)"
+        .replace("127.0.0.1", sshd.host))
+
+
+def test_pull_missing_remote_folder_one_line(sshd: Sshd, tmp_path: Path) -> None:
+    done = _pull(f"{sshd.host}:/nonexistent/sessions/trial-1", "--to", str(tmp_path / "home"),
+                 "--ssh", sshd.ssh, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "not found on" in done.stderr and "/nonexistent/sessions/trial-1" in done.stderr
