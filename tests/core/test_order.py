@@ -340,7 +340,7 @@ def test_s2_after_payment_confirmed_the_order_says_paid_and_what_is_open(ordered
     om.record_event(ordered, "payment-confirmed", source="tracking")
     text = "\n".join(order_lines(om.load_order(ordered)))
     assert "Active payment order" not in text and "expires in" not in text
-    assert "Payment: PAID — 55.00 USDT on network TRC20, confirmed on" in text
+    assert "Payment: PAID — exactly 55.00 USDT on network TRC20, confirmed on" in text
     assert "Still open: GPU provisioning" in text
     om.record_event(ordered, "gpu-provisioned", source="tracking")
     text = "\n".join(order_lines(om.load_order(ordered)))

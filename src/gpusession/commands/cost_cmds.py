@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -325,7 +326,8 @@ def _hint_package_start(s: Any, at: Any) -> None:
         when = origin.provisioned_at
         print(f"Package start is {local_str(s.package.start)} ({origin.words()}); the GPU was "
               f"provisioned at {local_str(when)}. To count the package from then: "
-              f"gpusession package {s.name} --start-from gpu-provisioned")
+              f"gpusession package {s.name} --start-from gpu-provisioned (the same as "
+              f"gpusession package {s.name} --start {when.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')})")
 
 
 def cmd_order_deviation(args: argparse.Namespace) -> int:

@@ -75,7 +75,7 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
         # and has no countdown; what is left open is provisioning (S2).
         when = [e.at for e in state.timeline if e.state == "payment-confirmed"]
         at = f" on {local_str(when[-1], tz)}" if when else ""
-        out.append(f"Payment: PAID — {p.amount} {p.asset} on network {p.network}, confirmed{at} by "
+        out.append(f"Payment: PAID — exactly {p.amount} {p.asset} on network {p.network}, confirmed{at} by "
                    "the provider's tracking; nothing more to pay on this payment order")
         out.append(f"  to {p.destination}")
     else:

@@ -253,7 +253,7 @@ def window_origin(start: datetime | None, created_at: datetime | None,
     Args:
         start: the package start (aware), ``None`` when not set.
         created_at: when the session was created (aware), if known.
-        provisioned_at: the order's latest ``gpu-provisioned`` event (aware), if any.
+        provisioned_at: the order's last recorded ``gpu-provisioned`` event (aware), if any.
 
     Returns:
         The origin; ``offer`` is set when ``provisioned_at`` differs from ``start`` by
@@ -280,7 +280,8 @@ def session_window_origin(session: Any, order_state: Any | None) -> WindowOrigin
     created = session.data.get("created_at") if isinstance(session.data, dict) else None
     provisioned = None
     if order_state is not None:
-        times = [e.at for e in order_state.timeline if e.state == "gpu-provisioned"]
+        # the last one recorded (a later record corrects an earlier one), not the latest time
+        times = [e.at for e in order_state.events if e.state == "gpu-provisioned"]
         provisioned = times[-1] if times else None
     return window_origin(session.package.start, created if isinstance(created, datetime) else None,
                          provisioned)
