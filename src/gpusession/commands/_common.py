@@ -88,14 +88,16 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
         The table; a standalone validation reads as an accepted or rejected validation,
         never as a failed run (issue 15); the quality figure stands beside the times.
     """
-    lines = [f"{'experiment':<12} {'variant':<9} {'phase':<5} {'n':>3} {'median':>9} {'min–max':>15}  "
-             f"{'quality':<14}  outcome"]
-    for raw in rows:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
-        r = raw if isinstance(raw, SummaryRow) else _row_of(raw)
+    table = [raw if isinstance(raw, SummaryRow) else _row_of(raw) for raw in rows]
+    ew = max([10] + [len(_or_dash(r.experiment_id)) for r in table])  # columns fit their words
+    vw = max([7] + [len(_or_dash(r.variant_id)) for r in table])
+    lines = [f"{'experiment':<{ew}} {'variant':<{vw}} {'phase':<5} {'n':>3} {'median':>9} "
+             f"{'min–max':>15}  {'quality':<14}  outcome"]
+    for r in table:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
         med = format_seconds(r.median_seconds, "-")
         rng = format_seconds_range(r.min_seconds, r.max_seconds, "-")
         lines.append(
-            f"{_or_dash(r.experiment_id):<12} {_or_dash(r.variant_id):<9} "
+            f"{_or_dash(r.experiment_id):<{ew}} {_or_dash(r.variant_id):<{vw}} "
             f"{_or_dash(r.phase):<5} "
             f"{r.n:>3} {med:>9} {rng:>15}  {r.quality_words():<14}  {r.outcome_words()}"
         )
