@@ -178,19 +178,24 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
 
 
 def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -> list[str]:
-    out = ["Observed by the runs, not taken from the order."]
     cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
             "torch_version", "runtime_version"]  # precision: in the protocol section
-    if frame.height:
-        env = frame.group_by("experiment_id", maintain_order=True).agg(
+    timed = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame  # a validation ran nothing
+    if timed.height:
+        env = timed.group_by("experiment_id", maintain_order=True).agg(
             [pl.col(c).drop_nulls().unique(maintain_order=True).cast(pl.String).str.join(", ")
              for c in cols]
         )
-        out += [""] + _table(
-            ["experiment", "GPU", "GPUs used", "device", "driver", "Python", "PyTorch", "runtime"],
-            [[r["experiment_id"]] + [r[c] or None for c in cols] for r in env.iter_rows(named=True)],
-        )
+        header = ["GPU", "GPUs used", "device", "driver", "Python", "PyTorch", "runtime"]
+        if env.height == 1:  # one experiment: named above the table, which then fits 80 columns
+            out = [f"Observed by the runs of {_cell(env['experiment_id'][0])}, not taken from the order.", ""]
+            out += _table(header, [[r[c] or None for c in cols] for r in env.iter_rows(named=True)])
+        else:
+            out = ["Observed by the runs, not taken from the order.", ""]
+            out += _table(["experiment", *header],
+                          [[r["experiment_id"]] + [r[c] or None for c in cols] for r in env.iter_rows(named=True)])
     else:
+        out = ["Observed by the runs, not taken from the order."]
         out += ["", "_No run recorded yet._"]
     tables: list[tuple[str, dict[str, Any]]] = []
     exps = session.data.get("experiments")
@@ -200,21 +205,28 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     top = session.data.get("environment")
     if isinstance(top, dict) and top and not any(t == top for _, t in tables):
         tables.append(("session", top))
+    # said elsewhere: in the table above, in gpu_mapping, in the NVML line below, in the
+    # protocol's last invocation
     in_table = {"device", "python_version", "torch_version", "gpu_count", "gpu_model",
-                "driver_version", "runtime_version", "concurrent_load"}
+                "driver_version", "runtime_version", "concurrent_load", "nvml_reason"}
     for label, table in tables:  # one wrapped paragraph, not one line per key (issue 15)
-        unset = [str(k) for k, v in table.items() if v == "unset"]
+        unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
+        mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
         pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
-                 if k not in in_table and v != "unset"]
+                 if k not in in_table and k not in mapped and v != "unset" and k != "observed_at"]
         if unset:
             pairs.append(f"unset: {', '.join(unset)}")
-        out += [""] + _wrap(f"Also stored in session.toml ({label}): " + "; ".join(pairs) + ".")
-    if probes:
+        if table.get("observed_at"):
+            pairs.append(f"observed {_flat(table['observed_at'])}")
+        out += [""] + _wrap(f"Also stored ({label}): " + "; ".join(pairs) + ".")
+    if probes and not tables:  # after the stored paragraph the list follows directly (CommonMark)
         out.append("")
     for label, text in probes:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         out += _wrap(f"**{label}:** {lines[0] if lines else '-'}", indent="  ", first="- ")
         for line in lines[1:]:
+            if line.startswith("last run (experiment") and frame.height:
+                continue  # the table above says what the last run recorded
             out += _wrap(line, indent="    ", first="  - ")
     from gpusession.core.order import load_order
 
@@ -336,17 +348,30 @@ def _memory(frame: pl.DataFrame) -> list[str]:
     if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
         return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0)._"]
     mem = (
-        frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
+        frame.filter(pl.col("peak_allocated_bytes").is_not_null() | pl.col("peak_reserved_bytes").is_not_null())
+        .group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
         .agg(pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
     )
-    rows = [[r["experiment_id"], r["variant_id"], r["phase"], fmt_bytes(r["peak_allocated_bytes"])
-             if r["peak_allocated_bytes"] is not None else None,
-             fmt_bytes(r["peak_reserved_bytes"]) if r["peak_reserved_bytes"] is not None else None]
-            for r in mem.iter_rows(named=True)]
-    out = ["Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
-           "reserved: the two are never added, and their difference is not \"the cache\". "
-           "Other processes and memory outside the allocator are not covered.", ""]
-    return out + _table(["experiment", "variant", "phase", "peak allocated", "peak reserved"], rows)
+    out = _wrap("Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
+                "reserved: the two are never added, and their difference is not \"the cache\". "
+                "Other processes and memory outside the allocator are not covered.")
+    tables: dict[str, list[list[Any]]] = {}
+    for r in mem.iter_rows(named=True):  # one table per experiment, so a row fits 80 columns
+        tables.setdefault(_cell(r["experiment_id"]), []).append(
+            [r["variant_id"], r["phase"], _bytes_short(r["peak_allocated_bytes"]),
+             _bytes_short(r["peak_reserved_bytes"])])
+    for exp, rows in tables.items():
+        out += ["", f"Experiment {exp}:", ""]
+        out += _table(["variant", "phase", "peak allocated", "peak reserved"], rows)
+    return out
+
+
+def _bytes_short(n: int | None) -> str | None:
+    """``1.20 GiB`` (the exact byte count is in resultats-bruts.csv); ``None`` = not measured."""
+    if n is None:
+        return None
+    scale, unit = byte_scale(n)
+    return f"{n} B" if unit == "B" else f"{n / scale:.2f} {unit}"
 
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
