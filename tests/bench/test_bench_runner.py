@@ -107,8 +107,8 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, sessio
     from gpusession.core.report import render_report
 
     report = render_report(s)
-    assert "- tf32_matmul:" in report and "- float32_matmul_precision:" in report
-    assert "- grad_enabled:" in report and "- cuda_device_order:" in report
+    assert "tf32_matmul:" in report and "float32_matmul_precision:" in report
+    assert "grad_enabled:" in report and "cuda_device_order" in report
 
 
 @pytest.mark.torch
