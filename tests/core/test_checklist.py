@@ -375,8 +375,16 @@ def test_s5_order_match_from_last_run_when_nvml_is_missing(session: Session) -> 
     assert ev.startswith("matches") and "(last run)" in ev
 
 
-def test_s1_a_hand_broken_item_entry_is_replaced_on_the_next_change(session: Session) -> None:
-    session.checklist_toml.write_text('schema = 1\n[items]\n"g1.approver" = "oops"\n', encoding="utf-8")
-    assert not next(i for i in cl.load_checklist(session) if i.id == "g1.approver").done
-    assert cl.set_done(session, "g1.approver", True, now=T0).done
-    cl.collect_evidence(session, nvml=a5000(), now=T0)
+def test_s1_a_hand_broken_item_entry_is_named_and_never_overwritten(session: Session) -> None:
+    # issue 12: a value of the wrong kind is a one-line error naming file and key; the
+    # file stays as the person left it (it was silently replaced before)
+    text = 'schema = 1\n[items]\n"g1.approver" = "oops"\n'
+    session.checklist_toml.write_text(text, encoding="utf-8")
+    for call in (lambda: cl.load_checklist(session),
+                 lambda: cl.set_done(session, "g1.approver", True, now=T0),
+                 lambda: cl.collect_evidence(session, nvml=a5000(), now=T0)):
+        with pytest.raises(BadInput) as exc:
+            call()
+        assert exc.value.path == session.checklist_toml
+        assert exc.value.field == "items.g1.approver" and "expected a table" in str(exc.value)
+    assert session.checklist_toml.read_text(encoding="utf-8") == text

@@ -81,3 +81,24 @@ async def test_k4_one_accepted_corpus_is_singular(session: Any, make_app: MakeAp
         status = text_of(app, "#val-status")
         assert "3 runs; 1 distinct accepted corpus in this session" in status, status
         assert "corpora" not in (cost + status)
+
+
+async def test_issue13_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot_idle(
+    new_session: Any, make_app: MakeApp
+) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.package import Package
+
+    s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
+    define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))
+    define_experiment(s, Experiment(id="two-gpus", workload="synthetic-mlp", values=(4,), gpus=2))
+    app = make_app(session=s)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        await pilot.pause()
+        out = text_of(app, "#cost-report")
+        assert "experiment one-gpu uses 1 of 2 GPUs of this B200 lot" in out, out
+        assert "two-gpus" not in out

@@ -195,14 +195,17 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         app.screen.query_one("#field-varied", Input).value = "context"
         app.screen.query_one("#field-values", Input).value = "128, 256"
         app.screen.query_one("#field-runs", Input).value = "3"
+        app.screen.query_one("#field-gpus", Input).value = "2"  # issue 13
         await pilot.press("ctrl+s")
         await pilot.pause()
         exps = {e.id: e for e in load_experiments(session)}
+        assert exps["ctx-sweep"].gpus == 2
         assert exps["ctx-sweep"].varied == "context" and exps["ctx-sweep"].values == (128, 256)
         assert exps["ctx-sweep"].runs_per_variant == 3
         run_pane = app.screen.pane("run")
         assert run_pane.experiment_id == "ctx-sweep"
         assert "ctx-sweep: context = 128, 256; 3 runs" in str(run_pane.query_one("#run-status", Static).render())
+        assert "2 GPUs (torchrun)" in str(run_pane.query_one("#run-status", Static).render())
 
 
 async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> None:
@@ -266,12 +269,12 @@ async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
         keys = {(k.key, k.description) for k in form.query(FooterKey)}
         assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
         assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
-        for _ in range(7):  # tab down to the last field: it scrolls into view with its label
+        for _ in range(8):  # tab down to the last field: it scrolls into view with its label
             await pilot.press("tab")
             await pilot.pause()
             assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
             assert shown_on_screen(app, form.query_one("#form-save"))
-        assert app.focused is form.query_one("#field-scope")
+        assert app.focused is form.query_one("#field-gpus")
 
 
 async def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(
@@ -333,3 +336,22 @@ async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
         assert any(line.rstrip().endswith("not validated") for line in lines), lines
         assert any(line.rstrip().endswith("rejected") for line in lines), lines
         assert table.virtual_size.width <= table.scrollable_content_region.width
+
+
+async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
+    new_session: Any, make_app: MakeApp
+) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.package import Package
+
+    s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
+    define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))
+    app = make_app(session=s)
+    async with app.run_test(size=(80, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        status = str(app.screen.pane("run").query_one("#run-status", Static).render())
+        assert "uses 1 of 2 GPUs of this B200 lot" in status, status

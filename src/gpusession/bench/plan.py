@@ -25,12 +25,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from gpusession.bench.placeholders import ENV, check_command
 from gpusession.core.errors import BadInput
 from gpusession.core.journal import RunKey
+from gpusession.core.secrets import shown
 from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
 _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_ENDPOINT_RE = re.compile(r"[A-Za-z0-9_.-]+:[0-9]{1,5}")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
 COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
@@ -58,6 +61,8 @@ FIXED_KEYS = (
     "cold_runs_per_variant",
     "protocol",
     "params",
+    "gpus",
+    "nodes",
 )
 
 
@@ -89,8 +94,17 @@ class Experiment:
         cold_runs_per_variant: fresh processes per variant for the cold run (R3).
         protocol: the validation protocol (classes, metric, threshold, tolerance, …),
             fixed before the first measurement (V5).
-        params: workload parameters (e.g. ``command`` argv, MLP width/depth).
+        params: workload parameters (e.g. ``command`` argv, MLP width/depth). A
+            command's placeholders are whole arguments or ``--flag={x}`` only, never
+            inside a ``-c`` script (:mod:`gpusession.bench.placeholders`).
         run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
+        gpus: processes per node (issue 13): ``1`` runs one worker process; ``N > 1``
+            starts the worker through torchrun with ``N`` ranks, each on
+            ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
+        nodes: nodes of the torchrun group (issue 13); more than one needs
+            ``rendezvous``, and each other node starts its torchrun agent itself.
+        rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
+            not part of the setup (a new address is not a new experiment).
     """
 
     id: str
@@ -113,6 +127,9 @@ class Experiment:
     protocol: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     run_timeout_s: float = 3600.0
+    gpus: int = 1
+    nodes: int = 1
+    rendezvous: str | None = None
 
     @property
     def variant_ids(self) -> list[str]:
@@ -169,7 +186,7 @@ def check(exp: Experiment) -> Experiment:
     f = f"experiments.{exp.id}"
     if not isinstance(exp.id, str) or not _ID_RE.fullmatch(exp.id) or ".." in exp.id:
         # the id names folders under runs/ and validation/: never a path
-        raise BadInput(f"experiment id {exp.id!r}: use letters, digits, '.', '_' or '-' "
+        raise BadInput(f"experiment id {shown(exp.id)}: use letters, digits, '.', '_' or '-' "
                        "(no '/', no '..', no spaces, not starting with '.' or '-')", field=f)
     if exp.varied == "precision":
         raise BadInput(
@@ -178,33 +195,33 @@ def check(exp: Experiment) -> Experiment:
             field=f"{f}.varied",
         )
     if exp.varied not in VARIED:
-        raise BadInput(f"expected one of {', '.join(VARIED)}, got {exp.varied!r}", field=f"{f}.varied")
+        raise BadInput(f"expected one of {', '.join(VARIED)}, got {shown(exp.varied)}", field=f"{f}.varied")
     if not exp.values:
         raise BadInput("no values to vary", field=f"{f}.values")
     if len(set(exp.values)) != len(exp.values):
         raise BadInput(f"duplicate values {list(exp.values)}", field=f"{f}.values")
     for v in exp.values:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise BadInput(f"expected whole numbers ≥ 1, got {v!r}", field=f"{f}.values")
+            raise BadInput(f"expected whole numbers ≥ 1, got {shown(v)}", field=f"{f}.values")
     if exp.scope not in SCOPES:
-        raise BadInput(f"expected one of {', '.join(SCOPES)}, got {exp.scope!r}", field=f"{f}.scope")
+        raise BadInput(f"expected one of {', '.join(SCOPES)}, got {shown(exp.scope)}", field=f"{f}.scope")
     if exp.order not in ORDERS:
-        raise BadInput(f"expected one of {', '.join(ORDERS)}, got {exp.order!r}", field=f"{f}.order")
+        raise BadInput(f"expected one of {', '.join(ORDERS)}, got {shown(exp.order)}", field=f"{f}.order")
     if exp.precision not in PRECISIONS:
         raise BadInput(
-            f"expected one of {', '.join(PRECISIONS)}, got {exp.precision!r}", field=f"{f}.precision"
+            f"expected one of {', '.join(PRECISIONS)}, got {shown(exp.precision)}", field=f"{f}.precision"
         )
     for key in ("runs_per_variant", "warmup_iterations", "cold_runs_per_variant", "seed", "order_seed"):
         v = getattr(exp, key)
         if not isinstance(v, int) or isinstance(v, bool):
-            raise BadInput(f"expected a whole number, got {v!r}", field=f"{f}.{key}")
+            raise BadInput(f"expected a whole number, got {shown(v)}", field=f"{f}.{key}")
     for key in ("runs_per_variant", "warmup_iterations", "cold_runs_per_variant"):
         if getattr(exp, key) > COUNT_MAX:
             raise BadInput(f"expected at most {COUNT_MAX:,}, got {getattr(exp, key):,}",
                            field=f"{f}.{key}")
     t = exp.run_timeout_s
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-        raise BadInput(f"expected a number of seconds > 0, got {t!r}", field=f"{f}.run_timeout_s")
+        raise BadInput(f"expected a number of seconds > 0, got {shown(t)}", field=f"{f}.run_timeout_s")
     if exp.runs_per_variant < 1:
         raise BadInput("expected at least 1 measured run per variant", field=f"{f}.runs_per_variant")
     for key in ("warmup_iterations", "cold_runs_per_variant"):
@@ -213,15 +230,58 @@ def check(exp: Experiment) -> Experiment:
     for key in ("context_limit", "batch"):
         v = getattr(exp, key)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise BadInput(f"expected a whole number ≥ 1 (or leave it unset), got {v!r}",
+            raise BadInput(f"expected a whole number ≥ 1 (or leave it unset), got {shown(v)}",
                            field=f"{f}.{key}")
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
-        raise BadInput(f"expected cpu, cuda or cuda:N, got {exp.device!r}", field=f"{f}.device")
-    if exp.workload == "command" and not exp.params.get("command"):
-        raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+        raise BadInput(f"expected cpu, cuda or cuda:N, got {shown(exp.device)}", field=f"{f}.device")
+    _check_gpus(exp, f)
+    if exp.workload == "command":
+        argv = exp.params.get("command")
+        if not argv:
+            raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise BadInput("expected a list of arguments (text)", field=f"{f}.params.command")
+        check_command(argv, field=f"{f}.params.command")  # a value never becomes code (issue 12)
     if exp.varied == "context":
         _check_context_varied(exp, f)
     return exp
+
+
+def _check_gpus(exp: Experiment, f: str) -> None:
+    """Check ``gpus`` and ``nodes``: whole numbers ≥ 1 (issue 13).
+
+    More than one process needs a torch workload on ``cuda``/``cpu`` and the processing
+    scope; several nodes need a rendezvous endpoint ``host:port``.
+
+    Source: issue 13 (several GPUs in one run through torchrun).
+    """
+    g = exp.gpus
+    if not isinstance(g, int) or isinstance(g, bool) or g < 1:
+        raise BadInput(f"expected a whole number of GPUs ≥ 1, got {shown(g)}", field=f"{f}.gpus")
+    if g > COUNT_MAX:
+        raise BadInput(f"expected at most {COUNT_MAX:,}, got {g:,}", field=f"{f}.gpus")
+    n = exp.nodes
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > COUNT_MAX:
+        raise BadInput(f"expected a whole number of nodes from 1 to {COUNT_MAX:,}, got {shown(n)}",
+                       field=f"{f}.nodes")
+    r = exp.rendezvous
+    if n > 1 and (not isinstance(r, str) or not _ENDPOINT_RE.fullmatch(r)
+                  or not 0 < int(r.rpartition(":")[2]) < 65536):
+        raise BadInput(f"{n} nodes need a rendezvous endpoint host:port (port 1-65535), got {shown(r)}",
+                       field=f"{f}.rendezvous")
+    if n == 1 and r is not None:
+        raise BadInput("a rendezvous endpoint is for several nodes: set nodes or leave it out",
+                       field=f"{f}.rendezvous")
+    g = g * n  # every check below is about processes in the group
+    if g > 1 and exp.workload == "command":
+        raise BadInput("a command workload runs as one process: leave gpus and nodes at 1 "
+                       "(the command may start its own processes)", field=f"{f}.gpus")
+    if g > 1 and exp.scope != "processing":
+        raise BadInput(f"with {g} GPUs only the processing scope is measured for now: the "
+                       "outputs are gathered and written after the clock stops", field=f"{f}.scope")
+    if g > 1 and exp.device is not None and exp.device not in ("cpu", "cuda"):
+        raise BadInput(f"with {g} GPUs each process uses its own device: set the device to "
+                       f"cuda, cpu or leave it unset, not {shown(exp.device)}", field=f"{f}.device")
 
 
 #: Built-in workloads that cannot apply a context limit per run.
@@ -239,9 +299,10 @@ def _check_context_varied(exp: Experiment, f: str) -> None:
                        f"{_NO_CONTEXT[exp.workload]}; vary the batch instead", field=f"{f}.varied")
     if exp.workload == "command":
         argv = exp.params.get("command") or []
-        if not any("{context}" in str(a) for a in argv):
+        if not any("{context}" in str(a) or ENV["context"] in str(a) for a in argv):
             raise BadInput("a command that varies the context must pass it on: put {context} "
-                           "in params.command", field=f"{f}.varied")
+                           f"in params.command, or read ${ENV['context']} in its script",
+                           field=f"{f}.varied")
 
 
 def load_experiments(session: Session) -> list[Experiment]:
@@ -253,7 +314,7 @@ def load_experiments(session: Session) -> list[Experiment]:
     out = []
     for k, v in table.items():
         if not isinstance(v, Mapping):
-            raise BadInput(f"expected a table, got {v!r}", path=session.session_toml,
+            raise BadInput(f"expected a table, got {shown(v)}", path=session.session_toml,
                            field=f"experiments.{k}")
         try:
             out.append(Experiment.from_toml(k, v))
@@ -274,7 +335,7 @@ def get_experiment(session: Session, exp_id: str) -> Experiment:
         if exp.id == exp_id:
             return exp
     known = ", ".join(e.id for e in load_experiments(session)) or "none"
-    raise BadInput(f"no experiment {exp_id!r} in session {session.name} (defined: {known})")
+    raise BadInput(f"no experiment {shown(exp_id)} in session {session.name} (defined: {known})")
 
 
 def _fixed(data: Mapping[str, Any]) -> dict[str, Any]:

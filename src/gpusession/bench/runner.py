@@ -30,6 +30,14 @@ runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserv
 turns them into words. The journal gets typed records, and the worker's events arrive
 typed (:mod:`gpusession.bench.process`). A row's protocol fields (phase, warm-up
 iterations) come from what the worker reports it did, never from the definition (R4).
+
+An experiment with ``gpus > 1`` starts each worker through torchrun (issue 13:
+:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
+barriers, memory the maximum over ranks, the ranks in ``notes``), each rank's own figures
+go to ``runs/<experiment>/ranks.csv``, and a group that ends part-way (a rank raised in
+a run — the group then ends with that run and its row waits for the exit, to name the
+rank's exit code — died, or hung past the timeout) is followed by a fresh group for the
+runs left.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +103,10 @@ from gpusession.core.session import Session
 from gpusession.core.status import refresh_counts
 from gpusession.core.summary import accepted_revisions
 
+#: Seconds a torchrun group may take to end by itself after a rank failed a run before
+#: the runner ends it (issue 13; the ranks exit right after the leader's report).
+TEARDOWN_GRACE_S = 30.0
+
 
 @dataclass
 class RunOutcome:
@@ -128,6 +140,9 @@ class Runner:
         device: overrides the experiment's device for this invocation
             (``cpu``/``cuda``/``cuda:N``); ``None`` = the experiment's, else decided in
             the worker.
+        torchrun: start the worker through torchrun even for one GPU (a group of one
+            rank; ``scripts/gpu-check.sh`` checks the launch path with it, issue 13).
+            With ``gpus > 1`` torchrun is always used.
 
     Raises:
         BadInput: unknown experiment.
@@ -142,6 +157,7 @@ class Runner:
         cancel: threading.Event | None = None,
         python: str = sys.executable,
         device: str | None = None,
+        torchrun: bool = False,
     ) -> None:
         """Look the experiment up; nothing runs until :meth:`run`."""
         self.session = session
@@ -150,6 +166,7 @@ class Runner:
         self.cancel = cancel or threading.Event()
         self.python = python
         self.device = device
+        self.torchrun = torchrun
         self.outcome = RunOutcome()
         self._env: dict[str, Any] = {}
         self._revisions: dict[str, Any] = {}
@@ -168,6 +185,8 @@ class Runner:
         self._fatal_load: str | None = None
         self._measured = False
         self._keys_written: list[str] = []
+        # Runs a fresh rank group runs after a group ended early (issue 13).
+        self._rest: list[ScheduledRun] = []
         # The worker running now and the run key in flight (a load is a run), for
         # interrupt() (issue 12); interrupt may come from another thread.
         self._current: WorkerProcess | None = None
@@ -287,14 +306,18 @@ class Runner:
             self._incident(self._validation.problem)
         groups = workers_of(runs)
         stopped = False
-        for name, group in groups:
+        while groups:
+            name, group = groups.pop(0)
             if self.cancel.is_set():
                 stopped = True
                 break
+            self._rest = []
             if not self._run_worker(exp, name, group):
                 stopped = self.cancel.is_set() or stopped
                 if self.cancel.is_set() or self._fatal_load is not None:
                     break
+            if self._rest:  # issue 13: a rank group died; a fresh group runs what is left
+                groups.insert(0, (self._rest[0].worker, self._rest))
         if self._fatal_load is not None:
             self._incident(self._fatal_load)
         if not self._measured and self._keys_written and not self.cancel.is_set():
@@ -416,7 +439,7 @@ class Runner:
         self._journal(LoadStartedRecord(worker=name, **load_fields))
         load_open = True
         self._current_key = load_key.format()
-        w = WorkerProcess([self.python, "-m", "gpusession.bench.worker", "--spec", str(spec_path)], env)
+        w = WorkerProcess(self._worker_argv(exp, spec_path, env), env)
         self._current = w
         if self.outcome.interrupted is not None:  # the signal came while it started
             w.end_group()
@@ -424,7 +447,12 @@ class Runner:
                                           create_time_s=w.ident.create_time_s))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
         in_flight: ScheduledRun | None = None
+        rank_ids: dict[str, Any] = {}
         loaded = False
+        # issue 13: the run whose rank failed; the group ends with it and its row waits
+        # for the group's exit (the failed rank's exit code goes in it)
+        torn: tuple[ScheduledRun, WorkerRunFinished] | None = None
+        forced = False
         finished_keys: set[str] = set()
         deadline = time.monotonic() + exp.run_timeout_s
         timed_out = False
@@ -434,13 +462,20 @@ class Runner:
             try:
                 ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
-                timed_out = True
-                w.end_group()  # the worker and everything it started (issue 12)
+                if torn is None:
+                    timed_out = True
+                else:  # a group that does not end after a rank failed: ended here (issue 13)
+                    forced = True
+                # the worker and everything it started, torchrun's ranks too (issues 12, 13)
+                w.end_group()
                 continue
             if ev is EOF_EVENT:
                 break
             if isinstance(ev, WorkerEnvironment):
-                self._env = ev.environment
+                self._env = dict(ev.environment)
+                # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
+                rank_ids = {k: self._env.pop(k, None)
+                            for k in ("rank_pids", "rank_create_times_s", "rank_hosts")}
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
             elif isinstance(ev, WorkerCommandStarted):
@@ -451,7 +486,8 @@ class Runner:
                 self._revisions = ev.revisions or {}
                 self._emit(Loaded(worker=name, elapsed_s=ev.elapsed_s))
                 self._journal(WorkerLoadedRecord(experiment_id=exp.id, worker=name,
-                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes))
+                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes,
+                                                 **rank_ids))
                 if ev.elapsed_s is not None:
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
@@ -486,7 +522,12 @@ class Runner:
                     run_index=in_flight.run_index, worker=name))
             elif isinstance(ev, WorkerRunFinished):
                 run = by_key[ev.run_key]
-                self._finish_run(exp, run, ev)
+                if ev.failed_rank is not None and not ev.ok and self._ranked(exp):
+                    # issue 13: the group ends with this run; its row once it has ended
+                    torn = (run, ev)
+                    deadline = time.monotonic() + TEARDOWN_GRACE_S
+                else:
+                    self._finish_run(exp, run, ev)
                 finished_keys.add(run.run_key)
                 in_flight = None
                 self._current_key = None
@@ -498,7 +539,8 @@ class Runner:
                     # Every worker loads the same model the same way: say it once and stop.
                     self._fatal_load = (
                         f"the workload {exp.workload} could not load: {ev.error_type}: {ev.message}. "
-                        f"The experiment stopped at the first worker ({name}); nothing was measured. "
+                        f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
+                        f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
                         f"Fix the workload or its definition (gpusession experiment "
                         f"{self.session.name} define --id {exp.id} …) and run again.")
                     self._journal(IncidentRecord(experiment_id=exp.id, message=f"worker {name}: {msg}",
@@ -517,10 +559,17 @@ class Runner:
         self._say_interrupted()  # before the rows: the journal says why the worker died
         code = w.finish()
         self._current = None
+        rank_cause = self._rank_cause(exp, w)
+        if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
+            code = rank_cause.exitcode
         stderr = list(w.stderr)
         if stderr:
             self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
         self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=name, exit=describe_exit(code)))
+        if torn is not None:  # issue 13: the row of the failed run, with how the group ended
+            self._finish_run(exp, torn[0], torn[1],
+                             ended=self._teardown_words(exp, torn[1], rank_cause, code, forced))
+            code = 0 if not forced else code  # the group ended as it should: no worker died
         died = code != 0
         if died or timed_out:
             self._worker_died = True
@@ -528,12 +577,15 @@ class Runner:
                    else f"was ended at once (interrupted by {self.outcome.interrupted})"
                    if self.outcome.interrupted else describe_exit(code))
             last = w.last_stderr()
+            if rank_cause is not None and not timed_out:
+                how = f"rank {rank_cause.rank} of {exp.gpus * exp.nodes} {how} (torchrun ended the group)"
+                last = rank_cause.error  # torchrun's own last line is its banner
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
             if in_flight is not None:
                 self._failed_row(exp, in_flight, f"incident: {detail} during this run")
                 finished_keys.add(in_flight.run_key)
-            elif not loaded and code not in (3,):
+            elif not loaded and (code != 3 or load_open):  # 3 with no load row: a rank's (issue 13)
                 self._append(self._base_row(exp).replace(
                     variant_id=load_variant, phase="load", run_index=load_index,
                     corpus_accepted=False, notes=f"incident: {detail} while loading"))
@@ -544,8 +596,10 @@ class Runner:
         if load_open:  # the worker ended before loading; any row was written above
             self._journal(LoadFinishedRecord(ok=False, **load_fields))
         missing = [r for r in group if r.run_key not in finished_keys]
+        self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out or torn is not None)
         if missing and not self.cancel.is_set() and self._fatal_load is None:
-            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run: "
+            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run"
+                           + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
         return ok and not missing and not died
 
@@ -560,6 +614,72 @@ class Runner:
         done = [r for r in self.session.read_journal()
                 if r.get("event") == AttemptFailedRecord.EVENT and r.get("experiment_id") == exp_id]
         return len(done) + 1
+
+    # -- several ranks through torchrun (issue 13) --------------------------------------------
+    def _worker_argv(self, exp: Experiment, spec_path: Path, env: dict[str, str]) -> list[str]:
+        """The worker's command line: plain, or through torchrun when ``exp.gpus > 1``.
+
+        A plain worker never inherits a torchrun environment of the caller's shell
+        (``RANK``, ``WORLD_SIZE``…): it would take itself for a rank. ``env`` is changed
+        in place.
+        """
+        from gpusession.bench.ranks import LEADER_ENV, rendezvous_id, torchrun_argv
+
+        module = ["-m", "gpusession.bench.worker", "--spec", str(spec_path)]
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", LEADER_ENV):
+            env.pop(k, None)
+        if not self._ranked(exp):
+            return [self.python, *module]
+        env[LEADER_ENV] = "1"  # this node's local rank 0 talks to the runner
+        return torchrun_argv(self.python, exp.gpus, module, nodes=exp.nodes,
+                             rendezvous=exp.rendezvous,
+                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(".worker-")))
+
+    def _ranked(self, exp: Experiment) -> bool:
+        """Whether the worker runs as a torchrun group (issue 13)."""
+        return exp.gpus > 1 or exp.nodes > 1 or self.torchrun
+
+    def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
+                          missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:
+        """What a fresh torchrun group runs after a group ended early (issue 13).
+
+        Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
+        least one run (a group that dies while loading would die again).
+        """
+        if not self._ranked(exp) or not ended or self.cancel.is_set() or len(missing) >= len(group):
+            return []
+        return [replace(r, worker=self._fresh_name(r.worker)) for r in missing]
+
+    @staticmethod
+    def _fresh_name(name: str) -> str:
+        """``warm`` → ``warm-again-2`` → ``warm-again-3``: the worker name of a fresh group."""
+        base, sep, n = name.rpartition("-again-")
+        return f"{base}-again-{int(n) + 1}" if sep and n.isdigit() else f"{name}-again-2"
+
+    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: Any,
+                        code: int | None, forced: bool) -> str:
+        """How a group ended after its rank ``ev.failed_rank`` failed a run (issue 13).
+
+        Example: ``"the group ended with this run: rank 1 of 2 exited with code 5"``.
+        """
+        world = exp.gpus * exp.nodes
+        if forced:
+            how = (f"it did not end within {TEARDOWN_GRACE_S:g} s and was ended "
+                   f"(launcher {describe_exit(code)})")
+        elif cause is not None and cause.rank == ev.failed_rank:
+            how = f"rank {cause.rank} of {world} {describe_exit(cause.exitcode)}"
+        else:
+            how = f"launcher {describe_exit(code)}"
+        return f"the group ended with this run: {how}"
+
+    def _rank_cause(self, exp: Experiment, w: WorkerProcess) -> Any:
+        """The first failed rank torchrun names on stderr, ``None`` for one process or none."""
+        if not self._ranked(exp):
+            return None
+        from gpusession.bench.ranks import torchrun_root_cause
+
+        return torchrun_root_cause(list(w.stderr))
 
     def _key(self, run: ScheduledRun) -> RunKey:
         return run.key(self.experiment.id)
@@ -608,13 +728,21 @@ class Runner:
         self._emit(Progress(done=self._done, total=self._total, variant_id=run.variant_id,
                             phase=run.phase, run_index=run.run_index))
 
-    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: WorkerRunFinished) -> None:
+    def _finish_run(self, exp: Experiment, run: ScheduledRun, ev: WorkerRunFinished,
+                    *, ended: str | None = None) -> None:
+        """Append the row of a finished run and journal it (R3, R7).
+
+        ``ended``: for a run whose rank failed under torchrun, how the group ended with it
+        (issue 13), put in the notes and the incident.
+        """
         notes: list[str] = []
         row = self._row_for(exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
         truncated = ev.truncated or 0
         if truncated:
             notes.append(f"truncated {truncated} of {ev.n_inputs} inputs at the context "
                          f"limit of {row.context} tokens")
+        if ev.rank_note:  # issue 13: elapsed between barriers, peaks the maximum over ranks
+            notes.append(ev.rank_note)
         if ev.ok:
             row = row.replace(
                 elapsed_seconds=ev.elapsed_s,
@@ -638,8 +766,11 @@ class Runner:
             kind = "out of memory" if ev.oom else "exception in the workload"
             notes.insert(0, f"incident: {kind}: {ev.error_type}: {ev.message}; "
                             "elapsed not measured")
+            if ended:
+                notes.append(ended)
             row = row.replace(corpus_accepted=False)
-            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}")
+            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}"
+                           + (f"; {ended}" if ended else ""))
         if self._load_note and "other GPU processes: none" not in self._load_note:
             notes.append(f"concurrent load at start: {self._load_note}")
         row = row.replace(notes="; ".join(notes) or None)

@@ -8,7 +8,9 @@ loads once, runs the announced warm-up for every variant with exactly the measur
 shapes (R4, H-03; a command workload too, H-15), then the measured runs in the drawn
 order (R5). A ``varied = "context"`` experiment applies each run's limit to the work
 (``set_context``, R9). After an out-of-memory run the next measured run is preceded by
-one unmeasured pass of its shape; the worker goes on in the same process.
+one unmeasured pass of its shape; the worker goes on in the same process. Under
+torchrun a failed run (a rank raised, out of memory included) ends the group instead:
+the runner starts a fresh one for the runs left (issue 13).
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
@@ -31,16 +33,19 @@ import gc
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from gpusession.bench.lifetime import child_preexec, die_with_parent
+from gpusession.bench.placeholders import environment as placeholder_env
+from gpusession.bench.placeholders import fill_argument
+from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
     WorkerCommandStarted,
@@ -470,8 +475,17 @@ def _failure_fields(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
-    """Load, warm up, run the scheduled runs; return the exit code."""
+def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> int:
+    """Load, warm up, run the scheduled runs; return the exit code.
+
+    Args:
+        spec: the worker spec the runner wrote.
+        ch: the channel to the runner.
+        group: this rank's :class:`gpusession.bench.ranks.RankGroup` under torchrun
+            (issue 13): the rank works on its shard of the corpus, every run follows
+            the protocol across ranks, the leader writes the gathered outputs; ``None`` for
+            one process.
+    """
     from gpusession.bench.workloads.base import (
         count_tokens,
         count_truncated,
@@ -490,7 +504,11 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
             raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
                              "set_context(limit) to apply each run's limit")
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
-        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+        if group is not None:  # every rank learns it; the leader says which (issue 13)
+            _group_loaded(group, ch, failed)
+        else:
+            ch.send(WorkerIncident(where="load", **failed))
         return 3
     corpus = Path(spec["corpus"]) if spec.get("corpus") else None
     if corpus is not None:
@@ -498,6 +516,8 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     else:
         n = int(exp.get("params", {}).get("n_inputs", 1024))
         ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
+    # Under torchrun each rank works on its contiguous shard (issue 13); counts stay corpus-wide.
+    work_texts = texts if group is None else texts[slice(*group.shard(len(texts)))]
     # Load phase: timed once per process. The clock starts before the device is selected
     # and its context created (TorchDevice.activate), for every device spelling (R3);
     # the allocator baseline is read and the peaks reset right before load() (M1).
@@ -517,21 +537,32 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         used: list[str] = load_m.result[0]
         load_base: tuple[int | None, int | None] = load_m.result[1]
     except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
-        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+        if group is not None:  # every rank learns it; the leader says which (issue 13)
+            _group_loaded(group, ch, failed)
+        else:
+            ch.send(WorkerIncident(where="load", **failed))
         return 3
+    if group is not None and not _group_loaded(group, ch, None):
+        return 3  # another rank could not load: the group ends here
     rev_fn = getattr(workload, "revisions", None)
     rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
-    ch.send(WorkerEnvironment(environment=env))
+    own_uuid = env.get("gpu_uuid")
     # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
-    ch.send(WorkerLoaded(
-        elapsed_s=load_m.elapsed_s, revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+    load_figures: dict[str, Any] = dict(
+        elapsed_s=load_m.elapsed_s,
         baseline_allocated_bytes=load_base[0] if dev.is_gpu else None,
         baseline_reserved_bytes=load_base[1] if dev.is_gpu else None,
         peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
         peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
-    ))
+    )
+    if group is not None:  # every rank's GPU and load (issue 13)
+        env, load_figures = _group_environment(group, env, load_figures, spec)
+    ch.send(WorkerEnvironment(environment=env))
+    ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+                         **load_figures))
     timer = dev.timer(used or ([dev.device] if dev.is_gpu else []))
     scope = exp.get("scope", "processing")
     # Warm-up with exactly the measured shapes (R4, H-03); what was done is counted per
@@ -539,6 +570,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
     warm = spec.get("warmup", [])
     iterations = int(spec.get("warmup_iterations", 0))
     warm_done: dict[str, int] = {}
+    warm_failures: list[tuple[str, dict[str, Any]]] = []
     # After an out-of-memory failure (and empty_cache) the allocator holds no blocks for
     # the next shape: the next measured run is preceded by one unmeasured pass of its
     # shape, so its time is not an outlier (journalled as ``unmeasured_pass``).
@@ -550,12 +582,15 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         for _ in range(iterations):
             b = int(w["batch"])
             _m, failure = measure_or_fail(
-                timer, lambda b=b: _run_batches(workload, texts, b), dev)  # type: ignore[misc]
+                timer, lambda b=b: _run_batches(workload, work_texts, b), dev)  # type: ignore[misc]
             if failure:
                 after_oom = after_oom or bool(failure.get("oom"))
                 ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
+                warm_failures.append((w["variant_id"], failure))
                 break
             warm_done[w["variant_id"]] += 1
+    if group is not None:  # what every rank did (issue 13)
+        warm_done = _group_warmup(group, ch, warm_done, warm_failures)
     if warm:
         ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(warm_done.values()),
                                  per_variant=warm_done))
@@ -573,7 +608,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
                 labels = _run_batches(workload, _texts, batch)
                 write_outputs(out_path, _ids, labels)
                 return labels
-            return _run_batches(workload, texts, batch)
+            return _run_batches(workload, work_texts, batch)
 
         fields: dict[str, Any] = {
             "truncated": truncated, "tokens": tokens, "context": context,
@@ -583,11 +618,14 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         if after_oom:
             fields["unmeasured_pass"] = "after an out-of-memory run"
             _m, pass_failure = measure_or_fail(
-                timer, lambda batch=batch: _run_batches(workload, texts, batch), dev)  # type: ignore[misc]
+                timer, lambda batch=batch: _run_batches(workload, work_texts, batch), dev)  # type: ignore[misc]
             if pass_failure:
                 fields["unmeasured_pass"] += f" (it failed too: {pass_failure['error_type']})"
             after_oom = False
-        m, failure = measure_or_fail(timer, work, dev)
+        if group is None:
+            m, failure = measure_or_fail(timer, work, dev)
+        else:
+            m, failure = _measure_ranks(group, timer, work, dev, own_uuid, run, spec, fields)
         after_oom = bool(failure.get("oom"))
         if m is not None:
             try:
@@ -615,9 +653,225 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel) -> int:
         if callable(expected):
             fields["expected_memory"] = expected(batch)
         ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
+        if group is not None and fields.get("failed_rank") is not None:
+            return _end_group_after(group, int(fields["failed_rank"]))
     if not ch.stopped:
         ch.send(WorkerDone())
     return 0
+
+
+def _end_group_after(group: Any, failed_rank: int) -> int:
+    """A rank's run failed: the group ends with that run (issue 13, R7).
+
+    One barrier first: every rank reaches it only after the leader has sent the run's
+    report (its ``run_finished`` naming the rank and the error), so torchrun tearing the
+    group down cannot cut that report off. The failed rank then exits with
+    :data:`~gpusession.bench.ranks.RUN_FAILED_EXIT` (torchrun names it as the root cause,
+    the runner puts its exit code in the row), the others with 0; the runner starts a
+    fresh group for the runs left.
+
+    Returns:
+        This rank's exit code.
+    """
+    from gpusession.bench.ranks import RUN_FAILED_EXIT
+
+    try:
+        group.barrier()
+    except Exception:  # noqa: BLE001, S110 - a rank already gone: the group ends anyway
+        pass
+    return RUN_FAILED_EXIT if failed_rank == group.rank else 0
+
+
+def _group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bool:
+    """Whether every rank loaded (issue 13, R7): one collective after each rank's load.
+
+    A rank that failed passes its failure fields; the leader reports the first failed
+    rank as one load incident naming it, and every rank then exits 3 together (none is
+    left waiting in a collective for a rank that is gone).
+    """
+    every = group.all_gather(failure)
+    failed = [(r, f) for r, f in enumerate(every) if f]
+    if not failed:
+        return True
+    r, f = failed[0]
+    ch.send(WorkerIncident(where="load", **{**f, "message": f"rank {r} of {group.world_size}: {f.get('message')}"}))
+    return False
+
+
+def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
+                       spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The leader's environment with every rank's GPU, and the load over ranks (issue 13, R10).
+
+    ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
+    that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` /
+    ``rank_pids`` / ``rank_create_times_s`` / ``rank_hosts`` list each rank's device, GPU
+    UUID, PID, start time and host by rank (the last three for recovery, journal only); ``gpu_model`` of a
+    mixed host lists each model. The load's elapsed is the slowest rank's and its peaks
+    the maximum over ranks (each baseline from the rank holding that peak); the leader
+    writes every rank's load to ``ranks.csv`` (run key ``load``).
+    """
+    from gpusession.bench.rank_group import append_rank_rows
+    from gpusession.core.processes import identify
+
+    me = identify(os.getpid())
+    mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
+            "gpu_uuid": env.get("gpu_uuid"), "gpu_model": env.get("gpu_model"), "pid": me.pid,
+            "create_time_s": me.create_time_s, "host": platform.node(), "load": load}
+    every = group.all_gather(mine)
+    several_hosts = len({r["host"] for r in every}) > 1  # cuda:0 on two nodes is two GPUs
+    used = sorted({f"{r['host']}/{d}" if several_hosts else d for r in every for d in r["gpus_used"]})
+    models = list(dict.fromkeys(r["gpu_model"] for r in every if r["gpu_model"]))
+    out = dict(env)
+    out.update(gpus_used=used, gpu_count=len(used), world_size=group.world_size,
+               rank_devices=[r["device"] for r in every],
+               rank_gpu_uuids=[r["gpu_uuid"] for r in every], rank_pids=[r["pid"] for r in every],
+               rank_create_times_s=[r["create_time_s"] for r in every],
+               rank_hosts=[r["host"] for r in every], leader_rank=group.leader)
+    if models:
+        out["gpu_model"] = ", ".join(models)
+    per_rank = [{"rank": i, "world_size": group.world_size, "device": r["device"],
+                 "gpu_uuid": r["gpu_uuid"], "ok": True, **r["load"]} for i, r in enumerate(every)]
+    if group.is_leader:
+        try:
+            append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", "load", str(spec.get("worker")), per_rank)
+        except OSError:  # beside the row only; the load row still says the maximum
+            pass
+    merged = dict(load)
+    merged["elapsed_s"] = max((r["elapsed_s"] for r in per_rank if r["elapsed_s"] is not None),
+                              default=load.get("elapsed_s"))
+    for kind in ("allocated", "reserved"):
+        peaks = [r for r in per_rank if r.get(f"peak_{kind}_bytes") is not None]
+        if peaks:
+            top = max(peaks, key=lambda r, k=kind: r[f"peak_{k}_bytes"])  # type: ignore[misc]
+            merged[f"peak_{kind}_bytes"] = top[f"peak_{kind}_bytes"]
+            merged[f"baseline_{kind}_bytes"] = top[f"baseline_{kind}_bytes"]
+    return out, merged
+
+
+def _group_warmup(group: Any, ch: Channel, done: dict[str, int],
+                  failures: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    """Warm-up iterations every rank did, per variant (the least over ranks; R4, issue 13).
+
+    The leader reports the other ranks' warm-up failures as incidents naming the rank.
+    """
+    every = group.all_gather({"done": done, "failures": failures})
+    if group.is_leader:
+        for r, doc in enumerate(every):
+            for variant, failure in doc["failures"] if r != group.leader else []:
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **{
+                    **failure, "message": f"rank {r} of {group.world_size}: {failure.get('message')}"}))
+    return {v: min(doc["done"].get(v, 0) for doc in every) for v in done}
+
+
+def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
+                   own_uuid: str | None, run: dict[str, Any], spec: dict[str, Any],
+                   fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
+    """One scheduled run across ranks (issue 13): the protocol, the gather, ``ranks.csv``.
+
+    Every rank calls it; the leader gets a :class:`Measurement` whose elapsed is the wall
+    time between the barriers, whose memory figures are the maximum over ranks (each
+    baseline from the rank holding that peak) and whose result is the gathered labels
+    in corpus order. Other ranks get ``(None, failure)``: they report nothing.
+    ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
+    failure, ``failed_rank``.
+    """
+    from gpusession.bench.rank_group import append_rank_rows, rank_notes
+
+    rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=_failure_fields)
+    failure = dict(rr.failure)
+    if failure:
+        fields["failed_rank"] = failure.pop("rank", None)
+        _empty_cache(dev)
+    labels = None if failure else group.gather_to_first(list(rr.result or []))
+    fields["ranks"] = group.world_size
+    fields["rank_note"] = rank_notes(rr)
+    if not group.is_leader:
+        return None, failure
+    try:
+        append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", run["run_key"],
+                         str(spec.get("worker")), rr.per_rank)
+    except OSError as exc:  # the per-rank table is beside the row: say so, keep the run
+        fields["rank_note"] += f"; ranks.csv not written ({exc})"
+    if failure:
+        return None, failure
+    peak_a, rank_a = rr.max_of("peak_allocated_bytes")
+    peak_r, rank_r = rr.max_of("peak_reserved_bytes")
+    by_rank = {r["rank"]: r for r in rr.per_rank}
+    return Measurement(
+        elapsed_ns=round(float(rr.elapsed_s) * 1e9),
+        baseline_allocated_bytes=by_rank[rank_a]["baseline_allocated_bytes"] if rank_a is not None else None,
+        baseline_reserved_bytes=by_rank[rank_r]["baseline_reserved_bytes"] if rank_r is not None else None,
+        peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r, result=labels,
+    ), failure
+
+
+class _SilentRank(Channel):
+    """A rank that does not talk to the runner, before its group has formed (issue 13).
+
+    Its incidents go to stderr as ``rank N: {json}`` (what the runner reads back with
+    torchrun's failure summary); other events are dropped.
+    """
+
+    def __init__(self, out: IO[str], inp: IO[str], rank: int) -> None:
+        """Keep stderr and the rank."""
+        super().__init__(out, inp)
+        self.rank = rank
+
+    def send(self, event: WorkerEvent) -> None:
+        """An incident on stderr, else nothing."""
+        if isinstance(event, WorkerIncident):
+            self.out.write(f"rank {self.rank}: " + json.dumps(event.to_json(), default=str) + "\n")
+            self.out.flush()
+
+
+class RankChannel(Channel):
+    """The channel of a rank under torchrun (issue 13).
+
+    The leader (rank 0 on one node) talks to the runner as a plain worker does; it reads ``go``/``stop`` and
+    passes the decision to every rank. Other ranks stay silent on stdout (an incident
+    of theirs goes to stderr, which the runner keeps) and follow the leader's decision.
+    """
+
+    def __init__(self, out: IO[str], inp: IO[str], group: Any) -> None:
+        """Keep both ends and the group."""
+        super().__init__(out, inp)
+        self.group = group
+
+    def send(self, event: WorkerEvent) -> None:
+        """The leader: the event as a JSON line. Other ranks: an incident on stderr, else nothing."""
+        if self.group.is_leader:
+            super().send(event)
+        elif isinstance(event, WorkerIncident):
+            print(f"rank {self.group.rank}: " + json.dumps(event.to_json(), default=str),
+                  file=sys.stderr, flush=True)
+
+    def wait_go(self) -> bool:
+        """The leader reads the parent's line; every rank gets its decision."""
+        go = super().wait_go() if self.group.is_leader else None
+        return bool(self.group.broadcast_from_first(go))
+
+
+def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
+    """One rank of a torchrun group (issue 13): join the group, then the torch worker.
+
+    The device is ``cuda:LOCAL_RANK`` (NCCL) or the CPU (gloo). A rank that cannot join
+    reports a load incident and exits 3; torchrun then ends the other ranks.
+
+    The rank ends with its launcher even when the launcher is killed: :func:`main` sets
+    its parent-death signal (:func:`gpusession.bench.lifetime.die_with_parent`).
+    """
+    from gpusession.bench.rank_group import RankGroup
+
+    try:
+        group = RankGroup(env, spec.get("device") or spec["experiment"].get("device"))
+    except Exception as exc:  # noqa: BLE001 - no GPU for this rank, a rendezvous failure: a load incident (R7)
+        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        return 3
+    try:
+        return run_torch_worker({**spec, "device": group.device},
+                                RankChannel(ch.out, ch.inp, group), group)
+    finally:
+        group.close()
 
 
 def _empty_cache(dev: TorchDevice) -> None:
@@ -647,33 +901,56 @@ def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
     return None, failure
 
 
-_PLACEHOLDER = re.compile(r"\{(batch|output|corpus|context)\}")
-
-
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
-    """Fill the placeholders of one argument of a command workload.
+    """Fill the placeholder of one argument of a command workload (issue 12).
 
-    Only ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}`` are replaced; other
-    braces (e.g. a Python ``-c`` snippet's dict) are left as they are.
+    Only an argument that *is* a placeholder (``{batch}``, ``{output}``, ``{corpus}``,
+    ``{context}``) or a flag's value (``--out={output}``) is filled, so a value is always
+    one argument and never becomes code; any other text (a Python ``-c`` snippet's
+    braces) is left as written (:func:`gpusession.bench.placeholders.fill_argument`).
 
     Args:
         arg: one argv entry, e.g. ``"--out={output}"``.
         values: a value for each of the four names.
 
     Returns:
-        The argument with the placeholders replaced by ``str(value)``.
+        The argument, filled with ``str(value)`` when it is a whole placeholder.
 
     Raises:
-        KeyError: ``values`` lacks a placeholder that ``arg`` uses.
+        KeyError: ``values`` lacks the placeholder ``arg`` is.
     """
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), arg)
+    return fill_argument(arg, values)
+
+
+def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> dict[str, Any]:
+    return {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
+            "context": setting.get("context") or ""}
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
                   out_path: Path) -> list[str]:
-    values = {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
-              "context": setting.get("context") or ""}
+    values = _placeholder_values(spec, setting, out_path)
     return [fill_placeholders(a, values) for a in argv_t]
+
+
+@contextmanager
+def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> Iterator[None]:
+    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command (issue 12).
+
+    Set in the environment the command inherits for the length of one call, restored
+    afterwards (the spawn itself, :func:`_call`, is left as it is).
+    """
+    env = placeholder_env(_placeholder_values(spec, setting, out_path))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 #: Where :func:`_call` reports the PIDs of the user's commands (set by :func:`main`).
@@ -729,7 +1006,8 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
             out_path = out_dir / variant / f"warmup-{i}.jsonl"
             out_path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+                with _placeholder_env(spec, w, out_path):
+                    code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
             except OSError as exc:  # the program is missing or not executable
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
                 break
@@ -767,7 +1045,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
                "context": run.get("context")}
         try:
-            m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+            with _placeholder_env(spec, run, out_path):
+                m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
             continue
@@ -797,7 +1076,9 @@ def main(argv: list[str] | None = None,
 
     Returns:
         The exit code: 0 done or stopped, 3 the load failed (reported as an incident),
-        4 a bug in the harness (reported as an incident with its traceback).
+        4 a bug in the harness (reported as an incident with its traceback), 5 this
+        rank's measured run failed under torchrun and the group ended with it (issue 13;
+        the group's other ranks exit 0).
 
     Raises:
         SystemExit: bad arguments (argparse).
@@ -806,7 +1087,9 @@ def main(argv: list[str] | None = None,
     """
     global _pid_channel
     # End with the runner even if it is killed with SIGKILL (issue 12, H-14).
-    die_with_parent()
+    # A torchrun rank (issue 13) ends with its launcher, its parent: GPUSESSION_PARENT_PID
+    # names the runner, the launcher's parent, so it is not the one to compare with.
+    die_with_parent(os.getppid() if _rank_env() is not None else None)
     ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
     ap.add_argument("--spec", required=True, type=Path)
     args = ap.parse_args(argv)
@@ -818,9 +1101,15 @@ def main(argv: list[str] | None = None,
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ch = Channel(proto, sys.stdin)
+    renv = None if _runner is not None else _rank_env()
+    if renv is not None and not renv.speaks_first:
+        ch = _SilentRank(sys.stderr, sys.stdin, renv.rank)  # only the leader speaks on stdout (issue 13)
     _pid_channel = ch
-    ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
+    if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent (issue 13)
+        ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
+    if renv is not None:
+        runner = lambda spec, ch: run_rank_worker(spec, ch, renv)  # noqa: E731
     try:
         return runner(spec, ch)
     except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent

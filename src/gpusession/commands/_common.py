@@ -38,6 +38,8 @@ def open_session(args: argparse.Namespace, name: str) -> Session:
     session = Session.open(root_of(args), name)
     for sentence in session.recovered:
         print(f"gpusession: {name}: recovered after an interruption: {sentence}", file=sys.stderr)
+    for warning in session.hidden.get("session.toml", ()):  # a pasted secret (issue 12)
+        print(f"warning: {warning}", file=sys.stderr)
     return session
 
 

@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import local_time, open_session, print_json
 from gpusession.core.errors import BadInput
+from gpusession.core.secrets import shown
 
 #: Exit code of ``verify-copy`` when the copy differs from the manifest.
 EXIT_COPY_DIFFERS = 3
@@ -143,12 +145,12 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         try:
             stage = int(words[0])
         except ValueError:
-            raise BadInput(f"expected a stage 1-8, got {words[0]!r}", field="stage") from None
+            raise BadInput(f"expected a stage 1-8, got {shown(words[0])}", field="stage") from None
         item = cl.add_item(s, stage, " ".join(words[1:]))
         print(f"added {item.id} to stage {item.stage} ({item.stage_title}): {item.text}")
         return 0
     if words:
-        raise BadInput(f"unexpected argument(s) {' '.join(words)!r} for {action}", field="arguments")
+        raise BadInput(f"unexpected argument(s) {shown(' '.join(words))} for {action}", field="arguments")
     if action == "evidence":
         if args.destination:
             cl.set_setting(s, "destination", str(Path(args.destination).absolute()))
@@ -169,6 +171,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
+    for w in s.hidden.get("checklist.toml", ()):  # a secret pasted by hand: hidden, said (issue 12)
+        print(f"warning: {w}", file=sys.stderr)
     if as_json:
         print_json(
             {

@@ -33,25 +33,26 @@ from gpusession.core.order import (
 )
 from gpusession.core.order_text import order_lines, order_to_json
 from gpusession.core.package import LOTS_MAX, PACKAGE_DAYS, parse_start
+from gpusession.core.secrets import shown
 from gpusession.core.window import package_window
 
 
 def _lots(text: str) -> int:
     digits = text.strip()
     if not digits.isascii() or not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {shown(text)}")
     value = int(digits)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number of lots ≥ 1, got {shown(text)}")
     if value > LOTS_MAX:
-        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {shown(text)}")
     return value
 
 
 def _days(text: str) -> int:
     if text.strip() not in {str(d) for d in PACKAGE_DAYS}:
         raise argparse.ArgumentTypeError(
-            f"expected a package of 3, 7 or 30 days (packages are whole), got {text!r}")
+            f"expected a package of 3, 7 or 30 days (packages are whole), got {shown(text)}")
     return int(text)
 
 
@@ -59,9 +60,9 @@ def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {shown(text)}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {shown(text)}")
     return value
 
 
@@ -191,7 +192,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         rates = load_rates(rates_path)
     if rates.find(gpu) is None:
         known = ", ".join(rates.models()) or "none"
-        raise BadInput(f"GPU model {gpu!r} is not in the rates file ({rates.origin}; known: "
+        raise BadInput(f"GPU model {shown(gpu)} is not in the rates file ({rates.origin}; known: "
                        f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
     report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
                          accepted_source=accepted_source, notes=notes, window=window)
@@ -222,6 +223,8 @@ def cmd_order_show(args: argparse.Namespace) -> int:
         BadInput: No such session, an unreadable ``order.toml``.
     """
     state = load_order(open_session(args, args.name))
+    for w in state.hidden:  # a secret pasted into order.toml by hand: hidden, said (issue 12)
+        print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print_json(order_to_json(state))
     else:

@@ -26,13 +26,14 @@ from typing import Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
 from gpusession.core.errors import BadInput
+from gpusession.core.secrets import shown
 from gpusession.core.session import Session
 
 
 def _device(text: str) -> str:
     if text in ("cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
-    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+    raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {shown(text)}")
 
 
 def register(sub: Any) -> None:
@@ -125,6 +126,13 @@ def register(sub: Any) -> None:
                    "pre-drawn shuffle seeded by --order-seed")
     q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
     q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant")
+    q.add_argument("--gpus", type=int, default=1,
+                   help="processes per node, one per GPU (default 1); more than 1 starts the "
+                        "worker through torchrun and splits the corpus by rank")
+    q.add_argument("--nodes", type=int, default=1,
+                   help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous")
+    q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
+                   help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
@@ -136,8 +144,11 @@ def register(sub: Any) -> None:
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable)")
     q.add_argument("--command", dest="command_line",
-                   help="for --workload command: the program and arguments, with {batch}, "
-                   "{output}, {corpus} placeholders (split like a shell, run without one)")
+                   help="for --workload command: the program and arguments, split like a "
+                   "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
+                   "as whole arguments or --flag={output}, and are also in the environment as "
+                   "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
+                   "(read those inside a sh -c script)")
     q.set_defaults(func=cmd_experiment_define)
 
 
@@ -405,23 +416,23 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     parts = [v.strip() for v in args.values.split(",")]
     if any(not v.isascii() or not v.lstrip("-").isdigit() for v in parts):
         raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got "
-                       f"{args.values!r}", field="values")
+                       f"{shown(args.values)}", field="values")
     try:
         values = tuple(int(v) for v in parts)
     except ValueError:
-        raise BadInput(f"expected whole numbers separated by commas, got {args.values!r}",
+        raise BadInput(f"expected whole numbers separated by commas, got {shown(args.values)}",
                        field="values") from None
     params: dict[str, Any] = {}
     for item in args.param:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise BadInput(f"expected KEY=VALUE, got {item!r}", field="param")
+            raise BadInput(f"expected KEY=VALUE, got {shown(item)}", field="param")
         params[key] = _scalar(value)
     if args.command_line:
         try:
             params["command"] = shlex.split(args.command_line)
         except ValueError as exc:  # "No closing quotation"
-            raise BadInput(f"{exc} in {args.command_line!r}; quote like a shell",
+            raise BadInput(f"{exc} in {shown(args.command_line)}; quote like a shell",
                            field="command") from None
     protocol: dict[str, Any] = {}
     if args.classes:
@@ -440,7 +451,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
         runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
         cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
-        run_timeout_s=args.timeout,
+        run_timeout_s=args.timeout, gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous,
     )
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
@@ -480,5 +491,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         values = ", ".join(str(v) for v in e.values)
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
-              f"device {e.device or 'auto'}")
+              f"device {e.device or 'auto'}"
+              + (f", {e.gpus} GPUs per node" if e.gpus > 1 else "")
+              + (f", {e.nodes} nodes (rendezvous {e.rendezvous})" if e.nodes > 1 else ""))
     return 0

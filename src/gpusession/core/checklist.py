@@ -35,7 +35,7 @@ from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
-from gpusession.core.secrets import check_no_secret
+from gpusession.core.secrets import check_no_secret, shown
 from gpusession.core.session import CHECKLIST_TOML, Session
 from gpusession.core.textio import printable
 from gpusession.core.tomlio import tomllib
@@ -134,14 +134,14 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool)
     fld = f"items.{tpl.id}"
     done = state.get("done", False)
     if not isinstance(done, bool):  # "false" must never read as done
-        raise BadInput(f"expected true or false, got {done!r}", path=session.checklist_toml,
+        raise BadInput(f"expected true or false, got {shown(done)}", path=session.checklist_toml,
                        field=f"{fld}.done")
     at = state.get("at")
     if at is not None and not isinstance(at, datetime):
-        raise BadInput(f"expected a date-time such as 2026-11-29T14:00:00Z, got {at!r}",
+        raise BadInput(f"expected a date-time such as 2026-11-29T14:00:00Z, got {shown(at)}",
                        path=session.checklist_toml, field=f"{fld}.at")
     if not isinstance(state.get("note", ""), str):
-        raise BadInput(f"expected text, got {state.get('note')!r}", path=session.checklist_toml,
+        raise BadInput(f"expected text, got {shown(state.get('note'))}", path=session.checklist_toml,
                        field=f"{fld}.note")
     evidence = state.get("evidence")
     return ChecklistItem(
@@ -204,7 +204,7 @@ def _find(items: list[ChecklistItem], item_id: str, session: Session) -> Checkli
         if it.id == item_id:
             return it
     raise BadInput(
-        f"no checklist item {item_id!r}; see `gpusession checklist {session.name}` for the ids",
+        f"no checklist item {shown(item_id)}; see `gpusession checklist {session.name}` for the ids",
         field="item",
     )
 
@@ -277,7 +277,7 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
         BadInput: stage outside 1-8, or an empty text.
     """
     if isinstance(stage, bool) or not isinstance(stage, int) or stage not in STAGES:
-        raise BadInput(f"expected a stage 1-8, got {stage!r}", field="stage")
+        raise BadInput(f"expected a stage 1-8, got {shown(stage)}", field="stage")
     text = " ".join(str(text).split())
     if not text:
         raise BadInput("expected a text for the new item", field="text")
@@ -326,7 +326,7 @@ def get_settings(session: Session) -> dict[str, Any]:
     reserve = st.get("retrieval_reserve_hours", DEFAULT_RETRIEVAL_RESERVE_HOURS)
     if not _hours_ok(reserve):
         raise BadInput(
-            f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {reserve!r}",
+            f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(reserve)}",
             path=session.checklist_toml,
             field="settings.retrieval_reserve_hours",
         )
@@ -344,12 +344,12 @@ def set_setting(session: Session, key: str, value: Any) -> None:
     """
     if key == "retrieval_reserve_hours":
         if not _hours_ok(value):
-            raise BadInput(f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {value!r}", field=key)
+            raise BadInput(f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(value)}", field=key)
         value = float(value)
     elif key == "destination":
         value = str(value)
     else:
-        raise BadInput(f"unknown setting {key!r}", field=key)
+        raise BadInput(f"unknown setting {shown(key)}", field=key)
     with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
         doc = _read_state(session)
         settings = dict(doc.get("settings") or {})

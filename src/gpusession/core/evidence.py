@@ -590,3 +590,49 @@ def run_probes(
         ),
         "manifest": manifest_evidence(session),
     }
+
+
+def gpus_left_idle(session: Session, gpus: int) -> str | None:
+    """A warning when an experiment uses fewer GPUs than the package holds (issue 13).
+
+    Args:
+        session: the session (its order, else its package; :func:`ordered_of`).
+        gpus: the experiment's ``gpus`` (processes per node).
+
+    Returns:
+        ``"uses 1 of 2 GPUs of this B200 lot"`` / ``"uses 2 of 4 GPUs of these 2 B200
+        lots"``; ``None`` when it uses them all or the package's GPU count is unknown.
+    """
+    ordered = ordered_of(session)
+    total = ordered.gpu_count
+    if total is None or gpus >= total:
+        return None
+    model = ordered.gpu_model or "GPU"
+    where = f"this {model} lot" if ordered.lots == 1 else f"these {ordered.lots} {model} lots"
+    return f"uses {gpus} of {total} GPUs of {where}"
+
+
+def idle_gpu_warnings(session: Session) -> list[str]:
+    """One warning per defined experiment that leaves GPUs of the package idle (issue 13).
+
+    Reads ``gpus`` × ``nodes`` of each ``[experiments.<id>]`` (default 1 each; the
+    experiment's own checks are the runner's) and words it with :func:`gpus_left_idle`.
+
+    Returns:
+        e.g. ``["experiment batch-sweep uses 1 of 2 GPUs of this B200 lot"]``; empty when
+        every experiment uses them all, none is defined, or the GPU count is unknown.
+    """
+    table = session.data.get("experiments", {})
+    out: list[str] = []
+    if not isinstance(table, dict):
+        return out
+    for exp_id, data in table.items():
+        if not isinstance(data, dict):
+            continue
+        gpus, nodes = data.get("gpus", 1), data.get("nodes", 1)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (gpus, nodes)):
+            continue
+        words = gpus_left_idle(session, gpus * nodes)
+        if words:
+            out.append(f"experiment {exp_id} {words}")
+    return out

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput, Failure
+from gpusession.core.secrets import mask_free_text
 
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
@@ -100,6 +101,7 @@ def append(path: Path, record: Event) -> None:
     from gpusession.core.safefile import open_append
 
     doc = {"at": _now(), **record.to_json()}
+    doc = mask_free_text(doc)[0]  # issue 12: a secret-looking string never reaches the journal
     line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
     try:
         with open_append(path, read=True) as fh:  # 0600, never through a link (issue 12)

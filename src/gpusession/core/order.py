@@ -31,7 +31,8 @@ from gpusession.core.cost import (
 from gpusession.core.errors import BadInput
 from gpusession.core.package import Package, check_days, check_lots, check_time_range, parse_start
 from gpusession.core.rates import model_matches
-from gpusession.core.secrets import check_no_secret
+from gpusession.core.schema import kind_of
+from gpusession.core.secrets import check_no_secret, shown
 from gpusession.core.session import ORDER_TOML, Session
 
 _P = ParamSpec("_P")
@@ -111,6 +112,9 @@ class OrderState:
     payment: PaymentOrder | None = None
     payment_history: tuple[PaymentOrder, ...] = ()
     events: tuple[OrderEvent, ...] = field(default=())
+    #: One warning per value of ``order.toml`` hidden because it looked like a secret
+    #: (a hand-edited seed phrase or key): never shown, never written back (issue 12).
+    hidden: tuple[str, ...] = ()
 
     def has(self, state: str, source: str | None = None) -> bool:
         """Whether the timeline holds ``state`` (from ``source`` when given; S2).
@@ -162,14 +166,14 @@ def check_amount(amount: str) -> str:
         BadInput: a decimal comma ("12,5"), a sign, spaces, exponent or zero.
     """
     if not isinstance(amount, str):
-        raise BadInput(f"expected the amount as text like \"12.50\", got {amount!r}", field="amount")
+        raise BadInput(f"expected the amount as text like \"12.50\", got {shown(amount)}", field="amount")
     if "," in amount:
         raise BadInput(
-            f"{amount!r} uses a comma; write the exact amount of the payment order with a "
+            f"{shown(amount)} uses a comma; write the exact amount of the payment order with a "
             "decimal point (e.g. \"12.50\"), it is compared digit for digit", field="amount")
     if not _AMOUNT_RE.fullmatch(amount):
         raise BadInput(f"expected the exact amount as digits with an optional decimal point "
-                       f"(e.g. \"12.50\"), got {amount!r}", field="amount")
+                       f"(e.g. \"12.50\"), got {shown(amount)}", field="amount")
     if set(amount) <= {"0", "."}:
         raise BadInput("the amount must be greater than zero", field="amount")
     return amount
@@ -186,9 +190,9 @@ def _text(value: Any, fld: str, *, required: bool = True, address: bool = False)
             raise BadInput("required; expected a non-empty value", field=fld)
         return None
     if not isinstance(value, str):
-        raise BadInput(f"expected text, got {value!r}", field=fld)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
-        raise BadInput(f"{value!r} contains a control character (line break, tab, escape); "
+        raise BadInput(f"expected text, got {kind_of(value)}", field=fld)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):  # the value is not repeated
+        raise BadInput("the value contains a control character (line break, tab, escape); "
                        "expected one line of text", field=fld)
     check_no_secret(value, field=fld, address=address)
     return value.strip()
@@ -198,7 +202,7 @@ def _source(source: str) -> str:
     aliases = {"you": YOU, "tracking": TRACKING, "provider tracking": TRACKING,
                "provider": TRACKING}
     if source not in aliases:
-        raise BadInput(f"expected source 'you' or 'tracking' (provider tracking), got {source!r}",
+        raise BadInput(f"expected source 'you' or 'tracking' (provider tracking), got {shown(source)}",
                        field="source")
     return aliases[source]
 
@@ -218,7 +222,7 @@ def _payment_from(d: Any, fld: str, path: Any) -> PaymentOrder:
     amount = d.get("amount")
     if not isinstance(amount, str):
         raise BadInput(f"expected the exact amount as text like \"12.50\" (a TOML number loses "
-                       f"digits), got {amount!r}", path=path, field=f"{fld}.amount")
+                       f"digits), got {shown(amount)}", path=path, field=f"{fld}.amount")
     try:
         check_amount(amount)
     except BadInput as exc:
@@ -239,6 +243,9 @@ def _payment_from(d: Any, fld: str, path: Any) -> PaymentOrder:
 def load_order(session: Session) -> OrderState:
     """Read ``order.toml`` into an :class:`OrderState` (empty when nothing is recorded).
 
+    The kinds of every value are checked first (:mod:`gpusession.core.schema`); a value
+    that looks like a secret is replaced by a mark and listed in ``hidden`` (issue 12).
+
     Raises:
         BadInput: a malformed table, an unknown state or source, with the file and field.
     """
@@ -253,7 +260,7 @@ def load_order(session: Session) -> OrderState:
         for key in ("gpus_per_lot", "total_usd_minor"):
             v = o.get(key)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise BadInput(f"expected a whole number ≥ 0 (USD cents for a total), got {v!r}",
+                raise BadInput(f"expected a whole number ≥ 0 (USD cents for a total), got {shown(v)}",
                                path=path, field=f"order.{key}")
         order = OrderInfo(
             number=str(o["number"]), gpu_model=str(o.get("gpu_model", "")),
@@ -270,15 +277,16 @@ def load_order(session: Session) -> OrderState:
         if not isinstance(e, dict):
             raise BadInput("expected a table", path=path, field=fld)
         if e.get("state") not in STATES:
-            raise BadInput(f"unknown state {e.get('state')!r}; expected one of {', '.join(STATES)}",
+            raise BadInput(f"unknown state {shown(e.get('state'))}; expected one of {', '.join(STATES)}",
                            path=path, field=f"{fld}.state")
         if e.get("source") not in SOURCES:
-            raise BadInput(f"unknown source {e.get('source')!r}; expected 'you' or "
+            raise BadInput(f"unknown source {shown(e.get('source'))}; expected 'you' or "
                            "'provider tracking'", path=path, field=f"{fld}.source")
         events.append(OrderEvent(at=_dt(e.get("at"), f"{fld}.at", path), state=e["state"],
                                  source=e["source"], note=str(e.get("note", "")),
                                  order_number=e.get("order_number")))
-    return OrderState(order, payment, history, tuple(events))
+    return OrderState(order, payment, history, tuple(events),
+                      tuple(session.hidden.get(ORDER_TOML, ())))
 
 
 def _payment_doc(p: PaymentOrder) -> dict[str, Any]:
@@ -449,7 +457,7 @@ def record_event(
             amount; nothing written.
     """
     if state not in STATES:
-        raise BadInput(f"unknown state {state!r}; expected one of {', '.join(STATES)}",
+        raise BadInput(f"unknown state {shown(state)}; expected one of {', '.join(STATES)}",
                        field="state")
     if isinstance(amount, str):  # spaces around are not digits: same rule as the payment order
         amount = amount.strip()
@@ -532,7 +540,7 @@ def compare_with_order(
                        "comparing the GPU seen with it", field="order")
     problems: list[str] = []
     if observed_gpu_model is not None and not model_matches(model, observed_gpu_model):
-        problems.append(f"GPU model seen {observed_gpu_model!r}, ordered {model!r}")
+        problems.append(f"GPU model seen {shown(observed_gpu_model)}, ordered {shown(model)}")
     rate = rates.find(model)
     per_lot = rate.gpus_per_lot if rate is not None else per_lot_saved
     if observed_gpu_count is not None and lots is not None:

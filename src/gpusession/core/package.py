@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
+from gpusession.core.secrets import shown
 
 PACKAGE_DAYS = (3, 7, 30)
 #: Upper bound on lots: far above any rental, and keeps every total within a 64-bit integer.
@@ -41,13 +42,13 @@ def parse_start(value: str, *, field: str = "start", path: Path | None = None) -
         dt = datetime.fromisoformat(text)
     except ValueError:
         raise BadInput(
-            f"{value!r} is not ISO 8601; expected e.g. 2026-11-29T14:00:00+00:00",
+            f"{shown(value)} is not ISO 8601; expected e.g. 2026-11-29T14:00:00+00:00",
             path=path,
             field=field,
         ) from None
     if dt.tzinfo is None:
         raise BadInput(
-            f"{value!r} has no UTC offset; add one, e.g. {value}+00:00 or {value}Z",
+            f"{shown(value)} has no UTC offset; add one, e.g. {value}+00:00 or {value}Z",
             path=path,
             field=field,
         )
@@ -118,7 +119,7 @@ class Package:
         """
         if not isinstance(data, Mapping):
             raise BadInput(
-                f"expected a [package] table, got {data!r}", path=path, field="package"
+                f"expected a [package] table, got {shown(data)}", path=path, field="package"
             )
         gpu = data.get("gpu_model")
         lots = data.get("lots")
@@ -144,7 +145,7 @@ class Package:
 def check_lots(lots: Any, *, path: Path | None = None) -> int:
     """Raise ``BadInput`` unless ``lots`` is an integer from 1 to ``LOTS_MAX`` (K1)."""
     if not isinstance(lots, int) or isinstance(lots, bool) or lots < 1:
-        raise BadInput(f"expected a whole number of lots ≥ 1, got {lots!r}", path=path, field="lots")
+        raise BadInput(f"expected a whole number of lots ≥ 1, got {shown(lots)}", path=path, field="lots")
     if lots > LOTS_MAX:
         raise BadInput(
             f"expected at most {LOTS_MAX:,} lots, got {lots:,}", path=path, field="lots"
@@ -167,12 +168,12 @@ def check_gpu_model(gpu: Any, *, path: Path | None = None, field: str = "gpu") -
         BadInput: not text, empty, more than one line, or with control characters.
     """
     if not isinstance(gpu, str):
-        raise BadInput(f"expected a GPU model as text, got {gpu!r}", path=path, field=field)
+        raise BadInput(f"expected a GPU model as text, got {shown(gpu)}", path=path, field=field)
     if not gpu.strip():
         raise BadInput('expected a GPU model, e.g. "RTX A5000", got an empty text', path=path, field=field)
     if any(ord(c) < 32 or ord(c) == 127 for c in gpu):
         raise BadInput(
-            f"{gpu!r} contains a control character (line break, tab, escape); expected one "
+            "the GPU model contains a control character (line break, tab, escape); expected one "
             'line such as "RTX A5000"',
             path=path,
             field=field,
@@ -183,5 +184,5 @@ def check_gpu_model(gpu: Any, *, path: Path | None = None, field: str = "gpu") -
 def check_days(days: Any, *, path: Path | None = None) -> int:
     """Raise ``BadInput`` unless ``days`` is 3, 7 or 30 (packages are whole, K1)."""
     if days not in PACKAGE_DAYS or isinstance(days, bool):
-        raise BadInput(f"expected 3, 7 or 30 days, got {days!r}", path=path, field="days")
+        raise BadInput(f"expected 3, 7 or 30 days, got {shown(days)}", path=path, field="days")
     return int(days)

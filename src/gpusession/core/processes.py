@@ -18,6 +18,7 @@ psutil's own wait. No textual, no torch.
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import threading
 import time
@@ -212,10 +213,13 @@ def end_recorded(records: Iterable[object]) -> list[str]:
     """End the workers and commands a journal records that are still alive (issue 12).
 
     Called when a new run holds the run lock, before its first worker starts: any worker
-    (``worker_started``) or user command (``command_started``) of an earlier run that is
-    still alive — same PID *and* same start time — is ended with its whole group, so two
-    measurements never overlap (H-14). Records without a start time (first release) are
-    skipped: a bare PID may have been reused.
+    (``worker_started``), user command (``command_started``) or torchrun rank (the
+    ``rank_pids`` of ``worker_loaded``, issue 13: a rank runs in a session of its own, out
+    of its launcher's group) of an earlier run that is still alive — same PID *and* same
+    start time — is ended (a worker with its whole group, a command or a rank with its
+    descendants), so two measurements never overlap (H-14). Records without a start time
+    (first release) are skipped: a bare PID may have been reused; so is a rank of
+    another host (several nodes).
 
     Args:
         records: the journal's typed records (:func:`gpusession.core.journal.read_records`).
@@ -223,14 +227,17 @@ def end_recorded(records: Iterable[object]) -> list[str]:
     Returns:
         One sentence per process ended (empty when none was alive).
     """
-    from gpusession.core.events import CommandStartedRecord, WorkerStartedRecord
+    from gpusession.core.events import CommandStartedRecord, WorkerLoadedRecord, WorkerStartedRecord
 
     out: list[str] = []
     recorded: dict[int, WorkerStartedRecord | CommandStartedRecord] = {}
+    ranks: dict[int, float] = {}
     for rec in records:
         if isinstance(rec, (WorkerStartedRecord, CommandStartedRecord)):
             if rec.pid is not None and rec.create_time_s is not None:
                 recorded[rec.pid] = rec  # the last record of a PID names it
+        elif isinstance(rec, WorkerLoadedRecord):
+            ranks.update(_recorded_ranks(rec))
     groups = _groups({pid for pid, r in recorded.items() if isinstance(r, WorkerStartedRecord)})
     for pid, rec in recorded.items():
         ident = ProcessId(pid, rec.create_time_s)
@@ -240,20 +247,50 @@ def end_recorded(records: Iterable[object]) -> list[str]:
                 continue
             ended = end_group(ident, group=groups.get(pid, []))
         else:
-            proc = alive(ident)
-            ended = []
-            if proc is not None:
-                ended = [proc.pid]
-                for p in (*_descendants(proc), proc):
-                    try:
-                        p.kill()
-                    except (psutil.Error, OSError):
-                        pass
-                _confirm_gone([proc], WAIT_S)
+            ended = _end_tree(ident)
         if ended:
             out.append(f"a {kind} of an earlier run was still alive (pid {rec.pid}); it was "
                        f"ended before this run started ({len(ended)} process(es))")
+    for pid, create_time_s in ranks.items():  # ranks the groups above did not reach
+        ended = _end_tree(ProcessId(pid, create_time_s))
+        if ended:
+            out.append(f"a rank of an earlier run was still alive (pid {pid}); it was "
+                       f"ended before this run started ({len(ended)} process(es))")
     return out
+
+
+def _recorded_ranks(rec: object) -> dict[int, float]:
+    """``pid → start time`` of the ranks of this host a ``worker_loaded`` record names (issue 13)."""
+    pids = getattr(rec, "rank_pids", None) or []
+    times = getattr(rec, "rank_create_times_s", None) or []
+    hosts = getattr(rec, "rank_hosts", None) or []
+    here = platform.node()
+    out: dict[int, float] = {}
+    for i, pid in enumerate(pids):
+        ct = times[i] if i < len(times) else None
+        host = hosts[i] if i < len(hosts) else None
+        if isinstance(pid, int) and isinstance(ct, (int, float)) and (host is None or host == here):
+            out[pid] = float(ct)
+    return out
+
+
+def _end_tree(ident: ProcessId) -> list[int]:
+    """Kill the process ``ident`` names (PID and start time) and its descendants.
+
+    Returns:
+        The PIDs signalled; empty when it is gone or its PID was reused.
+    """
+    proc = alive(ident)
+    if proc is None:
+        return []
+    tree = [*_descendants(proc), proc]
+    for p in tree:
+        try:
+            p.kill()
+        except (psutil.Error, OSError):
+            pass
+    _confirm_gone([proc], WAIT_S)
+    return sorted(p.pid for p in tree)
 
 
 # -- interrupts: SIGHUP/SIGTERM reach every run of this process ------------------------

@@ -192,7 +192,10 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
                           f"decimals, at most 9 digits before the point), got {price!r}", model, days_key, pfld)
             prices[int(days_key)] = Decimal(price.strip())
         source = entry.get("source")
-        gpus[model] = GpuRate(model, per_lot, prices, source if isinstance(source, str) else None)
+        if source is not None and not isinstance(source, str):
+            raise bad("expected text (in quotes) saying where the prices come from", model,
+                      "source", f"{fld}.source")
+        gpus[model] = GpuRate(model, per_lot, prices, source)
     return Rates(gpus=gpus, origin=origin, currency="USD")
 
 

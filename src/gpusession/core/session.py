@@ -33,6 +33,7 @@ from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
 from gpusession.core.safefile import DIR_MODE, private_dir_mode
+from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
 from gpusession.core.tomlio import read_toml, write_toml
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -46,6 +47,8 @@ SESSION_TOML = "session.toml"
 CHECKLIST_TOML = "checklist.toml"
 ORDER_TOML = "order.toml"
 RESULTS_CSV = "resultats-bruts.csv"
+#: The shape of each hand-editable file, checked whenever it is read (issue 12).
+SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
 #: Files that hold a session's data: never overwritten by an output such as a report (S7).
 DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 
@@ -142,6 +145,47 @@ def _flock(folder: Path, deadline: float, limit: float, what: str) -> int | None
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_checked(path: Path, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Read a session file and check the kinds of its values (:mod:`gpusession.core.schema`).
+
+    Args:
+        path: ``session.toml``, ``order.toml`` or ``checklist.toml`` of a session (another
+            name is read without a type check).
+        required: top-level keys that must be present.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        BadInput: unreadable, a syntax error, or a value of the wrong kind
+            (``order.toml: events: expected a list of tables ([[events]]), got the number 5``).
+    """
+    doc = read_toml(path, required=required)
+    spec = SCHEMAS.get(Path(path).name)
+    if spec is not None:
+        check_types(doc, spec, path=path)
+    return doc
+
+
+def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """``session.toml`` checked (:func:`read_checked`), with secret-looking values hidden.
+
+    A seed phrase or key pasted into the file by hand is replaced by
+    :data:`gpusession.core.secrets.HIDDEN`, so it is neither used, nor shown, nor
+    written back by the next update (issue 12).
+
+    Returns:
+        The document and one warning per hidden value.
+
+    Raises:
+        BadInput: as :func:`read_checked`, or without ``name`` / ``created_at``.
+    """
+    from gpusession.core.secrets import mask_free_text
+
+    doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
+    return dict(doc), hidden
 
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
@@ -255,6 +299,8 @@ class Session:
         self.data = data
         #: What the last :meth:`open` recovered after a crash, one sentence each (S7).
         self.recovered: list[str] = []
+        #: Per file, what :meth:`read_doc` hid because it looked like a secret (issue 12).
+        self.hidden: dict[str, list[str]] = {}
         self.results = ResultsFile(self.folder / RESULTS_CSV)
 
     # -- paths -----------------------------------------------------------------
@@ -350,7 +396,7 @@ class Session:
         folder = Path(root) / name
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
-        data = read_toml(folder / SESSION_TOML, required=("name", "created_at"))
+        data, hidden = _read_session_toml(folder / SESSION_TOML)
         created = data.get("created_at")
         if not isinstance(created, datetime) or created.tzinfo is None:
             raise BadInput(
@@ -360,10 +406,11 @@ class Session:
             )
         check_time_range(created, field="created_at", path=folder / SESSION_TOML)
         session = cls(folder, data)
+        session.hidden[SESSION_TOML] = hidden
         Package.from_toml(data.get("package", {}), session.session_toml)
         for extra in (CHECKLIST_TOML, ORDER_TOML):
             if (folder / extra).exists():
-                read_toml(folder / extra)
+                read_checked(folder / extra)
         session.results.check()
         if recover:
             private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
@@ -458,7 +505,7 @@ class Session:
             Failure: the lock could not be taken in time (nothing written).
         """
         with self.locked("saving session.toml"):
-            data = read_toml(self.session_toml, required=("name", "created_at"))
+            data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
             change(data)
             write_toml(self.session_toml, data)
         self.data = read_toml(self.session_toml)
@@ -469,15 +516,29 @@ class Session:
         Raises:
             BadInput: unreadable, or without ``name`` / ``created_at``.
         """
-        self.data = read_toml(self.session_toml, required=("name", "created_at"))
+        self.data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
 
     # -- other TOML documents --------------------------------------------------
     def read_doc(self, filename: str) -> dict[str, Any]:
-        """Read ``checklist.toml`` / ``order.toml`` (or another TOML of the folder)."""
+        """Read ``checklist.toml`` / ``order.toml`` (or another TOML of the folder).
+
+        The kinds of its values are checked (:func:`read_checked`), and a value that looks
+        like a secret (a hand-pasted seed phrase or key) is replaced by
+        :data:`gpusession.core.secrets.HIDDEN`: it is never shown, and never written back
+        by the next save. What was hidden is in :attr:`hidden` (one warning per value).
+
+        Raises:
+            BadInput: unreadable, a syntax error, a value of the wrong kind.
+        """
+        from gpusession.core.secrets import mask_free_text
+
         path = self.folder / filename
         if not path.exists():
+            self.hidden.pop(filename, None)
             return {"schema": 1}
-        return read_toml(path)
+        doc, warnings = mask_free_text(read_checked(path), path)
+        self.hidden[filename] = warnings
+        return dict(doc)
 
     def write_doc(self, filename: str, data: Mapping[str, Any]) -> None:
         """Write a TOML document of the folder atomically (S7, H-10).

@@ -21,6 +21,7 @@ import tomli_w
 
 from gpusession.core.errors import BadInput
 from gpusession.core.safefile import FILE_MODE
+from gpusession.core.secrets import check_free_text
 from gpusession.core.textio import read_text
 
 if sys.version_info >= (3, 11):
@@ -166,9 +167,14 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
     Args:
         path: destination file; its folder must exist.
         data: the document; ``None`` values are omitted.
+
+    Raises:
+        BadInput: a string longer than 4 KiB or that looks like a secret
+            (:func:`gpusession.core.secrets.check_free_text`); nothing is written.
     """
     doc = {"schema": SCHEMA_VERSION}
     doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
+    check_free_text(doc, path)  # issue 12: length and secrets of every string, before writing
     write_atomic_bytes(Path(path), tomli_w.dumps(doc).encode("utf-8"))
 
 
@@ -223,3 +229,15 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
                 raise BadInput("missing required key", path=path, field=key)
             node = node[part]
     return doc
+
+
+def write_toml_archive(path: Path, data: Mapping[str, Any]) -> None:
+    """Write an archive of what a program produced (a validation report, V8) as TOML.
+
+    Like :func:`write_toml` but without the free-text check: a report quotes the corpus
+    as found (its IDs may be 64-hex digests), and refusing it would lose the archive.
+    Nothing a person types goes through here.
+    """
+    doc = {"schema": SCHEMA_VERSION}
+    doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
+    write_atomic_bytes(Path(path), tomli_w.dumps(doc).encode("utf-8"))

@@ -145,13 +145,23 @@ class RunInterruptedRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerLoadedRecord(Record):
-    """A worker loaded its workload in ``elapsed_s``."""
+    """A worker loaded its workload in ``elapsed_s``.
+
+    ``rank_pids``: the PID of each rank of a torchrun group, by rank (issue 13: ranks
+    run in their own sessions, so recovery needs them); absent for one process.
+    ``rank_create_times_s`` and ``rank_hosts``: each rank's start time (seconds since
+    the epoch, psutil's) and host name, by rank: recovery ends only a rank of this host
+    whose PID *and* start time match (a reused PID is spared).
+    """
 
     EVENT: ClassVar[str] = "worker_loaded"
     experiment_id: str | None = None
     worker: str | None = None
     elapsed_s: float | None = None
     rss_peak_bytes: int | None = None
+    rank_pids: list[int] | None = _opt()
+    rank_create_times_s: list[float | None] | None = _opt()
+    rank_hosts: list[str | None] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

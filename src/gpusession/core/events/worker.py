@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gpusession.core.events.base import Channel, Event
+from gpusession.core.events.base import Channel, Event, _opt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,6 +118,11 @@ class WorkerRunFinished(WorkerEvent):
         tokens: tokens the workload processed after the cut, when it can count them.
         unmeasured_pass: why one unmeasured pass of the run's shape preceded it (e.g.
             after an out-of-memory run), ``None`` when none did.
+        ranks: ranks of a torchrun group that ran it (issue 13); ``None`` for one
+            process. Its elapsed is the wall time between the barriers on rank 0 and
+            its memory figures are the maximum over ranks.
+        rank_note: the ranks in words (slowest rank, where the peak was), for notes.
+        failed_rank: the rank whose work failed, ``None`` when none did.
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -144,6 +149,9 @@ class WorkerRunFinished(WorkerEvent):
     n_inputs: int | None = None
     rss_peak_bytes: int | None = None
     expected_memory: Any = None
+    ranks: int | None = _opt()
+    rank_note: str | None = _opt()
+    failed_rank: int | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

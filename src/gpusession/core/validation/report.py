@@ -17,7 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.tomlio import write_atomic_bytes, write_toml
+from gpusession.core.secrets import check_free_text
+from gpusession.core.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
 #: How many offenders a summary line quotes.
@@ -269,9 +270,14 @@ class ValidationReport:
             The path of the TOML report.
 
         Raises:
+            BadInput: ``run_name`` looks like a secret or is too long; nothing is written.
             OSError: the disk refused (earlier files of the same report may remain).
         """
         folder = Path(folder)
+        # The name a person chose (``validate --name``) names files and the CSV row: it is
+        # free text, checked like every field written (issue 12); the corpus quoted in the
+        # report is an archive (V8) and is not.
+        check_free_text({"run": run_name}, folder)
         folder.mkdir(parents=True, exist_ok=True)
         lists = {
             "missing": self.missing_ids,
@@ -291,7 +297,7 @@ class ValidationReport:
         doc["files"] = files
         doc["summary"] = self.summary_lines()  # the same words as the CLI, for the TUI
         target = folder / f"{run_name}.toml"
-        write_toml(target, _tomlable(doc))
+        write_toml_archive(target, _tomlable(doc))
         return target
 
 

@@ -141,8 +141,18 @@ class CostPane(Vertical):
                 self.lines = [f"cannot compute: {exc}"]
         if accepted is None:
             self.lines.insert(0, f"Accepted deliverables: not measured ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
+        self.lines.extend(self._idle_gpus())
         out.update("\n".join(self.lines))
         self.post_message(self.Recomputed(list(self.lines)))
+
+    def _idle_gpus(self) -> list[str]:
+        """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines (issue 13)."""
+        from gpusession.core.evidence import idle_gpu_warnings
+
+        try:
+            return [f"warning: {w} — the package price covers them all" for w in idle_gpu_warnings(self.ctx.session)]
+        except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the report
+            return []
 
     @on(Input.Changed)
     @on(OptionList.OptionHighlighted)

@@ -34,6 +34,7 @@ def model_warnings(state: Any, now: datetime) -> list[str]:
         out.append("The active payment order has EXPIRED: do not pay it; ask for a new one.")
     if state.has("deviation-noted"):
         out.append("A deviation from the order was noted (GPU model or count).")
+    out += list(getattr(state, "hidden", ()))  # a hand-pasted secret: hidden, said (issue 12)
     return out
 
 

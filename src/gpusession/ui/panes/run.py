@@ -243,7 +243,19 @@ class RunPane(Vertical):
         return (
             f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
+            + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
+            + self._idle_gpus(exp)
         )
+
+    def _idle_gpus(self, exp: Any) -> str:
+        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""`` (issue 13)."""
+        from gpusession.core.evidence import gpus_left_idle
+
+        try:
+            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)))
+        except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the status
+            return ""
+        return f"\nwarning: {words} (define it with more GPUs to measure them all)" if words else ""
 
     def _status(self, text: str | None = None) -> None:
         if text is None:
@@ -290,6 +302,8 @@ class RunPane(Vertical):
             Field("warmup", "Warm-up iterations", str(getattr(cur, "warmup_iterations", 2))),
             Field("order", "Order", getattr(cur, "order", "interleaved"), choices=("interleaved", "shuffled")),
             Field("scope", "Stopwatch scope", getattr(cur, "scope", "processing"), choices=("processing", "full-chain")),
+            Field("gpus", "GPUs (processes on this node; more than 1 runs through torchrun)",
+                  str(getattr(cur, "gpus", 1))),
         ]
 
         def save(result: dict[str, str]) -> None:
@@ -303,6 +317,7 @@ class RunPane(Vertical):
                 warmup_iterations=whole_number(result["warmup"], "warmup"),
                 order=result["order"],
                 scope=result["scope"],
+                gpus=whole_number(result["gpus"], "gpus", minimum=1),
             )
             # raises BadInput (R1: one varied parameter, …): the form stays open and says why
             exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))

@@ -1,0 +1,216 @@
+"""Several ranks in one run (issue 13): shards, the torchrun command line, a failed group.
+
+Who calls it: the runner (:func:`torchrun_argv`, :func:`torchrun_root_cause`; a
+torchrun group is ended like any worker, by
+:meth:`gpusession.bench.process.WorkerProcess.end_group`, which reaches the ranks in
+their own sessions) and the worker (:func:`rank_env`, :func:`shard_bounds`).
+No torch here (M5: the runner and the UI import it); the process group and the protocol
+across ranks, which need torch, are in :mod:`gpusession.bench.rank_group`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+def shard_bounds(n_items: int, world_size: int, rank: int) -> tuple[int, int]:
+    """The contiguous, deterministic shard ``[start, stop)`` of ``rank`` (issue 13).
+
+    The first ``n_items % world_size`` ranks hold one item more; shards follow the
+    rank order, so concatenating them by rank gives back the corpus order.
+
+    Args:
+        n_items: items in the corpus, ≥ 0.
+        world_size: ranks, ≥ 1.
+        rank: ``0 … world_size − 1``.
+
+    Returns:
+        ``(start, stop)`` indices; an empty shard is ``(k, k)``.
+
+    Raises:
+        ValueError: a negative count, a world size under 1, a rank outside the world.
+    """
+    if n_items < 0:
+        raise ValueError(f"expected n_items ≥ 0, got {n_items}")
+    if world_size < 1:
+        raise ValueError(f"expected world_size ≥ 1, got {world_size}")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"expected 0 ≤ rank < {world_size}, got {rank}")
+    base, extra = divmod(n_items, world_size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """Where this process stands in a torchrun group (from its environment).
+
+    Attributes:
+        rank: global rank, 0-based.
+        world_size: ranks in the group.
+        local_rank: rank on this node; the GPU index it binds to.
+        leader_claim: ``True`` for local rank 0 of the node the runner started
+            (:data:`LEADER_ENV` is ``"1"``), ``False`` on another node, ``None`` when
+            the variable is absent (then rank 0 leads).
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int
+    leader_claim: bool | None = None
+
+    @property
+    def speaks_first(self) -> bool:
+        """Whether this rank talks to the runner before the group has formed (issue 13)."""
+        return self.leader_claim if self.leader_claim is not None else self.rank == 0
+
+
+#: Set to ``"1"`` by the runner for the torchrun agent it starts: that node's local rank 0
+#: leads the group (talks to the runner, gathers the outputs), wherever the rendezvous
+#: puts global rank 0 (c10d orders nodes by address and PID, not by who started first).
+LEADER_ENV = "GPUSESSION_LEADER_NODE"
+
+
+def rank_env(environ: Mapping[str, str] | None = None) -> RankEnv | None:
+    """The torchrun variables of this process, or ``None`` when it is not a rank.
+
+    Args:
+        environ: default ``os.environ``.
+
+    Returns:
+        ``None`` without ``WORLD_SIZE``/``RANK`` (a plain worker).
+
+    Raises:
+        ValueError: a variable that is not a whole number.
+    """
+    env = os.environ if environ is None else environ
+    if "WORLD_SIZE" not in env or "RANK" not in env:
+        return None
+    local_rank = int(env.get("LOCAL_RANK", env["RANK"]))
+    flag = env.get(LEADER_ENV)
+    claim = None if flag is None else (flag == "1" and local_rank == 0)
+    return RankEnv(rank=int(env["RANK"]), world_size=int(env["WORLD_SIZE"]),
+                   local_rank=local_rank, leader_claim=claim)
+
+
+def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, nodes: int = 1,
+                  rendezvous: str | None = None, run_id: str | None = None,
+                  host: bool = True) -> list[str]:
+    """The command line that starts ``nproc_per_node`` ranks of a module through torchrun.
+
+    Args:
+        python: the interpreter (``sys.executable``).
+        nproc_per_node: ranks on this node (the experiment's ``gpus``).
+        module_argv: ``["-m", "gpusession.bench.worker", "--spec", FILE]``.
+        nodes: nodes in the group (the experiment's ``nodes``).
+        rendezvous: ``"host:port"`` of the c10d rendezvous, needed when ``nodes > 1``.
+        run_id: the rendezvous id, the same on every node (one per worker group).
+        host: this agent hosts the rendezvous store (the runner's node) — ``False``
+            for the command of the other nodes.
+
+    Returns:
+        One node: ``[python, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node", N, *module_argv]`` (a free local port). Several nodes:
+        ``--nnodes``, ``--rdzv-backend c10d``, ``--rdzv-endpoint``, ``--rdzv-id`` and
+        ``--rdzv-conf is_host=1|0`` instead of ``--standalone`` (issue 13).
+
+    Raises:
+        ValueError: ``nodes > 1`` without a rendezvous endpoint or id.
+    """
+    head = [python, "-m", "torch.distributed.run"]
+    if nodes <= 1:
+        return [*head, "--standalone", "--nproc-per-node", str(nproc_per_node), *module_argv]
+    if not rendezvous or not run_id:
+        raise ValueError("several nodes need a rendezvous endpoint (host:port) and an id")
+    return [*head, "--nnodes", str(nodes), "--nproc-per-node", str(nproc_per_node),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", rendezvous, "--rdzv-id", run_id,
+            "--rdzv-conf", f"is_host={1 if host else 0}", *module_argv]
+
+
+def rendezvous_id(experiment_id: str, worker: str) -> str:
+    """The rendezvous id of one worker group, the same on every node: ``"batch-sweep.warm"``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{experiment_id}.{worker}")
+
+
+#: The exit code of a rank whose measured run failed (it raised, out of memory included):
+#: the group ends with that run, torchrun names this rank as the root cause, and the
+#: runner starts a fresh group for the runs left (issue 13).
+RUN_FAILED_EXIT = 5
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """The rank torchrun names as the root cause of a failed group.
+
+    Attributes:
+        rank: the global rank.
+        exitcode: its exit code, negative for a signal (as :mod:`subprocess` gives it).
+        error: its error in one line when its stderr says it, else ``None``.
+    """
+
+    rank: int
+    exitcode: int
+    error: str | None = None
+
+
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+_RANK_LINE = re.compile(r"^\s*rank\s*:\s*(\d+)")
+_EXIT_LINE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))\b:?\s*(.*)$")
+
+
+def torchrun_root_cause(lines: list[str]) -> RankFailure | None:
+    """Read torchrun's failure summary on stderr: which rank failed first, its exit code.
+
+    Args:
+        lines: the launcher's stderr lines (the ranks' stderr is interleaved there).
+
+    Returns:
+        ``None`` when torchrun reported no failed rank. The error is the rank's
+        incident line (``rank N: {...}``) when it sent one, else the last exception
+        line of stderr that is not torchrun's own.
+    """
+    try:
+        start = max(i for i, line in enumerate(lines) if _ROOT_CAUSE in line)
+    except ValueError:
+        return None
+    rank = code = None
+    for line in lines[start:]:
+        if rank is None and (m := _RANK_LINE.match(line)):
+            rank = int(m.group(1))
+        elif code is None and (m := _EXIT_LINE.match(line)):
+            code = int(m.group(1))
+    if rank is None or code is None:
+        return None
+    error = None
+    prefix = f"rank {rank}: "
+    for line in lines:
+        if line.startswith(prefix + "{"):
+            try:
+                doc = json.loads(line[len(prefix):])
+            except json.JSONDecodeError:
+                continue
+            error = f"{doc.get('error_type')}: {doc.get('message')}"
+    if error is None:
+        for line in lines:
+            m = _EXC_LINE.match(line.strip())
+            if m and "ChildFailedError" not in m.group(1):
+                error = line.strip()
+    return RankFailure(rank=rank, exitcode=code, error=error)
+
+
+__all__ = [
+    "RankEnv",
+    "RankFailure",
+    "LEADER_ENV",
+    "RUN_FAILED_EXIT",
+    "rank_env",
+    "rendezvous_id",
+    "shard_bounds",
+    "torchrun_argv",
+    "torchrun_root_cause",
+]

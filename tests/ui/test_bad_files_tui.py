@@ -1,0 +1,89 @@
+"""Issue 12 in the TUI: a hand-edited session file of the wrong kind, or holding a secret.
+
+The app opens and says what is wrong instead of crashing; a seed phrase pasted into
+``order.toml`` by hand is never painted, and the pane warns that it was hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui.pilot import SIZE, MakeApp, settle, text_of
+
+
+async def test_issue12_order_toml_events_a_number_is_said_in_the_pane(
+    session: Any, make_app: MakeApp
+) -> None:
+    with open(session.order_toml, "a", encoding="utf-8") as fh:
+        fh.write("events = 5\n")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "order.toml" in text and "events: expected a list of tables" in text
+        assert "order: unreadable" in text_of(app, "#session-header")
+        await pilot.press("1")  # the other panes still work
+        await pilot.pause()
+        assert app.is_running
+
+
+async def test_issue12_checklist_toml_of_the_wrong_kind_is_said_in_the_pane(
+    session: Any, make_app: MakeApp
+) -> None:
+    session.checklist_toml.write_text('schema = 1\nitems = "x"\n', encoding="utf-8")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("1")
+        await pilot.pause()
+        assert "items: expected" in text_of(app, "#checklist-status")
+
+
+async def test_secrets_a_seed_phrase_pasted_in_order_toml_is_hidden_with_a_warning(
+    session: Any, make_app: MakeApp
+) -> None:
+    from mnemonic import Mnemonic
+
+    from gpusession.core import order
+    from gpusession.testing import FIXED_NOW
+
+    order.record_event(session, "payment-sent", source="you", note="clicked", at=FIXED_NOW)
+    phrase = Mnemonic("spanish").generate(128)
+    text = session.order_toml.read_text(encoding="utf-8")
+    session.order_toml.write_text(text.replace('note = "clicked"', f'note = "{phrase}"'),
+                                  encoding="utf-8")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        shown = text_of(app, "#order-text") + text_of(app, "#order-warnings")
+        assert phrase.split()[0] not in shown and phrase.split()[5] not in shown
+        assert "hidden" in text_of(app, "#order-text")
+        assert "events[0].note: hidden, it looked like a seed phrase" in text_of(app, "#order-warnings")
+
+
+async def test_secrets_a_tui_form_reaches_the_same_check_and_never_echoes(
+    session: Any, make_app: MakeApp
+) -> None:
+    from textual.widgets import Input, Static
+
+    from gpusession.ui.modals import FormModal
+
+    key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+    before = session.order_toml.read_bytes()
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5", "o")
+        await pilot.pause()
+        app.screen.query_one("#field-preparation", Input).value = f"{key[:32]} {key[32:]}"
+        app.screen.query_one("#field-number", Input).value = "ORD-1"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, FormModal), "the form closed on a refused save"
+        error = str(app.screen.query_one("#form-error", Static).render())
+        assert "private key" in error and key[:8] not in error and key[-8:] not in error
+    assert session.order_toml.read_bytes() == before
