@@ -156,6 +156,32 @@ class HugeAt:
         return ["x"] * len(texts)
 
 
+class OomLoad(Echo):
+    """Echo whose load runs out of memory (issue 15: stays per variant)."""
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
+
+
+class RefusedLoad(Echo):
+    """Echo whose load refuses its settings with the project's BadInput (issue 15)."""
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        from gpusession.core.errors import BadInput
+
+        raise BadInput("model_dir does not exist", field="params.model_dir")
+
+
+class OneArgLoad:
+    """Breaks the contract: ``load`` takes no device/precision/context (issue 15)."""
+
+    def load(self) -> None:
+        pass
+
+    def predict(self, texts: list[str]) -> list[str]:
+        return ["a"] * len(texts)
+
+
 def write_corpus(path: Path, n: int = 8, words: int = 5) -> Path:
     """A JSONL corpus of ``n`` texts labelled a/b; each text has ``words`` words."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -111,3 +111,31 @@ def test_no_session_yet_says_how_to_create_one(run_cli: RunCli) -> None:
     r = run_cli()
     assert r.returncode == 1
     assert "gpusession new" in r.stderr
+
+
+def test_s6_cli_window_restarts_at_gpu_provisioned(run_cli, sessions_root) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15: a session created before provisioning offers to restart its window there."""
+    assert run_cli("new", "early", "--gpu", "RTX A5000", "--lots", "1", "--days", "7").returncode == 0
+    show = run_cli("show", "early")
+    assert "(window from session creation)" in show.stdout and "record gpu-provisioned" in show.stdout
+    refused = run_cli("package", "early", "--start-from", "gpu-provisioned")
+    assert refused.returncode == 2 and "no gpu-provisioned event" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    from datetime import timedelta
+
+    from gpusession.core.clock import utcnow
+
+    at = (utcnow() + timedelta(hours=3)).replace(microsecond=0)
+    ev = run_cli("order", "early", "event", "gpu-provisioned", "--source", "tracking",
+                 "--at", at.isoformat())
+    assert ev.returncode == 0, ev.stderr
+    assert "gpusession package early --start-from gpu-provisioned" in ev.stdout
+    assert "--start-from gpu-provisioned" in run_cli("show", "early").stdout
+    moved = run_cli("package", "early", "--start-from", "gpu-provisioned")
+    assert moved.returncode == 0, moved.stderr
+    assert "restarted at the gpu-provisioned event" in moved.stdout
+    from gpusession.core.session import Session
+
+    assert Session.open(sessions_root, "early").package.start == at
+    show = run_cli("show", "early")
+    assert "(window from gpu-provisioned)" in show.stdout and "--start-from" not in show.stdout

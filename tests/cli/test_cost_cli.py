@@ -136,3 +136,17 @@ def test_s2_s3_cli_order_flow(run_cli: RunCli, sessions_root: Path) -> None:
         "ordered", "payment-order-issued", "payment-sent", "payment-confirmed", "deviation-noted"]
     text = run_cli("order", "o1", "show").stdout
     assert "exactly 12.50 USDT on network TRC20" in text and "deviation noted" in text
+
+
+def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -> None:
+    """Issue 15: `cost --plan` without `--days` picks the smallest covering package (K6)."""
+    p = run_cli("cost", *A5000, "--lots", "1", "--accepted-results", "18", "--plan", "0.25,1,1,0.5,0.5")
+    assert p.returncode == 0, p.stderr
+    assert "Package: 7 days × 1 lot(s) at 55.00 USD per lot = 55.00 USD" in p.stdout
+    assert "priced as the 7-day package, the smallest that covers the 3.25-day plan" in p.stdout
+    assert "3.06 USD" in p.stdout
+    j = run_cli("cost", *A5000, "--lots", "1", "--plan", "2.5", "--json")
+    data = json.loads(j.stdout)
+    assert data["days"] == 3 and data["total_usd_minor"] is not None
+    # without a plan, --days is still required (one line, exit 2)
+    _one_line_error(run_cli("cost", *A5000, "--lots", "1"), "--days")

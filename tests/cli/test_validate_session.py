@@ -77,3 +77,55 @@ def test_s6_gpu_provisioned_event_says_how_to_move_the_package_start(run_cli) ->
     assert "gpusession package x --start 2026-11-29T18:00:00Z" in r.stdout
     r = run_cli("order", "x", "event", "gpu-provisioned", "--source", "tracking", "--at", "2026-11-29T10:00:30Z")
     assert "--start" not in r.stdout
+
+
+def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  # type: ignore[no-untyped-def]
+        run_cli, sessions_root: Path, tmp_path: Path) -> None:
+    """Issue 15: `show` and the report say what a `validate --session` row is."""
+    run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    corpus, good = _files(tmp_path, 10)
+    _, bad = _files(tmp_path, 10, wrong=5)
+    assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+                   "--session", "vis", "--name", "good").returncode == 0
+    assert run_cli("validate", "--corpus", str(corpus), "--output", str(bad), "--classes", "a,b",
+                   "--threshold", "0.9", "--session", "vis", "--name", "bad").returncode == 3
+    show = run_cli("show", "vis")
+    assert show.returncode == 0, show.stderr
+    lines = show.stdout.splitlines()
+    good_line = next(ln for ln in lines if ln.startswith("validate") and " good " in ln)
+    bad_line = next(ln for ln in lines if ln.startswith("validate") and " bad " in ln)
+    assert good_line.rstrip().endswith("accepted validation") and "macro-F1 1.000" in good_line
+    assert bad_line.rstrip().endswith("rejected validation")
+    assert "failed" not in show.stdout and "None" not in show.stdout
+    report = run_cli("report", "vis")
+    assert report.returncode == 0, report.stderr
+    text = (sessions_root / "vis" / "report.md").read_text(encoding="utf-8")
+    assert "| good | macro-F1 1.000 | accepted validation |" in text
+    results = text.split("## 4.")[1].split("## 5.")[0]
+    assert "| bad | macro-F1" in results and "| rejected validation |" in results
+    assert "failed (kept" not in results
+    assert "None" not in text
+
+
+def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15: device, memory and order-match evidence never come from a validation row."""
+    from gpusession.core.evidence import last_run
+    from gpusession.core.results import ResultRow
+    from gpusession.core.session import Session
+
+    run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    s = Session.open(sessions_root, "vis")
+    s.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                               run_index=1, device="cuda:0", gpu_model="NVIDIA RTX A5000",
+                               elapsed_seconds=0.5))
+    corpus, good = _files(tmp_path, 10)
+    assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+                   "--session", "vis").returncode == 0
+    lr = last_run(Session.open(sessions_root, "vis"))
+    assert lr is not None and lr.experiment_id == "batch-sweep"
+    assert lr.distinct("device") == ["cuda:0"]
+    empty = tmp_path / "only"
+    run_cli("--sessions-dir", str(empty), "new", "v2")
+    assert run_cli("--sessions-dir", str(empty), "validate", "--corpus", str(corpus), "--output",
+                   str(good), "--classes", "a,b", "--session", "v2").returncode == 0
+    assert last_run(Session.open(empty, "v2")) is None  # a validation alone: no run yet

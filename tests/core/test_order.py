@@ -331,3 +331,26 @@ def test_s5_order_h100_seen_as_full_nvml_name_records_no_deviation(session: Sess
     om.set_order(session, number="H-1", gpu_model="H100", lots=1, days=3)
     assert om.record_deviation(session, "NVIDIA H100 80GB HBM3", None) is None
     assert [e for e in om.load_order(session).events if e.state == "deviation-noted"] == []
+
+
+def test_s2_after_payment_confirmed_the_order_says_paid_and_what_is_open(ordered: Session) -> None:
+    """Issue 15: a confirmed payment is no longer an active payment order with a countdown."""
+    _pay(ordered)
+    om.record_event(ordered, "payment-sent", source="you")
+    om.record_event(ordered, "payment-confirmed", source="tracking")
+    text = "\n".join(order_lines(om.load_order(ordered)))
+    assert "Active payment order" not in text and "expires in" not in text
+    assert "Payment: PAID — exactly 55.00 USDT on network TRC20, confirmed on" in text
+    assert "Still open: GPU provisioning" in text
+    om.record_event(ordered, "gpu-provisioned", source="tracking")
+    text = "\n".join(order_lines(om.load_order(ordered)))
+    assert "Still open: access" in text and "GPU provisioning" not in text
+    # still no countdown once provisioned
+    assert "expires in" not in text
+
+
+def test_s2_payment_sent_keeps_the_countdown(ordered: Session) -> None:
+    _pay(ordered)
+    om.record_event(ordered, "payment-sent", source="you")
+    text = "\n".join(order_lines(om.load_order(ordered)))
+    assert "Active payment order" in text and "expires in" in text and "PAID" not in text

@@ -49,7 +49,7 @@ async def test_s6_header_at_80_columns_keeps_window_on_one_line_and_every_order_
         assert len(first) <= width, f"the first line wraps at 80 columns: {first!r}"
         assert "visuals-test-01" in first and "RTX A5000" in first
         assert "7d pkg ends 12-04 09:00, 4d 21h left" in first
-        assert order_line.endswith("access received — deviation noted"), order_line
+        assert "access received — deviation noted · window from session creation" in order_line, order_line
         needed = header.get_content_height(header.size, app.size, width)
         assert needed <= header.size.height, "the header cuts its last line"
 

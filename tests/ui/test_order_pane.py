@@ -108,3 +108,52 @@ async def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(
         assert [p for p in prompts() if p.startswith("(*)")] == ["(*) payment-confirmed"]
         assert "( ) payment-sent" in prompts()
         assert states.value == "payment-confirmed"  # type: ignore[attr-defined]
+
+
+async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Issue 15: the Order pane says paid and what is open (provisioning), no countdown."""
+    from datetime import timedelta
+
+    from gpusession.core import order as om
+
+    om.new_payment_order(session, asset="USDT", network="TRC20", amount="55.00",
+                         destination="TXyz123", expires_at=session.package.start + timedelta(days=400))
+    om.record_event(session, "payment-confirmed", source="tracking")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "PAID" in text and "Still open: GPU provisioning" in text
+        assert "Active payment order" not in text and "expires in" not in text
+
+
+async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Issue 15: the header says which event the window counts from; the Order pane offers
+    to restart it at the gpu-provisioned event (key w)."""
+    from datetime import timedelta
+
+    from gpusession.core import order as om
+    from gpusession.testing import FIXED_NOW
+
+    at = FIXED_NOW - timedelta(hours=2)
+    om.record_event(session, "gpu-provisioned", source="tracking", at=at)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "window from session creation" in text_of(app, "#session-header")
+        await pilot.press("5")
+        await pilot.pause()
+        assert "press w to restart it at gpu-provisioned" in text_of(app, "#order-warnings")
+        await pilot.press("w")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.ctx.session.package.start == at
+        assert "window from gpu-provisioned" in text_of(app, "#session-header")
+        assert "press w" not in text_of(app, "#order-warnings")

@@ -153,12 +153,13 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
             ("batch-4", "cold", "1"), ("batch-4", "warm", "5"),
             ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
         ]
-        assert all(r[5] == "none" for r in rows)
+        assert all(r[6] == "none" for r in rows)
+        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times (issue 15)
         assert rows[1][3] == "103 ms"  # median of 0.101..0.105
         assert rows[1][4] == "101–105 ms"
         live = run_pane.query_one("#run-rows", DataTable)
         assert live.row_count == 18
-        assert str(live.get_row_at(0)[6]) == "accepted"
+        assert str(live.get_row_at(0)[5]) == "accepted"
         assert len(run_pane.query(".duration-spark")) == 3
         assert "run finished — complete" in str(run_pane.query_one("#run-status", Static).render())
 
@@ -304,6 +305,37 @@ async def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any, make_app
         bar = app.screen.query_one("#run-bar", ProgressBar)
         assert bar.total is not None and bar.percentage == 0  # determinate and empty
         assert "--%" not in str(bar.query_one("PercentageStatus").render())
+
+
+async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
+    session: Any, make_app: MakeApp
+) -> None:
+    """The row view at 80×24: the corpus column (the last) is whole, even for a long
+    variant name, an unvalidated run and a failed one."""
+    from textual.geometry import Region
+
+    from gpusession.core.results import ResultRow
+
+    cases = [(True, 1.5)] * 20 + [(None, 0.25), (False, None)]  # enough rows for a scrollbar
+    for i, (accepted, elapsed) in enumerate(cases, start=1):
+        session.results.append(ResultRow(
+            experiment_id="batch-sweep", variant_id="context-1024", phase="warm", run_index=i,
+            device="cpu", elapsed_seconds=elapsed, corpus_accepted=accepted))  # M4: not measured
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await settle(pilot, app)
+        run_pane = app.screen.pane("run")
+        run_pane.show_view("run-rows")
+        await pilot.pause()
+        table = run_pane.query_one("#run-rows", DataTable)
+        lines = ["".join(s.text for s in table.render_lines(Region(0, y, table.size.width, 1)))
+                 for y in range(table.size.height)]
+        assert lines[0].rstrip().endswith("corpus"), lines
+        assert any(line.rstrip().endswith("not validated") for line in lines), lines
+        assert any(line.rstrip().endswith("rejected") for line in lines), lines
+        assert table.virtual_size.width <= table.scrollable_content_region.width
 
 
 async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(

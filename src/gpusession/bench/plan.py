@@ -343,10 +343,19 @@ def _fixed(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _has_measurements(session: Session, exp_id: str) -> bool:
+    """Whether ``exp_id`` has a row that measured something (V5).
+
+    A failed load (phase ``load``, elapsed empty) measured nothing: such rows belong to a
+    failed attempt, and a corrected definition keeps the id (issue 15). A failed cold or
+    warm run is a failed observation and counts (R7).
+    """
+    import polars as pl
+
     frame = session.results.read()
     if frame.height == 0:
         return False
-    return bool((frame["experiment_id"] == exp_id).any())
+    mine = frame.filter(pl.col("experiment_id") == exp_id)
+    return bool(mine.filter((pl.col("phase") != "load") | pl.col("elapsed_seconds").is_not_null()).height)
 
 
 def define_experiment(session: Session, exp: Experiment) -> Experiment:

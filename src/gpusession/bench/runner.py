@@ -59,6 +59,7 @@ from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
 from gpusession.core.events import (
+    AttemptFailedRecord,
     CommandStartedRecord,
     EnvironmentObserved,
     Event,
@@ -179,6 +180,11 @@ class Runner:
         self._package_total_minor: int | None = None
         # Warm-up iterations per variant that the current worker reported it performed.
         self._warm_done: dict[str, int] = {}
+        # Issue 15: a load failure no other worker can mend stops the experiment at once;
+        # rows of an invocation that measured nothing become a failed attempt.
+        self._fatal_load: str | None = None
+        self._measured = False
+        self._keys_written: list[str] = []
         # Runs a fresh rank group runs after a group ended early (issue 13).
         self._rest: list[ScheduledRun] = []
         # The worker running now and the run key in flight (a load is a run), for
@@ -261,6 +267,7 @@ class Runner:
         offsets = self._offsets(frame)
         self._load_counters = {v: i for (p, v), i in offsets.items() if p == "load"}
         self._accepted_revisions = accepted_revisions(frame)
+        self._measured = bool(self._offsets_measured(frame))
         self._package_total_minor = package_total_minor(self.session)
         runs = schedule(exp, offsets)
         drawn = [r.variant_id for r in runs if r.phase == "warm"]
@@ -307,10 +314,18 @@ class Runner:
             self._rest = []
             if not self._run_worker(exp, name, group):
                 stopped = self.cancel.is_set() or stopped
-                if self.cancel.is_set():
+                if self.cancel.is_set() or self._fatal_load is not None:
                     break
             if self._rest:  # issue 13: a rank group died; a fresh group runs what is left
                 groups.insert(0, (self._rest[0].worker, self._rest))
+        if self._fatal_load is not None:
+            self._incident(self._fatal_load)
+        if not self._measured and self._keys_written and not self.cancel.is_set():
+            self._journal(AttemptFailedRecord(
+                experiment_id=exp.id, attempt=self._attempt_number(exp.id),
+                run_keys=list(self._keys_written), workload=exp.workload,
+                message=self._fatal_load or "nothing measured: no worker loaded the workload",
+            ))
         ran_all = self._done == self._total
         interrupted = self.outcome.interrupted
         self._say_interrupted()
@@ -395,6 +410,9 @@ class Runner:
         self.session.results.append(row)
         refresh_counts(self.session.folder)  # summary.json for `gpusession status` (issue 14)
         self.outcome.rows_written += 1
+        if row.phase != "load" or row.elapsed_seconds is not None:
+            self._measured = True
+        self._keys_written.append(f"{row.experiment_id}:{row.phase}:{row.variant_id}:{row.run_index}")
         # A cold or warm row ends one scheduled run: it is the next one counted (load rows are not).
         self._emit(RowAppended(row=row, done=None if row.phase == "load" else self._done + 1,
                                total=self._total))
@@ -517,7 +535,18 @@ class Runner:
                 msg = (f"{ev.where}: {ev.error_type}: {ev.message}"
                        + (" (out of memory)" if ev.oom else ""))
                 last_incident = msg
-                self._incident(f"worker {name}: {msg}", trace=ev.trace)
+                if ev.where == "load" and unmendable_load(ev):
+                    # Every worker loads the same model the same way: say it once and stop.
+                    self._fatal_load = (
+                        f"the workload {exp.workload} could not load: {ev.error_type}: {ev.message}. "
+                        f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
+                        f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
+                        f"Fix the workload or its definition (gpusession experiment "
+                        f"{self.session.name} define --id {exp.id} …) and run again.")
+                    self._journal(IncidentRecord(experiment_id=exp.id, message=f"worker {name}: {msg}",
+                                                 trace=ev.trace))
+                else:
+                    self._incident(f"worker {name}: {msg}", trace=ev.trace)
                 if ev.where == "load":
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
@@ -560,16 +589,31 @@ class Runner:
                 self._append(self._base_row(exp).replace(
                     variant_id=load_variant, phase="load", run_index=load_index,
                     corpus_accepted=False, notes=f"incident: {detail} while loading"))
-            self._incident(detail, exit=describe_exit(code))
+            if self._fatal_load is None:
+                self._incident(detail, exit=describe_exit(code))
+            else:  # said once, in the fatal message; kept in the journal
+                self._journal(IncidentRecord(experiment_id=exp.id, message=detail, exit=describe_exit(code)))
         if load_open:  # the worker ended before loading; any row was written above
             self._journal(LoadFinishedRecord(ok=False, **load_fields))
         missing = [r for r in group if r.run_key not in finished_keys]
         self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out or torn is not None)
-        if missing and not self.cancel.is_set():
+        if missing and not self.cancel.is_set() and self._fatal_load is None:
             self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run"
                            + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
         return ok and not missing and not died
+
+    def _offsets_measured(self, frame: Any) -> int:
+        """Rows of this experiment that measured something (not a failed load; issue 15)."""
+        import polars as pl
+
+        mine = frame.filter(pl.col("experiment_id") == self.experiment.id)
+        return int(mine.filter((pl.col("phase") != "load") | pl.col("elapsed_seconds").is_not_null()).height)
+
+    def _attempt_number(self, exp_id: str) -> int:
+        done = [r for r in self.session.read_journal()
+                if r.get("event") == AttemptFailedRecord.EVENT and r.get("experiment_id") == exp_id]
+        return len(done) + 1
 
     # -- several ranks through torchrun (issue 13) --------------------------------------------
     def _worker_argv(self, exp: Experiment, spec_path: Path, env: dict[str, str]) -> list[str]:
@@ -744,4 +788,28 @@ class Runner:
         self._progress(run)
 
 
-__all__ = ["Runner", "RunOutcome", "describe_exit"]
+#: Exception types of a load failure that another worker would hit the same way: the
+#: workload does not import, its factory or definition is refused, or it breaks the
+#: load/predict contract (issue 15). An out-of-memory is never one of them (per variant).
+UNMENDABLE_LOAD_ERRORS = frozenset({
+    "BadInput", "ImportError", "ModuleNotFoundError", "SyntaxError", "NameError",
+    "AttributeError", "TypeError", "ValueError", "KeyError", "NotImplementedError",
+    "FileNotFoundError",
+})
+
+
+def unmendable_load(ev: WorkerIncident) -> bool:
+    """Whether a load incident ends the whole experiment at once (issue 15).
+
+    Args:
+        ev: the worker's ``incident`` event with ``where == "load"``.
+
+    Returns:
+        ``True`` for a failure no retry or other worker can mend
+        (:data:`UNMENDABLE_LOAD_ERRORS`); ``False`` for an out-of-memory (it stays per
+        variant, R7) and for anything else (a device error may be one worker's).
+    """
+    return not ev.oom and (ev.error_type or "") in UNMENDABLE_LOAD_ERRORS
+
+
+__all__ = ["Runner", "RunOutcome", "UNMENDABLE_LOAD_ERRORS", "describe_exit", "unmendable_load"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from gpusession.core.session import Session, sessions_root
+from gpusession.core.summary import SummaryRow
 from gpusession.core.units import format_seconds, format_seconds_range
 from gpusession.core.window import local_str, short_timedelta
 
@@ -78,17 +80,37 @@ def _or_dash(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def format_summary(rows: list[dict[str, Any]]) -> str:
-    """The summary table (R6): variant, phase, n, median, min–max, failures in words."""
-    lines = [f"{'experiment':<14} {'variant':<10} {'phase':<5} {'n':>3} {'median':>10} {'min–max':>21}  failures"]
-    for r in rows:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
-        med = format_seconds(r["median_seconds"], "-")
-        rng = format_seconds_range(r["min_seconds"], r["max_seconds"], "-")
-        failed = r["failed"]
-        fail_txt = "none" if not failed else f"{failed} failed (kept, see notes)"
+def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
+    """The summary table (R6): variant, phase, n, median, min–max, quality, outcome in words.
+
+    Args:
+        rows: :func:`gpusession.core.summary.summary_rows` (or their ``to_json`` dicts).
+
+    Returns:
+        The table; a standalone validation reads as an accepted or rejected validation,
+        never as a failed run (issue 15); the quality figure stands beside the times.
+    """
+    table = [raw if isinstance(raw, SummaryRow) else _row_of(raw) for raw in rows]
+    ew = max([10] + [len(_or_dash(r.experiment_id)) for r in table])  # columns fit their words
+    vw = max([7] + [len(_or_dash(r.variant_id)) for r in table])
+    lines = [f"{'experiment':<{ew}} {'variant':<{vw}} {'phase':<5} {'n':>3} {'median':>9} "
+             f"{'min–max':>15}  {'quality':<14}  outcome"]
+    for r in table:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
+        med = format_seconds(r.median_seconds, "-")
+        rng = format_seconds_range(r.min_seconds, r.max_seconds, "-")
         lines.append(
-            f"{_or_dash(r['experiment_id']):<14} {_or_dash(r['variant_id']):<10} "
-            f"{_or_dash(r['phase']):<5} "
-            f"{r['n']:>3} {med:>10} {rng:>21}  {fail_txt}"
+            f"{_or_dash(r.experiment_id):<{ew}} {_or_dash(r.variant_id):<{vw}} "
+            f"{_or_dash(r.phase):<5} "
+            f"{r.n:>3} {med:>9} {rng:>15}  {r.quality_words():<14}  {r.outcome_words()}"
         )
     return "\n".join(lines)
+
+
+def _row_of(d: Mapping[str, Any]) -> SummaryRow:
+    names = SummaryRow.__dataclass_fields__
+    data = {k: d.get(k) for k in names if k in d}
+    for k, default in (("runs", d.get("n", 0)), ("n", 0), ("failed", 0), ("median_seconds", None),
+                       ("min_seconds", None), ("max_seconds", None), ("p95_seconds", None),
+                       ("experiment_id", None), ("variant_id", None), ("phase", None)):
+        data.setdefault(k, default)
+    return SummaryRow(**data)  # type: ignore[arg-type]  # the keys are SummaryRow's fields

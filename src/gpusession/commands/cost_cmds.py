@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.core.cost import cost_report, load_rates, parse_plan
+from gpusession.core.cost import cost_report, load_rates, parse_plan, plan_coverage
 from gpusession.core.errors import BadInput
 from gpusession.core.order import (
     STATES,
@@ -74,7 +75,8 @@ def register(sub: Any) -> None:
         "coverage and extension options. Never projects a pace onto 3, 7 or 30 days.",
     )
     p.add_argument("--gpu", metavar="MODEL", help='GPU model, e.g. "RTX A5000"')
-    p.add_argument("--days", type=_days, metavar="{3,7,30}", help="package length in days")
+    p.add_argument("--days", type=_days, metavar="{3,7,30}",
+                   help="package length in days (default with --plan: the smallest package covering it)")
     p.add_argument("--lots", type=_lots, metavar="N", help="lots bought (B200: 1 lot = 2 GPUs)")
     p.add_argument("--accepted-results", type=_count, metavar="N",
                    help="distinct accepted deliverables (default with --session: from its results)")
@@ -173,6 +175,14 @@ def cmd_cost(args: argparse.Namespace) -> int:
         window = package_window(pkg)
         notes.append(f"Package window: {window.window_line()}")
         window_json = window.to_json()
+    plan = parse_plan(args.plan) if args.plan is not None else None
+    if days is None and plan is not None:
+        # K6 (issue 15): without --days, the plan picks the smallest covering package.
+        coverage = plan_coverage(plan)
+        days = coverage.package_days or PACKAGE_DAYS[-1]
+        notes.insert(0, f"--days not given: priced as the {days}-day package, the smallest that "
+                        f"covers the {format(coverage.total_days.normalize(), 'f')}-day plan"
+                     + ("" if coverage.package_days else " (per package; see the combination below)"))
     missing = [n for n, v in (("--gpu", gpu), ("--days", days), ("--lots", lots)) if v is None]
     if missing:
         where = " (not set in the session either)" if args.session else ""
@@ -184,7 +194,6 @@ def cmd_cost(args: argparse.Namespace) -> int:
         known = ", ".join(rates.models()) or "none"
         raise BadInput(f"GPU model {shown(gpu)} is not in the rates file ({rates.origin}; known: "
                        f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
-    plan = parse_plan(args.plan) if args.plan is not None else None
     report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
                          accepted_source=accepted_source, notes=notes, window=window)
     if args.json:
@@ -312,18 +321,16 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
 
 def _hint_package_start(s: Any, at: Any) -> None:
-    """S6: the package window counts from provisioning; say so when the start differs."""
-    from gpusession.core.clock import utcnow
-    from gpusession.core.window import local_str
+    """S6: the package window counts from provisioning; offer to restart it there (issue 15)."""
+    from gpusession.core.window import local_str, session_window_origin
 
-    when = at or utcnow()
-    start = s.package.start
-    if start is None or abs((start - when).total_seconds()) >= 60:
-        print(
-            f"Package start is {local_str(start)}; the GPU was provisioned at {local_str(when)}. "
-            f"If the package counts from then: gpusession package {s.name} --start "
-            f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        )
+    origin = session_window_origin(s, load_order(s))
+    if origin.offer and origin.provisioned_at is not None:
+        when = origin.provisioned_at
+        print(f"Package start is {local_str(s.package.start)} ({origin.words()}); the GPU was "
+              f"provisioned at {local_str(when)}. To count the package from then: "
+              f"gpusession package {s.name} --start-from gpu-provisioned (the same as "
+              f"gpusession package {s.name} --start {when.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')})")
 
 
 def cmd_order_deviation(args: argparse.Namespace) -> int:

@@ -179,7 +179,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     """
     from gpusession.bench.runner import Runner
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
-    from gpusession.core.results import summarize
+    from gpusession.core.summary import session_summary
 
     seen: dict[str, Any] = {}
 
@@ -232,7 +232,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     frame = session.results.read()
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
-    print(format_summary(summarize(frame).to_dicts()))
+    print(format_summary(session_summary(session, frame)))
     verdict = "complete" if outcome.completed else ("cancelled" if outcome.cancelled else "INCOMPLETE")
     print(f"\n{outcome.rows_written} rows appended to {session.results.path.name}; experiment {verdict}; "
           f"{len(outcome.incidents)} incident(s)")

@@ -23,10 +23,9 @@ from gpusession.core.package import (
     check_lots,
     parse_start,
 )
-from gpusession.core.results import summarize
 from gpusession.core.session import Session, list_sessions
 from gpusession.core.status import retrieval_state
-from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.summary import accepted_unique_corpora, session_summary
 from gpusession.core.textio import printable
 from gpusession.core.window import package_warning, package_window
 
@@ -102,6 +101,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("package", help="change the package (GPU, lots, days, start) of a session")
     p.add_argument("name", metavar="NAME")
     add_package_args(p)
+    p.add_argument("--start-from", choices=["gpu-provisioned"], metavar="gpu-provisioned",
+                   help="(re)start the package window at the order's gpu-provisioned event")
     p.set_defaults(func=cmd_package)
 
 
@@ -144,15 +145,37 @@ def cmd_package(args: argparse.Namespace) -> int:
     old = s.package
     if args.lots is not None:
         check_lots(args.lots)
+    start_from = getattr(args, "start_from", None)
+    if start_from and args.start:
+        raise BadInput("give either --start or --start-from, not both", field="start-from")
+    provisioned = _provisioned_at(s) if start_from else None
     new = Package(
         gpu_model=check_gpu_model(args.gpu) if args.gpu is not None else old.gpu_model,
         lots=args.lots if args.lots is not None else old.lots,
         days=args.days if args.days is not None else old.days,
-        start=parse_start(args.start) if args.start else old.start,
+        start=provisioned or (parse_start(args.start) if args.start else old.start),
     )
     s.set_package(new)
     print(f"package of {s.name}: {_package_line(new)}")
+    if provisioned is not None:
+        print(f"package window restarted at the gpu-provisioned event ({local_time(provisioned)})")
     return 0
+
+
+def _provisioned_at(s: Session) -> Any:
+    """The time of the order's latest ``gpu-provisioned`` event (S6, issue 15).
+
+    Raises:
+        BadInput: no such event recorded yet (nothing is changed).
+    """
+    from gpusession.core.order import load_order
+    from gpusession.core.window import session_window_origin
+
+    origin = session_window_origin(s, load_order(s))
+    if origin.provisioned_at is None:
+        raise BadInput("no gpu-provisioned event in the order yet; record it first: gpusession order "
+                       f"{s.name} event gpu-provisioned --source tracking", field="start-from")
+    return origin.provisioned_at
 
 
 def _package_line(p: Package) -> str:
@@ -180,7 +203,7 @@ def session_json(s: Session) -> dict[str, Any]:
     """
     frame = s.results.read()
     pkg = s.package
-    summary = summarize(frame)
+    summary = session_summary(s, frame)
     return {
         "name": s.name,
         "folder": str(s.folder),
@@ -197,11 +220,22 @@ def session_json(s: Session) -> dict[str, Any]:
         },
         "runs": frame.height,
         "accepted_unique_corpora": accepted_unique_corpora(frame),
-        "summary": summary.to_dicts(),
+        "summary": [r.to_json() for r in summary],
         "copy_home_verified": retrieval_state(s.folder).verified,
         "warning": _warning_text(s),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
     }
+
+
+def _origin(s: Session) -> Any:
+    """Which event the window counts from (issue 15); ``None`` when order.toml is unreadable."""
+    from gpusession.core.order import load_order
+    from gpusession.core.window import session_window_origin
+
+    try:
+        return session_window_origin(s, load_order(s))
+    except BadInput:
+        return None
 
 
 def _warning_text(s: Session) -> str | None:
@@ -282,9 +316,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"GPU       {printable(pkg.gpu_model or 'not set')}")
     print(f"lots      {pkg.lots if pkg.lots is not None else 'not set'}")
     print(f"days      {pkg.days if pkg.days is not None else 'not set'}")
-    print(f"start     {local_time(pkg.start)}")
+    origin = _origin(s)
+    print(f"start     {local_time(pkg.start)}" + (f" ({origin.words()})" if origin else ""))
     print(f"end       {local_time(pkg.end)}")
     print(f"time left {format_timedelta(pkg.time_left())}")
+    offer = origin.offer_line(s.name) if origin else None
+    if offer:
+        print(f"          {offer}")
     retrieval = retrieval_state(s.folder)
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
     if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"

@@ -85,8 +85,14 @@ class LastRun:
 
 
 def last_run(session: Session) -> LastRun | None:
-    """Rows of the experiment of the last row in ``resultats-bruts.csv``; ``None`` if empty."""
+    """Rows of the experiment of the last timed row in ``resultats-bruts.csv``.
+
+    A standalone ``validate --session`` row (no phase) checked an output: it ran nothing,
+    so it is never the last run that device, memory and order-match evidence come from
+    (issue 15). ``None`` when no timed row exists.
+    """
     frame = session.results.read()
+    frame = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame
     if frame.height == 0:
         return None
     exp = frame.get_column("experiment_id")[-1]

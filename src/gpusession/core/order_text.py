@@ -70,6 +70,14 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
     p = state.payment
     if p is None:
         out.append("Payment order: none recorded")
+    elif state.paid:
+        # Issue 15: once tracking confirmed it, the payment order is no longer "active"
+        # and has no countdown; what is left open is provisioning (S2).
+        when = [e.at for e in state.timeline if e.state == "payment-confirmed"]
+        at = f" on {local_str(when[-1], tz)}" if when else ""
+        out.append(f"Payment: PAID — exactly {p.amount} {p.asset} on network {p.network}, confirmed{at} by "
+                   "the provider's tracking; nothing more to pay on this payment order")
+        out.append(f"  to {p.destination}")
     else:
         left = p.expires_at - now
         exp = (f"EXPIRED {short_timedelta(-left)} ago — do not pay it; ask for a new payment order"
@@ -85,10 +93,22 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
     for e in state.timeline:
         note = f" — {e.note}" if e.note else ""
         out.append(f"  {local_str(e.at, tz)}  {e.state:<20} ({e.source}){note}")
+    if state.paid and not state.has("closed"):
+        out.append(f"Still open: {_still_open(state)}")
     if state.has("payment-sent") and not state.paid:
         out.append("\"I have paid\" keeps your notification; it does not confirm receipt nor "
                    "assign the GPU. Only the provider's tracking confirms payment.")
     return [printable(line) for line in out]  # hand-edited text shown escaped (H-17)
+
+
+def _still_open(state: OrderState) -> str:
+    """What remains after payment is confirmed: provisioning, then access (S2, issue 15)."""
+    if not state.has("gpu-provisioned") and not state.has("access-received"):
+        return ("GPU provisioning — record gpu-provisioned when the provider assigns the GPU "
+                "(the package window starts then), then access-received")
+    if not state.has("access-received"):
+        return "access — record access-received when you can log in to the server"
+    return "nothing on the order side; the package window runs"
 
 
 def order_to_json(state: OrderState, now: datetime | None = None) -> dict[str, Any]:

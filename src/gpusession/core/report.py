@@ -32,7 +32,6 @@ from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.manifest import next_free_path, read_manifest
-from gpusession.core.results import summarize
 from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.textio import printable
@@ -88,6 +87,78 @@ def _when(dt: datetime | None) -> str:
     return dt.isoformat() if dt else "not set"
 
 
+#: The report reads at 80 columns in a terminal (issue 15): generated paragraphs wrap there.
+WIDTH = 80
+
+
+def _wrap(text: str, indent: str = "", first: str | None = None) -> list[str]:
+    """``text`` wrapped at :data:`WIDTH` columns (words never split, paths kept whole)."""
+    import textwrap
+
+    return textwrap.wrap(text, width=WIDTH, initial_indent=indent if first is None else first,
+                         subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False) or [first or indent]
+
+
+def _flat(value: Any) -> str:
+    """A stored value in a few words: lists joined, tables as ``key value`` pairs."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k}: {_flat(v)}" for k, v in value.items()) + ")" if value else "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_flat(v) for v in value) or "-"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return _cell(value)
+
+
+def _cycles(values: list[Any]) -> str:
+    """``a, b, c × 5`` when ``values`` repeats one cycle, else the values joined."""
+    n = len(values)
+    for size in range(1, n // 2 + 1):
+        if n % size == 0 and values == values[:size] * (n // size):
+            return f"{', '.join(map(str, values[:size]))} × {n // size}"
+    return ", ".join(map(str, values)) or "-"
+
+
+def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
+    """Who a grouped note is about: one run by name, or ``18 runs of batch-sweep (cold, warm)``."""
+    if len(keys) == 1:
+        exp, variant, phase, index = keys[0]
+        if phase is None:
+            return f"{_cell(exp)} / {_cell(variant)} (checked output)"
+        return f"{_cell(exp)} / {_cell(variant)} / {phase} #{_cell(index)}"
+    exps = list(dict.fromkeys(_cell(k[0]) for k in keys))
+    phases = list(dict.fromkeys("checked output" if k[2] is None else str(k[2]) for k in keys))
+    return f"{len(keys)} runs of {', '.join(exps)} ({', '.join(phases)})"
+
+
+#: The note of every successful load row, once the worker's name is taken out.
+LOAD_REMARK = "load (model to device, timed once per process)"
+
+
+def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
+    """Identical notes said once with the runs they concern (issue 15), newest groups last.
+
+    A worker's name inside a note (``load of worker cold-batch-1-1``) does not make it a
+    different note.
+    """
+    import re
+
+    groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
+    with_notes = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
+    for r in with_notes.iter_rows(named=True):
+        key = re.sub(r" of worker \S+", "", str(r["notes"]))
+        if key == LOAD_REMARK:  # says what the phase column already says
+            continue
+        groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
+    out: list[str] = []
+    for note, keys in list(groups.items())[:limit]:
+        out += _wrap(f"{_runs_words(keys)}: {_cell(note)}", indent="  ", first="- ")
+    if len(groups) > limit:
+        out.append(f"- … {len(groups) - limit} more different notes in resultats-bruts.csv")
+    return out
+
+
 # -- sections --------------------------------------------------------------------------
 def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
     out = ["Stage 1 of the checklist (seed 003 §1, seed 000 §1): the notes are the need and "
@@ -107,20 +178,24 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
 
 
 def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -> list[str]:
-    out = ["Observed by the runs, not taken from the order."]
     cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
-            "torch_version", "runtime_version", "precision"]
-    if frame.height:
-        env = frame.group_by("experiment_id", maintain_order=True).agg(
+            "torch_version", "runtime_version"]  # precision: in the protocol section
+    timed = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame  # a validation ran nothing
+    if timed.height:
+        env = timed.group_by("experiment_id", maintain_order=True).agg(
             [pl.col(c).drop_nulls().unique(maintain_order=True).cast(pl.String).str.join(", ")
              for c in cols]
         )
-        out += [""] + _table(
-            ["experiment", "GPU", "GPUs used", "device", "driver", "Python", "PyTorch", "runtime",
-             "precision"],
-            [[r["experiment_id"]] + [r[c] or None for c in cols] for r in env.iter_rows(named=True)],
-        )
+        header = ["GPU", "GPUs used", "device", "driver", "Python", "PyTorch", "runtime"]
+        if env.height == 1:  # one experiment: named above the table, which then fits 80 columns
+            out = [f"Observed by the runs of {_cell(env['experiment_id'][0])}, not taken from the order.", ""]
+            out += _table(header, [[r[c] or None for c in cols] for r in env.iter_rows(named=True)])
+        else:
+            out = ["Observed by the runs, not taken from the order.", ""]
+            out += _table(["experiment", *header],
+                          [[r["experiment_id"]] + [r[c] or None for c in cols] for r in env.iter_rows(named=True)])
     else:
+        out = ["Observed by the runs, not taken from the order."]
         out += ["", "_No run recorded yet._"]
     tables: list[tuple[str, dict[str, Any]]] = []
     exps = session.data.get("experiments")
@@ -130,13 +205,29 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     top = session.data.get("environment")
     if isinstance(top, dict) and top and not any(t == top for _, t in tables):
         tables.append(("session", top))
-    for label, table in tables:
-        out += ["", f"Environment stored in session.toml ({label}):", ""]
-        for k, v in table.items():
-            out += _bullets(str(k), v)
+    # said elsewhere: in the table above, in gpu_mapping, in the NVML line below, in the
+    # protocol's last invocation
+    in_table = {"device", "python_version", "torch_version", "gpu_count", "gpu_model",
+                "driver_version", "runtime_version", "concurrent_load", "nvml_reason"}
+    for label, table in tables:  # one wrapped paragraph, not one line per key (issue 15)
+        unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
+        mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
+        pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
+                 if k not in in_table and k not in mapped and v != "unset" and k != "observed_at"]
+        if unset:
+            pairs.append(f"unset: {', '.join(unset)}")
+        if table.get("observed_at"):
+            pairs.append(f"observed {_flat(table['observed_at'])}")
+        out += [""] + _wrap(f"Also stored ({label}): " + "; ".join(pairs) + ".")
+    if probes and not tables:  # after the stored paragraph the list follows directly (CommonMark)
+        out.append("")
     for label, text in probes:
-        out += ["", f"{label}:", ""]
-        out += [f"    {line}" for line in text.splitlines()]
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        out += _wrap(f"**{label}:** {lines[0] if lines else '-'}", indent="  ", first="- ")
+        for line in lines[1:]:
+            if line.startswith("last run (experiment") and frame.height:
+                continue  # the table above says what the last run recorded
+            out += _wrap(line, indent="    ", first="  - ")
     from gpusession.core.order import load_order
 
     try:
@@ -177,46 +268,58 @@ def _protocols(session: Session) -> list[str]:
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
             continue
-        out += [f"### {exp_id}", ""]
+        pairs = []
         for k, v in exp.items():
             if k in ("protocol", "environment"):
                 continue  # the protocol below; the environment in its own section
-            out += _bullets(k, v)
+            if k == "drawn_order" and isinstance(v, list):
+                pairs.append(f"drawn_order: {_cycles(v)}")
+            else:
+                pairs.append(f"{k}: {_flat(v)}")
+        out += [f"### {exp_id}", ""] + _wrap("; ".join(pairs) + ".")
         proto = exp.get("protocol")
         if isinstance(proto, dict) and proto:
-            out += _bullets("validation protocol (fixed before measuring)", proto)
+            out += [""] + _wrap("Validation protocol (fixed before measuring): "
+                                + "; ".join(f"{k}: {_flat(v)}" for k, v in proto.items()) + ".")
         else:
-            out.append("- validation protocol: _not stored_")
+            out += ["", "Validation protocol: _not stored_."]
         out.append("")
     out += ["Protocol fixed before the first measured run:", ""]
-    out += [f"    {line}" for line in protocol_evidence(session).splitlines()]
+    for line in protocol_evidence(session).splitlines():
+        out += _wrap(line, indent="  ", first="- ")
     return out
 
 
-def _results(frame: pl.DataFrame) -> list[str]:
+def _results(session: Session, frame: pl.DataFrame) -> list[str]:
     if frame.height == 0:
         return ["_No run recorded yet._"]
-    summary = summarize(frame)
-    rows = []
-    for r in summary.iter_rows(named=True):
-        # 3 significant digits with a unit: a measured value never reads 0 (H-22)
-        rng = format_seconds_range(r["min_seconds"], r["max_seconds"], "-")
-        med = format_seconds(r["median_seconds"], "-")
-        fails = "none" if not r["failed"] else f"{r['failed']} (kept, see incidents)"
-        rows.append([r["experiment_id"], r["variant_id"], r["phase"], r["runs"], r["n"], med, rng, fails])
-    out = ["Seconds. Median and min–max of the measured runs; five observations do not "
-           "justify a p95. Loading, cold and warm runs are separate phases. A failed run "
-           "keeps its row and is never counted as 0 s.", ""]
-    out += _table(["experiment", "variant", "phase", "runs", "measured", "median", "min–max",
-                   "failures"], rows)
-    incidents = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
-    if incidents.height:
-        out += ["", "Incidents and notes:", ""]
-        for r in incidents.head(30).iter_rows(named=True):
-            out.append(f"- {r['experiment_id']} / {r['variant_id']} / {r['phase']} #{r['run_index']}: "
-                       f"{_cell(r['notes'])}")
-        if incidents.height > 30:
-            out.append(f"- … {incidents.height - 30} more in resultats-bruts.csv")
+    from gpusession.core.summary import session_summary
+
+    table = session_summary(session, frame)
+    out = _wrap("Median and min–max of the measured runs (five do not justify a p95); load, "
+                "cold and warm apart; a failed run keeps its row, never 0 s.")
+    sections: dict[str, list[list[Any]]] = {}
+    for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
+        if r.attempt is not None:
+            title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
+        elif r.is_validation:
+            title = "Outputs checked with `gpusession validate` (not timed)"
+        else:
+            title = f"Experiment {_cell(r.experiment_id)}"
+        if r.is_validation:
+            row: list[Any] = [r.variant_id, r.quality_words(), r.outcome_words()]
+        else:
+            row = [r.variant_id, r.phase, r.n, format_seconds(r.median_seconds, "-"),
+                   format_seconds_range(r.min_seconds, r.max_seconds, "-"),
+                   r.quality_words(), r.outcome_words()]
+        sections.setdefault(title, []).append(row)
+    for n, (title, rows) in enumerate(sections.items()):
+        header = (["output", "quality", "verdict"] if title.startswith("Outputs")
+                  else ["variant", "phase", "n", "median", "min–max", "quality", "outcome"])
+        out += ([f"{title}:", ""] if n == 0 else ["", f"{title}:", ""]) + _table(header, rows)
+    notes = _grouped_notes(frame)
+    if notes:
+        out += ["", "Notes (identical notes said once):"] + notes
     return out
 
 
@@ -229,11 +332,15 @@ def _journal_incidents(session: Session) -> list[str]:
     found = [r for r in session.read_journal() if r.get("event") == "incident"]
     if not found:
         return []
+    groups: dict[str, list[Any]] = {}  # identical messages said once (issue 15)
+    for r in found:
+        groups.setdefault(str(r.get("message")), []).append(r.get("at"))
     out = ["", "Incidents recorded in the journal:", ""]
-    for r in found[-30:]:
-        out.append(f"- {_cell(r.get('at'))}: {_cell(r.get('message'))}")
-    if len(found) > 30:
-        out.append(f"- … {len(found) - 30} earlier in journal.jsonl")
+    for message, ats in list(groups.items())[-30:]:
+        when = _cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}"
+        out += _wrap(f"{when}: {_cell(message)}", indent="  ", first="- ")
+    if len(groups) > 30:
+        out.append(f"- … {len(groups) - 30} earlier in journal.jsonl")
     return out
 
 
@@ -241,17 +348,30 @@ def _memory(frame: pl.DataFrame) -> list[str]:
     if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
         return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0)._"]
     mem = (
-        frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
+        frame.filter(pl.col("peak_allocated_bytes").is_not_null() | pl.col("peak_reserved_bytes").is_not_null())
+        .group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
         .agg(pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
     )
-    rows = [[r["experiment_id"], r["variant_id"], r["phase"], fmt_bytes(r["peak_allocated_bytes"])
-             if r["peak_allocated_bytes"] is not None else None,
-             fmt_bytes(r["peak_reserved_bytes"]) if r["peak_reserved_bytes"] is not None else None]
-            for r in mem.iter_rows(named=True)]
-    out = ["Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
-           "reserved: the two are never added, and their difference is not \"the cache\". "
-           "Other processes and memory outside the allocator are not covered.", ""]
-    return out + _table(["experiment", "variant", "phase", "peak allocated", "peak reserved"], rows)
+    out = _wrap("Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
+                "reserved: the two are never added, and their difference is not \"the cache\". "
+                "Other processes and memory outside the allocator are not covered.")
+    tables: dict[str, list[list[Any]]] = {}
+    for r in mem.iter_rows(named=True):  # one table per experiment, so a row fits 80 columns
+        tables.setdefault(_cell(r["experiment_id"]), []).append(
+            [r["variant_id"], r["phase"], _bytes_short(r["peak_allocated_bytes"]),
+             _bytes_short(r["peak_reserved_bytes"])])
+    for exp, rows in tables.items():
+        out += ["", f"Experiment {exp}:", ""]
+        out += _table(["variant", "phase", "peak allocated", "peak reserved"], rows)
+    return out
+
+
+def _bytes_short(n: int | None) -> str | None:
+    """``1.20 GiB`` (the exact byte count is in resultats-bruts.csv); ``None`` = not measured."""
+    if n is None:
+        return None
+    scale, unit = byte_scale(n)
+    return f"{n} B" if unit == "B" else f"{n / scale:.2f} {unit}"
 
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
@@ -284,8 +404,16 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
         rows.append([rel, shown, passed("ids"),
                      passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
                      else passed("quality"), passed("overlap")])
-    if rows:
-        out += _table(["run", "verdict", "IDs", "format", "quality", "overlap"], rows)
+    if rows:  # identical verdicts said once, with how many runs share them (issue 15)
+        same: dict[tuple[Any, ...], list[str]] = {}
+        for row in rows:
+            same.setdefault(tuple(row[1:]), []).append(str(row[0]))
+        grouped = []
+        for verdict, names in same.items():
+            tops = list(dict.fromkeys(n.split("/", 1)[0] for n in names))
+            who = names[0] if len(names) == 1 else f"{len(names)} runs of {', '.join(tops)}"
+            grouped.append([who, *verdict])
+        out += _table(["run", "verdict", "IDs", "format", "quality", "overlap"], grouped)
     elif frame.height:
         per = frame.group_by(["experiment_id", "variant_id"], maintain_order=True).agg(
             pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
@@ -474,7 +602,7 @@ def render_report(session: Session, *, now: datetime | None = None,
         "Need and criteria": _need(items, session),
         "Environment seen": _env(session, frame, _live_probes(session, nvml, now)),
         "Protocol per experiment": _protocols(session),
-        "Results per variant and phase": _results(frame) + _journal_incidents(session),
+        "Results per variant and phase": _results(session, frame) + _journal_incidents(session),
         "Memory peaks": _memory(frame),
         "Validation verdicts": _validation(session, frame),
         "Cost": _cost(session, frame),

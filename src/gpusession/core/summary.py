@@ -3,12 +3,17 @@
 ``accepted_unique_corpora`` is a count of *distinct* corpus revisions with at least one
 accepted run -- never a count of rows: five repetitions of one corpus are one
 deliverable (seed 000 §5). The validation issue may refine the package-period filter.
+
+:func:`summary_rows` is the one summary table (durations, quality figure, verdicts) that
+``show``, the Run pane and the report print (R6, R7, issue 15).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -49,3 +54,201 @@ def accepted_revisions(frame: pl.DataFrame) -> set[str]:
         pl.col("corpus_accepted").fill_null(False) & pl.col("corpus_revision").is_not_null()
     )
     return set(accepted["corpus_revision"].to_list())
+
+
+# -- the summary table every front end shows (R6, R7, issue 15) ---------------------------
+#: How a metric is named for people (V6).
+METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+#: Journal event of an experiment invocation that stopped before measuring anything.
+ATTEMPT_FAILED_EVENT = "attempt_failed"
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One line of the summary table: per experiment, variant and phase (R6).
+
+    Attributes:
+        experiment_id: the experiment (``"validate"`` for standalone validations).
+        variant_id: the variant (for a validation: its run name).
+        phase: ``load``, ``cold`` or ``warm``; ``None`` for a standalone validation row.
+        runs: rows in the group.
+        n: rows with a measured ``elapsed_seconds``.
+        failed: timed rows without ``elapsed_seconds`` (a failed observation, R7); 0 for
+            validations, which are not timed.
+        median_seconds: median of the measured durations (s), ``None`` when none.
+        min_seconds: fastest measured duration (s), ``None`` when none.
+        max_seconds: slowest measured duration (s), ``None`` when none.
+        p95_seconds: ``None`` below 20 observations (R6).
+        quality_metric: the metric of the group's validated rows (``macro_f1``…).
+        quality_min: lowest quality value (0–1) of the group, ``None`` when none.
+        quality_max: highest quality value (0–1) of the group, ``None`` when none.
+        validated: rows with a verdict (``corpus_accepted`` true or false).
+        accepted: rows with ``corpus_accepted = true``.
+        attempt: for rows of an attempt that stopped before measuring anything, its
+            number (1, 2…); ``None`` for the current rows.
+    """
+
+    experiment_id: str | None
+    variant_id: str | None
+    phase: str | None
+    runs: int
+    n: int
+    failed: int
+    median_seconds: float | None
+    min_seconds: float | None
+    max_seconds: float | None
+    p95_seconds: float | None
+    quality_metric: str | None = None
+    quality_min: float | None = None
+    quality_max: float | None = None
+    validated: int = 0
+    accepted: int = 0
+    attempt: int | None = None
+
+    @property
+    def is_validation(self) -> bool:
+        """A standalone ``validate --session`` row: not timed, not a run (issue 15)."""
+        return self.phase is None
+
+    def quality_words(self) -> str:
+        """``macro-F1 0.962`` (or a range ``0.951–0.962``); ``-`` when nothing was scored."""
+        if self.quality_min is None or self.quality_max is None:
+            return "-"
+        name = METRIC_WORDS.get(self.quality_metric or "", self.quality_metric or "quality")
+        if f"{self.quality_min:.3f}" == f"{self.quality_max:.3f}":
+            return f"{name} {self.quality_max:.3f}"
+        return f"{name} {self.quality_min:.3f}–{self.quality_max:.3f}"
+
+    def outcome_words(self) -> str:
+        """The last column in words: failures, a validation's verdict, a failed attempt.
+
+        A standalone validation reads "accepted validation" / "rejected validation"
+        (never "failed", issue 15); rows of an attempt that never measured anything say
+        so; otherwise "none" or "N failed (kept, see notes)" (R7).
+        """
+        if self.attempt is not None:
+            return f"attempt {self.attempt}: did not load, nothing measured (see notes)"
+        if self.is_validation:
+            rejected = self.validated - self.accepted
+            if self.validated == 0:
+                return "validation: no verdict"
+            if rejected == 0:
+                return "accepted validation" if self.accepted == 1 else f"{self.accepted} accepted validations"
+            if self.accepted == 0:
+                return "rejected validation" if rejected == 1 else f"{rejected} rejected validations"
+            return f"validations: {self.accepted} accepted, {rejected} rejected"
+        return "none" if not self.failed else f"{self.failed} failed (kept, see notes)"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""
+        d = asdict(self)
+        d["quality"] = self.quality_words()
+        d["outcome"] = self.outcome_words()
+        return d
+
+
+def failed_attempts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Run keys of rows that belong to an attempt that never measured anything.
+
+    Args:
+        records: journal records as dicts (``Session.read_journal()``).
+
+    Returns:
+        ``{run key → attempt number}`` from the ``attempt_failed`` records (issue 15):
+        the rows stay in the CSV (C1), the summary shows them apart.
+    """
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("event") != ATTEMPT_FAILED_EVENT:
+            continue
+        attempt = r.get("attempt")
+        for key in r.get("run_keys") or []:
+            out[str(key)] = int(attempt) if isinstance(attempt, int) else 1
+    return out
+
+
+def _key_of(row: Mapping[str, Any]) -> str:
+    return f"{row.get('experiment_id')}:{row.get('phase')}:{row.get('variant_id')}:{row.get('run_index')}"
+
+
+def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None) -> list[SummaryRow]:
+    """The summary table of ``frame``: timing, quality and verdicts per group (R6, R7, V6).
+
+    Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
+    order); standalone validations (no phase) are their own groups, after the runs, and
+    never count as failed runs; rows of an attempt that stopped before measuring anything
+    (``attempts``) are grouped per attempt, after the current rows (issue 15).
+
+    Args:
+        frame: rows as read by ``ResultsFile.read`` (38 columns).
+        attempts: ``{run key → attempt}`` from :func:`failed_attempts`; ``None`` = none.
+
+    Returns:
+        The rows of the table, in display order.
+    """
+    import polars as pl
+
+    if frame.height == 0:
+        return []
+    attempts = attempts or {}
+    keys = [_key_of(r) for r in frame.select("experiment_id", "phase", "variant_id", "run_index")
+            .iter_rows(named=True)]
+    frame = frame.with_columns(
+        pl.Series("_attempt", [attempts.get(k) for k in keys], dtype=pl.Int64),
+        pl.col("phase").is_null().alias("_validation"),
+    )
+    e = pl.col("elapsed_seconds")
+    q = pl.col("quality_value")
+    grouped = (
+        frame.group_by(["_attempt", "_validation", "experiment_id", "variant_id", "phase"],
+                       maintain_order=True)
+        .agg(
+            pl.len().alias("runs"),
+            e.count().alias("n"),
+            e.null_count().alias("failed"),
+            e.median().alias("median_seconds"),
+            e.min().alias("min_seconds"),
+            e.max().alias("max_seconds"),
+            e.quantile(0.95, interpolation="linear").alias("_p95"),
+            pl.col("quality_metric").drop_nulls().first().alias("quality_metric"),
+            q.min().alias("quality_min"),
+            q.max().alias("quality_max"),
+            pl.col("corpus_accepted").is_not_null().sum().alias("validated"),
+            pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
+        )
+    )
+    order = {"load": 0, "cold": 1, "warm": 2}
+    out: list[SummaryRow] = []
+    for r in grouped.iter_rows(named=True):
+        validation = bool(r["_validation"])
+        out.append(SummaryRow(
+            experiment_id=r["experiment_id"], variant_id=r["variant_id"], phase=r["phase"],
+            runs=int(r["runs"]), n=int(r["n"]), failed=0 if validation else int(r["failed"]),
+            median_seconds=r["median_seconds"], min_seconds=r["min_seconds"],
+            max_seconds=r["max_seconds"],
+            p95_seconds=r["_p95"] if r["n"] >= 20 else None,
+            quality_metric=r["quality_metric"], quality_min=r["quality_min"],
+            quality_max=r["quality_max"], validated=int(r["validated"]),
+            accepted=int(r["accepted"]), attempt=r["_attempt"],
+        ))
+    out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
+                            str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
+    return out
+
+
+def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
+    """The summary table of a session: :func:`summary_rows` with the journal's attempts.
+
+    Args:
+        session: the open ``core.session.Session`` (not imported here: session imports
+            this module).
+        frame: its rows, when already read (else read here), possibly filtered.
+
+    Returns:
+        The rows of the table (R6, issue 15).
+
+    Raises:
+        BadInput: an unreadable results CSV.
+    """
+    rows = session.results.read() if frame is None else frame
+    return summary_rows(rows, failed_attempts(session.read_journal()))

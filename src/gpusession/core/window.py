@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from typing import Any
 
 from gpusession.core.clock import utcnow
 from gpusession.core.package import Package
@@ -197,3 +198,90 @@ def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageW
                 f"<{hours}h left, copy not verified",
             )
     return None
+
+
+# -- which event the window is counted from (S6, issue 15) ------------------------------
+#: A start within this many seconds of an event is counted from that event.
+ORIGIN_TOLERANCE_S = 60.0
+
+
+@dataclass(frozen=True)
+class WindowOrigin:
+    """Which event the package window is counted from, and whether to offer a restart.
+
+    Attributes:
+        event: ``"gpu-provisioned"``, ``"session-created"``, ``"given"`` (a start typed
+            with ``--start``) or ``"not set"``.
+        provisioned_at: when the order's ``gpu-provisioned`` event happened (UTC), if any.
+        offer: ``True`` when the GPU was provisioned at another time than the window's
+            start: the window can be (re)started there.
+    """
+
+    event: str
+    provisioned_at: datetime | None = None
+    offer: bool = False
+
+    def words(self) -> str:
+        """The origin in words, e.g. ``window from gpu-provisioned``."""
+        return {
+            "gpu-provisioned": "window from gpu-provisioned",
+            "session-created": "window from session creation",
+            "given": "window from the start you set",
+        }.get(self.event, "window not set")
+
+    def offer_line(self, session_name: str, tz: tzinfo | None = None) -> str | None:
+        """What to do about the window, or ``None`` when it already counts from provisioning.
+
+        Before the GPU is provisioned, a session created early says that its window
+        counts from its creation and can restart at ``gpu-provisioned``; once the event
+        is recorded at another time, it gives the command that restarts it there.
+        """
+        if self.offer and self.provisioned_at is not None:
+            return (f"the GPU was provisioned at {local_str(self.provisioned_at, tz)}: restart the "
+                    f"package window there with `gpusession package {session_name} --start-from "
+                    "gpu-provisioned` (key w in the Order pane)")
+        if self.event == "session-created" and self.provisioned_at is None:
+            return ("the package window counts from the session's creation; when the provider "
+                    "provisions the GPU, record gpu-provisioned and restart the window there")
+        return None
+
+
+def window_origin(start: datetime | None, created_at: datetime | None,
+                  provisioned_at: datetime | None) -> WindowOrigin:
+    """Which event the window starting at ``start`` is counted from (S6, issue 15).
+
+    Args:
+        start: the package start (aware), ``None`` when not set.
+        created_at: when the session was created (aware), if known.
+        provisioned_at: the order's last recorded ``gpu-provisioned`` event (aware), if any.
+
+    Returns:
+        The origin; ``offer`` is set when ``provisioned_at`` differs from ``start`` by
+        more than :data:`ORIGIN_TOLERANCE_S`.
+    """
+    def near(a: datetime | None, b: datetime | None) -> bool:
+        return a is not None and b is not None and abs((a - b).total_seconds()) <= ORIGIN_TOLERANCE_S
+
+    if start is None:
+        return WindowOrigin("not set", provisioned_at, provisioned_at is not None)
+    if near(start, provisioned_at):
+        return WindowOrigin("gpu-provisioned", provisioned_at)
+    event = "session-created" if near(start, created_at) else "given"
+    return WindowOrigin(event, provisioned_at, provisioned_at is not None)
+
+
+def session_window_origin(session: Any, order_state: Any | None) -> WindowOrigin:
+    """:func:`window_origin` of a session and its order state (``core.order.OrderState``).
+
+    Args:
+        session: the open session (its package start and ``created_at``).
+        order_state: the loaded order, or ``None`` when it is not read.
+    """
+    created = session.data.get("created_at") if isinstance(session.data, dict) else None
+    provisioned = None
+    if order_state is not None:
+        # the last one recorded (a later record corrects an earlier one), not the latest time
+        times = [e.at for e in order_state.events if e.state == "gpu-provisioned"]
+        provisioned = times[-1] if times else None
+    return window_origin(session.package.start, created if isinstance(created, datetime) else None,
+                         provisioned)

@@ -69,10 +69,11 @@ def order_words(ctx: UiContext) -> str:
     """The order state from core.order, e.g. ``payment sent — not confirmed`` (S2)."""
     from gpusession.core.order import load_order
     from gpusession.core.order_text import order_status_line
+    from gpusession.core.window import session_window_origin
 
     try:
         state = load_order(ctx.session)
-        line = str(order_status_line(state, ctx.now()))
+        line = f"{order_status_line(state, ctx.now())} · {session_window_origin(ctx.session, state).words()}"
         return line if line.startswith("order ") else f"order: {line}"
     except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable order.toml
         return f"order: unreadable ({type(exc).__name__})"

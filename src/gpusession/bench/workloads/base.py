@@ -89,14 +89,54 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         factory = getattr(module, attr, None)
         if factory is None:
             raise BadInput(f"{mod_name} has no {attr!r}", field="workload")
+        if not callable(factory):
+            raise BadInput(f"{mod_name}.{attr} is not callable; expected a factory: "
+                           f"{attr}(**params) returning an object with {CONTRACT}", field="workload")
         obj = factory(**params)
-        if not (hasattr(obj, "load") and hasattr(obj, "predict")):
-            raise BadInput(f"{name} returned an object without load()/predict()", field="workload")
+        check_contract(obj, name)
         return obj
     raise BadInput(
         f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
         field="workload",
     )
+
+
+#: The contract in one phrase, for messages (README "Bringing your own model").
+CONTRACT = "load(device, precision, context_limit) and predict(texts) -> labels"
+
+
+def check_contract(obj: Any, name: str) -> None:
+    """Refuse an object that breaks the load/predict contract, before anything is timed.
+
+    ``load`` must accept three positional arguments ``(device: str, precision: str,
+    context_limit: int | None)`` and ``predict`` one (``texts: list[str]``); see the
+    README's workload contract (issue 15).
+
+    Args:
+        obj: what the factory returned.
+        name: the workload name as defined (``package.module:factory``), for the message.
+
+    Raises:
+        BadInput: a missing or non-callable ``load``/``predict``, or one whose signature
+            cannot take those arguments.
+    """
+    import inspect
+
+    for method, args in (("load", ("cpu", "fp32", None)), ("predict", ([],))):
+        fn = getattr(obj, method, None)
+        if not callable(fn):
+            raise BadInput(f"{name} returned {type(obj).__name__} without a {method}() method; "
+                           f"expected an object with {CONTRACT}", field="workload")
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):  # a builtin without a signature: trust it
+            continue
+        try:
+            sig.bind(*args)
+        except TypeError as exc:
+            raise BadInput(f"{name}: {method}{sig} cannot be called as "
+                           f"{'load(device, precision, context_limit)' if method == 'load' else 'predict(texts)'} "
+                           f"({exc}); expected {CONTRACT}", field="workload") from None
 
 
 def supports_context(workload: Any) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from gpusession.core.events.base import PROTOCOL_VERSION, Channel, Event, GenericRecord
 from gpusession.core.events.records import (
+    AttemptFailedRecord,
     CommandStartedRecord,
     ExperimentEndedRecord,
     ExperimentFinishedRecord,
@@ -78,7 +79,7 @@ from gpusession.core.events.worker import (
 )
 
 __all__ = [
-    "Channel", "CommandStartedRecord", "EnvironmentObserved", "Event",
+    "AttemptFailedRecord", "Channel", "CommandStartedRecord", "EnvironmentObserved", "Event",
     "ExperimentEndedRecord", "ExperimentFinishedRecord", "ExperimentIncompleteRecord",
     "ExperimentStartedRecord", "Finished", "GenericRecord", "IncidentRecord",
     "IncidentReported", "LoadFinishedRecord", "LoadStartedRecord", "Loaded",

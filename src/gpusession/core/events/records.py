@@ -238,3 +238,21 @@ class ExperimentIncompleteRecord(ExperimentEndedRecord):
 
     EVENT: ClassVar[str] = "experiment_incomplete"
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptFailedRecord(Record):
+    """An invocation ended without measuring anything (the workload did not load; issue 15).
+
+    Its failed rows stay in the CSV (C1); ``run_keys`` names them, so the summary shows
+    them as attempt ``attempt`` of the experiment, apart from the rows of a corrected
+    definition, and they do not count as measurements (a corrected definition keeps the
+    experiment id).
+    """
+
+    EVENT: ClassVar[str] = "attempt_failed"
+    experiment_id: str | None = None
+    attempt: int | None = None
+    run_keys: list[str] = field(default_factory=list)
+    workload: str | None = None
+    message: str | None = None

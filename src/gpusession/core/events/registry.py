@@ -13,6 +13,7 @@ from typing import Any
 
 from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
+    AttemptFailedRecord,
     CommandStartedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
@@ -63,7 +64,7 @@ for _cls in (
     RunFinishedRecord, RunRecoveredRecord, WorkerStartedRecord, WorkerLoadedRecord,
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
     ExperimentFinishedRecord, ExperimentIncompleteRecord,
-    WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord,
+    WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord, AttemptFailedRecord,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls
 

@@ -187,6 +187,7 @@ def last_allocator_row(session: Any) -> dict[str, Any] | None:
         rows = session.results.read().to_dicts()
     except BadInput:  # an unreadable results CSV: the allocator part says "no run yet"
         return None
+    rows = [r for r in rows if r.get("phase") is not None]  # a validation ran nothing (issue 15)
     with_mem = [r for r in rows if r.get("peak_reserved_bytes") is not None]
     if with_mem:
         return with_mem[-1]

@@ -69,6 +69,7 @@ class OrderPane(Vertical):
         Binding("e", "add_event", "Add event", id="order.event"),
         Binding("p", "payment_order", "Payment order", id="order.payment"),
         Binding("o", "set_order", "Set order", id="order.set"),
+        Binding("w", "restart_window", "Window at provisioning", id="order.window", show=False),
     ]
 
     @dataclass
@@ -120,10 +121,46 @@ class OrderPane(Vertical):
         now = self.ctx.now()
         self.query_one("#order-text", Static).update("\n".join(order_lines(self.state, now, tz=self.ctx.tz)))
         warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
+        origin = self._origin()
+        if origin is not None and origin.offer and origin.provisioned_at is not None:
+            from gpusession.core.window import local_str
+
+            warn.append(f"The GPU was provisioned at {local_str(origin.provisioned_at, self.ctx.tz)} "
+                        f"but the {origin.words()}: press w to restart it at gpu-provisioned.")
         box = self.query_one("#order-warnings", Static)
         box.update("\n".join(f"WARNING: {w}" for w in warn))
         box.display = bool(warn)
         self.set_class(bool(warn), "-warning")
+
+    def _origin(self) -> Any:
+        """Which event the package window counts from (S6, issue 15); ``None`` if unknown."""
+        from gpusession.core.window import session_window_origin
+
+        if self.state is None:
+            return None
+        try:
+            return session_window_origin(self.ctx.session, self.state)
+        except (ValueError, OSError):  # a hand-edited session.toml: said by the header
+            return None
+
+    def action_restart_window(self) -> None:
+        """(Re)start the package window at the order's gpu-provisioned event (S6, issue 15)."""
+        from gpusession.core.package import Package
+
+        origin = self._origin()
+        if origin is None or origin.provisioned_at is None:
+            self.notify("no gpu-provisioned event recorded yet: press e to record it first",
+                        title="package window", severity="warning")
+            return
+        if not origin.offer:
+            self.notify("the package window already counts from gpu-provisioned", title="package window")
+            return
+        with self.ctx.write_lock:
+            old = self.ctx.session.package
+            self.ctx.session.set_package(Package(gpu_model=old.gpu_model, lots=old.lots, days=old.days,
+                                                 start=origin.provisioned_at))
+        self.notify("package window restarted at gpu-provisioned", title="package window")
+        self._changed([])
 
     def _changed(self, warnings: list[str]) -> None:
         self.last_warnings = list(warnings)

@@ -55,6 +55,14 @@ def accepted_words(row: dict[str, Any]) -> str:
     return yes_no(row.get("corpus_accepted"), "accepted", "rejected", "not validated")
 
 
+def peak_words(allocated: int | None, reserved: int | None) -> str:
+    """``1.20 GiB / 2.00 GiB`` (peak allocated / peak reserved, never added, M2);
+    ``not measured`` when neither was (M4: a CPU run)."""
+    if allocated is None and reserved is None:
+        return "not measured"
+    return f"{fmt_bytes(allocated)} / {fmt_bytes(reserved)}"
+
+
 def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
@@ -140,9 +148,11 @@ class RunPane(Vertical):
             yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
         yield Vertical(id="run-variants")
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
-        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc", "peak reserved", "corpus")
+        # allocated and reserved side by side in one cell (never added, M2), so the last
+        # column stays whole at 80 columns (issue 15)
+        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        summ.add_columns("variant", "phase", "n", "median", "min–max", "failures")
+        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "outcome")
         with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
@@ -401,8 +411,7 @@ class RunPane(Vertical):
             shown(r.get("phase"), "-"),
             shown(r.get("run_index"), "-"),
             "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
-            fmt_bytes(r.get("peak_allocated_bytes")),
-            fmt_bytes(r.get("peak_reserved_bytes")),
+            peak_words(r.get("peak_allocated_bytes"), r.get("peak_reserved_bytes")),
             state_cell(accepted_words(r)),
         )
         table.move_cursor(row=table.row_count - 1)
@@ -438,7 +447,7 @@ class RunPane(Vertical):
         charts.remove_children()
         if self.experiment_id is None:
             return
-        from gpusession.core.results import summarize
+        from gpusession.core.summary import session_summary
 
         try:
             import polars as pl
@@ -453,16 +462,15 @@ class RunPane(Vertical):
                 self._add_row(r)
             if frame.height and not self.last_outcome:
                 self.show_view("run-summary")
-        for r in summarize(frame).to_dicts():
-            med, lo, hi = r["median_seconds"], r["min_seconds"], r["max_seconds"]
-            failed = r["failed"]
-            table.add_row(
-                shown(r["variant_id"], "-"),
-                shown(r["phase"], "-"),
-                str(r["n"]),
-                fmt_seconds(med),
-                format_seconds_range(lo, hi),
-                state_cell("none" if not failed else f"{failed} failed (kept, see notes)"),
+        for line in session_summary(self.ctx.session, frame):
+            table.add_row(  # the quality figure beside the times (issue 15)
+                shown(line.variant_id, "-"),
+                shown(line.phase, "-"),
+                str(line.n),
+                fmt_seconds(line.median_seconds),
+                format_seconds_range(line.min_seconds, line.max_seconds),
+                line.quality_words(),
+                state_cell(line.outcome_words()),
             )
         warm = frame.filter(pl.col("phase") == "warm")
         label = (
