@@ -291,3 +291,13 @@ def test_issue14_time_left_floored_one_helper_for_status_and_show(
     out_show = cli(capsys, sessions_root, "show", "s1")[1]
     assert " · 29m left · " in out_status
     assert "time left 29m\n" in out_show
+
+
+def test_issue14_status_refuses_a_csv_show_refuses(sessions_root: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
+    (sessions_root / "s1" / "resultats-bruts.csv").write_text("hello world\n")  # no summary.json
+    code, _, shown = cli(capsys, sessions_root, "show", "s1")
+    assert code == 2 and "header column 1 is 'hello world'" in shown
+    code, out, err = cli(capsys, sessions_root, "status", "s1")
+    assert (code, out, err) == (2, "", shown)

@@ -201,16 +201,17 @@ def _toml(path: Path) -> dict[str, Any]:
         return {}
 
 
-def retrieval_state(folder: Path) -> Retrieval:
+def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Retrieval:
     """Read the copy-home state from ``checklist.toml`` (issue 14; S4).
 
     Args:
         folder: a session folder (on the server, or its copy home).
+        checklist: the parsed ``checklist.toml`` when the caller has read it already.
 
     Returns:
         The state; an unreadable file reads as not verified.
     """
-    doc = _toml(Path(folder) / "checklist.toml")
+    doc = checklist if checklist is not None else _toml(Path(folder) / "checklist.toml")
     rec = doc.get("retrieval")
     if isinstance(rec, dict) and rec.get("verified") is True:
         at = rec.get("at")
@@ -386,7 +387,7 @@ class SessionStatus:
         return body
 
 
-def check_session_files(folder: Path) -> dict[str, Any]:
+def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Refuse what opening the session refuses, with the same one line (issue 14; issue 12).
 
     The checks of :meth:`gpusession.core.session.Session.open`, without its imports
@@ -394,7 +395,9 @@ def check_session_files(folder: Path) -> dict[str, Any]:
     :func:`gpusession.core.tomlread.read_toml` (syntax, ``schema = 1``, required keys)
     and checked against :data:`gpusession.core.schema.SESSION`, its ``created_at`` and
     ``[package]``; ``checklist.toml`` and ``order.toml`` against their schemas; the
-    results CSV's header (:meth:`gpusession.core.results.ResultsFile.check`). A results
+    results CSV's header (:meth:`gpusession.core.results.ResultsFile.check`) unless
+    ``summary.json`` describes the CSV at its present size (written only after a
+    checked append: the header was checked then). A results
     CSV or journal that is a symbolic link is refused as every writer refuses it
     (:func:`gpusession.core.safefile.link_refused`).
 
@@ -402,13 +405,12 @@ def check_session_files(folder: Path) -> dict[str, Any]:
         folder: the session folder.
 
     Returns:
-        The parsed ``session.toml``.
+        The parsed ``session.toml`` and ``checklist.toml`` (``{}`` when there is none).
 
     Raises:
         BadInput: the first problem, worded as ``gpusession show`` words it.
     """
     from gpusession.core.package import check_time_range
-    from gpusession.core.results import ResultsFile
     from gpusession.core.safefile import link_refused
     from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
     from gpusession.core.tomlread import read_toml
@@ -428,14 +430,27 @@ def check_session_files(folder: Path) -> dict[str, Any]:
         )
     check_time_range(created, field="created_at", path=path)
     Package.from_toml(doc.get("package", {}), path)
+    read: dict[str, dict[str, Any]] = {}
     for name, spec in (("checklist.toml", CHECKLIST), ("order.toml", ORDER)):
         if (folder / name).exists():
-            checked(folder / name, spec)
+            read[name] = checked(folder / name, spec)
     for name in (RESULTS_CSV, JOURNAL):
         if (folder / name).is_symlink():
             raise link_refused(folder / name)
-    ResultsFile(folder / RESULTS_CSV).check()
-    return doc
+    csv_path = folder / RESULTS_CSV
+    saved = _read_summary(folder)
+    try:
+        size = csv_path.stat().st_size
+        described = saved is not None and saved[2] == size
+    except FileNotFoundError:
+        described = True  # no CSV yet: nothing to check
+    except OSError:
+        described = False
+    if not described:  # summary.json is written only after a checked append: trust it
+        from gpusession.core.results import ResultsFile
+
+        ResultsFile(csv_path).check()
+    return doc, read.get("checklist.toml", {})
 
 
 JOURNAL = "journal.jsonl"
@@ -509,10 +524,10 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     folder = Path(folder)
     if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
-    doc = check_session_files(folder)
+    doc, checklist = check_session_files(folder)
     package = Package.from_toml(doc.get("package", {}), folder / "session.toml")
     window = package_window(package, now)
-    retrieval = retrieval_state(folder)
+    retrieval = retrieval_state(folder, checklist)
     left = window.time_left_words()  # the same words as `show` and the TUI header
     return SessionStatus(
         name=folder.name,

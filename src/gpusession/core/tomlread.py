@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.errors import BadInput
-from gpusession.core.textio import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,6 +25,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 #: The ``schema`` every TOML file gpusession writes carries; a newer one is refused.
 SCHEMA_VERSION = 1
 
+_BOM = b"\xef\xbb\xbf"
 _LINE_RE = re.compile(r"line (\d+)")
 
 
@@ -46,7 +46,12 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
     path = Path(path)
     # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
     # rather than let it be reported as a syntax error on line 1.
-    text = read_text(path, must="TOML files must be UTF-8").text
+    try:  # the common case without textio (``status`` runs every few seconds)
+        text = path.read_bytes().removeprefix(_BOM).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        from gpusession.core.textio import read_text
+
+        text = read_text(path, must="TOML files must be UTF-8").text  # the one-line error
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
