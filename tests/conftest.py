@@ -83,6 +83,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             it.add_marker(pytest.mark.skip(reason=reason))
 
 
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$XDG_STATE_HOME`` in a temporary folder: commands that open a session remember
+    its sessions folder there (issue 14); no test writes under the real home."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def sessions_root(tmp_path: Path) -> Path:
     """An empty sessions root in a temporary folder."""

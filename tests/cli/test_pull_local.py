@@ -65,9 +65,46 @@ def test_pull_lists_missing_truncated_and_extra(sessions_root: Path, tmp_path: P
     code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
     assert code == 3
     assert "MISSING  a.txt" in out
-    assert "CHANGED  sub/b.bin (size 5 ≠ 10240 bytes (truncated or grown))" in out
+    assert "CHANGED  sub/b.bin (size 5 ≠ 10240 bytes (truncated or grown); the server's file" in out
     assert "EXTRA    old-junk.txt" in out
     assert "1 missing, 1 changed, 1 extra" in out
+
+
+@needs_rsync
+def test_pull_server_file_changed_after_manifest_says_so_not_checksum(
+        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14 item 2: --checksum cannot help when the server's own file changed."""
+    sess, deliv = _server(sessions_root, capsys)
+    (deliv / "a.txt").write_text("ALPHA\n")  # same size, changed on the server after its manifest
+    home = tmp_path / "home"
+    for extra in ((), ("--checksum",)):
+        code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home), *extra)
+        assert code == 3
+        assert "CHANGED  a.txt (hash differs; the server's file is the same: it changed after " \
+               "the manifest was made)" in out
+        assert "--checksum" not in out
+        assert ("the server's file changed after the manifest was made; make a new manifest there "
+                "(gpusession manifest s1 --deliverables DIR) or restore the file") in out
+
+
+@needs_rsync
+def test_pull_copy_differs_from_server_hints_checksum(sessions_root: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14 item 2: a damaged copy (same size and time) is fetched again with --checksum."""
+    sess, _ = _server(sessions_root, capsys)
+    home = tmp_path / "home"
+    assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0
+    copy = home / "s1-deliverables" / "a.txt"
+    st = copy.stat()
+    copy.write_text("ALPHA\n")
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # rsync's quick check sees no change
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    assert code == 3
+    assert "CHANGED  a.txt (hash differs; the copy differs from the server's file)" in out
+    assert "rerun with --checksum to fetch the changed files again" in out
+    assert "make a new manifest there" not in out
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home), "--checksum")
+    assert code == 0, out
 
 
 @needs_rsync

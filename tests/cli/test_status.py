@@ -147,3 +147,157 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     assert doc["rows"] == 2 and len(doc["accepted_revisions"]) == 1
     line = run_cli("status", "vis").stdout
     assert "vis · " in line and " · 2 runs · 1 accepted corpus · copy home not verified" in line
+
+
+# -- issue 14 item 1: `status` refuses what `show` refuses, with the same line ----------
+@pytest.mark.parametrize(
+    ("file", "old", "new", "words"),
+    [
+        ("session.toml", "lots = 1", 'lots = "one"', "package.lots: expected a whole number, got text"),
+        ("session.toml", "schema = 1", "schema = 2", "schema 2 was written by a newer gpusession"),
+        ("session.toml", "schema = 1", 'schema = "1"', "schema: expected an integer, got '1'"),
+        ("session.toml", "days = 7", "days = 5", "days"),
+        ("checklist.toml", "schema = 1", "schema = 1\n[broken", "TOML syntax error"),
+        ("order.toml", "schema = 1", "schema = 1\nevents = 5", "events: expected a list of tables"),
+    ],
+)
+def test_issue14_status_refuses_what_show_refuses_same_line(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str], file: str, old: str, new: str,
+        words: str) -> None:
+    assert cli(capsys, sessions_root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    path = sessions_root / "s1" / file
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    code, out, err = cli(capsys, sessions_root, "show", "s1")
+    assert code == 2 and words in err, err
+    shown = err.strip()
+    for args in (("status", "s1"), ("status",)):
+        code, out, err = cli(capsys, sessions_root, *args)
+        assert (code, out) == (2, "")
+        assert err.strip() == shown
+    code, out, err = cli(capsys, sessions_root, "status", "s1", "--format", "tmux")
+    assert (code, out, err) == (0, "gpusession: s1: run gpusession status\n", "")
+
+
+@pytest.mark.parametrize("name", ["resultats-bruts.csv", "journal.jsonl"])
+def test_issue14_status_refuses_symlinked_csv_and_journal(
+        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not a results file\n")
+    link = sessions_root / "s1" / name
+    link.unlink(missing_ok=True)
+    link.symlink_to(elsewhere)
+    code, out, err = cli(capsys, sessions_root, "status", "s1")
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"gpusession: error: {link}: is a symbolic link; gpusession never writes "
+                           "through a link (replace it with the file itself); nothing was written")
+
+
+def test_issue14_status_says_unfinished_runs_until_opened(sessions_root: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
+    journal = sessions_root / "s1" / "journal.jsonl"
+    with journal.open("a") as fh:  # a run started, then the machine lost power
+        fh.write(json.dumps({"at": "2026-12-01T01:00:00+00:00", "event": "run_started", "v": 1,
+                             "run_key": "exp1/warm/v1/0", "experiment_id": "exp1",
+                             "variant_id": "v1", "phase": "warm", "run_index": 0}) + "\n")
+    code, out, _ = cli(capsys, sessions_root, "status", "s1")
+    assert code == 0
+    assert " · 0 runs · 1 unfinished run(s): open the session to record them · " in out
+    assert " 0r 1 unfinished " in cli(capsys, sessions_root, "status", "s1", "--format", "tmux")[1]
+    assert cli(capsys, sessions_root, "show", "s1")[0] == 0  # opening records the incident row
+    code, out, _ = cli(capsys, sessions_root, "status", "s1")
+    assert " · 1 run · " in out and "unfinished" not in out
+
+
+# -- issue 14 item 3: a package that starts later -----------------------------------------
+def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from gpusession.core.clock import utcnow
+    from gpusession.core.session import Session
+    from gpusession.ui.header import package_words
+
+    start = (utcnow() + timedelta(days=5, seconds=30)).isoformat()
+    assert cli(capsys, sessions_root, "new", "future", "--days", "3", "--start", start)[0] == 0
+    words = "starts in 5d 00h; 3d 00h 00m once started"
+    code, out, _ = cli(capsys, sessions_root, "status", "future")
+    assert code == 0 and f"future · {words} · 0 runs" in out
+    assert "8d" not in out and "WARNING" not in out
+    code, out, _ = cli(capsys, sessions_root, "show", "future")
+    assert f"time left {words}\n" in out
+    s = Session.open(sessions_root, "future")
+    ctx = SimpleNamespace(session=s, tz=None, now=utcnow)
+    assert package_words(ctx).endswith(f", {words}")  # type: ignore[arg-type]
+    assert package_words(ctx, short=True).endswith(", starts in 5d 00h; 3d 00h once started")  # type: ignore[arg-type]
+
+
+# -- issue 14 item 4: the tmux snippet works from any folder -------------------------------
+def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
+        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusession.core.status import state_file
+
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
+    assert state_file().read_text() == f"{sessions_root}\n"
+    elsewhere = tmp_path / "home-dir"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "GPUSESSION_HOME"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).parents[2] / "src"),
+                                                    env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run([sys.executable, "-m", "gpusession", "status", "--format", "tmux"],
+                          cwd=elsewhere, capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert re.match(r"s1 (6d 23h 59m|7d 00h 00m) left 0r 0acc copy not verified\n\Z", done.stdout)
+    state_file().unlink()  # nothing remembered, no ./sessions: a short text, exit 0
+    done = subprocess.run([sys.executable, "-m", "gpusession", "status", "--format", "tmux"],
+                          cwd=elsewhere, capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "gpusession: no session\n", "")
+    done = subprocess.run([sys.executable, "-m", "gpusession", "status"],
+                          cwd=elsewhere, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and f"no session in {elsewhere / 'sessions'}" in done.stderr
+
+
+# -- issue 14 item 5: said once, rounded once -----------------------------------------------
+def test_issue14_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untyped-def]
+    from gpusession.core.status import session_status
+
+    for before_end in (-timedelta(minutes=5), timedelta(hours=1), timedelta(hours=23)):
+        st = session_status(session.folder, now=END - before_end)
+        assert st.line().count("not verified") == 1, st.line()
+        assert st.tmux().count("not verified") == 1, st.tmux()
+
+
+def test_issue14_time_left_floored_one_helper_for_status_and_show(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.core import clock, package
+    from gpusession.core.window import short_timedelta
+
+    assert short_timedelta(timedelta(minutes=29, seconds=59, microseconds=900_000)) == "29m"
+    assert short_timedelta(timedelta(days=1, seconds=59.5)) == "1d 00h 00m"
+    assert short_timedelta(-timedelta(microseconds=500_000)) == "ended 0m ago"
+    assert short_timedelta(-timedelta(minutes=5, seconds=59)) == "ended 5m ago"
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "3",
+               "--start", (SESSION_START - timedelta(days=3) + timedelta(minutes=30)).isoformat())[0] == 0
+    at = SESSION_START + timedelta(seconds=0.6)  # 29m 59.4s left
+    monkeypatch.setattr(clock, "utcnow", lambda: at)
+    monkeypatch.setattr(package, "utcnow", lambda: at)
+    import gpusession.core.window as window
+
+    monkeypatch.setattr(window, "utcnow", lambda: at)
+    out_status = cli(capsys, sessions_root, "status", "s1")[1]
+    out_show = cli(capsys, sessions_root, "show", "s1")[1]
+    assert " · 29m left · " in out_status
+    assert "time left 29m\n" in out_show
+
+
+def test_issue14_status_refuses_a_csv_show_refuses(sessions_root: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
+    (sessions_root / "s1" / "resultats-bruts.csv").write_text("hello world\n")  # no summary.json
+    code, _, shown = cli(capsys, sessions_root, "show", "s1")
+    assert code == 2 and "header column 1 is 'hello world'" in shown
+    code, out, err = cli(capsys, sessions_root, "status", "s1")
+    assert (code, out, err) == (2, "", shown)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.session import Session, sessions_root
+from gpusession.core.status import remember_sessions_dir
 from gpusession.core.summary import SummaryRow
 from gpusession.core.units import format_seconds, format_seconds_range
 from gpusession.core.window import local_str, short_timedelta
@@ -36,6 +37,7 @@ def open_session(args: argparse.Namespace, name: str) -> Session:
         The open session.
     """
     session = Session.open(root_of(args), name)
+    remember_sessions_dir(session.folder.parent)  # `status` from any folder (issue 14)
     for sentence in session.recovered:
         print(f"gpusession: {name}: recovered after an interruption: {sentence}", file=sys.stderr)
     for warning in session.hidden.get("session.toml", ()):  # a pasted secret (issue 12)

@@ -133,6 +133,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         for c in check.changed:
             how = ("hash differs" if c.actual_sha256
                    else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes (truncated or grown)")
+            if c.path in res.server_changed:
+                how += "; the server's file is the same: it changed after the manifest was made"
+            elif c.path in res.copy_differs:
+                how += "; the copy differs from the server's file"
             print(f"  CHANGED  {c.path} ({how})")
         for p in check.extra:
             print(f"  EXTRA    {p}")
@@ -149,6 +153,13 @@ def cmd_pull(args: argparse.Namespace) -> int:
                 print(f"  {res.deliverables_copy / p if res.deliverables_copy else p}")
         return 0
     print(f"NOT VERIFIED: {res.reason}")
-    if check is not None and check.changed and not args.checksum:
-        print("  rerun with --checksum to fetch the changed files again, then it is verified anew")
+    if check is not None and check.changed:
+        # The copy differs from the server's file: fetching it again helps. The server's
+        # own file no longer matches its manifest: no copy can help (issue 14).
+        told = bool(res.copy_differs or res.server_changed)
+        if (res.copy_differs or not told) and not args.checksum:
+            print("  rerun with --checksum to fetch the changed files again, then it is verified anew")
+        if res.server_changed:
+            print(f"  the server's file changed after the manifest was made; make a new manifest there "
+                  f"(gpusession manifest {source.name} --deliverables DIR) or restore the file")
     return EXIT_NOT_VERIFIED

@@ -24,7 +24,7 @@ from gpusession.core.package import (
     parse_start,
 )
 from gpusession.core.session import Session, list_sessions
-from gpusession.core.status import retrieval_state
+from gpusession.core.status import remember_sessions_dir, retrieval_state
 from gpusession.core.summary import accepted_unique_corpora, session_summary
 from gpusession.core.textio import printable
 from gpusession.core.window import package_warning, package_window
@@ -124,6 +124,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     gpu = check_gpu_model(args.gpu) if args.gpu is not None else None
     pkg = Package(gpu_model=gpu, lots=args.lots, days=args.days, start=start)
     s = Session.create(root_of(args), args.name, package=pkg)
+    remember_sessions_dir(s.folder.parent)  # `status` from any folder (issue 14)
     print(f"created session {s.name} in {s.folder}")
     return 0
 
@@ -319,7 +320,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     origin = _origin(s)
     print(f"start     {local_time(pkg.start)}" + (f" ({origin.words()})" if origin else ""))
     print(f"end       {local_time(pkg.end)}")
-    print(f"time left {format_timedelta(pkg.time_left())}")
+    # issue 14: the words (and rounding) of `status` and the TUI header
+    print(f"time left {package_window(pkg).time_left_words().removesuffix(' left')}")
     offer = origin.offer_line(s.name) if origin else None
     if offer:
         print(f"          {offer}")

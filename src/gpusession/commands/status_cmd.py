@@ -20,8 +20,12 @@ DESCRIPTION = (
     "One line for a glance or for tmux: session, package time left, runs, distinct "
     "accepted corpora, and whether the copy home is verified; warns 24 h and 2 h before "
     "the package ends while the copy is not verified, and says when the package ended. "
-    "Without NAME: the most recently used session. In ~/.tmux.conf: "
-    "set -g status-right '#(gpusession status --format tmux)'"
+    "Without NAME: the most recently used session. Sessions folder: --sessions-dir, else "
+    "$GPUSESSION_HOME, else ./sessions, else the one used last (remembered in "
+    "$XDG_STATE_HOME/gpusession/last-sessions-dir), so it works from any folder. In "
+    "~/.tmux.conf: set -g status-right '#(gpusession status --format tmux)'. In tmux form "
+    "an error is a short text and exit 0 (the status bar shows no garbage); run "
+    "`gpusession status` for the whole line."
 )
 
 
@@ -47,23 +51,30 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
         now: the instant (tests); default now.
 
     Returns:
-        0; 2 when there is no such session (the line says so, also in tmux form).
+        0; 2 when there is no such session or a file is refused (the one line
+        ``gpusession show`` gives, on stderr). In tmux form an error is a short text on
+        stdout and exit 0, so the status bar shows a word, not a cut path
+        (``gpusession: no session`` / ``gpusession: NAME: run gpusession status``).
     """
     from gpusession.core.errors import GpusessionError
-    from gpusession.core.status import most_recent_session, session_status, sessions_root_light
+    from gpusession.core.status import most_recent_session, session_status, status_root
 
-    root = sessions_root_light(getattr(args, "sessions_dir", None))
+    root = status_root(getattr(args, "sessions_dir", None))
     tmux = args.format == "tmux"
+    name = args.name
     try:
-        name = args.name or most_recent_session(root)
+        name = name or most_recent_session(root)
         if name is None:
             raise GpusessionError(f"no session in {root}; create one with: gpusession new NAME")
         status = session_status(root / name, now=now)
     except GpusessionError as exc:
-        if tmux:  # tmux shows stdout only
-            print(f"gpusession: {exc}"[:80])
-        else:
-            print(f"gpusession: error: {exc}", file=sys.stderr)
+        if tmux:  # tmux shows stdout only; the whole line is one `gpusession status` away
+            if name is None or not (root / name).is_dir():
+                print("gpusession: no session")
+            else:
+                print(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##"))
+            return 0
+        print(f"gpusession: error: {exc}", file=sys.stderr)
         return 2
     print(status.tmux() if tmux else status.line())
     return 0

@@ -109,6 +109,9 @@ def cmd_open(args: argparse.Namespace) -> int:
             return 1
     else:
         session = Session.open(root, name)
+    from gpusession.core.status import remember_sessions_dir
     from gpusession.ui.app import run_app
+
+    remember_sessions_dir(session.folder.parent)  # `status` from any folder (issue 14)
 
     return run_app(session)

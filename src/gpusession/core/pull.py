@@ -283,6 +283,56 @@ def run_rsync(
                               host=host, dest=dest, where=where)
 
 
+def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
+                    ssh: str | None, rsync_path: str | None = None) -> set[str] | None:
+    """Which of ``paths`` differ in content between the source and its copy (issue 14).
+
+    A file that does not match its manifest either differs from the server's file (the
+    copy is stale or damaged: ``pull --checksum`` fetches it again) or equals it (the
+    server's own file changed after the manifest was made: no copy can fix that). rsync
+    tells them apart without copying anything: ``-n --checksum --itemize-changes`` with
+    ``--files-from`` lists a file (``>f…``) when its bytes differ on the two sides.
+
+    Args:
+        source_spec: ``host:path/`` or ``path/`` (:meth:`Source.spec`).
+        dest: the local copy.
+        paths: the files to compare, relative to both folders (``/``-separated).
+        work: a folder of the pull's own (the list of paths is written there).
+        ssh: the remote shell, as for :func:`rsync_command`.
+        rsync_path: the rsync program on the server, as for :func:`rsync_command`.
+
+    Returns:
+        The paths whose content differs; ``None`` when rsync could not tell (it failed).
+    """
+    if not paths:
+        return set()
+    work.mkdir(parents=True, exist_ok=True)
+    listing = work / "changed-files.txt"
+    listing.write_text("".join(f"{p}\n" for p in paths), encoding="utf-8")
+    cmd = ["rsync", "-a", "-n", "--checksum", "--itemize-changes", "--out-format=%i %n",
+           f"--files-from={listing}"]
+    if ssh:
+        cmd += ["-e", ssh]
+    if rsync_path:
+        cmd.append(f"--rsync-path={rsync_path}")
+    cmd += [source_spec, str(dest).rstrip("/") + "/"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
+                              timeout=3600, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        listing.unlink(missing_ok=True)
+    if done.returncode != 0:
+        return None
+    differ: set[str] = set()
+    for raw in done.stdout.decode("utf-8", "replace").splitlines():
+        item, _, name = raw.partition(" ")
+        if len(item) >= 2 and item[0] in "<>" and item[1] == "f":  # bytes to transfer
+            differ.add(name)
+    return differ
+
+
 # -- reading the copy back -----------------------------------------------------------
 @dataclass(frozen=True)
 class FolderCount:
@@ -412,6 +462,8 @@ class PullResult:
             manifest made on the server.
         reason: why not verified, in words (empty when verified).
         at: when the verification ended.
+        copy_differs, server_changed: the changed files split by where the change is
+            (:func:`differing_files`); both empty when that could not be told.
     """
 
     session_copy: Path
@@ -424,6 +476,11 @@ class PullResult:
     verified: bool = False
     reason: str = ""
     at: datetime | None = None
+    #: Changed files whose copy differs from the server's file (``--checksum`` fetches them).
+    copy_differs: list[str] = field(default_factory=list)
+    #: Changed files whose copy equals the server's file: the server's own file no longer
+    #: matches its manifest (a new manifest, or the file restored, is needed).
+    server_changed: list[str] = field(default_factory=list)
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -584,6 +641,13 @@ def pull(
         say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
         check = verify_copy(result.manifest.local_path, result.deliverables_copy)
         result.check = check
+        if check.changed:
+            split = differing_files(
+                source.spec(remote_deliv), result.deliverables_copy, [c.path for c in check.changed],
+                work=work / "deliverables", ssh=ssh, rsync_path=rsync_path)
+            if split is not None:
+                result.copy_differs = [p for p in (c.path for c in check.changed) if p in split]
+                result.server_changed = [p for p in (c.path for c in check.changed) if p not in split]
         if not check.ok:
             reasons.append(f"deliverables differ from the manifest: {len(check.missing)} missing, "
                            f"{len(check.changed)} changed, {len(check.extra)} extra")

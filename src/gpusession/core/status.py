@@ -36,7 +36,7 @@ from typing import Any
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.package import Package
-from gpusession.core.window import PackageWarning, package_warning, package_window, short_timedelta
+from gpusession.core.window import PackageWarning, package_warning, package_window
 
 SUMMARY_JSON = "summary.json"
 RESULTS_CSV = "resultats-bruts.csv"
@@ -201,16 +201,17 @@ def _toml(path: Path) -> dict[str, Any]:
         return {}
 
 
-def retrieval_state(folder: Path) -> Retrieval:
+def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Retrieval:
     """Read the copy-home state from ``checklist.toml`` (issue 14; S4).
 
     Args:
         folder: a session folder (on the server, or its copy home).
+        checklist: the parsed ``checklist.toml`` when the caller has read it already.
 
     Returns:
         The state; an unreadable file reads as not verified.
     """
-    doc = _toml(Path(folder) / "checklist.toml")
+    doc = checklist if checklist is not None else _toml(Path(folder) / "checklist.toml")
     rec = doc.get("retrieval")
     if isinstance(rec, dict) and rec.get("verified") is True:
         at = rec.get("at")
@@ -238,6 +239,67 @@ def sessions_root_light(cli_value: str | Path | None = None) -> Path:
         return Path(cli_value)
     env = os.environ.get(ENV_HOME)
     return Path(env) if env else Path.cwd() / "sessions"
+
+
+#: The small file remembering the sessions folder of the session used last (issue 14).
+LAST_SESSIONS_DIR = "last-sessions-dir"
+
+
+def state_file() -> Path:
+    """``$XDG_STATE_HOME/gpusession/last-sessions-dir`` (default ``~/.local/state/…``) (issue 14)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "gpusession" / LAST_SESSIONS_DIR
+
+
+def remember_sessions_dir(root: Path) -> None:
+    """Remember ``root`` as the sessions folder used last, for ``status`` from anywhere (issue 14).
+
+    Called by the commands that open or create a session (``show``, ``run``, ``new``,
+    the TUI…). One line, the absolute path, written only when it changes (replaced
+    whole, never half-written). A failure to write is ignored: it is a convenience.
+
+    Args:
+        root: the sessions folder (the parent of session folders).
+    """
+    try:
+        target = state_file()
+        text = f"{Path(root).absolute()}\n"
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{LAST_SESSIONS_DIR}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        pass
+
+
+def remembered_sessions_dir() -> Path | None:
+    """The sessions folder :func:`remember_sessions_dir` wrote, if it still is a folder (issue 14)."""
+    try:
+        text = state_file().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    path = Path(text)
+    return path if text and path.is_absolute() and path.is_dir() else None
+
+
+def status_root(cli_value: str | Path | None = None) -> Path:
+    """The sessions folder ``status`` reads: the usual choice, then the one used last (issue 14).
+
+    ``--sessions-dir``, else ``$GPUSESSION_HOME``, else ``./sessions`` when it exists,
+    else the folder remembered by :func:`remember_sessions_dir` (so tmux's ``status-right``
+    works whatever folder the pane is in), else ``./sessions`` (the error names it).
+    """
+    if cli_value or os.environ.get(ENV_HOME):
+        return sessions_root_light(cli_value)
+    here = Path.cwd() / "sessions"
+    if here.is_dir():
+        return here
+    return remembered_sessions_dir() or here
 
 
 def most_recent_session(root: Path) -> str | None:
@@ -277,6 +339,8 @@ class SessionStatus:
         counts: rows and accepted corpora.
         retrieval: the copy-home state.
         warning: the end-of-package warning, or ``None``.
+        unfinished: runs started without an end that the next open records
+            (:func:`unfinished_runs`).
     """
 
     name: str
@@ -285,6 +349,7 @@ class SessionStatus:
     counts: Counts
     retrieval: Retrieval
     warning: PackageWarning | None
+    unfinished: int = 0
 
     def line(self) -> str:
         """One short line: ``demo · 3d 02h left · 18 runs · 1 accepted corpus · copy home not verified``."""
@@ -294,8 +359,11 @@ class SessionStatus:
             self.time_left_words,
             f"{self.counts.rows} run{'s' if self.counts.rows != 1 else ''}",
             f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
-            self.retrieval.words,
         ]
+        if self.unfinished:
+            parts.insert(3, f"{self.unfinished} unfinished run(s): open the session to record them")
+        if self.warning is None or not self.warning.copy_words:
+            parts.append(self.retrieval.words)  # else the warning says it already
         text = " · ".join(parts)
         if self.warning is not None:
             text = f"WARNING: {self.warning.text} · {text}"
@@ -308,42 +376,159 @@ class SessionStatus:
         """
         acc = self.counts.accepted_unique_corpora
         copy = "copy ok" if self.retrieval.verified else "copy not verified"
-        body = f"{self.name} {self.time_left_words} {self.counts.rows}r {acc}acc {copy}".replace("#", "##")
+        if self.warning is not None and self.warning.copy_words and copy in self.warning.short:
+            copy = ""  # the red warning says it already
+        unfinished = f"{self.unfinished} unfinished" if self.unfinished else ""
+        body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
+                                    unfinished, f"{acc}acc", copy) if w).replace("#", "##")
         if self.warning is not None:
             warn = self.warning.short.replace("#", "##")
             return f"#[fg=colour231,bg=colour160,bold] {warn} #[default] {body}"
         return body
 
 
+def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Refuse what opening the session refuses, with the same one line (issue 14; issue 12).
+
+    The checks of :meth:`gpusession.core.session.Session.open`, without its imports
+    (``status`` runs every few seconds): ``session.toml`` read by
+    :func:`gpusession.core.tomlread.read_toml` (syntax, ``schema = 1``, required keys)
+    and checked against :data:`gpusession.core.schema.SESSION`, its ``created_at`` and
+    ``[package]``; ``checklist.toml`` and ``order.toml`` against their schemas; the
+    results CSV's header (:meth:`gpusession.core.results.ResultsFile.check`) unless
+    ``summary.json`` describes the CSV at its present size (written only after a
+    checked append: the header was checked then). A results
+    CSV or journal that is a symbolic link is refused as every writer refuses it
+    (:func:`gpusession.core.safefile.link_refused`).
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        The parsed ``session.toml`` and ``checklist.toml`` (``{}`` when there is none).
+
+    Raises:
+        BadInput: the first problem, worded as ``gpusession show`` words it.
+    """
+    from gpusession.core.package import check_time_range
+    from gpusession.core.safefile import link_refused
+    from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+    from gpusession.core.tomlread import read_toml
+
+    def checked(path: Path, spec: Spec, required: tuple[str, ...] = ()) -> dict[str, Any]:
+        doc = read_toml(path, required=required)
+        check_types(doc, spec, path=path)
+        return doc
+
+    path = folder / "session.toml"
+    doc = checked(path, SESSION, ("name", "created_at"))
+    created = doc.get("created_at")
+    if not isinstance(created, datetime) or created.tzinfo is None:  # as Session.open says it
+        raise BadInput(
+            f"expected a date-time with UTC offset, e.g. 2026-11-29T14:00:00Z, got {created!r}",
+            path=path, field="created_at",
+        )
+    check_time_range(created, field="created_at", path=path)
+    Package.from_toml(doc.get("package", {}), path)
+    read: dict[str, dict[str, Any]] = {}
+    for name, spec in (("checklist.toml", CHECKLIST), ("order.toml", ORDER)):
+        if (folder / name).exists():
+            read[name] = checked(folder / name, spec)
+    for name in (RESULTS_CSV, JOURNAL):
+        if (folder / name).is_symlink():
+            raise link_refused(folder / name)
+    csv_path = folder / RESULTS_CSV
+    saved = _read_summary(folder)
+    try:
+        size = csv_path.stat().st_size
+        described = saved is not None and saved[2] == size
+    except FileNotFoundError:
+        described = True  # no CSV yet: nothing to check
+    except OSError:
+        described = False
+    if not described:  # summary.json is written only after a checked append: trust it
+        from gpusession.core.results import ResultsFile
+
+        ResultsFile(csv_path).check()
+    return doc, read.get("checklist.toml", {})
+
+
+JOURNAL = "journal.jsonl"
+_OPENS = (b'"run_started"', b'"load_started"')
+_CLOSES = (b'"run_finished"', b'"load_finished"', b'"run_recovered"')
+
+
+def unfinished_runs(folder: Path) -> int:
+    """Runs the journal started without an end, while no process runs them (issue 14; S7).
+
+    Opening the session (``show``, ``run``, the TUI) records each as an incident row
+    (:func:`gpusession.core.recovery.recover_locked`); until then the CSV holds fewer
+    rows than the session will, and ``status`` says so. Only the journal lines naming
+    a run start or end are parsed.
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        How many; 0 while a live process holds the run lock (a run in flight is no
+        unfinished run), or when the journal does not read.
+    """
+    try:
+        raw = (Path(folder) / JOURNAL).read_bytes()
+    except OSError:
+        return 0
+    if not any(tag in raw for tag in _OPENS):
+        return 0
+    open_keys: set[str] = set()
+    for line in raw.split(b"\n"):
+        opens = any(tag in line for tag in _OPENS)
+        if not opens and not any(tag in line for tag in _CLOSES):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            # a cut last line still names its run (as recovery reads it)
+            m = re.search(rb'"run_key": "([^"\\]+)"', line) if opens else None
+            if m and raw.endswith(line) and line:
+                open_keys.add(m.group(1).decode("utf-8", "replace"))
+            continue
+        key = rec.get("run_key") if isinstance(rec, dict) else None
+        if not isinstance(key, str) or not key:
+            continue
+        if rec.get("event") in ("run_started", "load_started"):
+            open_keys.add(key)
+        elif rec.get("event") in ("run_finished", "load_finished", "run_recovered"):
+            open_keys.discard(key)
+    if not open_keys:
+        return 0
+    from gpusession.core.journal import lock_holder
+
+    return 0 if lock_holder(Path(folder)) is not None else len(open_keys)
+
+
 def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatus:
     """The status of the session in ``folder`` at ``now`` (issue 14; S6).
 
-    Reads ``session.toml``, ``checklist.toml`` and ``summary.json`` (plus the CSV's new
-    bytes, see :func:`current_counts`); imports no polars.
+    Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
+    checks them: :func:`check_session_files`), ``summary.json`` (plus the CSV's new
+    bytes, see :func:`current_counts`) and the journal's run records; imports no polars.
 
     Args:
         folder: the session folder.
         now: the instant (aware); a fake clock in tests; default now.
 
     Raises:
-        BadInput: no ``session.toml``, or a package that does not read.
+        BadInput: no such session, or a file that ``gpusession show`` refuses (the
+            same line).
     """
     folder = Path(folder)
-    path = folder / "session.toml"
-    if not _NAME_RE.match(folder.name) or ".." in folder.name or not path.is_file():
+    if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
-    doc = _toml(path)
-    if not doc:
-        raise BadInput("does not read as TOML; run `gpusession show` for the details", path=path)
-    package = Package.from_toml(doc.get("package", {}), path)
+    doc, checklist = check_session_files(folder)
+    package = Package.from_toml(doc.get("package", {}), folder / "session.toml")
     window = package_window(package, now)
-    retrieval = retrieval_state(folder)
-    if not window.known:
-        left = "window not set"
-    elif window.ended:  # short_timedelta words a negative duration "ended … ago"
-        left = short_timedelta(window.time_left) if window.time_left else "ended"
-    else:
-        left = f"{short_timedelta(window.time_left)} left"
+    retrieval = retrieval_state(folder, checklist)
+    left = window.time_left_words()  # the same words as `show` and the TUI header
     return SessionStatus(
         name=folder.name,
         package=package,
@@ -351,4 +536,5 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         counts=current_counts(folder),
         retrieval=retrieval,
         warning=package_warning(window, retrieval.verified),
+        unfinished=unfinished_runs(folder),
     )

@@ -9,27 +9,21 @@ values are omitted (an absent key means "not known"), because TOML has no null.
 from __future__ import annotations
 
 import os
-import re
-import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
-from gpusession.core.errors import BadInput
 from gpusession.core.safefile import FILE_MODE
 from gpusession.core.secrets import check_free_text
-from gpusession.core.textio import read_text
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
-SCHEMA_VERSION = 1
+# Reading lives in core.tomlread (light: `status` uses it); re-exported here.
+from gpusession.core.tomlread import SCHEMA_VERSION as SCHEMA_VERSION
+from gpusession.core.tomlread import read_toml as read_toml
+from gpusession.core.tomlread import tomllib as tomllib
 
 
 def strip_none(value: Any) -> Any:
@@ -176,59 +170,6 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
     doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
     check_free_text(doc, path)  # issue 12: length and secrets of every string, before writing
     write_atomic_bytes(Path(path), tomli_w.dumps(doc).encode("utf-8"))
-
-
-_LINE_RE = re.compile(r"line (\d+)")
-
-
-def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
-    """Read a gpusession TOML file and check its schema and required keys.
-
-    Args:
-        path: the file.
-        required: top-level keys that must be present (dotted ``a.b`` for nested).
-
-    Returns:
-        The parsed document.
-
-    Raises:
-        BadInput: unreadable, not UTF-8, a syntax error (with its line), a missing or
-            newer ``schema`` (refused: written by a newer gpusession), a missing key.
-    """
-    path = Path(path)
-    # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
-    # rather than let it be reported as a syntax error on line 1.
-    text = read_text(path, must="TOML files must be UTF-8").text
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        lineno = getattr(exc, "lineno", None)
-        if lineno is None:
-            m = _LINE_RE.search(str(exc))
-            lineno = int(m.group(1)) if m else None
-        msg = getattr(exc, "msg", None) or str(exc).split(" (at ")[0]
-        raise BadInput(f"TOML syntax error: {msg}", path=path, line=lineno) from None
-    schema = doc.get("schema")
-    if schema is None:
-        raise BadInput("missing key; expected schema = 1", path=path, field="schema")
-    if not isinstance(schema, int) or isinstance(schema, bool):
-        raise BadInput(f"expected an integer, got {schema!r}", path=path, field="schema")
-    if schema > SCHEMA_VERSION:
-        raise BadInput(
-            f"schema {schema} was written by a newer gpusession (this one reads schema "
-            f"{SCHEMA_VERSION}); upgrade gpusession, nothing was changed",
-            path=path,
-            field="schema",
-        )
-    if schema < 1:
-        raise BadInput(f"expected schema = 1, got {schema}", path=path, field="schema")
-    for key in required:
-        node: Any = doc
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise BadInput("missing required key", path=path, field=key)
-            node = node[part]
-    return doc
 
 
 def write_toml_archive(path: Path, data: Mapping[str, Any]) -> None:

@@ -8,6 +8,7 @@ it is pure and cheap.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -23,27 +24,30 @@ def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
     return dt.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z (UTC%z)").replace("  ", " ")
 
 
-def short_timedelta(td: timedelta | None) -> str:
+def short_timedelta(td: timedelta | None, *, minutes: bool = True) -> str:
     """A duration in words for the header: ``2d 03h 15m``, ``3h 05m`` or ``30m`` (S6).
 
-    Leading zero units are dropped; seconds are cut, not rounded.
+    Leading zero units are dropped. The one rounding of every countdown (issue 14):
+    seconds are floored away from the instant, so ``29m 59s`` left is ``29m`` and
+    ``status``, ``show`` and the TUI header say the same at one instant.
 
     Args:
         td: the duration; negative once the package has ended.
+        minutes: ``False`` drops the minutes while whole days are left (``5d 00h``).
 
     Returns:
         The text; ``ended … ago`` when negative; ``not set`` for ``None``.
     """
     if td is None:
         return "not set"
-    secs = int(td.total_seconds())
-    ended = secs < 0
-    secs = abs(secs)
+    total_s = td.total_seconds()
+    ended = total_s < 0
+    secs = math.floor(abs(total_s))
     d, rem = divmod(secs, 86400)
     h, rem = divmod(rem, 3600)
     m = rem // 60
     if d:
-        text = f"{d}d {h:02d}h {m:02d}m"
+        text = f"{d}d {h:02d}h {m:02d}m" if minutes else f"{d}d {h:02d}h"
     elif h:
         text = f"{h}h {m:02d}m"
     else:
@@ -62,6 +66,8 @@ class PackageWindow:
         time_left: end − now (negative once ended), ``None`` when unknown.
         ended: True once ``now`` ≥ end.
         now_utc: the instant used.
+        starts_in: start − now while the package has not started yet (a ``--start``
+            in the future), else ``None``.
     """
 
     gpu_model: str | None
@@ -74,6 +80,7 @@ class PackageWindow:
     time_left: timedelta | None
     ended: bool
     now_utc: datetime
+    starts_in: timedelta | None = None
 
     @property
     def known(self) -> bool:
@@ -84,6 +91,33 @@ class PackageWindow:
     def time_left_s(self) -> float | None:
         """Time left in seconds (negative once ended), ``None`` when unknown."""
         return None if self.time_left is None else self.time_left.total_seconds()
+
+    @property
+    def length(self) -> timedelta | None:
+        """End − start (the package's length), ``None`` when unknown."""
+        if self.start_utc is None or self.end_utc is None:
+            return None
+        return self.end_utc - self.start_utc
+
+    def time_left_words(self, *, minutes: bool = True) -> str:
+        """The time left in words, the same in ``status``, ``show`` and the TUI header (issue 14; S6).
+
+        ``3d 02h 10m left``; ``ended 2h 05m ago``; ``starts in 5d 00h; 3d 00h 00m once
+        started`` for a package whose start is still ahead; ``window not set``.
+        Rounding: :func:`short_timedelta` (floored, a countdown).
+
+        Args:
+            minutes: ``False`` drops the minutes while whole days are left (the header
+                at 80 columns); an ended package keeps them.
+        """
+        if not self.known:
+            return "window not set"
+        if self.starts_in is not None:
+            return (f"starts in {short_timedelta(self.starts_in, minutes=False)}; "
+                    f"{short_timedelta(self.length, minutes=minutes)} once started")
+        if self.ended:
+            return short_timedelta(self.time_left or -timedelta(microseconds=1))
+        return f"{short_timedelta(self.time_left, minutes=minutes)} left"
 
     def window_line(self) -> str:
         """One line for the header, e.g. ``RTX A5000 ×1 lot · 7-day package · ends … · 3d 02h 10m left``."""
@@ -101,7 +135,7 @@ class PackageWindow:
         if self.ended:
             parts.append(f"ENDED {short_timedelta(-(self.time_left or timedelta()))} ago")
         else:
-            parts.append(f"{short_timedelta(self.time_left)} left")
+            parts.append(self.time_left_words())
         return " · ".join(parts)
 
     def to_json(self) -> dict[str, object]:
@@ -132,6 +166,7 @@ def package_window(
     now = now or utcnow()
     end = package.end
     left = None if end is None else end - now
+    ahead = None if package.start is None else package.start - now
     return PackageWindow(
         gpu_model=package.gpu_model,
         lots=package.lots,
@@ -143,6 +178,7 @@ def package_window(
         time_left=left,
         ended=left is not None and left <= timedelta(0),
         now_utc=now,
+        starts_in=ahead if ahead is not None and ahead > timedelta(0) else None,
     )
 
 
@@ -159,11 +195,14 @@ class PackageWarning:
         level: ``"24h"``, ``"2h"`` or ``"ended"``.
         text: the warning in words, e.g. ``less than 2 h left, copy home not verified``.
         short: a shorter form for the tmux status line and the 80-column header.
+        copy_words: True when ``text`` already says the copy home is not verified (a
+            status line then does not say it twice).
     """
 
     level: str
     text: str
     short: str
+    copy_words: bool = False
 
 
 def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageWarning | None:
@@ -186,7 +225,8 @@ def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageW
         return None
     if window.ended:
         tail = "" if retrieval_verified else ", copy home not verified"
-        return PackageWarning("ended", f"package ended{tail}", "package ended")
+        return PackageWarning("ended", f"package ended{tail}", "package ended",
+                              copy_words=not retrieval_verified)
     if retrieval_verified:
         return None
     for limit, level in zip(WARN_BEFORE_END[::-1], ("2h", "24h"), strict=True):
@@ -196,6 +236,7 @@ def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageW
                 level,
                 f"less than {hours} h left, copy home not verified (gpusession pull)",
                 f"<{hours}h left, copy not verified",
+                copy_words=True,
             )
     return None
 

@@ -14,7 +14,8 @@ from textual import work
 from textual.widgets import Static
 
 from gpusession.core.errors import GpusessionError
-from gpusession.ui.context import UiContext, fmt_left
+from gpusession.core.window import package_window
+from gpusession.ui.context import UiContext
 
 
 def gpu_words(snapshot: Any | None) -> str:
@@ -56,11 +57,10 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
         return "package window not set"
     end = pkg.end.astimezone(ctx.tz) if ctx.tz is not None else pkg.end.astimezone()
     left = pkg.time_left(ctx.now())
+    window = package_window(pkg, ctx.now())  # issue 14: the words of `status` and `show`
     if not short:
-        return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {fmt_left(left)}"
-    text = fmt_left(left)
-    if left is not None and left.total_seconds() >= 86400:
-        text = " ".join(w for w in text.split() if not w.endswith("m"))  # 4d 21h 05m left → 4d 21h left
+        return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {window.time_left_words()}"
+    text = window.time_left_words(minutes=False)  # 4d 21h 05m left → 4d 21h left
     verb = "ended" if left is not None and left.total_seconds() < 0 else "ends"
     return f"{pkg.days}d pkg {verb} {end:%m-%d %H:%M}, {text}"
 
