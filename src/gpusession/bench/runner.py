@@ -433,7 +433,7 @@ class Runner:
         s = self.session
         spec_dir = s.runs_dir / exp.id
         spec_dir.mkdir(parents=True, exist_ok=True)
-        spec_path = spec_dir / f".worker-{name}.json"
+        spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
         write_private_bytes(spec_path, json.dumps(self._spec(exp, name, group), default=str).encode())
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
@@ -620,7 +620,7 @@ class Runner:
         env[LEADER_ENV] = "1"  # this node's local rank 0 talks to the runner
         return torchrun_argv(self.python, exp.gpus, module, nodes=exp.nodes,
                              rendezvous=exp.rendezvous,
-                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(".worker-")))
+                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)))
 
     def _ranked(self, exp: Experiment) -> bool:
         """Whether the worker runs as a torchrun group (issue 13)."""
