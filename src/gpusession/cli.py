@@ -6,7 +6,8 @@ a module under :mod:`gpusession.commands` that registers its own parser.
 
 Exit codes: 0 success; 1 failure (something broke that is not your input); 2 bad input
 (one line naming the file/field and what was expected); 3 a corpus was rejected
-(``validate``) or a retrieved copy differs from its manifest (``verify-copy``). This module imports neither textual nor torch (style.md §1).
+(``validate``) or a retrieved copy differs from its manifest (``verify-copy``); 129, 130,
+143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM (issue 12). This module imports neither textual nor torch (style.md §1).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
             "With no command, opens the TUI on the most recent session."
         ),
         epilog=(
-            "Exit codes: 0 ok, 1 failure, 2 bad input, 3 corpus rejected (validate) "
-            "or retrieved copy differs (verify-copy)."
+            "Exit codes: 0 ok, 1 failure (also a run stopped by Ctrl-C at a run boundary: "
+            "incomplete), 2 bad input, 3 corpus rejected (validate) or retrieved copy "
+            "differs (verify-copy), 129 / 130 / 143 a run ended at once by SIGHUP / a "
+            "second Ctrl-C / SIGTERM."
         ),
     )
     parser.add_argument("--version", action="version", version=f"gpusession {__version__}")

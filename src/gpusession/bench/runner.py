@@ -97,10 +97,11 @@ from gpusession.core.events import (
 from gpusession.core.events.words import interrupted_words
 from gpusession.core.journal import RunKey
 from gpusession.core.processes import end_recorded, on_interrupt
+from gpusession.core.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.results import ResultRow
-from gpusession.core.safefile import write_private_bytes
-from gpusession.core.session import Session
-from gpusession.core.status import refresh_counts
+from gpusession.core.safefile import check_writable, write_private_bytes
+from gpusession.core.session import SESSION_TOML, Session
+from gpusession.core.status import SUMMARY_JSON, refresh_counts
 from gpusession.core.summary import accepted_revisions
 
 #: Seconds a torchrun group may take to end by itself after a rank failed a run before
@@ -171,6 +172,8 @@ class Runner:
         self._env: dict[str, Any] = {}
         self._revisions: dict[str, Any] = {}
         self._done = 0
+        # Runs ended by an interrupt (issue 12): they have a row but never finished.
+        self._cut = 0
         self._total = 0
         self._worker_died = False
         # Read once from the results CSV in _prepare, then kept up to date per row, so a
@@ -194,7 +197,7 @@ class Runner:
         self._interrupt_said = False
 
     def interrupt(self, signal_name: str) -> None:
-        """End the run at once: ``signal_name`` (``"SIGHUP"``/``"SIGTERM"``) arrived.
+        """End the run at once: ``signal_name`` (``"SIGHUP"``/``"SIGTERM"``/``"SIGINT"``) arrived.
 
         The worker's whole group is ended now (not at the next run boundary), no other
         worker starts, and the journal gets a ``run_interrupted`` record naming the run in
@@ -208,6 +211,29 @@ class Runner:
         w = self._current
         if w is not None:
             w.end_group()
+
+    def preflight(self) -> None:
+        """Check every file the run will write, before any measurement (issue 12).
+
+        The results CSV, the journal, ``summary.json``, ``session.toml``, the run lock,
+        the ``runs/<experiment>`` and ``validation/`` folders and any worker spec already
+        in ``runs/<experiment>`` must not be symbolic links and must be writable
+        (:func:`gpusession.core.safefile.check_writable`); otherwise the run would
+        measure everything and only then be refused. Nothing is written.
+
+        Raises:
+            BadInput: one line naming the first file refused.
+        """
+        s = self.session
+        for path in (s.results.path, s.journal_path, s.folder / SUMMARY_JSON,
+                     s.folder / SESSION_TOML, s.folder / journal.RUN_LOCK):
+            check_writable(path)
+        exp_dir = s.runs_dir / self.experiment.id
+        for folder in (s.runs_dir, exp_dir, s.validation_dir):
+            check_writable(folder, folder=True)
+        if exp_dir.is_dir():
+            for spec in exp_dir.glob(f"{SPEC_PREFIX}*.json"):
+                check_writable(spec)
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:
@@ -243,6 +269,7 @@ class Runner:
         """Run every scheduled run; return the outcome (also sent as ``finished``)."""
         exp = self.experiment
         s = self.session
+        self.preflight()  # nothing is measured that could not be written (issue 12)
         journal.take_lock(s.folder, s.name)  # S7: one runner per session
         forget = on_interrupt(self.interrupt)
         try:
@@ -254,6 +281,7 @@ class Runner:
             forget()
             if self._current is not None:  # an error of the parent: the group ends too
                 self._current.end_group()
+            remove_worker_specs(s.runs_dir / exp.id)  # any a parent's error left (issue 12)
             self._say_interrupted()
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
@@ -326,20 +354,21 @@ class Runner:
                 run_keys=list(self._keys_written), workload=exp.workload,
                 message=self._fatal_load or "nothing measured: no worker loaded the workload",
             ))
-        ran_all = self._done == self._total
+        finished = self._done - self._cut  # a run ended by an interrupt never finished
+        ran_all = finished == self._total
         interrupted = self.outcome.interrupted
         self._say_interrupted()
         self.outcome.cancelled = self.cancel.is_set() and not ran_all and interrupted is None
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
         end = ExperimentFinishedRecord if self.outcome.completed else ExperimentIncompleteRecord
+        cause = (f" (interrupted by {interrupted})" if interrupted else  # the cause, not its effect
+                 (" (a worker died or timed out)" if self._worker_died else "")
+                 + (" (cancelled at a run boundary)" if self.outcome.cancelled else ""))
         self._journal(end(
             experiment_id=exp.id, rows_written=self.outcome.rows_written,
-            runs_done=self._done, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
+            runs_done=finished, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
             message=(None if self.outcome.completed else
-                     f"incomplete: {self._done} of {self._total} runs done"
-                     + (" (a worker died or timed out)" if self._worker_died else "")
-                     + (" (cancelled at a run boundary)" if self.outcome.cancelled else "")
-                     + (f" (interrupted by {interrupted})" if interrupted else "")),
+                     f"incomplete: {finished} of {self._total} runs done{cause}"),
         ))
         _ = stopped
 
@@ -422,7 +451,7 @@ class Runner:
         s = self.session
         spec_dir = s.runs_dir / exp.id
         spec_dir.mkdir(parents=True, exist_ok=True)
-        spec_path = spec_dir / f".worker-{name}.json"
+        spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
         write_private_bytes(spec_path, json.dumps(self._spec(exp, name, group), default=str).encode())
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
@@ -559,6 +588,7 @@ class Runner:
         self._say_interrupted()  # before the rows: the journal says why the worker died
         code = w.finish()
         self._current = None
+        spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing (issue 12)
         rank_cause = self._rank_cause(exp, w)
         if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
             code = rank_cause.exitcode
@@ -634,7 +664,7 @@ class Runner:
         env[LEADER_ENV] = "1"  # this node's local rank 0 talks to the runner
         return torchrun_argv(self.python, exp.gpus, module, nodes=exp.nodes,
                              rendezvous=exp.rendezvous,
-                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(".worker-")))
+                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)))
 
     def _ranked(self, exp: Experiment) -> bool:
         """Whether the worker runs as a torchrun group (issue 13)."""
@@ -721,6 +751,8 @@ class Runner:
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
             phase=run.phase, run_index=run.run_index, ok=False, message=note))
+        if self.outcome.interrupted is not None:  # ended by the signal: not a finished run
+            self._cut += 1
         self._progress(run)
 
     def _progress(self, run: ScheduledRun) -> None:

@@ -8,7 +8,7 @@ headless, printing progress and the summary table, or in the TUI.
 
 ``gpusession run NAME [--experiment ID] [--headless] [--device D]`` runs a defined
 experiment of a session. Re-running appends: run indexes continue, nothing is lost.
-SIGHUP (the terminal or ssh connection went away) and SIGTERM end the run at once: its
+SIGHUP (the terminal or ssh connection went away), SIGTERM and a second Ctrl-C end the run at once: its
 workers and their commands end, the journal says at which run, the lock is released and
 the exit code is 128 + the signal's number (issue 12, H-14). ``--detach`` starts the run
 outside the terminal's life on purpose, its output in ``logs/`` of the session folder.
@@ -64,9 +64,10 @@ def register(sub: Any) -> None:
         description=(
             "Run an experiment defined with `gpusession experiment NAME define`: load, cold "
             "and warm phases in fresh worker processes, one CSV row appended per run as it "
-            "finishes. Ctrl-C stops at the next run boundary; a hang-up (SIGHUP: the "
-            "terminal or ssh connection closed) or SIGTERM ends the run at once, its "
-            "processes included, and says so in the journal (exit 129 / 143). To outlive "
+            "finishes. Ctrl-C stops at the next run boundary (exit 1); a second Ctrl-C, a "
+            "hang-up (SIGHUP: the terminal or ssh connection closed) or SIGTERM ends the "
+            "run at once, its processes included, and says so in the journal (exit 130 / "
+            "129 / 143). To outlive "
             "the terminal on purpose, use --detach: the run goes on in the background, its "
             "output in logs/ of the session folder; follow it with `gpusession show NAME` "
             "or the TUI's Run pane. A run cut by a crash is recorded as an incident when "
@@ -156,8 +157,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     """Run an experiment with one progress line per event, then print the summary table.
 
     Events become words in one place (:func:`gpusession.core.events.describe`); the
-    environment is said once, and again only when it changes (R10). Ctrl-C stops at the
-    next run boundary, a second Ctrl-C aborts. SIGHUP and SIGTERM end the run at once
+    environment is said once, and again only when it changes (R10). The definition and
+    every file the run writes are checked before anything is printed or measured. Ctrl-C
+    stops at the next run boundary; a second Ctrl-C, SIGHUP and SIGTERM end the run at once
     (worker groups killed, ``run_interrupted`` journaled, lock released; issue 12). The summary pools every run of the
     experiment, earlier runs included: median and min-max seconds per variant and phase
     (R3, R6).
@@ -170,12 +172,13 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     Returns:
         0 when every scheduled run ran without an incident; 1 when a run failed, the
-        experiment is incomplete or it was cancelled; 128 + the signal's number when
-        SIGHUP (129) or SIGTERM (143) ended it.
+        experiment is incomplete or it was cancelled (one Ctrl-C); 128 + the signal's
+        number when SIGHUP (129), a second Ctrl-C (SIGINT, 130) or SIGTERM (143) ended it.
 
     Raises:
-        BadInput: No experiment ``experiment_id`` in the session.
-        KeyboardInterrupt: A second Ctrl-C.
+        BadInput: No experiment ``experiment_id`` in the session, a bad definition, or
+            a file the run would write is a symbolic link or not writable (nothing written).
+        KeyboardInterrupt: A second Ctrl-C while no run is registered yet.
     """
     from gpusession.bench.runner import Runner
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
@@ -197,22 +200,27 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         from gpusession.core.journal import lock_busy
 
         raise lock_busy(holder, session.name)
+    cancel = threading.Event()
+    # The definition is read and checked, and every file the run writes is checked,
+    # before anything is printed or measured (issue 12).
+    runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
+    runner.preflight()
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     earlier = _rows_of(session, experiment_id)
     if earlier:
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
-    cancel = threading.Event()
-    runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
+
+    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
 
     def on_sigint(signum: int, frame: Any) -> None:
-        if cancel.is_set():
-            raise KeyboardInterrupt
+        if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP (issue 12)
+            if interrupt_all("SIGINT") == 0:
+                raise KeyboardInterrupt
+            return
         cancel.set()
         print("cancel requested: stopping at the next run boundary (Ctrl-C again to abort)",
               flush=True)
-
-    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
 
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
         interrupt_all(signal.Signals(signum).name)

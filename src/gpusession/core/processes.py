@@ -301,7 +301,9 @@ _INTERRUPT_LOCK = threading.RLock()
 
 
 def on_interrupt(callback: Callable[[str], None]) -> Callable[[], None]:
-    """Register ``callback(signal_name)`` to run on SIGHUP/SIGTERM; returns its remover.
+    """Register ``callback(signal_name)`` to run on an ending signal; returns its remover.
+
+    Ending signals: SIGHUP, SIGTERM, and ``run --headless``'s second Ctrl-C (``"SIGINT"``).
 
     A :class:`~gpusession.bench.runner.Runner` registers itself while it runs, so the
     signal handlers of ``run --headless`` and of the TUI need no reference to it.

@@ -90,6 +90,39 @@ def cut_journal_line(path: Path) -> dict[str, Any] | None:
     return fields
 
 
+#: Name prefix of a worker's spec file in ``runs/<experiment>/`` (``.worker-<name>.json``).
+SPEC_PREFIX = ".worker-"
+
+
+def remove_worker_specs(folder: Path) -> list[Path]:
+    """Remove the worker spec files ``.worker-*.json`` left in ``folder`` (issue 12).
+
+    A spec is the settings one worker group read at its start; once the group has ended
+    it serves nothing (the journal and ``session.toml`` say what ran, and recovery reads
+    only the journal), so the runner removes it then, and recovery removes the ones a
+    crash left. Only plain files are removed: a link or a folder of that name is left
+    as it is (a run refuses it before it measures).
+
+    Args:
+        folder: a ``runs/<experiment>`` folder (missing: nothing to do).
+
+    Returns:
+        The files removed.
+    """
+    removed: list[Path] = []
+    if not folder.is_dir() or folder.is_symlink():
+        return removed
+    for spec in folder.glob(f"{SPEC_PREFIX}*.json"):
+        if spec.is_symlink() or not spec.is_file():
+            continue
+        try:
+            spec.unlink()
+        except OSError:
+            continue
+        removed.append(spec)
+    return removed
+
+
 def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
@@ -108,6 +141,8 @@ def recover_locked(session: Recoverable) -> list[str]:
       it): then only ``run_recovered`` is journaled, so a run is in the CSV exactly once,
       as a measurement or as an incident, never both (issue 12). The stale lock is
       removed.
+    * Worker spec files (``runs/<experiment>/.worker-*.json``) a crash left are removed
+      once no process holds the run lock (they serve nothing after their group; issue 12).
     * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
       removed and noted (issue 12).
 
@@ -139,6 +174,10 @@ def recover_locked(session: Recoverable) -> list[str]:
         incidents.append(msg)
     if journal.lock_holder(session.folder) is not None:
         return incidents
+    runs = session.folder / "runs"
+    if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
+        for exp_dir in runs.iterdir():
+            remove_worker_specs(exp_dir)
     open_runs: dict[str, dict[str, Any]] = {}
     for rec in journal.read_records(path):
         if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
@@ -183,4 +222,4 @@ def recover_locked(session: Recoverable) -> list[str]:
     return incidents
 
 
-__all__ = ["Recoverable", "cut_journal_line", "recover_locked"]
+__all__ = ["SPEC_PREFIX", "Recoverable", "cut_journal_line", "recover_locked", "remove_worker_specs"]

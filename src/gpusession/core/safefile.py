@@ -150,7 +150,39 @@ def private_dir_mode(path: Path | str) -> None:
         pass
 
 
+def check_writable(path: Path | str, *, folder: bool = False) -> None:
+    """Refuse now a file or folder that a later write would refuse (issue 12, item 2).
+
+    For a check *before* work whose results must be written (a run checks its CSV,
+    journal, runs folder and worker specs before it measures anything): ``path`` must
+    not be a symbolic link, must be of the right kind when it exists, and it (or, when
+    missing, its nearest existing folder) must be writable. Nothing is written.
+
+    Args:
+        path: the file or folder a write will create, append to or replace.
+        folder: ``path`` is a folder (else a file).
+
+    Raises:
+        BadInput: ``path`` is a symbolic link (:func:`link_refused`), the wrong kind of
+            entry, or not writable; one line naming it.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        raise link_refused(path)
+    if path.exists():
+        if folder != path.is_dir():
+            raise BadInput(f"expected a {'folder' if folder else 'file'} here; nothing was written",
+                           path=path)
+        target = path
+    else:
+        target = path.parent
+        while not target.exists() and target != target.parent:
+            target = target.parent
+    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+        raise BadInput("is not writable by this user; nothing was written", path=target)
+
+
 __all__ = [
-    "DIR_MODE", "FILE_MODE", "link_refused", "make_private_dir", "open_append",
+    "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "make_private_dir", "open_append",
     "open_private", "private_dir_mode", "write_private_bytes",
 ]

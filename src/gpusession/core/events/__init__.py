@@ -62,7 +62,7 @@ from gpusession.core.events.runner import (
     RunnerEvent,
     WorkerStarted,
 )
-from gpusession.core.events.words import describe
+from gpusession.core.events.words import corpus_verdict, describe
 from gpusession.core.events.worker import (
     WorkerCommandStarted,
     WorkerDone,
@@ -89,5 +89,5 @@ __all__ = [
     "WorkerEvent", "WorkerExitedRecord", "WorkerHello", "WorkerIncident", "WorkerLoaded",
     "WorkerLoadedRecord", "WorkerReady", "WorkerRunFinished", "WorkerRunStarted",
     "WorkerStarted", "WorkerStartedRecord", "WorkerStderrRecord", "WorkerStopped",
-    "WorkerWarmupDone", "describe", "event_from_json", "event_types",
+    "WorkerWarmupDone", "corpus_verdict", "describe", "event_from_json", "event_types",
 ]

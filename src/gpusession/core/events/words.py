@@ -37,9 +37,37 @@ def _environment_words(env: Mapping[str, Any]) -> str:
 
 _ACCEPTED_WORDS = {True: "accepted", False: "REJECTED", None: "not validated"}
 
+#: The row fields that only a validation fills (V1): all empty = never validated.
+_VALIDATION_FIELDS = ("ids_match", "format_valid", "quality_value")
+
+
+def corpus_verdict(row: Any) -> bool | None:
+    """Whether a row's corpus was accepted, ``None`` when it was never validated (issue 12).
+
+    A failed or interrupted run keeps ``corpus_accepted = false`` in the CSV (not
+    accepted, R7), but its output was never validated: with no elapsed time and no
+    validation field, it reads "not validated", never "rejected". A finished run whose
+    output could not be read (elapsed measured) stays rejected.
+
+    Args:
+        row: a :class:`~gpusession.core.results.ResultRow` or a row as a mapping.
+
+    Returns:
+        ``True`` accepted, ``False`` rejected by a validation, ``None`` not validated.
+    """
+    def get(key: str) -> Any:
+        return row.get(key) if isinstance(row, Mapping) else getattr(row, key, None)
+
+    accepted = get("corpus_accepted")
+    if accepted is False and get("elapsed_seconds") is None and all(
+            get(k) is None for k in _VALIDATION_FIELDS):
+        return None
+    return None if accepted is None else bool(accepted)
+
 #: What each ending signal means to a person (issue 12).
 _SIGNAL_WORDS = {"SIGHUP": "the hang-up (SIGHUP: terminal or ssh connection closed)",
-                 "SIGTERM": "SIGTERM (asked to stop)"}
+                 "SIGTERM": "SIGTERM (asked to stop)",
+                 "SIGINT": "a second Ctrl-C (SIGINT)"}
 
 
 def interrupted_words(signal_name: str | None, run_key: str | None) -> str:
@@ -74,7 +102,7 @@ def describe(event: Event) -> str | None:
         el = _seconds(r.elapsed_seconds, "not measured")
         done = "?" if event.done is None else event.done
         return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
-                f"run {r.run_index:<3} {el}, corpus {_ACCEPTED_WORDS.get(r.corpus_accepted)}")
+                f"run {r.run_index:<3} {el}, corpus {_ACCEPTED_WORDS[corpus_verdict(r)]}")
     if isinstance(event, EnvironmentObserved):
         return _environment_words(event.environment)
     if isinstance(event, IncidentReported):

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gpusession.core.errors import BadInput
+from gpusession.core.events import corpus_verdict
 from gpusession.core.units import format_seconds_range
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
@@ -52,7 +53,7 @@ def _row_dict(row: Any) -> dict[str, Any]:
 
 def accepted_words(row: dict[str, Any]) -> str:
     """``accepted`` / ``rejected`` / ``not validated`` (H-11: words, not colour)."""
-    return yes_no(row.get("corpus_accepted"), "accepted", "rejected", "not validated")
+    return yes_no(corpus_verdict(row), "accepted", "rejected", "not validated")
 
 
 def peak_words(allocated: int | None, reserved: int | None) -> str:
