@@ -285,8 +285,11 @@ def check_length(text: str, *, field: str, path: Path | str | None = None,
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > limit_bytes:
         dest = f" to {Path(path).name}" if path is not None else ""
-        raise BadInput(f"{_field_words(field)} is {size:,} bytes; at most {limit_bytes:,} bytes "
+        exc = BadInput(f"{_field_words(field)} is {size:,} bytes; at most {limit_bytes:,} bytes "
                        f"({limit_bytes // 1024} KiB); nothing was written{dest}")
+        # the line names them in its own words; the parts stay for a form to focus the field
+        exc.field, exc.path = field, Path(path) if path is not None else None
+        raise exc
 
 
 def _field_words(field: str) -> str:
