@@ -74,6 +74,7 @@ for _names, _letters, _values, _scripts in (
 ):
     for _name in _names:
         _INTERPRETERS[_name] = (_letters, frozenset(_values), frozenset(_scripts))
+del _names, _letters, _values, _scripts, _name
 #: Long options that make the next argument (or the ``=`` value) code, in any interpreter.
 _CODE_LONG = frozenset({"--eval", "--print", "--exec", "--execute", "--command", "--expr",
                         "--expression", "--source", "--require", "--import", "--loader",
