@@ -76,9 +76,11 @@ def test_issue12_whole_argument_placeholders_carry_the_name_as_one_argument(
 ) -> None:
     import sys
 
-    script = "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2].partition('=')[2])"
+    script = tmp_path / "copy_corpus_to_output.py"
+    script.write_text("import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2].partition('=')[2])",
+                      encoding="utf-8")
     code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "e", *DEFINE,
-                       "--command", f'{sys.executable} -c "{script}" {{corpus}} --out={{output}}')
+                       "--command", f"{sys.executable} {script} {{corpus}} --out={{output}}")
     assert code == 0, err
     code, out, err = cli(capsys, sessions_root, "run", "inj", "--experiment", "e", "--headless")
     assert "experiment complete" in out, out + err
@@ -104,9 +106,19 @@ def test_issue12_a_hand_edited_unsafe_command_is_refused_at_run(
 @pytest.mark.parametrize("argv", [
     ["prog", "{corpus}", "{output}", "{batch}"],
     ["prog", "--out={output}", "-b={batch}", "--context-limit={context}"],
-    ["python3", "-c", "import sys; print(sys.argv)", "{corpus}"],
     ["sh", "-c", 'cat "$GPUSESSION_CORPUS" > "$GPUSESSION_OUTPUT"'],
-    ["python3", "-c", "d = {'a': 1}; print(d)", "{batch}"],
+    ["python3", "-c", "d = {'a': 1}; print(d)"],
+    ["python3", "script.py", "{batch}"],  # H-15
+    ["/usr/bin/python3.11", "-u", "-W", "ignore", "score.py", "{corpus}", "--out={output}"],
+    ["python3", "-m", "pkg.score", "{batch}"],
+    ["env", "X=1", "timeout", "-s", "KILL", "5", "nice", "-n", "5", "python3", "s.py", "{batch}"],
+    ["taskset", "-c", "0-3", "numactl", "--cpunodebind=0", "prog", "{batch}"],
+    ["awk", "{print}", "{corpus}"],
+    ["sed", "s/a/b/", "{corpus}"],
+    ["bash", "run.sh", "{corpus}"],
+    ["node", "score.js", "{batch}"],
+    ["python3", "train.py", "--mode", "eval", "--format", "sh", "{batch}"],
+    ["sh", "-c", 'for x in a; do echo "${x}"; done'],
 ])
 def test_issue12_safe_commands_are_accepted(argv: list[str]) -> None:
     check_command(argv, field="params.command")
@@ -123,6 +135,7 @@ def test_issue12_safe_commands_are_accepted(argv: list[str]) -> None:
     (["prog", "out-{batch}.jsonl"], "whole argument"),
     (["prog", "--out", "{output}.tmp"], "whole argument"),
     (["{corpus}"], "program itself"),
+    (["env", "X=1", "timeout", "5", "{corpus}"], "program itself"),
 ])
 def test_issue12_placeholders_in_a_script_or_mid_argument_are_refused(
     argv: list[str], words: str
@@ -147,3 +160,126 @@ def test_issue12_the_worker_fills_only_whole_arguments_and_gives_every_value_in_
                                    ENV["corpus"]: CORPUS, ENV["context"]: ""}
     assert set(ENV.values()) == {"GPUSESSION_BATCH", "GPUSESSION_OUTPUT", "GPUSESSION_CORPUS",
                                  "GPUSESSION_CONTEXT"}
+
+
+PWNED_CORPUS = "x;touch PWNED_by_name;#.jsonl"
+
+
+def test_issue12_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
+) -> None:
+    """The tester's command: ``sh -c -- {corpus}`` with a corpus named like a command."""
+    (inj / PWNED_CORPUS).write_text('{"id": "a", "text": "hello"}\n', encoding="utf-8")
+    before = digest(inj)
+    define = [a if a != CORPUS else PWNED_CORPUS for a in DEFINE]
+    for command in ("sh -c -- {corpus}", "node --eval={corpus}", "env -S {corpus}",
+                    "ssh host {corpus}", "sh -c 'cat \"$1\"' sh {corpus}"):
+        code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "p",
+                           *define, "--command", command)
+        line = one_line(err)
+        assert code == 2 and "experiments.p.params.command" in line, (command, err)
+        assert "$GPUSESSION_CORPUS" in line and "corpus file name" in line, line
+        assert "PWNED" not in line
+    assert digest(inj) == before
+    code, _, err = cli(capsys, sessions_root, "run", "inj", "--experiment", "p", "--headless")
+    assert code != 0
+    assert not list(tmp_path.rglob("PWNED_by_name")) and not list(inj.rglob("PWNED_by_name"))
+
+
+@pytest.mark.parametrize("argv", [
+    # shells: -c anywhere (combined, after options, before --) makes every later argument code
+    ["sh", "-c", "--", "{corpus}"],
+    ["sh", "-c", 'cat "$1"', "sh", "{corpus}"],
+    ["bash", "-o", "pipefail", "-c", "run", "{batch}"],
+    ["bash", "-e", "-x", "-lc", "run", "{batch}"],
+    ["dash", "-ec", "{output}"],
+    ["busybox", "sh", "-c", "{corpus}"],
+    ["fish", "--command=run", "{corpus}"],
+    ["/bin/zsh", "{corpus}"],  # the value would be the script
+    # wrappers are skipped to the program they start
+    ["env", "-i", "A=1", "B=2", "bash", "-c", "x", "{corpus}"],
+    ["timeout", "-k", "3", "5", "nohup", "stdbuf", "-oL", "sh", "-c", "x", "{corpus}"],
+    ["sudo", "-u", "me", "chrt", "10", "taskset", "0x3", "ksh", "-c", "x", "{batch}"],
+    ["numactl", "-N", "0", "ionice", "-c", "2", "-n", "0", "time", "sh", "-ec", "{batch}"],
+    ["docker", "exec", "box", "sh", "-c", "run", "{corpus}"],
+    ["docker", "run", "--rm", "img", "bash", "-lc", "run", "{corpus}"],
+    # interpreters: in or after a code option, and the script itself
+    ["python3", "-c", "import sys; print(sys.argv)", "{corpus}"],
+    ["python3.12", "-Bc", "print()", "{batch}"],
+    ["python3", "{corpus}"],
+    ["python3", "-m", "{corpus}"],
+    ["node", "--eval={corpus}"],
+    ["node", "--eval", "x", "{corpus}"],
+    ["nodejs", "-p", "x", "{batch}"],
+    ["node", "--print={context}"],
+    ["perl", "-ne", "print", "{corpus}"],
+    ["perl", "-E", "say 1", "{batch}"],
+    ["ruby", "-e", "p 1", "{batch}"],
+    ["php", "-r", "echo 1;", "{batch}"],
+    ["lua5.4", "-e", "x", "{batch}"],
+    ["Rscript", "-e", "x", "{batch}"],
+    ["julia", "-e", "x", "{batch}"],
+    ["deno", "eval", "{corpus}"],
+    ["bun", "-e", "x", "{corpus}"],
+    ["awk", "{corpus}"],
+    ["gawk", "--source", "x", "{corpus}"],
+    ["sed", "-e", "s/a/b/", "{corpus}"],
+    ["pwsh", "-Command", "x", "{corpus}"],
+    # programs that hand their arguments to a shell or run them
+    ["ssh", "host", "{corpus}"],
+    ["ssh", "-p", "22", "host", "run", "--in={corpus}"],
+    ["env", "-S", "{corpus}"],
+    ["env", "--split-string=prog", "{corpus}"],
+    ["env", "-iS", "prog", "{corpus}"],
+    ["su", "-c", "{corpus}"],
+    ["su", "me", "-c", "run", "{corpus}"],
+    ["eval", "{corpus}"],
+    ["exec", "{corpus}"],
+    ["xargs", "-0", "prog", "{corpus}"],
+    ["sudo", "-s", "prog", "{batch}"],
+    ["watch", "prog", "{batch}"],
+])
+def test_issue12_placeholders_where_a_program_may_run_them_as_code_are_refused(
+    argv: list[str],
+) -> None:
+    with pytest.raises(BadInput) as exc:
+        check_command(argv, field="experiments.e.params.command")
+    text = str(exc.value)
+    assert "experiments.e.params.command" in text and "$GPUSESSION_" in text, text
+    assert "a file name" not in text
+
+
+@pytest.mark.parametrize("name, what", [
+    ("batch", "the batch size"), ("output", "the output file name"),
+    ("corpus", "the corpus file name"), ("context", "the context limit"),
+])
+def test_issue12_the_advice_names_what_each_placeholder_holds(name: str, what: str) -> None:
+    for argv in (["sh", "-c", f"run {{{name}}}"], ["prog", f"x-{{{name}}}"]):
+        with pytest.raises(BadInput) as exc:
+            check_command(argv, field="params.command")
+        assert what in str(exc.value) and "(a file name)" not in str(exc.value)
+
+
+@pytest.mark.parametrize("argv", [["prog", "{unknown}"], ["prog", "--out={Output}"],
+                                  ["prog", "{batches}"]])
+def test_issue12_an_unknown_placeholder_is_refused_naming_the_known_ones(argv: list[str]) -> None:
+    with pytest.raises(BadInput) as exc:
+        check_command(argv, field="params.command")
+    text = str(exc.value)
+    assert "not a placeholder" in text
+    assert all(f"{{{n}}}" in text for n in ("batch", "output", "corpus", "context"))
+
+
+def test_issue12_an_unknown_placeholder_and_an_empty_command_are_refused_at_define(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path,
+) -> None:
+    before = digest(inj)
+    code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "u", *DEFINE,
+                       "--command", "prog {unknown}")
+    assert code == 2 and "{unknown}" in one_line(err) and "{corpus}" in one_line(err)
+    for empty in ("", "   "):
+        code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "u",
+                           *DEFINE, "--command", empty)
+        line = one_line(err)
+        assert code == 2 and "--command is empty" in line and "argv list" not in line, line
+    assert digest(inj) == before

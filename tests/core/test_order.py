@@ -300,14 +300,18 @@ def test_order_json_has_status_and_paid_flag(ordered: Session) -> None:
     assert [e["state"] for e in data["events"]] == ["ordered", "payment-order-issued", "payment-sent"]
 
 
-def test_secrets_destination_may_be_a_64_hex_address_but_never_a_seed_phrase(
+def test_secrets_destination_of_64_hex_is_refused_like_a_private_key(
     ordered: Session,
 ) -> None:
-    sui_address = "0x" + HEX_KEY
-    state, _ = om.new_payment_order(ordered, asset="SUI", network="Sui", amount="10",
-                                    destination=sui_address,
-                                    expires_at=utcnow() + timedelta(hours=1))
-    assert state.payment is not None and state.payment.destination == sui_address
+    """Issue 12: 64 hex digits cannot be told from a private key, in an address too."""
+    for key in (HEX_KEY, "0x" + HEX_KEY):
+        with pytest.raises(BadInput, match="private key"):
+            om.new_payment_order(ordered, asset="SUI", network="Sui", amount="10",
+                                 destination=key, expires_at=utcnow() + timedelta(hours=1))
+    eth = "0x52908400098527886E0F7030069857D2E4169EE7"
+    state, _ = om.new_payment_order(ordered, asset="ETH", network="ERC20", amount="10",
+                                    destination=eth, expires_at=utcnow() + timedelta(hours=1))
+    assert state.payment is not None and state.payment.destination == eth
     with pytest.raises(BadInput, match="private key"):
         om.record_event(ordered, "payment-sent", source="you", note=f"key {HEX_KEY}")
 

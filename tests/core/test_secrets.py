@@ -96,9 +96,12 @@ def test_secrets_base58_addresses_and_shorter_strings_pass() -> None:
         assert find_secret(text) is None, text
 
 
-def test_secrets_digest_fields_and_destination_keep_their_64_hex() -> None:
-    check_free_text({"demo": {"corpus_revision": HEX_KEY}, "environment": {"gpu_uuid": HEX_KEY},
-                     "payment": {"destination": "0x" + HEX_KEY}}, "session.toml")
+def test_secrets_digest_fields_keep_their_64_hex_a_destination_does_not() -> None:
+    check_free_text({"demo": {"corpus_revision": HEX_KEY}, "environment": {"gpu_uuid": HEX_KEY}},
+                    "session.toml")
+    for key in (HEX_KEY, "0x" + HEX_KEY):  # issue 12: refused everywhere, an address too
+        with pytest.raises(BadInput, match="payment.destination: refused"):
+            check_free_text({"payment": {"destination": key}}, "order.toml")
     with pytest.raises(BadInput, match="experiments.e.params.key: refused"):
         check_free_text({"experiments": {"e": {"params": {"key": HEX_KEY}}}}, "session.toml")
     with pytest.raises(BadInput, match=r"events\[1\]\.note"):
@@ -192,7 +195,8 @@ def test_issue12_a_100_kb_order_note_is_refused_naming_field_and_limit(
     code, _, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
                        "--note", "x" * 100_000)
     line = one_line(err)
-    assert code == 2 and "order.toml: events[0].note" in line and f"{TEXT_MAX_BYTES:,} bytes" in line
+    assert code == 2 and "error: the note for events[0] is 100,000 bytes" in line
+    assert f"{TEXT_MAX_BYTES:,} bytes" in line and line.endswith("nothing was written to order.toml")
     assert "x" * 50 not in line and digest(base) == before
     code, _, err = cli(capsys, sessions_root, "order", "base", "event", "payment-sent",
                        "--note", "é" * (TEXT_MAX_BYTES // 2))  # exactly 4 KiB of UTF-8
@@ -204,11 +208,12 @@ def test_issue12_long_checklist_note_and_param_are_refused(
 ) -> None:
     code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.one-sentence",
                        "y" * 5000)
-    assert code == 2 and "items.g1.one-sentence.note" in one_line(err) and "4 KiB" in err
+    assert code == 2 and "the note for g1.one-sentence is 5,000 bytes" in one_line(err)
+    assert "4 KiB" in err
     code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e",
                        "--workload", "command", "--values", "1", "--command", "true {batch}",
                        "--param", "p=" + "z" * 5000)
-    assert code == 2 and "experiments.e.params.p" in one_line(err)
+    assert code == 2 and "the p for experiments.e.params" in one_line(err)
 
 
 # -- a secret already in a hand-edited file -------------------------------------------------------
@@ -286,7 +291,104 @@ def test_issue12_observed_text_may_be_longer_than_a_note_but_is_still_checked() 
     long = "pid 1234 on GPU 0 (1000 bytes), " * 200  # a busy server's concurrent load
     check_free_text({"environment": {"concurrent_load": long},
                      "items": {"g6.device-check": {"evidence": long}}}, "session.toml")
-    with pytest.raises(BadInput, match="items.x.note"):
+    with pytest.raises(BadInput, match="the note for x "):
         check_free_text({"items": {"x": {"note": long}}}, "checklist.toml")
     with pytest.raises(BadInput, match="refused"):
         check_free_text({"environment": {"concurrent_load": long + HEX_KEY}}, "session.toml")
+
+
+# -- issue 12 (tester's round): the note's size, addresses, word forms, assignments ---------------
+def test_issue12_a_10_kb_note_names_the_field_first_and_the_file_as_the_destination(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
+) -> None:
+    before = digest(base)
+    code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.approver",
+                       "n" * 10_240)
+    assert code == 2, err
+    assert one_line(err).endswith("error: the note for g1.approver is 10,240 bytes; at most 4,096 bytes "
+                             "(4 KiB); nothing was written to checklist.toml")
+    assert digest(base) == before
+
+
+PAYMENT = ["--asset", "USDT", "--network", "TRC20", "--amount", "12.50",
+           "--expires", "2099-01-01T00:00:00Z"]
+
+
+@pytest.mark.parametrize("key", [HEX_KEY, "0x" + HEX_KEY, HEX_KEY.upper()])
+def test_issue12_a_64_hex_destination_is_refused_like_a_private_key(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, key: str
+) -> None:
+    line = _refused(capsys, sessions_root, base, key, "order", "base", "payment", *PAYMENT,
+                    "--destination", key)
+    assert "destination" in line and "private key" in line
+
+
+@pytest.mark.parametrize("address", [
+    "0x52908400098527886E0F7030069857D2E4169EE7",  # Ethereum, 40 hex
+    "1BoatSLRHtKNngkdXEeobR76b53LETtpyT",  # Bitcoin base58
+    "3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy",  # Bitcoin P2SH
+    "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",  # Bitcoin bech32
+    "bc1p5d7rjq7g6rdk2yhzks9smlaqtedr4dekq08ge8ztwac72sfr9rusxg3297",  # bech32m (taproot)
+    "7EcDhSYGxXyscszYEp35KHN8vvw3svAuLKTzXwCFLtV",  # Solana, 43 base58
+    "So11111111111111111111111111111111111111112",  # Solana, 43
+    "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T",  # Solana, 44
+    "DRpbCBMxVnDK7maPM5tGv6MvB3v1sRMC86PZ8okm21hy",  # 44
+    _base58(32, seed=7),
+])
+def test_issue12_real_destination_addresses_are_accepted(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, address: str
+) -> None:
+    assert find_secret(address, address=True) is None
+    code, _, err = cli(capsys, sessions_root, "order", "base", "payment", *PAYMENT,
+                       "--destination", address)
+    assert code == 0, err
+
+
+def test_issue12_bip39_words_by_their_four_letter_prefixes_are_refused() -> None:
+    words = Mnemonic("english").generate(128).split()
+    short = " ".join(w[:4] for w in words)
+    reason = find_secret(short)
+    assert reason is not None and "seed phrase" in reason
+    assert find_secret("aban abil able abou abov abse abso abst absu abus acce acci") is not None
+    assert find_secret(" ".join(w[:4] for w in words[:11])) is None
+
+
+@pytest.mark.parametrize("language", ["english", "spanish", "italian", "french", "czech"])
+def test_issue12_bip39_words_written_together_are_refused(language: str) -> None:
+    import unicodedata
+
+    words = Mnemonic(language).generate(128).split()
+    joined = "".join(c for c in unicodedata.normalize("NFKD", "".join(words))
+                     if not unicodedata.combining(c))
+    assert find_secret(joined) is not None
+    assert find_secret(f"seed: {joined.upper()} (keep safe)") is not None
+    assert find_secret("".join(words[:11])) is None
+
+
+def test_issue12_long_ordinary_words_written_together_pass() -> None:
+    for text in ("thequickbrownfoxjumpsoverthelazydogwhilethecatsleeps" * 2,
+                 "supercalifragilisticexpialidociousantidisestablishmentarianism",
+                 "a" * 400, "abandon" * 11):
+        assert find_secret(text) is None, text[:30]
+
+
+@pytest.mark.parametrize("text", [
+    "pw=Tr0ub4dor&3xyz", "pwd: hunter2hunter", "passwd=s3cr3t!", "token=ghp_0123456789abcdef",
+    "api_key=sk-abcdefghijklmnop", "secret: correct-horse", "API-KEY: zzz", "Password : x",
+    "login as root, PWD=Tr0ub4dor&3",
+])
+def test_issue12_password_and_token_assignments_are_refused_never_echoed(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, text: str
+) -> None:
+    reason = find_secret(text)
+    assert reason is not None and "password" in reason
+    value = text.split("=")[-1].split(":")[-1].strip()
+    line = _refused(capsys, sessions_root, base, value * 3, "order", "base", "event",
+                    "payment-sent", "--note", text)
+    assert value not in line
+
+
+@pytest.mark.parametrize("text", ["max_tokens=512", "context tokens: 4096", "the secret is kept",
+                                  "pwd is /home/me", "passes: 3", "tokens=5"])
+def test_issue12_ordinary_text_near_those_words_passes(text: str) -> None:
+    assert find_secret(text) is None

@@ -237,8 +237,10 @@ def check(exp: Experiment) -> Experiment:
     _check_gpus(exp, f)
     if exp.workload == "command":
         argv = exp.params.get("command")
-        if not argv:
-            raise BadInput("a command workload needs params.command (an argv list)", field=f"{f}.params")
+        if not argv:  # issue 12: say what to type, not the file's shape
+            raise BadInput("--command is empty: a command workload needs the program and its "
+                           "arguments, e.g. --command 'python3 score.py {batch}'",
+                           field=f"{f}.params.command")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise BadInput("expected a list of arguments (text)", field=f"{f}.params.command")
         check_command(argv, field=f"{f}.params.command")  # a value never becomes code (issue 12)

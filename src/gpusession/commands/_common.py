@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.errors import BadInput
 from gpusession.core.session import Session, sessions_root
 from gpusession.core.status import remember_sessions_dir
 from gpusession.core.summary import SummaryRow
@@ -19,8 +20,17 @@ from gpusession.core.window import local_str, short_timedelta
 
 
 def root_of(args: argparse.Namespace) -> Path:
-    """The sessions root from ``--sessions-dir`` / ``GPUSESSION_HOME`` / ``./sessions``."""
-    return sessions_root(getattr(args, "sessions_dir", None))
+    """The sessions root from ``--sessions-dir`` / ``GPUSESSION_HOME`` / ``./sessions``.
+
+    Raises:
+        BadInput: the root exists and is not a folder (``--sessions-dir /etc/passwd``):
+            "not a folder", exit 2, rather than "no sessions in …" (issue 12).
+    """
+    root = sessions_root(getattr(args, "sessions_dir", None))
+    if root.exists() and not root.is_dir():
+        raise BadInput("not a folder; the sessions root (--sessions-dir or GPUSESSION_HOME) "
+                       "must be the folder that holds the session folders", path=root)
+    return root
 
 
 def open_session(args: argparse.Namespace, name: str) -> Session:

@@ -9,13 +9,17 @@ like one:
   standard length) all from *one* of the wordlists the ``mnemonic`` package ships
   (English, French, Spanish, Italian, Portuguese, Czech, Russian, Turkish, Japanese,
   Korean, Chinese), whatever the separators, numbering, case or accents;
+  The words may also be given by their unique first four letters (``aban abil able``)
+  or written together without spaces (``abandonabilityable…``, segmented over the list);
 * a 64-hex-digit private key (with or without ``0x``), also when split across two
-  tokens (``"4c0883a6…" "…3f362318"`` pasted on two lines), except in a destination
-  address (some chains write addresses that way);
+  tokens (``"4c0883a6…" "…3f362318"`` pasted on two lines) -- in a destination address
+  too (issue 12: an address of 40 hex digits, base58 or bech32 passes; 64 hex digits
+  cannot be told from a key), only a digest a machine wrote is exempt;
 * a base58 private key of 87–88 characters (Solana and similar: 64 bytes);
 * a Bitcoin WIF private key or an extended private key (``xprv…``/``tprv…``);
 * a PEM private key block (``-----BEGIN … PRIVATE KEY-----``, e.g. an SSH key);
-* a password written as ``password: …`` / ``password=…`` (also ``wachtwoord``).
+* a password or access token written as ``password: …`` / ``pw=…`` / ``pwd:`` /
+  ``passwd=`` / ``token=`` / ``api_key=`` / ``secret:`` (also ``wachtwoord``).
 
 The one check at the write boundary is :func:`check_free_text`: the TOML writer
 (:func:`gpusession.core.tomlio.write_toml`) calls it on the whole document, so every
@@ -52,14 +56,19 @@ _B58 = "1-9A-HJ-NP-Za-km-z"
 _BASE58_KEY_RE = re.compile(rf"(?<![0-9A-Za-z])[{_B58}]{{87,88}}(?![0-9A-Za-z])")
 _WIF_RE = re.compile(rf"(?<![0-9A-Za-z])[5KLc][{_B58}]{{50,51}}(?![0-9A-Za-z])")
 _PASSWORD_RE = re.compile(
-    r"\b(?:password|passwd|passphrase|wachtwoord|mot de passe)\s*[:=]\s*\S", re.IGNORECASE
+    r"\b(?:password|passwd|passphrase|pwd|pw|wachtwoord|mot de passe|"
+    r"(?:api|access|auth|secret|private)[_-]?(?:key|token)|apikey|token|secret)"
+    r"\s*[:=]\s*\S", re.IGNORECASE
 )
+#: A long run of lowercase letters: perhaps a seed phrase written without spaces.
+_JOINED_MIN_CHARS = 3 * MNEMONIC_MIN_WORDS
+#: Wordlists whose words are written in a-z once folded (segmented when joined).
+_LATIN = ("english", "spanish", "french", "italian", "portuguese", "czech", "turkish")
 _PEM_RE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 _XPRV_RE = re.compile(rf"(?<![0-9A-Za-z])[xtyz]prv[{_B58}]{{100,}}")
 #: Keys whose values are digests a machine wrote (revisions, checksums, UUIDs): 64 hex
-#: digits there are a checksum, not a key. ``destination`` holds an address.
+#: digits there are a checksum, not a key. A ``destination`` address is not exempt (issue 12).
 _DIGEST_KEY_RE = re.compile(r"(revision|sha256|sha|digest|uuid|hash|checksum)s?$", re.IGNORECASE)
-_ADDRESS_KEYS = frozenset({"destination"})
 
 _KEEP_ENDS = "for a transaction hash or signature, keep only its first and last 8 characters"
 
@@ -96,12 +105,42 @@ def bip39_words() -> frozenset[str]:
     return bip39_wordlists()["english"]
 
 
+@lru_cache(maxsize=1)
+def _prefixes() -> dict[str, frozenset[str]]:
+    """``{language: the first four letters of each word longer than four}`` (folded).
+
+    BIP-39 words are unique by their first four letters, and wallets accept them so.
+    """
+    return {lang: frozenset(w[:4] for w in words if len(w) > 4)
+            for lang, words in bip39_wordlists().items()}
+
+
+def _joined_words(token: str, words: frozenset[str]) -> int:
+    """How many list words ``token`` is made of, written without spaces; 0 if it is not.
+
+    Dynamic programming over the token's positions (words are 3 to 9 letters):
+    ``best[i]`` is the most words that make up ``token[:i]`` exactly.
+    """
+    n = len(token)
+    best = [-1] * (n + 1)
+    best[0] = 0
+    for i in range(1, n + 1):
+        for size in range(3, min(9, i) + 1):
+            before = best[i - size]
+            if before >= 0 and token[i - size:i] in words:
+                best[i] = max(best[i], before + 1)
+    return max(best[n], 0)
+
+
 def longest_wordlist_run(text: str) -> int:
     """Length of the longest run of consecutive words of one BIP-39 wordlist in ``text``.
 
     Numbers, punctuation and line breaks between the words are ignored, so a recovery
     phrase written one word per numbered line still counts; case and accents are
-    ignored. A run counts words of a single language (a real phrase uses one list).
+    ignored. A run counts words of a single language (a real phrase uses one list). A
+    word may be given by its unique first four letters (``aban`` for ``abandon``), and
+    words written together (``abandonability…``, 36 letters or more, a-z lists only)
+    count as the words they segment into (issue 12).
 
     Args:
         text: any text (a note, a pasted line).
@@ -110,13 +149,21 @@ def longest_wordlist_run(text: str) -> int:
         The number of words in the longest run; 0 when no word is in any list.
     """
     tokens = _TOKEN_RE.findall(_fold(text))  # fold first: NFKD accents are marks, not letters
-    if len(tokens) < MNEMONIC_MIN_WORDS:
+    joined = any(len(t) >= _JOINED_MIN_CHARS for t in tokens)
+    if len(tokens) < MNEMONIC_MIN_WORDS and not joined:
         return 0  # too few words for a phrase (the lists are not even loaded)
     best = 0
-    for words in bip39_wordlists().values():
+    prefixes = _prefixes()
+    for lang, words in bip39_wordlists().items():
         run = 0
         for tok in tokens:
-            run = run + 1 if tok in words else 0
+            if tok in words or (len(tok) == 4 and tok in prefixes[lang]):
+                run += 1
+            elif len(tok) >= _JOINED_MIN_CHARS and lang in _LATIN and tok.isascii():
+                count = _joined_words(tok, words)
+                run = run + count if count else 0
+            else:
+                run = 0
             best = max(best, run)
     return best
 
@@ -132,14 +179,17 @@ def _split_hex_key(text: str) -> bool:
     return False
 
 
-def find_secret(text: str, *, address: bool = False, wordlists_required: bool = True) -> str | None:
+def find_secret(text: str, *, address: bool = False, digest: bool = False,
+                wordlists_required: bool = True) -> str | None:
     """Why ``text`` looks like a secret, or ``None`` when it does not.
 
     Args:
         text: the text to check.
-        address: the text is a destination address or a digest a machine wrote; some
-            chains (Sui, Aptos) write addresses as ``0x`` + 64 hex digits, so the hex
-            rules are not applied.
+        address: the text is a destination address: checked like any text (issue 12:
+            64 hex digits, with or without ``0x``, are refused there too, since they
+            cannot be told from a private key; 40-hex, base58 and bech32 addresses pass).
+        digest: the text is a digest a machine wrote (a revision, a checksum, a UUID):
+            the hex rules are not applied.
         wordlists_required: ``False`` where a missing ``mnemonic`` package (a broken
             install) must not stop the caller (hiding text on reading, the journal):
             the other rules still apply.
@@ -159,15 +209,16 @@ def find_secret(text: str, *, address: bool = False, wordlists_required: bool = 
         return (f"it contains {run} consecutive words from a BIP-39 wordlist, which looks like "
                 "a wallet seed phrase (mnemonic); a seed phrase gives full control of the wallet "
                 "and must never be written in a session file")
-    if not address and _HEX64_RE.search(text):
+    del address  # an address gets no exemption (issue 12)
+    if not digest and _HEX64_RE.search(text):
         return ("it contains 64 hexadecimal digits, which looks like a private key; keys must "
                 f"never be written in a session file ({_KEEP_ENDS})")
-    if not address and _split_hex_key(text):
+    if not digest and _split_hex_key(text):
         return ("it contains 64 hexadecimal digits split in two, which looks like a private "
                 f"key; keys must never be written in a session file ({_KEEP_ENDS})")
     if _PASSWORD_RE.search(text):
-        return ("it contains what looks like a password (\"password: …\"); access passwords "
-                "must never be written in a session file")
+        return ("it contains what looks like a password or access token (\"password: …\", "
+                "\"token=…\"); passwords and tokens must never be written in a session file")
     if _PEM_RE.search(text):
         return ("it contains a private key block (-----BEGIN … PRIVATE KEY-----); keys must "
                 "never be written in a session file")
@@ -182,9 +233,11 @@ def find_secret(text: str, *, address: bool = False, wordlists_required: bool = 
     return None
 
 
-def kind_of_secret(text: str, *, address: bool = False, wordlists_required: bool = True) -> str | None:
+def kind_of_secret(text: str, *, address: bool = False, digest: bool = False,
+                   wordlists_required: bool = True) -> str | None:
     """A short name of the secret ``text`` looks like (``"seed phrase"``), or ``None``."""
-    reason = find_secret(text, address=address, wordlists_required=wordlists_required)
+    reason = find_secret(text, address=address, digest=digest,
+                         wordlists_required=wordlists_required)
     if reason is None:
         return None
     for words, kind in (("seed phrase", "seed phrase"), ("password", "password"),
@@ -224,17 +277,32 @@ def check_length(text: str, *, field: str, path: Path | str | None = None,
         limit_bytes: the limit (default 4 KiB).
 
     Raises:
-        BadInput: naming the field, the size and the limit; the text is not repeated.
+        BadInput: the field first, then the size and the limit, the file as where
+            nothing was written (issue 12: "the note for g1.approver is 10,240 bytes;
+            at most 4,096 bytes (4 KiB); nothing was written to checklist.toml", so
+            the file does not read as broken); the text is not repeated.
     """
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > limit_bytes:
-        raise BadInput(f"{size:,} bytes of text; at most {limit_bytes:,} bytes "
-                       f"({limit_bytes // 1024} KiB) per field; nothing was written",
-                       path=path, field=field)
+        dest = f" to {Path(path).name}" if path is not None else ""
+        exc = BadInput(f"{_field_words(field)} is {size:,} bytes; at most {limit_bytes:,} bytes "
+                       f"({limit_bytes // 1024} KiB); nothing was written{dest}")
+        # the line names them in its own words; the parts stay for a form to focus the field
+        exc.field, exc.path = field, Path(path) if path is not None else None
+        raise exc
 
 
-def _is_address_or_digest(key: str) -> bool:
-    return key in _ADDRESS_KEYS or bool(_DIGEST_KEY_RE.search(key))
+def _field_words(field: str) -> str:
+    """``items.g1.approver.note`` → ``the note for g1.approver``; ``name`` → ``the name``."""
+    owner, dot, last = field.rpartition(".")
+    if not dot:
+        return f"the {field}" if field else "the text"
+    owner = owner.removeprefix("items.")
+    return f"the {last} for {owner}"
+
+
+def _is_digest(key: str) -> bool:
+    return bool(_DIGEST_KEY_RE.search(key))
 
 
 #: Tables a program fills with what it observed (the run's environment, a probe's
@@ -270,8 +338,8 @@ def check_free_text(doc: Any, file: Path | str | None, *,
     like a secret (:func:`find_secret`).
     The TOML writer calls it on every document before anything is written, so a field
     added later is checked without being listed anywhere. A value under a key that holds
-    an address (``destination``) or a machine-written digest (``*_revision``,
-    ``sha256``, ``uuid``…) is exempt from the 64-hex rule only.
+    a machine-written digest (``*_revision``, ``sha256``, ``uuid``…) is exempt from the
+    64-hex rule only; a ``destination`` address is not (issue 12).
 
     Args:
         doc: the document (dicts, lists, strings, numbers, dates).
@@ -285,7 +353,7 @@ def check_free_text(doc: Any, file: Path | str | None, *,
     for where, key, text, observed in _walk(doc, "", ""):
         check_length(text, field=where, path=file,
                      limit_bytes=max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes)
-        reason = find_secret(text, address=_is_address_or_digest(key))
+        reason = find_secret(text, digest=_is_digest(key))
         if reason is not None:
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
 
@@ -310,7 +378,7 @@ def mask_free_text(doc: Any, file: Path | str | None = None) -> tuple[Any, list[
 
     def mask(value: Any, where: str, key: str) -> Any:
         if isinstance(value, str):
-            kind = kind_of_secret(value, address=_is_address_or_digest(key),
+            kind = kind_of_secret(value, digest=_is_digest(key),
                                   wordlists_required=False)
             if kind is None:
                 return value

@@ -206,12 +206,36 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
     return Path.cwd() / "sessions"
 
 
-def validate_name(name: str) -> str:
+#: The gpusession commands: a session of that name would read like the command
+#: (``gpusession list``). Kept here since core imports no commands; a test compares it
+#: with the parser's choices (issue 12).
+COMMAND_NAMES = frozenset({
+    "checklist", "cost", "demo", "experiment", "list", "manifest", "new", "open", "order",
+    "package", "pull", "report", "run", "show", "status", "validate", "verify-copy",
+})
+#: Names Windows reserves for devices, with or without an extension (``nul.txt``).
+#: The one command name a session may have: ``gpusession demo`` makes the session ``demo``.
+_OWN_SESSION_NAMES = frozenset({"demo"})
+WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL"}
+                             | {f"{p}{i}" for p in ("COM", "LPT") for i in range(1, 10)})
+
+
+def validate_name(name: str, *, new: bool = False) -> str:
     """Check that ``name`` is a safe slug: letters, digits, ``.``, ``_``, ``-``.
+
+    Args:
+        name: the session name (its folder's name).
+        new: the name is for a session being created or renamed: also refuse a name
+            that starts with ``.`` (a hidden folder), ends with ``.`` or a space
+            (Windows drops them), is reserved on Windows (``CON``, ``nul.txt``,
+            ``COM1``…, any case) or is a gpusession command (``list``, any case; not
+            ``demo``, the demo's own session).
+            Source: issue 12.
 
     Raises:
         BadInput: empty, longer than 100 characters, ``.``/``..``, containing ``..``,
-            ``/`` or any other character; the message says which.
+            ``/`` or any other character, and for a new name the cases above; one line
+            saying which and why.
     """
     if not name:
         raise BadInput("session name is empty; use letters, digits, '.', '_' or '-'", field="name")
@@ -225,6 +249,8 @@ def validate_name(name: str) -> str:
         raise BadInput(f"session name {name!r} contains '..' or is '.'", field="name")
     if name.startswith("-"):
         raise BadInput(f"session name {name!r} starts with '-'", field="name")
+    if new:
+        _check_new_name(name)
     if not _NAME_RE.fullmatch(name):  # fullmatch: "$" would let a final newline through
         bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
         raise BadInput(
@@ -232,6 +258,23 @@ def validate_name(name: str) -> str:
             field="name",
         )
     return name
+
+
+def _check_new_name(name: str) -> None:
+    """The extra refusals of :func:`validate_name` for a new name (issue 12)."""
+    if name.startswith("."):
+        raise BadInput(f"session name {name!r} starts with '.', which hides its folder (ls, "
+                       "file managers); start with a letter or digit", field="name")
+    if name.endswith((".", " ")):
+        raise BadInput(f"session name {name!r} ends with a dot or a space, which Windows drops "
+                       "when the folder is copied there; end with a letter or digit", field="name")
+    stem = name.split(".")[0].strip().upper()
+    if stem in WINDOWS_RESERVED:
+        raise BadInput(f"session name {name!r} is a device name reserved on Windows ({stem}); "
+                       "the folder could not be copied there; choose another name", field="name")
+    if name.lower() in COMMAND_NAMES - _OWN_SESSION_NAMES:
+        raise BadInput(f"session name {name!r} is a gpusession command (gpusession "
+                       f"{name.lower()}); choose another name", field="name")
 
 
 def refuse_case_twin(root: Path, name: str, *, renaming: str | None = None) -> None:
@@ -350,7 +393,7 @@ class Session:
             BadInput: unsafe name, or a session of that name already exists (it is
                 never overwritten).
         """
-        validate_name(name)
+        validate_name(name, new=True)
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise BadInput("the sessions root is a file; expected a folder (--sessions-dir)", path=root)
@@ -435,7 +478,7 @@ class Session:
 
     def rename(self, new_name: str) -> Session:
         """Rename the folder; refuses an existing target. Returns the reopened session."""
-        validate_name(new_name)
+        validate_name(new_name, new=True)
         refuse_case_twin(self.folder.parent, new_name, renaming=self.name)
         target = self.folder.parent / new_name
         if target.exists():
