@@ -50,9 +50,11 @@ def register(sub: Any) -> None:
     p.add_argument("words", nargs="*", metavar="ARG", help="ITEM_ID [TEXT] or STAGE TEXT")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--destination", metavar="DIR",
-                   help="evidence: the folder for the way back (free space, G§2); remembered")
+                   help="evidence: the folder the deliverables will be copied to; its free space is "
+                        "checked (remembered)")
     p.add_argument("--reserve-hours", type=float, metavar="H",
-                   help="evidence: hours kept free for retrieval at the end (G§7; default 4)")
+                   help="evidence: hours kept free at the end of the package to copy the results "
+                        "home (default 4)")
     p.set_defaults(func=cmd_checklist)
 
     p = sub.add_parser(
@@ -245,7 +247,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     if folder.resolve() == sess_dir or sess_dir.is_relative_to(folder.resolve()):
         raise BadInput(
             "holds the session's technical files; name a folder with only the approved "
-            "deliverables (seed 003 §8: deliverables apart from technical files)",
+            "deliverables (deliverables are kept apart from technical files)",
             path=folder,
         )
     also = bool(getattr(args, "also_in_deliverables", False))

@@ -161,7 +161,7 @@ def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
 
 # -- sections --------------------------------------------------------------------------
 def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
-    out = ["Stage 1 of the checklist (seed 003 §1, seed 000 §1): the notes are the need and "
+    out = ["Stage 1 of the checklist (the need): the notes are the need and "
            "the approval criteria as written before the work.", ""]
     stage1 = [i for i in items if i.stage == 1]
     for i in (i for i in stage1 if i.note or i.done):
