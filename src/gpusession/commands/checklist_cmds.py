@@ -92,11 +92,15 @@ def register(sub: Any) -> None:
         description=(
             "Need and criteria, environment seen, protocols, summary per variant and phase, "
             "validation verdicts, cost, decision; PNG charts when matplotlib is installed. "
-            "Default: report.md in the session folder (report-2.md... when it exists)."
+            "Without --out, each report is a new file in the session folder: report.md, then "
+            "report-2.md, report-3.md... (earlier reports are kept; --force replaces report.md). "
+            "The path written is printed."
         ),
     )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--out", metavar="FILE", help="report file to write (refused if it exists)")
+    p.add_argument("--out", metavar="FILE",
+                   help="report file to write (refused if it exists); default the next free "
+                   "report.md, report-2.md... in the session folder")
     p.add_argument("--force", action="store_true", help="overwrite an existing report file")
     p.set_defaults(func=cmd_report)
 
