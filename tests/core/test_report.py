@@ -193,8 +193,8 @@ def test_issue15_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunC
         assert re.search(rf"\| {variant} \| warm \| 5 \| [^|]+ \| [^|]+ \| macro-F1 0\.9\d\d \| none \|",
                          results), results
     # issue 15: identical notes said once, and every section fits 24 lines at 80 columns
-    assert results.count("truncated 197 of 1000 inputs") == 1
-    assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1000 inputs" in results
+    assert results.count("truncated 197 of 1,000 inputs") == 1
+    assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in results
     for title in SECTIONS:
         body = _section(text, title).strip("\n").splitlines()
         rows = 1 + sum(max(1, -(-len(line) // 80)) for line in body)  # the "## " title too

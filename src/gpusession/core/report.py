@@ -300,9 +300,8 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
     from gpusession.core.summary import session_summary
 
     table = session_summary(session, frame)
-    out = _wrap("Median and min–max of the measured runs (five do not justify a p95), each "
-                "with its unit (ms or s); load, cold and warm apart; a failed run keeps its "
-                "row, never 0 s.") + [""]
+    out = _wrap("Median, min–max (ms or s); no p95 from so few runs; failed runs kept, "
+                "never 0 s.") + [""]
     sections: dict[str, list[list[Any]]] = {}
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
@@ -314,7 +313,7 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
         if r.is_validation:
             row: list[Any] = [r.variant_id, r.quality_words(), r.outcome_words()]
         else:
-            row = [r.variant_id, r.phase, r.n, format_seconds(r.median_seconds, "-"),
+            row = [r.variant_words(), r.phase, r.n, format_seconds(r.median_seconds, "-"),
                    format_seconds_range(r.min_seconds, r.max_seconds, "-"),
                    r.quality_words(), r.outcome_words()]
         sections.setdefault(title, []).append(row)
