@@ -88,7 +88,8 @@ def demo_like_session(root: Path, name: str = "soak") -> str:
     s = Session.create(root, name, package=Package("RTX A5000", 1, 7, now), now=now)
     define_experiment(s, Experiment(
         id="batch-sweep", workload="bbc-news", varied="batch", values=(1, 4, 8),
-        runs_per_variant=5, warmup_iterations=2, order="interleaved", scope="processing"))
+        runs_per_variant=5, warmup_iterations=2, order="interleaved", scope="processing",
+        params={"model_dir": "models"}))
     FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
     order.set_order(s, number="ORD-1042", gpu_model="RTX A5000", lots=1, days=7, at=now)
     order.new_payment_order(s, asset="USDT", network="TRC20", amount="55.00",

@@ -289,6 +289,6 @@ def make_session(
             s,
             Experiment(id="batch-sweep", workload="bbc-news", varied="batch", values=(1, 4, 8),
                        runs_per_variant=runs, warmup_iterations=2, order="interleaved",
-                       scope="processing"),
+                       scope="processing", params={"model_dir": "models"}),
         )
     return s

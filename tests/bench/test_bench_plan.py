@@ -24,7 +24,7 @@ PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tole
 
 def _exp(**kw: object) -> Experiment:
     base: dict[str, object] = dict(id="batch-sweep", workload="bbc-news", corpus="corpus/eval.jsonl",
-                                   values=(1, 4, 8), protocol=PROTOCOL)
+                                   values=(1, 4, 8), protocol=PROTOCOL, params={"model_dir": "models"})
     base.update(kw)
     return Experiment(**base)  # type: ignore[arg-type]
 

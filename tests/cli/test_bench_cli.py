@@ -41,6 +41,7 @@ def test_experiment_define_bad_input_is_one_line_and_changes_nothing(sessions_ro
         (["--values", "1", "--corpus", "missing.jsonl"], "corpus"),
         (["--values", "1", "--classes", "a,a"], "protocol.classes"),
         (["--values", "1", "--param", "novalue"], "KEY=VALUE"),
+        (["--values", "1"], "workload bbc-news needs --param model_dir=DIR"),
     ):
         res = run_cli("experiment", "x", "define", "--id", "e", "--workload", "bbc-news", *extra)
         assert res.returncode == 2, (extra, res.stderr)

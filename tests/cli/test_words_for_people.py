@@ -25,6 +25,10 @@ def _cli(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> str:
 def test_rule_id_pattern_finds_ids_and_not_gpu_names() -> None:
     assert ids_in("full package price (K1); see H-12 and R10") == ["H-12", "K1", "R10"]
     assert ids_in("1× RTX A5000, NVIDIA H100, V100, ORD-1042, c2, GPU-aaaa") == []
+    # sources cited by section: a person reads words, not "G§2" or "seed 003 §1"
+    assert ids_in("(free space, G§2)") == ["G§2"]
+    assert ids_in("Stage 1 (seed 003 §1, seed 000 §1)") == ["seed 000", "seed 003", "§1"]
+    assert ids_in("training the demo classifier (fixed seed 0)") == []
 
 
 def test_cli_output_names_no_rule_id(busy_session: Any, sessions_root: Path, tmp_path: Path,
@@ -39,6 +43,7 @@ def test_cli_output_names_no_rule_id(busy_session: Any, sessions_root: Path, tmp
         ("checklist", name),
         ("experiment", name, "list"),
         ("report", name, "--out", str(tmp_path / "report.md")),
+        ("manifest", name, "--deliverables", str(busy_session.folder)),  # refused: says why in words
     ]
     found: dict[str, list[str]] = {}
     for args in runs:

@@ -151,9 +151,9 @@ def test_s7_run_key_parse_refuses_malformed_text(text: str) -> None:
 # -- the one renderer --------------------------------------------------------------------
 def test_describe_words_for_each_runner_event() -> None:
     load = ResultRow(variant_id="all", phase="load", run_index=1, elapsed_seconds=1.23456)
-    assert describe(RowAppended(row=load, total=4)) == "          load  all        1.23 s"
+    assert describe(RowAppended(row=load, total=4)) == "          load  all variants 1.23 s"
     failed_load = load.replace(elapsed_seconds=None)
-    assert describe(RowAppended(row=failed_load, total=4)) == "          load  all        failed"
+    assert describe(RowAppended(row=failed_load, total=4)) == "          load  all variants failed"
     warm = ResultRow(variant_id="batch-4", phase="warm", run_index=2, elapsed_seconds=0.12345,
                      corpus_accepted=True)
     assert describe(RowAppended(row=warm, done=3, total=10)) == (

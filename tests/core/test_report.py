@@ -193,8 +193,8 @@ def test_issue15_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunC
         assert re.search(rf"\| {variant} \| warm \| 5 \| [^|]+ \| [^|]+ \| macro-F1 0\.9\d\d \| none \|",
                          results), results
     # issue 15: identical notes said once, and every section fits 24 lines at 80 columns
-    assert results.count("truncated 197 of 1000 inputs") == 1
-    assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1000 inputs" in results
+    assert results.count("truncated 197 of 1,000 inputs") == 1
+    assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in results
     for title in SECTIONS:
         body = _section(text, title).strip("\n").splitlines()
         rows = 1 + sum(max(1, -(-len(line) // 80)) for line in body)  # the "## " title too
@@ -238,3 +238,44 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
     # a second report gets its own chart files; the first ones stay
     res2 = write_report(report_session, now=T0, nvml=NVML)
     assert [p.name for p in res2.charts] == ["report-2-durations.png", "report-2-memory.png"]
+
+
+def test_report_item3_no_double_blank_lines_and_the_unit_said_is_true(report_session: Session,
+                                                                       new_session: NewSession) -> None:
+    """Section 1 had stray blank lines; section 4 said "Seconds." beside values in ms."""
+    for s in (report_session, new_session(name="empty", package=None)):
+        text = render_report(s, now=T0)
+        assert "\n\n\n" not in text
+        results = _section(text, "Results per variant and phase")
+        assert "Seconds." not in results
+    results = _section(render_report(report_session, now=T0), "Results per variant and phase")
+    assert "ms or s" in results and " ms |" in results
+    assert "s.\n\nExperiment batch-sweep:" in results  # a paragraph, then the table's title
+
+
+def test_report_item3_matplotlib_hint_matches_the_readme(report_session: Session,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *a: Any, **k: Any) -> Any:
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    note = write_report(report_session, now=T0).charts_note or ""
+    hint = re.search(r"`(pip install [^`]+)`", note)
+    assert hint, note
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert hint.group(1) in readme
+
+
+def test_cli_report_item3_each_call_a_new_file_said_in_help_and_printed(run_cli: RunCli,
+                                                                        sessions_root: Path) -> None:
+    assert run_cli("new", "r1").returncode == 0
+    helptext = " ".join(run_cli("report", "--help").stdout.split())
+    assert "report-2.md, report-3.md" in helptext and "printed" in helptext
+    for name in ("report.md", "report-2.md", "report-3.md"):
+        r = run_cli("report", "r1")
+        assert r.returncode == 0, r.stderr
+        assert f"wrote {sessions_root / 'r1' / name}" in r.stdout

@@ -212,7 +212,7 @@ async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> N
     from gpusession.bench.plan import Experiment, define_experiment
 
     define_experiment(session, Experiment(id="ctx-sweep", workload="bbc-news", varied="context",
-                                          values=(128, 256)))
+                                          values=(128, 256), params={"model_dir": "models"}))
 
     app = make_app()
     async with app.run_test(size=(80, 30)) as pilot:

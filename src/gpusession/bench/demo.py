@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gpusession.core.errors import Failure
 from gpusession.core.session import Package, Session, utcnow
@@ -19,6 +20,21 @@ from gpusession.core.units import format_seconds
 
 DEMO_SESSION = "demo"
 DEMO_EXPERIMENT = "batch-sweep"
+
+
+def corpus_words(sizes: Mapping[str, int]) -> str:
+    """The demo's corpus sizes in words, with thousands separators (misc item 4).
+
+    ``{'train': 1000, 'tune': 225, 'eval': 1000}`` → ``1,000 training, 225 tuning and
+    1,000 evaluation``.
+
+    Args:
+        sizes: texts per split, as returned by ``write_demo_corpus`` (``sizes``); a split
+            other than train/tune/eval is named as it is.
+    """
+    names = {"train": "training", "tune": "tuning", "eval": "evaluation"}
+    parts = [f"{n:,} {names.get(k, k)}" for k, n in sizes.items()]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> tuple[Session, str]:
@@ -59,7 +75,7 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
         info = write_demo_corpus(corpus_dir, seed=0)
         demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
                     sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
-        print(f"corpus: wrote {info['sizes']} texts to {corpus_dir} "
+        print(f"corpus: wrote {corpus_words(cast(Mapping[str, int], info['sizes']))} texts to {corpus_dir} "
               f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
               file=out)
         session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})

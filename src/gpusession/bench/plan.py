@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gpusession.bench.placeholders import ENV, check_command
+from gpusession.bench.workloads.params import check_params
 from gpusession.core.errors import BadInput
 from gpusession.core.journal import RunKey
 from gpusession.core.secrets import shown
@@ -373,6 +374,7 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
         BadInput: settings that do not pass :func:`check`.
     """
     check(exp)
+    check_params(exp.workload, exp.params, field=f"experiments.{exp.id}.params")  # before it is stored
     session.reload()  # a TUI or a run may hold this session since long: decide on the file
     table: dict[str, Any] = dict(session.data.get("experiments", {}))
     wanted = _fixed(exp.to_toml())

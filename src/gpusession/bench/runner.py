@@ -109,6 +109,11 @@ from gpusession.core.summary import accepted_revisions
 TEARDOWN_GRACE_S = 30.0
 
 
+def _count(n: int | None) -> str:
+    """``1000`` → ``1,000`` (user text has thousands separators); ``None`` → ``?``."""
+    return "?" if n is None else f"{n:,}"
+
+
 @dataclass
 class RunOutcome:
     """What one invocation of an experiment produced.
@@ -771,8 +776,8 @@ class Runner:
         row = self._row_for(exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
         truncated = ev.truncated or 0
         if truncated:
-            notes.append(f"truncated {truncated} of {ev.n_inputs} inputs at the context "
-                         f"limit of {row.context} tokens")
+            notes.append(f"truncated {truncated:,} of {_count(ev.n_inputs)} inputs at the context "
+                         f"limit of {_count(row.context)} tokens")
         if ev.rank_note:  # issue 13: elapsed between barriers, peaks the maximum over ranks
             notes.append(ev.rank_note)
         if ev.ok:

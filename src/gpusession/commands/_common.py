@@ -104,14 +104,14 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
     """
     table = [raw if isinstance(raw, SummaryRow) else _row_of(raw) for raw in rows]
     ew = max([10] + [len(_or_dash(r.experiment_id)) for r in table])  # columns fit their words
-    vw = max([7] + [len(_or_dash(r.variant_id)) for r in table])
+    vw = max([7] + [len(r.variant_words()) for r in table])
     lines = [f"{'experiment':<{ew}} {'variant':<{vw}} {'phase':<5} {'n':>3} {'median':>9} "
              f"{'min–max':>15}  {'quality':<14}  outcome"]
     for r in table:  # 3 significant digits with a unit: never a measured value as 0 (H-22)
         med = format_seconds(r.median_seconds, "-")
         rng = format_seconds_range(r.min_seconds, r.max_seconds, "-")
         lines.append(
-            f"{_or_dash(r.experiment_id):<{ew}} {_or_dash(r.variant_id):<{vw}} "
+            f"{_or_dash(r.experiment_id):<{ew}} {r.variant_words():<{vw}} "
             f"{_or_dash(r.phase):<5} "
             f"{r.n:>3} {med:>9} {rng:>15}  {r.quality_words():<14}  {r.outcome_words()}"
         )

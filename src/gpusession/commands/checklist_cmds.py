@@ -50,9 +50,11 @@ def register(sub: Any) -> None:
     p.add_argument("words", nargs="*", metavar="ARG", help="ITEM_ID [TEXT] or STAGE TEXT")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--destination", metavar="DIR",
-                   help="evidence: the folder for the way back (free space, G§2); remembered")
+                   help="evidence: the folder the deliverables will be copied to; its free space is "
+                        "checked (remembered)")
     p.add_argument("--reserve-hours", type=float, metavar="H",
-                   help="evidence: hours kept free for retrieval at the end (G§7; default 4)")
+                   help="evidence: hours kept free at the end of the package to copy the results "
+                        "home (default 4)")
     p.set_defaults(func=cmd_checklist)
 
     p = sub.add_parser(
@@ -90,11 +92,15 @@ def register(sub: Any) -> None:
         description=(
             "Need and criteria, environment seen, protocols, summary per variant and phase, "
             "validation verdicts, cost, decision; PNG charts when matplotlib is installed. "
-            "Default: report.md in the session folder (report-2.md... when it exists)."
+            "Without --out, each report is a new file in the session folder: report.md, then "
+            "report-2.md, report-3.md... (earlier reports are kept; --force replaces report.md). "
+            "The path written is printed."
         ),
     )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--out", metavar="FILE", help="report file to write (refused if it exists)")
+    p.add_argument("--out", metavar="FILE",
+                   help="report file to write (refused if it exists); default the next free "
+                   "report.md, report-2.md... in the session folder")
     p.add_argument("--force", action="store_true", help="overwrite an existing report file")
     p.set_defaults(func=cmd_report)
 
@@ -245,7 +251,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     if folder.resolve() == sess_dir or sess_dir.is_relative_to(folder.resolve()):
         raise BadInput(
             "holds the session's technical files; name a folder with only the approved "
-            "deliverables (seed 003 §8: deliverables apart from technical files)",
+            "deliverables (deliverables are kept apart from technical files)",
             path=folder,
         )
     also = bool(getattr(args, "also_in_deliverables", False))

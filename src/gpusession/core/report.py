@@ -8,7 +8,7 @@ reserved side by side, never added), validation verdicts (V1), cost (K1-K5), the
 retrieval manifest (S4), the decision note, and the checklist's progress.
 
 PNG charts (durations per variant and phase, memory peaks) are drawn with matplotlib
-only when it is importable (``pip install 'gpusession[report]'``); otherwise the report
+only when it is importable (``pip install -e '.[report]'``); otherwise the report
 says they were left out and why. An existing report is never overwritten silently:
 ``report.md`` becomes ``report-2.md``..., an explicit ``--out`` that exists is refused
 without ``force``.
@@ -161,19 +161,23 @@ def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
 
 # -- sections --------------------------------------------------------------------------
 def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
-    out = ["Stage 1 of the checklist (seed 003 §1, seed 000 §1): the notes are the need and "
-           "the approval criteria as written before the work.", ""]
     stage1 = [i for i in items if i.stage == 1]
+    listed: list[str] = []
     for i in (i for i in stage1 if i.note or i.done):
         state = f"done {i.at.isoformat()}" if i.done and i.at else ("done" if i.done else "open")
-        out.append(f"- **{i.text}** ({state})")
-        out.append(f"  - {i.note}" if i.note else "  - _no note written_")
+        listed.append(f"- **{i.text}** ({state})")
+        listed.append(f"  - {i.note}" if i.note else "  - _no note written_")
+    blocks = [["Stage 1 of the checklist (the need): the notes are the need and "
+               "the approval criteria as written before the work."], listed]
     silent = [i.id for i in stage1 if not i.note and not i.done]
     if silent:
-        out += ["", "Open, without a note: " + ", ".join(f"`{x}`" for x in silent) + "."]
+        blocks.append(["Open, without a note: " + ", ".join(f"`{x}`" for x in silent) + "."])
     if not any(i.note for i in stage1):
-        out += ["", f"_No need or criteria written yet: `gpusession checklist {session.name} "
-                "note g1.one-sentence \"...\"`._"]
+        blocks.append([f"_No need or criteria written yet: `gpusession checklist {session.name} "
+                       "note g1.one-sentence \"...\"`._"])
+    out: list[str] = []
+    for block in (b for b in blocks if b):  # one blank line between blocks, never two
+        out += ([""] if out else []) + block
     return out
 
 
@@ -296,8 +300,8 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
     from gpusession.core.summary import session_summary
 
     table = session_summary(session, frame)
-    out = _wrap("Median and min–max of the measured runs (five do not justify a p95); load, "
-                "cold and warm apart; a failed run keeps its row, never 0 s.")
+    out = _wrap("Median, min–max (ms or s); no p95 from so few runs; failed runs kept, "
+                "never 0 s.") + [""]
     sections: dict[str, list[list[Any]]] = {}
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
@@ -309,7 +313,7 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
         if r.is_validation:
             row: list[Any] = [r.variant_id, r.quality_words(), r.outcome_words()]
         else:
-            row = [r.variant_id, r.phase, r.n, format_seconds(r.median_seconds, "-"),
+            row = [r.variant_words(), r.phase, r.n, format_seconds(r.median_seconds, "-"),
                    format_seconds_range(r.min_seconds, r.max_seconds, "-"),
                    r.quality_words(), r.outcome_words()]
         sections.setdefault(title, []).append(row)
@@ -498,7 +502,7 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
         import matplotlib.pyplot as plt
     except ImportError:
         return [], ("Charts left out: matplotlib is not installed "
-                    "(`pip install 'gpusession[report]'` to draw them).")
+                    "(`pip install -e '.[report]'` in the gpusession clone to draw them).")
     timed = frame.filter(pl.col("elapsed_seconds").is_not_null())
     if timed.height == 0:
         return [], "Charts left out: no measured duration yet."

@@ -61,6 +61,25 @@ def accepted_revisions(frame: pl.DataFrame) -> set[str]:
 METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 #: Journal event of an experiment invocation that stopped before measuring anything.
 ATTEMPT_FAILED_EVENT = "attempt_failed"
+#: ``variant_id`` of a warm worker's load row: one load serves every variant's warm runs.
+ALL_VARIANTS = "all"
+
+
+def variant_words(variant_id: str | None, phase: str | None) -> str:
+    """The variant column in words: the warm worker's load (``all``) reads ``all variants``.
+
+    Args:
+        variant_id: as stored in the results CSV (``batch-4``, ``all``…); ``None`` reads ``-``.
+        phase: ``load``, ``cold``, ``warm`` or ``None``.
+
+    Returns:
+        ``"all variants"`` for the one load of the warm worker, else the id (issue: misc
+        item 4; the stored id stays ``all``).
+    """
+    if variant_id is None:
+        return "-"
+    return "all variants" if phase == "load" and variant_id == ALL_VARIANTS else str(variant_id)
+
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,10 @@ class SummaryRow:
     validated: int = 0
     accepted: int = 0
     attempt: int | None = None
+
+    def variant_words(self) -> str:
+        """The variant column for people: ``all variants`` for the warm worker's load."""
+        return variant_words(self.variant_id, self.phase)
 
     @property
     def is_validation(self) -> bool:

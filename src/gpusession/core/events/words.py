@@ -14,6 +14,7 @@ from typing import Any
 from gpusession.core.events.base import Event
 from gpusession.core.events.records import RunInterruptedRecord
 from gpusession.core.events.runner import EnvironmentObserved, IncidentReported, RowAppended
+from gpusession.core.summary import variant_words
 from gpusession.core.units import format_seconds
 
 
@@ -98,7 +99,8 @@ def describe(event: Event) -> str | None:
     if isinstance(event, RowAppended):
         r = event.row
         if r.phase == "load":
-            return f"          load  {r.variant_id:<10} {_seconds(r.elapsed_seconds, 'failed')}"
+            return (f"          load  {variant_words(r.variant_id, r.phase):<10} "
+                    f"{_seconds(r.elapsed_seconds, 'failed')}")
         el = _seconds(r.elapsed_seconds, "not measured")
         done = "?" if event.done is None else event.done
         return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
