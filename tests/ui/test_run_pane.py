@@ -311,12 +311,12 @@ async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
     session: Any, make_app: MakeApp
 ) -> None:
     """The row view at 80×24: the corpus column (the last) is whole, even for a long
-    variant name, an unvalidated run and a failed one."""
+    variant name, an unvalidated run and a rejected one (measured, corpus not accepted)."""
     from textual.geometry import Region
 
     from gpusession.core.results import ResultRow
 
-    cases = [(True, 1.5)] * 20 + [(None, 0.25), (False, None)]  # enough rows for a scrollbar
+    cases = [(True, 1.5)] * 20 + [(None, 0.25), (False, 0.5)]  # enough rows for a scrollbar
     for i, (accepted, elapsed) in enumerate(cases, start=1):
         session.results.append(ResultRow(
             experiment_id="batch-sweep", variant_id="context-1024", phase="warm", run_index=i,
