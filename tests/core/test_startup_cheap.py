@@ -15,6 +15,7 @@ import pytest
 from helpers import NewSession
 
 from gpusession.core import secrets
+from gpusession.core.recovery import SPEC_PREFIX
 from gpusession.core.results import ResultRow
 from gpusession.core.session import Session
 
@@ -66,6 +67,13 @@ def _leftover_tmp(s: Session) -> None:
     os.utime(tmp, (old, old))
 
 
+def _leftover_worker_spec(s: Session) -> None:
+    _finished_run(s)
+    exp = s.folder / "runs" / "e"
+    exp.mkdir(parents=True)
+    (exp / f"{SPEC_PREFIX}0.json").write_text("{}")
+
+
 CASES: dict[str, tuple[Callable[[Session], None], bool]] = {
     "clean": (_clean, False),
     "finished run": (_finished_run, False),
@@ -76,6 +84,7 @@ CASES: dict[str, tuple[Callable[[Session], None], bool]] = {
     "cut journal line": (_cut_journal, True),
     "cut csv row": (_cut_csv, True),
     "leftover temporary file": (_leftover_tmp, True),
+    "leftover worker spec": (_leftover_worker_spec, True),
 }
 
 
@@ -90,7 +99,7 @@ def test_s7_needs_recovery_says_no_only_when_recovery_finds_nothing(
     assert reopened.needs_recovery() is expected
     recovered = reopened.recover()
     if not expected:
-        assert recovered == []
+        assert recovered == [] and not list(s.folder.rglob(f"{SPEC_PREFIX}*"))
     else:
         # what recovery left needs nothing more
         assert Session.open(sessions_root, "t1", recover=False).needs_recovery() is False

@@ -635,7 +635,7 @@ class Session:
 
         A cheap look, without the lock and without the typed events: a run lock file, a
         journal or results CSV whose last line is cut, a temporary file of an atomic
-        write, or a journal with a run (or worker load) started and never ended. It errs
+        write, a worker spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or worker load) started and never ended. It errs
         towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
         (so :meth:`open` skips it and start-up does not load the recovery machinery).
 
@@ -656,7 +656,7 @@ class Session:
             except FileNotFoundError:
                 continue
         for _dirpath, _dirs, files in os.walk(self.folder):
-            if any(is_tmp_name(name) for name in files):
+            if any(is_tmp_name(name) or _is_worker_spec(name) for name in files):
                 return True
         open_runs: set[str] = set()
         for rec in journal.read(self.journal_path):
@@ -683,6 +683,11 @@ class Session:
 
         with self.locked("recovering after a crash"):
             return recover_locked(self)
+
+
+def _is_worker_spec(name: str) -> bool:
+    """A worker spec file's name (``recovery.SPEC_PREFIX``; a test checks they agree)."""
+    return name.startswith(".worker-") and name.endswith(".json")
 
 
 @dataclass(frozen=True)
