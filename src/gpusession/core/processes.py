@@ -24,8 +24,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
+
 
 #: Environment variable naming the runner's PID; every worker and the commands it starts
 #: carry it, which tells our processes from others in a group whose leader is gone.
@@ -53,6 +56,7 @@ class ProcessId:
 
 def identify(pid: int) -> ProcessId:
     """The :class:`ProcessId` of a live process (start time ``None`` if unreadable)."""
+    import psutil
     try:
         return ProcessId(pid, psutil.Process(pid).create_time())
     except (psutil.Error, OSError):
@@ -65,6 +69,7 @@ def alive(ident: ProcessId) -> psutil.Process | None:
     Args:
         ident: PID and start time as recorded (issue 12: recovery never trusts a PID alone).
     """
+    import psutil
     try:
         proc = psutil.Process(ident.pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
@@ -77,6 +82,7 @@ def alive(ident: ProcessId) -> psutil.Process | None:
 
 
 def _descendants(proc: psutil.Process) -> list[psutil.Process]:
+    import psutil
     try:
         return list(proc.children(recursive=True))
     except (psutil.Error, OSError):
@@ -85,6 +91,7 @@ def _descendants(proc: psutil.Process) -> list[psutil.Process]:
 
 def _groups(pgids: set[int]) -> dict[int, list[psutil.Process]]:
     """The live processes of each process group in ``pgids`` (one pass over the system)."""
+    import psutil
     out: dict[int, list[psutil.Process]] = {}
     if not pgids or not hasattr(os, "getpgid"):
         return out
@@ -104,6 +111,7 @@ def _members(procs: list[psutil.Process], not_before_s: float | None) -> list[ps
     Not zombies, started no earlier than ``not_before_s``, carrying :data:`PARENT_ENV`
     (a daemon that reused the group id of a dead worker does not).
     """
+    import psutil
     out = []
     for proc in procs:
         try:
@@ -135,6 +143,7 @@ def _confirm_gone(procs: list[psutil.Process], wait_s: float) -> None:
 
 
 def _running(proc: psutil.Process) -> bool:
+    import psutil
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except (psutil.Error, OSError):
@@ -142,6 +151,7 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def _pid_reused(ident: ProcessId) -> bool:
+    import psutil
     try:
         proc = psutil.Process(ident.pid)
         return proc.status() != psutil.STATUS_ZOMBIE
@@ -169,6 +179,7 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     Returns:
         The PIDs that were signalled (empty when nothing was alive).
     """
+    import psutil
     procs: dict[int, psutil.Process] = {}
     lead = alive(leader)
     if lead is None and _pid_reused(leader):
@@ -280,6 +291,7 @@ def _end_tree(ident: ProcessId) -> list[int]:
     Returns:
         The PIDs signalled; empty when it is gone or its PID was reused.
     """
+    import psutil
     proc = alive(ident)
     if proc is None:
         return []

@@ -34,7 +34,7 @@ from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
 from gpusession.core.safefile import DIR_MODE, private_dir_mode
 from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
-from gpusession.core.tomlio import read_toml, write_toml
+from gpusession.core.tomlio import is_tmp_name, read_toml, write_toml
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
@@ -458,7 +458,8 @@ class Session:
         if recover:
             private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
             try:
-                session.recovered = session.recover()
+                if session.needs_recovery():  # the machinery loads only when it has work
+                    session.recovered = session.recover()
             except (OSError, Failure):
                 # A read-only or full disk, or the lock held by another process for long:
                 # open to read; recovery waits for the next writable open.
@@ -629,6 +630,46 @@ class Session:
 
         return journal.lock_holder(self.folder)
 
+    def needs_recovery(self) -> bool:
+        """Whether a crash may have left something for :meth:`recover` (S7; issue 10).
+
+        A cheap look, without the lock and without the typed events: a run lock file, a
+        journal or results CSV whose last line is cut, a temporary file of an atomic
+        write, a worker spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or worker load) started and never ended. It errs
+        towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
+        (so :meth:`open` skips it and start-up does not load the recovery machinery).
+
+        Returns:
+            ``False`` when there is certainly nothing to recover.
+        """
+        from gpusession.core import journal
+
+        if (self.folder / RUN_LOCK).exists():
+            return True
+        for path in (self.journal_path, self.results.path):
+            try:
+                with open(path, "rb") as fh:
+                    if fh.seek(0, os.SEEK_END) > 0:
+                        fh.seek(-1, os.SEEK_END)
+                        if fh.read(1) != b"\n":
+                            return True
+            except FileNotFoundError:
+                continue
+        for _dirpath, _dirs, files in os.walk(self.folder):
+            if any(is_tmp_name(name) or _is_worker_spec(name) for name in files):
+                return True
+        open_runs: set[str] = set()
+        for rec in journal.read(self.journal_path):
+            event, key = rec.get("event"), rec.get("run_key")
+            if event in ("run_started", "load_started"):
+                if key and not isinstance(key, str):
+                    return True  # not a key this look can follow: let recovery decide
+                if key:
+                    open_runs.add(key)
+            elif event in ("run_finished", "load_finished", "run_recovered") and isinstance(key, str):
+                open_runs.discard(key)
+        return bool(open_runs)
+
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).
 
@@ -642,6 +683,11 @@ class Session:
 
         with self.locked("recovering after a crash"):
             return recover_locked(self)
+
+
+def _is_worker_spec(name: str) -> bool:
+    """A worker spec file's name (``recovery.SPEC_PREFIX``; a test checks they agree)."""
+    return name.startswith(".worker-") and name.endswith(".json")
 
 
 @dataclass(frozen=True)

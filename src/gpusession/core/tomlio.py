@@ -118,6 +118,18 @@ def _lock(fd: int, *, wait: bool = True) -> bool:
     return True
 
 
+def is_tmp_name(name: str) -> bool:
+    """Whether a file name is one of :func:`write_atomic_bytes`' temporary files (S7).
+
+    Args:
+        name: a file name (no folder), e.g. ``.order.toml.k2j4x.tmp``.
+
+    Returns:
+        ``True`` for ``.<name>.<random>.tmp``.
+    """
+    return name.startswith(".") and name.endswith(TMP_SUFFIX) and name.count(".") >= 3
+
+
 def clean_stale_tmp(folder: Path) -> list[Path]:
     """Remove the temporary files that interrupted atomic writes left under ``folder``.
 
@@ -135,7 +147,7 @@ def clean_stale_tmp(folder: Path) -> list[Path]:
     removed: list[Path] = []
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
-            if not (name.startswith(".") and name.endswith(TMP_SUFFIX) and name.count(".") >= 3):
+            if not is_tmp_name(name):
                 continue
             p = Path(dirpath) / name
             try:

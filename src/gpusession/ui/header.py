@@ -128,19 +128,24 @@ class SessionHeader(Static):
         self.warning: Any | None = None
 
     def on_mount(self) -> None:
-        # The order line needs core.order and order.toml: read after the first frame
-        # (MainScreen.after_first_frame calls read_order; its imports would hold the GIL).
-        self._check_warning()
+        # The order line needs core.order and order.toml, the package-end warning
+        # core.status and core.window: both are read after the first frame
+        # (MainScreen.after_first_frame calls read_order; their imports would hold the GIL).
         self._redraw()
 
     @work(thread=True, group="header-order", exit_on_error=False)
     def read_order(self) -> None:
-        """Read the order line in a thread, then redraw (started after the first frame)."""
-        line = order_words(self.ctx)
-        self.app.call_from_thread(self._order_read, line)
+        """Read the order line and the package-end warning in a thread, then redraw.
 
-    def _order_read(self, line: str) -> None:
+        Started after the first frame (issue 10: start-up), so neither delays it.
+        """
+        line = order_words(self.ctx)
+        warning = package_warning_now(self.ctx)
+        self.app.call_from_thread(self._order_read, line, warning)
+
+    def _order_read(self, line: str, warning: Any | None = None) -> None:
         self._order = line
+        self._set_warning(warning)
         self._redraw()
 
     def on_resize(self) -> None:
@@ -165,7 +170,9 @@ class SessionHeader(Static):
         self._redraw()
 
     def _check_warning(self) -> None:
-        warning = package_warning_now(self.ctx)
+        self._set_warning(package_warning_now(self.ctx))
+
+    def _set_warning(self, warning: Any | None) -> None:
         if warning != self.warning:
             self.warning = warning
             self.app.refresh_bindings()

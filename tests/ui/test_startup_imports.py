@@ -1,0 +1,63 @@
+"""Issue 10 (start-up): what the TUI's first frame does not wait for stays out of it.
+
+Checked in a fresh interpreter on the real opening path (``Session.open`` of a folder on
+disk, then the app headless at 80×24): at the moment the first frame is painted
+(``MainScreen.after_first_frame``), neither psutil (process handling), crash recovery
+and the typed events (nothing to recover), the BIP-39 lists (no text that could be a
+seed phrase) nor the package-end warning's modules have been imported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from gpusession.testing import make_session
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from gpusession.core.session import Session
+    from gpusession.ui import screens
+    from gpusession.ui.app import build_app
+
+    WATCH = ("psutil", "gpusession.core.recovery", "gpusession.core.events", "mnemonic",
+             "gpusession.core.status")
+    seen = []
+    after = screens.MainScreen.after_first_frame
+
+    def probe(self):
+        seen.extend(m for m in WATCH if m in sys.modules)
+        seen.append("FRAME")
+        after(self)
+        self.app.exit(0)
+
+    screens.MainScreen.after_first_frame = probe
+    app = build_app(Session.open(sys.argv[1], sys.argv[2]))
+    app.run(headless=True, size=(80, 24))
+    print(" ".join(seen))
+    """
+)
+
+
+def _first_frame_modules(root: Path, name: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), name],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+def test_issue10_first_frame_imports_no_psutil_recovery_events_or_wordlists(tmp_path: Path) -> None:
+    s = make_session(tmp_path, "bench")
+    assert _first_frame_modules(tmp_path, s.name) == ["FRAME"]
+
+
+def test_issue10_a_crash_left_behind_is_still_recovered_before_the_first_frame(tmp_path: Path) -> None:
+    s = make_session(tmp_path, "bench")
+    s.journal("run_started", run_key="e/v/warm/0", experiment_id="e", variant_id="v", phase="warm",
+              run_index=0)
+    seen = _first_frame_modules(tmp_path, s.name)
+    assert "gpusession.core.recovery" in seen and seen[-1] == "FRAME"
+    assert len(s.results.rows()) == 1  # the run in flight got its incident row
