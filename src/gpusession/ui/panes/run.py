@@ -274,7 +274,7 @@ class RunPane(Vertical):
     def describe(self, exp: Any) -> str:
         values = ", ".join(str(v) for v in exp.values)
         return (
-            f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
+            f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
             + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
             + self._idle_gpus(exp)
