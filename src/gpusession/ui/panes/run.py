@@ -16,6 +16,7 @@ progress and refreshes its table as rows land; ``r`` says the run is already goi
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,25 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     if complete is False:
         return f"run stopped early — incomplete{tail}"
     return f"run finished — complete{tail}"
+
+
+#: every workload the Define form accepts (bench.plan; ``command`` needs the Command field)
+WORKLOADS = ("bbc-news", "synthetic-mlp", "command", "module:factory")
+
+
+def command_argv(text: str) -> list[str]:
+    """The Command field split like a shell (``--command`` of ``experiment define``).
+
+    Raises:
+        BadInput: empty, or quotes that do not close (field ``command``).
+    """
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:  # "No closing quotation"
+        raise BadInput(f"{exc}; quote like a shell", field="command") from None
+    if not argv:
+        raise BadInput("a command workload needs its program and arguments", field="command")
+    return argv
 
 
 def _parse_value(text: str) -> Any:
@@ -330,7 +350,11 @@ class RunPane(Vertical):
         cur = self.current_experiment()
         fields = [
             Field("id", "Experiment id", getattr(cur, "id", "") or "exp-1"),
-            Field("workload", "Workload (bbc-news, synthetic-mlp, module:factory)", getattr(cur, "workload", "bbc-news")),
+            Field("workload", f"Workload ({', '.join(WORKLOADS)})", getattr(cur, "workload", "bbc-news")),
+            Field("command", "Command (command workload only: program and arguments, split like a "
+                  "shell; {batch} {output} {corpus} {context} as whole arguments)",
+                  shlex.join(str(a) for a in (getattr(cur, "params", None) or {}).get("command") or ()),
+                  placeholder="e.g. python score.py --batch {batch} --out {output}"),
             Field("varied", "Varied parameter", getattr(cur, "varied", "batch")),
             Field("values", "Values, comma-separated", ",".join(str(v) for v in getattr(cur, "values", (1, 4, 8)))),
             Field("runs", "Measured runs per variant", str(getattr(cur, "runs_per_variant", 5))),
@@ -343,9 +367,15 @@ class RunPane(Vertical):
 
         def save(result: dict[str, str]) -> None:
             base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
+            workload = result["workload"].strip()
+            params = dict(base.get("params") or {})
+            params.pop("command", None)
+            if workload == "command":
+                params["command"] = command_argv(result["command"])
             base.update(
+                params=params,
                 id=result["id"].strip(),
-                workload=result["workload"].strip(),
+                workload=workload,
                 varied=result["varied"].strip(),
                 values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
                 runs_per_variant=whole_number(result["runs"], "runs"),
