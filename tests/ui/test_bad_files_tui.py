@@ -87,3 +87,70 @@ async def test_secrets_a_tui_form_reaches_the_same_check_and_never_echoes(
         error = str(app.screen.query_one("#form-error", Static).render())
         assert "private key" in error and key[:8] not in error and key[-8:] not in error
     assert session.order_toml.read_bytes() == before
+
+
+def _drop_schema(path: Any) -> None:
+    text = path.read_text(encoding="utf-8")
+    path.write_text("".join(line for line in text.splitlines(keepends=True)
+                            if not line.startswith("schema")), encoding="utf-8")
+
+
+def test_issue12_one_bad_file_does_not_stop_the_tui_from_opening(
+    session: Any, capsys: Any, monkeypatch: Any
+) -> None:
+    """``gpusession NAME`` with ``schema`` missing from ``order.toml`` reaches the TUI."""
+    from helpers import cli
+
+    import gpusession.ui.app as ui_app
+
+    _drop_schema(session.order_toml)
+    opened: list[Any] = []
+    monkeypatch.setattr(ui_app, "run_app", lambda s: opened.append(s) or 0)
+    code, _, err = cli(capsys, session.folder.parent, session.name)
+    assert code == 0, err
+    assert [s.name for s in opened] == [session.name]
+
+
+def test_issue12_a_bad_session_toml_is_refused_in_one_line(
+    session: Any, capsys: Any, monkeypatch: Any
+) -> None:
+    from helpers import cli
+
+    import gpusession.ui.app as ui_app
+
+    session.session_toml.write_text("schema = 1\ncreated_at = 5\n", encoding="utf-8")
+    monkeypatch.setattr(ui_app, "run_app", lambda s: 0)
+    code, _, err = cli(capsys, session.folder.parent, session.name)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "session.toml" in err
+    assert "Traceback" not in err
+
+
+async def test_issue12_panes_with_good_files_open_and_the_bad_one_says_why(
+    session: Any, make_app: MakeApp
+) -> None:
+    """``order.toml`` without ``schema``: every other pane works; the Order pane says it."""
+    from textual.widgets import DataTable
+
+    from gpusession.core.session import Session
+
+    _drop_schema(session.order_toml)
+    opened = Session.open(session.folder.parent, session.name, check_files=False)
+    app = make_app(session=opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "order.toml" in text and "schema: missing key" in text
+        assert len([line for line in text.splitlines() if "order.toml" in line]) == 1
+        await pilot.press("1")
+        await pilot.pause()
+        assert "unreadable" not in text_of(app, "#checklist-status")
+        await pilot.press("2")
+        await pilot.pause()
+        assert "batch-sweep" in text_of(app, "#run-status")
+        assert app.screen.pane("run").query_one("#run-summary-table", DataTable) is not None
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.is_running

@@ -102,3 +102,33 @@ async def test_issue13_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot
         out = text_of(app, "#cost-report")
         assert "experiment one-gpu uses 1 of 2 GPUs of this B200 lot" in out, out
         assert "two-gpus" not in out
+
+
+async def test_cost_save_button_label_whole_at_80x24(session: Any, make_app: MakeApp) -> None:
+    """The "Save as package" button is painted whole at 80×24, its label not cut."""
+    from textual.geometry import Region
+    from ui.pilot import SIZE, shown_on_screen
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        await pilot.pause()
+        button = app.screen.query_one("#cost-save")
+        assert shown_on_screen(app, button)
+        form = app.screen.query_one("#cost-form2")
+        assert button.region.right <= form.content_region.right
+        label = "".join(s.text for s in button.render_lines(Region(0, 1, button.size.width, 1)))
+        assert "Save as package" in label
+
+
+async def test_cost_hints_are_the_panes_not_cli_options(session: Any, make_app: MakeApp) -> None:
+    """No accepted count yet: the pane says how it gets one here, not ``--accepted-results``."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        out = text_of(app, "#cost-report")
+        assert "not shown" in out
+        assert "--accepted-results" not in out and "gpusession" not in out
+        assert "key 4" in out

@@ -218,3 +218,23 @@ async def test_issue12_soak_memory_poller_keeps_nothing_per_tick(
         assert nodes1 == nodes0  # refreshes update widgets, never mount new ones
         assert hist1 == min(mem.samples, 120)  # the history is bounded (120 samples)
         assert workers1 <= workers0 + 2, (workers0, workers1)  # one or two in flight at most
+
+
+async def test_m3_what_the_allocator_leaves_out_is_worded_by_what_is_shown_above(
+    session: Any, make_app: MakeApp
+) -> None:
+    """No NVML: no "device total above" (there is none); with NVML: it is named."""
+    app = make_app(nvml=FakeNvml(fail="NVML Shared Library Not Found"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        alloc = text_of(app, "#mem-alloc")
+        assert "above" not in alloc
+        assert "no device total is shown: NVML is not available here" in alloc
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        assert "the NVML device total above includes them" in text_of(app, "#mem-alloc")

@@ -157,3 +157,27 @@ async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
         assert app.ctx.session.package.start == at
         assert "window from gpu-provisioned" in text_of(app, "#session-header")
         assert "press w" not in text_of(app, "#order-warnings")
+
+
+async def test_order_pane_hints_give_its_keys_not_cli_syntax(
+    session: Any, make_app: MakeApp
+) -> None:
+    """No order recorded: the pane says ``o: set order``, never ``gpusession order NAME set``."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await pilot.pause()
+        text = text_of(app, "#order-text")
+        assert "Order: not recorded (o: set order)" in text
+        assert "gpusession" not in text and "--number" not in text
+        await pilot.press("e")  # "ordered" with no order: the warning names the key too
+        await pilot.pause()
+        states = app.screen.query_one("#field-state", OptionList)
+        states.highlighted = 0
+        await pilot.pause()
+        assert states.value == "ordered"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert messages and not any("gpusession order" in m for m in messages), messages

@@ -208,6 +208,34 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         assert "2 GPUs (torchrun)" in str(run_pane.query_one("#run-status", Static).render())
 
 
+async def test_define_form_lists_every_workload_and_defines_a_command_one(
+    session: Any, make_app: MakeApp
+) -> None:
+    """The workload hint names ``command`` too, and the form can define one (its argv)."""
+    from textual.widgets import Label
+
+    from gpusession.bench.plan import load_experiments
+    from gpusession.ui.panes.run import WORKLOADS
+
+    app = make_app()
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "d")
+        await pilot.pause()
+        labels = " ".join(str(w.render()) for w in app.screen.query(Label))
+        for name in ("bbc-news", "synthetic-mlp", "command", "module:factory"):
+            assert name in labels, labels
+        assert set(WORKLOADS) == {"bbc-news", "synthetic-mlp", "command", "module:factory"}
+        app.screen.query_one("#field-id", Input).value = "cmd-sweep"
+        app.screen.query_one("#field-workload", Input).value = "command"
+        app.screen.query_one("#field-command", Input).value = "python score.py --batch {batch}"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        exps = {e.id: e for e in load_experiments(session)}
+        assert exps["cmd-sweep"].workload == "command"
+        assert exps["cmd-sweep"].params["command"] == ["python", "score.py", "--batch", "{batch}"]
+
+
 async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> None:
     from gpusession.bench.plan import Experiment, define_experiment
 
@@ -269,7 +297,7 @@ async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
         keys = {(k.key, k.description) for k in form.query(FooterKey)}
         assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
         assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
-        for _ in range(8):  # tab down to the last field: it scrolls into view with its label
+        for _ in range(9):  # tab down to the last field: it scrolls into view with its label
             await pilot.press("tab")
             await pilot.pause()
             assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
@@ -355,3 +383,17 @@ async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
         await pilot.pause()
         status = str(app.screen.pane("run").query_one("#run-status", Static).render())
         assert "uses 1 of 2 GPUs of this B200 lot" in status, status
+
+
+async def test_run_status_counts_runs_with_plural_rules(sessions_root: Any, make_app: MakeApp) -> None:
+    """One measured run per variant is "1 run", not "1 runs"."""
+    from gpusession.testing import make_session
+
+    s = make_session(sessions_root, "one-run", runs=1)
+    app = make_app(session=s)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        status = str(app.screen.pane("run").query_one("#run-status", Static).render())
+        assert "; 1 run, " in status and "1 runs" not in status, status

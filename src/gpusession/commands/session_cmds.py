@@ -15,6 +15,7 @@ from gpusession.commands._common import (
 )
 from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
+from gpusession.core.journal import running_words
 from gpusession.core.package import (
     LOTS_MAX,
     PACKAGE_DAYS,
@@ -330,6 +331,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")
     print(f"runs      {data['runs']} rows in resultats-bruts.csv")
+    if busy := running_words(s.folder):  # issue 12: a detached run, followed
+        print(f"running   {busy}")
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:

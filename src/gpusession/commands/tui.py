@@ -107,8 +107,8 @@ def cmd_open(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    else:
-        session = Session.open(root, name)
+    else:  # a bad order/checklist/results file is said in its pane (issue 12)
+        session = Session.open(root, name, check_files=False)
     from gpusession.core.status import remember_sessions_dir
     from gpusession.ui.app import run_app
 

@@ -150,6 +150,60 @@ def read_records(path: Path) -> list[Event]:
     return [event_from_json(d, channel="journal") for d in read(path)]
 
 
+# -- progress of a run, read back (a detached run followed; issue 12) ------------------
+@dataclass(frozen=True)
+class RunProgress:
+    """How far the newest invocation in a journal got.
+
+    Attributes:
+        experiment_id: the experiment of the newest ``experiment_started`` record.
+        runs_done: scheduled runs finished since it (ok or failed; one row each).
+        runs_scheduled: runs it scheduled (loads not counted).
+        started_at: ISO 8601 UTC time of its ``experiment_started`` record, if known.
+        ended: an ``experiment_finished``/``experiment_incomplete`` record follows it.
+    """
+
+    experiment_id: str | None
+    runs_done: int
+    runs_scheduled: int
+    started_at: str | None
+    ended: bool
+
+
+def run_progress(records: list[Event]) -> RunProgress | None:
+    """The progress of the newest invocation in ``records`` (issue 12: follow a run).
+
+    Args:
+        records: typed journal records, oldest first (:func:`read_records`).
+
+    Returns:
+        A :class:`RunProgress`, or ``None`` when no invocation was ever started.
+    """
+    from gpusession.core.events.records import (
+        ExperimentEndedRecord,
+        ExperimentStartedRecord,
+        RunFinishedRecord,
+    )
+
+    start = None
+    for i in range(len(records) - 1, -1, -1):
+        if isinstance(records[i], ExperimentStartedRecord):
+            start = i
+            break
+    if start is None:
+        return None
+    head = records[start]
+    assert isinstance(head, ExperimentStartedRecord)
+    done = 0
+    ended = False
+    for rec in records[start + 1:]:
+        if isinstance(rec, RunFinishedRecord) and rec.experiment_id == head.experiment_id:
+            done += 1
+        elif isinstance(rec, ExperimentEndedRecord):
+            ended = True
+    return RunProgress(head.experiment_id, done, len(head.runs), head.at, ended)
+
+
 # -- the run lock ----------------------------------------------------------------------
 def lock_holder(folder: Path) -> int | None:
     """PID of a live process running experiments in ``folder``, else ``None`` (S7)."""
@@ -175,6 +229,22 @@ def lock_holder(folder: Path) -> int | None:
     except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
         pass
     return pid
+
+
+def running_words(folder: Path) -> str | None:
+    """Say that another process runs experiments in ``folder``, and how far it got (issue 12).
+
+    ``run in progress (pid 4242): 3 of 15 runs done`` while another live process holds
+    the run lock, else ``None`` (a detached run followed from ``show``). The counts come from the journal's newest invocation; without one, the PID only.
+    """
+    holder = lock_holder(folder)
+    if holder is None or holder == os.getpid():
+        return None
+    progress = run_progress(read_records(Path(folder) / JOURNAL))
+    if progress is None or progress.ended:
+        return f"run in progress (pid {holder})"
+    return (f"run in progress (pid {holder}): {progress.runs_done} of "
+            f"{progress.runs_scheduled} runs done")
 
 
 def take_lock(folder: Path, session_name: str) -> Path:
@@ -233,6 +303,6 @@ def release_lock(folder: Path) -> None:
 
 
 __all__ = [
-    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "append", "lock_holder", "read", "read_records",
-    "record", "release_lock", "take_lock",
+    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "RunProgress", "append", "lock_holder", "read",
+    "read_records", "record", "release_lock", "run_progress", "running_words", "take_lock",
 ]

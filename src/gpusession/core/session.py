@@ -428,8 +428,16 @@ class Session:
         return session
 
     @classmethod
-    def open(cls, root: Path, name: str, *, recover: bool = True) -> Session:
+    def open(cls, root: Path, name: str, *, recover: bool = True, check_files: bool = True) -> Session:
         """Open an existing session, check its files and recover after a crash (S7).
+
+        Args:
+            root: the sessions folder.
+            name: the session's name.
+            recover: recover what a crash left behind (S7).
+            check_files: also check ``checklist.toml``, ``order.toml`` and the results
+                CSV; ``False`` for the TUI, whose panes each say what is wrong with their
+                own file (one bad file must not lock every pane; issue 12).
 
         Raises:
             BadInput: unsafe name, no such session, an unreadable or newer-schema
@@ -451,10 +459,11 @@ class Session:
         session = cls(folder, data)
         session.hidden[SESSION_TOML] = hidden
         Package.from_toml(data.get("package", {}), session.session_toml)
-        for extra in (CHECKLIST_TOML, ORDER_TOML):
-            if (folder / extra).exists():
-                read_checked(folder / extra)
-        session.results.check()
+        if check_files:
+            for extra in (CHECKLIST_TOML, ORDER_TOML):
+                if (folder / extra).exists():
+                    read_checked(folder / extra)
+            session.results.check()
         if recover:
             private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
             try:
@@ -464,6 +473,9 @@ class Session:
                 # A read-only or full disk, or the lock held by another process for long:
                 # open to read; recovery waits for the next writable open.
                 pass
+            except BadInput:  # a bad results CSV, unchecked: said in its pane (issue 12)
+                if check_files:
+                    raise
         return session
 
     @classmethod

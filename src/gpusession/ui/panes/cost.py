@@ -27,6 +27,20 @@ if TYPE_CHECKING:
 
 DAYS = ("3", "7", "30")
 
+#: Shell hints of core's cost texts said as this pane does it: the accepted count here is
+#: the session's own, so the CLI's ``--accepted-results`` has no place in the TUI.
+_PANE_WORDS = (
+    ("(validate a corpus, or give --accepted-results N)",
+     "(none validated yet: runs are validated as they land, key 4)"),
+)
+
+
+def pane_words(text: str) -> str:
+    """``text`` with the ``gpusession cost`` option hints said for this pane."""
+    for cli, here in _PANE_WORDS:
+        text = text.replace(cli, here)
+    return text
+
 
 def measured_accepted(inputs: SessionCostInputs) -> tuple[int | None, str]:
     """``(count, source)``; ``None`` when no run was validated yet (K3)."""
@@ -136,7 +150,7 @@ class CostPane(Vertical):
                 report = cost_report(
                     inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source
                 )
-                self.lines = list(report.lines())
+                self.lines = [pane_words(line) for line in report.lines()]
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
         if accepted is None:

@@ -27,11 +27,26 @@ from textual.widgets import Static
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import UiContext, fmt_bytes, plural, run_label, shown
 
-NOT_COVERED = (
+NOT_COVERED_HEAD = (
     "Not covered by the allocator figures: other processes, and memory outside the "
-    "PyTorch allocator (CUDA context, library workspaces) — the NVML device total "
-    "above includes them."
+    "PyTorch allocator (CUDA context, library workspaces)"
 )
+NOT_COVERED = f"{NOT_COVERED_HEAD} — the NVML device total above includes them."
+
+
+def not_covered(snap: Any) -> str:
+    """What the allocator figures leave out, and where it shows — by what is shown above.
+
+    ``snap``: the latest NVML reading (``None``: not read yet). The device total is named
+    "above" only when a GPU's device total is shown there (M3, H-18).
+    """
+    if snap is None:
+        return f"{NOT_COVERED_HEAD} — the NVML device total includes them (not read yet)."
+    if not snap.available:
+        return f"{NOT_COVERED_HEAD} — no device total is shown: NVML is not available here."
+    if not any(g.memory_used_bytes is not None for g in snap.gpus):
+        return f"{NOT_COVERED_HEAD} — no device total is shown: NVML read no GPU memory."
+    return NOT_COVERED
 
 
 def host_lines(host: Any) -> list[str]:
@@ -83,11 +98,15 @@ def gpu_lines(snap: Any) -> list[str]:
     return out
 
 
-def allocator_lines(row: dict[str, Any] | None) -> list[str]:
-    """The last run's four allocator figures, each on its own (M1, M2, M4)."""
+def allocator_lines(row: dict[str, Any] | None, snap: Any = None) -> list[str]:
+    """The last run's four allocator figures, each on its own (M1, M2, M4).
+
+    ``snap``: the latest NVML reading, for the words on what the figures leave out
+    (:func:`not_covered`).
+    """
     head = "Last run — PyTorch allocator, this process only (the worker that ran it):"
     if row is None:
-        return [head, "    no run recorded yet", NOT_COVERED]
+        return [head, "    no run recorded yet", not_covered(snap)]
     which = (
         f"    {run_label(row)} on {shown(row.get('device'), 'device not recorded')}"
     )
@@ -102,7 +121,7 @@ def allocator_lines(row: dict[str, Any] | None) -> list[str]:
         lines.append("    not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)")
     else:
         lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in keys]
-    lines.append(NOT_COVERED)
+    lines.append(not_covered(snap))
     return lines
 
 
@@ -237,7 +256,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
     def reload(self) -> None:
         """Re-read the last run's allocator figures (after a run lands)."""
         self.alloc_row = last_allocator_row(self.ctx.session)
-        self.query_one("#mem-alloc", Static).update("\n".join(allocator_lines(self.alloc_row)))
+        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot)))
 
     def show_row(self, row: dict[str, Any]) -> None:
         """A run just landed: show its allocator figures (or why there are none)."""
@@ -245,7 +264,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
             self.alloc_row.get("peak_reserved_bytes") is None
         ):
             self.alloc_row = row
-            self.query_one("#mem-alloc", Static).update("\n".join(allocator_lines(row)))
+            self._set("#mem-alloc", "\n".join(allocator_lines(row, self.snapshot)))
 
     def sample(self) -> None:
         """Ask for one reading unless the previous one is still being read."""
@@ -272,6 +291,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.host, self.snapshot = msg.host, msg.nvml
         self._set("#mem-host", "\n".join(host_lines(msg.host)))
         self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
+        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml)))
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
         gpus = getattr(msg.nvml, "gpus", ()) or ()

@@ -23,6 +23,19 @@ from gpusession.core.order_text import order_lines
 from gpusession.ui.context import UiContext, whole_number
 from gpusession.ui.modals import Field, FormModal
 
+#: Shell hints of core's order texts, said with this pane's keys (the pane has them).
+_PANE_KEYS = (
+    ("(gpusession order NAME set --number N --gpu M --lots L --days D)", "(o: set order)"),
+    ("`gpusession order NAME set`", "o (set order)"),
+)
+
+
+def pane_words(text: str) -> str:
+    """``text`` with the ``gpusession order NAME set …`` hints said as this pane's key ``o``."""
+    for cli, key in _PANE_KEYS:
+        text = text.replace(cli, key)
+    return text
+
 
 def model_warnings(state: Any, now: datetime) -> list[str]:
     """Standing warnings of the order model in words: not confirmed, expired, deviation."""
@@ -119,7 +132,8 @@ class OrderPane(Vertical):
         if self.state is None:
             return
         now = self.ctx.now()
-        self.query_one("#order-text", Static).update("\n".join(order_lines(self.state, now, tz=self.ctx.tz)))
+        lines = order_lines(self.state, now, tz=self.ctx.tz)
+        self.query_one("#order-text", Static).update(pane_words("\n".join(lines)))
         warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
         origin = self._origin()
         if origin is not None and origin.offer and origin.provisioned_at is not None:
@@ -128,7 +142,7 @@ class OrderPane(Vertical):
             warn.append(f"The GPU was provisioned at {local_str(origin.provisioned_at, self.ctx.tz)} "
                         f"but the {origin.words()}: press w to restart it at gpu-provisioned.")
         box = self.query_one("#order-warnings", Static)
-        box.update("\n".join(f"WARNING: {w}" for w in warn))
+        box.update(pane_words("\n".join(f"WARNING: {w}" for w in warn)))
         box.display = bool(warn)
         self.set_class(bool(warn), "-warning")
 
@@ -167,7 +181,7 @@ class OrderPane(Vertical):
         self.reload()
         self.post_message(self.OrderChanged(list(warnings)))
         for w in warnings:
-            self.notify(w, title="order", severity="warning")
+            self.notify(pane_words(w), title="order", severity="warning")
 
     def action_add_event(self) -> None:
         from gpusession.core import order as mod

@@ -6,10 +6,17 @@ palette ("Run experiment"). The run itself is :class:`gpusession.bench.runner.Ru
 driven from a Textual thread worker in group ``run``. Its events cross into the UI only
 through ``post_message`` (H-12); ``c`` sets the cancel event, and the runner stops at
 the next run boundary, marking the partial experiment incomplete.
+
+A run started elsewhere (``gpusession run NAME --detach``, issue 12) is followed: while
+another live process holds the run lock, the pane polls the journal and the results CSV
+about once a second (a size/mtime check before re-reading), shows the journal's
+progress and refreshes its table as rows land; ``r`` says the run is already going.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +30,7 @@ from textual.dom import NoScreen
 from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from gpusession.core.errors import BadInput
+from gpusession.core.errors import BadInput, Failure
 from gpusession.core.events import corpus_verdict
 from gpusession.core.units import format_seconds_range
 from gpusession.ui.charts import Bars
@@ -41,6 +48,9 @@ from gpusession.ui.modals import Field, FormModal
 
 #: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
 IDLE_TOTAL = 100
+
+#: how often (seconds) the pane looks for a run in another process and its new rows
+FOLLOW_S = 1.0
 
 
 def _row_dict(row: Any) -> dict[str, Any]:
@@ -64,6 +74,23 @@ def peak_words(allocated: int | None, reserved: int | None) -> str:
     return f"{fmt_bytes(allocated)} / {fmt_bytes(reserved)}"
 
 
+def error_words(exc: BaseException) -> str:
+    """One line for an error that stopped a run: the message of the project's own errors
+    (never their class name: "Failure: ..."), the class name only for the others."""
+    if isinstance(exc, (BadInput, Failure, OSError)):
+        return str(exc) or "the run could not start"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def follow_words(pid: int, started: str, done: int | None, total: int | None) -> str:
+    """``a run is in progress in another process (pid 4242, started 12:00 UTC)`` plus
+    ``\n3 of 15 runs done`` when the journal says how far it got (issue 12)."""
+    head = f"a run is in progress in another process (pid {pid}{', started ' + started if started else ''})"
+    if total:
+        return f"{head}\n{done or 0} of {plural(total, 'run')} done — its rows show here as they land"
+    return f"{head}\nits rows show here as they land"
+
+
 def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
@@ -76,6 +103,25 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     if complete is False:
         return f"run stopped early — incomplete{tail}"
     return f"run finished — complete{tail}"
+
+
+#: every workload the Define form accepts (bench.plan; ``command`` needs the Command field)
+WORKLOADS = ("bbc-news", "synthetic-mlp", "command", "module:factory")
+
+
+def command_argv(text: str) -> list[str]:
+    """The Command field split like a shell (``--command`` of ``experiment define``).
+
+    Raises:
+        BadInput: empty, or quotes that do not close (field ``command``).
+    """
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:  # "No closing quotation"
+        raise BadInput(f"{exc}; quote like a shell", field="command") from None
+    if not argv:
+        raise BadInput("a command workload needs its program and arguments", field="command")
+    return argv
 
 
 def _parse_value(text: str) -> Any:
@@ -141,6 +187,10 @@ class RunPane(Vertical):
         self.rows: list[dict[str, Any]] = []
         self.expected: dict[str, int] = {}
         self.last_outcome = ""
+        #: PID of another process running experiments here (followed), else ``None``
+        self.follow_pid: int | None = None
+        self.follow_text = ""
+        self._follow_marks: tuple[Any, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static("", id="run-status", classes="status")
@@ -163,6 +213,8 @@ class RunPane(Vertical):
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
+        self.call_after_refresh(self.follow_tick)
+        self.set_interval(FOLLOW_S, self.follow_tick, name="follow-run")
 
     def focus_main(self) -> None:
         target = "#run-summary-table" if self.view == "run-summary" else "#run-rows"
@@ -242,7 +294,7 @@ class RunPane(Vertical):
     def describe(self, exp: Any) -> str:
         values = ", ".join(str(v) for v in exp.values)
         return (
-            f"{exp.id}: {exp.varied} = {values}; {exp.runs_per_variant} runs, "
+            f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
             + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
             + self._idle_gpus(exp)
@@ -265,6 +317,8 @@ class RunPane(Vertical):
                 text = "No experiment defined yet — d: define one."
             elif self.running:
                 text = f"{self.describe(exp)}\nrunning — c: cancel at the next run boundary"
+            elif self.follow_pid is not None:
+                text = f"{self.describe(exp)}\n{self.follow_text}"
             else:
                 text = f"{self.describe(exp)}\n{self.last_outcome or 'idle — r: start'}"
         self.query_one("#run-status", Static).update(text)
@@ -296,7 +350,11 @@ class RunPane(Vertical):
         cur = self.current_experiment()
         fields = [
             Field("id", "Experiment id", getattr(cur, "id", "") or "exp-1"),
-            Field("workload", "Workload (bbc-news, synthetic-mlp, module:factory)", getattr(cur, "workload", "bbc-news")),
+            Field("workload", f"Workload ({', '.join(WORKLOADS)})", getattr(cur, "workload", "bbc-news")),
+            Field("command", "Command (command workload only: program and arguments, split like a "
+                  "shell; {batch} {output} {corpus} {context} as whole arguments)",
+                  shlex.join(str(a) for a in (getattr(cur, "params", None) or {}).get("command") or ()),
+                  placeholder="e.g. python score.py --batch {batch} --out {output}"),
             Field("varied", "Varied parameter", getattr(cur, "varied", "batch")),
             Field("values", "Values, comma-separated", ",".join(str(v) for v in getattr(cur, "values", (1, 4, 8)))),
             Field("runs", "Measured runs per variant", str(getattr(cur, "runs_per_variant", 5))),
@@ -309,9 +367,15 @@ class RunPane(Vertical):
 
         def save(result: dict[str, str]) -> None:
             base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
+            workload = result["workload"].strip()
+            params = dict(base.get("params") or {})
+            params.pop("command", None)
+            if workload == "command":
+                params["command"] = command_argv(result["command"])
             base.update(
+                params=params,
                 id=result["id"].strip(),
-                workload=result["workload"].strip(),
+                workload=workload,
                 varied=result["varied"].strip(),
                 values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
                 runs_per_variant=whole_number(result["runs"], "runs"),
@@ -334,6 +398,12 @@ class RunPane(Vertical):
     def action_start(self) -> None:
         if self.running:
             self.notify("a run is already in progress", title="run")
+            return
+        holder = self._other_holder()
+        if holder is not None:
+            self.notify(f"a run is already going in another process (pid {holder}); "
+                        "its progress and rows show in this pane", title="run")
+            self.follow_tick()
             return
         if self.experiment_id is None:
             self.notify("define an experiment first (d)", title="run")
@@ -398,7 +468,7 @@ class RunPane(Vertical):
             outcome = factory(self.ctx.session, experiment_id, on_event, cancel).run()
             self.post_message(self.RunFinished(experiment_id, outcome, None, cancel.is_set()))
         except Exception as exc:  # noqa: BLE001 - a Textual worker: whatever stops the runner (bad input, disk, a bug) is shown in the pane and the TUI keeps running
-            self.post_message(self.RunFinished(experiment_id, None, f"{type(exc).__name__}: {exc}", cancel.is_set()))
+            self.post_message(self.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
 
     def on_run_pane_progress_made(self, msg: ProgressMade) -> None:
         if msg.total:
@@ -434,10 +504,86 @@ class RunPane(Vertical):
 
     def on_run_pane_run_finished(self, msg: RunFinished) -> None:
         self.running = False
+        bar = self.query_one("#run-bar", ProgressBar)
+        if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
+            bar.update(total=IDLE_TOTAL, progress=0)
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
         self.reload()
         self.show_view("run-summary")
         self._status()
+
+    # -- a run in another process (issue 12: `run NAME --detach`, followed) -------------
+    def _other_holder(self) -> int | None:
+        """PID of another live process holding this session's run lock, else ``None``."""
+        holder = self.ctx.session.run_lock_holder()
+        return holder if holder is not None and holder != os.getpid() else None
+
+    def _marks(self) -> tuple[Any, ...]:
+        """Size and mtime of the journal and the results CSV: the cheap check before a re-read."""
+        out: list[Any] = []
+        for path in (self.ctx.session.journal_path, self.ctx.session.results.path):
+            try:
+                st = path.stat()
+                out.append((st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def follow_tick(self) -> None:
+        """Look (about once a second) for a run in another process; follow it while it runs."""
+        if self.running:
+            return
+        holder = self._other_holder()
+        if holder is None:
+            if self.follow_pid is not None:  # it ended: read its last rows and the summary
+                self.follow_pid = None
+                self._follow_marks = ()
+                self.last_outcome = "the run in the other process ended — its rows are below"
+                self.query_one("#run-bar", ProgressBar).update(total=IDLE_TOTAL, progress=0)
+                self.reload()
+            return
+        marks = self._marks()
+        if holder == self.follow_pid and marks == self._follow_marks:
+            return  # nothing new since the last look
+        self.follow_pid, self._follow_marks = holder, marks
+        self._read_followed(holder)
+
+    def _read_followed(self, holder: int) -> None:
+        from gpusession.core.journal import read_records, run_progress
+
+        try:
+            progress = run_progress(read_records(self.ctx.session.journal_path))
+        except OSError:
+            progress = None
+        done = total = None
+        started = ""
+        if progress is not None and not progress.ended:
+            done, total = progress.runs_done, progress.runs_scheduled
+            if progress.experiment_id in {e.id for e in self.experiments}:
+                self.experiment_id = progress.experiment_id
+            started = self._local_hm(progress.started_at)
+        self.follow_text = follow_words(holder, started, done, total)
+        self.last_outcome = ""
+        bar = self.query_one("#run-bar", ProgressBar)
+        if total:
+            bar.update(total=total, progress=done or 0)
+        else:
+            bar.update(total=IDLE_TOTAL, progress=0)
+        self.show_view("run-rows")
+        self._status()
+        self.refresh_summary()
+
+    def _local_hm(self, iso: str | None) -> str:
+        """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
+        from datetime import datetime
+
+        if not iso:
+            return ""
+        try:
+            t = datetime.fromisoformat(iso).astimezone(self.ctx.tz)
+        except (TypeError, ValueError):
+            return ""
+        return t.strftime("%H:%M %Z").strip()
 
     # -- summary -------------------------------------------------------------------------
     def refresh_summary(self) -> None:
@@ -461,7 +607,7 @@ class RunPane(Vertical):
             self.query_one("#run-rows", DataTable).clear()
             for r in frame.tail(500).to_dicts():
                 self._add_row(r)
-            if frame.height and not self.last_outcome:
+            if frame.height and not self.last_outcome and self.follow_pid is None:
                 self.show_view("run-summary")
         for line in session_summary(self.ctx.session, frame):
             table.add_row(  # the quality figure beside the times (issue 15)
