@@ -75,8 +75,9 @@ def order_words(ctx: UiContext) -> str:
         state = load_order(ctx.session)
         line = f"{order_status_line(state, ctx.now())} · {session_window_origin(ctx.session, state).words()}"
         return line if line.startswith("order ") else f"order: {line}"
-    except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable order.toml
-        return f"order: unreadable ({type(exc).__name__})"
+    except (GpusessionError, ValueError, OSError):  # a hand-edited or unreadable order.toml
+        # The Order pane shows the one-line error; the header has room for the fact only.
+        return "order: order.toml could not be read (the Order pane says why)"
 
 
 def package_warning_now(ctx: UiContext) -> Any | None:
