@@ -496,6 +496,29 @@ class ResultsFile:
         return tail
 
 
+def elapsed_statistics() -> list[pl.Expr]:
+    """The per-group statistics of ``elapsed_seconds`` (R6, R7), for a ``group_by().agg``.
+
+    Returns:
+        Expressions for ``runs`` (rows), ``n`` (measured), ``failed`` (null elapsed, never
+        counted as 0), ``median_seconds``, ``min_seconds``, ``max_seconds`` and ``_p95``
+        (the caller keeps it only from 20 observations). Used by :func:`summarize` and
+        :func:`gpusession.core.summary.summary_rows`.
+    """
+    import polars as pl
+
+    e = pl.col("elapsed_seconds")
+    return [
+        pl.len().alias("runs"),
+        e.count().alias("n"),
+        e.null_count().alias("failed"),
+        e.median().alias("median_seconds"),
+        e.min().alias("min_seconds"),
+        e.max().alias("max_seconds"),
+        e.quantile(0.95, interpolation="linear").alias("_p95"),
+    ]
+
+
 def summarize(frame: pl.DataFrame) -> pl.DataFrame:
     """Per (experiment, variant, phase): n, median, min, max of ``elapsed_seconds`` (R6).
 
@@ -527,18 +550,9 @@ def summarize(frame: pl.DataFrame) -> pl.DataFrame:
                 "p95_seconds": pl.Float64,
             }
         )
-    e = pl.col("elapsed_seconds")
     out = (
         frame.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
-        .agg(
-            pl.len().alias("runs"),
-            e.count().alias("n"),
-            e.null_count().alias("failed"),
-            e.median().alias("median_seconds"),
-            e.min().alias("min_seconds"),
-            e.max().alias("max_seconds"),
-            e.quantile(0.95, interpolation="linear").alias("_p95"),
-        )
+        .agg(*elapsed_statistics())
         .with_columns(
             pl.when(pl.col("n") >= 20).then(pl.col("_p95")).otherwise(None).alias("p95_seconds")
         )

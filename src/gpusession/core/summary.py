@@ -220,19 +220,14 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None)
         pl.Series("_attempt", [attempts.get(k) for k in keys], dtype=pl.Int64),
         pl.col("phase").is_null().alias("_validation"),
     )
-    e = pl.col("elapsed_seconds")
+    from gpusession.core.results import elapsed_statistics
+
     q = pl.col("quality_value")
     grouped = (
         frame.group_by(["_attempt", "_validation", "experiment_id", "variant_id", "phase"],
                        maintain_order=True)
         .agg(
-            pl.len().alias("runs"),
-            e.count().alias("n"),
-            e.null_count().alias("failed"),
-            e.median().alias("median_seconds"),
-            e.min().alias("min_seconds"),
-            e.max().alias("max_seconds"),
-            e.quantile(0.95, interpolation="linear").alias("_p95"),
+            *elapsed_statistics(),
             pl.col("quality_metric").drop_nulls().first().alias("quality_metric"),
             q.min().alias("quality_min"),
             q.max().alias("quality_max"),
