@@ -24,7 +24,7 @@ def test_v6_summary_rows_give_the_quality_figure_per_variant(tmp_path: Path) -> 
     rows = summary_rows(f.read())
     by = {(r.variant_id, r.phase): r for r in rows}
     assert by[("batch-4", "warm")].quality_words() == "macro-F1 0.951–0.962"
-    assert by[("batch-4", "warm")].outcome_words() == "1 failed (kept, see notes)"
+    assert by[("batch-4", "warm")].outcome_words() == "1 failed (kept; the report says why)"
     assert by[("all", "load")].quality_words() == "-"
     assert by[("batch-8", "warm")].quality_words() == "accuracy 0.900"
     assert [r.phase for r in rows] == ["load", "warm", "warm"]

@@ -147,10 +147,10 @@ class SummaryRow:
 
         A standalone validation reads "accepted validation" / "rejected validation"
         (never "failed", issue 15); rows of an attempt that never measured anything say
-        so; otherwise "none" or "N failed (kept, see notes)" (R7).
+        so; otherwise "all measured" or "N failed (kept; the report says why)" (R7).
         """
         if self.attempt is not None:
-            return f"attempt {self.attempt}: did not load, nothing measured (see notes)"
+            return f"attempt {self.attempt}: did not load, nothing measured (the report says why)"
         if self.is_validation:
             rejected = self.validated - self.accepted
             if self.validated == 0:
@@ -160,7 +160,7 @@ class SummaryRow:
             if self.accepted == 0:
                 return "rejected validation" if rejected == 1 else f"{rejected} rejected validations"
             return f"validations: {self.accepted} accepted, {rejected} rejected"
-        return "none" if not self.failed else f"{self.failed} failed (kept, see notes)"
+        return "all measured" if not self.failed else f"{self.failed} failed (kept; the report says why)"
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""

@@ -122,7 +122,7 @@ def run_label(r: dict[str, Any]) -> str:
     return f"{head} / {shown(r.get('phase'), 'phase not recorded')} run {shown(r.get('run_index'))}"
 
 
-_GOOD = {"accepted", "match", "valid", "met", "none", "passed"}
+_GOOD = {"accepted", "match", "valid", "met", "none", "passed", "all measured"}
 _BAD = {"rejected", "mismatch", "invalid", "not met", "failed"}
 
 
@@ -132,7 +132,7 @@ def state_cell(word: str) -> Any:
 
     if word in _GOOD:
         return Text(word, style="green")
-    if word in _BAD or word.endswith("failed (kept, see notes)"):
+    if word in _BAD or word.endswith("failed (kept; the report says why)"):
         return Text(word, style="bold red")
     if word.startswith("not "):
         return Text(word, style="dim")
