@@ -611,7 +611,7 @@ class RunPane(Vertical):
                 self.show_view("run-summary")
         for line in session_summary(self.ctx.session, frame):
             table.add_row(  # the quality figure beside the times (issue 15)
-                shown(line.variant_id, "-"),
+                shown(line.variant_words(), "-"),
                 shown(line.phase, "-"),
                 str(line.n),
                 fmt_seconds(line.median_seconds),
