@@ -25,7 +25,7 @@ from gpusession.core.package import (
     parse_start,
 )
 from gpusession.core.session import Session, list_sessions
-from gpusession.core.status import remember_sessions_dir, retrieval_state
+from gpusession.core.status import Retrieval, remember_sessions_dir, retrieval_state
 from gpusession.core.summary import accepted_unique_corpora, session_summary
 from gpusession.core.textio import printable
 from gpusession.core.window import package_warning, package_window
@@ -187,11 +187,12 @@ def _package_line(p: Package) -> str:
     return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, left {format_timedelta(p.time_left())}"
 
 
-def session_json(s: Session) -> dict[str, Any]:
+def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, Any]:
     """Everything ``show --json`` prints: the ``session.toml`` content plus computed figures.
 
     Args:
         s: The open session.
+        retrieval: the copy-home state when the caller has read it already (read once).
 
     Returns:
         ``name``, ``folder``, ``created_at``, ``package`` (with ``end`` and
@@ -206,6 +207,7 @@ def session_json(s: Session) -> dict[str, Any]:
     frame = s.results.read()
     pkg = s.package
     summary = session_summary(s, frame)
+    verified = (retrieval or retrieval_state(s.folder)).verified
     return {
         "name": s.name,
         "folder": str(s.folder),
@@ -223,8 +225,8 @@ def session_json(s: Session) -> dict[str, Any]:
         "runs": frame.height,
         "accepted_unique_corpora": accepted_unique_corpora(frame),
         "summary": [r.to_json() for r in summary],
-        "copy_home_verified": retrieval_state(s.folder).verified,
-        "warning": _warning_text(s),
+        "copy_home_verified": verified,
+        "warning": _warning_text(s, verified),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
     }
 
@@ -240,9 +242,9 @@ def _origin(s: Session) -> Any:
         return None
 
 
-def _warning_text(s: Session) -> str | None:
+def _warning_text(s: Session, copy_home_verified: bool) -> str | None:
     """The end-of-package warning now (issue 14), ``None`` when there is none."""
-    warning = package_warning(package_window(s.package), retrieval_state(s.folder).verified)
+    warning = package_warning(package_window(s.package), copy_home_verified)
     return warning.text if warning is not None else None
 
 
@@ -306,7 +308,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         BadInput: No such session, an unreadable ``session.toml`` or results CSV.
     """
     s = open_session(args, args.name)
-    data = session_json(s)
+    retrieval = retrieval_state(s.folder)
+    data = session_json(s, retrieval)
     if args.json:
         print_json(data)
         return 0
@@ -326,7 +329,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     offer = origin.offer_line(s.name) if origin else None
     if offer:
         print(f"          {offer}")
-    retrieval = retrieval_state(s.folder)
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
     if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")

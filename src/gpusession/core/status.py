@@ -27,7 +27,6 @@ import io
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -189,12 +188,10 @@ class Retrieval:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    # The parser itself, not gpusession.core.tomlio: that module also loads the writer
-    # (tomli_w, tempfile), a third of this command's start-up; the compat is the same.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    # The parser of core.tomlread (not core.tomlio: that module also loads the writer,
+    # a third of this command's start-up); lenient here: an unreadable file reads as {}.
+    from gpusession.core.tomlread import tomllib
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8").lstrip("\ufeff"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
