@@ -138,7 +138,7 @@ t0 = time.monotonic()
 out = Runner(s, exp.id, torchrun=True).run()
 took = time.monotonic() - t0
 rows = [r for r in s.results.rows() if r.phase == "warm"]
-ranks = [r for r in csv.DictReader(open(s.runs_dir / exp.id / "ranks.csv")) if r["run_key"] != "load"]
+ranks = [r for r in csv.DictReader(open(s.runs_dir / exp.id / "ranks.csv")) if not r["run_key"].startswith("load")]
 for r in rows:
     print(f"  warm {r.variant_id}:{r.run_index} elapsed_s={r.elapsed_seconds} gpu_count={r.gpu_count} "
           f"peak_reserved={r.peak_reserved_bytes} notes={r.notes}")

@@ -103,7 +103,7 @@ def test_issue13_rank_env_and_torchrun_argv() -> None:
 def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     import polars as pl
 
-    from gpusession.bench.rank_group import RANK_COLUMNS, append_rank_rows
+    from gpusession.core.ranks import RANK_COLUMNS, append_rank_rows
 
     path = tmp_path / "runs" / "e" / "ranks.csv"
     per_rank = [{"rank": r, "world_size": 2, "device": "cpu", "ok": True, "elapsed_s": 0.5 + r}
@@ -217,7 +217,15 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     # per-rank table: 2 ranks × (load, failed run, fresh load, run); between barriers ≥ own
     table = pl.read_csv(s.runs_dir / "two" / "ranks.csv")
     assert table.height == 8 and sorted(table["rank"].to_list()) == [0] * 4 + [1] * 4
-    assert table["run_key"].to_list().count("load") == 4
+    loads_keys = [k for k in table["run_key"].to_list() if k.startswith("load")]
+    assert loads_keys == ["load:all:1"] * 2 + ["load:all:2"] * 2  # each load under its own key
+    # every results row finds its own ranks (what the Memory pane shows per rank)
+    from gpusession.core.ranks import ranks_of_row
+
+    for r in rows:
+        found = ranks_of_row(s.runs_dir, r.as_dict())
+        assert [x["rank"] for x in found] == [0, 1], r
+        assert {x["run_key"] for x in found} == {f"{r.phase}:{r.variant_id}:{r.run_index}"}
     own = table.filter(pl.col("run_key") == "warm:batch-4:1")["elapsed_s"].to_list()
     assert len(own) == 2 and all(ok.elapsed_seconds >= x for x in own)
     bad = table.filter((pl.col("run_key") == "warm:batch-2:1") & (pl.col("rank") == 1))
@@ -339,7 +347,7 @@ def test_issue13_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 1 and warm[0].elapsed_seconds is not None
     assert warm[0].gpu_count == 2 and warm[0].peak_reserved_bytes is not None
-    table = pl.read_csv(s.runs_dir / "gpus2" / "ranks.csv").filter(pl.col("run_key") != "load")
+    table = pl.read_csv(s.runs_dir / "gpus2" / "ranks.csv").filter(~pl.col("run_key").str.starts_with("load"))
     assert table["device"].to_list() == ["cuda:0", "cuda:1"]
     uuids = table["gpu_uuid"].to_list()
     assert all(uuids) and uuids[0] != uuids[1]
@@ -363,7 +371,7 @@ def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> No
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert warm[0].gpu_count == 1 and warm[0].elapsed_seconds is not None
     assert "1 rank:" in (warm[0].notes or "")
-    table = pl.read_csv(s.runs_dir / "one-rank" / "ranks.csv").filter(pl.col("run_key") != "load")
+    table = pl.read_csv(s.runs_dir / "one-rank" / "ranks.csv").filter(~pl.col("run_key").str.starts_with("load"))
     assert table["device"].to_list() == ["cuda:0"] and table["gpu_uuid"][0]
     assert _processes_of(s.folder) == []
 

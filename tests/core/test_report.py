@@ -279,3 +279,28 @@ def test_cli_report_item3_each_call_a_new_file_said_in_help_and_printed(run_cli:
         r = run_cli("report", "r1")
         assert r.returncode == 0, r.stderr
         assert f"wrote {sessions_root / 'r1' / name}" in r.stdout
+
+
+def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: NewSession) -> None:
+    from gpusession.core.ranks import append_rank_rows
+
+    s = new_session("ranks-report")
+    s.results.append(ResultRow(experiment_id="two", variant_id="batch-8", phase="warm", run_index=1,
+                               device="cuda:0", gpu_count=2, elapsed_seconds=0.2,
+                               peak_allocated_bytes=3 * GIB, peak_reserved_bytes=5 * GIB))
+    append_rank_rows(s.runs_dir / "two" / "ranks.csv", "warm:batch-8:1", "warm", [
+        {"rank": 0, "world_size": 2, "device": "cuda:0", "ok": True,
+         "peak_allocated_bytes": 2 * GIB, "peak_reserved_bytes": 4 * GIB},
+        {"rank": 1, "world_size": 2, "device": "cuda:1", "ok": True,
+         "peak_allocated_bytes": 3 * GIB, "peak_reserved_bytes": 5 * GIB},
+    ])
+    memory = _section(render_report(s, now=T0, nvml=NVML), "Memory peaks")
+    assert "| batch-8 | warm | 3.00 GiB | 5.00 GiB |" in memory  # the row: the largest over ranks
+    assert "each rank's own highest peak" in memory and "runs/two/ranks.csv" in memory
+    assert "| batch-8 | warm | 0 | cuda:0 | 2.00 GiB | 4.00 GiB |" in memory
+    assert "| batch-8 | warm | 1 | cuda:1 | 3.00 GiB | 5.00 GiB |" in memory
+    assert "9.00 GiB" not in memory  # never added over ranks
+
+    (s.runs_dir / "two" / "ranks.csv").write_text("run_key,rank\nwarm:batch-8:1,x\n")
+    memory = _section(render_report(s, now=T0, nvml=NVML), "Memory peaks")
+    assert "per-rank table cannot be read" in memory and "ranks.csv" in memory

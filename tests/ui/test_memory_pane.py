@@ -238,3 +238,60 @@ async def test_m3_what_the_allocator_leaves_out_is_worded_by_what_is_shown_above
         await pilot.press("3")
         await pilot.pause()
         assert "the NVML device total above includes them" in text_of(app, "#mem-alloc")
+
+
+async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
+    """A run across ranks: each rank's own four figures, under its device and UUID, never added."""
+    from gpusession.core.ranks import append_rank_rows
+
+    gib = 1024**3
+    session.results.append(ResultRow(
+        experiment_id="two", variant_id="batch-8", phase="warm", run_index=2, device="cuda:0",
+        gpu_count=2, baseline_allocated_bytes=1 * gib, baseline_reserved_bytes=2 * gib,
+        peak_allocated_bytes=6 * gib, peak_reserved_bytes=7 * gib, elapsed_seconds=0.1,
+        notes="2 ranks: slowest rank 1",
+    ))
+    per_rank = [
+        {"rank": 0, "world_size": 2, "device": "cuda:0", "gpu_uuid": "GPU-aaaa", "ok": True,
+         "elapsed_s": 0.09, "baseline_allocated_bytes": 1 * gib, "baseline_reserved_bytes": 2 * gib,
+         "peak_allocated_bytes": 3 * gib, "peak_reserved_bytes": 4 * gib},
+        {"rank": 1, "world_size": 2, "device": "cuda:1", "gpu_uuid": "GPU-bbbb", "ok": True,
+         "elapsed_s": 0.1, "baseline_allocated_bytes": 1 * gib, "baseline_reserved_bytes": 2 * gib,
+         "peak_allocated_bytes": 6 * gib, "peak_reserved_bytes": 7 * gib},
+    ]
+    ranks_csv = session.runs_dir / "two" / "ranks.csv"
+    append_rank_rows(ranks_csv, "warm:batch-8:1", "warm", [{**r, "peak_reserved_bytes": 9 * gib} for r in per_rank])
+    append_rank_rows(ranks_csv, "warm:batch-8:2", "warm", per_rank)
+
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        alloc = text_of(app, "#mem-alloc")
+        assert "each rank's own process (2 ranks" in alloc and "keeps the largest peaks" in alloc
+        assert "this process only" not in alloc
+        assert "rank 0 on cuda:0 (GPU-aaaa)" in alloc and "rank 1 on cuda:1 (GPU-bbbb)" in alloc
+        assert alloc.index("rank 0 on") < alloc.index("peak reserved      4.00 GiB") < alloc.index("rank 1 on")
+        assert "peak reserved      7.00 GiB" in alloc
+        assert "9.00 GiB" not in alloc  # another run's ranks are not this run's
+        assert "11.0 GiB" not in alloc and "10.0 GiB" not in alloc  # never added over ranks (M2)
+
+
+async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
+    session: Any, make_app: MakeApp
+) -> None:
+    gib = 1024**3
+    session.results.append(ResultRow(
+        experiment_id="two", variant_id="batch-8", phase="warm", run_index=1, device="cuda:0",
+        peak_allocated_bytes=6 * gib, peak_reserved_bytes=7 * gib, elapsed_seconds=0.1,
+    ))
+    (session.runs_dir / "two").mkdir(parents=True)
+    (session.runs_dir / "two" / "ranks.csv").write_text("run_key,rank\nwarm:batch-8:1,not-a-number\n")
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        alloc = text_of(app, "#mem-alloc")
+        assert "peak reserved      7.00 GiB" in alloc and "this process only" not in alloc
+        assert "the largest over its ranks" in alloc and "ranks.csv could not be read" in alloc

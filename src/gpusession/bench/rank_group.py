@@ -37,13 +37,6 @@ from typing import Any
 
 from gpusession.bench.ranks import RankEnv, shard_bounds
 
-#: Columns of ``runs/<experiment>/ranks.csv``, one row per rank and run (issue 13).
-RANK_COLUMNS = (
-    "run_key", "worker", "rank", "world_size", "device", "gpu_uuid", "ok", "error",
-    "elapsed_s", "baseline_allocated_bytes", "baseline_reserved_bytes",
-    "peak_allocated_bytes", "peak_reserved_bytes",
-)
-
 
 @dataclass
 class RankRun:
@@ -52,7 +45,8 @@ class RankRun:
     Attributes:
         elapsed_s: wall seconds between the two barriers on the leader (``None`` when a
             rank failed).
-        per_rank: one dict per rank (``RANK_COLUMNS`` less ``run_key``/``worker``), by
+        per_rank: one dict per rank
+            (:data:`gpusession.core.ranks.RANK_COLUMNS` less ``run_key``/``worker``), by
             rank.
         failure: the failure fields of the first failed rank (``error_type``,
             ``message`` prefixed with ``rank N``, ``oom``, ``ok=False``, ``rank``);
@@ -252,40 +246,8 @@ def _max_float(rows: list[dict[str, Any]], key: str) -> tuple[float | None, int 
     return best
 
 
-def append_rank_rows(path: Any, run_key: str, worker: str, per_rank: list[dict[str, Any]]) -> None:
-    """Append one row per rank to ``runs/<experiment>/ranks.csv`` (polars; issue 13).
-
-    The header is written when the file is new; existing rows are never rewritten.
-
-    Args:
-        path: the CSV path (a :class:`pathlib.Path`).
-        run_key: the run's local key, ``"warm:batch-4:2"``.
-        worker: the worker's name (``"warm"``, ``"cold-batch-4-1"``).
-        per_rank: :attr:`RankRun.per_rank`.
-
-    Raises:
-        OSError: the file cannot be written.
-    """
-    import polars as pl
-
-    rows = [{"run_key": run_key, "worker": worker, **{k: r.get(k) for k in RANK_COLUMNS[2:]}}
-            for r in per_rank]
-    schema = {"run_key": pl.String, "worker": pl.String, "rank": pl.Int64, "world_size": pl.Int64,
-              "device": pl.String, "gpu_uuid": pl.String, "ok": pl.Boolean, "error": pl.String,
-              "elapsed_s": pl.Float64, "baseline_allocated_bytes": pl.Int64,
-              "baseline_reserved_bytes": pl.Int64, "peak_allocated_bytes": pl.Int64,
-              "peak_reserved_bytes": pl.Int64}
-    frame = pl.DataFrame(rows, schema=schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", encoding="utf-8", newline="") as fh:
-        fh.write(frame.write_csv(include_header=new))
-
-
 __all__ = [
-    "RANK_COLUMNS",
     "RankGroup",
     "RankRun",
-    "append_rank_rows",
     "rank_notes",
 ]

@@ -457,17 +457,19 @@ class Runner:
         spec_dir = s.runs_dir / exp.id
         spec_dir.mkdir(parents=True, exist_ok=True)
         spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
-        write_private_bytes(spec_path, json.dumps(self._spec(exp, name, group), default=str).encode())
+        load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
+        load_index = self._load_index(exp, load_variant)
+        load_key = RunKey(exp.id, "load", load_variant, load_index)
+        spec = self._spec(exp, name, group)
+        spec["load_run_key"] = load_key.local  # the load's key in ranks.csv (issue 13)
+        write_private_bytes(spec_path, json.dumps(spec, default=str).encode())
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         by_key = {r.run_key: r for r in group}
-        load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
-        load_index = self._load_index(exp, load_variant)
         self._warm_done = {}
         # The load is a timed run too: journal it as in flight before the worker starts,
         # so that a crash while it loads is recovered as an incident row on reopen (S7).
-        load_key = RunKey(exp.id, "load", load_variant, load_index)
         load_fields: dict[str, Any] = dict(run_key=load_key.format(), experiment_id=exp.id,
                                            variant_id=load_variant, phase="load", run_index=load_index)
         self._journal(LoadStartedRecord(worker=name, **load_fields))

@@ -61,6 +61,7 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
+from gpusession.core.ranks import RANKS_FILE, append_rank_rows
 
 
 class Channel:
@@ -708,9 +709,10 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
     UUID, PID, start time and host by rank (the last three for recovery, journal only); ``gpu_model`` of a
     mixed host lists each model. The load's elapsed is the slowest rank's and its peaks
     the maximum over ranks (each baseline from the rank holding that peak); the leader
-    writes every rank's load to ``ranks.csv`` (run key ``load``).
+    writes every rank's load to ``ranks.csv`` under the load's run key (the spec's
+    ``load_run_key``, e.g. ``load:all:1``; ``load`` when a hand-started agent's spec
+    lacks it).
     """
-    from gpusession.bench.rank_group import append_rank_rows
     from gpusession.core.processes import identify
 
     me = identify(os.getpid())
@@ -733,7 +735,8 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
                  "gpu_uuid": r["gpu_uuid"], "ok": True, **r["load"]} for i, r in enumerate(every)]
     if group.is_leader:
         try:
-            append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", "load", str(spec.get("worker")), per_rank)
+            append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, str(spec.get("load_run_key") or "load"),
+                             str(spec.get("worker")), per_rank)
         except OSError:  # beside the row only; the load row still says the maximum
             pass
     merged = dict(load)
@@ -775,7 +778,7 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
     ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
     failure, ``failed_rank``.
     """
-    from gpusession.bench.rank_group import append_rank_rows, rank_notes
+    from gpusession.bench.rank_group import rank_notes
 
     rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=_failure_fields)
     failure = dict(rr.failure)
@@ -788,7 +791,7 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
     if not group.is_leader:
         return None, failure
     try:
-        append_rank_rows(Path(spec["output_dir"]) / "ranks.csv", run["run_key"],
+        append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, run["run_key"],
                          str(spec.get("worker")), rr.per_rank)
     except OSError as exc:  # the per-rank table is beside the row: say so, keep the run
         fields["rank_note"] += f"; ranks.csv not written ({exc})"

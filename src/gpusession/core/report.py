@@ -348,7 +348,7 @@ def _journal_incidents(session: Session) -> list[str]:
     return out
 
 
-def _memory(frame: pl.DataFrame) -> list[str]:
+def _memory(session: Session, frame: pl.DataFrame) -> list[str]:
     if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
         return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0)._"]
     mem = (
@@ -367,6 +367,36 @@ def _memory(frame: pl.DataFrame) -> list[str]:
     for exp, rows in tables.items():
         out += ["", f"Experiment {exp}:", ""]
         out += _table(["variant", "phase", "peak allocated", "peak reserved"], rows)
+    return out + _rank_memory(session, mem)
+
+
+def _rank_memory(session: Session, mem: pl.DataFrame) -> list[str]:
+    """Each rank's own highest peaks, for experiments run across ranks (issue 13)."""
+    from gpusession.core.ranks import RANKS_FILE, read_rank_frame
+
+    out: list[str] = []
+    for exp in mem.get_column("experiment_id").unique(maintain_order=True).to_list():
+        path = session.runs_dir / str(exp) / RANKS_FILE
+        try:
+            ranks = read_rank_frame(path)
+        except BadInput as exc:
+            out += ["", *_wrap(f"Experiment {_cell(exp)} ran across ranks, but its per-rank table "
+                               f"cannot be read: {exc}")]
+            continue
+        ranks = ranks.filter(pl.col("peak_reserved_bytes").is_not_null() | pl.col("peak_allocated_bytes").is_not_null())
+        if ranks.height == 0:
+            continue
+        per = (
+            ranks.with_columns(pl.col("run_key").str.split(":").list.get(0, null_on_oob=True).alias("phase"),
+                               pl.col("run_key").str.split(":").list.get(1, null_on_oob=True).alias("variant"))
+            .group_by(["variant", "phase", "rank"], maintain_order=True)
+            .agg(pl.col("device").last(), pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+        )  # in the order the runs were made, ranks in order within each run
+        rows = [[r["variant"], r["phase"], r["rank"], r["device"], _bytes_short(r["peak_allocated_bytes"]),
+                 _bytes_short(r["peak_reserved_bytes"])] for r in per.iter_rows(named=True)]
+        out += ["", *_wrap(f"Experiment {_cell(exp)}, each rank's own highest peak (the table above keeps "
+                           f"the largest over ranks; every run's figures are in runs/{exp}/{RANKS_FILE}):"), ""]
+        out += _table(["variant", "phase", "rank", "device", "peak allocated", "peak reserved"], rows)
     return out
 
 
@@ -607,7 +637,7 @@ def render_report(session: Session, *, now: datetime | None = None,
         "Environment seen": _env(session, frame, _live_probes(session, nvml, now)),
         "Protocol per experiment": _protocols(session),
         "Results per variant and phase": _results(session, frame) + _journal_incidents(session),
-        "Memory peaks": _memory(frame),
+        "Memory peaks": _memory(session, frame),
         "Validation verdicts": _validation(session, frame),
         "Cost": _cost(session, frame),
         "Retrieval": _retrieval(session),

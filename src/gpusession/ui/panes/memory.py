@@ -9,7 +9,8 @@ never imports torch (M5).
 Labels follow M2, M3 and H-04: NVML figures are "device total" (every process, CUDA
 context included); the last run's allocator figures are "PyTorch allocator, this process
 only" (the worker that ran), shown one by one, never added, and their difference is never
-called a cache.
+called a cache. A run across ranks (issue 13) shows each rank's own figures, read from
+``runs/<experiment>/ranks.csv``, under its device and GPU UUID.
 """
 
 from __future__ import annotations
@@ -98,31 +99,88 @@ def gpu_lines(snap: Any) -> list[str]:
     return out
 
 
-def allocator_lines(row: dict[str, Any] | None, snap: Any = None) -> list[str]:
+_ALLOCATOR_KEYS = (
+    ("baseline allocated", "baseline_allocated_bytes"),
+    ("baseline reserved ", "baseline_reserved_bytes"),
+    ("peak allocated    ", "peak_allocated_bytes"),
+    ("peak reserved     ", "peak_reserved_bytes"),
+)
+_NOT_MEASURED = "not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)"
+
+
+def allocator_lines(row: dict[str, Any] | None, snap: Any = None,
+                    ranks: list[dict[str, Any]] | str | None = None) -> list[str]:
     """The last run's four allocator figures, each on its own (M1, M2, M4).
 
     ``snap``: the latest NVML reading, for the words on what the figures leave out
-    (:func:`not_covered`).
+    (:func:`not_covered`). ``ranks``: :func:`rank_rows_of` for a run across ranks
+    (issue 13): each rank's own four figures are shown, under its device and GPU UUID,
+    and the words say the results row keeps the largest; a sentence when they cannot be
+    shown (then the row's figures, named as the largest over ranks, and why).
     """
+    if isinstance(ranks, list) and ranks:
+        return _rank_allocator_lines(row or {}, snap, ranks)
     head = "Last run — PyTorch allocator, this process only (the worker that ran it):"
+    if isinstance(ranks, str) and ranks:
+        head = f"Last run — PyTorch allocator, the largest over its ranks (each rank's own: {ranks}):"
     if row is None:
         return [head, "    no run recorded yet", not_covered(snap)]
     which = (
         f"    {run_label(row)} on {shown(row.get('device'), 'device not recorded')}"
     )
-    keys = (
-        ("baseline allocated", "baseline_allocated_bytes"),
-        ("baseline reserved ", "baseline_reserved_bytes"),
-        ("peak allocated    ", "peak_allocated_bytes"),
-        ("peak reserved     ", "peak_reserved_bytes"),
-    )
     lines = [head, which]
-    if all(row.get(k) is None for _, k in keys):
-        lines.append("    not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)")
+    if all(row.get(k) is None for _, k in _ALLOCATOR_KEYS):
+        lines.append(f"    {_NOT_MEASURED}")
     else:
-        lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in keys]
+        lines += [f"    {label} {fmt_bytes(row.get(k))}" for label, k in _ALLOCATOR_KEYS]
     lines.append(not_covered(snap))
     return lines
+
+
+def _rank_allocator_lines(row: dict[str, Any], snap: Any, ranks: list[dict[str, Any]]) -> list[str]:
+    """Per-rank allocator figures of one run across ranks (issue 13; M1, M2)."""
+    n = len(ranks)
+    lines = [
+        f"Last run — PyTorch allocator, each rank's own process ({plural(n, 'rank')};"
+        " the results row keeps the largest peaks):",
+        f"    {run_label(row)}",
+    ]
+    for r in ranks:
+        where = shown(r.get("device"), "device not recorded")
+        if r.get("gpu_uuid"):
+            where += f" ({shown(r.get('gpu_uuid'))})"
+        status = "" if r.get("ok") is not False else f" — failed: {shown(r.get('error'), 'error not recorded')}"
+        lines.append(f"    rank {shown(r.get('rank'))} on {where}{status}")
+        if all(r.get(k) is None for _, k in _ALLOCATOR_KEYS):
+            lines.append("        not measured: the run failed on this rank" if status
+                         else f"        {_NOT_MEASURED}")
+        else:
+            lines += [f"        {label} {fmt_bytes(r.get(k))}" for label, k in _ALLOCATOR_KEYS]
+    lines.append(not_covered(snap))
+    return lines
+
+
+def rank_rows_of(session: Any, row: dict[str, Any] | None) -> list[dict[str, Any]] | str:
+    """The ranks of ``row`` from ``ranks.csv`` (issue 13).
+
+    Returns:
+        The rows by rank; ``[]`` for a one-process run (its experiment has no
+        ``ranks.csv``); a sentence when the experiment ran across ranks but this run's
+        ranks cannot be shown (the table is unreadable, or has no row for the run).
+    """
+    from gpusession.core.errors import BadInput
+    from gpusession.core.ranks import RANKS_FILE, ranks_of_row
+
+    if row is None or not row.get("experiment_id"):
+        return []
+    table = session.runs_dir / str(row["experiment_id"]) / RANKS_FILE
+    if not table.exists():
+        return []
+    try:
+        found = ranks_of_row(session.runs_dir, row)
+    except (BadInput, OSError) as exc:
+        return f"{table.name} could not be read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    return found or f"{table.name} has no row for this run"
 
 
 def span(fractions: list[float]) -> str:
@@ -233,6 +291,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self._host_hist: deque[float] = deque(maxlen=120)
         self._gpu_hist: deque[float] = deque(maxlen=120)
         self.alloc_row: dict[str, Any] | None = None
+        self.alloc_ranks: list[dict[str, Any]] | str = []
         self.nvml = PersistentNvml(ctx.nvml)
         self._texts: dict[str, str] = {}
 
@@ -256,7 +315,8 @@ class MemoryPane(VerticalScroll, can_focus=True):
     def reload(self) -> None:
         """Re-read the last run's allocator figures (after a run lands)."""
         self.alloc_row = last_allocator_row(self.ctx.session)
-        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot)))
+        self.alloc_ranks = rank_rows_of(self.ctx.session, self.alloc_row)
+        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot, self.alloc_ranks)))
 
     def show_row(self, row: dict[str, Any]) -> None:
         """A run just landed: show its allocator figures (or why there are none)."""
@@ -264,7 +324,8 @@ class MemoryPane(VerticalScroll, can_focus=True):
             self.alloc_row.get("peak_reserved_bytes") is None
         ):
             self.alloc_row = row
-            self._set("#mem-alloc", "\n".join(allocator_lines(row, self.snapshot)))
+            self.alloc_ranks = rank_rows_of(self.ctx.session, row)
+            self._set("#mem-alloc", "\n".join(allocator_lines(row, self.snapshot, self.alloc_ranks)))
 
     def sample(self) -> None:
         """Ask for one reading unless the previous one is still being read."""
@@ -291,7 +352,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.host, self.snapshot = msg.host, msg.nvml
         self._set("#mem-host", "\n".join(host_lines(msg.host)))
         self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
-        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml)))
+        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml, self.alloc_ranks)))
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
         gpus = getattr(msg.nvml, "gpus", ()) or ()

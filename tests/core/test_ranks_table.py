@@ -1,0 +1,48 @@
+"""``runs/<experiment>/ranks.csv`` (``core/ranks.py``, issue 13): written, read, matched to a row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpusession.core.errors import BadInput
+from gpusession.core.ranks import (
+    RANK_COLUMNS,
+    append_rank_rows,
+    ranks_of_row,
+    read_rank_rows,
+    row_run_key,
+)
+
+
+def _ranks(n: int, **kw: object) -> list[dict[str, object]]:
+    return [{"rank": r, "world_size": n, "device": f"cuda:{r}", "ok": True, "elapsed_s": 0.1 * (r + 1), **kw}
+            for r in range(n)]
+
+
+def test_issue13_a_row_finds_its_own_ranks_by_run_key(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    path = runs / "e" / "ranks.csv"
+    append_rank_rows(path, "load:all:1", "warm", _ranks(2))
+    append_rank_rows(path, "warm:batch-4:1", "warm", _ranks(2, peak_reserved_bytes=10))
+    append_rank_rows(path, "warm:batch-4:2", "warm", list(reversed(_ranks(2, peak_reserved_bytes=20))))
+    row = {"experiment_id": "e", "phase": "warm", "variant_id": "batch-4", "run_index": 2}
+    assert row_run_key(row) == "warm:batch-4:2"
+    found = ranks_of_row(runs, row)
+    assert [r["rank"] for r in found] == [0, 1]  # by rank, whatever the file order
+    assert {r["peak_reserved_bytes"] for r in found} == {20}
+    assert [r["rank"] for r in ranks_of_row(runs, {**row, "phase": "load", "variant_id": "all", "run_index": 1})] == [0, 1]
+    assert ranks_of_row(runs, {**row, "run_index": 3}) == []
+    assert ranks_of_row(runs, {**row, "experiment_id": "other"}) == []  # one process: no table
+    assert set(read_rank_rows(path)[0]) == set(RANK_COLUMNS)
+
+
+def test_issue13_a_ranks_table_that_is_not_one_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "e" / "ranks.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("run_key,rank\nwarm:b:1,zero\n")
+    with pytest.raises(BadInput) as err:
+        read_rank_rows(path)
+    assert "ranks.csv" in str(err.value) and "run_key" in str(err.value)
+    assert read_rank_rows(tmp_path / "missing.csv") == []
