@@ -71,3 +71,43 @@ RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKS]\d{1,2}|H-\d{2})(?![\w-])|\w*Â§[\wâ€
 def ids_in(text: str) -> list[str]:
     """The rule ids named in ``text`` (sorted, each once): what a person must never read."""
     return sorted({m.group(0) for m in RULE_ID.finditer(text)})
+
+
+def wait_for(what: Callable[[], object], timeout_s: float = 30.0, step_s: float = 0.05) -> object:
+    """Poll ``what()`` until it returns something true; that value (AssertionError after ``timeout_s``)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(step_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def alive(pid: int, create_time_s: float | None) -> bool:
+    """Whether the process recorded as (PID, start time) still runs (not a zombie, not a reused PID)."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time_s is None or abs(p.create_time() - create_time_s) < 0.05
+    except psutil.Error:
+        return False
+
+
+def processes_naming(path: Path | str) -> list[object]:
+    """Live processes (psutil) with ``path`` in an argument of their command line (zombies left out)."""
+    import psutil
+
+    out: list[object] = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and any(str(path) in a for a in (p.info["cmdline"] or [])):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out

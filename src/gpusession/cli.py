@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Plain imports (no import by string): the modules under gpusession.commands that
     # register subcommands, in help order. Each keeps its heavy imports inside functions.
     from gpusession.commands import (
+        agent_cmd,
         checklist_cmds,
         cost_cmds,
         pull_cmd,
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         validate_cmd,
     )
 
-    for mod in (session_cmds, status_cmd, tui, run_cmds, validate_cmd, cost_cmds, checklist_cmds, pull_cmd):
+    for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, checklist_cmds,
+                pull_cmd):
         mod.register(sub)
     return parser
 

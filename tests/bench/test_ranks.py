@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import alive, cli, processes_naming
 
 from gpusession.bench.plan import Experiment, define_experiment, get_experiment
 from gpusession.core.errors import BadInput
 from gpusession.core.session import Session
-from tests.helpers import cli
 
 
 def _exp(**kw: object) -> Experiment:
@@ -133,19 +133,6 @@ def _rank_exp(session: Session, exp_id: str, **kw: Any) -> Experiment:
     return define_experiment(session, Experiment(**base))
 
 
-def _processes_of(folder: Path) -> list[Any]:
-    import psutil
-
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(str(folder) in a for a in (p.info["cmdline"] or [])):
-                out.append(p)
-        except psutil.Error:
-            pass
-    return out
-
-
 @pytest.fixture
 def ranks_env(monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_workloads import with_tests_on_path
@@ -164,18 +151,6 @@ def _recorded_pids(s: Session) -> list[tuple[int, float | None]]:
             out.extend(zip(r["rank_pids"], r.get("rank_create_times_s") or [None] * len(r["rank_pids"]),
                            strict=True))
     return out
-
-
-def _alive(pid: int, create_time_s: float | None) -> bool:
-    import psutil
-
-    try:
-        p = psutil.Process(pid)
-        if p.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return create_time_s is None or abs(p.create_time() - create_time_s) < 0.05
-    except psutil.Error:
-        return False
 
 
 @pytest.mark.slow
@@ -238,8 +213,8 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     assert all(t is not None for r in loaded for t in r["rank_create_times_s"])
     recorded = _recorded_pids(s)
     assert len(recorded) == 6  # 2 launchers, 4 ranks
-    assert [pid for pid, ct in recorded if _alive(pid, ct)] == []  # no orphan
-    assert _processes_of(s.folder) == []  # no rank outlives the run
+    assert [pid for pid, ct in recorded if alive(pid, ct)] == []  # no orphan
+    assert processes_naming(s.folder) == []  # no rank outlives the run
     # the same work in one process: the gathered output is identical, in corpus order
     one = _rank_exp(s, "one", gpus=1)
     assert Runner(s, one.id).run().completed
@@ -314,7 +289,7 @@ def test_issue13_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
     assert [r.run_index for r in loads] == [1, 2]  # loaded again, recorded as such
     assert "warm-again-2" in (loads[1].notes or "")
     assert any("a fresh group runs them" in i for i in out.incidents)
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 # -- GPU: two ranks on two GPUs; one rank through torchrun on any GPU machine -------------
@@ -353,7 +328,7 @@ def test_issue13_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
     assert all(uuids) and uuids[0] != uuids[1]
     assert all(x is not None and x > 0 for x in table["peak_allocated_bytes"].to_list())
     assert warm[0].peak_reserved_bytes == max(table["peak_reserved_bytes"].to_list())
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 @pytest.mark.gpu
@@ -373,7 +348,7 @@ def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> No
     assert "1 rank:" in (warm[0].notes or "")
     table = pl.read_csv(s.runs_dir / "one-rank" / "ranks.csv").filter(~pl.col("run_key").str.starts_with("load"))
     assert table["device"].to_list() == ["cuda:0"] and table["gpu_uuid"][0]
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 @pytest.mark.slow
@@ -391,7 +366,7 @@ def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
     assert len(warm) == 1 and warm[0].elapsed_seconds is None
     assert "timed out after 30 s" in (warm[0].notes or "")
     assert not out.completed
-    assert _processes_of(s.folder) == []  # the launcher and both ranks are gone
+    assert processes_naming(s.folder) == []  # the launcher and both ranks are gone
 
 
 # -- the package holds more GPUs than the experiment uses -----------------------------------
@@ -484,7 +459,7 @@ def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: N
     assert env["leader_rank"] == (1 if other.pid < launcher else 0)
     ids = [json.loads(x)["id"] for x in (s.runs_dir / "nodes" / "batch-4" / "warm-1.jsonl").read_text().splitlines()]
     assert ids == [f"t-{i:03d}" for i in range(9)]
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
@@ -521,7 +496,7 @@ def test_h12_cancel_stops_every_rank_at_the_run_boundary(session: Session, ranks
     assert len(warm) == 1 and warm[0].elapsed_seconds is not None
     exits = [r["exit"] for r in s.read_journal() if r.get("event") == "worker_exited"]
     assert exits == ["exited with code 0"]  # every rank stopped at the boundary, none killed
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 @pytest.mark.slow
@@ -558,7 +533,7 @@ def test_issue13_ranks_end_with_their_launcher_killed(session: Session, ranks_en
     assert time.monotonic() - started < 60  # the ranks did not sleep on: parent-death signal
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 1 and warm[0].elapsed_seconds is None and "SIGKILL" in (warm[0].notes or "")
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 @pytest.mark.slow
@@ -575,7 +550,7 @@ def test_issue13_a_rank_failing_its_load_leaves_one_load_row_naming_it(session: 
     assert "load failed" in note and "rank 1 of 2: rank 1 cannot load" in note, note
     assert not out.completed
     assert any("exited with code 3" in i for i in out.incidents)  # the group ended together
-    assert _processes_of(s.folder) == []
+    assert processes_naming(s.folder) == []
 
 
 # -- recovery: a rank of an earlier run still alive is ended before the next run ------------

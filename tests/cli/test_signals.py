@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-from helpers import cli
+from helpers import alive, cli, wait_for
 
 from gpusession.core.session import RUN_LOCK, Session
 
@@ -47,34 +47,14 @@ def _events(folder: Path, name: str) -> list[dict[str, Any]]:
     return [r for r in _journal(folder) if r.get("event") == name]
 
 
-def _wait_for(what: Callable[[], Any], timeout_s: float = 30.0, step_s: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = what()
-        if got:
-            return got
-        time.sleep(step_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def _recorded(folder: Path) -> list[tuple[str, int, float | None]]:
     """(kind, pid, start time) of every worker and user command the journal records."""
     return [(r["event"], r["pid"], r.get("create_time_s")) for r in _journal(folder)
             if r.get("event") in ("worker_started", "command_started") and r.get("pid")]
 
 
-def _alive(pid: int, create_time_s: float | None) -> bool:
-    try:
-        p = psutil.Process(pid)
-        if p.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return create_time_s is None or abs(p.create_time() - create_time_s) < 0.05
-    except psutil.Error:
-        return False
-
-
 def _alive_recorded(folder: Path) -> list[tuple[str, int]]:
-    return [(kind, pid) for kind, pid, ct in _recorded(folder) if _alive(pid, ct)]
+    return [(kind, pid) for kind, pid, ct in _recorded(folder) if alive(pid, ct)]
 
 
 def _gone_after(folder: Path, t0: float) -> float:
@@ -104,7 +84,7 @@ class Reaper:
         victims: list[psutil.Process] = []
         for folder in self.folders:
             for _kind, pid, ct in _recorded(folder):
-                if _alive(pid, ct):
+                if alive(pid, ct):
                     victims.append(psutil.Process(pid))
         for p in self.procs:
             if p.poll() is None:
@@ -181,7 +161,7 @@ def test_h14_signal_ends_worker_and_command_journals_it_releases_lock(
     _define(capsys, sessions_root, session.name, "quick", "sleep 0.1")
     proc = _start_headless(reaper, sessions_root, session.name, "sleepy", tmp_path / "out.txt")
     # after the worker has started the user's command (the journal says so)
-    _wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
+    wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
     recorded = _recorded(folder)
     assert {k for k, _, _ in recorded} == {"worker_started", "command_started"}
     assert all(ct is not None for _, _, ct in recorded)
@@ -225,9 +205,9 @@ def test_issue12_second_ctrl_c_ends_the_run_at_once_like_a_hangup(
     _define(capsys, sessions_root, session.name, "sleepy", "sleep 25")
     log = tmp_path / "out.txt"
     proc = _start_headless(reaper, sessions_root, session.name, "sleepy", log)
-    _wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
+    wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
     proc.send_signal(signal.SIGINT)  # the first: stop at the next run boundary
-    _wait_for(lambda: "cancel requested" in log.read_text(encoding="utf-8"))
+    wait_for(lambda: "cancel requested" in log.read_text(encoding="utf-8"))
     assert proc.poll() is None and len(_alive_recorded(folder)) == 2  # still measuring
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)  # the second: now
@@ -261,7 +241,7 @@ def test_h14_sigkill_of_the_parent_takes_worker_and_command_along(
     reaper.folders.append(folder)
     _define(capsys, sessions_root, session.name, "sleepy", "sleep 25")
     proc = _start_headless(reaper, sessions_root, session.name, "sleepy", tmp_path / "out.txt")
-    _wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
+    wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
     t0 = time.monotonic()
     proc.kill()  # nothing in gpusession runs: only the parent-death signal can act
     elapsed = _gone_after(folder, t0)
@@ -297,12 +277,12 @@ def test_issue12_leftover_worker_of_an_earlier_run_is_ended_before_a_new_run(
     # A worker of an earlier run, still measuring: leader of its own group, with a child.
     leftover = reaper.popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True,
                             env={**_env(), PARENT_ENV: "1"})
-    child = _wait_for(lambda: psutil.Process(leftover.pid).children())[0]
+    child = wait_for(lambda: psutil.Process(leftover.pid).children())[0]
     ident = identify(leftover.pid)
     session.journal(WorkerStartedRecord(experiment_id="quick", worker="warm", pid=ident.pid,
                                         create_time_s=ident.create_time_s))
     code, out, _ = cli(capsys, sessions_root, "run", session.name, "--headless")
-    assert leftover.poll() is not None or not _alive(leftover.pid, ident.create_time_s)
+    assert leftover.poll() is not None or not alive(leftover.pid, ident.create_time_s)
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     assert f"pid {leftover.pid}" in out and "ended before this run started" in out
     # it was ended before the new worker started
@@ -355,22 +335,22 @@ def test_h14_detach_survives_the_terminal_hangup_and_finishes(
     with open(out, "wb") as fh:
         term = reaper.popen(["sh", "-c", f"{cmd}; echo detach-exit=$?; sleep 60"],
                             start_new_session=True, stdout=fh, stderr=subprocess.STDOUT, env=_env())
-    text = _wait_for(lambda: "detach-exit=" in out.read_text() and out.read_text(), timeout_s=60)
+    text = wait_for(lambda: "detach-exit=" in out.read_text() and out.read_text(), timeout_s=60)
     assert "detach-exit=0" in text
     assert f"gpusession show {session.name}" in text and "Run pane" in text
     pid = int(text.split("(pid ")[1].split(")")[0])
     reaper.pids.append(pid)
-    _wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
+    wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
     os.killpg(term.pid, signal.SIGHUP)  # the ssh drop: the terminal's whole session hangs up
     term.wait(timeout=10)
-    finished = _wait_for(lambda: _events(folder, "experiment_finished"), timeout_s=60)
+    finished = wait_for(lambda: _events(folder, "experiment_finished"), timeout_s=60)
     assert finished[0]["experiment_id"] == "short"
     assert _events(folder, "run_interrupted") == []
     logs = list((folder / "logs").glob("run-*.log"))
     # the summary is printed after the journal's end: wait for it, not for any output
-    assert len(logs) == 1 and _wait_for(lambda: "rows appended" in logs[0].read_text(), 10)
+    assert len(logs) == 1 and wait_for(lambda: "rows appended" in logs[0].read_text(), 10)
     assert logs[0].stat().st_mode & 0o777 == 0o600
-    _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     assert not (folder / RUN_LOCK).exists()
 
 

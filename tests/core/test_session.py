@@ -11,7 +11,7 @@ import pytest
 from helpers import SESSION_START, NewSession
 
 from gpusession.core import tomlio
-from gpusession.core.errors import BadInput
+from gpusession.core.errors import BadInput, Failure
 from gpusession.core.package import Package, parse_start
 from gpusession.core.results import ResultRow
 from gpusession.core.session import (
@@ -121,6 +121,32 @@ def test_s7_a_live_runner_is_not_mistaken_for_a_crash(sessions_root: Path, new_s
     s.journal("run_started", run_key="k", experiment_id="e", variant_id="v", phase="warm", run_index=0)
     (s.folder / ".run.lock").write_text(str(os.getpid()))
     assert Session.open(sessions_root, "t1").results.read().height == 0
+
+
+def test_s7_issue13_a_run_lock_of_another_node_is_not_mistaken_for_a_crash(
+    sessions_root: Path, new_session: NewSession
+) -> None:
+    """A folder shared by the nodes of a torchrun group: the runner's lock names its host."""
+    from gpusession.core.journal import lock_holder, lock_host, take_lock
+
+    s = new_session("t1")
+    s.journal("run_started", run_key="k", experiment_id="e", variant_id="v", phase="warm", run_index=0)
+    spec = s.folder / "runs" / "e" / ".worker-warm.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("{}")
+    (s.folder / ".run.lock").write_text("999999999 node-b.example")  # a PID not alive *here*
+    assert lock_holder(s.folder) == 999999999 and lock_host(s.folder) == "node-b.example"
+    reopened = Session.open(sessions_root, "t1")
+    assert reopened.results.read().height == 0  # no run recorded as lost
+    assert spec.exists() and (s.folder / ".run.lock").exists()  # the other node's group still runs
+    with pytest.raises(Failure) as busy:
+        take_lock(s.folder, "t1")
+    assert "pid 999999999 on node-b.example" in str(busy.value)
+    # this host's own lock: PID and host, and a dead PID of this host is a crash
+    (s.folder / ".run.lock").unlink()
+    take_lock(s.folder, "t1")
+    words = (s.folder / ".run.lock").read_text().split()
+    assert words[0] == str(os.getpid()) and len(words) == 2 and lock_host(s.folder) is None
 
 
 def test_toml_syntax_error_reports_its_line(sessions_root: Path, new_session: NewSession) -> None:

@@ -103,7 +103,7 @@ class Experiment:
             starts the worker through torchrun with ``N`` ranks, each on
             ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
         nodes: nodes of the torchrun group (issue 13); more than one needs
-            ``rendezvous``, and each other node starts its torchrun agent itself.
+            ``rendezvous``; each other node runs ``gpusession agent`` (:mod:`gpusession.bench.agent`).
         rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
             not part of the setup (a new address is not a new experiment).
     """

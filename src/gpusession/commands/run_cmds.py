@@ -131,7 +131,8 @@ def register(sub: Any) -> None:
                    help="processes per node, one per GPU (default 1); more than 1 starts the "
                         "worker through torchrun and splits the corpus by rank")
     q.add_argument("--nodes", type=int, default=1,
-                   help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous")
+                   help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous, "
+                   "and `gpusession agent NAME --experiment ID` on each other node")
     q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
                    help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
     q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
@@ -197,9 +198,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
-        from gpusession.core.journal import lock_busy
+        from gpusession.core.journal import lock_busy, lock_host
 
-        raise lock_busy(holder, session.name)
+        raise lock_busy(holder, session.name, lock_host(session.folder))
     cancel = threading.Event()
     # The definition is read and checked, and every file the run writes is checked,
     # before anything is printed or measured (issue 12).
@@ -352,11 +353,11 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
         OSError: the log could not be created or the process could not start.
     """
     from gpusession.core.clock import utcnow
-    from gpusession.core.journal import lock_busy
+    from gpusession.core.journal import lock_busy, lock_host
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():
-        raise lock_busy(holder, session.name)
+        raise lock_busy(holder, session.name, lock_host(session.folder))
     logs = session.folder / "logs"
     logs.mkdir(mode=0o700, exist_ok=True)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -205,14 +206,37 @@ def run_progress(records: list[Event]) -> RunProgress | None:
 
 
 # -- the run lock ----------------------------------------------------------------------
+def _lock_text() -> str:
+    """What the run lock holds: ``"<pid> <host>"`` (the host: issue 13, a folder shared by nodes)."""
+    return f"{os.getpid()} {platform.node()}"
+
+
+def lock_host(folder: Path) -> str | None:
+    """The host named in ``folder``'s run lock when it is not this one, else ``None``."""
+    try:
+        words = (Path(folder) / RUN_LOCK).read_text().split()
+    except OSError:
+        return None
+    return words[1] if len(words) > 1 and words[1] != platform.node() else None
+
+
 def lock_holder(folder: Path) -> int | None:
-    """PID of a live process running experiments in ``folder``, else ``None`` (S7)."""
+    """PID of a live process running experiments in ``folder``, else ``None`` (S7).
+
+    The lock holds ``"<pid> <host>"`` (older locks: the PID alone). A lock taken on
+    another host (a session folder shared by the nodes of a torchrun group, issue 13) is
+    held: its process cannot be looked at from here, and taking it for a crash would
+    record the other node's runs as lost.
+    """
     lock = Path(folder) / RUN_LOCK
     try:
-        pid = int(lock.read_text().strip())
+        words = lock.read_text().split()
+        pid = int(words[0])
         written = lock.stat().st_mtime
-    except (OSError, ValueError):
+    except (OSError, ValueError, IndexError):
         return None
+    if len(words) > 1 and words[1] != platform.node():
+        return pid
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -264,7 +288,7 @@ def take_lock(folder: Path, session_name: str) -> Path:
     lock = Path(folder) / RUN_LOCK
     tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(str(os.getpid()))
+        tmp.write_text(_lock_text())
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
@@ -275,25 +299,27 @@ def take_lock(folder: Path, session_name: str) -> Path:
                 return lock
             except FileExistsError:
                 holder = lock_holder(folder)
-                if holder is not None and holder != os.getpid():
-                    raise lock_busy(holder, session_name) from None
+                if holder is not None and (holder != os.getpid() or lock_host(folder)):
+                    raise lock_busy(holder, session_name, lock_host(folder)) from None
                 lock.unlink(missing_ok=True)  # stale: its process is gone
         raise Failure(f"could not take the run lock {lock}; another run is starting")
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def lock_busy(holder: int, session_name: str) -> Failure:
+def lock_busy(holder: int, session_name: str, host: str | None = None) -> Failure:
     """The error for a run refused because process ``holder`` runs experiments (S7).
 
     Args:
         holder: PID of the live process holding the run lock.
         session_name: the session's name, for the message.
+        host: the host of that process when it is not this one (:func:`lock_host`).
 
     Returns:
         A :class:`Failure` (exit 1: not the person's input), to raise.
     """
-    return Failure(f"another gpusession process (pid {holder}) is running experiments in "
+    where = f" on {host}" if host else ""
+    return Failure(f"another gpusession process (pid {holder}{where}) is running experiments in "
                    f"{session_name}; nothing was run")
 
 
@@ -304,5 +330,5 @@ def release_lock(folder: Path) -> None:
 
 __all__ = [
     "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "RunProgress", "append", "lock_holder", "read",
-    "read_records", "record", "release_lock", "run_progress", "running_words", "take_lock",
+    "lock_host", "read_records", "record", "release_lock", "run_progress", "running_words", "take_lock",
 ]

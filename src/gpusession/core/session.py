@@ -210,7 +210,7 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 #: (``gpusession list``). Kept here since core imports no commands; a test compares it
 #: with the parser's choices (issue 12).
 COMMAND_NAMES = frozenset({
-    "checklist", "cost", "demo", "experiment", "list", "manifest", "new", "open", "order",
+    "agent", "checklist", "cost", "demo", "experiment", "list", "manifest", "new", "open", "order",
     "package", "pull", "report", "run", "show", "status", "validate", "verify-copy",
 })
 #: Names Windows reserves for devices, with or without an extension (``nul.txt``).

@@ -1,0 +1,148 @@
+"""``gpusession agent``: another node joins every torchrun group of a run (issue 13).
+
+Two "nodes" on loopback: the runner in this process, the agent in a subprocess, the
+session folder shared (the same path). Slow: each group starts torch in 4 processes on
+2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import processes_naming, wait_for
+
+from gpusession.bench.agent import Agent, pending_specs
+from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.core.errors import BadInput
+from gpusession.core.session import Session
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _two_node_exp(session: Session, exp_id: str, port: int, **kw: Any) -> Experiment:
+    from fake_workloads import write_corpus
+
+    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
+    base: dict[str, Any] = dict(
+        id=exp_id, workload="fake_workloads:RankEcho", corpus=str(corpus.relative_to(session.folder)),
+        varied="batch", values=(4,), runs_per_variant=1, warmup_iterations=0, cold_runs_per_variant=1,
+        protocol={"classes": ["a", "b"], "metric": "accuracy", "threshold": 0.9, "tolerance": 0.0},
+        device="cpu", run_timeout_s=120.0, gpus=1, nodes=2, rendezvous=f"127.0.0.1:{port}",
+    )
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))
+
+
+@pytest.fixture
+def agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_workloads import with_tests_on_path
+
+    with_tests_on_path(monkeypatch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def _agent(sessions_root: Path, name: str, exp_id: str) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "agent", name,
+         "--experiment", exp_id],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_issue13_agent_refuses_an_experiment_on_one_node(session: Session) -> None:
+    exp = define_experiment(session, Experiment(id="one-node", workload="synthetic-mlp", varied="batch",
+                                                values=(4,), gpus=2))
+    with pytest.raises(BadInput) as err:
+        Agent(session.folder, exp)
+    assert "runs on one node" in str(err.value) and "--nodes" in str(err.value)
+
+
+def test_issue13_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) -> None:
+    a, b = tmp_path / ".worker-warm.json", tmp_path / ".worker-cold-batch-4-1.json"
+    a.write_text("{}")
+    b.write_text("{}")
+    os.utime(a, ns=(2_000_000_000, 2_000_000_000))
+    os.utime(b, ns=(1_000_000_000, 1_000_000_000))
+    (tmp_path / "ranks.csv").write_text("")
+    assert pending_specs(tmp_path, set()) == [b, a]
+    st = b.lstat()
+    assert pending_specs(tmp_path, {(b.name, st.st_ino, st.st_mtime_ns)}) == [a]
+    b.unlink()
+    b.write_text("{}")  # a group started again under the same name: a new file
+    os.utime(b, ns=(3_000_000_000, 3_000_000_000))
+    assert pending_specs(tmp_path, {(a.name, a.lstat().st_ino, a.lstat().st_mtime_ns)}) == [b]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
+    session: Session, sessions_root: Path, agent_env: None
+) -> None:
+    from gpusession.bench.runner import Runner
+
+    s = session
+    exp = _two_node_exp(s, "nodes", _free_port())
+    agent = _agent(sessions_root, s.name, exp.id)  # started before the run, as a user would
+    try:
+        time.sleep(0.5)
+        out = Runner(s, exp.id).run()
+        agent_out, agent_err = agent.communicate(timeout=120)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert out.completed, out.incidents
+    assert agent.returncode == 0, agent_err[-2000:]
+    # one group per cold run and one warm group, each joined once, in the runner's order
+    assert "joining group cold-batch-4-1" in agent_out and "joining group warm " in agent_out
+    assert agent_out.count("joining group") == 2 and "the run has ended; joined 2 group(s)" in agent_out
+    rows = s.results.rows()
+    assert [(r.phase, r.elapsed_seconds is not None, r.corpus_accepted) for r in rows if r.phase != "load"] == [
+        ("cold", True, True), ("warm", True, True)]
+    assert all("2 ranks" in (r.notes or "") for r in rows if r.phase != "load")
+    ids = [json.loads(x)["id"] for x in (s.runs_dir / "nodes" / "batch-4" / "warm-1.jsonl").read_text().splitlines()]
+    assert ids == [f"t-{i:03d}" for i in range(9)]  # both nodes' shards, gathered in corpus order
+    assert processes_naming(s.folder) == []
+    assert not list((s.runs_dir / "nodes").glob(".worker-*.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
+    session: Session, sessions_root: Path, agent_env: None
+) -> None:
+    s = session
+    exp = _two_node_exp(s, "nodes", _free_port())
+    spec = s.runs_dir / exp.id / ".worker-warm.json"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text("{}")  # a group whose runner never comes: this node's agent waits in the rendezvous
+    agent = _agent(sessions_root, s.name, exp.id)
+    try:
+        wait_for(lambda: [p for p in processes_naming(spec) if "torch.distributed.run" in " ".join(p.cmdline())],
+                 timeout_s=60)
+        time.sleep(0.5)
+        agent.send_signal(signal.SIGTERM)
+        agent_out, _err = agent.communicate(timeout=60)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 128 + signal.SIGTERM
+    assert "interrupted by SIGTERM" in agent_out
+    wait_for(lambda: processes_naming(spec) == [], timeout_s=10)
+    assert spec.exists()  # the agent never touches the session's files
+    assert s.results.read().height == 0
