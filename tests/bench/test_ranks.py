@@ -410,6 +410,19 @@ def test_issue13_torchrun_argv_for_several_nodes() -> None:
                     "--rdzv-id", "sweep.cold-batch-4-1", "--rdzv-conf", "is_host=0", "-m", "w"]
     with pytest.raises(ValueError):
         torchrun_argv("/py", 2, ["-m", "w"], nodes=2)
+    argv = torchrun_argv("/py", 1, ["-m", "w"], nodes=2, rendezvous="h:1", run_id="r", join_timeout_s=30)
+    assert argv[argv.index("--rdzv-conf") + 1] == "is_host=1,join_timeout=30"
+
+
+def test_issue13_join_timeout_is_the_run_timeout_at_most_ten_minutes() -> None:
+    from gpusession.bench.ranks import join_timeout_s, rendezvous_timed_out
+    from gpusession.core.events import WorkerStarted, describe
+
+    assert join_timeout_s(3600.0) == 600 and join_timeout_s(20.0) == 20 and join_timeout_s(0.2) == 1
+    assert rendezvous_timed_out(["Traceback", "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"])
+    assert not rendezvous_timed_out(["RuntimeError: CUDA out of memory"])
+    assert describe(WorkerStarted(worker="warm", pid=1)) is None  # one node: nothing to say
+    assert describe(WorkerStarted(worker="warm", pid=1, waiting_for_nodes="group warm: waiting")) == "group warm: waiting"
 
 
 @pytest.mark.slow
@@ -627,3 +640,100 @@ def test_issue13_recovery_spares_a_reused_rank_pid_and_another_hosts_rank(
     finally:
         stray.kill()
         stray.wait()
+
+
+# -- the GPU path's logic, with a stand-in torch (the real NCCL path needs GPUs: see the gpu tests)
+def _fake_torch(monkeypatch: pytest.MonkeyPatch, *, gpus: int, device_id_ok: bool = True) -> list[tuple[Any, ...]]:
+    import sys
+    import types
+
+    calls: list[tuple[Any, ...]] = []
+
+    def init_process_group(backend: str, **kw: Any) -> None:
+        if "device_id" in kw and not device_id_ok:
+            raise TypeError("init_process_group() got an unexpected keyword argument 'device_id'")
+        calls.append(("init", backend, kw.get("device_id")))
+
+    def new_group(backend: str) -> str:
+        calls.append(("new_group", backend))
+        return f"{backend}-group"
+
+    def all_gather_object(out: list[Any], obj: Any, group: Any = None) -> None:
+        calls.append(("all_gather", group))
+        out[:] = [obj] * len(out)
+
+    dist = types.SimpleNamespace(init_process_group=init_process_group, new_group=new_group,
+                                 all_gather_object=all_gather_object)
+    cuda = types.SimpleNamespace(is_available=lambda: gpus > 0, device_count=lambda: gpus,
+                                 set_device=lambda i: calls.append(("set_device", i)))
+    torch = types.SimpleNamespace(cuda=cuda, device=lambda text: f"device({text})", distributed=dist)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "torch.distributed", dist)
+    return calls
+
+
+def test_issue13_a_gpu_rank_binds_cuda_local_rank_joins_nccl_and_talks_over_gloo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpusession.bench.rank_group import RankGroup
+    from gpusession.bench.ranks import RankEnv
+
+    calls = _fake_torch(monkeypatch, gpus=2)
+    g = RankGroup(RankEnv(3, 4, 1), None)  # rank 3 of 4, the second GPU of its node
+    assert g.device == "cuda:1"
+    assert calls[:3] == [("set_device", 1), ("init", "nccl", "device(cuda:1)"), ("new_group", "gloo")]
+    assert calls[3] == ("all_gather", "gloo-group")  # collectives travel over the gloo side group
+    assert g.leader == 0 and not g.is_leader
+
+    calls = _fake_torch(monkeypatch, gpus=2, device_id_ok=False)  # torch < 2.3: no device_id
+    assert RankGroup(RankEnv(0, 2, 0), "cuda").device == "cuda:0"
+    assert ("init", "nccl", None) in calls
+
+    calls = _fake_torch(monkeypatch, gpus=2)
+    g = RankGroup(RankEnv(0, 2, 0), "cpu")  # CPU asked: gloo, the default group carries all
+    assert g.device == "cpu" and g.ctl is None and calls[0] == ("init", "gloo", None)
+
+
+def test_issue13_a_rank_without_its_gpu_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.bench.rank_group import RankGroup
+    from gpusession.bench.ranks import RankEnv
+
+    _fake_torch(monkeypatch, gpus=2)
+    with pytest.raises(RuntimeError, match="local rank 2 has no GPU: torch sees 2"):
+        RankGroup(RankEnv(2, 3, 2), None)
+    _fake_torch(monkeypatch, gpus=0)
+    with pytest.raises(RuntimeError, match="torch sees no CUDA/ROCm device"):
+        RankGroup(RankEnv(0, 2, 0), "cuda")
+    assert RankGroup(RankEnv(0, 2, 0), None).device == "cpu"  # no GPU, none asked: gloo on CPU
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_other_nodes_that_never_join_stop_the_experiment_once(session: Session, ranks_env: None) -> None:
+    """No agent on the other node: the first group waits its join timeout, then the experiment stops."""
+    import socket
+    import time
+
+    from gpusession.bench.runner import Runner
+    from gpusession.core.events import describe
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = session
+    exp = _rank_exp(s, "alone", gpus=1, nodes=2, rendezvous=f"127.0.0.1:{port}", values=(4, 8),
+                    cold_runs_per_variant=1, run_timeout_s=8.0)
+    said: list[str] = []
+    t0 = time.monotonic()
+    out = Runner(s, exp.id, on_event=lambda ev: said.append(describe(ev) or "")).run()
+    took = time.monotonic() - t0
+    assert not out.completed
+    assert took < 60, took  # one group waited, not every group of the experiment
+    started = [r for r in s.read_journal() if r.get("event") == "worker_started"]
+    assert len(started) == 1
+    waiting = [w for w in said if "waiting up to 8 s for the other 1 node(s)" in w]
+    assert waiting and f"gpusession agent {s.name} --experiment alone" in waiting[0]
+    stop = [i for i in out.incidents if "did not join the rendezvous" in i]
+    assert stop and f"127.0.0.1:{port} within 8 s" in stop[0] and "nothing was measured" in stop[0], out.incidents
+    assert [r.phase for r in s.results.rows()] == ["load"]  # the load that never happened, said once
+    assert processes_naming(s.folder) == []

@@ -99,7 +99,7 @@ def rank_env(environ: Mapping[str, str] | None = None) -> RankEnv | None:
 
 def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, nodes: int = 1,
                   rendezvous: str | None = None, run_id: str | None = None,
-                  host: bool = True) -> list[str]:
+                  host: bool = True, join_timeout_s: int | None = None) -> list[str]:
     """The command line that starts ``nproc_per_node`` ranks of a module through torchrun.
 
     Args:
@@ -111,6 +111,8 @@ def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, n
         run_id: the rendezvous id, the same on every node (one per worker group).
         host: this agent hosts the rendezvous store (the runner's node) — ``False``
             for the command of the other nodes.
+        join_timeout_s: seconds the rendezvous waits for every node (c10d's
+            ``join_timeout``; torch's default, 600 s, when ``None``).
 
     Returns:
         One node: ``[python, "-m", "torch.distributed.run", "--standalone",
@@ -128,7 +130,22 @@ def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, n
         raise ValueError("several nodes need a rendezvous endpoint (host:port) and an id")
     return [*head, "--nnodes", str(nodes), "--nproc-per-node", str(nproc_per_node),
             "--rdzv-backend", "c10d", "--rdzv-endpoint", rendezvous, "--rdzv-id", run_id,
-            "--rdzv-conf", f"is_host={1 if host else 0}", *module_argv]
+            "--rdzv-conf", f"is_host={1 if host else 0}"
+            + (f",join_timeout={int(join_timeout_s)}" if join_timeout_s else ""), *module_argv]
+
+
+#: The longest a group's rendezvous waits for every node (torch's default join timeout).
+JOIN_TIMEOUT_MAX_S = 600
+
+
+def join_timeout_s(run_timeout_s: float) -> int:
+    """Seconds a group over several nodes waits for the other nodes: the run timeout, at most 600."""
+    return max(1, int(min(run_timeout_s, JOIN_TIMEOUT_MAX_S)))
+
+
+def rendezvous_timed_out(stderr_lines: list[str]) -> bool:
+    """Whether a torchrun agent's stderr says the other nodes never joined (c10d's join timeout)."""
+    return any("RendezvousTimeoutError" in line for line in stderr_lines)
 
 
 def rendezvous_id(experiment_id: str, worker: str) -> str:

@@ -55,6 +55,7 @@ from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
+from gpusession.bench.ranks import join_timeout_s, rendezvous_timed_out
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
@@ -481,7 +482,7 @@ class Runner:
             w.end_group()
         self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid,
                                           create_time_s=w.ident.create_time_s))
-        self._emit(WorkerStarted(worker=name, pid=w.proc.pid))
+        self._emit(WorkerStarted(worker=name, pid=w.proc.pid, waiting_for_nodes=self._waiting_words(exp, name)))
         in_flight: ScheduledRun | None = None
         rank_ids: dict[str, Any] = {}
         loaded = False
@@ -492,6 +493,7 @@ class Runner:
         finished_keys: set[str] = set()
         deadline = time.monotonic() + exp.run_timeout_s
         timed_out = False
+        heard = False
         last_incident: str | None = None
         ok = True
         while True:
@@ -507,6 +509,7 @@ class Runner:
                 continue
             if ev is EOF_EVENT:
                 break
+            heard = True  # a rank spoke: the group formed (issue 13)
             if isinstance(ev, WorkerEnvironment):
                 self._env = dict(ev.environment)
                 # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
@@ -619,6 +622,16 @@ class Runner:
                 last = rank_cause.error  # torchrun's own last line is its banner
             detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
                       + (f"; last stderr: {last}" if last else ""))
+            if exp.nodes > 1 and not heard and self._fatal_load is None and (
+                    timed_out or rendezvous_timed_out(list(w.stderr))):
+                # No rank ever spoke: the other nodes did not come (the join timeout, or the
+                # run timeout while waiting). Every next group would wait as long (issue 13).
+                self._fatal_load = (
+                    f"the other {exp.nodes - 1} node(s) did not join the rendezvous at {exp.rendezvous} "
+                    f"within {join_timeout_s(exp.run_timeout_s)} s. The experiment stopped at worker {name}; "
+                    f"{'nothing' if not self._measured else 'nothing more'} was measured. On each other node "
+                    f"run `gpusession agent {self.session.name} --experiment {exp.id}` (the same session "
+                    "folder and corpus paths), then run again.")
             if in_flight is not None:
                 self._failed_row(exp, in_flight, f"incident: {detail} during this run")
                 finished_keys.add(in_flight.run_key)
@@ -671,7 +684,16 @@ class Runner:
         env[LEADER_ENV] = "1"  # this node's local rank 0 talks to the runner
         return torchrun_argv(self.python, exp.gpus, module, nodes=exp.nodes,
                              rendezvous=exp.rendezvous,
-                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)))
+                             run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)),
+                             join_timeout_s=join_timeout_s(exp.run_timeout_s))
+
+    def _waiting_words(self, exp: Experiment, name: str) -> str | None:
+        """What a group over several nodes waits for, and how to start it (issue 13); else ``None``."""
+        if exp.nodes <= 1:
+            return None
+        return (f"group {name}: waiting up to {join_timeout_s(exp.run_timeout_s)} s for the other "
+                f"{exp.nodes - 1} node(s) at {exp.rendezvous}; on each, run "
+                f"`gpusession agent {self.session.name} --experiment {exp.id}`")
 
     def _ranked(self, exp: Experiment) -> bool:
         """Whether the worker runs as a torchrun group (issue 13)."""

@@ -13,7 +13,12 @@ from typing import Any
 
 from gpusession.core.events.base import Event
 from gpusession.core.events.records import RunInterruptedRecord
-from gpusession.core.events.runner import EnvironmentObserved, IncidentReported, RowAppended
+from gpusession.core.events.runner import (
+    EnvironmentObserved,
+    IncidentReported,
+    RowAppended,
+    WorkerStarted,
+)
 from gpusession.core.summary import variant_words
 from gpusession.core.units import format_seconds
 
@@ -109,6 +114,8 @@ def describe(event: Event) -> str | None:
         return _environment_words(event.environment)
     if isinstance(event, IncidentReported):
         return f"incident: {event.message}"
+    if isinstance(event, WorkerStarted):
+        return event.waiting_for_nodes  # said only for a group over several nodes (issue 13)
     if isinstance(event, RunInterruptedRecord):
         said = _SIGNAL_WORDS.get(event.signal or "", event.signal or "a signal")
         words = interrupted_words(event.signal, event.run_key)
