@@ -699,7 +699,7 @@ def test_issue13_a_rank_without_its_gpu_is_refused_by_name(monkeypatch: pytest.M
     from gpusession.bench.ranks import RankEnv
 
     _fake_torch(monkeypatch, gpus=2)
-    with pytest.raises(RuntimeError, match="local rank 2 has no GPU: torch sees 2"):
+    with pytest.raises(RuntimeError, match="local rank 2 has no GPU: torch sees 2 on this node"):
         RankGroup(RankEnv(2, 3, 2), None)
     _fake_torch(monkeypatch, gpus=0)
     with pytest.raises(RuntimeError, match="torch sees no CUDA/ROCm device"):
@@ -736,4 +736,46 @@ def test_issue13_other_nodes_that_never_join_stop_the_experiment_once(session: S
     stop = [i for i in out.incidents if "did not join the rendezvous" in i]
     assert stop and f"127.0.0.1:{port} within 8 s" in stop[0] and "nothing was measured" in stop[0], out.incidents
     assert [r.phase for r in s.results.rows()] == ["load"]  # the load that never happened, said once
+    assert processes_naming(s.folder) == []
+
+
+def test_issue13_a_gpu_index_this_torch_does_not_see_is_refused_before_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    from gpusession.bench.ranks import DeviceUnavailable
+    from gpusession.bench.worker import TorchDevice
+
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 2)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        cuda=cuda, device=lambda text: types.SimpleNamespace(type=text.split(":")[0], index=(
+            int(text.split(":")[1]) if ":" in text else None))))
+    assert TorchDevice("cuda:1").device == "cuda:1"
+    with pytest.raises(DeviceUnavailable, match=r"device cuda:2 requested but torch sees 2 GPU\(s\): cuda:0 to cuda:1"):
+        TorchDevice("cuda:2")
+    cuda.is_available = lambda: False
+    with pytest.raises(DeviceUnavailable, match="torch sees no CUDA/ROCm device"):
+        TorchDevice("cuda")
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_a_missing_gpu_stops_the_experiment_at_the_first_group(session: Session, ranks_env: None) -> None:
+    """Every group would fail the same way: one load row, one incident with the advice, one group tried."""
+    import torch
+
+    from gpusession.bench.runner import Runner
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch sees a GPU: the missing-GPU path cannot be shown here")
+    s = session
+    exp = _rank_exp(s, "no-gpu", gpus=2, device="cuda", cold_runs_per_variant=1)
+    out = Runner(s, exp.id).run()
+    assert not out.completed
+    assert len([r for r in s.read_journal() if r.get("event") == "worker_started"]) == 1
+    assert [r.phase for r in s.results.rows()] == ["load"]
+    said = [i for i in out.incidents if "DeviceUnavailable" in i]
+    assert len(said) == 1 and "--device cpu" in said[0] and "it asks for 2" in said[0], out.incidents
     assert processes_naming(s.folder) == []

@@ -348,7 +348,7 @@ def test_h14_detach_survives_the_terminal_hangup_and_finishes(
     assert _events(folder, "run_interrupted") == []
     logs = list((folder / "logs").glob("run-*.log"))
     # the summary is printed after the journal's end: wait for it, not for any output
-    assert len(logs) == 1 and wait_for(lambda: "rows appended" in logs[0].read_text(), 10)
+    assert len(logs) == 1 and wait_for(lambda: " appended to " in logs[0].read_text(), 10)
     assert logs[0].stat().st_mode & 0o777 == 0o600
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     assert not (folder / RUN_LOCK).exists()

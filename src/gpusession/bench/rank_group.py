@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusession.bench.ranks import RankEnv, shard_bounds
+from gpusession.bench.ranks import DeviceUnavailable, RankEnv, shard_bounds
 
 
 @dataclass
@@ -84,8 +84,9 @@ class RankGroup:
             when torch sees one).
 
     Raises:
-        RuntimeError: ``cuda`` requested and torch sees no GPU, or fewer GPUs than
-            local ranks (from torch otherwise).
+        DeviceUnavailable: ``cuda`` requested and torch sees no GPU, or fewer GPUs than
+            local ranks.
+        RuntimeError: the group cannot be joined (from torch).
     """
 
     def __init__(self, env: RankEnv, requested: str | None) -> None:
@@ -98,10 +99,10 @@ class RankGroup:
         use_cuda = torch.cuda.is_available() if requested in (None, "", "auto") else requested != "cpu"
         if use_cuda:
             if not torch.cuda.is_available():
-                raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
+                raise DeviceUnavailable(f"device {requested} requested but torch sees no CUDA/ROCm device")
             if env.local_rank >= torch.cuda.device_count():
-                raise RuntimeError(f"local rank {env.local_rank} has no GPU: torch sees "
-                                   f"{torch.cuda.device_count()}")
+                raise DeviceUnavailable(f"local rank {env.local_rank} has no GPU: torch sees "
+                                        f"{torch.cuda.device_count()} on this node")
             self.device = f"cuda:{env.local_rank}"
             torch.cuda.set_device(env.local_rank)
             try:

@@ -17,6 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
+class DeviceUnavailable(RuntimeError):
+    """The device the experiment asks for is not there (no GPU, or fewer than its ranks).
+
+    Raised in a worker or a rank before anything is loaded; every worker of the run would
+    fail the same way, so the runner stops the experiment at the first one (issue 13;
+    :data:`gpusession.bench.runner.UNMENDABLE_LOAD_ERRORS`).
+    """
+
+
 def shard_bounds(n_items: int, world_size: int, rank: int) -> tuple[int, int]:
     """The contiguous, deterministic shard ``[start, stop)`` of ``rank`` (issue 13).
 

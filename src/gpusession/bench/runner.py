@@ -580,8 +580,9 @@ class Runner:
                         f"the workload {exp.workload} could not load: {ev.error_type}: {ev.message}. "
                         f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
                         f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
-                        f"Fix the workload or its definition (gpusession experiment "
-                        f"{self.session.name} define --id {exp.id} …) and run again.")
+                        + (self._device_advice(exp) if ev.error_type == "DeviceUnavailable" else
+                           f"Fix the workload or its definition (gpusession experiment "
+                           f"{self.session.name} define --id {exp.id} …) and run again."))
                     self._journal(IncidentRecord(experiment_id=exp.id, message=f"worker {name}: {msg}",
                                                  trace=ev.trace))
                 else:
@@ -686,6 +687,13 @@ class Runner:
                              rendezvous=exp.rendezvous,
                              run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)),
                              join_timeout_s=join_timeout_s(exp.run_timeout_s))
+
+    def _device_advice(self, exp: Experiment) -> str:
+        """What to do when the device asked for is not there (issue 13)."""
+        more = (f", or define the experiment with fewer GPUs per node (--gpus; it asks for {exp.gpus})"
+                if exp.gpus > 1 else "")
+        return (f"Run on the CPU (gpusession run {self.session.name} --experiment {exp.id} --device cpu){more}, "
+                "or check which GPUs this torch sees: python3 -c 'import torch; print(torch.cuda.device_count())'.")
 
     def _waiting_words(self, exp: Experiment, name: str) -> str | None:
         """What a group over several nodes waits for, and how to start it (issue 13); else ``None``."""
@@ -855,7 +863,7 @@ class Runner:
 UNMENDABLE_LOAD_ERRORS = frozenset({
     "BadInput", "ImportError", "ModuleNotFoundError", "SyntaxError", "NameError",
     "AttributeError", "TypeError", "ValueError", "KeyError", "NotImplementedError",
-    "FileNotFoundError",
+    "FileNotFoundError", "DeviceUnavailable",
 })
 
 

@@ -45,6 +45,7 @@ from typing import IO, Any
 from gpusession.bench.lifetime import child_preexec, die_with_parent
 from gpusession.bench.placeholders import environment as placeholder_env
 from gpusession.bench.placeholders import fill_argument
+from gpusession.bench.ranks import DeviceUnavailable
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
 from gpusession.core.events import (
@@ -314,8 +315,12 @@ class TorchDevice:
         self.index: int | None = None
         if dev.type == "cuda":
             if not torch.cuda.is_available():
-                raise RuntimeError(f"device {requested} requested but torch sees no CUDA/ROCm device")
+                raise DeviceUnavailable(f"device {requested} requested but torch sees no CUDA/ROCm device")
             self.index = dev.index if dev.index is not None else 0
+            if self.index >= torch.cuda.device_count():
+                raise DeviceUnavailable(f"device {requested} requested but torch sees "
+                                        f"{torch.cuda.device_count()} GPU(s): cuda:0 to "
+                                        f"cuda:{torch.cuda.device_count() - 1}")
             self.device = f"cuda:{self.index}"
         else:
             self.device = "cpu"

@@ -243,9 +243,14 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     print()
     print(format_summary(session_summary(session, frame)))
     verdict = "complete" if outcome.completed else ("cancelled" if outcome.cancelled else "INCOMPLETE")
-    print(f"\n{outcome.rows_written} rows appended to {session.results.path.name}; experiment {verdict}; "
+    print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; experiment {verdict}; "
           f"{len(outcome.incidents)} incident(s)")
     return 0 if outcome.completed and not outcome.incidents else 1
+
+
+def _rows_words(n: int) -> str:
+    """``1 row`` / ``3 rows``."""
+    return f"{n} row{'' if n == 1 else 's'}"
 
 
 def _interrupted_exit(outcome: Any) -> int:
@@ -253,7 +258,7 @@ def _interrupted_exit(outcome: Any) -> int:
     sig = signal.Signals[outcome.interrupted]
     try:
         print(f"\n{outcome.incidents[-1] if outcome.incidents else outcome.interrupted}; "
-              f"{outcome.rows_written} rows appended; the run lock is released", flush=True)
+              f"{_rows_words(outcome.rows_written)} appended; the run lock is released", flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the journal has said it
         # Python's last flush at exit would fail too and change the exit code to 120.
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
