@@ -56,6 +56,10 @@ async def test_v6_validation_pane_names_the_metric_macro_f1_for_people(
         detail = text_of(app, "#val-detail")
         assert "quality: macro-F1 0.9500 vs threshold 0.9000 − tolerance 0.0100: met" in detail, detail
         assert "macro_f1" not in detail
+    from gpusession.ui.panes.validation import quality_words
+
+    assert quality_words({"quality_metric": "macro_f1"}) == "macro-F1: not measured"
+    assert quality_words({}) == "not measured"  # was "quality: not measured" after "quality: "
 
 
 async def test_v1_validation_pane_takes_the_quality_verdict_of_the_stored_report(

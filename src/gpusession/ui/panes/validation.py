@@ -39,8 +39,8 @@ def quality_words(r: dict[str, Any]) -> str:
 
     value, thr = r.get("quality_value"), r.get("quality_threshold")
     metric = metric_words(r.get("quality_metric"))
-    if value is None:
-        return f"{metric}: not measured"
+    if value is None:  # no metric recorded either: not "quality: quality: not measured"
+        return f"{metric}: not measured" if r.get("quality_metric") else "not measured"
     if thr is None:
         return f"{metric} {value:.4f} (no threshold recorded)"
     tol = r.get("quality_tolerance") or 0.0
