@@ -4,7 +4,8 @@
 ``gpusession NAME`` opens that session. Every other job is a subcommand; each lives in
 a module under :mod:`gpusession.commands` that registers its own parser.
 
-Exit codes: 0 success; 1 failure (something broke that is not your input); 2 bad input
+Exit codes: 0 success; 1 failure (something broke that is not your input; also output
+cut short because its reader went away, ``| head``: said nowhere, see :func:`main`); 2 bad input
 (one line naming the file/field and what was expected); 3 a corpus was rejected
 (``validate``) or a retrieved copy differs from its manifest (``verify-copy``); 129, 130,
 143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM (issue 12). This module imports neither textual nor torch (style.md §1).
@@ -13,6 +14,7 @@ Exit codes: 0 success; 1 failure (something broke that is not your input); 2 bad
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Exit codes: 0 ok, 1 failure (also a run stopped by Ctrl-C at a run boundary: "
-            "incomplete), 2 bad input, 3 corpus rejected (validate) or retrieved copy "
+            "incomplete; or output cut short because its reader closed, as `| head` does), "
+            "2 bad input, 3 corpus rejected (validate) or retrieved copy "
             "differs (verify-copy), 129 / 130 / 143 a run ended at once by SIGHUP / a "
             "second Ctrl-C / SIGTERM."
         ),
@@ -100,14 +103,58 @@ def _early_status(args_list: list[str]) -> int | None:
         return None
     from gpusession.commands import status_cmd
 
-    try:
-        return status_cmd.main(args_list[i + 1 :], sessions_dir, _Parser)
-    except BrokenPipeError:
-        return 1
+    return status_cmd.main(args_list[i + 1 :], sessions_dir, _Parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gpusession`` console script. Returns the exit code."""
+    """Entry point of the ``gpusession`` console script. Returns the exit code.
+
+    A reader that goes away (``gpusession list | head -1``) ends the command quietly
+    with exit 1, as Python's documentation shows (signal module, "Note on SIGPIPE"):
+    stdout is flushed here so that the broken pipe shows inside this function (else
+    Python's last flush at exit prints "Exception ignored … BrokenPipeError" and exits
+    120), then pointed at /dev/null so that nothing else tries to write to it. Exit 1,
+    not 0: a write failed, so output was lost, and the command may have stopped
+    part-way (a command that prints as it works ends at the print that failed); a
+    script with ``set -o pipefail`` learns that, as it would from other tools killed by
+    SIGPIPE. Nothing is printed: the person chose to read only the start.
+    """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            _flush_stdout()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now; a broken pipe is raised, other write errors (a terminal gone
+    after a hang-up: EIO) leave the exit code as it is — there is no one to tell."""
+    if sys.stdout is None:  # started with stdout closed
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError:
+        _stdout_to_devnull()
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null (its file descriptor when it has one), so that the
+    flush at exit writes its buffered rest nowhere instead of failing again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real descriptor (a test's capture)
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until exit
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     early = _early_status(args_list)
     if early is not None:
@@ -151,8 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpusession: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 1
+    except BrokenPipeError:  # the reader went away: main() ends quietly (not "error: Broken pipe")
+        raise
     except OSError as exc:
         # The disk or the system refused (full disk, read-only folder, a file where a
         # folder is expected): one line, no traceback; atomic writes left old files intact.

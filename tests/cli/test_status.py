@@ -235,6 +235,28 @@ def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
     assert package_words(ctx, short=True).endswith(", starts in 5d 00h; 3d 00h once started")  # type: ignore[arg-type]
 
 
+def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``list`` (and ``package``, which prints the package) word a package that starts
+    later as ``status`` and ``show`` do, never "left 8d" counted from now."""
+    from gpusession.core.clock import utcnow
+
+    start = (utcnow() + timedelta(days=5, seconds=30)).isoformat()
+    assert cli(capsys, sessions_root, "new", "now", "--days", "7")[0] == 0
+    assert cli(capsys, sessions_root, "new", "future", "--days", "3", "--start", start)[0] == 0
+    words = "starts in 5d 00h; 3d 00h 00m once started"
+    assert f"future · {words} · 0 runs" in cli(capsys, sessions_root, "status", "future")[1]
+    code, out, _ = cli(capsys, sessions_root, "list")
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert f" 3d, {words} " in lines["future"] and "8d" not in lines["future"], out
+    assert re.search(r" 7d, (6d 23h 59m|7d 00h 00m) left ", lines["now"]), out  # the words of status
+    # the columns stay aligned with a longer window
+    assert len({len(line) for line in out.splitlines()}) == 1, out  # ACCEPTED is right-aligned
+    code, out, _ = cli(capsys, sessions_root, "package", "future", "--lots", "2")
+    assert code == 0 and out.rstrip().endswith(f", {words}") and "left" not in out, out
+
+
 # -- issue 14 item 4: the tmux snippet works from any folder -------------------------------
 def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -91,3 +91,17 @@ def test_v8_cli_session_archives_report_without_overwriting(
     events = [r for r in Session.open(sessions_root, "demo").read_journal() if r["event"] == "validation"]
     assert [e["report"] for e in events] == ["validation/validate-good.toml", "validation/validate-good-2.toml"]
     assert events[0]["corpus_accepted"] is True
+
+
+def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, files: dict[str, Path]) -> None:
+    """The human text says "macro-F1" (the term), never the id ``macro_f1``; ``--json``
+    keeps the id, which scripts read."""
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]))
+    assert p.returncode == 0, p.stderr
+    assert "quality  PASS  macro-F1 = 1.0000 ≥ 0.9000" in p.stdout and "macro_f1" not in p.stdout
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--json")
+    assert json.loads(p.stdout)["quality"]["metric"] == "macro_f1"
+    from gpusession.core.summary import metric_words  # every metric has its human name
+    from gpusession.core.validation.model import METRICS
+
+    assert {m: metric_words(m) for m in METRICS} == {"macro_f1": "macro-F1", "accuracy": "accuracy"}

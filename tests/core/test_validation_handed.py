@@ -44,7 +44,7 @@ def test_h21_undeclared_prediction_counts_as_wrong(tmp_path: Path, h21_expected)
     assert r.accuracy == pytest.approx(2 / 3)
     assert not r.quality_met and not r.corpus_accepted and r.scored_records == 3
     assert r.predictions_undeclared == 1 and r.predictions_missing == 0 and r.predictions_malformed == 0
-    assert "macro_f1 = 0.8333 < 0.9000" in r.quality_reason
+    assert "macro-F1 = 0.8333 < 0.9000" in r.quality_reason
     assert "over every expected ID (3)" in r.quality_reason
     assert "1 outside the declared classes" in r.quality_reason
     text = "\n".join(r.summary_lines())

@@ -52,11 +52,11 @@ def _start(session: Any) -> list[Any]:
     return runs
 
 
-def _land(session: Any, sr: Any) -> None:
+def _land(session: Any, sr: Any, **row: Any) -> None:
     """What the runner writes when one run ends: its row, then its journal record."""
     session.results.append(ResultRow(
         experiment_id="batch-sweep", variant_id=sr.variant_id, corpus_revision="sha256:eval-1",
-        device="cpu", phase=sr.phase, run_index=sr.run_index, batch=1, elapsed_seconds=0.1,
+        device="cpu", phase=sr.phase, run_index=sr.run_index, batch=1, elapsed_seconds=0.1, **row,
     ))
     session.journal(RunFinishedRecord(run_key=sr.run_key, experiment_id="batch-sweep",
                                       variant_id=sr.variant_id, phase=sr.phase,
@@ -108,10 +108,48 @@ async def test_issue12_run_pane_follows_a_run_in_another_process(
         assert not started and not pane.running
         assert pane.query_one("#run-bar", ProgressBar).total is not None  # no "--%" pulse
 
-        session.journal(ExperimentFinishedRecord(experiment_id="batch-sweep"))
+        for sr in runs[5:]:
+            _land(session, sr)
+        session.journal(ExperimentFinishedRecord(experiment_id="batch-sweep", runs_done=len(runs),
+                                                 runs_scheduled=len(runs)))
         (session.folder / RUN_LOCK).unlink()
-        await _until(pilot, lambda: "another process" not in status())
-        assert "ended" in status()
+        await _until(pilot, lambda: "in progress in another process" not in status())
+        assert status().endswith(f"\nthe run in the other process finished — {len(runs)} of "
+                                 f"{len(runs)} runs done; r: run again"), status()
+        bar = pane.query_one("#run-bar", ProgressBar)
+        assert (bar.total, bar.progress) == (len(runs), len(runs))  # its summary below: not 0 %
+
+
+async def test_issue12_end_of_a_followed_run_reloads_validation_cost_and_memory(
+    session: Any, make_app: MakeApp, other_process: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of a run in another process are final when it ends: the Validation, Cost
+    and Memory panes re-read them, as after a run started in the Run pane."""
+    monkeypatch.setattr(run_mod, "FOLLOW_S", 0.2)
+    runs = _start(session)
+    _land(session, runs[0])  # not validated
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)  # every pane built, reading the one row there is
+        await pilot.press("2")
+        pane = app.screen.pane("run")
+        val, cost, mem = (app.screen.pane(tab) for tab in ("validation", "cost", "memory"))
+        await _until(pilot, lambda: pane.follow_pid == other_process)
+        assert (len(val.rows), cost.inputs.validated_runs) == (1, 0)
+        for sr in runs[1:]:
+            _land(session, sr, corpus_accepted=True, peak_allocated_bytes=2**30, peak_reserved_bytes=2**31)
+        table = pane.query_one("#run-rows", DataTable)
+        await _until(pilot, lambda: table.row_count == len(runs))  # followed, not final yet
+        session.journal(ExperimentFinishedRecord(experiment_id="batch-sweep", runs_done=len(runs),
+                                                 runs_scheduled=len(runs)))
+        (session.folder / RUN_LOCK).unlink()
+        await _until(pilot, lambda: pane.follow_pid is None)
+        await pilot.pause(0.1)
+        assert len(val.rows) == len(runs)
+        assert cost.inputs.validated_runs == len(runs) - 1 and cost.inputs.accepted == 1
+        assert mem.alloc_row is not None and mem.alloc_row["peak_reserved_bytes"] == 2**31
+        assert (mem.alloc_row["variant_id"], mem.alloc_row["run_index"]) == (runs[-1].variant_id,
+                                                                             runs[-1].run_index)
 
 
 async def test_issue12_failed_start_says_why_without_class_name_and_bar_stops(

@@ -397,3 +397,88 @@ async def test_run_status_counts_runs_with_plural_rules(sessions_root: Any, make
         await pilot.pause()
         status = str(app.screen.pane("run").query_one("#run-status", Static).render())
         assert "; 1 run, " in status and "1 runs" not in status, status
+
+
+def _journalled_run(session: Any, stop_after: int | None = None) -> int:
+    """A run of ``batch-sweep`` as the runner records it: its rows, and the journal's
+    start and end records (cancelled at a run boundary after ``stop_after`` runs)."""
+    import threading
+
+    from gpusession.bench.plan import get_experiment, schedule
+    from gpusession.core.events import RowAppended
+    from gpusession.core.events.records import (
+        ExperimentFinishedRecord,
+        ExperimentIncompleteRecord,
+        ExperimentStartedRecord,
+    )
+
+    runs = schedule(get_experiment(session, "batch-sweep"))
+    session.journal(ExperimentStartedRecord(experiment_id="batch-sweep", runs=[r.run_key for r in runs]))
+    cancel = threading.Event()
+
+    def on_event(ev: Any) -> None:
+        if isinstance(ev, RowAppended) and ev.done == stop_after:
+            cancel.set()
+
+    out = FakeRunner(session, "batch-sweep", on_event, cancel).run()
+    end = ExperimentFinishedRecord if out.completed else ExperimentIncompleteRecord
+    session.journal(end(experiment_id="batch-sweep", runs_done=out.rows_written, runs_scheduled=len(runs),
+                        cancelled=out.cancelled))
+    return len(runs)
+
+
+async def test_run_pane_says_how_the_last_run_ended_never_idle_at_0_percent(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Opened after runs: the status line says the last run finished (or how it stopped)
+    and the overall bar its share done, never "idle" and 0 % above its summary."""
+    from textual.widgets import ProgressBar
+
+    def line_and_bar(app: Any) -> tuple[str, bool, float | None, float]:
+        pane = app.screen.pane("run")
+        bar = pane.query_one("#run-bar", ProgressBar)
+        status = str(pane.query_one("#run-status", Static).render()).splitlines()[-1]
+        return status, pane.query_one("#run-overall").display, bar.total, bar.progress
+
+    app = make_app()  # nothing ran yet
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert line_and_bar(app) == ("not run yet — r: start", True, 100, 0)
+
+    n = _journalled_run(session)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.screen.pane("run").view == "run-summary"
+        assert line_and_bar(app) == (f"last run finished — {n} of {n} runs done; r: run again", True, n, n)
+
+    _journalled_run(session, stop_after=7)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert line_and_bar(app) == (
+            f"last run was cancelled at a run boundary — 7 of {n} runs done, incomplete; r: run again",
+            True, n, 7)
+
+
+async def test_run_pane_runs_recorded_without_journal_record_hide_the_bar(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Rows with no journal record of their invocation (a lost journal): the count of
+    runs recorded, and no overall bar (nothing to measure it against)."""
+    _with_runs(session)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        pane = app.screen.pane("run")
+        status = str(pane.query_one("#run-status", Static).render())
+        assert status.endswith("\n18 runs recorded; r: run again") and "idle" not in status, status
+        assert not pane.query_one("#run-overall").display

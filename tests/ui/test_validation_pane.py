@@ -40,6 +40,28 @@ async def test_v1_validation_pane_states_in_words_and_distinct_corpora(
         assert "REJECTED" in detail and "margin -0.3900" in detail
 
 
+async def test_v6_validation_pane_names_the_metric_macro_f1_for_people(
+    session: Any, make_app: MakeApp
+) -> None:
+    """The quality line says "macro-F1" (the term), not the stored id ``macro_f1``."""
+    session.results.append(ResultRow(
+        experiment_id="batch-sweep", variant_id="batch-1", phase="warm", run_index=1, corpus_revision="c1",
+        ids_match=True, format_valid=True, quality_metric="macro_f1", quality_threshold=0.9,
+        quality_tolerance=0.01, quality_value=0.95, corpus_accepted=True))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        detail = text_of(app, "#val-detail")
+        assert "quality: macro-F1 0.9500 vs threshold 0.9000 − tolerance 0.0100: met" in detail, detail
+        assert "macro_f1" not in detail
+    from gpusession.ui.panes.validation import quality_words
+
+    assert quality_words({"quality_metric": "macro_f1"}) == "macro-F1: not measured"
+    assert quality_words({}) == "not measured"  # was "quality: not measured" after "quality: "
+
+
 async def test_v1_validation_pane_takes_the_quality_verdict_of_the_stored_report(
     session: Any, make_app: MakeApp
 ) -> None:

@@ -7,7 +7,6 @@ from typing import Any
 
 from gpusession.commands._common import (
     format_summary,
-    format_timedelta,
     local_time,
     open_session,
     print_json,
@@ -184,7 +183,8 @@ def _package_line(p: Package) -> str:
     gpu = p.gpu_model or "GPU not set"
     lots = f"{p.lots} lot(s)" if p.lots else "lots not set"
     days = f"{p.days} days" if p.days else "days not set"
-    return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, left {format_timedelta(p.time_left())}"
+    # the time left in the words of `status`, `show` and `list` ("starts in …" before the start)
+    return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, {package_window(p).time_left_words()}"
 
 
 def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, Any]:
@@ -280,15 +280,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no sessions in {root}; create one with: gpusession new NAME")
         return 0
-    print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<30} {'RUNS':>5} {'ACCEPTED':>8}")
+    # The time left in the words of `status` and `show` (one function: a package that
+    # starts later says "starts in …", never a time left counted from now).
+    windows = {r.name: _list_window(r.package) for r in rows if not r.error}
+    width = max([30, *map(len, windows.values())])
+    print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<{width}} {'RUNS':>5} {'ACCEPTED':>8}")
     for r in rows:
         if r.error:
             print(f"{r.name:<24} unreadable: {r.error}")
             continue
-        p = r.package
-        window = f"{p.days or '?'}d, left {format_timedelta(p.time_left())}" if p.days else "not set"
-        print(f"{r.name:<24} {(r.gpu_model or '-'):<14} {window:<30} {r.runs:>5} {r.accepted_corpora:>8}")
+        print(f"{r.name:<24} {(r.gpu_model or '-'):<14} {windows[r.name]:<{width}} {r.runs:>5} "
+              f"{r.accepted_corpora:>8}")
     return 0
+
+
+def _list_window(p: Package) -> str:
+    """``7d, 3d 02h 10m left`` / ``3d, starts in 2d 00h; 3d 00h 00m once started`` (S6)."""
+    return f"{p.days}d, {package_window(p).time_left_words()}" if p.days else "not set"
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -59,6 +59,22 @@ def accepted_revisions(frame: pl.DataFrame) -> set[str]:
 # -- the summary table every front end shows (R6, R7, issue 15) ---------------------------
 #: How a metric is named for people (V6).
 METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+
+
+def metric_words(metric: str | None) -> str:
+    """A quality metric named for people: ``macro_f1`` → ``macro-F1`` (V6).
+
+    The one naming of a metric id (``core.validation.model.METRICS``, the
+    ``quality_metric`` column) in human text: the validation report's reason (the
+    ``validate`` CLI), the summary table and the TUI's Validation pane.
+
+    Args:
+        metric: the stored id; an unknown id is shown as it is, ``None`` or ``""`` reads
+            ``quality``.
+    """
+    if not metric:
+        return "quality"
+    return METRIC_WORDS.get(metric, metric)
 #: Journal event of an experiment invocation that stopped before measuring anything.
 ATTEMPT_FAILED_EVENT = "attempt_failed"
 #: ``variant_id`` of a warm worker's load row: one load serves every variant's warm runs.
@@ -137,7 +153,7 @@ class SummaryRow:
         """``macro-F1 0.962`` (or a range ``0.951–0.962``); ``-`` when nothing was scored."""
         if self.quality_min is None or self.quality_max is None:
             return "-"
-        name = METRIC_WORDS.get(self.quality_metric or "", self.quality_metric or "quality")
+        name = metric_words(self.quality_metric)
         if f"{self.quality_min:.3f}" == f"{self.quality_max:.3f}":
             return f"{name} {self.quality_max:.3f}"
         return f"{name} {self.quality_min:.3f}–{self.quality_max:.3f}"

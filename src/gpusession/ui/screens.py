@@ -226,6 +226,15 @@ class MainScreen(Screen[None]):
             mem.show_row(msg.row)
 
     def on_run_pane_run_finished(self, msg: RunPane.RunFinished) -> None:
+        self.reload_after_run()
+
+    def on_run_pane_followed_run_ended(self, msg: RunPane.FollowedRunEnded) -> None:
+        self.reload_after_run()
+
+    def reload_after_run(self) -> None:
+        """A run ended — started in the Run pane, or in another process and followed
+        there: its rows are final; the panes that read them re-read, the checklist
+        gathers its evidence again and the header its line."""
         for tab in ("validation", "cost", "memory"):
             pane = self.maybe_pane(tab)
             if pane is not None:

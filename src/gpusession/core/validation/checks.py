@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from gpusession.core.summary import metric_words
 from gpusession.core.validation.model import (
     EPSILON,
     FIRST_N,
@@ -320,7 +321,7 @@ def run_checks(
             ]
             wrong = f", {invalid.height:,} of them without a valid prediction, counted as wrong ({', '.join(why)})"
         quality_reason = (
-            f"{protocol.metric} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
+            f"{metric_words(protocol.metric)} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
             f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
             f"margin {margin:+.4f}; {over}{wrong}; label set used: {label_set}"
         )

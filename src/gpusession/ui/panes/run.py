@@ -91,6 +91,78 @@ def follow_words(pid: int, started: str, done: int | None, total: int | None) ->
     return f"{head}\nits rows show here as they land"
 
 
+@dataclass(frozen=True)
+class LastRun:
+    """How the newest invocation of one experiment ended, read back from the journal.
+
+    Attributes:
+        state: ``finished`` (every scheduled run ran), ``cancelled`` (at a run boundary),
+            ``incomplete`` (stopped early otherwise) or ``unended`` (no end record: its
+            process stopped).
+        runs_done: scheduled runs that ended (ok or failed; loads not counted).
+        runs_scheduled: runs it scheduled.
+    """
+
+    state: str
+    runs_done: int
+    runs_scheduled: int
+
+
+def last_run(records: list[Any], experiment_id: str) -> LastRun | None:
+    """The newest invocation of ``experiment_id`` in the journal ``records`` (oldest
+    first, :func:`gpusession.core.journal.read_records`); ``None`` when it never ran."""
+    from gpusession.core.events.records import (
+        ExperimentEndedRecord,
+        ExperimentFinishedRecord,
+        ExperimentStartedRecord,
+        RunFinishedRecord,
+    )
+
+    start = next((i for i in range(len(records) - 1, -1, -1)
+                  if isinstance(records[i], ExperimentStartedRecord)
+                  and records[i].experiment_id == experiment_id), None)
+    if start is None:
+        return None
+    done, scheduled = 0, len(records[start].runs)
+    for rec in records[start + 1:]:
+        if getattr(rec, "experiment_id", None) != experiment_id:
+            continue
+        if isinstance(rec, RunFinishedRecord):
+            done += 1
+        elif isinstance(rec, ExperimentEndedRecord):
+            state = ("finished" if isinstance(rec, ExperimentFinishedRecord)
+                     else "cancelled" if rec.cancelled else "incomplete")
+            return LastRun(state, rec.runs_done if rec.runs_done is not None else done,
+                           rec.runs_scheduled if rec.runs_scheduled is not None else scheduled)
+    return LastRun("unended", done, scheduled)
+
+
+#: how each end of an invocation reads in the status line
+_ENDS = {
+    "finished": "finished",
+    "cancelled": "was cancelled at a run boundary",
+    "incomplete": "stopped early",
+    "unended": "stopped without finishing",
+}
+
+
+def last_run_words(last: LastRun | None, runs_recorded: int, who: str = "last run") -> str:
+    """The status line of an experiment that is not running (fault: "idle" above a summary).
+
+    ``last run finished — 18 of 18 runs done; r: run again``, ``… stopped early — 7 of
+    18 runs done, incomplete; …``; without a journal record of its runs, ``18 runs
+    recorded; r: run again``; ``not run yet — r: start`` when nothing was recorded.
+    ``who`` names the run (``the run in the other process`` right after following it).
+    """
+    if last is not None:
+        tail = "" if last.state == "finished" else ", incomplete"
+        return (f"{who} {_ENDS[last.state]} — {last.runs_done} of {plural(last.runs_scheduled, 'run')} "
+                f"done{tail}; r: run again")
+    if runs_recorded:
+        return f"{plural(runs_recorded, 'run')} recorded; r: run again"
+    return "not run yet — r: start"
+
+
 def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
@@ -176,6 +248,14 @@ class RunPane(Vertical):
         error: str | None
         cancelled: bool
 
+    @dataclass
+    class FollowedRunEnded(Message):
+        """A run followed in another process ended (its lock released): the rows it
+        wrote are final, as after :class:`RunFinished` (the screen reloads the panes)."""
+
+        experiment_id: str | None
+        pid: int
+
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__(**kw)
         self.add_class("-view-rows")
@@ -191,6 +271,12 @@ class RunPane(Vertical):
         self.follow_pid: int | None = None
         self.follow_text = ""
         self._follow_marks: tuple[Any, ...] = ()
+        #: the current experiment's newest invocation (journal) and its cold/warm rows,
+        #: read while nothing runs (the status line and the overall bar say them)
+        self.last_run: LastRun | None = None
+        self.runs_recorded = 0
+        #: the experiment of a followed run that ended (its status line names that process)
+        self._ended_elsewhere: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="run-status", classes="status")
@@ -285,8 +371,8 @@ class RunPane(Vertical):
         ids = [e.id for e in self.experiments]
         if self.experiment_id not in ids:
             self.experiment_id = ids[0] if ids else None
+        self.refresh_summary()  # reads the last run the status line says
         self._status()
-        self.refresh_summary()
 
     def current_experiment(self) -> Any | None:
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
@@ -320,10 +406,32 @@ class RunPane(Vertical):
             elif self.follow_pid is not None:
                 text = f"{self.describe(exp)}\n{self.follow_text}"
             else:
-                text = f"{self.describe(exp)}\n{self.last_outcome or 'idle — r: start'}"
+                who = "the run in the other process" if self._ended_elsewhere == exp.id else "last run"
+                text = f"{self.describe(exp)}\n{self.last_outcome or last_run_words(self.last_run, self.runs_recorded, who)}"
         self.query_one("#run-status", Static).update(text)
         self.set_class(self.running, "-running")
         self.query_one("#run-variants").display = self.running
+        self._show_overall()
+
+    def _show_overall(self) -> None:
+        """The overall bar true to the state: a run's progress while it runs or is
+        followed; after it, the last run's share done (never 0 % above its summary);
+        hidden when runs are recorded without a journal record of how many were
+        scheduled; empty when nothing ran yet."""
+        overall = self.query_one("#run-overall")
+        if self.running or self.follow_pid is not None or self.last_outcome:
+            overall.display = True  # the bar of the run in this pane (or followed) stands
+            return
+        bar = self.query_one("#run-bar", ProgressBar)
+        last = self.last_run
+        if last is not None and last.runs_scheduled:
+            overall.display = True
+            bar.update(total=last.runs_scheduled, progress=last.runs_done)
+        elif self.runs_recorded:
+            overall.display = False
+        else:
+            overall.display = True
+            bar.update(total=IDLE_TOTAL, progress=0)
 
     def action_pick(self) -> None:
         if self.running or not self.experiments:
@@ -332,9 +440,11 @@ class RunPane(Vertical):
 
         def chosen(result: dict[str, str] | None) -> None:
             if result:
+                if result["experiment"] != self.experiment_id:
+                    self.last_outcome = ""  # the words of the last run here were about another experiment
                 self.experiment_id = result["experiment"]
-                self._status()
                 self.refresh_summary()
+                self._status()
 
         self.app.push_screen(
             FormModal("Pick an experiment", [Field("experiment", "Experiment", self.experiment_id or "", choices=ids)]),
@@ -411,6 +521,7 @@ class RunPane(Vertical):
         self.post_message(self.RunRequested(self.experiment_id))
         self.running = True
         self.last_outcome = ""
+        self._ended_elsewhere = None
         self.cancel_event = threading.Event()
         self.rows = []
         self.query_one("#run-rows", DataTable).clear()
@@ -536,11 +647,13 @@ class RunPane(Vertical):
         holder = self._other_holder()
         if holder is None:
             if self.follow_pid is not None:  # it ended: read its last rows and the summary
-                self.follow_pid = None
+                pid, self.follow_pid = self.follow_pid, None
                 self._follow_marks = ()
-                self.last_outcome = "the run in the other process ended — its rows are below"
-                self.query_one("#run-bar", ProgressBar).update(total=IDLE_TOTAL, progress=0)
+                self.last_outcome = ""  # the journal says how it ended (the status line)
+                self._ended_elsewhere = self.experiment_id
                 self.reload()
+                # the other panes re-read, as after a run started here (the screen)
+                self.post_message(self.FollowedRunEnded(self.experiment_id, pid))
             return
         marks = self._marks()
         if holder == self.follow_pid and marks == self._follow_marks:
@@ -573,6 +686,20 @@ class RunPane(Vertical):
         self._status()
         self.refresh_summary()
 
+    def _read_last_run(self, frame: Any) -> None:
+        """The current experiment's cold/warm rows in ``frame`` and its newest invocation
+        in the journal (how it ended, how many runs of how many)."""
+        import polars as pl
+
+        from gpusession.core.journal import read_records
+
+        self.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
+        try:
+            records = read_records(self.ctx.session.journal_path)
+        except (OSError, ValueError):  # unreadable journal: the rows alone are said
+            records = []
+        self.last_run = last_run(records, self.experiment_id) if self.experiment_id else None
+
     def _local_hm(self, iso: str | None) -> str:
         """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
         from datetime import datetime
@@ -592,6 +719,7 @@ class RunPane(Vertical):
         table.clear()
         charts = self.query_one("#run-charts", Vertical)
         charts.remove_children()
+        self.last_run, self.runs_recorded = None, 0
         if self.experiment_id is None:
             return
         from gpusession.core.summary import session_summary
@@ -609,6 +737,8 @@ class RunPane(Vertical):
                 self._add_row(r)
             if frame.height and not self.last_outcome and self.follow_pid is None:
                 self.show_view("run-summary")
+            if self.follow_pid is None:  # nothing runs: how the last run ended
+                self._read_last_run(frame)
         for line in session_summary(self.ctx.session, frame):
             table.add_row(  # the quality figure beside the times (issue 15)
                 shown(line.variant_words(), "-"),

@@ -33,11 +33,14 @@ else:  # Python 3.10: the same parser, from the tomli package (a declared depend
 
 
 def quality_words(r: dict[str, Any]) -> str:
-    """``macro_f1 0.9512 ≥ 0.9000 − 0.0100: met (margin +0.0612)`` or why not measured."""
+    """``macro-F1 0.9512 vs threshold 0.9000 − tolerance 0.0100: met (margin +0.0612)``
+    or why not measured; the metric named for people (``metric_words``)."""
+    from gpusession.core.summary import metric_words
+
     value, thr = r.get("quality_value"), r.get("quality_threshold")
-    metric = r.get("quality_metric") or "quality"
-    if value is None:
-        return f"{metric}: not measured"
+    metric = metric_words(r.get("quality_metric"))
+    if value is None:  # no metric recorded either: not "quality: quality: not measured"
+        return f"{metric}: not measured" if r.get("quality_metric") else "not measured"
     if thr is None:
         return f"{metric} {value:.4f} (no threshold recorded)"
     tol = r.get("quality_tolerance") or 0.0
