@@ -195,6 +195,7 @@ def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any)
 
     chosen: list[int] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: chosen.append(i))
     synced: list[Any] = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: synced.append(d))
@@ -219,6 +220,7 @@ def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any
 
     calls: list[str] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(f"set {i}"))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: calls.append("current") or 0)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: calls.append(f"sync {d}"))
