@@ -482,3 +482,30 @@ async def test_run_pane_runs_recorded_without_journal_record_hide_the_bar(
         status = str(pane.query_one("#run-status", Static).render())
         assert status.endswith("\n18 runs recorded; r: run again") and "idle" not in status, status
         assert not pane.query_one("#run-overall").display
+
+
+async def test_issue13_a_group_waiting_for_other_nodes_says_so_and_how_to_start_them(
+    session: Any, make_app: MakeApp
+) -> None:
+    from gpusession.core.events import WorkerStarted
+
+    words = "group warm: waiting up to 600 s for the other 1 node(s) at 10.0.0.1:29400; on each, run `gpusession agent x --experiment batch-sweep`"
+
+    class WaitingRunner(FakeRunner):
+        def run(self) -> Any:
+            self.on_event(WorkerStarted(worker="warm", pid=1, waiting_for_nodes=words))
+            self.on_event(WorkerStarted(worker="cold", pid=2))  # one node: nothing said
+            return super().run()
+
+    app = make_app(runner_factory=WaitingRunner.factory(), poll_s=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.press("r")
+        run_pane = app.screen.pane("run")
+        await pilot.pause(0.1)
+        while run_pane.running:
+            await pilot.pause(0.05)
+        said = [(n.title, n.message) for n in app._notifications]
+        assert ("waiting for the other nodes", words) in said
+        assert sum(1 for _t, m in said if "waiting up to" in m) == 1

@@ -242,6 +242,12 @@ class RunPane(Vertical):
         message: str
 
     @dataclass
+    class NodesAwaited(Message):
+        """A group over several nodes waits for the other nodes (issue 13): what, and how to start them."""
+
+        message: str
+
+    @dataclass
     class RunFinished(Message):
         experiment_id: str
         outcome: Any
@@ -563,6 +569,7 @@ class RunPane(Vertical):
             Progress,
             RowAppended,
             RunnerEvent,
+            WorkerStarted,
             describe,
         )
 
@@ -573,6 +580,8 @@ class RunPane(Vertical):
                 self.post_message(self.RowLanded(_row_dict(ev.row)))
             elif isinstance(ev, IncidentReported):
                 self.post_message(self.IncidentReported(describe(ev) or ev.message))
+            elif isinstance(ev, WorkerStarted) and ev.waiting_for_nodes:
+                self.post_message(self.NodesAwaited(ev.waiting_for_nodes))
 
         try:
             factory = self.ctx.runner_factory or _default_runner
@@ -612,6 +621,9 @@ class RunPane(Vertical):
 
     def on_run_pane_incident_reported(self, msg: IncidentReported) -> None:
         self.notify(msg.message, title="incident (kept in the journal)", severity="warning")
+
+    def on_run_pane_nodes_awaited(self, msg: NodesAwaited) -> None:
+        self.notify(msg.message, title="waiting for the other nodes", timeout=30)
 
     def on_run_pane_run_finished(self, msg: RunFinished) -> None:
         self.running = False
