@@ -197,3 +197,28 @@ def test_channel_sends_only_typed_events() -> None:
     assert doc["event"] == "run_finished" and doc["warmup_iterations"] == 2 and doc["v"] == PROTOCOL_VERSION
     assert event_from_json(doc, "worker") == WorkerRunFinished(
         run_key="warm:b:1", ok=True, phase="warm", warmup_iterations=2, order=1, elapsed_s=0.25)
+
+
+def test_issue12_run_progress_of_the_newest_invocation_and_how_it_ended() -> None:
+    """``run_progress``: the newest invocation (of one experiment, or of any), its count and its end."""
+    from gpusession.core.events.records import (
+        ExperimentIncompleteRecord,
+        ExperimentStartedRecord,
+        RunFinishedRecord,
+    )
+    from gpusession.core.journal import run_progress
+
+    records = [
+        ExperimentStartedRecord(experiment_id="a", runs=["warm:b1:1", "warm:b1:2"]),
+        RunFinishedRecord(experiment_id="a", run_key="a:warm:b1:1"),
+        ExperimentIncompleteRecord(experiment_id="a", runs_done=1, runs_scheduled=2, cancelled=True),
+        ExperimentStartedRecord(experiment_id="b", runs=["warm:b4:1", "warm:b4:2", "warm:b4:3"]),
+        RunFinishedRecord(experiment_id="b", run_key="b:warm:b4:1"),
+        RunFinishedRecord(experiment_id="a", run_key="a:warm:b1:9"),  # not b's
+    ]
+    newest = run_progress(records)
+    assert newest is not None and (newest.experiment_id, newest.runs_done, newest.runs_scheduled) == ("b", 1, 3)
+    assert not newest.ended and newest.state == "running_or_stopped"
+    a = run_progress(records, "a")
+    assert a is not None and a.ended and a.state == "cancelled" and (a.runs_done, a.runs_scheduled) == (1, 2)
+    assert run_progress(records, "c") is None and run_progress([]) is None

@@ -154,14 +154,18 @@ def read_records(path: Path) -> list[Event]:
 # -- progress of a run, read back (a detached run followed; issue 12) ------------------
 @dataclass(frozen=True)
 class RunProgress:
-    """How far the newest invocation in a journal got.
+    """How far the newest invocation (of one experiment, or of any) in a journal got.
 
     Attributes:
-        experiment_id: the experiment of the newest ``experiment_started`` record.
-        runs_done: scheduled runs finished since it (ok or failed; one row each).
+        experiment_id: the experiment of its ``experiment_started`` record.
+        runs_done: scheduled runs finished since it (ok or failed; one row each); the
+            end record's count when it has one.
         runs_scheduled: runs it scheduled (loads not counted).
         started_at: ISO 8601 UTC time of its ``experiment_started`` record, if known.
         ended: an ``experiment_finished``/``experiment_incomplete`` record follows it.
+        state: ``running_or_stopped`` while no end record follows (running, or its
+            process stopped without one), else ``finished`` (every scheduled run ran),
+            ``cancelled`` (at a run boundary) or ``incomplete`` (stopped early otherwise).
     """
 
     experiment_id: str | None
@@ -169,40 +173,44 @@ class RunProgress:
     runs_scheduled: int
     started_at: str | None
     ended: bool
+    state: str = "running_or_stopped"
 
 
-def run_progress(records: list[Event]) -> RunProgress | None:
+def run_progress(records: list[Event], experiment_id: str | None = None) -> RunProgress | None:
     """The progress of the newest invocation in ``records`` (issue 12: follow a run).
 
     Args:
         records: typed journal records, oldest first (:func:`read_records`).
+        experiment_id: the newest invocation of this experiment; ``None``: of any.
 
     Returns:
-        A :class:`RunProgress`, or ``None`` when no invocation was ever started.
+        A :class:`RunProgress`, or ``None`` when no such invocation was ever started.
     """
     from gpusession.core.events.records import (
         ExperimentEndedRecord,
+        ExperimentFinishedRecord,
         ExperimentStartedRecord,
         RunFinishedRecord,
     )
 
-    start = None
-    for i in range(len(records) - 1, -1, -1):
-        if isinstance(records[i], ExperimentStartedRecord):
-            start = i
-            break
+    start = next((i for i in range(len(records) - 1, -1, -1)
+                  if isinstance(records[i], ExperimentStartedRecord)
+                  and (experiment_id is None or records[i].experiment_id == experiment_id)), None)  # type: ignore[attr-defined]
     if start is None:
         return None
     head = records[start]
     assert isinstance(head, ExperimentStartedRecord)
-    done = 0
-    ended = False
+    done, scheduled = 0, len(head.runs)
     for rec in records[start + 1:]:
         if isinstance(rec, RunFinishedRecord) and rec.experiment_id == head.experiment_id:
             done += 1
-        elif isinstance(rec, ExperimentEndedRecord):
-            ended = True
-    return RunProgress(head.experiment_id, done, len(head.runs), head.at, ended)
+        elif isinstance(rec, ExperimentEndedRecord) and rec.experiment_id in (None, head.experiment_id):
+            state = ("finished" if isinstance(rec, ExperimentFinishedRecord)
+                     else "cancelled" if rec.cancelled else "incomplete")
+            return RunProgress(head.experiment_id, rec.runs_done if rec.runs_done is not None else done,
+                               rec.runs_scheduled if rec.runs_scheduled is not None else scheduled,
+                               head.at, True, state)
+    return RunProgress(head.experiment_id, done, scheduled, head.at, False)
 
 
 # -- the run lock ----------------------------------------------------------------------

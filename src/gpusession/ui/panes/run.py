@@ -32,6 +32,7 @@ from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gpusession.core.errors import BadInput, Failure
 from gpusession.core.events import corpus_verdict
+from gpusession.core.journal import RunProgress, run_progress
 from gpusession.core.units import format_seconds_range
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
@@ -91,62 +92,16 @@ def follow_words(pid: int, started: str, done: int | None, total: int | None) ->
     return f"{head}\nits rows show here as they land"
 
 
-@dataclass(frozen=True)
-class LastRun:
-    """How the newest invocation of one experiment ended, read back from the journal.
-
-    Attributes:
-        state: ``finished`` (every scheduled run ran), ``cancelled`` (at a run boundary),
-            ``incomplete`` (stopped early otherwise) or ``unended`` (no end record: its
-            process stopped).
-        runs_done: scheduled runs that ended (ok or failed; loads not counted).
-        runs_scheduled: runs it scheduled.
-    """
-
-    state: str
-    runs_done: int
-    runs_scheduled: int
-
-
-def last_run(records: list[Any], experiment_id: str) -> LastRun | None:
-    """The newest invocation of ``experiment_id`` in the journal ``records`` (oldest
-    first, :func:`gpusession.core.journal.read_records`); ``None`` when it never ran."""
-    from gpusession.core.events.records import (
-        ExperimentEndedRecord,
-        ExperimentFinishedRecord,
-        ExperimentStartedRecord,
-        RunFinishedRecord,
-    )
-
-    start = next((i for i in range(len(records) - 1, -1, -1)
-                  if isinstance(records[i], ExperimentStartedRecord)
-                  and records[i].experiment_id == experiment_id), None)
-    if start is None:
-        return None
-    done, scheduled = 0, len(records[start].runs)
-    for rec in records[start + 1:]:
-        if getattr(rec, "experiment_id", None) != experiment_id:
-            continue
-        if isinstance(rec, RunFinishedRecord):
-            done += 1
-        elif isinstance(rec, ExperimentEndedRecord):
-            state = ("finished" if isinstance(rec, ExperimentFinishedRecord)
-                     else "cancelled" if rec.cancelled else "incomplete")
-            return LastRun(state, rec.runs_done if rec.runs_done is not None else done,
-                           rec.runs_scheduled if rec.runs_scheduled is not None else scheduled)
-    return LastRun("unended", done, scheduled)
-
-
 #: how each end of an invocation reads in the status line
 _ENDS = {
     "finished": "finished",
     "cancelled": "was cancelled at a run boundary",
     "incomplete": "stopped early",
-    "unended": "stopped without finishing",
+    "running_or_stopped": "stopped without finishing",
 }
 
 
-def last_run_words(last: LastRun | None, runs_recorded: int, who: str = "last run") -> str:
+def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "last run") -> str:
     """The status line of an experiment that is not running (fault: "idle" above a summary).
 
     ``last run finished — 18 of 18 runs done; r: run again``, ``… stopped early — 7 of
@@ -279,7 +234,7 @@ class RunPane(Vertical):
         self._follow_marks: tuple[Any, ...] = ()
         #: the current experiment's newest invocation (journal) and its cold/warm rows,
         #: read while nothing runs (the status line and the overall bar say them)
-        self.last_run: LastRun | None = None
+        self.last_run: RunProgress | None = None
         self.runs_recorded = 0
         #: the experiment of a followed run that ended (its status line names that process)
         self._ended_elsewhere: str | None = None
@@ -674,7 +629,7 @@ class RunPane(Vertical):
         self._read_followed(holder)
 
     def _read_followed(self, holder: int) -> None:
-        from gpusession.core.journal import read_records, run_progress
+        from gpusession.core.journal import read_records
 
         try:
             progress = run_progress(read_records(self.ctx.session.journal_path))
@@ -710,7 +665,7 @@ class RunPane(Vertical):
             records = read_records(self.ctx.session.journal_path)
         except (OSError, ValueError):  # unreadable journal: the rows alone are said
             records = []
-        self.last_run = last_run(records, self.experiment_id) if self.experiment_id else None
+        self.last_run = run_progress(records, self.experiment_id) if self.experiment_id else None
 
     def _local_hm(self, iso: str | None) -> str:
         """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
