@@ -779,3 +779,29 @@ def test_issue13_a_missing_gpu_stops_the_experiment_at_the_first_group(session: 
     said = [i for i in out.incidents if "DeviceUnavailable" in i]
     assert len(said) == 1 and "--device cpu" in said[0] and "it asks for 2" in said[0], out.incidents
     assert processes_naming(s.folder) == []
+
+
+def test_issue13_elapsed_is_never_shorter_than_a_ranks_own_time_and_notes_have_no_exponent() -> None:
+    """Barriers are left at different instants: the longest interval between them decides."""
+    from types import SimpleNamespace
+
+    from gpusession.bench.rank_group import RankGroup, rank_notes
+
+    class TwoRanks(RankGroup):
+        def __init__(self) -> None:  # no torch: the protocol only
+            self.rank, self.world_size, self.leader, self.is_leader, self.device = 0, 2, 0, True, "cpu"
+
+        def barrier(self) -> None:
+            pass
+
+        def all_gather(self, obj: Any) -> list[Any]:  # rank 1 left the first barrier earlier
+            return [obj, {**obj, "rank": 1, "elapsed_s": 0.0120, "_between_s": 0.0125, "_failure": None}]
+
+    ticks = iter([0, 10_000_000])  # the leader: 10 ms between the barriers
+    timer = SimpleNamespace(measure=lambda work: SimpleNamespace(elapsed_s=0.0000614, result=work()))
+    rr = TwoRanks().measure(timer, lambda: ["a"], clock=lambda: next(ticks))
+    assert rr.elapsed_s == 0.0125
+    assert all(rr.elapsed_s >= r["elapsed_s"] for r in rr.per_rank)
+    notes = rank_notes(rr)
+    assert "slowest rank 1 (12.0 ms own of 12.5 ms between barriers)" in notes, notes
+    assert "e-0" not in notes and "_between_s" not in rr.per_rank[0]

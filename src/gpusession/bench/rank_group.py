@@ -6,17 +6,19 @@ torch is imported inside functions only; the UI never imports this module (M5).
 The protocol of one measured run across ranks::
 
     barrier                                  # every rank has arrived
-    t_a = clock()                            # the leader's start of the run
+    t_a = clock()                            # this rank's start of the run
     SyncTimer.measure(work on its own shard) # sync own device → start → work → sync → stop
     barrier                                  # the slowest rank decides
-    t_b = clock()                            # the leader's stop of the run
+    t_b = clock()                            # this rank's stop of the run
     all_gather(status, own duration, memory) # outside the clock
     gather(outputs) to the leader, in corpus order
 
 The leader is rank 0 on one node; over several nodes it is local rank 0 of the node the
 runner started (:data:`gpusession.bench.ranks.LEADER_ENV`). The run's elapsed seconds
-are ``t_b − t_a`` as seen by the leader, and every rank's own
-duration (its :class:`~gpusession.bench.timing.SyncTimer` interval) is kept beside it. A
+are the longest ``t_b − t_a`` over the ranks (each rank leaves a barrier at its own
+instant, so one rank's interval between the barriers can be shorter than another's own
+work; the longest holds every rank's), and every rank's own duration (its
+:class:`~gpusession.bench.timing.SyncTimer` interval) is kept beside it. A
 rank whose work raises (out of memory included) still reaches the second barrier: the
 run fails for every rank (the failure names the rank), the leader reports it, and the
 group ends with that run (the failed rank exits with
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusession.bench.ranks import DeviceUnavailable, RankEnv, shard_bounds
+from gpusession.core.units import format_seconds
 
 
 @dataclass
@@ -43,8 +46,8 @@ class RankRun:
     """One measured run across ranks, as every rank sees it after the protocol.
 
     Attributes:
-        elapsed_s: wall seconds between the two barriers on the leader (``None`` when a
-            rank failed).
+        elapsed_s: wall seconds between the two barriers, the longest over the ranks
+            (``None`` when a rank failed); never shorter than any rank's own duration.
         per_rank: one dict per rank
             (:data:`gpusession.core.ranks.RANK_COLUMNS` less ``run_key``/``worker``), by
             rank.
@@ -170,7 +173,8 @@ class RankGroup:
             gpu_uuid: this rank's GPU UUID, kept in its per-rank record.
             on_failure: turns an exception of ``work`` into failure fields (``ok``,
                 ``oom``, ``error_type``, ``message``); default type and first line.
-            clock: a nanosecond clock read after each barrier (the leader's counts).
+            clock: a nanosecond clock read after each barrier (every rank's; the longest
+                interval counts).
 
         Returns:
             The same :class:`RankRun` figures on every rank (its own ``result`` aside).
@@ -199,9 +203,10 @@ class RankGroup:
             "_between_s": (t_b - t_a) / 1e9,
         }
         per_rank = self.all_gather(mine)
-        t0 = per_rank[self.leader]["_between_s"]  # the leader's clock decides
-        for r in per_rank:
-            r.pop("_between_s", None)
+        # The slowest rank decides: each rank's own time between the two barriers holds
+        # its own interval, and the barriers are not left at the same instant on every
+        # rank, so the leader's interval alone can be shorter than another rank's own.
+        t0 = max(r.pop("_between_s") for r in per_rank)
         failure: dict[str, Any] = {}
         for r in per_rank:
             f = r.pop("_failure", None)
@@ -221,8 +226,9 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 def rank_notes(run: RankRun) -> str:
     """Words for a row's ``notes``: ranks, the slowest, where the peaks were (issue 13).
 
-    Example: ``"2 ranks: slowest rank 1 (0.52 s of 0.53 s between barriers); peak
-    reserved on rank 0"``.
+    Example: ``"2 ranks: slowest rank 1 (520 ms own of 530 ms between barriers); peak
+    reserved on rank 0 (maximum over ranks)"`` (durations as :func:`format_seconds`:
+    never in scientific notation).
     """
     n = len(run.per_rank)
     words = f"{n} rank" + ("s" if n != 1 else "")
@@ -230,8 +236,8 @@ def rank_notes(run: RankRun) -> str:
         return f"{words}: rank {run.failure.get('rank')} failed, the run ended for every rank"
     slow, slow_rank = _max_float(run.per_rank, "elapsed_s")
     if slow is not None:
-        words += f": slowest rank {slow_rank} ({slow:.4g} s own"
-        words += f" of {run.elapsed_s:.4g} s between barriers)" if run.elapsed_s is not None else ")"
+        words += f": slowest rank {slow_rank} ({format_seconds(slow)} own"
+        words += f" of {format_seconds(run.elapsed_s)} between barriers)" if run.elapsed_s is not None else ")"
     peak, peak_rank = run.max_of("peak_reserved_bytes")
     if peak is not None:
         words += f"; peak reserved on rank {peak_rank} (maximum over ranks)"

@@ -119,8 +119,8 @@ class WorkerRunFinished(WorkerEvent):
         unmeasured_pass: why one unmeasured pass of the run's shape preceded it (e.g.
             after an out-of-memory run), ``None`` when none did.
         ranks: ranks of a torchrun group that ran it (issue 13); ``None`` for one
-            process. Its elapsed is the wall time between the barriers on rank 0 and
-            its memory figures are the maximum over ranks.
+            process. Its elapsed is the wall time between the barriers, the longest
+            over the ranks, and its memory figures are the maximum over ranks.
         rank_note: the ranks in words (slowest rank, where the peak was), for notes.
         failed_rank: the rank whose work failed, ``None`` when none did.
     """
