@@ -79,6 +79,25 @@ def test_r2_scope_must_be_declared_processing_or_full_chain(sessions_root: Path)
     assert define_experiment(s, _exp(scope="full-chain")).scope == "full-chain"
 
 
+def test_r2_a_command_workload_is_recorded_full_chain(sessions_root: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Its process is timed from start to exit: the record never says "processing"."""
+    from helpers import cli
+
+    s = Session.create(sessions_root, "s")
+    cmd = Experiment(id="c", workload="command", values=(1,), params={"command": ["true", "{batch}"]})
+    assert define_experiment(s, cmd).scope == "full-chain"  # a form's default is not what runs
+    code, _out, _err = cli(capsys, sessions_root, "experiment", "s", "define", "--id", "c2",
+                           "--workload", "command", "--values", "1", "--command", "true {batch}")
+    assert code == 0 and get_experiment(Session.open(sessions_root, "s"), "c2").scope == "full-chain"
+    code, _out, err = cli(capsys, sessions_root, "experiment", "s", "define", "--id", "c3",
+                          "--workload", "command", "--values", "1", "--command", "true {batch}",
+                          "--scope", "processing")
+    assert code == 2 and "timed as a whole process" in err and "full-chain" in err
+    code, out, _err = cli(capsys, sessions_root, "experiment", "s", "list")
+    assert "scope full-chain" in out and "c3" not in out
+
+
 def test_r3_schedule_separates_cold_workers_from_the_warm_worker() -> None:
     runs = schedule(_exp())
     cold = [r for r in runs if r.phase == "cold"]

@@ -370,9 +370,16 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
       the next free id (``<id>-2``, ``<id>-3``, …) or under an existing id that already
       holds exactly these settings, and that experiment is returned.
 
+    A command workload is stored with the ``full-chain`` scope: its process is timed as a
+    whole (R2).
+
     Raises:
         BadInput: settings that do not pass :func:`check`.
     """
+    if exp.workload == "command" and exp.scope != "full-chain":
+        # The worker times a command's whole process (start to exit): that is the full
+        # chain, whatever a form's default said; the record must say what is measured (R2).
+        exp = replace(exp, scope="full-chain")
     check(exp)
     check_params(exp.workload, exp.params, field=f"experiments.{exp.id}.params")  # before it is stored
     session.reload()  # a TUI or a run may hold this session since long: decide on the file

@@ -117,9 +117,10 @@ def register(sub: Any) -> None:
     q.add_argument("--device", type=_device, default=None,
                    help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     q.add_argument("--seed", type=int, default=0, help="seed of the workload (default 0)")
-    q.add_argument("--scope", default="processing", choices=["processing", "full-chain"],
-                   help="what the stopwatch covers: the processing only, or the full "
-                   "chain including writing the outputs")
+    q.add_argument("--scope", default=None, choices=["processing", "full-chain"],
+                   help="what the stopwatch covers: the processing only (the default), or the full "
+                   "chain including writing the outputs; a command workload is always full-chain "
+                   "(its process is timed as a whole)")
     q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant")
     q.add_argument("--runs", type=int, default=5, help="measured runs per variant")
     q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"],
@@ -459,10 +460,14 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
         raise BadInput("corpus file not found (a relative path is relative to the session folder)",
                        path=session.folder / args.corpus, field="corpus")
+    if args.workload == "command" and args.scope == "processing":
+        raise BadInput("a command workload is timed as a whole process, from start to exit: its "
+                       "scope is full-chain (leave --scope out)", field="scope")
+    scope = args.scope or ("full-chain" if args.workload == "command" else "processing")
     exp = Experiment(
         id=args.id, workload=args.workload, corpus=args.corpus, varied=args.varied, values=values,
         precision=args.precision, context_limit=args.context_limit, batch=args.batch,
-        device=args.device, seed=args.seed, scope=args.scope, warmup_iterations=args.warmup,
+        device=args.device, seed=args.seed, scope=scope, warmup_iterations=args.warmup,
         runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
         cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
         run_timeout_s=args.timeout, gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous,
