@@ -137,3 +137,23 @@ def test_bad_experiment_settings_are_refused_with_field() -> None:
         check(_exp(device="tpu"))
     with pytest.raises(BadInput, match="params"):
         check(_exp(workload="command"))
+
+
+def test_r1_run_on_another_device_is_a_new_experiment_once_measured(sessions_root: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --device``: never pools runs on two devices into one median."""
+    from gpusession.commands.run_cmds import _experiment_for_device
+
+    s = Session.create(sessions_root, "s")
+    define_experiment(s, _exp(device="cpu"))
+    assert _experiment_for_device(s, "batch-sweep", None) == "batch-sweep"
+    assert _experiment_for_device(s, "batch-sweep", "cpu") == "batch-sweep"
+    # nothing measured yet: the definition says the device that runs
+    assert _experiment_for_device(s, "batch-sweep", "cuda") == "batch-sweep"
+    assert get_experiment(s, "batch-sweep").device == "cuda"
+    s.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                               run_index=1, device="cuda:0", elapsed_seconds=0.1))
+    assert _experiment_for_device(s, "batch-sweep", "cpu") == "batch-sweep-2"
+    assert "runs on cpu go to experiment batch-sweep-2" in capsys.readouterr().out
+    assert get_experiment(s, "batch-sweep").device == "cuda" and get_experiment(s, "batch-sweep-2").device == "cpu"
+    assert _experiment_for_device(s, "batch-sweep", "cpu") == "batch-sweep-2"  # the same one again

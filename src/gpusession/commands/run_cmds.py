@@ -78,7 +78,10 @@ def register(sub: Any) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("--experiment", metavar="ID", help="experiment id (default: the only/last one)")
     p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
-    p.add_argument("--device", type=_device, default=None, help="override the device for this run")
+    p.add_argument("--device", type=_device, default=None,
+                   help="cpu, cuda or cuda:N for this run; a device other than the experiment's is a "
+                   "changed fixed setting: once the experiment has measurements, the runs go to a new "
+                   "experiment id (ID-2…, said), never pooled with the other device's")
     p.add_argument("--detach", action="store_true",
                    help="run in the background, outside this terminal's life (survives an ssh "
                    "drop); output goes to logs/run-<time>.log in the session folder")
@@ -202,6 +205,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         from gpusession.core.journal import lock_busy, lock_host
 
         raise lock_busy(holder, session.name, lock_host(session.folder))
+    experiment_id = _experiment_for_device(session, experiment_id, device)
     cancel = threading.Event()
     # The definition is read and checked, and every file the run writes is checked,
     # before anything is printed or measured (issue 12).
@@ -252,6 +256,29 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 def _rows_words(n: int) -> str:
     """``1 row`` / ``3 rows``."""
     return f"{n} row{'' if n == 1 else 's'}"
+
+
+def _experiment_for_device(session: Session, experiment_id: str, device: str | None) -> str:
+    """The experiment a run on ``device`` belongs to (R1: the device is a fixed setting).
+
+    ``--device`` other than the definition's is a changed fixed setting: the definition
+    says the new device when nothing was measured yet; otherwise the runs go to the
+    experiment that holds these settings (``<id>-2``…, said), so runs on two devices are
+    never pooled into one median.
+    """
+    from dataclasses import replace
+
+    from gpusession.bench.plan import define_experiment, get_experiment
+
+    exp = get_experiment(session, experiment_id)
+    if not device or (exp.device or None) == device:
+        return experiment_id
+    defined = define_experiment(session, replace(exp, device=device))
+    if defined.id != experiment_id:
+        print(f"{experiment_id} was measured on {exp.device or 'its automatic device'}; runs on {device} "
+              f"go to experiment {defined.id} (a changed fixed setting makes a new experiment, so "
+              "runs on two devices are never pooled)", flush=True)
+    return defined.id
 
 
 def _interrupted_exit(outcome: Any) -> int:
