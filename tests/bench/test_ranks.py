@@ -386,6 +386,36 @@ def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sess
     assert gpus_left_idle(a5000, 1) is None
     unset = Session.create(sessions_root, "u")
     assert gpus_left_idle(unset, 1) is None
+    # more than the package holds, and the CPU (no GPU used: nothing to say)
+    assert gpus_left_idle(one_lot, 4) == "asks for 4 GPUs, but this B200 lot holds 2"
+    assert gpus_left_idle(two_lots, 8) == "asks for 8 GPUs, but these 2 B200 lots hold 4"
+    assert gpus_left_idle(one_lot, 1, "cpu") is None and gpus_left_idle(one_lot, 1, "cuda:0") is not None
+
+
+def test_issue13_cli_says_how_an_experiment_uses_the_gpus_of_the_package(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import datetime, timezone
+
+    from gpusession.core.evidence import gpu_use_words
+    from gpusession.core.package import Package
+
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+    Session.create(sessions_root, "b", package=Package("B200", 1, 7, start))
+    define = ["experiment", "b", "define", "--workload", "synthetic-mlp", "--values", "4"]
+    code, out, _ = cli(capsys, sessions_root, *define, "--id", "big", "--gpus", "4")
+    assert code == 0 and "warning: experiment big asks for 4 GPUs, but this B200 lot holds 2" in out
+    code, out, _ = cli(capsys, sessions_root, *define, "--id", "one")
+    assert code == 0 and "warning: experiment one uses 1 of 2 GPUs of this B200 lot" in out
+    assert "experiment big" not in out  # define speaks of the experiment it defined
+    code, out, _ = cli(capsys, sessions_root, *define, "--id", "cpu2", "--gpus", "2", "--device", "cpu")
+    assert code == 0 and "warning" not in out  # on the CPU no GPU is used
+    code, out, _ = cli(capsys, sessions_root, "experiment", "b", "list")
+    assert "cpu2: synthetic-mlp" in out and ", 2 ranks per node on the CPU (gloo)" in out
+    assert "big: synthetic-mlp" in out and ", 4 GPUs per node" in out
+    assert out.count("warning:") == 2
+    two_nodes = Experiment(id="x", workload="synthetic-mlp", values=(1,), gpus=4, nodes=2, rendezvous="h:1")
+    assert gpu_use_words(two_nodes) == ", 2 nodes × 4 GPUs per node (rendezvous h:1)"
 
 
 # -- several nodes: two torchrun agents on 127.0.0.1, c10d rendezvous on loopback ----------

@@ -205,7 +205,7 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         run_pane = app.screen.pane("run")
         assert run_pane.experiment_id == "ctx-sweep"
         assert "ctx-sweep: context = 128, 256; 3 runs" in str(run_pane.query_one("#run-status", Static).render())
-        assert "2 GPUs (torchrun)" in str(run_pane.query_one("#run-status", Static).render())
+        assert "2 GPUs per node" in str(run_pane.query_one("#run-status", Static).render())
 
 
 async def test_define_form_lists_every_workload_and_defines_a_command_one(

@@ -212,6 +212,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
     runner.preflight()
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
+    for w in _gpu_warnings(session, experiment_id):
+        print(f"warning: {w}", flush=True)
     earlier = _rows_of(session, experiment_id)
     if earlier:
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
@@ -504,6 +506,8 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (a changed fixed setting makes a new experiment)")
     else:
         print(f"defined experiment {defined.id} in session {session.name}")
+    for w in _gpu_warnings(session, defined.id):
+        print(f"warning: {w}")
     if not protocol:
         print("note: no validation protocol (--classes); runs will not be accepted as corpora")
     return 0
@@ -523,6 +527,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     """
     from gpusession.bench.plan import load_experiments
     from gpusession.commands._common import print_json
+    from gpusession.core.evidence import gpu_use_words
 
     session = open_session(args, args.name)
     exps = load_experiments(session)
@@ -537,7 +542,18 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         values = ", ".join(str(v) for v in e.values)
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
-              f"device {e.device or 'auto'}"
-              + (f", {e.gpus} GPUs per node" if e.gpus > 1 else "")
-              + (f", {e.nodes} nodes (rendezvous {e.rendezvous})" if e.nodes > 1 else ""))
+              f"device {e.device or 'auto'}" + gpu_use_words(e))
+    for w in _gpu_warnings(session):
+        print(f"warning: {w}")
     return 0
+
+
+def _gpu_warnings(session: Session, experiment_id: str | None = None) -> list[str]:
+    """The package-vs-experiment GPU warnings (issue 13), of one experiment or all; never raises."""
+    from gpusession.core.evidence import idle_gpu_warnings
+
+    try:
+        words = idle_gpu_warnings(session)
+    except (BadInput, OSError):  # a hint only: an unreadable order or rates file hides nothing else
+        return []
+    return [w for w in words if experiment_id is None or w.startswith(f"experiment {experiment_id} ")]

@@ -592,35 +592,58 @@ def run_probes(
     }
 
 
-def gpus_left_idle(session: Session, gpus: int) -> str | None:
-    """A warning when an experiment uses fewer GPUs than the package holds (issue 13).
+def gpus_left_idle(session: Session, gpus: int, device: str | None = None) -> str | None:
+    """A warning when an experiment's GPUs do not match the package (issue 13).
 
     Args:
         session: the session (its order, else its package; :func:`ordered_of`).
-        gpus: the experiment's ``gpus`` (processes per node).
+        gpus: the GPUs the experiment asks for (``gpus`` × ``nodes``).
+        device: the experiment's device; ``"cpu"`` uses no GPU and gets no warning.
 
     Returns:
         ``"uses 1 of 2 GPUs of this B200 lot"`` / ``"uses 2 of 4 GPUs of these 2 B200
-        lots"``; ``None`` when it uses them all or the package's GPU count is unknown.
+        lots"`` when GPUs are left idle; ``"asks for 4 GPUs, but this B200 lot holds 2"``
+        when it asks for more than the package holds; ``None`` when it uses them all,
+        runs on the CPU, or the package's GPU count is unknown.
     """
     ordered = ordered_of(session)
     total = ordered.gpu_count
-    if total is None or gpus >= total:
+    if total is None or gpus == total or (device or "").startswith("cpu"):
         return None
     model = ordered.gpu_model or "GPU"
     where = f"this {model} lot" if ordered.lots == 1 else f"these {ordered.lots} {model} lots"
+    if gpus > total:
+        return f"asks for {gpus} GPUs, but {where} {'holds' if ordered.lots == 1 else 'hold'} {total}"
     return f"uses {gpus} of {total} GPUs of {where}"
 
 
+def gpu_use_words(exp: Any) -> str:
+    """How an experiment uses GPUs, for a description (issue 13).
+
+    ``", 2 GPUs per node"``, ``", 2 ranks per node on the CPU (gloo)"``,
+    ``", 2 nodes × 4 GPUs per node (rendezvous h:29400)"``; ``""`` for one process.
+    """
+    gpus, nodes = int(getattr(exp, "gpus", 1) or 1), int(getattr(exp, "nodes", 1) or 1)
+    if gpus * nodes <= 1:
+        return ""
+    cpu = (getattr(exp, "device", None) or "").startswith("cpu")
+    unit = "ranks" if cpu else "GPUs"
+    where = " on the CPU (gloo)" if cpu else ""
+    if nodes > 1:
+        return f", {nodes} nodes × {gpus} {unit} per node{where} (rendezvous {getattr(exp, 'rendezvous', None)})"
+    return f", {gpus} {unit} per node{where}"
+
+
 def idle_gpu_warnings(session: Session) -> list[str]:
-    """One warning per defined experiment that leaves GPUs of the package idle (issue 13).
+    """One warning per defined experiment whose GPUs do not match the package (issue 13).
 
     Reads ``gpus`` × ``nodes`` of each ``[experiments.<id>]`` (default 1 each; the
     experiment's own checks are the runner's) and words it with :func:`gpus_left_idle`.
 
     Returns:
         e.g. ``["experiment batch-sweep uses 1 of 2 GPUs of this B200 lot"]``; empty when
-        every experiment uses them all, none is defined, or the GPU count is unknown.
+        every experiment uses them all (or runs on the CPU), none is defined, or the GPU
+        count is unknown.
     """
     table = session.data.get("experiments", {})
     out: list[str] = []
@@ -632,7 +655,8 @@ def idle_gpu_warnings(session: Session) -> list[str]:
         gpus, nodes = data.get("gpus", 1), data.get("nodes", 1)
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (gpus, nodes)):
             continue
-        words = gpus_left_idle(session, gpus * nodes)
+        device = data.get("device") if isinstance(data.get("device"), str) else None
+        words = gpus_left_idle(session, gpus * nodes, device)
         if words:
             out.append(f"experiment {exp_id} {words}")
     return out

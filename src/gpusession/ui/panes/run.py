@@ -339,11 +339,13 @@ class RunPane(Vertical):
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
 
     def describe(self, exp: Any) -> str:
+        from gpusession.core.evidence import gpu_use_words
+
         values = ", ".join(str(v) for v in exp.values)
         return (
             f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
-            + (f", {exp.gpus} GPUs (torchrun)" if getattr(exp, "gpus", 1) > 1 else "")
+            + gpu_use_words(exp)
             + self._idle_gpus(exp)
         )
 
@@ -352,10 +354,14 @@ class RunPane(Vertical):
         from gpusession.core.evidence import gpus_left_idle
 
         try:
-            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)))
+            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
+                                   getattr(exp, "device", None))
         except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the status
             return ""
-        return f"\nwarning: {words} (define it with more GPUs to measure them all)" if words else ""
+        if not words:
+            return ""
+        fix = "fewer" if words.startswith("asks for") else "more"
+        return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
 
     def _status(self, text: str | None = None) -> None:
         if text is None:
