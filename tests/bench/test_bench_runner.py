@@ -303,6 +303,20 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path, session: S
     assert warm.peak_allocated_bytes is None
 
 
+@pytest.mark.torch
+def test_v1_a_run_that_cannot_be_validated_says_why_in_its_row(sessions_root: Path, session: Session,
+                                                                 fakes: None) -> None:
+    """No verdict is never silent: each row's notes say why its corpus was not validated."""
+    s = session
+    exp = _exp(s, id="noproto", values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0,
+               protocol={})
+    out = Runner(s, exp.id).run()
+    assert any("no validation protocol declared" in i for i in out.incidents)  # said once at the start
+    warm = [r for r in s.results.rows() if r.phase == "warm"]
+    assert len(warm) == 1 and warm[0].corpus_accepted is None
+    assert "not validated: no validation protocol declared" in (warm[0].notes or "")
+
+
 _RECORD_CALL = (
     "import sys, time\n"
     "with open('calls.log', 'a') as fh:\n"

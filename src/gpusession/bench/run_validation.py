@@ -109,10 +109,11 @@ class RunValidation:
             The row's validation fields (``ids_match``, ``format_valid``,
             ``corpus_accepted``, counts, metric, C5) and a note for the row's ``notes``
             (why the corpus was rejected or could not be validated), else ``None``.
-            Empty fields and ``None`` when runs are not validated (see :attr:`problem`).
+            Empty fields and the :attr:`problem` as the note when runs are not validated:
+            every row says why it holds no verdict.
         """
         if self.expected is None or self.protocol is None:
-            return {}, None
+            return {}, f"not validated: {self.problem}" if self.problem else None
         from gpusession.core.validation import validate_output
 
         try:

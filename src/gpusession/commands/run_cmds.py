@@ -139,7 +139,9 @@ def register(sub: Any) -> None:
                    "and `gpusession agent NAME --experiment ID` on each other node")
     q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
                    help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
-    q.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run is killed")
+    q.add_argument("--timeout", type=float, default=3600.0,
+                   help="seconds before a run is killed (default 3600); a worker's load, and a group "
+                   "over several nodes waiting for the others, get the same time")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
                    help="quality metric (with --classes)")
