@@ -111,3 +111,26 @@ def processes_naming(path: Path | str) -> list[object]:
         except psutil.Error:
             pass
     return out
+
+
+def rank_experiment(session: Session, exp_id: str, **kw: object) -> object:
+    """Define an experiment of the ``fake_workloads:RankEcho`` workload on a 9-text corpus (issue 13).
+
+    Defaults: batch 2 and 4, one warm run each, no warm-up, no cold run, accuracy ≥ 0.9 over
+    classes a/b, on the CPU, 120 s run timeout; ``kw`` overrides any field of
+    :class:`gpusession.bench.plan.Experiment` (``gpus``, ``nodes``, ``rendezvous``…).
+    """
+    from fake_workloads import write_corpus
+
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
+    base: dict[str, object] = dict(
+        id=exp_id, workload="fake_workloads:RankEcho", corpus=str(corpus.relative_to(session.folder)),
+        varied="batch", values=(2, 4), runs_per_variant=1, warmup_iterations=0,
+        cold_runs_per_variant=0, protocol={"classes": ["a", "b"], "metric": "accuracy",
+                                           "threshold": 0.9, "tolerance": 0.0},
+        device="cpu", run_timeout_s=120.0,
+    )
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))  # type: ignore[arg-type]

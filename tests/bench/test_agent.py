@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import processes_naming, wait_for
+from helpers import processes_naming, rank_experiment, wait_for
 
 from gpusession.bench.agent import Agent, pending_specs
 from gpusession.bench.plan import Experiment, define_experiment
@@ -33,25 +33,10 @@ def _free_port() -> int:
 
 
 def _two_node_exp(session: Session, exp_id: str, port: int, **kw: Any) -> Experiment:
-    from fake_workloads import write_corpus
-
-    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
-    base: dict[str, Any] = dict(
-        id=exp_id, workload="fake_workloads:RankEcho", corpus=str(corpus.relative_to(session.folder)),
-        varied="batch", values=(4,), runs_per_variant=1, warmup_iterations=0, cold_runs_per_variant=1,
-        protocol={"classes": ["a", "b"], "metric": "accuracy", "threshold": 0.9, "tolerance": 0.0},
-        device="cpu", run_timeout_s=120.0, gpus=1, nodes=2, rendezvous=f"127.0.0.1:{port}",
-    )
-    base.update(kw)
-    return define_experiment(session, Experiment(**base))
-
-
-@pytest.fixture
-def agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fake_workloads import with_tests_on_path
-
-    with_tests_on_path(monkeypatch)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    exp = rank_experiment(session, exp_id, values=(4,), cold_runs_per_variant=1, gpus=1, nodes=2,
+                          rendezvous=f"127.0.0.1:{port}", **kw)
+    assert isinstance(exp, Experiment)
+    return exp
 
 
 def _agent(sessions_root: Path, name: str, exp_id: str) -> subprocess.Popen[str]:
@@ -90,7 +75,7 @@ def test_issue13_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) ->
 @pytest.mark.slow
 @pytest.mark.torch
 def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
-    session: Session, sessions_root: Path, agent_env: None
+    session: Session, sessions_root: Path, ranks_env: None
 ) -> None:
     from gpusession.bench.runner import Runner
 
@@ -123,7 +108,7 @@ def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
 @pytest.mark.slow
 @pytest.mark.torch
 def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
-    session: Session, sessions_root: Path, agent_env: None
+    session: Session, sessions_root: Path, ranks_env: None
 ) -> None:
     s = session
     exp = _two_node_exp(s, "nodes", _free_port())

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import alive, cli, processes_naming
+from helpers import alive, cli, processes_naming, rank_experiment
 
 from gpusession.bench.plan import Experiment, define_experiment, get_experiment
 from gpusession.core.errors import BadInput
@@ -119,26 +119,9 @@ def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
 
 # -- items 3-5: a torchrun group of 2 gloo ranks, end to end ------------------------------
 def _rank_exp(session: Session, exp_id: str, **kw: Any) -> Experiment:
-    from fake_workloads import write_corpus
-
-    corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
-    base: dict[str, Any] = dict(
-        id=exp_id, workload="fake_workloads:RankEcho", corpus=str(corpus.relative_to(session.folder)),
-        varied="batch", values=(2, 4), runs_per_variant=1, warmup_iterations=0,
-        cold_runs_per_variant=0, protocol={"classes": ["a", "b"], "metric": "accuracy",
-                                           "threshold": 0.9, "tolerance": 0.0},
-        device="cpu", run_timeout_s=120.0,
-    )
-    base.update(kw)
-    return define_experiment(session, Experiment(**base))
-
-
-@pytest.fixture
-def ranks_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fake_workloads import with_tests_on_path
-
-    with_tests_on_path(monkeypatch)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    exp = rank_experiment(session, exp_id, **kw)
+    assert isinstance(exp, Experiment)
+    return exp
 
 
 def _recorded_pids(s: Session) -> list[tuple[int, float | None]]:
@@ -512,8 +495,10 @@ def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
     from gpusession.core.package import Package
 
     s = Session.create(sessions_root, "b", package=Package("B200", 2, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
-    define_experiment(s, _exp(id="one"))
-    define_experiment(s, _exp(id="all", gpus=2, nodes=2, rendezvous="127.0.0.1:29400"))
+    define_experiment(s, _exp(id="one", device=None))
+    define_experiment(s, _exp(id="all", device="cuda", gpus=2, nodes=2, rendezvous="127.0.0.1:29400"))
+    assert idle_gpu_warnings(s) == ["experiment one uses 1 of 4 GPUs of these 2 B200 lots"]
+    define_experiment(s, _exp(id="on-cpu"))  # the CPU uses no GPU: nothing to warn about
     assert idle_gpu_warnings(s) == ["experiment one uses 1 of 4 GPUs of these 2 B200 lots"]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import threading
 from typing import Any
 
 
@@ -50,7 +49,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from gpusession.bench.agent import Agent
     from gpusession.bench.plan import get_experiment
     from gpusession.commands._common import root_of
-    from gpusession.core.processes import ENDING_SIGNALS
+    from gpusession.core.processes import ENDING_SIGNALS, signal_handlers
     from gpusession.core.session import Session
 
     session = Session.open(root_of(args), args.name, recover=False)
@@ -59,15 +58,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: Any) -> None:
         agent.interrupt(signal.Signals(signum).name)
 
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, *ENDING_SIGNALS):
-            previous[sig] = signal.signal(sig, on_signal)
-    try:
+    with signal_handlers({sig: on_signal for sig in (signal.SIGINT, *ENDING_SIGNALS)}):
         outcome = agent.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     if outcome.interrupted is not None:
         return 128 + int(signal.Signals[outcome.interrupted])
     return 0 if all(code == 0 for _, code in outcome.groups) else 1

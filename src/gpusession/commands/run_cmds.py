@@ -221,7 +221,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
+    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP (issue 12)
@@ -235,16 +235,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
         interrupt_all(signal.Signals(signum).name)
 
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
-        for sig in ENDING_SIGNALS:
-            previous[sig] = signal.signal(sig, on_ending)
-    try:
+    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ENDING_SIGNALS}}):
         outcome = runner.run()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
     frame = session.results.read()

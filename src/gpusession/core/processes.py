@@ -22,9 +22,10 @@ import platform
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import psutil
@@ -310,6 +311,24 @@ _INTERRUPTIBLE: set[Callable[[str], None]] = set()
 # Re-entrant: a signal handler runs in the main thread, possibly while that thread is
 # inside on_interrupt's own "with" (a plain lock would deadlock there).
 _INTERRUPT_LOCK = threading.RLock()
+
+
+@contextmanager
+def signal_handlers(handlers: Mapping[int, Callable[[int, Any], None]]) -> Iterator[None]:
+    """Install ``handlers`` (signal number → handler) for the block; the previous ones after.
+
+    Only the main thread may install signal handlers: elsewhere (a test's thread) nothing
+    is installed. Used by ``run --headless`` and ``agent`` (issues 12, 13).
+    """
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in handlers.items():
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def on_interrupt(callback: Callable[[str], None]) -> Callable[[], None]:
