@@ -65,7 +65,10 @@ def test_issue12_ranks_csv_created_private_and_appended(session: Session) -> Non
     assert _mode(session.runs_dir) == 0o700 and _mode(path.parent) == 0o700
 
 
-def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(session: Session, tmp_path: Path) -> None:
+@pytest.mark.parametrize("by_descriptor", [True, False], ids=["posix", "by-name"])
+def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
+        session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_descriptor: bool) -> None:
+    monkeypatch.setattr("gpusession.core.safefile._DIR_FD", by_descriptor)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (session.folder / "logs").symlink_to(elsewhere, target_is_directory=True)
@@ -79,6 +82,8 @@ def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(ses
     with pytest.raises(BadInput, match="expected a folder"):
         make_private_dir(session.folder / "afile" / "b", root=session.folder)
     assert list(elsewhere.iterdir()) == []
+    write_private_bytes(session.folder / "runs" / "rx" / "out.jsonl", b"x", root=session.folder)
+    assert _mode(session.folder / "runs") == 0o700 and _mode(session.folder / "runs" / "rx" / "out.jsonl") == 0o600
 
 
 def test_issue12_new_session_through_a_link_is_refused_and_the_target_untouched(

@@ -49,6 +49,23 @@ def _folder_refused(path: Path) -> BadInput:
     return BadInput("expected a folder here; nothing was written", path=path)
 
 
+#: Whether folders can be walked by descriptor (POSIX); elsewhere each is checked by name.
+_DIR_FD = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
+
+
+def _check_folders(root: Path | str, parts: tuple[str, ...], *, create: bool) -> None:
+    """:func:`_open_folder_fd` by name, where descriptors cannot walk folders (Windows)."""
+    where = Path(root)
+    for part in ("", *parts):
+        where = where / part if part else where
+        if os.path.islink(where):
+            raise link_refused(where)
+        if create and part and not os.path.lexists(where):
+            os.mkdir(where, DIR_MODE)
+        if os.path.lexists(where) and not os.path.isdir(where):
+            raise _folder_refused(where)
+
+
 def _open_folder_fd(root: Path | str, parts: tuple[str, ...], *, create: bool) -> int:
     """A descriptor of ``root/parts...``, no component below ``root`` followed if a link.
 
@@ -135,8 +152,11 @@ def open_private(path: Path | str, flags: int, *, root: Path | str | None = None
         parts = _relative_parts(root, path)
         if not parts:
             raise BadInput("is a folder; expected a file; nothing was written", path=path)
-        dir_fd = _open_folder_fd(root, parts[:-1], create=bool(flags & os.O_CREAT))
-        name = parts[-1]
+        if _DIR_FD:
+            dir_fd = _open_folder_fd(root, parts[:-1], create=bool(flags & os.O_CREAT))
+            name = parts[-1]
+        else:
+            _check_folders(root, parts[:-1], create=bool(flags & os.O_CREAT))
     try:
         try:
             fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE, dir_fd=dir_fd)
@@ -224,7 +244,10 @@ def make_private_dir(path: Path | str, *, parents: bool = False, root: Path | st
     """
     path = Path(path)
     if root is not None:
-        os.close(_open_folder_fd(root, _relative_parts(root, path), create=True))
+        if _DIR_FD:
+            os.close(_open_folder_fd(root, _relative_parts(root, path), create=True))
+        else:
+            _check_folders(root, _relative_parts(root, path), create=True)
         return path
     if parents:
         path.parent.mkdir(parents=True, exist_ok=True)
