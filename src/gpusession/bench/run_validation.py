@@ -120,7 +120,7 @@ class RunValidation:
             report = validate_output(output, self.expected, self.protocol,
                                      train_ids=self._ids(self.train_ids), tune_ids=self._ids(self.tune_ids))
             report.write(self.session.validation_dir / self.exp.id / run.variant_id,
-                         f"{run.phase}-{run.run_index}")
+                         f"{run.phase}-{run.run_index}", root=self.session.folder)
         except BadInput as exc:
             return {"corpus_accepted": False}, f"validation failed: {exc}"
         fields = report.row_fields()

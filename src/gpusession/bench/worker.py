@@ -48,6 +48,7 @@ from gpusession.bench.placeholders import fill_argument
 from gpusession.bench.ranks import DeviceUnavailable
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
+from gpusession.core.errors import BadInput
 from gpusession.core.events import (
     WorkerCommandStarted,
     WorkerDone,
@@ -63,6 +64,7 @@ from gpusession.core.events import (
     WorkerWarmupDone,
 )
 from gpusession.core.ranks import RANKS_FILE, append_rank_rows
+from gpusession.core.safefile import link_refused, make_private_dir, open_private
 
 
 class Channel:
@@ -189,12 +191,46 @@ def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
     return [str(r["id"]) for r in rows], [str(r.get("text", "")) for r in rows]
 
 
-def write_outputs(path: Path, ids: list[str], labels: list[str]) -> None:
-    """``{"id", "label"}`` per line (V8)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+def session_root(spec: dict[str, Any]) -> Path:
+    """The session folder of a worker spec: ``output_dir`` is ``<session>/runs/<experiment>``."""
+    return Path(spec["output_dir"]).parent.parent
+
+
+def write_outputs(path: Path, ids: list[str], labels: list[str], *, root: Path | None = None) -> None:
+    """``{"id", "label"}`` per line (V8), mode 0600, never through a symbolic link (issue 12).
+
+    Args:
+        path: ``runs/<experiment>/<variant>/<phase>-<index>.jsonl``.
+        ids: the corpus IDs, in order.
+        labels: one label per ID.
+        root: the session folder: no folder between it and ``path`` may be a link
+            (missing ones are created 0700); ``None`` checks the file only.
+
+    Raises:
+        BadInput: ``path`` or a folder on its way is a link (its target is untouched).
+        OSError: the disk refused.
+    """
+    if root is None:
+        make_private_dir(path.parent, parents=True)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, root=root)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
         for i, label in zip(ids, labels, strict=False):
             fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
+
+
+def prepare_output(path: Path, root: Path) -> None:
+    """Before a command writes ``path`` itself: its folders real (made 0700), itself no link.
+
+    A command opens its ``{output}`` as it likes; gpusession refuses the run instead of
+    letting it write through a link planted there (issue 12).
+
+    Raises:
+        BadInput: ``path`` or a folder between ``root`` and it is a symbolic link.
+        OSError: the disk refused.
+    """
+    make_private_dir(path.parent, root=root)
+    if os.path.islink(path):
+        raise link_refused(path)
 
 
 #: Environment variables that change how the GPU work runs (device order, visibility,
@@ -565,7 +601,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
         peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
     )
     if group is not None:  # every rank's GPU and load (issue 13)
-        env, load_figures = _group_environment(group, env, load_figures, spec)
+        env, load_figures = _group_environment(group, env, load_figures, spec, ch)
     ch.send(WorkerEnvironment(environment=env))
     ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
                          **load_figures))
@@ -600,6 +636,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     if warm:
         ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(warm_done.values()),
                                  per_variant=warm_done))
+    root = session_root(spec)
     for run, out_path, order in ch.runs(spec):
         batch = int(run["batch"])
         context = run.get("context")
@@ -612,7 +649,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
             if scope == "full-chain":
                 _ids, _texts = read_corpus_file(corpus) if corpus else (ids, texts)
                 labels = _run_batches(workload, _texts, batch)
-                write_outputs(out_path, _ids, labels)
+                write_outputs(out_path, _ids, labels, root=root)
                 return labels
             return _run_batches(workload, work_texts, batch)
 
@@ -637,7 +674,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
             try:
                 labels = m.result
                 if scope != "full-chain":
-                    write_outputs(out_path, ids, labels)
+                    write_outputs(out_path, ids, labels, root=root)
                 fields.update(
                     ok=True,
                     elapsed_s=m.elapsed_s,
@@ -650,8 +687,9 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
                 )
                 if len(labels) != len(ids):
                     fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
-            except (OSError, TypeError, ValueError) as exc:
-                # writing the outputs (V8): disk full, labels that are not JSON, no len()
+            except (OSError, TypeError, ValueError, BadInput) as exc:
+                # writing the outputs (V8): disk full, labels that are not JSON, no len(),
+                # a link in place of the output or its folder (issue 12: refused, named)
                 failure = _failure_fields(exc)
         if failure:
             fields.update(failure)
@@ -705,7 +743,7 @@ def _group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bo
 
 
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
-                       spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+                       spec: dict[str, Any], ch: Channel) -> tuple[dict[str, Any], dict[str, Any]]:
     """The leader's environment with every rank's GPU, and the load over ranks (issue 13, R10).
 
     ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
@@ -716,7 +754,8 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
     the maximum over ranks (each baseline from the rank holding that peak); the leader
     writes every rank's load to ``ranks.csv`` under the load's run key (the spec's
     ``load_run_key``, e.g. ``load:all:1``; ``load`` when a hand-started agent's spec
-    lacks it).
+    lacks it). A ``ranks.csv`` that cannot be written (a link, a full disk) is said as an
+    incident naming it; the load row still says the maximum.
     """
     from gpusession.core.processes import identify
 
@@ -741,9 +780,10 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
     if group.is_leader:
         try:
             append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, str(spec.get("load_run_key") or "load"),
-                             str(spec.get("worker")), per_rank)
-        except OSError:  # beside the row only; the load row still says the maximum
-            pass
+                             str(spec.get("worker")), per_rank, root=session_root(spec))
+        except (OSError, BadInput) as exc:  # beside the row only: said, never skipped silently
+            ch.send(WorkerIncident(where="ranks", **{**_failure_fields(exc),
+                                                     "message": f"ranks.csv not written: {exc}"}))
     merged = dict(load)
     merged["elapsed_s"] = max((r["elapsed_s"] for r in per_rank if r["elapsed_s"] is not None),
                               default=load.get("elapsed_s"))
@@ -797,8 +837,8 @@ def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: T
         return None, failure
     try:
         append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, run["run_key"],
-                         str(spec.get("worker")), rr.per_rank)
-    except OSError as exc:  # the per-rank table is beside the row: say so, keep the run
+                         str(spec.get("worker")), rr.per_rank, root=session_root(spec))
+    except (OSError, BadInput) as exc:  # the per-rank table is beside the row: say so, keep the run
         fields["rank_note"] += f"; ranks.csv not written ({exc})"
     if failure:
         return None, failure
@@ -1012,11 +1052,11 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
         done[variant] = 0
         for i in range(1, iterations + 1):
             out_path = out_dir / variant / f"warmup-{i}.jsonl"
-            out_path.parent.mkdir(parents=True, exist_ok=True)
             try:
+                prepare_output(out_path, session_root(spec))
                 with _placeholder_env(spec, w, out_path):
                     code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
-            except OSError as exc:  # the program is missing or not executable
+            except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
                 break
             if code != 0:
@@ -1047,11 +1087,15 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     warm_done = command_warmup(spec, ch, argv_t)
     timer = SyncTimer([])  # the whole process, wall clock: nothing here to synchronize
     for run, out_path, order in ch.runs(spec):
-        out_path.parent.mkdir(parents=True, exist_ok=True)
         argv = _command_argv(argv_t, spec, run, out_path)
         did = {"phase": run["phase"], "scope": "full-chain", "order": order,
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
                "context": run.get("context")}
+        try:  # a link in place of the output or its folder fails the run, named (issue 12)
+            prepare_output(out_path, session_root(spec))
+        except (OSError, BadInput) as exc:
+            ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
+            continue
         try:
             with _placeholder_env(spec, run, out_path):
                 m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]

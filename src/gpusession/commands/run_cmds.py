@@ -379,6 +379,7 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
 
     Raises:
         Failure: another process runs experiments in the session (nothing started).
+        BadInput: ``logs/`` or the log is a symbolic link (nothing started).
         OSError: the log could not be created or the process could not start.
     """
     from gpusession.core.clock import utcnow
@@ -387,14 +388,15 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():
         raise lock_busy(holder, session.name, lock_host(session.folder))
+    from gpusession.core.safefile import open_private
+
     logs = session.folder / "logs"
-    logs.mkdir(mode=0o700, exist_ok=True)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     log = logs / f"run-{stamp}.log"
     n = 1
     while True:
-        try:
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:  # 0600, logs/ made 0700; a linked logs/ or log is refused, never followed (issue 12)
+            fd = open_private(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=session.folder)
             break
         except FileExistsError:
             n += 1

@@ -286,6 +286,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max([30, *map(len, windows.values())])
     print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<{width}} {'RUNS':>5} {'ACCEPTED':>8}")
     for r in rows:
+        if r.link_target is not None:
+            print(f"{r.name:<24} (link, not opened): a symbolic link to {r.link_target}")
+            continue
         if r.error:
             print(f"{r.name:<24} unreadable: {r.error}")
             continue

@@ -10,15 +10,14 @@ existing report), with a copy of the output beside it, and journalled (V8).
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
+from gpusession.core.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
     METRICS,
     Protocol,
@@ -102,7 +101,9 @@ def _slug(text: str) -> str:
 def _archive_output(source: Path, target: Path) -> Path:
     """Copy the validated output beside its report (V8: every output kept for audit).
 
-    Atomic: a temporary file in the same folder, fsynced, then renamed (S7).
+    Atomic: a temporary file of unpredictable name in the same folder (mode 0600),
+    fsynced, then renamed (S7); a link at ``target`` is replaced, never written through
+    (issue 12). The folder was checked by the report's write.
 
     Args:
         source: The run's output file.
@@ -114,11 +115,7 @@ def _archive_output(source: Path, target: Path) -> Path:
     Raises:
         OSError: The copy or the rename failed (the target is untouched).
     """
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.copyfile(source, tmp)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    write_atomic_bytes(target, source.read_bytes())
     return target
 
 
@@ -234,7 +231,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     written = None
     if session is not None:
         name = free_run_name(session.validation_dir, args.name or f"validate-{_slug(args.output.stem)}")
-        written = report.write(session.validation_dir, name)
+        written = report.write(session.validation_dir, name, root=session.folder)
         kept = _archive_output(args.output, session.validation_dir / f"{name}.output{args.output.suffix}")
         row = _session_row(session, args, name, report)
         session.journal(

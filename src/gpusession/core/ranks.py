@@ -12,6 +12,7 @@ ranks (its ``notes`` name the rank); this table keeps what each rank measured.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,12 @@ def row_run_key(row: dict[str, Any]) -> str:
     return f"{row.get('phase')}:{row.get('variant_id')}:{row.get('run_index')}"
 
 
-def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[str, Any]]) -> None:
+def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[str, Any]], *,
+                     root: Path | None = None) -> None:
     """Append one row per rank to ``ranks.csv`` (polars).
 
-    The header is written when the file is new; existing rows are never rewritten.
+    The header is written when the file is new; existing rows are never rewritten. The
+    file is created mode 0600 and never appended to through a symbolic link (issue 12).
 
     Args:
         path: the CSV path, ``runs/<experiment>/ranks.csv``.
@@ -52,8 +55,12 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
         worker: the worker's name (``"warm"``, ``"cold-batch-4-1"``).
         per_rank: one dict per rank with the columns after ``worker`` (missing keys are
             empty cells); bytes in bytes, ``elapsed_s`` in seconds.
+        root: the session folder: no folder between it and ``path`` may be a link either
+            (missing ones are created 0700); ``None`` checks the file only.
 
     Raises:
+        BadInput: ``path`` (or, with ``root``, a folder on its way) is a symbolic link;
+            nothing written, its target untouched.
         OSError: the file cannot be written.
     """
     import polars as pl
@@ -61,10 +68,13 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
     rows = [{"run_key": run_key, "worker": worker, **{k: r.get(k) for k in RANK_COLUMNS[2:]}}
             for r in per_rank]
     frame = pl.DataFrame(rows, schema=_schema())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", encoding="utf-8", newline="") as fh:
-        fh.write(frame.write_csv(include_header=new))
+    from gpusession.core.safefile import make_private_dir, open_append
+
+    if root is None:
+        make_private_dir(path.parent, parents=True)
+    with open_append(path, root=root) as fh:
+        new = os.fstat(fh.fileno()).st_size == 0  # of the file opened, not of a name
+        fh.write(frame.write_csv(include_header=new).encode("utf-8"))
 
 
 def read_rank_frame(path: Path) -> Any:

@@ -32,6 +32,7 @@ from gpusession.core.clock import utcnow
 from gpusession.core.errors import BadInput
 from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.manifest import next_free_path, read_manifest
+from gpusession.core.safefile import link_refused
 from gpusession.core.session import Session, refuse_session_data
 from gpusession.core.summary import accepted_unique_corpora
 from gpusession.core.textio import printable
@@ -540,7 +541,11 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
 
     def target(suffix: str) -> Path:
         p = stem.with_name(f"{stem.name}-{suffix}.png")
-        return p if force else next_free_path(p)
+        p = p if force else next_free_path(p)
+        refuse_session_data(p, what="report")  # a session's own file is never a chart
+        if p.is_symlink():  # matplotlib would write through it (issue 12)
+            raise link_refused(p)
+        return p
 
     try:
         groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
@@ -664,7 +669,9 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         nvml: an NVML module, fake or snapshot (tests); default the real one.
 
     Raises:
-        BadInput: ``out`` exists without ``force``; its folder does not exist.
+        BadInput: ``out`` exists without ``force``; its folder does not exist; ``out``
+            is (or leads through a link to) a session's file other than an earlier
+            report, even with ``force`` (:func:`gpusession.core.session.refuse_session_data`).
     """
     if out is None:
         target = session.folder / "report.md"

@@ -4,9 +4,13 @@ Why it exists: a session folder holds order notes, amounts and the journal that 
 them. Every file gpusession writes there is created mode 0600 and every session folder
 0700, set explicitly (``os.open`` mode + ``fchmod``/``chmod``), not left to the umask;
 an append or a new file opens with ``O_NOFOLLOW``, so a link planted in place of
-``journal.jsonl`` or a worker spec never redirects a write elsewhere.
+``journal.jsonl`` or a worker spec never redirects a write elsewhere. Given the session
+folder as ``root``, every folder between it and the file is opened without following a
+link too (created 0700 when missing), so a linked ``runs/<experiment>/<variant>`` or
+``logs/`` is refused as well, not only a linked file.
 Who calls it: :mod:`gpusession.core.tomlio` (atomic writes), the journal and the
-results CSV (appends), recovery, the runner (worker specs), session creation.
+results CSV (appends), recovery, the runner (worker specs), the workers (run outputs,
+``ranks.csv``), ``run --detach`` (its log), the validation archive, session creation.
 POSIX: the flags that a platform lacks are left out (no ``O_NOFOLLOW`` on Windows).
 """
 
@@ -41,26 +45,128 @@ def link_refused(path: Path | str) -> BadInput:
     )
 
 
-def open_private(path: Path | str, flags: int) -> int:
+def _folder_refused(path: Path) -> BadInput:
+    return BadInput("expected a folder here; nothing was written", path=path)
+
+
+#: Whether folders can be walked by descriptor (POSIX); elsewhere each is checked by name.
+_DIR_FD = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
+
+
+def _check_folders(root: Path | str, parts: tuple[str, ...], *, create: bool) -> None:
+    """:func:`_open_folder_fd` by name, where descriptors cannot walk folders (Windows)."""
+    where = Path(root)
+    for part in ("", *parts):
+        where = where / part if part else where
+        if os.path.islink(where):
+            raise link_refused(where)
+        if create and part and not os.path.lexists(where):
+            os.mkdir(where, DIR_MODE)
+        if os.path.lexists(where) and not os.path.isdir(where):
+            raise _folder_refused(where)
+
+
+def _open_folder_fd(root: Path | str, parts: tuple[str, ...], *, create: bool) -> int:
+    """A descriptor of ``root/parts...``, no component below ``root`` followed if a link.
+
+    ``root`` itself is opened without following a last-component link too (a session
+    folder that is a link is refused). Missing folders are created mode 0700 when
+    ``create``.
+
+    Raises:
+        BadInput: ``root`` or a folder on the way is a symbolic link or not a folder.
+        OSError: any other refusal of the system (``FileNotFoundError`` when missing and
+            not ``create``).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+    root = Path(root)
+
+    def opened(name: str | Path, where: Path, dir_fd: int | None) -> int:
+        try:
+            return os.open(name, flags, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                if os.path.islink(where):
+                    raise link_refused(where) from None
+                raise _folder_refused(where) from None
+            raise
+
+    fd = opened(root, root, None)
+    where = root
+    try:
+        for part in parts:
+            where = where / part
+            created = False
+            if create:
+                try:
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                    created = True
+                except FileExistsError:
+                    pass
+            child = opened(part, where, fd)
+            os.close(fd)
+            fd = child
+            if created:
+                try:
+                    os.fchmod(fd, DIR_MODE)  # 0700 set explicitly, not left to the umask
+                except OSError:
+                    pass
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _relative_parts(root: Path | str, path: Path | str) -> tuple[str, ...]:
+    """``path``'s components below ``root`` (no ``..``); refused when it lies elsewhere."""
+    try:
+        rel = Path(os.path.normpath(path)).relative_to(os.path.normpath(root))
+    except ValueError:
+        raise BadInput(f"is not inside {root}; nothing was written", path=path) from None
+    if ".." in rel.parts:
+        raise BadInput(f"is not inside {root}; nothing was written", path=path)
+    return rel.parts
+
+
+def open_private(path: Path | str, flags: int, *, root: Path | str | None = None) -> int:
     """``os.open`` with ``O_NOFOLLOW``, mode 0600 set explicitly; returns the descriptor.
 
     Args:
         path: the file to open.
         flags: ``os.O_*`` flags (e.g. ``O_WRONLY | O_APPEND | O_CREAT``).
+        root: the session folder ``path`` lies under: then no folder between ``root``
+            and the file may be a link either, and missing ones are created mode 0700
+            (with ``O_CREAT``). ``None``: only the file itself is checked.
 
     Returns:
         An open file descriptor (the caller closes it).
 
     Raises:
-        BadInput: ``path`` is a symbolic link (nothing written).
+        BadInput: ``path`` (or, with ``root``, a folder on its way) is a symbolic link or
+            not a folder; nothing written, the link's target untouched.
         OSError: any other refusal of the system.
     """
+    dir_fd: int | None = None
+    name: str | Path = path
+    if root is not None:
+        parts = _relative_parts(root, path)
+        if not parts:
+            raise BadInput("is a folder; expected a file; nothing was written", path=path)
+        if _DIR_FD:
+            dir_fd = _open_folder_fd(root, parts[:-1], create=bool(flags & os.O_CREAT))
+            name = parts[-1]
+        else:
+            _check_folders(root, parts[:-1], create=bool(flags & os.O_CREAT))
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and _NOFOLLOW):
-            raise link_refused(path) from None
-        raise
+        try:
+            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, FILE_MODE, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and _NOFOLLOW):
+                raise link_refused(path) from None
+            raise
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
     try:
         os.fchmod(fd, FILE_MODE)
     except PermissionError:  # not our file (another user's, shared): leave its mode
@@ -71,12 +177,13 @@ def open_private(path: Path | str, flags: int) -> int:
     return fd
 
 
-def open_append(path: Path | str, *, read: bool = False) -> BinaryIO:
+def open_append(path: Path | str, *, read: bool = False, root: Path | str | None = None) -> BinaryIO:
     """Open ``path`` to append bytes (created 0600 if missing), never through a link.
 
     Args:
-        path: the file (journal, results CSV).
+        path: the file (journal, results CSV, ``ranks.csv``).
         read: also readable (``ab+``), e.g. to look at the last byte first.
+        root: the session folder, as in :func:`open_private` (no linked folder between).
 
     Returns:
         A binary file object; close it (``with``).
@@ -86,11 +193,12 @@ def open_append(path: Path | str, *, read: bool = False) -> BinaryIO:
         OSError: the system refused.
     """
     flags = (os.O_RDWR if read else os.O_WRONLY) | os.O_APPEND | os.O_CREAT
-    fd = open_private(path, flags)
+    fd = open_private(path, flags, root=root)
     return os.fdopen(fd, "ab+" if read else "ab")
 
 
-def write_private_bytes(path: Path | str, data: bytes, *, sync: bool = False) -> None:
+def write_private_bytes(path: Path | str, data: bytes, *, sync: bool = False,
+                        root: Path | str | None = None) -> None:
     """Create or replace the contents of ``path`` (mode 0600), never through a link.
 
     For files a process writes once and another reads (a worker's spec); a session's
@@ -100,12 +208,13 @@ def write_private_bytes(path: Path | str, data: bytes, *, sync: bool = False) ->
         path: the file.
         data: its whole contents.
         sync: fsync before returning.
+        root: the session folder, as in :func:`open_private` (no linked folder between).
 
     Raises:
-        BadInput: ``path`` is a symbolic link.
+        BadInput: ``path`` (or, with ``root``, a folder on its way) is a symbolic link.
         OSError: the system refused.
     """
-    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, root=root)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -113,7 +222,7 @@ def write_private_bytes(path: Path | str, data: bytes, *, sync: bool = False) ->
             os.fsync(fh.fileno())
 
 
-def make_private_dir(path: Path | str, *, parents: bool = False) -> Path:
+def make_private_dir(path: Path | str, *, parents: bool = False, root: Path | str | None = None) -> Path:
     """Create folder ``path`` mode 0700 if missing (set explicitly, not by the umask).
 
     A folder that already exists keeps its mode, unless gpusession made it a session
@@ -122,14 +231,24 @@ def make_private_dir(path: Path | str, *, parents: bool = False) -> Path:
     Args:
         path: the folder.
         parents: create missing parents too (those with the system's default mode).
+        root: the session folder ``path`` lies under: every folder from ``root`` down to
+            ``path`` must be a real folder, not a link (refused), and each missing one is
+            created mode 0700 (``parents`` is then implied).
 
     Returns:
         ``path`` as a :class:`Path`.
 
     Raises:
+        BadInput: with ``root``, a folder on the way is a symbolic link or not a folder.
         OSError: the system refused (``FileExistsError`` when a file is in the way).
     """
     path = Path(path)
+    if root is not None:
+        if _DIR_FD:
+            os.close(_open_folder_fd(root, _relative_parts(root, path), create=True))
+        else:
+            _check_folders(root, _relative_parts(root, path), create=True)
+        return path
     if parents:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:

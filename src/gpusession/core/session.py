@@ -16,6 +16,7 @@ recovered and recorded as an incident (S7, :mod:`gpusession.core.recovery`).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import threading
@@ -305,23 +306,83 @@ def refuse_case_twin(root: Path, name: str, *, renaming: str | None = None) -> N
             )
 
 
-def refuse_session_data(target: Path, *, what: str = "output") -> None:
-    """Refuse to write an output (report, manifest) over a folder or a session's data.
+#: Per output, the names of its own earlier files in a session folder, which ``--force``
+#: may replace there (``report.md``, ``report-2.md``; ``manifest.csv``, ``manifest-2.csv``).
+OWN_OUTPUTS = {"report": ("report*.md", "report*-durations.png", "report*-memory.png"),
+               "manifest": ("manifest*.csv",)}
 
-    ``--force`` overwrites an earlier output, never ``session.toml``, ``order.toml``,
-    ``checklist.toml``, ``journal.jsonl``, ``resultats-bruts.csv`` of a session (S7).
+
+def linked_session(folder: Path) -> BadInput:
+    """The error for a session folder that is a symbolic link (issue 12).
+
+    gpusession never follows such a link: creating through it would make (and chmod) a
+    folder elsewhere, and a second link to the same folder would be a second session.
+
+    Returns:
+        A :class:`BadInput` naming the link and its target, to raise (exit 2).
+    """
+    try:
+        target = os.readlink(folder)
+    except OSError:
+        target = "?"
+    return BadInput(
+        f"is a symbolic link to {target}; gpusession does not open or create a session "
+        "through a link (move the folder itself here, or point --sessions-dir at its "
+        "parent); nothing was changed",
+        path=folder,
+    )
+
+
+def _session_of(path: Path) -> Path | None:
+    """The innermost session folder holding ``path`` (a folder with ``session.toml``)."""
+    for folder in path.parents:
+        if (folder / SESSION_TOML).is_file():
+            return folder
+    return None
+
+
+def refuse_session_data(target: Path, *, what: str = "output") -> None:
+    """Refuse to write an output (report, manifest) over a folder or a session's files.
+
+    ``--force`` overwrites an earlier output, never a session's own files: nothing that
+    exists inside a session folder (run outputs, validation reports, a corpus,
+    ``summary.json``…) except the output's own earlier files at its top
+    (:data:`OWN_OUTPUTS`: ``report*.md`` and its charts, ``manifest*.csv``), and never ``session.toml``,
+    ``order.toml``, ``checklist.toml``, ``journal.jsonl``, ``resultats-bruts.csv`` even
+    when missing (S7, issue 12). ``target`` is judged both as written (its folder's real
+    path and its own name) and as resolved through links, so a link into a session is
+    refused too.
+
+    Args:
+        target: the file ``--out`` names.
+        what: ``"report"`` or ``"manifest"`` (names the output and its own files).
 
     Raises:
-        BadInput: ``target`` is a folder, or one of those files in a session folder.
+        BadInput: ``target`` is a folder, or a session's file as above; nothing written.
     """
     target = Path(target)
     if target.is_dir():
         raise BadInput(f"is a folder; expected the {what} file to write", path=target)
-    real = target.resolve()
-    if real.name in DATA_FILES and (real.parent / SESSION_TOML).is_file():
+    own = OWN_OUTPUTS.get(what, ())
+    as_named = target.absolute().parent.resolve() / target.name
+    for path in dict.fromkeys((as_named, target.resolve())):
+        session = _session_of(path)
+        if session is None:
+            continue
+        if path.name in DATA_FILES and path.parent == session:
+            raise BadInput(
+                f"is session data; the {what} never replaces it, even with --force; choose "
+                "another --out",
+                path=target,
+            )
+        if not os.path.lexists(path):
+            continue
+        if path.parent == session and any(fnmatch.fnmatchcase(path.name, o) for o in own):
+            continue
+        shown = "" if path == as_named else f" (it leads to {path})"
         raise BadInput(
-            f"is session data; the {what} never replaces it, even with --force; choose "
-            "another --out",
+            f"is a file of session {session.name!r}{shown}; the {what} never replaces a "
+            "session's file, even with --force; choose another --out",
             path=target,
         )
 
@@ -390,8 +451,8 @@ class Session:
         """Create ``root/name`` with ``session.toml``, ``checklist.toml``, ``order.toml``.
 
         Raises:
-            BadInput: unsafe name, or a session of that name already exists (it is
-                never overwritten).
+            BadInput: unsafe name, a session of that name already exists (it is
+                never overwritten), or ``root/name`` is a symbolic link.
         """
         validate_name(name, new=True)
         root = Path(root)
@@ -400,6 +461,8 @@ class Session:
         root.mkdir(parents=True, exist_ok=True)
         folder = root / name
         refuse_case_twin(root, name)
+        if folder.is_symlink():  # never made, nor chmod-ed, through a link (issue 12)
+            raise linked_session(folder)
         try:
             folder.mkdir(mode=DIR_MODE)
         except FileExistsError:
@@ -440,11 +503,14 @@ class Session:
                 own file (one bad file must not lock every pane; issue 12).
 
         Raises:
-            BadInput: unsafe name, no such session, an unreadable or newer-schema
+            BadInput: unsafe name, no such session, a session folder that is a symbolic
+                link (:func:`linked_session`), an unreadable or newer-schema
                 ``session.toml``, a missing required key, a bad results CSV header.
         """
         validate_name(name)
         folder = Path(root) / name
+        if folder.is_symlink():
+            raise linked_session(folder)
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
         data, hidden = _read_session_toml(folder / SESSION_TOML)
@@ -713,12 +779,16 @@ class SessionSummary:
     accepted_corpora: int
     modified: float
     error: str | None = None
+    #: Where a session folder that is a symbolic link leads; such a folder is not opened.
+    link_target: str | None = None
 
 
 def list_sessions(root: Path) -> list[SessionSummary]:
     """Every session folder under ``root``, most recently modified first.
 
-    A folder that does not open is listed with its error instead of failing the list.
+    A folder that does not open is listed with its error instead of failing the list;
+    a folder that is a symbolic link is listed with its target and an error, never
+    opened (issue 12: a second link to one folder is no second session).
     """
     from gpusession.core.summary import accepted_unique_corpora
 
@@ -728,6 +798,12 @@ def list_sessions(root: Path) -> list[SessionSummary]:
         return out
     for folder in root.iterdir():
         if not folder.is_dir() or not (folder / SESSION_TOML).exists():
+            continue
+        if folder.is_symlink():
+            err = linked_session(folder)
+            out.append(SessionSummary(name=folder.name, gpu_model=None, package=Package(), runs=0,
+                                      accepted_corpora=0, modified=folder.lstat().st_mtime,
+                                      error=err.message, link_target=os.readlink(folder)))
             continue
         try:
             validate_name(folder.name)

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.safefile import make_private_dir
 from gpusession.core.secrets import check_free_text
 from gpusession.core.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
@@ -258,7 +259,7 @@ class ValidationReport:
             "notes": list(self.notes),
         }
 
-    def write(self, folder: Path, run_name: str) -> Path:
+    def write(self, folder: Path, run_name: str, *, root: Path | None = None) -> Path:
         """Archive the report in ``folder`` (V2, V8).
 
         ``<run_name>.toml`` (with ``summary``, the lines of :meth:`summary_lines`, and
@@ -266,11 +267,19 @@ class ValidationReport:
         and ``.overlap.csv`` beside it. Every file is written atomically; the TOML last,
         so a report whose TOML exists has all its lists.
 
+        Args:
+            folder: the archive folder (``validation/`` or below).
+            run_name: the stem of the report's files.
+            root: the session folder ``folder`` lies under: no folder between the two may
+                be a symbolic link (refused, issue 12) and missing ones are created 0700;
+                ``None``: ``folder`` and its parents are created as they are.
+
         Returns:
             The path of the TOML report.
 
         Raises:
-            BadInput: ``run_name`` looks like a secret or is too long; nothing is written.
+            BadInput: ``run_name`` looks like a secret or is too long, or (with ``root``) a
+                folder on the way is a symbolic link; nothing is written.
             OSError: the disk refused (earlier files of the same report may remain).
         """
         folder = Path(folder)
@@ -278,7 +287,10 @@ class ValidationReport:
         # free text, checked like every field written (issue 12); the corpus quoted in the
         # report is an archive (V8) and is not.
         check_free_text({"run": run_name}, folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        if root is not None:
+            make_private_dir(folder, root=root)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
         lists = {
             "missing": self.missing_ids,
             "extra": self.extra_ids,
