@@ -224,3 +224,69 @@ def test_journal_is_json_lines(sessions_root: Path, new_session: NewSession) -> 
     s.journal("hello", x=1)
     lines = s.journal_path.read_text().splitlines()
     assert json.loads(lines[-1])["event"] == "hello"
+
+
+def _finished_row_without_newline(s: Session, *, notes: str, finished: bool) -> bytes:
+    """Two rows; the last one's newline removed (a hand edit); its end journaled or not."""
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=1,
+                               elapsed_seconds=1.0))
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=2,
+                               elapsed_seconds=1.5, notes=notes))
+    for i in (1, 2) if finished else (1,):
+        s.journal("run_started", run_key=f"e:warm:v:{i}", experiment_id="e", variant_id="v",
+                  phase="warm", run_index=i)
+        s.journal("run_finished", run_key=f"e:warm:v:{i}", experiment_id="e", variant_id="v",
+                  phase="warm", run_index=i, ok=True)
+    data = s.results.path.read_bytes()
+    assert data.endswith(b"\n")
+    s.results.path.write_bytes(data[:-1])
+    return data
+
+
+@pytest.mark.parametrize("notes", ["plain note", "a note, with a comma\nand a second line"])
+def test_s7_issue1_complete_last_row_without_newline_is_kept(
+        sessions_root: Path, new_session: NewSession, notes: str) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes=notes, finished=True)
+    for _ in range(2):  # the second open finds nothing to do
+        reopened = Session.open(sessions_root, "t1")
+        assert reopened.recovered == []
+        assert reopened.results.path.read_bytes() == whole  # the newline added, nothing moved
+        assert [r.run_index for r in reopened.results.rows()] == [1, 2]
+        assert reopened.results.rows()[1].notes == notes
+    assert list(reopened.folder.glob("resultats-bruts.csv.partial-*")) == []
+    kinds = [r.get("kind") for r in reopened.read_journal() if r["event"] == "incident"]
+    assert kinds == ["csv_newline_added"]
+
+
+def test_s7_issue1_last_row_without_newline_of_an_unfinished_run_is_moved_aside(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes="plain note", finished=False)
+    cut = whole[:-4]  # cut inside its last field: "plain n"
+    s.results.path.write_bytes(cut)
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    partial = list(reopened.folder.glob("resultats-bruts.csv.partial-*"))
+    assert len(partial) == 1 and partial[0].read_bytes().endswith(b",plain n")
+    assert any("moved to" in m for m in reopened.recovered)
+
+
+def test_s7_issue1_row_cut_inside_a_quoted_last_field_is_moved_aside_even_when_finished(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes="a note, with a comma", finished=True)
+    s.results.path.write_bytes(whole[:-6])  # '..."a note, with a c': the quote never closes
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    partial = list(reopened.folder.glob("resultats-bruts.csv.partial-*"))
+    assert len(partial) == 1 and partial[0].read_bytes().endswith(b'"a note, with a c')
+
+
+def test_s7_issue1_complete_row_of_an_unfinished_run_is_moved_aside(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    _finished_row_without_newline(s, notes="plain note", finished=False)
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    assert len(list(reopened.folder.glob("resultats-bruts.csv.partial-*"))) == 1

@@ -123,6 +123,31 @@ def remove_worker_specs(folder: Path) -> list[Path]:
     return removed
 
 
+class _FinishedRuns:
+    """The runs a journal records as finished, read only when first asked (issue 1).
+
+    A run is finished once ``run_finished`` (a load: ``load_finished``) names its run
+    key: the runner writes and fsyncs the run's row before it journals that record.
+    Items are ``(experiment_id, phase, variant_id, run_index)``, as in the results CSV.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._keys: set[tuple[str, str, str, int]] | None = None
+
+    def __contains__(self, key: object) -> bool:
+        if self._keys is None:
+            self._keys = set()
+            for rec in journal.read_records(self._path):
+                if isinstance(rec, (RunFinishedRecord, LoadFinishedRecord)) and rec.run_key:
+                    try:
+                        k = journal.RunKey.parse(rec.run_key)
+                    except BadInput:
+                        continue
+                    self._keys.add((k.experiment_id, k.phase, k.variant_id, k.run_index))
+        return key in self._keys
+
+
 def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
@@ -131,8 +156,10 @@ def recover_locked(session: Recoverable) -> list[str]:
     """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
 
     * A cut last journal line is noted (kept as is; the next record starts a new line).
-    * An incomplete last line of the results CSV is cut off, kept in
-      ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
+    * A last line of the results CSV without its newline is kept (the newline added,
+      noted in the journal) when it is a full row of the 38 columns whose run the
+      journal records as finished (a hand edit; issue 1). Any other incomplete last
+      line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
     * A run with ``run_started`` (or a worker load with ``load_started``) but no
       ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
       holds the run lock, gets a row (elapsed empty, corpus not accepted, the incident
@@ -156,6 +183,12 @@ def recover_locked(session: Recoverable) -> list[str]:
         msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
         session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
         incidents.append(msg)
+    kept = session.results.complete_last_row(_FinishedRuns(path))
+    if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
+        run = journal.RunKey(kept[0], kept[1], kept[2], kept[3]).format()
+        msg = (f"the last row of {session.results.path.name} (run {run}, finished per the journal) "
+               "had no final newline; the row is kept and the newline added")
+        session.journal(IncidentRecord(kind="csv_newline_added", run_key=run, message=msg))
     tail = session.results.recover_partial_tail()
     if tail is not None:
         csv_name = session.results.path.name
