@@ -395,3 +395,39 @@ def test_issue12_run_interrupted_record_round_trip_and_words() -> None:
     # an older journal's worker_started without a start time still reads
     old = event_from_json({"event": "worker_started", "pid": 5})
     assert isinstance(old, WorkerStartedRecord) and old.create_time_s is None
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue3_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
+    sessions_root: Path, session: Session, reaper: Reaper, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load validates no corpus: its row says "not validated" (empty), never "false"."""
+    from fake_workloads import with_tests_on_path, write_corpus
+
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    with_tests_on_path(monkeypatch)
+    folder = session.folder
+    reaper.folders.append(folder)
+    corpus = write_corpus(folder / "corpus" / "eval.jsonl", n=4)
+    marker = tmp_path / "loading"
+    define_experiment(session, Experiment(
+        id="slowload", workload="fake_workloads:SlowLoad", corpus=str(corpus.relative_to(folder)),
+        varied="batch", values=(2,), runs_per_variant=1, warmup_iterations=0,
+        cold_runs_per_variant=0, device="cpu", params={"marker": str(marker)},
+    ))
+    with open(tmp_path / "out.txt", "wb") as fh:
+        proc = reaper.popen(_gpusession(sessions_root, "run", session.name, "--experiment",
+                                        "slowload", "--headless"),
+                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                            env=_env())
+    wait_for(marker.exists, timeout_s=60)  # the worker is loading
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=30) == 128 + signal.SIGHUP
+    rows = Session.open(sessions_root, session.name).results.rows()
+    loads = [r for r in rows if r.phase == "load"]
+    assert len(loads) == 1 and loads[0].elapsed_seconds is None, rows
+    assert "SIGHUP" in (loads[0].notes or "")
+    assert loads[0].corpus_accepted is None

@@ -290,3 +290,16 @@ def test_s7_issue1_complete_row_of_an_unfinished_run_is_moved_aside(
     reopened = Session.open(sessions_root, "t1")
     assert [r.run_index for r in reopened.results.rows()] == [1]
     assert len(list(reopened.folder.glob("resultats-bruts.csv.partial-*"))) == 1
+
+
+def test_s7_issue3_load_in_flight_at_a_crash_leaves_corpus_accepted_empty(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    s.journal("load_started", run_key="e:load:all:1", experiment_id="e", variant_id="all",
+              phase="load", run_index=1)
+    s.journal("run_started", run_key="e:warm:v:1", experiment_id="e", variant_id="v",
+              phase="warm", run_index=1)
+    (s.folder / ".run.lock").write_text("999999999")  # a dead PID
+    rows = {r.phase: r for r in Session.open(sessions_root, "t1").results.rows()}
+    assert rows["load"].corpus_accepted is None  # a load validates no corpus
+    assert rows["warm"].corpus_accepted is False  # a run's output was not accepted (R7)

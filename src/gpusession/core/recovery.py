@@ -162,12 +162,12 @@ def recover_locked(session: Recoverable) -> list[str]:
       line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
     * A run with ``run_started`` (or a worker load with ``load_started``) but no
       ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
-      holds the run lock, gets a row (elapsed empty, corpus not accepted, the incident
-      in ``notes``, R7) and an ``incident`` record -- unless the results CSV already
-      holds that run's row (the crash came between the row and the journal's end of
-      it): then only ``run_recovered`` is journaled, so a run is in the CSV exactly once,
-      as a measurement or as an incident, never both (issue 12). The stale lock is
-      removed.
+      holds the run lock, gets a row (elapsed empty, corpus not accepted -- left empty
+      for a load, which validates no corpus --, the incident in ``notes``, R7) and an
+      ``incident`` record -- unless the results CSV already holds that run's row (the
+      crash came between the row and the journal's end of it): then only
+      ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
+      measurement or as an incident, never both (issue 12). The stale lock is removed.
     * Worker spec files (``runs/<experiment>/.worker-*.json``) a crash left are removed
       once no process holds the run lock (they serve nothing after their group; issue 12).
     * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
@@ -244,7 +244,8 @@ def recover_locked(session: Recoverable) -> list[str]:
                 variant_id=started.get("variant_id"),
                 phase=started.get("phase"),
                 run_index=started.get("run_index"),
-                corpus_accepted=False,
+                # a load validates no corpus: its cell stays empty (C3, issue 3)
+                corpus_accepted=None if started.get("phase") == "load" else False,
                 notes=note,
             )
         )
