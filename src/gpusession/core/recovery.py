@@ -18,6 +18,7 @@ from gpusession.core import journal
 from gpusession.core.errors import BadInput
 from gpusession.core.events import (
     Event,
+    ExperimentStartedRecord,
     IncidentRecord,
     LoadFinishedRecord,
     LoadStartedRecord,
@@ -27,6 +28,7 @@ from gpusession.core.events import (
 )
 from gpusession.core.results import ResultRow, ResultsFile
 from gpusession.core.safefile import write_private_bytes
+from gpusession.core.summary import UNFINISHED_KIND
 from gpusession.core.textio import printable
 from gpusession.core.tomlio import clean_stale_tmp
 
@@ -172,6 +174,9 @@ def recover_locked(session: Recoverable) -> list[str]:
       once no process holds the run lock (they serve nothing after their group; issue 12).
     * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
       removed and noted (issue 12).
+    * The newest invocation of an experiment that has no end record, while no live
+      process holds the run lock, gets one ``incident`` saying how far it got
+      (:func:`unfinished_invocations`; issue 6).
 
     Returns:
         One sentence per incident recovered.
@@ -185,10 +190,10 @@ def recover_locked(session: Recoverable) -> list[str]:
         incidents.append(msg)
     kept = session.results.complete_last_row(_FinishedRuns(path))
     if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
-        run = journal.RunKey(kept[0], kept[1], kept[2], kept[3]).format()
-        msg = (f"the last row of {session.results.path.name} (run {run}, finished per the journal) "
-               "had no final newline; the row is kept and the newline added")
-        session.journal(IncidentRecord(kind="csv_newline_added", run_key=run, message=msg))
+        kept_key = journal.RunKey(*kept).format()
+        msg = (f"the last row of {session.results.path.name} (run {kept_key}, finished per the "
+               "journal) had no final newline; the row is kept and the newline added")
+        session.journal(IncidentRecord(kind="csv_newline_added", run_key=kept_key, message=msg))
     tail = session.results.recover_partial_tail()
     if tail is not None:
         csv_name = session.results.path.name
@@ -211,8 +216,10 @@ def recover_locked(session: Recoverable) -> list[str]:
     if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
         for exp_dir in runs.iterdir():
             remove_worker_specs(exp_dir)
+    killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
+    records = journal.read_records(path)
     open_runs: dict[str, dict[str, Any]] = {}
-    for rec in journal.read_records(path):
+    for rec in records:
         if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
             if rec.run_key:
                 open_runs[rec.run_key] = {
@@ -252,8 +259,73 @@ def recover_locked(session: Recoverable) -> list[str]:
         session.journal(RunRecoveredRecord(run_key=key, message=note))
         session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
         incidents.append(f"run {key}: {note}")
+    for exp_id, msg in unfinished_invocations(records, killed=killed):
+        session.journal(IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp_id, message=msg))
+        incidents.append(msg)
     journal.release_lock(session.folder)
     return incidents
 
 
-__all__ = ["SPEC_PREFIX", "Recoverable", "cut_journal_line", "recover_locked", "remove_worker_specs"]
+def unfinished_said(records: list[Event], experiment_id: str) -> journal.RunProgress | None:
+    """How far the newest invocation of ``experiment_id`` got, when recovery said it never ended.
+
+    Args:
+        records: the journal's typed records, oldest first.
+        experiment_id: the experiment.
+
+    Returns:
+        Its :class:`~gpusession.core.journal.RunProgress` when it has no end record and a
+        :data:`UNFINISHED_KIND` incident follows its start (issue 6), else ``None``
+        (finished, never started, or not said yet: maybe still running).
+    """
+    start = _newest_start(records, experiment_id)
+    progress = journal.run_progress(records, experiment_id)
+    if start is None or progress is None or progress.ended:
+        return None
+    said = any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
+               and r.experiment_id == experiment_id for r in records[start + 1:])
+    return progress if said else None
+
+
+def _newest_start(records: list[Event], experiment_id: str) -> int | None:
+    return next((i for i in range(len(records) - 1, -1, -1)
+                 if isinstance(records[i], ExperimentStartedRecord)
+                 and records[i].experiment_id == experiment_id), None)  # type: ignore[attr-defined]
+
+
+def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[str, str]]:
+    """The newest invocation of each experiment that has no end record, not yet said (S7).
+
+    Only for a journal whose runner is gone (no live process holds the run lock): its
+    newest ``experiment_started`` is followed by no ``experiment_finished`` /
+    ``experiment_incomplete`` (:func:`gpusession.core.journal.run_progress`), and no
+    :data:`UNFINISHED_KIND` incident names it yet (:func:`unfinished_said`), so each is
+    said once (issue 6).
+
+    Args:
+        records: the journal's typed records, oldest first.
+        killed: whether the runner left its lock (it was killed: no clean-up ran).
+
+    Returns:
+        ``(experiment_id, sentence)`` per such invocation, e.g. "the run of e started at
+        … ended without finishing: 2 of 10 runs done (its process was killed …)".
+    """
+    experiments = dict.fromkeys(r.experiment_id for r in records
+                                if isinstance(r, ExperimentStartedRecord) and r.experiment_id)
+    how = ("its process was killed or the machine stopped" if killed
+           else "its process stopped without recording its end")
+    out: list[tuple[str, str]] = []
+    for exp_id in experiments:
+        assert exp_id is not None
+        progress = journal.run_progress(records, exp_id)
+        if progress is None or progress.ended or unfinished_said(records, exp_id) is not None:
+            continue
+        out.append((exp_id, f"the run of {exp_id} started at {progress.started_at} ended without "
+                            f"finishing: {progress.runs_done} of {progress.runs_scheduled} runs done ({how})"))
+    return out
+
+
+__all__ = [
+    "SPEC_PREFIX", "UNFINISHED_KIND", "Recoverable", "cut_journal_line", "recover_locked",
+    "remove_worker_specs", "unfinished_invocations", "unfinished_said",
+]
