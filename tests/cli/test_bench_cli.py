@@ -76,3 +76,28 @@ def test_s7_run_while_another_process_runs_says_so_first_and_exits_1(
     finally:
         other.kill()
         other.wait()
+
+
+def test_issue5_run_help_states_the_true_exit_rule(run_cli: Any) -> None:
+    p = run_cli("run", "--help")
+    assert p.returncode == 0
+    text = " ".join(p.stdout.split())
+    assert "Exit 0 only when every scheduled run ran and no incident was recorded" in text
+    assert "Exit 0 when every scheduled run ran," not in text
+
+
+@pytest.mark.parametrize(("completed", "cancelled", "incidents", "words"), [
+    (True, False, [], "experiment complete, no incident (exit 0)"),
+    (True, False, ["x"], "experiment complete, with 1 incident (exit 1: see the incidents above)"),
+    (False, False, ["x", "y"], "experiment INCOMPLETE, 2 incidents (exit 1: see the incidents above)"),
+    (False, True, [], "experiment cancelled, no incident (exit 1)"),
+])
+def test_issue5_final_line_says_why_the_exit_code(
+        completed: bool, cancelled: bool, incidents: list[str], words: str) -> None:
+    from types import SimpleNamespace
+
+    from gpusession.commands.run_cmds import outcome_words
+
+    outcome = SimpleNamespace(completed=completed, cancelled=cancelled, incidents=incidents)
+    code = 0 if completed and not incidents else 1  # the rule cmd_run returns
+    assert outcome_words(outcome, code) == words

@@ -150,3 +150,22 @@ def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -
     assert data["days"] == 3 and data["total_usd_minor"] is not None
     # without a plan, --days is still required (one line, exit 2)
     _one_line_error(run_cli("cost", *A5000, "--lots", "1"), "--days")
+
+
+@pytest.mark.parametrize("amount", ["-5", "1e3", "12,50"])
+def test_s3_issue2_payment_sent_amount_checked_like_the_payment_order(
+        run_cli: RunCli, sessions_root: Path, amount: str) -> None:
+    """A bad amount is refused the same way by ``event payment-sent`` and ``payment``.
+
+    Before the fix, ``payment-sent`` without a payment order recorded any amount (exit 0).
+    """
+    assert run_cli("new", "o2", *A5000, "--lots", "1", "--days", "7").returncode == 0
+    expires = (utcnow() + timedelta(hours=2)).isoformat()
+    sent = run_cli("order", "o2", "event", "payment-sent", "--amount", amount)
+    issued = run_cli("order", "o2", "payment", "--asset", "USDT", "--network", "TRC20",
+                     "--destination", "TXdest", "--expires", expires, "--amount", amount)
+    _one_line_error(sent, repr(amount))
+    _one_line_error(issued, repr(amount))
+    assert one_line(sent.stderr) == one_line(issued.stderr)  # one check, the same words
+    assert not (sessions_root / "o2" / "order.toml").exists() or "payment" not in (
+        sessions_root / "o2" / "order.toml").read_text()

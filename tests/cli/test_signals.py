@@ -395,3 +395,78 @@ def test_issue12_run_interrupted_record_round_trip_and_words() -> None:
     # an older journal's worker_started without a start time still reads
     old = event_from_json({"event": "worker_started", "pid": 5})
     assert isinstance(old, WorkerStartedRecord) and old.create_time_s is None
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue3_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
+    sessions_root: Path, session: Session, reaper: Reaper, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load validates no corpus: its row says "not validated" (empty), never "false"."""
+    from fake_workloads import with_tests_on_path, write_corpus
+
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    with_tests_on_path(monkeypatch)
+    folder = session.folder
+    reaper.folders.append(folder)
+    corpus = write_corpus(folder / "corpus" / "eval.jsonl", n=4)
+    marker = tmp_path / "loading"
+    define_experiment(session, Experiment(
+        id="slowload", workload="fake_workloads:SlowLoad", corpus=str(corpus.relative_to(folder)),
+        varied="batch", values=(2,), runs_per_variant=1, warmup_iterations=0,
+        cold_runs_per_variant=0, device="cpu", params={"marker": str(marker)},
+    ))
+    with open(tmp_path / "out.txt", "wb") as fh:
+        proc = reaper.popen(_gpusession(sessions_root, "run", session.name, "--experiment",
+                                        "slowload", "--headless"),
+                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                            env=_env())
+    wait_for(marker.exists, timeout_s=60)  # the worker is loading
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=30) == 128 + signal.SIGHUP
+    rows = Session.open(sessions_root, session.name).results.rows()
+    loads = [r for r in rows if r.phase == "load"]
+    assert len(loads) == 1 and loads[0].elapsed_seconds is None, rows
+    assert "SIGHUP" in (loads[0].notes or "")
+    assert loads[0].corpus_accepted is None
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_s7_issue6_kill_9_during_warmup_is_said_once_and_show_never_reads_all_measured(
+    sessions_root: Path, session: Session, reaper: Reaper, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fake_workloads import with_tests_on_path, write_corpus
+
+    from gpusession.bench.plan import Experiment, define_experiment
+
+    with_tests_on_path(monkeypatch)
+    folder = session.folder
+    reaper.folders.append(folder)
+    corpus = write_corpus(folder / "corpus" / "eval.jsonl", n=4)
+    marker = tmp_path / "warming"
+    define_experiment(session, Experiment(
+        id="warmkill", workload="fake_workloads:Echo", corpus=str(corpus.relative_to(folder)),
+        varied="batch", values=(2,), runs_per_variant=2, warmup_iterations=2,
+        cold_runs_per_variant=0, device="cpu", params={"marker": str(marker), "sleep_s": 30},
+    ))
+    with open(tmp_path / "out.txt", "wb") as fh:
+        proc = reaper.popen(_gpusession(sessions_root, "run", session.name, "--experiment",
+                                        "warmkill", "--headless"),
+                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=_env())
+    wait_for(marker.exists, timeout_s=60)  # the worker is in its warm-up
+    assert not _events(folder, "run_started")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    wait_for(lambda: not _alive_recorded(folder), timeout_s=30)  # the worker follows its parent
+    code, out, err = cli(capsys, sessions_root, "show", session.name)
+    assert code == 0, err
+    assert "the run of warmkill started at " in err and "ended without finishing: 0 of 2 runs done" in err
+    assert "all measured" not in out and "0 of 2 runs done, the run did not finish" in out, out
+    code, out, err = cli(capsys, sessions_root, "show", session.name)
+    assert "recovered" not in err and "the run did not finish" in out
+    said = [r for r in _events(folder, "incident") if r.get("kind") == "run_did_not_finish"]
+    assert len(said) == 1

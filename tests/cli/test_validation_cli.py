@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
+from helpers import one_line
 
 from gpusession.core.session import Session
+from gpusession.core.textio import MAX_LINE_BYTES
 from gpusession.core.tomlio import read_toml
 
 Run = Callable[..., CompletedProcess[str]]
@@ -105,3 +108,32 @@ def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, file
     from gpusession.core.validation.model import METRICS
 
     assert {m: metric_words(m) for m in METRICS} == {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+
+
+@pytest.mark.parametrize("which", ["output", "corpus"])
+def test_v4_issue4_fifo_or_device_is_refused_not_read(
+        run_cli: Run, files: dict[str, Path], which: str) -> None:
+    """A FIFO hung forever, /dev/zero ended in a MemoryError: both are refused at once."""
+    fifo = files["tmp"] / "pipe.jsonl"
+    os.mkfifo(fifo)
+    args = {"corpus": str(files["corpus"]), "output": str(files["good"])}
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
+        args[which] = str(path)
+        p = run_cli("validate", "--corpus", args["corpus"], "--output", args["output"], timeout=60)
+        assert p.returncode == 2, p.stderr
+        line = one_line(p.stderr)
+        assert f"{path}: is {kind}" in line and "not a regular file" in line, line
+        assert "Traceback" not in p.stderr
+
+
+def test_v4_issue4_a_line_over_the_limit_is_refused_with_file_line_and_limit(
+        run_cli: Run, files: dict[str, Path]) -> None:
+    out = files["tmp"] / "long.jsonl"
+    with open(out, "wb") as fh:
+        fh.write(b'{"id": "001", "label": "a"}\n{"id": "002", "label": "')
+        fh.write(b"x" * (MAX_LINE_BYTES + 1) + b'"}\n')
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(out))
+    assert p.returncode == 2, p.stderr
+    line = one_line(p.stderr)
+    assert line.startswith(f"gpusession: error: {out}:2: ") and "16 MiB" in line, line
+    assert f"{MAX_LINE_BYTES:,} bytes" in line

@@ -224,3 +224,145 @@ def test_journal_is_json_lines(sessions_root: Path, new_session: NewSession) -> 
     s.journal("hello", x=1)
     lines = s.journal_path.read_text().splitlines()
     assert json.loads(lines[-1])["event"] == "hello"
+
+
+def _finished_row_without_newline(s: Session, *, notes: str, finished: bool) -> bytes:
+    """Two rows; the last one's newline removed (a hand edit); its end journaled or not."""
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=1,
+                               elapsed_seconds=1.0))
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=2,
+                               elapsed_seconds=1.5, notes=notes))
+    for i in (1, 2) if finished else (1,):
+        s.journal("run_started", run_key=f"e:warm:v:{i}", experiment_id="e", variant_id="v",
+                  phase="warm", run_index=i)
+        s.journal("run_finished", run_key=f"e:warm:v:{i}", experiment_id="e", variant_id="v",
+                  phase="warm", run_index=i, ok=True)
+    data = s.results.path.read_bytes()
+    assert data.endswith(b"\n")
+    s.results.path.write_bytes(data[:-1])
+    return data
+
+
+@pytest.mark.parametrize("notes", ["plain note", "a note, with a comma\nand a second line"])
+def test_s7_issue1_complete_last_row_without_newline_is_kept(
+        sessions_root: Path, new_session: NewSession, notes: str) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes=notes, finished=True)
+    for _ in range(2):  # the second open finds nothing to do
+        reopened = Session.open(sessions_root, "t1")
+        assert reopened.recovered == []
+        assert reopened.results.path.read_bytes() == whole  # the newline added, nothing moved
+        assert [r.run_index for r in reopened.results.rows()] == [1, 2]
+        assert reopened.results.rows()[1].notes == notes
+    assert list(reopened.folder.glob("resultats-bruts.csv.partial-*")) == []
+    kinds = [r.get("kind") for r in reopened.read_journal() if r["event"] == "incident"]
+    assert kinds == ["csv_newline_added"]
+
+
+def test_s7_issue1_last_row_without_newline_of_an_unfinished_run_is_moved_aside(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes="plain note", finished=False)
+    cut = whole[:-4]  # cut inside its last field: "plain n"
+    s.results.path.write_bytes(cut)
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    partial = list(reopened.folder.glob("resultats-bruts.csv.partial-*"))
+    assert len(partial) == 1 and partial[0].read_bytes().endswith(b",plain n")
+    assert any("moved to" in m for m in reopened.recovered)
+
+
+def test_s7_issue1_row_cut_inside_a_quoted_last_field_is_moved_aside_even_when_finished(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    whole = _finished_row_without_newline(s, notes="a note, with a comma", finished=True)
+    s.results.path.write_bytes(whole[:-6])  # '..."a note, with a c': the quote never closes
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    partial = list(reopened.folder.glob("resultats-bruts.csv.partial-*"))
+    assert len(partial) == 1 and partial[0].read_bytes().endswith(b'"a note, with a c')
+
+
+def test_s7_issue1_complete_row_of_an_unfinished_run_is_moved_aside(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    _finished_row_without_newline(s, notes="plain note", finished=False)
+    reopened = Session.open(sessions_root, "t1")
+    assert [r.run_index for r in reopened.results.rows()] == [1]
+    assert len(list(reopened.folder.glob("resultats-bruts.csv.partial-*"))) == 1
+
+
+def test_s7_issue3_load_in_flight_at_a_crash_leaves_corpus_accepted_empty(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    s.journal("load_started", run_key="e:load:all:1", experiment_id="e", variant_id="all",
+              phase="load", run_index=1)
+    s.journal("run_started", run_key="e:warm:v:1", experiment_id="e", variant_id="v",
+              phase="warm", run_index=1)
+    (s.folder / ".run.lock").write_text("999999999")  # a dead PID
+    rows = {r.phase: r for r in Session.open(sessions_root, "t1").results.rows()}
+    assert rows["load"].corpus_accepted is None  # a load validates no corpus
+    assert rows["warm"].corpus_accepted is False  # a run's output was not accepted (R7)
+
+
+def _killed_in_warmup(s: Session, *, lock: bool = True) -> None:
+    """What `gpusession run` leaves when killed -9 during warm-up: no end record."""
+    s.journal("experiment_started", experiment_id="e", drawn_order=["v"],
+              runs=["warm:v:1", "warm:v:2", "warm:v:3"])
+    s.journal("load_started", run_key="e:load:all:1", experiment_id="e", variant_id="all",
+              phase="load", run_index=1)
+    s.results.append(ResultRow(experiment_id="e", variant_id="all", phase="load", run_index=1,
+                               elapsed_seconds=2.0))
+    s.journal("load_finished", run_key="e:load:all:1", experiment_id="e", variant_id="all",
+              phase="load", run_index=1, ok=True)
+    if lock:
+        (s.folder / ".run.lock").write_text("999999999")  # a dead PID: no clean-up ran
+
+
+def test_s7_issue6_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
+        sessions_root: Path, new_session: NewSession) -> None:
+    from gpusession.core.summary import session_summary
+
+    s = new_session("t1")
+    _killed_in_warmup(s)
+    assert [r.outcome_words() for r in session_summary(s)] == ["all measured"]  # before recovery
+    first = Session.open(sessions_root, "t1")
+    started = next(r["at"] for r in first.read_journal() if r["event"] == "experiment_started")
+    said = (f"the run of e started at {started} ended without finishing: 0 of 3 runs done "
+            "(its process was killed or the machine stopped)")
+    assert said in first.recovered
+    for _ in range(2):  # reopened twice: said once
+        again = Session.open(sessions_root, "t1")
+        assert again.recovered == []
+    records = [r for r in again.read_journal() if r["event"] == "incident"]
+    assert [(r["kind"], r["experiment_id"], r["message"]) for r in records] == [
+        ("run_did_not_finish", "e", said)]
+    assert [r.outcome_words() for r in session_summary(again)] == [
+        "0 of 3 runs done, the run did not finish"]
+
+
+def test_s7_issue6_a_later_finished_run_reads_all_measured_again(
+        sessions_root: Path, new_session: NewSession) -> None:
+    from gpusession.core.summary import session_summary
+
+    s = new_session("t1")
+    _killed_in_warmup(s)
+    opened = Session.open(sessions_root, "t1")
+    assert any("0 of 3 runs done" in m for m in opened.recovered)
+    # a later run of the same experiment that finished: its rows read "all measured" again
+    opened.journal("experiment_started", experiment_id="e", drawn_order=["v"], runs=["warm:v:1"])
+    opened.journal("run_finished", run_key="e:warm:v:1", experiment_id="e", variant_id="v",
+                   phase="warm", run_index=1, ok=True)
+    opened.journal("experiment_finished", experiment_id="e", runs_done=1, runs_scheduled=1)
+    again = Session.open(sessions_root, "t1")
+    assert again.recovered == []
+    assert [r.outcome_words() for r in session_summary(again)] == ["all measured"]
+
+
+def test_s7_issue6_a_live_run_is_not_said_unfinished(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t1")
+    _killed_in_warmup(s, lock=False)
+    (s.folder / ".run.lock").write_text(str(os.getpid()))  # alive: the run goes on
+    assert Session.open(sessions_root, "t1").recovered == []
+    assert not [r for r in s.read_journal() if r["event"] == "incident"]

@@ -3,10 +3,12 @@ a BOM ignored; CRLF line ends turned into LF when asked."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from gpusession.core import textio
 from gpusession.core.errors import BadInput
 from gpusession.core.manifest import read_manifest
 from gpusession.core.results import ResultsFile
@@ -89,3 +91,42 @@ def test_every_reader_gives_file_and_line(tmp_path: Path, kind: str) -> None:
         call()
     assert info.value.path == p and info.value.line == 2
     assert "not valid UTF-8 (byte 0xE9" in info.value.message
+
+
+def test_v4_issue4_read_bytes_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
+    with pytest.raises(BadInput, match="is a FIFO .*not a regular file") as info:
+        read_bytes(fifo)
+    assert info.value.path == fifo
+
+
+def test_v4_issue4_read_bytes_refuses_a_device() -> None:
+    with pytest.raises(BadInput, match="is a character device, not a regular file"):
+        read_bytes(Path("/dev/zero"), max_line_bytes=10)
+
+
+def test_v4_issue4_line_limit_names_the_line_and_counts_across_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(textio, "_CHUNK_BYTES", 3)  # lines span several reads
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b"12345\n1234\n123456\n")
+    assert read_bytes(p, max_line_bytes=6) == b"12345\n1234\n123456\n"  # 6 bytes is allowed
+    with pytest.raises(BadInput) as info:
+        read_bytes(p, max_line_bytes=5)
+    assert info.value.line == 3 and "longer than 5 bytes" in info.value.message
+
+
+def test_v4_issue4_an_overlong_line_stops_the_read(tmp_path: Path) -> None:
+    """The rest of the file is not read once a line passes the limit (memory stays small)."""
+    class Endless:
+        reads = 0
+
+        def read(self, n: int) -> bytes:
+            self.reads += 1
+            return b"x" * n
+
+    fh = Endless()
+    with pytest.raises(BadInput, match="longer than"):
+        textio._read_limited(fh, tmp_path / "endless", 3 * textio._CHUNK_BYTES)  # type: ignore[arg-type]
+    assert fh.reads == 4

@@ -590,7 +590,7 @@ class Runner:
                 if ev.where == "load":
                     self._append(self._base_row(exp).replace(
                         variant_id=load_variant, phase="load", run_index=load_index,
-                        corpus_accepted=False, notes=f"incident: load failed: {msg}"))
+                        notes=f"incident: load failed: {msg}"))  # no corpus validated: left empty
                     if load_open:
                         self._journal(LoadFinishedRecord(ok=False, **load_fields))
                         load_open = False
@@ -639,7 +639,7 @@ class Runner:
             elif not loaded and (code != 3 or load_open):  # 3 with no load row: a rank's (issue 13)
                 self._append(self._base_row(exp).replace(
                     variant_id=load_variant, phase="load", run_index=load_index,
-                    corpus_accepted=False, notes=f"incident: {detail} while loading"))
+                    notes=f"incident: {detail} while loading"))  # no corpus validated: left empty
             if self._fatal_load is None:
                 self._incident(detail, exit=describe_exit(code))
             else:  # said once, in the fatal message; kept in the journal

@@ -71,8 +71,9 @@ def register(sub: Any) -> None:
             "the terminal on purpose, use --detach: the run goes on in the background, its "
             "output in logs/ of the session folder; follow it with `gpusession show NAME` "
             "or the TUI's Run pane. A run cut by a crash is recorded as an incident when "
-            "the session is next opened. Exit 0 when every scheduled run ran, 1 when the "
-            "experiment is incomplete."
+            "the session is next opened. Exit 0 only when every scheduled run ran and no "
+            "incident was recorded; 1 when a run failed or had an incident (a row kept with "
+            "it in its notes), the experiment is incomplete, or it was cancelled."
         ),
     )
     p.add_argument("name", metavar="NAME")
@@ -243,10 +244,30 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
     print(format_summary(session_summary(session, frame)))
-    verdict = "complete" if outcome.completed else ("cancelled" if outcome.cancelled else "INCOMPLETE")
-    print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; experiment {verdict}; "
-          f"{len(outcome.incidents)} incident(s)")
-    return 0 if outcome.completed and not outcome.incidents else 1
+    code = 0 if outcome.completed and not outcome.incidents else 1
+    print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
+          f"{outcome_words(outcome, code)}")
+    return code
+
+
+def outcome_words(outcome: Any, code: int) -> str:
+    """The end of ``run``'s final line: how the experiment ended and why the exit code.
+
+    Args:
+        outcome: the runner's outcome (``completed``, ``cancelled``, ``incidents``).
+        code: the exit code returned with it (0 only when complete without an incident).
+
+    Returns:
+        E.g. ``"experiment complete, no incident (exit 0)"`` or ``"experiment complete,
+        with 1 incident (exit 1: see the incidents above)"``.
+    """
+    n = len(outcome.incidents)
+    incidents = "no incident" if n == 0 else f"{n} incident{'' if n == 1 else 's'}"
+    why = f"exit {code}" + (": see the incidents above" if n and code else "")
+    if outcome.completed:
+        return f"experiment complete, {'with ' if n else ''}{incidents} ({why})"
+    verdict = "cancelled" if outcome.cancelled else "INCOMPLETE"
+    return f"experiment {verdict}, {incidents} ({why})"
 
 
 def _rows_words(n: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.digest import sha256_file
 from gpusession.core.errors import BadInput
+from gpusession.core.textio import MAX_LINE_BYTES
 from gpusession.core.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
     METRICS,
@@ -49,7 +50,9 @@ def register(sub: Any) -> None:
         description=(
             "Accept a corpus only if every expected ID is present exactly once, no other ID "
             "appears, every record is well-formed with a declared label, the quality rule "
-            "holds and training/tuning IDs do not overlap the evaluation IDs. "
+            "holds and training/tuning IDs do not overlap the evaluation IDs. Every file read "
+            f"must be a regular file (not a FIFO or a device) with lines of at most "
+            f"{MAX_LINE_BYTES // (1024 * 1024)} MiB. "
             "Exit 0 accepted, 3 rejected, 2 unusable input."
         ),
     )

@@ -459,8 +459,8 @@ def record_event(
     if state not in STATES:
         raise BadInput(f"unknown state {shown(state)}; expected one of {', '.join(STATES)}",
                        field="state")
-    if isinstance(amount, str):  # spaces around are not digits: same rule as the payment order
-        amount = amount.strip()
+    if amount is not None:  # the payment order's check, before anything else (S3)
+        amount = check_amount(amount.strip() if isinstance(amount, str) else amount)
     src = _source(source)
     if note and any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
         raise BadInput("the note contains a control character (escape, …); expected text",
@@ -486,15 +486,11 @@ def record_event(
                 warnings.append(f"the active payment order expired at {pay.expires_at.isoformat()}; "
                                 "a payment must use the active order's exact amount, destination "
                                 "and expiry — ask the provider for a new payment order")
-            if amount is not None:
-                check_amount(amount)
-                if not amounts_match(pay.amount, amount):
-                    warnings.append(f"amount {amount} differs from the payment order's exact "
-                                    f"amount {pay.amount} (compared digit for digit)")
+            if amount is not None and not amounts_match(pay.amount, amount):
+                warnings.append(f"amount {amount} differs from the payment order's exact "
+                                f"amount {pay.amount} (compared digit for digit)")
         warnings.append("payment sent is not payment confirmed: only the provider's tracking "
                         "confirms receipt, and the GPU is provisioned separately")
-    elif amount is not None:
-        check_amount(amount)
     if state == "ordered" and current.order is None:
         warnings.append("no order recorded: record its number, GPU, lots and days with "
                         "`gpusession order NAME set` so deviations can be noted against it")

@@ -18,6 +18,7 @@ from gpusession.core import journal
 from gpusession.core.errors import BadInput
 from gpusession.core.events import (
     Event,
+    ExperimentStartedRecord,
     IncidentRecord,
     LoadFinishedRecord,
     LoadStartedRecord,
@@ -27,6 +28,7 @@ from gpusession.core.events import (
 )
 from gpusession.core.results import ResultRow, ResultsFile
 from gpusession.core.safefile import write_private_bytes
+from gpusession.core.summary import UNFINISHED_KIND
 from gpusession.core.textio import printable
 from gpusession.core.tomlio import clean_stale_tmp
 
@@ -123,6 +125,31 @@ def remove_worker_specs(folder: Path) -> list[Path]:
     return removed
 
 
+class _FinishedRuns:
+    """The runs a journal records as finished, read only when first asked (issue 1).
+
+    A run is finished once ``run_finished`` (a load: ``load_finished``) names its run
+    key: the runner writes and fsyncs the run's row before it journals that record.
+    Items are ``(experiment_id, phase, variant_id, run_index)``, as in the results CSV.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._keys: set[tuple[str, str, str, int]] | None = None
+
+    def __contains__(self, key: object) -> bool:
+        if self._keys is None:
+            self._keys = set()
+            for rec in journal.read_records(self._path):
+                if isinstance(rec, (RunFinishedRecord, LoadFinishedRecord)) and rec.run_key:
+                    try:
+                        k = journal.RunKey.parse(rec.run_key)
+                    except BadInput:
+                        continue
+                    self._keys.add((k.experiment_id, k.phase, k.variant_id, k.run_index))
+        return key in self._keys
+
+
 def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
@@ -131,20 +158,25 @@ def recover_locked(session: Recoverable) -> list[str]:
     """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
 
     * A cut last journal line is noted (kept as is; the next record starts a new line).
-    * An incomplete last line of the results CSV is cut off, kept in
-      ``resultats-bruts.csv.partial-<time>`` and noted in the journal.
+    * A last line of the results CSV without its newline is kept (the newline added,
+      noted in the journal) when it is a full row of the 38 columns whose run the
+      journal records as finished (a hand edit; issue 1). Any other incomplete last
+      line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
     * A run with ``run_started`` (or a worker load with ``load_started``) but no
       ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
-      holds the run lock, gets a row (elapsed empty, corpus not accepted, the incident
-      in ``notes``, R7) and an ``incident`` record -- unless the results CSV already
-      holds that run's row (the crash came between the row and the journal's end of
-      it): then only ``run_recovered`` is journaled, so a run is in the CSV exactly once,
-      as a measurement or as an incident, never both (issue 12). The stale lock is
-      removed.
+      holds the run lock, gets a row (elapsed empty, corpus not accepted -- left empty
+      for a load, which validates no corpus --, the incident in ``notes``, R7) and an
+      ``incident`` record -- unless the results CSV already holds that run's row (the
+      crash came between the row and the journal's end of it): then only
+      ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
+      measurement or as an incident, never both (issue 12). The stale lock is removed.
     * Worker spec files (``runs/<experiment>/.worker-*.json``) a crash left are removed
       once no process holds the run lock (they serve nothing after their group; issue 12).
     * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
       removed and noted (issue 12).
+    * The newest invocation of an experiment that has no end record, while no live
+      process holds the run lock, gets one ``incident`` saying how far it got
+      (:func:`unfinished_invocations`; issue 6).
 
     Returns:
         One sentence per incident recovered.
@@ -156,6 +188,12 @@ def recover_locked(session: Recoverable) -> list[str]:
         msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
         session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
         incidents.append(msg)
+    kept = session.results.complete_last_row(_FinishedRuns(path))
+    if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
+        kept_key = journal.RunKey(*kept).format()
+        msg = (f"the last row of {session.results.path.name} (run {kept_key}, finished per the "
+               "journal) had no final newline; the row is kept and the newline added")
+        session.journal(IncidentRecord(kind="csv_newline_added", run_key=kept_key, message=msg))
     tail = session.results.recover_partial_tail()
     if tail is not None:
         csv_name = session.results.path.name
@@ -178,8 +216,10 @@ def recover_locked(session: Recoverable) -> list[str]:
     if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
         for exp_dir in runs.iterdir():
             remove_worker_specs(exp_dir)
+    killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
+    records = journal.read_records(path)
     open_runs: dict[str, dict[str, Any]] = {}
-    for rec in journal.read_records(path):
+    for rec in records:
         if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
             if rec.run_key:
                 open_runs[rec.run_key] = {
@@ -211,15 +251,81 @@ def recover_locked(session: Recoverable) -> list[str]:
                 variant_id=started.get("variant_id"),
                 phase=started.get("phase"),
                 run_index=started.get("run_index"),
-                corpus_accepted=False,
+                # a load validates no corpus: its cell stays empty (C3, issue 3)
+                corpus_accepted=None if started.get("phase") == "load" else False,
                 notes=note,
             )
         )
         session.journal(RunRecoveredRecord(run_key=key, message=note))
         session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
         incidents.append(f"run {key}: {note}")
+    for exp_id, msg in unfinished_invocations(records, killed=killed):
+        session.journal(IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp_id, message=msg))
+        incidents.append(msg)
     journal.release_lock(session.folder)
     return incidents
 
 
-__all__ = ["SPEC_PREFIX", "Recoverable", "cut_journal_line", "recover_locked", "remove_worker_specs"]
+def unfinished_said(records: list[Event], experiment_id: str) -> journal.RunProgress | None:
+    """How far the newest invocation of ``experiment_id`` got, when recovery said it never ended.
+
+    Args:
+        records: the journal's typed records, oldest first.
+        experiment_id: the experiment.
+
+    Returns:
+        Its :class:`~gpusession.core.journal.RunProgress` when it has no end record and a
+        :data:`UNFINISHED_KIND` incident follows its start (issue 6), else ``None``
+        (finished, never started, or not said yet: maybe still running).
+    """
+    start = _newest_start(records, experiment_id)
+    progress = journal.run_progress(records, experiment_id)
+    if start is None or progress is None or progress.ended:
+        return None
+    said = any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
+               and r.experiment_id == experiment_id for r in records[start + 1:])
+    return progress if said else None
+
+
+def _newest_start(records: list[Event], experiment_id: str) -> int | None:
+    return next((i for i in range(len(records) - 1, -1, -1)
+                 if isinstance(records[i], ExperimentStartedRecord)
+                 and records[i].experiment_id == experiment_id), None)  # type: ignore[attr-defined]
+
+
+def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[str, str]]:
+    """The newest invocation of each experiment that has no end record, not yet said (S7).
+
+    Only for a journal whose runner is gone (no live process holds the run lock): its
+    newest ``experiment_started`` is followed by no ``experiment_finished`` /
+    ``experiment_incomplete`` (:func:`gpusession.core.journal.run_progress`), and no
+    :data:`UNFINISHED_KIND` incident names it yet (:func:`unfinished_said`), so each is
+    said once (issue 6).
+
+    Args:
+        records: the journal's typed records, oldest first.
+        killed: whether the runner left its lock (it was killed: no clean-up ran).
+
+    Returns:
+        ``(experiment_id, sentence)`` per such invocation, e.g. "the run of e started at
+        … ended without finishing: 2 of 10 runs done (its process was killed …)".
+    """
+    experiments = dict.fromkeys(r.experiment_id for r in records
+                                if isinstance(r, ExperimentStartedRecord) and r.experiment_id)
+    how = ("its process was killed or the machine stopped" if killed
+           else "its process stopped without recording its end")
+    out: list[tuple[str, str]] = []
+    for exp_id in experiments:
+        assert exp_id is not None
+        progress = journal.run_progress(records, exp_id)
+        if progress is None or progress.ended or unfinished_said(records, exp_id) is not None:
+            continue
+        out.append((exp_id, f"the run of {exp_id} started at {progress.started_at} ended without "
+                            f"finishing: {progress.runs_done} of {progress.runs_scheduled} runs done ({how})"))
+    return out
+
+
+__all__ = [
+    "SPEC_PREFIX", "UNFINISHED_KIND", "Recoverable", "cut_journal_line", "recover_locked",
+    "remove_worker_specs", "unfinished_invocations", "unfinished_said",
+]

@@ -17,7 +17,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -475,6 +475,57 @@ class ResultsFile:
         except csv.Error:
             pass  # keys read so far stand; the rest of the file is refused by read()
         return keys
+
+    def complete_last_row(
+            self, finished: Container[tuple[str, str, str, int]]) -> tuple[str, str, str, int] | None:
+        """Keep a last row that lacks only its final newline, adding the newline (S7, issue 1).
+
+        A hand edit can drop the file's last newline. Such a row is complete, not cut by a
+        crash, when it parses as one full row of the 38 columns (each cell of its column's
+        kind, a closed quote) *and* its run is in ``finished``: the runner writes and
+        fsyncs a row before it journals the end of that run, so a journaled end proves the
+        row was written whole. Anything else is left to :meth:`recover_partial_tail`.
+
+        Args:
+            finished: the ``(experiment_id, phase, variant_id, run_index)`` of every run
+                the journal records as finished (``run_finished``, ``load_finished``).
+
+        Returns:
+            The run of the row kept (its newline now written and fsynced), or ``None``
+            when nothing was changed (the file ends cleanly, or its last line is not such
+            a row).
+        """
+        if not self.exists():
+            return None
+        raw = self.path.read_bytes()
+        if raw.endswith(b"\n"):
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        lines = list(io.StringIO(text, newline=""))
+        reader = csv.reader(iter(lines), strict=True)
+        record: list[str] = []
+        count = 0
+        try:
+            for rec in reader:
+                record, count = rec, count + 1
+        except csv.Error:  # an unclosed quote at the end: a row cut inside a quoted field
+            return None
+        if count < 2 or len(record) != len(COLUMNS):  # the header alone, or a short row
+            return None
+        if any(_cell_problem(c, cell) for c, cell in zip(COLUMNS, record, strict=True)):
+            return None
+        exp, phase, variant, index = (record[COLUMNS.index(c)]
+                                      for c in ("experiment_id", "phase", "variant_id", "run_index"))
+        if not (index.isascii() and index.isdigit()) or (exp, phase, variant, int(index)) not in finished:
+            return None
+        with open_append(self.path) as fh:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return (exp, phase, variant, int(index))
 
     def recover_partial_tail(self) -> bytes | None:
         """Cut an incomplete last line left by a crash mid-write, returning its bytes.

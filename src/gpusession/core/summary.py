@@ -121,6 +121,9 @@ class SummaryRow:
         accepted: rows with ``corpus_accepted = true``.
         attempt: for rows of an attempt that stopped before measuring anything, its
             number (1, 2…); ``None`` for the current rows.
+        unfinished: for the rows of an experiment whose newest run never ended (killed;
+            recorded by crash recovery, issue 6), how far it got in words ("2 of 10 runs
+            done, the run did not finish"); ``None`` otherwise.
     """
 
     experiment_id: str | None
@@ -139,6 +142,7 @@ class SummaryRow:
     validated: int = 0
     accepted: int = 0
     attempt: int | None = None
+    unfinished: str | None = None
 
     def variant_words(self) -> str:
         """The variant column for people: ``all variants`` for the warm worker's load."""
@@ -163,7 +167,8 @@ class SummaryRow:
 
         A standalone validation reads "accepted validation" / "rejected validation"
         (never "failed", issue 15); rows of an attempt that never measured anything say
-        so; otherwise "all measured" or "N failed (kept; the report says why)" (R7).
+        so; otherwise "all measured" or "N failed (kept; the report says why)" (R7) --
+        never "all measured" for an experiment whose run did not finish (issue 6).
         """
         if self.attempt is not None:
             return f"attempt {self.attempt}: did not load, nothing measured (the report says why)"
@@ -176,7 +181,10 @@ class SummaryRow:
             if self.accepted == 0:
                 return "rejected validation" if rejected == 1 else f"{rejected} rejected validations"
             return f"validations: {self.accepted} accepted, {rejected} rejected"
-        return "all measured" if not self.failed else f"{self.failed} failed (kept; the report says why)"
+        failed = f"{self.failed} failed (kept; the report says why)" if self.failed else None
+        if self.unfinished:
+            return self.unfinished if failed is None else f"{failed}; {self.unfinished}"
+        return failed or "all measured"
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""
@@ -206,11 +214,56 @@ def failed_attempts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
+#: ``kind`` of the incident crash recovery records, once, for an invocation that never
+#: ended (:func:`gpusession.core.recovery.unfinished_invocations`; issue 6).
+UNFINISHED_KIND = "run_did_not_finish"
+_END_EVENTS = ("experiment_finished", "experiment_incomplete")
+
+
+def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Experiments whose newest run never ended, in words (issue 6).
+
+    Read from the journal as dicts, the way :func:`gpusession.core.journal.run_progress`
+    reads it typed (this module imports no other of gpusession: the events' words import
+    it): the newest ``experiment_started`` of the experiment, no end record after it, and
+    the :data:`UNFINISHED_KIND` incident crash recovery recorded after it.
+
+    Args:
+        records: journal records as dicts (``Session.read_journal()``).
+
+    Returns:
+        ``{experiment id → "2 of 10 runs done, the run did not finish"}``; a run still
+        going (no such incident yet) is not in it.
+    """
+    records = list(records)
+    said = {r.get("experiment_id") for r in records
+            if r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND}
+    out: dict[str, str] = {}
+    for exp_id in said:
+        start = next((i for i in range(len(records) - 1, -1, -1)
+                      if records[i].get("event") == "experiment_started"
+                      and records[i].get("experiment_id") == exp_id), None)
+        if start is None:
+            continue
+        after = records[start + 1:]
+        if any(r.get("event") in _END_EVENTS and r.get("experiment_id") in (None, exp_id) for r in after):
+            continue
+        if not any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
+                   and r.get("experiment_id") == exp_id for r in after):
+            continue  # said of an earlier invocation; this one may be running
+        done = sum(1 for r in after if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id)
+        runs = records[start].get("runs")
+        scheduled = len(runs) if isinstance(runs, list) else 0
+        out[str(exp_id)] = f"{done} of {scheduled} runs done, the run did not finish"
+    return out
+
+
 def _key_of(row: Mapping[str, Any]) -> str:
     return f"{row.get('experiment_id')}:{row.get('phase')}:{row.get('variant_id')}:{row.get('run_index')}"
 
 
-def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None) -> list[SummaryRow]:
+def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
+                 unfinished: Mapping[str, str] | None = None) -> list[SummaryRow]:
     """The summary table of ``frame``: timing, quality and verdicts per group (R6, R7, V6).
 
     Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
@@ -221,6 +274,8 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None)
     Args:
         frame: rows as read by ``ResultsFile.read`` (38 columns).
         attempts: ``{run key → attempt}`` from :func:`failed_attempts`; ``None`` = none.
+        unfinished: ``{experiment id → words}`` from :func:`unfinished_runs`: the outcome
+            of that experiment's timed rows says its run did not finish (issue 6).
 
     Returns:
         The rows of the table, in display order.
@@ -264,6 +319,8 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None)
             quality_metric=r["quality_metric"], quality_min=r["quality_min"],
             quality_max=r["quality_max"], validated=int(r["validated"]),
             accepted=int(r["accepted"]), attempt=r["_attempt"],
+            unfinished=None if validation or r["_attempt"] is not None
+            else (unfinished or {}).get(str(r["experiment_id"])),
         ))
     out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
                             str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
@@ -285,4 +342,5 @@ def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[Sum
         BadInput: an unreadable results CSV.
     """
     rows = session.results.read() if frame is None else frame
-    return summary_rows(rows, failed_attempts(session.read_journal()))
+    records = session.read_journal()
+    return summary_rows(rows, failed_attempts(records), unfinished_runs(records))

@@ -15,7 +15,10 @@ lists every bad line (run outputs, whose problems are reported, never raised).
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
+from io import FileIO
 from pathlib import Path
 
 from gpusession.core.errors import BadInput
@@ -73,25 +76,86 @@ class Text:
         return out
 
 
-def read_bytes(path: Path, *, what: str = "file") -> bytes:
-    """The bytes of ``path``.
+#: The longest line the files of a validation may hold (corpus, references, ID lists,
+#: run outputs), in bytes: 16 MiB. A longer line is refused before it is read whole, so
+#: a file of one endless line cannot fill the memory (issue 4).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_CHUNK_BYTES = 1024 * 1024
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words (``"a FIFO (named pipe)"``)."""
+    for test, words in ((stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = None) -> bytes:
+    """The bytes of ``path``, a regular file.
+
+    The file is opened without waiting (a FIFO would block until a writer came) and
+    refused unless it is a regular file: a FIFO never ends, ``/dev/zero`` never ends
+    either (issue 4).
 
     Args:
         path: the file.
         what: how the file is named in an error (``"file"``, ``"manifest"``).
+        max_line_bytes: the longest line accepted, in bytes (``None``: no limit); a longer
+            line is refused as soon as the limit is passed, without reading the rest.
 
     Raises:
-        BadInput: the file does not exist, is a folder or cannot be read.
+        BadInput: the file does not exist, is a folder, a FIFO, a device or a socket,
+            cannot be read, or holds a line longer than ``max_line_bytes`` (naming that
+            line and the limit).
     """
+    the = "" if what == "file" else f" the {what}"
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise BadInput(f"{what} not found", path=path) from None
     except IsADirectoryError:
         raise BadInput(f"is a folder, expected a {what}", path=path) from None
     except OSError as exc:
-        the = "" if what == "file" else f" the {what}"
         raise BadInput(f"cannot read{the}: {exc.strerror}", path=path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"is a folder, expected a {what}", path=path)
+        raise BadInput(f"is {_kind_of(mode)}, not a regular file; give{the or ' a'} "
+                       f"{what} saved on disk", path=path)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            if max_line_bytes is None:
+                return fh.readall()
+            return _read_limited(fh, path, max_line_bytes)
+        except OSError as exc:
+            raise BadInput(f"cannot read{the}: {exc.strerror}", path=path) from None
+
+
+def _read_limited(fh: FileIO, path: Path, max_line_bytes: int) -> bytes:
+    """Read ``fh`` whole, refusing a line longer than ``max_line_bytes`` as soon as seen."""
+    out = bytearray()
+    line, line_len = 1, 0  # the current line and its length so far
+    while chunk := fh.read(_CHUNK_BYTES):
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            end = len(chunk) if nl < 0 else nl
+            line_len += end - start
+            if line_len > max_line_bytes:
+                raise BadInput(
+                    f"this line is longer than {max_line_bytes:,} bytes "
+                    f"({max_line_bytes // (1024 * 1024)} MiB), the longest line accepted; one "
+                    "record per line is expected", path=path, line=line)
+            if nl < 0:
+                break
+            line, line_len, start = line + 1, 0, nl + 1
+        out += chunk
+    return bytes(out)
 
 
 def bad_byte_at(raw: bytes, offset: int) -> BadByte:

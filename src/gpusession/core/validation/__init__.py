@@ -39,7 +39,7 @@ from pathlib import Path
 import polars as pl
 
 from gpusession.core.summary import accepted_unique_corpora
-from gpusession.core.textio import read_bytes
+from gpusession.core.textio import MAX_LINE_BYTES, read_bytes
 from gpusession.core.validation.checks import run_checks
 from gpusession.core.validation.expected import load_expected, read_id_list
 from gpusession.core.validation.model import METRICS, OUTPUT_FORMATS, Expected, Protocol
@@ -71,9 +71,11 @@ def parse_output(output: Path, output_format: str) -> ParsedRecords:
     """Read a run's output file record by record (V4).
 
     Raises:
-        BadInput: the file is missing or unreadable (content problems are reported).
+        BadInput: the file is missing, unreadable, not a regular file (a FIFO, a device)
+            or holds a line longer than :data:`~gpusession.core.textio.MAX_LINE_BYTES`
+            (content problems are reported).
     """
-    data = read_bytes(Path(output))
+    data = read_bytes(Path(output), max_line_bytes=MAX_LINE_BYTES)
     return parse_csv(data) if output_format == "csv" else parse_jsonl(data)
 
 

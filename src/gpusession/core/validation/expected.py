@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from gpusession.core.errors import BadInput
-from gpusession.core.textio import decode_strict, read_bytes
+from gpusession.core.textio import MAX_LINE_BYTES, decode_strict, read_bytes
 from gpusession.core.validation.model import Expected
 from gpusession.core.validation.read import (
     drop_trailing_empty_lines,
@@ -42,15 +42,16 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
         (String) and ``label`` (String, null where absent).
 
     Raises:
-        BadInput: unreadable, not UTF-8, no ``id`` column, an empty or non-string ID,
-            a label required but absent; names file and line.
+        BadInput: unreadable, not a regular file (a FIFO, a device), a line longer than
+            :data:`~gpusession.core.textio.MAX_LINE_BYTES`, not UTF-8, no ``id`` column,
+            an empty or non-string ID, a label required but absent; names file and line.
     """
     path = Path(path)
     kind = TABLE_SUFFIXES.get(path.suffix.lower(), "list")
     if kind == "parquet":
         frame, notes = _read_parquet(path), list[str]()
     else:
-        data = read_bytes(path)
+        data = read_bytes(path, max_line_bytes=MAX_LINE_BYTES)
         decoded = decode_strict(data, path=path, crlf=True)
         text, notes = decoded.text, decoded.notes()
         text, n_empty = drop_trailing_empty_lines(text)
@@ -118,10 +119,9 @@ def _read_jsonl_table(path: Path, data: bytes) -> pl.DataFrame:
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
+    data = read_bytes(path)  # a regular file only: a FIFO or a device is refused (issue 4)
     try:
-        frame = pl.read_parquet(path)
-    except FileNotFoundError:
-        raise BadInput("file not found", path=path) from None
+        frame = pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' Parquet reader raises is reported as bad input (V4)
         raise BadInput(f"not readable as Parquet: {str(exc).splitlines()[0]}", path=path) from None
     if "id" not in frame.columns:
