@@ -74,7 +74,20 @@ def _leftover_worker_spec(s: Session) -> None:
     (exp / f"{SPEC_PREFIX}0.json").write_text("{}")
 
 
+def _invocation_never_ended(s: Session) -> None:
+    """The runner stopped (killed in its warm-up, or after releasing its lock) with no end record."""
+    s.journal("experiment_started", experiment_id="e", runs=["warm:v:1", "warm:v:2"])
+    _finished_run(s)
+
+
+def _invocation_ended(s: Session) -> None:
+    _invocation_never_ended(s)
+    s.journal("experiment_finished", experiment_id="e", runs_done=2, runs_scheduled=2)
+
+
 CASES: dict[str, tuple[Callable[[Session], None], bool]] = {
+    "invocation never ended": (_invocation_never_ended, True),
+    "invocation ended": (_invocation_ended, False),
     "clean": (_clean, False),
     "finished run": (_finished_run, False),
     "finished load": (_finished_load, False),

@@ -100,7 +100,7 @@ from gpusession.core.journal import RunKey
 from gpusession.core.processes import end_recorded, on_interrupt
 from gpusession.core.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.results import ResultRow
-from gpusession.core.safefile import check_writable, write_private_bytes
+from gpusession.core.safefile import check_writable, make_private_dir, write_private_bytes
 from gpusession.core.session import SESSION_TOML, Session
 from gpusession.core.status import SUMMARY_JSON, refresh_counts
 from gpusession.core.summary import accepted_revisions
@@ -456,7 +456,7 @@ class Runner:
         """Run one worker process; True when it ran its share to the end."""
         s = self.session
         spec_dir = s.runs_dir / exp.id
-        spec_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(spec_dir, root=s.folder)  # 0700, never through a link (issue 12)
         spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
         load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
         load_index = self._load_index(exp, load_variant)
@@ -832,7 +832,9 @@ class Runner:
             if vnote:
                 notes.append(vnote)
         else:
-            kind = "out of memory" if ev.oom else "exception in the workload"
+            # a refused output file (a link, issue 12) is the harness's refusal, not the workload's
+            kind = ("out of memory" if ev.oom else "output refused" if ev.error_type == "BadInput"
+                    else "exception in the workload")
             notes.insert(0, f"incident: {kind}: {ev.error_type}: {ev.message}; "
                             "elapsed not measured")
             if ended:

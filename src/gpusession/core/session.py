@@ -713,7 +713,8 @@ class Session:
 
         A cheap look, without the lock and without the typed events: a run lock file, a
         journal or results CSV whose last line is cut, a temporary file of an atomic
-        write, a worker spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or worker load) started and never ended. It errs
+        write, a worker spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or worker load) started and never ended, or an invocation
+        started and never ended that recovery has not said yet. It errs
         towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
         (so :meth:`open` skips it and start-up does not load the recovery machinery).
 
@@ -721,6 +722,7 @@ class Session:
             ``False`` when there is certainly nothing to recover.
         """
         from gpusession.core import journal
+        from gpusession.core.summary import UNFINISHED_KIND
 
         if (self.folder / RUN_LOCK).exists():
             return True
@@ -737,8 +739,17 @@ class Session:
             if any(is_tmp_name(name) or _is_worker_spec(name) for name in files):
                 return True
         open_runs: set[str] = set()
+        # an invocation started and never ended, not said yet (its runner stopped after
+        # releasing the lock, or was killed during warm-up): per experiment, True while open
+        unended: dict[str, bool] = {}
         for rec in journal.read(self.journal_path):
             event, key = rec.get("event"), rec.get("run_key")
+            exp = rec.get("experiment_id")
+            if event == "experiment_started" and isinstance(exp, str):
+                unended[exp] = True
+            elif (event in ("experiment_finished", "experiment_incomplete")
+                  or (event == "incident" and rec.get("kind") == UNFINISHED_KIND)) and isinstance(exp, str):
+                unended[exp] = False
             if event in ("run_started", "load_started"):
                 if key and not isinstance(key, str):
                     return True  # not a key this look can follow: let recovery decide
@@ -746,7 +757,7 @@ class Session:
                     open_runs.add(key)
             elif event in ("run_finished", "load_finished", "run_recovered") and isinstance(key, str):
                 open_runs.discard(key)
-        return bool(open_runs)
+        return bool(open_runs) or any(unended.values())
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).
