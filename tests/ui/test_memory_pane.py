@@ -295,3 +295,13 @@ async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
         alloc = text_of(app, "#mem-alloc")
         assert "peak reserved      7.00 GiB" in alloc and "this process only" not in alloc
         assert "the largest over its ranks" in alloc and "ranks.csv could not be read" in alloc
+
+
+def test_issue13_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
+    from gpusession.ui.panes.memory import allocator_lines
+
+    row = {"experiment_id": "r2", "variant_id": "batch-4", "phase": "warm", "run_index": 2}
+    ranks = [{"rank": 0, "device": "cpu", "ok": True}, {"rank": 1, "device": "cpu", "ok": True}]
+    lines = allocator_lines(row, None, ranks)
+    assert "    every rank on cpu: not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)" in lines
+    assert not any("rank 0 on" in ln for ln in lines) and len(lines) == 4

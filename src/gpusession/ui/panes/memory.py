@@ -145,6 +145,11 @@ def _rank_allocator_lines(row: dict[str, Any], snap: Any, ranks: list[dict[str, 
         " the results row keeps the largest peaks):",
         f"    {run_label(row)}",
     ]
+    unmeasured = all(all(r.get(k) is None for _, k in _ALLOCATOR_KEYS) and r.get("ok") is not False for r in ranks)
+    if unmeasured:  # e.g. ranks on the CPU: one line, not one per rank
+        where = ", ".join(dict.fromkeys(shown(r.get("device"), "device not recorded") for r in ranks))
+        lines.append(f"    every rank on {where}: {_NOT_MEASURED}")
+        return [*lines, not_covered(snap)]
     for r in ranks:
         where = shown(r.get("device"), "device not recorded")
         if r.get("gpu_uuid"):
