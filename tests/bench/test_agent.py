@@ -119,6 +119,13 @@ def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
     try:
         wait_for(lambda: [p for p in processes_naming(spec) if "torch.distributed.run" in " ".join(p.cmdline())],
                  timeout_s=60)
+        # the runner removes the spec when its group ends: this node leaves the group it was joining
+        spec.unlink()
+        wait_for(lambda: processes_naming(spec) == [], timeout_s=30)
+        assert agent.poll() is None  # and waits for the next group
+        spec.write_text("{}")  # a new group (a new file) to join
+        wait_for(lambda: [p for p in processes_naming(spec) if "torch.distributed.run" in " ".join(p.cmdline())],
+                 timeout_s=60)
         time.sleep(0.5)
         agent.send_signal(signal.SIGTERM)
         agent_out, _err = agent.communicate(timeout=60)
@@ -128,6 +135,7 @@ def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
             agent.wait()
     assert agent.returncode == 128 + signal.SIGTERM
     assert "interrupted by SIGTERM" in agent_out
+    assert "group warm ended on the runner's node before this node joined it; left" in agent_out
     wait_for(lambda: processes_naming(spec) == [], timeout_s=10)
     assert spec.exists()  # the agent never touches the session's files
     assert s.results.read().height == 0

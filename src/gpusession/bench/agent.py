@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,10 @@ from gpusession.core.recovery import SPEC_PREFIX
 
 #: Seconds between two looks at the experiment's folder.
 POLL_S = 0.2
+
+#: Seconds a group's spec file may be gone while this node's torchrun still runs before
+#: the group is left (the runner removed it: that group has ended on the runner's node).
+SPEC_GONE_GRACE_S = 5.0
 
 #: The torchrun environment of a caller's shell that must not reach a new agent.
 _RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
@@ -185,6 +190,7 @@ class Agent:
                                 start_new_session=sys.platform != "win32",
                                 preexec_fn=child_preexec if sys.platform == "linux" else None)  # noqa: PLW1509 - single-threaded agent
         self._proc = proc
+        gone_since: float | None = None
         try:
             while True:
                 try:
@@ -194,8 +200,22 @@ class Agent:
                         self.interrupt(self._signal or "stop")
                         proc.wait()
                         return None
+                # The runner removes the spec file when its group has ended: a group this
+                # node is still joining then never forms (it would wait its whole join
+                # timeout while the runner starts the next group). Leave it.
+                if spec.exists():
+                    gone_since = None
+                elif gone_since is None:
+                    gone_since = time.monotonic()
+                elif time.monotonic() - gone_since > SPEC_GONE_GRACE_S:
+                    from gpusession.core.processes import end_group, identify
+
+                    end_group(identify(proc.pid))
+                    proc.wait()
+                    self.say(f"group {worker} ended on the runner's node before this node joined it; left")
+                    return proc.returncode
         finally:
             self._proc = None
 
 
-__all__ = ["POLL_S", "Agent", "AgentOutcome", "pending_specs"]
+__all__ = ["POLL_S", "SPEC_GONE_GRACE_S", "Agent", "AgentOutcome", "pending_specs"]
