@@ -247,7 +247,13 @@ async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> N
         await settle(pilot, app)
         await pilot.press("2")
         run_pane = app.screen.pane("run")
+        assert run_pane.experiment_id == "ctx-sweep"  # the newest, as `gpusession run` picks it
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("up", "ctrl+s")
+        await pilot.pause()
         assert run_pane.experiment_id == "batch-sweep"
+        assert "batch = 1, 4, 8" in str(run_pane.query_one("#run-status", Static).render())
         await pilot.press("e")
         await pilot.pause()
         await pilot.press("down", "ctrl+s")
@@ -509,3 +515,17 @@ async def test_issue13_a_group_waiting_for_other_nodes_says_so_and_how_to_start_
         said = [(n.title, n.message) for n in app._notifications]
         assert ("waiting for the other nodes", words) in said
         assert sum(1 for _t, m in said if "waiting up to" in m) == 1
+
+
+async def test_run_pane_opens_on_the_newest_experiment_as_the_cli_runs_it(session: Any, make_app: MakeApp) -> None:
+    """``gpusession run NAME`` without --experiment runs the last defined one: the pane shows that one."""
+    from gpusession.bench.plan import Experiment, define_experiment, load_experiments
+
+    define_experiment(session, Experiment(id="newest", workload="synthetic-mlp", values=(4,), device="cpu"))
+    assert [e.id for e in load_experiments(session)][-1] == "newest"
+    app = make_app(runner_factory=FakeRunner.factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        assert app.screen.pane("run").experiment_id == "newest"

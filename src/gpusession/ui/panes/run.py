@@ -330,8 +330,8 @@ class RunPane(Vertical):
             self._status(f"experiments unreadable: {exc}")
             return
         ids = [e.id for e in self.experiments]
-        if self.experiment_id not in ids:
-            self.experiment_id = ids[0] if ids else None
+        if self.experiment_id not in ids:  # the newest defined, as `gpusession run` without --experiment
+            self.experiment_id = ids[-1] if ids else None
         self.refresh_summary()  # reads the last run the status line says
         self._status()
 
