@@ -570,7 +570,6 @@ def _gpu_warnings(session: Session, experiment_id: str | None = None) -> list[st
     from gpusession.core.evidence import idle_gpu_warnings
 
     try:
-        words = idle_gpu_warnings(session)
+        return idle_gpu_warnings(session, experiment_id)
     except (BadInput, OSError):  # a hint only: an unreadable order or rates file hides nothing else
         return []
-    return [w for w in words if experiment_id is None or w.startswith(f"experiment {experiment_id} ")]

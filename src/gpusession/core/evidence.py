@@ -634,11 +634,15 @@ def gpu_use_words(exp: Any) -> str:
     return f", {gpus} {unit} per node{where}"
 
 
-def idle_gpu_warnings(session: Session) -> list[str]:
+def idle_gpu_warnings(session: Session, experiment_id: str | None = None) -> list[str]:
     """One warning per defined experiment whose GPUs do not match the package (issue 13).
 
     Reads ``gpus`` × ``nodes`` of each ``[experiments.<id>]`` (default 1 each; the
     experiment's own checks are the runner's) and words it with :func:`gpus_left_idle`.
+
+    Args:
+        session: the session.
+        experiment_id: only this experiment; ``None``: every one.
 
     Returns:
         e.g. ``["experiment batch-sweep uses 1 of 2 GPUs of this B200 lot"]``; empty when
@@ -650,7 +654,7 @@ def idle_gpu_warnings(session: Session) -> list[str]:
     if not isinstance(table, dict):
         return out
     for exp_id, data in table.items():
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or experiment_id not in (None, exp_id):
             continue
         gpus, nodes = data.get("gpus", 1), data.get("nodes", 1)
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (gpus, nodes)):

@@ -306,9 +306,9 @@ def take_lock(folder: Path, session_name: str) -> Path:
                 os.link(tmp, lock)
                 return lock
             except FileExistsError:
-                holder = lock_holder(folder)
-                if holder is not None and (holder != os.getpid() or lock_host(folder)):
-                    raise lock_busy(holder, session_name, lock_host(folder)) from None
+                holder, host = lock_holder(folder), lock_host(folder)
+                if holder is not None and (holder != os.getpid() or host):
+                    raise lock_busy(holder, session_name, host) from None
                 lock.unlink(missing_ok=True)  # stale: its process is gone
         raise Failure(f"could not take the run lock {lock}; another run is starting")
     finally:

@@ -266,41 +266,14 @@ def recover_locked(session: Recoverable) -> list[str]:
     return incidents
 
 
-def unfinished_said(records: list[Event], experiment_id: str) -> journal.RunProgress | None:
-    """How far the newest invocation of ``experiment_id`` got, when recovery said it never ended.
-
-    Args:
-        records: the journal's typed records, oldest first.
-        experiment_id: the experiment.
-
-    Returns:
-        Its :class:`~gpusession.core.journal.RunProgress` when it has no end record and a
-        :data:`UNFINISHED_KIND` incident follows its start (issue 6), else ``None``
-        (finished, never started, or not said yet: maybe still running).
-    """
-    start = _newest_start(records, experiment_id)
-    progress = journal.run_progress(records, experiment_id)
-    if start is None or progress is None or progress.ended:
-        return None
-    said = any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
-               and r.experiment_id == experiment_id for r in records[start + 1:])
-    return progress if said else None
-
-
-def _newest_start(records: list[Event], experiment_id: str) -> int | None:
-    return next((i for i in range(len(records) - 1, -1, -1)
-                 if isinstance(records[i], ExperimentStartedRecord)
-                 and records[i].experiment_id == experiment_id), None)  # type: ignore[attr-defined]
-
-
 def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[str, str]]:
     """The newest invocation of each experiment that has no end record, not yet said (S7).
 
     Only for a journal whose runner is gone (no live process holds the run lock): its
     newest ``experiment_started`` is followed by no ``experiment_finished`` /
     ``experiment_incomplete`` (:func:`gpusession.core.journal.run_progress`), and no
-    :data:`UNFINISHED_KIND` incident names it yet (:func:`unfinished_said`), so each is
-    said once (issue 6).
+    :data:`UNFINISHED_KIND` incident names it after that start, so each is said once
+    (issue 6).
 
     Args:
         records: the journal's typed records, oldest first.
@@ -310,15 +283,20 @@ def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[
         ``(experiment_id, sentence)`` per such invocation, e.g. "the run of e started at
         … ended without finishing: 2 of 10 runs done (its process was killed …)".
     """
-    experiments = dict.fromkeys(r.experiment_id for r in records
-                                if isinstance(r, ExperimentStartedRecord) and r.experiment_id)
+    started: dict[str, None] = {}  # experiments, in the order they first started
+    said: set[str] = set()  # an UNFINISHED_KIND incident follows the newest start
+    for rec in records:
+        if isinstance(rec, ExperimentStartedRecord) and rec.experiment_id:
+            started.setdefault(rec.experiment_id)
+            said.discard(rec.experiment_id)
+        elif isinstance(rec, IncidentRecord) and rec.kind == UNFINISHED_KIND and rec.experiment_id:
+            said.add(rec.experiment_id)
     how = ("its process was killed or the machine stopped" if killed
            else "its process stopped without recording its end")
     out: list[tuple[str, str]] = []
-    for exp_id in experiments:
-        assert exp_id is not None
+    for exp_id in started:
         progress = journal.run_progress(records, exp_id)
-        if progress is None or progress.ended or unfinished_said(records, exp_id) is not None:
+        if exp_id in said or progress is None or progress.ended:
             continue
         out.append((exp_id, f"the run of {exp_id} started at {progress.started_at} ended without "
                             f"finishing: {progress.runs_done} of {progress.runs_scheduled} runs done ({how})"))
@@ -327,5 +305,5 @@ def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[
 
 __all__ = [
     "SPEC_PREFIX", "UNFINISHED_KIND", "Recoverable", "cut_journal_line", "recover_locked",
-    "remove_worker_specs", "unfinished_invocations", "unfinished_said",
+    "remove_worker_specs", "unfinished_invocations",
 ]
