@@ -22,7 +22,13 @@ from helpers import processes_naming, rank_experiment, wait_for
 
 from gpusession.bench.agent import Agent, pending_specs
 from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.core import journal
 from gpusession.core.errors import BadInput
+from gpusession.core.events.records import (
+    ExperimentFinishedRecord,
+    ExperimentIncompleteRecord,
+    ExperimentStartedRecord,
+)
 from gpusession.core.session import Session
 
 
@@ -72,6 +78,26 @@ def test_issue13_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) ->
     assert pending_specs(tmp_path, {(a.name, a.lstat().st_ino, a.lstat().st_mtime_ns)}) == [b]
 
 
+def test_issue13_agent_ends_when_its_experiments_newest_run_has_ended(session: Session) -> None:
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    other = rank_experiment(session, "other", values=(4,))
+    path = session.folder / journal.JOURNAL
+    agent = Agent(session.folder, exp)
+    assert agent.run_ended() is False  # no run of it recorded yet: the agent came first, it waits
+    journal.append(path, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
+    assert agent.run_ended() is False
+    journal.append(path, ExperimentIncompleteRecord(experiment_id=exp.id, runs_done=0, runs_scheduled=1))
+    assert agent.run_ended() is True
+    journal.append(path, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))  # run again
+    assert agent.run_ended() is False
+    # another experiment's invocation never ends this one's agent
+    journal.append(path, ExperimentStartedRecord(experiment_id=other.id, runs=["warm"]))
+    journal.append(path, ExperimentFinishedRecord(experiment_id=other.id, runs_done=1, runs_scheduled=1))
+    assert agent.run_ended() is False
+    journal.append(path, ExperimentFinishedRecord(experiment_id=exp.id, runs_done=1, runs_scheduled=1))
+    assert agent.run_ended() is True
+
+
 @pytest.mark.slow
 @pytest.mark.torch
 def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
@@ -112,6 +138,8 @@ def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
 ) -> None:
     s = session
     exp = _two_node_exp(s, "nodes", _free_port())
+    # the runner's node records its invocation, then writes a group's spec file
+    journal.append(s.folder / journal.JOURNAL, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
     spec = s.runs_dir / exp.id / ".worker-warm.json"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text("{}")  # a group whose runner never comes: this node's agent waits in the rendezvous

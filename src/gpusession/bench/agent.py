@@ -90,7 +90,8 @@ class Agent:
         say: where progress sentences go (default: print, flushed).
         poll_s: seconds between two looks for a spec file.
         run_ended: whether the run this agent joined is over; default: the session
-            journal's newest invocation has ended (:func:`gpusession.core.journal.run_progress`).
+            journal's newest invocation of this experiment has ended
+            (:func:`gpusession.core.journal.run_progress`); while none is recorded, not ended.
 
     Raises:
         BadInput: the experiment runs on one node (no agent is needed there).
@@ -118,8 +119,11 @@ class Agent:
     def _journal_says_ended(self) -> bool:
         from gpusession.core import journal
 
-        progress = journal.run_progress(journal.read_records(self.folder / journal.JOURNAL))
-        return progress is None or progress.ended
+        # This experiment's newest invocation. None: no run of it recorded yet (the agent
+        # is started before the run, and a shared file system may show the journal late):
+        # keep waiting, as before the first group.
+        progress = journal.run_progress(journal.read_records(self.folder / journal.JOURNAL), str(self.exp.id))
+        return progress is not None and progress.ended
 
     def argv(self, spec: Path) -> list[str]:
         """The torchrun command line of this node for the group of ``spec``."""
