@@ -45,7 +45,7 @@ def test_v8_validate_plain_name_is_written_in_validation(
     assert (sessions_root / "t" / "validation" / "run_1.a-b.toml").is_file()
 
 
-@pytest.mark.parametrize("exp_id", ["../../evil", "a/b", "a b", "", ".x"])
+@pytest.mark.parametrize("exp_id", ["../../evil", "a/b", "a b", "", ".x", "x."])
 def test_r1_experiment_id_is_never_a_path(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, exp_id: str
 ) -> None:

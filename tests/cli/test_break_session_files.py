@@ -167,7 +167,7 @@ def test_s7_list_survives_a_session_whose_csv_is_a_folder(
     (sessions_root / "other" / "resultats-bruts.csv").mkdir()
     code, out, err = cli(capsys, sessions_root, "list")
     assert code == 0 and "Traceback" not in err
-    assert "base" in out and "other" in out and "directory" in out.lower()
+    assert "base" in out and "other" in out and "is a folder, not a regular file" in out.lower()
 
 
 @pytest.mark.parametrize(

@@ -127,6 +127,25 @@ def test_issue12_new_and_list_with_a_linked_session_folder(
     assert code == 2 and "symbolic link" in err
 
 
+def test_issue12_status_never_reads_a_linked_session_folder(
+        session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (sessions_root / "twin").symlink_to(session.folder, target_is_directory=True)
+    os.utime(session.folder / "session.toml")  # the link's target is the newest session
+    code, _, err = cli(capsys, sessions_root, "status", "twin")
+    assert code == 2 and "symbolic link" in one_line(err) and "twin" in err  # as `show` says
+    code, out, err = cli(capsys, sessions_root, "status")  # the newest session is the real one
+    assert code == 0 and out.startswith(session.name) and "twin" not in out, err
+
+
+def test_issue12_new_over_a_plain_file_says_it_is_a_file(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sessions_root.mkdir(exist_ok=True)
+    (sessions_root / "afile").write_text("kept\n")
+    code, _, err = cli(capsys, sessions_root, "new", "afile")
+    assert code == 2 and "is not a folder" in one_line(err) and "already exists" not in err
+    assert (sessions_root / "afile").read_text() == "kept\n"
+
+
 def test_issue12_report_chart_never_drawn_through_a_link(
         measured_session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A link planted at ``report-durations.png`` is refused and said; its target is kept."""
@@ -155,3 +174,25 @@ def test_issue12_report_chart_never_drawn_through_a_link(
     res = write_report(measured_session, force=True)
     assert target.read_bytes() == b"precious"
     assert res.charts_note is not None and "report-durations.png: is a symbolic link" in res.charts_note
+
+
+@pytest.mark.parametrize("own", ["resultats-bruts.csv", "journal.jsonl"])
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_issue12_status_and_show_refuse_a_linked_or_fifo_session_file_alike(
+        session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        own: str, kind: str) -> None:
+    path = session.folder / own
+    path.unlink(missing_ok=True)
+    if kind == "link":
+        outside = tmp_path / "outside.csv"
+        outside.write_text("root:x:0:0\n")
+        path.symlink_to(outside)
+    else:
+        os.mkfifo(path)  # a reader would wait forever for a writer
+    lines = []
+    for command in ("status", "show"):
+        code, _, err = cli(capsys, sessions_root, command, session.name)
+        assert code == 2, (command, err)
+        lines.append(one_line(err))
+    assert lines[0] == lines[1] and str(path) in lines[0]
+    assert ("symbolic link" if kind == "link" else "FIFO") in lines[0] and "root:x" not in lines[0]

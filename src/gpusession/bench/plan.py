@@ -374,7 +374,7 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
     whole (R2).
 
     Raises:
-        BadInput: settings that do not pass :func:`check`.
+        BadInput: settings that do not pass :func:`check`; a new id ending with ``.``.
     """
     if exp.workload == "command" and exp.scope != "full-chain":
         # The worker times a command's whole process (start to exit): that is the full
@@ -386,6 +386,11 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
     table: dict[str, Any] = dict(session.data.get("experiments", {}))
     wanted = _fixed(exp.to_toml())
     current = table.get(exp.id)
+    if current is None and exp.id.endswith("."):
+        # a new id only: it names folders under runs/ and validation/, and Windows drops a
+        # final dot when the session is copied there (issue 12; an old session keeps its id)
+        raise BadInput(f"experiment id {exp.id!r} ends with a dot, which Windows drops when the "
+                       "session is copied there; end it with a letter or digit", field=f"experiments.{exp.id}")
     if current is not None and _fixed(_normalise(current)) == wanted:
         return Experiment.from_toml(exp.id, current)
     if current is not None and _has_measurements(session, exp.id):

@@ -372,8 +372,12 @@ class ResultsFile:
         """Check header and encoding of an existing file.
 
         Raises:
-            BadInput: not UTF-8, or a header that is not the 38 seed columns.
+            BadInput: a symbolic link (never read nor written through; the words of
+                ``gpusession status``, issue 12), not UTF-8, or a header that is not
+                the 38 seed columns.
         """
+        if self.path.is_symlink():
+            raise link_refused(self.path)
         if not self.exists():
             return
         with open(self.path, "rb") as fh:

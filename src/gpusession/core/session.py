@@ -33,8 +33,9 @@ from gpusession.core.errors import BadInput, Failure
 from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
-from gpusession.core.safefile import DIR_MODE, private_dir_mode
+from gpusession.core.safefile import DIR_MODE, link_refused, private_dir_mode
 from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+from gpusession.core.textio import refuse_special
 from gpusession.core.tomlio import is_tmp_name, read_toml, write_toml
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -467,7 +468,10 @@ class Session:
             folder.mkdir(mode=DIR_MODE)
         except FileExistsError:
             # An empty folder is what a create cut short (disk full, power loss) leaves.
-            if not folder.is_dir() or any(folder.iterdir()):
+            if not folder.is_dir():
+                raise BadInput(f"exists and is not a folder, so it cannot be session {name!r}; choose "
+                               "another name or move that file away; nothing was changed", path=folder) from None
+            if any(folder.iterdir()):
                 raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
         private_dir_mode(folder)  # 0700 set explicitly, not left to the umask (issue 12)
         now = now or utcnow()
@@ -504,7 +508,8 @@ class Session:
 
         Raises:
             BadInput: unsafe name, no such session, a session folder that is a symbolic
-                link (:func:`linked_session`), an unreadable or newer-schema
+                link (:func:`linked_session`), a results CSV or journal that is a link
+                or a FIFO, device or folder (never read), an unreadable or newer-schema
                 ``session.toml``, a missing required key, a bad results CSV header.
         """
         validate_name(name)
@@ -513,6 +518,10 @@ class Session:
             raise linked_session(folder)
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
+        for own in (RESULTS_CSV, JOURNAL):  # read by recovery and every pane: never a FIFO,
+            if (folder / own).is_symlink():  # nor through a link (as `gpusession status`)
+                raise link_refused(folder / own)
+            refuse_special(folder / own)
         data, hidden = _read_session_toml(folder / SESSION_TOML)
         created = data.get("created_at")
         if not isinstance(created, datetime) or created.tzinfo is None:

@@ -311,7 +311,7 @@ def most_recent_session(root: Path) -> str | None:
     except OSError:
         return None
     for entry in entries:
-        if not entry.is_dir() or not os.path.isfile(os.path.join(entry.path, "session.toml")):
+        if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, "session.toml")):
             continue
         try:
             mtime = max(
@@ -410,6 +410,7 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     from gpusession.core.package import check_time_range
     from gpusession.core.safefile import link_refused
     from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+    from gpusession.core.textio import refuse_special
     from gpusession.core.tomlread import read_toml
 
     def checked(path: Path, spec: Spec, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -434,6 +435,7 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for name in (RESULTS_CSV, JOURNAL):
         if (folder / name).is_symlink():
             raise link_refused(folder / name)
+        refuse_special(folder / name)  # a FIFO would wait forever, as in `show`
     csv_path = folder / RESULTS_CSV
     saved = _read_summary(folder)
     try:
@@ -515,10 +517,14 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         now: the instant (aware); a fake clock in tests; default now.
 
     Raises:
-        BadInput: no such session, or a file that ``gpusession show`` refuses (the
-            same line).
+        BadInput: no such session, a session folder that is a symbolic link, or a file
+            that ``gpusession show`` refuses (the same line).
     """
     folder = Path(folder)
+    if folder.is_symlink():  # as `show` and every command: never read through a link (issue 12)
+        from gpusession.core.session import linked_session  # the error path only: polars stays out
+
+        raise linked_session(folder)
     if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
     doc, checklist = check_session_files(folder)

@@ -93,6 +93,27 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def refuse_special(path: Path) -> None:
+    """Refuse ``path`` when it exists and is neither a regular file nor a link.
+
+    A session's own files (``resultats-bruts.csv``, ``journal.jsonl``) are read by
+    several commands; a FIFO there would make each of them wait forever for a writer, a
+    device would never end (issue 12). A link is left to :func:`gpusession.core.safefile.link_refused`.
+
+    Raises:
+        BadInput: naming the file and what it is (``a FIFO (named pipe)``).
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return
+    kind = "a folder" if stat.S_ISDIR(mode) else _kind_of(mode)
+    raise BadInput(f"is {kind}, not a regular file; gpusession reads a session's files only when "
+                   "they are plain files (remove it; nothing was read)", path=path)
+
+
 def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = None) -> bytes:
     """The bytes of ``path``, a regular file.
 
