@@ -348,6 +348,9 @@ def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 1 and warm[0].elapsed_seconds is None
     assert "timed out after 30 s" in (warm[0].notes or "")
+    # the hung rank is named, with where it stood; the other waited at the barrier
+    assert "rank 1 of 2 was still working, in predict (fake_workloads.py line" in (warm[0].notes or "")
+    assert "rank 0 had finished its share and waited at the barrier" in (warm[0].notes or "")
     assert not out.completed
     assert processes_naming(s.folder) == []  # the launcher and both ranks are gone
 

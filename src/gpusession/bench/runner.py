@@ -45,7 +45,9 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +59,7 @@ from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, sche
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
 from gpusession.bench.ranks import join_timeout_s, rendezvous_timed_out
 from gpusession.bench.run_validation import RunValidation, package_total_minor
+from gpusession.bench.stacks import STACK_DIR_ENV
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
 from gpusession.core import journal
 from gpusession.core.events import (
@@ -467,6 +470,12 @@ class Runner:
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # issue 13: where each rank stands when a run times out (bench/stacks.py)
+        stack_dir = tempfile.mkdtemp(prefix="gpusession-stacks-") if self._ranked(exp) else None
+        env.pop(STACK_DIR_ENV, None)
+        if stack_dir is not None:
+            env[STACK_DIR_ENV] = stack_dir
+        hung: str | None = None
         by_key = {r.run_key: r for r in group}
         self._warm_done = {}
         # The load is a timed run too: journal it as in flight before the worker starts,
@@ -502,6 +511,8 @@ class Runner:
             except queue.Empty:
                 if torn is None:
                     timed_out = True
+                    if stack_dir is not None and rank_ids.get("rank_pids"):
+                        hung = self._where_ranks_stood(exp, stack_dir, rank_ids)
                 else:  # a group that does not end after a rank failed: ended here (issue 13)
                     forced = True
                 # the worker and everything it started, torchrun's ranks too (issues 12, 13)
@@ -600,6 +611,8 @@ class Runner:
         code = w.finish()
         self._current = None
         spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing (issue 12)
+        if stack_dir is not None:
+            shutil.rmtree(stack_dir, ignore_errors=True)
         rank_cause = self._rank_cause(exp, w)
         if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
             code = rank_cause.exitcode
@@ -614,7 +627,8 @@ class Runner:
         died = code != 0
         if died or timed_out:
             self._worker_died = True
-            how = (f"timed out after {exp.run_timeout_s:g} s and was killed" if timed_out
+            how = (f"timed out after {exp.run_timeout_s:g} s and was killed"
+                   + (f" ({hung})" if hung else "") if timed_out
                    else f"was ended at once (interrupted by {self.outcome.interrupted})"
                    if self.outcome.interrupted else describe_exit(code))
             last = w.last_stderr()
@@ -687,6 +701,17 @@ class Runner:
                              rendezvous=exp.rendezvous,
                              run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)),
                              join_timeout_s=join_timeout_s(exp.run_timeout_s))
+
+    def _where_ranks_stood(self, exp: Experiment, stack_dir: str, rank_ids: dict[str, Any]) -> str | None:
+        """Which ranks of this node were still working at the timeout, and where (issue 13)."""
+        from gpusession.bench.stacks import ask_stacks, hung_words
+
+        try:
+            stacks = ask_stacks(Path(stack_dir), list(rank_ids.get("rank_pids") or []),
+                                rank_ids.get("rank_hosts"), rank_ids.get("rank_create_times_s"))
+            return hung_words(stacks, exp.gpus * exp.nodes)
+        except Exception:  # noqa: BLE001 - naming the hung rank is a courtesy: the timeout is handled anyway
+            return None
 
     def _device_advice(self, exp: Experiment) -> str:
         """What to do when the device asked for is not there (issue 13)."""

@@ -909,7 +909,9 @@ def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
     its parent-death signal (:func:`gpusession.bench.lifetime.die_with_parent`).
     """
     from gpusession.bench.rank_group import RankGroup
+    from gpusession.bench.stacks import register_dump
 
+    register_dump(env.rank)  # the runner asks where this rank stands if a run times out
     try:
         group = RankGroup(env, spec.get("device") or spec["experiment"].get("device"))
     except Exception as exc:  # noqa: BLE001 - no GPU for this rank, a rendezvous failure: a load incident (R7)
