@@ -3,6 +3,7 @@ outside their folder nor the session's own files (S7, V8)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,24 @@ def test_v5_define_refuses_a_missing_absolute_corpus(
     code, _, err = cli(capsys, sessions_root, "experiment", "t", "define", "--id", "e",
                        "--workload", "synthetic-mlp", "--values", "1", "--corpus", str(real))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--values", "99999999999999999999"], "expected whole numbers from 1 to 2,147,483,647"),
+    (["--values", "1", "--nodes", "2"], "none given (--rendezvous HOST:PORT"),
+    (["--values", "1", "--corpus", "FIFO"], "is a FIFO (named pipe), not a regular file; give the corpus saved on disk"),
+    (["--values", "1", "--corpus", "FOLDER"], "is a folder, expected a corpus"),
+], ids=["value-past-int32", "nodes-without-rendezvous", "corpus-fifo", "corpus-folder"])
+def test_r1_define_says_what_is_wrong_and_stores_nothing(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path, extra: list[str], said: str
+) -> None:
+    Session.create(sessions_root, "t")
+    fifo, folder = tmp_path / "c.jsonl", tmp_path / "corpus-folder"
+    os.mkfifo(fifo)  # defining must never wait for a writer
+    folder.mkdir()
+    extra = [str(fifo) if x == "FIFO" else str(folder) if x == "FOLDER" else x for x in extra]
+    before = tree(sessions_root)
+    code, _, err = cli(capsys, sessions_root, "experiment", "t", "define", "--id", "e",
+                       "--workload", "synthetic-mlp", *extra)
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert tree(sessions_root) == before

@@ -65,6 +65,16 @@ def test_issue12_ranks_csv_created_private_and_appended(session: Session) -> Non
     assert _mode(session.runs_dir) == 0o700 and _mode(path.parent) == 0o700
 
 
+def test_issue12_run_lock_is_private(session: Session) -> None:
+    from gpusession.core.journal import release_lock, take_lock
+
+    lock = take_lock(session.folder, session.name)
+    try:
+        assert _mode(lock) == 0o600 and lock.read_text().split()[0] == str(os.getpid())
+    finally:
+        release_lock(session.folder)
+
+
 @pytest.mark.parametrize("by_descriptor", [True, False], ids=["posix", "by-name"])
 def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_descriptor: bool) -> None:

@@ -33,6 +33,9 @@ from gpusession.core.secrets import shown
 from gpusession.core.session import Session
 
 SCOPES = ("processing", "full-chain")
+#: The largest value of a varied parameter (a batch, a context length…): a signed 32-bit
+#: whole number, far above any real setting and inside TOML's 64-bit integers.
+VALUE_MAX = 2**31 - 1
 _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _ENDPOINT_RE = re.compile(r"[A-Za-z0-9_.-]+:[0-9]{1,5}")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
@@ -202,8 +205,8 @@ def check(exp: Experiment) -> Experiment:
     if len(set(exp.values)) != len(exp.values):
         raise BadInput(f"duplicate values {list(exp.values)}", field=f"{f}.values")
     for v in exp.values:
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise BadInput(f"expected whole numbers ≥ 1, got {shown(v)}", field=f"{f}.values")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > VALUE_MAX:
+            raise BadInput(f"expected whole numbers from 1 to {VALUE_MAX:,}, got {shown(v)}", field=f"{f}.values")
     if exp.scope not in SCOPES:
         raise BadInput(f"expected one of {', '.join(SCOPES)}, got {shown(exp.scope)}", field=f"{f}.scope")
     if exp.order not in ORDERS:
@@ -270,8 +273,9 @@ def _check_gpus(exp: Experiment, f: str) -> None:
     r = exp.rendezvous
     if n > 1 and (not isinstance(r, str) or not _ENDPOINT_RE.fullmatch(r)
                   or not 0 < int(r.rpartition(":")[2]) < 65536):
-        raise BadInput(f"{n} nodes need a rendezvous endpoint host:port (port 1-65535), got {shown(r)}",
-                       field=f"{f}.rendezvous")
+        raise BadInput(f"{n} nodes need a rendezvous endpoint host:port (port 1-65535), "
+                       + ("none given (--rendezvous HOST:PORT: the runner's node, a free port every node reaches)"
+                          if r is None else f"got {shown(r)}"), field=f"{f}.rendezvous")
     if n == 1 and r is not None:
         raise BadInput("a rendezvous endpoint is for several nodes: set nodes or leave it out",
                        field=f"{f}.rendezvous")

@@ -504,6 +504,10 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
 
         Protocol.from_toml(protocol)
     if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
+        if (session.folder / args.corpus).exists():
+            from gpusession.core.textio import read_bytes
+
+            read_bytes(session.folder / args.corpus, what="corpus")  # a folder, a FIFO, a device: said as such
         raise BadInput("corpus file not found (a relative path is relative to the session folder)",
                        path=session.folder / args.corpus, field="corpus")
     if args.workload == "command" and args.scope == "processing":

@@ -296,7 +296,9 @@ def take_lock(folder: Path, session_name: str) -> Path:
     lock = Path(folder) / RUN_LOCK
     tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(_lock_text())
+        from gpusession.core.safefile import write_private_bytes
+
+        write_private_bytes(tmp, _lock_text().encode())  # 0600 like every session file, never through a link
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc

@@ -146,7 +146,7 @@ def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = N
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise BadInput(f"is a folder, expected a {what}", path=path)
-        raise BadInput(f"is {_kind_of(mode)}, not a regular file; give{the or ' a'} "
+        raise BadInput(f"is {_kind_of(mode)}, not a regular file; give {'the' if the else 'a'} "
                        f"{what} saved on disk", path=path)
     with os.fdopen(fd, "rb", buffering=0) as fh:
         try:
