@@ -117,3 +117,19 @@ async def test_v2_v3_validation_detail_shows_counts_first_offenders_and_classes(
         assert "first duplicates: 3 (1 listed)" in detail
         assert "a                    1.000   0.900  0.947       10" in detail
         assert "label set used: a, b" in detail
+
+
+async def test_v1_validation_pane_names_the_experiment_when_the_session_holds_several(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Two experiments' "batch-4 cold 1" read alike: each run names its experiment then."""
+    for exp in ("r2", "mn"):
+        session.results.append(ResultRow(experiment_id=exp, variant_id="batch-4", phase="cold", run_index=1,
+                                         corpus_revision="c1", ids_match=True, format_valid=True,
+                                         corpus_accepted=True))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        t = app.screen.query_one("#val-table", DataTable)
+        assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == ["r2 batch-4 cold 1", "mn batch-4 cold 1"]

@@ -105,12 +105,14 @@ def shown(value: Any, missing: str = "not recorded") -> str:
     return printable(str(value), keep="")
 
 
-def run_cell(r: dict[str, Any]) -> str:
-    """A run in a table cell: ``b8 warm 2``; an output checked with ``validate --session``
-    (no phase, no run index): ``by-hand (validate)``."""
+def run_cell(r: dict[str, Any], *, experiment: bool = False) -> str:
+    """A run in a table cell: ``b8 warm 2`` (``sweep b8 warm 2`` with ``experiment``: a
+    table of several experiments, whose runs would otherwise read alike); an output
+    checked with ``validate --session`` (no phase, no run index): ``by-hand (validate)``."""
     if r.get("phase") is None and r.get("run_index") is None:
         return f"{shown(r.get('variant_id'))} ({shown(r.get('experiment_id'))})"
-    return " ".join(shown(r.get(k), "-") for k in ("variant_id", "phase", "run_index"))
+    keys = ("experiment_id", "variant_id", "phase", "run_index") if experiment else ("variant_id", "phase", "run_index")
+    return " ".join(shown(r.get(k), "-") for k in keys)
 
 
 def run_label(r: dict[str, Any]) -> str:

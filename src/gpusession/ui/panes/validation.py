@@ -185,6 +185,8 @@ class ValidationPane(Vertical):
             return
         self.rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
         folder = self.ctx.session.validation_dir
+        # several experiments: each run names its own (two "batch-4 cold 1" read alike)
+        several = len({r.get("experiment_id") for r in self.rows if r.get("phase") is not None}) > 1
         for r in self.rows:
             # The verdict of the stored report when there is one (it also applies the
             # maximum degradation rule), so the TUI says what the CLI says.
@@ -196,7 +198,7 @@ class ValidationPane(Vertical):
                     r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
                 )
             table.add_row(
-                run_cell(r),
+                run_cell(r, experiment=several),
                 state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
                 state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
                 state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
