@@ -169,3 +169,24 @@ def test_s3_issue2_payment_sent_amount_checked_like_the_payment_order(
     assert one_line(sent.stderr) == one_line(issued.stderr)  # one check, the same words
     assert not (sessions_root / "o2" / "order.toml").exists() or "payment" not in (
         sessions_root / "o2" / "order.toml").read_text()
+
+
+def test_k3_cli_report_and_tui_say_alike_that_nothing_is_validated_yet(
+    run_cli: RunCli, sessions_root: Path
+) -> None:
+    """No validated run: the accepted count is not measured (K3), never "0 distinct"."""
+    from gpusession.core.cost import session_cost_inputs
+    from gpusession.core.report import render_report
+    from gpusession.ui.panes.cost import measured_accepted
+
+    assert run_cli("new", "k3", *A5000, "--lots", "1", "--days", "7").returncode == 0
+    s = Session.open(sessions_root, "k3")
+    s.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="warm", run_index=1,
+                               elapsed_seconds=1.0))  # measured, never validated
+    p = run_cli("cost", "--session", "k3")
+    assert p.returncode == 0, p.stderr
+    assert "Accepted deliverables: not measured (no validated run yet in session k3)" in p.stdout
+    assert "0 distinct" not in p.stdout
+    report = render_report(s)
+    assert "Accepted deliverables: not measured (no validated run yet)" in report and "0 distinct" not in report
+    assert measured_accepted(session_cost_inputs(s)) == (None, "no validated run yet")

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.core.cost import cost_report, load_rates, parse_plan, plan_coverage
+from gpusession.core.cost import (
+    NO_VALIDATED_RUN,
+    cost_report,
+    load_rates,
+    parse_plan,
+    plan_coverage,
+)
 from gpusession.core.errors import BadInput
 from gpusession.core.order import (
     STATES,
@@ -169,9 +175,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
         gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
         days = days or pkg.days or (order.days if order else None)
         lots = lots or pkg.lots or (order.lots if order else None)
-        if accepted is None:
-            accepted = inputs.accepted
-            accepted_source = f"distinct accepted corpora in session {s.name}"
+        if accepted is None:  # not measured while no run is validated (K3), as the TUI says
+            accepted = inputs.accepted_measured
+            accepted_source = (f"distinct accepted corpora in session {s.name}" if accepted is not None
+                               else f"{NO_VALIDATED_RUN} in session {s.name}")
         window = package_window(pkg)
         notes.append(f"Package window: {window.window_line()}")
         window_json = window.to_json()

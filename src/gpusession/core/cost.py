@@ -417,6 +417,9 @@ class CostReport:
             src = f" ({self.accepted_source})" if self.accepted_source else ""
             out.append(f"Accepted deliverables: {self.per_accepted.accepted} distinct{src}; "
                        "repetitions of one corpus count once")
+        elif self.accepted_source:  # a session's count that is not measured yet (K3): said, as in the TUI
+            out.append(f"Accepted deliverables: {NOT_MEASURED_WORDS} ({self.accepted_source}) — only the "
+                       "package cost is shown (a cost per deliverable needs a measured count).")
         out.append(self.per_accepted.line())
         if self.plan is not None:
             out.append(self.plan.line())
@@ -538,6 +541,12 @@ def cost_report(
                                         new_end, local_str(new_end, tz) if new_end else None))
     return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
                       accepted_source, tuple(notes))
+
+
+#: How an accepted count that was not measured (no run validated yet, K3) is said.
+NOT_MEASURED_WORDS = "not measured"
+#: Why, for a session whose results hold no validated run.
+NO_VALIDATED_RUN = "no validated run yet"
 
 
 # -- one session's cost inputs (K3, K4, K7) ----------------------------------------------

@@ -468,13 +468,14 @@ def _cost(session: Session, frame: pl.DataFrame) -> list[str]:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
-    from gpusession.core.cost import cost_report, session_cost_inputs
+    from gpusession.core.cost import NO_VALIDATED_RUN, cost_report, session_cost_inputs
 
     try:
         inputs = session_cost_inputs(session, frame=frame)
         rep = cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
-                          accepted=inputs.accepted,
-                          accepted_source="distinct accepted corpora in resultats-bruts.csv",
+                          accepted=inputs.accepted_measured,  # not measured while nothing is validated (K3)
+                          accepted_source=("distinct accepted corpora in resultats-bruts.csv"
+                                           if inputs.accepted_measured is not None else NO_VALIDATED_RUN),
                           extensions=False)
         lines = rep.lines()
     except BadInput as exc:

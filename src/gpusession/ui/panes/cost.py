@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
+from gpusession.core.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
 from gpusession.core.errors import BadInput
 from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
@@ -46,7 +47,7 @@ def measured_accepted(inputs: SessionCostInputs) -> tuple[int | None, str]:
     """``(count, source)``; ``None`` when no run was validated yet (K3)."""
     n = inputs.accepted_measured
     if n is None:
-        return None, "no validated run yet"
+        return None, NO_VALIDATED_RUN
     return n, plural(n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
 
 
@@ -153,8 +154,8 @@ class CostPane(Vertical):
                 self.lines = [pane_words(line) for line in report.lines()]
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
-        if accepted is None:
-            self.lines.insert(0, f"Accepted deliverables: not measured ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
+        if accepted is None and not any(line.startswith("Accepted deliverables:") for line in self.lines):
+            self.lines.insert(0, f"Accepted deliverables: {NOT_MEASURED_WORDS} ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
         self.lines.extend(self._idle_gpus())
         out.update("\n".join(self.lines))
         self.post_message(self.Recomputed(list(self.lines)))
