@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from helpers import processes_naming, rank_experiment, wait_for
 
-from gpusession.bench.agent import Agent, pending_specs
+from gpusession.bench import agent as agent_mod
+from gpusession.bench.agent import Agent, AgentOutcome, pending_specs, run_end
 from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.core import journal
 from gpusession.core.errors import BadInput
@@ -28,8 +29,10 @@ from gpusession.core.events.records import (
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
+    IncidentRecord,
 )
 from gpusession.core.session import Session
+from gpusession.core.summary import UNFINISHED_KIND
 
 
 def _free_port() -> int:
@@ -98,6 +101,168 @@ def test_issue13_agent_ends_when_its_experiments_newest_run_has_ended(session: S
     assert agent.run_ended() is True
 
 
+def test_issue13_agent_run_end_reads_the_newest_start_of_its_experiment(session: Session) -> None:
+    path = session.folder / journal.JOURNAL
+    records = lambda: journal.read_records(path)  # noqa: E731
+    assert run_end(records(), "nodes") is None  # no run of it yet
+    journal.append(path, ExperimentStartedRecord(experiment_id="nodes", runs=["warm"]))
+    assert run_end(records(), "nodes") == "running"
+    # recovery's "did not finish" for another experiment, or an incident of another kind, says nothing of it
+    journal.append(path, IncidentRecord(kind=UNFINISHED_KIND, experiment_id="other", message="m"))
+    journal.append(path, IncidentRecord(kind="run_lost", experiment_id="nodes", message="m"))
+    assert run_end(records(), "nodes") == "running"
+    journal.append(path, IncidentRecord(kind=UNFINISHED_KIND, experiment_id="nodes", message="m"))
+    assert run_end(records(), "nodes") == "did_not_finish"
+    journal.append(path, ExperimentStartedRecord(experiment_id="nodes", runs=["warm"]))  # run again
+    assert run_end(records(), "nodes") == "running"  # the older run's incident is not this one's
+    journal.append(path, ExperimentFinishedRecord(experiment_id="nodes", runs_done=1, runs_scheduled=1))
+    assert run_end(records(), "nodes") == "ended"
+
+
+def test_issue13_agent_ends_once_recovery_says_the_killed_runs_did_not_finish(session: Session) -> None:
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    path = session.folder / journal.JOURNAL
+    (session.folder / journal.RUN_LOCK).write_text("4242 runner-node")  # a killed runner's lock stays
+    agent = Agent(session.folder, exp)
+    journal.append(path, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
+    assert agent.run_ended() is False  # no end record: a killed runner never writes one
+    journal.append(path, IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp.id, message="m"))
+    assert agent.run_ended() is True and agent.ended_how == "did_not_finish"
+
+
+def test_issue13_agent_ends_when_the_run_lock_is_gone_and_no_spec_is_left(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_mod, "RUNNER_GONE_GRACE_S", 0.3)
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    lock, spec = session.folder / journal.RUN_LOCK, session.runs_dir / exp.id / ".worker-warm.json"
+    agent = Agent(session.folder, exp)
+    time.sleep(0.4)
+    assert agent.run_ended() is False  # no run recorded and no lock: the agent came first, it waits
+    lock.write_text("4242 runner-node")
+    journal.append(session.folder / journal.JOURNAL, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text("{}")
+    assert agent.run_ended() is False
+    lock.unlink()  # lock gone, a spec file still there: not over
+    time.sleep(0.4)
+    assert agent.run_ended() is False
+    spec.unlink()
+    assert agent.run_ended() is False  # not yet for the grace
+    lock.write_text("4242 runner-node")  # between two groups the runner holds the lock
+    time.sleep(0.4)
+    assert agent.run_ended() is False
+    lock.unlink()
+    assert agent.run_ended() is False
+    time.sleep(0.4)
+    assert agent.run_ended() is True and agent.ended_how == "runner_gone"
+
+
+def test_issue13_agent_keeps_torchs_cpp_log_to_errors_unless_asked(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    monkeypatch.delenv("TORCH_CPP_LOG_LEVEL", raising=False)
+    env = Agent(session.folder, exp).environment()
+    assert env["TORCH_CPP_LOG_LEVEL"] == "ERROR" and env["GPUSESSION_LEADER_NODE"] == "0"
+    monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", "INFO")  # the person's own choice wins
+    assert Agent(session.folder, exp).environment()["TORCH_CPP_LOG_LEVEL"] == "INFO"
+
+
+def _fake_torchrun(monkeypatch: pytest.MonkeyPatch, code_of: dict[str, str]) -> None:
+    """This node's torchrun replaced by ``python -c CODE``, CODE by the group's worker name."""
+    def argv(self: Agent, spec: Path) -> list[str]:
+        return [sys.executable, "-c", code_of[spec.stem.removeprefix(".worker-")]]
+    monkeypatch.setattr(Agent, "argv", argv)
+
+
+def _run_in_thread(agent: Agent) -> tuple[Any, list[AgentOutcome]]:
+    import threading
+
+    result: list[AgentOutcome] = []
+    thread = threading.Thread(target=lambda: result.append(agent.run()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_issue13_agent_ends_after_its_runner_was_killed_and_claims_no_success(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    _fake_torchrun(monkeypatch, {"cold-batch-8-2": "pass"})  # its torchrun exits 0 when the other node vanishes
+    path, lock = session.folder / journal.JOURNAL, session.folder / journal.RUN_LOCK
+    said: list[str] = []
+    agent = Agent(session.folder, exp, say=said.append, poll_s=0.02)
+    thread, result = _run_in_thread(agent)
+    time.sleep(0.2)
+    assert thread.is_alive()  # started before the run: it waits
+    lock.write_text("4242 runner-node")
+    journal.append(path, ExperimentStartedRecord(experiment_id=exp.id, runs=["cold"]))
+    spec = session.runs_dir / exp.id / ".worker-cold-batch-8-2.json"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text("{}")
+    wait_for(lambda: any("cold-batch-8-2: this node's torchrun exited 0" in x for x in said), timeout_s=10)
+    time.sleep(0.3)
+    assert thread.is_alive()  # the runner was killed: its lock and spec stay, no end record
+    # `gpusession show` on the runner's node recovers: the incident, the spec and the lock removed
+    journal.append(path, IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp.id, message="m"))
+    spec.unlink()
+    lock.unlink()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    out = result[0]
+    assert out.groups == [("cold-batch-8-2", 0)] and out.run_end == "did_not_finish" and out.interrupted is None
+    assert not any("ended: exit 0" in x for x in said)
+    assert ("group cold-batch-8-2: this node's torchrun exited 0; the runner's record says how the group ended"
+            in said)
+    assert said[-1].startswith("agent for experiment nodes: the run did not finish")
+    assert said[-1].endswith("joined 1 group(s)")
+
+
+def test_issue13_agent_exits_1_when_the_run_it_joined_did_not_finish(
+    session: Session, sessions_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpusession.cli import main
+
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    _fake_torchrun(monkeypatch, {"warm": "pass"})
+    path = session.folder / journal.JOURNAL
+    journal.append(path, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
+    spec = session.runs_dir / exp.id / ".worker-warm.json"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text("{}")
+    journal.append(path, IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp.id, message="m"))  # recovered
+    assert main(["--sessions-dir", str(sessions_root), "agent", session.name, "--experiment", exp.id]) == 1
+    assert "the run did not finish" in capsys.readouterr().out
+
+
+def test_issue13_agent_counts_the_group_it_left_when_interrupted(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
+    _fake_torchrun(monkeypatch, {"cold-batch-4-1": "pass", "warm": "import time; time.sleep(30)"})
+    journal.append(session.folder / journal.JOURNAL, ExperimentStartedRecord(experiment_id=exp.id, runs=["warm"]))
+    exp_dir = session.runs_dir / exp.id
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    (exp_dir / ".worker-cold-batch-4-1.json").write_text("{}")
+    os.utime(exp_dir / ".worker-cold-batch-4-1.json", ns=(1_000_000_000, 1_000_000_000))
+    (exp_dir / ".worker-warm.json").write_text("{}")
+    said: list[str] = []
+    agent = Agent(session.folder, exp, say=said.append, poll_s=0.02)
+    thread, result = _run_in_thread(agent)
+    wait_for(lambda: "joining group warm (rendezvous id nodes.warm)" in said, timeout_s=10)
+    time.sleep(0.2)
+    agent.interrupt("SIGTERM")  # as the command's SIGTERM handler does
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    out = result[0]
+    assert out.groups == [("cold-batch-4-1", 0), ("warm", None)] and out.interrupted == "SIGTERM"
+    assert out.run_end is None
+    assert "group warm: left when interrupted by SIGTERM" in said
+    assert not any("group warm: this node's torchrun" in x for x in said)
+    assert said[-1] == "agent for experiment nodes: interrupted by SIGTERM; joined 2 group(s)"
+
+
 @pytest.mark.slow
 @pytest.mark.torch
 def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
@@ -162,8 +327,9 @@ def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
             agent.kill()
             agent.wait()
     assert agent.returncode == 128 + signal.SIGTERM
-    assert "interrupted by SIGTERM" in agent_out
+    assert "interrupted by SIGTERM; joined 2 group(s)" in agent_out  # the group it left counts
     assert "group warm ended on the runner's node before this node joined it; left" in agent_out
+    assert "group warm: left when interrupted by SIGTERM" in agent_out and "exited -" not in agent_out
     wait_for(lambda: processes_naming(spec) == [], timeout_s=10)
     assert spec.exists()  # the agent never touches the session's files
     assert s.results.read().height == 0

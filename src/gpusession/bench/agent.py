@@ -11,8 +11,14 @@ corpus and the session folder at the same paths), starts its own torchrun agent 
 spec file that appears — ``--nnodes N --nproc-per-node G``, the c10d rendezvous at the
 experiment's endpoint, the group's rendezvous id — and waits for it to end. Its ranks
 never talk to the runner (the leader is the runner's node's local rank 0). It ends when
-the run it joined has ended (the journal's newest invocation is over and no spec file is
-left), or on Ctrl-C, SIGTERM or SIGHUP, which end its torchrun group first.
+the run it joined is over (:func:`run_end`): the journal's newest invocation of the
+experiment has an end record, or crash recovery recorded that it did not finish (a
+runner killed mid-run writes no end record), or the run lock is gone with no spec file
+left for :data:`RUNNER_GONE_GRACE_S`; or on Ctrl-C, SIGTERM or SIGHUP, which end its
+torchrun group first.
+
+This node's torchrun exit code says what this node's ranks did, not how the group went
+(a rank here exits 0 when the runner's node vanishes): the runner's record says that.
 
 It never opens the session for writing and never recovers it: the run lock is the
 runner's, on another host.
@@ -28,12 +34,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.bench.lifetime import PARENT_ENV, child_preexec
 from gpusession.bench.ranks import LEADER_ENV, rendezvous_id, torchrun_argv
 from gpusession.core.errors import BadInput
 from gpusession.core.recovery import SPEC_PREFIX
+from gpusession.core.summary import UNFINISHED_KIND
+
+if TYPE_CHECKING:
+    from gpusession.core.events import Event
 
 #: Seconds between two looks at the experiment's folder.
 POLL_S = 0.2
@@ -41,6 +51,20 @@ POLL_S = 0.2
 #: Seconds a group's spec file may be gone while this node's torchrun still runs before
 #: the group is left (the runner removed it: that group has ended on the runner's node).
 SPEC_GONE_GRACE_S = 10.0
+
+#: Seconds the run lock must stay gone, with no spec file left, before a run whose
+#: journal has no end is taken for over (its runner stopped without writing one). Between
+#: two groups the runner holds the lock, so that gap never ends the agent.
+RUNNER_GONE_GRACE_S = 5.0
+
+#: How the run an agent joined is over, in the words of its last line (:func:`run_end`).
+RUN_END_WORDS = {
+    "ended": "the run has ended",
+    "did_not_finish": "the run did not finish (its runner stopped mid-run; the runner's node "
+                      "recorded it when the session was reopened there)",
+    "runner_gone": "the run did not finish (its runner is gone: the run lock was released "
+                   "with no end recorded)",
+}
 
 #: The torchrun environment of a caller's shell that must not reach a new agent.
 _RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
@@ -52,13 +76,52 @@ class AgentOutcome:
     """What an agent did.
 
     Attributes:
-        groups: ``(worker name, exit code)`` of every group it joined, in order
-            (negative: ended by that signal).
+        groups: ``(worker name, exit code of this node's torchrun)`` of every group it
+            joined, in order (negative: ended by that signal; ``None``: left when the
+            agent was interrupted). The code says what this node's ranks did, not how the
+            group went: the runner's record says that.
         interrupted: the signal's name when one ended the agent, else ``None``.
+        run_end: how the run was over (a key of :data:`RUN_END_WORDS`); ``None`` when
+            the agent was interrupted first.
     """
 
-    groups: list[tuple[str, int]] = field(default_factory=list)
+    groups: list[tuple[str, int | None]] = field(default_factory=list)
     interrupted: str | None = None
+    run_end: str | None = None
+
+
+def run_end(records: list[Event], experiment_id: str) -> str | None:
+    """How the newest invocation of ``experiment_id`` in a journal stands (issue 13).
+
+    Args:
+        records: typed journal records, oldest first
+            (:func:`gpusession.core.journal.read_records`).
+        experiment_id: the experiment the agent joins.
+
+    Returns:
+        ``None`` when no invocation of it was ever started (the agent came first),
+        ``"running"`` while nothing says it is over, ``"ended"`` when an
+        ``experiment_finished``/``experiment_incomplete`` record follows its newest
+        ``experiment_started``, ``"did_not_finish"`` when crash recovery's
+        :data:`~gpusession.core.summary.UNFINISHED_KIND` incident for it does.
+    """
+    from gpusession.core.events.records import (
+        ExperimentEndedRecord,
+        ExperimentStartedRecord,
+        IncidentRecord,
+    )
+
+    start = next((i for i in range(len(records) - 1, -1, -1)
+                  if isinstance(records[i], ExperimentStartedRecord)
+                  and records[i].experiment_id == experiment_id), None)  # type: ignore[attr-defined]
+    if start is None:
+        return None
+    for rec in records[start + 1:]:
+        if isinstance(rec, ExperimentEndedRecord) and rec.experiment_id in (None, experiment_id):
+            return "ended"
+        if isinstance(rec, IncidentRecord) and rec.kind == UNFINISHED_KIND and rec.experiment_id == experiment_id:
+            return "did_not_finish"
+    return "running"
 
 
 def pending_specs(exp_dir: Path, seen: set[tuple[str, int, int]]) -> list[Path]:
@@ -89,9 +152,13 @@ class Agent:
         python: the interpreter for torchrun (default this one).
         say: where progress sentences go (default: print, flushed).
         poll_s: seconds between two looks for a spec file.
-        run_ended: whether the run this agent joined is over; default: the session
-            journal's newest invocation of this experiment has ended
-            (:func:`gpusession.core.journal.run_progress`); while none is recorded, not ended.
+        run_ended: whether the run this agent joined is over; asked only once it has
+            joined a group and no new spec file is waiting. Default: the session journal's
+            newest invocation of this experiment has an end record or recovery's "did not
+            finish" incident (:func:`run_end`), or it has neither but the run lock
+            (``.run.lock``) has been gone, with no spec file left, for
+            :data:`RUNNER_GONE_GRACE_S`; while no invocation is recorded, not over. It
+            sets :attr:`ended_how` (a key of :data:`RUN_END_WORDS`).
 
     Raises:
         BadInput: the experiment runs on one node (no agent is needed there).
@@ -113,17 +180,38 @@ class Agent:
         self.poll_s = poll_s
         self.run_ended = run_ended or self._journal_says_ended
         self.stop = threading.Event()
+        #: How the run was over once ``run_ended`` said so (a key of :data:`RUN_END_WORDS`).
+        self.ended_how = "ended"
         self._proc: subprocess.Popen[bytes] | None = None
         self._signal: str | None = None
+        self._quiet_since: float | None = None  # monotonic s: lock and spec files gone since
 
     def _journal_says_ended(self) -> bool:
         from gpusession.core import journal
 
-        # This experiment's newest invocation. None: no run of it recorded yet (the agent
-        # is started before the run, and a shared file system may show the journal late):
-        # keep waiting, as before the first group.
-        progress = journal.run_progress(journal.read_records(self.folder / journal.JOURNAL), str(self.exp.id))
-        return progress is not None and progress.ended
+        how = run_end(journal.read_records(self.folder / journal.JOURNAL), str(self.exp.id))
+        if how is None:
+            # No run of it recorded yet (the agent is started before the run, and a shared
+            # file system may show the journal late): keep waiting, as before the first group.
+            self._quiet_since = None
+            return False
+        if how != "running":
+            self.ended_how = how
+            return True
+        # No end in the journal: a runner that died with its lock released (its own clean-up
+        # ran, its end record did not) leaves no lock and no spec file. Between two groups
+        # the runner holds the lock; a killed runner leaves it until recovery.
+        if os.path.lexists(self.folder / journal.RUN_LOCK) or (
+                self.exp_dir.is_dir() and any(self.exp_dir.glob(f"{SPEC_PREFIX}*.json"))):
+            self._quiet_since = None
+            return False
+        now = time.monotonic()
+        if self._quiet_since is None:
+            self._quiet_since = now
+        if now - self._quiet_since < RUNNER_GONE_GRACE_S:
+            return False
+        self.ended_how = "runner_gone"
+        return True
 
     def argv(self, spec: Path) -> list[str]:
         """The torchrun command line of this node for the group of ``spec``."""
@@ -134,8 +222,16 @@ class Agent:
                              run_id=rendezvous_id(self.exp.id, worker), host=False)
 
     def environment(self) -> dict[str, str]:
-        """This node's ranks' environment: never a leader, the package importable."""
+        """This node's torchrun's and ranks' environment: never a leader, the package importable.
+
+        Torch's C++ log is kept to errors (``TORCH_CPP_LOG_LEVEL=ERROR``) unless the caller
+        set it: when the runner's node vanishes, each TCPStore warning this node's torchrun
+        logs carries a C++ stack trace (some 35 lines each); the one useful line, "Failed
+        to recv … Did the remote server shutdown or crash?", is in the Python error that
+        follows and stays.
+        """
         env = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
+        env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         env[LEADER_ENV] = "0"
         env[PARENT_ENV] = str(os.getpid())
         src = str(Path(__file__).resolve().parents[2])
@@ -174,18 +270,28 @@ class Agent:
             seen.add((spec.name, st.st_ino, st.st_mtime_ns))
             worker = spec.stem.removeprefix(SPEC_PREFIX)
             code = self._join(spec, worker)
+            out.groups.append((worker, code))
             if code is None:
                 break
-            out.groups.append((worker, code))
-            self.say(f"group {worker} ended: " + ("exit 0" if code == 0 else
-                                                  f"exit {code} (the runner's record says why)"))
-        out.interrupted = self._signal
-        ended = ("interrupted by " + self._signal) if self._signal else "the run has ended"
+        if self.stop.is_set():
+            out.interrupted = self._signal
+            ended = self._stopped_words()
+        else:
+            out.run_end = self.ended_how
+            ended = RUN_END_WORDS.get(self.ended_how, self.ended_how)
         self.say(f"agent for experiment {self.exp.id}: {ended}; joined {len(out.groups)} group(s)")
         return out
 
+    def _stopped_words(self) -> str:
+        return f"interrupted by {self._signal}" if self._signal else "stopped"
+
     def _join(self, spec: Path, worker: str) -> int | None:
-        """Start this node's torchrun agent for one group and wait for it; ``None``: interrupted."""
+        """Start this node's torchrun agent for one group, wait for it and say how it ended.
+
+        Returns:
+            Its exit code (0 too when the group was left because the runner removed its
+            spec file first); ``None`` when the agent was interrupted (it ended the group).
+        """
         self.say(f"joining group {worker} (rendezvous id {rendezvous_id(self.exp.id, worker)})")
         # Its own session (the terminal's signals are the agent's to handle), ended as one
         # group; it dies with the agent (parent-death signal; the agent forks from its one
@@ -198,12 +304,21 @@ class Agent:
         try:
             while True:
                 try:
-                    return proc.wait(timeout=self.poll_s)
+                    code = proc.wait(timeout=self.poll_s)
                 except subprocess.TimeoutExpired:
-                    if self.stop.is_set():
-                        self.interrupt(self._signal or "stop")
+                    code = None
+                if self.stop.is_set():  # the agent was interrupted: it ended the group itself
+                    if proc.poll() is None:
+                        from gpusession.core.processes import end_group, identify
+
+                        end_group(identify(proc.pid))
                         proc.wait()
-                        return None
+                    self.say(f"group {worker}: left when {self._stopped_words()}")
+                    return None
+                if code is not None:
+                    # Not how the group went: a rank here exits 0 when the runner's node vanishes.
+                    self.say(f"group {worker}: {exit_words(code)}; the runner's record says how the group ended")
+                    return code
                 # The runner removes the spec file when its group has ended: a group this
                 # node is still joining then never forms (it would wait its whole join
                 # timeout while the runner starts the next group). Leave it.
@@ -222,4 +337,18 @@ class Agent:
             self._proc = None
 
 
-__all__ = ["POLL_S", "SPEC_GONE_GRACE_S", "Agent", "AgentOutcome", "pending_specs"]
+def exit_words(code: int) -> str:
+    """This node's torchrun exit in words: ``"this node's torchrun exited 0"``, ``"… was ended by SIGKILL"``."""
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"this node's torchrun was ended by {name}"
+    return f"this node's torchrun exited {code}"
+
+
+__all__ = ["POLL_S", "RUNNER_GONE_GRACE_S", "RUN_END_WORDS", "SPEC_GONE_GRACE_S", "Agent", "AgentOutcome",
+           "exit_words", "pending_specs", "run_end"]
