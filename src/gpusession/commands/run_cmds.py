@@ -88,8 +88,15 @@ def register(sub: Any) -> None:
                    "drop); output goes to logs/run-<time>.log in the session folder")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("experiment", help="define or list the experiments of a session")
-    p.add_argument("name", metavar="NAME")
+    p = sub.add_parser(
+        "experiment", help="define or list the experiments of a session",
+        description="An experiment varies one announced parameter (--varied, --values) and keeps "
+        "every other setting fixed; it is stored in session.toml before it runs. Changing a "
+        "fixed setting or the protocol after a measurement stores a new id (ID-2), so rows "
+        "of two setups never share an id. `gpusession experiment NAME define --help` lists "
+        "the settings.",
+    )
+    p.add_argument("name", metavar="NAME", help="the session")
     esub = p.add_subparsers(dest="experiment_action", metavar="ACTION", required=True)
     q = esub.add_parser("list", help="the experiments defined in the session")
     q.add_argument("--json", action="store_true", help="machine-readable output")

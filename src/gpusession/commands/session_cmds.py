@@ -63,7 +63,8 @@ def add_package_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--start",
         metavar="ISO8601",
-        help="when the GPU was provisioned, with offset (default for new: now)",
+        help="when the GPU was provisioned, with offset, e.g. 2026-11-29T14:00:00Z "
+        "(`new` without it: now)",
     )
 
 
@@ -98,8 +99,14 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("package", help="change the package (GPU, lots, days, start) of a session")
-    p.add_argument("name", metavar="NAME")
+    p = sub.add_parser(
+        "package", help="change the package (GPU, lots, days, start) of a session",
+        description="Change what was bought: GPU model, lots, days (3, 7 or 30: packages are "
+        "whole) and when the window starts (when the GPU was provisioned). Only the options "
+        "given change. `show` and the TUI header say the window's end and the time left; "
+        "the cost is always the full package price × lots.",
+    )
+    p.add_argument("name", metavar="NAME", help="the session")
     add_package_args(p)
     p.add_argument("--start-from", choices=["gpu-provisioned"], metavar="gpu-provisioned",
                    help="(re)start the package window at the order's gpu-provisioned event")
