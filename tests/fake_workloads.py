@@ -90,7 +90,8 @@ class RankEcho(Echo):
     """Echo that fails on one rank of a torchrun group (issue 13).
 
     Params: ``fail_rank`` with ``fail_rank_batch`` (that rank raises ValueError on that
-    batch size), ``die_rank`` with ``die_rank_batch`` (that rank exits with code 7),
+    batch size), ``die_rank`` with ``die_rank_batch`` (that rank exits with code 7;
+    ``die_agent_rank``: the rank of the node ``gpusession agent`` started instead),
     ``hang_rank`` with ``hang_rank_batch`` (that rank sleeps ``hang_s``, default 600 s),
     ``load_fail_rank`` (that rank's load raises RuntimeError).
     """
@@ -98,12 +99,14 @@ class RankEcho(Echo):
     def __init__(self, fail_rank: int | None = None, fail_rank_batch: int | None = None,
                  die_rank: int | None = None, die_rank_batch: int | None = None,
                  hang_rank: int | None = None, hang_rank_batch: int | None = None,
-                 hang_s: float = 600.0, load_fail_rank: int | None = None, **kw: Any) -> None:
+                 hang_s: float = 600.0, load_fail_rank: int | None = None,
+                 die_agent_rank: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.rank = int(os.environ.get("RANK", "-1"))
         self.fail = fail_rank == self.rank
         self.fail_batch_of_rank = fail_rank_batch
-        self.die = die_rank == self.rank
+        self.die = die_rank == self.rank or (
+            die_agent_rank and os.environ.get("GPUSESSION_LEADER_NODE") != "1")
         self.die_batch = die_rank_batch
         self.hang = hang_rank == self.rank
         self.hang_batch = hang_rank_batch

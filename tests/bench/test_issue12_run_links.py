@@ -64,7 +64,7 @@ def test_issue12_linked_run_outputs_are_refused_and_their_targets_untouched(
     assert warm_target.read_text() == "precious\n" and cold_target.read_text() == "precious\n"
     for phase in ("warm", "cold"):
         row = _row(session, phase, 1)
-        assert row.elapsed_seconds is None and row.corpus_accepted is False
+        assert row.elapsed_seconds is None and row.corpus_accepted is None
         assert f"{phase}-1.jsonl" in (row.notes or "") and "symbolic link" in (row.notes or "")
     ok = _row(session, "warm", 2)  # the next run writes its own file, private
     assert ok.corpus_accepted is True
@@ -83,7 +83,7 @@ def test_issue12_linked_variant_folder_is_refused_and_new_run_folders_are_privat
     Runner(session, exp.id).run()
     assert list(elsewhere.iterdir()) == []
     linked = next(r for r in session.results.rows() if r.phase == "warm" and r.variant_id == "batch-4")
-    assert linked.corpus_accepted is False and "batch-4: is a symbolic link" in (linked.notes or "")
+    assert linked.corpus_accepted is None and "batch-4: is a symbolic link" in (linked.notes or "")
     made = session.runs_dir / "rx" / "batch-8"
     assert _mode(made) == 0o700 and _mode(made / "warm-1.jsonl") == 0o600
 
@@ -105,7 +105,7 @@ def test_issue12_command_workload_output_link_is_refused_before_the_command_runs
     Runner(session, exp.id).run()
     assert target.read_text() == "precious\n"
     row = _row(session, "warm", 1)
-    assert row.corpus_accepted is False and "warm-1.jsonl: is a symbolic link" in (row.notes or "")
+    assert row.corpus_accepted is None and "warm-1.jsonl: is a symbolic link" in (row.notes or "")
     assert _row(session, "warm", 2).corpus_accepted is True
 
 

@@ -156,7 +156,7 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     warm = {r.variant_id: r for r in rows if r.phase == "warm"}
     assert [r.phase for r in rows] == ["load", "warm", "load", "warm"]  # one row per run
     failed, ok = warm["batch-2"], warm["batch-4"]
-    assert failed.elapsed_seconds is None and failed.corpus_accepted is False
+    assert failed.elapsed_seconds is None and failed.corpus_accepted is None  # never validated
     note = failed.notes or ""
     assert "rank 1 of 2" in note and "ValueError" in note and "refuses batch 2" in note, note
     assert f"the group ended with this run: rank 1 of 2 exited with code {RUN_FAILED_EXIT}" in note, note
@@ -265,7 +265,7 @@ def test_issue13_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
     warm = {r.variant_id: r for r in rows if r.phase == "warm"}
     assert len(warm) == 2
     died = warm["batch-2"]
-    assert died.elapsed_seconds is None and died.corpus_accepted is False
+    assert died.elapsed_seconds is None and died.corpus_accepted is None  # never validated
     assert "rank 1 of 2 exited with code 7" in (died.notes or "")
     assert warm["batch-4"].elapsed_seconds is not None and warm["batch-4"].corpus_accepted
     loads = [r for r in rows if r.phase == "load"]
@@ -823,3 +823,45 @@ def test_issue13_elapsed_is_never_shorter_than_a_ranks_own_time_and_notes_have_n
     notes = rank_notes(rr)
     assert "slowest rank 1 (12.0 ms own of 12.5 ms between barriers)" in notes, notes
     assert "e-0" not in notes and "_between_s" not in rr.per_rank[0]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_issue13_rank_dead_on_another_node_is_never_blamed_on_the_survivor(
+    session: Session, sessions_root: Path, ranks_env: None
+) -> None:
+    """Two "nodes" on loopback (the runner here, ``gpusession agent`` in a subprocess);
+    the agent's rank exits mid-run: the runner's rank only sees its peer's connection close."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from gpusession.bench.runner import Runner
+
+    s = session
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    exp = _rank_exp(s, "nodes", values=(4,), gpus=1, nodes=2, rendezvous=f"127.0.0.1:{port}",
+                    run_timeout_s=90.0, params={"die_agent_rank": True, "die_rank_batch": 4})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "agent", s.name,
+         "--experiment", exp.id], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        out = Runner(s, exp.id).run()
+    finally:
+        agent.kill()
+        agent.communicate(timeout=30)
+    [row] = [r for r in s.results.rows() if r.phase == "warm"]
+    notes = row.notes or ""
+    assert row.elapsed_seconds is None and row.corpus_accepted is None, notes
+    assert "lost a rank on another node" in notes, notes
+    assert "exited with code 4 (torchrun ended the group)" not in notes, notes
+    assert "GLHF" not in notes and "*****" not in notes and ".cc:" not in notes, notes
+    assert not any("GLHF" in i or "*****" in i for i in out.incidents), out.incidents

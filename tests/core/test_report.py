@@ -304,3 +304,24 @@ def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: N
     (s.runs_dir / "two" / "ranks.csv").write_text("run_key,rank\nwarm:batch-8:1,x\n")
     memory = _section(render_report(s, now=T0, nvml=NVML), "Memory peaks")
     assert "per-rank table cannot be read" in memory and "ranks.csv" in memory
+
+
+def test_issue13_report_and_summary_count_only_rows_that_were_validated(new_session: NewSession) -> None:
+    from gpusession.core.summary import summary_rows
+
+    s = new_session("validated-count")
+    run: dict[str, Any] = dict(experiment_id="e", variant_id="batch-4", phase="warm", corpus_revision="c1")
+    s.results.append_many([
+        ResultRow(**run, run_index=1, elapsed_seconds=0.2, ids_match=True, format_valid=True,
+                  quality_value=0.95, corpus_accepted=True),
+        ResultRow(**run, run_index=2, elapsed_seconds=0.2, ids_match=False, format_valid=True,
+                  quality_value=0.4, corpus_accepted=False),  # validated and rejected
+        ResultRow(**run, run_index=3, notes="incident: worker warm was ended at once (interrupted "
+                  "by SIGHUP) during this run"),  # cut: never validated
+        ResultRow(**run, run_index=4, corpus_accepted=False,  # written so before issue 13
+                  notes="incident: run in flight when gpusession stopped; recovered on reopen"),
+    ])
+    val = _section(render_report(s, now=T0), "Validation verdicts")
+    assert "| e | batch-4 | 4 | 2 | 1 |" in val  # runs, validated, accepted
+    [warm] = summary_rows(s.results.read())
+    assert (warm.runs, warm.validated, warm.accepted) == (4, 2, 1)

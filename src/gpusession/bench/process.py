@@ -36,6 +36,27 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+#: Lines of a launcher's stderr that say nothing about a failure: torchrun's banner on
+#: ``OMP_NUM_THREADS`` and the rules of asterisks (or dashes, equal signs) around it.
+_BANNER_PREFIXES = ("Setting OMP_NUM_THREADS",)
+
+
+def is_decoration(line: str) -> bool:
+    """Whether a stderr line is only decoration, never an error worth quoting (issue 13).
+
+    Args:
+        line: one stderr line.
+
+    Returns:
+        ``True`` for a blank line, a line of punctuation only (``*****``, ``=====``,
+        ``-----``) and torchrun's "Setting OMP_NUM_THREADS…" banner.
+    """
+    text = line.strip()
+    if not text or not any(ch.isalnum() for ch in text):
+        return True
+    return text.startswith(_BANNER_PREFIXES)
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -122,9 +143,13 @@ class WorkerProcess:
             pass
 
     def last_stderr(self) -> str | None:
-        """The last non-blank stderr line on one line (at most 300 characters), or ``None``."""
+        """The last meaningful stderr line on one line (at most 300 characters), or ``None``.
+
+        Decoration is skipped (:func:`is_decoration`: torchrun's banner, rules of
+        asterisks), so an incident never quotes a line that says nothing (issue 13).
+        """
         for line in reversed(self.stderr):
-            if line.strip():
+            if not is_decoration(line):
                 return _one_line(line)
         return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -175,58 +176,165 @@ class RankFailure:
     Attributes:
         rank: the global rank.
         exitcode: its exit code, negative for a signal (as :mod:`subprocess` gives it).
-        error: its error in one line when its stderr says it, else ``None``.
+        error: its error in one line when its stderr says it, else ``None``
+            (:func:`error_gist`: no source location, no banner).
+        lost_peer: the rank is a survivor: its error says a peer closed or reset the
+            connection (:func:`lost_peer`), so the rank that really failed is another
+            one, on another node when torchrun names no other failed rank here.
     """
 
     rank: int
     exitcode: int
     error: str | None = None
+    lost_peer: bool = False
 
 
 _ROOT_CAUSE = "Root Cause (first observed failure)"
+_FAILURES = "Failures:"
+_ENTRY_LINE = re.compile(r"^\s*\[\d+\]:\s*$")
 _RANK_LINE = re.compile(r"^\s*rank\s*:\s*(\d+)")
 _EXIT_LINE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+_RANK_TAG = re.compile(r"^\[rank\d+\]:\s*")
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))\b:?\s*(.*)$")
+#: What a rank says when the rank at the other end of its connection is gone: gloo's
+#: "Connection closed by peer", a reset connection, NCCL's "remote process exited".
+_LOST_PEER = re.compile(r"(?i)connection (?:closed|reset) by peer|remote process exited"
+                        r"|remote worker crash")
+#: A C++ source location in front of torch's messages: ``[/…/gloo/transport/tcp/pair.cc:553] ``.
+_SOURCE_LOCATION = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|cu|h|hpp|c):\d+\]\s*")
+#: Where a torch message stops saying what happened and starts advising (or greeting):
+#: gloo's "This is typically caused by…", "Check the logs…", "GLHF! 🏖️".
+_MESSAGE_TAIL = re.compile(r"\s*(?:This is typically caused by|Check the logs of|GLHF!).*$")
 
 
-def torchrun_root_cause(lines: list[str]) -> RankFailure | None:
-    """Read torchrun's failure summary on stderr: which rank failed first, its exit code.
+def lost_peer(error: str | None) -> bool:
+    """Whether an error says the rank lost its connection to a peer rank (issue 13).
 
     Args:
-        lines: the launcher's stderr lines (the ranks' stderr is interleaved there).
+        error: a rank's error message (one line or several), ``None`` when unknown.
 
     Returns:
-        ``None`` when torchrun reported no failed rank. The error is the rank's
-        incident line (``rank N: {...}``) when it sent one, else the last exception
-        line of stderr that is not torchrun's own.
+        ``True`` for "Connection closed by peer", "Connection reset by peer" and NCCL's
+        "remote process exited": the rank that raised it survived another one.
     """
+    return bool(error) and _LOST_PEER.search(error or "") is not None
+
+
+def error_gist(text: str | None, limit: int = 300) -> str | None:
+    """The first meaningful line of an error, without torch's decoration (issue 13).
+
+    Blank and decoration lines (:func:`gpusession.bench.process.is_decoration`) are
+    skipped; a C++ source location (``[…/pair.cc:553] ``) and torch's advice
+    and greeting after the message ("This is typically caused by…", "GLHF! 🏖️") are
+    cut off.
+
+    Args:
+        text: an error message or a stderr line, ``None`` when there is none.
+        limit: the most characters returned (longer: cut, ending in "…").
+
+    Returns:
+        e.g. ``"RuntimeError: Connection closed by peer [10.0.0.2]:18312."``; ``None``
+        when nothing meaningful is left.
+    """
+    from gpusession.bench.process import is_decoration
+
+    for raw in (text or "").splitlines():
+        if is_decoration(raw):
+            continue
+        line = _MESSAGE_TAIL.sub("", _SOURCE_LOCATION.sub("", " ".join(raw.split()))).strip()
+        if not line or is_decoration(line):
+            continue
+        return line if len(line) <= limit else line[: limit - 1] + "…"
+    return None
+
+
+def _summary_entries(lines: list[str]) -> list[tuple[bool, int, int]]:
+    """``(root cause?, rank, exit code)`` of every failed rank in torchrun's last summary."""
     try:
         start = max(i for i, line in enumerate(lines) if _ROOT_CAUSE in line)
     except ValueError:
-        return None
+        return []
+    head = max((i for i, line in enumerate(lines[:start]) if line.strip() == _FAILURES), default=start)
+    entries: list[tuple[bool, int, int]] = []
     rank = code = None
-    for line in lines[start:]:
-        if rank is None and (m := _RANK_LINE.match(line)):
+    root = False
+    for i, line in enumerate(lines[head:], head):
+        if _ENTRY_LINE.match(line) or _ROOT_CAUSE in line or line.strip().startswith("====="):
+            if rank is not None and code is not None:
+                entries.append((root, rank, code))
+            rank = code = None
+            root = root or _ROOT_CAUSE in line
+            if line.strip().startswith("=====") and i > start:
+                break
+        elif rank is None and (m := _RANK_LINE.match(line)):
             rank = int(m.group(1))
         elif code is None and (m := _EXIT_LINE.match(line)):
             code = int(m.group(1))
-    if rank is None or code is None:
-        return None
-    error = None
+    if rank is not None and code is not None:
+        entries.append((root, rank, code))
+    return entries
+
+
+def _rank_error(lines: list[str], rank: int, known: Mapping[int, str]) -> str | None:
+    """The error of rank ``rank`` in one line, ``None`` when nothing says it.
+
+    Its incident line (``rank N: {...}``), else the last exception line torch prefixed
+    with ``[rankN]: ``, else what ``known`` says of it.
+    """
     prefix = f"rank {rank}: "
+    tagged = f"[rank{rank}]: "
+    error = raised = None
     for line in lines:
         if line.startswith(prefix + "{"):
             try:
                 doc = json.loads(line[len(prefix):])
             except json.JSONDecodeError:
                 continue
-            error = f"{doc.get('error_type')}: {doc.get('message')}"
+            error = error_gist(f"{doc.get('error_type')}: {doc.get('message')}")
+        elif line.startswith(tagged) and _EXC_LINE.match(line[len(tagged):].strip()):
+            raised = error_gist(line[len(tagged):]) or raised
+    return error or raised or error_gist(known.get(rank))
+
+
+def torchrun_root_cause(lines: list[str], known: Mapping[int, str] | None = None) -> RankFailure | None:
+    """Read torchrun's failure summary on stderr: which rank failed first, its exit code.
+
+    torchrun names as its root cause the first rank *it saw* end; when that rank only
+    lost its connection to a peer (:func:`lost_peer`), the rank that really failed is
+    the other failed rank of the summary that did not lose a peer and was not ended by
+    torchrun (SIGTERM); when there is none here (it was on another node, or its end
+    went unseen), the failure says ``lost_peer`` (issue 13).
+
+    Args:
+        lines: the launcher's stderr lines (the ranks' stderr is interleaved there).
+        known: errors of ranks the caller heard otherwise, by global rank (the leader's
+            last incident: it speaks to the runner, not on stderr).
+
+    Returns:
+        ``None`` when torchrun reported no failed rank. The error is the rank's
+        incident line (``rank N: {...}``) when it sent one, else the last exception
+        line of stderr that is not torchrun's own, reduced to its gist
+        (:func:`error_gist`).
+    """
+    entries = _summary_entries(lines)
+    roots = [e for e in entries if e[0]]
+    if not roots:
+        return None
+    _, rank, code = roots[0]
+    known = known or {}
+    error = _rank_error(lines, rank, known)
     if error is None:
         for line in lines:
-            m = _EXC_LINE.match(line.strip())
+            m = _EXC_LINE.match(_RANK_TAG.sub("", line.strip()))
             if m and "ChildFailedError" not in m.group(1):
-                error = line.strip()
-    return RankFailure(rank=rank, exitcode=code, error=error)
+                error = error_gist(_RANK_TAG.sub("", line.strip())) or error
+    if not lost_peer(error):
+        return RankFailure(rank=rank, exitcode=code, error=error)
+    for _, other, other_code in entries:
+        other_error = _rank_error(lines, other, known)
+        if other != rank and other_code != -signal.SIGTERM and not lost_peer(other_error):
+            return RankFailure(rank=other, exitcode=other_code, error=other_error)
+    return RankFailure(rank=rank, exitcode=code, error=error, lost_peer=True)
 
 
 __all__ = [
@@ -234,6 +342,8 @@ __all__ = [
     "RankFailure",
     "LEADER_ENV",
     "RUN_FAILED_EXIT",
+    "error_gist",
+    "lost_peer",
     "rank_env",
     "rendezvous_id",
     "shard_bounds",

@@ -7,9 +7,10 @@ gpusession.bench.worker`` subprocesses started with an argv list (no shell).
 For each run the parent writes ``run_started`` / ``run_finished`` to the journal (with a
 ``run_key``), validates the run's output (V1-V8) and appends its CSV row *the moment the
 run finishes* (S7). A failed run — out of memory, an exception, a worker killed by a
-signal or timed out — keeps its row: elapsed empty, corpus not accepted, the incident in
-``notes`` (R7). A cancel request stops at the next run boundary and the experiment is
-marked incomplete in the journal (H-12). While running, the parent's PID is in
+signal or timed out — keeps its row: elapsed empty, ``corpus_accepted`` empty (its
+output was never validated: a row states what happened), the incident in ``notes``
+(R7). A cancel request stops at the next run boundary and the experiment is marked
+incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
 Processes (issue 12, H-14): each worker is the leader of a process group of its own
@@ -57,7 +58,7 @@ from typing import Any
 
 from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
-from gpusession.bench.ranks import join_timeout_s, rendezvous_timed_out
+from gpusession.bench.ranks import error_gist, join_timeout_s, lost_peer, rendezvous_timed_out
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.stacks import STACK_DIR_ENV
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
@@ -504,6 +505,8 @@ class Runner:
         timed_out = False
         heard = False
         last_incident: str | None = None
+        last_error: str | None = None  # its error alone, without where it came
+        leader: int | None = None  # the global rank that speaks to the runner (issue 13)
         ok = True
         while True:
             try:
@@ -526,6 +529,7 @@ class Runner:
                 # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
                 rank_ids = {k: self._env.pop(k, None)
                             for k in ("rank_pids", "rank_create_times_s", "rank_hosts")}
+                leader = self._env.get("leader_rank")
                 self._store_environment(exp)
                 self._emit(EnvironmentObserved(environment=self._env))
             elif isinstance(ev, WorkerCommandStarted):
@@ -582,13 +586,15 @@ class Runner:
                 in_flight = None
                 self._current_key = None
             elif isinstance(ev, WorkerIncident):
-                msg = (f"{ev.where}: {ev.error_type}: {ev.message}"
+                said = error_gist(ev.message) or ev.message  # never torch's banner (issue 13)
+                msg = (f"{ev.where}: {ev.error_type}: {said}"
                        + (" (out of memory)" if ev.oom else ""))
                 last_incident = msg
+                last_error = f"{ev.error_type}: {said}"
                 if ev.where == "load" and unmendable_load(ev):
                     # Every worker loads the same model the same way: say it once and stop.
                     self._fatal_load = (
-                        f"the workload {exp.workload} could not load: {ev.error_type}: {ev.message}. "
+                        f"the workload {exp.workload} could not load: {ev.error_type}: {said}. "
                         f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
                         f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
                         + (self._device_advice(exp) if ev.error_type == "DeviceUnavailable" else
@@ -613,7 +619,8 @@ class Runner:
         spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing (issue 12)
         if stack_dir is not None:
             shutil.rmtree(stack_dir, ignore_errors=True)
-        rank_cause = self._rank_cause(exp, w)
+        rank_cause = self._rank_cause(exp, w, {leader: last_error}
+                                      if leader is not None and last_error else {})
         if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
             code = rank_cause.exitcode
         stderr = list(w.stderr)
@@ -631,11 +638,23 @@ class Runner:
                    + (f" ({hung})" if hung else "") if timed_out
                    else f"was ended at once (interrupted by {self.outcome.interrupted})"
                    if self.outcome.interrupted else describe_exit(code))
-            last = w.last_stderr()
-            if rank_cause is not None and not timed_out:
-                how = f"rank {rank_cause.rank} of {exp.gpus * exp.nodes} {how} (torchrun ended the group)"
+            last = error_gist(w.last_stderr())
+            after = error_gist(last_incident)
+            world = exp.gpus * exp.nodes
+            if rank_cause is not None and not timed_out and self._survivor(exp, rank_cause, leader, last_error):
+                # issue 13: the rank torchrun names here only lost its peer; never blame it
+                seen = rank_cause.error if lost_peer(rank_cause.error) else error_gist(last_error)
+                where = "on another node" if exp.nodes > 1 else "that torchrun did not name"
+                how = (f": the group lost a rank {where}; rank {rank_cause.rank} of {world} (on this node) "
+                       f"lost its connection to it" + (f" ({seen})" if seen else "")
+                       + f" and {how}, and torchrun ended the group")
+                after = last = None
+            elif rank_cause is not None and not timed_out:
+                how = f" rank {rank_cause.rank} of {world} {how} (torchrun ended the group)"
                 last = rank_cause.error  # torchrun's own last line is its banner
-            detail = (f"worker {name} {how}" + (f" after {last_incident}" if last_incident else "")
+            else:
+                how = f" {how}"
+            detail = (f"worker {name}{how}" + (f" after {after}" if after else "")
                       + (f"; last stderr: {last}" if last else ""))
             if exp.nodes > 1 and not heard and self._fatal_load is None and (
                     timed_out or rendezvous_timed_out(list(w.stderr))):
@@ -765,13 +784,29 @@ class Runner:
             how = f"launcher {describe_exit(code)}"
         return f"the group ended with this run: {how}"
 
-    def _rank_cause(self, exp: Experiment, w: WorkerProcess) -> Any:
-        """The first failed rank torchrun names on stderr, ``None`` for one process or none."""
+    def _rank_cause(self, exp: Experiment, w: WorkerProcess, known: dict[int, str]) -> Any:
+        """The failed rank torchrun names on stderr, ``None`` for one process or none.
+
+        ``known``: the leader's last incident by its global rank (it speaks on stdout):
+        a leader that only lost its peer is then not taken for the failed rank (issue 13).
+        """
         if not self._ranked(exp):
             return None
         from gpusession.bench.ranks import torchrun_root_cause
 
-        return torchrun_root_cause(list(w.stderr))
+        return torchrun_root_cause(list(w.stderr), known)
+
+    @staticmethod
+    def _survivor(exp: Experiment, cause: Any, leader: int | None, last_error: str | None) -> bool:
+        """Whether the failed rank seen here only lost a peer that failed first (issue 13).
+
+        True when its error says a peer closed or reset the connection, or -- the leader
+        unknown (the group never reported its ranks) -- when the group spans several
+        nodes, torchrun has no error of the rank and the runner's last incident says so.
+        """
+        if cause.lost_peer:
+            return True
+        return (leader is None and exp.nodes > 1 and cause.error is None and lost_peer(last_error))
 
     def _key(self, run: ScheduledRun) -> RunKey:
         return run.key(self.experiment.id)
@@ -806,10 +841,11 @@ class Runner:
         )
 
     def _failed_row(self, exp: Experiment, run: ScheduledRun, note: str) -> None:
-        # The worker died during the run: its warm-up report is all it said it did.
+        # The worker died during the run: its warm-up report is all it said it did. Its
+        # output was never validated: corpus_accepted stays empty, never false (issue 13).
         done = self._warm_done.get(run.variant_id, 0) if run.phase == "warm" else 0
         self._append(self._row_for(exp, run, phase=run.phase, warmup_iterations=done)
-                     .replace(corpus_accepted=False, notes=note))
+                     .replace(notes=note))
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
             phase=run.phase, run_index=run.run_index, ok=False, message=note))
@@ -860,12 +896,13 @@ class Runner:
             # a refused output file (a link, issue 12) is the harness's refusal, not the workload's
             kind = ("out of memory" if ev.oom else "output refused" if ev.error_type == "BadInput"
                     else "exception in the workload")
-            notes.insert(0, f"incident: {kind}: {ev.error_type}: {ev.message}; "
+            said = error_gist(ev.message) or ev.message  # never torch's banner (issue 13)
+            notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; "
                             "elapsed not measured")
             if ended:
                 notes.append(ended)
-            row = row.replace(corpus_accepted=False)
-            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {ev.message}"
+            # no output to validate: corpus_accepted stays empty, never false (issue 13)
+            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {said}"
                            + (f"; {ended}" if ended else ""))
         if self._load_note and "other GPU processes: none" not in self._load_note:
             notes.append(f"concurrent load at start: {self._load_note}")

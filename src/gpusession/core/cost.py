@@ -559,8 +559,8 @@ class SessionCostInputs:
         rates: the rates table in force for the session (K7).
         accepted_revisions: the distinct ``corpus_revision`` values with an accepted run
             (K4); ``None`` when the results were not read (``count_accepted=False``).
-        validated_runs: rows whose ``corpus_accepted`` cell is filled (0: nothing
-            validated yet, so the accepted count is not measured, K3).
+        validated_runs: rows whose corpus was validated (0: nothing validated yet, so
+            the accepted count is not measured, K3); a failed or cut run is not one.
     """
 
     package: Any
@@ -614,11 +614,11 @@ def session_cost_inputs(
     Raises:
         BadInput: an unreadable rates file or results file (one line naming it).
     """
-    from gpusession.core.summary import accepted_revisions
+    from gpusession.core.summary import accepted_revisions, validated_count
 
     rates = load_rates(rates_path, session_folder=session.folder)
     if not count_accepted:
         return SessionCostInputs(session.package, rates, None, 0)
     rows = session.results.read() if frame is None else frame
-    validated = 0 if rows.height == 0 else int(rows["corpus_accepted"].drop_nulls().len())
+    validated = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
     return SessionCostInputs(session.package, rates, frozenset(accepted_revisions(rows)), validated)

@@ -164,8 +164,8 @@ def recover_locked(session: Recoverable) -> list[str]:
       line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
     * A run with ``run_started`` (or a worker load with ``load_started``) but no
       ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
-      holds the run lock, gets a row (elapsed empty, corpus not accepted -- left empty
-      for a load, which validates no corpus --, the incident in ``notes``, R7) and an
+      holds the run lock, gets a row (elapsed empty, ``corpus_accepted`` empty: no corpus
+      was validated; the incident in ``notes``, R7) and an
       ``incident`` record -- unless the results CSV already holds that run's row (the
       crash came between the row and the journal's end of it): then only
       ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
@@ -251,8 +251,8 @@ def recover_locked(session: Recoverable) -> list[str]:
                 variant_id=started.get("variant_id"),
                 phase=started.get("phase"),
                 run_index=started.get("run_index"),
-                # a load validates no corpus: its cell stays empty (C3, issue 3)
-                corpus_accepted=None if started.get("phase") == "load" else False,
+                # no corpus was validated (a load validates none, a cut run's output never
+                # was): the cell stays empty, never false (C3, issues 3 and 13)
                 notes=note,
             )
         )

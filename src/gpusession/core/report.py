@@ -34,7 +34,7 @@ from gpusession.core.evidence import fmt_bytes, latest_manifest, protocol_eviden
 from gpusession.core.manifest import next_free_path, read_manifest
 from gpusession.core.safefile import link_refused
 from gpusession.core.session import Session, refuse_session_data
-from gpusession.core.summary import accepted_unique_corpora
+from gpusession.core.summary import accepted_unique_corpora, validated_count
 from gpusession.core.textio import printable
 from gpusession.core.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.units import byte_scale, format_seconds, format_seconds_range, significant
@@ -452,7 +452,7 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     elif frame.height:
         per = frame.group_by(["experiment_id", "variant_id"], maintain_order=True).agg(
             pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
-            pl.col("corpus_accepted").is_not_null().sum().alias("validated"),
+            validated_count().alias("validated"),  # a failed or cut run is not validated
             pl.len().alias("runs"),
         )
         out += ["No validation report in validation/; from the results rows:", ""]

@@ -56,6 +56,36 @@ def accepted_revisions(frame: pl.DataFrame) -> set[str]:
     return set(accepted["corpus_revision"].to_list())
 
 
+#: The row fields that only a validation fills (V1): all empty = the output was never
+#: validated (as :func:`gpusession.core.events.corpus_verdict` reads one row).
+VALIDATION_FIELDS = ("ids_match", "format_valid", "quality_value")
+
+
+def corpus_verdict_expr() -> pl.Expr:
+    """The verdict of each row: ``true`` accepted, ``false`` rejected, null never validated.
+
+    A run that failed, was interrupted or was recovered after a crash holds no verdict
+    (V1, R7, S7). Its ``corpus_accepted`` cell is written empty; rows written before
+    that rule (``false`` with no elapsed time and no validation field) read as not
+    validated too, so a count of validated rows never includes them (issue 13). A run
+    whose output could not be read (elapsed measured) stays rejected.
+
+    Returns:
+        A polars expression over the 38 columns, named ``corpus_accepted``.
+    """
+    import polars as pl
+
+    never = (pl.col("corpus_accepted").eq(False) & pl.col("elapsed_seconds").is_null()
+             & pl.all_horizontal([pl.col(c).is_null() for c in VALIDATION_FIELDS]))
+    return (pl.when(never).then(pl.lit(None, dtype=pl.Boolean))
+            .otherwise(pl.col("corpus_accepted")).alias("corpus_accepted"))
+
+
+def validated_count() -> pl.Expr:
+    """Rows whose corpus was validated (accepted or rejected), as a polars aggregation."""
+    return corpus_verdict_expr().is_not_null().sum()
+
+
 # -- the summary table every front end shows (R6, R7, issue 15) ---------------------------
 #: How a metric is named for people (V6).
 METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
@@ -117,7 +147,8 @@ class SummaryRow:
         quality_metric: the metric of the group's validated rows (``macro_f1``…).
         quality_min: lowest quality value (0–1) of the group, ``None`` when none.
         quality_max: highest quality value (0–1) of the group, ``None`` when none.
-        validated: rows with a verdict (``corpus_accepted`` true or false).
+        validated: rows whose corpus was validated (:func:`corpus_verdict_expr` true or
+            false); a failed, interrupted or recovered run is not one.
         accepted: rows with ``corpus_accepted = true``.
         attempt: for rows of an attempt that stopped before measuring anything, its
             number (1, 2…); ``None`` for the current rows.
@@ -302,7 +333,7 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             pl.col("quality_metric").drop_nulls().first().alias("quality_metric"),
             q.min().alias("quality_min"),
             q.max().alias("quality_max"),
-            pl.col("corpus_accepted").is_not_null().sum().alias("validated"),
+            validated_count().alias("validated"),
             pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
         )
     )
