@@ -133,3 +133,19 @@ async def test_v1_validation_pane_names_the_experiment_when_the_session_holds_se
         await pilot.press("4")
         t = app.screen.query_one("#val-table", DataTable)
         assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == ["r2 batch-4 cold 1", "mn batch-4 cold 1"]
+
+
+async def test_v1_validation_pane_reads_an_older_failed_rows_false_as_not_validated(
+    session: Any, make_app: MakeApp
+) -> None:
+    """A failed run written by an older version holds corpus_accepted = false with no
+    validation at all: the pane says "not validated", as show and the report do."""
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-4", phase="warm", run_index=1,
+                                     corpus_accepted=False, notes="incident: worker died during this run"))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        t = app.screen.query_one("#val-table", DataTable)
+        assert str(t.get_row_at(0)[1]) == "not validated"
+        assert "corpus NOT VALIDATED" in text_of(app, "#val-detail")

@@ -50,10 +50,11 @@ _VALIDATION_FIELDS = ("ids_match", "format_valid", "quality_value")
 def corpus_verdict(row: Any) -> bool | None:
     """Whether a row's corpus was accepted, ``None`` when it was never validated (issue 12).
 
-    A failed or interrupted run keeps ``corpus_accepted = false`` in the CSV (not
-    accepted, R7), but its output was never validated: with no elapsed time and no
-    validation field, it reads "not validated", never "rejected". A finished run whose
-    output could not be read (elapsed measured) stays rejected.
+    A failed, interrupted or recovered run leaves ``corpus_accepted`` empty (its output
+    was never validated). A CSV written by an older version holds ``false`` there: with
+    no elapsed time and no validation field, such a row reads "not validated", never
+    "rejected". A finished run whose output could not be read (elapsed measured) stays
+    rejected.
 
     Args:
         row: a :class:`~gpusession.core.results.ResultRow` or a row as a mapping.

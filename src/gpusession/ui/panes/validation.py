@@ -174,6 +174,7 @@ class ValidationPane(Vertical):
 
     def reload(self) -> None:
         from gpusession.core.errors import BadInput
+        from gpusession.core.events.words import corpus_verdict
         from gpusession.core.summary import accepted_unique_corpora
 
         table = self.query_one("#val-table", DataTable)
@@ -199,7 +200,7 @@ class ValidationPane(Vertical):
                 )
             table.add_row(
                 run_cell(r, experiment=several),
-                state_cell(yes_no(r.get("corpus_accepted"), "accepted", "rejected", "not validated")),
+                state_cell(yes_no(corpus_verdict(r), "accepted", "rejected", "not validated")),
                 state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
                 state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
                 state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
@@ -218,12 +219,15 @@ class ValidationPane(Vertical):
         if index is None or index >= len(self.rows):
             box.update("No validated run yet. Runs are validated as they land.")
             return
+        from gpusession.core.events.words import corpus_verdict
+
         r = self.rows[index]
-        self.set_class(r.get("corpus_accepted") is False, "-rejected")
-        self.set_class(r.get("corpus_accepted") is True, "-accepted")
+        verdict = corpus_verdict(r)  # an older CSV's false on a failed run: not validated
+        self.set_class(verdict is False, "-rejected")
+        self.set_class(verdict is True, "-accepted")
         head = [
             f"{run_label(r)}: "
-            f"corpus {yes_no(r.get('corpus_accepted'), 'ACCEPTED', 'REJECTED', 'NOT VALIDATED')}",
+            f"corpus {yes_no(verdict, 'ACCEPTED', 'REJECTED', 'NOT VALIDATED')}",
             f"  IDs: expected {shown(r.get('expected_ids'), 'not measured')}, "
             f"observed {shown(r.get('observed_ids'), 'not measured')}"
             f" — {yes_no(r.get('ids_match'), 'every ID exactly once', 'missing, extra or duplicate IDs')}",
