@@ -177,7 +177,7 @@ def test_issue12_report_chart_never_drawn_through_a_link(
 
 
 @pytest.mark.parametrize("own", ["resultats-bruts.csv", "journal.jsonl"])
-@pytest.mark.parametrize("kind", ["link", "fifo"])
+@pytest.mark.parametrize("kind", ["link", "fifo", "folder"])
 def test_issue12_status_and_show_refuse_a_linked_or_fifo_session_file_alike(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         own: str, kind: str) -> None:
@@ -187,12 +187,15 @@ def test_issue12_status_and_show_refuse_a_linked_or_fifo_session_file_alike(
         outside = tmp_path / "outside.csv"
         outside.write_text("root:x:0:0\n")
         path.symlink_to(outside)
-    else:
+    elif kind == "fifo":
         os.mkfifo(path)  # a reader would wait forever for a writer
+    else:
+        path.mkdir()
     lines = []
     for command in ("status", "show"):
         code, _, err = cli(capsys, sessions_root, command, session.name)
         assert code == 2, (command, err)
         lines.append(one_line(err))
     assert lines[0] == lines[1] and str(path) in lines[0]
-    assert ("symbolic link" if kind == "link" else "FIFO") in lines[0] and "root:x" not in lines[0]
+    words = {"link": "symbolic link", "fifo": "FIFO", "folder": "is a folder, not a regular file"}
+    assert words[kind] in lines[0] and "root:x" not in lines[0]

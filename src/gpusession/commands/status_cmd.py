@@ -52,8 +52,9 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
 
     Returns:
         0; 2 when there is no such session or a file is refused (the one line
-        ``gpusession show`` gives, on stderr). In tmux form an error is a short text on
-        stdout and exit 0, so the status bar shows a word, not a cut path
+        ``gpusession show`` gives, on stderr); 1 when the disk refuses a read (one
+        line). In tmux form any error is a short text on stdout and exit 0, never a
+        traceback, so the status bar shows a word, not a cut path
         (``gpusession: no session`` / ``gpusession: NAME: run gpusession status``).
     """
     from gpusession.core.errors import GpusessionError
@@ -67,15 +68,22 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
         if name is None:
             raise GpusessionError(f"no session in {root}; create one with: gpusession new NAME")
         status = session_status(root / name, now=now)
-    except GpusessionError as exc:
+    except Exception as exc:  # noqa: BLE001 - tmux's status bar never shows a traceback
         if tmux:  # tmux shows stdout only; the whole line is one `gpusession status` away
             if name is None or not (root / name).is_dir():
                 print("gpusession: no session")
             else:
                 print(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##"))
             return 0
-        print(f"gpusession: error: {exc}", file=sys.stderr)
-        return 2
+        if isinstance(exc, GpusessionError):
+            print(f"gpusession: error: {exc}", file=sys.stderr)
+            return 2
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            # the disk refused (as every other command says it): one line, exit 1
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"gpusession: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 1
+        raise
     print(status.tmux() if tmux else status.line())
     return 0
 

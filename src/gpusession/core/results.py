@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
 from gpusession.core.safefile import link_refused, open_append, open_private
-from gpusession.core.textio import decode_strict
+from gpusession.core.textio import decode_strict, read_plain, refuse_special
 
 if TYPE_CHECKING:
     import polars as pl
@@ -320,16 +320,28 @@ def _cell_problem(column: str, cell: str) -> str | None:
     return None
 
 
+#: The longest cell of the results CSV, in characters: 16 Mi (16,777,216), the longest
+#: line accepted in the other files gpusession reads (``textio.MAX_LINE_BYTES``). Every
+#: reader of the CSV (``show``, ``report``, ``run``, ``status``) accepts a cell up to
+#: this size and refuses a longer one with the same line (issue 14); the standard
+#: library's own bound (128 KiB) would refuse a long ``notes`` cell that polars reads.
+MAX_CELL_CHARS = 16 * 1024 * 1024
+
+
 def check_rows(path: Path, text: str) -> None:
     """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
 
     Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
     blank line without a word; a hand-edited file is refused instead, naming the line
-    and column (C1-C5).
+    and column (C1-C5). Only the standard library is used (``gpusession status`` runs it
+    without polars).
 
     Raises:
-        BadInput: with the 1-based line where the bad row starts.
+        BadInput: with the 1-based line where the bad row starts: a blank line, a row
+            of another width, a cell not of its column's kind, a cell longer than
+            :data:`MAX_CELL_CHARS`, a quoted field without its closing quote.
     """
+    csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     start = 1
     try:
@@ -349,6 +361,10 @@ def check_rows(path: Path, text: str) -> None:
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
     except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise BadInput(f"a cell of this row is longer than {MAX_CELL_CHARS:,} characters, "
+                           "the longest a cell may hold; shorten it", path=path,
+                           line=start) from None
         raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote",
                        path=path, line=start) from None
 
@@ -373,16 +389,39 @@ class ResultsFile:
 
         Raises:
             BadInput: a symbolic link (never read nor written through; the words of
-                ``gpusession status``, issue 12), not UTF-8, or a header that is not
-                the 38 seed columns.
+                ``gpusession status``, issue 12), a FIFO, device or folder (never
+                waited on, issue 14), not UTF-8, or a header that is not the 38 seed
+                columns.
         """
         if self.path.is_symlink():
             raise link_refused(self.path)
+        refuse_special(self.path)
         if not self.exists():
             return
         with open(self.path, "rb") as fh:
             first = fh.readline()
         check_header(self.path, _check_utf8(self.path, first))
+
+    def checked_text(self) -> tuple[bytes, str]:
+        """The whole file, checked as every reader checks it, with the standard library only.
+
+        UTF-8, the header, then every row (:func:`check_rows`). Used by :meth:`read` and
+        by ``gpusession status`` (which never imports polars), so both refuse a file with
+        the same line (issue 14).
+
+        Returns:
+            The file's bytes and its text (a BOM removed).
+
+        Raises:
+            BadInput: not a plain file (never waited on), not UTF-8, a wrong header, a
+                bad row (with its line).
+            OSError: the file cannot be read.
+        """
+        raw = read_plain(self.path)
+        text = _check_utf8(self.path, raw)
+        check_header(self.path, text.split("\n", 1)[0])
+        check_rows(self.path, text)
+        return raw, text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
         """Append one row; write the header first if the file is new (H-09).
@@ -436,10 +475,7 @@ class ResultsFile:
 
         if not self.exists():
             return pl.DataFrame(schema=polars_schema())
-        raw = self.path.read_bytes()
-        text = _check_utf8(self.path, raw)
-        check_header(self.path, text.split("\n", 1)[0])
-        check_rows(self.path, text)
+        raw = self.checked_text()[0]
         try:
             return pl.read_csv(
                 io.BytesIO(raw),

@@ -7,10 +7,12 @@ CSV (the runner after each row, ``validate --session``) keep ``summary.json`` be
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
      "csv_size_bytes": 10412, "updated_at": "2026-12-01T01:00:00+00:00"}
 
-The counts are brought up to date by reading only the bytes appended since the recorded
-``csv_size_bytes`` (a row always ends on a record boundary), with the standard library's
-CSV reader; a summary that is missing or does not match the CSV is rebuilt from the
-whole file. Reading never writes.
+The runner brings the counts up to date by reading only the bytes appended since the
+recorded ``csv_size_bytes`` (a row always ends on a record boundary), with the standard
+library's CSV reader. ``status`` trusts a summary that describes the CSV at its present
+size (it is written only after a checked append); otherwise it reads the whole file and
+checks every row as ``show`` does, with the same one-line refusal. Reading never writes,
+and never waits on a FIFO or a device in place of a session file.
 
 Whether the copy home is verified comes from the ``[retrieval]`` table of
 ``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
@@ -27,6 +29,7 @@ import io
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -64,23 +67,30 @@ class Counts:
 
 
 def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts | None:
+    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read."""
+    from gpusession.core.results import MAX_CELL_CHARS
+
+    csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV (issue 14)
     reader = csv.reader(io.StringIO(text, newline=""))
     rows, accepted = start.rows, set(start.accepted_revisions)
     cols = header
-    for record in reader:
-        if cols is None:
-            cols = record
-            continue
-        if not record:
-            continue
-        try:
-            rev = record[cols.index("corpus_revision")]
-            ok = record[cols.index("corpus_accepted")]
-        except (ValueError, IndexError):
-            return None
-        rows += 1
-        if ok == "true" and rev:
-            accepted.add(rev)
+    try:
+        for record in reader:
+            if cols is None:
+                cols = record
+                continue
+            if not record:
+                continue
+            try:
+                rev = record[cols.index("corpus_revision")]
+                ok = record[cols.index("corpus_accepted")]
+            except (ValueError, IndexError):
+                return None
+            rows += 1
+            if ok == "true" and rev:
+                accepted.add(rev)
+    except csv.Error:  # a cell over the bound, a stray quote: the checked path says which line
+        return None
     return Counts(rows, frozenset(accepted), start.csv_size_bytes)
 
 
@@ -92,14 +102,28 @@ def _header(path: Path) -> list[str] | None:
         return None
 
 
+#: The largest ``summary.json`` read (bytes); a larger one is ignored as if absent.
+SUMMARY_MAX_BYTES = 16 * 1024 * 1024
+
+
 def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
+    """``(rows, accepted revisions, CSV size)`` from ``summary.json``; ``None`` when unusable.
+
+    A cache: missing, unreadable, too large, not JSON, of another shape, or not a plain
+    file (a FIFO or a device is never waited on, issue 14) reads as absent.
+    """
+    from gpusession.core.textio import read_plain
+
     try:
-        doc = json.loads((folder / SUMMARY_JSON).read_text(encoding="utf-8"))
+        raw = read_plain(folder / SUMMARY_JSON, max_bytes=SUMMARY_MAX_BYTES + 1)
+        if len(raw) > SUMMARY_MAX_BYTES:
+            return None
+        doc = json.loads(raw.decode("utf-8"))
         rows, revs, size = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"]
         if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)):
             return None
         return rows, frozenset(str(r) for r in revs), size
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, BadInput):
         return None
 
 
@@ -119,9 +143,12 @@ def current_counts(folder: Path) -> Counts:
     folder = Path(folder)
     csv_path = folder / RESULTS_CSV
     try:
-        size = csv_path.stat().st_size
+        st = csv_path.stat()
     except OSError:
         return Counts(0, frozenset(), 0)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
+        return Counts(0, frozenset(), 0)
+    size = st.st_size
     saved = _read_summary(folder)
     if saved is not None and saved[2] == size:
         return Counts(saved[0], saved[1], size)
@@ -190,11 +217,13 @@ class Retrieval:
 def _toml(path: Path) -> dict[str, Any]:
     # The parser of core.tomlread (not core.tomlio: that module also loads the writer,
     # a third of this command's start-up); lenient here: an unreadable file reads as {}.
+    # A FIFO or a device is never waited on (issue 14).
+    from gpusession.core.textio import read_plain
     from gpusession.core.tomlread import tomllib
 
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8").lstrip("\ufeff"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_plain(path).decode("utf-8").lstrip("\ufeff"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, BadInput):
         return {}
 
 
@@ -384,25 +413,31 @@ class SessionStatus:
         return body
 
 
-def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], Counts]:
     """Refuse what opening the session refuses, with the same one line (issue 14; issue 12).
 
-    The checks of :meth:`gpusession.core.session.Session.open`, without its imports
-    (``status`` runs every few seconds): ``session.toml`` read by
-    :func:`gpusession.core.tomlread.read_toml` (syntax, ``schema = 1``, required keys)
-    and checked against :data:`gpusession.core.schema.SESSION`, its ``created_at`` and
-    ``[package]``; ``checklist.toml`` and ``order.toml`` against their schemas; the
-    results CSV's header (:meth:`gpusession.core.results.ResultsFile.check`) unless
-    ``summary.json`` describes the CSV at its present size (written only after a
-    checked append: the header was checked then). A results
-    CSV or journal that is a symbolic link is refused as every writer refuses it
-    (:func:`gpusession.core.safefile.link_refused`).
+    The checks of :meth:`gpusession.core.session.Session.open` and of reading the results
+    (``gpusession show``), in their order, without their imports (``status`` runs every
+    few seconds; polars is never imported): a results CSV or journal that is a symbolic
+    link (:func:`gpusession.core.safefile.link_refused`), a FIFO, a device or a folder
+    (:func:`gpusession.core.textio.refuse_special`: never waited on); ``session.toml``
+    read by :func:`gpusession.core.tomlread.read_toml` (a plain file, syntax,
+    ``schema = 1``, required keys) and checked against
+    :data:`gpusession.core.schema.SESSION`, its ``created_at`` and ``[package]``;
+    ``checklist.toml`` and ``order.toml`` against their schemas; then the results CSV:
+    its header (:meth:`gpusession.core.results.ResultsFile.check`) and every row
+    (:meth:`gpusession.core.results.ResultsFile.checked_text`: UTF-8, 38 fields, each
+    cell of its column's kind, no cell over
+    :data:`gpusession.core.results.MAX_CELL_CHARS`) -- unless ``summary.json``
+    describes the CSV at its present size: it is written only after a checked append,
+    so the rows are not read again.
 
     Args:
         folder: the session folder.
 
     Returns:
-        The parsed ``session.toml`` and ``checklist.toml`` (``{}`` when there is none).
+        The parsed ``session.toml``, ``checklist.toml`` (``{}`` when there is none) and
+        the counts of the results CSV.
 
     Raises:
         BadInput: the first problem, worded as ``gpusession show`` words it.
@@ -418,6 +453,10 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         check_types(doc, spec, path=path)
         return doc
 
+    for name in (RESULTS_CSV, JOURNAL):  # first, as Session.open
+        if (folder / name).is_symlink():
+            raise link_refused(folder / name)
+        refuse_special(folder / name)  # a FIFO would wait forever, as in `show`
     path = folder / "session.toml"
     doc = checked(path, SESSION, ("name", "created_at"))
     created = doc.get("created_at")
@@ -432,24 +471,33 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for name, spec in (("checklist.toml", CHECKLIST), ("order.toml", ORDER)):
         if (folder / name).exists():
             read[name] = checked(folder / name, spec)
-    for name in (RESULTS_CSV, JOURNAL):
-        if (folder / name).is_symlink():
-            raise link_refused(folder / name)
-        refuse_special(folder / name)  # a FIFO would wait forever, as in `show`
+    return doc, read.get("checklist.toml", {}), _checked_counts(folder)
+
+
+def _checked_counts(folder: Path) -> Counts:
+    """The counts of the results CSV, its rows checked unless ``summary.json`` describes it.
+
+    Raises:
+        BadInput: the CSV's first problem, in the words of ``gpusession show``.
+    """
     csv_path = folder / RESULTS_CSV
-    saved = _read_summary(folder)
     try:
         size = csv_path.stat().st_size
-        described = saved is not None and saved[2] == size
     except FileNotFoundError:
-        described = True  # no CSV yet: nothing to check
+        return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
     except OSError:
-        described = False
-    if not described:  # summary.json is written only after a checked append: trust it
-        from gpusession.core.results import ResultsFile
+        size = -1
+    saved = _read_summary(folder)
+    if saved is not None and saved[2] == size:
+        return Counts(saved[0], saved[1], size)
+    from gpusession.core.results import ResultsFile
 
-        ResultsFile(csv_path).check()
-    return doc, read.get("checklist.toml", {})
+    results = ResultsFile(csv_path)
+    results.check()  # the header first, as Session.open
+    if not results.exists():
+        return Counts(0, frozenset(), 0)
+    raw, text = results.checked_text()  # every row, as reading the results does (stdlib)
+    return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
 
 
 JOURNAL = "journal.jsonl"
@@ -472,9 +520,11 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
+    from gpusession.core.textio import read_plain
+
     try:
-        raw = (Path(folder) / JOURNAL).read_bytes()
-    except OSError:
+        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO (issue 14)
+    except (OSError, BadInput):
         return 0
     if not any(tag in raw for tag in _OPENS):
         return 0
@@ -509,8 +559,9 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     """The status of the session in ``folder`` at ``now`` (issue 14; S6).
 
     Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
-    checks them: :func:`check_session_files`), ``summary.json`` (plus the CSV's new
-    bytes, see :func:`current_counts`) and the journal's run records; imports no polars.
+    checks them: :func:`check_session_files`), ``summary.json`` (the rows of the CSV are
+    read and checked only when it does not describe the CSV) and the journal's run
+    records; imports no polars; never waits on a FIFO.
 
     Args:
         folder: the session folder.
@@ -527,7 +578,7 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         raise linked_session(folder)
     if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
-    doc, checklist = check_session_files(folder)
+    doc, checklist, counts = check_session_files(folder)
     package = Package.from_toml(doc.get("package", {}), folder / "session.toml")
     window = package_window(package, now)
     retrieval = retrieval_state(folder, checklist)
@@ -536,7 +587,7 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         name=folder.name,
         package=package,
         time_left_words=left,
-        counts=current_counts(folder),
+        counts=counts,
         retrieval=retrieval,
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),

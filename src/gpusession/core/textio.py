@@ -93,6 +93,23 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def not_plain(path: Path, mode: int) -> BadInput:
+    """The one refusal of a file that is not a plain file (issue 12, issue 14).
+
+    Args:
+        path: the file, named in the message.
+        mode: its ``st_mode``.
+
+    Returns:
+        ``PATH: is a FIFO (named pipe), not a regular file; gpusession reads only plain
+        files (remove it; nothing was read)`` (or ``a folder``, ``a character device``…),
+        to raise.
+    """
+    kind = "a folder" if stat.S_ISDIR(mode) else _kind_of(mode)
+    return BadInput(f"is {kind}, not a regular file; gpusession reads only plain files "
+                    "(remove it; nothing was read)", path=path)
+
+
 def refuse_special(path: Path) -> None:
     """Refuse ``path`` when it exists and is neither a regular file nor a link.
 
@@ -101,7 +118,7 @@ def refuse_special(path: Path) -> None:
     device would never end (issue 12). A link is left to :func:`gpusession.core.safefile.link_refused`.
 
     Raises:
-        BadInput: naming the file and what it is (``a FIFO (named pipe)``).
+        BadInput: naming the file and what it is (:func:`not_plain`).
     """
     try:
         mode = os.lstat(path).st_mode
@@ -109,9 +126,44 @@ def refuse_special(path: Path) -> None:
         return
     if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
         return
-    kind = "a folder" if stat.S_ISDIR(mode) else _kind_of(mode)
-    raise BadInput(f"is {kind}, not a regular file; gpusession reads a session's files only when "
-                   "they are plain files (remove it; nothing was read)", path=path)
+    raise not_plain(path, mode)
+
+
+def read_plain(path: Path, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` when it is a plain file, never waiting (issue 14).
+
+    The file is opened without waiting (``O_NONBLOCK``: a FIFO would block the open until
+    a writer came) and refused unless it is a regular file, before anything is read: a
+    FIFO or a device (``/dev/zero``) never ends. A link is followed (its callers refuse
+    links where a link matters). Used by the readers of a session's files (the TOML
+    reader, ``summary.json``, the journal in ``gpusession status``), so that no caller
+    can forget.
+
+    Args:
+        path: the file.
+        max_bytes: read at most this many bytes (``None``: all); a caller that gets
+            ``max_bytes`` back knows the file may be longer.
+
+    Raises:
+        OSError: missing or unreadable (the caller words it, or ignores it).
+        BadInput: a folder, FIFO, device or socket (:func:`not_plain`).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise not_plain(Path(path), mode)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        if max_bytes is None:
+            return fh.readall()
+        out = bytearray()
+        while len(out) < max_bytes and (chunk := fh.read(min(_CHUNK_BYTES, max_bytes - len(out)))):
+            out += chunk
+        return bytes(out)
 
 
 def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = None) -> bytes:

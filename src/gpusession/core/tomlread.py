@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.errors import BadInput
+from gpusession.core.textio import read_plain, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,17 +41,18 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
         The parsed document.
 
     Raises:
-        BadInput: unreadable, not UTF-8, a syntax error (with its line), a missing or
-            newer ``schema`` (refused: written by a newer gpusession), a missing key.
+        BadInput: unreadable, not a plain file (a FIFO, a device, a folder: refused
+            without waiting, :func:`gpusession.core.textio.not_plain`), not UTF-8, a
+            syntax error (with its line), a missing or newer ``schema`` (refused:
+            written by a newer gpusession), a missing key.
     """
     path = Path(path)
     # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
-    # rather than let it be reported as a syntax error on line 1.
-    try:  # the common case without textio (``status`` runs every few seconds)
-        text = path.read_bytes().removeprefix(_BOM).decode("utf-8")
+    # rather than let it be reported as a syntax error on line 1. A FIFO, a device or a
+    # folder is refused before anything is read: never waited on (issue 14).
+    try:
+        text = read_plain(path).removeprefix(_BOM).decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        from gpusession.core.textio import read_text
-
         text = read_text(path, must="TOML files must be UTF-8").text  # the one-line error
     try:
         doc = tomllib.loads(text)
