@@ -161,7 +161,7 @@ def test_s7_a_crashed_session_on_a_read_only_disk_still_shows(
     monkeypatch.setattr(os, "open", real_os_open)
     out, err = capsys.readouterr()
     assert rc == 0, err
-    assert "runs      0 rows" in out
+    assert "results   0 rows" in out
     assert digest(s.folder) == before
     Session.open(sessions_root, "t")  # writable again: recovered now
     assert len(s.results.rows()) == 1

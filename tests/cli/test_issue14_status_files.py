@@ -166,7 +166,7 @@ def test_issue14_status_trusts_a_summary_that_describes_the_csv(
 
     monkeypatch.setattr(results, "check_rows", not_again)
     code, out, err = cli(capsys, sessions_root, "status", measured_session.name)
-    assert code == 0 and " runs · " in out, err
+    assert code == 0 and " result rows · " in out, err
 
 
 @pytest.mark.parametrize("tmux", [False, True])

@@ -47,7 +47,7 @@ def test_status_warnings_on_a_fake_clock(session, before_end: timedelta, verifie
     else:
         assert line.startswith(plain)
         assert tmux is not None and f"#[fg=colour231,bg=colour160,bold] {tmux} #[default]" in bar
-    assert "visuals-test-01" in line and "0 runs" in line and "0 accepted corpora" in line
+    assert "visuals-test-01" in line and "0 result rows" in line and "0 accepted corpora" in line
     if before_end > timedelta(0):
         assert ("23h 00m left" if before_end == timedelta(hours=23) else "left") in line
     else:
@@ -68,7 +68,7 @@ def test_status_cli_line_without_name_is_most_recent(sessions_root: Path, new_se
     code, out, _ = cli(capsys, sessions_root, "status")
     assert code == 0
     assert out.startswith("WARNING: less than 2 h left, copy home not verified")
-    assert re.search(r"· recent · 1h (29|30)m left · 0 runs", out)  # read by the real clock
+    assert re.search(r"· recent · 1h (29|30)m left · 0 result rows", out)  # read by the real clock
     code, out, _ = cli(capsys, sessions_root, "status", "older", "--format", "tmux")
     assert out.startswith("#[fg=colour231,bg=colour160,bold] package ended #[default] older ended ")
     code, out, err = cli(capsys, sessions_root, "status", "nope")
@@ -146,7 +146,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     doc = json.loads((sessions_root / "vis" / "summary.json").read_text())
     assert doc["rows"] == 2 and len(doc["accepted_revisions"]) == 1
     line = run_cli("status", "vis").stdout
-    assert "vis · " in line and " · 2 runs · 1 accepted corpus · copy home not verified" in line
+    assert "vis · " in line and " · 2 result rows · 1 accepted corpus · copy home not verified" in line
 
 
 # -- issue 14 item 1: `status` refuses what `show` refuses, with the same line ----------
@@ -205,11 +205,11 @@ def test_issue14_status_says_unfinished_runs_until_opened(sessions_root: Path,
                              "variant_id": "v1", "phase": "warm", "run_index": 0}) + "\n")
     code, out, _ = cli(capsys, sessions_root, "status", "s1")
     assert code == 0
-    assert " · 0 runs · 1 unfinished run(s): open the session to record them · " in out
+    assert " · 0 result rows · 1 unfinished run(s): open the session to record them · " in out
     assert " 0r 1 unfinished " in cli(capsys, sessions_root, "status", "s1", "--format", "tmux")[1]
     assert cli(capsys, sessions_root, "show", "s1")[0] == 0  # opening records the incident row
     code, out, _ = cli(capsys, sessions_root, "status", "s1")
-    assert " · 1 run · " in out and "unfinished" not in out
+    assert " · 1 result row · " in out and "unfinished" not in out
 
 
 # -- issue 14 item 3: a package that starts later -----------------------------------------
@@ -225,7 +225,7 @@ def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
     assert cli(capsys, sessions_root, "new", "future", "--days", "3", "--start", start)[0] == 0
     words = "starts in 5d 00h; 3d 00h 00m once started"
     code, out, _ = cli(capsys, sessions_root, "status", "future")
-    assert code == 0 and f"future · {words} · 0 runs" in out
+    assert code == 0 and f"future · {words} · 0 result rows" in out
     assert "8d" not in out and "WARNING" not in out
     code, out, _ = cli(capsys, sessions_root, "show", "future")
     assert f"time left {words}\n" in out
@@ -245,7 +245,7 @@ def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
     assert cli(capsys, sessions_root, "new", "now", "--days", "7")[0] == 0
     assert cli(capsys, sessions_root, "new", "future", "--days", "3", "--start", start)[0] == 0
     words = "starts in 5d 00h; 3d 00h 00m once started"
-    assert f"future · {words} · 0 runs" in cli(capsys, sessions_root, "status", "future")[1]
+    assert f"future · {words} · 0 result rows" in cli(capsys, sessions_root, "status", "future")[1]
     code, out, _ = cli(capsys, sessions_root, "list")
     assert code == 0
     lines = {line.split()[0]: line for line in out.splitlines()}

@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_new)
 
     p = sub.add_parser(
-        "list", help="list sessions (name, GPU, package window, runs, accepted)",
+        "list", help="list sessions (name, GPU, package window, result rows, accepted)",
         description="Every session under the sessions root, most recent first; a session "
         "that does not open is listed with the reason.",
     )
@@ -291,7 +291,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     # starts later says "starts in …", never a time left counted from now).
     windows = {r.name: _list_window(r.package) for r in rows if not r.error}
     width = max([30, *map(len, windows.values())])
-    print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<{width}} {'RUNS':>5} {'ACCEPTED':>8}")
+    print(f"{'NAME':<24} {'GPU':<14} {'PACKAGE':<{width}} {'ROWS':>5} {'ACCEPTED':>8}")
     for r in rows:
         if r.link_target is not None:
             print(f"{r.name:<24} (link, not opened): a symbolic link to {r.link_target}")
@@ -350,7 +350,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
     if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")
-    print(f"runs      {data['runs']} rows in resultats-bruts.csv")
+    print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
     if busy := running_words(s.folder):  # issue 12: a detached run, followed
         print(f"running   {busy}")
     n_acc = data['accepted_unique_corpora']

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 FORMATS = ("plain", "tmux")
-HELP = "one short line: session, time left, runs, accepted corpora, copy home verified"
+HELP = "one short line: session, time left, result rows, accepted corpora, copy home verified"
 DESCRIPTION = (
-    "One line for a glance or for tmux: session, package time left, runs, distinct "
+    "One line for a glance or for tmux: session, package time left, result rows (loads, runs, incidents), distinct "
     "accepted corpora, and whether the copy home is verified; warns 24 h and 2 h before "
     "the package ends while the copy is not verified, and says when the package ended. "
     "Without NAME: the most recently used session. Sessions folder: --sessions-dir, else "

@@ -378,12 +378,16 @@ class SessionStatus:
     unfinished: int = 0
 
     def line(self) -> str:
-        """One short line: ``demo · 3d 02h left · 18 runs · 1 accepted corpus · copy home not verified``."""
+        """One short line: ``demo · 3d 02h left · 22 result rows · 1 accepted corpus · copy home not verified``.
+
+        Rows, not runs: the results CSV holds a row per load too, and per incident (the
+        Run pane's "18 of 18 runs done" counts the timed cold and warm runs only).
+        """
         acc = self.counts.accepted_unique_corpora
         parts = [
             self.name,
             self.time_left_words,
-            f"{self.counts.rows} run{'s' if self.counts.rows != 1 else ''}",
+            f"{self.counts.rows} result row{'s' if self.counts.rows != 1 else ''}",
             f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
         ]
         if self.unfinished:
