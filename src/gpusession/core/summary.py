@@ -11,7 +11,7 @@ deliverable (seed 000 §5). The validation issue may refine the package-period f
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -266,10 +266,23 @@ def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         ``{experiment id → "2 of 10 runs done, the run did not finish"}``; a run still
         going (no such incident yet) is not in it.
     """
-    records = list(records)
+    return {exp_id: words for exp_id, (words, _) in _unfinished(list(records)).items()}
+
+
+def unfinished_groups(records: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[tuple[str, str]]]:
+    """The groups each unfinished run left unfinished (issue 6).
+
+    Returns:
+        Per experiment of :func:`unfinished_runs`, the ``(variant, phase)`` groups that its
+        newest run scheduled and did not finish (a group measured in full is not one).
+    """
+    return {exp_id: groups for exp_id, (_, groups) in _unfinished(list(records)).items()}
+
+
+def _unfinished(records: list[Mapping[str, Any]]) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
     said = {r.get("experiment_id") for r in records
             if r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND}
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
     for exp_id in said:
         start = next((i for i in range(len(records) - 1, -1, -1)
                       if records[i].get("event") == "experiment_started"
@@ -282,10 +295,13 @@ def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if not any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
                    and r.get("experiment_id") == exp_id for r in after):
             continue  # said of an earlier invocation; this one may be running
-        done = sum(1 for r in after if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id)
+        finished = {(r.get("phase"), r.get("variant_id"), r.get("run_index")) for r in after
+                    if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id}
         runs = records[start].get("runs")
-        scheduled = len(runs) if isinstance(runs, list) else 0
-        out[str(exp_id)] = f"{done} of {scheduled} runs done, the run did not finish"
+        scheduled = [str(k).split(":") for k in runs] if isinstance(runs, list) else []
+        missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
+            k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
+        out[str(exp_id)] = (f"{len(finished)} of {len(scheduled)} runs done, the run did not finish", missing)
     return out
 
 
@@ -294,7 +310,8 @@ def _key_of(row: Mapping[str, Any]) -> str:
 
 
 def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
-                 unfinished: Mapping[str, str] | None = None) -> list[SummaryRow]:
+                 unfinished: Mapping[str, str] | None = None,
+                 unfinished_in: Mapping[str, frozenset[tuple[str, str]]] | None = None) -> list[SummaryRow]:
     """The summary table of ``frame``: timing, quality and verdicts per group (R6, R7, V6).
 
     Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
@@ -307,6 +324,10 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
         attempts: ``{run key → attempt}`` from :func:`failed_attempts`; ``None`` = none.
         unfinished: ``{experiment id → words}`` from :func:`unfinished_runs`: the outcome
             of that experiment's timed rows says its run did not finish (issue 6).
+        unfinished_in: ``{experiment id → (variant, phase) groups}`` from
+            :func:`unfinished_groups`: only those groups, and the experiment's loads, say
+            it (a variant measured in full reads "all measured"); every group of the
+            experiment when none of those has a row. ``None``: every group.
 
     Returns:
         The rows of the table, in display order.
@@ -353,6 +374,12 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             unfinished=None if validation or r["_attempt"] is not None
             else (unfinished or {}).get(str(r["experiment_id"])),
         ))
+    if unfinished_in is not None:  # the words on the groups the run left unfinished (and its loads)
+        tagged = {str(s.experiment_id) for s in out if s.unfinished and (
+            (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset()))}
+        out = [s if not s.unfinished or str(s.experiment_id) not in tagged or s.phase == "load"
+               or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
+               else replace(s, unfinished=None) for s in out]
     out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
                             str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
     return out
@@ -374,4 +401,4 @@ def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[Sum
     """
     rows = session.results.read() if frame is None else frame
     records = session.read_journal()
-    return summary_rows(rows, failed_attempts(records), unfinished_runs(records))
+    return summary_rows(rows, failed_attempts(records), unfinished_runs(records), unfinished_groups(records))
