@@ -36,3 +36,29 @@ def test_s7_issue6_unfinished_words_only_on_the_groups_the_killed_run_left(sessi
     assert words[("batch-1", "warm")] == "all measured"  # measured in full, in both runs
     assert words[("batch-8", "warm")] == said  # batch-16 has no row: batch-8 and the loads say it
     assert words[("all variants", "load")] == said
+
+
+def test_s7_issue6_a_run_stopped_by_a_hang_up_says_so_on_what_it_left(session: Session) -> None:
+    """SIGHUP after 1 of 3 runs: an ended but incomplete run; its rows say it stopped early."""
+    s = session
+    s.journal("experiment_started", experiment_id="e", runs=["warm:batch-1:1", "warm:batch-4:1", "warm:batch-16:1"])
+    _finished(s, "batch-1", 1)
+    s.results.append(ResultRow(experiment_id="e", variant_id="batch-4", phase="warm", run_index=1,
+                               notes="incident: interrupted by SIGHUP"))  # its row, no run_finished
+    s.journal("experiment_incomplete", experiment_id="e", runs_done=1, runs_scheduled=3, cancelled=False)
+    words = {(r.variant_words(), r.phase): r.outcome_words() for r in session_summary(s)}
+    assert words[("batch-1", "warm")] == "all measured"
+    assert words[("batch-4", "warm")].endswith("1 of 3 runs done, the run stopped before the end")
+    # the runner records the cut run as finished (failed): only batch-16 is left, with no
+    # row; the loads say it, never batch-1 measured in full
+    s.journal("run_finished", run_key="e:warm:batch-4:1", experiment_id="e", variant_id="batch-4",
+              phase="warm", run_index=1, ok=False)
+    s.results.append(ResultRow(experiment_id="e", variant_id="all", phase="load", run_index=1, elapsed_seconds=2.0))
+    words = {(r.variant_words(), r.phase): r.outcome_words() for r in session_summary(s)}
+    assert words[("batch-1", "warm")] == "all measured"
+    assert words[("all variants", "load")] == "2 of 3 runs done, the run stopped before the end"
+    s.journal("experiment_started", experiment_id="e", runs=["warm:batch-1:2"])
+    _finished(s, "batch-1", 2)
+    s.journal("experiment_incomplete", experiment_id="e", runs_done=1, runs_scheduled=1, cancelled=True)
+    # every run it scheduled ran (a cancel after the last): nothing left to say
+    assert all(r.outcome_words() != "" and "runs done" not in r.outcome_words() for r in session_summary(s))

@@ -252,19 +252,23 @@ _END_EVENTS = ("experiment_finished", "experiment_incomplete")
 
 
 def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Experiments whose newest run never ended, in words (issue 6).
+    """Experiments whose newest run did not run all it scheduled, in words (issue 6).
 
     Read from the journal as dicts, the way :func:`gpusession.core.journal.run_progress`
     reads it typed (this module imports no other of gpusession: the events' words import
-    it): the newest ``experiment_started`` of the experiment, no end record after it, and
-    the :data:`UNFINISHED_KIND` incident crash recovery recorded after it.
+    it): the newest ``experiment_started`` of the experiment, then either no end record
+    after it and the :data:`UNFINISHED_KIND` incident crash recovery recorded after it
+    ("the run did not finish"), or an ``experiment_incomplete`` end with scheduled runs
+    left ("the run was cancelled" / "the run stopped before the end": a hang-up, a
+    SIGTERM).
 
     Args:
         records: journal records as dicts (``Session.read_journal()``).
 
     Returns:
         ``{experiment id → "2 of 10 runs done, the run did not finish"}``; a run still
-        going (no such incident yet) is not in it.
+        going (no end, no such incident yet) and a run that ran all it scheduled are
+        not in it.
     """
     return {exp_id: words for exp_id, (words, _) in _unfinished(list(records)).items()}
 
@@ -280,28 +284,33 @@ def unfinished_groups(records: Iterable[Mapping[str, Any]]) -> dict[str, frozens
 
 
 def _unfinished(records: list[Mapping[str, Any]]) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
-    said = {r.get("experiment_id") for r in records
-            if r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND}
+    newest: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if r.get("event") == "experiment_started" and r.get("experiment_id") is not None:
+            newest[str(r.get("experiment_id"))] = i
     out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
-    for exp_id in said:
-        start = next((i for i in range(len(records) - 1, -1, -1)
-                      if records[i].get("event") == "experiment_started"
-                      and records[i].get("experiment_id") == exp_id), None)
-        if start is None:
-            continue
+    for exp_id, start in newest.items():
         after = records[start + 1:]
-        if any(r.get("event") in _END_EVENTS and r.get("experiment_id") in (None, exp_id) for r in after):
-            continue
-        if not any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
-                   and r.get("experiment_id") == exp_id for r in after):
-            continue  # said of an earlier invocation; this one may be running
+        end = next((r for r in after if r.get("event") in _END_EVENTS
+                    and r.get("experiment_id") in (None, exp_id)), None)
+        if end is not None:  # ended: said when it stopped before its scheduled runs were done
+            if end.get("event") != "experiment_incomplete":
+                continue
+            how = "the run was cancelled" if end.get("cancelled") else "the run stopped before the end"
+        elif any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
+                 and r.get("experiment_id") == exp_id for r in after):
+            how = "the run did not finish"  # recovery said so: its process was killed
+        else:
+            continue  # still running, or killed and not recovered yet
         finished = {(r.get("phase"), r.get("variant_id"), r.get("run_index")) for r in after
                     if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id}
         runs = records[start].get("runs")
         scheduled = [str(k).split(":") for k in runs] if isinstance(runs, list) else []
         missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
             k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
-        out[str(exp_id)] = (f"{len(finished)} of {len(scheduled)} runs done, the run did not finish", missing)
+        if end is not None and not missing:
+            continue  # every scheduled run has its row
+        out[exp_id] = (f"{len(finished)} of {len(scheduled)} runs done, {how}", missing)
     return out
 
 
@@ -325,8 +334,8 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
         unfinished: ``{experiment id → words}`` from :func:`unfinished_runs`: the outcome
             of that experiment's timed rows says its run did not finish (issue 6).
         unfinished_in: ``{experiment id → (variant, phase) groups}`` from
-            :func:`unfinished_groups`: only those groups, and the experiment's loads, say
-            it (a variant measured in full reads "all measured"); every group of the
+            :func:`unfinished_groups`: only those groups and the experiment's loads say it
+            (a variant measured in full reads "all measured"); every group of the
             experiment when none of those has a row. ``None``: every group.
 
     Returns:
@@ -374,11 +383,13 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             unfinished=None if validation or r["_attempt"] is not None
             else (unfinished or {}).get(str(r["experiment_id"])),
         ))
-    if unfinished_in is not None:  # the words on the groups the run left unfinished (and its loads)
-        tagged = {str(s.experiment_id) for s in out if s.unfinished and (
-            (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset()))}
-        out = [s if not s.unfinished or str(s.experiment_id) not in tagged or s.phase == "load"
-               or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
+    if unfinished_in is not None:  # the words on the groups the run left unfinished, and its loads
+
+        def says(s: SummaryRow) -> bool:
+            return s.phase == "load" or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
+
+        tagged = {str(s.experiment_id) for s in out if s.unfinished and says(s)}
+        out = [s if not s.unfinished or str(s.experiment_id) not in tagged or says(s)
                else replace(s, unfinished=None) for s in out]
     out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
                             str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
