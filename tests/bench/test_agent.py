@@ -201,7 +201,7 @@ def test_issue13_agent_ends_after_its_runner_was_killed_and_claims_no_success(
     spec = session.runs_dir / exp.id / ".worker-cold-batch-8-2.json"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text("{}")
-    wait_for(lambda: any("cold-batch-8-2: this node's torchrun exited 0" in x for x in said), timeout_s=10)
+    wait_for(lambda: any("cold-batch-8-2: this node's torchrun exited with code 0" in x for x in said), timeout_s=10)
     time.sleep(0.3)
     assert thread.is_alive()  # the runner was killed: its lock and spec stay, no end record
     # `gpusession show` on the runner's node recovers: the incident, the spec and the lock removed
@@ -213,7 +213,7 @@ def test_issue13_agent_ends_after_its_runner_was_killed_and_claims_no_success(
     out = result[0]
     assert out.groups == [("cold-batch-8-2", 0)] and out.run_end == "did_not_finish" and out.interrupted is None
     assert not any("ended: exit 0" in x for x in said)
-    assert ("group cold-batch-8-2: this node's torchrun exited 0; the runner's record says how the group ended"
+    assert ("group cold-batch-8-2: this node's torchrun exited with code 0; the runner's record says how the group ended"
             in said)
     assert said[-1].startswith("agent for experiment nodes: the run did not finish")
     assert said[-1].endswith("joined 1 group(s)")

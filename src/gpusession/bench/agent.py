@@ -338,16 +338,13 @@ class Agent:
 
 
 def exit_words(code: int) -> str:
-    """This node's torchrun exit in words: ``"this node's torchrun exited 0"``, ``"… was ended by SIGKILL"``."""
-    if code < 0:
-        import signal
+    """This node's torchrun exit in words (:func:`gpusession.bench.process.describe_exit`).
 
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"this node's torchrun was ended by {name}"
-    return f"this node's torchrun exited {code}"
+    Example: ``"this node's torchrun exited with code 0"``, ``"… killed by signal SIGKILL (9)"``.
+    """
+    from gpusession.bench.process import describe_exit
+
+    return f"this node's torchrun {describe_exit(code)}"
 
 
 __all__ = ["POLL_S", "RUNNER_GONE_GRACE_S", "RUN_END_WORDS", "SPEC_GONE_GRACE_S", "Agent", "AgentOutcome",
