@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.errors import BadInput
-from gpusession.core.safefile import link_refused, open_append, open_private
-from gpusession.core.textio import decode_strict, read_plain, refuse_special
+from gpusession.core.safefile import link_refused, open_append, open_private, refuse_link_or_special
+from gpusession.core.textio import decode_strict, read_plain
 
 if TYPE_CHECKING:
     import polars as pl
@@ -393,9 +393,7 @@ class ResultsFile:
                 waited on, issue 14), not UTF-8, or a header that is not the 38 seed
                 columns.
         """
-        if self.path.is_symlink():
-            raise link_refused(self.path)
-        refuse_special(self.path)
+        refuse_link_or_special(self.path)
         if not self.exists():
             return
         with open(self.path, "rb") as fh:

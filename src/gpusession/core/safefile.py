@@ -45,6 +45,23 @@ def link_refused(path: Path | str) -> BadInput:
     )
 
 
+def refuse_link_or_special(path: Path | str) -> None:
+    """Refuse a session file that is a symbolic link, a FIFO, a device or a folder.
+
+    The one check of the files every command reads (``resultats-bruts.csv``,
+    ``journal.jsonl``): never read through a link (:func:`link_refused`), never waited on
+    (:func:`gpusession.core.textio.refuse_special`); a missing file passes (issues 12, 14).
+
+    Raises:
+        BadInput: naming the file and what it is.
+    """
+    from gpusession.core.textio import refuse_special
+
+    if os.path.islink(path):
+        raise link_refused(path)
+    refuse_special(Path(path))
+
+
 def _folder_refused(path: Path) -> BadInput:
     return BadInput("expected a folder here; nothing was written", path=path)
 
@@ -303,5 +320,5 @@ def check_writable(path: Path | str, *, folder: bool = False) -> None:
 
 __all__ = [
     "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "make_private_dir", "open_append",
-    "open_private", "private_dir_mode", "write_private_bytes",
+    "open_private", "private_dir_mode", "refuse_link_or_special", "write_private_bytes",
 ]

@@ -33,9 +33,8 @@ from gpusession.core.errors import BadInput, Failure
 from gpusession.core.journal import JOURNAL, RUN_LOCK
 from gpusession.core.package import Package, check_time_range
 from gpusession.core.results import ResultsFile
-from gpusession.core.safefile import DIR_MODE, link_refused, private_dir_mode
+from gpusession.core.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
-from gpusession.core.textio import refuse_special
 from gpusession.core.tomlio import is_tmp_name, read_toml, write_toml
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -518,10 +517,8 @@ class Session:
             raise linked_session(folder)
         if not folder.is_dir():
             raise BadInput(f"no session {name!r} in {root}", path=folder)
-        for own in (RESULTS_CSV, JOURNAL):  # read by recovery and every pane: never a FIFO,
-            if (folder / own).is_symlink():  # nor through a link (as `gpusession status`)
-                raise link_refused(folder / own)
-            refuse_special(folder / own)
+        for own in (RESULTS_CSV, JOURNAL):  # read by recovery and every pane (as `gpusession status`)
+            refuse_link_or_special(folder / own)
         data, hidden = _read_session_toml(folder / SESSION_TOML)
         created = data.get("created_at")
         if not isinstance(created, datetime) or created.tzinfo is None:

@@ -424,7 +424,7 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     (``gpusession show``), in their order, without their imports (``status`` runs every
     few seconds; polars is never imported): a results CSV or journal that is a symbolic
     link (:func:`gpusession.core.safefile.link_refused`), a FIFO, a device or a folder
-    (:func:`gpusession.core.textio.refuse_special`: never waited on); ``session.toml``
+    (:func:`gpusession.core.safefile.refuse_link_or_special`: never waited on); ``session.toml``
     read by :func:`gpusession.core.tomlread.read_toml` (a plain file, syntax,
     ``schema = 1``, required keys) and checked against
     :data:`gpusession.core.schema.SESSION`, its ``created_at`` and ``[package]``;
@@ -447,9 +447,8 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
         BadInput: the first problem, worded as ``gpusession show`` words it.
     """
     from gpusession.core.package import check_time_range
-    from gpusession.core.safefile import link_refused
+    from gpusession.core.safefile import refuse_link_or_special
     from gpusession.core.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
-    from gpusession.core.textio import refuse_special
     from gpusession.core.tomlread import read_toml
 
     def checked(path: Path, spec: Spec, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -457,10 +456,8 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
         check_types(doc, spec, path=path)
         return doc
 
-    for name in (RESULTS_CSV, JOURNAL):  # first, as Session.open
-        if (folder / name).is_symlink():
-            raise link_refused(folder / name)
-        refuse_special(folder / name)  # a FIFO would wait forever, as in `show`
+    for name in (RESULTS_CSV, JOURNAL):  # first, as Session.open: a FIFO would wait forever
+        refuse_link_or_special(folder / name)
     path = folder / "session.toml"
     doc = checked(path, SESSION, ("name", "created_at"))
     created = doc.get("created_at")
@@ -496,11 +493,10 @@ def _checked_counts(folder: Path) -> Counts:
         return Counts(saved[0], saved[1], size)
     from gpusession.core.results import ResultsFile
 
-    results = ResultsFile(csv_path)
-    results.check()  # the header first, as Session.open
+    results = ResultsFile(csv_path)  # a link or a FIFO was refused above
     if not results.exists():
         return Counts(0, frozenset(), 0)
-    raw, text = results.checked_text()  # every row, as reading the results does (stdlib)
+    raw, text = results.checked_text()  # header and every row, read once, as `show` reads them (stdlib)
     return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
 
 
