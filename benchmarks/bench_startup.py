@@ -74,7 +74,7 @@ _textual_app.App._display = _probe
 """
 
 CHILD_FIRST_FRAME = CHILD_PROBE + r"""
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 from gpusession.ui.app import build_app
 
 root, name = sys.argv[1], sys.argv[2]
@@ -136,7 +136,7 @@ SixTabs().run(headless=True, size=(80, 24))
 
 CHILD_IDLE_CPU = r"""
 import resource, sys, time
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 from gpusession.ui.app import build_app
 
 root, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -255,7 +255,7 @@ def main() -> int:
         if args.quick:
             return 0
         parts = {m: statistics.median(time_import_textual(m) for _ in range(args.runs))
-                 for m in ("textual.app", "polars", "gpusession.core.session", "gpusession.ui.app")}
+                 for m in ("textual.app", "polars", "gpusession.core.folder.session", "gpusession.ui.app")}
         print("where the start-up goes (median process time of `python -c 'import X'`): "
               + ", ".join(f"{m} {t:.3f} s" for m, t in parts.items()))
         if args.no_idle:

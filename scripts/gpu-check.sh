@@ -125,9 +125,10 @@ echo "== 4. a 1-GPU torchrun group (--nproc-per-node 1)" | tee -a "$LOGDIR/summa
 timeout 120 "$PY" - <<'PYEOF' 2>&1 | tail -n 25 | tee -a "$LOGDIR/summary.txt"
 import csv, sys, tempfile, time
 from pathlib import Path
-from gpusession.bench.plan import Experiment, define_experiment
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
 from gpusession.bench.runner import Runner
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 
 root = Path(tempfile.mkdtemp())
 s = Session.create(root, "ranks")

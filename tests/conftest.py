@@ -24,7 +24,7 @@ import pytest
 from helpers import SESSION_START, NewSession
 
 if TYPE_CHECKING:
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,8 +108,8 @@ def new_session(sessions_root: Path) -> NewSession:
     The package defaults to one lot of RTX A5000 for 7 days from ``helpers.SESSION_START``;
     pass ``package=None`` for a session whose package is not set yet.
     """
-    from gpusession.core.package import Package
-    from gpusession.core.session import Session
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
 
     def make(name: str = "visuals-test-01", package: Any = _DEFAULT_PACKAGE) -> Session:
         if package is _DEFAULT_PACKAGE:
@@ -144,7 +144,7 @@ def busy_session(measured_session: Session) -> Session:
     """``measured_session`` with an order, a payment order and a payment-sent event."""
     from datetime import timedelta
 
-    from gpusession.core import order
+    from gpusession.core.money import order
     from gpusession.testing import FIXED_NOW
 
     s = measured_session

@@ -170,7 +170,7 @@ class RefusedLoad(Echo):
     """Echo whose load refuses its settings with the project's BadInput (issue 15)."""
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
-        from gpusession.core.errors import BadInput
+        from gpusession.core.files.errors import BadInput
 
         raise BadInput("model_dir does not exist", field="params.model_dir")
 

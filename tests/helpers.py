@@ -20,7 +20,7 @@ import pytest
 if TYPE_CHECKING:
     from subprocess import CompletedProcess
 
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
 #: Start of the package of the ``session`` fixture: fixed, so dates in assertions do not move.
 SESSION_START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
@@ -118,11 +118,12 @@ def rank_experiment(session: Session, exp_id: str, **kw: object) -> object:
 
     Defaults: batch 2 and 4, one warm run each, no warm-up, no cold run, accuracy ≥ 0.9 over
     classes a/b, on the CPU, 120 s run timeout; ``kw`` overrides any field of
-    :class:`gpusession.bench.plan.Experiment` (``gpus``, ``nodes``, ``rendezvous``…).
+    :class:`gpusession.core.experiment.plan.Experiment` (``gpus``, ``nodes``, ``rendezvous``…).
     """
     from fake_workloads import write_corpus
 
-    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=9, words=3)
     base: dict[str, object] = dict(

@@ -1,6 +1,6 @@
 """One place per job (issue 10, item 6): a session's cost inputs (package, rates,
 distinct accepted corpora; K1, K3, K4, K7) are assembled only by
-:func:`gpusession.core.cost.session_cost_inputs`, and its four callers go through it:
+:func:`gpusession.core.money.cost.session_cost_inputs`, and its four callers go through it:
 ``gpusession cost --session``, the Cost pane, the runner's per-row package total
 (:mod:`gpusession.bench.run_validation`) and the report.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gpusession.core import cost
+from gpusession.core.money import cost
 from gpusession.testing import FIXED_NOW
 
 
@@ -61,11 +61,11 @@ def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str]
 
 
 def test_k4_report_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
-    from gpusession.core.report import render_report
+    from gpusession.core.retrieval.report import render_report
 
     text = render_report(measured_session, now=FIXED_NOW)
     assert "Distinct accepted corpora" in text
-    assert _called_from(spy, "gpusession/core/report.py"), spy
+    assert _called_from(spy, "gpusession/core/retrieval/report.py"), spy
 
 
 def test_k4_session_cost_inputs_counts_distinct_accepted_corpora(measured_session: Any) -> None:

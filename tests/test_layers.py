@@ -11,8 +11,8 @@ import pytest
 @pytest.mark.parametrize(
     "module",
     [
-        "gpusession.core.session",
-        "gpusession.core.results",
+        "gpusession.core.folder.session",
+        "gpusession.core.records.results",
         "gpusession.cli",
     ],
 )
@@ -21,8 +21,11 @@ def test_core_and_cli_import_neither_textual_nor_torch(module: str) -> None:
         "import importlib, pkgutil, sys\n"
         f"importlib.import_module({module!r})\n"
         "import gpusession.core as c\n"
-        "for m in pkgutil.iter_modules(c.__path__):\n"
-        "    importlib.import_module('gpusession.core.' + m.name)\n"
+        "n = 0\n"
+        "for m in pkgutil.walk_packages(c.__path__, 'gpusession.core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "    n += 1\n"
+        "assert n > 40, n  # every room and its modules, not the top floor only\n"
         "import gpusession.cli as cli\n"
         "cli.build_parser()\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'torch'))\n"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from gpusession import __version__
-from gpusession.core.errors import GpusessionError
+from gpusession.core.files.errors import GpusessionError
 
 
 class _Parser(argparse.ArgumentParser):

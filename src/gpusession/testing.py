@@ -7,7 +7,7 @@ because ``benchmarks/bench_startup.py`` builds its session with :func:`make_sess
 Who calls it: the UI tests and snapshot apps (``build_app(..., clock=FakeClock(...),
 nvml=FakeNvml(...), host_memory=fixed_host_memory)``) and ``benchmarks/bench_startup.py``.
 :class:`FakeNvml` has the pynvml surface that
-:func:`gpusession.core.environment.read_nvml` uses, so the real reader runs on it.
+:func:`gpusession.core.gpu.environment.read_nvml` uses, so the real reader runs on it.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class FakeNvml:
 
 def fixed_host_memory() -> Any:
     """A fixed host reading (64 GiB RAM, 20 GiB used, 8 GiB swap, 48 GiB cgroup limit)."""
-    from gpusession.core.environment import HostMemory
+    from gpusession.core.gpu.environment import HostMemory
 
     return HostMemory(
         total_bytes=64 * GIB,
@@ -227,9 +227,10 @@ class FakeRunner:
     def run(self) -> FakeOutcome:
         import time
 
-        from gpusession.bench.plan import get_experiment, schedule
         from gpusession.core.events import Finished, Progress, RowAppended
-        from gpusession.core.results import ResultRow
+        from gpusession.core.experiment.plan import schedule
+        from gpusession.core.folder.experiments import get_experiment
+        from gpusession.core.records.results import ResultRow
 
         exp = get_experiment(self.session, self.experiment_id)
         runs = schedule(exp)
@@ -278,12 +279,13 @@ def make_session(
     Deterministic (fixed dates) so snapshots do not move. The experiment is batch
     1/4/8, ``runs`` measured runs per variant, 2 warm-up, interleaved, scope processing.
     """
-    from gpusession.core.package import Package
-    from gpusession.core.session import Session
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
 
     s = Session.create(root, name, package=Package("RTX A5000", 1, 7, FIXED_START), now=FIXED_START)
     if experiment:
-        from gpusession.bench.plan import Experiment, define_experiment
+        from gpusession.core.experiment.plan import Experiment
+        from gpusession.core.folder.experiments import define_experiment
 
         define_experiment(
             s,

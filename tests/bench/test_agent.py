@@ -22,17 +22,18 @@ from helpers import processes_naming, rank_experiment, wait_for
 
 from gpusession.bench import agent as agent_mod
 from gpusession.bench.agent import Agent, AgentOutcome, pending_specs, run_end
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.core import journal
-from gpusession.core.errors import BadInput
 from gpusession.core.events.records import (
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
     IncidentRecord,
 )
-from gpusession.core.session import Session
-from gpusession.core.summary import UNFINISHED_KIND
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder import journal
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
+from gpusession.core.records.summary import UNFINISHED_KIND
 
 
 def _free_port() -> int:

@@ -11,11 +11,12 @@ import pytest
 
 pytest.importorskip("torch", reason="torch not installed")
 
-from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner
 from gpusession.bench.workloads.synthetic_mlp import expected_memory
-from gpusession.core.package import Package
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.package import Package
+from gpusession.core.folder.session import Session
 
 
 def _mlp(session: Session, device: str, **kw: Any) -> Experiment:

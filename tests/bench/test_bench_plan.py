@@ -6,18 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.bench.plan import (
+from gpusession.core.experiment.plan import (
     Experiment,
-    define_experiment,
     draw_warm_order,
-    get_experiment,
-    load_experiments,
     schedule,
     workers_of,
 )
-from gpusession.core.errors import BadInput
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.experiments import define_experiment, get_experiment, load_experiments
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.01}
 
@@ -127,7 +125,7 @@ def test_r5_run_indexes_continue_after_earlier_invocations() -> None:
 
 
 def test_bad_experiment_settings_are_refused_with_field() -> None:
-    from gpusession.bench.plan import check
+    from gpusession.core.experiment.plan import check
 
     with pytest.raises(BadInput, match="experiments.x.values"):
         check(_exp(id="x", values=(1, 1)))

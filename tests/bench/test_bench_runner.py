@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from fake_workloads import TESTS_DIR, with_tests_on_path, write_corpus
 
-from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner, describe_exit
 from gpusession.core.events import Finished, RowAppended, RunnerEvent, WorkerStarted
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
 
@@ -104,7 +105,7 @@ def test_h03_warmup_uses_exactly_the_measured_shapes(sessions_root: Path, sessio
     assert env["float32_matmul_precision"] in ("highest", "high", "medium")
     assert env["grad_enabled"] in (True, False) and "cuda_device_order" in env
     assert "pytorch_cuda_alloc_conf" in env and "hip_visible_devices" in env
-    from gpusession.core.report import render_report
+    from gpusession.core.retrieval.report import render_report
 
     report = render_report(s)
     assert "tf32_matmul:" in report and "float32_matmul_precision:" in report
@@ -404,7 +405,7 @@ def test_m5_parent_runner_never_imports_torch(sessions_root: Path, session: Sess
     _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, warmup_iterations=0)
     code = (
         "import sys; from pathlib import Path;"
-        "from gpusession.core.session import Session; from gpusession.bench.runner import Runner;"
+        "from gpusession.core.folder.session import Session; from gpusession.bench.runner import Runner;"
         "import gpusession.commands.run_cmds;"
         f"s=Session.open(Path({str(sessions_root)!r}), {s.name!r}); Runner(s, 'e').run();"
         "print('torch' in sys.modules)"
@@ -437,7 +438,7 @@ def test_m3_journal_states_what_the_memory_readout_does_not_cover(sessions_root:
 
 
 def test_second_runner_refused_while_a_live_process_holds_the_lock(sessions_root: Path, session: Session, fakes: None) -> None:
-    from gpusession.core.errors import Failure
+    from gpusession.core.files.errors import Failure
 
     s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)
@@ -554,7 +555,7 @@ def test_r9_context_sweep_applies_each_runs_limit_to_the_work(sessions_root: Pat
 
 
 def test_r9_context_cannot_vary_for_a_workload_without_tokens(sessions_root: Path, session: Session) -> None:
-    from gpusession.core.errors import BadInput
+    from gpusession.core.files.errors import BadInput
 
     with pytest.raises(BadInput, match="cannot vary the context"):
         define_experiment(session, Experiment(id="m", workload="synthetic-mlp", varied="context",

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from fake_workloads import with_tests_on_path, write_corpus
 
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.core.results import ResultRow
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import RUN_LOCK, Session
+from gpusession.core.records.results import ResultRow
 
 
 def _journal(s: Session, event: str) -> list[dict[str, Any]]:
@@ -77,7 +78,7 @@ def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
 
 
 def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) -> None:
-    from gpusession.core.journal import take_lock
+    from gpusession.core.folder.journal import take_lock
 
     s = Session.create(sessions_root, "t")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -92,8 +93,8 @@ def test_s7_a_stale_run_lock_does_not_block_the_next_run(sessions_root: Path) ->
 
 
 def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
-    from gpusession.core.errors import Failure
-    from gpusession.core.journal import take_lock
+    from gpusession.core.files.errors import Failure
+    from gpusession.core.folder.journal import take_lock
 
     s = Session.create(sessions_root, "t")
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -111,7 +112,7 @@ def test_s7_a_live_run_lock_refuses_a_second_run(sessions_root: Path) -> None:
 
 def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root: Path) -> None:
     from gpusession.bench.runner import Runner
-    from gpusession.core.package import Package
+    from gpusession.core.folder.package import Package
 
     Session.create(sessions_root, "t", package=Package("RTX A5000", 1, 3))
     held = Session.open(sessions_root, "t")  # what a long run holds in memory

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch", reason="torch not installed")
 
 from gpusession.bench.workloads import bbc_news  # noqa: E402
-from gpusession.core.digest import sha256_file  # noqa: E402
+from gpusession.core.files.digest import sha256_file  # noqa: E402
 
 
 def _corpus(folder: Path) -> Path:

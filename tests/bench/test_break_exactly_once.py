@@ -23,9 +23,10 @@ import psutil
 import pytest
 from fake_workloads import with_tests_on_path, write_corpus
 
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.core.results import ResultsFile
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import RUN_LOCK, Session
+from gpusession.core.records.results import ResultsFile
 
 Key = tuple[str | None, str | None, str | None, int | None]
 

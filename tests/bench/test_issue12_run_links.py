@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from fake_workloads import with_tests_on_path, write_corpus
 
-from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
 

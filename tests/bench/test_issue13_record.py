@@ -22,7 +22,6 @@ import pytest
 from fake_workloads import write_corpus
 
 import gpusession.bench.runner as runner_module
-from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, is_decoration
 from gpusession.bench.ranks import error_gist, lost_peer, torchrun_root_cause
 from gpusession.bench.runner import Runner
@@ -34,7 +33,9 @@ from gpusession.core.events import (
     WorkerRunFinished,
     WorkerRunStarted,
 )
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
 
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpusession.core.processes import PARENT_ENV, ProcessId, alive, end_group, identify
+from gpusession.core.folder.processes import PARENT_ENV, ProcessId, alive, end_group, identify
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process groups and prctl")
 

@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from fake_workloads import with_tests_on_path, write_corpus
 
-from gpusession.bench.plan import Experiment, define_experiment
 from gpusession.bench.runner import Runner
-from gpusession.core.results import COLUMNS
-from gpusession.core.session import Session
-from gpusession.core.summary import session_summary
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import COLUMNS
+from gpusession.core.records.summary import session_summary
 
 pytestmark = pytest.mark.slow
 

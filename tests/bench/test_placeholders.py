@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from helpers import cli, digest, one_line
 
-from gpusession.bench.placeholders import ENV, check_command, environment, fill_argument
-from gpusession.core.errors import BadInput
+from gpusession.core.experiment.placeholders import ENV, check_command, environment, fill_argument
+from gpusession.core.files.errors import BadInput
 
 CORPUS = "x$(touch P).jsonl"
 DEFINE = ["--workload", "command", "--corpus", CORPUS, "--values", "1", "--runs", "1",

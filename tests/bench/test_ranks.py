@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from helpers import alive, cli, processes_naming, rank_experiment
 
-from gpusession.bench.plan import Experiment, define_experiment, get_experiment
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.experiments import define_experiment, get_experiment
+from gpusession.core.folder.session import Session
 
 
 def _exp(**kw: object) -> Experiment:
@@ -103,7 +104,7 @@ def test_issue13_rank_env_and_torchrun_argv() -> None:
 def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     import polars as pl
 
-    from gpusession.core.ranks import RANK_COLUMNS, append_rank_rows
+    from gpusession.core.records.ranks import RANK_COLUMNS, append_rank_rows
 
     path = tmp_path / "runs" / "e" / "ranks.csv"
     per_rank = [{"rank": r, "world_size": 2, "device": "cpu", "ok": True, "elapsed_s": 0.5 + r}
@@ -178,7 +179,7 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     loads_keys = [k for k in table["run_key"].to_list() if k.startswith("load")]
     assert loads_keys == ["load:all:1"] * 2 + ["load:all:2"] * 2  # each load under its own key
     # every results row finds its own ranks (what the Memory pane shows per rank)
-    from gpusession.core.ranks import ranks_of_row
+    from gpusession.core.records.ranks import ranks_of_row
 
     for r in rows:
         found = ranks_of_row(s.runs_dir, r.as_dict())
@@ -359,8 +360,8 @@ def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
 def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sessions_root: Path) -> None:
     from datetime import datetime, timezone
 
-    from gpusession.core.evidence import gpus_left_idle
-    from gpusession.core.package import Package
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval.evidence import gpus_left_idle
 
     start = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
     one_lot = Session.create(sessions_root, "b1", package=Package("B200", 1, 7, start))
@@ -383,8 +384,8 @@ def test_issue13_cli_says_how_an_experiment_uses_the_gpus_of_the_package(
 ) -> None:
     from datetime import datetime, timezone
 
-    from gpusession.core.evidence import gpu_use_words
-    from gpusession.core.package import Package
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval.evidence import gpu_use_words
 
     start = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
     Session.create(sessions_root, "b", package=Package("B200", 1, 7, start))
@@ -494,8 +495,8 @@ def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: N
 def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
     from datetime import datetime, timezone
 
-    from gpusession.core.evidence import idle_gpu_warnings
-    from gpusession.core.package import Package
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
     s = Session.create(sessions_root, "b", package=Package("B200", 2, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
     define_experiment(s, _exp(id="one", device=None))
@@ -641,8 +642,8 @@ def test_issue13_recovery_spares_a_reused_rank_pid_and_another_hosts_rank(
 
     import psutil
 
-    from gpusession.core.journal import read_records
-    from gpusession.core.processes import end_recorded
+    from gpusession.core.folder.journal import read_records
+    from gpusession.core.folder.processes import end_recorded
 
     stray = _stray(tmp_path)
     try:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.bench.workloads.params import REQUIRED_PARAMS, check_params
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session
+from gpusession.core.experiment.params import REQUIRED_PARAMS, check_params
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
 
 
 def test_item1_define_refuses_bbc_news_without_model_dir(sessions_root: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from fake_workloads import write_corpus
 
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 
 def test_r1_experiment_define_list_and_fork_after_measurement(sessions_root: Path, run_cli: Any) -> None:
@@ -57,9 +57,10 @@ def test_s7_run_while_another_process_runs_says_so_first_and_exits_1(
     import subprocess
     import sys
 
-    from gpusession.bench.plan import Experiment, define_experiment
     from gpusession.cli import main
-    from gpusession.core.session import Session
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.session import Session
 
     s = Session.create(sessions_root, "busy")
     define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,)))

@@ -15,27 +15,27 @@ from pathlib import Path
 import pytest
 from helpers import cli, one_line
 
-from gpusession.core import session as session_mod
-from gpusession.core.checklist import load_checklist
-from gpusession.core.order import load_order
-from gpusession.core.session import Session
+from gpusession.core.folder import session as session_mod
+from gpusession.core.folder.session import Session
+from gpusession.core.money.order import load_order
+from gpusession.core.retrieval.checklist import load_checklist
 
 N = 50
 
 _WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
     root, name, kind, tag, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
     s = Session.open(Path(root), name, recover=False)
     sys.stdout.write("ready\\n"); sys.stdout.flush()
     sys.stdin.readline()  # both start together
     for i in range(n):
         if kind == "checklist":
-            from gpusession.core.checklist import add_item
+            from gpusession.core.retrieval.checklist import add_item
             add_item(s, 3, f"{tag} item {i}")
         elif kind == "order":
-            from gpusession.core.order import record_event
+            from gpusession.core.money.order import record_event
             record_event(s, "ordered", source="you", note=f"{tag} note {i}")
         else:
             s.update(lambda d, i=i: d.setdefault("marks", []).append(f"{tag}-{i}"))
@@ -128,7 +128,7 @@ def test_issue12_a_lock_held_past_the_timeout_gives_one_line_and_changes_nothing
 def test_issue12_the_lock_is_reentrant_and_shared_by_threads(sessions_root: Path) -> None:
     import threading
 
-    from gpusession.core.checklist import add_item
+    from gpusession.core.retrieval.checklist import add_item
 
     s = Session.create(sessions_root, "t")
     with s.locked("test"):

@@ -16,9 +16,9 @@ import pytest
 from helpers import digest
 
 from gpusession.cli import main
-from gpusession.core import tomlio
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.files import tomlio
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 
 def _refuse(code: int) -> Any:

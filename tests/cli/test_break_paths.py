@@ -10,7 +10,7 @@ import pytest
 from helpers import cli
 from helpers import digest as tree
 
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 
 
 @pytest.fixture

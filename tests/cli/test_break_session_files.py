@@ -182,9 +182,9 @@ def test_s7_list_survives_a_session_whose_csv_is_a_folder(
 def test_s7_set_package_refuses_what_the_next_open_would_refuse(
     sessions_root: Path, base: Path, package: dict[str, object]
 ) -> None:
-    from gpusession.core.errors import BadInput
-    from gpusession.core.package import Package
-    from gpusession.core.session import Session
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
 
     s = Session.open(sessions_root, "base")
     before = digest(base)

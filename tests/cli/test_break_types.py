@@ -34,10 +34,12 @@ FREE = {"environment", "demo"}
 
 def _full_session(root: Path) -> Path:
     """A session with every key the program writes in its three TOML files."""
-    from gpusession.bench.plan import Experiment, define_experiment
-    from gpusession.core import checklist, order
-    from gpusession.core.package import Package
-    from gpusession.core.session import Session
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+    from gpusession.core.money import order
+    from gpusession.core.retrieval import checklist
 
     start = datetime.fromisoformat("2026-11-29T10:00:00+00:00")
     s = Session.create(root, NAME, package=Package("RTX A5000", 1, 7, start))

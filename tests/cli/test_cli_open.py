@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from gpusession.commands.tui import offer_new_session
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import Session
 
 
 def _answers(monkeypatch: pytest.MonkeyPatch, *answers: str) -> None:

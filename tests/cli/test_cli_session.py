@@ -93,7 +93,7 @@ def test_bad_csv_header_and_non_utf8_csv_exit_2(run_cli: RunCli, sessions_root: 
     r = run_cli("show", "t1")
     assert r.returncode == 2 and "resultats-bruts.csv:1" in r.stderr
     assert csv.read_text() == "a,b,c\n1,2,3\n"
-    from gpusession.core.results import HEADER_LINE
+    from gpusession.core.records.results import HEADER_LINE
 
     raw = (HEADER_LINE + "\n").encode() + "café\n".encode("latin-1")
     csv.write_bytes(raw)
@@ -123,7 +123,7 @@ def test_s6_cli_window_restarts_at_gpu_provisioned(run_cli, sessions_root) -> No
     assert len(refused.stderr.strip().splitlines()) == 1
     from datetime import timedelta
 
-    from gpusession.core.clock import utcnow
+    from gpusession.core.files.clock import utcnow
 
     at = (utcnow() + timedelta(hours=3)).replace(microsecond=0)
     ev = run_cli("order", "early", "event", "gpu-provisioned", "--source", "tracking",
@@ -134,7 +134,7 @@ def test_s6_cli_window_restarts_at_gpu_provisioned(run_cli, sessions_root) -> No
     moved = run_cli("package", "early", "--start-from", "gpu-provisioned")
     assert moved.returncode == 0, moved.stderr
     assert "restarted at the gpu-provisioned event" in moved.stdout
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
     assert Session.open(sessions_root, "early").package.start == at
     show = run_cli("show", "early")

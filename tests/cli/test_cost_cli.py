@@ -11,9 +11,9 @@ import pytest
 from helpers import RunCli, one_line
 from mnemonic import Mnemonic
 
-from gpusession.core.clock import utcnow
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.files.clock import utcnow
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 A5000 = ("--gpu", "RTX A5000")
 
@@ -175,8 +175,8 @@ def test_k3_cli_report_and_tui_say_alike_that_nothing_is_validated_yet(
     run_cli: RunCli, sessions_root: Path
 ) -> None:
     """No validated run: the accepted count is not measured (K3), never "0 distinct"."""
-    from gpusession.core.cost import session_cost_inputs
-    from gpusession.core.report import render_report
+    from gpusession.core.money.cost import session_cost_inputs
+    from gpusession.core.retrieval.report import render_report
     from gpusession.ui.panes.cost import measured_accepted
 
     assert run_cli("new", "k3", *A5000, "--lots", "1", "--days", "7").returncode == 0

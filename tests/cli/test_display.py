@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 
 def _tiny_row_session(sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> Session:

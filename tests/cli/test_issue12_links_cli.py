@@ -13,8 +13,8 @@ import pytest
 from helpers import cli, one_line
 
 from gpusession.commands.run_cmds import run_detached
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import Session
 
 
 def _sha(p: Path) -> str:
@@ -153,7 +153,7 @@ def test_issue12_report_chart_never_drawn_through_a_link(
     import types
     from unittest import mock
 
-    from gpusession.core.report import write_report
+    from gpusession.core.retrieval.report import write_report
 
     def subplots(*a: object, **k: object) -> tuple[object, object]:
         fig = mock.MagicMock()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from helpers import cli, one_line
 
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 
 #: The longest cell of the results CSV that every command accepts (16 Mi characters).
 CELL_LIMIT = 16 * 1024 * 1024
@@ -139,7 +139,7 @@ def test_issue14_status_refuses_a_bad_cell_as_show_does(
 
 def test_issue14_status_refuses_a_bad_row_appended_after_the_summary(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gpusession.core.status import refresh_counts
+    from gpusession.core.retrieval.status import refresh_counts
 
     csv_path = measured_session.folder / "resultats-bruts.csv"
     refresh_counts(measured_session.folder)  # summary.json describes the CSV as it is
@@ -156,8 +156,8 @@ def test_issue14_status_trusts_a_summary_that_describes_the_csv(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """summary.json is written only after a checked append: the rows are not read again."""
-    from gpusession.core import results
-    from gpusession.core.status import refresh_counts
+    from gpusession.core.records import results
+    from gpusession.core.retrieval.status import refresh_counts
 
     refresh_counts(measured_session.folder)
 

@@ -163,7 +163,7 @@ def test_pull_bad_source_is_bad_input(sessions_root: Path, capsys: pytest.Captur
     ],
 )
 def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code: int) -> None:
-    from gpusession.core.pull import explain_failure
+    from gpusession.core.retrieval.pull import explain_failure
 
     err = explain_failure(rc, stderr, host="gpu1", dest=Path("/home/me/s1"), where="gpu1:/srv/s1")
     assert expected in str(err)
@@ -172,7 +172,7 @@ def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code:
 
 
 def test_pull_parse_progress_and_source() -> None:
-    from gpusession.core.pull import Source, parse_progress, parse_source
+    from gpusession.core.retrieval.pull import Source, parse_progress, parse_source
 
     p = parse_progress("     32,768  10%    1.23MB/s    0:00:02 (xfr#1, to-chk=4/6)")
     assert p is not None and (p.bytes_done, p.percent, p.rate, p.eta) == (32768, 10, "1.23MB/s", "0:00:02")

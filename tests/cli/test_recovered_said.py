@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
 
 
 def test_s7_cut_csv_row_recovered_is_said_by_show_and_listed_in_the_report(

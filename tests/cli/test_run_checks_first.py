@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import cli
 
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.folder.session import RUN_LOCK, Session
 
 
 def _define(capsys: pytest.CaptureFixture[str], root: Path, name: str, exp_id: str,

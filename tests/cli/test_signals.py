@@ -23,7 +23,7 @@ import psutil
 import pytest
 from helpers import alive, cli, wait_for
 
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.folder.session import RUN_LOCK, Session
 
 #: Seconds after the signal by which no recorded process may be alive (H-14).
 GONE_WITHIN_S = 5.0
@@ -269,7 +269,7 @@ def test_issue12_leftover_worker_of_an_earlier_run_is_ended_before_a_new_run(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gpusession.core.events import WorkerStartedRecord
-    from gpusession.core.processes import PARENT_ENV, identify
+    from gpusession.core.folder.processes import PARENT_ENV, identify
 
     folder = session.folder
     reaper.folders.append(folder)
@@ -406,7 +406,8 @@ def test_issue3_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
     """A load validates no corpus: its row says "not validated" (empty), never "false"."""
     from fake_workloads import with_tests_on_path, write_corpus
 
-    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     with_tests_on_path(monkeypatch)
     folder = session.folder
@@ -441,7 +442,8 @@ def test_s7_issue6_kill_9_during_warmup_is_said_once_and_show_never_reads_all_me
 ) -> None:
     from fake_workloads import with_tests_on_path, write_corpus
 
-    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     with_tests_on_path(monkeypatch)
     folder = session.folder

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import SESSION_START, cli
 
-from gpusession.core.package import Package
+from gpusession.core.folder.package import Package
 
 END = SESSION_START + timedelta(days=7)
 
@@ -33,8 +33,8 @@ END = SESSION_START + timedelta(days=7)
 )
 def test_status_warnings_on_a_fake_clock(session, before_end: timedelta, verified: bool,
                                          plain: str | None, tmux: str | None) -> None:
-    from gpusession.core.checklist import set_done
-    from gpusession.core.status import session_status
+    from gpusession.core.retrieval.checklist import set_done
+    from gpusession.core.retrieval.status import session_status
     from gpusession.testing import FakeClock
 
     if verified:
@@ -57,7 +57,7 @@ def test_status_warnings_on_a_fake_clock(session, before_end: timedelta, verifie
 
 def test_status_cli_line_without_name_is_most_recent(sessions_root: Path, new_session,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from gpusession.core.clock import utcnow
+    from gpusession.core.files.clock import utcnow
 
     new_session("older", package=Package(gpu_model="RTX A5000", lots=1, days=3,
                                          start=SESSION_START - timedelta(days=60)))
@@ -76,7 +76,7 @@ def test_status_cli_line_without_name_is_most_recent(sessions_root: Path, new_se
 
 
 def test_status_show_warns_too(sessions_root: Path, new_session, capsys: pytest.CaptureFixture[str]) -> None:
-    from gpusession.core.clock import utcnow
+    from gpusession.core.files.clock import utcnow
 
     new_session("s1", package=Package(gpu_model="RTX A5000", lots=1, days=3,
                                       start=utcnow() - timedelta(days=3) + timedelta(hours=20)))
@@ -101,9 +101,9 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
 
 
 def test_status_summary_json_follows_appended_rows(measured_session) -> None:
-    from gpusession.core.results import ResultsFile
-    from gpusession.core.status import current_counts, refresh_counts
-    from gpusession.core.summary import accepted_unique_corpora
+    from gpusession.core.records.results import ResultsFile
+    from gpusession.core.records.summary import accepted_unique_corpora
+    from gpusession.core.retrieval.status import current_counts, refresh_counts
 
     s = measured_session
     frame = s.results.read()
@@ -124,7 +124,8 @@ def test_status_summary_json_follows_appended_rows(measured_session) -> None:
 
 
 def test_status_sessions_root_same_as_the_session_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from gpusession.core import session, status
+    from gpusession.core.folder import session
+    from gpusession.core.retrieval import status
 
     assert status.ENV_HOME == session.ENV_HOME
     monkeypatch.setenv(session.ENV_HOME, str(tmp_path / "h"))
@@ -217,8 +218,8 @@ def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from types import SimpleNamespace
 
-    from gpusession.core.clock import utcnow
-    from gpusession.core.session import Session
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.session import Session
     from gpusession.ui.header import package_words
 
     start = (utcnow() + timedelta(days=5, seconds=30)).isoformat()
@@ -239,7 +240,7 @@ def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
         sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``list`` (and ``package``, which prints the package) word a package that starts
     later as ``status`` and ``show`` do, never "left 8d" counted from now."""
-    from gpusession.core.clock import utcnow
+    from gpusession.core.files.clock import utcnow
 
     start = (utcnow() + timedelta(days=5, seconds=30)).isoformat()
     assert cli(capsys, sessions_root, "new", "now", "--days", "7")[0] == 0
@@ -260,7 +261,7 @@ def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
 # -- issue 14 item 4: the tmux snippet works from any folder -------------------------------
 def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gpusession.core.status import state_file
+    from gpusession.core.retrieval.status import state_file
 
     assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
     assert state_file().read_text() == f"{sessions_root}\n"
@@ -284,7 +285,7 @@ def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
 
 # -- issue 14 item 5: said once, rounded once -----------------------------------------------
 def test_issue14_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untyped-def]
-    from gpusession.core.status import session_status
+    from gpusession.core.retrieval.status import session_status
 
     for before_end in (-timedelta(minutes=5), timedelta(hours=1), timedelta(hours=23)):
         st = session_status(session.folder, now=END - before_end)
@@ -294,8 +295,9 @@ def test_issue14_copy_not_verified_said_once(session) -> None:  # type: ignore[n
 
 def test_issue14_time_left_floored_one_helper_for_status_and_show(
         sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpusession.core import clock, package
-    from gpusession.core.window import short_timedelta
+    from gpusession.core.files import clock
+    from gpusession.core.folder import package
+    from gpusession.core.money.window import short_timedelta
 
     assert short_timedelta(timedelta(minutes=29, seconds=59, microseconds=900_000)) == "29m"
     assert short_timedelta(timedelta(days=1, seconds=59.5)) == "1d 00h 00m"
@@ -306,7 +308,7 @@ def test_issue14_time_left_floored_one_helper_for_status_and_show(
     at = SESSION_START + timedelta(seconds=0.6)  # 29m 59.4s left
     monkeypatch.setattr(clock, "utcnow", lambda: at)
     monkeypatch.setattr(package, "utcnow", lambda: at)
-    import gpusession.core.window as window
+    import gpusession.core.money.window as window
 
     monkeypatch.setattr(window, "utcnow", lambda: at)
     out_status = cli(capsys, sessions_root, "status", "s1")[1]

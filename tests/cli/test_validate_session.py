@@ -52,7 +52,7 @@ def test_v1_rejected_validate_keeps_its_row_and_counts_nothing(run_cli, sessions
     r = run_cli("validate", "--corpus", str(corpus), "--output", str(bad), "--classes", "a,b",
                 "--threshold", "0.9", "--session", "vis")
     assert r.returncode == 3
-    from gpusession.core.results import ResultsFile
+    from gpusession.core.records.results import ResultsFile
 
     rows = ResultsFile(sessions_root / "vis" / "resultats-bruts.csv").rows()
     assert len(rows) == 1
@@ -109,9 +109,9 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
 
 def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Issue 15: device, memory and order-match evidence never come from a validation row."""
-    from gpusession.core.evidence import last_run
-    from gpusession.core.results import ResultRow
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
+    from gpusession.core.records.results import ResultRow
+    from gpusession.core.retrieval.evidence import last_run
 
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     s = Session.open(sessions_root, "vis")

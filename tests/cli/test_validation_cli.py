@@ -11,9 +11,9 @@ from subprocess import CompletedProcess
 import pytest
 from helpers import one_line
 
-from gpusession.core.session import Session
-from gpusession.core.textio import MAX_LINE_BYTES
-from gpusession.core.tomlio import read_toml
+from gpusession.core.files.textio import MAX_LINE_BYTES
+from gpusession.core.files.tomlio import read_toml
+from gpusession.core.folder.session import Session
 
 Run = Callable[..., CompletedProcess[str]]
 
@@ -104,7 +104,7 @@ def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, file
     assert "quality  PASS  macro-F1 = 1.0000 ≥ 0.9000" in p.stdout and "macro_f1" not in p.stdout
     p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--json")
     assert json.loads(p.stdout)["quality"]["metric"] == "macro_f1"
-    from gpusession.core.summary import metric_words  # every metric has its human name
+    from gpusession.core.records.summary import metric_words  # every metric has its human name
     from gpusession.core.validation.model import METRICS
 
     assert {m: metric_words(m) for m in METRICS} == {"macro_f1": "macro-F1", "accuracy": "accuracy"}

@@ -8,8 +8,8 @@ from gpusession.bench.runner import _count
 from gpusession.commands._common import format_summary
 from gpusession.core.events.runner import RowAppended
 from gpusession.core.events.words import describe
-from gpusession.core.results import ResultRow
-from gpusession.core.summary import SummaryRow
+from gpusession.core.records.results import ResultRow
+from gpusession.core.records.summary import SummaryRow
 
 
 def test_item4_demo_corpus_line_is_words() -> None:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from helpers import cli, one_line
 
-from gpusession.core import tomlio
-from gpusession.core.errors import BadInput
-from gpusession.core.results import ResultRow
-from gpusession.core.safefile import write_private_bytes
-from gpusession.core.session import Session, validate_name
+from gpusession.core.files import tomlio
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import write_private_bytes
+from gpusession.core.folder.session import Session, validate_name
+from gpusession.core.records.results import ResultRow
 
 
 def _mode(p: Path) -> int:

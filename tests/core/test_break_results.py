@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core.errors import BadInput
-from gpusession.core.results import COLUMNS, ResultRow, ResultsFile
+from gpusession.core.files.errors import BadInput
+from gpusession.core.records.results import COLUMNS, ResultRow, ResultsFile
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_r3_unknown_phase_is_refused(csv_file: ResultsFile) -> None:
 
 
 def test_c1_show_on_a_bad_row_is_one_line_with_file_and_line(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
     s = Session.create(sessions_root, "t1")
     s.results.append(ResultRow(experiment_id="e1", variant_id="batch-1", phase="warm",
@@ -135,7 +135,7 @@ def test_c1_show_on_a_bad_row_is_one_line_with_file_and_line(run_cli, sessions_r
 
 
 def test_c3_show_prints_an_empty_cell_as_dash_not_none(run_cli, sessions_root: Path) -> None:  # type: ignore[no-untyped-def]
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
     s = Session.create(sessions_root, "t1")
     s.results.append(ResultRow(experiment_id="e1", notes="variant and phase not recorded"))

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from helpers import SESSION_START
 
-from gpusession.core import checklist as cl
-from gpusession.core.errors import BadInput
-from gpusession.core.package import Package
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
-from gpusession.core.tomlio import read_toml
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.tomlio import read_toml
+from gpusession.core.folder.package import Package
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
+from gpusession.core.retrieval import checklist as cl
 
 T0 = SESSION_START  # the shared session's package start
 GIB = 1024**3
@@ -195,7 +195,7 @@ def test_s5_order_match_ok(session: Session) -> None:
 
 
 def test_s5_deviation_without_order_is_recorded_once_against_package(session: Session) -> None:
-    order = pytest.importorskip("gpusession.core.order")
+    order = pytest.importorskip("gpusession.core.money.order")
     ev = cl.collect_evidence(session, nvml=a5000(2), now=T0)
     assert ev["g5.order-match"].startswith("DEVIATION from the package")
     assert "2 GPU(s) seen, 1 ordered" in ev["g5.order-match"]
@@ -206,7 +206,7 @@ def test_s5_deviation_without_order_is_recorded_once_against_package(session: Se
 
 
 def test_s5_deviation_recorded_against_order_number(session: Session) -> None:
-    order = pytest.importorskip("gpusession.core.order")
+    order = pytest.importorskip("gpusession.core.money.order")
     load_order, set_order = order.load_order, order.set_order
     set_order(session, number="ORD-4711", gpu_model="RTX A5000", lots=1, days=7)
     ev = cl.collect_evidence(session, nvml=a5000(2), now=T0)["g6.deviation"]
@@ -290,10 +290,11 @@ def test_protocol_fixed_before_first_run(session: Session) -> None:
 
 
 def test_protocol_evidence_from_run_engine_journal(session: Session) -> None:
-    plan = pytest.importorskip("gpusession.bench.plan")
+    plan = pytest.importorskip("gpusession.core.experiment.plan")
+    experiments = pytest.importorskip("gpusession.core.folder.experiments")
     proto = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.8, "tolerance": 0.01,
              "output_format": "jsonl"}
-    plan.define_experiment(session, plan.Experiment(id="sweep", workload="synthetic-mlp",
+    experiments.define_experiment(session, plan.Experiment(id="sweep", workload="synthetic-mlp",
                                                     values=(1, 4), protocol=proto))
     session.journal("run_started", run_key="sweep/batch-1/cold/1", experiment_id="sweep")
     ev = cl.collect_evidence(session, nvml=a5000(), now=T0)["p1.fixed-before"]
@@ -307,7 +308,7 @@ def test_protocol_evidence_from_run_engine_journal(session: Session) -> None:
 
 
 def test_collect_evidence_accepts_a_snapshot(session: Session) -> None:
-    from gpusession.core.environment import read_nvml
+    from gpusession.core.gpu.environment import read_nvml
 
     snap = read_nvml(a5000(1))
     ev = cl.collect_evidence(session, nvml=snap, now=T0)

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusession.core.cost import (
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.package import Package
+from gpusession.core.money.cost import (
     NO_PROJECTION_LINE,
     NOT_IN_RATES,
     Rates,
@@ -25,9 +27,7 @@ from gpusession.core.cost import (
     parse_plan,
     plan_coverage,
 )
-from gpusession.core.errors import BadInput
-from gpusession.core.package import Package
-from gpusession.core.window import package_window
+from gpusession.core.money.window import package_window
 
 WORKED_PLAN = ["0.25", "1", "1", "0.5", "0.5"]
 
@@ -129,7 +129,7 @@ def test_k2_point_one_ten_times_is_exactly_one(tmp_path: Path) -> None:
 def test_k2_decimal_price_times_lots_is_exact(cents: int, lots: int) -> None:
     price = f"{cents // 100}.{cents % 100:02d}"
     rates = Rates(gpus={}, origin="t")
-    from gpusession.core.cost import GpuRate
+    from gpusession.core.money.cost import GpuRate
 
     rates = Rates(gpus={"X": GpuRate("X", 1, {7: Decimal(price)})}, origin="t")
     assert package_total(rates, "X", 7, lots).total_usd_minor == cents * lots

@@ -1,4 +1,4 @@
-"""gpusession.core.environment: NVML via a fake module, host memory, device mapping."""
+"""gpusession.core.gpu.environment: NVML via a fake module, host memory, device mapping."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gpusession.core.environment import (
+from gpusession.core.gpu.environment import (
     decode_nvml_str,
     device_for,
     parse_visible_devices,
@@ -191,7 +191,7 @@ def test_h19_cgroup_v1_memory_controller_line(tmp_path: Path) -> None:
 
 
 def test_h19_looser_container_limit_leaves_host_ram_as_the_limit(tmp_path: Path) -> None:
-    from gpusession.core.environment import HostMemory
+    from gpusession.core.gpu.environment import HostMemory
 
     hm = HostMemory(8 * 2**30, 4 * 2**30, 4 * 2**30, 0, 0, 64 * 2**30, "/job/abc")
     assert not hm.container_limited and hm.limit_bytes == 8 * 2**30
@@ -200,7 +200,7 @@ def test_h19_looser_container_limit_leaves_host_ram_as_the_limit(tmp_path: Path)
 
 def test_m5_environment_module_never_imports_torch() -> None:
     code = (
-        "import sys, gpusession.core.environment as e; e.read_nvml(); e.read_host_memory();"
+        "import sys, gpusession.core.gpu.environment as e; e.read_nvml(); e.read_host_memory();"
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -241,7 +241,7 @@ def test_h05_mig_ids_in_visible_devices_map_to_the_parent_gpu() -> None:
 
 
 def test_h05_gpu_for_uuid_accepts_torch_bare_uuid_and_nvml_prefixes() -> None:
-    from gpusession.core.environment import gpu_for_uuid
+    from gpusession.core.gpu.environment import gpu_for_uuid
 
     snap = read_nvml(FakeMigNvml())
     gpu, uuid = gpu_for_uuid("bbbb-1111", snap)  # torch: props.uuid without prefix
@@ -347,7 +347,7 @@ def test_r10_mig_processes_read_through_each_instance_handle() -> None:
 
 
 def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
-    from gpusession.core.environment import map_torch_device, torch_device_uuid
+    from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
 
     snap = read_nvml(_three_gpus())
     old_torch = SimpleNamespace(
@@ -371,7 +371,7 @@ def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
 def test_h18_evidence_names_the_kept_gpu_with_memory_unknown() -> None:
     import pynvml
 
-    from gpusession.core.evidence import _gpu_words
+    from gpusession.core.retrieval.evidence import _gpu_words
 
     snap = read_nvml(_three_gpus(memory=pynvml.NVMLError_NotSupported()))
     assert _gpu_words(snap.gpus[1]) == "GPU 1 NVIDIA RTX A5000 (GPU-1111-0000, memory unknown (Not Supported))"

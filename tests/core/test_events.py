@@ -13,8 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gpusession
-from gpusession.core import journal
-from gpusession.core.errors import BadInput
 from gpusession.core.events import (
     PROTOCOL_VERSION,
     EnvironmentObserved,
@@ -33,9 +31,11 @@ from gpusession.core.events import (
     event_from_json,
     event_types,
 )
-from gpusession.core.journal import RunKey
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder import journal
+from gpusession.core.folder.journal import RunKey
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
@@ -206,7 +206,7 @@ def test_issue12_run_progress_of_the_newest_invocation_and_how_it_ended() -> Non
         ExperimentStartedRecord,
         RunFinishedRecord,
     )
-    from gpusession.core.journal import run_progress
+    from gpusession.core.folder.journal import run_progress
 
     records = [
         ExperimentStartedRecord(experiment_id="a", runs=["warm:b1:1", "warm:b1:2"]),

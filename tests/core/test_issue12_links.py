@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core.errors import BadInput
-from gpusession.core.ranks import append_rank_rows, read_rank_rows
-from gpusession.core.safefile import make_private_dir, open_private, write_private_bytes
-from gpusession.core.session import Session, list_sessions
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import make_private_dir, open_private, write_private_bytes
+from gpusession.core.folder.session import Session, list_sessions
+from gpusession.core.records.ranks import append_rank_rows, read_rank_rows
 
 
 def _mode(p: Path) -> int:
@@ -66,7 +66,7 @@ def test_issue12_ranks_csv_created_private_and_appended(session: Session) -> Non
 
 
 def test_issue12_run_lock_is_private(session: Session) -> None:
-    from gpusession.core.journal import release_lock, take_lock
+    from gpusession.core.folder.journal import release_lock, take_lock
 
     lock = take_lock(session.folder, session.name)
     try:
@@ -78,7 +78,7 @@ def test_issue12_run_lock_is_private(session: Session) -> None:
 @pytest.mark.parametrize("by_descriptor", [True, False], ids=["posix", "by-name"])
 def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_descriptor: bool) -> None:
-    monkeypatch.setattr("gpusession.core.safefile._DIR_FD", by_descriptor)
+    monkeypatch.setattr("gpusession.core.files.safefile._DIR_FD", by_descriptor)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (session.folder / "logs").symlink_to(elsewhere, target_is_directory=True)

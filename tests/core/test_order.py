@@ -8,13 +8,13 @@ import pytest
 from helpers import SESSION_START
 from mnemonic import Mnemonic
 
-from gpusession.core import order as om
-from gpusession.core.clock import utcnow
-from gpusession.core.cost import load_rates
-from gpusession.core.errors import BadInput
-from gpusession.core.order_text import order_lines, order_status_line, order_to_json
-from gpusession.core.secrets import check_no_secret, find_secret
-from gpusession.core.session import Session
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import check_no_secret, find_secret
+from gpusession.core.folder.session import Session
+from gpusession.core.money import order as om
+from gpusession.core.money.cost import load_rates
+from gpusession.core.money.order_text import order_lines, order_status_line, order_to_json
 
 T0 = SESSION_START  # the shared session's package start
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
@@ -323,7 +323,7 @@ def test_s5_ordered_event_without_order_warns(session: Session) -> None:
 
 
 def test_s5_nvml_name_with_vendor_and_memory_suffix_is_not_a_deviation() -> None:
-    from gpusession.core.rates import model_matches
+    from gpusession.core.money.rates import model_matches
 
     assert model_matches("H100", "NVIDIA H100 80GB HBM3")
     assert model_matches("RTX A5000", "NVIDIA RTX A5000")

@@ -1,4 +1,4 @@
-"""``runs/<experiment>/ranks.csv`` (``core/ranks.py``, issue 13): written, read, matched to a row."""
+"""``runs/<experiment>/ranks.csv`` (``core/records/ranks.py``, issue 13): written, read, matched to a row."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core.errors import BadInput
-from gpusession.core.ranks import (
+from gpusession.core.files.errors import BadInput
+from gpusession.core.records.ranks import (
     RANK_COLUMNS,
     append_rank_rows,
     ranks_of_row,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from helpers import NewSession
 
-from gpusession.core.report import render_report
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
+from gpusession.core.retrieval.report import render_report
 
 
 def test_s7_issue13_run_recovered_after_a_kill_holds_no_verdict(

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from helpers import NewSession, RunCli
 
-from gpusession.core import checklist as cl
-from gpusession.core.environment import GpuReading, NvmlSnapshot
-from gpusession.core.errors import BadInput
-from gpusession.core.package import Package
-from gpusession.core.report import SECTIONS, render_report, write_report
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
-from gpusession.core.tomlio import write_toml
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.tomlio import write_toml
+from gpusession.core.folder.package import Package
+from gpusession.core.folder.session import Session
+from gpusession.core.gpu.environment import GpuReading, NvmlSnapshot
+from gpusession.core.records.results import ResultRow
+from gpusession.core.retrieval import checklist as cl
+from gpusession.core.retrieval.report import SECTIONS, render_report, write_report
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 GIB = 1024**3
@@ -282,7 +282,7 @@ def test_cli_report_item3_each_call_a_new_file_said_in_help_and_printed(run_cli:
 
 
 def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: NewSession) -> None:
-    from gpusession.core.ranks import append_rank_rows
+    from gpusession.core.records.ranks import append_rank_rows
 
     s = new_session("ranks-report")
     s.results.append(ResultRow(experiment_id="two", variant_id="batch-8", phase="warm", run_index=1,
@@ -307,7 +307,7 @@ def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: N
 
 
 def test_issue13_report_and_summary_count_only_rows_that_were_validated(new_session: NewSession) -> None:
-    from gpusession.core.summary import summary_rows
+    from gpusession.core.records.summary import summary_rows
 
     s = new_session("validated-count")
     run: dict[str, Any] = dict(experiment_id="e", variant_id="batch-4", phase="warm", corpus_revision="c1")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusession.core.errors import BadInput
-from gpusession.core.results import COLUMNS, HEADER_LINE, ResultRow, ResultsFile, summarize
+from gpusession.core.files.errors import BadInput
+from gpusession.core.records.results import COLUMNS, HEADER_LINE, ResultRow, ResultsFile, summarize
 
 SEED_COLUMNS = (
     "experiment_id, variant_id, corpus_revision, model_revision, tokenizer_revision, seed, "

@@ -18,15 +18,15 @@ import pytest
 from helpers import cli, digest, one_line
 from mnemonic import Mnemonic
 
-from gpusession.core import journal
-from gpusession.core.errors import BadInput
-from gpusession.core.secrets import (
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import (
     HIDDEN,
     TEXT_MAX_BYTES,
     check_free_text,
     find_secret,
     mask_free_text,
 )
+from gpusession.core.folder import journal
 
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from helpers import SESSION_START, NewSession
 
-from gpusession.core import tomlio
-from gpusession.core.errors import BadInput, Failure
-from gpusession.core.package import Package, parse_start
-from gpusession.core.results import ResultRow
-from gpusession.core.session import (
+from gpusession.core.files import tomlio
+from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.folder.package import Package, parse_start
+from gpusession.core.folder.session import (
     Session,
     list_sessions,
     most_recent,
     sessions_root,
     validate_name,
 )
+from gpusession.core.records.results import ResultRow
 
 START = SESSION_START
 
@@ -127,7 +127,7 @@ def test_s7_issue13_a_run_lock_of_another_node_is_not_mistaken_for_a_crash(
     sessions_root: Path, new_session: NewSession
 ) -> None:
     """A folder shared by the nodes of a torchrun group: the runner's lock names its host."""
-    from gpusession.core.journal import lock_holder, lock_host, take_lock
+    from gpusession.core.folder.journal import lock_holder, lock_host, take_lock
 
     s = new_session("t1")
     s.journal("run_started", run_key="k", experiment_id="e", variant_id="v", phase="warm", run_index=0)
@@ -321,7 +321,7 @@ def _killed_in_warmup(s: Session, *, lock: bool = True) -> None:
 
 def test_s7_issue6_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
         sessions_root: Path, new_session: NewSession) -> None:
-    from gpusession.core.summary import session_summary
+    from gpusession.core.records.summary import session_summary
 
     s = new_session("t1")
     _killed_in_warmup(s)
@@ -343,7 +343,7 @@ def test_s7_issue6_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
 
 def test_s7_issue6_a_later_finished_run_reads_all_measured_again(
         sessions_root: Path, new_session: NewSession) -> None:
-    from gpusession.core.summary import session_summary
+    from gpusession.core.records.summary import session_summary
 
     s = new_session("t1")
     _killed_in_warmup(s)

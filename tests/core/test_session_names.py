@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import NewSession, cli, one_line
 
-from gpusession.core.errors import BadInput
-from gpusession.core.session import COMMAND_NAMES, Session, validate_name
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import COMMAND_NAMES, Session, validate_name
 
 NEW = ["--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-29T10:00:00Z"]
 

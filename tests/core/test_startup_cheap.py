@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from helpers import NewSession
 
-from gpusession.core import secrets
-from gpusession.core.recovery import SPEC_PREFIX
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
+from gpusession.core.files import secrets
+from gpusession.core.folder.recovery import SPEC_PREFIX
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 
 
 def _clean(s: Session) -> None:

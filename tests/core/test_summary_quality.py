@@ -7,9 +7,9 @@ from pathlib import Path
 
 from helpers import RunCli
 
-from gpusession.core.results import ResultRow, ResultsFile
-from gpusession.core.session import Session
-from gpusession.core.summary import failed_attempts, summary_rows
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow, ResultsFile
+from gpusession.core.records.summary import failed_attempts, summary_rows
 
 
 def test_v6_summary_rows_give_the_quality_figure_per_variant(tmp_path: Path) -> None:

@@ -3,9 +3,9 @@ variants measured in full (tryout: every row of the experiment said it)."""
 
 from __future__ import annotations
 
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
-from gpusession.core.summary import UNFINISHED_KIND, session_summary, unfinished_groups
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
+from gpusession.core.records.summary import UNFINISHED_KIND, session_summary, unfinished_groups
 
 
 def _finished(s: Session, variant: str, index: int) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core import textio
-from gpusession.core.errors import BadInput
-from gpusession.core.manifest import read_manifest
-from gpusession.core.results import ResultsFile
-from gpusession.core.textio import decode_lenient, decode_strict, read_bytes, read_text
-from gpusession.core.tomlio import read_toml
+from gpusession.core.files import textio
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import decode_lenient, decode_strict, read_bytes, read_text
+from gpusession.core.files.tomlio import read_toml
+from gpusession.core.records.results import ResultsFile
+from gpusession.core.retrieval.manifest import read_manifest
 
 
 def test_bad_utf8_names_file_line_and_byte(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_every_reader_gives_file_and_line(tmp_path: Path, kind: str) -> None:
         p.write_bytes(b"path,size_bytes,sha256\nf\xe9.txt,1," + b"0" * 64 + b"\n")
         call = lambda: read_manifest(p)  # noqa: E731
     else:
-        from gpusession.core.results import COLUMNS
+        from gpusession.core.records.results import COLUMNS
 
         p = tmp_path / "resultats-bruts.csv"
         p.write_bytes(",".join(COLUMNS).encode() + b"\n" + b"\xe9" + b"," * (len(COLUMNS) - 1) + b"\n")

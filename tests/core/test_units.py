@@ -1,4 +1,4 @@
-"""Durations and byte counts in words (``core/units.py``): 3 significant digits and a
+"""Durations and byte counts in words (``core/files/units.py``): 3 significant digits and a
 unit, never a measured value as zero (H-22)."""
 
 from __future__ import annotations
@@ -6,12 +6,17 @@ from __future__ import annotations
 import pytest
 
 from gpusession.commands._common import format_summary
-from gpusession.core import evidence
 from gpusession.core.events import RowAppended
 from gpusession.core.events.words import describe
-from gpusession.core.report import _cell
-from gpusession.core.results import ResultRow
-from gpusession.core.units import byte_scale, format_bytes, format_seconds, format_seconds_range
+from gpusession.core.files.units import (
+    byte_scale,
+    format_bytes,
+    format_seconds,
+    format_seconds_range,
+)
+from gpusession.core.records.results import ResultRow
+from gpusession.core.retrieval import evidence
+from gpusession.core.retrieval.report import _cell
 from gpusession.ui import context
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusession.core.errors import BadInput
-from gpusession.core.results import ResultRow
-from gpusession.core.session import Session
-from gpusession.core.tomlio import read_toml
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.tomlio import read_toml
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
 from gpusession.core.validation import (
     Expected,
     Protocol,

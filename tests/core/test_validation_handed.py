@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import f1_score
 
-from gpusession.core.errors import BadInput
+from gpusession.core.files.errors import BadInput
 from gpusession.core.validation import Protocol, load_expected, validate_output
 
 NFC = unicodedata.normalize("NFC", "café")

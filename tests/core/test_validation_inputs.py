@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusession.core.errors import BadInput
+from gpusession.core.files.errors import BadInput
 from gpusession.core.validation import Expected, Protocol, load_expected, validate_output
 
 PROTO = Protocol(classes=("a", "b"), threshold=0.5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from gpusession.core.window import window_origin
+from gpusession.core.money.window import window_origin
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 

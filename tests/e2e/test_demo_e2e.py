@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpusession.bench.workloads.bbc_corpus import read_corpus, split
-from gpusession.core.results import summarize
-from gpusession.core.session import Session
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import summarize
 
 
 def test_v7_demo_split_is_disjoint_deterministic_with_exactly_1000_eval() -> None:
@@ -75,8 +75,8 @@ def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) 
     from gpusession.bench.demo import prepare_demo
 
     # a stand-in model so no training runs here (the end-to-end test trains the real one)
-    from gpusession.core.package import Package
-    from gpusession.core.results import ResultRow
+    from gpusession.core.folder.package import Package
+    from gpusession.core.records.results import ResultRow
 
     Session.create(sessions_root, "demo", package=Package("RTX A5000", 1, 7))
     models = sessions_root / "demo" / "models"

@@ -19,8 +19,9 @@ from typing import Any
 import psutil
 import pytest
 
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import RUN_LOCK, Session
 
 pytestmark = pytest.mark.slow
 

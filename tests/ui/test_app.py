@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import Static, TabbedContent
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
-from gpusession.core.results import ResultRow
+from gpusession.core.records.results import ResultRow
 from gpusession.testing import FIXED_NOW, FakeRunner
 
 
@@ -34,7 +34,7 @@ async def test_s6_header_shows_name_gpu_window_and_order(session: Any, make_app:
 async def test_s6_header_at_80_columns_keeps_window_on_one_line_and_every_order_word(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.core import order
+    from gpusession.core.money import order
 
     order.set_order(session, number="ORD-1042", gpu_model="RTX A5000", lots=1, days=7, at=FIXED_NOW)
     for state in ("access-received", "deviation-noted"):

@@ -47,7 +47,7 @@ async def test_secrets_a_seed_phrase_pasted_in_order_toml_is_hidden_with_a_warni
 ) -> None:
     from mnemonic import Mnemonic
 
-    from gpusession.core import order
+    from gpusession.core.money import order
     from gpusession.testing import FIXED_NOW
 
     order.record_event(session, "payment-sent", source="you", note="clicked", at=FIXED_NOW)
@@ -133,7 +133,7 @@ async def test_issue12_panes_with_good_files_open_and_the_bad_one_says_why(
     """``order.toml`` without ``schema``: every other pane works; the Order pane says it."""
     from textual.widgets import DataTable
 
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
 
     _drop_schema(session.order_toml)
     opened = Session.open(session.folder.parent, session.name, check_files=False)

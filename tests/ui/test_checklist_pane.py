@@ -11,7 +11,7 @@ from typing import Any
 from textual.widgets import Input, OptionList
 from ui.pilot import SIZE, MakeApp, settle, unique
 
-from gpusession.core.checklist import load_checklist
+from gpusession.core.retrieval.checklist import load_checklist
 from gpusession.ui.panes.checklist import ChecklistPane
 
 

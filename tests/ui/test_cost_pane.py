@@ -11,7 +11,7 @@ from typing import Any
 from textual.widgets import Input, OptionList
 from ui.pilot import MakeApp, settle, text_of
 
-from gpusession.core.results import ResultRow
+from gpusession.core.records.results import ResultRow
 
 
 async def test_k3_cost_recomputes_on_edit_and_needs_accepted_count(
@@ -88,8 +88,9 @@ async def test_issue13_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot
 ) -> None:
     from datetime import datetime, timezone
 
-    from gpusession.bench.plan import Experiment, define_experiment
-    from gpusession.core.package import Package
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
 
     s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
     define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))

@@ -13,7 +13,7 @@ from typing import Any
 from textual.widgets import DataTable, Label, OptionList
 from ui.pilot import MakeApp, settle, text_of
 
-from gpusession.core.results import ResultRow
+from gpusession.core.records.results import ResultRow
 
 
 def _table_text(table: DataTable[Any]) -> list[list[str]]:
@@ -49,7 +49,7 @@ async def test_h22_run_and_memory_panes_never_show_a_tiny_measured_value_as_zero
 async def test_h17_checklist_pane_shows_control_characters_of_a_hand_edited_note_escaped(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.core import checklist as cl
+    from gpusession.core.retrieval import checklist as cl
 
     cl.set_note(session, "g1.sample", "hard cases")
     toml = session.checklist_toml

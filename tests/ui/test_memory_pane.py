@@ -10,7 +10,7 @@ from typing import Any
 
 from ui.pilot import SIZE, MakeApp, glyphs, settle, text_of
 
-from gpusession.core.results import ResultRow
+from gpusession.core.records.results import ResultRow
 from gpusession.testing import FakeNvml, fixed_host_memory
 from gpusession.ui.panes.memory import MemoryPane
 
@@ -171,7 +171,7 @@ def _traceback_depth(exc: BaseException | None) -> int:
 
 def test_issue12_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
     """The remembered NVML failure is raised again each second without chaining tracebacks."""
-    from gpusession.core.environment import read_nvml
+    from gpusession.core.gpu.environment import read_nvml
     from gpusession.ui.panes.memory import PersistentNvml
 
     nvml = PersistentNvml(FakeNvml(fail="NVML Shared Library Not Found"))
@@ -242,7 +242,7 @@ async def test_m3_what_the_allocator_leaves_out_is_worded_by_what_is_shown_above
 
 async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
     """A run across ranks: each rank's own four figures, under its device and UUID, never added."""
-    from gpusession.core.ranks import append_rank_rows
+    from gpusession.core.records.ranks import append_rank_rows
 
     gib = 1024**3
     session.results.append(ResultRow(

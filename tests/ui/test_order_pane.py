@@ -43,7 +43,7 @@ async def test_s2_s3_payment_sent_is_not_confirmed_and_countdown_moves(
 async def test_s3_payment_order_refused_keeps_the_form_and_everything_typed(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.core.order import load_order
+    from gpusession.core.money.order import load_order
     from gpusession.ui.modals import FormModal
 
     app = make_app()
@@ -75,7 +75,7 @@ async def test_s3_payment_order_refused_keeps_the_form_and_everything_typed(
 async def test_s2_event_form_state_list_shows_every_state_at_80x24(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.core.order import STATES
+    from gpusession.core.money.order import STATES
 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -116,7 +116,7 @@ async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown
     """Issue 15: the Order pane says paid and what is open (provisioning), no countdown."""
     from datetime import timedelta
 
-    from gpusession.core import order as om
+    from gpusession.core.money import order as om
 
     om.new_payment_order(session, asset="USDT", network="TRC20", amount="55.00",
                          destination="TXyz123", expires_at=session.package.start + timedelta(days=400))
@@ -138,7 +138,7 @@ async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
     to restart it at the gpu-provisioned event (key w)."""
     from datetime import timedelta
 
-    from gpusession.core import order as om
+    from gpusession.core.money import order as om
     from gpusession.testing import FIXED_NOW
 
     at = FIXED_NOW - timedelta(hours=2)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
-from gpusession.core.package import Package
+from gpusession.core.folder.package import Package
 from gpusession.testing import FIXED_NOW
 
 

@@ -23,8 +23,8 @@ from gpusession.core.events.records import (
     ExperimentStartedRecord,
     RunFinishedRecord,
 )
-from gpusession.core.journal import RUN_LOCK, running_words
-from gpusession.core.results import ResultRow
+from gpusession.core.folder.journal import RUN_LOCK, running_words
+from gpusession.core.records.results import ResultRow
 from gpusession.testing import FakeRunner
 from gpusession.ui.panes import run as run_mod
 
@@ -44,7 +44,8 @@ def other_process(session: Any) -> Iterator[int]:
 
 
 def _start(session: Any) -> list[Any]:
-    from gpusession.bench.plan import get_experiment, schedule
+    from gpusession.core.experiment.plan import schedule
+    from gpusession.core.folder.experiments import get_experiment
 
     runs = schedule(get_experiment(session, "batch-sweep"))
     session.journal(ExperimentStartedRecord(experiment_id="batch-sweep",
@@ -157,7 +158,7 @@ async def test_issue12_failed_start_says_why_without_class_name_and_bar_stops(
 ) -> None:
     """A runner refused (the lock taken between the check and the start): the message
     alone, and the overall bar back to an empty, determinate bar (no "--%" pulse)."""
-    from gpusession.core.journal import lock_busy
+    from gpusession.core.folder.journal import lock_busy
 
     def refusing(*_a: Any) -> Any:
         raise lock_busy(4242, session.name)

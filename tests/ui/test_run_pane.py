@@ -184,7 +184,7 @@ async def test_h12_quit_during_run_first_asks_the_run_to_stop(
 async def test_r1_define_experiment_in_form_saves_it_before_any_run(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.bench.plan import load_experiments
+    from gpusession.core.folder.experiments import load_experiments
 
     app = make_app()
     async with app.run_test(size=(80, 40)) as pilot:
@@ -214,7 +214,7 @@ async def test_define_form_lists_every_workload_and_defines_a_command_one(
     """The workload hint names ``command`` too, and the form can define one (its argv)."""
     from textual.widgets import Label
 
-    from gpusession.bench.plan import load_experiments
+    from gpusession.core.folder.experiments import load_experiments
     from gpusession.ui.panes.run import WORKLOADS
 
     app = make_app()
@@ -237,7 +237,8 @@ async def test_define_form_lists_every_workload_and_defines_a_command_one(
 
 
 async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> None:
-    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     define_experiment(session, Experiment(id="ctx-sweep", workload="bbc-news", varied="context",
                                           values=(128, 256), params={"model_dir": "models"}))
@@ -265,7 +266,7 @@ async def test_run_pick_experiment_in_form(session: Any, make_app: MakeApp) -> N
 async def test_r1_define_experiment_refused_stays_open_with_the_reason(
     session: Any, make_app: MakeApp
 ) -> None:
-    from gpusession.bench.plan import load_experiments
+    from gpusession.core.folder.experiments import load_experiments
     from gpusession.ui.modals import FormModal
 
     app = make_app()
@@ -348,7 +349,7 @@ async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
     variant name, an unvalidated run and a rejected one (measured, corpus not accepted)."""
     from textual.geometry import Region
 
-    from gpusession.core.results import ResultRow
+    from gpusession.core.records.results import ResultRow
 
     cases = [(True, 1.5)] * 20 + [(None, 0.25), (False, 0.5)]  # enough rows for a scrollbar
     for i, (accepted, elapsed) in enumerate(cases, start=1):
@@ -377,8 +378,9 @@ async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
 ) -> None:
     from datetime import datetime, timezone
 
-    from gpusession.bench.plan import Experiment, define_experiment
-    from gpusession.core.package import Package
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
 
     s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
     define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))
@@ -410,13 +412,14 @@ def _journalled_run(session: Any, stop_after: int | None = None) -> int:
     start and end records (cancelled at a run boundary after ``stop_after`` runs)."""
     import threading
 
-    from gpusession.bench.plan import get_experiment, schedule
     from gpusession.core.events import RowAppended
     from gpusession.core.events.records import (
         ExperimentFinishedRecord,
         ExperimentIncompleteRecord,
         ExperimentStartedRecord,
     )
+    from gpusession.core.experiment.plan import schedule
+    from gpusession.core.folder.experiments import get_experiment
 
     runs = schedule(get_experiment(session, "batch-sweep"))
     session.journal(ExperimentStartedRecord(experiment_id="batch-sweep", runs=[r.run_key for r in runs]))
@@ -519,7 +522,8 @@ async def test_issue13_a_group_waiting_for_other_nodes_says_so_and_how_to_start_
 
 async def test_run_pane_opens_on_the_newest_experiment_as_the_cli_runs_it(session: Any, make_app: MakeApp) -> None:
     """``gpusession run NAME`` without --experiment runs the last defined one: the pane shows that one."""
-    from gpusession.bench.plan import Experiment, define_experiment, load_experiments
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment, load_experiments
 
     define_experiment(session, Experiment(id="newest", workload="synthetic-mlp", values=(4,), device="cpu"))
     assert [e.id for e in load_experiments(session)][-1] == "newest"

@@ -19,12 +19,12 @@ from gpusession.testing import make_session
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from gpusession.core.session import Session
+    from gpusession.core.folder.session import Session
     from gpusession.ui import screens
     from gpusession.ui.app import build_app
 
-    WATCH = ("psutil", "gpusession.core.recovery", "gpusession.core.events", "mnemonic",
-             "gpusession.core.status")
+    WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events", "mnemonic",
+             "gpusession.core.retrieval.status")
     seen = []
     after = screens.MainScreen.after_first_frame
 
@@ -59,5 +59,5 @@ def test_issue10_a_crash_left_behind_is_still_recovered_before_the_first_frame(t
     s.journal("run_started", run_key="e/v/warm/0", experiment_id="e", variant_id="v", phase="warm",
               run_index=0)
     seen = _first_frame_modules(tmp_path, s.name)
-    assert "gpusession.core.recovery" in seen and seen[-1] == "FRAME"
+    assert "gpusession.core.folder.recovery" in seen and seen[-1] == "FRAME"
     assert len(s.results.rows()) == 1  # the run in flight got its incident row

@@ -20,8 +20,9 @@ import psutil
 import pytest
 from ui.pilot import SIZE, MakeApp
 
-from gpusession.bench.plan import Experiment, define_experiment
-from gpusession.core.session import RUN_LOCK, Session
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import RUN_LOCK, Session
 
 
 def _journal(folder: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ def populated(root: Path, pane: str) -> Any:
     evidence would carry the real time the protocol was stored)."""
     import threading
 
-    from gpusession.core import order
+    from gpusession.core.money import order
 
     s = make_session(root, experiment=pane != "checklist", runs=3)
     if pane in ("validation", "memory", "cost"):

@@ -11,7 +11,7 @@ from typing import Any
 from textual.widgets import DataTable
 from ui.pilot import MakeApp, settle, text_of
 
-from gpusession.core.results import ResultRow
+from gpusession.core.records.results import ResultRow
 
 
 async def test_v1_validation_pane_states_in_words_and_distinct_corpora(

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.bench.lifetime import PARENT_ENV, child_preexec
 from gpusession.bench.ranks import LEADER_ENV, rendezvous_id, torchrun_argv
-from gpusession.core.errors import BadInput
-from gpusession.core.recovery import SPEC_PREFIX
-from gpusession.core.summary import UNFINISHED_KIND
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.recovery import SPEC_PREFIX
+from gpusession.core.records.summary import UNFINISHED_KIND
 
 if TYPE_CHECKING:
     from gpusession.core.events import Event
@@ -95,7 +95,7 @@ def run_end(records: list[Event], experiment_id: str) -> str | None:
 
     Args:
         records: typed journal records, oldest first
-            (:func:`gpusession.core.journal.read_records`).
+            (:func:`gpusession.core.folder.journal.read_records`).
         experiment_id: the experiment the agent joins.
 
     Returns:
@@ -103,7 +103,7 @@ def run_end(records: list[Event], experiment_id: str) -> str | None:
         ``"running"`` while nothing says it is over, ``"ended"`` when an
         ``experiment_finished``/``experiment_incomplete`` record follows its newest
         ``experiment_started``, ``"did_not_finish"`` when crash recovery's
-        :data:`~gpusession.core.summary.UNFINISHED_KIND` incident for it does.
+        :data:`~gpusession.core.records.summary.UNFINISHED_KIND` incident for it does.
     """
     from gpusession.core.events.records import (
         ExperimentEndedRecord,
@@ -187,7 +187,7 @@ class Agent:
         self._quiet_since: float | None = None  # monotonic s: lock and spec files gone since
 
     def _journal_says_ended(self) -> bool:
-        from gpusession.core import journal
+        from gpusession.core.folder import journal
 
         how = run_end(journal.read_records(self.folder / journal.JOURNAL), str(self.exp.id))
         if how is None:
@@ -244,7 +244,7 @@ class Agent:
         self.stop.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            from gpusession.core.processes import end_group, identify
+            from gpusession.core.folder.processes import end_group, identify
 
             end_group(identify(proc.pid))
 
@@ -309,7 +309,7 @@ class Agent:
                     code = None
                 if self.stop.is_set():  # the agent was interrupted: it ended the group itself
                     if proc.poll() is None:
-                        from gpusession.core.processes import end_group, identify
+                        from gpusession.core.folder.processes import end_group, identify
 
                         end_group(identify(proc.pid))
                         proc.wait()
@@ -327,7 +327,7 @@ class Agent:
                 elif gone_since is None:
                     gone_since = time.monotonic()
                 elif time.monotonic() - gone_since > SPEC_GONE_GRACE_S:
-                    from gpusession.core.processes import end_group, identify
+                    from gpusession.core.folder.processes import end_group, identify
 
                     end_group(identify(proc.pid))
                     proc.wait()

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from gpusession.core.errors import Failure
-from gpusession.core.session import Package, Session, utcnow
-from gpusession.core.units import format_seconds
+from gpusession.core.files.errors import Failure
+from gpusession.core.files.units import format_seconds
+from gpusession.core.folder.session import Package, Session, utcnow
 
 DEMO_SESSION = "demo"
 DEMO_EXPERIMENT = "batch-sweep"
@@ -63,8 +63,9 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
             sessions root is unusable.
         Failure: Training the demo model failed (the last line of its stderr is named).
     """
-    from gpusession.bench.plan import Experiment, define_experiment
     from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     out = out or sys.stdout
     pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())

@@ -31,7 +31,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from gpusession.core.processes import PARENT_ENV
+from gpusession.core.folder.processes import PARENT_ENV
 
 #: ``PR_SET_PDEATHSIG`` of ``<linux/prctl.h>``.
 _PR_SET_PDEATHSIG = 1

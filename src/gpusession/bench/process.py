@@ -17,7 +17,7 @@ from typing import Any
 
 from gpusession.bench.lifetime import PARENT_ENV
 from gpusession.core.events import event_from_json
-from gpusession.core.processes import ProcessId, end_group, identify
+from gpusession.core.folder.processes import ProcessId, end_group, identify
 
 #: Put on a worker's event queue when its stdout closes.
 EOF_EVENT = object()

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusession.bench.ranks import DeviceUnavailable, RankEnv, shard_bounds
-from gpusession.core.units import format_seconds
+from gpusession.core.files.units import format_seconds
 
 
 @dataclass
@@ -49,7 +49,7 @@ class RankRun:
         elapsed_s: wall seconds between the two barriers, the longest over the ranks
             (``None`` when a rank failed); never shorter than any rank's own duration.
         per_rank: one dict per rank
-            (:data:`gpusession.core.ranks.RANK_COLUMNS` less ``run_key``/``worker``), by
+            (:data:`gpusession.core.records.ranks.RANK_COLUMNS` less ``run_key``/``worker``), by
             rank.
         failure: the failure fields of the first failed rank (``error_type``,
             ``message`` prefixed with ``rank N``, ``oom``, ``ok=False``, ``rank``);

@@ -10,16 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpusession.bench.plan import Experiment, ScheduledRun
-from gpusession.core.digest import sha256_file
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session
+from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import Session
 
 
 def package_total_minor(session: Session) -> int | None:
     """The package total of a row: full package price × lots, in USD cents (K1, K2).
 
-    Assembled by the one core function, :func:`gpusession.core.cost.session_cost_inputs`.
+    Assembled by the one core function, :func:`gpusession.core.money.cost.session_cost_inputs`.
 
     Args:
         session: The open session; its package and rates file are read.
@@ -32,7 +32,7 @@ def package_total_minor(session: Session) -> int | None:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
-    from gpusession.core.cost import session_cost_inputs
+    from gpusession.core.money.cost import session_cost_inputs
 
     try:
         total = session_cost_inputs(session, count_accepted=False).package_total()

@@ -17,13 +17,13 @@ Processes (issue 12, H-14): each worker is the leader of a process group of its 
 (:class:`~gpusession.bench.process.WorkerProcess`), journaled with its PID and start
 time, as is each user command it starts. A timeout, an error of the parent or
 :meth:`Runner.interrupt` (SIGHUP/SIGTERM, through
-:func:`gpusession.core.processes.interrupt_all`) ends the whole group at once; a parent
+:func:`gpusession.core.folder.processes.interrupt_all`) ends the whole group at once; a parent
 killed outright takes its workers with it (parent-death signal,
 :mod:`gpusession.bench.lifetime`). :meth:`Runner.run` forks every worker from the thread
 that calls it and returns only after the last one exited, so that thread lives as long
 as the run (the death signal follows the forking thread). Before the first worker
 starts, workers and commands of earlier runs that are still alive are ended
-(:func:`gpusession.core.processes.end_recorded`).
+(:func:`gpusession.core.folder.processes.end_recorded`).
 
 ``on_event`` receives typed runner events of :mod:`gpusession.core.events` (from the
 runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserved``,
@@ -56,13 +56,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpusession.bench.plan import Experiment, ScheduledRun, get_experiment, schedule, workers_of
 from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
 from gpusession.bench.ranks import error_gist, join_timeout_s, lost_peer, rendezvous_timed_out
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.stacks import STACK_DIR_ENV
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
-from gpusession.core import journal
 from gpusession.core.events import (
     AttemptFailedRecord,
     CommandStartedRecord,
@@ -100,14 +98,17 @@ from gpusession.core.events import (
     WorkerWarmupDone,
 )
 from gpusession.core.events.words import interrupted_words
-from gpusession.core.journal import RunKey
-from gpusession.core.processes import end_recorded, on_interrupt
-from gpusession.core.recovery import SPEC_PREFIX, remove_worker_specs
-from gpusession.core.results import ResultRow
-from gpusession.core.safefile import check_writable, make_private_dir, write_private_bytes
-from gpusession.core.session import SESSION_TOML, Session
-from gpusession.core.status import SUMMARY_JSON, refresh_counts
-from gpusession.core.summary import accepted_revisions
+from gpusession.core.experiment.plan import Experiment, ScheduledRun, schedule, workers_of
+from gpusession.core.files.safefile import check_writable, make_private_dir, write_private_bytes
+from gpusession.core.folder import journal
+from gpusession.core.folder.experiments import get_experiment
+from gpusession.core.folder.journal import RunKey
+from gpusession.core.folder.processes import end_recorded, on_interrupt
+from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
+from gpusession.core.folder.session import SESSION_TOML, Session
+from gpusession.core.records.results import ResultRow
+from gpusession.core.records.summary import accepted_revisions
+from gpusession.core.retrieval.status import SUMMARY_JSON, refresh_counts
 
 #: Seconds a torchrun group may take to end by itself after a rank failed a run before
 #: the runner ends it (issue 13; the ranks exit right after the leader's report).
@@ -228,7 +229,7 @@ class Runner:
         The results CSV, the journal, ``summary.json``, ``session.toml``, the run lock,
         the ``runs/<experiment>`` and ``validation/`` folders and any worker spec already
         in ``runs/<experiment>`` must not be symbolic links and must be writable
-        (:func:`gpusession.core.safefile.check_writable`); otherwise the run would
+        (:func:`gpusession.core.files.safefile.check_writable`); otherwise the run would
         measure everything and only then be refused. Nothing is written.
 
         Raises:
@@ -299,7 +300,7 @@ class Runner:
 
     def _prepare(self, exp: Experiment) -> list[ScheduledRun]:
 
-        from gpusession.core.environment import read_concurrent_load
+        from gpusession.core.gpu.environment import read_concurrent_load
 
         frame = self.session.results.read()
         offsets = self._offsets(frame)
@@ -331,7 +332,7 @@ class Runner:
 
     @staticmethod
     def _now() -> Any:
-        from gpusession.core.clock import utcnow
+        from gpusession.core.files.clock import utcnow
 
         return utcnow()
 

@@ -43,12 +43,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusession.bench.lifetime import child_preexec, die_with_parent
-from gpusession.bench.placeholders import environment as placeholder_env
-from gpusession.bench.placeholders import fill_argument
 from gpusession.bench.ranks import DeviceUnavailable
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import Measurement, SyncTimer
-from gpusession.core.errors import BadInput
 from gpusession.core.events import (
     WorkerCommandStarted,
     WorkerDone,
@@ -63,8 +60,11 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
-from gpusession.core.ranks import RANKS_FILE, append_rank_rows
-from gpusession.core.safefile import link_refused, make_private_dir, open_private
+from gpusession.core.experiment.placeholders import environment as placeholder_env
+from gpusession.core.experiment.placeholders import fill_argument
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import link_refused, make_private_dir, open_private
+from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 
 class Channel:
@@ -427,7 +427,7 @@ class TorchDevice:
 
     def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
         """Environment observed in this process (R10, H-05 to H-07)."""
-        from gpusession.core.environment import read_nvml
+        from gpusession.core.gpu.environment import read_nvml
 
         torch = self.torch
         snap = read_nvml()
@@ -448,7 +448,7 @@ class TorchDevice:
         env.update(self.speed_settings())
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
-            from gpusession.core.environment import map_torch_device, torch_device_uuid
+            from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
 
             mapping = map_torch_device(self.device, torch_device_uuid(torch, self.device), snap)
             env["gpu_uuid"], env["gpu_physical_index"] = mapping.uuid, mapping.physical_index
@@ -484,18 +484,18 @@ def physical_gpu(torch: Any, device: str, snap: Any,
 
     torch's own UUID of the device is looked up in the NVML snapshot first; only when
     torch gives none (or NVML does not know it) does ``CUDA_VISIBLE_DEVICES`` or the
-    order decide (:func:`gpusession.core.environment.map_torch_device`, the one place).
+    order decide (:func:`gpusession.core.gpu.environment.map_torch_device`, the one place).
 
     Args:
         torch: the ``torch`` module.
         device: e.g. ``"cuda:1"``.
-        snap: an NVML snapshot (:func:`gpusession.core.environment.read_nvml`).
+        snap: an NVML snapshot (:func:`gpusession.core.gpu.environment.read_nvml`).
         env: environment for ``CUDA_VISIBLE_DEVICES`` (default ``os.environ``).
 
     Returns:
         The UUID (NVML's, else torch's) and the NVML index, each ``None`` when unknown.
     """
-    from gpusession.core.environment import map_torch_device, torch_device_uuid
+    from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
 
     mapping = map_torch_device(device, torch_device_uuid(torch, device), snap, env)
     return mapping.uuid, mapping.physical_index
@@ -757,7 +757,7 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
     lacks it). A ``ranks.csv`` that cannot be written (a link, a full disk) is said as an
     incident naming it; the load row still says the maximum.
     """
-    from gpusession.core.processes import identify
+    from gpusession.core.folder.processes import identify
 
     me = identify(os.getpid())
     mine = {"device": env.get("device"), "gpus_used": env.get("gpus_used") or [],
@@ -957,7 +957,7 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
     Only an argument that *is* a placeholder (``{batch}``, ``{output}``, ``{corpus}``,
     ``{context}``) or a flag's value (``--out={output}``) is filled, so a value is always
     one argument and never becomes code; any other text (a Python ``-c`` snippet's
-    braces) is left as written (:func:`gpusession.bench.placeholders.fill_argument`).
+    braces) is left as written (:func:`gpusession.core.experiment.placeholders.fill_argument`).
 
     Args:
         arg: one argv entry, e.g. ``"--out={output}"``.
@@ -1018,7 +1018,7 @@ def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
     Raises:
         OSError: the program is missing or not executable.
     """
-    from gpusession.core.processes import identify
+    from gpusession.core.folder.processes import identify
 
     preexec = child_preexec if os.name == "posix" else None
     with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,

@@ -11,12 +11,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from gpusession.core.errors import BadInput
-from gpusession.core.session import Session, sessions_root
-from gpusession.core.status import remember_sessions_dir
-from gpusession.core.summary import SummaryRow
-from gpusession.core.units import format_seconds, format_seconds_range
-from gpusession.core.window import local_str, short_timedelta
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.units import format_seconds, format_seconds_range
+from gpusession.core.folder.session import Session, sessions_root
+from gpusession.core.money.window import local_str, short_timedelta
+from gpusession.core.records.summary import SummaryRow
+from gpusession.core.retrieval.status import remember_sessions_dir
 
 
 def root_of(args: argparse.Namespace) -> Path:
@@ -96,7 +96,7 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
     """The summary table (R6): variant, phase, n, median, min–max, quality, outcome in words.
 
     Args:
-        rows: :func:`gpusession.core.summary.summary_rows` (or their ``to_json`` dicts).
+        rows: :func:`gpusession.core.records.summary.summary_rows` (or their ``to_json`` dicts).
 
     Returns:
         The table; a standalone validation reads as an accepted or rejected validation,

@@ -52,10 +52,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
         BadInput: no such session or experiment, or an experiment on one node.
     """
     from gpusession.bench.agent import Agent
-    from gpusession.bench.plan import get_experiment
     from gpusession.commands._common import root_of
-    from gpusession.core.processes import ENDING_SIGNALS, signal_handlers
-    from gpusession.core.session import Session
+    from gpusession.core.folder.experiments import get_experiment
+    from gpusession.core.folder.processes import ENDING_SIGNALS, signal_handlers
+    from gpusession.core.folder.session import Session
 
     session = Session.open(root_of(args), args.name, recover=False)
     agent = Agent(session.folder, get_experiment(session, args.experiment))

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import local_time, open_session, print_json
-from gpusession.core.errors import BadInput
-from gpusession.core.secrets import shown
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 
 #: Exit code of ``verify-copy`` when the copy differs from the manifest.
 EXIT_COPY_DIFFERS = 3
@@ -130,7 +130,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         BadInput: No such session, missing or extra words for the action, a stage that
             is not a whole number 1-8, an unknown item id.
     """
-    from gpusession.core import checklist as cl
+    from gpusession.core.retrieval import checklist as cl
 
     s = open_session(args, args.name)
     words: list[str] = list(args.words)
@@ -217,7 +217,7 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
 # -- manifest / verify-copy ----------------------------------------------------------------
 def _shown(name: str) -> str:
     """A file name as printed: a newline or other control character escaped (issue 12)."""
-    from gpusession.core.textio import printable
+    from gpusession.core.files.textio import printable
 
     return printable(name, keep="")
 
@@ -241,7 +241,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
             session's own files, ``--out`` exists without ``--force``.
         OSError: The disk refused the write (the previous file is left intact).
     """
-    from gpusession.core.manifest import write_manifest
+    from gpusession.core.retrieval.manifest import write_manifest
 
     s = open_session(args, args.name)
     folder = Path(args.deliverables)
@@ -297,7 +297,7 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     Raises:
         BadInput: ``copy`` is not a folder, the manifest is unreadable or malformed.
     """
-    from gpusession.core.manifest import verify_copy
+    from gpusession.core.retrieval.manifest import verify_copy
 
     copy = Path(args.copy)
     if not copy.is_dir():
@@ -364,7 +364,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         BadInput: No such session, ``--out`` exists without ``--force``.
         OSError: The disk refused the write.
     """
-    from gpusession.core.report import write_report
+    from gpusession.core.retrieval.report import write_report
 
     s = open_session(args, args.name)
     res = write_report(s, out=Path(args.out) if args.out else None, force=args.force)

@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.core.cost import (
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
+from gpusession.core.folder.package import LOTS_MAX, PACKAGE_DAYS, parse_start
+from gpusession.core.money.cost import (
     NO_VALIDATED_RUN,
     cost_report,
     load_rates,
     parse_plan,
     plan_coverage,
 )
-from gpusession.core.errors import BadInput
-from gpusession.core.order import (
+from gpusession.core.money.order import (
     STATES,
     load_order,
     new_payment_order,
@@ -37,10 +39,8 @@ from gpusession.core.order import (
     record_event,
     set_order,
 )
-from gpusession.core.order_text import order_lines, order_to_json
-from gpusession.core.package import LOTS_MAX, PACKAGE_DAYS, parse_start
-from gpusession.core.secrets import shown
-from gpusession.core.window import package_window
+from gpusession.core.money.order_text import order_lines, order_to_json
+from gpusession.core.money.window import package_window
 
 
 def _lots(text: str) -> int:
@@ -144,7 +144,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     in days) picks the smallest package that covers it (K6); prices come from the rates
     file and are never guessed (K7). With ``--session`` the package, the accepted count and
     the package window (S6) come from the session, through the one core assembly
-    :func:`gpusession.core.cost.session_cost_inputs`; arguments given override them.
+    :func:`gpusession.core.money.cost.session_cost_inputs`; arguments given override them.
 
     Args:
         args: Parsed arguments: ``gpu``, ``days``, ``lots``, ``accepted_results``,
@@ -166,7 +166,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     window_json = None
     window = None
     if args.session:
-        from gpusession.core.cost import session_cost_inputs
+        from gpusession.core.money.cost import session_cost_inputs
 
         s = open_session(args, args.session)
         inputs = session_cost_inputs(s, rates_path, count_accepted=accepted is None)
@@ -318,7 +318,7 @@ def cmd_order_event(args: argparse.Namespace) -> int:
     warnings = record_event(s, args.state, source=args.source, note=args.note, at=at,
                             amount=args.amount)
     _warn(warnings)
-    from gpusession.core.order_text import order_status_line
+    from gpusession.core.money.order_text import order_status_line
 
     print(f"recorded {args.state} ({'provider tracking' if args.source == 'tracking' else 'you'})")
     print(f"Status: {order_status_line(load_order(s))}")
@@ -329,7 +329,7 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
 def _hint_package_start(s: Any, at: Any) -> None:
     """S6: the package window counts from provisioning; offer to restart it there (issue 15)."""
-    from gpusession.core.window import local_str, session_window_origin
+    from gpusession.core.money.window import local_str, session_window_origin
 
     origin = session_window_origin(s, load_order(s))
     if origin.offer and origin.provisioned_at is not None:

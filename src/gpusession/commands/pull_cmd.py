@@ -1,6 +1,6 @@
 """``gpusession pull SRC [--deliverables DIR] [--to DIR] [--ssh CMD]`` (issue 14; S4, G§8).
 
-Thin: the transfer and the verification are :func:`gpusession.core.pull.pull`. This
+Thin: the transfer and the verification are :func:`gpusession.core.retrieval.pull.pull`. This
 module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
 the outcome. Exit 0 only when the copy is verified; 3 when it was copied but is not
 verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input.
@@ -96,7 +96,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
         TransferFailed: rsync failed (one line, exit 1).
     """
     from gpusession.commands._common import root_of
-    from gpusession.core.pull import parse_source, pull, ssh_from_env
+    from gpusession.core.retrieval.pull import parse_source, pull, ssh_from_env
 
     source = parse_source(args.source)
     to = Path(args.to) if args.to else root_of(args)

@@ -25,9 +25,9 @@ import threading
 from typing import Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
-from gpusession.core.errors import BadInput
-from gpusession.core.secrets import shown
-from gpusession.core.session import Session
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
+from gpusession.core.folder.session import Session
 
 
 def _device(text: str) -> str:
@@ -197,7 +197,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     """
     from gpusession.bench.runner import Runner
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
-    from gpusession.core.summary import session_summary
+    from gpusession.core.records.summary import session_summary
 
     seen: dict[str, Any] = {}
 
@@ -212,7 +212,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
-        from gpusession.core.journal import lock_busy, lock_host
+        from gpusession.core.folder.journal import lock_busy, lock_host
 
         raise lock_busy(holder, session.name, lock_host(session.folder))
     experiment_id = _experiment_for_device(session, experiment_id, device)
@@ -229,7 +229,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
+    from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP (issue 12)
@@ -292,7 +292,7 @@ def _experiment_for_device(session: Session, experiment_id: str, device: str | N
     """
     from dataclasses import replace
 
-    from gpusession.bench.plan import define_experiment, get_experiment
+    from gpusession.core.folder.experiments import define_experiment, get_experiment
 
     exp = get_experiment(session, experiment_id)
     if not device or (exp.device or None) == device:
@@ -368,7 +368,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Raises:
         BadInput: No such session, or no experiment defined in it.
     """
-    from gpusession.bench.plan import load_experiments
+    from gpusession.core.folder.experiments import load_experiments
 
     session = open_session(args, args.name)
     exp_id = args.experiment
@@ -410,13 +410,13 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
         BadInput: ``logs/`` or the log is a symbolic link (nothing started).
         OSError: the log could not be created or the process could not start.
     """
-    from gpusession.core.clock import utcnow
-    from gpusession.core.journal import lock_busy, lock_host
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.journal import lock_busy, lock_host
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():
         raise lock_busy(holder, session.name, lock_host(session.folder))
-    from gpusession.core.safefile import open_private
+    from gpusession.core.files.safefile import open_private
 
     logs = session.folder / "logs"
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
@@ -478,7 +478,8 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     """
     import shlex
 
-    from gpusession.bench.plan import Experiment, define_experiment
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
 
     session = open_session(args, args.name)
     parts = [v.strip() for v in args.values.split(",")]
@@ -512,7 +513,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         Protocol.from_toml(protocol)
     if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
         if (session.folder / args.corpus).exists():
-            from gpusession.core.textio import read_bytes
+            from gpusession.core.files.textio import read_bytes
 
             read_bytes(session.folder / args.corpus, what="corpus")  # a folder, a FIFO, a device: said as such
         raise BadInput("corpus file not found (a relative path is relative to the session folder)",
@@ -553,9 +554,9 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     Raises:
         BadInput: No such session, an unreadable experiment definition.
     """
-    from gpusession.bench.plan import load_experiments
     from gpusession.commands._common import print_json
-    from gpusession.core.evidence import gpu_use_words
+    from gpusession.core.folder.experiments import load_experiments
+    from gpusession.core.retrieval.evidence import gpu_use_words
 
     session = open_session(args, args.name)
     exps = load_experiments(session)
@@ -578,7 +579,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
 
 def _gpu_warnings(session: Session, experiment_id: str | None = None) -> list[str]:
     """The package-vs-experiment GPU warnings (issue 13), of one experiment or all; never raises."""
-    from gpusession.core.evidence import idle_gpu_warnings
+    from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
     try:
         return idle_gpu_warnings(session, experiment_id)

@@ -12,10 +12,11 @@ from gpusession.commands._common import (
     print_json,
     root_of,
 )
-from gpusession.core.clock import utcnow
-from gpusession.core.errors import BadInput
-from gpusession.core.journal import running_words
-from gpusession.core.package import (
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import printable
+from gpusession.core.folder.journal import running_words
+from gpusession.core.folder.package import (
     LOTS_MAX,
     PACKAGE_DAYS,
     Package,
@@ -23,11 +24,10 @@ from gpusession.core.package import (
     check_lots,
     parse_start,
 )
-from gpusession.core.session import Session, list_sessions
-from gpusession.core.status import Retrieval, remember_sessions_dir, retrieval_state
-from gpusession.core.summary import accepted_unique_corpora, session_summary
-from gpusession.core.textio import printable
-from gpusession.core.window import package_warning, package_window
+from gpusession.core.folder.session import Session, list_sessions
+from gpusession.core.money.window import package_warning, package_window
+from gpusession.core.records.summary import accepted_unique_corpora, session_summary
+from gpusession.core.retrieval.status import Retrieval, remember_sessions_dir, retrieval_state
 
 
 def _lots(text: str) -> int:
@@ -176,8 +176,8 @@ def _provisioned_at(s: Session) -> Any:
     Raises:
         BadInput: no such event recorded yet (nothing is changed).
     """
-    from gpusession.core.order import load_order
-    from gpusession.core.window import session_window_origin
+    from gpusession.core.money.order import load_order
+    from gpusession.core.money.window import session_window_origin
 
     origin = session_window_origin(s, load_order(s))
     if origin.provisioned_at is None:
@@ -240,8 +240,8 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
 
 def _origin(s: Session) -> Any:
     """Which event the window counts from (issue 15); ``None`` when order.toml is unreadable."""
-    from gpusession.core.order import load_order
-    from gpusession.core.window import session_window_origin
+    from gpusession.core.money.order import load_order
+    from gpusession.core.money.window import session_window_origin
 
     try:
         return session_window_origin(s, load_order(s))

@@ -2,7 +2,7 @@
 
 Dispatched by :func:`gpusession.cli.main` before the full argument parser is built, so a
 call from tmux's ``status-right`` every few seconds imports only this module and
-:mod:`gpusession.core.status` (no polars, torch or textual). It is also registered in
+:mod:`gpusession.core.retrieval.status` (no polars, torch or textual). It is also registered in
 the full parser, so ``gpusession --help`` lists it.
 """
 
@@ -57,8 +57,8 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
         traceback, so the status bar shows a word, not a cut path
         (``gpusession: no session`` / ``gpusession: NAME: run gpusession status``).
     """
-    from gpusession.core.errors import GpusessionError
-    from gpusession.core.status import most_recent_session, session_status, status_root
+    from gpusession.core.files.errors import GpusessionError
+    from gpusession.core.retrieval.status import most_recent_session, session_status, status_root
 
     root = status_root(getattr(args, "sessions_dir", None))
     tmux = args.format == "tmux"

@@ -11,10 +11,10 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import root_of
-from gpusession.core.clock import utcnow
-from gpusession.core.errors import BadInput
-from gpusession.core.package import PACKAGE_DAYS, Package
-from gpusession.core.session import Session, most_recent
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.package import PACKAGE_DAYS, Package
+from gpusession.core.folder.session import Session, most_recent
 
 
 def register(sub: Any) -> None:
@@ -109,7 +109,7 @@ def cmd_open(args: argparse.Namespace) -> int:
             return 1
     else:  # a bad order/checklist/results file is said in its pane (issue 12)
         session = Session.open(root, name, check_files=False)
-    from gpusession.core.status import remember_sessions_dir
+    from gpusession.core.retrieval.status import remember_sessions_dir
     from gpusession.ui.app import run_app
 
     remember_sessions_dir(session.folder.parent)  # `status` from any folder (issue 14)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.core.digest import sha256_file
-from gpusession.core.errors import BadInput
-from gpusession.core.textio import MAX_LINE_BYTES
-from gpusession.core.tomlio import write_atomic_bytes
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import MAX_LINE_BYTES
+from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
     METRICS,
     Protocol,
@@ -154,8 +154,8 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     panel, the report and the TUI count its accepted corpus like any other (K3, K4).
     """
     from gpusession.bench.run_validation import package_total_minor
-    from gpusession.core.results import ResultRow
-    from gpusession.core.summary import accepted_revisions
+    from gpusession.core.records.results import ResultRow
+    from gpusession.core.records.summary import accepted_revisions
 
     revision = sha256_file(args.corpus)
     pkg = session.package
@@ -174,7 +174,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         accepted.add(revision)
     row = row.replace(accepted_unique_corpora=len(accepted))
     session.results.append(row)
-    from gpusession.core.status import refresh_counts
+    from gpusession.core.retrieval.status import refresh_counts
 
     refresh_counts(session.folder)  # summary.json for `gpusession status` (issue 14)
     return row

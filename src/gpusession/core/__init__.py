@@ -1,4 +1,4 @@
-"""Headless core of gpusession: session folders, results, validation, cost, order.
+"""Headless core of gpusession, in rooms by subject on import floors (files < records < events < validation, gpu, experiment < folder < money < retrieval).
 
 Nothing under ``gpusession.core`` may import ``textual`` or ``torch`` (style.md §1);
 ``tests/test_layers.py`` checks this in a fresh subprocess.

@@ -33,9 +33,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
-from gpusession.core.clock import utcnow
-from gpusession.core.processes import ENDING_SIGNALS, interrupt_all
-from gpusession.core.session import Session
+from gpusession.core.files.clock import utcnow
+from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all
+from gpusession.core.folder.session import Session
 from gpusession.ui.context import UiContext
 from gpusession.ui.palette import GpuSessionCommands
 from gpusession.ui.screens import MainScreen
@@ -231,7 +231,7 @@ def build_app(
     """Build the app for ``session`` (the CLI and the tests use this same factory).
 
     Args:
-        session: an open :class:`~gpusession.core.session.Session`.
+        session: an open :class:`~gpusession.core.folder.session.Session`.
         clock: returns "now" as an aware UTC datetime (default :func:`utcnow`).
         nvml: a pynvml-like object for NVML readings (default: the real pynvml).
         runner_factory: ``(session, experiment_id, on_event, cancel) -> runner`` whose

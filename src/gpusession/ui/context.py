@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from gpusession.core.clock import utcnow
-from gpusession.core.session import Session
-from gpusession.core.textio import printable
-from gpusession.core.units import format_bytes, format_seconds
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.textio import printable
+from gpusession.core.files.units import format_bytes, format_seconds
+from gpusession.core.folder.session import Session
 
 
 @dataclass
@@ -26,7 +26,7 @@ class UiContext:
     Attributes:
         session: the open session.
         clock: returns an aware UTC datetime (a fake one in tests, S6 countdowns).
-        nvml: a pynvml-like object for :func:`gpusession.core.environment.read_nvml`
+        nvml: a pynvml-like object for :func:`gpusession.core.gpu.environment.read_nvml`
             (``None``: the real pynvml).
         host_memory: returns a ``HostMemory`` (``None``: psutil via core.environment).
         runner_factory: ``(session, experiment_id, on_event, cancel) -> runner`` with a
@@ -57,7 +57,7 @@ def fmt_bytes(n: int | float | None) -> str:
 
 def fmt_left(td: timedelta | None) -> str:
     """``5d 03h 12m left`` / ``ended 2h 05m ago`` / ``not set`` (S6)."""
-    from gpusession.core.window import short_timedelta
+    from gpusession.core.money.window import short_timedelta
 
     text = short_timedelta(td)
     return text if td is None or text.startswith("ended") else f"{text} left"
@@ -74,7 +74,7 @@ def whole_number(text: str, field: str, *, minimum: int | None = None) -> int:
     Raises:
         BadInput: not a whole number (or below ``minimum``); nothing is written then.
     """
-    from gpusession.core.errors import BadInput
+    from gpusession.core.files.errors import BadInput
 
     try:
         value = int(text.strip())

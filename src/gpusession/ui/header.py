@@ -13,8 +13,8 @@ from typing import Any
 from textual import work
 from textual.widgets import Static
 
-from gpusession.core.errors import GpusessionError
-from gpusession.core.window import package_window
+from gpusession.core.files.errors import GpusessionError
+from gpusession.core.money.window import package_window
 from gpusession.ui.context import UiContext
 
 
@@ -67,9 +67,9 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
 
 def order_words(ctx: UiContext) -> str:
     """The order state from core.order, e.g. ``payment sent — not confirmed`` (S2)."""
-    from gpusession.core.order import load_order
-    from gpusession.core.order_text import order_status_line
-    from gpusession.core.window import session_window_origin
+    from gpusession.core.money.order import load_order
+    from gpusession.core.money.order_text import order_status_line
+    from gpusession.core.money.window import session_window_origin
 
     try:
         state = load_order(ctx.session)
@@ -83,8 +83,8 @@ def order_words(ctx: UiContext) -> str:
 def package_warning_now(ctx: UiContext) -> Any | None:
     """The end-of-package warning at ``ctx.now()`` (issue 14): 24 h / 2 h before the end
     while the copy home is not verified, and "package ended"; ``None`` otherwise."""
-    from gpusession.core.status import retrieval_state
-    from gpusession.core.window import package_warning, package_window
+    from gpusession.core.money.window import package_warning, package_window
+    from gpusession.core.retrieval.status import retrieval_state
 
     try:
         window = package_window(ctx.session.package, ctx.now())

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from gpusession.core.errors import GpusessionError
+from gpusession.core.files.errors import GpusessionError
 
 
 class Choice(OptionList):
@@ -90,7 +90,7 @@ class Field:
     labels: tuple[str, ...] = field(default_factory=tuple)
 
 
-#: ``on_save(values)``: write them, or raise :class:`~gpusession.core.errors.GpusessionError`
+#: ``on_save(values)``: write them, or raise :class:`~gpusession.core.files.errors.GpusessionError`
 #: (bad input: its message is shown in the form) or :class:`OSError` (the disk refused).
 #: Anything else is a bug and surfaces as one.
 SaveCheck = Callable[[dict[str, str]], Any]

@@ -19,7 +19,7 @@ import importlib
 import re
 from typing import Any, Protocol, runtime_checkable
 
-from gpusession.core.errors import BadInput
+from gpusession.core.files.errors import BadInput
 
 _WORD = re.compile(r"\S+")
 

@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusession.core.digest import sha256_file
-from gpusession.core.errors import BadInput
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.errors import BadInput
 
 CLASSES = ("business", "entertainment", "politics", "sports", "tech")
 EVAL_SIZE = 1000

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from gpusession.bench.workloads.bbc_corpus import read_jsonl
-from gpusession.core.digest import sha256_file
-from gpusession.core.tomlio import fsync_dir, write_atomic_bytes
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.tomlio import fsync_dir, write_atomic_bytes
 
 BUCKETS = 2**18
 DIM = 64

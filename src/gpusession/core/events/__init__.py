@@ -8,7 +8,7 @@ a runner event becomes words (used by ``gpusession run --headless`` and the Run 
 Who calls it: the worker (:mod:`gpusession.bench.worker`, sends ``Worker*`` events as
 JSON lines), :mod:`gpusession.bench.process` (reads them back), the runner
 (:mod:`gpusession.bench.runner`, emits runner events and writes ``*Record`` journal
-records), :mod:`gpusession.core.journal` and :mod:`gpusession.core.recovery` (read the
+records), :mod:`gpusession.core.folder.journal` and :mod:`gpusession.core.folder.recovery` (read the
 records back). No textual, no torch.
 
 Three channels share event names (``run_finished`` is a worker event and a journal

@@ -3,8 +3,8 @@
 Why it exists: the journal is the run's own account (S7: what was in flight at a crash
 is found here); its records are typed events like the worker's and the runner's, so a
 reader (a detached run followed from the TUI, recovery) gets types, not dicts. Who calls
-it: the runner writes them through ``Session.journal``; :mod:`gpusession.core.journal`
-and :mod:`gpusession.core.recovery` read them back.
+it: the runner writes them through ``Session.journal``; :mod:`gpusession.core.folder.journal`
+and :mod:`gpusession.core.folder.recovery` read them back.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Why it exists: three channels share event names (``run_finished`` is a worker event and
 a journal record with other fields), so the lookup takes the channel. Who calls it:
-:mod:`gpusession.bench.process` (worker lines), :mod:`gpusession.core.journal` (journal
+:mod:`gpusession.bench.process` (worker lines), :mod:`gpusession.core.folder.journal` (journal
 lines), through :mod:`gpusession.core.events`.
 """
 

@@ -40,7 +40,7 @@ class RowAppended(RunnerEvent):
     """A row was appended to the results CSV (S7: the moment its run ended).
 
     Attributes:
-        row: the :class:`gpusession.core.results.ResultRow` written.
+        row: the :class:`gpusession.core.records.results.ResultRow` written.
         done: for a cold or warm row, how many scheduled runs have ended with it
             (``None`` for a load row); ``total``: runs scheduled.
     """
@@ -52,7 +52,7 @@ class RowAppended(RunnerEvent):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RowAppended:
-        """Read the event back, the row as a :class:`gpusession.core.results.ResultRow`.
+        """Read the event back, the row as a :class:`gpusession.core.records.results.ResultRow`.
 
         Unknown row keys are dropped; a row that is not a mapping is kept as it is.
 
@@ -60,7 +60,7 @@ class RowAppended(RunnerEvent):
             TypeError: a row field that does not fit ``ResultRow``.
             ValueError: a ``total`` that is not a number.
         """
-        from gpusession.core.results import ResultRow
+        from gpusession.core.records.results import ResultRow
 
         row = data.get("row")
         if isinstance(row, Mapping):

@@ -19,8 +19,8 @@ from gpusession.core.events.runner import (
     RowAppended,
     WorkerStarted,
 )
-from gpusession.core.summary import variant_words
-from gpusession.core.units import format_seconds
+from gpusession.core.files.units import format_seconds
+from gpusession.core.records.summary import variant_words
 
 
 def _seconds(value: float | None, absent: str) -> str:
@@ -57,7 +57,7 @@ def corpus_verdict(row: Any) -> bool | None:
     rejected.
 
     Args:
-        row: a :class:`~gpusession.core.results.ResultRow` or a row as a mapping.
+        row: a :class:`~gpusession.core.records.results.ResultRow` or a row as a mapping.
 
     Returns:
         ``True`` accepted, ``False`` rejected by a validation, ``None`` not validated.

@@ -8,7 +8,7 @@ and :meth:`ValidationReport.summary_lines` -- the same words as the CLI.
 One-way flow, no cycles (design.md, "Target after the restructuring"):
 
 * :mod:`.model` -- :class:`Protocol`, :class:`Expected`, the report's small values;
-* :mod:`.read` -- bytes → records (strict UTF-8 via :mod:`gpusession.core.textio`,
+* :mod:`.read` -- bytes → records (strict UTF-8 via :mod:`gpusession.core.files.textio`,
   BOM, CRLF, line numbers; CSV); :mod:`.read_jsonl` -- JSONL, built on :mod:`.read`;
 * :mod:`.expected` -- the expected IDs, references and train/tune lists;
 * :mod:`.checks` -- records → the four checks; :mod:`.report` -- the report, its words
@@ -38,8 +38,8 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusession.core.summary import accepted_unique_corpora
-from gpusession.core.textio import MAX_LINE_BYTES, read_bytes
+from gpusession.core.files.textio import MAX_LINE_BYTES, read_bytes
+from gpusession.core.records.summary import accepted_unique_corpora
 from gpusession.core.validation.checks import run_checks
 from gpusession.core.validation.expected import load_expected, read_id_list
 from gpusession.core.validation.model import METRICS, OUTPUT_FORMATS, Expected, Protocol
@@ -72,7 +72,7 @@ def parse_output(output: Path, output_format: str) -> ParsedRecords:
 
     Raises:
         BadInput: the file is missing, unreadable, not a regular file (a FIFO, a device)
-            or holds a line longer than :data:`~gpusession.core.textio.MAX_LINE_BYTES`
+            or holds a line longer than :data:`~gpusession.core.files.textio.MAX_LINE_BYTES`
             (content problems are reported).
     """
     data = read_bytes(Path(output), max_line_bytes=MAX_LINE_BYTES)
@@ -123,6 +123,6 @@ def validate_output(
 def accepted_corpora(frame: pl.DataFrame) -> int:
     """Distinct ``corpus_revision``s with at least one accepted run (K3, K4).
 
-    Never a count of rows. Same as :func:`gpusession.core.summary.accepted_unique_corpora`.
+    Never a count of rows. Same as :func:`gpusession.core.records.summary.accepted_unique_corpora`.
     """
     return accepted_unique_corpora(frame)

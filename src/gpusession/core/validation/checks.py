@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusession.core.summary import metric_words
+from gpusession.core.records.summary import metric_words
 from gpusession.core.validation.model import (
     EPSILON,
     FIRST_N,

@@ -4,7 +4,7 @@ Called by :func:`gpusession.core.validation.load_expected` and
 :func:`gpusession.core.validation.validate_output`. Reads CSV / TSV / JSONL / Parquet
 tables or plain ID lists (the format is chosen here, by suffix, so that
 :mod:`.read` never needs :mod:`.read_jsonl`), strictly: an unusable file raises
-:class:`~gpusession.core.errors.BadInput` naming the file and line. IDs are always
+:class:`~gpusession.core.files.errors.BadInput` naming the file and line. IDs are always
 strings ("007" is not "7").
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusession.core.errors import BadInput
-from gpusession.core.textio import MAX_LINE_BYTES, decode_strict, read_bytes
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import MAX_LINE_BYTES, decode_strict, read_bytes
 from gpusession.core.validation.model import Expected
 from gpusession.core.validation.read import (
     drop_trailing_empty_lines,
@@ -43,7 +43,7 @@ def read_id_table(path: Path, *, need_label: bool = False) -> tuple[pl.DataFrame
 
     Raises:
         BadInput: unreadable, not a regular file (a FIFO, a device), a line longer than
-            :data:`~gpusession.core.textio.MAX_LINE_BYTES`, not UTF-8, no ``id`` column,
+            :data:`~gpusession.core.files.textio.MAX_LINE_BYTES`, not UTF-8, no ``id`` column,
             an empty or non-string ID, a label required but absent; names file and line.
     """
     path = Path(path)

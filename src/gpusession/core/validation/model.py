@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.errors import BadInput
+from gpusession.core.files.errors import BadInput
 
 METRICS = ("macro_f1", "accuracy")
 OUTPUT_FORMATS = ("jsonl", "csv")

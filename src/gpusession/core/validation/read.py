@@ -7,7 +7,7 @@ the record schema and decoding here; this module never imports it) and
 ``String`` columns -- IDs are never inferred as numbers ("007" is not "7"; spaces
 matter) -- and turns problems into *reported* records rather than exceptions, so that
 a broken output gives a clear report, not a crash. Encoding goes through
-:mod:`gpusession.core.textio`: invalid UTF-8 is reported per line; a BOM and CRLF line
+:mod:`gpusession.core.files.textio`: invalid UTF-8 is reported per line; a BOM and CRLF line
 ends are tolerated and noted.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.textio import decode_lenient
-from gpusession.core.textio import printable as _printable
+from gpusession.core.files.textio import decode_lenient
+from gpusession.core.files.textio import printable as _printable
 
 #: The columns of a parsed output: 1-based line, ID, label, first problem (null = fine).
 RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.String, "problem": pl.String}
@@ -153,7 +153,7 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
         ends turned into LF and empty lines at the very end dropped (invalid bytes
         replaced by U+FFFD); notes saying what was tolerated; and ``{line: reason}``
         for every line that is not valid UTF-8
-        (:func:`gpusession.core.textio.decode_lenient`).
+        (:func:`gpusession.core.files.textio.decode_lenient`).
     """
     decoded = decode_lenient(data, crlf=True)
     notes = decoded.notes()

@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.safefile import make_private_dir
-from gpusession.core.secrets import check_free_text
-from gpusession.core.tomlio import write_atomic_bytes, write_toml_archive
+from gpusession.core.files.safefile import make_private_dir
+from gpusession.core.files.secrets import check_free_text
+from gpusession.core.files.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
 #: How many offenders a summary line quotes.

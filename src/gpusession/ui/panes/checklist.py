@@ -1,7 +1,7 @@
 """Checklist pane: the items from the need to the retrieval, grouped by stage (S1).
 
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 1). The items and their
-state come from :mod:`gpusession.core.checklist`; every change (space toggles done, ``n``
+state come from :mod:`gpusession.core.retrieval.checklist`; every change (space toggles done, ``n``
 edits the note, ``a`` adds an item) is written at once through that module (atomic
 TOML, S7), so a crash loses nothing. The automatic evidence is collected in a thread
 worker and shown beside each item; it never ticks an item for the person.
@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
-from gpusession.core.errors import GpusessionError
+from gpusession.core.files.errors import GpusessionError
 from gpusession.ui.context import UiContext
 
 
@@ -98,7 +98,7 @@ class ChecklistPane(Vertical):
             max_options: list only the first this many options (stage titles included);
                 ``None``: all of them. The count of done items always covers every item.
         """
-        from gpusession.core import checklist as mod
+        from gpusession.core.retrieval import checklist as mod
 
         status = self.query_one("#checklist-status", Static)
         olist = self.query_one(OptionList)
@@ -143,7 +143,7 @@ class ChecklistPane(Vertical):
 
     @work(thread=True, group="checklist-evidence", exclusive=True, exit_on_error=False)
     def collect_evidence(self) -> None:
-        from gpusession.core import checklist as mod
+        from gpusession.core.retrieval import checklist as mod
 
         try:
             with self.ctx.write_lock:  # it writes checklist.toml (and order.toml, S5)
@@ -158,7 +158,7 @@ class ChecklistPane(Vertical):
 
     # -- actions -------------------------------------------------------------------
     def action_toggle_done(self) -> None:
-        from gpusession.core import checklist as mod
+        from gpusession.core.retrieval import checklist as mod
 
         item = self.current()
         if item is None:
@@ -176,7 +176,7 @@ class ChecklistPane(Vertical):
             return
 
         def save(result: dict[str, str]) -> None:
-            from gpusession.core import checklist as mod
+            from gpusession.core.retrieval import checklist as mod
 
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
                 mod.set_note(self.ctx.session, item.id, result["note"])
@@ -197,8 +197,8 @@ class ChecklistPane(Vertical):
         first = str(current.stage) if current is not None else next(iter(stages))
 
         def save(result: dict[str, str]) -> None:
-            from gpusession.core import checklist as mod
-            from gpusession.core.errors import BadInput
+            from gpusession.core.files.errors import BadInput
+            from gpusession.core.retrieval import checklist as mod
 
             if not result["text"].strip():
                 raise BadInput("expected the item's text; it is empty", field="text")

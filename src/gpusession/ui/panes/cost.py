@@ -1,7 +1,7 @@
 """Cost pane: package total, plan coverage, cost per accepted deliverable, extensions.
 
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 6). Figures come from
-:func:`gpusession.core.cost.cost_report` (exact decimals, K1/K2); the accepted count is
+:func:`gpusession.core.money.cost.cost_report` (exact decimals, K1/K2); the accepted count is
 the session's *distinct* accepted corpora (K3/K4) — with none measured only the package
 cost is shown. Every edit of GPU, lots, days or plan recomputes at once; the session's
 package is changed only by the "Save as package" button.
@@ -18,13 +18,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
-from gpusession.core.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
-from gpusession.core.errors import BadInput
+from gpusession.core.files.errors import BadInput
+from gpusession.core.money.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
 from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
 
 if TYPE_CHECKING:
-    from gpusession.core.cost import SessionCostInputs
+    from gpusession.core.money.cost import SessionCostInputs
 
 DAYS = ("3", "7", "30")
 
@@ -57,7 +57,7 @@ def load_inputs(session: Any) -> tuple[SessionCostInputs | None, str | None]:
     An unreadable results file still leaves the package cost shown; an unreadable rates
     file leaves ``(None, reason)``.
     """
-    from gpusession.core.cost import session_cost_inputs
+    from gpusession.core.money.cost import session_cost_inputs
 
     try:
         return session_cost_inputs(session), None
@@ -126,7 +126,7 @@ class CostPane(Vertical):
 
     def recompute(self) -> None:
         """Rebuild the report from the fields now (K1–K7)."""
-        from gpusession.core.cost import cost_report, parse_plan
+        from gpusession.core.money.cost import cost_report, parse_plan
 
         out = self.query_one("#cost-report", Static)
         gpu, lots_text, days_text, plan_text = self._inputs()
@@ -162,7 +162,7 @@ class CostPane(Vertical):
 
     def _idle_gpus(self) -> list[str]:
         """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines (issue 13)."""
-        from gpusession.core.evidence import idle_gpu_warnings
+        from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
         try:
             return [f"warning: {w} — the package price covers them all" for w in idle_gpu_warnings(self.ctx.session)]
@@ -180,7 +180,7 @@ class CostPane(Vertical):
 
     @on(Button.Pressed, "#cost-save")
     def save_package(self) -> None:
-        from gpusession.core.package import Package
+        from gpusession.core.folder.package import Package
 
         gpu, lots_text, days_text, _ = self._inputs()
         try:

@@ -173,8 +173,8 @@ def rank_rows_of(session: Any, row: dict[str, Any] | None) -> list[dict[str, Any
         ``ranks.csv``); a sentence when the experiment ran across ranks but this run's
         ranks cannot be shown (the table is unreadable, or has no row for the run).
     """
-    from gpusession.core.errors import BadInput
-    from gpusession.core.ranks import RANKS_FILE, ranks_of_row
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.records.ranks import RANKS_FILE, ranks_of_row
 
     if row is None or not row.get("experiment_id"):
         return []
@@ -197,7 +197,7 @@ def span(fractions: list[float]) -> str:
 class PersistentNvml:
     """NVML kept initialised for the life of the pane (one ``nvmlInit`` in total).
 
-    :func:`gpusession.core.environment.read_nvml` initialises and shuts NVML down on
+    :func:`gpusession.core.gpu.environment.read_nvml` initialises and shuts NVML down on
     every call; once a second that costs CPU on a real GPU host (``nvmlInit`` enumerates
     the devices). This wrapper makes the first ``nvmlInit`` real and remembers its
     outcome (a failure is raised again, cheaply, so the reason stays shown), turns
@@ -263,7 +263,7 @@ class PersistentNvml:
 
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
-    from gpusession.core.errors import BadInput
+    from gpusession.core.files.errors import BadInput
 
     try:
         rows = session.results.read().to_dicts()
@@ -341,7 +341,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
 
     @work(thread=True, group="memory", exit_on_error=False)
     def _read(self) -> None:
-        from gpusession.core import environment as env
+        from gpusession.core.gpu import environment as env
 
         try:
             host = self.ctx.host_memory() if self.ctx.host_memory else None

@@ -1,7 +1,7 @@
 """Order pane: the order, the active payment order with its countdown, the timeline.
 
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 5) and the command palette
-("New payment order", "Record order event"). The model is :mod:`gpusession.core.order`
+("New payment order", "Record order event"). The model is :mod:`gpusession.core.money.order`
 (S2, S3, S5): "I have paid" is ``payment-sent`` and never reads as paid; only provider
 tracking confirms; provisioning is its own state. The countdown to the payment order's
 expiry is redrawn every second from the cached state (no file read per tick).
@@ -19,7 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from gpusession.core.order_text import order_lines
+from gpusession.core.money.order_text import order_lines
 from gpusession.ui.context import UiContext, whole_number
 from gpusession.ui.modals import Field, FormModal
 
@@ -57,7 +57,7 @@ def parse_expiry(text: str, now: datetime) -> datetime:
     Raises:
         BadInput: not one of those, or a time beyond the calendar (``99999999999h``).
     """
-    from gpusession.core.errors import BadInput
+    from gpusession.core.files.errors import BadInput
 
     t = text.strip().lower()
     try:
@@ -70,7 +70,7 @@ def parse_expiry(text: str, now: datetime) -> datetime:
     except OverflowError:
         raise BadInput(f"{text.strip()!r} is beyond the calendar; expected minutes from now, "
                        "hours like 2h, or an ISO 8601 time with offset", field="expires") from None
-    from gpusession.core.package import parse_start
+    from gpusession.core.folder.package import parse_start
 
     return parse_start(text, field="expires")
 
@@ -116,8 +116,8 @@ class OrderPane(Vertical):
         self.query_one("#order-box").focus()
 
     def reload(self) -> None:
-        from gpusession.core import order as mod
-        from gpusession.core.errors import BadInput
+        from gpusession.core.files.errors import BadInput
+        from gpusession.core.money import order as mod
 
         try:
             self.state = mod.load_order(self.ctx.session)
@@ -137,7 +137,7 @@ class OrderPane(Vertical):
         warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
         origin = self._origin()
         if origin is not None and origin.offer and origin.provisioned_at is not None:
-            from gpusession.core.window import local_str
+            from gpusession.core.money.window import local_str
 
             warn.append(f"The GPU was provisioned at {local_str(origin.provisioned_at, self.ctx.tz)} "
                         f"but the {origin.words()}: press w to restart it at gpu-provisioned.")
@@ -148,7 +148,7 @@ class OrderPane(Vertical):
 
     def _origin(self) -> Any:
         """Which event the package window counts from (S6, issue 15); ``None`` if unknown."""
-        from gpusession.core.window import session_window_origin
+        from gpusession.core.money.window import session_window_origin
 
         if self.state is None:
             return None
@@ -159,7 +159,7 @@ class OrderPane(Vertical):
 
     def action_restart_window(self) -> None:
         """(Re)start the package window at the order's gpu-provisioned event (S6, issue 15)."""
-        from gpusession.core.package import Package
+        from gpusession.core.folder.package import Package
 
         origin = self._origin()
         if origin is None or origin.provisioned_at is None:
@@ -184,7 +184,7 @@ class OrderPane(Vertical):
             self.notify(pane_words(w), title="order", severity="warning")
 
     def action_add_event(self) -> None:
-        from gpusession.core import order as mod
+        from gpusession.core.money import order as mod
 
 
         def save(result: dict[str, str]) -> None:
@@ -209,7 +209,7 @@ class OrderPane(Vertical):
         )
 
     def action_payment_order(self) -> None:
-        from gpusession.core import order as mod
+        from gpusession.core.money import order as mod
 
 
         def save(result: dict[str, str]) -> None:
@@ -237,7 +237,7 @@ class OrderPane(Vertical):
         )
 
     def action_set_order(self) -> None:
-        from gpusession.core import order as mod
+        from gpusession.core.money import order as mod
 
         pkg = self.ctx.session.package
 

@@ -30,10 +30,10 @@ from textual.dom import NoScreen
 from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from gpusession.core.errors import BadInput, Failure
 from gpusession.core.events import corpus_verdict
-from gpusession.core.journal import RunProgress, run_progress
-from gpusession.core.units import format_seconds_range
+from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.units import format_seconds_range
+from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
@@ -322,10 +322,10 @@ class RunPane(Vertical):
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
         """Re-read the defined experiments and the summary of the current one."""
-        from gpusession.bench import plan
+        from gpusession.core.folder import experiments
 
         try:
-            self.experiments = list(plan.load_experiments(self.ctx.session))
+            self.experiments = list(experiments.load_experiments(self.ctx.session))
         except BadInput as exc:  # session.toml hand-edited: said in the pane
             self._status(f"experiments unreadable: {exc}")
             return
@@ -339,7 +339,7 @@ class RunPane(Vertical):
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
 
     def describe(self, exp: Any) -> str:
-        from gpusession.core.evidence import gpu_use_words
+        from gpusession.core.retrieval.evidence import gpu_use_words
 
         values = ", ".join(str(v) for v in exp.values)
         return (
@@ -351,7 +351,7 @@ class RunPane(Vertical):
 
     def _idle_gpus(self, exp: Any) -> str:
         """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""`` (issue 13)."""
-        from gpusession.core.evidence import gpus_left_idle
+        from gpusession.core.retrieval.evidence import gpus_left_idle
 
         try:
             words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
@@ -419,7 +419,8 @@ class RunPane(Vertical):
         )
 
     def action_define(self) -> None:
-        from gpusession.bench import plan
+        from gpusession.core.experiment import plan
+        from gpusession.core.folder import experiments
 
         if self.running:
             self.notify("a run is in progress", title="cannot define now")
@@ -462,7 +463,7 @@ class RunPane(Vertical):
                 gpus=whole_number(result["gpus"], "gpus", minimum=1),
             )
             # raises BadInput (R1: one varied parameter, …): the form stays open and says why
-            exp = plan.define_experiment(self.ctx.session, plan.Experiment(**base))
+            exp = experiments.define_experiment(self.ctx.session, plan.Experiment(**base))
             self.experiment_id = exp.id
             self.reload()
 
@@ -508,7 +509,7 @@ class RunPane(Vertical):
         box = self.query_one("#run-variants", Vertical)
         box.remove_children()
         self.expected = {}
-        from gpusession.bench import plan
+        from gpusession.core.experiment import plan
 
         exp = self.current_experiment()
         if exp is not None:
@@ -635,7 +636,7 @@ class RunPane(Vertical):
         self._read_followed(holder)
 
     def _read_followed(self, holder: int) -> None:
-        from gpusession.core.journal import read_records
+        from gpusession.core.folder.journal import read_records
 
         try:
             progress = run_progress(read_records(self.ctx.session.journal_path))
@@ -664,7 +665,7 @@ class RunPane(Vertical):
         in the journal (how it ended, how many runs of how many)."""
         import polars as pl
 
-        from gpusession.core.journal import read_records
+        from gpusession.core.folder.journal import read_records
 
         self.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
         try:
@@ -695,7 +696,7 @@ class RunPane(Vertical):
         self.last_run, self.runs_recorded = None, 0
         if self.experiment_id is None:
             return
-        from gpusession.core.summary import session_summary
+        from gpusession.core.records.summary import session_summary
 
         try:
             import polars as pl

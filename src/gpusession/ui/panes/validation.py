@@ -23,7 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from gpusession.core.textio import printable
+from gpusession.core.files.textio import printable
 from gpusession.ui.context import UiContext, plural, run_cell, run_label, shown, state_cell, yes_no
 
 if sys.version_info >= (3, 11):
@@ -35,7 +35,7 @@ else:  # Python 3.10: the same parser, from the tomli package (a declared depend
 def quality_words(r: dict[str, Any]) -> str:
     """``macro-F1 0.9512 vs threshold 0.9000 − tolerance 0.0100: met (margin +0.0612)``
     or why not measured; the metric named for people (``metric_words``)."""
-    from gpusession.core.summary import metric_words
+    from gpusession.core.records.summary import metric_words
 
     value, thr = r.get("quality_value"), r.get("quality_threshold")
     metric = metric_words(r.get("quality_metric"))
@@ -173,9 +173,9 @@ class ValidationPane(Vertical):
         self.reload()
 
     def reload(self) -> None:
-        from gpusession.core.errors import BadInput
         from gpusession.core.events.words import corpus_verdict
-        from gpusession.core.summary import accepted_unique_corpora
+        from gpusession.core.files.errors import BadInput
+        from gpusession.core.records.summary import accepted_unique_corpora
 
         table = self.query_one("#val-table", DataTable)
         table.clear()

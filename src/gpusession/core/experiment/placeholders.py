@@ -1,0 +1,352 @@
+"""Placeholders of a command workload, filled so that a value can never inject (issue 12).
+
+A command workload is an argv list (``params.command``) run without a shell, with
+placeholders ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}``. A value (a corpus
+named ``x$(touch P).jsonl``) is only ever *one argument*: a placeholder is filled only
+where it is the whole argument (``{corpus}``) or the value of a flag
+(``--out={output}``). Every value is also given to the command as an environment
+variable (:data:`ENV`: ``GPUSESSION_CORPUS``…), which a shell or Python ``-c`` script
+reads safely (``"$GPUSESSION_CORPUS"``).
+
+:func:`check_command` refuses, when the experiment is defined (and again whenever it is
+read), a placeholder pasted into a longer argument (``out-{batch}.jsonl``), an unknown
+``{name}``, an empty command, and a placeholder anywhere a program may run it as code:
+after a shell with ``-c`` anywhere among its arguments (``sh -c -- {corpus}``), in or after
+an interpreter's code option (``python -c``, ``node --eval={corpus}``, ``perl -ne``),
+as an interpreter's script or awk/sed program, in any argument of ``ssh``, ``su``,
+``eval``, ``exec``, ``xargs``, ``env -S`` or ``sudo -s`` -- wrappers (``env``,
+``timeout``, ``nice``, ``sudo``…) skipped first. When unsure, refused. A plain
+``python3 script.py {batch}`` stays allowed (H-15). :func:`fill_argument` is what the
+worker applies (:mod:`gpusession.bench.worker`). No torch here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpusession.core.files.errors import BadInput
+
+#: The placeholders, in the order they are documented.
+NAMES = ("batch", "output", "corpus", "context")
+#: Placeholder → the environment variable that carries its value to the command.
+ENV = {name: f"GPUSESSION_{name.upper()}" for name in NAMES}
+
+_ANY = re.compile(r"\{(" + "|".join(NAMES) + r")\}")
+#: ``{name}`` that is not shell syntax (``${x}``): a placeholder, known or not.
+_BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: ``{x}`` alone, or ``-f={x}`` / ``--flag={x}``: the only forms that are filled.
+_WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + r")\}")
+#: What each placeholder's value is, in a refusal.
+WHAT = {"batch": "the batch size", "output": "the output file name",
+        "corpus": "the corpus file name", "context": "the context limit"}
+
+#: Shells: with ``-c`` anywhere after them, every later argument may become code.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "oksh", "ash", "yash",
+                     "fish", "tcsh", "csh", "rbash", "posh", "elvish", "xonsh", "nu"})
+#: Programs that hand (some of) their arguments to a shell or run them as a command
+#: line: a placeholder in any argument after them is refused.
+_RUNS_TEXT = frozenset({"ssh", "slogin", "rsh", "su", "runuser", "eval", "exec", "xargs",
+                        "watch", "script", "flock", "tmux", "screen", "parallel", "at"})
+#: Of those, the names distinct enough to be a program wherever they appear.
+_RUNS_TEXT_ANYWHERE = frozenset({"ssh", "slogin", "rsh", "su", "runuser", "xargs"})
+
+#: Interpreter → (its short code letters, options that take a value, options whose value
+#: is the script). Every interpreter also has the long code options of :data:`_CODE_LONG`.
+_INTERPRETERS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {}
+for _names, _letters, _values, _scripts in (
+    (("python", "pypy"), "c", ("-W", "-X", "-Q"), ("-m",)),
+    (("perl",), "eEM", ("-I", "-x"), ()),
+    (("ruby", "irb"), "er", ("-I", "-C", "-E", "-F", "-K"), ()),
+    (("node", "nodejs", "bun", "deno"), "epr",
+     ("--title", "--input-type", "-C", "--conditions"), ()),
+    (("php",), "rBREF", ("-c", "-d", "-z", "-t"), ("-f",)),
+    (("lua", "luajit"), "el", (), ()),
+    (("rscript", "r"), "e", (), ("-f", "--file")),
+    (("julia",), "eEL", ("-J", "-t", "-p"), ()),
+    (("awk", "gawk", "mawk", "nawk"), "e", ("-v", "-F", "--assign", "--field-separator"),
+     ("-f", "--file")),
+    (("sed", "gsed"), "e", ("-l", "--line-length"), ("-f", "--file")),
+    (("tclsh", "wish", "osascript"), "e", (), ()),
+    (("pwsh", "powershell"), "ce", (), ("-File", "-f")),
+):
+    for _name in _names:
+        _INTERPRETERS[_name] = (_letters, frozenset(_values), frozenset(_scripts))
+del _names, _letters, _values, _scripts, _name
+#: Long options that make the next argument (or the ``=`` value) code, in any interpreter.
+_CODE_LONG = frozenset({"--eval", "--print", "--exec", "--execute", "--command", "--expr",
+                        "--expression", "--source", "--require", "--import", "--loader",
+                        "--experimental-loader", "--load", "-command", "-encodedcommand",
+                        "-commandwithargs", "-cwa", "-ec", "eval"})
+#: Programs that only start the next one (after their options, VAR=val and a fixed number
+#: of positional arguments): ``env X=1 timeout 5 nice -n 5 python3 …``.
+_WRAPPERS: dict[str, tuple[int, frozenset[str]]] = {
+    name: (count, frozenset(opts)) for name, count, opts in (
+        ("env", 0, ("-u", "--unset", "-C", "--chdir")),
+        ("timeout", 1, ("-s", "--signal", "-k", "--kill-after")),
+        ("nice", 0, ("-n", "--adjustment")),
+        ("nohup", 0, ()), ("setsid", 0, ()), ("unbuffer", 0, ()), ("chronic", 0, ()),
+        ("command", 0, ()), ("builtin", 0, ()), ("busybox", 0, ()), ("toybox", 0, ()),
+        ("stdbuf", 0, ("-i", "-o", "-e", "--input", "--output", "--error")),
+        ("taskset", 1, ()), ("chrt", 1, ()), ("chroot", 1, ()),
+        ("numactl", 0, ("-N", "-m", "-C", "-p", "-i", "--cpunodebind", "--membind",
+                        "--physcpubind", "--preferred", "--interleave")),
+        ("ionice", 0, ("-c", "-n", "-p", "-P", "-u", "--class", "--classdata")),
+        ("time", 0, ("-f", "--format", "-o", "--output")),
+        ("sudo", 0, ("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "--user",
+                     "--group", "--chdir", "--host", "--prompt")),
+        ("doas", 0, ("-u", "-C")),
+        ("prlimit", 0, ("-p", "--pid")),
+        ("nsenter", 0, ("-t", "--target")),
+        ("cgexec", 0, ("-g",)),
+        ("strace", 0, ("-o", "-e", "-p", "-s", "-u")),
+        ("ltrace", 0, ("-o", "-e", "-p", "-s", "-u")),
+    )
+}
+
+
+def _program_name(arg: str) -> str:
+    """``/usr/bin/python3.11`` → ``python``; ``BASH.EXE`` → ``bash``; ``lua5.4`` → ``lua``."""
+    name = os.path.basename(arg).lower()
+    name = name.removesuffix(".exe")
+    return name.rstrip("0123456789.-_") or name
+
+
+def whole(arg: str) -> tuple[str, str] | None:
+    """``(flag prefix, name)`` when ``arg`` is ``{name}`` or ``--flag={name}``, else ``None``."""
+    m = _WHOLE.fullmatch(arg)
+    if m is None:
+        return None
+    return m.group("flag") or "", m.group("name")
+
+
+def _option_name(opt: str) -> str:
+    return opt.partition("=")[0]
+
+
+def _wrapper_end(args: Sequence[str], i: int) -> tuple[int, str | None]:
+    """The index of the program a wrapper at ``i`` starts, and why all after it is text.
+
+    Returns ``(index, reason)``: ``reason`` is set when the wrapper itself hands its
+    arguments to a shell (``env -S``, ``sudo -s``/``-i``).
+    """
+    name = _program_name(args[i])
+    count, takes_value = _WRAPPERS[name]
+    k = i + 1
+    reason = None
+    while k < len(args):
+        a = args[k]
+        if a == "--":
+            k += 1
+            break
+        if a.startswith("-") and len(a) > 1:
+            opt = _option_name(a)
+            if name == "env" and (opt in ("-S", "--split-string")
+                                  or (not a.startswith("--") and "S" in a[1:])):
+                reason = "env -S splits its text into a command line"
+            if name == "sudo" and (opt in ("--shell", "--login")
+                                   or (not a.startswith("--") and a[1:].isalpha()
+                                       and ("s" in a[1:] or "i" in a[1:]))):
+                reason = "sudo -s/-i runs the command through a shell"
+            k += 2 if opt in takes_value and "=" not in a else 1
+            continue
+        if name == "env" and "=" in a and not a.startswith("="):
+            k += 1
+            continue
+        break
+    return k + count, reason
+
+
+def _is_shell_code_option(prog: str, arg: str) -> bool:
+    """``-c``, ``-ec``, ``-lc``, ``+c``, ``--command``, fish ``-C``/``--init-command``."""
+    if re.fullmatch(r"[-+][A-Za-z]*c[A-Za-z]*", arg):
+        return True
+    if _option_name(arg) in ("--command", "--init-command"):
+        return True
+    return prog == "fish" and re.fullmatch(r"-[A-Za-z]*C[A-Za-z]*", arg) is not None
+
+
+def _is_code_option(prog: str, arg: str) -> bool:
+    """Whether ``arg`` (an option of interpreter ``prog``) makes what follows code."""
+    letters = _INTERPRETERS[prog][0]
+    if arg.startswith("--") or (prog in ("pwsh", "powershell") and len(arg) > 2):
+        return _option_name(arg).lower() in _CODE_LONG
+    if not arg.startswith("-") or len(arg) < 2:
+        return arg in _CODE_LONG  # ``deno eval CODE``
+    if arg[1] in letters:
+        return True  # -c, -e, also with the code attached (-eprint)
+    return arg[1:].isalpha() and any(c in letters for c in arg[1:])  # perl -ne, -lne
+
+
+def _refusals(args: Sequence[str]) -> tuple[dict[int, str], int]:
+    """``({index: why}, program index)``: why a placeholder there could run as code (or pick what runs).
+
+    Wrappers (``env``, ``timeout``, ``nice``, ``sudo``…) are skipped to the program they
+    start. After a shell with ``-c`` anywhere, every argument; after ``ssh``, ``su``,
+    ``eval``, ``xargs``, ``env -S``…, every argument; for an interpreter (python, node,
+    perl, ruby, php, lua, Rscript, julia, awk, sed…) the arguments from a code option
+    (``-c``, ``-e``, ``--eval=``, ``-p``…) on, and its options and script (the first
+    argument that is not an option: the program text of awk and sed). A shell or
+    interpreter anywhere later (``docker run img sh -c …``) counts with its code
+    options. When unsure, refused.
+    """
+    out: dict[int, str] = {}
+
+    def refuse(start: int, stop: int, why: str) -> None:
+        for k in range(start, stop):
+            out.setdefault(k, why)
+
+    n = len(args)
+    # the chain of wrappers, then the program they start
+    prog = 0
+    programs = {0}
+    while prog < n and _program_name(args[prog]) in _WRAPPERS:
+        end, reason = _wrapper_end(args, prog)
+        if reason:
+            refuse(prog + 1, n, reason)
+        refuse(prog + 1, min(end, n), f"it is an argument of {_program_name(args[prog])}, "
+                                      "before the program it starts: a value there could "
+                                      "choose what runs")
+        prog = end
+        programs.add(prog)
+    for i in range(n):
+        name = _program_name(args[i])
+        shown = os.path.basename(args[i])
+        if name in _RUNS_TEXT_ANYWHERE or (i in programs and name in _RUNS_TEXT):
+            refuse(i + 1, n, f"{shown} hands its arguments on as a command line")
+            continue
+        if name in _SHELLS:
+            found = next((a for a in args[i + 1:] if _is_shell_code_option(name, a)), None)
+            if found is not None:
+                refuse(i + 1, n, f"it follows {shown} {_option_name(found)}, whose script is code")
+                continue
+            if i == prog:
+                refuse(i + 1, _first_positional(args, i, frozenset({"-o", "+o", "-O", "+O"}),
+                                                frozenset()) + 1,
+                       f"it is an option of {shown} or the script it runs")
+            continue
+        if name not in _INTERPRETERS:
+            continue
+        _letters, takes_value, script_opts = _INTERPRETERS[name]
+        code = None
+        j = i + 1
+        while j < n:
+            a = args[j]
+            if a == "--":
+                break
+            if _is_code_option(name, a):
+                code = j
+                break
+            if not a.startswith("-") or len(a) < 2:
+                break
+            j += 2 if a in takes_value or a in script_opts else 1
+        if code is not None:
+            refuse(i + 1, n, f"it is in or after {shown} {_option_name(args[code])}, whose "
+                             "script is code")
+        elif i == prog:
+            p = _first_positional(args, i, takes_value, script_opts)
+            refuse(i + 1, p + 1, f"it is an option of {shown} or the script it runs")
+    return out, prog
+
+
+def _first_positional(args: Sequence[str], i: int, takes_value: frozenset[str],
+                      script_opts: frozenset[str]) -> int:
+    """Index of the script a shell/interpreter at ``i`` runs (its first non-option)."""
+    j = i + 1
+    while j < len(args):
+        a = args[j]
+        if a == "--":
+            return j + 1
+        if a in script_opts:
+            return j + 1
+        if not a.startswith(("-", "+")) or len(a) < 2:
+            return j
+        j += 2 if a in takes_value else 1
+    return j
+
+
+def check_command(argv: Sequence[Any], *, field: str) -> None:
+    """Refuse a command whose placeholders could let a value inject code (issue 12).
+
+    Args:
+        argv: ``params.command``: the program and its arguments.
+        field: the field named in the error (``experiments.<id>.params.command``).
+
+    Raises:
+        BadInput: an empty command; a placeholder that is the program (also after a
+            wrapper such as ``env``/``timeout``/``nice``); a placeholder in an argument a
+            shell or interpreter may run as code (``sh -c``, ``sh -c --``, ``python -c``,
+            ``node --eval=``, ``perl -e``, ``awk PROGRAM``, ``ssh``, ``env -S``, ``su``,
+            ``eval``, ``xargs``…; advice: read ``$GPUSESSION_<NAME>`` in the script); a
+            placeholder pasted into a longer argument (advice: a whole argument,
+            ``--flag={x}``, or the environment variable); an unknown ``{name}``
+            (naming the known ones).
+    """
+    args = [str(a) for a in argv]
+    if not args or not args[0].strip():
+        raise BadInput("--command is empty: give the program and its arguments, e.g. "
+                       "--command 'python3 score.py {batch}'; nothing was written", field=field)
+    refused, prog = _refusals(args)
+    for i, arg in enumerate(args):
+        names = [m.group(1) for m in _ANY.finditer(arg)]
+        if not names:
+            unknown = [m.group(1) for m in _BRACED.finditer(arg) if m.group(1) not in NAMES]
+            if unknown and i not in refused:
+                known = ", ".join(f"{{{n}}}" for n in NAMES)
+                raise BadInput(f"argument {i + 1} holds {{{unknown[0]}}}, which is not a "
+                               f"placeholder; the placeholders are {known}; nothing was "
+                               "written", field=field)
+            continue
+        env = ", ".join(f"${ENV[n]}" for n in dict.fromkeys(names))
+        what = " and ".join(WHAT[n] for n in dict.fromkeys(names))
+        where = f"argument {i + 1}"
+        if i == 0 or (i == prog and i not in refused):
+            raise BadInput(f"the program itself cannot be a placeholder; name the program "
+                           f"and pass the value as an argument or read {env}; nothing was "
+                           "written", field=field)
+        if i in refused:
+            raise BadInput(
+                f"{where} holds a placeholder where it may run as code ({refused[i]}): "
+                f"its value ({what}) would become part of a script. Read the value from "
+                f"the environment instead, quoted: {env} (e.g. sh -c 'cat "
+                f"\"${ENV[names[0]]}\"'), or pass it to a script file as a whole argument "
+                "(python3 score.py {" + names[0] + "}); nothing was written", field=field)
+        if whole(arg) is None:
+            raise BadInput(
+                f"{where} pastes a placeholder into a longer text; a placeholder is filled "
+                f"only as a whole argument ({{{names[0]}}}) or as --flag={{{names[0]}}}, so "
+                f"{what} stays one argument. Pass it that way, or read {env} from the "
+                "environment; nothing was written", field=field)
+
+
+def fill_argument(arg: str, values: Mapping[str, Any]) -> str:
+    """One argument with its placeholder filled, if it is ``{x}`` or ``--flag={x}``.
+
+    Any other text is left exactly as written (the value never lands inside a longer
+    text; :func:`check_command` refuses such commands when they are defined).
+
+    Args:
+        arg: one argv entry, e.g. ``"--out={output}"``.
+        values: a value for each name of :data:`NAMES`.
+
+    Returns:
+        The argument, filled with ``str(value)`` when it is a whole placeholder.
+
+    Raises:
+        KeyError: ``values`` lacks the placeholder ``arg`` is.
+    """
+    found = whole(arg)
+    if found is None:
+        return arg
+    flag, name = found
+    return flag + str(values[name])
+
+
+def environment(values: Mapping[str, Any]) -> dict[str, str]:
+    """``{"GPUSESSION_BATCH": "4", "GPUSESSION_OUTPUT": …}`` for the command's environment."""
+    return {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
+
+
+__all__ = ["ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]

@@ -1,0 +1,209 @@
+"""The types of the hand-editable session files, checked before any value is used (issue 12).
+
+A person may open ``session.toml``, ``order.toml`` or ``checklist.toml`` in an editor and
+write ``events = 5`` or ``lots = "one"``. Every reader used to trust the shapes it had
+written itself, so such an edit ended in a traceback. Here each file's shape is written
+down once (:data:`SESSION`, :data:`ORDER`, :data:`CHECKLIST`) and :func:`check_types`
+walks a parsed document against it: a value of the wrong kind is a one-line
+``file: key: expected …, got …`` :class:`~gpusession.core.files.errors.BadInput` (exit 2 on the
+CLI; said in the pane in the TUI). Ranges and meanings (a state name, days 3/7/30) stay
+with each reader; this module checks kinds only.
+
+Who calls it: :class:`gpusession.core.folder.session.Session` when it opens or reads a file of
+its folder, so every command and every pane sees the same error. Keys the schema does not
+list are left alone (forward compatible); a table of named entries (checklist items,
+experiments) gives the shape of every entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from pathlib import Path
+from typing import Any, Union
+
+from gpusession.core.files.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A scalar kind: its words in an error and the test of a value."""
+
+    words: str
+    accepts: Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A TOML table: the spec of each known key; ``entries`` is the spec of every other key.
+
+    ``entries=None`` leaves unknown keys alone (any type: forward compatible).
+    """
+
+    keys: Mapping[str, Spec] = field(default_factory=dict)
+    entries: Spec | None = None
+    words: str = "a table"
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A TOML array whose every item has the spec ``item``."""
+
+    item: Spec
+    words: str = "a list"
+
+
+Spec = Union[Kind, Table, ListOf]
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+TEXT = Kind("text (in quotes)", lambda v: isinstance(v, str))
+WHOLE = Kind("a whole number", _whole)
+NUMBER = Kind("a number", _number)
+BOOL = Kind("true or false", lambda v: isinstance(v, bool))
+#: A TOML date-time, or text the reader parses as ISO 8601.
+DATETIME = Kind("a date-time such as 2026-11-29T14:00:00Z",
+                lambda v: isinstance(v, (datetime, str)))
+#: A TOML date-time only (the reader does not parse text).
+DATETIME_VALUE = Kind("a date-time such as 2026-11-29T14:00:00Z (without quotes)",
+                      lambda v: isinstance(v, datetime))
+AMOUNT = Kind('the exact amount as text like "12.50" (a TOML number loses digits)',
+              lambda v: isinstance(v, str))
+ANY_TABLE = Table()
+
+# -- the session files -------------------------------------------------------------------
+PACKAGE = Table({"gpu_model": TEXT, "lots": WHOLE, "days": WHOLE, "start": DATETIME})
+PROTOCOL = Table({
+    "classes": ListOf(TEXT, "a list of class names"), "metric": TEXT, "threshold": NUMBER,
+    "tolerance": NUMBER, "reference_value": NUMBER, "max_degradation": NUMBER,
+    "output_format": TEXT,
+})
+EXPERIMENT = Table({
+    "workload": TEXT, "corpus": TEXT, "varied": TEXT,
+    "values": ListOf(WHOLE, "a list of whole numbers"), "precision": TEXT,
+    "context_limit": WHOLE, "batch": WHOLE, "device": TEXT, "input_order": TEXT, "seed": WHOLE,
+    "scope": TEXT, "warmup_iterations": WHOLE, "runs_per_variant": WHOLE, "order": TEXT,
+    "order_seed": WHOLE, "cold_runs_per_variant": WHOLE, "protocol": PROTOCOL,
+    "params": Table({"command": ListOf(TEXT, "a list of arguments (text)")}),
+    "run_timeout_s": NUMBER, "environment": ANY_TABLE,
+    "gpus": WHOLE, "nodes": WHOLE, "rendezvous": TEXT,
+})
+#: ``session.toml``: identity, package, experiments, the environment seen.
+SESSION = Table({
+    "schema": WHOLE, "name": TEXT, "created_at": DATETIME_VALUE, "package": PACKAGE,
+    "experiments": Table(entries=EXPERIMENT, words="[experiments.<id>] tables"),
+    "environment": ANY_TABLE, "demo": ANY_TABLE,
+})
+PAYMENT = Table({
+    "asset": TEXT, "network": TEXT, "amount": AMOUNT, "destination": TEXT,
+    "expires_at": DATETIME, "issued_at": DATETIME, "replaced_at": DATETIME,
+})
+#: ``order.toml``: the order, the active payment order, its history, the timeline (S2, S3).
+ORDER = Table({
+    "schema": WHOLE,
+    "order": Table({
+        "number": TEXT, "gpu_model": TEXT, "lots": WHOLE, "days": WHOLE, "preparation": TEXT,
+        "gpus_per_lot": WHOLE, "total_usd_minor": WHOLE,
+    }),
+    "payment": PAYMENT,
+    "payment_history": ListOf(PAYMENT, "a list of tables ([[payment_history]])"),
+    "events": ListOf(Table({
+        "at": DATETIME, "state": TEXT, "source": TEXT, "note": TEXT, "order_number": TEXT,
+    }), "a list of tables ([[events]])"),
+})
+#: ``checklist.toml``: per item done/at/note/evidence, own items, settings (S1).
+CHECKLIST = Table({
+    "schema": WHOLE,
+    "items": Table(entries=Table({
+        "done": BOOL, "at": DATETIME_VALUE, "note": TEXT, "evidence": TEXT, "custom": BOOL,
+        "stage": WHOLE, "text": TEXT,
+    }), words='[items."<id>"] tables'),
+    "settings": Table({"retrieval_reserve_hours": NUMBER, "destination": TEXT}),
+    "retrieval": Table({  # written by `gpusession pull` (issue 14)
+        "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
+        "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
+        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE,
+    }),
+})
+
+
+def kind_of(value: Any) -> str:
+    """What ``value`` is, in words (``"a list"``, ``"text"``); never the value itself."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int):
+        return f"the number {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, datetime):
+        return "a date-time"
+    if isinstance(value, date):
+        return "a date without a time"
+    if isinstance(value, time):
+        return "a time without a date"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__  # pragma: no cover - TOML has no other kind
+
+
+def _words(spec: Spec) -> str:
+    return spec.words
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "") -> None:
+    """Check that ``doc`` has the kinds ``spec`` says, at every depth (issue 12).
+
+    Args:
+        doc: a parsed TOML value (the whole document, or a part at ``where``).
+        spec: its :class:`Kind`, :class:`Table` or :class:`ListOf`.
+        path: the file, named in the error.
+        where: the field path of ``doc`` (``"events[2]"``); ``""`` for a whole document.
+
+    Raises:
+        BadInput: ``file: key: expected <kind>, got <kind>`` for the first value of the
+            wrong kind (``events: expected a list of tables ([[events]]), got the number
+            5``); the value itself is never shown, only its kind.
+    """
+    def bad(at: str) -> BadInput:
+        return BadInput(f"expected {_words(spec)}, got {kind_of(doc)}", path=path,
+                        field=at or None)
+
+    if isinstance(spec, Kind):
+        if not spec.accepts(doc):
+            raise bad(where)
+        return
+    if isinstance(spec, ListOf):
+        if not isinstance(doc, list):
+            raise bad(where)
+        for i, item in enumerate(doc):
+            check_types(item, spec.item, path=path, where=f"{where}[{i}]")
+        return
+    if not isinstance(doc, Mapping):
+        raise bad(where)
+    for key, value in doc.items():
+        sub = spec.keys.get(str(key), spec.entries)
+        if sub is not None:
+            check_types(value, sub, path=path, where=_join(where, str(key)))
+
+
+__all__ = [
+    "AMOUNT", "ANY_TABLE", "BOOL", "CHECKLIST", "DATETIME", "DATETIME_VALUE", "EXPERIMENT",
+    "Kind", "ListOf", "NUMBER", "ORDER", "PACKAGE", "SESSION", "Spec", "TEXT", "Table", "WHOLE",
+    "check_types", "kind_of",
+]

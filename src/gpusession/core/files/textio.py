@@ -1,0 +1,328 @@
+"""The one strict reading of a text file: UTF-8, with the line and byte of a bad byte.
+
+Every file a person gives or edits by hand is read through here: TOML documents
+(:mod:`gpusession.core.files.tomlio`), the results CSV (:mod:`gpusession.core.records.results`),
+manifests (:mod:`gpusession.core.retrieval.manifest`) and the files of corpus validation
+(:mod:`gpusession.core.validation.read`). So a file saved in Latin-1 gets the same
+precise answer everywhere -- ``file:line: not valid UTF-8 (byte 0xE9 at byte 5 of the
+line; ...)`` -- and a byte-order mark (some Windows editors add one) is ignored
+everywhere (seed 000 §1, §4; V4, C1).
+
+Two ways to decode: :func:`decode_strict` raises :class:`~gpusession.core.files.errors.BadInput`
+at the first bad byte (inputs a person gives); :func:`decode_lenient` never fails and
+lists every bad line (run outputs, whose problems are reported, never raised).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from io import FileIO
+from pathlib import Path
+
+from gpusession.core.files.errors import BadInput
+
+BOM = "\ufeff"
+BOM_BYTES = b"\xef\xbb\xbf"
+#: The note saying a BOM was ignored.
+BOM_NOTE = "the file starts with a UTF-8 byte-order mark (BOM); it was ignored"
+
+
+@dataclass(frozen=True)
+class BadByte:
+    """Where a text stops being UTF-8.
+
+    Attributes:
+        line: 1-based line of the bad byte.
+        column: 1-based byte offset of the bad byte within its line.
+        byte: the bad byte's value.
+    """
+
+    line: int
+    column: int
+    byte: int
+
+    def words(self) -> str:
+        """The problem in words (without the line, which the caller names)."""
+        return (
+            f"not valid UTF-8 (byte 0x{self.byte:02X} at byte {self.column} of the line; "
+            "Latin-1 or another encoding?)"
+        )
+
+
+@dataclass(frozen=True)
+class Text:
+    """A decoded text file.
+
+    Attributes:
+        text: the text, without a leading BOM; CRLF line ends turned into LF when asked.
+        bom: whether a BOM was ignored.
+        crlf: how many CRLF line ends were turned into LF (0 when not asked).
+        bad_lines: ``{line: BadByte}`` for every line that is not UTF-8 (only from
+            :func:`decode_lenient`; those bytes became U+FFFD in ``text``).
+    """
+
+    text: str
+    bom: bool = False
+    crlf: int = 0
+    bad_lines: dict[int, BadByte] = field(default_factory=dict)
+
+    def notes(self) -> list[str]:
+        """What was tolerated, in words (BOM, CRLF line ends)."""
+        out = [BOM_NOTE] if self.bom else []
+        if self.crlf:
+            out.append(f"{self.crlf:,} line(s) end with CRLF (Windows line ends); the CR was ignored")
+        return out
+
+
+#: The longest line the files of a validation may hold (corpus, references, ID lists,
+#: run outputs), in bytes: 16 MiB. A longer line is refused before it is read whole, so
+#: a file of one endless line cannot fill the memory (issue 4).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_CHUNK_BYTES = 1024 * 1024
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words (``"a FIFO (named pipe)"``)."""
+    for test, words in ((stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def not_plain(path: Path, mode: int) -> BadInput:
+    """The one refusal of a file that is not a plain file (issue 12, issue 14).
+
+    Args:
+        path: the file, named in the message.
+        mode: its ``st_mode``.
+
+    Returns:
+        ``PATH: is a FIFO (named pipe), not a regular file; gpusession reads only plain
+        files (remove it; nothing was read)`` (or ``a folder``, ``a character device``…),
+        to raise.
+    """
+    kind = "a folder" if stat.S_ISDIR(mode) else _kind_of(mode)
+    return BadInput(f"is {kind}, not a regular file; gpusession reads only plain files "
+                    "(remove it; nothing was read)", path=path)
+
+
+def refuse_special(path: Path) -> None:
+    """Refuse ``path`` when it exists and is neither a regular file nor a link.
+
+    A session's own files (``resultats-bruts.csv``, ``journal.jsonl``) are read by
+    several commands; a FIFO there would make each of them wait forever for a writer, a
+    device would never end (issue 12). A link is left to :func:`gpusession.core.files.safefile.link_refused`.
+
+    Raises:
+        BadInput: naming the file and what it is (:func:`not_plain`).
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return
+    raise not_plain(path, mode)
+
+
+def read_plain(path: Path, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` when it is a plain file, never waiting (issue 14).
+
+    The file is opened without waiting (``O_NONBLOCK``: a FIFO would block the open until
+    a writer came) and refused unless it is a regular file, before anything is read: a
+    FIFO or a device (``/dev/zero``) never ends. A link is followed (its callers refuse
+    links where a link matters). Used by the readers of a session's files (the TOML
+    reader, ``summary.json``, the journal in ``gpusession status``), so that no caller
+    can forget.
+
+    Args:
+        path: the file.
+        max_bytes: read at most this many bytes (``None``: all); a caller that gets
+            ``max_bytes`` back knows the file may be longer.
+
+    Raises:
+        OSError: missing or unreadable (the caller words it, or ignores it).
+        BadInput: a folder, FIFO, device or socket (:func:`not_plain`).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise not_plain(Path(path), mode)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        if max_bytes is None:
+            return fh.readall()
+        out = bytearray()
+        while len(out) < max_bytes and (chunk := fh.read(min(_CHUNK_BYTES, max_bytes - len(out)))):
+            out += chunk
+        return bytes(out)
+
+
+def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = None) -> bytes:
+    """The bytes of ``path``, a regular file.
+
+    The file is opened without waiting (a FIFO would block until a writer came) and
+    refused unless it is a regular file: a FIFO never ends, ``/dev/zero`` never ends
+    either (issue 4).
+
+    Args:
+        path: the file.
+        what: how the file is named in an error (``"file"``, ``"manifest"``).
+        max_line_bytes: the longest line accepted, in bytes (``None``: no limit); a longer
+            line is refused as soon as the limit is passed, without reading the rest.
+
+    Raises:
+        BadInput: the file does not exist, is a folder, a FIFO, a device or a socket,
+            cannot be read, or holds a line longer than ``max_line_bytes`` (naming that
+            line and the limit).
+    """
+    the = "" if what == "file" else f" the {what}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BadInput(f"{what} not found", path=path) from None
+    except IsADirectoryError:
+        raise BadInput(f"is a folder, expected a {what}", path=path) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read{the}: {exc.strerror}", path=path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"is a folder, expected a {what}", path=path)
+        raise BadInput(f"is {_kind_of(mode)}, not a regular file; give {'the' if the else 'a'} "
+                       f"{what} saved on disk", path=path)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            if max_line_bytes is None:
+                return fh.readall()
+            return _read_limited(fh, path, max_line_bytes)
+        except OSError as exc:
+            raise BadInput(f"cannot read{the}: {exc.strerror}", path=path) from None
+
+
+def _read_limited(fh: FileIO, path: Path, max_line_bytes: int) -> bytes:
+    """Read ``fh`` whole, refusing a line longer than ``max_line_bytes`` as soon as seen."""
+    out = bytearray()
+    line, line_len = 1, 0  # the current line and its length so far
+    while chunk := fh.read(_CHUNK_BYTES):
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            end = len(chunk) if nl < 0 else nl
+            line_len += end - start
+            if line_len > max_line_bytes:
+                raise BadInput(
+                    f"this line is longer than {max_line_bytes:,} bytes "
+                    f"({max_line_bytes // (1024 * 1024)} MiB), the longest line accepted; one "
+                    "record per line is expected", path=path, line=line)
+            if nl < 0:
+                break
+            line, line_len, start = line + 1, 0, nl + 1
+        out += chunk
+    return bytes(out)
+
+
+def bad_byte_at(raw: bytes, offset: int) -> BadByte:
+    """The :class:`BadByte` at byte ``offset`` of ``raw`` (line and column counted in ``raw``)."""
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return BadByte(line=raw.count(b"\n", 0, offset) + 1, column=offset - line_start + 1, byte=raw[offset])
+
+
+def _normalise(text: str, crlf: bool) -> tuple[str, int]:
+    if crlf and "\r" in text:
+        n = text.count("\r\n")
+        if n:
+            return text.replace("\r\n", "\n"), n
+    return text, 0
+
+
+def decode_strict(raw: bytes, *, path: Path | None, crlf: bool = False, must: str = "") -> Text:
+    """Decode ``raw`` as UTF-8, ignoring a leading BOM; fail at the first bad byte.
+
+    Args:
+        raw: the file's bytes.
+        path: the file, named in the error.
+        crlf: turn CRLF line ends into LF (and count them).
+        must: a clause added to the error, e.g. ``"TOML files must be UTF-8"``.
+
+    Raises:
+        BadInput: a byte sequence that is not UTF-8, naming the file, the line and the
+            byte within the line.
+    """
+    bom = raw.startswith(BOM_BYTES)
+    if bom:
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = bad_byte_at(raw, exc.start)
+        raise BadInput(bad.words() + (f"; {must}" if must else ""), path=path, line=bad.line) from None
+    text, n = _normalise(text, crlf)
+    return Text(text, bom=bom, crlf=n)
+
+
+def read_text(path: Path, *, what: str = "file", crlf: bool = False, must: str = "") -> Text:
+    """Read ``path`` strictly: :func:`read_bytes` then :func:`decode_strict`.
+
+    Raises:
+        BadInput: missing or unreadable file, or not UTF-8 (file, line, byte named).
+    """
+    return decode_strict(read_bytes(path, what=what), path=path, crlf=crlf, must=must)
+
+
+def decode_lenient(raw: bytes, *, crlf: bool = True) -> Text:
+    """Decode ``raw`` as UTF-8 without ever failing (V4: encoding problems are reported).
+
+    Invalid bytes become U+FFFD; :attr:`Text.bad_lines` says which lines held them and
+    where. A leading BOM is ignored; CRLF line ends are turned into LF when ``crlf``.
+    """
+    bom = raw.startswith(BOM_BYTES)
+    if bom:
+        raw = raw[3:]
+    bad: dict[int, BadByte] = {}
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        raw_lines = raw.split(b"\n")
+        # Only lines holding a replacement character can be the broken ones.
+        for i, ln in enumerate(text.split("\n")):
+            if "\ufffd" not in ln:
+                continue
+            try:
+                raw_lines[i].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad[i + 1] = BadByte(line=i + 1, column=exc.start + 1, byte=raw_lines[i][exc.start])
+    text, n = _normalise(text, crlf)
+    return Text(text, bom=bom, crlf=n, bad_lines=bad)
+
+
+#: C0 controls, DEL and C1 controls, each as its ``\xNN`` escape (H-17).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: str, keep: str = "\n\t") -> str:
+    r"""``text`` with control characters written as ``\x1b``, ``\x00``... (H-17).
+
+    Free text read from a file a person may edit by hand (checklist notes, order and
+    event notes, results notes) goes through here on every path that shows or writes
+    it, so an ESC or NUL never reaches a terminal or a report raw.
+
+    Args:
+        text: any text.
+        keep: control characters left as they are (newline and tab by default).
+
+    Returns:
+        The text with C0 controls (except ``keep``), DEL and C1 controls escaped.
+    """
+    table = {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
+    return text.translate(table)

@@ -1,0 +1,292 @@
+"""The session's append-only journal, the run key and the run lock (S7).
+
+Why it exists: the journal (``journal.jsonl``), the key that names one timed run in it
+and the lock that says "a process is running experiments here" are one job, used by the
+runner (:mod:`gpusession.bench.runner`) while it runs, by crash recovery
+(:mod:`gpusession.core.folder.recovery`) on reopen and by :class:`gpusession.core.folder.session.Session`
+(whose ``journal()`` / ``read_journal()`` delegate here). No textual, no torch.
+
+On disk: one JSON object per line, ``{"at": <UTC ISO 8601>, "event": <name>, "v": <protocol
+version>, ...fields}``, appended and fsynced line by line. A line cut by a crash or a full
+disk is skipped on reading and never swallows the next record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpusession.core.experiment.keys import PHASES, RunKey
+from gpusession.core.files.errors import Failure
+from gpusession.core.files.secrets import mask_free_text
+
+if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
+    from gpusession.core.events import Event, GenericRecord
+
+#: The journal's file name inside a session folder.
+JOURNAL = "journal.jsonl"
+#: The run lock's file name inside a session folder; it holds the runner's PID.
+RUN_LOCK = ".run.lock"
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def append(path: Path, record: Event) -> None:
+    """Append ``{"at", "event", "v", ...}`` as one line to the journal at ``path`` and fsync.
+
+    A last line cut by a crash or a full disk is terminated first, so it never swallows
+    this record (S7).
+
+    Raises:
+        BadInput: the journal is a symbolic link (nothing written).
+        OSError: the write failed; the message names the journal.
+    """
+    from gpusession.core.files.safefile import open_append
+
+    doc = {"at": _now(), **record.to_json()}
+    doc = mask_free_text(doc)[0]  # issue 12: a secret-looking string never reaches the journal
+    line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        with open_append(path, read=True) as fh:  # 0600, never through a link (issue 12)
+            if fh.seek(0, os.SEEK_END) > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    line = b"\n" + line
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
+    """A journal record for ``event`` with ``fields`` (for events with no own type)."""
+    from gpusession.core.events import GenericRecord
+
+    return GenericRecord(event=event, fields=dict(fields))
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """Every journal line as a dict; an unparseable line (crash mid-write) is skipped."""
+    if not path.exists():
+        return []
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
+
+
+def read_records(path: Path) -> list[Event]:
+    """Every journal line as a typed record (:mod:`gpusession.core.events`).
+
+    Records of the first release and unknown events come back as
+    :class:`~gpusession.core.events.GenericRecord`; nothing here raises on old content.
+    """
+    from gpusession.core.events import event_from_json
+
+    return [event_from_json(d, channel="journal") for d in read(path)]
+
+
+# -- progress of a run, read back (a detached run followed; issue 12) ------------------
+@dataclass(frozen=True)
+class RunProgress:
+    """How far the newest invocation (of one experiment, or of any) in a journal got.
+
+    Attributes:
+        experiment_id: the experiment of its ``experiment_started`` record.
+        runs_done: scheduled runs finished since it (ok or failed; one row each); the
+            end record's count when it has one.
+        runs_scheduled: runs it scheduled (loads not counted).
+        started_at: ISO 8601 UTC time of its ``experiment_started`` record, if known.
+        ended: an ``experiment_finished``/``experiment_incomplete`` record follows it.
+        state: ``running_or_stopped`` while no end record follows (running, or its
+            process stopped without one), else ``finished`` (every scheduled run ran),
+            ``cancelled`` (at a run boundary) or ``incomplete`` (stopped early otherwise).
+    """
+
+    experiment_id: str | None
+    runs_done: int
+    runs_scheduled: int
+    started_at: str | None
+    ended: bool
+    state: str = "running_or_stopped"
+
+
+def run_progress(records: list[Event], experiment_id: str | None = None) -> RunProgress | None:
+    """The progress of the newest invocation in ``records`` (issue 12: follow a run).
+
+    Args:
+        records: typed journal records, oldest first (:func:`read_records`).
+        experiment_id: the newest invocation of this experiment; ``None``: of any.
+
+    Returns:
+        A :class:`RunProgress`, or ``None`` when no such invocation was ever started.
+    """
+    from gpusession.core.events.records import (
+        ExperimentEndedRecord,
+        ExperimentFinishedRecord,
+        ExperimentStartedRecord,
+        RunFinishedRecord,
+    )
+
+    start = next((i for i in range(len(records) - 1, -1, -1)
+                  if isinstance(records[i], ExperimentStartedRecord)
+                  and (experiment_id is None or records[i].experiment_id == experiment_id)), None)  # type: ignore[attr-defined]
+    if start is None:
+        return None
+    head = records[start]
+    assert isinstance(head, ExperimentStartedRecord)
+    done, scheduled = 0, len(head.runs)
+    for rec in records[start + 1:]:
+        if isinstance(rec, RunFinishedRecord) and rec.experiment_id == head.experiment_id:
+            done += 1
+        elif isinstance(rec, ExperimentEndedRecord) and rec.experiment_id in (None, head.experiment_id):
+            state = ("finished" if isinstance(rec, ExperimentFinishedRecord)
+                     else "cancelled" if rec.cancelled else "incomplete")
+            return RunProgress(head.experiment_id, rec.runs_done if rec.runs_done is not None else done,
+                               rec.runs_scheduled if rec.runs_scheduled is not None else scheduled,
+                               head.at, True, state)
+    return RunProgress(head.experiment_id, done, scheduled, head.at, False)
+
+
+# -- the run lock ----------------------------------------------------------------------
+def _lock_text() -> str:
+    """What the run lock holds: ``"<pid> <host>"`` (the host: issue 13, a folder shared by nodes)."""
+    return f"{os.getpid()} {platform.node()}"
+
+
+def lock_host(folder: Path) -> str | None:
+    """The host named in ``folder``'s run lock when it is not this one, else ``None``."""
+    try:
+        words = (Path(folder) / RUN_LOCK).read_text().split()
+    except OSError:
+        return None
+    return words[1] if len(words) > 1 and words[1] != platform.node() else None
+
+
+def lock_holder(folder: Path) -> int | None:
+    """PID of a live process running experiments in ``folder``, else ``None`` (S7).
+
+    The lock holds ``"<pid> <host>"`` (older locks: the PID alone). A lock taken on
+    another host (a session folder shared by the nodes of a torchrun group, issue 13) is
+    held: its process cannot be looked at from here, and taking it for a crash would
+    record the other node's runs as lost.
+    """
+    lock = Path(folder) / RUN_LOCK
+    try:
+        words = lock.read_text().split()
+        pid = int(words[0])
+        written = lock.stat().st_mtime
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(words) > 1 and words[1] != platform.node():
+        return pid
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    # A crashed runner's PID may since belong to a process started after the lock
+    # was written: that process does not hold it (else recovery would wait forever).
+    try:
+        import psutil
+
+        if psutil.Process(pid).create_time() > written + 1.0:
+            return None
+    except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
+        pass
+    return pid
+
+
+def running_words(folder: Path) -> str | None:
+    """Say that another process runs experiments in ``folder``, and how far it got (issue 12).
+
+    ``run in progress (pid 4242): 3 of 15 runs done`` while another live process holds
+    the run lock, else ``None`` (a detached run followed from ``show``). The counts come from the journal's newest invocation; without one, the PID only.
+    """
+    holder = lock_holder(folder)
+    if holder is None or holder == os.getpid():
+        return None
+    progress = run_progress(read_records(Path(folder) / JOURNAL))
+    if progress is None or progress.ended:
+        return f"run in progress (pid {holder})"
+    return (f"run in progress (pid {holder}): {progress.runs_done} of "
+            f"{progress.runs_scheduled} runs done")
+
+
+def take_lock(folder: Path, session_name: str) -> Path:
+    """Create the run lock atomically, so one ``run`` at a time touches a session (S7).
+
+    A hard link fails if its target exists: of two ``run`` commands started at the same
+    instant on one session, exactly one runs. The PID is written to a temporary file first, then hard-linked into place, so the
+    lock never exists empty.
+
+    Returns:
+        The lock's path (give it to :func:`release_lock`).
+
+    Raises:
+        Failure: a live process holds the lock (exit 1: not the person's input).
+        OSError: the lock could not be written; nothing was run.
+    """
+    lock = Path(folder) / RUN_LOCK
+    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
+    try:
+        from gpusession.core.files.safefile import write_private_bytes
+
+        write_private_bytes(tmp, _lock_text().encode())  # 0600 like every session file, never through a link
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
+    try:
+        for _ in range(2):
+            try:
+                os.link(tmp, lock)
+                return lock
+            except FileExistsError:
+                holder, host = lock_holder(folder), lock_host(folder)
+                if holder is not None and (holder != os.getpid() or host):
+                    raise lock_busy(holder, session_name, host) from None
+                lock.unlink(missing_ok=True)  # stale: its process is gone
+        raise Failure(f"could not take the run lock {lock}; another run is starting")
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def lock_busy(holder: int, session_name: str, host: str | None = None) -> Failure:
+    """The error for a run refused because process ``holder`` runs experiments (S7).
+
+    Args:
+        holder: PID of the live process holding the run lock.
+        session_name: the session's name, for the message.
+        host: the host of that process when it is not this one (:func:`lock_host`).
+
+    Returns:
+        A :class:`Failure` (exit 1: not the person's input), to raise.
+    """
+    where = f" on {host}" if host else ""
+    return Failure(f"another gpusession process (pid {holder}{where}) is running experiments in "
+                   f"{session_name}; nothing was run")
+
+
+def release_lock(folder: Path) -> None:
+    """Remove the run lock of ``folder`` (no error when it is already gone)."""
+    (Path(folder) / RUN_LOCK).unlink(missing_ok=True)
+
+
+__all__ = [
+    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "RunProgress", "append", "lock_holder", "read",
+    "lock_host", "read_records", "record", "release_lock", "run_progress", "running_words", "take_lock",
+]

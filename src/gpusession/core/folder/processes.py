@@ -1,0 +1,376 @@
+"""Processes of a run: identity, ending a worker's whole group, leftovers, interrupts.
+
+Why it exists (issue 12, H-14): a worker runs in a process group (session) of its own,
+with the user's command inside it. A timeout, a cancel, an error of the parent, SIGHUP or
+SIGTERM ends the **whole** group (``os.killpg``) and any descendant found with psutil. A process is named by its PID *and* its start time (``create_time_s``), so a
+PID reused by an unrelated process is never signalled. Before a new run starts, the
+workers and commands recorded in the journal that are still alive are ended
+(:func:`end_recorded`), so two measurements never overlap: the run lock's PID alone is
+not trusted.
+
+Who calls it: :class:`gpusession.bench.process.WorkerProcess` (group kill),
+:class:`gpusession.bench.runner.Runner` (leftovers at run start, interrupts), the TUI's
+and ``run --headless``'s SIGHUP/SIGTERM handlers (:func:`interrupt_all`). The OS does
+the work (process groups, signals; psutil to list descendants): no polling loops beyond
+psutil's own wait. No textual, no torch.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psutil
+
+
+#: Environment variable naming the runner's PID; every worker and the commands it starts
+#: carry it, which tells our processes from others in a group whose leader is gone.
+PARENT_ENV = "GPUSESSION_PARENT_PID"
+#: Seconds :func:`end_group` waits for the end of processes it killed (not children).
+WAIT_S = 1.0
+#: Two start times closer than this (seconds) name the same process (psutil rounds).
+_SAME_START_S = 0.05
+
+
+@dataclass(frozen=True)
+class ProcessId:
+    """One process, named so that a reused PID is never mistaken for it.
+
+    Attributes:
+        pid: the process id.
+        create_time_s: its start time, seconds since the epoch (psutil's
+            ``create_time()``); ``None`` when it could not be read (then the PID alone
+            is trusted only while the process is a child of this one).
+    """
+
+    pid: int
+    create_time_s: float | None
+
+
+def identify(pid: int) -> ProcessId:
+    """The :class:`ProcessId` of a live process (start time ``None`` if unreadable)."""
+    import psutil
+    try:
+        return ProcessId(pid, psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        return ProcessId(pid, None)
+
+
+def alive(ident: ProcessId) -> psutil.Process | None:
+    """The live process named by ``ident``, or ``None`` (gone, a zombie, or a reused PID).
+
+    Args:
+        ident: PID and start time as recorded (issue 12: recovery never trusts a PID alone).
+    """
+    import psutil
+    try:
+        proc = psutil.Process(ident.pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if ident.create_time_s is not None and abs(proc.create_time() - ident.create_time_s) > _SAME_START_S:
+            return None
+        return proc
+    except (psutil.Error, OSError):
+        return None
+
+
+def _descendants(proc: psutil.Process) -> list[psutil.Process]:
+    import psutil
+    try:
+        return list(proc.children(recursive=True))
+    except (psutil.Error, OSError):
+        return []
+
+
+def _groups(pgids: set[int]) -> dict[int, list[psutil.Process]]:
+    """The live processes of each process group in ``pgids`` (one pass over the system)."""
+    import psutil
+    out: dict[int, list[psutil.Process]] = {}
+    if not pgids or not hasattr(os, "getpgid"):
+        return out
+    for proc in psutil.process_iter():
+        try:
+            pgid = os.getpgid(proc.pid)
+        except OSError:
+            continue
+        if pgid in pgids:
+            out.setdefault(pgid, []).append(proc)
+    return out
+
+
+def _members(procs: list[psutil.Process], not_before_s: float | None) -> list[psutil.Process]:
+    """The processes of ``procs`` that a worker started.
+
+    Not zombies, started no earlier than ``not_before_s``, carrying :data:`PARENT_ENV`
+    (a daemon that reused the group id of a dead worker does not).
+    """
+    import psutil
+    out = []
+    for proc in procs:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if not_before_s is not None and proc.create_time() < not_before_s - _SAME_START_S:
+                continue
+            if PARENT_ENV not in proc.environ():
+                continue
+        except (psutil.Error, OSError):
+            continue
+        out.append(proc)
+    return out
+
+
+def _confirm_gone(procs: list[psutil.Process], wait_s: float) -> None:
+    """Wait up to ``wait_s`` for killed processes to be dead.
+
+    A zombie is dead (its parent, or init, reaps it when it will); psutil's own wait
+    would count it alive until then.
+    """
+    deadline = time.monotonic() + wait_s
+    pending = procs
+    while pending:
+        pending = [p for p in pending if _running(p)]
+        if not pending or time.monotonic() >= deadline:
+            return
+        time.sleep(0.005)
+
+
+def _running(proc: psutil.Process) -> bool:
+    import psutil
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def _pid_reused(ident: ProcessId) -> bool:
+    import psutil
+    try:
+        proc = psutil.Process(ident.pid)
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
+              group: list[psutil.Process] | None = None) -> list[int]:
+    """End a worker's whole process group and every descendant (issue 12, H-14).
+
+    The worker was started as the leader of its own session, so its PID is the group's
+    id. The group gets SIGKILL at once (a run interrupted is not measured any more, and
+    nothing can ignore it); descendants that left the group (a session of their own,
+    e.g. torchrun ranks) are found with psutil before the leader dies and are killed too. A leader already gone still has its
+    group ended when members remain (orphans of a killed worker).
+
+    Args:
+        leader: the worker (group leader) as recorded.
+        wait_s: seconds to wait for the end of processes that are not children of this
+            one (children are reaped by their owner).
+        group: the processes whose group id is the leader's PID, when the caller has
+            already listed them (else they are listed here).
+
+    Returns:
+        The PIDs that were signalled (empty when nothing was alive).
+    """
+    import psutil
+    procs: dict[int, psutil.Process] = {}
+    lead = alive(leader)
+    if lead is None and _pid_reused(leader):
+        return []  # the group id now belongs to another process: none of ours is left in it
+    if lead is not None:
+        procs[lead.pid] = lead
+        procs.update({p.pid: p for p in _descendants(lead)})
+    if group is None:
+        group = _groups({leader.pid}).get(leader.pid, [])
+    members = _members(group, leader.create_time_s)
+    for m in members:  # the group's own members and their descendants
+        procs.setdefault(m.pid, m)
+        procs.update({p.pid: p for p in _descendants(m) if p.pid not in procs})
+    procs.pop(os.getpid(), None)  # never this process (defensive: it is not in the group)
+    if not procs:
+        return []
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(leader.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for p in procs.values():  # descendants that left the group (a session of their own)
+        try:
+            p.kill()
+        except (psutil.Error, OSError):
+            pass
+    # Confirm; never wait on a child of this process here: psutil would reap it and its
+    # owner (subprocess.Popen) would then read a wrong exit status.
+    me = os.getpid()
+    others = []
+    for p in procs.values():
+        try:
+            if p.ppid() != me:
+                others.append(p)
+        except (psutil.Error, OSError):
+            continue
+    _confirm_gone(others, wait_s)
+    return sorted(procs)
+
+
+def end_recorded(records: Iterable[object]) -> list[str]:
+    """End the workers and commands a journal records that are still alive (issue 12).
+
+    Called when a new run holds the run lock, before its first worker starts: any worker
+    (``worker_started``), user command (``command_started``) or torchrun rank (the
+    ``rank_pids`` of ``worker_loaded``, issue 13: a rank runs in a session of its own, out
+    of its launcher's group) of an earlier run that is still alive — same PID *and* same
+    start time — is ended (a worker with its whole group, a command or a rank with its
+    descendants), so two measurements never overlap (H-14). Records without a start time
+    (first release) are skipped: a bare PID may have been reused; so is a rank of
+    another host (several nodes).
+
+    Args:
+        records: the journal's typed records (:func:`gpusession.core.folder.journal.read_records`).
+
+    Returns:
+        One sentence per process ended (empty when none was alive).
+    """
+    from gpusession.core.events import CommandStartedRecord, WorkerLoadedRecord, WorkerStartedRecord
+
+    out: list[str] = []
+    recorded: dict[int, WorkerStartedRecord | CommandStartedRecord] = {}
+    ranks: dict[int, float] = {}
+    for rec in records:
+        if isinstance(rec, (WorkerStartedRecord, CommandStartedRecord)):
+            if rec.pid is not None and rec.create_time_s is not None:
+                recorded[rec.pid] = rec  # the last record of a PID names it
+        elif isinstance(rec, WorkerLoadedRecord):
+            ranks.update(_recorded_ranks(rec))
+    groups = _groups({pid for pid, r in recorded.items() if isinstance(r, WorkerStartedRecord)})
+    for pid, rec in recorded.items():
+        ident = ProcessId(pid, rec.create_time_s)
+        kind = "worker" if isinstance(rec, WorkerStartedRecord) else "command"
+        if isinstance(rec, WorkerStartedRecord):
+            if pid not in groups and alive(ident) is None:
+                continue
+            ended = end_group(ident, group=groups.get(pid, []))
+        else:
+            ended = _end_tree(ident)
+        if ended:
+            out.append(f"a {kind} of an earlier run was still alive (pid {rec.pid}); it was "
+                       f"ended before this run started ({len(ended)} process(es))")
+    for pid, create_time_s in ranks.items():  # ranks the groups above did not reach
+        ended = _end_tree(ProcessId(pid, create_time_s))
+        if ended:
+            out.append(f"a rank of an earlier run was still alive (pid {pid}); it was "
+                       f"ended before this run started ({len(ended)} process(es))")
+    return out
+
+
+def _recorded_ranks(rec: object) -> dict[int, float]:
+    """``pid → start time`` of the ranks of this host a ``worker_loaded`` record names (issue 13)."""
+    pids = getattr(rec, "rank_pids", None) or []
+    times = getattr(rec, "rank_create_times_s", None) or []
+    hosts = getattr(rec, "rank_hosts", None) or []
+    here = platform.node()
+    out: dict[int, float] = {}
+    for i, pid in enumerate(pids):
+        ct = times[i] if i < len(times) else None
+        host = hosts[i] if i < len(hosts) else None
+        if isinstance(pid, int) and isinstance(ct, (int, float)) and (host is None or host == here):
+            out[pid] = float(ct)
+    return out
+
+
+def _end_tree(ident: ProcessId) -> list[int]:
+    """Kill the process ``ident`` names (PID and start time) and its descendants.
+
+    Returns:
+        The PIDs signalled; empty when it is gone or its PID was reused.
+    """
+    import psutil
+    proc = alive(ident)
+    if proc is None:
+        return []
+    tree = [*_descendants(proc), proc]
+    for p in tree:
+        try:
+            p.kill()
+        except (psutil.Error, OSError):
+            pass
+    _confirm_gone([proc], WAIT_S)
+    return sorted(p.pid for p in tree)
+
+
+# -- interrupts: SIGHUP/SIGTERM reach every run of this process ------------------------
+_INTERRUPTIBLE: set[Callable[[str], None]] = set()
+# Re-entrant: a signal handler runs in the main thread, possibly while that thread is
+# inside on_interrupt's own "with" (a plain lock would deadlock there).
+_INTERRUPT_LOCK = threading.RLock()
+
+
+@contextmanager
+def signal_handlers(handlers: Mapping[int, Callable[[int, Any], None]]) -> Iterator[None]:
+    """Install ``handlers`` (signal number → handler) for the block; the previous ones after.
+
+    Only the main thread may install signal handlers: elsewhere (a test's thread) nothing
+    is installed. Used by ``run --headless`` and ``agent`` (issues 12, 13).
+    """
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in handlers.items():
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def on_interrupt(callback: Callable[[str], None]) -> Callable[[], None]:
+    """Register ``callback(signal_name)`` to run on an ending signal; returns its remover.
+
+    Ending signals: SIGHUP, SIGTERM, and ``run --headless``'s second Ctrl-C (``"SIGINT"``).
+
+    A :class:`~gpusession.bench.runner.Runner` registers itself while it runs, so the
+    signal handlers of ``run --headless`` and of the TUI need no reference to it.
+    """
+    with _INTERRUPT_LOCK:
+        _INTERRUPTIBLE.add(callback)
+
+    def remove() -> None:
+        with _INTERRUPT_LOCK:
+            _INTERRUPTIBLE.discard(callback)
+
+    return remove
+
+
+def interrupt_all(signal_name: str) -> int:
+    """Tell every registered run that ``signal_name`` (``"SIGHUP"``…) arrived.
+
+    Returns:
+        How many runs were told (0: nothing was running).
+    """
+    with _INTERRUPT_LOCK:
+        callbacks = list(_INTERRUPTIBLE)
+    for cb in callbacks:
+        try:
+            cb(signal_name)
+        except Exception:  # noqa: BLE001 - one run's failure must not keep the others running
+            pass
+    return len(callbacks)
+
+
+#: The signals that end a run at once (the ssh drop, a ``kill``), issue 12.
+ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, n) for n in ("SIGHUP", "SIGTERM") if hasattr(signal, n))
+
+
+__all__ = [
+    "ENDING_SIGNALS", "PARENT_ENV", "ProcessId", "alive", "end_group", "end_recorded", "identify",
+    "interrupt_all", "on_interrupt", "WAIT_S",
+]

@@ -1,0 +1,309 @@
+"""Crash recovery of a session folder on reopen (S7, R7).
+
+Why it exists: a crash, a kill or a power loss at any instant must leave a readable
+session that loses at most the run in flight, and that run is recorded as an incident.
+Who calls it: :meth:`gpusession.core.folder.session.Session.recover` (on every writable open).
+It reads the journal as typed records (:mod:`gpusession.core.events`) and names runs
+with :class:`gpusession.core.folder.journal.RunKey`. No textual, no torch.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpusession.core.events import (
+    Event,
+    ExperimentStartedRecord,
+    IncidentRecord,
+    LoadFinishedRecord,
+    LoadStartedRecord,
+    RunFinishedRecord,
+    RunRecoveredRecord,
+    RunStartedRecord,
+)
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import write_private_bytes
+from gpusession.core.files.textio import printable
+from gpusession.core.files.tomlio import clean_stale_tmp
+from gpusession.core.folder import journal
+from gpusession.core.records.results import ResultRow, ResultsFile
+from gpusession.core.records.summary import UNFINISHED_KIND
+
+
+class Recoverable(Protocol):
+    """What recovery needs of a session (:class:`gpusession.core.folder.session.Session`)."""
+
+    @property
+    def folder(self) -> Path:
+        """The session folder."""
+        ...
+
+    @property
+    def journal_path(self) -> Path:
+        """The session's ``journal.jsonl``."""
+        ...
+
+    @property
+    def results(self) -> ResultsFile:
+        """The session's results CSV (C1)."""
+        ...
+
+    def journal(self, event: str | Event, **fields: Any) -> None:
+        """Append one record to the journal and fsync (S7).
+
+        Args:
+            event: a typed record, or the name of an untyped one.
+            **fields: the untyped record's fields (only with a name).
+        """
+        ...
+
+_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
+_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
+
+
+def cut_journal_line(path: Path) -> dict[str, Any] | None:
+    """When the journal's last line was cut, what it still says (``{}`` if nothing useful).
+
+    A cut ``run_started`` / ``load_started`` line still names its run, so the run in
+    flight is recovered as an incident row like any other (S7); its :class:`RunKey`
+    completes what the cut took. ``None`` when the journal ends cleanly.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    raw = path.read_bytes()
+    if raw.endswith(b"\n"):
+        return None
+    text = raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
+    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
+    m = _SALVAGE_INDEX.search(text)
+    if m:
+        fields["run_index"] = int(m.group(1))
+    if fields.get("event") not in ("run_started", "load_started") or "run_key" not in fields:
+        return {}
+    try:
+        key = journal.RunKey.parse(str(fields["run_key"]))
+    except BadInput:
+        return fields
+    fields.update(experiment_id=key.experiment_id, phase=key.phase, variant_id=key.variant_id,
+                  run_index=key.run_index)
+    return fields
+
+
+#: Name prefix of a worker's spec file in ``runs/<experiment>/`` (``.worker-<name>.json``).
+SPEC_PREFIX = ".worker-"
+
+
+def remove_worker_specs(folder: Path) -> list[Path]:
+    """Remove the worker spec files ``.worker-*.json`` left in ``folder`` (issue 12).
+
+    A spec is the settings one worker group read at its start; once the group has ended
+    it serves nothing (the journal and ``session.toml`` say what ran, and recovery reads
+    only the journal), so the runner removes it then, and recovery removes the ones a
+    crash left. Only plain files are removed: a link or a folder of that name is left
+    as it is (a run refuses it before it measures).
+
+    Args:
+        folder: a ``runs/<experiment>`` folder (missing: nothing to do).
+
+    Returns:
+        The files removed.
+    """
+    removed: list[Path] = []
+    if not folder.is_dir() or folder.is_symlink():
+        return removed
+    for spec in folder.glob(f"{SPEC_PREFIX}*.json"):
+        if spec.is_symlink() or not spec.is_file():
+            continue
+        try:
+            spec.unlink()
+        except OSError:
+            continue
+        removed.append(spec)
+    return removed
+
+
+class _FinishedRuns:
+    """The runs a journal records as finished, read only when first asked (issue 1).
+
+    A run is finished once ``run_finished`` (a load: ``load_finished``) names its run
+    key: the runner writes and fsyncs the run's row before it journals that record.
+    Items are ``(experiment_id, phase, variant_id, run_index)``, as in the results CSV.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._keys: set[tuple[str, str, str, int]] | None = None
+
+    def __contains__(self, key: object) -> bool:
+        if self._keys is None:
+            self._keys = set()
+            for rec in journal.read_records(self._path):
+                if isinstance(rec, (RunFinishedRecord, LoadFinishedRecord)) and rec.run_key:
+                    try:
+                        k = journal.RunKey.parse(rec.run_key)
+                    except BadInput:
+                        continue
+                    self._keys.add((k.experiment_id, k.phase, k.variant_id, k.run_index))
+        return key in self._keys
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def recover_locked(session: Recoverable) -> list[str]:
+    """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
+
+    * A cut last journal line is noted (kept as is; the next record starts a new line).
+    * A last line of the results CSV without its newline is kept (the newline added,
+      noted in the journal) when it is a full row of the 38 columns whose run the
+      journal records as finished (a hand edit; issue 1). Any other incomplete last
+      line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
+    * A run with ``run_started`` (or a worker load with ``load_started``) but no
+      ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
+      holds the run lock, gets a row (elapsed empty, ``corpus_accepted`` empty: no corpus
+      was validated; the incident in ``notes``, R7) and an
+      ``incident`` record -- unless the results CSV already holds that run's row (the
+      crash came between the row and the journal's end of it): then only
+      ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
+      measurement or as an incident, never both (issue 12). The stale lock is removed.
+    * Worker spec files (``runs/<experiment>/.worker-*.json``) a crash left are removed
+      once no process holds the run lock (they serve nothing after their group; issue 12).
+    * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
+      removed and noted (issue 12).
+    * The newest invocation of an experiment that has no end record, while no live
+      process holds the run lock, gets one ``incident`` saying how far it got
+      (:func:`unfinished_invocations`; issue 6).
+
+    Returns:
+        One sentence per incident recovered.
+    """
+    incidents: list[str] = []
+    path = session.journal_path
+    cut_start = cut_journal_line(path)
+    if cut_start is not None:  # the next append terminates the cut line first
+        msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
+        session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
+        incidents.append(msg)
+    kept = session.results.complete_last_row(_FinishedRuns(path))
+    if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
+        kept_key = journal.RunKey(*kept).format()
+        msg = (f"the last row of {session.results.path.name} (run {kept_key}, finished per the "
+               "journal) had no final newline; the row is kept and the newline added")
+        session.journal(IncidentRecord(kind="csv_newline_added", run_key=kept_key, message=msg))
+    tail = session.results.recover_partial_tail()
+    if tail is not None:
+        csv_name = session.results.path.name
+        keep = session.folder / f"{csv_name}.partial-{_stamp()}"
+        write_private_bytes(keep, tail, sync=True)
+        msg = f"incomplete last line of {csv_name} ({len(tail)} bytes) moved to {keep.name}"
+        session.journal(IncidentRecord(kind="partial_csv_row", message=msg))
+        incidents.append(msg)
+    stale = clean_stale_tmp(session.folder)
+    if stale:
+        names = ", ".join(printable(str(p.relative_to(session.folder)), keep="") for p in stale[:5])
+        more = f" and {len(stale) - 5} more" if len(stale) > 5 else ""
+        msg = (f"{len(stale)} temporary file(s) left by an interrupted write removed "
+               f"({names}{more}); the files they were for are unchanged")
+        session.journal(IncidentRecord(kind="stale_temporary_file", message=msg))
+        incidents.append(msg)
+    if journal.lock_holder(session.folder) is not None:
+        return incidents
+    runs = session.folder / "runs"
+    if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
+        for exp_dir in runs.iterdir():
+            remove_worker_specs(exp_dir)
+    killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
+    records = journal.read_records(path)
+    open_runs: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
+            if rec.run_key:
+                open_runs[rec.run_key] = {
+                    "at": rec.at, "experiment_id": rec.experiment_id, "variant_id": rec.variant_id,
+                    "phase": rec.phase, "run_index": rec.run_index,
+                }
+        elif isinstance(rec, (RunFinishedRecord, LoadFinishedRecord, RunRecoveredRecord)):
+            if rec.run_key:
+                open_runs.pop(rec.run_key, None)
+    if cut_start is not None and cut_start.get("run_key"):
+        open_runs.setdefault(cut_start["run_key"], cut_start)
+    in_csv = session.results.run_keys() if open_runs else set()
+    for key, started in open_runs.items():
+        run = (str(started.get("experiment_id")), str(started.get("phase")),
+               str(started.get("variant_id")), started.get("run_index"))
+        if run in in_csv:  # its row was written; only the journal's end of it was lost
+            note = ("run in flight when gpusession stopped; its row was written before the "
+                    "stop, so it is kept as measured and no incident row is added")
+            session.journal(RunRecoveredRecord(run_key=key, message=note))
+            incidents.append(f"run {key}: {note}")
+            continue
+        note = (
+            "incident: run in flight when gpusession stopped (crash, kill or power loss); "
+            f"started {started.get('at')}; recovered on reopen; elapsed not measured"
+        )
+        session.results.append(
+            ResultRow(
+                experiment_id=started.get("experiment_id"),
+                variant_id=started.get("variant_id"),
+                phase=started.get("phase"),
+                run_index=started.get("run_index"),
+                # no corpus was validated (a load validates none, a cut run's output never
+                # was): the cell stays empty, never false (C3, issues 3 and 13)
+                notes=note,
+            )
+        )
+        session.journal(RunRecoveredRecord(run_key=key, message=note))
+        session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
+        incidents.append(f"run {key}: {note}")
+    for exp_id, msg in unfinished_invocations(records, killed=killed):
+        session.journal(IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp_id, message=msg))
+        incidents.append(msg)
+    journal.release_lock(session.folder)
+    return incidents
+
+
+def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[str, str]]:
+    """The newest invocation of each experiment that has no end record, not yet said (S7).
+
+    Only for a journal whose runner is gone (no live process holds the run lock): its
+    newest ``experiment_started`` is followed by no ``experiment_finished`` /
+    ``experiment_incomplete`` (:func:`gpusession.core.folder.journal.run_progress`), and no
+    :data:`UNFINISHED_KIND` incident names it after that start, so each is said once
+    (issue 6).
+
+    Args:
+        records: the journal's typed records, oldest first.
+        killed: whether the runner left its lock (it was killed: no clean-up ran).
+
+    Returns:
+        ``(experiment_id, sentence)`` per such invocation, e.g. "the run of e started at
+        … ended without finishing: 2 of 10 runs done (its process was killed …)".
+    """
+    started: dict[str, None] = {}  # experiments, in the order they first started
+    said: set[str] = set()  # an UNFINISHED_KIND incident follows the newest start
+    for rec in records:
+        if isinstance(rec, ExperimentStartedRecord) and rec.experiment_id:
+            started.setdefault(rec.experiment_id)
+            said.discard(rec.experiment_id)
+        elif isinstance(rec, IncidentRecord) and rec.kind == UNFINISHED_KIND and rec.experiment_id:
+            said.add(rec.experiment_id)
+    how = ("its process was killed or the machine stopped" if killed
+           else "its process stopped without recording its end")
+    out: list[tuple[str, str]] = []
+    for exp_id in started:
+        progress = journal.run_progress(records, exp_id)
+        if exp_id in said or progress is None or progress.ended:
+            continue
+        out.append((exp_id, f"the run of {exp_id} started at {progress.started_at} ended without "
+                            f"finishing: {progress.runs_done} of {progress.runs_scheduled} runs done ({how})"))
+    return out
+
+
+__all__ = [
+    "SPEC_PREFIX", "UNFINISHED_KIND", "Recoverable", "cut_journal_line", "recover_locked",
+    "remove_worker_specs", "unfinished_invocations",
+]

@@ -1,0 +1,1 @@
+"""The package window, rates, cost per accepted corpus, and the order and payment timeline."""

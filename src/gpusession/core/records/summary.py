@@ -1,0 +1,415 @@
+"""Session-level figures computed from the results rows (K3, K4).
+
+``accepted_unique_corpora`` is a count of *distinct* corpus revisions with at least one
+accepted run -- never a count of rows: five repetitions of one corpus are one
+deliverable (seed 000 §5). The validation issue may refine the package-period filter.
+
+:func:`summary_rows` is the one summary table (durations, quality figure, verdicts) that
+``show``, the Run pane and the report print (R6, R7, issue 15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def accepted_unique_corpora(
+    frame: pl.DataFrame,
+    *,
+    period_start: datetime | None = None,
+    period_end: datetime | None = None,
+) -> int:
+    """Distinct ``corpus_revision`` values with ``corpus_accepted = true`` (K3, K4).
+
+    Args:
+        frame: results rows (38 columns).
+        period_start: reserved for a per-period filter; rows carry no timestamp, so
+            every row of the session counts (a session is one package).
+        period_end: reserved, as ``period_start``.
+
+    Returns:
+        The count (0 when nothing is accepted). Rows without a corpus revision are
+        not counted: an accepted run of an unknown corpus cannot be told apart.
+    """
+    return len(accepted_revisions(frame))
+
+
+def accepted_revisions(frame: pl.DataFrame) -> set[str]:
+    """The distinct ``corpus_revision`` values with at least one accepted run (K4).
+
+    A runner keeps this set and adds each accepted row's revision, instead of
+    re-reading the whole CSV for every row it appends.
+    """
+    if frame.height == 0:
+        return set()
+    import polars as pl
+
+    accepted = frame.filter(
+        pl.col("corpus_accepted").fill_null(False) & pl.col("corpus_revision").is_not_null()
+    )
+    return set(accepted["corpus_revision"].to_list())
+
+
+#: The row fields that only a validation fills (V1): all empty = the output was never
+#: validated (as :func:`gpusession.core.events.corpus_verdict` reads one row).
+VALIDATION_FIELDS = ("ids_match", "format_valid", "quality_value")
+
+
+def corpus_verdict_expr() -> pl.Expr:
+    """The verdict of each row: ``true`` accepted, ``false`` rejected, null never validated.
+
+    A run that failed, was interrupted or was recovered after a crash holds no verdict
+    (V1, R7, S7). Its ``corpus_accepted`` cell is written empty; rows written before
+    that rule (``false`` with no elapsed time and no validation field) read as not
+    validated too, so a count of validated rows never includes them (issue 13). A run
+    whose output could not be read (elapsed measured) stays rejected.
+
+    Returns:
+        A polars expression over the 38 columns, named ``corpus_accepted``.
+    """
+    import polars as pl
+
+    never = (pl.col("corpus_accepted").eq(False) & pl.col("elapsed_seconds").is_null()
+             & pl.all_horizontal([pl.col(c).is_null() for c in VALIDATION_FIELDS]))
+    return (pl.when(never).then(pl.lit(None, dtype=pl.Boolean))
+            .otherwise(pl.col("corpus_accepted")).alias("corpus_accepted"))
+
+
+def validated_count() -> pl.Expr:
+    """Rows whose corpus was validated (accepted or rejected), as a polars aggregation."""
+    return corpus_verdict_expr().is_not_null().sum()
+
+
+# -- the summary table every front end shows (R6, R7, issue 15) ---------------------------
+#: How a metric is named for people (V6).
+METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+
+
+def metric_words(metric: str | None) -> str:
+    """A quality metric named for people: ``macro_f1`` → ``macro-F1`` (V6).
+
+    The one naming of a metric id (``core.validation.model.METRICS``, the
+    ``quality_metric`` column) in human text: the validation report's reason (the
+    ``validate`` CLI), the summary table and the TUI's Validation pane.
+
+    Args:
+        metric: the stored id; an unknown id is shown as it is, ``None`` or ``""`` reads
+            ``quality``.
+    """
+    if not metric:
+        return "quality"
+    return METRIC_WORDS.get(metric, metric)
+#: Journal event of an experiment invocation that stopped before measuring anything.
+ATTEMPT_FAILED_EVENT = "attempt_failed"
+#: ``variant_id`` of a warm worker's load row: one load serves every variant's warm runs.
+ALL_VARIANTS = "all"
+
+
+def variant_words(variant_id: str | None, phase: str | None) -> str:
+    """The variant column in words: the warm worker's load (``all``) reads ``all variants``.
+
+    Args:
+        variant_id: as stored in the results CSV (``batch-4``, ``all``…); ``None`` reads ``-``.
+        phase: ``load``, ``cold``, ``warm`` or ``None``.
+
+    Returns:
+        ``"all variants"`` for the one load of the warm worker, else the id (issue: misc
+        item 4; the stored id stays ``all``).
+    """
+    if variant_id is None:
+        return "-"
+    return "all variants" if phase == "load" and variant_id == ALL_VARIANTS else str(variant_id)
+
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One line of the summary table: per experiment, variant and phase (R6).
+
+    Attributes:
+        experiment_id: the experiment (``"validate"`` for standalone validations).
+        variant_id: the variant (for a validation: its run name).
+        phase: ``load``, ``cold`` or ``warm``; ``None`` for a standalone validation row.
+        runs: rows in the group.
+        n: rows with a measured ``elapsed_seconds``.
+        failed: timed rows without ``elapsed_seconds`` (a failed observation, R7); 0 for
+            validations, which are not timed.
+        median_seconds: median of the measured durations (s), ``None`` when none.
+        min_seconds: fastest measured duration (s), ``None`` when none.
+        max_seconds: slowest measured duration (s), ``None`` when none.
+        p95_seconds: ``None`` below 20 observations (R6).
+        quality_metric: the metric of the group's validated rows (``macro_f1``…).
+        quality_min: lowest quality value (0–1) of the group, ``None`` when none.
+        quality_max: highest quality value (0–1) of the group, ``None`` when none.
+        validated: rows whose corpus was validated (:func:`corpus_verdict_expr` true or
+            false); a failed, interrupted or recovered run is not one.
+        accepted: rows with ``corpus_accepted = true``.
+        attempt: for rows of an attempt that stopped before measuring anything, its
+            number (1, 2…); ``None`` for the current rows.
+        unfinished: for the rows of an experiment whose newest run never ended (killed;
+            recorded by crash recovery, issue 6), how far it got in words ("2 of 10 runs
+            done, the run did not finish"); ``None`` otherwise.
+    """
+
+    experiment_id: str | None
+    variant_id: str | None
+    phase: str | None
+    runs: int
+    n: int
+    failed: int
+    median_seconds: float | None
+    min_seconds: float | None
+    max_seconds: float | None
+    p95_seconds: float | None
+    quality_metric: str | None = None
+    quality_min: float | None = None
+    quality_max: float | None = None
+    validated: int = 0
+    accepted: int = 0
+    attempt: int | None = None
+    unfinished: str | None = None
+
+    def variant_words(self) -> str:
+        """The variant column for people: ``all variants`` for the warm worker's load."""
+        return variant_words(self.variant_id, self.phase)
+
+    @property
+    def is_validation(self) -> bool:
+        """A standalone ``validate --session`` row: not timed, not a run (issue 15)."""
+        return self.phase is None
+
+    def quality_words(self) -> str:
+        """``macro-F1 0.962`` (or a range ``0.951–0.962``); ``-`` when nothing was scored."""
+        if self.quality_min is None or self.quality_max is None:
+            return "-"
+        name = metric_words(self.quality_metric)
+        if f"{self.quality_min:.3f}" == f"{self.quality_max:.3f}":
+            return f"{name} {self.quality_max:.3f}"
+        return f"{name} {self.quality_min:.3f}–{self.quality_max:.3f}"
+
+    def outcome_words(self) -> str:
+        """The last column in words: failures, a validation's verdict, a failed attempt.
+
+        A standalone validation reads "accepted validation" / "rejected validation"
+        (never "failed", issue 15); rows of an attempt that never measured anything say
+        so; otherwise "all measured" or "N failed (kept; the report says why)" (R7) --
+        never "all measured" for an experiment whose run did not finish (issue 6).
+        """
+        if self.attempt is not None:
+            return f"attempt {self.attempt}: did not load, nothing measured (the report says why)"
+        if self.is_validation:
+            rejected = self.validated - self.accepted
+            if self.validated == 0:
+                return "validation: no verdict"
+            if rejected == 0:
+                return "accepted validation" if self.accepted == 1 else f"{self.accepted} accepted validations"
+            if self.accepted == 0:
+                return "rejected validation" if rejected == 1 else f"{rejected} rejected validations"
+            return f"validations: {self.accepted} accepted, {rejected} rejected"
+        failed = f"{self.failed} failed (kept; the report says why)" if self.failed else None
+        if self.unfinished:
+            return self.unfinished if failed is None else f"{failed}; {self.unfinished}"
+        return failed or "all measured"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""
+        d = asdict(self)
+        d["quality"] = self.quality_words()
+        d["outcome"] = self.outcome_words()
+        return d
+
+
+def failed_attempts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Run keys of rows that belong to an attempt that never measured anything.
+
+    Args:
+        records: journal records as dicts (``Session.read_journal()``).
+
+    Returns:
+        ``{run key → attempt number}`` from the ``attempt_failed`` records (issue 15):
+        the rows stay in the CSV (C1), the summary shows them apart.
+    """
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("event") != ATTEMPT_FAILED_EVENT:
+            continue
+        attempt = r.get("attempt")
+        for key in r.get("run_keys") or []:
+            out[str(key)] = int(attempt) if isinstance(attempt, int) else 1
+    return out
+
+
+#: ``kind`` of the incident crash recovery records, once, for an invocation that never
+#: ended (:func:`gpusession.core.folder.recovery.unfinished_invocations`; issue 6).
+UNFINISHED_KIND = "run_did_not_finish"
+_END_EVENTS = ("experiment_finished", "experiment_incomplete")
+
+
+def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Experiments whose newest run did not run all it scheduled, in words (issue 6).
+
+    Read from the journal as dicts, the way :func:`gpusession.core.folder.journal.run_progress`
+    reads it typed (this module imports no other of gpusession: the events' words import
+    it): the newest ``experiment_started`` of the experiment, then either no end record
+    after it and the :data:`UNFINISHED_KIND` incident crash recovery recorded after it
+    ("the run did not finish"), or an ``experiment_incomplete`` end with scheduled runs
+    left ("the run was cancelled" / "the run stopped before the end": a hang-up, a
+    SIGTERM).
+
+    Args:
+        records: journal records as dicts (``Session.read_journal()``).
+
+    Returns:
+        ``{experiment id → "2 of 10 runs done, the run did not finish"}``; a run still
+        going (no end, no such incident yet) and a run that ran all it scheduled are
+        not in it.
+    """
+    return {exp_id: words for exp_id, (words, _) in _unfinished(list(records)).items()}
+
+
+def unfinished_groups(records: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[tuple[str, str]]]:
+    """The groups each unfinished run left unfinished (issue 6).
+
+    Returns:
+        Per experiment of :func:`unfinished_runs`, the ``(variant, phase)`` groups that its
+        newest run scheduled and did not finish (a group measured in full is not one).
+    """
+    return {exp_id: groups for exp_id, (_, groups) in _unfinished(list(records)).items()}
+
+
+def _unfinished(records: list[Mapping[str, Any]]) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
+    newest: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if r.get("event") == "experiment_started" and r.get("experiment_id") is not None:
+            newest[str(r.get("experiment_id"))] = i
+    out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
+    for exp_id, start in newest.items():
+        after = records[start + 1:]
+        end = next((r for r in after if r.get("event") in _END_EVENTS
+                    and r.get("experiment_id") in (None, exp_id)), None)
+        if end is not None:  # ended: said when it stopped before its scheduled runs were done
+            if end.get("event") != "experiment_incomplete":
+                continue
+            how = "the run was cancelled" if end.get("cancelled") else "the run stopped before the end"
+        elif any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
+                 and r.get("experiment_id") == exp_id for r in after):
+            how = "the run did not finish"  # recovery said so: its process was killed
+        else:
+            continue  # still running, or killed and not recovered yet
+        finished = {(r.get("phase"), r.get("variant_id"), r.get("run_index")) for r in after
+                    if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id}
+        runs = records[start].get("runs")
+        scheduled = [str(k).split(":") for k in runs] if isinstance(runs, list) else []
+        missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
+            k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
+        if end is not None and not missing:
+            continue  # every scheduled run has its row
+        out[exp_id] = (f"{len(finished)} of {len(scheduled)} runs done, {how}", missing)
+    return out
+
+
+def _key_of(row: Mapping[str, Any]) -> str:
+    return f"{row.get('experiment_id')}:{row.get('phase')}:{row.get('variant_id')}:{row.get('run_index')}"
+
+
+def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
+                 unfinished: Mapping[str, str] | None = None,
+                 unfinished_in: Mapping[str, frozenset[tuple[str, str]]] | None = None) -> list[SummaryRow]:
+    """The summary table of ``frame``: timing, quality and verdicts per group (R6, R7, V6).
+
+    Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
+    order); standalone validations (no phase) are their own groups, after the runs, and
+    never count as failed runs; rows of an attempt that stopped before measuring anything
+    (``attempts``) are grouped per attempt, after the current rows (issue 15).
+
+    Args:
+        frame: rows as read by ``ResultsFile.read`` (38 columns).
+        attempts: ``{run key → attempt}`` from :func:`failed_attempts`; ``None`` = none.
+        unfinished: ``{experiment id → words}`` from :func:`unfinished_runs`: the outcome
+            of that experiment's timed rows says its run did not finish (issue 6).
+        unfinished_in: ``{experiment id → (variant, phase) groups}`` from
+            :func:`unfinished_groups`: only those groups and the experiment's loads say it
+            (a variant measured in full reads "all measured"); every group of the
+            experiment when none of those has a row. ``None``: every group.
+
+    Returns:
+        The rows of the table, in display order.
+    """
+    import polars as pl
+
+    if frame.height == 0:
+        return []
+    attempts = attempts or {}
+    keys = [_key_of(r) for r in frame.select("experiment_id", "phase", "variant_id", "run_index")
+            .iter_rows(named=True)]
+    frame = frame.with_columns(
+        pl.Series("_attempt", [attempts.get(k) for k in keys], dtype=pl.Int64),
+        pl.col("phase").is_null().alias("_validation"),
+    )
+    from gpusession.core.records.results import elapsed_statistics
+
+    q = pl.col("quality_value")
+    grouped = (
+        frame.group_by(["_attempt", "_validation", "experiment_id", "variant_id", "phase"],
+                       maintain_order=True)
+        .agg(
+            *elapsed_statistics(),
+            pl.col("quality_metric").drop_nulls().first().alias("quality_metric"),
+            q.min().alias("quality_min"),
+            q.max().alias("quality_max"),
+            validated_count().alias("validated"),
+            pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
+        )
+    )
+    order = {"load": 0, "cold": 1, "warm": 2}
+    out: list[SummaryRow] = []
+    for r in grouped.iter_rows(named=True):
+        validation = bool(r["_validation"])
+        out.append(SummaryRow(
+            experiment_id=r["experiment_id"], variant_id=r["variant_id"], phase=r["phase"],
+            runs=int(r["runs"]), n=int(r["n"]), failed=0 if validation else int(r["failed"]),
+            median_seconds=r["median_seconds"], min_seconds=r["min_seconds"],
+            max_seconds=r["max_seconds"],
+            p95_seconds=r["_p95"] if r["n"] >= 20 else None,
+            quality_metric=r["quality_metric"], quality_min=r["quality_min"],
+            quality_max=r["quality_max"], validated=int(r["validated"]),
+            accepted=int(r["accepted"]), attempt=r["_attempt"],
+            unfinished=None if validation or r["_attempt"] is not None
+            else (unfinished or {}).get(str(r["experiment_id"])),
+        ))
+    if unfinished_in is not None:  # the words on the groups the run left unfinished, and its loads
+
+        def says(s: SummaryRow) -> bool:
+            return s.phase == "load" or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
+
+        tagged = {str(s.experiment_id) for s in out if s.unfinished and says(s)}
+        out = [s if not s.unfinished or str(s.experiment_id) not in tagged or says(s)
+               else replace(s, unfinished=None) for s in out]
+    out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
+                            str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
+    return out
+
+
+def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
+    """The summary table of a session: :func:`summary_rows` with the journal's attempts.
+
+    Args:
+        session: the open ``core.session.Session`` (not imported here: session imports
+            this module).
+        frame: its rows, when already read (else read here), possibly filtered.
+
+    Returns:
+        The rows of the table (R6, issue 15).
+
+    Raises:
+        BadInput: an unreadable results CSV.
+    """
+    rows = session.results.read() if frame is None else frame
+    records = session.read_journal()
+    return summary_rows(rows, failed_attempts(records), unfinished_runs(records), unfinished_groups(records))

@@ -1,0 +1,424 @@
+"""The session checklist, from the need to the retrieval (S1; seed 003 §1-§8, seed 000 §1).
+
+The items come from the bundled ``data/checklist.toml`` (stable ids such as
+``g1.one-sentence``), plus the items a person adds to one session. The state of every
+item -- done, when, note, evidence -- lives in the session's ``checklist.toml``::
+
+    schema = 1
+    [settings]
+    retrieval_reserve_hours = 4          # session limit (G§7)
+    destination = "/home/me/back"        # folder for the way back (G§2)
+    [items."g1.one-sentence"]
+    done = true
+    at = 2026-11-29T14:00:00Z
+    note = "18 readable visuals in our publishing tool"
+    evidence = "..."                      # last automatic evidence, never a tick
+    [items."own.1"]                       # an item the person added
+    custom = true
+    stage = 2
+    text = "Ask IT for the VPN"
+
+Every change is written at once, atomically (S7). Automatic evidence is computed by
+:mod:`gpusession.core.retrieval.evidence` and shown beside the item; it never ticks an item for
+the person (S1). Callers: the TUI's Checklist pane and ``gpusession checklist``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import check_no_secret, shown
+from gpusession.core.files.textio import printable
+from gpusession.core.files.tomlio import tomllib
+from gpusession.core.folder.session import CHECKLIST_TOML, Session
+
+#: Default time kept free at the end of the package to retrieve what is useful (G§7).
+DEFAULT_RETRIEVAL_RESERVE_HOURS = 4.0
+
+CUSTOM_PREFIX = "own."
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """One checklist item with its state in a session (S1).
+
+    Attributes:
+        id: stable id (``g1.one-sentence``; ``own.N`` for an item the person added).
+        stage: 1-8, the stage of seed 003.
+        stage_title: the stage's title, e.g. ``"Define the output"``.
+        text: short imperative text; the fixed test name is the session name.
+        done: ticked by the person (never by the tool).
+        at: when it was ticked (aware UTC), ``None`` when not done.
+        note: the person's note ("" when none).
+        evidence: the last automatic evidence, ``None`` when none was collected.
+        custom: True for an item the person added to this session.
+        probe: name of the automatic probe for this item (``"device"``...), or ``None``.
+    """
+
+    id: str
+    stage: int
+    stage_title: str
+    text: str
+    done: bool
+    at: datetime | None
+    note: str
+    evidence: str | None
+    custom: bool
+    probe: str | None = None
+
+
+@dataclass(frozen=True)
+class _Template:
+    id: str
+    stage: int
+    text: str
+    probe: str | None
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> tuple[dict[int, str], tuple[_Template, ...]]:
+    raw = resources.files("gpusession").joinpath("data/checklist.toml").read_text(encoding="utf-8")
+    doc = tomllib.loads(raw)
+    stages = {int(s["number"]): str(s["title"]) for s in doc["stages"]}
+    items = tuple(
+        _Template(id=str(i["id"]), stage=int(i["stage"]), text=str(i["text"]), probe=i.get("evidence"))
+        for i in doc["items"]
+    )
+    return stages, items
+
+
+#: Stage number → title (seed 003 §1-§8).
+STAGES: dict[int, str] = dict(_bundled()[0])
+
+
+def bundled_ids() -> list[str]:
+    """Ids of the bundled items, in file order."""
+    return [t.id for t in _bundled()[1]]
+
+
+# -- state file ----------------------------------------------------------------------
+def _read_state(session: Session) -> dict[str, Any]:
+    doc = session.read_doc(CHECKLIST_TOML)
+    items = doc.get("items")
+    if items is None:
+        doc["items"] = {}
+    elif not isinstance(items, dict):
+        raise BadInput("expected a table of items", path=session.checklist_toml, field="items")
+    settings = doc.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise BadInput("expected a table", path=session.checklist_toml, field="settings")
+    return doc
+
+
+def _write_state(session: Session, doc: dict[str, Any]) -> None:
+    session.write_doc(CHECKLIST_TOML, doc)
+
+
+def _as_utc(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+    return None
+
+
+def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool) -> ChecklistItem:
+    fld = f"items.{tpl.id}"
+    done = state.get("done", False)
+    if not isinstance(done, bool):  # "false" must never read as done
+        raise BadInput(f"expected true or false, got {shown(done)}", path=session.checklist_toml,
+                       field=f"{fld}.done")
+    at = state.get("at")
+    if at is not None and not isinstance(at, datetime):
+        raise BadInput(f"expected a date-time such as 2026-11-29T14:00:00Z, got {shown(at)}",
+                       path=session.checklist_toml, field=f"{fld}.at")
+    if not isinstance(state.get("note", ""), str):
+        raise BadInput(f"expected text, got {shown(state.get('note'))}", path=session.checklist_toml,
+                       field=f"{fld}.note")
+    evidence = state.get("evidence")
+    return ChecklistItem(
+        id=tpl.id,
+        stage=tpl.stage,
+        stage_title=STAGES.get(tpl.stage, f"Stage {tpl.stage}"),
+        text=printable(tpl.text.replace("{session}", session.name)),  # H-17: shown escaped
+        done=done,
+        at=_as_utc(state.get("at")) if done else None,
+        note=printable(str(state.get("note", ""))),
+        evidence=printable(str(evidence)) if evidence is not None else None,
+        custom=custom,
+        probe=tpl.probe,
+    )
+
+
+def _items_from(session: Session, doc: dict[str, Any]) -> list[ChecklistItem]:
+    states: dict[str, Any] = doc.get("items", {})
+    if not isinstance(states, dict):
+        raise BadInput('expected [items."<id>"] tables', path=session.checklist_toml, field="items")
+    out: list[ChecklistItem] = []
+    for tpl in _bundled()[1]:
+        st = states.get(tpl.id, {})
+        out.append(_item(tpl, st if isinstance(st, dict) else {}, session, False))
+    for item_id, st in states.items():
+        if not isinstance(st, dict) or not st.get("custom"):
+            continue
+        stage = st.get("stage")
+        text = st.get("text")
+        if not isinstance(stage, int) or stage not in STAGES or not isinstance(text, str):
+            raise BadInput(
+                "an own item needs stage = 1..8 and a text",
+                path=session.checklist_toml,
+                field=f"items.{item_id}",
+            )
+        out.append(_item(_Template(item_id, stage, text, None), st, session, True))
+    # stable sort: bundled order within a stage, own items after them
+    out.sort(key=lambda i: i.stage)
+    return out
+
+
+def load_checklist(session: Session) -> list[ChecklistItem]:
+    """The bundled items plus the session's own items, with their state, by stage (S1).
+
+    Args:
+        session: an open session.
+
+    Returns:
+        Items ordered by stage; within a stage, bundled items in file order, then the
+        person's own items in the order they were added.
+
+    Raises:
+        BadInput: the session's ``checklist.toml`` is malformed (file and field named).
+    """
+    return _items_from(session, _read_state(session))
+
+
+def _find(items: list[ChecklistItem], item_id: str, session: Session) -> ChecklistItem:
+    for it in items:
+        if it.id == item_id:
+            return it
+    raise BadInput(
+        f"no checklist item {shown(item_id)}; see `gpusession checklist {session.name}` for the ids",
+        field="item",
+    )
+
+
+def _update(session: Session, item_id: str, changes: dict[str, Any]) -> ChecklistItem:
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+        doc = _read_state(session)
+        _find(_items_from(session, doc), item_id, session)
+        current = doc["items"].get(item_id)
+        st = dict(current) if isinstance(current, dict) else {}
+        st.update(changes)
+        st = {k: v for k, v in st.items() if v is not None}
+        if "at" in changes and changes["at"] is None:
+            st.pop("at", None)
+        doc["items"][item_id] = st
+        _write_state(session, doc)
+        return _find(_items_from(session, doc), item_id, session)
+
+
+def set_done(
+    session: Session, item_id: str, done: bool, *, now: datetime | None = None
+) -> ChecklistItem:
+    """Tick (or untick) an item, recording when; saved at once, atomically (S1, S7).
+
+    Args:
+        session: an open session.
+        item_id: a bundled id (``g6.device-check``) or an own id (``own.1``).
+        done: True to tick, False to untick (the time is then cleared).
+        now: the tick time (aware); default: now, UTC.
+
+    Returns:
+        The item as saved.
+
+    Raises:
+        BadInput: unknown item id (nothing is written).
+    """
+    at = (now or utcnow()).astimezone(timezone.utc).replace(microsecond=0) if done else None
+    item = _update(session, item_id, {"done": bool(done), "at": at})
+    session.journal("checklist_done" if done else "checklist_undone", item=item_id)
+    return item
+
+
+def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
+    """Set the person's note on an item ("" clears it); saved at once (S1, S7).
+
+    Raises:
+        BadInput: unknown item id, or a note that is not a string.
+    """
+    if not isinstance(note, str):
+        raise BadInput("expected text for the note", field="note")
+    if any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
+        raise BadInput("the note contains a control character (escape, …); expected text",
+                       field="note")
+    check_no_secret(note, field="note")
+    return _update(session, item_id, {"note": note})
+
+
+def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
+    """Add the person's own item to a stage of this session (S1). Id: ``own.N``.
+
+    Args:
+        session: an open session.
+        stage: 1-8.
+        text: the item's text (one line, not empty).
+
+    Returns:
+        The new item.
+
+    Raises:
+        BadInput: stage outside 1-8, or an empty text.
+    """
+    if isinstance(stage, bool) or not isinstance(stage, int) or stage not in STAGES:
+        raise BadInput(f"expected a stage 1-8, got {shown(stage)}", field="stage")
+    text = " ".join(str(text).split())
+    if not text:
+        raise BadInput("expected a text for the new item", field="text")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise BadInput("the text contains a control character (escape, …); expected one line",
+                       field="text")
+    check_no_secret(text, field="text")
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+        doc = _read_state(session)
+        taken = [
+            int(k[len(CUSTOM_PREFIX):])
+            for k in doc["items"]
+            if k.startswith(CUSTOM_PREFIX) and k[len(CUSTOM_PREFIX):].isdigit()
+        ]
+        item_id = f"{CUSTOM_PREFIX}{max(taken, default=0) + 1}"
+        doc["items"][item_id] = {"custom": True, "stage": stage, "text": text, "done": False}
+        _write_state(session, doc)
+        item = _find(_items_from(session, doc), item_id, session)
+    session.journal("checklist_item_added", item=item_id, stage=stage)
+    return item
+
+
+# -- settings ------------------------------------------------------------------------
+#: The longest package is 30 days: a larger retrieval reserve is a typo.
+RESERVE_HOURS_MAX = 30 * 24
+
+
+def _hours_ok(value: Any) -> bool:
+    """A finite number of hours from 0 to ``RESERVE_HOURS_MAX`` (NaN and inf refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and 0 <= value <= RESERVE_HOURS_MAX
+
+
+def get_settings(session: Session) -> dict[str, Any]:
+    """The checklist's settings, read from ``checklist.toml`` (S1).
+
+    Returns:
+        ``retrieval_reserve_hours`` (float, hours) and ``destination`` (str or None).
+
+    Raises:
+        BadInput: a setting of the wrong type.
+    """
+    doc = _read_state(session)
+    st = dict(doc.get("settings") or {})
+    reserve = st.get("retrieval_reserve_hours", DEFAULT_RETRIEVAL_RESERVE_HOURS)
+    if not _hours_ok(reserve):
+        raise BadInput(
+            f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(reserve)}",
+            path=session.checklist_toml,
+            field="settings.retrieval_reserve_hours",
+        )
+    dest = st.get("destination")
+    if dest is not None and not isinstance(dest, str):
+        raise BadInput("expected a folder path", path=session.checklist_toml, field="settings.destination")
+    return {"retrieval_reserve_hours": float(reserve), "destination": dest}
+
+
+def set_setting(session: Session, key: str, value: Any) -> None:
+    """Store one checklist setting (``retrieval_reserve_hours`` or ``destination``).
+
+    Raises:
+        BadInput: unknown key or a value of the wrong type (nothing is written).
+    """
+    if key == "retrieval_reserve_hours":
+        if not _hours_ok(value):
+            raise BadInput(f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(value)}", field=key)
+        value = float(value)
+    elif key == "destination":
+        value = str(value)
+    else:
+        raise BadInput(f"unknown setting {shown(key)}", field=key)
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+        doc = _read_state(session)
+        settings = dict(doc.get("settings") or {})
+        settings[key] = value
+        doc["settings"] = settings
+        _write_state(session, doc)
+
+
+# -- evidence ------------------------------------------------------------------------
+def collect_evidence(
+    session: Session,
+    *,
+    nvml: Any | None = None,
+    destination: Path | None = None,
+    now: datetime | None = None,
+) -> dict[str, str]:
+    """Run every automatic probe and store its text beside the items (S1, S5).
+
+    Evidence is shown, never ticked: ``done`` is left as the person set it. An order
+    deviation seen by the probe is recorded as an order event (S5).
+
+    Args:
+        session: an open session.
+        nvml: an NVML module (``pynvml``) or a fake with the same functions; default:
+            the real one, if it loads.
+        destination: the folder for the way back (free-space probe); default: the one
+            stored in the checklist settings, if any.
+        now: the current time for the session-limit probe (aware); default: now.
+
+    Returns:
+        ``{item_id: evidence text}`` for every item that has a probe.
+    """
+    from gpusession.core.retrieval import evidence as ev
+
+    settings = get_settings(session)
+    if destination is None and settings["destination"]:
+        destination = Path(settings["destination"])
+    by_probe = ev.run_probes(
+        session,
+        nvml=nvml,
+        destination=destination,
+        now=now,
+        retrieval_reserve_hours=settings["retrieval_reserve_hours"],
+    )
+    out: dict[str, str] = {}
+    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+        doc = _read_state(session)
+        for item in _items_from(session, doc):
+            if item.probe and item.probe in by_probe:
+                text = by_probe[item.probe]
+                out[item.id] = text
+                current = doc["items"].get(item.id)
+                st = dict(current) if isinstance(current, dict) else {}
+                st["evidence"] = text
+                doc["items"][item.id] = st
+        _write_state(session, doc)
+    return out
+
+
+__all__ = [
+    "STAGES",
+    "ChecklistItem",
+    "DEFAULT_RETRIEVAL_RESERVE_HOURS",
+    "add_item",
+    "bundled_ids",
+    "collect_evidence",
+    "get_settings",
+    "load_checklist",
+    "set_done",
+    "set_note",
+    "set_setting",
+]

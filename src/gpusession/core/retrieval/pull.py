@@ -1,0 +1,696 @@
+"""Bring a session home with rsync, and prove the copy whole (issue 14; S4, G§8).
+
+``gpusession pull [USER@]HOST:PATH/sessions/NAME`` runs on the person's own computer.
+It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to override):
+
+1. the session folder, with rsync's per-file checksums (``--checksum``), into
+   ``TO/NAME``; then every TOML file and the results CSV are read back;
+2. the deliverables (``--deliverables DIR``, else the folder named by the newest
+   manifest the server's journal recorded) into ``TO/NAME-deliverables``;
+3. the deliverables are compared with the newest SHA-256 manifest made on the server
+   (:func:`gpusession.core.retrieval.manifest.verify_copy`), which is named.
+
+Partial files live in ``TO/.gpusession-pull/NAME/`` (``--partial-dir``, ``--temp-dir``),
+never under their final name, so a rerun resumes and a killed transfer leaves no file
+that looks finished. Files under their final name are trusted only once verified.
+
+The result -- verified or not, what, when, how many files, total bytes, which manifest --
+is written into the local copy's ``checklist.toml`` (``[retrieval]`` and the evidence of
+the item ``g8.verify-copy``); it never ticks an item (S1). A pull that starts first marks
+the local copy "not verified", so an interrupted pull is never called verified.
+
+rsync failures are mapped to one line each (unknown host, refused login, no rsync on
+either side, permission denied, disk full, missing source) by :func:`explain_failure`.
+Standard library and the core only: no torch, no textual.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput, Failure
+
+#: Where partial and temporary files of a pull live, under ``--to``.
+WORK_DIR = ".gpusession-pull"
+#: The checklist item that holds the evidence of the retrieval (stage 8).
+EVIDENCE_ITEM = "g8.verify-copy"
+
+_PROGRESS_RE = re.compile(
+    r"^\s*(?P<bytes>[\d,.]+)\s+(?P<pct>\d{1,3})%\s+(?P<rate>\S+)\s+(?P<eta>\d+:\d{2}:\d{2})"
+)
+
+
+# -- source ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    """Where the session lies: ``host`` (``user@host`` or ``None`` for a local path) and ``path``."""
+
+    host: str | None
+    path: str
+
+    @property
+    def name(self) -> str:
+        """The session's name: the last part of the path."""
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    def spec(self, path: str | None = None) -> str:
+        """The rsync spelling of ``path`` (default: the session) on this source, as a folder (``…/``)."""
+        p = (path or self.path).rstrip("/") + "/"
+        return f"{self.host}:{p}" if self.host else p
+
+    def words(self, path: str | None = None) -> str:
+        """``host:path`` or the local path, for messages."""
+        p = path or self.path
+        return f"{self.host}:{p}" if self.host else p
+
+
+def parse_source(text: str) -> Source:
+    """Split ``[USER@]HOST:PATH`` or a local path (issue 14).
+
+    As rsync does: a colon before the first ``/`` makes it remote; ``./a:b`` is local.
+
+    Raises:
+        BadInput: empty, an empty host or path, or a session name that is not a slug.
+    """
+    from gpusession.core.folder.session import validate_name
+
+    if not text.strip():
+        raise BadInput("expected [USER@]HOST:PATH/sessions/NAME or a local folder", field="SRC")
+    colon, slash = text.find(":"), text.find("/")
+    if colon > 0 and (slash < 0 or colon < slash):
+        host, path = text[:colon], text[colon + 1 :]
+        if not host or host.endswith("@") or not path:
+            raise BadInput(f"{text!r}: expected [USER@]HOST:PATH/sessions/NAME", field="SRC")
+        src = Source(host, path)
+    elif colon == 0:
+        raise BadInput(f"{text!r}: no host before ':'; expected [USER@]HOST:PATH", field="SRC")
+    else:
+        src = Source(None, str(Path(text).absolute()))
+    try:
+        validate_name(src.name)
+    except BadInput:
+        raise BadInput(f"{text!r} does not end with a session folder (sessions/NAME)", field="SRC") from None
+    return src
+
+
+# -- rsync -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Progress:
+    """One progress reading of ``rsync --info=progress2`` (whole transfer).
+
+    Attributes:
+        bytes_done: bytes transferred so far.
+        percent: 0-100.
+        rate: rsync's rate text (``1.23MB/s``).
+        eta: rsync's time left (``0:00:12``).
+    """
+
+    bytes_done: int
+    percent: int
+    rate: str
+    eta: str
+
+
+def parse_progress(line: str) -> Progress | None:
+    """Read one ``--info=progress2`` line (``  1,234,567  45%  1.23MB/s  0:00:12 (xfr#3, …)``)."""
+    m = _PROGRESS_RE.match(line)
+    if m is None:
+        return None
+    digits = re.sub(r"[^\d]", "", m.group("bytes"))
+    return Progress(int(digits or 0), min(100, int(m.group("pct"))), m.group("rate"), m.group("eta"))
+
+
+def rsync_command(
+    source: str,
+    dest: Path,
+    *,
+    work: Path,
+    checksum: bool,
+    ssh: str | None,
+    bwlimit_kbps: int | None = None,
+    rsync_path: str | None = None,
+) -> list[str]:
+    """The rsync call of one part of a pull (issue 14).
+
+    Args:
+        source: ``host:path/`` or ``path/``.
+        dest: the local folder (created by rsync).
+        work: the folder for partial and temporary files (absolute, same disk as ``dest``).
+        checksum: compare files by checksum, not size and time (the session folder).
+        ssh: the remote shell (``-e``); ``None`` lets rsync use ``RSYNC_RSH`` or ssh.
+        bwlimit_kbps: ``--bwlimit`` in KiB/s.
+        rsync_path: the rsync program on the server (``--rsync-path``).
+    """
+    cmd = ["rsync", "-a", "--partial", f"--partial-dir={work / 'partial'}",
+           f"--temp-dir={work / 'tmp'}", "--info=progress2", "--no-inc-recursive"]
+    if checksum:
+        cmd.append("--checksum")
+    if ssh:
+        cmd += ["-e", ssh]
+    if bwlimit_kbps:
+        cmd.append(f"--bwlimit={bwlimit_kbps}")
+    if rsync_path:
+        cmd.append(f"--rsync-path={rsync_path}")
+    return [*cmd, source, str(dest).rstrip("/") + "/"]
+
+
+class TransferFailed(Failure):
+    """rsync did not finish; the message is one line in words. Exit 1 (2 for bad input)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        """Keep the line and the exit code."""
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+_FAILURES: tuple[tuple[str, str, int], ...] = (
+    (r"Could not resolve hostname|Name or service not known|nodename nor servname",
+     "unknown host {host}: check the name (or its entry in ~/.ssh/config)", 2),
+    (r"Connection refused", "{host} refused the connection: is ssh running there, on that port?", 1),
+    (r"Connection timed out|No route to host|Network is unreachable|Operation timed out",
+     "cannot reach {host}: the network or the machine does not answer", 1),
+    (r"Host key verification failed",
+     "the host key of {host} is not the one known: check it (ssh-keygen -R) before trusting the copy", 1),
+    (r"Permission denied \((publickey|password|keyboard)",
+     "{host} refused the login (permission denied): check the user name and the key (--ssh 'ssh -i KEY')", 1),
+    (r"rsync: (command )?not found|rsync: No such file or directory|rsync-path|\bnot found\b.*rsync|rsync.*: not found",
+     "rsync is not installed on {host}: install it there (apt-get install rsync)", 1),
+    (r"No space left on device|Disk quota exceeded",
+     "disk full on this computer while writing {dest}: free space and rerun (the pull resumes)", 1),
+    (r"(change_dir|link_stat) .*failed: No such file or directory",
+     "not found on {where}: {missing}", 2),
+    (r"Permission denied \(13\)|Permission denied",
+     "permission denied: {detail}", 1),
+)
+
+
+def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Path, where: str) -> TransferFailed:
+    """One line for a failed rsync, from its exit code and stderr (issue 14).
+
+    Args:
+        returncode: rsync's exit code (255: ssh failed; 12: connection closed; 20: signal;
+            23/24: partial transfer; 11: file I/O).
+        stderr: what rsync and ssh wrote.
+        host: the server, ``None`` for a local source.
+        dest: the local folder written.
+        where: the source, in words.
+
+    Returns:
+        The error to raise (exit 2 for an unknown host or a missing source, else 1).
+    """
+    text = stderr.strip()
+    for pattern, words, code in _FAILURES:
+        m = re.search(pattern, text)
+        if m is None:
+            continue
+        line = next((ln for ln in text.splitlines() if re.search(pattern, ln)), text)
+        missing = re.search(r'"([^"]+)"', line)
+        return TransferFailed(
+            words.format(host=host or "the source", dest=dest, where=where,
+                         missing=missing.group(1) if missing else where,
+                         detail=line.removeprefix("rsync: ").strip()),
+            code,
+        )
+    if returncode in (20, -2, -15, -9, 130, 143):
+        return TransferFailed(f"the copy from {where} was interrupted; rerun the same command to "
+                              "resume (nothing is called verified)", 1)
+    last = text.splitlines()[-1] if text else f"rsync exit code {returncode}"
+    return TransferFailed(f"rsync failed copying {where} (exit code {returncode}): {last}", 1)
+
+
+def run_rsync(
+    cmd: list[str],
+    *,
+    host: str | None,
+    dest: Path,
+    where: str,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> None:
+    """Run rsync, feed its progress lines to ``on_progress``, raise on failure (issue 14).
+
+    Raises:
+        TransferFailed: rsync missing on this computer, or it failed (one line).
+    """
+    if shutil.which(cmd[0]) is None:
+        raise TransferFailed("rsync is not installed on this computer: install it "
+                             "(apt-get install rsync, brew install rsync) and rerun", 1)
+    env = dict(os.environ, LC_ALL="C")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    err_chunks: list[bytes] = []
+    stderr = proc.stderr
+
+    def drain() -> None:
+        for chunk in iter(lambda: stderr.read(4096), b""):
+            if sum(map(len, err_chunks)) < 64_000:
+                err_chunks.append(chunk)
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    buf = b""
+    out = proc.stdout
+    try:
+        for chunk in iter(lambda: os.read(out.fileno(), 4096), b""):
+            buf += chunk
+            *lines, buf = re.split(rb"[\r\n]", buf)
+            for raw in lines:
+                p = parse_progress(raw.decode("utf-8", "replace"))
+                if p is not None and on_progress is not None:
+                    on_progress(p)
+        rc = proc.wait()
+    except BaseException:
+        proc.terminate()  # rsync moves what it has into the partial folder
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    t.join(timeout=5)
+    if rc != 0:
+        raise explain_failure(rc, b"".join(err_chunks).decode("utf-8", "replace"),
+                              host=host, dest=dest, where=where)
+
+
+def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
+                    ssh: str | None, rsync_path: str | None = None) -> set[str] | None:
+    """Which of ``paths`` differ in content between the source and its copy (issue 14).
+
+    A file that does not match its manifest either differs from the server's file (the
+    copy is stale or damaged: ``pull --checksum`` fetches it again) or equals it (the
+    server's own file changed after the manifest was made: no copy can fix that). rsync
+    tells them apart without copying anything: ``-n --checksum --itemize-changes`` with
+    ``--files-from`` lists a file (``>f…``) when its bytes differ on the two sides.
+
+    Args:
+        source_spec: ``host:path/`` or ``path/`` (:meth:`Source.spec`).
+        dest: the local copy.
+        paths: the files to compare, relative to both folders (``/``-separated).
+        work: a folder of the pull's own (the list of paths is written there).
+        ssh: the remote shell, as for :func:`rsync_command`.
+        rsync_path: the rsync program on the server, as for :func:`rsync_command`.
+
+    Returns:
+        The paths whose content differs; ``None`` when rsync could not tell (it failed).
+    """
+    if not paths:
+        return set()
+    work.mkdir(parents=True, exist_ok=True)
+    listing = work / "changed-files.txt"
+    listing.write_text("".join(f"{p}\n" for p in paths), encoding="utf-8")
+    cmd = ["rsync", "-a", "-n", "--checksum", "--itemize-changes", "--out-format=%i %n",
+           f"--files-from={listing}"]
+    if ssh:
+        cmd += ["-e", ssh]
+    if rsync_path:
+        cmd.append(f"--rsync-path={rsync_path}")
+    cmd += [source_spec, str(dest).rstrip("/") + "/"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
+                              timeout=3600, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        listing.unlink(missing_ok=True)
+    if done.returncode != 0:
+        return None
+    differ: set[str] = set()
+    for raw in done.stdout.decode("utf-8", "replace").splitlines():
+        item, _, name = raw.partition(" ")
+        if len(item) >= 2 and item[0] in "<>" and item[1] == "f":  # bytes to transfer
+            differ.add(name)
+    return differ
+
+
+# -- reading the copy back -----------------------------------------------------------
+@dataclass(frozen=True)
+class FolderCount:
+    """Files and bytes of a folder (what the evidence states)."""
+
+    files: int
+    total_bytes: int
+
+
+def count_files(folder: Path) -> FolderCount:
+    """Regular files under ``folder`` and their bytes (symlinks not followed)."""
+    files = total = 0
+    for dirpath, _dirs, names in os.walk(folder):
+        for n in names:
+            p = Path(dirpath) / n
+            if p.is_file() and not p.is_symlink():
+                files += 1
+                total += p.stat().st_size
+    return FolderCount(files, total)
+
+
+def check_session_copy(folder: Path) -> list[str]:
+    """Read the copied session back: every TOML parses, the results CSV reads (issue 14).
+
+    Returns:
+        One line per problem (empty when the copy reads).
+    """
+    from gpusession.core.files.tomlio import tomllib
+    from gpusession.core.records.results import ResultsFile
+
+    problems: list[str] = []
+    if not (folder / "session.toml").is_file():
+        problems.append(f"{folder}: no session.toml: this is not a session folder")
+    for p in sorted(folder.rglob("*.toml")):
+        try:
+            tomllib.loads(p.read_text(encoding="utf-8").lstrip("\ufeff"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            problems.append(f"{p}: does not read as TOML ({exc})")
+    csv_path = folder / "resultats-bruts.csv"
+    if csv_path.exists():
+        try:
+            ResultsFile(csv_path).read()
+        except BadInput as exc:
+            problems.append(str(exc))
+    return problems
+
+
+# -- the manifest --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ManifestChoice:
+    """The manifest a pull verifies against, and why (issue 14).
+
+    Attributes:
+        local_path: the manifest in the copy home.
+        remote_path: its path on the server, as recorded (``None`` when not recorded).
+        deliverables: the deliverables folder the server hashed, as recorded.
+        written_at: when it was written (journal), ``None`` when unknown.
+        others: how many other manifests there were.
+    """
+
+    local_path: Path
+    remote_path: str | None
+    deliverables: str | None
+    written_at: str | None
+    others: int
+
+
+def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
+                    deliverables: str | None) -> ManifestChoice | None:
+    """The newest manifest made on the server, found in the copy home (issue 14; S4).
+
+    The journal's ``manifest_written`` records give order and deliverables folder; a
+    manifest of the given ``deliverables`` folder is preferred. Without records, the
+    newest ``manifest*.csv`` (time kept by rsync) of the session copy or the manifest's
+    copy in the deliverables.
+    """
+    from gpusession.core.folder.journal import read as read_journal
+    from gpusession.core.retrieval.manifest import manifest_copy_in
+
+    def norm(p: str | None) -> str | None:
+        return p.rstrip("/") if p else p
+
+    found: list[ManifestChoice] = []
+    journal = session_copy / "journal.jsonl"
+    records = read_journal(journal) if journal.exists() else []
+    for rec in records:
+        if rec.get("event") != "manifest_written" or not isinstance(rec.get("path"), str):
+            continue
+        remote = str(rec["path"])
+        candidates = [session_copy / Path(remote).name]
+        carried = rec.get("copy_in_deliverables")
+        if deliverables_copy is not None and (carried or Path(remote).name == "manifest.csv"):
+            candidates.append(deliverables_copy / "manifest.csv")
+        local = next((c for c in candidates if c.is_file()), None)
+        if local is not None:
+            found.append(ManifestChoice(local, remote, norm(rec.get("deliverables")),
+                                        str(rec.get("at")) if rec.get("at") else None, 0))
+    if not found:
+        files = list(session_copy.glob("manifest*.csv"))
+        carried_copy = manifest_copy_in(deliverables_copy) if deliverables_copy and deliverables_copy.is_dir() else None
+        if carried_copy is not None:
+            files.append(carried_copy)
+        files.sort(key=lambda p: p.stat().st_mtime)
+        found = [ManifestChoice(p, None, None, None, 0) for p in files]
+    if not found:
+        return None
+    wanted = [c for c in found if deliverables and c.deliverables == norm(deliverables)]
+    pick = (wanted or found)[-1]
+    distinct = {c.local_path for c in found}
+    return ManifestChoice(pick.local_path, pick.remote_path, pick.deliverables, pick.written_at,
+                          len(distinct) - 1)
+
+
+# -- the pull ------------------------------------------------------------------------
+@dataclass
+class PullResult:
+    """What a pull did and found (issue 14).
+
+    Attributes:
+        session_copy: the local session folder.
+        deliverables_copy: the local deliverables folder, ``None`` when none was copied.
+        manifest: the manifest used, ``None`` when there is none.
+        check: the comparison with the manifest (``core.manifest.CopyCheck``).
+        session_problems: lines about session files that do not read back.
+        session_count, deliverables_count: files and bytes copied.
+        verified: True only when the session reads back and the deliverables match a
+            manifest made on the server.
+        reason: why not verified, in words (empty when verified).
+        at: when the verification ended.
+        copy_differs, server_changed: the changed files split by where the change is
+            (:func:`differing_files`); both empty when that could not be told.
+    """
+
+    session_copy: Path
+    deliverables_copy: Path | None = None
+    manifest: ManifestChoice | None = None
+    check: Any = None
+    session_problems: list[str] = field(default_factory=list)
+    session_count: FolderCount = FolderCount(0, 0)
+    deliverables_count: FolderCount = FolderCount(0, 0)
+    verified: bool = False
+    reason: str = ""
+    at: datetime | None = None
+    #: Changed files whose copy differs from the server's file (``--checksum`` fetches them).
+    copy_differs: list[str] = field(default_factory=list)
+    #: Changed files whose copy equals the server's file: the server's own file no longer
+    #: matches its manifest (a new manifest, or the file restored, is needed).
+    server_changed: list[str] = field(default_factory=list)
+
+
+def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
+    """Write the outcome into the local copy's checklist (never a tick; S1) and its journal."""
+    from gpusession.core.files.tomlio import read_toml, write_toml
+    from gpusession.core.folder.session import CHECKLIST_TOML
+
+    folder = result.session_copy
+    path = folder / CHECKLIST_TOML
+    if not (folder / "session.toml").is_file():
+        return
+    try:
+        doc: dict[str, Any] = read_toml(path) if path.exists() else {"schema": 1}
+    except BadInput:
+        return  # an unreadable checklist is already listed among the problems
+    now = result.at or utcnow()
+    items: dict[str, Any]
+    if isinstance(doc.get("items"), dict):
+        items = doc["items"]
+    else:
+        items = {}
+        doc["items"] = items
+    if started:
+        rec: dict[str, Any] = {"verified": False, "at": now, "source": source.words(),
+                               "note": "pull started, not finished"}
+        text = f"pull from {source.words()} started {now:%Y-%m-%d %H:%M} UTC, not finished: not verified"
+    else:
+        rec = {
+            "verified": result.verified,
+            "at": now,
+            "source": source.words(),
+            "session_files": result.session_count.files,
+            "session_bytes": result.session_count.total_bytes,
+            "deliverables_files": result.deliverables_count.files,
+            "deliverables_bytes": result.deliverables_count.total_bytes,
+            "manifest": result.manifest.remote_path or str(result.manifest.local_path) if result.manifest else None,
+            "reason": result.reason or None,
+        }
+        text = evidence_text(result, source)
+    doc["retrieval"] = rec
+    st = items.get(EVIDENCE_ITEM)
+    st = dict(st) if isinstance(st, dict) else {}
+    st["evidence"] = text
+    items[EVIDENCE_ITEM] = st
+    write_toml(path, doc)
+
+
+def evidence_text(result: PullResult, source: Source) -> str:
+    """The evidence line of a pull: what, when, how many files, total bytes, which manifest."""
+    from gpusession.core.files.units import format_bytes
+
+    at = f"{result.at:%Y-%m-%d %H:%M} UTC" if result.at else "now"
+    what = (f"session {result.session_count.files} file(s), {format_bytes(result.session_count.total_bytes)}"
+            f" ({result.session_count.total_bytes} bytes)")
+    if result.deliverables_copy is not None:
+        what += (f"; deliverables {result.deliverables_count.files} file(s), "
+                 f"{format_bytes(result.deliverables_count.total_bytes)} "
+                 f"({result.deliverables_count.total_bytes} bytes)")
+    man = ""
+    if result.manifest is not None:
+        man = f" against {result.manifest.remote_path or result.manifest.local_path.name} (SHA-256)"
+    if result.verified:
+        return f"copy home verified {at} by gpusession pull from {source.words()}{man}: {what}"
+    return f"copy home NOT verified {at} (gpusession pull from {source.words()}{man}): {result.reason}; {what}"
+
+
+def pull(
+    source: Source,
+    *,
+    to: Path,
+    deliverables: str | None = None,
+    ssh: str | None = None,
+    bwlimit_kbps: int | None = None,
+    rsync_path: str | None = None,
+    checksum_deliverables: bool = False,
+    on_progress: Callable[[str, Progress], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> PullResult:
+    """Copy a session and its deliverables home with rsync and verify them (issue 14; S4).
+
+    Args:
+        source: the session folder (:func:`parse_source`).
+        to: the local folder; the session lands in ``to/NAME``, the deliverables in
+            ``to/NAME-deliverables``.
+        deliverables: the deliverables folder on the same host; default: the folder of
+            the newest manifest recorded in the session's journal.
+        ssh: the remote shell for rsync's ``-e`` (default: ``RSYNC_RSH`` or ssh).
+        bwlimit_kbps: rsync's ``--bwlimit`` (KiB/s).
+        rsync_path: the rsync program on the server.
+        checksum_deliverables: compare deliverables by checksum too (fetches a file whose
+            bytes changed in the copy while size and time stayed).
+        on_progress: called with ``("session"|"deliverables", Progress)``.
+        on_step: called with one line per step, in words.
+
+    Returns:
+        The result; ``verified`` is True only when everything matched.
+
+    Raises:
+        TransferFailed: rsync failed (one line; exit 2 for unknown host or missing source).
+        BadInput: ``to`` is not a folder.
+        OSError: the local disk refused.
+    """
+    to = Path(to).absolute()
+    if to.exists() and not to.is_dir():
+        raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
+    say = on_step or (lambda _line: None)
+    name = source.name
+    session_copy = to / name
+    work = to / WORK_DIR / name
+    result = PullResult(session_copy=session_copy)
+    for sub in ("session", "deliverables"):
+        for part in ("partial", "tmp"):
+            (work / sub / part).mkdir(parents=True, exist_ok=True)
+    if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
+        _record(result, source, started=True)
+
+    def progress(part: str) -> Callable[[Progress], None]:
+        return lambda p: on_progress(part, p) if on_progress else None
+
+    say(f"copying session {source.words()} → {session_copy} (rsync, per-file checksums)")
+    run_rsync(rsync_command(source.spec(), session_copy, work=work / "session", checksum=True, ssh=ssh,
+                            bwlimit_kbps=bwlimit_kbps, rsync_path=rsync_path),
+              host=source.host, dest=session_copy, where=source.words(), on_progress=progress("session"))
+    result.session_count = count_files(session_copy)
+    result.session_problems = check_session_copy(session_copy)
+
+    remote_deliv = deliverables
+    if remote_deliv is None:
+        guess = choose_manifest(session_copy, None, None)
+        remote_deliv = guess.deliverables if guess is not None else None
+    if remote_deliv is not None:
+        deliv_copy = to / f"{name}-deliverables"
+        result.deliverables_copy = deliv_copy
+        say(f"copying deliverables {source.words(remote_deliv)} → {deliv_copy}")
+        run_rsync(rsync_command(source.spec(remote_deliv), deliv_copy, work=work / "deliverables",
+                                checksum=checksum_deliverables, ssh=ssh, bwlimit_kbps=bwlimit_kbps,
+                                rsync_path=rsync_path),
+                  host=source.host, dest=deliv_copy, where=source.words(remote_deliv),
+                  on_progress=progress("deliverables"))
+        result.deliverables_count = count_files(deliv_copy)
+    result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
+    reasons: list[str] = []
+    if result.session_problems:
+        reasons.append(f"{len(result.session_problems)} session file(s) do not read back")
+    if result.manifest is not None and result.deliverables_copy is None:
+        reasons.append(
+            f"the deliverables folder is not known ({result.manifest.local_path.name} came without it): "
+            "pass --deliverables REMOTE_DIR"
+        )
+    elif result.manifest is None or result.deliverables_copy is None:
+        reasons.append(
+            f"no manifest made on the server: on the server run `gpusession manifest {name} "
+            "--deliverables DIR`, then pull again"
+        )
+    else:
+        from gpusession.core.retrieval.manifest import verify_copy
+
+        say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
+        check = verify_copy(result.manifest.local_path, result.deliverables_copy)
+        result.check = check
+        if check.changed:
+            split = differing_files(
+                source.spec(remote_deliv), result.deliverables_copy, [c.path for c in check.changed],
+                work=work / "deliverables", ssh=ssh, rsync_path=rsync_path)
+            if split is not None:
+                result.copy_differs = [p for p in (c.path for c in check.changed) if p in split]
+                result.server_changed = [p for p in (c.path for c in check.changed) if p not in split]
+        if not check.ok:
+            reasons.append(f"deliverables differ from the manifest: {len(check.missing)} missing, "
+                           f"{len(check.changed)} changed, {len(check.extra)} extra")
+    result.verified = not reasons
+    result.reason = "; ".join(reasons)
+    result.at = utcnow()
+    _record(result, source)
+    if result.verified:
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            (to / WORK_DIR).rmdir()
+        except OSError:
+            pass
+    return result
+
+
+def ssh_from_env(cli_value: str | None) -> str | None:
+    """``--ssh CMD`` when given, else ``RSYNC_RSH`` (rsync reads it too), else ``None``."""
+    value = cli_value or os.environ.get("RSYNC_RSH") or None
+    if value is not None:
+        try:
+            shlex.split(value)
+        except ValueError as exc:
+            raise BadInput(f"cannot split {value!r} into words ({exc})", field="--ssh") from None
+    return value
+
+
+__all__ = [
+    "FolderCount",
+    "ManifestChoice",
+    "Progress",
+    "PullResult",
+    "Source",
+    "TransferFailed",
+    "check_session_copy",
+    "choose_manifest",
+    "count_files",
+    "evidence_text",
+    "explain_failure",
+    "parse_progress",
+    "parse_source",
+    "pull",
+    "rsync_command",
+    "run_rsync",
+    "ssh_from_env",
+]

@@ -1,0 +1,596 @@
+"""A session's state in one line, fast enough for tmux's status line (issue 14; S6).
+
+``gpusession status [NAME]`` runs every few seconds from ``status-right``; it must not
+import polars, torch or textual, nor read the whole results CSV. So the writers of the
+CSV (the runner after each row, ``validate --session``) keep ``summary.json`` beside it::
+
+    {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
+     "csv_size_bytes": 10412, "updated_at": "2026-12-01T01:00:00+00:00"}
+
+The runner brings the counts up to date by reading only the bytes appended since the
+recorded ``csv_size_bytes`` (a row always ends on a record boundary), with the standard
+library's CSV reader. ``status`` trusts a summary that describes the CSV at its present
+size (it is written only after a checked append); otherwise it reads the whole file and
+checks every row as ``show`` does, with the same one-line refusal. Reading never writes,
+and never waits on a FIFO or a device in place of a session file.
+
+Whether the copy home is verified comes from the ``[retrieval]`` table of
+``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
+person ticking the checklist's copy item (``g8.verify-copy``) on the server.
+
+Who calls it: :mod:`gpusession.commands.status_cmd`, the runner
+(:func:`refresh_counts`), ``validate --session``, ``show`` and the TUI header.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.package import Package
+from gpusession.core.money.window import PackageWarning, package_warning, package_window
+
+SUMMARY_JSON = "summary.json"
+RESULTS_CSV = "resultats-bruts.csv"
+#: The checklist item whose tick by the person says "the copy home is verified" (S4).
+VERIFY_ITEM = "g8.verify-copy"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Row and accepted-corpus counts of a session's results CSV (K4).
+
+    Attributes:
+        rows: data rows of ``resultats-bruts.csv``.
+        accepted_revisions: distinct ``corpus_revision`` values of accepted rows.
+        csv_size_bytes: the CSV's size the counts describe.
+    """
+
+    rows: int
+    accepted_revisions: frozenset[str]
+    csv_size_bytes: int
+
+    @property
+    def accepted_unique_corpora(self) -> int:
+        """Distinct accepted corpora (K4: repetitions of one corpus count once)."""
+        return len(self.accepted_revisions)
+
+
+def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts | None:
+    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read."""
+    from gpusession.core.records.results import MAX_CELL_CHARS
+
+    csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV (issue 14)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows, accepted = start.rows, set(start.accepted_revisions)
+    cols = header
+    try:
+        for record in reader:
+            if cols is None:
+                cols = record
+                continue
+            if not record:
+                continue
+            try:
+                rev = record[cols.index("corpus_revision")]
+                ok = record[cols.index("corpus_accepted")]
+            except (ValueError, IndexError):
+                return None
+            rows += 1
+            if ok == "true" and rev:
+                accepted.add(rev)
+    except csv.Error:  # a cell over the bound, a stray quote: the checked path says which line
+        return None
+    return Counts(rows, frozenset(accepted), start.csv_size_bytes)
+
+
+def _header(path: Path) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return next(csv.reader([fh.readline().lstrip("\ufeff")]), None)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+#: The largest ``summary.json`` read (bytes); a larger one is ignored as if absent.
+SUMMARY_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
+    """``(rows, accepted revisions, CSV size)`` from ``summary.json``; ``None`` when unusable.
+
+    A cache: missing, unreadable, too large, not JSON, of another shape, or not a plain
+    file (a FIFO or a device is never waited on, issue 14) reads as absent.
+    """
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        raw = read_plain(folder / SUMMARY_JSON, max_bytes=SUMMARY_MAX_BYTES + 1)
+        if len(raw) > SUMMARY_MAX_BYTES:
+            return None
+        doc = json.loads(raw.decode("utf-8"))
+        rows, revs, size = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"]
+        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)):
+            return None
+        return rows, frozenset(str(r) for r in revs), size
+    except (OSError, ValueError, KeyError, TypeError, BadInput):
+        return None
+
+
+def current_counts(folder: Path) -> Counts:
+    """The counts of ``folder``'s results CSV now, read from ``summary.json`` (issue 14).
+
+    Only the bytes appended after the summary was written are read; without a usable
+    summary the whole CSV is read with the standard library (never polars). Nothing is
+    written.
+
+    Args:
+        folder: a session folder.
+
+    Returns:
+        The counts (0 rows when there is no CSV yet).
+    """
+    folder = Path(folder)
+    csv_path = folder / RESULTS_CSV
+    try:
+        st = csv_path.stat()
+    except OSError:
+        return Counts(0, frozenset(), 0)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
+        return Counts(0, frozenset(), 0)
+    size = st.st_size
+    saved = _read_summary(folder)
+    if saved is not None and saved[2] == size:
+        return Counts(saved[0], saved[1], size)
+    header = _header(csv_path)
+    try:
+        with open(csv_path, "rb") as fh:
+            if saved is not None and 0 < saved[2] < size and header is not None:
+                fh.seek(saved[2])
+                tail = fh.read(size - saved[2])
+                got = _count_records(tail.decode("utf-8", "replace"), header,
+                                     Counts(saved[0], saved[1], size))
+                if got is not None:
+                    return got
+                fh.seek(0)
+            text = fh.read(size).decode("utf-8", "replace").lstrip("\ufeff")
+    except OSError:
+        return Counts(0, frozenset(), 0)
+    return _count_records(text, None, Counts(0, frozenset(), size)) or Counts(0, frozenset(), size)
+
+
+def refresh_counts(folder: Path) -> Counts:
+    """Bring ``summary.json`` up to date after rows were appended (issue 14; S7).
+
+    Called by the runner after each appended row and by ``validate --session``. Reads
+    only the new bytes of the CSV; the file is written atomically. A failure to write
+    (full disk) is not an error of the run: the summary is a cache, rebuilt when read.
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        The counts written.
+    """
+    from gpusession.core.files.tomlio import write_atomic_bytes
+
+    counts = current_counts(folder)
+    doc = {
+        "schema": 1,
+        "rows": counts.rows,
+        "accepted_revisions": sorted(counts.accepted_revisions),
+        "csv_size_bytes": counts.csv_size_bytes,
+        "updated_at": utcnow().isoformat(),
+    }
+    try:
+        write_atomic_bytes(Path(folder) / SUMMARY_JSON, (json.dumps(doc) + "\n").encode("utf-8"))
+    except OSError:
+        pass
+    return counts
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Whether the copy home is verified (issue 14; S4).
+
+    Attributes:
+        verified: True when ``gpusession pull`` verified it, or the person ticked the
+            checklist's copy item.
+        words: ``verified 2026-12-01 01:00 UTC (pull: 12 files, 3.1 MB)`` /
+            ``not verified`` / ``ticked by you``.
+    """
+
+    verified: bool
+    words: str
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    # The parser of core.tomlread (not core.tomlio: that module also loads the writer,
+    # a third of this command's start-up); lenient here: an unreadable file reads as {}.
+    # A FIFO or a device is never waited on (issue 14).
+    from gpusession.core.files.textio import read_plain
+    from gpusession.core.files.tomlread import tomllib
+
+    try:
+        return tomllib.loads(read_plain(path).decode("utf-8").lstrip("\ufeff"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, BadInput):
+        return {}
+
+
+def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Retrieval:
+    """Read the copy-home state from ``checklist.toml`` (issue 14; S4).
+
+    Args:
+        folder: a session folder (on the server, or its copy home).
+        checklist: the parsed ``checklist.toml`` when the caller has read it already.
+
+    Returns:
+        The state; an unreadable file reads as not verified.
+    """
+    doc = checklist if checklist is not None else _toml(Path(folder) / "checklist.toml")
+    rec = doc.get("retrieval")
+    if isinstance(rec, dict) and rec.get("verified") is True:
+        at = rec.get("at")
+        when = f" {at:%Y-%m-%d %H:%M} UTC" if isinstance(at, datetime) else ""
+        return Retrieval(True, f"copy home verified{when}")
+    items = doc.get("items")
+    item = items.get(VERIFY_ITEM) if isinstance(items, dict) else None
+    if isinstance(item, dict) and item.get("done") is True:
+        return Retrieval(True, "copy home verified (ticked in the checklist)")
+    return Retrieval(False, "copy home not verified")
+
+
+#: Same as :data:`gpusession.core.folder.session.ENV_HOME` (a test keeps them equal); not
+#: imported from there: ``core.session`` costs ~60 ms of imports, ten times this module.
+ENV_HOME = "GPUSESSION_HOME"
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def sessions_root_light(cli_value: str | Path | None = None) -> Path:
+    """The sessions root as :func:`gpusession.core.folder.session.sessions_root` finds it (issue 2).
+
+    ``cli_value`` (``--sessions-dir``), else ``$GPUSESSION_HOME``, else ``./sessions``.
+    """
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get(ENV_HOME)
+    return Path(env) if env else Path.cwd() / "sessions"
+
+
+#: The small file remembering the sessions folder of the session used last (issue 14).
+LAST_SESSIONS_DIR = "last-sessions-dir"
+
+
+def state_file() -> Path:
+    """``$XDG_STATE_HOME/gpusession/last-sessions-dir`` (default ``~/.local/state/…``) (issue 14)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "gpusession" / LAST_SESSIONS_DIR
+
+
+def remember_sessions_dir(root: Path) -> None:
+    """Remember ``root`` as the sessions folder used last, for ``status`` from anywhere (issue 14).
+
+    Called by the commands that open or create a session (``show``, ``run``, ``new``,
+    the TUI…). One line, the absolute path, written only when it changes (replaced
+    whole, never half-written). A failure to write is ignored: it is a convenience.
+
+    Args:
+        root: the sessions folder (the parent of session folders).
+    """
+    try:
+        target = state_file()
+        text = f"{Path(root).absolute()}\n"
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{LAST_SESSIONS_DIR}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        pass
+
+
+def remembered_sessions_dir() -> Path | None:
+    """The sessions folder :func:`remember_sessions_dir` wrote, if it still is a folder (issue 14)."""
+    try:
+        text = state_file().read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    path = Path(text)
+    return path if text and path.is_absolute() and path.is_dir() else None
+
+
+def status_root(cli_value: str | Path | None = None) -> Path:
+    """The sessions folder ``status`` reads: the usual choice, then the one used last (issue 14).
+
+    ``--sessions-dir``, else ``$GPUSESSION_HOME``, else ``./sessions`` when it exists,
+    else the folder remembered by :func:`remember_sessions_dir` (so tmux's ``status-right``
+    works whatever folder the pane is in), else ``./sessions`` (the error names it).
+    """
+    if cli_value or os.environ.get(ENV_HOME):
+        return sessions_root_light(cli_value)
+    here = Path.cwd() / "sessions"
+    if here.is_dir():
+        return here
+    return remembered_sessions_dir() or here
+
+
+def most_recent_session(root: Path) -> str | None:
+    """The session folder under ``root`` used most recently (newest file at its top), cheaply.
+
+    Only ``stat`` calls: nothing is opened (the TUI's choice, :func:`most_recent`, opens
+    every session).
+    """
+    best: tuple[float, str] | None = None
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, "session.toml")):
+            continue
+        try:
+            mtime = max(
+                (e.stat().st_mtime for e in os.scandir(entry.path) if e.is_file()),
+                default=entry.stat().st_mtime,
+            )
+        except OSError:
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, entry.name)
+    return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """What ``gpusession status`` says about one session (issue 14; S6).
+
+    Attributes:
+        name: the session.
+        package: its package.
+        time_left_words: ``3d 02h 10m left`` / ``ended 2h 05m ago`` / ``window not set``.
+        counts: rows and accepted corpora.
+        retrieval: the copy-home state.
+        warning: the end-of-package warning, or ``None``.
+        unfinished: runs started without an end that the next open records
+            (:func:`unfinished_runs`).
+    """
+
+    name: str
+    package: Package
+    time_left_words: str
+    counts: Counts
+    retrieval: Retrieval
+    warning: PackageWarning | None
+    unfinished: int = 0
+
+    def line(self) -> str:
+        """One short line: ``demo · 3d 02h left · 22 result rows · 1 accepted corpus · copy home not verified``.
+
+        Rows, not runs: the results CSV holds a row per load too, and per incident (the
+        Run pane's "18 of 18 runs done" counts the timed cold and warm runs only).
+        """
+        acc = self.counts.accepted_unique_corpora
+        parts = [
+            self.name,
+            self.time_left_words,
+            f"{self.counts.rows} result row{'s' if self.counts.rows != 1 else ''}",
+            f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
+        ]
+        if self.unfinished:
+            parts.insert(3, f"{self.unfinished} unfinished run(s): open the session to record them")
+        if self.warning is None or not self.warning.copy_words:
+            parts.append(self.retrieval.words)  # else the warning says it already
+        text = " · ".join(parts)
+        if self.warning is not None:
+            text = f"WARNING: {self.warning.text} · {text}"
+        return text
+
+    def tmux(self) -> str:
+        """The form for tmux ``status-right``: short, with a red warning (``#[fg=…]``).
+
+        ``#`` in any text is doubled so tmux never reads it as a format.
+        """
+        acc = self.counts.accepted_unique_corpora
+        copy = "copy ok" if self.retrieval.verified else "copy not verified"
+        if self.warning is not None and self.warning.copy_words and copy in self.warning.short:
+            copy = ""  # the red warning says it already
+        unfinished = f"{self.unfinished} unfinished" if self.unfinished else ""
+        body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
+                                    unfinished, f"{acc}acc", copy) if w).replace("#", "##")
+        if self.warning is not None:
+            warn = self.warning.short.replace("#", "##")
+            return f"#[fg=colour231,bg=colour160,bold] {warn} #[default] {body}"
+        return body
+
+
+def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], Counts]:
+    """Refuse what opening the session refuses, with the same one line (issue 14; issue 12).
+
+    The checks of :meth:`gpusession.core.folder.session.Session.open` and of reading the results
+    (``gpusession show``), in their order, without their imports (``status`` runs every
+    few seconds; polars is never imported): a results CSV or journal that is a symbolic
+    link (:func:`gpusession.core.files.safefile.link_refused`), a FIFO, a device or a folder
+    (:func:`gpusession.core.files.safefile.refuse_link_or_special`: never waited on); ``session.toml``
+    read by :func:`gpusession.core.files.tomlread.read_toml` (a plain file, syntax,
+    ``schema = 1``, required keys) and checked against
+    :data:`gpusession.core.files.schema.SESSION`, its ``created_at`` and ``[package]``;
+    ``checklist.toml`` and ``order.toml`` against their schemas; then the results CSV:
+    its header (:meth:`gpusession.core.records.results.ResultsFile.check`) and every row
+    (:meth:`gpusession.core.records.results.ResultsFile.checked_text`: UTF-8, 38 fields, each
+    cell of its column's kind, no cell over
+    :data:`gpusession.core.records.results.MAX_CELL_CHARS`) -- unless ``summary.json``
+    describes the CSV at its present size: it is written only after a checked append,
+    so the rows are not read again.
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        The parsed ``session.toml``, ``checklist.toml`` (``{}`` when there is none) and
+        the counts of the results CSV.
+
+    Raises:
+        BadInput: the first problem, worded as ``gpusession show`` words it.
+    """
+    from gpusession.core.files.safefile import refuse_link_or_special
+    from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+    from gpusession.core.files.tomlread import read_toml
+    from gpusession.core.folder.package import check_time_range
+
+    def checked(path: Path, spec: Spec, required: tuple[str, ...] = ()) -> dict[str, Any]:
+        doc = read_toml(path, required=required)
+        check_types(doc, spec, path=path)
+        return doc
+
+    for name in (RESULTS_CSV, JOURNAL):  # first, as Session.open: a FIFO would wait forever
+        refuse_link_or_special(folder / name)
+    path = folder / "session.toml"
+    doc = checked(path, SESSION, ("name", "created_at"))
+    created = doc.get("created_at")
+    if not isinstance(created, datetime) or created.tzinfo is None:  # as Session.open says it
+        raise BadInput(
+            f"expected a date-time with UTC offset, e.g. 2026-11-29T14:00:00Z, got {created!r}",
+            path=path, field="created_at",
+        )
+    check_time_range(created, field="created_at", path=path)
+    Package.from_toml(doc.get("package", {}), path)
+    read: dict[str, dict[str, Any]] = {}
+    for name, spec in (("checklist.toml", CHECKLIST), ("order.toml", ORDER)):
+        if (folder / name).exists():
+            read[name] = checked(folder / name, spec)
+    return doc, read.get("checklist.toml", {}), _checked_counts(folder)
+
+
+def _checked_counts(folder: Path) -> Counts:
+    """The counts of the results CSV, its rows checked unless ``summary.json`` describes it.
+
+    Raises:
+        BadInput: the CSV's first problem, in the words of ``gpusession show``.
+    """
+    csv_path = folder / RESULTS_CSV
+    try:
+        size = csv_path.stat().st_size
+    except FileNotFoundError:
+        return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
+    except OSError:
+        size = -1
+    saved = _read_summary(folder)
+    if saved is not None and saved[2] == size:
+        return Counts(saved[0], saved[1], size)
+    from gpusession.core.records.results import ResultsFile
+
+    results = ResultsFile(csv_path)  # a link or a FIFO was refused above
+    if not results.exists():
+        return Counts(0, frozenset(), 0)
+    raw, text = results.checked_text()  # header and every row, read once, as `show` reads them (stdlib)
+    return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
+
+
+JOURNAL = "journal.jsonl"
+_OPENS = (b'"run_started"', b'"load_started"')
+_CLOSES = (b'"run_finished"', b'"load_finished"', b'"run_recovered"')
+
+
+def unfinished_runs(folder: Path) -> int:
+    """Runs the journal started without an end, while no process runs them (issue 14; S7).
+
+    Opening the session (``show``, ``run``, the TUI) records each as an incident row
+    (:func:`gpusession.core.folder.recovery.recover_locked`); until then the CSV holds fewer
+    rows than the session will, and ``status`` says so. Only the journal lines naming
+    a run start or end are parsed.
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        How many; 0 while a live process holds the run lock (a run in flight is no
+        unfinished run), or when the journal does not read.
+    """
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO (issue 14)
+    except (OSError, BadInput):
+        return 0
+    if not any(tag in raw for tag in _OPENS):
+        return 0
+    open_keys: set[str] = set()
+    for line in raw.split(b"\n"):
+        opens = any(tag in line for tag in _OPENS)
+        if not opens and not any(tag in line for tag in _CLOSES):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            # a cut last line still names its run (as recovery reads it)
+            m = re.search(rb'"run_key": "([^"\\]+)"', line) if opens else None
+            if m and raw.endswith(line) and line:
+                open_keys.add(m.group(1).decode("utf-8", "replace"))
+            continue
+        key = rec.get("run_key") if isinstance(rec, dict) else None
+        if not isinstance(key, str) or not key:
+            continue
+        if rec.get("event") in ("run_started", "load_started"):
+            open_keys.add(key)
+        elif rec.get("event") in ("run_finished", "load_finished", "run_recovered"):
+            open_keys.discard(key)
+    if not open_keys:
+        return 0
+    from gpusession.core.folder.journal import lock_holder
+
+    return 0 if lock_holder(Path(folder)) is not None else len(open_keys)
+
+
+def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatus:
+    """The status of the session in ``folder`` at ``now`` (issue 14; S6).
+
+    Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
+    checks them: :func:`check_session_files`), ``summary.json`` (the rows of the CSV are
+    read and checked only when it does not describe the CSV) and the journal's run
+    records; imports no polars; never waits on a FIFO.
+
+    Args:
+        folder: the session folder.
+        now: the instant (aware); a fake clock in tests; default now.
+
+    Raises:
+        BadInput: no such session, a session folder that is a symbolic link, or a file
+            that ``gpusession show`` refuses (the same line).
+    """
+    folder = Path(folder)
+    if folder.is_symlink():  # as `show` and every command: never read through a link (issue 12)
+        from gpusession.core.folder.session import (
+            linked_session,  # the error path only: polars stays out
+        )
+
+        raise linked_session(folder)
+    if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
+        raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
+    doc, checklist, counts = check_session_files(folder)
+    package = Package.from_toml(doc.get("package", {}), folder / "session.toml")
+    window = package_window(package, now)
+    retrieval = retrieval_state(folder, checklist)
+    left = window.time_left_words()  # the same words as `show` and the TUI header
+    return SessionStatus(
+        name=folder.name,
+        package=package,
+        time_left_words=left,
+        counts=counts,
+        retrieval=retrieval,
+        warning=package_warning(window, retrieval.verified),
+        unfinished=unfinished_runs(folder),
+    )
