@@ -153,7 +153,7 @@ def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -
 
 
 @pytest.mark.parametrize("amount", ["-5", "1e3", "12,50"])
-def test_s3_issue2_payment_sent_amount_checked_like_the_payment_order(
+def test_s3_payment_sent_amount_checked_like_the_payment_order(
         run_cli: RunCli, sessions_root: Path, amount: str) -> None:
     """A bad amount is refused the same way by ``event payment-sent`` and ``payment``.
 

