@@ -114,7 +114,7 @@ def processes_naming(path: Path | str) -> list[object]:
 
 
 def rank_experiment(session: Session, exp_id: str, **kw: object) -> object:
-    """Define an experiment of the ``fake_workloads:RankEcho`` workload on a 9-text corpus (issue 13).
+    """Define an experiment of the ``fake_workloads:RankEcho`` workload on a 9-text corpus.
 
     Defaults: batch 2 and 4, one warm run each, no warm-up, no cold run, accuracy ≥ 0.9 over
     classes a/b, on the CPU, 120 s run timeout; ``kw`` overrides any field of

@@ -1,4 +1,4 @@
-"""``gpusession agent``: another node joins every torchrun group of a run (issue 13).
+"""``gpusession agent``: another node joins every torchrun group of a run.
 
 Two "nodes" on loopback: the runner in this process, the agent in a subprocess, the
 session folder shared (the same path). Slow: each group starts torch in 4 processes on

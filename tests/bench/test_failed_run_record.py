@@ -1,4 +1,4 @@
-"""What the record says of a run that failed, was cut or lost a rank (issue 13).
+"""What the record says of a run that failed, was cut or lost a rank.
 
 A row states what happened, never what did not: a run whose output was never validated
 leaves ``corpus_accepted`` empty; a survivor that lost its peer is never blamed; no

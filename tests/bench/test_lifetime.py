@@ -1,4 +1,4 @@
-"""Process lifetime helpers (issue 12): a whole group ends, a descendant in a session of
+"""Process lifetime helpers: a whole group ends, a descendant in a session of
 its own (a torchrun rank) ends too, and a child with the parent-death signal ends with
 its parent even when the parent gets SIGKILL."""
 

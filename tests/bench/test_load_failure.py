@@ -1,4 +1,4 @@
-"""A workload that cannot load stops the experiment at once; a failed attempt (issue 15)."""
+"""A workload that cannot load stops the experiment at once; a failed attempt."""
 
 from __future__ import annotations
 

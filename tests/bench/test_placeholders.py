@@ -1,4 +1,4 @@
-"""Command workloads: a placeholder's value can never inject (issue 12).
+"""Command workloads: a placeholder's value can never inject.
 
 The exact example of the issue: ``--command "sh -c 'cat {corpus} > {output}'"`` with a
 corpus named ``x$(touch P).jsonl`` ran ``touch``. Now the definition is refused with
@@ -168,7 +168,7 @@ PWNED_CORPUS = "x;touch PWNED_by_name;#.jsonl"
 def test_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
-    """The tester's command: ``sh -c -- {corpus}`` with a corpus named like a command."""
+    """The command that injects: ``sh -c -- {corpus}`` with a corpus named like a command."""
     (inj / PWNED_CORPUS).write_text('{"id": "a", "text": "hello"}\n', encoding="utf-8")
     before = digest(inj)
     define = [a if a != CORPUS else PWNED_CORPUS for a in DEFINE]

@@ -1,4 +1,4 @@
-"""Several GPUs in one run through torchrun (issue 13): the ``gpus`` field, shards, ranks."""
+"""Several GPUs in one run through torchrun: the ``gpus`` field, shards, ranks."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _exp(**kw: object) -> Experiment:
     return Experiment(**base)  # type: ignore[arg-type]
 
 
-# -- item 1: the experiment field ---------------------------------------------------------
+# -- the experiment field ---------------------------------------------------------
 def test_gpus_defaults_to_one_and_is_stored(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     assert define_experiment(s, _exp()).gpus == 1
@@ -66,7 +66,7 @@ def test_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixture[str]
     assert "gpus" in err and "Traceback" not in err
 
 
-# -- item 2: shards and the rank module (no torch) ----------------------------------------
+# -- shards and the rank module (no torch) ----------------------------------------
 @pytest.mark.parametrize("n,world", [(10, 2), (11, 2), (7, 3), (2, 4), (0, 2), (5, 1)])
 def test_shards_are_contiguous_deterministic_and_in_corpus_order(n: int, world: int) -> None:
     from gpusession.bench.ranks import shard_bounds
@@ -118,7 +118,7 @@ def test_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     assert frame["run_key"].to_list()[2] == "warm:batch-4:2"
 
 
-# -- items 3-5: a torchrun group of 2 gloo ranks, end to end ------------------------------
+# -- a torchrun group of 2 gloo ranks, end to end ------------------------------
 def _rank_exp(session: Session, exp_id: str, **kw: Any) -> Experiment:
     exp = rank_experiment(session, exp_id, **kw)
     assert isinstance(exp, Experiment)
@@ -594,7 +594,7 @@ def _stray(tmp_path: Path) -> Any:
 
 
 def _journal_ranks(s: Session, pid: int, create_time_s: float, host: str) -> None:
-    """Journal a torchrun group's ranks as the runner does (worker_loaded, issue 13)."""
+    """Journal a torchrun group's ranks as the runner does (worker_loaded)."""
     from gpusession.core.events import WorkerLoadedRecord
 
     s.journal(WorkerLoadedRecord(experiment_id="quick", worker="warm", elapsed_s=1.0,

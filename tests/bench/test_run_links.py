@@ -1,4 +1,4 @@
-"""Issue 12 (tester's item 1): a run never writes its outputs or ``ranks.csv`` through a link.
+"""A run never writes its outputs or ``ranks.csv`` through a link.
 
 A link planted in place of a run's output file, or of a folder under ``runs/``, fails that
 run with the path named in its row; the link's target is never touched. Files and folders

@@ -1,4 +1,4 @@
-"""Issue 13: a run that times out names the rank still working and where it stood.
+"""A run that times out names the rank still working and where it stood.
 
 A real process per rank, a real SIGUSR1 and faulthandler's real dump (no torch).
 """

@@ -1,4 +1,4 @@
-"""Required workload params are refused at define time, not at run (issue: misc item 1)."""
+"""Required workload params are refused at define time, not at run."""
 
 from __future__ import annotations
 

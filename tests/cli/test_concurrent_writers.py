@@ -1,4 +1,4 @@
-"""Break-tests: two processes updating one session at once lose nothing (issue 12, S7).
+"""Two processes updating one session at once lose nothing (S7).
 
 Every read-modify-write of ``checklist.toml``, ``order.toml`` and ``session.toml`` holds
 the session folder's lock; a lock held past the timeout gives one line, a non-zero exit

@@ -1,4 +1,4 @@
-"""Demo and summary output in words (misc item 4): no Python dict, the warm worker's
+"""Demo and summary output in words: no Python dict, the warm worker's
 load row named, thousands separators in counts."""
 
 from __future__ import annotations

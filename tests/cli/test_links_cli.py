@@ -1,4 +1,4 @@
-"""Issue 12 (tester's items 1-3) through the CLI: outputs never replace a session's files,
+"""Links through the CLI: outputs never replace a session's files,
 nothing is written through a linked folder, a linked session folder is never a session.
 """
 
@@ -22,7 +22,7 @@ def _sha(p: Path) -> str:
 
 
 def _session_files(s: Session) -> list[Path]:
-    """Files of a session the tester overwrote with `report --out … --force`."""
+    """Files of a session that `report --out … --force` must never replace."""
     made = {
         s.runs_dir / "c1" / "batch-1" / "warm-1.jsonl": '{"id": "a", "label": "x"}\n',
         s.validation_dir / "c1" / "batch-1" / "warm-1.toml": "schema = 1\n",

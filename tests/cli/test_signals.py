@@ -1,4 +1,4 @@
-"""Processes and signals (issue 12, H-14): a hang-up, SIGTERM, a timeout or the parent's
+"""Processes and signals (H-14): a hang-up, SIGTERM, a timeout or the parent's
 death ends the worker *and* the user's command; the journal says where; the lock is
 released; leftovers of an earlier run are ended before a new one; ``--detach`` outlives
 the terminal.

@@ -1,4 +1,4 @@
-"""``gpusession status``, the end-of-package warnings and ``summary.json`` (issue 14)."""
+"""``gpusession status``, the end-of-package warnings and ``summary.json``."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     assert "vis · " in line and " · 2 result rows · 1 accepted corpus · copy home not verified" in line
 
 
-# -- issue 14 item 1: `status` refuses what `show` refuses, with the same line ----------
+# -- `status` refuses what `show` refuses, with the same line ----------
 @pytest.mark.parametrize(
     ("file", "old", "new", "words"),
     [
@@ -213,7 +213,7 @@ def test_status_says_unfinished_runs_until_opened(sessions_root: Path,
     assert " · 1 result row · " in out and "unfinished" not in out
 
 
-# -- issue 14 item 3: a package that starts later -----------------------------------------
+# -- a package that starts later -----------------------------------------
 def test_future_start_says_starts_in_everywhere(sessions_root: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from types import SimpleNamespace
@@ -258,7 +258,7 @@ def test_list_and_package_say_starts_in_as_status_and_show_do(
     assert code == 0 and out.rstrip().endswith(f", {words}") and "left" not in out, out
 
 
-# -- issue 14 item 4: the tmux snippet works from any folder -------------------------------
+# -- the tmux snippet works from any folder -------------------------------
 def test_status_from_any_folder_uses_the_remembered_sessions_dir(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.core.retrieval.status import state_file
@@ -283,7 +283,7 @@ def test_status_from_any_folder_uses_the_remembered_sessions_dir(
     assert done.returncode == 2 and f"no session in {elsewhere / 'sessions'}" in done.stderr
 
 
-# -- issue 14 item 5: said once, rounded once -----------------------------------------------
+# -- said once, rounded once -----------------------------------------------
 def test_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untyped-def]
     from gpusession.core.retrieval.status import session_status
 

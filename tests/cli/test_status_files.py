@@ -1,4 +1,4 @@
-"""Issue 14 (tryout): ``status`` never waits on a session file, never prints a traceback,
+"""``status`` never waits on a session file, never prints a traceback,
 and refuses what ``show`` refuses with the same one line.
 
 A FIFO in place of a session file would make a reader wait forever for a writer; each

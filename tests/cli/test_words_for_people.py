@@ -1,4 +1,4 @@
-"""Words for people (issue 10, item 11): what the CLI prints names no internal rule id
+"""Words for people: what the CLI prints names no internal rule id
 (``K1``, ``M3``, ``R9``, ``H-12`` …); it says the rule in words.
 
 Docstrings and test names keep the ids (rules.md); this scans only what a person reads:

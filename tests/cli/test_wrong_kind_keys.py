@@ -1,4 +1,4 @@
-"""Issue 12: every key of every session file, hand-edited to a value of the wrong kind.
+"""Every key of every session file, hand-edited to a value of the wrong kind.
 
 Table-driven: a session whose ``session.toml``, ``order.toml`` and ``checklist.toml`` hold
 every key gpusession writes is built once per test; each key in turn gets a value of
@@ -61,7 +61,7 @@ def _full_session(root: Path) -> Path:
     checklist.add_item(s, 2, "Ask IT")
     checklist.set_setting(s, "destination", "/tmp")
     checklist.set_setting(s, "retrieval_reserve_hours", 3)
-    doc = s.read_doc("checklist.toml")  # what `gpusession pull` records (issue 14)
+    doc = s.read_doc("checklist.toml")  # what `gpusession pull` records
     doc["retrieval"] = {"verified": True, "at": start, "source": "server:/x", "note": "n",
                         "manifest": "manifest.csv", "reason": "r", "session_files": 3,
                         "session_bytes": 10, "deliverables_files": 1, "deliverables_bytes": 4}

@@ -159,7 +159,7 @@ def test_describe_words_for_each_runner_event() -> None:
     assert describe(RowAppended(row=warm, done=3, total=10)) == (
         "[  3/10] warm  batch-4    run 2   123 ms, corpus accepted")
     lost = warm.replace(elapsed_seconds=None, corpus_accepted=False)
-    # issue 12: a run that never finished was never validated: not "REJECTED"
+    # a run that never finished was never validated: not "REJECTED"
     assert describe(RowAppended(row=lost, done=4, total=0)) == (
         "[  4/?] warm  batch-4    run 2   not measured, corpus not validated")
     rejected = warm.replace(ids_match=False, format_valid=True, corpus_accepted=False)

@@ -1,4 +1,4 @@
-"""Issue 12 (tester's items 1 and 3): never through a link, in the core.
+"""In the core, nothing is written or read through a link.
 
 ``ranks.csv`` is never appended to through a link; the safe-file helper refuses a linked
 folder between the session folder and the file and makes what it creates private; a

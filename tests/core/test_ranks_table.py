@@ -1,4 +1,4 @@
-"""``runs/<experiment>/ranks.csv`` (``core/records/ranks.py``, issue 13): written, read, matched to a row."""
+"""``runs/<experiment>/ranks.csv`` (``core/records/ranks.py``): written, read, matched to a row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The session report: every section, from hand-written rows; never overwrites (issue 7)."""
+"""The session report: every section, from hand-written rows; never overwrites."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunCli, sess
     for variant in ("batch-1", "batch-4", "batch-8"):
         assert re.search(rf"\| {variant} \| warm \| 5 \| [^|]+ \| [^|]+ \| macro-F1 0\.9\d\d \| all measured \|",
                          results), results
-    # issue 15: identical notes said once, and every section fits 24 lines at 80 columns
+    # identical notes said once, and every section fits 24 lines at 80 columns
     assert results.count("truncated 197 of 1,000 inputs") == 1
     assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in results
     for title in SECTIONS:
@@ -318,7 +318,7 @@ def test_report_and_summary_count_only_rows_that_were_validated(new_session: New
                   quality_value=0.4, corpus_accepted=False),  # validated and rejected
         ResultRow(**run, run_index=3, notes="incident: worker warm was ended at once (interrupted "
                   "by SIGHUP) during this run"),  # cut: never validated
-        ResultRow(**run, run_index=4, corpus_accepted=False,  # written so before issue 13
+        ResultRow(**run, run_index=4, corpus_accepted=False,  # as older versions wrote it
                   notes="incident: run in flight when gpusession stopped; recovered on reopen"),
     ])
     val = _section(render_report(s, now=T0), "Validation verdicts")

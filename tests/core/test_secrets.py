@@ -1,4 +1,4 @@
-"""Secrets and free text at the write boundary (issue 12; seed 003 §8).
+"""Secrets and free text at the write boundary (seed 003 §8).
 
 One test per kind of secret (every BIP-39 wordlist the ``mnemonic`` package ships, a
 64-hex key split across two tokens, base58 keys of 87–88 characters), the one check at
@@ -99,7 +99,7 @@ def test_secrets_base58_addresses_and_shorter_strings_pass() -> None:
 def test_secrets_digest_fields_keep_their_64_hex_a_destination_does_not() -> None:
     check_free_text({"demo": {"corpus_revision": HEX_KEY}, "environment": {"gpu_uuid": HEX_KEY}},
                     "session.toml")
-    for key in (HEX_KEY, "0x" + HEX_KEY):  # issue 12: refused everywhere, an address too
+    for key in (HEX_KEY, "0x" + HEX_KEY):  # refused everywhere, an address too
         with pytest.raises(BadInput, match="payment.destination: refused"):
             check_free_text({"payment": {"destination": key}}, "order.toml")
     with pytest.raises(BadInput, match="experiments.e.params.key: refused"):
@@ -297,7 +297,7 @@ def test_observed_text_may_be_longer_than_a_note_but_is_still_checked() -> None:
         check_free_text({"environment": {"concurrent_load": long + HEX_KEY}}, "session.toml")
 
 
-# -- issue 12 (tester's round): the note's size, addresses, word forms, assignments ---------------
+# -- the note's size, addresses, word forms, assignments ---------------
 def test_a_10_kb_note_names_the_field_first_and_the_file_as_the_destination(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
 ) -> None:

@@ -189,7 +189,7 @@ def test_list_and_most_recent(sessions_root: Path, new_session: NewSession) -> N
     os.utime(sessions_root / "old" / "session.toml", (1, 1))
     for p in (sessions_root / "old").iterdir():
         os.utime(p, (1, 1))
-    new_session("recent")  # not "new": a command name is refused (issue 12)
+    new_session("recent")  # not "new": a command name is refused
     (sessions_root / "broken").mkdir()
     (sessions_root / "broken" / "session.toml").write_text("schema = 99\n")
     names = [s.name for s in list_sessions(sessions_root)]

@@ -1,4 +1,4 @@
-"""Break-tests of the session's files (issue 12): modes set explicitly, no write through a
+"""The session's files: modes set explicitly, no write through a
 link, leftover temporary files removed on open, honest messages on a failed first write,
 session names that cannot collide; manifest on a link loop, control characters in names."""
 

@@ -1,4 +1,4 @@
-"""Session names and the sessions root, as a tester broke them (issue 12).
+"""Session names and the sessions root that would break a session.
 
 A new session name may not start with ``.`` (a hidden folder), end with a dot or a space
 (Windows drops them), be a device name Windows reserves (``CON``, ``nul.txt``, ``COM1``…,

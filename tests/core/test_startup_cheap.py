@@ -1,4 +1,4 @@
-"""Issue 10 (start-up): what opening a session does cheaply, and gives the same results.
+"""What opening a session does cheaply, and gives the same results.
 
 ``Session.needs_recovery`` decides without the typed events whether crash recovery has
 work; when it says no, ``recover_locked`` must find nothing to do. The seed-phrase check

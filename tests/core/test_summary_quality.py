@@ -1,4 +1,4 @@
-"""The summary table carries the quality figure beside the times (issue 15, V6, R6)."""
+"""The summary table carries the quality figure beside the times (V6, R6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 6: "the run did not finish" goes on the groups that run left unfinished, not on
-variants measured in full (tryout: every row of the experiment said it)."""
+"""The words "the run did not finish" go on the groups that run left unfinished, not on
+variants measured in full."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's own-model example end to end (issue 15): define → run → validate → show → report.
+"""The README's own-model example end to end: define → run → validate → show → report.
 
 ``examples/tfidf_bbc.py`` (TF-IDF + logistic regression on the BBC texts) as a Python
 workload (``tfidf_bbc:make``) and as a command workload, then ``validate --session``,

@@ -1,4 +1,4 @@
-"""Issue 12 in the TUI: a hand-edited session file of the wrong kind, or holding a secret.
+"""Bad files in the TUI: a hand-edited session file of the wrong kind, or holding a secret.
 
 The app opens and says what is wrong instead of crashing; a seed phrase pasted into
 ``order.toml`` by hand is never painted, and the pane warns that it was hidden.

@@ -83,7 +83,7 @@ async def test_s1_add_item_stage_list_shows_stage_titles(session: Any, make_app:
 async def test_first_frame_lists_a_screenful_then_every_item(
     session: Any, make_app: MakeApp
 ) -> None:
-    """Start-up (issue 10): the first frame lists what fits on screen; once it is painted
+    """Start-up: the first frame lists what fits on screen; once it is painted
     the whole checklist is listed, highlight on the first item, the done count over all."""
     from ui.pilot import background_started
 

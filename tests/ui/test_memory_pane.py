@@ -187,8 +187,8 @@ async def test_soak_memory_poller_keeps_nothing_per_tick(
     session: Any, make_app: MakeApp
 ) -> None:
     """Idle on the memory pane (no NVML driver, the common CPU-only case): after many
-    refresh ticks, no worker, widget or history entry is kept per tick (issue 12, soak:
-    each tick's worker, future and task were kept alive by a chained traceback)."""
+    refresh ticks, no worker, widget or history entry is kept per tick (a chained
+    traceback would keep each tick's worker, future and task alive)."""
     import gc
 
     from textual.worker import Worker

@@ -1,4 +1,4 @@
-"""The TUI shows no Python ``None`` (issue 11, display): a ``validate --session`` row
+"""The TUI shows no Python ``None`` a ``validate --session`` row
 (experiment ``validate``, no phase, no run index, no timing) next to measured runs; a
 validation run archived as ``validation/<name>.toml`` is found by the Validation pane;
 hand-edited free text of an archived report is shown escaped (H-17).

@@ -1,4 +1,4 @@
-"""The TUI header warns before the package ends; the key x opens the Cost pane's extensions (issue 14)."""
+"""The TUI header warns before the package ends; the key x opens the Cost pane's extensions."""
 
 from __future__ import annotations
 

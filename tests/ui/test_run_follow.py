@@ -1,4 +1,4 @@
-"""Issue 12: a run started elsewhere (``gpusession run NAME --detach``) is followed by the
+"""A run started elsewhere (``gpusession run NAME --detach``) is followed by the
 Run pane (key 2, ``ui/panes/run.py``) and by ``gpusession show NAME``.
 
 The other process is a real one (``sleep``) whose PID is written into the run lock; the

@@ -154,7 +154,7 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
             ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
         ]
         assert all(r[6] == "all measured" for r in rows)
-        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times (issue 15)
+        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times
         assert rows[1][3] == "103 ms"  # median of 0.101..0.105
         assert rows[1][4] == "101–105 ms"
         live = run_pane.query_one("#run-rows", DataTable)
@@ -195,7 +195,7 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         app.screen.query_one("#field-varied", Input).value = "context"
         app.screen.query_one("#field-values", Input).value = "128, 256"
         app.screen.query_one("#field-runs", Input).value = "3"
-        app.screen.query_one("#field-gpus", Input).value = "2"  # issue 13
+        app.screen.query_one("#field-gpus", Input).value = "2"
         await pilot.press("ctrl+s")
         await pilot.pause()
         exps = {e.id: e for e in load_experiments(session)}

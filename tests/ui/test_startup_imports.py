@@ -1,4 +1,4 @@
-"""Issue 10 (start-up): what the TUI's first frame does not wait for stays out of it.
+"""What the TUI's first frame does not wait for stays out of it.
 
 Checked in a fresh interpreter on the real opening path (``Session.open`` of a folder on
 disk, then the app headless at 80×24): at the moment the first frame is painted

@@ -1,4 +1,4 @@
-"""Words for people (issue 10, item 11): what the TUI shows names no internal rule id
+"""Words for people: what the TUI shows names no internal rule id
 (``K1``, ``M3``, ``R9``, ``H-12`` …) and cites no section (``G§2``, ``seed 003 §1``,
 through :func:`helpers.ids_in`); it says the rule in words.
 
