@@ -61,11 +61,12 @@ def digest(folder: Path) -> dict[str, str]:
     }
 
 
-#: The ids of rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7) and H-01…H-22. GPU
-#: names (A5000, H100, V100) do not match: a letter then one or two digits, alone.
+#: The ids of docs/rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7, D1–D9) and
+#: H-01…H-38. GPU names (A5000, H100, V100) do not match: a letter then one or two
+#: digits, alone.
 #: Also section references (``G§2``, ``§4``) and seed documents (``seed 003``): a rule
 #: said by its source, not in words. A random seed (``seed 0``) is words and passes.
-RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKS]\d{1,2}|H-\d{2})(?![\w-])|\w*§[\w–-]*|\b[Ss]eed 0\d\d")
+RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKSD]\d{1,2}|H-\d{2})(?![\w-])|\w*§[\w–-]*|\b[Ss]eed 0\d\d")
 
 
 def ids_in(text: str) -> list[str]:

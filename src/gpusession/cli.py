@@ -8,7 +8,8 @@ Exit codes: 0 success; 1 failure (something broke that is not your input; also o
 cut short because its reader went away, ``| head``: said nowhere, see :func:`main`); 2 bad input
 (one line naming the file/field and what was expected); 3 a corpus was rejected
 (``validate``) or a retrieved copy differs from its manifest (``verify-copy``); 129, 130,
-143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM. This module imports neither textual nor torch (style.md §1).
+143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM (docs/exit-codes.md).
+This module imports neither textual nor torch (design.md §Layers).
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ def test_rule_id_pattern_finds_ids_and_not_gpu_names() -> None:
     assert ids_in("training the demo classifier (fixed seed 0)") == []
 
 
+def test_rule_id_pattern_finds_the_decision_rules() -> None:
+    assert ids_in("stopped at the session limit (D1); derived (D4, D9)") == ["D1", "D4", "D9"]
+    assert ids_in("DGX A100, D-Bus, cuda:0, ID D-12, batch 64") == []
+
+
 def test_cli_output_names_no_rule_id(busy_session: Any, sessions_root: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     name = busy_session.name

@@ -57,7 +57,7 @@ def _terminal_gone() -> bool:
 
 
 class GpuSessionApp(App[int]):
-    """One session in one screen. Quit is the only priority binding (style.md §7)."""
+    """One session in one screen. Quit is the only priority binding (design.md, style point 7)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "gpusession"
