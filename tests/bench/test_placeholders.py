@@ -1,7 +1,7 @@
 """Command workloads: a placeholder's value can never inject.
 
-The exact example of the issue: ``--command "sh -c 'cat {corpus} > {output}'"`` with a
-corpus named ``x$(touch P).jsonl`` ran ``touch``. Now the definition is refused with
+A placeholder inside shell code, ``--command "sh -c 'cat {corpus} > {output}'"`` with a
+corpus named ``x$(touch P).jsonl``, would run ``touch``: the definition is refused with
 advice to read ``$GPUSESSION_CORPUS``; written that way the command runs, reads the
 corpus and ``P`` never exists. The command worker imports no torch.
 """
@@ -39,7 +39,7 @@ def _no_p(tmp_path: Path, folder: Path) -> None:
     assert not (folder / "P").exists()
 
 
-def test_the_exact_example_is_refused_with_the_environment_variable_as_advice(
+def test_a_placeholder_in_shell_code_is_refused_with_the_environment_variable_as_advice(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
     before = digest(inj)

@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.widgets import DataTable, Static
 from ui.pilot import MakeApp, settle
-from ui.test_words_for_people_tui import _pane_text
+from ui.test_rule_ids_not_shown_tui import _pane_text
 
 from gpusession.cli import main
 from gpusession.testing import FakeRunner

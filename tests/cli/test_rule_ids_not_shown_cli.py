@@ -1,10 +1,10 @@
-"""Words for people: what the CLI prints names no internal rule id
+"""What the CLI prints names no internal rule id
 (``K1``, ``M3``, ``R9``, ``H-12`` …); it says the rule in words.
 
-Docstrings and test names keep the ids (rules.md); this scans only what a person reads:
+Docstrings and test names keep the ids (docs/rules.md); this scans only what a person reads:
 the output of ``show``, ``cost``, ``order``, ``checklist``, ``report`` and every
 ``--help`` on a session with runs, validation and an order (``busy_session``). The six
-panes of the TUI on the same session: ``tests/ui/test_words_for_people_tui.py``.
+panes of the TUI on the same session: ``tests/ui/test_rule_ids_not_shown_tui.py``.
 """
 
 from __future__ import annotations
