@@ -1,4 +1,4 @@
-"""Overhead of the run harness against a bare ``perf_counter_ns`` loop (issue 3).
+"""Overhead of the run harness against a bare ``perf_counter_ns`` loop.
 
 Times a fixed CPU workload of about 1 ms and about 10 ms per run two ways, interleaved in
 the same process so that drift and noise hit both alike:

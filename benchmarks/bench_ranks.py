@@ -1,4 +1,4 @@
-"""The cost of running a measurement as a torchrun group (issue 13, "Measured, not assumed").
+"""The cost of running a measurement as a torchrun group ("Measured, not assumed").
 
 On CPU (gloo), the same total work — ``--items`` small matmuls per run — in one process
 and in a group of 2 ranks (each its contiguous shard, :func:`gpusession.bench.ranks.shard_bounds`),

@@ -1,4 +1,4 @@
-"""Start-up time and idle CPU of the TUI (issue 6, "Measured, not assumed").
+"""Start-up time and idle CPU of the TUI ("Measured, not assumed").
 
 1. Time from process start to the first rendered frame of the app (headless, 80×24, the
    real session-opening path, real NVML/psutil readers), against a bare six-tab Textual
@@ -8,7 +8,7 @@
    a batch update) that shows the child's own text (:data:`CHILD_PROBE`). For gpusession
    that is the header line and the checklist; the time at which the header also shows
    the GPU and the order (read after the first frame) is printed too.
-   Targets: at most 1.3× the six-tab app (issue 10), under 0.6 s. On a shared machine
+   Targets: at most 1.3× the six-tab app, under 0.6 s. On a shared machine
    the wall times are noisy: the median of the paired ratios and the CPU time each child
    had used at its first frame are printed too.
 2. CPU used by the UI process while the memory pane refreshes every second for 30 s

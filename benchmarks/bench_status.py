@@ -1,4 +1,4 @@
-"""Time of ``gpusession status --format tmux`` against a bare ``python -c pass`` (issue 14).
+"""Time of ``gpusession status --format tmux`` against a bare ``python -c pass``.
 
 tmux runs ``#(gpusession status --format tmux)`` every few seconds (``status-interval``),
 so the command must cost little more than starting Python. Both are run as child

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Download the Python 3.12 x86-64 wheels that a GPU machine's image lacks into .whl/,
-# for scripts/gpu-check.sh there (issue 3).
+# for scripts/gpu-check.sh there.
 #
 #   scripts/fetch-device-wheels.sh            # here, where PyPI is reachable
 #

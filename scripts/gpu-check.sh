@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU checks of the run launcher (issue 3), for a machine with a CUDA/ROCm GPU.
+# GPU checks of the run launcher, for a machine with a CUDA/ROCm GPU.
 #
 #   scripts/gpu-check.sh LOGDIR
 #
@@ -9,7 +9,7 @@
 # 2. gpusession demo --headless --device cuda   (temporary --sessions-dir), and the
 #    environment it recorded (runtime CUDA/HIP x.y, GPU UUID, GPUs used, cudnn flag)
 # 3. benchmarks/bench_gpu_timing.py    (synchronized vs unsynchronized matmul, H-01)
-# 4. a 1-GPU torchrun group (--nproc-per-node 1) through the runner (issue 13): the launch
+# 4. a 1-GPU torchrun group (--nproc-per-node 1) through the runner: the launch
 #    path of several GPUs, checked on any single-GPU machine (output in summary.txt)
 # Logs go to LOGDIR (7 files: the device returns at most 8); total under 7 minutes. Exit non-zero on any failure.
 #

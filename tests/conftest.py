@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """``$XDG_STATE_HOME`` in a temporary folder: commands that open a session remember
-    its sessions folder there (issue 14); no test writes under the real home."""
+    its sessions folder there; no test writes under the real home."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 

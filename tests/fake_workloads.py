@@ -87,7 +87,7 @@ class SlowLoad(Echo):
 
 
 class RankEcho(Echo):
-    """Echo that fails on one rank of a torchrun group (issue 13).
+    """Echo that fails on one rank of a torchrun group.
 
     Params: ``fail_rank`` with ``fail_rank_batch`` (that rank raises ValueError on that
     batch size), ``die_rank`` with ``die_rank_batch`` (that rank exits with code 7;
@@ -160,14 +160,14 @@ class HugeAt:
 
 
 class OomLoad(Echo):
-    """Echo whose load runs out of memory (issue 15: stays per variant)."""
+    """Echo whose load runs out of memory (stays per variant)."""
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
         raise OutOfMemoryError("CUDA out of memory. Tried to allocate 40.00 GiB")
 
 
 class RefusedLoad(Echo):
-    """Echo whose load refuses its settings with the project's BadInput (issue 15)."""
+    """Echo whose load refuses its settings with the project's BadInput."""
 
     def load(self, device: str, precision: str, context_limit: int | None) -> None:
         from gpusession.core.files.errors import BadInput
@@ -176,7 +176,7 @@ class RefusedLoad(Echo):
 
 
 class OneArgLoad:
-    """Breaks the contract: ``load`` takes no device/precision/context (issue 15)."""
+    """Breaks the contract: ``load`` takes no device/precision/context."""
 
     def load(self) -> None:
         pass

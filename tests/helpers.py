@@ -61,11 +61,12 @@ def digest(folder: Path) -> dict[str, str]:
     }
 
 
-#: The ids of rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7) and H-01…H-22. GPU
-#: names (A5000, H100, V100) do not match: a letter then one or two digits, alone.
+#: The ids of docs/rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7, D1–D9) and
+#: H-01…H-38. GPU names (A5000, H100, V100) do not match: a letter then one or two
+#: digits, alone.
 #: Also section references (``G§2``, ``§4``) and seed documents (``seed 003``): a rule
 #: said by its source, not in words. A random seed (``seed 0``) is words and passes.
-RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKS]\d{1,2}|H-\d{2})(?![\w-])|\w*§[\w–-]*|\b[Ss]eed 0\d\d")
+RULE_ID = re.compile(r"(?<![\w-])(?:[VRMCKSD]\d{1,2}|H-\d{2})(?![\w-])|\w*§[\w–-]*|\b[Ss]eed 0\d\d")
 
 
 def ids_in(text: str) -> list[str]:
@@ -114,7 +115,7 @@ def processes_naming(path: Path | str) -> list[object]:
 
 
 def rank_experiment(session: Session, exp_id: str, **kw: object) -> object:
-    """Define an experiment of the ``fake_workloads:RankEcho`` workload on a 9-text corpus (issue 13).
+    """Define an experiment of the ``fake_workloads:RankEcho`` workload on a 9-text corpus.
 
     Defaults: batch 2 and 4, one warm run each, no warm-up, no cold run, accuracy ≥ 0.9 over
     classes a/b, on the CPU, 120 s run timeout; ``kw`` overrides any field of

@@ -1,4 +1,4 @@
-"""One place per job (issue 10, item 6): a session's cost inputs (package, rates,
+"""One place per job: a session's cost inputs (package, rates,
 distinct accepted corpora; K1, K3, K4, K7) are assembled only by
 :func:`gpusession.core.money.cost.session_cost_inputs`, and its four callers go through it:
 ``gpusession cost --session``, the Cost pane, the runner's per-row package total

@@ -1,4 +1,4 @@
-"""No import cycle inside ``gpusession`` (issue 10 §5, §7; design.md "Target after the restructuring").
+"""No import cycle inside ``gpusession`` (design.md "Target after the restructuring").
 
 grimp (the graph builder of import-linter) sees every import: module level, inside
 functions and under ``TYPE_CHECKING``. A cycle is a strongly connected set of modules;

@@ -1,4 +1,4 @@
-"""style.md §1: the core and the CLI import neither textual nor torch."""
+"""design.md §Layers: the core and the CLI import neither textual nor torch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """gpusession: the companion for a rented GPU session.
 
-The package is split in three layers (design.md, style.md §1):
+The package is split in three layers (design.md §Layers):
 
 * ``gpusession.core`` -- pure logic and persistence; imports neither textual nor torch.
 * ``gpusession.bench`` -- the run engine; torch is imported only in worker processes.

@@ -1,4 +1,4 @@
-"""Command line of gpusession: every pane's job, headless (issue 2; design.md).
+"""Command line of gpusession: every pane's job, headless (design.md).
 
 ``gpusession`` with no argument opens the TUI on the most recent session;
 ``gpusession NAME`` opens that session. Every other job is a subcommand; each lives in
@@ -8,7 +8,8 @@ Exit codes: 0 success; 1 failure (something broke that is not your input; also o
 cut short because its reader went away, ``| head``: said nowhere, see :func:`main`); 2 bad input
 (one line naming the file/field and what was expected); 3 a corpus was rejected
 (``validate``) or a retrieved copy differs from its manifest (``verify-copy``); 129, 130,
-143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM (issue 12). This module imports neither textual nor torch (style.md §1).
+143 a run ended at once by SIGHUP, a second Ctrl-C (SIGINT), SIGTERM (docs/exit-codes.md).
+This module imports neither textual nor torch (design.md §Layers).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _early_status(args_list: list[str]) -> int | None:
-    """Run ``status`` before the full parser is built (issue 14: tmux calls it every few seconds).
+    """Run ``status`` before the full parser is built (tmux calls it every few seconds).
 
     Returns:
         Its exit code, or ``None`` when the command is not ``status``.

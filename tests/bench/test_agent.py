@@ -1,4 +1,4 @@
-"""``gpusession agent``: another node joins every torchrun group of a run (issue 13).
+"""``gpusession agent``: another node joins every torchrun group of a run.
 
 Two "nodes" on loopback: the runner in this process, the agent in a subprocess, the
 session folder shared (the same path). Slow: each group starts torch in 4 processes on
@@ -58,7 +58,7 @@ def _agent(sessions_root: Path, name: str, exp_id: str) -> subprocess.Popen[str]
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_issue13_agent_refuses_an_experiment_on_one_node(session: Session) -> None:
+def test_agent_refuses_an_experiment_on_one_node(session: Session) -> None:
     exp = define_experiment(session, Experiment(id="one-node", workload="synthetic-mlp", varied="batch",
                                                 values=(4,), gpus=2))
     with pytest.raises(BadInput) as err:
@@ -66,7 +66,7 @@ def test_issue13_agent_refuses_an_experiment_on_one_node(session: Session) -> No
     assert "runs on one node" in str(err.value) and "--nodes" in str(err.value)
 
 
-def test_issue13_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) -> None:
+def test_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) -> None:
     a, b = tmp_path / ".worker-warm.json", tmp_path / ".worker-cold-batch-4-1.json"
     a.write_text("{}")
     b.write_text("{}")
@@ -82,7 +82,7 @@ def test_issue13_agent_joins_each_spec_file_once_oldest_first(tmp_path: Path) ->
     assert pending_specs(tmp_path, {(a.name, a.lstat().st_ino, a.lstat().st_mtime_ns)}) == [b]
 
 
-def test_issue13_agent_ends_when_its_experiments_newest_run_has_ended(session: Session) -> None:
+def test_agent_ends_when_its_experiments_newest_run_has_ended(session: Session) -> None:
     exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
     other = rank_experiment(session, "other", values=(4,))
     path = session.folder / journal.JOURNAL
@@ -102,7 +102,7 @@ def test_issue13_agent_ends_when_its_experiments_newest_run_has_ended(session: S
     assert agent.run_ended() is True
 
 
-def test_issue13_agent_run_end_reads_the_newest_start_of_its_experiment(session: Session) -> None:
+def test_agent_run_end_reads_the_newest_start_of_its_experiment(session: Session) -> None:
     path = session.folder / journal.JOURNAL
     records = lambda: journal.read_records(path)  # noqa: E731
     assert run_end(records(), "nodes") is None  # no run of it yet
@@ -120,7 +120,7 @@ def test_issue13_agent_run_end_reads_the_newest_start_of_its_experiment(session:
     assert run_end(records(), "nodes") == "ended"
 
 
-def test_issue13_agent_ends_once_recovery_says_the_killed_runs_did_not_finish(session: Session) -> None:
+def test_agent_ends_once_recovery_says_the_killed_runs_did_not_finish(session: Session) -> None:
     exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
     path = session.folder / journal.JOURNAL
     (session.folder / journal.RUN_LOCK).write_text("4242 runner-node")  # a killed runner's lock stays
@@ -131,7 +131,7 @@ def test_issue13_agent_ends_once_recovery_says_the_killed_runs_did_not_finish(se
     assert agent.run_ended() is True and agent.ended_how == "did_not_finish"
 
 
-def test_issue13_agent_ends_when_the_run_lock_is_gone_and_no_spec_is_left(
+def test_agent_ends_when_the_run_lock_is_gone_and_no_spec_is_left(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(agent_mod, "RUNNER_GONE_GRACE_S", 0.3)
@@ -159,7 +159,7 @@ def test_issue13_agent_ends_when_the_run_lock_is_gone_and_no_spec_is_left(
     assert agent.run_ended() is True and agent.ended_how == "runner_gone"
 
 
-def test_issue13_agent_keeps_torchs_cpp_log_to_errors_unless_asked(
+def test_agent_keeps_torchs_cpp_log_to_errors_unless_asked(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
@@ -186,7 +186,7 @@ def _run_in_thread(agent: Agent) -> tuple[Any, list[AgentOutcome]]:
     return thread, result
 
 
-def test_issue13_agent_ends_after_its_runner_was_killed_and_claims_no_success(
+def test_agent_ends_after_its_runner_was_killed_and_claims_no_success(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
@@ -220,7 +220,7 @@ def test_issue13_agent_ends_after_its_runner_was_killed_and_claims_no_success(
     assert said[-1].endswith("joined 1 group(s)")
 
 
-def test_issue13_agent_exits_1_when_the_run_it_joined_did_not_finish(
+def test_agent_exits_1_when_the_run_it_joined_did_not_finish(
     session: Session, sessions_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from gpusession.cli import main
@@ -237,7 +237,7 @@ def test_issue13_agent_exits_1_when_the_run_it_joined_did_not_finish(
     assert "the run did not finish" in capsys.readouterr().out
 
 
-def test_issue13_agent_counts_the_group_it_left_when_interrupted(
+def test_agent_counts_the_group_it_left_when_interrupted(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = rank_experiment(session, "nodes", values=(4,), gpus=1, nodes=2, rendezvous="127.0.0.1:29400")
@@ -266,7 +266,7 @@ def test_issue13_agent_counts_the_group_it_left_when_interrupted(
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
+def test_agent_on_another_node_joins_every_group_of_the_run(
     session: Session, sessions_root: Path, ranks_env: None
 ) -> None:
     from gpusession.bench.runner import Runner
@@ -299,7 +299,7 @@ def test_issue13_agent_on_another_node_joins_every_group_of_the_run(
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
+def test_h14_agent_ended_by_sigterm_ends_its_torchrun_group(
     session: Session, sessions_root: Path, ranks_env: None
 ) -> None:
     s = session

@@ -293,7 +293,7 @@ def test_command_workload_timed_as_whole_process(sessions_root: Path, session: S
         "recs=[json.loads(l) for l in open(src)];"
         "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))"
     )
-    path = s.folder / "score.py"  # a script file: a placeholder after -c is refused (issue 12)
+    path = s.folder / "score.py"  # a script file: a placeholder after -c is refused
     path.write_text(script, encoding="utf-8")
     exp = _exp(s, workload="command", values=(4,), runs_per_variant=1, cold_runs_per_variant=0,
                scope="full-chain",

@@ -1,4 +1,4 @@
-"""Process lifetime helpers (issue 12): a whole group ends, a descendant in a session of
+"""Process lifetime helpers: a whole group ends, a descendant in a session of
 its own (a torchrun rank) ends too, and a child with the parent-death signal ends with
 its parent even when the parent gets SIGKILL."""
 
@@ -70,7 +70,7 @@ def _dead(pid: int, timeout_s: float = 5.0) -> bool:
     return False
 
 
-def test_issue12_end_group_reaches_a_descendant_in_its_own_session(tmp_path: Path, spawned: list[int]) -> None:
+def test_end_group_reaches_a_descendant_in_its_own_session(tmp_path: Path, spawned: list[int]) -> None:
     launcher, rank = _launch(tmp_path, RANK_PLAIN, spawned)
     assert os.getsid(rank) != os.getsid(launcher.pid)  # killpg alone would miss it
     ended = end_group(identify(launcher.pid))
@@ -79,7 +79,7 @@ def test_issue12_end_group_reaches_a_descendant_in_its_own_session(tmp_path: Pat
     assert _dead(rank)
 
 
-def test_issue12_rank_with_parent_death_signal_ends_with_a_killed_launcher(
+def test_rank_with_parent_death_signal_ends_with_a_killed_launcher(
     tmp_path: Path, spawned: list[int]
 ) -> None:
     launcher, rank = _launch(tmp_path, RANK_DIES_WITH_LAUNCHER, spawned)
@@ -90,7 +90,7 @@ def test_issue12_rank_with_parent_death_signal_ends_with_a_killed_launcher(
     assert _dead(rank)
 
 
-def test_issue12_a_recorded_pid_with_another_start_time_is_not_ours(spawned: list[int]) -> None:
+def test_a_recorded_pid_with_another_start_time_is_not_ours(spawned: list[int]) -> None:
     p = subprocess.Popen(["sleep", "30"])
     spawned.append(p.pid)
     me = identify(p.pid)

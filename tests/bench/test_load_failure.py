@@ -1,4 +1,4 @@
-"""A workload that cannot load stops the experiment at once; a failed attempt (issue 15)."""
+"""A workload that cannot load stops the experiment at once; a failed attempt."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
     ("fake_workloads:RefusedLoad", "model_dir does not exist"),
     ("fake_workloads:OneArgLoad", "cannot be called as load(device, precision, context_limit)"),
 ])
-def test_issue15_unmendable_load_failure_stops_at_the_first_worker(
+def test_unmendable_load_failure_stops_at_the_first_worker(
         sessions_root: Path, session: Session, fakes: None, workload: str, needle: str) -> None:
     s = session
     exp = _exp(s, workload)
@@ -68,7 +68,7 @@ def test_issue15_unmendable_load_failure_stops_at_the_first_worker(
 
 
 @pytest.mark.torch
-def test_issue15_out_of_memory_at_load_stays_per_variant(
+def test_out_of_memory_at_load_stays_per_variant(
         sessions_root: Path, session: Session, fakes: None) -> None:
     s = session
     exp = _exp(s, "fake_workloads:OomLoad")
@@ -80,7 +80,7 @@ def test_issue15_out_of_memory_at_load_stays_per_variant(
 
 
 @pytest.mark.torch
-def test_issue15_corrected_definition_starts_a_clean_attempt(
+def test_corrected_definition_starts_a_clean_attempt(
         sessions_root: Path, session: Session, fakes: None) -> None:
     s = session
     exp = _exp(s, "fake_workloads:RefusedLoad")

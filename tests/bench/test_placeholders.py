@@ -1,7 +1,7 @@
-"""Command workloads: a placeholder's value can never inject (issue 12).
+"""Command workloads: a placeholder's value can never inject.
 
-The exact example of the issue: ``--command "sh -c 'cat {corpus} > {output}'"`` with a
-corpus named ``x$(touch P).jsonl`` ran ``touch``. Now the definition is refused with
+A placeholder inside shell code, ``--command "sh -c 'cat {corpus} > {output}'"`` with a
+corpus named ``x$(touch P).jsonl``, would run ``touch``: the definition is refused with
 advice to read ``$GPUSESSION_CORPUS``; written that way the command runs, reads the
 corpus and ``P`` never exists. The command worker imports no torch.
 """
@@ -39,7 +39,7 @@ def _no_p(tmp_path: Path, folder: Path) -> None:
     assert not (folder / "P").exists()
 
 
-def test_issue12_the_exact_example_is_refused_with_the_environment_variable_as_advice(
+def test_a_placeholder_in_shell_code_is_refused_with_the_environment_variable_as_advice(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
     before = digest(inj)
@@ -52,7 +52,7 @@ def test_issue12_the_exact_example_is_refused_with_the_environment_variable_as_a
     _no_p(tmp_path, inj)
 
 
-def test_issue12_the_environment_form_runs_and_never_injects(
+def test_the_environment_form_runs_and_never_injects(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
     script = ('cat "$GPUSESSION_CORPUS" > "$GPUSESSION_OUTPUT"; '
@@ -71,7 +71,7 @@ def test_issue12_the_environment_form_runs_and_never_injects(
     _no_p(tmp_path, inj)
 
 
-def test_issue12_whole_argument_placeholders_carry_the_name_as_one_argument(
+def test_whole_argument_placeholders_carry_the_name_as_one_argument(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
     import sys
@@ -87,7 +87,7 @@ def test_issue12_whole_argument_placeholders_carry_the_name_as_one_argument(
     _no_p(tmp_path, inj)
 
 
-def test_issue12_a_hand_edited_unsafe_command_is_refused_at_run(
+def test_a_hand_edited_unsafe_command_is_refused_at_run(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
     code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "e", *DEFINE,
@@ -120,7 +120,7 @@ def test_issue12_a_hand_edited_unsafe_command_is_refused_at_run(
     ["python3", "train.py", "--mode", "eval", "--format", "sh", "{batch}"],
     ["sh", "-c", 'for x in a; do echo "${x}"; done'],
 ])
-def test_issue12_safe_commands_are_accepted(argv: list[str]) -> None:
+def test_safe_commands_are_accepted(argv: list[str]) -> None:
     check_command(argv, field="params.command")
 
 
@@ -137,7 +137,7 @@ def test_issue12_safe_commands_are_accepted(argv: list[str]) -> None:
     (["{corpus}"], "program itself"),
     (["env", "X=1", "timeout", "5", "{corpus}"], "program itself"),
 ])
-def test_issue12_placeholders_in_a_script_or_mid_argument_are_refused(
+def test_placeholders_in_a_script_or_mid_argument_are_refused(
     argv: list[str], words: str
 ) -> None:
     with pytest.raises(BadInput) as exc:
@@ -145,7 +145,7 @@ def test_issue12_placeholders_in_a_script_or_mid_argument_are_refused(
     assert words in str(exc.value) and "experiments.e.params.command" in str(exc.value)
 
 
-def test_issue12_the_worker_fills_only_whole_arguments_and_gives_every_value_in_the_environment() -> None:
+def test_the_worker_fills_only_whole_arguments_and_gives_every_value_in_the_environment() -> None:
     from gpusession.bench.worker import _command_argv, fill_placeholders
 
     values: dict[str, Any] = {"batch": 4, "output": "/o/x.jsonl", "corpus": CORPUS, "context": ""}
@@ -165,10 +165,10 @@ def test_issue12_the_worker_fills_only_whole_arguments_and_gives_every_value_in_
 PWNED_CORPUS = "x;touch PWNED_by_name;#.jsonl"
 
 
-def test_issue12_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
+def test_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path, tmp_path: Path,
 ) -> None:
-    """The tester's command: ``sh -c -- {corpus}`` with a corpus named like a command."""
+    """The command that injects: ``sh -c -- {corpus}`` with a corpus named like a command."""
     (inj / PWNED_CORPUS).write_text('{"id": "a", "text": "hello"}\n', encoding="utf-8")
     before = digest(inj)
     define = [a if a != CORPUS else PWNED_CORPUS for a in DEFINE]
@@ -239,7 +239,7 @@ def test_issue12_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
     ["sudo", "-s", "prog", "{batch}"],
     ["watch", "prog", "{batch}"],
 ])
-def test_issue12_placeholders_where_a_program_may_run_them_as_code_are_refused(
+def test_placeholders_where_a_program_may_run_them_as_code_are_refused(
     argv: list[str],
 ) -> None:
     with pytest.raises(BadInput) as exc:
@@ -253,7 +253,7 @@ def test_issue12_placeholders_where_a_program_may_run_them_as_code_are_refused(
     ("batch", "the batch size"), ("output", "the output file name"),
     ("corpus", "the corpus file name"), ("context", "the context limit"),
 ])
-def test_issue12_the_advice_names_what_each_placeholder_holds(name: str, what: str) -> None:
+def test_the_advice_names_what_each_placeholder_holds(name: str, what: str) -> None:
     for argv in (["sh", "-c", f"run {{{name}}}"], ["prog", f"x-{{{name}}}"]):
         with pytest.raises(BadInput) as exc:
             check_command(argv, field="params.command")
@@ -262,7 +262,7 @@ def test_issue12_the_advice_names_what_each_placeholder_holds(name: str, what: s
 
 @pytest.mark.parametrize("argv", [["prog", "{unknown}"], ["prog", "--out={Output}"],
                                   ["prog", "{batches}"]])
-def test_issue12_an_unknown_placeholder_is_refused_naming_the_known_ones(argv: list[str]) -> None:
+def test_an_unknown_placeholder_is_refused_naming_the_known_ones(argv: list[str]) -> None:
     with pytest.raises(BadInput) as exc:
         check_command(argv, field="params.command")
     text = str(exc.value)
@@ -270,7 +270,7 @@ def test_issue12_an_unknown_placeholder_is_refused_naming_the_known_ones(argv: l
     assert all(f"{{{n}}}" in text for n in ("batch", "output", "corpus", "context"))
 
 
-def test_issue12_an_unknown_placeholder_and_an_empty_command_are_refused_at_define(
+def test_an_unknown_placeholder_and_an_empty_command_are_refused_at_define(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, inj: Path,
 ) -> None:
     before = digest(inj)

@@ -1,4 +1,4 @@
-"""Several GPUs in one run through torchrun (issue 13): the ``gpus`` field, shards, ranks."""
+"""Several GPUs in one run through torchrun: the ``gpus`` field, shards, ranks."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def _exp(**kw: object) -> Experiment:
     return Experiment(**base)  # type: ignore[arg-type]
 
 
-# -- item 1: the experiment field ---------------------------------------------------------
-def test_issue13_gpus_defaults_to_one_and_is_stored(sessions_root: Path) -> None:
+# -- the experiment field ---------------------------------------------------------
+def test_gpus_defaults_to_one_and_is_stored(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     assert define_experiment(s, _exp()).gpus == 1
     define_experiment(s, _exp(id="two", gpus=2))
@@ -31,7 +31,7 @@ def test_issue13_gpus_defaults_to_one_and_is_stored(sessions_root: Path) -> None
     assert get_experiment(reopened, "two").gpus == 2
 
 
-def test_issue13_gpus_stored_without_the_field_reads_as_one(sessions_root: Path) -> None:
+def test_gpus_stored_without_the_field_reads_as_one(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     s.update(lambda doc: doc.setdefault("experiments", {}).__setitem__(
         "old", {"workload": "synthetic-mlp", "values": [1]}))
@@ -39,13 +39,13 @@ def test_issue13_gpus_stored_without_the_field_reads_as_one(sessions_root: Path)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.0, "2"])
-def test_issue13_gpus_must_be_a_whole_number_at_least_one(sessions_root: Path, bad: object) -> None:
+def test_gpus_must_be_a_whole_number_at_least_one(sessions_root: Path, bad: object) -> None:
     s = Session.create(sessions_root, "s")
     with pytest.raises(BadInput, match="gpus"):
         define_experiment(s, _exp(gpus=bad))
 
 
-def test_issue13_gpus_refused_for_a_command_and_a_numbered_device(sessions_root: Path) -> None:
+def test_gpus_refused_for_a_command_and_a_numbered_device(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     with pytest.raises(BadInput, match="command"):
         define_experiment(s, _exp(workload="command", params={"command": ["true"]}, gpus=2))
@@ -53,7 +53,7 @@ def test_issue13_gpus_refused_for_a_command_and_a_numbered_device(sessions_root:
         define_experiment(s, _exp(device="cuda:1", gpus=2))
 
 
-def test_issue13_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     Session.create(sessions_root, "x")
     base = ["experiment", "x", "define", "--id", "e", "--workload", "synthetic-mlp", "--values", "4"]
     code, _out, _err = cli(capsys, sessions_root, *base, "--gpus", "2")
@@ -66,9 +66,9 @@ def test_issue13_cli_define_gpus(sessions_root: Path, capsys: pytest.CaptureFixt
     assert "gpus" in err and "Traceback" not in err
 
 
-# -- item 2: shards and the rank module (no torch) ----------------------------------------
+# -- shards and the rank module (no torch) ----------------------------------------
 @pytest.mark.parametrize("n,world", [(10, 2), (11, 2), (7, 3), (2, 4), (0, 2), (5, 1)])
-def test_issue13_shards_are_contiguous_deterministic_and_in_corpus_order(n: int, world: int) -> None:
+def test_shards_are_contiguous_deterministic_and_in_corpus_order(n: int, world: int) -> None:
     from gpusession.bench.ranks import shard_bounds
 
     bounds = [shard_bounds(n, world, r) for r in range(world)]
@@ -80,7 +80,7 @@ def test_issue13_shards_are_contiguous_deterministic_and_in_corpus_order(n: int,
     assert sizes == sorted(sizes, reverse=True)  # the first ranks hold the extra item
 
 
-def test_issue13_shard_sizes_exact() -> None:
+def test_shard_sizes_exact() -> None:
     from gpusession.bench.ranks import shard_bounds
 
     assert [shard_bounds(11, 2, r) for r in range(2)] == [(0, 6), (6, 11)]
@@ -91,7 +91,7 @@ def test_issue13_shard_sizes_exact() -> None:
         shard_bounds(3, 0, 0)
 
 
-def test_issue13_rank_env_and_torchrun_argv() -> None:
+def test_rank_env_and_torchrun_argv() -> None:
     from gpusession.bench.ranks import RankEnv, rank_env, torchrun_argv
 
     assert rank_env({}) is None
@@ -101,7 +101,7 @@ def test_issue13_rank_env_and_torchrun_argv() -> None:
     assert argv[6:] == ["-m", "gpusession.bench.worker", "--spec", "f"]
 
 
-def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
+def test_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     import polars as pl
 
     from gpusession.core.records.ranks import RANK_COLUMNS, append_rank_rows
@@ -118,7 +118,7 @@ def test_issue13_ranks_csv_appends_with_one_header(tmp_path: Path) -> None:
     assert frame["run_key"].to_list()[2] == "warm:batch-4:2"
 
 
-# -- items 3-5: a torchrun group of 2 gloo ranks, end to end ------------------------------
+# -- a torchrun group of 2 gloo ranks, end to end ------------------------------
 def _rank_exp(session: Session, exp_id: str, **kw: Any) -> Experiment:
     exp = rank_experiment(session, exp_id, **kw)
     assert isinstance(exp, Experiment)
@@ -139,7 +139,7 @@ def _recorded_pids(s: Session) -> list[tuple[int, float | None]]:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
+def test_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     session: Session, ranks_env: None
 ) -> None:
     import polars as pl
@@ -207,7 +207,7 @@ def test_issue13_two_gloo_ranks_rows_outputs_and_a_failing_rank(
     assert [json.loads(x)["id"] for x in gathered.splitlines()] == [f"t-{i:03d}" for i in range(9)]
 
 
-def test_issue13_full_chain_with_several_gpus_refused(sessions_root: Path) -> None:
+def test_full_chain_with_several_gpus_refused(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     with pytest.raises(BadInput, match="scope"):
         define_experiment(s, _exp(scope="full-chain", gpus=2))
@@ -230,7 +230,7 @@ Root Cause (first observed failure):
 ============================================================"""
 
 
-def test_issue13_torchrun_root_cause_names_the_rank_its_exit_and_error() -> None:
+def test_torchrun_root_cause_names_the_rank_its_exit_and_error() -> None:
     from gpusession.bench.ranks import RankFailure, torchrun_root_cause
 
     lines = _TORCHRUN_FAILED.splitlines()
@@ -239,7 +239,7 @@ def test_issue13_torchrun_root_cause_names_the_rank_its_exit_and_error() -> None
     assert torchrun_root_cause(["ValueError: x", "done"]) is None
 
 
-def test_issue13_rank_notes_name_the_slowest_rank_and_the_failed_one() -> None:
+def test_rank_notes_name_the_slowest_rank_and_the_failed_one() -> None:
     from gpusession.bench.rank_group import RankRun, rank_notes
 
     ok = RankRun(elapsed_s=0.5, per_rank=[
@@ -253,7 +253,7 @@ def test_issue13_rank_notes_name_the_slowest_rank_and_the_failed_one() -> None:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
+def test_a_dying_rank_ends_its_group_and_a_fresh_group_runs_the_rest(
     session: Session, ranks_env: None
 ) -> None:
     from gpusession.bench.runner import Runner
@@ -292,7 +292,7 @@ def _gpu_exp(session: Session, exp_id: str, gpus: int) -> Experiment:
 
 @pytest.mark.gpu
 @pytest.mark.torch
-def test_issue13_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
+def test_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
     session: Session, ranks_env: None
 ) -> None:
     import polars as pl
@@ -317,7 +317,7 @@ def test_issue13_two_ranks_on_two_gpus_uuids_differ_and_peaks_per_rank(
 
 @pytest.mark.gpu
 @pytest.mark.torch
-def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> None:
+def test_one_gpu_torchrun_group(session: Session, ranks_env: None) -> None:
     import polars as pl
 
     from gpusession.bench.runner import Runner
@@ -337,7 +337,7 @@ def test_issue13_one_gpu_torchrun_group(session: Session, ranks_env: None) -> No
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
+def test_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
     session: Session, ranks_env: None
 ) -> None:
     from gpusession.bench.runner import Runner
@@ -357,7 +357,7 @@ def test_issue13_a_hanging_rank_is_ended_with_its_launcher_at_the_timeout(
 
 
 # -- the package holds more GPUs than the experiment uses -----------------------------------
-def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sessions_root: Path) -> None:
+def test_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sessions_root: Path) -> None:
     from datetime import datetime, timezone
 
     from gpusession.core.folder.package import Package
@@ -379,7 +379,7 @@ def test_issue13_warning_when_an_experiment_leaves_gpus_of_the_package_idle(sess
     assert gpus_left_idle(one_lot, 1, "cpu") is None and gpus_left_idle(one_lot, 1, "cuda:0") is not None
 
 
-def test_issue13_cli_says_how_an_experiment_uses_the_gpus_of_the_package(
+def test_cli_says_how_an_experiment_uses_the_gpus_of_the_package(
     sessions_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from datetime import datetime, timezone
@@ -410,14 +410,14 @@ def test_issue13_cli_says_how_an_experiment_uses_the_gpus_of_the_package(
     ({"nodes": 0}, "nodes"), ({"nodes": 2}, "rendezvous"), ({"nodes": 2, "rendezvous": "host"}, "rendezvous"),
     ({"nodes": 2, "rendezvous": "h:70000"}, "rendezvous"), ({"rendezvous": "h:29400"}, "rendezvous"),
 ])
-def test_issue13_nodes_need_a_rendezvous_endpoint(sessions_root: Path, kw: dict[str, Any], field: str) -> None:
+def test_nodes_need_a_rendezvous_endpoint(sessions_root: Path, kw: dict[str, Any], field: str) -> None:
     s = Session.create(sessions_root, "s")
     with pytest.raises(BadInput, match=field):
         define_experiment(s, _exp(**kw))
     assert define_experiment(s, _exp(nodes=2, rendezvous="127.0.0.1:29400")).nodes == 2
 
 
-def test_issue13_torchrun_argv_for_several_nodes() -> None:
+def test_torchrun_argv_for_several_nodes() -> None:
     from gpusession.bench.ranks import rendezvous_id, torchrun_argv
 
     rid = rendezvous_id("sweep", "cold-batch-4-1")
@@ -431,7 +431,7 @@ def test_issue13_torchrun_argv_for_several_nodes() -> None:
     assert argv[argv.index("--rdzv-conf") + 1] == "is_host=1,join_timeout=30"
 
 
-def test_issue13_join_timeout_is_the_run_timeout_at_most_ten_minutes() -> None:
+def test_join_timeout_is_the_run_timeout_at_most_ten_minutes() -> None:
     from gpusession.bench.ranks import join_timeout_s, rendezvous_timed_out
     from gpusession.core.events import WorkerStarted, describe
 
@@ -444,7 +444,7 @@ def test_issue13_join_timeout_is_the_run_timeout_at_most_ten_minutes() -> None:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: None) -> None:
+def test_two_nodes_two_agents_on_loopback(session: Session, ranks_env: None) -> None:
     import os
     import socket
     import subprocess
@@ -492,7 +492,7 @@ def test_issue13_two_nodes_two_agents_on_loopback(session: Session, ranks_env: N
     assert processes_naming(s.folder) == []
 
 
-def test_issue13_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
+def test_idle_gpu_warnings_per_experiment(sessions_root: Path) -> None:
     from datetime import datetime, timezone
 
     from gpusession.core.folder.package import Package
@@ -533,7 +533,7 @@ def test_h12_cancel_stops_every_rank_at_the_run_boundary(session: Session, ranks
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_ranks_end_with_their_launcher_killed(session: Session, ranks_env: None, tmp_path: Path) -> None:
+def test_ranks_end_with_their_launcher_killed(session: Session, ranks_env: None, tmp_path: Path) -> None:
     import os
     import signal
     import threading
@@ -570,7 +570,7 @@ def test_issue13_ranks_end_with_their_launcher_killed(session: Session, ranks_en
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_a_rank_failing_its_load_leaves_one_load_row_naming_it(session: Session, ranks_env: None) -> None:
+def test_a_rank_failing_its_load_leaves_one_load_row_naming_it(session: Session, ranks_env: None) -> None:
     from gpusession.bench.runner import Runner
 
     s = session
@@ -594,7 +594,7 @@ def _stray(tmp_path: Path) -> Any:
 
 
 def _journal_ranks(s: Session, pid: int, create_time_s: float, host: str) -> None:
-    """Journal a torchrun group's ranks as the runner does (worker_loaded, issue 13)."""
+    """Journal a torchrun group's ranks as the runner does (worker_loaded)."""
     from gpusession.core.events import WorkerLoadedRecord
 
     s.journal(WorkerLoadedRecord(experiment_id="quick", worker="warm", elapsed_s=1.0,
@@ -611,7 +611,7 @@ def _run_quick(s: Session, sessions_root: Path, capsys: pytest.CaptureFixture[st
     return code, out
 
 
-def test_issue13_recovery_ends_a_recorded_rank_still_alive_before_the_next_run(
+def test_recovery_ends_a_recorded_rank_still_alive_before_the_next_run(
     sessions_root: Path, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import platform
@@ -635,7 +635,7 @@ def test_issue13_recovery_ends_a_recorded_rank_still_alive_before_the_next_run(
             stray.wait()
 
 
-def test_issue13_recovery_spares_a_reused_rank_pid_and_another_hosts_rank(
+def test_recovery_spares_a_reused_rank_pid_and_another_hosts_rank(
     sessions_root: Path, session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import platform
@@ -691,7 +691,7 @@ def _fake_torch(monkeypatch: pytest.MonkeyPatch, *, gpus: int, device_id_ok: boo
     return calls
 
 
-def test_issue13_a_gpu_rank_binds_cuda_local_rank_joins_nccl_and_talks_over_gloo(
+def test_a_gpu_rank_binds_cuda_local_rank_joins_nccl_and_talks_over_gloo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from gpusession.bench.rank_group import RankGroup
@@ -713,7 +713,7 @@ def test_issue13_a_gpu_rank_binds_cuda_local_rank_joins_nccl_and_talks_over_gloo
     assert g.device == "cpu" and g.ctl is None and calls[0] == ("init", "gloo", None)
 
 
-def test_issue13_a_rank_without_its_gpu_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rank_without_its_gpu_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpusession.bench.rank_group import RankGroup
     from gpusession.bench.ranks import RankEnv
 
@@ -728,7 +728,7 @@ def test_issue13_a_rank_without_its_gpu_is_refused_by_name(monkeypatch: pytest.M
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_other_nodes_that_never_join_stop_the_experiment_once(session: Session, ranks_env: None) -> None:
+def test_other_nodes_that_never_join_stop_the_experiment_once(session: Session, ranks_env: None) -> None:
     """No agent on the other node: the first group waits its join timeout, then the experiment stops."""
     import socket
     import time
@@ -758,7 +758,7 @@ def test_issue13_other_nodes_that_never_join_stop_the_experiment_once(session: S
     assert processes_naming(s.folder) == []
 
 
-def test_issue13_a_gpu_index_this_torch_does_not_see_is_refused_before_loading(
+def test_a_gpu_index_this_torch_does_not_see_is_refused_before_loading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import sys
@@ -781,7 +781,7 @@ def test_issue13_a_gpu_index_this_torch_does_not_see_is_refused_before_loading(
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_a_missing_gpu_stops_the_experiment_at_the_first_group(session: Session, ranks_env: None) -> None:
+def test_a_missing_gpu_stops_the_experiment_at_the_first_group(session: Session, ranks_env: None) -> None:
     """Every group would fail the same way: one load row, one incident with the advice, one group tried."""
     import torch
 
@@ -800,7 +800,7 @@ def test_issue13_a_missing_gpu_stops_the_experiment_at_the_first_group(session: 
     assert processes_naming(s.folder) == []
 
 
-def test_issue13_elapsed_is_never_shorter_than_a_ranks_own_time_and_notes_have_no_exponent() -> None:
+def test_elapsed_is_never_shorter_than_a_ranks_own_time_and_notes_have_no_exponent() -> None:
     """Barriers are left at different instants: the longest interval between them decides."""
     from types import SimpleNamespace
 
@@ -828,7 +828,7 @@ def test_issue13_elapsed_is_never_shorter_than_a_ranks_own_time_and_notes_have_n
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue13_rank_dead_on_another_node_is_never_blamed_on_the_survivor(
+def test_rank_dead_on_another_node_is_never_blamed_on_the_survivor(
     session: Session, sessions_root: Path, ranks_env: None
 ) -> None:
     """Two "nodes" on loopback (the runner here, ``gpusession agent`` in a subprocess);

@@ -1,4 +1,4 @@
-"""Issue 13: a run that times out names the rank still working and where it stood.
+"""A run that times out names the rank still working and where it stood.
 
 A real process per rank, a real SIGUSR1 and faulthandler's real dump (no torch).
 """
@@ -48,7 +48,7 @@ def _rank(tmp_path: Path, folder: Path, rank: int, where: str) -> subprocess.Pop
     return subprocess.Popen([sys.executable, "-c", code], env=env)
 
 
-def test_issue13_a_timed_out_group_names_the_rank_still_working_and_where(tmp_path: Path) -> None:
+def test_a_timed_out_group_names_the_rank_still_working_and_where(tmp_path: Path) -> None:
     folder = tmp_path / "stacks"
     folder.mkdir()
     procs = []
@@ -72,7 +72,7 @@ def test_issue13_a_timed_out_group_names_the_rank_still_working_and_where(tmp_pa
     assert "rank 0 had finished its share and waited at the barrier" in words
 
 
-def test_issue13_ranks_never_asked_when_not_ready_elsewhere_or_pid_reused(tmp_path: Path) -> None:
+def test_ranks_never_asked_when_not_ready_elsewhere_or_pid_reused(tmp_path: Path) -> None:
     folder = tmp_path / "stacks"
     folder.mkdir()
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # no handler
@@ -90,12 +90,12 @@ def test_issue13_ranks_never_asked_when_not_ready_elsewhere_or_pid_reused(tmp_pa
     assert hung_words({}, 2) is None
 
 
-def test_issue13_register_dump_needs_its_folder(tmp_path: Path) -> None:
+def test_register_dump_needs_its_folder(tmp_path: Path) -> None:
     assert register_dump(0, {}) is None
     assert register_dump(0, {STACK_DIR_ENV: str(tmp_path / "missing")}) is None
 
 
-def test_issue13_where_a_rank_stood_is_its_main_threads_frame_outside_torch() -> None:
+def test_where_a_rank_stood_is_its_main_threads_frame_outside_torch() -> None:
     dump = ("main thread 0x0000000000000007\n"
             "Thread 0x0000000000000009 (most recent call first):\n"
             '  File "/usr/lib/python3.11/threading.py", line 3 in run\n\n'

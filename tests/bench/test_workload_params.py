@@ -1,4 +1,4 @@
-"""Required workload params are refused at define time, not at run (issue: misc item 1)."""
+"""Required workload params are refused at define time, not at run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
 
 
-def test_item1_define_refuses_bbc_news_without_model_dir(sessions_root: Path) -> None:
+def test_define_refuses_bbc_news_without_model_dir(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "s")
     before = s.session_toml.read_bytes()
     with pytest.raises(BadInput) as exc:
@@ -26,7 +26,7 @@ def test_item1_define_refuses_bbc_news_without_model_dir(sessions_root: Path) ->
     define_experiment(s, Experiment(id="e2", workload="bbc-news", values=(1,), params={"model_dir": "models"}))
 
 
-def test_item1_check_params_blank_value_and_other_workloads() -> None:
+def test_check_params_blank_value_and_other_workloads() -> None:
     with pytest.raises(BadInput):
         check_params("bbc-news", {"model_dir": "  "})
     check_params("synthetic-mlp", {})
@@ -35,7 +35,7 @@ def test_item1_check_params_blank_value_and_other_workloads() -> None:
 
 
 @pytest.mark.torch
-def test_item1_required_params_match_the_constructors() -> None:
+def test_required_params_match_the_constructors() -> None:
     """The table says exactly which constructor arguments have no default."""
     from gpusession.bench.workloads.bbc_news import BbcNewsWorkload
     from gpusession.bench.workloads.synthetic_mlp import SyntheticMlp

@@ -79,7 +79,7 @@ def test_s7_run_while_another_process_runs_says_so_first_and_exits_1(
         other.wait()
 
 
-def test_issue5_run_help_states_the_true_exit_rule(run_cli: Any) -> None:
+def test_run_help_states_the_true_exit_rule(run_cli: Any) -> None:
     p = run_cli("run", "--help")
     assert p.returncode == 0
     text = " ".join(p.stdout.split())
@@ -93,7 +93,7 @@ def test_issue5_run_help_states_the_true_exit_rule(run_cli: Any) -> None:
     (False, False, ["x", "y"], "experiment INCOMPLETE, 2 incidents (exit 1: see the incidents above)"),
     (False, True, [], "experiment cancelled, no incident (exit 1)"),
 ])
-def test_issue5_final_line_says_why_the_exit_code(
+def test_final_line_says_why_the_exit_code(
         completed: bool, cancelled: bool, incidents: list[str], words: str) -> None:
     from types import SimpleNamespace
 

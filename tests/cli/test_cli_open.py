@@ -1,4 +1,4 @@
-"""`gpusession` with no session yet offers to create one at a terminal (issue 2)."""
+"""`gpusession` with no session yet offers to create one at a terminal."""
 
 from __future__ import annotations
 

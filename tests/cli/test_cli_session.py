@@ -114,7 +114,7 @@ def test_no_session_yet_says_how_to_create_one(run_cli: RunCli) -> None:
 
 
 def test_s6_cli_window_restarts_at_gpu_provisioned(run_cli, sessions_root) -> None:  # type: ignore[no-untyped-def]
-    """Issue 15: a session created before provisioning offers to restart its window there."""
+    """A session created before provisioning offers to restart its window there."""
     assert run_cli("new", "early", "--gpu", "RTX A5000", "--lots", "1", "--days", "7").returncode == 0
     show = run_cli("show", "early")
     assert "(window from session creation)" in show.stdout and "record gpu-provisioned" in show.stdout

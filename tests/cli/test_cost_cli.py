@@ -1,4 +1,4 @@
-"""``gpusession cost`` and ``gpusession order`` through a subprocess (issue 5)."""
+"""``gpusession cost`` and ``gpusession order`` through a subprocess."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_s2_s3_cli_order_flow(run_cli: RunCli, sessions_root: Path) -> None:
 
 
 def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -> None:
-    """Issue 15: `cost --plan` without `--days` picks the smallest covering package (K6)."""
+    """`cost --plan` without `--days` picks the smallest covering package (K6)."""
     p = run_cli("cost", *A5000, "--lots", "1", "--accepted-results", "18", "--plan", "0.25,1,1,0.5,0.5")
     assert p.returncode == 0, p.stderr
     assert "Package: 7 days × 1 lot(s) at 55.00 USD per lot = 55.00 USD" in p.stdout
@@ -153,7 +153,7 @@ def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -
 
 
 @pytest.mark.parametrize("amount", ["-5", "1e3", "12,50"])
-def test_s3_issue2_payment_sent_amount_checked_like_the_payment_order(
+def test_s3_payment_sent_amount_checked_like_the_payment_order(
         run_cli: RunCli, sessions_root: Path, amount: str) -> None:
     """A bad amount is refused the same way by ``event payment-sent`` and ``payment``.
 

@@ -1,4 +1,4 @@
-"""``manifest`` names its real path and can leave a copy beside the deliverables (issue 15)."""
+"""``manifest`` names its real path and can leave a copy beside the deliverables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``gpusession pull`` from a local folder with the real rsync, and its one-line errors (issue 14)."""
+"""``gpusession pull`` from a local folder with the real rsync, and its one-line errors."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_pull_lists_missing_truncated_and_extra(sessions_root: Path, tmp_path: P
 @needs_rsync
 def test_pull_server_file_changed_after_manifest_says_so_not_checksum(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 14 item 2: --checksum cannot help when the server's own file changed."""
+    """--checksum cannot help when the server's own file changed."""
     sess, deliv = _server(sessions_root, capsys)
     (deliv / "a.txt").write_text("ALPHA\n")  # same size, changed on the server after its manifest
     home = tmp_path / "home"
@@ -90,7 +90,7 @@ def test_pull_server_file_changed_after_manifest_says_so_not_checksum(
 @needs_rsync
 def test_pull_copy_differs_from_server_hints_checksum(sessions_root: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 14 item 2: a damaged copy (same size and time) is fetched again with --checksum."""
+    """A damaged copy (same size and time) is fetched again with --checksum."""
     sess, _ = _server(sessions_root, capsys)
     home = tmp_path / "home"
     assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0

@@ -38,7 +38,7 @@ def test_s7_cut_csv_row_recovered_is_said_by_show_and_listed_in_the_report(
     assert "Incidents recorded in the journal" in text and "moved to" in text
 
 
-def test_s7_issue1_show_keeps_a_finished_last_row_missing_only_its_newline(
+def test_s7_show_keeps_a_finished_last_row_missing_only_its_newline(
     measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     s = measured_session

@@ -1,4 +1,4 @@
-"""`run` checks before it measures, and says what a cut run is (issue 12, tester's items 2-5).
+"""`run` checks before it measures, and says what a cut run is.
 
 * every file the run writes is checked (links, writability) before any measurement or
   ``run_started``: exit 2 with one line, nothing written;
@@ -41,7 +41,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return out
 
 
-# -- item 2: every file the run writes is checked first ------------------------------------
+# -- every file the run writes is checked first ------------------------------------
 @pytest.mark.parametrize("target", ["resultats-bruts.csv", "journal.jsonl", "runs", "spec"])
 def test_s7_a_linked_output_is_refused_before_any_measurement(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
@@ -100,8 +100,8 @@ def test_s7_an_unwritable_runs_folder_is_refused_before_any_measurement(
     assert not marker.exists() and _snapshot(folder) == before
 
 
-# -- item 4: the definition is checked before anything is printed ---------------------------
-def test_issue12_bad_definition_refused_before_the_running_line(
+# -- the definition is checked before anything is printed ---------------------------
+def test_bad_definition_refused_before_the_running_line(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _define(capsys, sessions_root, session.name, "slp", "true")
@@ -119,8 +119,8 @@ def test_issue12_bad_definition_refused_before_the_running_line(
     assert out == ""  # no "running slp …", no "appending to 2 existing row(s)"
 
 
-# -- item 3: a run cut by a signal was not measured, not validated, not done ----------------
-def test_issue12_interrupted_run_is_not_validated_and_not_counted_done(
+# -- a run cut by a signal was not measured, not validated, not done ----------------
+def test_interrupted_run_is_not_validated_and_not_counted_done(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gpusession.bench.runner import Runner
@@ -157,7 +157,7 @@ def test_issue12_interrupted_run_is_not_validated_and_not_counted_done(
     assert end[0]["message"] == "incomplete: 0 of 2 runs done (interrupted by SIGHUP)"
 
 
-def test_issue12_run_pane_words_say_not_validated_for_a_cut_run() -> None:
+def test_run_pane_words_say_not_validated_for_a_cut_run() -> None:
     from gpusession.ui.panes.run import accepted_words
 
     cut = {"phase": "cold", "elapsed_seconds": None, "corpus_accepted": False,
@@ -167,8 +167,8 @@ def test_issue12_run_pane_words_say_not_validated_for_a_cut_run() -> None:
     assert accepted_words({**cut, "corpus_accepted": True, "elapsed_seconds": 1.0}) == "accepted"
 
 
-# -- item 5: worker specs do not outlive their group ----------------------------------------
-def test_issue12_worker_specs_removed_after_the_run_and_on_recovery(
+# -- worker specs do not outlive their group ----------------------------------------
+def test_worker_specs_removed_after_the_run_and_on_recovery(
     sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _define(capsys, sessions_root, session.name, "e", "true", "--cold-runs", "1")

@@ -1,4 +1,4 @@
-"""Processes and signals (issue 12, H-14): a hang-up, SIGTERM, a timeout or the parent's
+"""Processes and signals (H-14): a hang-up, SIGTERM, a timeout or the parent's
 death ends the worker *and* the user's command; the journal says where; the lock is
 released; leftovers of an earlier run are ended before a new one; ``--detach`` outlives
 the terminal.
@@ -196,7 +196,7 @@ def test_h14_signal_ends_worker_and_command_journals_it_releases_lock(
 
 
 @pytest.mark.slow
-def test_issue12_second_ctrl_c_ends_the_run_at_once_like_a_hangup(
+def test_second_ctrl_c_ends_the_run_at_once_like_a_hangup(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
@@ -250,7 +250,7 @@ def test_h14_sigkill_of_the_parent_takes_worker_and_command_along(
 
 
 @pytest.mark.slow
-def test_issue12_timeout_ends_the_user_command_too(
+def test_timeout_ends_the_user_command_too(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder = session.folder
@@ -265,7 +265,7 @@ def test_issue12_timeout_ends_the_user_command_too(
     assert not (folder / RUN_LOCK).exists()
 
 
-def test_issue12_leftover_worker_of_an_earlier_run_is_ended_before_a_new_run(
+def test_leftover_worker_of_an_earlier_run_is_ended_before_a_new_run(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
 ) -> None:
     from gpusession.core.events import WorkerStartedRecord
@@ -294,7 +294,7 @@ def test_issue12_leftover_worker_of_an_earlier_run_is_ended_before_a_new_run(
     assert code == 1  # the leftover is an incident of this run
 
 
-def test_issue12_a_reused_pid_is_never_ended(sessions_root: Path, session: Session,
+def test_a_reused_pid_is_never_ended(sessions_root: Path, session: Session,
                                              reaper: Reaper, capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.core.events import WorkerStartedRecord
 
@@ -308,7 +308,7 @@ def test_issue12_a_reused_pid_is_never_ended(sessions_root: Path, session: Sessi
     assert other.poll() is None
 
 
-def test_issue12_user_command_does_not_inherit_ignored_sigint(
+def test_user_command_does_not_inherit_ignored_sigint(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
 ) -> None:
     reaper.folders.append(session.folder)
@@ -354,7 +354,7 @@ def test_h14_detach_survives_the_terminal_hangup_and_finishes(
     assert not (folder / RUN_LOCK).exists()
 
 
-def test_issue12_detach_refuses_a_busy_session(sessions_root: Path, session: Session,
+def test_detach_refuses_a_busy_session(sessions_root: Path, session: Session,
                                                reaper: Reaper,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     reaper.folders.append(session.folder)
@@ -370,7 +370,7 @@ def test_issue12_detach_refuses_a_busy_session(sessions_root: Path, session: Ses
 
 
 # -- the journal record and its words --------------------------------------------------------
-def test_issue12_run_interrupted_record_round_trip_and_words() -> None:
+def test_run_interrupted_record_round_trip_and_words() -> None:
     from gpusession.core.events import (
         CommandStartedRecord,
         RunInterruptedRecord,
@@ -399,7 +399,7 @@ def test_issue12_run_interrupted_record_round_trip_and_words() -> None:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_issue3_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
+def test_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
     sessions_root: Path, session: Session, reaper: Reaper, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -436,7 +436,7 @@ def test_issue3_load_row_cut_by_sighup_leaves_corpus_accepted_empty(
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_s7_issue6_kill_9_during_warmup_is_said_once_and_show_never_reads_all_measured(
+def test_s7_kill_9_during_warmup_is_said_once_and_show_never_reads_all_measured(
     sessions_root: Path, session: Session, reaper: Reaper, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:

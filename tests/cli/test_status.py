@@ -1,4 +1,4 @@
-"""``gpusession status``, the end-of-package warnings and ``summary.json`` (issue 14)."""
+"""``gpusession status``, the end-of-package warnings and ``summary.json``."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     assert "vis · " in line and " · 2 result rows · 1 accepted corpus · copy home not verified" in line
 
 
-# -- issue 14 item 1: `status` refuses what `show` refuses, with the same line ----------
+# -- `status` refuses what `show` refuses, with the same line ----------
 @pytest.mark.parametrize(
     ("file", "old", "new", "words"),
     [
@@ -162,7 +162,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
         ("order.toml", "schema = 1", "schema = 1\nevents = 5", "events: expected a list of tables"),
     ],
 )
-def test_issue14_status_refuses_what_show_refuses_same_line(
+def test_status_refuses_what_show_refuses_same_line(
         sessions_root: Path, capsys: pytest.CaptureFixture[str], file: str, old: str, new: str,
         words: str) -> None:
     assert cli(capsys, sessions_root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
@@ -182,7 +182,7 @@ def test_issue14_status_refuses_what_show_refuses_same_line(
 
 
 @pytest.mark.parametrize("name", ["resultats-bruts.csv", "journal.jsonl"])
-def test_issue14_status_refuses_symlinked_csv_and_journal(
+def test_status_refuses_symlinked_csv_and_journal(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
     elsewhere = tmp_path / "elsewhere.txt"
@@ -196,7 +196,7 @@ def test_issue14_status_refuses_symlinked_csv_and_journal(
                            "through a link (replace it with the file itself); nothing was written")
 
 
-def test_issue14_status_says_unfinished_runs_until_opened(sessions_root: Path,
+def test_status_says_unfinished_runs_until_opened(sessions_root: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
     journal = sessions_root / "s1" / "journal.jsonl"
@@ -213,8 +213,8 @@ def test_issue14_status_says_unfinished_runs_until_opened(sessions_root: Path,
     assert " · 1 result row · " in out and "unfinished" not in out
 
 
-# -- issue 14 item 3: a package that starts later -----------------------------------------
-def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
+# -- a package that starts later -----------------------------------------
+def test_future_start_says_starts_in_everywhere(sessions_root: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from types import SimpleNamespace
 
@@ -236,7 +236,7 @@ def test_issue14_future_start_says_starts_in_everywhere(sessions_root: Path,
     assert package_words(ctx, short=True).endswith(", starts in 5d 00h; 3d 00h once started")  # type: ignore[arg-type]
 
 
-def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
+def test_list_and_package_say_starts_in_as_status_and_show_do(
         sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``list`` (and ``package``, which prints the package) word a package that starts
     later as ``status`` and ``show`` do, never "left 8d" counted from now."""
@@ -258,8 +258,8 @@ def test_issue14_list_and_package_say_starts_in_as_status_and_show_do(
     assert code == 0 and out.rstrip().endswith(f", {words}") and "left" not in out, out
 
 
-# -- issue 14 item 4: the tmux snippet works from any folder -------------------------------
-def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
+# -- the tmux snippet works from any folder -------------------------------
+def test_status_from_any_folder_uses_the_remembered_sessions_dir(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.core.retrieval.status import state_file
 
@@ -283,8 +283,8 @@ def test_issue14_status_from_any_folder_uses_the_remembered_sessions_dir(
     assert done.returncode == 2 and f"no session in {elsewhere / 'sessions'}" in done.stderr
 
 
-# -- issue 14 item 5: said once, rounded once -----------------------------------------------
-def test_issue14_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untyped-def]
+# -- said once, rounded once -----------------------------------------------
+def test_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untyped-def]
     from gpusession.core.retrieval.status import session_status
 
     for before_end in (-timedelta(minutes=5), timedelta(hours=1), timedelta(hours=23)):
@@ -293,7 +293,7 @@ def test_issue14_copy_not_verified_said_once(session) -> None:  # type: ignore[n
         assert st.tmux().count("not verified") == 1, st.tmux()
 
 
-def test_issue14_time_left_floored_one_helper_for_status_and_show(
+def test_time_left_floored_one_helper_for_status_and_show(
         sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from gpusession.core.files import clock
     from gpusession.core.folder import package
@@ -317,7 +317,7 @@ def test_issue14_time_left_floored_one_helper_for_status_and_show(
     assert "time left 29m\n" in out_show
 
 
-def test_issue14_status_refuses_a_csv_show_refuses(sessions_root: Path,
+def test_status_refuses_a_csv_show_refuses(sessions_root: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
     (sessions_root / "s1" / "resultats-bruts.csv").write_text("hello world\n")  # no summary.json

@@ -81,7 +81,7 @@ def test_s6_gpu_provisioned_event_says_how_to_move_the_package_start(run_cli) ->
 
 def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  # type: ignore[no-untyped-def]
         run_cli, sessions_root: Path, tmp_path: Path) -> None:
-    """Issue 15: `show` and the report say what a `validate --session` row is."""
+    """`show` and the report say what a `validate --session` row is."""
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     corpus, good = _files(tmp_path, 10)
     _, bad = _files(tmp_path, 10, wrong=5)
@@ -108,7 +108,7 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
 
 
 def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 15: device, memory and order-match evidence never come from a validation row."""
+    """Device, memory and order-match evidence never come from a validation row."""
     from gpusession.core.folder.session import Session
     from gpusession.core.records.results import ResultRow
     from gpusession.core.retrieval.evidence import last_run

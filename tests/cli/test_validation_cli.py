@@ -111,7 +111,7 @@ def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, file
 
 
 @pytest.mark.parametrize("which", ["output", "corpus"])
-def test_v4_issue4_fifo_or_device_is_refused_not_read(
+def test_v4_fifo_or_device_is_refused_not_read(
         run_cli: Run, files: dict[str, Path], which: str) -> None:
     """A FIFO hung forever, /dev/zero ended in a MemoryError: both are refused at once."""
     fifo = files["tmp"] / "pipe.jsonl"
@@ -126,7 +126,7 @@ def test_v4_issue4_fifo_or_device_is_refused_not_read(
         assert "Traceback" not in p.stderr
 
 
-def test_v4_issue4_a_line_over_the_limit_is_refused_with_file_line_and_limit(
+def test_v4_a_line_over_the_limit_is_refused_with_file_line_and_limit(
         run_cli: Run, files: dict[str, Path]) -> None:
     out = files["tmp"] / "long.jsonl"
     with open(out, "wb") as fh:

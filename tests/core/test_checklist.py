@@ -377,7 +377,7 @@ def test_s5_order_match_from_last_run_when_nvml_is_missing(session: Session) -> 
 
 
 def test_s1_a_hand_broken_item_entry_is_named_and_never_overwritten(session: Session) -> None:
-    # issue 12: a value of the wrong kind is a one-line error naming file and key; the
+    # a value of the wrong kind is a one-line error naming file and key; the
     # file stays as the person left it (it was silently replaced before)
     text = 'schema = 1\n[items]\n"g1.approver" = "oops"\n'
     session.checklist_toml.write_text(text, encoding="utf-8")

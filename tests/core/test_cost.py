@@ -1,4 +1,4 @@
-"""Cost core (issue 5): rates file, package total, plan coverage, cost per accepted,
+"""Cost core: rates file, package total, plan coverage, cost per accepted,
 package window. Rules K1–K7 and S6; seed 003 §4 worked example."""
 
 from __future__ import annotations

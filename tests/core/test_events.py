@@ -159,7 +159,7 @@ def test_describe_words_for_each_runner_event() -> None:
     assert describe(RowAppended(row=warm, done=3, total=10)) == (
         "[  3/10] warm  batch-4    run 2   123 ms, corpus accepted")
     lost = warm.replace(elapsed_seconds=None, corpus_accepted=False)
-    # issue 12: a run that never finished was never validated: not "REJECTED"
+    # a run that never finished was never validated: not "REJECTED"
     assert describe(RowAppended(row=lost, done=4, total=0)) == (
         "[  4/?] warm  batch-4    run 2   not measured, corpus not validated")
     rejected = warm.replace(ids_match=False, format_valid=True, corpus_accepted=False)
@@ -199,7 +199,7 @@ def test_channel_sends_only_typed_events() -> None:
         run_key="warm:b:1", ok=True, phase="warm", warmup_iterations=2, order=1, elapsed_s=0.25)
 
 
-def test_issue12_run_progress_of_the_newest_invocation_and_how_it_ended() -> None:
+def test_run_progress_of_the_newest_invocation_and_how_it_ended() -> None:
     """``run_progress``: the newest invocation (of one experiment, or of any), its count and its end."""
     from gpusession.core.events.records import (
         ExperimentIncompleteRecord,

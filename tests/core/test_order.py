@@ -1,4 +1,4 @@
-"""Order and payment timeline (issue 5): S2, S3, S5 and the secrets guard."""
+"""Order and payment timeline: S2, S3, S5 and the secrets guard."""
 
 from __future__ import annotations
 
@@ -303,7 +303,7 @@ def test_order_json_has_status_and_paid_flag(ordered: Session) -> None:
 def test_secrets_destination_of_64_hex_is_refused_like_a_private_key(
     ordered: Session,
 ) -> None:
-    """Issue 12: 64 hex digits cannot be told from a private key, in an address too."""
+    """64 hex digits cannot be told from a private key, in an address too."""
     for key in (HEX_KEY, "0x" + HEX_KEY):
         with pytest.raises(BadInput, match="private key"):
             om.new_payment_order(ordered, asset="SUI", network="Sui", amount="10",
@@ -338,7 +338,7 @@ def test_s5_order_h100_seen_as_full_nvml_name_records_no_deviation(session: Sess
 
 
 def test_s2_after_payment_confirmed_the_order_says_paid_and_what_is_open(ordered: Session) -> None:
-    """Issue 15: a confirmed payment is no longer an active payment order with a countdown."""
+    """A confirmed payment is no longer an active payment order with a countdown."""
     _pay(ordered)
     om.record_event(ordered, "payment-sent", source="you")
     om.record_event(ordered, "payment-confirmed", source="tracking")

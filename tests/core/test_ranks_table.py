@@ -1,4 +1,4 @@
-"""``runs/<experiment>/ranks.csv`` (``core/records/ranks.py``, issue 13): written, read, matched to a row."""
+"""``runs/<experiment>/ranks.csv`` (``core/records/ranks.py``): written, read, matched to a row."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _ranks(n: int, **kw: object) -> list[dict[str, object]]:
             for r in range(n)]
 
 
-def test_issue13_a_row_finds_its_own_ranks_by_run_key(tmp_path: Path) -> None:
+def test_a_row_finds_its_own_ranks_by_run_key(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     path = runs / "e" / "ranks.csv"
     append_rank_rows(path, "load:all:1", "warm", _ranks(2))
@@ -38,7 +38,7 @@ def test_issue13_a_row_finds_its_own_ranks_by_run_key(tmp_path: Path) -> None:
     assert set(read_rank_rows(path)[0]) == set(RANK_COLUMNS)
 
 
-def test_issue13_a_ranks_table_that_is_not_one_names_the_file(tmp_path: Path) -> None:
+def test_a_ranks_table_that_is_not_one_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "runs" / "e" / "ranks.csv"
     path.parent.mkdir(parents=True)
     path.write_text("run_key,rank\nwarm:b:1,zero\n")

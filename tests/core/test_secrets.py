@@ -1,4 +1,4 @@
-"""Secrets and free text at the write boundary (issue 12; seed 003 §8).
+"""Secrets and free text at the write boundary (seed 003 §8).
 
 One test per kind of secret (every BIP-39 wordlist the ``mnemonic`` package ships, a
 64-hex key split across two tokens, base58 keys of 87–88 characters), the one check at
@@ -99,7 +99,7 @@ def test_secrets_base58_addresses_and_shorter_strings_pass() -> None:
 def test_secrets_digest_fields_keep_their_64_hex_a_destination_does_not() -> None:
     check_free_text({"demo": {"corpus_revision": HEX_KEY}, "environment": {"gpu_uuid": HEX_KEY}},
                     "session.toml")
-    for key in (HEX_KEY, "0x" + HEX_KEY):  # issue 12: refused everywhere, an address too
+    for key in (HEX_KEY, "0x" + HEX_KEY):  # refused everywhere, an address too
         with pytest.raises(BadInput, match="payment.destination: refused"):
             check_free_text({"payment": {"destination": key}}, "order.toml")
     with pytest.raises(BadInput, match="experiments.e.params.key: refused"):
@@ -188,7 +188,7 @@ def test_secrets_refused_value_is_never_printed_back_by_the_control_character_ch
 
 
 # -- length -------------------------------------------------------------------------------------
-def test_issue12_a_100_kb_order_note_is_refused_naming_field_and_limit(
+def test_a_100_kb_order_note_is_refused_naming_field_and_limit(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
 ) -> None:
     before = digest(base)
@@ -203,7 +203,7 @@ def test_issue12_a_100_kb_order_note_is_refused_naming_field_and_limit(
     assert code == 0, err
 
 
-def test_issue12_long_checklist_note_and_param_are_refused(
+def test_long_checklist_note_and_param_are_refused(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
 ) -> None:
     code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.one-sentence",
@@ -287,7 +287,7 @@ def test_secrets_pasted_in_session_toml_is_hidden_and_dropped_by_the_next_update
     assert key not in toml.read_text(encoding="utf-8")
 
 
-def test_issue12_observed_text_may_be_longer_than_a_note_but_is_still_checked() -> None:
+def test_observed_text_may_be_longer_than_a_note_but_is_still_checked() -> None:
     long = "pid 1234 on GPU 0 (1000 bytes), " * 200  # a busy server's concurrent load
     check_free_text({"environment": {"concurrent_load": long},
                      "items": {"g6.device-check": {"evidence": long}}}, "session.toml")
@@ -297,8 +297,8 @@ def test_issue12_observed_text_may_be_longer_than_a_note_but_is_still_checked() 
         check_free_text({"environment": {"concurrent_load": long + HEX_KEY}}, "session.toml")
 
 
-# -- issue 12 (tester's round): the note's size, addresses, word forms, assignments ---------------
-def test_issue12_a_10_kb_note_names_the_field_first_and_the_file_as_the_destination(
+# -- the note's size, addresses, word forms, assignments ---------------
+def test_a_10_kb_note_names_the_field_first_and_the_file_as_the_destination(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path
 ) -> None:
     before = digest(base)
@@ -315,7 +315,7 @@ PAYMENT = ["--asset", "USDT", "--network", "TRC20", "--amount", "12.50",
 
 
 @pytest.mark.parametrize("key", [HEX_KEY, "0x" + HEX_KEY, HEX_KEY.upper()])
-def test_issue12_a_64_hex_destination_is_refused_like_a_private_key(
+def test_a_64_hex_destination_is_refused_like_a_private_key(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, key: str
 ) -> None:
     line = _refused(capsys, sessions_root, base, key, "order", "base", "payment", *PAYMENT,
@@ -335,7 +335,7 @@ def test_issue12_a_64_hex_destination_is_refused_like_a_private_key(
     "DRpbCBMxVnDK7maPM5tGv6MvB3v1sRMC86PZ8okm21hy",  # 44
     _base58(32, seed=7),
 ])
-def test_issue12_real_destination_addresses_are_accepted(
+def test_real_destination_addresses_are_accepted(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, address: str
 ) -> None:
     assert find_secret(address, address=True) is None
@@ -344,7 +344,7 @@ def test_issue12_real_destination_addresses_are_accepted(
     assert code == 0, err
 
 
-def test_issue12_bip39_words_by_their_four_letter_prefixes_are_refused() -> None:
+def test_bip39_words_by_their_four_letter_prefixes_are_refused() -> None:
     words = Mnemonic("english").generate(128).split()
     short = " ".join(w[:4] for w in words)
     reason = find_secret(short)
@@ -354,7 +354,7 @@ def test_issue12_bip39_words_by_their_four_letter_prefixes_are_refused() -> None
 
 
 @pytest.mark.parametrize("language", ["english", "spanish", "italian", "french", "czech"])
-def test_issue12_bip39_words_written_together_are_refused(language: str) -> None:
+def test_bip39_words_written_together_are_refused(language: str) -> None:
     import unicodedata
 
     # Fixed entropy: some runs of 11 random words split into 12 list words when joined
@@ -367,7 +367,7 @@ def test_issue12_bip39_words_written_together_are_refused(language: str) -> None
     assert find_secret("".join(words[:11])) is None
 
 
-def test_issue12_long_ordinary_words_written_together_pass() -> None:
+def test_long_ordinary_words_written_together_pass() -> None:
     for text in ("thequickbrownfoxjumpsoverthelazydogwhilethecatsleeps" * 2,
                  "supercalifragilisticexpialidociousantidisestablishmentarianism",
                  "a" * 400, "abandon" * 11):
@@ -379,7 +379,7 @@ def test_issue12_long_ordinary_words_written_together_pass() -> None:
     "api_key=sk-abcdefghijklmnop", "secret: correct-horse", "API-KEY: zzz", "Password : x",
     "login as root, PWD=Tr0ub4dor&3",
 ])
-def test_issue12_password_and_token_assignments_are_refused_never_echoed(
+def test_password_and_token_assignments_are_refused_never_echoed(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, text: str
 ) -> None:
     reason = find_secret(text)
@@ -392,5 +392,5 @@ def test_issue12_password_and_token_assignments_are_refused_never_echoed(
 
 @pytest.mark.parametrize("text", ["max_tokens=512", "context tokens: 4096", "the secret is kept",
                                   "pwd is /home/me", "passes: 3", "tokens=5"])
-def test_issue12_ordinary_text_near_those_words_passes(text: str) -> None:
+def test_ordinary_text_near_those_words_passes(text: str) -> None:
     assert find_secret(text) is None

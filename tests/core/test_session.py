@@ -123,7 +123,7 @@ def test_s7_a_live_runner_is_not_mistaken_for_a_crash(sessions_root: Path, new_s
     assert Session.open(sessions_root, "t1").results.read().height == 0
 
 
-def test_s7_issue13_a_run_lock_of_another_node_is_not_mistaken_for_a_crash(
+def test_s7_a_run_lock_of_another_node_is_not_mistaken_for_a_crash(
     sessions_root: Path, new_session: NewSession
 ) -> None:
     """A folder shared by the nodes of a torchrun group: the runner's lock names its host."""
@@ -189,7 +189,7 @@ def test_list_and_most_recent(sessions_root: Path, new_session: NewSession) -> N
     os.utime(sessions_root / "old" / "session.toml", (1, 1))
     for p in (sessions_root / "old").iterdir():
         os.utime(p, (1, 1))
-    new_session("recent")  # not "new": a command name is refused (issue 12)
+    new_session("recent")  # not "new": a command name is refused
     (sessions_root / "broken").mkdir()
     (sessions_root / "broken" / "session.toml").write_text("schema = 99\n")
     names = [s.name for s in list_sessions(sessions_root)]
@@ -244,7 +244,7 @@ def _finished_row_without_newline(s: Session, *, notes: str, finished: bool) -> 
 
 
 @pytest.mark.parametrize("notes", ["plain note", "a note, with a comma\nand a second line"])
-def test_s7_issue1_complete_last_row_without_newline_is_kept(
+def test_s7_complete_last_row_without_newline_is_kept(
         sessions_root: Path, new_session: NewSession, notes: str) -> None:
     s = new_session("t1")
     whole = _finished_row_without_newline(s, notes=notes, finished=True)
@@ -259,7 +259,7 @@ def test_s7_issue1_complete_last_row_without_newline_is_kept(
     assert kinds == ["csv_newline_added"]
 
 
-def test_s7_issue1_last_row_without_newline_of_an_unfinished_run_is_moved_aside(
+def test_s7_last_row_without_newline_of_an_unfinished_run_is_moved_aside(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     whole = _finished_row_without_newline(s, notes="plain note", finished=False)
@@ -272,7 +272,7 @@ def test_s7_issue1_last_row_without_newline_of_an_unfinished_run_is_moved_aside(
     assert any("moved to" in m for m in reopened.recovered)
 
 
-def test_s7_issue1_row_cut_inside_a_quoted_last_field_is_moved_aside_even_when_finished(
+def test_s7_row_cut_inside_a_quoted_last_field_is_moved_aside_even_when_finished(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     whole = _finished_row_without_newline(s, notes="a note, with a comma", finished=True)
@@ -283,7 +283,7 @@ def test_s7_issue1_row_cut_inside_a_quoted_last_field_is_moved_aside_even_when_f
     assert len(partial) == 1 and partial[0].read_bytes().endswith(b'"a note, with a c')
 
 
-def test_s7_issue1_complete_row_of_an_unfinished_run_is_moved_aside(
+def test_s7_complete_row_of_an_unfinished_run_is_moved_aside(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     _finished_row_without_newline(s, notes="plain note", finished=False)
@@ -292,7 +292,7 @@ def test_s7_issue1_complete_row_of_an_unfinished_run_is_moved_aside(
     assert len(list(reopened.folder.glob("resultats-bruts.csv.partial-*"))) == 1
 
 
-def test_s7_issue3_load_in_flight_at_a_crash_leaves_corpus_accepted_empty(
+def test_s7_load_in_flight_at_a_crash_leaves_corpus_accepted_empty(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     s.journal("load_started", run_key="e:load:all:1", experiment_id="e", variant_id="all",
@@ -319,7 +319,7 @@ def _killed_in_warmup(s: Session, *, lock: bool = True) -> None:
         (s.folder / ".run.lock").write_text("999999999")  # a dead PID: no clean-up ran
 
 
-def test_s7_issue6_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
+def test_s7_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
         sessions_root: Path, new_session: NewSession) -> None:
     from gpusession.core.records.summary import session_summary
 
@@ -341,7 +341,7 @@ def test_s7_issue6_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
         "0 of 3 runs done, the run did not finish"]
 
 
-def test_s7_issue6_a_later_finished_run_reads_all_measured_again(
+def test_s7_a_later_finished_run_reads_all_measured_again(
         sessions_root: Path, new_session: NewSession) -> None:
     from gpusession.core.records.summary import session_summary
 
@@ -359,7 +359,7 @@ def test_s7_issue6_a_later_finished_run_reads_all_measured_again(
     assert [r.outcome_words() for r in session_summary(again)] == ["all measured"]
 
 
-def test_s7_issue6_a_live_run_is_not_said_unfinished(
+def test_s7_a_live_run_is_not_said_unfinished(
         sessions_root: Path, new_session: NewSession) -> None:
     s = new_session("t1")
     _killed_in_warmup(s, lock=False)

@@ -1,4 +1,4 @@
-"""Session names and the sessions root, as a tester broke them (issue 12).
+"""Session names and the sessions root that would break a session.
 
 A new session name may not start with ``.`` (a hidden folder), end with a dot or a space
 (Windows drops them), be a device name Windows reserves (``CON``, ``nul.txt``, ``COM1``…,
@@ -37,7 +37,7 @@ NEW = ["--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-2
     ("pull", "is a gpusession command"),
     ("verify-copy", "is a gpusession command"),
 ])
-def test_issue12_new_session_names_that_hide_break_on_windows_or_read_as_a_command_are_refused(
+def test_new_session_names_that_hide_break_on_windows_or_read_as_a_command_are_refused(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, name: str, why: str,
 ) -> None:
     with pytest.raises(BadInput) as exc:
@@ -50,13 +50,13 @@ def test_issue12_new_session_names_that_hide_break_on_windows_or_read_as_a_comma
 
 @pytest.mark.parametrize("name", ["demo", "a.b", "console", "com10", "lpt0", "com", "nul-run",
                                   "lists", "status-2", "x.list", "run1"])
-def test_issue12_names_near_those_are_accepted(sessions_root: Path, name: str) -> None:
+def test_names_near_those_are_accepted(sessions_root: Path, name: str) -> None:
     assert validate_name(name, new=True) == name
     Session.create(sessions_root, name)
     assert (sessions_root / name / "session.toml").is_file()
 
 
-def test_issue12_rename_refuses_the_same_names(new_session: NewSession) -> None:
+def test_rename_refuses_the_same_names(new_session: NewSession) -> None:
     s = new_session("t1")
     for name in (".t1", "t1.", "NUL", "report"):
         with pytest.raises(BadInput, match="session name"):
@@ -64,21 +64,21 @@ def test_issue12_rename_refuses_the_same_names(new_session: NewSession) -> None:
     assert s.folder.is_dir()
 
 
-def test_issue12_an_existing_folder_of_such_a_name_still_opens(
+def test_an_existing_folder_of_such_a_name_still_opens(
     sessions_root: Path, new_session: NewSession
 ) -> None:
     new_session("t1").folder.rename(sessions_root / "status")  # renamed by hand
     assert Session.open(sessions_root, "status").name == "status"
 
 
-def test_issue12_the_command_names_are_the_parsers_commands() -> None:
+def test_the_command_names_are_the_parsers_commands() -> None:
     from gpusession.cli import _known_commands, build_parser
 
     assert _known_commands(build_parser()) == COMMAND_NAMES
 
 
 @pytest.mark.parametrize("command", [["list"], ["new", "x", *NEW], ["show", "x"]])
-def test_issue12_a_sessions_root_that_is_a_file_is_not_a_folder(
+def test_a_sessions_root_that_is_a_file_is_not_a_folder(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str],
 ) -> None:
     root = tmp_path / "passwd"

@@ -1,4 +1,4 @@
-"""Issue 10 (start-up): what opening a session does cheaply, and gives the same results.
+"""What opening a session does cheaply, and gives the same results.
 
 ``Session.needs_recovery`` decides without the typed events whether crash recovery has
 work; when it says no, ``recover_locked`` must find nothing to do. The seed-phrase check
@@ -125,7 +125,7 @@ def test_s7_open_recovers_a_run_in_flight_after_the_cheap_check(sessions_root: P
     assert len(reopened.recovered) == 1 and reopened.results.read().height == 1
 
 
-def test_issue10_bip39_lengths_match_the_lists() -> None:
+def test_bip39_lengths_match_the_lists() -> None:
     words = [w for lst in secrets.bip39_wordlists().values() for w in lst]
     ascii_lengths = [len(w) for w in words if w.isascii()]
     assert (min(ascii_lengths), max(ascii_lengths)) == secrets.BIP39_ASCII_LENGTHS
@@ -134,7 +134,7 @@ def test_issue10_bip39_lengths_match_the_lists() -> None:
     assert all(secrets.NOT_BIP39_WORDS.isdisjoint(p) for p in secrets._prefixes().values())
 
 
-def test_issue10_prose_does_not_load_the_wordlists_and_a_phrase_is_still_found() -> None:
+def test_prose_does_not_load_the_wordlists_and_a_phrase_is_still_found() -> None:
     secrets.bip39_wordlists.cache_clear()
     prose = ("Check that the GPU is visible with nvidia-smi before you start any run, then "
              "copy the results home and verify the copy; it is the last step of the day.")

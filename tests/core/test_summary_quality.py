@@ -1,4 +1,4 @@
-"""The summary table carries the quality figure beside the times (issue 15, V6, R6)."""
+"""The summary table carries the quality figure beside the times (V6, R6)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_v6_summary_rows_give_the_quality_figure_per_variant(tmp_path: Path) -> 
     assert [r.phase for r in rows] == ["load", "warm", "warm"]
 
 
-def test_issue15_failed_attempts_read_from_the_journal() -> None:
+def test_failed_attempts_read_from_the_journal() -> None:
     records = [{"event": "attempt_failed", "attempt": 1, "run_keys": ["e:load:all:1"]},
                {"event": "incident", "message": "x"},
                {"event": "attempt_failed", "attempt": 2, "run_keys": ["e:load:all:2"]}]

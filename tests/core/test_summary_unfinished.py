@@ -1,5 +1,5 @@
-"""Issue 6: "the run did not finish" goes on the groups that run left unfinished, not on
-variants measured in full (tryout: every row of the experiment said it)."""
+"""The words "the run did not finish" go on the groups that run left unfinished, not on
+variants measured in full."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _finished(s: Session, variant: str, index: int) -> None:
               variant_id=variant, phase="warm", run_index=index, ok=True)
 
 
-def test_s7_issue6_unfinished_words_only_on_the_groups_the_killed_run_left(session: Session) -> None:
+def test_s7_unfinished_words_only_on_the_groups_the_killed_run_left(session: Session) -> None:
     s = session
     # a first run, complete
     s.journal("experiment_started", experiment_id="e", runs=["warm:batch-1:1", "warm:batch-1:2"])
@@ -38,7 +38,7 @@ def test_s7_issue6_unfinished_words_only_on_the_groups_the_killed_run_left(sessi
     assert words[("all variants", "load")] == said
 
 
-def test_s7_issue6_a_run_stopped_by_a_hang_up_says_so_on_what_it_left(session: Session) -> None:
+def test_s7_a_run_stopped_by_a_hang_up_says_so_on_what_it_left(session: Session) -> None:
     """SIGHUP after 1 of 3 runs: an ended but incomplete run; its rows say it stopped early."""
     s = session
     s.journal("experiment_started", experiment_id="e", runs=["warm:batch-1:1", "warm:batch-4:1", "warm:batch-16:1"])

@@ -93,7 +93,7 @@ def test_every_reader_gives_file_and_line(tmp_path: Path, kind: str) -> None:
     assert "not valid UTF-8 (byte 0xE9" in info.value.message
 
 
-def test_v4_issue4_read_bytes_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
+def test_v4_read_bytes_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
     with pytest.raises(BadInput, match="is a FIFO .*not a regular file") as info:
@@ -101,12 +101,12 @@ def test_v4_issue4_read_bytes_refuses_a_fifo_without_waiting(tmp_path: Path) -> 
     assert info.value.path == fifo
 
 
-def test_v4_issue4_read_bytes_refuses_a_device() -> None:
+def test_v4_read_bytes_refuses_a_device() -> None:
     with pytest.raises(BadInput, match="is a character device, not a regular file"):
         read_bytes(Path("/dev/zero"), max_line_bytes=10)
 
 
-def test_v4_issue4_line_limit_names_the_line_and_counts_across_chunks(
+def test_v4_line_limit_names_the_line_and_counts_across_chunks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(textio, "_CHUNK_BYTES", 3)  # lines span several reads
     p = tmp_path / "x.jsonl"
@@ -117,7 +117,7 @@ def test_v4_issue4_line_limit_names_the_line_and_counts_across_chunks(
     assert info.value.line == 3 and "longer than 5 bytes" in info.value.message
 
 
-def test_v4_issue4_an_overlong_line_stops_the_read(tmp_path: Path) -> None:
+def test_v4_an_overlong_line_stops_the_read(tmp_path: Path) -> None:
     """The rest of the file is not read once a line passes the limit (memory stays small)."""
     class Endless:
         reads = 0

@@ -1,4 +1,4 @@
-"""Corpus validation (issue 4): rules V1-V8 and case H-13, through the core API."""
+"""Corpus validation: rules V1-V8 and case H-13, through the core API."""
 
 from __future__ import annotations
 

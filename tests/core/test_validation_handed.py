@@ -1,4 +1,4 @@
-"""Handed cases of issue 11 for corpus validation: H-16, H-20, H-21 (V1, V4, V6)."""
+"""Handed cases for corpus validation: H-16, H-20, H-21 (V1, V4, V6)."""
 
 from __future__ import annotations
 

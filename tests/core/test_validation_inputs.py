@@ -1,4 +1,4 @@
-"""Bad inputs to corpus validation (issue 4, V4): each a clear report, never a crash."""
+"""Bad inputs to corpus validation (V4): each a clear report, never a crash."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Properties of corpus validation, checked with hypothesis (issues 4 and 11; V1-V3, V6, H-21)."""
+"""Properties of corpus validation, checked with hypothesis (V1-V3, V6, H-21)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which event the package window counts from, and the offer to restart it (S6, issue 15)."""
+"""Which event the package window counts from, and the offer to restart it (S6)."""
 
 from __future__ import annotations
 

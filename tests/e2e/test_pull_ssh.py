@@ -1,4 +1,4 @@
-"""``gpusession pull`` end to end with the real rsync over a real OpenSSH server (issue 14).
+"""``gpusession pull`` end to end with the real rsync over a real OpenSSH server.
 
 A fixture starts ``sshd`` on 127.0.0.1 at a free port with a host key and a client key
 made in a temporary folder (``StrictModes no``, ``UsePAM no``); the client's options go

@@ -1,4 +1,4 @@
-"""In a real terminal (issue 12, H-14): SIGHUP to the TUI during a run ends the run and
+"""In a real terminal (H-14): SIGHUP to the TUI during a run ends the run and
 the app cleanly — the terminal is back on its normal screen with mouse reporting off
 (tmux's ``alternate_on`` / ``mouse_any_flag``), the exit code is 129, no recorded
 process is alive and the lock is released. Own tmux server (``-L``)."""

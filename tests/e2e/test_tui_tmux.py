@@ -1,4 +1,4 @@
-"""End to end in a real terminal (issue 6, H-11, H-12): tmux at 80×24 runs ``gpusession demo``.
+"""End to end in a real terminal (H-11, H-12): tmux at 80×24 runs ``gpusession demo``.
 
 The test presses ``2`` (run pane), ``r`` (start), waits for the summary, captures the
 pane and checks the words on it; then it opens the session again (now with runs) and

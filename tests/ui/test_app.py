@@ -1,4 +1,4 @@
-"""The app as a whole (issue 6): header, keys 1-6, footer, bindings, palette, colour, words.
+"""The app as a whole: header, keys 1-6, footer, bindings, palette, colour, words.
 
 Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
 (``make_app`` in ``tests/ui/conftest.py``).
@@ -250,8 +250,8 @@ async def test_h11_footer_keys_whole_on_every_pane_at_60x20_and_80x24(
                 assert app.screen.query_one(Footer).compact
 
 
-async def test_issue10_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp) -> None:
-    """Start-up (issue 10): key 3 pressed before the first frame is painted shows and focuses
+async def test_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp) -> None:
+    """Start-up: key 3 pressed before the first frame is painted shows and focuses
     the memory pane; the checklist's first focus does not bring its tab back."""
     from ui.pilot import background_started
 

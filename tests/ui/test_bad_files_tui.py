@@ -1,4 +1,4 @@
-"""Issue 12 in the TUI: a hand-edited session file of the wrong kind, or holding a secret.
+"""Bad files in the TUI: a hand-edited session file of the wrong kind, or holding a secret.
 
 The app opens and says what is wrong instead of crashing; a seed phrase pasted into
 ``order.toml`` by hand is never painted, and the pane warns that it was hidden.
@@ -11,7 +11,7 @@ from typing import Any
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
 
-async def test_issue12_order_toml_events_a_number_is_said_in_the_pane(
+async def test_order_toml_events_a_number_is_said_in_the_pane(
     session: Any, make_app: MakeApp
 ) -> None:
     with open(session.order_toml, "a", encoding="utf-8") as fh:
@@ -30,7 +30,7 @@ async def test_issue12_order_toml_events_a_number_is_said_in_the_pane(
         assert app.is_running
 
 
-async def test_issue12_checklist_toml_of_the_wrong_kind_is_said_in_the_pane(
+async def test_checklist_toml_of_the_wrong_kind_is_said_in_the_pane(
     session: Any, make_app: MakeApp
 ) -> None:
     session.checklist_toml.write_text('schema = 1\nitems = "x"\n', encoding="utf-8")
@@ -96,7 +96,7 @@ def _drop_schema(path: Any) -> None:
                             if not line.startswith("schema")), encoding="utf-8")
 
 
-def test_issue12_one_bad_file_does_not_stop_the_tui_from_opening(
+def test_one_bad_file_does_not_stop_the_tui_from_opening(
     session: Any, capsys: Any, monkeypatch: Any
 ) -> None:
     """``gpusession NAME`` with ``schema`` missing from ``order.toml`` reaches the TUI."""
@@ -112,7 +112,7 @@ def test_issue12_one_bad_file_does_not_stop_the_tui_from_opening(
     assert [s.name for s in opened] == [session.name]
 
 
-def test_issue12_a_bad_session_toml_is_refused_in_one_line(
+def test_a_bad_session_toml_is_refused_in_one_line(
     session: Any, capsys: Any, monkeypatch: Any
 ) -> None:
     from helpers import cli
@@ -127,7 +127,7 @@ def test_issue12_a_bad_session_toml_is_refused_in_one_line(
     assert "Traceback" not in err
 
 
-async def test_issue12_panes_with_good_files_open_and_the_bad_one_says_why(
+async def test_panes_with_good_files_open_and_the_bad_one_says_why(
     session: Any, make_app: MakeApp
 ) -> None:
     """``order.toml`` without ``schema``: every other pane works; the Order pane says it."""

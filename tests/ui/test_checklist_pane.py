@@ -80,10 +80,10 @@ async def test_s1_add_item_stage_list_shows_stage_titles(session: Any, make_app:
         assert all(not s[4:].isdigit() for s in shown), shown
 
 
-async def test_issue10_first_frame_lists_a_screenful_then_every_item(
+async def test_first_frame_lists_a_screenful_then_every_item(
     session: Any, make_app: MakeApp
 ) -> None:
-    """Start-up (issue 10): the first frame lists what fits on screen; once it is painted
+    """Start-up: the first frame lists what fits on screen; once it is painted
     the whole checklist is listed, highlight on the first item, the done count over all."""
     from ui.pilot import background_started
 

@@ -83,7 +83,7 @@ async def test_k4_one_accepted_corpus_is_singular(session: Any, make_app: MakeAp
         assert "corpora" not in (cost + status)
 
 
-async def test_issue13_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot_idle(
+async def test_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot_idle(
     new_session: Any, make_app: MakeApp
 ) -> None:
     from datetime import datetime, timezone

@@ -169,7 +169,7 @@ def _traceback_depth(exc: BaseException | None) -> int:
     return depth
 
 
-def test_issue12_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
+def test_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
     """The remembered NVML failure is raised again each second without chaining tracebacks."""
     from gpusession.core.gpu.environment import read_nvml
     from gpusession.ui.panes.memory import PersistentNvml
@@ -183,12 +183,12 @@ def test_issue12_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
     assert depths[-1] == depths[1], depths  # the first raise is the original one
 
 
-async def test_issue12_soak_memory_poller_keeps_nothing_per_tick(
+async def test_soak_memory_poller_keeps_nothing_per_tick(
     session: Any, make_app: MakeApp
 ) -> None:
     """Idle on the memory pane (no NVML driver, the common CPU-only case): after many
-    refresh ticks, no worker, widget or history entry is kept per tick (issue 12, soak:
-    each tick's worker, future and task were kept alive by a chained traceback)."""
+    refresh ticks, no worker, widget or history entry is kept per tick (a chained
+    traceback would keep each tick's worker, future and task alive)."""
     import gc
 
     from textual.worker import Worker
@@ -240,7 +240,7 @@ async def test_m3_what_the_allocator_leaves_out_is_worded_by_what_is_shown_above
         assert "the NVML device total above includes them" in text_of(app, "#mem-alloc")
 
 
-async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
+async def test_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
     """A run across ranks: each rank's own four figures, under its device and UUID, never added."""
     from gpusession.core.records.ranks import append_rank_rows
 
@@ -277,7 +277,7 @@ async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_ap
         assert "11.0 GiB" not in alloc and "10.0 GiB" not in alloc  # never added over ranks (M2)
 
 
-async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
+async def test_memory_pane_without_a_readable_ranks_table_keeps_the_row(
     session: Any, make_app: MakeApp
 ) -> None:
     gib = 1024**3
@@ -297,7 +297,7 @@ async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
         assert "the largest over its ranks" in alloc and "ranks.csv could not be read" in alloc
 
 
-def test_issue13_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
+def test_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
     from gpusession.ui.panes.memory import allocator_lines
 
     row = {"experiment_id": "r2", "variant_id": "batch-4", "phase": "warm", "run_index": 2}

@@ -1,4 +1,4 @@
-"""Forms (``ui/modals.py``, issue 6): q does not quit, placeholders read as examples, opaque.
+"""Forms (``ui/modals.py``): q does not quit, placeholders read as examples, opaque.
 
 Pilot tests: the app is built by the factory the CLI uses (``build_app``) with fakes
 (``make_app`` in ``tests/ui/conftest.py``).

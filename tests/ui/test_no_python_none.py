@@ -1,4 +1,4 @@
-"""The TUI shows no Python ``None`` (issue 11, display): a ``validate --session`` row
+"""The TUI shows no Python ``None`` a ``validate --session`` row
 (experiment ``validate``, no phase, no run index, no timing) next to measured runs; a
 validation run archived as ``validation/<name>.toml`` is found by the Validation pane;
 hand-edited free text of an archived report is shown escaped (H-17).
@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.widgets import DataTable, Static
 from ui.pilot import MakeApp, settle
-from ui.test_words_for_people_tui import _pane_text
+from ui.test_rule_ids_not_shown_tui import _pane_text
 
 from gpusession.cli import main
 from gpusession.testing import FakeRunner

@@ -113,7 +113,7 @@ async def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(
 async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown(
     session: Any, make_app: MakeApp
 ) -> None:
-    """Issue 15: the Order pane says paid and what is open (provisioning), no countdown."""
+    """The Order pane says paid and what is open (provisioning), no countdown."""
     from datetime import timedelta
 
     from gpusession.core.money import order as om
@@ -134,7 +134,7 @@ async def test_s2_order_pane_after_payment_confirmed_says_paid_without_countdown
 async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
     session: Any, make_app: MakeApp
 ) -> None:
-    """Issue 15: the header says which event the window counts from; the Order pane offers
+    """The header says which event the window counts from; the Order pane offers
     to restart it at the gpu-provisioned event (key w)."""
     from datetime import timedelta
 

@@ -1,4 +1,4 @@
-"""The TUI header warns before the package ends; the key x opens the Cost pane's extensions (issue 14)."""
+"""The TUI header warns before the package ends; the key x opens the Cost pane's extensions."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _footer_keys(app: Any) -> list[str]:
     return [k.key for k in app.screen.query(FooterKey)]
 
 
-async def test_issue14_header_warns_2h_before_end_and_x_opens_extensions(session: Any, make_app: MakeApp) -> None:
+async def test_header_warns_2h_before_end_and_x_opens_extensions(session: Any, make_app: MakeApp) -> None:
     from textual.widgets import TabbedContent
 
     session.set_package(Package(gpu_model="RTX A5000", lots=1, days=7,
@@ -38,7 +38,7 @@ async def test_issue14_header_warns_2h_before_end_and_x_opens_extensions(session
         assert "Extension options" in text_of(app, "#cost-report")
 
 
-async def test_issue14_no_warning_no_key_far_from_the_end(session: Any, make_app: MakeApp) -> None:
+async def test_no_warning_no_key_far_from_the_end(session: Any, make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
@@ -46,7 +46,7 @@ async def test_issue14_no_warning_no_key_far_from_the_end(session: Any, make_app
         assert "x" not in _footer_keys(app)
 
 
-async def test_issue14_header_says_package_ended(session: Any, make_app: MakeApp) -> None:
+async def test_header_says_package_ended(session: Any, make_app: MakeApp) -> None:
     session.set_package(Package(gpu_model="RTX A5000", lots=1, days=3,
                                 start=FIXED_NOW - timedelta(days=4)))
     app = make_app()

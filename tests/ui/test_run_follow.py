@@ -1,4 +1,4 @@
-"""Issue 12: a run started elsewhere (``gpusession run NAME --detach``) is followed by the
+"""A run started elsewhere (``gpusession run NAME --detach``) is followed by the
 Run pane (key 2, ``ui/panes/run.py``) and by ``gpusession show NAME``.
 
 The other process is a real one (``sleep``) whose PID is written into the run lock; the
@@ -72,7 +72,7 @@ async def _until(pilot: Any, cond: Any, timeout_s: float = 6.0) -> None:
         await pilot.pause(0.1)
 
 
-async def test_issue12_run_pane_follows_a_run_in_another_process(
+async def test_run_pane_follows_a_run_in_another_process(
     session: Any, make_app: MakeApp, other_process: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run_mod, "FOLLOW_S", 0.2)
@@ -121,7 +121,7 @@ async def test_issue12_run_pane_follows_a_run_in_another_process(
         assert (bar.total, bar.progress) == (len(runs), len(runs))  # its summary below: not 0 %
 
 
-async def test_issue12_end_of_a_followed_run_reloads_validation_cost_and_memory(
+async def test_end_of_a_followed_run_reloads_validation_cost_and_memory(
     session: Any, make_app: MakeApp, other_process: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rows of a run in another process are final when it ends: the Validation, Cost
@@ -153,7 +153,7 @@ async def test_issue12_end_of_a_followed_run_reloads_validation_cost_and_memory(
                                                                              runs[-1].run_index)
 
 
-async def test_issue12_failed_start_says_why_without_class_name_and_bar_stops(
+async def test_failed_start_says_why_without_class_name_and_bar_stops(
     session: Any, make_app: MakeApp
 ) -> None:
     """A runner refused (the lock taken between the check and the start): the message
@@ -175,7 +175,7 @@ async def test_issue12_failed_start_says_why_without_class_name_and_bar_stops(
         assert pane.query_one("#run-bar", ProgressBar).total == run_mod.IDLE_TOTAL
 
 
-def test_issue12_show_says_run_in_progress(
+def test_show_says_run_in_progress(
     session: Any, other_process: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = _start(session)

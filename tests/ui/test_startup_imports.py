@@ -1,4 +1,4 @@
-"""Issue 10 (start-up): what the TUI's first frame does not wait for stays out of it.
+"""What the TUI's first frame does not wait for stays out of it.
 
 Checked in a fresh interpreter on the real opening path (``Session.open`` of a folder on
 disk, then the app headless at 80×24): at the moment the first frame is painted
@@ -49,12 +49,12 @@ def _first_frame_modules(root: Path, name: str) -> list[str]:
     return done.stdout.split()
 
 
-def test_issue10_first_frame_imports_no_psutil_recovery_events_or_wordlists(tmp_path: Path) -> None:
+def test_first_frame_imports_no_psutil_recovery_events_or_wordlists(tmp_path: Path) -> None:
     s = make_session(tmp_path, "bench")
     assert _first_frame_modules(tmp_path, s.name) == ["FRAME"]
 
 
-def test_issue10_a_crash_left_behind_is_still_recovered_before_the_first_frame(tmp_path: Path) -> None:
+def test_a_crash_left_behind_is_still_recovered_before_the_first_frame(tmp_path: Path) -> None:
     s = make_session(tmp_path, "bench")
     s.journal("run_started", run_key="e/v/warm/0", experiment_id="e", variant_id="v", phase="warm",
               run_index=0)

@@ -1,4 +1,4 @@
-"""SIGTERM/SIGHUP in the TUI (issue 12, H-14): the run started from the Run pane ends at
+"""SIGTERM/SIGHUP in the TUI (H-14): the run started from the Run pane ends at
 once, the journal says where, the lock is released and the app exits cleanly (so the
 terminal gets its screen back) with 128 + the signal's number.
 

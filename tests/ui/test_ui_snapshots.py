@@ -1,4 +1,4 @@
-"""Snapshot tests of the six panes at 80×24 (smallest tmux pane) and 120×40 (issue 6).
+"""Snapshot tests of the six panes at 80×24 (smallest tmux pane) and 120×40.
 
 Deterministic: a fixed clock, a fake NVML (one RTX A5000 by UUID), a fixed host memory
 reading, UTC for local times (``make_app`` in ``tests/ui/conftest.py``), a fake runner for

@@ -1,4 +1,4 @@
-"""The other nodes' side of a torchrun group over several nodes (issue 13).
+"""The other nodes' side of a torchrun group over several nodes.
 
 Who calls it: ``gpusession agent NAME --experiment ID`` on each node other than the
 runner's (:mod:`gpusession.commands.agent_cmd`). No torch here: torchrun and the ranks
@@ -91,7 +91,7 @@ class AgentOutcome:
 
 
 def run_end(records: list[Event], experiment_id: str) -> str | None:
-    """How the newest invocation of ``experiment_id`` in a journal stands (issue 13).
+    """How the newest invocation of ``experiment_id`` in a journal stands.
 
     Args:
         records: typed journal records, oldest first
@@ -144,7 +144,7 @@ def pending_specs(exp_dir: Path, seen: set[tuple[str, int, int]]) -> list[Path]:
 
 
 class Agent:
-    """Joins every worker group of one experiment from another node (issue 13).
+    """Joins every worker group of one experiment from another node.
 
     Args:
         session_folder: the session's folder (the same path as on the runner's node).

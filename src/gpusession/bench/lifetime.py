@@ -1,4 +1,4 @@
-"""A child process ends with its parent: ``PR_SET_PDEATHSIG`` (issue 12, H-14).
+"""A child process ends with its parent: ``PR_SET_PDEATHSIG`` (H-14).
 
 Why it exists: a worker killed with SIGKILL, or a parent killed with SIGKILL, cannot end
 its children itself. Linux can: ``prctl(PR_SET_PDEATHSIG, sig)`` makes the kernel send
@@ -71,7 +71,7 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
 
     The parent may die between the fork and the ``prctl``; then this process has been
     re-parented and the signal will never come. Comparing ``os.getppid()`` with the
-    expected parent right after setting it closes that window (issue 12).
+    expected parent right after setting it closes that window.
 
     Args:
         expected_parent: the parent's PID; ``None`` reads :data:`PARENT_ENV` (no check
@@ -95,7 +95,7 @@ def reset_signals() -> None:
     """Default dispositions for the signals a parent may ignore or catch.
 
     A child of a process that ignores SIGINT inherits "ignore" across ``exec``; the
-    user's command must be interruptible (issue 12), so SIGINT, SIGTERM, SIGHUP, SIGQUIT
+    user's command must be interruptible, so SIGINT, SIGTERM, SIGHUP, SIGQUIT
     and SIGPIPE are back to their defaults.
     """
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGPIPE"):
@@ -111,7 +111,7 @@ def child_preexec() -> None:
     """``preexec_fn`` for a child of a single-threaded process (the user's command).
 
     Resets signal dispositions (:func:`reset_signals`) and sets the parent-death signal
-    to SIGKILL, so the command ends with the worker (issue 12). Runs in the child
+    to SIGKILL, so the command ends with the worker. Runs in the child
     between ``fork`` and ``exec``; the ``prctl`` function is loaded before the fork.
     """
     reset_signals()

@@ -42,7 +42,7 @@ _BANNER_PREFIXES = ("Setting OMP_NUM_THREADS",)
 
 
 def is_decoration(line: str) -> bool:
-    """Whether a stderr line is only decoration, never an error worth quoting (issue 13).
+    """Whether a stderr line is only decoration, never an error worth quoting.
 
     Args:
         line: one stderr line.
@@ -67,7 +67,7 @@ class WorkerProcess:
 
     The worker starts as the leader of a session (and process group) of its own: the
     terminal's Ctrl-C and hang-up do not reach it, and :meth:`end_group` ends it with
-    everything it started, the user's command included (issue 12, H-14). It learns its
+    everything it started, the user's command included (H-14). It learns its
     parent's PID from ``GPUSESSION_PARENT_PID`` and sets its parent-death signal itself
     (:func:`gpusession.bench.lifetime.die_with_parent`), so no ``preexec_fn`` runs in this
     possibly threaded parent. Create it from the thread that waits for it (the
@@ -102,7 +102,7 @@ class WorkerProcess:
             # its own session: out of reach of the terminal's signals, ended as one group
             start_new_session=sys.platform != "win32",
         )
-        #: PID and start time: the name recorded in the journal (issue 12).
+        #: PID and start time: the name recorded in the journal.
         self.ident: ProcessId = identify(self.proc.pid)
         self.events: queue.Queue[Any] = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=200)
@@ -146,7 +146,7 @@ class WorkerProcess:
         """The last meaningful stderr line on one line (at most 300 characters), or ``None``.
 
         Decoration is skipped (:func:`is_decoration`: torchrun's banner, rules of
-        asterisks), so an incident never quotes a line that says nothing (issue 13).
+        asterisks), so an incident never quotes a line that says nothing.
         """
         for line in reversed(self.stderr):
             if not is_decoration(line):
@@ -172,12 +172,12 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.end_group()
             code = self.proc.wait()
-        self.end_group()  # whatever the worker left behind in its group (issue 12)
+        self.end_group()  # whatever the worker left behind in its group
         self._t_err.join(timeout=5)
         return code
 
     def end_group(self) -> list[int]:
-        """End the worker's whole process group and its descendants now (issue 12).
+        """End the worker's whole process group and its descendants now.
 
         Safe to call from any thread, several times, and after the worker exited (then
         only leftovers of its group are ended). The worker's own exit status stays

@@ -1,4 +1,4 @@
-"""The process group of a rank and the protocol across ranks (issue 13).
+"""The process group of a rank and the protocol across ranks.
 
 Who calls it: the worker (:mod:`gpusession.bench.worker`) when it runs under torchrun.
 torch is imported inside functions only; the UI never imports this module (M5).
@@ -75,7 +75,7 @@ class RankRun:
 
 
 class RankGroup:
-    """This process's torch.distributed group (issue 13).
+    """This process's torch.distributed group.
 
     ``init_process_group`` with NCCL when the rank works on a GPU, else gloo; the
     device is ``cuda:LOCAL_RANK`` or ``cpu``. A gloo side group carries the barriers,
@@ -164,7 +164,7 @@ class RankGroup:
     def measure(self, timer: Any, work: Callable[[], Any], *, gpu_uuid: str | None = None,
                 on_failure: Callable[[BaseException], dict[str, Any]] | None = None,
                 clock: Callable[[], int] = time.perf_counter_ns) -> RankRun:
-        """One measured run across ranks (see the module doc; issue 13).
+        """One measured run across ranks (see the module doc).
 
         Args:
             timer: this rank's :class:`~gpusession.bench.timing.SyncTimer` (the one
@@ -224,7 +224,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 
 def rank_notes(run: RankRun) -> str:
-    """Words for a row's ``notes``: ranks, the slowest, where the peaks were (issue 13).
+    """Words for a row's ``notes``: ranks, the slowest, where the peaks were.
 
     Example: ``"2 ranks: slowest rank 1 (520 ms own of 530 ms between barriers); peak
     reserved on rank 0 (maximum over ranks)"`` (durations as :func:`format_seconds`:

@@ -1,4 +1,4 @@
-"""Several ranks in one run (issue 13): shards, the torchrun command line, a failed group.
+"""Several ranks in one run: shards, the torchrun command line, a failed group.
 
 Who calls it: the runner (:func:`torchrun_argv`, :func:`torchrun_root_cause`; a
 torchrun group is ended like any worker, by
@@ -22,13 +22,13 @@ class DeviceUnavailable(RuntimeError):
     """The device the experiment asks for is not there (no GPU, or fewer than its ranks).
 
     Raised in a worker or a rank before anything is loaded; every worker of the run would
-    fail the same way, so the runner stops the experiment at the first one (issue 13;
-    :data:`gpusession.bench.runner.UNMENDABLE_LOAD_ERRORS`).
+    fail the same way, so the runner stops the experiment at the first one
+    (:data:`gpusession.bench.runner.UNMENDABLE_LOAD_ERRORS`).
     """
 
 
 def shard_bounds(n_items: int, world_size: int, rank: int) -> tuple[int, int]:
-    """The contiguous, deterministic shard ``[start, stop)`` of ``rank`` (issue 13).
+    """The contiguous, deterministic shard ``[start, stop)`` of ``rank``.
 
     The first ``n_items % world_size`` ranks hold one item more; shards follow the
     rank order, so concatenating them by rank gives back the corpus order.
@@ -75,7 +75,7 @@ class RankEnv:
 
     @property
     def speaks_first(self) -> bool:
-        """Whether this rank talks to the runner before the group has formed (issue 13)."""
+        """Whether this rank talks to the runner before the group has formed."""
         return self.leader_claim if self.leader_claim is not None else self.rank == 0
 
 
@@ -128,7 +128,7 @@ def torchrun_argv(python: str, nproc_per_node: int, module_argv: list[str], *, n
         One node: ``[python, "-m", "torch.distributed.run", "--standalone",
         "--nproc-per-node", N, *module_argv]`` (a free local port). Several nodes:
         ``--nnodes``, ``--rdzv-backend c10d``, ``--rdzv-endpoint``, ``--rdzv-id`` and
-        ``--rdzv-conf is_host=1|0`` instead of ``--standalone`` (issue 13).
+        ``--rdzv-conf is_host=1|0`` instead of ``--standalone``.
 
     Raises:
         ValueError: ``nodes > 1`` without a rendezvous endpoint or id.
@@ -165,7 +165,7 @@ def rendezvous_id(experiment_id: str, worker: str) -> str:
 
 #: The exit code of a rank whose measured run failed (it raised, out of memory included):
 #: the group ends with that run, torchrun names this rank as the root cause, and the
-#: runner starts a fresh group for the runs left (issue 13).
+#: runner starts a fresh group for the runs left.
 RUN_FAILED_EXIT = 5
 
 
@@ -208,7 +208,7 @@ _MESSAGE_TAIL = re.compile(r"\s*(?:This is typically caused by|Check the logs of
 
 
 def lost_peer(error: str | None) -> bool:
-    """Whether an error says the rank lost its connection to a peer rank (issue 13).
+    """Whether an error says the rank lost its connection to a peer rank.
 
     Args:
         error: a rank's error message (one line or several), ``None`` when unknown.
@@ -221,7 +221,7 @@ def lost_peer(error: str | None) -> bool:
 
 
 def error_gist(text: str | None, limit: int = 300) -> str | None:
-    """The first meaningful line of an error, without torch's decoration (issue 13).
+    """The first meaningful line of an error, without torch's decoration.
 
     Blank and decoration lines (:func:`gpusession.bench.process.is_decoration`) are
     skipped; a C++ source location (``[…/pair.cc:553] ``) and torch's advice
@@ -303,7 +303,7 @@ def torchrun_root_cause(lines: list[str], known: Mapping[int, str] | None = None
     lost its connection to a peer (:func:`lost_peer`), the rank that really failed is
     the other failed rank of the summary that did not lose a peer and was not ended by
     torchrun (SIGTERM); when there is none here (it was on another node, or its end
-    went unseen), the failure says ``lost_peer`` (issue 13).
+    went unseen), the failure says ``lost_peer``.
 
     Args:
         lines: the launcher's stderr lines (the ranks' stderr is interleaved there).

@@ -1,4 +1,4 @@
-"""Where each rank of a group stood when its run timed out (issue 13: a hung rank is named).
+"""Where each rank of a group stood when its run timed out (a hung rank is named).
 
 Who calls it: a rank at its start (:func:`register_dump`, from
 :func:`gpusession.bench.worker.run_rank_worker`) and the runner when a run of a torchrun

@@ -24,7 +24,7 @@ def root_of(args: argparse.Namespace) -> Path:
 
     Raises:
         BadInput: the root exists and is not a folder (``--sessions-dir /etc/passwd``):
-            "not a folder", exit 2, rather than "no sessions in …" (issue 12).
+            "not a folder", exit 2, rather than "no sessions in …".
     """
     root = sessions_root(getattr(args, "sessions_dir", None))
     if root.exists() and not root.is_dir():
@@ -47,10 +47,10 @@ def open_session(args: argparse.Namespace, name: str) -> Session:
         The open session.
     """
     session = Session.open(root_of(args), name)
-    remember_sessions_dir(session.folder.parent)  # `status` from any folder (issue 14)
+    remember_sessions_dir(session.folder.parent)  # `status` from any folder
     for sentence in session.recovered:
         print(f"gpusession: {name}: recovered after an interruption: {sentence}", file=sys.stderr)
-    for warning in session.hidden.get("session.toml", ()):  # a pasted secret (issue 12)
+    for warning in session.hidden.get("session.toml", ()):  # a pasted secret
         print(f"warning: {warning}", file=sys.stderr)
     return session
 
@@ -100,7 +100,7 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
 
     Returns:
         The table; a standalone validation reads as an accepted or rejected validation,
-        never as a failed run (issue 15); the quality figure stands beside the times.
+        never as a failed run; the quality figure stands beside the times.
     """
     table = [raw if isinstance(raw, SummaryRow) else _row_of(raw) for raw in rows]
     ew = max([10] + [len(_or_dash(r.experiment_id)) for r in table])  # columns fit their words

@@ -1,4 +1,4 @@
-"""``gpusession agent NAME --experiment ID``: another node's side of a run over several nodes (issue 13).
+"""``gpusession agent NAME --experiment ID``: another node's side of a run over several nodes.
 
 Thin: the loop is :class:`gpusession.bench.agent.Agent`. The session is opened without
 recovery (the run lock is the runner's, on another node) and nothing in it is written.

@@ -1,4 +1,4 @@
-"""``checklist``, ``manifest``, ``verify-copy``, ``report`` (issue 7; S1, S4, S5).
+"""``checklist``, ``manifest``, ``verify-copy``, ``report`` (S1, S4, S5).
 
 * ``gpusession checklist NAME [--json]`` -- items by stage with done/when/note/evidence;
   ``checklist NAME done|undone ITEM``, ``note ITEM TEXT``, ``add STAGE TEXT``,
@@ -177,7 +177,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
-    for w in s.hidden.get("checklist.toml", ()):  # a secret pasted by hand: hidden, said (issue 12)
+    for w in s.hidden.get("checklist.toml", ()):  # a secret pasted by hand: hidden, said
         print(f"warning: {w}", file=sys.stderr)
     if as_json:
         print_json(
@@ -216,7 +216,7 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
 
 # -- manifest / verify-copy ----------------------------------------------------------------
 def _shown(name: str) -> str:
-    """A file name as printed: a newline or other control character escaped (issue 12)."""
+    """A file name as printed: a newline or other control character escaped."""
     from gpusession.core.files.textio import printable
 
     return printable(name, keep="")
@@ -268,7 +268,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
     for sk in res.skipped:
         print(f"  skipped {_shown(sk.path)}: {sk.reason}")
-    # The real path (issue 15): "verify-copy manifest.csv COPY_DIR" only worked from the
+    # The real path: "verify-copy manifest.csv COPY_DIR" only worked from the
     # session folder. Home, `pull` copies session and deliverables and verifies both.
     print("after the copy home, on your own computer: gpusession pull "
           f"[USER@]HOST:{s.folder.absolute()} --deliverables {folder.absolute()}")

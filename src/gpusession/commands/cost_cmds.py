@@ -1,4 +1,4 @@
-"""``cost`` and ``order``: the Cost and Order panes, headless (issue 5; K1–K7, S2, S3, S5, S6).
+"""``cost`` and ``order``: the Cost and Order panes, headless (K1–K7, S2, S3, S5, S6).
 
 Examples::
 
@@ -184,7 +184,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         window_json = window.to_json()
     plan = parse_plan(args.plan) if args.plan is not None else None
     if days is None and plan is not None:
-        # K6 (issue 15): without --days, the plan picks the smallest covering package.
+        # K6: without --days, the plan picks the smallest covering package.
         coverage = plan_coverage(plan)
         days = coverage.package_days or PACKAGE_DAYS[-1]
         notes.insert(0, f"--days not given: priced as the {days}-day package, the smallest that "
@@ -230,7 +230,7 @@ def cmd_order_show(args: argparse.Namespace) -> int:
         BadInput: No such session, an unreadable ``order.toml``.
     """
     state = load_order(open_session(args, args.name))
-    for w in state.hidden:  # a secret pasted into order.toml by hand: hidden, said (issue 12)
+    for w in state.hidden:  # a secret pasted into order.toml by hand: hidden, said
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print_json(order_to_json(state))
@@ -328,7 +328,7 @@ def cmd_order_event(args: argparse.Namespace) -> int:
 
 
 def _hint_package_start(s: Any, at: Any) -> None:
-    """S6: the package window counts from provisioning; offer to restart it there (issue 15)."""
+    """S6: the package window counts from provisioning; offer to restart it there."""
     from gpusession.core.money.window import local_str, session_window_origin
 
     origin = session_window_origin(s, load_order(s))

@@ -1,4 +1,4 @@
-"""``gpusession pull SRC [--deliverables DIR] [--to DIR] [--ssh CMD]`` (issue 14; S4, G§8).
+"""``gpusession pull SRC [--deliverables DIR] [--to DIR] [--ssh CMD]`` (S4, G§8).
 
 Thin: the transfer and the verification are :func:`gpusession.core.retrieval.pull.pull`. This
 module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
@@ -82,7 +82,7 @@ class _Bar:
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
-    """Copy a session and its deliverables home, verify them, print the outcome (issue 14).
+    """Copy a session and its deliverables home, verify them, print the outcome.
 
     Args:
         args: ``source``, ``deliverables``, ``to``, ``ssh``, ``bwlimit``, ``rsync_path``,
@@ -155,7 +155,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
     print(f"NOT VERIFIED: {res.reason}")
     if check is not None and check.changed:
         # The copy differs from the server's file: fetching it again helps. The server's
-        # own file no longer matches its manifest: no copy can help (issue 14).
+        # own file no longer matches its manifest: no copy can help.
         told = bool(res.copy_differs or res.server_changed)
         if (res.copy_differs or not told) and not args.checksum:
             print("  rerun with --checksum to fetch the changed files again, then it is verified anew")

@@ -1,4 +1,4 @@
-"""``new``, ``list``, ``show``, ``package``: session folders from the shell (issue 2)."""
+"""``new``, ``list``, ``show``, ``package``: session folders from the shell."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     gpu = check_gpu_model(args.gpu) if args.gpu is not None else None
     pkg = Package(gpu_model=gpu, lots=args.lots, days=args.days, start=start)
     s = Session.create(root_of(args), args.name, package=pkg)
-    remember_sessions_dir(s.folder.parent)  # `status` from any folder (issue 14)
+    remember_sessions_dir(s.folder.parent)  # `status` from any folder
     print(f"created session {s.name} in {s.folder}")
     return 0
 
@@ -171,7 +171,7 @@ def cmd_package(args: argparse.Namespace) -> int:
 
 
 def _provisioned_at(s: Session) -> Any:
-    """The time of the order's latest ``gpu-provisioned`` event (S6, issue 15).
+    """The time of the order's latest ``gpu-provisioned`` event (S6).
 
     Raises:
         BadInput: no such event recorded yet (nothing is changed).
@@ -206,7 +206,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         ``time_left_seconds``, S6), ``runs`` (rows of the results CSV),
         ``accepted_unique_corpora`` (K4), ``summary`` (one dict per experiment, variant and
         phase, R6), ``copy_home_verified`` and ``warning`` (the end-of-package warning or
-        ``None``, issue 14) and ``session_toml`` (the rest of the file).
+        ``None``) and ``session_toml`` (the rest of the file).
 
     Raises:
         BadInput: An unreadable results CSV.
@@ -239,7 +239,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
 
 
 def _origin(s: Session) -> Any:
-    """Which event the window counts from (issue 15); ``None`` when order.toml is unreadable."""
+    """Which event the window counts from; ``None`` when order.toml is unreadable."""
     from gpusession.core.money.order import load_order
     from gpusession.core.money.window import session_window_origin
 
@@ -250,7 +250,7 @@ def _origin(s: Session) -> Any:
 
 
 def _warning_text(s: Session, copy_home_verified: bool) -> str | None:
-    """The end-of-package warning now (issue 14), ``None`` when there is none."""
+    """The end-of-package warning now, ``None`` when there is none."""
     warning = package_warning(package_window(s.package), copy_home_verified)
     return warning.text if warning is not None else None
 
@@ -342,16 +342,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     origin = _origin(s)
     print(f"start     {local_time(pkg.start)}" + (f" ({origin.words()})" if origin else ""))
     print(f"end       {local_time(pkg.end)}")
-    # issue 14: the words (and rounding) of `status` and the TUI header
+    # the words (and rounding) of `status` and the TUI header
     print(f"time left {package_window(pkg).time_left_words().removesuffix(' left')}")
     offer = origin.offer_line(s.name) if origin else None
     if offer:
         print(f"          {offer}")
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
-    if data["warning"] is not None:  # issue 14: 24 h, 2 h before the end; "package ended"
+    if data["warning"] is not None:  # 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")
     print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
-    if busy := running_words(s.folder):  # issue 12: a detached run, followed
+    if busy := running_words(s.folder):  # a detached run, followed
         print(f"running   {busy}")
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")

@@ -1,4 +1,4 @@
-"""``gpusession status [NAME] [--format plain|tmux]``: one line, fast (issue 14; S6).
+"""``gpusession status [NAME] [--format plain|tmux]``: one line, fast (S6).
 
 Dispatched by :func:`gpusession.cli.main` before the full argument parser is built, so a
 call from tmux's ``status-right`` every few seconds imports only this module and
@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
-    """Print the status line of one session (issue 14; S6).
+    """Print the status line of one session (S6).
 
     Args:
         args: ``name`` (or ``None``), ``format``, ``sessions_dir``.

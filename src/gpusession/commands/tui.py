@@ -1,4 +1,4 @@
-"""``gpusession [NAME]`` / ``gpusession open NAME``: the TUI (issue 6).
+"""``gpusession [NAME]`` / ``gpusession open NAME``: the TUI.
 
 With no session yet, a person at a terminal is offered to create one (name, GPU, lots,
 days); a script (stdin not a terminal) gets one line saying how, and exit code 1.
@@ -107,11 +107,11 @@ def cmd_open(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    else:  # a bad order/checklist/results file is said in its pane (issue 12)
+    else:  # a bad order/checklist/results file is said in its pane
         session = Session.open(root, name, check_files=False)
     from gpusession.core.retrieval.status import remember_sessions_dir
     from gpusession.ui.app import run_app
 
-    remember_sessions_dir(session.folder.parent)  # `status` from any folder (issue 14)
+    remember_sessions_dir(session.folder.parent)  # `status` from any folder
 
     return run_app(session)

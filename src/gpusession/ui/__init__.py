@@ -1,4 +1,4 @@
-"""The Textual TUI of gpusession (issue 6): one screen, six panes, keyboard first.
+"""The Textual TUI of gpusession: one screen, six panes, keyboard first.
 
 Who calls it: ``gpusession [NAME]`` / ``gpusession open`` and ``gpusession demo`` through
 :func:`gpusession.ui.app.run_app`; tests through :func:`gpusession.ui.app.build_app`.

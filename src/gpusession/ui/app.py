@@ -1,4 +1,4 @@
-"""The gpusession Textual app and the factory the CLI and the tests share (issue 6).
+"""The gpusession Textual app and the factory the CLI and the tests share.
 
 Who calls it: ``gpusession [NAME]`` / ``gpusession open`` (:mod:`gpusession.commands.tui`)
 and ``gpusession demo`` call :func:`run_app`; tests and ``benchmarks/bench_startup.py``
@@ -8,7 +8,7 @@ The app itself is thin: it holds the :class:`~gpusession.ui.context.UiContext`, 
 one :class:`~gpusession.ui.screens.MainScreen` as its default screen, loads ``app.tcss``
 and offers the command palette. It never imports torch (M5).
 
-Signals (issue 12, H-14): SIGHUP (the terminal or ssh connection went away) and SIGTERM
+Signals (H-14): SIGHUP (the terminal or ssh connection went away) and SIGTERM
 end the run started from the Run pane at once (its worker groups are killed, the journal
 says at which run, the runner releases the lock), then the app exits cleanly, so the
 terminal gets its normal screen back (no alternate screen, no mouse mode left on); the
@@ -57,7 +57,7 @@ def _terminal_gone() -> bool:
 
 
 class GpuSessionApp(App[int]):
-    """One session in one screen. Quit is the only priority binding (style.md §7)."""
+    """One session in one screen. Quit is the only priority binding (design.md, style point 7)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "gpusession"
@@ -66,7 +66,7 @@ class GpuSessionApp(App[int]):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
         Binding("q", "quit_q", "Quit", show=False, id="app.quit_q"),
-        # issue 14: shown only while the header warns that the package ends soon or ended.
+        # shown only while the header warns that the package ends soon or ended.
         Binding("x", "extension", "Extend?", id="app.extension"),
     ]
 
@@ -80,7 +80,7 @@ class GpuSessionApp(App[int]):
         return True
 
     async def action_extension(self) -> None:
-        """Open the Cost pane on its extension options (issue 14): the table near its end."""
+        """Open the Cost pane on its extension options: the table near its end."""
         await self.main.action_show_pane("cost")
         self.main.pane("cost").query_one("#cost-out").scroll_end(animate=False)
 
@@ -94,7 +94,7 @@ class GpuSessionApp(App[int]):
 
     def get_default_screen(self) -> MainScreen:
         # The main screen is the bottom of the stack: no blank default screen composed,
-        # laid out and painted before it (start-up time, issue 10).
+        # laid out and painted before it (start-up time).
         # NO_COLOR is honoured by Textual itself (App.no_color strips colour); every
         # state is also written in words (H-11), so nothing is lost without colour.
         return MainScreen(self.ctx)
@@ -109,7 +109,7 @@ class GpuSessionApp(App[int]):
         self._signals_installed = []
 
     def _install_signal_handlers(self) -> None:
-        """SIGHUP/SIGTERM end the run at once and the app cleanly (issue 12)."""
+        """SIGHUP/SIGTERM end the run at once and the app cleanly."""
         if threading.current_thread() is not threading.main_thread():
             return  # the loop of a test harness thread: signals are the main thread's
         loop = asyncio.get_running_loop()
@@ -121,7 +121,7 @@ class GpuSessionApp(App[int]):
             self._signals_installed.append(int(sig))
 
     def end_on_signal(self, signum: int) -> None:
-        """SIGHUP or SIGTERM arrived: end the run now, then leave the app (issue 12, H-14).
+        """SIGHUP or SIGTERM arrived: end the run now, then leave the app (H-14).
 
         Called on the event loop (``loop.add_signal_handler``). The run's worker groups
         are killed, the runner journals "interrupted by …" and releases the lock; once

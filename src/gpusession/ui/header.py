@@ -57,7 +57,7 @@ def package_words(ctx: UiContext, *, short: bool = False) -> str:
         return "package window not set"
     end = pkg.end.astimezone(ctx.tz) if ctx.tz is not None else pkg.end.astimezone()
     left = pkg.time_left(ctx.now())
-    window = package_window(pkg, ctx.now())  # issue 14: the words of `status` and `show`
+    window = package_window(pkg, ctx.now())  # the words of `status` and `show`
     if not short:
         return f"{pkg.days}-day package ends {end:%m-%d %H:%M %Z}, {window.time_left_words()}"
     text = window.time_left_words(minutes=False)  # 4d 21h 05m left → 4d 21h left
@@ -81,7 +81,7 @@ def order_words(ctx: UiContext) -> str:
 
 
 def package_warning_now(ctx: UiContext) -> Any | None:
-    """The end-of-package warning at ``ctx.now()`` (issue 14): 24 h / 2 h before the end
+    """The end-of-package warning at ``ctx.now()``: 24 h / 2 h before the end
     while the copy home is not verified, and "package ended"; ``None`` otherwise."""
     from gpusession.core.money.window import package_warning, package_window
     from gpusession.core.retrieval.status import retrieval_state
@@ -111,7 +111,7 @@ def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | N
         if len(first) > width:  # a very long name: the window matters more than the GPU
             first = " │ ".join([name, package_words(ctx, short=True)])
     second = order if order is not None else order_words(ctx)
-    if warning is not None:  # issue 14: the key x (footer) opens the Cost pane's extensions
+    if warning is not None:  # the key x (footer) opens the Cost pane's extensions
         second = f"WARNING {warning.short} (x: extensions) │ {second}"
     return first + "\n" + second
 
@@ -125,7 +125,7 @@ class SessionHeader(Static):
         self.snapshot: Any | None = None
         self._width = 0
         self._order = "order: reading…"
-        #: The end-of-package warning shown (issue 14); the app shows the key x while set.
+        #: The end-of-package warning shown; the app shows the key x while set.
         self.warning: Any | None = None
 
     def on_mount(self) -> None:
@@ -138,7 +138,7 @@ class SessionHeader(Static):
     def read_order(self) -> None:
         """Read the order line and the package-end warning in a thread, then redraw.
 
-        Started after the first frame (issue 10: start-up), so neither delays it.
+        Started after the first frame (start-up), so neither delays it.
         """
         line = order_words(self.ctx)
         warning = package_warning_now(self.ctx)

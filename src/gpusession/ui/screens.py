@@ -1,9 +1,9 @@
 """The main screen: header line, six panes in a tab bar, footer (design.md §UI).
 
 Who calls it: :class:`gpusession.ui.app.GpuSessionApp` has one :class:`MainScreen` (its default screen).
-Attributes down, messages up (style.md §4): panes post messages; this screen reacts by
-redrawing the header and telling the other panes to reload (a run landed → memory,
-validation and cost re-read; an order changed → header).
+Attributes down, messages up (design.md, style point 4): panes post messages; this screen
+reacts by redrawing the header and telling the other panes to reload (a run landed →
+memory, validation and cost re-read; an order changed → header).
 
 Start-up time: only the first pane is built before the first frame; every other pane
 (and the modules only it needs: polars tables, core modules) is built the first time it

@@ -110,7 +110,7 @@ def check_contract(obj: Any, name: str) -> None:
 
     ``load`` must accept three positional arguments ``(device: str, precision: str,
     context_limit: int | None)`` and ``predict`` one (``texts: list[str]``); see the
-    README's workload contract (issue 15).
+    README's workload contract.
 
     Args:
         obj: what the factory returned.

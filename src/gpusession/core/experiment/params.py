@@ -2,7 +2,7 @@
 
 Who calls it: :func:`gpusession.core.folder.experiments.define_experiment` (the ``experiment define``
 command and the TUI Define form), so that an experiment the worker could not build is
-refused before it is stored, not at run time with a traceback (issue: helper misc, item 1).
+refused before it is stored, not at run time with a traceback.
 No torch here: the parent process and the TUI read it; a test keeps this table in step
 with the workloads' constructors (:mod:`.bbc_news`, :mod:`.synthetic_mlp`).
 """

@@ -100,10 +100,10 @@ class Experiment:
             command's placeholders are whole arguments or ``--flag={x}`` only, never
             inside a ``-c`` script (:mod:`gpusession.core.experiment.placeholders`).
         run_timeout_s: a run taking longer is killed and kept as a failed row (R7).
-        gpus: processes per node (issue 13): ``1`` runs one worker process; ``N > 1``
+        gpus: processes per node: ``1`` runs one worker process; ``N > 1``
             starts the worker through torchrun with ``N`` ranks, each on
             ``cuda:LOCAL_RANK`` (NCCL) or on CPU (gloo), the corpus split by rank.
-        nodes: nodes of the torchrun group (issue 13); more than one needs
+        nodes: nodes of the torchrun group; more than one needs
             ``rendezvous``; each other node runs ``gpusession agent`` (:mod:`gpusession.bench.agent`).
         rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
             not part of the setup (a new address is not a new experiment).
@@ -239,25 +239,25 @@ def check(exp: Experiment) -> Experiment:
     _check_gpus(exp, f)
     if exp.workload == "command":
         argv = exp.params.get("command")
-        if not argv:  # issue 12: say what to type, not the file's shape
+        if not argv:  # say what to type, not the file's shape
             raise BadInput("--command is empty: a command workload needs the program and its "
                            "arguments, e.g. --command 'python3 score.py {batch}'",
                            field=f"{f}.params.command")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise BadInput("expected a list of arguments (text)", field=f"{f}.params.command")
-        check_command(argv, field=f"{f}.params.command")  # a value never becomes code (issue 12)
+        check_command(argv, field=f"{f}.params.command")  # a value never becomes code
     if exp.varied == "context":
         _check_context_varied(exp, f)
     return exp
 
 
 def _check_gpus(exp: Experiment, f: str) -> None:
-    """Check ``gpus`` and ``nodes``: whole numbers ≥ 1 (issue 13).
+    """Check ``gpus`` and ``nodes``: whole numbers ≥ 1.
 
     More than one process needs a torch workload on ``cuda``/``cpu`` and the processing
     scope; several nodes need a rendezvous endpoint ``host:port``.
 
-    Source: issue 13 (several GPUs in one run through torchrun).
+    Why: several GPUs in one run go through torchrun, which a bad count would fail late.
     """
     g = exp.gpus
     if not isinstance(g, int) or isinstance(g, bool) or g < 1:

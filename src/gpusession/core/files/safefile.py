@@ -1,4 +1,4 @@
-"""Private files and folders that are never written through a symbolic link (issue 12).
+"""Private files and folders that are never written through a symbolic link.
 
 Why it exists: a session folder holds order notes, amounts and the journal that repeats
 them. Every file gpusession writes there is created mode 0600 and every session folder
@@ -23,9 +23,9 @@ from typing import BinaryIO
 
 from gpusession.core.files.errors import BadInput
 
-#: Mode of every file gpusession writes in a session folder (issue 12).
+#: Mode of every file gpusession writes in a session folder.
 FILE_MODE = 0o600
-#: Mode of every session folder and folder gpusession creates inside one (issue 12).
+#: Mode of every session folder and folder gpusession creates inside one.
 DIR_MODE = 0o700
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -33,7 +33,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def link_refused(path: Path | str) -> BadInput:
-    """The error for a write refused because ``path`` is a symbolic link (issue 12).
+    """The error for a write refused because ``path`` is a symbolic link.
 
     Returns:
         A :class:`BadInput` naming the file, to raise (exit 2).
@@ -50,7 +50,7 @@ def refuse_link_or_special(path: Path | str) -> None:
 
     The one check of the files every command reads (``resultats-bruts.csv``,
     ``journal.jsonl``): never read through a link (:func:`link_refused`), never waited on
-    (:func:`gpusession.core.files.textio.refuse_special`); a missing file passes (issues 12, 14).
+    (:func:`gpusession.core.files.textio.refuse_special`); a missing file passes.
 
     Raises:
         BadInput: naming the file and what it is.
@@ -287,7 +287,7 @@ def private_dir_mode(path: Path | str) -> None:
 
 
 def check_writable(path: Path | str, *, folder: bool = False) -> None:
-    """Refuse now a file or folder that a later write would refuse (issue 12, item 2).
+    """Refuse now a file or folder that a later write would refuse.
 
     For a check *before* work whose results must be written (a run checks its CSV,
     journal, runs folder and worker specs before it measures anything): ``path`` must

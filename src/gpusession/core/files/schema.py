@@ -1,4 +1,4 @@
-"""The types of the hand-editable session files, checked before any value is used (issue 12).
+"""The types of the hand-editable session files, checked before any value is used.
 
 A person may open ``session.toml``, ``order.toml`` or ``checklist.toml`` in an editor and
 write ``events = 5`` or ``lots = "one"``. Every reader used to trust the shapes it had
@@ -127,7 +127,7 @@ CHECKLIST = Table({
         "stage": WHOLE, "text": TEXT,
     }), words='[items."<id>"] tables'),
     "settings": Table({"retrieval_reserve_hours": NUMBER, "destination": TEXT}),
-    "retrieval": Table({  # written by `gpusession pull` (issue 14)
+    "retrieval": Table({  # written by `gpusession pull`
         "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
         "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
         "deliverables_files": WHOLE, "deliverables_bytes": WHOLE,
@@ -167,7 +167,7 @@ def _join(where: str, key: str) -> str:
 
 
 def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "") -> None:
-    """Check that ``doc`` has the kinds ``spec`` says, at every depth (issue 12).
+    """Check that ``doc`` has the kinds ``spec`` says, at every depth.
 
     Args:
         doc: a parsed TOML value (the whole document, or a part at ``where``).

@@ -60,8 +60,8 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, replace.
 
     The temporary file has an unpredictable name (``tempfile.mkstemp``:
-    ``.<name>.<random>.tmp``) and mode 0600, set explicitly, like the file it becomes
-    (issue 12). It is ``flock``-ed until it has replaced ``path``, so that
+    ``.<name>.<random>.tmp``) and mode 0600, set explicitly, like the file it becomes.
+    It is ``flock``-ed until it has replaced ``path``, so that
     :func:`clean_stale_tmp` removes only what an interrupted write left, never the temporary
     file of a write in progress. ``os.replace`` replaces a link at ``path`` by the file,
     it never writes through it.
@@ -136,7 +136,7 @@ def clean_stale_tmp(folder: Path) -> list[Path]:
     Only gpusession's own (``.<name>.<random>.tmp``, as :func:`write_atomic_bytes`
     names them) that no live write holds (their ``flock`` is free, and they are over
     two seconds old: a writer locks its file an instant after creating it); links are
-    never followed. Called by crash recovery when a session opens (S7, issue 12).
+    never followed. Called by crash recovery when a session opens (S7).
 
     Args:
         folder: a session folder.
@@ -180,7 +180,7 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
     """
     doc = {"schema": SCHEMA_VERSION}
     doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
-    check_free_text(doc, path)  # issue 12: length and secrets of every string, before writing
+    check_free_text(doc, path)  # length and secrets of every string, before writing
     write_atomic_bytes(Path(path), tomli_w.dumps(doc).encode("utf-8"))
 
 

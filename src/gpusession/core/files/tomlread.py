@@ -3,7 +3,7 @@
 Split from :mod:`gpusession.core.files.tomlio` (which also writes, and so loads ``tomli_w``
 and ``tempfile``) so that ``gpusession status``, run by tmux every few seconds, reads
 the session files with exactly the checks and the one-line errors of every other
-command without paying for the writer (issue 14). :mod:`gpusession.core.files.tomlio`
+command without paying for the writer. :mod:`gpusession.core.files.tomlio`
 re-exports :func:`read_toml`.
 """
 
@@ -49,7 +49,7 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
     path = Path(path)
     # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
     # rather than let it be reported as a syntax error on line 1. A FIFO, a device or a
-    # folder is refused before anything is read: never waited on (issue 14).
+    # folder is refused before anything is read: never waited on.
     try:
         text = read_plain(path).removeprefix(_BOM).decode("utf-8")
     except (OSError, UnicodeDecodeError):

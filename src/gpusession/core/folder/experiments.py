@@ -59,7 +59,7 @@ def _has_measurements(session: Session, exp_id: str) -> bool:
     """Whether ``exp_id`` has a row that measured something (V5).
 
     A failed load (phase ``load``, elapsed empty) measured nothing: such rows belong to a
-    failed attempt, and a corrected definition keeps the id (issue 15). A failed cold or
+    failed attempt, and a corrected definition keeps the id. A failed cold or
     warm run is a failed observation and counts (R7).
     """
     import polars as pl
@@ -98,7 +98,7 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
     current = table.get(exp.id)
     if current is None and exp.id.endswith("."):
         # a new id only: it names folders under runs/ and validation/, and Windows drops a
-        # final dot when the session is copied there (issue 12; an old session keeps its id)
+        # final dot when the session is copied there (an old session keeps its id)
         raise BadInput(f"experiment id {exp.id!r} ends with a dot, which Windows drops when the "
                        "session is copied there; end it with a letter or digit", field=f"experiments.{exp.id}")
     if current is not None and _fixed(_normalise(current)) == wanted:

@@ -1,6 +1,6 @@
 """Processes of a run: identity, ending a worker's whole group, leftovers, interrupts.
 
-Why it exists (issue 12, H-14): a worker runs in a process group (session) of its own,
+Why it exists (H-14): a worker runs in a process group (session) of its own,
 with the user's command inside it. A timeout, a cancel, an error of the parent, SIGHUP or
 SIGTERM ends the **whole** group (``os.killpg``) and any descendant found with psutil. A process is named by its PID *and* its start time (``create_time_s``), so a
 PID reused by an unrelated process is never signalled. Before a new run starts, the
@@ -68,7 +68,7 @@ def alive(ident: ProcessId) -> psutil.Process | None:
     """The live process named by ``ident``, or ``None`` (gone, a zombie, or a reused PID).
 
     Args:
-        ident: PID and start time as recorded (issue 12: recovery never trusts a PID alone).
+        ident: PID and start time as recorded (recovery never trusts a PID alone).
     """
     import psutil
     try:
@@ -162,7 +162,7 @@ def _pid_reused(ident: ProcessId) -> bool:
 
 def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
               group: list[psutil.Process] | None = None) -> list[int]:
-    """End a worker's whole process group and every descendant (issue 12, H-14).
+    """End a worker's whole process group and every descendant (H-14).
 
     The worker was started as the leader of its own session, so its PID is the group's
     id. The group gets SIGKILL at once (a run interrupted is not measured any more, and
@@ -222,11 +222,11 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
 
 
 def end_recorded(records: Iterable[object]) -> list[str]:
-    """End the workers and commands a journal records that are still alive (issue 12).
+    """End the workers and commands a journal records that are still alive.
 
     Called when a new run holds the run lock, before its first worker starts: any worker
     (``worker_started``), user command (``command_started``) or torchrun rank (the
-    ``rank_pids`` of ``worker_loaded``, issue 13: a rank runs in a session of its own, out
+    ``rank_pids`` of ``worker_loaded``; a rank runs in a session of its own, out
     of its launcher's group) of an earlier run that is still alive — same PID *and* same
     start time — is ended (a worker with its whole group, a command or a rank with its
     descendants), so two measurements never overlap (H-14). Records without a start time
@@ -272,7 +272,7 @@ def end_recorded(records: Iterable[object]) -> list[str]:
 
 
 def _recorded_ranks(rec: object) -> dict[int, float]:
-    """``pid → start time`` of the ranks of this host a ``worker_loaded`` record names (issue 13)."""
+    """``pid → start time`` of the ranks of this host a ``worker_loaded`` record names."""
     pids = getattr(rec, "rank_pids", None) or []
     times = getattr(rec, "rank_create_times_s", None) or []
     hosts = getattr(rec, "rank_hosts", None) or []
@@ -318,7 +318,7 @@ def signal_handlers(handlers: Mapping[int, Callable[[int, Any], None]]) -> Itera
     """Install ``handlers`` (signal number → handler) for the block; the previous ones after.
 
     Only the main thread may install signal handlers: elsewhere (a test's thread) nothing
-    is installed. Used by ``run --headless`` and ``agent`` (issues 12, 13).
+    is installed. Used by ``run --headless`` and ``agent``.
     """
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
@@ -365,7 +365,7 @@ def interrupt_all(signal_name: str) -> int:
     return len(callbacks)
 
 
-#: The signals that end a run at once (the ssh drop, a ``kill``), issue 12.
+#: The signals that end a run at once (the ssh drop, a ``kill``).
 ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
     getattr(signal, n) for n in ("SIGHUP", "SIGTERM") if hasattr(signal, n))
 

@@ -593,7 +593,7 @@ def session_cost_inputs(
     frame: pl.DataFrame | None = None,
     count_accepted: bool = True,
 ) -> SessionCostInputs:
-    """Assemble a session's cost inputs: the one place that does it (issue 10).
+    """Assemble a session's cost inputs: the one place that does it.
 
     Used by ``gpusession cost --session``, the Cost pane, the runner's per-row package
     total (:mod:`gpusession.bench.run_validation`) and the report.

@@ -27,7 +27,7 @@ def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
 def short_timedelta(td: timedelta | None, *, minutes: bool = True) -> str:
     """A duration in words for the header: ``2d 03h 15m``, ``3h 05m`` or ``30m`` (S6).
 
-    Leading zero units are dropped. The one rounding of every countdown (issue 14):
+    Leading zero units are dropped. The one rounding of every countdown:
     seconds are floored away from the instant, so ``29m 59s`` left is ``29m`` and
     ``status``, ``show`` and the TUI header say the same at one instant.
 
@@ -100,7 +100,7 @@ class PackageWindow:
         return self.end_utc - self.start_utc
 
     def time_left_words(self, *, minutes: bool = True) -> str:
-        """The time left in words, the same in ``status``, ``show`` and the TUI header (issue 14; S6).
+        """The time left in words, the same in ``status``, ``show`` and the TUI header (S6).
 
         ``3d 02h 10m left``; ``ended 2h 05m ago``; ``starts in 5d 00h; 3d 00h 00m once
         started`` for a package whose start is still ahead; ``window not set``.
@@ -183,13 +183,13 @@ def package_window(
 
 
 #: Times before the end of the package at which an unverified copy home is warned about
-#: (issue 14): 24 h, then 2 h.
+#: (24 h, then 2 h).
 WARN_BEFORE_END = (timedelta(hours=24), timedelta(hours=2))
 
 
 @dataclass(frozen=True)
 class PackageWarning:
-    """A warning about the end of the package (issue 14; S6, G§7, G§8).
+    """A warning about the end of the package (S6, G§7, G§8).
 
     Attributes:
         level: ``"24h"``, ``"2h"`` or ``"ended"``.
@@ -206,7 +206,7 @@ class PackageWarning:
 
 
 def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageWarning | None:
-    """The warning to show at this instant, or ``None`` (issue 14; S6).
+    """The warning to show at this instant, or ``None`` (S6).
 
     24 h and 2 h before the end, when the copy home is not verified; once the package
     has ended, "package ended" whatever the copy (the machine may be wiped).
@@ -241,7 +241,7 @@ def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageW
     return None
 
 
-# -- which event the window is counted from (S6, issue 15) ------------------------------
+# -- which event the window is counted from (S6) ------------------------------
 #: A start within this many seconds of an event is counted from that event.
 ORIGIN_TOLERANCE_S = 60.0
 
@@ -289,7 +289,7 @@ class WindowOrigin:
 
 def window_origin(start: datetime | None, created_at: datetime | None,
                   provisioned_at: datetime | None) -> WindowOrigin:
-    """Which event the window starting at ``start`` is counted from (S6, issue 15).
+    """Which event the window starting at ``start`` is counted from (S6).
 
     Args:
         start: the package start (aware), ``None`` when not set.

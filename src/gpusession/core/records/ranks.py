@@ -1,4 +1,4 @@
-"""The per-rank table of runs across ranks: ``runs/<experiment>/ranks.csv`` (issue 13).
+"""The per-rank table of runs across ranks: ``runs/<experiment>/ranks.csv``.
 
 Who calls it: the leader rank of a torchrun group writes it
 (:func:`append_rank_rows`, from :mod:`gpusession.bench.worker`); the Memory pane and
@@ -47,7 +47,7 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
     """Append one row per rank to ``ranks.csv`` (polars).
 
     The header is written when the file is new; existing rows are never rewritten. The
-    file is created mode 0600 and never appended to through a symbolic link (issue 12).
+    file is created mode 0600 and never appended to through a symbolic link.
 
     Args:
         path: the CSV path, ``runs/<experiment>/ranks.csv``.

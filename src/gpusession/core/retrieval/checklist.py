@@ -210,7 +210,7 @@ def _find(items: list[ChecklistItem], item_id: str, session: Session) -> Checkli
 
 
 def _update(session: Session, item_id: str, changes: dict[str, Any]) -> ChecklistItem:
-    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+    with session.locked("updating checklist.toml"):  # threads and processes
         doc = _read_state(session)
         _find(_items_from(session, doc), item_id, session)
         current = doc["items"].get(item_id)
@@ -285,7 +285,7 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
         raise BadInput("the text contains a control character (escape, …); expected one line",
                        field="text")
     check_no_secret(text, field="text")
-    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+    with session.locked("updating checklist.toml"):  # threads and processes
         doc = _read_state(session)
         taken = [
             int(k[len(CUSTOM_PREFIX):])
@@ -350,7 +350,7 @@ def set_setting(session: Session, key: str, value: Any) -> None:
         value = str(value)
     else:
         raise BadInput(f"unknown setting {shown(key)}", field=key)
-    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+    with session.locked("updating checklist.toml"):  # threads and processes
         doc = _read_state(session)
         settings = dict(doc.get("settings") or {})
         settings[key] = value
@@ -395,7 +395,7 @@ def collect_evidence(
         retrieval_reserve_hours=settings["retrieval_reserve_hours"],
     )
     out: dict[str, str] = {}
-    with session.locked("updating checklist.toml"):  # threads and processes (issue 12)
+    with session.locked("updating checklist.toml"):  # threads and processes
         doc = _read_state(session)
         for item in _items_from(session, doc):
             if item.probe and item.probe in by_probe:

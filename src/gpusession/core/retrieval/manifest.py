@@ -39,8 +39,8 @@ from gpusession.core.files.textio import read_text
 from gpusession.core.files.tomlio import write_atomic_bytes
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
-#: The name of the manifest's copy written beside the deliverables (issue 15:
-#: ``manifest --also-in-deliverables``), so a plain ``cp -r`` / ``rsync`` carries it.
+#: The name of the manifest's copy written beside the deliverables
+#: (``manifest --also-in-deliverables``), so a plain ``cp -r`` / ``rsync`` carries it.
 MANIFEST_IN_DELIVERABLES = "manifest.csv"
 MANIFEST_SCHEMA = {"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -94,7 +94,7 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
     """Every regular file under ``folder``, never following a symlink out of it.
 
     A symlink to a file inside the folder is listed (its content is hashed); a symlink
-    pointing outside, a broken symlink, a symlink loop (issue 12), a symlinked folder, a name that is not UTF-8 and
+    pointing outside, a broken symlink, a symlink loop, a symlinked folder, a name that is not UTF-8 and
     anything that is not a regular file are skipped with the reason.
 
     Args:
@@ -216,7 +216,7 @@ def next_free_path(path: Path) -> Path:
 
 
 def manifest_copy_in(folder: Path) -> Path | None:
-    """The manifest's copy lying at the top of ``folder``, or ``None`` (issue 15).
+    """The manifest's copy lying at the top of ``folder``, or ``None``.
 
     A top-level ``manifest.csv`` whose first line is the manifest header
     (``path,size_bytes,sha256``) is a manifest, not a deliverable: it is never listed by
@@ -255,8 +255,8 @@ def write_manifest(
         force: overwrite an existing ``out``.
         number_if_exists: when ``out`` exists and not ``force``, write ``out-2.csv``
             (``-3``...) instead of refusing.
-        also_in_deliverables: also write the same bytes to ``folder/manifest.csv``
-            (issue 15), replacing an earlier manifest copy there; a top-level
+        also_in_deliverables: also write the same bytes to ``folder/manifest.csv``,
+            replacing an earlier manifest copy there; a top-level
             ``manifest.csv`` is never listed when it is a manifest.
 
     Raises:
@@ -457,13 +457,13 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
         BadInput: a bad manifest (see :func:`read_manifest`) or ``copy_dir`` not a folder.
 
     The manifest file itself and a top-level ``manifest.csv`` that is a manifest (see
-    :func:`manifest_copy_in`) are never counted as extra files of the copy (issue 15).
+    :func:`manifest_copy_in`) are never counted as extra files of the copy.
     """
     entries = read_manifest(manifest_path)
     copy_dir = Path(copy_dir)
     exclude = {Path(manifest_path).absolute()}
     carried = manifest_copy_in(copy_dir) if copy_dir.is_dir() else None
-    if carried is not None:  # the manifest's own copy is no deliverable (issue 15)
+    if carried is not None:  # the manifest's own copy is no deliverable
         exclude.add(carried.absolute())
     scan = scan_folder(copy_dir, exclude=exclude)
     found = dict(zip(scan.relative, scan.files, strict=True))

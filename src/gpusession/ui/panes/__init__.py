@@ -1,1 +1,1 @@
-"""The six panes of the main screen, one module and one class each (style.md §3)."""
+"""The six panes of the main screen, one module and one class each (design.md, style point 3)."""

@@ -161,7 +161,7 @@ class CostPane(Vertical):
         self.post_message(self.Recomputed(list(self.lines)))
 
     def _idle_gpus(self) -> list[str]:
-        """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines (issue 13)."""
+        """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines."""
         from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
         try:

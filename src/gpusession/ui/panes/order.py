@@ -47,7 +47,7 @@ def model_warnings(state: Any, now: datetime) -> list[str]:
         out.append("The active payment order has EXPIRED: do not pay it; ask for a new one.")
     if state.has("deviation-noted"):
         out.append("A deviation from the order was noted (GPU model or count).")
-    out += list(getattr(state, "hidden", ()))  # a hand-pasted secret: hidden, said (issue 12)
+    out += list(getattr(state, "hidden", ()))  # a hand-pasted secret: hidden, said
     return out
 
 
@@ -147,7 +147,7 @@ class OrderPane(Vertical):
         self.set_class(bool(warn), "-warning")
 
     def _origin(self) -> Any:
-        """Which event the package window counts from (S6, issue 15); ``None`` if unknown."""
+        """Which event the package window counts from (S6); ``None`` if unknown."""
         from gpusession.core.money.window import session_window_origin
 
         if self.state is None:
@@ -158,7 +158,7 @@ class OrderPane(Vertical):
             return None
 
     def action_restart_window(self) -> None:
-        """(Re)start the package window at the order's gpu-provisioned event (S6, issue 15)."""
+        """(Re)start the package window at the order's gpu-provisioned event (S6)."""
         from gpusession.core.folder.package import Package
 
         origin = self._origin()

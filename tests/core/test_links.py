@@ -1,4 +1,4 @@
-"""Issue 12 (tester's items 1 and 3): never through a link, in the core.
+"""In the core, nothing is written or read through a link.
 
 ``ranks.csv`` is never appended to through a link; the safe-file helper refuses a linked
 folder between the session folder and the file and makes what it creates private; a
@@ -34,7 +34,7 @@ def _precious(tmp_path: Path) -> Path:
 _RANKS = [{"rank": 0, "world_size": 1, "ok": True, "elapsed_s": 1.0}]
 
 
-def test_issue12_ranks_csv_link_is_refused_and_its_target_not_appended(session: Session, tmp_path: Path) -> None:
+def test_ranks_csv_link_is_refused_and_its_target_not_appended(session: Session, tmp_path: Path) -> None:
     target = _precious(tmp_path)
     path = session.runs_dir / "rx" / "ranks.csv"
     path.parent.mkdir(parents=True)
@@ -45,7 +45,7 @@ def test_issue12_ranks_csv_link_is_refused_and_its_target_not_appended(session: 
     assert target.read_text() == "precious\n"
 
 
-def test_issue12_ranks_csv_under_a_linked_experiment_folder_is_refused(session: Session, tmp_path: Path) -> None:
+def test_ranks_csv_under_a_linked_experiment_folder_is_refused(session: Session, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     session.runs_dir.mkdir()
@@ -56,7 +56,7 @@ def test_issue12_ranks_csv_under_a_linked_experiment_folder_is_refused(session: 
     assert list(elsewhere.iterdir()) == []
 
 
-def test_issue12_ranks_csv_created_private_and_appended(session: Session) -> None:
+def test_ranks_csv_created_private_and_appended(session: Session) -> None:
     path = session.runs_dir / "rx" / "ranks.csv"
     append_rank_rows(path, "warm:batch-4:1", "warm", _RANKS, root=session.folder)
     append_rank_rows(path, "warm:batch-4:2", "warm", _RANKS, root=session.folder)
@@ -65,7 +65,7 @@ def test_issue12_ranks_csv_created_private_and_appended(session: Session) -> Non
     assert _mode(session.runs_dir) == 0o700 and _mode(path.parent) == 0o700
 
 
-def test_issue12_run_lock_is_private(session: Session) -> None:
+def test_run_lock_is_private(session: Session) -> None:
     from gpusession.core.folder.journal import release_lock, take_lock
 
     lock = take_lock(session.folder, session.name)
@@ -76,7 +76,7 @@ def test_issue12_run_lock_is_private(session: Session) -> None:
 
 
 @pytest.mark.parametrize("by_descriptor", [True, False], ids=["posix", "by-name"])
-def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
+def test_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_descriptor: bool) -> None:
     monkeypatch.setattr("gpusession.core.files.safefile._DIR_FD", by_descriptor)
     elsewhere = tmp_path / "elsewhere"
@@ -96,7 +96,7 @@ def test_issue12_helper_refuses_links_on_the_way_and_a_path_outside_the_root(
     assert _mode(session.folder / "runs") == 0o700 and _mode(session.folder / "runs" / "rx" / "out.jsonl") == 0o600
 
 
-def test_issue12_new_session_through_a_link_is_refused_and_the_target_untouched(
+def test_new_session_through_a_link_is_refused_and_the_target_untouched(
         sessions_root: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)
@@ -109,7 +109,7 @@ def test_issue12_new_session_through_a_link_is_refused_and_the_target_untouched(
     assert list(elsewhere.iterdir()) == [] and _mode(elsewhere) == 0o755
 
 
-def test_issue12_session_folder_that_is_a_link_is_not_opened_nor_listed_twice(
+def test_session_folder_that_is_a_link_is_not_opened_nor_listed_twice(
         new_session: object, sessions_root: Path) -> None:
     real = new_session("real")  # type: ignore[operator]
     (sessions_root / "twin").symlink_to(real.folder, target_is_directory=True)

@@ -1,4 +1,4 @@
-"""Issue 14 (tryout): ``status`` never waits on a session file, never prints a traceback,
+"""``status`` never waits on a session file, never prints a traceback,
 and refuses what ``show`` refuses with the same one line.
 
 A FIFO in place of a session file would make a reader wait forever for a writer; each
@@ -73,7 +73,7 @@ def _same_line_from_status_and_show(capsys: pytest.CaptureFixture[str], root: Pa
 
 @pytest.mark.parametrize("own", ["session.toml", "checklist.toml", "order.toml"])
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
-def test_issue14_status_and_show_refuse_a_fifo_or_folder_toml_alike(
+def test_status_and_show_refuse_a_fifo_or_folder_toml_alike(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
         own: str, kind: str) -> None:
     path = measured_session.folder / own
@@ -87,7 +87,7 @@ def test_issue14_status_and_show_refuse_a_fifo_or_folder_toml_alike(
         assert code == 2 and one_line(err) == line
 
 
-def test_issue14_list_names_a_session_whose_file_is_a_fifo_and_lists_the_others(
+def test_list_names_a_session_whose_file_is_a_fifo_and_lists_the_others(
         new_session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stuck = new_session("stuck")
     new_session("fine")
@@ -101,7 +101,7 @@ def test_issue14_list_names_a_session_whose_file_is_a_fifo_and_lists_the_others(
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
-def test_issue14_status_ignores_a_summary_json_that_is_no_file(
+def test_status_ignores_a_summary_json_that_is_no_file(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
     summary = measured_session.folder / "summary.json"
     with never_waits():
@@ -128,7 +128,7 @@ def _rewrite_cell(path: Path, row_index: int, column: str, value: str) -> int:
     return row_index + 1
 
 
-def test_issue14_status_refuses_a_bad_cell_as_show_does(
+def test_status_refuses_a_bad_cell_as_show_does(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     csv_path = measured_session.folder / "resultats-bruts.csv"
     line_no = _rewrite_cell(csv_path, 3, "elapsed_seconds", "abc")
@@ -137,7 +137,7 @@ def test_issue14_status_refuses_a_bad_cell_as_show_does(
     assert line.endswith("got 'abc'")
 
 
-def test_issue14_status_refuses_a_bad_row_appended_after_the_summary(
+def test_status_refuses_a_bad_row_appended_after_the_summary(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.core.retrieval.status import refresh_counts
 
@@ -152,7 +152,7 @@ def test_issue14_status_refuses_a_bad_row_appended_after_the_summary(
     assert f"{csv_path}:{len(lines) + 1}: phase: expected one of" in line
 
 
-def test_issue14_status_trusts_a_summary_that_describes_the_csv(
+def test_status_trusts_a_summary_that_describes_the_csv(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """summary.json is written only after a checked append: the rows are not read again."""
@@ -170,7 +170,7 @@ def test_issue14_status_trusts_a_summary_that_describes_the_csv(
 
 
 @pytest.mark.parametrize("tmux", [False, True])
-def test_issue14_a_cell_over_the_limit_is_refused_alike_without_a_traceback(
+def test_a_cell_over_the_limit_is_refused_alike_without_a_traceback(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str], tmux: bool) -> None:
     csv_path = measured_session.folder / "resultats-bruts.csv"
     line_no = _rewrite_cell(csv_path, 2, "notes", "x" * (CELL_LIMIT + 1))
@@ -184,7 +184,7 @@ def test_issue14_a_cell_over_the_limit_is_refused_alike_without_a_traceback(
     assert f"longer than {CELL_LIMIT:,} characters" in line and "quote" not in line
 
 
-def test_issue14_a_cell_over_128_kib_is_accepted_by_status_and_show(
+def test_a_cell_over_128_kib_is_accepted_by_status_and_show(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     csv_path = measured_session.folder / "resultats-bruts.csv"
     _rewrite_cell(csv_path, 2, "notes", "y" * (200 * 1024))
@@ -197,7 +197,7 @@ def test_issue14_a_cell_over_128_kib_is_accepted_by_status_and_show(
     assert json.loads(out)["runs"] > 0
 
 
-def test_issue14_status_checks_the_rows_without_polars(measured_session: Session, sessions_root: Path) -> None:
+def test_status_checks_the_rows_without_polars(measured_session: Session, sessions_root: Path) -> None:
     (measured_session.folder / "summary.json").unlink(missing_ok=True)  # every row is read
     code = (
         "import sys; from gpusession.cli import main; "

@@ -1,4 +1,4 @@
-"""Break-tests: manifest / verify-copy with an empty folder, decomposed Unicode names on
+"""Manifest / verify-copy with an empty folder, decomposed Unicode names on
 the copy home and hand-edited manifests (S4)."""
 
 from __future__ import annotations

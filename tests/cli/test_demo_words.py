@@ -1,4 +1,4 @@
-"""Demo and summary output in words (misc item 4): no Python dict, the warm worker's
+"""Demo and summary output in words: no Python dict, the warm worker's
 load row named, thousands separators in counts."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import SummaryRow
 
 
-def test_item4_demo_corpus_line_is_words() -> None:
+def test_demo_corpus_line_is_words() -> None:
     text = corpus_words({"train": 1000, "tune": 225, "eval": 1000})
     assert text == "1,000 training, 225 tuning and 1,000 evaluation"
     assert "{" not in text and "'" not in text
 
 
-def test_item4_warm_load_row_reads_all_variants() -> None:
+def test_warm_load_row_reads_all_variants() -> None:
     rows = [SummaryRow("batch-sweep", "all", "load", 1, 1, 0, 0.5, 0.5, 0.5, None),
             SummaryRow("batch-sweep", "batch-1", "load", 1, 1, 0, 0.5, 0.5, 0.5, None),
             SummaryRow("batch-sweep", "batch-1", "warm", 5, 5, 0, 0.1, 0.1, 0.1, None)]
@@ -30,5 +30,5 @@ def test_item4_warm_load_row_reads_all_variants() -> None:
     assert line is not None and "all variants" in line
 
 
-def test_item4_counts_have_thousands_separators() -> None:
+def test_counts_have_thousands_separators() -> None:
     assert _count(1000) == "1,000" and _count(None) == "?" and _count(8) == "8"

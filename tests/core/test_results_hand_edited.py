@@ -1,4 +1,4 @@
-"""Break-tests: a hand-edited ``resultats-bruts.csv`` is refused with its line and column
+"""A hand-edited ``resultats-bruts.csv`` is refused with its line and column
 instead of being padded, misread or summarised into nonsense (C1-C5, R3)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Break-tests: two processes updating one session at once lose nothing (issue 12, S7).
+"""Two processes updating one session at once lose nothing (S7).
 
 Every read-modify-write of ``checklist.toml``, ``order.toml`` and ``session.toml`` holds
 the session folder's lock; a lock held past the timeout gives one line, a non-zero exit
@@ -67,7 +67,7 @@ def _two_writers(root: Path, name: str, kind: str) -> None:
                 p.wait()
 
 
-def test_issue12_two_processes_adding_checklist_items_keep_all_of_them(sessions_root: Path) -> None:
+def test_two_processes_adding_checklist_items_keep_all_of_them(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "t")
     _two_writers(sessions_root, "t", "checklist")
     own = [it for it in load_checklist(s) if it.custom]
@@ -76,7 +76,7 @@ def test_issue12_two_processes_adding_checklist_items_keep_all_of_them(sessions_
     assert texts == {f"{t} item {i}" for t in "AB" for i in range(N)}
 
 
-def test_issue12_two_processes_recording_order_notes_keep_all_of_them(sessions_root: Path) -> None:
+def test_two_processes_recording_order_notes_keep_all_of_them(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "t")
     _two_writers(sessions_root, "t", "order")
     notes = [e.note for e in load_order(s).events]
@@ -92,7 +92,7 @@ def test_s7_two_processes_updating_session_toml_keep_all_changes(sessions_root: 
     assert sorted(marks) == sorted(f"{t}-{i}" for t in "AB" for i in range(N))
 
 
-def test_issue12_a_lock_held_past_the_timeout_gives_one_line_and_changes_nothing(
+def test_a_lock_held_past_the_timeout_gives_one_line_and_changes_nothing(
     sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from helpers import digest
@@ -125,7 +125,7 @@ def test_issue12_a_lock_held_past_the_timeout_gives_one_line_and_changes_nothing
     assert [it.text for it in load_checklist(s) if it.custom] == ["first", "second"]
 
 
-def test_issue12_the_lock_is_reentrant_and_shared_by_threads(sessions_root: Path) -> None:
+def test_the_lock_is_reentrant_and_shared_by_threads(sessions_root: Path) -> None:
     import threading
 
     from gpusession.core.retrieval.checklist import add_item

@@ -1,4 +1,4 @@
-"""Issue 12 (tester's item 1): a run never writes its outputs or ``ranks.csv`` through a link.
+"""A run never writes its outputs or ``ranks.csv`` through a link.
 
 A link planted in place of a run's output file, or of a folder under ``runs/``, fails that
 run with the path named in its row; the link's target is never touched. Files and folders
@@ -52,7 +52,7 @@ def _row(session: Session, phase: str, index: int) -> Any:
 
 
 @pytest.mark.torch
-def test_issue12_linked_run_outputs_are_refused_and_their_targets_untouched(
+def test_linked_run_outputs_are_refused_and_their_targets_untouched(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_tests_on_path(monkeypatch)
     exp = _exp(session)
@@ -73,7 +73,7 @@ def test_issue12_linked_run_outputs_are_refused_and_their_targets_untouched(
 
 
 @pytest.mark.torch
-def test_issue12_linked_variant_folder_is_refused_and_new_run_folders_are_private(
+def test_linked_variant_folder_is_refused_and_new_run_folders_are_private(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_tests_on_path(monkeypatch)
     exp = _exp(session, values=(4, 8), cold_runs_per_variant=0, runs_per_variant=1)
@@ -89,7 +89,7 @@ def test_issue12_linked_variant_folder_is_refused_and_new_run_folders_are_privat
     assert _mode(made) == 0o700 and _mode(made / "warm-1.jsonl") == 0o600
 
 
-def test_issue12_command_workload_output_link_is_refused_before_the_command_runs(
+def test_command_workload_output_link_is_refused_before_the_command_runs(
         session: Session, tmp_path: Path) -> None:
     script = session.folder / "score.py"
     script.write_text(
@@ -127,7 +127,7 @@ class _Channel:
         self.sent.append(event)
 
 
-def test_issue12_linked_ranks_csv_of_the_load_is_an_incident_not_a_silent_skip(
+def test_linked_ranks_csv_of_the_load_is_an_incident_not_a_silent_skip(
         session: Session, tmp_path: Path) -> None:
     from gpusession.bench.worker import _group_environment
     from gpusession.core.events import WorkerIncident

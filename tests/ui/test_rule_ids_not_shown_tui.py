@@ -1,10 +1,10 @@
-"""Words for people (issue 10, item 11): what the TUI shows names no internal rule id
+"""What the TUI shows names no internal rule id
 (``K1``, ``M3``, ``R9``, ``H-12`` …) and cites no section (``G§2``, ``seed 003 §1``,
 through :func:`helpers.ids_in`); it says the rule in words.
 
 The rendered text of each of the six panes (keys 1–6) and the header, on a session with
 runs, validation and an order (``busy_session``). The CLI's output on the same session:
-``tests/cli/test_words_for_people.py``.
+``tests/cli/test_rule_ids_not_shown_cli.py``.
 """
 
 from __future__ import annotations

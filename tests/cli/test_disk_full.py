@@ -1,4 +1,4 @@
-"""Break-tests: a full or read-only disk, and a journal line cut by a crash (S7).
+"""A full or read-only disk, and a journal line cut by a crash (S7).
 
 As root, ``chmod`` does not stop writes, so the refusals are simulated by making the
 write calls fail the way a full (ENOSPC) or read-only (EROFS) file system does.

@@ -1,4 +1,4 @@
-"""Break-tests of the session's files (issue 12): modes set explicitly, no write through a
+"""The session's files: modes set explicitly, no write through a
 link, leftover temporary files removed on open, honest messages on a failed first write,
 session names that cannot collide; manifest on a link loop, control characters in names."""
 
@@ -35,7 +35,7 @@ def open_umask() -> Iterator[None]:
 
 
 # -- modes ---------------------------------------------------------------------------------
-def test_issue12_session_folder_0700_and_every_file_0600_whatever_the_umask(
+def test_session_folder_0700_and_every_file_0600_whatever_the_umask(
     sessions_root: Path, open_umask: None
 ) -> None:
     s = Session.create(sessions_root, "t")
@@ -55,7 +55,7 @@ def test_issue12_session_folder_0700_and_every_file_0600_whatever_the_umask(
     assert {p.name: oct(_mode(p)) for p in files} == {p.name: oct(0o600) for p in files}
 
 
-def test_issue12_an_older_session_gets_0700_and_0600_on_its_next_open_and_write(sessions_root: Path) -> None:
+def test_an_older_session_gets_0700_and_0600_on_its_next_open_and_write(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "t")
     os.chmod(s.journal_path, 0o644)
     os.chmod(s.folder, 0o755)
@@ -67,7 +67,7 @@ def test_issue12_an_older_session_gets_0700_and_0600_on_its_next_open_and_write(
 
 # -- no write through a link -----------------------------------------------------------------
 @pytest.mark.parametrize("name", ["journal.jsonl", "resultats-bruts.csv"])
-def test_issue12_an_append_never_follows_a_symlink(sessions_root: Path, tmp_path: Path, name: str) -> None:
+def test_an_append_never_follows_a_symlink(sessions_root: Path, tmp_path: Path, name: str) -> None:
     s = Session.create(sessions_root, "t")
     elsewhere = tmp_path / "elsewhere.txt"
     elsewhere.write_text("someone else's file\n")
@@ -84,7 +84,7 @@ def test_issue12_an_append_never_follows_a_symlink(sessions_root: Path, tmp_path
     assert elsewhere.read_text() == "someone else's file\n"
 
 
-def test_issue12_a_symlinked_journal_gives_one_line_and_exit_2(
+def test_a_symlinked_journal_gives_one_line_and_exit_2(
     sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     s = Session.create(sessions_root, "t")
@@ -99,7 +99,7 @@ def test_issue12_a_symlinked_journal_gives_one_line_and_exit_2(
     assert elsewhere.read_text() == ""
 
 
-def test_issue12_a_worker_spec_is_never_written_through_a_symlink(tmp_path: Path) -> None:
+def test_a_worker_spec_is_never_written_through_a_symlink(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.txt"
     elsewhere.write_text("keep")
     spec = tmp_path / ".worker-warm.json"
@@ -109,7 +109,7 @@ def test_issue12_a_worker_spec_is_never_written_through_a_symlink(tmp_path: Path
     assert elsewhere.read_text() == "keep"
 
 
-def test_issue12_temporary_files_have_unpredictable_names_in_the_same_folder(
+def test_temporary_files_have_unpredictable_names_in_the_same_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[str] = []
@@ -169,7 +169,7 @@ def _disk_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tomlio.os, "fsync", fsync)
 
 
-def test_issue12_a_failed_first_write_does_not_claim_a_previous_file(
+def test_a_failed_first_write_does_not_claim_a_previous_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _disk_full(monkeypatch)
@@ -193,12 +193,12 @@ def test_s7_a_failed_rewrite_says_the_previous_file_is_intact(
 
 # -- session names -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["trail\n", "trail\r", "\ntrail", "tr\nail"])
-def test_issue12_a_name_with_a_newline_is_refused(name: str) -> None:
+def test_a_name_with_a_newline_is_refused(name: str) -> None:
     with pytest.raises(BadInput, match="session name"):
         validate_name(name)
 
 
-def test_issue12_a_name_differing_only_by_case_is_refused(sessions_root: Path) -> None:
+def test_a_name_differing_only_by_case_is_refused(sessions_root: Path) -> None:
     Session.create(sessions_root, "trial")
     with pytest.raises(BadInput, match="differs only by case from the existing session 'trial'"):
         Session.create(sessions_root, "Trial")
@@ -211,7 +211,7 @@ def test_issue12_a_name_differing_only_by_case_is_refused(sessions_root: Path) -
 
 
 # -- manifest --------------------------------------------------------------------------------------
-def test_issue12_manifest_on_a_symlink_loop_says_so_in_one_line(
+def test_manifest_on_a_symlink_loop_says_so_in_one_line(
     sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Session.create(sessions_root, "t")
@@ -230,7 +230,7 @@ def test_issue12_manifest_on_a_symlink_loop_says_so_in_one_line(
     assert code == 2 and "not a folder" in one_line(err)
 
 
-def test_issue12_verify_copy_escapes_a_newline_in_a_name(
+def test_verify_copy_escapes_a_newline_in_a_name(
     sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Session.create(sessions_root, "t")

@@ -1,4 +1,4 @@
-"""What the record says of a run that failed, was cut or lost a rank (issue 13).
+"""What the record says of a run that failed, was cut or lost a rank.
 
 A row states what happened, never what did not: a run whose output was never validated
 leaves ``corpus_accepted`` empty; a survivor that lost its peer is never blamed; no
@@ -164,7 +164,7 @@ def _warm_row(session: Session) -> Any:
 
 
 # -- 1. a run whose output was never validated holds no verdict -------------------------
-def test_issue13_run_cut_by_sighup_leaves_corpus_accepted_empty(
+def test_run_cut_by_sighup_leaves_corpus_accepted_empty(
         session: Session, fake_worker: type[FakeWorker]) -> None:
     exp = _exp(session)
     fake_worker.script = staticmethod(lambda spec: (_started(spec), BANNER, -15))  # type: ignore[assignment]
@@ -178,7 +178,7 @@ def test_issue13_run_cut_by_sighup_leaves_corpus_accepted_empty(
     assert row.corpus_accepted is None  # never validated: not "rejected"
 
 
-def test_issue13_run_that_raised_leaves_corpus_accepted_empty(
+def test_run_that_raised_leaves_corpus_accepted_empty(
         session: Session, fake_worker: type[FakeWorker]) -> None:
     exp = _exp(session)
 
@@ -195,7 +195,7 @@ def test_issue13_run_that_raised_leaves_corpus_accepted_empty(
 
 
 # -- 2. a rank on another node died: the survivor is never blamed -----------------------
-def test_issue13_rank_lost_on_another_node_never_blames_the_survivor(
+def test_rank_lost_on_another_node_never_blames_the_survivor(
         session: Session, fake_worker: type[FakeWorker]) -> None:
     exp = _exp(session, nodes=2, rendezvous="127.0.0.1:29611")
 
@@ -214,7 +214,7 @@ def test_issue13_rank_lost_on_another_node_never_blames_the_survivor(
     assert not any("GLHF" in i for i in out.incidents)
 
 
-def test_issue13_root_cause_that_lost_its_peer_names_the_rank_that_failed() -> None:
+def test_root_cause_that_lost_its_peer_names_the_rank_that_failed() -> None:
     # one node: torchrun saw rank 0 (which only lost its peer) end first; rank 1 was killed
     lines = [*BANNER, f"[rank0]: RuntimeError: {GLOO_LOST}", *_summary((False, 1, -9), (True, 0, 1))]
     cause = torchrun_root_cause(lines)
@@ -228,7 +228,7 @@ def test_issue13_root_cause_that_lost_its_peer_names_the_rank_that_failed() -> N
     assert own is not None and (own.rank, own.error, own.lost_peer) == (1, "ValueError: bad shape", False)
 
 
-def test_issue13_error_gist_keeps_the_first_meaningful_line() -> None:
+def test_error_gist_keeps_the_first_meaningful_line() -> None:
     assert error_gist(GLOO_LOST) == "Connection closed by peer [127.0.0.1]:18312."
     assert error_gist("\n".join([*BANNER, "ValueError: bad shape", "more"])) == "ValueError: bad shape"
     assert error_gist("\n".join(BANNER)) is None and error_gist(None) is None
@@ -237,7 +237,7 @@ def test_issue13_error_gist_keeps_the_first_meaningful_line() -> None:
 
 
 # -- 3. decoration is never the "last stderr" -------------------------------------------
-def test_issue13_last_stderr_skips_torchrun_banner_and_rules() -> None:
+def test_last_stderr_skips_torchrun_banner_and_rules() -> None:
     worker = SimpleNamespace(stderr=deque(["ValueError: bad shape", *BANNER, "   "]))
     assert WorkerProcess.last_stderr(worker) == "ValueError: bad shape"  # type: ignore[arg-type]
     assert WorkerProcess.last_stderr(SimpleNamespace(stderr=deque(BANNER))) is None  # type: ignore[arg-type]
@@ -245,7 +245,7 @@ def test_issue13_last_stderr_skips_torchrun_banner_and_rules() -> None:
     assert not is_decoration("W1201 torch/distributed/elastic: Sending process 21356 closing signal SIGTERM")
 
 
-def test_issue13_sigterm_incident_never_quotes_the_banner(
+def test_sigterm_incident_never_quotes_the_banner(
         session: Session, fake_worker: type[FakeWorker]) -> None:
     exp = _exp(session)
     fake_worker.script = staticmethod(  # type: ignore[assignment]

@@ -1,4 +1,4 @@
-"""Issue 12 (tester's items 1-3) through the CLI: outputs never replace a session's files,
+"""Links through the CLI: outputs never replace a session's files,
 nothing is written through a linked folder, a linked session folder is never a session.
 """
 
@@ -22,7 +22,7 @@ def _sha(p: Path) -> str:
 
 
 def _session_files(s: Session) -> list[Path]:
-    """Files of a session the tester overwrote with `report --out … --force`."""
+    """Files of a session that `report --out … --force` must never replace."""
     made = {
         s.runs_dir / "c1" / "batch-1" / "warm-1.jsonl": '{"id": "a", "label": "x"}\n',
         s.validation_dir / "c1" / "batch-1" / "warm-1.toml": "schema = 1\n",
@@ -36,7 +36,7 @@ def _session_files(s: Session) -> list[Path]:
 
 
 @pytest.mark.parametrize("command", ["report", "manifest"])
-def test_issue12_out_with_force_never_replaces_a_session_file(
+def test_out_with_force_never_replaces_a_session_file(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         command: str) -> None:
     deliv = tmp_path / "deliverables"
@@ -51,7 +51,7 @@ def test_issue12_out_with_force_never_replaces_a_session_file(
         assert _sha(path) == before
 
 
-def test_issue12_out_through_a_link_into_the_session_is_refused(
+def test_out_through_a_link_into_the_session_is_refused(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = _session_files(session)[2]
     link = tmp_path / "report.md"
@@ -62,7 +62,7 @@ def test_issue12_out_through_a_link_into_the_session_is_refused(
     assert _sha(corpus) == before
 
 
-def test_issue12_report_force_still_replaces_its_own_report(
+def test_report_force_still_replaces_its_own_report(
         session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = session.folder / "report.md"
     report.write_text("old report\n")
@@ -71,7 +71,7 @@ def test_issue12_report_force_still_replaces_its_own_report(
     assert report.read_text() != "old report\n"
 
 
-def test_issue12_validate_session_refuses_a_linked_validation_folder(
+def test_validate_session_refuses_a_linked_validation_folder(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = tmp_path / "corpus.csv"
     corpus.write_text("id,label\nv1,a\nv2,b\n")
@@ -86,7 +86,7 @@ def test_issue12_validate_session_refuses_a_linked_validation_folder(
     assert list(elsewhere.iterdir()) == []
 
 
-def test_issue12_validate_session_archive_is_private(
+def test_validate_session_archive_is_private(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = tmp_path / "corpus.csv"
     corpus.write_text("id,label\nv1,a\nv2,b\n")
@@ -100,7 +100,7 @@ def test_issue12_validate_session_archive_is_private(
     assert kept.read_bytes() == out.read_bytes() and kept.stat().st_mode & 0o777 == 0o600
 
 
-def test_issue12_detach_refuses_a_linked_logs_folder(session: Session, tmp_path: Path) -> None:
+def test_detach_refuses_a_linked_logs_folder(session: Session, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (session.folder / "logs").symlink_to(elsewhere, target_is_directory=True)
@@ -109,7 +109,7 @@ def test_issue12_detach_refuses_a_linked_logs_folder(session: Session, tmp_path:
     assert list(elsewhere.iterdir()) == []
 
 
-def test_issue12_new_and_list_with_a_linked_session_folder(
+def test_new_and_list_with_a_linked_session_folder(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -127,7 +127,7 @@ def test_issue12_new_and_list_with_a_linked_session_folder(
     assert code == 2 and "symbolic link" in err
 
 
-def test_issue12_status_never_reads_a_linked_session_folder(
+def test_status_never_reads_a_linked_session_folder(
         session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (sessions_root / "twin").symlink_to(session.folder, target_is_directory=True)
     os.utime(session.folder / "session.toml")  # the link's target is the newest session
@@ -137,7 +137,7 @@ def test_issue12_status_never_reads_a_linked_session_folder(
     assert code == 0 and out.startswith(session.name) and "twin" not in out, err
 
 
-def test_issue12_new_over_a_plain_file_says_it_is_a_file(
+def test_new_over_a_plain_file_says_it_is_a_file(
         sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sessions_root.mkdir(exist_ok=True)
     (sessions_root / "afile").write_text("kept\n")
@@ -146,7 +146,7 @@ def test_issue12_new_over_a_plain_file_says_it_is_a_file(
     assert (sessions_root / "afile").read_text() == "kept\n"
 
 
-def test_issue12_report_chart_never_drawn_through_a_link(
+def test_report_chart_never_drawn_through_a_link(
         measured_session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A link planted at ``report-durations.png`` is refused and said; its target is kept."""
     import sys
@@ -178,7 +178,7 @@ def test_issue12_report_chart_never_drawn_through_a_link(
 
 @pytest.mark.parametrize("own", ["resultats-bruts.csv", "journal.jsonl"])
 @pytest.mark.parametrize("kind", ["link", "fifo", "folder"])
-def test_issue12_status_and_show_refuse_a_linked_or_fifo_session_file_alike(
+def test_status_and_show_refuse_a_linked_or_fifo_session_file_alike(
         session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         own: str, kind: str) -> None:
     path = session.folder / own

@@ -1,10 +1,10 @@
-"""Words for people (issue 10, item 11): what the CLI prints names no internal rule id
+"""What the CLI prints names no internal rule id
 (``K1``, ``M3``, ``R9``, ``H-12`` …); it says the rule in words.
 
-Docstrings and test names keep the ids (rules.md); this scans only what a person reads:
+Docstrings and test names keep the ids (docs/rules.md); this scans only what a person reads:
 the output of ``show``, ``cost``, ``order``, ``checklist``, ``report`` and every
 ``--help`` on a session with runs, validation and an order (``busy_session``). The six
-panes of the TUI on the same session: ``tests/ui/test_words_for_people_tui.py``.
+panes of the TUI on the same session: ``tests/ui/test_rule_ids_not_shown_tui.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ def test_rule_id_pattern_finds_ids_and_not_gpu_names() -> None:
     assert ids_in("(free space, G§2)") == ["G§2"]
     assert ids_in("Stage 1 (seed 003 §1, seed 000 §1)") == ["seed 000", "seed 003", "§1"]
     assert ids_in("training the demo classifier (fixed seed 0)") == []
+
+
+def test_rule_id_pattern_finds_the_decision_rules() -> None:
+    assert ids_in("stopped at the session limit (D1); derived (D4, D9)") == ["D1", "D4", "D9"]
+    assert ids_in("DGX A100, D-Bus, cuda:0, ID D-12, batch 64") == []
 
 
 def test_cli_output_names_no_rule_id(busy_session: Any, sessions_root: Path, tmp_path: Path,

@@ -1,4 +1,4 @@
-"""Break-tests: a run is recorded exactly once, whatever write a crash interrupts (S7, issue 12).
+"""A run is recorded exactly once, whatever write a crash interrupts (S7).
 
 One real short run (in-process :class:`Runner`, a real worker subprocess, a fake
 workload) is made once to count the session's write points (every ``os.fsync`` of a file

@@ -1,4 +1,4 @@
-"""Issue 12: every key of every session file, hand-edited to a value of the wrong kind.
+"""Every key of every session file, hand-edited to a value of the wrong kind.
 
 Table-driven: a session whose ``session.toml``, ``order.toml`` and ``checklist.toml`` hold
 every key gpusession writes is built once per test; each key in turn gets a value of
@@ -61,7 +61,7 @@ def _full_session(root: Path) -> Path:
     checklist.add_item(s, 2, "Ask IT")
     checklist.set_setting(s, "destination", "/tmp")
     checklist.set_setting(s, "retrieval_reserve_hours", 3)
-    doc = s.read_doc("checklist.toml")  # what `gpusession pull` records (issue 14)
+    doc = s.read_doc("checklist.toml")  # what `gpusession pull` records
     doc["retrieval"] = {"verified": True, "at": start, "source": "server:/x", "note": "n",
                         "manifest": "manifest.csv", "reason": "r", "session_files": 3,
                         "session_bytes": 10, "deliverables_files": 1, "deliverables_bytes": 4}
@@ -116,7 +116,7 @@ def _cases() -> list[tuple[str, str]]:
 CASES = _cases()
 
 
-def test_issue12_the_table_covers_every_file_and_the_keys_named_in_the_issue() -> None:
+def test_the_table_covers_every_file_and_the_keys_of_every_kind() -> None:
     fields = {(f, k) for f, k in CASES}
     for must in [("order.toml", "events"), ("order.toml", "payment_history"),
                  ("order.toml", "events[0].note"), ("order.toml", "payment.amount"),
@@ -136,7 +136,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("file, field", CASES, ids=[f"{f}:{k}" for f, k in CASES])
-def test_issue12_a_wrong_kind_in_any_key_is_one_line_exit_2(
+def test_a_wrong_kind_in_any_key_is_one_line_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, template: Path, file: str, field: str,
 ) -> None:
     import shutil
@@ -166,7 +166,7 @@ def test_issue12_a_wrong_kind_in_any_key_is_one_line_exit_2(
     ('gpus_per_lot = "one"\n', 'gpu."RTX A5000".gpus_per_lot'),
     ('gpus_per_lot = 1\npackage_price_usd = 5\n', 'gpu."RTX A5000".package_price_usd'),
 ])
-def test_issue12_k7_a_session_rates_file_of_the_wrong_kind_is_one_line(
+def test_k7_a_session_rates_file_of_the_wrong_kind_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, template: Path, entry: str, field: str,
 ) -> None:
     import shutil

@@ -1,4 +1,4 @@
-"""Break-tests: a crash at any instant loses at most the run in flight, which is recorded
+"""A crash at any instant loses at most the run in flight, which is recorded
 as an incident on reopen (S7) -- here the parent is killed while its worker *loads*, the
 one moment of a run that used to leave no trace."""
 

@@ -1,4 +1,4 @@
-"""Break-test: a kill while the demo model is saved leaves no truncated model that every
+"""A kill while the demo model is saved leaves no truncated model that every
 later run would load (S7); the model file appears last, after its metadata."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Break-tests: names that become paths (``validate --name``, experiment ids) never reach
+"""Names that become paths (``validate --name``, experiment ids) never reach
 outside their folder nor the session's own files (S7, V8)."""
 
 from __future__ import annotations

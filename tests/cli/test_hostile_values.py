@@ -1,4 +1,4 @@
-"""Break-tests: hostile values in order.toml / checklist.toml / experiments and on the
+"""Hostile values in order.toml / checklist.toml / experiments and on the
 command line (K2, K6, S1, S3, V5): one line naming file and field, exit 2, no traceback,
 nothing written."""
 

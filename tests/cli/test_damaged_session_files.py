@@ -1,4 +1,4 @@
-"""Break-tests: hand-edited or damaged session files and hostile arguments (S7, K1).
+"""Hand-edited or damaged session files and hostile arguments (S7, K1).
 
 Each test drives the CLI in-process (``gpusession.cli.main``) and checks the promises:
 one line on stderr naming the file and field, exit 2 for bad input, no traceback, and
