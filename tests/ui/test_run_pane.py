@@ -194,8 +194,8 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         app.screen.query_one("#field-id", Input).value = "ctx-sweep"
         app.screen.query_one("#field-varied", Input).value = "context"
         app.screen.query_one("#field-values", Input).value = "128, 256"
-        app.screen.query_one("#field-runs", Input).value = "3"
-        app.screen.query_one("#field-gpus", Input).value = "2"  # issue 13
+        app.screen.query_one("#field-runs_per_variant", Input).value = "3"
+        app.screen.query_one("#field-gpus", Input).value = "2"
         await pilot.press("ctrl+s")
         await pilot.pause()
         exps = {e.id: e for e in load_experiments(session)}
@@ -275,13 +275,13 @@ async def test_r1_define_experiment_refused_stays_open_with_the_reason(
         await pilot.press("2", "d")
         await pilot.pause()
         app.screen.query_one("#field-id", Input).value = "ctx-sweep"
-        app.screen.query_one("#field-runs", Input).value = "five"
+        app.screen.query_one("#field-runs_per_variant", Input).value = "five"
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, FormModal)
         error = str(app.screen.query_one("#form-error", Static).render())
         assert "runs" in error and "whole number" in error and "'five'" in error, error
-        assert app.focused is app.screen.query_one("#field-runs")
+        assert app.focused is app.screen.query_one("#field-runs_per_variant")
         assert "ctx-sweep" not in {e.id for e in load_experiments(session)}
         await pilot.press("ctrl+g")
         await pilot.pause()
@@ -304,12 +304,12 @@ async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
         keys = {(k.key, k.description) for k in form.query(FooterKey)}
         assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
         assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
-        for _ in range(9):  # tab down to the last field: it scrolls into view with its label
+        for _ in range(len(form.fields) - 1):  # tab down to the last field: it scrolls into view
             await pilot.press("tab")
             await pilot.pause()
             assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
             assert shown_on_screen(app, form.query_one("#form-save"))
-        assert app.focused is form.query_one("#field-gpus")
+        assert app.focused is form.query_one(f"#field-{form.fields[-1].name}")
 
 
 async def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(
