@@ -154,7 +154,7 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
             ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
         ]
         assert all(r[6] == "all measured" for r in rows)
-        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times
+        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times (issue 15)
         assert rows[1][3] == "103 ms"  # median of 0.101..0.105
         assert rows[1][4] == "101–105 ms"
         live = run_pane.query_one("#run-rows", DataTable)
@@ -194,7 +194,7 @@ async def test_r1_define_experiment_in_form_saves_it_before_any_run(
         app.screen.query_one("#field-id", Input).value = "ctx-sweep"
         app.screen.query_one("#field-varied", Input).value = "context"
         app.screen.query_one("#field-values", Input).value = "128, 256"
-        app.screen.query_one("#field-runs", Input).value = "3"
+        app.screen.query_one("#field-runs_per_variant", Input).value = "3"
         app.screen.query_one("#field-gpus", Input).value = "2"
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -275,13 +275,13 @@ async def test_r1_define_experiment_refused_stays_open_with_the_reason(
         await pilot.press("2", "d")
         await pilot.pause()
         app.screen.query_one("#field-id", Input).value = "ctx-sweep"
-        app.screen.query_one("#field-runs", Input).value = "five"
+        app.screen.query_one("#field-runs_per_variant", Input).value = "five"
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, FormModal)
         error = str(app.screen.query_one("#form-error", Static).render())
         assert "runs" in error and "whole number" in error and "'five'" in error, error
-        assert app.focused is app.screen.query_one("#field-runs")
+        assert app.focused is app.screen.query_one("#field-runs_per_variant")
         assert "ctx-sweep" not in {e.id for e in load_experiments(session)}
         await pilot.press("ctrl+g")
         await pilot.pause()
@@ -304,12 +304,12 @@ async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
         keys = {(k.key, k.description) for k in form.query(FooterKey)}
         assert ("ctrl+s", "Save") in keys and ("ctrl+g", "Cancel") in keys, keys
         assert not any(k in {"r", "c", "d"} for k, _ in keys), keys  # not the pane's keys
-        for _ in range(9):  # tab down to the last field: it scrolls into view with its label
+        for _ in range(len(form.fields) - 1):  # tab down to the last field: it scrolls into view
             await pilot.press("tab")
             await pilot.pause()
             assert shown_on_screen(app, app.focused), f"{app.focused!r} not in view"
             assert shown_on_screen(app, form.query_one("#form-save"))
-        assert app.focused is form.query_one("#field-gpus")
+        assert app.focused is form.query_one(f"#field-{form.fields[-1].name}")
 
 
 async def test_r6_warm_run_bars_from_zero_so_a_tiny_spread_looks_tiny(
@@ -342,7 +342,7 @@ async def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any, make_app
         assert "--%" not in str(bar.query_one("PercentageStatus").render())
 
 
-async def test_run_rows_view_shows_its_last_column_whole_at_80_columns(
+async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
     session: Any, make_app: MakeApp
 ) -> None:
     """The row view at 80×24: the corpus column (the last) is whole, even for a long
@@ -373,7 +373,7 @@ async def test_run_rows_view_shows_its_last_column_whole_at_80_columns(
         assert table.virtual_size.width <= table.scrollable_content_region.width
 
 
-async def test_run_pane_warns_when_gpus_of_the_lot_stay_idle(
+async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
     new_session: Any, make_app: MakeApp
 ) -> None:
     from datetime import datetime, timezone
@@ -493,7 +493,7 @@ async def test_run_pane_runs_recorded_without_journal_record_hide_the_bar(
         assert not pane.query_one("#run-overall").display
 
 
-async def test_a_group_waiting_for_other_nodes_says_so_and_how_to_start_them(
+async def test_issue13_a_group_waiting_for_other_nodes_says_so_and_how_to_start_them(
     session: Any, make_app: MakeApp
 ) -> None:
     from gpusession.core.events import WorkerStarted

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.experiment.form import resolve_corpus
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
@@ -60,14 +61,19 @@ class RunValidation:
         tune_ids: The tuning split file, checked for overlap (V7), or ``None``.
     """
 
-    def __init__(self, session: Session, exp: Experiment, corpus: Path | None) -> None:
+    def __init__(self, session: Session, exp: Experiment, corpus: Path | None = None) -> None:
         """Read the corpus and the protocol once.
+
+        Every path is found by :func:`gpusession.core.experiment.form.resolve_corpus`,
+        the rule the define form checked it by (relative to the session folder, or
+        absolute), so the file validated against is the file defined.
 
         Args:
             session: The open session.
-            exp: The experiment; its ``protocol`` and its ``train_corpus`` /
-                ``tune_corpus`` parameters (relative to the session folder) are used.
-            corpus: The corpus file (absolute), or ``None`` when the experiment has none.
+            exp: The experiment; its ``corpus``, its ``protocol`` and its
+                ``train_corpus`` / ``tune_corpus`` parameters are used.
+            corpus: The corpus file when the caller has resolved it already; ``None``:
+                the experiment's own (none when it has no corpus).
         """
         self.session = session
         self.exp = exp
@@ -75,6 +81,8 @@ class RunValidation:
         self.problem: str | None = None
         self.expected: Any = None
         self.protocol: Any = None
+        if corpus is None and exp.corpus:
+            corpus = resolve_corpus(session.folder, exp.corpus)
         if corpus is None:
             return
         if not corpus.exists():
@@ -92,8 +100,8 @@ class RunValidation:
         except BadInput as exc:
             self.problem = f"validation protocol or corpus unusable: {exc}"
         p = exp.params
-        self.train_ids = session.folder / p["train_corpus"] if p.get("train_corpus") else None
-        self.tune_ids = session.folder / p["tune_corpus"] if p.get("tune_corpus") else None
+        self.train_ids = resolve_corpus(session.folder, str(p["train_corpus"])) if p.get("train_corpus") else None
+        self.tune_ids = resolve_corpus(session.folder, str(p["tune_corpus"])) if p.get("tune_corpus") else None
 
     def validate(self, output: Path, run: ScheduledRun) -> tuple[dict[str, Any], str | None]:
         """Validate one run's output and archive the report (V1-V8).

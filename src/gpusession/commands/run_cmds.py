@@ -22,12 +22,15 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.folder.session import Session
+
+if TYPE_CHECKING:
+    from gpusession.core.experiment.form import DefineForm
 
 
 def _device(text: str) -> str:
@@ -123,42 +126,45 @@ def register(sub: Any) -> None:
     q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
     q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
                    help="held fixed; another precision is another experiment")
-    q.add_argument("--context-limit", type=int, default=None, help="tokens kept per input (truncations are counted)")
-    q.add_argument("--batch", type=int, default=None, help="fixed batch when --varied context")
-    q.add_argument("--device", type=_device, default=None,
-                   help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    q.add_argument("--seed", type=int, default=0, help="seed of the workload (default 0)")
+    # Numbers are read as text and parsed by the define form, the same rules as the TUI's
+    # (gpusession.core.experiment.form): a left-out option is None, the default.
+    q.add_argument("--context-limit", help="tokens kept per input (truncations are counted)")
+    q.add_argument("--batch", help="fixed batch when --varied context")
+    q.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    q.add_argument("--seed", help="seed of the workload (default 0)")
     q.add_argument("--scope", default=None, choices=["processing", "full-chain"],
                    help="what the stopwatch covers: the processing only (the default), or the full "
                    "chain including writing the outputs; a command workload is always full-chain "
                    "(its process is timed as a whole)")
-    q.add_argument("--warmup", type=int, default=2, help="warm-up iterations per variant")
-    q.add_argument("--runs", type=int, default=5, help="measured runs per variant")
+    q.add_argument("--warmup", help="warm-up iterations per variant (default 2)")
+    q.add_argument("--runs", help="measured runs per variant (default 5)")
     q.add_argument("--order", default="interleaved", choices=["interleaved", "shuffled"],
                    help="order of the measured runs: interleaved variants, or a "
                    "pre-drawn shuffle seeded by --order-seed")
-    q.add_argument("--order-seed", type=int, default=0, help="seed of the shuffled order")
-    q.add_argument("--cold-runs", type=int, default=1, help="fresh processes per variant")
-    q.add_argument("--gpus", type=int, default=1,
+    q.add_argument("--order-seed", help="seed of the shuffled order (default 0)")
+    q.add_argument("--cold-runs", help="fresh processes per variant (default 1)")
+    q.add_argument("--gpus",
                    help="processes per node, one per GPU (default 1); more than 1 starts the "
                         "worker through torchrun and splits the corpus by rank")
-    q.add_argument("--nodes", type=int, default=1,
+    q.add_argument("--nodes",
                    help="nodes of the torchrun group (default 1); more than 1 needs --rendezvous, "
                    "and `gpusession agent NAME --experiment ID` on each other node")
     q.add_argument("--rendezvous", default=None, metavar="HOST:PORT",
                    help="c10d rendezvous endpoint hosted by this node, for --nodes > 1")
-    q.add_argument("--timeout", type=float, default=3600.0,
+    q.add_argument("--timeout",
                    help="seconds before a run is killed (default 3600); a worker's load, and a group "
                    "over several nodes waiting for the others, get the same time")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
     q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
                    help="quality metric (with --classes)")
-    q.add_argument("--threshold", type=float, default=0.9,
+    q.add_argument("--threshold",
                    help="acceptance threshold 0-1 (with --classes; default 0.9)")
-    q.add_argument("--tolerance", type=float, default=0.0,
-                   help="accepted shortfall below the threshold (with --classes)")
+    q.add_argument("--tolerance",
+                   help="accepted shortfall below the threshold (with --classes; default 0)")
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter (repeatable)")
+                   help="workload parameter (repeatable), read as the type the workload declares "
+                   "(synthetic-mlp's width is a whole number); an undeclared one as a whole "
+                   "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text)")
     q.add_argument("--command", dest="command_line",
                    help="for --workload command: the program and arguments, split like a "
                    "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
@@ -447,13 +453,25 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
     return 0
 
 
-def _scalar(text: str) -> Any:
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text.lower(), text)
+def define_form(args: argparse.Namespace) -> DefineForm:
+    """The options of ``experiment NAME define`` as the define form's text fields.
+
+    Every option is passed as typed (``None`` when left out): the numbers, params and
+    command are parsed by :func:`gpusession.core.experiment.form.experiment_from_form`,
+    the parser the TUI's Define form uses too.
+    """
+    from gpusession.core.experiment.form import DefineForm
+
+    return DefineForm(
+        id=args.id, workload=args.workload, command=args.command_line, corpus=args.corpus,
+        varied=args.varied, values=args.values, precision=args.precision,
+        context_limit=args.context_limit, batch=args.batch, device=args.device, seed=args.seed,
+        scope=args.scope, warmup_iterations=args.warmup, runs_per_variant=args.runs,
+        order=args.order, order_seed=args.order_seed, cold_runs_per_variant=args.cold_runs,
+        gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous, run_timeout_s=args.timeout,
+        classes=args.classes, metric=args.metric, threshold=args.threshold,
+        tolerance=args.tolerance, params=tuple(args.param),
+    )
 
 
 def cmd_experiment_define(args: argparse.Namespace) -> int:
@@ -463,7 +481,9 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     context limit and seed are held fixed and recorded (R1). The stopwatch scope (R2),
     warm-up count (R4), runs per variant and their order (R5) and the validation protocol
     (V5) are fixed here: changing a fixed setting after a measurement stores the
-    experiment under a new id.
+    experiment under a new id. The options are parsed by the one define form parser
+    (:mod:`gpusession.core.experiment.form`), so the TUI's Define form stores the same
+    experiment for the same input.
 
     Args:
         args: Parsed arguments of ``experiment NAME define`` (see ``--help``).
@@ -472,64 +492,20 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         Exit code 0.
 
     Raises:
-        BadInput: No such session; ``--values`` not whole numbers separated by commas; a
-            ``--param`` that is not ``KEY=VALUE``; a ``--command`` that does not split like
-            a shell; an invalid protocol; a corpus file that does not exist.
+        BadInput: naming the field: no such session; ``--values`` not whole numbers
+            separated by commas; a count that is not a whole number; a ``--param`` that
+            is not ``KEY=VALUE`` or not of the type the workload declares; a
+            ``--command`` that does not split like a shell; an invalid protocol; a corpus
+            file that does not exist.
     """
-    import shlex
-
-    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.experiment import form
     from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.validation import Protocol
 
     session = open_session(args, args.name)
-    parts = [v.strip() for v in args.values.split(",")]
-    if any(not v.isascii() or not v.lstrip("-").isdigit() for v in parts):
-        raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got "
-                       f"{shown(args.values)}", field="values")
-    try:
-        values = tuple(int(v) for v in parts)
-    except ValueError:
-        raise BadInput(f"expected whole numbers separated by commas, got {shown(args.values)}",
-                       field="values") from None
-    params: dict[str, Any] = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadInput(f"expected KEY=VALUE, got {shown(item)}", field="param")
-        params[key] = _scalar(value)
-    if args.command_line:
-        try:
-            params["command"] = shlex.split(args.command_line)
-        except ValueError as exc:  # "No closing quotation"
-            raise BadInput(f"{exc} in {shown(args.command_line)}; quote like a shell",
-                           field="command") from None
-    protocol: dict[str, Any] = {}
-    if args.classes:
-        protocol = {"classes": [c.strip() for c in args.classes.split(",") if c.strip()],
-                    "metric": args.metric, "threshold": args.threshold,
-                    "tolerance": args.tolerance, "output_format": "jsonl"}
-        from gpusession.core.validation import Protocol
-
-        Protocol.from_toml(protocol)
-    if args.corpus and not (session.folder / args.corpus).is_file():  # an absolute path stays as is
-        if (session.folder / args.corpus).exists():
-            from gpusession.core.files.textio import read_bytes
-
-            read_bytes(session.folder / args.corpus, what="corpus")  # a folder, a FIFO, a device: said as such
-        raise BadInput("corpus file not found (a relative path is relative to the session folder)",
-                       path=session.folder / args.corpus, field="corpus")
-    if args.workload == "command" and args.scope == "processing":
-        raise BadInput("a command workload is timed as a whole process, from start to exit: its "
-                       "scope is full-chain (leave --scope out)", field="scope")
-    scope = args.scope or ("full-chain" if args.workload == "command" else "processing")
-    exp = Experiment(
-        id=args.id, workload=args.workload, corpus=args.corpus, varied=args.varied, values=values,
-        precision=args.precision, context_limit=args.context_limit, batch=args.batch,
-        device=args.device, seed=args.seed, scope=scope, warmup_iterations=args.warmup,
-        runs_per_variant=args.runs, order=args.order, order_seed=args.order_seed,
-        cold_runs_per_variant=args.cold_runs, protocol=protocol, params=params,
-        run_timeout_s=args.timeout, gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous,
-    )
+    exp = form.experiment_from_form(define_form(args), folder=session.folder,
+                                    check_protocol=Protocol.from_toml)
+    protocol = exp.protocol
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
         print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (a changed fixed setting makes a new experiment)")

@@ -1,10 +1,11 @@
-"""The parameters each built-in workload needs, checked when an experiment is defined.
+"""The parameters each built-in workload needs and the type of each, checked when an experiment is defined.
 
 Who calls it: :func:`gpusession.core.folder.experiments.define_experiment` (the ``experiment define``
 command and the TUI Define form), so that an experiment the worker could not build is
-refused before it is stored, not at run time with a traceback.
-No torch here: the parent process and the TUI read it; a test keeps this table in step
-with the workloads' constructors (:mod:`.bbc_news`, :mod:`.synthetic_mlp`).
+refused before it is stored, not at run time with a traceback; the define form
+(:mod:`gpusession.core.experiment.form`) reads a ``KEY=VALUE`` param as the type declared
+here. No torch here: the parent process and the TUI read it; tests keep these tables in
+step with the workloads' constructors (:mod:`.bbc_news`, :mod:`.synthetic_mlp`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,37 @@ REQUIRED_PARAMS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "synthetic-mlp": {},
 }
+
+#: Params every workload may take → their type: the corpus splits checked for overlap
+#: (V7, relative to the session folder), the inputs of a run without a corpus, the folder
+#: whose git revision is recorded (R10).
+COMMON_PARAMS: dict[str, type] = {
+    "train_corpus": str,
+    "tune_corpus": str,
+    "n_inputs": int,
+    "code_dir": str,
+}
+
+#: Built-in workload → each constructor argument → its type (the annotation): a value
+#: typed in the define form is read as this type, so ``width=64`` is the number 64 and
+#: ``model_dir=2024`` the folder ``2024``.
+PARAM_TYPES: dict[str, dict[str, type]] = {
+    "bbc-news": {"model_dir": str, "cpu_threads": int},
+    "synthetic-mlp": {"width": int, "depth": int, "seed": int, "rows_per_input": int},
+}
+
+
+def param_types(workload: str) -> dict[str, type]:
+    """The declared params of ``workload`` and their types: its own and :data:`COMMON_PARAMS`.
+
+    Args:
+        workload: ``bbc-news``, ``synthetic-mlp``, ``command`` or ``module:factory``
+            (the last two declare only the common params).
+
+    Returns:
+        ``{"width": int, …}``; an undeclared param is read like a TOML scalar by the form.
+    """
+    return {**COMMON_PARAMS, **PARAM_TYPES.get(workload, {})}
 
 
 def check_params(workload: str, params: Mapping[str, Any], field: str = "params") -> None:

@@ -19,7 +19,7 @@ import os
 import shlex
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import ComposeResult
@@ -42,10 +42,12 @@ from gpusession.ui.context import (
     plural,
     shown,
     state_cell,
-    whole_number,
     yes_no,
 )
 from gpusession.ui.modals import Field, FormModal
+
+if TYPE_CHECKING:
+    from gpusession.core.experiment.form import DefineForm
 
 #: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
 IDLE_TOTAL = 100
@@ -136,30 +138,82 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
 WORKLOADS = ("bbc-news", "synthetic-mlp", "command", "module:factory")
 
 
-def command_argv(text: str) -> list[str]:
-    """The Command field split like a shell (``--command`` of ``experiment define``).
+#: the Define form's scope choice that leaves the scope to the workload (R2)
+DEFAULT_SCOPE = "default"
+
+
+def define_fields(cur: Any) -> list[Field]:
+    """The Define form's fields, prefilled with ``cur`` (the current experiment) or the
+    defaults; their names are the define form's (:class:`gpusession.core.experiment.form.DefineForm`),
+    so an error's field is the one focused."""
+    from gpusession.core.experiment.form import param_text
+    from gpusession.core.experiment.plan import PRECISIONS, Experiment
+    from gpusession.core.validation import METRICS
+
+    exp = cur if cur is not None else Experiment(id="exp-1", workload="bbc-news", values=(1, 4, 8))
+    protocol = dict(exp.protocol or {})
+    shown_params = [(k, param_text(exp.workload, k, v)) for k, v in (exp.params or {}).items() if k != "command"]
+    # the scope the workload gets by itself is shown as the default (a command: full-chain)
+    default_scope = "full-chain" if exp.workload == "command" else "processing"
+
+    def opt(value: Any) -> str:
+        return "" if value is None else str(value)
+
+    return [
+        Field("id", "Experiment id", exp.id),
+        Field("workload", f"Workload ({', '.join(WORKLOADS)})", exp.workload),
+        Field("command", "Command (command workload only: program and arguments, split like a "
+              "shell; {batch} {output} {corpus} {context} as whole arguments)",
+              shlex.join(str(a) for a in (exp.params or {}).get("command") or ()),
+              placeholder="e.g. python score.py --batch {batch} --out {output}"),
+        Field("corpus", "Corpus (JSONL/CSV, relative to the session folder)", opt(exp.corpus),
+              placeholder="e.g. corpus/eval.jsonl"),
+        Field("varied", "Varied parameter", exp.varied),
+        Field("values", "Values, comma-separated", ",".join(str(v) for v in exp.values)),
+        Field("runs_per_variant", "Measured runs per variant", str(exp.runs_per_variant)),
+        Field("warmup_iterations", "Warm-up iterations", str(exp.warmup_iterations)),
+        Field("order", "Order", exp.order, choices=("interleaved", "shuffled")),
+        Field("scope", "Stopwatch scope", DEFAULT_SCOPE if exp.scope == default_scope else exp.scope,
+              choices=(DEFAULT_SCOPE, "processing", "full-chain"),
+              labels=("default (processing; full-chain for a command)", "processing", "full-chain")),
+        Field("gpus", "GPUs (processes on this node; more than 1 runs through torchrun)", str(exp.gpus)),
+        Field("precision", "Precision (another precision is another experiment)", exp.precision,
+              choices=PRECISIONS),
+        Field("device", "Device (cpu, cuda or cuda:N; empty: cuda when available)", opt(exp.device)),
+        Field("context_limit", "Context limit (tokens per input; empty: none)", opt(exp.context_limit)),
+        Field("seed", "Seed of the workload", str(exp.seed)),
+        Field("params", "Params (KEY=VALUE, separated by spaces; quote a value with spaces)",
+              shlex.join(f"{k}={t}" for k, t in shown_params if t is not None),
+              placeholder="e.g. model_dir=models"),
+        Field("classes", "Declared classes, comma-separated (empty: no validation protocol)",
+              ",".join(str(c) for c in protocol.get("classes") or ())),
+        Field("metric", "Quality metric", str(protocol.get("metric", METRICS[0])), choices=tuple(METRICS)),
+        Field("threshold", "Acceptance threshold 0-1", opt(protocol.get("threshold", 0.9))),
+        Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance", 0.0))),
+    ]
+
+
+def define_form(result: dict[str, str]) -> DefineForm:
+    """The Define form's values as the define form's text fields.
+
+    The default scope choice is an empty scope (the workload's own); the params field is
+    split like a shell into ``KEY=VALUE`` items.
 
     Raises:
-        BadInput: empty, or quotes that do not close (field ``command``).
+        BadInput: quotes that do not close in the params field (field ``params``).
     """
+    from gpusession.core.experiment.form import DefineForm
+
     try:
-        argv = shlex.split(text)
+        params = tuple(shlex.split(result["params"]))
     except ValueError as exc:  # "No closing quotation"
-        raise BadInput(f"{exc}; quote like a shell", field="command") from None
-    if not argv:
-        raise BadInput("a command workload needs its program and arguments", field="command")
-    return argv
-
-
-def _parse_value(text: str) -> Any:
-    text = text.strip()
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+        raise BadInput(f"{exc}; quote like a shell", field="params") from None
+    names = {"id", "workload", "command", "corpus", "varied", "values", "runs_per_variant",
+             "warmup_iterations", "order", "gpus", "precision", "device", "context_limit", "seed",
+             "classes", "metric", "threshold", "tolerance"}
+    scope = result["scope"]
+    return DefineForm(**{k: v for k, v in result.items() if k in names},
+                      scope="" if scope == DEFAULT_SCOPE else scope, params=params)
 
 
 class RunPane(Vertical):
@@ -419,55 +473,28 @@ class RunPane(Vertical):
         )
 
     def action_define(self) -> None:
-        from gpusession.core.experiment import plan
-        from gpusession.core.folder import experiments
-
+        """The Define form: every setting as text, parsed by the one define form parser
+        (:func:`gpusession.core.experiment.form.experiment_from_form`, as ``experiment
+        define`` does), prefilled with the current experiment; a refused save keeps the
+        form open, naming the field (R1, V5)."""
         if self.running:
             self.notify("a run is in progress", title="cannot define now")
             return
         cur = self.current_experiment()
-        fields = [
-            Field("id", "Experiment id", getattr(cur, "id", "") or "exp-1"),
-            Field("workload", f"Workload ({', '.join(WORKLOADS)})", getattr(cur, "workload", "bbc-news")),
-            Field("command", "Command (command workload only: program and arguments, split like a "
-                  "shell; {batch} {output} {corpus} {context} as whole arguments)",
-                  shlex.join(str(a) for a in (getattr(cur, "params", None) or {}).get("command") or ()),
-                  placeholder="e.g. python score.py --batch {batch} --out {output}"),
-            Field("varied", "Varied parameter", getattr(cur, "varied", "batch")),
-            Field("values", "Values, comma-separated", ",".join(str(v) for v in getattr(cur, "values", (1, 4, 8)))),
-            Field("runs", "Measured runs per variant", str(getattr(cur, "runs_per_variant", 5))),
-            Field("warmup", "Warm-up iterations", str(getattr(cur, "warmup_iterations", 2))),
-            Field("order", "Order", getattr(cur, "order", "interleaved"), choices=("interleaved", "shuffled")),
-            Field("scope", "Stopwatch scope", getattr(cur, "scope", "processing"), choices=("processing", "full-chain")),
-            Field("gpus", "GPUs (processes on this node; more than 1 runs through torchrun)",
-                  str(getattr(cur, "gpus", 1))),
-        ]
+        self.app.push_screen(FormModal("Define an experiment (one varied parameter)", define_fields(cur),
+                                       on_save=lambda result: self._define(result, cur)))
 
-        def save(result: dict[str, str]) -> None:
-            base = {k: v for k, v in vars(cur).items()} if cur is not None else {}
-            workload = result["workload"].strip()
-            params = dict(base.get("params") or {})
-            params.pop("command", None)
-            if workload == "command":
-                params["command"] = command_argv(result["command"])
-            base.update(
-                params=params,
-                id=result["id"].strip(),
-                workload=workload,
-                varied=result["varied"].strip(),
-                values=tuple(_parse_value(v) for v in result["values"].split(",") if v.strip()),
-                runs_per_variant=whole_number(result["runs"], "runs"),
-                warmup_iterations=whole_number(result["warmup"], "warmup"),
-                order=result["order"],
-                scope=result["scope"],
-                gpus=whole_number(result["gpus"], "gpus", minimum=1),
-            )
-            # raises BadInput (R1: one varied parameter, …): the form stays open and says why
-            exp = experiments.define_experiment(self.ctx.session, plan.Experiment(**base))
-            self.experiment_id = exp.id
-            self.reload()
+    def _define(self, result: dict[str, str], cur: Any) -> None:
+        """Store the experiment the form describes; raises BadInput (the form says it)."""
+        from gpusession.core.experiment import form
+        from gpusession.core.folder import experiments
+        from gpusession.core.validation import Protocol
 
-        self.app.push_screen(FormModal("Define an experiment (one varied parameter)", fields, on_save=save))
+        exp = form.experiment_from_form(define_form(result), folder=self.ctx.session.folder, base=cur,
+                                        check_protocol=Protocol.from_toml)
+        exp = experiments.define_experiment(self.ctx.session, exp)
+        self.experiment_id = exp.id
+        self.reload()
 
     def action_switch_view(self) -> None:
         self.show_view("run-rows" if self.view == "run-summary" else "run-summary")

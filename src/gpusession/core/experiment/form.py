@@ -1,0 +1,422 @@
+"""The define form: the text a person typed → one :class:`Experiment`, by one set of rules.
+
+Who calls it: ``gpusession experiment NAME define`` (:mod:`gpusession.commands.run_cmds`)
+and the TUI's Define form (:mod:`gpusession.ui.panes.run`). Both hand their fields over
+as text, so the same input gives the same stored experiment (R1, V5) and the same error,
+naming the field, wherever it was typed. The runner, the worker and the validation of a
+run find the corpus with :func:`resolve_corpus`, as the define form checked it.
+
+The rules, one for each kind of field:
+
+* **counts and seeds** (values, runs, warm-up, cold runs, GPUs, nodes, context limit,
+  batch, seeds) are whole numbers in ASCII digits (``-`` allowed): ``1.5``, ``1e3``,
+  ``1_000`` and ``٣`` are refused, never rounded or read in another script;
+* **decimals** (threshold, tolerance, timeout) are plain decimal numbers (``0.9``,
+  ``.5``, ``1e-3``), finite;
+* **params** (``KEY=VALUE``) take the type the workload's param table declares
+  (:data:`gpusession.core.experiment.params.PARAM_TYPES`: ``width`` of ``synthetic-mlp``
+  is a whole number, ``model_dir`` text); an undeclared one is read like a TOML scalar: a
+  whole number, a decimal, ``true``/``false``, or else text — ``"1.10"`` in double quotes
+  is always the text ``1.10``.
+
+A field left out (``None``) takes the value of ``base`` (the experiment the TUI form
+was opened on) or, without one, the :class:`Experiment` default; an empty optional
+field (corpus, device, context limit, batch, scope, classes) is the default: no corpus,
+the device decided in the worker, no limit, the workload's scope, no protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.experiment.params import param_types
+from gpusession.core.experiment.plan import Experiment, check
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
+
+_WHOLE_RE = re.compile(r"-?[0-9]+")
+_DECIMAL_RE = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEVICE_RE = re.compile(r"cpu|cuda|cuda:[0-9]+")
+#: Longest whole number read (digits): far past any count, short of Python's int limit.
+_WHOLE_DIGITS_MAX = 30
+
+#: Checks a protocol table (``gpusession.core.validation.Protocol.from_toml``): the
+#: experiment room may not import validation, so the callers hand the check in.
+ProtocolCheck = Callable[[Mapping[str, Any]], object]
+
+
+@dataclass(frozen=True)
+class DefineForm:
+    """The define form's fields as typed: text, ``None`` = not given (base or default).
+
+    Names are :class:`Experiment`'s attributes, so an error's field names the form field
+    in the CLI and the TUI alike (``runs_per_variant: expected a whole number, got
+    'five'``); ``classes``, ``metric``, ``threshold`` and ``tolerance`` make the
+    validation protocol (V5); ``params`` are ``KEY=VALUE`` items; ``command`` is the
+    command line of a ``command`` workload, split like a shell.
+    """
+
+    id: str | None = None
+    workload: str | None = None
+    command: str | None = None
+    corpus: str | None = None
+    varied: str | None = None
+    values: str | None = None
+    precision: str | None = None
+    context_limit: str | None = None
+    batch: str | None = None
+    device: str | None = None
+    seed: str | None = None
+    scope: str | None = None
+    warmup_iterations: str | None = None
+    runs_per_variant: str | None = None
+    order: str | None = None
+    order_seed: str | None = None
+    cold_runs_per_variant: str | None = None
+    gpus: str | None = None
+    nodes: str | None = None
+    rendezvous: str | None = None
+    run_timeout_s: str | None = None
+    classes: str | None = None
+    metric: str | None = None
+    threshold: str | None = None
+    tolerance: str | None = None
+    params: tuple[str, ...] | None = None
+
+
+def resolve_corpus(folder: Path, corpus: str) -> Path:
+    """The corpus file an experiment names: relative to the session folder, or absolute.
+
+    The one rule for the define form's check, the runner, the worker and the run's
+    validation, so that the file checked at define time is the file measured (R1).
+    ``~`` is not expanded (the shell does that before gpusession sees it).
+
+    Args:
+        folder: the session folder.
+        corpus: the experiment's ``corpus`` (or a ``train_corpus`` / ``tune_corpus``
+            param), e.g. ``"corpus/eval.jsonl"`` or ``"/data/eval.jsonl"``.
+
+    Returns:
+        ``folder / corpus``, or ``corpus`` itself when it is absolute.
+
+    Raises:
+        BadInput: an empty path (field ``corpus``).
+    """
+    if not corpus:
+        raise BadInput("no corpus path given", field="corpus")
+    path = Path(corpus)
+    return path if path.is_absolute() else folder / path
+
+
+def whole_number(text: str, field: str) -> int:
+    """A count or a seed typed as text: ASCII digits, an optional ``-``; surrounding spaces ignored.
+
+    Raises:
+        BadInput: anything else (``1.5``, ``1e3``, ``five``, ``٣``), naming ``field``.
+    """
+    t = text.strip()
+    if not _WHOLE_RE.fullmatch(t) or len(t.lstrip("-")) > _WHOLE_DIGITS_MAX:
+        raise BadInput(f"expected a whole number, got {shown(t)}", field=field)
+    return int(t)
+
+
+def decimal_number(text: str, field: str) -> float:
+    """A threshold, tolerance or number of seconds typed as text (``0.9``, ``.5``, ``1e-3``).
+
+    Raises:
+        BadInput: not a plain decimal number, or not finite (``nan``, ``inf``, ``1e999``),
+            naming ``field``.
+    """
+    t = text.strip()
+    value = float(t) if _DECIMAL_RE.fullmatch(t) else math.nan
+    if not math.isfinite(value):
+        raise BadInput(f"expected a number, got {shown(t)}", field=field)
+    return value
+
+
+def param_value(workload: str, key: str, text: str) -> Any:
+    """A ``KEY=VALUE`` param's value: the declared type, else read like a TOML scalar.
+
+    Args:
+        workload: the experiment's workload (its param table,
+            :data:`gpusession.core.experiment.params.PARAM_TYPES`).
+        key: the param's name.
+        text: the value as typed; surrounding spaces are ignored, and a value in double
+            quotes is text (the quotes removed).
+
+    Returns:
+        ``int`` / ``float`` / ``bool`` / ``str`` as the table declares; an undeclared
+        param: a whole number → ``int``, a decimal → ``float``, ``true``/``false`` (any
+        case) → ``bool``, anything else → the text.
+
+    Raises:
+        BadInput: a value that is not of the declared type (field ``params``, the key in
+            the message).
+    """
+    field = "params"
+    t = text.strip()
+    quoted = len(t) >= 2 and t[0] == t[-1] == '"'
+    if quoted:
+        t = t[1:-1]
+    declared = param_types(workload).get(key)
+    if declared is int:
+        return _declared(whole_number, t, field, workload, key, "a whole number")
+    if declared is float:
+        return _declared(decimal_number, t, field, workload, key, "a number")
+    if declared is bool:
+        if t.lower() in ("true", "false"):
+            return t.lower() == "true"
+        raise BadInput(f"{workload}'s {key} is true or false, got {shown(t)}", field=field)
+    if declared is str or quoted:
+        return t
+    if _WHOLE_RE.fullmatch(t) and len(t.lstrip("-")) <= _WHOLE_DIGITS_MAX:
+        return int(t)
+    if _DECIMAL_RE.fullmatch(t) and math.isfinite(float(t)):
+        return float(t)
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    return t
+
+
+def _declared(read: Callable[[str, str], Any], text: str, field: str, workload: str, key: str,
+              what: str) -> Any:
+    try:
+        return read(text, field)
+    except BadInput:
+        raise BadInput(f"{workload}'s {key} is {what}, got {shown(text)}", field=field) from None
+
+
+def param_text(workload: str, key: str, value: Any) -> str | None:
+    """A stored param as the form shows it: :func:`param_value` reads it back to ``value``.
+
+    Returns:
+        ``"true"`` for ``True``, ``"64"``, ``"0.5"``; a text that would read back as
+        something else in double quotes (``'"1.10"'``); ``None`` for a list or a table
+        (a hand-edited file), which a one-line field cannot show.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        try:
+            same = param_value(workload, key, value) == value
+        except BadInput:  # not of the declared type: shown as it is, refused on save
+            return value
+        return value if same else f'"{value}"'
+    return None
+
+
+def parse_params(workload: str, items: tuple[str, ...]) -> dict[str, Any]:
+    """``("width=64", "model_dir=models")`` → ``{"width": 64, "model_dir": "models"}``.
+
+    Raises:
+        BadInput: an item that is not ``KEY=VALUE`` (field ``params``), a key that is not
+            a name (letters, digits, ``_``), a key given twice, ``command`` (it is the
+            ``--command`` field), or a value not of the declared type.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BadInput(f"expected KEY=VALUE, got {shown(item)}", field="params")
+        if not _KEY_RE.fullmatch(key):
+            raise BadInput(f"a param's name is letters, digits and '_' (a workload's argument), "
+                           f"got {shown(key)}", field="params")
+        if key == "command":
+            raise BadInput("a command workload's command is its own field (--command)", field="params")
+        if key in out:
+            raise BadInput(f"{key} is given twice", field="params")
+        out[key] = param_value(workload, key, value)
+    return out
+
+
+def experiment_from_form(
+    form: DefineForm,
+    *,
+    folder: Path | None = None,
+    base: Experiment | None = None,
+    check_protocol: ProtocolCheck | None = None,
+) -> Experiment:
+    """Build and check the experiment a define form describes (R1, R2, R4, R5, V5).
+
+    Args:
+        form: the fields as typed (``None`` = not given).
+        folder: the session folder; when given, the corpus must be a regular file there
+            (:func:`resolve_corpus`), so an experiment that could not run is not stored.
+        base: the experiment the form was opened on: a field not given keeps its value
+            (the TUI form shows a part of the settings); ``None``: the defaults.
+        check_protocol: checks the protocol table built from ``classes``, ``metric``,
+            ``threshold`` and ``tolerance`` (``Protocol.from_toml``).
+
+    Returns:
+        The experiment, checked by :func:`gpusession.core.experiment.plan.check`; not
+        stored (``define_experiment`` stores it).
+
+    Raises:
+        BadInput: naming the field: a number not of its kind (see the module), values not
+            whole numbers separated by commas, a device other than ``cpu``/``cuda``/
+            ``cuda:N``, a bad param, a command that does not split like a shell or is
+            given for another workload, a processing scope for a command workload, a
+            corpus that is not a file, a bad protocol, or a setting :func:`check` refuses.
+    """
+    start: dict[str, Any] = (
+        {f.name: getattr(base, f.name) for f in fields(Experiment)} if base is not None else {}
+    )
+    data = dict(start)
+    data.setdefault("id", "")
+    for name in ("id", "workload", "varied", "precision", "order"):
+        text = getattr(form, name)
+        if text is not None:
+            data[name] = text.strip()
+    if not data.get("workload"):
+        raise BadInput("expected a workload: bbc-news, synthetic-mlp, command or module:factory",
+                       field="workload")
+    workload = str(data["workload"])
+    if form.values is not None:
+        data["values"] = _values(form.values)
+    for name in ("seed", "warmup_iterations", "runs_per_variant", "order_seed", "cold_runs_per_variant",
+                 "gpus", "nodes"):
+        text = getattr(form, name)
+        if text is not None:
+            data[name] = whole_number(text, name)
+    for name in ("context_limit", "batch"):
+        text = getattr(form, name)
+        if text is not None:
+            data[name] = whole_number(text, name) if text.strip() else None
+    if form.run_timeout_s is not None:
+        data["run_timeout_s"] = decimal_number(form.run_timeout_s, "run_timeout_s")
+    for name in ("corpus", "rendezvous"):
+        text = getattr(form, name)
+        if text is not None:
+            data[name] = text.strip() or None
+    if form.device is not None:
+        data["device"] = _device(form.device)
+    data["params"] = _all_params(form, workload, start.get("params"))
+    data["scope"] = _scope(form.scope, workload, start.get("scope"))
+    data["protocol"] = _protocol(form, start.get("protocol"), check_protocol)
+    if folder is not None and data.get("corpus"):
+        _check_corpus(folder, str(data["corpus"]))
+    exp = Experiment(**data)
+    return check(exp)
+
+
+def _values(text: str) -> tuple[int, ...]:
+    parts = [v.strip() for v in text.split(",")]
+    if not all(_WHOLE_RE.fullmatch(v) and len(v.lstrip("-")) <= _WHOLE_DIGITS_MAX for v in parts):
+        raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got {shown(text)}",
+                       field="values")
+    return tuple(int(v) for v in parts)
+
+
+def _device(text: str) -> str | None:
+    t = text.strip()
+    if not t:
+        return None
+    if not _DEVICE_RE.fullmatch(t):
+        raise BadInput(f"expected cpu, cuda or cuda:N, got {shown(t)}", field="device")
+    return t
+
+
+def _all_params(form: DefineForm, workload: str, before: Any) -> dict[str, Any]:
+    """The params table: the form's items (or the base's), and the command's argv.
+
+    A base param a one-line field cannot show (a list or a table written by hand) is kept.
+    """
+    base = {k: v for k, v in dict(before or {}).items() if k != "command"}
+    if form.params is None:
+        params = base
+    else:
+        kept = {k: v for k, v in base.items() if param_text(workload, k, v) is None}
+        params = {**kept, **parse_params(workload, form.params)}
+    if form.command is None:
+        argv = dict(before or {}).get("command") if workload == "command" else None
+    else:
+        argv = _argv(form.command)
+        if argv and workload != "command":
+            raise BadInput(f"a command line is for the command workload, not {shown(workload)}: "
+                           "clear it, or choose the command workload", field="command")
+    if argv:
+        params["command"] = argv
+    return params
+
+
+def _argv(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # "No closing quotation"
+        raise BadInput(f"{exc} in {shown(text)}; quote like a shell", field="command") from None
+
+
+def _scope(text: str | None, workload: str, before: Any) -> str:
+    """The stopwatch scope (R2): ``None`` keeps the base's, ``""`` is the workload's default.
+
+    A command's process is timed as a whole, from start to exit: its scope is full-chain.
+    """
+    scope = text.strip() if text is not None else None
+    if workload == "command":
+        if scope == "processing":
+            raise BadInput("a command workload is timed as a whole process, from start to exit: its "
+                           "scope is full-chain (leave the scope out)", field="scope")
+        return "full-chain"
+    if scope is None:
+        return str(before) if before else "processing"
+    return scope or "processing"
+
+
+def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | None) -> dict[str, Any]:
+    """The validation protocol (V5): classes, metric, threshold, tolerance; ``{}`` = none."""
+    base = dict(before or {})
+    if form.classes is None:
+        protocol = base
+    elif not form.classes.strip():
+        return {}
+    else:
+        protocol = {**base, "classes": [c.strip() for c in form.classes.split(",") if c.strip()]}
+        protocol.setdefault("metric", "macro_f1")
+        protocol.setdefault("threshold", 0.9)
+        protocol.setdefault("tolerance", 0.0)
+        protocol.setdefault("output_format", "jsonl")
+    if protocol:
+        if form.metric is not None and form.metric.strip():
+            protocol["metric"] = form.metric.strip()
+        for name in ("threshold", "tolerance"):
+            text = getattr(form, name)
+            if text is not None and text.strip():
+                protocol[name] = decimal_number(text, f"protocol.{name}")
+        if check_protocol is not None:
+            check_protocol(protocol)
+    return protocol
+
+
+def _check_corpus(folder: Path, corpus: str) -> None:
+    """The corpus is a regular file (a folder, a FIFO, a device are said as such)."""
+    path = resolve_corpus(folder, corpus)
+    if path.is_file():
+        return
+    if path.exists():
+        from gpusession.core.files.textio import read_bytes
+
+        read_bytes(path, what="corpus")  # raises, saying what it is
+    raise BadInput("corpus file not found (a relative path is relative to the session folder)",
+                   path=path, field="corpus")
+
+
+__all__ = [
+    "DefineForm",
+    "decimal_number",
+    "experiment_from_form",
+    "param_text",
+    "param_value",
+    "parse_params",
+    "resolve_corpus",
+    "whole_number",
+]
