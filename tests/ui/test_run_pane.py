@@ -154,7 +154,7 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
             ("batch-8", "cold", "1"), ("batch-8", "warm", "5"),
         ]
         assert all(r[6] == "all measured" for r in rows)
-        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times (issue 15)
+        assert all(r[5] == "macro-F1 0.950" for r in rows)  # quality beside the times
         assert rows[1][3] == "103 ms"  # median of 0.101..0.105
         assert rows[1][4] == "101–105 ms"
         live = run_pane.query_one("#run-rows", DataTable)
@@ -342,7 +342,7 @@ async def test_run_idle_progress_bar_is_empty_not_pulsing(session: Any, make_app
         assert "--%" not in str(bar.query_one("PercentageStatus").render())
 
 
-async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
+async def test_run_rows_view_shows_its_last_column_whole_at_80_columns(
     session: Any, make_app: MakeApp
 ) -> None:
     """The row view at 80×24: the corpus column (the last) is whole, even for a long
@@ -373,7 +373,7 @@ async def test_issue15_run_rows_view_shows_its_last_column_whole_at_80_columns(
         assert table.virtual_size.width <= table.scrollable_content_region.width
 
 
-async def test_issue13_run_pane_warns_when_gpus_of_the_lot_stay_idle(
+async def test_run_pane_warns_when_gpus_of_the_lot_stay_idle(
     new_session: Any, make_app: MakeApp
 ) -> None:
     from datetime import datetime, timezone
@@ -493,7 +493,7 @@ async def test_run_pane_runs_recorded_without_journal_record_hide_the_bar(
         assert not pane.query_one("#run-overall").display
 
 
-async def test_issue13_a_group_waiting_for_other_nodes_says_so_and_how_to_start_them(
+async def test_a_group_waiting_for_other_nodes_says_so_and_how_to_start_them(
     session: Any, make_app: MakeApp
 ) -> None:
     from gpusession.core.events import WorkerStarted
