@@ -61,8 +61,8 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
 from gpusession.core.experiment.placeholders import environment as placeholder_env
-from gpusession.core.experiment.placeholders import fill_argument
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused, make_private_dir, open_private
 from gpusession.core.folder.plainpaths import (
@@ -1090,7 +1090,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
     atexit.register(remove_plain_paths, spec["plain"])
     ch.send(WorkerEnvironment(environment={
-        "device": exp.get("device"), "python_version": platform.python_version(),
+        "device": exp.get("device") or COMMAND_DEVICE, "python_version": platform.python_version(),
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
         **speed_env_vars(),
     }))

@@ -42,6 +42,9 @@ _ANY = re.compile(r"\{(" + "|".join(NAMES) + r")\}")
 _BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: ``{x}`` alone, or ``-f={x}`` / ``--flag={x}``: the only forms that are filled.
 _WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + r")\}")
+#: The ``device`` a command workload defined without ``--device`` records: gpusession
+#: does not choose it, the command does (never "not recorded": nothing was left out).
+COMMAND_DEVICE = "chosen by the command"
 #: What each placeholder's value is, in a refusal.
 WHAT = {"batch": "the batch size", "output": "the output file name",
         "corpus": "the corpus file name", "context": "the context limit"}
@@ -352,4 +355,4 @@ def environment(values: Mapping[str, Any]) -> dict[str, str]:
     return {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
 
 
-__all__ = ["ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]
+__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]
