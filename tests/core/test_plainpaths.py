@@ -136,3 +136,32 @@ def test_h34_the_link_keeps_only_the_plain_suffix_of_the_corpus_name(name: str, 
 ])
 def test_h34_is_plain_accepts_only_absolute_paths_of_the_plain_characters(path: str, plain: bool) -> None:
     assert is_plain(path) is plain
+
+
+def test_h34_links_left_by_a_killed_worker_are_removed_by_the_next_one_never_their_targets(
+    tmp_path: Path, temp: Path,
+) -> None:
+    from gpusession.core.folder.plainpaths import remove_left_behind
+
+    corpus = tmp_path / HOSTILE
+    corpus.write_text("x\n", encoding="utf-8")
+    gone = 4_999_999  # above Linux's largest pid_max: no such process
+    dead = temp / f"{PREFIX}{gone}-abc_1"
+    dead.mkdir()
+    (dead / "corpus.jsonl").symlink_to(corpus)
+    alive = temp / f"{PREFIX}{os.getpid()}-abc_2"
+    alive.mkdir()
+    (alive / "corpus.jsonl").symlink_to(corpus)
+    kept = temp / f"{PREFIX}{gone}-abc_3"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("not a link\n", encoding="utf-8")
+    other = temp / "gpusession-plain-x"
+    other.mkdir()
+    plain = make_plain_paths(tmp_path / "runs" / "e", corpus, temp_dirs=[str(temp)])
+    try:
+        assert not dead.exists() and alive.exists() and kept.exists() and other.exists()
+        assert corpus.read_text(encoding="utf-8") == "x\n"
+        assert plain.private_dir.name.startswith(f"{PREFIX}{os.getpid()}-")
+        assert remove_left_behind(temp) == []
+    finally:
+        remove_plain_paths(plain)

@@ -38,8 +38,10 @@ from gpusession.core.files.errors import BadInput
 PLAIN = re.compile(r"/[A-Za-z0-9._/-]*")
 #: The characters of :data:`PLAIN`, in words, for an error.
 PLAIN_WORDS = "A-Z a-z 0-9 . _ / -"
-#: The private folder's name prefix (``tempfile.mkdtemp`` adds letters, digits and ``_``).
+#: The private folder's name prefix, followed by the PID of the process that made it and
+#: ``-`` (``tempfile.mkdtemp`` then adds letters, digits and ``_``).
 PREFIX = "gpusession-plain-"
+_LEFT_BEHIND = re.compile(re.escape(PREFIX) + r"(\d+)-[A-Za-z0-9_]+")
 #: One plain suffix of a corpus file name (``.jsonl``, ``.csv``, ``.gz``).
 _SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,16}")
 #: Where the private folder goes when ``tempfile.gettempdir()`` is not plain.
@@ -151,8 +153,9 @@ def make_plain_paths(run_dir: str | os.PathLike[str], corpus: str | os.PathLike[
                      temp_dirs: Sequence[str] | None = None) -> PlainPaths:
     """Make the private folder and its links; the paths to substitute (H-34).
 
-    The folder is new (``tempfile.mkdtemp``: a unique name, mode 0700, created
-    atomically), so no link is ever made or followed through one planted beforehand.
+    The folder is new (``tempfile.mkdtemp``: a unique name holding this PID, mode 0700,
+    created atomically), so no link is ever made or followed through one planted
+    beforehand. Folders left by killed workers are removed first (:func:`remove_left_behind`).
     The corpus link points at the real corpus (absolute); when the runs folder's path is
     not plain, ``run`` points at it.
 
@@ -175,8 +178,9 @@ def make_plain_paths(run_dir: str | os.PathLike[str], corpus: str | os.PathLike[
     for root in roots:
         if not is_plain(root):
             continue
+        remove_left_behind(root)
         try:
-            private = tempfile.mkdtemp(prefix=PREFIX, dir=root)
+            private = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root)
         except OSError:
             continue
         break
@@ -214,6 +218,45 @@ def remove_plain_paths(plain: PlainPaths) -> None:
         pass
 
 
+def remove_left_behind(temp_dir: str | os.PathLike[str]) -> list[Path]:
+    """Remove the private folders of worker processes that are gone (killed before their cleanup).
+
+    Only folders named by :data:`PREFIX` with the PID of a process that no longer
+    exists, owned by this user, holding nothing but links; the links' targets are never
+    touched. A folder of a live process, or with anything else inside, stays.
+
+    Args:
+        temp_dir: the temporary folder to look in.
+
+    Returns:
+        The folders removed.
+    """
+    import psutil
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(temp_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _LEFT_BEHIND.fullmatch(entry.name)
+        if m is None or psutil.pid_exists(int(m.group(1))):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            inside = list(os.scandir(entry.path))
+            if not all(e.is_symlink() for e in inside):
+                continue
+            for e in inside:
+                os.unlink(e.path)
+            os.rmdir(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
 def _integer(name: str, value: Any, *, optional: bool) -> str:
     if value is None and optional:
         return ""
@@ -247,5 +290,5 @@ def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: 
 
 
 __all__ = ["FALLBACK_TEMP_DIRS", "PLAIN", "PLAIN_WORDS", "PREFIX", "PlainPaths", "is_plain",
-           "make_plain_paths", "plain_suffix", "plan_plain_paths", "remove_plain_paths",
+           "make_plain_paths", "plain_suffix", "plan_plain_paths", "remove_left_behind", "remove_plain_paths",
            "substitution_values"]
