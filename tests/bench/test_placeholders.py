@@ -145,19 +145,42 @@ def test_placeholders_in_a_script_or_mid_argument_are_refused(
     assert words in str(exc.value) and "experiments.e.params.command" in str(exc.value)
 
 
-def test_the_worker_fills_only_whole_arguments_and_gives_every_value_in_the_environment() -> None:
-    from gpusession.bench.worker import _command_argv, fill_placeholders
+def test_h34_the_worker_fills_whole_arguments_with_plain_paths_and_the_same_in_the_environment(
+    tmp_path: Path,
+) -> None:
+    import os
 
-    values: dict[str, Any] = {"batch": 4, "output": "/o/x.jsonl", "corpus": CORPUS, "context": ""}
-    assert fill_placeholders("{corpus}", values) == CORPUS
+    from gpusession.bench.worker import _command_argv, _placeholder_env, fill_placeholders
+    from gpusession.core.folder.plainpaths import make_plain_paths, remove_plain_paths
+
+    values: dict[str, Any] = {"batch": 4, "output": "/o/x.jsonl", "corpus": "/p/corpus.jsonl",
+                              "context": ""}
+    assert fill_placeholders("{corpus}", values) == "/p/corpus.jsonl"
     assert fill_placeholders("--out={output}", values) == "--out=/o/x.jsonl"
     assert fill_placeholders("cat {corpus} > {output}", values) == "cat {corpus} > {output}"
     assert fill_argument("{unknown}", values) == "{unknown}"
-    argv = _command_argv(["sh", "-c", "cat {corpus}", "{corpus}"], {"corpus": CORPUS},
-                         {"batch": 4}, Path("/o/x.jsonl"))
-    assert argv == ["sh", "-c", "cat {corpus}", CORPUS]
-    assert environment(values) == {ENV["batch"]: "4", ENV["output"]: "/o/x.jsonl",
-                                   ENV["corpus"]: CORPUS, ENV["context"]: ""}
+    run_dir = tmp_path / "s" / "runs" / "e"
+    corpus = tmp_path / "s" / CORPUS
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text('{"id": "a"}\n', encoding="utf-8")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    plain = make_plain_paths(run_dir, corpus, temp_dirs=[str(temp)])
+    try:
+        spec = {"corpus": str(corpus), "plain": plain}
+        out = run_dir / "batch-4" / "warm-1.jsonl"
+        argv = _command_argv(["sh", "-c", "cat {corpus}", "{corpus}", "--out={output}", "{batch}",
+                              "{context}"], spec, {"batch": 4, "context": None}, out)
+        link = str(plain.corpus)
+        assert argv == ["sh", "-c", "cat {corpus}", link, f"--out={out}", "4", ""]
+        assert CORPUS not in " ".join(argv) and Path(link).read_bytes() == corpus.read_bytes()
+        with _placeholder_env(spec, {"batch": 4}, out):
+            assert {k: os.environ[k] for k in ENV.values()} == {
+                ENV["batch"]: "4", ENV["output"]: str(out), ENV["corpus"]: link, ENV["context"]: ""}
+        assert ENV["corpus"] not in os.environ
+    finally:
+        remove_plain_paths(plain)
+    assert environment(values)[ENV["corpus"]] == "/p/corpus.jsonl"
     assert set(ENV.values()) == {"GPUSESSION_BATCH", "GPUSESSION_OUTPUT", "GPUSESSION_CORPUS",
                                  "GPUSESSION_CONTEXT"}
 
@@ -208,6 +231,7 @@ def test_sh_c_dashdash_with_a_file_name_is_refused_and_never_runs(
     ["python3.12", "-Bc", "print()", "{batch}"],
     ["python3", "{corpus}"],
     ["python3", "-m", "{corpus}"],
+    ["python3", "--check-hash-based-pycs", "always", "-c", "x", "{corpus}"],  # H-34: a value, not the script
     ["node", "--eval={corpus}"],
     ["node", "--eval", "x", "{corpus}"],
     ["nodejs", "-p", "x", "{batch}"],
@@ -283,3 +307,108 @@ def test_an_unknown_placeholder_and_an_empty_command_are_refused_at_define(
         line = one_line(err)
         assert code == 2 and "--command is empty" in line and "argv list" not in line, line
     assert digest(inj) == before
+
+
+#: The script of H-34's last example: it runs its arguments through a shell, as a careless
+#: wrapper does (``os.popen("cat " + path)``), then writes one label per corpus ID.
+EVALS_ITS_ARGUMENTS = """\
+import json, os, sys
+corpus, out = sys.argv[1], sys.argv[2].partition("=")[2]
+text = os.popen("cat " + corpus).read()
+os.system("true " + out + " " + os.environ["GPUSESSION_CORPUS"])
+with open(out, "w", encoding="utf-8") as fh:
+    for line in text.splitlines():
+        if line.strip():
+            fh.write(json.dumps({"id": json.loads(line)["id"], "label": "a"}) + "\\n")
+"""
+
+_SHELL_NAME = "c$(touch${IFS}INJECTED).jsonl"
+
+
+def _h34_commands() -> list[Any]:
+    import grp
+    import os
+    import sys
+
+    group = grp.getgrgid(os.getgid()).gr_name  # sg to one's own group needs no password
+    return [
+        pytest.param("make", "make -f /dev/null --eval={corpus}", "m$(shell touch INJECTED).jsonl",
+                     id="make-eval"),
+        pytest.param("sg", f"sg {group} {{corpus}}", _SHELL_NAME, id="sg"),
+        pytest.param("hyperfine", "hyperfine --runs 1 {corpus}", _SHELL_NAME, id="hyperfine"),
+        pytest.param("python3", f"{sys.executable} evals_its_arguments.py {{corpus}} --out={{output}}",
+                     _SHELL_NAME, id="python3-script-that-evals"),
+    ]
+
+
+@pytest.mark.parametrize("program, command, corpus_name", _h34_commands())
+def test_h34_a_program_that_reads_code_out_of_a_placeholder_finds_none(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, program: str, command: str, corpus_name: str,
+) -> None:
+    """H-34: the corpus name is never given to the command, only a plain link gpusession made."""
+    import csv
+    import hashlib
+    import shutil
+
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed on this machine")
+    monkeypatch.chdir(tmp_path)  # where the command runs: `touch INJECTED` would land here
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the worker's private folder, watched too
+    (tmp_path / "evals_its_arguments.py").write_text(EVALS_ITS_ARGUMENTS, encoding="utf-8")
+    code, _, err = cli(capsys, sessions_root, "new", "inj", "--gpu", "RTX A5000", "--lots", "1",
+                       "--days", "7", "--start", "2026-11-29T10:00:00Z")
+    assert code == 0, err
+    folder = sessions_root / "inj"
+    corpus = folder / corpus_name
+    corpus.write_text('{"id": "a", "text": "hello", "label": "a"}\n'
+                      '{"id": "b", "text": "bye", "label": "a"}\n', encoding="utf-8")
+    define = ["--workload", "command", "--corpus", corpus_name, "--values", "1", "--runs", "1",
+              "--warmup", "1", "--cold-runs", "1", "--classes", "a,b", "--threshold", "0.5"]
+    code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "e", *define,
+                       "--command", command)
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", "inj", "--experiment", "e", "--headless")
+    assert not list(tmp_path.rglob("INJECTED")), "the corpus name ran as code"
+    assert not list(temp.iterdir()), "the worker's links are removed when it ends"
+    with open(folder / "resultats-bruts.csv", encoding="utf-8", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["phase"] in ("cold", "warm")]
+    revision = hashlib.sha256(corpus.read_bytes()).hexdigest()
+    assert len(rows) == 2 and all(r["corpus_revision"] == revision for r in rows), rows
+    if program == "python3":  # the one command here that writes an output: it is validated
+        assert code == 0 and "experiment complete" in out, out + err
+        assert all(r["corpus_accepted"] == "true" and r["ids_match"] == "true" for r in rows), rows
+
+
+def test_h34_python_c_past_an_option_value_is_refused_yet_run_anyway_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The refusal is advice; the guarantee is the plain path, even for a ``-c`` script that evals."""
+    import sys
+
+    from gpusession.bench.worker import _call, _command_argv, _placeholder_env
+    from gpusession.core.folder.plainpaths import make_plain_paths, remove_plain_paths
+
+    monkeypatch.chdir(tmp_path)
+    argv_t = [sys.executable, "--check-hash-based-pycs", "always", "-c",
+              "import os, sys; os.system('cat ' + sys.argv[1] + ' > /dev/null')", "{corpus}"]
+    with pytest.raises(BadInput) as exc:
+        check_command(argv_t, field="params.command")
+    assert "-c" in str(exc.value) and "$GPUSESSION_CORPUS" in str(exc.value)
+    corpus = tmp_path / _SHELL_NAME
+    corpus.write_text('{"id": "a"}\n', encoding="utf-8")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    run_dir = tmp_path / "runs" / "e"
+    plain = make_plain_paths(run_dir, corpus, temp_dirs=[str(temp)])
+    try:
+        spec = {"corpus": str(corpus), "plain": plain}
+        out = run_dir / "batch-1" / "warm-1.jsonl"
+        with _placeholder_env(spec, {"batch": 1}, out):
+            code = _call(_command_argv(argv_t, spec, {"batch": 1}, out)).returncode
+    finally:
+        remove_plain_paths(plain)
+    assert code == 0
+    assert not list(tmp_path.rglob("INJECTED")), "the corpus name ran as code"

@@ -88,3 +88,29 @@ def test_a_sessions_root_that_is_a_file_is_not_a_folder(
     assert code == 2 and "not a folder" in line and str(root) in line, out + err
     assert "no sessions" not in out + err
     assert root.read_text(encoding="utf-8") == "root:x:0:0\n"
+
+
+@pytest.mark.parametrize("name", ["café", "naïve", "Straße", "ｓ"])
+def test_a_name_with_a_non_ascii_letter_is_refused_asking_for_ascii_letters(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, name: str,
+) -> None:
+    """``é`` is a letter: the refusal must say which letters are meant (ASCII)."""
+    code, _, err = cli(capsys, sessions_root, "new", name, *NEW)
+    line = one_line(err)
+    assert code == 2 and "use ASCII letters (A-Z, a-z), digits" in line, line
+    assert not (sessions_root / name).exists()
+    code, _, err = cli(capsys, sessions_root, "new", "s", *NEW)
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "experiment", "s", "define", "--id", name,
+                       "--workload", "command", "--command", "true", "--values", "1")
+    line = one_line(err)
+    assert code == 2 and "use ASCII letters (A-Z, a-z), digits" in line, line
+
+
+def test_a_validation_report_name_with_a_non_ascii_letter_asks_for_ascii_letters() -> None:
+    from gpusession.commands.validate_cmd import _run_name
+
+    with pytest.raises(BadInput) as exc:
+        _run_name("café")
+    assert "use ASCII letters (A-Z, a-z), digits" in str(exc.value)
+    assert _run_name("by-hand") == "by-hand"

@@ -105,6 +105,7 @@ from gpusession.core.folder.experiments import get_experiment
 from gpusession.core.folder.journal import RunKey
 from gpusession.core.folder.processes import end_recorded, on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
+from gpusession.core.folder.rendezvous import check_rendezvous_port
 from gpusession.core.folder.session import SESSION_TOML, Session
 from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
@@ -230,10 +231,11 @@ class Runner:
         the ``runs/<experiment>`` and ``validation/`` folders and any worker spec already
         in ``runs/<experiment>`` must not be symbolic links and must be writable
         (:func:`gpusession.core.files.safefile.check_writable`); otherwise the run would
-        measure everything and only then be refused. Nothing is written.
+        measure everything and only then be refused. A rendezvous port another program
+        listens on is refused too (H-27). Nothing is written.
 
         Raises:
-            BadInput: one line naming the first file refused.
+            BadInput: one line naming the first file refused, or the port in use.
         """
         s = self.session
         for path in (s.results.path, s.journal_path, s.folder / SUMMARY_JSON,
@@ -245,6 +247,7 @@ class Runner:
         if exp_dir.is_dir():
             for spec in exp_dir.glob(f"{SPEC_PREFIX}*.json"):
                 check_writable(spec)
+        check_rendezvous_port(self.experiment.rendezvous, field=f"experiments.{self.experiment.id}.rendezvous")
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:

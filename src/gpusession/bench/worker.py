@@ -29,6 +29,7 @@ that, never from the experiment's definition (R4).
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import json
 import os
@@ -60,10 +61,15 @@ from gpusession.core.events import (
     WorkerStopped,
     WorkerWarmupDone,
 )
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
 from gpusession.core.experiment.placeholders import environment as placeholder_env
-from gpusession.core.experiment.placeholders import fill_argument
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused, make_private_dir, open_private
+from gpusession.core.folder.plainpaths import (
+    make_plain_paths,
+    remove_plain_paths,
+    substitution_values,
+)
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 
@@ -973,8 +979,9 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
 
 
 def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> dict[str, Any]:
-    return {"batch": setting["batch"], "output": str(out_path), "corpus": spec.get("corpus") or "",
-            "context": setting.get("context") or ""}
+    # H-34: only plain paths gpusession made, never the user's file names (spec["plain"]).
+    return substitution_values(spec["plain"], batch=setting["batch"], context=setting.get("context"),
+                               output=out_path)
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
@@ -1080,8 +1087,10 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     """
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
+    spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
+    atexit.register(remove_plain_paths, spec["plain"])
     ch.send(WorkerEnvironment(environment={
-        "device": exp.get("device"), "python_version": platform.python_version(),
+        "device": exp.get("device") or COMMAND_DEVICE, "python_version": platform.python_version(),
         "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
         **speed_env_vars(),
     }))

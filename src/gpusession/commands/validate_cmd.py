@@ -138,8 +138,8 @@ def _run_name(text: str) -> str:
     """
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", text) or ".." in text:
         raise BadInput(
-            f"{text!r} is not a report name; use letters, digits, '.', '_' or '-' "
-            "(no '/', no '..', not starting with '.' or '-')",
+            f"{text!r} is not a report name; use ASCII letters (A-Z, a-z), digits, '.', '_' or "
+            "'-' (no '/', no '..', not starting with '.' or '-')",
             field="--name",
         )
     return text

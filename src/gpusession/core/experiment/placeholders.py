@@ -1,23 +1,26 @@
-"""Placeholders of a command workload, filled so that a value can never inject (issue 12).
+"""Placeholders of a command workload: where they may stand, and how they are filled (H-34).
 
 A command workload is an argv list (``params.command``) run without a shell, with
-placeholders ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}``. A value (a corpus
-named ``x$(touch P).jsonl``) is only ever *one argument*: a placeholder is filled only
-where it is the whole argument (``{corpus}``) or the value of a flag
-(``--out={output}``). Every value is also given to the command as an environment
-variable (:data:`ENV`: ``GPUSESSION_CORPUS``…), which a shell or Python ``-c`` script
-reads safely (``"$GPUSESSION_CORPUS"``).
+placeholders ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}``. The guarantee is
+in *what* is substituted: never a user's file name, only a plain path gpusession made
+(a link ``corpus.jsonl`` in a private folder; the run's output path, plain) and integers
+(:mod:`gpusession.core.folder.plainpaths`), so no program -- ``make --eval=``, ``sg``,
+``hyperfine``, a script that runs ``eval`` on its arguments -- can read code out of a value.
+A placeholder is filled only where it is the whole argument (``{corpus}``) or the value
+of a flag (``--out={output}``); every value is also given to the command as an
+environment variable (:data:`ENV`: ``GPUSESSION_CORPUS``…).
 
-:func:`check_command` refuses, when the experiment is defined (and again whenever it is
-read), a placeholder pasted into a longer argument (``out-{batch}.jsonl``), an unknown
-``{name}``, an empty command, and a placeholder anywhere a program may run it as code:
-after a shell with ``-c`` anywhere among its arguments (``sh -c -- {corpus}``), in or after
-an interpreter's code option (``python -c``, ``node --eval={corpus}``, ``perl -ne``),
-as an interpreter's script or awk/sed program, in any argument of ``ssh``, ``su``,
-``eval``, ``exec``, ``xargs``, ``env -S`` or ``sudo -s`` -- wrappers (``env``,
-``timeout``, ``nice``, ``sudo``…) skipped first. When unsure, refused. A plain
-``python3 script.py {batch}`` stays allowed (H-15). :func:`fill_argument` is what the
-worker applies (:mod:`gpusession.bench.worker`). No torch here.
+:func:`check_command` is advice on top, checked when the experiment is defined (and
+again whenever it is read): it refuses a placeholder pasted into a longer argument
+(``out-{batch}.jsonl``), an unknown ``{name}``, an empty command, and a placeholder
+anywhere a program would run it as code: after a shell with ``-c`` anywhere among its
+arguments (``sh -c -- {corpus}``), in or after an interpreter's code option (``python
+-c``, ``node --eval={corpus}``, ``perl -ne``), as an interpreter's script or awk/sed
+program, in any argument of ``ssh``, ``su``, ``eval``, ``exec``, ``xargs``, ``env -S`` or
+``sudo -s`` -- wrappers (``env``, ``timeout``, ``nice``, ``sudo``…) skipped first -- with
+the advice to read ``$GPUSESSION_<NAME>`` in the script. A plain ``python3 script.py
+{batch}`` stays allowed (H-15). :func:`fill_argument` is what the worker applies
+(:mod:`gpusession.bench.worker`). No torch here.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ _ANY = re.compile(r"\{(" + "|".join(NAMES) + r")\}")
 _BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: ``{x}`` alone, or ``-f={x}`` / ``--flag={x}``: the only forms that are filled.
 _WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + r")\}")
+#: The ``device`` a command workload defined without ``--device`` records: gpusession
+#: does not choose it, the command does (never "not recorded": nothing was left out).
+COMMAND_DEVICE = "chosen by the command"
 #: What each placeholder's value is, in a refusal.
 WHAT = {"batch": "the batch size", "output": "the output file name",
         "corpus": "the corpus file name", "context": "the context limit"}
@@ -57,7 +63,7 @@ _RUNS_TEXT_ANYWHERE = frozenset({"ssh", "slogin", "rsh", "su", "runuser", "xargs
 #: is the script). Every interpreter also has the long code options of :data:`_CODE_LONG`.
 _INTERPRETERS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {}
 for _names, _letters, _values, _scripts in (
-    (("python", "pypy"), "c", ("-W", "-X", "-Q"), ("-m",)),
+    (("python", "pypy"), "c", ("-W", "-X", "-Q", "--check-hash-based-pycs"), ("-m",)),
     (("perl",), "eEM", ("-I", "-x"), ()),
     (("ruby", "irb"), "er", ("-I", "-C", "-E", "-F", "-K"), ()),
     (("node", "nodejs", "bun", "deno"), "epr",
@@ -268,7 +274,7 @@ def _first_positional(args: Sequence[str], i: int, takes_value: frozenset[str],
 
 
 def check_command(argv: Sequence[Any], *, field: str) -> None:
-    """Refuse a command whose placeholders could let a value inject code (issue 12).
+    """Refuse a command whose placeholders a program would run as code: advice, H-34 holds anyway.
 
     Args:
         argv: ``params.command``: the program and its arguments.
@@ -349,4 +355,4 @@ def environment(values: Mapping[str, Any]) -> dict[str, str]:
     return {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
 
 
-__all__ = ["ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]
+__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]

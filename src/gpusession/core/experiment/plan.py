@@ -188,8 +188,8 @@ def check(exp: Experiment) -> Experiment:
     f = f"experiments.{exp.id}"
     if not isinstance(exp.id, str) or not _ID_RE.fullmatch(exp.id) or ".." in exp.id:
         # the id names folders under runs/ and validation/: never a path
-        raise BadInput(f"experiment id {shown(exp.id)}: use letters, digits, '.', '_' or '-' "
-                       "(no '/', no '..', no spaces, not starting with '.' or '-')", field=f)
+        raise BadInput(f"experiment id {shown(exp.id)}: use ASCII letters (A-Z, a-z), digits, '.', "
+                       "'_' or '-' (no '/', no '..', no spaces, not starting with '.' or '-')", field=f)
     if exp.varied == "precision":
         raise BadInput(
             "precision cannot be the varied parameter: define one experiment per precision "

@@ -239,7 +239,8 @@ def validate_name(name: str, *, new: bool = False) -> str:
             saying which and why.
     """
     if not name:
-        raise BadInput("session name is empty; use letters, digits, '.', '_' or '-'", field="name")
+        raise BadInput("session name is empty; use ASCII letters (A-Z, a-z), digits, '.', '_' or '-'",
+                       field="name")
     if len(name) > NAME_MAX:
         raise BadInput(
             f"session name is {len(name)} characters long; at most {NAME_MAX}", field="name"
@@ -255,7 +256,8 @@ def validate_name(name: str, *, new: bool = False) -> str:
     if not _NAME_RE.fullmatch(name):  # fullmatch: "$" would let a final newline through
         bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
         raise BadInput(
-            f"session name {name!r} contains {''.join(bad)!r}; use letters, digits, '.', '_' or '-'",
+            f"session name {name!r} contains {''.join(bad)!r}; use ASCII letters (A-Z, a-z), digits, "
+            "'.', '_' or '-'",
             field="name",
         )
     return name

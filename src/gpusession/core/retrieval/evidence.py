@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.units import format_bytes
@@ -187,6 +188,10 @@ def on_gpu_evidence(session: Session) -> str:
     n = lr.rows.height
     if not devices:
         return f"last run (experiment {lr.experiment_id}): device not recorded in its {n} row(s)"
+    if all(d == COMMAND_DEVICE for d in devices):  # a command workload defined without --device
+        return (f"last run (experiment {lr.experiment_id}): the device was {COMMAND_DEVICE} in its "
+                f"{n} row(s), not by gpusession; the rows cannot tell whether it used the GPU: "
+                "NVML's per-process memory while it runs does")
     gpu = [d for d in devices if str(d).startswith(("cuda", "rocm", "hip"))]
     if gpu and len(gpu) == len(devices):
         text = f"on the GPU: the last run's {n} row(s) (experiment {lr.experiment_id}) ran on {', '.join(gpu)}"

@@ -25,6 +25,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import UiContext, fmt_bytes, plural, run_label, shown
 
@@ -125,9 +126,9 @@ def allocator_lines(row: dict[str, Any] | None, snap: Any = None,
         head = f"Last run — PyTorch allocator, the largest over its ranks (each rank's own: {ranks}):"
     if row is None:
         return [head, "    no run recorded yet", not_covered(snap)]
-    which = (
-        f"    {run_label(row)} on {shown(row.get('device'), 'device not recorded')}"
-    )
+    device = row.get("device")
+    where = f"a device {COMMAND_DEVICE}" if device == COMMAND_DEVICE else shown(device, "device not recorded")
+    which = f"    {run_label(row)} on {where}"
     lines = [head, which]
     if all(row.get(k) is None for _, k in _ALLOCATOR_KEYS):
         lines.append(f"    {_NOT_MEASURED}")

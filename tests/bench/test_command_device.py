@@ -1,0 +1,69 @@
+"""A command workload defined without ``--device`` records "chosen by the command".
+
+gpusession does not choose the device of a command (it runs a whole process), so its
+rows and the words about them say who did, never "device not recorded".
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE
+
+DEFINE = ["--workload", "command", "--command", "true", "--values", "1", "--runs", "1",
+          "--warmup", "0", "--cold-runs", "0"]
+
+
+def _rows(folder: Path) -> list[dict[str, str]]:
+    with open(folder / "resultats-bruts.csv", encoding="utf-8", newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["phase"] == "warm"]
+
+
+def test_a_command_workload_without_device_records_chosen_by_the_command(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path,
+) -> None:
+    from gpusession.core.folder.session import Session
+    from gpusession.core.retrieval.evidence import on_gpu_evidence
+
+    code, _, err = cli(capsys, sessions_root, "new", "dev", "--gpu", "RTX A5000", "--lots", "1",
+                       "--days", "7", "--start", "2026-11-29T10:00:00Z")
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "experiment", "dev", "define", "--id", "e", *DEFINE)
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", "dev", "--experiment", "e", "--headless")
+    assert code == 0, out + err
+    assert "environment: device chosen by the command," in out and "device not recorded" not in out
+    rows = _rows(sessions_root / "dev")
+    assert rows and all(r["device"] == COMMAND_DEVICE for r in rows), rows
+    words = on_gpu_evidence(Session.open(sessions_root, "dev"))
+    assert "chosen by the command" in words and "not (only) on the GPU" not in words, words
+
+
+def test_a_command_workload_with_device_records_that_device(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path,
+) -> None:
+    code, _, err = cli(capsys, sessions_root, "new", "dev", "--gpu", "RTX A5000", "--lots", "1",
+                       "--days", "7", "--start", "2026-11-29T10:00:00Z")
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "experiment", "dev", "define", "--id", "e", *DEFINE,
+                       "--device", "cpu")
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", "dev", "--experiment", "e", "--headless")
+    assert code == 0, out + err
+    assert "environment: device cpu," in out
+    assert [r["device"] for r in _rows(sessions_root / "dev")] == ["cpu"]
+
+
+def test_the_memory_pane_says_the_command_chose_the_device() -> None:
+    from gpusession.ui.panes.memory import allocator_lines
+
+    lines = allocator_lines({"experiment_id": "e", "variant_id": "batch-1", "phase": "warm",
+                             "run_index": 1, "device": COMMAND_DEVICE})
+    assert any(line.endswith("on a device chosen by the command") for line in lines), lines
+    lines = allocator_lines({"experiment_id": "e", "variant_id": "batch-1", "phase": "warm",
+                             "run_index": 1, "device": None})
+    assert any(line.endswith("on device not recorded") for line in lines), lines
