@@ -1,4 +1,10 @@
-"""The parent side of a run: start workers, turn their events into rows, validate.
+"""The parent side of a run: schedule, worker groups, supervision, rows, validation.
+
+Orchestration only: :class:`Runner` schedules the runs, splits them into worker groups,
+starts each group and records what its events say; the event loop of a group (timeout,
+go/stop, its end) is :mod:`gpusession.bench.supervise`, which leaves one typed
+:class:`~gpusession.bench.supervise.GroupReport`, and every result row is built by
+:mod:`gpusession.bench.rows` (pure).
 
 Who calls it: ``gpusession demo`` / ``gpusession run`` (headless) and the run pane (from
 a Textual thread worker). No torch here (M5): workers are ``python -m
@@ -13,7 +19,7 @@ output was never validated: a row states what happened), the incident in ``notes
 incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
-Processes (issue 12, H-14): each worker is the leader of a process group of its own
+Processes (H-14): each worker is the leader of a process group of its own
 (:class:`~gpusession.bench.process.WorkerProcess`), journaled with its PID and start
 time, as is each user command it starts. A timeout, an error of the parent or
 :meth:`Runner.interrupt` (SIGHUP/SIGTERM, through
@@ -32,8 +38,8 @@ turns them into words. The journal gets typed records, and the worker's events a
 typed (:mod:`gpusession.bench.process`). A row's protocol fields (phase, warm-up
 iterations) come from what the worker reports it did, never from the definition (R4).
 
-An experiment with ``gpus > 1`` starts each worker through torchrun (issue 13:
-:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
+An experiment with ``gpus > 1`` starts each worker through torchrun
+(:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
 barriers, memory the maximum over ranks, the ranks in ``notes``), each rank's own figures
 go to ``runs/<experiment>/ranks.csv``, and a group that ends part-way (a rank raised in
 a run — the group then ends with that run and its row waits for the exit, to name the
@@ -49,12 +55,18 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpusession.bench.process import WorkerProcess, describe_exit
-from gpusession.bench.ranks import error_gist, join_timeout_s, lost_peer, rendezvous_timed_out
+from gpusession.bench.ranks import (
+    RankFailure,
+    error_gist,
+    join_timeout_s,
+    lost_peer,
+    rendezvous_timed_out,
+)
 from gpusession.bench.rows import (
     LoadSlot,
     base_row,
@@ -114,32 +126,13 @@ from gpusession.core.folder.journal import RunKey
 from gpusession.core.folder.processes import end_recorded, on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.folder.session import SESSION_TOML, Session
+from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
 from gpusession.core.retrieval.status import SUMMARY_JSON, refresh_counts
 
 #: ``1000`` → ``1,000``; ``None`` → ``?`` (user text has thousands separators).
 _count = count_words
-
-
-@dataclass
-class RunOutcome:
-    """What one invocation of an experiment produced.
-
-    Attributes:
-        rows_written: CSV rows appended (load, cold and warm, failures included).
-        completed: every scheduled run ran (failed runs count as ran; R7).
-        cancelled: stopped by a cancel request at a run boundary (H-12).
-        interrupted: the signal (``"SIGHUP"``, ``"SIGTERM"``) that ended the run at once,
-            ``None`` when none did (issue 12).
-        incidents: one sentence per incident.
-    """
-
-    rows_written: int = 0
-    completed: bool = False
-    cancelled: bool = False
-    interrupted: str | None = None
-    incidents: list[str] = field(default_factory=list)
 
 
 class Runner:
@@ -753,7 +746,7 @@ class Runner:
         base, sep, n = name.rpartition("-again-")
         return f"{base}-again-{int(n) + 1}" if sep and n.isdigit() else f"{name}-again-2"
 
-    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: Any,
+    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: RankFailure | None,
                         code: int | None, forced: bool) -> str:
         """How a group ended after its rank ``ev.failed_rank`` failed a run (issue 13).
 
@@ -770,7 +763,7 @@ class Runner:
         return f"the group ended with this run: {how}"
 
     @staticmethod
-    def _survivor(exp: Experiment, cause: Any, leader: int | None, last_error: str | None) -> bool:
+    def _survivor(exp: Experiment, cause: RankFailure, leader: int | None, last_error: str | None) -> bool:
         """Whether the failed rank seen here only lost a peer that failed first (issue 13).
 
         True when its error says a peer closed or reset the connection, or -- the leader

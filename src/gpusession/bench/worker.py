@@ -10,7 +10,9 @@ order (R5). A ``varied = "context"`` experiment applies each run's limit to the 
 (``set_context``, R9). After an out-of-memory run the next measured run is preceded by
 one unmeasured pass of its shape; the worker goes on in the same process. Under
 torchrun a failed run (a rank raised, out of memory included) ends the group instead:
-the runner starts a fresh one for the runs left (issue 13).
+the runner starts a fresh one for the runs left. The phases themselves (load, warm-up,
+measured runs, their outputs) are :mod:`gpusession.bench.phases`, shared by one process
+and the ranks of a group.
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
