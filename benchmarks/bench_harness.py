@@ -5,7 +5,7 @@ the same process so that drift and noise hit both alike:
 
 * **bare**: ``t0 = perf_counter_ns(); work(); t1 = perf_counter_ns()``;
 * **harness**: what a worker does per measured run on CPU — ``SyncTimer.measure`` around
-  the harness's batching loop (``_run_batches``) over a workload's ``predict``.
+  the harness's batching loop (``phases.run_batches``) over a workload's ``predict``.
 
 Prints the medians and the ratio harness/bare. Target: overhead under 1 % at 10 ms.
 
@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from gpusession.bench.phases import run_batches as _run_batches  # noqa: E402
 from gpusession.bench.timing import SyncTimer  # noqa: E402
-from gpusession.bench.worker import _run_batches  # noqa: E402
 
 
 def spin(n: int) -> int:

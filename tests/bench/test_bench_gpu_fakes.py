@@ -113,7 +113,7 @@ def _gpu_dev(cuda: FakeCuda) -> Any:
 
 
 def test_r7_oom_empties_the_cache_after_the_failed_runs_tensors_are_released() -> None:
-    from gpusession.bench.worker import measure_or_fail
+    from gpusession.bench.phases import measure_or_fail
 
     cuda = FakeCuda()
     held: list[weakref.ref[_Tensor]] = []
@@ -141,7 +141,7 @@ def test_r7_oom_empties_the_cache_after_the_failed_runs_tensors_are_released() -
 def test_r7_hip_and_torch_oom_messages_are_oom() -> None:
     import torch
 
-    from gpusession.bench.worker import is_oom
+    from gpusession.bench.phases import is_oom
 
     assert is_oom(torch.OutOfMemoryError("x"))  # torch.cuda.OutOfMemoryError is this class
     assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from gpusession.bench.phases import is_oom
 from gpusession.bench.timing import SyncTimer
-from gpusession.bench.worker import is_oom, runtime_version
+from gpusession.bench.worker import runtime_version
 
 
 class FakeDevice:

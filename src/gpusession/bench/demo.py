@@ -12,11 +12,14 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Package, Session, utcnow
+
+if TYPE_CHECKING:
+    from gpusession.core.experiment.plan import Experiment
 
 DEMO_SESSION = "demo"
 DEMO_EXPERIMENT = "batch-sweep"
@@ -63,44 +66,72 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
             sessions root is unusable.
         Failure: Training the demo model failed (the last line of its stderr is named).
     """
-    from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
-    from gpusession.core.experiment.plan import Experiment
     from gpusession.core.folder.experiments import define_experiment
 
     out = out or sys.stdout
     pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
     session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
-    corpus_dir = session.folder / "corpus"
     demo = dict(session.data.get("demo", {}))
-    if not (corpus_dir / "eval.jsonl").exists():
-        info = write_demo_corpus(corpus_dir, seed=0)
-        demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
-                    sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
-        print(f"corpus: wrote {corpus_words(cast(Mapping[str, int], info['sizes']))} texts to {corpus_dir} "
-              f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
-              file=out)
-        session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
-    model_dir = session.folder / "models"
-    if not (model_dir / "bbc-news.pt").exists():
-        print("model: training the demo classifier (fixed seed 0)…", file=out, flush=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpusession.bench.workloads.bbc_news", "train",
-             "--corpus", str(corpus_dir), "--out", str(model_dir), "--seed", "0"],
-            capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-            raise Failure(f"training the demo model failed ({last})")
-        meta = json.loads(proc.stdout.strip().splitlines()[-1])
-        demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
-                    tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
-        print(f"model: trained in {format_seconds(meta['train_seconds'])}, macro-F1 on tune "
-              f"{meta['tune_macro_f1']:.3f}", file=out)
-        session.journal("demo_model_trained", **meta)
+    _write_corpus_once(session, demo, out)
+    _train_model_once(session, demo, out)
     if demo != session.data.get("demo"):
         session.update(lambda doc: doc.__setitem__("demo", demo))  # under the folder lock
+    defined = define_experiment(session, _demo_experiment(demo, device))
+    if defined.id != DEMO_EXPERIMENT:
+        print(f"experiment: {DEMO_EXPERIMENT} was measured with other fixed settings; "
+              f"this run is experiment {defined.id} (an experiment varies one parameter; "
+              "the others stay fixed)", file=out)
+    return session, defined.id
+
+
+def _write_corpus_once(session: Session, demo: dict[str, Any], out: Any) -> None:
+    """Split the BBC News corpus once (seed 0) under ``corpus/``; ``demo`` gets its facts (V7)."""
+    from gpusession.bench.workloads.bbc_corpus import write_demo_corpus
+
+    corpus_dir = session.folder / "corpus"
+    if (corpus_dir / "eval.jsonl").exists():
+        return
+    info = write_demo_corpus(corpus_dir, seed=0)
+    demo.update(corpus_revision=info["corpus_revision"], classes=info["classes"],
+                sizes=info["sizes"], replaced_files=info["replaced_files"], split_seed=0)
+    print(f"corpus: wrote {corpus_words(cast(Mapping[str, int], info['sizes']))} texts to {corpus_dir} "
+          f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
+          file=out)
+    session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
+
+
+def _train_model_once(session: Session, demo: dict[str, Any], out: Any) -> None:
+    """Train the demo classifier once (seed 0) in a subprocess, so this process never imports torch (M5).
+
+    Raises:
+        Failure: the training exited non-zero (the last line of its stderr is named).
+    """
+    model_dir = session.folder / "models"
+    if (model_dir / "bbc-news.pt").exists():
+        return
+    print("model: training the demo classifier (fixed seed 0)…", file=out, flush=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusession.bench.workloads.bbc_news", "train",
+         "--corpus", str(session.folder / "corpus"), "--out", str(model_dir), "--seed", "0"],
+        capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise Failure(f"training the demo model failed ({last})")
+    meta = json.loads(proc.stdout.strip().splitlines()[-1])
+    demo.update(model_revision=meta["model_revision"], tokenizer_revision=meta["tokenizer_revision"],
+                tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
+    print(f"model: trained in {format_seconds(meta['train_seconds'])}, macro-F1 on tune "
+          f"{meta['tune_macro_f1']:.3f}", file=out)
+    session.journal("demo_model_trained", **meta)
+
+
+def _demo_experiment(demo: dict[str, Any], device: str | None) -> Experiment:
+    """The demo's batch sweep (R1, R2, R4, R5, V5, V6): an :class:`Experiment`, not yet defined."""
+    from gpusession.core.experiment.plan import Experiment
+
     classes = demo.get("classes") or ["business", "entertainment", "politics", "sports", "tech"]
-    exp = Experiment(
+    return Experiment(
         id=DEMO_EXPERIMENT,
         workload="bbc-news",
         corpus="corpus/eval.jsonl",
@@ -120,12 +151,6 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
         params={"model_dir": "models", "cpu_threads": 1, "train_corpus": "corpus/train.jsonl",
                 "tune_corpus": "corpus/tune.jsonl"},
     )
-    defined = define_experiment(session, exp)
-    if defined.id != DEMO_EXPERIMENT:
-        print(f"experiment: {DEMO_EXPERIMENT} was measured with other fixed settings; "
-              f"this run is experiment {defined.id} (an experiment varies one parameter; "
-              "the others stay fixed)", file=out)
-    return session, defined.id
 
 
 __all__ = ["DEMO_EXPERIMENT", "DEMO_SESSION", "prepare_demo"]

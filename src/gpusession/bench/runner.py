@@ -1,4 +1,10 @@
-"""The parent side of a run: start workers, turn their events into rows, validate.
+"""The parent side of a run: schedule, worker groups, supervision, rows, validation.
+
+Orchestration only: :class:`Runner` schedules the runs, splits them into worker groups,
+starts each group and records what its events say; the event loop of a group (timeout,
+go/stop, its end) is :mod:`gpusession.bench.supervise`, which leaves one typed
+:class:`~gpusession.bench.supervise.GroupReport`, and every result row is built by
+:mod:`gpusession.bench.rows` (pure).
 
 Who calls it: ``gpusession demo`` / ``gpusession run`` (headless) and the run pane (from
 a Textual thread worker). No torch here (M5): workers are ``python -m
@@ -13,7 +19,7 @@ output was never validated: a row states what happened), the incident in ``notes
 incomplete in the journal (H-12). While running, the parent's PID is in
 ``<session>/.run.lock``.
 
-Processes (issue 12, H-14): each worker is the leader of a process group of its own
+Processes (H-14): each worker is the leader of a process group of its own
 (:class:`~gpusession.bench.process.WorkerProcess`), journaled with its PID and start
 time, as is each user command it starts. A timeout, an error of the parent or
 :meth:`Runner.interrupt` (SIGHUP/SIGTERM, through
@@ -32,8 +38,8 @@ turns them into words. The journal gets typed records, and the worker's events a
 typed (:mod:`gpusession.bench.process`). A row's protocol fields (phase, warm-up
 iterations) come from what the worker reports it did, never from the definition (R4).
 
-An experiment with ``gpus > 1`` starts each worker through torchrun (issue 13:
-:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
+An experiment with ``gpus > 1`` starts each worker through torchrun
+(:mod:`gpusession.bench.ranks`); the row is still one per run (elapsed between the ranks'
 barriers, memory the maximum over ranks, the ranks in ``notes``), each rank's own figures
 go to ``runs/<experiment>/ranks.csv``, and a group that ends part-way (a rank raised in
 a run — the group then ends with that run and its row waits for the exit, to name the
@@ -45,22 +51,37 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gpusession.bench.process import EOF_EVENT, WorkerProcess, describe_exit
-from gpusession.bench.ranks import error_gist, join_timeout_s, lost_peer, rendezvous_timed_out
+from gpusession.bench.process import WorkerProcess, describe_exit
+from gpusession.bench.ranks import (
+    RankFailure,
+    error_gist,
+    join_timeout_s,
+    lost_peer,
+    rendezvous_timed_out,
+)
+from gpusession.bench.rows import (
+    LoadSlot,
+    base_row,
+    count_words,
+    died_loading_row,
+    died_run_row,
+    finished_run_row,
+    load_failed_row,
+    load_row,
+    run_row,
+)
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.stacks import STACK_DIR_ENV
-from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE, RESERVED_CARRY_NOTE
+from gpusession.bench.supervise import TEARDOWN_GRACE_S, GroupReport, Supervisor
+from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.events import (
     AttemptFailedRecord,
     CommandStartedRecord,
@@ -84,17 +105,16 @@ from gpusession.core.events import (
     WarmupDoneRecord,
     WorkerCommandStarted,
     WorkerEnvironment,
+    WorkerEvent,
     WorkerExitedRecord,
     WorkerIncident,
     WorkerLoaded,
     WorkerLoadedRecord,
-    WorkerReady,
     WorkerRunFinished,
     WorkerRunStarted,
     WorkerStarted,
     WorkerStartedRecord,
     WorkerStderrRecord,
-    WorkerStopped,
     WorkerWarmupDone,
 )
 from gpusession.core.events.words import interrupted_words
@@ -107,38 +127,13 @@ from gpusession.core.folder.processes import end_recorded, on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.folder.rendezvous import check_rendezvous_port
 from gpusession.core.folder.session import SESSION_TOML, Session
+from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
 from gpusession.core.retrieval.status import SUMMARY_JSON, refresh_counts
 
-#: Seconds a torchrun group may take to end by itself after a rank failed a run before
-#: the runner ends it (issue 13; the ranks exit right after the leader's report).
-TEARDOWN_GRACE_S = 30.0
-
-
-def _count(n: int | None) -> str:
-    """``1000`` → ``1,000`` (user text has thousands separators); ``None`` → ``?``."""
-    return "?" if n is None else f"{n:,}"
-
-
-@dataclass
-class RunOutcome:
-    """What one invocation of an experiment produced.
-
-    Attributes:
-        rows_written: CSV rows appended (load, cold and warm, failures included).
-        completed: every scheduled run ran (failed runs count as ran; R7).
-        cancelled: stopped by a cancel request at a run boundary (H-12).
-        interrupted: the signal (``"SIGHUP"``, ``"SIGTERM"``) that ended the run at once,
-            ``None`` when none did (issue 12).
-        incidents: one sentence per incident.
-    """
-
-    rows_written: int = 0
-    completed: bool = False
-    cancelled: bool = False
-    interrupted: str | None = None
-    incidents: list[str] = field(default_factory=list)
+#: ``1000`` → ``1,000``; ``None`` → ``?`` (user text has thousands separators).
+_count = count_words
 
 
 class Runner:
@@ -207,6 +202,16 @@ class Runner:
         self._current: WorkerProcess | None = None
         self._current_key: str | None = None
         self._interrupt_said = False
+        # What each worker event leaves (journal, rows, UI), by the event's type.
+        self._handlers: dict[type[WorkerEvent], Callable[[Any, GroupReport], None]] = {
+            WorkerEnvironment: self._on_environment,
+            WorkerCommandStarted: self._on_command_started,
+            WorkerLoaded: self._on_loaded,
+            WorkerWarmupDone: self._on_warmup_done,
+            WorkerRunStarted: self._on_run_started,
+            WorkerRunFinished: self._on_run_finished,
+            WorkerIncident: self._on_incident,
+        }
 
     def interrupt(self, signal_name: str) -> None:
         """End the run at once: ``signal_name`` (``"SIGHUP"``/``"SIGTERM"``/``"SIGINT"``) arrived.
@@ -423,27 +428,13 @@ class Runner:
             else exp.params.get("code_dir"),
         }
 
-    def _base_row(self, exp: Experiment) -> ResultRow:
-        env = self._env
+    def _base_row(self) -> ResultRow:
+        """The fields every row of this run shares, as observed so far (:func:`rows.base_row`)."""
         pkg = self.session.package
-        return ResultRow(
-            experiment_id=exp.id,
-            corpus_revision=self._validation.corpus_revision,
-            model_revision=self._revisions.get("model_revision"),
-            tokenizer_revision=self._revisions.get("tokenizer_revision"),
-            seed=exp.seed,
-            gpu_model=env.get("gpu_model"),
-            gpu_count=env.get("gpu_count"),
-            device=env.get("device"),
-            driver_version=env.get("driver_version"),
-            python_version=env.get("python_version"),
-            torch_version=env.get("torch_version"),
-            runtime_version=env.get("runtime_version"),
-            precision=exp.precision,
-            duration_days=pkg.days,
-            lots=pkg.lots,
-            package_total_usd_minor=self._package_total_minor,
-        )
+        return base_row(self.experiment, environment=self._env, revisions=self._revisions,
+                        corpus_revision=self._validation.corpus_revision,
+                        duration_days=pkg.days, lots=pkg.lots,
+                        package_total_usd_minor=self._package_total_minor)
 
     def _append(self, row: ResultRow) -> None:
         if row.corpus_accepted and row.corpus_revision is not None:
@@ -461,35 +452,22 @@ class Runner:
                                total=self._total))
 
     def _run_worker(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> bool:
-        """Run one worker process; True when it ran its share to the end."""
-        s = self.session
-        spec_dir = s.runs_dir / exp.id
-        make_private_dir(spec_dir, root=s.folder)  # 0700, never through a link (issue 12)
-        spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
-        load_variant = group[0].variant_id if group[0].phase == "cold" else "all"
-        load_index = self._load_index(exp, load_variant)
-        load_key = RunKey(exp.id, "load", load_variant, load_index)
-        spec = self._spec(exp, name, group)
-        spec["load_run_key"] = load_key.local  # the load's key in ranks.csv (issue 13)
-        write_private_bytes(spec_path, json.dumps(spec, default=str).encode())
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        # issue 13: where each rank stands when a run times out (bench/stacks.py)
-        stack_dir = tempfile.mkdtemp(prefix="gpusession-stacks-") if self._ranked(exp) else None
-        env.pop(STACK_DIR_ENV, None)
-        if stack_dir is not None:
-            env[STACK_DIR_ENV] = stack_dir
-        hung: str | None = None
-        by_key = {r.run_key: r for r in group}
+        """Run one worker group from spec to exit; True when it ran its share to the end.
+
+        The runner starts the worker, a :class:`~gpusession.bench.supervise.Supervisor`
+        watches it and passes each event to :meth:`_on_worker_event` as it arrives (rows
+        and journal at once, S7); what is left after the exit comes from the group's
+        :class:`~gpusession.bench.supervise.GroupReport` (:meth:`_after_exit`).
+        """
+        variant = LoadSlot.variant_of(group)
+        slot = LoadSlot.of(exp.id, variant, self._load_index(exp, variant))
+        spec_path = self._write_spec(exp, name, group, slot)
+        env, stack_dir = self._worker_env(exp)
         self._warm_done = {}
         # The load is a timed run too: journal it as in flight before the worker starts,
         # so that a crash while it loads is recovered as an incident row on reopen (S7).
-        load_fields: dict[str, Any] = dict(run_key=load_key.format(), experiment_id=exp.id,
-                                           variant_id=load_variant, phase="load", run_index=load_index)
-        self._journal(LoadStartedRecord(worker=name, **load_fields))
-        load_open = True
-        self._current_key = load_key.format()
+        self._journal(LoadStartedRecord(worker=name, **self._load_fields(slot)))
+        self._current_key = slot.key.format()
         w = WorkerProcess(self._worker_argv(exp, spec_path, env), env)
         self._current = w
         if self.outcome.interrupted is not None:  # the signal came while it started
@@ -497,199 +475,209 @@ class Runner:
         self._journal(WorkerStartedRecord(experiment_id=exp.id, worker=name, pid=w.proc.pid,
                                           create_time_s=w.ident.create_time_s))
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid, waiting_for_nodes=self._waiting_words(exp, name)))
-        in_flight: ScheduledRun | None = None
-        rank_ids: dict[str, Any] = {}
-        loaded = False
-        # issue 13: the run whose rank failed; the group ends with it and its row waits
-        # for the group's exit (the failed rank's exit code goes in it)
-        torn: tuple[ScheduledRun, WorkerRunFinished] | None = None
-        forced = False
-        finished_keys: set[str] = set()
-        deadline = time.monotonic() + exp.run_timeout_s
-        timed_out = False
-        heard = False
-        last_incident: str | None = None
-        last_error: str | None = None  # its error alone, without where it came
-        leader: int | None = None  # the global rank that speaks to the runner (issue 13)
-        ok = True
-        while True:
-            try:
-                ev = w.events.get(timeout=max(0.05, deadline - time.monotonic()))
-            except queue.Empty:
-                if torn is None:
-                    timed_out = True
-                    if stack_dir is not None and rank_ids.get("rank_pids"):
-                        hung = self._where_ranks_stood(exp, stack_dir, rank_ids)
-                else:  # a group that does not end after a rank failed: ended here (issue 13)
-                    forced = True
-                # the worker and everything it started, torchrun's ranks too (issues 12, 13)
-                w.end_group()
-                continue
-            if ev is EOF_EVENT:
-                break
-            heard = True  # a rank spoke: the group formed (issue 13)
-            if isinstance(ev, WorkerEnvironment):
-                self._env = dict(ev.environment)
-                # issue 13: rank PIDs go to the journal (worker_loaded), not to session.toml
-                rank_ids = {k: self._env.pop(k, None)
-                            for k in ("rank_pids", "rank_create_times_s", "rank_hosts")}
-                leader = self._env.get("leader_rank")
-                self._store_environment(exp)
-                self._emit(EnvironmentObserved(environment=self._env))
-            elif isinstance(ev, WorkerCommandStarted):
-                self._journal(CommandStartedRecord(experiment_id=exp.id, worker=name, pid=ev.pid,
-                                                   create_time_s=ev.create_time_s))
-            elif isinstance(ev, WorkerLoaded):
-                loaded = True
-                self._revisions = ev.revisions or {}
-                self._emit(Loaded(worker=name, elapsed_s=ev.elapsed_s))
-                self._journal(WorkerLoadedRecord(experiment_id=exp.id, worker=name,
-                                                 elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes,
-                                                 **rank_ids))
-                if ev.elapsed_s is not None:
-                    self._append(self._base_row(exp).replace(
-                        variant_id=load_variant, phase="load", run_index=load_index,
-                        elapsed_seconds=ev.elapsed_s,
-                        baseline_allocated_bytes=ev.baseline_allocated_bytes,
-                        baseline_reserved_bytes=ev.baseline_reserved_bytes,
-                        peak_allocated_bytes=ev.peak_allocated_bytes,
-                        peak_reserved_bytes=ev.peak_reserved_bytes,
-                        notes=f"load of worker {name} (model to device, timed once per process)",
-                    ))
-                if load_open:
-                    self._journal(LoadFinishedRecord(ok=True, **load_fields))
-                    load_open = False
-                    self._current_key = None
-            elif isinstance(ev, WorkerWarmupDone):
-                self._warm_done = dict(ev.per_variant)
-                self._journal(WarmupDoneRecord(experiment_id=exp.id, worker=name,
-                                               iterations=ev.iterations, runs=ev.runs,
-                                               per_variant=dict(ev.per_variant)))
-            elif isinstance(ev, WorkerReady):
-                if self.cancel.is_set():
-                    w.send("stop")
-                else:
-                    w.send("go")
-                    deadline = time.monotonic() + exp.run_timeout_s
-            elif isinstance(ev, WorkerRunStarted):
-                in_flight = by_key[ev.run_key]
-                self._current_key = self._key(in_flight).format()
-                self._journal(RunStartedRecord(
-                    run_key=self._key(in_flight).format(), experiment_id=exp.id,
-                    variant_id=in_flight.variant_id, phase=in_flight.phase,
-                    run_index=in_flight.run_index, worker=name))
-            elif isinstance(ev, WorkerRunFinished):
-                run = by_key[ev.run_key]
-                if ev.failed_rank is not None and not ev.ok and self._ranked(exp):
-                    # issue 13: the group ends with this run; its row once it has ended
-                    torn = (run, ev)
-                    deadline = time.monotonic() + TEARDOWN_GRACE_S
-                else:
-                    self._finish_run(exp, run, ev)
-                finished_keys.add(run.run_key)
-                in_flight = None
-                self._current_key = None
-            elif isinstance(ev, WorkerIncident):
-                said = error_gist(ev.message) or ev.message  # never torch's banner (issue 13)
-                msg = (f"{ev.where}: {ev.error_type}: {said}"
-                       + (" (out of memory)" if ev.oom else ""))
-                last_incident = msg
-                last_error = f"{ev.error_type}: {said}"
-                if ev.where == "load" and unmendable_load(ev):
-                    # Every worker loads the same model the same way: say it once and stop.
-                    self._fatal_load = (
-                        f"the workload {exp.workload} could not load: {ev.error_type}: {said}. "
-                        f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
-                        f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
-                        + (self._device_advice(exp) if ev.error_type == "DeviceUnavailable" else
-                           f"Fix the workload or its definition (gpusession experiment "
-                           f"{self.session.name} define --id {exp.id} …) and run again."))
-                    self._journal(IncidentRecord(experiment_id=exp.id, message=f"worker {name}: {msg}",
-                                                 trace=ev.trace))
-                else:
-                    self._incident(f"worker {name}: {msg}", trace=ev.trace)
-                if ev.where == "load":
-                    self._append(self._base_row(exp).replace(
-                        variant_id=load_variant, phase="load", run_index=load_index,
-                        notes=f"incident: load failed: {msg}"))  # no corpus validated: left empty
-                    if load_open:
-                        self._journal(LoadFinishedRecord(ok=False, **load_fields))
-                        load_open = False
-            elif isinstance(ev, WorkerStopped):
-                ok = False
+        rep = GroupReport(name=name, runs={r.run_key: r for r in group}, load=slot)
+        sup = Supervisor(w, rep, timeout_s=exp.run_timeout_s, cancel=self.cancel,
+                         ranked=self._ranked(exp), stack_dir=stack_dir, world_size=exp.gpus * exp.nodes)
+        sup.watch(self._on_worker_event)
         self._say_interrupted()  # before the rows: the journal says why the worker died
-        code = w.finish()
+        sup.reap(spec_path)
         self._current = None
-        spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing (issue 12)
+        return self._after_exit(exp, rep)
+
+    def _write_spec(self, exp: Experiment, name: str, group: list[ScheduledRun], slot: LoadSlot) -> Path:
+        """Write the group's worker spec, private, under ``runs/<experiment>/``; return its path."""
+        s = self.session
+        spec_dir = s.runs_dir / exp.id
+        make_private_dir(spec_dir, root=s.folder)  # 0700, never through a link
+        spec_path = spec_dir / f"{SPEC_PREFIX}{name}.json"
+        spec = self._spec(exp, name, group)
+        spec["load_run_key"] = slot.key.local  # the load's key in ranks.csv
+        write_private_bytes(spec_path, json.dumps(spec, default=str).encode())
+        return spec_path
+
+    def _worker_env(self, exp: Experiment) -> tuple[dict[str, str], str | None]:
+        """The worker's environment (this package first on ``PYTHONPATH``) and its stack folder.
+
+        A torchrun group gets a fresh folder where each rank says where it stands when a
+        run times out (:mod:`gpusession.bench.stacks`); one process gets ``None``.
+        """
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        stack_dir = tempfile.mkdtemp(prefix="gpusession-stacks-") if self._ranked(exp) else None
+        env.pop(STACK_DIR_ENV, None)
         if stack_dir is not None:
-            shutil.rmtree(stack_dir, ignore_errors=True)
-        rank_cause = self._rank_cause(exp, w, {leader: last_error}
-                                      if leader is not None and last_error else {})
-        if rank_cause is not None and not timed_out:  # the failed rank's exit, not torchrun's (issue 13)
-            code = rank_cause.exitcode
-        stderr = list(w.stderr)
-        if stderr:
-            self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=name, lines=stderr[-100:]))
-        self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=name, exit=describe_exit(code)))
-        if torn is not None:  # issue 13: the row of the failed run, with how the group ended
-            self._finish_run(exp, torn[0], torn[1],
-                             ended=self._teardown_words(exp, torn[1], rank_cause, code, forced))
-            code = 0 if not forced else code  # the group ended as it should: no worker died
+            env[STACK_DIR_ENV] = stack_dir
+        return env, stack_dir
+
+    def _load_fields(self, slot: LoadSlot) -> dict[str, Any]:
+        """The journal fields that name a load as a run."""
+        return dict(run_key=slot.key.format(), experiment_id=self.experiment.id,
+                    variant_id=slot.variant_id, phase="load", run_index=slot.run_index)
+
+    def _close_load(self, rep: GroupReport, *, ok: bool) -> None:
+        """Journal the group's load as finished, once."""
+        if rep.load_open:
+            self._journal(LoadFinishedRecord(ok=ok, **self._load_fields(rep.load)))
+            rep.load_open = False
+
+    # -- what each worker event leaves, as it arrives (S7) -------------------------------
+    def _on_worker_event(self, ev: WorkerEvent, rep: GroupReport) -> None:
+        """Record one worker event: journal, rows, UI (the :data:`supervise.Sink` of a group)."""
+        handler = self._handlers.get(type(ev))
+        if handler is not None:
+            handler(ev, rep)
+
+    def _on_environment(self, ev: WorkerEnvironment, rep: GroupReport) -> None:
+        self._env = dict(ev.environment)
+        # rank PIDs go to the journal (worker_loaded), not to session.toml
+        rep.rank_ids = {k: self._env.pop(k, None)
+                        for k in ("rank_pids", "rank_create_times_s", "rank_hosts")}
+        rep.leader = self._env.get("leader_rank")
+        self._store_environment(self.experiment)
+        self._emit(EnvironmentObserved(environment=self._env))
+
+    def _on_command_started(self, ev: WorkerCommandStarted, rep: GroupReport) -> None:
+        self._journal(CommandStartedRecord(experiment_id=self.experiment.id, worker=rep.name,
+                                           pid=ev.pid, create_time_s=ev.create_time_s))
+
+    def _on_loaded(self, ev: WorkerLoaded, rep: GroupReport) -> None:
+        rep.loaded = True
+        self._revisions = ev.revisions or {}
+        self._emit(Loaded(worker=rep.name, elapsed_s=ev.elapsed_s))
+        self._journal(WorkerLoadedRecord(experiment_id=self.experiment.id, worker=rep.name,
+                                         elapsed_s=ev.elapsed_s, rss_peak_bytes=ev.rss_peak_bytes,
+                                         **rep.rank_ids))
+        if ev.elapsed_s is not None:
+            self._append(load_row(self._base_row(), rep.load, ev, rep.name))
+        if rep.load_open:
+            self._close_load(rep, ok=True)
+            self._current_key = None
+
+    def _on_warmup_done(self, ev: WorkerWarmupDone, rep: GroupReport) -> None:
+        self._warm_done = dict(ev.per_variant)
+        self._journal(WarmupDoneRecord(experiment_id=self.experiment.id, worker=rep.name,
+                                       iterations=ev.iterations, runs=ev.runs,
+                                       per_variant=dict(ev.per_variant)))
+
+    def _on_run_started(self, ev: WorkerRunStarted, rep: GroupReport) -> None:
+        run = rep.runs[ev.run_key]
+        self._current_key = self._key(run).format()
+        self._journal(RunStartedRecord(
+            run_key=self._key(run).format(), experiment_id=self.experiment.id,
+            variant_id=run.variant_id, phase=run.phase, run_index=run.run_index, worker=rep.name))
+
+    def _on_run_finished(self, ev: WorkerRunFinished, rep: GroupReport) -> None:
+        if not rep.is_torn_by(ev):  # a torn run's row waits for the group's exit
+            self._finish_run(self.experiment, rep.runs[ev.run_key], ev)
+        self._current_key = None
+
+    def _on_incident(self, ev: WorkerIncident, rep: GroupReport) -> None:
+        exp = self.experiment
+        said = error_gist(ev.message) or ev.message  # never torch's banner
+        msg = f"{ev.where}: {ev.error_type}: {said}" + (" (out of memory)" if ev.oom else "")
+        rep.last_incident = msg
+        rep.last_error = f"{ev.error_type}: {said}"
+        if ev.where == "load" and unmendable_load(ev):
+            # Every worker loads the same model the same way: say it once and stop.
+            self._fatal_load = self._load_fatal_words(exp, rep.name, ev, said)
+            self._journal(IncidentRecord(experiment_id=exp.id, message=f"worker {rep.name}: {msg}",
+                                         trace=ev.trace))
+        else:
+            self._incident(f"worker {rep.name}: {msg}", trace=ev.trace)
+        if ev.where == "load":
+            self._append(load_failed_row(self._base_row(), rep.load, msg))  # no corpus validated
+            self._close_load(rep, ok=False)
+
+    def _load_fatal_words(self, exp: Experiment, name: str, ev: WorkerIncident, said: str | None) -> str:
+        """The one sentence of a load failure that stops the experiment, with what to do."""
+        return (
+            f"the workload {exp.workload} could not load: {ev.error_type}: {said}. "
+            f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
+            f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
+            + (self._device_advice(exp) if ev.error_type == "DeviceUnavailable" else
+               f"Fix the workload or its definition (gpusession experiment "
+               f"{self.session.name} define --id {exp.id} …) and run again."))
+
+    # -- what the group's exit leaves ---------------------------------------------------
+    def _after_exit(self, exp: Experiment, rep: GroupReport) -> bool:
+        """Journal the exit, write the rows it still owes; True when the group ran its share."""
+        code = rep.code
+        if rep.stderr:
+            self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=rep.name, lines=rep.stderr[-100:]))
+        self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=rep.name, exit=describe_exit(code)))
+        if rep.torn is not None:  # the row of the failed run, with how the group ended
+            run, ev = rep.torn
+            self._finish_run(exp, run, ev,
+                             ended=self._teardown_words(exp, ev, rep.rank_cause, code, rep.forced))
+            code = 0 if not rep.forced else code  # the group ended as it should: no worker died
         died = code != 0
-        if died or timed_out:
-            self._worker_died = True
-            how = (f"timed out after {exp.run_timeout_s:g} s and was killed"
-                   + (f" ({hung})" if hung else "") if timed_out
-                   else f"was ended at once (interrupted by {self.outcome.interrupted})"
-                   if self.outcome.interrupted else describe_exit(code))
-            last = error_gist(w.last_stderr())
-            after = error_gist(last_incident)
-            world = exp.gpus * exp.nodes
-            if rank_cause is not None and not timed_out and self._survivor(exp, rank_cause, leader, last_error):
-                # issue 13: the rank torchrun names here only lost its peer; never blame it
-                seen = rank_cause.error if lost_peer(rank_cause.error) else error_gist(last_error)
-                where = "on another node" if exp.nodes > 1 else "that torchrun did not name"
-                how = (f": the group lost a rank {where}; rank {rank_cause.rank} of {world} (on this node) "
-                       f"lost its connection to it" + (f" ({seen})" if seen else "")
-                       + f" and {how}, and torchrun ended the group")
-                after = last = None
-            elif rank_cause is not None and not timed_out:
-                how = f" rank {rank_cause.rank} of {world} {how} (torchrun ended the group)"
-                last = rank_cause.error  # torchrun's own last line is its banner
-            else:
-                how = f" {how}"
-            detail = (f"worker {name}{how}" + (f" after {after}" if after else "")
-                      + (f"; last stderr: {last}" if last else ""))
-            if exp.nodes > 1 and not heard and self._fatal_load is None and (
-                    timed_out or rendezvous_timed_out(list(w.stderr))):
-                # No rank ever spoke: the other nodes did not come (the join timeout, or the
-                # run timeout while waiting). Every next group would wait as long (issue 13).
-                self._fatal_load = (
-                    f"the other {exp.nodes - 1} node(s) did not join the rendezvous at {exp.rendezvous} "
-                    f"within {join_timeout_s(exp.run_timeout_s)} s. The experiment stopped at worker {name}; "
-                    f"{'nothing' if not self._measured else 'nothing more'} was measured. On each other node "
-                    f"run `gpusession agent {self.session.name} --experiment {exp.id}` (the same session "
-                    "folder and corpus paths), then run again.")
-            if in_flight is not None:
-                self._failed_row(exp, in_flight, f"incident: {detail} during this run")
-                finished_keys.add(in_flight.run_key)
-            elif not loaded and (code != 3 or load_open):  # 3 with no load row: a rank's (issue 13)
-                self._append(self._base_row(exp).replace(
-                    variant_id=load_variant, phase="load", run_index=load_index,
-                    notes=f"incident: {detail} while loading"))  # no corpus validated: left empty
-            if self._fatal_load is None:
-                self._incident(detail, exit=describe_exit(code))
-            else:  # said once, in the fatal message; kept in the journal
-                self._journal(IncidentRecord(experiment_id=exp.id, message=detail, exit=describe_exit(code)))
-        if load_open:  # the worker ended before loading; any row was written above
-            self._journal(LoadFinishedRecord(ok=False, **load_fields))
-        missing = [r for r in group if r.run_key not in finished_keys]
-        self._rest = self._fresh_group_runs(exp, group, missing, died or timed_out or torn is not None)
+        if died or rep.timed_out:
+            self._group_died(exp, rep, code)
+        if rep.load_open:  # the worker ended before loading; any row was written above
+            self._journal(LoadFinishedRecord(ok=False, **self._load_fields(rep.load)))
+        missing = rep.missing()
+        self._rest = self._fresh_group_runs(exp, list(rep.runs.values()), missing,
+                                            died or rep.timed_out or rep.torn is not None)
         if missing and not self.cancel.is_set() and self._fatal_load is None:
-            self._incident(f"worker {name}: {len(missing)} scheduled run(s) not run"
+            self._incident(f"worker {rep.name}: {len(missing)} scheduled run(s) not run"
                            + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
-        return ok and not missing and not died
+        return not rep.stopped and not missing and not died
+
+    def _group_died(self, exp: Experiment, rep: GroupReport, code: int | None) -> None:
+        """A group that exited non-zero or timed out: its incident, and the row it cut short (R7)."""
+        self._worker_died = True
+        detail = self._death_detail(exp, rep, code)
+        if exp.nodes > 1 and not rep.heard and self._fatal_load is None and (
+                rep.timed_out or rendezvous_timed_out(rep.stderr)):
+            # No rank ever spoke: the other nodes did not come (the join timeout, or the
+            # run timeout while waiting). Every next group would wait as long.
+            self._fatal_load = self._no_join_words(exp, rep.name)
+        if rep.in_flight is not None:
+            self._failed_row(exp, rep.in_flight, f"incident: {detail} during this run")
+            rep.finished_keys.add(rep.in_flight.run_key)
+        elif not rep.loaded and (code != 3 or rep.load_open):  # 3 with no load row: a rank's
+            self._append(died_loading_row(self._base_row(), rep.load, detail))  # no corpus validated
+        if self._fatal_load is None:
+            self._incident(detail, exit=describe_exit(code))
+        else:  # said once, in the fatal message; kept in the journal
+            self._journal(IncidentRecord(experiment_id=exp.id, message=detail, exit=describe_exit(code)))
+
+    def _death_detail(self, exp: Experiment, rep: GroupReport, code: int | None) -> str:
+        """How a group died, in one sentence: ``"worker NAME exited with code 1 after …"``."""
+        cause = rep.rank_cause
+        how = (f"timed out after {exp.run_timeout_s:g} s and was killed"
+               + (f" ({rep.hung})" if rep.hung else "") if rep.timed_out
+               else f"was ended at once (interrupted by {self.outcome.interrupted})"
+               if self.outcome.interrupted else describe_exit(code))
+        last = error_gist(rep.last_stderr)
+        after = error_gist(rep.last_incident)
+        world = exp.gpus * exp.nodes
+        if cause is not None and not rep.timed_out and self._survivor(exp, cause, rep.leader, rep.last_error):
+            # the rank torchrun names here only lost its peer; never blame it
+            seen = cause.error if lost_peer(cause.error) else error_gist(rep.last_error)
+            where = "on another node" if exp.nodes > 1 else "that torchrun did not name"
+            how = (f": the group lost a rank {where}; rank {cause.rank} of {world} (on this node) "
+                   f"lost its connection to it" + (f" ({seen})" if seen else "")
+                   + f" and {how}, and torchrun ended the group")
+            after = last = None
+        elif cause is not None and not rep.timed_out:
+            how = f" rank {cause.rank} of {world} {how} (torchrun ended the group)"
+            last = cause.error  # torchrun's own last line is its banner
+        else:
+            how = f" {how}"
+        return (f"worker {rep.name}{how}" + (f" after {after}" if after else "")
+                + (f"; last stderr: {last}" if last else ""))
+
+    def _no_join_words(self, exp: Experiment, name: str) -> str:
+        """The other nodes never joined: the sentence that stops the experiment, with what to do."""
+        return (
+            f"the other {exp.nodes - 1} node(s) did not join the rendezvous at {exp.rendezvous} "
+            f"within {join_timeout_s(exp.run_timeout_s)} s. The experiment stopped at worker {name}; "
+            f"{'nothing' if not self._measured else 'nothing more'} was measured. On each other node "
+            f"run `gpusession agent {self.session.name} --experiment {exp.id}` (the same session "
+            "folder and corpus paths), then run again.")
 
     def _offsets_measured(self, frame: Any) -> int:
         """Rows of this experiment that measured something (not a failed load; issue 15)."""
@@ -724,17 +712,6 @@ class Runner:
                              rendezvous=exp.rendezvous,
                              run_id=rendezvous_id(exp.id, spec_path.stem.removeprefix(SPEC_PREFIX)),
                              join_timeout_s=join_timeout_s(exp.run_timeout_s))
-
-    def _where_ranks_stood(self, exp: Experiment, stack_dir: str, rank_ids: dict[str, Any]) -> str | None:
-        """Which ranks of this node were still working at the timeout, and where (issue 13)."""
-        from gpusession.bench.stacks import ask_stacks, hung_words
-
-        try:
-            stacks = ask_stacks(Path(stack_dir), list(rank_ids.get("rank_pids") or []),
-                                rank_ids.get("rank_hosts"), rank_ids.get("rank_create_times_s"))
-            return hung_words(stacks, exp.gpus * exp.nodes)
-        except Exception:  # noqa: BLE001 - naming the hung rank is a courtesy: the timeout is handled anyway
-            return None
 
     def _device_advice(self, exp: Experiment) -> str:
         """What to do when the device asked for is not there (issue 13)."""
@@ -772,7 +749,7 @@ class Runner:
         base, sep, n = name.rpartition("-again-")
         return f"{base}-again-{int(n) + 1}" if sep and n.isdigit() else f"{name}-again-2"
 
-    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: Any,
+    def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: RankFailure | None,
                         code: int | None, forced: bool) -> str:
         """How a group ended after its rank ``ev.failed_rank`` failed a run (issue 13).
 
@@ -788,20 +765,8 @@ class Runner:
             how = f"launcher {describe_exit(code)}"
         return f"the group ended with this run: {how}"
 
-    def _rank_cause(self, exp: Experiment, w: WorkerProcess, known: dict[int, str]) -> Any:
-        """The failed rank torchrun names on stderr, ``None`` for one process or none.
-
-        ``known``: the leader's last incident by its global rank (it speaks on stdout):
-        a leader that only lost its peer is then not taken for the failed rank (issue 13).
-        """
-        if not self._ranked(exp):
-            return None
-        from gpusession.bench.ranks import torchrun_root_cause
-
-        return torchrun_root_cause(list(w.stderr), known)
-
     @staticmethod
-    def _survivor(exp: Experiment, cause: Any, leader: int | None, last_error: str | None) -> bool:
+    def _survivor(exp: Experiment, cause: RankFailure, leader: int | None, last_error: str | None) -> bool:
         """Whether the failed rank seen here only lost a peer that failed first (issue 13).
 
         True when its error says a peer closed or reset the connection, or -- the leader
@@ -831,25 +796,9 @@ class Runner:
 
         self.session.update(change)
 
-    def _row_for(self, exp: Experiment, run: ScheduledRun, *, phase: str | None,
-                 warmup_iterations: int) -> ResultRow:
-        """The row of ``run``, filled from what the worker reported it did (R3, R4).
-
-        ``phase`` and ``warmup_iterations`` come from the worker's ``run_finished``, never
-        from the experiment's announced warm-up.
-        """
-        st = exp.setting(run.variant_id)
-        return self._base_row(exp).replace(
-            variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
-            batch=st["batch"], context=st["context"], warmup_iterations=warmup_iterations,
-        )
-
     def _failed_row(self, exp: Experiment, run: ScheduledRun, note: str) -> None:
-        # The worker died during the run: its warm-up report is all it said it did. Its
-        # output was never validated: corpus_accepted stays empty, never false (issue 13).
-        done = self._warm_done.get(run.variant_id, 0) if run.phase == "warm" else 0
-        self._append(self._row_for(exp, run, phase=run.phase, warmup_iterations=done)
-                     .replace(notes=note))
+        """The row and journal record of a run its worker's end cut short (R7)."""
+        self._append(died_run_row(self._base_row(), exp, run, self._warm_done, note))
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
             phase=run.phase, run_index=run.run_index, ok=False, message=note))
@@ -866,58 +815,23 @@ class Runner:
                     *, ended: str | None = None) -> None:
         """Append the row of a finished run and journal it (R3, R7).
 
-        ``ended``: for a run whose rank failed under torchrun, how the group ended with it
-        (issue 13), put in the notes and the incident.
+        ``ended``: for a run whose rank failed under torchrun, how the group ended with it,
+        put in the notes and the incident. A run that returned has its output validated
+        first (V1-V8); a failed one holds no verdict.
         """
-        notes: list[str] = []
-        row = self._row_for(exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
-        truncated = ev.truncated or 0
-        if truncated:
-            notes.append(f"truncated {truncated:,} of {_count(ev.n_inputs)} inputs at the context "
-                         f"limit of {_count(row.context)} tokens")
-        if ev.rank_note:  # issue 13: elapsed between barriers, peaks the maximum over ranks
-            notes.append(ev.rank_note)
-        if ev.ok:
-            row = row.replace(
-                elapsed_seconds=ev.elapsed_s,
-                baseline_allocated_bytes=ev.baseline_allocated_bytes,
-                baseline_reserved_bytes=ev.baseline_reserved_bytes,
-                peak_allocated_bytes=ev.peak_allocated_bytes,
-                peak_reserved_bytes=ev.peak_reserved_bytes,
-            )
-            if ev.message:
-                notes.append(f"incident: {ev.message}")
-            if ev.unmeasured_pass:
-                notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
-            if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
-                # the caching allocator keeps blocks between interleaved variants (M1)
-                notes.append(RESERVED_CARRY_NOTE)
-            fields, vnote = self._validation.validate(Path(str(ev.output)), run)
-            row = row.replace(**fields)
-            if vnote:
-                notes.append(vnote)
-        else:
-            # a refused output file (a link, issue 12) is the harness's refusal, not the workload's
-            kind = ("out of memory" if ev.oom else "output refused" if ev.error_type == "BadInput"
-                    else "exception in the workload")
-            said = error_gist(ev.message) or ev.message  # never torch's banner (issue 13)
-            notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; "
-                            "elapsed not measured")
-            if ended:
-                notes.append(ended)
-            # no output to validate: corpus_accepted stays empty, never false (issue 13)
-            self._incident(f"run {run.run_key}: {kind}: {ev.error_type}: {said}"
-                           + (f"; {ended}" if ended else ""))
-        if self._load_note and "other GPU processes: none" not in self._load_note:
-            notes.append(f"concurrent load at start: {self._load_note}")
-        row = row.replace(notes="; ".join(notes) or None)
+        row = run_row(self._base_row(), exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
+        validation = self._validation.validate(Path(str(ev.output)), run) if ev.ok else None
+        row, incident = finished_run_row(row, run, ev, validation=validation, ended=ended,
+                                         load_note=self._load_note)
+        if incident is not None:
+            self._incident(incident)
         self._append(row)
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
             phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
             elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s,
             rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
-            truncated=truncated, tokens=ev.tokens, context=ev.context,
+            truncated=ev.truncated or 0, tokens=ev.tokens, context=ev.context,
             unmeasured_pass=ev.unmeasured_pass,
             memory_scope=(ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None
                           else CPU_MEMORY_SCOPE),

@@ -10,7 +10,9 @@ order (R5). A ``varied = "context"`` experiment applies each run's limit to the 
 (``set_context``, R9). After an out-of-memory run the next measured run is preceded by
 one unmeasured pass of its shape; the worker goes on in the same process. Under
 torchrun a failed run (a rank raised, out of memory included) ends the group instead:
-the runner starts a fresh one for the runs left (issue 13).
+the runner starts a fresh one for the runs left. The phases themselves (load, warm-up,
+measured runs, their outputs) are :mod:`gpusession.bench.phases`, shared by one process
+and the ranks of a group.
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
 :mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import gc
 import json
 import os
 import platform
@@ -44,9 +45,23 @@ from pathlib import Path
 from typing import IO, Any
 
 from gpusession.bench.lifetime import child_preexec, die_with_parent
+from gpusession.bench.phases import (
+    LOAD_FAILED_EXIT,
+    Inputs,
+    TorchWork,
+    failure_fields,
+    group_loaded,
+    load_failed,
+    load_phase,
+    measured_phase,
+    open_workload,
+    peak_rss_bytes,
+    session_root,
+    warmup_phase,
+)
 from gpusession.bench.ranks import DeviceUnavailable
 from gpusession.bench.ranks import rank_env as _rank_env
-from gpusession.bench.timing import Measurement, SyncTimer
+from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
     WorkerCommandStarted,
     WorkerDone,
@@ -64,7 +79,7 @@ from gpusession.core.events import (
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
 from gpusession.core.experiment.placeholders import environment as placeholder_env
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.safefile import link_refused, make_private_dir, open_private
+from gpusession.core.files.safefile import link_refused, make_private_dir
 from gpusession.core.folder.plainpaths import (
     make_plain_paths,
     remove_plain_paths,
@@ -150,78 +165,6 @@ def code_revision(folder: Path) -> str | None:
     if out.returncode != 0:
         return None
     return out.stdout.strip() or None
-
-
-def peak_rss_bytes() -> int | None:
-    """Peak resident set size of this process in bytes (host memory, not GPU)."""
-    try:
-        import resource  # POSIX only
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return int(peak) * (1 if sys.platform == "darwin" else 1024)
-    except (ImportError, OSError):
-        pass
-    try:
-        import psutil
-    except ImportError:
-        return None
-    try:
-        return int(psutil.Process().memory_info().rss)
-    except (psutil.Error, OSError):
-        return None
-
-
-def is_oom(exc: BaseException) -> bool:
-    """Out of memory on the device or the host (R7: a failed observation)."""
-    if isinstance(exc, MemoryError):
-        return True
-    name = type(exc).__name__
-    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
-
-
-def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
-    """IDs and texts of a JSONL (``id``, ``text``) or CSV corpus, in file order."""
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        ids, texts = [], []
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    rec = json.loads(line)
-                    ids.append(str(rec["id"]))
-                    texts.append(str(rec.get("text", "")))
-        return ids, texts
-    import csv
-
-    with open(path, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return [str(r["id"]) for r in rows], [str(r.get("text", "")) for r in rows]
-
-
-def session_root(spec: dict[str, Any]) -> Path:
-    """The session folder of a worker spec: ``output_dir`` is ``<session>/runs/<experiment>``."""
-    return Path(spec["output_dir"]).parent.parent
-
-
-def write_outputs(path: Path, ids: list[str], labels: list[str], *, root: Path | None = None) -> None:
-    """``{"id", "label"}`` per line (V8), mode 0600, never through a symbolic link (issue 12).
-
-    Args:
-        path: ``runs/<experiment>/<variant>/<phase>-<index>.jsonl``.
-        ids: the corpus IDs, in order.
-        labels: one label per ID.
-        root: the session folder: no folder between it and ``path`` may be a link
-            (missing ones are created 0700); ``None`` checks the file only.
-
-    Raises:
-        BadInput: ``path`` or a folder on its way is a link (its target is untouched).
-        OSError: the disk refused.
-    """
-    if root is None:
-        make_private_dir(path.parent, parents=True)
-    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, root=root)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-        for i, label in zip(ids, labels, strict=False):
-            fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
 
 
 def prepare_output(path: Path, root: Path) -> None:
@@ -507,245 +450,51 @@ def physical_gpu(torch: Any, device: str, snap: Any,
     return mapping.uuid, mapping.physical_index
 
 
-def _run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
-    labels: list[str] = []
-    for s in range(0, len(texts), batch):
-        labels.extend(workload.predict(texts[s : s + batch]))
-    return labels
-
-
-def _failure_fields(exc: BaseException) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "oom": is_oom(exc),
-        "error_type": type(exc).__name__,
-        "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "",
-    }
-
-
 def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> int:
-    """Load, warm up, run the scheduled runs; return the exit code.
+    """Load, warm up, run the scheduled runs (:mod:`gpusession.bench.phases`); return the exit code.
 
     Args:
         spec: the worker spec the runner wrote.
         ch: the channel to the runner.
-        group: this rank's :class:`gpusession.bench.ranks.RankGroup` under torchrun
-            (issue 13): the rank works on its shard of the corpus, every run follows
-            the protocol across ranks, the leader writes the gathered outputs; ``None`` for
-            one process.
-    """
-    from gpusession.bench.workloads.base import (
-        count_tokens,
-        count_truncated,
-        resolve,
-        supports_context,
-    )
+        group: this rank's :class:`gpusession.bench.rank_group.RankGroup` under torchrun:
+            the rank works on its shard of the corpus, every run follows the protocol
+            across ranks, the leader writes the gathered outputs; ``None`` for one
+            process.
 
+    Returns:
+        0 done or stopped; :data:`~gpusession.bench.phases.LOAD_FAILED_EXIT` the load
+        failed (said as an incident); under torchrun the rank's code after a failed run.
+    """
     exp = spec["experiment"]
-    precision = exp.get("precision", "fp32")
-    # A context sweep applies each run's limit to the work (R9), through set_context.
-    per_context = exp.get("varied") == "context"
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
-        workload: Any = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
-        if per_context and not supports_context(workload):
-            raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
-                             "set_context(limit) to apply each run's limit")
+        workload = open_workload(spec)
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
-        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
-        if group is not None:  # every rank learns it; the leader says which (issue 13)
-            _group_loaded(group, ch, failed)
-        else:
-            ch.send(WorkerIncident(where="load", **failed))
-        return 3
-    corpus = Path(spec["corpus"]) if spec.get("corpus") else None
-    if corpus is not None:
-        ids, texts = read_corpus_file(corpus)
-    else:
-        n = int(exp.get("params", {}).get("n_inputs", 1024))
-        ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
-    # Under torchrun each rank works on its contiguous shard (issue 13); counts stay corpus-wide.
-    work_texts = texts if group is None else texts[slice(*group.shard(len(texts)))]
-    # Load phase: timed once per process. The clock starts before the device is selected
-    # and its context created (TorchDevice.activate), for every device spelling (R3);
-    # the allocator baseline is read and the peaks reset right before load() (M1).
+        return load_failed(ch, group, exc)
+    inputs = Inputs.read(spec, group)
     load_timer = dev.timer([dev.device] if dev.is_gpu else [])
-
-    def load() -> tuple[list[str], tuple[int | None, int | None]]:
-        dev.activate()
-        baseline = dev.load_baseline()
-        workload.load(dev.device, precision, exp.get("context_limit"))
-        used = dev.used_devices(workload)
-        for d in used:  # every device the load used, each by name (H-02)
-            dev.torch.cuda.synchronize(dev.torch.device(d))
-        return used, baseline
-
     try:
-        load_m = load_timer.measure(load, presync=False)
-        used: list[str] = load_m.result[0]
-        load_base: tuple[int | None, int | None] = load_m.result[1]
+        loaded = load_phase(dev, workload, exp, load_timer)
     except Exception as exc:  # noqa: BLE001 - the user's load(): any failure, OOM included, is a load incident (R7)
-        failed = {**_failure_fields(exc), "trace": traceback.format_exc(limit=3)}
-        if group is not None:  # every rank learns it; the leader says which (issue 13)
-            _group_loaded(group, ch, failed)
-        else:
-            ch.send(WorkerIncident(where="load", **failed))
-        return 3
-    if group is not None and not _group_loaded(group, ch, None):
-        return 3  # another rank could not load: the group ends here
+        return load_failed(ch, group, exc)
+    if group is not None and not group_loaded(group, ch, None):
+        return LOAD_FAILED_EXIT  # another rank could not load: the group ends here
     rev_fn = getattr(workload, "revisions", None)
     rev: dict[str, Any] = dict(rev_fn() or {}) if callable(rev_fn) else {}
     code_dir = Path(spec["code_dir"]) if spec.get("code_dir") else None
     env = dev.environment(workload, code_dir)
     own_uuid = env.get("gpu_uuid")
     # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
-    load_figures: dict[str, Any] = dict(
-        elapsed_s=load_m.elapsed_s,
-        baseline_allocated_bytes=load_base[0] if dev.is_gpu else None,
-        baseline_reserved_bytes=load_base[1] if dev.is_gpu else None,
-        peak_allocated_bytes=load_m.peak_allocated_bytes if dev.is_gpu else None,
-        peak_reserved_bytes=load_m.peak_reserved_bytes if dev.is_gpu else None,
-    )
-    if group is not None:  # every rank's GPU and load (issue 13)
+    load_figures = loaded.figures(dev.is_gpu)
+    if group is not None:  # every rank's GPU and load
         env, load_figures = _group_environment(group, env, load_figures, spec, ch)
     ch.send(WorkerEnvironment(environment=env))
-    ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(ids),
+    ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(inputs.ids),
                          **load_figures))
-    timer = dev.timer(used or ([dev.device] if dev.is_gpu else []))
-    scope = exp.get("scope", "processing")
-    # Warm-up with exactly the measured shapes (R4, H-03); what was done is counted per
-    # variant and reported with every run.
-    warm = spec.get("warmup", [])
-    iterations = int(spec.get("warmup_iterations", 0))
-    warm_done: dict[str, int] = {}
-    warm_failures: list[tuple[str, dict[str, Any]]] = []
-    # After an out-of-memory failure (and empty_cache) the allocator holds no blocks for
-    # the next shape: the next measured run is preceded by one unmeasured pass of its
-    # shape, so its time is not an outlier (journalled as ``unmeasured_pass``).
-    after_oom = False
-    for w in warm:
-        warm_done[w["variant_id"]] = 0
-        if per_context:  # the warm-up shape is (batch, context)
-            workload.set_context(w.get("context"))
-        for _ in range(iterations):
-            b = int(w["batch"])
-            _m, failure = measure_or_fail(
-                timer, lambda b=b: _run_batches(workload, work_texts, b), dev)  # type: ignore[misc]
-            if failure:
-                after_oom = after_oom or bool(failure.get("oom"))
-                ch.send(WorkerIncident(where="warmup", variant_id=w["variant_id"], **failure))
-                warm_failures.append((w["variant_id"], failure))
-                break
-            warm_done[w["variant_id"]] += 1
-    if group is not None:  # what every rank did (issue 13)
-        warm_done = _group_warmup(group, ch, warm_done, warm_failures)
-    if warm:
-        ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(warm_done.values()),
-                                 per_variant=warm_done))
-    root = session_root(spec)
-    for run, out_path, order in ch.runs(spec):
-        batch = int(run["batch"])
-        context = run.get("context")
-        if per_context:
-            workload.set_context(context)
-        truncated = count_truncated(workload, texts, context)
-        tokens = count_tokens(workload, texts)
-
-        def work(batch: int = batch, out_path: Path = out_path) -> list[str]:
-            if scope == "full-chain":
-                _ids, _texts = read_corpus_file(corpus) if corpus else (ids, texts)
-                labels = _run_batches(workload, _texts, batch)
-                write_outputs(out_path, _ids, labels, root=root)
-                return labels
-            return _run_batches(workload, work_texts, batch)
-
-        fields: dict[str, Any] = {
-            "truncated": truncated, "tokens": tokens, "context": context,
-            "n_inputs": len(ids), "phase": run["phase"], "scope": scope,
-            "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
-        }
-        if after_oom:
-            fields["unmeasured_pass"] = "after an out-of-memory run"
-            _m, pass_failure = measure_or_fail(
-                timer, lambda batch=batch: _run_batches(workload, work_texts, batch), dev)  # type: ignore[misc]
-            if pass_failure:
-                fields["unmeasured_pass"] += f" (it failed too: {pass_failure['error_type']})"
-            after_oom = False
-        if group is None:
-            m, failure = measure_or_fail(timer, work, dev)
-        else:
-            m, failure = _measure_ranks(group, timer, work, dev, own_uuid, run, spec, fields)
-        after_oom = bool(failure.get("oom"))
-        if m is not None:
-            try:
-                labels = m.result
-                if scope != "full-chain":
-                    write_outputs(out_path, ids, labels, root=root)
-                fields.update(
-                    ok=True,
-                    elapsed_s=m.elapsed_s,
-                    event_elapsed_s=m.event_elapsed_s,
-                    baseline_allocated_bytes=m.baseline_allocated_bytes,
-                    baseline_reserved_bytes=m.baseline_reserved_bytes,
-                    peak_allocated_bytes=m.peak_allocated_bytes,
-                    peak_reserved_bytes=m.peak_reserved_bytes,
-                    output=str(out_path),
-                )
-                if len(labels) != len(ids):
-                    fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
-            except (OSError, TypeError, ValueError, BadInput) as exc:
-                # writing the outputs (V8): disk full, labels that are not JSON, no len(),
-                # a link in place of the output or its folder (issue 12: refused, named)
-                failure = _failure_fields(exc)
-        if failure:
-            fields.update(failure)
-        expected = getattr(workload, "expected_memory", None)
-        if callable(expected):
-            fields["expected_memory"] = expected(batch)
-        ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
-        if group is not None and fields.get("failed_rank") is not None:
-            return _end_group_after(group, int(fields["failed_rank"]))
-    if not ch.stopped:
-        ch.send(WorkerDone())
-    return 0
-
-
-def _end_group_after(group: Any, failed_rank: int) -> int:
-    """A rank's run failed: the group ends with that run (issue 13, R7).
-
-    One barrier first: every rank reaches it only after the leader has sent the run's
-    report (its ``run_finished`` naming the rank and the error), so torchrun tearing the
-    group down cannot cut that report off. The failed rank then exits with
-    :data:`~gpusession.bench.ranks.RUN_FAILED_EXIT` (torchrun names it as the root cause,
-    the runner puts its exit code in the row), the others with 0; the runner starts a
-    fresh group for the runs left.
-
-    Returns:
-        This rank's exit code.
-    """
-    from gpusession.bench.ranks import RUN_FAILED_EXIT
-
-    try:
-        group.barrier()
-    except Exception:  # noqa: BLE001, S110 - a rank already gone: the group ends anyway
-        pass
-    return RUN_FAILED_EXIT if failed_rank == group.rank else 0
-
-
-def _group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bool:
-    """Whether every rank loaded (issue 13, R7): one collective after each rank's load.
-
-    A rank that failed passes its failure fields; the leader reports the first failed
-    rank as one load incident naming it, and every rank then exits 3 together (none is
-    left waiting in a collective for a rank that is gone).
-    """
-    every = group.all_gather(failure)
-    failed = [(r, f) for r, f in enumerate(every) if f]
-    if not failed:
-        return True
-    r, f = failed[0]
-    ch.send(WorkerIncident(where="load", **{**f, "message": f"rank {r} of {group.world_size}: {f.get('message')}"}))
-    return False
+    timer = dev.timer(loaded.used or ([dev.device] if dev.is_gpu else []))
+    work = TorchWork(spec, ch, group, dev, workload, inputs, timer)
+    warm_done, after_oom = warmup_phase(work)
+    return measured_phase(work, warm_done, after_oom, own_uuid)
 
 
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
@@ -788,7 +537,7 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
             append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, str(spec.get("load_run_key") or "load"),
                              str(spec.get("worker")), per_rank, root=session_root(spec))
         except (OSError, BadInput) as exc:  # beside the row only: said, never skipped silently
-            ch.send(WorkerIncident(where="ranks", **{**_failure_fields(exc),
+            ch.send(WorkerIncident(where="ranks", **{**failure_fields(exc),
                                                      "message": f"ranks.csv not written: {exc}"}))
     merged = dict(load)
     merged["elapsed_s"] = max((r["elapsed_s"] for r in per_rank if r["elapsed_s"] is not None),
@@ -800,63 +549,6 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
             merged[f"peak_{kind}_bytes"] = top[f"peak_{kind}_bytes"]
             merged[f"baseline_{kind}_bytes"] = top[f"baseline_{kind}_bytes"]
     return out, merged
-
-
-def _group_warmup(group: Any, ch: Channel, done: dict[str, int],
-                  failures: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
-    """Warm-up iterations every rank did, per variant (the least over ranks; R4, issue 13).
-
-    The leader reports the other ranks' warm-up failures as incidents naming the rank.
-    """
-    every = group.all_gather({"done": done, "failures": failures})
-    if group.is_leader:
-        for r, doc in enumerate(every):
-            for variant, failure in doc["failures"] if r != group.leader else []:
-                ch.send(WorkerIncident(where="warmup", variant_id=variant, **{
-                    **failure, "message": f"rank {r} of {group.world_size}: {failure.get('message')}"}))
-    return {v: min(doc["done"].get(v, 0) for doc in every) for v in done}
-
-
-def _measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
-                   own_uuid: str | None, run: dict[str, Any], spec: dict[str, Any],
-                   fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
-    """One scheduled run across ranks (issue 13): the protocol, the gather, ``ranks.csv``.
-
-    Every rank calls it; the leader gets a :class:`Measurement` whose elapsed is the wall
-    time between the barriers, whose memory figures are the maximum over ranks (each
-    baseline from the rank holding that peak) and whose result is the gathered labels
-    in corpus order. Other ranks get ``(None, failure)``: they report nothing.
-    ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
-    failure, ``failed_rank``.
-    """
-    from gpusession.bench.rank_group import rank_notes
-
-    rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=_failure_fields)
-    failure = dict(rr.failure)
-    if failure:
-        fields["failed_rank"] = failure.pop("rank", None)
-        _empty_cache(dev)
-    labels = None if failure else group.gather_to_first(list(rr.result or []))
-    fields["ranks"] = group.world_size
-    fields["rank_note"] = rank_notes(rr)
-    if not group.is_leader:
-        return None, failure
-    try:
-        append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, run["run_key"],
-                         str(spec.get("worker")), rr.per_rank, root=session_root(spec))
-    except (OSError, BadInput) as exc:  # the per-rank table is beside the row: say so, keep the run
-        fields["rank_note"] += f"; ranks.csv not written ({exc})"
-    if failure:
-        return None, failure
-    peak_a, rank_a = rr.max_of("peak_allocated_bytes")
-    peak_r, rank_r = rr.max_of("peak_reserved_bytes")
-    by_rank = {r["rank"]: r for r in rr.per_rank}
-    return Measurement(
-        elapsed_ns=round(float(rr.elapsed_s) * 1e9),
-        baseline_allocated_bytes=by_rank[rank_a]["baseline_allocated_bytes"] if rank_a is not None else None,
-        baseline_reserved_bytes=by_rank[rank_r]["baseline_reserved_bytes"] if rank_r is not None else None,
-        peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r, result=labels,
-    ), failure
 
 
 class _SilentRank(Channel):
@@ -921,40 +613,13 @@ def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
     try:
         group = RankGroup(env, spec.get("device") or spec["experiment"].get("device"))
     except Exception as exc:  # noqa: BLE001 - no GPU for this rank, a rendezvous failure: a load incident (R7)
-        ch.send(WorkerIncident(where="load", **_failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        ch.send(WorkerIncident(where="load", **failure_fields(exc), trace=traceback.format_exc(limit=3)))
         return 3
     try:
         return run_torch_worker({**spec, "device": group.device},
                                 RankChannel(ch.out, ch.inp, group), group)
     finally:
         group.close()
-
-
-def _empty_cache(dev: TorchDevice) -> None:
-    if dev.is_gpu:
-        gc.collect()  # tensors held only by reference cycles of the failed run
-        try:
-            dev.torch.cuda.empty_cache()
-        except RuntimeError:  # a CUDA error left by the failed run (torch.AcceleratorError)
-            pass
-
-
-def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
-                    dev: TorchDevice) -> tuple[Measurement | None, dict[str, Any]]:
-    """``timer.measure(work)``; on an exception (OOM or other, R7) the failure fields.
-
-    After a failure the allocator cache is emptied *outside* the ``except`` block: while
-    the exception lives, its traceback holds the failed run's frames and so its tensors,
-    and ``empty_cache()`` could not return them; the next variant's baseline/peak
-    reserved bytes (M1) would then include the failed variant's blocks.
-    """
-    failure: dict[str, Any] = {}
-    try:
-        return timer.measure(work), failure
-    except Exception as exc:  # noqa: BLE001 - the user's workload can raise anything: a failed observation, kept as a row (R7)
-        failure = _failure_fields(exc)
-    _empty_cache(dev)
-    return None, failure
 
 
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
@@ -1066,7 +731,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
                 with _placeholder_env(spec, w, out_path):
                     code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
             except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
-                ch.send(WorkerIncident(where="warmup", variant_id=variant, **_failure_fields(exc)))
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **failure_fields(exc)))
                 break
             if code != 0:
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, ok=False, oom=False,
@@ -1105,13 +770,13 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         try:  # a link in place of the output or its folder fails the run, named (issue 12)
             prepare_output(out_path, session_root(spec))
         except (OSError, BadInput) as exc:
-            ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
+            ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue
         try:
             with _placeholder_env(spec, run, out_path):
                 m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
-            ch.send(WorkerRunFinished(run_key=run["run_key"], **_failure_fields(exc), **did))
+            ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue
         if m.result.returncode == 0:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
@@ -1176,7 +841,7 @@ def main(argv: list[str] | None = None,
     try:
         return runner(spec, ch)
     except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent
-        ch.send(WorkerIncident(where="worker", **_failure_fields(exc), trace=traceback.format_exc(limit=5)))
+        ch.send(WorkerIncident(where="worker", **failure_fields(exc), trace=traceback.format_exc(limit=5)))
         return 4
 
 

@@ -1,0 +1,576 @@
+"""The torch worker's phases: load, warm-up, the measured runs, their outputs (R3, R4, R7).
+
+Who calls it: :func:`gpusession.bench.worker.run_torch_worker`, for one process and for
+each rank of a torchrun group alike (``group`` is then the rank's
+:class:`gpusession.bench.rank_group.RankGroup`, else ``None``), and the command worker
+for the helpers it shares (outputs, failure fields). Runs only inside a worker process:
+torch is reached through the worker's device (M5).
+
+Every measured interval goes through a :class:`~gpusession.bench.timing.SyncTimer`; a
+failure of the user's workload (out of memory or any other exception) is a failed
+observation with its fields, never a crash (R7). After an out-of-memory failure the next
+measured run is preceded by one unmeasured pass of its shape (the allocator holds no
+blocks for it after ``empty_cache``), so its time is not an outlier.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpusession.bench.timing import Measurement, SyncTimer
+from gpusession.core.events import (
+    WorkerDone,
+    WorkerIncident,
+    WorkerRunFinished,
+    WorkerWarmupDone,
+)
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import make_private_dir, open_private
+from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
+
+if TYPE_CHECKING:
+    from gpusession.bench.worker import Channel, TorchDevice
+
+#: The exit code of a worker (every rank of a group) whose load failed, said as an incident.
+LOAD_FAILED_EXIT = 3
+
+
+def peak_rss_bytes() -> int | None:
+    """Peak resident set size of this process in bytes (host memory, not GPU)."""
+    try:
+        import resource  # POSIX only
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak) * (1 if sys.platform == "darwin" else 1024)
+    except (ImportError, OSError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        return int(psutil.Process().memory_info().rss)
+    except (psutil.Error, OSError):
+        return None
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Out of memory on the device or the host (R7: a failed observation)."""
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+
+def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
+    """IDs and texts of a JSONL (``id``, ``text``) or CSV corpus, in file order."""
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        ids, texts = [], []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    ids.append(str(rec["id"]))
+                    texts.append(str(rec.get("text", "")))
+        return ids, texts
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [str(r["id"]) for r in rows], [str(r.get("text", "")) for r in rows]
+
+
+def session_root(spec: dict[str, Any]) -> Path:
+    """The session folder of a worker spec: ``output_dir`` is ``<session>/runs/<experiment>``."""
+    return Path(spec["output_dir"]).parent.parent
+
+
+def write_outputs(path: Path, ids: list[str], labels: list[str], *, root: Path | None = None) -> None:
+    """``{"id", "label"}`` per line (V8), mode 0600, never through a symbolic link.
+
+    Args:
+        path: ``runs/<experiment>/<variant>/<phase>-<index>.jsonl``.
+        ids: the corpus IDs, in order.
+        labels: one label per ID.
+        root: the session folder: no folder between it and ``path`` may be a link
+            (missing ones are created 0700); ``None`` checks the file only.
+
+    Raises:
+        BadInput: ``path`` or a folder on its way is a link (its target is untouched).
+        OSError: the disk refused.
+    """
+    if root is None:
+        make_private_dir(path.parent, parents=True)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, root=root)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        for i, label in zip(ids, labels, strict=False):
+            fh.write(json.dumps({"id": i, "label": label}, ensure_ascii=False) + "\n")
+
+
+
+def run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
+    """The workload's labels for ``texts``, ``batch`` texts per ``predict`` call, in order."""
+    labels: list[str] = []
+    for s in range(0, len(texts), batch):
+        labels.extend(workload.predict(texts[s : s + batch]))
+    return labels
+
+
+def failure_fields(exc: BaseException) -> dict[str, Any]:
+    """The fields of a failed observation (R7): ``ok``, ``oom``, ``error_type``, first line of ``message``."""
+    return {
+        "ok": False,
+        "oom": is_oom(exc),
+        "error_type": type(exc).__name__,
+        "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+    }
+
+
+
+def end_group_after(group: Any, failed_rank: int) -> int:
+    """A rank's run failed: the group ends with that run (R7).
+
+    One barrier first: every rank reaches it only after the leader has sent the run's
+    report (its ``run_finished`` naming the rank and the error), so torchrun tearing the
+    group down cannot cut that report off. The failed rank then exits with
+    :data:`~gpusession.bench.ranks.RUN_FAILED_EXIT` (torchrun names it as the root cause,
+    the runner puts its exit code in the row), the others with 0; the runner starts a
+    fresh group for the runs left.
+
+    Returns:
+        This rank's exit code.
+    """
+    from gpusession.bench.ranks import RUN_FAILED_EXIT
+
+    try:
+        group.barrier()
+    except Exception:  # noqa: BLE001, S110 - a rank already gone: the group ends anyway
+        pass
+    return RUN_FAILED_EXIT if failed_rank == group.rank else 0
+
+
+def group_loaded(group: Any, ch: Channel, failure: dict[str, Any] | None) -> bool:
+    """Whether every rank loaded (R7): one collective after each rank's load.
+
+    A rank that failed passes its failure fields; the leader reports the first failed
+    rank as one load incident naming it, and every rank then exits 3 together (none is
+    left waiting in a collective for a rank that is gone).
+    """
+    every = group.all_gather(failure)
+    failed = [(r, f) for r, f in enumerate(every) if f]
+    if not failed:
+        return True
+    r, f = failed[0]
+    ch.send(WorkerIncident(where="load", **{**f, "message": f"rank {r} of {group.world_size}: {f.get('message')}"}))
+    return False
+
+
+
+def group_warmup(group: Any, ch: Channel, done: dict[str, int],
+                  failures: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    """Warm-up iterations every rank did, per variant (the least over ranks; R4).
+
+    The leader reports the other ranks' warm-up failures as incidents naming the rank.
+    """
+    every = group.all_gather({"done": done, "failures": failures})
+    if group.is_leader:
+        for r, doc in enumerate(every):
+            for variant, failure in doc["failures"] if r != group.leader else []:
+                ch.send(WorkerIncident(where="warmup", variant_id=variant, **{
+                    **failure, "message": f"rank {r} of {group.world_size}: {failure.get('message')}"}))
+    return {v: min(doc["done"].get(v, 0) for doc in every) for v in done}
+
+
+def measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
+                   own_uuid: str | None, run: dict[str, Any], spec: dict[str, Any],
+                   fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
+    """One scheduled run across ranks: the protocol, the gather, ``ranks.csv``.
+
+    Every rank calls it; the leader gets a :class:`Measurement` whose elapsed is the wall
+    time between the barriers, whose memory figures are the maximum over ranks (each
+    baseline from the rank holding that peak) and whose result is the gathered labels
+    in corpus order. Other ranks get ``(None, failure)``: they report nothing.
+    ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
+    failure, ``failed_rank``.
+    """
+    from gpusession.bench.rank_group import rank_notes
+
+    rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=failure_fields)
+    failure = dict(rr.failure)
+    if failure:
+        fields["failed_rank"] = failure.pop("rank", None)
+        empty_cache(dev)
+    labels = None if failure else group.gather_to_first(list(rr.result or []))
+    fields["ranks"] = group.world_size
+    fields["rank_note"] = rank_notes(rr)
+    if not group.is_leader:
+        return None, failure
+    try:
+        append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, run["run_key"],
+                         str(spec.get("worker")), rr.per_rank, root=session_root(spec))
+    except (OSError, BadInput) as exc:  # the per-rank table is beside the row: say so, keep the run
+        fields["rank_note"] += f"; ranks.csv not written ({exc})"
+    if failure:
+        return None, failure
+    peak_a, rank_a = rr.max_of("peak_allocated_bytes")
+    peak_r, rank_r = rr.max_of("peak_reserved_bytes")
+    by_rank = {r["rank"]: r for r in rr.per_rank}
+    return Measurement(
+        elapsed_ns=round(float(rr.elapsed_s) * 1e9),
+        baseline_allocated_bytes=by_rank[rank_a]["baseline_allocated_bytes"] if rank_a is not None else None,
+        baseline_reserved_bytes=by_rank[rank_r]["baseline_reserved_bytes"] if rank_r is not None else None,
+        peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r, result=labels,
+    ), failure
+
+
+
+def empty_cache(dev: TorchDevice) -> None:
+    """Return the allocator's cached blocks after a failure, so the next baseline is clean (M1)."""
+    if dev.is_gpu:
+        gc.collect()  # tensors held only by reference cycles of the failed run
+        try:
+            dev.torch.cuda.empty_cache()
+        except RuntimeError:  # a CUDA error left by the failed run (torch.AcceleratorError)
+            pass
+
+
+def measure_or_fail(timer: SyncTimer, work: Callable[[], Any],
+                    dev: TorchDevice) -> tuple[Measurement | None, dict[str, Any]]:
+    """``timer.measure(work)``; on an exception (OOM or other, R7) the failure fields.
+
+    After a failure the allocator cache is emptied *outside* the ``except`` block: while
+    the exception lives, its traceback holds the failed run's frames and so its tensors,
+    and ``empty_cache()`` could not return them; the next variant's baseline/peak
+    reserved bytes (M1) would then include the failed variant's blocks.
+    """
+    failure: dict[str, Any] = {}
+    try:
+        return timer.measure(work), failure
+    except Exception as exc:  # noqa: BLE001 - the user's workload can raise anything: a failed observation, kept as a row (R7)
+        failure = failure_fields(exc)
+    empty_cache(dev)
+    return None, failure
+
+
+
+
+def load_failed(ch: Channel, group: Any, exc: BaseException) -> int:
+    """Report a load failure (the workload, its device, its ``load()``) and return the exit code.
+
+    One handler for every failure before the measured runs, called in the ``except``
+    block (the trace is the exception's). Under torchrun every rank learns it and the
+    leader says which rank failed (:func:`group_loaded`); one process says it as a
+    ``load`` incident (R7).
+
+    Returns:
+        :data:`LOAD_FAILED_EXIT`.
+    """
+    failed = {**failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+    if group is not None:
+        group_loaded(group, ch, failed)
+    else:
+        ch.send(WorkerIncident(where="load", **failed))
+    return LOAD_FAILED_EXIT
+
+
+def open_workload(spec: dict[str, Any]) -> Any:
+    """The experiment's workload, resolved from its name and parameters (not loaded yet).
+
+    Raises:
+        ValueError: a context sweep (``varied = "context"``, R9) of a workload with no
+            ``set_context(limit)``.
+        Exception: whatever resolving the user's workload raises (a load incident).
+    """
+    from gpusession.bench.workloads.base import resolve, supports_context
+
+    exp = spec["experiment"]
+    workload: Any = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+    if exp.get("varied") == "context" and not supports_context(workload):
+        raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
+                         "set_context(limit) to apply each run's limit")
+    return workload
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the worker processes: the corpus (or synthetic inputs) and this rank's shard.
+
+    Attributes:
+        corpus: the corpus file, ``None`` for synthetic inputs (``params.n_inputs``, 1024).
+        ids: every input's ID, in corpus order (counts stay corpus-wide).
+        texts: every input's text.
+        work_texts: the texts this process works on: all of them, or under torchrun the
+            rank's contiguous shard.
+    """
+
+    corpus: Path | None
+    ids: list[str]
+    texts: list[str]
+    work_texts: list[str]
+
+    @classmethod
+    def read(cls, spec: dict[str, Any], group: Any) -> Inputs:
+        """Read the spec's corpus (JSONL or CSV) and take this rank's shard of it."""
+        corpus = Path(spec["corpus"]) if spec.get("corpus") else None
+        if corpus is not None:
+            ids, texts = read_corpus_file(corpus)
+        else:
+            n = int(spec["experiment"].get("params", {}).get("n_inputs", 1024))
+            ids, texts = [f"synthetic-{i:05d}" for i in range(n)], ["x"] * n
+        work_texts = texts if group is None else texts[slice(*group.shard(len(texts)))]
+        return cls(corpus, ids, texts, work_texts)
+
+
+@dataclass(frozen=True)
+class Load:
+    """A timed load (R3, M1).
+
+    Attributes:
+        used: every device the load left the workload's tensors on (H-02).
+        baseline_allocated_bytes, baseline_reserved_bytes: the allocator before
+            ``load()`` (``None`` on CPU).
+        measurement: the timer's reading of the load.
+    """
+
+    used: list[str]
+    baseline_allocated_bytes: int | None
+    baseline_reserved_bytes: int | None
+    measurement: Measurement
+
+    def figures(self, on_gpu: bool) -> dict[str, Any]:
+        """The ``loaded`` event's figures: elapsed seconds; bytes only on a GPU (M1, M4)."""
+        m = self.measurement
+        return dict(
+            elapsed_s=m.elapsed_s,
+            baseline_allocated_bytes=self.baseline_allocated_bytes if on_gpu else None,
+            baseline_reserved_bytes=self.baseline_reserved_bytes if on_gpu else None,
+            peak_allocated_bytes=m.peak_allocated_bytes if on_gpu else None,
+            peak_reserved_bytes=m.peak_reserved_bytes if on_gpu else None,
+        )
+
+
+def load_phase(dev: TorchDevice, workload: Any, exp: dict[str, Any], timer: SyncTimer) -> Load:
+    """Time the load once per process: device selected, context created, model to device (R3).
+
+    The clock starts before :meth:`TorchDevice.activate`, for every device spelling; the
+    allocator baseline is read and the peaks reset right before ``load()`` (M1); every
+    device the load used is synchronized by name (H-02).
+
+    Raises:
+        Exception: whatever the user's ``load()`` raises, out of memory included.
+    """
+    def load() -> tuple[list[str], tuple[int | None, int | None]]:
+        dev.activate()
+        baseline = dev.load_baseline()
+        workload.load(dev.device, exp.get("precision", "fp32"), exp.get("context_limit"))
+        used = dev.used_devices(workload)
+        for d in used:
+            dev.torch.cuda.synchronize(dev.torch.device(d))
+        return used, baseline
+
+    m = timer.measure(load, presync=False)
+    used, (base_allocated, base_reserved) = m.result
+    return Load(used, base_allocated, base_reserved, m)
+
+
+@dataclass
+class TorchWork:
+    """What the warm-up and the measured runs work with, once loaded.
+
+    Attributes:
+        spec: the worker spec the runner wrote.
+        ch: the channel to the runner.
+        group: this rank's group under torchrun, ``None`` for one process.
+        dev: the device.
+        workload: the loaded workload.
+        inputs: the corpus and this rank's shard.
+        timer: the timer of the runs (every device the load used).
+    """
+
+    spec: dict[str, Any]
+    ch: Channel
+    group: Any
+    dev: TorchDevice
+    workload: Any
+    inputs: Inputs
+    timer: SyncTimer
+
+    @property
+    def per_context(self) -> bool:
+        """A context sweep applies each run's limit to the work (R9), through ``set_context``."""
+        return bool(self.spec["experiment"].get("varied") == "context")
+
+    def batches(self, batch: int) -> Callable[[], list[str]]:
+        """The unvalidated work of one pass over this rank's texts at ``batch``."""
+        return lambda: run_batches(self.workload, self.inputs.work_texts, batch)
+
+
+def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
+    """The announced warm-up, with exactly the measured shapes (R4, H-03).
+
+    Each variant runs ``warmup_iterations`` times, unmeasured; a failure ends that
+    variant's warm-up with an incident. Under torchrun what every rank did is merged
+    (:func:`group_warmup`). ``warmup_done`` is sent when there was a warm-up.
+
+    Returns:
+        Iterations performed per variant id, and whether a warm-up ran out of memory
+        (the first measured run is then preceded by one unmeasured pass).
+    """
+    warm = w.spec.get("warmup", [])
+    iterations = int(w.spec.get("warmup_iterations", 0))
+    done: dict[str, int] = {}
+    failures: list[tuple[str, dict[str, Any]]] = []
+    after_oom = False
+    for v in warm:
+        done[v["variant_id"]] = 0
+        if w.per_context:  # the warm-up shape is (batch, context)
+            w.workload.set_context(v.get("context"))
+        for _ in range(iterations):
+            _m, failure = measure_or_fail(w.timer, w.batches(int(v["batch"])), w.dev)
+            if failure:
+                after_oom = after_oom or bool(failure.get("oom"))
+                w.ch.send(WorkerIncident(where="warmup", variant_id=v["variant_id"], **failure))
+                failures.append((v["variant_id"], failure))
+                break
+            done[v["variant_id"]] += 1
+    if w.group is not None:  # what every rank did
+        done = group_warmup(w.group, w.ch, done, failures)
+    if warm:
+        w.ch.send(WorkerWarmupDone(iterations=iterations, runs=sum(done.values()), per_variant=done))
+    return done, after_oom
+
+
+def measured_phase(w: TorchWork, warm_done: dict[str, int], after_oom: bool,
+                   own_uuid: str | None) -> int:
+    """Every scheduled run the runner lets start, each reported by ``run_finished`` (R3-R5, R7).
+
+    Under torchrun a failed run ends the group (:func:`end_group_after`); the runner
+    starts a fresh one for the runs left. ``done`` is sent unless the runner said stop.
+
+    Returns:
+        The exit code: 0, or the rank's under torchrun after a failed run.
+    """
+    for run, out_path, order in w.ch.runs(w.spec):
+        fields, after_oom = measured_run(w, run, out_path, order, warm_done, after_oom, own_uuid)
+        w.ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
+        if w.group is not None and fields.get("failed_rank") is not None:
+            return end_group_after(w.group, int(fields["failed_rank"]))
+    if not w.ch.stopped:
+        w.ch.send(WorkerDone())
+    return 0
+
+
+def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
+                 warm_done: dict[str, int], after_oom: bool,
+                 own_uuid: str | None) -> tuple[dict[str, Any], bool]:
+    """One measured run: its ``run_finished`` fields, and whether it ran out of memory.
+
+    The fields say what the worker did (phase, warm-up iterations of the run's variant,
+    scope, position; R4), the cut at the context limit (R9), the figures or the failure
+    (R7); ``after_oom`` puts one unmeasured pass of the run's shape before it.
+    """
+    from gpusession.bench.workloads.base import count_tokens, count_truncated
+
+    batch = int(run["batch"])
+    context = run.get("context")
+    if w.per_context:
+        w.workload.set_context(context)
+    texts = w.inputs.texts
+    fields: dict[str, Any] = {
+        "truncated": count_truncated(w.workload, texts, context),
+        "tokens": count_tokens(w.workload, texts), "context": context,
+        "n_inputs": len(w.inputs.ids), "phase": run["phase"], "scope": _scope(w),
+        "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
+    }
+    if after_oom:
+        fields["unmeasured_pass"] = _unmeasured_pass(w, batch)
+    work = _work(w, batch, out_path)
+    if w.group is None:
+        m, failure = measure_or_fail(w.timer, work, w.dev)
+    else:
+        m, failure = measure_ranks(w.group, w.timer, work, w.dev, own_uuid, run, w.spec, fields)
+    ran_out = bool(failure.get("oom"))
+    if m is not None:
+        failure = _keep_outputs(w, m, out_path, fields)
+    if failure:
+        fields.update(failure)
+    expected = getattr(w.workload, "expected_memory", None)
+    if callable(expected):
+        fields["expected_memory"] = expected(batch)
+    return fields, ran_out
+
+
+def _scope(w: TorchWork) -> str | None:
+    """The stopwatch scope (R2): ``processing`` (default) or ``full-chain``."""
+    scope: str | None = w.spec["experiment"].get("scope", "processing")
+    return scope
+
+
+def _unmeasured_pass(w: TorchWork, batch: int) -> str:
+    """One unmeasured pass of the run's shape after an out-of-memory run; why, in words."""
+    said = "after an out-of-memory run"
+    _m, failure = measure_or_fail(w.timer, w.batches(batch), w.dev)
+    if failure:
+        said += f" (it failed too: {failure['error_type']})"
+    return said
+
+
+def _work(w: TorchWork, batch: int, out_path: Path) -> Callable[[], list[str]]:
+    """The measured work of one run: the passes, and in ``full-chain`` reading and writing too (R2)."""
+    if _scope(w) != "full-chain":
+        return w.batches(batch)
+    corpus, inputs, root = w.inputs.corpus, w.inputs, session_root(w.spec)
+
+    def full_chain() -> list[str]:
+        ids, texts = read_corpus_file(corpus) if corpus else (inputs.ids, inputs.texts)
+        labels = run_batches(w.workload, texts, batch)
+        write_outputs(out_path, ids, labels, root=root)
+        return labels
+
+    return full_chain
+
+
+def _keep_outputs(w: TorchWork, m: Measurement, out_path: Path, fields: dict[str, Any]) -> dict[str, Any]:
+    """Write a returned run's labels (V8) and put its figures in ``fields``; the failure, else ``{}``.
+
+    Writing the outputs can fail (disk full, labels that are not JSON or have no
+    ``len()``, a link in place of the output or its folder): the run then fails, named.
+    """
+    ids = w.inputs.ids
+    try:
+        labels = m.result
+        if _scope(w) != "full-chain":
+            write_outputs(out_path, ids, labels, root=session_root(w.spec))
+        fields.update(
+            ok=True,
+            elapsed_s=m.elapsed_s,
+            event_elapsed_s=m.event_elapsed_s,
+            baseline_allocated_bytes=m.baseline_allocated_bytes,
+            baseline_reserved_bytes=m.baseline_reserved_bytes,
+            peak_allocated_bytes=m.peak_allocated_bytes,
+            peak_reserved_bytes=m.peak_reserved_bytes,
+            output=str(out_path),
+        )
+        if len(labels) != len(ids):
+            fields["message"] = f"predict returned {len(labels)} labels for {len(ids)} inputs"
+    except (OSError, TypeError, ValueError, BadInput) as exc:
+        return failure_fields(exc)
+    return {}
+
+
+__all__ = [
+    "LOAD_FAILED_EXIT", "Inputs", "Load", "TorchWork", "empty_cache", "end_group_after",
+    "failure_fields", "group_loaded", "group_warmup", "is_oom", "load_failed", "load_phase",
+    "measure_or_fail", "measure_ranks", "measured_phase", "measured_run", "open_workload",
+    "peak_rss_bytes", "read_corpus_file", "run_batches", "session_root", "warmup_phase",
+    "write_outputs",
+]

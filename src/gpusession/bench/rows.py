@@ -1,0 +1,230 @@
+"""The result rows of a run, built from what its worker reported: pure (R3, R4, R7).
+
+Who calls it: :class:`gpusession.bench.runner.Runner`, once per load and per scheduled
+run, then it appends the row. Every :class:`~gpusession.core.records.results.ResultRow`
+of a run is built here and nowhere else, so a row's fields and its ``notes`` (the words
+people read) have one source; no process, no file, no clock: ``tests/bench/test_rows.py``
+checks them without starting a worker.
+
+A row's protocol fields (phase, warm-up iterations) come from what the worker reports it
+did, never from the experiment's definition (R4). A failed run keeps its row: elapsed
+empty, ``corpus_accepted`` empty (its output was never validated), the incident in
+``notes`` (R7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpusession.bench.ranks import error_gist
+from gpusession.bench.timing import RESERVED_CARRY_NOTE
+from gpusession.core.events import WorkerLoaded, WorkerRunFinished
+from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.folder.journal import RunKey
+from gpusession.core.records.results import ResultRow
+
+#: What a validation gave a run: the row's validation fields and a note, else ``None``
+#: (:meth:`gpusession.bench.run_validation.RunValidation.validate`).
+Validation = tuple[dict[str, Any], str | None]
+
+
+def count_words(n: int | None) -> str:
+    """``1000`` → ``1,000`` (user text has thousands separators); ``None`` → ``?``."""
+    return "?" if n is None else f"{n:,}"
+
+
+@dataclass(frozen=True)
+class LoadSlot:
+    """Where a worker's load stands in the results: a load is a timed run too (S7).
+
+    Attributes:
+        variant_id: the cold run's variant, or ``"all"`` for the warm worker.
+        run_index: the load's 1-based index for that variant in this experiment.
+        key: its run key (``<experiment>:load:<variant>:<index>``).
+    """
+
+    variant_id: str
+    run_index: int
+    key: RunKey
+
+    @staticmethod
+    def variant_of(group: list[ScheduledRun]) -> str:
+        """The variant a group's load is counted under: a cold run's own, ``"all"`` for warm."""
+        return group[0].variant_id if group[0].phase == "cold" else "all"
+
+    @classmethod
+    def of(cls, experiment_id: str, variant_id: str, run_index: int) -> LoadSlot:
+        """The slot of load ``run_index`` of ``variant_id`` (its run key spelled out)."""
+        return cls(variant_id, run_index, RunKey(experiment_id, "load", variant_id, run_index))
+
+
+def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapping[str, Any],
+             corpus_revision: str | None, duration_days: int | None, lots: int | None,
+             package_total_usd_minor: int | None) -> ResultRow:
+    """The fields every row of this experiment shares: environment, revisions, package (R10, C1).
+
+    Args:
+        exp: the experiment.
+        environment: what the worker observed (``gpu_model``, ``device``, versions…).
+        revisions: the workload's ``model_revision`` / ``tokenizer_revision``.
+        corpus_revision: the corpus checked for validation, ``None`` when none.
+        duration_days: the session's package length in days.
+        lots: the package's lots bought (B200: one lot = two GPUs).
+        package_total_usd_minor: the package's total in USD cents, ``None`` when unknown.
+    """
+    env = environment
+    return ResultRow(
+        experiment_id=exp.id,
+        corpus_revision=corpus_revision,
+        model_revision=revisions.get("model_revision"),
+        tokenizer_revision=revisions.get("tokenizer_revision"),
+        seed=exp.seed,
+        gpu_model=env.get("gpu_model"),
+        gpu_count=env.get("gpu_count"),
+        device=env.get("device"),
+        driver_version=env.get("driver_version"),
+        python_version=env.get("python_version"),
+        torch_version=env.get("torch_version"),
+        runtime_version=env.get("runtime_version"),
+        precision=exp.precision,
+        duration_days=duration_days,
+        lots=lots,
+        package_total_usd_minor=package_total_usd_minor,
+    )
+
+
+def load_row(base: ResultRow, slot: LoadSlot, ev: WorkerLoaded, worker: str) -> ResultRow:
+    """The row of a load the worker timed (R3): elapsed and the allocator figures (M1)."""
+    return base.replace(
+        variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
+        elapsed_seconds=ev.elapsed_s,
+        baseline_allocated_bytes=ev.baseline_allocated_bytes,
+        baseline_reserved_bytes=ev.baseline_reserved_bytes,
+        peak_allocated_bytes=ev.peak_allocated_bytes,
+        peak_reserved_bytes=ev.peak_reserved_bytes,
+        notes=f"load of worker {worker} (model to device, timed once per process)",
+    )
+
+
+def load_failed_row(base: ResultRow, slot: LoadSlot, incident: str) -> ResultRow:
+    """The row of a load the worker said failed (R7): ``incident`` is ``"load: Type: message"``.
+
+    No corpus was validated: ``corpus_accepted`` stays empty.
+    """
+    return base.replace(variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
+                        notes=f"incident: load failed: {incident}")
+
+
+def died_loading_row(base: ResultRow, slot: LoadSlot, detail: str) -> ResultRow:
+    """The row of a load cut short by the worker's end (R7): ``detail`` says how it ended."""
+    return base.replace(variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
+                        notes=f"incident: {detail} while loading")
+
+
+def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str | None,
+            warmup_iterations: int) -> ResultRow:
+    """The row of ``run`` before its figures, from what the worker reported it did (R3, R4).
+
+    ``phase`` and ``warmup_iterations`` come from the worker's ``run_finished``, never
+    from the experiment's announced warm-up; ``phase`` ``None`` falls back to the
+    scheduled one.
+    """
+    st = exp.setting(run.variant_id)
+    return base.replace(
+        variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
+        batch=st["batch"], context=st["context"], warmup_iterations=warmup_iterations,
+    )
+
+
+def died_run_row(base: ResultRow, exp: Experiment, run: ScheduledRun,
+                 warm_done: Mapping[str, int], note: str) -> ResultRow:
+    """The row of a run whose worker died during it (R7).
+
+    Its warm-up report is all the worker said it did (``warm_done``, per variant; a cold
+    run did none). Its output was never validated: ``corpus_accepted`` stays empty,
+    never false.
+    """
+    done = warm_done.get(run.variant_id, 0) if run.phase == "warm" else 0
+    return run_row(base, exp, run, phase=run.phase, warmup_iterations=done).replace(notes=note)
+
+
+def failure_kind(ev: WorkerRunFinished) -> str:
+    """What failed a run, in words: out of memory, a refused output, or the workload.
+
+    A refused output file (a link) is the harness's refusal (``BadInput``), not the
+    workload's.
+    """
+    return ("out of memory" if ev.oom else "output refused" if ev.error_type == "BadInput"
+            else "exception in the workload")
+
+
+def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *,
+                     validation: Validation | None, ended: str | None,
+                     load_note: str | None) -> tuple[ResultRow, str | None]:
+    """The row of a run the worker reported finished, and its incident sentence (R3, R7, M1).
+
+    Args:
+        row: :func:`run_row` of the run, from ``ev``'s phase and warm-up iterations.
+        run: the scheduled run.
+        ev: the worker's ``run_finished``.
+        validation: what validating its output gave (only read when ``ev.ok``).
+        ended: for a run whose rank failed under torchrun, how the group ended with it.
+        load_note: the concurrent load at the start, in words.
+
+    Returns:
+        The row (figures, validation fields, ``notes``) and, for a failed run, the
+        incident sentence ``"run KEY: kind: Type: message[; ended]"``, else ``None``.
+    """
+    notes: list[str] = []
+    incident = None
+    truncated = ev.truncated or 0
+    if truncated:
+        notes.append(f"truncated {truncated:,} of {count_words(ev.n_inputs)} inputs at the context "
+                     f"limit of {count_words(row.context)} tokens")
+    if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks
+        notes.append(ev.rank_note)
+    if ev.ok:
+        row = row.replace(
+            elapsed_seconds=ev.elapsed_s,
+            baseline_allocated_bytes=ev.baseline_allocated_bytes,
+            baseline_reserved_bytes=ev.baseline_reserved_bytes,
+            peak_allocated_bytes=ev.peak_allocated_bytes,
+            peak_reserved_bytes=ev.peak_reserved_bytes,
+        )
+        notes.extend(_ok_notes(ev))
+        fields, vnote = validation if validation is not None else ({}, None)
+        row = row.replace(**fields)
+        if vnote:
+            notes.append(vnote)
+    else:
+        kind = failure_kind(ev)
+        said = error_gist(ev.message) or ev.message  # never torch's banner
+        notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; elapsed not measured")
+        if ended:
+            notes.append(ended)
+        # no output to validate: corpus_accepted stays empty, never false
+        incident = f"run {run.run_key}: {kind}: {ev.error_type}: {said}" + (f"; {ended}" if ended else "")
+    if load_note and "other GPU processes: none" not in load_note:
+        notes.append(f"concurrent load at start: {load_note}")
+    return row.replace(notes="; ".join(notes) or None), incident
+
+
+def _ok_notes(ev: WorkerRunFinished) -> list[str]:
+    """The notes of a run that returned: its incident, an unmeasured pass, the carry note (M1)."""
+    notes: list[str] = []
+    if ev.message:
+        notes.append(f"incident: {ev.message}")
+    if ev.unmeasured_pass:
+        notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
+    if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
+        # the caching allocator keeps blocks between interleaved variants (M1)
+        notes.append(RESERVED_CARRY_NOTE)
+    return notes
+
+
+__all__ = [
+    "LoadSlot", "Validation", "base_row", "count_words", "died_loading_row", "died_run_row",
+    "failure_kind", "finished_run_row", "load_failed_row", "load_row", "run_row",
+]
