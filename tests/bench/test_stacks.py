@@ -34,17 +34,21 @@ def _rank(tmp_path: Path, folder: Path, rank: int, where: str) -> subprocess.Pop
     """A process standing in ``predict`` (working) or in a function of a file named rank_group.py."""
     mod = tmp_path / ("rank_group.py" if where == "barrier" else "user_model.py")
     mod.write_text(textwrap.dedent("""\
-        import threading, time
+        import os, threading, time
+        def _there():  # the test asks only once each rank stands where it will be asked
+            open(os.environ["READY"], "w").close()
         def barrier():
+            _there()
             time.sleep(600)
         def predict():
+            _there()
             time.sleep(600)
         threading.Thread(target=lambda: time.sleep(600), daemon=True).start()  # a side thread
         """))
     code = (f"import sys; sys.path[:0] = [{_SRC!r}, {str(tmp_path)!r}]\n"
             f"from gpusession.bench.stacks import register_dump\nregister_dump({rank})\n"
             f"import {mod.stem} as m\nm.{'barrier' if where == 'barrier' else 'predict'}()\n")
-    env = {**os.environ, STACK_DIR_ENV: str(folder)}
+    env = {**os.environ, STACK_DIR_ENV: str(folder), "READY": str(tmp_path / "ready")}
     return subprocess.Popen([sys.executable, "-c", code], env=env)
 
 
@@ -57,6 +61,7 @@ def test_a_timed_out_group_names_the_rank_still_working_and_where(tmp_path: Path
         procs.append(_rank(tmp_path / f"r{r}", folder, r, "barrier" if r == 0 else "work"))
     try:
         wait_for(lambda: all(stack_path(folder, r).is_file() for r in range(2)), timeout_s=30)
+        wait_for(lambda: all((tmp_path / f"r{r}" / "ready").is_file() for r in range(2)), timeout_s=30)
         stacks = ask_stacks(folder, [p.pid for p in procs], [platform.node()] * 2,
                             [psutil.Process(p.pid).create_time() for p in procs])
         assert all(p.poll() is None for p in procs)  # asked, not ended (the runner ends the group)
@@ -68,7 +73,7 @@ def test_a_timed_out_group_names_the_rank_still_working_and_where(tmp_path: Path
     assert innermost_frame(stacks[1])[2] == "predict"  # the main thread's, not the side thread's
     words = hung_words(stacks, 2)
     assert words is not None
-    assert words.startswith("rank 1 of 2 was still working, in predict (user_model.py line 5)")
+    assert words.startswith("rank 1 of 2 was still working, in predict (user_model.py line 9)")
     assert "rank 0 had finished its share and waited at the barrier" in words
 
 
