@@ -27,6 +27,7 @@ from typing import Any
 from gpusession.commands._common import format_summary, open_session, root_of
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import printable
 from gpusession.core.folder.session import Session
 
 
@@ -207,8 +208,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
                 return
             seen["env"] = ev.environment
         words = describe(ev)
-        if words is not None:
-            print(words, flush=True)
+        if words is not None:  # the one display helper: secrets hidden, controls escaped
+            print(printable(words), flush=True)
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
