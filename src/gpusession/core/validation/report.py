@@ -19,6 +19,7 @@ import polars as pl
 
 from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
+from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
@@ -176,9 +177,14 @@ class ValidationReport:
         out.append(f"quality  {word[self.quality_met]}  {self.quality_reason}")
         if self.per_class:
             out.append(f"         {'class':<16} {'precision':>9} {'recall':>7} {'F1':>7} {'support':>8} {'predicted':>9}")
+            from rich.cells import set_cell_size  # loaded only for a table (start-up)
+
             for c in self.per_class:
+                # 16 terminal cells, not 16 characters: a wide (CJK) label takes two each;
+                # escaped first (a label is the output's text: no ESC, no U+202E raw)
+                label = set_cell_size(printable(c.label, keep=""), 16)
                 out.append(
-                    f"         {c.label[:16]:<16} {c.precision:>9.4f} {c.recall:>7.4f} {c.f1:>7.4f} "
+                    f"         {label} {c.precision:>9.4f} {c.recall:>7.4f} {c.f1:>7.4f} "
                     f"{c.support:>8,} {c.predicted:>9,}"
                 )
         for n in self.quality_notes:
