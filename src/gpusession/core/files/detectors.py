@@ -59,7 +59,8 @@ _ASSIGNMENT = (
     r"(?:(?:password|passwd|passphrase|pw|wachtwoord|mot de passe|"
     r"(?:api|access|auth|secret|private|client)[_-]?(?:key|token|secret)|apikey|secret|credentials?)"
     r"\s*[:=]\s*|token\s*[:=]\s*(?!\d+\b)|pwd\s*[:=]\s*(?![/~]))"
-    r"(?P<secret>\"[^\"\n]*\"|'[^'\n]*'|\S+)"
+    # the value, unless it is the next name (``secret: password: …``)
+    r"(?P<secret>\"[^\"\n]*\"|'[^'\n]*'|(?![\w-]+\s*[:=](?:\s|$))\S+)"
 )
 
 #: ``(kind, pattern, reason, digest-exempt)``: the token and key kinds, in the order a
