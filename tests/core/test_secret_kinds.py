@@ -39,6 +39,7 @@ def test_h35_every_kind_is_refused_and_masked_alone(kind: str) -> None:
     for part in never:
         assert part not in masked, (kind, part)
     assert masked.startswith("0042:\n") and masked.endswith(":0042 /x/y.z")
+    assert mask_text(masked) == (masked, [])  # masking twice changes nothing
 
 
 @pytest.mark.parametrize("text", ORDINARY)

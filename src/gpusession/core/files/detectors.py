@@ -74,7 +74,8 @@ TOKEN_KINDS: tuple[tuple[str, re.Pattern[str], str, bool], ...] = tuple(
          "be written in a session file", False),
         ("private key", r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)", re.S,
          f"it contains a PuTTY private key file; {_NEVER}", False),
-        ("private key", r"(?m)(?:^[ \t]*[A-Za-z0-9+/]{60,80}={0,2}[ \t]*(?:\n|\Z)){3,}", 0,
+        ("private key", r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{60,80}={0,2}[ \t]*\n"
+         r"(?:[ \t]*[A-Za-z0-9+/]{40,80}={0,2}[ \t]*(?:\n|\Z)){2,}(?:[ \t]*[A-Za-z0-9+/]+={0,2}(?![^\n]))?", 0,
          f"it contains three or more lines of base64 like the body of a key file; {_NEVER}", True),
         ("age secret key", rf"AGE-SECRET-KEY-1[{_BECH32.upper()}{_BECH32}]{{58}}", 0,
          f"it contains an age secret key (AGE-SECRET-KEY-1…); {_NEVER}", False),

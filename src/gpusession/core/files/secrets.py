@@ -132,6 +132,9 @@ def kind_of_secret(text: str, *, address: bool = False, digest: bool = False,
     return found[0].kind if found else None
 
 
+_MARKER_RE = re.compile(r"\[HIDDEN: [^\]\n]{1,40}\]")
+
+
 def mask_text(text: str, *, digest: bool = False) -> tuple[str, list[str]]:
     """``text`` with each secret replaced by ``[HIDDEN: <kind>]``; the rest kept as it was.
 
@@ -148,6 +151,11 @@ def mask_text(text: str, *, digest: bool = False) -> tuple[str, list[str]]:
         Never raises for a missing ``mnemonic`` package (the other kinds still apply).
     """
     found = findings(text, digest=digest, wordlists_required=False)
+    if not found:
+        return text, []
+    # masking twice changes nothing: a finding that starts inside a marker is dropped
+    markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    found = [f for f in found if not any(a <= f.start < b for a, b in markers)]
     if not found:
         return text, []
     found.sort(key=lambda f: (f.start, -f.end))
@@ -195,8 +203,9 @@ def mask_record(doc: Any, key: str = "") -> Any:
     return doc
 
 
-#: An identifier: letters and digits with a digit, '.', '_' or '-' (``batch-8``, ``b8``).
-_IDENTIFIER_RE = re.compile(r"[\w.-]*[\d._-][\w.-]*")
+#: An identifier: letters then digits (``b8``), or parts joined by '.', '_' or '-'
+#: (``batch-8``, ``cold.b1``); not a word alone, not a run of hex digits.
+_IDENTIFIER_RE = re.compile(r"[A-Za-z]+\d+|\w*[A-Za-z]\w*(?:[._-]\w+)+")
 
 
 def joinable(items: Any) -> bool:
