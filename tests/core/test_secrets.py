@@ -166,7 +166,7 @@ def test_secrets_validate_name_is_checked_before_anything_is_written(
     output.write_text('{"id": "a", "label": "p"}\n', encoding="utf-8")
     line = _refused(capsys, sessions_root, base, HEX_KEY, "validate", "--session", "base",
                     "--corpus", str(corpus), "--output", str(output), "--name", HEX_KEY)
-    assert "run: refused" in line and "private key" in line
+    assert "--name: refused" in line and "private key" in line
     assert not (base / "validation").exists() or not any((base / "validation").iterdir())
 
 

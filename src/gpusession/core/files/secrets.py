@@ -251,13 +251,13 @@ def check_identifier(text: str | None, *, field: str, what: str, address: bool =
     if text is None:
         return
     reason = find_secret(text, address=address)
-    if reason is not None:
-        raise BadInput(f"refused: {reason}; nothing was written", field=field)
+    if reason is not None:  # said for a name looked up too, so "nothing was written" is not
+        raise BadInput(f"refused: {reason}", field=field)
     bad = format_characters(text)
     if bad:
         raise BadInput(f"refused: {what} contains {', '.join(bad)}, an invisible or "
                        "direction-changing character that makes it read as something else; "
-                       "type it again without it; nothing was written", field=field)
+                       "type it again without it", field=field)
 
 
 def check_no_secret(text: str | None, *, field: str, address: bool = False) -> None:
