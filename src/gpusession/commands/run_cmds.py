@@ -310,7 +310,8 @@ def _interrupted_exit(outcome: Any) -> int:
     """Say (if anyone still reads) how a signal ended the run; 128 + its number."""
     sig = signal.Signals[outcome.interrupted]
     try:
-        print(f"\n{outcome.incidents[-1] if outcome.incidents else outcome.interrupted}; "
+        last = printable(outcome.incidents[-1]) if outcome.incidents else outcome.interrupted
+        print(f"\n{last}; "
               f"{_rows_words(outcome.rows_written)} appended; the run lock is released", flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the journal has said it
         # Python's last flush at exit would fail too and change the exit code to 120.
