@@ -147,3 +147,26 @@ def test_validate_class_table_is_aligned_with_wide_labels(
     ends = {cell_len(ln[:ln.index("precision") + len("precision")]) if i == 0
             else cell_len(ln[:ln.index("1.0000") + len("1.0000")]) for i, ln in enumerate(table)}
     assert len(ends) == 1, table
+
+
+def test_h24_an_output_label_with_a_zero_width_space_is_quoted_escaped(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    corpus, output = _files(tmp_path, ["a", "b", "b"])
+    output.write_text(output.read_text(encoding="utf-8").replace('"label": "b"}', f'"label": "b{ZWSP}"}}', 1),
+                      encoding="utf-8")
+    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+                         str(output), "--classes", "a,b")
+    assert code == 3, out + err
+    assert "b\\u200b" in out and ZWSP not in out + err
+
+
+def test_h24_a_hand_edited_destination_with_an_override_is_shown_escaped(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path) -> None:
+    code, _, err = cli(capsys, sessions_root, "order", "base", "payment", *PAY)
+    assert code == 0, err
+    toml = base / "order.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("TXyz1234abcd", "TXyz\\u202edcba4321"),
+                    encoding="utf-8")
+    code, out, err = cli(capsys, sessions_root, "order", "base", "show")
+    assert RLO not in out + err
+    assert code == 0 and "to TXyz\\u202edcba4321" in out  # the override is seen, not obeyed
