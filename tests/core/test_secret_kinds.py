@@ -103,3 +103,11 @@ def test_h24_printable_shows_format_characters_escaped() -> None:
     assert printable("tag \U000e0041") == "tag \\U000e0041"
     assert format_characters("a\u202eb\u200b") == ["U+202E RIGHT-TO-LEFT OVERRIDE",
                                                    "U+200B ZERO WIDTH SPACE"]
+
+
+def test_h35_an_error_line_cut_to_its_gist_keeps_no_part_of_a_key() -> None:
+    from gpusession.bench.ranks import error_gist
+
+    gist = error_gist("ValueError: " + "x" * 270 + " key " + HEX64)
+    assert gist is not None and HEX64[:8] not in gist and gist.endswith("…")
+    assert error_gist(f"RuntimeError: token {HEX64}") == "RuntimeError: token [HIDDEN: private key]"
