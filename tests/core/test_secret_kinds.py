@@ -1,6 +1,6 @@
 """Each kind of secret is found in a whole text and masked alone; ordinary text is kept (H-35).
 
-One test per kind of :data:`gpusession.core.files.detectors.TOKEN_KINDS` and seed list,
+One test per kind of :func:`gpusession.core.files.detectors.token_kinds` and seed list,
 through :func:`find_secret` (the refusal) and :func:`mask_text` (what a program wrote).
 """
 
@@ -17,13 +17,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from secret_payloads import HEX64, ORDINARY, PAYLOADS  # noqa: E402
 
 from gpusession.core.files import detectors  # noqa: E402
+from gpusession.core.files.detectors import FORMAT_CHARS_RE  # noqa: E402
 from gpusession.core.files.secrets import (  # noqa: E402
     find_secret,
     format_characters,
     mask_record,
     mask_text,
 )
-from gpusession.core.files.textio import FORMAT_CHARS_RE, printable  # noqa: E402
+from gpusession.core.files.textio import printable  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", sorted(PAYLOADS))
@@ -50,7 +51,7 @@ def test_h35_ordinary_text_is_neither_refused_nor_masked(text: str) -> None:
 
 
 def test_h35_every_table_kind_has_a_payload() -> None:
-    kinds = {k for k, *_ in detectors.TOKEN_KINDS}
+    kinds = {k for k, *_ in detectors.token_kinds()}
     found = {mask_text(t)[1][0] for t, _ in PAYLOADS.values()}
     assert kinds <= found | {"private key"}, kinds - found
 

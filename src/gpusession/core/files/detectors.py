@@ -5,7 +5,7 @@ and masks them in what a program wrote (a workload's exception, its stderr); bot
 *where* each secret is in a whole, multi-line text, so that a PEM body split over lines
 or a seed printed one word per line is found as one secret and only it is masked.
 
-The token and key kinds are a table of compiled patterns (:data:`TOKEN_KINDS`), one per
+The token and key kinds are a table of compiled patterns (:func:`token_kinds`), one per
 kind, each with a test. ``detect-secrets`` was measured and not used: its plugins scan
 line by line (a split PEM body passes), took 16 s on 1 MB of stderr on this machine,
 flag ordinary prose as "high entropy", miss Hugging Face and current OpenAI keys, and
@@ -21,7 +21,17 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+
+#: Unicode format characters (category Cf: soft hyphen, zero width space and joiners,
+#: bidi marks, embeddings, overrides and isolates, the BOM, tags) and the line and
+#: paragraph separators: they change how a text reads without being seen (H-24). A test
+#: checks the ranges against :mod:`unicodedata`.
+FORMAT_CHARS_RE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
 
 #: A seed phrase is a run of at least this many words of one list (12/15/18/21/24 for
 #: BIP-39, 13 or 25 for Monero, 20 or 33 for SLIP-39).
@@ -63,11 +73,10 @@ _ASSIGNMENT = (
     r"(?P<secret>\"[^\"\n]*\"|'[^'\n]*'|(?![\w-]+\s*[:=](?:\s|$))\S+)"
 )
 
-#: ``(kind, pattern, reason, digest-exempt)``: the token and key kinds, in the order a
-#: refusal names them. A pattern with a ``secret`` group hides that group only.
-TOKEN_KINDS: tuple[tuple[str, re.Pattern[str], str, bool], ...] = tuple(
-    (kind, re.compile(pattern, flags), reason, exempt)
-    for kind, pattern, flags, reason, exempt in (
+#: ``(kind, pattern, flags, reason, digest-exempt)``: the token and key kinds, in the
+#: order a refusal names them. A pattern with a ``secret`` group hides that group only.
+#: Compiled on first use (:func:`token_kinds`): start-up stays cheap.
+_TOKEN_TABLE: tuple[tuple[str, str, int, str, bool], ...] = (
         ("private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
          r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)", re.S,
          "it contains a private key block (-----BEGIN … PRIVATE KEY-----); keys must never "
@@ -118,8 +127,14 @@ TOKEN_KINDS: tuple[tuple[str, re.Pattern[str], str, bool], ...] = tuple(
         ("WIF private key", rf"(?<![0-9A-Za-z])[5KLc][{_B58}]{{50,51}}(?![0-9A-Za-z])", 0,
          "it contains what looks like a WIF private key (51–52 base58 characters); keys must "
          "never be written in a session file", False),
-    )
 )
+
+
+@lru_cache(maxsize=1)
+def token_kinds() -> tuple[tuple[str, re.Pattern[str], str, bool], ...]:
+    """``(kind, compiled pattern, reason, digest-exempt)`` for every row of the table."""
+    return tuple((kind, re.compile(pattern, flags), reason, exempt)
+                 for kind, pattern, flags, reason, exempt in _TOKEN_TABLE)
 
 _SPLIT_REASON = ("it contains 64 hexadecimal digits split in two, which looks like a private "
                  f"key; keys must never be written in a session file ({_KEEP_ENDS})")
@@ -142,7 +157,7 @@ def _split_hex_keys(text: str) -> list[Finding]:
 
 
 def token_findings(text: str, *, digest: bool = False) -> list[Finding]:
-    """Every token or key in ``text`` (:data:`TOKEN_KINDS`, and 64 hex digits cut in two).
+    """Every token or key in ``text`` (:func:`token_kinds`, and 64 hex digits cut in two).
 
     Args:
         text: a whole text; patterns span lines where the secret does (a PEM block).
@@ -153,7 +168,7 @@ def token_findings(text: str, *, digest: bool = False) -> list[Finding]:
         The findings in table order (a refusal names the first).
     """
     out: list[Finding] = []
-    for kind, pattern, reason, exempt in TOKEN_KINDS:
+    for kind, pattern, reason, exempt in token_kinds():
         if exempt and digest:
             continue
         for m in pattern.finditer(text):
@@ -205,6 +220,8 @@ def other_wordlists() -> dict[str, frozenset[str]]:
     Returns:
         ``{"monero": 1,626 words, "slip39": 1,024 words}`` (English; folded).
     """
+    from importlib import resources
+
     folder = resources.files("gpusession") / "data" / "wordlists"
     return {name: frozenset((folder / f"{name}-english.txt").read_text(encoding="utf-8").split())
             for name in ("monero", "slip39")}

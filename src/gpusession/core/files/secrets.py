@@ -38,13 +38,13 @@ from typing import Any
 
 from gpusession.core.files import detectors
 from gpusession.core.files.detectors import (
+    FORMAT_CHARS_RE,
     MNEMONIC_MIN_WORDS,
     Finding,
     bip39_wordlists,
     token_findings,
 )
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.textio import FORMAT_CHARS_RE
 
 __all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text",
            "check_identifier", "find_secret", "findings", "is_digest_key", "kind_of_secret", "mask_free_text",
@@ -77,7 +77,7 @@ def findings(text: str, *, digest: bool = False, wordlists_required: bool = True
 
     Returns:
         The findings (:class:`~gpusession.core.files.detectors.Finding`), seed phrases
-        first, then tokens and keys in :data:`~gpusession.core.files.detectors.TOKEN_KINDS`
+        first, then tokens and keys in :func:`~gpusession.core.files.detectors.token_kinds`
         order; ``[]`` for an empty text.
 
     Raises:

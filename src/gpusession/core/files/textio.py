@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from io import FileIO
 from pathlib import Path
 
+from gpusession.core.files.detectors import FORMAT_CHARS_RE
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import mask_text
 
 BOM = "\ufeff"
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -309,18 +311,6 @@ def decode_lenient(raw: bytes, *, crlf: bool = True) -> Text:
 
 #: C0 controls, DEL and C1 controls, each as its ``\xNN`` escape (H-17).
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
-#: Unicode format characters (category Cf: soft hyphen, zero width space and joiners,
-#: bidi marks, embeddings, overrides and isolates, the BOM, tags) and the line and
-#: paragraph separators: they change how a text reads without being seen (H-24). A test
-#: checks the ranges against :mod:`unicodedata`.
-FORMAT_CHARS_RE = re.compile(
-    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
-    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f]"
-)
-
-
 def _escape_format(m: re.Match[str]) -> str:
     c = ord(m.group())
     return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
@@ -346,8 +336,6 @@ def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
         controls (except ``keep``), DEL and C1 controls as ``\x1b``, and format
         characters (category Cf, U+2028/U+2029) as ``\u202e``.
     """
-    from gpusession.core.files.secrets import mask_text  # secrets imports this module
-
     text = mask_text(text, digest=digest)[0]
     table = {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
     return FORMAT_CHARS_RE.sub(_escape_format, text.translate(table))
