@@ -125,13 +125,15 @@ def test_s7_open_recovers_a_run_in_flight_after_the_cheap_check(sessions_root: P
     assert len(reopened.recovered) == 1 and reopened.results.read().height == 1
 
 
-def test_bip39_lengths_match_the_lists() -> None:
-    words = [w for lst in secrets.bip39_wordlists().values() for w in lst]
+def test_seed_list_lengths_and_stop_words_match_the_lists() -> None:
+    from gpusession.core.files import detectors
+
+    words = [w for lst in detectors.seed_wordlists().values() for w in lst]
     ascii_lengths = [len(w) for w in words if w.isascii()]
-    assert (min(ascii_lengths), max(ascii_lengths)) == secrets.BIP39_ASCII_LENGTHS
-    assert max(len(w) for w in words if not w.isascii()) == secrets.BIP39_OTHER_MAX_LENGTH
-    assert secrets.NOT_BIP39_WORDS.isdisjoint(words)
-    assert all(secrets.NOT_BIP39_WORDS.isdisjoint(p) for p in secrets._prefixes().values())
+    assert (min(ascii_lengths), max(ascii_lengths)) == detectors.SEED_ASCII_LENGTHS
+    assert max(len(w) for w in words if not w.isascii()) == detectors.SEED_OTHER_MAX_LENGTH
+    assert detectors.NOT_SEED_WORDS.isdisjoint(words)
+    assert all(detectors.NOT_SEED_WORDS.isdisjoint(p) for p in detectors.prefixes().values())
 
 
 def test_prose_does_not_load_the_wordlists_and_a_phrase_is_still_found() -> None:

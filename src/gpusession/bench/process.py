@@ -143,12 +143,15 @@ class WorkerProcess:
             pass
 
     def last_stderr(self) -> str | None:
-        """The last meaningful stderr line on one line (at most 300 characters), or ``None``.
+        """The last meaningful stderr line on one line (at most 300 characters), or ``None``; secrets hidden (H-35).
 
         Decoration is skipped (:func:`is_decoration`: torchrun's banner, rules of
         asterisks), so an incident never quotes a line that says nothing.
         """
-        for line in reversed(self.stderr):
+        from gpusession.core.files.secrets import mask_text
+
+        # masked as one text first: a key or seed printed over several lines is hidden
+        for line in reversed(mask_text("\n".join(self.stderr))[0].split("\n")):
             if not is_decoration(line):
                 return _one_line(line)
         return None

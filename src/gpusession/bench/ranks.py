@@ -221,7 +221,7 @@ def lost_peer(error: str | None) -> bool:
 
 
 def error_gist(text: str | None, limit: int = 300) -> str | None:
-    """The first meaningful line of an error, without torch's decoration.
+    """The first meaningful line of an error, without torch's decoration, secrets hidden.
 
     Blank and decoration lines (:func:`gpusession.bench.process.is_decoration`) are
     skipped; a C++ source location (``[…/pair.cc:553] ``) and torch's advice
@@ -234,11 +234,14 @@ def error_gist(text: str | None, limit: int = 300) -> str | None:
 
     Returns:
         e.g. ``"RuntimeError: Connection closed by peer [10.0.0.2]:18312."``; ``None``
-        when nothing meaningful is left.
+        when nothing meaningful is left. A secret anywhere in ``text`` reads
+        ``[HIDDEN: <kind>]`` (:func:`gpusession.core.files.secrets.mask_text`, H-35).
     """
     from gpusession.bench.process import is_decoration
+    from gpusession.core.files.secrets import mask_text
 
-    for raw in (text or "").splitlines():
+    # the whole text masked before a line is picked and cut: a cut key is no longer seen
+    for raw in mask_text(text or "")[0].splitlines():
         if is_decoration(raw):
             continue
         line = _MESSAGE_TAIL.sub("", _SOURCE_LOCATION.sub("", " ".join(raw.split()))).strip()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from gpusession.commands._common import format_summary, open_session, root_of
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import printable
 from gpusession.core.folder.session import Session
 
 if TYPE_CHECKING:
@@ -213,8 +214,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
                 return
             seen["env"] = ev.environment
         words = describe(ev)
-        if words is not None:
-            print(words, flush=True)
+        if words is not None:  # the one display helper: secrets hidden, controls escaped
+            print(printable(words), flush=True)
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
@@ -315,7 +316,8 @@ def _interrupted_exit(outcome: Any) -> int:
     """Say (if anyone still reads) how a signal ended the run; 128 + its number."""
     sig = signal.Signals[outcome.interrupted]
     try:
-        print(f"\n{outcome.incidents[-1] if outcome.incidents else outcome.interrupted}; "
+        last = printable(outcome.incidents[-1]) if outcome.incidents else outcome.interrupted
+        print(f"\n{last}; "
               f"{_rows_words(outcome.rows_written)} appended; the run lock is released", flush=True)
     except OSError:  # the terminal is gone (SIGHUP): the journal has said it
         # Python's last flush at exit would fail too and change the exit code to 120.

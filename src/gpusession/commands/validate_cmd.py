@@ -17,6 +17,7 @@ from typing import Any
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import check_identifier
 from gpusession.core.files.textio import MAX_LINE_BYTES
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
@@ -134,8 +135,10 @@ def _run_name(text: str) -> str:
         ``text`` unchanged.
 
     Raises:
-        BadInput: Empty, a separator, ``..``, a leading ``.``/``-`` or another character.
+        BadInput: A secret or a format character (checked first, the name is then never
+            quoted), empty, a separator, ``..``, a leading ``.``/``-`` or another character.
     """
+    check_identifier(text, field="--name", what="the report name")  # first: never quoted
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", text) or ".." in text:
         raise BadInput(
             f"{text!r} is not a report name; use ASCII letters (A-Z, a-z), digits, '.', '_' or "

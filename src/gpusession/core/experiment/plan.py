@@ -28,7 +28,7 @@ from typing import Any
 from gpusession.core.experiment.keys import RunKey
 from gpusession.core.experiment.placeholders import ENV, check_command
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import shown
+from gpusession.core.files.secrets import check_identifier, shown
 
 SCOPES = ("processing", "full-chain")
 #: The largest value of a varied parameter (a batch, a context length…): a signed 32-bit
@@ -185,6 +185,8 @@ def check(exp: Experiment) -> Experiment:
             R1), an unknown scope/order/precision, no values, duplicate values, fewer
             than one run, a negative warm-up.
     """
+    if isinstance(exp.id, str):  # first: the field below names the id
+        check_identifier(exp.id, field="experiments", what="the experiment id")
     f = f"experiments.{exp.id}"
     if not isinstance(exp.id, str) or not _ID_RE.fullmatch(exp.id) or ".." in exp.id:
         # the id names folders under runs/ and validation/: never a path

@@ -1,34 +1,31 @@
-"""Refuse seed phrases, private keys and over-long text before they reach a session file (issues 5, 12).
+"""Refuse secrets and invisible characters before they reach a session file; mask them after.
 
-``order.toml``, the checklist notes, ``session.toml`` and the journal are plain files that
-get copied home and shared with a colleague (seed 003 §8). They must never hold a
-wallet's recovery phrase or a private key. :func:`find_secret` recognises text that looks
-like one:
+``order.toml``, the checklist notes, ``session.toml``, the journal, the results CSV and
+the validation report are plain files that get copied home and shared with a colleague
+(seed 003 §8). They must never hold a wallet's recovery phrase, a private key, an API
+token or a password. :func:`find_secret` says whether a text holds one, :func:`mask_text`
+hides each one in a whole (multi-line) text; both read :mod:`gpusession.core.files.detectors`:
 
-* a BIP-39 mnemonic: a run of 12 or more consecutive words (12/15/18/21/24 is the
-  standard length) all from *one* of the wordlists the ``mnemonic`` package ships
-  (English, French, Spanish, Italian, Portuguese, Czech, Russian, Turkish, Japanese,
-  Korean, Chinese), whatever the separators, numbering, case or accents;
-  The words may also be given by their unique first four letters (``aban abil able``)
-  or written together without spaces (``abandonabilityable…``, segmented over the list);
-* a 64-hex-digit private key (with or without ``0x``), also when split across two
-  tokens (``"4c0883a6…" "…3f362318"`` pasted on two lines) -- in a destination address
-  too (issue 12: an address of 40 hex digits, base58 or bech32 passes; 64 hex digits
-  cannot be told from a key), only a digest a machine wrote is exempt;
-* a base58 private key of 87–88 characters (Solana and similar: 64 bytes);
-* a Bitcoin WIF private key or an extended private key (``xprv…``/``tprv…``);
-* a PEM private key block (``-----BEGIN … PRIVATE KEY-----``, e.g. an SSH key);
-* a password or access token written as ``password: …`` / ``pw=…`` / ``pwd:`` /
-  ``passwd=`` / ``token=`` / ``api_key=`` / ``secret:`` (also ``wachtwoord``).
+* a seed phrase: 12 or more consecutive words of one BIP-39 list (every list of the
+  ``mnemonic`` package), of Monero's or of SLIP-39's, whatever the separators (one word
+  per line too), numbering, case or accents, by four-letter prefixes or written together;
+* a private key: a PEM / PGP / OpenSSH block (``-----BEGIN … PRIVATE KEY-----``) with its
+  body, a PuTTY key file, lines of base64 like a key body, 64 or more hex digits (also cut
+  in two; a digest a machine wrote is exempt), a base58 key (87–88), a WIF key, an
+  extended private key (``xprv…``), an age or Nostr (``nsec1``) secret key;
+* an API token: GitHub, GitLab, AWS, Hugging Face, OpenAI/Anthropic, Slack, Stripe,
+  Google, a JSON Web Token;
+* a password: ``password: …``, ``HF_TOKEN=…``, ``DB_PASSWORD=…``, ``https://user:pw@host``.
 
-The one check at the write boundary is :func:`check_free_text`: the TOML writer
-(:func:`gpusession.core.files.tomlio.write_toml`) calls it on the whole document, so every
-string of every field -- typed in the CLI, a TUI form, or added later -- is checked for
-a secret and for its length (:data:`TEXT_MAX_BYTES`), not a list of fields. What was
-hand-written into a file before is hidden on reading (:func:`mask_free_text`), never
-shown and never written back. A transaction hash or signature cannot be told apart from
-a key: the explanation suggests keeping only its first and last characters. No message
-ever repeats the value.
+The check at the write boundary is :func:`check_free_text`: the TOML writer
+(:func:`gpusession.core.files.tomlio.write_toml`) and the validation report call it on the
+whole document. What a program wrote (a workload's exception text, its stderr, a row's
+notes) is masked, not refused: :func:`mask_text` over the whole text, :func:`mask_record`
+for a journal record, the results writer on every cell. A value that names something
+(an identifier, an amount, a destination) goes through :func:`check_identifier` before any
+other check, so no message ever quotes a value that looks like a secret, and a format
+character (category Cf: zero width, right-to-left override) is refused there; in free
+notes it is kept and always shown escaped (:func:`gpusession.core.files.textio.printable`).
 """
 
 from __future__ import annotations
@@ -36,184 +33,75 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.files import detectors
+from gpusession.core.files.detectors import (
+    FORMAT_CHARS_RE,
+    MNEMONIC_MIN_WORDS,
+    Finding,
+    bip39_wordlists,
+    token_findings,
+)
 from gpusession.core.files.errors import BadInput
 
-MNEMONIC_MIN_WORDS = 12
-#: The longest free text accepted in one field (a note, a parameter): 4 KiB of UTF-8 (issue 12).
+__all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text",
+           "check_identifier", "find_secret", "findings", "is_digest_key", "kind_of_secret", "mask_free_text",
+           "mask_record", "mask_text", "shown"]
+
+#: The longest free text accepted in one field (a note, a parameter): 4 KiB of UTF-8.
 TEXT_MAX_BYTES = 4096
-#: What a hidden value reads as (on screen and when its file is written again).
-HIDDEN = "[hidden: looked like a secret]"
+#: What a hidden value reads as (on screen and when its file is written again); in
+#: capitals, so Rich markup (the TUI's toasts) never takes it for a style tag.
+HIDDEN = "[HIDDEN: looked like a secret]"
 
-_TOKEN_RE = re.compile(r"[^\W\d_]+")  # runs of letters, any script
-_HEX64_RE = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
-_HEX_TOKEN_RE = re.compile(r"(?<![0-9A-Za-z])(?:0x)?([0-9a-fA-F]{4,})(?![0-9A-Za-z])")
-_SPLIT_GAP_RE = re.compile(r"[\s:;,.|/_…-]{1,4}")
-_B58 = "1-9A-HJ-NP-Za-km-z"
-_BASE58_KEY_RE = re.compile(rf"(?<![0-9A-Za-z])[{_B58}]{{87,88}}(?![0-9A-Za-z])")
-_WIF_RE = re.compile(rf"(?<![0-9A-Za-z])[5KLc][{_B58}]{{50,51}}(?![0-9A-Za-z])")
-_PASSWORD_RE = re.compile(
-    r"\b(?:password|passwd|passphrase|pwd|pw|wachtwoord|mot de passe|"
-    r"(?:api|access|auth|secret|private)[_-]?(?:key|token)|apikey|token|secret)"
-    r"\s*[:=]\s*\S", re.IGNORECASE
-)
-#: A long run of lowercase letters: perhaps a seed phrase written without spaces.
-_JOINED_MIN_CHARS = 3 * MNEMONIC_MIN_WORDS
-#: Wordlists whose words are written in a-z once folded (segmented when joined).
-_LATIN = ("english", "spanish", "french", "italian", "portuguese", "czech", "turkish")
-_PEM_RE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
-_XPRV_RE = re.compile(rf"(?<![0-9A-Za-z])[xtyz]prv[{_B58}]{{100,}}")
 #: Keys whose values are digests a machine wrote (revisions, checksums, UUIDs): 64 hex
-#: digits there are a checksum, not a key. A ``destination`` address is not exempt (issue 12).
+#: digits there are a checksum, not a key. A ``destination`` address is not exempt.
 _DIGEST_KEY_RE = re.compile(r"(revision|sha256|sha|digest|uuid|hash|checksum)s?$", re.IGNORECASE)
-
-_KEEP_ENDS = "for a transaction hash or signature, keep only its first and last 8 characters"
-
-
-#: Combining marks left by NFKD (Latin accents, Japanese voicing marks).
-_MARKS_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a]")
-
-
-def _fold(text: str) -> str:
-    """Case-folded, accents dropped (NFKD without combining marks): ``Élève`` → ``eleve``."""
-    if text.isascii():
-        return text.lower()
-    # Turkish dotless ı: "KAPI" written in capitals folds to "kapi", so both sides use i
-    return _MARKS_RE.sub("", unicodedata.normalize("NFKD", text)).casefold().replace("ı", "i")
-
-
-@lru_cache(maxsize=1)
-def bip39_wordlists() -> dict[str, frozenset[str]]:
-    """Every BIP-39 wordlist the ``mnemonic`` package ships, folded (:func:`_fold`).
-
-    Returns:
-        ``{language: 2,048 folded words}`` for English, French, Spanish, Italian,
-        Portuguese, Czech, Russian, Turkish, Japanese, Korean and Chinese.
-    """
-    from mnemonic import Mnemonic
-
-    # one fold per list (not per word): the lists load in a few milliseconds
-    return {lang: frozenset(_fold("\n".join(Mnemonic(lang).wordlist)).split("\n"))
-            for lang in Mnemonic.list_languages()}
-
 
 def bip39_words() -> frozenset[str]:
     """The 2,048 words of the standard BIP-39 English wordlist (folded)."""
     return bip39_wordlists()["english"]
 
 
-@lru_cache(maxsize=1)
-def _prefixes() -> dict[str, frozenset[str]]:
-    """``{language: the first four letters of each word longer than four}`` (folded).
+def findings(text: str, *, digest: bool = False, wordlists_required: bool = True) -> list[Finding]:
+    """Every secret in ``text``, searched as one whole text (seed phrases first).
 
-    BIP-39 words are unique by their first four letters, and wallets accept them so.
+    Args:
+        text: any text, multi-line (a stderr tail, a traceback, a note).
+        digest: the text is a digest a machine wrote: the hex kinds do not apply.
+        wordlists_required: ``False`` where a missing ``mnemonic`` package (a broken
+            install) must not stop the caller (masking what a program wrote): the other
+            kinds still apply.
+
+    Returns:
+        The findings (:class:`~gpusession.core.files.detectors.Finding`), seed phrases
+        first, then tokens and keys in :func:`~gpusession.core.files.detectors.token_kinds`
+        order; ``[]`` for an empty text.
+
+    Raises:
+        ImportError: ``mnemonic`` is missing and ``wordlists_required``.
     """
-    return {lang: frozenset(w[:4] for w in words if len(w) > 4)
-            for lang, words in bip39_wordlists().items()}
-
-
-def _joined_words(token: str, words: frozenset[str]) -> int:
-    """How many list words ``token`` is made of, written without spaces; 0 if it is not.
-
-    Dynamic programming over the token's positions (words are 3 to 9 letters):
-    ``best[i]`` is the most words that make up ``token[:i]`` exactly.
-    """
-    n = len(token)
-    best = [-1] * (n + 1)
-    best[0] = 0
-    for i in range(1, n + 1):
-        for size in range(3, min(9, i) + 1):
-            before = best[i - size]
-            if before >= 0 and token[i - size:i] in words:
-                best[i] = max(best[i], before + 1)
-    return max(best[n], 0)
-
-
-#: Lengths of the folded words of every BIP-39 list: ASCII words (English, French,
-#: Spanish, Italian, Portuguese, Czech, Turkish) and the others (Japanese, Russian,
-#: Korean, Chinese). A test checks them against :func:`bip39_wordlists`.
-BIP39_ASCII_LENGTHS = (3, 9)
-BIP39_OTHER_MAX_LENGTH = 11
-#: Common English words in none of the lists (a test checks it): prose has one of them
-#: every few words, a seed phrase never.
-NOT_BIP39_WORDS = frozenset(
-    "the and with for are was not but your its has had our out his her their which "
-    "who how each every these those were been being does did should would could "
-    "while through after".split()
-)
-
-
-def _may_hold_phrase(tokens: list[str]) -> bool:
-    """Whether ``tokens`` may hold a seed phrase: a check without the lists (~13 ms to load).
-
-    True when :data:`MNEMONIC_MIN_WORDS` folded tokens in a row could each be a wordlist
-    word or its four-letter prefix (of a length some word has, not a common English word
-    of no list, nor the prefix of one). Words written together are not looked at here.
-    """
-    low, high = BIP39_ASCII_LENGTHS
-    run = 0
-    for tok in tokens:
-        if tok.isascii():
-            fits = low <= len(tok) <= high and tok not in NOT_BIP39_WORDS
-        else:
-            fits = len(tok) <= BIP39_OTHER_MAX_LENGTH
-        run = run + 1 if fits else 0
-        if run >= MNEMONIC_MIN_WORDS:
-            return True
-    return False
+    if not text:
+        return []
+    try:
+        seeds = detectors.seed_findings(text)
+    except ImportError:
+        if wordlists_required:
+            raise
+        seeds = []
+    return seeds + token_findings(text, digest=digest)
 
 
 def longest_wordlist_run(text: str) -> int:
-    """Length of the longest run of consecutive words of one BIP-39 wordlist in ``text``.
-
-    Numbers, punctuation and line breaks between the words are ignored, so a recovery
-    phrase written one word per numbered line still counts; case and accents are
-    ignored. A run counts words of a single language (a real phrase uses one list). A
-    word may be given by its unique first four letters (``aban`` for ``abandon``), and
-    words written together (``abandonability…``, 36 letters or more, a-z lists only)
-    count as the words they segment into (issue 12).
-
-    Args:
-        text: any text (a note, a pasted line).
+    """Length of the longest run of consecutive words of one seed wordlist in ``text``.
 
     Returns:
-        The number of words in the longest run; 0 when no word is in any list, or when
-        no run of :data:`MNEMONIC_MIN_WORDS` is possible (then the lists are not loaded).
+        The number of words, when a run of :data:`MNEMONIC_MIN_WORDS` or more is found;
+        else 0 (shorter runs are not counted).
     """
-    tokens = _TOKEN_RE.findall(_fold(text))  # fold first: NFKD accents are marks, not letters
-    joined = any(len(t) >= _JOINED_MIN_CHARS for t in tokens)
-    if len(tokens) < MNEMONIC_MIN_WORDS and not joined:
-        return 0  # too few words for a phrase (the lists are not even loaded)
-    if not joined and not _may_hold_phrase(tokens):
-        return 0  # no 12 words in a row of a wordlist's lengths (issue 10: start-up)
-    best = 0
-    prefixes = _prefixes()
-    for lang, words in bip39_wordlists().items():
-        run = 0
-        for tok in tokens:
-            if tok in words or (len(tok) == 4 and tok in prefixes[lang]):
-                run += 1
-            elif len(tok) >= _JOINED_MIN_CHARS and lang in _LATIN and tok.isascii():
-                count = _joined_words(tok, words)
-                run = run + count if count else 0
-            else:
-                run = 0
-            best = max(best, run)
-    return best
-
-
-def _split_hex_key(text: str) -> bool:
-    """Two hex tokens next to each other whose digits add up to 64 (a key cut in two)."""
-    tokens = list(_HEX_TOKEN_RE.finditer(text))
-    for a, b in zip(tokens, tokens[1:], strict=False):
-        if len(a.group(1)) + len(b.group(1)) != 64:
-            continue
-        if _SPLIT_GAP_RE.fullmatch(text[a.end():b.start()]):
-            return True
-    return False
+    return detectors.longest_run(detectors.seed_findings(text))
 
 
 def find_secret(text: str, *, address: bool = False, digest: bool = False,
@@ -221,68 +109,155 @@ def find_secret(text: str, *, address: bool = False, digest: bool = False,
     """Why ``text`` looks like a secret, or ``None`` when it does not.
 
     Args:
-        text: the text to check.
-        address: the text is a destination address: checked like any text (issue 12:
-            64 hex digits, with or without ``0x``, are refused there too, since they
-            cannot be told from a private key; 40-hex, base58 and bech32 addresses pass).
-        digest: the text is a digest a machine wrote (a revision, a checksum, a UUID):
-            the hex rules are not applied.
-        wordlists_required: ``False`` where a missing ``mnemonic`` package (a broken
-            install) must not stop the caller (hiding text on reading, the journal):
-            the other rules still apply.
+        text: the text to check (a whole text; secrets split over lines are found).
+        address: the text is a destination address: checked like any text (64 hex
+            digits, with or without ``0x``, are refused there too, since they cannot be
+            told from a private key; 40-hex, base58 and bech32 addresses pass).
+        digest: the text is a digest a machine wrote (a revision, a checksum, a UUID).
+        wordlists_required: see :func:`findings`.
 
     Returns:
         The kind of secret and why, in words (never the secret itself).
     """
-    if not text:
-        return None
-    try:
-        run = longest_wordlist_run(text)
-    except ImportError:
-        if wordlists_required:
-            raise
-        run = 0
-    if run >= MNEMONIC_MIN_WORDS:
-        return (f"it contains {run} consecutive words from a BIP-39 wordlist, which looks like "
-                "a wallet seed phrase (mnemonic); a seed phrase gives full control of the wallet "
-                "and must never be written in a session file")
-    del address  # an address gets no exemption (issue 12)
-    if not digest and _HEX64_RE.search(text):
-        return ("it contains 64 hexadecimal digits, which looks like a private key; keys must "
-                f"never be written in a session file ({_KEEP_ENDS})")
-    if not digest and _split_hex_key(text):
-        return ("it contains 64 hexadecimal digits split in two, which looks like a private "
-                f"key; keys must never be written in a session file ({_KEEP_ENDS})")
-    if _PASSWORD_RE.search(text):
-        return ("it contains what looks like a password or access token (\"password: …\", "
-                "\"token=…\"); passwords and tokens must never be written in a session file")
-    if _PEM_RE.search(text):
-        return ("it contains a private key block (-----BEGIN … PRIVATE KEY-----); keys must "
-                "never be written in a session file")
-    if _XPRV_RE.search(text):
-        return "it contains an extended private key (xprv…); keys must never be written here"
-    if _BASE58_KEY_RE.search(text):
-        return ("it contains 87-88 base58 characters, which looks like a private key (Solana "
-                f"and similar); keys must never be written in a session file ({_KEEP_ENDS})")
-    if _WIF_RE.search(text):
-        return ("it contains what looks like a WIF private key (51–52 base58 characters); keys "
-                "must never be written in a session file")
-    return None
+    del address  # an address gets no exemption
+    found = findings(text, digest=digest, wordlists_required=wordlists_required)
+    return found[0].reason if found else None
 
 
 def kind_of_secret(text: str, *, address: bool = False, digest: bool = False,
                    wordlists_required: bool = True) -> str | None:
     """A short name of the secret ``text`` looks like (``"seed phrase"``), or ``None``."""
-    reason = find_secret(text, address=address, digest=digest,
-                         wordlists_required=wordlists_required)
-    if reason is None:
-        return None
-    for words, kind in (("seed phrase", "seed phrase"), ("password", "password"),
-                        ("extended private key", "extended private key"),
-                        ("WIF", "WIF private key"), ("private key", "private key")):
-        if words in reason:
-            return kind
-    return "secret"  # pragma: no cover - every reason names its kind
+    del address
+    found = findings(text, digest=digest, wordlists_required=wordlists_required)
+    return found[0].kind if found else None
+
+
+_MARKER_RE = re.compile(r"\[HIDDEN: [^\]\n]{1,40}\]")
+
+
+def mask_text(text: str, *, digest: bool = False) -> tuple[str, list[str]]:
+    """``text`` with each secret replaced by ``[HIDDEN: <kind>]``; the rest kept as it was.
+
+    Why: what a program wrote (a workload's exception, its stderr, a row's notes) is kept
+    for the person reading it, less the secret. The whole text is searched at once, so
+    a PEM body split over lines or a seed printed one word per line is hidden whole.
+
+    Args:
+        text: any text (``""`` gives ``""``).
+        digest: the text is a digest a machine wrote (see :func:`findings`).
+
+    Returns:
+        ``(masked text, kinds hidden)``; the kinds in the order found, each once.
+        Never raises for a missing ``mnemonic`` package (the other kinds still apply).
+    """
+    found = findings(text, digest=digest, wordlists_required=False)
+    if not found:
+        return text, []
+    # masking twice changes nothing: a finding that starts inside a marker is dropped
+    markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    found = [f for f in found if not any(a <= f.start < b for a, b in markers)]
+    if not found:
+        return text, []
+    found.sort(key=lambda f: (f.start, -f.end))
+    parts: list[str] = []
+    kinds: list[str] = []
+    at = 0
+    for f in found:
+        if f.end <= at:
+            continue  # inside a secret already hidden
+        if f.start >= at:
+            parts.append(text[at:f.start])
+            parts.append(f"[HIDDEN: {f.kind}]")
+        at = max(at, f.end)
+        if f.kind not in kinds:
+            kinds.append(f.kind)
+    parts.append(text[at:])
+    return "".join(parts), kinds
+
+
+def mask_record(doc: Any, key: str = "") -> Any:
+    """A copy of ``doc`` with every secret in its strings masked (:func:`mask_text`).
+
+    For a journal record or any document a program writes from what it observed. A list
+    of strings (stderr lines) is masked as one text joined by newlines, so a secret split
+    over lines is found; where one was, the list holds the masked lines. A string under a
+    digest key (``sha256``, ``*_revision``) keeps its hex digits.
+
+    Args:
+        doc: dicts, lists, strings, numbers.
+        key: the key ``doc`` is under (for the digest exemption).
+
+    Returns:
+        The masked copy (``doc`` itself when nothing was hidden in a string).
+    """
+    if isinstance(doc, str):
+        return mask_text(doc, digest=_is_digest(key))[0]
+    if isinstance(doc, Mapping):
+        return {k: mask_record(v, str(k)) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        if joinable(doc):
+            joined = "\n".join(doc)
+            masked = mask_text(joined, digest=_is_digest(key))[0]
+            return list(doc) if masked == joined else masked.split("\n")
+        return [mask_record(v, key) for v in doc]
+    return doc
+
+
+#: An identifier: letters then digits (``b8``), or parts joined by '.', '_' or '-'
+#: (``batch-8``, ``cold.b1``); not a word alone, not a run of hex digits.
+_IDENTIFIER_RE = re.compile(r"[A-Za-z]+\d+|\w*[A-Za-z]\w*(?:[._-]\w+)+")
+
+
+def joinable(items: Any) -> bool:
+    """Whether a list is text to search as one (stderr lines, argv words), not a list of ids.
+
+    A list of two or more strings, not all identifiers (``["batch-1", "batch-8", …]``, a
+    drawn order, is data whose words mean nothing together).
+    """
+    return (isinstance(items, (list, tuple)) and len(items) > 1
+            and all(isinstance(v, str) for v in items)
+            and not all(_IDENTIFIER_RE.fullmatch(v) for v in items))
+
+
+def format_characters(text: str) -> list[str]:
+    """The invisible or direction-changing characters in ``text``, as ``U+202E RIGHT-TO-LEFT OVERRIDE``.
+
+    Unicode format characters (category Cf: zero width space and joiners, bidi embeddings,
+    overrides and isolates, the BOM) and the line and paragraph separators: they change how
+    a text reads without being seen, so a reversed address reads as another one (H-24).
+    """
+    return [f"U+{ord(c):04X} {unicodedata.name(c, 'format character')}"
+            for c in dict.fromkeys(FORMAT_CHARS_RE.findall(text))]
+
+
+def check_identifier(text: str | None, *, field: str, what: str, address: bool = False) -> None:
+    """The first check of a value that names or pays something: no secret, no format character.
+
+    Why: it runs before every other check of the value (its format, its length), so no
+    refusal quotes a value that looks like a secret; and an identifier, an amount, an
+    asset or a destination that holds an invisible or direction-changing character could
+    read as another one (H-24, a payment to the wrong wallet).
+
+    Args:
+        text: the value (``None`` passes).
+        field: the field, named in the error (``payment.destination``, ``--name``).
+        what: the value in words (``"the destination"``, ``"the session name"``).
+        address: a destination address (see :func:`find_secret`).
+
+    Raises:
+        BadInput: naming the field, the kind of secret or the characters by code point;
+            never the value.
+    """
+    if text is None:
+        return
+    reason = find_secret(text, address=address)
+    if reason is not None:  # said for a name looked up too, so "nothing was written" is not
+        raise BadInput(f"refused: {reason}", field=field)
+    bad = format_characters(text)
+    if bad:
+        raise BadInput(f"refused: {what} contains {', '.join(bad)}, an invisible or "
+                       "direction-changing character that makes it read as something else; "
+                       "type it again without it", field=field)
 
 
 def check_no_secret(text: str | None, *, field: str, address: bool = False) -> None:
@@ -305,7 +280,7 @@ def check_no_secret(text: str | None, *, field: str, address: bool = False) -> N
 
 def check_length(text: str, *, field: str, path: Path | str | None = None,
                  limit_bytes: int = TEXT_MAX_BYTES) -> None:
-    """Raise :class:`BadInput` when ``text`` is longer than ``limit_bytes`` of UTF-8 (issue 12).
+    """Raise :class:`BadInput` when ``text`` is longer than ``limit_bytes`` of UTF-8.
 
     Args:
         text: the value.
@@ -315,7 +290,7 @@ def check_length(text: str, *, field: str, path: Path | str | None = None,
 
     Raises:
         BadInput: the field first, then the size and the limit, the file as where
-            nothing was written (issue 12: "the note for g1.approver is 10,240 bytes;
+            nothing was written ("the note for g1.approver is 10,240 bytes;
             at most 4,096 bytes (4 KiB); nothing was written to checklist.toml", so
             the file does not read as broken); the text is not repeated.
     """
@@ -338,8 +313,12 @@ def _field_words(field: str) -> str:
     return f"the {last} for {owner}"
 
 
-def _is_digest(key: str) -> bool:
+def is_digest_key(key: str) -> bool:
+    """Whether a value under ``key`` is a digest a machine wrote (``sha256``, ``*_revision``, ``uuid``)."""
     return bool(_DIGEST_KEY_RE.search(key))
+
+
+_is_digest = is_digest_key
 
 
 #: Tables a program fills with what it observed (the run's environment, a probe's
@@ -367,7 +346,7 @@ def _walk(value: Any, where: str, key: str,
 
 def check_free_text(doc: Any, file: Path | str | None, *,
                     limit_bytes: int = TEXT_MAX_BYTES) -> None:
-    """The one check of free text at the write boundary (issue 12, seed 003 §8).
+    """The one check of free text at the write boundary (seed 003 §8).
 
     Every string in ``doc`` (values, list items, table keys; at any depth) must be at
     most ``limit_bytes`` of UTF-8 (under an ``environment`` or ``evidence`` key, which a
@@ -376,7 +355,7 @@ def check_free_text(doc: Any, file: Path | str | None, *,
     The TOML writer calls it on every document before anything is written, so a field
     added later is checked without being listed anywhere. A value under a key that holds
     a machine-written digest (``*_revision``, ``sha256``, ``uuid``…) is exempt from the
-    64-hex rule only; a ``destination`` address is not (issue 12).
+    64-hex rule only; a ``destination`` address is not.
 
     Args:
         doc: the document (dicts, lists, strings, numbers, dates).
@@ -393,10 +372,27 @@ def check_free_text(doc: Any, file: Path | str | None, *,
         reason = find_secret(text, digest=_is_digest(key))
         if reason is not None:
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
+    for where, key, lines in _string_lists(doc, "", ""):  # a secret split over list items
+        reason = find_secret("\n".join(lines), digest=_is_digest(key))
+        if reason is not None:
+            raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
+
+
+def _string_lists(value: Any, where: str, key: str) -> Iterator[tuple[str, str, list[str]]]:
+    """Yield ``(field path, last key, items)`` for every list of two or more strings."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _string_lists(v, f"{where}.{k}" if where else str(k), str(k))
+    elif isinstance(value, (list, tuple)):
+        if joinable(value):
+            yield where, key, list(value)
+        else:
+            for i, v in enumerate(value):
+                yield from _string_lists(v, f"{where}[{i}]", key)
 
 
 def mask_free_text(doc: Any, file: Path | str | None = None) -> tuple[Any, list[str]]:
-    """``doc`` with every secret-looking string replaced by :data:`HIDDEN` (issue 12).
+    """``doc`` with every secret-looking string replaced by :data:`HIDDEN`.
 
     For files edited by hand: a secret already in ``order.toml`` is never shown (the
     Order pane, ``order show``) and, since the hidden text is what the program holds,
@@ -435,7 +431,7 @@ def mask_free_text(doc: Any, file: Path | str | None = None) -> tuple[Any, list[
 def shown(value: Any, limit: int = 40) -> str:
     """``repr(value)`` for an error message, unless it is long or looks like a secret.
 
-    A refused value is never printed back (issue 12): text longer than ``limit``
+    A refused value is never printed back: text longer than ``limit``
     characters, or that looks like a secret, reads as ``"the value (N characters, not
     shown)"``; control characters are escaped by ``repr``.
     """

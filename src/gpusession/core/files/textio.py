@@ -16,12 +16,15 @@ lists every bad line (run outputs, whose problems are reported, never raised).
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from io import FileIO
 from pathlib import Path
 
+from gpusession.core.files.detectors import FORMAT_CHARS_RE
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import mask_text
 
 BOM = "\ufeff"
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -308,21 +311,31 @@ def decode_lenient(raw: bytes, *, crlf: bool = True) -> Text:
 
 #: C0 controls, DEL and C1 controls, each as its ``\xNN`` escape (H-17).
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+def _escape_format(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
-def printable(text: str, keep: str = "\n\t") -> str:
-    r"""``text`` with control characters written as ``\x1b``, ``\x00``... (H-17).
+def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
+    r"""``text`` as it may be shown: secrets masked, invisible characters escaped (H-17, H-24).
 
-    Free text read from a file a person may edit by hand (checklist notes, order and
-    event notes, results notes) goes through here on every path that shows or writes
-    it, so an ESC or NUL never reaches a terminal or a report raw.
+    The one display helper: free text read from a file a person may edit by hand
+    (checklist notes, order and event notes, results notes) or written by a program (a
+    workload's exception, its stderr) goes through here on every path that shows or
+    writes it, so an ESC, a NUL, a right-to-left override or a token never reaches a
+    terminal or a report raw.
 
     Args:
         text: any text.
         keep: control characters left as they are (newline and tab by default).
+        digest: the text is a digest a machine wrote (its hex digits are kept).
 
     Returns:
-        The text with C0 controls (except ``keep``), DEL and C1 controls escaped.
+        The text with every secret replaced by ``[HIDDEN: <kind>]``
+        (:func:`gpusession.core.files.secrets.mask_text`, over the whole text), C0
+        controls (except ``keep``), DEL and C1 controls as ``\x1b``, and format
+        characters (category Cf, U+2028/U+2029) as ``\u202e``.
     """
+    text = mask_text(text, digest=digest)[0]
     table = {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
-    return text.translate(table)
+    return FORMAT_CHARS_RE.sub(_escape_format, text.translate(table))

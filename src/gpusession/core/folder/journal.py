@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.experiment.keys import PHASES, RunKey
 from gpusession.core.files.errors import Failure
-from gpusession.core.files.secrets import mask_free_text
+from gpusession.core.files.secrets import mask_record
 
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
@@ -50,7 +50,8 @@ def append(path: Path, record: Event) -> None:
     from gpusession.core.files.safefile import open_append
 
     doc = {"at": _now(), **record.to_json()}
-    doc = mask_free_text(doc)[0]  # issue 12: a secret-looking string never reaches the journal
+    # a secret never reaches the journal: each string masked whole, stderr lines as one text
+    doc = mask_record(doc)
     line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
     try:
         with open_append(path, read=True) as fh:  # 0600, never through a link (issue 12)

@@ -32,6 +32,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+from gpusession.core.files.secrets import check_identifier
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.journal import JOURNAL, RUN_LOCK
 from gpusession.core.folder.package import Package, check_time_range
@@ -238,6 +239,8 @@ def validate_name(name: str, *, new: bool = False) -> str:
             ``/`` or any other character, and for a new name the cases above; one line
             saying which and why.
     """
+    # first: no later refusal (nor a path naming the folder) may quote a secret
+    check_identifier(name, field="name", what="the session name")
     if not name:
         raise BadInput("session name is empty; use ASCII letters (A-Z, a-z), digits, '.', '_' or '-'",
                        field="name")

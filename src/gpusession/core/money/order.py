@@ -23,7 +23,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.schema import kind_of
-from gpusession.core.files.secrets import check_no_secret, shown
+from gpusession.core.files.secrets import check_identifier, check_no_secret, shown
 from gpusession.core.folder.package import (
     Package,
     check_days,
@@ -169,10 +169,12 @@ def check_amount(amount: str) -> str:
     """The exact amount as a decimal string with a point, kept as typed (S3).
 
     Raises:
-        BadInput: a decimal comma ("12,5"), a sign, spaces, exponent or zero.
+        BadInput: a secret or a format character (H-24, said first, never quoted), a
+            decimal comma ("12,5"), a sign, spaces, exponent or zero.
     """
     if not isinstance(amount, str):
         raise BadInput(f"expected the amount as text like \"12.50\", got {shown(amount)}", field="amount")
+    check_identifier(amount, field="amount", what="the amount")  # first: H-24, never quoted
     if "," in amount:
         raise BadInput(
             f"{shown(amount)} uses a comma; write the exact amount of the payment order with a "
@@ -197,10 +199,12 @@ def _text(value: Any, fld: str, *, required: bool = True, address: bool = False)
         return None
     if not isinstance(value, str):
         raise BadInput(f"expected text, got {kind_of(value)}", field=fld)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):  # the value is not repeated
+    # first: a secret or an invisible / direction-changing character (H-24: a reversed
+    # destination pays another wallet); the value is never repeated
+    check_identifier(value, field=fld, what=f"the {fld}", address=address)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value.strip()):
         raise BadInput("the value contains a control character (line break, tab, escape); "
                        "expected one line of text", field=fld)
-    check_no_secret(value, field=fld, address=address)
     return value.strip()
 
 

@@ -29,6 +29,7 @@ from gpusession.core.files.safefile import (
     open_private,
     refuse_link_or_special,
 )
+from gpusession.core.files.secrets import is_digest_key, mask_text
 from gpusession.core.files.textio import decode_strict, read_plain
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
     """Rows → a polars frame with the explicit 38-column schema."""
     import polars as pl
 
-    dicts = [r.as_dict() if isinstance(r, ResultRow) else r for r in rows]
+    dicts = [_masked(r.as_dict() if isinstance(r, ResultRow) else r) for r in rows]
     for d in dicts:
         if tuple(d) != COLUMNS:
             extra = [c for c in d if c not in COLUMNS]
@@ -235,6 +236,17 @@ def rows_frame(rows: Iterable[ResultRow | dict[str, Any]]) -> pl.DataFrame:
             )
         _refuse_non_finite(d)
     return pl.DataFrame(dicts, schema=polars_schema(), orient="row") if dicts else pl.DataFrame(schema=polars_schema())
+
+
+def _masked(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with every secret in its text cells hidden (R7: a row keeps its incident).
+
+    Why: ``notes`` carries what a workload said when it failed (its exception text, a
+    stderr line), and the CSV is copied home and shared; each cell is masked as one whole
+    text (:func:`gpusession.core.files.secrets.mask_text`), a digest column keeps its hex.
+    """
+    return {k: mask_text(v, digest=is_digest_key(k))[0] if isinstance(v, str) else v
+            for k, v in row.items()}
 
 
 def _refuse_non_finite(row: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from gpusession import __version__
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.files.units import (
@@ -659,7 +660,8 @@ def render_report(session: Session, *, now: datetime | None = None,
     }
     for n, title in enumerate(SECTIONS, 1):
         lines += ["", f"## {n}. {title}", ""] + bodies[title]
-    return "\n".join(lines).rstrip() + "\n"
+    # one secret check on the whole text: whatever a note or an incident held is hidden
+    return mask_text("\n".join(lines).rstrip() + "\n")[0]
 
 
 def write_report(session: Session, *, out: Path | None = None, force: bool = False,

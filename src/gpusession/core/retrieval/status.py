@@ -37,6 +37,7 @@ from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
 
@@ -572,7 +573,9 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
             that ``gpusession show`` refuses (the same line).
     """
     folder = Path(folder)
-    if folder.is_symlink():  # as `show` and every command: never read through a link (issue 12)
+    # first: no refusal below (they name the folder) may quote a secret-looking name
+    check_identifier(folder.name, field="name", what="the session name")
+    if folder.is_symlink():  # as `show` and every command: never read through a link
         from gpusession.core.folder.session import (
             linked_session,  # the error path only: polars stays out
         )

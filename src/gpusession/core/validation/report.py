@@ -18,7 +18,8 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.files.safefile import make_private_dir
-from gpusession.core.files.secrets import check_free_text
+from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
+from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import write_atomic_bytes, write_toml_archive
 from gpusession.core.validation.model import BadRecord, ClassScore
 
@@ -176,9 +177,14 @@ class ValidationReport:
         out.append(f"quality  {word[self.quality_met]}  {self.quality_reason}")
         if self.per_class:
             out.append(f"         {'class':<16} {'precision':>9} {'recall':>7} {'F1':>7} {'support':>8} {'predicted':>9}")
+            from rich.cells import set_cell_size  # loaded only for a table (start-up)
+
             for c in self.per_class:
+                # 16 terminal cells, not 16 characters: a wide (CJK) label takes two each;
+                # escaped first (a label is the output's text: no ESC, no U+202E raw)
+                label = set_cell_size(printable(c.label, keep=""), 16)
                 out.append(
-                    f"         {c.label[:16]:<16} {c.precision:>9.4f} {c.recall:>7.4f} {c.f1:>7.4f} "
+                    f"         {label} {c.precision:>9.4f} {c.recall:>7.4f} {c.f1:>7.4f} "
                     f"{c.support:>8,} {c.predicted:>9,}"
                 )
         for n in self.quality_notes:
@@ -284,8 +290,9 @@ class ValidationReport:
         """
         folder = Path(folder)
         # The name a person chose (``validate --name``) names files and the CSV row: it is
-        # free text, checked like every field written (issue 12); the corpus quoted in the
-        # report is an archive (V8) and is not.
+        # checked like every field written (no secret, no invisible character); the corpus
+        # quoted in the report is an archive (V8) and is not.
+        check_identifier(run_name, field="run", what="the report name")
         check_free_text({"run": run_name}, folder)
         if root is not None:
             make_private_dir(folder, root=root)
@@ -309,8 +316,23 @@ class ValidationReport:
         doc["files"] = files
         doc["summary"] = self.summary_lines()  # the same words as the CLI, for the TUI
         target = folder / f"{run_name}.toml"
-        write_toml_archive(target, _tomlable(doc))
+        write_toml_archive(target, _tomlable(_masked_words(doc)))
         return target
+
+
+def _masked_words(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with secrets hidden in its words: the summary, the row and every ``notes``.
+
+    Why: those words carry what the workload's output said and go home with the session;
+    the ID lists and quoted records stay as found (V8: an ID may be a 64-hex digest).
+    """
+    def walk(value: Any, key: str) -> Any:
+        if isinstance(value, dict):
+            return {k: (mask_record(v, k) if k in ("summary", "row") or k.endswith("notes")
+                        else walk(v, k)) for k, v in value.items()}
+        return value
+
+    return walk(doc, "")
 
 
 def _tomlable(value: Any) -> Any:

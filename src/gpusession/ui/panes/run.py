@@ -32,6 +32,7 @@ from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gpusession.core.events import corpus_verdict
 from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds_range
 from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.ui.charts import Bars
@@ -568,7 +569,8 @@ class RunPane(Vertical):
             elif isinstance(ev, RowAppended):
                 self.post_message(self.RowLanded(_row_dict(ev.row)))
             elif isinstance(ev, IncidentReported):
-                self.post_message(self.IncidentReported(describe(ev) or ev.message))
+                # a workload's exception text: secrets hidden, controls escaped
+                self.post_message(self.IncidentReported(printable(describe(ev) or ev.message)))
             elif isinstance(ev, WorkerStarted) and ev.waiting_for_nodes:
                 self.post_message(self.NodesAwaited(ev.waiting_for_nodes))
 
