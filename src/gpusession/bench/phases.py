@@ -34,6 +34,7 @@ from gpusession.core.events import (
 )
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import make_private_dir, open_private
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 if TYPE_CHECKING:
@@ -126,12 +127,17 @@ def run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
 
 
 def failure_fields(exc: BaseException) -> dict[str, Any]:
-    """The fields of a failed observation (R7): ``ok``, ``oom``, ``error_type``, first line of ``message``."""
+    """The fields of a failed observation (R7): ``ok``, ``oom``, ``error_type``, first line of ``message``.
+
+    The whole text is masked before its first line is taken: a secret cut to one line
+    (a PEM body, a few words of a seed) would no longer be recognised (S6).
+    """
+    said = mask_text(str(exc))[0].strip()
     return {
         "ok": False,
         "oom": is_oom(exc),
         "error_type": type(exc).__name__,
-        "message": str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+        "message": said.splitlines()[0] if said else "",
     }
 
 
@@ -274,7 +280,7 @@ def load_failed(ch: Channel, group: Any, exc: BaseException) -> int:
     Returns:
         :data:`LOAD_FAILED_EXIT`.
     """
-    failed = {**failure_fields(exc), "trace": traceback.format_exc(limit=3)}
+    failed = {**failure_fields(exc), "trace": mask_text(traceback.format_exc(limit=3))[0]}
     if group is not None:
         group_loaded(group, ch, failed)
     else:

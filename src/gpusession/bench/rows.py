@@ -22,6 +22,7 @@ from gpusession.bench.ranks import error_gist
 from gpusession.bench.timing import RESERVED_CARRY_NOTE
 from gpusession.core.events import WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder.journal import RunKey
 from gpusession.core.records.results import ResultRow
 
@@ -200,7 +201,7 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
             notes.append(vnote)
     else:
         kind = failure_kind(ev)
-        said = error_gist(ev.message) or ev.message  # never torch's banner
+        said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
         notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; elapsed not measured")
         if ended:
             notes.append(ended)

@@ -118,8 +118,10 @@ from gpusession.core.events import (
     WorkerWarmupDone,
 )
 from gpusession.core.events.words import interrupted_words
+from gpusession.core.experiment.form import resolve_corpus
 from gpusession.core.experiment.plan import Experiment, ScheduledRun, schedule, workers_of
 from gpusession.core.files.safefile import check_writable, make_private_dir, write_private_bytes
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder import journal
 from gpusession.core.folder.experiments import get_experiment
 from gpusession.core.folder.journal import RunKey
@@ -265,16 +267,15 @@ class Runner:
         self.session.journal(record)
 
     def _incident(self, message: str, *, trace: str | None = None, exit: str | None = None) -> None:
+        message = mask_text(message)[0]  # what a program said, less any secret (S6)
+        trace = mask_text(trace)[0] if trace else trace
         self.outcome.incidents.append(message)
         self._journal(IncidentRecord(experiment_id=self.experiment.id, message=message,
                                      trace=trace, exit=exit))
         self._emit(IncidentReported(message=message))
 
     def _path(self, value: str | None) -> Path | None:
-        if not value:
-            return None
-        p = Path(value)
-        return p if p.is_absolute() else self.session.folder / p
+        return resolve_corpus(self.session.folder, value) if value else None
 
     def _offsets(self, frame: Any) -> dict[tuple[str, str], int]:
         out: dict[tuple[str, str], int] = {}
@@ -574,7 +575,7 @@ class Runner:
 
     def _on_incident(self, ev: WorkerIncident, rep: GroupReport) -> None:
         exp = self.experiment
-        said = error_gist(ev.message) or ev.message  # never torch's banner
+        said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
         msg = f"{ev.where}: {ev.error_type}: {said}" + (" (out of memory)" if ev.oom else "")
         rep.last_incident = msg
         rep.last_error = f"{ev.error_type}: {said}"
@@ -604,7 +605,7 @@ class Runner:
         """Journal the exit, write the rows it still owes; True when the group ran its share."""
         code = rep.code
         if rep.stderr:
-            self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=rep.name, lines=rep.stderr[-100:]))
+            self._journal(WorkerStderrRecord(experiment_id=exp.id, worker=rep.name, lines=mask_text("\n".join(rep.stderr))[0].split("\n")[-100:]))  # masked whole, then cut (S6)
         self._journal(WorkerExitedRecord(experiment_id=exp.id, worker=rep.name, exit=describe_exit(code)))
         if rep.torn is not None:  # the row of the failed run, with how the group ended
             run, ev = rep.torn

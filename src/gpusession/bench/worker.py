@@ -80,6 +80,7 @@ from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argumen
 from gpusession.core.experiment.placeholders import environment as placeholder_env
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused, make_private_dir
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder.plainpaths import (
     make_plain_paths,
     remove_plain_paths,
@@ -613,7 +614,7 @@ def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
     try:
         group = RankGroup(env, spec.get("device") or spec["experiment"].get("device"))
     except Exception as exc:  # noqa: BLE001 - no GPU for this rank, a rendezvous failure: a load incident (R7)
-        ch.send(WorkerIncident(where="load", **failure_fields(exc), trace=traceback.format_exc(limit=3)))
+        ch.send(WorkerIncident(where="load", **failure_fields(exc), trace=mask_text(traceback.format_exc(limit=3))[0]))
         return 3
     try:
         return run_torch_worker({**spec, "device": group.device},
@@ -841,7 +842,7 @@ def main(argv: list[str] | None = None,
     try:
         return runner(spec, ch)
     except Exception as exc:  # noqa: BLE001 - a bug in the harness itself: report it as an incident, never hang the parent
-        ch.send(WorkerIncident(where="worker", **failure_fields(exc), trace=traceback.format_exc(limit=5)))
+        ch.send(WorkerIncident(where="worker", **failure_fields(exc), trace=mask_text(traceback.format_exc(limit=5))[0]))
         return 4
 
 
