@@ -29,10 +29,9 @@ from gpusession.core.files.secrets import mask_free_text
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
 
-#: The journal's file name inside a session folder.
-JOURNAL = "journal.jsonl"
-#: The run lock's file name inside a session folder; it holds the runner's PID.
-RUN_LOCK = ".run.lock"
+from gpusession.core.files.names import JOURNAL, RUN_LOCK
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 

@@ -30,28 +30,30 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.names import (
+    CHECKLIST_TOML,
+    DATA_FILES,
+    ENV_HOME,
+    JOURNAL,
+    ORDER_TOML,
+    RESULTS_CSV,
+    RUN_LOCK,
+    SESSION_TOML,
+)
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
-from gpusession.core.folder.journal import JOURNAL, RUN_LOCK
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.results import ResultsFile
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
 
-ENV_HOME = "GPUSESSION_HOME"
 NAME_MAX = 100
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 
-SESSION_TOML = "session.toml"
-CHECKLIST_TOML = "checklist.toml"
-ORDER_TOML = "order.toml"
-RESULTS_CSV = "resultats-bruts.csv"
 #: The shape of each hand-editable file, checked whenever it is read (issue 12).
 SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
-#: Files that hold a session's data: never overwritten by an output such as a report (S7).
-DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 
 
 #: How long a command waits for another process's read-modify-write of the same session
