@@ -504,17 +504,14 @@ def _checked_counts(folder: Path) -> Counts:
     return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
 
 
-_OPENS = (b'"run_started"', b'"load_started"')
-_CLOSES = (b'"run_finished"', b'"load_finished"', b'"run_recovered"')
-
-
 def unfinished_runs(folder: Path) -> int:
-    """Runs the journal started without an end, while no process runs them (issue 14; S7).
+    """Runs the journal started without an end, while no process runs them (S7).
 
     Opening the session (``show``, ``run``, the TUI) records each as an incident row
     (:func:`gpusession.core.folder.recovery.recover_locked`); until then the CSV holds fewer
-    rows than the session will, and ``status`` says so. Only the journal lines naming
-    a run start or end are parsed.
+    rows than the session will, and ``status`` says so. Read by
+    :func:`gpusession.core.events.reading.open_work`, which parses only the journal lines
+    naming a run start or end and loads no record class (``status`` stays fast).
 
     Args:
         folder: the session folder.
@@ -523,34 +520,14 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
+    from gpusession.core.events.reading import open_work
     from gpusession.core.files.textio import read_plain
 
     try:
-        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO (issue 14)
+        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO
     except (OSError, BadInput):
         return 0
-    if not any(tag in raw for tag in _OPENS):
-        return 0
-    open_keys: set[str] = set()
-    for line in raw.split(b"\n"):
-        opens = any(tag in line for tag in _OPENS)
-        if not opens and not any(tag in line for tag in _CLOSES):
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            # a cut last line still names its run (as recovery reads it)
-            m = re.search(rb'"run_key": "([^"\\]+)"', line) if opens else None
-            if m and raw.endswith(line) and line:
-                open_keys.add(m.group(1).decode("utf-8", "replace"))
-            continue
-        key = rec.get("run_key") if isinstance(rec, dict) else None
-        if not isinstance(key, str) or not key:
-            continue
-        if rec.get("event") in ("run_started", "load_started"):
-            open_keys.add(key)
-        elif rec.get("event") in ("run_finished", "load_finished", "run_recovered"):
-            open_keys.discard(key)
+    open_keys = open_work(raw).run_keys
     if not open_keys:
         return 0
     from gpusession.core.folder.journal import lock_holder
