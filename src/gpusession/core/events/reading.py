@@ -155,20 +155,8 @@ def _misfit(cls: type[Event], data: dict[str, Any]) -> str | None:
     return None
 
 
-def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
-    """One journal line as a typed record, an :class:`Unreadable`, or ``None`` when blank.
-
-    Args:
-        text: the line, without or with its end of line.
-        line: its 1-based number (for the note).
-
-    Returns:
-        The record (:func:`gpusession.core.events.event_from_json`, journal channel),
-        or why it does not read. Never raises on content.
-    """
-    from gpusession.core.events.base import GenericRecord
-    from gpusession.core.events.registry import event_types
-
+def _parse(text: str | bytes, line: int) -> dict[str, Any] | Unreadable | None:
+    """The JSON object of one line, bounded in size and depth; ``None`` when blank."""
     if isinstance(text, bytes):
         if len(text) > MAX_LINE_BYTES:
             return Unreadable(line, f"longer than {MAX_LINE_BYTES} bytes")
@@ -188,6 +176,14 @@ def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
         return Unreadable(line, f"expected a JSON object, got {_type_words(data)}")
     if _depth_over(data, MAX_DEPTH):
         return Unreadable(line, f"nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _typed(data: dict[str, Any], line: int) -> Event | Unreadable:
+    """The typed record of one parsed line, or why its fields do not fit."""
+    from gpusession.core.events.base import GenericRecord
+    from gpusession.core.events.registry import event_types
+
     name = data.get("event")
     if not isinstance(name, str):
         return Unreadable(line, f"field event: expected a string, got {_type_words(name)}")
@@ -201,6 +197,22 @@ def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
         return cls.from_json(data)
     except (TypeError, ValueError) as exc:
         return Unreadable(line, f"{name} record does not read ({exc})")
+
+
+def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
+    """One journal line as a typed record, an :class:`Unreadable`, or ``None`` when blank.
+
+    Args:
+        text: the line, without or with its end of line.
+        line: its 1-based number (for the note).
+
+    Returns:
+        The record (the journal channel's type for its ``event``, a
+        :class:`~gpusession.core.events.GenericRecord` for an unknown one), or why it
+        does not read. Never raises on content.
+    """
+    data = _parse(text, line)
+    return data if data is None or isinstance(data, Unreadable) else _typed(data, line)
 
 
 def _raw(path: Path) -> bytes:
@@ -247,6 +259,20 @@ def read_records(path: Path) -> list[Event]:
     return read_journal(path).records
 
 
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The JSON object of every line :func:`read_journal` reads, as written (every key kept).
+
+    For the callers that still take dicts; an unreadable line is left out as there.
+    Same errors as :func:`iter_journal`.
+    """
+    out: list[dict[str, Any]] = []
+    for number, text in enumerate(_raw(Path(path)).split(b"\n"), start=1):
+        data = _parse(text, number)
+        if isinstance(data, dict) and not isinstance(_typed(data, number), Unreadable):
+            out.append(data)
+    return out
+
+
 # -- a cheap look for `status` and `Session.needs_recovery`: no record class imported ----
 #: Record names that start a timed run (a worker's load is one too) and that end one.
 RUN_OPENS = ("run_started", "load_started")
@@ -288,6 +314,20 @@ def cut_run_start(text: str) -> dict[str, Any]:
     return fields
 
 
+def _run_line_fits(rec: dict[str, Any]) -> bool:
+    """Whether a run record's fields fit as :func:`decode_line` checks them (the run fields only).
+
+    So a line the typed reader notes as unreadable never counts as a run in flight
+    here: recovery (which reads typed) and ``status`` (which reads this) agree.
+    """
+    for name in ("at", "run_key", "experiment_id", "variant_id", "phase", "worker"):
+        if rec.get(name) is not None and not isinstance(rec.get(name), str):
+            return False
+    index = rec.get("run_index")
+    return index is None or (isinstance(index, int) and not isinstance(index, bool)
+                             and _INT_MIN <= index <= _INT_MAX)
+
+
 @dataclass(frozen=True)
 class OpenWork:
     """What a journal started and never ended, from a cheap look (S7).
@@ -297,12 +337,10 @@ class OpenWork:
             starts a run still names its run.
         experiments: experiments whose newest invocation has no end record and no
             incident of kind ``unfinished_kind`` after it.
-        odd: a run start whose ``run_key`` is not a string (recovery decides).
     """
 
     run_keys: frozenset[str]
     experiments: frozenset[str]
-    odd: bool
 
 
 def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
@@ -319,7 +357,6 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
     """
     keys: set[str] = set()
     unended: dict[str, bool] = {}
-    odd = False
     tags = _RUN_TAGS if unfinished_kind is None else _TAGS
     lines = raw.split(b"\n")
     for index, line in enumerate(lines):
@@ -335,25 +372,24 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
         if not isinstance(rec, dict):
             continue
         name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
-        if name in RUN_OPENS:
-            if key and not isinstance(key, str):
-                odd = True
-            elif key:
+        # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
+        if (name in RUN_OPENS or name in RUN_CLOSES) and key and _run_line_fits(rec):
+            if name in RUN_OPENS:
                 keys.add(key)
-        elif name in RUN_CLOSES and isinstance(key, str):
-            keys.discard(key)
+            else:
+                keys.discard(key)
         if unfinished_kind is None or not isinstance(exp, str):
             continue
         if name == INVOCATION_START:
             unended[exp] = True
         elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == unfinished_kind):
             unended[exp] = False
-    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), odd)
+    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on))
 
 
 __all__ = [
     "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_DEPTH", "MAX_LINE_BYTES", "RUN_CLOSES",
     "RUN_OPENS", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line", "iter_journal",
-    "open_work",
+    "open_work", "read_objects",
     "read_journal", "read_records",
 ]

@@ -73,13 +73,15 @@ def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    """Every readable journal record as a dict (``{"event", "v", "at", ...}``), oldest first.
+    """Every readable journal record as the dict written (``{"at", "event", "v", ...}``), oldest first.
 
-    Read through the one typed reader (:func:`read_records`), so a line that does not
-    read is left out here as there; kept for the callers that still take dicts
-    (``bench/runner.py``). New code reads typed records.
+    Read by the one typed reader (:func:`gpusession.core.events.reading.read_objects`),
+    so a line that does not read is left out here as there; kept for the callers that
+    still take dicts (``bench/runner.py``). New code reads typed records.
     """
-    return [rec.to_json() for rec in read_records(path)]
+    from gpusession.core.events.reading import read_objects
+
+    return read_objects(Path(path))
 
 
 def read_records(path: Path) -> list[Event]:

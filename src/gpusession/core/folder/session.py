@@ -784,7 +784,7 @@ class Session:
         except FileNotFoundError:
             return False
         work = open_work(raw, UNFINISHED_KIND)  # runs and invocations started, never ended
-        return bool(work.run_keys or work.experiments or work.odd)
+        return bool(work.run_keys or work.experiments)
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).
