@@ -1,4 +1,4 @@
-"""What the journal says about a session's runs, for the summary table (issue-free words).
+"""What the journal says about a session's runs, for the summary table (R7, S7).
 
 Why it exists: the summary (:mod:`gpusession.core.records.summary`, a lower floor that
 cannot import the record classes) shows rows of an attempt that never measured
