@@ -12,6 +12,7 @@ import pytest
 
 from gpusession.core.events import (
     ChecklistDoneRecord,
+    DemoModelTrainedRecord,
     ExperimentDefinedRecord,
     GenericRecord,
     ManifestWrittenRecord,
@@ -118,13 +119,20 @@ def test_s7_free_form_records_of_older_sessions_read_back(tmp_path: Path) -> Non
                               "observed_ids": 3, "ids_match": True, "format_valid": True, "quality_metric": "macro_f1",
                               "quality_threshold": 0.9, "quality_tolerance": 0.01, "quality_value": 0.95,
                               "corpus_accepted": True}),
-                  json.dumps({"at": AT, "event": "demo_model_trained", "epochs": 3, "labels": ["a", "b"]}))
-    done, validated, demo = read_journal(path).records
+                  json.dumps({"at": AT, "event": "gpu_sang", "pitch": 440, "notes": ["a", "b"]}))
+    done, validated, unknown = read_journal(path).records
     assert isinstance(done, ChecklistDoneRecord) and done.item == "g1.need" and done.v == 0
     assert isinstance(validated, ValidationRecord) and validated.corpus_accepted is True
     assert validated.quality_value == 0.95 and validated.report == "validation/r.md"
-    assert isinstance(demo, GenericRecord) and demo.name == "demo_model_trained"
-    assert demo.get("epochs") == 3 and demo.get("labels") == ["a", "b"]
+    assert isinstance(unknown, GenericRecord) and unknown.name == "gpu_sang"
+    # what `gpusession demo` writes free-form reads back typed
+    demo = _write(tmp_path / "demo.jsonl", json.dumps({
+        "at": AT, "event": "demo_model_trained", "v": 1, "classes": ["business", "tech"], "seed": 0,
+        "epochs": 3, "context_limit_trained": 256, "model_revision": "ab", "tokenizer_revision": "cd",
+        "tune_macro_f1": 0.97, "train_seconds": 12.5, "train_size": 1000}))
+    (trained,) = read_journal(demo).records
+    assert isinstance(trained, DemoModelTrainedRecord) and trained.tune_macro_f1 == 0.97
+    assert unknown.get("pitch") == 440 and unknown.get("notes") == ["a", "b"]
 
 
 def test_s7_session_writes_are_typed_records_on_the_same_disk_names(sessions_root: Path) -> None:

@@ -172,10 +172,39 @@ class ReportWrittenRecord(Record):
     charts: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class DemoCorpusWrittenRecord(Record):
+    """``gpusession demo`` wrote the demo corpus (paths of its three parts; R1: its revision)."""
+
+    EVENT: ClassVar[str] = "demo_corpus_written"
+    train: str | None = None
+    tune: str | None = None
+    eval: str | None = None
+    corpus_revision: str | None = None
+    replaced_files: int | None = None
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoModelTrainedRecord(Record):
+    """``gpusession demo`` trained the demo classifier (R1: model and tokenizer revisions)."""
+
+    EVENT: ClassVar[str] = "demo_model_trained"
+    classes: list[str] = field(default_factory=list)
+    seed: int | None = None
+    epochs: int | None = None
+    context_limit_trained: int | None = None
+    model_revision: str | None = None
+    tokenizer_revision: str | None = None
+    tune_macro_f1: float | None = None
+    train_seconds: float | None = None
+    train_size: int | None = None
+
+
 #: Every record of this module (registered in :mod:`gpusession.core.events.registry`).
 ACTION_RECORDS: tuple[type[Record], ...] = (
     SessionCreatedRecord, SessionRenamedRecord, PackageSetRecord, ExperimentDefinedRecord,
     ExperimentForkedRecord, OrderEventRecord, OrderSetRecord, OrderDeviationObservedRecord,
     ChecklistDoneRecord, ChecklistUndoneRecord, ChecklistItemAddedRecord, ValidationRecord,
-    ManifestWrittenRecord, ReportWrittenRecord,
+    ManifestWrittenRecord, ReportWrittenRecord, DemoCorpusWrittenRecord, DemoModelTrainedRecord,
 )
