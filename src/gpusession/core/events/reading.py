@@ -6,8 +6,9 @@ evidence of the checklist, ``pull``, ``status``, the TUI) got dicts and compared
 (:mod:`gpusession.core.events`) or, when it does not read, one note "unreadable journal
 line N: why" -- never an exception (S7: a damaged journal still opens). Who calls it:
 :mod:`gpusession.core.folder.journal` (which re-exports :func:`read_records`), the
-session, recovery, the retrieval modules and ``status`` (:func:`open_work`, which imports
-no record class, so that ``status --format tmux`` stays fast).
+session, recovery and the retrieval modules; ``status`` and ``Session.needs_recovery``
+use the cheap look of :mod:`gpusession.core.events.scan` (no record class imported, so
+that ``status --format tmux`` stays fast), re-exported here.
 
 What reads: a JSON object per line, at most :data:`MAX_LINE_BYTES` bytes and
 :data:`MAX_DEPTH` levels deep. A record of a known event whose fields have the wrong
@@ -29,17 +30,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from gpusession.core.events.scan import (  # the cheap look, re-exported
+    _INT_MAX,
+    _INT_MIN,
+    INCIDENT,
+    INVOCATION_ENDS,
+    INVOCATION_START,
+    MAX_LINE_BYTES,
+    RUN_CLOSES,
+    RUN_OPENS,
+    OpenWork,
+    open_work,
+)
+
 if TYPE_CHECKING:
     from gpusession.core.events.base import Event
 
-#: A longer line is unreadable (not parsed): a record is a few hundred bytes, a worker's
-#: stderr tail (100 lines) a few hundred kilobytes.
-MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Deepest nesting of objects and lists read (a typed record nests 3 levels, an
 #: experiment's settings 5); deeper is unreadable, well before the parser's recursion limit.
 MAX_DEPTH = 64
-#: Integer fields of typed records hold 64-bit signed values (a run index, a PID, bytes).
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -273,20 +282,6 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-# -- a cheap look for `status` and `Session.needs_recovery`: no record class imported ----
-#: Record names that start a timed run (a worker's load is one too) and that end one.
-RUN_OPENS = ("run_started", "load_started")
-RUN_CLOSES = ("run_finished", "load_finished", "run_recovered")
-#: Record names that start and end an invocation of an experiment.
-INVOCATION_START = "experiment_started"
-INVOCATION_ENDS = ("experiment_finished", "experiment_incomplete")
-INCIDENT = "incident"
-_TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES, INVOCATION_START, *INVOCATION_ENDS, INCIDENT))
-_OPEN_TAGS = tuple(f'"{n}"'.encode() for n in RUN_OPENS)
-_RUN_TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES))
-_CUT_KEY = re.compile(rb'"run_key": "([^"\\]+)"')
-
-
 _SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
 _SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
 
@@ -312,79 +307,6 @@ def cut_run_start(text: str) -> dict[str, Any]:
     if fields.get("event") not in RUN_OPENS or "run_key" not in fields:
         return {}
     return fields
-
-
-def _run_line_fits(rec: dict[str, Any]) -> bool:
-    """Whether a run record's fields fit as :func:`decode_line` checks them (the run fields only).
-
-    So a line the typed reader notes as unreadable never counts as a run in flight
-    here: recovery (which reads typed) and ``status`` (which reads this) agree.
-    """
-    for name in ("at", "run_key", "experiment_id", "variant_id", "phase", "worker"):
-        if rec.get(name) is not None and not isinstance(rec.get(name), str):
-            return False
-    index = rec.get("run_index")
-    return index is None or (isinstance(index, int) and not isinstance(index, bool)
-                             and _INT_MIN <= index <= _INT_MAX)
-
-
-@dataclass(frozen=True)
-class OpenWork:
-    """What a journal started and never ended, from a cheap look (S7).
-
-    Attributes:
-        run_keys: runs (and loads) started with no end record; a cut last line that
-            starts a run still names its run.
-        experiments: experiments whose newest invocation has no end record and no
-            incident of kind ``unfinished_kind`` after it.
-    """
-
-    run_keys: frozenset[str]
-    experiments: frozenset[str]
-
-
-def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
-    """The runs and invocations the journal bytes ``raw`` left open (S7; ``status``, reopen).
-
-    Only the lines naming a run or invocation start or end, or an incident, are parsed;
-    a line that does not read is skipped (:func:`read_journal` notes it).
-
-    Args:
-        raw: the journal's bytes.
-        unfinished_kind: the incident ``kind`` recovery writes once for an invocation
-            that never ended (:data:`gpusession.core.records.summary.UNFINISHED_KIND`);
-            ``None``: only the runs are looked at (``experiments`` is empty).
-    """
-    keys: set[str] = set()
-    unended: dict[str, bool] = {}
-    tags = _RUN_TAGS if unfinished_kind is None else _TAGS
-    lines = raw.split(b"\n")
-    for index, line in enumerate(lines):
-        if not any(tag in line for tag in tags) or len(line) > MAX_LINE_BYTES:
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            m = _CUT_KEY.search(line) if index == len(lines) - 1 else None
-            if m and any(tag in line for tag in _OPEN_TAGS):  # a cut last line still names its run
-                keys.add(m.group(1).decode("utf-8", "replace"))
-            continue
-        if not isinstance(rec, dict):
-            continue
-        name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
-        # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
-        if (name in RUN_OPENS or name in RUN_CLOSES) and key and _run_line_fits(rec):
-            if name in RUN_OPENS:
-                keys.add(key)
-            else:
-                keys.discard(key)
-        if unfinished_kind is None or not isinstance(exp, str):
-            continue
-        if name == INVOCATION_START:
-            unended[exp] = True
-        elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == unfinished_kind):
-            unended[exp] = False
-    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on))
 
 
 __all__ = [

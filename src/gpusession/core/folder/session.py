@@ -761,7 +761,7 @@ class Session:
         Returns:
             ``False`` when there is certainly nothing to recover.
         """
-        from gpusession.core.events.reading import open_work
+        from gpusession.core.events.scan import open_work
         from gpusession.core.files.textio import read_plain
         from gpusession.core.records.summary import UNFINISHED_KIND
 

@@ -520,7 +520,7 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
-    from gpusession.core.events.reading import open_work
+    from gpusession.core.events.scan import open_work
     from gpusession.core.files.textio import read_plain
 
     try:
