@@ -5,10 +5,13 @@ typed, and no event-string comparison outside ``core/events``."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpusession.core.events import (
     ChecklistDoneRecord,
@@ -219,3 +222,43 @@ def test_s7_the_event_comparison_check_finds_what_it_looks_for() -> None:
     tree = ast.parse('a = r.get("event") == "x"\nb = rec["event"] in ("y",)\nc = n in ("run_started", "z")\n'
                      'd = r.name == R.EVENT\ne = tab == "validation"\n')
     assert _event_comparisons(tree, names) == [1, 2, 3, 4]
+
+
+def _strategy(hint: object) -> st.SearchStrategy[object]:
+    """Values that fit a record field's annotation (what a writer may put there)."""
+    import types
+    from typing import Any, Union, get_args, get_origin
+
+    if hint is Any:
+        return st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8))
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return st.one_of(*(_strategy(a) for a in get_args(hint)))
+    if origin is list:
+        return st.lists(_strategy(get_args(hint)[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(st.text(max_size=6), _strategy(get_args(hint)[1]), max_size=3)
+    return {type(None): st.none(), bool: st.booleans(), int: st.integers(-(2**63), 2**63 - 1),
+            float: st.floats(allow_nan=False, allow_infinity=False), str: st.text(max_size=12)}[hint]  # type: ignore[index]
+
+
+_JOURNAL_TYPES = sorted(event_types("journal").values(), key=lambda c: c.EVENT)
+
+
+@pytest.mark.parametrize("cls", _JOURNAL_TYPES, ids=[c.EVENT for c in _JOURNAL_TYPES])
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_s7_every_record_a_writer_may_write_reads_back_equal(tmp_path: Path, cls: type, data: st.DataObject) -> None:
+    from typing import get_type_hints
+
+    from gpusession.core.folder import journal
+
+    hints = {k: v for k, v in get_type_hints(cls).items() if k not in ("v", "at", "EVENT", "CHANNEL")}
+    record = cls(**{k: data.draw(_strategy(h), label=k) for k, h in hints.items()})
+    path = tmp_path / f"{cls.EVENT}.jsonl"
+    path.unlink(missing_ok=True)
+    journal.append(path, record)
+    read = read_journal(path)
+    assert read.notes == []
+    (back,) = read.records
+    assert dataclasses.replace(back, at=None) == record

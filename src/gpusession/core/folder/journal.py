@@ -24,13 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.experiment.keys import PHASES, RunKey
 from gpusession.core.files.errors import Failure
+from gpusession.core.files.names import JOURNAL, RUN_LOCK
 from gpusession.core.files.secrets import mask_free_text
 
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
     from gpusession.core.events.reading import JournalRead
-
-from gpusession.core.files.names import JOURNAL, RUN_LOCK
 
 
 def _now() -> str:
