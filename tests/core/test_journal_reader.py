@@ -95,6 +95,14 @@ def test_s7_unreadable_line_is_one_note_never_a_crash(tmp_path: Path, bad: str, 
     assert why in read.notes[0]
 
 
+def test_s7_a_last_line_cut_by_a_crash_is_said_as_cut(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_text(_started() + "\n" + _started("e:warm:b:2")[:30], encoding="utf-8")
+    read = read_journal(path)
+    assert len(read.records) == 1
+    assert read.notes == ["unreadable journal line 2: cut short, no end of line (crash or full disk): not JSON"]
+
+
 def test_s7_unreadable_lines_do_not_stop_open_status_summary_or_report(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "damaged")
     with open(s.journal_path, "a", encoding="utf-8") as fh:

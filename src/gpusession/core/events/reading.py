@@ -242,8 +242,11 @@ def iter_journal(path: Path) -> Iterator[tuple[int, Event | Unreadable]]:
         OSError: the journal exists and cannot be read.
         BadInput: it is a folder, FIFO, device or socket, not a journal.
     """
-    for number, text in enumerate(_raw(Path(path)).split(b"\n"), start=1):
+    lines = _raw(Path(path)).split(b"\n")
+    for number, text in enumerate(lines, start=1):
         item = decode_line(text, number)
+        if isinstance(item, Unreadable) and number == len(lines):  # no end of line: cut
+            item = Unreadable(number, f"cut short, no end of line (crash or full disk): {item.reason}")
         if item is not None:
             yield number, item
 
