@@ -270,3 +270,27 @@ def test_s7_every_record_a_writer_may_write_reads_back_equal(tmp_path: Path, cls
     assert read.notes == []
     (back,) = read.records
     assert dataclasses.replace(back, at=None) == record
+
+
+def test_h36_one_journal_line_with_wrong_types_is_said_once_with_its_number(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    from helpers import cli
+
+    s = Session.create(sessions_root, "h36")
+    with open(s.journal_path, "a", encoding="utf-8") as fh:
+        fh.write('{"event": "run_started", "run_key": {"a": 1}}\n')
+    number = s.journal_path.read_text(encoding="utf-8").count("\n")
+    code, out, err = cli(capsys, sessions_root, "status", "h36")
+    assert code == 0 and "Traceback" not in out + err
+    code, out, err = cli(capsys, sessions_root, "show", "h36")
+    assert code == 0 and "Traceback" not in out + err
+    assert err.count(f"unreadable journal line {number}: run_started record, field run_key: "
+                     "expected a string, got an object") == 1
+    for command in (("show", "h36"), ("list",), ("checklist", "h36")):  # said once, never again
+        code, out, err = cli(capsys, sessions_root, *command)
+        assert code == 0 and "unreadable" not in err and "Traceback" not in out + err
+    report = tmp_path / "r.md"
+    code, out, err = cli(capsys, sessions_root, "report", "h36", "--out", str(report))
+    assert code == 0
+    assert report.read_text(encoding="utf-8").count(f"unreadable journal line {number}") == 1

@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hin
 from gpusession.core.events.scan import (  # the cheap look, re-exported
     _INT_MAX,
     _INT_MIN,
+    CUT_KIND,
     INCIDENT,
     INVOCATION_ENDS,
     INVOCATION_START,
     MAX_LINE_BYTES,
     RUN_CLOSES,
     RUN_OPENS,
+    UNREADABLE_KIND,
     OpenWork,
     open_work,
 )
@@ -313,8 +315,8 @@ def cut_run_start(text: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_DEPTH", "MAX_LINE_BYTES", "RUN_CLOSES",
-    "RUN_OPENS", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line", "iter_journal",
+    "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_DEPTH", "MAX_LINE_BYTES", "RUN_CLOSES",
+    "RUN_OPENS", "UNREADABLE_KIND", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line", "iter_journal",
     "open_work", "read_objects",
     "read_journal", "read_records",
 ]

@@ -26,6 +26,10 @@ RUN_CLOSES = ("run_finished", "load_finished", "run_recovered")
 INVOCATION_START = "experiment_started"
 INVOCATION_ENDS = ("experiment_finished", "experiment_incomplete")
 INCIDENT = "incident"
+#: ``kind`` of the incident recovery writes once for a journal line that does not read,
+#: and of the one for a last line cut by a crash (both name the ``line``).
+UNREADABLE_KIND = "unreadable_journal_line"
+CUT_KIND = "partial_journal_line"
 _TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES, INVOCATION_START, *INVOCATION_ENDS, INCIDENT))
 _OPEN_TAGS = tuple(f'"{n}"'.encode() for n in RUN_OPENS)
 _RUN_TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES))
@@ -54,14 +58,18 @@ class OpenWork:
             starts a run still names its run.
         experiments: experiments whose newest invocation has no end record and no
             incident of kind ``unfinished_kind`` after it.
+        unsaid_lines: run lines (1-based) that do not read -- not JSON, or run fields
+            of the wrong type -- and that no incident has said yet (recovery says each once).
     """
 
-    __slots__ = ("experiments", "run_keys")
+    __slots__ = ("experiments", "run_keys", "unsaid_lines")
 
-    def __init__(self, run_keys: frozenset[str], experiments: frozenset[str]) -> None:
-        """Hold the two sets (a plain class: a dataclass costs start-up time)."""
+    def __init__(self, run_keys: frozenset[str], experiments: frozenset[str],
+                 unsaid_lines: frozenset[int] = frozenset()) -> None:
+        """Hold the sets (a plain class: a dataclass costs start-up time)."""
         self.run_keys = run_keys
         self.experiments = experiments
+        self.unsaid_lines = unsaid_lines
 
 
 def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
@@ -79,6 +87,8 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
     """
     keys: set[str] = set()
     unended: dict[str, bool] = {}
+    bad: set[int] = set()  # run lines the typed reader finds unreadable (1-based)
+    said: set[int] = set()  # lines an incident already said
     tags = _RUN_TAGS if unfinished_kind is None else _TAGS
     lines = raw.split(b"\n")
     for index, line in enumerate(lines):
@@ -87,7 +97,10 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError):
-            m = re.search(_CUT_KEY, line) if index == len(lines) - 1 else None
+            if index < len(lines) - 1:
+                bad.add(index + 1)
+                continue
+            m = re.search(_CUT_KEY, line)
             if m and any(tag in line for tag in _OPEN_TAGS):  # a cut last line still names its run
                 keys.add(m.group(1).decode("utf-8", "replace"))
             continue
@@ -95,21 +108,25 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
             continue
         name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
         # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
-        if (name in RUN_OPENS or name in RUN_CLOSES) and key and _run_line_fits(rec):
+        if (name in RUN_OPENS or name in RUN_CLOSES) and not _run_line_fits(rec):
+            bad.add(index + 1)
+        elif (name in RUN_OPENS or name in RUN_CLOSES) and key:
             if name in RUN_OPENS:
                 keys.add(key)
             else:
                 keys.discard(key)
+        elif name == INCIDENT and rec.get("kind") in (UNREADABLE_KIND, CUT_KIND) and isinstance(rec.get("line"), int):
+            said.add(rec["line"])
         if unfinished_kind is None or not isinstance(exp, str):
             continue
         if name == INVOCATION_START:
             unended[exp] = True
         elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == unfinished_kind):
             unended[exp] = False
-    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on))
+    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
 
 
 __all__ = [
-    "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_LINE_BYTES", "RUN_CLOSES", "RUN_OPENS",
-    "OpenWork", "open_work",
+    "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_LINE_BYTES", "RUN_CLOSES",
+    "RUN_OPENS", "UNREADABLE_KIND", "OpenWork", "open_work",
 ]

@@ -23,7 +23,7 @@ from gpusession.core.events import (
     RunRecoveredRecord,
     RunStartedRecord,
 )
-from gpusession.core.events.reading import cut_run_start
+from gpusession.core.events.reading import CUT_KIND, UNREADABLE_KIND, JournalRead, cut_run_start
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import write_private_bytes
 from gpusession.core.files.textio import printable
@@ -159,7 +159,8 @@ def _repair_files(session: Recoverable) -> tuple[list[str], dict[str, Any] | Non
     cut_start = cut_journal_line(path)
     if cut_start is not None:  # the next append terminates the cut line first
         msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
-        session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
+        line = path.read_bytes().count(b"\n") + 1
+        session.journal(IncidentRecord(kind=CUT_KIND, line=line, message=msg))
         incidents.append(msg)
     kept = session.results.complete_last_row(_FinishedRuns(path))
     if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
@@ -184,6 +185,23 @@ def _repair_files(session: Recoverable) -> tuple[list[str], dict[str, Any] | Non
         session.journal(IncidentRecord(kind="stale_temporary_file", message=msg))
         incidents.append(msg)
     return incidents, cut_start
+
+
+def _say_unreadable(session: Recoverable, read: JournalRead) -> list[str]:
+    """Say once each journal line that does not read: an incident naming its line (S7).
+
+    A line an incident already names (this one, or the cut last line's) is not said again.
+
+    Returns:
+        The notes said ("unreadable journal line 7: ...").
+    """
+    said = {r.line for r in read.records if isinstance(r, IncidentRecord) and r.kind in (UNREADABLE_KIND, CUT_KIND)}
+    out: list[str] = []
+    for bad in read.unreadable:
+        if bad.line not in said:
+            session.journal(IncidentRecord(kind=UNREADABLE_KIND, line=bad.line, message=bad.note))
+            out.append(bad.note)
+    return out
 
 
 def _open_runs(records: list[Event], cut_start: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -241,7 +259,8 @@ def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
 def recover_locked(session: Recoverable) -> list[str]:
     """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
 
-    * A cut last journal line is noted (kept as is; the next record starts a new line).
+    * A cut last journal line is noted (kept as is; the next record starts a new line),
+      and each other journal line that does not read is said once (its number and why).
     * A last line of the results CSV without its newline is kept (the newline added,
       noted in the journal) when it is a full row of the 38 columns whose run the
       journal records as finished (a hand edit). Any other incomplete last line is cut
@@ -264,6 +283,8 @@ def recover_locked(session: Recoverable) -> list[str]:
         One sentence per incident recovered.
     """
     incidents, cut_start = _repair_files(session)
+    read = journal.read_all(session.journal_path)
+    incidents += _say_unreadable(session, read)
     if journal.lock_holder(session.folder) is not None:
         return incidents
     runs = session.folder / "runs"
@@ -271,7 +292,7 @@ def recover_locked(session: Recoverable) -> list[str]:
         for exp_dir in runs.iterdir():
             remove_worker_specs(exp_dir)
     killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
-    records = journal.read_records(session.journal_path)
+    records = read.records
     open_runs = _open_runs(records, cut_start)
     in_csv = session.results.run_keys() if open_runs else set()
     for key, started in open_runs.items():

@@ -753,8 +753,9 @@ class Session:
         (:func:`gpusession.core.events.reading.open_work`): a run lock file, a journal or
         results CSV whose last line is cut, a temporary file of an atomic write, a worker
         spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or
-        worker load) started and never ended, or an invocation started and never ended
-        that recovery has not said yet. It errs
+        worker load) started and never ended, an invocation started and never ended
+        that recovery has not said yet, or a run line that does not read and that no
+        incident has said yet. It errs
         towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
         (so :meth:`open` skips it and start-up does not load the recovery machinery).
 
@@ -784,7 +785,7 @@ class Session:
         except FileNotFoundError:
             return False
         work = open_work(raw, UNFINISHED_KIND)  # runs and invocations started, never ended
-        return bool(work.run_keys or work.experiments)
+        return bool(work.run_keys or work.experiments or work.unsaid_lines)
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).

@@ -349,8 +349,8 @@ def _journal_incidents(session: Session) -> list[str]:
     groups: dict[str, list[Any]] = {}  # identical messages said once
     for r in found:
         groups.setdefault(str(r.message), []).append(r.at)
-    for u in read.unreadable:
-        groups.setdefault(u.note, []).append(None)
+    for u in read.unreadable:  # said once: recovery's incident already names most of them
+        groups.setdefault(u.note, [None])
     out = ["", "Incidents recorded in the journal:", ""]
     for message, ats in list(groups.items())[-30:]:
         when = _cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}"
