@@ -115,6 +115,7 @@ def test_s7_unreadable_lines_do_not_stop_open_status_summary_or_report(sessions_
     assert again.journal_read().notes[0].startswith("unreadable journal line 2: run_started record")
     assert len(again.journal_read().notes) == 4
     assert session_summary(again) == []
+    assert not again.needs_recovery()  # each line said once: the next open has nothing to do
     from gpusession.core.retrieval.report import _journal_incidents
 
     said = "\n".join(_journal_incidents(again))
@@ -287,6 +288,7 @@ def test_h36_one_journal_line_with_wrong_types_is_said_once_with_its_number(
     assert code == 0 and "Traceback" not in out + err
     assert err.count(f"unreadable journal line {number}: run_started record, field run_key: "
                      "expected a string, got an object") == 1
+    assert not Session.open(sessions_root, "h36", recover=False).needs_recovery()  # nothing left to say
     for command in (("show", "h36"), ("list",), ("checklist", "h36")):  # said once, never again
         code, out, err = cli(capsys, sessions_root, *command)
         assert code == 0 and "unreadable" not in err and "Traceback" not in out + err

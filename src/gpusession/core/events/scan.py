@@ -37,14 +37,16 @@ _CUT_KEY = rb'"run_key": "([^"\\]+)"'  # compiled when a cut line is met (start-
 
 
 def _run_line_fits(rec: dict[str, Any]) -> bool:
-    """Whether a run record's fields fit as :func:`gpusession.core.events.reading.decode_line` checks them (the run fields only).
+    """Whether a run record's run fields fit as :func:`gpusession.core.events.reading.decode_line` checks them.
 
     So a line the typed reader notes as unreadable never counts as a run in flight
     here: recovery (which reads typed) and ``status`` (which reads this) agree.
     """
-    for name in ("at", "run_key", "experiment_id", "variant_id", "phase", "worker"):
-        if rec.get(name) is not None and not isinstance(rec.get(name), str):
-            return False
+    if rec.get("event") == "run_recovered":  # its record has no other run field
+        return all(rec.get(n) is None or isinstance(rec.get(n), str) for n in ("at", "run_key"))
+    names = ("at", "run_key", "experiment_id", "variant_id", "phase", *(("worker",) if rec.get("event") in RUN_OPENS else ()))
+    if any(rec.get(n) is not None and not isinstance(rec.get(n), str) for n in names):
+        return False
     index = rec.get("run_index")
     return index is None or (isinstance(index, int) and not isinstance(index, bool)
                              and _INT_MIN <= index <= _INT_MAX)
@@ -95,7 +97,7 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
         if not any(tag in line for tag in tags) or len(line) > MAX_LINE_BYTES:
             continue
         try:
-            rec = json.loads(line)
+            rec = json.loads(line.decode("utf-8", "replace"))  # decoded as the typed reader does
         except (ValueError, RecursionError):
             if index < len(lines) - 1:
                 bad.add(index + 1)
