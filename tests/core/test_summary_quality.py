@@ -7,9 +7,11 @@ from pathlib import Path
 
 from helpers import RunCli
 
+from gpusession.core.events import AttemptFailedRecord, IncidentRecord
+from gpusession.core.events.facts import failed_attempts
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow, ResultsFile
-from gpusession.core.records.summary import failed_attempts, summary_rows
+from gpusession.core.records.summary import summary_rows
 
 
 def test_v6_summary_rows_give_the_quality_figure_per_variant(tmp_path: Path) -> None:
@@ -31,9 +33,8 @@ def test_v6_summary_rows_give_the_quality_figure_per_variant(tmp_path: Path) -> 
 
 
 def test_failed_attempts_read_from_the_journal() -> None:
-    records = [{"event": "attempt_failed", "attempt": 1, "run_keys": ["e:load:all:1"]},
-               {"event": "incident", "message": "x"},
-               {"event": "attempt_failed", "attempt": 2, "run_keys": ["e:load:all:2"]}]
+    records = [AttemptFailedRecord(attempt=1, run_keys=["e:load:all:1"]), IncidentRecord(message="x"),
+               AttemptFailedRecord(attempt=2, run_keys=["e:load:all:2"])]
     assert failed_attempts(records) == {"e:load:all:1": 1, "e:load:all:2": 2}
 
 

@@ -3,9 +3,10 @@ variants measured in full."""
 
 from __future__ import annotations
 
+from gpusession.core.events.facts import journal_facts
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
-from gpusession.core.records.summary import UNFINISHED_KIND, session_summary, unfinished_groups
+from gpusession.core.records.summary import UNFINISHED_KIND, session_summary
 
 
 def _finished(s: Session, variant: str, index: int) -> None:
@@ -30,7 +31,7 @@ def test_s7_unfinished_words_only_on_the_groups_the_killed_run_left(session: Ses
     _finished(s, "batch-1", 3)
     _finished(s, "batch-8", 1)
     s.journal("incident", experiment_id="e", kind=UNFINISHED_KIND, message="the run of e … did not finish")
-    assert unfinished_groups(s.read_journal()) == {"e": frozenset({("batch-8", "warm"), ("batch-16", "warm")})}
+    assert journal_facts(s.journal_records()).unfinished_groups == {"e": frozenset({("batch-8", "warm"), ("batch-16", "warm")})}
     words = {(r.variant_words(), r.phase): r.outcome_words() for r in session_summary(s)}
     said = "2 of 4 runs done, the run did not finish"
     assert words[("batch-1", "warm")] == "all measured"  # measured in full, in both runs

@@ -3,7 +3,7 @@
 Checked in a fresh interpreter on the real opening path (``Session.open`` of a folder on
 disk, then the app headless at 80×24): at the moment the first frame is painted
 (``MainScreen.after_first_frame``), neither psutil (process handling), crash recovery
-and the typed events (nothing to recover), the BIP-39 lists (no text that could be a
+and the record classes (``core.events.records``: nothing to recover), the BIP-39 lists (no text that could be a
 seed phrase) nor the package-end warning's modules have been imported.
 """
 
@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     from gpusession.ui import screens
     from gpusession.ui.app import build_app
 
-    WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events", "mnemonic",
+    WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
              "gpusession.core.retrieval.status")
     seen = []
     after = screens.MainScreen.after_first_frame

@@ -260,9 +260,12 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     else:
         res = write_manifest(folder, s.folder / "manifest.csv", force=args.force,
                              number_if_exists=True, also_in_deliverables=also)
-    s.journal("manifest_written", path=str(res.path.absolute()), deliverables=str(folder.absolute()),
-              files=len(res.entries), total_bytes=res.total_bytes, skipped=len(res.skipped),
-              copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None)
+    from gpusession.core.events.actions import ManifestWrittenRecord
+
+    s.journal(ManifestWrittenRecord(
+        path=str(res.path.absolute()), deliverables=str(folder.absolute()), files=len(res.entries),
+        total_bytes=res.total_bytes, skipped=len(res.skipped),
+        copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None))
     print(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
     if res.copy_path is not None:
         print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")

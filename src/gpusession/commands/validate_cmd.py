@@ -240,14 +240,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
         written = report.write(session.validation_dir, name, root=session.folder)
         kept = _archive_output(args.output, session.validation_dir / f"{name}.output{args.output.suffix}")
         row = _session_row(session, args, name, report)
-        session.journal(
-            "validation",
+        from gpusession.core.events.actions import ValidationRecord
+
+        session.journal(ValidationRecord(
             report=str(written.relative_to(session.folder)),
             output=str(args.output),
             output_copy=str(kept.relative_to(session.folder)),
             corpus=str(args.corpus),
             **report.row_fields(),
-        )
+        ))
     if args.json:
         data = report.to_dict()
         data["report_path"] = str(written) if written else None

@@ -211,6 +211,8 @@ class IncidentRecord(Record):
     run_key: str | None = _opt()
     trace: str | None = _opt()
     exit: str | None = _opt()
+    #: the journal line the incident is about (an unreadable or cut line), 1-based
+    line: int | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

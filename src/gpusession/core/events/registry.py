@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpusession.core.events.actions import ACTION_RECORDS
 from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
     AttemptFailedRecord,
@@ -55,6 +56,7 @@ from gpusession.core.events.worker import (
 )
 
 _TYPES: dict[Channel, dict[str, type[Event]]] = {"worker": {}, "runner": {}, "journal": {}}
+_cls: type[Event]
 for _cls in (
     WorkerHello, WorkerEnvironment, WorkerLoaded, WorkerWarmupDone, WorkerReady,
     WorkerRunStarted, WorkerRunFinished, WorkerIncident, WorkerStopped, WorkerDone,
@@ -65,6 +67,7 @@ for _cls in (
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
     ExperimentFinishedRecord, ExperimentIncompleteRecord,
     WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord, AttemptFailedRecord,
+    *ACTION_RECORDS,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls
 

@@ -115,14 +115,18 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
                 return Experiment.from_toml(cand, other)
             n += 1
         changed = [k for k in FIXED_KEYS if _normalise(current).get(k) != wanted.get(k)]
-        session.journal(
-            "experiment_forked", old=base, new=cand, changed=changed,
+        from gpusession.core.events.actions import ExperimentForkedRecord
+
+        session.journal(ExperimentForkedRecord(
+            old=base, new=cand, changed=changed,
             message=f"{base} already has measurements; changed {', '.join(changed)} -> new id {cand}",
-        )
+        ))
         exp = replace(exp, id=cand)
     settings = exp.to_toml()
     session.update(lambda doc: doc.setdefault("experiments", {}).__setitem__(exp.id, settings))
-    session.journal("experiment_defined", experiment_id=exp.id, settings=exp.to_toml())
+    from gpusession.core.events.actions import ExperimentDefinedRecord
+
+    session.journal(ExperimentDefinedRecord(experiment_id=exp.id, settings=exp.to_toml()))
     return Experiment.from_toml(exp.id, session.data["experiments"][exp.id])
 
 

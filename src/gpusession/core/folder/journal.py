@@ -24,15 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.experiment.keys import PHASES, RunKey
 from gpusession.core.files.errors import Failure
+from gpusession.core.files.names import JOURNAL, RUN_LOCK
 from gpusession.core.files.secrets import mask_record
 
 if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
     from gpusession.core.events import Event, GenericRecord
+    from gpusession.core.events.reading import JournalRead
 
-#: The journal's file name inside a session folder.
-JOURNAL = "journal.jsonl"
-#: The run lock's file name inside a session folder; it holds the runner's PID.
-RUN_LOCK = ".run.lock"
+
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -74,30 +73,34 @@ def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    """Every journal line as a dict; an unparseable line (crash mid-write) is skipped."""
-    if not path.exists():
-        return []
-    out: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-    return out
+    """Every readable journal record as the dict written (``{"at", "event", "v", ...}``), oldest first.
+
+    Read by the one typed reader (:func:`gpusession.core.events.reading.read_objects`),
+    so a line that does not read is left out here as there; kept for the callers that
+    still take dicts (``bench/runner.py``). New code reads typed records.
+    """
+    from gpusession.core.events.reading import read_objects
+
+    return read_objects(Path(path))
 
 
 def read_records(path: Path) -> list[Event]:
-    """Every journal line as a typed record (:mod:`gpusession.core.events`).
+    """Every journal line as a typed record (:func:`gpusession.core.events.reading.read_journal`).
 
-    Records of the first release and unknown events come back as
-    :class:`~gpusession.core.events.GenericRecord`; nothing here raises on old content.
+    Free-form records of the first release and unknown events come back as
+    :class:`~gpusession.core.events.GenericRecord`; a line that does not read (cut,
+    wrongly typed, nested too deep) is left out -- :func:`read_all` gives its note.
     """
-    from gpusession.core.events import event_from_json
+    from gpusession.core.events.reading import read_records as typed
 
-    return [event_from_json(d, channel="journal") for d in read(path)]
+    return typed(Path(path))
+
+
+def read_all(path: Path) -> JournalRead:
+    """The whole journal: typed records with their line numbers and one note per unreadable line (S7)."""
+    from gpusession.core.events.reading import read_journal
+
+    return read_journal(Path(path))
 
 
 # -- progress of a run, read back (a detached run followed; issue 12) ------------------
@@ -288,6 +291,6 @@ def release_lock(folder: Path) -> None:
 
 
 __all__ = [
-    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "RunProgress", "append", "lock_holder", "read",
+    "JOURNAL", "PHASES", "RUN_LOCK", "RunKey", "RunProgress", "append", "lock_holder", "read", "read_all",
     "lock_host", "read_records", "record", "release_lock", "run_progress", "running_words", "take_lock",
 ]

@@ -9,7 +9,6 @@ with :class:`gpusession.core.folder.journal.RunKey`. No textual, no torch.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +23,7 @@ from gpusession.core.events import (
     RunRecoveredRecord,
     RunStartedRecord,
 )
+from gpusession.core.events.reading import CUT_KIND, UNREADABLE_KIND, JournalRead, cut_run_start
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import write_private_bytes
 from gpusession.core.files.textio import printable
@@ -60,28 +60,21 @@ class Recoverable(Protocol):
         """
         ...
 
-_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
-_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
-
-
 def cut_journal_line(path: Path) -> dict[str, Any] | None:
     """When the journal's last line was cut, what it still says (``{}`` if nothing useful).
 
-    A cut ``run_started`` / ``load_started`` line still names its run, so the run in
-    flight is recovered as an incident row like any other (S7); its :class:`RunKey`
-    completes what the cut took. ``None`` when the journal ends cleanly.
+    A cut ``run_started`` / ``load_started`` line still names its run
+    (:func:`gpusession.core.events.reading.cut_run_start`), so the run in flight is
+    recovered as an incident row like any other (S7); its :class:`RunKey` completes what
+    the cut took. ``None`` when the journal ends cleanly.
     """
     if not path.exists() or path.stat().st_size == 0:
         return None
     raw = path.read_bytes()
     if raw.endswith(b"\n"):
         return None
-    text = raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
-    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
-    m = _SALVAGE_INDEX.search(text)
-    if m:
-        fields["run_index"] = int(m.group(1))
-    if fields.get("event") not in ("run_started", "load_started") or "run_key" not in fields:
+    fields = cut_run_start(raw[raw.rfind(b"\n") + 1 :].decode("utf-8", errors="replace"))
+    if not fields:
         return {}
     try:
         key = journal.RunKey.parse(str(fields["run_key"]))
@@ -154,39 +147,20 @@ def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def recover_locked(session: Recoverable) -> list[str]:
-    """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
-
-    * A cut last journal line is noted (kept as is; the next record starts a new line).
-    * A last line of the results CSV without its newline is kept (the newline added,
-      noted in the journal) when it is a full row of the 38 columns whose run the
-      journal records as finished (a hand edit; issue 1). Any other incomplete last
-      line is cut off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
-    * A run with ``run_started`` (or a worker load with ``load_started``) but no
-      ``run_finished`` (``load_finished``, ``run_recovered``), while no live process
-      holds the run lock, gets a row (elapsed empty, ``corpus_accepted`` empty: no corpus
-      was validated; the incident in ``notes``, R7) and an
-      ``incident`` record -- unless the results CSV already holds that run's row (the
-      crash came between the row and the journal's end of it): then only
-      ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
-      measurement or as an incident, never both (issue 12). The stale lock is removed.
-    * Worker spec files (``runs/<experiment>/.worker-*.json``) a crash left are removed
-      once no process holds the run lock (they serve nothing after their group; issue 12).
-    * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
-      removed and noted (issue 12).
-    * The newest invocation of an experiment that has no end record, while no live
-      process holds the run lock, gets one ``incident`` saying how far it got
-      (:func:`unfinished_invocations`; issue 6).
+def _repair_files(session: Recoverable) -> tuple[list[str], dict[str, Any] | None]:
+    """Note a cut journal line, mend the CSV's last line, remove stale temporary files (S7).
 
     Returns:
-        One sentence per incident recovered.
+        The incidents' sentences, and what a cut last journal line still says
+        (:func:`cut_journal_line`).
     """
     incidents: list[str] = []
     path = session.journal_path
     cut_start = cut_journal_line(path)
     if cut_start is not None:  # the next append terminates the cut line first
         msg = f"the last line of {path.name} was cut (crash or full disk); it is kept as is"
-        session.journal(IncidentRecord(kind="partial_journal_line", message=msg))
+        line = path.read_bytes().count(b"\n") + 1
+        session.journal(IncidentRecord(kind=CUT_KIND, line=line, message=msg))
         incidents.append(msg)
     kept = session.results.complete_last_row(_FinishedRuns(path))
     if kept is not None:  # a hand edit dropped the newline of a complete row: nothing was lost
@@ -210,14 +184,28 @@ def recover_locked(session: Recoverable) -> list[str]:
                f"({names}{more}); the files they were for are unchanged")
         session.journal(IncidentRecord(kind="stale_temporary_file", message=msg))
         incidents.append(msg)
-    if journal.lock_holder(session.folder) is not None:
-        return incidents
-    runs = session.folder / "runs"
-    if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
-        for exp_dir in runs.iterdir():
-            remove_worker_specs(exp_dir)
-    killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
-    records = journal.read_records(path)
+    return incidents, cut_start
+
+
+def _say_unreadable(session: Recoverable, read: JournalRead) -> list[str]:
+    """Say once each journal line that does not read: an incident naming its line (S7).
+
+    A line an incident already names (this one, or the cut last line's) is not said again.
+
+    Returns:
+        The notes said ("unreadable journal line 7: ...").
+    """
+    said = {r.line for r in read.records if isinstance(r, IncidentRecord) and r.kind in (UNREADABLE_KIND, CUT_KIND)}
+    out: list[str] = []
+    for bad in read.unreadable:
+        if bad.line not in said:
+            session.journal(IncidentRecord(kind=UNREADABLE_KIND, line=bad.line, message=bad.note))
+            out.append(bad.note)
+    return out
+
+
+def _open_runs(records: list[Event], cut_start: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Runs (and loads) started and never ended: ``{run key → where and when it started}``."""
     open_runs: dict[str, dict[str, Any]] = {}
     for rec in records:
         if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
@@ -231,34 +219,84 @@ def recover_locked(session: Recoverable) -> list[str]:
                 open_runs.pop(rec.run_key, None)
     if cut_start is not None and cut_start.get("run_key"):
         open_runs.setdefault(cut_start["run_key"], cut_start)
+    return open_runs
+
+
+def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
+                 in_csv: set[tuple[Any, ...]]) -> str:
+    """Record the run ``key`` lost in flight: its incident row, unless its row was written (R7, S7).
+
+    Returns:
+        The sentence said for it.
+    """
+    run = (str(started.get("experiment_id")), str(started.get("phase")),
+           str(started.get("variant_id")), started.get("run_index"))
+    if run in in_csv:  # its row was written; only the journal's end of it was lost
+        note = ("run in flight when gpusession stopped; its row was written before the "
+                "stop, so it is kept as measured and no incident row is added")
+        session.journal(RunRecoveredRecord(run_key=key, message=note))
+        return f"run {key}: {note}"
+    note = (
+        "incident: run in flight when gpusession stopped (crash, kill or power loss); "
+        f"started {started.get('at')}; recovered on reopen; elapsed not measured"
+    )
+    session.results.append(
+        ResultRow(
+            experiment_id=started.get("experiment_id"),
+            variant_id=started.get("variant_id"),
+            phase=started.get("phase"),
+            run_index=started.get("run_index"),
+            # no corpus was validated (a load validates none, a cut run's output never
+            # was): the cell stays empty, never false (C3)
+            notes=note,
+        )
+    )
+    session.journal(RunRecoveredRecord(run_key=key, message=note))
+    session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
+    return f"run {key}: {note}"
+
+
+def recover_locked(session: Recoverable) -> list[str]:
+    """Recover what a crash left in ``session``'s folder; the caller holds the folder lock.
+
+    * A cut last journal line is noted (kept as is; the next record starts a new line),
+      and each other journal line that does not read is said once (its number and why).
+    * A last line of the results CSV without its newline is kept (the newline added,
+      noted in the journal) when it is a full row of the 38 columns whose run the
+      journal records as finished (a hand edit). Any other incomplete last line is cut
+      off, kept in ``resultats-bruts.csv.partial-<time>`` and noted.
+    * Temporary files of interrupted atomic writes (``.<name>.<random>.tmp``) are
+      removed and noted.
+    * Once no live process holds the run lock: worker spec files
+      (``runs/<experiment>/.worker-*.json``) are removed (they serve nothing after their
+      group); a run with ``run_started`` (a worker load: ``load_started``) and no
+      ``run_finished`` (``load_finished``, ``run_recovered``) gets a row (elapsed empty,
+      ``corpus_accepted`` empty: no corpus was validated; the incident in ``notes``, R7)
+      and an ``incident`` record -- unless the results CSV already holds that run's row
+      (the crash came between the row and the journal's end of it): then only
+      ``run_recovered`` is journaled, so a run is in the CSV exactly once, as a
+      measurement or as an incident, never both; the newest invocation of an experiment
+      that has no end record gets one ``incident`` saying how far it got
+      (:func:`unfinished_invocations`); the stale lock is removed.
+
+    Returns:
+        One sentence per incident recovered.
+    """
+    incidents, cut_start = _repair_files(session)
+    read = journal.read_all(session.journal_path)
+    incidents += _say_unreadable(session, read)
+    if journal.lock_holder(session.folder) is not None:
+        return incidents
+    runs = session.folder / "runs"
+    if runs.is_dir() and not runs.is_symlink():  # no run is alive: its specs serve nothing
+        for exp_dir in runs.iterdir():
+            remove_worker_specs(exp_dir)
+    killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
+    records = read.records
+    open_runs = _open_runs(records, cut_start)
     in_csv = session.results.run_keys() if open_runs else set()
     for key, started in open_runs.items():
-        run = (str(started.get("experiment_id")), str(started.get("phase")),
-               str(started.get("variant_id")), started.get("run_index"))
-        if run in in_csv:  # its row was written; only the journal's end of it was lost
-            note = ("run in flight when gpusession stopped; its row was written before the "
-                    "stop, so it is kept as measured and no incident row is added")
-            session.journal(RunRecoveredRecord(run_key=key, message=note))
-            incidents.append(f"run {key}: {note}")
-            continue
-        note = (
-            "incident: run in flight when gpusession stopped (crash, kill or power loss); "
-            f"started {started.get('at')}; recovered on reopen; elapsed not measured"
-        )
-        session.results.append(
-            ResultRow(
-                experiment_id=started.get("experiment_id"),
-                variant_id=started.get("variant_id"),
-                phase=started.get("phase"),
-                run_index=started.get("run_index"),
-                # no corpus was validated (a load validates none, a cut run's output never
-                # was): the cell stays empty, never false (C3, issues 3 and 13)
-                notes=note,
-            )
-        )
-        session.journal(RunRecoveredRecord(run_key=key, message=note))
-        session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
-        incidents.append(f"run {key}: {note}")
+        incidents.append(_recover_run(session, key, started, in_csv))
     for exp_id, msg in unfinished_invocations(records, killed=killed):
         session.journal(IncidentRecord(kind=UNFINISHED_KIND, experiment_id=exp_id, message=msg))
         incidents.append(msg)

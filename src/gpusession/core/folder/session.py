@@ -30,29 +30,33 @@ from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.names import (
+    CHECKLIST_TOML,
+    DATA_FILES,
+    ENV_HOME,
+    JOURNAL,
+    ORDER_TOML,
+    RESULTS_CSV,
+    RUN_LOCK,
+    SESSION_TOML,
+)
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
-from gpusession.core.folder.journal import JOURNAL, RUN_LOCK
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.results import ResultsFile
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
+    from gpusession.core.events.facts import JournalFacts
+    from gpusession.core.events.reading import JournalRead
 
-ENV_HOME = "GPUSESSION_HOME"
 NAME_MAX = 100
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 
-SESSION_TOML = "session.toml"
-CHECKLIST_TOML = "checklist.toml"
-ORDER_TOML = "order.toml"
-RESULTS_CSV = "resultats-bruts.csv"
 #: The shape of each hand-editable file, checked whenever it is read (issue 12).
 SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
-#: Files that hold a session's data: never overwritten by an output such as a report (S7).
-DATA_FILES = (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL, RESULTS_CSV, RUN_LOCK)
 
 
 #: How long a command waits for another process's read-modify-write of the same session
@@ -486,7 +490,9 @@ class Session:
             write_toml(folder / CHECKLIST_TOML, {"items": {}})
             write_toml(folder / ORDER_TOML, {})
             session = cls(folder, read_toml(folder / SESSION_TOML))
-            session.journal("session_created", package=pkg.to_toml())
+            from gpusession.core.events.actions import SessionCreatedRecord
+
+            session.journal(SessionCreatedRecord(package=pkg.to_toml()))
         except BaseException:
             # Leave no half-made session behind (it would block `new NAME` forever).
             for p in (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML, JOURNAL):
@@ -576,7 +582,9 @@ class Session:
         os.rename(self.folder, target)
         session = Session.open(target.parent, new_name, recover=False)
         session.update(lambda data: data.__setitem__("name", new_name))
-        session.journal("session_renamed", old=self.name, new=new_name)
+        from gpusession.core.events.actions import SessionRenamedRecord
+
+        session.journal(SessionRenamedRecord(old=self.name, new=new_name))
         return session
 
     # -- session.toml ----------------------------------------------------------
@@ -598,7 +606,9 @@ class Session:
         """
         Package.from_toml(package.to_toml())
         self.update(lambda data: data.__setitem__("package", package.to_toml()))
-        self.journal("package_set", package=package.to_toml())
+        from gpusession.core.events.actions import PackageSetRecord
+
+        self.journal(PackageSetRecord(package=package.to_toml()))
 
     def save(self) -> None:
         """Write ``session.toml`` atomically (S7) from this object's ``data``.
@@ -687,9 +697,10 @@ class Session:
         """Append one record to ``journal.jsonl`` and fsync (:func:`gpusession.core.folder.journal.append`).
 
         Args:
-            event: a typed record (:mod:`gpusession.core.events`), or the name of an
-                event without its own type.
-            **fields: the fields of an event given by name (JSON-ready values).
+            event: a typed record (:mod:`gpusession.core.events`); a name with
+                ``fields`` writes a free-form record (left for ``bench/demo.py`` only:
+                every other writer journals a typed record, S7).
+            **fields: the fields of a free-form record (JSON-ready values).
 
         Raises:
             TypeError: ``fields`` given with a typed record.
@@ -704,13 +715,34 @@ class Session:
         journal.append(self.journal_path, event)
 
     def read_journal(self) -> list[dict[str, Any]]:
-        """Every journal record as a dict; an unparseable line (crash mid-write) is skipped.
+        """Every readable journal record as a dict (for ``bench/runner.py``, which still takes dicts).
 
-        Typed records: :func:`gpusession.core.folder.journal.read_records`.
+        Read through the typed reader; new code uses :meth:`journal_records`.
         """
         from gpusession.core.folder import journal
 
         return journal.read(self.journal_path)
+
+    def journal_records(self) -> list[Event]:
+        """Every readable journal record, typed, oldest first (:mod:`gpusession.core.events.reading`).
+
+        A line that does not read is left out; :meth:`journal_read` gives its note.
+        """
+        from gpusession.core.events.reading import read_records
+
+        return read_records(self.journal_path)
+
+    def journal_facts(self) -> JournalFacts:
+        """What the journal says about the runs, for the summary table (R7; :mod:`gpusession.core.events.facts`)."""
+        from gpusession.core.events.facts import journal_facts
+
+        return journal_facts(self.journal_records())
+
+    def journal_read(self) -> JournalRead:
+        """The whole journal: typed records, their line numbers, one note per unreadable line (S7)."""
+        from gpusession.core.events.reading import read_journal
+
+        return read_journal(self.journal_path)
 
     # -- crash recovery (core/folder/recovery.py, S7) -------------------------------------
     def run_lock_holder(self) -> int | None:
@@ -720,19 +752,23 @@ class Session:
         return journal.lock_holder(self.folder)
 
     def needs_recovery(self) -> bool:
-        """Whether a crash may have left something for :meth:`recover` (S7; issue 10).
+        """Whether a crash may have left something for :meth:`recover` (S7).
 
-        A cheap look, without the lock and without the typed events: a run lock file, a
-        journal or results CSV whose last line is cut, a temporary file of an atomic
-        write, a worker spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or worker load) started and never ended, or an invocation
-        started and never ended that recovery has not said yet. It errs
+        A cheap look, without the lock and without loading the record classes
+        (:func:`gpusession.core.events.reading.open_work`): a run lock file, a journal or
+        results CSV whose last line is cut, a temporary file of an atomic write, a worker
+        spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or
+        worker load) started and never ended, an invocation started and never ended
+        that recovery has not said yet, or a run line that does not read and that no
+        incident has said yet. It errs
         towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
         (so :meth:`open` skips it and start-up does not load the recovery machinery).
 
         Returns:
             ``False`` when there is certainly nothing to recover.
         """
-        from gpusession.core.folder import journal
+        from gpusession.core.events.scan import open_work
+        from gpusession.core.files.textio import read_plain
         from gpusession.core.records.summary import UNFINISHED_KIND
 
         if (self.folder / RUN_LOCK).exists():
@@ -749,26 +785,12 @@ class Session:
         for _dirpath, _dirs, files in os.walk(self.folder):
             if any(is_tmp_name(name) or _is_worker_spec(name) for name in files):
                 return True
-        open_runs: set[str] = set()
-        # an invocation started and never ended, not said yet (its runner stopped after
-        # releasing the lock, or was killed during warm-up): per experiment, True while open
-        unended: dict[str, bool] = {}
-        for rec in journal.read(self.journal_path):
-            event, key = rec.get("event"), rec.get("run_key")
-            exp = rec.get("experiment_id")
-            if event == "experiment_started" and isinstance(exp, str):
-                unended[exp] = True
-            elif (event in ("experiment_finished", "experiment_incomplete")
-                  or (event == "incident" and rec.get("kind") == UNFINISHED_KIND)) and isinstance(exp, str):
-                unended[exp] = False
-            if event in ("run_started", "load_started"):
-                if key and not isinstance(key, str):
-                    return True  # not a key this look can follow: let recovery decide
-                if key:
-                    open_runs.add(key)
-            elif event in ("run_finished", "load_finished", "run_recovered") and isinstance(key, str):
-                open_runs.discard(key)
-        return bool(open_runs) or any(unended.values())
+        try:
+            raw = read_plain(self.journal_path)
+        except FileNotFoundError:
+            return False
+        work = open_work(raw, UNFINISHED_KIND)  # runs and invocations started, never ended
+        return bool(work.run_keys or work.experiments or work.unsaid_lines)
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).

@@ -326,8 +326,10 @@ def save_order(session: Session, state: OrderState) -> None:
 def _append(session: Session, state: OrderState, event: OrderEvent) -> OrderState:
     new = replace(state, events=(*state.events, event))
     save_order(session, new)
-    session.journal("order_event", state=event.state, source=event.source, note=event.note,
-                    order_number=event.order_number, event_at=event.at.isoformat())
+    from gpusession.core.events.actions import OrderEventRecord
+
+    session.journal(OrderEventRecord(state=event.state, source=event.source, note=event.note,
+                                     order_number=event.order_number, event_at=event.at.isoformat()))
     return new
 
 
@@ -385,7 +387,9 @@ def set_order(
     state = replace(state, order=info)
     if any(e.state == "ordered" and e.order_number == num for e in state.events):
         save_order(session, state)
-        session.journal("order_set", number=num, gpu_model=model, lots=lots, days=days)
+        from gpusession.core.events.actions import OrderSetRecord
+
+        session.journal(OrderSetRecord(number=num, gpu_model=model, lots=lots, days=days))
         return state, warnings
     ev = OrderEvent(at or utcnow(), "ordered", YOU,
                     f"{model}, {lots} lot(s), {days} days, total {format_usd(total.total_usd_minor)}",

@@ -10,7 +10,7 @@ deliverable (seed 000 §5). The validation issue may refine the package-period f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -105,8 +105,6 @@ def metric_words(metric: str | None) -> str:
     if not metric:
         return "quality"
     return METRIC_WORDS.get(metric, metric)
-#: Journal event of an experiment invocation that stopped before measuring anything.
-ATTEMPT_FAILED_EVENT = "attempt_failed"
 #: ``variant_id`` of a warm worker's load row: one load serves every variant's warm runs.
 ALL_VARIANTS = "all"
 
@@ -225,93 +223,9 @@ class SummaryRow:
         return d
 
 
-def failed_attempts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Run keys of rows that belong to an attempt that never measured anything.
-
-    Args:
-        records: journal records as dicts (``Session.read_journal()``).
-
-    Returns:
-        ``{run key → attempt number}`` from the ``attempt_failed`` records (issue 15):
-        the rows stay in the CSV (C1), the summary shows them apart.
-    """
-    out: dict[str, int] = {}
-    for r in records:
-        if r.get("event") != ATTEMPT_FAILED_EVENT:
-            continue
-        attempt = r.get("attempt")
-        for key in r.get("run_keys") or []:
-            out[str(key)] = int(attempt) if isinstance(attempt, int) else 1
-    return out
-
-
 #: ``kind`` of the incident crash recovery records, once, for an invocation that never
-#: ended (:func:`gpusession.core.folder.recovery.unfinished_invocations`; issue 6).
+#: ended (:func:`gpusession.core.folder.recovery.unfinished_invocations`).
 UNFINISHED_KIND = "run_did_not_finish"
-_END_EVENTS = ("experiment_finished", "experiment_incomplete")
-
-
-def unfinished_runs(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Experiments whose newest run did not run all it scheduled, in words (issue 6).
-
-    Read from the journal as dicts, the way :func:`gpusession.core.folder.journal.run_progress`
-    reads it typed (this module imports no other of gpusession: the events' words import
-    it): the newest ``experiment_started`` of the experiment, then either no end record
-    after it and the :data:`UNFINISHED_KIND` incident crash recovery recorded after it
-    ("the run did not finish"), or an ``experiment_incomplete`` end with scheduled runs
-    left ("the run was cancelled" / "the run stopped before the end": a hang-up, a
-    SIGTERM).
-
-    Args:
-        records: journal records as dicts (``Session.read_journal()``).
-
-    Returns:
-        ``{experiment id → "2 of 10 runs done, the run did not finish"}``; a run still
-        going (no end, no such incident yet) and a run that ran all it scheduled are
-        not in it.
-    """
-    return {exp_id: words for exp_id, (words, _) in _unfinished(list(records)).items()}
-
-
-def unfinished_groups(records: Iterable[Mapping[str, Any]]) -> dict[str, frozenset[tuple[str, str]]]:
-    """The groups each unfinished run left unfinished (issue 6).
-
-    Returns:
-        Per experiment of :func:`unfinished_runs`, the ``(variant, phase)`` groups that its
-        newest run scheduled and did not finish (a group measured in full is not one).
-    """
-    return {exp_id: groups for exp_id, (_, groups) in _unfinished(list(records)).items()}
-
-
-def _unfinished(records: list[Mapping[str, Any]]) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
-    newest: dict[str, int] = {}
-    for i, r in enumerate(records):
-        if r.get("event") == "experiment_started" and r.get("experiment_id") is not None:
-            newest[str(r.get("experiment_id"))] = i
-    out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
-    for exp_id, start in newest.items():
-        after = records[start + 1:]
-        end = next((r for r in after if r.get("event") in _END_EVENTS
-                    and r.get("experiment_id") in (None, exp_id)), None)
-        if end is not None:  # ended: said when it stopped before its scheduled runs were done
-            if end.get("event") != "experiment_incomplete":
-                continue
-            how = "the run was cancelled" if end.get("cancelled") else "the run stopped before the end"
-        elif any(r.get("event") == "incident" and r.get("kind") == UNFINISHED_KIND
-                 and r.get("experiment_id") == exp_id for r in after):
-            how = "the run did not finish"  # recovery said so: its process was killed
-        else:
-            continue  # still running, or killed and not recovered yet
-        finished = {(r.get("phase"), r.get("variant_id"), r.get("run_index")) for r in after
-                    if r.get("event") == "run_finished" and r.get("experiment_id") == exp_id}
-        runs = records[start].get("runs")
-        scheduled = [str(k).split(":") for k in runs] if isinstance(runs, list) else []
-        missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
-            k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
-        if end is not None and not missing:
-            continue  # every scheduled run has its row
-        out[exp_id] = (f"{len(finished)} of {len(scheduled)} runs done, {how}", missing)
-    return out
 
 
 def _key_of(row: Mapping[str, Any]) -> str:
@@ -330,11 +244,12 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
 
     Args:
         frame: rows as read by ``ResultsFile.read`` (38 columns).
-        attempts: ``{run key → attempt}`` from :func:`failed_attempts`; ``None`` = none.
-        unfinished: ``{experiment id → words}`` from :func:`unfinished_runs`: the outcome
-            of that experiment's timed rows says its run did not finish (issue 6).
-        unfinished_in: ``{experiment id → (variant, phase) groups}`` from
-            :func:`unfinished_groups`: only those groups and the experiment's loads say it
+        attempts: ``{run key → attempt}`` (:func:`gpusession.core.events.facts.failed_attempts`);
+            ``None`` = none.
+        unfinished: ``{experiment id → words}`` (``JournalFacts.unfinished_words``): the
+            outcome of that experiment's timed rows says its run did not finish.
+        unfinished_in: ``{experiment id → (variant, phase) groups}``
+            (``JournalFacts.unfinished_groups``): only those groups and the experiment's loads say it
             (a variant measured in full reads "all measured"); every group of the
             experiment when none of those has a row. ``None``: every group.
 
@@ -397,19 +312,20 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
 
 
 def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
-    """The summary table of a session: :func:`summary_rows` with the journal's attempts.
+    """The summary table of a session: :func:`summary_rows` with the journal's facts.
 
     Args:
-        session: the open ``core.session.Session`` (not imported here: session imports
-            this module).
+        session: the open ``core.folder.session.Session`` (not imported here: session
+            imports this module); its ``journal_facts()`` reads the journal typed
+            (:mod:`gpusession.core.events.facts`).
         frame: its rows, when already read (else read here), possibly filtered.
 
     Returns:
-        The rows of the table (R6, issue 15).
+        The rows of the table (R6, R7).
 
     Raises:
         BadInput: an unreadable results CSV.
     """
     rows = session.results.read() if frame is None else frame
-    records = session.read_journal()
-    return summary_rows(rows, failed_attempts(records), unfinished_runs(records), unfinished_groups(records))
+    facts = session.journal_facts()
+    return summary_rows(rows, facts.failed_attempts, facts.unfinished_words, facts.unfinished_groups)

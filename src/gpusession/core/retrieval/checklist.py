@@ -243,7 +243,9 @@ def set_done(
     """
     at = (now or utcnow()).astimezone(timezone.utc).replace(microsecond=0) if done else None
     item = _update(session, item_id, {"done": bool(done), "at": at})
-    session.journal("checklist_done" if done else "checklist_undone", item=item_id)
+    from gpusession.core.events.actions import ChecklistDoneRecord, ChecklistUndoneRecord
+
+    session.journal(ChecklistDoneRecord(item=item_id) if done else ChecklistUndoneRecord(item=item_id))
     return item
 
 
@@ -296,7 +298,9 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
         doc["items"][item_id] = {"custom": True, "stage": stage, "text": text, "done": False}
         _write_state(session, doc)
         item = _find(_items_from(session, doc), item_id, session)
-    session.journal("checklist_item_added", item=item_id, stage=stage)
+    from gpusession.core.events.actions import ChecklistItemAddedRecord
+
+    session.journal(ChecklistItemAddedRecord(item=item_id, stage=stage))
     return item
 
 

@@ -294,17 +294,19 @@ def _record(session: Session, model: str, count: int | None, ordered: Ordered) -
         return f"recorded as an order event (no order number yet: gpusession order {session.name} set)"
     except BadInput:
         pass
-    for rec in session.read_journal():
+    from gpusession.core.events.actions import OrderDeviationObservedRecord
+
+    for rec in session.journal_records():
         if (
-            rec.get("event") == "order_deviation_observed"
-            and rec.get("observed_gpu_model") == model
-            and rec.get("observed_gpu_count") == count
+            isinstance(rec, OrderDeviationObservedRecord)
+            and rec.observed_gpu_model == model
+            and rec.observed_gpu_count == count
         ):
-            return f"noted in the journal {rec.get('at', '')}"
-    session.journal(
-        "order_deviation_observed", observed_gpu_model=model, observed_gpu_count=count,
+            return f"noted in the journal {rec.at or ''}"
+    session.journal(OrderDeviationObservedRecord(
+        observed_gpu_model=model, observed_gpu_count=count,
         ordered_gpu_model=ordered.gpu_model, ordered_gpu_count=ordered.gpu_count,
-    )
+    ))
     return "noted in the journal (the order could not record it)"
 
 
@@ -459,20 +461,21 @@ def protocol_evidence(session: Session) -> str:
     first_run: dict[str, datetime] = {}
     defined: dict[str, datetime] = {}
     stored_protocol: dict[str, Any] = {}
-    for rec in session.read_journal():
-        exp = rec.get("experiment_id")
-        at = _as_dt(rec.get("at"))
+    from gpusession.core.events import ExperimentDefinedRecord, RunStartedRecord
+
+    for rec in session.journal_records():
+        if not isinstance(rec, (RunStartedRecord, ExperimentDefinedRecord)):
+            continue
+        exp, at = rec.experiment_id, _as_dt(rec.at)
         if exp is None or at is None:
             continue
-        event = rec.get("event")
-        if event == "run_started":
+        if isinstance(rec, RunStartedRecord):
             if exp not in first_run or at < first_run[exp]:
                 first_run[exp] = at
-        elif event == "experiment_defined":
+        else:
             defined.setdefault(exp, at)
-            settings = rec.get("settings")
-            if isinstance(settings, dict) and (exp not in first_run):
-                stored_protocol[exp] = settings.get("protocol")
+            if exp not in first_run:
+                stored_protocol[exp] = rec.settings.get("protocol")
     lines = []
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):

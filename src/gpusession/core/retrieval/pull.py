@@ -40,6 +40,7 @@ from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
 
 #: Where partial and temporary files of a pull live, under ``--to``.
 WORK_DIR = ".gpusession-pull"
@@ -409,27 +410,26 @@ def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
     newest ``manifest*.csv`` (time kept by rsync) of the session copy or the manifest's
     copy in the deliverables.
     """
-    from gpusession.core.folder.journal import read as read_journal
+    from gpusession.core.events import ManifestWrittenRecord
+    from gpusession.core.events.reading import read_records
     from gpusession.core.retrieval.manifest import manifest_copy_in
 
     def norm(p: str | None) -> str | None:
         return p.rstrip("/") if p else p
 
     found: list[ManifestChoice] = []
-    journal = session_copy / "journal.jsonl"
-    records = read_journal(journal) if journal.exists() else []
+    journal = session_copy / JOURNAL
+    records = read_records(journal) if journal.exists() else []
     for rec in records:
-        if rec.get("event") != "manifest_written" or not isinstance(rec.get("path"), str):
+        if not isinstance(rec, ManifestWrittenRecord) or rec.path is None:
             continue
-        remote = str(rec["path"])
+        remote = rec.path
         candidates = [session_copy / Path(remote).name]
-        carried = rec.get("copy_in_deliverables")
-        if deliverables_copy is not None and (carried or Path(remote).name == "manifest.csv"):
-            candidates.append(deliverables_copy / "manifest.csv")
+        if deliverables_copy is not None and (rec.copy_in_deliverables or Path(remote).name == MANIFEST_CSV):
+            candidates.append(deliverables_copy / MANIFEST_CSV)
         local = next((c for c in candidates if c.is_file()), None)
         if local is not None:
-            found.append(ManifestChoice(local, remote, norm(rec.get("deliverables")),
-                                        str(rec.get("at")) if rec.get("at") else None, 0))
+            found.append(ManifestChoice(local, remote, norm(rec.deliverables), rec.at or None, 0))
     if not found:
         files = list(session_copy.glob("manifest*.csv"))
         carried_copy = manifest_copy_in(deliverables_copy) if deliverables_copy and deliverables_copy.is_dir() else None

@@ -338,18 +338,25 @@ def _journal_incidents(session: Session) -> list[str]:
     """Incidents the journal holds (recoveries after a crash, worker failures), newest last.
 
     They are not all in a CSV row's notes (e.g. a cut CSV row moved aside on reopen), and
-    the person who approves the work must see them (S7, R7).
+    the person who approves the work must see them (S7, R7). A journal line that does
+    not read is one of them ("unreadable journal line N: why").
     """
-    found = [r for r in session.read_journal() if r.get("event") == "incident"]
-    if not found:
+    from gpusession.core.events import IncidentRecord
+
+    read = session.journal_read()
+    found = [r for r in read.records if isinstance(r, IncidentRecord)]
+    if not found and not read.unreadable:
         return []
-    groups: dict[str, list[Any]] = {}  # identical messages said once (issue 15)
+    groups: dict[str, list[Any]] = {}  # identical messages said once
     for r in found:
-        groups.setdefault(str(r.get("message")), []).append(r.get("at"))
+        groups.setdefault(str(r.message), []).append(r.at)
+    for u in read.unreadable:  # said once: recovery's incident already names most of them
+        groups.setdefault(u.note, [None])
     out = ["", "Incidents recorded in the journal:", ""]
     for message, ats in list(groups.items())[-30:]:
         when = _cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}"
-        out += _wrap(f"{when}: {_cell(message)}", indent="  ", first="- ")
+        said = f"{when}: {_cell(message)}" if ats[-1] is not None else _cell(message)  # an unreadable line has no time
+        out += _wrap(said, indent="  ", first="- ")
     if len(groups) > 30:
         out.append(f"- … {len(groups) - 30} earlier in journal.jsonl")
     return out
@@ -696,7 +703,9 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
     text = render_report(session, now=now, charts=chart_paths, charts_note=note, nvml=nvml)
     write_atomic_bytes(target, text.encode("utf-8"))
-    session.journal("report_written", path=str(target), charts=[str(p) for p in chart_paths])
+    from gpusession.core.events.actions import ReportWrittenRecord
+
+    session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]))
     return ReportWritten(target, chart_paths, note)
 
 

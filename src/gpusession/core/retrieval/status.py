@@ -37,12 +37,19 @@ from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.names import (
+    CHECKLIST_TOML,
+    ENV_HOME,
+    JOURNAL,
+    ORDER_TOML,
+    RESULTS_CSV,
+    SESSION_TOML,
+    SUMMARY_JSON,
+)
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
 
-SUMMARY_JSON = "summary.json"
-RESULTS_CSV = "resultats-bruts.csv"
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
 
@@ -238,7 +245,7 @@ def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Re
     Returns:
         The state; an unreadable file reads as not verified.
     """
-    doc = checklist if checklist is not None else _toml(Path(folder) / "checklist.toml")
+    doc = checklist if checklist is not None else _toml(Path(folder) / CHECKLIST_TOML)
     rec = doc.get("retrieval")
     if isinstance(rec, dict) and rec.get("verified") is True:
         at = rec.get("at")
@@ -251,9 +258,6 @@ def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Re
     return Retrieval(False, "copy home not verified")
 
 
-#: Same as :data:`gpusession.core.folder.session.ENV_HOME` (a test keeps them equal); not
-#: imported from there: ``core.session`` costs ~60 ms of imports, ten times this module.
-ENV_HOME = "GPUSESSION_HOME"
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -341,7 +345,7 @@ def most_recent_session(root: Path) -> str | None:
     except OSError:
         return None
     for entry in entries:
-        if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, "session.toml")):
+        if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, SESSION_TOML)):
             continue
         try:
             mtime = max(
@@ -459,7 +463,7 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
 
     for name in (RESULTS_CSV, JOURNAL):  # first, as Session.open: a FIFO would wait forever
         refuse_link_or_special(folder / name)
-    path = folder / "session.toml"
+    path = folder / SESSION_TOML
     doc = checked(path, SESSION, ("name", "created_at"))
     created = doc.get("created_at")
     if not isinstance(created, datetime) or created.tzinfo is None:  # as Session.open says it
@@ -470,10 +474,10 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     check_time_range(created, field="created_at", path=path)
     Package.from_toml(doc.get("package", {}), path)
     read: dict[str, dict[str, Any]] = {}
-    for name, spec in (("checklist.toml", CHECKLIST), ("order.toml", ORDER)):
+    for name, spec in ((CHECKLIST_TOML, CHECKLIST), (ORDER_TOML, ORDER)):
         if (folder / name).exists():
             read[name] = checked(folder / name, spec)
-    return doc, read.get("checklist.toml", {}), _checked_counts(folder)
+    return doc, read.get(CHECKLIST_TOML, {}), _checked_counts(folder)
 
 
 def _checked_counts(folder: Path) -> Counts:
@@ -501,18 +505,14 @@ def _checked_counts(folder: Path) -> Counts:
     return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
 
 
-JOURNAL = "journal.jsonl"
-_OPENS = (b'"run_started"', b'"load_started"')
-_CLOSES = (b'"run_finished"', b'"load_finished"', b'"run_recovered"')
-
-
 def unfinished_runs(folder: Path) -> int:
-    """Runs the journal started without an end, while no process runs them (issue 14; S7).
+    """Runs the journal started without an end, while no process runs them (S7).
 
     Opening the session (``show``, ``run``, the TUI) records each as an incident row
     (:func:`gpusession.core.folder.recovery.recover_locked`); until then the CSV holds fewer
-    rows than the session will, and ``status`` says so. Only the journal lines naming
-    a run start or end are parsed.
+    rows than the session will, and ``status`` says so. Read by
+    :func:`gpusession.core.events.reading.open_work`, which parses only the journal lines
+    naming a run start or end and loads no record class (``status`` stays fast).
 
     Args:
         folder: the session folder.
@@ -521,34 +521,14 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
+    from gpusession.core.events.scan import open_work
     from gpusession.core.files.textio import read_plain
 
     try:
-        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO (issue 14)
+        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO
     except (OSError, BadInput):
         return 0
-    if not any(tag in raw for tag in _OPENS):
-        return 0
-    open_keys: set[str] = set()
-    for line in raw.split(b"\n"):
-        opens = any(tag in line for tag in _OPENS)
-        if not opens and not any(tag in line for tag in _CLOSES):
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            # a cut last line still names its run (as recovery reads it)
-            m = re.search(rb'"run_key": "([^"\\]+)"', line) if opens else None
-            if m and raw.endswith(line) and line:
-                open_keys.add(m.group(1).decode("utf-8", "replace"))
-            continue
-        key = rec.get("run_key") if isinstance(rec, dict) else None
-        if not isinstance(key, str) or not key:
-            continue
-        if rec.get("event") in ("run_started", "load_started"):
-            open_keys.add(key)
-        elif rec.get("event") in ("run_finished", "load_finished", "run_recovered"):
-            open_keys.discard(key)
+    open_keys = open_work(raw).run_keys
     if not open_keys:
         return 0
     from gpusession.core.folder.journal import lock_holder
@@ -584,7 +564,7 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
     doc, checklist, counts = check_session_files(folder)
-    package = Package.from_toml(doc.get("package", {}), folder / "session.toml")
+    package = Package.from_toml(doc.get("package", {}), folder / SESSION_TOML)
     window = package_window(package, now)
     retrieval = retrieval_state(folder, checklist)
     left = window.time_left_words()  # the same words as `show` and the TUI header

@@ -669,7 +669,7 @@ class RunPane(Vertical):
 
         try:
             progress = run_progress(read_records(self.ctx.session.journal_path))
-        except OSError:
+        except (OSError, BadInput):  # gone, or no longer a plain file: nothing followed
             progress = None
         done = total = None
         started = ""
@@ -699,7 +699,7 @@ class RunPane(Vertical):
         self.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
         try:
             records = read_records(self.ctx.session.journal_path)
-        except (OSError, ValueError):  # unreadable journal: the rows alone are said
+        except (OSError, BadInput):  # unreadable journal (not a plain file): the rows alone are said
             records = []
         self.last_run = run_progress(records, self.experiment_id) if self.experiment_id else None
 

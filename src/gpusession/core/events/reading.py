@@ -1,0 +1,322 @@
+"""The one reader of a session's ``journal.jsonl``: typed records, with their line numbers.
+
+Why it exists: every reader of the journal (recovery, the summary, the report, the
+evidence of the checklist, ``pull``, ``status``, the TUI) got dicts and compared
+``rec.get("event")`` strings by hand; here a line becomes a typed record
+(:mod:`gpusession.core.events`) or, when it does not read, one note "unreadable journal
+line N: why" -- never an exception (S7: a damaged journal still opens). Who calls it:
+:mod:`gpusession.core.folder.journal` (which re-exports :func:`read_records`), the
+session, recovery and the retrieval modules; ``status`` and ``Session.needs_recovery``
+use the cheap look of :mod:`gpusession.core.events.scan` (no record class imported, so
+that ``status --format tmux`` stays fast), re-exported here.
+
+What reads: a JSON object per line, at most :data:`MAX_LINE_BYTES` bytes and
+:data:`MAX_DEPTH` levels deep. A record of a known event whose fields have the wrong
+type (``run_key`` an object, ``run_index`` ``"nine"`` or past 64 bits, ``experiment_id``
+a list) is unreadable; an unknown event (a free-form record of the first release, or of
+a newer one) reads back as a :class:`~gpusession.core.events.GenericRecord` with every
+field. Python's JSON parser raises ``RecursionError`` on very deep nesting and
+``ValueError`` on an integer of more than 4,300 digits: both are caught here, line by
+line. A blank line is skipped without a note.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
+
+from gpusession.core.events.scan import (  # the cheap look, re-exported
+    _INT_MAX,
+    _INT_MIN,
+    CUT_KIND,
+    INCIDENT,
+    INVOCATION_ENDS,
+    INVOCATION_START,
+    MAX_LINE_BYTES,
+    RUN_CLOSES,
+    RUN_OPENS,
+    UNREADABLE_KIND,
+    OpenWork,
+    open_work,
+)
+
+if TYPE_CHECKING:
+    from gpusession.core.events.base import Event
+
+#: Deepest nesting of objects and lists read (a typed record nests 3 levels, an
+#: experiment's settings 5); deeper is unreadable, well before the parser's recursion limit.
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A journal line that does not read as a record (S7: noted, never raised).
+
+    Attributes:
+        line: its 1-based line number in ``journal.jsonl``.
+        reason: why, in words ("not JSON", "field run_index: expected an integer, got str").
+    """
+
+    line: int
+    reason: str
+
+    @property
+    def note(self) -> str:
+        """``"unreadable journal line 7: not JSON"``: the words shown to people."""
+        return f"unreadable journal line {self.line}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class JournalRead:
+    """A whole journal read once.
+
+    Attributes:
+        records: the typed records, oldest first.
+        lines: the 1-based line number of each record (same order as ``records``).
+        unreadable: the lines that did not read, in file order.
+    """
+
+    records: list[Event] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """One "unreadable journal line N: why" per line that did not read."""
+        return [u.note for u in self.unreadable]
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists/objects more than ``limit`` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _type_words(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer out of range" if len(str(abs(value))) > 18 else "an integer"
+    return {str: "a string", float: "a number", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether the JSON value ``value`` fits the field annotation ``hint``."""
+    if hint is Any:
+        return True
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arg) for arg in get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool) and _INT_MIN <= value <= _INT_MAX
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            not isinstance(value, int) or _INT_MIN <= value <= _INT_MAX)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        (item,) = get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        key, item = get_args(hint) or (Any, Any)
+        return isinstance(value, dict) and all(_fits(k, key) and _fits(v, item) for k, v in value.items())
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+_EXPECTED = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type[Event]) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = {k: v for k, v in get_type_hints(cls).items() if k not in ("v", "EVENT", "CHANNEL")}
+    return _HINTS[cls]
+
+
+def _misfit(cls: type[Event], data: dict[str, Any]) -> str | None:
+    """The first field of ``data`` whose value does not fit ``cls``, in words; ``None`` if all fit."""
+    for name, hint in _hints(cls).items():
+        if name in data and not _fits(data[name], hint):
+            simple = [a for a in get_args(hint) if a is not type(None)] or [hint]
+            want = _EXPECTED.get(simple[0], str(hint).replace("typing.", "")) if len(simple) == 1 else str(hint)
+            return f"field {name}: expected {want}, got {_type_words(data[name])}"
+    return None
+
+
+def _parse(text: str | bytes, line: int) -> dict[str, Any] | Unreadable | None:
+    """The JSON object of one line, bounded in size and depth; ``None`` when blank."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_LINE_BYTES:
+            return Unreadable(line, f"longer than {MAX_LINE_BYTES} bytes")
+        text = text.decode("utf-8", errors="replace")
+    elif len(text) > MAX_LINE_BYTES:
+        return Unreadable(line, f"longer than {MAX_LINE_BYTES} characters")
+    if not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        return Unreadable(line, "nested too deep")
+    except ValueError as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
+        why = "an integer too long to read" if "integer string conversion" in str(exc) else "not JSON"
+        return Unreadable(line, why)
+    if not isinstance(data, dict):
+        return Unreadable(line, f"expected a JSON object, got {_type_words(data)}")
+    if _depth_over(data, MAX_DEPTH):
+        return Unreadable(line, f"nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _typed(data: dict[str, Any], line: int) -> Event | Unreadable:
+    """The typed record of one parsed line, or why its fields do not fit."""
+    from gpusession.core.events.base import GenericRecord
+    from gpusession.core.events.registry import event_types
+
+    name = data.get("event")
+    if not isinstance(name, str):
+        return Unreadable(line, f"field event: expected a string, got {_type_words(name)}")
+    cls = event_types("journal").get(name)
+    if cls is None:
+        return GenericRecord.from_json(data)  # a free-form record: every field kept
+    misfit = _misfit(cls, data)
+    if misfit is not None:
+        return Unreadable(line, f"{name} record, {misfit}")
+    try:
+        return cls.from_json(data)
+    except (TypeError, ValueError) as exc:
+        return Unreadable(line, f"{name} record does not read ({exc})")
+
+
+def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
+    """One journal line as a typed record, an :class:`Unreadable`, or ``None`` when blank.
+
+    Args:
+        text: the line, without or with its end of line.
+        line: its 1-based number (for the note).
+
+    Returns:
+        The record (the journal channel's type for its ``event``, a
+        :class:`~gpusession.core.events.GenericRecord` for an unknown one), or why it
+        does not read. Never raises on content.
+    """
+    data = _parse(text, line)
+    return data if data is None or isinstance(data, Unreadable) else _typed(data, line)
+
+
+def _raw(path: Path) -> bytes:
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        return read_plain(path)  # never waits on a FIFO
+    except FileNotFoundError:
+        return b""
+
+
+def iter_journal(path: Path) -> Iterator[tuple[int, Event | Unreadable]]:
+    """``(line number, record or Unreadable)`` for each non-blank line of the journal.
+
+    A missing journal yields nothing.
+
+    Raises:
+        OSError: the journal exists and cannot be read.
+        BadInput: it is a folder, FIFO, device or socket, not a journal.
+    """
+    lines = _raw(Path(path)).split(b"\n")
+    for number, text in enumerate(lines, start=1):
+        item = decode_line(text, number)
+        if isinstance(item, Unreadable) and number == len(lines):  # no end of line: cut
+            item = Unreadable(number, f"cut short, no end of line (crash or full disk): {item.reason}")
+        if item is not None:
+            yield number, item
+
+
+def read_journal(path: Path) -> JournalRead:
+    """The whole journal at ``path``: typed records, their line numbers, the unreadable lines (S7).
+
+    A missing journal reads as empty. Same errors as :func:`iter_journal`.
+    """
+    out = JournalRead()
+    for number, item in iter_journal(path):
+        if isinstance(item, Unreadable):
+            out.unreadable.append(item)
+        else:
+            out.records.append(item)
+            out.lines.append(number)
+    return out
+
+
+def read_records(path: Path) -> list[Event]:
+    """The journal's typed records, oldest first; unreadable lines left out (:func:`read_journal`)."""
+    return read_journal(path).records
+
+
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The JSON object of every line :func:`read_journal` reads, as written (every key kept).
+
+    For the callers that still take dicts; an unreadable line is left out as there.
+    Same errors as :func:`iter_journal`.
+    """
+    out: list[dict[str, Any]] = []
+    for number, text in enumerate(_raw(Path(path)).split(b"\n"), start=1):
+        data = _parse(text, number)
+        if isinstance(data, dict) and not isinstance(_typed(data, number), Unreadable):
+            out.append(data)
+    return out
+
+
+_SALVAGE_STR = re.compile(r'"(at|event|run_key|experiment_id|variant_id|phase)": "([^"\\]*)"')
+_SALVAGE_INDEX = re.compile(r'"run_index": (\d+)[,}]')
+
+
+def cut_run_start(text: str) -> dict[str, Any]:
+    """What a journal line cut by a crash still says, when it starts a run (S7).
+
+    A cut ``run_started`` / ``load_started`` line still names its run, so recovery can
+    record the run in flight like any other.
+
+    Args:
+        text: the cut line (not JSON).
+
+    Returns:
+        The string fields found (``at``, ``event``, ``run_key``, ``experiment_id``,
+        ``variant_id``, ``phase``) and ``run_index``; ``{}`` unless it starts a run and
+        names its key.
+    """
+    fields: dict[str, Any] = dict(_SALVAGE_STR.findall(text))
+    m = _SALVAGE_INDEX.search(text)
+    if m and len(m.group(1)) <= 18:
+        fields["run_index"] = int(m.group(1))
+    if fields.get("event") not in RUN_OPENS or "run_key" not in fields:
+        return {}
+    return fields
+
+
+__all__ = [
+    "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_DEPTH", "MAX_LINE_BYTES", "RUN_CLOSES",
+    "RUN_OPENS", "UNREADABLE_KIND", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line", "iter_journal",
+    "open_work", "read_objects",
+    "read_journal", "read_records",
+]

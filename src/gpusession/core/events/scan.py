@@ -1,0 +1,134 @@
+"""A cheap look at the journal: the runs and invocations it started and never ended (S7).
+
+Why it exists: ``gpusession status`` (tmux's status line, every few seconds) and
+:meth:`gpusession.core.folder.session.Session.needs_recovery` (every open) must know
+whether runs are in flight without paying for the record classes; this module parses only
+the lines that name a run or invocation start or end, with the standard library, and
+imports nothing of gpusession. It agrees with the typed reader
+(:mod:`gpusession.core.events.reading`): a run line whose run fields do not fit counts
+for nothing in either. Who calls it: those two, through ``reading`` or directly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: Integer fields of typed records hold 64-bit signed values (a run index, a PID, bytes).
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+#: A longer line is not parsed here (the typed reader's bound).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Record names that start a timed run (a worker's load is one too) and that end one.
+RUN_OPENS = ("run_started", "load_started")
+RUN_CLOSES = ("run_finished", "load_finished", "run_recovered")
+#: Record names that start and end an invocation of an experiment.
+INVOCATION_START = "experiment_started"
+INVOCATION_ENDS = ("experiment_finished", "experiment_incomplete")
+INCIDENT = "incident"
+#: ``kind`` of the incident recovery writes once for a journal line that does not read,
+#: and of the one for a last line cut by a crash (both name the ``line``).
+UNREADABLE_KIND = "unreadable_journal_line"
+CUT_KIND = "partial_journal_line"
+_TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES, INVOCATION_START, *INVOCATION_ENDS, INCIDENT))
+_OPEN_TAGS = tuple(f'"{n}"'.encode() for n in RUN_OPENS)
+_RUN_TAGS = tuple(f'"{n}"'.encode() for n in (*RUN_OPENS, *RUN_CLOSES))
+_CUT_KEY = rb'"run_key": "([^"\\]+)"'  # compiled when a cut line is met (start-up stays cheap)
+
+
+def _run_line_fits(rec: dict[str, Any]) -> bool:
+    """Whether a run record's run fields fit as :func:`gpusession.core.events.reading.decode_line` checks them.
+
+    So a line the typed reader notes as unreadable never counts as a run in flight
+    here: recovery (which reads typed) and ``status`` (which reads this) agree.
+    """
+    if rec.get("event") == "run_recovered":  # its record has no other run field
+        return all(rec.get(n) is None or isinstance(rec.get(n), str) for n in ("at", "run_key"))
+    names = ("at", "run_key", "experiment_id", "variant_id", "phase", *(("worker",) if rec.get("event") in RUN_OPENS else ()))
+    if any(rec.get(n) is not None and not isinstance(rec.get(n), str) for n in names):
+        return False
+    index = rec.get("run_index")
+    return index is None or (isinstance(index, int) and not isinstance(index, bool)
+                             and _INT_MIN <= index <= _INT_MAX)
+
+
+class OpenWork:
+    """What a journal started and never ended, from a cheap look (S7).
+
+    Attributes:
+        run_keys: runs (and loads) started with no end record; a cut last line that
+            starts a run still names its run.
+        experiments: experiments whose newest invocation has no end record and no
+            incident of kind ``unfinished_kind`` after it.
+        unsaid_lines: run lines (1-based) that do not read -- not JSON, or run fields
+            of the wrong type -- and that no incident has said yet (recovery says each once).
+    """
+
+    __slots__ = ("experiments", "run_keys", "unsaid_lines")
+
+    def __init__(self, run_keys: frozenset[str], experiments: frozenset[str],
+                 unsaid_lines: frozenset[int] = frozenset()) -> None:
+        """Hold the sets (a plain class: a dataclass costs start-up time)."""
+        self.run_keys = run_keys
+        self.experiments = experiments
+        self.unsaid_lines = unsaid_lines
+
+
+def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
+    """The runs and invocations the journal bytes ``raw`` left open (S7; ``status``, reopen).
+
+    Only the lines naming a run or invocation start or end, or an incident, are parsed;
+    a line that does not read is skipped (:func:`gpusession.core.events.reading.read_journal`
+    notes it).
+
+    Args:
+        raw: the journal's bytes.
+        unfinished_kind: the incident ``kind`` recovery writes once for an invocation
+            that never ended (:data:`gpusession.core.records.summary.UNFINISHED_KIND`);
+            ``None``: only the runs are looked at (``experiments`` is empty).
+    """
+    keys: set[str] = set()
+    unended: dict[str, bool] = {}
+    bad: set[int] = set()  # run lines the typed reader finds unreadable (1-based)
+    said: set[int] = set()  # lines an incident already said
+    tags = _RUN_TAGS if unfinished_kind is None else _TAGS
+    lines = raw.split(b"\n")
+    for index, line in enumerate(lines):
+        if not any(tag in line for tag in tags) or len(line) > MAX_LINE_BYTES:
+            continue
+        try:
+            rec = json.loads(line.decode("utf-8", "replace"))  # decoded as the typed reader does
+        except (ValueError, RecursionError):
+            if index < len(lines) - 1:
+                bad.add(index + 1)
+                continue
+            m = re.search(_CUT_KEY, line)
+            if m and any(tag in line for tag in _OPEN_TAGS):  # a cut last line still names its run
+                keys.add(m.group(1).decode("utf-8", "replace"))
+            continue
+        if not isinstance(rec, dict):
+            continue
+        name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
+        # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
+        if (name in RUN_OPENS or name in RUN_CLOSES) and not _run_line_fits(rec):
+            bad.add(index + 1)
+        elif (name in RUN_OPENS or name in RUN_CLOSES) and key:
+            if name in RUN_OPENS:
+                keys.add(key)
+            else:
+                keys.discard(key)
+        elif name == INCIDENT and rec.get("kind") in (UNREADABLE_KIND, CUT_KIND) and isinstance(rec.get("line"), int):
+            said.add(rec["line"])
+        if unfinished_kind is None or not isinstance(exp, str):
+            continue
+        if name == INVOCATION_START:
+            unended[exp] = True
+        elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == unfinished_kind):
+            unended[exp] = False
+    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
+
+
+__all__ = [
+    "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_LINE_BYTES", "RUN_CLOSES",
+    "RUN_OPENS", "UNREADABLE_KIND", "OpenWork", "open_work",
+]
