@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from gpusession.core.events import DemoCorpusWrittenRecord, DemoModelTrainedRecord
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Package, Session, utcnow
@@ -97,7 +98,10 @@ def _write_corpus_once(session: Session, demo: dict[str, Any], out: Any) -> None
     print(f"corpus: wrote {corpus_words(cast(Mapping[str, int], info['sizes']))} texts to {corpus_dir} "
           f"({info['replaced_files']} file(s) not valid UTF-8, decoded with replacement)",
           file=out)
-    session.journal("demo_corpus_written", **{k: v for k, v in info.items() if k != "classes"})
+    session.journal(DemoCorpusWrittenRecord(
+        train=str(info["train"]), tune=str(info["tune"]), eval=str(info["eval"]),
+        corpus_revision=str(info["corpus_revision"]), replaced_files=cast(int, info["replaced_files"]),
+        sizes=cast(dict[str, int], info["sizes"])))
 
 
 def _train_model_once(session: Session, demo: dict[str, Any], out: Any) -> None:
@@ -123,7 +127,7 @@ def _train_model_once(session: Session, demo: dict[str, Any], out: Any) -> None:
                 tune_macro_f1=meta["tune_macro_f1"], train_seconds=meta["train_seconds"])
     print(f"model: trained in {format_seconds(meta['train_seconds'])}, macro-F1 on tune "
           f"{meta['tune_macro_f1']:.3f}", file=out)
-    session.journal("demo_model_trained", **meta)
+    session.journal(DemoModelTrainedRecord(**meta))
 
 
 def _demo_experiment(demo: dict[str, Any], device: str | None) -> Experiment:

@@ -688,9 +688,8 @@ class Runner:
         return int(mine.filter((pl.col("phase") != "load") | pl.col("elapsed_seconds").is_not_null()).height)
 
     def _attempt_number(self, exp_id: str) -> int:
-        done = [r for r in self.session.read_journal()
-                if r.get("event") == AttemptFailedRecord.EVENT and r.get("experiment_id") == exp_id]
-        return len(done) + 1
+        return 1 + sum(isinstance(r, AttemptFailedRecord) and r.experiment_id == exp_id
+                       for r in self.session.journal_records())
 
     # -- several ranks through torchrun (issue 13) --------------------------------------------
     def _worker_argv(self, exp: Experiment, spec_path: Path, env: dict[str, str]) -> list[str]:
