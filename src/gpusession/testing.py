@@ -21,6 +21,8 @@ from typing import Any
 # meets them as it does on a real machine.
 from pynvml import NVMLError, NVMLError_NoPermission, NVMLError_NotFound, NVMLError_NotSupported
 
+from gpusession.core.records.outcome import RunOutcome
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -178,16 +180,6 @@ def fixed_host_memory() -> Any:
     )
 
 
-@dataclass
-class FakeOutcome:
-    """What :class:`FakeRunner` returns: rows written and whether it ran to the end."""
-
-    experiment_id: str
-    rows_written: int
-    completed: bool
-    cancelled: bool
-
-
 class FakeRunner:
     """A runner with the real one's shape: blocking ``run()``, events, cancel at boundaries.
 
@@ -224,7 +216,7 @@ class FakeRunner:
 
         return make
 
-    def run(self) -> FakeOutcome:
+    def run(self) -> RunOutcome:
         import time
 
         from gpusession.core.events import Finished, Progress, RowAppended
@@ -257,7 +249,7 @@ class FakeRunner:
             self.on_event(RowAppended(row=row, done=done, total=len(runs)))
             self.on_event(Progress(done=done, total=len(runs), variant_id=sr.variant_id,
                                    phase=sr.phase, run_index=sr.run_index))
-        out = FakeOutcome(exp.id, done, done == len(runs), self.cancel.is_set())
+        out = RunOutcome(rows_written=done, completed=done == len(runs), cancelled=self.cancel.is_set())
         self.on_event(Finished(outcome=out))
         return out
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gpusession.core.events.base import Channel, Event
+from gpusession.core.records.outcome import RunOutcome
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,8 +110,8 @@ class WorkerStarted(RunnerEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Finished(RunnerEvent):
-    """The invocation ended; ``outcome`` is the runner's ``RunOutcome``."""
+    """The invocation ended; ``outcome`` is what it produced (``None`` only in a test's bare event)."""
 
     EVENT: ClassVar[str] = "finished"
-    outcome: Any = None
+    outcome: RunOutcome | None = None
 
