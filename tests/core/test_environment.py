@@ -1,4 +1,4 @@
-"""gpusession.core.gpu.environment: NVML via a fake module, host memory, device mapping."""
+"""core/gpu: NVML via a fake module (nvml), host memory (host), device mapping (devices)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gpusession.core.gpu.environment import (
-    decode_nvml_str,
-    device_for,
-    parse_visible_devices,
-    read_cgroup_limit,
-    read_concurrent_load,
-    read_host_memory,
-    read_nvml,
-    visible_device_map,
-)
+from gpusession.core.gpu.devices import device_for, parse_visible_devices, visible_device_map
+from gpusession.core.gpu.environment import read_concurrent_load
+from gpusession.core.gpu.host import read_cgroup_limit, read_host_memory
+from gpusession.core.gpu.nvml import decode_nvml_str, read_nvml
 
 
 class FakeNvml:
@@ -191,16 +185,18 @@ def test_h19_cgroup_v1_memory_controller_line(tmp_path: Path) -> None:
 
 
 def test_h19_looser_container_limit_leaves_host_ram_as_the_limit(tmp_path: Path) -> None:
-    from gpusession.core.gpu.environment import HostMemory
+    from gpusession.core.gpu.host import HostMemory
 
     hm = HostMemory(8 * 2**30, 4 * 2**30, 4 * 2**30, 0, 0, 64 * 2**30, "/job/abc")
     assert not hm.container_limited and hm.limit_bytes == 8 * 2**30
     assert "is looser" in hm.limit_words()
 
 
-def test_m5_environment_module_never_imports_torch() -> None:
+def test_m5_gpu_modules_never_import_torch() -> None:
     code = (
-        "import sys, gpusession.core.gpu.environment as e; e.read_nvml(); e.read_host_memory();"
+        "import sys, gpusession.core.gpu.environment, gpusession.core.gpu.devices as d;"
+        "import gpusession.core.gpu.nvml as n, gpusession.core.gpu.host as h;"
+        "n.read_nvml(); n.read_clocks(0); h.read_host_memory(); d.visible_device_map({});"
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -241,7 +237,7 @@ def test_h05_mig_ids_in_visible_devices_map_to_the_parent_gpu() -> None:
 
 
 def test_h05_gpu_for_uuid_accepts_torch_bare_uuid_and_nvml_prefixes() -> None:
-    from gpusession.core.gpu.environment import gpu_for_uuid
+    from gpusession.core.gpu.devices import gpu_for_uuid
 
     snap = read_nvml(FakeMigNvml())
     gpu, uuid = gpu_for_uuid("bbbb-1111", snap)  # torch: props.uuid without prefix
@@ -347,7 +343,7 @@ def test_r10_mig_processes_read_through_each_instance_handle() -> None:
 
 
 def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
-    from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
+    from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
 
     snap = read_nvml(_three_gpus())
     old_torch = SimpleNamespace(

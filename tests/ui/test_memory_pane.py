@@ -162,33 +162,25 @@ async def test_h18_memory_pane_keeps_a_gpu_whose_memory_nvml_cannot_read(
         assert pane.samples >= 1
 
 
-def _traceback_depth(exc: BaseException | None) -> int:
-    depth, tb = 0, exc.__traceback__ if exc is not None else None
-    while tb is not None:
-        depth, tb = depth + 1, tb.tb_next
-    return depth
+def test_soak_failed_nvml_is_not_asked_again_and_keeps_nothing_per_reading() -> None:
+    """A poller whose NVML failed to start gets the same reason each second: NVML is
+    asked once, and no exception (with its traceback and frames) is kept per reading."""
+    from gpusession.core.gpu.nvml import NvmlSession
+
+    fake = FakeNvml(fail="NVML Shared Library Not Found")
+    nvml = NvmlSession(fake)
+    snaps = [nvml.read() for _ in range(20)]
+    assert not snaps[0].available and "NVML Shared Library Not Found" in (snaps[0].reason or "")
+    assert all(s is snaps[0] for s in snaps)
+    assert fake.init_calls == 1
 
 
-def test_issue12_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
-    """The remembered NVML failure is raised again each second without chaining tracebacks."""
-    from gpusession.core.gpu.environment import read_nvml
-    from gpusession.ui.panes.memory import PersistentNvml
-
-    nvml = PersistentNvml(FakeNvml(fail="NVML Shared Library Not Found"))
-    depths = []
-    for _ in range(20):
-        snap = read_nvml(nvml)
-        assert not snap.available and "NVML Shared Library Not Found" in (snap.reason or "")
-        depths.append(_traceback_depth(nvml._error))
-    assert depths[-1] == depths[1], depths  # the first raise is the original one
-
-
-async def test_issue12_soak_memory_poller_keeps_nothing_per_tick(
+async def test_soak_memory_poller_keeps_nothing_per_tick(
     session: Any, make_app: MakeApp
 ) -> None:
     """Idle on the memory pane (no NVML driver, the common CPU-only case): after many
-    refresh ticks, no worker, widget or history entry is kept per tick (issue 12, soak:
-    each tick's worker, future and task were kept alive by a chained traceback)."""
+    refresh ticks, no worker, widget or history entry is kept per tick (a chained
+    traceback once kept each tick's worker, future and task alive)."""
     import gc
 
     from textual.worker import Worker
@@ -240,7 +232,7 @@ async def test_m3_what_the_allocator_leaves_out_is_worded_by_what_is_shown_above
         assert "the NVML device total above includes them" in text_of(app, "#mem-alloc")
 
 
-async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
+async def test_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeApp) -> None:
     """A run across ranks: each rank's own four figures, under its device and UUID, never added."""
     from gpusession.core.records.ranks import append_rank_rows
 
@@ -277,7 +269,7 @@ async def test_issue13_m2_allocator_figures_shown_per_rank(session: Any, make_ap
         assert "11.0 GiB" not in alloc and "10.0 GiB" not in alloc  # never added over ranks (M2)
 
 
-async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
+async def test_memory_pane_without_a_readable_ranks_table_keeps_the_row(
     session: Any, make_app: MakeApp
 ) -> None:
     gib = 1024**3
@@ -297,7 +289,7 @@ async def test_issue13_memory_pane_without_a_readable_ranks_table_keeps_the_row(
         assert "the largest over its ranks" in alloc and "ranks.csv could not be read" in alloc
 
 
-def test_issue13_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
+def test_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
     from gpusession.ui.panes.memory import allocator_lines
 
     row = {"experiment_id": "r2", "variant_id": "batch-4", "phase": "warm", "run_index": 2}
