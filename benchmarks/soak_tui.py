@@ -223,7 +223,8 @@ def one_round(root: Path, name: str, args: argparse.Namespace, window_s: float) 
             if t + args.every > window_s + 0.5:
                 break
             time.sleep(max(0.0, args.every - (time.monotonic() - t0 - t)))
-        out, err = tui.communicate(timeout=120)
+        # tracemalloc's comparison of two snapshots takes minutes on a loaded machine
+        out, err = tui.communicate(timeout=900 if args.tracemalloc else 120)
         floor.communicate(timeout=120)
     finally:
         for child in (tui, floor):

@@ -157,6 +157,31 @@ def test_h19_cgroup_v2_limit_is_the_process_own_cgroup_not_the_root(tmp_path: Pa
     assert "tighter than host RAM" in hm.limit_words()
 
 
+def test_h19_poller_reader_gives_the_own_cgroup_limit_and_rereads_it_every_slow_s(
+    tmp_path: Path,
+) -> None:
+    """The memory pane's reader: the same figures as read_host_memory (own cgroup, v2 and
+    v1), RAM at every reading, swap and limit again only once ``slow_s`` has passed."""
+    from gpusession.core.gpu.host import HostMemoryReader
+
+    proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
+        "memory.max": "max\n", "job/abc/memory.max": "1073741824\n"})
+    now = [100.0]
+    reader = HostMemoryReader(proc, cg, slow_s=10.0, clock=lambda: now[0])
+    first = reader.read()
+    assert (first.cgroup_limit_bytes, first.cgroup_path) == (2**30, "/job/abc")
+    assert first.total_bytes == read_host_memory(proc, cg).total_bytes
+    (cg / "job" / "abc" / "memory.max").write_text("536870912\n")
+    now[0] += 9.0
+    assert reader.read().cgroup_limit_bytes == 2**30  # younger than slow_s: kept
+    now[0] += 1.0
+    assert reader.read().cgroup_limit_bytes == 2**29  # slow_s passed: read again
+    proc, cg = _cgroup_tree(tmp_path / "v1", "9:memory:/job/abc\n", {
+        "memory/memory.limit_in_bytes": str(2**63 - 4096),
+        "memory/job/abc/memory.limit_in_bytes": "1073741824\n"})
+    assert HostMemoryReader(proc, cg).read().cgroup_limit_bytes == 2**30
+
+
 def test_h19_cgroup_v2_tightest_limit_up_the_hierarchy(tmp_path: Path) -> None:
     proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
         "job/memory.max": "536870912\n",   # the parent is tighter than the child
