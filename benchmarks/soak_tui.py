@@ -15,8 +15,9 @@ headless at 80×24:
 After ``--warmup`` seconds (imports and first caches, not counted) the parent samples
 both children's CPU time and the TUI's RSS every ``--every`` seconds for ``--minutes``.
 Each round prints the CPU of each (% of one core), their ratio (target: the TUI at most
-1.25× the floor) and the TUI's RSS slope (least squares, MB/min; target < 0.02 MB/min:
-a 7-day package then grows by under 200 MB); the summary gives the median over rounds.
+1.25× the floor) and the RSS slope of each (least squares, MB/min; the TUI's target is
+< 0.02 MB/min: a 7-day package then grows by under 200 MB); the summary gives the median
+over rounds.
 CPU figures of a fraction of a percent are noisy on a shared machine: compare the
 ratios of one run, over several rounds, and say the load the machine was under.
 
@@ -171,6 +172,7 @@ class Round:
     window_s: float
     times_s: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
+    floor_rss_mb: list[float] = field(default_factory=list)
     tui_out: str = ""
 
     @property
@@ -180,6 +182,10 @@ class Round:
     @property
     def slope_mb_per_min(self) -> float:
         return slope_per_min(self.times_s, self.rss_mb)
+
+    @property
+    def floor_slope_mb_per_min(self) -> float:
+        return slope_per_min(self.times_s, self.floor_rss_mb)
 
 
 def _wait_warm(child: subprocess.Popen[str], what: str) -> None:
@@ -212,11 +218,12 @@ def one_round(root: Path, name: str, args: argparse.Namespace, window_s: float) 
         _wait_warm(floor, "floor app")
         t0 = time.monotonic()
         tui0, floor0 = _cpu_s(p_tui), _cpu_s(p_floor)
-        times, rss = [], []
+        times, rss, floor_rss = [], [], []
         while True:
             t = time.monotonic() - t0
             times.append(t)
             rss.append(p_tui.memory_info().rss / 1e6)
+            floor_rss.append(p_floor.memory_info().rss / 1e6)
             tui1, floor1, wall = _cpu_s(p_tui), _cpu_s(p_floor), t
             if args.verbose:
                 print(f"    {t:7.1f} s  RSS {rss[-1]:9.2f} MB", flush=True)
@@ -236,7 +243,7 @@ def one_round(root: Path, name: str, args: argparse.Namespace, window_s: float) 
     return Round(
         tui_cpu_pct=100.0 * (tui1 - tui0) / wall if wall > 0 else 0.0,
         floor_cpu_pct=100.0 * (floor1 - floor0) / wall if wall > 0 else 0.0,
-        window_s=wall, times_s=times, rss_mb=rss, tui_out=out,
+        window_s=wall, times_s=times, rss_mb=rss, floor_rss_mb=floor_rss, tui_out=out,
     )
 
 
@@ -275,7 +282,8 @@ def main() -> int:
             rounds.append(r)
             print(f"round {i + 1}: {r.window_s:.0f} s; CPU TUI {r.tui_cpu_pct:.3f} %, floor "
                   f"{r.floor_cpu_pct:.3f} % of one core; ratio {r.ratio:.2f}; RSS "
-                  f"{r.rss_mb[0]:.2f} → {r.rss_mb[-1]:.2f} MB, slope {r.slope_mb_per_min:+.4f} MB/min",
+                  f"{r.rss_mb[0]:.2f} → {r.rss_mb[-1]:.2f} MB, slope {r.slope_mb_per_min:+.4f} MB/min "
+                  f"(floor's {r.floor_slope_mb_per_min:+.4f})",
                   flush=True)
             for ln in r.tui_out.splitlines():
                 if not ln.startswith("GREW") or args.tracemalloc:
