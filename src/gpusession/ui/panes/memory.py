@@ -1,10 +1,11 @@
 """Memory pane: host RAM/swap, GPU memory per device and per process, allocator peaks.
 
-Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 3). A timer asks for a
-sample every ``ctx.poll_s`` seconds; each sample is read in a thread worker of its own
-group (``memory``), so cancelling a run never stops the poller and a slow NVML call never
-blocks the event loop (H-12). Readings come from NVML and psutil only — the UI process
-never imports torch (M5).
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 3). The pane's own poller
+thread reads a sample every ``ctx.poll_s`` seconds and posts it (``MemoryPane.Sampled``),
+so cancelling a run never stops the poller and a slow NVML call never blocks the event
+loop (H-12); with ``poll_s`` 0 one reading is made in a thread worker (group ``memory``).
+Readings come from NVML (:mod:`gpusession.core.gpu.nvml`) and psutil
+(:mod:`gpusession.core.gpu.host`) only — the UI process never imports torch (M5).
 
 Labels follow M2, M3 and H-04: NVML figures are "device total" (every process, CUDA
 context included); the last run's allocator figures are "PyTorch allocator, this process
