@@ -7,7 +7,7 @@ because ``benchmarks/bench_startup.py`` builds its session with :func:`make_sess
 Who calls it: the UI tests and snapshot apps (``build_app(..., clock=FakeClock(...),
 nvml=FakeNvml(...), host_memory=fixed_host_memory)``) and ``benchmarks/bench_startup.py``.
 :class:`FakeNvml` has the pynvml surface that
-:func:`gpusession.core.gpu.environment.read_nvml` uses, so the real reader runs on it.
+:func:`gpusession.core.gpu.nvml.read_nvml` uses, so the real reader runs on it.
 """
 
 from __future__ import annotations
@@ -54,8 +54,10 @@ class FakeGpu:
     """One fake GPU: name, UUID, memory in bytes, processes as ``(pid, used_bytes)``.
 
     ``errors`` maps a reading (``"handle"``, ``"uuid"``, ``"name"``, ``"memory"``,
-    ``"processes"``, ``"utilization"``, ``"sm_clock"``) to the exception NVML raises for
-    it, e.g. ``{"memory": NVMLError_NotSupported()}`` (H-18). ``migs``: MIG instances.
+    ``"processes"``, ``"utilization"``, ``"sm_clock"``, ``"throttle"``, ``"temperature"``,
+    ``"power"``) to the exception NVML raises for it, e.g.
+    ``{"memory": NVMLError_NotSupported()}`` (H-18). ``migs``: MIG instances.
+    ``throttle_reasons``: NVML's clock event reason bits; ``power_mw``: milliwatts.
     """
 
     name: str = "NVIDIA RTX A5000"
@@ -65,6 +67,9 @@ class FakeGpu:
     processes: list[tuple[int, int]] = field(default_factory=lambda: [(99999999, 2 * GIB)])
     utilization_percent: int = 0
     sm_clock_mhz: int = 1695
+    throttle_reasons: int = 0x1
+    temperature_c: int = 41
+    power_mw: int = 68_500
     errors: dict[str, BaseException] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
 
@@ -90,6 +95,7 @@ class FakeNvml:
     NVMLError_NotSupported = NVMLError_NotSupported
     NVMLError_NoPermission = NVMLError_NoPermission
     NVML_CLOCK_SM = 1
+    NVML_TEMPERATURE_GPU = 0
 
     def __init__(
         self,
@@ -104,6 +110,7 @@ class FakeNvml:
         self.driver = driver
         self.as_bytes = as_bytes
         self.init_calls = 0
+        self.shutdown_calls = 0
 
     def _s(self, text: str) -> Any:
         return text.encode() if self.as_bytes else text
@@ -114,7 +121,7 @@ class FakeNvml:
             raise RuntimeError(self.fail)
 
     def nvmlShutdown(self) -> None:  # noqa: N802
-        pass
+        self.shutdown_calls += 1
 
     def nvmlSystemGetDriverVersion(self) -> Any:  # noqa: N802
         return self._s(self.driver)
@@ -125,6 +132,14 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeGpu:  # noqa: N802
         self.gpus[i].check("handle")
         return self.gpus[i]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: Any) -> FakeGpu:  # noqa: N802
+        wanted = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+        for g in self.gpus:
+            if g.uuid == wanted:
+                g.check("handle")
+                return g
+        raise NVMLError_NotFound()
 
     def nvmlDeviceGetUUID(self, h: FakeGpu | FakeMig) -> Any:  # noqa: N802
         if isinstance(h, FakeGpu):
@@ -147,6 +162,18 @@ class FakeNvml:
         h.check("sm_clock")
         return h.sm_clock_mhz
 
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("throttle")
+        return h.throttle_reasons
+
+    def nvmlDeviceGetTemperature(self, h: FakeGpu, sensor: int) -> int:  # noqa: N802
+        h.check("temperature")
+        return h.temperature_c
+
+    def nvmlDeviceGetPowerUsage(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("power")
+        return h.power_mw
+
     def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu | FakeMig) -> list[Any]:  # noqa: N802
         if isinstance(h, FakeMig):
             if "processes" in h.errors:
@@ -168,7 +195,7 @@ class FakeNvml:
 
 def fixed_host_memory() -> Any:
     """A fixed host reading (64 GiB RAM, 20 GiB used, 8 GiB swap, 48 GiB cgroup limit)."""
-    from gpusession.core.gpu.environment import HostMemory
+    from gpusession.core.gpu.host import HostMemory
 
     return HostMemory(
         total_bytes=64 * GIB,

@@ -156,7 +156,7 @@ def _props_torch(uuid: str) -> Any:
 
 
 def _snap() -> Any:
-    from gpusession.core.gpu.environment import GpuReading, NvmlSnapshot
+    from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot
 
     gpus = tuple(GpuReading(i, u, "NVIDIA H200", 1, 0, ()) for i, u in
                  enumerate(["GPU-aaaa0000-0000-0000-0000-000000000000",
@@ -175,7 +175,7 @@ def test_h05_worker_reports_the_gpu_torch_really_uses_by_uuid() -> None:
 
 def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
     from gpusession.bench.worker import physical_gpu
-    from gpusession.core.gpu.environment import NvmlSnapshot
+    from gpusession.core.gpu.nvml import NvmlSnapshot
 
     torch = _props_torch("cccc2222-2222-2222-2222-222222222222")  # unknown to NVML
     assert physical_gpu(torch, "cuda:0", _snap(), {"CUDA_VISIBLE_DEVICES": "1"}) == (

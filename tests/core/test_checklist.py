@@ -308,7 +308,7 @@ def test_protocol_evidence_from_run_engine_journal(session: Session) -> None:
 
 
 def test_collect_evidence_accepts_a_snapshot(session: Session) -> None:
-    from gpusession.core.gpu.environment import read_nvml
+    from gpusession.core.gpu.nvml import read_nvml
 
     snap = read_nvml(a5000(1))
     ev = cl.collect_evidence(session, nvml=snap, now=T0)

@@ -1,4 +1,4 @@
-"""gpusession.core.gpu.environment: NVML via a fake module, host memory, device mapping."""
+"""core/gpu: NVML via a fake module (nvml), host memory (host), device mapping (devices)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gpusession.core.gpu.environment import (
-    decode_nvml_str,
-    device_for,
-    parse_visible_devices,
-    read_cgroup_limit,
-    read_concurrent_load,
-    read_host_memory,
-    read_nvml,
-    visible_device_map,
-)
+from gpusession.core.gpu.devices import device_for, parse_visible_devices, visible_device_map
+from gpusession.core.gpu.environment import read_concurrent_load
+from gpusession.core.gpu.host import read_cgroup_limit, read_host_memory
+from gpusession.core.gpu.nvml import decode_nvml_str, read_nvml
 
 
 class FakeNvml:
@@ -163,6 +157,31 @@ def test_h19_cgroup_v2_limit_is_the_process_own_cgroup_not_the_root(tmp_path: Pa
     assert "tighter than host RAM" in hm.limit_words()
 
 
+def test_h19_poller_reader_gives_the_own_cgroup_limit_and_rereads_it_every_slow_s(
+    tmp_path: Path,
+) -> None:
+    """The memory pane's reader: the same figures as read_host_memory (own cgroup, v2 and
+    v1), RAM at every reading, swap and limit again only once ``slow_s`` has passed."""
+    from gpusession.core.gpu.host import HostMemoryReader
+
+    proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
+        "memory.max": "max\n", "job/abc/memory.max": "1073741824\n"})
+    now = [100.0]
+    reader = HostMemoryReader(proc, cg, slow_s=10.0, clock=lambda: now[0])
+    first = reader.read()
+    assert (first.cgroup_limit_bytes, first.cgroup_path) == (2**30, "/job/abc")
+    assert first.total_bytes == read_host_memory(proc, cg).total_bytes
+    (cg / "job" / "abc" / "memory.max").write_text("536870912\n")
+    now[0] += 9.0
+    assert reader.read().cgroup_limit_bytes == 2**30  # younger than slow_s: kept
+    now[0] += 1.0
+    assert reader.read().cgroup_limit_bytes == 2**29  # slow_s passed: read again
+    proc, cg = _cgroup_tree(tmp_path / "v1", "9:memory:/job/abc\n", {
+        "memory/memory.limit_in_bytes": str(2**63 - 4096),
+        "memory/job/abc/memory.limit_in_bytes": "1073741824\n"})
+    assert HostMemoryReader(proc, cg).read().cgroup_limit_bytes == 2**30
+
+
 def test_h19_cgroup_v2_tightest_limit_up_the_hierarchy(tmp_path: Path) -> None:
     proc, cg = _cgroup_tree(tmp_path, "0::/job/abc\n", {
         "job/memory.max": "536870912\n",   # the parent is tighter than the child
@@ -191,16 +210,18 @@ def test_h19_cgroup_v1_memory_controller_line(tmp_path: Path) -> None:
 
 
 def test_h19_looser_container_limit_leaves_host_ram_as_the_limit(tmp_path: Path) -> None:
-    from gpusession.core.gpu.environment import HostMemory
+    from gpusession.core.gpu.host import HostMemory
 
     hm = HostMemory(8 * 2**30, 4 * 2**30, 4 * 2**30, 0, 0, 64 * 2**30, "/job/abc")
     assert not hm.container_limited and hm.limit_bytes == 8 * 2**30
     assert "is looser" in hm.limit_words()
 
 
-def test_m5_environment_module_never_imports_torch() -> None:
+def test_m5_gpu_modules_never_import_torch() -> None:
     code = (
-        "import sys, gpusession.core.gpu.environment as e; e.read_nvml(); e.read_host_memory();"
+        "import sys, gpusession.core.gpu.environment, gpusession.core.gpu.devices as d;"
+        "import gpusession.core.gpu.nvml as n, gpusession.core.gpu.host as h;"
+        "n.read_nvml(); n.read_clocks(0); h.read_host_memory(); d.visible_device_map({});"
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -241,7 +262,7 @@ def test_h05_mig_ids_in_visible_devices_map_to_the_parent_gpu() -> None:
 
 
 def test_h05_gpu_for_uuid_accepts_torch_bare_uuid_and_nvml_prefixes() -> None:
-    from gpusession.core.gpu.environment import gpu_for_uuid
+    from gpusession.core.gpu.devices import gpu_for_uuid
 
     snap = read_nvml(FakeMigNvml())
     gpu, uuid = gpu_for_uuid("bbbb-1111", snap)  # torch: props.uuid without prefix
@@ -347,7 +368,7 @@ def test_r10_mig_processes_read_through_each_instance_handle() -> None:
 
 
 def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
-    from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
+    from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
 
     snap = read_nvml(_three_gpus())
     old_torch = SimpleNamespace(

@@ -15,7 +15,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.tomlio import write_toml
 from gpusession.core.folder.package import Package
 from gpusession.core.folder.session import Session
-from gpusession.core.gpu.environment import GpuReading, NvmlSnapshot
+from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.report import SECTIONS, render_report, write_report

@@ -162,25 +162,17 @@ async def test_h18_memory_pane_keeps_a_gpu_whose_memory_nvml_cannot_read(
         assert pane.samples >= 1
 
 
-def _traceback_depth(exc: BaseException | None) -> int:
-    depth, tb = 0, exc.__traceback__ if exc is not None else None
-    while tb is not None:
-        depth, tb = depth + 1, tb.tb_next
-    return depth
+def test_soak_failed_nvml_is_not_asked_again_and_keeps_nothing_per_reading() -> None:
+    """A poller whose NVML failed to start gets the same reason each second: NVML is
+    asked once, and no exception (with its traceback and frames) is kept per reading."""
+    from gpusession.core.gpu.nvml import NvmlSession
 
-
-def test_soak_failed_nvml_error_does_not_grow_per_reading() -> None:
-    """The remembered NVML failure is raised again each second without chaining tracebacks."""
-    from gpusession.core.gpu.environment import read_nvml
-    from gpusession.ui.panes.memory import PersistentNvml
-
-    nvml = PersistentNvml(FakeNvml(fail="NVML Shared Library Not Found"))
-    depths = []
-    for _ in range(20):
-        snap = read_nvml(nvml)
-        assert not snap.available and "NVML Shared Library Not Found" in (snap.reason or "")
-        depths.append(_traceback_depth(nvml._error))
-    assert depths[-1] == depths[1], depths  # the first raise is the original one
+    fake = FakeNvml(fail="NVML Shared Library Not Found")
+    nvml = NvmlSession(fake)
+    snaps = [nvml.read() for _ in range(20)]
+    assert not snaps[0].available and "NVML Shared Library Not Found" in (snaps[0].reason or "")
+    assert all(s is snaps[0] for s in snaps)
+    assert fake.init_calls == 1
 
 
 async def test_soak_memory_poller_keeps_nothing_per_tick(
@@ -188,7 +180,7 @@ async def test_soak_memory_poller_keeps_nothing_per_tick(
 ) -> None:
     """Idle on the memory pane (no NVML driver, the common CPU-only case): after many
     refresh ticks, no worker, widget or history entry is kept per tick (a chained
-    traceback would keep each tick's worker, future and task alive)."""
+    traceback kept each tick's worker, future and task alive)."""
     import gc
 
     from textual.worker import Worker
@@ -305,3 +297,73 @@ def test_ranks_on_the_cpu_are_said_once_not_per_rank() -> None:
     lines = allocator_lines(row, None, ranks)
     assert "    every rank on cpu: not measured (no GPU allocator in that run, e.g. on CPU: empty, not 0)" in lines
     assert not any("rank 0 on" in ln for ln in lines) and len(lines) == 4
+
+
+def _record_updates(pane: MemoryPane) -> dict[str, list[bool]]:
+    """Each Static of the pane records the ``layout`` flag of every update it gets."""
+    from textual.widgets import Static
+
+    seen: dict[str, list[bool]] = {}
+    for sel in ("#mem-host", "#mem-gpu", "#mem-hist-label", "#mem-alloc"):
+        widget = pane.query_one(sel, Static)
+        original = widget.update
+
+        def update(content: Any = "", *, layout: bool = True, _sel: str = sel, _orig: Any = original) -> None:
+            seen.setdefault(_sel, []).append(layout)
+            _orig(content, layout=layout)
+
+        widget.update = update  # type: ignore[method-assign]
+    return seen
+
+
+async def _until_samples(pilot: Any, pane: MemoryPane, n: int) -> None:
+    for _ in range(300):  # at most 30 s on a loaded machine
+        if pane.samples >= n:
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"fewer than {n} samples")
+
+
+async def test_idle_memory_pane_redraws_only_what_changed_without_layout(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Idle (the same host and GPU readings each tick): the host, GPU and allocator texts
+    are not updated again, and the history label (its sample count changes each tick)
+    is redrawn without a layout of the screen."""
+    app = make_app(poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        pane = app.screen.query_one(MemoryPane)
+        # past 9 samples: the label (wrapped at 80 columns) keeps its length until 99
+        await _until_samples(pilot, pane, 12)
+        seen = _record_updates(pane)
+        start = pane.samples
+        await _until_samples(pilot, pane, start + 5)
+        await pilot.pause(0.1)
+        assert "#mem-host" not in seen and "#mem-gpu" not in seen and "#mem-alloc" not in seen, seen
+        assert seen.get("#mem-hist-label") and not any(seen["#mem-hist-label"]), seen
+        assert f"last {pane.samples} samples" in text_of(app, "#mem-hist-label")
+
+
+async def test_h12_hidden_memory_pane_keeps_sampling_and_shows_the_latest_when_shown(
+    session: Any, make_app: MakeApp
+) -> None:
+    """Another pane shown: the readings go on (the header and the history need them) but
+    nothing is laid out; shown again, the pane shows the latest reading."""
+    app = make_app(poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        pane = app.screen.query_one(MemoryPane)
+        await _until_samples(pilot, pane, 2)
+        await pilot.press("1")
+        await pilot.pause(0.1)
+        seen = _record_updates(pane)
+        start = pane.samples
+        await _until_samples(pilot, pane, start + 5)
+        assert not any(flag for flags in seen.values() for flag in flags), seen
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        count = pane.samples
+        label = text_of(app, "#mem-hist-label")
+        assert any(f"last {n} samples" in label for n in (count - 1, count, count + 1)), (label, count)
+        assert "Host RAM   used 20.0 GiB of 64.0 GiB" in text_of(app, "#mem-host")

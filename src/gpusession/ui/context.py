@@ -26,9 +26,9 @@ class UiContext:
     Attributes:
         session: the open session.
         clock: returns an aware UTC datetime (a fake one in tests, S6 countdowns).
-        nvml: a pynvml-like object for :func:`gpusession.core.gpu.environment.read_nvml`
+        nvml: a pynvml-like object for :func:`gpusession.core.gpu.nvml.read_nvml`
             (``None``: the real pynvml).
-        host_memory: returns a ``HostMemory`` (``None``: psutil via core.environment).
+        host_memory: returns a ``HostMemory`` (``None``: psutil via core.gpu.host).
         runner_factory: ``(session, experiment_id, on_event, cancel) -> runner`` with a
             blocking ``run()``; ``None``: :class:`gpusession.bench.runner.Runner`.
         poll_s: memory refresh period in seconds; ``0`` samples once (snapshots).

@@ -158,7 +158,7 @@ class MainScreen(Screen[None]):
     @work(thread=True, group="header-gpu", exit_on_error=False)
     def _read_gpus(self) -> None:
         """One NVML reading for the header's GPU words, before the memory pane is shown."""
-        from gpusession.core.gpu.environment import read_nvml
+        from gpusession.core.gpu.nvml import read_nvml
 
         snap = read_nvml(self.ctx.nvml)
         self.app.call_from_thread(self._gpus_read, snap)

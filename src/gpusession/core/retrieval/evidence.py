@@ -25,7 +25,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import Session
-from gpusession.core.gpu.environment import GpuReading, NvmlSnapshot, read_nvml
+from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.money.rates import _model_words, model_matches
 
 GIB = 1024**3

@@ -1,24 +1,27 @@
 """Memory pane: host RAM/swap, GPU memory per device and per process, allocator peaks.
 
-Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 3). A timer asks for a
-sample every ``ctx.poll_s`` seconds; each sample is read in a thread worker of its own
-group (``memory``), so cancelling a run never stops the poller and a slow NVML call never
-blocks the event loop (H-12). Readings come from NVML and psutil only — the UI process
-never imports torch (M5).
+Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 3). The pane's own poller
+thread reads a sample every ``ctx.poll_s`` seconds and posts it (``MemoryPane.Sampled``),
+so cancelling a run never stops the poller and a slow NVML call never blocks the event
+loop (H-12); with ``poll_s`` 0 one reading is made in a thread worker (group ``memory``).
+Readings come from NVML (:mod:`gpusession.core.gpu.nvml`) and psutil
+(:mod:`gpusession.core.gpu.host`) only — the UI process never imports torch (M5).
 
 Labels follow M2, M3 and H-04: NVML figures are "device total" (every process, CUDA
 context included); the last run's allocator figures are "PyTorch allocator, this process
 only" (the worker that ran), shown one by one, never added, and their difference is never
-called a cache. A run across ranks (issue 13) shows each rank's own figures, read from
+called a cache. A run across ranks shows each rank's own figures, read from
 ``runs/<experiment>/ranks.csv``, under its device and GPU UUID.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -26,7 +29,9 @@ from textual.message import Message
 from textual.widgets import Static
 
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE
-from gpusession.ui.charts import Bars
+from gpusession.core.gpu.host import HostMemoryReader
+from gpusession.core.gpu.nvml import NvmlSession
+from gpusession.ui.charts import Bars, bar_glyphs
 from gpusession.ui.context import UiContext, fmt_bytes, plural, run_label, shown
 
 NOT_COVERED_HEAD = (
@@ -114,8 +119,8 @@ def allocator_lines(row: dict[str, Any] | None, snap: Any = None,
     """The last run's four allocator figures, each on its own (M1, M2, M4).
 
     ``snap``: the latest NVML reading, for the words on what the figures leave out
-    (:func:`not_covered`). ``ranks``: :func:`rank_rows_of` for a run across ranks
-    (issue 13): each rank's own four figures are shown, under its device and GPU UUID,
+    (:func:`not_covered`). ``ranks``: :func:`rank_rows_of` for a run across ranks:
+    each rank's own four figures are shown, under its device and GPU UUID,
     and the words say the results row keeps the largest; a sentence when they cannot be
     shown (then the row's figures, named as the largest over ranks, and why).
     """
@@ -139,7 +144,7 @@ def allocator_lines(row: dict[str, Any] | None, snap: Any = None,
 
 
 def _rank_allocator_lines(row: dict[str, Any], snap: Any, ranks: list[dict[str, Any]]) -> list[str]:
-    """Per-rank allocator figures of one run across ranks (issue 13; M1, M2)."""
+    """Per-rank allocator figures of one run across ranks (M1, M2)."""
     n = len(ranks)
     lines = [
         f"Last run — PyTorch allocator, each rank's own process ({plural(n, 'rank')};"
@@ -167,7 +172,7 @@ def _rank_allocator_lines(row: dict[str, Any], snap: Any, ranks: list[dict[str, 
 
 
 def rank_rows_of(session: Any, row: dict[str, Any] | None) -> list[dict[str, Any]] | str:
-    """The ranks of ``row`` from ``ranks.csv`` (issue 13).
+    """The ranks of ``row`` from ``ranks.csv``.
 
     Returns:
         The rows by rank; ``[]`` for a one-process run (its experiment has no
@@ -195,73 +200,6 @@ def span(fractions: list[float]) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
-class PersistentNvml:
-    """NVML kept initialised for the life of the pane (one ``nvmlInit`` in total).
-
-    :func:`gpusession.core.gpu.environment.read_nvml` initialises and shuts NVML down on
-    every call; once a second that costs CPU on a real GPU host (``nvmlInit`` enumerates
-    the devices). This wrapper makes the first ``nvmlInit`` real and remembers its
-    outcome (a failure is raised again, cheaply, so the reason stays shown), turns
-    ``nvmlShutdown`` into a no-op, and :meth:`close` shuts down once at the end.
-
-    Args:
-        nvml: a pynvml-like object; ``None`` imports ``pynvml`` (nvidia-ml-py) lazily.
-    """
-
-    def __init__(self, nvml: Any | None = None) -> None:
-        self._nvml = nvml
-        self._state: str = "new"  # new | ok | failed
-        self._error: BaseException | None = None
-
-    def _module(self) -> Any:
-        if self._nvml is None:
-            import pynvml
-
-            self._nvml = pynvml
-        return self._nvml
-
-    def _failures(self) -> tuple[type[BaseException], ...]:
-        """What NVML raises when it cannot answer, as core.environment reads them (H-07).
-
-        pynvml's ``NVMLError`` (no library, no driver, not supported), ``OSError``
-        (ctypes cannot reach the library), ``RuntimeError`` (a pynvml-like object without
-        ``NVMLError``: the test fakes), ``AttributeError`` (bindings without the
-        function), ``ImportError`` (nvidia-ml-py not installed).
-        """
-        own = getattr(self._nvml, "NVMLError", None) if self._nvml is not None else None
-        extra: tuple[type[BaseException], ...] = (
-            (own,) if isinstance(own, type) and issubclass(own, BaseException) else ()
-        )
-        return (*extra, ImportError, OSError, RuntimeError, AttributeError)
-
-    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's name
-        if self._state == "new":
-            try:
-                self._module().nvmlInit()
-                self._state = "ok"
-            except self._failures() as exc:  # remembered: raised again on each call
-                self._state, self._error = "failed", exc
-        if self._state == "failed" and self._error is not None:
-            # A fresh traceback each time (issue 12, soak): re-raising the same exception
-            # object would chain every call's frames onto its traceback, and with them
-            # each reading's thread worker, future and task — 0.46 MB/min, for ever.
-            raise self._error.with_traceback(None)
-
-    def nvmlShutdown(self) -> None:  # noqa: N802
-        pass
-
-    def close(self) -> None:
-        if self._state == "ok":
-            try:
-                self._module().nvmlShutdown()
-            except self._failures():
-                pass  # the pane is going away; NVML shuts down with the process anyway
-        self._state = "new"
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module(), name)
-
-
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
     from gpusession.core.files.errors import BadInput
@@ -270,7 +208,7 @@ def last_allocator_row(session: Any) -> dict[str, Any] | None:
         rows = session.results.read().to_dicts()
     except BadInput:  # an unreadable results CSV: the allocator part says "no run yet"
         return None
-    rows = [r for r in rows if r.get("phase") is not None]  # a validation ran nothing (issue 15)
+    rows = [r for r in rows if r.get("phase") is not None]  # a validation ran nothing: no phase
     with_mem = [r for r in rows if r.get("peak_reserved_bytes") is not None]
     if with_mem:
         return with_mem[-1]
@@ -278,7 +216,15 @@ def last_allocator_row(session: Any) -> dict[str, Any] | None:
 
 
 class MemoryPane(VerticalScroll, can_focus=True):
-    """Pane 3: live memory readout, refreshed every ``ctx.poll_s`` seconds."""
+    """Pane 3: live memory readout, refreshed every ``ctx.poll_s`` seconds.
+
+    Idle cost: one thread reads host memory and NVML every ``poll_s`` seconds, NVML kept
+    open (:class:`~gpusession.core.gpu.nvml.NvmlSession`) and the cgroup found once
+    (:class:`~gpusession.core.gpu.host.HostMemoryReader`), and posts one message per
+    reading; the event loop then redraws only the widgets whose text or bars changed,
+    without a layout when their height cannot change, and nothing while the pane is
+    hidden (the readings and history go on: the header and H-12 need them).
+    """
 
     @dataclass
     class Sampled(Message):
@@ -293,13 +239,17 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.host: Any = None
         self.snapshot: Any = None
         self.samples = 0
-        self._busy = False
         self._host_hist: deque[float] = deque(maxlen=120)
         self._gpu_hist: deque[float] = deque(maxlen=120)
         self.alloc_row: dict[str, Any] | None = None
         self.alloc_ranks: list[dict[str, Any]] | str = []
-        self.nvml = PersistentNvml(ctx.nvml)
+        self.nvml = NvmlSession(ctx.nvml)
+        self._host_reader = HostMemoryReader()
         self._texts: dict[str, str] = {}
+        self._glyphs: dict[str, tuple[int, str]] = {}
+        self._stale = False
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Host memory: reading…", id="mem-host")
@@ -311,12 +261,21 @@ class MemoryPane(VerticalScroll, can_focus=True):
 
     def on_mount(self) -> None:
         self.reload()
-        self.sample()
         if self.ctx.poll_s > 0:
-            self.set_interval(self.ctx.poll_s, self.sample, name="memory-poll")
+            self._poller = threading.Thread(target=self._poll, name="memory-poll", daemon=True)
+            self._poller.start()
+        else:
+            self._read_once()
 
     def on_unmount(self) -> None:
-        self.nvml.close()
+        self._stop.set()  # the poller thread closes NVML as it ends
+        if self._poller is None:
+            self.nvml.close()
+
+    def on_show(self) -> None:
+        if self._stale or self._glyphs:
+            self._glyphs.clear()  # bars given data while hidden were not painted
+            self._redraw()
 
     def reload(self) -> None:
         """Re-read the last run's allocator figures (after a run lands)."""
@@ -333,32 +292,44 @@ class MemoryPane(VerticalScroll, can_focus=True):
             self.alloc_ranks = rank_rows_of(self.ctx.session, row)
             self._set("#mem-alloc", "\n".join(allocator_lines(row, self.snapshot, self.alloc_ranks)))
 
-    def sample(self) -> None:
-        """Ask for one reading unless the previous one is still being read."""
-        if self._busy:
-            return
-        self._busy = True
-        self._read()
+    def _reading(self) -> Sampled:
+        """One host and one NVML reading (in a thread: NVML may be slow, H-12)."""
+        host = self.ctx.host_memory() if self.ctx.host_memory else None
+        if host is None:
+            host = self._host_reader.read()
+        return self.Sampled(host, self.nvml.read())
 
     @work(thread=True, group="memory", exit_on_error=False)
-    def _read(self) -> None:
-        from gpusession.core.gpu import environment as env
+    def _read_once(self) -> None:
+        """The one reading of a pane that does not poll (``poll_s`` 0: snapshots)."""
+        self.post_message(self._reading())
 
+    def _poll(self) -> None:
+        """The poller thread: a reading now, then one every ``poll_s`` s until unmounted.
+
+        A plain thread rather than a Textual worker per tick: a worker costs a task and
+        three state messages each second, and a worker that never ends would keep
+        ``workers.wait_for_complete()`` waiting for ever.
+        """
         try:
-            host = self.ctx.host_memory() if self.ctx.host_memory else None
-            if host is None:
-                host = env.read_host_memory()
-            snap = env.read_nvml(self.nvml)
-            self.post_message(self.Sampled(host, snap))
+            while not self._stop.is_set():
+                try:
+                    msg = self._reading()
+                except Exception:  # noqa: BLE001 - a failing reading is skipped, the poller goes on
+                    msg = None
+                if msg is not None and not self.post_message(msg):
+                    break  # the pane is closing
+                self._stop.wait(self.ctx.poll_s)
+        except RuntimeError:  # the app's event loop closed under us
+            pass
         finally:
-            self._busy = False
+            self.nvml.close()
 
     def on_memory_pane_sampled(self, msg: Sampled) -> None:
         self.samples += 1
+        host_changed = msg.host != self.host
+        nvml_changed = msg.nvml is not self.snapshot and msg.nvml != self.snapshot
         self.host, self.snapshot = msg.host, msg.nvml
-        self._set("#mem-host", "\n".join(host_lines(msg.host)))
-        self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
-        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml, self.alloc_ranks)))
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
         gpus = getattr(msg.nvml, "gpus", ()) or ()
@@ -368,18 +339,75 @@ class MemoryPane(VerticalScroll, can_focus=True):
             used = sum(g.memory_used_bytes for g in known)
             total = sum(g.memory_total_bytes for g in known) or 1
             self._gpu_hist.append(used / total)
-        self.query_one("#mem-spark-host", Bars).data = list(self._host_hist)
-        spark_gpu = self.query_one("#mem-spark-gpu", Bars)
-        spark_gpu.data = list(self._gpu_hist)
-        spark_gpu.display = bool(gpus)
-        h = list(self._host_hist)
-        label = f"History, last {plural(len(h), 'sample')} (bars 0–100%): host RAM used {span(h)}" if h else "History: no sample yet"
+        if host_changed:
+            self._set("#mem-host", "\n".join(host_lines(msg.host)))
+        if nvml_changed:
+            self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
+            self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml, self.alloc_ranks)))
+        self._draw_history()
+
+    def _redraw(self) -> None:
+        """Everything from the latest reading (the pane shown again after a while hidden)."""
+        self._stale = False
+        self._set("#mem-host", "\n".join(host_lines(self.host)))
+        self._set("#mem-gpu", "\n".join(gpu_lines(self.snapshot)))
+        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot, self.alloc_ranks)))
+        self._draw_history()
+
+    def _draw_history(self) -> None:
+        gpus = getattr(self.snapshot, "gpus", ()) or ()
+        self._set_bars("#mem-spark-host", self._host_hist)
+        spark_gpu = self._set_bars("#mem-spark-gpu", self._gpu_hist)
+        if spark_gpu.display != bool(gpus):
+            spark_gpu.display = bool(gpus)
+        h = self._host_hist
+        label = f"History, last {plural(len(h), 'sample')} (bars 0–100%): host RAM used {span(list(h))}" if h else "History: no sample yet"
         if gpus:
             label += f" (top); GPU device total used {span(list(self._gpu_hist))} (bottom)"
         self._set("#mem-hist-label", label)
 
+    def _set_bars(self, selector: str, hist: deque[float]) -> Bars:
+        """Give a bar chart the history; redraw it only when its glyphs change."""
+        bars = self.query_one(selector, Bars)
+        data = list(hist)
+        width = bars.size.width
+        drawn = (width, bar_glyphs(data, width, low=bars.low, high=bars.high))
+        if width and self._glyphs.get(selector) == drawn:
+            bars.set_reactive(Bars.data, data)  # kept for the next resize; nothing to paint
+        else:
+            self._glyphs[selector] = drawn
+            bars.data = data
+        return bars
+
     def _set(self, selector: str, text: str) -> None:
-        """Update a Static only when its text changed (idle CPU: no needless layout)."""
-        if self._texts.get(selector) != text:
-            self._texts[selector] = text
-            self.query_one(selector, Static).update(text)
+        """Update a Static only when its text changed; lay out only if its height may change.
+
+        Hidden (another pane shown), the text is kept without a layout: showing the pane
+        lays it out anyway.
+        """
+        old = self._texts.get(selector)
+        if old == text:
+            return
+        self._texts[selector] = text
+        widget = self.query_one(selector, Static)
+        shown = self.is_on_screen
+        if not shown:
+            self._stale = True
+        widget.update(text, layout=shown and not _same_height(old, text, widget.content_size.width))
+
+
+def _same_height(old: str | None, new: str, width: int) -> bool:
+    """Whether ``new`` surely takes as many rows as ``old`` in a Static ``width`` cells wide.
+
+    Line by line: both fit in the width (no wrapping) or are the same length. Text with
+    markup (``[``) may render shorter than it reads: never assumed the same.
+    """
+    if old is None or width <= 0 or "[" in old or "[" in new:
+        return False
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    if len(old_lines) != len(new_lines):
+        return False
+    return all(
+        cell_len(a) == cell_len(b) or (cell_len(a) <= width and cell_len(b) <= width)
+        for a, b in zip(old_lines, new_lines, strict=True)
+    )

@@ -1,0 +1,609 @@
+"""The one module that opens NVML: init/shutdown, device handles and every reading.
+
+Who calls it: the memory pane's poller (through :class:`NvmlSession`, NVML kept open for
+the pane's life), the header and checklist probes and the worker (:func:`read_nvml`, one
+reading each), the worker's clock reader (:func:`read_clocks`, right before the runs),
+and :mod:`gpusession.core.gpu.devices` (the snapshot it maps torch devices onto). M5: the
+UI process never creates a CUDA context, so live device figures come from here. Why one
+module: every ``nvmlInit`` is paired with its ``nvmlShutdown`` in one place, and a test
+checks no other module calls ``nvmlInit``.
+
+Every reader *never raises*: inside containers NVML is often missing or fails (H-07), so
+a failure gives ``available=False`` with the reason in words, and the caller shows the
+reason beside the empty fields. Once NVML answers, each reading of each GPU fails alone
+(H-18): a GPU is never dropped, its unread fields are ``None`` (never 0) with the reason,
+and a process list NVML could not read is "unknown", not "none". Each GPU is named by its
+UUID first (H-05: NVML's PCI order is not torch's); :func:`read_clocks` looks the GPU up
+by UUID before its index. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpusession.core.gpu.host import process_name
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on a GPU, as NVML sees it (device/process total, H-04).
+
+    Attributes:
+        pid: process id (host namespace; may not exist in a container's namespace).
+        used_bytes: GPU memory used by the process in bytes; ``None`` when NVML does not
+            report it (e.g. without permission, or under some virtualisation).
+        name: process name from psutil, ``None`` when the process is not visible here.
+        mig_uuid: the MIG instance it runs on, when read through that instance's handle.
+    """
+
+    pid: int
+    used_bytes: int | None
+    name: str | None
+    mig_uuid: str | None = None
+
+
+#: The names of the per-GPU readings, as used in :attr:`GpuReading.unread`.
+GPU_READINGS = ("handle", "uuid", "name", "memory", "processes", "mig", "utilization", "sm_clock")
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One physical GPU as NVML sees it (PCI order).
+
+    Each reading fails alone (H-18): a GPU NVML counts is always kept, at its NVML index,
+    with the readings NVML could not give left ``None`` and the reason in ``unread``.
+
+    Attributes:
+        index: NVML (physical, PCI-order) index.
+        uuid: e.g. ``"GPU-8f2c…"``; ``None`` when unread.
+        name: model, e.g. ``"NVIDIA RTX A5000"``; ``None`` when unread.
+        memory_total_bytes, memory_used_bytes: device totals in bytes (every process,
+            the CUDA contexts included; not the PyTorch allocator's figures, H-04);
+            ``None`` when NVML could not read them (e.g. "Not Supported"), never 0.
+        processes: compute processes on that GPU; empty also when NVML could not list
+            them: then ``unread`` has a ``"processes"`` entry (see
+            :attr:`processes_known`).
+        mig_uuids: UUIDs (``"MIG-…"``) of the MIG instances on that GPU; empty when MIG
+            is off or NVML cannot tell.
+        utilization_percent: GPU utilization (NVML, last sample period), ``None`` unread.
+        sm_clock_mhz: current SM clock in MHz, ``None`` unread.
+        unread: ``(reading, reason)`` for each reading NVML could not give; reading is
+            one of :data:`GPU_READINGS`.
+    """
+
+    index: int
+    uuid: str | None
+    name: str | None
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+    processes: tuple[GpuProcess, ...]
+    mig_uuids: tuple[str, ...] = ()
+    utilization_percent: int | None = None
+    sm_clock_mhz: int | None = None
+    unread: tuple[tuple[str, str], ...] = ()
+
+    def why_unread(self, reading: str) -> str | None:
+        """The reason ``reading`` (one of :data:`GPU_READINGS`) is unknown, else ``None``.
+
+        Args:
+            reading: e.g. ``"memory"``.
+
+        Returns:
+            NVML's words, e.g. ``"Not Supported"``; ``None`` when it was read.
+        """
+        for name, reason in self.unread:
+            if name == reading:
+                return reason
+        return None
+
+    @property
+    def processes_known(self) -> bool:
+        """Whether :attr:`processes` is NVML's full list (``False``: could not be read)."""
+        return self.why_unread("processes") is None and self.why_unread("handle") is None
+
+    def memory_words(self) -> str:
+        """Device memory in words: ``"3221225472 of 25769803776 bytes used"`` or unknown.
+
+        Returns:
+            The figures, or ``"memory unknown (NVML: Not Supported)"`` (H-18).
+        """
+        if self.memory_total_bytes is None or self.memory_used_bytes is None:
+            reason = self.why_unread("memory") or self.why_unread("handle") or "not read"
+            return f"memory unknown (NVML: {reason})"
+        return f"{self.memory_used_bytes} of {self.memory_total_bytes} bytes used"
+
+
+@dataclass(frozen=True)
+class NvmlSnapshot:
+    """One NVML reading of every GPU.
+
+    Attributes:
+        available: ``False`` when NVML is missing or failed; then ``reason`` says why and
+            ``gpus`` is empty.
+        reason: one line in words, e.g. ``"no NVIDIA driver found (NVML: Driver Not
+            Loaded)"``; ``None`` when available.
+        driver_version: e.g. ``"535.104.05"`` (H-06: decoded from bytes when needed).
+        gpus: readings in NVML (PCI) order, one per GPU NVML counts (H-18: a GPU whose
+            readings fail is kept, so ``gpus[i].index == i``).
+    """
+
+    available: bool
+    reason: str | None
+    driver_version: str | None
+    gpus: tuple[GpuReading, ...]
+
+
+def decode_nvml_str(value: bytes | str) -> str:
+    """NVML strings as ``str``: old bindings return ``bytes``, new ones ``str`` (H-06).
+
+    Args:
+        value: e.g. ``b"535.104.05"`` or ``"535.104.05"``.
+
+    Returns:
+        ``"535.104.05"``; bytes are decoded as UTF-8 (invalid bytes replaced) and a
+        trailing NUL is stripped.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        text = bytes(value).decode("utf-8", errors="replace")
+    else:
+        text = str(value)
+    return text.rstrip("\x00").strip()
+
+
+def _import_pynvml() -> Any:
+    import pynvml  # nvidia-ml-py
+
+    return pynvml
+
+
+def _nvml_errors(nvml: Any) -> tuple[type[BaseException], ...]:
+    """What a call into ``nvml`` raises when NVML cannot answer (H-07).
+
+    pynvml raises its ``NVMLError`` for every library failure (no library, driver not
+    loaded, not supported, not found; ``NVMLError_FunctionNotFound`` when the driver
+    lacks a function). ``AttributeError``: the bindings (an older nvidia-ml-py, or an
+    injected pynvml-like object) lack the function. ``RuntimeError``: how a pynvml-like
+    object without ``NVMLError`` (the test fakes) reports a failure. ``OSError``: ctypes
+    failing to reach the library.
+    """
+    own = getattr(nvml, "NVMLError", None)
+    extra: tuple[type[BaseException], ...] = (
+        (own,) if isinstance(own, type) and issubclass(own, BaseException) else ()
+    )
+    return (*extra, RuntimeError, AttributeError, OSError)
+
+
+def _nvml_error_text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+def _process_list(infos: Any, mig_uuid: str | None) -> list[GpuProcess]:
+    out = []
+    for info in infos or ():
+        pid = int(getattr(info, "pid", 0))
+        used = getattr(info, "usedGpuMemory", None)
+        # NVML reports NVML_VALUE_NOT_AVAILABLE (2**64-1) or None when it cannot tell.
+        if used is not None:
+            try:
+                used = int(used)
+            except (TypeError, ValueError):
+                used = None
+        if used is not None and (used < 0 or used >= 2**63):
+            used = None
+        out.append(GpuProcess(pid=pid, used_bytes=used, name=process_name(pid), mig_uuid=mig_uuid))
+    return out
+
+
+def _read_processes(
+    nvml: Any, handle: Any, migs: tuple[tuple[str, Any], ...]
+) -> tuple[tuple[GpuProcess, ...], str | None]:
+    """Compute processes of one GPU and, when they cannot be listed, why.
+
+    On a GPU in MIG mode NVML gives the whole GPU's list only to a privileged caller;
+    each instance's own handle lists the processes on that instance, so the instances
+    are read first and the whole GPU only when one of them fails.
+
+    Returns:
+        ``(processes, None)``, or ``((), reason)`` when NVML could not list them (never
+        "none" for "could not tell").
+    """
+    errors_or_odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
+    reasons: list[str] = []
+    if migs:
+        per_instance: list[GpuProcess] = []
+        try:
+            for mig_uuid, mig in migs:
+                per_instance.extend(
+                    _process_list(nvml.nvmlDeviceGetComputeRunningProcesses(mig), mig_uuid)
+                )
+        except errors_or_odd as exc:
+            reasons.append(f"MIG instance: {_nvml_error_text(exc)}")
+        else:
+            return tuple(per_instance), None
+    try:
+        return tuple(_process_list(nvml.nvmlDeviceGetComputeRunningProcesses(handle), None)), None
+    except errors_or_odd as exc:
+        reasons.insert(0, _nvml_error_text(exc))
+    return (), "; ".join(reasons)
+
+
+def _read_migs(nvml: Any, handle: Any) -> tuple[tuple[str, Any], ...]:
+    """``(uuid, handle)`` of the MIG instances of one GPU; ``()`` when MIG is off."""
+    errors = _nvml_errors(nvml)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
+    try:
+        count = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+    except errors_or_odd:  # NotSupported: no MIG on this GPU
+        return ()
+    out = []
+    for i in range(count):
+        try:
+            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
+            out.append((decode_nvml_str(nvml.nvmlDeviceGetUUID(mig)), mig))
+        except errors:
+            continue  # an empty slot raises NotFound
+    return tuple(out)
+
+
+def _read_gpu(nvml: Any, i: int) -> GpuReading:
+    """Every reading of GPU ``i``, each failing alone (H-18); never raises NVML errors."""
+    errors_or_odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
+    unread: list[tuple[str, str]] = []
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(i)
+    except errors_or_odd as exc:
+        reason = _nvml_error_text(exc)
+        return GpuReading(i, None, None, None, None, (), unread=(("handle", reason),))
+    uuid: str | None = None
+    name: str | None = None
+    total: int | None = None
+    used: int | None = None
+    util: int | None = None
+    clock: int | None = None
+    try:
+        uuid = decode_nvml_str(nvml.nvmlDeviceGetUUID(handle))
+    except errors_or_odd as exc:
+        unread.append(("uuid", _nvml_error_text(exc)))
+    try:
+        name = decode_nvml_str(nvml.nvmlDeviceGetName(handle))
+    except errors_or_odd as exc:
+        unread.append(("name", _nvml_error_text(exc)))
+    try:
+        mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+        total, used = int(mem.total), int(mem.used)
+    except errors_or_odd as exc:  # "Not Supported" on some GPUs and vGPUs (H-18)
+        total = used = None
+        unread.append(("memory", _nvml_error_text(exc)))
+    try:
+        util = int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except errors_or_odd as exc:
+        unread.append(("utilization", _nvml_error_text(exc)))
+    try:
+        clock = int(nvml.nvmlDeviceGetClockInfo(handle, getattr(nvml, "NVML_CLOCK_SM", 1)))
+    except errors_or_odd as exc:
+        unread.append(("sm_clock", _nvml_error_text(exc)))
+    migs = _read_migs(nvml, handle)
+    processes, why = _read_processes(nvml, handle, migs)
+    if why is not None:
+        unread.append(("processes", why))
+    return GpuReading(
+        index=i,
+        uuid=uuid,
+        name=name,
+        memory_total_bytes=total,
+        memory_used_bytes=used,
+        processes=processes,
+        mig_uuids=tuple(u for u, _ in migs),
+        utilization_percent=util,
+        sm_clock_mhz=clock,
+        unread=tuple(unread),
+    )
+
+
+def _read_open(nvml: Any) -> NvmlSnapshot:
+    """Driver version and every GPU, NVML already initialised; never raises NVML errors."""
+    errors = _nvml_errors(nvml)
+    # with an int() of a field that is not a number (a count, a memory figure)
+    errors_or_odd: tuple[type[BaseException], ...] = (*errors, TypeError, ValueError)
+    try:
+        driver: str | None = decode_nvml_str(nvml.nvmlSystemGetDriverVersion())
+    except errors:
+        driver = None
+    try:
+        count = int(nvml.nvmlDeviceGetCount())
+    except errors_or_odd as exc:
+        return NvmlSnapshot(False, f"NVML could not count GPUs ({_nvml_error_text(exc)})", driver, ())
+    return NvmlSnapshot(True, None, driver, tuple(_read_gpu(nvml, i) for i in range(count)))
+
+
+def _not_installed(exc: BaseException) -> NvmlSnapshot:
+    return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
+
+
+def _no_driver(exc: BaseException) -> NvmlSnapshot:
+    return NvmlSnapshot(False, f"no NVIDIA driver found (NVML: {_nvml_error_text(exc)})", None, ())
+
+
+def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
+    """Read driver version and every GPU (memory, processes) through NVML; never raises.
+
+    NVML is initialised for this one reading and shut down after it: right for a probe
+    that reads once (the header, the checklist, the worker); a poller keeps NVML open
+    with :class:`NvmlSession` instead.
+
+    Args:
+        nvml: a pynvml-like module (``nvmlInit``, ``nvmlShutdown``,
+            ``nvmlSystemGetDriverVersion``, ``nvmlDeviceGetCount``,
+            ``nvmlDeviceGetHandleByIndex``, ``nvmlDeviceGetUUID``, ``nvmlDeviceGetName``,
+            ``nvmlDeviceGetMemoryInfo``, ``nvmlDeviceGetComputeRunningProcesses``;
+            optional: ``nvmlDeviceGetUtilizationRates``, ``nvmlDeviceGetClockInfo``,
+            the MIG calls); injectable for tests. Default: ``pynvml`` from nvidia-ml-py.
+
+    Returns:
+        A snapshot; when NVML cannot be imported, initialised or read, ``available`` is
+        ``False`` with the reason in words (H-07). After a good init every GPU NVML
+        counts is kept at its index; a reading NVML cannot give is ``None`` with its
+        reason in :attr:`GpuReading.unread` (H-18), the other readings are kept.
+    """
+    if nvml is None:
+        try:
+            nvml = _import_pynvml()
+        except (ImportError, OSError) as exc:  # not installed, or a broken install
+            return _not_installed(exc)
+    errors = _nvml_errors(nvml)
+    try:
+        nvml.nvmlInit()
+    except errors as exc:
+        return _no_driver(exc)
+    try:
+        return _read_open(nvml)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except errors:
+            pass
+
+
+class NvmlSession:
+    """NVML opened once and kept open for a poller's life (one ``nvmlInit`` in total).
+
+    Why: :func:`read_nvml` initialises and shuts NVML down on every call; once a second
+    that costs CPU on a real GPU host (``nvmlInit`` enumerates the devices). The first
+    :meth:`read` initialises NVML; a failure is remembered as its snapshot (the reason
+    stays shown, and nothing is raised or chained per reading, so an idle poller keeps
+    nothing per tick); :meth:`close` shuts NVML down once at the end. One thread at a
+    time may call :meth:`read` (the memory pane's poller thread).
+
+    Args:
+        nvml: a pynvml-like object (see :func:`read_nvml`); ``None`` imports ``pynvml``
+            (nvidia-ml-py) at the first reading.
+    """
+
+    def __init__(self, nvml: Any | None = None) -> None:
+        """Nothing is opened yet: NVML starts at the first :meth:`read`."""
+        self._nvml: Any = nvml
+        self._open = False
+        self._failed: NvmlSnapshot | None = None
+
+    @property
+    def failed(self) -> NvmlSnapshot | None:
+        """The snapshot NVML's failure to start gave (H-07), ``None`` while none."""
+        return self._failed
+
+    def read(self) -> NvmlSnapshot:
+        """One reading of every GPU with NVML kept open; never raises (H-07, H-18).
+
+        Returns:
+            The snapshot, as :func:`read_nvml` gives it; while NVML failed to start, the
+            same unavailable snapshot each time (NVML is not asked again).
+        """
+        if self._failed is not None:
+            return self._failed
+        if not self._open:
+            if self._nvml is None:
+                try:
+                    self._nvml = _import_pynvml()
+                except (ImportError, OSError) as exc:
+                    self._failed = _not_installed(exc)
+                    return self._failed
+            try:
+                self._nvml.nvmlInit()
+            except _nvml_errors(self._nvml) as exc:
+                self._failed = _no_driver(exc)
+                return self._failed
+            self._open = True
+        return _read_open(self._nvml)
+
+    def close(self) -> None:
+        """Shut NVML down if this session opened it; a later :meth:`read` opens it again."""
+        if self._open:
+            try:
+                self._nvml.nvmlShutdown()
+            except _nvml_errors(self._nvml):
+                pass  # the poller is going away; NVML shuts down with the process anyway
+        self._open = False
+        self._failed = None
+
+
+#: NVML clock event ("throttle") reason bits, in words.
+THROTTLE_REASONS = {
+    0x1: "GPU idle",
+    0x2: "applications clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake slowdown",
+    0x100: "display clock setting",
+}
+
+
+def throttle_words(bits: int) -> str:
+    """NVML's clock event reason bits in words, ``"none"`` when none is active.
+
+    Args:
+        bits: e.g. ``0x44``.
+
+    Returns:
+        e.g. ``"software power cap, hardware thermal slowdown"``; unknown bits as
+        ``"other (0x…)"``.
+    """
+    words = [w for b, w in THROTTLE_REASONS.items() if bits & b]
+    unknown = bits & ~sum(THROTTLE_REASONS)
+    if unknown:
+        words.append(f"other (0x{unknown:x})")
+    return ", ".join(words) or "none"
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """How fast one GPU may run right now (R10): clock, throttle reasons, heat, power.
+
+    Attributes:
+        sm_clock_mhz: current SM clock in MHz; ``None`` unread.
+        throttle_reasons: :func:`throttle_words`; ``None`` unread.
+        temperature_c: GPU core temperature in degrees Celsius; ``None`` unread.
+        power_w: board power draw in watts (NVML gives milliwatts); ``None`` unread.
+        found_by: ``"uuid"`` or ``"index"``: how the GPU's handle was found (H-05);
+            ``None`` when no handle was found.
+        reason: why a figure is unread, ``"; "``-joined; ``None`` when all were read.
+    """
+
+    sm_clock_mhz: int | None
+    throttle_reasons: str | None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    found_by: str | None = None
+    reason: str | None = None
+
+    def as_env(self) -> dict[str, Any]:
+        """The worker's environment fields: ``sm_clock_mhz``, ``throttle_reasons``, ``clock_reason``."""
+        return {"sm_clock_mhz": self.sm_clock_mhz, "throttle_reasons": self.throttle_reasons,
+                "clock_reason": self.reason}
+
+
+def _why(what: str, exc: BaseException) -> str:
+    return f"{what}: {type(exc).__name__}: {exc}"
+
+
+def _gpu_handle(lib: Any, index: int | None, uuid: str | None,
+                problems: list[str]) -> tuple[Any, str | None]:
+    """The handle of one GPU by UUID first (H-05), else by NVML index."""
+    # A MIG instance's handle has no clocks of its own: its parent GPU is read by index.
+    if uuid and uuid.upper().startswith("GPU-") and hasattr(lib, "nvmlDeviceGetHandleByUUID"):
+        try:
+            return lib.nvmlDeviceGetHandleByUUID(uuid), "uuid"
+        except Exception as exc:  # noqa: BLE001 - NotFound, an old driver: the index decides
+            problems.append(_why(f"GPU {uuid}", exc))
+    if index is None:
+        return None, None
+    try:
+        handle = lib.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:  # noqa: BLE001 - no handle for this index: every figure unread
+        problems.append(_why(f"GPU {index}", exc))
+        return None, None
+    problems.clear()  # the index found it: a failed UUID lookup is no longer a reason
+    return handle, "index"
+
+
+def _read_figure(problems: list[str], what: str, call: Any) -> Any:
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unread, with the reason
+        problems.append(_why(what, exc))
+        return None
+
+
+def read_clock_state(index: int | None, nvml: Any | None = None, *,
+                     uuid: str | None = None) -> ClockReading:
+    """SM clock, throttle reasons, temperature and power of one physical GPU now (R10).
+
+    NVML is initialised for this reading and shut down after it. Why: the worker reads
+    it once, right before the warm-up and the runs, for the environment record.
+
+    Args:
+        index: the GPU's NVML (PCI-order) index; ``None`` when it is not known.
+        nvml: a pynvml-like module (``nvmlInit``, ``nvmlShutdown``,
+            ``nvmlDeviceGetHandleByIndex``, ``nvmlDeviceGetClockInfo``,
+            ``nvmlDeviceGetCurrentClocksEventReasons`` or
+            ``nvmlDeviceGetCurrentClocksThrottleReasons``; optional
+            ``nvmlDeviceGetHandleByUUID``, ``nvmlDeviceGetTemperature``,
+            ``nvmlDeviceGetPowerUsage``); default ``pynvml``.
+        uuid: the GPU's UUID (``"GPU-…"``) as NVML writes it; looked up first (H-05),
+            the index only when the UUID is not given or not found.
+
+    Returns:
+        The reading; every figure NVML cannot give is ``None`` and ``reason`` says why
+        (H-07). Never raises: any failure of the bindings (the fakes' own classes
+        included) is an unread figure, said so.
+    """
+    if index is None and not uuid:
+        return ClockReading(None, None, reason="the GPU's NVML index is not known")
+    if nvml is None:
+        try:
+            nvml = _import_pynvml()
+        except (ImportError, OSError) as exc:
+            return ClockReading(None, None, reason=f"NVML bindings not installed ({exc})")
+    lib: Any = nvml
+    try:
+        lib.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
+        return ClockReading(None, None, reason=f"NVML could not start ({type(exc).__name__}: {exc})")
+    problems: list[str] = []
+    try:
+        handle, found_by = _gpu_handle(lib, index, uuid, problems)
+        if handle is None:
+            return ClockReading(None, None, reason="; ".join(problems) or "the GPU's NVML index is not known")
+        clock = _read_figure(problems, "SM clock", lambda: int(
+            lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1))))
+        get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+               or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+
+        def reasons() -> str:
+            if get is None:
+                raise AttributeError("these NVML bindings cannot read throttle reasons")
+            return throttle_words(int(get(handle)))
+
+        throttle = _read_figure(problems, "throttle reasons", reasons)
+        temperature = power = None
+        if hasattr(lib, "nvmlDeviceGetTemperature"):
+            temperature = _read_figure(problems, "temperature", lambda: int(
+                lib.nvmlDeviceGetTemperature(handle, getattr(lib, "NVML_TEMPERATURE_GPU", 0))))
+        if hasattr(lib, "nvmlDeviceGetPowerUsage"):
+            power = _read_figure(problems, "power", lambda: int(lib.nvmlDeviceGetPowerUsage(handle)) / 1000)
+        return ClockReading(clock, throttle, temperature, power, found_by, "; ".join(problems) or None)
+    finally:
+        try:
+            lib.nvmlShutdown()
+        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+            pass
+
+
+def read_clocks(index: int | None, nvml: Any | None = None, *,
+                uuid: str | None = None) -> dict[str, Any]:
+    """:func:`read_clock_state` as the worker's environment fields (R10); never raises.
+
+    Returns:
+        ``sm_clock_mhz`` (int), ``throttle_reasons`` (words, ``"none"`` when none is
+        active) and ``clock_reason`` (why a figure is unread, else ``None``).
+    """
+    return read_clock_state(index, nvml, uuid=uuid).as_env()
+
+
+__all__ = [
+    "GPU_READINGS",
+    "THROTTLE_REASONS",
+    "ClockReading",
+    "GpuProcess",
+    "GpuReading",
+    "NvmlSession",
+    "NvmlSnapshot",
+    "decode_nvml_str",
+    "read_clock_state",
+    "read_clocks",
+    "read_nvml",
+    "throttle_words",
+]
