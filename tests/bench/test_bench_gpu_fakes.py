@@ -255,7 +255,7 @@ def test_r10_speed_settings_recorded_in_the_environment(monkeypatch: Any) -> Non
 
 
 def test_r10_sm_clock_and_throttle_reasons_read_or_unknown_with_the_reason() -> None:
-    from gpusession.bench.worker import read_clocks
+    from gpusession.core.gpu.nvml import read_clocks
 
     class NotSupported(Exception):
         pass

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pynvml
-import pytest
 
 from gpusession.core.gpu.nvml import NvmlSession, read_clock_state, read_clocks, read_nvml
 from gpusession.testing import FakeGpu, FakeNvml
@@ -21,7 +20,6 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "gpusession"
 NVML_MODULE = SRC / "core" / "gpu" / "nvml.py"
 #: The calls that open or close NVML: only core/gpu/nvml.py makes them.
 OPENERS = {"nvmlInit", "nvmlInitWithFlags", "nvmlShutdown"}
-#: The worker's own clock reader still opens NVML until it calls core.gpu.nvml.read_clocks.
 WORKER = SRC / "bench" / "worker.py"
 
 
@@ -48,18 +46,20 @@ def _nvml_openers() -> dict[Path, list[int]]:
 
 
 def test_m5_nvml_is_opened_only_in_core_gpu_nvml() -> None:
-    """No module but core/gpu/nvml.py (and, until it is switched, the worker) opens NVML."""
+    """No module but core/gpu/nvml.py opens NVML (the worker and the Memory pane read through it)."""
     openers = _nvml_openers()
     assert NVML_MODULE in openers  # the checker sees the calls it looks for
     others = {str(p.relative_to(SRC)): lines for p, lines in openers.items()
-              if p not in (NVML_MODULE, WORKER)}
+              if p != NVML_MODULE}
     assert others == {}, f"NVML opened outside core/gpu/nvml.py: {others}"
 
 
-@pytest.mark.xfail(strict=True, reason="bench/worker.py's read_clocks opens NVML itself; remove "
-                   "this mark once the worker calls core.gpu.nvml.read_clocks")
 def test_m5_the_worker_reads_clocks_through_core_gpu_nvml() -> None:
+    from gpusession.bench import worker
+    from gpusession.core.gpu import nvml
+
     assert WORKER not in _nvml_openers()
+    assert worker.read_clocks is nvml.read_clocks
 
 
 def test_r10_h05_clocks_read_for_the_gpu_named_by_uuid_before_its_index() -> None:

@@ -86,6 +86,7 @@ from gpusession.core.folder.plainpaths import (
     remove_plain_paths,
     substitution_values,
 )
+from gpusession.core.gpu.nvml import read_clocks
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 
@@ -188,88 +189,10 @@ def prepare_output(path: Path, root: Path) -> None:
 SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
                   "HIP_VISIBLE_DEVICES")
 
-#: NVML clock throttle (clock event) reason bits, in words.
-THROTTLE_REASONS = {
-    0x1: "GPU idle",
-    0x2: "applications clocks setting",
-    0x4: "software power cap",
-    0x8: "hardware slowdown",
-    0x10: "sync boost",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "hardware power brake slowdown",
-    0x100: "display clock setting",
-}
-
-
 def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
     """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
     env = os.environ if environ is None else environ
     return {k.lower(): env.get(k, "unset") for k in SPEED_ENV_VARS}
-
-
-def read_clocks(index: int | None, nvml: Any | None = None) -> dict[str, Any]:
-    """SM clock and throttle reasons of the physical GPU ``index`` now, through NVML (R10).
-
-    Args:
-        index: the GPU's NVML index; ``None`` when it is not known.
-        nvml: a pynvml-like module (``nvmlInit``, ``nvmlShutdown``,
-            ``nvmlDeviceGetHandleByIndex``, ``nvmlDeviceGetClockInfo``,
-            ``nvmlDeviceGetCurrentClocksThrottleReasons`` or
-            ``nvmlDeviceGetCurrentClocksEventReasons``); default ``pynvml``.
-
-    Returns:
-        ``sm_clock_mhz`` (int) and ``throttle_reasons`` (words, ``"none"`` when none is
-        active), each ``None`` when unreadable, with ``clock_reason`` saying why. Never
-        raises.
-    """
-    out: dict[str, Any] = {"sm_clock_mhz": None, "throttle_reasons": None, "clock_reason": None}
-    if index is None:
-        out["clock_reason"] = "the GPU's NVML index is not known"
-        return out
-    if nvml is None:
-        try:
-            import pynvml
-
-            nvml = pynvml
-        except (ImportError, OSError) as exc:
-            out["clock_reason"] = f"NVML bindings not installed ({exc})"
-            return out
-    lib: Any = nvml
-    try:
-        lib.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: an unreadable figure, said so
-        out["clock_reason"] = f"NVML could not start ({type(exc).__name__}: {exc})"
-        return out
-    problems: list[str] = []
-    try:
-        handle = lib.nvmlDeviceGetHandleByIndex(index)
-        try:
-            out["sm_clock_mhz"] = int(lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1)))
-        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
-            problems.append(f"SM clock: {type(exc).__name__}: {exc}")
-        get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
-               or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
-        try:
-            if get is None:
-                raise AttributeError("these NVML bindings cannot read throttle reasons")
-            bits = int(get(handle))
-            words = [w for b, w in THROTTLE_REASONS.items() if bits & b]
-            unknown = bits & ~sum(THROTTLE_REASONS)
-            if unknown:
-                words.append(f"other (0x{unknown:x})")
-            out["throttle_reasons"] = ", ".join(words) or "none"
-        except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission…: unreadable, with the reason
-            problems.append(f"throttle reasons: {type(exc).__name__}: {exc}")
-    except Exception as exc:  # noqa: BLE001 - no handle for this index: both figures unreadable
-        problems.append(f"GPU {index}: {type(exc).__name__}: {exc}")
-    finally:
-        try:
-            lib.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
-            pass
-    out["clock_reason"] = "; ".join(problems) or None
-    return out
 
 
 class TorchDevice:
@@ -377,7 +300,7 @@ class TorchDevice:
 
     def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
         """Environment observed in this process (R10, H-05 to H-07)."""
-        from gpusession.core.gpu.environment import read_nvml
+        from gpusession.core.gpu.nvml import read_nvml
 
         torch = self.torch
         snap = read_nvml()
@@ -398,7 +321,7 @@ class TorchDevice:
         env.update(self.speed_settings())
         if self.is_gpu:
             env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
-            from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
+            from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
 
             mapping = map_torch_device(self.device, torch_device_uuid(torch, self.device), snap)
             env["gpu_uuid"], env["gpu_physical_index"] = mapping.uuid, mapping.physical_index
@@ -408,7 +331,7 @@ class TorchDevice:
             except (AttributeError, RuntimeError):  # an older torch; a CUDA error
                 env["allocator_backend"] = None
             # read last, right before the warm-up and the runs start
-            env.update(read_clocks(env["gpu_physical_index"]))
+            env.update(read_clocks(env["gpu_physical_index"], uuid=env.get("gpu_uuid")))
         return env
 
     def speed_settings(self) -> dict[str, Any]:
@@ -434,18 +357,18 @@ def physical_gpu(torch: Any, device: str, snap: Any,
 
     torch's own UUID of the device is looked up in the NVML snapshot first; only when
     torch gives none (or NVML does not know it) does ``CUDA_VISIBLE_DEVICES`` or the
-    order decide (:func:`gpusession.core.gpu.environment.map_torch_device`, the one place).
+    order decide (:func:`gpusession.core.gpu.devices.map_torch_device`, the one place).
 
     Args:
         torch: the ``torch`` module.
         device: e.g. ``"cuda:1"``.
-        snap: an NVML snapshot (:func:`gpusession.core.gpu.environment.read_nvml`).
+        snap: an NVML snapshot (:func:`gpusession.core.gpu.nvml.read_nvml`).
         env: environment for ``CUDA_VISIBLE_DEVICES`` (default ``os.environ``).
 
     Returns:
         The UUID (NVML's, else torch's) and the NVML index, each ``None`` when unknown.
     """
-    from gpusession.core.gpu.environment import map_torch_device, torch_device_uuid
+    from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
 
     mapping = map_torch_device(device, torch_device_uuid(torch, device), snap, env)
     return mapping.uuid, mapping.physical_index

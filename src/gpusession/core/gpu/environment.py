@@ -4,9 +4,6 @@ Who calls it: the runner, at the start of an experiment (R10: the concurrent loa
 observed, not taken from the order). It combines one NVML reading
 (:mod:`gpusession.core.gpu.nvml`) with the host CPU use (:mod:`gpusession.core.gpu.host`);
 device naming lives in :mod:`gpusession.core.gpu.devices`.
-
-The names re-exported at the end are for ``bench/worker.py``, which still imports the
-NVML reader and the device mapping from here; new code imports them from their modules.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
 from gpusession.core.gpu.host import host_cpu_percent
 from gpusession.core.gpu.nvml import NvmlSnapshot, read_nvml
 
@@ -100,10 +96,4 @@ def read_concurrent_load(
         listed_gpus=tuple(g.index for g in snap.gpus if g.processes_known),
     )
 
-__all__ = [
-    "ConcurrentLoad",
-    "map_torch_device",
-    "read_concurrent_load",
-    "read_nvml",
-    "torch_device_uuid",
-]
+__all__ = ["ConcurrentLoad", "read_concurrent_load"]
