@@ -20,7 +20,9 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import MAX_LINE_BYTES
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
+    DEFAULT_METRIC,
     METRICS,
+    OUTPUT_FORMATS,
     Protocol,
     free_run_name,
     load_expected,
@@ -63,13 +65,15 @@ def register(sub: Any) -> None:
     p.add_argument("--references", type=Path, metavar="FILE", help="separate id,label reference file")
     p.add_argument("--classes", metavar="A,B,C",
                    help="declared classes (default: the labels found in the corpus/references, said so)")
-    p.add_argument("--metric", choices=METRICS, default="macro_f1", help="quality metric (default macro_f1)")
+    # The table itself: a metric added to core.validation.metrics is offered here at once.
+    p.add_argument("--metric", choices=METRICS, default=DEFAULT_METRIC,
+                   help=f"quality metric (default {DEFAULT_METRIC})")
     p.add_argument("--threshold", type=_float, default=0.9, metavar="X", help="acceptance threshold (default 0.9)")
     p.add_argument("--tolerance", type=_float, default=0.0, metavar="X", help="accepted shortfall below the threshold")
     p.add_argument("--reference-value", type=_float, metavar="X", help="the metric of a reference configuration")
     p.add_argument("--max-degradation", type=_float, metavar="X",
                    help="how far below --reference-value is still accepted")
-    p.add_argument("--format", choices=("jsonl", "csv"), dest="output_format",
+    p.add_argument("--format", choices=OUTPUT_FORMATS, dest="output_format",
                    help="output format (default: csv for a .csv file, else jsonl)")
     p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap")
     p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap")
