@@ -1,4 +1,4 @@
-"""``gpusession validate``: is this run's output an accepted corpus? (issue 4; V1-V8).
+"""``gpusession validate``: is this run's output an accepted corpus? (V1-V8).
 
 Prints the readable verdict (each check pass/fail in words, counts, first offenders;
 the same lines as the TUI's Validation pane) and exits 0 when the corpus is accepted,
@@ -109,8 +109,8 @@ def _archive_output(source: Path, target: Path) -> Path:
     """Copy the validated output beside its report (V8: every output kept for audit).
 
     Atomic: a temporary file of unpredictable name in the same folder (mode 0600),
-    fsynced, then renamed (S7); a link at ``target`` is replaced, never written through
-    (issue 12). The folder was checked by the report's write.
+    fsynced, then renamed (S7); a link at ``target`` is replaced, never written
+    through. The folder was checked by the report's write.
 
     Args:
         source: The run's output file.
@@ -180,7 +180,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     session.results.append(row)
     from gpusession.core.retrieval.status import refresh_counts
 
-    refresh_counts(session.folder)  # summary.json for `gpusession status` (issue 14)
+    refresh_counts(session.folder)  # summary.json for `gpusession status`
     return row
 
 

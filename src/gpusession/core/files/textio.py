@@ -79,7 +79,7 @@ class Text:
 
 #: The longest line the files of a validation may hold (corpus, references, ID lists,
 #: run outputs), in bytes: 16 MiB. A longer line is refused before it is read whole, so
-#: a file of one endless line cannot fill the memory (issue 4).
+#: a file of one endless line cannot fill the memory.
 MAX_LINE_BYTES = 16 * 1024 * 1024
 _CHUNK_BYTES = 1024 * 1024
 
@@ -95,7 +95,7 @@ def _kind_of(mode: int) -> str:
 
 
 def not_plain(path: Path, mode: int) -> BadInput:
-    """The one refusal of a file that is not a plain file (issue 12, issue 14).
+    """The one refusal of a file that is not a plain file.
 
     Args:
         path: the file, named in the message.
@@ -116,7 +116,7 @@ def refuse_special(path: Path) -> None:
 
     A session's own files (``resultats-bruts.csv``, ``journal.jsonl``) are read by
     several commands; a FIFO there would make each of them wait forever for a writer, a
-    device would never end (issue 12). A link is left to :func:`gpusession.core.files.safefile.link_refused`.
+    device would never end. A link is left to :func:`gpusession.core.files.safefile.link_refused`.
 
     Raises:
         BadInput: naming the file and what it is (:func:`not_plain`).
@@ -131,7 +131,7 @@ def refuse_special(path: Path) -> None:
 
 
 def read_plain(path: Path, *, max_bytes: int | None = None) -> bytes:
-    """The bytes of ``path`` when it is a plain file, never waiting (issue 14).
+    """The bytes of ``path`` when it is a plain file, never waiting.
 
     The file is opened without waiting (``O_NONBLOCK``: a FIFO would block the open until
     a writer came) and refused unless it is a regular file, before anything is read: a
@@ -172,7 +172,7 @@ def read_bytes(path: Path, *, what: str = "file", max_line_bytes: int | None = N
 
     The file is opened without waiting (a FIFO would block until a writer came) and
     refused unless it is a regular file: a FIFO never ends, ``/dev/zero`` never ends
-    either (issue 4).
+    either.
 
     Args:
         path: the file.

@@ -2,13 +2,13 @@
 
 A metric is chosen by name before the first measurement (V5) and computed by
 :mod:`gpusession.core.validation.checks` from one :class:`Tally` of the scored IDs.
-Everything that offers or names a metric reads :data:`METRICS`, so that adding one here
-adds it everywhere: :class:`~gpusession.core.validation.model.Protocol` (which names
-are valid), the ``validate --metric`` and ``experiment define --metric`` choices, the
-TUI's define form, and the report, which stores every metric's value under its name.
-The human name of each (``macro-F1``) is
-:func:`gpusession.core.records.summary.metric_words`, on a lower floor; a test keeps
-its keys equal to this table's.
+What offers or checks a metric reads :data:`METRICS`, so that one added here is offered
+everywhere: :class:`~gpusession.core.validation.model.Protocol` (which names are
+valid), the choices of ``validate --metric`` (the table itself) and of ``experiment
+define --metric`` and the TUI's define form (its names; a test holds them equal), and
+the report, which stores every metric's value under its name. The human name of each
+(``macro-F1``) is :func:`gpusession.core.records.summary.metric_words`, one floor
+below; the same test keeps its keys equal to this table's.
 
 Bottom of :mod:`gpusession.core.validation`: imports nothing else of it.
 """

@@ -282,7 +282,7 @@ class ValidationReport:
             folder: the archive folder (``validation/`` or below).
             run_name: the stem of the report's files.
             root: the session folder ``folder`` lies under: no folder between the two may
-                be a symbolic link (refused, issue 12) and missing ones are created 0700;
+                be a symbolic link (refused) and missing ones are created 0700;
                 ``None``: ``folder`` and its parents are created as they are.
 
         Returns:
@@ -295,7 +295,7 @@ class ValidationReport:
         """
         folder = Path(folder)
         # The name a person chose (``validate --name``) names files and the CSV row: it is
-        # free text, checked like every field written (issue 12); the corpus quoted in the
+        # free text, checked like every field written; the corpus quoted in the
         # report is an archive (V8) and is not.
         check_free_text({"run": run_name}, folder)
         if root is not None:
