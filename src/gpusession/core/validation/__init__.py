@@ -13,8 +13,8 @@ One-way flow, no cycles (design.md, "Target after the restructuring"):
 * :mod:`.read` -- bytes → records (strict UTF-8 via :mod:`gpusession.core.files.textio`,
   BOM, CRLF, line numbers; CSV); :mod:`.read_jsonl` -- JSONL, built on :mod:`.read`;
 * :mod:`.expected` -- the expected IDs, references and train/tune lists;
-* :mod:`.checks` -- records → the four checks; :mod:`.report` -- the report, its words
-  and its TOML.
+* :mod:`.checks` -- records → the four checks (the quality one in :mod:`.quality`);
+  :mod:`.report` -- the report, its words and its TOML.
 
 The checks, all with polars and no Python loop over rows:
 

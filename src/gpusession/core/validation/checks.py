@@ -4,7 +4,8 @@ Called by :func:`gpusession.core.validation.validate_output` with the parsed out
 builds the :class:`~gpusession.core.validation.report.ValidationReport`. Records in,
 check results out: :func:`run_checks` adds the protocol's per-record problems, then
 each check is one function returning its part of the report (:func:`_check_ids`,
-:func:`_check_format`, :func:`_check_quality`, :func:`_overlap`). No Python loop runs
+:func:`_check_format`, :func:`gpusession.core.validation.quality.check_quality`,
+:func:`_overlap`). No Python loop runs
 over rows: per-row work is polars expressions, loops run over classes or over the
 first few offenders only.
 """
@@ -17,10 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.records.summary import metric_words
-from gpusession.core.validation.metrics import METRICS, ClassScore, tally
 from gpusession.core.validation.model import (
-    EPSILON,
     FIRST_N,
     BadRecord,
     Expected,
@@ -28,6 +26,7 @@ from gpusession.core.validation.model import (
     duplicate_rows,
     first_occurrences,
 )
+from gpusession.core.validation.quality import check_quality
 from gpusession.core.validation.read import ParsedRecords, normalization_difference, printable
 from gpusession.core.validation.report import ValidationReport
 
@@ -269,154 +268,6 @@ def _check_format(rec: pl.DataFrame, parsed: ParsedRecords, protocol: Protocol) 
     }
 
 
-@dataclass(frozen=True)
-class _Scored:
-    """The expected IDs scored (V6, H-21) and why some count as wrong.
-
-    ``frame``: one row per expected ID with a reference, ``label`` (null: no valid
-    prediction) and ``ref``. ``wrong``: how many have no valid prediction; of them
-    ``missing`` (no record), ``malformed`` and ``undeclared`` (label outside the classes).
-    """
-
-    frame: pl.DataFrame
-    wrong: int
-    missing: int
-    malformed: int
-    undeclared: int
-
-
-def _scored(joined: pl.DataFrame, classes: pl.Series) -> _Scored:
-    """Every expected ID with a reference, its first record's label when valid (H-21)."""
-    # One without a valid prediction (missing, malformed, outside the declared classes)
-    # keeps a null label: a wrong prediction.
-    with_ref = joined.filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
-    valid = pl.col("ok").fill_null(False)
-    scored = with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref")
-    invalid = with_ref.filter(~valid).select("id", "label")
-    n_missing = invalid["id"].null_count()
-    n_undeclared = invalid.filter(
-        pl.col("id").is_not_null() & pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode())
-    ).height
-    return _Scored(scored, invalid.height, n_missing, invalid.height - n_missing - n_undeclared, n_undeclared)
-
-
-def _quality_reason(value: float, scored: _Scored, expected: Expected, protocol: Protocol) -> tuple[bool, str]:
-    """Whether ``value`` meets the rule, and why in words (V6; H-21; reference, max degradation)."""
-    floor = protocol.threshold - protocol.tolerance
-    quality_met = value + EPSILON >= floor
-    n_scored = scored.frame.height
-    no_ref = expected.unique.height - n_scored
-    over = (
-        f"over every expected ID ({n_scored:,})"
-        if no_ref == 0
-        else f"over the {n_scored:,} expected IDs with a reference ({no_ref:,} of "
-        f"{expected.unique.height:,} have none)"
-    )
-    wrong = ""
-    if scored.wrong:
-        why = [
-            f"{n:,} {what}"
-            for n, what in (
-                (scored.missing, "missing"),
-                (scored.malformed, "malformed"),
-                (scored.undeclared, "outside the declared classes"),
-            )
-            if n
-        ]
-        wrong = f", {scored.wrong:,} of them without a valid prediction, counted as wrong ({', '.join(why)})"
-    reason = (
-        f"{metric_words(protocol.metric)} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
-        f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
-        f"margin {value - floor:+.4f}; {over}{wrong}; label set used: {', '.join(protocol.classes)}"
-    )
-    if no_ref:
-        # H-21: a figure over a subset never says "met"; the rule needs a reference for
-        # every expected ID (the figure is still reported, for what it is worth).
-        quality_met = False
-        reason = (
-            f"not met: {no_ref:,} of {expected.unique.height:,} expected IDs have no "
-            f"reference, so the figure covers a subset only; {reason}"
-        )
-    if protocol.reference_value is not None:
-        drop = protocol.reference_value - value
-        if protocol.max_degradation is not None:
-            ok = drop <= protocol.max_degradation + EPSILON
-            quality_met = quality_met and ok
-            reason += (
-                f"; {drop:+.4f} below the reference {protocol.reference_value:.4f} "
-                f"({'within' if ok else 'beyond'} the maximum degradation {protocol.max_degradation:.4f})"
-            )
-        else:
-            reason += f"; reference {protocol.reference_value:.4f} (no maximum degradation set)"
-    return quality_met, reason
-
-
-def _quality_notes(per_class: tuple[ClassScore, ...], scored: _Scored, *, dup_scored: bool) -> list[str]:
-    """What the figure counts that a reader might not expect (V6: F1 = 0, not skipped; H-21)."""
-    notes: list[str] = []
-    unused = [c.label for c in per_class if c.support == 0 and c.predicted == 0]
-    if unused:
-        notes.append(
-            f"class(es) {', '.join(map(repr, unused))} have no reference and no prediction; "
-            "they score F1 = 0 and still count in the macro average"
-        )
-    never = [c.label for c in per_class if c.predicted == 0 and c.support > 0]
-    if never:
-        notes.append(f"class(es) {', '.join(map(repr, never))} never predicted: F1 = 0 (not skipped)")
-    if scored.wrong:
-        notes.append(
-            f"{scored.wrong:,} expected ID(s) without a valid prediction count as wrong predictions "
-            "(in their class's support, in no class's predictions)"
-        )
-    if dup_scored:
-        notes.append(
-            "a duplicated ID is scored once, by its first record (as a wrong prediction if that one is not valid)"
-        )
-    return notes
-
-
-def _check_quality(ids: _Ids, expected: Expected, protocol: Protocol, classes: pl.Series) -> dict[str, Any]:
-    """The quality rule (V6): every metric of :data:`METRICS`, the protocol's one judged."""
-    scored = _scored(ids.joined, classes)
-    counts = tally(scored.frame, protocol.classes)
-    values = {name: (None if counts is None else metric(counts)) for name, metric in METRICS.items()}
-    value = values[protocol.metric]
-    if not expected.has_labels:
-        quality_met, reason = False, "not computed: the expected list has no reference labels"
-    elif value is None:  # pragma: no cover - has_labels means at least one expected ID is scored
-        quality_met, reason = False, "not computed: no expected ID has a reference"
-    else:
-        quality_met, reason = _quality_reason(value, scored, expected, protocol)
-        refs = expected.unique.select("label").filter(pl.col("label").is_not_null())
-        outside = refs.filter(~pl.col("label").is_in(classes.implode()))
-        if outside.height:
-            quality_met = False
-            found = sorted(outside["label"].unique().to_list())[:FIRST_N]
-            reason += (
-                f"; FAIL: {outside.height:,} reference label(s) are not declared classes "
-                f"({', '.join(map(repr, found))}): the declared classes do not cover the references"
-            )
-    per_class = () if counts is None else counts.per_class
-    return {
-        "quality_met": quality_met,
-        "quality_reason": reason,
-        "quality_metric": protocol.metric,
-        "quality_threshold": protocol.threshold,
-        "quality_tolerance": protocol.tolerance,
-        "quality_value": value,
-        "quality_margin": None if value is None else value - (protocol.threshold - protocol.tolerance),
-        "reference_value": protocol.reference_value,
-        "max_degradation": protocol.max_degradation,
-        "metric_values": values,
-        "scored_records": scored.frame.height,
-        "predictions_missing": scored.missing,
-        "predictions_malformed": scored.malformed,
-        "predictions_undeclared": scored.undeclared,
-        "per_class": list(per_class),
-        "quality_notes": _quality_notes(per_class, scored, dup_scored=ids.duplicated_in_output and value is not None),
-    }
-
-
 def run_checks(
     output: Path,
     parsed: ParsedRecords,
@@ -450,7 +301,7 @@ def run_checks(
     rec = _label_normalization_hints(_record_problems(parsed.records, classes), classes)
     ids = _check_ids(rec, expected)
     fmt = _check_format(rec, parsed, protocol)
-    quality = _check_quality(ids, expected, protocol, classes)
+    quality = check_quality(ids.joined, expected, protocol, classes, duplicated_in_output=ids.duplicated_in_output)
     overlap, overlap_checked, overlap_reason = _overlap(expected, train, train_desc, tune, tune_desc)
     return ValidationReport(
         output_path=str(output),
