@@ -192,12 +192,11 @@ def _check_ids(rec: pl.DataFrame, expected: Expected) -> _Ids:
     out_dup_rows = duplicate_rows(observed)
     obs_u = first_occurrences(observed, out_dup_rows)
     joined = _join_ids(obs_u, expected.unique)
-    missing = (
-        joined.filter(pl.col("id").is_null())
-        .select(pl.col("id_exp").alias("id"), "expected_line")
-        .sort("expected_line")
-    )
-    extra = joined.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line")
+    both = joined.lazy()  # lazy: each filter moves only the two columns its list keeps
+    missing, extra = pl.collect_all([
+        both.filter(pl.col("id").is_null()).select(pl.col("id_exp").alias("id"), "expected_line").sort("expected_line"),
+        both.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line"),
+    ])
     empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
     dup_out = _duplicates(out_dup_rows, "output") if out_dup_rows.height else empty_dups
     dup_exp = _duplicates(expected.duplicate_rows, "expected list") if expected.has_duplicates else empty_dups

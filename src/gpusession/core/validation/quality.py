@@ -39,10 +39,13 @@ def _scored(joined: pl.DataFrame, classes: pl.Series) -> _Scored:
     """Every expected ID with a reference, its first record's label when valid (H-21)."""
     # One without a valid prediction (missing, malformed, outside the declared classes)
     # keeps a null label: a wrong prediction.
-    with_ref = joined.filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
+    # Lazy, so that each filter moves only the columns its result keeps.
+    with_ref = joined.lazy().filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
     valid = pl.col("ok").fill_null(False)
-    scored = with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref")
-    invalid = with_ref.filter(~valid).select("id", "label")
+    scored, invalid = pl.collect_all([
+        with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref"),
+        with_ref.filter(~valid).select("id", "label"),
+    ])
     n_missing = invalid["id"].null_count()
     n_undeclared = invalid.filter(
         pl.col("id").is_not_null() & pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode())

@@ -89,26 +89,35 @@ def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
     if "\r" in text:
         return None
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    # The byte counts (Python, holding the GIL) run beside polars' parse (which releases
-    # it), so the proof below costs next to nothing on a machine with two cores.
-    literal: list[bool] = []
-    counting = threading.Thread(target=lambda: literal.append(_literal_counts_ok(raw, n_lines)), daemon=True)
-    counting.start()
-    try:
-        frame = pl.read_ndjson(io.BytesIO(raw if raw is not None else text.encode("utf-8")), schema=_JSON_SCHEMA)
-    except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
+    # polars parses on a thread (releasing the GIL at once) while this one makes the
+    # byte counts (Python methods holding it), so the proof below costs next to nothing
+    # on a machine with two cores.
+    read: list[pl.DataFrame] = []
+    source = io.BytesIO(raw if raw is not None else text.encode("utf-8"))
+    parsing = threading.Thread(target=_read_into, args=(source, read), daemon=True)
+    parsing.start()
+    literal = _literal_counts_ok(raw, n_lines)
+    parsing.join()
+    if not read:  # polars could not parse it: the careful path says why, line by line
         return None
-    finally:
-        counting.join()
+    frame = read[0]
     if frame.height != n_lines or frame.null_count().sum_horizontal().item() != 0:
         return None
     # Every line has a top-level string id and label; prove there is no second key and
     # that no value was a number (or true/false) that polars turned into a string.
-    if not (literal == [True] or _regex_counts_ok(text, n_lines)):
+    if not (literal or _regex_counts_ok(text, n_lines)):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
     ).select(list(RECORD_SCHEMA))
+
+
+def _read_into(source: io.BytesIO, out: list[pl.DataFrame]) -> None:
+    """``pl.read_ndjson`` of ``source`` appended to ``out``; nothing appended when it fails."""
+    try:
+        out.append(pl.read_ndjson(source, schema=_JSON_SCHEMA))
+    except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
+        return
 
 
 def _literal_counts_ok(raw: bytes | None, n_lines: int) -> bool:
