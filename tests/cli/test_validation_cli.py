@@ -105,7 +105,7 @@ def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, file
     p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--json")
     assert json.loads(p.stdout)["quality"]["metric"] == "macro_f1"
     from gpusession.core.records.summary import metric_words  # every metric has its human name
-    from gpusession.core.validation.model import METRICS
+    from gpusession.core.validation import METRICS
 
     assert {m: metric_words(m) for m in METRICS} == {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpusession.core.files import textio
 from gpusession.core.files.errors import BadInput
@@ -130,3 +132,38 @@ def test_v4_an_overlong_line_stops_the_read(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="longer than"):
         textio._read_limited(fh, tmp_path / "endless", 3 * textio._CHUNK_BYTES)  # type: ignore[arg-type]
     assert fh.reads == 4
+
+
+class _Chunks:
+    """A file read in the given chunk size (``read`` only, as :func:`textio._read_limited` uses)."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size, self.at = data, size, 0
+
+    def read(self, n: int) -> bytes:
+        out = self.data[self.at:self.at + min(n, self.size)]
+        self.at += len(out)
+        return out
+
+
+@given(
+    lines=st.lists(st.integers(min_value=0, max_value=12), max_size=12),
+    final_newline=st.booleans(),
+    limit=st.integers(min_value=0, max_value=10),
+    chunk=st.integers(min_value=1, max_value=16),
+)
+def test_v4_line_limit_refuses_the_first_overlong_line_whatever_the_chunks(
+        lines: list[int], final_newline: bool, limit: int, chunk: int) -> None:
+    """The bound is checked a chunk at a time in C; it names the same line as a line-by-line count."""
+    data = b"\n".join(b"x" * n for n in lines) + (b"\n" if final_newline and lines else b"")
+    over = [i + 1 for i, n in enumerate(lines) if n > limit]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(textio, "_CHUNK_BYTES", chunk)
+        if not over:
+            assert textio._read_limited(_Chunks(data, chunk), Path("f"), limit) == data  # type: ignore[arg-type]
+            return
+        with pytest.raises(BadInput) as info:
+            textio._read_limited(_Chunks(data, chunk), Path("f"), limit)  # type: ignore[arg-type]
+    assert info.value.line == over[0]
+    assert f"longer than {limit:,} bytes" in info.value.message and info.value.path == Path("f")
+

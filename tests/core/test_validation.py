@@ -144,6 +144,22 @@ def test_v4_bad_records_quoted_with_line_numbers(tmp_path: Path, expected: Expec
     assert r.missing_ids["id"].to_list() == ["002", "004"]
 
 
+def test_v4_problem_kinds_as_common_as_each_other_are_said_in_name_order(tmp_path: Path, expected: Expected) -> None:
+    """The reason lists the commonest kind first and ties by name, the same on every run."""
+    out = tmp_path / "o.jsonl"
+    lines = [json.dumps({"id": f"{i:03d}", "label": "ab"[i % 2]}) for i in range(10)]
+    lines[2] = "not json at all"
+    lines[4] = '{"id": 4, "label": "a"}'
+    lines[6] = '{"id": "006"}'
+    lines[7] = '{"id": "007", "label": ""}'
+    lines[8] = '{"id": "008", "label": ""}'
+    out.write_text("\n".join(lines) + "\n")
+    for _ in range(5):
+        r = validate_output(out, expected, PROTO)
+        assert "(empty label: 2, ID is not a string: 1, missing field: 1, not JSON: 1)" in r.format_reason
+        assert list(r.problem_counts) == ["empty label", "ID is not a string", "missing field", "not JSON"]
+
+
 def test_v4_only_first_20_bad_records_quoted(tmp_path: Path) -> None:
     exp = load_expected(write_corpus(tmp_path / "c.csv", [(str(i), "a") for i in range(50)]))
     out = write_jsonl(tmp_path / "o.jsonl", [(str(i), "z") for i in range(50)])

@@ -170,3 +170,24 @@ def test_h21_quality_equals_scikit_learn_with_invalid_and_missing_as_wrong(
     assert r.predictions_undeclared == sum(isinstance(p, str) and p not in CLASSES for p in firsts)
     if WRONG in y_pred:
         assert not r.corpus_accepted and "counted as wrong" in r.quality_reason
+
+
+@SETTINGS
+@given(
+    n=st.integers(min_value=1, max_value=8),
+    blanks=st.lists(st.tuples(st.integers(min_value=0, max_value=8), st.sampled_from(["", " ", "\t", "  "])),
+                    min_size=1, max_size=3),
+)
+def test_v4_a_blank_line_anywhere_but_the_end_is_reported_at_its_line(n: int, blanks: list[tuple[int, str]]) -> None:
+    """A blank line before or between records (never one only at the end) is a bad record
+    at its own line, and every record keeps its line number, whichever path reads the file."""
+    from gpusession.core.validation.read_jsonl import parse_jsonl
+
+    lines = [json.dumps({"id": f"r{i}", "label": "a"}) for i in range(n)]
+    for at, blank in blanks:
+        lines.insert(min(at, len(lines) - 1), blank)  # before the last record at most
+    rec = parse_jsonl(("\n".join(lines) + "\n").encode("utf-8")).records
+    got = {int(line): (rid, problem) for line, rid, problem in rec.select("line", "id", "problem").iter_rows()}
+    want = {k + 1: ((None, "empty line") if text.strip() == "" else (json.loads(text)["id"], None))
+            for k, text in enumerate(lines)}
+    assert got == want

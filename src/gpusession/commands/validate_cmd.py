@@ -1,4 +1,4 @@
-"""``gpusession validate``: is this run's output an accepted corpus? (issue 4; V1-V8).
+"""``gpusession validate``: is this run's output an accepted corpus? (V1-V8).
 
 Prints the readable verdict (each check pass/fail in words, counts, first offenders;
 the same lines as the TUI's Validation pane) and exits 0 when the corpus is accepted,
@@ -21,7 +21,9 @@ from gpusession.core.files.secrets import check_identifier
 from gpusession.core.files.textio import MAX_LINE_BYTES
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
+    DEFAULT_METRIC,
     METRICS,
+    OUTPUT_FORMATS,
     Protocol,
     free_run_name,
     load_expected,
@@ -64,13 +66,15 @@ def register(sub: Any) -> None:
     p.add_argument("--references", type=Path, metavar="FILE", help="separate id,label reference file")
     p.add_argument("--classes", metavar="A,B,C",
                    help="declared classes (default: the labels found in the corpus/references, said so)")
-    p.add_argument("--metric", choices=METRICS, default="macro_f1", help="quality metric (default macro_f1)")
+    # The table itself: a metric added to core.validation.metrics is offered here at once.
+    p.add_argument("--metric", choices=METRICS, default=DEFAULT_METRIC,
+                   help=f"quality metric (default {DEFAULT_METRIC})")
     p.add_argument("--threshold", type=_float, default=0.9, metavar="X", help="acceptance threshold (default 0.9)")
     p.add_argument("--tolerance", type=_float, default=0.0, metavar="X", help="accepted shortfall below the threshold")
     p.add_argument("--reference-value", type=_float, metavar="X", help="the metric of a reference configuration")
     p.add_argument("--max-degradation", type=_float, metavar="X",
                    help="how far below --reference-value is still accepted")
-    p.add_argument("--format", choices=("jsonl", "csv"), dest="output_format",
+    p.add_argument("--format", choices=OUTPUT_FORMATS, dest="output_format",
                    help="output format (default: csv for a .csv file, else jsonl)")
     p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap")
     p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap")
@@ -106,8 +110,8 @@ def _archive_output(source: Path, target: Path) -> Path:
     """Copy the validated output beside its report (V8: every output kept for audit).
 
     Atomic: a temporary file of unpredictable name in the same folder (mode 0600),
-    fsynced, then renamed (S7); a link at ``target`` is replaced, never written through
-    (issue 12). The folder was checked by the report's write.
+    fsynced, then renamed (S7); a link at ``target`` is replaced, never written
+    through. The folder was checked by the report's write.
 
     Args:
         source: The run's output file.
@@ -179,7 +183,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     session.results.append(row)
     from gpusession.core.retrieval.status import refresh_counts
 
-    refresh_counts(session.folder)  # summary.json for `gpusession status` (issue 14)
+    refresh_counts(session.folder)  # summary.json for `gpusession status`
     return row
 
 

@@ -7,12 +7,14 @@ and :meth:`ValidationReport.summary_lines` -- the same words as the CLI.
 
 One-way flow, no cycles (design.md, "Target after the restructuring"):
 
+* :mod:`.metrics` -- the one table of quality metrics, ``{name: function}``
+  (:data:`METRICS`), and the per-class tally they are computed from;
 * :mod:`.model` -- :class:`Protocol`, :class:`Expected`, the report's small values;
 * :mod:`.read` -- bytes → records (strict UTF-8 via :mod:`gpusession.core.files.textio`,
   BOM, CRLF, line numbers; CSV); :mod:`.read_jsonl` -- JSONL, built on :mod:`.read`;
 * :mod:`.expected` -- the expected IDs, references and train/tune lists;
-* :mod:`.checks` -- records → the four checks; :mod:`.report` -- the report, its words
-  and its TOML.
+* :mod:`.checks` -- records → the four checks (the quality one in :mod:`.quality`);
+  :mod:`.report` -- the report, its words and its TOML.
 
 The checks, all with polars and no Python loop over rows:
 
@@ -42,7 +44,8 @@ from gpusession.core.files.textio import MAX_LINE_BYTES, read_bytes
 from gpusession.core.records.summary import accepted_unique_corpora
 from gpusession.core.validation.checks import run_checks
 from gpusession.core.validation.expected import load_expected, read_id_list
-from gpusession.core.validation.model import METRICS, OUTPUT_FORMATS, Expected, Protocol
+from gpusession.core.validation.metrics import DEFAULT_METRIC, METRICS
+from gpusession.core.validation.model import OUTPUT_FORMATS, Expected, Protocol
 from gpusession.core.validation.read import ParsedRecords, parse_csv
 from gpusession.core.validation.read_jsonl import parse_jsonl
 from gpusession.core.validation.report import ValidationReport, free_run_name
@@ -56,6 +59,7 @@ __all__ = [
     "load_expected",
     "parse_output",
     "validate_output",
+    "DEFAULT_METRIC",
     "METRICS",
     "OUTPUT_FORMATS",
 ]

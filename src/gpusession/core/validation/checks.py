@@ -1,29 +1,32 @@
 """The four checks of corpus validation, in polars (V1-V4, V6, V7; H-13).
 
 Called by :func:`gpusession.core.validation.validate_output` with the parsed output;
-builds the :class:`~gpusession.core.validation.report.ValidationReport`. No Python
-loop runs over rows: per-row work is polars expressions, loops run over classes or
-over the first few offenders only.
+builds the :class:`~gpusession.core.validation.report.ValidationReport`. Records in,
+check results out: :func:`run_checks` adds the protocol's per-record problems, then
+each check is one function returning its part of the report (:func:`_check_ids`,
+:func:`_check_format`, :func:`gpusession.core.validation.quality.check_quality`,
+:func:`_overlap`). No Python loop runs
+over rows: per-row work is polars expressions, loops run over classes or over the
+first few offenders only.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from gpusession.core.records.summary import metric_words
 from gpusession.core.validation.model import (
-    EPSILON,
     FIRST_N,
     BadRecord,
-    ClassScore,
     Expected,
     Protocol,
     duplicate_rows,
     first_occurrences,
 )
+from gpusession.core.validation.quality import check_quality
 from gpusession.core.validation.read import ParsedRecords, normalization_difference, printable
 from gpusession.core.validation.report import ValidationReport
 
@@ -172,74 +175,31 @@ def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
     )
 
 
-def _quality(
-    scored: pl.DataFrame, protocol: Protocol
-) -> tuple[list[ClassScore], float | None, float | None]:
-    """Per-class scores, macro-F1 and accuracy over ``scored`` (``label`` vs ``ref``; V6, H-21).
+@dataclass(frozen=True)
+class _Ids:
+    """The IDs check (V1-V3): its report fields, and what the quality check needs."""
 
-    ``scored`` has one row per expected ID with a reference; ``label`` is null where
-    that ID has no valid prediction (missing, malformed, outside the declared classes):
-    a wrong prediction, counted in its reference's support and in no class's
-    predictions. Same definitions as scikit-learn's ``f1_score(y, p,
-    labels=classes, average="macro", zero_division=0)`` with such a prediction kept as
-    a label outside ``classes``: precision = tp / predicted, recall = tp / support,
-    F1 = 2 tp / (predicted + support), each 0 when its denominator is 0; macro-F1 =
-    mean over declared classes; accuracy = right / every scored ID.
-    """
-    if scored.height == 0:
-        return [], None, None
-    pred = scored.group_by("label").agg(predicted=pl.len()).rename({"label": "class"})
-    ref = scored.group_by("ref").agg(support=pl.len()).rename({"ref": "class"})
-    tp = scored.filter(pl.col("label") == pl.col("ref")).group_by("label").agg(tp=pl.len()).rename({"label": "class"})
-    table = pl.DataFrame({"class": list(protocol.classes)}, schema={"class": pl.String})
-    for part in (pred, ref, tp):
-        table = table.join(part, on="class", how="left", maintain_order="left")
-    table = table.fill_null(0)
-    scores: list[ClassScore] = []
-    for c, n_pred, n_sup, n_tp in table.select("class", "predicted", "support", "tp").iter_rows():
-        precision = n_tp / n_pred if n_pred else 0.0
-        recall = n_tp / n_sup if n_sup else 0.0
-        f1 = 2 * n_tp / (n_pred + n_sup) if (n_pred + n_sup) else 0.0
-        scores.append(ClassScore(c, precision, recall, f1, int(n_sup), int(n_pred), int(n_tp)))
-    macro = math.fsum(s.f1 for s in scores) / len(scores)
-    accuracy = float(scored.select((pl.col("label") == pl.col("ref")).fill_null(False).mean()).item())
-    return scores, macro, accuracy
+    fields: dict[str, Any]
+    joined: pl.DataFrame  # the full join of distinct observed and expected IDs (_join_ids)
+    duplicated_in_output: bool
 
 
-def run_checks(
-    output: Path,
-    parsed: ParsedRecords,
-    expected: Expected,
-    protocol: Protocol,
-    *,
-    train: pl.Series | None,
-    train_desc: str | None,
-    tune: pl.Series | None,
-    tune_desc: str | None,
-    classes_source: str = "declared in the protocol",
-) -> ValidationReport:
-    """Run every check and build the report (V1). See the module docstring."""
-    classes = pl.Series("class", list(protocol.classes), dtype=pl.String)
-    rec = _label_normalization_hints(_record_problems(parsed.records, classes), classes)
+def _check_ids(rec: pl.DataFrame, expected: Expected) -> _Ids:
+    """Missing, extra and duplicated IDs, sets compared, never line counts (V1-V3, H-16)."""
     observed = rec.filter(pl.col("id").is_not_null() & (pl.col("id") != "")).select(
-        "line", "id", "label", ok=pl.col("problem").is_null()
+        "line", "id", "label", ok=pl.col("problem").is_null(), h=pl.col("id").hash()
     )
-
-    # -- IDs (V1-V3) ---------------------------------------------------------------
-    observed = observed.with_columns(h=pl.col("id").hash())
     out_dup_rows = duplicate_rows(observed)
     obs_u = first_occurrences(observed, out_dup_rows)
     joined = _join_ids(obs_u, expected.unique)
-    missing = (
-        joined.filter(pl.col("id").is_null())
-        .select(pl.col("id_exp").alias("id"), "expected_line")
-        .sort("expected_line")
-    )
-    extra = joined.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line")
+    both = joined.lazy()  # lazy: each filter moves only the two columns its list keeps
+    missing, extra = pl.collect_all([
+        both.filter(pl.col("id").is_null()).select(pl.col("id_exp").alias("id"), "expected_line").sort("expected_line"),
+        both.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line"),
+    ])
     empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
     dup_out = _duplicates(out_dup_rows, "output") if out_dup_rows.height else empty_dups
     dup_exp = _duplicates(expected.duplicate_rows, "expected list") if expected.has_duplicates else empty_dups
-    ids_notes = _id_normalization_notes(missing, extra)
     ids_match = missing.height == 0 and extra.height == 0 and dup_out.height == 0 and dup_exp.height == 0
     counts = (
         f"{expected.n_ids:,} expected, {observed.height:,} observed: {missing.height:,} missing, "
@@ -252,10 +212,31 @@ def run_checks(
         ids_reason = counts
         if observed.height == expected.n_ids:
             ids_reason += " (equal counts, different IDs)"
+    fields = {
+        "ids_match": ids_match,
+        "ids_reason": ids_reason,
+        "ids_notes": _id_normalization_notes(missing, extra),
+        "expected_ids": expected.n_ids,
+        "expected_unique": expected.unique.height,
+        "observed_ids": observed.height,
+        "observed_unique": obs_u.height,
+        "missing_count": missing.height,
+        "extra_count": extra.height,
+        "duplicate_output_count": dup_out.height,
+        "duplicate_expected_count": dup_exp.height,
+        "missing_ids": missing,
+        "extra_ids": extra,
+        "duplicates": pl.concat([dup_out, dup_exp]),
+    }
+    return _Ids(fields, joined, dup_out.height > 0)
 
-    # -- format (V4) ---------------------------------------------------------------
+
+def _check_format(rec: pl.DataFrame, parsed: ParsedRecords, protocol: Protocol) -> dict[str, Any]:
+    """Per-record format (V4): the report fields, the first bad records quoted with their lines."""
     bad = rec.filter(pl.col("problem").is_not_null()).select("line", "problem").sort("line")
-    kinds = bad.group_by(_problem_kind().alias("kind")).agg(n=pl.len()).sort("n", descending=True)
+    # The commonest kind first; kinds as common as each other in the order of their names
+    # (group_by keeps no order: without it the reason changed from run to run).
+    kinds = bad.group_by(_problem_kind().alias("kind")).agg(n=pl.len()).sort(["n", "kind"], descending=[True, False])
     problem_counts = {str(k): int(n) for k, n in kinds.iter_rows()}
     bad_first = [
         BadRecord(int(line), printable(str(p)), parsed.line_text(int(line))) for line, p in bad.head(FIRST_N).iter_rows()
@@ -273,109 +254,54 @@ def run_checks(
             )
         format_reason = "; ".join(parts)
     format_reason += f"; declared classes: {', '.join(map(repr, protocol.classes))}"
+    return {
+        "records": rec.height,
+        "format_valid": format_valid,
+        "format_reason": format_reason,
+        "bad_record_count": bad.height,
+        "bad_records": bad_first,
+        "bad_records_all": bad,
+        "problem_counts": problem_counts,
+        "file_problems": list(parsed.file_problems),
+        "encoding_notes": list(parsed.notes),
+    }
 
-    # -- quality (V6) --------------------------------------------------------------
-    quality_notes: list[str] = []
-    refs = expected.unique.select("label").filter(pl.col("label").is_not_null())
-    # Every expected ID with a reference is scored (H-21); one without a valid prediction
-    # (missing, malformed, outside the declared classes) keeps a null label: wrong.
-    with_ref = joined.filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
-    valid = pl.col("ok").fill_null(False)
-    scored = with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref")
-    invalid = with_ref.filter(~valid).select("id", "label")
-    n_missing_pred = invalid["id"].null_count()
-    n_undeclared = invalid.filter(
-        pl.col("id").is_not_null() & pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode())
-    ).height
-    n_malformed = invalid.height - n_missing_pred - n_undeclared
-    per_class, macro, accuracy = _quality(scored, protocol)
-    outside = refs.filter(~pl.col("label").is_in(classes.implode()))
-    value = macro if protocol.metric == "macro_f1" else accuracy
-    floor = protocol.threshold - protocol.tolerance
-    margin = None if value is None else value - floor
-    label_set = ", ".join(protocol.classes)
-    if not expected.has_labels:
-        quality_met, quality_reason = False, "not computed: the expected list has no reference labels"
-    elif value is None:  # pragma: no cover - has_labels means at least one expected ID is scored
-        quality_met = False
-        quality_reason = "not computed: no expected ID has a reference"
-    else:
-        quality_met = value + EPSILON >= floor
-        no_ref = expected.unique.height - scored.height
-        over = (
-            f"over every expected ID ({scored.height:,})"
-            if no_ref == 0
-            else f"over the {scored.height:,} expected IDs with a reference ({no_ref:,} of "
-            f"{expected.unique.height:,} have none)"
-        )
-        wrong = ""
-        if invalid.height:
-            why = [
-                f"{n:,} {what}"
-                for n, what in (
-                    (n_missing_pred, "missing"),
-                    (n_malformed, "malformed"),
-                    (n_undeclared, "outside the declared classes"),
-                )
-                if n
-            ]
-            wrong = f", {invalid.height:,} of them without a valid prediction, counted as wrong ({', '.join(why)})"
-        quality_reason = (
-            f"{metric_words(protocol.metric)} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
-            f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
-            f"margin {margin:+.4f}; {over}{wrong}; label set used: {label_set}"
-        )
-        if no_ref:
-            # H-21: a figure over a subset never says "met"; the rule needs a reference for
-            # every expected ID (the figure is still reported, for what it is worth).
-            quality_met = False
-            quality_reason = (
-                f"not met: {no_ref:,} of {expected.unique.height:,} expected IDs have no "
-                f"reference, so the figure covers a subset only; {quality_reason}"
-            )
-        if protocol.reference_value is not None:
-            drop = protocol.reference_value - value
-            if protocol.max_degradation is not None:
-                ok = drop <= protocol.max_degradation + EPSILON
-                quality_met = quality_met and ok
-                quality_reason += (
-                    f"; {drop:+.4f} below the reference {protocol.reference_value:.4f} "
-                    f"({'within' if ok else 'beyond'} the maximum degradation {protocol.max_degradation:.4f})"
-                )
-            else:
-                quality_reason += f"; reference {protocol.reference_value:.4f} (no maximum degradation set)"
-        if outside.height:
-            quality_met = False
-            found = sorted(outside["label"].unique().to_list())[:FIRST_N]
-            quality_reason += (
-                f"; FAIL: {outside.height:,} reference label(s) are not declared classes "
-                f"({', '.join(map(repr, found))}): the declared classes do not cover the references"
-            )
-    if per_class:
-        unused = [c.label for c in per_class if c.support == 0 and c.predicted == 0]
-        if unused:
-            quality_notes.append(
-                f"class(es) {', '.join(map(repr, unused))} have no reference and no prediction; "
-                "they score F1 = 0 and still count in the macro average"
-            )
-        never = [c.label for c in per_class if c.predicted == 0 and c.support > 0]
-        if never:
-            quality_notes.append(f"class(es) {', '.join(map(repr, never))} never predicted: F1 = 0 (not skipped)")
-    if invalid.height:
-        quality_notes.append(
-            f"{invalid.height:,} expected ID(s) without a valid prediction count as wrong predictions "
-            "(in their class's support, in no class's predictions)"
-        )
-    if dup_out.height and value is not None:
-        quality_notes.append(
-            "a duplicated ID is scored once, by its first record (as a wrong prediction if that one is not valid)"
-        )
 
-    # -- overlap (V7) --------------------------------------------------------------
+def run_checks(
+    output: Path,
+    parsed: ParsedRecords,
+    expected: Expected,
+    protocol: Protocol,
+    *,
+    train: pl.Series | None,
+    train_desc: str | None,
+    tune: pl.Series | None,
+    tune_desc: str | None,
+    classes_source: str = "declared in the protocol",
+) -> ValidationReport:
+    """Run every check on the parsed output and build the report (V1-V7).
+
+    Args:
+        output: the run's output file (named in the report).
+        parsed: its records (:mod:`.read`, :mod:`.read_jsonl`).
+        expected: the expected IDs and references.
+        protocol: classes, metric, threshold, tolerance, reference (V5).
+        train: the training IDs (V7), ``None`` when not given.
+        train_desc: where they came from, in words.
+        tune: the tuning IDs (V7), ``None`` when not given.
+        tune_desc: where they came from, in words.
+        classes_source: where the classes came from, in words.
+
+    Returns:
+        The report; ``corpus_accepted`` is the conjunction of the four checks (V1), each
+        keeping its own reason. Nothing is written and nothing raised for bad content.
+    """
+    classes = pl.Series("class", list(protocol.classes), dtype=pl.String)
+    rec = _label_normalization_hints(_record_problems(parsed.records, classes), classes)
+    ids = _check_ids(rec, expected)
+    fmt = _check_format(rec, parsed, protocol)
+    quality = check_quality(ids.joined, expected, protocol, classes, duplicated_in_output=ids.duplicated_in_output)
     overlap, overlap_checked, overlap_reason = _overlap(expected, train, train_desc, tune, tune_desc)
-    no_overlap = overlap.height == 0
-
-    accepted = ids_match and format_valid and quality_met and no_overlap
     return ValidationReport(
         output_path=str(output),
         expected_path=str(expected.path),
@@ -383,51 +309,15 @@ def run_checks(
         output_format=protocol.output_format,
         label_set=tuple(protocol.classes),
         classes_source=classes_source,
-        ids_match=ids_match,
-        ids_reason=ids_reason,
-        ids_notes=ids_notes,
-        expected_ids=expected.n_ids,
-        expected_unique=expected.unique.height,
-        observed_ids=observed.height,
-        observed_unique=obs_u.height,
-        records=rec.height,
-        missing_count=missing.height,
-        extra_count=extra.height,
-        duplicate_output_count=dup_out.height,
-        duplicate_expected_count=dup_exp.height,
-        missing_ids=missing,
-        extra_ids=extra,
-        duplicates=pl.concat([dup_out, dup_exp]),
-        format_valid=format_valid,
-        format_reason=format_reason,
-        bad_record_count=bad.height,
-        bad_records=bad_first,
-        bad_records_all=bad,
-        problem_counts=problem_counts,
-        file_problems=list(parsed.file_problems),
-        encoding_notes=list(parsed.notes),
-        quality_met=quality_met,
-        quality_reason=quality_reason,
-        quality_metric=protocol.metric,
-        quality_threshold=protocol.threshold,
-        quality_tolerance=protocol.tolerance,
-        quality_value=value,
-        quality_margin=margin,
-        reference_value=protocol.reference_value,
-        max_degradation=protocol.max_degradation,
-        macro_f1=macro,
-        accuracy=accuracy,
-        scored_records=scored.height,
-        predictions_missing=n_missing_pred,
-        predictions_malformed=n_malformed,
-        predictions_undeclared=n_undeclared,
-        per_class=per_class,
-        quality_notes=quality_notes,
-        no_overlap=no_overlap,
+        **ids.fields,
+        **fmt,
+        **quality,
+        no_overlap=overlap.height == 0,
         overlap_reason=overlap_reason,
         overlap_checked=overlap_checked,
         overlap=overlap,
-        corpus_accepted=accepted,
+        corpus_accepted=(ids.fields["ids_match"] and fmt["format_valid"] and quality["quality_met"]
+                         and overlap.height == 0),
         notes=list(expected.notes),
     )
 

@@ -119,7 +119,7 @@ def _read_jsonl_table(path: Path, data: bytes) -> pl.DataFrame:
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
-    data = read_bytes(path)  # a regular file only: a FIFO or a device is refused (issue 4)
+    data = read_bytes(path)  # a regular file only: a FIFO or a device is refused
     try:
         frame = pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - the user's file: whatever polars' Parquet reader raises is reported as bad input (V4)

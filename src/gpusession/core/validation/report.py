@@ -21,7 +21,8 @@ from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
 from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import write_atomic_bytes, write_toml_archive
-from gpusession.core.validation.model import BadRecord, ClassScore
+from gpusession.core.validation.metrics import METRICS, ClassScore
+from gpusession.core.validation.model import BadRecord
 
 #: How many offenders a summary line quotes.
 QUOTE_N = 5
@@ -94,8 +95,9 @@ class ValidationReport:
     quality_margin: float | None
     reference_value: float | None
     max_degradation: float | None
-    macro_f1: float | None
-    accuracy: float | None
+    #: Every metric of :data:`~gpusession.core.validation.metrics.METRICS` by name
+    #: (``None``: nothing scored); ``quality_value`` is the protocol's one (V6).
+    metric_values: dict[str, float | None]
     scored_records: int
     per_class: list[ClassScore]
     quality_notes: list[str]
@@ -115,6 +117,16 @@ class ValidationReport:
     predictions_missing: int = 0
     predictions_malformed: int = 0
     predictions_undeclared: int = 0
+
+    @property
+    def macro_f1(self) -> float | None:
+        """Macro-F1 over the declared classes, 0 to 1; ``None`` when nothing was scored (V6)."""
+        return self.metric_values.get("macro_f1")
+
+    @property
+    def accuracy(self) -> float | None:
+        """Right predictions over the scored IDs, 0 to 1; ``None`` when nothing was scored (V6)."""
+        return self.metric_values.get("accuracy")
 
     # -- the CSV row ----------------------------------------------------------
     def row_fields(self) -> dict[str, Any]:
@@ -245,8 +257,7 @@ class ValidationReport:
                 "margin": self.quality_margin,
                 "reference_value": self.reference_value,
                 "max_degradation": self.max_degradation,
-                "macro_f1": self.macro_f1,
-                "accuracy": self.accuracy,
+                **{name: self.metric_values.get(name) for name in METRICS},
                 "scored_records": self.scored_records,
                 "counted_wrong": {
                     "missing": self.predictions_missing,
@@ -277,7 +288,7 @@ class ValidationReport:
             folder: the archive folder (``validation/`` or below).
             run_name: the stem of the report's files.
             root: the session folder ``folder`` lies under: no folder between the two may
-                be a symbolic link (refused, issue 12) and missing ones are created 0700;
+                be a symbolic link (refused) and missing ones are created 0700;
                 ``None``: ``folder`` and its parents are created as they are.
 
         Returns:
