@@ -29,6 +29,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.session import Session
+from gpusession.core.validation import DEFAULT_METRIC, METRICS
 
 if TYPE_CHECKING:
     from gpusession.core.experiment.form import DefineForm
@@ -156,7 +157,7 @@ def register(sub: Any) -> None:
                    help="seconds before a run is killed (default 3600); a worker's load, and a group "
                    "over several nodes waiting for the others, get the same time")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
-    q.add_argument("--metric", default="macro_f1", choices=["macro_f1", "accuracy"],
+    q.add_argument("--metric", default=DEFAULT_METRIC, choices=METRICS,
                    help="quality metric (with --classes)")
     q.add_argument("--threshold",
                    help="acceptance threshold 0-1 (with --classes; default 0.9)")

@@ -94,7 +94,7 @@ METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 def metric_words(metric: str | None) -> str:
     """A quality metric named for people: ``macro_f1`` → ``macro-F1`` (V6).
 
-    The one naming of a metric id (``core.validation.model.METRICS``, the
+    The one naming of a metric id (``core.validation.metrics.METRICS``, the
     ``quality_metric`` column) in human text: the validation report's reason (the
     ``validate`` CLI), the summary table and the TUI's Validation pane.
 

@@ -149,7 +149,7 @@ def define_fields(cur: Any) -> list[Field]:
     so an error's field is the one focused."""
     from gpusession.core.experiment.form import param_text
     from gpusession.core.experiment.plan import PRECISIONS, Experiment
-    from gpusession.core.validation import METRICS
+    from gpusession.core.validation import DEFAULT_METRIC, METRICS
 
     exp = cur if cur is not None else Experiment(id="exp-1", workload="bbc-news", values=(1, 4, 8))
     protocol = dict(exp.protocol or {})
@@ -188,7 +188,7 @@ def define_fields(cur: Any) -> list[Field]:
               placeholder="e.g. model_dir=models"),
         Field("classes", "Declared classes, comma-separated (empty: no validation protocol)",
               ",".join(str(c) for c in protocol.get("classes") or ())),
-        Field("metric", "Quality metric", str(protocol.get("metric", METRICS[0])), choices=tuple(METRICS)),
+        Field("metric", "Quality metric", str(protocol.get("metric", DEFAULT_METRIC)), choices=tuple(METRICS)),
         Field("threshold", "Acceptance threshold 0-1", opt(protocol.get("threshold", 0.9))),
         Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance", 0.0))),
     ]
