@@ -1,4 +1,4 @@
-"""Bring a session home with rsync, and prove the copy whole (issue 14; S4, G§8).
+"""Bring a session home with rsync, and prove the copy whole (S4, G§8).
 
 ``gpusession pull [USER@]HOST:PATH/sessions/NAME`` runs on the person's own computer.
 It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to override):
@@ -77,7 +77,7 @@ class Source:
 
 
 def parse_source(text: str) -> Source:
-    """Split ``[USER@]HOST:PATH`` or a local path (issue 14).
+    """Split ``[USER@]HOST:PATH`` or a local path.
 
     As rsync does: a colon before the first ``/`` makes it remote; ``./a:b`` is local.
 
@@ -142,7 +142,7 @@ def rsync_command(
     bwlimit_kbps: int | None = None,
     rsync_path: str | None = None,
 ) -> list[str]:
-    """The rsync call of one part of a pull (issue 14).
+    """The rsync call of one part of a pull.
 
     Args:
         source: ``host:path/`` or ``path/``.
@@ -197,7 +197,7 @@ _FAILURES: tuple[tuple[str, str, int], ...] = (
 
 
 def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Path, where: str) -> TransferFailed:
-    """One line for a failed rsync, from its exit code and stderr (issue 14).
+    """One line for a failed rsync, from its exit code and stderr.
 
     Args:
         returncode: rsync's exit code (255: ssh failed; 12: connection closed; 20: signal;
@@ -238,7 +238,7 @@ def run_rsync(
     where: str,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> None:
-    """Run rsync, feed its progress lines to ``on_progress``, raise on failure (issue 14).
+    """Run rsync, feed its progress lines to ``on_progress``, raise on failure.
 
     Raises:
         TransferFailed: rsync missing on this computer, or it failed (one line).
@@ -286,7 +286,7 @@ def run_rsync(
 
 def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
                     ssh: str | None, rsync_path: str | None = None) -> set[str] | None:
-    """Which of ``paths`` differ in content between the source and its copy (issue 14).
+    """Which of ``paths`` differ in content between the source and its copy.
 
     A file that does not match its manifest either differs from the server's file (the
     copy is stale or damaged: ``pull --checksum`` fetches it again) or equals it (the
@@ -356,7 +356,7 @@ def count_files(folder: Path) -> FolderCount:
 
 
 def check_session_copy(folder: Path) -> list[str]:
-    """Read the copied session back: every TOML parses, the results CSV reads (issue 14).
+    """Read the copied session back: every TOML parses, the results CSV reads.
 
     Returns:
         One line per problem (empty when the copy reads).
@@ -384,7 +384,7 @@ def check_session_copy(folder: Path) -> list[str]:
 # -- the manifest --------------------------------------------------------------------
 @dataclass(frozen=True)
 class ManifestChoice:
-    """The manifest a pull verifies against, and why (issue 14).
+    """The manifest a pull verifies against, and why.
 
     Attributes:
         local_path: the manifest in the copy home.
@@ -403,7 +403,7 @@ class ManifestChoice:
 
 def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
                     deliverables: str | None) -> ManifestChoice | None:
-    """The newest manifest made on the server, found in the copy home (issue 14; S4).
+    """The newest manifest made on the server, found in the copy home (S4).
 
     The journal's ``manifest_written`` records give order and deliverables folder; a
     manifest of the given ``deliverables`` folder is preferred. Without records, the
@@ -449,7 +449,7 @@ def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
 # -- the pull ------------------------------------------------------------------------
 @dataclass
 class PullResult:
-    """What a pull did and found (issue 14).
+    """What a pull did and found.
 
     Attributes:
         session_copy: the local session folder.
@@ -559,7 +559,7 @@ def pull(
     on_progress: Callable[[str, Progress], None] | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> PullResult:
-    """Copy a session and its deliverables home with rsync and verify them (issue 14; S4).
+    """Copy a session and its deliverables home with rsync and verify them (S4).
 
     Args:
         source: the session folder (:func:`parse_source`).
