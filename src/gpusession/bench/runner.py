@@ -151,7 +151,7 @@ class Runner:
             (``cpu``/``cuda``/``cuda:N``); ``None`` = the experiment's, else decided in
             the worker.
         torchrun: start the worker through torchrun even for one GPU (a group of one
-            rank; ``scripts/gpu-check.sh`` checks the launch path with it, issue 13).
+            rank; ``scripts/gpu-check.sh`` checks the launch path with it).
             With ``gpus > 1`` torchrun is always used.
 
     Raises:
@@ -181,7 +181,7 @@ class Runner:
         self._env: dict[str, Any] = {}
         self._revisions: dict[str, Any] = {}
         self._done = 0
-        # Runs ended by an interrupt (issue 12): they have a row but never finished.
+        # Runs ended by an interrupt: they have a row but never finished.
         self._cut = 0
         self._total = 0
         self._worker_died = False
@@ -192,15 +192,15 @@ class Runner:
         self._package_total_minor: int | None = None
         # Warm-up iterations per variant that the current worker reported it performed.
         self._warm_done: dict[str, int] = {}
-        # Issue 15: a load failure no other worker can mend stops the experiment at once;
+        # A load failure no other worker can mend stops the experiment at once;
         # rows of an invocation that measured nothing become a failed attempt.
         self._fatal_load: str | None = None
         self._measured = False
         self._keys_written: list[str] = []
-        # Runs a fresh rank group runs after a group ended early (issue 13).
+        # Runs a fresh rank group runs after a group ended early.
         self._rest: list[ScheduledRun] = []
         # The worker running now and the run key in flight (a load is a run), for
-        # interrupt() (issue 12); interrupt may come from another thread.
+        # interrupt(); interrupt may come from another thread.
         self._current: WorkerProcess | None = None
         self._current_key: str | None = None
         self._interrupt_said = False
@@ -221,7 +221,7 @@ class Runner:
         The worker's whole group is ended now (not at the next run boundary), no other
         worker starts, and the journal gets a ``run_interrupted`` record naming the run in
         flight; :meth:`run` then releases the lock and returns with
-        ``outcome.interrupted`` set (issue 12, H-14). Callable from a signal handler or
+        ``outcome.interrupted`` set (H-14). Callable from a signal handler or
         another thread; a second call changes nothing.
         """
         if self.outcome.interrupted is None:
@@ -232,7 +232,7 @@ class Runner:
             w.end_group()
 
     def preflight(self) -> None:
-        """Check every file the run will write, before any measurement (issue 12).
+        """Check every file the run will write, before any measurement.
 
         The results CSV, the journal, ``summary.json``, ``session.toml``, the run lock,
         the ``runs/<experiment>`` and ``validation/`` folders and any worker spec already
@@ -289,7 +289,7 @@ class Runner:
         """Run every scheduled run; return the outcome (also sent as ``finished``)."""
         exp = self.experiment
         s = self.session
-        self.preflight()  # nothing is measured that could not be written (issue 12)
+        self.preflight()  # nothing is measured that could not be written
         journal.take_lock(s.folder, s.name)  # S7: one runner per session
         forget = on_interrupt(self.interrupt)
         try:
@@ -301,7 +301,7 @@ class Runner:
             forget()
             if self._current is not None:  # an error of the parent: the group ends too
                 self._current.end_group()
-            remove_worker_specs(s.runs_dir / exp.id)  # any a parent's error left (issue 12)
+            remove_worker_specs(s.runs_dir / exp.id)  # any a parent's error left
             self._say_interrupted()
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
@@ -364,7 +364,7 @@ class Runner:
                 stopped = self.cancel.is_set() or stopped
                 if self.cancel.is_set() or self._fatal_load is not None:
                     break
-            if self._rest:  # issue 13: a rank group died; a fresh group runs what is left
+            if self._rest:  # a rank group died; a fresh group runs what is left
                 groups.insert(0, (self._rest[0].worker, self._rest))
         if self._fatal_load is not None:
             self._incident(self._fatal_load)
@@ -393,7 +393,7 @@ class Runner:
         _ = stopped
 
     def _say_interrupted(self) -> None:
-        """Journal ``run_interrupted`` once, naming the run in flight (issue 12)."""
+        """Journal ``run_interrupted`` once, naming the run in flight."""
         sig = self.outcome.interrupted
         if sig is None or self._interrupt_said:
             return
@@ -443,7 +443,7 @@ class Runner:
         # K4: distinct accepted corpora of the session, never a count of rows.
         row = row.replace(accepted_unique_corpora=len(self._accepted_revisions))
         self.session.results.append(row)
-        refresh_counts(self.session.folder)  # summary.json for `gpusession status` (issue 14)
+        refresh_counts(self.session.folder)  # summary.json for `gpusession status`
         self.outcome.rows_written += 1
         if row.phase != "load" or row.elapsed_seconds is not None:
             self._measured = True
@@ -681,7 +681,7 @@ class Runner:
             "folder and corpus paths), then run again.")
 
     def _offsets_measured(self, frame: Any) -> int:
-        """Rows of this experiment that measured something (not a failed load; issue 15)."""
+        """Rows of this experiment that measured something (not a failed load)."""
         import polars as pl
 
         mine = frame.filter(pl.col("experiment_id") == self.experiment.id)
@@ -691,7 +691,7 @@ class Runner:
         return 1 + sum(isinstance(r, AttemptFailedRecord) and r.experiment_id == exp_id
                        for r in self.session.journal_records())
 
-    # -- several ranks through torchrun (issue 13) --------------------------------------------
+    # -- several ranks through torchrun -------------------------------------------------
     def _worker_argv(self, exp: Experiment, spec_path: Path, env: dict[str, str]) -> list[str]:
         """The worker's command line: plain, or through torchrun when ``exp.gpus > 1``.
 
@@ -714,14 +714,14 @@ class Runner:
                              join_timeout_s=join_timeout_s(exp.run_timeout_s))
 
     def _device_advice(self, exp: Experiment) -> str:
-        """What to do when the device asked for is not there (issue 13)."""
+        """What to do when the device asked for is not there."""
         more = (f", or define the experiment with fewer GPUs per node (--gpus; it asks for {exp.gpus})"
                 if exp.gpus > 1 else "")
         return (f"Run on the CPU (gpusession run {self.session.name} --experiment {exp.id} --device cpu){more}, "
                 "or check which GPUs this torch sees: python3 -c 'import torch; print(torch.cuda.device_count())'.")
 
     def _waiting_words(self, exp: Experiment, name: str) -> str | None:
-        """What a group over several nodes waits for, and how to start it (issue 13); else ``None``."""
+        """What a group over several nodes waits for, and how to start it; else ``None``."""
         if exp.nodes <= 1:
             return None
         return (f"group {name}: waiting up to {join_timeout_s(exp.run_timeout_s)} s for the other "
@@ -729,12 +729,12 @@ class Runner:
                 f"`gpusession agent {self.session.name} --experiment {exp.id}`")
 
     def _ranked(self, exp: Experiment) -> bool:
-        """Whether the worker runs as a torchrun group (issue 13)."""
+        """Whether the worker runs as a torchrun group."""
         return exp.gpus > 1 or exp.nodes > 1 or self.torchrun
 
     def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
                           missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:
-        """What a fresh torchrun group runs after a group ended early (issue 13).
+        """What a fresh torchrun group runs after a group ended early.
 
         Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
         least one run (a group that dies while loading would die again).
@@ -751,7 +751,7 @@ class Runner:
 
     def _teardown_words(self, exp: Experiment, ev: WorkerRunFinished, cause: RankFailure | None,
                         code: int | None, forced: bool) -> str:
-        """How a group ended after its rank ``ev.failed_rank`` failed a run (issue 13).
+        """How a group ended after its rank ``ev.failed_rank`` failed a run.
 
         Example: ``"the group ended with this run: rank 1 of 2 exited with code 5"``.
         """
@@ -767,7 +767,7 @@ class Runner:
 
     @staticmethod
     def _survivor(exp: Experiment, cause: RankFailure, leader: int | None, last_error: str | None) -> bool:
-        """Whether the failed rank seen here only lost a peer that failed first (issue 13).
+        """Whether the failed rank seen here only lost a peer that failed first.
 
         True when its error says a peer closed or reset the connection, or -- the leader
         unknown (the group never reported its ranks) -- when the group spans several
@@ -841,7 +841,7 @@ class Runner:
 
 #: Exception types of a load failure that another worker would hit the same way: the
 #: workload does not import, its factory or definition is refused, or it breaks the
-#: load/predict contract (issue 15). An out-of-memory is never one of them (per variant).
+#: load/predict contract. An out-of-memory is never one of them (per variant).
 UNMENDABLE_LOAD_ERRORS = frozenset({
     "BadInput", "ImportError", "ModuleNotFoundError", "SyntaxError", "NameError",
     "AttributeError", "TypeError", "ValueError", "KeyError", "NotImplementedError",
@@ -850,7 +850,7 @@ UNMENDABLE_LOAD_ERRORS = frozenset({
 
 
 def unmendable_load(ev: WorkerIncident) -> bool:
-    """Whether a load incident ends the whole experiment at once (issue 15).
+    """Whether a load incident ends the whole experiment at once.
 
     Args:
         ev: the worker's ``incident`` event with ``where == "load"``.

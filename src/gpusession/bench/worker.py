@@ -173,7 +173,7 @@ def prepare_output(path: Path, root: Path) -> None:
     """Before a command writes ``path`` itself: its folders real (made 0700), itself no link.
 
     A command opens its ``{output}`` as it likes; gpusession refuses the run instead of
-    letting it write through a link planted there (issue 12).
+    letting it write through a link planted there.
 
     Raises:
         BadInput: ``path`` or a folder between ``root`` and it is a symbolic link.
@@ -423,7 +423,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
 
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
                        spec: dict[str, Any], ch: Channel) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The leader's environment with every rank's GPU, and the load over ranks (issue 13, R10).
+    """The leader's environment with every rank's GPU, and the load over ranks (R10).
 
     ``gpus_used`` is the union over ranks and ``gpu_count`` its size (0 on CPU: GPUs
     that held the workload's tensors); ``rank_devices`` / ``rank_gpu_uuids`` /
@@ -476,7 +476,7 @@ def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],
 
 
 class _SilentRank(Channel):
-    """A rank that does not talk to the runner, before its group has formed (issue 13).
+    """A rank that does not talk to the runner, before its group has formed.
 
     Its incidents go to stderr as ``rank N: {json}`` (what the runner reads back with
     torchrun's failure summary); other events are dropped.
@@ -495,7 +495,7 @@ class _SilentRank(Channel):
 
 
 class RankChannel(Channel):
-    """The channel of a rank under torchrun (issue 13).
+    """The channel of a rank under torchrun.
 
     The leader (rank 0 on one node) talks to the runner as a plain worker does; it reads ``go``/``stop`` and
     passes the decision to every rank. Other ranks stay silent on stdout (an incident
@@ -522,7 +522,7 @@ class RankChannel(Channel):
 
 
 def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
-    """One rank of a torchrun group (issue 13): join the group, then the torch worker.
+    """One rank of a torchrun group: join the group, then the torch worker.
 
     The device is ``cuda:LOCAL_RANK`` (NCCL) or the CPU (gloo). A rank that cannot join
     reports a load incident and exits 3; torchrun then ends the other ranks.
@@ -547,7 +547,7 @@ def run_rank_worker(spec: dict[str, Any], ch: Channel, env: Any) -> int:
 
 
 def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
-    """Fill the placeholder of one argument of a command workload (issue 12).
+    """Fill the placeholder of one argument of a command workload.
 
     Only an argument that *is* a placeholder (``{batch}``, ``{output}``, ``{corpus}``,
     ``{context}``) or a flag's value (``--out={output}``) is filled, so a value is always
@@ -581,7 +581,7 @@ def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, An
 
 @contextmanager
 def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> Iterator[None]:
-    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command (issue 12).
+    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command.
 
     Set in the environment the command inherits for the length of one call, restored
     afterwards (the spawn itself, :func:`_call`, is left as it is).
@@ -604,7 +604,7 @@ _pid_channel: Channel | None = None
 
 
 def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-    """Run the user's command once and wait for it (issue 12 for how it is spawned).
+    """Run the user's command once and wait for it.
 
     It stays in the worker's process group (ended with it), starts with default signal
     dispositions (the worker ignores SIGINT; the command must stay interruptible) and
@@ -691,7 +691,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         did = {"phase": run["phase"], "scope": "full-chain", "order": order,
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
                "context": run.get("context")}
-        try:  # a link in place of the output or its folder fails the run, named (issue 12)
+        try:  # a link in place of the output or its folder fails the run, named
             prepare_output(out_path, session_root(spec))
         except (OSError, BadInput) as exc:
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
@@ -720,7 +720,7 @@ def main(argv: list[str] | None = None,
 
     The protocol keeps the original stdout; anything else printed goes to stderr. SIGINT
     is ignored: a Ctrl-C is the parent's to turn into a cancel at the next run boundary
-    (H-12). The worker ends with its parent (``PR_SET_PDEATHSIG``, issue 12).
+    (H-12). The worker ends with its parent (``PR_SET_PDEATHSIG``).
 
     Args:
         argv: the command-line arguments (default ``sys.argv[1:]``).
@@ -729,8 +729,8 @@ def main(argv: list[str] | None = None,
     Returns:
         The exit code: 0 done or stopped, 3 the load failed (reported as an incident),
         4 a bug in the harness (reported as an incident with its traceback), 5 this
-        rank's measured run failed under torchrun and the group ended with it (issue 13;
-        the group's other ranks exit 0).
+        rank's measured run failed under torchrun and the group ended with it (the
+        group's other ranks exit 0).
 
     Raises:
         SystemExit: bad arguments (argparse).
@@ -738,8 +738,8 @@ def main(argv: list[str] | None = None,
         ValueError: the spec file is not JSON (``json.JSONDecodeError``).
     """
     global _pid_channel
-    # End with the runner even if it is killed with SIGKILL (issue 12, H-14).
-    # A torchrun rank (issue 13) ends with its launcher, its parent: GPUSESSION_PARENT_PID
+    # End with the runner even if it is killed with SIGKILL (H-14).
+    # A torchrun rank ends with its launcher, its parent: GPUSESSION_PARENT_PID
     # names the runner, the launcher's parent, so it is not the one to compare with.
     die_with_parent(os.getppid() if _rank_env() is not None else None)
     ap = argparse.ArgumentParser(prog="python -m gpusession.bench.worker")
@@ -755,9 +755,9 @@ def main(argv: list[str] | None = None,
     ch = Channel(proto, sys.stdin)
     renv = None if _runner is not None else _rank_env()
     if renv is not None and not renv.speaks_first:
-        ch = _SilentRank(sys.stderr, sys.stdin, renv.rank)  # only the leader speaks on stdout (issue 13)
+        ch = _SilentRank(sys.stderr, sys.stdin, renv.rank)  # only the leader speaks on stdout
     _pid_channel = ch
-    if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent (issue 13)
+    if renv is None or renv.speaks_first:  # other ranks of a torchrun group stay silent
         ch.send(WorkerHello(pid=os.getpid(), worker=spec.get("worker")))
     runner = _runner or (run_command_worker if spec["experiment"]["workload"] == "command" else run_torch_worker)
     if renv is not None:

@@ -106,13 +106,13 @@ class WorkerStartedRecord(Record):
     worker: str | None = None
     pid: int | None = None
     #: the worker's start time (seconds since the epoch): with ``pid`` it names the
-    #: process, so a reused PID is never ended (issue 12); absent in older journals.
+    #: process, so a reused PID is never ended; absent in older journals.
     create_time_s: float | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
 class CommandStartedRecord(Record):
-    """A worker started the user's command (its PID and start time; issue 12, H-14).
+    """A worker started the user's command (its PID and start time; H-14).
 
     Recovery ends such a command if it is still alive before a new run starts.
     """
@@ -126,7 +126,7 @@ class CommandStartedRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class RunInterruptedRecord(Record):
-    """The run was ended at once by a signal to gpusession (issue 12, H-14).
+    """The run was ended at once by a signal to gpusession (H-14).
 
     Attributes:
         signal: the signal's name, ``"SIGHUP"`` (hang-up: the terminal or ssh went away)
@@ -147,7 +147,7 @@ class RunInterruptedRecord(Record):
 class WorkerLoadedRecord(Record):
     """A worker loaded its workload in ``elapsed_s``.
 
-    ``rank_pids``: the PID of each rank of a torchrun group, by rank (issue 13: ranks
+    ``rank_pids``: the PID of each rank of a torchrun group, by rank (ranks
     run in their own sessions, so recovery needs them); absent for one process.
     ``rank_create_times_s`` and ``rank_hosts``: each rank's start time (seconds since
     the epoch, psutil's) and host name, by rank: recovery ends only a rank of this host
@@ -244,7 +244,7 @@ class ExperimentIncompleteRecord(ExperimentEndedRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class AttemptFailedRecord(Record):
-    """An invocation ended without measuring anything (the workload did not load; issue 15).
+    """An invocation ended without measuring anything (the workload did not load).
 
     Its failed rows stay in the CSV (C1); ``run_keys`` names them, so the summary shows
     them as attempt ``attempt`` of the experiment, apart from the rows of a corrected

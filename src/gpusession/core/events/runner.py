@@ -104,7 +104,7 @@ class WorkerStarted(RunnerEvent):
     EVENT: ClassVar[str] = "worker_started"
     worker: str | None = None
     pid: int | None = None
-    #: a group over several nodes: what it waits for and how to start it (issue 13)
+    #: a group over several nodes: what it waits for and how to start it
     waiting_for_nodes: str | None = None
 
 

@@ -48,7 +48,7 @@ _VALIDATION_FIELDS = ("ids_match", "format_valid", "quality_value")
 
 
 def corpus_verdict(row: Any) -> bool | None:
-    """Whether a row's corpus was accepted, ``None`` when it was never validated (issue 12).
+    """Whether a row's corpus was accepted, ``None`` when it was never validated.
 
     A failed, interrupted or recovered run leaves ``corpus_accepted`` empty (its output
     was never validated). A CSV written by an older version holds ``false`` there: with
@@ -71,14 +71,14 @@ def corpus_verdict(row: Any) -> bool | None:
         return None
     return None if accepted is None else bool(accepted)
 
-#: What each ending signal means to a person (issue 12).
+#: What each ending signal means to a person.
 _SIGNAL_WORDS = {"SIGHUP": "the hang-up (SIGHUP: terminal or ssh connection closed)",
                  "SIGTERM": "SIGTERM (asked to stop)",
                  "SIGINT": "a second Ctrl-C (SIGINT)"}
 
 
 def interrupted_words(signal_name: str | None, run_key: str | None) -> str:
-    """``"interrupted by SIGHUP at e:warm:b4:2"``: a run ended at once by a signal (issue 12).
+    """``"interrupted by SIGHUP at e:warm:b4:2"``: a run ended at once by a signal.
 
     Args:
         signal_name: ``"SIGHUP"``, ``"SIGTERM"`` (other names are said as they are).
@@ -96,7 +96,7 @@ def describe(event: Event) -> str | None:
     "failed", never 0; R7) and whether the corpus was accepted (V1).
 
     Args:
-        event: any runner event, or a :class:`RunInterruptedRecord` (issue 12).
+        event: any runner event, or a :class:`RunInterruptedRecord`.
 
     Returns:
         The line, or ``None`` when the event is not told in words (progress moves a
@@ -116,7 +116,7 @@ def describe(event: Event) -> str | None:
     if isinstance(event, IncidentReported):
         return f"incident: {event.message}"
     if isinstance(event, WorkerStarted):
-        return event.waiting_for_nodes  # said only for a group over several nodes (issue 13)
+        return event.waiting_for_nodes  # said only for a group over several nodes
     if isinstance(event, RunInterruptedRecord):
         said = _SIGNAL_WORDS.get(event.signal or "", event.signal or "a signal")
         words = interrupted_words(event.signal, event.run_key)

@@ -32,7 +32,7 @@ class WorkerHello(WorkerEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerCommandStarted(WorkerEvent):
-    """The worker started the user's command: its PID and start time (issue 12).
+    """The worker started the user's command: its PID and start time.
 
     ``create_time_s`` is seconds since the epoch as psutil reads it, ``None`` when it
     could not be read.
@@ -118,7 +118,7 @@ class WorkerRunFinished(WorkerEvent):
         tokens: tokens the workload processed after the cut, when it can count them.
         unmeasured_pass: why one unmeasured pass of the run's shape preceded it (e.g.
             after an out-of-memory run), ``None`` when none did.
-        ranks: ranks of a torchrun group that ran it (issue 13); ``None`` for one
+        ranks: ranks of a torchrun group that ran it; ``None`` for one
             process. Its elapsed is the wall time between the barriers, the longest
             over the ranks, and its memory figures are the maximum over ranks.
         rank_note: the ranks in words (slowest rank, where the peak was), for notes.

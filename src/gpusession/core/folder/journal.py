@@ -53,7 +53,7 @@ def append(path: Path, record: Event) -> None:
     doc = mask_record(doc)
     line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
     try:
-        with open_append(path, read=True) as fh:  # 0600, never through a link (issue 12)
+        with open_append(path, read=True) as fh:  # 0600, never through a link
             if fh.seek(0, os.SEEK_END) > 0:
                 fh.seek(-1, os.SEEK_END)
                 if fh.read(1) != b"\n":
@@ -103,7 +103,7 @@ def read_all(path: Path) -> JournalRead:
     return read_journal(Path(path))
 
 
-# -- progress of a run, read back (a detached run followed; issue 12) ------------------
+# -- progress of a run, read back (a detached run followed) ------------------------
 @dataclass(frozen=True)
 class RunProgress:
     """How far the newest invocation (of one experiment, or of any) in a journal got.
@@ -129,7 +129,7 @@ class RunProgress:
 
 
 def run_progress(records: list[Event], experiment_id: str | None = None) -> RunProgress | None:
-    """The progress of the newest invocation in ``records`` (issue 12: follow a run).
+    """The progress of the newest invocation in ``records`` (follow a run).
 
     Args:
         records: typed journal records, oldest first (:func:`read_records`).
@@ -167,7 +167,7 @@ def run_progress(records: list[Event], experiment_id: str | None = None) -> RunP
 
 # -- the run lock ----------------------------------------------------------------------
 def _lock_text() -> str:
-    """What the run lock holds: ``"<pid> <host>"`` (the host: issue 13, a folder shared by nodes)."""
+    """What the run lock holds: ``"<pid> <host>"`` (the host: a folder shared by nodes)."""
     return f"{os.getpid()} {platform.node()}"
 
 
@@ -184,7 +184,7 @@ def lock_holder(folder: Path) -> int | None:
     """PID of a live process running experiments in ``folder``, else ``None`` (S7).
 
     The lock holds ``"<pid> <host>"`` (older locks: the PID alone). A lock taken on
-    another host (a session folder shared by the nodes of a torchrun group, issue 13) is
+    another host (a session folder shared by the nodes of a torchrun group) is
     held: its process cannot be looked at from here, and taking it for a crash would
     record the other node's runs as lost.
     """
@@ -216,7 +216,7 @@ def lock_holder(folder: Path) -> int | None:
 
 
 def running_words(folder: Path) -> str | None:
-    """Say that another process runs experiments in ``folder``, and how far it got (issue 12).
+    """Say that another process runs experiments in ``folder``, and how far it got.
 
     ``run in progress (pid 4242): 3 of 15 runs done`` while another live process holds
     the run lock, else ``None`` (a detached run followed from ``show``). The counts come from the journal's newest invocation; without one, the PID only.

@@ -90,7 +90,7 @@ SPEC_PREFIX = ".worker-"
 
 
 def remove_worker_specs(folder: Path) -> list[Path]:
-    """Remove the worker spec files ``.worker-*.json`` left in ``folder`` (issue 12).
+    """Remove the worker spec files ``.worker-*.json`` left in ``folder``.
 
     A spec is the settings one worker group read at its start; once the group has ended
     it serves nothing (the journal and ``session.toml`` say what ran, and recovery reads
@@ -119,7 +119,7 @@ def remove_worker_specs(folder: Path) -> list[Path]:
 
 
 class _FinishedRuns:
-    """The runs a journal records as finished, read only when first asked (issue 1).
+    """The runs a journal records as finished, read only when first asked.
 
     A run is finished once ``run_finished`` (a load: ``load_finished``) names its run
     key: the runner writes and fsyncs the run's row before it journals that record.
@@ -310,8 +310,7 @@ def unfinished_invocations(records: list[Event], *, killed: bool) -> list[tuple[
     Only for a journal whose runner is gone (no live process holds the run lock): its
     newest ``experiment_started`` is followed by no ``experiment_finished`` /
     ``experiment_incomplete`` (:func:`gpusession.core.folder.journal.run_progress`), and no
-    :data:`UNFINISHED_KIND` incident names it after that start, so each is said once
-    (issue 6).
+    :data:`UNFINISHED_KIND` incident names it after that start, so each is said once.
 
     Args:
         records: the journal's typed records, oldest first.

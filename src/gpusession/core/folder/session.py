@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # typed records load when the journal is written, not at star
 NAME_MAX = 100
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 
-#: The shape of each hand-editable file, checked whenever it is read (issue 12).
+#: The shape of each hand-editable file, checked whenever it is read.
 SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
 
 
@@ -79,7 +79,7 @@ _HELD_GUARD = threading.Lock()
 
 
 def lock_timed_out(folder: Path, timeout_s: float, what: str) -> Failure:
-    """The error for a folder lock not taken within ``timeout_s`` seconds (issue 12).
+    """The error for a folder lock not taken within ``timeout_s`` seconds.
 
     Returns:
         A :class:`Failure` (exit 1: not the person's input), to raise.
@@ -94,7 +94,7 @@ def lock_timed_out(folder: Path, timeout_s: float, what: str) -> Failure:
 @contextmanager
 def folder_lock(folder: Path, *, what: str = "the change",
                 timeout_s: float | None = None) -> Iterator[None]:
-    """Hold the session folder's exclusive lock while a read-modify-write runs (S7, issue 12).
+    """Hold the session folder's exclusive lock while a read-modify-write runs (S7).
 
     An ``flock`` on the folder itself (no lock file left in it), so two processes -- two
     shells, a run and the TUI -- never lose each other's update of ``session.toml``,
@@ -180,7 +180,7 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
 
     A seed phrase or key pasted into the file by hand is replaced by
     :data:`gpusession.core.files.secrets.HIDDEN`, so it is neither used, nor shown, nor
-    written back by the next update (issue 12).
+    written back by the next update.
 
     Returns:
         The document and one warning per hidden value.
@@ -195,7 +195,7 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
-    """The folder holding session folders (issue 2).
+    """The folder holding session folders.
 
     Args:
         cli_value: ``--sessions-dir`` when given.
@@ -214,7 +214,7 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 
 #: The gpusession commands: a session of that name would read like the command
 #: (``gpusession list``). Kept here since core imports no commands; a test compares it
-#: with the parser's choices (issue 12).
+#: with the parser's choices.
 COMMAND_NAMES = frozenset({
     "agent", "checklist", "cost", "demo", "experiment", "list", "manifest", "new", "open", "order",
     "package", "pull", "report", "run", "show", "status", "validate", "verify-copy",
@@ -236,7 +236,7 @@ def validate_name(name: str, *, new: bool = False) -> str:
             (Windows drops them), is reserved on Windows (``CON``, ``nul.txt``,
             ``COM1``…, any case) or is a gpusession command (``list``, any case; not
             ``demo``, the demo's own session).
-            Source: issue 12.
+            Why: the folder must be valid wherever the session is copied.
 
     Raises:
         BadInput: empty, longer than 100 characters, ``.``/``..``, containing ``..``,
@@ -271,7 +271,7 @@ def validate_name(name: str, *, new: bool = False) -> str:
 
 
 def _check_new_name(name: str) -> None:
-    """The extra refusals of :func:`validate_name` for a new name (issue 12)."""
+    """The extra refusals of :func:`validate_name` for a new name."""
     if name.startswith("."):
         raise BadInput(f"session name {name!r} starts with '.', which hides its folder (ls, "
                        "file managers); start with a letter or digit", field="name")
@@ -288,7 +288,7 @@ def _check_new_name(name: str) -> None:
 
 
 def refuse_case_twin(root: Path, name: str, *, renaming: str | None = None) -> None:
-    """Refuse a new session name that differs only by case from an existing one (issue 12).
+    """Refuse a new session name that differs only by case from an existing one.
 
     On a case-insensitive disk (macOS, Windows, some mounts) ``Trial`` and ``trial``
     are one folder: the second would open, or overwrite, the first.
@@ -322,7 +322,7 @@ OWN_OUTPUTS = {"report": ("report*.md", "report*-durations.png", "report*-memory
 
 
 def linked_session(folder: Path) -> BadInput:
-    """The error for a session folder that is a symbolic link (issue 12).
+    """The error for a session folder that is a symbolic link.
 
     gpusession never follows such a link: creating through it would make (and chmod) a
     folder elsewhere, and a second link to the same folder would be a second session.
@@ -358,7 +358,7 @@ def refuse_session_data(target: Path, *, what: str = "output") -> None:
     ``summary.json``…) except the output's own earlier files at its top
     (:data:`OWN_OUTPUTS`: ``report*.md`` and its charts, ``manifest*.csv``), and never ``session.toml``,
     ``order.toml``, ``checklist.toml``, ``journal.jsonl``, ``resultats-bruts.csv`` even
-    when missing (S7, issue 12). ``target`` is judged both as written (its folder's real
+    when missing (S7). ``target`` is judged both as written (its folder's real
     path and its own name) and as resolved through links, so a link into a session is
     refused too.
 
@@ -412,7 +412,7 @@ class Session:
         self.data = data
         #: What the last :meth:`open` recovered after a crash, one sentence each (S7).
         self.recovered: list[str] = []
-        #: Per file, what :meth:`read_doc` hid because it looked like a secret (issue 12).
+        #: Per file, what :meth:`read_doc` hid because it looked like a secret.
         self.hidden: dict[str, list[str]] = {}
         self.results = ResultsFile(self.folder / RESULTS_CSV)
 
@@ -470,7 +470,7 @@ class Session:
         root.mkdir(parents=True, exist_ok=True)
         folder = root / name
         refuse_case_twin(root, name)
-        if folder.is_symlink():  # never made, nor chmod-ed, through a link (issue 12)
+        if folder.is_symlink():  # never made, nor chmod-ed, through a link
             raise linked_session(folder)
         try:
             folder.mkdir(mode=DIR_MODE)
@@ -481,7 +481,7 @@ class Session:
                                "another name or move that file away; nothing was changed", path=folder) from None
             if any(folder.iterdir()):
                 raise BadInput(f"session {name!r} already exists; nothing was changed", path=folder) from None
-        private_dir_mode(folder)  # 0700 set explicitly, not left to the umask (issue 12)
+        private_dir_mode(folder)  # 0700 set explicitly, not left to the umask
         now = now or utcnow()
         pkg = package or Package()
         data: dict[str, Any] = {"name": name, "created_at": now, "package": pkg.to_toml()}
@@ -514,7 +514,7 @@ class Session:
             recover: recover what a crash left behind (S7).
             check_files: also check ``checklist.toml``, ``order.toml`` and the results
                 CSV; ``False`` for the TUI, whose panes each say what is wrong with their
-                own file (one bad file must not lock every pane; issue 12).
+                own file (one bad file must not lock every pane).
 
         Raises:
             BadInput: unsafe name, no such session, a session folder that is a symbolic
@@ -548,7 +548,7 @@ class Session:
                     read_checked(folder / extra)
             session.results.check()
         if recover:
-            private_dir_mode(folder)  # a session made by an older version: 0700 too (issue 12)
+            private_dir_mode(folder)  # a session made by an older version: 0700 too
             try:
                 if session.needs_recovery():  # the machinery loads only when it has work
                     session.recovered = session.recover()
@@ -556,7 +556,7 @@ class Session:
                 # A read-only or full disk, or the lock held by another process for long:
                 # open to read; recovery waits for the next writable open.
                 pass
-            except BadInput:  # a bad results CSV, unchecked: said in its pane (issue 12)
+            except BadInput:  # a bad results CSV, unchecked: said in its pane
                 if check_files:
                     raise
         return session
@@ -622,7 +622,7 @@ class Session:
         self.data = read_toml(self.session_toml)
 
     def locked(self, what: str = "the change") -> AbstractContextManager[None]:
-        """The session folder's lock, for a read-modify-write of its files (S7, issue 12).
+        """The session folder's lock, for a read-modify-write of its files (S7).
 
         ``with session.locked("adding the checklist item"): read; change; write``. Every
         read-modify-write of ``session.toml``, ``checklist.toml`` and ``order.toml`` holds
@@ -832,7 +832,7 @@ def list_sessions(root: Path) -> list[SessionSummary]:
 
     A folder that does not open is listed with its error instead of failing the list;
     a folder that is a symbolic link is listed with its target and an error, never
-    opened (issue 12: a second link to one folder is no second session).
+    opened (a second link to one folder is no second session).
     """
     from gpusession.core.records.summary import accepted_unique_corpora
 

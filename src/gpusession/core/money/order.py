@@ -119,7 +119,7 @@ class OrderState:
     payment_history: tuple[PaymentOrder, ...] = ()
     events: tuple[OrderEvent, ...] = field(default=())
     #: One warning per value of ``order.toml`` hidden because it looked like a secret
-    #: (a hand-edited seed phrase or key): never shown, never written back (issue 12).
+    #: (a hand-edited seed phrase or key): never shown, never written back.
     hidden: tuple[str, ...] = ()
 
     def has(self, state: str, source: str | None = None) -> bool:
@@ -254,7 +254,7 @@ def load_order(session: Session) -> OrderState:
     """Read ``order.toml`` into an :class:`OrderState` (empty when nothing is recorded).
 
     The kinds of every value are checked first (:mod:`gpusession.core.files.schema`); a value
-    that looks like a secret is replaced by a mark and listed in ``hidden`` (issue 12).
+    that looks like a secret is replaced by a mark and listed in ``hidden``.
 
     Raises:
         BadInput: a malformed table, an unknown state or source, with the file and field.
@@ -334,7 +334,7 @@ def _append(session: Session, state: OrderState, event: OrderEvent) -> OrderStat
 
 
 def _one_writer(func: Callable[Concatenate[Session, _P], _R]) -> Callable[Concatenate[Session, _P], _R]:
-    """Run ``func`` (read ``order.toml``, change, write) under the session's lock (issue 12).
+    """Run ``func`` (read ``order.toml``, change, write) under the session's lock.
 
     Two processes recording order events at once then keep both (the folder lock of
     :meth:`gpusession.core.folder.session.Session.locked`, with its timeout and message).

@@ -71,7 +71,7 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
     if p is None:
         out.append("Payment order: none recorded")
     elif state.paid:
-        # Issue 15: once tracking confirmed it, the payment order is no longer "active"
+        # Once tracking confirmed it, the payment order is no longer "active"
         # and has no countdown; what is left open is provisioning (S2).
         when = [e.at for e in state.timeline if e.state == "payment-confirmed"]
         at = f" on {local_str(when[-1], tz)}" if when else ""
@@ -102,7 +102,7 @@ def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) 
 
 
 def _still_open(state: OrderState) -> str:
-    """What remains after payment is confirmed: provisioning, then access (S2, issue 15)."""
+    """What remains after payment is confirmed: provisioning, then access (S2)."""
     if not state.has("gpu-provisioned") and not state.has("access-received"):
         return ("GPU provisioning — record gpu-provisioned when the provider assigns the GPU "
                 "(the package window starts then), then access-received")

@@ -340,7 +340,7 @@ def _cell_problem(column: str, cell: str) -> str | None:
 #: The longest cell of the results CSV, in characters: 16 Mi (16,777,216), the longest
 #: line accepted in the other files gpusession reads (``textio.MAX_LINE_BYTES``). Every
 #: reader of the CSV (``show``, ``report``, ``run``, ``status``) accepts a cell up to
-#: this size and refuses a longer one with the same line (issue 14); the standard
+#: this size and refuses a longer one with the same line; the standard
 #: library's own bound (128 KiB) would refuse a long ``notes`` cell that polars reads.
 MAX_CELL_CHARS = 16 * 1024 * 1024
 
@@ -406,8 +406,8 @@ class ResultsFile:
 
         Raises:
             BadInput: a symbolic link (never read nor written through; the words of
-                ``gpusession status``, issue 12), a FIFO, device or folder (never
-                waited on, issue 14), not UTF-8, or a header that is not the 38 seed
+                ``gpusession status``), a FIFO, device or folder (never
+                waited on), not UTF-8, or a header that is not the 38 seed
                 columns.
         """
         refuse_link_or_special(self.path)
@@ -422,7 +422,7 @@ class ResultsFile:
 
         UTF-8, the header, then every row (:func:`check_rows`). Used by :meth:`read` and
         by ``gpusession status`` (which never imports polars), so both refuse a file with
-        the same line (issue 14).
+        the same line.
 
         Returns:
             The file's bytes and its text (a BOM removed).
@@ -469,7 +469,7 @@ class ResultsFile:
                         path=self.path,
                     )
         try:
-            with open_append(self.path) as fh:  # 0600, never through a link (issue 12)
+            with open_append(self.path) as fh:  # 0600, never through a link
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -511,7 +511,7 @@ class ResultsFile:
         """The run of every row: ``(experiment_id, phase, variant_id, run_index)`` (S7).
 
         What crash recovery checks before it writes an incident row, so that a run is in
-        the file exactly once (issue 12). Read with the csv module, tolerant: a row
+        the file exactly once. Read with the csv module, tolerant: a row
         without the four cells (or a cut last line) names no run; nothing raises on a
         file that :meth:`read` would refuse for another reason.
         """
@@ -533,7 +533,7 @@ class ResultsFile:
 
     def complete_last_row(
             self, finished: Container[tuple[str, str, str, int]]) -> tuple[str, str, str, int] | None:
-        """Keep a last row that lacks only its final newline, adding the newline (S7, issue 1).
+        """Keep a last row that lacks only its final newline, adding the newline (S7).
 
         A hand edit can drop the file's last newline. Such a row is complete, not cut by a
         crash, when it parses as one full row of the 38 columns (each cell of its column's

@@ -89,8 +89,8 @@ def last_run(session: Session) -> LastRun | None:
     """Rows of the experiment of the last timed row in ``resultats-bruts.csv``.
 
     A standalone ``validate --session`` row (no phase) checked an output: it ran nothing,
-    so it is never the last run that device, memory and order-match evidence come from
-    (issue 15). ``None`` when no timed row exists.
+    so it is never the last run that device, memory and order-match evidence come from.
+    ``None`` when no timed row exists.
     """
     frame = session.results.read()
     frame = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame
@@ -601,7 +601,7 @@ def run_probes(
 
 
 def gpus_left_idle(session: Session, gpus: int, device: str | None = None) -> str | None:
-    """A warning when an experiment's GPUs do not match the package (issue 13).
+    """A warning when an experiment's GPUs do not match the package.
 
     Args:
         session: the session (its order, else its package; :func:`ordered_of`).
@@ -626,7 +626,7 @@ def gpus_left_idle(session: Session, gpus: int, device: str | None = None) -> st
 
 
 def gpu_use_words(exp: Any) -> str:
-    """How an experiment uses GPUs, for a description (issue 13).
+    """How an experiment uses GPUs, for a description.
 
     ``", 2 GPUs per node"``, ``", 2 ranks per node on the CPU (gloo)"``,
     ``", 2 nodes × 4 GPUs per node (rendezvous h:29400)"``; ``""`` for one process.
@@ -643,7 +643,7 @@ def gpu_use_words(exp: Any) -> str:
 
 
 def idle_gpu_warnings(session: Session, experiment_id: str | None = None) -> list[str]:
-    """One warning per defined experiment whose GPUs do not match the package (issue 13).
+    """One warning per defined experiment whose GPUs do not match the package.
 
     Reads ``gpus`` × ``nodes`` of each ``[experiments.<id>]`` (default 1 each; the
     experiment's own checks are the runner's) and words it with :func:`gpus_left_idle`.

@@ -1,4 +1,4 @@
-"""Bring a session home with rsync, and prove the copy whole (issue 14; S4, G§8).
+"""Bring a session home with rsync, and prove the copy whole (S4, G§8).
 
 ``gpusession pull [USER@]HOST:PATH/sessions/NAME`` runs on the person's own computer.
 It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to override):
@@ -77,7 +77,7 @@ class Source:
 
 
 def parse_source(text: str) -> Source:
-    """Split ``[USER@]HOST:PATH`` or a local path (issue 14).
+    """Split ``[USER@]HOST:PATH`` or a local path.
 
     As rsync does: a colon before the first ``/`` makes it remote; ``./a:b`` is local.
 
@@ -142,7 +142,7 @@ def rsync_command(
     bwlimit_kbps: int | None = None,
     rsync_path: str | None = None,
 ) -> list[str]:
-    """The rsync call of one part of a pull (issue 14).
+    """The rsync call of one part of a pull.
 
     Args:
         source: ``host:path/`` or ``path/``.
@@ -197,7 +197,7 @@ _FAILURES: tuple[tuple[str, str, int], ...] = (
 
 
 def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Path, where: str) -> TransferFailed:
-    """One line for a failed rsync, from its exit code and stderr (issue 14).
+    """One line for a failed rsync, from its exit code and stderr.
 
     Args:
         returncode: rsync's exit code (255: ssh failed; 12: connection closed; 20: signal;
@@ -238,7 +238,7 @@ def run_rsync(
     where: str,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> None:
-    """Run rsync, feed its progress lines to ``on_progress``, raise on failure (issue 14).
+    """Run rsync, feed its progress lines to ``on_progress``, raise on failure.
 
     Raises:
         TransferFailed: rsync missing on this computer, or it failed (one line).
@@ -286,7 +286,7 @@ def run_rsync(
 
 def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
                     ssh: str | None, rsync_path: str | None = None) -> set[str] | None:
-    """Which of ``paths`` differ in content between the source and its copy (issue 14).
+    """Which of ``paths`` differ in content between the source and its copy.
 
     A file that does not match its manifest either differs from the server's file (the
     copy is stale or damaged: ``pull --checksum`` fetches it again) or equals it (the
@@ -356,7 +356,7 @@ def count_files(folder: Path) -> FolderCount:
 
 
 def check_session_copy(folder: Path) -> list[str]:
-    """Read the copied session back: every TOML parses, the results CSV reads (issue 14).
+    """Read the copied session back: every TOML parses, the results CSV reads.
 
     Returns:
         One line per problem (empty when the copy reads).
@@ -384,7 +384,7 @@ def check_session_copy(folder: Path) -> list[str]:
 # -- the manifest --------------------------------------------------------------------
 @dataclass(frozen=True)
 class ManifestChoice:
-    """The manifest a pull verifies against, and why (issue 14).
+    """The manifest a pull verifies against, and why.
 
     Attributes:
         local_path: the manifest in the copy home.
@@ -403,7 +403,7 @@ class ManifestChoice:
 
 def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
                     deliverables: str | None) -> ManifestChoice | None:
-    """The newest manifest made on the server, found in the copy home (issue 14; S4).
+    """The newest manifest made on the server, found in the copy home (S4).
 
     The journal's ``manifest_written`` records give order and deliverables folder; a
     manifest of the given ``deliverables`` folder is preferred. Without records, the
@@ -449,7 +449,7 @@ def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
 # -- the pull ------------------------------------------------------------------------
 @dataclass
 class PullResult:
-    """What a pull did and found (issue 14).
+    """What a pull did and found.
 
     Attributes:
         session_copy: the local session folder.
@@ -547,6 +547,40 @@ def evidence_text(result: PullResult, source: Source) -> str:
     return f"copy home NOT verified {at} (gpusession pull from {source.words()}{man}): {result.reason}; {what}"
 
 
+@dataclass(frozen=True)
+class _Transfer:
+    """How every rsync of one pull runs: source, work folder, shell, bandwidth, server's rsync.
+
+    One value so that the session copy, the deliverables copy and the split of changed
+    files all call rsync the same way (S4).
+    """
+
+    source: Source
+    work: Path
+    ssh: str | None
+    bwlimit_kbps: int | None
+    rsync_path: str | None
+    on_progress: Callable[[str, Progress], None] | None
+
+    def copy(self, part: str, remote: str | None, dest: Path, *, checksum: bool) -> None:
+        """Copy ``remote`` (``None``: the session) into ``dest``, partial files under ``work/part``.
+
+        Raises:
+            TransferFailed: rsync failed (one line, :func:`explain_failure`).
+        """
+        on_progress = self.on_progress
+
+        def progress(p: Progress) -> None:
+            if on_progress:
+                on_progress(part, p)
+
+        run_rsync(
+            rsync_command(self.source.spec(remote), dest, work=self.work / part, checksum=checksum,
+                          ssh=self.ssh, bwlimit_kbps=self.bwlimit_kbps, rsync_path=self.rsync_path),
+            host=self.source.host, dest=dest, where=self.source.words(remote), on_progress=progress,
+        )
+
+
 def pull(
     source: Source,
     *,
@@ -559,7 +593,7 @@ def pull(
     on_progress: Callable[[str, Progress], None] | None = None,
     on_step: Callable[[str], None] | None = None,
 ) -> PullResult:
-    """Copy a session and its deliverables home with rsync and verify them (issue 14; S4).
+    """Copy a session and its deliverables home with rsync and verify them (S4).
 
     Args:
         source: the session folder (:func:`parse_source`).
@@ -587,23 +621,18 @@ def pull(
     if to.exists() and not to.is_dir():
         raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
     say = on_step or (lambda _line: None)
-    name = source.name
-    session_copy = to / name
-    work = to / WORK_DIR / name
+    session_copy = to / source.name
+    work = to / WORK_DIR / source.name
     result = PullResult(session_copy=session_copy)
     for sub in ("session", "deliverables"):
         for part in ("partial", "tmp"):
             (work / sub / part).mkdir(parents=True, exist_ok=True)
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
-
-    def progress(part: str) -> Callable[[Progress], None]:
-        return lambda p: on_progress(part, p) if on_progress else None
+    transfer = _Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
 
     say(f"copying session {source.words()} → {session_copy} (rsync, per-file checksums)")
-    run_rsync(rsync_command(source.spec(), session_copy, work=work / "session", checksum=True, ssh=ssh,
-                            bwlimit_kbps=bwlimit_kbps, rsync_path=rsync_path),
-              host=source.host, dest=session_copy, where=source.words(), on_progress=progress("session"))
+    transfer.copy("session", None, session_copy, checksum=True)
     result.session_count = count_files(session_copy)
     result.session_problems = check_session_copy(session_copy)
 
@@ -612,45 +641,13 @@ def pull(
         guess = choose_manifest(session_copy, None, None)
         remote_deliv = guess.deliverables if guess is not None else None
     if remote_deliv is not None:
-        deliv_copy = to / f"{name}-deliverables"
+        deliv_copy = to / f"{source.name}-deliverables"
         result.deliverables_copy = deliv_copy
         say(f"copying deliverables {source.words(remote_deliv)} → {deliv_copy}")
-        run_rsync(rsync_command(source.spec(remote_deliv), deliv_copy, work=work / "deliverables",
-                                checksum=checksum_deliverables, ssh=ssh, bwlimit_kbps=bwlimit_kbps,
-                                rsync_path=rsync_path),
-                  host=source.host, dest=deliv_copy, where=source.words(remote_deliv),
-                  on_progress=progress("deliverables"))
+        transfer.copy("deliverables", remote_deliv, deliv_copy, checksum=checksum_deliverables)
         result.deliverables_count = count_files(deliv_copy)
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
-    reasons: list[str] = []
-    if result.session_problems:
-        reasons.append(f"{len(result.session_problems)} session file(s) do not read back")
-    if result.manifest is not None and result.deliverables_copy is None:
-        reasons.append(
-            f"the deliverables folder is not known ({result.manifest.local_path.name} came without it): "
-            "pass --deliverables REMOTE_DIR"
-        )
-    elif result.manifest is None or result.deliverables_copy is None:
-        reasons.append(
-            f"no manifest made on the server: on the server run `gpusession manifest {name} "
-            "--deliverables DIR`, then pull again"
-        )
-    else:
-        from gpusession.core.retrieval.manifest import verify_copy
-
-        say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
-        check = verify_copy(result.manifest.local_path, result.deliverables_copy)
-        result.check = check
-        if check.changed:
-            split = differing_files(
-                source.spec(remote_deliv), result.deliverables_copy, [c.path for c in check.changed],
-                work=work / "deliverables", ssh=ssh, rsync_path=rsync_path)
-            if split is not None:
-                result.copy_differs = [p for p in (c.path for c in check.changed) if p in split]
-                result.server_changed = [p for p in (c.path for c in check.changed) if p not in split]
-        if not check.ok:
-            reasons.append(f"deliverables differ from the manifest: {len(check.missing)} missing, "
-                           f"{len(check.changed)} changed, {len(check.extra)} extra")
+    reasons = _verify(result, transfer, remote_deliv, say)
     result.verified = not reasons
     result.reason = "; ".join(reasons)
     result.at = utcnow()
@@ -662,6 +659,47 @@ def pull(
         except OSError:
             pass
     return result
+
+
+def _verify(result: PullResult, transfer: _Transfer, remote_deliv: str | None,
+            say: Callable[[str], None]) -> list[str]:
+    """Why the copy in ``result`` is not verified, one phrase each; empty when it is (S4).
+
+    Sets ``result.check`` and, when files changed, ``result.copy_differs`` and
+    ``result.server_changed``: the session must read back and the deliverables must
+    match a manifest made on the server, so a copy is never called whole on sight.
+    """
+    reasons: list[str] = []
+    if result.session_problems:
+        reasons.append(f"{len(result.session_problems)} session file(s) do not read back")
+    if result.manifest is not None and result.deliverables_copy is None:
+        reasons.append(
+            f"the deliverables folder is not known ({result.manifest.local_path.name} came without it): "
+            "pass --deliverables REMOTE_DIR"
+        )
+    elif result.manifest is None or result.deliverables_copy is None:
+        reasons.append(
+            f"no manifest made on the server: on the server run `gpusession manifest {transfer.source.name} "
+            "--deliverables DIR`, then pull again"
+        )
+    else:
+        from gpusession.core.retrieval.manifest import verify_copy
+
+        say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
+        check = verify_copy(result.manifest.local_path, result.deliverables_copy)
+        result.check = check
+        if check.changed:
+            split = differing_files(
+                transfer.source.spec(remote_deliv), result.deliverables_copy,
+                [c.path for c in check.changed], work=transfer.work / "deliverables",
+                ssh=transfer.ssh, rsync_path=transfer.rsync_path)
+            if split is not None:
+                result.copy_differs = [p for p in (c.path for c in check.changed) if p in split]
+                result.server_changed = [p for p in (c.path for c in check.changed) if p not in split]
+        if not check.ok:
+            reasons.append(f"deliverables differ from the manifest: {len(check.missing)} missing, "
+                           f"{len(check.changed)} changed, {len(check.extra)} extra")
+    return reasons
 
 
 def ssh_from_env(cli_value: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""A session's state in one line, fast enough for tmux's status line (issue 14; S6).
+"""A session's state in one line, fast enough for tmux's status line (S6).
 
 ``gpusession status [NAME]`` runs every few seconds from ``status-right``; it must not
 import polars, torch or textual, nor read the whole results CSV. So the writers of the
@@ -78,7 +78,7 @@ def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts
     """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read."""
     from gpusession.core.records.results import MAX_CELL_CHARS
 
-    csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV (issue 14)
+    csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV
     reader = csv.reader(io.StringIO(text, newline=""))
     rows, accepted = start.rows, set(start.accepted_revisions)
     cols = header
@@ -118,7 +118,7 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
     """``(rows, accepted revisions, CSV size)`` from ``summary.json``; ``None`` when unusable.
 
     A cache: missing, unreadable, too large, not JSON, of another shape, or not a plain
-    file (a FIFO or a device is never waited on, issue 14) reads as absent.
+    file (a FIFO or a device is never waited on) reads as absent.
     """
     from gpusession.core.files.textio import read_plain
 
@@ -136,7 +136,7 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
 
 
 def current_counts(folder: Path) -> Counts:
-    """The counts of ``folder``'s results CSV now, read from ``summary.json`` (issue 14).
+    """The counts of ``folder``'s results CSV now, read from ``summary.json``.
 
     Only the bytes appended after the summary was written are read; without a usable
     summary the whole CSV is read with the standard library (never polars). Nothing is
@@ -178,7 +178,7 @@ def current_counts(folder: Path) -> Counts:
 
 
 def refresh_counts(folder: Path) -> Counts:
-    """Bring ``summary.json`` up to date after rows were appended (issue 14; S7).
+    """Bring ``summary.json`` up to date after rows were appended (S7).
 
     Called by the runner after each appended row and by ``validate --session``. Reads
     only the new bytes of the CSV; the file is written atomically. A failure to write
@@ -209,7 +209,7 @@ def refresh_counts(folder: Path) -> Counts:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """Whether the copy home is verified (issue 14; S4).
+    """Whether the copy home is verified (S4).
 
     Attributes:
         verified: True when ``gpusession pull`` verified it, or the person ticked the
@@ -225,7 +225,7 @@ class Retrieval:
 def _toml(path: Path) -> dict[str, Any]:
     # The parser of core.tomlread (not core.tomlio: that module also loads the writer,
     # a third of this command's start-up); lenient here: an unreadable file reads as {}.
-    # A FIFO or a device is never waited on (issue 14).
+    # A FIFO or a device is never waited on.
     from gpusession.core.files.textio import read_plain
     from gpusession.core.files.tomlread import tomllib
 
@@ -236,7 +236,7 @@ def _toml(path: Path) -> dict[str, Any]:
 
 
 def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Retrieval:
-    """Read the copy-home state from ``checklist.toml`` (issue 14; S4).
+    """Read the copy-home state from ``checklist.toml`` (S4).
 
     Args:
         folder: a session folder (on the server, or its copy home).
@@ -262,7 +262,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def sessions_root_light(cli_value: str | Path | None = None) -> Path:
-    """The sessions root as :func:`gpusession.core.folder.session.sessions_root` finds it (issue 2).
+    """The sessions root as :func:`gpusession.core.folder.session.sessions_root` finds it.
 
     ``cli_value`` (``--sessions-dir``), else ``$GPUSESSION_HOME``, else ``./sessions``.
     """
@@ -272,18 +272,18 @@ def sessions_root_light(cli_value: str | Path | None = None) -> Path:
     return Path(env) if env else Path.cwd() / "sessions"
 
 
-#: The small file remembering the sessions folder of the session used last (issue 14).
+#: The small file remembering the sessions folder of the session used last.
 LAST_SESSIONS_DIR = "last-sessions-dir"
 
 
 def state_file() -> Path:
-    """``$XDG_STATE_HOME/gpusession/last-sessions-dir`` (default ``~/.local/state/…``) (issue 14)."""
+    """``$XDG_STATE_HOME/gpusession/last-sessions-dir`` (default ``~/.local/state/…``)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "gpusession" / LAST_SESSIONS_DIR
 
 
 def remember_sessions_dir(root: Path) -> None:
-    """Remember ``root`` as the sessions folder used last, for ``status`` from anywhere (issue 14).
+    """Remember ``root`` as the sessions folder used last, for ``status`` from anywhere.
 
     Called by the commands that open or create a session (``show``, ``run``, ``new``,
     the TUI…). One line, the absolute path, written only when it changes (replaced
@@ -309,7 +309,7 @@ def remember_sessions_dir(root: Path) -> None:
 
 
 def remembered_sessions_dir() -> Path | None:
-    """The sessions folder :func:`remember_sessions_dir` wrote, if it still is a folder (issue 14)."""
+    """The sessions folder :func:`remember_sessions_dir` wrote, if it still is a folder."""
     try:
         text = state_file().read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
@@ -319,7 +319,7 @@ def remembered_sessions_dir() -> Path | None:
 
 
 def status_root(cli_value: str | Path | None = None) -> Path:
-    """The sessions folder ``status`` reads: the usual choice, then the one used last (issue 14).
+    """The sessions folder ``status`` reads: the usual choice, then the one used last.
 
     ``--sessions-dir``, else ``$GPUSESSION_HOME``, else ``./sessions`` when it exists,
     else the folder remembered by :func:`remember_sessions_dir` (so tmux's ``status-right``
@@ -361,7 +361,7 @@ def most_recent_session(root: Path) -> str | None:
 
 @dataclass(frozen=True)
 class SessionStatus:
-    """What ``gpusession status`` says about one session (issue 14; S6).
+    """What ``gpusession status`` says about one session (S6).
 
     Attributes:
         name: the session.
@@ -423,7 +423,7 @@ class SessionStatus:
 
 
 def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], Counts]:
-    """Refuse what opening the session refuses, with the same one line (issue 14; issue 12).
+    """Refuse what opening the session refuses, with the same one line.
 
     The checks of :meth:`gpusession.core.folder.session.Session.open` and of reading the results
     (``gpusession show``), in their order, without their imports (``status`` runs every
@@ -537,7 +537,7 @@ def unfinished_runs(folder: Path) -> int:
 
 
 def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatus:
-    """The status of the session in ``folder`` at ``now`` (issue 14; S6).
+    """The status of the session in ``folder`` at ``now`` (S6).
 
     Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
     checks them: :func:`check_session_files`), ``summary.json`` (the rows of the CSV are
