@@ -219,3 +219,19 @@ def test_pull_manifest_without_known_deliverables_asks_for_them(sessions_root: P
     code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--deliverables", str(deliv),
                        "--to", str(tmp_path / "home"))
     assert code == 0, out
+
+
+def test_s4_a_partial_file_rsync_refuses_to_resume_from_is_retried_whole() -> None:
+    """rsync's own 'failed verification' of a partial file (a known regression) is not a
+    failed copy: the pull says the resume was refused and copies the file again."""
+    from pathlib import Path
+
+    from gpusession.core.retrieval.pull import explain_failure
+
+    err = ("ERROR: big.bin failed verification -- update put into partial-dir (will try again).\n"
+           "rsync error: some files/attrs were not transferred (see previous errors) (code 23)")
+    refused = explain_failure(23, err, host="h", dest=Path("/d"), where="h:/s")
+    assert refused.resume_refused and "refused to resume" in str(refused)
+    other = explain_failure(23, "rsync: send_files failed to open \"x\": Permission denied (13)",
+                            host="h", dest=Path("/d"), where="h:/s")
+    assert not other.resume_refused

@@ -169,10 +169,11 @@ def rsync_command(
 class TransferFailed(Failure):
     """rsync did not finish; the message is one line in words. Exit 1 (2 for bad input)."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        """Keep the line and the exit code."""
+    def __init__(self, message: str, exit_code: int = 1, *, resume_refused: bool = False) -> None:
+        """Keep the line, the exit code and whether rsync refused its own partial file."""
         super().__init__(message)
         self.exit_code = exit_code
+        self.resume_refused = resume_refused
 
 
 _FAILURES: tuple[tuple[str, str, int], ...] = (
@@ -211,6 +212,11 @@ def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Pat
         The error to raise (exit 2 for an unknown host or a missing source, else 1).
     """
     text = stderr.strip()
+    if returncode == 23 and re.search(r"failed verification -- update (put into|discarded)", text):
+        # rsync 3.2.7 with Debian's security fixes (and 3.4.0) rejects its own partial file
+        # from an absolute --partial-dir (RsyncProject/rsync#715): the copy is retried whole.
+        return TransferFailed(f"rsync refused to resume {where} from its partial file", 1,
+                              resume_refused=True)
     for pattern, words, code in _FAILURES:
         m = re.search(pattern, text)
         if m is None:
@@ -574,11 +580,19 @@ class _Transfer:
             if on_progress:
                 on_progress(part, p)
 
-        run_rsync(
-            rsync_command(self.source.spec(remote), dest, work=self.work / part, checksum=checksum,
-                          ssh=self.ssh, bwlimit_kbps=self.bwlimit_kbps, rsync_path=self.rsync_path),
-            host=self.source.host, dest=dest, where=self.source.words(remote), on_progress=progress,
-        )
+        cmd = rsync_command(self.source.spec(remote), dest, work=self.work / part, checksum=checksum,
+                            ssh=self.ssh, bwlimit_kbps=self.bwlimit_kbps, rsync_path=self.rsync_path)
+        where = self.source.words(remote)
+        try:
+            run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
+        except TransferFailed as exc:
+            if not exc.resume_refused:
+                raise
+            # the partial files this rsync will not resume from go; the copy starts again once
+            for kept in (self.work / part / "partial").rglob("*"):
+                if kept.is_file() and not kept.is_symlink():
+                    kept.unlink()
+            run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
 
 
 def pull(
