@@ -195,7 +195,7 @@ def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
     import subprocess
     import sys
 
-    probe = ("import torch; from gpusession.bench.worker import TorchDevice;"
+    probe = ("import torch; from gpusession.bench.device import TorchDevice;"
              f"d = TorchDevice({spelling!r}); assert not torch.cuda.is_initialized();"
              "d.activate(); assert torch.cuda.is_initialized(); print(d.device)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)

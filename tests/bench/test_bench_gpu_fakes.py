@@ -104,7 +104,7 @@ class _Tensor:
 
 
 def _gpu_dev(cuda: FakeCuda) -> Any:
-    from gpusession.bench.worker import TorchDevice
+    from gpusession.bench.device import TorchDevice
 
     dev = TorchDevice.__new__(TorchDevice)  # no real torch device needed
     dev.torch = _fake_torch(cuda)
@@ -165,7 +165,7 @@ def _snap() -> Any:
 
 
 def test_h05_worker_reports_the_gpu_torch_really_uses_by_uuid() -> None:
-    from gpusession.bench.worker import physical_gpu
+    from gpusession.bench.device import physical_gpu
 
     # torch's cuda:0 is physical GPU 1 although the variable is unset (CUDA orders
     # FASTEST_FIRST, NVML by PCI): torch's own UUID decides, not the position.
@@ -174,7 +174,7 @@ def test_h05_worker_reports_the_gpu_torch_really_uses_by_uuid() -> None:
 
 
 def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
-    from gpusession.bench.worker import physical_gpu
+    from gpusession.bench.device import physical_gpu
     from gpusession.core.gpu.nvml import NvmlSnapshot
 
     torch = _props_torch("cccc2222-2222-2222-2222-222222222222")  # unknown to NVML
@@ -191,7 +191,7 @@ def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
 def test_h02_worker_makes_the_requested_gpu_the_current_device(monkeypatch: Any) -> None:
     import torch
 
-    from gpusession.bench.worker import TorchDevice
+    from gpusession.bench.device import TorchDevice
 
     chosen: list[int] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -216,7 +216,7 @@ def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any
     neither spelling touches CUDA before :meth:`TorchDevice.activate`."""
     import torch
 
-    from gpusession.bench.worker import TorchDevice
+    from gpusession.bench.device import TorchDevice
 
     calls: list[str] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -236,7 +236,7 @@ def test_r3_bare_cuda_and_cuda_n_select_the_device_the_same_way(monkeypatch: Any
 def test_r10_speed_settings_recorded_in_the_environment(monkeypatch: Any) -> None:
     """TF32 flags, float32 matmul precision, grad mode and the allocator/device-order
     variables are part of the worker's environment, readable on CPU."""
-    from gpusession.bench.worker import TorchDevice, speed_env_vars
+    from gpusession.bench.device import TorchDevice, speed_env_vars
 
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from gpusession.bench.device import runtime_version
 from gpusession.bench.phases import is_oom
 from gpusession.bench.timing import SyncTimer
-from gpusession.bench.worker import runtime_version
 
 
 class FakeDevice:

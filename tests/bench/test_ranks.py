@@ -764,8 +764,8 @@ def test_a_gpu_index_this_torch_does_not_see_is_refused_before_loading(
     import sys
     import types
 
+    from gpusession.bench.device import TorchDevice
     from gpusession.bench.ranks import DeviceUnavailable
-    from gpusession.bench.worker import TorchDevice
 
     cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 2)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(

@@ -187,7 +187,7 @@ def test_describe_is_the_renderer_of_cli_and_run_pane() -> None:
 
 
 def test_channel_sends_only_typed_events() -> None:
-    from gpusession.bench.worker import Channel
+    from gpusession.bench.device import Channel
 
     out = io.StringIO()
     ch = Channel(out, io.StringIO("go\n"))

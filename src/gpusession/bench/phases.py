@@ -38,7 +38,7 @@ from gpusession.core.files.secrets import mask_text
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 if TYPE_CHECKING:
-    from gpusession.bench.worker import Channel, TorchDevice
+    from gpusession.bench.device import Channel, TorchDevice
 
 #: The exit code of a worker (every rank of a group) whose load failed, said as an incident.
 LOAD_FAILED_EXIT = 3

@@ -1,0 +1,313 @@
+"""The worker's device and its channel to the runner (R4, R10, M1–M5).
+
+The torch device a workload runs on (activation, synchronisation, allocator figures, the
+environment it records) and the one line-per-event channel with its run boundaries.
+Who calls it: :mod:`gpusession.bench.worker` and :mod:`gpusession.bench.phases` (the
+load, warm-up and measured loop). Imported only in worker processes (torch is imported
+inside the methods that need it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from gpusession.bench.ranks import DeviceUnavailable
+from gpusession.bench.timing import SyncTimer
+from gpusession.core.events import (
+    WorkerEvent,
+    WorkerReady,
+    WorkerRunStarted,
+    WorkerStopped,
+)
+from gpusession.core.files.safefile import link_refused, make_private_dir
+from gpusession.core.gpu.nvml import read_clocks
+
+
+class Channel:
+    """The JSON-lines channel to the parent (a dup of the original stdout).
+
+    Args:
+        out: where events are written, one JSON object per line.
+        inp: the parent's commands, one per line (``go`` / ``stop``).
+    """
+
+    def __init__(self, out: IO[str], inp: IO[str]) -> None:
+        """Keep both ends; ``stopped`` becomes ``True`` once the parent says stop."""
+        self.out = out
+        self.inp = inp
+        self.stopped = False
+
+    def send(self, event: WorkerEvent) -> None:
+        """Write one typed event as a JSON line and flush."""
+        self.out.write(json.dumps(event.to_json(), default=str) + "\n")
+        self.out.flush()
+
+    def wait_go(self) -> bool:
+        """Block until the parent's next line: ``True`` for ``go``, else ``False`` (stop, EOF; H-12)."""
+        line = self.inp.readline()
+        return line.strip() == "go"
+
+    def runs(self, spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path, int]]:
+        """Yield ``(run, output path, order)`` for each scheduled run the parent lets start.
+
+        ``order`` is the run's 1-based position in this process's schedule. Before each
+        run the worker says ``ready`` and waits for ``go``; on ``stop`` it says
+        ``stopped`` and the iteration ends, so a cancel lands exactly on a run boundary
+        (H-12). ``run_started`` is sent just before the run is yielded.
+        """
+        out_dir = Path(spec["output_dir"])
+        for order, run in enumerate(spec["runs"], start=1):
+            self.send(WorkerReady(run_key=run["run_key"]))
+            if not self.wait_go():
+                self.send(WorkerStopped(run_key=run["run_key"]))
+                self.stopped = True
+                return
+            self.send(WorkerRunStarted(run_key=run["run_key"]))
+            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl", order
+
+
+def runtime_version(torch: Any, device: str) -> str | None:
+    """The GPU runtime torch was built with: ``"CUDA 12.4"`` / ``"HIP 6.1"`` (R10).
+
+    Args:
+        torch: the torch module.
+        device: the device used, e.g. ``"cuda:0"`` or ``"cpu"``.
+
+    Returns:
+        ``None`` on CPU or when torch names no runtime. A ROCm build has
+        ``torch.version.cuda = None``: it reads ``"HIP …"``, never ``"CUDA None"`` (H-07).
+    """
+    if not device.startswith("cuda"):
+        return None
+    hip = getattr(torch.version, "hip", None)
+    if hip:
+        return f"HIP {hip}"
+    cuda = getattr(torch.version, "cuda", None)
+    if cuda:
+        return f"CUDA {cuda}"
+    return None
+
+
+def code_revision(folder: Path) -> str | None:
+    """``git describe --always --dirty`` of the repository holding ``folder``, else ``None``."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=folder, capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def prepare_output(path: Path, root: Path) -> None:
+    """Before a command writes ``path`` itself: its folders real (made 0700), itself no link.
+
+    A command opens its ``{output}`` as it likes; gpusession refuses the run instead of
+    letting it write through a link planted there.
+
+    Raises:
+        BadInput: ``path`` or a folder between ``root`` and it is a symbolic link.
+        OSError: the disk refused.
+    """
+    make_private_dir(path.parent, root=root)
+    if os.path.islink(path):
+        raise link_refused(path)
+
+
+#: Environment variables that change how the GPU work runs (device order, visibility,
+#: allocator), recorded with the environment; ``"unset"`` when absent.
+SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
+                  "HIP_VISIBLE_DEVICES")
+
+def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
+    env = os.environ if environ is None else environ
+    return {k.lower(): env.get(k, "unset") for k in SPEED_ENV_VARS}
+
+
+class TorchDevice:
+    """torch facts for the chosen device: what to synchronize, allocator readings.
+
+    Args:
+        requested: ``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``None``, ``""`` or ``"auto"``
+            picks ``cuda`` when torch sees a device, else ``cpu``.
+
+    Raises:
+        RuntimeError: a CUDA device was requested and torch sees none (or a bad device
+            string, from ``torch.device``).
+    """
+
+    def __init__(self, requested: str | None) -> None:
+        """Import torch and resolve the device; no CUDA context is created here.
+
+        A bare ``cuda`` is ``cuda:0``: in the fresh worker process the current device is
+        torch's default, 0, and reading it through ``torch.cuda.current_device()`` would
+        initialise CUDA outside the load clock. The device is selected and its context
+        created by :meth:`activate`, inside the timed load, for every spelling.
+        """
+        import torch
+
+        self.torch = torch
+        if requested in (None, "", "auto"):
+            requested = "cuda" if torch.cuda.is_available() else "cpu"
+        dev = torch.device(requested)
+        self.index: int | None = None
+        if dev.type == "cuda":
+            if not torch.cuda.is_available():
+                raise DeviceUnavailable(f"device {requested} requested but torch sees no CUDA/ROCm device")
+            self.index = dev.index if dev.index is not None else 0
+            if self.index >= torch.cuda.device_count():
+                raise DeviceUnavailable(f"device {requested} requested but torch sees "
+                                        f"{torch.cuda.device_count()} GPU(s): cuda:0 to "
+                                        f"cuda:{torch.cuda.device_count() - 1}")
+            self.device = f"cuda:{self.index}"
+        else:
+            self.device = "cpu"
+
+    def activate(self) -> None:
+        """Select the device and create its CUDA context (H-02); nothing on CPU.
+
+        Called first thing inside the timed load region, so context creation is part of
+        the load phase whether the device was spelled ``cuda`` or ``cuda:N`` (R3). The
+        workload's device becomes the current one, so a bare ``"cuda"`` tensor, a stream
+        or an event without a device lands there, not on ``cuda:0`` (H-02).
+        """
+        if self.index is None:
+            return
+        cuda = self.torch.cuda
+        cuda.set_device(self.index)
+        cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
+
+    def load_baseline(self) -> tuple[int | None, int | None]:
+        """Allocator ``(allocated, reserved)`` bytes read right before the load (M1).
+
+        The peak counters are reset there, so the load's peaks are its own; ``(None,
+        None)`` on CPU (M4).
+        """
+        if self.index is None:
+            return None, None
+        cuda, d = self.torch.cuda, self.torch.device(self.device)
+        alloc, reserved = int(cuda.memory_allocated(d)), int(cuda.memory_reserved(d))
+        cuda.reset_peak_memory_stats(d)
+        return alloc, reserved
+
+    @property
+    def is_gpu(self) -> bool:
+        """``True`` for a CUDA/ROCm device, ``False`` on CPU."""
+        return self.device.startswith("cuda")
+
+    def used_devices(self, workload: Any) -> list[str]:
+        """GPUs that hold the workload's tensors (R10), not ``device_count()``."""
+        if not self.is_gpu:
+            return []
+        cuda = self.torch.cuda
+        used = {self.device}
+        for d in getattr(workload, "devices_used", lambda: [])() or []:
+            if str(d).startswith("cuda"):
+                used.add(str(d) if ":" in str(d) else self.device)
+        for i in range(cuda.device_count()):
+            if cuda.memory_allocated(i) > 0:
+                used.add(f"cuda:{i}")
+        return sorted(used)
+
+    def timer(self, devices: list[str]) -> SyncTimer:
+        """The one stopwatch for work on ``devices`` (R8, M1).
+
+        Args:
+            devices: every device the work uses, e.g. ``["cuda:0"]``; each is
+                synchronized by name (H-02). Ignored on CPU.
+
+        Returns:
+            A :class:`SyncTimer` with torch's device operations and CUDA events on this
+            device; on CPU a plain wall-clock timer (memory cells stay ``None``, M4).
+        """
+        if not self.is_gpu:
+            return SyncTimer([])
+        from gpusession.bench.timing import TorchCudaOps
+
+        ops = TorchCudaOps(self.torch)
+        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device), memory_device=self.device)
+
+    def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
+        """Environment observed in this process (R10, H-05 to H-07)."""
+        from gpusession.core.gpu.nvml import read_nvml
+
+        torch = self.torch
+        snap = read_nvml()
+        used = self.used_devices(workload)
+        env: dict[str, Any] = {
+            "device": self.device,
+            "python_version": platform.python_version(),
+            "torch_version": str(torch.__version__),
+            "runtime_version": runtime_version(torch, self.device),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "gpus_used": used,
+            "gpu_count": len(used),
+            "driver_version": snap.driver_version,
+            "nvml_reason": snap.reason,
+            "code_revision": code_revision(code_dir) if code_dir else None,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+        env.update(self.speed_settings())
+        if self.is_gpu:
+            env["gpu_model"] = torch.cuda.get_device_name(torch.device(self.device))
+            from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
+
+            mapping = map_torch_device(self.device, torch_device_uuid(torch, self.device), snap)
+            env["gpu_uuid"], env["gpu_physical_index"] = mapping.uuid, mapping.physical_index
+            env["gpu_mapping"] = mapping.words()  # by UUID, or by position (H-05)
+            try:
+                env["allocator_backend"] = str(torch.cuda.get_allocator_backend())
+            except (AttributeError, RuntimeError):  # an older torch; a CUDA error
+                env["allocator_backend"] = None
+            # read last, right before the warm-up and the runs start
+            env.update(read_clocks(env["gpu_physical_index"], uuid=env.get("gpu_uuid")))
+        return env
+
+    def speed_settings(self) -> dict[str, Any]:
+        """What changes speed and results besides the device (R10), readable on CPU too.
+
+        TF32 flags, ``torch.get_float32_matmul_precision()``, the grad mode the harness
+        calls ``predict`` under (the worker's own; a workload may change it inside), and
+        :data:`SPEED_ENV_VARS`.
+        """
+        torch = self.torch
+        return {
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+            "grad_enabled": bool(torch.is_grad_enabled()),
+            **speed_env_vars(),
+        }
+
+
+def physical_gpu(torch: Any, device: str, snap: Any,
+                 env: dict[str, str] | None = None) -> tuple[str | None, int | None]:
+    """``(uuid, NVML index)`` of the physical GPU behind ``device`` (H-05).
+
+    torch's own UUID of the device is looked up in the NVML snapshot first; only when
+    torch gives none (or NVML does not know it) does ``CUDA_VISIBLE_DEVICES`` or the
+    order decide (:func:`gpusession.core.gpu.devices.map_torch_device`, the one place).
+
+    Args:
+        torch: the ``torch`` module.
+        device: e.g. ``"cuda:1"``.
+        snap: an NVML snapshot (:func:`gpusession.core.gpu.nvml.read_nvml`).
+        env: environment for ``CUDA_VISIBLE_DEVICES`` (default ``os.environ``).
+
+    Returns:
+        The UUID (NVML's, else torch's) and the NVML index, each ``None`` when unknown.
+    """
+    from gpusession.core.gpu.devices import map_torch_device, torch_device_uuid
+
+    mapping = map_torch_device(device, torch_device_uuid(torch, device), snap, env)
+    return mapping.uuid, mapping.physical_index
