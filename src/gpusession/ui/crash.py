@@ -32,9 +32,9 @@ class AppCrash:
 
     @classmethod
     def from_exception(cls, error: BaseException) -> AppCrash:
-        """The crash of an exception object (its own traceback, 8 frames at most)."""
+        """The crash of an exception object (the innermost 8 frames of its traceback)."""
         summary = f"{type(error).__name__}: {error}".rstrip(": ")
-        trace = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=8))
+        trace = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-8))
         return cls(summary=summary, trace=trace)
 
     @classmethod
