@@ -1,10 +1,10 @@
 """Terminal input that survives any byte (H-23): the Linux driver the TUI runs on.
 
 Why it exists: Textual 8.2.8 decodes stdin with a strict incremental UTF-8 decoder, so
-one byte that is not UTF-8 kills its input thread and the app (Textual issues #6456,
-#6668, open upstream). A terminal rebuilt under a running app (tmux reattach, an ssh
-reconnect) can fall back to legacy X10 mouse reports, ``ESC [ M Cb Cx Cy``, whose
-coordinates past column 95 are single bytes ≥ 0x80. Who calls it: :class:`GpuSessionApp`
+one byte that is not UTF-8 kills its input thread and the app (still open upstream:
+github.com/Textualize/textual/issues/6456 and /6668). A terminal rebuilt under a
+running app (tmux reattach, an ssh reconnect) can fall back to legacy X10 mouse reports,
+``ESC [ M Cb Cx Cy``, whose coordinates past column 95 are single bytes ≥ 0x80. Who calls it: :class:`GpuSessionApp`
 passes :class:`TerminalDriver` as its ``driver_class`` on POSIX.
 
 It relies on a Textual internal, ``LinuxDriver.run_input_thread`` (copied below with the
