@@ -70,3 +70,22 @@ async def test_h23_an_error_in_a_handler_is_recorded_as_the_crash(make_app: Make
     assert app.return_code == 1
     assert app.crash is not None and app.crash.summary == "RuntimeError: forced crash"
     assert app.crash.trace is not None and "in boom" in app.crash.trace
+
+
+async def test_sigint_in_the_tui_is_ctrl_c_not_an_exception(make_app: MakeApp) -> None:
+    """A SIGINT (``kill -INT``, or a terminal that sends signals) reaches the same action."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGINT"):
+        pytest.skip("signal handlers belong to the main thread")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        assert int(signal.SIGINT) in app._signals_installed
+        os.kill(os.getpid(), signal.SIGINT)
+        await pilot.pause(0.2)
+        assert app.is_running
+        assert any("Press q to quit" in m for m in _messages(app))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back on exit
