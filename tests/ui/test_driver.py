@@ -81,3 +81,13 @@ def test_h23_utf8_and_escape_keys_pass_unchanged() -> None:
 def test_h23_any_bytes_in_any_reads_decode_without_error_and_alike(data: bytes, cuts: list[int]) -> None:
     whole = TerminalInputDecoder().decode(data, final=True)
     assert _decode_in_chunks(data, cuts) == whole
+
+
+def test_h23_app_internals_the_crash_path_overrides_are_still_there() -> None:
+    """``GpuSessionApp`` overrides ``App._handle_exception`` and ``App._fatal_error``."""
+    from textual.app import App
+
+    assert list(inspect.signature(App._handle_exception).parameters) == ["self", "error"]
+    assert list(inspect.signature(App._fatal_error).parameters) == ["self"]
+    src = inspect.getsource(App._handle_exception)
+    assert "self._fatal_error()" in src and "self.panic(error)" in src and "self._return_code = 1" in src

@@ -20,7 +20,9 @@ Ctrl-C (the key, or SIGINT when the terminal sends signals) cancels the run in f
 the next run boundary, as ``c`` and the CLI's first Ctrl-C do, and otherwise says how to
 quit. Input survives any byte (H-23, :mod:`gpusession.ui.driver`); an error that ends the
 app is recorded (:mod:`gpusession.ui.crash`) and :func:`run_app` exits 1 with one line,
-an incident in the journal and the terminal restored — never 0.
+an incident in the journal and the terminal restored — never 0. The recording overrides
+two Textual internals, ``App._handle_exception`` and ``App._fatal_error`` (Textual is
+pinned; ``tests/ui/test_driver.py`` fails when they change).
 """
 
 from __future__ import annotations
