@@ -15,6 +15,14 @@ terminal gets its normal screen back (no alternate screen, no mouse mode left on
 exit code is 128 + the signal's number. The Run pane runs the runner in a Textual thread
 worker whose thread forks the workers and lives until the run returns, as the
 parent-death signal needs (:mod:`gpusession.bench.lifetime`).
+
+Ctrl-C (the key, or SIGINT when the terminal sends signals) cancels the run in flight at
+the next run boundary, as ``c`` and the CLI's first Ctrl-C do, and otherwise says how to
+quit. Input survives any byte (H-23, :mod:`gpusession.ui.driver`); an error that ends the
+app is recorded (:mod:`gpusession.ui.crash`) and :func:`run_app` exits 1 with one line,
+an incident in the journal and the terminal restored — never 0. The recording overrides
+two Textual internals, ``App._handle_exception`` and ``App._fatal_error`` (Textual is
+pinned; ``tests/ui/test_driver.py`` fails when they change).
 """
 
 from __future__ import annotations
@@ -37,6 +45,14 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all
 from gpusession.core.folder.session import Session
 from gpusession.ui.context import UiContext
+from gpusession.ui.crash import (
+    CRASH_EXIT_CODE,
+    AppCrash,
+    crash_line,
+    journal_crash,
+    restore_terminal,
+    terminal_state,
+)
 from gpusession.ui.palette import GpuSessionCommands
 from gpusession.ui.screens import MainScreen
 
@@ -66,12 +82,16 @@ class GpuSessionApp(App[int]):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
         Binding("q", "quit_q", "Quit", show=False, id="app.quit_q"),
+        # Textual's own ctrl+c only says how to quit; here it also cancels a run (the CLI's Ctrl-C)
+        Binding("ctrl+c", "interrupt", "Cancel run", show=False, id="app.interrupt"),
         # shown only while the header warns that the package ends soon or ended.
         Binding("x", "extension", "Extend?", id="app.extension"),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide the extension key unless the header shows an end-of-package warning."""
+        if action == "interrupt":
+            return True
         if action == "extension":
             try:
                 return self.main.header.warning is not None
@@ -85,12 +105,16 @@ class GpuSessionApp(App[int]):
         self.main.pane("cost").query_one("#cost-out").scroll_end(animate=False)
 
     def __init__(self, ctx: UiContext) -> None:
-        super().__init__()
+        super().__init__(driver_class=_terminal_driver())
         self.ctx = ctx
         self.title = f"gpusession — {ctx.session.name}"
         self._quit_armed = False
         self._ending_signal: str | None = None
         self._signals_installed: list[int] = []
+        #: the error that ended the app (H-23), ``None`` while none did
+        self.crash: AppCrash | None = None
+        #: a run was in flight when the app crashed (its cancel was requested)
+        self.crash_left_a_run = False
 
     def get_default_screen(self) -> MainScreen:
         # The main screen is the bottom of the stack: no blank default screen composed,
@@ -109,16 +133,63 @@ class GpuSessionApp(App[int]):
         self._signals_installed = []
 
     def _install_signal_handlers(self) -> None:
-        """SIGHUP/SIGTERM end the run at once and the app cleanly."""
+        """SIGHUP/SIGTERM end the run at once and the app cleanly; SIGINT is Ctrl-C."""
         if threading.current_thread() is not threading.main_thread():
             return  # the loop of a test harness thread: signals are the main thread's
         loop = asyncio.get_running_loop()
-        for sig in ENDING_SIGNALS:
+        handlers: list[tuple[int, Callable[..., object], tuple[object, ...]]] = [
+            (int(sig), self.end_on_signal, (int(sig),)) for sig in ENDING_SIGNALS]
+        handlers.append((int(signal.SIGINT), self.action_interrupt, ()))
+        for sig, handler, args in handlers:
             try:
-                loop.add_signal_handler(sig, self.end_on_signal, int(sig))
+                loop.add_signal_handler(sig, handler, *args)
             except (NotImplementedError, RuntimeError, ValueError):
                 continue
-            self._signals_installed.append(int(sig))
+            self._signals_installed.append(sig)
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: cancel the run in flight at the next run boundary, else say how to quit."""
+        if self.run_in_flight():
+            pane = self.main.pane("run")
+            if pane.cancel_event.is_set():
+                self.notify("Cancel already requested: the run stops at the next run boundary. "
+                            "Press q to quit.", title="Ctrl-C")
+                return
+            pane.action_cancel()
+            self.notify("Cancel requested: the run stops at the next run boundary "
+                        "(as c does). Press q to quit.", title="Ctrl-C", severity="warning")
+            return
+        self.notify("Press q to quit (ctrl+q from a form).", title="Ctrl-C")
+
+    # -- crashes (H-23) ----------------------------------------------------------
+    def _note_crash(self, crash: AppCrash) -> None:
+        """Keep the first error that ends the app; ask a run in flight to stop."""
+        if self.crash is not None:
+            return
+        self.crash = crash
+        try:
+            if self.run_in_flight():
+                self.main.pane("run").cancel_event.set()  # the UI is going: stop at the next boundary
+                self.crash_left_a_run = True
+        except Exception:  # noqa: BLE001 - the app is already broken; the crash is what is said
+            pass
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's one funnel of unhandled errors: record the error, then let Textual end."""
+        self._note_crash(AppCrash.from_exception(error))
+        super()._handle_exception(error)
+
+    def _fatal_error(self) -> None:
+        """No traceback with locals on the terminal (secrets): run_app says one line."""
+        self.bell()
+        self.panic()
+
+    def panic(self, *renderables: Any) -> None:
+        """End the app on an error; a traceback (e.g. the input thread's) is recorded, not printed."""
+        from rich.traceback import Traceback
+
+        self._note_crash(AppCrash.from_renderables(renderables))
+        super().panic(*(r for r in renderables if not isinstance(r, Traceback)))
 
     def end_on_signal(self, signum: int) -> None:
         """SIGHUP or SIGTERM arrived: end the run now, then leave the app (H-14).
@@ -252,12 +323,50 @@ def build_app(
     return GpuSessionApp(ctx)
 
 
+def _terminal_driver() -> Any:
+    """The driver whose input survives any byte on POSIX (H-23); ``None``: Textual's choice.
+
+    ``TEXTUAL_DRIVER`` (Textual's own setting) still wins.
+    """
+    from textual import constants
+
+    if os.name != "posix" or constants.DRIVER:
+        return None
+    from gpusession.ui.driver import TerminalDriver
+
+    return TerminalDriver
+
+
 def run_app(session: Session) -> int:
-    """Run the TUI on ``session`` in this terminal; returns the exit code."""
+    """Run the TUI on ``session`` in this terminal; returns the exit code.
+
+    Returns:
+        0 on quit; 128 + the signal after SIGHUP/SIGTERM; 1 when the app ended on an
+        error (H-23): one line on stderr, an incident in the journal, the terminal's
+        modes restored, and a run in flight asked to stop at the next run boundary.
+    """
     app = build_app(session)
-    result = app.run()
+    saved = terminal_state()
+    try:
+        result = app.run()
+    except KeyboardInterrupt:
+        restore_terminal(saved, alt_screen=True)
+        raise
+    except Exception as exc:  # noqa: BLE001 - an error Textual did not catch: the same as a crash
+        restore_terminal(saved, alt_screen=True)
+        app._note_crash(AppCrash.from_exception(exc))
+        result = None
     if app._ending_signal is not None:  # ended by SIGHUP/SIGTERM: the run has ended too
         return int(result or 1)
+    if app.crash is None and app.return_code not in (None, 0):
+        app._note_crash(AppCrash(summary=f"the app ended with code {app.return_code}"))
+    if app.crash is not None:
+        restore_terminal(saved, alt_screen=False)
+        print(crash_line(session, app.crash, journal_crash(session, app.crash)), file=sys.stderr)
+        if app.crash_left_a_run:
+            print("gpusession: waiting for the run in flight to end (cancel requested at the next "
+                  "run boundary)…", file=sys.stderr)
+        return CRASH_EXIT_CODE
     if app.run_in_flight():
         print(
             "gpusession: waiting for the run in flight to end (cancel requested at the next "
