@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from gpusession.bench.lifetime import child_preexec, die_with_parent
+from gpusession.bench.lifetime import become_subreaper, child_preexec, die_with_parent
 from gpusession.bench.phases import (
     LOAD_FAILED_EXIT,
     Inputs,
@@ -64,6 +64,7 @@ from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
     WorkerCommandStarted,
+    WorkerDescendantsEnded,
     WorkerDone,
     WorkerEnvironment,
     WorkerEvent,
@@ -707,6 +708,20 @@ def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.CompletedProcess(argv, proc.returncode)
 
 
+def _end_escapees(ch: Channel) -> None:
+    """End what the user's command left alive once it exited, and say so (H-25).
+
+    Called after each call, outside the stopwatch: the worker is a child subreaper, so a
+    process the command started in a session of its own is now the worker's child.
+    """
+    from gpusession.core.folder.processes import end_descendants
+
+    ended = end_descendants()
+    if ended:
+        ch.send(WorkerDescendantsEnded(pids=[pid for pid, _ in ended],
+                                       names=[name for _, name in ended]))
+
+
 def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
     """The announced warm-up of a command workload, with the measured shapes (R4, H-15).
 
@@ -731,6 +746,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
                 prepare_output(out_path, session_root(spec))
                 with _placeholder_env(spec, w, out_path):
                     code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+                _end_escapees(ch)
             except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **failure_fields(exc)))
                 break
@@ -753,6 +769,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     """
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
+    become_subreaper()  # what the command leaves alive comes back to this worker (H-25)
     spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
     atexit.register(remove_plain_paths, spec["plain"])
     ch.send(WorkerEnvironment(environment={
@@ -768,7 +785,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         did = {"phase": run["phase"], "scope": "full-chain", "order": order,
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
                "context": run.get("context")}
-        try:  # a link in place of the output or its folder fails the run, named (issue 12)
+        try:  # a link in place of the output or its folder fails the run, named
             prepare_output(out_path, session_root(spec))
         except (OSError, BadInput) as exc:
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
@@ -776,6 +793,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         try:
             with _placeholder_env(spec, run, out_path):
                 m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+            _end_escapees(ch)  # before the next run, never beside it (H-25)
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue

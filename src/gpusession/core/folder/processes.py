@@ -160,8 +160,70 @@ def _pid_reused(ident: ProcessId) -> bool:
         return False
 
 
+def marked(marker: str, not_before_s: float | None) -> list[psutil.Process]:
+    """Live processes whose :data:`PARENT_ENV` is ``marker``, started no earlier than ``not_before_s``.
+
+    Why: a descendant that started a session of its own (``setsid``, a daemon) has left
+    its worker's group and, once its parent exited, its tree; the marker it inherited
+    still names the runner that started its worker (H-25). This process, zombies and
+    processes whose environment cannot be read (another user's) are left out.
+
+    Args:
+        marker: the runner's PID as text (what the runner put in :data:`PARENT_ENV`).
+        not_before_s: the worker's start time (seconds since the epoch), ``None``: any.
+    """
+    import psutil
+    me = os.getpid()
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if not_before_s is not None and proc.create_time() < not_before_s - _SAME_START_S:
+                continue
+            if proc.environ().get(PARENT_ENV) != marker:
+                continue
+        except (psutil.Error, OSError):
+            continue
+        out.append(proc)
+    return out
+
+
+def end_descendants(wait_s: float = WAIT_S) -> list[tuple[int, str]]:
+    """End every live descendant of this process and reap its children (H-25).
+
+    Why: the command worker is a child subreaper
+    (:func:`gpusession.bench.lifetime.become_subreaper`); once the user's command has
+    exited, whatever it left alive (a process in a session of its own included) is a
+    descendant of the worker and would measure beside the next run.
+
+    Args:
+        wait_s: seconds to wait for the killed processes to end.
+
+    Returns:
+        ``(pid, program name)`` of each process ended, by PID; empty when none was alive.
+    """
+    import psutil
+    me = psutil.Process()
+    found: list[tuple[int, str]] = []
+    procs = [p for p in _descendants(me) if _running(p)]
+    for p in procs:
+        try:
+            name = p.name()
+        except (psutil.Error, OSError):
+            name = "?"
+        try:
+            p.kill()
+        except (psutil.Error, OSError):
+            continue
+        found.append((p.pid, name))
+    if procs:
+        psutil.wait_procs(procs, timeout=wait_s)  # reaps the children of this process
+    return sorted(found)
+
+
 def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
-              group: list[psutil.Process] | None = None) -> list[int]:
+              group: list[psutil.Process] | None = None, marker: str | None = None) -> list[int]:
     """End a worker's whole process group and every descendant (H-14).
 
     The worker was started as the leader of its own session, so its PID is the group's
@@ -176,6 +238,11 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
             one (children are reaped by their owner).
         group: the processes whose group id is the leader's PID, when the caller has
             already listed them (else they are listed here).
+        marker: the :data:`PARENT_ENV` value the worker's descendants carry (the
+            runner's PID as text): processes with it, started no earlier than the
+            leader, are ended too, wherever they are (H-25: a session of their own,
+            re-parented to init). ``None``: no such sweep (the runner that put it is
+            not this process).
 
     Returns:
         The PIDs that were signalled (empty when nothing was alive).
@@ -183,13 +250,17 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     import psutil
     procs: dict[int, psutil.Process] = {}
     lead = alive(leader)
-    if lead is None and _pid_reused(leader):
+    reused = lead is None and _pid_reused(leader)  # its group id names another process now
+    if marker is not None:
+        procs.update({p.pid: p for p in marked(marker, leader.create_time_s)})
+    if reused and not procs:
         return []  # the group id now belongs to another process: none of ours is left in it
     if lead is not None:
         procs[lead.pid] = lead
         procs.update({p.pid: p for p in _descendants(lead)})
-    if group is None:
+    if group is None and not reused:
         group = _groups({leader.pid}).get(leader.pid, [])
+    group = group or []
     members = _members(group, leader.create_time_s)
     for m in members:  # the group's own members and their descendants
         procs.setdefault(m.pid, m)
@@ -197,7 +268,7 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     procs.pop(os.getpid(), None)  # never this process (defensive: it is not in the group)
     if not procs:
         return []
-    if hasattr(os, "killpg"):
+    if hasattr(os, "killpg") and not reused:
         try:
             os.killpg(leader.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -371,6 +442,6 @@ ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 __all__ = [
-    "ENDING_SIGNALS", "PARENT_ENV", "ProcessId", "alive", "end_group", "end_recorded", "identify",
-    "interrupt_all", "on_interrupt", "WAIT_S",
+    "ENDING_SIGNALS", "PARENT_ENV", "ProcessId", "alive", "end_descendants", "end_group",
+    "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
 ]
