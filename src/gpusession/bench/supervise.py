@@ -212,9 +212,9 @@ class Supervisor:
         """
         rep = self.report
         code = self.worker.finish()
-        if self.worker.ended and self._sink is not None:  # what escaped the worker: journaled (H-25)
-            self._sink(WorkerDescendantsEnded(pids=[p for p, _ in self.worker.ended],
-                                              names=[n for _, n in self.worker.ended],
+        ended = getattr(self.worker, "ended", None) or []  # a stand-in worker ends nothing
+        if ended and self._sink is not None:  # what escaped the worker: journaled (H-25)
+            self._sink(WorkerDescendantsEnded(pids=[p for p, _ in ended], names=[n for _, n in ended],
                                               where="after the worker"), rep)
         spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing
         if self.stack_dir is not None:
