@@ -25,11 +25,19 @@ from fake_workloads import write_corpus
 
 from gpusession.bench.lifetime import exec_argv
 from gpusession.bench.runner import Runner
-from gpusession.core.events import DescendantsEndedRecord
+from gpusession.core.events import DescendantsEndedRecord, WorkerStartedRecord
 from gpusession.core.experiment.plan import Experiment
 from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.journal import RUN_LOCK, lock_holder, read_records
-from gpusession.core.folder.processes import PARENT_ENV, end_group, identify
+from gpusession.core.folder.processes import (
+    PARENT_ENV,
+    WORKER_ENV,
+    ProcessId,
+    end_group,
+    end_recorded,
+    identify,
+    worker_marker,
+)
 from gpusession.core.folder.session import Session
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -141,6 +149,36 @@ def test_h25_end_group_sweeps_by_marker_what_left_the_group_and_the_tree(
     assert escapee in end_group(ident, marker=marker)
     assert _gone(escapee, 5.0)
     assert other.poll() is None  # another runner's process is never ours
+    other.kill()
+    other.wait()
+
+
+def test_h25_the_next_run_ends_what_escaped_a_worker_killed_with_its_runner(
+    tmp_path: Path, spawned: list[int]
+) -> None:
+    """The runner and its worker died (SIGKILL): the escapee's worker marker names it to the next run."""
+    pid_file = tmp_path / "pid"
+    src = textwrap.dedent(f"""
+        import os, subprocess, sys
+        from gpusession.core.folder.processes import identify, worker_marker
+        os.environ["{WORKER_ENV}"] = worker_marker(identify(os.getpid()))
+        p = subprocess.Popen(["sleep", "40"], start_new_session=True)
+        open(sys.argv[1], "w").write(str(p.pid))
+    """)
+    worker = subprocess.Popen([sys.executable, "-c", src, str(pid_file)], start_new_session=True)
+    ident = identify(worker.pid)
+    worker.wait(timeout=30)
+    escapee = int(pid_file.read_text())
+    spawned.append(escapee)
+    # another worker's escapee (same PID, another start time) is never ours
+    other = subprocess.Popen(["sleep", "40"], start_new_session=True, env={
+        **os.environ, WORKER_ENV: worker_marker(ProcessId(ident.pid, (ident.create_time_s or 0) - 60))})
+    spawned.append(other.pid)
+    said = end_recorded([WorkerStartedRecord(experiment_id="e", worker="warm", pid=ident.pid,
+                                             create_time_s=ident.create_time_s)])
+    assert any(f"pid {escapee}" in line for line in said)
+    assert _gone(escapee, 5.0)
+    assert other.poll() is None
     other.kill()
     other.wait()
 

@@ -87,6 +87,7 @@ from gpusession.core.folder.plainpaths import (
     remove_plain_paths,
     substitution_values,
 )
+from gpusession.core.folder.processes import WORKER_ENV, identify, worker_marker
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 
@@ -770,6 +771,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
     become_subreaper()  # what the command leaves alive comes back to this worker (H-25)
+    os.environ[WORKER_ENV] = worker_marker(identify(os.getpid()))  # and names it to the next run
     spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
     atexit.register(remove_plain_paths, spec["plain"])
     ch.send(WorkerEnvironment(environment={

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 #: Environment variable naming the runner's PID; every worker and the commands it starts
 #: carry it, which tells our processes from others in a group whose leader is gone.
 PARENT_ENV = "GPUSESSION_PARENT_PID"
+#: Environment variable naming the command worker (``"<pid>:<start time>"``,
+#: :func:`worker_marker`); the user's commands and whatever they start inherit it, so a
+#: process that escaped a worker killed with its runner is still found by the next run.
+WORKER_ENV = "GPUSESSION_WORKER"
 #: Seconds :func:`end_group` waits for the end of processes it killed (not children).
 WAIT_S = 1.0
 #: Two start times closer than this (seconds) name the same process (psutil rounds).
@@ -158,6 +162,46 @@ def _pid_reused(ident: ProcessId) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except (psutil.Error, OSError):
         return False
+
+
+def worker_marker(ident: ProcessId) -> str:
+    """The :data:`WORKER_ENV` value of a worker: ``"<pid>:<start time, seconds>"``."""
+    return f"{ident.pid}:{ident.create_time_s or 0.0:.3f}"
+
+
+def _parse_worker_marker(text: str) -> ProcessId | None:
+    pid, _, start = text.partition(":")
+    try:
+        return ProcessId(int(pid), float(start))
+    except ValueError:
+        return None
+
+
+def _escaped(workers: Mapping[int, float]) -> list[psutil.Process]:
+    """Live processes whose :data:`WORKER_ENV` names one of ``workers`` (pid → start time).
+
+    Why (H-25): the worker of a runner killed with SIGKILL dies with it, and what its
+    command left in a session of its own is re-parented to init, out of every group and
+    tree the journal names; the marker it inherited still names its worker.
+    """
+    import psutil
+    out: list[psutil.Process] = []
+    if not workers:
+        return out
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            text = proc.environ().get(WORKER_ENV)
+        except (psutil.Error, OSError):
+            continue
+        named = _parse_worker_marker(text) if text else None
+        if named is None or named.pid not in workers or named.create_time_s is None:
+            continue
+        if abs(named.create_time_s - workers[named.pid]) <= _SAME_START_S:
+            out.append(proc)
+    return out
 
 
 def marked(marker: str, not_before_s: float | None) -> list[psutil.Process]:
@@ -300,7 +344,8 @@ def end_recorded(records: Iterable[object]) -> list[str]:
     ``rank_pids`` of ``worker_loaded``; a rank runs in a session of its own, out
     of its launcher's group) of an earlier run that is still alive — same PID *and* same
     start time — is ended (a worker with its whole group, a command or a rank with its
-    descendants), so two measurements never overlap (H-14). Records without a start time
+    descendants), so two measurements never overlap (H-14); so is any process whose
+    :data:`WORKER_ENV` names a recorded worker (one that left every group, H-25). Records without a start time
     (first release) are skipped: a bare PID may have been reused; so is a rank of
     another host (several nodes).
 
@@ -334,6 +379,14 @@ def end_recorded(records: Iterable[object]) -> list[str]:
         if ended:
             out.append(f"a {kind} of an earlier run was still alive (pid {rec.pid}); it was "
                        f"ended before this run started ({len(ended)} process(es))")
+    workers = {pid: r.create_time_s for pid, r in recorded.items()
+               if isinstance(r, WorkerStartedRecord) and r.create_time_s is not None}
+    for proc in _escaped(workers):  # what a command left in a session of its own (H-25)
+        ended = _end_tree(identify(proc.pid))
+        if ended:
+            out.append(f"a process an earlier run's command left in a session of its own was "
+                       f"still alive (pid {proc.pid}); it was ended before this run started "
+                       f"({len(ended)} process(es))")
     for pid, create_time_s in ranks.items():  # ranks the groups above did not reach
         ended = _end_tree(ProcessId(pid, create_time_s))
         if ended:
@@ -442,6 +495,7 @@ ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 __all__ = [
-    "ENDING_SIGNALS", "PARENT_ENV", "ProcessId", "alive", "end_descendants", "end_group",
+    "ENDING_SIGNALS", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_descendants", "end_group",
     "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
+    "worker_marker",
 ]
