@@ -10,7 +10,13 @@ its children itself. Linux can: ``prctl(PR_SET_PDEATHSIG, sig)`` makes the kerne
   reset to default, so the command can be interrupted, and the death signal set);
 * a torchrun rank (several GPUs) calls :func:`die_with_parent` at its start: torchrun
   puts each rank in a session of its own, so ending the worker's group does not reach
-  ranks, but the death signal does when their launcher dies.
+  ranks, but the death signal does when their launcher dies;
+* torchrun's launcher is started through :func:`main` (:func:`exec_argv`), which sets
+  the signal and then becomes the launcher, so a launcher carries it too.
+
+The command worker is also a child subreaper (:func:`become_subreaper`, H-25): what the
+user's command leaves alive in a session of its own is re-parented to the worker, which
+ends it when the command exits.
 
 The death signal fires when the parent **thread** that forked the child exits, not the
 parent process. The runner forks its workers from the thread that runs
@@ -35,6 +41,8 @@ from gpusession.core.folder.processes import PARENT_ENV
 
 #: ``PR_SET_PDEATHSIG`` of ``<linux/prctl.h>``.
 _PR_SET_PDEATHSIG = 1
+#: ``PR_SET_CHILD_SUBREAPER`` of ``<linux/prctl.h>``.
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -91,6 +99,66 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
     return done
 
 
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (``PR_SET_CHILD_SUBREAPER``).
+
+    Why (H-25): a process the user's command starts in a session of its own (``setsid``,
+    ``start_new_session=True``, a daemon) leaves the worker's group; when the command
+    exits it is re-parented to this process instead of init, so the worker finds it
+    among its descendants (:func:`gpusession.core.folder.processes.end_descendants`)
+    and ends it before the next run. Kept across ``exec``, not inherited by children.
+
+    Returns:
+        ``True`` when set; ``False`` off Linux or when ``prctl`` failed.
+    """
+    if _PRCTL is None:
+        return False
+    return _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def exec_argv(argv: list[str]) -> list[str]:
+    """``argv`` started through :func:`main`, which sets the parent-death signal first.
+
+    Why: a program that is not ours (torchrun's launcher) cannot call
+    :func:`die_with_parent` itself, and a ``preexec_fn`` is unsafe in the threaded
+    runner; the signal set before ``exec`` is kept by the program, so a launcher whose
+    runner is killed with SIGKILL ends at once, and its ranks with it (their own death
+    signal), instead of living until the call in flight returns.
+
+    Args:
+        argv: the program's command line, e.g. ``[python, "-m", "torch.distributed.run", …]``.
+
+    Returns:
+        ``[sys.executable, "-m", "gpusession.bench.lifetime", "--", *argv]`` on Linux;
+        ``argv`` unchanged elsewhere (no parent-death signal there).
+    """
+    if _PRCTL is None:
+        return list(argv)
+    return [sys.executable, "-m", "gpusession.bench.lifetime", "--", *argv]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpusession.bench.lifetime -- PROGRAM ARGS…``: die with the parent, then exec.
+
+    The parent is the one :data:`PARENT_ENV` names (the runner).
+
+    Returns:
+        2 when no program is given (else this process becomes the program).
+
+    Raises:
+        OSError: the program cannot be executed (``os.execvp``).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args:
+        print("usage: python -m gpusession.bench.lifetime -- PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    die_with_parent()
+    os.execvp(args[0], args)
+    return 0  # pragma: no cover - execvp does not return
+
+
 def reset_signals() -> None:
     """Default dispositions for the signals a parent may ignore or catch.
 
@@ -118,5 +186,9 @@ def child_preexec() -> None:
     set_parent_death_signal(signal.SIGKILL)
 
 
-__all__ = ["PARENT_ENV", "child_preexec", "die_with_parent", "reset_signals",
-           "set_parent_death_signal"]
+__all__ = ["PARENT_ENV", "become_subreaper", "child_preexec", "die_with_parent", "exec_argv",
+           "reset_signals", "set_parent_death_signal"]
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through a real process in tests
+    sys.exit(main())

@@ -15,12 +15,18 @@ import threading
 from collections import deque
 from typing import Any
 
-from gpusession.bench.lifetime import PARENT_ENV
+from gpusession.bench.lifetime import PARENT_ENV, exec_argv
 from gpusession.core.events import event_from_json
 from gpusession.core.folder.processes import ProcessId, end_group, identify
 
 #: Put on a worker's event queue when its stdout closes.
 EOF_EVENT = object()
+#: Seconds the stderr reader may take to drain once the worker's group is ended: every
+#: writer is gone then, so a longer wait only waits on a process that could not be ended.
+PIPE_DRAIN_S = 1.0
+#: ``argv[1:3]`` of torchrun's launcher, started through :func:`exec_argv` (it cannot set
+#: its parent-death signal itself).
+_LAUNCHER = ["-m", "torch.distributed.run"]
 
 
 def describe_exit(code: int | None) -> str:
@@ -88,7 +94,12 @@ class WorkerProcess:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the process and its two reader threads."""
-        env = {**env, PARENT_ENV: str(os.getpid())}
+        self.marker = str(os.getpid())
+        env = {**env, PARENT_ENV: self.marker}
+        if argv[1:3] == _LAUNCHER:  # the launcher ends with the runner too, its ranks with it
+            argv = exec_argv(argv)
+        #: What :meth:`end_group` ended after the worker had exited: ``(pid, name)``.
+        self.ended: list[tuple[int, str]] = []
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -175,9 +186,22 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.end_group()
             code = self.proc.wait()
-        self.end_group()  # whatever the worker left behind in its group
-        self._t_err.join(timeout=5)
+        self.ended = self._end_left()  # whatever the worker left behind, in its group or not
+        # every writer of the pipe is ended: never wait long on one that escaped (H-25)
+        self._t_err.join(timeout=PIPE_DRAIN_S)
         return code
+
+    def _end_left(self) -> list[tuple[int, str]]:
+        """End what the exited worker left (:meth:`end_group`); ``(pid, name)`` of each."""
+        import psutil
+
+        names: dict[int, str] = {}
+        for p in _marked_now(self.marker, self.ident):
+            try:
+                names[p.pid] = p.name()
+            except (psutil.Error, OSError):
+                continue
+        return [(pid, names.get(pid, "?")) for pid in self.end_group()]
 
     def end_group(self) -> list[int]:
         """End the worker's whole process group and its descendants now.
@@ -186,7 +210,17 @@ class WorkerProcess:
         only leftovers of its group are ended). The worker's own exit status stays
         readable by :meth:`finish`.
 
+        The runner's marker (:data:`PARENT_ENV`) finds what left the group and the
+        worker's tree (a session of its own, re-parented to init, H-25).
+
         Returns:
             The PIDs signalled.
         """
-        return end_group(self.ident)
+        return end_group(self.ident, marker=self.marker)
+
+
+def _marked_now(marker: str, ident: ProcessId) -> list[Any]:
+    """The live processes carrying ``marker`` started since the worker (their names are read before they end)."""
+    from gpusession.core.folder.processes import marked
+
+    return marked(marker, ident.create_time_s)

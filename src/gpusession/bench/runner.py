@@ -85,6 +85,7 @@ from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.events import (
     AttemptFailedRecord,
     CommandStartedRecord,
+    DescendantsEndedRecord,
     EnvironmentObserved,
     Event,
     ExperimentFinishedRecord,
@@ -104,6 +105,7 @@ from gpusession.core.events import (
     RunStartedRecord,
     WarmupDoneRecord,
     WorkerCommandStarted,
+    WorkerDescendantsEnded,
     WorkerEnvironment,
     WorkerEvent,
     WorkerExitedRecord,
@@ -208,6 +210,7 @@ class Runner:
         self._handlers: dict[type[WorkerEvent], Callable[[Any, GroupReport], None]] = {
             WorkerEnvironment: self._on_environment,
             WorkerCommandStarted: self._on_command_started,
+            WorkerDescendantsEnded: self._on_descendants_ended,
             WorkerLoaded: self._on_loaded,
             WorkerWarmupDone: self._on_warmup_done,
             WorkerRunStarted: self._on_run_started,
@@ -541,6 +544,10 @@ class Runner:
     def _on_command_started(self, ev: WorkerCommandStarted, rep: GroupReport) -> None:
         self._journal(CommandStartedRecord(experiment_id=self.experiment.id, worker=rep.name,
                                            pid=ev.pid, create_time_s=ev.create_time_s))
+
+    def _on_descendants_ended(self, ev: WorkerDescendantsEnded, rep: GroupReport) -> None:
+        self._journal(DescendantsEndedRecord(experiment_id=self.experiment.id, worker=rep.name,
+                                             where=ev.where, pids=ev.pids, names=ev.names))
 
     def _on_loaded(self, ev: WorkerLoaded, rep: GroupReport) -> None:
         rep.loaded = True

@@ -27,6 +27,7 @@ from gpusession.bench.process import EOF_EVENT, WorkerProcess
 from gpusession.bench.ranks import RankFailure
 from gpusession.bench.rows import LoadSlot
 from gpusession.core.events import (
+    WorkerDescendantsEnded,
     WorkerEvent,
     WorkerReady,
     WorkerRunFinished,
@@ -133,6 +134,7 @@ class Supervisor:
         self.stack_dir = stack_dir
         self.world_size = world_size
         self.deadline = time.monotonic() + timeout_s
+        self._sink: Sink | None = None
 
     def watch(self, sink: Sink) -> GroupReport:
         """Read events until the worker's stdout closes; each goes to ``sink`` as it arrives.
@@ -141,6 +143,7 @@ class Supervisor:
         and is noted in the report; the loop goes on until the stdout closes.
         """
         rep = self.report
+        self._sink = sink
         while True:
             try:
                 ev = self.worker.events.get(timeout=max(0.05, self.deadline - time.monotonic()))
@@ -201,12 +204,18 @@ class Supervisor:
     def reap(self, spec_path: Path) -> GroupReport:
         """Wait for the exit; remove the spec and the stack folder; note code, failed rank, stderr.
 
-        Under torchrun the exit code is the failed rank's, not the launcher's (unless the
+        What the worker left alive, in its group or not, is ended and passed to the sink
+        of :meth:`watch` as a ``descendants_ended`` event (H-25). Under torchrun the exit
+        code is the failed rank's, not the launcher's (unless the
         group timed out). The leader's last error is passed to torchrun's summary so
         that a leader that only lost its peer is not taken for the failed rank.
         """
         rep = self.report
         code = self.worker.finish()
+        ended = getattr(self.worker, "ended", None) or []  # a stand-in worker ends nothing
+        if ended and self._sink is not None:  # what escaped the worker: journaled (H-25)
+            self._sink(WorkerDescendantsEnded(pids=[p for p, _ in ended], names=[n for _, n in ended],
+                                              where="after the worker"), rep)
         spec_path.unlink(missing_ok=True)  # the group has ended: its spec serves nothing
         if self.stack_dir is not None:
             shutil.rmtree(self.stack_dir, ignore_errors=True)

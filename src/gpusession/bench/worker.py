@@ -51,7 +51,7 @@ from gpusession.bench.device import (
     prepare_output,
     speed_env_vars,
 )
-from gpusession.bench.lifetime import child_preexec, die_with_parent
+from gpusession.bench.lifetime import become_subreaper, child_preexec, die_with_parent
 from gpusession.bench.phases import (
     LOAD_FAILED_EXIT,
     Inputs,
@@ -70,6 +70,7 @@ from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
     WorkerCommandStarted,
+    WorkerDescendantsEnded,
     WorkerDone,
     WorkerEnvironment,
     WorkerEvent,
@@ -88,6 +89,7 @@ from gpusession.core.folder.plainpaths import (
     remove_plain_paths,
     substitution_values,
 )
+from gpusession.core.folder.processes import WORKER_ENV, identify, worker_marker
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
 
 
@@ -347,6 +349,20 @@ def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.CompletedProcess(argv, proc.returncode)
 
 
+def _end_escapees(ch: Channel) -> None:
+    """End what the user's command left alive once it exited, and say so (H-25).
+
+    Called after each call, outside the stopwatch: the worker is a child subreaper, so a
+    process the command started in a session of its own is now the worker's child.
+    """
+    from gpusession.core.folder.processes import end_descendants
+
+    ended = end_descendants()
+    if ended:
+        ch.send(WorkerDescendantsEnded(pids=[pid for pid, _ in ended],
+                                       names=[name for _, name in ended]))
+
+
 def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict[str, int]:
     """The announced warm-up of a command workload, with the measured shapes (R4, H-15).
 
@@ -371,6 +387,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
                 prepare_output(out_path, session_root(spec))
                 with _placeholder_env(spec, w, out_path):
                     code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+                _end_escapees(ch)
             except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **failure_fields(exc)))
                 break
@@ -393,6 +410,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     """
     exp = spec["experiment"]
     argv_t: list[str] = list(exp["params"]["command"])
+    become_subreaper()  # what the command leaves alive comes back to this worker (H-25)
+    os.environ[WORKER_ENV] = worker_marker(identify(os.getpid()))  # and names it to the next run
     spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
     atexit.register(remove_plain_paths, spec["plain"])
     ch.send(WorkerEnvironment(environment={
@@ -416,6 +435,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         try:
             with _placeholder_env(spec, run, out_path):
                 m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+            _end_escapees(ch)  # before the next run, never beside it (H-25)
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from gpusession.core.events.records import (
         AttemptFailedRecord,
         CommandStartedRecord,
+        DescendantsEndedRecord,
         ExperimentEndedRecord,
         ExperimentFinishedRecord,
         ExperimentIncompleteRecord,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from gpusession.core.events.words import corpus_verdict, describe
     from gpusession.core.events.worker import (
         WorkerCommandStarted,
+        WorkerDescendantsEnded,
         WorkerDone,
         WorkerEnvironment,
         WorkerEvent,
@@ -129,6 +131,7 @@ _WHERE = {
     "AttemptFailedRecord": "records",
     "Channel": "base",
     "CommandStartedRecord": "records",
+    "DescendantsEndedRecord": "records",
     "EnvironmentObserved": "runner",
     "Event": "base",
     "ExperimentEndedRecord": "records",
@@ -153,6 +156,7 @@ _WHERE = {
     "RunnerEvent": "runner",
     "WarmupDoneRecord": "records",
     "WorkerCommandStarted": "worker",
+    "WorkerDescendantsEnded": "worker",
     "WorkerDone": "worker",
     "WorkerEnvironment": "worker",
     "WorkerEvent": "worker",
@@ -208,6 +212,7 @@ __all__ = [
     "DemoCorpusWrittenRecord",
     "DemoModelTrainedRecord",
     "CommandStartedRecord",
+    "DescendantsEndedRecord",
     "EnvironmentObserved",
     "Event",
     "ExperimentDefinedRecord",
@@ -245,6 +250,7 @@ __all__ = [
     "ValidationRecord",
     "WarmupDoneRecord",
     "WorkerCommandStarted",
+    "WorkerDescendantsEnded",
     "WorkerDone",
     "WorkerEnvironment",
     "WorkerEvent",

@@ -125,6 +125,24 @@ class CommandStartedRecord(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DescendantsEndedRecord(Record):
+    """Processes a run left alive were ended, so two measurements never overlap (H-25).
+
+    ``where``: ``"after the command"`` (the worker ended what the user's command left
+    when it exited) or ``"after the worker"`` (the runner ended what carried its
+    ``GPUSESSION_PARENT_PID`` marker once the worker's group had ended). ``pids`` and
+    ``names``: the processes ended and their program names, in the same order.
+    """
+
+    EVENT: ClassVar[str] = "descendants_ended"
+    experiment_id: str | None = None
+    worker: str | None = None
+    where: str | None = None
+    pids: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunInterruptedRecord(Record):
     """The run was ended at once by a signal to gpusession (H-14).
 

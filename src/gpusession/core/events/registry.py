@@ -16,6 +16,7 @@ from gpusession.core.events.base import Channel, Event, GenericRecord
 from gpusession.core.events.records import (
     AttemptFailedRecord,
     CommandStartedRecord,
+    DescendantsEndedRecord,
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
@@ -43,6 +44,7 @@ from gpusession.core.events.runner import (
 )
 from gpusession.core.events.worker import (
     WorkerCommandStarted,
+    WorkerDescendantsEnded,
     WorkerDone,
     WorkerEnvironment,
     WorkerHello,
@@ -67,6 +69,7 @@ for _cls in (
     WarmupDoneRecord, WorkerStderrRecord, WorkerExitedRecord, IncidentRecord,
     ExperimentFinishedRecord, ExperimentIncompleteRecord,
     WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord, AttemptFailedRecord,
+    WorkerDescendantsEnded, DescendantsEndedRecord,
     *ACTION_RECORDS,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls

@@ -44,6 +44,24 @@ class WorkerCommandStarted(WorkerEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkerDescendantsEnded(WorkerEvent):
+    """The worker ended processes the user's command left alive after it exited (H-25).
+
+    A process the command started in a session of its own (``setsid``, a server
+    started "in the background") escapes its process group; the worker, a child
+    subreaper, inherits it and ends it so that two measurements never overlap.
+    ``pids``: the processes ended; ``names``: their program names, in the same order;
+    ``where``: as in :class:`~gpusession.core.events.records.DescendantsEndedRecord`
+    (the runner's supervisor says ``"after the worker"`` for what it ended itself).
+    """
+
+    EVENT: ClassVar[str] = "descendants_ended"
+    pids: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    where: str = "after the command"
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkerEnvironment(WorkerEvent):
     """The environment observed in the worker process (R10)."""
 

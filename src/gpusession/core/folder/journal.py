@@ -183,6 +183,8 @@ def lock_host(folder: Path) -> str | None:
 def lock_holder(folder: Path) -> int | None:
     """PID of a live process running experiments in ``folder``, else ``None`` (S7).
 
+    Gone, reused (started after the lock was written) and zombie PIDs hold nothing (H-37).
+
     The lock holds ``"<pid> <host>"`` (older locks: the PID alone). A lock taken on
     another host (a session folder shared by the nodes of a torchrun group) is
     held: its process cannot be looked at from here, and taking it for a crash would
@@ -205,10 +207,13 @@ def lock_holder(folder: Path) -> int | None:
         pass
     # A crashed runner's PID may since belong to a process started after the lock
     # was written: that process does not hold it (else recovery would wait forever).
+    # A zombie holds nothing either: a runner killed in a container whose PID 1 never
+    # reaps stays one forever, and it runs nothing (H-37).
     try:
         import psutil
 
-        if psutil.Process(pid).create_time() > written + 1.0:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE or proc.create_time() > written + 1.0:
             return None
     except Exception:  # noqa: BLE001 - no psutil answer: trust the PID
         pass

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 #: Environment variable naming the runner's PID; every worker and the commands it starts
 #: carry it, which tells our processes from others in a group whose leader is gone.
 PARENT_ENV = "GPUSESSION_PARENT_PID"
+#: Environment variable naming the command worker (``"<pid>:<start time>"``,
+#: :func:`worker_marker`); the user's commands and whatever they start inherit it, so a
+#: process that escaped a worker killed with its runner is still found by the next run.
+WORKER_ENV = "GPUSESSION_WORKER"
 #: Seconds :func:`end_group` waits for the end of processes it killed (not children).
 WAIT_S = 1.0
 #: Two start times closer than this (seconds) name the same process (psutil rounds).
@@ -160,8 +164,110 @@ def _pid_reused(ident: ProcessId) -> bool:
         return False
 
 
+def worker_marker(ident: ProcessId) -> str:
+    """The :data:`WORKER_ENV` value of a worker: ``"<pid>:<start time, seconds>"``."""
+    return f"{ident.pid}:{ident.create_time_s or 0.0:.3f}"
+
+
+def _parse_worker_marker(text: str) -> ProcessId | None:
+    pid, _, start = text.partition(":")
+    try:
+        return ProcessId(int(pid), float(start))
+    except ValueError:
+        return None
+
+
+def _escaped(workers: Mapping[int, float]) -> list[psutil.Process]:
+    """Live processes whose :data:`WORKER_ENV` names one of ``workers`` (pid → start time).
+
+    Why (H-25): the worker of a runner killed with SIGKILL dies with it, and what its
+    command left in a session of its own is re-parented to init, out of every group and
+    tree the journal names; the marker it inherited still names its worker.
+    """
+    import psutil
+    out: list[psutil.Process] = []
+    if not workers:
+        return out
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            text = proc.environ().get(WORKER_ENV)
+        except (psutil.Error, OSError):
+            continue
+        named = _parse_worker_marker(text) if text else None
+        if named is None or named.pid not in workers or named.create_time_s is None:
+            continue
+        if abs(named.create_time_s - workers[named.pid]) <= _SAME_START_S:
+            out.append(proc)
+    return out
+
+
+def marked(marker: str, not_before_s: float | None) -> list[psutil.Process]:
+    """Live processes whose :data:`PARENT_ENV` is ``marker``, started no earlier than ``not_before_s``.
+
+    Why: a descendant that started a session of its own (``setsid``, a daemon) has left
+    its worker's group and, once its parent exited, its tree; the marker it inherited
+    still names the runner that started its worker (H-25). This process, zombies and
+    processes whose environment cannot be read (another user's) are left out.
+
+    Args:
+        marker: the runner's PID as text (what the runner put in :data:`PARENT_ENV`).
+        not_before_s: the worker's start time (seconds since the epoch), ``None``: any.
+    """
+    import psutil
+    me = os.getpid()
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if not_before_s is not None and proc.create_time() < not_before_s - _SAME_START_S:
+                continue
+            if proc.environ().get(PARENT_ENV) != marker:
+                continue
+        except (psutil.Error, OSError):
+            continue
+        out.append(proc)
+    return out
+
+
+def end_descendants(wait_s: float = WAIT_S) -> list[tuple[int, str]]:
+    """End every live descendant of this process and reap its children (H-25).
+
+    Why: the command worker is a child subreaper
+    (:func:`gpusession.bench.lifetime.become_subreaper`); once the user's command has
+    exited, whatever it left alive (a process in a session of its own included) is a
+    descendant of the worker and would measure beside the next run.
+
+    Args:
+        wait_s: seconds to wait for the killed processes to end.
+
+    Returns:
+        ``(pid, program name)`` of each process ended, by PID; empty when none was alive.
+    """
+    import psutil
+    me = psutil.Process()
+    found: list[tuple[int, str]] = []
+    procs = [p for p in _descendants(me) if _running(p)]
+    for p in procs:
+        try:
+            name = p.name()
+        except (psutil.Error, OSError):
+            name = "?"
+        try:
+            p.kill()
+        except (psutil.Error, OSError):
+            continue
+        found.append((p.pid, name))
+    if procs:
+        psutil.wait_procs(procs, timeout=wait_s)  # reaps the children of this process
+    return sorted(found)
+
+
 def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
-              group: list[psutil.Process] | None = None) -> list[int]:
+              group: list[psutil.Process] | None = None, marker: str | None = None) -> list[int]:
     """End a worker's whole process group and every descendant (H-14).
 
     The worker was started as the leader of its own session, so its PID is the group's
@@ -176,6 +282,11 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
             one (children are reaped by their owner).
         group: the processes whose group id is the leader's PID, when the caller has
             already listed them (else they are listed here).
+        marker: the :data:`PARENT_ENV` value the worker's descendants carry (the
+            runner's PID as text): processes with it, started no earlier than the
+            leader, are ended too, wherever they are (H-25: a session of their own,
+            re-parented to init). ``None``: no such sweep (the runner that put it is
+            not this process).
 
     Returns:
         The PIDs that were signalled (empty when nothing was alive).
@@ -183,13 +294,17 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     import psutil
     procs: dict[int, psutil.Process] = {}
     lead = alive(leader)
-    if lead is None and _pid_reused(leader):
+    reused = lead is None and _pid_reused(leader)  # its group id names another process now
+    if marker is not None:
+        procs.update({p.pid: p for p in marked(marker, leader.create_time_s)})
+    if reused and not procs:
         return []  # the group id now belongs to another process: none of ours is left in it
     if lead is not None:
         procs[lead.pid] = lead
         procs.update({p.pid: p for p in _descendants(lead)})
-    if group is None:
+    if group is None and not reused:
         group = _groups({leader.pid}).get(leader.pid, [])
+    group = group or []
     members = _members(group, leader.create_time_s)
     for m in members:  # the group's own members and their descendants
         procs.setdefault(m.pid, m)
@@ -197,7 +312,7 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     procs.pop(os.getpid(), None)  # never this process (defensive: it is not in the group)
     if not procs:
         return []
-    if hasattr(os, "killpg"):
+    if hasattr(os, "killpg") and not reused:
         try:
             os.killpg(leader.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -229,7 +344,8 @@ def end_recorded(records: Iterable[object]) -> list[str]:
     ``rank_pids`` of ``worker_loaded``; a rank runs in a session of its own, out
     of its launcher's group) of an earlier run that is still alive — same PID *and* same
     start time — is ended (a worker with its whole group, a command or a rank with its
-    descendants), so two measurements never overlap (H-14). Records without a start time
+    descendants), so two measurements never overlap (H-14); so is any process whose
+    :data:`WORKER_ENV` names a recorded worker (one that left every group, H-25). Records without a start time
     (first release) are skipped: a bare PID may have been reused; so is a rank of
     another host (several nodes).
 
@@ -263,6 +379,14 @@ def end_recorded(records: Iterable[object]) -> list[str]:
         if ended:
             out.append(f"a {kind} of an earlier run was still alive (pid {rec.pid}); it was "
                        f"ended before this run started ({len(ended)} process(es))")
+    workers = {pid: r.create_time_s for pid, r in recorded.items()
+               if isinstance(r, WorkerStartedRecord) and r.create_time_s is not None}
+    for proc in _escaped(workers):  # what a command left in a session of its own (H-25)
+        ended = _end_tree(identify(proc.pid))
+        if ended:
+            out.append(f"a process an earlier run's command left in a session of its own was "
+                       f"still alive (pid {proc.pid}); it was ended before this run started "
+                       f"({len(ended)} process(es))")
     for pid, create_time_s in ranks.items():  # ranks the groups above did not reach
         ended = _end_tree(ProcessId(pid, create_time_s))
         if ended:
@@ -371,6 +495,7 @@ ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 __all__ = [
-    "ENDING_SIGNALS", "PARENT_ENV", "ProcessId", "alive", "end_group", "end_recorded", "identify",
-    "interrupt_all", "on_interrupt", "WAIT_S",
+    "ENDING_SIGNALS", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_descendants", "end_group",
+    "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
+    "worker_marker",
 ]
