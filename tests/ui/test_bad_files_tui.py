@@ -62,7 +62,7 @@ async def test_secrets_a_seed_phrase_pasted_in_order_toml_is_hidden_with_a_warni
         await pilot.pause()
         shown = text_of(app, "#order-text") + text_of(app, "#order-warnings")
         assert phrase.split()[0] not in shown and phrase.split()[5] not in shown
-        assert "hidden" in text_of(app, "#order-text")
+        assert "HIDDEN" in text_of(app, "#order-text")
         assert "events[0].note: hidden, it looked like a seed phrase" in text_of(app, "#order-warnings")
 
 
