@@ -317,11 +317,10 @@ def variant_verdicts(frame: Any) -> tuple[int, int]:
 
 
 def verdict_count_words(accepted: int, rejected: int) -> str:
-    """``2 variants accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
+    """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
     if accepted == 0 and rejected == 0:
         return "no variant validated"
-    word = "variant" if accepted + rejected == 1 else "variants"
-    return f"{accepted} {word} accepted, {rejected} REJECTED"
+    return f"variants: {accepted} accepted, {rejected} REJECTED"
 
 
 def outcome_words(outcome: Any, code: int) -> str:
@@ -337,7 +336,7 @@ def outcome_words(outcome: Any, code: int) -> str:
     """
     n = len(outcome.incidents)
     incidents = "no incident" if n == 0 else f"{n} incident{'' if n == 1 else 's'}"
-    why = f"exit {code}" + (": a corpus was rejected (the verdict column says why)" if code == 3
+    why = f"exit {code}" + (": a corpus was rejected, the verdict column says why" if code == 3
                             else ": see the incidents above" if n and code else "")
     if outcome.completed:
         return f"experiment complete, {'with ' if n else ''}{incidents} ({why})"
