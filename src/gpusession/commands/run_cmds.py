@@ -261,6 +261,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
     print(format_summary(session_summary(session, frame)))
+    from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+
     accepted, rejected = variant_verdicts(frame.tail(outcome.rows_written) if outcome.rows_written
                                           else frame.clear())
     code = run_exit_code(outcome, rejected)
@@ -295,32 +297,6 @@ def run_exit_code(outcome: Any, rejected: int) -> int:
     if rejected:
         return 3
     return 0 if outcome.completed and not outcome.incidents else 1
-
-
-def variant_verdicts(frame: Any) -> tuple[int, int]:
-    """Variants of ``frame`` (one invocation's rows) accepted and rejected (D5).
-
-    A variant is rejected when any of its measured (cold or warm) rows' corpus was
-    rejected, accepted when every validated one was accepted; a variant with no verdict
-    (no protocol, every run failed) is neither.
-    """
-    from gpusession.core.records.summary import summary_rows
-
-    verdicts: dict[str, bool] = {}
-    for r in summary_rows(frame):
-        if r.phase not in ("cold", "warm") or r.validated == 0:
-            continue
-        key = str(r.variant_id)
-        verdicts[key] = verdicts.get(key, True) and r.rejected == 0
-    accepted = sum(verdicts.values())
-    return accepted, len(verdicts) - accepted
-
-
-def verdict_count_words(accepted: int, rejected: int) -> str:
-    """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
-    if accepted == 0 and rejected == 0:
-        return "no variant validated"
-    return f"variants: {accepted} accepted, {rejected} REJECTED"
 
 
 def outcome_words(outcome: Any, code: int) -> str:

@@ -449,6 +449,33 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
     return out
 
 
+def variant_verdicts(frame: pl.DataFrame) -> tuple[int, int]:
+    """Variants of ``frame`` (one invocation's rows) accepted and rejected (D5).
+
+    A variant is rejected when any of its measured (cold or warm) rows' corpus was
+    rejected, accepted when every validated one was accepted; a variant with no verdict
+    (no protocol, every run failed) is neither. The run end of ``run`` and of the Run pane.
+
+    Returns:
+        ``(accepted, rejected)`` counts of variants.
+    """
+    verdicts: dict[str, bool] = {}
+    for r in summary_rows(frame):
+        if r.phase not in ("cold", "warm") or r.validated == 0:
+            continue
+        key = str(r.variant_id)
+        verdicts[key] = verdicts.get(key, True) and r.rejected == 0
+    accepted = sum(verdicts.values())
+    return accepted, len(verdicts) - accepted
+
+
+def verdict_count_words(accepted: int, rejected: int) -> str:
+    """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
+    if accepted == 0 and rejected == 0:
+        return "no variant validated"
+    return f"variants: {accepted} accepted, {rejected} REJECTED"
+
+
 def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
     """The summary table of a session: :func:`summary_rows` with the journal's facts.
 

@@ -642,9 +642,24 @@ class RunPane(Vertical):
         if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
             bar.update(total=IDLE_TOTAL, progress=0)
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
+        self.last_outcome += self._verdict_count(getattr(msg.outcome, "rows_written", 0) or 0)
         self.reload()
         self.show_view("run-summary")
         self._status()
+
+    def _verdict_count(self, rows_written: int) -> str:
+        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``."""
+        if not rows_written or self.experiment_id is None:
+            return ""
+        import polars as pl
+
+        from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+
+        try:
+            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
+        except BadInput:  # unreadable: the summary says so
+            return ""
+        return "; " + verdict_count_words(*variant_verdicts(frame.tail(rows_written)))
 
     # -- a run in another process (issue 12: `run NAME --detach`, followed) -------------
     def _other_holder(self) -> int | None:
