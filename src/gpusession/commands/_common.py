@@ -143,6 +143,10 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
             outcome = r.outcome_words()
             if outcome != "all measured":  # the measurement's completeness, apart from the verdict
                 lines += _wrapped(" " * (ew + 1) + "measured: ", outcome, ew + 11)
+    pooled = {str(r.experiment_id): r.attempts_pooled for r in runs if r.attempts_pooled > 1}
+    for exp, n in pooled.items():  # the summary pools every attempt; each row's words are its own
+        lines += _wrapped("", f"{exp}: the runs of {n} attempts pooled; a row's words about how "
+                          "complete it is are those of the attempt that wrote it", 0)
     if checks:
         nw = max([6] + [len(_or_dash(r.variant_id)) for r in checks])
         qw = max([7] + [len(r.quality_words()) for r in checks])

@@ -150,6 +150,8 @@ class SummaryRow:
         accepted: rows with ``corpus_accepted = true``.
         rejections: the defects of the group's rejected rows in words (``ids: 300
             missing``, ``format invalid``, ``quality 0.333 below the floor 0.9 − 0.0``).
+        attempts_pooled: how many attempts (invocations) of the experiment wrote the rows
+            the summary pools (0 when the journal does not say).
         attempt: for rows of an attempt that stopped before measuring anything, its
             number (1, 2…); ``None`` for the current rows.
         unfinished: for the rows of an experiment whose newest run never ended (killed;
@@ -175,6 +177,7 @@ class SummaryRow:
     attempt: int | None = None
     unfinished: str | None = None
     rejections: tuple[str, ...] = ()
+    attempts_pooled: int = 0
 
     @property
     def rejected(self) -> int:
@@ -436,6 +439,12 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             else _attempt_said(by_attempt.get(str(r["experiment_id"]), []), r),
             rejections=rejection_words(r),
         ))
+    wrote: dict[str, set[int]] = {}
+    for r in grouped.iter_rows(named=True):
+        if r["_attempt"] is None and not r["_validation"]:
+            wrote.setdefault(str(r["experiment_id"]), set()).update(r["_wrote"] or [])
+    out = [replace(s, attempts_pooled=len(wrote.get(str(s.experiment_id), ())))
+           if s.attempt is None and not s.is_validation else s for s in out]
     if unfinished_in is not None and by_attempt is None:  # the words on the groups the run left unfinished, and its loads
 
         def says(s: SummaryRow) -> bool:

@@ -316,8 +316,9 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
             title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
         elif r.is_validation:
             title = "Outputs checked with `gpusession validate` (not timed)"
-        else:
-            title = f"Experiment {_cell(r.experiment_id)}"
+        else:  # the summary pools every attempt of the experiment, and says how many (D5)
+            title = f"Experiment {_cell(r.experiment_id)}" + (
+                f" ({r.attempts_pooled} attempts pooled)" if r.attempts_pooled > 1 else "")
         if r.is_validation:
             row: list[Any] = [r.variant_id, r.quality_words(), r.verdict_words()]
         else:  # the verdict beside the times, apart from how complete the measurement is (D5)
