@@ -99,6 +99,8 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     assert good_line.rstrip().endswith("accepted") and "macro-F1 1.000" in good_line
     assert "REJECTED (quality " in bad_line and "below the floor 0.9 − 0.0" in bad_line
     assert "failed" not in show.stdout and "None" not in show.stdout
+    listed_json = json.loads(run_cli("show", "vis", "--json").stdout)["summary"]
+    assert {(r["variant_id"], r["validation"], r["verdict"]) for r in listed_json} >= {("good", True, "accepted")}
     report = run_cli("report", "vis")
     assert report.returncode == 0, report.stderr
     text = (sessions_root / "vis" / "report.md").read_text(encoding="utf-8")

@@ -243,11 +243,12 @@ class SummaryRow:
         return failed or "all measured"
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""
+        """Plain data (``show --json``): the fields plus ``quality``, ``outcome`` and ``verdict`` in words."""
         d = asdict(self)
         d["quality"] = self.quality_words()
         d["outcome"] = self.outcome_words()
         d["verdict"] = self.verdict_words()
+        d["validation"] = self.is_validation  # a `validate --session` output, not an experiment
         d["rejections"] = list(self.rejections)
         return d
 
