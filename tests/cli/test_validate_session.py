@@ -92,17 +92,22 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     show = run_cli("show", "vis")
     assert show.returncode == 0, show.stderr
     lines = show.stdout.splitlines()
-    good_line = next(ln for ln in lines if ln.startswith("validate") and " good " in ln)
-    bad_line = next(ln for ln in lines if ln.startswith("validate") and " bad " in ln)
-    assert good_line.rstrip().endswith("accepted validation") and "macro-F1 1.000" in good_line
-    assert bad_line.rstrip().endswith("rejected validation")
+    listed = lines[lines.index("validations (`gpusession validate`, not timed):"):]
+    assert not any(ln.startswith("validate ") for ln in lines)  # never an experiment "validate"
+    good_line = next(ln for ln in listed if ln.startswith("good "))
+    bad_line = next(ln for ln in listed if ln.startswith("bad "))
+    assert good_line.rstrip().endswith("accepted") and "macro-F1 1.000" in good_line
+    assert "REJECTED (quality " in bad_line and "below the floor 0.9 − 0.0" in bad_line
     assert "failed" not in show.stdout and "None" not in show.stdout
+    listed_json = json.loads(run_cli("show", "vis", "--json").stdout)["summary"]
+    assert {(r["variant_id"], r["validation"], r["verdict"]) for r in listed_json} >= {("good", True, "accepted")}
     report = run_cli("report", "vis")
     assert report.returncode == 0, report.stderr
     text = (sessions_root / "vis" / "report.md").read_text(encoding="utf-8")
-    assert "| good | macro-F1 1.000 | accepted validation |" in text
+    assert "| good | macro-F1 1.000 | accepted |" in text
     results = text.split("## 4.")[1].split("## 5.")[0]
-    assert "| bad | macro-F1" in results and "| rejected validation |" in results
+    assert "| bad | macro-F1" in results and "| REJECTED (quality " in results
+    assert "validation good" in text.split("Validation verdicts")[1]  # listed as a validation
     assert "failed (kept" not in results
     assert "None" not in text
 

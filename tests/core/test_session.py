@@ -341,7 +341,7 @@ def test_s7_run_killed_in_warmup_is_recorded_once_and_not_all_measured(
         "0 of 3 runs done, the run did not finish"]
 
 
-def test_s7_a_later_finished_run_reads_all_measured_again(
+def test_d5_a_later_finished_run_reads_all_measured_and_leaves_the_killed_runs_words(
         sessions_root: Path, new_session: NewSession) -> None:
     from gpusession.core.records.summary import session_summary
 
@@ -349,14 +349,18 @@ def test_s7_a_later_finished_run_reads_all_measured_again(
     _killed_in_warmup(s)
     opened = Session.open(sessions_root, "t1")
     assert any("0 of 3 runs done" in m for m in opened.recovered)
-    # a later run of the same experiment that finished: its rows read "all measured" again
+    # a later run of the same experiment that finished: its rows read "all measured"; the
+    # load the killed run wrote keeps that run's own words (D5)
     opened.journal("experiment_started", experiment_id="e", drawn_order=["v"], runs=["warm:v:1"])
+    opened.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=1,
+                                    elapsed_seconds=1.0))
     opened.journal("run_finished", run_key="e:warm:v:1", experiment_id="e", variant_id="v",
                    phase="warm", run_index=1, ok=True)
     opened.journal("experiment_finished", experiment_id="e", runs_done=1, runs_scheduled=1)
     again = Session.open(sessions_root, "t1")
     assert again.recovered == []
-    assert [r.outcome_words() for r in session_summary(again)] == ["all measured"]
+    assert [(r.phase, r.outcome_words()) for r in session_summary(again)] == [
+        ("load", "attempt 1: 0 of 3 runs done, the run did not finish"), ("warm", "all measured")]
 
 
 def test_s7_a_live_run_is_not_said_unfinished(

@@ -77,8 +77,10 @@ def register(sub: Any) -> None:
             "output in logs/ of the session folder; follow it with `gpusession show NAME` "
             "or the TUI's Run pane. A run cut by a crash is recorded as an incident when "
             "the session is next opened. Exit 0 only when every scheduled run ran and no "
-            "incident was recorded; 1 when a run failed or had an incident (a row kept with "
-            "it in its notes), the experiment is incomplete, or it was cancelled."
+            "incident was recorded; 3 when a measured variant's corpus was rejected (as "
+            "validate; the summary's verdict column says why); 1 when a run failed or had an "
+            "incident (a row kept with it in its notes), the experiment is incomplete, or it "
+            "was cancelled. Precedence: " + EXIT_PRECEDENCE + "."
         ),
     )
     p.add_argument("name", metavar="NAME")
@@ -194,7 +196,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
             experiment's own device.
 
     Returns:
-        0 when every scheduled run ran without an incident; 1 when a run failed, the
+        :func:`run_exit_code`: 0 when every scheduled run ran without an incident; 3 when
+        a measured variant's corpus was rejected (D5, H-29); 1 when a run failed, the
         experiment is incomplete or it was cancelled (one Ctrl-C); 128 + the signal's
         number when SIGHUP (129), a second Ctrl-C (SIGINT, 130) or SIGTERM (143) ended it.
 
@@ -259,10 +262,42 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
     print(format_summary(session_summary(session, frame)))
-    code = 0 if outcome.completed and not outcome.incidents else 1
+    from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+
+    accepted, rejected = variant_verdicts(frame.tail(outcome.rows_written) if outcome.rows_written
+                                          else frame.clear())
+    code = run_exit_code(outcome, rejected)
     print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
-          f"{outcome_words(outcome, code)}")
+          f"{verdict_count_words(accepted, rejected)}; {outcome_words(outcome, code)}")
     return code
+
+
+#: ``run``'s exit status, highest precedence first (README, ``docs/exit-codes.md``, ``--help``).
+EXIT_PRECEDENCE = (
+    "a signal ended the run (129 SIGHUP, 130 a second Ctrl-C, 143 SIGTERM) > refused before "
+    "anything ran (2 bad input; 4 not started: past the session limit) > 3 a measured variant's "
+    "corpus was rejected (also a stop after a broken first result) > 1 a run failed, had an "
+    "incident, or the experiment ended incomplete or cancelled > 0"
+)
+
+
+def run_exit_code(outcome: Any, rejected: int) -> int:
+    """``run``'s exit status after the runs, by :data:`EXIT_PRECEDENCE` (D3, D5, H-29).
+
+    Args:
+        outcome: the runner's outcome (``interrupted``, ``completed``, ``incidents``).
+        rejected: variants of this invocation whose measured corpus was rejected.
+
+    Returns:
+        128 + the signal's number when one ended the run; 3 when a variant was rejected
+        (as ``validate``); 1 when a run failed or had an incident, or the experiment is
+        incomplete or cancelled; else 0. (2 and 4 are raised before anything runs.)
+    """
+    if outcome.interrupted is not None:
+        return 128 + int(signal.Signals[outcome.interrupted])
+    if rejected:
+        return 3
+    return 0 if outcome.completed and not outcome.incidents else 1
 
 
 def outcome_words(outcome: Any, code: int) -> str:
@@ -270,7 +305,7 @@ def outcome_words(outcome: Any, code: int) -> str:
 
     Args:
         outcome: the runner's outcome (``completed``, ``cancelled``, ``incidents``).
-        code: the exit code returned with it (0 only when complete without an incident).
+        code: the exit code returned with it (:func:`run_exit_code`).
 
     Returns:
         E.g. ``"experiment complete, no incident (exit 0)"`` or ``"experiment complete,
@@ -278,7 +313,8 @@ def outcome_words(outcome: Any, code: int) -> str:
     """
     n = len(outcome.incidents)
     incidents = "no incident" if n == 0 else f"{n} incident{'' if n == 1 else 's'}"
-    why = f"exit {code}" + (": see the incidents above" if n and code else "")
+    why = f"exit {code}" + (": a corpus was rejected, the verdict column says why" if code == 3
+                            else ": see the incidents above" if n and code else "")
     if outcome.completed:
         return f"experiment complete, {'with ' if n else ''}{incidents} ({why})"
     verdict = "cancelled" if outcome.cancelled else "INCOMPLETE"

@@ -20,7 +20,10 @@ from gpusession.core.events.records import (
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
     IncidentRecord,
+    LoadFinishedRecord,
+    LoadStartedRecord,
     RunFinishedRecord,
+    RunStartedRecord,
 )
 from gpusession.core.records.summary import UNFINISHED_KIND
 
@@ -35,11 +38,14 @@ class JournalFacts:
         unfinished_words: ``{experiment id → "2 of 10 runs done, the run did not finish"}``.
         unfinished_groups: per such experiment, the ``(variant, phase)`` groups its
             newest run scheduled and did not finish.
+        attempts: every attempt of each experiment with the run keys it wrote and how
+            it ended (:func:`attempts`): a row's completeness words are its attempt's.
     """
 
     failed_attempts: dict[str, int] = field(default_factory=dict)
     unfinished_words: dict[str, str] = field(default_factory=dict)
     unfinished_groups: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    attempts: dict[str, list[Attempt]] = field(default_factory=dict)
 
 
 def failed_attempts(records: Iterable[Event]) -> dict[str, int]:
@@ -60,6 +66,42 @@ def failed_attempts(records: Iterable[Event]) -> dict[str, int]:
     return out
 
 
+def _attempts(records: Sequence[Event]) -> dict[str, list[int]]:
+    """``{experiment id → indexes of its experiment_started records}``, oldest first."""
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        if isinstance(r, ExperimentStartedRecord) and r.experiment_id is not None:
+            out.setdefault(r.experiment_id, []).append(i)
+    return out
+
+
+def _attempt_words(records: Sequence[Event], exp_id: str, start: int,
+                   stop: int) -> tuple[str, frozenset[tuple[str, str]]] | None:
+    """How one attempt (``records[start:stop]``) left its scheduled runs, ``None`` when it ran all."""
+    head = records[start]
+    assert isinstance(head, ExperimentStartedRecord)
+    after = records[start + 1:stop]
+    end = next((r for r in after if isinstance(r, ExperimentEndedRecord)
+                and r.experiment_id in (None, exp_id)), None)
+    if end is not None:  # ended: said when it stopped before its scheduled runs were done
+        if not isinstance(end, ExperimentIncompleteRecord):
+            return None
+        how = "the run was cancelled" if end.cancelled else "the run stopped before the end"
+    elif any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
+             and r.experiment_id == exp_id for r in records[start + 1:]):
+        how = "the run did not finish"  # recovery said so: its process was killed
+    else:
+        return None  # still running, or killed and not recovered yet
+    finished = {(r.phase, r.variant_id, r.run_index) for r in after
+                if isinstance(r, RunFinishedRecord) and r.experiment_id == exp_id}
+    scheduled = [str(k).split(":") for k in head.runs]
+    missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
+        k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
+    if end is not None and not missing:
+        return None  # every scheduled run has its row
+    return f"{len(finished)} of {len(scheduled)} runs done, {how}", missing
+
+
 def unfinished(records: Sequence[Event]) -> dict[str, tuple[str, frozenset[tuple[str, str]]]]:
     """Experiments whose newest run did not run all it scheduled: words and groups left (S7).
 
@@ -78,34 +120,59 @@ def unfinished(records: Sequence[Event]) -> dict[str, tuple[str, frozenset[tuple
         a run still going (no end, no such incident yet) and a run that ran all it
         scheduled are not in it.
     """
-    newest: dict[str, int] = {}
-    for i, r in enumerate(records):
-        if isinstance(r, ExperimentStartedRecord) and r.experiment_id is not None:
-            newest[r.experiment_id] = i
     out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
-    for exp_id, start in newest.items():
-        head = records[start]
-        assert isinstance(head, ExperimentStartedRecord)
-        after = records[start + 1:]
-        end = next((r for r in after if isinstance(r, ExperimentEndedRecord)
-                    and r.experiment_id in (None, exp_id)), None)
-        if end is not None:  # ended: said when it stopped before its scheduled runs were done
-            if not isinstance(end, ExperimentIncompleteRecord):
-                continue
-            how = "the run was cancelled" if end.cancelled else "the run stopped before the end"
-        elif any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
-                 and r.experiment_id == exp_id for r in after):
-            how = "the run did not finish"  # recovery said so: its process was killed
-        else:
-            continue  # still running, or killed and not recovered yet
-        finished = {(r.phase, r.variant_id, r.run_index) for r in after
-                    if isinstance(r, RunFinishedRecord) and r.experiment_id == exp_id}
-        scheduled = [str(k).split(":") for k in head.runs]
-        missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
-            k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
-        if end is not None and not missing:
-            continue  # every scheduled run has its row
-        out[exp_id] = (f"{len(finished)} of {len(scheduled)} runs done, {how}", missing)
+    for exp_id, starts in _attempts(records).items():
+        left = _attempt_words(records, exp_id, starts[-1], len(records))
+        if left is not None:
+            out[exp_id] = left
+    return out
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One invocation of an experiment, as the journal tells it (D5: a row's words are its own).
+
+    Attributes:
+        number: 1 for the experiment's first ``experiment_started``, 2 for the next…
+        keys: the run keys it scheduled or ran (``exp:phase:variant:index``, loads included).
+        words: ``"2 of 18 runs done, the run was cancelled"`` when it left scheduled runs,
+            ``None`` when it ran all (or still runs).
+        left: the ``(variant, phase)`` groups it scheduled and did not finish.
+    """
+
+    number: int
+    keys: frozenset[str]
+    words: str | None = None
+    left: frozenset[tuple[str, str]] = frozenset()
+
+
+def attempts(records: Sequence[Event]) -> dict[str, list[Attempt]]:
+    """Every attempt of every experiment, oldest first, with the run keys it wrote (D5, S7).
+
+    A row belongs to the attempt whose scheduled runs, ``run_*`` or ``load_*`` records
+    name its run key (run indexes continue over attempts, so a key names one attempt).
+
+    Args:
+        records: typed journal records, oldest first.
+
+    Returns:
+        ``{experiment id → [Attempt 1, Attempt 2, …]}``.
+    """
+    out: dict[str, list[Attempt]] = {}
+    for exp_id, starts in _attempts(records).items():
+        found: list[Attempt] = []
+        for n, start in enumerate(starts, start=1):
+            stop = starts[n] if n < len(starts) else len(records)
+            head = records[start]
+            assert isinstance(head, ExperimentStartedRecord)
+            keys = {f"{exp_id}:{k}" for k in head.runs}
+            keys |= {str(r.run_key) for r in records[start + 1:stop]
+                     if isinstance(r, LoadStartedRecord | LoadFinishedRecord | RunStartedRecord
+                                   | RunFinishedRecord)
+                     and r.experiment_id == exp_id and r.run_key}
+            left = _attempt_words(records, exp_id, start, stop)
+            found.append(Attempt(n, frozenset(keys), *(left or (None, frozenset()))))
+        out[exp_id] = found
     return out
 
 
@@ -113,7 +180,7 @@ def journal_facts(records: Sequence[Event]) -> JournalFacts:
     """:class:`JournalFacts` of ``records`` (typed, oldest first), read once."""
     left = unfinished(records)
     return JournalFacts(failed_attempts(records), {e: w for e, (w, _) in left.items()},
-                        {e: g for e, (_, g) in left.items()})
+                        {e: g for e, (_, g) in left.items()}, attempts(records))
 
 
-__all__ = ["JournalFacts", "failed_attempts", "journal_facts", "unfinished"]
+__all__ = ["Attempt", "JournalFacts", "attempts", "failed_attempts", "journal_facts", "unfinished"]

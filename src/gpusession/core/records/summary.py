@@ -10,7 +10,7 @@ deliverable (seed 000 §5). The validation issue may refine the package-period f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -148,6 +148,10 @@ class SummaryRow:
         validated: rows whose corpus was validated (:func:`corpus_verdict_expr` true or
             false); a failed, interrupted or recovered run is not one.
         accepted: rows with ``corpus_accepted = true``.
+        rejections: the defects of the group's rejected rows in words (``ids: 300
+            missing``, ``format invalid``, ``quality 0.333 below the floor 0.9 − 0.0``).
+        attempts_pooled: how many attempts (invocations) of the experiment wrote the rows
+            the summary pools (0 when the journal does not say).
         attempt: for rows of an attempt that stopped before measuring anything, its
             number (1, 2…); ``None`` for the current rows.
         unfinished: for the rows of an experiment whose newest run never ended (killed;
@@ -172,6 +176,29 @@ class SummaryRow:
     accepted: int = 0
     attempt: int | None = None
     unfinished: str | None = None
+    rejections: tuple[str, ...] = ()
+    attempts_pooled: int = 0
+
+    @property
+    def rejected(self) -> int:
+        """Rows whose corpus was rejected (validated and not accepted, V1)."""
+        return self.validated - self.accepted
+
+    def verdict_words(self) -> str:
+        """The verdict in words, apart from how complete the measurement is (D5, V1).
+
+        ``accepted`` (every validated row accepted), ``REJECTED (ids: 300 missing)`` /
+        ``REJECTED (quality 0.333 below the floor 0.9 − 0.0)`` (the floor applied:
+        threshold − tolerance), ``REJECTED 2 of 5 (…)`` when only some rows were, and
+        ``not validated`` when no row holds a verdict (a load, a failed run, no protocol).
+        """
+        if self.validated == 0:
+            return "not validated"
+        if self.rejected == 0:
+            return "accepted"
+        some = "" if self.accepted == 0 else f" {self.rejected} of {self.validated}"
+        why = "; ".join(self.rejections) or "see the validation report"
+        return f"REJECTED{some} ({why})"
 
     def variant_words(self) -> str:
         """The variant column for people: ``all variants`` for the warm worker's load."""
@@ -216,11 +243,80 @@ class SummaryRow:
         return failed or "all measured"
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data (``show --json``): the fields plus ``quality`` and ``outcome`` in words."""
+        """Plain data (``show --json``): the fields plus ``quality``, ``outcome`` and ``verdict`` in words."""
         d = asdict(self)
         d["quality"] = self.quality_words()
         d["outcome"] = self.outcome_words()
+        d["verdict"] = self.verdict_words()
+        d["validation"] = self.is_validation  # a `validate --session` output, not an experiment
+        d["rejections"] = list(self.rejections)
         return d
+
+
+def _decimal(value: float) -> str:
+    """``0.9`` → ``0.9``, ``0.0`` → ``0.0``, ``0.01`` → ``0.01`` (a protocol figure as typed)."""
+    text = f"{value:.6f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _span(low: Any, high: Any, fmt: Any = str) -> str:
+    return fmt(low) if low == high else f"{fmt(low)}–{fmt(high)}"
+
+
+def rejection_words(r: Mapping[str, Any]) -> tuple[str, ...]:
+    """The defects of a group's rejected rows in words, from :func:`_verdict_aggregates` (V1, D5).
+
+    The quality value is said with enough digits never to read as reaching the floor.
+    """
+    out: list[str] = []
+    if r.get("_ids_bad"):
+        parts = []
+        if r.get("_missing_max"):
+            parts.append(f"{_span(r['_missing_min'], r['_missing_max'], lambda n: f'{n:,}')} missing")
+        if r.get("_extra_max"):
+            parts.append(f"{_span(r['_extra_min'], r['_extra_max'], lambda n: f'{n:,}')} extra or duplicate")
+        out.append("ids: " + (", ".join(parts) if parts else "not the expected set"))
+    if r.get("_format_bad"):
+        out.append("format invalid")
+    low, high, thr = r.get("_low_min"), r.get("_low_max"), r.get("_threshold")
+    if low is not None and high is not None and thr is not None:
+        tol = r.get("_tolerance") or 0.0
+        floor = thr - tol
+
+        def fmt(v: float) -> str:
+            for digits in range(3, 9):
+                if float(f"{v:.{digits}f}") < floor:
+                    return f"{v:.{digits}f}"
+            return repr(v)
+
+        out.append(f"quality {_span(low, high, fmt)} below the floor {_decimal(thr)} − {_decimal(tol)}")
+    if r.get("_unreadable"):
+        out.append("output could not be validated: the notes say why")
+    return tuple(out)
+
+
+def _verdict_aggregates() -> list[pl.Expr]:
+    """What the verdict words need of a group's rejected rows (V1, D5)."""
+    import polars as pl
+
+    rejected = corpus_verdict_expr().eq(False)
+    ids_bad = rejected & pl.col("ids_match").eq(False)
+    gap = pl.col("expected_ids") - pl.col("observed_ids")
+    missing = pl.when(ids_bad & (gap > 0)).then(gap)
+    extra = pl.when(ids_bad & (gap < 0)).then(-gap)
+    floor = pl.col("quality_threshold") - pl.col("quality_tolerance").fill_null(0.0)
+    low = pl.when(rejected & (pl.col("quality_value") < floor)).then(pl.col("quality_value"))
+    unreadable = rejected & pl.all_horizontal([pl.col(c).is_null() for c in VALIDATION_FIELDS])
+    return [
+        ids_bad.sum().alias("_ids_bad"),
+        missing.min().alias("_missing_min"), missing.max().alias("_missing_max"),
+        extra.min().alias("_extra_min"), extra.max().alias("_extra_max"),
+        (rejected & pl.col("format_valid").eq(False)).sum().alias("_format_bad"),
+        low.min().alias("_low_min"), low.max().alias("_low_max"),
+        pl.col("quality_threshold").drop_nulls().first().alias("_threshold"),
+        pl.col("quality_tolerance").drop_nulls().first().alias("_tolerance"),
+        unreadable.sum().alias("_unreadable"),
+    ]
 
 
 #: ``kind`` of the incident crash recovery records, once, for an invocation that never
@@ -232,9 +328,42 @@ def _key_of(row: Mapping[str, Any]) -> str:
     return f"{row.get('experiment_id')}:{row.get('phase')}:{row.get('variant_id')}:{row.get('run_index')}"
 
 
+def _writer(by_attempt: Mapping[str, Sequence[Any]] | None, cells: Mapping[str, Any],
+            key: str) -> int | None:
+    """The number of the attempt that wrote the row ``key`` (D5); the newest when no record names it.
+
+    Run indexes continue from the rows written, so a key two attempts scheduled was
+    written by the later one (the earlier left it without a row).
+    """
+    if by_attempt is None or cells.get("phase") is None:
+        return None
+    found = by_attempt.get(str(cells.get("experiment_id")), [])
+    for a in reversed(found):
+        if key in a.keys:
+            return int(a.number)
+    return int(found[-1].number) if found else None
+
+
+def _attempt_said(found: Sequence[Any], group: Mapping[str, Any]) -> str | None:
+    """What the attempts that wrote a group's rows say about it (D5): one's own words only.
+
+    An attempt that ended without running all it scheduled says so on its loads and on
+    the groups it left unfinished; the number is said when the experiment had several.
+    """
+    wrote = set(group.get("_wrote") or [])
+    said = []
+    for a in found:
+        if a.words is None or a.number not in wrote:
+            continue
+        if group.get("phase") == "load" or (group.get("variant_id"), group.get("phase")) in a.left:
+            said.append(a.words if len(found) == 1 else f"attempt {a.number}: {a.words}")
+    return "; ".join(said) or None
+
+
 def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
                  unfinished: Mapping[str, str] | None = None,
-                 unfinished_in: Mapping[str, frozenset[tuple[str, str]]] | None = None) -> list[SummaryRow]:
+                 unfinished_in: Mapping[str, frozenset[tuple[str, str]]] | None = None,
+                 written_by: Mapping[str, Sequence[Any]] | None = None) -> list[SummaryRow]:
     """The summary table of ``frame``: timing, quality and verdicts per group (R6, R7, V6).
 
     Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
@@ -252,6 +381,12 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             (``JournalFacts.unfinished_groups``): only those groups and the experiment's loads say it
             (a variant measured in full reads "all measured"); every group of the
             experiment when none of those has a row. ``None``: every group.
+        written_by: ``{experiment id → its attempts}`` (``JournalFacts.attempts``: each
+            with ``number``, ``keys``, ``words``, ``left``). When given, a group's
+            completeness words come from the attempts that wrote its rows (D5): an
+            attempt that left runs of the group (or wrote its load) says so about itself
+            ("attempt 2: 2 of 18 runs done, the run was cancelled"), never about rows of
+            an earlier, complete attempt; ``unfinished`` and ``unfinished_in`` are then unused.
 
     Returns:
         The rows of the table, in display order.
@@ -261,10 +396,13 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
     if frame.height == 0:
         return []
     attempts = attempts or {}
-    keys = [_key_of(r) for r in frame.select("experiment_id", "phase", "variant_id", "run_index")
-            .iter_rows(named=True)]
+    by_attempt = dict(written_by) if written_by is not None else None
+    cells = list(frame.select("experiment_id", "phase", "variant_id", "run_index").iter_rows(named=True))
+    keys = [_key_of(r) for r in cells]
     frame = frame.with_columns(
         pl.Series("_attempt", [attempts.get(k) for k in keys], dtype=pl.Int64),
+        pl.Series("_wrote", [_writer(by_attempt, r, k) for r, k in zip(cells, keys, strict=True)],
+                  dtype=pl.Int64),
         pl.col("phase").is_null().alias("_validation"),
     )
     from gpusession.core.records.results import elapsed_statistics
@@ -280,6 +418,8 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             q.max().alias("quality_max"),
             validated_count().alias("validated"),
             pl.col("corpus_accepted").fill_null(False).sum().alias("accepted"),
+            pl.col("_wrote").drop_nulls().unique().sort().alias("_wrote"),
+            *_verdict_aggregates(),
         )
     )
     order = {"load": 0, "cold": 1, "warm": 2}
@@ -296,9 +436,17 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             quality_max=r["quality_max"], validated=int(r["validated"]),
             accepted=int(r["accepted"]), attempt=r["_attempt"],
             unfinished=None if validation or r["_attempt"] is not None
-            else (unfinished or {}).get(str(r["experiment_id"])),
+            else (unfinished or {}).get(str(r["experiment_id"])) if by_attempt is None
+            else _attempt_said(by_attempt.get(str(r["experiment_id"]), []), r),
+            rejections=rejection_words(r),
         ))
-    if unfinished_in is not None:  # the words on the groups the run left unfinished, and its loads
+    wrote: dict[str, set[int]] = {}
+    for r in grouped.iter_rows(named=True):
+        if r["_attempt"] is None and not r["_validation"]:
+            wrote.setdefault(str(r["experiment_id"]), set()).update(r["_wrote"] or [])
+    out = [replace(s, attempts_pooled=len(wrote.get(str(s.experiment_id), ())))
+           if s.attempt is None and not s.is_validation else s for s in out]
+    if unfinished_in is not None and by_attempt is None:  # the words on the groups the run left unfinished, and its loads
 
         def says(s: SummaryRow) -> bool:
             return s.phase == "load" or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
@@ -309,6 +457,33 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
     out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
                             str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
     return out
+
+
+def variant_verdicts(frame: pl.DataFrame) -> tuple[int, int]:
+    """Variants of ``frame`` (one invocation's rows) accepted and rejected (D5).
+
+    A variant is rejected when any of its measured (cold or warm) rows' corpus was
+    rejected, accepted when every validated one was accepted; a variant with no verdict
+    (no protocol, every run failed) is neither. The run end of ``run`` and of the Run pane.
+
+    Returns:
+        ``(accepted, rejected)`` counts of variants.
+    """
+    verdicts: dict[str, bool] = {}
+    for r in summary_rows(frame):
+        if r.phase not in ("cold", "warm") or r.validated == 0:
+            continue
+        key = str(r.variant_id)
+        verdicts[key] = verdicts.get(key, True) and r.rejected == 0
+    accepted = sum(verdicts.values())
+    return accepted, len(verdicts) - accepted
+
+
+def verdict_count_words(accepted: int, rejected: int) -> str:
+    """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
+    if accepted == 0 and rejected == 0:
+        return "no variant validated"
+    return f"variants: {accepted} accepted, {rejected} REJECTED"
 
 
 def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
@@ -328,4 +503,5 @@ def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[Sum
     """
     rows = session.results.read() if frame is None else frame
     facts = session.journal_facts()
-    return summary_rows(rows, facts.failed_attempts, facts.unfinished_words, facts.unfinished_groups)
+    return summary_rows(rows, facts.failed_attempts, facts.unfinished_words, facts.unfinished_groups,
+                        written_by=facts.attempts)

@@ -310,24 +310,32 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
     out = _wrap("Median, min–max (ms or s); no p95 from so few runs; failed runs kept, "
                 "never 0 s.") + [""]
     sections: dict[str, list[list[Any]]] = {}
+    partial: dict[str, list[str]] = {}  # groups not measured in full, per section (R7, D5)
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
             title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
         elif r.is_validation:
             title = "Outputs checked with `gpusession validate` (not timed)"
-        else:
-            title = f"Experiment {_cell(r.experiment_id)}"
+        else:  # the summary pools every attempt of the experiment, and says how many (D5)
+            title = f"Experiment {_cell(r.experiment_id)}" + (
+                f" ({r.attempts_pooled} attempts pooled)" if r.attempts_pooled > 1 else "")
         if r.is_validation:
-            row: list[Any] = [r.variant_id, r.quality_words(), r.outcome_words()]
-        else:
+            row: list[Any] = [r.variant_id, r.quality_words(), r.verdict_words()]
+        else:  # the verdict beside the times, apart from how complete the measurement is (D5)
             row = [r.variant_words(), r.phase, r.n, format_seconds(r.median_seconds, "-"),
                    format_seconds_range(r.min_seconds, r.max_seconds, "-"),
-                   r.quality_words(), r.outcome_words()]
+                   r.quality_words(), r.verdict_words()]
+            if r.outcome_words() != "all measured":  # said below the table: it fits 80 columns
+                partial.setdefault(title, []).append(f"{r.variant_words()} {r.phase}: {r.outcome_words()}")
         sections.setdefault(title, []).append(row)
     for n, (title, rows) in enumerate(sections.items()):
         header = (["output", "quality", "verdict"] if title.startswith("Outputs")
-                  else ["variant", "phase", "n", "median", "min–max", "quality", "outcome"])
+                  else ["variant", "phase", "n", "median", "min–max", "quality", "verdict"])
         out += ([f"{title}:", ""] if n == 0 else ["", f"{title}:", ""]) + _table(header, rows)
+        if title in partial:  # how complete the measurement is, apart from the verdict
+            out += ["", "Not measured in full:"]
+            for line in partial[title]:
+                out += _wrap(printable(line), indent="  ", first="- ")
     notes = _grouped_notes(frame)
     if notes:
         out += ["", "Notes (identical notes said once):"] + notes
@@ -452,15 +460,28 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
         rows.append([rel, shown, passed("ids"),
                      passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
                      else passed("quality"), passed("overlap")])
-    if rows:  # identical verdicts said once, with how many runs share them (issue 15)
+    # the names of `validate --session` rows (no phase): their reports lie at the top of validation/
+    standalone = set(frame.filter(pl.col("phase").is_null())["variant_id"].drop_nulls().to_list()
+                     ) if frame.height else set()
+    if rows:  # identical verdicts said once, with how many runs share them
         same: dict[tuple[Any, ...], list[str]] = {}
         for row in rows:
             same.setdefault(tuple(row[1:]), []).append(str(row[0]))
         grouped = []
         for verdict, names in same.items():
-            tops = list(dict.fromkeys(n.split("/", 1)[0] for n in names))
-            who = names[0] if len(names) == 1 else f"{len(names)} runs of {', '.join(tops)}"
-            grouped.append([who, *verdict])
+            # a report at the top of validation/ is a standalone `validate --session`, listed
+            # as a validation, never counted as a run of an experiment of the same name
+            checks = [n for n in names if n in standalone]
+            runs = [n for n in names if n not in standalone]
+            tops = list(dict.fromkeys(n.split("/", 1)[0] for n in runs))
+            if len(runs) == 1:
+                grouped.append([runs[0], *verdict])
+            elif runs:
+                grouped.append([f"{len(runs)} runs of {', '.join(tops)}", *verdict])
+            if len(checks) == 1:
+                grouped.append([f"validation {checks[0]}", *verdict])
+            elif checks:
+                grouped.append([f"{len(checks)} validations ({', '.join(checks)})", *verdict])
         out += _table(["run", "verdict", "IDs", "format", "quality", "overlap"], grouped)
     elif frame.height:
         per = frame.group_by(["experiment_id", "variant_id"], maintain_order=True).agg(

@@ -121,6 +121,25 @@ def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "las
     return "not run yet — r: start"
 
 
+def measured_words(outcome: str) -> str:
+    """The Run pane's ``measured`` column: ``all`` for "all measured", else the words whole (R7)."""
+    return "all" if outcome == "all measured" else outcome
+
+
+def measured_cell(outcome: str) -> Any:
+    """The ``measured`` cell: ``all`` in green as a help, else the outcome's cell (H-11)."""
+    from rich.text import Text
+
+    return Text("all", style="green") if outcome == "all measured" else state_cell(outcome)
+
+
+def verdict_cell(words: str) -> Any:
+    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5)."""
+    from rich.text import Text
+
+    return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
+
+
 def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     """One sentence for the end of a run."""
     if error:
@@ -305,7 +324,8 @@ class RunPane(Vertical):
         # column stays whole at 80 columns (issue 15)
         rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "outcome")
+        # "measured: all" keeps the table at 80 columns beside the verdict (D5)
+        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "verdict", "measured")
         with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
@@ -622,9 +642,24 @@ class RunPane(Vertical):
         if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
             bar.update(total=IDLE_TOTAL, progress=0)
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
+        self.last_outcome += self._verdict_count(getattr(msg.outcome, "rows_written", 0) or 0)
         self.reload()
         self.show_view("run-summary")
         self._status()
+
+    def _verdict_count(self, rows_written: int) -> str:
+        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``."""
+        if not rows_written or self.experiment_id is None:
+            return ""
+        import polars as pl
+
+        from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+
+        try:
+            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
+        except BadInput:  # unreadable: the summary says so
+            return ""
+        return "; " + verdict_count_words(*variant_verdicts(frame.tail(rows_written)))
 
     # -- a run in another process (issue 12: `run NAME --detach`, followed) -------------
     def _other_holder(self) -> int | None:
@@ -750,7 +785,8 @@ class RunPane(Vertical):
                 fmt_seconds(line.median_seconds),
                 format_seconds_range(line.min_seconds, line.max_seconds),
                 line.quality_words(),
-                state_cell(line.outcome_words()),
+                verdict_cell(line.verdict_words()),  # the verdict beside the times (D5)
+                measured_cell(line.outcome_words()),
             )
         warm = frame.filter(pl.col("phase") == "warm")
         label = (

@@ -1,0 +1,30 @@
+"""H-29 in the Run pane: a rejected variant reads REJECTED with its reason, beside the times (D5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import DataTable
+from ui.pilot import MakeApp, settle
+
+from gpusession.core.records.results import ResultRow
+
+
+async def test_h29_run_pane_summary_says_rejected_with_the_reason(session: Any, make_app: MakeApp) -> None:
+    for i in (1, 2):  # every text labelled `a` on a two-class corpus: macro-F1 0.333
+        session.results.append(ResultRow(
+            experiment_id="batch-sweep", variant_id="batch-1", phase="warm", run_index=i,
+            elapsed_seconds=0.1, expected_ids=8, observed_ids=8, ids_match=True, format_valid=True,
+            quality_metric="macro_f1", quality_threshold=0.9, quality_tolerance=0.0,
+            quality_value=1 / 3, corpus_accepted=False))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await settle(pilot, app)
+        table = app.screen.pane("run").query_one("#run-summary-table", DataTable)
+        header = [str(c.label) for c in table.columns.values()]
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        verdict = header.index("verdict")
+        assert [r[verdict] for r in rows] == ["REJECTED (quality 0.333 below the floor 0.9 − 0.0)"]
+        assert rows[0][header.index("measured")] == "all"  # the measurement, apart from the verdict
