@@ -1,4 +1,4 @@
-"""``demo`` and ``run``: the run launcher from the shell (issue 3).
+"""``demo`` and ``run``: the run launcher from the shell.
 
 ``gpusession demo [--headless] [--device cpu|cuda|cuda:N]`` creates (or reopens)
 ``sessions/demo`` with the seed's worked package (RTX A5000, 1 lot, 7 days), writes the
@@ -10,7 +10,7 @@ headless, printing progress and the summary table, or in the TUI.
 experiment of a session. Re-running appends: run indexes continue, nothing is lost.
 SIGHUP (the terminal or ssh connection went away), SIGTERM and a second Ctrl-C end the run at once: its
 workers and their commands end, the journal says at which run, the lock is released and
-the exit code is 128 + the signal's number (issue 12, H-14). ``--detach`` starts the run
+the exit code is 128 + the signal's number (H-14). ``--detach`` starts the run
 outside the terminal's life on purpose, its output in ``logs/`` of the session folder.
 """
 
@@ -185,7 +185,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     environment is said once, and again only when it changes (R10). The definition and
     every file the run writes are checked before anything is printed or measured. Ctrl-C
     stops at the next run boundary; a second Ctrl-C, SIGHUP and SIGTERM end the run at once
-    (worker groups killed, ``run_interrupted`` journaled, lock released; issue 12). The summary pools every run of the
+    (worker groups killed, ``run_interrupted`` journaled, lock released). The summary pools every run of the
     experiment, earlier runs included: median and min-max seconds per variant and phase
     (R3, R6).
 
@@ -229,7 +229,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     experiment_id = _experiment_for_device(session, experiment_id, device)
     cancel = threading.Event()
     # The definition is read and checked, and every file the run writes is checked,
-    # before anything is printed or measured (issue 12).
+    # before anything is printed or measured.
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
     runner.preflight()
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
@@ -243,7 +243,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
 
     def on_sigint(signum: int, frame: Any) -> None:
-        if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP (issue 12)
+        if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP
             if interrupt_all("SIGINT") == 0:
                 raise KeyboardInterrupt
             return
@@ -434,7 +434,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_detached(session: Session, experiment_id: str, device: str | None = None) -> int:
-    """Start ``run --headless`` in the background, outside this terminal's life (issue 12).
+    """Start ``run --headless`` in the background, outside this terminal's life.
 
     The run gets a session of its own (``start_new_session``: no terminal, so the ssh
     drop's SIGHUP never reaches it), stdin from ``/dev/null`` and its output in
@@ -468,7 +468,7 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
     log = logs / f"run-{stamp}.log"
     n = 1
     while True:
-        try:  # 0600, logs/ made 0700; a linked logs/ or log is refused, never followed (issue 12)
+        try:  # 0600, logs/ made 0700; a linked logs/ or log is refused, never followed
             fd = open_private(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=session.folder)
             break
         except FileExistsError:
@@ -593,7 +593,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
 
 
 def _gpu_warnings(session: Session, experiment_id: str | None = None) -> list[str]:
-    """The package-vs-experiment GPU warnings (issue 13), of one experiment or all; never raises."""
+    """The package-vs-experiment GPU warnings, of one experiment or all; never raises."""
     from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
     try:

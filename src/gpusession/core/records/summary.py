@@ -5,7 +5,7 @@ accepted run -- never a count of rows: five repetitions of one corpus are one
 deliverable (seed 000 §5). The validation issue may refine the package-period filter.
 
 :func:`summary_rows` is the one summary table (durations, quality figure, verdicts) that
-``show``, the Run pane and the report print (R6, R7, issue 15).
+``show``, the Run pane and the report print (R6, R7).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def corpus_verdict_expr() -> pl.Expr:
     A run that failed, was interrupted or was recovered after a crash holds no verdict
     (V1, R7, S7). Its ``corpus_accepted`` cell is written empty; rows written before
     that rule (``false`` with no elapsed time and no validation field) read as not
-    validated too, so a count of validated rows never includes them (issue 13). A run
+    validated too, so a count of validated rows never includes them. A run
     whose output could not be read (elapsed measured) stays rejected.
 
     Returns:
@@ -86,7 +86,7 @@ def validated_count() -> pl.Expr:
     return corpus_verdict_expr().is_not_null().sum()
 
 
-# -- the summary table every front end shows (R6, R7, issue 15) ---------------------------
+# -- the summary table every front end shows (R6, R7) ---------------------------
 #: How a metric is named for people (V6).
 METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 
@@ -155,7 +155,7 @@ class SummaryRow:
         attempt: for rows of an attempt that stopped before measuring anything, its
             number (1, 2…); ``None`` for the current rows.
         unfinished: for the rows of an experiment whose newest run never ended (killed;
-            recorded by crash recovery, issue 6), how far it got in words ("2 of 10 runs
+            recorded by crash recovery), how far it got in words ("2 of 10 runs
             done, the run did not finish"); ``None`` otherwise.
     """
 
@@ -206,7 +206,7 @@ class SummaryRow:
 
     @property
     def is_validation(self) -> bool:
-        """A standalone ``validate --session`` row: not timed, not a run (issue 15)."""
+        """A standalone ``validate --session`` row: not timed, not a run."""
         return self.phase is None
 
     def quality_words(self) -> str:
@@ -222,9 +222,9 @@ class SummaryRow:
         """The last column in words: failures, a validation's verdict, a failed attempt.
 
         A standalone validation reads "accepted validation" / "rejected validation"
-        (never "failed", issue 15); rows of an attempt that never measured anything say
+        (never "failed"); rows of an attempt that never measured anything say
         so; otherwise "all measured" or "N failed (kept; the report says why)" (R7) --
-        never "all measured" for an experiment whose run did not finish (issue 6).
+        never "all measured" for an experiment whose run did not finish.
         """
         if self.attempt is not None:
             return f"attempt {self.attempt}: did not load, nothing measured (the report says why)"
@@ -369,7 +369,7 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
     Timed rows are grouped per experiment, variant and phase (load, cold, warm in that
     order); standalone validations (no phase) are their own groups, after the runs, and
     never count as failed runs; rows of an attempt that stopped before measuring anything
-    (``attempts``) are grouped per attempt, after the current rows (issue 15).
+    (``attempts``) are grouped per attempt, after the current rows.
 
     Args:
         frame: rows as read by ``ResultsFile.read`` (38 columns).
@@ -391,12 +391,32 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
     Returns:
         The rows of the table, in display order.
     """
-    import polars as pl
-
     if frame.height == 0:
         return []
-    attempts = attempts or {}
     by_attempt = dict(written_by) if written_by is not None else None
+    grouped = _grouped(frame, attempts or {}, by_attempt)
+    out = [_summary_row(r, unfinished, by_attempt) for r in grouped.iter_rows(named=True)]
+    wrote: dict[str, set[int]] = {}
+    for r in grouped.iter_rows(named=True):
+        if r["_attempt"] is None and not r["_validation"]:
+            wrote.setdefault(str(r["experiment_id"]), set()).update(r["_wrote"] or [])
+    out = [replace(s, attempts_pooled=len(wrote.get(str(s.experiment_id), ())))
+           if s.attempt is None and not s.is_validation else s for s in out]
+    if unfinished_in is not None and by_attempt is None:
+        out = _unfinished_only_in(out, unfinished_in)
+    order = {"load": 0, "cold": 1, "warm": 2}
+    out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
+                            str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
+    return out
+
+
+def _grouped(frame: pl.DataFrame, attempts: Mapping[str, int],
+             by_attempt: dict[str, Sequence[Any]] | None) -> pl.DataFrame:
+    """One row per (attempt, validation, experiment, variant, phase) with its statistics."""
+    import polars as pl
+
+    from gpusession.core.records.results import elapsed_statistics
+
     cells = list(frame.select("experiment_id", "phase", "variant_id", "run_index").iter_rows(named=True))
     keys = [_key_of(r) for r in cells]
     frame = frame.with_columns(
@@ -405,10 +425,8 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
                   dtype=pl.Int64),
         pl.col("phase").is_null().alias("_validation"),
     )
-    from gpusession.core.records.results import elapsed_statistics
-
     q = pl.col("quality_value")
-    grouped = (
+    return (
         frame.group_by(["_attempt", "_validation", "experiment_id", "variant_id", "phase"],
                        maintain_order=True)
         .agg(
@@ -422,41 +440,38 @@ def summary_rows(frame: pl.DataFrame, attempts: Mapping[str, int] | None = None,
             *_verdict_aggregates(),
         )
     )
-    order = {"load": 0, "cold": 1, "warm": 2}
-    out: list[SummaryRow] = []
-    for r in grouped.iter_rows(named=True):
-        validation = bool(r["_validation"])
-        out.append(SummaryRow(
-            experiment_id=r["experiment_id"], variant_id=r["variant_id"], phase=r["phase"],
-            runs=int(r["runs"]), n=int(r["n"]), failed=0 if validation else int(r["failed"]),
-            median_seconds=r["median_seconds"], min_seconds=r["min_seconds"],
-            max_seconds=r["max_seconds"],
-            p95_seconds=r["_p95"] if r["n"] >= 20 else None,
-            quality_metric=r["quality_metric"], quality_min=r["quality_min"],
-            quality_max=r["quality_max"], validated=int(r["validated"]),
-            accepted=int(r["accepted"]), attempt=r["_attempt"],
-            unfinished=None if validation or r["_attempt"] is not None
-            else (unfinished or {}).get(str(r["experiment_id"])) if by_attempt is None
-            else _attempt_said(by_attempt.get(str(r["experiment_id"]), []), r),
-            rejections=rejection_words(r),
-        ))
-    wrote: dict[str, set[int]] = {}
-    for r in grouped.iter_rows(named=True):
-        if r["_attempt"] is None and not r["_validation"]:
-            wrote.setdefault(str(r["experiment_id"]), set()).update(r["_wrote"] or [])
-    out = [replace(s, attempts_pooled=len(wrote.get(str(s.experiment_id), ())))
-           if s.attempt is None and not s.is_validation else s for s in out]
-    if unfinished_in is not None and by_attempt is None:  # the words on the groups the run left unfinished, and its loads
 
-        def says(s: SummaryRow) -> bool:
-            return s.phase == "load" or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
 
-        tagged = {str(s.experiment_id) for s in out if s.unfinished and says(s)}
-        out = [s if not s.unfinished or str(s.experiment_id) not in tagged or says(s)
-               else replace(s, unfinished=None) for s in out]
-    out.sort(key=lambda s: (s.attempt is not None, s.is_validation, s.attempt or 0,
-                            str(s.experiment_id), str(s.variant_id), order.get(str(s.phase), 9)))
-    return out
+def _summary_row(r: Mapping[str, Any], unfinished: Mapping[str, str] | None,
+                 by_attempt: dict[str, Sequence[Any]] | None) -> SummaryRow:
+    """One group of :func:`_grouped` as a row of the table, its completeness words included."""
+    validation = bool(r["_validation"])
+    return SummaryRow(
+        experiment_id=r["experiment_id"], variant_id=r["variant_id"], phase=r["phase"],
+        runs=int(r["runs"]), n=int(r["n"]), failed=0 if validation else int(r["failed"]),
+        median_seconds=r["median_seconds"], min_seconds=r["min_seconds"],
+        max_seconds=r["max_seconds"],
+        p95_seconds=r["_p95"] if r["n"] >= 20 else None,
+        quality_metric=r["quality_metric"], quality_min=r["quality_min"],
+        quality_max=r["quality_max"], validated=int(r["validated"]),
+        accepted=int(r["accepted"]), attempt=r["_attempt"],
+        unfinished=None if validation or r["_attempt"] is not None
+        else (unfinished or {}).get(str(r["experiment_id"])) if by_attempt is None
+        else _attempt_said(by_attempt.get(str(r["experiment_id"]), []), r),
+        rejections=rejection_words(r),
+    )
+
+
+def _unfinished_only_in(out: list[SummaryRow],
+                        unfinished_in: Mapping[str, frozenset[tuple[str, str]]]) -> list[SummaryRow]:
+    """The did-not-finish words kept on the groups the run left unfinished and on its loads."""
+
+    def says(s: SummaryRow) -> bool:
+        return s.phase == "load" or (s.variant_id, s.phase) in unfinished_in.get(str(s.experiment_id), frozenset())
+
+    tagged = {str(s.experiment_id) for s in out if s.unfinished and says(s)}
+    return [s if not s.unfinished or str(s.experiment_id) not in tagged or says(s)
+            else replace(s, unfinished=None) for s in out]
 
 
 def variant_verdicts(frame: pl.DataFrame) -> tuple[int, int]:

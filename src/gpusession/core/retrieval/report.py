@@ -1,4 +1,4 @@
-"""One Markdown report of a session for the person who approves the work (G§8; issue 7).
+"""One Markdown report of a session for the person who approves the work (G§8).
 
 Sections, always present (a section with nothing to show says so): need and criteria
 (the notes of the stage-1 checklist items), environment seen (R10: observed, not taken
@@ -94,7 +94,7 @@ def _when(dt: datetime | None) -> str:
     return dt.isoformat() if dt else "not set"
 
 
-#: The report reads at 80 columns in a terminal (issue 15): generated paragraphs wrap there.
+#: The report reads at 80 columns in a terminal: generated paragraphs wrap there.
 WIDTH = 80
 
 
@@ -144,7 +144,7 @@ LOAD_REMARK = "load (model to device, timed once per process)"
 
 
 def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
-    """Identical notes said once with the runs they concern (issue 15), newest groups last.
+    """Identical notes said once with the runs they concern, newest groups last.
 
     A worker's name inside a note (``load of worker cold-batch-1-1``) does not make it a
     different note.
@@ -220,7 +220,7 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     # protocol's last invocation
     in_table = {"device", "python_version", "torch_version", "gpu_count", "gpu_model",
                 "driver_version", "runtime_version", "concurrent_load", "nvml_reason"}
-    for label, table in tables:  # one wrapped paragraph, not one line per key (issue 15)
+    for label, table in tables:  # one wrapped paragraph, not one line per key
         unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
         mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
         pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
@@ -393,7 +393,7 @@ def _memory(session: Session, frame: pl.DataFrame) -> list[str]:
 
 
 def _rank_memory(session: Session, mem: pl.DataFrame) -> list[str]:
-    """Each rank's own highest peaks, for experiments run across ranks (issue 13)."""
+    """Each rank's own highest peaks, for experiments run across ranks."""
     from gpusession.core.records.ranks import RANKS_FILE, read_rank_frame
 
     out: list[str] = []
@@ -578,7 +578,7 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
         p = stem.with_name(f"{stem.name}-{suffix}.png")
         p = p if force else next_free_path(p)
         refuse_session_data(p, what="report")  # a session's own file is never a chart
-        if p.is_symlink():  # matplotlib would write through it (issue 12)
+        if p.is_symlink():  # matplotlib would write through it
             raise link_refused(p)
         return p
 

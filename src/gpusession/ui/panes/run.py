@@ -7,7 +7,7 @@ driven from a Textual thread worker in group ``run``. Its events cross into the 
 through ``post_message`` (H-12); ``c`` sets the cancel event, and the runner stops at
 the next run boundary, marking the partial experiment incomplete.
 
-A run started elsewhere (``gpusession run NAME --detach``, issue 12) is followed: while
+A run started elsewhere (``gpusession run NAME --detach``) is followed: while
 another live process holds the run lock, the pane polls the journal and the results CSV
 about once a second (a size/mtime check before re-reading), shows the journal's
 progress and refreshes its table as rows land; ``r`` says the run is already going.
@@ -88,7 +88,7 @@ def error_words(exc: BaseException) -> str:
 
 def follow_words(pid: int, started: str, done: int | None, total: int | None) -> str:
     """``a run is in progress in another process (pid 4242, started 12:00 UTC)`` plus
-    ``\n3 of 15 runs done`` when the journal says how far it got (issue 12)."""
+    ``\n3 of 15 runs done`` when the journal says how far it got."""
     head = f"a run is in progress in another process (pid {pid}{', started ' + started if started else ''})"
     if total:
         return f"{head}\n{done or 0} of {plural(total, 'run')} done — its rows show here as they land"
@@ -272,7 +272,7 @@ class RunPane(Vertical):
 
     @dataclass
     class NodesAwaited(Message):
-        """A group over several nodes waits for the other nodes (issue 13): what, and how to start them."""
+        """A group over several nodes waits for the other nodes: what, and how to start them."""
 
         message: str
 
@@ -321,7 +321,7 @@ class RunPane(Vertical):
         yield Vertical(id="run-variants")
         rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
         # allocated and reserved side by side in one cell (never added, M2), so the last
-        # column stays whole at 80 columns (issue 15)
+        # column stays whole at 80 columns
         rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
         # "measured: all" keeps the table at 80 columns beside the verdict (D5)
@@ -425,7 +425,7 @@ class RunPane(Vertical):
         )
 
     def _idle_gpus(self, exp: Any) -> str:
-        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""`` (issue 13)."""
+        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""``."""
         from gpusession.core.retrieval.evidence import gpus_left_idle
 
         try:
@@ -661,7 +661,7 @@ class RunPane(Vertical):
             return ""
         return "; " + verdict_count_words(*variant_verdicts(frame.tail(rows_written)))
 
-    # -- a run in another process (issue 12: `run NAME --detach`, followed) -------------
+    # -- a run in another process (`run NAME --detach`, followed) -------------
     def _other_holder(self) -> int | None:
         """PID of another live process holding this session's run lock, else ``None``."""
         holder = self.ctx.session.run_lock_holder()
@@ -778,7 +778,7 @@ class RunPane(Vertical):
             if self.follow_pid is None:  # nothing runs: how the last run ended
                 self._read_last_run(frame)
         for line in session_summary(self.ctx.session, frame):
-            table.add_row(  # the quality figure beside the times (issue 15)
+            table.add_row(  # the quality figure beside the times
                 shown(line.variant_words(), "-"),
                 shown(line.phase, "-"),
                 str(line.n),
