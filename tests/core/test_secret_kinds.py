@@ -112,3 +112,27 @@ def test_h35_an_error_line_cut_to_its_gist_keeps_no_part_of_a_key() -> None:
     gist = error_gist("ValueError: " + "x" * 270 + " key " + HEX64)
     assert gist is not None and HEX64[:8] not in gist and gist.endswith("…")
     assert error_gist(f"RuntimeError: token {HEX64}") == "RuntimeError: token [HIDDEN: private key]"
+
+
+def test_s6_a_pattern_is_skipped_only_where_it_cannot_match() -> None:
+    """Each kind's cheap gate (a literal every match holds, or its shortest length) is
+    true wherever its pattern matches: skipping a pattern never lets a secret through."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from secret_payloads import ORDINARY, PAYLOADS
+
+    texts = [text for text, _parts in PAYLOADS.values()] + list(ORDINARY)
+    for text in texts:
+        for i in range(len(detectors._TOKEN_TABLE)):
+            if detectors._compiled(i).search(text):
+                assert detectors._GATES[i](text), (detectors._TOKEN_TABLE[i][0], text[:40])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(texts), st.text(max_size=20), st.text(max_size=20))
+    def wrapped(core: str, before: str, after: str) -> None:
+        text = before + core + after
+        for i in range(len(detectors._TOKEN_TABLE)):
+            if detectors._compiled(i).search(text):
+                assert detectors._GATES[i](text)
+
+    wrapped()

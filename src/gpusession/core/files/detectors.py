@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 #: Unicode format characters (category Cf: soft hyphen, zero width space and joiners,
 #: bidi marks, embeddings, overrides and isolates, the BOM, tags) and the line and
@@ -130,11 +131,35 @@ _TOKEN_TABLE: tuple[tuple[str, str, int, str, bool], ...] = (
 )
 
 
-@lru_cache(maxsize=1)
+def _has(*parts: str) -> Callable[[str], bool]:
+    return lambda text: any(p in text for p in parts)
+
+
+def _longer(n: int) -> Callable[[str], bool]:
+    return lambda text: len(text) >= n
+
+
+#: One cheap test per row of :data:`_TOKEN_TABLE`, true whenever its pattern could match
+#: (a literal every match holds, or its shortest length): a pattern is compiled and run
+#: only where it may find something, so ``status`` on a short name compiles none.
+_GATES: tuple[Callable[[str], bool], ...] = (
+    _has("-----BEGIN "), _has("PuTTY-User-Key-File-"), lambda s: "\n" in s and len(s) >= 140,
+    _has("AGE-SECRET-KEY-1"), _has("nsec1"), _has("gh", "github_pat_"), _has("glpat-"),
+    _has("AKIA", "ASIA", "ABIA", "ACCA"), _has("hf_"), _has("sk-"), _has("xox"),
+    _has("hooks.slack.com"), _has("sk_", "rk_", "whsec_"), _has("AIza"), _has("eyJ"),
+    _has("://"), _has(":", "="), _has("prv"), _longer(64), _longer(87), _longer(51),
+)
+
+
+@cache
+def _compiled(i: int) -> re.Pattern[str]:
+    _kind, pattern, flags, _reason, _exempt = _TOKEN_TABLE[i]
+    return re.compile(pattern, flags)
+
+
 def token_kinds() -> tuple[tuple[str, re.Pattern[str], str, bool], ...]:
     """``(kind, compiled pattern, reason, digest-exempt)`` for every row of the table."""
-    return tuple((kind, re.compile(pattern, flags), reason, exempt)
-                 for kind, pattern, flags, reason, exempt in _TOKEN_TABLE)
+    return tuple((row[0], _compiled(i), row[3], row[4]) for i, row in enumerate(_TOKEN_TABLE))
 
 _SPLIT_REASON = ("it contains 64 hexadecimal digits split in two, which looks like a private "
                  f"key; keys must never be written in a session file ({_KEEP_ENDS})")
@@ -168,9 +193,10 @@ def token_findings(text: str, *, digest: bool = False) -> list[Finding]:
         The findings in table order (a refusal names the first).
     """
     out: list[Finding] = []
-    for kind, pattern, reason, exempt in token_kinds():
-        if exempt and digest:
+    for i, (kind, _source, _flags, reason, exempt) in enumerate(_TOKEN_TABLE):
+        if (exempt and digest) or not _GATES[i](text):
             continue
+        pattern = _compiled(i)
         for m in pattern.finditer(text):
             start, end = m.span("secret") if "secret" in pattern.groupindex else m.span()
             if exempt and _DIGEST_BEFORE_RE.search(text, max(0, start - 12), start):
