@@ -55,11 +55,11 @@ def test_m5_nvml_is_opened_only_in_core_gpu_nvml() -> None:
 
 
 def test_m5_the_worker_reads_clocks_through_core_gpu_nvml() -> None:
-    from gpusession.bench import worker
+    from gpusession.bench import device
     from gpusession.core.gpu import nvml
 
-    assert WORKER not in _nvml_openers()
-    assert worker.read_clocks is nvml.read_clocks
+    assert WORKER not in _nvml_openers() and SRC / "bench" / "device.py" not in _nvml_openers()
+    assert device.read_clocks is nvml.read_clocks
 
 
 def test_r10_h05_clocks_read_for_the_gpu_named_by_uuid_before_its_index() -> None:

@@ -126,6 +126,9 @@ def variant_words(variant_id: str | None, phase: str | None) -> str:
 
 
 
+#: The experiment id of a standalone ``gpusession validate --session`` row (no phase).
+STANDALONE = "validate"
+
 @dataclass(frozen=True)
 class SummaryRow:
     """One line of the summary table: per experiment, variant and phase (R6).
@@ -206,8 +209,12 @@ class SummaryRow:
 
     @property
     def is_validation(self) -> bool:
-        """A standalone ``validate --session`` row: not timed, not a run."""
-        return self.phase is None
+        """A standalone ``validate --session`` row: not timed, not a run.
+
+        Its experiment is ``"validate"`` with no phase; a run's row whose phase was lost
+        (a hand edit) stays with its experiment's runs, shown with ``-``.
+        """
+        return self.phase is None and self.experiment_id == STANDALONE
 
     def quality_words(self) -> str:
         """``macro-F1 0.962`` (or a range ``0.951–0.962``); ``-`` when nothing was scored."""
@@ -423,7 +430,7 @@ def _grouped(frame: pl.DataFrame, attempts: Mapping[str, int],
         pl.Series("_attempt", [attempts.get(k) for k in keys], dtype=pl.Int64),
         pl.Series("_wrote", [_writer(by_attempt, r, k) for r, k in zip(cells, keys, strict=True)],
                   dtype=pl.Int64),
-        pl.col("phase").is_null().alias("_validation"),
+        (pl.col("phase").is_null() & (pl.col("experiment_id") == STANDALONE)).alias("_validation"),
     )
     q = pl.col("quality_value")
     return (
