@@ -129,6 +129,7 @@ def variant_words(variant_id: str | None, phase: str | None) -> str:
 #: The experiment id of a standalone ``gpusession validate --session`` row (no phase).
 STANDALONE = "validate"
 
+
 @dataclass(frozen=True)
 class SummaryRow:
     """One line of the summary table: per experiment, variant and phase (R6).
