@@ -463,7 +463,7 @@ def test_r6_cli_run_headless_prints_median_min_max_and_failures_in_words(
     res = run_cli("run", s.name, "--experiment", "e", "--headless", env=env)
     assert res.returncode == 0, res.stderr
     assert "warm  batch-4" in res.stdout and "experiment complete" in res.stdout
-    assert "median" in res.stdout and "min–max" in res.stdout and "outcome" in res.stdout
+    assert "median" in res.stdout and "min–max" in res.stdout and "verdict" in res.stdout
     bad = run_cli("run", s.name, "--experiment", "nope", "--headless", env=env)
     assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1  # one line, no traceback

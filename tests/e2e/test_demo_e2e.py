@@ -34,7 +34,7 @@ def test_demo_headless_cpu_end_to_end(
 ) -> None:
     res = run_cli("demo", "--headless", "--device", "cpu", timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    assert "batch-8" in res.stdout and "median" in res.stdout and "outcome" in res.stdout and "macro-F1" in res.stdout
+    assert "batch-8" in res.stdout and "median" in res.stdout and "verdict" in res.stdout and "accepted" in res.stdout and "macro-F1" in res.stdout
     s = Session.open(sessions_root, "demo")
     pkg = s.package
     assert (pkg.gpu_model, pkg.lots, pkg.days) == ("RTX A5000", 1, 7)

@@ -79,7 +79,7 @@ def test_h11_h12_tmux_80x24_demo_run_shows_summary_in_words(tmp_path: Path) -> N
         lines = screen.splitlines()
         assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
         assert "session demo" in screen and "CPU only" in screen and "left" in screen
-        for words in ("variant", "phase", "median", "min–max", "quality", "outcome"):
+        for words in ("variant", "phase", "median", "min–max", "quality", "verdict"):
             assert words in screen, f"{words!r} missing:\n{screen}"
         for variant in ("batch-1", "batch-4", "batch-8"):
             assert any(variant in ln and "warm" in ln and "accepted" in ln and ln.rstrip().endswith(" all") for ln in lines), screen
