@@ -213,7 +213,9 @@ def token_findings(text: str, *, digest: bool = False) -> list[Finding]:
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a"
 _MARKS_RE = re.compile(f"[{_MARKS}]")
 #: A word: letters of any script, with the combining marks of a decomposed (NFD) text.
-_WORD_RE = re.compile(rf"[^\W\d_](?:[^\W\d_]|[{_MARKS}])*")
+#: U+FFFD counts as a letter inside a word: one word of ``mnemonic``'s Russian list is
+#: stored with two of them ("сно\ufffd\ufffdа"), and a phrase holding it must still be found.
+_WORD_RE = re.compile(rf"[^\W\d_](?:[^\W\d_]|[{_MARKS}\ufffd])*")
 
 
 def fold(text: str) -> str:
