@@ -256,3 +256,43 @@ def test_sigterm_incident_never_quotes_the_banner(
     notes = _warm_row(session).notes or ""
     assert "last stderr: loading the model" in notes and "*****" not in notes
     assert not any("*****" in i or "OMP_NUM_THREADS" in i for i in out.incidents)
+
+
+# -- 3. the rank that failed first spoke only on stderr ----------------------------------
+def test_r7_a_load_incident_said_only_on_stderr_stops_the_experiment_as_the_leaders_would(
+        session: Session, fake_worker: type[FakeWorker]) -> None:
+    """Rank 1 found no GPU and ended first; torchrun ended rank 0 before it said its own.
+
+    The runner heard no event: rank 1's ``rank 1: {...}`` line on stderr is the only word
+    of the failure, and it must stop the experiment as the leader's incident would.
+    """
+    exp = _exp(session, gpus=2, device="cuda", values=(4, 8), cold_runs_per_variant=1)
+    starts: list[int] = []
+    incident = WorkerIncident(where="load", error_type="DeviceUnavailable",
+                              message="device cuda requested but torch sees no CUDA/ROCm device")
+
+    def script(spec: dict[str, Any]) -> tuple[list[Any], list[str], int]:
+        starts.append(1)
+        said = "rank 1: " + json.dumps(incident.to_json())
+        return [], [*BANNER, said, *_summary((True, 1, 3), (False, 0, -15))], 1
+
+    fake_worker.script = staticmethod(script)  # type: ignore[assignment]
+    out = Runner(session, exp.id).run()
+    assert not out.completed
+    assert len(starts) == 1  # every group would fail the same way: one tried
+    assert [r.phase for r in session.results.rows()] == ["load"]
+    said = [i for i in out.incidents if "DeviceUnavailable" in i]
+    assert len(said) == 1 and "--device cpu" in said[0], out.incidents
+
+
+def test_rank_incident_reads_the_last_incident_line_of_that_rank_only() -> None:
+    from gpusession.bench.ranks import rank_incident
+
+    first = WorkerIncident(where="load", error_type="ValueError", message="a")
+    last = WorkerIncident(where="load", error_type="DeviceUnavailable", message="b")
+    lines = ["rank 1: " + json.dumps(first.to_json()), "rank 1: {not json",
+             "rank 2: " + json.dumps(first.to_json()), "rank 1: " + json.dumps(last.to_json()),
+             'rank 1: {"event": "ready", "run_key": "k"}']
+    got = rank_incident(lines, 1)
+    assert got is not None and got.error_type == "DeviceUnavailable" and got.message == "b"
+    assert rank_incident(lines, 0) is None

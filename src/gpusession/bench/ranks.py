@@ -17,6 +17,8 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpusession.core.events import WorkerIncident, event_from_json
+
 
 class DeviceUnavailable(RuntimeError):
     """The device the experiment asks for is not there (no GPU, or fewer than its ranks).
@@ -299,6 +301,34 @@ def _rank_error(lines: list[str], rank: int, known: Mapping[int, str]) -> str | 
     return error or raised or error_gist(known.get(rank))
 
 
+def rank_incident(lines: list[str], rank: int) -> WorkerIncident | None:
+    """The last incident rank ``rank`` wrote on stderr (``rank N: {...}``).
+
+    A rank that fails before its group has formed cannot reach the runner: it says its
+    incident on stderr (the worker's silent rank). When it ends first, torchrun ends the
+    leader before the leader says its own, so this line is the only word of the failure.
+
+    Args:
+        lines: the launcher's stderr lines.
+        rank: the global rank.
+
+    Returns:
+        The typed incident, ``None`` when the rank wrote none that parses.
+    """
+    prefix = f"rank {rank}: "
+    found: WorkerIncident | None = None
+    for line in lines:
+        if line.startswith(prefix + "{"):
+            try:
+                doc = json.loads(line[len(prefix):])
+            except json.JSONDecodeError:
+                continue
+            ev = event_from_json(doc, "worker") if isinstance(doc, dict) else None
+            if isinstance(ev, WorkerIncident):
+                found = ev
+    return found
+
+
 def torchrun_root_cause(lines: list[str], known: Mapping[int, str] | None = None) -> RankFailure | None:
     """Read torchrun's failure summary on stderr: which rank failed first, its exit code.
 
@@ -348,6 +378,7 @@ __all__ = [
     "error_gist",
     "lost_peer",
     "rank_env",
+    "rank_incident",
     "rendezvous_id",
     "shard_bounds",
     "torchrun_argv",

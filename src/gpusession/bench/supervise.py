@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.bench.process import EOF_EVENT, WorkerProcess
-from gpusession.bench.ranks import RankFailure
+from gpusession.bench.ranks import RankFailure, rank_incident
 from gpusession.bench.rows import LoadSlot
 from gpusession.core.events import (
     WorkerDescendantsEnded,
@@ -189,6 +189,21 @@ class Supervisor:
         elif isinstance(ev, WorkerStopped):
             rep.stopped = True
 
+    def _late_load_incident(self, rep: GroupReport) -> None:
+        """The failed rank's load incident from stderr, when the runner never heard one.
+
+        A rank that fails before the group forms says its incident on stderr; when it
+        ends first, torchrun ends the leader before the leader says its own. The sink
+        gets that incident as if the leader had sent it, so one load failure reads
+        the same whichever rank ended first (the missing GPU stops the experiment).
+        """
+        cause = rep.rank_cause
+        if cause is None or rep.loaded or rep.last_incident is not None or self._sink is None:
+            return
+        ev = rank_incident(list(self.worker.stderr), cause.rank)
+        if ev is not None and ev.where == "load":
+            self._sink(ev, rep)
+
     def _where_ranks_stood(self, stack_dir: str) -> str | None:
         """Which ranks of this node were still working at the timeout, and where."""
         from gpusession.bench.stacks import ask_stacks, hung_words
@@ -224,6 +239,7 @@ class Supervisor:
 
             known = {rep.leader: rep.last_error} if rep.leader is not None and rep.last_error else {}
             rep.rank_cause = torchrun_root_cause(list(self.worker.stderr), known)
+            self._late_load_incident(rep)
         if rep.rank_cause is not None and not rep.timed_out:
             code = rep.rank_cause.exitcode
         rep.code = code
