@@ -49,3 +49,24 @@ def test_v6_show_prints_the_quality_figure_beside_the_times(
     data = json.loads(run_cli("show", measured_session.name, "--json").stdout)
     assert all(r["quality"] == "macro-F1 0.950" for r in data["summary"] if r["phase"] == "warm")
     assert "None" not in out.stdout
+
+
+def test_d5_the_recommended_variant_is_the_fastest_accepted_never_a_faster_rejected_one() -> None:
+    from gpusession.core.records.summary import SummaryRow, recommended_variant
+
+    def warm(variant: str, median_s: float | None, validated: int, accepted: int,
+             exp: str = "e", phase: str = "warm") -> SummaryRow:
+        return SummaryRow(experiment_id=exp, variant_id=variant, phase=phase, runs=5, n=5, failed=0,
+                          median_seconds=median_s, min_seconds=median_s, max_seconds=median_s,
+                          p95_seconds=None, validated=validated, accepted=accepted)
+
+    rows = [warm("batch-1", 1.6, 5, 5), warm("batch-16", 0.688, 5, 5),
+            warm("batch-32", 0.5, 5, 0),            # faster, rejected
+            warm("batch-64", 0.4, 0, 0),            # faster, not validated
+            warm("batch-8", 0.3, 5, 4),             # faster, one run rejected
+            warm("batch-2", 0.1, 5, 5, phase="cold"),
+            warm("batch-4", 0.2, 5, 5, exp="other")]
+    best = recommended_variant(rows, "e")
+    assert best is not None and best.variant_id == "batch-16"
+    assert recommended_variant(rows, "nothing") is None
+    assert recommended_variant([warm("batch-1", 1.0, 5, 0)], "e") is None

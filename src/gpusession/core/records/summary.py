@@ -502,6 +502,26 @@ def variant_verdicts(frame: pl.DataFrame) -> tuple[int, int]:
     return accepted, len(verdicts) - accepted
 
 
+def recommended_variant(rows: Sequence[SummaryRow], experiment_id: str | None) -> SummaryRow | None:
+    """The variant to keep: the accepted one with the fastest warm median (D5).
+
+    Only warm rows of ``experiment_id`` count whose corpus was validated and never
+    rejected (``accepted``, :meth:`SummaryRow.verdict_words`) and that have a measured
+    median; a faster variant that was rejected or not validated is never named.
+
+    Args:
+        rows: the summary table (:func:`summary_rows`, :func:`session_summary`).
+        experiment_id: the experiment.
+
+    Returns:
+        Its warm :class:`SummaryRow` (``median_seconds`` in s), ``None`` when no
+        variant was accepted. Ties go to the first in the table's order.
+    """
+    kept = [r for r in rows if r.experiment_id == experiment_id and r.phase == "warm"
+            and r.validated > 0 and r.rejected == 0 and r.median_seconds is not None]
+    return min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
+
+
 def verdict_count_words(accepted: int, rejected: int) -> str:
     """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
     if accepted == 0 and rejected == 0:
