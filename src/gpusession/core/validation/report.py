@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
 from gpusession.core.files.textio import printable
@@ -319,7 +320,7 @@ class ValidationReport:
         files = {}
         for kind, frame in lists.items():
             path = folder / f"{run_name}.{kind}.csv"
-            write_atomic_bytes(path, frame.write_csv().encode("utf-8"))
+            write_atomic_bytes(path, csv_bytes(frame))
             files[kind] = path.name
         doc = {"run": run_name, "written_at": datetime.now(timezone.utc).replace(microsecond=0)}
         doc.update(self.to_dict())
