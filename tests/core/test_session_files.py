@@ -250,3 +250,17 @@ def test_verify_copy_escapes_a_newline_in_a_name(
     assert code == 3
     assert "  MISSING  bad\\x0aname.txt" in out and "  EXTRA    extra\\x0afile" in out
     assert all(line.startswith(("  ", "1/2", "copy", "Open")) for line in out.splitlines())
+
+
+def test_a_new_sessions_root_is_0700_and_the_remembered_folder_file_0600_whatever_the_umask(
+        tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``umask 000`` another user could rename a session and plant a fake one."""
+    from gpusession.core.retrieval.status import remember_sessions_dir, state_file
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = tmp_path / "new-root"
+    Session.create(root, "t")
+    assert _mode(root) == 0o700
+    remember_sessions_dir(root)
+    assert state_file().read_text(encoding="utf-8") == f"{root}\n"
+    assert _mode(state_file()) == 0o600 and _mode(state_file().parent) == 0o700

@@ -48,6 +48,7 @@ from gpusession.bench.device import (
     Channel,
     TorchDevice,
     code_revision,
+    make_output_private,
     prepare_output,
     speed_env_vars,
 )
@@ -436,6 +437,7 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
             with _placeholder_env(spec, run, out_path):
                 m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
             _end_escapees(ch)  # before the next run, never beside it (H-25)
+            make_output_private(out_path)
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue
