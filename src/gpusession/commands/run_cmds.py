@@ -240,7 +240,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
+    from gpusession.core.folder.processes import ending_signals, interrupt_all, signal_handlers
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP
@@ -254,7 +254,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
         interrupt_all(signal.Signals(signum).name)
 
-    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ENDING_SIGNALS}}):
+    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
         outcome = runner.run()
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
