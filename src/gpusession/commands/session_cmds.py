@@ -133,6 +133,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     s = Session.create(root_of(args), args.name, package=pkg)
     remember_sessions_dir(s.folder.parent)  # `status` from any folder
     print(f"created session {s.name} in {s.folder}")
+    print("next: define what to measure, then run it (or open the TUI: gpusession open "
+          f"{s.name}):\n"
+          f"  gpusession experiment {s.name} define --id ID --workload command --command './predict.sh "
+          "{corpus} {output}' --corpus corpus/eval.jsonl --varied batch --values 1,4,8 --classes a,b\n"
+          f"  gpusession run {s.name} --headless")
     return 0
 
 
