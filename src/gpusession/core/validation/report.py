@@ -117,6 +117,9 @@ class ValidationReport:
     predictions_missing: int = 0
     predictions_malformed: int = 0
     predictions_undeclared: int = 0
+    #: SHA-256 (64 hex digits) of the output's bytes as validated: which run's output
+    #: this verdict is about (``None`` for a report built without reading a file).
+    output_sha256: str | None = None
 
     @property
     def macro_f1(self) -> float | None:
@@ -216,6 +219,7 @@ class ValidationReport:
             "corpus_accepted": self.corpus_accepted,
             "verdict": self.verdict_line(),
             "output": self.output_path,
+            "output_sha256": self.output_sha256,
             "output_format": self.output_format,
             "expected": self.expected_path,
             "references": self.references_path,
