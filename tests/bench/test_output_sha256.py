@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from fake_workloads import with_tests_on_path, write_corpus
 
 from gpusession.bench.run_validation import OUTPUT_SHA256_NOTE, RunValidation
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.tomlread import read_toml
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 
@@ -33,7 +33,7 @@ def test_v8_the_report_and_the_row_notes_name_the_validated_output_by_its_sha256
     fields, note = RunValidation(session, exp).validate(output, run)
     assert fields["corpus_accepted"] is True
     assert note == f"output sha256:{_sha(output)}"
-    report = tomllib.loads((session.validation_dir / "e" / "batch-1" / "warm-1.toml").read_text())
+    report = read_toml(session.validation_dir / "e" / "batch-1" / "warm-1.toml")
     assert report["output_sha256"] == _sha(output)
     # the row keeps the digest through the results writer and reads it back unmasked
     session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="warm",

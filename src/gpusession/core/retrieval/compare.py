@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.textio import printable
-from gpusession.core.files.units import format_seconds, format_seconds_range
+from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Session
 from gpusession.core.money.rates import format_usd
 
