@@ -188,8 +188,13 @@ class Comparison:
         return sorted(costed, key=lambda s: (s.cost_per_accepted_usd_minor or 0,
                                              float("inf") if s.warm_median_s is None else s.warm_median_s))
 
-    def lines(self) -> list[str]:
-        """The table, whether the work is the same (what differs), then the ranking or why not."""
+    def lines(self, allow_hint: str = ALLOW_WORDS) -> list[str]:
+        """The table, whether the work is the same (what differs), then the ranking or why not.
+
+        Args:
+            allow_hint: how to rank anyway, said where the ranking is refused (the TUI
+                names the command).
+        """
         import textwrap
 
         out = _table(self.sessions)
@@ -203,16 +208,16 @@ class Comparison:
         else:
             said.append("Not the same work:")
             said.extend(f"  {d.line()}" for d in self.differences)
-        said.extend(self._ranking_lines())
+        said.extend(self._ranking_lines(allow_hint))
         for line in said:  # 80 columns, continuation lines indented
             indent = " " * (len(line) - len(line.lstrip()) + 4)
             out.extend(textwrap.wrap(line, 80, subsequent_indent=indent, break_long_words=False,
                                      break_on_hyphens=False) or [""])
         return out
 
-    def _ranking_lines(self) -> list[str]:
+    def _ranking_lines(self, allow_hint: str) -> list[str]:
         if not self.ranked:
-            return ["Not ranked: the sessions did not run the same work; " + ALLOW_WORDS + "."]
+            return ["Not ranked: the sessions did not run the same work; " + allow_hint + "."]
         ranked = self.ranking()
         head = ("Ranked although the work differs (--allow-different), by cost per accepted deliverable:"
                 if not self.same_work else "Ranked by cost per accepted deliverable, cheapest first:")
@@ -377,5 +382,49 @@ def compare_sessions(sessions: Sequence[Session], *, allow_different: bool = Fal
     return Comparison(tuple(figures), differences(figures), allow_different)
 
 
-__all__ = ["ALLOW_WORDS", "Comparison", "Difference", "NOT_RECORDED", "ROW_LABELS", "SessionFigures",
+#: How many other sessions of the folder the Cost pane compares (the most recent first).
+FOLDER_MAX_SESSIONS = 8
+
+
+def folder_comparison_lines(session: Session, *, limit: int = FOLDER_MAX_SESSIONS,
+                            allow_hint: str = ALLOW_WORDS) -> list[str]:
+    """The Cost pane's comparison of ``session`` with the other sessions of its folder (D6).
+
+    The same table and the same words as ``gpusession compare``, this session first;
+    a folder that does not open is named in one line, never a reason to show nothing.
+
+    Args:
+        session: the open session; its folder's parent holds the others.
+        limit: at most this many other sessions, the most recently modified first.
+        allow_hint: how to rank anyway (:meth:`Comparison.lines`).
+
+    Returns:
+        The lines; empty when the folder holds no other session that opens.
+    """
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.folder.session import list_sessions
+
+    others, broken = [], []
+    root = session.folder.parent
+    for summary in list_sessions(root):
+        if summary.name == session.name:
+            continue
+        if summary.error is not None:
+            broken.append(f"{printable(summary.name)}: not compared ({printable(summary.error)})")
+            continue
+        if len(others) < limit:
+            try:
+                others.append(Session.open(root, summary.name, recover=False))
+            except (BadInput, OSError) as exc:
+                broken.append(f"{printable(summary.name)}: not compared ({printable(str(exc))})")
+    if not others:
+        return broken
+    try:
+        lines = compare_sessions([session, *others]).lines(allow_hint)
+    except (BadInput, OSError) as exc:  # one unreadable file: said, the pane keeps its own figures
+        return [f"other sessions not compared: {printable(str(exc))}", *broken]
+    return ["Other sessions of this folder, in the same terms:", *lines, *broken]
+
+
+__all__ = ["ALLOW_WORDS", "FOLDER_MAX_SESSIONS", "folder_comparison_lines", "Comparison", "Difference", "NOT_RECORDED", "ROW_LABELS", "SessionFigures",
            "WORK_TERMS", "compare_sessions", "differences", "session_figures", "work_terms"]
