@@ -404,7 +404,8 @@ def folder_comparison_lines(session: Session, *, limit: int = FOLDER_MAX_SESSION
     from gpusession.core.files.errors import BadInput
     from gpusession.core.folder.session import list_sessions
 
-    others, broken = [], []
+    others: list[Session] = []
+    broken: list[str] = []
     root = session.folder.parent
     for summary in list_sessions(root):
         if summary.name == session.name:
