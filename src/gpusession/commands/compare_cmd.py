@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
         "work (corpus revision, model and tokenizer revisions, declared classes, metric, "
         "threshold, tolerance, stopwatch scope, precision, context limit); otherwise what "
         "differs is named and the ranking refused (exit 3) unless --allow-different. "
-        "Nothing is written.",
+        "compare writes nothing; a home copy given as a folder is only read.",
     )
     p.add_argument("sessions", nargs="+", metavar="SESSION",
                    help="a session name, or the folder of a session (a pulled home copy)")
