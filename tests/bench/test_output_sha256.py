@@ -72,3 +72,13 @@ def test_v8_every_validated_row_of_a_run_names_its_archived_output(
         found = re.findall(re.escape(OUTPUT_SHA256_NOTE) + r"([0-9a-f]{64})", r.notes or "")
         archived = session.runs_dir / "e" / str(r.variant_id) / f"{r.phase}-{r.run_index}.jsonl"
         assert found == [_sha(archived)], r.notes
+
+
+def test_v8_notes_that_differ_only_by_their_output_digest_group_as_one() -> None:
+    from gpusession.core.validation.report import without_output_digest
+
+    a = f"allocator note; output sha256:{'a' * 64}"
+    b = f"allocator note; output sha256:{'b' * 64}"
+    assert without_output_digest(a) == without_output_digest(b) == "allocator note"
+    assert without_output_digest(f"output sha256:{'c' * 64}") == ""
+    assert without_output_digest("output sha256:short") == "output sha256:short"  # not a digest

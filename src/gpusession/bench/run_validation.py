@@ -15,10 +15,7 @@ from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.session import Session
-
-#: How a validated row's notes name its output: ``output sha256:<64 hex digits>``. The
-#: word ``sha256`` before the digits tells the secret check it is a digest, not a key.
-OUTPUT_SHA256_NOTE = "output sha256:"
+from gpusession.core.validation.report import OUTPUT_SHA256_NOTE
 
 
 def package_total_minor(session: Session) -> int | None:
