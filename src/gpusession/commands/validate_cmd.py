@@ -160,7 +160,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     the corpus file), with ``elapsed_seconds`` empty (not measured, C3), so the cost
     panel, the report and the TUI count its accepted corpus like any other (K3, K4).
     """
-    from gpusession.bench.run_validation import package_total_minor
+    from gpusession.bench.run_validation import OUTPUT_SHA256_NOTE, package_total_minor
     from gpusession.core.records.results import ResultRow
     from gpusession.core.records.summary import accepted_revisions
 
@@ -173,7 +173,8 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         duration_days=pkg.days,
         lots=pkg.lots,
         package_total_usd_minor=package_total_minor(session),
-        notes=f"validated with `gpusession validate` (output {args.output}); timing not measured",
+        notes=f"validated with `gpusession validate` (output {args.output}); timing not measured"
+              + (f"; {OUTPUT_SHA256_NOTE}{report.output_sha256}" if report.output_sha256 else ""),
         **report.row_fields(),
     )
     accepted = accepted_revisions(session.results.read())
