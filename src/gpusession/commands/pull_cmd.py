@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.files.textio import printable
+
 #: Exit code when the copy arrived but is not verified (as verify-copy's "differs").
 EXIT_NOT_VERIFIED = 3
 
@@ -142,6 +144,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
             print(f"  EXTRA    {p}")
         for a, b in check.renamed:
             print(f"  RENAMED? {a} → {b} (same content)")
+    if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
+        print(printable(res.throughput.words()))
     if res.verified:
         print("VERIFIED: the copy home matches the manifest made on the server "
               "(recorded as evidence in the copy's checklist)")
