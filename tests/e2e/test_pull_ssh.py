@@ -307,3 +307,42 @@ def test_d2_read_only_server_folder_pull_still_verified_figure_stays_home(
                  "--ssh", sshd.ssh, cwd=tmp_path).returncode == 0
     entries = _entries(sess / "retrieval.toml")
     assert len(entries) == 2 and entries[0] == kept
+
+
+def test_d2_probe_caps_the_bytes_and_records_a_small_copy(sshd: Sshd, server: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    from gpusession.core.retrieval.probe import PROBE_CAP_BYTES
+
+    sess, deliv = server
+    for n in range(3):  # 90 MiB of deliverables, more than a probe moves
+        (deliv / f"part-{n}.bin").write_bytes(os.urandom(30 * 1024 * 1024))
+    home = tmp_path / "home"
+    done = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, "--probe", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = _entries(sess / "retrieval.toml")
+    assert entry["probe"] is True and entry["path"] == "rsync over ssh"
+    assert 30 * 1024 * 1024 < int(entry["bytes"]) <= PROBE_CAP_BYTES  # capped, and not nothing
+    assert float(entry["throughput_bytes_per_s"]) > 0
+    assert "from a small copy" in done.stdout and "of the deliverables" in done.stdout
+    assert not (home / "trial-1").exists()  # a probe is never taken for the copy home
+    assert not (home / ".gpusession-pull" / "trial-1" / "probe").exists()
+    # the pull after it appends to the same file
+    assert _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, cwd=tmp_path, timeout=300).returncode == 3  # parts not in the manifest
+    entries = _entries(sess / "retrieval.toml")
+    assert [e["probe"] for e in entries] == [True, False]
+
+
+def test_d2_probe_without_deliverables_copies_the_session_folder(sshd: Sshd, tmp_path: Path) -> None:
+    from gpusession.cli import main
+
+    root = tmp_path / "server" / "sessions"
+    assert main(["--sessions-dir", str(root), "new", "trial-2", "--gpu", "RTX A5000", "--lots", "1",
+                 "--days", "3"]) == 0
+    done = _pull(f"{sshd.host}:{root / 'trial-2'}", "--to", str(tmp_path / "home"), "--ssh", sshd.ssh,
+                 "--probe", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "of the session folder" in done.stdout
+    (entry,) = _entries(root / "trial-2" / "retrieval.toml")
+    assert entry["probe"] is True and int(entry["bytes"]) > 0

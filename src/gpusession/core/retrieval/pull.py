@@ -571,11 +571,12 @@ def evidence_text(result: PullResult, source: Source) -> str:
 
 
 @dataclass(frozen=True)
-class _Transfer:
+class Transfer:
     """How every rsync of one pull runs: source, work folder, shell, bandwidth, server's rsync.
 
-    One value so that the session copy, the deliverables copy and the split of changed
-    files all call rsync the same way (S4).
+    One value so that the session copy, the deliverables copy, the split of changed
+    files and a probe (:mod:`gpusession.core.retrieval.probe`) all call rsync the same
+    way (S4), and rsync's figures of every copy are kept for the throughput (D2).
     """
 
     source: Source
@@ -595,7 +596,7 @@ class _Transfer:
         return how + (", copied again whole" if self.retried else "")
 
     def copy(self, part: str, remote: str | None, dest: Path, *, checksum: bool,
-             files_from: Path | None = None) -> None:
+             only: tuple[str, ...] = ()) -> None:
         """Copy ``remote`` (``None``: the session) into ``dest``, partial files under ``work/part``.
 
         rsync's figures of the copy that ended (the whole retry's, when the first was
@@ -606,7 +607,7 @@ class _Transfer:
             remote: the folder on the source; ``None``: the session.
             dest: the local folder.
             checksum: compare by checksum.
-            files_from: only the files this list names (rsync ``--files-from``).
+            only: rsync options that choose the files (``--files-from=LIST``, filters).
 
         Raises:
             TransferFailed: rsync failed (one line, :func:`explain_failure`).
@@ -619,8 +620,7 @@ class _Transfer:
 
         cmd = rsync_command(self.source.spec(remote), dest, work=self.work / part, checksum=checksum,
                             ssh=self.ssh, bwlimit_kbps=self.bwlimit_kbps, rsync_path=self.rsync_path)
-        if files_from is not None:
-            cmd.insert(-2, f"--files-from={files_from}")
+        cmd[-2:-2] = list(only)
         where = self.source.words(remote)
         try:
             stats = run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
@@ -689,7 +689,7 @@ def pull(
             (work / sub / part).mkdir(parents=True, exist_ok=True)
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
-    transfer = _Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
+    transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
     from gpusession.core.retrieval import throughput
 
     # the figures kept at home (a write-back the server refused), before the server's overwrite them
@@ -731,7 +731,7 @@ def pull(
     return result
 
 
-def _verify(result: PullResult, transfer: _Transfer, remote_deliv: str | None,
+def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
             say: Callable[[str], None]) -> list[str]:
     """Why the copy in ``result`` is not verified, one phrase each; empty when it is (S4).
 
@@ -789,6 +789,7 @@ __all__ = [
     "Progress",
     "PullResult",
     "Source",
+    "Transfer",
     "TransferFailed",
     "check_session_copy",
     "choose_manifest",
