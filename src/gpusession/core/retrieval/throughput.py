@@ -129,6 +129,9 @@ def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: b
             path: str) -> PullFigure | None:
     """One figure from the rsync transfers of one pull; ``None`` when none gave a time.
 
+    A pull that moved no byte (the copy home was up to date) has no figure: a
+    throughput of 0 would read as a link that moves nothing.
+
     Args:
         stats: rsync's figures of each transfer (session, deliverables, a whole retry).
         at: when the pull ended (default now, UTC).
@@ -137,9 +140,10 @@ def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: b
     """
     timed = [s for s in stats if s.seconds is not None]
     seconds = sum(float(s.seconds or 0.0) for s in timed)
-    if not timed or seconds <= 0:
+    moved = sum(s.transferred_bytes for s in timed)
+    if not timed or seconds <= 0 or moved <= 0:
         return None
-    return PullFigure(at or utcnow(), sum(s.transferred_bytes for s in timed), seconds, probe, path)
+    return PullFigure(at or utcnow(), moved, seconds, probe, path)
 
 
 def read_entries(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -229,7 +233,8 @@ class Recorded:
     def words(self) -> str:
         """The line ``pull`` prints about the measured throughput."""
         if self.figure is None:
-            return "throughput: not measured (rsync gave no figures for this pull)"
+            return ("throughput: not measured (rsync gave no figures, or moved nothing: the copy "
+                    "home was up to date)")
         head = f"throughput: {self.figure.words()}"
         if self.refused is None:
             return f"{head}; written to the server's {RETRIEVAL_TOML}"
