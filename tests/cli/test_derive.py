@@ -124,12 +124,12 @@ def test_d4_show_compares_time_and_verdict_before_and_after(
     code, out, _ = cli(capsys, sessions_root, "show", s.name)
     assert code == 0
     assert "bs-fp16 derived from batch-sweep: precision fp16 (was fp32)" in out
-    assert "batch-8: warm median 14.5 ms, accepted → not measured yet" in out
+    assert "batch-8 warm median: 14.5 ms, accepted → not measured yet" in out
     assert "fastest accepted: batch-8 (14.5 ms) before, no accepted variant after" in out
     s.reload()
     FakeRunner(s, "bs-fp16", lambda _e: None, threading.Event()).run()
     out = cli(capsys, sessions_root, "show", s.name)[1]
-    assert "batch-8: warm median 14.5 ms, accepted → 14.5 ms, accepted" in out
+    assert "batch-8 warm median: 14.5 ms, accepted → 14.5 ms, accepted" in out
     data = json.loads(cli(capsys, sessions_root, "show", s.name, "--json")[1])
     assert data["derived"][0]["changed_key"] == "precision"
 

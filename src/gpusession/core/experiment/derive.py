@@ -297,12 +297,12 @@ def comparison_lines(origin: Experiment, derived: Experiment, rows: Sequence[Sum
         seconds: how a median (s) is written (default: the summary table's ``102 ms``).
 
     Returns:
-        One line per variant of the derived experiment (``batch-8: warm median 412 ms,
+        One line per variant of the derived experiment (``batch-8 warm median: 412 ms,
         accepted → 231 ms, accepted``), then the variant to keep before and after
         (the accepted one with the fastest warm median; a rejected one is never named).
     """
     before, after = _warm(rows, origin.id), _warm(rows, derived.id)
-    out = [f"{v}: warm median {_side(before.get(v), seconds)} → {_side(after.get(v), seconds)}"
+    out = [f"{v} warm median: {_side(before.get(v), seconds)} → {_side(after.get(v), seconds)}"
            for v in derived.variant_ids]
 
     def kept(exp_id: str) -> str:
