@@ -240,7 +240,36 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         "copy_home_verified": verified,
         "warning": _warning_text(s, verified),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
+        "derived": derived_comparisons(s, summary),
     }
+
+
+def derived_comparisons(s: Session, summary: list[Any]) -> list[dict[str, Any]]:
+    """Each derived experiment beside its origin, in words (D4, D5): ``show`` and ``show --json``.
+
+    Args:
+        s: the open session.
+        summary: its summary table (:func:`session_summary`).
+
+    Returns:
+        One dict per derived experiment whose origin is still defined: ``id``,
+        ``derived_from``, ``changed_key``, ``differs`` (``derived from kw: precision fp16
+        (was fp32)``) and ``lines`` (warm median and verdict per variant, before → after,
+        and the fastest accepted variant of each). Empty when the experiments do not read
+        (``experiment list`` says why).
+    """
+    from gpusession.core.experiment.derive import comparison_lines, derived_words
+    from gpusession.core.folder.experiments import load_experiments
+
+    try:
+        exps = load_experiments(s)
+    except BadInput:
+        return []
+    by_id = {e.id: e for e in exps}
+    return [{"id": e.id, "derived_from": e.derived_from, "changed_key": e.changed_key,
+             "differs": derived_words(e, by_id),
+             "lines": comparison_lines(by_id[e.derived_from], e, summary)}
+            for e in exps if e.derived_from is not None and e.derived_from in by_id]
 
 
 def _origin(s: Session) -> Any:
@@ -363,6 +392,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     if data["summary"]:
         print()
         print(printable(format_summary(data["summary"])))
+    for d in data["derived"]:  # one change, replayed: before and after in words (D4)
+        print()
+        print(printable(f"{d['id']} {d['differs']}"))
+        for line in d["lines"]:
+            print(printable(f"  {line}"))
     return 0
 
 

@@ -272,6 +272,9 @@ def experiment_from_form(
         {f.name: getattr(base, f.name) for f in fields(Experiment)} if base is not None else {}
     )
     data = dict(start)
+    # a form defines an experiment on its own: a replay's lineage is derive's (D4)
+    data.pop("derived_from", None)
+    data.pop("changed_key", None)
     data.setdefault("id", "")
     for name in ("id", "workload", "varied", "precision", "order"):
         text = getattr(form, name)
