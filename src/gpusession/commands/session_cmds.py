@@ -234,7 +234,8 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
                 pkg.time_left().total_seconds() if pkg.time_left() is not None else None  # type: ignore[union-attr]
             ),
         },
-        "runs": frame.height,
+        "rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
+        "runs": frame.height,  # the same count, under the first release's key
         "accepted_unique_corpora": accepted_unique_corpora(frame),
         "summary": [r.to_json() for r in summary],
         "copy_home_verified": verified,
@@ -310,7 +311,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                     "gpu_model": r.gpu_model,
                     "package": {"lots": r.package.lots, "days": r.package.days,
                                 "start": r.package.start, "end": r.package.end},
-                    "runs": r.runs,
+                    "rows": r.runs,  # the ROWS column: result rows (loads, runs, incidents)
+                    "runs": r.runs,  # the same count, under the first release's key
                     "accepted_unique_corpora": r.accepted_corpora,
                     "error": r.error,
                 }
