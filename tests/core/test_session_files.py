@@ -264,3 +264,23 @@ def test_a_new_sessions_root_is_0700_and_the_remembered_folder_file_0600_whateve
     remember_sessions_dir(root)
     assert state_file().read_text(encoding="utf-8") == f"{root}\n"
     assert _mode(state_file()) == 0o600 and _mode(state_file().parent) == 0o700
+
+
+def test_files_another_writer_left_under_a_session_folder_are_brought_to_0700_and_0600(
+        tmp_path: Path) -> None:
+    """A training subprocess or a splitter writes with its umask (0755/0644); a link is never followed."""
+    from gpusession.core.files.safefile import make_tree_private
+
+    tree = tmp_path / "s" / "models"
+    (tree / "sub").mkdir(parents=True, mode=0o755)
+    (tree / "sub" / "model.pt").write_bytes(b"w")
+    os.chmod(tree / "sub" / "model.pt", 0o644)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("theirs")
+    os.chmod(outside, 0o644)
+    (tree / "link").symlink_to(outside)
+    os.chmod(tree, 0o755)
+    assert make_tree_private(tree) == 3
+    assert [_mode(tree), _mode(tree / "sub"), _mode(tree / "sub" / "model.pt")] == [0o700, 0o700, 0o600]
+    assert _mode(outside) == 0o644 and (tree / "link").is_symlink()
+    assert make_tree_private(tree / "link") == 0 and make_tree_private(tmp_path / "none") == 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from gpusession.core.events import DemoCorpusWrittenRecord, DemoModelTrainedRecord
 from gpusession.core.files.errors import Failure
+from gpusession.core.files.safefile import make_tree_private
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Package, Session, utcnow
 
@@ -83,6 +84,8 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
     demo = dict(session.data.get("demo", {}))
     _write_corpus_once(session, demo, out)
     _train_model_once(session, demo, out)
+    for written in ("corpus", "models"):  # written by a splitter and a subprocess: their umask
+        make_tree_private(session.folder / written)
     if demo != session.data.get("demo"):
         session.update(lambda doc: doc.__setitem__("demo", demo))  # under the folder lock
     defined = define_experiment(session, _demo_experiment(demo, device))
