@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
@@ -124,7 +125,9 @@ def register(sub: Any) -> None:
                    help="experiment id, e.g. batch-sweep (letters, digits, '.', '_', '-')")
     q.add_argument("--workload", required=True,
                    help="bbc-news, synthetic-mlp, command, or module:factory")
-    q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); relative to the session")
+    q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); a relative path is "
+                   "relative to the session folder, as every path of an experiment (a file found only "
+                   "in the current directory is stored absolute, and said)")
     q.add_argument("--varied", default="batch", choices=["batch", "context"],
                    help="the one parameter the experiment varies (default batch)")
     q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
@@ -174,7 +177,12 @@ def register(sub: Any) -> None:
                    "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
                    "as whole arguments or --flag={output}, and are also in the environment as "
                    "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
-                   "(read those inside a sh -c script)")
+                   "(read those inside a sh -c script). It runs in the session folder: a relative "
+                   "program (./predict.sh) or file argument is relative to it. Each run of a command is "
+                   "a fresh process, so cold and warm differ only in what ran before: a cold run "
+                   "comes first in a fresh worker with no warm-up before it (the system's file cache "
+                   "may still hold the corpus); a warm run comes after --warmup unmeasured runs of "
+                   "that variant (the files and the GPU driver already touched)")
     q.set_defaults(func=cmd_experiment_define)
     q = esub.add_parser(
         "derive",
@@ -564,14 +572,17 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     from gpusession.core.validation import Protocol
 
     session = open_session(args, args.name)
+    said: list[str] = []
     exp = form.experiment_from_form(define_form(args), folder=session.folder,
-                                    check_protocol=Protocol.from_toml)
+                                    check_protocol=Protocol.from_toml, cwd=Path.cwd(), said=said)
     protocol = exp.protocol
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
         print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (a changed fixed setting makes a new experiment)")
     else:
         print(f"defined experiment {defined.id} in session {session.name}")
+    for line in said:  # a path found where it was typed, stored absolute
+        print(f"note: {line}")
     for w in _gpu_warnings(session, defined.id):
         print(f"warning: {w}")
     if not protocol:
