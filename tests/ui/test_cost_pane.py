@@ -158,3 +158,34 @@ async def test_d6_cost_pane_lists_the_other_sessions_of_the_folder_in_compares_t
         assert "other-card" in out and "time per accepted deliverable" in out
         assert "corpus revision differs" in out and "Not ranked" in out
         assert "--allow-different" not in out and "gpusession" not in out  # the pane's words
+
+
+async def test_the_lots_field_keeps_what_was_typed_and_refuses_it_in_words(
+        session: Any, make_app: MakeApp) -> None:
+    """A plan typed in the lots field is not silently cut to its digits ("5"): it is refused."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        lots = app.screen.query_one("#cost-lots", Input)
+        lots.focus()
+        lots.value = ""
+        await pilot.press(*"0.25,1,1,0.5,0.5")
+        await pilot.pause()
+        assert lots.value == "0.25,1,1,0.5,0.5"
+        assert "lots: expected a whole number ≥ 1, got '0.25,1,1,0.5,0.5'" in text_of(app, "#cost-report")
+
+
+async def test_the_focused_field_is_seen_without_colour(
+        session: Any, make_app: MakeApp, monkeypatch: Any) -> None:
+    """NO_COLOR: the focused field's frame differs in shape, not only in colour."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        lots = app.screen.query_one("#cost-lots", Input)
+        plan = app.screen.query_one("#cost-plan", Input)
+        lots.focus()
+        await pilot.pause()
+        assert lots.styles.border_top[0] != plan.styles.border_top[0], (lots.styles.border_top, plan.styles.border_top)

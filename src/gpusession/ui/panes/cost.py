@@ -96,7 +96,7 @@ class CostPane(Vertical):
             yield Label("GPU ")
             yield Input(pkg.gpu_model or "", placeholder="e.g. RTX A5000", id="cost-gpu")
             yield Label(" lots ")
-            yield Input(str(pkg.lots or 1), id="cost-lots", type="integer")
+            yield Input(str(pkg.lots or 1), id="cost-lots")  # kept as typed, refused in words
             yield Label(" days ")
             yield Choice(DAYS, str(pkg.days or 7), id="cost-days")
         with Horizontal(id="cost-form2"):
