@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         agent_cmd,
         checklist_cmds,
         compare_cmd,
+        completion_cmd,
         cost_cmds,
         pull_cmd,
         run_cmds,
@@ -72,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, compare_cmd,
-                checklist_cmds, pull_cmd):
+                checklist_cmds, pull_cmd, completion_cmd):
         mod.register(sub)
     return parser
 
