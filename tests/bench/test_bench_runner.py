@@ -254,9 +254,11 @@ def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, ses
     assert env["python_version"] == platform.python_version()
     assert env["device"] == "cpu" and env["gpu_count"] == 0
     assert "runtime_version" not in env  # empty on CPU, never "CUDA None" (H-07)
-    assert "torch_version" in env and "concurrent_load" in env
+    assert "concurrent_load" in env
+    # Echo computes in plain Python: no framework, and torch (the worker's clock) not named
+    assert "torch_version" not in env and "frameworks" not in env
     row = [r for r in s.results.rows() if r.phase == "warm"][0]
-    assert row.python_version == env["python_version"] and row.torch_version == env["torch_version"]
+    assert row.python_version == env["python_version"] and row.torch_version is None
     assert row.runtime_version is None and row.device == "cpu" and row.gpu_count == 0
     assert row.model_revision == "echo-1" and row.tokenizer_revision == "split-1"
     assert row.corpus_revision and len(row.corpus_revision) == 64

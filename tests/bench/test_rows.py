@@ -148,3 +148,30 @@ def test_r7_a_torn_run_says_how_its_group_ended_in_notes_and_incident() -> None:
     row, incident = _finish(ev, ended=ended)
     assert row.notes is not None and row.notes.endswith(f"elapsed not measured; {ended}")
     assert incident == f"run warm:batch-8:2: exception in the workload: RuntimeError: boom; {ended}"
+
+
+def test_r10_the_frameworks_recorded_are_those_the_workload_uses_not_the_workers_torch() -> None:
+    """A scikit-learn workload reads "torch not used, frameworks scikit-learn …"."""
+    import sys
+    import types
+
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import LogisticRegression
+
+    from gpusession.bench.device import frameworks_used
+    from gpusession.core.events.words import _environment_words
+
+    mod = types.ModuleType("sk_workload_for_test")
+    exec("from sklearn.linear_model import LogisticRegression\n"
+         "class W:\n    def __init__(self):\n        self.model = LogisticRegression()\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        found = frameworks_used(mod.W())
+    finally:
+        del sys.modules[mod.__name__]
+    assert list(found) == ["scikit-learn"] and found["scikit-learn"][0].isdigit()
+    assert frameworks_used(types.SimpleNamespace(model=LogisticRegression())) == found
+    torch = pytest.importorskip("torch")
+    assert list(frameworks_used(types.SimpleNamespace(net=torch.nn.Linear(2, 2)))) == ["torch"]
+    words = _environment_words({"device": "cpu", "torch_version": None, "frameworks": "scikit-learn 1.5.2"})
+    assert "torch not used, frameworks scikit-learn 1.5.2" in words

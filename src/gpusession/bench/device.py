@@ -14,6 +14,7 @@ import os
 import platform
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -145,6 +146,48 @@ def make_output_private(path: Path) -> None:
         os.close(fd)
 
 
+#: Frameworks a workload may compute with: import name → distribution name (for its version).
+FRAMEWORKS = {
+    "torch": "torch", "sklearn": "scikit-learn", "tensorflow": "tensorflow", "jax": "jax",
+    "onnxruntime": "onnxruntime", "transformers": "transformers", "xgboost": "xgboost",
+    "lightgbm": "lightgbm", "vllm": "vllm", "tensorrt": "tensorrt", "numpy": "numpy",
+}
+
+
+def frameworks_used(workload: Any) -> dict[str, str]:
+    """The frameworks ``workload`` computes with, and their versions (R10).
+
+    Read from what the workload holds, not from what is imported in the worker (which
+    imports torch for its clock): the packages of its own module's imports, of its class
+    and of its attributes' types. A framework found there without a readable version
+    says ``"version not read"``.
+
+    Returns:
+        ``{"scikit-learn": "1.5.2", …}`` in :data:`FRAMEWORKS` order; ``{}`` when none.
+    """
+    import importlib.metadata
+    import inspect
+
+    seen: set[str] = set()
+    module = sys.modules.get(type(workload).__module__)
+    held = [workload, *vars(workload).values()] if hasattr(workload, "__dict__") else [workload]
+    names = [type(v).__module__ for v in held]
+    if module is not None:
+        names += [m.__name__ for m in vars(module).values() if inspect.ismodule(m)]
+        names += [getattr(v, "__module__", None) or "" for v in vars(module).values()
+                  if inspect.isclass(v) or inspect.isfunction(v)]
+    for name in names:
+        seen.add(str(name).split(".")[0])
+    out: dict[str, str] = {}
+    for top, dist in FRAMEWORKS.items():
+        if top in seen and not (top == "numpy" and len(seen & set(FRAMEWORKS)) > 1):
+            try:
+                out[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                out[dist] = "version not read"
+    return out
+
+
 #: Environment variables that change how the GPU work runs (device order, visibility,
 #: allocator), recorded with the environment; ``"unset"`` when absent.
 SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
@@ -266,10 +309,14 @@ class TorchDevice:
         torch = self.torch
         snap = read_nvml()
         used = self.used_devices(workload)
+        frameworks = frameworks_used(workload)
         env: dict[str, Any] = {
             "device": self.device,
             "python_version": platform.python_version(),
-            "torch_version": str(torch.__version__),
+            # torch only when the workload uses it: the worker imports torch for its own
+            # clock, so a scikit-learn workload would otherwise read "PyTorch 2.x"
+            "torch_version": str(torch.__version__) if "torch" in frameworks or self.is_gpu else None,
+            "frameworks": ", ".join(f"{n} {v}" for n, v in frameworks.items()) or None,
             "runtime_version": runtime_version(torch, self.device),
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
             "gpus_used": used,

@@ -38,7 +38,8 @@ def _environment_words(env: Mapping[str, Any]) -> str:
     runtime = env.get("runtime_version") or ("none (CPU)" if env.get("device") == "cpu" else "not recorded")
     return (f"environment: device {said('device')}, GPU {said('gpu_model', 'none')}, "
             f"GPUs used {said('gpu_count')}, torch {said('torch_version', 'not used')}, "
-            f"runtime {runtime}, driver {driver}")
+            + (f"frameworks {env['frameworks']}, " if env.get("frameworks") else "")
+            + f"runtime {runtime}, driver {driver}")
 
 
 _ACCEPTED_WORDS = {True: "accepted", False: "REJECTED", None: "not validated"}
