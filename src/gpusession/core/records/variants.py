@@ -213,6 +213,13 @@ class SpreadWarning:
                 f"({format_seconds(self.max_s)}), was {after}")
 
 
+    def short_words(self) -> str:
+        """``batch-1 31 % (slowest run 2)``; ``(slowest run 1, the first after a load)`` when it was."""
+        which = f"run {self.slowest_run}" if self.slowest_run is not None else "a run"
+        after = ", the first after a load" if self.first_after_load else ""
+        return f"{self.variant_id} {round(self.spread * 100)} % (slowest {which}{after})"
+
+
 def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
