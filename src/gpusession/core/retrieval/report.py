@@ -1,15 +1,20 @@
 """One Markdown report of a session for the person who approves the work (G§8).
 
-Sections, always present (a section with nothing to show says so): need and criteria
-(the notes of the stage-1 checklist items), environment seen (R10: observed, not taken
-from the order), each experiment's protocol (V5, R1-R5), the summary per variant and
-phase (R6: median and min-max, failures kept, R7), memory peaks (M2: allocated and
-reserved side by side, never added), validation verdicts (V1), cost (K1-K5), the
-retrieval manifest (S4), the decision note, and the checklist's progress.
+It opens with the answer, in at most 10 lines: the verdict (distinct accepted corpora,
+runs validated), the package cost and the cost per accepted deliverable (the figures of
+``gpusession cost``), the variant to keep with its ratio (D5, D7) and the risks
+(incidents, rejected variants, the copy home, time left). Then five sections, always
+present (one with nothing to show says so): the results per variant and phase (R6:
+median and min-max, failures kept, R7; the variants compared in words with an exact
+test, D7; memory peaks, M2; each incident once; the charts), the validation verdicts
+(V1), the cost (K1-K5), the environment seen (R10) and each experiment's protocol (V5,
+R1-R5), and the need, decision, retrieval manifest (S4) and checklist progress.
+``--html`` writes the same text as one self-contained page
+(:mod:`gpusession.core.retrieval.report_html`).
 
-PNG charts (durations per variant and phase, memory peaks) are drawn with matplotlib
-only when it is importable (``pip install -e '.[report]'``); otherwise the report
-says they were left out and why. An existing report is never overwritten silently:
+PNG charts (durations per variant, load, cold and warm apart, on axes from 0; memory
+peaks) are drawn with matplotlib, a dependency imported only here; where it cannot be
+imported the report says they were left out and why. An existing report is never overwritten silently:
 ``report.md`` becomes ``report-2.md``..., an explicit ``--out`` that exists is refused
 without ``force``.
 
@@ -18,6 +23,7 @@ Who calls it: ``gpusession report NAME``. No torch, no textual.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,7 +46,7 @@ from gpusession.core.files.units import (
     significant,
 )
 from gpusession.core.folder.session import Session, refuse_session_data
-from gpusession.core.records.summary import accepted_unique_corpora, validated_count
+from gpusession.core.records.summary import accepted_unique_corpora, validated_count, variant_words
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.retrieval.manifest import next_free_path, read_manifest
@@ -64,6 +70,7 @@ class ReportWritten:
     path: Path
     charts: list[Path] = field(default_factory=list)
     charts_note: str | None = None
+    html: Path | None = None
 
 
 def _cell(value: Any) -> str:
@@ -706,19 +713,101 @@ def _progress(items: list[cl.ChecklistItem]) -> list[str]:
 
 
 # -- charts ------------------------------------------------------------------------------
+#: The phases drawn apart, each in its own panel (a load and a warm run are not comparable).
+PHASES = ("load", "cold", "warm")
+#: The panels from left to right: the warm runs, which the variants are compared on, first.
+PANELS = ("warm", "cold", "load")
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend; ``ImportError`` when it cannot be had."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
+    """Warm, cold and load medians per variant, min–max bars, one panel per phase and
+    experiment, every axis from 0 (a chart must not make a small difference look large)."""
+    groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+        pl.col("elapsed_seconds").median().alias("median"), pl.col("elapsed_seconds").min().alias("lo"),
+        pl.col("elapsed_seconds").max().alias("hi"))
+    exps = list(dict.fromkeys(groups["experiment_id"].to_list()))
+    widest = max((groups.filter(pl.col("experiment_id") == e).get_column("variant_id").n_unique()
+                  for e in exps), default=1)
+    fig, axes = plt.subplots(len(exps), len(PANELS), squeeze=False,
+                             figsize=(max(7.5, 1.1 * widest * len(PANELS)), 3.2 * len(exps)))
+    for row, exp in enumerate(exps):
+        for col, phase in enumerate(PANELS):
+            ax = axes[row][col]
+            g = groups.filter((pl.col("experiment_id") == exp) & (pl.col("phase") == phase))
+            names = [variant_words(v, phase) for v in g["variant_id"].to_list()]
+            med, lo, hi = g["median"].to_list(), g["lo"].to_list(), g["hi"].to_list()
+            xs = list(range(len(names)))
+            ax.bar(xs, med, color="#4a7ab5", width=0.6)
+            ax.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo, strict=True)],
+                                       [b - m for m, b in zip(med, hi, strict=True)]],
+                        fmt="none", ecolor="black", capsize=4, linewidth=1)
+            ax.set_ylim(bottom=0, top=max(hi, default=1.0) * 1.15 or 1.0)
+            ax.set_xticks(xs)
+            turn = len(names) > 4 or max((len(n) for n in names), default=0) > 10
+            ax.set_xticklabels(names, fontsize=8, rotation=30 if turn else 0, ha="right" if turn else "center")
+            ax.set_title(f"{exp}: {phase}" if len(exps) > 1 else phase, fontsize=10)
+            if not names:
+                ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+            if col == 0:
+                ax.set_ylabel("seconds (median; bar: min–max)", fontsize=8)
+    fig.suptitle("Durations per variant: median and min–max, axis from 0", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _memory_figure(plt: Any, mem: pl.DataFrame) -> Any:
+    """Peak allocated and reserved per variant and phase, side by side (never added)."""
+    g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+        pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+    several = g.get_column("experiment_id").n_unique() > 1
+    names = [(f"{r['experiment_id']}\n" if several else "") + f"{r['variant_id']}\n{r['phase']}"
+             for r in g.iter_rows(named=True)]
+    divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
+    alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+    resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
+    xs = list(range(len(names)))
+    ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
+    ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(names, fontsize=7)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
+    ax.set_title("Memory peaks per variant and phase")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | None]:
+    """``(pyplot, [(name, figure)], note)``: the charts of ``frame``, or why there are none."""
+    try:
+        plt = _pyplot()
+    except ImportError:
+        return None, [], ("Charts left out: matplotlib is not installed "
+                          "(`pip install 'matplotlib>=3.7'`, a dependency of gpusession).")
+    timed = frame.filter(pl.col("elapsed_seconds").is_not_null() & pl.col("phase").is_in(PHASES))
+    if timed.height == 0:
+        return plt, [], "Charts left out: no measured duration yet."
+    figures = [("durations", _duration_figure(plt, timed))]
+    mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
+    if mem.height:
+        figures.append(("memory", _memory_figure(plt, mem)))
+    return plt, figures, None
+
+
 def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path], str | None]:
     """Draw the PNGs next to the report; ``(paths, note)``; never raises."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return [], ("Charts left out: matplotlib is not installed "
-                    "(`pip install -e '.[report]'` in the gpusession clone to draw them).")
-    timed = frame.filter(pl.col("elapsed_seconds").is_not_null())
-    if timed.height == 0:
-        return [], "Charts left out: no measured duration yet."
     paths: list[Path] = []
 
     def target(suffix: str) -> Path:
@@ -730,50 +819,43 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
         return p
 
     try:
-        groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-            pl.col("elapsed_seconds"))
-        labels = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in groups.iter_rows(named=True)]
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels)), 4.0))
-        for x, r in enumerate(groups.iter_rows(named=True)):
-            ys = r["elapsed_seconds"]
-            ax.scatter([x] * len(ys), ys, s=14)
-            ax.hlines(sorted(ys)[len(ys) // 2] if len(ys) % 2 else
-                      (sorted(ys)[len(ys) // 2 - 1] + sorted(ys)[len(ys) // 2]) / 2,
-                      x - 0.3, x + 0.3, colors="black")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel("elapsed seconds (every measured run; bar = median)")
-        ax.set_title("Durations per variant and phase")
-        fig.tight_layout()
-        p = target("durations")
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
-        mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
-        if mem.height:
-            g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-                pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
-            names = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in g.iter_rows(named=True)]
-            divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
-            alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
-            resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
-            fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
-            xs = list(range(len(names)))
-            ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
-            ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
-            ax.set_xticks(xs)
-            ax.set_xticklabels(names, fontsize=7)
-            ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
-            ax.set_title("Memory peaks per variant and phase")
-            ax.legend()
-            fig.tight_layout()
-            p = target("memory")
+        plt, figures, note = _figures(frame)
+        for suffix, fig in figures:
+            p = target(suffix)
             fig.savefig(p, dpi=110)
             plt.close(fig)
             paths.append(p)
-    except Exception as exc:  # noqa: BLE001 - matplotlib (optional, any version) documents no exception set; a chart must never cost the report, and the note names the error
+    except BadInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - matplotlib documents no exception set; a chart must never cost the report, and the note names the error
         return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
-    return paths, None
+    return paths, note
+
+
+def chart_svgs(frame: pl.DataFrame) -> tuple[list[tuple[str, str]], str | None]:
+    """The same charts as SVG text, for the HTML page (inline: no file, no request).
+
+    Returns:
+        ``([(name, svg)], note)``; the note says why charts were left out. Never raises.
+    """
+    import io
+    import re
+
+    out: list[tuple[str, str]] = []
+    try:
+        plt, figures, note = _figures(frame)
+        for name, fig in figures:
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+            plt.close(fig)
+            svg = buf.getvalue()
+            svg = svg[svg.index("<svg"):]  # the XML prolog and DOCTYPE have no place inline
+            svg = re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S)  # labels live in
+            # comments (a variant's name): dropped, the drawn glyphs stay
+            out.append((name, svg))
+    except Exception as exc:  # noqa: BLE001 - as in _charts: the page is written without them
+        return out, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
+    return out, note
 
 
 # -- assembly ----------------------------------------------------------------------------
@@ -915,7 +997,8 @@ def render_report(session: Session, *, now: datetime | None = None,
 
 
 def write_report(session: Session, *, out: Path | None = None, force: bool = False,
-                 now: datetime | None = None, nvml: Any | None = None) -> ReportWritten:
+                 now: datetime | None = None, nvml: Any | None = None,
+                 html: bool = False) -> ReportWritten:
     """Write the report (and its charts) atomically; never overwrite silently.
 
     Args:
@@ -925,9 +1008,11 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         force: overwrite an existing file (``out`` or ``report.md``).
         now: the generation time shown (aware); default now.
         nvml: an NVML module, fake or snapshot (tests); default the real one.
+        html: also write the same text as one self-contained HTML page next to it
+            (``report.html`` beside ``report.md``; charts inline as SVG), mode 0600.
 
     Raises:
-        BadInput: ``out`` exists without ``force``; its folder does not exist; ``out``
+        BadInput: ``out`` (or its HTML page) exists without ``force``; its folder does not exist; ``out``
             is (or leads through a link to) a session's file other than an earlier
             report, even with ``force`` (:func:`gpusession.core.folder.session.refuse_session_data`).
     """
@@ -942,14 +1027,27 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
     if not target.parent.is_dir():
         raise BadInput("folder of the report does not exist", path=target.parent)
+    page = target.with_suffix(".html") if html else None
+    if page is not None:
+        refuse_session_data(page, what="report")
+        if os.path.lexists(page) and not force:
+            raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
     frame = session.results.read()
     chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
     text = render_report(session, now=now, charts=chart_paths, charts_note=note, nvml=nvml)
     write_atomic_bytes(target, text.encode("utf-8"))
+    if page is not None:
+        from gpusession.core.retrieval.report_html import markdown_to_html
+
+        svgs, _ = chart_svgs(frame)
+        named = {name: svg for name, svg in svgs}
+        page_text = markdown_to_html(text, title=f"Session report: {session.name}", charts=named)
+        write_atomic_bytes(page, mask_text(page_text)[0].encode("utf-8"))  # mode 0600
     from gpusession.core.events.actions import ReportWrittenRecord
 
-    session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]))
-    return ReportWritten(target, chart_paths, note)
+    session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]
+                                        + ([str(page)] if page is not None else [])))
+    return ReportWritten(target, chart_paths, note, page)
 
 
 __all__ = ["SECTIONS", "ReportWritten", "render_report", "write_report"]
