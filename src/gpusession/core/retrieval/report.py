@@ -626,8 +626,12 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
 
 
 def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
-    """The session's :class:`~gpusession.core.money.cost.CostReport`, as ``gpusession cost``
-    computes it (K1-K7); a string saying why when it cannot be, ``None`` without a package."""
+    """The session's cost report, computed as ``gpusession cost`` computes it (K1-K7).
+
+    Returns:
+        A :class:`~gpusession.core.money.cost.CostReport`; a string saying why when it
+        cannot be computed; ``None`` while the package is not set.
+    """
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
@@ -720,7 +724,7 @@ PANELS = ("warm", "cold", "load")
 
 
 def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend; ``ImportError`` when it cannot be had."""
+    """Pyplot on matplotlib's Agg backend; ``ImportError`` when it cannot be had."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -730,8 +734,11 @@ def _pyplot() -> Any:
 
 
 def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
-    """Warm, cold and load medians per variant, min–max bars, one panel per phase and
-    experiment, every axis from 0 (a chart must not make a small difference look large)."""
+    """Warm, cold and load medians per variant with min–max bars, one panel each.
+
+    One row of panels per experiment; every axis starts at 0, so a small difference
+    does not look large.
+    """
     groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
         pl.col("elapsed_seconds").median().alias("median"), pl.col("elapsed_seconds").min().alias("lo"),
         pl.col("elapsed_seconds").max().alias("hi"))

@@ -81,7 +81,7 @@ def _inline(text: str, charts: Mapping[str, str]) -> str:
 
 
 def _cells(line: str) -> list[str]:
-    """The cells of a pipe-table row (``\\|`` is a pipe inside a cell)."""
+    """The cells of a pipe-table row (a backslash before a pipe keeps it inside a cell)."""
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
     body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
