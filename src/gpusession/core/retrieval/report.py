@@ -220,9 +220,12 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
                 "driver_version", "runtime_version", "concurrent_load", "nvml_reason"}
     for label, table in tables:  # one wrapped paragraph, not one line per key
         mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
-        pairs = [f"{k} {_flat(v)}" for k, v in table.items()
+        unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
+        pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
                  if k not in in_table and k not in mapped and v not in ("unset", None, "-")
                  and _flat(v) != "-" and k != "observed_at"]
+        if unset:
+            pairs.append(f"unset: {', '.join(unset)}")
         named = f" ({label})" if len(tables) > 1 else ""
         out += [""] + _wrap(f"Also stored{named}: " + "; ".join(pairs) + ".")
     seen: set[str] = set()
@@ -657,8 +660,9 @@ def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
         return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
     lines = [rep] if isinstance(rep, str) else rep.lines()
     said = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}"] + [
-        "No projection to a longer package (K5)" if line == NO_PROJECTION_LINE else line.rstrip(".")
-        for line in lines if not line.startswith("GPU: ")]
+        "No projection: only what is accepted so far" if line == NO_PROJECTION_LINE else line.rstrip(".")
+        for line in lines if not line.startswith("GPU: ")
+        and not (line.startswith("Accepted deliverables: ") and "distinct" in line)]  # said in the verdict
     return _wrap(". ".join(said) + ".")  # the lines of `gpusession cost`, in one paragraph
 
 
@@ -713,7 +717,8 @@ def _progress(items: list[cl.ChecklistItem]) -> list[str]:
         st = [i for i in items if i.stage == stage]
         parts.append(f"{stage}: {sum(i.done for i in st)}/{len(st)}")
     done = sum(i.done for i in items)
-    return _wrap(f"Checklist: {done} of {len(items)} items done ({', '.join(parts)} per stage).")
+    per = f" ({', '.join(parts)} per stage)" if done else ""
+    return _wrap(f"Checklist: {done} of {len(items)} items done{per}.")
 
 
 # -- charts ------------------------------------------------------------------------------
@@ -832,8 +837,6 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
             fig.savefig(p, dpi=110)
             plt.close(fig)
             paths.append(p)
-    except BadInput:
-        raise
     except Exception as exc:  # noqa: BLE001 - matplotlib documents no exception set; a chart must never cost the report, and the note names the error
         return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
     return paths, note
@@ -943,7 +946,10 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident",
              f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected",
              retrieval_state(session.folder).words]
-    risks += [text.split(";")[0].removeprefix("WARNING: ") for _, text in probes if text.startswith("WARNING")]
+    import re
+
+    risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
+              for _, text in probes if text.startswith("WARNING")]
     if session.package.end is not None:
         risks.append(package_window(session.package, now).time_left_words(minutes=False))
     out += _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
