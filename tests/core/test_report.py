@@ -96,7 +96,7 @@ def test_report_has_every_section_with_content(report_session: Session) -> None:
     assert "Classify 1,000 texts" in need and "Ana, macro-F1" in need
     env = _section(text, "Environment and protocol")
     assert "NVIDIA RTX A5000" in env and "CUDA 12.4" in env and "550.54.15" in env
-    assert "matches the package" in env and "on the GPU" in env
+    assert "GPU-5f3a-0001" in env and "matches the package" in env and "on the GPU" in env
     assert "batch-sweep" in env and "business, sport" in env and "threshold: 0.8" in env
     results = _section(text, "Results per variant and phase")
     # batch-8 warm: 4 measured, 1 failed kept; median of 0.51..0.54 = 0.525
@@ -131,6 +131,26 @@ def test_d5_the_report_opens_with_the_verdict_the_cost_and_the_variant_to_keep(r
     assert "**Risks:** 1 incident; no variant rejected; copy home not verified" in first
     # each incident once: the row's note and the journal say the same failure
     assert text.count("out of memory") == 1
+
+
+def test_d5_each_incident_said_once_with_the_runs_it_concerns(new_session: NewSession) -> None:
+    """The runner says a failed run in its row's notes and in the journal: the report, once."""
+    from gpusession.core.events import IncidentRecord
+
+    s = new_session("incidents")
+    said = "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    s.results.append_many([
+        ResultRow(experiment_id="e", variant_id="batch-64", phase="warm", run_index=i,
+                  notes=f"incident: {said}; elapsed not measured; concurrent load at start: host CPU 9%")
+        for i in (1, 2)])
+    for i in (1, 2):
+        s.journal(IncidentRecord(experiment_id="e", message=f"run warm:batch-64:{i}: {said}"))
+    s.journal(IncidentRecord(experiment_id="e", message=f"worker warm: {said}"))
+    text = render_report(s, now=T0, nvml=NVML)
+    assert text.count("Tried to allocate 2.00 GiB") == 1, text
+    assert "2 runs of e (warm); 3 times, last" in " ".join(text.split())
+    assert "**Risks:** 1 incident;" in text
+    assert "concurrent load at start: host CPU 9%" in " ".join(text.split())  # the other note stays
 
 
 def test_d5_a_rejected_faster_variant_is_a_risk_never_the_one_to_keep(new_session: NewSession) -> None:

@@ -158,7 +158,7 @@ def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
     with_notes = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
     for r in with_notes.iter_rows(named=True):
         key = re.sub(r" of worker \S+", "", str(r["notes"]))
-        key = key.split("incident: ", 1)[0].rstrip("; ")  # an incident: said once, with the incidents
+        key = _split_incident(key)[0]  # an incident: said once, with the incidents
         if key in (LOAD_REMARK, ""):  # says what the phase column already says
             continue
         groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
@@ -230,9 +230,9 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
         out += [""] + _wrap(f"Also stored{named}: " + "; ".join(pairs) + ".")
     seen: set[str] = set()
     for n, (label, text) in enumerate(probes):
-        if label.startswith("Device check now") or "nothing to compare" in text or text.startswith(
-                ("not available yet", "WARNING")):  # the machine writing the report, nothing to
-            continue  # say, or a warning the summary's risks already give
+        if "nothing to compare" in text or text.startswith(("not available yet", "WARNING",
+                                                             "NVML now: not available")):
+            continue  # nothing to say, or a warning the summary's risks already give
         if not any(line.startswith("- **") for line in out[-n - 3:]):
             out.append("")  # the list's blank line, once
         lines = [_said_once(line.strip(), seen) for line in text.splitlines() if line.strip()]
@@ -439,7 +439,25 @@ def _compared(frame: pl.DataFrame, table: list[Any]) -> list[str]:
 
 
 #: A worker's or run's name inside a message, which does not make it another incident.
-_WHO = r"(?: of worker \S+|^worker \S+: |^incident: |; elapsed not measured$| during this run$)"
+_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
+#: Where a row's incident ends inside its notes: the notes that follow it are others.
+_INCIDENT_END = ("; elapsed not measured", "; concurrent load at start: ", "; preceded by ", "; truncated ")
+
+
+def _split_incident(note: str) -> tuple[str, list[str]]:
+    """``(the other notes, [incidents])`` of one row's notes (``incident: …`` parts)."""
+    rest: list[str] = []
+    found: list[str] = []
+    head, sep, tail = note.partition("incident: ")
+    rest.append(head.rstrip("; "))
+    while sep:
+        ends = [i for i in (tail.find(e) for e in _INCIDENT_END) if i >= 0]
+        cut = min(ends) if ends else len(tail)
+        found.append(tail[:cut])
+        after = tail[cut:].removeprefix("; elapsed not measured")
+        head, sep, tail = after.partition("incident: ")
+        rest.append(head.strip("; "))
+    return "; ".join(r for r in rest if r), found
 
 
 def _incident_key(text: str) -> str:
@@ -483,7 +501,7 @@ def _incident_groups(session: Session, frame: pl.DataFrame) -> dict[str, dict[st
     if frame.height:
         with_notes = frame.filter(pl.col("notes").is_not_null() & pl.col("notes").str.contains("incident: "))
         for r in with_notes.iter_rows(named=True):
-            for part in str(r["notes"]).split("incident: ")[1:]:
+            for part in _split_incident(str(r["notes"]))[1]:
                 key = _incident_key(part.rstrip("; "))
                 g = groups.setdefault(key, {"runs": [], "times": []})
                 g["runs"].append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
