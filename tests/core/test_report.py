@@ -133,6 +133,21 @@ def test_d5_the_report_opens_with_the_verdict_the_cost_and_the_variant_to_keep(r
     assert text.count("out of memory") == 1
 
 
+def test_d5_the_summary_keeps_to_10_lines_and_its_risks_with_many_experiments(new_session: NewSession) -> None:
+    s = new_session("many")
+    common: dict[str, Any] = dict(corpus_revision="c@1", quality_metric="macro_f1", quality_threshold=0.9,
+                                  quality_tolerance=0.0, ids_match=True, format_valid=True, phase="warm",
+                                  quality_value=0.95, corpus_accepted=True)
+    s.results.append_many([ResultRow(**common, experiment_id=f"experiment-with-a-long-name-{e}",
+                                     variant_id=f"variant-{v}", run_index=i, elapsed_seconds=0.1 * v + i / 100)
+                           for e in range(6) for v in (1, 2) for i in range(1, 6)])
+    lines = render_report(s, now=T0, nvml=NVML).splitlines()
+    summary = lines[2:lines.index("", 2)]
+    assert len(summary) <= 10, summary
+    assert any("**Risks:**" in line for line in summary)
+    assert "more experiments: see the results" in "\n".join(summary)
+
+
 def test_d5_each_incident_said_once_with_the_runs_it_concerns(new_session: NewSession) -> None:
     """The runner says a failed run in its row's notes and in the journal: the report, once."""
     from gpusession.core.events import IncidentRecord

@@ -909,10 +909,8 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     per line, the others counted.
     """
     from gpusession.core.money.rates import format_usd
-    from gpusession.core.money.window import package_window
-    from gpusession.core.records.summary import recommended_variant, verdict_count_words
+    from gpusession.core.records.summary import verdict_count_words
     from gpusession.core.records.variants import compare_variants
-    from gpusession.core.retrieval.status import retrieval_state
 
     timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
     runs = sum(r.runs for r in timed)
@@ -943,35 +941,52 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
                      f"{t_.days} days × {_plural(t_.lots, 'lot', 'lots')}); {each}.", indent="  ", first="- ")
     comparisons = compare_variants(frame, table)
     exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
-    for exp in exps[:3]:
-        best = recommended_variant(table, exp)
-        if best is None:
-            said = f"no accepted variant in {_cell(exp)} (none is named)"
-        else:
-            mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
-            said = f"{_cell(best.variant_id)} of {_cell(exp)}, warm median {format_seconds(best.median_seconds)}"
-            if mine:
-                c = max(mine, key=lambda c: c.ratio or 0.0)
-                how = (f"{c.ratio:.1f}× faster than {_cell(c.other)}" if (c.ratio or 0) >= 1.05
-                       else f"about as fast as {_cell(c.other)}")
-                said += f"; {how}, {c.noise_words()}"
-            else:
-                said += "; the only variant measured warm"
-        out += _wrap(f"**Keep:** {said}.", indent="  ", first="- ")
-    if len(exps) > 3:
-        out += [f"  - … and {len(exps) - 3} more experiments: see Results."]
+    risks = _risk_lines(session, frame, rejected, probes, now)
+    keep: list[str] = []
+    for n, exp in enumerate(exps):  # as many experiments as the 10 lines hold, the rest counted
+        lines = _wrap(f"**Keep:** {_keep_words(table, comparisons, exp)}.", indent="  ", first="- ")
+        room = SUMMARY_LINES - len(out) - len(risks) - len(keep) - (1 if n < len(exps) - 1 else 0)
+        if len(lines) > room:
+            keep.append(f"- **Keep:** … {len(exps) - n} more experiments: see the results.")
+            break
+        keep += lines
+    return (out + keep + risks)[:SUMMARY_LINES]
+
+
+def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
+    """The variant to keep of ``exp`` with its ratio to the slowest other one (D5, D7)."""
+    from gpusession.core.records.summary import recommended_variant
+
+    best = recommended_variant(table, exp)
+    if best is None:
+        return f"no accepted variant in {_cell(exp)} (none is named)"
+    mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
+    said = f"{_cell(best.variant_id)} of {_cell(exp)}, warm median {format_seconds(best.median_seconds)}"
+    if not mine:
+        return said + "; the only variant measured warm"
+    c = max(mine, key=lambda c: c.ratio or 0.0)
+    how = (f"{c.ratio:.1f}× faster than {_cell(c.other)}" if (c.ratio or 0) >= 1.05
+           else f"about as fast as {_cell(c.other)}")
+    return f"{said}; {how}, {c.noise_words()}"
+
+
+def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
+                probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
+    """The risks line: incidents, rejected variants, the copy home, the GPU, time left."""
+    import re
+
+    from gpusession.core.money.window import package_window
+    from gpusession.core.retrieval.status import retrieval_state
+
     incidents = len(_incident_groups(session, frame))
     risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident",
              f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected",
              retrieval_state(session.folder).words]
-    import re
-
     risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
               for _, text in probes if text.startswith("WARNING")]
     if session.package.end is not None:
         risks.append(package_window(session.package, now).time_left_words(minutes=False))
-    out += _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
-    return out[:SUMMARY_LINES]
+    return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
 
 
 def render_report(session: Session, *, now: datetime | None = None,
