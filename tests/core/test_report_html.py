@@ -92,6 +92,9 @@ def test_d5_html_report_in_a_real_chromium(report_session: Session, tmp_path: Pa
     assert "<img" not in dom  # the variant named like an image stays text
     assert "onerror" in dom  # … and is shown
     assert "<svg" in dom  # the charts, inline
+    pdf = tmp_path / "printed.pdf"  # and it prints
+    _chromium(tmp_path, page, f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert pdf.is_file() and pdf.read_bytes()[:5] == b"%PDF-"
 
 
 @needs_chromium

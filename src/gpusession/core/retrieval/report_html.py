@@ -37,11 +37,13 @@ code { font: .9em ui-monospace, SFMono-Regular, Menlo, monospace; background: #f
 table { border-collapse: collapse; font-size: .9rem; }
 th, td { border: 1px solid #bbb; padding: .25rem .5rem; text-align: left; white-space: nowrap; }
 th { background: #eee; }
-.chart svg { max-width: 100%; height: auto; display: block; margin: .5rem 0; }
+.chart { display: block; overflow-x: auto; -webkit-overflow-scrolling: touch; }
+.chart svg { width: 100%; min-width: 36rem; height: auto; display: block; margin: .5rem 0; }
 @media print {
   body { font-size: 11pt; }
   main { max-width: none; padding: 0; }
-  .scroll { overflow: visible; }
+  .scroll, .chart { overflow: visible; }
+  .chart svg { min-width: 0; }
   th, td { white-space: normal; }
   h2 { break-after: avoid; }
   table, .chart { break-inside: avoid; }
