@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Exit codes: 0 ok, 1 failure (also a run stopped by Ctrl-C at a run boundary: "
             "incomplete; or output cut short because its reader closed, as `| head` does), "
             "2 bad input, 3 corpus rejected (validate) or retrieved copy "
-            "differs (verify-copy), 129 / 130 / 143 a run ended at once by SIGHUP / a "
+            "differs (verify-copy) or sessions not ranked because their work differs "
+            "(compare), 129 / 130 / 143 a run ended at once by SIGHUP / a "
             "second Ctrl-C / SIGTERM."
         ),
     )
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gpusession.commands import (
         agent_cmd,
         checklist_cmds,
+        compare_cmd,
         cost_cmds,
         pull_cmd,
         run_cmds,
@@ -69,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         validate_cmd,
     )
 
-    for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, checklist_cmds,
-                pull_cmd):
+    for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, compare_cmd,
+                checklist_cmds, pull_cmd):
         mod.register(sub)
     return parser
 

@@ -43,7 +43,8 @@ def _events(session: Session, name: str) -> list[dict[str, Any]]:
 
 @pytest.mark.torch
 @pytest.mark.parametrize(("workload", "needle"), [
-    ("no_such_module_for_gpusession:Factory", "does not import"),
+    ("no_such_module_for_gpusession:Factory", "does not import: No module named "
+     "'no_such_module_for_gpusession' (searched the directory gpusession ran in, "),
     ("fake_workloads:RefusedLoad", "model_dir does not exist"),
     ("fake_workloads:OneArgLoad", "cannot be called as load(device, precision, context_limit)"),
 ])
@@ -99,3 +100,22 @@ def test_corrected_definition_starts_a_clean_attempt(
     current = [r for r in table if r.attempt is None]
     assert current and all(r.failed == 0 for r in current)
     assert table[-1] is old[0]  # the failed attempt is shown apart, after the current rows
+
+
+def test_a_workload_module_not_found_names_where_it_was_searched(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The usual fix is PYTHONPATH or the directory gpusession runs in: both are named."""
+    from gpusession.bench.workloads.base import resolve
+    from gpusession.core.files.errors import BadInput
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "/opt/models")
+    with pytest.raises(BadInput) as info:
+        resolve("mymodel_not_here:make", {})
+    said = str(info.value)
+    assert f"searched the directory gpusession ran in, {tmp_path}, PYTHONPATH=/opt/models" in said
+    (tmp_path / "broken_inside.py").write_text("import not_a_module_at_all\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(BadInput) as inner:  # found, but its own import fails: no search words
+        resolve("broken_inside:make", {})
+    assert "not_a_module_at_all" in str(inner.value) and "searched" not in str(inner.value)

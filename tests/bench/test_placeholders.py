@@ -407,7 +407,7 @@ def test_h34_python_c_past_an_option_value_is_refused_yet_run_anyway_creates_not
         spec = {"corpus": str(corpus), "plain": plain}
         out = run_dir / "batch-1" / "warm-1.jsonl"
         with _placeholder_env(spec, {"batch": 1}, out):
-            code = _call(_command_argv(argv_t, spec, {"batch": 1}, out)).returncode
+            code = _call(_command_argv(argv_t, spec, {"batch": 1}, out), tmp_path).returncode
     finally:
         remove_plain_paths(plain)
     assert code == 0

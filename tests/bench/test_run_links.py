@@ -145,3 +145,20 @@ def test_linked_ranks_csv_of_the_load_is_an_incident_not_a_silent_skip(
     assert target.read_text() == "precious\n"
     incidents = [e for e in ch.sent if isinstance(e, WorkerIncident)]
     assert len(incidents) == 1 and "ranks.csv: is a symbolic link" in (incidents[0].message or "")
+
+
+def test_a_commands_own_outputs_are_made_0600_after_each_run_whatever_the_umask(
+        session: Session, tmp_path: Path) -> None:
+    """The command opens its output itself, so the umask chose its mode; the folder promises 0600."""
+    script = tmp_path / "copy.py"
+    script.write_text(
+        "import json,os,sys; os.umask(0); src,out=sys.argv[1:3];"
+        "recs=[json.loads(l) for l in open(src)];"
+        "open(out,'w').write(''.join(json.dumps({'id':r['id'],'label':r['label']})+'\\n' for r in recs))",
+        encoding="utf-8")
+    exp = _exp(session, workload="command", cold_runs_per_variant=0, scope="full-chain",
+               params={"command": [sys.executable, str(script), "{corpus}", "{output}"]})
+    Runner(session, exp.id).run()
+    outputs = sorted((session.runs_dir / "rx" / "batch-4").glob("warm-*.jsonl"))
+    assert len(outputs) == 2
+    assert {p.name: oct(_mode(p)) for p in outputs} == {p.name: oct(0o600) for p in outputs}

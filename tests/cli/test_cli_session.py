@@ -33,6 +33,7 @@ def test_list_shows_name_gpu_window_runs_accepted(run_cli: RunCli) -> None:
     assert "a1" in r.stdout and "B200" in r.stdout and "3d" in r.stdout
     js = json.loads(run_cli("list", "--json").stdout)
     assert js[0]["name"] == "a1" and js[0]["package"]["lots"] == 2
+    assert "ROWS" in r.stdout and js[0]["rows"] == js[0]["runs"] == 0  # the words of the table
 
 
 def test_package_edits_keep_other_fields(run_cli: RunCli) -> None:

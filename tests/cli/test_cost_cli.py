@@ -90,6 +90,12 @@ def test_k4_cli_session_repetitions_count_once(run_cli: RunCli, sessions_root: P
     assert data["window"]["days"] == 7 and data["window"]["ended"] is False
     text = run_cli("cost", "--session", "s1", "--accepted-results", "18").stdout
     assert "3.06 USD" in text and "Package window:" in text and "left" in text
+    positional = run_cli("cost", "s1", "--json")  # as most commands take the session
+    assert positional.returncode == 0
+    timeless = {k: v for k, v in json.loads(positional.stdout).items() if k not in ("window", "lines")}
+    assert timeless == {k: v for k, v in data.items() if k not in ("window", "lines")}
+    _one_line_error(run_cli("cost", "s1", "--session", "s2"), "two sessions given")
+    _one_line_error(run_cli("cost"), "gpusession cost NAME")
 
 
 def test_cli_session_rates_file_is_used(run_cli: RunCli, sessions_root: Path) -> None:

@@ -67,6 +67,16 @@ def _gone_after(folder: Path, t0: float) -> float:
     raise AssertionError(f"still alive {GONE_WITHIN_S} s after the signal: {_alive_recorded(folder)}")
 
 
+def _hangup_default() -> None:
+    """In the child: SIGHUP ends it, whatever the suite inherited (``nohup pytest``)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _hangup_ignored() -> None:
+    """In the child: SIGHUP ignored, as ``nohup`` leaves it."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 class Reaper:
     """Ends, at teardown, everything a test started or a journal recorded."""
 
@@ -76,6 +86,8 @@ class Reaper:
         self.pids: list[int] = []
 
     def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen[Any]:
+        """Start ``cmd`` with the default hang-up disposition (the suite may run under nohup)."""
+        kw.setdefault("preexec_fn", _hangup_default)
         p = subprocess.Popen(cmd, **kw)
         self.procs.append(p)
         return p
@@ -352,6 +364,26 @@ def test_h14_detach_survives_the_terminal_hangup_and_finishes(
     assert logs[0].stat().st_mode & 0o777 == 0o600
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     assert not (folder / RUN_LOCK).exists()
+
+
+def test_h14_a_run_under_nohup_outlives_the_hangup_and_finishes(
+    sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """``nohup gpusession run …`` asks the run to outlive the terminal: SIGHUP stays ignored."""
+    folder = session.folder
+    reaper.folders.append(folder)
+    _define(capsys, sessions_root, session.name, "short", "sleep 1.5")
+    with open(tmp_path / "out.txt", "wb") as fh:
+        proc = reaper.popen(_gpusession(sessions_root, "run", session.name, "--experiment", "short",
+                                        "--headless"),
+                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                            env=_env(), preexec_fn=_hangup_ignored)
+    wait_for(lambda: _events(folder, "command_started"), timeout_s=60)
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=60) == 0, (tmp_path / "out.txt").read_text()
+    assert _events(folder, "run_interrupted") == []
+    assert _events(folder, "experiment_finished")[0]["experiment_id"] == "short"
 
 
 def test_detach_refuses_a_busy_session(sessions_root: Path, session: Session,

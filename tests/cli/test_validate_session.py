@@ -40,8 +40,8 @@ def test_k4_the_same_corpus_validated_twice_counts_once(run_cli, sessions_root: 
         assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
                        "--session", "vis").returncode == 0
     other_corpus, other_good = _files(tmp_path, 12)
-    assert run_cli("validate", "--corpus", str(other_corpus), "--output", str(other_good), "--classes",
-                   "a,b", "--session", "vis").returncode == 0
+    assert run_cli("validate", "vis", "--corpus", str(other_corpus), "--output", str(other_good),
+                   "--classes", "a,b").returncode == 0  # the session as first argument, as elsewhere
     show = json.loads(run_cli("show", "vis", "--json").stdout)
     assert show["runs"] == 3 and show["accepted_unique_corpora"] == 2
 

@@ -46,3 +46,24 @@ def test_a_ranks_table_that_is_not_one_names_the_file(tmp_path: Path) -> None:
         read_rank_rows(path)
     assert "ranks.csv" in str(err.value) and "run_key" in str(err.value)
     assert read_rank_rows(tmp_path / "missing.csv") == []
+
+
+def test_c2_ranks_csv_writes_plain_decimals_never_scientific_notation(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "e" / "ranks.csv"
+    append_rank_rows(path, "warm:batch-4:1", "warm", _ranks(1, elapsed_s=6.353e-6))
+    text = path.read_text(encoding="utf-8")
+    assert "0.000006353" in text and "e-" not in text
+    assert read_rank_rows(path)[0]["elapsed_s"] == pytest.approx(6.353e-6)
+
+
+def test_c2_every_csv_gpusession_writes_goes_through_the_one_writer() -> None:
+    """No ``write_csv`` call in the package but the one in ``core/files/csvtext.py``."""
+    import ast
+
+    import gpusession
+
+    root = Path(gpusession.__file__).parent
+    calls = [f"{p.relative_to(root)}" for p in root.rglob("*.py")
+             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(n, ast.Attribute) and n.attr == "write_csv"]
+    assert calls == ["core/files/csvtext.py"], calls

@@ -136,3 +136,17 @@ def test_s6_a_pattern_is_skipped_only_where_it_cannot_match() -> None:
                 assert detectors._GATES[i](text)
 
     wrapped()
+
+
+def test_h35_a_digest_labelled_sha256_is_kept_an_unlabelled_64_hex_is_masked() -> None:
+    """A validated row's notes name its output by ``output sha256:<hex>``: a digest, not a key."""
+    from gpusession.core.files.secrets import check_no_secret
+
+    labelled = f"corpus rejected: quality; output sha256:{HEX64}"
+    assert find_secret(labelled) is None
+    assert mask_text(labelled) == (labelled, [])
+    assert mask_record({"notes": labelled}) == {"notes": labelled}
+    check_no_secret(labelled, field="notes")  # the write boundary lets it through
+    for unlabelled in (f"output {HEX64}", f"output: {HEX64}", f"sha256 of nothing, then {HEX64}"):
+        masked, kinds = mask_text(unlabelled)
+        assert HEX64 not in masked and kinds == ["private key"], unlabelled

@@ -250,3 +250,37 @@ def test_verify_copy_escapes_a_newline_in_a_name(
     assert code == 3
     assert "  MISSING  bad\\x0aname.txt" in out and "  EXTRA    extra\\x0afile" in out
     assert all(line.startswith(("  ", "1/2", "copy", "Open")) for line in out.splitlines())
+
+
+def test_a_new_sessions_root_is_0700_and_the_remembered_folder_file_0600_whatever_the_umask(
+        tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``umask 000`` another user could rename a session and plant a fake one."""
+    from gpusession.core.retrieval.status import remember_sessions_dir, state_file
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = tmp_path / "new-root"
+    Session.create(root, "t")
+    assert _mode(root) == 0o700
+    remember_sessions_dir(root)
+    assert state_file().read_text(encoding="utf-8") == f"{root}\n"
+    assert _mode(state_file()) == 0o600 and _mode(state_file().parent) == 0o700
+
+
+def test_files_another_writer_left_under_a_session_folder_are_brought_to_0700_and_0600(
+        tmp_path: Path) -> None:
+    """A training subprocess or a splitter writes with its umask (0755/0644); a link is never followed."""
+    from gpusession.core.files.safefile import make_tree_private
+
+    tree = tmp_path / "s" / "models"
+    (tree / "sub").mkdir(parents=True, mode=0o755)
+    (tree / "sub" / "model.pt").write_bytes(b"w")
+    os.chmod(tree / "sub" / "model.pt", 0o644)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("theirs")
+    os.chmod(outside, 0o644)
+    (tree / "link").symlink_to(outside)
+    os.chmod(tree, 0o755)
+    assert make_tree_private(tree) == 3
+    assert [_mode(tree), _mode(tree / "sub"), _mode(tree / "sub" / "model.pt")] == [0o700, 0o700, 0o600]
+    assert _mode(outside) == 0o644 and (tree / "link").is_symlink()
+    assert make_tree_private(tree / "link") == 0 and make_tree_private(tmp_path / "none") == 0

@@ -188,3 +188,27 @@ def test_h16_unrelated_mismatches_get_no_normalization_note(tmp_path: Path) -> N
     exp = load_expected(write(tmp_path / "c.csv", "id,label\n1,a\n2,b\n"))
     r = validate_output(write(tmp_path / "o.jsonl", jsonl(("1", "c"), ("9", "b"))), exp, PROTO)
     assert r.ids_notes == [] and "normalization" not in r.bad_records[0].problem
+
+
+def test_h28_a_record_after_a_text_quoted_over_three_lines_is_named_by_its_physical_line(tmp_path: Path) -> None:
+    """The empty ID is on line 5 of the file (the record's number is 2): the error says 5."""
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.validation.expected import read_id_table
+    from gpusession.core.validation.read import parse_csv
+
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text('id,text,label\nt1,"first line\nsecond line\nthird line",a\n,"empty id",b\nt3,x,a\n',
+                      encoding="utf-8")
+    with pytest.raises(BadInput, match=r"corpus\.csv:5: empty ID"):
+        read_id_table(corpus)
+    tsv = tmp_path / "corpus.tsv"
+    tsv.write_text('id\ttext\nt1\t"a\nb"\n\tc\n', encoding="utf-8")
+    with pytest.raises(BadInput, match=r"corpus\.tsv:4: empty ID"):
+        read_id_table(tsv)
+    out = parse_csv(b'id,label\n"a\nb",x\n,\nc,y\n\r\n'.replace(b"\r\n", b"\n"))
+    assert out.records["line"].to_list() == [2, 4, 5]
+    assert out.records.filter(out.records["problem"].is_not_null())["line"].to_list() == [4]
+    crlf = parse_csv(b'id,label\r\n"a\r\nb",x\r\n,\r\nc,y\r\n')
+    assert crlf.records["line"].to_list() == [2, 4, 5]
+    plain = parse_csv(b'id,label\n"a",x\n,\nc,y\n')  # quotes, no cell over lines
+    assert plain.records["line"].to_list() == [2, 3, 4]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,18 @@ def test_demo_headless_cpu_end_to_end(
     assert set(first) == {"id", "label"}
     assert (s.validation_dir / "batch-sweep" / "batch-4" / "warm-5.toml").exists()
     assert not (s.folder / ".run.lock").exists()
+    _assert_private(s.folder)  # the corpus, the model and the outputs too
+
+
+def _assert_private(folder: Path) -> None:
+    """Every folder under ``folder`` is 0700 and every file 0600, as the README promises."""
+    import stat
+
+    modes = {str(p.relative_to(folder)): stat.S_IMODE(p.lstat().st_mode)
+             for p in [folder, *folder.rglob("*")] if not p.is_symlink()}
+    wrong = {k: oct(m) for k, m in modes.items()
+             if m != (0o700 if (folder / k).is_dir() else 0o600)}
+    assert wrong == {}, wrong
 
 
 def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) -> None:
@@ -84,8 +97,10 @@ def test_r1_demo_reopen_keeps_data_and_device_change_forks(sessions_root: Path) 
     (models / "bbc-news.pt").write_bytes(b"stand-in")
     import io
 
+    os.chmod(models / "bbc-news.pt", 0o644)  # as a training subprocess leaves it
     s, exp_id = prepare_demo(sessions_root, None, out=io.StringIO())
     assert exp_id == "batch-sweep"
+    _assert_private(s.folder)
     eval_path = s.folder / "corpus" / "eval.jsonl"
     assert sum(1 for _ in eval_path.open()) == 1000
     s.results.append(ResultRow(experiment_id="batch-sweep", phase="warm", elapsed_seconds=0.5))

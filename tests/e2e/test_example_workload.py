@@ -43,7 +43,7 @@ def test_example_workload_define_run_validate_show_report(
     assert "experiment complete" in r.stdout and "macro-F1 0.9" in r.stdout
     c = run_cli("experiment", "own", "define", "--id", "tfidf-cmd", "--workload", "command",
                 "--command", f"{sys.executable} {EXAMPLES / 'tfidf_bbc.py'} predict --model-dir "
-                f"{folder} --corpus {{corpus}} --output {{output}} --batch {{batch}}",
+                "example --corpus {corpus} --output {output} --batch {batch}",  # the README's form
                 "--corpus", "example/eval.jsonl", "--values", "64", "--classes", CLASSES,
                 "--runs", "1", "--warmup", "0", "--cold-runs", "0")
     assert c.returncode == 0, c.stderr

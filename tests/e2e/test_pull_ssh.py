@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,3 +231,118 @@ def test_pull_missing_remote_folder_one_line(sshd: Sshd, tmp_path: Path) -> None
                  "--ssh", sshd.ssh, cwd=tmp_path)
     assert done.returncode == 2
     assert "not found on" in done.stderr and "/nonexistent/sessions/trial-1" in done.stderr
+
+
+# -- the measured throughput, written back to the server (D2) ---------------------------
+def _entries(path: Path) -> list[dict[str, object]]:
+    from gpusession.core.files.tomlio import tomllib
+
+    return list(tomllib.loads(path.read_text(encoding="utf-8"))["pull"])
+
+
+def test_d2_pull_writes_retrieval_toml_on_the_server_with_a_positive_throughput(
+        sshd: Sshd, server: tuple[Path, Path], tmp_path: Path) -> None:
+    sess, deliv = server
+    home = tmp_path / "home"
+    before = {p.relative_to(sess): p.stat().st_mtime_ns for p in sess.rglob("*") if p.is_file()}
+    done = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = _entries(sess / "retrieval.toml")
+    assert isinstance(entry["bytes"], int) and entry["bytes"] >= 3_200_000  # rsync's own count
+    assert isinstance(entry["seconds"], float) and entry["seconds"] > 0
+    assert entry["throughput_bytes_per_s"] == pytest.approx(entry["bytes"] / entry["seconds"], rel=1e-3)
+    assert entry["probe"] is False and entry["path"] == "rsync over ssh"
+    assert str(entry["at"]).endswith("+00:00")
+    assert (sess / "retrieval.toml").stat().st_mode & 0o777 == 0o600
+    # nothing else on the server was touched, and no temporary file was left there
+    after = {p.relative_to(sess): p.stat().st_mtime_ns for p in sess.rglob("*") if p.is_file()}
+    assert {k: v for k, v in after.items() if k != Path("retrieval.toml")} == before
+    assert "written to the server's retrieval.toml" in done.stdout
+    assert _entries(home / "trial-1" / "retrieval.toml") == [entry]  # the home copy holds it too
+
+
+def test_d2_second_pull_appends_an_entry(sshd: Sshd, server: tuple[Path, Path], tmp_path: Path) -> None:
+    sess, deliv = server
+    home = tmp_path / "home"
+    args = (f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home), "--ssh", sshd.ssh)
+    assert _pull(*args, cwd=tmp_path).returncode == 0
+    (first,) = _entries(sess / "retrieval.toml")
+    (deliv / "more.bin").write_bytes(os.urandom(500_000))  # the next pull has something to move
+    again = _pull(*args, cwd=tmp_path)
+    assert again.returncode == 3  # more.bin is not in the manifest: copied, not verified
+    entries = _entries(sess / "retrieval.toml")
+    assert len(entries) == 2 and entries[0] == first
+    assert entries[1]["bytes"] >= 500_000 and entries[1]["throughput_bytes_per_s"] > 0
+
+
+def _read_only(folder: Path) -> Callable[[], None]:
+    """Make ``folder`` refuse writes (immutable as root, 0555 otherwise); return the undo."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return lambda: folder.chmod(0o755)
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root and chattr +i is not available here: no folder refuses root")
+    return lambda: subprocess.run(["chattr", "-i", str(folder)], check=False)
+
+
+def test_d2_read_only_server_folder_pull_still_verified_figure_stays_home(
+        sshd: Sshd, server: tuple[Path, Path], tmp_path: Path) -> None:
+    sess, deliv = server
+    home = tmp_path / "home"
+    undo = _read_only(sess)
+    try:
+        done = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                     "--ssh", sshd.ssh, cwd=tmp_path)
+    finally:
+        undo()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VERIFIED" in done.stdout and "NOT VERIFIED" not in done.stdout
+    assert not (sess / "retrieval.toml").exists()
+    assert "the server refused the write" in done.stdout and "stayed at home" in done.stdout
+    (kept,) = _entries(home / "trial-1" / "retrieval.toml")
+    assert kept["throughput_bytes_per_s"] > 0
+    # the next pull to a writable folder carries the entry kept at home to the server
+    assert _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, cwd=tmp_path).returncode == 0
+    entries = _entries(sess / "retrieval.toml")
+    assert len(entries) == 2 and entries[0] == kept
+
+
+def test_d2_probe_caps_the_bytes_and_records_a_small_copy(sshd: Sshd, server: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    from gpusession.core.retrieval.probe import PROBE_CAP_BYTES
+
+    sess, deliv = server
+    for n in range(3):  # 90 MiB of deliverables, more than a probe moves
+        (deliv / f"part-{n}.bin").write_bytes(os.urandom(30 * 1024 * 1024))
+    home = tmp_path / "home"
+    done = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, "--probe", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = _entries(sess / "retrieval.toml")
+    assert entry["probe"] is True and entry["path"] == "rsync over ssh"
+    assert 30 * 1024 * 1024 < int(entry["bytes"]) <= PROBE_CAP_BYTES  # capped, and not nothing
+    assert float(entry["throughput_bytes_per_s"]) > 0
+    assert "from a small copy" in done.stdout and "of the deliverables" in done.stdout
+    assert not (home / "trial-1").exists()  # a probe is never taken for the copy home
+    assert not (home / ".gpusession-pull" / "trial-1" / "probe").exists()
+    # the pull after it appends to the same file
+    assert _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                 "--ssh", sshd.ssh, cwd=tmp_path, timeout=300).returncode == 3  # parts not in the manifest
+    entries = _entries(sess / "retrieval.toml")
+    assert [e["probe"] for e in entries] == [True, False]
+
+
+def test_d2_probe_without_deliverables_copies_the_session_folder(sshd: Sshd, tmp_path: Path) -> None:
+    from gpusession.cli import main
+
+    root = tmp_path / "server" / "sessions"
+    assert main(["--sessions-dir", str(root), "new", "trial-2", "--gpu", "RTX A5000", "--lots", "1",
+                 "--days", "3"]) == 0
+    done = _pull(f"{sshd.host}:{root / 'trial-2'}", "--to", str(tmp_path / "home"), "--ssh", sshd.ssh,
+                 "--probe", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "of the session folder" in done.stdout
+    (entry,) = _entries(root / "trial-2" / "retrieval.toml")
+    assert entry["probe"] is True and int(entry["bytes"]) > 0

@@ -263,3 +263,20 @@ async def test_a_pane_key_typed_at_start_is_kept(session: Any, make_app: MakeApp
         assert app.screen.query_one(TabbedContent).active == "memory"
         mem = app.main.pane("memory")
         assert app.focused is not None and (app.focused is mem or mem in app.focused.ancestors)
+
+
+async def test_a_toast_shows_brackets_as_written_never_as_markup(session: Any, make_app: MakeApp) -> None:
+    """``pip install -e '.[demo]'`` in a hint, ``[b]`` in an error: shown as written, by every pane."""
+    from textual.widgets._toast import Toast
+
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:  # toasts drawn
+        await settle(pilot, app)
+        app.main.pane("cost").notify("charts need: pip install -e '.[demo]'", title="charts")
+        app.notify("[b]bold?[/b] [link=https://x]y[/link]", title="error", markup=True)
+        await settle(pilot, app)
+        assert all(not n.markup for n in app._notifications)
+        await pilot.pause(0.3)
+        shown = " ".join(str(t.render()) for t in app.screen.query(Toast))  # as the toasts draw it
+        assert "pip install -e '.[demo]'" in shown, shown
+        assert "[b]bold?[/b]" in shown and "[link=https://x]" in shown, shown

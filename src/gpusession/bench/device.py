@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +122,27 @@ def prepare_output(path: Path, root: Path) -> None:
     make_private_dir(path.parent, root=root)
     if os.path.islink(path):
         raise link_refused(path)
+
+
+def make_output_private(path: Path) -> None:
+    """After a command wrote ``path``: mode 0600, whatever its umask gave (the folder is private).
+
+    The command creates its output itself, so the umask decides its mode (0644, 0666
+    under ``umask 000``); the session folder promises 0600. A link or anything but a
+    regular file is left alone (never followed); a missing output is the validation's
+    to report.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 #: Environment variables that change how the GPU work runs (device order, visibility,

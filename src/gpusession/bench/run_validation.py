@@ -15,6 +15,7 @@ from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.session import Session
+from gpusession.core.validation.report import OUTPUT_SHA256_NOTE
 
 
 def package_total_minor(session: Session) -> int | None:
@@ -116,7 +117,8 @@ class RunValidation:
         Returns:
             The row's validation fields (``ids_match``, ``format_valid``,
             ``corpus_accepted``, counts, metric, C5) and a note for the row's ``notes``
-            (why the corpus was rejected or could not be validated), else ``None``.
+            (why the corpus was rejected or could not be validated, and the output's
+            SHA-256 as ``output sha256:<hex>`` once it was read), else ``None``.
             Empty fields and the :attr:`problem` as the note when runs are not validated:
             every row says why it holds no verdict.
         """
@@ -132,11 +134,13 @@ class RunValidation:
         except BadInput as exc:
             return {"corpus_accepted": False}, f"validation failed: {exc}"
         fields = report.row_fields()
-        note = None
+        notes = []
         if not fields.get("corpus_accepted"):
             failed = report.failed_checks
-            note = "corpus rejected: " + (", ".join(failed) if failed else "see validation report")
-        return fields, note
+            notes.append("corpus rejected: " + (", ".join(failed) if failed else "see validation report"))
+        if report.output_sha256:  # ties the verdict to this row's output (labelled: not a key)
+            notes.append(f"{OUTPUT_SHA256_NOTE}{report.output_sha256}")
+        return fields, "; ".join(notes) or None
 
     @staticmethod
     def _ids(path: Path | None) -> Path | None:
@@ -146,4 +150,4 @@ class RunValidation:
         return path
 
 
-__all__ = ["RunValidation", "package_total_minor"]
+__all__ = ["OUTPUT_SHA256_NOTE", "RunValidation", "package_total_minor"]

@@ -122,6 +122,7 @@ from gpusession.core.events import (
 from gpusession.core.events.words import interrupted_words
 from gpusession.core.experiment.form import resolve_corpus
 from gpusession.core.experiment.plan import Experiment, ScheduledRun, schedule, workers_of
+from gpusession.core.files.errors import Failure
 from gpusession.core.files.safefile import check_writable, make_private_dir, write_private_bytes
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder import journal
@@ -246,6 +247,7 @@ class Runner:
 
         Raises:
             BadInput: one line naming the first file refused, or the port in use.
+            Failure: a Python workload and no torch in this Python (:func:`check_torch_for`).
         """
         s = self.session
         for path in (s.results.path, s.journal_path, s.folder / SUMMARY_JSON,
@@ -258,6 +260,7 @@ class Runner:
             for spec in exp_dir.glob(f"{SPEC_PREFIX}*.json"):
                 check_writable(spec)
         check_rendezvous_port(self.experiment.rendezvous, field=f"experiments.{self.experiment.id}.rendezvous")
+        check_torch_for(self.experiment)
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:
@@ -604,6 +607,7 @@ class Runner:
             f"The experiment stopped at {'the first worker' if not self._keys_written else 'worker'} "
             f"({name}); {'nothing' if not self._measured else 'nothing more'} was measured. "
             + (self._device_advice(exp) if ev.error_type == "DeviceUnavailable" else
+               TORCH_MISSING_ADVICE if torch_missing(said) else
                f"Fix the workload or its definition (gpusession experiment "
                f"{self.session.name} define --id {exp.id} …) and run again."))
 
@@ -846,6 +850,37 @@ class Runner:
         self._progress(run)
 
 
+#: What to do when a Python workload meets a Python without torch: the user's own build,
+#: matched to the machine (a CUDA build on a ROCm host, or a CPU one on a GPU, is wrong).
+TORCH_MISSING_ADVICE = (
+    "Install the torch build that matches this machine's CUDA or ROCm (pick it at "
+    "https://pytorch.org/get-started/locally/; on a CPU-only machine `pip install torch`).")
+
+
+def torch_missing(message: str | None) -> bool:
+    """Whether a load failure's words say torch itself is not installed."""
+    return bool(message) and "No module named 'torch'" in str(message)
+
+
+def check_torch_for(exp: Experiment) -> None:
+    """Refuse, before anything runs, a Python workload in a Python that has no torch.
+
+    The home side installs no torch (pull, report, compare need none); a Python
+    workload and the built-ins do, a command workload does not. Without this the
+    first worker would start, fail to load and only then say so.
+
+    Raises:
+        Failure: one line: the workload, this Python, and :data:`TORCH_MISSING_ADVICE`.
+    """
+    import importlib.util
+
+    if exp.workload == "command" or importlib.util.find_spec("torch") is not None:
+        return
+    raise Failure(f"not started: the workload {exp.workload} needs torch, and this Python "
+                  f"({sys.executable}) has none. {TORCH_MISSING_ADVICE} A command workload "
+                  "(--workload command) needs no torch.")
+
+
 #: Exception types of a load failure that another worker would hit the same way: the
 #: workload does not import, its factory or definition is refused, or it breaks the
 #: load/predict contract. An out-of-memory is never one of them (per variant).
@@ -870,4 +905,5 @@ def unmendable_load(ev: WorkerIncident) -> bool:
     return not ev.oom and (ev.error_type or "") in UNMENDABLE_LOAD_ERRORS
 
 
-__all__ = ["Runner", "RunOutcome", "UNMENDABLE_LOAD_ERRORS", "describe_exit", "unmendable_load"]
+__all__ = ["Runner", "RunOutcome", "TORCH_MISSING_ADVICE", "UNMENDABLE_LOAD_ERRORS", "check_torch_for",
+           "describe_exit", "torch_missing", "unmendable_load"]

@@ -48,6 +48,7 @@ from gpusession.bench.device import (
     Channel,
     TorchDevice,
     code_revision,
+    make_output_private,
     prepare_output,
     speed_env_vars,
 )
@@ -322,8 +323,12 @@ def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Pa
 _pid_channel: Channel | None = None
 
 
-def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-    """Run the user's command once and wait for it.
+def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """Run the user's command once, in the session folder ``cwd``, and wait for it.
+
+    In the session folder: a relative path of the command (its program, a file
+    argument) means the same file from whatever directory ``run`` was started, and in
+    a pulled copy (the one rule for an experiment's paths, as for the corpus).
 
     It stays in the worker's process group (ended with it), starts with default signal
     dispositions (the worker ignores SIGINT; the command must stay interruptible) and
@@ -337,7 +342,7 @@ def _call(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
 
     preexec = child_preexec if os.name == "posix" else None
     with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
-                          preexec_fn=preexec) as proc:  # noqa: PLW1509 - the worker is single-threaded
+                          preexec_fn=preexec, cwd=cwd) as proc:  # noqa: PLW1509 - the worker is single-threaded
         if _pid_channel is not None:
             _pid_channel.send(WorkerCommandStarted(pid=proc.pid,
                                                    create_time_s=identify(proc.pid).create_time_s))
@@ -386,7 +391,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
             try:
                 prepare_output(out_path, session_root(spec))
                 with _placeholder_env(spec, w, out_path):
-                    code = _call(_command_argv(argv_t, spec, w, out_path)).returncode
+                    code = _call(_command_argv(argv_t, spec, w, out_path), session_root(spec)).returncode
                 _end_escapees(ch)
             except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **failure_fields(exc)))
@@ -434,8 +439,9 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
             continue
         try:
             with _placeholder_env(spec, run, out_path):
-                m = timer.measure(lambda argv=argv: _call(argv))  # type: ignore[misc]
+                m = timer.measure(lambda argv=argv: _call(argv, session_root(spec)))  # type: ignore[misc]
             _end_escapees(ch)  # before the next run, never beside it (H-25)
+            make_output_private(out_path)
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue

@@ -54,7 +54,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from gpusession.bench.agent import Agent
     from gpusession.commands._common import root_of
     from gpusession.core.folder.experiments import get_experiment
-    from gpusession.core.folder.processes import ENDING_SIGNALS, signal_handlers
+    from gpusession.core.folder.processes import ending_signals, signal_handlers
     from gpusession.core.folder.session import Session
 
     session = Session.open(root_of(args), args.name, recover=False)
@@ -63,7 +63,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: Any) -> None:
         agent.interrupt(signal.Signals(signum).name)
 
-    with signal_handlers({sig: on_signal for sig in (signal.SIGINT, *ENDING_SIGNALS)}):
+    with signal_handlers({sig: on_signal for sig in (signal.SIGINT, *ending_signals())}):
         outcome = agent.run()
     if outcome.interrupted is not None:
         return 128 + int(signal.Signals[outcome.interrupted])

@@ -80,6 +80,8 @@ def register(sub: Any) -> None:
         description="Full package price × lots, cost per distinct accepted deliverable, plan "
         "coverage and extension options. Never projects a pace onto 3, 7 or 30 days.",
     )
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="a session: take the package and accepted count from it (as --session NAME)")
     p.add_argument("--gpu", metavar="MODEL", help='GPU model, e.g. "RTX A5000"')
     p.add_argument("--days", type=_days, metavar="{3,7,30}",
                    help="package length in days (default with --plan: the smallest package covering it)")
@@ -158,6 +160,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
             the session; a GPU model not in the rates file; an unreadable rates file; a
             malformed ``--plan``.
     """
+    if args.name is not None and args.session is not None and args.name != args.session:
+        raise BadInput(f"two sessions given: {shown(args.name)} and --session {shown(args.session)}; "
+                       "give one", field="session")
+    args.session = args.session or args.name  # `cost NAME` as most commands take it
     gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
     accepted_source = "given with --accepted-results" if accepted is not None else None
     rates_path = Path(args.rates) if args.rates else None
@@ -193,8 +199,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
     missing = [n for n, v in (("--gpu", gpu), ("--days", days), ("--lots", lots)) if v is None]
     if missing:
         where = " (not set in the session either)" if args.session else ""
-        raise BadInput(f"missing {', '.join(missing)}{where}; e.g. gpusession cost --gpu "
-                       "\"RTX A5000\" --days 7 --lots 1", field=missing[0].lstrip("-"))
+        raise BadInput(f"missing {', '.join(missing)}{where}; e.g. gpusession cost NAME (a session), or "
+                       "gpusession cost --gpu \"RTX A5000\" --days 7 --lots 1", field=missing[0].lstrip("-"))
     if rates is None:
         rates = load_rates(rates_path)
     if rates.find(gpu) is None:

@@ -4,6 +4,8 @@ Thin: the transfer and the verification are :func:`gpusession.core.retrieval.pul
 module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
 the outcome. Exit 0 only when the copy is verified; 3 when it was copied but is not
 verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input.
+Every pull records its measured throughput in the server's ``retrieval.toml`` (D2);
+``--probe`` makes only a small copy, for the figure (:mod:`gpusession.core.retrieval.probe`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from gpusession.core.files.textio import printable
 
 #: Exit code when the copy arrived but is not verified (as verify-copy's "differs").
 EXIT_NOT_VERIFIED = 3
@@ -32,7 +36,10 @@ def register(sub: Any) -> None:
             "results CSV are read back), the deliverables into TO/NAME-deliverables, and "
             "compares them with the newest SHA-256 manifest made on the server (gpusession "
             "manifest). An interrupted pull resumes when rerun. The outcome is written into the "
-            "local copy's checklist as evidence (it never ticks an item)."
+            "local copy's checklist as evidence (it never ticks an item). Every pull measures its "
+            "throughput from rsync's own figures and appends it to retrieval.toml in the server's "
+            "session folder (where the session limit reads it); a server that refuses the write "
+            "keeps the figure at home, and the pull is not failed for it."
         ),
         epilog="Exit codes: 0 verified, 3 copied but not verified (differs, or no manifest), "
         "1 the transfer failed, 2 bad input (unknown host, no such folder).",
@@ -49,6 +56,11 @@ def register(sub: Any) -> None:
     p.add_argument("--checksum", action="store_true",
                    help="compare the deliverables by checksum too (fetches a file changed in the copy "
                    "whose size and time stayed the same)")
+    p.add_argument("--probe", action="store_true",
+                   help="a small copy first: move at most 64 MiB of the deliverables (or, while "
+                   "there are none, of the session folder), check it against the server's files "
+                   "and record the measured throughput in the server's retrieval.toml (marked from "
+                   "a small copy); the copy home is not made")
     p.set_defaults(func=cmd_pull)
 
 
@@ -100,6 +112,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
     source = parse_source(args.source)
     to = Path(args.to) if args.to else root_of(args)
+    if getattr(args, "probe", False):
+        return _probe(args, source, to)
     bar = _Bar()
 
     def step(line: str) -> None:
@@ -142,6 +156,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
             print(f"  EXTRA    {p}")
         for a, b in check.renamed:
             print(f"  RENAMED? {a} → {b} (same content)")
+    if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
+        print(printable(res.throughput.words()))
     if res.verified:
         print("VERIFIED: the copy home matches the manifest made on the server "
               "(recorded as evidence in the copy's checklist)")
@@ -163,3 +179,35 @@ def cmd_pull(args: argparse.Namespace) -> int:
             print(f"  the server's file changed after the manifest was made; make a new manifest there "
                   f"(gpusession manifest {source.name} --deliverables DIR) or restore the file")
     return EXIT_NOT_VERIFIED
+
+
+def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
+    """``pull --probe``: a small copy, checked, and its throughput recorded (D2).
+
+    Returns:
+        0 when the small copy equals the server's files (the figure recorded), 3 when not.
+    """
+    from gpusession.core.retrieval.probe import probe
+    from gpusession.core.retrieval.pull import ssh_from_env
+
+    bar = _Bar()
+
+    def step(line: str) -> None:
+        bar.end_line()
+        print(line)
+
+    try:
+        res = probe(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
+                    bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path, on_progress=bar,
+                    on_step=step)
+    finally:
+        bar.end_line()
+    if not res.verified:
+        print(printable(f"PROBE NOT VERIFIED: {res.reason}; no figure recorded"))
+        return EXIT_NOT_VERIFIED
+    print(printable(f"probe: {len(res.files)} file(s) of the {res.what} ({res.listed_bytes:,} bytes) "
+                    f"copied from {res.remote} and equal to the server's (rsync checksums)"))
+    if res.throughput is not None:
+        print(printable(res.throughput.words()))
+    print("the small copy was removed; the copy home is made by the same command without --probe")
+    return 0

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
@@ -42,7 +43,7 @@ def _device(text: str) -> str:
 
 
 def register(sub: Any) -> None:
-    """Add ``demo``, ``run`` and ``experiment`` (``list``, ``define``) to the CLI.
+    """Add ``demo``, ``run`` and ``experiment`` (``list``, ``define``, ``derive``) to the CLI.
 
     Args:
         sub: The ``add_subparsers()`` action of the top-level parser; each subcommand sets
@@ -96,7 +97,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
-        "experiment", help="define or list the experiments of a session",
+        "experiment", help="define, derive or list the experiments of a session",
         description="An experiment varies one announced parameter (--varied, --values) and keeps "
         "every other setting fixed; it is stored in session.toml before it runs. Changing a "
         "fixed setting or the protocol after a measurement stores a new id (ID-2), so rows "
@@ -124,7 +125,9 @@ def register(sub: Any) -> None:
                    help="experiment id, e.g. batch-sweep (letters, digits, '.', '_', '-')")
     q.add_argument("--workload", required=True,
                    help="bbc-news, synthetic-mlp, command, or module:factory")
-    q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); relative to the session")
+    q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); a relative path is "
+                   "relative to the session folder, as every path of an experiment (a file found only "
+                   "in the current directory is stored absolute, and said)")
     q.add_argument("--varied", default="batch", choices=["batch", "context"],
                    help="the one parameter the experiment varies (default batch)")
     q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
@@ -174,8 +177,35 @@ def register(sub: Any) -> None:
                    "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
                    "as whole arguments or --flag={output}, and are also in the environment as "
                    "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
-                   "(read those inside a sh -c script)")
+                   "(read those inside a sh -c script). It runs in the session folder: a relative "
+                   "program (./predict.sh) or file argument is relative to it. Each run of a command is "
+                   "a fresh process, so cold and warm differ only in what ran before: a cold run "
+                   "comes first in a fresh worker with no warm-up before it (the system's file cache "
+                   "may still hold the corpus); a warm run comes after --warmup unmeasured runs of "
+                   "that variant (the files and the GPU driver already touched)")
     q.set_defaults(func=cmd_experiment_define)
+    q = esub.add_parser(
+        "derive",
+        help="replay an experiment with one element changed (a new experiment that records "
+        "what it was derived from)",
+        description=(
+            "Store a new experiment equal to --from but for one element: change one element "
+            "and replay the same case, so that the change explains the difference. KEY is a "
+            "setting of `experiment define` (workload, command, corpus, precision, "
+            "context-limit, batch, device, seed, scope, warmup, runs, order, order-seed, "
+            "cold-runs, gpus, nodes, rendezvous, timeout, classes, metric, threshold, "
+            "tolerance) or param.NAME for a workload parameter; the value is read as define "
+            "reads it. id, varied and values are not changed by a replay: it varies what the "
+            "experiment varies. `experiment NAME list` and `show NAME` say what differs and "
+            "compare the two."
+        ),
+    )
+    q.add_argument("--id", required=True, metavar="NEW_ID", help="the new experiment's id")
+    q.add_argument("--from", dest="origin", required=True, metavar="OLD_ID",
+                   help="the experiment replayed")
+    q.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY=VALUE",
+                   help="the one element changed (exactly one: a second is refused)")
+    q.set_defaults(func=cmd_experiment_derive)
 
 
 def run_headless(session: Session, experiment_id: str, device: str | None = None) -> int:
@@ -240,7 +270,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all, signal_handlers
+    from gpusession.core.folder.processes import ending_signals, interrupt_all, signal_handlers
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP
@@ -254,7 +284,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
         interrupt_all(signal.Signals(signum).name)
 
-    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ENDING_SIGNALS}}):
+    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
         outcome = runner.run()
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
@@ -542,18 +572,65 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     from gpusession.core.validation import Protocol
 
     session = open_session(args, args.name)
+    said: list[str] = []
     exp = form.experiment_from_form(define_form(args), folder=session.folder,
-                                    check_protocol=Protocol.from_toml)
+                                    check_protocol=Protocol.from_toml, cwd=Path.cwd(), said=said)
     protocol = exp.protocol
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
         print(f"{exp.id} already has measurements with other settings; defined as {defined.id} (a changed fixed setting makes a new experiment)")
     else:
         print(f"defined experiment {defined.id} in session {session.name}")
+    for line in said:  # a path found where it was typed, stored absolute
+        print(f"note: {line}")
     for w in _gpu_warnings(session, defined.id):
         print(f"warning: {w}")
     if not protocol:
         print("note: no validation protocol (--classes); runs will not be accepted as corpora")
+    return 0
+
+
+def cmd_experiment_derive(args: argparse.Namespace) -> int:
+    """Store a replay of an experiment with one element changed (D4).
+
+    The value is parsed by the define form's parser, so it is refused with the words of
+    ``define``; ``derived_from`` and the changed key are stored with the new experiment.
+    A change of precision is said to be a new experiment with its own quality check (R1).
+
+    Args:
+        args: ``name``, ``id``, ``origin`` (``--from``), ``set_items``, ``sessions_dir``.
+
+    Returns:
+        Exit code 0.
+
+    Raises:
+        BadInput: no such session or origin; not exactly one ``--set``; a key that is
+            ``id``, ``varied``, ``values`` or no setting of define; a value define
+            refuses; a value that changes nothing; a new id that is taken.
+    """
+    from gpusession.core.experiment.derive import (
+        derive_experiment,
+        derive_notes,
+        derived_words,
+        one_setting,
+    )
+    from gpusession.core.folder.experiments import get_experiment, load_experiments, store_derived
+    from gpusession.core.validation import Protocol
+
+    one_setting(args.set_items)  # one element at a time: said before the session is read
+    session = open_session(args, args.name)
+    origin = get_experiment(session, args.origin)
+    exp = derive_experiment(origin, args.id, args.set_items[0], folder=session.folder,
+                            check_protocol=Protocol.from_toml)
+    stored = store_derived(session, exp)
+    by_id = {e.id: e for e in load_experiments(session)}
+    print(printable(f"defined experiment {stored.id} in session {session.name}, "
+                    f"{derived_words(stored, by_id)}"))
+    for note in derive_notes(origin, stored):
+        print(printable(f"note: {note}"))
+    print(f"run it: gpusession run {session.name} --experiment {stored.id} --headless")
+    for w in _gpu_warnings(session, stored.id):
+        print(f"warning: {w}")
     return 0
 
 
@@ -570,6 +647,7 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         BadInput: No such session, an unreadable experiment definition.
     """
     from gpusession.commands._common import print_json
+    from gpusession.core.experiment.derive import derived_words
     from gpusession.core.folder.experiments import load_experiments
     from gpusession.core.retrieval.evidence import gpu_use_words
 
@@ -582,11 +660,14 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         print(f"no experiment in session {session.name}; define one with "
               f"`gpusession experiment {session.name} define ...` or try `gpusession demo`")
         return 0
+    by_id = {e.id: e for e in exps}
     for e in exps:
         values = ", ".join(str(v) for v in e.values)
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
               f"device {e.device or 'auto'}" + gpu_use_words(e))
+        if (lineage := derived_words(e, by_id)) is not None:  # what the replay changed (D4)
+            print(printable(f"  {lineage}"))
     for w in _gpu_warnings(session):
         print(f"warning: {w}")
     return 0

@@ -133,6 +133,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     s = Session.create(root_of(args), args.name, package=pkg)
     remember_sessions_dir(s.folder.parent)  # `status` from any folder
     print(f"created session {s.name} in {s.folder}")
+    print("next: define what to measure, then run it (or open the TUI: gpusession open "
+          f"{s.name}):\n"
+          f"  gpusession experiment {s.name} define --id ID --workload command --command './predict.sh "
+          "{corpus} {output}' --corpus corpus/eval.jsonl --varied batch --values 1,4,8 --classes a,b\n"
+          f"  gpusession run {s.name} --headless")
     return 0
 
 
@@ -229,13 +234,43 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
                 pkg.time_left().total_seconds() if pkg.time_left() is not None else None  # type: ignore[union-attr]
             ),
         },
-        "runs": frame.height,
+        "rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
+        "runs": frame.height,  # the same count, under the first release's key
         "accepted_unique_corpora": accepted_unique_corpora(frame),
         "summary": [r.to_json() for r in summary],
         "copy_home_verified": verified,
         "warning": _warning_text(s, verified),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
+        "derived": derived_comparisons(s, summary),
     }
+
+
+def derived_comparisons(s: Session, summary: list[Any]) -> list[dict[str, Any]]:
+    """Each derived experiment beside its origin, in words (D4, D5): ``show`` and ``show --json``.
+
+    Args:
+        s: the open session.
+        summary: its summary table (:func:`session_summary`).
+
+    Returns:
+        One dict per derived experiment whose origin is still defined: ``id``,
+        ``derived_from``, ``changed_key``, ``differs`` (``derived from kw: precision fp16
+        (was fp32)``) and ``lines`` (warm median and verdict per variant, before → after,
+        and the fastest accepted variant of each). Empty when the experiments do not read
+        (``experiment list`` says why).
+    """
+    from gpusession.core.experiment.derive import comparison_lines, derived_words
+    from gpusession.core.folder.experiments import load_experiments
+
+    try:
+        exps = load_experiments(s)
+    except BadInput:
+        return []
+    by_id = {e.id: e for e in exps}
+    return [{"id": e.id, "derived_from": e.derived_from, "changed_key": e.changed_key,
+             "differs": derived_words(e, by_id),
+             "lines": comparison_lines(by_id[e.derived_from], e, summary)}
+            for e in exps if e.derived_from is not None and e.derived_from in by_id]
 
 
 def _origin(s: Session) -> Any:
@@ -276,7 +311,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                     "gpu_model": r.gpu_model,
                     "package": {"lots": r.package.lots, "days": r.package.days,
                                 "start": r.package.start, "end": r.package.end},
-                    "runs": r.runs,
+                    "rows": r.runs,  # the ROWS column: result rows (loads, runs, incidents)
+                    "runs": r.runs,  # the same count, under the first release's key
                     "accepted_unique_corpora": r.accepted_corpora,
                     "error": r.error,
                 }
@@ -358,6 +394,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     if data["summary"]:
         print()
         print(printable(format_summary(data["summary"])))
+    for d in data["derived"]:  # one change, replayed: before and after in words (D4)
+        print()
+        print(printable(f"{d['id']} {d['differs']}"))
+        for line in d["lines"]:
+            print(printable(f"  {line}"))
     return 0
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import check_identifier
+from gpusession.core.files.secrets import check_identifier, shown
 from gpusession.core.files.textio import MAX_LINE_BYTES
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.validation import (
@@ -59,6 +59,8 @@ def register(sub: Any) -> None:
             "Exit 0 accepted, 3 rejected, 2 unusable input."
         ),
     )
+    p.add_argument("session_name", nargs="?", metavar="NAME",
+                   help="a session: archive the report there (as --session NAME)")
     p.add_argument("--corpus", required=True, type=Path, metavar="FILE",
                    help="expected IDs: CSV/JSONL/Parquet with an 'id' column (+ 'label'), or one ID per line")
     p.add_argument("--output", required=True, type=Path, metavar="FILE",
@@ -160,7 +162,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     the corpus file), with ``elapsed_seconds`` empty (not measured, C3), so the cost
     panel, the report and the TUI count its accepted corpus like any other (K3, K4).
     """
-    from gpusession.bench.run_validation import package_total_minor
+    from gpusession.bench.run_validation import OUTPUT_SHA256_NOTE, package_total_minor
     from gpusession.core.records.results import ResultRow
     from gpusession.core.records.summary import accepted_revisions
 
@@ -173,7 +175,8 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         duration_days=pkg.days,
         lots=pkg.lots,
         package_total_usd_minor=package_total_minor(session),
-        notes=f"validated with `gpusession validate` (output {args.output}); timing not measured",
+        notes=f"validated with `gpusession validate` (output {args.output}); timing not measured"
+              + (f"; {OUTPUT_SHA256_NOTE}{report.output_sha256}" if report.output_sha256 else ""),
         **report.row_fields(),
     )
     accepted = accepted_revisions(session.results.read())
@@ -211,6 +214,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """
     if args.name is not None:
         _run_name(args.name)
+    given = getattr(args, "session_name", None)
+    if given is not None and args.session is not None and given != args.session:
+        raise BadInput(f"two sessions given: {shown(given)} and --session {shown(args.session)}; give one",
+                       field="session")
+    args.session = args.session or given  # `validate NAME …` as most commands take the session
     session = open_session(args, args.session) if args.session else None
     expected = load_expected(args.corpus, references=args.references)
     if args.classes is not None:  # `--classes ""` is an empty list, refused below

@@ -40,6 +40,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all
@@ -272,6 +273,18 @@ class GpuSessionApp(App[int]):
         """Plain ``q`` quits from the main screen only (in a form it would lose the form)."""
         if isinstance(self.screen, MainScreen):
             self.action_quit()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast as plain text: what it says is never read as markup.
+
+        A toast often holds words from elsewhere (an error, an incident, a path, a hint
+        such as ``pip install -e '.[demo]'``); as Textual markup, ``[demo]`` would be
+        swallowed and ``[b]`` would restyle it. So ``markup`` is ignored (always off),
+        for every pane's ``notify`` too (a widget's goes through here).
+        """
+        kw: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        super().notify(message, title=title, severity=severity, markup=False, **kw)
 
     def action_quit(self) -> None:  # type: ignore[override]
         """Quit; during a run, the first press only asks the run to stop (H-12)."""

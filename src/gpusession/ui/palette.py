@@ -23,6 +23,7 @@ ACTIONS: tuple[tuple[str, str, str, str | None], ...] = (
     ("Cancel run at the next run boundary", "c on the run pane: the run in flight ends, the rest is skipped", "run", "cancel"),
     ("Pick experiment", "e on the run pane", "run", "pick"),
     ("Define experiment", "d on the run pane: one varied parameter", "run", "define"),
+    ("Derive experiment (one change)", "v on the run pane: replay the current experiment with one element changed", "run", "derive"),
     ("Show run summary / live rows", "s on the run pane", "run", "switch_view"),
     ("Show memory", "pane 3: host, GPU (NVML) and allocator figures", "memory", None),
     ("Validate: re-read validation reports", "v on the validation pane", "validation", "revalidate"),

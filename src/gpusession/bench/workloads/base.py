@@ -16,6 +16,7 @@ Names:
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from typing import Any, Protocol, runtime_checkable
 
@@ -65,6 +66,19 @@ class Workload(Protocol):
         ...
 
 
+def searched_words(exc: ImportError, mod_name: str) -> str:
+    """Where Python looked for a workload module it did not find, in words (``""`` otherwise).
+
+    The usual fix is ``PYTHONPATH`` or the directory gpusession runs in, so the sentence
+    names the directory the worker ran in and what ``PYTHONPATH`` held.
+    """
+    if not isinstance(exc, ModuleNotFoundError) or (exc.name or "") != mod_name.split(".")[0]:
+        return ""  # found, but something inside it did not import: its own error says what
+    path = os.environ.get("PYTHONPATH") or "unset"
+    return (f" (searched the directory gpusession ran in, {os.getcwd()}, PYTHONPATH={path}, and the "
+            "installed packages; start gpusession in the module's folder or add it to PYTHONPATH)")
+
+
 def resolve(name: str, params: dict[str, Any]) -> Workload:
     """Build the workload named ``name`` with ``params``.
 
@@ -85,7 +99,8 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         try:
             module = importlib.import_module(mod_name)
         except ImportError as exc:
-            raise BadInput(f"workload module {mod_name!r} does not import: {exc}", field="workload") from None
+            raise BadInput(f"workload module {mod_name!r} does not import: {exc}{searched_words(exc, mod_name)}",
+                           field="workload") from None
         factory = getattr(module, attr, None)
         if factory is None:
             raise BadInput(f"{mod_name} has no {attr!r}", field="workload")

@@ -28,6 +28,7 @@ the device decided in the worker, no limit, the workload's scope, no protocol.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -245,6 +246,8 @@ def experiment_from_form(
     folder: Path | None = None,
     base: Experiment | None = None,
     check_protocol: ProtocolCheck | None = None,
+    cwd: Path | None = None,
+    said: list[str] | None = None,
 ) -> Experiment:
     """Build and check the experiment a define form describes (R1, R2, R4, R5, V5).
 
@@ -256,6 +259,10 @@ def experiment_from_form(
             (the TUI form shows a part of the settings); ``None``: the defaults.
         check_protocol: checks the protocol table built from ``classes``, ``metric``,
             ``threshold`` and ``tolerance`` (``Protocol.from_toml``).
+        cwd: the directory the person typed the paths in (the CLI's current
+            directory); with ``folder``, a relative path found only there is stored
+            absolute (:func:`settle_path`), ``None``: no such fallback.
+        said: receives one sentence per path so stored (the CLI prints them).
 
     Returns:
         The experiment, checked by :func:`gpusession.core.experiment.plan.check`; not
@@ -272,6 +279,9 @@ def experiment_from_form(
         {f.name: getattr(base, f.name) for f in fields(Experiment)} if base is not None else {}
     )
     data = dict(start)
+    # a form defines an experiment on its own: a replay's lineage is derive's (D4)
+    data.pop("derived_from", None)
+    data.pop("changed_key", None)
     data.setdefault("id", "")
     for name in ("id", "workload", "varied", "precision", "order"):
         text = getattr(form, name)
@@ -301,6 +311,8 @@ def experiment_from_form(
     if form.device is not None:
         data["device"] = _device(form.device)
     data["params"] = _all_params(form, workload, start.get("params"))
+    if folder is not None:  # one rule for every relative path: the session folder
+        _settle_paths(data, folder, cwd, said if said is not None else [])
     data["scope"] = _scope(form.scope, workload, start.get("scope"))
     data["protocol"] = _protocol(form, start.get("protocol"), check_protocol)
     if folder is not None and data.get("corpus"):
@@ -395,6 +407,72 @@ def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | Non
         if check_protocol is not None:
             check_protocol(protocol)
     return protocol
+
+
+#: Params whose value is a path (relative to the session folder, as the corpus is).
+PATH_PARAM_SUFFIXES = ("_dir", "_corpus", "_file", "_path")
+
+
+def settle_path(text: str, folder: Path, cwd: Path | None) -> tuple[str, bool]:
+    """One relative path of an experiment, by the one rule: relative to the session folder.
+
+    So that a run from any directory, and a pulled copy, find the same file. A path
+    that exists only relative to ``cwd`` (where the person typed it) is made absolute
+    there, and the caller says so.
+
+    Args:
+        text: the path as typed (``corpus/eval.jsonl``, ``./predict.sh``).
+        folder: the session folder.
+        cwd: the directory it was typed in; ``None``: no fallback.
+
+    Returns:
+        ``(path to store, whether it was made absolute)``; ``text`` itself when it is
+        absolute, exists under ``folder``, or exists in neither place.
+    """
+    if not text or os.path.isabs(text) or os.path.lexists(folder / text):
+        return text, False
+    if cwd is not None and os.path.lexists(cwd / text):
+        return os.path.abspath(cwd / text), True
+    return text, False
+
+
+def _settle_paths(data: dict[str, Any], folder: Path, cwd: Path | None, said: list[str]) -> None:
+    """The corpus, path params and the command's program and file arguments (one rule)."""
+    def settle(text: str, field: str) -> str:
+        stored, moved = settle_path(text, folder, cwd)
+        if moved:
+            said.append(f"{field}: {text} is not in the session folder ({folder}) but in the current "
+                        f"directory: stored as {stored} (a relative path is relative to the session folder)")
+        return stored
+
+    if data.get("corpus"):
+        data["corpus"] = settle(str(data["corpus"]), "corpus")
+    params = dict(data.get("params") or {})
+    for key, value in params.items():
+        if isinstance(value, str) and key.endswith(PATH_PARAM_SUFFIXES):
+            params[key] = settle(value, f"param {key}")
+    argv = params.get("command")
+    if isinstance(argv, list) and argv:
+        params["command"] = [_settle_arg(str(a), i, folder, settle) for i, a in enumerate(argv)]
+    data["params"] = params
+
+
+def _settle_arg(arg: str, index: int, folder: Path, settle: Callable[[str, str], str]) -> str:
+    """One argv entry: a placeholder or a flag is left; a path found is settled.
+
+    The program (``index`` 0) with a ``/`` must exist (in the session folder, or where
+    typed): a run would fail on every variant otherwise. A plain word (``python3``,
+    ``predict``) is looked up on ``PATH`` at run time, never here.
+    """
+    if "{" in arg or (arg.startswith("-") and "=" not in arg):
+        return arg
+    flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    stored = settle(value, "command program" if index == 0 else "command argument")
+    if index == 0 and "/" in value and not os.path.isabs(stored):
+        raise BadInput(f"the command's program {shown(value)} is not in the session folder "
+                       f"({folder}) nor in the current directory (a relative path is relative to "
+                       "the session folder)", field="command")
+    return f"{flag}{eq}{stored}"
 
 
 def _check_corpus(folder: Path, corpus: str) -> None:

@@ -107,6 +107,12 @@ class Experiment:
             ``rendezvous``; each other node runs ``gpusession agent`` (:mod:`gpusession.bench.agent`).
         rendezvous: ``"host:port"`` of the c10d rendezvous the runner's node hosts;
             not part of the setup (a new address is not a new experiment).
+        derived_from: the experiment this one replays with one element changed
+            (``experiment derive``, D4); ``None`` for one defined on its own. Not part
+            of the setup: it says where the setup came from.
+        changed_key: the one element the replay changed, as ``derive --set`` names it
+            (``precision``, ``context-limit``, ``param.width``); ``None`` with
+            ``derived_from``.
     """
 
     id: str
@@ -132,6 +138,8 @@ class Experiment:
     gpus: int = 1
     nodes: int = 1
     rendezvous: str | None = None
+    derived_from: str | None = None
+    changed_key: str | None = None
 
     @property
     def variant_ids(self) -> list[str]:
@@ -239,6 +247,11 @@ def check(exp: Experiment) -> Experiment:
     if exp.device is not None and not (exp.device == "cpu" or exp.device.startswith("cuda")):
         raise BadInput(f"expected cpu, cuda or cuda:N, got {shown(exp.device)}", field=f"{f}.device")
     _check_gpus(exp, f)
+    for key in ("derived_from", "changed_key"):
+        v = getattr(exp, key)
+        if v is not None and (not isinstance(v, str) or not v):
+            raise BadInput(f"expected an experiment id or a setting's name, got {shown(v)}",
+                           field=f"{f}.{key}")
     if exp.workload == "command":
         argv = exp.params.get("command")
         if not argv:  # say what to type, not the file's shape

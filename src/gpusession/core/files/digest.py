@@ -37,3 +37,15 @@ def sha256_file(path: Path, chunk_bytes: int = CHUNK_BYTES) -> str:
                 break
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_bytes(data: bytes | bytearray | memoryview) -> str:
+    """SHA-256 of bytes already read (a run's output as validated).
+
+    Why: the digest of exactly what was checked, without reading the file a second
+    time; hashlib walks the buffer in place, so a 1 GB output costs no extra memory.
+
+    Returns:
+        The digest as 64 lower-case hex digits.
+    """
+    return hashlib.sha256(data).hexdigest()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -286,6 +287,42 @@ def private_dir_mode(path: Path | str) -> None:
         pass
 
 
+def make_tree_private(folder: Path | str) -> int:
+    """Bring what another writer put under ``folder`` to the session's modes: 0700 / 0600.
+
+    For files gpusession did not open itself (a training subprocess, a library's
+    ``savefig``, a corpus splitter): their mode came from the umask (0644, 0755). Links
+    are never followed nor changed; anything that is neither a file nor a folder is left.
+
+    Args:
+        folder: a folder inside a session folder (``corpus/``, ``models/``).
+
+    Returns:
+        How many entries were changed (0 when ``folder`` is missing or a link).
+    """
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        return 0
+    changed = 0
+    for here, dirs, files in os.walk(folder):  # os.walk never follows links by default
+        for name, mode in [(here, DIR_MODE)] + [(os.path.join(here, f), FILE_MODE) for f in files]:
+            try:  # opened without following a link, changed through the descriptor
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                st = os.fstat(fd)
+                if (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) and stat.S_IMODE(st.st_mode) != mode:
+                    os.fchmod(fd, mode)
+                    changed += 1
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(here, d))]
+    return changed
+
+
 def check_writable(path: Path | str, *, folder: bool = False) -> None:
     """Refuse now a file or folder that a later write would refuse.
 
@@ -319,6 +356,6 @@ def check_writable(path: Path | str, *, folder: bool = False) -> None:
 
 
 __all__ = [
-    "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "make_private_dir", "open_append",
+    "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "make_private_dir", "make_tree_private", "open_append",
     "open_private", "private_dir_mode", "refuse_link_or_special", "write_private_bytes",
 ]

@@ -136,3 +136,36 @@ def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
         return Experiment.from_toml("x", data).to_toml()
     except BadInput:
         return dict(data)
+
+
+def store_derived(session: Session, exp: Experiment) -> Experiment:
+    """Store a derived experiment (``experiment derive``, D4) under its own new id.
+
+    The id must be new: a replay never replaces another experiment's definition, nor
+    pools its rows with one. Storing the same derive again (same settings, same origin,
+    same changed key) returns the stored one.
+
+    Args:
+        session: the open session.
+        exp: from :func:`gpusession.core.experiment.derive.derive_experiment`
+            (``derived_from`` and ``changed_key`` set).
+
+    Returns:
+        The stored experiment, as read back.
+
+    Raises:
+        BadInput: the id is taken by another experiment, no ``derived_from``, or the
+            settings do not pass :func:`check` or the workload's params.
+    """
+    if exp.derived_from is None or exp.changed_key is None:
+        raise BadInput("a derived experiment names what it was derived from and the one element "
+                       "changed", field=f"experiments.{exp.id}")
+    session.reload()
+    current = dict(session.data.get("experiments", {})).get(exp.id)
+    if current is not None:
+        stored = _normalise(current)
+        if stored == exp.to_toml():
+            return Experiment.from_toml(exp.id, current)
+        raise BadInput(f"experiment {exp.id} exists already (with other settings): choose a new "
+                       "id for the replay", field="--id")
+    return define_experiment(session, exp)

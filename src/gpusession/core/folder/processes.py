@@ -437,6 +437,19 @@ _INTERRUPTIBLE: set[Callable[[str], None]] = set()
 _INTERRUPT_LOCK = threading.RLock()
 
 
+def ending_signals() -> tuple[signal.Signals, ...]:
+    """The :data:`ENDING_SIGNALS` a headless run or an agent should handle now.
+
+    SIGHUP is left out when this process inherited it ignored: ``nohup gpusession run
+    …`` asks for the run to outlive the terminal, and ending it at the hang-up would undo
+    what the person asked (the convention of ``nohup``-aware programs).
+    """
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) == signal.SIG_IGN:
+        return tuple(s for s in ENDING_SIGNALS if s != hangup)
+    return ENDING_SIGNALS
+
+
 @contextmanager
 def signal_handlers(handlers: Mapping[int, Callable[[int, Any], None]]) -> Iterator[None]:
     """Install ``handlers`` (signal number → handler) for the block; the previous ones after.
@@ -495,7 +508,7 @@ ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 __all__ = [
-    "ENDING_SIGNALS", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_descendants", "end_group",
+    "ENDING_SIGNALS", "ending_signals", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_descendants", "end_group",
     "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
     "worker_marker",
 ]

@@ -467,7 +467,7 @@ class Session:
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise BadInput("the sessions root is a file; expected a folder (--sessions-dir)", path=root)
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new root is private whatever the umask
         folder = root / name
         refuse_case_twin(root, name)
         if folder.is_symlink():  # never made, nor chmod-ed, through a link

@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.files.csvtext import csv_bytes
+
 #: Columns of ``runs/<experiment>/ranks.csv``, in file order.
 RANK_COLUMNS = (
     "run_key", "worker", "rank", "world_size", "device", "gpu_uuid", "ok", "error",
@@ -74,7 +76,7 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
         make_private_dir(path.parent, parents=True)
     with open_append(path, root=root) as fh:
         new = os.fstat(fh.fileno()).st_size == 0  # of the file opened, not of a name
-        fh.write(frame.write_csv(include_header=new).encode("utf-8"))
+        fh.write(csv_bytes(frame, header=new))
 
 
 def read_rank_frame(path: Path) -> Any:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import (
     link_refused,
@@ -272,9 +273,7 @@ def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:
 
 
 
-    buf = io.BytesIO()
-    frame.write_csv(buf, include_header=header, float_scientific=False, line_terminator="\n")
-    return buf.getvalue()
+    return csv_bytes(frame, header=header)
 
 
 def _check_utf8(path: Path, raw: bytes) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 
 import polars as pl
 
+from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import read_text
@@ -198,9 +199,7 @@ def manifest_bytes(entries: list[ManifestEntry]) -> bytes:
         },
         schema=MANIFEST_SCHEMA,
     )
-    buf = io.BytesIO()
-    frame.write_csv(buf, line_terminator="\n")
-    return buf.getvalue()
+    return csv_bytes(frame)
 
 
 def next_free_path(path: Path) -> Path:

@@ -41,6 +41,7 @@ from typing import Any
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
+from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded, RsyncStats
 
 #: Where partial and temporary files of a pull live, under ``--to``.
 WORK_DIR = ".gpusession-pull"
@@ -142,7 +143,7 @@ def rsync_command(
     bwlimit_kbps: int | None = None,
     rsync_path: str | None = None,
 ) -> list[str]:
-    """The rsync call of one part of a pull.
+    """The rsync call of one part of a pull (``--stats``: its own figures, D2).
 
     Args:
         source: ``host:path/`` or ``path/``.
@@ -154,7 +155,7 @@ def rsync_command(
         rsync_path: the rsync program on the server (``--rsync-path``).
     """
     cmd = ["rsync", "-a", "--partial", f"--partial-dir={work / 'partial'}",
-           f"--temp-dir={work / 'tmp'}", "--info=progress2", "--no-inc-recursive"]
+           f"--temp-dir={work / 'tmp'}", "--info=progress2", "--no-inc-recursive", "--stats"]
     if checksum:
         cmd.append("--checksum")
     if ssh:
@@ -243,12 +244,20 @@ def run_rsync(
     dest: Path,
     where: str,
     on_progress: Callable[[Progress], None] | None = None,
-) -> None:
+) -> RsyncStats | None:
     """Run rsync, feed its progress lines to ``on_progress``, raise on failure.
+
+    Returns:
+        rsync's own figures (``--stats``: bytes moved and elapsed time, D2); ``None``
+        when it printed none.
 
     Raises:
         TransferFailed: rsync missing on this computer, or it failed (one line).
     """
+    from collections import deque
+
+    from gpusession.core.retrieval.throughput import parse_stats
+
     if shutil.which(cmd[0]) is None:
         raise TransferFailed("rsync is not installed on this computer: install it "
                              "(apt-get install rsync, brew install rsync) and rerun", 1)
@@ -267,14 +276,19 @@ def run_rsync(
     t.start()
     buf = b""
     out = proc.stdout
+    said: deque[str] = deque(maxlen=64)  # the --stats lines come last
     try:
         for chunk in iter(lambda: os.read(out.fileno(), 4096), b""):
             buf += chunk
             *lines, buf = re.split(rb"[\r\n]", buf)
             for raw in lines:
-                p = parse_progress(raw.decode("utf-8", "replace"))
-                if p is not None and on_progress is not None:
+                line = raw.decode("utf-8", "replace")
+                p = parse_progress(line)
+                if p is None:
+                    said.append(line)
+                elif on_progress is not None:
                     on_progress(p)
+        said.append(buf.decode("utf-8", "replace"))
         rc = proc.wait()
     except BaseException:
         proc.terminate()  # rsync moves what it has into the partial folder
@@ -288,6 +302,7 @@ def run_rsync(
     if rc != 0:
         raise explain_failure(rc, b"".join(err_chunks).decode("utf-8", "replace"),
                               host=host, dest=dest, where=where)
+    return parse_stats("\n".join(said))
 
 
 def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
@@ -487,6 +502,8 @@ class PullResult:
     #: Changed files whose copy equals the server's file: the server's own file no longer
     #: matches its manifest (a new manifest, or the file restored, is needed).
     server_changed: list[str] = field(default_factory=list)
+    #: The measured throughput and where it was written (``retrieval.toml``, D2).
+    throughput: Recorded | None = None
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -554,11 +571,12 @@ def evidence_text(result: PullResult, source: Source) -> str:
 
 
 @dataclass(frozen=True)
-class _Transfer:
+class Transfer:
     """How every rsync of one pull runs: source, work folder, shell, bandwidth, server's rsync.
 
-    One value so that the session copy, the deliverables copy and the split of changed
-    files all call rsync the same way (S4).
+    One value so that the session copy, the deliverables copy, the split of changed
+    files and a probe (:mod:`gpusession.core.retrieval.probe`) all call rsync the same
+    way (S4), and rsync's figures of every copy are kept for the throughput (D2).
     """
 
     source: Source
@@ -567,9 +585,29 @@ class _Transfer:
     bwlimit_kbps: int | None
     rsync_path: str | None
     on_progress: Callable[[str, Progress], None] | None
+    #: rsync's figures of each copy that ended (D2), and whether one was copied again whole.
+    stats: list[RsyncStats] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
 
-    def copy(self, part: str, remote: str | None, dest: Path, *, checksum: bool) -> None:
+    @property
+    def path_words(self) -> str:
+        """The rsync path the copies took, in words (``rsync over ssh, copied again whole``)."""
+        how = "rsync over ssh" if self.source.host else "rsync (local folder)"
+        return how + (", copied again whole" if self.retried else "")
+
+    def copy(self, part: str, remote: str | None, dest: Path, *, checksum: bool,
+             only: tuple[str, ...] = ()) -> None:
         """Copy ``remote`` (``None``: the session) into ``dest``, partial files under ``work/part``.
+
+        rsync's figures of the copy that ended (the whole retry's, when the first was
+        refused) are kept in :attr:`stats` (D2).
+
+        Args:
+            part: the part of the pull (``session``, ``deliverables``, ``probe``).
+            remote: the folder on the source; ``None``: the session.
+            dest: the local folder.
+            checksum: compare by checksum.
+            only: rsync options that choose the files (``--files-from=LIST``, filters).
 
         Raises:
             TransferFailed: rsync failed (one line, :func:`explain_failure`).
@@ -582,9 +620,10 @@ class _Transfer:
 
         cmd = rsync_command(self.source.spec(remote), dest, work=self.work / part, checksum=checksum,
                             ssh=self.ssh, bwlimit_kbps=self.bwlimit_kbps, rsync_path=self.rsync_path)
+        cmd[-2:-2] = list(only)
         where = self.source.words(remote)
         try:
-            run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
+            stats = run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
         except TransferFailed as exc:
             if not exc.resume_refused:
                 raise
@@ -592,7 +631,14 @@ class _Transfer:
             for kept in (self.work / part / "partial").rglob("*"):
                 if kept.is_file() and not kept.is_symlink():
                     kept.unlink()
-            run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
+            self.retried.append(part)
+            stats = run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
+        if stats is not None:
+            self.stats.append(stats)
+
+    def remote_file(self, name: str) -> str:
+        """A file of the session folder on the source, as rsync names it (``host:path/name``)."""
+        return self.source.words(self.source.path.rstrip("/") + "/" + name)
 
 
 def pull(
@@ -643,7 +689,11 @@ def pull(
             (work / sub / part).mkdir(parents=True, exist_ok=True)
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
-    transfer = _Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
+    transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
+    from gpusession.core.retrieval import throughput
+
+    # the figures kept at home (a write-back the server refused), before the server's overwrite them
+    earlier = throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML])
 
     say(f"copying session {source.words()} → {session_copy} (rsync, per-file checksums)")
     transfer.copy("session", None, session_copy, checksum=True)
@@ -666,6 +716,12 @@ def pull(
     result.reason = "; ".join(reasons)
     result.at = utcnow()
     _record(result, source)
+    if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
+        figure = throughput.combine(transfer.stats, at=result.at, path=transfer.path_words)
+        kept = throughput.merge_entries(earlier, throughput.read_entries([session_copy / RETRIEVAL_TOML]))
+        result.throughput = throughput.record(
+            figure, home=session_copy / RETRIEVAL_TOML, kept=kept,
+            remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=ssh, rsync_path=rsync_path)
     if result.verified:
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -675,7 +731,7 @@ def pull(
     return result
 
 
-def _verify(result: PullResult, transfer: _Transfer, remote_deliv: str | None,
+def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
             say: Callable[[str], None]) -> list[str]:
     """Why the copy in ``result`` is not verified, one phrase each; empty when it is (S4).
 
@@ -733,6 +789,7 @@ __all__ = [
     "Progress",
     "PullResult",
     "Source",
+    "Transfer",
     "TransferFailed",
     "check_session_copy",
     "choose_manifest",

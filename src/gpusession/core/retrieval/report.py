@@ -50,6 +50,7 @@ from gpusession.core.records.summary import accepted_unique_corpora, validated_c
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.retrieval.manifest import next_free_path, read_manifest
+from gpusession.core.validation.report import without_output_digest
 
 #: Section titles, in order; tests check that every one is present.
 SECTIONS = (
@@ -157,7 +158,7 @@ def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
     with_notes = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
     for r in with_notes.iter_rows(named=True):
-        key = re.sub(r" of worker \S+", "", str(r["notes"]))
+        key = without_output_digest(re.sub(r" of worker \S+", "", str(r["notes"])))  # each row's own
         key = _split_incident(key)[0]  # an incident: said once, with the incidents
         if key in (LOAD_REMARK, ""):  # says what the phase column already says
             continue

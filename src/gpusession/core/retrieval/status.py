@@ -300,9 +300,12 @@ def remember_sessions_dir(root: Path) -> None:
                 return
         except (OSError, UnicodeDecodeError):
             pass
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = target.with_name(f".{LAST_SESSIONS_DIR}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fd, 0o600)  # whatever the umask: another user reads no path of yours
+            fh.write(text)
         os.replace(tmp, target)
     except OSError:
         pass

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import polars as pl
 
+from gpusession.core.files.digest import sha256_bytes
 from gpusession.core.files.textio import MAX_LINE_BYTES, read_bytes
 from gpusession.core.records.summary import accepted_unique_corpora
 from gpusession.core.validation.checks import run_checks
@@ -103,15 +104,18 @@ def validate_output(
         classes_source: where the classes came from, in words, for the report.
 
     Returns:
-        The report; nothing is written (call :meth:`ValidationReport.write`).
+        The report, with ``output_sha256`` the SHA-256 (64 hex digits) of the output's
+        bytes as validated, which ties an accepted corpus to the run that wrote it;
+        nothing is written (call :meth:`ValidationReport.write`).
 
     Raises:
         BadInput: the output or an ID list is missing or unreadable.
     """
-    parsed = parse_output(Path(output), protocol.output_format)
+    data = read_bytes(Path(output), max_line_bytes=MAX_LINE_BYTES)
+    parsed = parse_csv(data) if protocol.output_format == "csv" else parse_jsonl(data)
     train, train_desc = _read_ids(train_ids)
     tune, tune_desc = _read_ids(tune_ids)
-    return run_checks(
+    report = run_checks(
         Path(output),
         parsed,
         expected,
@@ -122,6 +126,10 @@ def validate_output(
         tune_desc=tune_desc,
         classes_source=classes_source,
     )
+    # the digest of the very bytes validated: no second read a writer could change in
+    # between, and no second pass over a large output (hashlib reads the buffer in place)
+    report.output_sha256 = sha256_bytes(data)
+    return report
 
 
 def accepted_corpora(frame: pl.DataFrame) -> int:

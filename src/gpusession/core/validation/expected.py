@@ -21,6 +21,7 @@ from gpusession.core.files.textio import MAX_LINE_BYTES, decode_strict, read_byt
 from gpusession.core.validation.model import Expected
 from gpusession.core.validation.read import (
     drop_trailing_empty_lines,
+    record_start_lines,
     split_lines,
     trailing_empty_note,
 )
@@ -100,7 +101,8 @@ def _read_csv_table(path: Path, text: str, raw: bytes | None, *, separator: str)
     if "id" not in frame.columns:
         raise BadInput(f"no 'id' column in the header (found: {', '.join(frame.columns)})", path=path, line=1)
     cols = ["id"] + (["label"] if "label" in frame.columns else [])
-    return frame.select(cols).with_row_index("line", offset=2)
+    return frame.select(cols).with_columns(record_start_lines(text, frame.height, separator=separator)).select(
+        "line", *cols)
 
 
 def _read_jsonl_table(path: Path, data: bytes) -> pl.DataFrame:

@@ -13,6 +13,7 @@ ends are tolerated and noted.
 
 from __future__ import annotations
 
+import csv
 import io
 import unicodedata
 from dataclasses import dataclass, field
@@ -163,6 +164,40 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
     return text, notes, {n: b.words() for n, b in decoded.bad_lines.items()}
 
 
+def record_start_lines(text: str, n_records: int, *, separator: str = ",") -> pl.Series:
+    """The physical line where each CSV record after the header starts (1-based, H-28).
+
+    A quoted cell may span lines, so a record's number is not its line: an error about
+    the record after a three-line text must name the line it starts on. When no cell
+    spans lines (the count of lines says so) the lines are 2, 3, …; otherwise the
+    standard library's CSV reader, which quotes as polars does, counts them.
+
+    Args:
+        text: the decoded CSV text (header first).
+        n_records: the records polars read after the header.
+        separator: the cell separator (``","``; a tab for TSV).
+
+    Returns:
+        An ``Int64`` series of ``n_records`` line numbers; 2, 3, … when the two readers
+        disagree on the record count (a file polars read and ``csv`` did not).
+    """
+    plain = pl.int_range(2, n_records + 2, dtype=pl.Int64, eager=True)
+    if text.count("\n") + (not text.endswith("\n")) <= n_records + 1 or '"' not in text:
+        return plain.alias("line")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
+    starts: list[int] = []
+    end = 0
+    try:
+        for _ in reader:
+            starts.append(end + 1)
+            end = reader.line_num
+    except csv.Error:
+        return plain.alias("line")
+    if len(starts) != n_records + 1:
+        return plain.alias("line")
+    return pl.Series("line", starts[1:], dtype=pl.Int64)
+
+
 def parse_csv(data: bytes) -> ParsedRecords:
     """Read a CSV output with a header holding ``id`` and ``label`` (V4), all strings.
 
@@ -189,7 +224,7 @@ def parse_csv(data: bytes) -> ParsedRecords:
         )
         return parsed
     records = frame.select("id", "label").with_columns(
-        line=pl.int_range(2, frame.height + 2, dtype=pl.Int64),
+        line=record_start_lines(text, frame.height),
         problem=pl.when(pl.all_horizontal(pl.col("id").is_null(), pl.col("label").is_null()))
         .then(pl.lit("empty row"))
         .otherwise(pl.lit(None, pl.String)),

@@ -10,6 +10,7 @@ both the CLI and the TUI show, so the words are the same everywhere.
 from __future__ import annotations
 
 import glob
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
 from gpusession.core.files.textio import printable
@@ -26,6 +28,21 @@ from gpusession.core.validation.model import BadRecord
 
 #: How many offenders a summary line quotes.
 QUOTE_N = 5
+#: How a validated row's notes name its output: ``output sha256:<64 hex digits>``
+#: (:attr:`ValidationReport.output_sha256`). The word ``sha256`` before the digits tells
+#: the secret check it is a digest, not a key.
+OUTPUT_SHA256_NOTE = "output sha256:"
+_OUTPUT_DIGEST_RE = re.compile(r"(?:; )?" + re.escape(OUTPUT_SHA256_NOTE) + r"[0-9a-f]{64}")
+
+
+def without_output_digest(note: str) -> str:
+    """``note`` without its ``output sha256:<hex>`` part (and the ``; `` before it).
+
+    Why: every validated row's note names its own output, so notes that say the same
+    thing differ by the digest; a reader that groups identical notes (the report) groups
+    them on this.
+    """
+    return _OUTPUT_DIGEST_RE.sub("", note)
 
 
 def _quote_ids(ids: list[str], total: int) -> str:
@@ -117,6 +134,9 @@ class ValidationReport:
     predictions_missing: int = 0
     predictions_malformed: int = 0
     predictions_undeclared: int = 0
+    #: SHA-256 (64 hex digits) of the output's bytes as validated: which run's output
+    #: this verdict is about (``None`` for a report built without reading a file).
+    output_sha256: str | None = None
 
     @property
     def macro_f1(self) -> float | None:
@@ -216,6 +236,7 @@ class ValidationReport:
             "corpus_accepted": self.corpus_accepted,
             "verdict": self.verdict_line(),
             "output": self.output_path,
+            "output_sha256": self.output_sha256,
             "output_format": self.output_format,
             "expected": self.expected_path,
             "references": self.references_path,
@@ -319,7 +340,7 @@ class ValidationReport:
         files = {}
         for kind, frame in lists.items():
             path = folder / f"{run_name}.{kind}.csv"
-            write_atomic_bytes(path, frame.write_csv().encode("utf-8"))
+            write_atomic_bytes(path, csv_bytes(frame))
             files[kind] = path.name
         doc = {"run": run_name, "written_at": datetime.now(timezone.utc).replace(microsecond=0)}
         doc.update(self.to_dict())

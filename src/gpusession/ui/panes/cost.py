@@ -88,6 +88,7 @@ class CostPane(Vertical):
         self.lines: list[str] = []
         self.inputs: SessionCostInputs | None = None
         self._inputs_problem: str | None = None
+        self._others: list[str] = []
 
     def compose(self) -> ComposeResult:
         pkg = self.ctx.session.package
@@ -115,6 +116,7 @@ class CostPane(Vertical):
     def reload(self) -> None:
         """Re-read the session's cost inputs (a run landed), then recompute."""
         self.inputs, self._inputs_problem = load_inputs(self.ctx.session)
+        self._others = self._other_sessions()
         self.recompute()
 
     def _inputs(self) -> tuple[str, str, str, str]:
@@ -157,8 +159,23 @@ class CostPane(Vertical):
         if accepted is None and not any(line.startswith("Accepted deliverables:") for line in self.lines):
             self.lines.insert(0, f"Accepted deliverables: {NOT_MEASURED_WORDS} ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
         self.lines.extend(self._idle_gpus())
+        if self._others:
+            self.lines.extend(["", *self._others])
         out.update("\n".join(self.lines))
         self.post_message(self.Recomputed(list(self.lines)))
+
+    def _other_sessions(self) -> list[str]:
+        """The other sessions of the folder in the same terms as ``gpusession compare`` (D6).
+
+        Read when the pane loads or a run lands, not at each keystroke.
+        """
+        from gpusession.core.retrieval.compare import folder_comparison_lines
+
+        try:
+            return folder_comparison_lines(
+                self.ctx.session, allow_hint="compare them on the command line to rank them anyway")
+        except (BadInput, OSError) as exc:  # a comparison only: never hides this session's cost
+            return [f"other sessions not compared: {exc}"]
 
     def _idle_gpus(self) -> list[str]:
         """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines."""

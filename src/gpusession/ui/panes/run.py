@@ -237,7 +237,7 @@ def define_form(result: dict[str, str]) -> DefineForm:
 
 
 class RunPane(Vertical):
-    """Pane 2: experiments and runs; keys: r start, c cancel, e pick, d define, s view."""
+    """Pane 2: experiments and runs; keys: r start, c cancel, e pick, d define, v derive, s view."""
 
     BINDINGS = [
         # short words: the footer must fit 80 columns (the status line says more)
@@ -246,6 +246,9 @@ class RunPane(Vertical):
         Binding("e", "pick", "Pick", id="run.pick", tooltip="Pick an experiment"),
         Binding("d", "define", "Define", id="run.define", tooltip="Define an experiment"),
         Binding("s", "switch_view", "Rows/summary", id="run.view", tooltip="Live rows or summary"),
+        # not in the footer (80 columns): the palette and the status line of a derived one say it
+        Binding("v", "derive", "Derive", id="run.derive", show=False,
+                tooltip="Replay the current experiment with one element changed"),
     ]
 
     @dataclass
@@ -414,13 +417,16 @@ class RunPane(Vertical):
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
 
     def describe(self, exp: Any) -> str:
+        from gpusession.core.experiment.derive import derived_words
         from gpusession.core.retrieval.evidence import gpu_use_words
 
         values = ", ".join(str(v) for v in exp.values)
+        lineage = derived_words(exp, {e.id: e for e in self.experiments})
         return (
             f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
             f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
             + gpu_use_words(exp)
+            + (f"\n{lineage} (v: derive again)" if lineage else "")
             + self._idle_gpus(exp)
         )
 
@@ -516,6 +522,43 @@ class RunPane(Vertical):
         exp = experiments.define_experiment(self.ctx.session, exp)
         self.experiment_id = exp.id
         self.reload()
+
+    def action_derive(self) -> None:
+        """The derive form: a new id and the one change (``KEY=VALUE``), as ``experiment
+        derive`` takes them; the value is parsed by the define form's parser (D4)."""
+        from gpusession.core.experiment.derive import DERIVE_KEYS
+
+        if self.running:
+            self.notify("a run is in progress", title="cannot derive now")
+            return
+        cur = self.current_experiment()
+        if cur is None:
+            self.notify("define an experiment first (d)", title="derive")
+            return
+        ids = {e.id for e in self.experiments}
+        new_id = next(f"{cur.id}-{n}" for n in range(2, len(ids) + 3) if f"{cur.id}-{n}" not in ids)
+        fields = [Field("id", "New experiment id", new_id),
+                  Field("set", "The one change, KEY=VALUE", "",
+                        placeholder="e.g. precision=fp16, runs=10, param.width=64")]
+        help_text = (f"Replay {cur.id} with one element changed, so that the change explains the "
+                     f"difference. KEY: {', '.join(DERIVE_KEYS)} or param.NAME; "
+                     "id, varied and values stay.")
+        self.app.push_screen(FormModal(f"Derive from {cur.id} (one change)", fields, help_text=help_text,
+                                       on_save=lambda result: self._derive(result, cur)))
+
+    def _derive(self, result: dict[str, str], cur: Any) -> None:
+        """Store the replay the derive form describes; raises BadInput (the form says it)."""
+        from gpusession.core.experiment.derive import derive_experiment, derive_notes
+        from gpusession.core.folder.experiments import store_derived
+        from gpusession.core.validation import Protocol
+
+        exp = derive_experiment(cur, result["id"].strip(), result["set"], folder=self.ctx.session.folder,
+                                check_protocol=Protocol.from_toml)
+        exp = store_derived(self.ctx.session, exp)
+        self.experiment_id = exp.id
+        self.reload()
+        for note in derive_notes(cur, exp):  # a precision change: its own quality check
+            self.notify(note, title="derived", timeout=12)
 
     def action_switch_view(self) -> None:
         self.show_view("run-rows" if self.view == "run-summary" else "run-summary")

@@ -1,0 +1,174 @@
+"""``compare`` and ``export``: sessions side by side (D6), a session's warm runs for hyperfine.
+
+Examples::
+
+    gpusession compare l40s-3d a5000-7d
+    gpusession compare ~/copies/l40s-3d ~/copies/a5000-7d --allow-different --json
+    gpusession export a5000-7d --format hyperfine-json --output a5000.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from gpusession.commands._common import open_session, print_json, root_of
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import Session
+
+#: Exit status of ``compare`` when the sessions did not run the same work and no
+#: ``--allow-different`` was given: the table is printed, the ranking refused (D6).
+NOT_RANKED_EXIT = 3
+
+
+def register(sub: Any) -> None:
+    """Add ``compare`` and ``export`` to the CLI."""
+    p = sub.add_parser(
+        "compare",
+        help="sessions side by side: cost and time per accepted deliverable, same work or not",
+        description="One table of the sessions given (names in the sessions folder, or the "
+        "folders of pulled home copies): GPU, lots, package and its cost, accepted distinct "
+        "corpora, cost per accepted deliverable (as `cost --session` says), time per accepted "
+        "deliverable (the warm median of the recommended variant) and the quality figure. "
+        "Sessions are ranked by cost per accepted deliverable only when they ran the same "
+        "work (corpus revision, model and tokenizer revisions, declared classes, metric, "
+        "threshold, tolerance, stopwatch scope, precision, context limit); otherwise what "
+        "differs is named and the ranking refused (exit 3) unless --allow-different. "
+        "compare writes nothing; a home copy given as a folder is only read.",
+    )
+    p.add_argument("sessions", nargs="+", metavar="SESSION",
+                   help="a session name, or the folder of a session (a pulled home copy)")
+    p.add_argument("--allow-different", action="store_true",
+                   help="rank the sessions even where their work differs (the ranking says so)")
+    p.add_argument("--rates", metavar="FILE", help="rates file for every session (default: each "
+                   "session's rates.toml, else the bundled one)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "export",
+        help="a session's warm runs in another tool's format (hyperfine's JSON)",
+        description="Write the warm runs of each variant in hyperfine's JSON export layout "
+        "(results[] with command, mean, stddev, median, user, system, min, max, times, "
+        "exit_codes, parameters; seconds), so hyperfine's analysis scripts read it; the "
+        "verdict is in the extra key gpusession_verdict. user and system are null: not "
+        "measured. An existing file is never overwritten without --force, and never when it "
+        "is in the session folder.",
+    )
+    p.add_argument("name", metavar="NAME", help="session name, or the folder of a session")
+    p.add_argument("--format", required=True, choices=("hyperfine-json",), help="hyperfine-json")
+    p.add_argument("--output", metavar="FILE", help="write there (default: standard output)")
+    p.add_argument("--force", action="store_true", help="replace an existing --output file "
+                   "(never one inside the session folder)")
+    p.set_defaults(func=cmd_export)
+
+
+def open_any(args: argparse.Namespace, given: str) -> Session:
+    """A session by name in the sessions folder, or by its folder (a pulled home copy).
+
+    A folder (the argument holds a path separator, or names an existing folder that is
+    not a session name under the root) is opened without recovery: a copy is read, never
+    changed.
+
+    Raises:
+        BadInput: no such session or folder, or an unreadable session file.
+    """
+    path = Path(given).expanduser()
+    looks_like_path = os.sep in given or "/" in given or given.startswith(("~", "."))
+    if not looks_like_path and (root_of(args) / given).is_dir():
+        return open_session(args, given)
+    if looks_like_path or path.is_dir():
+        path = path.resolve()
+        if not (path / "session.toml").is_file():
+            raise BadInput("not a session folder (no session.toml)", path=path)
+        return Session.open(path.parent, path.name, recover=False)
+    return open_session(args, given)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print the sessions side by side and rank them when they ran the same work (D6).
+
+    Args:
+        args: Parsed arguments: ``sessions``, ``allow_different``, ``rates``, ``json``.
+
+    Returns:
+        0 with a ranking (the same work, or ``--allow-different``); 3
+        (:data:`NOT_RANKED_EXIT`) when the work differs: the table and what differs are
+        printed, the ranking refused.
+
+    Raises:
+        BadInput: fewer than two sessions, no such session, an unreadable file.
+    """
+    from gpusession.core.retrieval.compare import compare_sessions
+
+    if len(args.sessions) < 2:
+        raise BadInput("give two or more sessions to compare (names or folders)", field="sessions")
+    sessions = [open_any(args, s) for s in args.sessions]
+    comparison = compare_sessions(sessions, allow_different=args.allow_different,
+                                  rates_path=Path(args.rates) if args.rates else None)
+    if args.json:
+        print_json(comparison.to_json())
+    else:
+        print("\n".join(comparison.lines()))
+    return 0 if comparison.ranked else NOT_RANKED_EXIT
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a session's warm runs in hyperfine's JSON layout (R6, D5).
+
+    Args:
+        args: Parsed arguments: ``name``, ``format``, ``output``, ``force``.
+
+    Returns:
+        0 once written (what was left out, such as a variant without a measured warm run,
+        is said on stderr).
+
+    Raises:
+        BadInput: no such session; ``--output`` exists without ``--force``, lies in the
+            session folder, or is a folder or a link; nothing measured warm.
+    """
+    import json
+    import sys
+
+    from gpusession.core.retrieval.export import hyperfine_results
+
+    session = open_any(args, args.name)
+    doc, left_out = hyperfine_results(session)
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    for line in left_out:
+        print(f"gpusession: {line}", file=sys.stderr)
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    target = _output_target(Path(args.output), session, force=args.force)
+    from gpusession.core.files.tomlio import write_atomic_bytes
+
+    write_atomic_bytes(target, text.encode("utf-8"))
+    print(f"wrote {len(doc['results'])} variant(s) in hyperfine's JSON layout to {target}")
+    return 0
+
+
+def _output_target(path: Path, session: Session, *, force: bool) -> Path:
+    """Where ``export`` may write: never over session data, never over a file without ``force``.
+
+    Raises:
+        BadInput: a link, a folder, a path inside the session folder, or an existing file
+            without ``force``.
+    """
+    if path.is_symlink():
+        raise BadInput("is a symbolic link; give a plain file to write", path=path, field="--output")
+    if path.is_dir():
+        raise BadInput("is a folder; give a file to write", path=path, field="--output")
+    resolved = path.resolve()
+    if resolved.is_relative_to(session.folder.resolve()):
+        raise BadInput("is inside the session folder, whose files are never overwritten; write "
+                       "the export elsewhere", path=path, field="--output")
+    if path.exists() and not force:
+        raise BadInput("exists; give --force to replace it (nothing was written)", path=path,
+                       field="--output")
+    return path
+
+
+__all__ = ["NOT_RANKED_EXIT", "cmd_compare", "cmd_export", "open_any", "register"]

@@ -1,0 +1,431 @@
+"""Sessions compared in the same terms: which card to rent (D6, K1-K4, D5).
+
+Who calls it: ``gpusession compare`` (:mod:`gpusession.commands.compare_cmd`). Each
+session's money comes from the one cost assembly (:func:`gpusession.core.money.cost.session_cost_inputs`
+and :func:`gpusession.core.money.cost.cost_report`, the figures ``gpusession cost --session``
+prints), its time from the summary table's recommended variant
+(:func:`gpusession.core.records.summary.recommended_variant`). Sessions are ranked only
+when they ran the same work (D6): the corpus revision and the protocol (classes, metric,
+threshold, tolerance, stopwatch scope, precision, context limit, model and tokenizer
+revisions); a difference is named and blocks the ranking unless the caller allows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.textio import printable
+from gpusession.core.files.units import format_seconds
+from gpusession.core.folder.session import Session
+from gpusession.core.money.rates import format_usd
+
+#: The terms two sessions must share to be ranked (D6, R1, R2, V5): ``(key, words)``. The
+#: keys are results CSV columns, except ``classes`` and ``scope``, which come from the
+#: experiments' definitions (``session.toml``).
+WORK_TERMS: tuple[tuple[str, str], ...] = (
+    ("corpus_revision", "corpus revision"),
+    ("model_revision", "model revision"),
+    ("tokenizer_revision", "tokenizer revision"),
+    ("classes", "declared classes"),
+    ("quality_metric", "metric"),
+    ("quality_threshold", "threshold"),
+    ("quality_tolerance", "tolerance"),
+    ("scope", "stopwatch scope"),
+    ("precision", "precision"),
+    ("context", "context limit"),
+)
+#: How a term no measured row recorded reads.
+NOT_RECORDED = "not recorded"
+#: The sentence that says how to rank sessions whose work differs anyway.
+ALLOW_WORDS = "give --allow-different to rank them anyway"
+
+
+@dataclass(frozen=True)
+class SessionFigures:
+    """One session's column of the comparison (K1-K4, D5).
+
+    Attributes:
+        name: the session's name.
+        folder: its folder (a home copy given as a path is named by it).
+        gpu_model, days, lots, gpu_count: the package (``None``: not set); ``gpu_count`` is
+            lots × GPUs per lot from the rates file.
+        package_total_usd_minor: full package price × lots in cents (K1); ``None``: not known.
+        accepted: distinct accepted corpora (K3, K4); ``None`` while no run was validated.
+        cost_per_accepted_usd_minor: package total ÷ ``accepted``, rounded once (cents);
+            ``None`` with :attr:`cost_reason`.
+        cost_reason: why the cost per accepted deliverable is not shown.
+        experiment_id, variant_id: the recommended variant (accepted, fastest warm median).
+        warm_median_s, warm_min_s, warm_max_s: its warm runs, in seconds.
+        quality: its quality figure in words (``macro-F1 0.950``; ``-``: none).
+        work: per :data:`WORK_TERMS` key, the distinct values its measured rows hold.
+    """
+
+    name: str
+    folder: str
+    gpu_model: str | None
+    days: int | None
+    lots: int | None
+    gpu_count: int | None
+    package_total_usd_minor: int | None
+    accepted: int | None
+    cost_per_accepted_usd_minor: int | None
+    cost_reason: str | None
+    experiment_id: str | None = None
+    variant_id: str | None = None
+    warm_median_s: float | None = None
+    warm_min_s: float | None = None
+    warm_max_s: float | None = None
+    quality: str = "-"
+    work: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def cells(self) -> list[str]:
+        """The column's cells, in the order of :data:`ROW_LABELS`."""
+        gpu = printable(self.gpu_model) if self.gpu_model else "package not set"
+        if self.lots:
+            gpu += f" × {self.lots} lot" + ("s" if self.lots > 1 else "")
+        package = (f"{self.days} days, {format_usd(self.package_total_usd_minor)}" if self.days
+                   else "not set")
+        if self.days and self.package_total_usd_minor is None:
+            package = f"{self.days} days, price not in the rates file"
+        per = (format_usd(self.cost_per_accepted_usd_minor) if self.cost_per_accepted_usd_minor is not None
+               else "not shown")
+        return [gpu, package, "not measured" if self.accepted is None else str(self.accepted),
+                per, self.time_words(), self.quality]
+
+    def time_words(self) -> str:
+        """``688 ms (batch-16)``, the recommended variant's warm median; why when none."""
+        if self.warm_median_s is None:
+            return "no accepted variant"
+        return f"{format_seconds(self.warm_median_s)} ({printable(str(self.variant_id))})"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data: cents as integers, seconds as numbers, the work terms as lists."""
+        return {
+            "name": self.name, "folder": self.folder, "gpu_model": self.gpu_model,
+            "days": self.days, "lots": self.lots, "gpu_count": self.gpu_count,
+            "package_total_usd_minor": self.package_total_usd_minor,
+            "accepted_unique": self.accepted,
+            "cost_per_accepted_usd_minor": self.cost_per_accepted_usd_minor,
+            "cost_per_accepted_reason": self.cost_reason,
+            "recommended": None if self.variant_id is None else {
+                "experiment_id": self.experiment_id, "variant_id": self.variant_id,
+                "warm_median_s": self.warm_median_s, "warm_min_s": self.warm_min_s,
+                "warm_max_s": self.warm_max_s, "quality": self.quality,
+            },
+            "work": {k: list(v) for k, v in self.work.items()},
+        }
+
+
+#: The row labels of the table, one per cell of :meth:`SessionFigures.cells`.
+ROW_LABELS = ("GPU", "package", "accepted distinct corpora", "cost per accepted deliverable",
+              "time per accepted deliverable", "quality")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One work term on which the sessions differ (D6).
+
+    Attributes:
+        key: the :data:`WORK_TERMS` key.
+        words: the term in words (``corpus revision``).
+        values: per session name, the values its measured rows hold.
+    """
+
+    key: str
+    words: str
+    values: Mapping[str, tuple[str, ...]]
+
+    def line(self) -> str:
+        """``corpus revision differs: a: 5f3c…; b: 9e1d…``."""
+        said = "; ".join(f"{printable(name)}: {_values_words(self.key, v)}" for name, v in self.values.items())
+        return f"{self.words} differs: {said}"
+
+
+def _values_words(key: str, values: tuple[str, ...]) -> str:
+    if not values:
+        return NOT_RECORDED
+    if key.endswith("revision"):  # a digest: its first 12 digits tell two apart
+        values = tuple(v if len(v) <= 16 else v[:12] + "…" for v in values)
+    return ", ".join(printable(v) for v in values)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Sessions side by side, and whether they may be ranked (D6).
+
+    Attributes:
+        sessions: one :class:`SessionFigures` per session, in the order given.
+        differences: the work terms that differ (empty: the same work).
+        allow_different: rank even where the work differs (said with the ranking).
+    """
+
+    sessions: tuple[SessionFigures, ...]
+    differences: tuple[Difference, ...]
+    allow_different: bool = False
+
+    @property
+    def same_work(self) -> bool:
+        """Whether every work term matches across the sessions (D6)."""
+        return not self.differences
+
+    @property
+    def ranked(self) -> bool:
+        """Whether a ranking is given: the same work, or ``allow_different``."""
+        return self.same_work or self.allow_different
+
+    def ranking(self) -> list[SessionFigures]:
+        """Sessions with a cost per accepted deliverable, cheapest first (ties: the faster).
+
+        Empty when :attr:`ranked` is false; a session without the cost is never ranked.
+        """
+        if not self.ranked:
+            return []
+        costed = [s for s in self.sessions if s.cost_per_accepted_usd_minor is not None]
+        return sorted(costed, key=lambda s: (s.cost_per_accepted_usd_minor or 0,
+                                             float("inf") if s.warm_median_s is None else s.warm_median_s))
+
+    def lines(self, allow_hint: str = ALLOW_WORDS) -> list[str]:
+        """The table, whether the work is the same (what differs), then the ranking or why not.
+
+        Args:
+            allow_hint: how to rank anyway, said where the ranking is refused (the TUI
+                names the command).
+        """
+        import textwrap
+
+        out = _table(self.sessions)
+        out.append("")
+        said: list[str] = []
+        if self.same_work:
+            unrecorded = [w for k, w in WORK_TERMS if not any(s.work.get(k) for s in self.sessions)]
+            matched = [w for k, w in WORK_TERMS if w not in unrecorded]
+            said.append("Same work: " + (", ".join(matched) or "nothing recorded") + " match"
+                        + (f"; not recorded in any: {', '.join(unrecorded)}." if unrecorded else "."))
+        else:
+            said.append("Not the same work:")
+            said.extend(f"  {d.line()}" for d in self.differences)
+        said.extend(self._ranking_lines(allow_hint))
+        for line in said:  # 80 columns, continuation lines indented
+            indent = " " * (len(line) - len(line.lstrip()) + 4)
+            out.extend(textwrap.wrap(line, 80, subsequent_indent=indent, break_long_words=False,
+                                     break_on_hyphens=False) or [""])
+        return out
+
+    def _ranking_lines(self, allow_hint: str) -> list[str]:
+        if not self.ranked:
+            return ["Not ranked: the sessions did not run the same work; " + allow_hint + "."]
+        ranked = self.ranking()
+        head = ("Ranked although the work differs (--allow-different), by cost per accepted deliverable:"
+                if not self.same_work else "Ranked by cost per accepted deliverable, cheapest first:")
+        out = [head]
+        first = ranked[0].cost_per_accepted_usd_minor if ranked else None
+        for i, s in enumerate(ranked, 1):
+            ratio = ""
+            if i > 1 and first:
+                times = Decimal(s.cost_per_accepted_usd_minor or 0) / Decimal(first)
+                ratio = f", {times.quantize(Decimal('0.01'))}× the first"
+            out.append(f"  {i}. {printable(s.name)}: {format_usd(s.cost_per_accepted_usd_minor)} per "
+                       f"accepted deliverable{ratio}; {s.time_words()} per deliverable")
+        for s in self.sessions:
+            if s.cost_per_accepted_usd_minor is None:
+                out.append(f"  not ranked: {printable(s.name)} — {s.cost_reason}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data (``compare --json``): sessions, differences, ranking (names) or ``None``."""
+        return {
+            "sessions": [s.to_json() for s in self.sessions],
+            "same_work": self.same_work,
+            "differences": [{"term": d.words, "key": d.key, "values": {n: list(v) for n, v in d.values.items()}}
+                            for d in self.differences],
+            "allow_different": self.allow_different,
+            "ranking": [s.name for s in self.ranking()] if self.ranked else None,
+            "lines": self.lines(),
+        }
+
+
+def _table(sessions: Sequence[SessionFigures]) -> list[str]:
+    """The figures as a table: one row per figure, one column per session."""
+    cols = [[printable(s.name), *s.cells()] for s in sessions]
+    label_w = max(len(label) for label in ROW_LABELS) + 2
+    widths = [max(len(c) for c in col) + 2 for col in cols]
+    rows = []
+    for i, label in enumerate(("session", *ROW_LABELS)):
+        cells = "".join(col[i].ljust(w) for col, w in zip(cols, widths, strict=True))
+        rows.append((label.ljust(label_w) + cells).rstrip())
+    return rows
+
+
+def session_figures(session: Session, rates_path: Path | None = None) -> SessionFigures:
+    """One session's figures: package, cost per accepted deliverable, time, quality, work.
+
+    The cost is what ``gpusession cost --session NAME`` says (the same core functions,
+    the package taken from the session, else from its recorded order); the time is the
+    warm median of the recommended variant, the fastest accepted one over the session's
+    experiments (D5): a faster variant that was rejected or not validated is never taken.
+
+    Raises:
+        BadInput: an unreadable results CSV, rates file, order or experiment definition.
+    """
+    from gpusession.core.money.cost import cost_report, session_cost_inputs
+    from gpusession.core.money.order import load_order
+    from gpusession.core.records.summary import recommended_variant, session_summary
+
+    frame = session.results.read()
+    inputs = session_cost_inputs(session, rates_path, frame=frame)
+    pkg = inputs.package
+    order = load_order(session).order
+    gpu = pkg.gpu_model or (order.gpu_model if order else None)
+    days = pkg.days or (order.days if order else None)
+    lots = pkg.lots or (order.lots if order else None)
+    total = per = count = None
+    reason: str | None = "the package is not set (GPU model, days, lots)"
+    if gpu and days and lots:
+        rep = cost_report(inputs.rates, gpu, days, lots, accepted=inputs.accepted_measured, extensions=False)
+        total, count = rep.total, rep.per_accepted
+        per, reason = count.per_accepted_usd_minor, count.reason
+    figures = SessionFigures(
+        name=session.name, folder=str(session.folder), gpu_model=gpu, days=days, lots=lots,
+        gpu_count=total.gpu_count if total else None,
+        package_total_usd_minor=total.total_usd_minor if total else None,
+        accepted=inputs.accepted_measured, cost_per_accepted_usd_minor=per, cost_reason=reason,
+        work=work_terms(session, frame))
+    rows = session_summary(session, frame)
+    experiments = dict.fromkeys(r.experiment_id for r in rows if r.phase == "warm")
+    kept = [k for k in (recommended_variant(rows, e) for e in experiments) if k is not None]
+    best = min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
+    if best is None:
+        return figures
+    from dataclasses import replace
+
+    return replace(figures, experiment_id=best.experiment_id, variant_id=best.variant_id,
+                   warm_median_s=best.median_seconds, warm_min_s=best.min_seconds,
+                   warm_max_s=best.max_seconds, quality=best.quality_words())
+
+
+def work_terms(session: Session, frame: Any) -> dict[str, tuple[str, ...]]:
+    """Per :data:`WORK_TERMS` key, the distinct values of the session's measured work.
+
+    Only the cold and warm rows count (a load row holds no corpus; a standalone
+    validation is not a timed run); ``classes`` and ``scope`` come from the definitions
+    of the experiments those rows belong to. Numbers read as written (``0.9``).
+
+    Raises:
+        BadInput: an unreadable experiment definition.
+    """
+    import polars as pl
+
+    from gpusession.core.folder.experiments import load_experiments
+
+    measured = frame.filter(pl.col("phase").is_in(["cold", "warm"])) if frame.height else frame
+    out: dict[str, tuple[str, ...]] = {}
+    for key, _words in WORK_TERMS:
+        if key in measured.columns:
+            values = measured[key].drop_nulls().unique().to_list()
+            out[key] = tuple(sorted(_plain(v) for v in values))
+    ids = set(measured["experiment_id"].drop_nulls().to_list()) if measured.height else set()
+    exps = [e for e in load_experiments(session) if e.id in ids]
+    out["classes"] = tuple(sorted({", ".join(str(c) for c in (e.protocol or {}).get("classes", ()))
+                                   for e in exps if e.protocol}))
+    out["scope"] = tuple(sorted({e.scope for e in exps}))
+    return out
+
+
+def _plain(value: Any) -> str:
+    """A cell as text: ``0.9``, ``512``, ``fp16`` (never ``0.9000000001`` from a float's repr)."""
+    if isinstance(value, float):
+        return format(Decimal(repr(value)).normalize(), "f")
+    return str(value)
+
+
+def differences(sessions: Sequence[SessionFigures]) -> tuple[Difference, ...]:
+    """The work terms whose values are not the same in every session (D6)."""
+    out = []
+    for key, words in WORK_TERMS:
+        values = {s.name: tuple(s.work.get(key, ())) for s in sessions}
+        if len(set(values.values())) > 1:
+            out.append(Difference(key, words, values))
+    return tuple(out)
+
+
+def compare_sessions(sessions: Sequence[Session], *, allow_different: bool = False,
+                     rates_path: Path | None = None) -> Comparison:
+    """Compare sessions: one figure set each, what differs, a ranking when allowed (D6).
+
+    Args:
+        sessions: two or more open sessions (names may repeat for home copies: each is
+            named by its folder then).
+        allow_different: rank even when the work differs (the ranking says so).
+        rates_path: a rates file for every session (default: each session's own, else
+            the bundled one; K7).
+
+    Returns:
+        The comparison; :meth:`Comparison.lines` and :meth:`Comparison.to_json` render it.
+
+    Raises:
+        BadInput: fewer than two sessions, or a session file is unreadable.
+    """
+    from gpusession.core.files.errors import BadInput
+
+    if len(sessions) < 2:
+        raise BadInput("give two or more sessions to compare (names or folders)", field="sessions")
+    figures = [session_figures(s, rates_path) for s in sessions]
+    names = [f.name for f in figures]
+    if len(set(names)) < len(names):  # two copies of one session: named by their folders
+        from dataclasses import replace
+
+        figures = [replace(f, name=f.folder) for f in figures]
+    return Comparison(tuple(figures), differences(figures), allow_different)
+
+
+#: How many other sessions of the folder the Cost pane compares (the most recent first).
+FOLDER_MAX_SESSIONS = 8
+
+
+def folder_comparison_lines(session: Session, *, limit: int = FOLDER_MAX_SESSIONS,
+                            allow_hint: str = ALLOW_WORDS) -> list[str]:
+    """The Cost pane's comparison of ``session`` with the other sessions of its folder (D6).
+
+    The same table and the same words as ``gpusession compare``, this session first;
+    a folder that does not open is named in one line, never a reason to show nothing.
+
+    Args:
+        session: the open session; its folder's parent holds the others.
+        limit: at most this many other sessions, the most recently modified first.
+        allow_hint: how to rank anyway (:meth:`Comparison.lines`).
+
+    Returns:
+        The lines; empty when the folder holds no other session that opens.
+    """
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.folder.session import list_sessions
+
+    others: list[Session] = []
+    broken: list[str] = []
+    root = session.folder.parent
+    for summary in list_sessions(root):
+        if summary.name == session.name:
+            continue
+        if summary.error is not None:
+            broken.append(f"{printable(summary.name)}: not compared ({printable(summary.error)})")
+            continue
+        if len(others) < limit:
+            try:
+                others.append(Session.open(root, summary.name, recover=False))
+            except (BadInput, OSError) as exc:
+                broken.append(f"{printable(summary.name)}: not compared ({printable(str(exc))})")
+    if not others:
+        return broken
+    try:
+        lines = compare_sessions([session, *others]).lines(allow_hint)
+    except (BadInput, OSError) as exc:  # one unreadable file: said, the pane keeps its own figures
+        return [f"other sessions not compared: {printable(str(exc))}", *broken]
+    return ["Other sessions of this folder, in the same terms:", *lines, *broken]
+
+
+__all__ = ["ALLOW_WORDS", "FOLDER_MAX_SESSIONS", "folder_comparison_lines", "Comparison", "Difference", "NOT_RECORDED", "ROW_LABELS", "SessionFigures",
+           "WORK_TERMS", "compare_sessions", "differences", "session_figures", "work_terms"]

@@ -1,0 +1,294 @@
+"""The measured throughput of a pull, and ``retrieval.toml``, written back to the server (D2).
+
+Who calls it: :func:`gpusession.core.retrieval.pull.pull` and
+:func:`gpusession.core.retrieval.probe.probe`, on the person's own computer. The rental
+guide warns that a stated link speed is not a guaranteed duration: the time to keep for
+retrieval is measured, from rsync's own figures (``--stats``: "Total transferred file
+size" and the elapsed time, (sent + received) ÷ rsync's bytes/sec) of every rsync a pull
+ran, and written into the server's session folder, where the session limit reads it.
+
+``retrieval.toml`` (the contract with its reader)::
+
+    schema = 1
+    [[pull]]
+    at = "2026-12-02T01:23:45+00:00"   # ISO 8601, UTC
+    bytes = 3000003                     # bytes rsync moved (total transferred file size)
+    seconds = 0.52                      # rsync's elapsed time for them
+    throughput_bytes_per_s = 5769236.5
+    probe = false                       # true: from a small copy (pull --probe)
+    path = "rsync over ssh"             # which rsync path the pull took
+
+One entry is appended per pull: the server's file (just pulled home) and the home copy's
+entries are merged, the new one appended, the home copy written atomically, and the file
+sent back by the same rsync (``-e`` and ``--rsync-path`` of the pull) to that one path:
+rsync writes a temporary name in the same folder and renames it, mode 0600, nothing else
+touched. A server that refuses the write never fails a pull: the entry stays at home.
+Standard library and the core only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+
+#: The file in the session folder (on the server, and in the copy home).
+RETRIEVAL_TOML = "retrieval.toml"
+_TRANSFERRED_RE = re.compile(r"^Total transferred file size:\s*([\d,.]+)\s*bytes", re.MULTILINE)
+_SENT_RE = re.compile(r"^sent\s+([\d,.]+)\s+bytes\s+received\s+([\d,.]+)\s+bytes\s+([\d,.]+)\s+bytes/sec",
+                      re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RsyncStats:
+    """rsync's own figures of one transfer (``--stats``).
+
+    Attributes:
+        transferred_bytes: "Total transferred file size" (file bytes moved).
+        seconds: elapsed time: (bytes sent + received) ÷ rsync's bytes/sec; ``None``
+            when rsync gave no rate (nothing crossed).
+    """
+
+    transferred_bytes: int
+    seconds: float | None
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def parse_stats(text: str) -> RsyncStats | None:
+    """The figures of rsync's ``--stats`` lines; ``None`` when they are not there.
+
+    Args:
+        text: what rsync wrote on stdout (progress lines may be mixed in).
+    """
+    moved = _TRANSFERRED_RE.search(text)
+    if moved is None:
+        return None
+    sent = _SENT_RE.search(text)
+    seconds = None
+    if sent is not None:
+        wire, rate = _number(sent.group(1)) + _number(sent.group(2)), _number(sent.group(3))
+        if rate > 0 and math.isfinite(wire / rate):
+            seconds = wire / rate
+    return RsyncStats(int(_number(moved.group(1))), seconds)
+
+
+@dataclass(frozen=True)
+class PullFigure:
+    """One entry of ``retrieval.toml``: what a pull moved and how fast (D2).
+
+    Attributes:
+        at: when the pull ended (UTC).
+        bytes: file bytes rsync moved, over every rsync of the pull.
+        seconds: rsync's elapsed time for them (s).
+        probe: from a small copy (``pull --probe``), not a whole pull.
+        path: the rsync path taken (``rsync over ssh``, ``rsync over ssh, copied again
+            whole``, ``rsync (local folder)``).
+    """
+
+    at: datetime
+    bytes: int
+    seconds: float
+    probe: bool
+    path: str
+
+    @property
+    def throughput_bytes_per_s(self) -> float:
+        """``bytes / seconds`` (0.0 when no time was measured)."""
+        return self.bytes / self.seconds if self.seconds > 0 else 0.0
+
+    def to_toml(self) -> dict[str, Any]:
+        """The ``[[pull]]`` table (the contract in the module docstring)."""
+        return {"at": self.at.isoformat(timespec="seconds"), "bytes": int(self.bytes),
+                "seconds": round(float(self.seconds), 6),
+                "throughput_bytes_per_s": round(self.throughput_bytes_per_s, 3),
+                "probe": bool(self.probe), "path": self.path}
+
+    def words(self) -> str:
+        """``12.3 MB/s (3.00 MB in 0.24 s, rsync over ssh)``, ``from a small copy`` for a probe."""
+        from gpusession.core.files.units import format_bytes
+
+        rate = f"{format_bytes(int(self.throughput_bytes_per_s))}/s"
+        small = ", from a small copy" if self.probe else ""
+        return f"{rate} ({format_bytes(self.bytes)} in {self.seconds:.2f} s, {self.path}{small})"
+
+
+def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: bool = False,
+            path: str) -> PullFigure | None:
+    """One figure from the rsync transfers of one pull; ``None`` when none gave a time.
+
+    A pull that moved no byte (the copy home was up to date) has no figure: a
+    throughput of 0 would read as a link that moves nothing.
+
+    Args:
+        stats: rsync's figures of each transfer (session, deliverables, a whole retry).
+        at: when the pull ended (default now, UTC).
+        probe: from a small copy.
+        path: the rsync path, in words.
+    """
+    timed = [s for s in stats if s.seconds is not None]
+    seconds = sum(float(s.seconds or 0.0) for s in timed)
+    moved = sum(s.transferred_bytes for s in timed)
+    if not timed or seconds <= 0 or moved <= 0:
+        return None
+    return PullFigure(at or utcnow(), moved, seconds, probe, path)
+
+
+def read_entries(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """The ``[[pull]]`` entries of the ``retrieval.toml`` files that read, merged, oldest first.
+
+    An entry found in several files (the same ``at``, bytes and seconds) is kept once; an
+    unreadable file or entry is left out (it never stops a pull).
+    """
+    from gpusession.core.files.tomlio import tomllib
+
+    found: list[dict[str, Any]] = []
+    for p in paths:
+        try:
+            if not p.is_file() or p.is_symlink():
+                continue
+            doc = tomllib.loads(p.read_text(encoding="utf-8").lstrip("\ufeff"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        entries = doc.get("pull")
+        for e in entries if isinstance(entries, list) else []:
+            if isinstance(e, Mapping) and isinstance(e.get("at"), str):
+                found.append(dict(e))
+    return merge_entries(found)
+
+
+def write_home(path: Path, entries: Sequence[Mapping[str, Any]]) -> None:
+    """Write ``retrieval.toml`` at ``path`` atomically (0600), the entries in order.
+
+    Raises:
+        OSError: the disk refused (the old file stays).
+        BadInput: an entry holds text the free-text check refuses.
+    """
+    from gpusession.core.files.tomlio import write_toml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_toml(path, {"pull": [dict(e) for e in entries]})
+
+
+def write_back(local: Path, remote_spec: str, *, ssh: str | None, rsync_path: str | None) -> str | None:
+    """Send ``local`` to ``remote_spec`` (``host:path/retrieval.toml``) with rsync; why not, or ``None``.
+
+    rsync writes a temporary name beside the file and renames it (never ``--inplace``),
+    mode 0600 (``-p --chmod=F600``); only this one path is named, so nothing else on the
+    server is touched.
+
+    Returns:
+        ``None`` when the server took it; else the reason in words (``permission
+        denied``), one line.
+    """
+    if shutil.which("rsync") is None:
+        return "rsync is not installed on this computer"
+    cmd = ["rsync", "-p", "--chmod=F600"]
+    if ssh:
+        cmd += ["-e", ssh]
+    if rsync_path:
+        cmd.append(f"--rsync-path={rsync_path}")
+    cmd += [str(local), remote_spec]
+    try:
+        done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
+                              timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"rsync did not run ({exc})"
+    if done.returncode == 0:
+        return None
+    text = done.stderr.decode("utf-8", "replace")
+    for said in ("Permission denied", "Read-only file system", "Operation not permitted"):
+        if said in text:
+            return f"the session folder there is not writable: {said.lower()}"
+    lines = [ln.removeprefix("rsync: ").strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else f"rsync exit code {done.returncode}"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Where a pull's figure went.
+
+    Attributes:
+        figure: the figure, ``None`` when rsync gave no time.
+        home: the home copy of ``retrieval.toml`` that holds it.
+        refused: why the server did not take it (``None``: it did).
+    """
+
+    figure: PullFigure | None
+    home: Path | None
+    refused: str | None
+
+    def words(self) -> str:
+        """The line ``pull`` prints about the measured throughput."""
+        if self.figure is None:
+            return ("throughput: not measured (rsync gave no figures, or moved nothing: the copy "
+                    "home was up to date)")
+        head = f"throughput: {self.figure.words()}"
+        if self.refused is None:
+            return f"{head}; written to the server's {RETRIEVAL_TOML}"
+        if self.home is None:
+            return f"{head}; not recorded: {self.refused}"
+        return (f"{head}; the server refused the write ({self.refused}): the figure stayed at "
+                f"home in {self.home}")
+
+
+def record(figure: PullFigure | None, *, home: Path, kept: Sequence[Mapping[str, Any]],
+           remote_spec: str, ssh: str | None, rsync_path: str | None) -> Recorded:
+    """Append ``figure`` to the entries kept, write them at ``home`` and back to the server (D2).
+
+    Args:
+        figure: this pull's figure (``None``: nothing is written).
+        home: the home copy of ``retrieval.toml`` to write.
+        kept: the entries found before (:func:`merge_entries` of the server's file, just
+            pulled, and the earlier home copies).
+        remote_spec: the server's ``retrieval.toml`` as rsync names it.
+        ssh: the remote shell of the pull.
+        rsync_path: the server's rsync program of the pull.
+
+    Returns:
+        Where the figure went; a refused or failed write is said, never raised.
+    """
+    if figure is None:
+        return Recorded(None, None, None)
+    entries = [*kept, figure.to_toml()]
+    try:
+        write_home(home, entries)
+    except (OSError, BadInput) as exc:
+        return Recorded(figure, None, f"it could not be written at home either: {exc}")
+    return Recorded(figure, home, write_back(home, remote_spec, ssh=ssh, rsync_path=rsync_path))
+
+
+def merge_entries(*lists: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of several reads as one list, each once (same ``at``, bytes, seconds), oldest first."""
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for entries in lists:
+        for e in entries:
+            seen.setdefault((e.get("at"), e.get("bytes"), e.get("seconds")), dict(e))
+    return sorted(seen.values(), key=lambda e: str(e["at"]))
+
+
+__all__ = [
+    "RETRIEVAL_TOML",
+    "PullFigure",
+    "Recorded",
+    "RsyncStats",
+    "combine",
+    "parse_stats",
+    "merge_entries",
+    "read_entries",
+    "record",
+    "write_back",
+    "write_home",
+]

@@ -1,0 +1,168 @@
+"""``gpusession compare``: sessions side by side, ranked only on the same work (D6, K3, K4)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import cli, digest
+
+from gpusession.core.experiment.plan import schedule
+from gpusession.core.folder.experiments import get_experiment
+from gpusession.core.folder.package import Package
+from gpusession.core.records.results import ResultRow
+from gpusession.testing import FIXED_START, make_session
+
+L40S_RATES = """schema = 1
+currency = "USD"
+
+[gpu."L40S"]
+gpus_per_lot = 1
+
+[gpu."L40S".package_price_usd]
+3 = "41.00"
+"""
+
+
+def _measure(session: Any, *, revision: str = "sha256:eval-1", warm_s: float = 0.1,
+             accepted: bool = True, scale: dict[int, float] | None = None) -> None:
+    """Rows of ``batch-sweep`` written through the session's results writer, as a runner does."""
+    exp = get_experiment(session, "batch-sweep")
+    for sr in schedule(exp):
+        batch = int(sr.variant_id.rsplit("-", 1)[-1])
+        elapsed = (warm_s if sr.phase == "warm" else 5 * warm_s) * (scale or {}).get(batch, 1 / batch)
+        session.results.append(ResultRow(
+            experiment_id=exp.id, variant_id=sr.variant_id, corpus_revision=revision,
+            model_revision="m-1", tokenizer_revision="t-1", device="cuda", precision="fp32",
+            phase=sr.phase, run_index=sr.run_index, batch=batch, expected_ids=100, observed_ids=100,
+            ids_match=True, format_valid=True, quality_metric="macro_f1", quality_threshold=0.9,
+            quality_tolerance=0.01, quality_value=0.95 if accepted else 0.5, corpus_accepted=accepted,
+            elapsed_seconds=round(elapsed + 0.001 * sr.run_index, 6)))
+
+
+@pytest.fixture
+def two_cards(sessions_root: Path) -> tuple[Any, Any]:
+    """An RTX A5000 7-day session and an L40S 3-day one (its price in the session's rates file)."""
+    a5000 = make_session(sessions_root, "a5000-7d", runs=3)
+    _measure(a5000, warm_s=0.1)
+    l40s = make_session(sessions_root, "l40s-3d", runs=3)
+    l40s.set_package(Package("L40S", 1, 3, FIXED_START))
+    (l40s.folder / "rates.toml").write_text(L40S_RATES, encoding="utf-8")
+    _measure(l40s, warm_s=0.05)
+    return a5000, l40s
+
+
+def test_d6_two_sessions_of_different_gpus_give_one_table_and_a_ranking(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, two_cards: tuple[Any, Any]) -> None:
+    before = digest(sessions_root)
+    code, out, err = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["session", "a5000-7d", "l40s-3d"]
+    table = "\n".join(lines[:7])
+    for label in ("GPU", "package", "accepted distinct corpora", "cost per accepted deliverable",
+                  "time per accepted deliverable", "quality"):
+        assert label in table
+    assert "RTX A5000 × 1 lot" in table and "L40S × 1 lot" in table
+    assert "7 days, 55.00 USD" in table and "3 days, 41.00 USD" in table
+    assert "14.5 ms (batch-8)" in table and "8.25 ms (batch-8)" in table  # 0.1 / 8 + 0.002, 0.05 / 8 + 0.002
+    assert "Same work:" in out and "corpus revision" in out
+    ranking = out[out.index("Ranked by cost per accepted deliverable"):]
+    assert ranking.index("1. l40s-3d: 41.00 USD") < ranking.index("2. a5000-7d: 55.00 USD")
+    assert "1.34× the first" in ranking  # 55.00 / 41.00, exact decimal
+    assert max(len(line) for line in lines) <= 80
+    assert digest(sessions_root) == before  # compare writes nothing
+
+
+def test_d6_different_corpus_revisions_are_named_and_not_ranked(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, two_cards: tuple[Any, Any]) -> None:
+    other = make_session(sessions_root, "a5000-other", runs=3)
+    _measure(other, revision="sha256:eval-2")
+    code, out, _ = cli(capsys, sessions_root, "compare", "a5000-7d", "a5000-other")
+    assert code == 3
+    assert "Not the same work:" in out
+    assert "corpus revision differs: a5000-7d: sha256:eval-1; a5000-other: sha256:eval-2" in out
+    assert "Not ranked" in out and "--allow-different" in out and "Ranked by" not in out
+    # the table is still there
+    assert "cost per accepted deliverable" in out and "55.00 USD" in out
+    code, out, _ = cli(capsys, sessions_root, "compare", "a5000-7d", "a5000-other", "--json")
+    data = json.loads(out)
+    assert code == 3 and data["same_work"] is False and data["ranking"] is None
+    assert [d["key"] for d in data["differences"]] == ["corpus_revision"]
+
+
+def test_d6_allow_different_ranks_and_says_the_work_differs(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, two_cards: tuple[Any, Any]) -> None:
+    other = make_session(sessions_root, "a5000-other", runs=3)
+    other.set_package(Package("RTX A5000", 1, 3, FIXED_START))
+    _measure(other, revision="sha256:eval-2")
+    code, out, err = cli(capsys, sessions_root, "compare", "a5000-7d", "a5000-other", "--allow-different")
+    assert code == 0, err
+    assert "corpus revision differs" in out
+    assert "Ranked although the work differs" in out
+    assert out.index("1. a5000-other: 23.57 USD") < out.index("2. a5000-7d: 55.00 USD")
+    code, out, _ = cli(capsys, sessions_root, "compare", "a5000-7d", "a5000-other", "--allow-different",
+                       "--json")
+    assert code == 0 and json.loads(out)["ranking"] == ["a5000-other", "a5000-7d"]
+
+
+@pytest.mark.parametrize("name", ["a5000-7d", "l40s-3d"])
+def test_d6_compare_agrees_with_cost_on_each_session(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, two_cards: tuple[Any, Any], name: str) -> None:
+    code, out, _ = cli(capsys, sessions_root, "cost", "--session", name, "--json")
+    assert code == 0
+    cost = json.loads(out)
+    code, out, _ = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--json")
+    assert code == 0
+    mine = next(s for s in json.loads(out)["sessions"] if s["name"] == name)
+    assert mine["cost_per_accepted_usd_minor"] == cost["cost_per_accepted_usd_minor"] is not None
+    assert mine["package_total_usd_minor"] == cost["total_usd_minor"]
+    assert mine["accepted_unique"] == cost["accepted_unique"] == 1
+    assert isinstance(mine["cost_per_accepted_usd_minor"], int)  # cents, never a float (K2)
+
+
+def test_d6_the_time_is_the_recommended_variant_never_a_faster_rejected_one(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path) -> None:
+    fast_rejected = make_session(sessions_root, "mixed", runs=3)
+    _measure(fast_rejected, warm_s=0.1)
+    # batch-8 of a later corpus is faster and rejected: never the time per deliverable
+    exp = get_experiment(fast_rejected, "batch-sweep")
+    fast_rejected.results.append(ResultRow(
+        experiment_id=exp.id, variant_id="batch-8", phase="warm", run_index=9, batch=8,
+        corpus_revision="sha256:eval-1", ids_match=False, format_valid=True, quality_metric="macro_f1",
+        quality_value=0.95, corpus_accepted=False, elapsed_seconds=0.001))
+    plain = make_session(sessions_root, "plain", runs=3)
+    _measure(plain, warm_s=0.1)
+    code, out, _ = cli(capsys, sessions_root, "compare", "mixed", "plain", "--json")
+    data = json.loads(out)
+    mixed = data["sessions"][0]["recommended"]
+    assert mixed["variant_id"] == "batch-4"  # batch-8 holds a rejected run
+    assert data["sessions"][1]["recommended"]["variant_id"] == "batch-8"
+
+
+def test_d6_pulled_home_copies_are_given_as_folders_and_left_unchanged(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+        two_cards: tuple[Any, Any]) -> None:
+    home = tmp_path / "home"
+    for s in two_cards:
+        shutil.copytree(s.folder, home / s.name)
+    before = digest(home)
+    code, out, err = cli(capsys, tmp_path / "elsewhere", "compare", str(home / "a5000-7d"),
+                         str(home / "l40s-3d"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["ranking"] == ["l40s-3d", "a5000-7d"]
+    assert digest(home) == before
+
+
+def test_d6_one_session_or_an_unknown_one_is_bad_input(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, two_cards: tuple[Any, Any],
+        tmp_path: Path) -> None:
+    code, _, err = cli(capsys, sessions_root, "compare", "a5000-7d")
+    assert code == 2 and "two or more sessions" in err
+    code, _, err = cli(capsys, sessions_root, "compare", "a5000-7d", "nope")
+    assert code == 2 and "no session 'nope'" in err
+    code, _, err = cli(capsys, sessions_root, "compare", "a5000-7d", str(tmp_path))
+    assert code == 2 and "not a session folder" in err

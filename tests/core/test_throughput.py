@@ -1,0 +1,92 @@
+"""The throughput of a pull from rsync's own ``--stats`` figures, and ``retrieval.toml`` (D2)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusession.core.retrieval import pull as pull_mod
+from gpusession.core.retrieval.throughput import (
+    RsyncStats,
+    combine,
+    merge_entries,
+    parse_stats,
+    read_entries,
+    write_home,
+)
+
+#: rsync 3.2.7's --stats lines (LC_ALL=C), progress lines mixed in as they come.
+STATS = """\
+      3,000,003 100%  314.42MB/s    0:00:00 (xfr#2, to-chk=0/4)
+
+Number of files: 4 (reg: 2, dir: 2)
+Total file size: 3,000,003 bytes
+Total transferred file size: 3,000,003 bytes
+Literal data: 3,000,003 bytes
+Total bytes sent: 3,000,943
+Total bytes received: 65
+
+sent 3,000,943 bytes  received 65 bytes  1,200,403.20 bytes/sec
+total size is 3,000,003  speedup is 1.00
+"""
+AT = datetime(2026, 12, 2, 1, 0, tzinfo=timezone.utc)
+
+
+def test_d2_stats_give_the_bytes_moved_and_rsyncs_elapsed_time() -> None:
+    st = parse_stats(STATS)
+    assert st is not None
+    assert st.transferred_bytes == 3_000_003
+    assert st.seconds == pytest.approx((3_000_943 + 65) / 1_200_403.20)  # 2.5 s, as rsync counted
+    assert parse_stats("no stats here") is None
+    nothing = parse_stats(STATS.replace("1,200,403.20", "0.00"))
+    assert nothing is not None and nothing.seconds is None
+
+
+def test_d2_one_figure_per_pull_from_every_transfer() -> None:
+    fig = combine([RsyncStats(1_000, 0.5), RsyncStats(3_000, 1.5), RsyncStats(9, None)], at=AT,
+                  path="rsync over ssh")
+    assert fig is not None
+    assert (fig.bytes, fig.seconds, fig.throughput_bytes_per_s) == (4_000, 2.0, 2_000.0)
+    t = fig.to_toml()
+    assert t == {"at": "2026-12-02T01:00:00+00:00", "bytes": 4000, "seconds": 2.0,
+                 "throughput_bytes_per_s": 2000.0, "probe": False, "path": "rsync over ssh"}
+    assert combine([RsyncStats(0, 0.5)], path="x") is None  # nothing moved: no figure, never 0 B/s
+    assert combine([], path="x") is None
+
+
+def test_d2_entries_merge_once_and_write_as_pull_tables(tmp_path: Path) -> None:
+    a = {"at": "2026-12-02T01:00:00+00:00", "bytes": 1, "seconds": 1.0, "throughput_bytes_per_s": 1.0,
+         "probe": False, "path": "rsync over ssh"}
+    b = {**a, "at": "2026-12-01T01:00:00+00:00", "bytes": 2, "throughput_bytes_per_s": 2.0, "probe": True}
+    assert merge_entries([a], [b, a]) == [b, a]
+    path = tmp_path / "retrieval.toml"
+    write_home(path, [b, a])
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("schema = 1") and text.count("[[pull]]") == 2
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert read_entries([path, tmp_path / "absent.toml"]) == [b, a]
+    (tmp_path / "bad.toml").write_text("[[pull]\n")
+    assert read_entries([tmp_path / "bad.toml"]) == []  # an unreadable file never stops a pull
+
+
+def test_d2_whole_retry_path_keeps_the_retrys_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def fake_rsync(cmd: list[str], **_kw: Any) -> RsyncStats:
+        calls.append(cmd)
+        if len(calls) == 1:  # rsync refused its own partial file: the copy starts again whole
+            raise pull_mod.TransferFailed("refused", 1, resume_refused=True)
+        return RsyncStats(5_000, 2.5)
+
+    monkeypatch.setattr(pull_mod, "run_rsync", fake_rsync)
+    t = pull_mod.Transfer(pull_mod.Source("me@gpu1", "/srv/sessions/s1"), tmp_path, None, None, None, None)
+    t.copy("deliverables", "/srv/out", tmp_path / "copy", checksum=False)
+    assert len(calls) == 2 and "--stats" in calls[0]
+    assert t.stats == [RsyncStats(5_000, 2.5)]
+    assert t.path_words == "rsync over ssh, copied again whole"
+    fig = combine(t.stats, path=t.path_words)
+    assert fig is not None and fig.throughput_bytes_per_s == 2_000.0
+    assert t.remote_file("retrieval.toml") == "me@gpu1:/srv/sessions/s1/retrieval.toml"
