@@ -64,7 +64,8 @@ def test_k4_report_uses_session_cost_inputs(spy: list[str], measured_session: An
     from gpusession.core.retrieval.report import render_report
 
     text = render_report(measured_session, now=FIXED_NOW)
-    assert "Distinct accepted corpora" in text
+    words = " ".join(text.split())
+    assert "Cost per accepted deliverable" in words and "distinct corpus accepted" in words
     assert _called_from(spy, "gpusession/core/retrieval/report.py"), spy
 
 

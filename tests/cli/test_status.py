@@ -93,7 +93,8 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
     code = (
         "import sys; from gpusession.cli import main; "
         f"rc = main(['--sessions-dir', {str(sessions_root)!r}, 'status', '--format', 'tmux']); "
-        "heavy = [m for m in ('polars', 'torch', 'textual', 'psutil', 'gpusession.commands.run_cmds') "
+        "heavy = [m for m in ('polars', 'torch', 'textual', 'psutil', 'gpusession.commands.run_cmds', "
+        "'scipy', 'matplotlib') "
         "if m in sys.modules]; print('HEAVY', heavy, rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

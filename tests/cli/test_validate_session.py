@@ -105,7 +105,7 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     assert report.returncode == 0, report.stderr
     text = (sessions_root / "vis" / "report.md").read_text(encoding="utf-8")
     assert "| good | macro-F1 1.000 | accepted |" in text
-    results = text.split("## 4.")[1].split("## 5.")[0]
+    results = text.split("## 1.")[1].split("## 2.")[0]
     assert "| bad | macro-F1" in results and "| REJECTED (quality " in results
     assert "validation good" in text.split("Validation verdicts")[1]  # listed as a validation
     assert "failed (kept" not in results

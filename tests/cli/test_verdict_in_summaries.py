@@ -54,7 +54,7 @@ def test_h29_every_summary_says_rejected_with_its_reason_and_run_exits_3(
     warm = [r for r in data["summary"] if r["phase"] == "warm"]
     assert warm and all(r["verdict"] == REASON for r in warm)
     assert cli(capsys, sessions_root, "report", session.name)[0] == 0
-    results = (session.folder / "report.md").read_text(encoding="utf-8").split("## 4.")[1].split("## 5.")[0]
+    results = (session.folder / "report.md").read_text(encoding="utf-8").split("## 1.")[1].split("## 2.")[0]
     assert f"| {REASON} |" in results, results
 
 

