@@ -49,6 +49,7 @@ from gpusession.core.files.names import (
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
+from gpusession.core.retrieval.limit import SessionLimit, limit_of
 
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
@@ -372,6 +373,7 @@ class SessionStatus:
         warning: the end-of-package warning, or ``None``.
         unfinished: runs started without an end that the next open records
             (:func:`unfinished_runs`).
+        limit: the session limit (D1), ``None`` when not read.
     """
 
     name: str
@@ -381,6 +383,24 @@ class SessionStatus:
     retrieval: Retrieval
     warning: PackageWarning | None
     unfinished: int = 0
+    limit: SessionLimit | None = None
+
+    def _limit_words(self) -> str | None:
+        """``stop by Sat 14:00 UTC (4 h kept, not measured)``, ``None`` without a limit (D1)."""
+        lim = self.limit
+        if lim is None or not lim.known:
+            return None
+        from gpusession.core.retrieval.limit import duration_words
+
+        kept = "set by you" if lim.source == "limit" else (
+            f"{duration_words(lim.reserve_s)} kept for retrieval"
+            + (", not measured" if lim.source == "default" else ""))
+        return f"{lim.stop_by} ({kept})"
+
+    def _past_limit(self) -> bool:
+        """The limit has passed while the package has not ended (that warning says more)."""
+        return (self.limit is not None and self.limit.passed()
+                and (self.warning is None or self.warning.level != "ended"))
 
     def line(self) -> str:
         """One short line: ``demo · 3d 02h left · 22 result rows · 1 accepted corpus · copy home not verified``.
@@ -399,9 +419,13 @@ class SessionStatus:
             parts.insert(3, f"{self.unfinished} unfinished run(s): open the session to record them")
         if self.warning is None or not self.warning.copy_words:
             parts.append(self.retrieval.words)  # else the warning says it already
+        if (limit := self._limit_words()) is not None:
+            parts.append(limit)
         text = " · ".join(parts)
         if self.warning is not None:
             text = f"WARNING: {self.warning.text} · {text}"
+        if self._past_limit():
+            text = "WARNING: past the session limit: start no run, pull what is useful now · " + text
         return text
 
     def tmux(self) -> str:
@@ -414,8 +438,12 @@ class SessionStatus:
         if self.warning is not None and self.warning.copy_words and copy in self.warning.short:
             copy = ""  # the red warning says it already
         unfinished = f"{self.unfinished} unfinished" if self.unfinished else ""
+        lim = self.limit
+        stop = lim.stop_by.replace("stop by", "stop") if lim is not None and lim.known else ""
         body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
-                                    unfinished, f"{acc}acc", copy) if w).replace("#", "##")
+                                    unfinished, f"{acc}acc", copy, stop) if w).replace("#", "##")
+        if self._past_limit():
+            return f"#[fg=colour231,bg=colour160,bold] past session limit #[default] {body}"
         if self.warning is not None:
             warn = self.warning.short.replace("#", "##")
             return f"#[fg=colour231,bg=colour160,bold] {warn} #[default] {body}"
@@ -576,4 +604,5 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         retrieval=retrieval,
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),
+        limit=limit_of(folder, doc, window.now_utc),
     )
