@@ -425,8 +425,7 @@ class Runner:
                      f"incomplete: {finished} of {self._total} runs done{cause}"),
             stopped=stop[0] if stop else None,
         ))
-        if stop:
-            self._emit(IncidentReported(message=stop[1]))
+
         _ = stopped
 
     def _say_interrupted(self) -> None:

@@ -604,5 +604,5 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         retrieval=retrieval,
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),
-        limit=limit_of(folder, doc, window.now_utc),
+        limit=limit_of(folder, doc, now),
     )
