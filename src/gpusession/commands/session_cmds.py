@@ -180,9 +180,7 @@ def cmd_package(args: argparse.Namespace) -> int:
         from gpusession.core.retrieval.limit import set_limit
 
         set_limit(s, **limit_args)
-    from gpusession.core.retrieval.limit import session_limit
-
-    print(f"session limit: {session_limit(s).words}")
+        print(printable(f"session limit: {_limit(s).words}"))
     return 0
 
 

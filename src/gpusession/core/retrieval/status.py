@@ -31,7 +31,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -421,15 +421,20 @@ class SessionStatus:
             parts.append(self.retrieval.words)  # else the warning says it already
         if (limit := self._limit_words()) is not None:
             parts.append(limit)
+        if self._past_limit():  # D1: said after the package's own warning
+            parts.insert(0, "past the session limit: start no run, pull what is useful now")
         text = " · ".join(parts)
         if self.warning is not None:
             text = f"WARNING: {self.warning.text} · {text}"
-        if self._past_limit():
-            text = "WARNING: past the session limit: start no run, pull what is useful now · " + text
+        elif self._past_limit():
+            text = f"WARNING: {text}"
         return text
 
     def tmux(self) -> str:
         """The form for tmux ``status-right``: short, with a red warning (``#[fg=…]``).
+
+        The session limit is shown from 24 h before it (``stop Sat 14:00 UTC``), in red
+        once passed (D1).
 
         ``#`` in any text is doubled so tmux never reads it as a format.
         """
@@ -439,7 +444,8 @@ class SessionStatus:
             copy = ""  # the red warning says it already
         unfinished = f"{self.unfinished} unfinished" if self.unfinished else ""
         lim = self.limit
-        stop = lim.stop_by.replace("stop by", "stop") if lim is not None and lim.known else ""
+        near = lim is not None and lim.at is not None and lim.at - lim.now <= timedelta(hours=24)
+        stop = lim.stop_by.replace("stop by", "stop") if near and lim is not None else ""  # D1: a day before
         body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
                                     unfinished, f"{acc}acc", copy, stop) if w).replace("#", "##")
         if self._past_limit():
