@@ -876,8 +876,7 @@ class Runner:
         if incident is not None:
             self._incident(incident)
         if ev.ok and validation is not None and validation[0]:  # a verdict: the gate looks (D3)
-            self.stops.first_result(run, self._validation.last_report, self._validation.last_path,
-                                    validation[1])
+            self.stops.first_result(run, self._validation.last_report, self._validation.last_path)
         self._append(row)
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,

@@ -252,20 +252,21 @@ class RunStops:
         return False
 
     # -- the first result (D3) --------------------------------------------------------
-    def first_result(self, run: ScheduledRun, report: Any, report_path: Path | None,
-                     failed_note: str | None = None) -> None:
+    def first_result(self, run: ScheduledRun, report: Any, report_path: Path | None) -> None:
         """Look at the first validated result of the invocation; stop on a major defect (D3).
+
+        An output that could not be validated at all (no file, an unreadable one) holds
+        no report: its row says why, and the gate waits for the first report.
 
         Args:
             run: the run whose output was validated.
-            report: its validation report, ``None`` when the output could not be read.
+            report: its validation report, ``None`` when none was made.
             report_path: where the report was archived.
-            failed_note: why the output could not be validated (``report`` is ``None``).
         """
-        if not self.gate_armed:
+        if not self.gate_armed or report is None:
             return
         self.gate_armed = False  # only the first validated result is looked at
-        defect = defect_words(report) if report is not None else failed_note
+        defect = defect_words(report)
         if defect is None or self.stop is not None:
             return
         where = f" (validation report: {report_path})" if report_path is not None else ""

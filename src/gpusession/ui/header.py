@@ -81,16 +81,25 @@ def order_words(ctx: UiContext) -> str:
 
 
 def package_warning_now(ctx: UiContext) -> Any | None:
-    """The end-of-package warning at ``ctx.now()``: 24 h / 2 h before the end
-    while the copy home is not verified, and "package ended"; ``None`` otherwise."""
+    """The end-of-package warning at ``ctx.now()``: past the session limit ("pull by …",
+    D1), 24 h / 2 h before the end while the copy home is not verified, and "package
+    ended"; ``None`` otherwise."""
     from gpusession.core.money.window import package_warning, package_window
     from gpusession.core.retrieval.status import retrieval_state
 
+    from gpusession.core.money.window import PackageWarning
+    from gpusession.core.retrieval.limit import session_limit
+
     try:
         window = package_window(ctx.session.package, ctx.now())
+        limit = session_limit(ctx.session, ctx.now())
     except (GpusessionError, ValueError, OSError):
         return None
-    return package_warning(window, retrieval_state(ctx.session.folder).verified)
+    warning = package_warning(window, retrieval_state(ctx.session.folder).verified)
+    if limit.passed() and (warning is None or warning.level != "ended"):  # D1: at the limit
+        words = limit.warning_words()
+        return PackageWarning("limit", words, words.replace("start no run; ", ""))
+    return warning
 
 
 def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | None = None,

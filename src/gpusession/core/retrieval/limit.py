@@ -185,6 +185,8 @@ class Reserve:
     measured: bool
     how: str
     note: str | None = None
+    #: one transfer of the deliverables at the slowest measured throughput (seconds)
+    transfer_s: float | None = None
 
 
 def measured_reserve(folder: Path) -> Reserve:
@@ -208,7 +210,7 @@ def measured_reserve(folder: Path) -> Reserve:
     how = (f"{format_bytes(size)} ({where}) at {format_bytes(m.slowest_bytes_per_s)}/s measured, "
            f"×{SAFETY_FACTOR:g}" + (", from a small copy" if m.probe_only else "")
            + (f", at least {duration_words(MIN_RESERVE_S)}" if need_s < MIN_RESERVE_S else ""))
-    return Reserve(max(MIN_RESERVE_S, need_s), True, how)
+    return Reserve(max(MIN_RESERVE_S, need_s), True, how, transfer_s=need_s / SAFETY_FACTOR)
 
 
 def duration_words(seconds: float) -> str:
@@ -248,6 +250,8 @@ class SessionLimit:
         words: ``stop by Sat 14:00 UTC (6 h kept for retrieval)`` (with the default:
             ``…; not measured yet: run `gpusession pull --probe` from home``).
         now: the instant the words were made for.
+        pull_by: the last time a pull can start and end by the package end at the slowest
+            measured throughput (no safety factor), ``None`` when not measured.
     """
 
     at: datetime | None
@@ -258,6 +262,7 @@ class SessionLimit:
     note: str | None
     words: str
     now: datetime
+    pull_by: datetime | None = None
 
     @property
     def known(self) -> bool:
@@ -277,11 +282,20 @@ class SessionLimit:
         """``stop by Sat 14:00 UTC`` (``no session limit`` when unknown)."""
         return f"stop by {when_words(self.at, self.now)}" if self.at else "no session limit"
 
+    def warning_words(self) -> str:
+        """The header's warning once the limit has passed (D1, D2).
+
+        ``past the session limit (stop by Sat 14:00 UTC): start no run; pull by Sat 19:10
+        UTC`` (the measured transfer), else ``…; pull now``.
+        """
+        pull = f"pull by {when_words(self.pull_by, self.now)}" if self.pull_by else "pull now"
+        return f"past the session limit ({self.stop_by}): start no run; {pull}"
+
     def to_json(self) -> dict[str, Any]:
         """The limit as JSON-ready values (``show --json``)."""
         return {"at": self.at.isoformat() if self.at else None, "reserve_s": self.reserve_s,
                 "measured": self.measured, "source": self.source, "words": self.words,
-                "note": self.note}
+                "note": self.note, "pull_by": self.pull_by.isoformat() if self.pull_by else None}
 
 
 def _stored(doc: Mapping[str, Any]) -> tuple[datetime | None, float | None]:
@@ -328,7 +342,7 @@ def limit_of(folder: Path, doc: Mapping[str, Any], now: datetime | None = None) 
             else " (set by you)"
         return _worded(limit, tail)
     if reserve_set is not None:
-        res = Reserve(reserve_set, False, "set by you")
+        res = Reserve(reserve_set, False, "set by you", transfer_s=measured_reserve(folder).transfer_s)
         source = "reserve"
     else:
         res = measured_reserve(folder)
@@ -336,8 +350,10 @@ def limit_of(folder: Path, doc: Mapping[str, Any], now: datetime | None = None) 
     limit_at = end - timedelta(seconds=res.reserve_s) if end is not None else None
     tail = f" ({duration_words(res.reserve_s)} kept for retrieval"
     tail += f"; {res.how})" if source == "default" else f", {res.how})"
+    pull_by = (end - timedelta(seconds=res.transfer_s)
+               if end is not None and res.transfer_s is not None else None)
     return _worded(SessionLimit(limit_at, res.reserve_s, res.measured, source, res.how,
-                                res.note, "", now), tail)
+                                res.note, "", now, pull_by), tail)
 
 
 def _worded(limit: SessionLimit, tail: str) -> SessionLimit:

@@ -1,0 +1,60 @@
+"""The Run pane's second start key and the header at the session limit (D1, D3).
+
+``r`` starts as before; ``R`` asks one confirm line and starts with the first-result stop
+and the session limit off; the header turns to the warning once the limit has passed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from ui.pilot import SIZE, MakeApp, settle, text_of
+
+from gpusession.core.retrieval.limit import set_limit
+from gpusession.testing import FIXED_NOW, FakeRunner
+from gpusession.ui.modals import ConfirmModal
+from gpusession.ui.panes.run import RunPane
+
+
+def _factory(made: list[dict[str, Any]]) -> Any:
+    def make(s: Any, exp_id: str, on_event: Any, cancel: Any, **off: bool) -> FakeRunner:
+        made.append(off)
+        return FakeRunner(s, exp_id, on_event, cancel)
+
+    return make
+
+
+async def test_d3_capital_r_asks_then_starts_with_both_stops_off(session: Any, make_app: MakeApp) -> None:
+    made: list[dict[str, Any]] = []
+    app = make_app(runner_factory=_factory(made))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        await pilot.press("R")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ConfirmModal)
+        assert app.screen.question == RunPane.ANYWAY_QUESTION
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert made == [] and not isinstance(app.screen, ConfirmModal)
+        await pilot.press("R")
+        await pilot.pause(0.1)
+        await pilot.press("y")
+        await settle(pilot, app)
+        await pilot.pause(0.3)
+        assert made == [{"past_limit": True, "continue_on_reject": True}]
+        await pilot.press("r")  # r is as it was: both stops on
+        await settle(pilot, app)
+        await pilot.pause(0.3)
+        assert made[-1] == {}
+
+
+async def test_d1_header_turns_to_the_warning_at_the_limit(session: Any, make_app: MakeApp) -> None:
+    set_limit(session, at=FIXED_NOW - timedelta(minutes=5))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        head = text_of(app, "#session-header")
+        assert "WARNING past the session limit (stop by" in head and "pull now" in head, head
