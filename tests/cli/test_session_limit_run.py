@@ -16,7 +16,11 @@ import pytest
 from fake_workloads import write_corpus
 from helpers import cli
 
-from gpusession.core.events import ExperimentStartedRecord, ExperimentStoppedRecord, RunOverrideRecord
+from gpusession.core.events import (
+    ExperimentStartedRecord,
+    ExperimentStoppedRecord,
+    RunOverrideRecord,
+)
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 

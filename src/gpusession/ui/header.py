@@ -84,11 +84,9 @@ def package_warning_now(ctx: UiContext) -> Any | None:
     """The end-of-package warning at ``ctx.now()``: past the session limit ("pull by …",
     D1), 24 h / 2 h before the end while the copy home is not verified, and "package
     ended"; ``None`` otherwise."""
-    from gpusession.core.money.window import package_warning, package_window
-    from gpusession.core.retrieval.status import retrieval_state
-
-    from gpusession.core.money.window import PackageWarning
+    from gpusession.core.money.window import PackageWarning, package_warning, package_window
     from gpusession.core.retrieval.limit import session_limit
+    from gpusession.core.retrieval.status import retrieval_state
 
     try:
         window = package_window(ctx.session.package, ctx.now())

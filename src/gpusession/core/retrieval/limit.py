@@ -313,8 +313,9 @@ def _stored(doc: Mapping[str, Any]) -> tuple[datetime | None, float | None]:
             at = None
     at = at.astimezone(timezone.utc) if isinstance(at, datetime) and at.tzinfo else None
     reserve = table.get("reserve_s")
-    ok = isinstance(reserve, (int, float)) and not isinstance(reserve, bool) and reserve >= 0
-    return at, float(reserve) if ok else None
+    if isinstance(reserve, (int, float)) and not isinstance(reserve, bool) and reserve >= 0:
+        return at, float(reserve)
+    return at, None
 
 
 def limit_of(folder: Path, doc: Mapping[str, Any], now: datetime | None = None) -> SessionLimit:

@@ -845,8 +845,9 @@ def _safe(vid: Any) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(vid))
 
 
-def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event,
-                    **stops_off: bool) -> Any:
+def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event, *,
+                    past_limit: bool = False, continue_on_reject: bool = False) -> Any:
     from gpusession.bench.runner import Runner
 
-    return Runner(session, experiment_id, on_event=on_event, cancel=cancel, **stops_off)
+    return Runner(session, experiment_id, on_event=on_event, cancel=cancel, past_limit=past_limit,
+                  continue_on_reject=continue_on_reject)
