@@ -96,3 +96,12 @@ def test_d3_major_defects_in_words() -> None:
     assert defect_words(_report(format_valid=False, bad_record_count=12)) == "invalid format (12 bad records)"
     assert defect_words(_report(quality_met=False, quality_value=0.412)) == \
         "quality macro_f1 0.412 below 0.9 − 0.02"
+
+
+def test_d3_checklist_evidence_says_armed_then_done(session: Session) -> None:
+    from gpusession.core.retrieval.evidence import first_result_evidence
+
+    assert first_result_evidence(session).startswith("armed: ")
+    session.journal(ExperimentStoppedRecord(experiment_id="drop", reason="first-result",
+                                            message=STOP))
+    assert first_result_evidence(session) == f"done: experiment drop {STOP}"

@@ -549,6 +549,27 @@ def session_limit_evidence(
     )
 
 
+def first_result_evidence(session: Session) -> str:
+    """The first-result stop: the last stop it made, else that it is armed (D3, G§7).
+
+    Args:
+        session: the open session (its journal is read).
+
+    Returns:
+        ``done: experiment drop stopped after the first result: 300 IDs missing — …``
+        when a stop happened, else ``armed: …`` (never a tick).
+    """
+    from gpusession.core.events import ExperimentStoppedRecord
+
+    stops = [r for r in session.journal_records()
+             if isinstance(r, ExperimentStoppedRecord) and r.reason == "first-result"]
+    if stops:
+        last = stops[-1]
+        return f"done: experiment {last.experiment_id} {last.message}"
+    return ("armed: the next run stops after its first result when that result has a major "
+            "defect (IDs, format, quality); run --continue-on-reject pushes the whole batch")
+
+
 def manifest_evidence(session: Session) -> str:
     """The latest manifest of approved deliverables in the session folder (S4)."""
     man = latest_manifest(session)
@@ -582,7 +603,7 @@ def run_probes(
 
     Returns:
         One text per probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
-        ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
+        ``free-space``, ``protocol``, ``session-limit``, ``manifest``, ``first-result``). Never raises for a
         missing input: each probe says what it lacks.
     """
     snap = snapshot_of(nvml)
@@ -597,6 +618,7 @@ def run_probes(
             session, now=now, retrieval_reserve_hours=retrieval_reserve_hours
         ),
         "manifest": manifest_evidence(session),
+        "first-result": first_result_evidence(session),
     }
 
 
