@@ -94,7 +94,7 @@ def package_warning_now(ctx: UiContext) -> Any | None:
     except (GpusessionError, ValueError, OSError):
         return None
     warning = package_warning(window, retrieval_state(ctx.session.folder).verified)
-    if limit.passed() and (warning is None or warning.level != "ended"):  # D1: at the limit
+    if limit.passed() and (warning is None or warning.level == "24h"):  # D1: at the limit
         words = limit.warning_words()
         return PackageWarning("limit", words, words.replace("start no run; ", ""))
     return warning
