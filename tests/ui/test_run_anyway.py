@@ -58,3 +58,23 @@ async def test_d1_header_turns_to_the_warning_at_the_limit(session: Any, make_ap
         await settle(pilot, app)
         head = text_of(app, "#session-header")
         assert "WARNING past the session limit (stop by" in head and "pull now" in head, head
+
+
+async def test_d1_r_after_the_limit_is_refused_and_capital_r_runs(session: Any, make_app: MakeApp) -> None:
+    set_limit(session, at=FIXED_NOW - timedelta(minutes=5))
+    made: list[dict[str, Any]] = []
+    app = make_app(runner_factory=_factory(made))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        await pilot.press("r")
+        await settle(pilot, app)
+        await pilot.pause(0.3)
+        pane = app.screen.pane("run")
+        assert "not started: past the session limit (stop by" in pane.last_outcome
+        assert len(pane.rows) == 0
+        await pilot.press("R", "y")
+        await settle(pilot, app)
+        await pilot.pause(0.5)
+        assert made[-1] == {"past_limit": True, "continue_on_reject": True} and pane.rows
