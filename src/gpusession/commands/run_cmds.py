@@ -299,9 +299,10 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 #: ``run``'s exit status, highest precedence first (README, ``docs/exit-codes.md``, ``--help``).
 EXIT_PRECEDENCE = (
     "a signal ended the run (129 SIGHUP, 130 a second Ctrl-C, 143 SIGTERM) > refused before "
-    "anything ran (2 bad input; 4 not started: past the session limit) > 3 a measured variant's "
-    "corpus was rejected (also a stop after a broken first result) > 1 a run failed, had an "
-    "incident, or the experiment ended incomplete or cancelled > 0"
+    "anything ran (2 bad input; 4 not started: past the session limit, or its first run would "
+    "end past it) > 3 a measured variant's corpus was rejected (also a stop after a broken "
+    "first result) > 1 a run failed, had an incident, or the experiment ended incomplete "
+    "(also stopped at the session limit) or cancelled > 0"
 )
 
 
