@@ -118,3 +118,10 @@ def test_d1_words_of_durations_and_reserves() -> None:
     assert parse_reserve("1h30m") == 5400 and parse_reserve("90m") == 5400
     with pytest.raises(Exception, match="expected a duration"):
         parse_reserve("six hours")
+
+
+def test_d1_checklist_session_limit_evidence_says_the_limit(s: Session) -> None:
+    from gpusession.core.retrieval.evidence import session_limit_evidence
+
+    ev = session_limit_evidence(s, now=NOW)
+    assert ev.endswith(f"; session limit: stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS})")

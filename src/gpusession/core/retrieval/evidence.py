@@ -527,8 +527,17 @@ def _plain(value: Any) -> Any:
 def session_limit_evidence(
     session: Session, *, now: datetime | None = None, retrieval_reserve_hours: float = 4.0
 ) -> str:
-    """Time left in the package vs the time reserved for retrieval (G§7)."""
+    """Time left in the package vs the time reserved for retrieval (G§7), then the session limit (D1)."""
+    from gpusession.core.retrieval.limit import session_limit
+
     now = now or utcnow()
+    limit = session_limit(session, now)
+    return _reserve_words(session, now, retrieval_reserve_hours) + (
+        f"; session limit: {limit.words}" if limit.known else "")
+
+
+def _reserve_words(session: Session, now: datetime, retrieval_reserve_hours: float) -> str:
+    """The package's time left against the checklist's reserve setting (G§7)."""
     left = session.package.time_left(now)
     reserve = timedelta(hours=retrieval_reserve_hours)
     if left is None:
