@@ -78,3 +78,12 @@ async def test_d1_r_after_the_limit_is_refused_and_capital_r_runs(session: Any, 
         await settle(pilot, app)
         await pilot.pause(0.5)
         assert made[-1] == {"past_limit": True, "continue_on_reject": True} and pane.rows
+
+
+async def test_d1_header_says_stop_by_a_day_before_the_limit(session: Any, make_app: MakeApp) -> None:
+    set_limit(session, at=FIXED_NOW + timedelta(hours=5))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        head = text_of(app, "#session-header")
+        assert "stop by Sun 17:00 UTC" in head and "past the session limit" not in head, head
