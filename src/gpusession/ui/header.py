@@ -91,7 +91,7 @@ def package_warning_now(ctx: UiContext) -> Any | None:
     ended"; else, from :data:`LIMIT_NOTICE` before the session limit, "stop by …";
     ``None`` otherwise."""
     from gpusession.core.money.window import PackageWarning, package_warning, package_window
-    from gpusession.core.retrieval.limit import session_limit
+    from gpusession.core.retrieval.limit import session_limit, when_words
     from gpusession.core.retrieval.status import retrieval_state
 
     try:
