@@ -87,3 +87,22 @@ async def test_d1_header_says_stop_by_a_day_before_the_limit(session: Any, make_
         await settle(pilot, app)
         head = text_of(app, "#session-header")
         assert "stop by Sun 17:00 UTC" in head and "past the session limit" not in head, head
+
+
+def test_d2_past_the_limit_the_header_says_pull_by_from_the_measured_throughput(session: Any) -> None:
+    from types import SimpleNamespace
+
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval.limit import when_words
+    from gpusession.ui.header import package_warning_now
+
+    session.set_package(Package("RTX A5000", 1, 3, FIXED_NOW - timedelta(days=3) + timedelta(hours=30)))
+    size = 100 * 1024**3
+    (session.folder / "manifest.csv").write_text(f"path,size_bytes,sha256\nx,{size}," + "0" * 64 + "\n")
+    (session.folder / "retrieval.toml").write_text(
+        '[[pull]]\nat = "2026-11-29T10:00:00Z"\nbytes = 1048576\nseconds = 1.0\n'
+        'throughput_bytes_per_s = 1048576.0\nprobe = false\npath = "deliverables"\n')
+    warning = package_warning_now(SimpleNamespace(session=session, now=lambda: FIXED_NOW))
+    pull_by = FIXED_NOW + timedelta(hours=30) - timedelta(seconds=size / 1048576)
+    assert warning is not None and warning.level == "limit"
+    assert warning.short.endswith(f"pull by {when_words(pull_by, FIXED_NOW)}"), warning.short
