@@ -105,3 +105,17 @@ def test_d3_checklist_evidence_says_armed_then_done(session: Session) -> None:
     session.journal(ExperimentStoppedRecord(experiment_id="drop", reason="first-result",
                                             message=STOP))
     assert first_result_evidence(session) == f"done: experiment drop {STOP}"
+
+
+@pytest.mark.slow
+def test_d3_a_defect_in_the_only_run_stops_nothing_and_says_no_stop(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    write_corpus(session.folder / "corpus.jsonl", n=1000)
+    (session.folder / "drop.py").write_text(DROP_300)
+    assert cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "one", "--workload",
+               "command", "--values", "1", "--runs", "1", "--warmup", "0", "--cold-runs", "0",
+               "--corpus", "corpus.jsonl", "--classes", "a,b", "--threshold", "0.5", "--command",
+               f"{sys.executable} {session.folder / 'drop.py'} {{corpus}} {{output}}")[0] == 0
+    code, out, _ = cli(capsys, sessions_root, "run", session.name, "--headless")
+    assert code == 3 and "experiment complete" in out and STOP not in out  # rejected, nothing kept back
+    assert not [r for r in session.journal_records() if isinstance(r, ExperimentStoppedRecord)]

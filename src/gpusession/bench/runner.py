@@ -425,7 +425,6 @@ class Runner:
                      f"incomplete: {finished} of {self._total} runs done{cause}"),
             stopped=stop[0] if stop else None,
         ))
-
         _ = stopped
 
     def _say_interrupted(self) -> None:

@@ -133,6 +133,8 @@ class RunStops:
         #: the gate waits for the first validated result of this invocation (D3)
         self.gate_armed = not continue_on_reject
         self.past_limit_note: str | None = None
+        self._report_path: Path | None = None
+        self._said = False
         self._runs_s: dict[tuple[str, str], float] = {}
         self._loads_s: dict[str, float] = {}
         self._warmup_s: float | None = None
@@ -229,6 +231,7 @@ class RunStops:
         here on says so in its notes.
         """
         if self.stop is not None:
+            self._say_first_result(run)
             return False
         if not self.limit.known:
             return True
@@ -272,9 +275,17 @@ class RunStops:
         where = f" (validation report: {report_path})" if report_path is not None else ""
         words = f"stopped after the first result: {defect} — fix and run again{where}"
         self.stop = (FIRST_RESULT, words)
+        self._report_path = report_path  # journaled at the first run it keeps from starting
+
+    def _say_first_result(self, run: ScheduledRun) -> None:
+        """Journal the first-result stop once, naming the run it did not start (D3)."""
+        if self.stop is None or self.stop[0] != FIRST_RESULT or self._said:
+            return
+        self._said = True
+        path = self._report_path
         self._journal(ExperimentStoppedRecord(
-            experiment_id=self.exp.id, reason=FIRST_RESULT, run_key=None, message=words,
-            report=str(report_path) if report_path is not None else None))
+            experiment_id=self.exp.id, reason=FIRST_RESULT, run_key=run.key(self.exp.id).format(),
+            message=self.stop[1], report=str(path) if path is not None else None))
 
 
 def _when(text: Any) -> datetime | None:
