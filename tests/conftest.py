@@ -113,7 +113,16 @@ def new_session(sessions_root: Path) -> NewSession:
 
     def make(name: str = "visuals-test-01", package: Any = _DEFAULT_PACKAGE) -> Session:
         if package is _DEFAULT_PACKAGE:
+            from datetime import datetime, timezone
+
+            from gpusession.core.retrieval.limit import set_limit
+
             package = Package(gpu_model="RTX A5000", lots=1, days=7, start=SESSION_START)
+            s = Session.create(sessions_root, name, package=package)
+            # The fixed package ends on a fixed day: its session limit would stop every run
+            # of a test after that day. The test session keeps a limit of its own (D1).
+            set_limit(s, at=datetime(2099, 12, 31, tzinfo=timezone.utc))
+            return s
         return Session.create(sessions_root, name, package=package)
 
     return make

@@ -238,7 +238,8 @@ class FakeRunner:
     def factory(cls, step_s: float = 0.0, **kw: Any) -> Any:
         """A ``runner_factory`` for :func:`gpusession.ui.app.build_app`."""
 
-        def make(session: Any, experiment_id: str, on_event: Any, cancel: Any) -> FakeRunner:
+        def make(session: Any, experiment_id: str, on_event: Any, cancel: Any,
+                 **_stops_off: bool) -> FakeRunner:  # the Run pane's R passes the stops off
             return cls(session, experiment_id, on_event, cancel, step_s=step_s, **kw)
 
         return make

@@ -78,6 +78,9 @@ class RunValidation:
         """
         self.session = session
         self.exp = exp
+        #: the report of the last validated output and where it was archived (D3)
+        self.last_report: Any = None
+        self.last_path: Path | None = None
         self.corpus_revision: str | None = None
         self.problem: str | None = None
         self.expected: Any = None
@@ -126,11 +129,13 @@ class RunValidation:
             return {}, f"not validated: {self.problem}" if self.problem else None
         from gpusession.core.validation import validate_output
 
+        self.last_report, self.last_path = None, None
         try:
             report = validate_output(output, self.expected, self.protocol,
                                      train_ids=self._ids(self.train_ids), tune_ids=self._ids(self.tune_ids))
-            report.write(self.session.validation_dir / self.exp.id / run.variant_id,
-                         f"{run.phase}-{run.run_index}", root=self.session.folder)
+            self.last_report = report
+            self.last_path = report.write(self.session.validation_dir / self.exp.id / run.variant_id,
+                                          f"{run.phase}-{run.run_index}", root=self.session.folder)
         except BadInput as exc:
             return {"corpus_accepted": False}, f"validation failed: {exc}"
         fields = report.row_fields()

@@ -56,6 +56,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ from gpusession.bench.rows import (
 )
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.stacks import STACK_DIR_ENV
+from gpusession.bench.stops import RunStops
 from gpusession.bench.supervise import TEARDOWN_GRACE_S, GroupReport, Supervisor
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
 from gpusession.core.events import (
@@ -156,6 +158,11 @@ class Runner:
         torchrun: start the worker through torchrun even for one GPU (a group of one
             rank; ``scripts/gpu-check.sh`` checks the launch path with it).
             With ``gpus > 1`` torchrun is always used.
+        clock: returns now (aware UTC) for the session limit and the journal; a fake
+            clock in tests (default :func:`gpusession.core.files.clock.utcnow`).
+        past_limit: start runs that would end after the session limit (recorded, D1).
+        continue_on_reject: a major defect of the first result does not stop the
+            experiment (recorded, D3).
 
     Raises:
         BadInput: unknown experiment.
@@ -171,8 +178,16 @@ class Runner:
         python: str = sys.executable,
         device: str | None = None,
         torchrun: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        past_limit: bool = False,
+        continue_on_reject: bool = False,
     ) -> None:
         """Look the experiment up; nothing runs until :meth:`run`."""
+        self.clock = clock
+        self.past_limit = past_limit
+        self.continue_on_reject = continue_on_reject
+        # The session limit and the first-result gate (D1, D3), set up by _prepare.
+        self._stops: RunStops | None = None
         self.session = session
         self.experiment: Experiment = get_experiment(session, experiment_id)
         self.on_event = on_event or (lambda _e: None)
@@ -343,13 +358,23 @@ class Runner:
             experiment_id=exp.id, drawn_order=drawn, runs=[r.run_key for r in runs],
             concurrent_load=self._load_note, device_override=self.device,
         ))
+        self._stops = RunStops(self.session, exp, frame=frame, records=self.session.journal_records(),
+                               journal=self._journal, clock=self._now, past_limit=self.past_limit,
+                               continue_on_reject=self.continue_on_reject)
         return runs
 
-    @staticmethod
-    def _now() -> Any:
-        from gpusession.core.files.clock import utcnow
+    def _now(self) -> datetime:
+        if self.clock is not None:
+            return self.clock()
+        from gpusession.core.files import clock
 
-        return utcnow()
+        return clock.utcnow()
+
+    @property
+    def stops(self) -> RunStops:
+        """The session limit and the first-result gate of this invocation (D1, D3)."""
+        assert self._stops is not None, "set up when the run starts"
+        return self._stops
 
     def _run(self, exp: Experiment) -> None:
         runs = self._prepare(exp)
@@ -365,10 +390,12 @@ class Runner:
             if self.cancel.is_set():
                 stopped = True
                 break
+            if not self.stops.may_start(group[0], new_worker=True):  # D1, D3: a run boundary
+                break
             self._rest = []
             if not self._run_worker(exp, name, group):
                 stopped = self.cancel.is_set() or stopped
-                if self.cancel.is_set() or self._fatal_load is not None:
+                if self.cancel.is_set() or self._fatal_load is not None or self.stops.stop:
                     break
             if self._rest:  # a rank group died; a fresh group runs what is left
                 groups.insert(0, (self._rest[0].worker, self._rest))
@@ -384,17 +411,22 @@ class Runner:
         ran_all = finished == self._total
         interrupted = self.outcome.interrupted
         self._say_interrupted()
-        self.outcome.cancelled = self.cancel.is_set() and not ran_all and interrupted is None
+        stop = self.stops.stop if interrupted is None and not ran_all else None
+        self.outcome.stopped, self.outcome.stopped_words = stop or (None, None)
+        self.outcome.cancelled = (self.cancel.is_set() and not ran_all and interrupted is None
+                                  and stop is None)
         self.outcome.completed = ran_all and not self.outcome.cancelled and not self._worker_died
         end = ExperimentFinishedRecord if self.outcome.completed else ExperimentIncompleteRecord
         cause = (f" (interrupted by {interrupted})" if interrupted else  # the cause, not its effect
-                 (" (a worker died or timed out)" if self._worker_died else "")
+                 (f" ({stop[1]})" if stop else "")
+                 + (" (a worker died or timed out)" if self._worker_died else "")
                  + (" (cancelled at a run boundary)" if self.outcome.cancelled else ""))
         self._journal(end(
             experiment_id=exp.id, rows_written=self.outcome.rows_written,
             runs_done=finished, runs_scheduled=self._total, cancelled=self.outcome.cancelled,
             message=(None if self.outcome.completed else
                      f"incomplete: {finished} of {self._total} runs done{cause}"),
+            stopped=stop[0] if stop else None,
         ))
         _ = stopped
 
@@ -444,6 +476,11 @@ class Runner:
                         package_total_usd_minor=self._package_total_minor)
 
     def _append(self, row: ResultRow) -> None:
+        stops = self._stops
+        if stops is not None:
+            stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
+            if stops.past_limit_note:  # D1: the override is in every row it let start
+                row = row.replace(notes="; ".join(n for n in (row.notes, stops.past_limit_note) if n))
         if row.corpus_accepted and row.corpus_revision is not None:
             self._accepted_revisions.add(row.corpus_revision)
         # K4: distinct accepted corpora of the session, never a count of rows.
@@ -484,7 +521,8 @@ class Runner:
         self._emit(WorkerStarted(worker=name, pid=w.proc.pid, waiting_for_nodes=self._waiting_words(exp, name)))
         rep = GroupReport(name=name, runs={r.run_key: r for r in group}, load=slot)
         sup = Supervisor(w, rep, timeout_s=exp.run_timeout_s, cancel=self.cancel,
-                         ranked=self._ranked(exp), stack_dir=stack_dir, world_size=exp.gpus * exp.nodes)
+                         ranked=self._ranked(exp), stack_dir=stack_dir, world_size=exp.gpus * exp.nodes,
+                         may_start=lambda key: self.stops.may_start(rep.runs[key], new_worker=False))
         sup.watch(self._on_worker_event)
         self._say_interrupted()  # before the rows: the journal says why the worker died
         sup.reap(spec_path)
@@ -554,6 +592,7 @@ class Runner:
 
     def _on_loaded(self, ev: WorkerLoaded, rep: GroupReport) -> None:
         rep.loaded = True
+        self.stops.worker_loaded()
         self._revisions = ev.revisions or {}
         self._emit(Loaded(worker=rep.name, elapsed_s=ev.elapsed_s))
         self._journal(WorkerLoadedRecord(experiment_id=self.experiment.id, worker=rep.name,
@@ -567,6 +606,7 @@ class Runner:
 
     def _on_warmup_done(self, ev: WorkerWarmupDone, rep: GroupReport) -> None:
         self._warm_done = dict(ev.per_variant)
+        self.stops.warmup_done()
         self._journal(WarmupDoneRecord(experiment_id=self.experiment.id, worker=rep.name,
                                        iterations=ev.iterations, runs=ev.runs,
                                        per_variant=dict(ev.per_variant)))
@@ -574,6 +614,7 @@ class Runner:
     def _on_run_started(self, ev: WorkerRunStarted, rep: GroupReport) -> None:
         run = rep.runs[ev.run_key]
         self._current_key = self._key(run).format()
+        self.outcome.started_runs += 1
         self._journal(RunStartedRecord(
             run_key=self._key(run).format(), experiment_id=self.experiment.id,
             variant_id=run.variant_id, phase=run.phase, run_index=run.run_index, worker=rep.name))
@@ -631,7 +672,7 @@ class Runner:
         missing = rep.missing()
         self._rest = self._fresh_group_runs(exp, list(rep.runs.values()), missing,
                                             died or rep.timed_out or rep.torn is not None)
-        if missing and not self.cancel.is_set() and self._fatal_load is None:
+        if missing and not self.cancel.is_set() and self._fatal_load is None and not self.stops.stop:
             self._incident(f"worker {rep.name}: {len(missing)} scheduled run(s) not run"
                            + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
@@ -750,7 +791,8 @@ class Runner:
         Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
         least one run (a group that dies while loading would die again).
         """
-        if not self._ranked(exp) or not ended or self.cancel.is_set() or len(missing) >= len(group):
+        if (not self._ranked(exp) or not ended or self.cancel.is_set() or self.stops.stop
+                or len(missing) >= len(group)):
             return []
         return [replace(r, worker=self._fresh_name(r.worker)) for r in missing]
 
@@ -836,6 +878,8 @@ class Runner:
                                          load_note=self._load_note)
         if incident is not None:
             self._incident(incident)
+        if ev.ok and validation is not None and validation[0]:  # a verdict: the gate looks (D3)
+            self.stops.first_result(run, self._validation.last_report, self._validation.last_path)
         self._append(row)
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,

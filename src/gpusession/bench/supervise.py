@@ -120,12 +120,16 @@ class Supervisor:
         ranked: the worker is a torchrun group: a failed rank ends it.
         stack_dir: where ranks dump their stacks when asked, ``None`` for one process.
         world_size: ranks of the group over every node.
+        may_start: asked at each ``ready`` with the local run key: ``False`` answers
+            ``stop`` (the session limit, a defective first result: D1, D3); ``None``
+            lets every run start.
     """
 
     def __init__(self, worker: WorkerProcess, report: GroupReport, *, timeout_s: float,
                  cancel: threading.Event, ranked: bool, stack_dir: str | None,
-                 world_size: int) -> None:
+                 world_size: int, may_start: Callable[[str], bool] | None = None) -> None:
         """Keep the worker; the run timeout starts now (the load is timed too)."""
+        self.may_start = may_start
         self.worker = worker
         self.report = report
         self.timeout_s = timeout_s
@@ -174,7 +178,7 @@ class Supervisor:
         """The protocol's part of an event, before the runner records it."""
         rep = self.report
         if isinstance(ev, WorkerReady):
-            if self.cancel.is_set():
+            if self.cancel.is_set() or (self.may_start is not None and not self.may_start(ev.run_key)):
                 self.worker.send("stop")
             else:
                 self.worker.send("go")

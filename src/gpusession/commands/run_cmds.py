@@ -80,8 +80,12 @@ def register(sub: Any) -> None:
             "the session is next opened. Exit 0 only when every scheduled run ran and no "
             "incident was recorded; 3 when a measured variant's corpus was rejected (as "
             "validate; the summary's verdict column says why); 1 when a run failed or had an "
-            "incident (a row kept with it in its notes), the experiment is incomplete, or it "
-            "was cancelled. Precedence: " + EXIT_PRECEDENCE + "."
+            "incident (a row kept with it in its notes), the experiment is incomplete (also "
+            "stopped at the session limit), or it was cancelled; 4 when it is not started: past "
+            "the session limit, or its first run would end past it. The experiment stops at a "
+            "run boundary, its rows kept, when the next run would end past the session limit "
+            "(`show` says it: stop by …), and after its first result when that result has a "
+            "major defect (exit 3). Precedence: " + EXIT_PRECEDENCE + "."
         ),
     )
     p.add_argument("name", metavar="NAME")
@@ -94,6 +98,17 @@ def register(sub: Any) -> None:
     p.add_argument("--detach", action="store_true",
                    help="run in the background, outside this terminal's life (survives an ssh "
                    "drop); output goes to logs/run-<time>.log in the session folder")
+    p.add_argument("--past-limit", action="store_true",
+                   help="start runs even when they would end after the session limit (`gpusession "
+                   "package NAME --limit/--reserve`); recorded in the journal and in each row it "
+                   "let start. Without it, no run starts that would end past the limit (its "
+                   "longest measured duration, else the run timeout), and after the limit `run` "
+                   "is refused with exit 4")
+    p.add_argument("--continue-on-reject", action="store_true",
+                   help="run the whole batch even when the first result has a major defect (IDs "
+                   "missing, extra or duplicated, an invalid format, quality below threshold − "
+                   "tolerance); recorded in the journal. Without it the experiment stops after "
+                   "that first result, its rows kept, exit 3")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -208,7 +223,8 @@ def register(sub: Any) -> None:
     q.set_defaults(func=cmd_experiment_derive)
 
 
-def run_headless(session: Session, experiment_id: str, device: str | None = None) -> int:
+def run_headless(session: Session, experiment_id: str, device: str | None = None, *,
+                 past_limit: bool = False, continue_on_reject: bool = False) -> int:
     """Run an experiment with one progress line per event, then print the summary table.
 
     Events become words in one place (:func:`gpusession.core.events.describe`); the
@@ -224,10 +240,13 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         experiment_id: The id of an experiment defined in the session.
         device: ``cpu``, ``cuda`` or ``cuda:N`` for this run, or ``None`` for the
             experiment's own device.
+        past_limit: start runs that would end after the session limit (D1, recorded).
+        continue_on_reject: do not stop after a defective first result (D3, recorded).
 
     Returns:
         :func:`run_exit_code`: 0 when every scheduled run ran without an incident; 3 when
-        a measured variant's corpus was rejected (D5, H-29); 1 when a run failed, the
+        a measured variant's corpus was rejected (D5, H-29) or the first result had a major
+        defect (D3); 4 when the session limit let nothing start (D1); 1 when a run failed, the
         experiment is incomplete or it was cancelled (one Ctrl-C); 128 + the signal's
         number when SIGHUP (129), a second Ctrl-C (SIGINT, 130) or SIGTERM (143) ended it.
 
@@ -260,7 +279,12 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     cancel = threading.Event()
     # The definition is read and checked, and every file the run writes is checked,
     # before anything is printed or measured.
-    runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device)
+    if not past_limit:  # D1: refused before anything is printed or measured
+        from gpusession.bench.stops import refuse_past_limit
+
+        refuse_past_limit(session, experiment_id)
+    runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device,
+                    past_limit=past_limit, continue_on_reject=continue_on_reject)
     runner.preflight()
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     for w in _gpu_warnings(session, experiment_id):
@@ -305,9 +329,10 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 #: ``run``'s exit status, highest precedence first (README, ``docs/exit-codes.md``, ``--help``).
 EXIT_PRECEDENCE = (
     "a signal ended the run (129 SIGHUP, 130 a second Ctrl-C, 143 SIGTERM) > refused before "
-    "anything ran (2 bad input; 4 not started: past the session limit) > 3 a measured variant's "
-    "corpus was rejected (also a stop after a broken first result) > 1 a run failed, had an "
-    "incident, or the experiment ended incomplete or cancelled > 0"
+    "anything ran (2 bad input; 4 not started: past the session limit, or its first run would "
+    "end past it) > 3 a measured variant's corpus was rejected (also a stop after a broken "
+    "first result) > 1 a run failed, had an incident, or the experiment ended incomplete "
+    "(also stopped at the session limit) or cancelled > 0"
 )
 
 
@@ -321,11 +346,16 @@ def run_exit_code(outcome: Any, rejected: int) -> int:
     Returns:
         128 + the signal's number when one ended the run; 3 when a variant was rejected
         (as ``validate``); 1 when a run failed or had an incident, or the experiment is
-        incomplete or cancelled; else 0. (2 and 4 are raised before anything runs.)
+        incomplete or cancelled (also stopped at the session limit after some runs); 4
+        when the session limit let no run start; else 0. (2, and 4 past the limit, are
+        raised before anything runs.)
     """
     if outcome.interrupted is not None:
         return 128 + int(signal.Signals[outcome.interrupted])
-    if rejected:
+    stopped = getattr(outcome, "stopped", None)
+    if stopped == "session-limit" and not getattr(outcome, "started_runs", 1):
+        return 4  # D1: the limit let nothing start
+    if rejected or stopped == "first-result":
         return 3
     return 0 if outcome.completed and not outcome.incidents else 1
 
@@ -343,10 +373,15 @@ def outcome_words(outcome: Any, code: int) -> str:
     """
     n = len(outcome.incidents)
     incidents = "no incident" if n == 0 else f"{n} incident{'' if n == 1 else 's'}"
-    why = f"exit {code}" + (": a corpus was rejected, the verdict column says why" if code == 3
+    stopped = getattr(outcome, "stopped_words", None)
+    why = f"exit {code}" + (": nothing started before the session limit" if code == 4
+                            else ": the first result has a major defect" if code == 3 and stopped
+                            else ": a corpus was rejected, the verdict column says why" if code == 3
                             else ": see the incidents above" if n and code else "")
     if outcome.completed:
         return f"experiment complete, {'with ' if n else ''}{incidents} ({why})"
+    if stopped:  # D1, D3: said in words, the rows measured stand
+        return f"experiment {stopped}; {incidents} ({why})"
     verdict = "cancelled" if outcome.cancelled else "INCOMPLETE"
     return f"experiment {verdict}, {incidents} ({why})"
 
@@ -456,14 +491,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "(see `gpusession experiment --help`), or try `gpusession demo`"
             )
         exp_id = exps[-1].id
+    past_limit = bool(getattr(args, "past_limit", False))
+    gate_off = bool(getattr(args, "continue_on_reject", False))
     if getattr(args, "detach", False):
-        return run_detached(session, exp_id, args.device)
+        if not past_limit:  # D1: refused before anything runs, before --detach forks
+            from gpusession.bench.stops import refuse_past_limit
+
+            refuse_past_limit(session, exp_id)
+        return run_detached(session, exp_id, args.device, past_limit=past_limit,
+                            continue_on_reject=gate_off)
     if args.headless:
-        return run_headless(session, exp_id, args.device)
+        return run_headless(session, exp_id, args.device, past_limit=past_limit,
+                            continue_on_reject=gate_off)
     return _open_ui(session)
 
 
-def run_detached(session: Session, experiment_id: str, device: str | None = None) -> int:
+def run_detached(session: Session, experiment_id: str, device: str | None = None, *,
+                 past_limit: bool = False, continue_on_reject: bool = False) -> int:
     """Start ``run --headless`` in the background, outside this terminal's life.
 
     The run gets a session of its own (``start_new_session``: no terminal, so the ssh
@@ -476,6 +520,8 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
         session: the open session.
         experiment_id: an experiment defined in it.
         device: ``cpu``, ``cuda`` or ``cuda:N`` for this run, ``None`` for the experiment's.
+        past_limit: pass ``--past-limit`` on (D1).
+        continue_on_reject: pass ``--continue-on-reject`` on (D3).
 
     Returns:
         0 once the background run has started.
@@ -508,6 +554,7 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
            "run", session.name, "--experiment", experiment_id, "--headless"]
     if device:
         cmd += ["--device", device]
+    cmd += ["--past-limit"] * past_limit + ["--continue-on-reject"] * continue_on_reject
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
                                 start_new_session=True, close_fds=True)

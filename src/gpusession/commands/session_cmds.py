@@ -110,6 +110,14 @@ def register(sub: Any) -> None:
     add_package_args(p)
     p.add_argument("--start-from", choices=["gpu-provisioned"], metavar="gpu-provisioned",
                    help="(re)start the package window at the order's gpu-provisioned event")
+    p.add_argument("--limit", metavar="ISO8601|auto",
+                   help="the session limit: `run` starts no run that would end after it, e.g. "
+                   "2026-12-05T14:00Z (default: the package end minus the retrieval reserve; "
+                   "auto goes back to that)")
+    p.add_argument("--reserve", metavar="DURATION|auto",
+                   help="time kept before the package end to retrieve the work, e.g. 6h or 1h30m, "
+                   "instead of the reserve measured by `gpusession pull` (4 h until measured; "
+                   "auto goes back to the measured one)")
     p.set_defaults(func=cmd_package)
 
 
@@ -168,11 +176,36 @@ def cmd_package(args: argparse.Namespace) -> int:
         days=args.days if args.days is not None else old.days,
         start=provisioned or (parse_start(args.start) if args.start else old.start),
     )
+    limit_args = _limit_args(args)
     s.set_package(new)
     print(f"package of {s.name}: {_package_line(new)}")
     if provisioned is not None:
         print(f"package window restarted at the gpu-provisioned event ({local_time(provisioned)})")
+    if limit_args is not None:
+        from gpusession.core.retrieval.limit import set_limit
+
+        set_limit(s, **limit_args)
+        print(printable(f"session limit: {_limit(s).words}"))
     return 0
+
+
+def _limit_args(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--limit`` / ``--reserve`` as :func:`~gpusession.core.retrieval.limit.set_limit`'s arguments (D1).
+
+    Raises:
+        BadInput: both given, a limit that is not ISO 8601 with an offset, or a reserve
+            that is not a duration (nothing is changed).
+    """
+    from gpusession.core.retrieval.limit import parse_reserve
+
+    limit, reserve = getattr(args, "limit", None), getattr(args, "reserve", None)
+    if limit is not None and reserve is not None:
+        raise BadInput("give either --limit or --reserve, not both", field="limit")
+    if limit is not None:
+        return {"auto": True} if limit.strip() == "auto" else {"at": parse_start(limit, field="limit")}
+    if reserve is not None:
+        return {"auto": True} if reserve.strip() == "auto" else {"reserve_s": parse_reserve(reserve)}
+    return None
 
 
 def _provisioned_at(s: Session) -> Any:
@@ -240,6 +273,8 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         "summary": [r.to_json() for r in summary],
         "copy_home_verified": verified,
         "warning": _warning_text(s, verified),
+        "limit": _limit(s).to_json(),
+        "stopped": stopped_experiments(s),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
         "derived": derived_comparisons(s, summary),
     }
@@ -271,6 +306,34 @@ def derived_comparisons(s: Session, summary: list[Any]) -> list[dict[str, Any]]:
              "differs": derived_words(e, by_id),
              "lines": comparison_lines(by_id[e.derived_from], e, summary)}
             for e in exps if e.derived_from is not None and e.derived_from in by_id]
+
+
+def _limit(s: Session) -> Any:
+    """The session limit now (D1, D2)."""
+    from gpusession.core.retrieval.limit import session_limit
+
+    return session_limit(s)
+
+
+def stopped_experiments(s: Session) -> dict[str, str]:
+    """Experiments whose newest run the runner stopped on purpose, with why (D1, D3).
+
+    Args:
+        s: the open session (its journal is read).
+
+    Returns:
+        ``{experiment id → "stopped after the first result: 300 IDs missing — fix and run
+        again (validation report: …)"}``; an experiment run again since is not in it.
+    """
+    from gpusession.core.events import ExperimentStartedRecord, ExperimentStoppedRecord
+
+    out: dict[str, str] = {}
+    for r in s.journal_records():
+        if isinstance(r, ExperimentStartedRecord) and r.experiment_id:
+            out.pop(r.experiment_id, None)
+        elif isinstance(r, ExperimentStoppedRecord) and r.experiment_id and r.message:
+            out[r.experiment_id] = r.message
+    return out
 
 
 def _origin(s: Session) -> Any:
@@ -386,9 +449,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
     if data["warning"] is not None:  # 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")
+    limit = _limit(s)
+    print(printable(f"limit     {'PAST THE LIMIT: ' if limit.passed() else ''}{limit.words}"))
+    if limit.note:
+        print(printable(f"          {limit.note}"))
     print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
     if busy := running_words(s.folder):  # a detached run, followed
         print(f"running   {busy}")
+    for exp_id, words in data["stopped"].items():  # D1, D3: the newest run of each stopped on purpose
+        print(printable(f"stopped   {exp_id}: {words}"))
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:

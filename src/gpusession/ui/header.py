@@ -8,6 +8,7 @@ Who calls it: :class:`gpusession.ui.screens.MainScreen` composes it, calls
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from textual import work
@@ -80,17 +81,32 @@ def order_words(ctx: UiContext) -> str:
         return "order: order.toml could not be read (the Order pane says why)"
 
 
+#: How long before the session limit the header says it (D1).
+LIMIT_NOTICE = timedelta(hours=24)
+
+
 def package_warning_now(ctx: UiContext) -> Any | None:
-    """The end-of-package warning at ``ctx.now()``: 24 h / 2 h before the end
-    while the copy home is not verified, and "package ended"; ``None`` otherwise."""
-    from gpusession.core.money.window import package_warning, package_window
+    """The end-of-package warning at ``ctx.now()``: past the session limit ("pull by …",
+    D1), 24 h / 2 h before the end while the copy home is not verified, and "package
+    ended"; else, from :data:`LIMIT_NOTICE` before the session limit, "stop by …";
+    ``None`` otherwise."""
+    from gpusession.core.money.window import PackageWarning, package_warning, package_window
+    from gpusession.core.retrieval.limit import session_limit, when_words
     from gpusession.core.retrieval.status import retrieval_state
 
     try:
         window = package_window(ctx.session.package, ctx.now())
+        limit = session_limit(ctx.session, ctx.now())
     except (GpusessionError, ValueError, OSError):
         return None
-    return package_warning(window, retrieval_state(ctx.session.folder).verified)
+    warning = package_warning(window, retrieval_state(ctx.session.folder).verified)
+    if limit.passed() and (warning is None or warning.level == "24h"):  # D1: at the limit
+        words = limit.warning_words()
+        return PackageWarning("limit", words, words.replace("start no run; ", ""))
+    if warning is None and limit.at is not None and limit.at - ctx.now() <= LIMIT_NOTICE:
+        pull = f"; pull by {when_words(limit.pull_by, ctx.now())}" if limit.pull_by else ""
+        return PackageWarning("limit-soon", limit.words, f"{limit.stop_by}{pull}")
+    return warning
 
 
 def header_text(ctx: UiContext, snapshot: Any | None, width: int, order: str | None = None,

@@ -239,3 +239,23 @@ class FormModal(ModalScreen[dict[str, str] | None]):
             self.action_save()
         else:
             self.focus_next()
+
+
+class ConfirmModal(ModalScreen[bool]):
+    """One question on one line, answered ``y`` or ``n`` (Escape is no); dismisses with it."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n", "answer(False)", "No", id="confirm.no"),
+        Binding("escape", "answer(False)", "No", id="confirm.cancel"),
+    ]
+
+    def __init__(self, question: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.question, id="confirm-question")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

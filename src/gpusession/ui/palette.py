@@ -20,6 +20,8 @@ ACTIONS: tuple[tuple[str, str, str, str | None], ...] = (
     ("Edit checklist note", "n on the checklist", "checklist", "note"),
     ("Add checklist item", "a on the checklist", "checklist", "add"),
     ("Run experiment", "r on the run pane: start the current experiment", "run", "start"),
+    ("Run anyway, past a rejected first result or the session limit",
+     "R on the run pane: asks y/n, then runs the whole batch even after the limit", "run", "start_anyway"),
     ("Cancel run at the next run boundary", "c on the run pane: the run in flight ends, the rest is skipped", "run", "cancel"),
     ("Pick experiment", "e on the run pane", "run", "pick"),
     ("Define experiment", "d on the run pane: one varied parameter", "run", "define"),

@@ -75,6 +75,11 @@ def _attempts(records: Sequence[Event]) -> dict[str, list[int]]:
     return out
 
 
+#: How an attempt the runner stopped on purpose is said in the summary (D1, D3).
+_STOPPED_WORDS = {"session-limit": "stopped at the session limit",
+                  "first-result": "stopped after the first result"}
+
+
 def _attempt_words(records: Sequence[Event], exp_id: str, start: int,
                    stop: int) -> tuple[str, frozenset[tuple[str, str]]] | None:
     """How one attempt (``records[start:stop]``) left its scheduled runs, ``None`` when it ran all."""
@@ -86,7 +91,8 @@ def _attempt_words(records: Sequence[Event], exp_id: str, start: int,
     if end is not None:  # ended: said when it stopped before its scheduled runs were done
         if not isinstance(end, ExperimentIncompleteRecord):
             return None
-        how = "the run was cancelled" if end.cancelled else "the run stopped before the end"
+        how = ("the run was cancelled" if end.cancelled else
+               _STOPPED_WORDS.get(end.stopped or "", "the run stopped before the end"))
     elif any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
              and r.experiment_id == exp_id for r in records[start + 1:]):
         how = "the run did not finish"  # recovery said so: its process was killed

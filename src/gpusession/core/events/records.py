@@ -243,6 +243,8 @@ class ExperimentEndedRecord(Record):
     runs_scheduled: int | None = None
     cancelled: bool | None = None
     message: str | None = None
+    #: why it stopped early on purpose: ``"session-limit"`` (D1) or ``"first-result"`` (D3)
+    stopped: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,4 +277,47 @@ class AttemptFailedRecord(Record):
     attempt: int | None = None
     run_keys: list[str] = field(default_factory=list)
     workload: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentStoppedRecord(Record):
+    """The runner stopped an experiment at a run boundary on purpose (D1, D3).
+
+    Attributes:
+        experiment_id: the experiment.
+        reason: ``"session-limit"`` (the next run would end past the session limit, D1)
+            or ``"first-result"`` (its first measured result had a major defect, D3).
+        run_key: the run not started (``None`` when the stop came after the last run).
+        message: the sentence for people ("stopped at the session limit (stop by …): …",
+            "stopped after the first result: 300 IDs missing — fix and run again; …").
+        limit_at: the session limit (ISO 8601, D1).
+        expected_s: the expected duration of the run not started (D1).
+        report: the validation report of the defective result (D3).
+    """
+
+    EVENT: ClassVar[str] = "experiment_stopped"
+    experiment_id: str | None = None
+    reason: str | None = None
+    run_key: str | None = None
+    message: str | None = None
+    limit_at: str | None = _opt()
+    expected_s: float | None = _opt()
+    report: str | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOverrideRecord(Record):
+    """The person switched a stop of the runner off for one invocation (D1, D3).
+
+    Attributes:
+        experiment_id: the experiment.
+        override: ``"past-limit"`` (runs may end after the session limit, D1) or
+            ``"continue-on-reject"`` (a defective first result does not stop it, D3).
+        message: the sentence for people.
+    """
+
+    EVENT: ClassVar[str] = "run_override"
+    experiment_id: str | None = None
+    override: str | None = None
     message: str | None = None

@@ -20,11 +20,13 @@ from gpusession.core.events.records import (
     ExperimentFinishedRecord,
     ExperimentIncompleteRecord,
     ExperimentStartedRecord,
+    ExperimentStoppedRecord,
     IncidentRecord,
     LoadFinishedRecord,
     LoadStartedRecord,
     RunFinishedRecord,
     RunInterruptedRecord,
+    RunOverrideRecord,
     RunRecoveredRecord,
     RunStartedRecord,
     WarmupDoneRecord,
@@ -70,6 +72,7 @@ for _cls in (
     ExperimentFinishedRecord, ExperimentIncompleteRecord,
     WorkerCommandStarted, CommandStartedRecord, RunInterruptedRecord, AttemptFailedRecord,
     WorkerDescendantsEnded, DescendantsEndedRecord,
+    ExperimentStoppedRecord, RunOverrideRecord,
     *ACTION_RECORDS,
 ):
     _TYPES[_cls.CHANNEL][_cls.EVENT] = _cls

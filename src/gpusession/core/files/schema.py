@@ -101,6 +101,7 @@ SESSION = Table({
     "schema": WHOLE, "name": TEXT, "created_at": DATETIME_VALUE, "package": PACKAGE,
     "experiments": Table(entries=EXPERIMENT, words="[experiments.<id>] tables"),
     "environment": ANY_TABLE, "demo": ANY_TABLE,
+    "limit": Table({"at": DATETIME, "reserve_s": NUMBER}),  # the session limit (D1)
 })
 PAYMENT = Table({
     "asset": TEXT, "network": TEXT, "amount": AMOUNT, "destination": TEXT,

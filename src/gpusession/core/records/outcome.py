@@ -21,6 +21,11 @@ class RunOutcome:
         interrupted: the signal (``"SIGHUP"``, ``"SIGTERM"``) that ended the run at once,
             ``None`` when none did.
         incidents: one sentence per incident.
+        stopped: ``"session-limit"`` (D1) or ``"first-result"`` (D3) when the runner
+            stopped the experiment at a run boundary on purpose, else ``None``.
+        stopped_words: the sentence of that stop ("stopped at the session limit (stop by
+            …)", "stopped after the first result: 300 IDs missing — fix and run again").
+        started_runs: runs of this invocation that were started (loads not counted).
     """
 
     rows_written: int = 0
@@ -28,6 +33,9 @@ class RunOutcome:
     cancelled: bool = False
     interrupted: str | None = None
     incidents: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    stopped_words: str | None = None
+    started_runs: int = 0
 
 
 __all__ = ["RunOutcome"]

@@ -527,8 +527,17 @@ def _plain(value: Any) -> Any:
 def session_limit_evidence(
     session: Session, *, now: datetime | None = None, retrieval_reserve_hours: float = 4.0
 ) -> str:
-    """Time left in the package vs the time reserved for retrieval (G§7)."""
+    """Time left in the package vs the time reserved for retrieval (G§7), then the session limit (D1)."""
+    from gpusession.core.retrieval.limit import session_limit
+
     now = now or utcnow()
+    limit = session_limit(session, now)
+    return _reserve_words(session, now, retrieval_reserve_hours) + (
+        f"; session limit: {limit.words}" if limit.known else "")
+
+
+def _reserve_words(session: Session, now: datetime, retrieval_reserve_hours: float) -> str:
+    """The package's time left against the checklist's reserve setting (G§7)."""
     left = session.package.time_left(now)
     reserve = timedelta(hours=retrieval_reserve_hours)
     if left is None:
@@ -547,6 +556,27 @@ def session_limit_evidence(
         f"{_fmt_td(left)} left; {retrieval_reserve_hours:g} h reserved for retrieval: start no new "
         f"work after {stop_by.isoformat()} ({_fmt_td(left - reserve)} from now)"
     )
+
+
+def first_result_evidence(session: Session) -> str:
+    """The first-result stop: the last stop it made, else that it is armed (D3, G§7).
+
+    Args:
+        session: the open session (its journal is read).
+
+    Returns:
+        ``done: experiment drop stopped after the first result: 300 IDs missing — …``
+        when a stop happened, else ``armed: …`` (never a tick).
+    """
+    from gpusession.core.events import ExperimentStoppedRecord
+
+    stops = [r for r in session.journal_records()
+             if isinstance(r, ExperimentStoppedRecord) and r.reason == "first-result"]
+    if stops:
+        last = stops[-1]
+        return f"done: experiment {last.experiment_id} {last.message}"
+    return ("armed: the next run stops after its first result when that result has a major "
+            "defect (IDs, format, quality); run --continue-on-reject pushes the whole batch")
 
 
 def manifest_evidence(session: Session) -> str:
@@ -582,7 +612,7 @@ def run_probes(
 
     Returns:
         One text per probe name (``device``, ``on-gpu``, ``order-match``, ``memory``,
-        ``free-space``, ``protocol``, ``session-limit``, ``manifest``). Never raises for a
+        ``free-space``, ``protocol``, ``session-limit``, ``manifest``, ``first-result``). Never raises for a
         missing input: each probe says what it lacks.
     """
     snap = snapshot_of(nvml)
@@ -597,6 +627,7 @@ def run_probes(
             session, now=now, retrieval_reserve_hours=retrieval_reserve_hours
         ),
         "manifest": manifest_evidence(session),
+        "first-result": first_result_evidence(session),
     }
 
 

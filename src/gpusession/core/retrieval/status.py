@@ -31,7 +31,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from gpusession.core.files.names import (
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
+from gpusession.core.retrieval.limit import SessionLimit, limit_of
 
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
@@ -375,6 +376,7 @@ class SessionStatus:
         warning: the end-of-package warning, or ``None``.
         unfinished: runs started without an end that the next open records
             (:func:`unfinished_runs`).
+        limit: the session limit (D1), ``None`` when not read.
     """
 
     name: str
@@ -384,6 +386,24 @@ class SessionStatus:
     retrieval: Retrieval
     warning: PackageWarning | None
     unfinished: int = 0
+    limit: SessionLimit | None = None
+
+    def _limit_words(self) -> str | None:
+        """``stop by Sat 14:00 UTC (4 h kept, not measured)``, ``None`` without a limit (D1)."""
+        lim = self.limit
+        if lim is None or not lim.known:
+            return None
+        from gpusession.core.retrieval.limit import duration_words
+
+        kept = "set by you" if lim.source == "limit" else (
+            f"{duration_words(lim.reserve_s)} kept for retrieval"
+            + (", not measured" if lim.source == "default" else ""))
+        return f"{lim.stop_by} ({kept})"
+
+    def _past_limit(self) -> bool:
+        """The limit has passed while the package has not ended (that warning says more)."""
+        return (self.limit is not None and self.limit.passed()
+                and (self.warning is None or self.warning.level != "ended"))
 
     def line(self) -> str:
         """One short line: ``demo · 3d 02h left · 22 result rows · 1 accepted corpus · copy home not verified``.
@@ -402,13 +422,22 @@ class SessionStatus:
             parts.insert(3, f"{self.unfinished} unfinished run(s): open the session to record them")
         if self.warning is None or not self.warning.copy_words:
             parts.append(self.retrieval.words)  # else the warning says it already
+        if (limit := self._limit_words()) is not None:
+            parts.append(limit)
+        if self._past_limit():  # D1: said after the package's own warning
+            parts.insert(0, "past the session limit: start no run, pull what is useful now")
         text = " · ".join(parts)
         if self.warning is not None:
             text = f"WARNING: {self.warning.text} · {text}"
+        elif self._past_limit():
+            text = f"WARNING: {text}"
         return text
 
     def tmux(self) -> str:
         """The form for tmux ``status-right``: short, with a red warning (``#[fg=…]``).
+
+        The session limit is shown from 24 h before it (``stop Sat 14:00 UTC``), in red
+        once passed (D1).
 
         ``#`` in any text is doubled so tmux never reads it as a format.
         """
@@ -417,8 +446,13 @@ class SessionStatus:
         if self.warning is not None and self.warning.copy_words and copy in self.warning.short:
             copy = ""  # the red warning says it already
         unfinished = f"{self.unfinished} unfinished" if self.unfinished else ""
+        lim = self.limit
+        near = lim is not None and lim.at is not None and lim.at - lim.now <= timedelta(hours=24)
+        stop = lim.stop_by.replace("stop by", "stop") if near and lim is not None else ""  # D1: a day before
         body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
-                                    unfinished, f"{acc}acc", copy) if w).replace("#", "##")
+                                    unfinished, f"{acc}acc", copy, stop) if w).replace("#", "##")
+        if self._past_limit():
+            return f"#[fg=colour231,bg=colour160,bold] past session limit #[default] {body}"
         if self.warning is not None:
             warn = self.warning.short.replace("#", "##")
             return f"#[fg=colour231,bg=colour160,bold] {warn} #[default] {body}"
@@ -579,4 +613,5 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         retrieval=retrieval,
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),
+        limit=limit_of(folder, doc, now),
     )

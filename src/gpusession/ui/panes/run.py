@@ -149,6 +149,8 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
     tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""
     if cancelled or getattr(outcome, "cancelled", False):
         return f"run cancelled at a run boundary — partial result, marked incomplete{tail}"
+    if stopped := getattr(outcome, "stopped_words", None):  # D1, D3: the rows stand
+        return f"run {stopped}{tail}"
     if complete is False:
         return f"run stopped early — incomplete{tail}"
     return f"run finished — complete{tail}"
@@ -242,6 +244,10 @@ class RunPane(Vertical):
     BINDINGS = [
         # short words: the footer must fit 80 columns (the status line says more)
         Binding("r", "start", "Run", id="run.start", tooltip="Start the current experiment"),
+        # D1, D3: the same start with the session limit and the first-result stop off, after
+        # one confirm line (not in the footer: it must fit 80 columns)
+        Binding("R", "start_anyway", "Run anyway", id="run.start_anyway", show=False,
+                tooltip="Start past a rejected first result and the session limit (asks first)"),
         Binding("c", "cancel", "Cancel", id="run.cancel", tooltip="Cancel at the next run boundary"),
         Binding("e", "pick", "Pick", id="run.pick", tooltip="Pick an experiment"),
         Binding("d", "define", "Define", id="run.define", tooltip="Define an experiment"),
@@ -564,7 +570,23 @@ class RunPane(Vertical):
         self.show_view("run-rows" if self.view == "run-summary" else "run-summary")
 
     # -- running ---------------------------------------------------------------------
-    def action_start(self) -> None:
+    #: The confirm line of :meth:`action_start_anyway` (D1, D3).
+    ANYWAY_QUESTION = "continue past a rejected first result / past the session limit? y/n"
+
+    def action_start_anyway(self) -> None:
+        """Ask one line, then start with the first-result stop and the session limit off."""
+        if self.running:
+            self.notify("a run is already in progress", title="run")
+            return
+        from gpusession.ui.modals import ConfirmModal
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.action_start(anyway=True)
+
+        self.app.push_screen(ConfirmModal(self.ANYWAY_QUESTION), answered)
+
+    def action_start(self, anyway: bool = False) -> None:
         if self.running:
             self.notify("a run is already in progress", title="run")
             return
@@ -588,7 +610,7 @@ class RunPane(Vertical):
         self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
         self._setup_variant_bars()
         self._status()
-        self._run_worker(self.experiment_id, self.cancel_event)
+        self._run_worker(self.experiment_id, self.cancel_event, anyway)
 
     def action_cancel(self) -> None:
         if self.running and not self.cancel_event.is_set():
@@ -616,7 +638,7 @@ class RunPane(Vertical):
             )
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def _run_worker(self, experiment_id: str, cancel: threading.Event) -> None:
+    def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False) -> None:
         from gpusession.core.events import (
             IncidentReported,
             Progress,
@@ -639,7 +661,14 @@ class RunPane(Vertical):
 
         try:
             factory = self.ctx.runner_factory or _default_runner
-            outcome = factory(self.ctx.session, experiment_id, on_event, cancel).run()
+            # D1, D3: both stops off only when asked (a test's factory takes the four arguments)
+            off = {"past_limit": True, "continue_on_reject": True} if anyway else {}
+            runner = factory(self.ctx.session, experiment_id, on_event, cancel, **off)
+            if not anyway:  # D1: refused before anything runs once the limit has passed
+                from gpusession.bench.stops import refuse_past_limit
+
+                refuse_past_limit(self.ctx.session, experiment_id, self.ctx.now())
+            outcome = runner.run()
             self.post_message(self.RunFinished(experiment_id, outcome, None, cancel.is_set()))
         except Exception as exc:  # noqa: BLE001 - a Textual worker: whatever stops the runner (bad input, disk, a bug) is shown in the pane and the TUI keeps running
             self.post_message(self.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
@@ -859,7 +888,9 @@ def _safe(vid: Any) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(vid))
 
 
-def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event) -> Any:
+def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event, *,
+                    past_limit: bool = False, continue_on_reject: bool = False) -> Any:
     from gpusession.bench.runner import Runner
 
-    return Runner(session, experiment_id, on_event=on_event, cancel=cancel)
+    return Runner(session, experiment_id, on_event=on_event, cancel=cancel, past_limit=past_limit,
+                  continue_on_reject=continue_on_reject)

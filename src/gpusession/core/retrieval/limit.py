@@ -1,0 +1,424 @@
+"""The session limit: the package end less the time kept to bring the work home (D1, D2).
+
+Why it exists: a renter must stop starting work early enough to retrieve what is useful
+before the machine goes away (seed 003 §2, §7). The limit is, by default, the package end
+minus a retrieval reserve; ``gpusession package NAME --limit …`` or ``--reserve …`` set it
+(kept in the ``[limit]`` table of ``session.toml``). The reserve is *measured* (D2): from
+``retrieval.toml``, which ``gpusession pull`` writes back into the server's session folder::
+
+    [[pull]]
+    at = "2026-12-01T10:00:00+00:00"
+    bytes = 104857600
+    seconds = 12.5
+    throughput_bytes_per_s = 8388608.0
+    probe = false
+    path = "deliverables"
+
+reserve = the deliverables' size (the newest manifest's, else the session folder's) ÷ the
+slowest measured throughput × :data:`SAFETY_FACTOR`, never less than :data:`MIN_RESERVE_S`;
+with no measured pull, :data:`DEFAULT_RESERVE_S` and words saying it is not measured yet.
+
+Who calls it: ``gpusession status`` (cheap: the standard library only, no polars),
+``show``, the TUI header, and the runner (:mod:`gpusession.bench.runner`), which never
+starts a run that would end past the limit. Pure apart from reading those files.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files import clock
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.package import Package
+
+#: The file ``gpusession pull`` writes back into the session folder (one entry per pull).
+RETRIEVAL_TOML = "retrieval.toml"
+#: The reserve until a pull has been measured (seconds).
+DEFAULT_RESERVE_S = 4 * 3600.0
+#: The smallest reserve a measurement may give (seconds).
+MIN_RESERVE_S = 2 * 3600.0
+#: A stated or measured speed is not a guaranteed duration: the measured time is doubled.
+SAFETY_FACTOR = 2.0
+#: What the default reserve says.
+NOT_MEASURED_WORDS = "not measured yet: run `gpusession pull --probe` from home"
+#: The ``[limit]`` table of ``session.toml``.
+LIMIT_TABLE = "limit"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The pulls read from ``retrieval.toml`` (D2).
+
+    Attributes:
+        slowest_bytes_per_s: the slowest throughput of a pull that moved bytes, ``None``
+            when none did.
+        pulls: how many usable entries were read.
+        probe_only: every usable entry came from a small copy (``pull --probe``).
+        note: one line when the file could not be read (the default applies then).
+    """
+
+    slowest_bytes_per_s: float | None
+    pulls: int = 0
+    probe_only: bool = False
+    note: str | None = None
+
+
+def read_measured(folder: Path) -> Measured:
+    """The measured pulls of the session in ``folder``; never raises (D2).
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        The slowest throughput (bytes per second) of the entries that moved bytes in a
+        positive time; an absent file gives no measurement, a malformed one no
+        measurement and a one-line ``note``.
+    """
+    from gpusession.core.files.textio import read_plain
+    from gpusession.core.files.tomlread import tomllib
+
+    path = Path(folder) / RETRIEVAL_TOML
+    if not os.path.lexists(path):
+        return Measured(None)
+    bad = f"{RETRIEVAL_TOML} could not be read"
+    try:
+        doc = tomllib.loads(read_plain(path).decode("utf-8").lstrip("\ufeff"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, BadInput) as exc:
+        return Measured(None, note=f"{bad} ({type(exc).__name__}); the 4 h default applies")
+    pulls = doc.get("pull")
+    if not isinstance(pulls, list):
+        return Measured(None, note=f"{bad} (no [[pull]] entries); the 4 h default applies")
+    rates: list[tuple[float, bool]] = []
+    for entry in pulls:
+        rate = _rate(entry)
+        if rate is not None:
+            rates.append((rate, entry.get("probe") is True))
+    if not rates:
+        return Measured(None, note=None if not pulls else
+                        f"{bad} (no entry with a throughput); the 4 h default applies")
+    return Measured(min(r for r, _ in rates), len(rates), all(p for _, p in rates))
+
+
+def _rate(entry: Any) -> float | None:
+    """An entry's throughput in bytes per second, ``None`` when it does not hold one."""
+    if not isinstance(entry, Mapping):
+        return None
+    rate = entry.get("throughput_bytes_per_s")
+    moved = entry.get("bytes")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        return None
+    if isinstance(moved, (int, float)) and not isinstance(moved, bool) and moved <= 0:
+        return None  # a pull that moved nothing measured no speed
+    return float(rate) if math.isfinite(rate) and rate > 0 else None
+
+
+def deliverables_bytes(folder: Path) -> tuple[int, str]:
+    """The size to bring home: the newest manifest's total, else the session folder's.
+
+    Read with the standard library (``status`` stays cheap); links are never followed.
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        ``(bytes, where)``: ``where`` is ``"manifest.csv"`` or ``"the session folder"``.
+    """
+    folder = Path(folder)
+    manifests = []
+    for p in folder.glob("manifest*.csv"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            manifests.append((st.st_mtime, p))
+    for _, man in sorted(manifests, reverse=True):
+        total = _manifest_total(man)
+        if total is not None:
+            return total, man.name
+    return _folder_bytes(folder), "the session folder"
+
+
+def _manifest_total(path: Path) -> int | None:
+    """The sum of a manifest's ``size_bytes``, ``None`` when it does not read."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return sum(int(r["size_bytes"]) for r in csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError):
+        return None
+
+
+def _folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (links not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """The time kept before the package end to retrieve the work (D2).
+
+    Attributes:
+        reserve_s: seconds kept.
+        measured: from a measured pull (not the default, not set by hand).
+        how: where the figure comes from, in words.
+        note: a malformed ``retrieval.toml``, in one line, else ``None``.
+    """
+
+    reserve_s: float
+    measured: bool
+    how: str
+    note: str | None = None
+    #: one transfer of the deliverables at the slowest measured throughput (seconds)
+    transfer_s: float | None = None
+
+
+def measured_reserve(folder: Path) -> Reserve:
+    """The reserve from the measured pulls of ``folder`` (D2).
+
+    Args:
+        folder: the session folder.
+
+    Returns:
+        size ÷ slowest throughput × :data:`SAFETY_FACTOR`, at least
+        :data:`MIN_RESERVE_S`; without a measured pull :data:`DEFAULT_RESERVE_S` with
+        :data:`NOT_MEASURED_WORDS`.
+    """
+    m = read_measured(folder)
+    if m.slowest_bytes_per_s is None:
+        return Reserve(DEFAULT_RESERVE_S, False, NOT_MEASURED_WORDS, m.note)
+    from gpusession.core.files.units import format_bytes
+
+    size, where = deliverables_bytes(folder)
+    need_s = size / m.slowest_bytes_per_s * SAFETY_FACTOR
+    how = (f"{format_bytes(size)} ({where}) at {format_bytes(m.slowest_bytes_per_s)}/s measured, "
+           f"×{SAFETY_FACTOR:g}" + (", from a small copy" if m.probe_only else "")
+           + (f", at least {duration_words(MIN_RESERVE_S)}" if need_s < MIN_RESERVE_S else ""))
+    return Reserve(max(MIN_RESERVE_S, need_s), True, how, transfer_s=need_s / SAFETY_FACTOR)
+
+
+def duration_words(seconds: float) -> str:
+    """``6 h``, ``2 h 30 min``, ``45 min``, ``3 d 11 h`` (rounded up to the minute)."""
+    minutes = max(0, math.ceil(seconds / 60 - 1e-9))
+    h, m = divmod(minutes, 60)
+    if h >= 48:
+        d, h = divmod(h, 24)
+        return f"{d} d {h} h" if h else f"{d} d"
+    if h and m:
+        return f"{h} h {m:02d} min"
+    return f"{h} h" if h else f"{m} min"
+
+
+def when_words(at: datetime, now: datetime | None = None) -> str:
+    """``Sat 14:00 UTC`` within six days of ``now``, else ``Sat 5 Dec 14:00 UTC``."""
+    at = at.astimezone(timezone.utc)
+    now = now or clock.utcnow()
+    if abs((at - now).total_seconds()) < 6 * 86400:
+        return f"{at:%a %H:%M} UTC"
+    return f"{at:%a} {at.day} {at:%b %H:%M} UTC"
+
+
+@dataclass(frozen=True)
+class SessionLimit:
+    """The session limit at one instant (D1, D2).
+
+    Attributes:
+        at: the limit (aware, UTC); ``None`` when the package window is not set and no
+            limit was given.
+        reserve_s: seconds kept for retrieval before the package end.
+        measured: the reserve comes from a measured pull.
+        source: ``"limit"`` (set with ``--limit``), ``"reserve"`` (``--reserve``),
+            ``"measured"`` or ``"default"``.
+        how: where the reserve comes from, in words.
+        note: a malformed ``retrieval.toml``, in one line, else ``None``.
+        words: ``stop by Sat 14:00 UTC (6 h kept for retrieval)`` (with the default:
+            ``…; not measured yet: run `gpusession pull --probe` from home``).
+        now: the instant the words were made for.
+        pull_by: the last time a pull can start and end by the package end at the slowest
+            measured throughput (no safety factor), ``None`` when not measured.
+    """
+
+    at: datetime | None
+    reserve_s: float
+    measured: bool
+    source: str
+    how: str
+    note: str | None
+    words: str
+    now: datetime
+    pull_by: datetime | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether there is a limit at all."""
+        return self.at is not None
+
+    def passed(self, now: datetime | None = None) -> bool:
+        """Whether ``now`` (default: the instant of the words) is at or past the limit."""
+        return self.at is not None and (now or self.now) >= self.at
+
+    def fits(self, now: datetime, expected_s: float) -> bool:
+        """Whether a run of ``expected_s`` seconds started at ``now`` ends by the limit."""
+        return self.at is None or now + timedelta(seconds=expected_s) <= self.at
+
+    @property
+    def stop_by(self) -> str:
+        """``stop by Sat 14:00 UTC`` (``no session limit`` when unknown)."""
+        return f"stop by {when_words(self.at, self.now)}" if self.at else "no session limit"
+
+    def warning_words(self) -> str:
+        """The header's warning once the limit has passed (D1, D2).
+
+        ``past the session limit (stop by Sat 14:00 UTC): start no run; pull by Sat 19:10
+        UTC`` (the measured transfer), else ``…; pull now``.
+        """
+        pull = f"pull by {when_words(self.pull_by, self.now)}" if self.pull_by else "pull now"
+        return f"past the session limit ({self.stop_by}): start no run; {pull}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The limit as JSON-ready values (``show --json``)."""
+        return {"at": self.at.isoformat() if self.at else None, "reserve_s": self.reserve_s,
+                "measured": self.measured, "source": self.source, "words": self.words,
+                "note": self.note, "pull_by": self.pull_by.isoformat() if self.pull_by else None}
+
+
+def _stored(doc: Mapping[str, Any]) -> tuple[datetime | None, float | None]:
+    """The ``[limit]`` table: an explicit limit, or a reserve in seconds."""
+    table = doc.get(LIMIT_TABLE)
+    if not isinstance(table, Mapping):
+        return None, None
+    at = table.get("at")
+    if isinstance(at, str):
+        from gpusession.core.folder.package import parse_start
+
+        try:
+            at = parse_start(at, field="limit.at")
+        except BadInput:
+            at = None
+    at = at.astimezone(timezone.utc) if isinstance(at, datetime) and at.tzinfo else None
+    reserve = table.get("reserve_s")
+    if isinstance(reserve, (int, float)) and not isinstance(reserve, bool) and reserve >= 0:
+        return at, float(reserve)
+    return at, None
+
+
+def limit_of(folder: Path, doc: Mapping[str, Any], now: datetime | None = None) -> SessionLimit:
+    """The limit of the session in ``folder`` whose ``session.toml`` is ``doc`` (D1, D2).
+
+    Args:
+        folder: the session folder (``retrieval.toml``, the manifest, its size).
+        doc: the parsed ``session.toml`` (its ``[package]`` and ``[limit]`` tables).
+        now: the instant (aware); a fake clock in tests; default now.
+
+    Returns:
+        The limit; never raises for a missing or malformed ``retrieval.toml``.
+    """
+    now = now or clock.utcnow()
+    try:
+        end = Package.from_toml(doc.get("package", {})).end
+    except BadInput:
+        end = None
+    at, reserve_set = _stored(doc)
+    if at is not None:
+        kept = (end - at).total_seconds() if end is not None else None
+        how = "the limit you set"
+        limit = SessionLimit(at, max(0.0, kept or 0.0), False, "limit", how, None, "", now)
+        tail = f" ({duration_words(kept)} kept for retrieval, set by you)" if kept and kept > 0 \
+            else " (set by you)"
+        return _worded(limit, tail)
+    if reserve_set is not None:
+        res = Reserve(reserve_set, False, "set by you", transfer_s=measured_reserve(folder).transfer_s)
+        source = "reserve"
+    else:
+        res = measured_reserve(folder)
+        source = "measured" if res.measured else "default"
+    limit_at = end - timedelta(seconds=res.reserve_s) if end is not None else None
+    tail = f" ({duration_words(res.reserve_s)} kept for retrieval"
+    tail += f"; {res.how})" if source == "default" else f", {res.how})"
+    pull_by = (end - timedelta(seconds=res.transfer_s)
+               if end is not None and res.transfer_s is not None else None)
+    return _worded(SessionLimit(limit_at, res.reserve_s, res.measured, source, res.how,
+                                res.note, "", now, pull_by), tail)
+
+
+def _worded(limit: SessionLimit, tail: str) -> SessionLimit:
+    """``limit`` with its words: ``stop by … (…)``, or why there is no limit."""
+    from dataclasses import replace
+
+    if limit.at is None:
+        return replace(limit, words="no session limit: the package window is not set")
+    return replace(limit, words=f"{limit.stop_by}{tail}")
+
+
+def session_limit(session: Any, now: datetime | None = None) -> SessionLimit:
+    """The limit of an open :class:`~gpusession.core.folder.session.Session` (D1, D2).
+
+    Args:
+        session: the open session (its ``folder`` and ``data``).
+        now: the instant (aware); a fake clock in tests; default now.
+
+    Returns:
+        :func:`limit_of` of its folder and ``session.toml``.
+    """
+    return limit_of(session.folder, session.data, now)
+
+
+def parse_reserve(text: str) -> float:
+    """``6h``, ``90m``, ``1h30m``, ``2.5h`` → seconds (``package --reserve``).
+
+    Raises:
+        BadInput: not a duration in hours and minutes.
+    """
+    import re
+
+    t = text.strip().lower().replace(" ", "")
+    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+)m(?:in)?)?", t)
+    if not t or m is None or not (m.group(1) or m.group(2)):
+        raise BadInput(f"expected a duration such as 6h, 90m or 1h30m, got {text!r}",
+                       field="reserve")
+    return float(m.group(1) or 0) * 3600 + float(m.group(2) or 0) * 60
+
+
+def set_limit(session: Any, *, at: datetime | None = None, reserve_s: float | None = None,
+              auto: bool = False) -> None:
+    """Store the session limit in ``session.toml`` (D1): a time, a reserve, or back to auto.
+
+    Args:
+        session: the open session.
+        at: the limit itself (aware).
+        reserve_s: seconds kept before the package end instead of the measured reserve.
+        auto: forget both: the measured (else default) reserve applies again.
+    """
+    def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
+        if auto:
+            doc.pop(LIMIT_TABLE, None)
+        elif at is not None:
+            doc[LIMIT_TABLE] = {"at": at.astimezone(timezone.utc)}
+        elif reserve_s is not None:
+            doc[LIMIT_TABLE] = {"reserve_s": float(reserve_s)}
+
+    session.update(change)
+
+
+__all__ = [
+    "DEFAULT_RESERVE_S", "MIN_RESERVE_S", "Measured", "NOT_MEASURED_WORDS", "RETRIEVAL_TOML",
+    "Reserve", "SAFETY_FACTOR", "SessionLimit", "deliverables_bytes", "duration_words",
+    "limit_of", "measured_reserve", "parse_reserve", "read_measured", "session_limit",
+    "set_limit", "when_words",
+]

@@ -1,0 +1,60 @@
+"""The runner stops at the run boundary where the next run would end past the limit (D1).
+
+A fake clock that moves 25 min with each measured row: the first run (measured before at
+20 min) fits the 30 min left, the next does not; the run in flight is never cut, the
+row it wrote stands, and the end says why.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from fake_workloads import write_corpus
+
+from gpusession.bench.runner import Runner
+from gpusession.core.events import ExperimentIncompleteRecord, ExperimentStoppedRecord, RowAppended
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultRow
+from gpusession.core.retrieval.limit import set_limit
+
+BASE = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+COPY = ("import json, sys\nwith open(sys.argv[1]) as src, open(sys.argv[2], 'w') as out:\n"
+        "    for line in src:\n        if line.strip():\n            r = json.loads(line)\n"
+        "            out.write(json.dumps({'id': r['id'], 'label': r['label']}) + '\\n')\n")
+
+
+def test_d1_the_experiment_stops_at_the_boundary_where_the_next_run_would_end_past_the_limit(
+        session: Session) -> None:
+    write_corpus(session.folder / "corpus.jsonl", n=8)
+    (session.folder / "copy.py").write_text(COPY)
+    define_experiment(session, Experiment(
+        id="e", workload="command", corpus="corpus.jsonl", values=(1,), runs_per_variant=3,
+        warmup_iterations=0, cold_runs_per_variant=0,
+        params={"command": [sys.executable, str(session.folder / "copy.py"), "{corpus}", "{output}"]}))
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="load",
+                                     run_index=1, elapsed_seconds=1.0))
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="warm",
+                                     run_index=1, elapsed_seconds=1200.0))
+    set_limit(session, at=BASE + timedelta(minutes=30))
+    rows: list[Any] = []
+
+    def on_event(ev: Any) -> None:
+        if isinstance(ev, RowAppended) and ev.row.phase == "warm":
+            rows.append(ev.row)
+
+    out = Runner(session, "e", on_event=on_event,
+                 clock=lambda: BASE + timedelta(minutes=25) * len(rows)).run()
+    assert len(rows) == 1 and rows[0].elapsed_seconds is not None  # the first run ran whole
+    assert out.stopped == "session-limit" and out.started_runs == 1 and not out.completed
+    assert out.stopped_words is not None and out.stopped_words.startswith(
+        "stopped at the session limit (stop by Fri 12:30 UTC): warm:batch-1:3 is expected to take 20 min: the longest measured warm run")
+    records = session.journal_records()
+    stop = [r for r in records if isinstance(r, ExperimentStoppedRecord)]
+    assert len(stop) == 1 and stop[0].run_key == "e:warm:batch-1:3"
+    end = [r for r in records if isinstance(r, ExperimentIncompleteRecord)]
+    assert end and end[-1].stopped == "session-limit" and "1 of 3 runs done" in (end[-1].message or "")
+    assert not any("not run" in (getattr(r, "message", "") or "") for r in records)  # no incident

@@ -1,0 +1,127 @@
+"""The session limit and its measured retrieval reserve (D1, D2).
+
+``retrieval.toml`` is written by ``gpusession pull`` into the session folder; its figures
+make the reserve: the deliverables' size ÷ the slowest throughput × 2, at least 2 h; with
+no measured pull 4 h and words saying so; a malformed file gives the default and a note.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from gpusession.core.folder.package import Package
+from gpusession.core.folder.session import Session
+from gpusession.core.retrieval.limit import (
+    NOT_MEASURED_WORDS,
+    duration_words,
+    limit_of,
+    measured_reserve,
+    parse_reserve,
+    session_limit,
+    set_limit,
+)
+
+START = datetime(2026, 12, 1, 14, 0, tzinfo=timezone.utc)
+NOW = START + timedelta(days=1)
+MIB = 1024 * 1024
+
+
+def _pull(bytes_: int, seconds: float, *, probe: bool = False, path: str = "deliverables") -> str:
+    rate = bytes_ / seconds
+    return (f'[[pull]]\nat = "2026-12-02T10:00:00+00:00"\nbytes = {bytes_}\nseconds = {seconds}\n'
+            f"throughput_bytes_per_s = {rate}\nprobe = {'true' if probe else 'false'}\npath = \"{path}\"\n")
+
+
+@pytest.fixture
+def s(sessions_root: Path) -> Session:
+    return Session.create(sessions_root, "lim", package=Package("RTX A5000", 1, 3, START))
+
+
+def _manifest(s: Session, size: int) -> None:
+    (s.folder / "manifest.csv").write_text(f"path,size_bytes,sha256\na.bin,{size}," + "0" * 64 + "\n",
+                                           encoding="utf-8")
+
+
+def test_d2_no_measured_pull_keeps_4_hours_and_says_not_measured(s: Session) -> None:
+    lim = session_limit(s, NOW)
+    assert lim.at == START + timedelta(days=3, hours=-4)
+    assert lim.reserve_s == 4 * 3600 and not lim.measured and lim.source == "default"
+    assert lim.words == f"stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS})"
+
+
+def test_d2_measured_reserve_is_size_over_the_slowest_throughput_times_two(s: Session) -> None:
+    _manifest(s, 3600 * MIB * 3)  # 3 h at 1 MiB/s, ×2 = 6 h
+    (s.folder / "retrieval.toml").write_text(_pull(100 * MIB, 50.0) + _pull(100 * MIB, 100.0, path="session"),
+                                             encoding="utf-8")
+    lim = session_limit(s, NOW)
+    assert lim.measured and lim.source == "measured"
+    assert lim.reserve_s == pytest.approx(6 * 3600)
+    assert lim.at == START + timedelta(days=3, hours=-6)
+    assert lim.words.startswith("stop by Fri 08:00 UTC (6 h kept for retrieval, ")
+    assert "manifest.csv" in lim.words and "from a small copy" not in lim.words
+
+
+def test_d2_a_small_reserve_is_never_under_two_hours_and_a_probe_says_so(s: Session) -> None:
+    _manifest(s, 10 * MIB)
+    (s.folder / "retrieval.toml").write_text(_pull(10 * MIB, 1.0, probe=True), encoding="utf-8")
+    lim = session_limit(s, NOW)
+    assert lim.reserve_s == 2 * 3600 and lim.measured
+    assert "from a small copy" in lim.words and "2 h kept for retrieval" in lim.words
+
+
+def test_d2_without_a_manifest_the_session_folder_is_the_size(s: Session) -> None:
+    (s.folder / "big.bin").write_bytes(b"x" * (4 * MIB))
+    (s.folder / "retrieval.toml").write_text(_pull(MIB, 3600 * 4 / 10), encoding="utf-8")  # slow link
+    res = measured_reserve(s.folder)
+    assert "the session folder" in res.how and res.reserve_s > 2 * 3600
+
+
+@pytest.mark.parametrize("text", ["[[pull]\nbytes = ", "pull = 5\n", "[[pull]]\nbytes = 0\nseconds = 1.0\n"
+                                  "throughput_bytes_per_s = 0.0\n", "\xff\xfe"])
+def test_d2_a_malformed_retrieval_file_gives_the_default_with_a_note(s: Session, text: str) -> None:
+    (s.folder / "retrieval.toml").write_bytes(text.encode("latin-1"))
+    lim = session_limit(s, NOW)
+    assert lim.reserve_s == 4 * 3600 and NOT_MEASURED_WORDS in lim.words
+    assert lim.note is None or "retrieval.toml could not be read" in lim.note
+    if text.startswith("[[pull]\n") or text == "pull = 5\n":
+        assert lim.note is not None and "\n" not in lim.note
+
+
+def test_d1_a_limit_or_a_reserve_set_by_hand_wins(s: Session) -> None:
+    set_limit(s, reserve_s=parse_reserve("6h"))
+    lim = session_limit(s, NOW)
+    assert lim.source == "reserve" and lim.at == START + timedelta(days=3, hours=-6)
+    assert lim.words == "stop by Fri 08:00 UTC (6 h kept for retrieval, set by you)"
+    at = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
+    set_limit(s, at=at)
+    lim = session_limit(s, NOW)
+    assert lim.at == at and lim.words == "stop by Thu 12:00 UTC (26 h kept for retrieval, set by you)"
+    assert not lim.passed() and lim.passed(at) and not lim.fits(at - timedelta(minutes=30), 2400)
+    set_limit(s, auto=True)
+    assert session_limit(s, NOW).source == "default"
+
+
+def test_d1_no_window_no_limit(sessions_root: Path) -> None:
+    s = Session.create(sessions_root, "nowin", package=Package("RTX A5000", 1, None, None))
+    lim = limit_of(s.folder, s.data, NOW)
+    assert not lim.known and lim.fits(NOW, 1e9) and "not set" in lim.words
+
+
+def test_d1_words_of_durations_and_reserves() -> None:
+    assert duration_words(6 * 3600) == "6 h"
+    assert duration_words(2.5 * 3600) == "2 h 30 min"
+    assert duration_words(45 * 60 - 1) == "45 min"
+    assert duration_words(3 * 86400 + 3600) == "3 d 1 h"
+    assert parse_reserve("1h30m") == 5400 and parse_reserve("90m") == 5400
+    with pytest.raises(Exception, match="expected a duration"):
+        parse_reserve("six hours")
+
+
+def test_d1_checklist_session_limit_evidence_says_the_limit(s: Session) -> None:
+    from gpusession.core.retrieval.evidence import session_limit_evidence
+
+    ev = session_limit_evidence(s, now=NOW)
+    assert ev.endswith(f"; session limit: stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS})")
