@@ -64,6 +64,16 @@ def test_d2_measured_reserve_is_size_over_the_slowest_throughput_times_two(s: Se
     assert "manifest.csv" in lim.words and "from a small copy" not in lim.words
 
 
+def test_d2_a_pull_of_a_few_kib_counts_only_while_nothing_larger_was_measured(s: Session) -> None:
+    """rsync times in whole seconds: 40 KiB in 1.5 s says nothing of the link."""
+    _manifest(s, 3600 * MIB * 3)
+    small = _pull(40 * 1024, 1.5, path="session")
+    (s.folder / "retrieval.toml").write_text(_pull(100 * MIB, 100.0) + small, encoding="utf-8")
+    assert session_limit(s, NOW).reserve_s == pytest.approx(6 * 3600)  # 1 MiB/s, the small one left out
+    (s.folder / "retrieval.toml").write_text(small, encoding="utf-8")
+    assert session_limit(s, NOW).reserve_s > 6 * 3600  # alone, it is all there is
+
+
 def test_d2_a_small_reserve_is_never_under_two_hours_and_a_probe_says_so(s: Session) -> None:
     _manifest(s, 10 * MIB)
     (s.folder / "retrieval.toml").write_text(_pull(10 * MIB, 1.0, probe=True), encoding="utf-8")

@@ -96,15 +96,24 @@ def read_measured(folder: Path) -> Measured:
     pulls = doc.get("pull")
     if not isinstance(pulls, list):
         return Measured(None, note=f"{bad} (no [[pull]] entries); the 4 h default applies")
-    rates: list[tuple[float, bool]] = []
+    rates: list[tuple[float, bool, bool]] = []
     for entry in pulls:
         rate = _rate(entry)
         if rate is not None:
-            rates.append((rate, entry.get("probe") is True))
+            moved = entry.get("bytes")
+            small = isinstance(moved, (int, float)) and not isinstance(moved, bool) and moved < SMALL_TRANSFER_BYTES
+            rates.append((rate, entry.get("probe") is True, small))
     if not rates:
         return Measured(None, note=None if not pulls else
                         f"{bad} (no entry with a throughput); the 4 h default applies")
-    return Measured(min(r for r, _ in rates), len(rates), all(p for _, p in rates))
+    # a transfer of a few KiB (a journal that changed) measures set-up and rsync's whole
+    # seconds, not the link: it counts only while nothing larger was measured
+    rates = [r for r in rates if not r[2]] or rates
+    return Measured(min(r for r, _, _ in rates), len(rates), all(p for _, p, _ in rates))
+
+
+#: Below this, a pull's throughput is set-up time more than link speed (bytes).
+SMALL_TRANSFER_BYTES = 1024 * 1024
 
 
 def _rate(entry: Any) -> float | None:
