@@ -154,3 +154,24 @@ def test_d5_run_exit_precedence() -> None:
     assert run_exit_code(outcome(completed=False), 0) == 1
     assert run_exit_code(outcome(completed=False, incidents=["x"]), 1) == 3  # rejected > incomplete
     assert run_exit_code(outcome(interrupted="SIGTERM"), 1) == 143  # a signal first
+
+
+def test_r7_a_run_whose_every_run_failed_never_ends_as_complete(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command exits 1: the end says "every run failed", not "complete, with 2 incidents"."""
+    from gpusession.commands.run_cmds import outcome_words
+    from gpusession.ui.panes.run import outcome_words as pane_words
+
+    write_corpus(session.folder / "corpus" / "eval.jsonl", n=4, words=3)
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "bad",
+                       "--workload", "command", "--values", "1,2", "--runs", "1", "--warmup", "0",
+                       "--cold-runs", "0", "--corpus", "corpus/eval.jsonl", "--command", "false")
+    assert code == 0, err
+    code, out, _ = cli(capsys, sessions_root, "run", session.name, "--experiment", "bad", "--headless")
+    last = out.strip().splitlines()[-1]
+    assert code == 1 and "every run failed" in last and "complete" not in last.replace("incomplete", ""), last
+    done = type("Outcome", (), {"completed": True, "incidents": ["x"], "stopped_words": None,
+                                "cancelled": False})()
+    assert "every run failed" in outcome_words(done, 1, all_failed=True)
+    assert outcome_words(done, 1).startswith("experiment complete")
+    assert pane_words(done, None, False, all_failed=True).startswith("run finished — every run failed")

@@ -316,13 +316,18 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     frame = frame.filter(frame["experiment_id"] == experiment_id)
     print()
     print(format_summary(session_summary(session, frame)))
-    from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+    from gpusession.core.records.summary import (
+        every_run_failed,
+        variant_verdicts,
+        verdict_count_words,
+    )
 
-    accepted, rejected = variant_verdicts(frame.tail(outcome.rows_written) if outcome.rows_written
-                                          else frame.clear())
+    mine = frame.tail(outcome.rows_written) if outcome.rows_written else frame.clear()
+    accepted, rejected = variant_verdicts(mine)
     code = run_exit_code(outcome, rejected)
     print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
-          f"{verdict_count_words(accepted, rejected)}; {outcome_words(outcome, code)}")
+          f"{verdict_count_words(accepted, rejected)}; "
+          f"{outcome_words(outcome, code, all_failed=every_run_failed(mine))}")
     return code
 
 
@@ -360,12 +365,14 @@ def run_exit_code(outcome: Any, rejected: int) -> int:
     return 0 if outcome.completed and not outcome.incidents else 1
 
 
-def outcome_words(outcome: Any, code: int) -> str:
+def outcome_words(outcome: Any, code: int, *, all_failed: bool = False) -> str:
     """The end of ``run``'s final line: how the experiment ended and why the exit code.
 
     Args:
         outcome: the runner's outcome (``completed``, ``cancelled``, ``incidents``).
         code: the exit code returned with it (:func:`run_exit_code`).
+        all_failed: no run of this invocation measured anything
+            (:func:`~gpusession.core.records.summary.every_run_failed`).
 
     Returns:
         E.g. ``"experiment complete, no incident (exit 0)"`` or ``"experiment complete,
@@ -378,6 +385,8 @@ def outcome_words(outcome: Any, code: int) -> str:
                             else ": the first result has a major defect" if code == 3 and stopped
                             else ": a corpus was rejected, the verdict column says why" if code == 3
                             else ": see the incidents above" if n and code else "")
+    if outcome.completed and all_failed:  # every run ran, and none measured anything (R7)
+        return f"experiment ran every run and every run failed, {incidents} ({why})"
     if outcome.completed:
         return f"experiment complete, {'with ' if n else ''}{incidents} ({why})"
     if stopped:  # D1, D3: said in words, the rows measured stand

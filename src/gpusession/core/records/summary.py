@@ -522,6 +522,22 @@ def recommended_variant(rows: Sequence[SummaryRow], experiment_id: str | None) -
     return min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
 
 
+def every_run_failed(frame: pl.DataFrame) -> bool:
+    """Whether every cold and warm row of ``frame`` (one invocation's) has no measured time.
+
+    "experiment complete, with 2 incidents" would read as a success with remarks; when
+    nothing was measured the end of the run says "every run failed" (R7).
+
+    Returns:
+        ``True`` when there is at least one cold or warm row and none has an
+        ``elapsed_seconds``; ``False`` otherwise (loads alone are not runs).
+    """
+    import polars as pl
+
+    runs = frame.filter(pl.col("phase").is_in(["cold", "warm"]))
+    return runs.height > 0 and runs["elapsed_seconds"].is_null().all()
+
+
 def verdict_count_words(accepted: int, rejected: int) -> str:
     """``variants: 2 accepted, 1 REJECTED`` (D5); ``no variant validated`` when neither."""
     if accepted == 0 and rejected == 0:

@@ -140,8 +140,8 @@ def verdict_cell(words: str) -> Any:
     return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
 
 
-def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
-    """One sentence for the end of a run."""
+def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
+    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured)."""
     if error:
         return f"run failed: {error}"
     complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
@@ -153,6 +153,8 @@ def outcome_words(outcome: Any, error: str | None, cancelled: bool) -> str:
         return f"run {stopped}{tail}"
     if complete is False:
         return f"run stopped early — incomplete{tail}"
+    if all_failed:
+        return f"run finished — every run failed{tail}"
     return f"run finished — complete{tail}"
 
 
@@ -713,25 +715,39 @@ class RunPane(Vertical):
         bar = self.query_one("#run-bar", ProgressBar)
         if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
             bar.update(total=IDLE_TOTAL, progress=0)
-        self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled)
-        self.last_outcome += self._verdict_count(getattr(msg.outcome, "rows_written", 0) or 0)
+        rows_written = getattr(msg.outcome, "rows_written", 0) or 0
+        self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled,
+                                          all_failed=self._every_run_failed(rows_written))
+        self.last_outcome += self._verdict_count(rows_written)
         self.reload()
         self.show_view("run-summary")
         self._status()
+
+    def _mine(self, rows_written: int) -> Any:
+        """The rows the run that just ended wrote (a polars frame), ``None`` when unreadable."""
+        import polars as pl
+
+        try:
+            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
+        except BadInput:  # unreadable: the summary says so
+            return None
+        return frame.tail(rows_written)
+
+    def _every_run_failed(self, rows_written: int) -> bool:
+        """No run of the run that just ended measured anything (the CLI's words, R7)."""
+        from gpusession.core.records.summary import every_run_failed
+
+        mine = self._mine(rows_written) if rows_written and self.experiment_id is not None else None
+        return mine is not None and every_run_failed(mine)
 
     def _verdict_count(self, rows_written: int) -> str:
         """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``."""
         if not rows_written or self.experiment_id is None:
             return ""
-        import polars as pl
-
         from gpusession.core.records.summary import variant_verdicts, verdict_count_words
 
-        try:
-            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
-        except BadInput:  # unreadable: the summary says so
-            return ""
-        return "; " + verdict_count_words(*variant_verdicts(frame.tail(rows_written)))
+        mine = self._mine(rows_written)
+        return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
 
     # -- a run in another process (`run NAME --detach`, followed) -------------
     def _other_holder(self) -> int | None:
