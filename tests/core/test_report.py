@@ -232,6 +232,19 @@ def test_report_draws_charts_when_matplotlib_is_importable(report_session: Sessi
     for p in res.charts:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({p.name})" in res.path.read_text(encoding="utf-8")
+        assert p.stat().st_mode & 0o777 == 0o600  # as every file of the session folder
+
+
+def test_a_chart_is_written_0600_whatever_the_umask(report_session: Session) -> None:
+    import os
+
+    pytest.importorskip("matplotlib")
+    old = os.umask(0)
+    try:
+        res = write_report(report_session, now=T0)
+    finally:
+        os.umask(old)
+    assert res.charts and {p.stat().st_mode & 0o777 for p in res.charts} == {0o600}
 
 
 def test_cli_report(run_cli: RunCli, sessions_root: Path) -> None:
@@ -290,8 +303,8 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
 
     def subplots(*a: Any, **k: Any) -> tuple[Any, Any]:
         fig = mock.MagicMock()
-        fig.savefig.side_effect = lambda p, **kw: (Path(p).write_bytes(b"\x89PNG\r\n\x1a\n"),
-                                                   saved.append(Path(p).name))
+        fig.savefig.side_effect = lambda buf, **kw: (buf.write(b"\x89PNG\r\n\x1a\n"),  # drawn in memory
+                                                     saved.append(kw.get("format")))
         return fig, mock.MagicMock()
 
     pyplot = types.ModuleType("matplotlib.pyplot")
@@ -304,7 +317,9 @@ def test_report_chart_code_runs_against_a_stand_in_matplotlib(
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", pyplot)
     res = write_report(report_session, now=T0, nvml=NVML)
     assert res.charts_note is None, res.charts_note
-    assert saved == ["report-durations.png", "report-memory.png"]
+    assert saved == ["png", "png"]
+    assert [p.name for p in res.charts] == ["report-durations.png", "report-memory.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in res.charts)
     text = res.path.read_text(encoding="utf-8")
     assert "![report-durations](report-durations.png)" in _section(text, "Results per variant and phase")
     # a second report gets its own chart files; the first ones stay

@@ -28,6 +28,12 @@ def _seconds(value: float | None, absent: str) -> str:
     return format_seconds(value, absent)
 
 
+def _other_frameworks(frameworks: Any) -> str:
+    """The frameworks besides torch (said already as ``torch 2.x``), ``""`` when none."""
+    parts = [p for p in str(frameworks or "").split(", ") if p and not p.startswith("torch ")]
+    return ", ".join(parts)
+
+
 def _environment_words(env: Mapping[str, Any]) -> str:
     def said(key: str, absent: str = "not recorded") -> str:
         value = env.get(key)
@@ -38,7 +44,7 @@ def _environment_words(env: Mapping[str, Any]) -> str:
     runtime = env.get("runtime_version") or ("none (CPU)" if env.get("device") == "cpu" else "not recorded")
     return (f"environment: device {said('device')}, GPU {said('gpu_model', 'none')}, "
             f"GPUs used {said('gpu_count')}, torch {said('torch_version', 'not used')}, "
-            + (f"frameworks {env['frameworks']}, " if env.get("frameworks") else "")
+            + (f"frameworks {others}, " if (others := _other_frameworks(env.get("frameworks"))) else "")
             + f"runtime {runtime}, driver {driver}")
 
 

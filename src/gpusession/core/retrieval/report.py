@@ -23,6 +23,7 @@ Who calls it: ``gpusession report NAME``. No torch, no textual.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -853,8 +854,10 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
         plt, figures, note = _figures(frame)
         for suffix, fig in figures:
             p = target(suffix)
-            fig.savefig(p, dpi=110)
+            png = io.BytesIO()  # drawn in memory, written 0600 like every session file
+            fig.savefig(png, format="png", dpi=110)
             plt.close(fig)
+            write_atomic_bytes(p, png.getvalue())
             paths.append(p)
     except Exception as exc:  # noqa: BLE001 - matplotlib documents no exception set; a chart must never cost the report, and the note names the error
         return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
