@@ -88,6 +88,9 @@ def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """``$XDG_STATE_HOME`` in a temporary folder: commands that open a session remember
     its sessions folder there; no test writes under the real home."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # the same words for fake NVML's PIDs whether the suite runs in a container or not;
+    # the container tests set it themselves
+    monkeypatch.setenv("GPUSESSION_PID_NAMESPACE", "host")
 
 
 @pytest.fixture

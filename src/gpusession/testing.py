@@ -64,7 +64,7 @@ class FakeGpu:
     uuid: str = "GPU-5f1c0a2e-0000-4000-8000-00000000a500"
     total_bytes: int = 24 * GIB
     used_bytes: int = 3 * GIB
-    processes: list[tuple[int, int]] = field(default_factory=lambda: [(99999999, 2 * GIB)])
+    processes: list[tuple[int, int]] = field(default_factory=lambda: [(4_194_000, 2 * GIB)])  # a PID that can exist, held by no process here
     utilization_percent: int = 0
     sm_clock_mhz: int = 1695
     throttle_reasons: int = 0x1

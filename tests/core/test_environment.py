@@ -397,3 +397,39 @@ def test_h18_evidence_names_the_kept_gpu_with_memory_unknown() -> None:
     snap = read_nvml(_three_gpus(memory=pynvml.NVMLError_NotSupported()))
     assert _gpu_words(snap.gpus[1]) == "GPU 1 NVIDIA RTX A5000 (GPU-1111-0000, memory unknown (Not Supported))"
     assert "24.0 GiB" in _gpu_words(snap.gpus[0])
+
+
+def test_h33_impossible_pids_from_nvml_are_unreadable_never_named_nor_other_processes(
+        monkeypatch: Any) -> None:
+    """A driver/library mismatch: NVML lists PIDs 0 and 4294967295 on the device used."""
+    from gpusession.testing import FakeGpu, FakeNvml
+    from gpusession.ui.panes.memory import gpu_lines
+
+    names: list[int] = []
+    monkeypatch.setattr("gpusession.core.gpu.nvml.process_name", lambda pid: names.append(pid) or "init")
+    snap = read_nvml(FakeNvml([FakeGpu(uuid="GPU-aaaa-0000", processes=[(0, 2**20), (4294967295, 2**21)])]))
+    assert names == [] and all(p.name is None for g in snap.gpus for p in g.processes)  # never looked up
+    load = read_concurrent_load(own_pids={12345}, snapshot=snap, interval_s=0.0)
+    assert load.other_gpu_processes == ()  # never counted as another's process
+    said = load.describe()
+    assert "2 unreadable on GPU 0" in said and "pid 0" not in said and "pid 4294967295" not in said
+    lines = "\n".join(gpu_lines(snap))
+    assert lines.count("unreadable process (NVML gave PID") == 2 and "init" not in lines
+
+
+def test_h33_in_a_container_a_host_pid_is_never_named_from_a_local_lookup(monkeypatch: Any) -> None:
+    """PID 1 here is another program than the host's PID 1 that holds the GPU."""
+    import os
+
+    from gpusession.testing import FakeGpu, FakeNvml
+    from gpusession.ui.panes.memory import gpu_lines
+
+    monkeypatch.setenv("GPUSESSION_PID_NAMESPACE", "container")
+    snap = read_nvml(FakeNvml([FakeGpu(uuid="GPU-aaaa-0000", processes=[(1, 2**20)])]))
+    assert [p.name for p in snap.gpus[0].processes] == [None]
+    assert "process not visible from this container (host PID 1)" in "\n".join(gpu_lines(snap))
+    said = read_concurrent_load(own_pids={os.getpid()}, snapshot=snap, interval_s=0.0).describe()
+    assert "host PID 1 (not visible from this container) on GPU 0" in said
+    monkeypatch.setenv("GPUSESSION_PID_NAMESPACE", "host")  # --pid=host: the name is looked up
+    named = read_nvml(FakeNvml([FakeGpu(uuid="GPU-aaaa-0000", processes=[(os.getpid(), 2**20)])]))
+    assert named.gpus[0].processes[0].name

@@ -75,7 +75,7 @@ async def test_h05_gpus_identified_by_uuid_with_processes(session: Any, make_app
         await settle(pilot, app)
         gpu = text_of(app, "#mem-gpu")
         assert "GPU 0 NVIDIA H200 (GPU-aaaa)" in gpu and "GPU 1 NVIDIA H200 (GPU-bbbb)" in gpu
-        assert "pid 99999999" in gpu and "no compute process seen by NVML" in gpu
+        assert "pid 4194000" in gpu and "no compute process seen by NVML" in gpu
         assert "NVIDIA driver 535.104.05" in gpu  # bytes from old bindings (H-06)
         assert "GPU: 2× NVIDIA H200" in text_of(app, "#session-header")
 

@@ -9,6 +9,7 @@ device naming lives in :mod:`gpusession.core.gpu.devices`.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 from gpusession.core.gpu.host import host_cpu_percent
@@ -22,7 +23,11 @@ class ConcurrentLoad:
     Attributes:
         host_cpu_percent: host CPU use in percent, ``None`` if unknown.
         other_gpu_processes: ``(pid, physical_gpu_index, used_bytes)`` of GPU processes
-            that are not ours, on the GPUs whose processes NVML could list.
+            that are not ours, on the GPUs whose processes NVML could list; a PID no
+            process can have is never one of them (H-33).
+        unreadable: ``(physical_gpu_index, nvml_pid)`` of the entries whose PID cannot be
+            a process (0, 4294967295: a driver/library mismatch), said as unreadable.
+        foreign: the PIDs are the host's, seen from a container: never named.
         nvml_reason: why GPU processes are unknown, when NVML is unavailable.
         unlisted_gpus: ``(physical_gpu_index, reason)`` of the GPUs whose processes NVML
             could not list (MIG without privileges, some containers): unknown, not none.
@@ -35,6 +40,8 @@ class ConcurrentLoad:
     unlisted_gpus: tuple[tuple[int, str], ...] = ()
 
     listed_gpus: tuple[int, ...] = ()
+    unreadable: tuple[tuple[int, int], ...] = ()
+    foreign: bool = False
 
     @property
     def gpu_processes_known(self) -> bool:
@@ -50,10 +57,14 @@ class ConcurrentLoad:
         cpu = "unknown" if self.host_cpu_percent is None else f"{self.host_cpu_percent:.0f}%"
         if self.nvml_reason:
             return f"host CPU {cpu}; other GPU processes: unknown ({self.nvml_reason})"
+        who = "host PID {} (not visible from this container)" if self.foreign else "pid {}"
         parts = [
-            f"pid {p} on GPU {i}" + (f" ({u} bytes)" if u is not None else "")
+            who.format(p) + f" on GPU {i}" + (f" ({u} bytes)" if u is not None else "")
             for p, i, u in self.other_gpu_processes
         ]
+        parts += [f"{n} unreadable on GPU {i} (NVML gave PIDs no process can have: "
+                  "a driver/library mismatch?)"
+                  for i, n in sorted(Counter(i for i, _ in self.unreadable).items())]
         if not self.unlisted_gpus:
             return f"host CPU {cpu}; other GPU processes: {', '.join(parts) or 'none'}"
         busy = {i for _, i, _ in self.other_gpu_processes}
@@ -81,8 +92,9 @@ def read_concurrent_load(
         (p.pid, g.index, p.used_bytes)
         for g in snap.gpus
         for p in g.processes
-        if p.pid not in own
+        if p.pid not in own and p.readable
     )
+    unreadable = tuple((g.index, p.pid) for g in snap.gpus for p in g.processes if not p.readable)
     unlisted = tuple(
         (g.index, g.why_unread("handle") or g.why_unread("processes") or "not read")
         for g in snap.gpus
@@ -94,6 +106,8 @@ def read_concurrent_load(
         nvml_reason=None if snap.available else snap.reason,
         unlisted_gpus=unlisted,
         listed_gpus=tuple(g.index for g in snap.gpus if g.processes_known),
+        unreadable=unreadable,
+        foreign=any(p.foreign for g in snap.gpus for p in g.processes),
     )
 
 __all__ = ["ConcurrentLoad", "read_concurrent_load"]

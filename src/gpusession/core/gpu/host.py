@@ -11,17 +11,58 @@ to the root (H-19), not the cgroup root's.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+#: Linux's largest possible PID (``/proc/sys/kernel/pid_max`` can go no higher).
+PID_MAX_LIMIT = 4_194_304
+
+
+def possible_pid(pid: int) -> bool:
+    """Whether ``pid`` can be a process at all: 1 to :data:`PID_MAX_LIMIT` (H-33).
+
+    NVML under a driver/library mismatch returns PIDs such as 0 or 4294967295: they are
+    "unreadable", never a process to name or to count as another's.
+    """
+    return 0 < pid <= PID_MAX_LIMIT
+
+
+#: ``host`` or ``container``: whether NVML's PIDs are this process's PIDs (else detected).
+PID_NAMESPACE_ENV = "GPUSESSION_PID_NAMESPACE"
+
+
+def in_container() -> bool:
+    """Whether this process runs in a container (Docker, Podman, Kubernetes, containerd).
+
+    NVML lists host PIDs; inside a container the same number names another process, or
+    none, so a GPU process is never named from a local lookup there. A container that
+    shares the host's PIDs (``docker run --pid=host``) says so with
+    ``GPUSESSION_PID_NAMESPACE=host`` (``container`` forces the other way).
+    """
+    said = os.environ.get(PID_NAMESPACE_ENV, "").strip().lower()
+    if said in ("host", "container"):
+        return said == "container"
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(65536)
+    except OSError:
+        return False
+    return any(k in text for k in ("docker", "kubepods", "containerd", "libpod", "lxc"))
 
 
 def process_name(pid: int) -> str | None:
     """The name of process ``pid`` (psutil), ``None`` when it is not visible here.
 
     Why: NVML lists GPU processes by PID only; a name helps the reader tell them apart.
+    An impossible PID (:func:`possible_pid`) is never looked up.
     """
+    if not possible_pid(pid):
+        return None
     try:
         import psutil
     except ImportError:

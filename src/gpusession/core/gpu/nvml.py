@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpusession.core.gpu.host import process_name
+from gpusession.core.gpu.host import in_container, possible_pid, process_name
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,26 @@ class GpuProcess:
     used_bytes: int | None
     name: str | None
     mig_uuid: str | None = None
+    foreign: bool = False
+
+    @property
+    def readable(self) -> bool:
+        """Whether NVML's PID can be a process (0 or 4294967295 cannot: H-33)."""
+        from gpusession.core.gpu.host import possible_pid
+
+        return possible_pid(self.pid)
+
+    def words(self) -> str:
+        """``pid 123 python``; ``host PID 123, not visible from this container``; or ``unreadable``.
+
+        A PID that cannot exist is never named nor counted as a process (H-33); in a
+        container a host PID is never named from a local lookup (``foreign``).
+        """
+        if not self.readable:
+            return f"unreadable process (NVML gave PID {self.pid}, which no process can have)"
+        if self.foreign:
+            return f"process not visible from this container (host PID {self.pid})"
+        return f"pid {self.pid} {self.name or '(name unknown)'}"
 
 
 #: The names of the per-GPU readings, as used in :attr:`GpuReading.unread`.
@@ -181,6 +201,7 @@ def _nvml_error_text(exc: BaseException) -> str:
 
 def _process_list(infos: Any, mig_uuid: str | None) -> list[GpuProcess]:
     out = []
+    foreign = in_container()  # NVML's PIDs are the host's: never named from here
     for info in infos or ():
         pid = int(getattr(info, "pid", 0))
         used = getattr(info, "usedGpuMemory", None)
@@ -192,7 +213,8 @@ def _process_list(infos: Any, mig_uuid: str | None) -> list[GpuProcess]:
                 used = None
         if used is not None and (used < 0 or used >= 2**63):
             used = None
-        out.append(GpuProcess(pid=pid, used_bytes=used, name=process_name(pid), mig_uuid=mig_uuid))
+        out.append(GpuProcess(pid=pid, used_bytes=used, name=None if foreign or not possible_pid(pid) else process_name(pid),
+                              mig_uuid=mig_uuid, foreign=foreign))
     return out
 
 

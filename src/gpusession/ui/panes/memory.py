@@ -98,10 +98,7 @@ def gpu_lines(snap: Any) -> list[str]:
         elif not g.processes:
             out.append("    no compute process seen by NVML")
         for p in g.processes:
-            out.append(
-                f"    pid {p.pid} {p.name or '(name unknown)'}: "
-                f"{fmt_bytes(p.used_bytes)} (NVML, whole process)"
-            )
+            out.append(f"    {p.words()}: {fmt_bytes(p.used_bytes)} (NVML, whole process)")
     return out
 
 
