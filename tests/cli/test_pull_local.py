@@ -235,3 +235,26 @@ def test_s4_a_partial_file_rsync_refuses_to_resume_from_is_retried_whole() -> No
     other = explain_failure(23, "rsync: send_files failed to open \"x\": Permission denied (13)",
                             host="h", dest=Path("/d"), where="h:/s")
     assert not other.resume_refused
+
+
+@needs_rsync
+@pytest.mark.parametrize("linked", ["s1", "s1-deliverables", ".gpusession-pull"])
+def test_h38_a_home_destination_that_is_a_link_is_refused_and_its_target_unchanged(
+        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], linked: str) -> None:
+    """``home/p/s1`` linked to another rental's copy: its session.toml must not be replaced."""
+    from helpers import digest, one_line
+
+    sess, _ = _server(sessions_root, capsys)
+    other = tmp_path / "other-rental"
+    other.mkdir()
+    (other / "session.toml").write_text('name = "other"\n', encoding="utf-8")
+    home = tmp_path / "home" / "p"
+    home.mkdir(parents=True)
+    (home / linked).symlink_to(other)
+    before = digest(other)
+    code, out, err = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    assert code == 2, out + err
+    line = one_line(err)
+    assert linked in line and "symbolic link" in line and str(other) in line
+    assert digest(other) == before and (home / linked).is_symlink()
+    assert "VERIFIED" not in out

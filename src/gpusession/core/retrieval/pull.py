@@ -641,6 +641,23 @@ class Transfer:
         return self.source.words(self.source.path.rstrip("/") + "/" + name)
 
 
+def refuse_linked_destinations(to: Path, name: str) -> None:
+    """Refuse a pull whose copy home would land through a symbolic link (H-38).
+
+    ``to/NAME`` linked to another rental's copy would have its ``session.toml``
+    replaced and be called verified; as every other write, a pull never writes through a
+    link. ``to`` itself may be a link: it is the folder the person chose.
+
+    Raises:
+        BadInput: one line naming the link and its target; nothing copied, the target
+            unchanged.
+    """
+    for path in (to / name, to / f"{name}-deliverables", to / WORK_DIR, to / WORK_DIR / name):
+        if path.is_symlink():
+            raise BadInput(f"is a symbolic link (to {os.readlink(path)}); a pull never writes through "
+                           "a link: remove it or choose another --to", path=path)
+
+
 def pull(
     source: Source,
     *,
@@ -680,6 +697,7 @@ def pull(
     to = Path(to).absolute()
     if to.exists() and not to.is_dir():
         raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
+    refuse_linked_destinations(to, source.name)
     say = on_step or (lambda _line: None)
     session_copy = to / source.name
     work = to / WORK_DIR / source.name
