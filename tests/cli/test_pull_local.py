@@ -258,3 +258,24 @@ def test_h38_a_home_destination_that_is_a_link_is_refused_and_its_target_unchang
     assert linked in line and "symbolic link" in line and str(other) in line
     assert digest(other) == before and (home / linked).is_symlink()
     assert "VERIFIED" not in out
+
+
+@pytest.mark.parametrize("version", ["rsync  version 2.6.9  protocol version 29", "openrsync: protocol version 29"])
+def test_h26_an_rsync_too_old_here_says_install_rsync_3_in_one_line(
+        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    """macOS's rsync 2.6.9 or openrsync: it would refuse --info=progress2 with a bare usage error."""
+    from helpers import one_line
+
+    stub = tmp_path / "bin" / "rsync"
+    stub.parent.mkdir()
+    stub.write_text(f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; exit 0; fi\n"
+                    "echo 'rsync: --info=progress2: unknown option' >&2; exit 1\n", encoding="utf-8")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    home = tmp_path / "home"
+    code, out, err = cli(capsys, sessions_root, "pull", "host.example:/srv/s1", "--to", str(home))
+    assert code == 1, out + err
+    line = one_line(err)
+    assert "too old for a pull" in line and "install rsync 3.x" in line and version.split()[0] in line
+    assert not (home / "s1").exists()

@@ -89,8 +89,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
             proc.wait()
 
 
-def _pull(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+def _pull(*args: str, cwd: Path, timeout: float = 120,
+          env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, **(env_extra or {}))
     env.pop("GPUSESSION_HOME", None)
     env.pop("RSYNC_RSH", None)
     return subprocess.run([sys.executable, "-m", "gpusession", "pull", *args], cwd=cwd,
@@ -346,3 +347,22 @@ def test_d2_probe_without_deliverables_copies_the_session_folder(sshd: Sshd, tmp
     assert "of the session folder" in done.stdout
     (entry,) = _entries(root / "trial-2" / "retrieval.toml")
     assert entry["probe"] is True and int(entry["bytes"]) > 0
+
+
+def test_h26_a_remote_path_with_spaces_and_brackets_pulls_with_an_rsync_that_splits_arguments(
+        sshd: Sshd, tmp_path: Path) -> None:
+    """rsync before 3.2.4 (here: RSYNC_OLD_ARGS=1) splits "my work [x]" unless --protect-args."""
+    from gpusession.cli import main
+
+    root = tmp_path / "srv" / "my work [x]" / "sessions"
+    deliv = tmp_path / "srv" / "my work [x]" / "out put"
+    deliv.mkdir(parents=True)
+    (deliv / "a b.txt").write_text("accepted\n")
+    assert main(["--sessions-dir", str(root), "new", "s", "--gpu", "RTX A5000", "--lots", "1", "--days", "3"]) == 0
+    assert main(["--sessions-dir", str(root), "manifest", "s", "--deliverables", str(deliv)]) == 0
+    home = tmp_path / "home"
+    done = _pull(f"{sshd.host}:{root / 's'}", "--to", str(home), "--ssh", sshd.ssh, cwd=tmp_path,
+                 env_extra={"RSYNC_OLD_ARGS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VERIFIED" in done.stdout and "NOT VERIFIED" not in done.stdout
+    assert (home / "s-deliverables" / "a b.txt").read_text() == "accepted\n"

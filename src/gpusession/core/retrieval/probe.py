@@ -78,7 +78,7 @@ def list_files(transfer: Transfer, remote: str | None) -> list[tuple[str, int]]:
     Raises:
         Failure: rsync could not list the folder (one line).
     """
-    cmd = ["rsync", "-r", "--list-only"]
+    cmd = ["rsync", "--protect-args", "-r", "--list-only"]  # the path whole (H-26)
     if transfer.ssh:
         cmd += ["-e", transfer.ssh]
     if transfer.rsync_path:

@@ -133,6 +133,40 @@ def parse_progress(line: str) -> Progress | None:
     return Progress(int(digits or 0), min(100, int(m.group("pct"))), m.group("rate"), m.group("eta"))
 
 
+#: rsync and the option every call takes: ``--protect-args`` sends a remote path whole,
+#: so "my work [x]/sessions/s" is not split at its spaces by an rsync before 3.2.4 (or
+#: one with ``RSYNC_OLD_ARGS=1``); 3.2.4 and later protect it anyway (H-26).
+RSYNC = ("rsync", "--protect-args")
+
+#: The oldest rsync a pull works with: 3.1 brought ``--info=progress2`` (3.0 ``--protect-args``).
+MIN_RSYNC_VERSION = (3, 1)
+
+
+def check_local_rsync() -> None:
+    """Refuse, in one line and before anything is copied, an rsync too old for a pull (H-26).
+
+    macOS ships rsync 2.6.9 (or openrsync), which rejects ``--info=progress2`` with only
+    "syntax or usage error (code 1)": the line says which rsync this is and to install
+    rsync 3.x. An rsync whose version cannot be read is tried as it is.
+
+    Raises:
+        TransferFailed: openrsync, or an rsync older than :data:`MIN_RSYNC_VERSION`.
+    """
+    if shutil.which("rsync") is None:
+        return  # run_rsync says how to install it
+    try:
+        done = subprocess.run(["rsync", "--version"], capture_output=True, text=True, timeout=30,
+                              env=dict(os.environ, LC_ALL="C"))
+    except (OSError, subprocess.SubprocessError):
+        return
+    first = ((done.stdout or done.stderr).strip().splitlines() or [""])[0].strip()
+    m = re.search(r"rsync\s+version\s+v?(\d+)\.(\d+)", first)
+    if "openrsync" in first or (m is not None and (int(m[1]), int(m[2])) < MIN_RSYNC_VERSION):
+        raise TransferFailed(f"the rsync on this computer is too old for a pull ({first[:80]}): it needs "
+                             "rsync 3.1 or later (--info=progress2, --protect-args); install rsync 3.x "
+                             "(brew install rsync, apt-get install rsync) and rerun", 1)
+
+
 def rsync_command(
     source: str,
     dest: Path,
@@ -154,7 +188,7 @@ def rsync_command(
         bwlimit_kbps: ``--bwlimit`` in KiB/s.
         rsync_path: the rsync program on the server (``--rsync-path``).
     """
-    cmd = ["rsync", "-a", "--partial", f"--partial-dir={work / 'partial'}",
+    cmd = [*RSYNC, "-a", "--partial", f"--partial-dir={work / 'partial'}",
            f"--temp-dir={work / 'tmp'}", "--info=progress2", "--no-inc-recursive", "--stats"]
     if checksum:
         cmd.append("--checksum")
@@ -191,6 +225,8 @@ _FAILURES: tuple[tuple[str, str, int], ...] = (
      "rsync is not installed on {host}: install it there (apt-get install rsync)", 1),
     (r"No space left on device|Disk quota exceeded",
      "disk full on this computer while writing {dest}: free space and rerun (the pull resumes)", 1),
+    (r"protect-args|on remote machine: -s|unknown option",
+     "the rsync on {host} is too old for a pull (it refused --protect-args): install rsync 3.x there", 1),
     (r"(change_dir|link_stat) .*failed: No such file or directory",
      "not found on {where}: {missing}", 2),
     (r"Permission denied \(13\)|Permission denied",
@@ -331,7 +367,7 @@ def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Pat
     work.mkdir(parents=True, exist_ok=True)
     listing = work / "changed-files.txt"
     listing.write_text("".join(f"{p}\n" for p in paths), encoding="utf-8")
-    cmd = ["rsync", "-a", "-n", "--checksum", "--itemize-changes", "--out-format=%i %n",
+    cmd = [*RSYNC, "-a", "-n", "--checksum", "--itemize-changes", "--out-format=%i %n",
            f"--files-from={listing}"]
     if ssh:
         cmd += ["-e", ssh]
@@ -698,6 +734,7 @@ def pull(
     if to.exists() and not to.is_dir():
         raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
     refuse_linked_destinations(to, source.name)
+    check_local_rsync()
     say = on_step or (lambda _line: None)
     session_copy = to / source.name
     work = to / WORK_DIR / source.name

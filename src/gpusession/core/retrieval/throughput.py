@@ -195,7 +195,7 @@ def write_back(local: Path, remote_spec: str, *, ssh: str | None, rsync_path: st
     """
     if shutil.which("rsync") is None:
         return "rsync is not installed on this computer"
-    cmd = ["rsync", "-p", "--chmod=F600"]
+    cmd = ["rsync", "--protect-args", "-p", "--chmod=F600"]  # the path whole (H-26)
     if ssh:
         cmd += ["-e", ssh]
     if rsync_path:
