@@ -160,6 +160,12 @@ def test_pull_bad_source_is_bad_input(sessions_root: Path, capsys: pytest.Captur
          "rsync is not installed on gpu1", 1),
         (255, "ssh: connect to host gpu1 port 22: Connection refused", "gpu1 refused the connection", 1),
         (20, "rsync error: received SIGINT, SIGTERM, or SIGHUP (code 20)", "was interrupted; rerun", 1),
+        (24, 'file has vanished: "/srv/s1/runs/e/.worker-3.json"\nrsync warning: some files vanished '
+             "before they could be transferred (code 24)",
+         "files vanished on the server while gpu1:/srv/s1 was copied (/srv/s1/runs/e/.worker-3.json): a run is "
+         "probably still writing there; pull again when it ends", 1),
+        (12, "rsync: on remote machine: --protect-args: unknown option\nrsync error: syntax or usage error",
+         "the rsync on gpu1 is too old for a pull (it refused --protect-args): install rsync 3.x there", 1),
     ],
 )
 def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code: int) -> None:

@@ -254,6 +254,12 @@ def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Pat
         # from an absolute --partial-dir (RsyncProject/rsync#715): the copy is retried whole.
         return TransferFailed(f"rsync refused to resume {where} from its partial file", 1,
                               resume_refused=True)
+    if returncode == 24:  # "some files vanished before they could be transferred"
+        gone = re.findall(r'file has vanished: "([^"]+)"', text)
+        named = (f" ({', '.join(gone[:3])}{' …' if len(gone) > 3 else ''})" if gone else "")
+        return TransferFailed(f"files vanished on the server while {where} was copied{named}: a run is "
+                              "probably still writing there; pull again when it ends (nothing is called "
+                              "verified)", 1)
     for pattern, words, code in _FAILURES:
         m = re.search(pattern, text)
         if m is None:
