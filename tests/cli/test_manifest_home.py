@@ -69,3 +69,23 @@ def test_manifest_also_in_deliverables_never_replaces_a_deliverable(
     assert "exists and is not a manifest" in err
     assert (deliv / "manifest.csv").read_text() == "order,qty\n1,2\n"
     assert not (session.folder / "manifest.csv").exists()
+
+
+def test_a_hint_holding_a_path_with_spaces_or_brackets_pastes_as_one_argument(
+    sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``manifest``'s pull and verify-copy hints quote each path as a shell would need it."""
+    import shlex
+
+    root = tmp_path / "my work [x]" / "sessions"
+    assert cli(capsys, root, "new", "s", "--gpu", "RTX A5000", "--lots", "1", "--days", "3")[0] == 0
+    deliv = _deliverables(tmp_path / "out put")
+    code, out, _ = cli(capsys, root, "manifest", "s", "--deliverables", str(deliv))
+    assert code == 0
+    pull = next(ln for ln in out.splitlines() if "gpusession pull" in ln)
+    words = shlex.split(pull.split("on your own computer: ", 1)[1])
+    assert words[-2:] == ["--deliverables", str(deliv.absolute())]
+    assert words[2] == f"[USER@]HOST:{(root / 's').absolute()}"
+    verify = next(ln for ln in out.splitlines() if "gpusession verify-copy" in ln)
+    command = verify.split(": ", 1)[1].split(" COPY_DIR", 1)[0]  # before the words in parentheses
+    assert shlex.split(command)[2] == str((root / "s" / "manifest.csv").absolute())

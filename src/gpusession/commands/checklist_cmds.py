@@ -283,13 +283,16 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         print(f"  skipped {_shown(sk.path)}: {sk.reason}")
     # The real path: "verify-copy manifest.csv COPY_DIR" only worked from the
     # session folder. Home, `pull` copies session and deliverables and verifies both.
+    import shlex  # a path with spaces or brackets must paste as one argument
+
     print("after the copy home, on your own computer: gpusession pull "
-          f"[USER@]HOST:{s.folder.absolute()} --deliverables {folder.absolute()}")
+          f"[USER@]HOST:{shlex.quote(str(s.folder.absolute()))} --deliverables "
+          f"{shlex.quote(str(folder.absolute()))}")
     if res.copy_path is not None:
         print("or, after a plain copy of the deliverables: gpusession verify-copy "
               "COPY_DIR/manifest.csv COPY_DIR")
     else:
-        print(f"or, with the manifest copied too: gpusession verify-copy {res.path.absolute()} COPY_DIR "
+        print(f"or, with the manifest copied too: gpusession verify-copy {shlex.quote(str(res.path.absolute()))} COPY_DIR "
               "(the manifest's path on this machine; use the path of its copy at home)")
     return 0
 
