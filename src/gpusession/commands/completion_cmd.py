@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("shell", choices=SHELLS, help="the shell: bash or zsh")
+    # the whole parser, set by gpusession.cli.build_parser (no import of cli from here)
     p.set_defaults(func=cmd_completion)
 
 
@@ -36,7 +37,5 @@ def cmd_completion(args: argparse.Namespace) -> int:
     """
     import shtab
 
-    from gpusession.cli import build_parser
-
-    print(shtab.complete(build_parser(), shell=args.shell))
+    print(shtab.complete(args.root_parser, shell=args.shell))  # the parser that parsed this call
     return 0

@@ -216,8 +216,9 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 #: (``gpusession list``). Kept here since core imports no commands; a test compares it
 #: with the parser's choices.
 COMMAND_NAMES = frozenset({
-    "agent", "checklist", "cost", "demo", "experiment", "list", "manifest", "new", "open", "order",
-    "package", "pull", "report", "run", "show", "status", "validate", "verify-copy",
+    "agent", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
+    "manifest", "new", "open", "order", "package", "pull", "report", "run", "show", "status",
+    "validate", "verify-copy",
 })
 #: Names Windows reserves for devices, with or without an extension (``nul.txt``).
 #: The one command name a session may have: ``gpusession demo`` makes the session ``demo``.
