@@ -166,3 +166,39 @@ def test_d6_one_session_or_an_unknown_one_is_bad_input(
     assert code == 2 and "no session 'nope'" in err
     code, _, err = cli(capsys, sessions_root, "compare", "a5000-7d", str(tmp_path))
     assert code == 2 and "not a session folder" in err
+
+
+def test_d6_compare_html_is_one_page_with_the_table_the_ranking_and_the_cost_chart(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+        two_cards: tuple[Any, Any]) -> None:
+    """The same figures as the table, a cost chart inline, nothing fetched, never over a file."""
+    import shutil
+    import stat
+    import subprocess
+
+    before = digest(sessions_root)
+    page = tmp_path / "cards.html"
+    code, out, err = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", str(page))
+    assert code == 0, err
+    assert f"wrote {page}" in out and stat.S_IMODE(page.stat().st_mode) == 0o600
+    text = page.read_text(encoding="utf-8")
+    words = " ".join(text.split())
+    assert "3 days, 41.00 USD" in words and "7 days, 55.00 USD" in words and "1.34× the first" in words
+    assert "<svg" in text and "<!--" not in text.split("</style>", 1)[1]
+    import re
+
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text) and "src=" not in text  # nothing to fetch
+    assert digest(sessions_root) == before  # the sessions are read, never written
+    again = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", str(page))
+    assert again[0] == 2 and "exists" in again[2] and page.read_text(encoding="utf-8") == text
+    inside = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html",
+                 str(sessions_root / "a5000-7d" / "c.html"))
+    assert inside[0] == 2 and "inside session a5000-7d" in inside[2]
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium not installed (apt-get install chromium): the page's text was checked, not its rendering")
+    dom = subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    shown = " ".join(dom.split())
+    assert "41.00 USD" in shown and "l40s-3d" in shown and "<svg" in dom

@@ -45,6 +45,10 @@ def register(sub: Any) -> None:
     p.add_argument("--rates", metavar="FILE", help="rates file for every session (default: each "
                    "session's rates.toml, else the bundled one)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained "
+                   "HTML page (the table, what differs, the ranking, a chart of the cost per accepted "
+                   "deliverable; no external request); never over an existing file, never in a session "
+                   "folder")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
@@ -112,7 +116,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_json(comparison.to_json())
     else:
         print("\n".join(comparison.lines()))
+    if getattr(args, "html", None):
+        page = write_compare_page(comparison, Path(args.html), sessions)
+        if not args.json:
+            print(f"wrote {page}")
     return 0 if comparison.ranked else NOT_RANKED_EXIT
+
+
+def write_compare_page(comparison: Any, path: Path, sessions: list[Any]) -> Path:
+    """Write ``compare --html``: one self-contained page, mode 0600, never over a file (D6).
+
+    Raises:
+        BadInput: ``path`` exists (nothing replaced), is a link, or lies in one of the
+            compared session folders (session data is never written by a comparison).
+    """
+    from gpusession.core.files.tomlio import write_atomic_bytes
+    from gpusession.core.retrieval.compare import cost_chart_svg
+    from gpusession.core.retrieval.report_html import markdown_to_html
+
+    target = path.absolute()
+    if os.path.lexists(target):
+        raise BadInput("exists; a comparison never replaces a file: choose another --html path", path=target)
+    for s in sessions:
+        if target.is_relative_to(Path(s.folder).absolute()):
+            raise BadInput(f"is inside session {s.name}'s folder; write the comparison elsewhere",
+                           path=target)
+    svg = cost_chart_svg(comparison)
+    page = markdown_to_html(comparison.markdown(), title="gpusession: sessions compared",
+                            charts={"cost": svg} if svg else None)
+    write_atomic_bytes(target, page.encode("utf-8"))
+    return target
 
 
 def cmd_export(args: argparse.Namespace) -> int:

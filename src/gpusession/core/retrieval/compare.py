@@ -12,6 +12,7 @@ revisions); a difference is named and blocks the ranking unless the caller allow
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -199,6 +200,14 @@ class Comparison:
 
         out = _table(self.sessions)
         out.append("")
+        for line in self._said(allow_hint):  # 80 columns, continuation lines indented
+            indent = " " * (len(line) - len(line.lstrip()) + 4)
+            out.extend(textwrap.wrap(line, 80, subsequent_indent=indent, break_long_words=False,
+                                     break_on_hyphens=False) or [""])
+        return out
+
+    def _said(self, allow_hint: str) -> list[str]:
+        """The lines below the table, unwrapped: the work (what differs), the ranking."""
         said: list[str] = []
         if self.same_work:
             unrecorded = [w for k, w in WORK_TERMS if not any(s.work.get(k) for s in self.sessions)]
@@ -209,11 +218,7 @@ class Comparison:
             said.append("Not the same work:")
             said.extend(f"  {d.line()}" for d in self.differences)
         said.extend(self._ranking_lines(allow_hint))
-        for line in said:  # 80 columns, continuation lines indented
-            indent = " " * (len(line) - len(line.lstrip()) + 4)
-            out.extend(textwrap.wrap(line, 80, subsequent_indent=indent, break_long_words=False,
-                                     break_on_hyphens=False) or [""])
-        return out
+        return said
 
     def _ranking_lines(self, allow_hint: str) -> list[str]:
         if not self.ranked:
@@ -235,6 +240,31 @@ class Comparison:
                 out.append(f"  not ranked: {printable(s.name)} — {s.cost_reason}")
         return out
 
+    def markdown(self, allow_hint: str = ALLOW_WORDS) -> str:
+        """The comparison as Markdown (``compare --html``): the same figures and words as :meth:`lines`.
+
+        The table is a pipe table (a cell's ``|`` escaped); below it what differs and the
+        ranking, then the chart of the cost per accepted deliverable (``compare-cost.png``,
+        drawn inline by the page).
+        """
+        def cell(text: str) -> str:
+            return printable(text).replace("|", "\\|")
+
+        cols = [[s.name, *s.cells()] for s in self.sessions]
+        rows = ["| | " + " | ".join(cell(c[0]) for c in cols) + " |",
+                "| --- |" + " --- |" * len(cols)]
+        rows += ["| " + label + " | " + " | ".join(cell(c[i + 1]) for c in cols) + " |"
+                 for i, label in enumerate(ROW_LABELS)]
+        text = ["# Which card to rent: sessions compared", "", *rows, ""]
+        for line in self._said(allow_hint):  # an indented line is an item of the line above
+            if line.startswith("  "):
+                text.append(f"- {line.strip()}")
+            else:
+                text += ["", line, ""]
+        if any(s.cost_per_accepted_usd_minor is not None for s in self.sessions):
+            text += ["", "![cost per accepted deliverable](compare-cost.png)"]
+        return "\n".join(text) + "\n"
+
     def to_json(self) -> dict[str, Any]:
         """Plain data (``compare --json``): sessions, differences, ranking (names) or ``None``."""
         return {
@@ -246,6 +276,45 @@ class Comparison:
             "ranking": [s.name for s in self.ranking()] if self.ranked else None,
             "lines": self.lines(),
         }
+
+
+def cost_chart_svg(comparison: Comparison) -> str | None:
+    """The cost per accepted deliverable of each session as an inline SVG bar chart (D6).
+
+    The axis starts at 0; a session without the figure has no bar and says why in its
+    label. ``None`` when matplotlib cannot be imported or no session has the figure.
+    """
+    costed = [s for s in comparison.sessions if s.cost_per_accepted_usd_minor is not None]
+    if not costed:
+        return None
+    try:
+        import io
+
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.5 * len(comparison.sessions)))
+    names = [printable(s.name) for s in comparison.sessions]
+    values = [(s.cost_per_accepted_usd_minor or 0) / 100 for s in comparison.sessions]
+    ax.barh(names, values, color="#4878b0")
+    ax.set_xlim(left=0)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per accepted deliverable (package cost ÷ distinct accepted corpora)")
+    for y, s in enumerate(comparison.sessions):
+        ax.annotate(format_usd(s.cost_per_accepted_usd_minor) if s.cost_per_accepted_usd_minor is not None
+                    else f"not shown: {s.cost_reason}", (values[y], y), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=8)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    # matplotlib writes each label into a comment too (a session's name): dropped, the
+    # drawn glyphs stay, so no name can close the comment and become markup
+    svg = re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", buf.getvalue(), flags=re.S)
+    return svg[svg.index("<svg"):] if "<svg" in svg else None
 
 
 def _table(sessions: Sequence[SessionFigures]) -> list[str]:
@@ -427,5 +496,5 @@ def folder_comparison_lines(session: Session, *, limit: int = FOLDER_MAX_SESSION
     return ["Other sessions of this folder, in the same terms:", *lines, *broken]
 
 
-__all__ = ["ALLOW_WORDS", "FOLDER_MAX_SESSIONS", "folder_comparison_lines", "Comparison", "Difference", "NOT_RECORDED", "ROW_LABELS", "SessionFigures",
+__all__ = ["ALLOW_WORDS", "cost_chart_svg", "FOLDER_MAX_SESSIONS", "folder_comparison_lines", "Comparison", "Difference", "NOT_RECORDED", "ROW_LABELS", "SessionFigures",
            "WORK_TERMS", "compare_sessions", "differences", "session_figures", "work_terms"]
