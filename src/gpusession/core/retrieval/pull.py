@@ -737,17 +737,10 @@ def pull(
         OSError: the local disk refused.
     """
     to = Path(to).absolute()
-    if to.exists() and not to.is_dir():
-        raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
-    refuse_linked_destinations(to, source.name)
-    check_local_rsync()
+    work = _prepare_destination(to, source.name)
     say = on_step or (lambda _line: None)
     session_copy = to / source.name
-    work = to / WORK_DIR / source.name
     result = PullResult(session_copy=session_copy)
-    for sub in ("session", "deliverables"):
-        for part in ("partial", "tmp"):
-            (work / sub / part).mkdir(parents=True, exist_ok=True)
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
@@ -761,16 +754,7 @@ def pull(
     result.session_count = count_files(session_copy)
     result.session_problems = check_session_copy(session_copy)
 
-    remote_deliv = deliverables
-    if remote_deliv is None:
-        guess = choose_manifest(session_copy, None, None)
-        remote_deliv = guess.deliverables if guess is not None else None
-    if remote_deliv is not None:
-        deliv_copy = to / f"{source.name}-deliverables"
-        result.deliverables_copy = deliv_copy
-        say(f"copying deliverables {source.words(remote_deliv)} → {deliv_copy}")
-        transfer.copy("deliverables", remote_deliv, deliv_copy, checksum=checksum_deliverables)
-        result.deliverables_count = count_files(deliv_copy)
+    remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     reasons = _verify(result, transfer, remote_deliv, say)
     result.verified = not reasons
@@ -783,13 +767,47 @@ def pull(
         result.throughput = throughput.record(
             figure, home=session_copy / RETRIEVAL_TOML, kept=kept,
             remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=ssh, rsync_path=rsync_path)
-    if result.verified:
+    if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
             (to / WORK_DIR).rmdir()
         except OSError:
             pass
     return result
+
+
+def _prepare_destination(to: Path, name: str) -> Path:
+    """Check the home side before anything is copied; make the work folders; return them.
+
+    Raises:
+        BadInput: ``to`` is a file, or a destination is a link (H-38).
+        TransferFailed: the rsync here is too old (H-26).
+    """
+    if to.exists() and not to.is_dir():
+        raise BadInput("is a file; expected the local folder to copy into (--to)", path=to)
+    refuse_linked_destinations(to, name)
+    check_local_rsync()
+    work = to / WORK_DIR / name
+    for sub in ("session", "deliverables"):
+        for part in ("partial", "tmp"):
+            (work / sub / part).mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliverables: str | None,
+                       checksum: bool, say: Callable[[str], None]) -> str | None:
+    """Copy the deliverables (given, else the newest manifest's folder); their remote folder."""
+    remote = deliverables
+    if remote is None:
+        guess = choose_manifest(result.session_copy, None, None)
+        remote = guess.deliverables if guess is not None else None
+    if remote is not None:
+        copy = to / f"{transfer.source.name}-deliverables"
+        result.deliverables_copy = copy
+        say(f"copying deliverables {transfer.source.words(remote)} → {copy}")
+        transfer.copy("deliverables", remote, copy, checksum=checksum)
+        result.deliverables_count = count_files(copy)
+    return remote
 
 
 def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
