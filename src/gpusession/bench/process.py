@@ -42,6 +42,20 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+def outside_kill_advice(code: int | None) -> str | None:
+    """What to do about a worker killed by SIGKILL that gpusession did not send, or ``None``.
+
+    Why: the runner sends SIGKILL only on a timeout or an interruption, which are said
+    in their own words; any other SIGKILL came from outside the worker, and the kernel's
+    out-of-memory killer is the usual sender. Rows measured before it stand (S7).
+    """
+    if code != -signal.SIGKILL:
+        return None
+    return ("the kill came from outside gpusession: the kernel's out-of-memory killer is the usual "
+            "sender (`dmesg | grep -i -e oom -e killed` or `journalctl -k` says); run again: "
+            "the rows measured so far stand")
+
+
 #: Lines of a launcher's stderr that say nothing about a failure: torchrun's banner on
 #: ``OMP_NUM_THREADS`` and the rules of asterisks (or dashes, equal signs) around it.
 _BANNER_PREFIXES = ("Setting OMP_NUM_THREADS",)

@@ -60,7 +60,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpusession.bench.process import WorkerProcess, describe_exit
+from gpusession.bench.process import WorkerProcess, describe_exit, outside_kill_advice
 from gpusession.bench.ranks import (
     RankFailure,
     error_gist,
@@ -718,8 +718,9 @@ class Runner:
             last = cause.error  # torchrun's own last line is its banner
         else:
             how = f" {how}"
+        advice = None if rep.timed_out or self.outcome.interrupted else outside_kill_advice(code)
         return (f"worker {rep.name}{how}" + (f" after {after}" if after else "")
-                + (f"; last stderr: {last}" if last else ""))
+                + (f"; last stderr: {last}" if last else "") + (f"; {advice}" if advice else ""))
 
     def _no_join_words(self, exp: Experiment, name: str) -> str:
         """The other nodes never joined: the sentence that stops the experiment, with what to do."""
