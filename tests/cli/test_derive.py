@@ -163,3 +163,20 @@ def test_d4_derive_keys_are_the_define_options() -> None:
     assert set(DERIVE_KEYS.values()) | {"id", "varied", "values", "params"} == set(
         DefineForm.__dataclass_fields__)
     assert derive_key("runs_per_variant") == "runs" and derive_key("Context_Limit") == "context-limit"
+
+
+def test_d4_report_compares_time_and_verdict_before_and_after(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusession.core.retrieval.report import render_report
+    from gpusession.testing import FakeRunner
+
+    s = _session(sessions_root)
+    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
+    assert cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-fp16",
+               "--from", "batch-sweep", "--set", "precision=fp16")[0] == 0
+    s.reload()
+    FakeRunner(s, "bs-fp16", lambda _e: None, threading.Event(), accepted=False).run()
+    text = " ".join(render_report(s).split())  # wrapped at 80 columns: compared as one text
+    assert "bs-fp16, one change replayed (derived from batch-sweep: precision fp16 (was fp32)):" in text
+    assert "batch-8 warm median: 14.5 ms, accepted → 14.5 ms, REJECTED (quality 0.500" in text
+    assert "fastest accepted: batch-8 (14.5 ms) before, no accepted variant after" in text

@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from gpusession import __version__
+from gpusession.core.experiment.derive import comparison_lines, derived_words
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused
@@ -46,6 +47,7 @@ from gpusession.core.files.units import (
     format_seconds_range,
     significant,
 )
+from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, refuse_session_data
 from gpusession.core.records.summary import accepted_unique_corpora, validated_count, variant_words
 from gpusession.core.retrieval import checklist as cl
@@ -397,7 +399,7 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             out += ["", "Not measured in full:"]
             for line in partial[title]:
                 out += _wrap(printable(line), indent="  ", first="- ")
-    out += _compared(frame, table)
+    out += _compared(frame, table) + _replays(session, table)
     notes = _grouped_notes(frame)
     if notes:
         out += [""] + _wrap("Notes (identical notes said once): " + " ".join(notes))
@@ -437,6 +439,23 @@ def _compared(frame: pl.DataFrame, table: list[Any]) -> list[str]:
         out += _wrap("Spread over 20 % of the median: "
                      + ", ".join(printable(w.short_words()) for w in spread) + tail + ".",
                      indent="  ", first="- ")
+    return out
+
+
+def _replays(session: Session, table: list[Any]) -> list[str]:
+    """Each derived experiment beside the one it replays: time and verdict before → after (D4, D5)."""
+    try:
+        exps = load_experiments(session)
+    except BadInput:
+        return []  # the experiments section of `show` says why they do not read
+    by_id = {e.id: e for e in exps}
+    out: list[str] = []
+    for e in exps:
+        if e.derived_from is None or e.derived_from not in by_id:
+            continue
+        out += ["", *_wrap(printable(f"{e.id}, one change replayed ({derived_words(e, by_id)}):"))]
+        for line in comparison_lines(by_id[e.derived_from], e, table):
+            out += _wrap(printable(line), indent="  ", first="- ")
     return out
 
 
