@@ -129,3 +129,17 @@ def test_d1_exit_4_and_the_two_overrides_agree_in_readme_docs_and_help() -> None
         assert "stopped at the session limit" in flat
     for flag in ("--past-limit", "--continue-on-reject"):
         assert flag in readme and flag in codes and flag in helptext
+
+
+def test_d1_checklist_reserve_hours_sets_the_one_reserve_show_and_status_say(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, sessions_root, "package", session.name, "--limit", "auto")
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "checklist", session.name, "evidence", "--reserve-hours", "6")
+    assert code == 0, err
+    session.reload()
+    assert session.data["limit"] == {"reserve_s": 6 * 3600.0}
+    shown_ = cli(capsys, sessions_root, "show", session.name)[1]
+    assert "6 h kept for retrieval" in shown_, shown_
+    status = cli(capsys, sessions_root, "status", session.name)[1]
+    assert "6 h kept" in status, status

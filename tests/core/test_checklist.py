@@ -258,14 +258,23 @@ def test_free_space_against_manifest_size(session: Session, tmp_path: Path) -> N
     assert "free" in ev and "1000 B" in ev and "fits" in ev
 
 
-def test_session_limit_against_retrieval_reserve(session: Session) -> None:
+def test_d1_session_limit_evidence_uses_the_one_reserve_of_the_session_limit(session: Session) -> None:
+    from gpusession.core.retrieval.limit import session_limit, set_limit
+
+    set_limit(session, auto=True)  # the test session's own far limit off: the default reserve
+    session.reload()
     ev = cl.collect_evidence(session, nvml=a5000(), now=T0 + timedelta(days=1))
-    assert "6d 00h 00m left" in ev["g7.session-limit"] and "4 h reserved" in ev["g7.session-limit"]
+    assert "6d 00h 00m left" in ev["g7.session-limit"] and "4 h kept for retrieval" in ev["g7.session-limit"]
     late = cl.collect_evidence(session, nvml=a5000(), now=T0 + timedelta(days=7, hours=-2))
-    assert late["g7.session-limit"].startswith("WARNING")
-    cl.set_setting(session, "retrieval_reserve_hours", 1)
+    assert late["g7.session-limit"].startswith("WARNING") and "past the session limit" in late["g7.session-limit"]
+    set_limit(session, reserve_s=3600)
+    session.reload()
     ok = cl.collect_evidence(session, nvml=a5000(), now=T0 + timedelta(days=7, hours=-2))
     assert not ok["g7.session-limit"].startswith("WARNING")
+    assert "1 h kept for retrieval" in ok["g7.session-limit"]
+    # the checklist says the limit the runner enforces: the same instant
+    limit = session_limit(session, T0 + timedelta(days=7, hours=-2))
+    assert limit.at is not None and limit.at.isoformat() in ok["g7.session-limit"]
 
 
 def test_protocol_fixed_before_first_run(session: Session) -> None:

@@ -134,4 +134,5 @@ def test_d1_checklist_session_limit_evidence_says_the_limit(s: Session) -> None:
     from gpusession.core.retrieval.evidence import session_limit_evidence
 
     ev = session_limit_evidence(s, now=NOW)
-    assert ev.endswith(f"; session limit: stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS})")
+    assert ev == (f"2d 00h 00m left; stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS}): "
+                  "start no new work after 2026-12-04T10:00:00+00:00 (1d 20h 00m from now)")

@@ -54,7 +54,8 @@ def register(sub: Any) -> None:
                         "checked (remembered)")
     p.add_argument("--reserve-hours", type=float, metavar="H",
                    help="evidence: hours kept free at the end of the package to copy the results "
-                        "home (default 4)")
+                        "home: the session limit's reserve, as `package NAME --reserve` sets it "
+                        "(default: measured by a pull, else 4)")
     p.set_defaults(func=cmd_checklist)
 
     p = sub.add_parser(
@@ -170,8 +171,13 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     if action == "evidence":
         if args.destination:
             cl.set_setting(s, "destination", str(Path(args.destination).absolute()))
-        if args.reserve_hours is not None:
-            cl.set_setting(s, "retrieval_reserve_hours", args.reserve_hours)
+        if args.reserve_hours is not None:  # the session limit's reserve: one for every command
+            from gpusession.core.retrieval.limit import set_limit
+
+            if not cl.hours_ok(args.reserve_hours):
+                raise BadInput(f"expected hours from 0 to {cl.RESERVE_HOURS_MAX}, got "
+                               f"{shown(args.reserve_hours)}", field="reserve-hours")
+            set_limit(s, reserve_s=float(args.reserve_hours) * 3600)
         evidence = cl.collect_evidence(s)
         if args.json:
             print_json(evidence)

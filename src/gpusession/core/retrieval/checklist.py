@@ -6,7 +6,7 @@ item -- done, when, note, evidence -- lives in the session's ``checklist.toml``:
 
     schema = 1
     [settings]
-    retrieval_reserve_hours = 4          # session limit (G§7)
+    retrieval_reserve_hours = 4          # read but unused: the session limit's reserve applies
     destination = "/home/me/back"        # folder for the way back (G§2)
     [items."g1.one-sentence"]
     done = true
@@ -309,7 +309,7 @@ def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
 RESERVE_HOURS_MAX = 30 * 24
 
 
-def _hours_ok(value: Any) -> bool:
+def hours_ok(value: Any) -> bool:
     """A finite number of hours from 0 to ``RESERVE_HOURS_MAX`` (NaN and inf refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
@@ -328,7 +328,7 @@ def get_settings(session: Session) -> dict[str, Any]:
     doc = _read_state(session)
     st = dict(doc.get("settings") or {})
     reserve = st.get("retrieval_reserve_hours", DEFAULT_RETRIEVAL_RESERVE_HOURS)
-    if not _hours_ok(reserve):
+    if not hours_ok(reserve):
         raise BadInput(
             f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(reserve)}",
             path=session.checklist_toml,
@@ -347,7 +347,7 @@ def set_setting(session: Session, key: str, value: Any) -> None:
         BadInput: unknown key or a value of the wrong type (nothing is written).
     """
     if key == "retrieval_reserve_hours":
-        if not _hours_ok(value):
+        if not hours_ok(value):
             raise BadInput(f"expected hours from 0 to {RESERVE_HOURS_MAX}, got {shown(value)}", field=key)
         value = float(value)
     elif key == "destination":
@@ -396,7 +396,6 @@ def collect_evidence(
         nvml=nvml,
         destination=destination,
         now=now,
-        retrieval_reserve_hours=settings["retrieval_reserve_hours"],
     )
     out: dict[str, str] = {}
     with session.locked("updating checklist.toml"):  # threads and processes
@@ -421,6 +420,7 @@ __all__ = [
     "bundled_ids",
     "collect_evidence",
     "get_settings",
+    "hours_ok",
     "load_checklist",
     "set_done",
     "set_note",

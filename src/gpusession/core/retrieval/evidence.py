@@ -524,38 +524,34 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def session_limit_evidence(
-    session: Session, *, now: datetime | None = None, retrieval_reserve_hours: float = 4.0
-) -> str:
-    """Time left in the package vs the time reserved for retrieval (G§7), then the session limit (D1)."""
+def session_limit_evidence(session: Session, *, now: datetime | None = None) -> str:
+    """Time left in the package against the session limit, one reserve for both (G§7, D1, D2).
+
+    The reserve is the session limit's (measured, set with ``package --reserve`` or the
+    default), so the checklist, ``status``, ``show`` and the runner never disagree.
+
+    Returns:
+        ``5d 20h 00m left; stop by Fri 10:00 UTC (4 h kept for retrieval; …): start no new
+        work after 2026-12-04T10:00:00+00:00 (5d 16h 00m from now)``, or a ``WARNING: …``
+        once the limit or the package end has passed.
+    """
     from gpusession.core.retrieval.limit import session_limit
 
     now = now or utcnow()
-    limit = session_limit(session, now)
-    return _reserve_words(session, now, retrieval_reserve_hours) + (
-        f"; session limit: {limit.words}" if limit.known else "")
-
-
-def _reserve_words(session: Session, now: datetime, retrieval_reserve_hours: float) -> str:
-    """The package's time left against the checklist's reserve setting (G§7)."""
     left = session.package.time_left(now)
-    reserve = timedelta(hours=retrieval_reserve_hours)
     if left is None:
         return f"package start or length not set: time left unknown (gpusession package {session.name} --days N --start ...)"
-    end = session.package.end
-    assert end is not None
-    stop_by = end - reserve
     if left <= timedelta(0):
         return f"WARNING: the package ended {_fmt_td(left)} ago; whatever is not retrieved may be lost"
-    if left <= reserve:
-        return (
-            f"WARNING: {_fmt_td(left)} left, less than the {retrieval_reserve_hours:g} h reserved for "
-            "retrieval: stop new runs and retrieve what is useful now"
-        )
-    return (
-        f"{_fmt_td(left)} left; {retrieval_reserve_hours:g} h reserved for retrieval: start no new "
-        f"work after {stop_by.isoformat()} ({_fmt_td(left - reserve)} from now)"
-    )
+    limit = session_limit(session, now)
+    if limit.at is None:
+        return f"{_fmt_td(left)} left; {limit.words}"
+    if limit.passed(now):
+        return (f"WARNING: {_fmt_td(left)} left, past the session limit ({limit.words}): "
+                "stop new runs and retrieve what is useful now")
+    stop = min(limit.at, now + left)  # a limit set past the package end stops at the end
+    return (f"{_fmt_td(left)} left; {limit.words}: start no new work after "
+            f"{stop.isoformat()} ({_fmt_td(stop - now)} from now)")
 
 
 def first_result_evidence(session: Session) -> str:
@@ -597,7 +593,6 @@ def run_probes(
     nvml: Any | None = None,
     destination: Path | None = None,
     now: datetime | None = None,
-    retrieval_reserve_hours: float = 4.0,
     record_deviation: bool = True,
 ) -> dict[str, str]:
     """Run every probe once, on one NVML reading (S1).
@@ -607,7 +602,6 @@ def run_probes(
         nvml: a pynvml-like module (tests); default the real bindings.
         destination: where the deliverables will be copied (free-space probe, G§2).
         now: the instant for the session-limit probe (default: now, UTC).
-        retrieval_reserve_hours: hours kept for retrieval before the package ends.
         record_deviation: record an order deviation (S5) when one is seen.
 
     Returns:
@@ -623,9 +617,7 @@ def run_probes(
         "memory": memory_evidence(session, snap),
         "free-space": free_space_evidence(session, destination),
         "protocol": protocol_evidence(session),
-        "session-limit": session_limit_evidence(
-            session, now=now, retrieval_reserve_hours=retrieval_reserve_hours
-        ),
+        "session-limit": session_limit_evidence(session, now=now),
         "manifest": manifest_evidence(session),
         "first-result": first_result_evidence(session),
     }
