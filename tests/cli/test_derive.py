@@ -113,14 +113,22 @@ def test_d4_list_shows_what_differs_from_the_origin(
         "batch-sweep": None, "bs-fp16": "batch-sweep", "bs-fp16-b2": "bs-fp16"}
 
 
+def _run_then_derive_fp16(root: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """The session with ``batch-sweep`` run (fake runner) and ``bs-fp16`` derived from it."""
+    from gpusession.testing import FakeRunner
+
+    s = _session(root)
+    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
+    assert cli(capsys, root, "experiment", s.name, "derive", "--id", "bs-fp16",
+               "--from", "batch-sweep", "--set", "precision=fp16")[0] == 0
+    return s
+
+
 def test_d4_show_compares_time_and_verdict_before_and_after(
         sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.testing import FakeRunner
 
-    s = _session(sessions_root)
-    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
-    assert cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-fp16",
-               "--from", "batch-sweep", "--set", "precision=fp16")[0] == 0
+    s = _run_then_derive_fp16(sessions_root, capsys)
     code, out, _ = cli(capsys, sessions_root, "show", s.name)
     assert code == 0
     assert "bs-fp16 derived from batch-sweep: precision fp16 (was fp32)" in out
@@ -170,10 +178,7 @@ def test_d4_report_compares_time_and_verdict_before_and_after(
     from gpusession.core.retrieval.report import render_report
     from gpusession.testing import FakeRunner
 
-    s = _session(sessions_root)
-    FakeRunner(s, "batch-sweep", lambda _e: None, threading.Event()).run()
-    assert cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-fp16",
-               "--from", "batch-sweep", "--set", "precision=fp16")[0] == 0
+    s = _run_then_derive_fp16(sessions_root, capsys)
     s.reload()
     FakeRunner(s, "bs-fp16", lambda _e: None, threading.Event(), accepted=False).run()
     text = " ".join(render_report(s).split())  # wrapped at 80 columns: compared as one text
