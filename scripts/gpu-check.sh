@@ -170,6 +170,9 @@ grep -E '^(FAILED|ERROR) ' "$LOGDIR/pytest-gpu.log" | tee -a "$SUMMARY"
 grep -E '^SKIPPED ' "$LOGDIR/pytest-gpu.log" | tee -a "$SUMMARY"
 say "pytest -m gpu: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    grep -E '::\S+ (FAILED|ERROR)' "$LOGDIR/pytest-gpu.log" | tee -a "$SUMMARY"
+    say "the last lines before the timeout:"
+    tail -n 3 "$LOGDIR/pytest-gpu.log" | tee -a "$SUMMARY"
     fail "$(exit_words "pytest -m gpu" "$rc" "$T_PYTEST")"
 elif [[ $rc -ne 0 ]]; then
     fail "$(exit_words "pytest -m gpu" "$rc" "$T_PYTEST")"
