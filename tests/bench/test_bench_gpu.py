@@ -129,8 +129,10 @@ def test_m1_r10_gpu_run_fills_memory_cells_and_environment(sessions_root: Path) 
             continue
         assert r.elapsed_seconds is not None
         assert r.baseline_allocated_bytes is not None and r.baseline_allocated_bytes >= params_bytes
-        assert r.peak_allocated_bytes is not None and r.peak_allocated_bytes >= r.baseline_allocated_bytes
-        assert r.peak_reserved_bytes is not None and r.peak_reserved_bytes >= r.peak_allocated_bytes
+        assert r.peak_allocated_bytes is not None and r.peak_reserved_bytes is not None
+        # the run's own activations show above its baseline (the reset itself is checked
+        # where it can fail: test_gpu_protocol's freed 4 GiB block before a 64 MiB job)
+        assert r.peak_allocated_bytes - r.baseline_allocated_bytes >= expected_memory(1024, 4, r.batch)["activation_bytes"]
         assert r.device is not None and r.device.startswith("cuda:")
         assert r.runtime_version and r.runtime_version.split()[0] in ("CUDA", "HIP")
         assert "None" not in r.runtime_version  # H-07
@@ -155,9 +157,9 @@ def test_r7_gpu_oom_is_a_failed_row_and_the_other_variant_runs(sessions_root: Pa
     total = torch.cuda.get_device_properties(0).total_memory
     s = Session.create(sessions_root, "o", package=Package("RTX A5000", 1, 7))
     # rows chosen so batch 1 needs half the device (input + output) and batch 8 twice it
-    # for its input alone
+    # for its input alone; batch 8 runs first, so batch 1 starts right after the OOM
     rows = max(1, int(total // (4096 * 4) // 4))
-    exp = _mlp(s, "cuda", values=(1, 8), runs_per_variant=1, cold_runs_per_variant=0,
+    exp = _mlp(s, "cuda", values=(8, 1), runs_per_variant=1, cold_runs_per_variant=0,
                warmup_iterations=0,
                params={"width": 4096, "depth": 1, "n_inputs": 8, "rows_per_input": rows})
     out = Runner(s, exp.id).run()
@@ -165,6 +167,9 @@ def test_r7_gpu_oom_is_a_failed_row_and_the_other_variant_runs(sessions_root: Pa
     assert warm["batch-8"].elapsed_seconds is None
     assert "out of memory" in (warm["batch-8"].notes or "")
     assert warm["batch-1"].elapsed_seconds is not None
+    # the failed run's blocks were handed back before the next baseline: only the weights
+    assert warm["batch-1"].baseline_reserved_bytes is not None
+    assert warm["batch-1"].baseline_reserved_bytes < total // 8
     assert out.completed
 
 
@@ -173,7 +178,7 @@ def test_h02_gpu_second_device_synchronized_by_name() -> None:
     import torch
 
     if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs (H-02: work on cuda:1 while cuda:0 is current)")
+        pytest.skip("needs 2 GPUs (H-02: work on cuda:1 while cuda:0 is current)")
     from gpusession.bench.timing import SyncTimer, TorchCudaOps
 
     a = torch.randn(8192, 8192, device="cuda:1")
@@ -191,16 +196,21 @@ def test_h02_gpu_second_device_synchronized_by_name() -> None:
 def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
         sessions_root: Path, spelling: str) -> None:
     """The load row's baseline is read right before load() (never a 0 not measured), its
-    peaks are the load's, and no CUDA context exists before the load clock starts."""
+    peaks are the load's, and no CUDA context exists before the load clock starts: the
+    driver's own answer (``cuDevicePrimaryCtxGetState``), not torch's flag, is false after
+    the device is resolved and true once it is activated."""
     import subprocess
     import sys
 
-    probe = ("import torch; from gpusession.bench.device import TorchDevice;"
-             f"d = TorchDevice({spelling!r}); assert not torch.cuda.is_initialized();"
-             "d.activate(); assert torch.cuda.is_initialized(); print(d.device)")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    tests = str(Path(__file__).resolve().parents[1])
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from gpu_workloads import primary_context_active as a;"
+             f"from gpusession.bench.device import TorchDevice; d = TorchDevice({spelling!r});"
+             "before = a(0); d.activate(); print(d.device, before, a(0))")
+    done = subprocess.run([sys.executable, "-c", probe, tests], capture_output=True, text=True, check=False)
+    if "libcuda.so.1" in done.stderr:
+        pytest.skip("libcuda.so.1 cannot be loaded here: not an NVIDIA driver")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "cuda:0"
+    assert done.stdout.split() == ["cuda:0", "False", "True"]
     s = Session.create(sessions_root, "l", package=Package("RTX A5000", 1, 7))
     exp = _mlp(s, spelling, values=(64,), runs_per_variant=1, cold_runs_per_variant=0)
     out = Runner(s, exp.id).run()
@@ -215,19 +225,22 @@ def test_m1_r3_gpu_load_row_baseline_measured_and_context_inside_the_load(
 @pytest.mark.gpu
 def test_r7_m1_gpu_run_after_an_oom_is_preceded_by_an_unmeasured_pass(
         sessions_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``values = 8,1``: each batch-1 run follows a real OOM at batch 8 in the same worker;
-    it is preceded by one unmeasured pass, measured, and its reserved figures carry the
-    note that the allocator keeps blocks between runs."""
+    """``values = 8,1``: each batch-1 run follows a real OOM at batch 8 in the same worker,
+    raised while the failing code holds 30 % of the device; it is preceded by one
+    unmeasured pass, measured from a baseline without the held block, and its reserved
+    figures carry the note that the allocator keeps blocks between runs."""
+    import torch
     from fake_workloads import with_tests_on_path
 
     from gpusession.bench.timing import RESERVED_CARRY_NOTE
 
+    total = torch.cuda.get_device_properties(0).total_memory
     with_tests_on_path(monkeypatch)
     s = Session.create(sessions_root, "p", package=Package("RTX A5000", 1, 7))
     exp = define_experiment(s, Experiment(
-        id="huge", workload="fake_workloads:HugeAt", corpus=None, varied="batch", values=(8, 1),
+        id="huge", workload="gpu_workloads:OomWhileHolding", corpus=None, varied="batch", values=(8, 1),
         runs_per_variant=2, warmup_iterations=0, cold_runs_per_variant=0, device="cuda",
-        params={"huge_batch": 8, "n_inputs": 8}))
+        params={"oom_batch": 8, "hold_fraction": 0.3, "size": 1024, "matmuls": 2, "n_inputs": 8}))
     out = Runner(s, exp.id).run()
     assert out.completed
     assert len([r for r in s.read_journal() if r.get("event") == "worker_started"]) == 1
@@ -239,6 +252,7 @@ def test_r7_m1_gpu_run_after_an_oom_is_preceded_by_an_unmeasured_pass(
         else:
             assert r.elapsed_seconds is not None and r.peak_reserved_bytes is not None
             assert "unmeasured pass after an out-of-memory run" in (r.notes or "")
+            assert r.baseline_reserved_bytes is not None and r.baseline_reserved_bytes < 0.1 * total
             assert RESERVED_CARRY_NOTE in (r.notes or "")
     passes = [r for r in s.read_journal()
               if r.get("event") == "run_finished" and r.get("variant_id") == "batch-1"]
