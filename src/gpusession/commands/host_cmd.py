@@ -84,6 +84,46 @@ def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> A
         journal.release_lock(session.folder)
 
 
+def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: bool = True,
+                        host: Any | None = None) -> list[str]:
+    """The host check of ``run``'s first open on a server, under the run lock (D8).
+
+    Nothing is read when this host and boot was checked already (with a probe, when
+    ``probe``), when the session was checked only on other machines (a copy), or when NVML
+    sees no GPU (nothing recorded then).
+
+    Args:
+        session: the open session.
+        nvml: a pynvml-like module (tests); default the real bindings.
+        probe: run the probe worker too (``run``: before measuring).
+        host: this machine (tests); default :func:`gpusession.core.gpu.hostfacts.this_host`.
+
+    Returns:
+        The lines to print, ``[]`` when nothing was checked.
+
+    Raises:
+        Failure: a run holds the session's run lock.
+    """
+    from gpusession.bench.hostprobe import run_probe
+    from gpusession.core.folder import journal
+    from gpusession.core.gpu.hostfacts import this_host
+    from gpusession.core.money.host_check import check_lines, check_on_open, due_on_open
+
+    host = host or this_host()
+    if not due_on_open(session, host, probe=probe):
+        return []
+    journal.take_lock(session.folder, session.name)
+    try:
+        check = check_on_open(session, nvml=nvml, host=host, probe=run_probe if probe else None)
+    finally:
+        journal.release_lock(session.folder)
+    if check is None:
+        return []
+    head = "first open on this host: the GPU found, checked against the order"
+    return [head, *("  " + line for line in check_lines(check)),
+            f"  kept in {session.folder / 'host-check.toml'}"]
+
+
 def cmd_check_host(args: argparse.Namespace) -> int:
     """Check the GPU of this machine against the session's order and record it (D8, S5).
 
