@@ -193,3 +193,18 @@ def test_d8_this_host_reads_hostname_and_boot_id(tmp_path: Path) -> None:
     assert this_host(boot).boot_id == "6a1f"
     assert this_host(tmp_path / "absent").boot_id is None
     assert this_host(tmp_path / "absent").key.endswith(" boot-id-unknown")
+
+
+def test_d8_an_order_deviation_is_in_the_report_risks_and_compare(session: Session) -> None:
+    from gpusession.core.retrieval.compare import session_figures
+    from gpusession.core.retrieval.report import render_report
+
+    _ordered(session)
+    assert session_figures(session).host_check == "not checked"
+    hc.record_host_check(session, read_host_facts(FakeNvml([FakeGpu(name="NVIDIA RTX A4000")]),
+                                                  host=SERVER), PROBE)
+    text = render_report(session, nvml=FakeNvml([]))
+    risks = " ".join(text.split()).split("**Risks:**", 1)[1].split(" - ")[0]
+    assert "order deviation on gpu-node-7: deviation from order ORD-7781: GPU model seen" in risks
+    fig = session_figures(session)
+    assert (fig.host_check, fig.probe) == ("ORDER DEVIATION", "101 TFLOP/s, 24.5/25.8 GB/s")
