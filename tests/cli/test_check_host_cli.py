@@ -110,3 +110,32 @@ def test_d8_run_checks_once_per_host_before_measuring(session: Session, fake_gpu
     assert check_on_first_open(session, host=server) == []
     assert hostprobe.PROBES_RUN == [1]  # type: ignore[attr-defined]
     assert check_on_first_open(session, host=HostKey("laptop", "b")) == []  # a copy elsewhere
+
+
+def test_d8_run_headless_checks_the_host_before_it_measures(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusession.core.events.actions import HostCheckedRecord
+    from gpusession.core.events.records import ExperimentStartedRecord
+
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=1, days=7)
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "e",
+                       "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
+                       "--cold-runs", "0", "--device", "cpu", "--command", "true")
+    assert code == 0, err
+    for n in range(2):
+        code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
+        lines = out.splitlines()
+        running = next(i for i, ln in enumerate(lines) if ln.startswith("running e"))
+        said = [i for i, ln in enumerate(lines) if ln.startswith("first open on this host")]
+        if n == 0:
+            assert said and said[0] < running, out
+            assert any("matches the order ORD-7781" in ln for ln in lines[:running])
+        else:
+            assert said == [], out  # the same host: checked once
+    kinds = [type(r) for r in session.journal_records()
+             if isinstance(r, (HostCheckedRecord, ExperimentStartedRecord))]
+    assert kinds[0] is HostCheckedRecord and kinds.count(HostCheckedRecord) == 1
+    from gpusession.bench import hostprobe
+
+    assert hostprobe.PROBES_RUN == [1]  # type: ignore[attr-defined]

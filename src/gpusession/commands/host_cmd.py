@@ -66,7 +66,7 @@ def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> A
     """
     from gpusession.bench.hostprobe import run_probe
     from gpusession.core.folder import journal
-    from gpusession.core.gpu.hostfacts import read_host_facts
+    from gpusession.core.gpu.hostfacts import ProbeResult, read_host_facts
     from gpusession.core.money.host_check import load_host_checks, record_host_check
 
     journal.take_lock(session.folder, session.name)
@@ -74,6 +74,7 @@ def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> A
         facts = read_host_facts(nvml)
         if not facts.sees_gpu:
             return facts
+        result: ProbeResult | None = None
         if probe:
             result = run_probe()
         else:
@@ -106,12 +107,12 @@ def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: boo
     """
     from gpusession.bench.hostprobe import run_probe
     from gpusession.core.folder import journal
-    from gpusession.core.gpu.hostfacts import this_host
+    from gpusession.core.gpu.hostfacts import read_host_facts, this_host
     from gpusession.core.money.host_check import check_lines, check_on_open, due_on_open
 
     host = host or this_host()
-    if not due_on_open(session, host, probe=probe):
-        return []
+    if not due_on_open(session, host, probe=probe) or not read_host_facts(nvml, host=host).sees_gpu:
+        return []  # checked here already, a copy elsewhere, or no GPU: the lock is not taken
     journal.take_lock(session.folder, session.name)
     try:
         check = check_on_open(session, nvml=nvml, host=host, probe=run_probe if probe else None)

@@ -203,8 +203,9 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
         deviation, words = compare_facts(session, facts)
         check = HostCheck(facts, probe, load_order(session).number, deviation, words)
         doc = session.read_doc(HOST_CHECK_TOML)
-        hosts = doc.get("hosts") if isinstance(doc.get("hosts"), dict) else {}
-        hosts = {k: v for k, v in hosts.items() if k != facts.host.key}
+        old = doc.get("hosts")
+        hosts: dict[str, Any] = {k: v for k, v in (old.items() if isinstance(old, dict) else ())
+                                 if k != facts.host.key}
         hosts[facts.host.key] = _entry_doc(check)
         session.write_doc(HOST_CHECK_TOML, {"schema": 1, "hosts": hosts})
     session.journal(HostCheckedRecord(

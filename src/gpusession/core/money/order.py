@@ -591,8 +591,11 @@ def ordered_memory_gb(gpu_model: str) -> int | None:
 
 
 def memory_deviation(gpu_model: str, observed_memory_bytes: int | None) -> str | None:
-    """The memory difference in words, or ``None`` (equal within :data:`MEMORY_TOLERANCE`,
-    not observed, or not named by the ordered model; D8)."""
+    """The memory difference in words, or ``None`` when there is none to say (D8).
+
+    ``None`` also when equal within :data:`MEMORY_TOLERANCE`, not observed, or not named
+    by the ordered model.
+    """
     want = ordered_memory_gb(gpu_model)
     if want is None or observed_memory_bytes is None:
         return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -336,29 +336,28 @@ def _table(sessions: Sequence[SessionFigures]) -> list[str]:
     return rows
 
 
-def _host_check_cells(session: Session) -> dict[str, str]:
+def _host_check_cells(session: Session) -> tuple[str, str]:
     """The newest host check in short: against the order, and its probe's figures (D8)."""
     from gpusession.core.money.host_check import load_host_checks
 
     try:
         checks = list(load_host_checks(session).values())
     except (BadInput, OSError):
-        return {"host_check": "unreadable"}
+        return "unreadable", "not run"
     if not checks:
-        return {}
+        return "not checked", "not run"
     c = max(checks, key=lambda c: c.facts.checked_at)
     words = "ORDER DEVIATION" if c.deviation else "matches the order"
     p = c.probe
     measured = [g for g in (p.gpus if p else ()) if g.matmul_tflops is not None]
     if p is None or p.status != "measured" or not measured:
-        return {"host_check": words, "probe": "not run" if p is None else p.status}
+        return words, "not run" if p is None else p.status
     g = min(measured, key=lambda g: g.matmul_tflops or 0.0)
 
     def gb(v: float | None) -> str:
         return "-" if v is None else f"{v:.1f}"
 
-    return {"host_check": words,
-            "probe": f"{g.matmul_tflops:.0f} TFLOP/s, {gb(g.h2d_gb_per_s)}/{gb(g.d2h_gb_per_s)} GB/s"}
+    return words, f"{g.matmul_tflops:.0f} TFLOP/s, {gb(g.h2d_gb_per_s)}/{gb(g.d2h_gb_per_s)} GB/s"
 
 
 def session_figures(session: Session, rates_path: Path | None = None) -> SessionFigures:
@@ -394,15 +393,15 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         gpu_count=total.gpu_count if total else None,
         package_total_usd_minor=total.total_usd_minor if total else None,
         accepted=inputs.accepted_measured, cost_per_accepted_usd_minor=per, cost_reason=reason,
-        work=work_terms(session, frame), **_host_check_cells(session))
+        work=work_terms(session, frame))
+    host_check, probe = _host_check_cells(session)
+    figures = replace(figures, host_check=host_check, probe=probe)
     rows = session_summary(session, frame)
     experiments = dict.fromkeys(r.experiment_id for r in rows if r.phase == "warm")
     kept = [k for k in (recommended_variant(rows, e) for e in experiments) if k is not None]
     best = min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
     if best is None:
         return figures
-    from dataclasses import replace
-
     return replace(figures, experiment_id=best.experiment_id, variant_id=best.variant_id,
                    warm_median_s=best.median_seconds, warm_min_s=best.min_seconds,
                    warm_max_s=best.max_seconds, quality=best.quality_words())
