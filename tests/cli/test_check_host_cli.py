@@ -139,3 +139,13 @@ def test_d8_run_headless_checks_the_host_before_it_measures(
     from gpusession.bench import hostprobe
 
     assert hostprobe.PROBES_RUN == [1]  # type: ignore[attr-defined]
+
+
+def test_d8_a_damaged_host_check_file_is_said_and_never_stops_a_run(
+        session: Session, fake_gpu: list[FakeGpu]) -> None:
+    from gpusession.commands.host_cmd import check_on_first_open
+
+    (session.folder / hc.HOST_CHECK_TOML).write_text("hosts = [unclosed\n", encoding="utf-8")
+    (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
+    assert line.startswith("warning: the GPU was not checked against the order: ")
+    assert "host-check.toml" in line

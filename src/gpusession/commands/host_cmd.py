@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.session import Session
 
@@ -111,7 +112,11 @@ def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: boo
     from gpusession.core.money.host_check import check_lines, check_on_open, due_on_open
 
     host = host or this_host()
-    if not due_on_open(session, host, probe=probe) or not read_host_facts(nvml, host=host).sees_gpu:
+    try:
+        due = due_on_open(session, host, probe=probe)
+    except BadInput as exc:  # a damaged evidence file never stops a measurement
+        return [f"warning: the GPU was not checked against the order: {exc}"]
+    if not due or not read_host_facts(nvml, host=host).sees_gpu:
         return []  # checked here already, a copy elsewhere, or no GPU: the lock is not taken
     journal.take_lock(session.folder, session.name)
     try:
