@@ -208,3 +208,11 @@ def test_d8_an_order_deviation_is_in_the_report_risks_and_compare(session: Sessi
     assert "order deviation on gpu-node-7: deviation from order ORD-7781: GPU model seen" in risks
     fig = session_figures(session)
     assert (fig.host_check, fig.probe) == ("ORDER DEVIATION", "101 TFLOP/s, 24.5/25.8 GB/s")
+
+
+def test_d8_one_wrong_card_among_the_right_ones_is_an_order_deviation(session: Session) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=2, days=7)
+    gpus = [FakeGpu(), FakeGpu(uuid="GPU-b", name="NVIDIA RTX A4000")]
+    check = hc.record_host_check(session, read_host_facts(FakeNvml(gpus), host=SERVER), None)
+    assert check.deviation == ("deviation from order ORD-7781: GPU model seen 'NVIDIA RTX A4000', "
+                               "ordered 'RTX A5000'")

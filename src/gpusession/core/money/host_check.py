@@ -57,6 +57,23 @@ class HostCheck:
     order_words: str
 
 
+def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
+    """The model seen, or on a host of mixed GPUs the first one that is not the ordered one.
+
+    Why: every word of the ordered model is in ``"NVIDIA RTX A5000 + NVIDIA RTX A4000"``,
+    so a joined name would hide the wrong card.
+    """
+    from gpusession.core.money.rates import model_matches
+
+    names = list(dict.fromkeys(g.name for g in facts.gpus if g.name))
+    try:
+        ordered = load_order(session).gpu_model or session.package.gpu_model
+    except BadInput:
+        ordered = session.package.gpu_model
+    wrong = [n for n in names if ordered and not model_matches(ordered, n)]
+    return wrong[0] if wrong else facts.gpu_model
+
+
 def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) -> tuple[str | None, str]:
     """Compare what NVML found with the order: model, count, memory (D8, S5).
 
@@ -69,7 +86,7 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
         ``(deviation, words)``: the deviation (``None`` when matching) and one line.
     """
     count = len(facts.gpus)
-    model = facts.gpu_model
+    model = _model_to_compare(session, facts)
     memory = facts.memory_total_bytes
     try:
         if record:
