@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
             "incomplete; or output cut short because its reader closed, as `| head` does), "
             "2 bad input, 3 corpus rejected (validate) or retrieved copy "
             "differs (verify-copy) or sessions not ranked because their work differs "
-            "(compare), 129 / 130 / 143 a run ended at once by SIGHUP / a "
+            "(compare) or the GPU found differs from the order (check-host), 129 / 130 / 143 a run ended at once by SIGHUP / a "
             "second Ctrl-C / SIGTERM."
         ),
     )
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         compare_cmd,
         completion_cmd,
         cost_cmds,
+        host_cmd,
         pull_cmd,
         run_cmds,
         session_cmds,
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, compare_cmd,
-                checklist_cmds, pull_cmd, completion_cmd):
+                host_cmd, checklist_cmds, pull_cmd, completion_cmd):
         mod.register(sub)
     parser.set_defaults(root_parser=parser)  # `completion` makes its script from it
     return parser

@@ -72,6 +72,16 @@ class FakeGpu:
     power_mw: int = 68_500
     errors: dict[str, BaseException] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
+    #: The board (host check): PCIe link now and at most, power limit in mW, ECC, MIG mode;
+    #: their readings fail through ``errors`` under ``"pcie"``, ``"power_limit"``,
+    #: ``"ecc"``, ``"mig_mode"``.
+    pcie_generation: int = 4
+    pcie_width: int = 16
+    pcie_max_generation: int = 4
+    pcie_max_width: int = 16
+    power_limit_mw: int = 230_000
+    ecc_on: bool = False
+    mig_on: bool = False
 
     def check(self, reading: str) -> None:
         """Raise what NVML raises for ``reading`` on this GPU, if anything."""
@@ -181,6 +191,34 @@ class FakeNvml:
         else:
             h.check("processes")
         return [SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in h.processes]
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("pcie")
+        return h.pcie_generation
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("pcie")
+        return h.pcie_width
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("pcie")
+        return h.pcie_max_generation
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("pcie")
+        return h.pcie_max_width
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("power_limit")
+        return h.power_limit_mw
+
+    def nvmlDeviceGetEccMode(self, h: FakeGpu) -> list[int]:  # noqa: N802
+        h.check("ecc")
+        return [int(h.ecc_on), int(h.ecc_on)]
+
+    def nvmlDeviceGetMigMode(self, h: FakeGpu) -> list[int]:  # noqa: N802
+        h.check("mig_mode")
+        return [int(h.mig_on), int(h.mig_on)]
 
     def nvmlDeviceGetMaxMigDeviceCount(self, h: FakeGpu) -> int:  # noqa: N802
         if not h.migs:

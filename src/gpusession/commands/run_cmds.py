@@ -289,6 +289,10 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     from gpusession.bench.runner import check_torch_for
 
     check_torch_for(runner.experiment)  # a Python workload in a Python without torch: said now
+    from gpusession.commands.host_cmd import check_on_first_open
+
+    for line in check_on_first_open(session):  # D8: before measuring, once per host and boot
+        print(printable(line), flush=True)
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     for w in _gpu_warnings(session, experiment_id):
         print(f"warning: {w}", flush=True)

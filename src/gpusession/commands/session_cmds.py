@@ -408,6 +408,24 @@ def _list_window(p: Package) -> str:
     return f"{p.days}d, {package_window(p).time_left_words()}" if p.days else "not set"
 
 
+def _host_check_lines(s: Session) -> list[str]:
+    """``GPU check`` lines: each host's comparison with the order and its probe (D8)."""
+    from gpusession.core.money.host_check import load_host_checks, probe_words
+
+    try:
+        checks = load_host_checks(s)
+    except BadInput as exc:
+        return [f"GPU check unreadable: {exc}"]
+    if not checks:
+        return [f"GPU check not done yet (`gpusession check-host {s.name}` on the server)"]
+    out = []
+    for c in checks.values():
+        at = c.facts.checked_at.isoformat(timespec="minutes")
+        out.append(f"GPU check {c.order_words} (host {c.facts.host.hostname}, {at})")
+        out += [f"          {w.strip()}" for w in probe_words(c.probe)]
+    return out
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """Print one session: package, window, runs, accepted corpora and the summary table.
 
@@ -447,6 +465,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if offer:
         print(f"          {offer}")
     print(f"copy home {retrieval.words.removeprefix('copy home ')}")
+    for line in _host_check_lines(s):  # D8: the GPU found against the order, per host
+        print(printable(line))
     if data["warning"] is not None:  # 24 h, 2 h before the end; "package ended"
         print(f"WARNING   {data['warning']}")
     limit = _limit(s)

@@ -311,6 +311,7 @@ def build_app(
     host_memory: Callable[[], Any] | None = None,
     poll_s: float = 1.0,
     tz: tzinfo | None = None,
+    check_host: bool | None = None,
 ) -> GpuSessionApp:
     """Build the app for ``session`` (the CLI and the tests use this same factory).
 
@@ -323,6 +324,8 @@ def build_app(
         host_memory: returns a ``HostMemory`` (default: psutil).
         poll_s: memory refresh period in seconds (``0``: one reading, for snapshots).
         tz: zone for local times (default: the machine's).
+        check_host: check the GPU against the order on the first open on this host
+            (default: only with the real NVML).
     """
     ctx = UiContext(
         session=session,
@@ -332,6 +335,7 @@ def build_app(
         runner_factory=runner_factory,
         poll_s=poll_s,
         tz=tz,
+        check_host=check_host,
     )
     return GpuSessionApp(ctx)
 

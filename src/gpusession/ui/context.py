@@ -35,6 +35,8 @@ class UiContext:
         tz: zone for local times shown (``None``: the machine's zone; UTC in tests).
         write_lock: held around every read-modify-write of a session TOML, so the
             evidence thread and a key press never overwrite each other's change (S7).
+        check_host: check the GPU against the order on the first open on this host
+            (D8); ``None``: only with the real NVML (a fake one is a test's, not a host).
     """
 
     session: Session
@@ -45,6 +47,7 @@ class UiContext:
     poll_s: float = 1.0
     tz: tzinfo | None = None
     write_lock: threading.Lock = field(default_factory=threading.Lock)
+    check_host: bool | None = None
 
     def now(self) -> datetime:
         return self.clock()

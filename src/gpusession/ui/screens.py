@@ -153,6 +153,11 @@ class MainScreen(Screen[None]):
         self.header.read_order()
         self._read_gpus()
         checklist.collect_evidence()
+        check_host = self.ctx.check_host
+        if check_host is None:  # a fake NVML is a test's, not a host to check
+            check_host = self.ctx.nvml is None
+        if check_host:
+            self._check_host()
         self.background_started.set()
 
     @work(thread=True, group="header-gpu", exit_on_error=False)
@@ -162,6 +167,33 @@ class MainScreen(Screen[None]):
 
         snap = read_nvml(self.ctx.nvml)
         self.app.call_from_thread(self._gpus_read, snap)
+
+    @work(thread=True, group="host-check", exit_on_error=False)
+    def _check_host(self) -> None:
+        """The first open on a server: the GPU found, checked against the order (D8).
+
+        The NVML part only, cheap; the probe is left to the first run or ``check-host``
+        (it would take the GPU for 10 s behind the person's back). Nothing happens on a
+        machine without a GPU, on a copy checked elsewhere, or when this host was checked.
+        """
+        from gpusession.core.files.errors import GpusessionError
+        from gpusession.core.money.host_check import check_on_open
+
+        s = self.ctx.session
+        try:
+            with self.ctx.write_lock:
+                check = check_on_open(s, nvml=self.ctx.nvml)
+        except (GpusessionError, OSError) as exc:
+            self.app.call_from_thread(self.app.notify, f"GPU not checked against the order: {exc}",
+                                      title="GPU check", severity="warning")
+            return
+        if check is None:
+            return
+        words = (f"{check.order_words}. For the probe's figures: gpusession check-host {s.name} "
+                 "(the first run does it too).")
+        self.app.call_from_thread(self.app.notify, words, title="GPU check",
+                                  severity="warning" if check.deviation else "information",
+                                  timeout=30 if check.deviation else 8)
 
     def _gpus_read(self, snapshot: Any) -> None:
         if self.header.snapshot is None:  # the memory pane's reading is newer

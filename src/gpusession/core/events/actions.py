@@ -201,10 +201,30 @@ class DemoModelTrainedRecord(Record):
     train_size: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class HostCheckedRecord(Record):
+    """The GPU of a host was checked against the order (D8, S5); kept in ``host-check.toml``.
+
+    ``host``: ``"<hostname> <boot id>"``; ``memory_total_bytes``: the smallest GPU's total;
+    ``deviation``: the order deviation in words, ``None`` when the GPU matches the order;
+    ``probe``: the probe's status (``measured``, ``no-gpu``, ``failed``), ``None`` not run.
+    """
+
+    EVENT: ClassVar[str] = "host_checked"
+    host: str | None = None
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    memory_total_bytes: int | None = None
+    order_number: str | None = None
+    deviation: str | None = None
+    probe: str | None = None
+
+
 #: Every record of this module (registered in :mod:`gpusession.core.events.registry`).
 ACTION_RECORDS: tuple[type[Record], ...] = (
     SessionCreatedRecord, SessionRenamedRecord, PackageSetRecord, ExperimentDefinedRecord,
     ExperimentForkedRecord, OrderEventRecord, OrderSetRecord, OrderDeviationObservedRecord,
     ChecklistDoneRecord, ChecklistUndoneRecord, ChecklistItemAddedRecord, ValidationRecord,
     ManifestWrittenRecord, ReportWrittenRecord, DemoCorpusWrittenRecord, DemoModelTrainedRecord,
+    HostCheckedRecord,
 )

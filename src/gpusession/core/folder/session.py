@@ -216,7 +216,7 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 #: (``gpusession list``). Kept here since core imports no commands; a test compares it
 #: with the parser's choices.
 COMMAND_NAMES = frozenset({
-    "agent", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
+    "agent", "check-host", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
     "manifest", "new", "open", "order", "package", "pull", "report", "run", "show", "status",
     "validate", "verify-copy",
 })

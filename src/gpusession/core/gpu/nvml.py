@@ -615,9 +615,104 @@ def read_clocks(index: int | None, nvml: Any | None = None, *,
     return read_clock_state(index, nvml, uuid=uuid).as_env()
 
 
+@dataclass(frozen=True)
+class BoardReading:
+    """How one GPU is fitted and set, as NVML says (D8): PCIe link, power limit, ECC, MIG.
+
+    Attributes:
+        index: NVML (PCI-order) index.
+        uuid: ``"GPU-…"``; ``None`` when unread.
+        pcie_generation, pcie_width: the PCIe link now (an idle GPU lowers its generation
+            to save power); ``None`` unread.
+        pcie_max_generation, pcie_max_width: the most the GPU and its slot allow.
+        power_limit_w: the enforced power limit in watts (NVML gives milliwatts).
+        ecc_on: ECC mode now; ``None`` when not supported or unread.
+        mig_on: MIG mode now; ``None`` when not supported or unread.
+        unread: ``"; "``-joined reasons of the figures NVML could not give, else ``None``.
+    """
+
+    index: int
+    uuid: str | None
+    pcie_generation: int | None = None
+    pcie_width: int | None = None
+    pcie_max_generation: int | None = None
+    pcie_max_width: int | None = None
+    power_limit_w: float | None = None
+    ecc_on: bool | None = None
+    mig_on: bool | None = None
+    unread: str | None = None
+
+
+def _board_of(lib: Any, i: int) -> BoardReading:
+    """The board figures of GPU ``i``, each failing alone (H-18)."""
+    problems: list[str] = []
+    try:
+        handle = lib.nvmlDeviceGetHandleByIndex(i)
+    except Exception as exc:  # noqa: BLE001 - no handle: every figure unread, said so
+        return BoardReading(i, None, unread=_why(f"GPU {i}", exc))
+    uuid = _read_figure(problems, "UUID", lambda: decode_nvml_str(lib.nvmlDeviceGetUUID(handle)))
+
+    def num(what: str, name: str) -> int | None:
+        value = _read_figure(problems, what, lambda: int(getattr(lib, name)(handle)))
+        return value if isinstance(value, int) else None
+
+    def mode(what: str, name: str) -> bool | None:
+        pair = _read_figure(problems, what, lambda: getattr(lib, name)(handle))
+        return None if pair is None else bool(int(pair[0]))
+
+    limit_mw = num("power limit", "nvmlDeviceGetEnforcedPowerLimit")
+    return BoardReading(
+        i, uuid, num("PCIe generation", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        num("PCIe width", "nvmlDeviceGetCurrPcieLinkWidth"),
+        num("PCIe max generation", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        num("PCIe max width", "nvmlDeviceGetMaxPcieLinkWidth"),
+        None if limit_mw is None else limit_mw / 1000, mode("ECC mode", "nvmlDeviceGetEccMode"),
+        mode("MIG mode", "nvmlDeviceGetMigMode"), "; ".join(problems) or None)
+
+
+def read_boards(nvml: Any | None = None) -> tuple[BoardReading, ...]:
+    """PCIe link, power limit, ECC and MIG mode of every GPU, one NVML init (D8); never raises.
+
+    Why: the host check keeps how the GPU is fitted beside the order, as evidence.
+
+    Args:
+        nvml: a pynvml-like module (``nvmlDeviceGetCurrPcieLinkGeneration`` / ``Width``,
+            ``nvmlDeviceGetMaxPcieLinkGeneration`` / ``Width``,
+            ``nvmlDeviceGetEnforcedPowerLimit``, ``nvmlDeviceGetEccMode``,
+            ``nvmlDeviceGetMigMode``); default ``pynvml``.
+
+    Returns:
+        One reading per GPU in NVML order; ``()`` when NVML cannot start or count (the
+        caller's :func:`read_nvml` says why). A figure NVML cannot give is ``None`` with
+        its reason in :attr:`BoardReading.unread`.
+    """
+    if nvml is None:
+        try:
+            nvml = _import_pynvml()
+        except (ImportError, OSError):
+            return ()
+    lib: Any = nvml
+    try:
+        lib.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver: read_nvml says why
+        return ()
+    try:
+        count = int(lib.nvmlDeviceGetCount())
+        return tuple(_board_of(lib, i) for i in range(count))
+    except Exception:  # noqa: BLE001 - NVML could not count: read_nvml says why
+        return ()
+    finally:
+        try:
+            lib.nvmlShutdown()
+        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+            pass
+
+
 __all__ = [
     "GPU_READINGS",
     "THROTTLE_REASONS",
+    "BoardReading",
+    "read_boards",
     "ClockReading",
     "GpuProcess",
     "GpuReading",

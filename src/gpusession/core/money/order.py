@@ -48,6 +48,7 @@ __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",
     "OrderState", "check_amount", "amounts_match", "load_order", "save_order", "set_order",
     "new_payment_order", "record_event", "compare_with_order", "record_deviation",
+    "ordered_memory_gb", "memory_deviation", "MEMORY_TOLERANCE",
 ]
 
 STATES = (
@@ -525,12 +526,15 @@ def compare_with_order(
     observed_gpu_count: int | None,
     *,
     package: Package | None = None,
+    observed_memory_bytes: int | None = None,
 ) -> str | None:
-    """The deviation between what was observed and the order, or ``None`` if none (S5).
+    """The deviation between what was observed and the order, or ``None`` if none (S5, D8).
 
     Expected GPU count = lots × GPUs per lot (rates file). Without a recorded order the
     session's ``package`` (GPU model, lots) is the reference, and the message says that
     no order number is recorded yet. A value not observed (``None``) is not compared.
+    ``observed_memory_bytes`` (the smallest GPU's total, bytes) is compared with the
+    memory the ordered model names (:func:`ordered_memory_gb`), when it names one.
 
     Raises:
         BadInput: neither an order nor a package GPU model to compare with.
@@ -560,9 +564,45 @@ def compare_with_order(
         elif observed_gpu_count != lots * per_lot:
             problems.append(f"GPU count seen {observed_gpu_count}, ordered {lots} lot(s) × "
                             f"{per_lot} GPU(s) per lot = {lots * per_lot}")
+    memory = memory_deviation(model, observed_memory_bytes)
+    if memory is not None:
+        problems.append(memory)
     if not problems:
         return None
     return f"deviation from {ref}: " + "; ".join(problems)
+
+
+_MEMORY_RE = re.compile(r"(?<![0-9])([0-9]{1,4})\s*GB\b", re.IGNORECASE)
+#: How far a GPU's total may read below or above the memory its model is sold with
+#: before it is a deviation: ECC and the driver keep a few percent (an L40S sold as
+#: 48 GB shows 45 GiB), an A100 40GB in place of an 80GB shows half.
+MEMORY_TOLERANCE = 0.10
+
+
+def ordered_memory_gb(gpu_model: str) -> int | None:
+    """The memory per GPU the ordered model names, e.g. ``"A100 80GB"`` → 80 (D8).
+
+    Returns:
+        The figure in GB as sold (read as GiB, as NVML counts), ``None`` when the model
+        names none (``"RTX A5000"``): memory is then not compared.
+    """
+    m = _MEMORY_RE.search(gpu_model or "")
+    return int(m.group(1)) if m else None
+
+
+def memory_deviation(gpu_model: str, observed_memory_bytes: int | None) -> str | None:
+    """The memory difference in words, or ``None`` when there is none to say (D8).
+
+    ``None`` also when equal within :data:`MEMORY_TOLERANCE`, not observed, or not named
+    by the ordered model.
+    """
+    want = ordered_memory_gb(gpu_model)
+    if want is None or observed_memory_bytes is None:
+        return None
+    seen_gib = observed_memory_bytes / 1024**3
+    if abs(seen_gib - want) <= MEMORY_TOLERANCE * want:
+        return None
+    return f"GPU memory seen {seen_gib:.1f} GiB per GPU, ordered {want} GB ({shown(gpu_model)})"
 
 
 @_one_writer
@@ -573,8 +613,12 @@ def record_deviation(
     *,
     rates: Rates | None = None,
     at: datetime | None = None,
+    observed_memory_bytes: int | None = None,
 ) -> str | None:
     """Compare the GPU seen with the order; record a mismatch against the order number (S5).
+
+    ``observed_memory_bytes``: the smallest GPU's memory in bytes, compared as in
+    :func:`compare_with_order` (D8); ``None``: not compared.
 
     A ``deviation-noted`` event (source you) is appended unless the same deviation is
     already the latest one recorded.
@@ -596,7 +640,7 @@ def record_deviation(
     rates = rates or load_rates(session_folder=session.folder)
     state = load_order(session)
     msg = compare_with_order(state, rates, observed_gpu_model, observed_gpu_count,
-                             package=session.package)
+                             package=session.package, observed_memory_bytes=observed_memory_bytes)
     if msg is None:
         return None
     devs = [e for e in state.events if e.state == "deviation-noted"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.session import Session
@@ -63,6 +64,9 @@ class SessionFigures:
         warm_median_s, warm_min_s, warm_max_s: its warm runs, in seconds.
         quality: its quality figure in words (``macro-F1 0.950``; ``-``: none).
         work: per :data:`WORK_TERMS` key, the distinct values its measured rows hold.
+        host_check: the newest host check against the order in words (D8).
+        probe: that check's probe figures in short (the slowest GPU's), for the
+            renter's comparison of rentals; no expected figure is implied.
     """
 
     name: str
@@ -82,6 +86,8 @@ class SessionFigures:
     warm_max_s: float | None = None
     quality: str = "-"
     work: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    host_check: str = "not checked"
+    probe: str = "not run"
 
     def cells(self) -> list[str]:
         """The column's cells, in the order of :data:`ROW_LABELS`."""
@@ -95,7 +101,7 @@ class SessionFigures:
         per = (format_usd(self.cost_per_accepted_usd_minor) if self.cost_per_accepted_usd_minor is not None
                else "not shown")
         return [gpu, package, "not measured" if self.accepted is None else str(self.accepted),
-                per, self.time_words(), self.quality]
+                per, self.time_words(), self.quality, printable(self.host_check), self.probe]
 
     def time_words(self) -> str:
         """``688 ms (batch-16)``, the recommended variant's warm median; why when none."""
@@ -118,12 +124,13 @@ class SessionFigures:
                 "warm_max_s": self.warm_max_s, "quality": self.quality,
             },
             "work": {k: list(v) for k, v in self.work.items()},
+            "host_check": self.host_check, "probe": self.probe,
         }
 
 
 #: The row labels of the table, one per cell of :meth:`SessionFigures.cells`.
 ROW_LABELS = ("GPU", "package", "accepted distinct corpora", "cost per accepted deliverable",
-              "time per accepted deliverable", "quality")
+              "time per accepted deliverable", "quality", "GPU check", "probe")
 
 
 @dataclass(frozen=True)
@@ -329,6 +336,30 @@ def _table(sessions: Sequence[SessionFigures]) -> list[str]:
     return rows
 
 
+def _host_check_cells(session: Session) -> tuple[str, str]:
+    """The newest host check in short: against the order, and its probe's figures (D8)."""
+    from gpusession.core.money.host_check import load_host_checks
+
+    try:
+        checks = list(load_host_checks(session).values())
+    except (BadInput, OSError):
+        return "unreadable", "not run"
+    if not checks:
+        return "not checked", "not run"
+    c = max(checks, key=lambda c: c.facts.checked_at)
+    words = "ORDER DEVIATION" if c.deviation else "matches the order"
+    p = c.probe
+    measured = [g for g in (p.gpus if p else ()) if g.matmul_tflops is not None]
+    if p is None or p.status != "measured" or not measured:
+        return words, "not run" if p is None else p.status
+    g = min(measured, key=lambda g: g.matmul_tflops or 0.0)
+
+    def gb(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
+    return words, f"{g.matmul_tflops:.0f} TFLOP/s, {gb(g.h2d_gb_per_s)}/{gb(g.d2h_gb_per_s)} GB/s"
+
+
 def session_figures(session: Session, rates_path: Path | None = None) -> SessionFigures:
     """One session's figures: package, cost per accepted deliverable, time, quality, work.
 
@@ -363,14 +394,14 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         package_total_usd_minor=total.total_usd_minor if total else None,
         accepted=inputs.accepted_measured, cost_per_accepted_usd_minor=per, cost_reason=reason,
         work=work_terms(session, frame))
+    host_check, probe = _host_check_cells(session)
+    figures = replace(figures, host_check=host_check, probe=probe)
     rows = session_summary(session, frame)
     experiments = dict.fromkeys(r.experiment_id for r in rows if r.phase == "warm")
     kept = [k for k in (recommended_variant(rows, e) for e in experiments) if k is not None]
     best = min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
     if best is None:
         return figures
-    from dataclasses import replace
-
     return replace(figures, experiment_id=best.experiment_id, variant_id=best.variant_id,
                    warm_median_s=best.median_seconds, warm_min_s=best.min_seconds,
                    warm_max_s=best.max_seconds, quality=best.quality_words())

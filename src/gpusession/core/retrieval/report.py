@@ -1007,6 +1007,9 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
              retrieval_state(session.folder).words]
     risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
               for _, text in probes if text.startswith("WARNING")]
+    from gpusession.core.money.host_check import deviation_words
+
+    risks += deviation_words(session)  # D8: the GPU found is not the one ordered
     if session.package.end is not None:
         risks.append(package_window(session.package, now).time_left_words(minutes=False))
     return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")

@@ -1,0 +1,161 @@
+"""``check-host``: is this the GPU I paid for? Checked against the order, kept as evidence (D8).
+
+Examples::
+
+    gpusession check-host visuals-test-01
+    gpusession check-host visuals-test-01 --no-probe --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gpusession.commands._common import open_session, print_json
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import printable
+from gpusession.core.folder.session import Session
+
+#: Exit status when the GPU found differs from the order (model, count or memory).
+DEVIATION_EXIT = 3
+#: Exit status when no GPU is visible: nothing was checked.
+NO_GPU_EXIT = 1
+
+
+def register(sub: Any) -> None:
+    """Add ``check-host`` to the CLI."""
+    p = sub.add_parser(
+        "check-host",
+        help="is this the GPU you paid for? the GPU found, checked against the order",
+        description="Read the GPUs of this machine through NVML (model, count, memory, PCIe "
+        "generation and width, power limit, ECC and MIG mode, other processes on the GPUs), "
+        "run a fixed probe of about 10 seconds in a worker process (a float16 matmul "
+        "throughput in TFLOP/s and pinned host-to-device and device-to-host copies in GB/s) "
+        "and keep it all beside the order in the session folder (host-check.toml, one entry "
+        "per host and boot). A GPU model, count or memory that differs from the order is an "
+        "order deviation, said in words against the order number, ready to quote to the "
+        "provider, and noted in the order's timeline. The probe's figures are for your own "
+        "records and comparisons between rentals: no expected figure is implied. It takes the "
+        "session's run lock, so it never probes beside a measurement. `run` does the same "
+        "check by itself on the first open on a server; a copy at home is never checked. "
+        "Exit 0 when the GPU matches the order, 3 on an order deviation, 1 when no GPU is "
+        "visible (nothing checked, nothing recorded) or a run holds the lock.",
+    )
+    p.add_argument("name", metavar="NAME", help="session name")
+    p.add_argument("--no-probe", action="store_true",
+                   help="only the NVML readings (the probe kept from an earlier check stays)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check_host)
+
+
+def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> Any:
+    """Check this host under the session's run lock: never beside a measurement (D8).
+
+    Args:
+        session: the open session.
+        probe: run the probe worker; else keep this host's earlier probe, if any.
+        nvml: a pynvml-like module (tests); default the real bindings.
+
+    Returns:
+        The :class:`gpusession.core.money.host_check.HostCheck` recorded, or the
+        :class:`gpusession.core.gpu.hostfacts.HostFacts` read when NVML sees no GPU
+        (nothing recorded then).
+
+    Raises:
+        Failure: a run holds the session's run lock (nothing probed).
+    """
+    from gpusession.bench.hostprobe import run_probe
+    from gpusession.core.folder import journal
+    from gpusession.core.gpu.hostfacts import ProbeResult, read_host_facts
+    from gpusession.core.money.host_check import load_host_checks, record_host_check
+
+    journal.take_lock(session.folder, session.name)
+    try:
+        facts = read_host_facts(nvml)
+        if not facts.sees_gpu:
+            return facts
+        result: ProbeResult | None = None
+        if probe:
+            result = run_probe()
+        else:
+            earlier = load_host_checks(session).get(facts.host.key)
+            result = earlier.probe if earlier else None
+        return record_host_check(session, facts, result)
+    finally:
+        journal.release_lock(session.folder)
+
+
+def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: bool = True,
+                        host: Any | None = None) -> list[str]:
+    """The host check of ``run``'s first open on a server, under the run lock (D8).
+
+    Nothing is read when this host and boot was checked already (with a probe, when
+    ``probe``), when the session was checked only on other machines (a copy), or when NVML
+    sees no GPU (nothing recorded then).
+
+    Args:
+        session: the open session.
+        nvml: a pynvml-like module (tests); default the real bindings.
+        probe: run the probe worker too (``run``: before measuring).
+        host: this machine (tests); default :func:`gpusession.core.gpu.hostfacts.this_host`.
+
+    Returns:
+        The lines to print, ``[]`` when nothing was checked.
+
+    Raises:
+        Failure: a run holds the session's run lock.
+    """
+    from gpusession.bench.hostprobe import run_probe
+    from gpusession.core.folder import journal
+    from gpusession.core.gpu.hostfacts import read_host_facts, this_host
+    from gpusession.core.money.host_check import check_lines, check_on_open, due_on_open
+
+    host = host or this_host()
+    try:
+        due = due_on_open(session, host, probe=probe)
+    except BadInput as exc:  # a damaged evidence file never stops a measurement
+        return [f"warning: the GPU was not checked against the order: {exc}"]
+    if not due or not read_host_facts(nvml, host=host).sees_gpu:
+        return []  # checked here already, a copy elsewhere, or no GPU: the lock is not taken
+    journal.take_lock(session.folder, session.name)
+    try:
+        check = check_on_open(session, nvml=nvml, host=host, probe=run_probe if probe else None)
+    finally:
+        journal.release_lock(session.folder)
+    if check is None:
+        return []
+    head = "first open on this host: the GPU found, checked against the order"
+    return [head, *("  " + line for line in check_lines(check)),
+            f"  kept in {session.folder / 'host-check.toml'}"]
+
+
+def cmd_check_host(args: argparse.Namespace) -> int:
+    """Check the GPU of this machine against the session's order and record it (D8, S5).
+
+    Returns:
+        0 when it matches, :data:`DEVIATION_EXIT` on an order deviation,
+        :data:`NO_GPU_EXIT` when no GPU is visible.
+    """
+    from gpusession.core.gpu.hostfacts import HostFacts
+    from gpusession.core.money.host_check import check_lines
+
+    session = open_session(args, args.name)
+    check = check_locked(session, probe=not args.no_probe)
+    if isinstance(check, HostFacts):
+        line = (f"no GPU visible ({check.nvml_reason or 'NVML counts no GPU'}): nothing checked, "
+                "nothing recorded")
+        if args.json:
+            print_json({"checked": False, "reason": line})
+        else:
+            print(f"check-host: {printable(line)}", file=sys.stderr)
+        return NO_GPU_EXIT
+    if args.json:
+        print_json({"checked": True, "host": check.facts.host.key, "order_number": check.order_number,
+                    "deviation": check.deviation, "order_words": check.order_words,
+                    "facts": check.facts, "probe": check.probe})
+    else:
+        for line in check_lines(check):
+            print(printable(line))
+        print(f"kept in {session.folder / 'host-check.toml'}")
+    return DEVIATION_EXIT if check.deviation else 0

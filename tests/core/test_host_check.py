@@ -1,0 +1,218 @@
+"""D8: the GPU found is checked against the order at the first open on a server (S5)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from gpusession.core.events.actions import HostCheckedRecord
+from gpusession.core.folder.session import Session
+from gpusession.core.gpu.hostfacts import HostKey, ProbeGpu, ProbeResult, read_host_facts, this_host
+from gpusession.core.money import host_check as hc
+from gpusession.core.money import order as om
+from gpusession.testing import GIB, FakeGpu, FakeNvml
+
+SERVER = HostKey("gpu-node-7", "0b1c2d3e-boot-1")
+
+PROBE = ProbeResult("measured", "measured 1 GPU(s) in 10.0 s", 10.0, "float16", 8192, 256 * 1024**2,
+                    "2.13.0", (ProbeGpu("GPU-5f1c0a2e-0000-4000-8000-00000000a500", "NVIDIA RTX A5000",
+                                        101.25, 24.5, 25.75),))
+
+
+def _ordered(session: Session, model: str = "RTX A5000") -> Session:
+    om.set_order(session, number="ORD-7781", gpu_model=model, lots=1, days=7)
+    return session
+
+
+def _a100_rates(session: Session) -> None:
+    (session.folder / "rates.toml").write_text(
+        'schema = 1\ncurrency = "USD"\n[gpu."A100 80GB"]\ngpus_per_lot = 1\n', encoding="utf-8")
+
+
+def test_d8_a_matching_gpu_says_it_matches_the_order(session: Session) -> None:
+    _ordered(session)
+    facts = read_host_facts(FakeNvml(), host=SERVER)
+    check = hc.record_host_check(session, facts, None)
+    assert check.deviation is None
+    assert check.order_words == "matches the order ORD-7781: 1 × NVIDIA RTX A5000, 24.0 GiB each"
+    assert not om.load_order(session).has("deviation-noted")
+
+
+def test_d8_another_model_is_an_order_deviation_naming_the_order_number(session: Session) -> None:
+    _ordered(session)
+    facts = read_host_facts(FakeNvml([FakeGpu(name="NVIDIA RTX A4000", total_bytes=16 * GIB)]), host=SERVER)
+    check = hc.record_host_check(session, facts, None)
+    assert check.deviation is not None
+    assert "order ORD-7781" in check.deviation
+    assert "GPU model seen 'NVIDIA RTX A4000', ordered 'RTX A5000'" in check.deviation
+    assert check.order_words.startswith("ORDER DEVIATION: deviation from order ORD-7781")
+    # recorded against the order number in the order's timeline (S5)
+    devs = [e for e in om.load_order(session).events if e.state == "deviation-noted"]
+    assert [e.order_number for e in devs] == ["ORD-7781"]
+    assert devs[0].note == check.deviation
+
+
+def test_d8_another_gpu_count_is_an_order_deviation(session: Session) -> None:
+    _ordered(session)
+    gpus = [FakeGpu(), FakeGpu(uuid="GPU-5f1c0a2e-0000-4000-8000-00000000a501")]
+    check = hc.record_host_check(session, read_host_facts(FakeNvml(gpus), host=SERVER), None)
+    assert check.deviation is not None
+    assert "GPU count seen 2, ordered 1 lot(s) × 1 GPU(s) per lot = 1" in check.deviation
+
+
+def test_d8_less_memory_than_the_ordered_model_names_is_an_order_deviation(session: Session) -> None:
+    _a100_rates(session)
+    _ordered(session, "A100 80GB")
+    small = FakeGpu(name="NVIDIA A100 80GB PCIe", total_bytes=40 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([small]), host=SERVER), None)
+    assert check.deviation == ("deviation from order ORD-7781: GPU memory seen 40.0 GiB per GPU, "
+                               "ordered 80 GB ('A100 80GB')")
+    # within the tolerance (ECC and the driver keep a few percent): matches
+    full = FakeGpu(name="NVIDIA A100 80GB PCIe", total_bytes=81_559 * 1024**2)
+    again = hc.record_host_check(session, read_host_facts(FakeNvml([full]), host=SERVER), None)
+    assert again.deviation is None
+    assert again.order_words.startswith("matches the order ORD-7781")
+
+
+def test_d8_the_ordered_memory_is_read_from_the_model_only_when_it_names_one() -> None:
+    assert om.ordered_memory_gb("H100 80GB HBM3") == 80
+    assert om.ordered_memory_gb("A100-SXM4-40GB") == 40
+    assert om.ordered_memory_gb("H200 141 GB") == 141
+    assert om.ordered_memory_gb("RTX A5000") is None
+    assert om.memory_deviation("RTX A5000", 1) is None
+
+
+def test_d8_the_check_is_kept_per_host_and_boot_in_a_private_toml(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUSESSION_PID_NAMESPACE", "host")  # PIDs named as on bare metal
+    _ordered(session)
+    hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), PROBE)
+    path = session.folder / hc.HOST_CHECK_TOML
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    checks = hc.load_host_checks(session)
+    assert list(checks) == ["gpu-node-7 0b1c2d3e-boot-1"]
+    back = checks["gpu-node-7 0b1c2d3e-boot-1"]
+    g = back.facts.gpus[0]
+    assert (g.name, g.memory_total_bytes, g.pcie_generation, g.pcie_width) == ("NVIDIA RTX A5000", 24 * GIB, 4, 16)
+    assert (g.power_limit_w, g.ecc_on, g.mig_on) == (230.0, False, False)
+    assert g.processes == ("pid 4194000 (name unknown)",)
+    assert back.probe == PROBE
+    rec = [r for r in session.journal_records() if isinstance(r, HostCheckedRecord)]
+    assert [(r.host, r.gpu_count, r.deviation, r.probe) for r in rec] == [
+        ("gpu-node-7 0b1c2d3e-boot-1", 1, None, "measured")]
+
+
+def test_d8_a_second_open_on_the_same_host_does_not_check_again(session: Session) -> None:
+    _ordered(session)
+    nvml = FakeNvml()
+    assert hc.check_on_open(session, nvml=nvml, host=SERVER) is not None
+    inits = nvml.init_calls
+    assert hc.check_on_open(session, nvml=nvml, host=SERVER) is None
+    assert nvml.init_calls == inits  # not even NVML was asked
+    # a reboot of the same machine (GPUs may have been swapped) checks again
+    rebooted = HostKey("gpu-node-7", "boot-2")
+    assert hc.check_on_open(session, nvml=nvml, host=rebooted) is not None
+    assert set(hc.load_host_checks(session)) == {SERVER.key, rebooted.key}
+
+
+def test_d8_run_probes_once_on_a_host_the_tui_checked_without_probe(session: Session) -> None:
+    _ordered(session)
+    hc.check_on_open(session, nvml=FakeNvml(), host=SERVER)  # the TUI: NVML only
+    calls: list[int] = []
+
+    def probe() -> ProbeResult:
+        calls.append(1)
+        return PROBE
+
+    assert hc.check_on_open(session, nvml=FakeNvml(), host=SERVER, probe=probe) is not None
+    assert hc.check_on_open(session, nvml=FakeNvml(), host=SERVER, probe=probe) is None
+    assert calls == [1]
+    assert hc.load_host_checks(session)[SERVER.key].probe == PROBE
+
+
+def test_d8_a_copy_checked_on_another_machine_is_never_checked_on_open(session: Session) -> None:
+    _ordered(session)
+    hc.check_on_open(session, nvml=FakeNvml(), host=SERVER)
+    home = HostKey("laptop", "home-boot")
+    nvml = FakeNvml()  # even a home machine with a GPU
+    assert hc.check_on_open(session, nvml=nvml, host=home) is None
+    assert nvml.init_calls == 0
+    assert list(hc.load_host_checks(session)) == [SERVER.key]
+
+
+def test_d8_no_gpu_records_nothing_and_says_so(session: Session) -> None:
+    _ordered(session)
+    for nvml in (FakeNvml(fail="NVML Shared Library Not Found"), FakeNvml([])):
+        assert hc.check_on_open(session, nvml=nvml, host=SERVER) is None
+        facts = read_host_facts(nvml, host=SERVER)
+        with pytest.raises(Exception, match="no GPU visible .*nothing checked, nothing recorded"):
+            hc.record_host_check(session, facts, None)
+    assert not (session.folder / hc.HOST_CHECK_TOML).exists()
+    assert not any(isinstance(r, HostCheckedRecord) for r in session.journal_records())
+
+
+def test_d8_words_give_the_board_and_the_probe_figures_without_judging_them(session: Session) -> None:
+    _ordered(session)
+    gpu = FakeGpu(pcie_generation=1, ecc_on=True, mig_on=True, processes=[(0, 1)])
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([gpu]), host=SERVER), PROBE)
+    text = "\n".join(hc.check_lines(check))
+    assert "order: matches the order ORD-7781" in text
+    assert "PCIe gen 1 x16 now, at most gen 4 x16; power limit 230 W; ECC on; MIG on" in text
+    assert "unreadable process (NVML gave PID 0" in text
+    assert "matmul 101.2 TFLOP/s, host→device 24.5 GB/s, device→host 25.8 GB/s" in text
+    assert "no expected figure is implied" in text
+    assert "D8" not in text and "S5" not in text
+
+
+def test_d8_a_board_reading_nvml_refuses_is_unknown_with_the_reason(session: Session) -> None:
+    from pynvml import NVMLError_NotSupported
+
+    _ordered(session)
+    gpu = FakeGpu(errors={"ecc": NVMLError_NotSupported(), "power_limit": NVMLError_NotSupported()})
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([gpu]), host=SERVER), None)
+    g = check.facts.gpus[0]
+    assert g.ecc_on is None and g.power_limit_w is None and g.pcie_width == 16
+    assert g.unread is not None and "ECC mode" in g.unread and "power limit" in g.unread
+    assert "power limit unknown; ECC unknown" in "\n".join(hc.check_lines(check))
+
+
+def test_d8_deviation_words_feed_the_report(session: Session) -> None:
+    _ordered(session)
+    assert hc.deviation_words(session) == []
+    hc.record_host_check(session, read_host_facts(FakeNvml([FakeGpu(name="NVIDIA RTX A4000")]),
+                                                  host=SERVER), None)
+    words = hc.deviation_words(session)
+    assert len(words) == 1 and words[0].startswith("order deviation on gpu-node-7: deviation from order ORD-7781")
+
+
+def test_d8_this_host_reads_hostname_and_boot_id(tmp_path: Path) -> None:
+    boot = tmp_path / "boot_id"
+    boot.write_text("6a1f\n", encoding="ascii")
+    assert this_host(boot).boot_id == "6a1f"
+    assert this_host(tmp_path / "absent").boot_id is None
+    assert this_host(tmp_path / "absent").key.endswith(" boot-id-unknown")
+
+
+def test_d8_an_order_deviation_is_in_the_report_risks_and_compare(session: Session) -> None:
+    from gpusession.core.retrieval.compare import session_figures
+    from gpusession.core.retrieval.report import render_report
+
+    _ordered(session)
+    assert session_figures(session).host_check == "not checked"
+    hc.record_host_check(session, read_host_facts(FakeNvml([FakeGpu(name="NVIDIA RTX A4000")]),
+                                                  host=SERVER), PROBE)
+    text = render_report(session, nvml=FakeNvml([]))
+    risks = " ".join(text.split()).split("**Risks:**", 1)[1].split(" - ")[0]
+    assert "order deviation on gpu-node-7: deviation from order ORD-7781: GPU model seen" in risks
+    fig = session_figures(session)
+    assert (fig.host_check, fig.probe) == ("ORDER DEVIATION", "101 TFLOP/s, 24.5/25.8 GB/s")
+
+
+def test_d8_one_wrong_card_among_the_right_ones_is_an_order_deviation(session: Session) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=2, days=7)
+    gpus = [FakeGpu(), FakeGpu(uuid="GPU-b", name="NVIDIA RTX A4000")]
+    check = hc.record_host_check(session, read_host_facts(FakeNvml(gpus), host=SERVER), None)
+    assert check.deviation == ("deviation from order ORD-7781: GPU model seen 'NVIDIA RTX A4000', "
+                               "ordered 'RTX A5000'")
