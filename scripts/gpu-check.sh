@@ -56,7 +56,7 @@ export PYTHONUNBUFFERED=1
 # step timeouts, seconds: 285 in all on one GPU (T_RANKS only where there are two); each
 # can be set from the environment for a rerun, e.g. T_PYTEST=300
 T_DETECT=${T_DETECT:-10} T_WHEELS=${T_WHEELS:-10} T_IMPORTS=${T_IMPORTS:-10} T_SMI=${T_SMI:-5}
-T_PYTEST=${T_PYTEST:-180} T_DEMO=${T_DEMO:-50} T_BENCH=${T_BENCH:-20} T_RANKS=${T_RANKS:-60}
+T_PYTEST=${T_PYTEST:-190} T_DEMO=${T_DEMO:-50} T_BENCH=${T_BENCH:-20} T_RANKS=${T_RANKS:-60}
 
 steps_passed=0 steps_failed=0 steps_skipped=0
 tests_passed=0 tests_failed=0 tests_skipped=0
