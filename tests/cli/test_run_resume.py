@@ -105,6 +105,9 @@ def test_resume_after_kill_ends_with_one_measured_row_per_slot(
     assert starts[1].runs == [f"{p}:{v}:{i}" for p, v, i in schedule[7:]]
     assert "a new worker loads" in str(starts[1].message)
 
+    shown = " ".join(cli(capsys, sessions_root, "show", session.name)[1].split())
+    # the first attempt keeps its own words; the resume is said after them
+    assert "attempt 1: 7 of 18 runs done, the run did not finish; resumed by attempt 2" in shown, shown
     data = json.loads(cli(capsys, sessions_root, "show", session.name, "--json")[1])
     timed = [r for r in data["summary"] if r["experiment_id"] == "e" and r["phase"] in ("cold", "warm")]
     assert sorted((r["phase"], r["runs"], r["failed"]) for r in timed) == \
