@@ -236,7 +236,8 @@ def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
     """
     run = (str(started.get("experiment_id")), str(started.get("phase")),
            str(started.get("variant_id")), started.get("run_index"))
-    if in_csv.get(run, 0) >= int(started.get("starts") or 1):  # its row was written; only the journal's end was lost
+    # its row was written; only the journal's end of it was lost
+    if in_csv.get(run, 0) >= int(started.get("starts") or 1):
         note = ("run in flight when gpusession stopped; its row was written before the "
                 "stop, so it is kept as measured and no incident row is added")
         session.journal(RunRecoveredRecord(run_key=key, message=note))

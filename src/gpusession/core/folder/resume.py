@@ -54,7 +54,9 @@ class ResumePlan:
     def nothing_words(self) -> str:
         """``"nothing to resume: all 18 runs of e are measured"``."""
         n = len(self.scheduled)
-        return f"nothing to resume: all {n} run{'' if n == 1 else 's'} of {self.experiment_id} are measured"
+        if n == 1:
+            return f"nothing to resume: the one run of {self.experiment_id} is measured"
+        return f"nothing to resume: all {n} runs of {self.experiment_id} are measured"
 
     def words(self) -> str:
         """What the resume does, for the journal and the terminal.
