@@ -117,8 +117,8 @@ def register(sub: Any) -> None:
                    "that has no measured row: same order and run numbers, the rows measured stand, "
                    "the row of a run cut short stays and that run is measured again; new workers "
                    "load (and warm up) again. The stop after a defective first result applies "
-                   "again, and the session limit too. It runs headless (or with --detach). Nothing "
-                   "missing: says so, exit 0")
+                   "again, and the session limit too. It runs headless (or with --detach; in the TUI's "
+                   "Run pane the key is u). Nothing missing: says so, exit 0")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -555,7 +555,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_torch_for(get_experiment(session, exp_id))  # said here, not in the background log
         return run_detached(session, exp_id, args.device, past_limit=past_limit,
                             continue_on_reject=gate_off, resume=resume)
-    if args.headless or resume:  # the Run pane has no resume: --resume runs headless
+    if args.headless or resume:  # --resume runs headless (the Run pane's key is u)
         return run_headless(session, exp_id, args.device, past_limit=past_limit,
                             continue_on_reject=gate_off, resume=resume)
     return _open_ui(session)
