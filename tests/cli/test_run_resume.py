@@ -172,3 +172,13 @@ def test_resume_with_nothing_missing_runs_nothing(
     assert "nothing to resume: all 2 runs of e are measured" in out
     assert "started" not in out and not (session.folder / "logs").exists()  # nothing forked
     assert session.results.read().height == 2
+
+
+def test_resume_refuses_a_schedule_with_variants_no_longer_defined(
+        sessions_root: Path, session: Session, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _define(capsys, sessions_root, session, tmp_path)
+    session.journal(ExperimentStartedRecord(experiment_id="e", runs=["warm:batch-9:1"]))
+    code, _, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
+    assert code == 2 and "batch-9 that it no longer defines" in err, err
+    assert "Traceback" not in err and not session.results.read().height

@@ -27,6 +27,7 @@ from gpusession.core.events import Event, ExperimentStartedRecord
 from gpusession.core.experiment.keys import RunKey
 from gpusession.core.experiment.plan import ScheduledRun
 from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.experiments import get_experiment
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,20 @@ def session_resume_plan(session: Any, experiment_id: str) -> ResumePlan:
     """:func:`resume_plan` of an open session, read from its journal and results CSV now.
 
     Raises:
-        BadInput: the experiment never ran; an unreadable results CSV.
+        BadInput: the experiment never ran; a run left names a variant the experiment
+            no longer has (it was defined again before anything was measured); an
+            unreadable results CSV.
     """
     frame = session.results.read()
-    return resume_plan(session.journal_records(), measured_slots(frame, experiment_id),
+    plan = resume_plan(session.journal_records(), measured_slots(frame, experiment_id),
                        experiment_id, session.name)
+    variants = get_experiment(session, experiment_id).variant_ids
+    gone = sorted({r.variant_id for r in plan.missing} - set(variants))
+    if gone:
+        raise BadInput(f"nothing resumed: the stored schedule of {experiment_id} has variant(s) "
+                       f"{', '.join(gone)} that it no longer defines; run it with plain "
+                       f"`gpusession run {session.name} --experiment {experiment_id} --headless`")
+    return plan
 
 
 __all__ = ["ResumePlan", "measured_slots", "resume_plan", "scheduled_run", "session_resume_plan"]
