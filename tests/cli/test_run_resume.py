@@ -128,6 +128,7 @@ def test_resume_after_a_first_result_stop_rearms_the_gate(
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
     assert code == 3, out[-3000:] + err[-2000:]
     assert len(_slots(session)) == 1
+    assert "`run --resume` then runs the rest of its schedule" in out  # what to do next
     # resumed unfixed: the gate looks at the first result of this run again
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
     assert code == 3 and "stopped after the first result: 300 IDs missing" in out, out[-3000:] + err
