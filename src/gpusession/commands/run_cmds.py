@@ -115,7 +115,7 @@ def register(sub: Any) -> None:
                    help="continue an experiment that ended early (a crash, a hang-up, the session "
                    "limit, a stop after the first result, a cancel) at the next run of its schedule "
                    "that has no measured row: same order and run numbers, the rows measured stand, "
-                   "the row of a run cut short stays and that run is measured again; new workers "
+                   "the row of a run cut short or failed stays and that run is measured again; new workers "
                    "load (and warm up) again. The stop after a defective first result applies "
                    "again, and the session limit too. It runs headless (or with --detach; in the TUI's "
                    "Run pane the key is u). Nothing missing: says so, exit 0")
