@@ -21,3 +21,37 @@ def test_s7_run_recovered_after_a_kill_holds_no_verdict(
     assert row.elapsed_seconds is None and "recovered on reopen" in (row.notes or "")
     assert row.corpus_accepted is None  # never validated: not "rejected"
     assert "| e | v | 1 | 0 | 0 |" in render_report(reopened)  # runs, validated, accepted
+
+
+def test_s7_a_run_cut_again_while_measured_again_gets_its_second_incident_row(
+        sessions_root: Path, new_session: NewSession) -> None:
+    s = new_session("t2")
+    started = dict(run_key="e:warm:v:1", experiment_id="e", variant_id="v", phase="warm", run_index=1)
+    s.journal("run_started", **started)
+    (s.folder / ".run.lock").write_text("999999999")  # killed in flight
+    s = Session.open(sessions_root, "t2")
+    assert len(s.results.rows()) == 1  # the first cut start's incident row
+    s.journal("run_started", **started)  # run --resume measures it again, and is killed too
+    (s.folder / ".run.lock").write_text("999999999")
+    s = Session.open(sessions_root, "t2")
+    rows = s.results.rows()
+    assert len(rows) == 2 and all("recovered on reopen" in (r.notes or "") for r in rows)
+    s = Session.open(sessions_root, "t2")
+    assert len(s.results.rows()) == 2  # said once
+
+
+def test_s7_a_run_measured_again_whose_row_was_written_gets_no_incident_row(
+        sessions_root: Path, new_session: NewSession) -> None:
+    from gpusession.core.records.results import ResultRow
+
+    s = new_session("t3")
+    started = dict(run_key="e:warm:v:1", experiment_id="e", variant_id="v", phase="warm", run_index=1)
+    s.journal("run_started", **started)
+    (s.folder / ".run.lock").write_text("999999999")
+    s = Session.open(sessions_root, "t3")
+    s.journal("run_started", **started)
+    s.results.append(ResultRow(experiment_id="e", variant_id="v", phase="warm", run_index=1,
+                               elapsed_seconds=0.5))  # the crash came between the row and its end
+    (s.folder / ".run.lock").write_text("999999999")
+    s = Session.open(sessions_root, "t3")
+    assert [r.elapsed_seconds for r in s.results.rows()] == [None, 0.5]

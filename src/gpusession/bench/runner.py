@@ -133,6 +133,7 @@ from gpusession.core.folder.journal import RunKey
 from gpusession.core.folder.processes import end_recorded, on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.folder.rendezvous import check_rendezvous_port
+from gpusession.core.folder.resume import session_resume_plan
 from gpusession.core.folder.session import SESSION_TOML, Session
 from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
@@ -163,6 +164,10 @@ class Runner:
         past_limit: start runs that would end after the session limit (recorded, D1).
         continue_on_reject: a major defect of the first result does not stop the
             experiment (recorded, D3).
+        resume: run only the runs of the experiment's stored schedule that have no
+            measured row yet, in its order and with their run indexes
+            (:mod:`gpusession.core.folder.resume`); a new attempt, journaled as resuming
+            the one whose schedule it continues, each of its rows saying so.
 
     Raises:
         BadInput: unknown experiment.
@@ -181,9 +186,13 @@ class Runner:
         clock: Callable[[], datetime] | None = None,
         past_limit: bool = False,
         continue_on_reject: bool = False,
+        resume: bool = False,
     ) -> None:
         """Look the experiment up; nothing runs until :meth:`run`."""
         self.clock = clock
+        self.resume = resume
+        # What every row of a resumed attempt says, per phase (set up by _prepare).
+        self._resume_notes: dict[str, str] = {}
         self.past_limit = past_limit
         self.continue_on_reject = continue_on_reject
         # The session limit and the first-result gate (D1, D3), set up by _prepare.
@@ -336,7 +345,8 @@ class Runner:
         self._accepted_revisions = accepted_revisions(frame)
         self._measured = bool(self._offsets_measured(frame))
         self._package_total_minor = package_total_minor(self.session)
-        runs = schedule(exp, offsets)
+        plan = session_resume_plan(self.session, exp.id) if self.resume else None
+        runs = list(plan.missing) if plan is not None else schedule(exp, offsets)
         drawn = [r.variant_id for r in runs if r.phase == "warm"]
         load = read_concurrent_load(own_pids={os.getpid()})
         invocation = {
@@ -347,7 +357,8 @@ class Runner:
 
         def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
             data = doc.setdefault("experiments", {}).setdefault(exp.id, {})
-            data["drawn_order"] = drawn
+            if plan is None:  # a resume keeps the stored schedule's drawn order
+                data["drawn_order"] = drawn
             data["last_invocation"] = invocation
 
         self.session.update(change)
@@ -355,7 +366,11 @@ class Runner:
         self._journal(ExperimentStartedRecord(
             experiment_id=exp.id, drawn_order=drawn, runs=[r.run_key for r in runs],
             concurrent_load=self._load_note, device_override=self.device,
+            resumes=plan.attempt if plan is not None else None,
+            message=plan.words() if plan is not None else None,
         ))
+        if plan is not None:
+            self._resume_notes = resume_notes(plan.attempt, warmed=exp.warmup_iterations > 0)
         self._stops = RunStops(self.session, exp, frame=frame, records=self.session.journal_records(),
                                journal=self._journal, clock=self._now, past_limit=self.past_limit,
                                continue_on_reject=self.continue_on_reject)
@@ -479,6 +494,9 @@ class Runner:
             stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
             if stops.past_limit_note:  # D1: the override is in every row it let start
                 row = row.replace(notes="; ".join(n for n in (row.notes, stops.past_limit_note) if n))
+        if self._resume_notes:  # a resumed attempt says so in each of its rows
+            said = self._resume_notes.get(str(row.phase), self._resume_notes["load"])
+            row = row.replace(notes="; ".join(n for n in (row.notes, said) if n))
         if row.corpus_accepted and row.corpus_revision is not None:
             self._accepted_revisions.add(row.corpus_revision)
         # K4: distinct accepted corpora of the session, never a count of rows.
@@ -893,6 +911,21 @@ class Runner:
         self._progress(run)
 
 
+def resume_notes(attempt: int, *, warmed: bool = True) -> dict[str, str]:
+    """What each row of a resumed attempt says, by phase (``load``, ``cold``, ``warm``).
+
+    A resume starts new workers: the warm runs come after a new load and warm-up
+    (``warmed``: the experiment has warm-up iterations), never after the ended attempt's;
+    each cold run is in a fresh process, as always.
+    """
+    head = f"resumed after attempt {attempt} ended early"
+    return {
+        "load": f"{head}: a new worker for the runs it left",
+        "cold": f"{head}; in a fresh process, as every cold run",
+        "warm": f"{head}; a new worker loaded" + (" and warmed up again" if warmed else "") + " before it",
+    }
+
+
 #: What to do when a Python workload meets a Python without torch: the user's own build,
 #: matched to the machine (a CUDA build on a ROCm host, or a CPU one on a GPU, is wrong).
 TORCH_MISSING_ADVICE = (
@@ -949,4 +982,4 @@ def unmendable_load(ev: WorkerIncident) -> bool:
 
 
 __all__ = ["Runner", "RunOutcome", "TORCH_MISSING_ADVICE", "UNMENDABLE_LOAD_ERRORS", "check_torch_for",
-           "describe_exit", "torch_missing", "unmendable_load"]
+           "describe_exit", "resume_notes", "torch_missing", "unmendable_load"]

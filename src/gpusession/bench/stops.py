@@ -273,7 +273,8 @@ class RunStops:
         if defect is None or self.stop is not None:
             return
         where = f" (validation report: {report_path})" if report_path is not None else ""
-        words = f"stopped after the first result: {defect} — fix and run again{where}"
+        words = (f"stopped after the first result: {defect} — fix and run again{where}; "
+                 "`run --resume` then runs the rest of its schedule")
         self.stop = (FIRST_RESULT, words)
         self._report_path = report_path  # journaled at the first run it keeps from starting
 

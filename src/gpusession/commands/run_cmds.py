@@ -8,6 +8,8 @@ headless, printing progress and the summary table, or in the TUI.
 
 ``gpusession run NAME [--experiment ID] [--headless] [--device D]`` runs a defined
 experiment of a session. Re-running appends: run indexes continue, nothing is lost.
+``--resume`` instead runs only the runs of the experiment's stored schedule that have no
+measured row (:mod:`gpusession.core.folder.resume`).
 SIGHUP (the terminal or ssh connection went away), SIGTERM and a second Ctrl-C end the run at once: its
 workers and their commands end, the journal says at which run, the lock is released and
 the exit code is 128 + the signal's number (H-14). ``--detach`` starts the run
@@ -109,6 +111,14 @@ def register(sub: Any) -> None:
                    "missing, extra or duplicated, an invalid format, quality below threshold − "
                    "tolerance); recorded in the journal. Without it the experiment stops after "
                    "that first result, its rows kept, exit 3")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an experiment that ended early (a crash, a hang-up, the session "
+                   "limit, a stop after the first result, a cancel) at the next run of its schedule "
+                   "that has no measured row: same order and run numbers, the rows measured stand, "
+                   "the row of a run cut short or failed stays and that run is measured again; new workers "
+                   "load (and warm up) again. The stop after a defective first result applies "
+                   "again, and the session limit too. It runs headless (or with --detach; in the TUI's "
+                   "Run pane the key is u). Nothing missing: says so, exit 0")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -224,7 +234,8 @@ def register(sub: Any) -> None:
 
 
 def run_headless(session: Session, experiment_id: str, device: str | None = None, *,
-                 past_limit: bool = False, continue_on_reject: bool = False) -> int:
+                 past_limit: bool = False, continue_on_reject: bool = False,
+                 resume: bool = False) -> int:
     """Run an experiment with one progress line per event, then print the summary table.
 
     Events become words in one place (:func:`gpusession.core.events.describe`); the
@@ -242,6 +253,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
             experiment's own device.
         past_limit: start runs that would end after the session limit (D1, recorded).
         continue_on_reject: do not stop after a defective first result (D3, recorded).
+        resume: run only the runs of the stored schedule without a measured row
+            (:mod:`gpusession.core.folder.resume`); none: said, 0, nothing runs.
 
     Returns:
         :func:`run_exit_code`: 0 when every scheduled run ran without an incident; 3 when
@@ -276,6 +289,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
         raise lock_busy(holder, session.name, lock_host(session.folder))
     experiment_id = _experiment_for_device(session, experiment_id, device)
+    if resume and (said := _resume_words(session, experiment_id)) is None:
+        return 0  # nothing to resume: said, nothing runs
     cancel = threading.Event()
     # The definition is read and checked, and every file the run writes is checked,
     # before anything is printed or measured.
@@ -284,7 +299,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
         refuse_past_limit(session, experiment_id)
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device,
-                    past_limit=past_limit, continue_on_reject=continue_on_reject)
+                    past_limit=past_limit, continue_on_reject=continue_on_reject, resume=resume)
     runner.preflight()
     from gpusession.bench.runner import check_torch_for
 
@@ -297,7 +312,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     for w in _gpu_warnings(session, experiment_id):
         print(f"warning: {w}", flush=True)
     earlier = _rows_of(session, experiment_id)
-    if earlier:
+    if resume:
+        print(said, flush=True)
+    elif earlier:
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
@@ -443,6 +460,21 @@ def _interrupted_exit(outcome: Any) -> int:
     return 128 + int(sig)
 
 
+def _resume_words(session: Session, experiment_id: str) -> str | None:
+    """What ``--resume`` will do, in words; ``None`` (said here) when nothing is missing.
+
+    Raises:
+        BadInput: the experiment never ran (plain ``run`` starts it).
+    """
+    from gpusession.core.folder.resume import session_resume_plan
+
+    plan = session_resume_plan(session, experiment_id)
+    if not plan.missing:
+        print(plan.nothing_words())
+        return None
+    return plan.words()
+
+
 def _rows_of(session: Session, experiment_id: str) -> int:
     frame = session.results.read()
     return int((frame["experiment_id"] == experiment_id).sum()) if frame.height else 0
@@ -484,11 +516,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a defined experiment of a session, headless or in the TUI.
 
-    Re-running appends: run numbers continue, nothing is lost.
+    Re-running appends: run numbers continue, nothing is lost; ``--resume`` runs the
+    stored schedule's runs still unmeasured (headless; nothing missing: said, 0).
 
     Args:
         args: Parsed arguments: ``name``, ``experiment`` (default: the last defined),
-            ``headless``, ``device``, ``sessions_dir``.
+            ``headless``, ``device``, ``resume``, ``past_limit``, ``continue_on_reject``,
+            ``sessions_dir``.
 
     Returns:
         The exit code of :func:`run_headless`, or of the TUI.
@@ -511,6 +545,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         exp_id = exps[-1].id
     past_limit = bool(getattr(args, "past_limit", False))
     gate_off = bool(getattr(args, "continue_on_reject", False))
+    resume = bool(getattr(args, "resume", False))
+    if resume and getattr(args, "detach", False) and _resume_words(session, exp_id) is None:
+        return 0  # nothing to resume: said before anything forks
     if getattr(args, "detach", False):
         if not past_limit:  # D1: refused before anything runs, before --detach forks
             from gpusession.bench.stops import refuse_past_limit
@@ -521,15 +558,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         check_torch_for(get_experiment(session, exp_id))  # said here, not in the background log
         return run_detached(session, exp_id, args.device, past_limit=past_limit,
-                            continue_on_reject=gate_off)
-    if args.headless:
+                            continue_on_reject=gate_off, resume=resume)
+    if args.headless or resume:  # --resume runs headless (the Run pane's key is u)
         return run_headless(session, exp_id, args.device, past_limit=past_limit,
-                            continue_on_reject=gate_off)
+                            continue_on_reject=gate_off, resume=resume)
     return _open_ui(session)
 
 
 def run_detached(session: Session, experiment_id: str, device: str | None = None, *,
-                 past_limit: bool = False, continue_on_reject: bool = False) -> int:
+                 past_limit: bool = False, continue_on_reject: bool = False,
+                 resume: bool = False) -> int:
     """Start ``run --headless`` in the background, outside this terminal's life.
 
     The run gets a session of its own (``start_new_session``: no terminal, so the ssh
@@ -544,6 +582,7 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
         device: ``cpu``, ``cuda`` or ``cuda:N`` for this run, ``None`` for the experiment's.
         past_limit: pass ``--past-limit`` on (D1).
         continue_on_reject: pass ``--continue-on-reject`` on (D3).
+        resume: pass ``--resume`` on.
 
     Returns:
         0 once the background run has started.
@@ -576,7 +615,8 @@ def run_detached(session: Session, experiment_id: str, device: str | None = None
            "run", session.name, "--experiment", experiment_id, "--headless"]
     if device:
         cmd += ["--device", device]
-    cmd += ["--past-limit"] * past_limit + ["--continue-on-reject"] * continue_on_reject
+    cmd += (["--past-limit"] * past_limit + ["--continue-on-reject"] * continue_on_reject
+            + ["--resume"] * resume)
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
                                 start_new_session=True, close_fds=True)

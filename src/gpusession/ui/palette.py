@@ -22,6 +22,8 @@ ACTIONS: tuple[tuple[str, str, str, str | None], ...] = (
     ("Run experiment", "r on the run pane: start the current experiment", "run", "start"),
     ("Run anyway, past a rejected first result or the session limit",
      "R on the run pane: asks y/n, then runs the whole batch even after the limit", "run", "start_anyway"),
+    ("Resume experiment where it stopped",
+     "u on the run pane: the runs of its schedule not measured yet, in order", "run", "resume"),
     ("Cancel run at the next run boundary", "c on the run pane: the run in flight ends, the rest is skipped", "run", "cancel"),
     ("Pick experiment", "e on the run pane", "run", "pick"),
     ("Define experiment", "d on the run pane: one varied parameter", "run", "define"),

@@ -11,7 +11,7 @@ both facts come from the journal's typed records, read here once. Who calls it:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpusession.core.events.base import Event
 from gpusession.core.events.records import (
@@ -141,8 +141,9 @@ class Attempt:
     Attributes:
         number: 1 for the experiment's first ``experiment_started``, 2 for the next…
         keys: the run keys it scheduled or ran (``exp:phase:variant:index``, loads included).
-        words: ``"2 of 18 runs done, the run was cancelled"`` when it left scheduled runs,
-            ``None`` when it ran all (or still runs).
+        words: ``"2 of 18 runs done, the run was cancelled"`` when it left scheduled runs
+            (``"…; resumed by attempt 3"`` when a later ``run --resume`` continued its
+            schedule), ``None`` when it ran all (or still runs).
         left: the ``(variant, phase)`` groups it scheduled and did not finish.
     """
 
@@ -178,8 +179,23 @@ def attempts(records: Sequence[Event]) -> dict[str, list[Attempt]]:
                      and r.experiment_id == exp_id and r.run_key}
             left = _attempt_words(records, exp_id, start, stop)
             found.append(Attempt(n, frozenset(keys), *(left or (None, frozenset()))))
-        out[exp_id] = found
+        out[exp_id] = _with_resumes(found, [records[i] for i in starts])
     return out
+
+
+def _with_resumes(found: list[Attempt], heads: Sequence[Event]) -> list[Attempt]:
+    """An attempt a later one resumed (``run --resume``) says so after its own words (D5).
+
+    Its words stay its own ("7 of 18 runs done, the run did not finish"); the resume is
+    added, never put in their place: ``"…; resumed by attempt 2"``.
+    """
+    by: dict[int, list[int]] = {}
+    for a, head in zip(found, heads, strict=True):
+        resumes = getattr(head, "resumes", None)
+        if isinstance(resumes, int):
+            by.setdefault(resumes, []).append(a.number)
+    return [replace(a, words=a.words + "; resumed by attempt " + ", ".join(map(str, by[a.number])))
+            if a.words is not None and a.number in by else a for a in found]
 
 
 def journal_facts(records: Sequence[Event]) -> JournalFacts:

@@ -25,7 +25,15 @@ class Record(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentStartedRecord(Record):
-    """An invocation of an experiment started, with its drawn order (R5)."""
+    """An invocation of an experiment started, with its drawn order (R5).
+
+    Attributes:
+        runs: the run keys it schedules, in order (``"warm:batch-4:2"``).
+        resumes: for ``run --resume``, the number of the attempt whose stored schedule it
+            continues (1 = the experiment's first ``experiment_started``); its ``runs``
+            are then that schedule's runs left unmeasured. ``None`` for a plain run.
+        message: what a resume does, in words; ``None`` for a plain run.
+    """
 
     EVENT: ClassVar[str] = "experiment_started"
     experiment_id: str | None = None
@@ -33,6 +41,8 @@ class ExperimentStartedRecord(Record):
     runs: list[str] = field(default_factory=list)
     concurrent_load: str | None = None
     device_override: str | None = None
+    resumes: int | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -207,12 +207,14 @@ def _say_unreadable(session: Recoverable, read: JournalRead) -> list[str]:
 def _open_runs(records: list[Event], cut_start: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Runs (and loads) started and never ended: ``{run key → where and when it started}``."""
     open_runs: dict[str, dict[str, Any]] = {}
+    starts: dict[str, int] = {}  # a run measured again (run --resume) starts twice
     for rec in records:
         if isinstance(rec, (RunStartedRecord, LoadStartedRecord)):  # a load is timed too
             if rec.run_key:
+                starts[rec.run_key] = starts.get(rec.run_key, 0) + 1
                 open_runs[rec.run_key] = {
                     "at": rec.at, "experiment_id": rec.experiment_id, "variant_id": rec.variant_id,
-                    "phase": rec.phase, "run_index": rec.run_index,
+                    "phase": rec.phase, "run_index": rec.run_index, "starts": starts[rec.run_key],
                 }
         elif isinstance(rec, (RunFinishedRecord, LoadFinishedRecord, RunRecoveredRecord)):
             if rec.run_key:
@@ -223,15 +225,19 @@ def _open_runs(records: list[Event], cut_start: dict[str, Any] | None) -> dict[s
 
 
 def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
-                 in_csv: set[tuple[Any, ...]]) -> str:
+                 in_csv: dict[tuple[Any, ...], int]) -> str:
     """Record the run ``key`` lost in flight: its incident row, unless its row was written (R7, S7).
+
+    ``in_csv`` counts the rows of each run: a run started ``n`` times (measured again
+    by ``run --resume`` after an earlier start was cut) has its row when it has ``n``.
 
     Returns:
         The sentence said for it.
     """
     run = (str(started.get("experiment_id")), str(started.get("phase")),
            str(started.get("variant_id")), started.get("run_index"))
-    if run in in_csv:  # its row was written; only the journal's end of it was lost
+    # its row was written; only the journal's end of it was lost
+    if in_csv.get(run, 0) >= int(started.get("starts") or 1):
         note = ("run in flight when gpusession stopped; its row was written before the "
                 "stop, so it is kept as measured and no incident row is added")
         session.journal(RunRecoveredRecord(run_key=key, message=note))
@@ -294,7 +300,7 @@ def recover_locked(session: Recoverable) -> list[str]:
     killed = (session.folder / journal.RUN_LOCK).exists()  # a stale lock: no `finally` ran
     records = read.records
     open_runs = _open_runs(records, cut_start)
-    in_csv = session.results.run_keys() if open_runs else set()
+    in_csv = session.results.run_key_counts() if open_runs else {}
     for key, started in open_runs.items():
         incidents.append(_recover_run(session, key, started, in_csv))
     for exp_id, msg in unfinished_invocations(records, killed=killed):

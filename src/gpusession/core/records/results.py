@@ -507,25 +507,31 @@ class ResultsFile:
         return [ResultRow(**d) for d in self.read().iter_rows(named=True)]
 
     def run_keys(self) -> set[tuple[str, str, str, int]]:
-        """The run of every row: ``(experiment_id, phase, variant_id, run_index)`` (S7).
+        """The run of every row: ``(experiment_id, phase, variant_id, run_index)`` (S7)."""
+        return set(self.run_key_counts())
 
-        What crash recovery checks before it writes an incident row, so that a run is in
-        the file exactly once. Read with the csv module, tolerant: a row
-        without the four cells (or a cut last line) names no run; nothing raises on a
-        file that :meth:`read` would refuse for another reason.
+    def run_key_counts(self) -> dict[tuple[str, str, str, int], int]:
+        """How many rows each run has: ``{(experiment_id, phase, variant_id, run_index) → rows}`` (S7).
+
+        What crash recovery checks before it writes an incident row, so that each start
+        of a run is in the file exactly once (a run measured again by ``run --resume``
+        has the row of its cut start and the row of its new one). Read with the csv
+        module, tolerant: a row without the four cells (or a cut last line) names no
+        run; nothing raises on a file that :meth:`read` would refuse for another reason.
         """
         if not self.exists():
-            return set()
+            return {}
         text = self.path.read_bytes().decode("utf-8", errors="replace").lstrip("\ufeff")
         idx = [COLUMNS.index(c) for c in ("experiment_id", "phase", "variant_id", "run_index")]
-        keys: set[tuple[str, str, str, int]] = set()
+        keys: dict[tuple[str, str, str, int], int] = {}
         try:
             for i, rec in enumerate(csv.reader(io.StringIO(text, newline=""))):
                 if i == 0 or len(rec) != len(COLUMNS):
                     continue
                 exp, phase, variant, index = (rec[j] for j in idx)
                 if index.isascii() and index.isdigit():
-                    keys.add((exp, phase, variant, int(index)))
+                    key = (exp, phase, variant, int(index))
+                    keys[key] = keys.get(key, 0) + 1
         except csv.Error:
             pass  # keys read so far stand; the rest of the file is refused by read()
         return keys

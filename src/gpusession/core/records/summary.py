@@ -425,6 +425,7 @@ def _grouped(frame: pl.DataFrame, attempts: Mapping[str, int],
 
     from gpusession.core.records.results import elapsed_statistics
 
+    frame = measured_again_dropped(frame)
     cells = list(frame.select("experiment_id", "phase", "variant_id", "run_index").iter_rows(named=True))
     keys = [_key_of(r) for r in cells]
     frame = frame.with_columns(
@@ -448,6 +449,27 @@ def _grouped(frame: pl.DataFrame, attempts: Mapping[str, int],
             *_verdict_aggregates(),
         )
     )
+
+
+def measured_again_dropped(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without the unmeasured rows of runs that were measured again (R7, S7).
+
+    ``run --resume`` measures again a run whose row says it was cut short (its incident
+    row stays in the CSV): the run is one of the schedule, counted once, by its measured
+    row. A cold or warm row without ``elapsed_seconds`` is left out when a row of the
+    same (experiment, phase, variant, run index) has one; every other row stays.
+    """
+    import polars as pl
+
+    slot = ["experiment_id", "phase", "variant_id", "run_index"]
+    timed = pl.col("phase").is_in(["cold", "warm"])
+    done = (frame.filter(timed & pl.col("elapsed_seconds").is_not_null())
+            .select(slot).unique().with_columns(pl.lit(True).alias("_measured")))
+    if done.height == 0:
+        return frame
+    marked = frame.with_row_index("_order").join(done, on=slot, how="left", nulls_equal=True)
+    keep = ~(timed & pl.col("elapsed_seconds").is_null() & pl.col("_measured").fill_null(False))
+    return marked.filter(keep).sort("_order").drop("_order", "_measured")
 
 
 def _summary_row(r: Mapping[str, Any], unfinished: Mapping[str, str] | None,

@@ -35,6 +35,7 @@ from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds_range
 from gpusession.core.folder.journal import RunProgress, run_progress
+from gpusession.core.folder.resume import session_resume_plan
 from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
@@ -241,7 +242,7 @@ def define_form(result: dict[str, str]) -> DefineForm:
 
 
 class RunPane(Vertical):
-    """Pane 2: experiments and runs; keys: r start, c cancel, e pick, d define, v derive, s view."""
+    """Pane 2: experiments and runs; keys: r start, u resume, c cancel, e pick, d define, v derive, s view."""
 
     BINDINGS = [
         # short words: the footer must fit 80 columns (the status line says more)
@@ -250,6 +251,9 @@ class RunPane(Vertical):
         # one confirm line (not in the footer: it must fit 80 columns)
         Binding("R", "start_anyway", "Run anyway", id="run.start_anyway", show=False,
                 tooltip="Start past a rejected first result and the session limit (asks first)"),
+        # not in the footer (80 columns): the palette says it
+        Binding("u", "resume", "Resume", id="run.resume", show=False,
+                tooltip="Resume the current experiment at the next run of its schedule not measured"),
         Binding("c", "cancel", "Cancel", id="run.cancel", tooltip="Cancel at the next run boundary"),
         Binding("e", "pick", "Pick", id="run.pick", tooltip="Pick an experiment"),
         Binding("d", "define", "Define", id="run.define", tooltip="Define an experiment"),
@@ -588,7 +592,28 @@ class RunPane(Vertical):
 
         self.app.push_screen(ConfirmModal(self.ANYWAY_QUESTION), answered)
 
-    def action_start(self, anyway: bool = False) -> None:
+    def action_resume(self) -> None:
+        """Start the runs of the current experiment's schedule that have no measured row.
+
+        Nothing missing, or an experiment that never ran: said, nothing starts.
+        """
+        if self.running:
+            self.notify("a run is already in progress", title="run")
+            return
+        if self.experiment_id is None:
+            self.notify("define an experiment first (d)", title="run")
+            return
+        try:
+            plan = session_resume_plan(self.ctx.session, self.experiment_id)
+        except BadInput as exc:  # never ran, or an unreadable CSV: said, nothing starts
+            self.notify(printable(f"{error_words(exc)} (here: r)"), title="run")
+            return
+        if not plan.missing:
+            self.notify(plan.nothing_words(), title="run")
+            return
+        self.action_start(resume=True)
+
+    def action_start(self, anyway: bool = False, resume: bool = False) -> None:
         if self.running:
             self.notify("a run is already in progress", title="run")
             return
@@ -610,9 +635,9 @@ class RunPane(Vertical):
         self.query_one("#run-rows", DataTable).clear()
         self.show_view("run-rows")
         self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
-        self._setup_variant_bars()
+        self._setup_variant_bars(resume)
         self._status()
-        self._run_worker(self.experiment_id, self.cancel_event, anyway)
+        self._run_worker(self.experiment_id, self.cancel_event, anyway, resume)
 
     def action_cancel(self) -> None:
         if self.running and not self.cancel_event.is_set():
@@ -620,7 +645,7 @@ class RunPane(Vertical):
             self.last_outcome = "cancel requested"
             self._status("Cancel requested — the run stops at the next run boundary.")
 
-    def _setup_variant_bars(self) -> None:
+    def _setup_variant_bars(self, resume: bool = False) -> None:
         box = self.query_one("#run-variants", Vertical)
         box.remove_children()
         self.expected = {}
@@ -628,7 +653,9 @@ class RunPane(Vertical):
 
         exp = self.current_experiment()
         if exp is not None:
-            for r in plan.schedule(exp):  # a loaded experiment is valid: nothing to catch
+            # a loaded experiment is valid, and a resume's plan was read just before
+            runs = session_resume_plan(self.ctx.session, exp.id).missing if resume else plan.schedule(exp)
+            for r in runs:
                 self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
         for vid, total in self.expected.items():
             box.mount(
@@ -640,7 +667,8 @@ class RunPane(Vertical):
             )
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False) -> None:
+    def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False,
+                    resume: bool = False) -> None:
         from gpusession.core.events import (
             IncidentReported,
             Progress,
@@ -665,6 +693,8 @@ class RunPane(Vertical):
             factory = self.ctx.runner_factory or _default_runner
             # D1, D3: both stops off only when asked (a test's factory takes the four arguments)
             off = {"past_limit": True, "continue_on_reject": True} if anyway else {}
+            if resume:  # the stored schedule's runs not measured yet
+                off["resume"] = True
             runner = factory(self.ctx.session, experiment_id, on_event, cancel, **off)
             if not anyway:  # D1: refused before anything runs once the limit has passed
                 from gpusession.bench.stops import refuse_past_limit
@@ -905,8 +935,9 @@ def _safe(vid: Any) -> str:
 
 
 def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event, *,
-                    past_limit: bool = False, continue_on_reject: bool = False) -> Any:
+                    past_limit: bool = False, continue_on_reject: bool = False,
+                    resume: bool = False) -> Any:
     from gpusession.bench.runner import Runner
 
     return Runner(session, experiment_id, on_event=on_event, cancel=cancel, past_limit=past_limit,
-                  continue_on_reject=continue_on_reject)
+                  continue_on_reject=continue_on_reject, resume=resume)
