@@ -269,6 +269,28 @@ def _read_migs(nvml: Any, handle: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+def _memory_info(nvml: Any, handle: Any) -> tuple[int, int]:
+    """``(total_bytes, used_bytes)`` of one GPU or MIG instance, by NVML's v2 call first.
+
+    Why v2: on R510+ drivers v1's "used" includes the memory the driver reserves, so an
+    idle GPU does not read as idle and disagrees with ``nvidia-smi``; v2 keeps that apart
+    (``reserved``). Bindings without ``nvmlMemory_v2`` (or without its ``version``
+    argument) and drivers without ``nvmlDeviceGetMemoryInfo_v2`` are read with v1.
+
+    Raises:
+        what v1 raises (an NVML error, ``TypeError``/``ValueError`` for odd figures).
+    """
+    version = getattr(nvml, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            mem = nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+            return int(mem.total), int(mem.used)
+        except (*_nvml_errors(nvml), TypeError, ValueError):
+            pass  # old bindings (no ``version``) or a driver without v2: v1 below
+    mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+    return int(mem.total), int(mem.used)
+
+
 def _read_gpu(nvml: Any, i: int) -> GpuReading:
     """Every reading of GPU ``i``, each failing alone (H-18); never raises NVML errors."""
     errors_or_odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
@@ -293,8 +315,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
     except errors_or_odd as exc:
         unread.append(("name", _nvml_error_text(exc)))
     try:
-        mem = nvml.nvmlDeviceGetMemoryInfo(handle)
-        total, used = int(mem.total), int(mem.used)
+        total, used = _memory_info(nvml, handle)
     except errors_or_odd as exc:  # "Not Supported" on some GPUs and vGPUs (H-18)
         total = used = None
         unread.append(("memory", _nvml_error_text(exc)))
@@ -344,8 +365,39 @@ def _not_installed(exc: BaseException) -> NvmlSnapshot:
     return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
 
 
+#: NVML_ERROR_LIB_RM_VERSION_MISMATCH: the library is not the loaded kernel driver's.
+LIB_RM_VERSION_MISMATCH = 18
+
+
+def _is_mismatch(exc: BaseException) -> bool:
+    return (getattr(exc, "value", None) == LIB_RM_VERSION_MISMATCH
+            or type(exc).__name__ == "NVMLError_LibRmVersionMismatch")
+
+
+def init_failure_words(exc: BaseException) -> str:
+    """Why ``nvmlInit`` failed, in words (H-07): no driver, or a driver/library mismatch.
+
+    Why: a driver updated without a reboot (or a container's ``libnvidia-ml`` that is
+    not the host driver's) fails with "RM has detected an NVML/RM version mismatch";
+    saying "no NVIDIA driver found" then sends the renter to the wrong fix.
+
+    Args:
+        exc: what ``nvmlInit`` raised (pynvml's ``NVMLError_LibRmVersionMismatch``, or
+            any ``NVMLError`` with ``value`` 18).
+
+    Returns:
+        e.g. ``"NVIDIA driver/library version mismatch (NVML: …): …"`` or
+        ``"no NVIDIA driver found (NVML: Driver Not Loaded)"``.
+    """
+    text = _nvml_error_text(exc)
+    if _is_mismatch(exc):
+        return (f"NVIDIA driver/library version mismatch (NVML: {text}): the driver was updated "
+                "without a reboot, or this container's NVML library is not the host driver's")
+    return f"no NVIDIA driver found (NVML: {text})"
+
+
 def _no_driver(exc: BaseException) -> NvmlSnapshot:
-    return NvmlSnapshot(False, f"no NVIDIA driver found (NVML: {_nvml_error_text(exc)})", None, ())
+    return NvmlSnapshot(False, init_failure_words(exc), None, ())
 
 
 def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
@@ -573,7 +625,8 @@ def read_clock_state(index: int | None, nvml: Any | None = None, *,
     try:
         lib.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
-        return ClockReading(None, None, reason=f"NVML could not start ({type(exc).__name__}: {exc})")
+        said = init_failure_words(exc) if _is_mismatch(exc) else f"{type(exc).__name__}: {exc}"
+        return ClockReading(None, None, reason=f"NVML could not start ({said})")
     problems: list[str] = []
     try:
         handle, found_by = _gpu_handle(lib, index, uuid, problems)
@@ -624,6 +677,7 @@ __all__ = [
     "NvmlSession",
     "NvmlSnapshot",
     "decode_nvml_str",
+    "init_failure_words",
     "read_clock_state",
     "read_clocks",
     "read_nvml",
