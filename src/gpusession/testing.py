@@ -54,6 +54,14 @@ class FakeMig:
     uuid: str
     processes: list[tuple[int, int]] = field(default_factory=list)
     errors: dict[str, BaseException] = field(default_factory=dict)
+    total_bytes: int = 18 * GIB
+    used_bytes: int = 1 * GIB
+    reserved_bytes: int = 0
+
+    def check(self, reading: str) -> None:
+        """Raise what NVML raises for ``reading`` on this instance, if anything."""
+        if reading in self.errors:
+            raise self.errors[reading]
 
 
 @dataclass
@@ -66,7 +74,8 @@ class FakeGpu:
     ``{"memory": NVMLError_NotSupported()}`` (H-18). ``migs``: MIG instances.
     ``throttle_reasons``: NVML's clock event reason bits; ``power_mw``: milliwatts.
     ``reserved_bytes``: memory the driver reserves (R510+): v1's "used" includes it,
-    v2's does not.
+    v2's does not. ``mig_memory_refused``: with ``migs``, the whole GPU's memory is
+    refused (``NoPermission``), as NVML does for an unprivileged caller.
     """
 
     name: str = "NVIDIA RTX A5000"
@@ -82,6 +91,7 @@ class FakeGpu:
     power_mw: int = 68_500
     errors: dict[str, BaseException] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
+    mig_memory_refused: bool = True
 
     def check(self, reading: str) -> None:
         """Raise what NVML raises for ``reading`` on this GPU, if anything."""
@@ -168,8 +178,10 @@ class FakeNvml:
         h.check("name")
         return self._s(h.name)
 
-    def nvmlDeviceGetMemoryInfo(self, h: FakeGpu, version: int | None = None) -> Any:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, h: FakeGpu | FakeMig, version: int | None = None) -> Any:  # noqa: N802
         h.check("memory")
+        if isinstance(h, FakeGpu) and h.migs and h.mig_memory_refused:
+            raise NVMLError_NoPermission()  # the whole GPU's memory, MIG on, unprivileged
         free = h.total_bytes - h.used_bytes - h.reserved_bytes
         if not version:  # v1: "used" includes what the driver reserves
             return SimpleNamespace(total=h.total_bytes, used=h.used_bytes + h.reserved_bytes, free=free)

@@ -63,6 +63,26 @@ class GpuProcess:
         return f"pid {self.pid} {self.name or '(name unknown)'}"
 
 
+@dataclass(frozen=True)
+class MigReading:
+    """One MIG instance's memory, read on the instance's own handle.
+
+    Why its own handle: NVML refuses the parent GPU's memory to an unprivileged caller
+    when MIG is on, and the parent's figures are not the instance's anyway.
+
+    Attributes:
+        uuid: ``"MIG-…"`` as NVML writes it.
+        memory_total_bytes, memory_used_bytes: the instance's memory in bytes; ``None``
+            when NVML could not read it (then ``reason`` says why), never 0.
+        reason: NVML's words when the memory is unread, else ``None``.
+    """
+
+    uuid: str
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+    reason: str | None = None
+
+
 #: The names of the per-GPU readings, as used in :attr:`GpuReading.unread`.
 GPU_READINGS = ("handle", "uuid", "name", "memory", "processes", "mig", "utilization", "sm_clock")
 
@@ -102,6 +122,14 @@ class GpuReading:
     utilization_percent: int | None = None
     sm_clock_mhz: int | None = None
     unread: tuple[tuple[str, str], ...] = ()
+    migs: tuple[MigReading, ...] = ()
+
+    def mig(self, uuid: str) -> MigReading | None:
+        """The MIG instance ``uuid`` (``"MIG-…"``, case-insensitive) of this GPU, else ``None``."""
+        for m in self.migs:
+            if m.uuid.lower() == uuid.lower():
+                return m
+        return None
 
     def why_unread(self, reading: str) -> str | None:
         """The reason ``reading`` (one of :data:`GPU_READINGS`) is unknown, else ``None``.
@@ -130,7 +158,12 @@ class GpuReading:
         """
         if self.memory_total_bytes is None or self.memory_used_bytes is None:
             reason = self.why_unread("memory") or self.why_unread("handle") or "not read"
-            return f"memory unknown (NVML: {reason})"
+            said = f"memory unknown (NVML: {reason})"
+            read = [m for m in self.migs if m.memory_used_bytes is not None]
+            if read:  # the instances' own figures, when the whole GPU's are refused
+                said += "; " + ", ".join(f"MIG instance {m.uuid}: {m.memory_used_bytes} of "
+                                         f"{m.memory_total_bytes} bytes used" for m in read)
+            return said
         return f"{self.memory_used_bytes} of {self.memory_total_bytes} bytes used"
 
 
@@ -291,6 +324,15 @@ def _memory_info(nvml: Any, handle: Any) -> tuple[int, int]:
     return int(mem.total), int(mem.used)
 
 
+def _mig_memory(nvml: Any, uuid: str, handle: Any) -> MigReading:
+    """One MIG instance's memory on its own handle; unread with NVML's words on failure."""
+    try:
+        total, used = _memory_info(nvml, handle)
+    except (*_nvml_errors(nvml), TypeError, ValueError) as exc:
+        return MigReading(uuid, None, None, _nvml_error_text(exc))
+    return MigReading(uuid, total, used)
+
+
 def _read_gpu(nvml: Any, i: int) -> GpuReading:
     """Every reading of GPU ``i``, each failing alone (H-18); never raises NVML errors."""
     errors_or_odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
@@ -328,6 +370,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
     except errors_or_odd as exc:
         unread.append(("sm_clock", _nvml_error_text(exc)))
     migs = _read_migs(nvml, handle)
+    mig_readings = tuple(_mig_memory(nvml, u, h) for u, h in migs)
     processes, why = _read_processes(nvml, handle, migs)
     if why is not None:
         unread.append(("processes", why))
@@ -342,6 +385,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
         utilization_percent=util,
         sm_clock_mhz=clock,
         unread=tuple(unread),
+        migs=mig_readings,
     )
 
 
@@ -674,6 +718,7 @@ __all__ = [
     "ClockReading",
     "GpuProcess",
     "GpuReading",
+    "MigReading",
     "NvmlSession",
     "NvmlSnapshot",
     "decode_nvml_str",
