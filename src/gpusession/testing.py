@@ -76,6 +76,9 @@ class FakeGpu:
     ``reserved_bytes``: memory the driver reserves (R510+): v1's "used" includes it,
     v2's does not. ``mig_memory_refused``: with ``migs``, the whole GPU's memory is
     refused (``NoPermission``), as NVML does for an unprivileged caller.
+    ``energy_mj``: the total-energy counter in millijoules (``None``: "Not Supported",
+    as before Volta); a test advances it to stand for a run's draw.
+    ``applications_clock_mhz``: the SM application clock.
     """
 
     name: str = "NVIDIA RTX A5000"
@@ -89,6 +92,8 @@ class FakeGpu:
     throttle_reasons: int = 0x1
     temperature_c: int = 41
     power_mw: int = 68_500
+    energy_mj: int | None = 7_200_000_000
+    applications_clock_mhz: int = 1695
     errors: dict[str, BaseException] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
     mig_memory_refused: bool = True
@@ -209,6 +214,16 @@ class FakeNvml:
     def nvmlDeviceGetPowerUsage(self, h: FakeGpu) -> int:  # noqa: N802
         h.check("power")
         return h.power_mw
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("energy")
+        if h.energy_mj is None:
+            raise NVMLError_NotSupported()
+        return h.energy_mj
+
+    def nvmlDeviceGetApplicationsClock(self, h: FakeGpu, clock_type: int) -> int:  # noqa: N802
+        h.check("app_clock")
+        return h.applications_clock_mhz
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu | FakeMig) -> list[Any]:  # noqa: N802
         if isinstance(h, FakeMig):

@@ -712,15 +712,202 @@ def read_clocks(index: int | None, nvml: Any | None = None, *,
     return read_clock_state(index, nvml, uuid=uuid).as_env()
 
 
+#: Throttle reason bits that slow a run down (power and thermal); idle and settings are not.
+SLOWING_REASONS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+#: NVML's idle bit: a clock below the application clock is then no slowdown.
+IDLE_REASON = 0x1
+#: What a run's notes say where the GPU has no energy counter (before Volta, some vGPUs).
+ENERGY_UNSUPPORTED = "energy not supported by this GPU"
+
+
+@dataclass(frozen=True)
+class RunEnergy:
+    """The energy one measured run drew on every GPU it held, from NVML's counter.
+
+    Attributes:
+        energy_j: joules summed over the GPUs (NVML counts millijoules since the driver
+            loaded, Volta and later); ``None`` when any GPU's counter is unread, never 0.
+        per_gpu_j: ``(uuid or "GPU <index>", joules or None)`` per GPU, in the meter's order.
+        reason: why ``energy_j`` is ``None``, in words; ``None`` when measured.
+    """
+
+    energy_j: float | None
+    per_gpu_j: tuple[tuple[str, float | None], ...] = ()
+    reason: str | None = None
+
+    def words(self) -> str:
+        """``"energy 123.4 J"``, or ``"energy not supported by this GPU (NVML: …)"`` and the like."""
+        if self.energy_j is None:
+            return self.reason or "energy not measured"
+        return f"energy {energy_figure(self.energy_j)} J"
+
+
+def energy_figure(joules: float) -> str:
+    """Joules as the notes write them: one decimal from 10 J, millijoules (3 decimals) below."""
+    return f"{joules:.1f}" if joules >= 10 else f"{joules:.3f}"
+
+
+@dataclass(frozen=True)
+class RunClocks:
+    """How each GPU a run held was clocked when the run ended (R10).
+
+    Attributes:
+        throttled: ``(gpu, words)`` for each GPU slowed at the end of the run (power or
+            thermal reasons active, or the SM clock below the application clock while
+            not idle); empty when none was.
+        unread: ``(gpu, reason)`` for each GPU whose clocks NVML could not give.
+    """
+
+    throttled: tuple[tuple[str, str], ...] = ()
+    unread: tuple[tuple[str, str], ...] = ()
+
+    def words(self) -> str | None:
+        """``"throttled at the end of the run: GPU-…: software power cap"``; ``None`` when not."""
+        if not self.throttled:
+            return None
+        return "throttled at the end of the run: " + "; ".join(f"{g}: {w}" for g, w in self.throttled)
+
+
+def _throttle_of(lib: Any, handle: Any) -> str | None:
+    """The slowdown of one GPU now in words, ``None`` when it runs unslowed.
+
+    Raises:
+        what NVML raises for the reasons or the SM clock.
+    """
+    get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or lib.nvmlDeviceGetCurrentClocksThrottleReasons)
+    bits = int(get(handle))
+    said = [throttle_words(bits & SLOWING_REASONS)] if bits & SLOWING_REASONS else []
+    sm_type = getattr(lib, "NVML_CLOCK_SM", 1)
+    sm = int(lib.nvmlDeviceGetClockInfo(handle, sm_type))
+    try:
+        app: int | None = int(lib.nvmlDeviceGetApplicationsClock(handle, sm_type))
+    except Exception:  # noqa: BLE001 - no application clock here (NotSupported, old bindings): reasons only
+        app = None
+    if app and sm < app and not bits & IDLE_REASON:
+        said.append(f"SM clock {sm} MHz below the application clock {app} MHz")
+    return ", ".join(said) or None
+
+
+class RunMeter:
+    """NVML kept open over a worker's measured runs: energy and clocks at each boundary.
+
+    Why: a run's energy is the difference of NVML's total-energy counter (millijoules)
+    read right before and right after it, on every GPU it held, and its clocks at its
+    end say whether it was throttled. Both are read outside the timed region, by the
+    worker, between :class:`gpusession.bench.timing.SyncTimer` intervals. NVML opens at
+    the first reading and :meth:`close` shuts it once. Never raises.
+
+    Args:
+        gpus: ``(nvml_index, uuid)`` of each GPU the workload held; the UUID (``GPU-…``)
+            is looked up first (H-05), the index when it is not found.
+        nvml: a pynvml-like module (``nvmlDeviceGetTotalEnergyConsumption``,
+            ``nvmlDeviceGetClockInfo``, the reasons, optional
+            ``nvmlDeviceGetApplicationsClock``); default ``pynvml``.
+    """
+
+    def __init__(self, gpus: list[tuple[int | None, str | None]], nvml: Any | None = None) -> None:
+        """Nothing is opened yet: NVML starts at the first :meth:`start`."""
+        self.gpus = list(gpus)
+        self._nvml = nvml
+        self._handles: list[tuple[str, Any]] | None = None
+        self._why: str | None = None
+
+    def _open(self) -> list[tuple[str, Any]]:
+        if self._handles is not None:
+            return self._handles
+        self._handles = []
+        if self._nvml is None:
+            try:
+                self._nvml = _import_pynvml()
+            except (ImportError, OSError) as exc:
+                self._why = f"energy not measured: NVML bindings not installed ({exc})"
+                return self._handles
+        try:
+            self._nvml.nvmlInit()
+        except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
+            self._why = f"energy not measured: NVML could not start ({init_failure_words(exc)})"
+            self._nvml = None
+            return self._handles
+        for index, uuid in self.gpus:
+            problems: list[str] = []
+            handle, _by = _gpu_handle(self._nvml, index, uuid, problems)
+            self._handles.append((uuid or f"GPU {index}", handle))
+        return self._handles
+
+    def start(self) -> tuple[int | str, ...]:
+        """Each GPU's energy counter now: millijoules, or why it is unread (words)."""
+        out: list[int | str] = []
+        for _name, handle in self._open():
+            if handle is None:
+                out.append("energy not measured: NVML has no handle for this GPU")
+                continue
+            try:
+                out.append(int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
+            except Exception as exc:  # noqa: BLE001 - NotSupported before Volta, FunctionNotFound: said
+                text = _nvml_error_text(exc)
+                out.append(f"{ENERGY_UNSUPPORTED} (NVML: {text})" if "Not Supported" in text
+                           or "Function Not Found" in text else f"energy not measured (NVML: {text})")
+        return tuple(out)
+
+    def stop(self, before: tuple[int | str, ...]) -> tuple[RunEnergy, RunClocks]:
+        """The run's energy since ``before`` (:meth:`start`) and each GPU's clocks now."""
+        after = self.start()
+        if not self._handles:
+            return RunEnergy(None, (), self._why or "energy not measured: no GPU to read"), RunClocks()
+        per: list[tuple[str, float | None]] = []
+        reasons: list[str] = []
+        for (name, _h), b, a in zip(self._handles, before, after, strict=False):
+            if isinstance(b, int) and isinstance(a, int) and a >= b:
+                per.append((name, (a - b) / 1000))
+                continue
+            per.append((name, None))
+            why = b if isinstance(b, str) else a if isinstance(a, str) else "energy not measured: the counter went back"
+            reasons.append(why)
+        total = None if reasons else sum(j for _n, j in per if j is not None)
+        reason = None if not reasons else "; ".join(dict.fromkeys(reasons))
+        return RunEnergy(total, tuple(per), reason), self._clocks()
+
+    def _clocks(self) -> RunClocks:
+        throttled: list[tuple[str, str]] = []
+        unread: list[tuple[str, str]] = []
+        for name, handle in self._handles or ():
+            if handle is None:
+                continue
+            try:
+                words = _throttle_of(self._nvml, handle)
+            except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission: unread, with the reason
+                unread.append((name, _nvml_error_text(exc)))
+                continue
+            if words:
+                throttled.append((name, words))
+        return RunClocks(tuple(throttled), tuple(unread))
+
+    def close(self) -> None:
+        """Shut NVML down if this meter opened it; a later :meth:`start` opens it again."""
+        if self._nvml is not None and self._handles is not None and self._why is None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+                pass
+        self._handles = None
+        self._why = None
+
+
 __all__ = [
     "GPU_READINGS",
     "THROTTLE_REASONS",
+    "ENERGY_UNSUPPORTED",
     "ClockReading",
     "GpuProcess",
     "GpuReading",
     "MigReading",
     "NvmlSession",
     "NvmlSnapshot",
+    "RunClocks",
+    "RunEnergy",
+    "RunMeter",
+    "energy_figure",
     "decode_nvml_str",
     "init_failure_words",
     "read_clock_state",
