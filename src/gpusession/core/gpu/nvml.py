@@ -315,10 +315,11 @@ def _memory_info(nvml: Any, handle: Any) -> tuple[int, int]:
     """
     version = getattr(nvml, "nvmlMemory_v2", None)
     if version is not None:
+        odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
         try:
             mem = nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
             return int(mem.total), int(mem.used)
-        except (*_nvml_errors(nvml), TypeError, ValueError):
+        except odd:
             pass  # old bindings (no ``version``) or a driver without v2: v1 below
     mem = nvml.nvmlDeviceGetMemoryInfo(handle)
     return int(mem.total), int(mem.used)
@@ -326,9 +327,10 @@ def _memory_info(nvml: Any, handle: Any) -> tuple[int, int]:
 
 def _mig_memory(nvml: Any, uuid: str, handle: Any) -> MigReading:
     """One MIG instance's memory on its own handle; unread with NVML's words on failure."""
+    odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
     try:
         total, used = _memory_info(nvml, handle)
-    except (*_nvml_errors(nvml), TypeError, ValueError) as exc:
+    except odd as exc:
         return MigReading(uuid, None, None, _nvml_error_text(exc))
     return MigReading(uuid, total, used)
 
@@ -809,7 +811,7 @@ class RunMeter:
     def __init__(self, gpus: list[tuple[int | None, str | None]], nvml: Any | None = None) -> None:
         """Nothing is opened yet: NVML starts at the first :meth:`start`."""
         self.gpus = list(gpus)
-        self._nvml = nvml
+        self._nvml: Any = nvml
         self._handles: list[tuple[str, Any]] | None = None
         self._why: str | None = None
 
