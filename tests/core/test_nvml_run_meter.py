@@ -66,3 +66,10 @@ def test_r10_an_idle_gpu_below_its_application_clock_is_not_throttled() -> None:
     gpus[0].sm_clock_mhz, gpus[0].applications_clock_mhz = 210, 1980
     meter = RunMeter([(0, "GPU-aaaa")], FakeNvml(gpus))
     assert meter.stop(meter.start())[1].words() is None
+
+
+def test_r10_a_mig_instance_is_never_given_its_whole_gpus_energy() -> None:
+    meter = RunMeter([(0, "MIG-1a2b")], FakeNvml(_gpus()))
+    energy, _clocks = meter.stop(meter.start())
+    assert energy.energy_j is None
+    assert energy.words() == "energy not measured: a MIG instance has no energy counter of its own"

@@ -832,6 +832,10 @@ class RunMeter:
             self._nvml = None
             return self._handles
         for index, uuid in self.gpus:
+            if uuid and uuid.upper().startswith("MIG-"):
+                # the parent's counter is the whole GPU's, other instances' draw included
+                self._handles.append((uuid, None))
+                continue
             problems: list[str] = []
             handle, _by = _gpu_handle(self._nvml, index, uuid, problems)
             self._handles.append((uuid or f"GPU {index}", handle))
@@ -840,9 +844,11 @@ class RunMeter:
     def start(self) -> tuple[int | str, ...]:
         """Each GPU's energy counter now: millijoules, or why it is unread (words)."""
         out: list[int | str] = []
-        for _name, handle in self._open():
+        for name, handle in self._open():
             if handle is None:
-                out.append("energy not measured: NVML has no handle for this GPU")
+                out.append("energy not measured: a MIG instance has no energy counter of its own"
+                           if name.upper().startswith("MIG-") else
+                           "energy not measured: NVML has no handle for this GPU")
                 continue
             try:
                 out.append(int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
