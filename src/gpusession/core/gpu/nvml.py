@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusession.core.gpu.host import in_container, possible_pid, process_name
+from gpusession.core.records.energy import energy_note
 
 
 @dataclass(frozen=True)
@@ -741,12 +742,7 @@ class RunEnergy:
         """``"energy 123.4 J"``, or ``"energy not supported by this GPU (NVML: …)"`` and the like."""
         if self.energy_j is None:
             return self.reason or "energy not measured"
-        return f"energy {energy_figure(self.energy_j)} J"
-
-
-def energy_figure(joules: float) -> str:
-    """Joules as the notes write them: one decimal from 10 J, millijoules (3 decimals) below."""
-    return f"{joules:.1f}" if joules >= 10 else f"{joules:.3f}"
+        return energy_note(self.energy_j)
 
 
 @dataclass(frozen=True)
@@ -915,7 +911,6 @@ __all__ = [
     "RunClocks",
     "RunEnergy",
     "RunMeter",
-    "energy_figure",
     "decode_nvml_str",
     "init_failure_words",
     "read_clock_state",
