@@ -3,8 +3,10 @@
 Who calls it: the memory pane's poller (through :class:`NvmlSession`, NVML kept open for
 the pane's life), the header and checklist probes and the worker (:func:`read_nvml`, one
 reading each), the worker's clock reader (:func:`read_clocks`, right before the runs),
-and :mod:`gpusession.core.gpu.devices` (the snapshot it maps torch devices onto). M5: the
-UI process never creates a CUDA context, so live device figures come from here. Why one
+the worker's run meter (:class:`RunMeter`: energy and clocks at each measured run's
+boundaries, outside the timed region), and :mod:`gpusession.core.gpu.devices` (the
+snapshot it maps torch devices onto). M5: the UI process never creates a CUDA context,
+so live device figures come from here. Why one
 module: every ``nvmlInit`` is paired with its ``nvmlShutdown`` in one place, and a test
 checks no other module calls ``nvmlInit``.
 
