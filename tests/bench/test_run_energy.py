@@ -108,4 +108,15 @@ def test_r10_meter_reads_every_gpu_held_and_a_groups_leader_reads_every_rank() -
     env = {"rank_gpu_uuids": ["GPU-aaaa", "GPU-bbbb"], "rank_hosts": ["h", "h"]}
     assert meter_gpus(env, [("GPU-aaaa", 0)], True) == [(None, "GPU-aaaa"), (None, "GPU-bbbb")]
     assert meter_gpus(env, [("GPU-bbbb", 1)], False) is None  # the leader reads it
-    assert meter_gpus({**env, "rank_hosts": ["h1", "h2"]}, [("GPU-aaaa", 0)], True) is None
+    assert meter_gpus({**env, "rank_hosts": ["h1", "h2"]}, [("GPU-aaaa", 0)], True) == []
+
+
+def test_r10_a_group_on_several_hosts_says_its_energy_is_not_measured() -> None:
+    from gpusession.bench.device import SEVERAL_HOSTS
+
+    fake = FakeNvml([FakeGpu()])
+    meter = RunMeter([], fake, refused=SEVERAL_HOSTS)
+    energy, clocks = meter.stop(meter.start())
+    meter.close()
+    assert (energy.energy_j, energy.words()) == (None, SEVERAL_HOSTS)
+    assert meter.stop(meter.start())[0].words() == SEVERAL_HOSTS and fake.init_calls == 0

@@ -395,14 +395,20 @@ def meter_gpus(env: dict[str, Any], mapped: list[tuple[str | None, int | None]],
     Returns:
         One process: its mapped GPUs, each once. A group's leader: every rank's GPU by
         UUID (NVML sees every GPU of the host, whatever ``CUDA_VISIBLE_DEVICES`` says).
-        ``None`` for the other ranks (the leader reads their GPUs) and for a group on
-        several hosts (one host's NVML cannot read another's GPUs).
+        ``None`` for the other ranks (the leader reads their GPUs); ``[]`` for a group on
+        several hosts (one host's NVML cannot read another's GPUs: said, not measured).
     """
     if leader is None:
         return list(dict.fromkeys((index, uuid) for uuid, index in mapped))
-    if not leader or len(set(env.get("rank_hosts") or ())) > 1:
+    if not leader:
         return None
+    if len(set(env.get("rank_hosts") or ())) > 1:
+        return []
     return [(None, u) for u in dict.fromkeys(env.get("rank_gpu_uuids") or ()) if u]
+
+
+#: What each run of a group on several hosts says instead of its energy.
+SEVERAL_HOSTS = "energy not measured: the group's ranks are on several hosts"
 
 
 def run_meter(dev: TorchDevice, env: dict[str, Any], group: Any = None) -> RunMeter | None:
@@ -416,4 +422,6 @@ def run_meter(dev: TorchDevice, env: dict[str, Any], group: Any = None) -> RunMe
     snap = read_nvml()
     mapped = [physical_gpu(dev.torch, d, snap) for d in env.get("gpus_used") or [dev.device]]
     gpus = meter_gpus(env, mapped, None if group is None else bool(group.is_leader))
-    return RunMeter(gpus) if gpus else None
+    if gpus is None:
+        return None
+    return RunMeter(gpus) if gpus else RunMeter([], refused=SEVERAL_HOSTS)

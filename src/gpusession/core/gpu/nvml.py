@@ -806,12 +806,17 @@ class RunMeter:
             ``nvmlDeviceGetApplicationsClock``); default ``pynvml``.
     """
 
-    def __init__(self, gpus: list[tuple[int | None, str | None]], nvml: Any | None = None) -> None:
-        """Nothing is opened yet: NVML starts at the first :meth:`start`."""
-        self.gpus = list(gpus)
+    def __init__(self, gpus: list[tuple[int | None, str | None]], nvml: Any | None = None, *,
+                 refused: str | None = None) -> None:
+        """Nothing is opened yet: NVML starts at the first :meth:`start`.
+
+        ``refused``: why this meter reads nothing (e.g. a group's ranks on several
+        hosts); each run then says it instead of an energy figure, NVML never opened.
+        """
+        self.gpus = [] if refused else list(gpus)
         self._nvml: Any = nvml
-        self._handles: list[tuple[str, Any]] | None = None
-        self._why: str | None = None
+        self._handles: list[tuple[str, Any]] | None = [] if refused else None
+        self._why: str | None = refused
 
     def _open(self) -> list[tuple[str, Any]]:
         if self._handles is not None:
@@ -896,8 +901,9 @@ class RunMeter:
                 self._nvml.nvmlShutdown()
             except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
                 pass
-        self._handles = None
-        self._why = None
+        if self.gpus:  # a refusing meter stays as it is
+            self._handles = None
+            self._why = None
 
 
 __all__ = [
