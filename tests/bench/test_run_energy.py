@@ -120,3 +120,42 @@ def test_r10_a_group_on_several_hosts_says_its_energy_is_not_measured() -> None:
     meter.close()
     assert (energy.energy_j, energy.words()) == (None, SEVERAL_HOSTS)
     assert meter.stop(meter.start())[0].words() == SEVERAL_HOSTS and fake.init_calls == 0
+
+
+class OneHostGroup:
+    """A leader of two ranks, one GPU each: ``measure`` stands for the barriers and the work."""
+
+    world_size = 2
+    is_leader = True
+
+    def __init__(self, gpus: list[FakeGpu], log: list[str]) -> None:
+        self.gpus, self.log = gpus, log
+
+    def measure(self, timer: Any, work: Any, *, gpu_uuid: Any, on_failure: Any) -> Any:
+        from gpusession.bench.rank_group import RankRun
+
+        self.log.append("barriers and work")
+        self.gpus[0].energy_mj = (self.gpus[0].energy_mj or 0) + 10_000
+        self.gpus[1].energy_mj = (self.gpus[1].energy_mj or 0) + 12_500
+        per_rank = [{"rank": r, "world_size": 2, "device": f"cuda:{r}", "gpu_uuid": g.uuid, "ok": True,
+                     "elapsed_s": 0.1} for r, g in enumerate(self.gpus)]
+        return RankRun(0.1, per_rank, result=["a"])
+
+    def gather_to_first(self, labels: list[str]) -> list[str]:
+        return labels * 3
+
+
+def test_r10_a_groups_leader_reads_every_ranks_gpu_and_ranks_csv_keeps_each(tmp_path: Path) -> None:
+    from gpusession.core.records.ranks import read_rank_rows
+
+    log: list[str] = []
+    gpus = [FakeGpu(uuid="GPU-aaaa", energy_mj=0), FakeGpu(uuid="GPU-bbbb", energy_mj=0)]
+    w = _work(tmp_path, gpus[0], log)
+    w.group = OneHostGroup(gpus, log)
+    w.meter = RunMeter([(None, "GPU-aaaa"), (None, "GPU-bbbb")], LoggingNvml(gpus, log))
+    w.spec["worker"] = "warm"
+    fields = _run(w, tmp_path)
+    assert log[:3] == ["energy read", "energy read", "barriers and work"]
+    assert fields["energy_j"] == 22.5 and fields["energy_words"] == "energy 22.5 J"
+    rows = read_rank_rows(tmp_path / "runs" / "exp" / "ranks.csv")
+    assert [(r["gpu_uuid"], r["energy_j"]) for r in rows] == [("GPU-aaaa", 10.0), ("GPU-bbbb", 12.5)]
