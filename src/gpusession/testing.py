@@ -19,7 +19,14 @@ from typing import Any
 
 # nvidia-ml-py is a dependency: the fake raises pynvml's own error classes, so the reader
 # meets them as it does on a real machine.
-from pynvml import NVMLError, NVMLError_NoPermission, NVMLError_NotFound, NVMLError_NotSupported
+from pynvml import (
+    NVMLError,
+    NVMLError_FunctionNotFound,
+    NVMLError_NoPermission,
+    NVMLError_NotFound,
+    NVMLError_NotSupported,
+    nvmlMemory_v2,
+)
 
 from gpusession.core.records.outcome import RunOutcome
 
@@ -47,6 +54,14 @@ class FakeMig:
     uuid: str
     processes: list[tuple[int, int]] = field(default_factory=list)
     errors: dict[str, BaseException] = field(default_factory=dict)
+    total_bytes: int = 18 * GIB
+    used_bytes: int = 1 * GIB
+    reserved_bytes: int = 0
+
+    def check(self, reading: str) -> None:
+        """Raise what NVML raises for ``reading`` on this instance, if anything."""
+        if reading in self.errors:
+            raise self.errors[reading]
 
 
 @dataclass
@@ -58,18 +73,27 @@ class FakeGpu:
     ``"power"``) to the exception NVML raises for it, e.g.
     ``{"memory": NVMLError_NotSupported()}`` (H-18). ``migs``: MIG instances.
     ``throttle_reasons``: NVML's clock event reason bits; ``power_mw``: milliwatts.
+    ``reserved_bytes``: memory the driver reserves (R510+): v1's "used" includes it,
+    v2's does not. ``mig_memory_refused``: with ``migs``, the whole GPU's memory is
+    refused (``NoPermission``), as NVML does for an unprivileged caller.
+    ``energy_mj``: the total-energy counter in millijoules (``None``: "Not Supported",
+    as before Volta); a test advances it to stand for a run's draw.
+    ``applications_clock_mhz``: the SM application clock.
     """
 
     name: str = "NVIDIA RTX A5000"
     uuid: str = "GPU-5f1c0a2e-0000-4000-8000-00000000a500"
     total_bytes: int = 24 * GIB
     used_bytes: int = 3 * GIB
+    reserved_bytes: int = 0
     processes: list[tuple[int, int]] = field(default_factory=lambda: [(4_194_000, 2 * GIB)])  # a PID that can exist, held by no process here
     utilization_percent: int = 0
     sm_clock_mhz: int = 1695
     throttle_reasons: int = 0x1
     temperature_c: int = 41
     power_mw: int = 68_500
+    energy_mj: int | None = 7_200_000_000
+    applications_clock_mhz: int = 1695
     errors: dict[str, BaseException] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
     #: The board (host check): PCIe link now and at most, power limit in mW, ECC, MIG mode;
@@ -82,6 +106,7 @@ class FakeGpu:
     power_limit_mw: int = 230_000
     ecc_on: bool = False
     mig_on: bool = False
+    mig_memory_refused: bool = True
 
     def check(self, reading: str) -> None:
         """Raise what NVML raises for ``reading`` on this GPU, if anything."""
@@ -97,8 +122,11 @@ class FakeNvml:
 
     Args:
         gpus: the fake devices; empty for a driver with no GPU.
-        fail: when given, ``nvmlInit`` raises with this text (no driver, H-07).
+        fail: when given, ``nvmlInit`` raises with this text (no driver, H-07), or
+            raises this exception (e.g. ``NVMLError(18)``: a driver/library mismatch).
         driver: the driver version string (returned as ``bytes`` when ``as_bytes``, H-06).
+        memory_v2: the driver has ``nvmlDeviceGetMemoryInfo_v2``; ``False``: calling it
+            raises ``NVMLError_FunctionNotFound`` as an old driver does.
     """
 
     NVMLError = NVMLError
@@ -106,19 +134,22 @@ class FakeNvml:
     NVMLError_NoPermission = NVMLError_NoPermission
     NVML_CLOCK_SM = 1
     NVML_TEMPERATURE_GPU = 0
+    nvmlMemory_v2 = nvmlMemory_v2
 
     def __init__(
         self,
         gpus: list[FakeGpu] | None = None,
         *,
-        fail: str | None = None,
+        fail: str | bool | BaseException | None = None,
         driver: str = "535.104.05",
         as_bytes: bool = False,
+        memory_v2: bool = True,
     ) -> None:
         self.gpus = [FakeGpu()] if gpus is None else gpus
         self.fail = fail
         self.driver = driver
         self.as_bytes = as_bytes
+        self.memory_v2 = memory_v2
         self.init_calls = 0
         self.shutdown_calls = 0
 
@@ -127,6 +158,8 @@ class FakeNvml:
 
     def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
         self.init_calls += 1
+        if isinstance(self.fail, BaseException):
+            raise self.fail
         if self.fail:
             raise RuntimeError(self.fail)
 
@@ -160,9 +193,17 @@ class FakeNvml:
         h.check("name")
         return self._s(h.name)
 
-    def nvmlDeviceGetMemoryInfo(self, h: FakeGpu) -> Any:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, h: FakeGpu | FakeMig, version: int | None = None) -> Any:  # noqa: N802
         h.check("memory")
-        return SimpleNamespace(total=h.total_bytes, used=h.used_bytes, free=h.total_bytes - h.used_bytes)
+        if isinstance(h, FakeGpu) and h.migs and h.mig_memory_refused:
+            raise NVMLError_NoPermission()  # the whole GPU's memory, MIG on, unprivileged
+        free = h.total_bytes - h.used_bytes - h.reserved_bytes
+        if not version:  # v1: "used" includes what the driver reserves
+            return SimpleNamespace(total=h.total_bytes, used=h.used_bytes + h.reserved_bytes, free=free)
+        if not self.memory_v2:
+            raise NVMLError_FunctionNotFound()
+        return SimpleNamespace(version=version, total=h.total_bytes, reserved=h.reserved_bytes,
+                               used=h.used_bytes, free=free)
 
     def nvmlDeviceGetUtilizationRates(self, h: FakeGpu) -> Any:  # noqa: N802
         h.check("utilization")
@@ -183,6 +224,16 @@ class FakeNvml:
     def nvmlDeviceGetPowerUsage(self, h: FakeGpu) -> int:  # noqa: N802
         h.check("power")
         return h.power_mw
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: FakeGpu) -> int:  # noqa: N802
+        h.check("energy")
+        if h.energy_mj is None:
+            raise NVMLError_NotSupported()
+        return h.energy_mj
+
+    def nvmlDeviceGetApplicationsClock(self, h: FakeGpu, clock_type: int) -> int:  # noqa: N802
+        h.check("app_clock")
+        return h.applications_clock_mhz
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu | FakeMig) -> list[Any]:  # noqa: N802
         if isinstance(h, FakeMig):

@@ -181,10 +181,11 @@ def test_h05_worker_falls_back_to_visible_devices_then_torch_uuid() -> None:
     assert physical_gpu(torch, "cuda:0", _snap(), {"CUDA_VISIBLE_DEVICES": "1"}) == (
         "GPU-bbbb1111-1111-1111-1111-111111111111", 1)
     no_nvml = NvmlSnapshot(False, "no NVIDIA driver found", None, ())
+    # kept as torch gave it: a MIG instance's UUID is bare too, so no "GPU-" is guessed
     assert physical_gpu(torch, "cuda:0", no_nvml, {}) == (
-        "GPU-cccc2222-2222-2222-2222-222222222222", None)
+        "cccc2222-2222-2222-2222-222222222222", None)
     assert physical_gpu(torch, "cuda:0", no_nvml, {"CUDA_VISIBLE_DEVICES": "3"}) == (
-        "GPU-cccc2222-2222-2222-2222-222222222222", 3)
+        "cccc2222-2222-2222-2222-222222222222", 3)
 
 
 @pytest.mark.torch

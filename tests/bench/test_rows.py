@@ -175,3 +175,17 @@ def test_r10_the_frameworks_recorded_are_those_the_workload_uses_not_the_workers
     assert list(frameworks_used(types.SimpleNamespace(net=torch.nn.Linear(2, 2)))) == ["torch"]
     words = _environment_words({"device": "cpu", "torch_version": None, "frameworks": "scikit-learn 1.5.2"})
     assert "torch not used, frameworks scikit-learn 1.5.2" in words
+
+
+def test_r10_a_runs_energy_and_throttle_go_into_its_notes_failed_or_not() -> None:
+    row, _ = _finish(_finished(energy_j=123.4, energy_words="energy 123.4 J",
+                               throttled="throttled at the end of the run: GPU-a: software power cap"))
+    assert row.notes is not None
+    assert "energy 123.4 J" in row.notes
+    assert "throttled at the end of the run: GPU-a: software power cap" in row.notes
+    failed, _ = _finish(_finished(ok=False, oom=True, error_type="OutOfMemoryError", message="CUDA out of memory",
+                                  energy_j=61.7, energy_words="energy 61.7 J"))
+    assert failed.notes is not None and "energy 61.7 J" in failed.notes
+    unsupported, _ = _finish(_finished(energy_words="energy not supported by this GPU (NVML: Not Supported)"))
+    assert unsupported.notes is not None and "energy not supported by this GPU" in unsupported.notes
+    assert "energy 0" not in unsupported.notes

@@ -386,7 +386,8 @@ def test_h05_mapping_says_by_position_when_torch_gives_no_uuid() -> None:
     m = map_torch_device("cuda:0", None, snap, {"CUDA_VISIBLE_DEVICES": "GPU-1111"})
     assert (m.physical_index, m.by) == (1, "uuid")
     gone = map_torch_device("cuda:5", "9999", snap, {})
-    assert (gone.uuid, gone.physical_index, gone.by) == ("GPU-9999", None, "unresolved")
+    assert (gone.uuid, gone.physical_index, gone.by) == ("9999", None, "unresolved")
+    assert gone.words() == "unresolved; torch's device UUID 9999 matched no GPU or MIG instance NVML lists"
 
 
 def test_h18_evidence_names_the_kept_gpu_with_memory_unknown() -> None:

@@ -67,3 +67,29 @@ def test_c2_every_csv_gpusession_writes_goes_through_the_one_writer() -> None:
              for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(n, ast.Attribute) and n.attr == "write_csv"]
     assert calls == ["core/files/csvtext.py"], calls
+
+
+def test_r10_each_ranks_energy_is_kept_in_joules(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "e" / "ranks.csv"
+    append_rank_rows(path, "warm:batch-4:1", "warm", [{**r, "energy_j": 40.5 + r["rank"]} for r in _ranks(2)])
+    append_rank_rows(path, "warm:batch-4:2", "warm", _ranks(2))  # not measured: empty, never 0
+    assert path.read_text().splitlines()[0].endswith(",energy_j")
+    assert [r["energy_j"] for r in read_rank_rows(path)] == [40.5, 41.5, None, None]
+
+
+def test_r10_a_ranks_table_written_before_energy_keeps_its_columns(tmp_path: Path) -> None:
+    import polars as pl
+
+    from gpusession.core.records.ranks import RANK_COLUMNS_BEFORE_ENERGY
+
+    path = tmp_path / "runs" / "e" / "ranks.csv"
+    path.parent.mkdir(parents=True)
+    old = pl.DataFrame([{c: None for c in RANK_COLUMNS_BEFORE_ENERGY}], schema=dict.fromkeys(RANK_COLUMNS_BEFORE_ENERGY, pl.String))
+    old = old.with_columns(pl.lit("load:all:1").alias("run_key"), pl.lit("0").alias("rank"))
+    old.write_csv(path)
+    append_rank_rows(path, "warm:batch-4:1", "warm", [{**r, "energy_j": 9.0} for r in _ranks(1)])
+    lines = path.read_text().splitlines()
+    assert {len(line.split(",")) for line in lines} == {len(RANK_COLUMNS_BEFORE_ENERGY)}
+    rows = read_rank_rows(path)
+    assert [r["run_key"] for r in rows] == ["load:all:1", "warm:batch-4:1"]
+    assert [r["energy_j"] for r in rows] == [None, None]

@@ -28,7 +28,7 @@ from gpusession.core.events import (
     WorkerStopped,
 )
 from gpusession.core.files.safefile import link_refused, make_private_dir
-from gpusession.core.gpu.nvml import read_clocks
+from gpusession.core.gpu.nvml import RunMeter, read_clocks, read_nvml
 
 
 class Channel:
@@ -380,3 +380,48 @@ def physical_gpu(torch: Any, device: str, snap: Any,
 
     mapping = map_torch_device(device, torch_device_uuid(torch, device), snap, env)
     return mapping.uuid, mapping.physical_index
+
+
+def meter_gpus(env: dict[str, Any], mapped: list[tuple[str | None, int | None]],
+               leader: bool | None) -> list[tuple[int | None, str | None]] | None:
+    """``(nvml_index, uuid)`` of every GPU a worker's runs hold, for :class:`RunMeter`.
+
+    Args:
+        env: the worker's environment record (``rank_gpu_uuids``, ``rank_hosts`` under
+            torchrun).
+        mapped: ``(uuid, index)`` of each device in ``gpus_used`` (:func:`physical_gpu`).
+        leader: under torchrun whether this rank leads; ``None`` for one process.
+
+    Returns:
+        One process: its mapped GPUs, each once. A group's leader: every rank's GPU by
+        UUID (NVML sees every GPU of the host, whatever ``CUDA_VISIBLE_DEVICES`` says).
+        ``None`` for the other ranks (the leader reads their GPUs); ``[]`` for a group on
+        several hosts (one host's NVML cannot read another's GPUs: said, not measured).
+    """
+    if leader is None:
+        return list(dict.fromkeys((index, uuid) for uuid, index in mapped))
+    if not leader:
+        return None
+    if len(set(env.get("rank_hosts") or ())) > 1:
+        return []
+    return [(None, u) for u in dict.fromkeys(env.get("rank_gpu_uuids") or ()) if u]
+
+
+#: What each run of a group on several hosts says instead of its energy.
+SEVERAL_HOSTS = "energy not measured: the group's ranks are on several hosts"
+
+
+def run_meter(dev: TorchDevice, env: dict[str, Any], group: Any = None) -> RunMeter | None:
+    """The energy and clock meter of a worker's measured runs (R10); ``None`` on CPU.
+
+    Why here: the GPUs the workload held are known once it is loaded (``gpus_used``),
+    and the meter reads each by the UUID torch gave it (H-05).
+    """
+    if not dev.is_gpu:
+        return None
+    snap = read_nvml()
+    mapped = [physical_gpu(dev.torch, d, snap) for d in env.get("gpus_used") or [dev.device]]
+    gpus = meter_gpus(env, mapped, None if group is None else bool(group.is_leader))
+    if gpus is None:
+        return None
+    return RunMeter(gpus) if gpus else RunMeter([], refused=SEVERAL_HOSTS)

@@ -198,7 +198,8 @@ def group_warmup(group: Any, ch: Channel, done: dict[str, int],
 
 def measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: TorchDevice,
                    own_uuid: str | None, run: dict[str, Any], spec: dict[str, Any],
-                   fields: dict[str, Any]) -> tuple[Measurement | None, dict[str, Any]]:
+                   fields: dict[str, Any], after_run: Callable[[], dict[str, float | None]] | None = None,
+                   ) -> tuple[Measurement | None, dict[str, Any]]:
     """One scheduled run across ranks: the protocol, the gather, ``ranks.csv``.
 
     Every rank calls it; the leader gets a :class:`Measurement` whose elapsed is the wall
@@ -206,11 +207,13 @@ def measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: To
     baseline from the rank holding that peak) and whose result is the gathered labels
     in corpus order. Other ranks get ``(None, failure)``: they report nothing.
     ``fields`` (the run's event fields) receives ``ranks``, ``rank_note`` and, on a
-    failure, ``failed_rank``.
+    failure, ``failed_rank``. ``after_run`` (the leader's, with a meter) reads the energy
+    right after the closing barrier and gives joules by GPU UUID for ``ranks.csv``.
     """
     from gpusession.bench.rank_group import rank_notes
 
     rr = group.measure(timer, work, gpu_uuid=own_uuid, on_failure=failure_fields)
+    energy_by_gpu = after_run() if after_run is not None else {}
     failure = dict(rr.failure)
     if failure:
         fields["failed_rank"] = failure.pop("rank", None)
@@ -221,8 +224,9 @@ def measure_ranks(group: Any, timer: SyncTimer, work: Callable[[], Any], dev: To
     if not group.is_leader:
         return None, failure
     try:
+        per_rank = [{**r, "energy_j": energy_by_gpu.get(str(r.get("gpu_uuid")))} for r in rr.per_rank]
         append_rank_rows(Path(spec["output_dir"]) / RANKS_FILE, run["run_key"],
-                         str(spec.get("worker")), rr.per_rank, root=session_root(spec))
+                         str(spec.get("worker")), per_rank, root=session_root(spec))
     except (OSError, BadInput) as exc:  # the per-rank table is beside the row: say so, keep the run
         fields["rank_note"] += f"; ranks.csv not written ({exc})"
     if failure:
@@ -400,6 +404,9 @@ class TorchWork:
         workload: the loaded workload.
         inputs: the corpus and this rank's shard.
         timer: the timer of the runs (every device the load used).
+        meter: reads energy and clocks at each run's boundaries on every GPU the
+            workload held (:class:`gpusession.core.gpu.nvml.RunMeter`); ``None`` on CPU
+            and on a group's other ranks (the leader reads every rank's GPU).
     """
 
     spec: dict[str, Any]
@@ -409,6 +416,7 @@ class TorchWork:
     workload: Any
     inputs: Inputs
     timer: SyncTimer
+    meter: Any = None
 
     @property
     def per_context(self) -> bool:
@@ -465,11 +473,15 @@ def measured_phase(w: TorchWork, warm_done: dict[str, int], after_oom: bool,
     Returns:
         The exit code: 0, or the rank's under torchrun after a failed run.
     """
-    for run, out_path, order in w.ch.runs(w.spec):
-        fields, after_oom = measured_run(w, run, out_path, order, warm_done, after_oom, own_uuid)
-        w.ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
-        if w.group is not None and fields.get("failed_rank") is not None:
-            return end_group_after(w.group, int(fields["failed_rank"]))
+    try:
+        for run, out_path, order in w.ch.runs(w.spec):
+            fields, after_oom = measured_run(w, run, out_path, order, warm_done, after_oom, own_uuid)
+            w.ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
+            if w.group is not None and fields.get("failed_rank") is not None:
+                return end_group_after(w.group, int(fields["failed_rank"]))
+    finally:
+        if w.meter is not None:
+            w.meter.close()  # NVML stays open over the runs only
     if not w.ch.stopped:
         w.ch.send(WorkerDone())
     return 0
@@ -500,10 +512,14 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
     if after_oom:
         fields["unmeasured_pass"] = _unmeasured_pass(w, batch)
     work = _work(w, batch, out_path)
+    after_run = _metered(w, fields)  # the counters read here, before the timer starts
     if w.group is None:
         m, failure = measure_or_fail(w.timer, work, w.dev)
+        if after_run is not None:
+            after_run()
     else:
-        m, failure = measure_ranks(w.group, w.timer, work, w.dev, own_uuid, run, w.spec, fields)
+        m, failure = measure_ranks(w.group, w.timer, work, w.dev, own_uuid, run, w.spec, fields,
+                                   after_run)
     ran_out = bool(failure.get("oom"))
     if m is not None:
         failure = _keep_outputs(w, m, out_path, fields)
@@ -513,6 +529,26 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
     if callable(expected):
         fields["expected_memory"] = expected(batch)
     return fields, ran_out
+
+
+def _metered(w: TorchWork, fields: dict[str, Any]) -> Callable[[], dict[str, float | None]] | None:
+    """Read the energy counters now; the returned call reads them again after the run (R10).
+
+    Both readings lie outside the timed region: the first right before the timer starts,
+    the second right after it stops. The second puts ``energy_j``, ``energy_words`` and
+    ``throttled`` in ``fields`` and returns the joules by GPU; ``None`` without a meter.
+    """
+    meter = w.meter
+    if meter is None:
+        return None
+    before = meter.start()
+
+    def after_run() -> dict[str, float | None]:
+        energy, clocks = meter.stop(before)
+        fields.update(energy_j=energy.energy_j, energy_words=energy.words(), throttled=clocks.words())
+        return dict(energy.per_gpu_j)
+
+    return after_run
 
 
 def _scope(w: TorchWork) -> str | None:

@@ -186,6 +186,7 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
                      f"limit of {count_words(row.context)} tokens")
     if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks
         notes.append(ev.rank_note)
+    notes.extend(n for n in (ev.energy_words, ev.throttled) if n)  # failed runs drew energy too
     if ev.ok:
         row = row.replace(
             elapsed_seconds=ev.elapsed_s,

@@ -50,6 +50,7 @@ from gpusession.bench.device import (
     code_revision,
     make_output_private,
     prepare_output,
+    run_meter,
     speed_env_vars,
 )
 from gpusession.bench.lifetime import become_subreaper, child_preexec, die_with_parent
@@ -136,7 +137,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(inputs.ids),
                          **load_figures))
     timer = dev.timer(loaded.used or ([dev.device] if dev.is_gpu else []))
-    work = TorchWork(spec, ch, group, dev, workload, inputs, timer)
+    work = TorchWork(spec, ch, group, dev, workload, inputs, timer, meter=run_meter(dev, env, group))
     warm_done, after_oom = warmup_phase(work)
     return measured_phase(work, warm_done, after_oom, own_uuid)
 

@@ -141,6 +141,12 @@ class WorkerRunFinished(WorkerEvent):
             over the ranks, and its memory figures are the maximum over ranks.
         rank_note: the ranks in words (slowest rank, where the peak was), for notes.
         failed_rank: the rank whose work failed, ``None`` when none did.
+        energy_j: joules the run drew on every GPU it held (NVML's energy counter at
+            its boundaries, outside the timed region); ``None`` when not measured.
+        energy_words: ``"energy 123.4 J"`` or why there is none (``"energy not
+            supported by this GPU (NVML: Not Supported)"``), for the notes; ``None`` on CPU.
+        throttled: which GPU was slowed at the end of the run and why, in words;
+            ``None`` when none was (or on CPU).
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -170,6 +176,9 @@ class WorkerRunFinished(WorkerEvent):
     ranks: int | None = _opt()
     rank_note: str | None = _opt()
     failed_rank: int | None = _opt()
+    energy_j: float | None = _opt()
+    energy_words: str | None = _opt()
+    throttled: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

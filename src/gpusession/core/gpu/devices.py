@@ -229,20 +229,27 @@ class GpuMapping:
         by: :data:`BY_UUID` (a UUID names it: torch's own, or one in
             ``CUDA_VISIBLE_DEVICES``), :data:`BY_POSITION` (an index or the order: right
             only if CUDA numbers GPUs as NVML does), or ``"unresolved"``.
+        unmatched_uuid: torch's own UUID of the device, as torch gave it, when it
+            matched no GPU or MIG instance NVML lists; ``None`` when it matched or torch
+            gave none. Never turned into ``"GPU-…"``: torch writes a MIG instance's UUID
+            bare too, so a prefix would be a guess.
     """
 
     uuid: str | None
     physical_index: int | None
     by: str
+    unmatched_uuid: str | None = None
 
     def words(self) -> str:
         """How the mapping was made, in words, for the environment record."""
+        unmatched = (f"; torch's device UUID {self.unmatched_uuid} matched no GPU or MIG "
+                     "instance NVML lists" if self.unmatched_uuid else "")
         if self.by == BY_UUID:
-            return "by UUID"
+            return "by UUID" + unmatched
         if self.by == BY_POSITION:
             return ("by position (no device UUID from torch matched NVML; right only if "
-                    "CUDA_DEVICE_ORDER=PCI_BUS_ID)")
-        return "unresolved"
+                    "CUDA_DEVICE_ORDER=PCI_BUS_ID)" + unmatched)
+        return "unresolved" + unmatched
 
 
 def map_torch_device(device: str, torch_uuid: str | None, snapshot: NvmlSnapshot,
@@ -257,21 +264,21 @@ def map_torch_device(device: str, torch_uuid: str | None, snapshot: NvmlSnapshot
 
     Returns:
         The mapping with how it was made; ``by`` says "position" when torch gave no UUID
-        (or NVML does not know it) and an index or the order decided.
+        (or NVML does not know it) and an index or the order decided. A torch UUID NVML
+        does not know is kept as torch gave it, in ``unmatched_uuid`` (and as ``uuid``
+        when nothing else names the device), and said in :meth:`GpuMapping.words`.
     """
     if torch_uuid:
         gpu, nvml_uuid = gpu_for_uuid(torch_uuid, snapshot)
         if gpu is not None:
             return GpuMapping(nvml_uuid, gpu.index, BY_UUID)
-    fallback = None
-    if torch_uuid:
-        fallback = torch_uuid if torch_uuid.upper().startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
+    unmatched = torch_uuid or None
     phys = device_for(device, env, snapshot=snapshot)
     if phys is None:
-        return GpuMapping(fallback, None, "unresolved")
+        return GpuMapping(unmatched, None, "unresolved", unmatched)
     if phys.physical_index is None:
-        return GpuMapping(phys.uuid or fallback, None, "unresolved")
-    return GpuMapping(phys.uuid or fallback, phys.physical_index, phys.by)
+        return GpuMapping(phys.uuid or unmatched, None, "unresolved", unmatched)
+    return GpuMapping(phys.uuid or unmatched, phys.physical_index, phys.by, unmatched)
 
 
 

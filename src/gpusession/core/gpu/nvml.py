@@ -3,8 +3,10 @@
 Who calls it: the memory pane's poller (through :class:`NvmlSession`, NVML kept open for
 the pane's life), the header and checklist probes and the worker (:func:`read_nvml`, one
 reading each), the worker's clock reader (:func:`read_clocks`, right before the runs),
-and :mod:`gpusession.core.gpu.devices` (the snapshot it maps torch devices onto). M5: the
-UI process never creates a CUDA context, so live device figures come from here. Why one
+the worker's run meter (:class:`RunMeter`: energy and clocks at each measured run's
+boundaries, outside the timed region), and :mod:`gpusession.core.gpu.devices` (the
+snapshot it maps torch devices onto). M5: the UI process never creates a CUDA context,
+so live device figures come from here. Why one
 module: every ``nvmlInit`` is paired with its ``nvmlShutdown`` in one place, and a test
 checks no other module calls ``nvmlInit``.
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusession.core.gpu.host import in_container, possible_pid, process_name
+from gpusession.core.records.energy import energy_note
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,26 @@ class GpuProcess:
         if self.foreign:
             return f"process not visible from this container (host PID {self.pid})"
         return f"pid {self.pid} {self.name or '(name unknown)'}"
+
+
+@dataclass(frozen=True)
+class MigReading:
+    """One MIG instance's memory, read on the instance's own handle.
+
+    Why its own handle: NVML refuses the parent GPU's memory to an unprivileged caller
+    when MIG is on, and the parent's figures are not the instance's anyway.
+
+    Attributes:
+        uuid: ``"MIG-…"`` as NVML writes it.
+        memory_total_bytes, memory_used_bytes: the instance's memory in bytes; ``None``
+            when NVML could not read it (then ``reason`` says why), never 0.
+        reason: NVML's words when the memory is unread, else ``None``.
+    """
+
+    uuid: str
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+    reason: str | None = None
 
 
 #: The names of the per-GPU readings, as used in :attr:`GpuReading.unread`.
@@ -102,6 +125,14 @@ class GpuReading:
     utilization_percent: int | None = None
     sm_clock_mhz: int | None = None
     unread: tuple[tuple[str, str], ...] = ()
+    migs: tuple[MigReading, ...] = ()
+
+    def mig(self, uuid: str) -> MigReading | None:
+        """The MIG instance ``uuid`` (``"MIG-…"``, case-insensitive) of this GPU, else ``None``."""
+        for m in self.migs:
+            if m.uuid.lower() == uuid.lower():
+                return m
+        return None
 
     def why_unread(self, reading: str) -> str | None:
         """The reason ``reading`` (one of :data:`GPU_READINGS`) is unknown, else ``None``.
@@ -130,7 +161,12 @@ class GpuReading:
         """
         if self.memory_total_bytes is None or self.memory_used_bytes is None:
             reason = self.why_unread("memory") or self.why_unread("handle") or "not read"
-            return f"memory unknown (NVML: {reason})"
+            said = f"memory unknown (NVML: {reason})"
+            read = [m for m in self.migs if m.memory_used_bytes is not None]
+            if read:  # the instances' own figures, when the whole GPU's are refused
+                said += "; " + ", ".join(f"MIG instance {m.uuid}: {m.memory_used_bytes} of "
+                                         f"{m.memory_total_bytes} bytes used" for m in read)
+            return said
         return f"{self.memory_used_bytes} of {self.memory_total_bytes} bytes used"
 
 
@@ -269,6 +305,39 @@ def _read_migs(nvml: Any, handle: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+def _memory_info(nvml: Any, handle: Any) -> tuple[int, int]:
+    """``(total_bytes, used_bytes)`` of one GPU or MIG instance, by NVML's v2 call first.
+
+    Why v2: on R510+ drivers v1's "used" includes the memory the driver reserves, so an
+    idle GPU does not read as idle and disagrees with ``nvidia-smi``; v2 keeps that apart
+    (``reserved``). Bindings without ``nvmlMemory_v2`` (or without its ``version``
+    argument) and drivers without ``nvmlDeviceGetMemoryInfo_v2`` are read with v1.
+
+    Raises:
+        what v1 raises (an NVML error, ``TypeError``/``ValueError`` for odd figures).
+    """
+    version = getattr(nvml, "nvmlMemory_v2", None)
+    if version is not None:
+        odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
+        try:
+            mem = nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+            return int(mem.total), int(mem.used)
+        except odd:
+            pass  # old bindings (no ``version``) or a driver without v2: v1 below
+    mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+    return int(mem.total), int(mem.used)
+
+
+def _mig_memory(nvml: Any, uuid: str, handle: Any) -> MigReading:
+    """One MIG instance's memory on its own handle; unread with NVML's words on failure."""
+    odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
+    try:
+        total, used = _memory_info(nvml, handle)
+    except odd as exc:
+        return MigReading(uuid, None, None, _nvml_error_text(exc))
+    return MigReading(uuid, total, used)
+
+
 def _read_gpu(nvml: Any, i: int) -> GpuReading:
     """Every reading of GPU ``i``, each failing alone (H-18); never raises NVML errors."""
     errors_or_odd: tuple[type[BaseException], ...] = (*_nvml_errors(nvml), TypeError, ValueError)
@@ -293,8 +362,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
     except errors_or_odd as exc:
         unread.append(("name", _nvml_error_text(exc)))
     try:
-        mem = nvml.nvmlDeviceGetMemoryInfo(handle)
-        total, used = int(mem.total), int(mem.used)
+        total, used = _memory_info(nvml, handle)
     except errors_or_odd as exc:  # "Not Supported" on some GPUs and vGPUs (H-18)
         total = used = None
         unread.append(("memory", _nvml_error_text(exc)))
@@ -307,6 +375,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
     except errors_or_odd as exc:
         unread.append(("sm_clock", _nvml_error_text(exc)))
     migs = _read_migs(nvml, handle)
+    mig_readings = tuple(_mig_memory(nvml, u, h) for u, h in migs)
     processes, why = _read_processes(nvml, handle, migs)
     if why is not None:
         unread.append(("processes", why))
@@ -321,6 +390,7 @@ def _read_gpu(nvml: Any, i: int) -> GpuReading:
         utilization_percent=util,
         sm_clock_mhz=clock,
         unread=tuple(unread),
+        migs=mig_readings,
     )
 
 
@@ -344,8 +414,39 @@ def _not_installed(exc: BaseException) -> NvmlSnapshot:
     return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
 
 
+#: NVML_ERROR_LIB_RM_VERSION_MISMATCH: the library is not the loaded kernel driver's.
+LIB_RM_VERSION_MISMATCH = 18
+
+
+def _is_mismatch(exc: BaseException) -> bool:
+    return (getattr(exc, "value", None) == LIB_RM_VERSION_MISMATCH
+            or type(exc).__name__ == "NVMLError_LibRmVersionMismatch")
+
+
+def init_failure_words(exc: BaseException) -> str:
+    """Why ``nvmlInit`` failed, in words (H-07): no driver, or a driver/library mismatch.
+
+    Why: a driver updated without a reboot (or a container's ``libnvidia-ml`` that is
+    not the host driver's) fails with "RM has detected an NVML/RM version mismatch";
+    saying "no NVIDIA driver found" then sends the renter to the wrong fix.
+
+    Args:
+        exc: what ``nvmlInit`` raised (pynvml's ``NVMLError_LibRmVersionMismatch``, or
+            any ``NVMLError`` with ``value`` 18).
+
+    Returns:
+        e.g. ``"NVIDIA driver/library version mismatch (NVML: …): …"`` or
+        ``"no NVIDIA driver found (NVML: Driver Not Loaded)"``.
+    """
+    text = _nvml_error_text(exc)
+    if _is_mismatch(exc):
+        return (f"NVIDIA driver/library version mismatch (NVML: {text}): the driver was updated "
+                "without a reboot, or this container's NVML library is not the host driver's")
+    return f"no NVIDIA driver found (NVML: {text})"
+
+
 def _no_driver(exc: BaseException) -> NvmlSnapshot:
-    return NvmlSnapshot(False, f"no NVIDIA driver found (NVML: {_nvml_error_text(exc)})", None, ())
+    return NvmlSnapshot(False, init_failure_words(exc), None, ())
 
 
 def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
@@ -573,7 +674,8 @@ def read_clock_state(index: int | None, nvml: Any | None = None, *,
     try:
         lib.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
-        return ClockReading(None, None, reason=f"NVML could not start ({type(exc).__name__}: {exc})")
+        said = init_failure_words(exc) if _is_mismatch(exc) else f"{type(exc).__name__}: {exc}"
+        return ClockReading(None, None, reason=f"NVML could not start ({said})")
     problems: list[str] = []
     try:
         handle, found_by = _gpu_handle(lib, index, uuid, problems)
@@ -708,17 +810,212 @@ def read_boards(nvml: Any | None = None) -> tuple[BoardReading, ...]:
             pass
 
 
+#: Throttle reason bits that slow a run down (power and thermal); idle and settings are not.
+SLOWING_REASONS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+#: NVML's idle bit: a clock below the application clock is then no slowdown.
+IDLE_REASON = 0x1
+#: What a run's notes say where the GPU has no energy counter (before Volta, some vGPUs).
+ENERGY_UNSUPPORTED = "energy not supported by this GPU"
+
+
+@dataclass(frozen=True)
+class RunEnergy:
+    """The energy one measured run drew on every GPU it held, from NVML's counter.
+
+    Attributes:
+        energy_j: joules summed over the GPUs (NVML counts millijoules since the driver
+            loaded, Volta and later); ``None`` when any GPU's counter is unread, never 0.
+        per_gpu_j: ``(uuid or "GPU <index>", joules or None)`` per GPU, in the meter's order.
+        reason: why ``energy_j`` is ``None``, in words; ``None`` when measured.
+    """
+
+    energy_j: float | None
+    per_gpu_j: tuple[tuple[str, float | None], ...] = ()
+    reason: str | None = None
+
+    def words(self) -> str:
+        """``"energy 123.4 J"``, or ``"energy not supported by this GPU (NVML: …)"`` and the like."""
+        if self.energy_j is None:
+            return self.reason or "energy not measured"
+        return energy_note(self.energy_j)
+
+
+@dataclass(frozen=True)
+class RunClocks:
+    """How each GPU a run held was clocked when the run ended (R10).
+
+    Attributes:
+        throttled: ``(gpu, words)`` for each GPU slowed at the end of the run (power or
+            thermal reasons active, or the SM clock below the application clock while
+            not idle); empty when none was.
+        unread: ``(gpu, reason)`` for each GPU whose clocks NVML could not give.
+    """
+
+    throttled: tuple[tuple[str, str], ...] = ()
+    unread: tuple[tuple[str, str], ...] = ()
+
+    def words(self) -> str | None:
+        """``"throttled at the end of the run: GPU-…: software power cap"``; ``None`` when not."""
+        if not self.throttled:
+            return None
+        return "throttled at the end of the run: " + "; ".join(f"{g}: {w}" for g, w in self.throttled)
+
+
+def _throttle_of(lib: Any, handle: Any) -> str | None:
+    """The slowdown of one GPU now in words, ``None`` when it runs unslowed.
+
+    Raises:
+        what NVML raises for the reasons or the SM clock.
+    """
+    get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or lib.nvmlDeviceGetCurrentClocksThrottleReasons)
+    bits = int(get(handle))
+    said = [throttle_words(bits & SLOWING_REASONS)] if bits & SLOWING_REASONS else []
+    sm_type = getattr(lib, "NVML_CLOCK_SM", 1)
+    sm = int(lib.nvmlDeviceGetClockInfo(handle, sm_type))
+    try:
+        app: int | None = int(lib.nvmlDeviceGetApplicationsClock(handle, sm_type))
+    except Exception:  # noqa: BLE001 - no application clock here (NotSupported, old bindings): reasons only
+        app = None
+    if app and sm < app and not bits & IDLE_REASON:
+        said.append(f"SM clock {sm} MHz below the application clock {app} MHz")
+    return ", ".join(said) or None
+
+
+class RunMeter:
+    """NVML kept open over a worker's measured runs: energy and clocks at each boundary.
+
+    Why: a run's energy is the difference of NVML's total-energy counter (millijoules)
+    read right before and right after it, on every GPU it held, and its clocks at its
+    end say whether it was throttled. Both are read outside the timed region, by the
+    worker, between :class:`gpusession.bench.timing.SyncTimer` intervals. NVML opens at
+    the first reading and :meth:`close` shuts it once. Never raises.
+
+    Args:
+        gpus: ``(nvml_index, uuid)`` of each GPU the workload held; the UUID (``GPU-…``)
+            is looked up first (H-05), the index when it is not found.
+        nvml: a pynvml-like module (``nvmlDeviceGetTotalEnergyConsumption``,
+            ``nvmlDeviceGetClockInfo``, the reasons, optional
+            ``nvmlDeviceGetApplicationsClock``); default ``pynvml``.
+    """
+
+    def __init__(self, gpus: list[tuple[int | None, str | None]], nvml: Any | None = None, *,
+                 refused: str | None = None) -> None:
+        """Nothing is opened yet: NVML starts at the first :meth:`start`.
+
+        ``refused``: why this meter reads nothing (e.g. a group's ranks on several
+        hosts); each run then says it instead of an energy figure, NVML never opened.
+        """
+        self.gpus = [] if refused else list(gpus)
+        self._nvml: Any = nvml
+        self._handles: list[tuple[str, Any]] | None = [] if refused else None
+        self._why: str | None = refused
+
+    def _open(self) -> list[tuple[str, Any]]:
+        if self._handles is not None:
+            return self._handles
+        self._handles = []
+        if self._nvml is None:
+            try:
+                self._nvml = _import_pynvml()
+            except (ImportError, OSError) as exc:
+                self._why = f"energy not measured: NVML bindings not installed ({exc})"
+                return self._handles
+        try:
+            self._nvml.nvmlInit()
+        except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
+            self._why = f"energy not measured: NVML could not start ({init_failure_words(exc)})"
+            self._nvml = None
+            return self._handles
+        for index, uuid in self.gpus:
+            if uuid and uuid.upper().startswith("MIG-"):
+                # the parent's counter is the whole GPU's, other instances' draw included
+                self._handles.append((uuid, None))
+                continue
+            problems: list[str] = []
+            handle, _by = _gpu_handle(self._nvml, index, uuid, problems)
+            self._handles.append((uuid or f"GPU {index}", handle))
+        return self._handles
+
+    def start(self) -> tuple[int | str, ...]:
+        """Each GPU's energy counter now: millijoules, or why it is unread (words)."""
+        out: list[int | str] = []
+        for name, handle in self._open():
+            if handle is None:
+                out.append("energy not measured: a MIG instance has no energy counter of its own"
+                           if name.upper().startswith("MIG-") else
+                           "energy not measured: NVML has no handle for this GPU")
+                continue
+            try:
+                out.append(int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
+            except Exception as exc:  # noqa: BLE001 - NotSupported before Volta, FunctionNotFound: said
+                text = _nvml_error_text(exc)
+                out.append(f"{ENERGY_UNSUPPORTED} (NVML: {text})" if "Not Supported" in text
+                           or "Function Not Found" in text else f"energy not measured (NVML: {text})")
+        return tuple(out)
+
+    def stop(self, before: tuple[int | str, ...]) -> tuple[RunEnergy, RunClocks]:
+        """The run's energy since ``before`` (:meth:`start`) and each GPU's clocks now."""
+        after = self.start()
+        if not self._handles:
+            return RunEnergy(None, (), self._why or "energy not measured: no GPU to read"), RunClocks()
+        per: list[tuple[str, float | None]] = []
+        reasons: list[str] = []
+        for (name, _h), b, a in zip(self._handles, before, after, strict=False):
+            if isinstance(b, int) and isinstance(a, int) and a >= b:
+                per.append((name, (a - b) / 1000))
+                continue
+            per.append((name, None))
+            why = b if isinstance(b, str) else a if isinstance(a, str) else "energy not measured: the counter went back"
+            reasons.append(why)
+        total = None if reasons else sum(j for _n, j in per if j is not None)
+        reason = None if not reasons else "; ".join(dict.fromkeys(reasons))
+        return RunEnergy(total, tuple(per), reason), self._clocks()
+
+    def _clocks(self) -> RunClocks:
+        throttled: list[tuple[str, str]] = []
+        unread: list[tuple[str, str]] = []
+        for name, handle in self._handles or ():
+            if handle is None:
+                continue
+            try:
+                words = _throttle_of(self._nvml, handle)
+            except Exception as exc:  # noqa: BLE001 - NotSupported, NoPermission: unread, with the reason
+                unread.append((name, _nvml_error_text(exc)))
+                continue
+            if words:
+                throttled.append((name, words))
+        return RunClocks(tuple(throttled), tuple(unread))
+
+    def close(self) -> None:
+        """Shut NVML down if this meter opened it; a later :meth:`start` opens it again."""
+        if self._nvml is not None and self._handles is not None and self._why is None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+                pass
+        if self.gpus:  # a refusing meter stays as it is
+            self._handles = None
+            self._why = None
+
+
 __all__ = [
     "GPU_READINGS",
     "THROTTLE_REASONS",
     "BoardReading",
     "read_boards",
+    "ENERGY_UNSUPPORTED",
     "ClockReading",
     "GpuProcess",
     "GpuReading",
+    "MigReading",
     "NvmlSession",
     "NvmlSnapshot",
+    "RunClocks",
+    "RunEnergy",
+    "RunMeter",
     "decode_nvml_str",
+    "init_failure_words",
     "read_clock_state",
     "read_clocks",
     "read_nvml",

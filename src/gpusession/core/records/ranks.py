@@ -22,8 +22,11 @@ from gpusession.core.files.csvtext import csv_bytes
 RANK_COLUMNS = (
     "run_key", "worker", "rank", "world_size", "device", "gpu_uuid", "ok", "error",
     "elapsed_s", "baseline_allocated_bytes", "baseline_reserved_bytes",
-    "peak_allocated_bytes", "peak_reserved_bytes",
+    "peak_allocated_bytes", "peak_reserved_bytes", "energy_j",
 )
+#: The columns before ``energy_j`` was added: a table written then is still read and
+#: appended to with them (its new rows leave the energy out rather than break the file).
+RANK_COLUMNS_BEFORE_ENERGY = RANK_COLUMNS[:-1]
 
 #: The file's name in ``runs/<experiment>/``.
 RANKS_FILE = "ranks.csv"
@@ -35,8 +38,18 @@ def _schema() -> dict[str, Any]:
     ints = ("rank", "world_size", "baseline_allocated_bytes", "baseline_reserved_bytes",
             "peak_allocated_bytes", "peak_reserved_bytes")
     kinds: dict[str, Any] = {c: pl.String for c in RANK_COLUMNS}
-    kinds.update({c: pl.Int64 for c in ints}, ok=pl.Boolean, elapsed_s=pl.Float64)
+    kinds.update({c: pl.Int64 for c in ints}, ok=pl.Boolean, elapsed_s=pl.Float64, energy_j=pl.Float64)
     return kinds
+
+
+def _header_of(path: Path) -> tuple[str, ...] | None:
+    """The column names in a table's first line; ``None`` when there is no such line."""
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            first = fh.readline().strip()
+    except OSError:
+        return None
+    return tuple(first.split(",")) if first else None
 
 
 def row_run_key(row: dict[str, Any]) -> str:
@@ -56,7 +69,9 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
         run_key: the run's local key, ``"warm:batch-4:2"`` (a load: ``"load:all:1"``).
         worker: the worker's name (``"warm"``, ``"cold-batch-4-1"``).
         per_rank: one dict per rank with the columns after ``worker`` (missing keys are
-            empty cells); bytes in bytes, ``elapsed_s`` in seconds.
+            empty cells); bytes in bytes, ``elapsed_s`` in seconds, ``energy_j`` in
+            joules (``None``: not measured). A table written without ``energy_j`` keeps
+            its columns.
         root: the session folder: no folder between it and ``path`` may be a link either
             (missing ones are created 0700); ``None`` checks the file only.
 
@@ -67,9 +82,10 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
     """
     import polars as pl
 
-    rows = [{"run_key": run_key, "worker": worker, **{k: r.get(k) for k in RANK_COLUMNS[2:]}}
+    columns = RANK_COLUMNS_BEFORE_ENERGY if _header_of(path) == RANK_COLUMNS_BEFORE_ENERGY else RANK_COLUMNS
+    rows = [{"run_key": run_key, "worker": worker, **{k: r.get(k) for k in columns[2:]}}
             for r in per_rank]
-    frame = pl.DataFrame(rows, schema=_schema())
+    frame = pl.DataFrame(rows, schema={c: k for c, k in _schema().items() if c in columns})
     from gpusession.core.files.safefile import make_private_dir, open_append
 
     if root is None:
@@ -92,8 +108,11 @@ def read_rank_frame(path: Path) -> Any:
 
     if not path.is_file():
         return pl.DataFrame(schema=_schema())
+    older = _header_of(path) == RANK_COLUMNS_BEFORE_ENERGY
+    schema = {c: k for c, k in _schema().items() if c != "energy_j"} if older else _schema()
     try:
-        return pl.read_csv(path, schema=_schema(), has_header=True, raise_if_empty=False)
+        frame = pl.read_csv(path, schema=schema, has_header=True, raise_if_empty=False)
+        return frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("energy_j")) if older else frame
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInput(f"not a ranks table with the columns {', '.join(RANK_COLUMNS)}: {first}",

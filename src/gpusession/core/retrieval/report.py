@@ -705,6 +705,19 @@ def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
     return _wrap(". ".join(said) + ".")  # the lines of `gpusession cost`, in one paragraph
 
 
+def _energy(frame: pl.DataFrame) -> list[str]:
+    """The session's GPU energy per accepted corpus and per run (nothing on CPU only)."""
+    from gpusession.core.records.energy import energy_summary
+
+    summary = energy_summary(frame)
+    if summary is None:
+        return []
+    out: list[str] = [""]
+    for line in summary.lines():
+        out += _wrap(line)
+    return out
+
+
 def _retrieval(session: Session) -> list[str]:
     man = latest_manifest(session)
     if man is None:
@@ -1058,7 +1071,7 @@ def render_report(session: Session, *, now: datetime | None = None,
         "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
         + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
         "Validation verdicts": _validation(session, frame),
-        "Cost": _cost(session, frame, cost),
+        "Cost": _cost(session, frame, cost) + _energy(frame),
         "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
         "Need, decision and retrieval": _need_and_decision(items, by_id, session),
     }

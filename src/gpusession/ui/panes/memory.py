@@ -197,6 +197,20 @@ def span(fractions: list[float]) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def gpu_in_use(gpus: Any) -> Any:
+    """The GPU whose memory the history bar follows: the one in use, never a sum of all.
+
+    Why: summed over an 8-GPU host, one full GPU reads 12%. The GPU in use is the one
+    with a compute process (the fullest when several have one), else the fullest; a GPU
+    whose memory NVML could not read is never chosen (H-18). ``None`` when none is read.
+    """
+    known = [g for g in gpus or () if g.memory_used_bytes is not None and g.memory_total_bytes]
+    busy = [g for g in known if g.processes] or known
+    if not busy:
+        return None
+    return max(busy, key=lambda g: (g.memory_used_bytes / g.memory_total_bytes, -g.index))
+
+
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
     from gpusession.core.files.errors import BadInput
@@ -237,7 +251,9 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.snapshot: Any = None
         self.samples = 0
         self._host_hist: deque[float] = deque(maxlen=120)
-        self._gpu_hist: deque[float] = deque(maxlen=120)
+        self._gpu_hist: deque[float] = deque(maxlen=120)  # the GPU in use's, shown
+        self._gpu_hists: dict[int, deque[float]] = {}  # each GPU's, by NVML index
+        self._gpu_shown: Any = None
         self.alloc_row: dict[str, Any] | None = None
         self.alloc_ranks: list[dict[str, Any]] | str = []
         self.nvml = NvmlSession(ctx.nvml)
@@ -329,19 +345,24 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self.host, self.snapshot = msg.host, msg.nvml
         if msg.host is not None and msg.host.total_bytes:
             self._host_hist.append(msg.host.used_bytes / msg.host.total_bytes)
-        gpus = getattr(msg.nvml, "gpus", ()) or ()
-        known = [g for g in gpus
-                 if g.memory_used_bytes is not None and g.memory_total_bytes is not None]
-        if known:  # a GPU whose memory NVML could not read is left out of the bar (H-18)
-            used = sum(g.memory_used_bytes for g in known)
-            total = sum(g.memory_total_bytes for g in known) or 1
-            self._gpu_hist.append(used / total)
+        self._sample_gpus(getattr(msg.nvml, "gpus", ()) or ())
         if host_changed:
             self._set("#mem-host", "\n".join(host_lines(msg.host)))
         if nvml_changed:
             self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
             self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml, self.alloc_ranks)))
         self._draw_history()
+
+    def _sample_gpus(self, gpus: Any) -> None:
+        """Each GPU's used fraction into its own history; the bar shows the GPU in use's."""
+        for g in gpus:  # a GPU whose memory NVML could not read is left out (H-18)
+            if g.memory_used_bytes is not None and g.memory_total_bytes:
+                hist = self._gpu_hists.setdefault(g.index, deque(maxlen=120))
+                hist.append(g.memory_used_bytes / g.memory_total_bytes)
+        chosen = gpu_in_use(gpus)
+        if chosen is not None:
+            self._gpu_shown = (chosen.index, len(gpus))
+            self._gpu_hist = self._gpu_hists[chosen.index]
 
     def _redraw(self) -> None:
         """Everything from the latest reading (the pane shown again after a while hidden)."""
@@ -359,8 +380,13 @@ class MemoryPane(VerticalScroll, can_focus=True):
             spark_gpu.display = bool(gpus)
         h = self._host_hist
         label = f"History, last {plural(len(h), 'sample')} (bars 0–100%): host RAM used {span(list(h))}" if h else "History: no sample yet"
-        if gpus:
-            label += f" (top); GPU device total used {span(list(self._gpu_hist))} (bottom)"
+        if gpus and self._gpu_hist:
+            index, count = self._gpu_shown
+            which = "GPU" if count == 1 else f"GPU {index}"
+            label += f" (top); {which} device total used {span(list(self._gpu_hist))} (bottom"
+            label += ")" if count == 1 else f"; the GPU in use, of {count})"
+        elif gpus:
+            label += " (top); GPU device total: not read (bottom)"
         self._set("#mem-hist-label", label)
 
     def _set_bars(self, selector: str, hist: deque[float]) -> Bars:
