@@ -293,14 +293,16 @@ class TorchDevice:
 
         Returns:
             A :class:`SyncTimer` with torch's device operations and CUDA events on this
-            device; on CPU a plain wall-clock timer (memory cells stay ``None``, M4).
+            device, reading the allocator of every device in ``devices`` (the largest
+            peak is kept, naming its device); on CPU a plain wall-clock timer (memory
+            cells stay ``None``, M4).
         """
         if not self.is_gpu:
             return SyncTimer([])
         from gpusession.bench.timing import TorchCudaOps
 
         ops = TorchCudaOps(self.torch)
-        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device), memory_device=self.device)
+        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device))
 
     def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
         """Environment observed in this process (R10, H-05 to H-07)."""
