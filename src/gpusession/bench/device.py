@@ -189,9 +189,58 @@ def frameworks_used(workload: Any) -> dict[str, str]:
 
 
 #: Environment variables that change how the GPU work runs (device order, visibility,
-#: allocator), recorded with the environment; ``"unset"`` when absent.
-SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
-                  "HIP_VISIBLE_DEVICES")
+#: allocator, TF32 overrides, cuBLAS workspace, module loading), recorded with the
+#: environment; ``"unset"`` when absent. ``PYTORCH_ALLOC_CONF`` is the allocator's
+#: current name, ``PYTORCH_CUDA_ALLOC_CONF`` its alias: both are kept.
+SPEED_ENV_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF",
+                  "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE",
+                  "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG",
+                  "CUDA_MODULE_LOADING")
+
+#: The ``torch.backends`` precision settings of torch ≥ 2.9 (``fp32_precision``), by
+#: their place: ``(backend, op)``; ``None`` is the backend's own setting.
+FP32_PRECISION_PLACES = (("", None), ("cuda", "matmul"), ("cudnn", None), ("cudnn", "conv"),
+                         ("cudnn", "rnn"), ("mkldnn", None), ("mkldnn", "matmul"),
+                         ("mkldnn", "conv"), ("mkldnn", "rnn"))
+
+#: ``fp32_precision`` → the legacy ``get_float32_matmul_precision()`` word.
+_MATMUL_WORDS = {"ieee": "highest", "tf32": "high", "bf16": "medium"}
+
+
+def fp32_precisions(torch: Any) -> dict[str, str] | None:
+    """Every ``torch.backends.*.fp32_precision`` as ``{"cuda.matmul": "tf32", …}`` (R10).
+
+    ``""`` names the generic ``torch.backends.fp32_precision``. Read through the new API
+    only: once a workload set it, the legacy getters (``allow_tf32``,
+    ``get_float32_matmul_precision``) raise or warn.
+
+    Returns:
+        ``None`` on a torch without the API (before 2.9); a place this torch lacks is
+        left out.
+    """
+    backends = torch.backends
+    if not hasattr(backends, "fp32_precision"):
+        return None
+    out: dict[str, str] = {}
+    for backend, op in FP32_PRECISION_PLACES:
+        try:
+            obj = getattr(backends, backend) if backend else backends
+            if op is not None:
+                obj = getattr(obj, op)
+            out[".".join(p for p in (backend, op) if p) or "generic"] = str(obj.fp32_precision)
+        except (AttributeError, RuntimeError):  # a backend this build lacks
+            continue
+    return out
+
+
+def _effective(precisions: dict[str, str], place: str) -> str:
+    """The precision that applies at ``place`` (``"cuda.matmul"``): ``"none"`` defers up, to IEEE."""
+    backend = place.split(".")[0]
+    for key in (place, backend, "generic"):
+        value = precisions.get(key, "none")
+        if value != "none":
+            return value
+    return "ieee"
 
 def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
     """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
@@ -349,16 +398,28 @@ class TorchDevice:
 
         TF32 flags, ``torch.get_float32_matmul_precision()``, the grad mode the harness
         calls ``predict`` under (the worker's own; a workload may change it inside), and
-        :data:`SPEED_ENV_VARS`.
+        :data:`SPEED_ENV_VARS`. On torch ≥ 2.9 also every ``fp32_precision`` setting
+        (``fp32_precision``, one line ``"generic=none, cuda.matmul=tf32, …"``), and the
+        TF32 flags and matmul precision are read from them, never from the legacy
+        getters (which raise once the new API was used, and warn of their deprecation).
         """
         torch = self.torch
-        return {
-            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-            "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
-            "grad_enabled": bool(torch.is_grad_enabled()),
-            **speed_env_vars(),
-        }
+        precisions = fp32_precisions(torch)
+        if precisions is None:
+            flags: dict[str, Any] = {
+                "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+                "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+            }
+        else:
+            matmul = _effective(precisions, "cuda.matmul")
+            flags = {
+                "tf32_matmul": matmul == "tf32",
+                "tf32_cudnn": _effective(precisions, "cudnn.conv") == "tf32",
+                "float32_matmul_precision": _MATMUL_WORDS.get(matmul, matmul),
+                "fp32_precision": ", ".join(f"{k}={v}" for k, v in precisions.items()),
+            }
+        return {**flags, "grad_enabled": bool(torch.is_grad_enabled()), **speed_env_vars()}
 
 
 def physical_gpu(torch: Any, device: str, snap: Any,
