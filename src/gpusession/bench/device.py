@@ -301,18 +301,21 @@ class TorchDevice:
         cuda.set_device(self.index)
         cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
 
-    def load_baseline(self) -> tuple[int | None, int | None]:
-        """Allocator ``(allocated, reserved)`` bytes read right before the load (M1).
+    def load_baselines(self) -> dict[str, tuple[int, int]]:
+        """Allocator ``device → (allocated, reserved)`` bytes read right before the load (M1).
 
-        The peak counters are reset there, so the load's peaks are its own; ``(None,
-        None)`` on CPU (M4).
+        Read on every GPU torch sees, since the load may put tensors on any of them; the
+        device's peak counters are reset there, so the load's peaks are its own (another
+        GPU's peaks count from the worker's start, before which it held nothing of this
+        process: its baseline says so). ``{}`` on CPU (M4).
         """
         if self.index is None:
-            return None, None
-        cuda, d = self.torch.cuda, self.torch.device(self.device)
-        alloc, reserved = int(cuda.memory_allocated(d)), int(cuda.memory_reserved(d))
-        cuda.reset_peak_memory_stats(d)
-        return alloc, reserved
+            return {}
+        cuda = self.torch.cuda
+        out = {f"cuda:{i}": (int(cuda.memory_allocated(i)), int(cuda.memory_reserved(i)))
+               for i in range(cuda.device_count())}
+        cuda.reset_peak_memory_stats(self.torch.device(self.device))
+        return out
 
     @property
     def is_gpu(self) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.bench.timing import Measurement, SyncTimer, largest_peaks
+from gpusession.bench.timing import Measurement, SyncTimer, largest_peaks, memory_words
 from gpusession.core.events import (
     WorkerDone,
     WorkerIncident,
@@ -377,14 +377,19 @@ class Load:
     Attributes:
         used: every device the load left the workload's tensors on (H-02).
         baseline_allocated_bytes, baseline_reserved_bytes: the allocator before
-            ``load()`` (``None`` on CPU).
+            ``load()`` (``None`` on CPU), of the device holding each peak.
         measurement: the timer's reading of the load.
+        peak_allocated_bytes, peak_reserved_bytes: the largest peaks over ``used``.
+        memory_note: which GPU they are from when several were used, else ``None``.
     """
 
     used: list[str]
     baseline_allocated_bytes: int | None
     baseline_reserved_bytes: int | None
     measurement: Measurement
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    memory_note: str | None = None
 
     def figures(self, on_gpu: bool) -> dict[str, Any]:
         """The ``loaded`` event's figures: elapsed seconds; bytes only on a GPU (M1, M4)."""
@@ -393,8 +398,9 @@ class Load:
             elapsed_s=m.elapsed_s,
             baseline_allocated_bytes=self.baseline_allocated_bytes if on_gpu else None,
             baseline_reserved_bytes=self.baseline_reserved_bytes if on_gpu else None,
-            peak_allocated_bytes=m.peak_allocated_bytes if on_gpu else None,
-            peak_reserved_bytes=m.peak_reserved_bytes if on_gpu else None,
+            peak_allocated_bytes=self.peak_allocated_bytes if on_gpu else None,
+            peak_reserved_bytes=self.peak_reserved_bytes if on_gpu else None,
+            memory_note=self.memory_note if on_gpu else None,
         )
 
 
@@ -402,24 +408,28 @@ def load_phase(dev: TorchDevice, workload: Any, exp: dict[str, Any], timer: Sync
     """Time the load once per process: device selected, context created, model to device (R3).
 
     The clock starts before :meth:`TorchDevice.activate`, for every device spelling; the
-    allocator baseline is read and the peaks reset right before ``load()`` (M1); every
-    device the load used is synchronized by name (H-02).
+    allocator baselines are read and the peaks reset right before ``load()`` (M1); every
+    device the load used is synchronized by name (H-02) and its peaks read: the largest
+    is kept, with its device's baseline, and named when several devices were used.
 
     Raises:
         Exception: whatever the user's ``load()`` raises, out of memory included.
     """
-    def load() -> tuple[list[str], tuple[int | None, int | None]]:
+    def load() -> tuple[list[str], dict[str, tuple[int, int]]]:
         dev.activate()
-        baseline = dev.load_baseline()
+        baselines = dev.load_baselines()
         workload.load(dev.device, exp.get("precision", "fp32"), exp.get("context_limit"))
         used = dev.used_devices(workload)
         for d in used:
             dev.torch.cuda.synchronize(dev.torch.device(d))
-        return used, baseline
+        return used, baselines
 
     m = timer.measure(load, presync=False)
-    used, (base_allocated, base_reserved) = m.result
-    return Load(used, base_allocated, base_reserved, m)
+    used, baselines = m.result
+    kept = largest_peaks(timer.peaks(used) if used else {}, baselines)
+    return Load(used, kept["baseline_allocated_bytes"], kept["baseline_reserved_bytes"], m,
+                kept["peak_allocated_bytes"], kept["peak_reserved_bytes"],
+                memory_words(used, kept["peak_allocated_device"], kept["peak_reserved_device"]))
 
 
 @dataclass

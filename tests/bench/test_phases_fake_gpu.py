@@ -1,8 +1,10 @@
-"""How the worker classifies a GPU failure and what it does next, on fakes (R7, M1).
+"""The worker's phases on stand-in GPUs: failures, several devices, the event stream (R3, R7, M1).
 
 A library's allocation failure is an out-of-memory (the next run gets its unmeasured
 pass); a sticky CUDA error ends the worker and the runner goes on in a fresh one; a
-failed run keeps the allocator peaks it reached. No GPU: the device is a stand-in.
+failed run keeps the allocator peaks it reached. With several GPUs used the load's and
+a run's allocator figures are the largest, naming the device; a run says which stream
+its CUDA events timed. No GPU: the devices are stand-ins (the GPU twins are marked gpu).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from gpusession.bench.phases import (
     TorchWork,
     is_oom,
     is_unrecoverable,
+    load_phase,
     measured_phase,
     measured_run,
 )
-from gpusession.bench.timing import SyncTimer
+from gpusession.bench.timing import SyncTimer, TorchCudaOps
 from gpusession.core.events import WorkerDone, WorkerEvent, WorkerRunFinished
 
 CUBLAS = "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
@@ -117,6 +120,7 @@ def _gpu_dev() -> TorchDevice:
 
 def _work(tmp_path: Path, workload: Any, ops: FakeAllocator, runs: int) -> TorchWork:
     session = tmp_path / "s"
+    session.mkdir(mode=0o700, exist_ok=True)
     spec = {"experiment": {"id": "e"}, "output_dir": str(session / "runs" / "e"),
             "runs": [{"run_key": f"warm:batch-2:{i}", "variant_id": "batch-2", "phase": "warm",
                       "run_index": i, "batch": 2} for i in range(1, runs + 1)]}
@@ -176,6 +180,148 @@ def test_r7_an_ordinary_exception_keeps_the_worker_going(tmp_path: Path) -> None
     finished = [e for e in w.ch.events if isinstance(e, WorkerRunFinished)]
     assert len(finished) == 2 and all(e.worker_ends is None for e in finished)
     assert isinstance(w.ch.events[-1], WorkerDone)
+
+
+class TwoGpus:
+    """``torch.cuda`` of two stand-in GPUs, by index or device; reserved is twice allocated."""
+
+    def __init__(self) -> None:
+        self.alloc = {0: 0, 1: 0}
+        self.res = {0: 0, 1: 0}
+        self.peak_a = {0: 0, 1: 0}
+        self.peak_r = {0: 0, 1: 0}
+
+    @staticmethod
+    def _i(d: Any) -> int:
+        return d if isinstance(d, int) else int(d.index)
+
+    def hold(self, i: int, n: int) -> None:
+        self.alloc[i] += n
+        self.res[i] = max(self.res[i], 2 * self.alloc[i])
+        self.peak_a[i] = max(self.peak_a[i], self.alloc[i])
+        self.peak_r[i] = max(self.peak_r[i], self.res[i])
+
+    def device_count(self) -> int:
+        return 2
+
+    def set_device(self, i: int) -> None:
+        pass
+
+    def synchronize(self, d: Any = None) -> None:
+        pass
+
+    def memory_allocated(self, d: Any) -> int:
+        return self.alloc[self._i(d)]
+
+    def memory_reserved(self, d: Any) -> int:
+        return self.res[self._i(d)]
+
+    def reset_peak_memory_stats(self, d: Any) -> None:
+        i = self._i(d)
+        self.peak_a[i], self.peak_r[i] = self.alloc[i], self.res[i]
+
+    def max_memory_allocated(self, d: Any) -> int:
+        return self.peak_a[self._i(d)]
+
+    def max_memory_reserved(self, d: Any) -> int:
+        return self.peak_r[self._i(d)]
+
+
+def _torch_of(cuda: Any) -> Any:
+    def device(name: str) -> Any:
+        kind, _, idx = name.partition(":")
+        return SimpleNamespace(type=kind, index=int(idx) if idx else None)
+
+    return SimpleNamespace(cuda=cuda, device=device)
+
+
+def test_m1_the_load_keeps_the_largest_peak_over_every_gpu_it_used_naming_it() -> None:
+    gpus = TwoGpus()
+    gpus.hold(0, 5 << 20)  # something already held on cuda:0 before the load
+
+    class Spread:
+        def load(self, device: str, precision: str, context_limit: int | None) -> None:
+            gpus.hold(0, 1 << 20)
+            gpus.hold(1, 8 << 20)  # the larger part of the model on the second GPU
+
+        def devices_used(self) -> list[str]:
+            return ["cuda:0", "cuda:1"]
+
+    dev = _gpu_dev()
+    dev.torch = _torch_of(gpus)
+    timer = SyncTimer(["cuda:0"], TorchCudaOps(dev.torch))
+    loaded = load_phase(dev, Spread(), {}, timer)
+    assert loaded.used == ["cuda:0", "cuda:1"]
+    fig = loaded.figures(True)
+    assert fig["peak_reserved_bytes"] == 16 << 20 and fig["peak_allocated_bytes"] == 8 << 20
+    assert fig["baseline_reserved_bytes"] == 0  # cuda:1's own baseline, not cuda:0's 10 MiB
+    assert fig["memory_note"] == "allocator figures from cuda:1, the largest of 2 GPUs used (cuda:0, cuda:1)"
+    assert loaded.figures(False)["memory_note"] is None
+
+
+def test_m1_a_run_keeps_the_largest_peak_over_every_gpu_it_used_naming_it(tmp_path: Path) -> None:
+    gpus = TwoGpus()
+
+    class Spread:
+        def predict(self, texts: list[str]) -> list[str]:
+            gpus.hold(0, 3 << 20)
+            gpus.hold(1, 1 << 20)
+            return ["a"] * len(texts)
+
+    w = _work(tmp_path, Spread(), FakeAllocator(), runs=1)
+    w.dev.torch = _torch_of(gpus)
+    w.timer = SyncTimer(["cuda:0", "cuda:1"], TorchCudaOps(w.dev.torch))
+    fields, _ = measured_run(w, w.spec["runs"][0], tmp_path / "s" / "out.jsonl", 1, {}, False, None)
+    assert fields["ok"] is True, fields
+    assert fields["peak_reserved_bytes"] == 6 << 20
+    assert fields["memory_note"] == "allocator figures from cuda:0, the largest of 2 GPUs used (cuda:0, cuda:1)"
+
+
+class Streams:
+    """``torch.cuda`` streams and events of stand-in GPUs; ``side`` is made current on ``cuda:0``."""
+
+    def __init__(self, side: bool) -> None:
+        self.side = side
+
+    def current_stream(self, d: Any = None) -> Any:
+        return SimpleNamespace(stream_id=7 if self.side else 0)
+
+    def default_stream(self, d: Any = None) -> Any:
+        return SimpleNamespace(stream_id=0)
+
+    @staticmethod
+    def device(d: Any) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.stream: Any = None
+
+        def record(self, stream: Any = None) -> None:
+            self.stream = stream
+
+        def elapsed_time(self, end: Any) -> float:
+            return 2.0
+
+    def synchronize(self, d: Any = None) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("side", "which"), [(False, "the default stream"), (True, "stream 7")])
+def test_r8_a_run_says_which_stream_its_events_timed(tmp_path: Path, side: bool, which: str) -> None:
+    class Echo:
+        def predict(self, texts: list[str]) -> list[str]:
+            return ["a"] * len(texts)
+
+    w = _work(tmp_path, Echo(), FakeAllocator(), runs=1)
+    ops = TorchCudaOps(_torch_of(Streams(side)))
+    w.timer = SyncTimer(["cuda:0"], ops, event_factory=ops.event_pair("cuda:0"))
+    w.timer.memory_devices = []
+    fields, _ = measured_run(w, w.spec["runs"][0], tmp_path / "s" / "out.jsonl", 1, {}, False, None)
+    assert fields["event_elapsed_s"] == 0.002
+    assert fields["event_stream"] == f"events timed {which} of cuda:0; wall time covers every stream"
 
 
 # -- end to end: the runner and real worker processes, a fake workload on the CPU -------
