@@ -169,6 +169,28 @@ def test_r7_a_sticky_error_ends_the_worker_after_its_run_saying_a_fresh_one_goes
     assert not any(isinstance(e, WorkerDone) for e in w.ch.events)  # it did not run its share
 
 
+def test_r7_a_sticky_error_in_the_warm_up_ends_the_worker_before_its_runs_saying_so(tmp_path: Path) -> None:
+    from gpusession.bench.phases import warmup_phase
+    from gpusession.core.events import WorkerIncident
+
+    class Sticky:
+        def predict(self, texts: list[str]) -> list[str]:
+            raise RuntimeError("CUDA error: device-side assert triggered")
+
+    w = _work(tmp_path, Sticky(), FakeAllocator(), runs=2)
+    w.spec.update(warmup=[{"variant_id": "batch-2", "batch": 2}, {"variant_id": "batch-4", "batch": 4}],
+                  warmup_iterations=2)
+    done, _ = warmup_phase(w)
+    assert done == {"batch-2": 0}  # the other variant's warm-up is not tried in this process
+    assert measured_phase(w, done, False, None) == 0
+    assert isinstance(w.ch, Recorder)
+    assert not any(isinstance(e, WorkerRunFinished | WorkerDone) for e in w.ch.events)
+    said = [e for e in w.ch.events if isinstance(e, WorkerIncident)]
+    assert said[-1].message == ("the GPU reported an unrecoverable error in the warm-up; "
+                                "the worker ended before its measured runs")
+    assert said[-1].error_type == "RuntimeError"
+
+
 def test_r7_an_ordinary_exception_keeps_the_worker_going(tmp_path: Path) -> None:
     class Refuses:
         def predict(self, texts: list[str]) -> list[str]:

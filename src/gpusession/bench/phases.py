@@ -444,7 +444,8 @@ class TorchWork:
         workload: the loaded workload.
         inputs: the corpus and this rank's shard.
         timer: the timer of the runs (every device the load used).
-        unrecoverable: a sticky CUDA error was seen: this process cannot use the GPU again.
+        unrecoverable: the type of a sticky CUDA error seen in the warm-up (this process
+            cannot use the GPU again), else ``None``.
     """
 
     spec: dict[str, Any]
@@ -454,7 +455,7 @@ class TorchWork:
     workload: Any
     inputs: Inputs
     timer: SyncTimer
-    unrecoverable: bool = False
+    unrecoverable: str | None = None
 
     @property
     def per_context(self) -> bool:
@@ -493,7 +494,7 @@ def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
             _m, failure = measure_or_fail(w.timer, w.batches(int(v["batch"])), w.dev)
             if failure:
                 after_oom = after_oom or bool(failure.get("oom"))
-                w.unrecoverable = bool(failure.get("unrecoverable"))
+                w.unrecoverable = failure["error_type"] if failure.get("unrecoverable") else None
                 w.ch.send(WorkerIncident(where="warmup", variant_id=v["variant_id"], **failure))
                 failures.append((v["variant_id"], failure))
                 break
@@ -518,8 +519,10 @@ def measured_phase(w: TorchWork, warm_done: dict[str, int], after_oom: bool,
     Returns:
         The exit code: 0, or the rank's under torchrun after a failed run.
     """
-    if w.group is None and w.unrecoverable:
-        return 0  # the warm-up left the GPU unusable here: nothing measured would count
+    if w.group is None and w.unrecoverable:  # the warm-up left the GPU unusable here
+        w.ch.send(WorkerIncident(where="warmup", error_type=w.unrecoverable, message=(
+            f"{UNRECOVERABLE_WORDS} in the warm-up; the worker ended before its measured runs")))
+        return 0
     for run, out_path, order in w.ch.runs(w.spec):
         fields, after_oom = measured_run(w, run, out_path, order, warm_done, after_oom, own_uuid)
         ends = w.group is None and bool(fields.get("unrecoverable"))
