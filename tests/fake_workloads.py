@@ -26,14 +26,21 @@ class Echo:
     OutOfMemoryError on this batch size), ``fail_batch`` (raise ValueError),
     ``sleep_s`` (per predict call), ``marker`` (file written when predict starts),
     ``chatty`` (print to stdout: must not break the protocol), ``fail_call`` (raise
-    ValueError on this 1-based predict call of the process, e.g. part-way into a warm-up).
+    ValueError on this 1-based predict call of the process, e.g. part-way into a warm-up),
+    ``raise_batch`` with ``raise_message`` (raise RuntimeError with those words on this
+    batch size: a library's allocation failure), ``sticky_call`` (from this 1-based
+    predict call on, every call of the process raises CUDA's illegal-address error, as a
+    sticky error does; ``sticky_marker``: a file made then, so a later process stays
+    well).
     """
 
     classes = ["a", "b"]
 
     def __init__(self, log: str | None = None, oom_batch: int | None = None,
                  fail_batch: int | None = None, sleep_s: float = 0.0, marker: str | None = None,
-                 chatty: bool = False, fail_call: int | None = None, **_: Any) -> None:
+                 chatty: bool = False, fail_call: int | None = None,
+                 raise_batch: int | None = None, raise_message: str = "",
+                 sticky_call: int | None = None, sticky_marker: str | None = None, **_: Any) -> None:
         self.log = Path(log) if log else None
         self.oom_batch = oom_batch
         self.fail_batch = fail_batch
@@ -43,6 +50,11 @@ class Echo:
         self.context_limit: int | None = None
         self.fail_call = fail_call
         self.calls = 0
+        self.raise_batch = raise_batch
+        self.raise_message = raise_message
+        self.sticky_call = sticky_call
+        self.sticky_marker = Path(sticky_marker) if sticky_marker else None
+        self.sticky = False
 
     def revisions(self) -> dict[str, str]:
         return {"model_revision": "echo-1", "tokenizer_revision": "split-1"}
@@ -56,6 +68,14 @@ class Echo:
         self.calls += 1
         if self.fail_call is not None and self.calls == self.fail_call:
             raise ValueError(f"failed on predict call {self.calls}")
+        if self.sticky_call is not None and self.calls == self.sticky_call and not (
+                self.sticky_marker is not None and self.sticky_marker.exists()):
+            self.sticky = True
+            if self.sticky_marker is not None:
+                self.sticky_marker.write_text(str(os.getpid()))
+        if self.sticky:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered\n"
+                               "CUDA kernel errors might be asynchronously reported")
         if self.marker is not None and not self.marker.exists():
             self.marker.write_text(str(os.getpid()))
         if self.log is not None:
@@ -65,6 +85,8 @@ class Echo:
             raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         if self.fail_batch is not None and len(texts) == self.fail_batch:
             raise ValueError("bad batch")
+        if self.raise_batch is not None and len(texts) == self.raise_batch:
+            raise RuntimeError(self.raise_message)
         if self.sleep_s:
             time.sleep(self.sleep_s)
         if self.chatty:

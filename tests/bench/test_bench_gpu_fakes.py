@@ -92,7 +92,7 @@ def test_r8_event_time_read_after_sync_of_the_event_device() -> None:
 
     cuda.synchronize = sync  # type: ignore[method-assign]
     timer = SyncTimer(["cuda:1"], ops, clock=lambda: 0, event_factory=ops.event_pair("cuda:1"))
-    timer.memory_device = None  # time only: the fake has no allocator readings
+    timer.memory_devices = []  # time only: the fake has no allocator readings
     m = timer.measure(lambda: order.append("work"))
     assert order == ["sync 1", "work", "sync 1"]
     assert cuda.recorded == ["stream1", "stream1"]

@@ -684,7 +684,8 @@ def _fake_torch(monkeypatch: pytest.MonkeyPatch, *, gpus: int, device_id_ok: boo
     dist = types.SimpleNamespace(init_process_group=init_process_group, new_group=new_group,
                                  all_gather_object=all_gather_object)
     cuda = types.SimpleNamespace(is_available=lambda: gpus > 0, device_count=lambda: gpus,
-                                 set_device=lambda i: calls.append(("set_device", i)))
+                                 set_device=lambda i: calls.append(("set_device", i)),
+                                 synchronize=lambda d=None: None)
     torch = types.SimpleNamespace(cuda=cuda, device=lambda text: f"device({text})", distributed=dist)
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setitem(sys.modules, "torch.distributed", dist)

@@ -189,3 +189,28 @@ def test_r10_a_runs_energy_and_throttle_go_into_its_notes_failed_or_not() -> Non
     unsupported, _ = _finish(_finished(energy_words="energy not supported by this GPU (NVML: Not Supported)"))
     assert unsupported.notes is not None and "energy not supported by this GPU" in unsupported.notes
     assert "energy 0" not in unsupported.notes
+
+
+def test_m1_r7_notes_name_the_gpu_of_the_figures_and_a_failed_runs_peaks_and_end() -> None:
+    note = "allocator figures from cuda:1, the largest of 2 GPUs used (cuda:0, cuda:1)"
+    row, _ = _finish(_finished(memory_note=note))
+    assert row.notes == f"{note}; {RESERVED_CARRY_NOTE}"
+    ends = "the GPU reported an unrecoverable error; the remaining runs go on in a fresh worker"
+    ev = _finished(ok=False, error_type="AcceleratorError", message="CUDA error: an illegal memory access",
+                   failed_peak_allocated_bytes=3 << 30, failed_peak_reserved_bytes=6 << 30,
+                   unrecoverable=True, worker_ends=ends)
+    row, incident = _finish(ev)
+    assert row.peak_reserved_bytes is None  # the figures stay empty: nothing was measured
+    assert row.notes == ("incident: exception in the workload: AcceleratorError: CUDA error: an illegal "
+                         "memory access; elapsed not measured; allocator peaks before the failure: "
+                         f"allocated 3.00 GiB, reserved 6.00 GiB; {ends}")
+    assert incident is not None and incident.endswith(ends)
+
+
+def test_m1_r3_a_load_row_names_the_gpu_of_its_figures_and_the_group_set_up() -> None:
+    slot = LoadSlot.of("e", "all", 1)
+    ev = WorkerLoaded(elapsed_s=2.0, peak_reserved_bytes=40, memory_note="allocator figures from cuda:1",
+                      setup_note="the CUDA context (0.4 s) is in the load")
+    row = load_row(_base(), slot, ev, "warm")
+    assert row.notes == ("load of worker warm (model to device, timed once per process); "
+                         "allocator figures from cuda:1; the CUDA context (0.4 s) is in the load")

@@ -189,9 +189,58 @@ def frameworks_used(workload: Any) -> dict[str, str]:
 
 
 #: Environment variables that change how the GPU work runs (device order, visibility,
-#: allocator), recorded with the environment; ``"unset"`` when absent.
-SPEED_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "CUDA_DEVICE_ORDER",
-                  "HIP_VISIBLE_DEVICES")
+#: allocator, TF32 overrides, cuBLAS workspace, module loading), recorded with the
+#: environment; ``"unset"`` when absent. ``PYTORCH_ALLOC_CONF`` is the allocator's
+#: current name, ``PYTORCH_CUDA_ALLOC_CONF`` its alias: both are kept.
+SPEED_ENV_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF",
+                  "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES", "NVIDIA_TF32_OVERRIDE",
+                  "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG",
+                  "CUDA_MODULE_LOADING")
+
+#: The ``torch.backends`` precision settings of torch ≥ 2.9 (``fp32_precision``), by
+#: their place: ``(backend, op)``; ``None`` is the backend's own setting.
+FP32_PRECISION_PLACES = (("", None), ("cuda", "matmul"), ("cudnn", None), ("cudnn", "conv"),
+                         ("cudnn", "rnn"), ("mkldnn", None), ("mkldnn", "matmul"),
+                         ("mkldnn", "conv"), ("mkldnn", "rnn"))
+
+#: ``fp32_precision`` → the legacy ``get_float32_matmul_precision()`` word.
+_MATMUL_WORDS = {"ieee": "highest", "tf32": "high", "bf16": "medium"}
+
+
+def fp32_precisions(torch: Any) -> dict[str, str] | None:
+    """Every ``torch.backends.*.fp32_precision`` as ``{"cuda.matmul": "tf32", …}`` (R10).
+
+    ``""`` names the generic ``torch.backends.fp32_precision``. Read through the new API
+    only: once a workload set it, the legacy getters (``allow_tf32``,
+    ``get_float32_matmul_precision``) raise or warn.
+
+    Returns:
+        ``None`` on a torch without the API (before 2.9); a place this torch lacks is
+        left out.
+    """
+    backends = torch.backends
+    if not hasattr(backends, "fp32_precision"):
+        return None
+    out: dict[str, str] = {}
+    for backend, op in FP32_PRECISION_PLACES:
+        try:
+            obj = getattr(backends, backend) if backend else backends
+            if op is not None:
+                obj = getattr(obj, op)
+            out[".".join(p for p in (backend, op) if p) or "generic"] = str(obj.fp32_precision)
+        except (AttributeError, RuntimeError):  # a backend this build lacks
+            continue
+    return out
+
+
+def _effective(precisions: dict[str, str], place: str) -> str:
+    """The precision that applies at ``place`` (``"cuda.matmul"``): ``"none"`` defers up, to IEEE."""
+    backend = place.split(".")[0]
+    for key in (place, backend, "generic"):
+        value = precisions.get(key, "none")
+        if value != "none":
+            return value
+    return "ieee"
 
 def speed_env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
     """:data:`SPEED_ENV_VARS` as lower-case keys, each its value or ``"unset"`` (R10)."""
@@ -252,18 +301,21 @@ class TorchDevice:
         cuda.set_device(self.index)
         cuda.synchronize(self.torch.device(self.device))  # needs, so creates, the context
 
-    def load_baseline(self) -> tuple[int | None, int | None]:
-        """Allocator ``(allocated, reserved)`` bytes read right before the load (M1).
+    def load_baselines(self) -> dict[str, tuple[int, int]]:
+        """Allocator ``device → (allocated, reserved)`` bytes read right before the load (M1).
 
-        The peak counters are reset there, so the load's peaks are its own; ``(None,
-        None)`` on CPU (M4).
+        Read on every GPU torch sees, since the load may put tensors on any of them; the
+        device's peak counters are reset there, so the load's peaks are its own (another
+        GPU's peaks count from the worker's start, before which it held nothing of this
+        process: its baseline says so). ``{}`` on CPU (M4).
         """
         if self.index is None:
-            return None, None
-        cuda, d = self.torch.cuda, self.torch.device(self.device)
-        alloc, reserved = int(cuda.memory_allocated(d)), int(cuda.memory_reserved(d))
-        cuda.reset_peak_memory_stats(d)
-        return alloc, reserved
+            return {}
+        cuda = self.torch.cuda
+        out = {f"cuda:{i}": (int(cuda.memory_allocated(i)), int(cuda.memory_reserved(i)))
+               for i in range(cuda.device_count())}
+        cuda.reset_peak_memory_stats(self.torch.device(self.device))
+        return out
 
     @property
     def is_gpu(self) -> bool:
@@ -293,14 +345,16 @@ class TorchDevice:
 
         Returns:
             A :class:`SyncTimer` with torch's device operations and CUDA events on this
-            device; on CPU a plain wall-clock timer (memory cells stay ``None``, M4).
+            device, reading the allocator of every device in ``devices`` (the largest
+            peak is kept, naming its device); on CPU a plain wall-clock timer (memory
+            cells stay ``None``, M4).
         """
         if not self.is_gpu:
             return SyncTimer([])
         from gpusession.bench.timing import TorchCudaOps
 
         ops = TorchCudaOps(self.torch)
-        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device), memory_device=self.device)
+        return SyncTimer(devices, ops, event_factory=ops.event_pair(self.device))
 
     def environment(self, workload: Any, code_dir: Path | None) -> dict[str, Any]:
         """Environment observed in this process (R10, H-05 to H-07)."""
@@ -347,16 +401,28 @@ class TorchDevice:
 
         TF32 flags, ``torch.get_float32_matmul_precision()``, the grad mode the harness
         calls ``predict`` under (the worker's own; a workload may change it inside), and
-        :data:`SPEED_ENV_VARS`.
+        :data:`SPEED_ENV_VARS`. On torch ≥ 2.9 also every ``fp32_precision`` setting
+        (``fp32_precision``, one line ``"generic=none, cuda.matmul=tf32, …"``), and the
+        TF32 flags and matmul precision are read from them, never from the legacy
+        getters (which raise once the new API was used, and warn of their deprecation).
         """
         torch = self.torch
-        return {
-            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-            "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
-            "grad_enabled": bool(torch.is_grad_enabled()),
-            **speed_env_vars(),
-        }
+        precisions = fp32_precisions(torch)
+        if precisions is None:
+            flags: dict[str, Any] = {
+                "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+                "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+            }
+        else:
+            matmul = _effective(precisions, "cuda.matmul")
+            flags = {
+                "tf32_matmul": matmul == "tf32",
+                "tf32_cudnn": _effective(precisions, "cudnn.conv") == "tf32",
+                "float32_matmul_precision": _MATMUL_WORDS.get(matmul, matmul),
+                "fp32_precision": ", ".join(f"{k}={v}" for k, v in precisions.items()),
+            }
+        return {**flags, "grad_enabled": bool(torch.is_grad_enabled()), **speed_env_vars()}
 
 
 def physical_gpu(torch: Any, device: str, snap: Any,

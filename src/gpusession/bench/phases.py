@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.bench.timing import Measurement, SyncTimer
+from gpusession.bench.timing import Measurement, SyncTimer, largest_peaks, memory_words
 from gpusession.core.events import (
     WorkerDone,
     WorkerIncident,
@@ -63,13 +63,43 @@ def peak_rss_bytes() -> int | None:
         return None
 
 
+#: How the CUDA libraries say a full device: cuBLAS and cuDNN fail to allocate their
+#: workspace or handle on the first matmul or convolution, not with torch's own words.
+LIBRARY_ALLOC_FAILURES = ("cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+                          "cudnn_status_not_initialized")
+
+#: How CUDA says an error that stays with the process: every later call fails the same
+#: way, so the runs left need a fresh worker (CUDA runtime error strings and names).
+STICKY_CUDA_ERRORS = (
+    "illegal memory access", "cudaerrorillegaladdress", "device-side assert",
+    "cudaerrorassert", "unspecified launch failure", "cudaerrorlaunchfailure",
+    "misaligned address", "cudaerrormisalignedaddress", "illegal instruction",
+    "cudaerrorillegalinstruction", "uncorrectable ecc error", "cudaerroreccuncorrectable",
+)
+
+#: The words of a run after which the worker ends (one process); the runner goes on.
+UNRECOVERABLE_WORDS = "the GPU reported an unrecoverable error"
+
+
 def is_oom(exc: BaseException) -> bool:
-    """Out of memory on the device or the host (R7: a failed observation)."""
+    """Out of memory on the device or the host (R7: a failed observation).
+
+    torch's ``OutOfMemoryError``, an "out of memory" message (CUDA, HIP), and the
+    libraries' allocation failures (:data:`LIBRARY_ALLOC_FAILURES`): each gets the
+    unmeasured pass before the next run.
+    """
     if isinstance(exc, MemoryError):
         return True
     name = type(exc).__name__
-    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return (name == "OutOfMemoryError" or "out of memory" in text
+            or any(w in text for w in LIBRARY_ALLOC_FAILURES))
 
+
+def is_unrecoverable(exc: BaseException) -> bool:
+    """A sticky CUDA error (:data:`STICKY_CUDA_ERRORS`): this process cannot use the GPU again (R7)."""
+    text = str(exc).lower()
+    return not is_oom(exc) and any(w in text for w in STICKY_CUDA_ERRORS)
 
 
 def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
@@ -129,16 +159,20 @@ def run_batches(workload: Any, texts: list[str], batch: int) -> list[str]:
 def failure_fields(exc: BaseException) -> dict[str, Any]:
     """The fields of a failed observation (R7): ``ok``, ``oom``, ``error_type``, first line of ``message``.
 
+    ``unrecoverable: True`` is added for a sticky CUDA error (:func:`is_unrecoverable`).
     The whole text is masked before its first line is taken: a secret cut to one line
     (a PEM body, a few words of a seed) would no longer be recognised (S6).
     """
     said = mask_text(str(exc))[0].strip()
-    return {
+    fields: dict[str, Any] = {
         "ok": False,
         "oom": is_oom(exc),
         "error_type": type(exc).__name__,
         "message": said.splitlines()[0] if said else "",
     }
+    if is_unrecoverable(exc):
+        fields["unrecoverable"] = True
+    return fields
 
 
 
@@ -347,14 +381,19 @@ class Load:
     Attributes:
         used: every device the load left the workload's tensors on (H-02).
         baseline_allocated_bytes, baseline_reserved_bytes: the allocator before
-            ``load()`` (``None`` on CPU).
+            ``load()`` (``None`` on CPU), of the device holding each peak.
         measurement: the timer's reading of the load.
+        peak_allocated_bytes, peak_reserved_bytes: the largest peaks over ``used``.
+        memory_note: which GPU they are from when several were used, else ``None``.
     """
 
     used: list[str]
     baseline_allocated_bytes: int | None
     baseline_reserved_bytes: int | None
     measurement: Measurement
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    memory_note: str | None = None
 
     def figures(self, on_gpu: bool) -> dict[str, Any]:
         """The ``loaded`` event's figures: elapsed seconds; bytes only on a GPU (M1, M4)."""
@@ -363,8 +402,9 @@ class Load:
             elapsed_s=m.elapsed_s,
             baseline_allocated_bytes=self.baseline_allocated_bytes if on_gpu else None,
             baseline_reserved_bytes=self.baseline_reserved_bytes if on_gpu else None,
-            peak_allocated_bytes=m.peak_allocated_bytes if on_gpu else None,
-            peak_reserved_bytes=m.peak_reserved_bytes if on_gpu else None,
+            peak_allocated_bytes=self.peak_allocated_bytes if on_gpu else None,
+            peak_reserved_bytes=self.peak_reserved_bytes if on_gpu else None,
+            memory_note=self.memory_note if on_gpu else None,
         )
 
 
@@ -372,24 +412,28 @@ def load_phase(dev: TorchDevice, workload: Any, exp: dict[str, Any], timer: Sync
     """Time the load once per process: device selected, context created, model to device (R3).
 
     The clock starts before :meth:`TorchDevice.activate`, for every device spelling; the
-    allocator baseline is read and the peaks reset right before ``load()`` (M1); every
-    device the load used is synchronized by name (H-02).
+    allocator baselines are read and the peaks reset right before ``load()`` (M1); every
+    device the load used is synchronized by name (H-02) and its peaks read: the largest
+    is kept, with its device's baseline, and named when several devices were used.
 
     Raises:
         Exception: whatever the user's ``load()`` raises, out of memory included.
     """
-    def load() -> tuple[list[str], tuple[int | None, int | None]]:
+    def load() -> tuple[list[str], dict[str, tuple[int, int]]]:
         dev.activate()
-        baseline = dev.load_baseline()
+        baselines = dev.load_baselines()
         workload.load(dev.device, exp.get("precision", "fp32"), exp.get("context_limit"))
         used = dev.used_devices(workload)
         for d in used:
             dev.torch.cuda.synchronize(dev.torch.device(d))
-        return used, baseline
+        return used, baselines
 
     m = timer.measure(load, presync=False)
-    used, (base_allocated, base_reserved) = m.result
-    return Load(used, base_allocated, base_reserved, m)
+    used, baselines = m.result
+    kept = largest_peaks(timer.peaks(used) if used else {}, baselines)
+    return Load(used, kept["baseline_allocated_bytes"], kept["baseline_reserved_bytes"], m,
+                kept["peak_allocated_bytes"], kept["peak_reserved_bytes"],
+                memory_words(used, kept["peak_allocated_device"], kept["peak_reserved_device"]))
 
 
 @dataclass
@@ -407,6 +451,8 @@ class TorchWork:
         meter: reads energy and clocks at each run's boundaries on every GPU the
             workload held (:class:`gpusession.core.gpu.nvml.RunMeter`); ``None`` on CPU
             and on a group's other ranks (the leader reads every rank's GPU).
+        unrecoverable: the type of a sticky CUDA error seen in the warm-up (this process
+            cannot use the GPU again), else ``None``.
     """
 
     spec: dict[str, Any]
@@ -417,6 +463,7 @@ class TorchWork:
     inputs: Inputs
     timer: SyncTimer
     meter: Any = None
+    unrecoverable: str | None = None
 
     @property
     def per_context(self) -> bool:
@@ -432,7 +479,8 @@ def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
     """The announced warm-up, with exactly the measured shapes (R4, H-03).
 
     Each variant runs ``warmup_iterations`` times, unmeasured; a failure ends that
-    variant's warm-up with an incident. Under torchrun what every rank did is merged
+    variant's warm-up with an incident, a sticky CUDA error the whole warm-up (the
+    process cannot use the GPU again: ``w.unrecoverable``). Under torchrun what every rank did is merged
     (:func:`group_warmup`). ``warmup_done`` is sent when there was a warm-up.
 
     Returns:
@@ -445,6 +493,8 @@ def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
     failures: list[tuple[str, dict[str, Any]]] = []
     after_oom = False
     for v in warm:
+        if w.unrecoverable:
+            break
         done[v["variant_id"]] = 0
         if w.per_context:  # the warm-up shape is (batch, context)
             w.workload.set_context(v.get("context"))
@@ -452,6 +502,7 @@ def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
             _m, failure = measure_or_fail(w.timer, w.batches(int(v["batch"])), w.dev)
             if failure:
                 after_oom = after_oom or bool(failure.get("oom"))
+                w.unrecoverable = failure["error_type"] if failure.get("unrecoverable") else None
                 w.ch.send(WorkerIncident(where="warmup", variant_id=v["variant_id"], **failure))
                 failures.append((v["variant_id"], failure))
                 break
@@ -468,15 +519,27 @@ def measured_phase(w: TorchWork, warm_done: dict[str, int], after_oom: bool,
     """Every scheduled run the runner lets start, each reported by ``run_finished`` (R3-R5, R7).
 
     Under torchrun a failed run ends the group (:func:`end_group_after`); the runner
-    starts a fresh one for the runs left. ``done`` is sent unless the runner said stop.
+    starts a fresh one for the runs left. One process ends after a sticky CUDA error
+    (the run's ``worker_ends`` says so; the runner goes on in a fresh worker), or
+    before the runs when the warm-up met one. ``done`` is sent unless the runner said
+    stop or the worker ends early.
 
     Returns:
         The exit code: 0, or the rank's under torchrun after a failed run.
     """
     try:
+        if w.group is None and w.unrecoverable:  # the warm-up left the GPU unusable here
+            w.ch.send(WorkerIncident(where="warmup", error_type=w.unrecoverable, message=(
+                f"{UNRECOVERABLE_WORDS} in the warm-up; the worker ended before its measured runs")))
+            return 0
         for run, out_path, order in w.ch.runs(w.spec):
             fields, after_oom = measured_run(w, run, out_path, order, warm_done, after_oom, own_uuid)
+            ends = w.group is None and bool(fields.get("unrecoverable"))
+            if ends:
+                fields["worker_ends"] = unrecoverable_words(order < len(w.spec["runs"]))
             w.ch.send(WorkerRunFinished(run_key=run["run_key"], rss_peak_bytes=peak_rss_bytes(), **fields))
+            if ends:
+                return 0
             if w.group is not None and fields.get("failed_rank") is not None:
                 return end_group_after(w.group, int(fields["failed_rank"]))
     finally:
@@ -487,6 +550,12 @@ def measured_phase(w: TorchWork, warm_done: dict[str, int], after_oom: bool,
     return 0
 
 
+def unrecoverable_words(runs_left: bool) -> str:
+    """What becomes of a worker after a sticky CUDA error, for the run's notes (R7)."""
+    return UNRECOVERABLE_WORDS + ("; the remaining runs go on in a fresh worker" if runs_left
+                                  else "; the worker ended")
+
+
 def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
                  warm_done: dict[str, int], after_oom: bool,
                  own_uuid: str | None) -> tuple[dict[str, Any], bool]:
@@ -494,7 +563,8 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
 
     The fields say what the worker did (phase, warm-up iterations of the run's variant,
     scope, position; R4), the cut at the context limit (R9), the figures or the failure
-    (R7); ``after_oom`` puts one unmeasured pass of the run's shape before it.
+    (R7); ``after_oom`` puts one unmeasured pass of the run's shape before it. A failed
+    run keeps the allocator peaks it reached before the failure (one process).
     """
     from gpusession.bench.workloads.base import count_tokens, count_truncated
 
@@ -523,6 +593,10 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
     ran_out = bool(failure.get("oom"))
     if m is not None:
         failure = _keep_outputs(w, m, out_path, fields)
+    elif failure and w.group is None:  # the peaks the run reached before it failed
+        peaks = largest_peaks(w.timer.peaks(), {})
+        fields.update(failed_peak_allocated_bytes=peaks["peak_allocated_bytes"],
+                      failed_peak_reserved_bytes=peaks["peak_reserved_bytes"])
     if failure:
         fields.update(failure)
     expected = getattr(w.workload, "expected_memory", None)
@@ -600,6 +674,8 @@ def _keep_outputs(w: TorchWork, m: Measurement, out_path: Path, fields: dict[str
             baseline_reserved_bytes=m.baseline_reserved_bytes,
             peak_allocated_bytes=m.peak_allocated_bytes,
             peak_reserved_bytes=m.peak_reserved_bytes,
+            memory_note=m.memory_note(),
+            event_stream=m.event_stream,
             output=str(out_path),
         )
         if len(labels) != len(ids):
@@ -611,8 +687,8 @@ def _keep_outputs(w: TorchWork, m: Measurement, out_path: Path, fields: dict[str
 
 __all__ = [
     "LOAD_FAILED_EXIT", "Inputs", "Load", "TorchWork", "empty_cache", "end_group_after",
-    "failure_fields", "group_loaded", "group_warmup", "is_oom", "load_failed", "load_phase",
+    "failure_fields", "group_loaded", "group_warmup", "is_oom", "is_unrecoverable", "load_failed", "load_phase",
     "measure_or_fail", "measure_ranks", "measured_phase", "measured_run", "open_workload",
-    "peak_rss_bytes", "read_corpus_file", "run_batches", "session_root", "warmup_phase",
+    "peak_rss_bytes", "read_corpus_file", "run_batches", "session_root", "unrecoverable_words", "warmup_phase",
     "write_outputs",
 ]

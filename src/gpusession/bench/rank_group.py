@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusession.bench.ranks import DeviceUnavailable, RankEnv, shard_bounds
+from gpusession.bench.timing import SyncTimer
 from gpusession.core.files.units import format_seconds
 
 
@@ -85,6 +86,17 @@ class RankGroup:
         env: this rank's place (:func:`rank_env`).
         requested: the experiment's device (``"cpu"``, ``"cuda"`` or ``None`` = cuda
             when torch sees one).
+        clock: the nanosecond clock of the set-up's two figures (default
+            ``time.perf_counter_ns``).
+
+    Attributes:
+        context_s: seconds to select the GPU and create its CUDA context, first thing
+            (``set_device``, then a synchronize by name, as one process does at the
+            start of its load clock); ``None`` on CPU. The worker adds it to the load,
+            so one-process and torchrun load rows hold the same work (R3).
+        join_s: seconds to join the group (the rendezvous, NCCL's start with
+            ``device_id``, the gloo side group): named in the load row's notes, never
+            in the load.
 
     Raises:
         DeviceUnavailable: ``cuda`` requested and torch sees no GPU, or fewer GPUs than
@@ -92,11 +104,14 @@ class RankGroup:
         RuntimeError: the group cannot be joined (from torch).
     """
 
-    def __init__(self, env: RankEnv, requested: str | None) -> None:
+    def __init__(self, env: RankEnv, requested: str | None,
+                 clock: Callable[[], int] = time.perf_counter_ns) -> None:
         """Join the group (blocks until every rank has joined)."""
         import torch
         import torch.distributed as dist
 
+        stopwatch = SyncTimer([], clock=clock)  # the one stopwatch; each step synchronizes itself
+        self.context_s: float | None = None
         self.env = env
         self.rank, self.world_size = env.rank, env.world_size
         use_cuda = torch.cuda.is_available() if requested in (None, "", "auto") else requested != "cpu"
@@ -107,15 +122,15 @@ class RankGroup:
                 raise DeviceUnavailable(f"local rank {env.local_rank} has no GPU: torch sees "
                                         f"{torch.cuda.device_count()} on this node")
             self.device = f"cuda:{env.local_rank}"
-            torch.cuda.set_device(env.local_rank)
-            try:
-                dist.init_process_group(backend="nccl", device_id=torch.device(self.device))
-            except TypeError:  # torch < 2.3: no device_id
-                dist.init_process_group(backend="nccl")
+            self.context_s = stopwatch.measure(lambda: _create_context(torch, env.local_rank, self.device),
+                                               presync=False).elapsed_s
+            self.join_s = stopwatch.measure(lambda: _join_nccl(torch, dist, self.device),
+                                            presync=False).elapsed_s
             self.ctl: Any = dist.new_group(backend="gloo")
         else:
             self.device = "cpu"
-            dist.init_process_group(backend="gloo")
+            self.join_s = stopwatch.measure(lambda: dist.init_process_group(backend="gloo"),
+                                            presync=False).elapsed_s
             self.ctl = None  # the default (gloo) group
         self._dist = dist
         # The leader talks to the runner and gathers: the runner's node's local rank 0
@@ -217,6 +232,36 @@ class RankGroup:
                        result=None if m is None else m.result, measurement=m)
 
 
+def _create_context(torch: Any, index: int, device: str) -> None:
+    """Select GPU ``index`` (``device``) and create its CUDA context: one process's first step in its load (R3)."""
+    torch.cuda.set_device(index)
+    torch.cuda.synchronize(torch.device(device))  # needs, so creates, the context
+
+
+def _join_nccl(torch: Any, dist: Any, device: str) -> None:
+    """Join the NCCL group, starting NCCL at once on ``device`` where torch can (2.3 and later)."""
+    try:
+        dist.init_process_group(backend="nccl", device_id=torch.device(device))
+    except TypeError:  # torch < 2.3: no device_id
+        dist.init_process_group(backend="nccl")
+
+
+def setup_words(context_s: float | None, join_s: float | None) -> str | None:
+    """A torchrun load row's note on the group's set-up (R3), ``None`` when nothing was timed.
+
+    Example: ``"the CUDA context (412 ms, created as the rank joined its torchrun group)
+    is in the load; joining the group took 1.20 s more, not in the load"``.
+    """
+    words = []
+    if context_s is not None:
+        words.append(f"the CUDA context ({format_seconds(context_s)}, created as the rank joined "
+                     "its torchrun group) is in the load")
+    if join_s is not None:
+        words.append(f"joining the group{' (rendezvous, NCCL start)' if context_s is not None else ''} "
+                     f"took {format_seconds(join_s)} more, not in the load")
+    return "; ".join(words) or None
+
+
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = str(exc).strip()
     return {"ok": False, "oom": False, "error_type": type(exc).__name__,
@@ -257,4 +302,5 @@ __all__ = [
     "RankGroup",
     "RankRun",
     "rank_notes",
+    "setup_words",
 ]

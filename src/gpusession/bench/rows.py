@@ -23,6 +23,7 @@ from gpusession.bench.timing import RESERVED_CARRY_NOTE
 from gpusession.core.events import WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.secrets import mask_text
+from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.journal import RunKey
 from gpusession.core.records.results import ResultRow
 
@@ -97,7 +98,13 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
 
 
 def load_row(base: ResultRow, slot: LoadSlot, ev: WorkerLoaded, worker: str) -> ResultRow:
-    """The row of a load the worker timed (R3): elapsed and the allocator figures (M1)."""
+    """The row of a load the worker timed (R3): elapsed and the allocator figures (M1).
+
+    Its notes say which GPU the figures come from when several were used, and under
+    torchrun what the group's set-up took besides the load.
+    """
+    notes = [f"load of worker {worker} (model to device, timed once per process)"]
+    notes += [n for n in (ev.memory_note, ev.setup_note) if n]
     return base.replace(
         variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
         elapsed_seconds=ev.elapsed_s,
@@ -105,7 +112,7 @@ def load_row(base: ResultRow, slot: LoadSlot, ev: WorkerLoaded, worker: str) -> 
         baseline_reserved_bytes=ev.baseline_reserved_bytes,
         peak_allocated_bytes=ev.peak_allocated_bytes,
         peak_reserved_bytes=ev.peak_reserved_bytes,
-        notes=f"load of worker {worker} (model to device, timed once per process)",
+        notes="; ".join(notes),
     )
 
 
@@ -204,6 +211,9 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
         kind = failure_kind(ev)
         said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
         notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; elapsed not measured")
+        if ev.failed_peak_allocated_bytes is not None or ev.failed_peak_reserved_bytes is not None:
+            notes.append(failure_peaks_words(ev))
+        ended = "; ".join(e for e in (ev.worker_ends, ended) if e) or None
         if ended:
             notes.append(ended)
         # no output to validate: corpus_accepted stays empty, never false
@@ -213,6 +223,16 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
     return row.replace(notes="; ".join(notes) or None), incident
 
 
+def failure_peaks_words(ev: WorkerRunFinished) -> str:
+    """The allocator peaks a failed run reached before it failed, in words (M1, R7).
+
+    Example: ``"allocator peaks before the failure: allocated 3.2 GiB, reserved 3.5 GiB"``;
+    they stay out of the figures' columns (the run measured nothing).
+    """
+    return (f"allocator peaks before the failure: allocated {format_bytes(ev.failed_peak_allocated_bytes)}, "
+            f"reserved {format_bytes(ev.failed_peak_reserved_bytes)}")
+
+
 def _ok_notes(ev: WorkerRunFinished) -> list[str]:
     """The notes of a run that returned: its incident, an unmeasured pass, the carry note (M1)."""
     notes: list[str] = []
@@ -220,6 +240,8 @@ def _ok_notes(ev: WorkerRunFinished) -> list[str]:
         notes.append(f"incident: {ev.message}")
     if ev.unmeasured_pass:
         notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
+    if ev.memory_note:  # several GPUs used: the largest peak, named
+        notes.append(ev.memory_note)
     if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
         # the caching allocator keeps blocks between interleaved variants (M1)
         notes.append(RESERVED_CARRY_NOTE)
@@ -228,5 +250,5 @@ def _ok_notes(ev: WorkerRunFinished) -> list[str]:
 
 __all__ = [
     "LoadSlot", "Validation", "base_row", "count_words", "died_loading_row", "died_run_row",
-    "failure_kind", "finished_run_row", "load_failed_row", "load_row", "run_row",
+    "failure_kind", "failure_peaks_words", "finished_run_row", "load_failed_row", "load_row", "run_row",
 ]

@@ -687,10 +687,13 @@ class Runner:
             self._journal(LoadFinishedRecord(ok=False, **self._load_fields(rep.load)))
         missing = rep.missing()
         self._rest = self._fresh_group_runs(exp, list(rep.runs.values()), missing,
-                                            died or rep.timed_out or rep.torn is not None)
+                                            died or rep.timed_out or rep.torn is not None
+                                            or rep.unrecoverable, any_worker=rep.unrecoverable)
         if missing and not self.cancel.is_set() and self._fatal_load is None and not self.stops.stop:
+            fresh = " in this worker (a fresh worker runs them)" if rep.unrecoverable else \
+                " in this group (a fresh group runs them)"
             self._incident(f"worker {rep.name}: {len(missing)} scheduled run(s) not run"
-                           + (" in this group (a fresh group runs them)" if self._rest else "") + ": "
+                           + (fresh if self._rest else "") + ": "
                            + ", ".join(r.run_key for r in missing[:10]))
         return not rep.stopped and not missing and not died
 
@@ -802,13 +805,15 @@ class Runner:
         return exp.gpus > 1 or exp.nodes > 1 or self.torchrun
 
     def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],
-                          missing: list[ScheduledRun], ended: bool) -> list[ScheduledRun]:
-        """What a fresh torchrun group runs after a group ended early.
+                          missing: list[ScheduledRun], ended: bool, *,
+                          any_worker: bool = False) -> list[ScheduledRun]:
+        """What a fresh torchrun group (or, ``any_worker``, a fresh worker) runs after one ended early.
 
-        Only for ``gpus > 1``, not after a cancel, and only when the ended group ran at
+        Only for ``gpus > 1`` or a worker that ended after a sticky GPU error
+        (``any_worker``), not after a cancel, and only when the ended group ran at
         least one run (a group that dies while loading would die again).
         """
-        if (not self._ranked(exp) or not ended or self.cancel.is_set() or self.stops.stop
+        if (not (self._ranked(exp) or any_worker) or not ended or self.cancel.is_set() or self.stops.stop
                 or len(missing) >= len(group)):
             return []
         return [replace(r, worker=self._fresh_name(r.worker)) for r in missing]
@@ -901,7 +906,7 @@ class Runner:
         self._journal(RunFinishedRecord(
             run_key=self._key(run).format(), experiment_id=exp.id, variant_id=run.variant_id,
             phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
-            elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s,
+            elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s, event_stream=ev.event_stream,
             rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
             truncated=ev.truncated or 0, tokens=ev.tokens, context=ev.context,
             unmeasured_pass=ev.unmeasured_pass,

@@ -61,6 +61,8 @@ class GroupReport:
         hung: which ranks were still working at the timeout, and where.
         heard: the worker (a rank) spoke at all: the group formed.
         stopped: the worker stopped at a run boundary (a cancel, H-12).
+        unrecoverable: one process ended after a run the GPU failed with a sticky error
+            (its ``worker_ends``): a fresh worker runs what is left.
         finished_keys: local keys of the runs that have a row or will get one.
         rank_ids: ``rank_pids`` / ``rank_create_times_s`` / ``rank_hosts`` of the
             group (journal only).
@@ -86,6 +88,7 @@ class GroupReport:
     hung: str | None = None
     heard: bool = False
     stopped: bool = False
+    unrecoverable: bool = False
     finished_keys: set[str] = field(default_factory=set)
     rank_ids: dict[str, Any] = field(default_factory=dict)
     leader: int | None = None
@@ -190,6 +193,8 @@ class Supervisor:
                 # the group ends with this run; its row once it has ended
                 rep.torn = (rep.runs[ev.run_key], ev)
                 self.deadline = time.monotonic() + TEARDOWN_GRACE_S
+            elif ev.worker_ends and not ev.ok:  # a sticky GPU error: the worker ends here
+                rep.unrecoverable = True
         elif isinstance(ev, WorkerStopped):
             rep.stopped = True
 

@@ -89,6 +89,12 @@ class Measurement:
         peak_allocated_bytes, peak_reserved_bytes: the peaks during the work; never to
             be added together (M2); ``None`` on CPU (M4).
         result: what the work returned.
+        peak_allocated_device, peak_reserved_device: the device holding each peak
+            (``"cuda:1"``): with several devices used the largest is kept, each baseline
+            from the same device; ``None`` on CPU.
+        memory_devices: every device whose allocator was read.
+        event_stream: which stream the CUDA events timed, in words (journal only),
+            ``None`` without events.
     """
 
     elapsed_ns: int
@@ -98,11 +104,54 @@ class Measurement:
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
     result: Any = None
+    peak_allocated_device: str | None = None
+    peak_reserved_device: str | None = None
+    memory_devices: tuple[str, ...] = ()
+    event_stream: str | None = None
+
+    def memory_note(self) -> str | None:
+        """Which device the allocator figures come from, in words; ``None`` for one device or none."""
+        return memory_words(self.memory_devices, self.peak_allocated_device, self.peak_reserved_device)
 
     @property
     def elapsed_s(self) -> float:
         """Elapsed seconds (float)."""
         return self.elapsed_ns / 1e9
+
+
+def memory_words(devices: Sequence[str], alloc_device: str | None, reserved_device: str | None) -> str | None:
+    """Words for notes: the device the allocator figures come from (M1), ``None`` for one device.
+
+    Example: ``"allocator figures from cuda:1, the largest of 2 GPUs used (cuda:0, cuda:1)"``;
+    when the two peaks sit on different devices both are named.
+    """
+    if len(devices) < 2 or reserved_device is None:
+        return None
+    where = (f"from {reserved_device}" if alloc_device in (None, reserved_device) else
+             f"reserved from {reserved_device}, allocated from {alloc_device}")
+    return f"allocator figures {where}, the largest of {len(devices)} GPUs used ({', '.join(devices)})"
+
+
+def largest_peaks(peaks: dict[str, tuple[int, int]],
+                  baselines: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """The largest allocated and reserved peaks over devices, each with its device's baseline (M1).
+
+    Args:
+        peaks: ``device → (peak allocated, peak reserved)`` bytes.
+        baselines: ``device → (allocated, reserved)`` bytes read before the work; a
+            device missing here gives ``None`` baselines (not read, never 0).
+
+    Returns:
+        :class:`Measurement` keyword arguments: ``peak_*_bytes``, ``baseline_*_bytes``,
+        ``peak_*_device``; every value ``None`` when ``peaks`` is empty.
+    """
+    out: dict[str, Any] = {}
+    for i, kind in enumerate(("allocated", "reserved")):
+        top = max(peaks, key=lambda d, i=i: peaks[d][i], default=None)  # type: ignore[misc]
+        out[f"peak_{kind}_bytes"] = peaks[top][i] if top is not None else None
+        out[f"baseline_{kind}_bytes"] = baselines[top][i] if top in baselines else None
+        out[f"peak_{kind}_device"] = top
+    return out
 
 
 class SyncTimer:
@@ -114,9 +163,10 @@ class SyncTimer:
         ops: the device backend; ``None`` on CPU.
         clock: a nanosecond clock (default ``time.perf_counter_ns``).
         event_factory: makes a CUDA-event pair ``(start, end)`` with ``record()`` and
-            ``start.elapsed_time(end)`` in ms; ``None`` for no event timing.
-        memory_device: the device whose allocator is read (M4: only the device used);
-            default the first of ``devices``.
+            ``start.elapsed_time(end)`` in ms (and, optionally, ``stream_words()``: which
+            stream they timed); ``None`` for no event timing.
+        memory_device: read only this device's allocator; default every device of
+            ``devices`` (the largest peak is kept, naming its device: M1).
     """
 
     def __init__(
@@ -133,7 +183,7 @@ class SyncTimer:
         self.ops = ops if self.devices else None
         self.clock = clock
         self.event_factory = event_factory if self.ops is not None else None
-        self.memory_device = memory_device or (self.devices[0] if self.devices else None)
+        self.memory_devices: list[str] = [memory_device] if memory_device else list(self.devices)
 
     def sync(self) -> None:
         """Synchronize every used device, each by name (H-02)."""
@@ -141,6 +191,35 @@ class SyncTimer:
             return
         for d in self.devices:
             self.ops.synchronize(d)
+
+    def baselines(self, *, reset: bool = True) -> dict[str, tuple[int, int]]:
+        """``device → (allocated, reserved)`` bytes now on every device read; the peaks reset (M1)."""
+        ops = self.ops
+        if ops is None:
+            return {}
+        out = {d: (int(ops.memory_allocated(d)), int(ops.memory_reserved(d))) for d in self.memory_devices}
+        if reset:
+            for d in self.memory_devices:
+                ops.reset_peak_memory_stats(d)
+        return out
+
+    def peaks(self, devices: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """``device → (peak allocated, peak reserved)`` bytes since the last reset (M1).
+
+        Also after a failed :meth:`measure`: the peaks the work reached before it raised
+        (an out-of-memory run's notes keep them). A device whose reading raises (a CUDA
+        error left by the failure) is left out; ``{}`` on CPU.
+        """
+        ops = self.ops
+        out: dict[str, tuple[int, int]] = {}
+        if ops is None:
+            return out
+        for d in self.memory_devices if devices is None else devices:
+            try:
+                out[d] = (int(ops.max_memory_allocated(d)), int(ops.max_memory_reserved(d)))
+            except RuntimeError:  # torch.AcceleratorError after a failed run: not read
+                continue
+        return out
 
     def measure(self, work: Callable[[], Any], *, presync: bool = True) -> Measurement:
         """Run ``work()`` once and measure it (M1, R8).
@@ -158,20 +237,17 @@ class SyncTimer:
         Python's garbage collector is disabled from just before the start clock to
         just after the stop clock, as :mod:`timeit` does, and re-enabled (when it was
         enabled) on the way out, exception or not: collections then happen between
-        runs, not inside one.
+        runs, not inside one. Every device read keeps its own baseline and peaks; the
+        largest peak is the measurement's, with its device named.
 
         Returns:
             The measurement; exceptions raised by ``work`` propagate (the caller turns
             them into a failed row, R7) after nothing else is read.
         """
-        ops = self.ops
-        mem = self.memory_device
-        base_alloc = base_res = None
-        if presync and ops is not None and mem is not None:
+        base: dict[str, tuple[int, int]] = {}
+        if presync and self.ops is not None and self.memory_devices:
             self.sync()
-            base_alloc = int(ops.memory_allocated(mem))
-            base_res = int(ops.memory_reserved(mem))
-            ops.reset_peak_memory_stats(mem)
+            base = self.baselines()
         events = self.event_factory() if self.event_factory and presync else None
         gc_was_enabled = gc.isenabled()
         gc.disable()
@@ -195,18 +271,12 @@ class SyncTimer:
                 event_s = float(events[0].elapsed_time(events[1])) / 1000.0
             except RuntimeError:  # torch: an event not recorded / a CUDA error; journal-only figure
                 event_s = None
-        peak_alloc = peak_res = None
-        if ops is not None and mem is not None:
-            peak_alloc = int(ops.max_memory_allocated(mem))
-            peak_res = int(ops.max_memory_reserved(mem))
+        said = getattr(events[0], "stream_words", None) if events else None
         return Measurement(
-            elapsed_ns=t1 - t0,
-            event_elapsed_s=event_s,
-            baseline_allocated_bytes=base_alloc,
-            baseline_reserved_bytes=base_res,
-            peak_allocated_bytes=peak_alloc,
-            peak_reserved_bytes=peak_res,
-            result=result,
+            elapsed_ns=t1 - t0, event_elapsed_s=event_s, result=result,
+            memory_devices=tuple(self.memory_devices) if self.ops is not None else (),
+            event_stream=said() if callable(said) else None,
+            **largest_peaks(self.peaks(), base),
         )
 
 
@@ -272,19 +342,39 @@ class _StreamEvent:
     """A CUDA event that records on one device's current stream (H-02).
 
     Never on the current device's stream; ``elapsed_time`` is in ms as torch's, read only
-    after synchronization.
+    after synchronization. Work a workload queues on streams of its own is not in the
+    event figure (the wall time covers it: ``synchronize`` waits for every stream), so
+    :meth:`stream_words` says which stream the pair timed.
     """
 
     def __init__(self, cuda: Any, device: Any, event: Any) -> None:
         self._cuda = cuda
         self._device = device
         self.event = event
+        self.stream: Any = None
 
     def record(self) -> None:
-        self.event.record(self._cuda.current_stream(self._device))
+        self.stream = self._cuda.current_stream(self._device)
+        self.event.record(self.stream)
 
     def elapsed_time(self, end: _StreamEvent) -> float:
         return float(self.event.elapsed_time(end.event))
 
+    def stream_words(self) -> str:
+        """``"events timed the default stream of cuda:0; wall time covers every stream"``."""
+        default = getattr(self._cuda, "default_stream", None)
+        is_default = callable(default) and self.stream == default(self._device)
+        which = "the default stream" if is_default else f"stream {getattr(self.stream, 'stream_id', self.stream)}"
+        return f"events timed {which} of {_name(self._device)}; wall time covers every stream"
 
-__all__ = ["ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "RESERVED_CARRY_NOTE", "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps"]
+
+def _name(device: Any) -> str:
+    """``cuda:1`` for a torch device (or a stand-in with ``type`` and ``index``)."""
+    kind, index = getattr(device, "type", None), getattr(device, "index", None)
+    return f"{kind}:{index}" if kind is not None and index is not None else str(device)
+
+
+__all__ = [
+    "ALLOCATOR_LABEL", "ALLOCATOR_SCOPE", "CPU_MEMORY_SCOPE", "NVML_LABEL", "RESERVED_CARRY_NOTE",
+    "DeviceOps", "Measurement", "SyncTimer", "TorchCudaOps", "largest_peaks", "memory_words",
+]

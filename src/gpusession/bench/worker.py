@@ -68,6 +68,7 @@ from gpusession.bench.phases import (
     session_root,
     warmup_phase,
 )
+from gpusession.bench.rank_group import setup_words
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
@@ -132,6 +133,7 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     # On a GPU: baseline read and peaks reset right before load(), so the peaks are the load's.
     load_figures = loaded.figures(dev.is_gpu)
     if group is not None:  # every rank's GPU and load
+        load_figures = with_group_setup(load_figures, group)
         env, load_figures = _group_environment(group, env, load_figures, spec, ch)
     ch.send(WorkerEnvironment(environment=env))
     ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(inputs.ids),
@@ -140,6 +142,22 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     work = TorchWork(spec, ch, group, dev, workload, inputs, timer, meter=run_meter(dev, env, group))
     warm_done, after_oom = warmup_phase(work)
     return measured_phase(work, warm_done, after_oom, own_uuid)
+
+
+def with_group_setup(load: dict[str, Any], group: Any) -> dict[str, Any]:
+    """A rank's load figures with its group's set-up (R3): the same work as one process's load.
+
+    One process creates its CUDA context inside the load clock; a rank created it when
+    it joined its group, before that clock: the group's ``context_s`` is added to the
+    load's elapsed seconds. Joining the group (``join_s``: the rendezvous, NCCL's start)
+    stays out of the load and is named in its notes (``setup_note``).
+    """
+    context_s = getattr(group, "context_s", None)
+    out = dict(load)
+    if context_s is not None and out.get("elapsed_s") is not None:
+        out["elapsed_s"] = float(out["elapsed_s"]) + float(context_s)
+    out["setup_note"] = setup_words(context_s, getattr(group, "join_s", None))
+    return out
 
 
 def _group_environment(group: Any, env: dict[str, Any], load: dict[str, Any],

@@ -88,6 +88,7 @@ class RunFinishedRecord(_RunRecord):
     ok: bool | None = None
     elapsed_s: float | None = _opt()
     event_elapsed_s: float | None = _opt()
+    event_stream: str | None = _opt()
     rss_peak_bytes: int | None = _opt()
     expected_memory: Any = _opt()
     truncated: int | None = _opt()

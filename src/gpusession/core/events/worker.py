@@ -71,7 +71,12 @@ class WorkerEnvironment(WorkerEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerLoaded(WorkerEvent):
-    """The load phase ended (R3); ``elapsed_s`` is ``None`` when not timed (a command)."""
+    """The load phase ended (R3); ``elapsed_s`` is ``None`` when not timed (a command).
+
+    ``memory_note``: which GPU the allocator figures come from when several held the
+    workload's tensors; ``setup_note``: under torchrun, what the group's set-up took
+    besides the load (joining, NCCL start), in words; each ``None`` when there is none.
+    """
 
     EVENT: ClassVar[str] = "loaded"
     elapsed_s: float | None = None
@@ -82,6 +87,8 @@ class WorkerLoaded(WorkerEvent):
     baseline_reserved_bytes: int | None = None
     peak_allocated_bytes: int | None = None
     peak_reserved_bytes: int | None = None
+    memory_note: str | None = _opt()
+    setup_note: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +154,15 @@ class WorkerRunFinished(WorkerEvent):
             supported by this GPU (NVML: Not Supported)"``), for the notes; ``None`` on CPU.
         throttled: which GPU was slowed at the end of the run and why, in words;
             ``None`` when none was (or on CPU).
+        unrecoverable: the GPU reported an error no later call of this process can
+            recover from (an illegal address, a device-side assert): the worker ends.
+        worker_ends: in words, that the worker ends after this run and what becomes of
+            the runs left; ``None`` when it goes on.
+        memory_note: which GPU the allocator figures come from when several were used.
+        failed_peak_allocated_bytes, failed_peak_reserved_bytes: a failed run's allocator
+            peaks before it failed (for its notes; the figures stay empty), ``None``
+            when not read.
+        event_stream: which stream the CUDA events timed, in words (journal only).
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -179,11 +195,20 @@ class WorkerRunFinished(WorkerEvent):
     energy_j: float | None = _opt()
     energy_words: str | None = _opt()
     throttled: str | None = _opt()
+    unrecoverable: bool | None = _opt()
+    worker_ends: str | None = _opt()
+    memory_note: str | None = _opt()
+    failed_peak_allocated_bytes: int | None = _opt()
+    failed_peak_reserved_bytes: int | None = _opt()
+    event_stream: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerIncident(WorkerEvent):
-    """Something failed in the worker (``where``: ``load``, ``warmup``, ``worker``)."""
+    """Something failed in the worker (``where``: ``load``, ``warmup``, ``worker``).
+
+    ``unrecoverable``: the GPU reported an error the process cannot recover from.
+    """
 
     EVENT: ClassVar[str] = "incident"
     where: str = "worker"
@@ -193,6 +218,7 @@ class WorkerIncident(WorkerEvent):
     message: str | None = None
     trace: str | None = None
     variant_id: str | None = None
+    unrecoverable: bool | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
