@@ -42,6 +42,9 @@ class LoggingTimer:
         self.log.append("timer stop")
         return Measurement(elapsed_ns=1_000_000, result=result)
 
+    def peaks(self) -> dict[str, tuple[int, int]]:
+        return {}  # a CPU timer reads no allocator
+
 
 class Workload:
     def __init__(self, gpu: FakeGpu, log: list[str], fail: bool = False) -> None:

@@ -228,8 +228,8 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
         pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
                  if k not in in_table and k not in mapped and v not in ("unset", None, "-")
                  and _flat(v) != "-" and k != "observed_at"]
-        if unset:
-            pairs.append(f"unset: {', '.join(unset)}")
+        if unset:  # the names stay in session.toml: an unset setting is said by count
+            pairs.append(f"{len(unset)} settings variable(s) unset (named in session.toml)")
         named = f" ({label})" if len(tables) > 1 else ""
         out += [""] + _wrap(f"Also stored{named}: " + "; ".join(pairs) + ".")
     seen: set[str] = set()
