@@ -5,14 +5,16 @@ import polars, torch or textual, nor read the whole results CSV. So the writers 
 CSV (the runner after each row, ``validate --session``) keep ``summary.json`` beside it::
 
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
-     "csv_size_bytes": 10412, "updated_at": "2026-12-01T01:00:00+00:00"}
+     "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "updated_at": "2026-12-01T01:00:00+00:00"}
 
-The runner brings the counts up to date by reading only the bytes appended since the
+The runner brings the counts up to date by parsing only the bytes appended since the
 recorded ``csv_size_bytes`` (a row always ends on a record boundary), with the standard
-library's CSV reader. ``status`` trusts a summary that describes the CSV at its present
-size (it is written only after a checked append); otherwise it reads the whole file and
-checks every row as ``show`` does, with the same one-line refusal. Reading never writes,
-and never waits on a FIFO or a device in place of a session file.
+library's CSV reader, once the SHA-256 of the bytes before them still matches.
+``status`` trusts a summary only when it describes the CSV's present bytes (size and
+SHA-256: a hand edit that keeps the size, or restores the modification time, changes
+the digest); hashing costs a read in C, not a parse. Otherwise it reads the whole file
+and checks every row as ``show`` does, with the same one-line refusal. Reading never
+writes, and never waits on a FIFO or a device in place of a session file.
 
 Whether the copy home is verified comes from the ``[retrieval]`` table of
 ``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
@@ -25,6 +27,7 @@ Who calls it: :mod:`gpusession.commands.status_cmd`, the runner
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -33,7 +36,7 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
@@ -115,11 +118,12 @@ def _header(path: Path) -> list[str] | None:
 SUMMARY_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
-    """``(rows, accepted revisions, CSV size)`` from ``summary.json``; ``None`` when unusable.
+def _read_summary(folder: Path) -> tuple[int, frozenset[str], int, str] | None:
+    """``(rows, accepted revisions, CSV size, CSV SHA-256)`` from ``summary.json``; ``None`` when unusable.
 
-    A cache: missing, unreadable, too large, not JSON, of another shape, or not a plain
-    file (a FIFO or a device is never waited on) reads as absent.
+    A cache: missing, unreadable, too large, not JSON, of another shape (a summary
+    without the digest included), or not a plain file (a FIFO or a device is never
+    waited on) reads as absent.
     """
     from gpusession.core.files.textio import read_plain
 
@@ -128,20 +132,57 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
         if len(raw) > SUMMARY_MAX_BYTES:
             return None
         doc = json.loads(raw.decode("utf-8"))
-        rows, revs, size = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"]
-        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)):
+        rows, revs, size, digest = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"], doc["csv_sha256"]
+        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)
+                and isinstance(digest, str)):
             return None
-        return rows, frozenset(str(r) for r in revs), size
+        return rows, frozenset(str(r) for r in revs), size, digest
     except (OSError, ValueError, KeyError, TypeError, BadInput):
         return None
+
+
+#: Bytes hashed per read (memory stays flat on a large CSV).
+_HASH_CHUNK_BYTES = 1024 * 1024
+
+
+def _sha256_prefix(fh: BinaryIO, size: int) -> tuple[str, Any]:
+    """The SHA-256 (hex) of the first ``size`` bytes of ``fh`` and the hash to go on with.
+
+    ``fh`` is left at ``size`` (or at its end when shorter).
+    """
+    h = hashlib.sha256()
+    fh.seek(0)
+    left = size
+    while left > 0:
+        block = fh.read(min(_HASH_CHUNK_BYTES, left))
+        if not block:
+            break
+        h.update(block)
+        left -= len(block)
+    return h.hexdigest(), h
+
+
+def csv_sha256(path: Path) -> str | None:
+    """The SHA-256 (hex) of the results CSV's bytes, ``None`` when it does not read."""
+    try:
+        with open(path, "rb") as fh:
+            return _sha256_prefix(fh, os.fstat(fh.fileno()).st_size)[0]
+    except OSError:
+        return None
+
+
+def _summary_describes(saved: tuple[int, frozenset[str], int, str] | None, csv_path: Path,
+                       size: int) -> bool:
+    """Whether ``saved`` describes the CSV's present bytes (its size and its SHA-256)."""
+    return saved is not None and saved[2] == size and csv_sha256(csv_path) == saved[3]
 
 
 def current_counts(folder: Path) -> Counts:
     """The counts of ``folder``'s results CSV now, read from ``summary.json``.
 
-    Only the bytes appended after the summary was written are read; without a usable
-    summary the whole CSV is read with the standard library (never polars). Nothing is
-    written.
+    Only the bytes appended after the summary was written are parsed, once the digest of
+    the bytes before them matches the summary's; otherwise the whole CSV is read with the
+    standard library (never polars). Nothing is written.
 
     Args:
         folder: a session folder.
@@ -149,33 +190,40 @@ def current_counts(folder: Path) -> Counts:
     Returns:
         The counts (0 rows when there is no CSV yet).
     """
-    folder = Path(folder)
+    return _current(Path(folder))[0]
+
+
+def _current(folder: Path) -> tuple[Counts, str]:
+    """The counts and the SHA-256 of the CSV's bytes they describe (``""`` without a CSV)."""
     csv_path = folder / RESULTS_CSV
+    none = Counts(0, frozenset(), 0), ""
     try:
         st = csv_path.stat()
     except OSError:
-        return Counts(0, frozenset(), 0)
+        return none
     if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
-        return Counts(0, frozenset(), 0)
+        return none
     size = st.st_size
     saved = _read_summary(folder)
-    if saved is not None and saved[2] == size:
-        return Counts(saved[0], saved[1], size)
     header = _header(csv_path)
     try:
         with open(csv_path, "rb") as fh:
-            if saved is not None and 0 < saved[2] < size and header is not None:
-                fh.seek(saved[2])
-                tail = fh.read(size - saved[2])
-                got = _count_records(tail.decode("utf-8", "replace"), header,
-                                     Counts(saved[0], saved[1], size))
-                if got is not None:
-                    return got
-                fh.seek(0)
-            text = fh.read(size).decode("utf-8", "replace").lstrip("\ufeff")
+            if saved is not None and 0 < saved[2] <= size and header is not None:
+                prefix, h = _sha256_prefix(fh, saved[2])
+                if prefix == saved[3]:
+                    tail = fh.read(size - saved[2])
+                    h.update(tail)
+                    got = _count_records(tail.decode("utf-8", "replace"), header,
+                                         Counts(saved[0], saved[1], size))
+                    if got is not None:
+                        return got, h.hexdigest()
+            fh.seek(0)
+            raw = fh.read(size)
     except OSError:
-        return Counts(0, frozenset(), 0)
-    return _count_records(text, None, Counts(0, frozenset(), size)) or Counts(0, frozenset(), size)
+        return none
+    text = raw.decode("utf-8", "replace").lstrip("\ufeff")
+    counts = _count_records(text, None, Counts(0, frozenset(), size)) or Counts(0, frozenset(), size)
+    return counts, hashlib.sha256(raw).hexdigest()
 
 
 def refresh_counts(folder: Path) -> Counts:
@@ -193,12 +241,13 @@ def refresh_counts(folder: Path) -> Counts:
     """
     from gpusession.core.files.tomlio import write_atomic_bytes
 
-    counts = current_counts(folder)
+    counts, digest = _current(Path(folder))
     doc = {
         "schema": 1,
         "rows": counts.rows,
         "accepted_revisions": sorted(counts.accepted_revisions),
         "csv_size_bytes": counts.csv_size_bytes,
+        "csv_sha256": digest,
         "updated_at": utcnow().isoformat(),
     }
     try:
@@ -475,8 +524,8 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     (:meth:`gpusession.core.records.results.ResultsFile.checked_text`: UTF-8, 38 fields, each
     cell of its column's kind, no cell over
     :data:`gpusession.core.records.results.MAX_CELL_CHARS`) -- unless ``summary.json``
-    describes the CSV at its present size: it is written only after a checked append,
-    so the rows are not read again.
+    describes the CSV's present bytes (size and SHA-256): it is written only after a
+    checked append, so the rows are not parsed again.
 
     Args:
         folder: the session folder.
@@ -531,7 +580,7 @@ def _checked_counts(folder: Path) -> Counts:
     except OSError:
         size = -1
     saved = _read_summary(folder)
-    if saved is not None and saved[2] == size:
+    if saved is not None and _summary_describes(saved, csv_path, size):
         return Counts(saved[0], saved[1], size)
     from gpusession.core.records.results import ResultsFile
 
