@@ -1,8 +1,10 @@
 """A session's state in one line, fast enough for tmux's status line (S6).
 
 ``gpusession status [NAME]`` runs every few seconds from ``status-right``; it must not
-import polars, torch or textual, nor read the whole results CSV. So the writers of the
-CSV (the runner after each row, ``validate --session``) keep ``summary.json`` beside it::
+import polars, torch or textual, nor parse the whole results CSV, nor walk the session
+folder. So the writers of the CSV (the runner after each row, ``validate --session``)
+keep ``summary.json`` beside it (with the session folder's size for the retrieval
+reserve, ``folder_bytes``, walked at most once a minute)::
 
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
      "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "updated_at": "2026-12-01T01:00:00+00:00"}
@@ -33,6 +35,7 @@ import json
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -52,7 +55,13 @@ from gpusession.core.files.names import (
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
-from gpusession.core.retrieval.limit import SessionLimit, limit_of
+from gpusession.core.retrieval.limit import (
+    FOLDER_BYTES_AT_KEY,
+    FOLDER_BYTES_KEY,
+    SessionLimit,
+    folder_bytes_to_record,
+    limit_of,
+)
 
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
@@ -229,8 +238,9 @@ def _current(folder: Path) -> tuple[Counts, str]:
 def refresh_counts(folder: Path) -> Counts:
     """Bring ``summary.json`` up to date after rows were appended (S7).
 
-    Called by the runner after each appended row and by ``validate --session``. Reads
-    only the new bytes of the CSV; the file is written atomically. A failure to write
+    Called by the runner after each appended row and by ``validate --session``. Parses
+    only the new bytes of the CSV, and records the session folder's size for the
+    retrieval reserve (walked at most once a minute); the file is written atomically. A failure to write
     (full disk) is not an error of the run: the summary is a cache, rebuilt when read.
 
     Args:
@@ -242,12 +252,15 @@ def refresh_counts(folder: Path) -> Counts:
     from gpusession.core.files.tomlio import write_atomic_bytes
 
     counts, digest = _current(Path(folder))
+    walked_bytes, walked_at = folder_bytes_to_record(Path(folder), time.time())
     doc = {
         "schema": 1,
         "rows": counts.rows,
         "accepted_revisions": sorted(counts.accepted_revisions),
         "csv_size_bytes": counts.csv_size_bytes,
         "csv_sha256": digest,
+        FOLDER_BYTES_KEY: walked_bytes,  # the retrieval reserve's size: status never walks the folder
+        FOLDER_BYTES_AT_KEY: walked_at,
         "updated_at": utcnow().isoformat(),
     }
     try:
