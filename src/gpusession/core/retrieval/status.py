@@ -495,6 +495,33 @@ class SessionStatus:
             text = f"WARNING: {text}"
         return text
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields of the tmux line as JSON-ready values (``status --json``, for scripts).
+
+        Keys: ``session``, ``time_left`` (words), ``package_end`` (ISO 8601 or ``None``),
+        ``result_rows``, ``unfinished_runs``, ``accepted_corpora``, ``copy_home_verified``,
+        ``copy_home`` (words), ``session_limit`` (ISO 8601 or ``None``), ``stop_by``
+        (words or ``None``), ``past_session_limit``, ``warning`` and ``warning_level``
+        (``"24h"``, ``"2h"``, ``"ended"`` or ``None``).
+        """
+        lim = self.limit if self.limit is not None and self.limit.known else None
+        end = self.package.end
+        return {
+            "session": self.name,
+            "time_left": self.time_left_words,
+            "package_end": end.isoformat() if end is not None else None,
+            "result_rows": self.counts.rows,
+            "unfinished_runs": self.unfinished,
+            "accepted_corpora": self.counts.accepted_unique_corpora,
+            "copy_home_verified": self.retrieval.verified,
+            "copy_home": self.retrieval.words,
+            "session_limit": lim.at.isoformat() if lim is not None and lim.at is not None else None,
+            "stop_by": lim.stop_by if lim is not None else None,
+            "past_session_limit": self._past_limit(),
+            "warning": self.warning.text if self.warning is not None else None,
+            "warning_level": self.warning.level if self.warning is not None else None,
+        }
+
     def tmux(self) -> str:
         """The form for tmux ``status-right``: short, with a red warning (``#[fg=…]``).
 
