@@ -344,13 +344,45 @@ def _cell_problem(column: str, cell: str) -> str | None:
 MAX_CELL_CHARS = 16 * 1024 * 1024
 
 
-def check_rows(path: Path, text: str) -> None:
+#: The cells naming the run a row records; the runner writes each run once (S7).
+RUN_KEY_COLUMNS = ("experiment_id", "phase", "variant_id", "run_index")
+
+
+@dataclass(frozen=True)
+class RepeatedRun:
+    """A row whose run an earlier row already records (a row copied by hand): counted once.
+
+    Attributes:
+        row_index: the row's 0-based index among the data rows (the one left out).
+        line: the physical line where the row starts (1-based).
+        first_line: the line of the row that records the run first (the one kept).
+        key: ``(experiment_id, phase, variant_id, run_index)``.
+    """
+
+    row_index: int
+    line: int
+    first_line: int
+    key: tuple[str, str, str, str]
+
+    def words(self) -> str:
+        """``line 14 repeats the run of line 5 (batch-sweep, warm, variant 4, run 2): counted once``."""
+        exp, phase, variant, index = self.key
+        return (f"line {self.line} repeats the run of line {self.first_line} "
+                f"({exp}, {phase}, variant {variant}, run {index}): counted once")
+
+
+def check_rows(path: Path, text: str) -> list[RepeatedRun]:
     """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
 
     Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
     blank line without a word; a hand-edited file is refused instead, naming the line
     and column (C1-C5). Only the standard library is used (``gpusession status`` runs it
-    without polars).
+    without polars). A row whose run (:data:`RUN_KEY_COLUMNS`) an earlier row records is
+    no error: the runner writes each run once, so it was copied by hand, and every reader
+    counts it once.
+
+    Returns:
+        The repeated rows, in file order (empty for a file the runner alone wrote).
 
     Raises:
         BadInput: with the 1-based line where the bad row starts: a blank line, a row
@@ -359,6 +391,9 @@ def check_rows(path: Path, text: str) -> None:
     """
     csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    key_at = [COLUMNS.index(c) for c in RUN_KEY_COLUMNS]
+    first_lines: dict[tuple[str, ...], int] = {}
+    repeated: list[RepeatedRun] = []
     start = 1
     try:
         for i, record in enumerate(reader):
@@ -376,6 +411,12 @@ def check_rows(path: Path, text: str) -> None:
                 problem = _cell_problem(column, cell)
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
+            key = tuple(record[j] for j in key_at)
+            if all(key):  # a row naming no whole run is never taken for another's
+                if key in first_lines:
+                    repeated.append(RepeatedRun(i - 1, line, first_lines[key], key))  # type: ignore[arg-type]
+                else:
+                    first_lines[key] = line
     except csv.Error as exc:
         if "field limit" in str(exc):
             raise BadInput(f"a cell of this row is longer than {MAX_CELL_CHARS:,} characters, "
@@ -383,6 +424,7 @@ def check_rows(path: Path, text: str) -> None:
                            line=start) from None
         raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote",
                        path=path, line=start) from None
+    return repeated
 
 
 class ResultsFile:
@@ -395,6 +437,8 @@ class ResultsFile:
     def __init__(self, path: Path) -> None:
         """Keep the path; nothing is read or written yet."""
         self.path = Path(path)
+        #: the rows the last check found repeating an earlier row's run (left out by :meth:`read`)
+        self.repeated: list[RepeatedRun] = []
 
     def exists(self) -> bool:
         """Whether the file exists and is not empty (an empty file has no header yet)."""
@@ -421,7 +465,8 @@ class ResultsFile:
 
         UTF-8, the header, then every row (:func:`check_rows`). Used by :meth:`read` and
         by ``gpusession status`` (which never imports polars), so both refuse a file with
-        the same line.
+        the same line. The rows repeating an earlier row's run are kept in
+        :attr:`repeated`.
 
         Returns:
             The file's bytes and its text (a BOM removed).
@@ -434,7 +479,7 @@ class ResultsFile:
         raw = read_plain(self.path)
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
-        check_rows(self.path, text)
+        self.repeated = check_rows(self.path, text)
         return raw, text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
@@ -479,7 +524,9 @@ class ResultsFile:
         """Read every row with the explicit schema (C3: empty cell → null).
 
         Returns:
-            A frame with the 38 columns; empty when the file does not exist.
+            A frame with the 38 columns, each run once (a row repeating an earlier row's
+            run is left out and named in :attr:`repeated`); empty when the file does not
+            exist.
 
         Raises:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
@@ -491,7 +538,7 @@ class ResultsFile:
             return pl.DataFrame(schema=polars_schema())
         raw = self.checked_text()[0]
         try:
-            return pl.read_csv(
+            frame = pl.read_csv(
                 io.BytesIO(raw),
                 schema=polars_schema(),
                 has_header=True,
@@ -501,6 +548,10 @@ class ResultsFile:
         except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BadInput(f"a row does not match the 38-column schema: {first}", path=self.path) from None
+        if not self.repeated:
+            return frame
+        left_out = [r.row_index for r in self.repeated]
+        return frame.with_row_index("_row").filter(~pl.col("_row").is_in(left_out)).drop("_row")
 
     def rows(self) -> list[ResultRow]:
         """Every row as :class:`ResultRow`, in file order."""

@@ -88,13 +88,17 @@ class Counts:
 
 
 def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts | None:
-    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read."""
-    from gpusession.core.records.results import MAX_CELL_CHARS
+    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read.
+
+    A row repeating the run of an earlier row of ``text`` counts once (as ``show`` counts it).
+    """
+    from gpusession.core.records.results import MAX_CELL_CHARS, RUN_KEY_COLUMNS
 
     csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV
     reader = csv.reader(io.StringIO(text, newline=""))
     rows, accepted = start.rows, set(start.accepted_revisions)
     cols = header
+    seen: set[tuple[str, ...]] = set()
     try:
         for record in reader:
             if cols is None:
@@ -105,8 +109,12 @@ def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts
             try:
                 rev = record[cols.index("corpus_revision")]
                 ok = record[cols.index("corpus_accepted")]
+                key = tuple(record[cols.index(c)] for c in RUN_KEY_COLUMNS)
             except (ValueError, IndexError):
                 return None
+            if all(key) and key in seen:
+                continue  # a row copied by hand: its run counts once, as `show` counts it
+            seen.add(key)
             rows += 1
             if ok == "true" and rev:
                 accepted.add(rev)
