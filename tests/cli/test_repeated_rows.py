@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import threading
 from pathlib import Path
 
 import pytest
 from helpers import cli
 
 from gpusession.core.folder.session import Session
+
+
+def _journal_every_row_ended(s: Session) -> None:
+    """Journal the end of each row's run, as the runner does after writing the row."""
+    from gpusession.core.events.records import RunFinishedRecord
+
+    path = s.folder / "resultats-bruts.csv"
+    for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")):
+        key = ":".join(row[c] for c in ("experiment_id", "phase", "variant_id", "run_index"))
+        s.journal(RunFinishedRecord(run_key=key, experiment_id=row["experiment_id"], variant_id=row["variant_id"],
+                                    phase=row["phase"], run_index=int(row["run_index"]), ok=True))
 
 
 def _copy_row(csv_path: Path, data_row: int) -> tuple[int, int]:
@@ -22,6 +36,7 @@ def _copy_row(csv_path: Path, data_row: int) -> tuple[int, int]:
 def test_a_row_copied_by_hand_is_named_once_and_counted_once(
         measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     name = measured_session.name
+    _journal_every_row_ended(measured_session)
     before = json.loads(cli(capsys, sessions_root, "show", name, "--json")[1])
     first, copy = _copy_row(measured_session.folder / "resultats-bruts.csv", 3)
     code, out, err = cli(capsys, sessions_root, "show", name)
@@ -37,8 +52,24 @@ def test_a_row_copied_by_hand_is_named_once_and_counted_once(
     assert code == 0 and f" · {before['rows']} result rows · " in line
 
 
-def test_rows_of_distinct_runs_are_never_taken_for_repeats(measured_session: Session) -> None:
+def test_an_experiment_run_twice_keeps_every_row(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each run of a second invocation has the first's key and its own end in the journal."""
+    from gpusession.testing import FakeRunner
+
+    rows_once = json.loads(cli(capsys, sessions_root, "show", measured_session.name, "--json")[1])["rows"]
+    FakeRunner(measured_session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    _journal_every_row_ended(measured_session)  # each key: two rows, two ends
+    doc = json.loads(cli(capsys, sessions_root, "show", measured_session.name, "--json")[1])
+    assert doc["rows"] == 2 * rows_once and doc["repeated_rows"] == []
+    code, line, _ = cli(capsys, sessions_root, "status", measured_session.name)
+    assert code == 0 and f" · {2 * rows_once} result rows · " in line
+
+
+def test_without_a_journaled_end_no_row_is_judged(measured_session: Session) -> None:
     from gpusession.core.records.results import check_rows
 
     path = measured_session.folder / "resultats-bruts.csv"
-    assert check_rows(path, path.read_text(encoding="utf-8")) == []
+    text = path.read_text(encoding="utf-8")
+    doubled = text + "".join(text.splitlines(keepends=True)[1:])
+    assert check_rows(path, doubled, {}) == [] and check_rows(path, doubled, None) == []

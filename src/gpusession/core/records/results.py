@@ -17,7 +17,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -371,15 +371,22 @@ class RepeatedRun:
                 f"({exp}, {phase}, variant {variant}, run {index}): counted once")
 
 
-def check_rows(path: Path, text: str) -> list[RepeatedRun]:
+def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None) -> list[RepeatedRun]:
     """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
 
     Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
     blank line without a word; a hand-edited file is refused instead, naming the line
     and column (C1-C5). Only the standard library is used (``gpusession status`` runs it
-    without polars). A row whose run (:data:`RUN_KEY_COLUMNS`) an earlier row records is
-    no error: the runner writes each run once, so it was copied by hand, and every reader
-    counts it once.
+    without polars). A run (:data:`RUN_KEY_COLUMNS`) with more rows than the journal
+    ended it (``run_ends``) is no error: the runner writes one row per run end, so the
+    later rows were copied by hand, and every reader counts the run once per end. A run
+    the journal never ended (rows of a session without a journal) is never judged.
+
+    Args:
+        path: the CSV, named in errors.
+        text: its decoded text.
+        run_ends: ``{journal run key: ends}`` (:func:`gpusession.core.events.scan.run_end_counts`);
+            ``None``: no row is judged repeated.
 
     Returns:
         The repeated rows, in file order (empty for a file the runner alone wrote).
@@ -392,7 +399,7 @@ def check_rows(path: Path, text: str) -> list[RepeatedRun]:
     csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     key_at = [COLUMNS.index(c) for c in RUN_KEY_COLUMNS]
-    first_lines: dict[tuple[str, ...], int] = {}
+    lines_of: dict[tuple[str, ...], list[int]] = {}
     repeated: list[RepeatedRun] = []
     start = 1
     try:
@@ -412,11 +419,12 @@ def check_rows(path: Path, text: str) -> list[RepeatedRun]:
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
             key = tuple(record[j] for j in key_at)
-            if all(key):  # a row naming no whole run is never taken for another's
-                if key in first_lines:
-                    repeated.append(RepeatedRun(i - 1, line, first_lines[key], key))  # type: ignore[arg-type]
+            if run_ends is not None and all(key):  # a row naming no whole run is never judged
+                seen = lines_of.setdefault(key, [])
+                if 0 < run_ends.get(":".join(key), 0) <= len(seen):
+                    repeated.append(RepeatedRun(i - 1, line, seen[0], key))  # type: ignore[arg-type]
                 else:
-                    first_lines[key] = line
+                    seen.append(line)
     except csv.Error as exc:
         if "field limit" in str(exc):
             raise BadInput(f"a cell of this row is longer than {MAX_CELL_CHARS:,} characters, "
@@ -434,9 +442,16 @@ class ResultsFile:
         path: the CSV file; created with its header on the first append.
     """
 
-    def __init__(self, path: Path) -> None:
-        """Keep the path; nothing is read or written yet."""
+    def __init__(self, path: Path, run_ends: Callable[[], Mapping[str, int]] | None = None) -> None:
+        """Keep the path (and how to read the journal's run ends); nothing is read or written yet.
+
+        Args:
+            path: the CSV.
+            run_ends: gives ``{journal run key: ends}`` when the rows are checked, so a row
+                copied by hand is counted once (:func:`check_rows`); ``None``: none is judged.
+        """
         self.path = Path(path)
+        self.run_ends = run_ends
         #: the rows the last check found repeating an earlier row's run (left out by :meth:`read`)
         self.repeated: list[RepeatedRun] = []
 
@@ -479,7 +494,7 @@ class ResultsFile:
         raw = read_plain(self.path)
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
-        self.repeated = check_rows(self.path, text)
+        self.repeated = check_rows(self.path, text, self.run_ends() if self.run_ends is not None else None)
         return raw, text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:

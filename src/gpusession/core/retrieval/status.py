@@ -36,6 +36,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -87,10 +88,12 @@ class Counts:
         return len(self.accepted_revisions)
 
 
-def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts | None:
+def _count_records(text: str, header: list[str] | None, start: Counts,
+                   run_ends: Mapping[str, int] | None = None) -> Counts | None:
     """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read.
 
-    A row repeating the run of an earlier row of ``text`` counts once (as ``show`` counts it).
+    A run with more rows than the journal ended it (``run_ends``) counts once per end, as
+    ``show`` counts it (:func:`gpusession.core.records.results.check_rows`, the same rule).
     """
     from gpusession.core.records.results import MAX_CELL_CHARS, RUN_KEY_COLUMNS
 
@@ -98,7 +101,7 @@ def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts
     reader = csv.reader(io.StringIO(text, newline=""))
     rows, accepted = start.rows, set(start.accepted_revisions)
     cols = header
-    seen: set[tuple[str, ...]] = set()
+    kept: dict[tuple[str, ...], int] = {}
     try:
         for record in reader:
             if cols is None:
@@ -112,15 +115,30 @@ def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts
                 key = tuple(record[cols.index(c)] for c in RUN_KEY_COLUMNS)
             except (ValueError, IndexError):
                 return None
-            if all(key) and key in seen:
-                continue  # a row copied by hand: its run counts once, as `show` counts it
-            seen.add(key)
+            if run_ends is not None and all(key):
+                if 0 < run_ends.get(":".join(key), 0) <= kept.get(key, 0):
+                    continue  # a row copied by hand
+                kept[key] = kept.get(key, 0) + 1
             rows += 1
             if ok == "true" and rev:
                 accepted.add(rev)
     except csv.Error:  # a cell over the bound, a stray quote: the checked path says which line
         return None
     return Counts(rows, frozenset(accepted), start.csv_size_bytes)
+
+
+def journal_run_ends(folder: Path) -> dict[str, int]:
+    """``{run key: ends}`` of the session's journal (:func:`gpusession.core.events.scan.run_end_counts`).
+
+    An unreadable journal (or a FIFO, never waited on) gives ``{}``: no row is judged.
+    """
+    from gpusession.core.events.scan import run_end_counts
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        return run_end_counts(read_plain(Path(folder) / JOURNAL))
+    except (OSError, BadInput):
+        return {}
 
 
 def _header(path: Path) -> list[str] | None:
@@ -223,9 +241,12 @@ def _current(folder: Path) -> tuple[Counts, str]:
     size = st.st_size
     saved = _read_summary(folder)
     header = _header(csv_path)
+    ends = journal_run_ends(folder)
     try:
         with open(csv_path, "rb") as fh:
-            if saved is not None and 0 < saved[2] <= size and header is not None:
+            # the appended bytes alone, while the journal ended no run (else a row copied
+            # by hand could repeat one of the rows before them: the whole file is counted)
+            if saved is not None and 0 < saved[2] <= size and header is not None and not ends:
                 prefix, h = _sha256_prefix(fh, saved[2])
                 if prefix == saved[3]:
                     tail = fh.read(size - saved[2])
@@ -239,7 +260,7 @@ def _current(folder: Path) -> tuple[Counts, str]:
     except OSError:
         return none
     text = raw.decode("utf-8", "replace").lstrip("\ufeff")
-    counts = _count_records(text, None, Counts(0, frozenset(), size)) or Counts(0, frozenset(), size)
+    counts = _count_records(text, None, Counts(0, frozenset(), size), ends) or Counts(0, frozenset(), size)
     return counts, hashlib.sha256(raw).hexdigest()
 
 
@@ -632,11 +653,13 @@ def _checked_counts(folder: Path) -> Counts:
         return Counts(saved[0], saved[1], size)
     from gpusession.core.records.results import ResultsFile
 
-    results = ResultsFile(csv_path)  # a link or a FIFO was refused above
+    ends = journal_run_ends(folder)
+    results = ResultsFile(csv_path, lambda: ends)  # a link or a FIFO was refused above
     if not results.exists():
         return Counts(0, frozenset(), 0)
     raw, text = results.checked_text()  # header and every row, read once, as `show` reads them (stdlib)
-    return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
+    return (_count_records(text, None, Counts(0, frozenset(), len(raw)), ends)
+            or Counts(0, frozenset(), len(raw)))
 
 
 def unfinished_runs(folder: Path) -> int:
