@@ -237,3 +237,38 @@ def test_status_refuses_a_same_size_edit_behind_its_summary(
     os.utime(csv_path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the time put back as well
     line = _same_line_from_status_and_show(capsys, sessions_root, measured_session.name)
     assert line.startswith(f"gpusession: error: {csv_path}"), line
+
+
+def test_status_trusts_a_copied_summary_by_its_digest(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A copy home has other inodes and times: the SHA-256 says the bytes are the same."""
+    import shutil
+
+    from gpusession.core.records import results
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(measured_session.folder)
+    home = tmp_path / "home"
+    shutil.copytree(measured_session.folder, home / measured_session.name)
+
+    def not_again(*_a: object, **_k: object) -> None:
+        raise AssertionError("the whole CSV was checked again")
+
+    monkeypatch.setattr(results, "check_rows", not_again)
+    code, out, err = cli(capsys, home, "status", measured_session.name)
+    assert code == 0 and " result rows · " in out, err
+
+
+def test_status_on_an_unchanged_csv_loads_no_hash(measured_session: Session, sessions_root: Path) -> None:
+    """While the CSV's stat signature is the summary's, nothing is hashed (no OpenSSL start-up)."""
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(measured_session.folder)
+    code = (
+        "import sys; from gpusession.cli import main; "
+        f"rc = main(['--sessions-dir', {str(sessions_root)!r}, 'status', {measured_session.name!r}, "
+        "'--format', 'tmux']); print('LOADED', 'hashlib' in sys.modules, rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "LOADED False 0" in done.stdout, done.stdout + done.stderr

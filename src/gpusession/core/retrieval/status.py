@@ -29,7 +29,6 @@ Who calls it: :mod:`gpusession.commands.status_cmd`, the runner
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -153,8 +152,19 @@ def _header(path: Path) -> list[str] | None:
 SUMMARY_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _read_summary(folder: Path) -> tuple[int, frozenset[str], int, str] | None:
-    """``(rows, accepted revisions, CSV size, CSV SHA-256)`` from ``summary.json``; ``None`` when unusable.
+class _Summary:
+    """What ``summary.json`` says of the CSV (a plain class: a dataclass costs start-up time)."""
+
+    __slots__ = ("digest", "revisions", "rows", "signature", "size")
+
+    def __init__(self, rows: int, revisions: frozenset[str], size: int, digest: str,
+                 signature: list[int] | None) -> None:
+        """Hold the counts, the CSV's size and SHA-256, and its ``stat`` signature when written."""
+        self.rows, self.revisions, self.size, self.digest, self.signature = rows, revisions, size, digest, signature
+
+
+def _read_summary(folder: Path) -> _Summary | None:
+    """What ``summary.json`` says of the CSV; ``None`` when unusable.
 
     A cache: missing, unreadable, too large, not JSON, of another shape (a summary
     without the digest included), or not a plain file (a FIFO or a device is never
@@ -171,7 +181,9 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int, str] | None:
         if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)
                 and isinstance(digest, str)):
             return None
-        return rows, frozenset(str(r) for r in revs), size, digest
+        sig = doc.get("csv_stat")
+        ok_sig = isinstance(sig, list) and all(isinstance(n, int) for n in sig)
+        return _Summary(rows, frozenset(str(r) for r in revs), size, digest, sig if ok_sig else None)
     except (OSError, ValueError, KeyError, TypeError, BadInput):
         return None
 
@@ -180,12 +192,30 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int, str] | None:
 _HASH_CHUNK_BYTES = 1024 * 1024
 
 
+def _signature(st: os.stat_result) -> list[int]:
+    """Size, modification and change times (ns), inode and device of a file.
+
+    The change time is set by the kernel on every write and cannot be put back by hand
+    (``touch -r`` sets the modification time only), so an equal signature means the
+    bytes the summary was written from.
+    """
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _new_sha256() -> Any:
+    # hashlib loads OpenSSL (~3 ms): imported only when a signature differs, not on
+    # tmux's call every few seconds
+    import hashlib
+
+    return hashlib.sha256()
+
+
 def _sha256_prefix(fh: BinaryIO, size: int) -> tuple[str, Any]:
     """The SHA-256 (hex) of the first ``size`` bytes of ``fh`` and the hash to go on with.
 
     ``fh`` is left at ``size`` (or at its end when shorter).
     """
-    h = hashlib.sha256()
+    h = _new_sha256()
     fh.seek(0)
     left = size
     while left > 0:
@@ -206,10 +236,11 @@ def csv_sha256(path: Path) -> str | None:
         return None
 
 
-def _summary_describes(saved: tuple[int, frozenset[str], int, str] | None, csv_path: Path,
-                       size: int) -> bool:
-    """Whether ``saved`` describes the CSV's present bytes (its size and its SHA-256)."""
-    return saved is not None and saved[2] == size and csv_sha256(csv_path) == saved[3]
+def _summary_describes(saved: _Summary | None, csv_path: Path, st: os.stat_result) -> bool:
+    """Whether ``saved`` describes the CSV's present bytes: the same ``stat`` signature, else the same SHA-256."""
+    if saved is None or saved.size != st.st_size:
+        return False
+    return saved.signature == _signature(st) or csv_sha256(csv_path) == saved.digest
 
 
 def current_counts(folder: Path) -> Counts:
@@ -228,10 +259,13 @@ def current_counts(folder: Path) -> Counts:
     return _current(Path(folder))[0]
 
 
-def _current(folder: Path) -> tuple[Counts, str]:
-    """The counts and the SHA-256 of the CSV's bytes they describe (``""`` without a CSV)."""
+def _current(folder: Path) -> tuple[Counts, str, list[int] | None]:
+    """The counts, the SHA-256 of the bytes they describe and the CSV's ``stat`` signature.
+
+    The digest is ``""`` without a CSV; the signature ``None`` when the file changed while read.
+    """
     csv_path = folder / RESULTS_CSV
-    none = Counts(0, frozenset(), 0), ""
+    none = Counts(0, frozenset(), 0), "", None
     try:
         st = csv_path.stat()
     except OSError:
@@ -244,24 +278,29 @@ def _current(folder: Path) -> tuple[Counts, str]:
     ends = journal_run_ends(folder)
     try:
         with open(csv_path, "rb") as fh:
+            before = _signature(os.fstat(fh.fileno()))
+            sig = before if before[0] == size else None
             # the appended bytes alone, while the journal ended no run (else a row copied
             # by hand could repeat one of the rows before them: the whole file is counted)
-            if saved is not None and 0 < saved[2] <= size and header is not None and not ends:
-                prefix, h = _sha256_prefix(fh, saved[2])
-                if prefix == saved[3]:
-                    tail = fh.read(size - saved[2])
+            if saved is not None and 0 < saved.size <= size and header is not None and not ends:
+                prefix, h = _sha256_prefix(fh, saved.size)
+                if prefix == saved.digest:
+                    tail = fh.read(size - saved.size)
                     h.update(tail)
                     got = _count_records(tail.decode("utf-8", "replace"), header,
-                                         Counts(saved[0], saved[1], size))
+                                         Counts(saved.rows, saved.revisions, size))
                     if got is not None:
-                        return got, h.hexdigest()
+                        return got, h.hexdigest(), sig if _signature(os.fstat(fh.fileno())) == sig else None
             fh.seek(0)
             raw = fh.read(size)
+            after = _signature(os.fstat(fh.fileno()))
     except OSError:
         return none
     text = raw.decode("utf-8", "replace").lstrip("\ufeff")
     counts = _count_records(text, None, Counts(0, frozenset(), size), ends) or Counts(0, frozenset(), size)
-    return counts, hashlib.sha256(raw).hexdigest()
+    h = _new_sha256()
+    h.update(raw)
+    return counts, h.hexdigest(), sig if after == sig else None
 
 
 def refresh_counts(folder: Path) -> Counts:
@@ -280,7 +319,7 @@ def refresh_counts(folder: Path) -> Counts:
     """
     from gpusession.core.files.tomlio import write_atomic_bytes
 
-    counts, digest = _current(Path(folder))
+    counts, digest, signature = _current(Path(folder))
     walked_bytes, walked_at = folder_bytes_to_record(Path(folder), time.time())
     doc = {
         "schema": 1,
@@ -288,6 +327,7 @@ def refresh_counts(folder: Path) -> Counts:
         "accepted_revisions": sorted(counts.accepted_revisions),
         "csv_size_bytes": counts.csv_size_bytes,
         "csv_sha256": digest,
+        "csv_stat": signature,  # while it holds, status trusts the counts without hashing
         FOLDER_BYTES_KEY: walked_bytes,  # the retrieval reserve's size: status never walks the folder
         FOLDER_BYTES_AT_KEY: walked_at,
         "updated_at": utcnow().isoformat(),
@@ -643,14 +683,14 @@ def _checked_counts(folder: Path) -> Counts:
     """
     csv_path = folder / RESULTS_CSV
     try:
-        size = csv_path.stat().st_size
+        st: os.stat_result | None = csv_path.stat()
     except FileNotFoundError:
         return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
     except OSError:
-        size = -1
+        st = None
     saved = _read_summary(folder)
-    if saved is not None and _summary_describes(saved, csv_path, size):
-        return Counts(saved[0], saved[1], size)
+    if saved is not None and st is not None and _summary_describes(saved, csv_path, st):
+        return Counts(saved.rows, saved.revisions, st.st_size)
     from gpusession.core.records.results import ResultsFile
 
     ends = journal_run_ends(folder)
