@@ -9,9 +9,11 @@ reserve, ``folder_bytes``, walked at most once a minute)::
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
      "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "updated_at": "2026-12-01T01:00:00+00:00"}
 
-The runner brings the counts up to date by parsing only the bytes appended since the
-recorded ``csv_size_bytes`` (a row always ends on a record boundary), with the standard
-library's CSV reader, once the SHA-256 of the bytes before them still matches.
+The runner brings the counts up to date with the standard library's CSV reader: the
+whole file, counting a run once per end the journal recorded (a row copied by hand
+counts once, as ``show`` counts it); only the bytes appended since the recorded
+``csv_size_bytes`` while the journal ended no run and the SHA-256 of the bytes before
+them still matches.
 ``status`` trusts a summary only when it describes the CSV's present bytes (size and
 SHA-256: a hand edit that keeps the size, or restores the modification time, changes
 the digest); hashing costs a read in C, not a parse. Otherwise it reads the whole file
@@ -246,9 +248,10 @@ def _summary_describes(saved: _Summary | None, csv_path: Path, st: os.stat_resul
 def current_counts(folder: Path) -> Counts:
     """The counts of ``folder``'s results CSV now, read from ``summary.json``.
 
-    Only the bytes appended after the summary was written are parsed, once the digest of
-    the bytes before them matches the summary's; otherwise the whole CSV is read with the
-    standard library (never polars). Nothing is written.
+    The whole CSV is read with the standard library (never polars), a run counted once
+    per end the journal recorded; while the journal ended no run, only the bytes
+    appended after the summary was written are parsed, once the digest of the bytes
+    before them matches the summary's. Nothing is written.
 
     Args:
         folder: a session folder.
@@ -306,9 +309,10 @@ def _current(folder: Path) -> tuple[Counts, str, list[int] | None]:
 def refresh_counts(folder: Path) -> Counts:
     """Bring ``summary.json`` up to date after rows were appended (S7).
 
-    Called by the runner after each appended row and by ``validate --session``. Parses
-    only the new bytes of the CSV, and records the session folder's size for the
-    retrieval reserve (walked at most once a minute); the file is written atomically. A failure to write
+    Called by the runner after each appended row and by ``validate --session``. Counts
+    the CSV's rows by the journal's run ends (:func:`current_counts`), records the CSV's
+    SHA-256 and ``stat`` signature, and the session folder's size for the retrieval
+    reserve (walked at most once a minute); the file is written atomically. A failure to write
     (full disk) is not an error of the run: the summary is a cache, rebuilt when read.
 
     Args:
