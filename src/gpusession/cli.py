@@ -14,84 +14,36 @@ This module imports neither textual nor torch (design.md §Layers).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gpusession import __version__
 from gpusession.core.files.errors import GpusessionError
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line (no usage dump) on a bad argument."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every registered subcommand."""
-    parser = _Parser(
-        prog="gpusession",
-        description=(
-            "The companion for a rented GPU session: checklist, synchronized runs, memory, "
-            "corpus validation, order/payment notes and cost per accepted result. "
-            "With no command, opens the TUI on the most recent session."
-        ),
-        epilog=(
-            "Exit codes: 0 ok, 1 failure (also a run stopped by Ctrl-C at a run boundary: "
-            "incomplete; or output cut short because its reader closed, as `| head` does), "
-            "2 bad input, 3 corpus rejected (validate) or retrieved copy "
-            "differs (verify-copy) or sessions not ranked because their work differs "
-            "(compare) or the GPU found differs from the order (check-host), 129 / 130 / 143 a run ended at once by SIGHUP / a "
-            "second Ctrl-C / SIGTERM."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"gpusession {__version__}")
-    parser.add_argument(
-        "--sessions-dir",
-        metavar="DIR",
-        default=None,
-        help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    # Plain imports (no import by string): the modules under gpusession.commands that
-    # register subcommands, in help order. Each keeps its heavy imports inside functions.
-    from gpusession.commands import (
-        agent_cmd,
-        checklist_cmds,
-        compare_cmd,
-        completion_cmd,
-        cost_cmds,
-        host_cmd,
-        pull_cmd,
-        run_cmds,
-        session_cmds,
-        status_cmd,
-        tui,
-        validate_cmd,
-    )
+    """The full parser with every registered subcommand (:func:`gpusession.commands.parser.build_parser`)."""
+    from gpusession.commands.parser import build_parser as build  # not on the status path
 
-    for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, compare_cmd,
-                host_cmd, checklist_cmds, pull_cmd, completion_cmd):
-        mod.register(sub)
-    parser.set_defaults(root_parser=parser)  # `completion` makes its script from it
-    return parser
+    return build()
 
 
 def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return set(action.choices)
-    return set()
+    from gpusession.commands.parser import known_commands
+
+    return known_commands(parser)
 
 
 def _early_status(args_list: list[str]) -> int | None:
     """Run ``status`` before the full parser is built (tmux calls it every few seconds).
 
     Returns:
-        Its exit code, or ``None`` when the command is not ``status``.
+        Its exit code, or ``None`` when the command is not ``status`` or its words need
+        the full parser (:func:`gpusession.commands.status_cmd.parse_fast`).
     """
     sessions_dir: str | None = None
     i = 0
@@ -109,7 +61,10 @@ def _early_status(args_list: list[str]) -> int | None:
         return None
     from gpusession.commands import status_cmd
 
-    return status_cmd.main(args_list[i + 1 :], sessions_dir, _Parser)
+    args = status_cmd.parse_fast(args_list[i + 1 :], sessions_dir)
+    if args is None:  # --help, a mistake or an unusual form: the full parser answers it
+        return None
+    return status_cmd.cmd_status(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -196,3 +196,20 @@ def test_k3_cli_report_and_tui_say_alike_that_nothing_is_validated_yet(
     report = render_report(s)
     assert "Accepted deliverables: not measured (no validated run yet)" in report and "0 distinct" not in report
     assert measured_accepted(session_cost_inputs(s)) == (None, "no validated run yet")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_session_rates_file_that_is_no_plain_file_is_refused_not_passed_over(
+        run_cli: RunCli, sessions_root: Path, kind: str) -> None:
+    """The bundled prices never stand in silently for a rates.toml that is there but unreadable."""
+    import os
+
+    assert run_cli("new", "s3", "--gpu", "RTX A5000", "--lots", "1", "--days", "7").returncode == 0
+    rates = sessions_root / "s3" / "rates.toml"
+    if kind == "fifo":
+        os.mkfifo(rates)
+    else:
+        rates.mkdir()
+    p = run_cli("cost", "--session", "s3")
+    _one_line_error(p, f"{rates}: is a {'FIFO' if kind == 'fifo' else 'folder'}")
+    assert p.stdout == ""

@@ -206,3 +206,69 @@ def test_status_checks_the_rows_without_polars(measured_session: Session, sessio
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
+
+
+def _same_size_edit(raw: bytes, kind: str) -> bytes:
+    """The CSV's bytes with one hand edit that keeps their length."""
+    if kind == "bad-phase":  # a cell of the wrong kind
+        return raw.replace(b",warm,", b",wxrm,", 1)
+    if kind == "not-utf8":  # a byte that is no UTF-8
+        at = raw.index(b",warm,") + 2
+        return raw[:at] + b"\xff" + raw[at + 1:]
+    if kind == "field-count":  # a separator typed as a semicolon: one field short
+        at = raw.index(b",warm,")
+        return raw[:at] + b";" + raw[at + 1:]
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["bad-phase", "not-utf8", "field-count"])
+def test_status_refuses_a_same_size_edit_behind_its_summary(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """The summary describes the CSV's bytes, not only its size and time: the edit is found."""
+    from gpusession.core.retrieval.status import refresh_counts
+
+    csv_path = measured_session.folder / "resultats-bruts.csv"
+    refresh_counts(measured_session.folder)
+    st = csv_path.stat()
+    raw = csv_path.read_bytes()
+    edited = _same_size_edit(raw, kind)
+    assert len(edited) == len(raw) and edited != raw
+    csv_path.write_bytes(edited)
+    os.utime(csv_path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the time put back as well
+    line = _same_line_from_status_and_show(capsys, sessions_root, measured_session.name)
+    assert line.startswith(f"gpusession: error: {csv_path}"), line
+
+
+def test_status_trusts_a_copied_summary_by_its_digest(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A copy home has other inodes and times: the SHA-256 says the bytes are the same."""
+    import shutil
+
+    from gpusession.core.records import results
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(measured_session.folder)
+    home = tmp_path / "home"
+    shutil.copytree(measured_session.folder, home / measured_session.name)
+
+    def not_again(*_a: object, **_k: object) -> None:
+        raise AssertionError("the whole CSV was checked again")
+
+    monkeypatch.setattr(results, "check_rows", not_again)
+    code, out, err = cli(capsys, home, "status", measured_session.name)
+    assert code == 0 and " result rows · " in out, err
+
+
+def test_status_on_an_unchanged_csv_loads_no_hash(measured_session: Session, sessions_root: Path) -> None:
+    """While the CSV's stat signature is the summary's, nothing is hashed (no OpenSSL start-up)."""
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(measured_session.folder)
+    code = (
+        "import sys; from gpusession.cli import main; "
+        f"rc = main(['--sessions-dir', {str(sessions_root)!r}, 'status', {measured_session.name!r}, "
+        "'--format', 'tmux']); print('LOADED', 'hashlib' in sys.modules, rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "LOADED False 0" in done.stdout, done.stdout + done.stderr

@@ -136,3 +136,45 @@ def test_d1_checklist_session_limit_evidence_says_the_limit(s: Session) -> None:
     ev = session_limit_evidence(s, now=NOW)
     assert ev == (f"2d 00h 00m left; stop by Fri 10:00 UTC (4 h kept for retrieval; {NOT_MEASURED_WORDS}): "
                   "start no new work after 2026-12-04T10:00:00+00:00 (1d 20h 00m from now)")
+
+
+def test_d2_status_reads_the_session_folder_size_summary_json_records_and_never_walks(
+        s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a writer recorded the folder's size, status every few seconds walks nothing."""
+    import os
+
+    from gpusession.core.retrieval import limit
+    from gpusession.core.retrieval.status import refresh_counts, session_status
+
+    (s.folder / "big.bin").write_bytes(b"x" * (4 * MIB))
+    (s.folder / "retrieval.toml").write_text(_pull(MIB, 3600 * 4 / 10), encoding="utf-8")
+    refresh_counts(s.folder)  # as the runner does after a row
+    walked: list[object] = []
+    real_walk = os.walk
+
+    def counting_walk(*a: object, **k: object):  # type: ignore[no-untyped-def]
+        walked.append(a)
+        return real_walk(*a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(limit.os, "walk", counting_walk)
+    first = session_status(s.folder, now=NOW)
+    for _ in range(3):
+        assert session_status(s.folder, now=NOW).limit == first.limit
+    assert walked == []
+    assert first.limit is not None and first.limit.measured and "4.00 MiB (the session folder)" in first.limit.how
+
+
+def test_d2_the_recorded_folder_size_is_walked_again_at_most_once_a_minute(
+        s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.core.retrieval import limit
+
+    (s.folder / "big.bin").write_bytes(b"x" * MIB)
+    size, at = limit.folder_bytes_to_record(s.folder, 1000.0)
+    import json
+
+    (s.folder / "summary.json").write_text(json.dumps({limit.FOLDER_BYTES_KEY: size,
+                                                       limit.FOLDER_BYTES_AT_KEY: at}), encoding="utf-8")
+    (s.folder / "more.bin").write_bytes(b"y" * MIB)
+    assert limit.folder_bytes_to_record(s.folder, 1030.0) == (size, 1000.0)  # fresh: kept
+    assert size < limit.folder_bytes(s.folder)  # the folder grew since
+    assert limit.folder_bytes_to_record(s.folder, 1060.0) == (limit.folder_bytes(s.folder), 1060.0)

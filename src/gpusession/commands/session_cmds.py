@@ -267,6 +267,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
                 pkg.time_left().total_seconds() if pkg.time_left() is not None else None  # type: ignore[union-attr]
             ),
         },
+        "repeated_rows": [r.words() for r in s.results.repeated],  # copied by hand: counted once
         "rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
         "runs": frame.height,  # the same count, under the first release's key
         "accepted_unique_corpora": accepted_unique_corpora(frame),
@@ -474,6 +475,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if limit.note:
         print(printable(f"          {limit.note}"))
     print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
+    for words in data["repeated_rows"]:
+        print(printable(f"          {words}"))
     if busy := running_words(s.folder):  # a detached run, followed
         print(f"running   {busy}")
     for exp_id, words in data["stopped"].items():  # D1, D3: the newest run of each stopped on purpose

@@ -1,18 +1,25 @@
-"""``gpusession status [NAME] [--format plain|tmux]``: one line, fast (S6).
+"""``gpusession status [NAME] [--format plain|tmux | --json] [--verbose]``: one line, fast (S6).
 
 Dispatched by :func:`gpusession.cli.main` before the full argument parser is built, so a
 call from tmux's ``status-right`` every few seconds imports only this module and
-:mod:`gpusession.core.retrieval.status` (no polars, torch or textual). It is also registered in
-the full parser, so ``gpusession --help`` lists it.
+:mod:`gpusession.core.retrieval.status` (no argparse, polars, torch or textual): its words
+are read by :func:`parse_fast`. It is also registered in the full parser, which answers
+``--help`` and every form the fast reader leaves to it.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 FORMATS = ("plain", "tmux")
 HELP = "one short line: session, time left, result rows, accepted corpora, copy home verified"
@@ -23,31 +30,101 @@ DESCRIPTION = (
     "Without NAME: the most recently used session. Sessions folder: --sessions-dir, else "
     "$GPUSESSION_HOME, else ./sessions, else the one used last (remembered in "
     "$XDG_STATE_HOME/gpusession/last-sessions-dir), so it works from any folder. In "
-    "~/.tmux.conf: set -g status-right '#(gpusession status --format tmux)'. In tmux form "
+    "~/.tmux.conf: set -g status-right '#(gpusession status --format tmux)'. On a shared "
+    "machine the folder used last may be another person's: pin yours, e.g. "
+    "set -g status-right '#(gpusession status --format tmux --sessions-dir ~/sessions)', "
+    "and add --verbose once to see which folder the line comes from. In tmux form "
     "an error is a short text and exit 0 (the status bar shows no garbage); run "
-    "`gpusession status` for the whole line."
+    "`gpusession status` for the whole line. --json gives the tmux line's fields for scripts."
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``NAME`` and ``--format`` to a parser (the early one and the full tree's)."""
+    """Add ``NAME``, ``--format``, ``--json`` and ``--verbose`` to ``status``'s parser."""
     p.add_argument("name", nargs="?", metavar="NAME", help="session (default: the most recently used)")
-    p.add_argument("--format", choices=FORMATS, default="plain",
-                   help="plain (default) or tmux (for status-right: short, warning in red)")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--format", choices=FORMATS, default="plain",
+                      help="plain (default) or tmux (for status-right: short, warning in red)")
+    form.add_argument("--json", action="store_true",
+                      help="the fields of the tmux line as one JSON object, for scripts")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show the session's folder (which sessions folder the line comes from)")
 
 
 def register(sub: Any) -> None:
-    """Add ``status`` to the full parser (for ``--help``; the call itself goes through :func:`main`)."""
+    """Add ``status`` to the full parser (for ``--help``, errors and unusual forms; see :func:`parse_fast`)."""
+    import argparse  # loaded already by the full parser; the fast path never comes here
+
     p = sub.add_parser("status", help=HELP, description=DESCRIPTION)
     add_arguments(p)
+    p.add_argument("--sessions-dir", metavar="DIR", default=argparse.SUPPRESS,
+                   help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)")
     p.set_defaults(func=cmd_status)
 
 
-def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
+def parse_fast(argv: Sequence[str], sessions_dir: str | None = None) -> SimpleNamespace | None:
+    """``status``'s words read without argparse (a sixth of its start-up), for tmux's every few seconds.
+
+    Only the forms :func:`add_arguments` defines, each word once: ``NAME``, ``--format
+    plain|tmux`` (or ``--format=…``), ``--json``, ``-v``/``--verbose``, ``--sessions-dir
+    DIR`` (or ``=DIR``). Anything else (``--help``, a typo, a bad value, two names,
+    ``--json`` with ``--format``) gives ``None``: the full parser then answers it, with
+    its help or its one-line error. A test checks both parsers agree on the forms read here.
+
+    Args:
+        argv: the words after ``status``.
+        sessions_dir: ``--sessions-dir`` given before the command, if any.
+
+    Returns:
+        The arguments (``name``, ``format``, ``json``, ``verbose``, ``sessions_dir``), or ``None``.
+    """
+    got: dict[str, Any] = {"name": None, "format": None, "json": False, "verbose": False,
+                           "sessions_dir": sessions_dir}
+    seen: set[str] = set()
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        key, _, inline = word.partition("=")
+        if key in ("--format", "--sessions-dir"):
+            if not inline and "=" not in word:
+                if i + 1 >= len(words) or words[i + 1].startswith("-"):
+                    return None
+                i += 1
+                inline = words[i]
+            if key in seen or not inline:
+                return None
+            seen.add(key)
+            got[key[2:].replace("-", "_")] = inline
+        elif word in ("--json", "-v", "--verbose"):
+            flag = "json" if word == "--json" else "verbose"
+            if flag in seen:
+                return None
+            seen.add(flag)
+            got[flag] = True
+        elif word.startswith("-") or got["name"] is not None:
+            return None
+        else:
+            got["name"] = word
+        i += 1
+    if got["format"] is not None and (got["format"] not in FORMATS or got["json"]):
+        return None
+    got["format"] = got["format"] or "plain"
+    return SimpleNamespace(**got)
+
+
+def _shown_folder(root: Path) -> str:
+    """The sessions folder as a person reads it: absolute, the home folder as ``~``."""
+    text = os.path.abspath(root)
+    home = os.path.expanduser("~")
+    return "~" + text[len(home):] if home not in ("", "/") and (text == home or text.startswith(home + os.sep)) else text
+
+
+def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     """Print the status line of one session (S6).
 
     Args:
-        args: ``name`` (or ``None``), ``format``, ``sessions_dir``.
+        args: ``name`` (or ``None``), ``format``, ``json``, ``verbose``, ``sessions_dir``.
         now: the instant (tests); default now.
 
     Returns:
@@ -61,7 +138,9 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
     from gpusession.core.retrieval.status import most_recent_session, session_status, status_root
 
     root = status_root(getattr(args, "sessions_dir", None))
-    tmux = args.format == "tmux"
+    tmux = args.format == "tmux" and not getattr(args, "json", False)
+    verbose = getattr(args, "verbose", False)
+    where = f" [{_shown_folder(root)}]".replace("#", "##") if verbose else ""
     name = args.name
     try:
         name = name or most_recent_session(root)
@@ -71,9 +150,9 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - tmux's status bar never shows a traceback
         if tmux:  # tmux shows stdout only; the whole line is one `gpusession status` away
             if name is None or not (root / name).is_dir():
-                print("gpusession: no session")
+                print(f"gpusession: no session{where}")
             else:
-                print(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##"))
+                print(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##") + where)
             return 0
         if isinstance(exc, GpusessionError):
             print(f"gpusession: error: {exc}", file=sys.stderr)
@@ -84,26 +163,12 @@ def cmd_status(args: argparse.Namespace, *, now: datetime | None = None) -> int:
             print(f"gpusession: error: {where}{exc.strerror or exc}", file=sys.stderr)
             return 1
         raise
-    print(status.tmux() if tmux else status.line())
+    folder = root / name
+    if getattr(args, "json", False):
+        print(json.dumps({**status.to_json(), "folder": os.path.abspath(folder),
+                          "sessions_dir": os.path.abspath(root)}, ensure_ascii=False))
+    elif tmux:
+        print(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else ""))
+    else:
+        print(status.line() + (f" · folder {_shown_folder(folder)}" if verbose else ""))
     return 0
-
-
-def main(argv: Sequence[str], sessions_dir: str | None = None,
-         parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
-    """Parse ``status``'s own arguments and run it (the early path of :func:`gpusession.cli.main`).
-
-    Args:
-        argv: the words after ``status``.
-        sessions_dir: ``--sessions-dir`` given before the command, if any.
-        parser_class: the CLI's parser class (one-line errors), passed in so this module
-            never imports :mod:`gpusession.cli` (no import cycle).
-
-    Returns:
-        The exit code.
-    """
-    parser = parser_class(prog="gpusession status", description=DESCRIPTION)
-    add_arguments(parser)
-    parser.add_argument("--sessions-dir", metavar="DIR", default=sessions_dir,
-                        help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)")
-    args = parser.parse_args(list(argv))
-    return cmd_status(args)

@@ -128,7 +128,32 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
     return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
 
 
+_CLOSE_TAGS = tuple(f'"{n}"'.encode() for n in RUN_CLOSES)
+
+
+def run_end_counts(raw: bytes) -> dict[str, int]:
+    """How many times the journal bytes ``raw`` ended each run: ``{"e:warm:batch-4:2": 1}`` (S7).
+
+    The runner writes a run's results row before it journals the run's end, once per
+    run, so a key with more rows than ends holds a row copied by hand. Only the lines
+    naming a run end are parsed; a line that does not read counts for nothing.
+    """
+    counts: dict[str, int] = {}
+    for line in raw.split(b"\n"):
+        if not any(tag in line for tag in _CLOSE_TAGS) or len(line) > MAX_LINE_BYTES:
+            continue
+        try:
+            rec = json.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict) and rec.get("event") in RUN_CLOSES and _run_line_fits(rec):
+            key = rec.get("run_key")
+            if isinstance(key, str) and key:
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 __all__ = [
     "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_LINE_BYTES", "RUN_CLOSES",
-    "RUN_OPENS", "UNREADABLE_KIND", "OpenWork", "open_work",
+    "RUN_OPENS", "UNREADABLE_KIND", "OpenWork", "open_work", "run_end_counts",
 ]

@@ -337,7 +337,8 @@ def check_writable(path: Path | str, *, folder: bool = False) -> None:
 
     Raises:
         BadInput: ``path`` is a symbolic link (:func:`link_refused`), the wrong kind of
-            entry, or not writable; one line naming it.
+            entry, or not writable (on a read-only disk, or not by this user:
+            :func:`unwritable_words`); one line naming it.
     """
     path = Path(path)
     if path.is_symlink():
@@ -352,10 +353,25 @@ def check_writable(path: Path | str, *, folder: bool = False) -> None:
         while not target.exists() and target != target.parent:
             target = target.parent
     if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
-        raise BadInput("is not writable by this user; nothing was written", path=target)
+        raise BadInput(f"{unwritable_words(target)}; nothing was written", path=target)
+
+
+def unwritable_words(path: Path | str) -> str:
+    """Why ``path`` cannot be written, in words: a read-only disk, else this user's rights.
+
+    ``os.access`` says "no" alike for both; the cure differs (remount or copy the session
+    elsewhere, against asking for the rights), so the words do too.
+    """
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        return "is on a read-only disk (its file system is mounted read-only)"
+    return "is not writable by this user"
 
 
 __all__ = [
-    "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "make_private_dir", "make_tree_private", "open_append",
+    "DIR_MODE", "FILE_MODE", "check_writable", "link_refused", "unwritable_words", "make_private_dir", "make_tree_private", "open_append",
     "open_private", "private_dir_mode", "refuse_link_or_special", "write_private_bytes",
 ]

@@ -256,9 +256,9 @@ def take_lock(folder: Path, session_name: str) -> Path:
         from gpusession.core.files.safefile import write_private_bytes
 
         write_private_bytes(tmp, _lock_text().encode())  # 0600 like every session file, never through a link
-    except OSError as exc:
+    except OSError as exc:  # the write that failed is named, and what it was for
         tmp.unlink(missing_ok=True)
-        raise OSError(exc.errno, f"{exc.strerror}; nothing was run", str(lock)) from exc
+        raise OSError(exc.errno, f"{exc.strerror} (writing the run lock); nothing was run", str(tmp)) from exc
     try:
         for _ in range(2):
             try:

@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.events.scan import run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import (
@@ -43,6 +44,7 @@ from gpusession.core.files.names import (
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
 from gpusession.core.files.secrets import check_identifier
+from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.results import ResultsFile
@@ -415,7 +417,7 @@ class Session:
         self.recovered: list[str] = []
         #: Per file, what :meth:`read_doc` hid because it looked like a secret.
         self.hidden: dict[str, list[str]] = {}
-        self.results = ResultsFile(self.folder / RESULTS_CSV)
+        self.results = ResultsFile(self.folder / RESULTS_CSV, self._run_ends)
 
     # -- paths -----------------------------------------------------------------
     @property
@@ -437,6 +439,16 @@ class Session:
     def journal_path(self) -> Path:
         """``journal.jsonl``: the append-only record of what happened (S7)."""
         return self.folder / JOURNAL
+
+    def _run_ends(self) -> dict[str, int]:
+        """How many times the journal ended each run, so a results row copied by hand counts once.
+
+        An unreadable journal (or one that is no plain file, never waited on) judges no row.
+        """
+        try:
+            return run_end_counts(read_plain(self.journal_path))
+        except (OSError, BadInput):
+            return {}
 
     @property
     def runs_dir(self) -> Path:

@@ -14,6 +14,7 @@ here; callers may import from either.
 from __future__ import annotations
 
 import importlib.resources
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -203,7 +204,9 @@ def load_rates(path: Path | None = None, *, session_folder: Path | None = None) 
     """Load the rates table (K7).
 
     Precedence: an explicit ``path`` (``--rates FILE``), else ``<session_folder>/rates.toml``
-    when it exists, else the bundled ``gpusession/data/rates.toml``.
+    when anything of that name exists (a FIFO or a folder there is refused in one line,
+    so the bundled prices never stand in silently for the ones you set), else the bundled
+    ``gpusession/data/rates.toml``.
 
     Raises:
         BadInput: unreadable file, TOML syntax error, a bare-number or malformed price,
@@ -212,7 +215,7 @@ def load_rates(path: Path | None = None, *, session_folder: Path | None = None) 
     """
     if path is None and session_folder is not None:
         candidate = Path(session_folder) / RATES_FILENAME
-        if candidate.is_file():
+        if os.path.lexists(candidate):  # a FIFO, a folder or a link is refused, never passed over
             path = candidate
     if path is not None:
         path = Path(path)

@@ -17,7 +17,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -344,13 +344,52 @@ def _cell_problem(column: str, cell: str) -> str | None:
 MAX_CELL_CHARS = 16 * 1024 * 1024
 
 
-def check_rows(path: Path, text: str) -> None:
+#: The cells naming the run a row records; the runner writes each run once (S7).
+RUN_KEY_COLUMNS = ("experiment_id", "phase", "variant_id", "run_index")
+
+
+@dataclass(frozen=True)
+class RepeatedRun:
+    """A row whose run an earlier row already records (a row copied by hand): counted once.
+
+    Attributes:
+        row_index: the row's 0-based index among the data rows (the one left out).
+        line: the physical line where the row starts (1-based).
+        first_line: the line of the row that records the run first (the one kept).
+        key: ``(experiment_id, phase, variant_id, run_index)``.
+    """
+
+    row_index: int
+    line: int
+    first_line: int
+    key: tuple[str, str, str, str]
+
+    def words(self) -> str:
+        """``line 14 repeats the run of line 5 (batch-sweep, warm, variant 4, run 2): counted once``."""
+        exp, phase, variant, index = self.key
+        return (f"line {self.line} repeats the run of line {self.first_line} "
+                f"({exp}, {phase}, variant {variant}, run {index}): counted once")
+
+
+def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None) -> list[RepeatedRun]:
     """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
 
     Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
     blank line without a word; a hand-edited file is refused instead, naming the line
     and column (C1-C5). Only the standard library is used (``gpusession status`` runs it
-    without polars).
+    without polars). A run (:data:`RUN_KEY_COLUMNS`) with more rows than the journal
+    ended it (``run_ends``) is no error: the runner writes one row per run end, so the
+    later rows were copied by hand, and every reader counts the run once per end. A run
+    the journal never ended (rows of a session without a journal) is never judged.
+
+    Args:
+        path: the CSV, named in errors.
+        text: its decoded text.
+        run_ends: ``{journal run key: ends}`` (:func:`gpusession.core.events.scan.run_end_counts`);
+            ``None``: no row is judged repeated.
+
+    Returns:
+        The repeated rows, in file order (empty for a file the runner alone wrote).
 
     Raises:
         BadInput: with the 1-based line where the bad row starts: a blank line, a row
@@ -359,6 +398,9 @@ def check_rows(path: Path, text: str) -> None:
     """
     csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    key_at = [COLUMNS.index(c) for c in RUN_KEY_COLUMNS]
+    lines_of: dict[tuple[str, ...], list[int]] = {}
+    repeated: list[RepeatedRun] = []
     start = 1
     try:
         for i, record in enumerate(reader):
@@ -376,6 +418,13 @@ def check_rows(path: Path, text: str) -> None:
                 problem = _cell_problem(column, cell)
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
+            key = tuple(record[j] for j in key_at)
+            if run_ends is not None and all(key):  # a row naming no whole run is never judged
+                seen = lines_of.setdefault(key, [])
+                if 0 < run_ends.get(":".join(key), 0) <= len(seen):
+                    repeated.append(RepeatedRun(i - 1, line, seen[0], key))  # type: ignore[arg-type]
+                else:
+                    seen.append(line)
     except csv.Error as exc:
         if "field limit" in str(exc):
             raise BadInput(f"a cell of this row is longer than {MAX_CELL_CHARS:,} characters, "
@@ -383,6 +432,7 @@ def check_rows(path: Path, text: str) -> None:
                            line=start) from None
         raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote",
                        path=path, line=start) from None
+    return repeated
 
 
 class ResultsFile:
@@ -392,9 +442,18 @@ class ResultsFile:
         path: the CSV file; created with its header on the first append.
     """
 
-    def __init__(self, path: Path) -> None:
-        """Keep the path; nothing is read or written yet."""
+    def __init__(self, path: Path, run_ends: Callable[[], Mapping[str, int]] | None = None) -> None:
+        """Keep the path (and how to read the journal's run ends); nothing is read or written yet.
+
+        Args:
+            path: the CSV.
+            run_ends: gives ``{journal run key: ends}`` when the rows are checked, so a row
+                copied by hand is counted once (:func:`check_rows`); ``None``: none is judged.
+        """
         self.path = Path(path)
+        self.run_ends = run_ends
+        #: the rows the last check found repeating an earlier row's run (left out by :meth:`read`)
+        self.repeated: list[RepeatedRun] = []
 
     def exists(self) -> bool:
         """Whether the file exists and is not empty (an empty file has no header yet)."""
@@ -421,7 +480,8 @@ class ResultsFile:
 
         UTF-8, the header, then every row (:func:`check_rows`). Used by :meth:`read` and
         by ``gpusession status`` (which never imports polars), so both refuse a file with
-        the same line.
+        the same line. The rows repeating an earlier row's run are kept in
+        :attr:`repeated`.
 
         Returns:
             The file's bytes and its text (a BOM removed).
@@ -434,7 +494,7 @@ class ResultsFile:
         raw = read_plain(self.path)
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
-        check_rows(self.path, text)
+        self.repeated = check_rows(self.path, text, self.run_ends() if self.run_ends is not None else None)
         return raw, text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
@@ -479,7 +539,9 @@ class ResultsFile:
         """Read every row with the explicit schema (C3: empty cell → null).
 
         Returns:
-            A frame with the 38 columns; empty when the file does not exist.
+            A frame with the 38 columns, each run once (a row repeating an earlier row's
+            run is left out and named in :attr:`repeated`); empty when the file does not
+            exist.
 
         Raises:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
@@ -491,7 +553,7 @@ class ResultsFile:
             return pl.DataFrame(schema=polars_schema())
         raw = self.checked_text()[0]
         try:
-            return pl.read_csv(
+            frame = pl.read_csv(
                 io.BytesIO(raw),
                 schema=polars_schema(),
                 has_header=True,
@@ -501,6 +563,10 @@ class ResultsFile:
         except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BadInput(f"a row does not match the 38-column schema: {first}", path=self.path) from None
+        if not self.repeated:
+            return frame
+        left_out = [r.row_index for r in self.repeated]
+        return frame.with_row_index("_row").filter(~pl.col("_row").is_in(left_out)).drop("_row")
 
     def rows(self) -> list[ResultRow]:
         """Every row as :class:`ResultRow`, in file order."""

@@ -26,6 +26,7 @@ starts a run that would end past the limit. Pure apart from reading those files.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import stat
@@ -133,6 +134,10 @@ def deliverables_bytes(folder: Path) -> tuple[int, str]:
     """The size to bring home: the newest manifest's total, else the session folder's.
 
     Read with the standard library (``status`` stays cheap); links are never followed.
+    The session folder's size is the one ``summary.json`` holds
+    (:func:`recorded_folder_bytes`, kept by the writers of the results CSV, at most
+    :data:`FOLDER_BYTES_MAX_AGE_S` old while a run adds rows) and walked only without
+    one, so ``status`` every few seconds never walks a large folder.
 
     Args:
         folder: the session folder.
@@ -153,7 +158,8 @@ def deliverables_bytes(folder: Path) -> tuple[int, str]:
         total = _manifest_total(man)
         if total is not None:
             return total, man.name
-    return _folder_bytes(folder), "the session folder"
+    recorded = recorded_folder_bytes(folder)
+    return (recorded[0] if recorded is not None else folder_bytes(folder)), "the session folder"
 
 
 def _manifest_total(path: Path) -> int | None:
@@ -165,8 +171,8 @@ def _manifest_total(path: Path) -> int | None:
         return None
 
 
-def _folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files under ``folder`` (links not followed)."""
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (links not followed): one walk."""
     total = 0
     for root, _dirs, files in os.walk(folder, followlinks=False):
         for name in files:
@@ -177,6 +183,47 @@ def _folder_bytes(folder: Path) -> int:
             if stat.S_ISREG(st.st_mode):
                 total += st.st_size
     return total
+
+
+#: How old the session folder's recorded size may be before a writer walks it again (s).
+FOLDER_BYTES_MAX_AGE_S = 60.0
+#: The keys of ``summary.json`` holding the session folder's size and when it was walked.
+FOLDER_BYTES_KEY, FOLDER_BYTES_AT_KEY = "folder_bytes", "folder_bytes_at_unix_s"
+
+
+def recorded_folder_bytes(folder: Path) -> tuple[int, float] | None:
+    """``(bytes, walked at, Unix seconds)`` from ``summary.json``; ``None`` when absent or unusable.
+
+    Read as every cache is: never from a FIFO or a device, a malformed file reads as absent.
+    """
+    from gpusession.core.files.names import SUMMARY_JSON
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024).decode("utf-8"))
+        size, at = doc[FOLDER_BYTES_KEY], doc[FOLDER_BYTES_AT_KEY]
+    except (OSError, ValueError, KeyError, TypeError, BadInput):
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        return None
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        return None
+    return size, float(at)
+
+
+def folder_bytes_to_record(folder: Path, now_unix_s: float) -> tuple[int, float]:
+    """The session folder's size for ``summary.json``: the recorded one while fresh, else walked.
+
+    Called by the writers of ``summary.json`` after each row, so the walk happens at most
+    once per :data:`FOLDER_BYTES_MAX_AGE_S` however fast rows come.
+
+    Returns:
+        ``(bytes, walked at, Unix seconds)``.
+    """
+    recorded = recorded_folder_bytes(folder)
+    if recorded is not None and 0 <= now_unix_s - recorded[1] < FOLDER_BYTES_MAX_AGE_S:
+        return recorded
+    return folder_bytes(folder), now_unix_s
 
 
 @dataclass(frozen=True)
@@ -428,6 +475,7 @@ def set_limit(session: Any, *, at: datetime | None = None, reserve_s: float | No
 __all__ = [
     "DEFAULT_RESERVE_S", "MIN_RESERVE_S", "Measured", "NOT_MEASURED_WORDS", "RETRIEVAL_TOML",
     "Reserve", "SAFETY_FACTOR", "SessionLimit", "deliverables_bytes", "duration_words",
+    "folder_bytes", "folder_bytes_to_record", "recorded_folder_bytes",
     "limit_of", "measured_reserve", "parse_reserve", "read_measured", "session_limit",
     "set_limit", "when_words",
 ]

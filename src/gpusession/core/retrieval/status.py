@@ -1,18 +1,24 @@
 """A session's state in one line, fast enough for tmux's status line (S6).
 
 ``gpusession status [NAME]`` runs every few seconds from ``status-right``; it must not
-import polars, torch or textual, nor read the whole results CSV. So the writers of the
-CSV (the runner after each row, ``validate --session``) keep ``summary.json`` beside it::
+import polars, torch or textual, nor parse the whole results CSV, nor walk the session
+folder. So the writers of the CSV (the runner after each row, ``validate --session``)
+keep ``summary.json`` beside it (with the session folder's size for the retrieval
+reserve, ``folder_bytes``, walked at most once a minute)::
 
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
-     "csv_size_bytes": 10412, "updated_at": "2026-12-01T01:00:00+00:00"}
+     "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "updated_at": "2026-12-01T01:00:00+00:00"}
 
-The runner brings the counts up to date by reading only the bytes appended since the
-recorded ``csv_size_bytes`` (a row always ends on a record boundary), with the standard
-library's CSV reader. ``status`` trusts a summary that describes the CSV at its present
-size (it is written only after a checked append); otherwise it reads the whole file and
-checks every row as ``show`` does, with the same one-line refusal. Reading never writes,
-and never waits on a FIFO or a device in place of a session file.
+The runner brings the counts up to date with the standard library's CSV reader: the
+whole file, counting a run once per end the journal recorded (a row copied by hand
+counts once, as ``show`` counts it); only the bytes appended since the recorded
+``csv_size_bytes`` while the journal ended no run and the SHA-256 of the bytes before
+them still matches.
+``status`` trusts a summary only when it describes the CSV's present bytes (size and
+SHA-256: a hand edit that keeps the size, or restores the modification time, changes
+the digest); hashing costs a read in C, not a parse. Otherwise it reads the whole file
+and checks every row as ``show`` does, with the same one-line refusal. Reading never
+writes, and never waits on a FIFO or a device in place of a session file.
 
 Whether the copy home is verified comes from the ``[retrieval]`` table of
 ``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
@@ -30,10 +36,12 @@ import json
 import os
 import re
 import stat
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
@@ -49,7 +57,13 @@ from gpusession.core.files.names import (
 from gpusession.core.files.secrets import check_identifier
 from gpusession.core.folder.package import Package
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
-from gpusession.core.retrieval.limit import SessionLimit, limit_of
+from gpusession.core.retrieval.limit import (
+    FOLDER_BYTES_AT_KEY,
+    FOLDER_BYTES_KEY,
+    SessionLimit,
+    folder_bytes_to_record,
+    limit_of,
+)
 
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
@@ -75,14 +89,20 @@ class Counts:
         return len(self.accepted_revisions)
 
 
-def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts | None:
-    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read."""
-    from gpusession.core.records.results import MAX_CELL_CHARS
+def _count_records(text: str, header: list[str] | None, start: Counts,
+                   run_ends: Mapping[str, int] | None = None) -> Counts | None:
+    """The counts of ``start`` plus those of the records of ``text``; ``None`` when they do not read.
+
+    A run with more rows than the journal ended it (``run_ends``) counts once per end, as
+    ``show`` counts it (:func:`gpusession.core.records.results.check_rows`, the same rule).
+    """
+    from gpusession.core.records.results import MAX_CELL_CHARS, RUN_KEY_COLUMNS
 
     csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV
     reader = csv.reader(io.StringIO(text, newline=""))
     rows, accepted = start.rows, set(start.accepted_revisions)
     cols = header
+    kept: dict[tuple[str, ...], int] = {}
     try:
         for record in reader:
             if cols is None:
@@ -93,14 +113,33 @@ def _count_records(text: str, header: list[str] | None, start: Counts) -> Counts
             try:
                 rev = record[cols.index("corpus_revision")]
                 ok = record[cols.index("corpus_accepted")]
+                key = tuple(record[cols.index(c)] for c in RUN_KEY_COLUMNS)
             except (ValueError, IndexError):
                 return None
+            if run_ends is not None and all(key):
+                if 0 < run_ends.get(":".join(key), 0) <= kept.get(key, 0):
+                    continue  # a row copied by hand
+                kept[key] = kept.get(key, 0) + 1
             rows += 1
             if ok == "true" and rev:
                 accepted.add(rev)
     except csv.Error:  # a cell over the bound, a stray quote: the checked path says which line
         return None
     return Counts(rows, frozenset(accepted), start.csv_size_bytes)
+
+
+def journal_run_ends(folder: Path) -> dict[str, int]:
+    """``{run key: ends}`` of the session's journal (:func:`gpusession.core.events.scan.run_end_counts`).
+
+    An unreadable journal (or a FIFO, never waited on) gives ``{}``: no row is judged.
+    """
+    from gpusession.core.events.scan import run_end_counts
+    from gpusession.core.files.textio import read_plain
+
+    try:
+        return run_end_counts(read_plain(Path(folder) / JOURNAL))
+    except (OSError, BadInput):
+        return {}
 
 
 def _header(path: Path) -> list[str] | None:
@@ -115,11 +154,23 @@ def _header(path: Path) -> list[str] | None:
 SUMMARY_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
-    """``(rows, accepted revisions, CSV size)`` from ``summary.json``; ``None`` when unusable.
+class _Summary:
+    """What ``summary.json`` says of the CSV (a plain class: a dataclass costs start-up time)."""
 
-    A cache: missing, unreadable, too large, not JSON, of another shape, or not a plain
-    file (a FIFO or a device is never waited on) reads as absent.
+    __slots__ = ("digest", "revisions", "rows", "signature", "size")
+
+    def __init__(self, rows: int, revisions: frozenset[str], size: int, digest: str,
+                 signature: list[int] | None) -> None:
+        """Hold the counts, the CSV's size and SHA-256, and its ``stat`` signature when written."""
+        self.rows, self.revisions, self.size, self.digest, self.signature = rows, revisions, size, digest, signature
+
+
+def _read_summary(folder: Path) -> _Summary | None:
+    """What ``summary.json`` says of the CSV; ``None`` when unusable.
+
+    A cache: missing, unreadable, too large, not JSON, of another shape (a summary
+    without the digest included), or not a plain file (a FIFO or a device is never
+    waited on) reads as absent.
     """
     from gpusession.core.files.textio import read_plain
 
@@ -128,20 +179,79 @@ def _read_summary(folder: Path) -> tuple[int, frozenset[str], int] | None:
         if len(raw) > SUMMARY_MAX_BYTES:
             return None
         doc = json.loads(raw.decode("utf-8"))
-        rows, revs, size = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"]
-        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)):
+        rows, revs, size, digest = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"], doc["csv_sha256"]
+        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)
+                and isinstance(digest, str)):
             return None
-        return rows, frozenset(str(r) for r in revs), size
+        sig = doc.get("csv_stat")
+        ok_sig = isinstance(sig, list) and all(isinstance(n, int) for n in sig)
+        return _Summary(rows, frozenset(str(r) for r in revs), size, digest, sig if ok_sig else None)
     except (OSError, ValueError, KeyError, TypeError, BadInput):
         return None
+
+
+#: Bytes hashed per read (memory stays flat on a large CSV).
+_HASH_CHUNK_BYTES = 1024 * 1024
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    """Size, modification and change times (ns), inode and device of a file.
+
+    The change time is set by the kernel on every write and cannot be put back by hand
+    (``touch -r`` sets the modification time only), so an equal signature means the
+    bytes the summary was written from.
+    """
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _new_sha256() -> Any:
+    # hashlib loads OpenSSL (~3 ms): imported only when a signature differs, not on
+    # tmux's call every few seconds
+    import hashlib
+
+    return hashlib.sha256()
+
+
+def _sha256_prefix(fh: BinaryIO, size: int) -> tuple[str, Any]:
+    """The SHA-256 (hex) of the first ``size`` bytes of ``fh`` and the hash to go on with.
+
+    ``fh`` is left at ``size`` (or at its end when shorter).
+    """
+    h = _new_sha256()
+    fh.seek(0)
+    left = size
+    while left > 0:
+        block = fh.read(min(_HASH_CHUNK_BYTES, left))
+        if not block:
+            break
+        h.update(block)
+        left -= len(block)
+    return h.hexdigest(), h
+
+
+def csv_sha256(path: Path) -> str | None:
+    """The SHA-256 (hex) of the results CSV's bytes, ``None`` when it does not read."""
+    try:
+        with open(path, "rb") as fh:
+            return _sha256_prefix(fh, os.fstat(fh.fileno()).st_size)[0]
+    except OSError:
+        return None
+
+
+def _summary_describes(saved: _Summary | None, csv_path: Path, st: os.stat_result) -> bool:
+    """Whether ``saved`` describes the CSV's present bytes: the same ``stat`` signature, else the same SHA-256."""
+    if saved is None or saved.size != st.st_size:
+        return False
+    return saved.signature == _signature(st) or csv_sha256(csv_path) == saved.digest
 
 
 def current_counts(folder: Path) -> Counts:
     """The counts of ``folder``'s results CSV now, read from ``summary.json``.
 
-    Only the bytes appended after the summary was written are read; without a usable
-    summary the whole CSV is read with the standard library (never polars). Nothing is
-    written.
+    The whole CSV is read with the standard library (never polars), a run counted once
+    per end the journal recorded; while the journal ended no run, only the bytes
+    appended after the summary was written are parsed, once the digest of the bytes
+    before them matches the summary's. Nothing is written.
 
     Args:
         folder: a session folder.
@@ -149,40 +259,60 @@ def current_counts(folder: Path) -> Counts:
     Returns:
         The counts (0 rows when there is no CSV yet).
     """
-    folder = Path(folder)
+    return _current(Path(folder))[0]
+
+
+def _current(folder: Path) -> tuple[Counts, str, list[int] | None]:
+    """The counts, the SHA-256 of the bytes they describe and the CSV's ``stat`` signature.
+
+    The digest is ``""`` without a CSV; the signature ``None`` when the file changed while read.
+    """
     csv_path = folder / RESULTS_CSV
+    none = Counts(0, frozenset(), 0), "", None
     try:
         st = csv_path.stat()
     except OSError:
-        return Counts(0, frozenset(), 0)
+        return none
     if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
-        return Counts(0, frozenset(), 0)
+        return none
     size = st.st_size
     saved = _read_summary(folder)
-    if saved is not None and saved[2] == size:
-        return Counts(saved[0], saved[1], size)
     header = _header(csv_path)
+    ends = journal_run_ends(folder)
     try:
         with open(csv_path, "rb") as fh:
-            if saved is not None and 0 < saved[2] < size and header is not None:
-                fh.seek(saved[2])
-                tail = fh.read(size - saved[2])
-                got = _count_records(tail.decode("utf-8", "replace"), header,
-                                     Counts(saved[0], saved[1], size))
-                if got is not None:
-                    return got
-                fh.seek(0)
-            text = fh.read(size).decode("utf-8", "replace").lstrip("\ufeff")
+            before = _signature(os.fstat(fh.fileno()))
+            sig = before if before[0] == size else None
+            # the appended bytes alone, while the journal ended no run (else a row copied
+            # by hand could repeat one of the rows before them: the whole file is counted)
+            if saved is not None and 0 < saved.size <= size and header is not None and not ends:
+                prefix, h = _sha256_prefix(fh, saved.size)
+                if prefix == saved.digest:
+                    tail = fh.read(size - saved.size)
+                    h.update(tail)
+                    got = _count_records(tail.decode("utf-8", "replace"), header,
+                                         Counts(saved.rows, saved.revisions, size))
+                    if got is not None:
+                        return got, h.hexdigest(), sig if _signature(os.fstat(fh.fileno())) == sig else None
+            fh.seek(0)
+            raw = fh.read(size)
+            after = _signature(os.fstat(fh.fileno()))
     except OSError:
-        return Counts(0, frozenset(), 0)
-    return _count_records(text, None, Counts(0, frozenset(), size)) or Counts(0, frozenset(), size)
+        return none
+    text = raw.decode("utf-8", "replace").lstrip("\ufeff")
+    counts = _count_records(text, None, Counts(0, frozenset(), size), ends) or Counts(0, frozenset(), size)
+    h = _new_sha256()
+    h.update(raw)
+    return counts, h.hexdigest(), sig if after == sig else None
 
 
 def refresh_counts(folder: Path) -> Counts:
     """Bring ``summary.json`` up to date after rows were appended (S7).
 
-    Called by the runner after each appended row and by ``validate --session``. Reads
-    only the new bytes of the CSV; the file is written atomically. A failure to write
+    Called by the runner after each appended row and by ``validate --session``. Counts
+    the CSV's rows by the journal's run ends (:func:`current_counts`), records the CSV's
+    SHA-256 and ``stat`` signature, and the session folder's size for the retrieval
+    reserve (walked at most once a minute); the file is written atomically. A failure to write
     (full disk) is not an error of the run: the summary is a cache, rebuilt when read.
 
     Args:
@@ -193,12 +323,17 @@ def refresh_counts(folder: Path) -> Counts:
     """
     from gpusession.core.files.tomlio import write_atomic_bytes
 
-    counts = current_counts(folder)
+    counts, digest, signature = _current(Path(folder))
+    walked_bytes, walked_at = folder_bytes_to_record(Path(folder), time.time())
     doc = {
         "schema": 1,
         "rows": counts.rows,
         "accepted_revisions": sorted(counts.accepted_revisions),
         "csv_size_bytes": counts.csv_size_bytes,
+        "csv_sha256": digest,
+        "csv_stat": signature,  # while it holds, status trusts the counts without hashing
+        FOLDER_BYTES_KEY: walked_bytes,  # the retrieval reserve's size: status never walks the folder
+        FOLDER_BYTES_AT_KEY: walked_at,
         "updated_at": utcnow().isoformat(),
     }
     try:
@@ -433,6 +568,33 @@ class SessionStatus:
             text = f"WARNING: {text}"
         return text
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields of the tmux line as JSON-ready values (``status --json``, for scripts).
+
+        Keys: ``session``, ``time_left`` (words), ``package_end`` (ISO 8601 or ``None``),
+        ``result_rows``, ``unfinished_runs``, ``accepted_corpora``, ``copy_home_verified``,
+        ``copy_home`` (words), ``session_limit`` (ISO 8601 or ``None``), ``stop_by``
+        (words or ``None``), ``past_session_limit``, ``warning`` and ``warning_level``
+        (``"24h"``, ``"2h"``, ``"ended"`` or ``None``).
+        """
+        lim = self.limit if self.limit is not None and self.limit.known else None
+        end = self.package.end
+        return {
+            "session": self.name,
+            "time_left": self.time_left_words,
+            "package_end": end.isoformat() if end is not None else None,
+            "result_rows": self.counts.rows,
+            "unfinished_runs": self.unfinished,
+            "accepted_corpora": self.counts.accepted_unique_corpora,
+            "copy_home_verified": self.retrieval.verified,
+            "copy_home": self.retrieval.words,
+            "session_limit": lim.at.isoformat() if lim is not None and lim.at is not None else None,
+            "stop_by": lim.stop_by if lim is not None else None,
+            "past_session_limit": self._past_limit(),
+            "warning": self.warning.text if self.warning is not None else None,
+            "warning_level": self.warning.level if self.warning is not None else None,
+        }
+
     def tmux(self) -> str:
         """The form for tmux ``status-right``: short, with a red warning (``#[fg=…]``).
 
@@ -475,8 +637,8 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     (:meth:`gpusession.core.records.results.ResultsFile.checked_text`: UTF-8, 38 fields, each
     cell of its column's kind, no cell over
     :data:`gpusession.core.records.results.MAX_CELL_CHARS`) -- unless ``summary.json``
-    describes the CSV at its present size: it is written only after a checked append,
-    so the rows are not read again.
+    describes the CSV's present bytes (size and SHA-256): it is written only after a
+    checked append, so the rows are not parsed again.
 
     Args:
         folder: the session folder.
@@ -525,21 +687,23 @@ def _checked_counts(folder: Path) -> Counts:
     """
     csv_path = folder / RESULTS_CSV
     try:
-        size = csv_path.stat().st_size
+        st: os.stat_result | None = csv_path.stat()
     except FileNotFoundError:
         return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
     except OSError:
-        size = -1
+        st = None
     saved = _read_summary(folder)
-    if saved is not None and saved[2] == size:
-        return Counts(saved[0], saved[1], size)
+    if saved is not None and st is not None and _summary_describes(saved, csv_path, st):
+        return Counts(saved.rows, saved.revisions, st.st_size)
     from gpusession.core.records.results import ResultsFile
 
-    results = ResultsFile(csv_path)  # a link or a FIFO was refused above
+    ends = journal_run_ends(folder)
+    results = ResultsFile(csv_path, lambda: ends)  # a link or a FIFO was refused above
     if not results.exists():
         return Counts(0, frozenset(), 0)
     raw, text = results.checked_text()  # header and every row, read once, as `show` reads them (stdlib)
-    return _count_records(text, None, Counts(0, frozenset(), len(raw))) or Counts(0, frozenset(), len(raw))
+    return (_count_records(text, None, Counts(0, frozenset(), len(raw)), ends)
+            or Counts(0, frozenset(), len(raw)))
 
 
 def unfinished_runs(folder: Path) -> int:
