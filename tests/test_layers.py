@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,32 @@ def test_no_application_module_imports_the_test_doubles() -> None:
             if any(n == "gpusession.testing" or n.startswith("gpusession.testing.") for n in names):
                 users.append(f"{path.relative_to(src)}:{node.lineno}")
     assert users == [], f"application modules import the test doubles: {users}"
+
+
+#: The longest a function of the run engine and the core may be: one concern a reader can hold.
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name (N lines)`` of every function under ``root`` longer than ``limit`` lines."""
+    import ast
+
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    out.append(f"{path}:{node.lineno} {node.name} ({lines} lines)")
+    return out
+
+
+def test_no_function_of_core_or_bench_is_over_80_lines() -> None:
+    src = Path(__file__).resolve().parents[1] / "src" / "gpusession"
+    assert long_functions(src / "core") + long_functions(src / "bench") == []
+
+
+def test_the_length_check_finds_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(81))
+    (tmp_path / "m.py").write_text(f"def long():\n{body}\n\n\ndef short():\n    return 1\n")
+    assert long_functions(tmp_path) == [f"{tmp_path / 'm.py'}:1 long (82 lines)"]
