@@ -56,3 +56,25 @@ async def test_h11_form_covers_the_pane_behind_it(session: Any, make_app: MakeAp
         await pilot.press("5", "p")
         await pilot.pause()
         assert app.screen.styles.background.a == 1.0
+
+
+async def test_what_is_typed_in_a_form_field_is_shown_and_its_focus_seen_without_colour(
+        session: Any, make_app: MakeApp, monkeypatch: Any) -> None:
+    """A focused one-line field keeps its line of text (a frame around it would hide it)
+    and shows its focus by a shape, not only a colour (NO_COLOR)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "d")
+        await pilot.pause(0.2)
+        field = app.screen.query(Input).first()
+        field.focus()
+        await pilot.press(*"typed-id")
+        await pilot.pause(0.1)
+        assert field.value == "typed-id"
+        assert field.content_region.height == 1, field.content_region
+        screen = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "typed-id" in screen, screen
+        others = [w for w in app.screen.query(Input) if w is not field]
+        assert others and field.styles.border_left[0] != others[0].styles.border_left[0]
