@@ -123,7 +123,7 @@ def test_d5_a_run_that_recorded_every_row_is_not_said_unfinished(session: Sessio
     ({"ids_match": True, "format_valid": True, "quality_value": 0.95, "corpus_accepted": True},
      "accepted"),
     ({"expected_ids": 1000, "observed_ids": 700, "ids_match": False, "format_valid": True,
-      "quality_value": 0.95, "corpus_accepted": False}, "REJECTED (ids: 300 missing)"),
+      "quality_value": 0.95, "corpus_accepted": False}, "REJECTED (ids: at least 300 missing)"),
     ({"ids_match": True, "format_valid": False, "quality_value": 0.95, "corpus_accepted": False},
      "REJECTED (format invalid)"),
     ({"ids_match": True, "format_valid": True, "quality_value": 0.8999, "corpus_accepted": False},
@@ -175,3 +175,11 @@ def test_r7_a_run_whose_every_run_failed_never_ends_as_complete(
     assert "every run failed" in outcome_words(done, 1, all_failed=True)
     assert outcome_words(done, 1).startswith("experiment complete")
     assert pane_words(done, None, False, all_failed=True).startswith("run finished — every run failed")
+
+
+def test_d5_an_id_gap_with_duplicates_among_the_lines_is_said_as_a_lower_bound() -> None:
+    """152 lines for 200 IDs, a duplicate and an unknown ID among them: 50 are missing, not 48."""
+    from gpusession.core.records.summary import rejection_words
+
+    words = rejection_words({"_ids_bad": 1, "_missing_min": 48, "_missing_max": 48})
+    assert words == ("ids: at least 48 missing",)

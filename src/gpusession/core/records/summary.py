@@ -191,7 +191,7 @@ class SummaryRow:
     def verdict_words(self) -> str:
         """The verdict in words, apart from how complete the measurement is (D5, V1).
 
-        ``accepted`` (every validated row accepted), ``REJECTED (ids: 300 missing)`` /
+        ``accepted`` (every validated row accepted), ``REJECTED (ids: at least 300 missing)`` /
         ``REJECTED (quality 0.333 below the floor 0.9 − 0.0)`` (the floor applied:
         threshold − tolerance), ``REJECTED 2 of 5 (…)`` when only some rows were, and
         ``not validated`` when no row holds a verdict (a load, a failed run, no protocol).
@@ -275,14 +275,18 @@ def rejection_words(r: Mapping[str, Any]) -> tuple[str, ...]:
     """The defects of a group's rejected rows in words, from :func:`_verdict_aggregates` (V1, D5).
 
     The quality value is said with enough digits never to read as reaching the floor.
+    The 38 columns hold the expected and the observed counts only, so an ID gap is said
+    as a lower bound: 152 observed of 200 expected with a duplicate and an unknown ID
+    among them is "at least 48 missing" (the validation report has the exact counts).
     """
     out: list[str] = []
     if r.get("_ids_bad"):
         parts = []
         if r.get("_missing_max"):
-            parts.append(f"{_span(r['_missing_min'], r['_missing_max'], lambda n: f'{n:,}')} missing")
+            parts.append(f"at least {_span(r['_missing_min'], r['_missing_max'], lambda n: f'{n:,}')} missing")
         if r.get("_extra_max"):
-            parts.append(f"{_span(r['_extra_min'], r['_extra_max'], lambda n: f'{n:,}')} extra or duplicate")
+            parts.append(f"at least {_span(r['_extra_min'], r['_extra_max'], lambda n: f'{n:,}')} "
+                         "extra or duplicate")
         out.append("ids: " + (", ".join(parts) if parts else "not the expected set"))
     if r.get("_format_bad"):
         out.append("format invalid")

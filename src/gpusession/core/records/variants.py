@@ -78,7 +78,7 @@ def _times(ratio: float) -> str:
 
 
 def _verdict_inline(verdict: str) -> str:
-    """``REJECTED (ids: 300 missing)`` → ``REJECTED: ids: 300 missing`` (inside parentheses)."""
+    """``REJECTED (ids: at least 300 missing)`` → ``REJECTED: ids: at least 300 missing`` (inside parentheses)."""
     head, sep, rest = verdict.partition(" (")
     return f"{head}: {rest[:-1]}" if sep and rest.endswith(")") else verdict
 
