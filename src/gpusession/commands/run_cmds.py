@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.commands._common import format_summary, open_session, root_of
+from gpusession.core.experiment.placeholders import unvaried_words
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
@@ -692,6 +693,10 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         print(f"defined experiment {defined.id} in session {session.name}")
     for line in said:  # a path found where it was typed, stored absolute
         print(f"note: {line}")
+    command = defined.params.get("command") if defined.workload == "command" else None
+    unvaried = unvaried_words(command, defined.varied) if isinstance(command, list) else None
+    if unvaried:
+        print(f"warning: {unvaried}")
     for w in _gpu_warnings(session, defined.id):
         print(f"warning: {w}")
     if not protocol:

@@ -144,7 +144,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     print("next: define what to measure, then run it (or open the TUI: gpusession open "
           f"{s.name}):\n"
           f"  gpusession experiment {s.name} define --id ID --workload command --command './predict.sh "
-          "{corpus} {output}' --corpus corpus/eval.jsonl --varied batch --values 1,4,8 --classes a,b\n"
+          "{corpus} {output} --batch={batch}' --corpus corpus/eval.jsonl --varied batch --values 1,4,8 "
+          "--classes a,b\n"
           f"  gpusession run {s.name} --headless")
     return 0
 

@@ -355,4 +355,23 @@ def environment(values: Mapping[str, Any]) -> dict[str, str]:
     return {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
 
 
-__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument", "whole"]
+def unvaried_words(argv: Sequence[Any], varied: str) -> str | None:
+    """A warning when a command's arguments never carry the varied value, else ``None`` (R1).
+
+    Why: ``--varied batch`` with ``./predict.sh {corpus} {output}`` runs the same thing for
+    every variant, and the comparison then ranks identical runs. The command may still
+    read the value from its environment, so this is a warning, never a refusal.
+
+    Args:
+        argv: the command's arguments as stored.
+        varied: the experiment's varied parameter (``batch`` or ``context``).
+    """
+    if varied not in NAMES or any(f"{{{varied}}}" in str(a) for a in argv):
+        return None
+    return (f"the command never receives the varied {varied}: no {{{varied}}} in its arguments, so "
+            f"every variant runs the same thing unless the program reads ${ENV[varied]}; add "
+            f"{{{varied}}} where the program takes it (e.g. --{varied}={{{varied}}})")
+
+
+__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument",
+           "unvaried_words", "whole"]
