@@ -36,6 +36,10 @@ def test_demo_headless_cpu_end_to_end(
     res = run_cli("demo", "--headless", "--device", "cpu", timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "batch-8" in res.stdout and "median" in res.stdout and "verdict" in res.stdout and "accepted" in res.stdout and "macro-F1" in res.stdout
+    # the answer ends the output: verdict, cost per accepted deliverable, the variant to keep, next steps (D5)
+    tail = "\n".join(res.stdout.strip().splitlines()[-10:])
+    assert "- Verdict: 1 distinct corpus accepted" in tail and "per" in tail and "- Keep: batch-" in tail, tail
+    assert "next: gpusession report demo" in tail and "gpusession open demo" in tail
     s = Session.open(sessions_root, "demo")
     pkg = s.package
     assert (pkg.gpu_model, pkg.lots, pkg.days) == ("RTX A5000", 1, 7)

@@ -386,11 +386,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         BadInput: No such session, ``--out`` exists without ``--force``.
         OSError: The disk refused the write.
     """
-    from gpusession.core.retrieval.report import write_report
+    from gpusession.core.files.textio import printable
+    from gpusession.core.retrieval.report import answer_lines, write_report
 
     s = open_session(args, args.name)
     res = write_report(s, out=Path(args.out) if args.out else None, force=args.force,
                        html=bool(getattr(args, "html", False)))
+    for line in answer_lines(res.path.read_text(encoding="utf-8")):  # the answer first (D5)
+        print(printable(line))
     print(f"wrote {res.path}")
     if res.html is not None:
         print(f"wrote {res.html}")

@@ -510,8 +510,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     session, exp_id = prepare_demo(root_of(args), args.device)
     if args.headless:
-        return run_headless(session, exp_id, args.device)
+        code = run_headless(session, exp_id, args.device)
+        _say_the_answer(session)
+        return code
     return _open_ui(session)
+
+
+def _say_the_answer(session: Session) -> None:
+    """After the demo: the report's answer (verdict, cost, keep, risks) and where to go next (D5)."""
+    from gpusession.core.retrieval.report import answer_lines, render_report
+
+    try:
+        lines = answer_lines(render_report(Session.open(session.folder.parent, session.name)))
+    except BadInput as exc:  # the run's own lines said what happened; the answer is a courtesy
+        print(f"(the answer could not be read: {exc})")
+        return
+    print()
+    for line in lines:
+        print(printable(line))
+    print(f"next: gpusession report {session.name}   (the approver's page; --html for a browser)")
+    print(f"      gpusession open {session.name}     (the TUI: the checklist, the runs, the cost)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

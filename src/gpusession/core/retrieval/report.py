@@ -1028,6 +1028,25 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
     return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
 
 
+def answer_lines(report_text: str) -> list[str]:
+    """The report's summary (verdict, cost, variant to keep, risks) as printed lines (D5).
+
+    Args:
+        report_text: a report's Markdown (:func:`render_report`).
+
+    Returns:
+        The summary's bullets with their continuation lines, ``**`` marks dropped: what
+        ``report`` and the demo print, so the answer is on the screen, not only in a file.
+    """
+    out: list[str] = []
+    for line in report_text.splitlines()[1:]:
+        if line.startswith("Generated ") or line.startswith("## "):
+            break
+        if line.strip():
+            out.append(line.replace("**", ""))
+    return out
+
+
 def render_report(session: Session, *, now: datetime | None = None,
                   charts: Sequence[Path] = (), charts_note: str | None = None,
                   nvml: Any | None = None) -> str:
@@ -1135,4 +1154,4 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     return ReportWritten(target, chart_paths, note, page)
 
 
-__all__ = ["SECTIONS", "ReportWritten", "render_report", "write_report"]
+__all__ = ["SECTIONS", "ReportWritten", "answer_lines", "render_report", "write_report"]
