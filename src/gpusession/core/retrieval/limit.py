@@ -194,15 +194,17 @@ FOLDER_BYTES_KEY, FOLDER_BYTES_AT_KEY = "folder_bytes", "folder_bytes_at_unix_s"
 def recorded_folder_bytes(folder: Path) -> tuple[int, float] | None:
     """``(bytes, walked at, Unix seconds)`` from ``summary.json``; ``None`` when absent or unusable.
 
-    Read as every cache is: never from a FIFO or a device, a malformed file reads as absent.
+    Read as every cache is: never from a FIFO or a device, nor through a link; a
+    malformed file (nested past the parser's depth too) reads as absent.
     """
     from gpusession.core.files.names import SUMMARY_JSON
     from gpusession.core.files.textio import read_plain
 
     try:
-        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024).decode("utf-8"))
+        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024,
+                                    follow_links=False).decode("utf-8"))
         size, at = doc[FOLDER_BYTES_KEY], doc[FOLDER_BYTES_AT_KEY]
-    except (OSError, ValueError, KeyError, TypeError, BadInput):
+    except (OSError, ValueError, KeyError, TypeError, BadInput, RecursionError):
         return None
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         return None
