@@ -58,3 +58,33 @@ def test_d1_the_experiment_stops_at_the_boundary_where_the_next_run_would_end_pa
     end = [r for r in records if isinstance(r, ExperimentIncompleteRecord)]
     assert end and end[-1].stopped == "session-limit" and "1 of 3 runs done" in (end[-1].message or "")
     assert not any("not run" in (getattr(r, "message", "") or "") for r in records)  # no incident
+
+
+def test_d1_a_reserve_changed_during_the_run_applies_at_the_next_boundary(session: Session) -> None:
+    """The limit is read again at each run boundary: a reserve set after the first run stops the second."""
+    write_corpus(session.folder / "corpus.jsonl", n=8)
+    (session.folder / "copy.py").write_text(COPY)
+    define_experiment(session, Experiment(
+        id="e", workload="command", corpus="corpus.jsonl", values=(1,), runs_per_variant=3,
+        warmup_iterations=0, cold_runs_per_variant=0,
+        params={"command": [sys.executable, str(session.folder / "copy.py"), "{corpus}", "{output}"]}))
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="load",
+                                     run_index=1, elapsed_seconds=1.0))
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="warm",
+                                     run_index=1, elapsed_seconds=60.0))
+    end = session.package.end
+    assert end is not None and end - BASE > timedelta(hours=10)  # the 4 h default leaves room for all
+    rows: list[Any] = []
+
+    def on_event(ev: Any) -> None:
+        if isinstance(ev, RowAppended) and ev.row.phase == "warm":
+            rows.append(ev.row)
+            if len(rows) == 1:  # another pane sets a reserve while the experiment runs
+                other = Session.open(session.folder.parent, session.name)
+                set_limit(other, reserve_s=(end - BASE).total_seconds() - 30)
+
+    out = Runner(session, "e", on_event=on_event, clock=lambda: BASE + timedelta(minutes=1) * len(rows)).run()
+    assert len(rows) == 1 and out.stopped == "session-limit" and not out.completed
+    assert out.stopped_words is not None and out.stopped_words.startswith("stopped at the session limit")
+    stop = [r for r in session.journal_records() if isinstance(r, ExperimentStoppedRecord)]
+    assert len(stop) == 1 and stop[0].run_key == "e:warm:batch-1:3"

@@ -84,7 +84,7 @@ def test_h31_after_the_limit_run_is_refused_with_exit_4_before_anything_runs(
     for extra in ((), ("--detach",)):
         code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless", *extra)
         assert code == 4, out + err
-        assert "not started: past the session limit (stop by Sat 14:00 UTC)" in err and out == ""
+        assert "not started: past the session limit (stop by Sat 5 Dec 14:00 UTC)" in err and out == ""
     assert not [r for r in session.journal_records() if isinstance(r, ExperimentStartedRecord)]
     assert not (session.folder / "logs").exists()  # --detach never forked
     code, shown, _ = cli(capsys, sessions_root, "status", session.name)

@@ -272,3 +272,60 @@ def test_status_on_an_unchanged_csv_loads_no_hash(measured_session: Session, ses
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "LOADED False 0" in done.stdout, done.stdout + done.stderr
+
+
+def _forge_summary(folder: Path, **values: object) -> None:
+    """Rewrite summary.json's fields as a person editing it would, its signature kept (trusted)."""
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(folder)
+    path = folder / "summary.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc.update(values)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.mark.parametrize("rows", [True, -5, 10**400, 2.5, "7"],
+                         ids=["bool", "negative", "400-digits", "float", "string"])
+def test_status_recounts_a_summary_whose_counts_are_no_count(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str], rows: object) -> None:
+    code, honest, _ = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    want = json.loads(honest)["result_rows"]
+    _forge_summary(measured_session.folder, rows=rows)
+    code, out, err = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    assert code == 0 and not err
+    assert json.loads(out)["result_rows"] == want and isinstance(want, int) and want > 0
+    code, out, _ = cli(capsys, sessions_root, "status", measured_session.name)
+    assert f" {want} result rows · " in out
+
+
+def test_status_recounts_a_summary_with_more_corpora_than_rows(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, honest, _ = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    _forge_summary(measured_session.folder, rows=1, accepted_revisions=["a", "b", "c"])
+    _, out, _ = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    assert json.loads(out)["accepted_corpora"] == json.loads(honest)["accepted_corpora"]
+
+
+def test_status_never_reads_summary_json_through_a_link(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    _, honest, _ = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    _forge_summary(measured_session.folder, rows=999)
+    summary = measured_session.folder / "summary.json"
+    forged = tmp_path / "forged.json"
+    summary.rename(forged)
+    summary.symlink_to(forged)
+    code, out, err = cli(capsys, sessions_root, "status", measured_session.name, "--json")
+    assert code == 0 and not err
+    assert json.loads(out)["result_rows"] == json.loads(honest)["result_rows"] != 999
+
+
+def test_status_recounts_a_summary_nested_past_the_parser(
+        measured_session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, plain, _ = cli(capsys, sessions_root, "status", measured_session.name)
+    (measured_session.folder / "summary.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    for form in ((), ("--format", "tmux"), ("--json",)):
+        code, out, err = cli(capsys, sessions_root, "status", measured_session.name, *form)
+        assert code == 0 and not err and "Traceback" not in out
+    assert cli(capsys, sessions_root, "status", measured_session.name) == (0, plain, "")

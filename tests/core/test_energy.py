@@ -73,3 +73,26 @@ def test_r10_a_cpu_session_has_no_energy_section(new_session: NewSession) -> Non
                                run_index=1, elapsed_seconds=1.0))
     assert energy_summary(s.results.read()) is None
     assert "Energy per accepted corpus" not in render_report(s)
+
+
+def test_r10_energy_note_too_large_for_a_float_is_no_reading() -> None:
+    huge = "9" * 400  # float("9" * 400) is inf
+    assert energy_of_notes(f"energy {huge} J") is None
+    assert energy_of_notes(f"energy {huge}.5 J; throttled") is None
+    assert energy_of_notes("energy 12.5 J") == 12.5
+
+
+def test_r10_energy_summary_never_shows_inf(new_session: NewSession) -> None:
+    s = new_session(package=Package(gpu_model="RTX A5000", lots=1, days=7))
+    big = "9" * 308  # finite, but two of them sum to inf (and their median too)
+    for i, notes in enumerate((f"energy {'9' * 400} J", f"energy {big} J", f"energy {big} J",
+                               "energy 50.0 J"), 1):
+        s.results.append(ResultRow(**COMMON, variant_id="batch-1", phase="warm", run_index=i,
+                                   elapsed_seconds=1.0, corpus_revision="c1", corpus_accepted=True,
+                                   quality_value=0.9, notes=notes))
+    summary = energy_summary(s.results.read())
+    assert summary is not None
+    text = "\n".join(summary.lines())
+    assert "inf" not in text
+    assert summary.total_j is None and summary.per_accepted_j is None  # 3 of 4 runs unread
+    assert [(v, j, n) for _e, v, j, n in summary.per_variant] == [("batch-1", 50.0, 1)]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.package import Package
 from gpusession.core.folder.session import Session
 from gpusession.core.retrieval.limit import (
@@ -19,9 +20,11 @@ from gpusession.core.retrieval.limit import (
     duration_words,
     limit_of,
     measured_reserve,
+    parse_hours,
     parse_reserve,
     session_limit,
     set_limit,
+    when_words,
 )
 
 START = datetime(2026, 12, 1, 14, 0, tzinfo=timezone.utc)
@@ -178,3 +181,32 @@ def test_d2_the_recorded_folder_size_is_walked_again_at_most_once_a_minute(
     assert limit.folder_bytes_to_record(s.folder, 1030.0) == (size, 1000.0)  # fresh: kept
     assert size < limit.folder_bytes(s.folder)  # the folder grew since
     assert limit.folder_bytes_to_record(s.folder, 1060.0) == (limit.folder_bytes(s.folder), 1060.0)
+
+
+@pytest.mark.parametrize("hours", [72, 100, 1000])
+def test_d1_a_reserve_at_or_over_the_package_length_is_refused(s: Session, hours: int) -> None:
+    before = s.session_toml.read_bytes()
+    with pytest.raises(BadInput, match=r"whole 3-day package or more \(72 h\); keep less than 72 h"):
+        set_limit(s, reserve_s=hours * 3600)
+    assert s.session_toml.read_bytes() == before
+    set_limit(s, reserve_s=71.5 * 3600)  # just under the package: taken
+    assert session_limit(s, NOW).reserve_s == 71.5 * 3600
+
+
+@pytest.mark.parametrize("text", ["1_0", "1e3", "nan", "inf", "-5", "١٠", "", "6h"])
+def test_d1_reserve_hours_are_plain_ascii_decimals(text: str) -> None:
+    with pytest.raises(BadInput, match="expected hours such as 6 or 2.5"):
+        parse_hours(text)
+    assert parse_hours("10") == 10.0 and parse_hours(" 2.5 ") == 2.5
+
+
+def test_d1_reserve_durations_take_ascii_digits_only() -> None:
+    with pytest.raises(BadInput, match="expected a duration"):
+        parse_reserve("١h")
+
+
+def test_d1_stop_by_names_the_date_unless_within_the_next_six_days() -> None:
+    now = datetime(2026, 12, 2, 5, 0, tzinfo=timezone.utc)  # a Wednesday
+    assert when_words(now + timedelta(days=2), now) == "Fri 05:00 UTC"
+    assert when_words(now - timedelta(hours=28), now) == "Tue 1 Dec 01:00 UTC"  # past: never "Tue" ahead
+    assert when_words(now + timedelta(days=7), now) == "Wed 9 Dec 05:00 UTC"

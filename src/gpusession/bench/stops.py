@@ -108,6 +108,10 @@ def defect_words(report: Any) -> str | None:
 class RunStops:
     """The session limit (D1) and the first-result gate (D3) of one invocation.
 
+    The limit is read again at each run boundary (:meth:`current_limit`): a reserve or a
+    limit set while the experiment runs (``checklist evidence --reserve-hours``,
+    ``package --limit``, a pull that measured the link) takes effect at the next run.
+
     Args:
         session: the open session.
         exp: the experiment being run.
@@ -122,8 +126,9 @@ class RunStops:
     def __init__(self, session: Any, exp: Experiment, *, frame: Any, records: list[Any],
                  journal: Callable[[Any], None], clock: Callable[[], datetime],
                  past_limit: bool = False, continue_on_reject: bool = False) -> None:
-        """Read the limit and the measured durations once."""
+        """Read the limit and the measured durations (the limit is read again at each boundary)."""
         self.exp = exp
+        self._session = session
         self.clock = clock
         self.past_limit = past_limit
         self._journal = journal
@@ -193,6 +198,29 @@ class RunStops:
             self._loaded_at = None
 
     # -- the session limit (D1) -------------------------------------------------------
+    def current_limit(self, now: datetime) -> SessionLimit:
+        """The session limit as ``session.toml`` and ``retrieval.toml`` say it now (D1, D2).
+
+        Read at each run boundary, so a limit changed during the run applies at the next
+        one: two small TOML files (the folder's size comes from ``summary.json``). A
+        ``session.toml`` that does not read now keeps the limit read last.
+
+        Args:
+            now: the instant (aware; the runner's clock).
+
+        Returns:
+            The limit, also kept as :attr:`limit`.
+        """
+        from gpusession.core.files.tomlread import read_toml
+        from gpusession.core.retrieval.limit import limit_of
+
+        try:
+            doc = read_toml(self._session.session_toml)
+        except (OSError, GpusessionError):
+            return self.limit
+        self.limit = limit_of(self._session.folder, doc, now)
+        return self.limit
+
     def expected(self, run: ScheduledRun, *, new_worker: bool) -> Expected:
         """How long ``run`` is expected to take from now (D1; measured, never projected)."""
         exp = self.exp
@@ -233,9 +261,9 @@ class RunStops:
         if self.stop is not None:
             self._say_first_result(run)
             return False
-        if not self.limit.known:
-            return True
         now = self.clock()
+        if not self.current_limit(now).known:  # read again: a reserve set since applies here
+            return True
         expected = self.expected(run, new_worker=new_worker)
         if self.limit.fits(now, expected.seconds):
             return True

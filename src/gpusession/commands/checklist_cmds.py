@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
     p.add_argument("--destination", metavar="DIR",
                    help="evidence: the folder the deliverables will be copied to; its free space is "
                         "checked (remembered)")
-    p.add_argument("--reserve-hours", type=float, metavar="H",
+    p.add_argument("--reserve-hours", metavar="H",
                    help="evidence: hours kept free at the end of the package to copy the results "
                         "home: the session limit's reserve, as `package NAME --reserve` sets it "
                         "(default: measured by a pull, else 4)")
@@ -169,15 +169,21 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     if words:
         raise BadInput(f"unexpected argument(s) {shown(' '.join(words))} for {action}", field="arguments")
     if action == "evidence":
+        hours = None
+        if args.reserve_hours is not None:  # the session limit's reserve: one for every command
+            from gpusession.core.retrieval.limit import check_reserve, parse_hours
+
+            hours = parse_hours(str(args.reserve_hours))  # `1_0` is no number of hours
+            if not cl.hours_ok(hours):
+                raise BadInput(f"expected hours from 0 to {cl.RESERVE_HOURS_MAX}, got "
+                               f"{shown(hours)}", field="reserve-hours")
+            check_reserve(hours * 3600, s.package.days, field="reserve-hours")  # before any write
         if args.destination:
             cl.set_setting(s, "destination", str(Path(args.destination).absolute()))
-        if args.reserve_hours is not None:  # the session limit's reserve: one for every command
+        if hours is not None:
             from gpusession.core.retrieval.limit import set_limit
 
-            if not cl.hours_ok(args.reserve_hours):
-                raise BadInput(f"expected hours from 0 to {cl.RESERVE_HOURS_MAX}, got "
-                               f"{shown(args.reserve_hours)}", field="reserve-hours")
-            set_limit(s, reserve_s=float(args.reserve_hours) * 3600)
+            set_limit(s, reserve_s=hours * 3600)
         evidence = cl.collect_evidence(s)
         if args.json:
             print_json(evidence)

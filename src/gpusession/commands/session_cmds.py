@@ -178,6 +178,14 @@ def cmd_package(args: argparse.Namespace) -> int:
         start=provisioned or (parse_start(args.start) if args.start else old.start),
     )
     limit_args = _limit_args(args)
+    from gpusession.core.retrieval.limit import check_reserve, stored_reserve_s
+
+    # the reserve against the new length, before any write: the one given, else the one kept
+    kept = None if limit_args is not None else stored_reserve_s(s.data)
+    if limit_args is not None and "reserve_s" in limit_args:
+        check_reserve(limit_args["reserve_s"], new.days)
+    elif kept is not None and new.days != old.days:
+        check_reserve(kept, new.days, field="days", tail="; give --reserve with less, or --reserve auto")
     s.set_package(new)
     print(f"package of {s.name}: {_package_line(new)}")
     if provisioned is not None:

@@ -121,20 +121,26 @@ def _shown_folder(root: Path) -> str:
 
 
 def cmd_status(args: Any, *, now: datetime | None = None) -> int:
-    """Print the status line of one session (S6).
+    r"""Print the status line of one session (S6).
 
     Args:
         args: ``name`` (or ``None``), ``format``, ``json``, ``verbose``, ``sessions_dir``.
         now: the instant (tests); default now.
 
     Returns:
-        0; 2 when there is no such session or a file is refused (the one line
+        0; 2 when there is no such session, its name is refused (the words of every
+        other command: :func:`gpusession.core.files.sessionname.check_name`, e.g. a path
+        separator or over 100 characters) or a file is refused (the one line
         ``gpusession show`` gives, on stderr); 1 when the disk refuses a read (one
         line). In tmux form any error is a short text on stdout and exit 0, never a
         traceback, so the status bar shows a word, not a cut path
         (``gpusession: no session`` / ``gpusession: NAME: run gpusession status``).
+        Every form but ``--json`` (where JSON escapes them) shows control and
+        direction-changing characters escaped, as ``show`` does (``\x1b``, ``\u202e``).
     """
     from gpusession.core.files.errors import GpusessionError
+    from gpusession.core.files.sessionname import check_name
+    from gpusession.core.files.textio import printable
     from gpusession.core.retrieval.status import most_recent_session, session_status, status_root
 
     root = status_root(getattr(args, "sessions_dir", None))
@@ -143,24 +149,26 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     where = f" [{_shown_folder(root)}]".replace("#", "##") if verbose else ""
     name = args.name
     try:
+        if name is not None:  # before any path is built from it (`c1/`, `../c1`, 300 characters)
+            check_name(name)
         name = name or most_recent_session(root)
         if name is None:
             raise GpusessionError(f"no session in {root}; create one with: gpusession new NAME")
         status = session_status(root / name, now=now)
     except Exception as exc:  # noqa: BLE001 - tmux's status bar never shows a traceback
         if tmux:  # tmux shows stdout only; the whole line is one `gpusession status` away
-            if name is None or not (root / name).is_dir():
-                print(f"gpusession: no session{where}")
+            if name is None or not _is_session_dir(root, name):
+                print(printable(f"gpusession: no session{where}"))
             else:
-                print(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##") + where)
+                print(printable(f"gpusession: {name[:24]}: run gpusession status".replace("#", "##") + where))
             return 0
         if isinstance(exc, GpusessionError):
-            print(f"gpusession: error: {exc}", file=sys.stderr)
+            print(printable(f"gpusession: error: {exc}"), file=sys.stderr)
             return 2
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             # the disk refused (as every other command says it): one line, exit 1
             where = f"{exc.filename}: " if exc.filename else ""
-            print(f"gpusession: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            print(printable(f"gpusession: error: {where}{exc.strerror or exc}"), file=sys.stderr)
             return 1
         raise
     folder = root / name
@@ -168,7 +176,18 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
         print(json.dumps({**status.to_json(), "folder": os.path.abspath(folder),
                           "sessions_dir": os.path.abspath(root)}, ensure_ascii=False))
     elif tmux:
-        print(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else ""))
+        print(printable(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else "")))
     else:
-        print(status.line() + (f" · folder {_shown_folder(folder)}" if verbose else ""))
+        print(printable(status.line() + (f" · folder {_shown_folder(folder)}" if verbose else "")))
     return 0
+
+
+def _is_session_dir(root: Path, name: str) -> bool:
+    """Whether ``root / name`` is a folder; ``False`` when the name cannot even be looked up.
+
+    A name the file system refuses (too long, a NUL) is no session: tmux's line stays a word.
+    """
+    try:
+        return (root / name).is_dir()
+    except (OSError, ValueError):
+        return False

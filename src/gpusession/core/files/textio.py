@@ -132,7 +132,7 @@ def refuse_special(path: Path) -> None:
     raise not_plain(path, mode)
 
 
-def read_plain(path: Path, *, max_bytes: int | None = None) -> bytes:
+def read_plain(path: Path, *, max_bytes: int | None = None, follow_links: bool = True) -> bytes:
     """The bytes of ``path`` when it is a plain file, never waiting.
 
     The file is opened without waiting (``O_NONBLOCK``: a FIFO would block the open until
@@ -146,12 +146,17 @@ def read_plain(path: Path, *, max_bytes: int | None = None) -> bytes:
         path: the file.
         max_bytes: read at most this many bytes (``None``: all); a caller that gets
             ``max_bytes`` back knows the file may be longer.
+        follow_links: ``False``: a symbolic link is refused by the open itself
+            (``O_NOFOLLOW``, an ``OSError``), so no check can race with a swap.
 
     Raises:
         OSError: missing or unreadable (the caller words it, or ignores it).
         BadInput: a folder, FIFO, device or socket (:func:`not_plain`).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
     except OSError:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -43,7 +42,7 @@ from gpusession.core.files.names import (
 )
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
-from gpusession.core.files.secrets import check_identifier
+from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.package import Package, check_time_range
@@ -54,8 +53,6 @@ if TYPE_CHECKING:  # typed records load when the journal is written, not at star
     from gpusession.core.events.facts import JournalFacts
     from gpusession.core.events.reading import JournalRead
 
-NAME_MAX = 100
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 
 #: The shape of each hand-editable file, checked whenever it is read.
 SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
@@ -246,30 +243,10 @@ def validate_name(name: str, *, new: bool = False) -> str:
             ``/`` or any other character, and for a new name the cases above; one line
             saying which and why.
     """
-    # first: no later refusal (nor a path naming the folder) may quote a secret
-    check_identifier(name, field="name", what="the session name")
-    if not name:
-        raise BadInput("session name is empty; use ASCII letters (A-Z, a-z), digits, '.', '_' or '-'",
-                       field="name")
-    if len(name) > NAME_MAX:
-        raise BadInput(
-            f"session name is {len(name)} characters long; at most {NAME_MAX}", field="name"
-        )
-    if "/" in name or "\\" in name:
-        raise BadInput(f"session name {name!r} contains a path separator", field="name")
-    if ".." in name or name == ".":
-        raise BadInput(f"session name {name!r} contains '..' or is '.'", field="name")
-    if name.startswith("-"):
-        raise BadInput(f"session name {name!r} starts with '-'", field="name")
+    check_name(name)  # the checks `status` makes too, in the same words
     if new:
         _check_new_name(name)
-    if not _NAME_RE.fullmatch(name):  # fullmatch: "$" would let a final newline through
-        bad = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9._-]", c)})
-        raise BadInput(
-            f"session name {name!r} contains {''.join(bad)!r}; use ASCII letters (A-Z, a-z), digits, "
-            "'.', '_' or '-'",
-            field="name",
-        )
+    check_characters(name)
     return name
 
 

@@ -10,6 +10,7 @@ cost is (K3, K4): never per repetition, never projected.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from typing import Any
 
 #: A run's joules as its notes say them: ``energy 123.4 J`` between ``"; "`` separators.
 ENERGY_NOTE = re.compile(r"(?:^|; )energy (\d+(?:\.\d+)?) J(?=;|$)")
+#: The largest reading kept (J): a 700 W GPU for 40 years is under 1e12 J; above is a hand edit.
+ENERGY_MAX_J = 1e15
 #: The measured phases (a load is not a run of a variant).
 MEASURED_PHASES = ("cold", "warm")
 
@@ -32,9 +35,17 @@ def energy_note(joules: float) -> str:
 
 
 def energy_of_notes(notes: str | None) -> float | None:
-    """The joules a row's notes say, ``None`` when they say none (not measured, not supported)."""
+    """The joules a row's notes say, ``None`` when they say none (not measured, not supported).
+
+    A figure too large for a float (a 400-digit note edited by hand reads as ``inf``) or
+    above :data:`ENERGY_MAX_J` is no reading either: a report never shows ``inf J``, and
+    sums and medians of the kept readings stay finite.
+    """
     found = ENERGY_NOTE.search(notes or "")
-    return float(found.group(1)) if found else None
+    if found is None:
+        return None
+    joules = float(found.group(1))
+    return joules if math.isfinite(joules) and joules <= ENERGY_MAX_J else None
 
 
 @dataclass(frozen=True)

@@ -194,15 +194,17 @@ FOLDER_BYTES_KEY, FOLDER_BYTES_AT_KEY = "folder_bytes", "folder_bytes_at_unix_s"
 def recorded_folder_bytes(folder: Path) -> tuple[int, float] | None:
     """``(bytes, walked at, Unix seconds)`` from ``summary.json``; ``None`` when absent or unusable.
 
-    Read as every cache is: never from a FIFO or a device, a malformed file reads as absent.
+    Read as every cache is: never from a FIFO or a device, nor through a link; a
+    malformed file (nested past the parser's depth too) reads as absent.
     """
     from gpusession.core.files.names import SUMMARY_JSON
     from gpusession.core.files.textio import read_plain
 
     try:
-        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024).decode("utf-8"))
+        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024,
+                                    follow_links=False).decode("utf-8"))
         size, at = doc[FOLDER_BYTES_KEY], doc[FOLDER_BYTES_AT_KEY]
-    except (OSError, ValueError, KeyError, TypeError, BadInput):
+    except (OSError, ValueError, KeyError, TypeError, BadInput, RecursionError):
         return None
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         return None
@@ -282,10 +284,13 @@ def duration_words(seconds: float) -> str:
 
 
 def when_words(at: datetime, now: datetime | None = None) -> str:
-    """``Sat 14:00 UTC`` within six days of ``now``, else ``Sat 5 Dec 14:00 UTC``."""
+    """``Sat 14:00 UTC`` within the six days after ``now``, else ``Sat 5 Dec 14:00 UTC``.
+
+    A time already past names its date: a bare ``Tue`` would read as the coming Tuesday.
+    """
     at = at.astimezone(timezone.utc)
     now = now or clock.utcnow()
-    if abs((at - now).total_seconds()) < 6 * 86400:
+    if 0 <= (at - now).total_seconds() < 6 * 86400:
         return f"{at:%a %H:%M} UTC"
     return f"{at:%a} {at.day} {at:%b %H:%M} UTC"
 
@@ -444,11 +449,53 @@ def parse_reserve(text: str) -> float:
     import re
 
     t = text.strip().lower().replace(" ", "")
-    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+)m(?:in)?)?", t)
+    m = re.fullmatch(r"(?:([0-9]+(?:\.[0-9]+)?)h)?(?:([0-9]+)m(?:in)?)?", t)
     if not t or m is None or not (m.group(1) or m.group(2)):
         raise BadInput(f"expected a duration such as 6h, 90m or 1h30m, got {text!r}",
                        field="reserve")
     return float(m.group(1) or 0) * 3600 + float(m.group(2) or 0) * 60
+
+
+def parse_hours(text: str, *, field: str = "reserve-hours") -> float:
+    """``6``, ``2.5`` → hours (``checklist evidence --reserve-hours``): ASCII digits only.
+
+    Stricter than ``float``, which takes ``1_0`` as 10, ``1e3``, `` nan`` or Arabic digits.
+
+    Raises:
+        BadInput: not a plain decimal number, naming ``field``.
+    """
+    import re
+
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text.strip()) is None:
+        from gpusession.core.files.textio import printable
+
+        raise BadInput(f"expected hours such as 6 or 2.5, got {printable(repr(text))}", field=field)
+    return float(text)
+
+
+def check_reserve(reserve_s: float, days: int | None, *, field: str = "reserve",
+                  tail: str = "") -> None:
+    """Refuse a reserve that is not shorter than the package (D1): it would leave no time to work.
+
+    Args:
+        reserve_s: the reserve asked for (seconds).
+        days: the package length (``None``: not set yet, nothing to compare with).
+        field: the option named in the error.
+        tail: what to do, appended to the error's words.
+
+    Raises:
+        BadInput: ``reserve of 100 h is the whole 3-day package or more (72 h); keep less``.
+    """
+    if days is None or reserve_s < days * 86400:
+        return
+    hours = reserve_s / 3600
+    raise BadInput(f"reserve of {hours:g} h is the whole {days}-day package or more ({days * 24} h); "
+                   f"keep less than {days * 24} h for retrieval{tail}", field=field)
+
+
+def stored_reserve_s(doc: Mapping[str, Any]) -> float | None:
+    """The reserve set by hand in ``session.toml``'s ``[limit]`` (seconds), ``None`` when none is."""
+    return _stored(doc)[1]
 
 
 def set_limit(session: Any, *, at: datetime | None = None, reserve_s: float | None = None,
@@ -460,8 +507,18 @@ def set_limit(session: Any, *, at: datetime | None = None, reserve_s: float | No
         at: the limit itself (aware).
         reserve_s: seconds kept before the package end instead of the measured reserve.
         auto: forget both: the measured (else default) reserve applies again.
+
+    Raises:
+        BadInput: a reserve at or above the package length (:func:`check_reserve`);
+            nothing is written.
     """
     def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
+        if reserve_s is not None and not auto and at is None:
+            try:
+                days = Package.from_toml(doc.get("package", {})).days
+            except BadInput:
+                days = None
+            check_reserve(reserve_s, days)
         if auto:
             doc.pop(LIMIT_TABLE, None)
         elif at is not None:
@@ -476,6 +533,6 @@ __all__ = [
     "DEFAULT_RESERVE_S", "MIN_RESERVE_S", "Measured", "NOT_MEASURED_WORDS", "RETRIEVAL_TOML",
     "Reserve", "SAFETY_FACTOR", "SessionLimit", "deliverables_bytes", "duration_words",
     "folder_bytes", "folder_bytes_to_record", "recorded_folder_bytes",
-    "limit_of", "measured_reserve", "parse_reserve", "read_measured", "session_limit",
-    "set_limit", "when_words",
+    "check_reserve", "limit_of", "measured_reserve", "parse_hours", "parse_reserve", "read_measured", "session_limit",
+    "set_limit", "stored_reserve_s", "when_words",
 ]

@@ -166,28 +166,39 @@ class _Summary:
 
 
 def _read_summary(folder: Path) -> _Summary | None:
-    """What ``summary.json`` says of the CSV; ``None`` when unusable.
+    """What ``summary.json`` says of the CSV; ``None`` when unusable (then the CSV is counted).
 
-    A cache: missing, unreadable, too large, not JSON, of another shape (a summary
-    without the digest included), or not a plain file (a FIFO or a device is never
-    waited on) reads as absent.
+    A cache: missing, unreadable, too large, not JSON, nested past the parser's depth,
+    of another shape (a summary without the digest included), a symbolic link (never
+    read through, as every session file), not a plain file (a FIFO or a device is never
+    waited on), or with counts that are not integers from 0 to :data:`COUNT_MAX` (a
+    boolean, a negative or a 400-digit number edited by hand) reads as absent.
     """
     from gpusession.core.files.textio import read_plain
 
     try:
-        raw = read_plain(folder / SUMMARY_JSON, max_bytes=SUMMARY_MAX_BYTES + 1)
+        raw = read_plain(folder / SUMMARY_JSON, max_bytes=SUMMARY_MAX_BYTES + 1, follow_links=False)
         if len(raw) > SUMMARY_MAX_BYTES:
             return None
         doc = json.loads(raw.decode("utf-8"))
         rows, revs, size, digest = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"], doc["csv_sha256"]
-        if not (isinstance(rows, int) and isinstance(size, int) and isinstance(revs, list)
-                and isinstance(digest, str)):
+        if not (_count_ok(rows) and _count_ok(size) and isinstance(revs, list) and isinstance(digest, str)
+                and len(revs) <= rows and all(isinstance(r, str) for r in revs)):
             return None
         sig = doc.get("csv_stat")
-        ok_sig = isinstance(sig, list) and all(isinstance(n, int) for n in sig)
-        return _Summary(rows, frozenset(str(r) for r in revs), size, digest, sig if ok_sig else None)
-    except (OSError, ValueError, KeyError, TypeError, BadInput):
+        ok_sig = isinstance(sig, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in sig)
+        return _Summary(rows, frozenset(revs), size, digest, sig if ok_sig else None)
+    except (OSError, ValueError, KeyError, TypeError, BadInput, RecursionError):
         return None
+
+
+#: The largest count a summary may hold (rows, bytes): more is a hand edit, recounted.
+COUNT_MAX = 10**15
+
+
+def _count_ok(value: Any) -> bool:
+    """An integer (not a boolean) from 0 to :data:`COUNT_MAX`."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= COUNT_MAX
 
 
 #: Bytes hashed per read (memory stays flat on a large CSV).
