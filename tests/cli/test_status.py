@@ -207,7 +207,8 @@ def test_status_says_unfinished_runs_until_opened(sessions_root: Path,
                              "variant_id": "v1", "phase": "warm", "run_index": 0}) + "\n")
     code, out, _ = cli(capsys, sessions_root, "status", "s1")
     assert code == 0
-    assert " · 0 result rows · 1 unfinished run(s): open the session to record them · " in out
+    assert " · 0 result rows · 1 unfinished run(s): `gpusession show " in out
+    assert " records them; `gpusession run " in out and " --resume` measures the rest · " in out
     assert " 0r 1 unfinished " in cli(capsys, sessions_root, "status", "s1", "--format", "tmux")[1]
     assert cli(capsys, sessions_root, "show", "s1")[0] == 0  # opening records the incident row
     code, out, _ = cli(capsys, sessions_root, "status", "s1")

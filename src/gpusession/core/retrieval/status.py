@@ -565,7 +565,8 @@ class SessionStatus:
             f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
         ]
         if self.unfinished:
-            parts.insert(3, f"{self.unfinished} unfinished run(s): open the session to record them")
+            parts.insert(3, f"{self.unfinished} unfinished run(s): `gpusession show {self.name}` records "
+                            f"them; `gpusession run {self.name} --resume` measures the rest")
         if self.warning is None or not self.warning.copy_words:
             parts.append(self.retrieval.words)  # else the warning says it already
         if (limit := self._limit_words()) is not None:
