@@ -183,3 +183,18 @@ def test_resume_refuses_a_schedule_with_variants_no_longer_defined(
     code, _, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
     assert code == 2 and "batch-9 that it no longer defines" in err, err
     assert "Traceback" not in err and not session.results.read().height
+
+
+def test_a_cancelled_run_says_how_to_measure_the_rest_in_run_and_show(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run cut short before some groups started: ``show`` names it with the resume command."""
+    from gpusession.commands.session_cmds import unfinished_experiments
+    from gpusession.core.events import ExperimentIncompleteRecord, ExperimentStartedRecord
+
+    session.journal(ExperimentStartedRecord(experiment_id="e", runs=["cold:batch-1:1", "warm:batch-1:1"]))
+    session.journal(ExperimentIncompleteRecord(experiment_id="e", cancelled=True))
+    words = unfinished_experiments(session)
+    assert words == {"e": f"0 of 2 runs done, the run was cancelled; `gpusession run {session.name} "
+                          "--experiment e --resume` measures the rest"}
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert code == 0 and f"cut short e: 0 of 2 runs done, the run was cancelled; `gpusession run {session.name}" in out

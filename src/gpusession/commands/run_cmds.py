@@ -353,6 +353,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
           f"{verdict_count_words(accepted, rejected)}; "
           f"{outcome_words(outcome, code, all_failed=every_run_failed(mine))}")
+    if not outcome.completed and not getattr(outcome, "stopped_words", None) and outcome.rows_written:
+        print(f"the rest of its schedule: gpusession run {session.name} --experiment {experiment_id} --resume")
     return code
 
 

@@ -285,6 +285,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         "warning": _warning_text(s, verified),
         "limit": _limit(s).to_json(),
         "stopped": stopped_experiments(s),
+        "unfinished": unfinished_experiments(s),
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
         "derived": derived_comparisons(s, summary),
     }
@@ -323,6 +324,23 @@ def _limit(s: Session) -> Any:
     from gpusession.core.retrieval.limit import session_limit
 
     return session_limit(s)
+
+
+def unfinished_experiments(s: Session) -> dict[str, str]:
+    """Experiments whose newest run was cut short (cancelled, killed, hung up), with what to do (S7).
+
+    A run the runner stopped on purpose is in :func:`stopped_experiments` instead.
+
+    Returns:
+        ``{experiment id → "2 of 10 runs done, the run was cancelled; `gpusession run S
+        --experiment ID --resume` measures the rest"}``.
+    """
+    from gpusession.core.events.facts import unfinished
+
+    stopped = stopped_experiments(s)
+    return {exp_id: f"{words}; `gpusession run {s.name} --experiment {exp_id} --resume` measures the rest"
+            for exp_id, (words, _groups) in unfinished(s.journal_records()).items()
+            if exp_id not in stopped}
 
 
 def stopped_experiments(s: Session) -> dict[str, str]:
@@ -490,6 +508,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"running   {busy}")
     for exp_id, words in data["stopped"].items():  # D1, D3: the newest run of each stopped on purpose
         print(printable(f"stopped   {exp_id}: {words}"))
+    for exp_id, words in data["unfinished"].items():  # cut short: what measures the rest
+        print(printable(f"cut short {exp_id}: {words}"))
     n_acc = data['accepted_unique_corpora']
     print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:
