@@ -128,7 +128,8 @@ def test_resume_after_a_first_result_stop_rearms_the_gate(
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
     assert code == 3, out[-3000:] + err[-2000:]
     assert len(_slots(session)) == 1
-    assert "`run --resume` then runs the rest of its schedule" in out  # what to do next
+    assert ("`run --resume` runs the rest of its schedule and keeps the rejected first result as measured; "
+            "a plain `run` measures the whole batch anew") in out  # what to do next, and what each keeps
     # resumed unfixed: the gate looks at the first result of this run again
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
     assert code == 3 and "stopped after the first result: 300 IDs missing" in out, out[-3000:] + err
@@ -137,8 +138,10 @@ def test_resume_after_a_first_result_stop_rearms_the_gate(
     assert [r.reason for r in stops] == ["first-result"] * 2
     (session.folder / "broken").unlink()  # fixed
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
-    assert code == 0, out[-3000:] + err[-2000:]
+    # the two rejected first results stay measured: the end says so, as show does, never "0 REJECTED"
+    assert code == 3, out[-3000:] + err[-2000:]
     assert "resuming attempt 1 of e at cold:batch-3:1: 16 of 18 runs missing" in out
+    assert "; variants: 1 accepted, 2 REJECTED; experiment complete" in out, out[-3000:]
     slots = _slots(session)
     assert sorted(slots) == sorted(_schedule(session))
     assert all(len([r for r in rows if r["elapsed_seconds"] is not None]) == 1 for rows in slots.values())
@@ -198,3 +201,33 @@ def test_a_cancelled_run_says_how_to_measure_the_rest_in_run_and_show(
                           "--experiment e --resume` measures the rest"}
     code, out, _ = cli(capsys, sessions_root, "show", session.name)
     assert code == 0 and f"cut short e: 0 of 2 runs done, the run was cancelled; `gpusession run {session.name}" in out
+
+
+def test_a_resume_refused_by_the_run_lock_says_nothing_of_what_it_would_run(
+        sessions_root: Path, session: Session, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another run takes the lock after the first look at it: the refusal comes before the resume's words."""
+    import platform
+
+    from gpusession.commands import host_cmd
+    from gpusession.core.records.results import ResultRow
+
+    _define(capsys, sessions_root, session, tmp_path)
+    keys = ["cold:batch-1:1", "warm:batch-1:1"]
+    session.journal(ExperimentStartedRecord(experiment_id="e", runs=keys))
+    session.results.append(ResultRow(experiment_id="e", variant_id="batch-1", phase="cold",
+                                     run_index=1, elapsed_seconds=0.5))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        def taken_meanwhile(s: Session) -> list[str]:  # the other run starts between look and print
+            (s.folder / ".run.lock").write_text(f"{other.pid} {platform.node()}")
+            return []
+
+        monkeypatch.setattr(host_cmd, "check_on_first_open", taken_meanwhile)
+        code, out, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--resume")
+    finally:
+        other.kill()
+        other.wait()
+    assert code == 1 and f"another gpusession process (pid {other.pid}) is running experiments" in err, out + err
+    assert "resuming" not in out and "running e" not in out, out
+    assert session.results.read().height == 1 and (session.folder / ".run.lock").exists()  # not freed

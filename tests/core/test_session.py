@@ -370,3 +370,15 @@ def test_s7_a_live_run_is_not_said_unfinished(
     (s.folder / ".run.lock").write_text(str(os.getpid()))  # alive: the run goes on
     assert Session.open(sessions_root, "t1").recovered == []
     assert not [r for r in s.read_journal() if r["event"] == "incident"]
+
+
+def test_s7_a_run_lock_this_process_holds_is_kept_when_taken_again(new_session: NewSession) -> None:
+    """`run` holds the lock before it prints; its runner takes it again: never freed in between."""
+    from gpusession.core.folder.journal import lock_holder, release_lock, take_lock
+
+    s = new_session("t2")
+    lock = take_lock(s.folder, "t2")
+    inode = lock.stat().st_ino
+    assert take_lock(s.folder, "t2") == lock and lock.stat().st_ino == inode  # the same file, never unlinked
+    assert lock_holder(s.folder) == os.getpid()
+    release_lock(s.folder)

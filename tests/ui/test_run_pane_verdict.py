@@ -28,3 +28,26 @@ async def test_h29_run_pane_summary_says_rejected_with_the_reason(session: Any, 
         verdict = header.index("verdict")
         assert [r[verdict] for r in rows] == ["REJECTED (quality 0.333 below the floor 0.9 − 0.0)"]
         assert rows[0][header.index("measured")] == "all"  # the measurement, apart from the verdict
+
+
+def _validated(phase: str, accepted: bool) -> ResultRow:
+    return ResultRow(
+        experiment_id="batch-sweep", variant_id="batch-1", phase=phase, run_index=1,
+        elapsed_seconds=0.1, expected_ids=8, observed_ids=8 if accepted else 5, ids_match=accepted,
+        format_valid=True, quality_metric="macro_f1", quality_threshold=0.5, quality_tolerance=0.0,
+        quality_value=1.0 if accepted else 0.6, corpus_accepted=accepted)
+
+
+async def test_a_resume_ends_judging_the_rejected_first_result_it_kept(session: Any, make_app: MakeApp) -> None:
+    """The first-result stop's rejected cold row stays; the resume measured only an accepted warm row."""
+    session.results.append(_validated("cold", accepted=False))
+    session.results.append(_validated("warm", accepted=True))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        pane = app.screen.pane("run")
+        pane.experiment_id = "batch-sweep"
+        pane.resumed = True
+        assert pane._verdict_count(1) == "; variants: 0 accepted, 1 REJECTED"  # as show says
+        pane.resumed = False  # a plain run is judged by the rows it wrote
+        assert pane._verdict_count(1) == "; variants: 1 accepted, 0 REJECTED"

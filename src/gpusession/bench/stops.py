@@ -302,7 +302,8 @@ class RunStops:
             return
         where = f" (validation report: {report_path})" if report_path is not None else ""
         words = (f"stopped after the first result: {defect} — fix and run again{where}; "
-                 "`run --resume` then runs the rest of its schedule")
+                 "`run --resume` runs the rest of its schedule and keeps the rejected first "
+                 "result as measured; a plain `run` measures the whole batch anew")
         self.stop = (FIRST_RESULT, words)
         self._report_path = report_path  # journaled at the first run it keeps from starting
 

@@ -24,6 +24,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,7 +261,7 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     Returns:
         :func:`run_exit_code`: 0 when every scheduled run ran without an incident; 3 when
-        a measured variant's corpus was rejected (D5, H-29) or the first result had a major
+        a measured variant's corpus was rejected (D5, H-29; a resume counts the experiment's rows so far) or the first result had a major
         defect (D3); 4 when the session limit let nothing start (D1); 1 when a run failed, the
         experiment is incomplete or it was cancelled (one Ctrl-C); 128 + the signal's
         number when SIGHUP (129), a second Ctrl-C (SIGINT, 130) or SIGTERM (143) ended it.
@@ -271,7 +273,6 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     """
     from gpusession.bench.runner import Runner
     from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
-    from gpusession.core.records.summary import session_summary
 
     seen: dict[str, Any] = {}
 
@@ -309,6 +310,47 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
 
     for line in check_on_first_open(session):  # D8: before measuring, once per host and boot
         print(printable(line), flush=True)
+    with _run_lock(session):  # a second run is refused before it says what it would run
+        return _run_held(session, runner, cancel, said if resume else None)
+
+
+@contextmanager
+def _run_lock(session: Session) -> Iterator[None]:
+    """Hold the session's run lock (S7) from before ``run`` prints what it runs until the runner ends.
+
+    The runner takes the lock again (its own, kept) and releases it; the lock is
+    released here only while it still names this process (an error before the runner
+    started), never one another process took since.
+
+    Raises:
+        Failure: another live process holds the lock; nothing was printed nor run.
+    """
+    from gpusession.core.folder import journal
+
+    journal.take_lock(session.folder, session.name)
+    try:
+        yield
+    finally:
+        if journal.lock_holder(session.folder) == os.getpid() and journal.lock_host(session.folder) is None:
+            journal.release_lock(session.folder)
+
+
+def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str | None) -> int:
+    """The runs of :func:`run_headless` under the run lock: what runs, the runs, the summary.
+
+    Args:
+        session: the open session.
+        runner: the prepared :class:`gpusession.bench.runner.Runner` (preflight passed).
+        cancel: set by the first Ctrl-C (the runner stops at the next run boundary).
+        said: the resume's words (``None``: a plain run).
+
+    Returns:
+        :func:`run_exit_code`, as :func:`run_headless` says.
+    """
+    from gpusession.core.records.summary import session_summary
+
+    experiment_id = runner.experiment.id
+    resume = said is not None
     print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
     for w in _gpu_warnings(session, experiment_id):
         print(f"warning: {w}", flush=True)
@@ -348,7 +390,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     )
 
     mine = frame.tail(outcome.rows_written) if outcome.rows_written else frame.clear()
-    accepted, rejected = variant_verdicts(mine)
+    # a resume continues the experiment's schedule: its rows so far are judged with it, as show does
+    accepted, rejected = variant_verdicts(frame if resume else mine)
     code = run_exit_code(outcome, rejected)
     print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
           f"{verdict_count_words(accepted, rejected)}; "
@@ -373,7 +416,8 @@ def run_exit_code(outcome: Any, rejected: int) -> int:
 
     Args:
         outcome: the runner's outcome (``interrupted``, ``completed``, ``incidents``).
-        rejected: variants of this invocation whose measured corpus was rejected.
+        rejected: variants whose measured corpus was rejected: of this invocation's rows,
+            of all the experiment's rows for a resume (it continues their schedule).
 
     Returns:
         128 + the signal's number when one ended the run; 3 when a variant was rejected

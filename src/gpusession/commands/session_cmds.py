@@ -277,6 +277,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
             ),
         },
         "repeated_rows": [r.words() for r in s.results.repeated],  # copied by hand: counted once
+        "missing_rows": [m.words() for m in s.results.missing],  # ended in the journal, row deleted
         "rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
         "runs": frame.height,  # the same count, under the first release's key
         "accepted_unique_corpora": accepted_unique_corpora(frame),
@@ -502,7 +503,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if limit.note:
         print(printable(f"          {limit.note}"))
     print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
-    for words in data["repeated_rows"]:
+    for words in (*data["repeated_rows"], *data["missing_rows"]):
         print(printable(f"          {words}"))
     if busy := running_words(s.folder):  # a detached run, followed
         print(f"running   {busy}")

@@ -240,7 +240,9 @@ def take_lock(folder: Path, session_name: str) -> Path:
     """Create the run lock atomically, so one ``run`` at a time touches a session (S7).
 
     A hard link fails if its target exists: of two ``run`` commands started at the same
-    instant on one session, exactly one runs. The PID is written to a temporary file first, then hard-linked into place, so the
+    instant on one session, exactly one runs. A lock this process already holds is kept
+    as it is (``run`` holds it before it prints what it runs; its runner takes it again),
+    so no other process can take it in between. The PID is written to a temporary file first, then hard-linked into place, so the
     lock never exists empty.
 
     Returns:
@@ -268,10 +270,21 @@ def take_lock(folder: Path, session_name: str) -> Path:
                 holder, host = lock_holder(folder), lock_host(folder)
                 if holder is not None and (holder != os.getpid() or host):
                     raise lock_busy(holder, session_name, host) from None
+                if holder is not None and _names_this_host(lock):  # held here already: kept, never freed
+                    return lock
                 lock.unlink(missing_ok=True)  # stale: its process is gone
         raise Failure(f"could not take the run lock {lock}; another run is starting")
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _names_this_host(lock: Path) -> bool:
+    """Whether ``lock`` reads ``"<pid> <this host>"`` (an older PID-only lock is taken anew)."""
+    try:
+        words = lock.read_text().split()
+    except OSError:
+        return False
+    return len(words) == 2 and words[1] == platform.node()
 
 
 def lock_busy(holder: int, session_name: str, host: str | None = None) -> Failure:

@@ -371,25 +371,68 @@ class RepeatedRun:
                 f"({exp}, {phase}, variant {variant}, run {index}): counted once")
 
 
-def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None) -> list[RepeatedRun]:
+@dataclass(frozen=True)
+class MissingRow:
+    """A run the journal ended more often than the CSV has rows for it (a row deleted by hand).
+
+    The runner (and crash recovery) write a run's row before journaling its end, so an
+    end without its row was taken out of the file afterwards (S7). A worker's load is
+    never judged: its end can be journaled without a row.
+
+    Attributes:
+        key: the journal's run key, ``"e:warm:batch-2:2"``.
+        ends: how many times the journal ended it (≥ 1).
+        rows: how many rows the CSV holds for it (< ``ends``).
+    """
+
+    key: str
+    ends: int
+    rows: int
+
+    def words(self) -> str:
+        """``run e:warm:batch-2:2 finished per the journal but has no row in resultats-bruts.csv (deleted by hand?)``."""
+        if self.rows == 0:
+            return (f"run {self.key} finished per the journal but has no row in "
+                    "resultats-bruts.csv (deleted by hand?)")
+        return (f"run {self.key} ended {self.ends} times per the journal but has "
+                f"{self.rows} row{'s' if self.rows > 1 else ''} in resultats-bruts.csv (deleted by hand?)")
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """What :func:`check_rows` found besides bad rows: rows copied by hand, rows deleted by hand.
+
+    Attributes:
+        repeated: the rows left out as copies, in file order.
+        missing: the runs ended in the journal with fewer rows, in journal key order.
+    """
+
+    repeated: list[RepeatedRun] = dataclasses.field(default_factory=list)
+    missing: list[MissingRow] = dataclasses.field(default_factory=list)
+
+
+def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None) -> RowCheck:
     """Check every data row of a results CSV: 38 fields, each cell of its column's kind.
 
     Polars alone would pad a short row with empty cells and read ``1e-5``, ``NaN`` or a
     blank line without a word; a hand-edited file is refused instead, naming the line
     and column (C1-C5). Only the standard library is used (``gpusession status`` runs it
-    without polars). A run (:data:`RUN_KEY_COLUMNS`) with more rows than the journal
-    ended it (``run_ends``) is no error: the runner writes one row per run end, so the
-    later rows were copied by hand, and every reader counts the run once per end. A run
-    the journal never ended (rows of a session without a journal) is never judged.
+    without polars). The runner writes one row per run end (``run_ends``), so a run with
+    more rows than ends holds a row copied by hand: the copy is a row whose every field
+    is that of an earlier row of the run (:func:`_copies`); a row differing from every
+    earlier one -- a measurement beside the incident row of the run's cut start -- is
+    never left out. A run with fewer rows than ends had a row deleted (:class:`MissingRow`).
+    A run the journal never ended (rows of a session without a journal) is never judged.
 
     Args:
         path: the CSV, named in errors.
         text: its decoded text.
         run_ends: ``{journal run key: ends}`` (:func:`gpusession.core.events.scan.run_end_counts`);
-            ``None``: no row is judged repeated.
+            ``None``: no row is judged.
 
     Returns:
-        The repeated rows, in file order (empty for a file the runner alone wrote).
+        The repeated rows (file order) and the runs missing rows (both empty for a file
+        the runner alone wrote).
 
     Raises:
         BadInput: with the 1-based line where the bad row starts: a blank line, a row
@@ -399,8 +442,7 @@ def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None)
     csv.field_size_limit(MAX_CELL_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     key_at = [COLUMNS.index(c) for c in RUN_KEY_COLUMNS]
-    lines_of: dict[tuple[str, ...], list[int]] = {}
-    repeated: list[RepeatedRun] = []
+    rows_of: dict[tuple[str, ...], list[tuple[int, int, list[str]]]] = {}
     start = 1
     try:
         for i, record in enumerate(reader):
@@ -419,12 +461,8 @@ def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None)
                 if problem:
                     raise BadInput(problem, path=path, line=line, field=column)
             key = tuple(record[j] for j in key_at)
-            if run_ends is not None and all(key):  # a row naming no whole run is never judged
-                seen = lines_of.setdefault(key, [])
-                if 0 < run_ends.get(":".join(key), 0) <= len(seen):
-                    repeated.append(RepeatedRun(i - 1, line, seen[0], key))  # type: ignore[arg-type]
-                else:
-                    seen.append(line)
+            if all(key):  # a row naming no whole run is never judged
+                rows_of.setdefault(key, []).append((i - 1, line, record))
     except csv.Error as exc:
         if "field limit" in str(exc):
             raise BadInput(f"a cell of this row is longer than {MAX_CELL_CHARS:,} characters, "
@@ -432,7 +470,47 @@ def check_rows(path: Path, text: str, run_ends: Mapping[str, int] | None = None)
                            line=start) from None
         raise BadInput(f"not valid CSV ({exc}); a quoted field must end with a quote",
                        path=path, line=start) from None
-    return repeated
+    if run_ends is None:
+        return RowCheck()
+    return _judge(rows_of, run_ends)
+
+
+def _judge(rows_of: Mapping[tuple[str, ...], list[tuple[int, int, list[str]]]],
+           run_ends: Mapping[str, int]) -> RowCheck:
+    """Rows copied by hand and runs whose rows were deleted, from each run's rows and ends (S7).
+
+    Args:
+        rows_of: ``{run key cells: [(row index, line, cells), ...]}`` in file order.
+        run_ends: ``{journal run key: ends}``.
+    """
+    repeated: list[RepeatedRun] = []
+    kept: dict[str, int] = {}
+    for key, rows in rows_of.items():
+        joined = ":".join(key)
+        ends = run_ends.get(joined, 0)
+        copies = _copies(rows, len(rows) - ends) if ends > 0 else []
+        repeated += [RepeatedRun(i, line, first, key) for i, line, first in copies]  # type: ignore[arg-type]
+        kept[joined] = len(rows) - len(copies)
+    missing = [MissingRow(key, ends, kept.get(key, 0)) for key, ends in run_ends.items()
+               if key.rsplit(":", 3)[-3:-2] != ["load"] and kept.get(key, 0) < ends]
+    return RowCheck(sorted(repeated, key=lambda r: r.row_index), missing)
+
+
+def _copies(rows: list[tuple[int, int, list[str]]], excess: int) -> list[tuple[int, int, int]]:
+    """The last ``excess`` rows whose every field is that of an earlier row: ``(row index, line, line of the first)``.
+
+    Why fields, not order: a hand copy can sit before the row the runner wrote next
+    (the measured row after an incident row), which counting in file order left out.
+    """
+    first_line: dict[tuple[str, ...], int] = {}
+    found: list[tuple[int, int, int]] = []
+    for index, line, record in rows:
+        cells = tuple(record)
+        if cells in first_line:
+            found.append((index, line, first_line[cells]))
+        else:
+            first_line[cells] = line
+    return found[-excess:] if excess > 0 else []
 
 
 class ResultsFile:
@@ -454,6 +532,8 @@ class ResultsFile:
         self.run_ends = run_ends
         #: the rows the last check found repeating an earlier row's run (left out by :meth:`read`)
         self.repeated: list[RepeatedRun] = []
+        #: the runs the last check found ended in the journal with fewer rows (deleted by hand)
+        self.missing: list[MissingRow] = []
 
     def exists(self) -> bool:
         """Whether the file exists and is not empty (an empty file has no header yet)."""
@@ -481,7 +561,7 @@ class ResultsFile:
         UTF-8, the header, then every row (:func:`check_rows`). Used by :meth:`read` and
         by ``gpusession status`` (which never imports polars), so both refuse a file with
         the same line. The rows repeating an earlier row's run are kept in
-        :attr:`repeated`.
+        :attr:`repeated`, the runs whose rows were deleted in :attr:`missing`.
 
         Returns:
             The file's bytes and its text (a BOM removed).
@@ -494,7 +574,8 @@ class ResultsFile:
         raw = read_plain(self.path)
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
-        self.repeated = check_rows(self.path, text, self.run_ends() if self.run_ends is not None else None)
+        found = check_rows(self.path, text, self.run_ends() if self.run_ends is not None else None)
+        self.repeated, self.missing = found.repeated, found.missing
         return raw, text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
@@ -540,8 +621,8 @@ class ResultsFile:
 
         Returns:
             A frame with the 38 columns, each run once (a row repeating an earlier row's
-            run is left out and named in :attr:`repeated`); empty when the file does not
-            exist.
+            run is left out and named in :attr:`repeated`; a run ended without its row is
+            named in :attr:`missing`); empty when the file does not exist.
 
         Raises:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
@@ -549,7 +630,9 @@ class ResultsFile:
         """
         import polars as pl
 
-        if not self.exists():
+        if not self.exists():  # every run the journal ended lost its row
+            found = _judge({}, self.run_ends()) if self.run_ends is not None else RowCheck()
+            self.repeated, self.missing = found.repeated, found.missing
             return pl.DataFrame(schema=polars_schema())
         raw = self.checked_text()[0]
         try:

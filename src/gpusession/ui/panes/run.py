@@ -310,6 +310,8 @@ class RunPane(Vertical):
         super().__init__(**kw)
         self.add_class("-view-rows")
         self.ctx = ctx
+        #: whether the run that last started is a resume (``u``)
+        self.resumed = False
         self.experiments: list[Any] = []
         self.experiment_id: str | None = None
         self.running = False
@@ -628,6 +630,7 @@ class RunPane(Vertical):
             return
         self.post_message(self.RunRequested(self.experiment_id))
         self.running = True
+        self.resumed = resume  # its end judges the experiment's rows so far, as `run --resume` does
         self.last_outcome = ""
         self._ended_elsewhere = None
         self.cancel_event = threading.Event()
@@ -753,15 +756,15 @@ class RunPane(Vertical):
         self.show_view("run-summary")
         self._status()
 
-    def _mine(self, rows_written: int) -> Any:
-        """The rows the run that just ended wrote (a polars frame), ``None`` when unreadable."""
+    def _mine(self, rows_written: int | None) -> Any:
+        """The rows the run that just ended wrote (a polars frame; ``None`` rows: all the experiment's), ``None`` when unreadable."""
         import polars as pl
 
         try:
             frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
         except BadInput:  # unreadable: the summary says so
             return None
-        return frame.tail(rows_written)
+        return frame if rows_written is None else frame.tail(rows_written)
 
     def _every_run_failed(self, rows_written: int) -> bool:
         """No run of the run that just ended measured anything (the CLI's words, R7)."""
@@ -771,12 +774,16 @@ class RunPane(Vertical):
         return mine is not None and every_run_failed(mine)
 
     def _verdict_count(self, rows_written: int) -> str:
-        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``."""
+        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``.
+
+        A resume continues the experiment's schedule: every row of the experiment is
+        judged, as ``show`` and ``run --resume`` judge them (a rejected first result stays).
+        """
         if not rows_written or self.experiment_id is None:
             return ""
         from gpusession.core.records.summary import variant_verdicts, verdict_count_words
 
-        mine = self._mine(rows_written)
+        mine = self._mine(None if self.resumed else rows_written)
         return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
 
     # -- a run in another process (`run NAME --detach`, followed) -------------
