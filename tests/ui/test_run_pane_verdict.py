@@ -27,7 +27,7 @@ async def test_h29_run_pane_summary_says_rejected_with_the_reason(session: Any, 
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         verdict = header.index("verdict")
         assert [r[verdict] for r in rows] == ["REJECTED (quality 0.333 below the floor 0.9 − 0.0)"]
-        assert rows[0][header.index("measured")] == "all"  # the measurement, apart from the verdict
+        assert "measured" not in header  # a group measured in full adds nothing to its verdict
 
 
 def _validated(phase: str, accepted: bool) -> ResultRow:
@@ -51,3 +51,19 @@ async def test_a_resume_ends_judging_the_rejected_first_result_it_kept(session: 
         assert pane._verdict_count(1) == "; variants: 0 accepted, 1 REJECTED"  # as show says
         pane.resumed = False  # a plain run is judged by the rows it wrote
         assert pane._verdict_count(1) == "; variants: 1 accepted, 0 REJECTED"
+
+
+async def test_d5_a_group_not_measured_in_full_says_how_in_its_verdict_cell(session: Any, make_app: MakeApp) -> None:
+    """One of two warm runs failed: the verdict cell says so after the verdict, within 80 columns."""
+    session.results.append(_validated("warm", accepted=True))
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                     run_index=2, notes="incident: exception in the workload: boom"))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await settle(pilot, app)
+        table = app.screen.pane("run").query_one("#run-summary-table", DataTable)
+        header = [str(c.label) for c in table.columns.values()]
+        cell = str(table.get_row_at(0)[header.index("verdict")])
+        assert cell.startswith("accepted; ") and "failed" in cell, cell

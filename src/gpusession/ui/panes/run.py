@@ -122,22 +122,15 @@ def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "las
     return "not run yet — r: start"
 
 
-def measured_words(outcome: str) -> str:
-    """The Run pane's ``measured`` column: ``all`` for "all measured", else the words whole (R7)."""
-    return "all" if outcome == "all measured" else outcome
+def verdict_cell(words: str, outcome: str = "all measured") -> Any:
+    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5).
 
-
-def measured_cell(outcome: str) -> Any:
-    """The ``measured`` cell: ``all`` in green as a help, else the outcome's cell (H-11)."""
+    A group not measured in full adds how, after the verdict: ``accepted; 2 of 5 runs failed``.
+    """
     from rich.text import Text
 
-    return Text("all", style="green") if outcome == "all measured" else state_cell(outcome)
-
-
-def verdict_cell(words: str) -> Any:
-    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5)."""
-    from rich.text import Text
-
+    if outcome != "all measured":
+        words = f"{words}; {outcome}"
     return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
 
 
@@ -341,8 +334,9 @@ class RunPane(Vertical):
         # column stays whole at 80 columns
         rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
         summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        # "measured: all" keeps the table at 80 columns beside the verdict (D5)
-        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "verdict", "measured")
+        # 80 columns hold the figures and the verdict; a group not measured in full says how
+        # in its verdict cell ("accepted; 2 of 5 runs failed"), never in a column cut away (D5)
+        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "verdict")
         with Horizontal(id="run-views"):
             yield rows
             with VerticalScroll(id="run-summary"):
@@ -910,8 +904,7 @@ class RunPane(Vertical):
                 fmt_seconds(line.median_seconds),
                 format_seconds_range(line.min_seconds, line.max_seconds),
                 line.quality_words(),
-                verdict_cell(line.verdict_words()),  # the verdict beside the times (D5)
-                measured_cell(line.outcome_words()),
+                verdict_cell(line.verdict_words(), line.outcome_words()),  # beside the times (D5)
             )
         warm = frame.filter(pl.col("phase") == "warm")
         label = (
