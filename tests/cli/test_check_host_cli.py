@@ -149,3 +149,18 @@ def test_d8_a_damaged_host_check_file_is_said_and_never_stops_a_run(
     (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
     assert line.startswith("warning: the GPU was not checked against the order: ")
     assert "host-check.toml" in line
+
+
+def test_d8_check_host_exits_0_when_only_the_count_cannot_be_compared(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-A100", gpu_model="A100 80GB", lots=1, days=3)
+    fake_gpu[0] = FakeGpu(name="NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB)
+    order_before = (session.folder / "order.toml").read_bytes()
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name)
+    assert code == 0, out + err
+    assert "count not compared: GPUs per lot of A100 80GB not in the rates file" in out
+    assert "DEVIATION" not in out
+    assert (session.folder / "order.toml").read_bytes() == order_before
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert "GPU check matches the order ORD-A100 as far as compared" in out

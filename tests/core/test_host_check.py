@@ -216,3 +216,52 @@ def test_d8_one_wrong_card_among_the_right_ones_is_an_order_deviation(session: S
     check = hc.record_host_check(session, read_host_facts(FakeNvml(gpus), host=SERVER), None)
     assert check.deviation == ("deviation from order ORD-7781: GPU model seen 'NVIDIA RTX A4000', "
                                "ordered 'RTX A5000'")
+
+
+def test_d8_a_count_the_rates_file_cannot_check_is_said_not_compared_never_a_deviation(
+        session: Session) -> None:
+    _ordered(session, "A100 80GB")  # the bundled rates file has no A100: GPUs per lot unknown
+    before = [e.state for e in om.load_order(session).events]
+    seen = FakeGpu(name="NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=SERVER), None)
+    assert check.deviation is None
+    assert check.order_words == ("matches the order ORD-7781 as far as compared: 1 × "
+                                 "NVIDIA A100-SXM4-80GB, 80.0 GiB each; count not compared: "
+                                 "GPUs per lot of A100 80GB not in the rates file")
+    assert [e.state for e in om.load_order(session).events] == before  # nothing against the order
+    assert hc.deviation_words(session) == []
+    rec = [r for r in session.journal_records() if isinstance(r, HostCheckedRecord)]
+    assert [r.deviation for r in rec] == [None]
+
+
+def test_d8_a_real_deviation_beside_a_count_not_compared_is_recorded_without_the_note(
+        session: Session) -> None:
+    _ordered(session, "A100 80GB")
+    seen = FakeGpu(name="NVIDIA A100-SXM4-40GB", total_bytes=40 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=SERVER), None)
+    assert check.deviation == ("deviation from order ORD-7781: GPU memory seen 40.0 GiB per GPU, "
+                               "ordered 80 GB ('A100 80GB')")
+    assert check.order_words == (f"ORDER DEVIATION: {check.deviation}; count not compared: GPUs "
+                                 "per lot of A100 80GB not in the rates file")
+    (dev,) = [e for e in om.load_order(session).events if e.state == "deviation-noted"]
+    assert dev.note == check.deviation
+
+
+def test_d8_compare_with_order_keeps_an_unknown_count_out_of_the_deviation() -> None:
+    from gpusession.core.money.rates import load_rates
+
+    state = om.OrderState(om.OrderInfo("ORD-1", "A100 80GB", 1, 7))
+    result = om.compare_order(state, load_rates(), "NVIDIA A100 80GB PCIe", 1)
+    assert result == om.OrderComparison(
+        None, ("count not compared: GPUs per lot of A100 80GB not in the rates file",))
+    assert om.compare_with_order(state, load_rates(), "NVIDIA A100 80GB PCIe", 1) is None
+
+
+def test_d8_a_rates_file_that_does_not_read_is_said_and_the_gpu_still_kept(session: Session) -> None:
+    _ordered(session)
+    (session.folder / "rates.toml").write_text("[gpu\n", encoding="utf-8")
+    check = hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), None)
+    assert check.deviation is None
+    assert check.order_words.startswith("not compared: ") and "rates.toml" in check.order_words
+    assert "no order recorded" not in check.order_words
+    assert list(hc.load_host_checks(session)) == [SERVER.key]

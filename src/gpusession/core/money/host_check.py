@@ -77,6 +77,9 @@ def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
 def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) -> tuple[str | None, str]:
     """Compare what NVML found with the order: model, count, memory (D8, S5).
 
+    A figure that cannot be compared (the GPUs per lot of a model missing from the rates
+    file) is said as such: no deviation, nothing recorded against the order.
+
     Args:
         session: the session (its ``order.toml``, else its package).
         facts: the NVML part of the check.
@@ -85,30 +88,34 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
     Returns:
         ``(deviation, words)``: the deviation (``None`` when matching) and one line.
     """
+    from gpusession.core.money.order import compare_order
+    from gpusession.core.money.rates import load_rates
+
     count = len(facts.gpus)
     model = _model_to_compare(session, facts)
     memory = facts.memory_total_bytes
     try:
-        if record:
-            dev = record_deviation(session, model, count, observed_memory_bytes=memory)
-        else:
-            from gpusession.core.money.order import compare_with_order
-            from gpusession.core.money.rates import load_rates
-
-            dev = compare_with_order(load_order(session), load_rates(session_folder=session.folder),
-                                     model, count, package=session.package,
-                                     observed_memory_bytes=memory)
-    except BadInput:
-        return None, (f"not compared: no order recorded (record it with `gpusession order "
-                      f"{session.name} set`)")
-    if dev is not None:
-        return dev, f"ORDER DEVIATION: {dev}"
-    number = load_order(session).number
+        state = load_order(session)
+        if state.order is None and not session.package.gpu_model:
+            return None, (f"not compared: no order recorded (record it with `gpusession order "
+                          f"{session.name} set`)")
+        rates = load_rates(session_folder=session.folder)
+        result = compare_order(state, rates, model, count, package=session.package,
+                               observed_memory_bytes=memory)
+        if record and result.deviation is not None:
+            record_deviation(session, model, count, rates=rates, observed_memory_bytes=memory)
+    except BadInput as exc:  # order.toml or rates.toml does not read: said, the facts still kept
+        return None, f"not compared: {exc}"
+    notes = "".join(f"; {n}" for n in result.not_compared)
+    if result.deviation is not None:
+        return result.deviation, f"ORDER DEVIATION: {result.deviation}{notes}"
+    number = state.number
     ref = f"the order {number}" if number else "the session's package (no order number recorded yet)"
     seen = f"{count} × {model or 'GPU of unread model'}"
     if memory is not None:
         seen += f", {format_bytes(memory)} each"
-    return None, f"matches {ref}: {seen}"
+    as_far = " as far as compared" if notes else ""
+    return None, f"matches {ref}{as_far}: {seen}{notes}"
 
 
 # -- host-check.toml ---------------------------------------------------------------------
