@@ -164,3 +164,51 @@ def test_d8_check_host_exits_0_when_only_the_count_cannot_be_compared(
     assert (session.folder / "order.toml").read_bytes() == order_before
     code, out, _ = cli(capsys, sessions_root, "show", session.name)
     assert "GPU check matches the order ORD-A100 as far as compared" in out
+
+
+_KEY = "sk-ant-api03-" + "Q7vR2mXk9LpT4wZs8NbY3cHd6FgJ1aE5" * 3  # made up, shaped like a key
+
+
+def test_d8_a_gpu_name_holding_a_key_never_stops_run_and_is_kept_masked(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=1, days=7)
+    fake_gpu[0] = FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "e",
+                       "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
+                       "--cold-runs", "0", "--device", "cpu", "--command", "true")
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
+    assert code == 0, out + err
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in out, out
+    assert any(ln.startswith("running e") for ln in out.splitlines())
+    assert _KEY[:20] not in out + err
+    (check,) = hc.load_host_checks(session).values()
+    assert check.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+
+
+def test_d8_a_host_check_that_fails_on_first_open_is_said_and_the_run_goes_on(
+        session: Session, fake_gpu: list[FakeGpu], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.commands.host_cmd import check_on_first_open
+    from gpusession.core.files.errors import BadInput
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise BadInput("refused: it contains an API key; nothing was written",
+                       path=session.folder / hc.HOST_CHECK_TOML, field="hosts.x.gpus[0].name")
+
+    monkeypatch.setattr(hc, "record_host_check", refused)
+    (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
+    assert line.startswith("warning: the GPU was not checked against the order: ")
+    assert "host-check.toml" in line and line.endswith("the run goes on")
+    assert not (session.folder / journal.RUN_LOCK).exists()  # the run lock is given back
+
+
+def test_d8_check_host_keeps_a_gpu_name_holding_a_key_masked(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=1, days=7)
+    fake_gpu[0] = FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name, "--no-probe")
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in out, err
+    assert _KEY[:20] not in out + err
+    assert code == 3  # the name NVML gave is not the ordered model's

@@ -265,3 +265,48 @@ def test_d8_a_rates_file_that_does_not_read_is_said_and_the_gpu_still_kept(sessi
     assert check.order_words.startswith("not compared: ") and "rates.toml" in check.order_words
     assert "no order recorded" not in check.order_words
     assert list(hc.load_host_checks(session)) == [SERVER.key]
+
+
+_KEY = "sk-ant-api03-" + "Q7vR2mXk9LpT4wZs8NbY3cHd6FgJ1aE5" * 3  # made up, shaped like a key
+
+
+def _session_text(session: Session) -> str:
+    return "".join(p.read_text(encoding="utf-8", errors="replace")
+                   for p in session.folder.iterdir() if p.is_file())
+
+
+def test_d8_a_gpu_name_holding_a_key_is_kept_masked_and_said(session: Session) -> None:
+    _ordered(session)
+    facts = read_host_facts(FakeNvml([FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")]), host=SERVER)
+    check = hc.record_host_check(session, facts, None)
+    assert check.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+    assert check.masked == ("GPU 0 name (API key)",)
+    lines = hc.check_lines(check)
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in lines
+    back = hc.load_host_checks(session)[SERVER.key]
+    assert back.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+    assert back.masked == ("GPU 0 name (API key)",)
+    assert _KEY[:20] not in _session_text(session)  # nor in the order's timeline, nor the journal
+
+
+def test_d8_a_probe_and_a_hostname_holding_a_key_are_kept_masked(session: Session) -> None:
+    _ordered(session)
+    host = HostKey(_KEY, "boot-1")
+    probe = ProbeResult("measured", "measured 1 GPU(s)", 10.0, "float16", 8192, 1, f"2.13.0 {_KEY}",
+                        (ProbeGpu("GPU-x", f"NVIDIA RTX A5000 {_KEY}", 100.0, 20.0, 20.0),))
+    first = hc.check_on_open(session, nvml=FakeNvml(), host=host, probe=lambda: probe)
+    assert first is not None
+    assert set(first.masked) == {"hostname (API key)", "probe GPU 0 name (API key)",
+                                 "torch version (API key)"}
+    assert first.probe is not None and first.probe.torch_version == "2.13.0 [HIDDEN: API key]"
+    assert _KEY[:20] not in _session_text(session)
+    # the masked hostname is the entry's key: the next open on this host finds it
+    assert hc.check_on_open(session, nvml=FakeNvml(), host=host, probe=lambda: probe) is None
+
+
+def test_d8_masking_twice_changes_nothing() -> None:
+    from gpusession.core.gpu.hostfacts import mask_facts
+
+    facts = read_host_facts(FakeNvml([FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")]), host=SERVER)
+    assert mask_facts(facts) == facts
+    assert facts.masked == ("GPU 0 name (API key)",)

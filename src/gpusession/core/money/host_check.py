@@ -28,6 +28,9 @@ from gpusession.core.gpu.hostfacts import (
     HostKey,
     ProbeGpu,
     ProbeResult,
+    mask_facts,
+    mask_host,
+    mask_probe,
     read_host_facts,
     this_host,
 )
@@ -48,6 +51,8 @@ class HostCheck:
             number (G§6); ``None`` when the GPU matches.
         order_words: one line: the deviation, "matches the order …", or why nothing
             could be compared.
+        masked: one phrase per reading kept masked because it looked like a secret
+            (``"GPU 0 name (API key)"``); ``()`` when none.
     """
 
     facts: HostFacts
@@ -55,6 +60,7 @@ class HostCheck:
     order_number: str | None
     deviation: str | None
     order_words: str
+    masked: tuple[str, ...] = ()
 
 
 def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
@@ -141,7 +147,7 @@ def _entry_doc(c: HostCheck) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "hostname": f.host.hostname, "boot_id": f.host.boot_id, "checked_at": f.checked_at,
         "driver_version": f.driver_version, "order_number": c.order_number,
-        "deviation": c.deviation, "order_words": c.order_words,
+        "deviation": c.deviation, "order_words": c.order_words, "masked": list(c.masked),
         "gpus": [_gpu_doc(g) for g in f.gpus]}
     if c.probe is not None:
         doc["probe"] = _probe_doc(c.probe)
@@ -188,8 +194,9 @@ def _entry_from(d: dict[str, Any]) -> HostCheck | None:
     gpus = tuple(_gpu_from(g) for g in (_of(d, "gpus", list) or ()) if isinstance(g, dict))
     facts = HostFacts(HostKey(d["hostname"], _of(d, "boot_id", str)), at, None,
                       _of(d, "driver_version", str), gpus)
+    masked = tuple(str(m) for m in (_of(d, "masked", list) or ()))
     return HostCheck(facts, _probe_from(d.get("probe")), _of(d, "order_number", str),
-                     _of(d, "deviation", str), _of(d, "order_words", str) or "")
+                     _of(d, "deviation", str), _of(d, "order_words", str) or "", masked)
 
 
 def load_host_checks(session: Session) -> dict[str, HostCheck]:
@@ -210,12 +217,24 @@ def load_host_checks(session: Session) -> dict[str, HostCheck]:
     return out
 
 
+def _order_number(session: Session) -> str | None:
+    """The order number; ``None`` without one or when ``order.toml`` does not read.
+
+    Why: the check's order words already say why nothing was compared.
+    """
+    try:
+        return load_order(session).number
+    except BadInput:
+        return None
+
+
 def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | None) -> HostCheck:
     """Compare ``facts`` with the order and keep them with ``probe`` for this host (D8, S5).
 
     The entry of ``facts.host`` in ``host-check.toml`` is replaced (atomic, 0600, under the
     session's lock); a deviation is an order event against the order number (S5); the
-    journal gets a :class:`HostCheckedRecord`.
+    journal gets a :class:`HostCheckedRecord`. A reading that looks like a secret (a GPU
+    name holding a key) is kept masked and named in :attr:`HostCheck.masked` (H-24).
 
     Raises:
         BadInput: ``facts`` saw no GPU (nothing is recorded then), or the file is unreadable.
@@ -223,9 +242,14 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
     if not facts.sees_gpu:
         raise BadInput(f"no GPU visible ({facts.nvml_reason or 'NVML counts none'}): nothing "
                        "checked, nothing recorded")
+    facts = mask_facts(facts)
+    masked = facts.masked
+    if probe is not None:
+        probe, in_probe = mask_probe(probe)
+        masked = tuple(dict.fromkeys((*masked, *in_probe)))
     with session.locked(f"writing {HOST_CHECK_TOML}"):
         deviation, words = compare_facts(session, facts)
-        check = HostCheck(facts, probe, load_order(session).number, deviation, words)
+        check = HostCheck(facts, probe, _order_number(session), deviation, words, masked)
         doc = session.read_doc(HOST_CHECK_TOML)
         old = doc.get("hosts")
         hosts: dict[str, Any] = {k: v for k, v in (old.items() if isinstance(old, dict) else ())
@@ -247,6 +271,7 @@ def due_on_open(session: Session, host: HostKey, *, probe: bool) -> bool:
     hostname (a reboot). A session checked only on other machines is a copy elsewhere
     (a pulled copy at home): never checked on open there; ``check-host`` still can.
     """
+    host = mask_host(host)  # the key as it was written
     checks = load_host_checks(session)
     mine = checks.get(host.key)
     if mine is not None:
@@ -274,7 +299,7 @@ def check_on_open(session: Session, *, nvml: Any | None = None, host: HostKey | 
     facts = read_host_facts(nvml, host=host)
     if not facts.sees_gpu:
         return None
-    earlier = load_host_checks(session).get(host.key)
+    earlier = load_host_checks(session).get(facts.host.key)
     result = probe() if probe is not None else (earlier.probe if earlier else None)
     return record_host_check(session, facts, result)
 
@@ -324,6 +349,8 @@ def check_lines(check: HostCheck) -> list[str]:
     out = [f"host {f.host.hostname} (boot {f.host.boot_id or 'unknown'}), checked "
            f"{f.checked_at.isoformat(timespec='seconds')}, driver {f.driver_version or 'unknown'}",
            f"order: {check.order_words}"]
+    if check.masked:
+        out.append("kept masked (they looked like a secret): " + "; ".join(check.masked))
     for g in f.gpus:
         out.append(_gpu_line(g))
         if g.processes:
