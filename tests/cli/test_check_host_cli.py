@@ -212,3 +212,50 @@ def test_d8_check_host_keeps_a_gpu_name_holding_a_key_masked(
     assert "kept masked (they looked like a secret): GPU 0 name (API key)" in out, err
     assert _KEY[:20] not in out + err
     assert code == 3  # the name NVML gave is not the ordered model's
+
+
+def _bad_host_check(session: Session) -> tuple[Path, bytes]:
+    path = session.folder / hc.HOST_CHECK_TOML
+    path.write_text('schema = 1\n# my note\n[hosts."gpu-node-7 boot-1"]\nhostname = "gpu-node-7"\n'
+                    'checked_at = "yesterday"\n', encoding="utf-8")
+    return path, path.read_bytes()
+
+
+def test_d8_show_names_the_file_and_field_of_a_host_check_that_does_not_read(
+        session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = _bad_host_check(session)
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("GPU check")]
+    assert line.startswith(f"GPU check unreadable: {path}: hosts.gpu-node-7 boot-1.checked_at: "
+                           "expected a date-time")
+    path.write_text("schema = 1\nhosts = 5\n", encoding="utf-8")
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert f"GPU check unreadable: {path}: hosts: expected" in out
+    assert "not done yet" not in out
+
+
+def test_d8_check_host_refuses_a_host_check_file_that_does_not_read_and_leaves_it(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusession.bench import hostprobe
+
+    path, before = _bad_host_check(session)
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name)
+    assert code == 2
+    assert f"{path}: hosts.gpu-node-7 boot-1.checked_at: expected a date-time" in err
+    assert "nothing written" in err
+    assert path.read_bytes() == before
+    assert hostprobe.PROBES_RUN == []  # type: ignore[attr-defined]  # refused before the probe
+    assert not (session.folder / journal.RUN_LOCK).exists()
+
+
+def test_d8_first_open_says_a_host_check_file_that_does_not_read_and_writes_nothing(
+        session: Session, fake_gpu: list[FakeGpu]) -> None:
+    from gpusession.commands.host_cmd import check_on_first_open
+
+    path, before = _bad_host_check(session)
+    (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
+    assert line.startswith("warning: the GPU was not checked against the order: ")
+    assert "checked_at" in line and str(path) in line
+    assert path.read_bytes() == before

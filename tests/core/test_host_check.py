@@ -310,3 +310,49 @@ def test_d8_masking_twice_changes_nothing() -> None:
     facts = read_host_facts(FakeNvml([FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")]), host=SERVER)
     assert mask_facts(facts) == facts
     assert facts.masked == ("GPU 0 name (API key)",)
+
+
+def _checked_once(session: Session) -> Path:
+    _ordered(session)
+    hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), PROBE)
+    return session.folder / hc.HOST_CHECK_TOML
+
+
+@pytest.mark.parametrize(("edit", "field", "expected"), [
+    (lambda t: "schema = 1\nhosts = 5\n# my note\n", "hosts", "tables, got the number 5"),
+    (lambda t: t.replace('checked_at = 20', 'checked_at = "yesterday"\nwas = 20'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.checked_at", "expected a date-time with its UTC offset"),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("hostname")),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.hostname", "missing: expected the machine's name"),
+    (lambda t: t.replace('memory_total_bytes = ', 'memory_total_bytes = "lots" #'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.gpus[0].memory_total_bytes", "expected a whole number"),
+    (lambda t: t.replace('status = "measured"', 'status = "fine"'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.probe.status", "expected one of measured, no-gpu, failed"),
+])
+def test_d8_a_host_check_file_that_does_not_read_is_named_and_never_replaced(
+        session: Session, edit: object, field: str, expected: str) -> None:
+    from gpusession.core.files.errors import BadInput
+
+    path = _checked_once(session)
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
+    before = path.read_bytes()
+    with pytest.raises(BadInput) as read:
+        hc.load_host_checks(session)
+    assert read.value.path == path and read.value.field == field
+    assert expected in read.value.message
+    assert "\n" not in str(read.value)
+    with pytest.raises(BadInput, match="nothing checked, nothing written") as write:
+        hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), None)
+    assert write.value.field == field
+    assert path.read_bytes() == before  # the edit, and its note, kept
+    assert hc.deviation_words(session)[0].startswith("host check unreadable (")
+
+
+def test_d8_a_check_time_without_its_utc_offset_is_named(session: Session) -> None:
+    from gpusession.core.files.errors import BadInput
+
+    path = _checked_once(session)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("+00:00\n", "\n").replace("Z\n", "\n"), encoding="utf-8")
+    with pytest.raises(BadInput, match="checked_at: expected a date-time with its UTC offset"):
+        hc.load_host_checks(session)

@@ -64,22 +64,23 @@ def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> A
 
     Raises:
         Failure: a run holds the session's run lock (nothing probed).
+        BadInput: ``host-check.toml`` does not read (nothing probed, the file left as it is).
     """
     from gpusession.bench.hostprobe import run_probe
     from gpusession.core.folder import journal
     from gpusession.core.gpu.hostfacts import ProbeResult, read_host_facts
-    from gpusession.core.money.host_check import load_host_checks, record_host_check
+    from gpusession.core.money.host_check import checks_before_writing, record_host_check
 
     journal.take_lock(session.folder, session.name)
     try:
         facts = read_host_facts(nvml)
         if not facts.sees_gpu:
             return facts
+        earlier = checks_before_writing(session).get(facts.host.key)  # before the probe
         result: ProbeResult | None = None
         if probe:
             result = run_probe()
         else:
-            earlier = load_host_checks(session).get(facts.host.key)
             result = earlier.probe if earlier else None
         return record_host_check(session, facts, result)
     finally:

@@ -20,9 +20,11 @@ from typing import Any
 
 from gpusession.core.events.actions import HostCheckedRecord
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.schema import BOOL, NUMBER, TEXT, WHOLE, Kind, ListOf, Table, check_types
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import Session
 from gpusession.core.gpu.hostfacts import (
+    PROBE_STATUSES,
     GpuFacts,
     HostFacts,
     HostKey,
@@ -37,6 +39,34 @@ from gpusession.core.gpu.hostfacts import (
 from gpusession.core.money.order import load_order, record_deviation
 
 HOST_CHECK_TOML = "host-check.toml"
+
+_AWARE = Kind("a date-time with its UTC offset such as 2026-11-29T14:00:00Z (without quotes)",
+              lambda v: isinstance(v, datetime) and v.tzinfo is not None)
+_TEXTS = ListOf(TEXT, "a list of text")
+_GPU = Table({
+    "index": WHOLE, "uuid": TEXT, "name": TEXT, "memory_total_bytes": WHOLE,
+    "pcie_generation": WHOLE, "pcie_width": WHOLE, "pcie_max_generation": WHOLE,
+    "pcie_max_width": WHOLE, "power_limit_w": NUMBER, "ecc_on": BOOL, "mig_on": BOOL,
+    "processes": _TEXTS, "unread": TEXT})
+_PROBE = Table({
+    "status": TEXT, "words": TEXT, "seconds": NUMBER, "dtype": TEXT, "matrix_n": WHOLE,
+    "copy_bytes": WHOLE, "torch_version": TEXT,
+    "gpus": ListOf(Table({"uuid": TEXT, "name": TEXT, "matmul_tflops": NUMBER,
+                          "h2d_gb_per_s": NUMBER, "d2h_gb_per_s": NUMBER}),
+                   "a list of tables ([[hosts.\"<host>\".probe.gpus]])")})
+#: ``host-check.toml``: one table per host and boot (D8). Its kinds are checked before any
+#: value is used, so a hand edit is named by file and field, never read as "not done".
+HOST_CHECK = Table({
+    "schema": WHOLE,
+    "hosts": Table(entries=Table({
+        "hostname": TEXT, "boot_id": TEXT, "checked_at": _AWARE, "driver_version": TEXT,
+        "order_number": TEXT, "deviation": TEXT, "order_words": TEXT, "masked": _TEXTS,
+        "gpus": ListOf(_GPU, "a list of tables ([[hosts.\"<host>\".gpus]])"),
+        "probe": _PROBE}, words='a table [hosts."<host> <boot id>"]'),
+        words='[hosts."<host> <boot id>"] tables'),
+})
+#: What an entry cannot be without: its machine and when it was checked.
+_REQUIRED = {"hostname": "the machine's name", "checked_at": "when it was checked"}
 
 
 @dataclass(frozen=True)
@@ -199,22 +229,77 @@ def _entry_from(d: dict[str, Any]) -> HostCheck | None:
                      _of(d, "deviation", str), _of(d, "order_words", str) or "", masked)
 
 
+def _checked_doc(session: Session) -> dict[str, Any]:
+    """``host-check.toml`` read and its kinds checked (D8); ``{"schema": 1}`` when absent.
+
+    Raises:
+        BadInput: unreadable, not TOML, a value of the wrong kind, an entry without its
+            hostname or time, a probe without a known status; naming the file and field.
+    """
+    path = session.folder / HOST_CHECK_TOML
+    doc = session.read_doc(HOST_CHECK_TOML)
+    check_types(doc, HOST_CHECK, path=path)
+    for key, entry in (doc.get("hosts") or {}).items():
+        for name, what in _REQUIRED.items():
+            if name not in entry:
+                raise BadInput(f"missing: expected {what} here", path=path,
+                               field=f"hosts.{key}.{name}")
+        probe = entry.get("probe")
+        if probe is not None and probe.get("status") not in PROBE_STATUSES:
+            raise BadInput(f"expected one of {', '.join(PROBE_STATUSES)}", path=path,
+                           field=f"hosts.{key}.probe.status")
+    return doc
+
+
 def load_host_checks(session: Session) -> dict[str, HostCheck]:
     """Every host's check in ``host-check.toml``, by :attr:`HostKey.key`, oldest first (D8).
 
-    An entry a hand edit left without a hostname or time is left out.
-
     Raises:
-        BadInput: the file is unreadable or not TOML.
+        BadInput: the file is unreadable, not TOML, or a value is not of its kind (an
+            entry without a hostname, ``checked_at = "yesterday"``), with file and field:
+            said by ``show``, refused by ``check-host``, never read as "not done".
     """
-    doc = session.read_doc(HOST_CHECK_TOML)
-    hosts = doc.get("hosts")
+    hosts = _checked_doc(session).get("hosts") or {}
     out: dict[str, HostCheck] = {}
-    for key, entry in (hosts.items() if isinstance(hosts, dict) else ()):
-        check = _entry_from(entry) if isinstance(entry, dict) else None
+    for key, entry in hosts.items():
+        check = _entry_from(entry)
         if check is not None:
             out[str(key)] = check
     return out
+
+
+def _refusing(session: Session) -> dict[str, Any]:
+    """The checked document, or the refusal of a file that does not read (D8).
+
+    Why: the file may hold a person's edit; it is never replaced by a check.
+
+    Raises:
+        BadInput: as :func:`_checked_doc`, saying nothing was written.
+    """
+    try:
+        return _checked_doc(session)
+    except BadInput as exc:
+        raise _refusal(exc) from None
+
+
+def checks_before_writing(session: Session) -> dict[str, HostCheck]:
+    """:func:`load_host_checks`, refused in the words of a check that writes nothing (D8).
+
+    ``check-host`` calls it before probing, so a file that does not read is said before
+    the GPU is taken for the probe.
+
+    Raises:
+        BadInput: ``host-check.toml`` does not read; it is left as it is.
+    """
+    try:
+        return load_host_checks(session)
+    except BadInput as exc:
+        raise _refusal(exc) from None
+
+
+def _refusal(exc: BadInput) -> BadInput:
+    return BadInput(f"{exc.message}; nothing checked, nothing written: fix the file or move "
+                    "it away, then check again", path=exc.path, line=exc.line, field=exc.field)
 
 
 def _order_number(session: Session) -> str | None:
@@ -237,7 +322,8 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
     name holding a key) is kept masked and named in :attr:`HostCheck.masked` (H-24).
 
     Raises:
-        BadInput: ``facts`` saw no GPU (nothing is recorded then), or the file is unreadable.
+        BadInput: ``facts`` saw no GPU (nothing is recorded then), or ``host-check.toml``
+            does not read (left as it is, nothing written).
     """
     if not facts.sees_gpu:
         raise BadInput(f"no GPU visible ({facts.nvml_reason or 'NVML counts none'}): nothing "
@@ -248,11 +334,10 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
         probe, in_probe = mask_probe(probe)
         masked = tuple(dict.fromkeys((*masked, *in_probe)))
     with session.locked(f"writing {HOST_CHECK_TOML}"):
+        doc = _refusing(session)  # first: a file that does not read is never replaced
         deviation, words = compare_facts(session, facts)
         check = HostCheck(facts, probe, _order_number(session), deviation, words, masked)
-        doc = session.read_doc(HOST_CHECK_TOML)
-        old = doc.get("hosts")
-        hosts: dict[str, Any] = {k: v for k, v in (old.items() if isinstance(old, dict) else ())
+        hosts: dict[str, Any] = {k: v for k, v in (doc.get("hosts") or {}).items()
                                  if k != facts.host.key}
         hosts[facts.host.key] = _entry_doc(check)
         session.write_doc(HOST_CHECK_TOML, {"schema": 1, "hosts": hosts})
@@ -372,7 +457,7 @@ def deviation_words(session: Session) -> list[str]:
 
 
 __all__ = [
-    "HOST_CHECK_TOML", "HostCheck", "check_on_open", "compare_facts", "due_on_open",
-    "check_lines", "deviation_words", "load_host_checks", "probe_words",
+    "HOST_CHECK", "HOST_CHECK_TOML", "HostCheck", "check_on_open", "compare_facts", "due_on_open",
+    "check_lines", "checks_before_writing", "deviation_words", "load_host_checks", "probe_words",
     "record_host_check",
 ]
