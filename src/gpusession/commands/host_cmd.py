@@ -35,12 +35,14 @@ def register(sub: Any) -> None:
         "and keep it all beside the order in the session folder (host-check.toml, one entry "
         "per host and boot). A GPU model, count or memory that differs from the order is an "
         "order deviation, said in words against the order number, ready to quote to the "
-        "provider, and noted in the order's timeline. The probe's figures are for your own "
+        "provider, and noted in the order's timeline; a figure that cannot be compared (the "
+        "GPUs per lot of a model missing from the rates file) is said so, never a deviation. The probe's figures are for your own "
         "records and comparisons between rentals: no expected figure is implied. It takes the "
         "session's run lock, so it never probes beside a measurement. `run` does the same "
         "check by itself on the first open on a server; a copy at home is never checked. "
         "Exit 0 when the GPU matches the order, 3 on an order deviation, 1 when no GPU is "
-        "visible (nothing checked, nothing recorded) or a run holds the lock.",
+        "visible (nothing checked, nothing recorded) or a run holds the lock, 2 when "
+        "host-check.toml does not read (nothing checked, the file left as it is).",
     )
     p.add_argument("name", metavar="NAME", help="session name")
     p.add_argument("--no-probe", action="store_true",
@@ -151,6 +153,9 @@ def cmd_check_host(args: argparse.Namespace) -> int:
     Returns:
         0 when it matches, :data:`DEVIATION_EXIT` on an order deviation,
         :data:`NO_GPU_EXIT` when no GPU is visible.
+
+    Raises:
+        BadInput: ``host-check.toml`` does not read (exit 2; the file left as it is).
     """
     from gpusession.core.gpu.hostfacts import HostFacts
     from gpusession.core.money.host_check import check_lines
