@@ -149,3 +149,113 @@ def test_d8_a_damaged_host_check_file_is_said_and_never_stops_a_run(
     (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
     assert line.startswith("warning: the GPU was not checked against the order: ")
     assert "host-check.toml" in line
+
+
+def test_d8_check_host_exits_0_when_only_the_count_cannot_be_compared(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-A100", gpu_model="A100 80GB", lots=1, days=3)
+    fake_gpu[0] = FakeGpu(name="NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB)
+    order_before = (session.folder / "order.toml").read_bytes()
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name)
+    assert code == 0, out + err
+    assert "count not compared: GPUs per lot of A100 80GB not in the rates file" in out
+    assert "DEVIATION" not in out
+    assert (session.folder / "order.toml").read_bytes() == order_before
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert "GPU check matches the order ORD-A100 as far as compared" in out
+
+
+_KEY = "sk-ant-api03-" + "Q7vR2mXk9LpT4wZs8NbY3cHd6FgJ1aE5" * 3  # made up, shaped like a key
+
+
+def test_d8_a_gpu_name_holding_a_key_never_stops_run_and_is_kept_masked(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=1, days=7)
+    fake_gpu[0] = FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "e",
+                       "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
+                       "--cold-runs", "0", "--device", "cpu", "--command", "true")
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
+    assert code == 0, out + err
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in out, out
+    assert any(ln.startswith("running e") for ln in out.splitlines())
+    assert _KEY[:20] not in out + err
+    (check,) = hc.load_host_checks(session).values()
+    assert check.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+
+
+def test_d8_a_host_check_that_fails_on_first_open_is_said_and_the_run_goes_on(
+        session: Session, fake_gpu: list[FakeGpu], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.commands.host_cmd import check_on_first_open
+    from gpusession.core.files.errors import BadInput
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise BadInput("refused: it contains an API key; nothing was written",
+                       path=session.folder / hc.HOST_CHECK_TOML, field="hosts.x.gpus[0].name")
+
+    monkeypatch.setattr(hc, "record_host_check", refused)
+    (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
+    assert line.startswith("warning: the GPU was not checked against the order: ")
+    assert "host-check.toml" in line and line.endswith("the run goes on")
+    assert not (session.folder / journal.RUN_LOCK).exists()  # the run lock is given back
+
+
+def test_d8_check_host_keeps_a_gpu_name_holding_a_key_masked(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    om.set_order(session, number="ORD-7781", gpu_model="RTX A5000", lots=1, days=7)
+    fake_gpu[0] = FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name, "--no-probe")
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in out, err
+    assert _KEY[:20] not in out + err
+    assert code == 3  # the name NVML gave is not the ordered model's
+
+
+def _bad_host_check(session: Session) -> tuple[Path, bytes]:
+    path = session.folder / hc.HOST_CHECK_TOML
+    path.write_text('schema = 1\n# my note\n[hosts."gpu-node-7 boot-1"]\nhostname = "gpu-node-7"\n'
+                    'checked_at = "yesterday"\n', encoding="utf-8")
+    return path, path.read_bytes()
+
+
+def test_d8_show_names_the_file_and_field_of_a_host_check_that_does_not_read(
+        session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = _bad_host_check(session)
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("GPU check")]
+    assert line.startswith(f"GPU check unreadable: {path}: hosts.gpu-node-7 boot-1.checked_at: "
+                           "expected a date-time")
+    path.write_text("schema = 1\nhosts = 5\n", encoding="utf-8")
+    code, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert f"GPU check unreadable: {path}: hosts: expected" in out
+    assert "not done yet" not in out
+
+
+def test_d8_check_host_refuses_a_host_check_file_that_does_not_read_and_leaves_it(
+        session: Session, sessions_root: Path, fake_gpu: list[FakeGpu],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gpusession.bench import hostprobe
+
+    path, before = _bad_host_check(session)
+    code, out, err = cli(capsys, sessions_root, "check-host", session.name)
+    assert code == 2
+    assert f"{path}: hosts.gpu-node-7 boot-1.checked_at: expected a date-time" in err
+    assert "nothing written" in err
+    assert path.read_bytes() == before
+    assert hostprobe.PROBES_RUN == []  # type: ignore[attr-defined]  # refused before the probe
+    assert not (session.folder / journal.RUN_LOCK).exists()
+
+
+def test_d8_first_open_says_a_host_check_file_that_does_not_read_and_writes_nothing(
+        session: Session, fake_gpu: list[FakeGpu]) -> None:
+    from gpusession.commands.host_cmd import check_on_first_open
+
+    path, before = _bad_host_check(session)
+    (line,) = check_on_first_open(session, host=HostKey("gpu-node-7", "boot-1"))
+    assert line.startswith("warning: the GPU was not checked against the order: ")
+    assert "checked_at" in line and str(path) in line
+    assert path.read_bytes() == before

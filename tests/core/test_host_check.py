@@ -216,3 +216,143 @@ def test_d8_one_wrong_card_among_the_right_ones_is_an_order_deviation(session: S
     check = hc.record_host_check(session, read_host_facts(FakeNvml(gpus), host=SERVER), None)
     assert check.deviation == ("deviation from order ORD-7781: GPU model seen 'NVIDIA RTX A4000', "
                                "ordered 'RTX A5000'")
+
+
+def test_d8_a_count_the_rates_file_cannot_check_is_said_not_compared_never_a_deviation(
+        session: Session) -> None:
+    _ordered(session, "A100 80GB")  # the bundled rates file has no A100: GPUs per lot unknown
+    before = [e.state for e in om.load_order(session).events]
+    seen = FakeGpu(name="NVIDIA A100-SXM4-80GB", total_bytes=80 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=SERVER), None)
+    assert check.deviation is None
+    assert check.order_words == ("matches the order ORD-7781 as far as compared: 1 × "
+                                 "NVIDIA A100-SXM4-80GB, 80.0 GiB each; count not compared: "
+                                 "GPUs per lot of A100 80GB not in the rates file")
+    assert [e.state for e in om.load_order(session).events] == before  # nothing against the order
+    assert hc.deviation_words(session) == []
+    rec = [r for r in session.journal_records() if isinstance(r, HostCheckedRecord)]
+    assert [r.deviation for r in rec] == [None]
+
+
+def test_d8_a_real_deviation_beside_a_count_not_compared_is_recorded_without_the_note(
+        session: Session) -> None:
+    _ordered(session, "A100 80GB")
+    seen = FakeGpu(name="NVIDIA A100-SXM4-40GB", total_bytes=40 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=SERVER), None)
+    assert check.deviation == ("deviation from order ORD-7781: GPU memory seen 40.0 GiB per GPU, "
+                               "ordered 80 GB ('A100 80GB')")
+    assert check.order_words == (f"ORDER DEVIATION: {check.deviation}; count not compared: GPUs "
+                                 "per lot of A100 80GB not in the rates file")
+    (dev,) = [e for e in om.load_order(session).events if e.state == "deviation-noted"]
+    assert dev.note == check.deviation
+
+
+def test_d8_compare_with_order_keeps_an_unknown_count_out_of_the_deviation() -> None:
+    from gpusession.core.money.rates import load_rates
+
+    state = om.OrderState(om.OrderInfo("ORD-1", "A100 80GB", 1, 7))
+    result = om.compare_order(state, load_rates(), "NVIDIA A100 80GB PCIe", 1)
+    assert result == om.OrderComparison(
+        None, ("count not compared: GPUs per lot of A100 80GB not in the rates file",))
+    assert om.compare_with_order(state, load_rates(), "NVIDIA A100 80GB PCIe", 1) is None
+
+
+def test_d8_a_rates_file_that_does_not_read_is_said_and_the_gpu_still_kept(session: Session) -> None:
+    _ordered(session)
+    (session.folder / "rates.toml").write_text("[gpu\n", encoding="utf-8")
+    check = hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), None)
+    assert check.deviation is None
+    assert check.order_words.startswith("not compared: ") and "rates.toml" in check.order_words
+    assert "no order recorded" not in check.order_words
+    assert list(hc.load_host_checks(session)) == [SERVER.key]
+
+
+_KEY = "sk-ant-api03-" + "Q7vR2mXk9LpT4wZs8NbY3cHd6FgJ1aE5" * 3  # made up, shaped like a key
+
+
+def _session_text(session: Session) -> str:
+    return "".join(p.read_text(encoding="utf-8", errors="replace")
+                   for p in session.folder.iterdir() if p.is_file())
+
+
+def test_d8_a_gpu_name_holding_a_key_is_kept_masked_and_said(session: Session) -> None:
+    _ordered(session)
+    facts = read_host_facts(FakeNvml([FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")]), host=SERVER)
+    check = hc.record_host_check(session, facts, None)
+    assert check.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+    assert check.masked == ("GPU 0 name (API key)",)
+    lines = hc.check_lines(check)
+    assert "kept masked (they looked like a secret): GPU 0 name (API key)" in lines
+    back = hc.load_host_checks(session)[SERVER.key]
+    assert back.facts.gpus[0].name == "NVIDIA RTX A5000 [HIDDEN: API key]"
+    assert back.masked == ("GPU 0 name (API key)",)
+    assert _KEY[:20] not in _session_text(session)  # nor in the order's timeline, nor the journal
+
+
+def test_d8_a_probe_and_a_hostname_holding_a_key_are_kept_masked(session: Session) -> None:
+    _ordered(session)
+    host = HostKey(_KEY, "boot-1")
+    probe = ProbeResult("measured", "measured 1 GPU(s)", 10.0, "float16", 8192, 1, f"2.13.0 {_KEY}",
+                        (ProbeGpu("GPU-x", f"NVIDIA RTX A5000 {_KEY}", 100.0, 20.0, 20.0),))
+    first = hc.check_on_open(session, nvml=FakeNvml(), host=host, probe=lambda: probe)
+    assert first is not None
+    assert set(first.masked) == {"hostname (API key)", "probe GPU 0 name (API key)",
+                                 "torch version (API key)"}
+    assert first.probe is not None and first.probe.torch_version == "2.13.0 [HIDDEN: API key]"
+    assert _KEY[:20] not in _session_text(session)
+    # the masked hostname is the entry's key: the next open on this host finds it
+    assert hc.check_on_open(session, nvml=FakeNvml(), host=host, probe=lambda: probe) is None
+
+
+def test_d8_masking_twice_changes_nothing() -> None:
+    from gpusession.core.gpu.hostfacts import mask_facts
+
+    facts = read_host_facts(FakeNvml([FakeGpu(name=f"NVIDIA RTX A5000 {_KEY}")]), host=SERVER)
+    assert mask_facts(facts) == facts
+    assert facts.masked == ("GPU 0 name (API key)",)
+
+
+def _checked_once(session: Session) -> Path:
+    _ordered(session)
+    hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), PROBE)
+    return session.folder / hc.HOST_CHECK_TOML
+
+
+@pytest.mark.parametrize(("edit", "field", "expected"), [
+    (lambda t: "schema = 1\nhosts = 5\n# my note\n", "hosts", "tables, got the number 5"),
+    (lambda t: t.replace('checked_at = 20', 'checked_at = "yesterday"\nwas = 20'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.checked_at", "expected a date-time with its UTC offset"),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("hostname")),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.hostname", "missing: expected the machine's name"),
+    (lambda t: t.replace('memory_total_bytes = ', 'memory_total_bytes = "lots" #'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.gpus[0].memory_total_bytes", "expected a whole number"),
+    (lambda t: t.replace('status = "measured"', 'status = "fine"'),
+     "hosts.gpu-node-7 0b1c2d3e-boot-1.probe.status", "expected one of measured, no-gpu, failed"),
+])
+def test_d8_a_host_check_file_that_does_not_read_is_named_and_never_replaced(
+        session: Session, edit: object, field: str, expected: str) -> None:
+    from gpusession.core.files.errors import BadInput
+
+    path = _checked_once(session)
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
+    before = path.read_bytes()
+    with pytest.raises(BadInput) as read:
+        hc.load_host_checks(session)
+    assert read.value.path == path and read.value.field == field
+    assert expected in read.value.message
+    assert "\n" not in str(read.value)
+    with pytest.raises(BadInput, match="nothing checked, nothing written") as write:
+        hc.record_host_check(session, read_host_facts(FakeNvml(), host=SERVER), None)
+    assert write.value.field == field
+    assert path.read_bytes() == before  # the edit, and its note, kept
+    assert hc.deviation_words(session)[0].startswith("host check unreadable (")
+
+
+def test_d8_a_check_time_without_its_utc_offset_is_named(session: Session) -> None:
+    from gpusession.core.files.errors import BadInput
+
+    path = _checked_once(session)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("+00:00\n", "\n").replace("Z\n", "\n"), encoding="utf-8")
+    with pytest.raises(BadInput, match="checked_at: expected a date-time with its UTC offset"):
+        hc.load_host_checks(session)

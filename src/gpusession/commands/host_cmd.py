@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.core.files.errors import BadInput
+from gpusession.core.files.errors import GpusessionError
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.session import Session
 
@@ -35,12 +35,14 @@ def register(sub: Any) -> None:
         "and keep it all beside the order in the session folder (host-check.toml, one entry "
         "per host and boot). A GPU model, count or memory that differs from the order is an "
         "order deviation, said in words against the order number, ready to quote to the "
-        "provider, and noted in the order's timeline. The probe's figures are for your own "
+        "provider, and noted in the order's timeline; a figure that cannot be compared (the "
+        "GPUs per lot of a model missing from the rates file) is said so, never a deviation. The probe's figures are for your own "
         "records and comparisons between rentals: no expected figure is implied. It takes the "
         "session's run lock, so it never probes beside a measurement. `run` does the same "
         "check by itself on the first open on a server; a copy at home is never checked. "
         "Exit 0 when the GPU matches the order, 3 on an order deviation, 1 when no GPU is "
-        "visible (nothing checked, nothing recorded) or a run holds the lock.",
+        "visible (nothing checked, nothing recorded) or a run holds the lock, 2 when "
+        "host-check.toml does not read (nothing checked, the file left as it is).",
     )
     p.add_argument("name", metavar="NAME", help="session name")
     p.add_argument("--no-probe", action="store_true",
@@ -64,22 +66,23 @@ def check_locked(session: Session, *, probe: bool, nvml: Any | None = None) -> A
 
     Raises:
         Failure: a run holds the session's run lock (nothing probed).
+        BadInput: ``host-check.toml`` does not read (nothing probed, the file left as it is).
     """
     from gpusession.bench.hostprobe import run_probe
     from gpusession.core.folder import journal
     from gpusession.core.gpu.hostfacts import ProbeResult, read_host_facts
-    from gpusession.core.money.host_check import load_host_checks, record_host_check
+    from gpusession.core.money.host_check import checks_before_writing, record_host_check
 
     journal.take_lock(session.folder, session.name)
     try:
         facts = read_host_facts(nvml)
         if not facts.sees_gpu:
             return facts
+        earlier = checks_before_writing(session).get(facts.host.key)  # before the probe
         result: ProbeResult | None = None
         if probe:
             result = run_probe()
         else:
-            earlier = load_host_checks(session).get(facts.host.key)
             result = earlier.probe if earlier else None
         return record_host_check(session, facts, result)
     finally:
@@ -92,7 +95,10 @@ def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: boo
 
     Nothing is read when this host and boot was checked already (with a probe, when
     ``probe``), when the session was checked only on other machines (a copy), or when NVML
-    sees no GPU (nothing recorded then).
+    sees no GPU (nothing recorded then). Why it never raises: the check is evidence
+    beside the measurement; a check that fails (a damaged ``host-check.toml``, a file
+    that refuses a value, a lock taken meanwhile) is said in one warning line and the
+    run goes on.
 
     Args:
         session: the open session.
@@ -101,33 +107,44 @@ def check_on_first_open(session: Session, *, nvml: Any | None = None, probe: boo
         host: this machine (tests); default :func:`gpusession.core.gpu.hostfacts.this_host`.
 
     Returns:
-        The lines to print, ``[]`` when nothing was checked.
-
-    Raises:
-        Failure: a run holds the session's run lock.
+        The lines to print: ``[]`` when nothing was checked, one ``warning:`` line when
+        the check failed.
     """
-    from gpusession.bench.hostprobe import run_probe
-    from gpusession.core.folder import journal
-    from gpusession.core.gpu.hostfacts import read_host_facts, this_host
-    from gpusession.core.money.host_check import check_lines, check_on_open, due_on_open
+    from gpusession.core.money.host_check import check_lines
 
-    host = host or this_host()
     try:
-        due = due_on_open(session, host, probe=probe)
-    except BadInput as exc:  # a damaged evidence file never stops a measurement
-        return [f"warning: the GPU was not checked against the order: {exc}"]
-    if not due or not read_host_facts(nvml, host=host).sees_gpu:
-        return []  # checked here already, a copy elsewhere, or no GPU: the lock is not taken
-    journal.take_lock(session.folder, session.name)
-    try:
-        check = check_on_open(session, nvml=nvml, host=host, probe=run_probe if probe else None)
-    finally:
-        journal.release_lock(session.folder)
+        check = _first_open_check(session, nvml=nvml, probe=probe, host=host)
+    except Exception as exc:  # noqa: BLE001 - evidence never stops a measurement
+        why = str(exc) if isinstance(exc, (GpusessionError, OSError)) else f"{type(exc).__name__}: {exc}"
+        return [f"warning: the GPU was not checked against the order: {why}; the run goes on"]
     if check is None:
         return []
     head = "first open on this host: the GPU found, checked against the order"
     return [head, *("  " + line for line in check_lines(check)),
             f"  kept in {session.folder / 'host-check.toml'}"]
+
+
+def _first_open_check(session: Session, *, nvml: Any | None, probe: bool,
+                      host: Any | None) -> Any:
+    """The check of :func:`check_on_first_open`, or ``None`` when none is due.
+
+    Raises:
+        GpusessionError, OSError: the check failed (a file that does not read or refuses
+            a value, the run lock taken).
+    """
+    from gpusession.bench.hostprobe import run_probe
+    from gpusession.core.folder import journal
+    from gpusession.core.gpu.hostfacts import read_host_facts, this_host
+    from gpusession.core.money.host_check import check_on_open, due_on_open
+
+    host = host or this_host()
+    if not due_on_open(session, host, probe=probe) or not read_host_facts(nvml, host=host).sees_gpu:
+        return None  # checked here already, a copy elsewhere, or no GPU: the lock is not taken
+    journal.take_lock(session.folder, session.name)
+    try:
+        return check_on_open(session, nvml=nvml, host=host, probe=run_probe if probe else None)
+    finally:
+        journal.release_lock(session.folder)
 
 
 def cmd_check_host(args: argparse.Namespace) -> int:
@@ -136,6 +153,9 @@ def cmd_check_host(args: argparse.Namespace) -> int:
     Returns:
         0 when it matches, :data:`DEVIATION_EXIT` on an order deviation,
         :data:`NO_GPU_EXIT` when no GPU is visible.
+
+    Raises:
+        BadInput: ``host-check.toml`` does not read (exit 2; the file left as it is).
     """
     from gpusession.core.gpu.hostfacts import HostFacts
     from gpusession.core.money.host_check import check_lines

@@ -13,12 +13,13 @@ this module only holds them (:class:`ProbeResult`). Who calls it:
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.clock import utcnow
+from gpusession.core.files.secrets import mask_text
 from gpusession.core.gpu.nvml import BoardReading, GpuReading, NvmlSnapshot, read_boards, read_nvml
 
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -43,7 +44,7 @@ class HostKey:
 
 
 def this_host(boot_id_path: Path = _BOOT_ID) -> HostKey:
-    """The machine this process runs on, this boot (D8).
+    """The machine this process runs on, this boot (D8); masked as :func:`mask_host` does.
 
     Args:
         boot_id_path: the boot id file (injectable for tests).
@@ -52,7 +53,22 @@ def this_host(boot_id_path: Path = _BOOT_ID) -> HostKey:
         boot: str | None = boot_id_path.read_text(encoding="ascii", errors="replace").strip() or None
     except OSError:
         boot = None
-    return HostKey(socket.gethostname(), boot)
+    return mask_host(HostKey(socket.gethostname(), boot))
+
+
+def mask_host(host: HostKey, found: list[str] | None = None) -> HostKey:
+    """``host`` with a hostname or boot id that looks like a secret masked (H-24).
+
+    Why: the key of a host's entry in ``host-check.toml`` is written there; masked the
+    same way wherever it is made, the entry is still found on the next open.
+
+    Args:
+        host: the machine and boot.
+        found: where to add a phrase per masked text (``"hostname (API key)"``).
+    """
+    found = [] if found is None else found
+    return HostKey(_mask(host.hostname, "hostname", found) or "",
+                   _mask(host.boot_id, "boot id", found))
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,8 @@ class HostFacts:
         nvml_reason: why NVML gave nothing (no driver, no bindings); ``None`` when read.
         driver_version: e.g. ``"550.54.15"``.
         gpus: one entry per GPU NVML counts, NVML order.
+        masked: one phrase per reading that looked like a secret and is kept masked
+            (``"GPU 0 name (API key)"``); ``()`` when none.
     """
 
     host: HostKey
@@ -103,6 +121,7 @@ class HostFacts:
     nvml_reason: str | None
     driver_version: str | None
     gpus: tuple[GpuFacts, ...]
+    masked: tuple[str, ...] = ()
 
     @property
     def sees_gpu(self) -> bool:
@@ -120,6 +139,63 @@ class HostFacts:
         """The smallest GPU's memory in bytes (a program on one GPU gets that); ``None`` unread."""
         sizes = [g.memory_total_bytes for g in self.gpus if g.memory_total_bytes is not None]
         return min(sizes) if sizes else None
+
+
+def _mask(text: str | None, where: str, found: list[str], *, digest: bool = False) -> str | None:
+    """``text`` with any secret in it masked; ``where`` and the kinds added to ``found``."""
+    if text is None:
+        return None
+    out, kinds = mask_text(text, digest=digest)
+    if kinds:
+        found.append(f"{where} ({', '.join(kinds)})")
+    return out
+
+
+def _mask_lines(lines: tuple[str, ...], where: str, found: list[str]) -> tuple[str, ...]:
+    """Each line masked, then the lines together (a secret split over lines is one secret)."""
+    each = [_mask(line, where, found) or "" for line in lines]
+    if len(each) < 2:
+        return tuple(each)
+    whole = _mask("\n".join(each), where, found) or ""
+    return tuple(whole.split("\n"))
+
+
+def mask_facts(facts: HostFacts) -> HostFacts:
+    """``facts`` with every text NVML gave that looks like a secret masked (D8, H-24).
+
+    Why: a GPU name, a process or a driver string is written to ``host-check.toml``,
+    where a key would be refused; the reading is kept masked
+    (:func:`gpusession.core.files.secrets.mask_text`) and said in
+    :attr:`HostFacts.masked`, so the check is never lost to it. Masking twice changes
+    nothing.
+    """
+    found = list(facts.masked)
+    gpus = tuple(replace(
+        g, name=_mask(g.name, f"GPU {g.index} name", found),
+        uuid=_mask(g.uuid, f"GPU {g.index} UUID", found, digest=True),
+        processes=_mask_lines(g.processes, f"GPU {g.index} processes", found),
+        unread=_mask(g.unread, f"GPU {g.index} unread readings", found)) for g in facts.gpus)
+    host = mask_host(facts.host, found)
+    return replace(facts, host=host, gpus=gpus,
+                   nvml_reason=_mask(facts.nvml_reason, "NVML's reason", found),
+                   driver_version=_mask(facts.driver_version, "driver version", found),
+                   masked=tuple(dict.fromkeys(found)))
+
+
+def mask_probe(probe: ProbeResult) -> tuple[ProbeResult, tuple[str, ...]]:
+    """``probe`` with every text that looks like a secret masked, and what was (D8, H-24).
+
+    Returns:
+        ``(masked probe, phrases)``: one phrase per masked text, ``()`` when none.
+    """
+    found: list[str] = []
+    gpus = tuple(replace(g, name=_mask(g.name, f"probe GPU {n} name", found),
+                         uuid=_mask(g.uuid, f"probe GPU {n} UUID", found, digest=True))
+                 for n, g in enumerate(probe.gpus))
+    masked = replace(probe, gpus=gpus, words=_mask(probe.words, "probe's words", found) or "",
+                     dtype=_mask(probe.dtype, "probe's dtype", found),
+                     torch_version=_mask(probe.torch_version, "torch version", found))
+    return masked, tuple(dict.fromkeys(found))
 
 
 def _facts_of(gpu: GpuReading, board: BoardReading | None) -> GpuFacts:
@@ -141,13 +217,14 @@ def facts_from(snap: NvmlSnapshot, boards: tuple[BoardReading, ...], host: HostK
     """The host check's NVML part from one snapshot and the board readings (D8).
 
     Boards are matched to GPUs by UUID first, by index only when a UUID is unread (H-05).
+    A text that looks like a secret is masked (:func:`mask_facts`).
     """
     by_uuid = {b.uuid: b for b in boards if b.uuid}
     by_index = {b.index: b for b in boards}
     gpus = tuple(_facts_of(g, by_uuid.get(g.uuid) if g.uuid else by_index.get(g.index))
                  for g in snap.gpus)
     reason = snap.reason if not snap.available else None
-    return HostFacts(host, now, reason, snap.driver_version, gpus)
+    return mask_facts(HostFacts(host, now, reason, snap.driver_version, gpus))
 
 
 def read_host_facts(nvml: Any | None = None, *, host: HostKey | None = None,
@@ -215,5 +292,5 @@ class ProbeResult:
 
 __all__ = [
     "PROBE_STATUSES", "GpuFacts", "HostFacts", "HostKey", "ProbeGpu", "ProbeResult",
-    "facts_from", "read_host_facts", "this_host",
+    "facts_from", "mask_facts", "mask_host", "mask_probe", "read_host_facts", "this_host",
 ]

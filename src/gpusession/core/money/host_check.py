@@ -20,20 +20,53 @@ from typing import Any
 
 from gpusession.core.events.actions import HostCheckedRecord
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.schema import BOOL, NUMBER, TEXT, WHOLE, Kind, ListOf, Table, check_types
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import Session
 from gpusession.core.gpu.hostfacts import (
+    PROBE_STATUSES,
     GpuFacts,
     HostFacts,
     HostKey,
     ProbeGpu,
     ProbeResult,
+    mask_facts,
+    mask_host,
+    mask_probe,
     read_host_facts,
     this_host,
 )
 from gpusession.core.money.order import load_order, record_deviation
 
 HOST_CHECK_TOML = "host-check.toml"
+
+_AWARE = Kind("a date-time with its UTC offset such as 2026-11-29T14:00:00Z (without quotes)",
+              lambda v: isinstance(v, datetime) and v.tzinfo is not None)
+_TEXTS = ListOf(TEXT, "a list of text")
+_GPU = Table({
+    "index": WHOLE, "uuid": TEXT, "name": TEXT, "memory_total_bytes": WHOLE,
+    "pcie_generation": WHOLE, "pcie_width": WHOLE, "pcie_max_generation": WHOLE,
+    "pcie_max_width": WHOLE, "power_limit_w": NUMBER, "ecc_on": BOOL, "mig_on": BOOL,
+    "processes": _TEXTS, "unread": TEXT})
+_PROBE = Table({
+    "status": TEXT, "words": TEXT, "seconds": NUMBER, "dtype": TEXT, "matrix_n": WHOLE,
+    "copy_bytes": WHOLE, "torch_version": TEXT,
+    "gpus": ListOf(Table({"uuid": TEXT, "name": TEXT, "matmul_tflops": NUMBER,
+                          "h2d_gb_per_s": NUMBER, "d2h_gb_per_s": NUMBER}),
+                   "a list of tables ([[hosts.\"<host>\".probe.gpus]])")})
+#: ``host-check.toml``: one table per host and boot (D8). Its kinds are checked before any
+#: value is used, so a hand edit is named by file and field, never read as "not done".
+HOST_CHECK = Table({
+    "schema": WHOLE,
+    "hosts": Table(entries=Table({
+        "hostname": TEXT, "boot_id": TEXT, "checked_at": _AWARE, "driver_version": TEXT,
+        "order_number": TEXT, "deviation": TEXT, "order_words": TEXT, "masked": _TEXTS,
+        "gpus": ListOf(_GPU, "a list of tables ([[hosts.\"<host>\".gpus]])"),
+        "probe": _PROBE}, words='a table [hosts."<host> <boot id>"]'),
+        words='[hosts."<host> <boot id>"] tables'),
+})
+#: What an entry cannot be without: its machine and when it was checked.
+_REQUIRED = {"hostname": "the machine's name", "checked_at": "when it was checked"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +81,8 @@ class HostCheck:
             number (G§6); ``None`` when the GPU matches.
         order_words: one line: the deviation, "matches the order …", or why nothing
             could be compared.
+        masked: one phrase per reading kept masked because it looked like a secret
+            (``"GPU 0 name (API key)"``); ``()`` when none.
     """
 
     facts: HostFacts
@@ -55,6 +90,7 @@ class HostCheck:
     order_number: str | None
     deviation: str | None
     order_words: str
+    masked: tuple[str, ...] = ()
 
 
 def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
@@ -77,6 +113,9 @@ def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
 def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) -> tuple[str | None, str]:
     """Compare what NVML found with the order: model, count, memory (D8, S5).
 
+    A figure that cannot be compared (the GPUs per lot of a model missing from the rates
+    file) is said as such: no deviation, nothing recorded against the order.
+
     Args:
         session: the session (its ``order.toml``, else its package).
         facts: the NVML part of the check.
@@ -85,30 +124,34 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
     Returns:
         ``(deviation, words)``: the deviation (``None`` when matching) and one line.
     """
+    from gpusession.core.money.order import compare_order
+    from gpusession.core.money.rates import load_rates
+
     count = len(facts.gpus)
     model = _model_to_compare(session, facts)
     memory = facts.memory_total_bytes
     try:
-        if record:
-            dev = record_deviation(session, model, count, observed_memory_bytes=memory)
-        else:
-            from gpusession.core.money.order import compare_with_order
-            from gpusession.core.money.rates import load_rates
-
-            dev = compare_with_order(load_order(session), load_rates(session_folder=session.folder),
-                                     model, count, package=session.package,
-                                     observed_memory_bytes=memory)
-    except BadInput:
-        return None, (f"not compared: no order recorded (record it with `gpusession order "
-                      f"{session.name} set`)")
-    if dev is not None:
-        return dev, f"ORDER DEVIATION: {dev}"
-    number = load_order(session).number
+        state = load_order(session)
+        if state.order is None and not session.package.gpu_model:
+            return None, (f"not compared: no order recorded (record it with `gpusession order "
+                          f"{session.name} set`)")
+        rates = load_rates(session_folder=session.folder)
+        result = compare_order(state, rates, model, count, package=session.package,
+                               observed_memory_bytes=memory)
+        if record and result.deviation is not None:
+            record_deviation(session, model, count, rates=rates, observed_memory_bytes=memory)
+    except BadInput as exc:  # order.toml or rates.toml does not read: said, the facts still kept
+        return None, f"not compared: {exc}"
+    notes = "".join(f"; {n}" for n in result.not_compared)
+    if result.deviation is not None:
+        return result.deviation, f"ORDER DEVIATION: {result.deviation}{notes}"
+    number = state.number
     ref = f"the order {number}" if number else "the session's package (no order number recorded yet)"
     seen = f"{count} × {model or 'GPU of unread model'}"
     if memory is not None:
         seen += f", {format_bytes(memory)} each"
-    return None, f"matches {ref}: {seen}"
+    as_far = " as far as compared" if notes else ""
+    return None, f"matches {ref}{as_far}: {seen}{notes}"
 
 
 # -- host-check.toml ---------------------------------------------------------------------
@@ -134,7 +177,7 @@ def _entry_doc(c: HostCheck) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "hostname": f.host.hostname, "boot_id": f.host.boot_id, "checked_at": f.checked_at,
         "driver_version": f.driver_version, "order_number": c.order_number,
-        "deviation": c.deviation, "order_words": c.order_words,
+        "deviation": c.deviation, "order_words": c.order_words, "masked": list(c.masked),
         "gpus": [_gpu_doc(g) for g in f.gpus]}
     if c.probe is not None:
         doc["probe"] = _probe_doc(c.probe)
@@ -181,26 +224,93 @@ def _entry_from(d: dict[str, Any]) -> HostCheck | None:
     gpus = tuple(_gpu_from(g) for g in (_of(d, "gpus", list) or ()) if isinstance(g, dict))
     facts = HostFacts(HostKey(d["hostname"], _of(d, "boot_id", str)), at, None,
                       _of(d, "driver_version", str), gpus)
+    masked = tuple(str(m) for m in (_of(d, "masked", list) or ()))
     return HostCheck(facts, _probe_from(d.get("probe")), _of(d, "order_number", str),
-                     _of(d, "deviation", str), _of(d, "order_words", str) or "")
+                     _of(d, "deviation", str), _of(d, "order_words", str) or "", masked)
+
+
+def _checked_doc(session: Session) -> dict[str, Any]:
+    """``host-check.toml`` read and its kinds checked (D8); ``{"schema": 1}`` when absent.
+
+    Raises:
+        BadInput: unreadable, not TOML, a value of the wrong kind, an entry without its
+            hostname or time, a probe without a known status; naming the file and field.
+    """
+    path = session.folder / HOST_CHECK_TOML
+    doc = session.read_doc(HOST_CHECK_TOML)
+    check_types(doc, HOST_CHECK, path=path)
+    for key, entry in (doc.get("hosts") or {}).items():
+        for name, what in _REQUIRED.items():
+            if name not in entry:
+                raise BadInput(f"missing: expected {what} here", path=path,
+                               field=f"hosts.{key}.{name}")
+        probe = entry.get("probe")
+        if probe is not None and probe.get("status") not in PROBE_STATUSES:
+            raise BadInput(f"expected one of {', '.join(PROBE_STATUSES)}", path=path,
+                           field=f"hosts.{key}.probe.status")
+    return doc
 
 
 def load_host_checks(session: Session) -> dict[str, HostCheck]:
     """Every host's check in ``host-check.toml``, by :attr:`HostKey.key`, oldest first (D8).
 
-    An entry a hand edit left without a hostname or time is left out.
-
     Raises:
-        BadInput: the file is unreadable or not TOML.
+        BadInput: the file is unreadable, not TOML, or a value is not of its kind (an
+            entry without a hostname, ``checked_at = "yesterday"``), with file and field:
+            said by ``show``, refused by ``check-host``, never read as "not done".
     """
-    doc = session.read_doc(HOST_CHECK_TOML)
-    hosts = doc.get("hosts")
+    hosts = _checked_doc(session).get("hosts") or {}
     out: dict[str, HostCheck] = {}
-    for key, entry in (hosts.items() if isinstance(hosts, dict) else ()):
-        check = _entry_from(entry) if isinstance(entry, dict) else None
+    for key, entry in hosts.items():
+        check = _entry_from(entry)
         if check is not None:
             out[str(key)] = check
     return out
+
+
+def _refusing(session: Session) -> dict[str, Any]:
+    """The checked document, or the refusal of a file that does not read (D8).
+
+    Why: the file may hold a person's edit; it is never replaced by a check.
+
+    Raises:
+        BadInput: as :func:`_checked_doc`, saying nothing was written.
+    """
+    try:
+        return _checked_doc(session)
+    except BadInput as exc:
+        raise _refusal(exc) from None
+
+
+def checks_before_writing(session: Session) -> dict[str, HostCheck]:
+    """:func:`load_host_checks`, refused in the words of a check that writes nothing (D8).
+
+    ``check-host`` calls it before probing, so a file that does not read is said before
+    the GPU is taken for the probe.
+
+    Raises:
+        BadInput: ``host-check.toml`` does not read; it is left as it is.
+    """
+    try:
+        return load_host_checks(session)
+    except BadInput as exc:
+        raise _refusal(exc) from None
+
+
+def _refusal(exc: BadInput) -> BadInput:
+    return BadInput(f"{exc.message}; nothing checked, nothing written: fix the file or move "
+                    "it away, then check again", path=exc.path, line=exc.line, field=exc.field)
+
+
+def _order_number(session: Session) -> str | None:
+    """The order number; ``None`` without one or when ``order.toml`` does not read.
+
+    Why: the check's order words already say why nothing was compared.
+    """
+    try:
+        return load_order(session).number
+    except BadInput:
+        return None
 
 
 def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | None) -> HostCheck:
@@ -208,20 +318,26 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
 
     The entry of ``facts.host`` in ``host-check.toml`` is replaced (atomic, 0600, under the
     session's lock); a deviation is an order event against the order number (S5); the
-    journal gets a :class:`HostCheckedRecord`.
+    journal gets a :class:`HostCheckedRecord`. A reading that looks like a secret (a GPU
+    name holding a key) is kept masked and named in :attr:`HostCheck.masked` (H-24).
 
     Raises:
-        BadInput: ``facts`` saw no GPU (nothing is recorded then), or the file is unreadable.
+        BadInput: ``facts`` saw no GPU (nothing is recorded then), or ``host-check.toml``
+            does not read (left as it is, nothing written).
     """
     if not facts.sees_gpu:
         raise BadInput(f"no GPU visible ({facts.nvml_reason or 'NVML counts none'}): nothing "
                        "checked, nothing recorded")
+    facts = mask_facts(facts)
+    masked = facts.masked
+    if probe is not None:
+        probe, in_probe = mask_probe(probe)
+        masked = tuple(dict.fromkeys((*masked, *in_probe)))
     with session.locked(f"writing {HOST_CHECK_TOML}"):
+        doc = _refusing(session)  # first: a file that does not read is never replaced
         deviation, words = compare_facts(session, facts)
-        check = HostCheck(facts, probe, load_order(session).number, deviation, words)
-        doc = session.read_doc(HOST_CHECK_TOML)
-        old = doc.get("hosts")
-        hosts: dict[str, Any] = {k: v for k, v in (old.items() if isinstance(old, dict) else ())
+        check = HostCheck(facts, probe, _order_number(session), deviation, words, masked)
+        hosts: dict[str, Any] = {k: v for k, v in (doc.get("hosts") or {}).items()
                                  if k != facts.host.key}
         hosts[facts.host.key] = _entry_doc(check)
         session.write_doc(HOST_CHECK_TOML, {"schema": 1, "hosts": hosts})
@@ -240,6 +356,7 @@ def due_on_open(session: Session, host: HostKey, *, probe: bool) -> bool:
     hostname (a reboot). A session checked only on other machines is a copy elsewhere
     (a pulled copy at home): never checked on open there; ``check-host`` still can.
     """
+    host = mask_host(host)  # the key as it was written
     checks = load_host_checks(session)
     mine = checks.get(host.key)
     if mine is not None:
@@ -267,7 +384,7 @@ def check_on_open(session: Session, *, nvml: Any | None = None, host: HostKey | 
     facts = read_host_facts(nvml, host=host)
     if not facts.sees_gpu:
         return None
-    earlier = load_host_checks(session).get(host.key)
+    earlier = load_host_checks(session).get(facts.host.key)
     result = probe() if probe is not None else (earlier.probe if earlier else None)
     return record_host_check(session, facts, result)
 
@@ -317,6 +434,8 @@ def check_lines(check: HostCheck) -> list[str]:
     out = [f"host {f.host.hostname} (boot {f.host.boot_id or 'unknown'}), checked "
            f"{f.checked_at.isoformat(timespec='seconds')}, driver {f.driver_version or 'unknown'}",
            f"order: {check.order_words}"]
+    if check.masked:
+        out.append("kept masked (they looked like a secret): " + "; ".join(check.masked))
     for g in f.gpus:
         out.append(_gpu_line(g))
         if g.processes:
@@ -338,7 +457,7 @@ def deviation_words(session: Session) -> list[str]:
 
 
 __all__ = [
-    "HOST_CHECK_TOML", "HostCheck", "check_on_open", "compare_facts", "due_on_open",
-    "check_lines", "deviation_words", "load_host_checks", "probe_words",
+    "HOST_CHECK", "HOST_CHECK_TOML", "HostCheck", "check_on_open", "compare_facts", "due_on_open",
+    "check_lines", "checks_before_writing", "deviation_words", "load_host_checks", "probe_words",
     "record_host_check",
 ]

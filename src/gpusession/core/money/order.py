@@ -47,7 +47,8 @@ _R = TypeVar("_R")
 __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",
     "OrderState", "check_amount", "amounts_match", "load_order", "save_order", "set_order",
-    "new_payment_order", "record_event", "compare_with_order", "record_deviation",
+    "new_payment_order", "record_event", "compare_with_order", "compare_order",
+    "OrderComparison", "record_deviation",
     "ordered_memory_gb", "memory_deviation", "MEMORY_TOLERANCE",
 ]
 
@@ -519,7 +520,23 @@ def record_event(
     return warnings
 
 
-def compare_with_order(
+@dataclass(frozen=True)
+class OrderComparison:
+    """What was observed against the order (S5, D8).
+
+    Attributes:
+        deviation: the deviation in words, ready to quote against the order number;
+            ``None`` when nothing compared differs.
+        not_compared: one phrase per figure that could not be compared, and why
+            (``"count not compared: GPUs per lot of A100 80GB not in the rates file"``):
+            never a deviation, never recorded against the order.
+    """
+
+    deviation: str | None
+    not_compared: tuple[str, ...] = ()
+
+
+def compare_order(
     state: OrderState,
     rates: Rates,
     observed_gpu_model: str | None,
@@ -527,12 +544,14 @@ def compare_with_order(
     *,
     package: Package | None = None,
     observed_memory_bytes: int | None = None,
-) -> str | None:
-    """The deviation between what was observed and the order, or ``None`` if none (S5, D8).
+) -> OrderComparison:
+    """Compare what was observed with the order: model, count, memory (S5, D8).
 
-    Expected GPU count = lots × GPUs per lot (rates file). Without a recorded order the
-    session's ``package`` (GPU model, lots) is the reference, and the message says that
-    no order number is recorded yet. A value not observed (``None``) is not compared.
+    Expected GPU count = lots × GPUs per lot (rates file, else the order's saved figure);
+    when neither knows it, the count is not compared and says so (it is no deviation: the
+    rates file is what is missing, not a GPU). Without a recorded order the session's
+    ``package`` (GPU model, lots) is the reference, and the message says that no order
+    number is recorded yet. A value not observed (``None``) is not compared.
     ``observed_memory_bytes`` (the smallest GPU's total, bytes) is compared with the
     memory the ordered model names (:func:`ordered_memory_gb`), when it names one.
 
@@ -553,23 +572,42 @@ def compare_with_order(
         raise BadInput("no order recorded; record it with `gpusession order NAME set` before "
                        "comparing the GPU seen with it", field="order")
     problems: list[str] = []
+    unknown: list[str] = []
     if observed_gpu_model is not None and not model_matches(model, observed_gpu_model):
         problems.append(f"GPU model seen {shown(observed_gpu_model)}, ordered {shown(model)}")
     rate = rates.find(model)
     per_lot = rate.gpus_per_lot if rate is not None else per_lot_saved
     if observed_gpu_count is not None and lots is not None:
         if per_lot is None:
-            problems.append(f"GPU count seen {observed_gpu_count}, expected count unknown: "
-                            f"GPUs per lot of {model} {NOT_IN_RATES}")
+            unknown.append(f"count not compared: GPUs per lot of {model} {NOT_IN_RATES}")
         elif observed_gpu_count != lots * per_lot:
             problems.append(f"GPU count seen {observed_gpu_count}, ordered {lots} lot(s) × "
                             f"{per_lot} GPU(s) per lot = {lots * per_lot}")
     memory = memory_deviation(model, observed_memory_bytes)
     if memory is not None:
         problems.append(memory)
-    if not problems:
-        return None
-    return f"deviation from {ref}: " + "; ".join(problems)
+    deviation = f"deviation from {ref}: " + "; ".join(problems) if problems else None
+    return OrderComparison(deviation, tuple(unknown))
+
+
+def compare_with_order(
+    state: OrderState,
+    rates: Rates,
+    observed_gpu_model: str | None,
+    observed_gpu_count: int | None,
+    *,
+    package: Package | None = None,
+    observed_memory_bytes: int | None = None,
+) -> str | None:
+    """The deviation of :func:`compare_order`, or ``None`` if none (S5, D8).
+
+    A figure that could not be compared is no deviation (see :func:`compare_order`).
+
+    Raises:
+        BadInput: neither an order nor a package GPU model to compare with.
+    """
+    return compare_order(state, rates, observed_gpu_model, observed_gpu_count, package=package,
+                         observed_memory_bytes=observed_memory_bytes).deviation
 
 
 _MEMORY_RE = re.compile(r"(?<![0-9])([0-9]{1,4})\s*GB\b", re.IGNORECASE)

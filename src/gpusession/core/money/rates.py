@@ -73,16 +73,62 @@ def _model_words(name: str) -> list[str]:
     return re.sub(r"[^a-z0-9]+", " ", text).split()
 
 
-def model_matches(ordered: str, observed: str) -> bool:
-    """True when every word of the ordered model is in the observed name (S5).
+#: Words of a GPU name that never tell two cards apart, so an order written without
+#: them matches what NVML reports (S5, D8). Each was decided on real names:
+#: - vendor and brand: ``NVIDIA``, ``GeForce``, ``Tesla``, ``Quadro``, ``RTX``, ``GTX``
+#:   (``"RTX A5000"`` is sold as ``"A5000"``; ``"Quadro RTX 5000"`` and ``"RTX 5000 Ada"``
+#:   still differ, by ``Ada``);
+#: - form factor and memory kind: ``SXM``…``SXM6``, ``PCIe``, ``HBM2``…``HBM3e``
+#:   (``"A100-SXM4-80GB"`` is the order ``"A100 80GB"``);
+#: - filler: ``GPU``, ``Generation`` (NVML: ``"NVIDIA RTX 5000 Ada Generation"``).
+#: Memory sizes (``80GB``, ``80G``, ``24 GB``) are dropped too: memory is compared on its
+#: own, against the reading (:func:`gpusession.core.money.order.memory_deviation`).
+#: Every other word counts: a trailing ``D``, ``Ti``, ``SUPER``, ``S``, ``Ada``, ``NVL``,
+#: ``SFF``, ``Laptop`` or ``Max-Q`` is another card (``"L40"`` is not ``"L40S"``).
+_NEUTRAL_WORDS = frozenset({
+    "nvidia", "geforce", "tesla", "quadro", "rtx", "gtx",
+    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie",
+    "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gpu", "generation",
+})
+_MEMORY_WORD_RE = re.compile(r"[0-9]+(gb|gib|g)")
+_MEMORY_UNITS = frozenset({"gb", "gib", "g"})
 
-    ``"RTX A5000"`` matches ``"NVIDIA RTX A5000"``, ``"H100"`` matches
-    ``"NVIDIA H100 80GB HBM3"``; ``"H100"`` does not match ``"A100"``. Used by both the
-    order comparison and the checklist's order-match evidence, so they agree.
+
+def model_identity(name: str) -> str:
+    """The part of a GPU name that tells the card, as one comparable string (S5, D8).
+
+    Case-folded words of letters and digits, less the words of :data:`_NEUTRAL_WORDS` and
+    memory sizes, joined without spaces, so ``"RTX 4090D"`` is ``"RTX 4090 D"``.
+
+    Args:
+        name: a model as ordered or as NVML names it (``"NVIDIA H100 80GB HBM3"``).
+
+    Returns:
+        e.g. ``"h100"``, ``"4090d"``, ``"5000ada"``; ``""`` when nothing is left.
     """
-    want = _model_words(ordered)
-    have = set(_model_words(observed))
-    return bool(want) and all(w in have for w in want)
+    words = re.sub(r"[^a-z0-9]+", " ", name.casefold()).split()
+    kept: list[str] = []
+    for i, w in enumerate(words):
+        unit_follows = i + 1 < len(words) and words[i + 1] in _MEMORY_UNITS
+        if w in _NEUTRAL_WORDS or _MEMORY_WORD_RE.fullmatch(w) or (w.isdigit() and unit_follows):
+            continue
+        if w in _MEMORY_UNITS and i > 0 and words[i - 1].isdigit():
+            continue  # the unit of "24 GB"
+        kept.append(w)
+    return "".join(kept)
+
+
+def model_matches(ordered: str, observed: str) -> bool:
+    """True when the ordered model and the observed name are the same card (S5, D8).
+
+    Compared by :func:`model_identity`: vendor and brand words, form factor and memory
+    sizes aside, every word counts. ``"H100-SXM5-80G"`` matches ``"NVIDIA H100 80GB
+    HBM3"``, ``"RTX 4090 24 GB"`` matches ``"NVIDIA GeForce RTX 4090"``; ``"RTX 4090"``
+    does not match ``"NVIDIA GeForce RTX 4090 D"``, nor ``"H100"`` ``"NVIDIA H200"``. Used
+    by both the order comparison and the checklist's order-match evidence, so they agree.
+    """
+    want = model_identity(ordered)
+    return bool(want) and want == model_identity(observed)
 
 
 # -- rates (K7) ---------------------------------------------------------------------
