@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
             "incomplete; or output cut short because its reader closed, as `| head` does), "
             "2 bad input, 3 corpus rejected (validate) or retrieved copy "
             "differs (verify-copy) or sessions not ranked because their work differs "
-            "(compare) or the GPU found differs from the order (check-host), 129 / 130 / 143 a run ended at once by SIGHUP / a "
+            "(compare) or the GPU found differs from the order (check-host), 4 run not started: past "
+            "the session limit, 129 / 130 / 143 a run ended at once by SIGHUP / a "
             "second Ctrl-C / SIGTERM."
         ),
     )
