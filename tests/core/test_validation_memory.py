@@ -89,3 +89,30 @@ def test_validating_an_output_takes_at_most_twice_its_size_in_memory(tmp_path: P
     assert extra <= 2 * size + MARGIN_BYTES, (
         f"validating a {size / 1e6:.1f} MB output took {extra / 1e6:.1f} MB ({extra / size:.2f}x its size)"
     )
+
+
+READ_CHILD = r"""
+import re, sys
+from pathlib import Path
+from gpusession.core.files.textio import MAX_LINE_BYTES, read_bytes
+
+def status(key):
+    return int(re.search(key + r":\s+(\d+)", Path("/proc/self/status").read_text()).group(1)) * 1024
+
+before = status("VmRSS")
+Path("/proc/self/clear_refs").write_text("5")
+data = read_bytes(Path(sys.argv[1]), max_line_bytes=MAX_LINE_BYTES)
+print(len(data), status("VmHWM") - before)
+"""
+
+
+@pytest.mark.skipif(not _peak_can_be_measured(), reason="needs Linux's /proc/self/clear_refs to reset the peak RSS")
+def test_reading_an_output_under_the_line_bound_holds_its_bytes_once(tmp_path: Path) -> None:
+    output = tmp_path / "output.jsonl"
+    output.write_bytes(b'{"id": "s00000001", "label": "class_01"}\n' * 1_000_000)  # 41 MB
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    got = subprocess.run([sys.executable, "-c", READ_CHILD, str(output)], capture_output=True, text=True, env=env,
+                         timeout=120, check=True)
+    n_bytes, extra = map(int, got.stdout.split())
+    assert n_bytes == output.stat().st_size
+    assert extra <= n_bytes + 8 * 1024 * 1024, f"reading {n_bytes / 1e6:.1f} MB took {extra / 1e6:.1f} MB"
