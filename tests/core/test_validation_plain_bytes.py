@@ -25,7 +25,7 @@ PIECES = [
 
 def _text_route(data: bytes, monkeypatch: pytest.MonkeyPatch) -> read.ParsedRecords:
     with monkeypatch.context() as mp:
-        mp.setattr(read_jsonl, "_is_plain_text", lambda _data: False)
+        mp.setattr(read_jsonl, "is_plain_text", lambda _data: False)
         return parse_jsonl(data)
 
 

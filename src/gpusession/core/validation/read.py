@@ -14,6 +14,7 @@ ends are tolerated and noted.
 from __future__ import annotations
 
 import bisect
+import codecs
 import csv
 import io
 import unicodedata
@@ -22,13 +23,14 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.files.textio import decode_lenient
+from gpusession.core.files.textio import BOM_BYTES, decode_lenient
 from gpusession.core.files.textio import printable as _printable
 
 #: The columns of a parsed output: 1-based line, ID, label, first problem (null = fine).
 RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.String, "problem": pl.String}
 EXCERPT_CHARS = 120
 _BLOCK_BYTES = 1024 * 1024
+_UTF8_PIECE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -195,6 +197,29 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def is_plain_text(data: bytes) -> bool:
+    """Whether ``data`` is exactly the text :func:`decode_text` would give, with no notes.
+
+    Not empty, valid UTF-8 (checked in 8 MiB pieces, each decoded piece dropped at once),
+    no BOM, no CR anywhere, no empty line at the very end: then line *i* of the bytes is
+    line *i* of the text, and every count made on the bytes is the text's; so an output
+    is read from its bytes with no decoded copy beside them (V4, V8: memory).
+    """
+    if not data or data.startswith(BOM_BYTES) or data.endswith(b"\n\n") or b"\r" in data:
+        return False
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with memoryview(data) as view:
+        try:
+            for start in range(0, len(data), _UTF8_PIECE_BYTES):
+                decoder.decode(view[start: start + _UTF8_PIECE_BYTES])
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:

@@ -14,7 +14,6 @@ exactly what is wrong; past :data:`EXACT_LIMIT` such lines the rest get a generi
 
 from __future__ import annotations
 
-import codecs
 import io
 import json
 import threading
@@ -22,13 +21,13 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.files.textio import BOM_BYTES
 from gpusession.core.validation.read import (
     RECORD_SCHEMA,
     ParsedRecords,
     RawLines,
     decode_text,
     excerpt,
+    is_plain_text,
     split_lines,
 )
 
@@ -40,7 +39,6 @@ _LABEL_STR = r'"label"\s*:\s*"'
 _LEAF = 32  # bisection stops at blocks this small and parses their lines one by one
 #: Lines parsed one by one with :mod:`json` at most; later odd lines get a generic reason.
 EXACT_LIMIT = 20_000
-_UTF8_PIECE_BYTES = 8 * 1024 * 1024
 
 
 def parse_jsonl(data: bytes) -> ParsedRecords:
@@ -48,14 +46,14 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
 
     Extra fields are allowed and ignored. A record's ID must be a JSON string; an ID
     given as a number (``{"id": 7}``) is a format problem and does not count as an ID.
-    A file whose bytes are exactly its text (:func:`_is_plain_text`) is read from them,
+    A file whose bytes are exactly its text (:func:`~gpusession.core.validation.read.is_plain_text`) is read from them,
     and no decoded copy is made unless the careful path needs it: the memory of a clean
     1 GB output is its bytes and polars' records, not three copies of the file.
 
     Returns:
         The records with a problem per bad line; never raises for bad content.
     """
-    plain = _is_plain_text(data)
+    plain = is_plain_text(data)
     if plain and (fast := _jsonl_fast(data)) is not None:
         return ParsedRecords(records=fast, raw=RawLines(data))
     text, notes, bad_utf8 = decode_text(data)
@@ -86,28 +84,6 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
         )
     parsed.records = records
     return parsed
-
-
-def _is_plain_text(data: bytes) -> bool:
-    """Whether ``data`` is exactly the text :func:`decode_text` would give, with no notes.
-
-    Not empty, valid UTF-8 (checked in 8 MiB pieces, each decoded piece dropped at once),
-    no BOM, no CR anywhere, no empty line at the very end: then line *i* of the bytes is
-    line *i* of the text, and every count made on the bytes is the text's.
-    """
-    if not data or data.startswith(BOM_BYTES) or data.endswith(b"\n\n") or b"\r" in data:
-        return False
-    if data.isascii():
-        return True
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    with memoryview(data) as view:
-        try:
-            for start in range(0, len(data), _UTF8_PIECE_BYTES):
-                decoder.decode(view[start: start + _UTF8_PIECE_BYTES])
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            return False
-    return True
 
 
 def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
