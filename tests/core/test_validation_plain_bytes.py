@@ -66,3 +66,22 @@ def test_v4_raw_lines_are_the_lines_of_the_text(text: str, block: int) -> None:
         lines, raw = split_lines(text), RawLines(text.encode("utf-8"))
         assert [raw.line(n) for n in range(1, len(lines) + 1)] == lines
         assert raw.line(0) == raw.line(len(lines) + 1) == ""
+
+
+CSV_LINES = [b"a1,x", b"b\xc3\xa9,y", b'"c\nd",y', b'"e,1",z', b",", b"", b"f", b"\xe9,x", b'"g",\xe2\x80\x83', b"h,x,extra"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.sampled_from(CSV_LINES), max_size=8), start=st.sampled_from([b"", b"\xef\xbb\xbf"]),
+       header=st.sampled_from([b"id,label", b"id,lab", b"", b" "]), final_newlines=st.integers(min_value=0, max_value=2))
+def test_v4_a_plain_csv_output_read_from_its_bytes_reads_as_its_text(
+        lines: list[bytes], start: bytes, header: bytes, final_newlines: int,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = start + b"\n".join([header, *lines]) + b"\n" * final_newlines
+    got = read.parse_csv(data)
+    with monkeypatch.context() as mp:
+        mp.setattr(read, "is_plain_text", lambda _data: False)
+        want = read.parse_csv(data)
+    assert got.records.equals(want.records)
+    assert (got.notes, got.file_problems, got.non_utf8_lines) == (want.notes, want.file_problems, want.non_utf8_lines)
+    assert [got.line_text(n) for n in range(0, len(lines) + 4)] == [want.line_text(n) for n in range(0, len(lines) + 4)]

@@ -17,6 +17,7 @@ import bisect
 import codecs
 import csv
 import io
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,9 @@ RECORD_SCHEMA: dict[str, Any] = {"line": pl.Int64, "id": pl.String, "label": pl.
 EXCERPT_CHARS = 120
 _BLOCK_BYTES = 1024 * 1024
 _UTF8_PIECE_BYTES = 8 * 1024 * 1024
+#: A byte that is never part of blank text: ASCII, neither whitespace nor a separator
+#: (``str.strip`` also strips U+001C-U+001F and non-ASCII spaces).
+_NOT_BLANK = re.compile(rb"[^\s\x1c-\x1f\x80-\xff]")
 
 
 @dataclass
@@ -240,7 +244,7 @@ def decode_text(data: bytes) -> tuple[str, list[str], dict[int, str]]:
     return text, notes, {n: b.words() for n, b in decoded.bad_lines.items()}
 
 
-def record_start_lines(text: str, n_records: int, *, separator: str = ",") -> pl.Series:
+def record_start_lines(text: str | bytes, n_records: int, *, separator: str = ",") -> pl.Series:
     """The physical line where each CSV record after the header starts (1-based, H-28).
 
     A quoted cell may span lines, so a record's number is not its line: an error about
@@ -249,7 +253,8 @@ def record_start_lines(text: str, n_records: int, *, separator: str = ",") -> pl
     standard library's CSV reader, which quotes as polars does, counts them.
 
     Args:
-        text: the decoded CSV text (header first).
+        text: the decoded CSV text (header first), or bytes that are exactly that text
+            (:func:`is_plain_text`; decoded only when a cell spans lines).
         n_records: the records polars read after the header.
         separator: the cell separator (``","``; a tab for TSV).
 
@@ -258,8 +263,14 @@ def record_start_lines(text: str, n_records: int, *, separator: str = ",") -> pl
         disagree on the record count (a file polars read and ``csv`` did not).
     """
     plain = pl.int_range(2, n_records + 2, dtype=pl.Int64, eager=True)
-    if text.count("\n") + (not text.endswith("\n")) <= n_records + 1 or '"' not in text:
+    if isinstance(text, bytes):
+        n_lines, quoted = text.count(b"\n") + (not text.endswith(b"\n")), b'"' in text
+    else:
+        n_lines, quoted = text.count("\n") + (not text.endswith("\n")), '"' in text
+    if n_lines <= n_records + 1 or not quoted:
         return plain.alias("line")
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator)
     starts: list[int] = []
     end = 0
@@ -281,14 +292,20 @@ def parse_csv(data: bytes) -> ParsedRecords:
         The records (line = row + 1 for the header, exact when no cell spans lines);
         unreadable files give a file problem, never an exception.
     """
-    text, notes, bad_utf8 = decode_text(data)
-    parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
-    parsed.non_utf8_lines = len(bad_utf8)
-    if text.strip() == "":
-        parsed.file_problems.append("the file is empty: no header, no records")
-        return parsed
+    if is_plain_text(data) and _NOT_BLANK.search(data):  # read from its bytes, no decoded copy
+        text: str | bytes = data
+        parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), raw=RawLines(data))
+        bad_utf8: dict[int, str] = {}
+    else:
+        text, notes, bad_utf8 = decode_text(data)
+        parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
+        parsed.non_utf8_lines = len(bad_utf8)
+        if text.strip() == "":
+            parsed.file_problems.append("the file is empty: no header, no records")
+            return parsed
     try:
-        frame = pl.read_csv(io.BytesIO(text.encode("utf-8")), infer_schema=False, has_header=True)
+        frame = pl.read_csv(io.BytesIO(text if isinstance(text, bytes) else text.encode("utf-8")),
+                            infer_schema=False, has_header=True)
     except Exception as exc:  # noqa: BLE001 - polars says why; we report it
         parsed.file_problems.append(f"not readable as CSV: {str(exc).splitlines()[0]}")
         return parsed
