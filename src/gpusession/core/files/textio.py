@@ -228,34 +228,76 @@ def _too_long(path: Path, max_line_bytes: int, line: int) -> BadInput:
 def _read_limited(fh: FileIO, path: Path, max_line_bytes: int) -> bytes:
     """Read ``fh`` whole, refusing a line longer than ``max_line_bytes`` as soon as seen.
 
-    Per chunk, a few C calls and no Python loop over lines (a million-line output costs
-    39 ``find`` pairs, not two million): the line carried over from the earlier chunks
-    is bounded with the chunk's first and last newline; the lines wholly inside a chunk
-    can only pass the bound when it is shorter than a chunk, and then one regular
-    expression over the chunk finds a run of more than ``max_line_bytes`` bytes that
-    holds no newline. Line numbers are counted only for the error.
+    A file that can be read again (a regular file) is read twice, so that its bytes are
+    held once -- a list of chunks joined at the end held them twice, a 1 GB output
+    taking 2 GB just to be read: a first pass reads 1 MiB chunks and drops them,
+    refusing a long line before the rest is read (a file of one endless line cannot
+    fill the memory); then the file is read whole in one allocation and the bound is
+    checked again on those very bytes (the file may have changed in between). A stream
+    that cannot be read again keeps its chunks and joins them. Per chunk, a few C calls
+    and no Python loop over lines (:class:`_LineBound`).
     """
-    chunks: list[bytes] = []
-    carried = 0  # bytes of the line in progress, read in earlier chunks
-    inside = re.compile(rb"(?m)^[^\n]{%d}" % (max_line_bytes + 1)) if max_line_bytes < _CHUNK_BYTES else None
-
-    def refused(chunk: bytes, offset: int) -> BadInput:  # the line holding byte ``offset`` of ``chunk``
-        line = sum(c.count(b"\n") for c in chunks) + chunk.count(b"\n", 0, offset) + 1
-        return _too_long(path, max_line_bytes, line)
-
+    bound = _LineBound(path, max_line_bytes)
+    kept: list[bytes] | None = None if _rereadable(fh) else []
+    lines_before = 0  # newlines in the earlier chunks, counted for the error's line
     while chunk := fh.read(_CHUNK_BYTES):
-        first = chunk.find(b"\n")
-        if carried + (len(chunk) if first < 0 else first) > max_line_bytes:
-            raise refused(chunk, 0)
+        bound.check(chunk, 0, len(chunk), lines_before)
+        lines_before += chunk.count(b"\n")
+        if kept is not None:
+            kept.append(chunk)
+    if kept is not None:
+        return b"".join(kept)
+    fh.seek(0)
+    data = fh.readall()
+    bound.carried = 0
+    for start in range(0, len(data), _CHUNK_BYTES):
+        bound.check(data, start, min(start + _CHUNK_BYTES, len(data)), 0)
+    return data
+
+
+def _rereadable(fh: FileIO) -> bool:
+    """Whether ``fh`` can be read again from its start (a regular file can; a fake stream may not)."""
+    try:
+        return bool(fh.seekable())
+    except (AttributeError, OSError):
+        return False
+
+
+class _LineBound:
+    """The line-length bound over consecutive windows of a file (:func:`_read_limited`).
+
+    The line carried over from the earlier windows is bounded with the window's first
+    newline; the lines wholly inside a window can only pass the bound when it is shorter
+    than a window, and then one regular expression over the window finds a run of more
+    than ``max_line_bytes`` bytes that holds no newline.
+    """
+
+    def __init__(self, path: Path, max_line_bytes: int) -> None:
+        self.path, self.max_line_bytes = path, max_line_bytes
+        self.carried = 0  # bytes of the line in progress, read in earlier windows
+        self.inside = (re.compile(rb"(?m)^[^\n]{%d}" % (max_line_bytes + 1))
+                       if max_line_bytes < _CHUNK_BYTES else None)
+
+    def check(self, buf: bytes | bytearray, start: int, end: int, lines_before: int) -> None:
+        """Check ``buf[start:end]``, the window after the earlier ones.
+
+        Raises:
+            BadInput: a line longer than the bound (:func:`_too_long`), its 1-based line
+                counted as ``lines_before`` plus the newlines of ``buf`` before it.
+        """
+        first = buf.find(b"\n", start, end)
+        if self.carried + ((end - start) if first < 0 else first - start) > self.max_line_bytes:
+            raise self._refused(buf, start, lines_before)
         if first < 0:
-            carried += len(chunk)
-        else:
-            # Without ``inside`` (a chunk no longer than the bound) no line inside passes it.
-            if inside is not None and (m := inside.search(chunk, first + 1)):
-                raise refused(chunk, m.start())
-            carried = len(chunk) - chunk.rfind(b"\n") - 1
-        chunks.append(chunk)
-    return b"".join(chunks)
+            self.carried += end - start
+            return
+        # Without ``inside`` (a window no longer than the bound) no line inside passes it.
+        if self.inside is not None and (m := self.inside.search(buf, first + 1, end)):
+            raise self._refused(buf, m.start(), lines_before)
+        self.carried = end - buf.rfind(b"\n", start, end) - 1
+
+    def _refused(self, buf: bytes | bytearray, offset: int, lines_before: int) -> BadInput:
+        return _too_long(self.path, self.max_line_bytes, lines_before + buf.count(b"\n", 0, offset) + 1)
 
 
 def bad_byte_at(raw: bytes, offset: int) -> BadByte:

@@ -24,8 +24,10 @@ import polars as pl
 from gpusession.core.validation.read import (
     RECORD_SCHEMA,
     ParsedRecords,
+    RawLines,
     decode_text,
     excerpt,
+    is_plain_text,
     split_lines,
 )
 
@@ -44,10 +46,16 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
 
     Extra fields are allowed and ignored. A record's ID must be a JSON string; an ID
     given as a number (``{"id": 7}``) is a format problem and does not count as an ID.
+    A file whose bytes are exactly its text (:func:`~gpusession.core.validation.read.is_plain_text`) is read from them,
+    and no decoded copy is made unless the careful path needs it: the memory of a clean
+    1 GB output is its bytes and polars' records, not three copies of the file.
 
     Returns:
         The records with a problem per bad line; never raises for bad content.
     """
+    plain = is_plain_text(data)
+    if plain and (fast := _jsonl_fast(data)) is not None:
+        return ParsedRecords(records=fast, raw=RawLines(data))
     text, notes, bad_utf8 = decode_text(data)
     parsed = ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), notes=notes, text=text)
     parsed.non_utf8_lines = len(bad_utf8)
@@ -56,8 +64,8 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
             "the file is empty: no records" if not text else "the file holds only blank lines: no records"
         )
         return parsed
-    raw = data if not notes else None
-    fast = None if bad_utf8 else _jsonl_fast(text, raw)
+    # the plain bytes were already tried; else the text (BOM, end lines dropped), encoded
+    fast = None if plain or bad_utf8 or "\r" in text else _jsonl_fast(text.encode("utf-8"))
     records = fast if fast is not None else _jsonl_slow(parsed)
     if bad_utf8:
         fix = pl.DataFrame(
@@ -78,23 +86,22 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
     return parsed
 
 
-def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
+def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
     """The clean-file path: no Python work per line. ``None`` when the file is not clean.
 
-    ``raw`` is the file's bytes when they equal ``text`` encoded (no BOM, no CRLF), to
-    save a copy. An empty or blank line needs no search of its own: polars skips it, so
-    the file then holds fewer records than lines (each record takes at least a line,
-    and two objects on one line are refused), and the careful path reports it.
+    ``raw`` is the text encoded (the file's bytes when they are exactly its text). An
+    empty or blank line needs no search of its own: polars skips it, so the file then
+    holds fewer records than lines (each record takes at least a line, and two objects
+    on one line are refused), and the careful path reports it.
     """
-    if "\r" in text:
+    if b"\r" in raw:
         return None
-    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
     # polars parses on a thread (releasing the GIL at once) while this one makes the
     # byte counts (Python methods holding it), so the proof below costs next to nothing
     # on a machine with two cores.
     read: list[pl.DataFrame] = []
-    source = io.BytesIO(raw if raw is not None else text.encode("utf-8"))
-    parsing = threading.Thread(target=_read_into, args=(source, read), daemon=True)
+    parsing = threading.Thread(target=_read_into, args=(io.BytesIO(raw), read), daemon=True)
     parsing.start()
     literal = _literal_counts_ok(raw, n_lines)
     parsing.join()
@@ -105,7 +112,7 @@ def _jsonl_fast(text: str, raw: bytes | None) -> pl.DataFrame | None:
         return None
     # Every line has a top-level string id and label; prove there is no second key and
     # that no value was a number (or true/false) that polars turned into a string.
-    if not (literal or _regex_counts_ok(text, n_lines)):
+    if not (literal or _regex_counts_ok(raw, n_lines)):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
@@ -120,15 +127,13 @@ def _read_into(source: io.BytesIO, out: list[pl.DataFrame]) -> None:
         return
 
 
-def _literal_counts_ok(raw: bytes | None, n_lines: int) -> bool:
+def _literal_counts_ok(raw: bytes, n_lines: int) -> bool:
     """The usual spellings (``"id": "`` and ``"id":"``), counted as bytes: cheap.
 
     Every line has a top-level key (polars decoded a value for it), so exactly
     ``n_lines`` occurrences of ``"id"`` anywhere mean one per line, that key; and as
     many followed by ``: "`` or ``:"`` mean each value is a JSON string.
     """
-    if raw is None:
-        return False
     for key in (b'"id"', b'"label"'):
         if raw.count(key) != n_lines:
             return False
@@ -138,9 +143,9 @@ def _literal_counts_ok(raw: bytes | None, n_lines: int) -> bool:
     return True
 
 
-def _regex_counts_ok(text: str, n_lines: int) -> bool:
+def _regex_counts_ok(raw: bytes, n_lines: int) -> bool:
     """Any spacing: one key per line, each followed by a string (polars regex)."""
-    whole = pl.DataFrame({"t": [text]}, schema={"t": pl.String})
+    whole = pl.DataFrame({"t": [raw.decode("utf-8")]}, schema={"t": pl.String})
     counts = whole.select(
         pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
     ).row(0)
