@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -34,7 +35,13 @@ def test_d8_probe_worker_that_prints_nothing_is_a_failure_in_words(monkeypatch: 
     def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(cmd, 1, "", "RuntimeError: CUDA error: no kernel image\n")
 
+    real_find_spec = importlib.util.find_spec
+
+    def torch_found(name: str, *a: object) -> object:  # the worker is faked: no torch needed here
+        return object() if name == "torch" else real_find_spec(name, *a)  # type: ignore[arg-type]
+
     monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(importlib.util, "find_spec", torch_found)
     r = hostprobe.run_probe()
     assert r == ProbeResult("failed", "probe failed: RuntimeError: CUDA error: no kernel image")
 
