@@ -421,11 +421,20 @@ class Session:
         """How many times the journal ended each run, so a results row copied by hand counts once.
 
         An unreadable journal (or one that is no plain file, never waited on) judges no row.
+        Why a cache: every read of the results CSV asks, and the journal only grows, so
+        the counts are read again only when its size, mtime or inode changed.
         """
         try:
-            return run_end_counts(read_plain(self.journal_path))
+            st = self.journal_path.stat()
+            sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+            cached = getattr(self, "_run_ends_cache", None)
+            if cached is not None and cached[0] == sig:
+                return cached[1]
+            ends = run_end_counts(read_plain(self.journal_path))
         except (OSError, BadInput):
             return {}
+        self._run_ends_cache = (sig, ends)
+        return ends
 
     @property
     def runs_dir(self) -> Path:
