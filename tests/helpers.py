@@ -61,7 +61,7 @@ def digest(folder: Path) -> dict[str, str]:
     }
 
 
-#: The ids of docs/rules.md (V1–V8, R1–R10, M1–M5, C1–C5, K1–K7, S1–S7, D1–D9) and
+#: The ids of docs/rules.md (V1–V8, R1–R11, M1–M5, C1–C5, K1–K7, S1–S7, D1–D9) and
 #: H-01…H-38. GPU names (A5000, H100, V100) do not match: a letter then one or two
 #: digits, alone.
 #: Also section references (``G§2``, ``§4``) and seed documents (``seed 003``): a rule

@@ -8,6 +8,7 @@ distinct accepted corpora; K1, K3, K4, K7) are assembled only by
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(*args, **kw)
 
     monkeypatch.setattr(cost, "session_cost_inputs", recording)
+    for module in list(sys.modules.values()):  # and where a caller imported it at its top
+        if (getattr(module, "__name__", "") or "").startswith("gpusession.") \
+                and getattr(module, "session_cost_inputs", None) is real:
+            monkeypatch.setattr(module, "session_cost_inputs", recording)
     return callers
 
 

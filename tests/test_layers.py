@@ -86,3 +86,36 @@ def test_the_length_check_finds_a_long_function(tmp_path: Path) -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(81))
     (tmp_path / "m.py").write_text(f"def long():\n{body}\n\n\ndef short():\n    return 1\n")
     assert long_functions(tmp_path) == [f"{tmp_path / 'm.py'}:1 long (82 lines)"]
+
+
+#: The longest a class of the run engine may be; the runner itself holds only the
+#: schedule, the stops and the worker lifetimes (what a run records is the recorder's).
+MAX_CLASS_LINES = 400
+MAX_RUNNER_LINES = 300
+
+
+def class_lengths(root: Path) -> dict[str, int]:
+    """``path:line name`` → lines, for every class under ``root``."""
+    import ast
+
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                out[f"{path}:{node.lineno} {node.name}"] = (node.end_lineno or node.lineno) - node.lineno + 1
+    return out
+
+
+def test_no_class_of_bench_is_over_400_lines_and_the_runner_is_at_most_300() -> None:
+    bench = Path(__file__).resolve().parents[1] / "src" / "gpusession" / "bench"
+    lengths = class_lengths(bench)
+    assert {k: n for k, n in lengths.items() if n > MAX_CLASS_LINES} == {}
+    runner = [n for k, n in lengths.items() if k.endswith(" Runner") and "/runner.py:" in k]
+    assert len(runner) == 1 and runner[0] <= MAX_RUNNER_LINES, runner
+
+
+def test_the_class_length_check_finds_a_long_class(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(401))
+    (tmp_path / "m.py").write_text(f"class Long:\n{body}\n\n\nclass Short:\n    pass\n")
+    lengths = class_lengths(tmp_path)
+    assert lengths == {f"{tmp_path / 'm.py'}:1 Long": 402, f"{tmp_path / 'm.py'}:405 Short": 2}

@@ -19,17 +19,17 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gpusession.core.files.errors import GpusessionError
+from gpusession.core.files.errors import GpusessionError, shown_field
 
 if TYPE_CHECKING:
     import argparse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every registered subcommand (:func:`gpusession.commands.parser.build_parser`)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or only ``command``'s (:func:`gpusession.commands.parser.build_parser`)."""
     from gpusession.commands.parser import build_parser as build  # not on the status path
 
-    return build()
+    return build(command)
 
 
 def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
@@ -117,18 +117,25 @@ def _stdout_to_devnull() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    from gpusession.commands.argtext import refusal
+
+    refused = refusal(args_list)  # bytes that are not UTF-8, before anything is parsed (H-40)
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return 2
     early = _early_status(args_list)
     if early is not None:
         return early
-    parser = build_parser()
-    commands = _known_commands(parser)
+    from gpusession.commands.parser import COMMAND_MODULES
+
+    commands = set(COMMAND_MODULES)
     # `gpusession` and `gpusession NAME` open the TUI; find the first positional word.
     i = 0
     while i < len(args_list):
         word = args_list[i]
         if word == "--sessions-dir":
             if i + 1 >= len(args_list):
-                parser.error("argument --sessions-dir: expected one argument (a folder)")
+                build_parser().error("argument --sessions-dir: expected one argument (a folder)")
             i += 2
             continue
         if word.startswith("--sessions-dir="):
@@ -141,13 +148,17 @@ def _main(argv: Sequence[str] | None) -> int:
         rest = args_list[i + 1 :]
         if any(not w.startswith("-") or w in ("-h", "--help") for w in rest):
             # `gpusession shwo demo` / `gpusession shwo --help`: a mistyped command
+            from gpusession.core.files.secrets import shown  # only on this error path (status)
+
             print(
-                f"gpusession: error: unknown command {args_list[i]!r}; expected one of "
+                f"gpusession: error: unknown command {shown(args_list[i])}; expected one of "
                 f"{', '.join(sorted(commands))} (to open a session: gpusession open NAME)",
                 file=sys.stderr,
             )
             return 2
         args_list.insert(i, "open")
+    # a known command builds its own module's parser only; an option first (--help) all
+    parser = build_parser(args_list[i] if args_list[i] in commands else None)
     args = parser.parse_args(args_list)
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
@@ -164,7 +175,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as exc:
         # The disk or the system refused (full disk, read-only folder, a file where a
         # folder is expected): one line, no traceback; atomic writes left old files intact.
-        where = f"{exc.filename}: " if exc.filename else ""
+        # the path masked as BadInput masks it (H-46)
+        where = f"{shown_field(str(exc.filename))}: " if exc.filename else ""
         print(f"gpusession: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
 

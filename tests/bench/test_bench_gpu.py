@@ -40,6 +40,7 @@ def test_m1_synthetic_mlp_expected_bytes_computed_beside_measurement() -> None:
     assert expected_memory(1024, 1, 64)["activation_bytes"] == 2 * 64 * 1024 * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 2, 4])
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
 def test_m1_synthetic_mlp_expected_activation_bytes_equal_the_live_tensor_peak(
@@ -78,6 +79,7 @@ def test_m1_synthetic_mlp_expected_activation_bytes_equal_the_live_tensor_peak(
     assert mode.peak <= expected_memory(64, depth, 32, precision)["activation_upper_bytes"]
 
 
+@pytest.mark.slow
 def test_m4_synthetic_mlp_on_cpu_keeps_memory_cells_empty(sessions_root: Path) -> None:
     s = Session.create(sessions_root, "m", package=Package("RTX A5000", 1, 7))
     exp = _mlp(s, "cpu", values=(64,), runs_per_variant=1, cold_runs_per_variant=0,

@@ -1,7 +1,8 @@
-"""A command workload defined without ``--device`` records "chosen by the command".
+"""A command workload's rows record "chosen by the command" unless it reports its device (R10).
 
-gpusession does not choose the device of a command (it runs a whole process), so its
-rows and the words about them say who did, never "device not recorded".
+gpusession does not choose the device of a command (it runs a whole process, and
+``--device`` is never passed to it), so its rows and the words about them say who did,
+never "device not recorded" and never a defined device as if it were applied.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_a_command_workload_without_device_records_chosen_by_the_command(
     assert "chosen by the command" in words and "not (only) on the GPU" not in words, words
 
 
-def test_a_command_workload_with_device_records_that_device(
+def test_r10_a_command_workload_defined_with_device_never_records_it_as_applied(
     capsys: pytest.CaptureFixture[str], sessions_root: Path,
 ) -> None:
     code, _, err = cli(capsys, sessions_root, "new", "dev", "--gpu", "RTX A5000", "--lots", "1",
@@ -54,8 +55,10 @@ def test_a_command_workload_with_device_records_that_device(
     assert code == 0, err
     code, out, err = cli(capsys, sessions_root, "run", "dev", "--experiment", "e", "--headless")
     assert code == 0, out + err
-    assert "environment: device cpu," in out
-    assert [r["device"] for r in _rows(sessions_root / "dev")] == ["cpu"]
+    assert "environment: device chosen by the command," in out
+    rows = _rows(sessions_root / "dev")
+    assert [r["device"] for r in rows] == [COMMAND_DEVICE], rows  # gpusession never passed cpu
+    assert "--device cpu defined, never passed to the command" in rows[0]["notes"], rows[0]["notes"]
 
 
 def test_the_memory_pane_says_the_command_chose_the_device() -> None:

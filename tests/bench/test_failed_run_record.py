@@ -153,7 +153,11 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> type[FakeWorker]:
     class Worker(FakeWorker):
         pass
 
-    monkeypatch.setattr(runner_module, "WorkerProcess", Worker)
+    class Launcher:  # what the runner starts a worker with (gpusession.bench.launch.Launcher)
+        def start(self, argv: list[str], env: dict[str, str], spec: dict[str, Any]) -> Worker:
+            return Worker(argv, env)
+
+    monkeypatch.setattr(runner_module, "default_launcher", Launcher)
     return Worker
 
 

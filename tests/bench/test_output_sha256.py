@@ -53,6 +53,7 @@ def test_v8_a_rejected_output_says_why_and_which_output(session: Session) -> Non
     assert note.endswith(f"; output sha256:{_sha(output)}")
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_v8_every_validated_row_of_a_run_names_its_archived_output(
         session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,3 +83,7 @@ def test_v8_notes_that_differ_only_by_their_output_digest_group_as_one() -> None
     assert without_output_digest(a) == without_output_digest(b) == "allocator note"
     assert without_output_digest(f"output sha256:{'c' * 64}") == ""
     assert without_output_digest("output sha256:short") == "output sha256:short"  # not a digest
+    # first in the note: the separator after it goes too, never a note that starts "; "
+    first = f"output sha256:{'d' * 64}; concurrent load at start: host CPU 95%"
+    assert without_output_digest(first) == "concurrent load at start: host CPU 95%"
+    assert without_output_digest(f"x; output sha256:{'e' * 64}; y") == "x; y"

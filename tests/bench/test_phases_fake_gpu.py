@@ -381,6 +381,7 @@ def test_r7_a_cublas_allocation_failure_gets_the_unmeasured_pass(
                          for r in after)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_r7_after_a_sticky_error_a_fresh_worker_runs_the_remaining_runs(
         sessions_root: Path, session: Any, monkeypatch: pytest.MonkeyPatch) -> None:

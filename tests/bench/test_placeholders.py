@@ -176,13 +176,14 @@ def test_h34_the_worker_fills_whole_arguments_with_plain_paths_and_the_same_in_t
         assert CORPUS not in " ".join(argv) and Path(link).read_bytes() == corpus.read_bytes()
         with _placeholder_env(spec, {"batch": 4}, out):
             assert {k: os.environ[k] for k in ENV.values()} == {
-                ENV["batch"]: "4", ENV["output"]: str(out), ENV["corpus"]: link, ENV["context"]: ""}
+                ENV["batch"]: "4", ENV["output"]: str(out), ENV["corpus"]: link, ENV["context"]: "",
+                ENV["precision"]: ""}
         assert ENV["corpus"] not in os.environ
     finally:
         remove_plain_paths(plain)
     assert environment(values)[ENV["corpus"]] == "/p/corpus.jsonl"
     assert set(ENV.values()) == {"GPUSESSION_BATCH", "GPUSESSION_OUTPUT", "GPUSESSION_CORPUS",
-                                 "GPUSESSION_CONTEXT"}
+                                 "GPUSESSION_CONTEXT", "GPUSESSION_PRECISION"}
 
 
 PWNED_CORPUS = "x;touch PWNED_by_name;#.jsonl"
@@ -412,3 +413,36 @@ def test_h34_python_c_past_an_option_value_is_refused_yet_run_anyway_creates_not
         remove_plain_paths(plain)
     assert code == 0
     assert not list(tmp_path.rglob("INJECTED")), "the corpus name ran as code"
+
+
+@pytest.mark.parametrize("argv", [
+    ["find", ".", "-exec", "{corpus}", ";"],
+    ["find", ".", "-name", "x", "-execdir", "cat", "{corpus}", "+"],
+    ["gdb", "-batch", "-ex", "{corpus}"],
+    ["gdb", "-batch", "--eval-command={corpus}", "./prog"],
+    ["vim", "-c", "{corpus}"],
+    ["nvim", "--cmd", "x", "{corpus}"],
+    ["vim", "+{corpus}"],
+    ["timeout", "5", "find", ".", "-ok", "{corpus}", ";"],
+], ids=["find-exec", "find-execdir", "gdb-ex", "gdb-eval-command", "vim-c", "nvim-cmd", "vim-plus",
+        "wrapped-find"])
+def test_smaller_programs_running_an_argument_as_code_through_an_option_are_refused(
+    argv: list[str],
+) -> None:
+    with pytest.raises(BadInput) as exc:
+        check_command(argv, field="experiments.e.params.command")
+    assert "runs its argument as code" in str(exc.value) or "code" in str(exc.value)
+
+
+@pytest.mark.parametrize("argv", [["find", "{corpus}", "-name", "x"], ["gdb", "--args", "./prog", "{corpus}"],
+                                  ["vim", "{corpus}"]])
+def test_the_same_programs_without_a_code_option_take_a_plain_path(argv: list[str]) -> None:
+    check_command(argv, field="experiments.e.params.command")
+
+
+def test_the_code_options_table_is_one_table_documented() -> None:
+    from gpusession.core.experiment.placeholders import CODE_OPTIONS
+
+    docs = (Path(__file__).parents[2] / "docs" / "rules.md").read_text()
+    for prog in ("find", "gdb", "vim"):
+        assert prog in CODE_OPTIONS and f"`{prog}`" in docs

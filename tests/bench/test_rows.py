@@ -93,7 +93,7 @@ def test_r4_run_row_takes_phase_and_warmup_from_the_worker_not_the_definition() 
 
 
 def test_r7_a_run_its_worker_died_in_carries_the_warmup_reported_and_no_verdict() -> None:
-    warm = died_run_row(_base(), EXP, WARM, {"batch-8": 2}, "incident: worker warm died during this run")
+    warm = died_run_row(_base(), EXP, WARM, {"batch-8": 2}, "worker warm died")
     assert (warm.warmup_iterations, warm.notes) == (2, "incident: worker warm died during this run")
     assert warm.elapsed_seconds is None and warm.corpus_accepted is None
     cold = died_run_row(_base(), EXP, COLD, {"batch-4": 2}, "x")
@@ -115,8 +115,8 @@ def test_r7_notes_of_a_returned_run_say_its_incident_unmeasured_pass_and_load() 
     row, incident = _finish(ev, validation=({}, "validation failed: bad line 3"),
                             load_note="other GPU processes: 1 (pid 9, 2 GiB)")
     assert incident is None
-    assert row.notes == ("truncated 1,200 of 2,000 inputs at the context limit of 512 tokens; "
-                         "incident: predict returned 3 labels for 4 inputs; "
+    assert row.notes == ("incident: predict returned 3 labels for 4 inputs; "  # incidents first
+                         "truncated 1,200 of 2,000 inputs at the context limit of 512 tokens; "
                          "preceded by one unmeasured pass after an out-of-memory run; "
                          "validation failed: bad line 3; "
                          "concurrent load at start: other GPU processes: 1 (pid 9, 2 GiB)")

@@ -25,6 +25,7 @@ def _journal(s: Session, event: str) -> list[dict[str, Any]]:
     return [r for r in s.read_journal() if r.get("event") == event]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_s7_kill_while_the_worker_loads_is_an_incident_row_on_reopen(
     sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -121,8 +122,8 @@ def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root
     other = Session.open(sessions_root, "t")  # `gpusession package` / the TUI, meanwhile
     other.set_package(Package("RTX A5000", 1, 30))
     define_experiment(other, Experiment(id="meanwhile", workload="synthetic-mlp", values=(2,)))
-    runner._env = {"device": "cpu", "gpu_count": 0}
-    runner._store_environment(runner.experiment)  # the run saves what it observed
+    runner.recorder.env = {"device": "cpu", "gpu_count": 0}
+    runner.recorder.store_environment()  # the run saves what it observed
     runner._prepare(runner.experiment)
     on_disk = Session.open(sessions_root, "t")
     assert on_disk.package.days == 30

@@ -162,3 +162,16 @@ def test_r10_a_groups_leader_reads_every_ranks_gpu_and_ranks_csv_keeps_each(tmp_
     assert fields["energy_j"] == 22.5 and fields["energy_words"] == "energy 22.5 J"
     rows = read_rank_rows(tmp_path / "runs" / "exp" / "ranks.csv")
     assert [(r["gpu_uuid"], r["energy_j"]) for r in rows] == [("GPU-aaaa", 10.0), ("GPU-bbbb", 12.5)]
+
+
+def test_r10_a_counter_that_did_not_move_is_unread_never_zero_joules() -> None:
+    gpu = FakeGpu(uuid="GPU-aaaa", energy_mj=1_000_000)
+    meter = RunMeter([(0, gpu.uuid)], FakeNvml([gpu]))
+    before = meter.start()
+    energy, _clocks = meter.stop(before)  # nothing drawn between the two reads
+    assert energy.energy_j is None and energy.per_gpu_j == (("GPU-aaaa", None),)
+    assert energy.words() == "energy unread: the run was shorter than the counter's update"
+    assert "0 J" not in energy.words() and "0.0 J" not in energy.words()
+    before = meter.start()
+    gpu.energy_mj = 1_000_001  # one millijoule moved: a measured figure
+    assert meter.stop(before)[0].energy_j == 0.001

@@ -51,6 +51,7 @@ def _row(session: Session, phase: str, index: int) -> Any:
     return next(r for r in session.results.rows() if r.phase == phase and r.run_index == index)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_linked_run_outputs_are_refused_and_their_targets_untouched(
         session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """A run is recorded exactly once, whatever write a crash interrupts (S7).
 
-One real short run (in-process :class:`Runner`, a real worker subprocess, a fake
-workload) is made once to count the session's write points (every ``os.fsync`` of a file
+One real short run (in-process :class:`Runner`, its worker replayed in this process by
+:mod:`fake_launcher`: every write of the session is the runner's) is made once to count
+the session's write points (every ``os.fsync`` of a file
 or folder of the session, in this process). Then, for each write point in turn, the same
 run is made again and stopped at that point -- as a kill (after the write, before its
 fsync), as a kill that tore the write, and as a full disk -- and the session is reopened
@@ -21,6 +22,7 @@ from typing import Any
 
 import psutil
 import pytest
+from fake_launcher import ReplayLauncher
 from fake_workloads import with_tests_on_path, write_corpus
 
 from gpusession.core.experiment.plan import Experiment
@@ -94,7 +96,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, s: Session, fault: Callable[[int, int]
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(ResultsFile, "append", append)
     try:
-        Runner(s, "e").run()
+        Runner(s, "e", launcher=ReplayLauncher()).run()
     finally:
         monkeypatch.setattr(os, "fsync", real_fsync)
         monkeypatch.setattr(ResultsFile, "append", real_append)
@@ -151,7 +153,6 @@ def _full(fd: int) -> None:
 MODES: dict[str, Callable[[int], None]] = {"kill": _kill, "torn": _torn, "full": _full}
 
 
-@pytest.mark.torch
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names written files through /proc (Linux)")
 def test_s7_a_run_is_recorded_exactly_once_at_every_write_point(

@@ -49,6 +49,7 @@ def test_r10_allocator_tf32_cublas_and_module_loading_variables_are_recorded() -
     assert set(speed_env_vars({}).values()) == {"unset"} and len(SPEED_ENV_VARS) == len(said)
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_r10_fp32_precision_is_read_through_the_new_api_after_a_workload_set_it() -> None:
     torch = pytest.importorskip("torch")
@@ -63,6 +64,7 @@ def test_r10_fp32_precision_is_read_through_the_new_api_after_a_workload_set_it(
     assert got["float32_matmul_precision"] == "high"
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.parametrize("setup", [
     "",

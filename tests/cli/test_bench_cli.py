@@ -13,16 +13,17 @@ from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 
 
+@pytest.mark.slow
 def test_r1_experiment_define_list_and_fork_after_measurement(sessions_root: Path, run_cli: Any) -> None:
     s = Session.create(sessions_root, "x")
     write_corpus(s.folder / "corpus.jsonl")
     args = ["experiment", "x", "define", "--id", "sweep", "--workload", "mypkg.wl:make",
-            "--corpus", "corpus.jsonl", "--values", "1,4,8", "--classes", "a,b",
+            "--corpus", "corpus.jsonl", "--values", "1,4,8", "--classes", "a,b", "--threshold", "0.9",
             "--tolerance", "0.01", "--param", "width=64", "--scope", "full-chain"]
     res = run_cli(*args)
     assert res.returncode == 0, res.stderr
     listed = run_cli("experiment", "x", "list", "--json")
-    data = json.loads(listed.stdout)
+    data = json.loads(listed.stdout)["experiments"]
     assert data[0]["id"] == "sweep" and data[0]["values"] == [1, 4, 8]
     assert data[0]["params"] == {"width": 64} and data[0]["scope"] == "full-chain"
     assert data[0]["protocol"]["classes"] == ["a", "b"]
@@ -33,13 +34,14 @@ def test_r1_experiment_define_list_and_fork_after_measurement(sessions_root: Pat
     assert "sweep:" in text and "sweep-2:" in text
 
 
+@pytest.mark.slow
 def test_experiment_define_bad_input_is_one_line_and_changes_nothing(sessions_root: Path, run_cli: Any) -> None:
     s = Session.create(sessions_root, "x")
     before = s.session_toml.read_bytes()
     for extra, needle in (
         (["--values", "1,x"], "values"),
         (["--values", "1", "--corpus", "missing.jsonl"], "corpus"),
-        (["--values", "1", "--classes", "a,a"], "protocol.classes"),
+        (["--values", "1", "--classes", "a,a", "--threshold", "0.9"], "protocol.classes"),
         (["--values", "1", "--param", "novalue"], "KEY=VALUE"),
         (["--values", "1"], "workload bbc-news needs --param model_dir=DIR"),
     ):

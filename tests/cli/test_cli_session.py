@@ -21,7 +21,7 @@ def test_new_then_show_json_round_trips_every_field(run_cli: RunCli, sessions_ro
     assert data["package"]["days"] == 7
     assert data["package"]["start"] == "2026-11-29T14:00:00+00:00"
     assert data["package"]["end"] == "2026-12-06T14:00:00+00:00"
-    assert data["runs"] == 0 and data["accepted_unique_corpora"] == 0
+    assert data["result_rows"] == 0 and data["accepted_corpora"] == 0
     text = run_cli("show", "t1").stdout
     assert "RTX A5000" in text and "time left" in text
 
@@ -31,9 +31,9 @@ def test_list_shows_name_gpu_window_runs_accepted(run_cli: RunCli) -> None:
     r = run_cli("list")
     assert r.returncode == 0
     assert "a1" in r.stdout and "B200" in r.stdout and "3d" in r.stdout
-    js = json.loads(run_cli("list", "--json").stdout)
+    js = json.loads(run_cli("list", "--json").stdout)["sessions"]
     assert js[0]["name"] == "a1" and js[0]["package"]["lots"] == 2
-    assert "ROWS" in r.stdout and js[0]["rows"] == js[0]["runs"] == 0  # the words of the table
+    assert "ROWS" in r.stdout and js[0]["result_rows"] == 0  # the words of the table
 
 
 def test_package_edits_keep_other_fields(run_cli: RunCli) -> None:
@@ -114,6 +114,7 @@ def test_no_session_yet_says_how_to_create_one(run_cli: RunCli) -> None:
     assert "gpusession new" in r.stderr
 
 
+@pytest.mark.slow
 def test_s6_cli_window_restarts_at_gpu_provisioned(run_cli, sessions_root) -> None:  # type: ignore[no-untyped-def]
     """A session created before provisioning offers to restart its window there."""
     assert run_cli("new", "early", "--gpu", "RTX A5000", "--lots", "1", "--days", "7").returncode == 0

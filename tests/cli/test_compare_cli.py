@@ -189,9 +189,9 @@ def test_d6_compare_html_is_one_page_with_the_table_the_ranking_and_the_cost_cha
 
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text) and "src=" not in text  # nothing to fetch
     assert digest(sessions_root) == before  # the sessions are read, never written
-    again = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", str(page))
+    again = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", "--out", str(page))
     assert again[0] == 2 and "exists" in again[2] and page.read_text(encoding="utf-8") == text
-    inside = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html",
+    inside = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", "--out",
                  str(sessions_root / "a5000-7d" / "c.html"))
     assert inside[0] == 2 and "inside session a5000-7d" in inside[2]
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -202,3 +202,37 @@ def test_d6_compare_html_is_one_page_with_the_table_the_ranking_and_the_cost_cha
                          capture_output=True, text=True, timeout=120).stdout
     shown = " ".join(dom.split())
     assert "41.00 USD" in shown and "l40s-3d" in shown and "<svg" in dom
+
+
+#: What an image built for notebooks sets; ``import matplotlib`` refuses it with ValueError.
+NOTEBOOK_BACKEND = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+
+
+def test_h42_compare_html_writes_its_page_with_the_chart_under_an_unusable_backend(
+        run_cli: Any, tmp_path: Path, two_cards: tuple[Any, Any]) -> None:
+    pytest.importorskip("matplotlib")
+    page = tmp_path / "cards.html"
+    r = run_cli("compare", "a5000-7d", "l40s-3d", "--html", str(page), env=NOTEBOOK_BACKEND)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "<svg" in text and "not inline" not in text
+
+
+def test_h42_compare_html_without_matplotlib_says_how_to_get_the_chart(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+        two_cards: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *a: Any, **k: Any) -> Any:
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    page = tmp_path / "cards.html"
+    code, _, err = cli(capsys, sessions_root, "compare", "a5000-7d", "l40s-3d", "--html", str(page))
+    assert code == 0, err
+    words = " ".join(page.read_text(encoding="utf-8").split())
+    assert "<svg" not in words and "matplotlib is not installed" in words and "pip install" in words

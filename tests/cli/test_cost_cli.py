@@ -73,6 +73,7 @@ def test_k7_cli_rates_file_option_and_bad_file(run_cli: RunCli, tmp_path: Path) 
     _one_line_error(p, f"{rates}:5:")
 
 
+@pytest.mark.slow
 def test_k4_cli_session_repetitions_count_once(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "s1", *A5000, "--lots", "1", "--days", "7").returncode == 0
     s = Session.open(sessions_root, "s1")
@@ -108,6 +109,7 @@ def test_cli_session_rates_file_is_used(run_cli: RunCli, sessions_root: Path) ->
     assert "2 lot(s) × 2 GPU(s) per lot = 4 GPU(s)" in p.stdout and "= 600.00 USD" in p.stdout
 
 
+@pytest.mark.slow
 def test_s2_s3_cli_order_flow(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "o1", *A5000, "--lots", "1", "--days", "7").returncode == 0
     p = run_cli("order", "o1", "set", "--number", "A-77", *A5000, "--lots", "1", "--days", "7",

@@ -108,7 +108,7 @@ def test_d4_list_shows_what_differs_from_the_origin(
     assert lines[at + 1].strip() == "derived from batch-sweep: precision fp16 (was fp32)"
     assert "derived from bs-fp16: context-limit 256 (was unset)" in out
     assert not lines[1].strip().startswith("derived")  # batch-sweep was not derived
-    js = json.loads(cli(capsys, sessions_root, "experiment", s.name, "list", "--json")[1])
+    js = json.loads(cli(capsys, sessions_root, "experiment", s.name, "list", "--json")[1])["experiments"]
     assert {e["id"]: e.get("derived_from") for e in js} == {
         "batch-sweep": None, "bs-fp16": "batch-sweep", "bs-fp16-b2": "bs-fp16"}
 

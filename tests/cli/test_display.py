@@ -68,7 +68,7 @@ def test_h17_control_characters_of_a_hand_edited_note_are_shown_escaped(
     code, _, err = cli(capsys, sessions_root, "report", "base")
     assert code == 0, err
     report = (s.folder / "report.md").read_text(encoding="utf-8")
-    assert "\\x1b[31mhard cases\\x00" in report
+    assert "\\x1b\\[31mhard cases\\x00" in report  # escaped, and inert Markdown (H-45)
     assert "\x1b" not in report and "\x00" not in report
     # writing such a note through gpusession stays refused
     code, _, err = cli(capsys, sessions_root, "checklist", "base", "note", "g1.sample", "\x1b[31mred")

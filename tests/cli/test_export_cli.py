@@ -118,10 +118,10 @@ def test_r6_an_existing_file_is_never_overwritten_without_force(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any, tmp_path: Path) -> None:
     target = tmp_path / "kept.json"
     target.write_text("mine\n")
-    code, _, err = _export(capsys, sessions_root, "--output", str(target))
+    code, _, err = _export(capsys, sessions_root, "--out", str(target))
     assert code == 2 and "--force" in err and len(err.strip().splitlines()) == 1
     assert target.read_text() == "mine\n"
-    code, _, err = _export(capsys, sessions_root, "--output", str(target), "--force")
+    code, _, err = _export(capsys, sessions_root, "--out", str(target), "--force")
     assert code == 0, err
     assert len(json.loads(target.read_text())["results"]) == 3
 
@@ -130,7 +130,7 @@ def test_r6_the_session_folder_is_never_written_even_with_force(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any) -> None:
     before = digest(measured.folder)
     for target in (measured.results.path, measured.folder / "export.json"):
-        code, _, err = _export(capsys, sessions_root, "--output", str(target), "--force")
+        code, _, err = _export(capsys, sessions_root, "--out", str(target), "--force")
         assert code == 2 and "session folder" in err, err
     assert digest(measured.folder) == before
 
@@ -140,3 +140,56 @@ def test_r6_a_session_without_warm_runs_is_bad_input(
     make_session(sessions_root, "sweep")
     code, _, err = _export(capsys, sessions_root)
     assert code == 2 and "no measured warm run" in err
+
+
+def _second_experiment(s: Any) -> None:
+    """A second sweep, run after batch-sweep: two variants of warm runs."""
+    for variant, times in (("ctx-128", (0.20, 0.22, 0.21)), ("ctx-512", (0.40, 0.41, 0.43))):
+        for i, t in enumerate(times, 1):
+            s.results.append(ResultRow(experiment_id="ctx-sweep", variant_id=variant, phase="warm",
+                                       run_index=i, context=int(variant[4:]), elapsed_seconds=t))
+
+
+def test_r6_one_file_per_experiment_the_last_run_by_default_and_said(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any) -> None:
+    _second_experiment(measured)
+    code, out, err = _export(capsys, sessions_root)
+    assert code == 0, err
+    assert [r["command"] for r in json.loads(out)["results"]] == ["ctx-sweep ctx-128", "ctx-sweep ctx-512"]
+    assert "exported experiment ctx-sweep, the last one run" in err and "batch-sweep" in err
+    code, out, err = _export(capsys, sessions_root, "--experiment", "batch-sweep")
+    assert code == 0 and "the last one run" not in err
+    assert {r["command"].split()[0] for r in json.loads(out)["results"]} == {"batch-sweep"}
+    code, _, err = _export(capsys, sessions_root, "--experiment", "nope")
+    assert code == 2 and "--experiment" in err and "ctx-sweep" in err
+
+
+def test_d7_welch_ttest_reads_a_two_variant_export(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any, tmp_path: Path) -> None:
+    """What hyperfine's scripts/welch_ttest.py reads: exactly two results, each with its times."""
+    _second_experiment(measured)
+    code, out, err = _export(capsys, sessions_root, "--experiment", "ctx-sweep")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert len(results) == 2  # welch_ttest.py compares the two benchmarks of one file
+    xs, ys = results[0]["times"], results[1]["times"]
+    assert len(xs) == 3 and len(ys) == 3 and all(isinstance(t, float) for t in xs + ys)
+
+
+def test_r6_csv_and_markdown_in_hyperfines_shapes(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any) -> None:
+    code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "csv")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "command,mean,stddev,median,user,system,min,max,parameter_batch"
+    first = lines[1].split(",")
+    assert first[0] == "batch-sweep batch-1" and float(first[1]) == pytest.approx(0.12)
+    assert first[4:6] == ["", ""] and first[-1] == "1"  # user, system not measured: empty, never 0
+    assert lines[3].split(",")[2] == ""  # one run: no stddev
+    code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "markdown")
+    assert code == 0, err
+    table = out.splitlines()
+    assert table[0] == "| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |"
+    assert table[1] == "|:---|---:|---:|---:|---:|"
+    assert table[2] == "| `batch-sweep batch-1` | 120.0 ± 15.8 | 100.0 | 140.0 | 6.00 |"
+    assert table[4] == "| `batch-sweep batch-8` | 20.0 | 20.0 | 20.0 | 1.00 |"

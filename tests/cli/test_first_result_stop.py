@@ -2,7 +2,9 @@
 
 A command workload that drops 300 of 1,000 IDs; values 1,2,3, 5 runs each: only the load
 row and the first measured run are in the CSV, the stop is said in words with the
-validation report's path, ``run`` exits 3; ``--continue-on-reject`` runs them all.
+validation report's path, ``run`` exits 3; ``--continue-on-reject`` runs them all. The
+command's runs are replayed in this process (:mod:`fake_launcher`, the same 700 IDs kept):
+the gate is the runner's, not the worker's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fake_launcher import ReplayLauncher, keeping, replay_everywhere
 from fake_workloads import write_corpus
 from helpers import cli
 
@@ -44,10 +47,11 @@ def _define(capsys: pytest.CaptureFixture[str], root: Path, s: Session) -> None:
     assert code == 0, err
 
 
-@pytest.mark.slow
 def test_h32_a_broken_first_result_stops_the_batch(
-        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     _define(capsys, sessions_root, session)
+    replay_everywhere(monkeypatch, ReplayLauncher(run=keeping(700)))
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
     assert code == 3, out[-3000:] + err[-2000:]
     frame = session.results.read()
@@ -66,10 +70,11 @@ def test_h32_a_broken_first_result_stops_the_batch(
     assert STOP in data["stopped"]["drop"]
 
 
-@pytest.mark.slow
 def test_h32_continue_on_reject_runs_the_whole_batch(
-        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     _define(capsys, sessions_root, session)
+    replay_everywhere(monkeypatch, ReplayLauncher(run=keeping(700)))
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless", "--continue-on-reject")
     assert code == 3, out[-3000:] + err[-2000:]  # still rejected: the verdict says why
     frame = session.results.read()

@@ -261,7 +261,7 @@ def test_v1_validate_with_empty_classes_is_bad_input(
 ) -> None:
     corpus = tmp_path / "c.csv"
     corpus.write_text("id,label\n1,a\n2,b\n")
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
                        str(corpus), "--classes", "")
     assert code == 2 and "--classes" in one_line(err)
 

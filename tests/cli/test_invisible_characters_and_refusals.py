@@ -125,7 +125,7 @@ def test_h35_validate_name_holding_a_secret_is_refused_first_and_never_quoted(
     secret = _token("hugging-face-token")
     before = digest(base)
     for name in (secret, "../" + secret):  # the second fails the format check too
-        code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+        code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
                              str(output), "--session", "base", "--name", name)
         assert code == 2 and "--name: refused" in one_line(err), err
         assert secret not in out + err
@@ -136,7 +136,7 @@ def test_validate_class_table_is_aligned_with_wide_labels(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
     labels = ["体育新闻", "sport", "财经新闻财经新闻财经新闻", "b"] * 3
     corpus, output = _files(tmp_path, labels)
-    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
                          str(output), "--classes", "体育新闻,sport,财经新闻财经新闻财经新闻,b")
     assert code == 0, err
     lines = out.splitlines()
@@ -154,7 +154,7 @@ def test_h24_an_output_label_with_a_zero_width_space_is_quoted_escaped(
     corpus, output = _files(tmp_path, ["a", "b", "b"])
     output.write_text(output.read_text(encoding="utf-8").replace('"label": "b"}', f'"label": "b{ZWSP}"}}', 1),
                       encoding="utf-8")
-    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--output",
+    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
                          str(output), "--classes", "a,b")
     assert code == 3, out + err
     assert "b\\u200b" in out and ZWSP not in out + err

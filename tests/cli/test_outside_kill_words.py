@@ -34,7 +34,7 @@ def test_a_worker_killed_from_outside_says_where_to_look(
     (session.folder / "kill.py").write_text(KILL_WORKER)
     code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "killed",
                        "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
-                       "--cold-runs", "0", "--corpus", "corpus.jsonl", "--classes", "a,b",
+                       "--cold-runs", "0", "--corpus", "corpus.jsonl", "--classes", "a,b", "--threshold", "0.9",
                        "--command", f"{sys.executable} {session.folder / 'kill.py'} {{corpus}} {{output}}")
     assert code == 0, err
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")

@@ -81,3 +81,30 @@ def test_a_relative_program_found_nowhere_is_refused_at_define(
     assert "./missing.sh" in line and "session folder" in line and "current directory" in line
     assert "e" not in (Session.open(sessions_root, session.name).data.get("experiments") or {})
     assert not os.path.exists(tmp_path / "missing.sh")
+
+
+def _script(path: Path) -> None:
+    path.write_text('#!/bin/sh\ncp "$1" "$2"\n', encoding="utf-8")
+    path.chmod(0o700)
+
+
+@pytest.mark.parametrize("where", ["session folder", "both"])
+def test_a_dot_slash_program_in_the_session_folder_is_kept_relative_and_runs(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    write_corpus(session.folder / "corpus" / "eval.jsonl", n=4, words=3)
+    _script(session.folder / "predict.sh")
+    here = tmp_path / "typed-here"
+    here.mkdir()
+    if where == "both":
+        _script(here / "predict.sh")  # the session folder's copy wins: one rule
+    monkeypatch.chdir(here)
+    code, out, err = _define(capsys, sessions_root, session.name, "--corpus", "corpus/eval.jsonl",
+                             "--command", "./predict.sh {corpus} {output}")
+    assert code == 0, err
+    assert "note:" not in out
+    assert get_experiment(Session.open(sessions_root, session.name), "e").params["command"][0] == "./predict.sh"
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "e", "--headless")
+    assert code == 0, out + err
+    assert [(r.phase, r.corpus_accepted) for r in session.results.rows()] == [("warm", True)]

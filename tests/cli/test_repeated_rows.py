@@ -44,12 +44,12 @@ def test_a_row_copied_by_hand_is_named_once_and_counted_once(
     said = [ln for ln in out.splitlines() if "repeats the run" in ln]
     assert len(said) == 1 and f"line {copy} repeats the run of line {first}" in said[0], out
     assert "counted once" in said[0]
-    assert f"results   {before['rows']} rows" in out
+    assert f"results   {before['result_rows']} rows" in out
     after = json.loads(cli(capsys, sessions_root, "show", name, "--json")[1])
-    assert after["rows"] == before["rows"] and len(after["repeated_rows"]) == 1
+    assert after["result_rows"] == before["result_rows"] and len(after["repeated_rows"]) == 1
     assert [r["n"] for r in after["summary"]] == [r["n"] for r in before["summary"]]
     code, line, _ = cli(capsys, sessions_root, "status", name)
-    assert code == 0 and f" · {before['rows']} result rows · " in line
+    assert code == 0 and f" · {before['result_rows']} result rows · " in line
 
 
 def test_an_experiment_run_twice_keeps_every_row(
@@ -57,11 +57,11 @@ def test_an_experiment_run_twice_keeps_every_row(
     """Each run of a second invocation has the first's key and its own end in the journal."""
     from gpusession.testing import FakeRunner
 
-    rows_once = json.loads(cli(capsys, sessions_root, "show", measured_session.name, "--json")[1])["rows"]
+    rows_once = json.loads(cli(capsys, sessions_root, "show", measured_session.name, "--json")[1])["result_rows"]
     FakeRunner(measured_session, "batch-sweep", lambda _e: None, threading.Event()).run()
     _journal_every_row_ended(measured_session)  # each key: two rows, two ends
     doc = json.loads(cli(capsys, sessions_root, "show", measured_session.name, "--json")[1])
-    assert doc["rows"] == 2 * rows_once and doc["repeated_rows"] == []
+    assert doc["result_rows"] == 2 * rows_once and doc["repeated_rows"] == []
     code, line, _ = cli(capsys, sessions_root, "status", measured_session.name)
     assert code == 0 and f" · {2 * rows_once} result rows · " in line
 
@@ -112,11 +112,11 @@ def test_a_copied_incident_row_is_the_one_left_out_never_the_measured_row(
     assert code == 0, err
     said = [ln for ln in out.splitlines() if "repeats the run" in ln]
     assert len(said) == 1 and "line 3 repeats the run of line 2" in said[0], out
-    assert f"results   {before['rows']} rows" in out
+    assert f"results   {before['result_rows']} rows" in out
     after = json.loads(cli(capsys, sessions_root, "show", name, "--json")[1])
     assert [r["n"] for r in after["summary"]] == [r["n"] for r in before["summary"]]
     kept = measured_session.results.read()
-    assert kept.height == before["rows"]
+    assert kept.height == before["result_rows"]
     assert float(elapsed) in kept["elapsed_seconds"].to_list()  # the measured row stays
 
 
@@ -134,4 +134,4 @@ def test_a_measured_row_deleted_by_hand_is_named_by_show(
     words = f"run {key} finished per the journal but has no row in resultats-bruts.csv (deleted by hand?)"
     assert code == 0 and words in out, out + err
     doc = json.loads(cli(capsys, sessions_root, "show", name, "--json")[1])
-    assert doc["missing_rows"] == [words] and doc["rows"] == len(lines) - 2
+    assert doc["missing_rows"] == [words] and doc["result_rows"] == len(lines) - 2

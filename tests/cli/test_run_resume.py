@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_launcher import ReplayLauncher, keeping, replay_everywhere, session_of
 from fake_workloads import write_corpus
 from helpers import cli
 
@@ -118,11 +119,13 @@ def test_resume_after_kill_ends_with_one_measured_row_per_slot(
     assert len(_slots(reopened)) == 18  # nothing ran
 
 
-@pytest.mark.slow
 def test_resume_after_a_first_result_stop_rearms_the_gate(
         sessions_root: Path, session: Session, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's runs replayed in this process (700 IDs kept while ``broken`` exists)."""
     _define(capsys, sessions_root, session, tmp_path, n=1000)
+    replay_everywhere(monkeypatch, ReplayLauncher(
+        run=keeping(700, when=lambda spec: (session_of(spec) / "broken").exists())))
     (tmp_path / "killed").touch()  # this one is never killed
     (session.folder / "broken").touch()  # 300 IDs missing
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from fake_launcher import ReplayLauncher, replay_everywhere
 from fake_workloads import write_corpus
 from helpers import cli
 
@@ -66,12 +67,12 @@ def test_h31_a_run_that_would_end_after_the_limit_is_not_started(
     _at(monkeypatch, LIMIT - timedelta(minutes=30))
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
     assert code == 4, out + err
-    assert "stopped at the session limit (stop by Sat 14:00 UTC)" in out, out
-    assert "expected to take 41 min: the longest measured warm run of batch-1, 2400 s" in out
+    assert "stopped at the session limit (stop by Sat 14:00:00 UTC)" in out, out
+    assert "expected to take 40 min: the longest measured warm run of batch-1, 2400 s" in out  # a command: no load added
     assert "--past-limit" in out and "incident" not in out.split("stopped at")[0].splitlines()[-1]
     assert session.results.read().height == 2  # nothing was started, the rows stand
     stops = [r for r in session.journal_records() if isinstance(r, ExperimentStoppedRecord)]
-    assert [r.reason for r in stops] == ["session-limit"] and stops[0].expected_s == pytest.approx(2401)
+    assert [r.reason for r in stops] == ["session-limit"] and stops[0].expected_s == pytest.approx(2400)
     code, shown, _ = cli(capsys, sessions_root, "show", session.name)
     assert "stopped   lim: stopped at the session limit (stop by" in shown, shown
 
@@ -96,6 +97,7 @@ def test_h31_past_limit_runs_it_and_records_the_override(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _setup(capsys, sessions_root, session)
     _at(monkeypatch, LIMIT - timedelta(minutes=30))
+    replay_everywhere(monkeypatch, ReplayLauncher())  # the override is the runner's: no worker process
     code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless", "--past-limit")
     assert code == 0, out + err
     frame = session.results.read()

@@ -366,6 +366,7 @@ def test_h14_detach_survives_the_terminal_hangup_and_finishes(
     assert not (folder / RUN_LOCK).exists()
 
 
+@pytest.mark.slow
 def test_h14_a_run_under_nohup_outlives_the_hangup_and_finishes(
     sessions_root: Path, session: Session, reaper: Reaper, capsys: pytest.CaptureFixture[str],
     tmp_path: Path,

@@ -101,6 +101,65 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
 
 
+#: Every gpusession module ``status --format tmux`` may load: the command, the session's
+#: files it reads (package, limit, counts, the journal's run ends) and their readers (with
+#: the TOML depth check), the arguments' byte check, the cached count of deliverables, and
+#: ``@frozen`` (their value classes without :mod:`dataclasses`). The secret detectors are not
+#: among them: a plain name and our own words need no detector.
+STATUS_TMUX_MODULES = frozenset({
+    "gpusession", "gpusession.cli", "gpusession.commands", "gpusession.commands.argtext",
+    "gpusession.commands.status_cmd",
+    "gpusession.core", "gpusession.core.events", "gpusession.core.events.scan",
+    "gpusession.core.files", "gpusession.core.files.bounds", "gpusession.core.files.clock", "gpusession.core.files.errors",
+    "gpusession.core.files.frozen", "gpusession.core.files.names", "gpusession.core.files.nesting", "gpusession.core.files.safefile",
+    "gpusession.core.files.schema",
+    "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
+    "gpusession.core.files.textio", "gpusession.core.files.tomlread", "gpusession.core.folder",
+    "gpusession.core.folder.package", "gpusession.core.money", "gpusession.core.money.count_cache",
+    "gpusession.core.money.window",
+    "gpusession.core.retrieval", "gpusession.core.retrieval.limit", "gpusession.core.retrieval.status",
+})
+
+
+def test_s6_status_tmux_loads_only_the_modules_it_uses(measured_session, sessions_root: Path) -> None:
+    """On a session whose ``summary.json`` describes its CSV, as the runner leaves it."""
+    from gpusession.core.retrieval.status import refresh_counts
+
+    refresh_counts(measured_session.folder)
+    code = (
+        "import sys; from gpusession.cli import main; "
+        f"rc = main(['--sessions-dir', {str(sessions_root)!r}, 'status', '--format', 'tmux']); "
+        "ours = sorted(m for m in sys.modules if m.split('.')[0] == 'gpusession'); "
+        "theirs = sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
+        "and m.split('.')[0] not in ('gpusession', '__main__', '_distutils_hack')); "
+        "slow = [m for m in ('dataclasses', 'inspect', 'ast', 'dis') if m in sys.modules]; "
+        "print('OURS', ' '.join(ours)); print('THEIRS', ' '.join(theirs)); print('RC', rc); "
+        "print('SLOW', ' '.join(slow))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = dict(line.partition(" ")[::2] for line in done.stdout.splitlines() if line[:2] in ("OU", "TH", "RC", "SL"))
+    assert out.get("RC") == "0", done.stdout + done.stderr
+    ours = set(out["OURS"].split())
+    assert ours <= STATUS_TMUX_MODULES, sorted(ours - STATUS_TMUX_MODULES)
+    assert "gpusession.core.files.secrets" not in ours and "gpusession.core.files.detectors" not in ours
+    assert out.get("SLOW") == "", out.get("SLOW")  # dataclasses pulls inspect: ~10 ms
+    theirs = [m for m in out.get("THEIRS", "").split()
+              if not (sys.version_info < (3, 11) and m.split(".")[0] == "tomli")]  # 3.10's tomllib
+    assert theirs == []  # no third-party module at all (no mnemonic, no polars)
+
+
+def test_s6_status_tmux_still_refuses_a_secret_looking_name_without_quoting_it(
+        sessions_root: Path, new_session) -> None:
+    token = "hf_" + "a1B2c3D4e5" * 4
+    new_session(name="plain")
+    (sessions_root / token).mkdir()  # a folder made by hand: gpusession never names one so
+    code = ("import sys; from gpusession.cli import main; "
+            f"sys.exit(main(['--sessions-dir', {str(sessions_root)!r}, 'status', {token!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Hugging Face token" in done.stderr, done.stderr
+    assert token[3:] not in done.stdout + done.stderr
+
+
 def test_status_summary_json_follows_appended_rows(measured_session) -> None:
     from gpusession.core.records.results import ResultsFile
     from gpusession.core.records.summary import accepted_unique_corpora
@@ -143,7 +202,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     out = tmp_path / "out.jsonl"
     out.write_text("".join(json.dumps({"id": f"v{i}", "label": "a" if i % 2 else "b"}) + "\n" for i in range(6)))
     for _ in range(2):
-        assert run_cli("validate", "--corpus", str(corpus), "--output", str(out), "--classes", "a,b",
+        assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(out), "--classes", "a,b",
                        "--session", "vis").returncode == 0
     doc = json.loads((sessions_root / "vis" / "summary.json").read_text())
     assert doc["rows"] == 2 and len(doc["accepted_revisions"]) == 1

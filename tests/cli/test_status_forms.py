@@ -72,14 +72,14 @@ def test_status_json_has_the_tmux_line_fields(session, sessions_root: Path,  # t
     code, out, err = cli(capsys, sessions_root, "status", session.name, "--json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["session"] == session.name
+    assert doc["name"] == session.name
     assert f" {doc['result_rows']}r " in tmux and f" {doc['accepted_corpora']}acc" in tmux
     assert doc["time_left"] in tmux
     assert doc["copy_home_verified"] is False and "copy not verified" in tmux
     assert doc["unfinished_runs"] == 0 and doc["past_session_limit"] is False
     assert doc["folder"] == str((sessions_root / session.name).absolute())
     assert doc["sessions_dir"] == str(sessions_root.absolute())
-    assert {"package_end", "session_limit", "stop_by", "warning", "warning_level"} <= doc.keys()
+    assert {"package", "time_left_s", "session_limit", "stop_by", "warning", "warning_level"} <= doc.keys()
 
 
 def test_status_tmux_verbose_names_the_sessions_folder(session, sessions_root: Path,  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ def _define(capsys: pytest.CaptureFixture[str], root: Path, s: Session, command:
     (s.folder / "c.jsonl").write_text('{"id": "a", "text": "x", "label": "a"}\n')
     code, out, err = cli(capsys, root, "experiment", s.name, "define", "--id", "e", "--workload", "command",
                          "--command", command, "--corpus", "c.jsonl", "--varied", "batch",
-                         "--values", "1,4", "--classes", "a,b")
+                         "--values", "1,4", "--classes", "a,b", "--threshold", "0.9")
     assert code == 0, err
     return out
 

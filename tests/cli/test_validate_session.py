@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 
 def _files(tmp: Path, n: int, *, wrong: int = 0) -> tuple[Path, Path]:
     corpus = tmp / f"corpus-{n}.csv"
@@ -21,35 +23,37 @@ def _files(tmp: Path, n: int, *, wrong: int = 0) -> tuple[Path, Path]:
 def test_k3_accepted_validate_in_a_session_counts_for_the_cost(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7").returncode == 0
     corpus, good = _files(tmp_path, 10)
-    r = run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+    r = run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                 "--threshold", "0.9", "--session", "vis")
     assert r.returncode == 0, r.stderr
     assert "distinct accepted corpora in session vis: 1" in r.stdout
     show = json.loads(run_cli("show", "vis", "--json").stdout)
-    assert show["runs"] == 1 and show["accepted_unique_corpora"] == 1
+    assert show["result_rows"] == 1 and show["accepted_corpora"] == 1
     cost = run_cli("cost", "--session", "vis", "--json")
     assert cost.returncode == 0, cost.stderr
     data = json.loads(cost.stdout)
     assert data["accepted_unique"] == 1 and data["cost_per_accepted_usd_minor"] == 5500
 
 
+@pytest.mark.slow
 def test_k4_the_same_corpus_validated_twice_counts_once(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     corpus, good = _files(tmp_path, 10)
     for _ in range(2):
-        assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+        assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                        "--session", "vis").returncode == 0
     other_corpus, other_good = _files(tmp_path, 12)
-    assert run_cli("validate", "vis", "--corpus", str(other_corpus), "--output", str(other_good),
+    assert run_cli("validate", "vis", "--corpus", str(other_corpus), "--predictions", str(other_good),
                    "--classes", "a,b").returncode == 0  # the session as first argument, as elsewhere
     show = json.loads(run_cli("show", "vis", "--json").stdout)
-    assert show["runs"] == 3 and show["accepted_unique_corpora"] == 2
+    assert show["result_rows"] == 3 and show["accepted_corpora"] == 2
 
 
+@pytest.mark.slow
 def test_v1_rejected_validate_keeps_its_row_and_counts_nothing(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run_cli("new", "vis")
     corpus, bad = _files(tmp_path, 10, wrong=5)
-    r = run_cli("validate", "--corpus", str(corpus), "--output", str(bad), "--classes", "a,b",
+    r = run_cli("validate", "--corpus", str(corpus), "--predictions", str(bad), "--classes", "a,b",
                 "--threshold", "0.9", "--session", "vis")
     assert r.returncode == 3
     from gpusession.core.records.results import ResultsFile
@@ -60,7 +64,7 @@ def test_v1_rejected_validate_keeps_its_row_and_counts_nothing(run_cli, sessions
     assert row.experiment_id == "validate" and row.corpus_accepted is False
     assert row.elapsed_seconds is None  # not measured, never 0 (C3)
     assert row.expected_ids == 10 and row.observed_ids == 10
-    assert json.loads(run_cli("show", "vis", "--json").stdout)["accepted_unique_corpora"] == 0
+    assert json.loads(run_cli("show", "vis", "--json").stdout)["accepted_corpora"] == 0
 
 
 def test_run_without_experiment_points_to_experiment_define(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -70,6 +74,7 @@ def test_run_without_experiment_points_to_experiment_define(run_cli) -> None:  #
     assert "gpusession experiment x define" in r.stderr
 
 
+@pytest.mark.slow
 def test_s6_gpu_provisioned_event_says_how_to_move_the_package_start(run_cli) -> None:  # type: ignore[no-untyped-def]
     run_cli("new", "x", "--gpu", "RTX A5000", "--lots", "1", "--days", "7", "--start", "2026-11-29T10:00:00Z")
     r = run_cli("order", "x", "event", "gpu-provisioned", "--source", "tracking", "--at", "2026-11-29T18:00:00Z")
@@ -79,15 +84,16 @@ def test_s6_gpu_provisioned_event_says_how_to_move_the_package_start(run_cli) ->
     assert "--start" not in r.stdout
 
 
+@pytest.mark.slow
 def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  # type: ignore[no-untyped-def]
         run_cli, sessions_root: Path, tmp_path: Path) -> None:
     """`show` and the report say what a `validate --session` row is."""
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     corpus, good = _files(tmp_path, 10)
     _, bad = _files(tmp_path, 10, wrong=5)
-    assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                    "--session", "vis", "--name", "good").returncode == 0
-    assert run_cli("validate", "--corpus", str(corpus), "--output", str(bad), "--classes", "a,b",
+    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(bad), "--classes", "a,b",
                    "--threshold", "0.9", "--session", "vis", "--name", "bad").returncode == 3
     show = run_cli("show", "vis")
     assert show.returncode == 0, show.stderr
@@ -112,6 +118,7 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     assert "None" not in text
 
 
+@pytest.mark.slow
 def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Device, memory and order-match evidence never come from a validation row."""
     from gpusession.core.folder.session import Session
@@ -124,13 +131,31 @@ def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path
                                run_index=1, device="cuda:0", gpu_model="NVIDIA RTX A5000",
                                elapsed_seconds=0.5))
     corpus, good = _files(tmp_path, 10)
-    assert run_cli("validate", "--corpus", str(corpus), "--output", str(good), "--classes", "a,b",
+    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                    "--session", "vis").returncode == 0
     lr = last_run(Session.open(sessions_root, "vis"))
     assert lr is not None and lr.experiment_id == "batch-sweep"
     assert lr.distinct("device") == ["cuda:0"]
     empty = tmp_path / "only"
     run_cli("--sessions-dir", str(empty), "new", "v2")
-    assert run_cli("--sessions-dir", str(empty), "validate", "--corpus", str(corpus), "--output",
+    assert run_cli("--sessions-dir", str(empty), "validate", "--corpus", str(corpus), "--predictions",
                    str(good), "--classes", "a,b", "--session", "v2").returncode == 0
     assert last_run(Session.open(empty, "v2")) is None  # a validation alone: no run yet
+
+
+def test_c4_a_validation_row_ends_with_the_record_saying_nothing_was_timed(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    from helpers import cli
+
+    from gpusession.core.folder.session import Session
+    from gpusession.core.records.record_notes import record_items
+
+    assert cli(capsys, sessions_root, "new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    corpus, good = _files(tmp_path, 10)
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(good),
+                       "--classes", "a,b", "--tolerance", "0.05", "--session", "vis")
+    assert code == 0, err
+    [row] = Session.open(sessions_root, "vis").results.rows()
+    items = record_items(row.notes)
+    assert items == {"scope": "not timed", "code": "unknown",
+                     "tolerance": "0.05 below threshold 0.9 (macro_f1)"}, row.notes  # the default, said

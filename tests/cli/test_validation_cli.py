@@ -32,7 +32,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_v1_cli_accepted_exits_0_with_readable_verdict(run_cli: Run, files: dict[str, Path]) -> None:
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]))
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]))
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("corpus ACCEPTED")
     for word in ("IDs      PASS", "format   PASS", "quality  PASS", "overlap  SKIP"):
@@ -41,48 +41,51 @@ def test_v1_cli_accepted_exits_0_with_readable_verdict(run_cli: Run, files: dict
 
 
 def test_h13_cli_undeclared_class_rejects_with_exit_3(run_cli: Run, files: dict[str, Path]) -> None:
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]), "--classes", "a,b")
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["h13"]), "--classes", "a,b")
     assert p.returncode == 3, p.stderr
     assert p.stdout.startswith("corpus REJECTED: format failed")
     assert 'line 5: label "c" is not a declared class' in p.stdout
 
 
 def test_h13_cli_json_with_declared_c_gives_macro_f1_0_6(run_cli: Run, files: dict[str, Path]) -> None:
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]),
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["h13"]),
                 "--classes", "a,b,c", "--threshold", "0.6", "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(p.stdout)
     assert data["quality"]["macro_f1"] == pytest.approx(0.6)
     assert data["label_set"] == ["a", "b", "c"] and data["corpus_accepted"] is True
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["h13"]),
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["h13"]),
                 "--classes", "a,b,c", "--threshold", "0.7", "--tolerance", "0.05")
     assert p.returncode == 3 and "quality  FAIL" in p.stdout
 
 
+@pytest.mark.slow
 def test_v7_cli_train_overlap_rejects(run_cli: Run, files: dict[str, Path]) -> None:
     train = files["tmp"] / "train.txt"
     train.write_text("003\nt9\n")
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--train-ids", str(train))
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--train-ids", str(train))
     assert p.returncode == 3
     assert "overlap  FAIL" in p.stdout and "'003' is in both evaluation and training" in p.stdout
 
 
+@pytest.mark.slow
 def test_cli_unusable_input_exits_2_with_one_line(run_cli: Run, files: dict[str, Path]) -> None:
-    p = run_cli("validate", "--corpus", str(files["tmp"] / "missing.csv"), "--output", str(files["good"]))
+    p = run_cli("validate", "--corpus", str(files["tmp"] / "missing.csv"), "--predictions", str(files["good"]))
     assert p.returncode == 2 and "file not found" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--threshold", "2")
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--threshold", "2")
     assert p.returncode == 2 and "threshold" in p.stderr
     ids = files["tmp"] / "ids.txt"
     ids.write_text("001\n")
-    p = run_cli("validate", "--corpus", str(ids), "--output", str(files["good"]))
+    p = run_cli("validate", "--corpus", str(ids), "--predictions", str(files["good"]))
     assert p.returncode == 2 and "--classes" in p.stderr
 
 
+@pytest.mark.slow
 def test_v8_cli_session_archives_report_without_overwriting(
     run_cli: Run, files: dict[str, Path], sessions_root: Path
 ) -> None:
     Session.create(sessions_root, "demo")
-    args = ("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--session", "demo")
+    args = ("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--session", "demo")
     assert run_cli(*args).returncode == 0
     p = run_cli(*args)
     assert p.returncode == 0 and "report written" in p.stdout
@@ -99,10 +102,10 @@ def test_v8_cli_session_archives_report_without_overwriting(
 def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, files: dict[str, Path]) -> None:
     """The human text says "macro-F1" (the term), never the id ``macro_f1``; ``--json``
     keeps the id, which scripts read."""
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]))
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]))
     assert p.returncode == 0, p.stderr
     assert "quality  PASS  macro-F1 = 1.0000 ≥ 0.9000" in p.stdout and "macro_f1" not in p.stdout
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(files["good"]), "--json")
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--json")
     assert json.loads(p.stdout)["quality"]["metric"] == "macro_f1"
     from gpusession.core.records.summary import metric_words  # every metric has its human name
     from gpusession.core.validation import METRICS
@@ -110,6 +113,7 @@ def test_v6_cli_names_the_metric_for_people_json_keeps_its_id(run_cli: Run, file
     assert {m: metric_words(m) for m in METRICS} == {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["output", "corpus"])
 def test_v4_fifo_or_device_is_refused_not_read(
         run_cli: Run, files: dict[str, Path], which: str) -> None:
@@ -119,7 +123,7 @@ def test_v4_fifo_or_device_is_refused_not_read(
     args = {"corpus": str(files["corpus"]), "output": str(files["good"])}
     for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device")):
         args[which] = str(path)
-        p = run_cli("validate", "--corpus", args["corpus"], "--output", args["output"], timeout=60)
+        p = run_cli("validate", "--corpus", args["corpus"], "--predictions", args["output"], timeout=60)
         assert p.returncode == 2, p.stderr
         line = one_line(p.stderr)
         assert f"{path}: is {kind}" in line and "not a regular file" in line, line
@@ -132,7 +136,7 @@ def test_v4_a_line_over_the_limit_is_refused_with_file_line_and_limit(
     with open(out, "wb") as fh:
         fh.write(b'{"id": "001", "label": "a"}\n{"id": "002", "label": "')
         fh.write(b"x" * (MAX_LINE_BYTES + 1) + b'"}\n')
-    p = run_cli("validate", "--corpus", str(files["corpus"]), "--output", str(out))
+    p = run_cli("validate", "--corpus", str(files["corpus"]), "--predictions", str(out))
     assert p.returncode == 2, p.stderr
     line = one_line(p.stderr)
     assert line.startswith(f"gpusession: error: {out}:2: ") and "16 MiB" in line, line

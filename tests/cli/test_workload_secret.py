@@ -17,6 +17,7 @@ from gpusession.core.folder.session import Session
 PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_h35_a_key_in_a_workloads_exception_is_masked_everywhere(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session,

@@ -148,14 +148,17 @@ def test_s1_malformed_state_names_file_and_field(session: Session) -> None:
 
 
 # -- evidence --------------------------------------------------------------------------
-def test_s1_evidence_never_ticks_and_is_stored(session: Session) -> None:
+def test_s1_a_probes_evidence_never_ticks_and_is_stored(session: Session) -> None:
+    """A probe's reading is evidence only; what ticks an item is a fact the product recorded (S11)."""
     session.results.append(_row())
     ev = cl.collect_evidence(session, nvml=a5000(1), now=T0 + timedelta(days=1))
     assert {"g6.device-check", "g6.on-gpu", "g5.order-match", "g3.memory-need",
             "g2.destination", "p1.fixed-before", "g7.session-limit"} <= set(ev)
     items = {i.id: i for i in cl.load_checklist(session)}
     assert not any(i.done for i in items.values())
+    assert all(i.ticked_by is None for i in items.values())
     assert items["g6.device-check"].evidence == ev["g6.device-check"]
+    assert "done = true" not in session.checklist_toml.read_text(encoding="utf-8")
 
 
 def test_device_evidence_from_fake_nvml_and_last_run(session: Session) -> None:
@@ -325,6 +328,7 @@ def test_collect_evidence_accepts_a_snapshot(session: Session) -> None:
 
 
 # -- CLI -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_s1_cli_checklist_show_done_note_add_evidence(run_cli, sessions_root: Path,
                                                       tmp_path: Path) -> None:
     assert run_cli("new", "visuals-test-01", "--gpu", "RTX A5000", "--lots", "1",
@@ -353,6 +357,7 @@ def test_s1_cli_checklist_show_done_note_add_evidence(run_cli, sessions_root: Pa
     assert data["done"] == 1
 
 
+@pytest.mark.slow
 def test_s1_cli_checklist_bad_input_exits_2(run_cli) -> None:
     assert run_cli("new", "s1").returncode == 0
     for args in (("done", "g9.nope"), ("add", "9", "x"), ("add", "two", "x"), ("note",),

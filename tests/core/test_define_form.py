@@ -80,7 +80,7 @@ def test_v5_protocol_from_classes_metric_threshold_tolerance() -> None:
                             "tolerance": 0.01, "output_format": "jsonl"}
     assert experiment_from_form(_form(metric="accuracy", threshold="0.8")).protocol == {}  # no classes
     seen: list[Any] = []
-    experiment_from_form(_form(classes="a"), check_protocol=seen.append)
+    experiment_from_form(_form(classes="a", threshold="0.9"), check_protocol=seen.append)
     assert seen == [{"classes": ["a"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0,
                      "output_format": "jsonl"}]
 

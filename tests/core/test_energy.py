@@ -1,6 +1,8 @@
 """core/records/energy: a session's GPU energy per run and per accepted corpus (K3, K4 as the cost).
 
-The rows are hand-written with the notes the worker writes (``energy 123.4 J``).
+The rows are hand-written with the notes the worker wrote before its facts were typed
+(``energy 123.4 J``): the display of such old rows reads them (R11); the typed path is in
+``tests/core/test_typed_incidents.py``.
 """
 
 from __future__ import annotations
@@ -10,12 +12,25 @@ from typing import Any
 from helpers import NewSession
 
 from gpusession.core.folder.package import Package
-from gpusession.core.records.energy import energy_note, energy_of_notes, energy_summary
+from gpusession.core.folder.session import Session
+from gpusession.core.records.energy import (
+    EnergySummary,
+    energy_note,
+    energy_of_notes,
+    energy_summary,
+)
 from gpusession.core.records.results import ResultRow
+from gpusession.core.retrieval.incidents import row_facts
 from gpusession.core.retrieval.report import render_report
 
 COMMON: dict[str, Any] = dict(experiment_id="sweep", device="cuda:0", quality_metric="macro_f1",
                               quality_threshold=0.8, quality_tolerance=0.0)
+
+
+def _summary(s: Session) -> EnergySummary | None:
+    """The energy summary of ``s`` as the report makes it (these rows predate typed facts)."""
+    frame = s.results.read()
+    return energy_summary(frame, row_facts(frame, s.journal_read().records))
 
 
 def _rows(*, unsupported: bool = False) -> list[ResultRow]:
@@ -46,7 +61,7 @@ def test_r10_energy_note_reads_back_and_says_nothing_for_unsupported() -> None:
 def test_k3_k4_energy_per_accepted_corpus_counts_every_run_and_each_corpus_once(new_session: NewSession) -> None:
     s = new_session(package=Package(gpu_model="RTX A5000", lots=1, days=7))
     s.results.append_many(_rows())
-    summary = energy_summary(s.results.read())
+    summary = _summary(s)
     assert summary is not None
     assert summary.total_j == 580.0  # 100 + 120 + 300 + 40 + 20 (the failed run too), not the load
     assert summary.accepted == 2 and summary.per_accepted_j == 290.0  # ÷ distinct corpora, not runs
@@ -59,7 +74,7 @@ def test_k3_k4_energy_per_accepted_corpus_counts_every_run_and_each_corpus_once(
 def test_r10_energy_unsupported_is_said_never_zero(new_session: NewSession) -> None:
     s = new_session(package=Package(gpu_model="RTX A5000", lots=1, days=7))
     s.results.append_many(_rows(unsupported=True))
-    summary = energy_summary(s.results.read())
+    summary = _summary(s)
     assert summary is not None and summary.total_j is None and summary.per_accepted_j is None
     text = render_report(s)
     assert ("Energy per accepted corpus: not shown — 5 of 5 measured GPU runs have no energy reading "
@@ -71,7 +86,7 @@ def test_r10_a_cpu_session_has_no_energy_section(new_session: NewSession) -> Non
     s = new_session(package=Package(gpu_model="RTX A5000", lots=1, days=7))
     s.results.append(ResultRow(**{**COMMON, "device": "cpu"}, variant_id="batch-1", phase="warm",
                                run_index=1, elapsed_seconds=1.0))
-    assert energy_summary(s.results.read()) is None
+    assert _summary(s) is None
     assert "Energy per accepted corpus" not in render_report(s)
 
 
@@ -90,7 +105,7 @@ def test_r10_energy_summary_never_shows_inf(new_session: NewSession) -> None:
         s.results.append(ResultRow(**COMMON, variant_id="batch-1", phase="warm", run_index=i,
                                    elapsed_seconds=1.0, corpus_revision="c1", corpus_accepted=True,
                                    quality_value=0.9, notes=notes))
-    summary = energy_summary(s.results.read())
+    summary = _summary(s)
     assert summary is not None
     text = "\n".join(summary.lines())
     assert "inf" not in text

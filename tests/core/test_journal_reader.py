@@ -73,6 +73,22 @@ def test_s7_reader_gives_typed_records_with_their_line_numbers(tmp_path: Path) -
     assert read.lines == [1, 3] and read.notes == []
 
 
+def test_s7_the_same_bytes_are_decoded_once_and_any_change_is_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "journal.jsonl", _started("e:warm:b:1"), "not json")
+    first = read_journal(path)
+    first.records.clear()  # the lists are the caller's own
+    again = read_journal(path)
+    assert [r.run_key for r in again.records] == ["e:warm:b:1"] and again.lines == [1]
+    assert len(again.notes) == 1
+    same_size = _started("e:warm:b:2") + "\n" + "not json" + "\n"  # rewritten, same length
+    assert len(same_size) == path.stat().st_size
+    path.write_text(same_size, encoding="utf-8")
+    assert [r.run_key for r in read_journal(path).records] == ["e:warm:b:2"]
+    with path.open("a", encoding="utf-8") as f:
+        f.write(_started("e:warm:b:3") + "\n")
+    assert [r.run_key for r in read_journal(path).records] == ["e:warm:b:2", "e:warm:b:3"]
+
+
 @pytest.mark.parametrize(("bad", "why"), [
     (_started(run_key={"x": 1}), "field run_key: expected a string, got an object"),
     (_started(run_index="nine"), "field run_index: expected an integer, got a string"),
@@ -80,7 +96,7 @@ def test_s7_reader_gives_typed_records_with_their_line_numbers(tmp_path: Path) -
     (_started(experiment_id=["e"]), "field experiment_id: expected a string, got a list"),
     (_started(run_index=True), "field run_index: expected an integer, got a boolean"),
     ('{"event": "gpu_sang", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
-    ('{"event": "gpu_sang", "deep": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64 levels"),
+    ('{"event": "gpu_sang", "deep": ' + "[" * 100 + "]" * 100 + "}", "nested too deep (past 64 levels)"),
     ('{"event": "run_started", "run_index": ' + "9" * 5000 + "}", "an integer too long to read"),
     ("not json at all", "not JSON"),
     ('["a", "list"]', "expected a JSON object, got a list"),

@@ -178,6 +178,7 @@ def test_representative_files_are_few() -> None:
 
 
 # -- CLI -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_s4_cli_manifest_and_verify_copy(run_cli, sessions_root: Path, deliverables: Path,
                                          tmp_path: Path) -> None:
     assert run_cli("new", "visuals-test-01", "--gpu", "RTX A5000", "--lots", "1",

@@ -12,8 +12,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import pynvml
+import pytest
 
-from gpusession.core.gpu.nvml import NvmlSession, read_clock_state, read_clocks, read_nvml
+from gpusession.core.gpu.nvml import (
+    NvmlSession,
+    RunMeter,
+    Unread,
+    nvml_query,
+    read_boards,
+    read_clock_state,
+    read_clocks,
+    read_nvml,
+)
 from gpusession.testing import FakeGpu, FakeNvml
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpusession"
@@ -54,6 +64,60 @@ def test_m5_nvml_is_opened_only_in_core_gpu_nvml() -> None:
     assert others == {}, f"NVML opened outside core/gpu/nvml.py: {others}"
 
 
+def _call_sites(name: str) -> list[str]:
+    """``path:line`` of each call of ``name`` in src/gpusession (the fake in testing.py aside)."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SRC / "testing.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) == name:
+                    out.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    return out
+
+
+def test_m5_nvml_is_opened_and_shut_at_one_call_site_each() -> None:
+    """Every reading opens NVML through open_nvml: one nvmlInit, one nvmlShutdown in all."""
+    inits, shutdowns = _call_sites("nvmlInit"), _call_sites("nvmlShutdown")
+    assert len(inits) == 1 and inits[0].startswith("core/gpu/nvml.py:"), inits
+    assert len(shutdowns) == 1 and shutdowns[0].startswith("core/gpu/nvml.py:"), shutdowns
+    assert _call_sites("nvmlInitWithFlags") == []
+
+
+def test_h07_each_reading_opens_nvml_once_and_shuts_it_once() -> None:
+    for read in (read_nvml, read_boards, lambda f: read_clock_state(0, f)):
+        fake = _two_gpus()
+        read(fake)
+        assert (fake.init_calls, fake.shutdown_calls) == (1, 1), read
+    fake = _two_gpus()
+    meter = RunMeter([(0, "GPU-aaaa"), (1, "GPU-bbbb")], fake)
+    meter.stop(meter.start())
+    meter.stop(meter.start())
+    meter.close()
+    assert (fake.init_calls, fake.shutdown_calls) == (1, 1)
+
+
+def test_h07_nvml_that_does_not_open_is_a_typed_unread_with_why() -> None:
+    got = nvml_query(lambda lib: 1 / 0, FakeNvml(fail="Driver Not Loaded"))  # never read
+    assert got == Unread("start", "Driver Not Loaded", "RuntimeError")
+    assert got.why == "no NVIDIA driver found (NVML: Driver Not Loaded)"
+    assert not got.snapshot().available and got.snapshot().reason == got.why
+    mismatch = nvml_query(len, FakeNvml(fail=pynvml.NVMLError(18)))
+    assert isinstance(mismatch, Unread) and mismatch.mismatch and "version mismatch" in mismatch.why
+    fake = _two_gpus()
+    assert nvml_query(lambda lib: lib.nvmlDeviceGetCount(), fake) == 2
+    assert (fake.init_calls, fake.shutdown_calls) == (1, 1)
+    broken = FakeNvml()
+    try:
+        nvml_query(lambda lib: 1 / 0, broken)
+    except ZeroDivisionError:
+        pass  # the reader's own bug surfaces as a bug, and NVML is still shut down
+    assert broken.shutdown_calls == 1
+
+
+@pytest.mark.slow
 def test_m5_the_worker_reads_clocks_through_core_gpu_nvml() -> None:
     from gpusession.bench import device
     from gpusession.core.gpu import nvml

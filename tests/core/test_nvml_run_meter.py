@@ -33,10 +33,12 @@ def test_r10_energy_not_supported_is_said_never_zero() -> None:
     gpus = _gpus()
     gpus[1].energy_mj = None  # no counter (before Volta)
     meter = RunMeter([(0, "GPU-aaaa"), (1, "GPU-bbbb")], FakeNvml(gpus))
-    energy, _clocks = meter.stop(meter.start())
+    before = meter.start()
+    gpus[0].energy_mj += 2_500  # GPU 0 drew 2.5 J
+    energy, _clocks = meter.stop(before)
     assert energy.energy_j is None
     assert energy.words() == f"{ENERGY_UNSUPPORTED} (NVML: Not Supported)"
-    assert dict(energy.per_gpu_j) == {"GPU-aaaa": 0.0, "GPU-bbbb": None}
+    assert dict(energy.per_gpu_j) == {"GPU-aaaa": 2.5, "GPU-bbbb": None}
 
 
 def test_h07_energy_without_nvml_is_said_not_measured() -> None:

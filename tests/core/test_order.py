@@ -358,3 +358,17 @@ def test_s2_payment_sent_keeps_the_countdown(ordered: Session) -> None:
     om.record_event(ordered, "payment-sent", source="you")
     text = "\n".join(order_lines(om.load_order(ordered)))
     assert "Active payment order" in text and "expires in" in text and "PAID" not in text
+
+
+@pytest.mark.parametrize(("issued", "sent"), [("1.10", "1.1"), ("55.00", "55.0")])
+def test_s3_same_value_in_other_digits_is_a_difference_in_digits_said_with_the_equality(
+        ordered: Session, issued: str, sent: str) -> None:
+    _pay(ordered, amount=issued)
+    warnings = om.record_event(ordered, "payment-sent", source="you", amount=sent)
+    said = [w for w in warnings if "differs" in w]
+    assert len(said) == 1, warnings
+    assert f"amount {sent} differs in its digits from the payment order's exact amount {issued}" in said[0]
+    assert "the same value" in said[0]
+    other = om.amount_difference(issued, "2.10")
+    assert other is not None and "another value" in other and "the same value" not in other
+    assert om.amount_difference(issued, issued) is None

@@ -83,7 +83,7 @@ def test_h34_values_substituted_are_plain_paths_and_integers(tmp_path: Path) -> 
     out = tmp_path / "s" / "runs" / "e" / "context-512" / "warm-2.jsonl"
     values = substitution_values(plain, batch=4, context=512, output=out)
     assert values == {"batch": "4", "output": str(out), "corpus": str(private / "corpus.jsonl"),
-                      "context": "512"}
+                      "context": "512", "precision": ""}
     assert substitution_values(plain, batch=1, context=None, output=out)["context"] == ""
     for batch in ("4; touch INJECTED", True, 4.0, None):
         with pytest.raises(BadInput) as exc:

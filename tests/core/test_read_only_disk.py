@@ -48,7 +48,7 @@ def test_a_run_lock_that_cannot_be_written_names_the_write_that_failed(
     def refused(path: Path, _data: bytes) -> None:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
 
-    monkeypatch.setattr(safefile, "write_private_bytes", refused)
+    monkeypatch.setattr(journal, "write_private_bytes", refused)  # where take_lock looks it up
     with pytest.raises(OSError) as info:
         journal.take_lock(tmp_path, "s1")
     assert info.value.filename == str(tmp_path / f".run.lock.{os.getpid()}.tmp")

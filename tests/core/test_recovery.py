@@ -55,3 +55,27 @@ def test_s7_a_run_measured_again_whose_row_was_written_gets_no_incident_row(
     (s.folder / ".run.lock").write_text("999999999")
     s = Session.open(sessions_root, "t3")
     assert [r.elapsed_seconds for r in s.results.rows()] == [None, 0.5]
+
+
+def test_c4_a_lost_runs_incident_row_ends_with_the_record_as_every_row(
+        sessions_root: Path, new_session: NewSession) -> None:
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.records.record_notes import record_items
+
+    s = new_session("t4")
+    define_experiment(s, Experiment(id="e", workload="synthetic-mlp", values=(1,), params={"width": 8},
+                                    protocol={"classes": ["a", "b"], "threshold": 0.8, "tolerance": 0.05,
+                                              "metric": "macro_f1", "output_format": "jsonl"}))
+    s.update(lambda doc: doc["experiments"]["e"].__setitem__("environment", {"code_revision": "abc1234"}))
+    for key, exp in (("e:warm:batch-1:1", "e"), ("gone:warm:v:1", "gone")):
+        s.journal("run_started", run_key=key, experiment_id=exp, variant_id=key.split(":")[2],
+                  phase="warm", run_index=1)
+    (s.folder / ".run.lock").write_text("999999999")  # killed in flight
+    rows = {r.experiment_id: r for r in Session.open(sessions_root, "t4").results.rows()}
+    items = record_items(rows["e"].notes)
+    assert items["scope"] == "processing" and items["code"] == "abc1234", rows["e"].notes
+    assert items["tolerance"] == "0.05 below threshold 0.8 (macro_f1)" and items["params"] == "width=8"
+    gone = record_items(rows["gone"].notes)  # its experiment is not defined: said, not invented
+    assert gone["scope"] == "unknown" and gone["code"] == "unknown", rows["gone"].notes
+    assert "recovered on reopen" in (rows["gone"].notes or "")

@@ -123,6 +123,7 @@ def test_d5_html_escapes_every_user_text_and_fetches_nothing() -> None:
     assert "http://" not in page and "https://" not in page
 
 
+@pytest.mark.slow
 def test_d5_cli_report_html_writes_both_files(run_cli: RunCli, sessions_root: Path) -> None:
     assert run_cli("new", "r1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3").returncode == 0
     r = run_cli("report", "r1", "--html")

@@ -150,3 +150,24 @@ def test_h35_a_digest_labelled_sha256_is_kept_an_unlabelled_64_hex_is_masked() -
     for unlabelled in (f"output {HEX64}", f"output: {HEX64}", f"sha256 of nothing, then {HEX64}"):
         masked, kinds = mask_text(unlabelled)
         assert HEX64 not in masked and kinds == ["private key"], unlabelled
+
+
+@pytest.mark.parametrize("kind", ["github-token", "github-fine-grained", "gitlab-token", "hugging-face-token",
+                                  "slack-token", "stripe-key", "google-api-key", "jwt", "nostr-nsec",
+                                  "age-key", "aws-access-key"])
+def test_h46_a_token_glued_to_the_word_before_it_is_found_and_masked(kind: str) -> None:
+    """A paste that lost its separator (``mytokenghp_…``, ``--param 'keyghp_…=1'``) still holds the token."""
+    text, never = PAYLOADS[kind]
+    token = max(text.split(), key=len)
+    for glued in (f"mytoken{token}", f"x{token}=1", f"see:key{token}."):
+        assert find_secret(glued) is not None, (kind, glued)
+        masked, kinds = mask_text(glued)
+        assert kinds, (kind, glued)
+        for part in never:
+            assert part not in masked, (kind, glued)
+
+
+@pytest.mark.parametrize("text", ["task-AbCdEfGh1234567890abcdef", "disk-Q1w2E3r4T5y6U7i8O9p0Asdf",
+                                  "shelf_abcdefghijklmnopqrstuvwxyz0123456789", "weights_hf_" + "a1" * 16])
+def test_h46_words_that_end_in_a_token_prefix_stay_words(text: str) -> None:
+    assert find_secret(text) is None and mask_text(text) == (text, [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,7 @@ def test_d2_one_figure_per_pull_from_every_transfer() -> None:
     assert fig is not None
     assert (fig.bytes, fig.seconds, fig.throughput_bytes_per_s) == (4_000, 2.0, 2_000.0)
     t = fig.to_toml()
-    assert t == {"at": "2026-12-02T01:00:00+00:00", "bytes": 4000, "seconds": 2.0,
+    assert t == {"at": "2026-12-02T01:00:00+00:00", "bytes": 4000, "seconds": 2.0, "rsync_seconds": 2.0,
                  "throughput_bytes_per_s": 2000.0, "probe": False, "path": "rsync over ssh"}
     assert combine([RsyncStats(0, 0.5)], path="x") is None  # nothing moved: no figure, never 0 B/s
     assert combine([], path="x") is None
@@ -90,3 +92,31 @@ def test_d2_whole_retry_path_keeps_the_retrys_figures(tmp_path: Path, monkeypatc
     fig = combine(t.stats, path=t.path_words)
     assert fig is not None and fig.throughput_bytes_per_s == 2_000.0
     assert t.remote_file("retrieval.toml") == "me@gpu1:/srv/sessions/s1/retrieval.toml"
+
+
+def test_d2_the_time_is_gpusessions_clock_around_each_rsync_and_rsyncs_figure_is_kept_beside() -> None:
+    # rsync said 1.0 s (whole seconds + 0.5) for copies our clock timed at 0.15 s and 0.05 s
+    fig = combine([RsyncStats(3_000_000, 1.0, clock_seconds=0.15), RsyncStats(1_000_000, 1.0, clock_seconds=0.05)],
+                  at=AT, path="rsync (local folder)")
+    assert fig is not None and fig.seconds == pytest.approx(0.2)
+    assert fig.throughput_bytes_per_s == pytest.approx(20_000_000.0)
+    assert fig.to_toml()["rsync_seconds"] == 2.0 and fig.to_toml()["seconds"] == pytest.approx(0.2)
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed (apt-get install rsync)")
+def test_d2_a_local_probe_records_seconds_from_gpusessions_clock_beside_rsyncs_bytes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers import cli
+
+    root = tmp_path / "server"
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "3")[0] == 0
+    deliv = tmp_path / "deliverables"
+    deliv.mkdir()
+    (deliv / "part.bin").write_bytes(os.urandom(4 * 1024 * 1024))
+    code, out, err = cli(capsys, root, "pull", str(root / "s1"), "--deliverables", str(deliv),
+                         "--to", str(tmp_path / "home"), "--probe")
+    assert code == 0, out + err
+    (entry,) = read_entries([root / "s1" / "retrieval.toml"])
+    assert entry["probe"] is True and int(entry["bytes"]) >= 4 * 1024 * 1024
+    assert 0 < float(entry["seconds"]) < 0.5  # rsync alone would say at least 0.5 s
+    assert float(entry["rsync_seconds"]) >= 0.5 and float(entry["seconds"]) < float(entry["rsync_seconds"])

@@ -35,6 +35,7 @@ line_st = st.one_of(st.sampled_from(GOOD), st.sampled_from(GOOD), st.sampled_fro
                     st.lists(st.sampled_from(PIECES), min_size=1, max_size=3).map(b"".join))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(line_st, min_size=1, max_size=8), start=st.sampled_from([b"", b"\xef\xbb\xbf"]),
        end=st.sampled_from(["\n", "\r\n"]), final_newlines=st.integers(min_value=0, max_value=2),

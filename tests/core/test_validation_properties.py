@@ -6,6 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
@@ -86,6 +87,7 @@ def test_v2_dropping_one_id_always_rejects(data: tuple[list[str], list[str], lis
     assert r.missing_ids["id"].to_list() == [dropped[0]]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=corpora())
 def test_v6_macro_f1_and_accuracy_equal_scikit_learn(data: tuple[list[str], list[str], list[str]]) -> None:
@@ -147,6 +149,7 @@ def outputs(draw: st.DrawFn) -> tuple[list[str], list[str], list[tuple[str, obje
     return ids, refs, rows, firsts
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=outputs())
 def test_h21_quality_equals_scikit_learn_with_invalid_and_missing_as_wrong(

@@ -19,8 +19,6 @@ from gpusession.core.records.variants import (
     spread_warnings,
 )
 
-pytest.importorskip("scipy")
-
 
 def _rows(times: dict[str, list[float | None]], accepted: dict[str, bool | None] | None = None,
           *, loads: bool = True) -> list[ResultRow]:
@@ -129,3 +127,21 @@ def test_d7_spread_warning_names_the_slowest_run_and_whether_it_followed_a_load(
     [w] = spread_warnings(frame)
     assert w.slowest_run == 2 and "not the first after a load" in w.words()
     assert spread_warnings(rows_frame(_rows({"b": [1.0, 1.1, 1.05, 1.08, 1.02]}))) == []
+
+
+def test_d7_the_exact_p_without_scipy_is_scipys_figure_when_no_value_is_shared() -> None:
+    """Without ties the figure is scipy's exact one; with ties it is the exact permutation p
+    of the midranks instead (scipy's exact method ignores ties), tested in test_ranktest."""
+    import random
+
+    from scipy.stats import mannwhitneyu
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n, m = rng.randint(1, 12), rng.randint(1, 12)
+        pool = [round(rng.uniform(0.5, 2.0), rng.choice((1, 2, 3))) for _ in range(n + m)]  # ties too
+        a, b = pool[:n], pool[n:]
+        if len(set(pool)) < len(pool):
+            continue  # a shared value: the permutation p with ties, not scipy's figure
+        want = float(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+        assert mann_whitney_p(a, b) == pytest.approx(want, rel=1e-9, abs=1e-12), (a, b)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,14 +30,14 @@ def test_v7_demo_split_is_disjoint_deterministic_with_exactly_1000_eval() -> Non
 
 @pytest.mark.slow
 def test_demo_headless_cpu_end_to_end(
-    run_cli: Callable[..., subprocess.CompletedProcess[str]], sessions_root: Path
+    demo_session: subprocess.CompletedProcess[str], sessions_root: Path
 ) -> None:
-    res = run_cli("demo", "--headless", "--device", "cpu", timeout=240)
+    res = demo_session  # the demo run once for the test run, its session copied here
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "batch-8" in res.stdout and "median" in res.stdout and "verdict" in res.stdout and "accepted" in res.stdout and "macro-F1" in res.stdout
     # the answer ends the output: verdict, cost per accepted deliverable, the variant to keep, next steps (D5)
     tail = "\n".join(res.stdout.strip().splitlines()[-10:])
-    assert "- Verdict: 1 distinct corpus accepted" in tail and "per" in tail and "- Keep: batch-" in tail, tail
+    assert "- Verdict: 1 distinct corpus accepted" in tail and "per" in tail and ("- Keep: batch-" in tail or "- Keep: none is faster beyond noise" in tail), tail
     assert "next: gpusession report demo" in tail and "gpusession open demo" in tail
     s = Session.open(sessions_root, "demo")
     pkg = s.package

@@ -9,6 +9,7 @@ validation never reads "failed", and no ``None`` is printed.
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -44,13 +45,19 @@ def test_example_workload_define_run_validate_show_report(
     c = run_cli("experiment", "own", "define", "--id", "tfidf-cmd", "--workload", "command",
                 "--command", f"{sys.executable} {EXAMPLES / 'tfidf_bbc.py'} predict --model-dir "
                 "example --corpus {corpus} --output {output} --batch {batch}",  # the README's form
-                "--corpus", "example/eval.jsonl", "--values", "64", "--classes", CLASSES,
+                "--corpus", "example/eval.jsonl", "--values", "64", "--classes", CLASSES, "--threshold", "0.9",
                 "--runs", "1", "--warmup", "0", "--cold-runs", "0")
     assert c.returncode == 0, c.stderr
     rc = run_cli("run", "own", "--experiment", "tfidf-cmd", "--headless", env=env, timeout=300)
     assert rc.returncode == 0, rc.stdout[-2000:] + rc.stderr[-2000:]
+    from gpusession.core.records.results import ResultsFile
+
+    cmd_rows = [r for r in ResultsFile(sessions_root / "own" / "resultats-bruts.csv").rows()
+                if r.experiment_id == "tfidf-cmd" and r.phase == "warm"]
+    assert cmd_rows and all(r.python_version == platform.python_version() and r.device == "cpu"
+                            and r.torch_version is None for r in cmd_rows), cmd_rows  # its own report (R10)
     output = sessions_root / "own" / "runs" / "tfidf" / "batch-64" / "warm-1.jsonl"
-    v = run_cli("validate", "--corpus", str(folder / "eval.jsonl"), "--output", str(output),
+    v = run_cli("validate", "--corpus", str(folder / "eval.jsonl"), "--predictions", str(output),
                 "--classes", CLASSES, "--threshold", "0.9", "--session", "own", "--name", "by-hand")
     assert v.returncode == 0, v.stdout + v.stderr
     show = run_cli("show", "own")

@@ -130,7 +130,7 @@ def test_pull_over_ssh_session_and_deliverables_verified(sshd: Sshd, server: tup
     assert "[retrieval]" in checklist and "verified = true" in checklist
     assert "deliverables_files = 3" in checklist
     assert 'evidence = "copy home verified' in checklist
-    assert "done = true" not in checklist  # evidence never ticks an item (S1)
+    assert "done = true" not in checklist  # nothing is ticked in the file (S1); the pull is read as done (S11)
     assert not (home / ".gpusession-pull").exists()
 
 

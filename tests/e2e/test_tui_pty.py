@@ -99,7 +99,7 @@ def _incidents(folder: Path) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, lines) if r.get("event") == "incident"]
 
 
-def test_h23_x10_mouse_report_past_column_95_leaves_the_tui_answering_keys(tmp_path: Path) -> None:
+def test_h23_x10_mouse_report_past_column_95_and_a_lone_0xff_leave_the_tui_answering_keys(tmp_path: Path) -> None:
     s = make_session(tmp_path)
     tui = Pty(["-m", "gpusession", "--sessions-dir", str(tmp_path), "open", s.name])
     try:
@@ -109,6 +109,10 @@ def test_h23_x10_mouse_report_past_column_95_leaves_the_tui_answering_keys(tmp_p
         time.sleep(1.5)
         tui.pump()
         assert tui.proc.poll() is None, f"the TUI ended on the report: {tui.out[mark:][-1500:]!r}"
+        mark = tui.write(b"\xff")  # a lone byte that is not UTF-8
+        time.sleep(1.0)
+        tui.pump()
+        assert tui.proc.poll() is None, f"the TUI ended on a lone 0xff: {tui.out[mark:][-1500:]!r}"
         mark = tui.write(b"2")  # the Run pane: the TUI still answers keys
         tui.wait_for(b"batch-sweep", mark, 30)
         mark = tui.write(b"q")

@@ -54,6 +54,7 @@ async def test_s6_header_at_80_columns_keeps_window_on_one_line_and_every_order_
         assert needed <= header.size.height, "the header cuts its last line"
 
 
+@pytest.mark.slow
 async def test_footer_keys_of_every_pane_fit_80_columns(session: Any, make_app: MakeApp) -> None:
     from textual.widgets._footer import FooterKey
 
@@ -73,6 +74,7 @@ async def test_footer_keys_of_every_pane_fit_80_columns(session: Any, make_app: 
                     f"pane {key}: footer key {k.key} {k.description!r} is cut at 80 columns")
 
 
+@pytest.mark.slow
 async def test_keys_1_to_6_switch_panes_and_focus_them(session: Any, make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -118,6 +120,7 @@ async def test_h11_no_escape_binding_anywhere_and_quit_is_the_only_priority(
     assert screens.MainScreen.ESCAPE_TO_MINIMIZE is False
 
 
+@pytest.mark.slow
 async def test_palette_lists_every_action_and_runs_them(session: Any, make_app: MakeApp) -> None:
     from gpusession.ui.palette import ACTIONS, GpuSessionCommands
 
@@ -139,6 +142,7 @@ async def test_palette_lists_every_action_and_runs_them(session: Any, make_app: 
         assert len(app.screen.pane("run").rows) == 18
 
 
+@pytest.mark.slow
 async def test_palette_export_report_runs_the_report_command(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -179,6 +183,7 @@ async def test_h11_no_color_keeps_every_state_in_words(
             assert words in svg, words
 
 
+@pytest.mark.slow
 async def test_h12_no_internal_case_ids_in_what_a_person_reads(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -218,6 +223,7 @@ async def test_h12_no_internal_case_ids_in_what_a_person_reads(
             assert not case_id.search(words), f"pane {key}: {case_id.search(words)}"
 
 
+@pytest.mark.slow
 async def test_h11_footer_keys_whole_on_every_pane_at_60x20_and_80x24(
     busy_session: Any, make_app: MakeApp
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
 
@@ -127,6 +128,7 @@ def test_a_bad_session_toml_is_refused_in_one_line(
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 async def test_panes_with_good_files_open_and_the_bad_one_says_why(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -153,5 +155,38 @@ async def test_panes_with_good_files_open_and_the_bad_one_says_why(
         assert "batch-sweep" in text_of(app, "#run-status")
         assert app.screen.pane("run").query_one("#run-summary-table", DataTable) is not None
         await pilot.press("4")
+        await pilot.pause()
+        assert app.is_running
+
+
+@pytest.mark.slow
+async def test_h39_a_deep_accept_report_is_named_in_the_cost_pane_and_the_app_lives(
+    session: Any, make_app: MakeApp, sessions_root: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from helpers import cli
+
+    from gpusession.core.folder.session import Session
+
+    (session.folder / "expected.txt").write_text("v-1.png\n", encoding="utf-8")
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "render",
+                       "--workload", "command", "--values", "1", "--runs", "1", "--warmup", "0",
+                       "--command", f"{sys.executable} render.py {{output}}",
+                       "--expected-outputs", "expected.txt", "--deliverable-format", "png",
+                       "--accept", f"{sys.executable} rule.py {{output}}")
+    assert code == 0, err
+    where = session.folder / "validation" / "render" / "v1"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "warm-1.accept.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    app = make_app(session=Session.open(sessions_root, session.name))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        await pilot.pause()
+        out = text_of(app, "#cost-report")
+        assert "count unreadable" in out and "warm-1.accept.json" in out
+        assert "nested too deep (past 64 levels)" in out
+        await pilot.press("1")  # the other panes still work
         await pilot.pause()
         assert app.is_running

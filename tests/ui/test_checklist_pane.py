@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input, OptionList
 from ui.pilot import SIZE, MakeApp, settle, unique
 
@@ -37,6 +38,7 @@ async def test_s1_space_toggles_done_saved_at_once_and_message_posted(
     assert [(m.done) for m in toggles] == [True, False]
 
 
+@pytest.mark.slow
 async def test_s1_n_edits_note_in_modal_and_saves(session: Any, make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -68,6 +70,7 @@ async def test_s1_add_own_item_is_saved(session: Any, make_app: MakeApp) -> None
         assert [i.text for i in own] == ["Ask Anna for the hard cases"]
 
 
+@pytest.mark.slow
 async def test_s1_add_item_stage_list_shows_stage_titles(session: Any, make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -99,3 +102,27 @@ async def test_first_frame_lists_a_screenful_then_every_item(
         assert olist.highlighted_option is not None and olist.highlighted_option.id == items[0].id
         status = str(app.screen.query_one("#checklist-status").render())
         assert f"0 of {len(items)} done" in status, status
+
+
+@pytest.mark.slow
+async def test_s11_the_pane_shows_what_gpusession_recorded_and_space_asks_why_not_done(
+        session: Any, make_app: MakeApp) -> None:
+    from gpusession.core.money.order import set_order
+
+    set_order(session, number="A-1234", gpu_model="RTX A5000", lots=1, days=7)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        olist = app.screen.query_one(OptionList)
+        prompt = str(olist.get_option("g5.configurator").prompt)
+        assert "[x] done (recorded by gpusession)" in prompt and "order event ordered" in prompt
+        olist.highlighted = olist.get_option_index("g5.configurator")
+        await pilot.press("space")
+        await pilot.pause()
+        box = app.screen.query_one("#field-note", Input)  # the CLI's `undone ITEM --note TEXT`
+        box.value = "two lots were shown"
+        await pilot.press("enter")
+        await pilot.pause()
+        item = next(i for i in load_checklist(session) if i.id == "g5.configurator")
+        assert not item.done and item.not_done_although_recorded and item.note == "two lots were shown"
+        assert "[ ] open (marked not done by you)" in str(olist.get_option("g5.configurator").prompt)

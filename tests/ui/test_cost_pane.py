@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input, OptionList
 from ui.pilot import MakeApp, settle, text_of
 
 from gpusession.core.records.results import ResultRow
 
 
+@pytest.mark.slow
 async def test_k3_cost_recomputes_on_edit_and_needs_accepted_count(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -32,6 +34,7 @@ async def test_k3_cost_recomputes_on_edit_and_needs_accepted_count(
         assert "3.25" in text_of(app, "#cost-report")
 
 
+@pytest.mark.slow
 async def test_k4_cost_per_accepted_uses_distinct_corpora(session: Any, make_app: MakeApp) -> None:
     for i in range(5):  # five repetitions of one corpus = one deliverable
         session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
@@ -189,3 +192,64 @@ async def test_the_focused_field_is_seen_without_colour(
         lots.focus()
         await pilot.pause()
         assert lots.styles.border_top[0] != plan.styles.border_top[0], (lots.styles.border_top, plan.styles.border_top)
+
+
+async def test_s10_the_cost_pane_says_the_approved_count_in_the_unit(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    from gpusession.core.folder.approvals import decide
+    from gpusession.core.folder.unit import set_unit
+
+    set_unit(session, "visual", expected_count=18)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    files = []
+    for i in range(18):
+        p = out_dir / f"visual-{i + 1:02d}.png"
+        p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+        files.append(p)
+    decide(session, files, decision="approved", by="Ana")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        out = text_of(app, "#cost-report")
+        assert "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual" in out
+
+
+@pytest.mark.slow
+async def test_k6_the_cost_pane_prices_the_kept_plan_as_cost_name_does(
+        session: Any, make_app: MakeApp, sessions_root: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers import cli
+
+    from gpusession.core.money.kept_plan import keep_plan, make_plan
+
+    keep_plan(session, make_plan("0.25,1,1,0.5,0.5"))
+    code, out, _ = cli(capsys, sessions_root, "cost", session.name)
+    assert code == 0
+    said = [line for line in out.splitlines() if line.startswith(("Plan: ", "  (the plan kept"))]
+    assert len(said) == 2, out
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        assert app.screen.query_one("#cost-plan", Input).value == "0.25,1,1,0.5,0.5"
+        pane = text_of(app, "#cost-report").splitlines()
+        assert [line for line in pane if line in said] == said  # the CLI's words, in the same order
+
+
+async def test_k6_save_as_package_keeps_the_plan_typed_as_package_plan_does(
+        session: Any, make_app: MakeApp) -> None:
+    from gpusession.core.money.kept_plan import session_plan
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        app.screen.query_one("#cost-plan", Input).value = "0.25,1,1,0.5,0.5"
+        await pilot.pause()
+        app.screen.pane("cost").save_package()
+        await pilot.pause()
+        reopened = type(session).open(session.folder.parent, session.name)
+        kept = session_plan(reopened)
+        assert kept is not None and kept.text() == "0.25,1,1,0.5,0.5"
+        assert "(the plan kept with the package of session visuals-test-01)" in text_of(app, "#cost-report")

@@ -30,7 +30,8 @@ RICH = {
     "values": "1, 4,8", "runs_per_variant": "3", "warmup_iterations": "1", "order": "shuffled",
     "scope": "full-chain", "gpus": "1", "precision": "fp16", "device": "cpu", "context_limit": "128",
     "seed": "7", "params": "width=64 lr=0.001 'version=\"1.10\"' flag=true", "classes": "a, b",
-    "metric": "accuracy", "threshold": "0.8", "tolerance": "0.01",
+    "metric": "accuracy", "threshold": "0.8", "tolerance": "0.01", "reference_value": "0.85",
+    "max_degradation": "0.02", "train_ids": "train.jsonl", "tune_ids": "tune.jsonl",
 }
 RICH_CLI = [
     "--id", "sweep", "--workload", "mypkg.wl:make", "--corpus", "corpus.jsonl", "--varied", "batch",
@@ -38,6 +39,8 @@ RICH_CLI = [
     "--gpus", "1", "--precision", "fp16", "--device", "cpu", "--context-limit", "128", "--seed", "7",
     "--param", "width=64", "--param", "lr=0.001", "--param", 'version="1.10"', "--param", "flag=true",
     "--classes", "a, b", "--metric", "accuracy", "--threshold", "0.8", "--tolerance", "0.01",
+    "--reference-value", "0.85", "--max-degradation", "0.02", "--train-ids", "train.jsonl",
+    "--tune-ids", "tune.jsonl",
 ]
 #: A command workload, the scope left to the workload (the TUI's "default" choice).
 COMMAND = {"id": "cmd", "workload": "command", "command": "python3 'my score.py' --batch {batch}",
@@ -78,7 +81,8 @@ async def test_r1_tui_form_and_cli_define_store_the_same_experiment(
     by_tui = make_session(sessions_root, "by-tui", experiment=False)
     by_cli = make_session(sessions_root, "by-cli", experiment=False)
     for s in (by_tui, by_cli):
-        write_corpus(s.folder / "corpus.jsonl")
+        for name in ("corpus.jsonl", "train.jsonl", "tune.jsonl"):
+            write_corpus(s.folder / name)
     app = make_app(session=by_tui)
     async with app.run_test(size=(100, 40)) as pilot:
         screen = await _fill_and_save(app, pilot, tui)
@@ -89,13 +93,16 @@ async def test_r1_tui_form_and_cli_define_store_the_same_experiment(
     assert stored == _stored(by_cli.folder, exp_id)
     if exp_id == "sweep":  # the typed values, not text
         assert stored["values"] == [1, 4, 8] and stored["context_limit"] == 128
-        assert stored["params"] == {"width": 64, "lr": 0.001, "version": "1.10", "flag": True}
+        assert stored["params"] == {"width": 64, "lr": 0.001, "version": "1.10", "flag": True,
+                                    "train_corpus": "train.jsonl", "tune_corpus": "tune.jsonl"}
         assert stored["protocol"]["threshold"] == 0.8 and stored["protocol"]["classes"] == ["a", "b"]
+        assert (stored["protocol"]["reference_value"], stored["protocol"]["max_degradation"]) == (0.85, 0.02)
     else:
         assert stored["scope"] == "full-chain"
         assert stored["params"] == {"command": ["python3", "my score.py", "--batch", "{batch}"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("field", "text", "option"), [
     ("values", "1.5,4", "--values"),
     ("runs_per_variant", "five", "--runs"),

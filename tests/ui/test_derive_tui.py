@@ -47,6 +47,7 @@ async def test_d4_run_pane_derive_stores_what_the_cli_stores(
     assert stored["derived_from"] == "batch-sweep" and stored["changed_key"] == "precision"
 
 
+@pytest.mark.slow
 async def test_d4_run_pane_derive_refuses_a_replay_that_varies_something_else(
         sessions_root: Path, make_app: MakeApp) -> None:
     s = make_session(sessions_root, "one", runs=3)

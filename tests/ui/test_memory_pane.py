@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ui.pilot import SIZE, MakeApp, glyphs, settle, text_of
 
 from gpusession.core.records.results import ResultRow
@@ -175,6 +176,7 @@ def test_soak_failed_nvml_is_not_asked_again_and_keeps_nothing_per_reading() -> 
     assert fake.init_calls == 1
 
 
+@pytest.mark.slow
 async def test_soak_memory_poller_keeps_nothing_per_tick(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -269,6 +271,7 @@ async def test_m2_allocator_figures_shown_per_rank(session: Any, make_app: MakeA
         assert "11.0 GiB" not in alloc and "10.0 GiB" not in alloc  # never added over ranks (M2)
 
 
+@pytest.mark.slow
 async def test_memory_pane_without_a_readable_ranks_table_keeps_the_row(
     session: Any, make_app: MakeApp
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input
 from ui.pilot import SIZE, MakeApp, settle
 
@@ -28,6 +29,7 @@ async def test_q_in_a_form_does_not_quit(session: Any, make_app: MakeApp) -> Non
         assert app.return_value == 0
 
 
+@pytest.mark.slow
 async def test_h11_form_placeholders_read_as_examples_not_values(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -58,6 +60,7 @@ async def test_h11_form_covers_the_pane_behind_it(session: Any, make_app: MakeAp
         assert app.screen.styles.background.a == 1.0
 
 
+@pytest.mark.slow
 async def test_what_is_typed_in_a_form_field_is_shown_and_its_focus_seen_without_colour(
         session: Any, make_app: MakeApp, monkeypatch: Any) -> None:
     """A focused one-line field keeps its line of text (a frame around it would hide it)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import DataTable, Static
 from ui.pilot import MakeApp, settle
 from ui.test_rule_ids_not_shown_tui import _pane_text
@@ -28,7 +29,7 @@ def _validate_into(session: Any, tmp: Path, name: str = "by-hand") -> None:
     out.write_text("".join(json.dumps({"id": f"v{i:03d}", "label": "a" if i % 2 else "b"}) + "\n"
                            for i in range(10)))
     rc = main(["--sessions-dir", str(session.folder.parent), "validate", "--corpus", str(corpus),
-               "--output", str(out), "--classes", "a,b", "--session", session.name, "--name", name])
+               "--predictions", str(out), "--classes", "a,b", "--session", session.name, "--name", name])
     assert rc == 0
 
 
@@ -42,6 +43,7 @@ async def _select_last_validation(pilot: Any, app: Any) -> str:
     return str(pane.query_one("#val-detail", Static).render())
 
 
+@pytest.mark.slow
 async def test_h22_no_python_none_in_any_pane(busy_session: Any, make_app: MakeApp, tmp_path: Path) -> None:
     _validate_into(busy_session, tmp_path)
     app = make_app(session=busy_session, runner_factory=FakeRunner.factory())
@@ -91,6 +93,7 @@ async def test_h17_validation_pane_escapes_control_characters_of_an_archived_rep
     assert "\\x1b[31m" in detail and "\\x00" in detail
 
 
+@pytest.mark.slow
 async def test_validation_pane_at_60x20_verdict_visible_selected_row_shown_footer_whole(
         busy_session: Any, make_app: MakeApp, tmp_path: Path) -> None:
     from textual.widgets import Footer

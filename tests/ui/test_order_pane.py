@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input, OptionList, Static
 from ui.pilot import SIZE, MakeApp, settle, shown_on_screen, text_of
 
@@ -88,6 +89,7 @@ async def test_s2_event_form_state_list_shows_every_state_at_80x24(
         assert app.screen.find_widget(states).visible_region.height >= len(STATES)
 
 
+@pytest.mark.slow
 async def test_h11_choice_in_a_form_marks_the_chosen_state_in_text(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -159,6 +161,7 @@ async def test_s6_order_pane_offers_to_restart_the_window_at_gpu_provisioned(
         assert "press w" not in text_of(app, "#order-warnings")
 
 
+@pytest.mark.slow
 async def test_order_pane_hints_give_its_keys_not_cli_syntax(
     session: Any, make_app: MakeApp
 ) -> None:

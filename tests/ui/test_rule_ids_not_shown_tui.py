@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from helpers import ids_in
 from textual.widgets import DataTable, OptionList, Static
 from ui.pilot import MakeApp
@@ -47,11 +48,13 @@ async def _tui_ids(busy_session: Any, make_app: MakeApp) -> dict[str, list[str]]
     return found
 
 
+@pytest.mark.slow
 async def test_tui_panes_show_no_rule_id(busy_session: Any, make_app: MakeApp) -> None:
     found = await _tui_ids(busy_session, make_app)
     found.pop("order", None)  # checked below
     assert not found, f"rule ids on screen (say the rule in words): {found}"
 
 
+@pytest.mark.slow
 async def test_tui_order_pane_shows_no_rule_id(busy_session: Any, make_app: MakeApp) -> None:
     assert (await _tui_ids(busy_session, make_app)).get("order") is None

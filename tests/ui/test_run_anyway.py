@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
 from gpusession.core.retrieval.limit import set_limit
@@ -25,6 +26,7 @@ def _factory(made: list[dict[str, Any]]) -> Any:
     return make
 
 
+@pytest.mark.slow
 async def test_d3_capital_r_asks_then_starts_with_both_stops_off(session: Any, make_app: MakeApp) -> None:
     made: list[dict[str, Any]] = []
     app = make_app(runner_factory=_factory(made))
@@ -51,6 +53,7 @@ async def test_d3_capital_r_asks_then_starts_with_both_stops_off(session: Any, m
         assert made[-1] == {}
 
 
+@pytest.mark.slow
 async def test_d1_header_turns_to_the_warning_at_the_limit(session: Any, make_app: MakeApp) -> None:
     set_limit(session, at=FIXED_NOW - timedelta(minutes=5))
     app = make_app()
@@ -60,6 +63,7 @@ async def test_d1_header_turns_to_the_warning_at_the_limit(session: Any, make_ap
         assert "WARNING past the session limit (stop by" in head and "pull now" in head, head
 
 
+@pytest.mark.slow
 async def test_d1_r_after_the_limit_is_refused_and_capital_r_runs(session: Any, make_app: MakeApp) -> None:
     set_limit(session, at=FIXED_NOW - timedelta(minutes=5))
     made: list[dict[str, Any]] = []

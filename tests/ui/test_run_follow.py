@@ -121,6 +121,7 @@ async def test_run_pane_follows_a_run_in_another_process(
         assert (bar.total, bar.progress) == (len(runs), len(runs))  # its summary below: not 0 %
 
 
+@pytest.mark.slow
 async def test_end_of_a_followed_run_reloads_validation_cost_and_memory(
     session: Any, make_app: MakeApp, other_process: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from textual.widgets import DataTable, Input, Static, TabbedContent
 from ui.pilot import SIZE, MakeApp, glyphs, settle, shown_on_screen, unique
 
@@ -39,6 +40,7 @@ def _focus_in_visible_part_of(app: Any, pane: Any) -> bool:
     return inside
 
 
+@pytest.mark.slow
 async def test_h12_r_then_c_cancels_at_boundary_and_poller_runs(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -86,6 +88,7 @@ async def test_h12_r_then_c_cancels_at_boundary_and_poller_runs(
     assert made[0].cancel.is_set()
 
 
+@pytest.mark.slow
 async def test_h12_keys_answered_during_run(session: Any, make_app: MakeApp) -> None:
     app = make_app(runner_factory=FakeRunner.factory(step_s=0.6), poll_s=0.1)
     async with app.run_test(size=SIZE) as pilot:
@@ -110,6 +113,7 @@ async def test_h12_keys_answered_during_run(session: Any, make_app: MakeApp) -> 
             await pilot.pause(0.05)
 
 
+@pytest.mark.slow
 async def test_h12_focus_stays_in_run_pane_after_run_and_view_switch(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -132,9 +136,10 @@ async def test_h12_focus_stays_in_run_pane_after_run_and_view_switch(
         assert len(run_pane.rows) == 18 and run_pane.view == "run-summary"
         assert _focus_in_visible_part_of(app, run_pane)
         keys = {ab.binding.key for ab in app.screen.active_bindings.values() if ab.binding.show}
-        assert {"r", "c", "s"} <= keys, keys  # the footer keeps the pane's keys
+        assert {"r", "s"} <= keys, keys  # the footer keeps the pane's keys (c while a run goes)
 
 
+@pytest.mark.slow
 async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -164,6 +169,7 @@ async def test_r6_run_shows_rows_then_summary_with_median_and_failures_in_words(
         assert "run finished — complete" in str(run_pane.query_one("#run-status", Static).render())
 
 
+@pytest.mark.slow
 async def test_h12_quit_during_run_first_asks_the_run_to_stop(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -288,6 +294,7 @@ async def test_r1_define_experiment_refused_stays_open_with_the_reason(
         assert not isinstance(app.screen, FormModal)
 
 
+@pytest.mark.slow
 async def test_h11_define_form_title_buttons_and_keys_visible_at_80x24(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -436,6 +443,7 @@ def _journalled_run(session: Any, stop_after: int | None = None) -> int:
     return len(runs)
 
 
+@pytest.mark.slow
 async def test_run_pane_says_how_the_last_run_ended_never_idle_at_0_percent(
     session: Any, make_app: MakeApp
 ) -> None:
@@ -472,7 +480,7 @@ async def test_run_pane_says_how_the_last_run_ended_never_idle_at_0_percent(
         await pilot.press("2")
         await pilot.pause()
         assert line_and_bar(app) == (
-            f"last run was cancelled at a run boundary — 7 of {n} runs done, incomplete; r: run again",
+            f"last run was cancelled at a run boundary — 7 of {n} runs done, incomplete; u: resume, r: a new attempt",
             True, n, 7)
 
 

@@ -67,3 +67,13 @@ async def test_d5_a_group_not_measured_in_full_says_how_in_its_verdict_cell(sess
         header = [str(c.label) for c in table.columns.values()]
         cell = str(table.get_row_at(0)[header.index("verdict")])
         assert cell.startswith("accepted; ") and "failed" in cell, cell
+
+
+def test_r1_a_run_refused_at_its_load_says_not_run_and_why() -> None:
+    from gpusession.core.folder.corpus_pin import REVISION_CHANGED
+    from gpusession.core.records.outcome import RunOutcome
+    from gpusession.ui.panes.run import outcome_words
+
+    words = "the model changed since the last attempt of m (echo-1 → echo-2): …"
+    outcome = RunOutcome(stopped=REVISION_CHANGED, stopped_words=words, incidents=[words])
+    assert outcome_words(outcome, None, False) == f"not run: {words}"

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
@@ -38,6 +40,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_m5_ui_import_and_run_leave_torch_out_of_sys_modules(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=120

@@ -149,3 +149,40 @@ async def test_v1_validation_pane_reads_an_older_failed_rows_false_as_not_valida
         t = app.screen.query_one("#val-table", DataTable)
         assert str(t.get_row_at(0)[1]) == "not validated"
         assert "corpus NOT VALIDATED" in text_of(app, "#val-detail")
+
+
+async def test_s9_the_pane_lists_deliverables_and_rejects_with_j_through_the_cli_function(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    from textual.widgets import Input
+
+    from gpusession.core.folder.approvals import decide, load_approvals
+    from gpusession.core.folder.unit import set_unit
+
+    set_unit(session, "visual")
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in (1, 2):
+        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    decide(session, [out / "visual-01.png"], decision="approved", by="Ana")
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        t = app.screen.query_one("#deliv-table", DataTable)
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert rows[0][:3] == ["visual-01.png", "approved", "Ana"]
+        assert rows[1][:2] == ["visual-02.png", "still to decide"]
+        assert "1 approved visual" in text_of(app, "#deliv-status")
+        t.focus()
+        t.move_cursor(row=1)
+        await pilot.press("j")
+        await pilot.pause()
+        app.screen.query_one("#field-by", Input).value = "Bo"
+        app.screen.query_one("#field-text", Input).value = "legend cut"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        d = load_approvals(session)["visual-02.png"]
+        assert (d.decision, d.by, d.text) == ("rejected", "Bo", "legend cut")
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert rows[1][:3] == ["visual-02.png", "rejected", "Bo"]

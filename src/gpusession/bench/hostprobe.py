@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Any
 
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
 from gpusession.core.gpu.hostfacts import ProbeGpu, ProbeResult
 
 #: The probe's whole duration in seconds, shared among the GPUs.
@@ -137,8 +139,8 @@ def run_probe(timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
         return ProbeResult("failed", f"probe failed: could not start the worker ({exc})")
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     try:
-        return result_from(json.loads(lines[-1]))
-    except (IndexError, KeyError, TypeError, ValueError):
+        return result_from(loads_json(lines[-1], None))  # bounded (H-39)
+    except (IndexError, KeyError, TypeError, ValueError, BadInput):
         err = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return ProbeResult("failed", f"probe failed: {err}")
 

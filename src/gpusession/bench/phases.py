@@ -33,6 +33,7 @@ from gpusession.core.events import (
     WorkerWarmupDone,
 )
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
 from gpusession.core.files.safefile import make_private_dir, open_private
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.records.ranks import RANKS_FILE, append_rank_rows
@@ -107,9 +108,9 @@ def read_corpus_file(path: Path) -> tuple[list[str], list[str]]:
     if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         ids, texts = [], []
         with open(path, encoding="utf-8") as fh:
-            for line in fh:
+            for number, line in enumerate(fh, 1):
                 if line.strip():
-                    rec = json.loads(line)
+                    rec = loads_json(line, path, number)  # bounded: nested too deep is refused (H-39)
                     ids.append(str(rec["id"]))
                     texts.append(str(rec.get("text", "")))
         return ids, texts

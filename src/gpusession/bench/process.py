@@ -5,7 +5,6 @@ Who calls it: :class:`gpusession.bench.runner.Runner`. No torch here.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -16,7 +15,10 @@ from collections import deque
 from typing import Any
 
 from gpusession.bench.lifetime import PARENT_ENV, exec_argv
+from gpusession.bench.ranks import is_decoration
 from gpusession.core.events import event_from_json
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
 from gpusession.core.folder.processes import ProcessId, end_group, identify
 
 #: Put on a worker's event queue when its stdout closes.
@@ -54,27 +56,6 @@ def outside_kill_advice(code: int | None) -> str | None:
     return ("the kill came from outside gpusession: the kernel's out-of-memory killer is the usual "
             "sender (`dmesg | grep -i -e oom -e killed` or `journalctl -k` says); run again: "
             "the rows measured so far stand")
-
-
-#: Lines of a launcher's stderr that say nothing about a failure: torchrun's banner on
-#: ``OMP_NUM_THREADS`` and the rules of asterisks (or dashes, equal signs) around it.
-_BANNER_PREFIXES = ("Setting OMP_NUM_THREADS",)
-
-
-def is_decoration(line: str) -> bool:
-    """Whether a stderr line is only decoration, never an error worth quoting.
-
-    Args:
-        line: one stderr line.
-
-    Returns:
-        ``True`` for a blank line, a line of punctuation only (``*****``, ``=====``,
-        ``-----``) and torchrun's "Setting OMP_NUM_THREADS…" banner.
-    """
-    text = line.strip()
-    if not text or not any(ch.isalnum() for ch in text):
-        return True
-    return text.startswith(_BANNER_PREFIXES)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -140,8 +121,8 @@ class WorkerProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             try:
-                doc = json.loads(line)
-            except json.JSONDecodeError:
+                doc = loads_json(line, None)  # bounded: a nested line is not an event (H-39)
+            except (ValueError, BadInput):  # not JSON, an integer too long, nested too deep
                 doc = None
             if isinstance(doc, dict):
                 self.events.put(event_from_json(doc, channel="worker"))

@@ -3,14 +3,15 @@
 Who calls it: the runner (:func:`torchrun_argv`, :func:`torchrun_root_cause`; a
 torchrun group is ended like any worker, by
 :meth:`gpusession.bench.process.WorkerProcess.end_group`, which reaches the ranks in
-their own sessions) and the worker (:func:`rank_env`, :func:`shard_bounds`).
+their own sessions) and the worker (:func:`rank_env`, :func:`shard_bounds`); both sides
+read stderr with :func:`is_decoration` (a module that neither side owns: the two sides
+of ``bench`` never import each other).
 No torch here (M5: the runner and the UI import it); the process group and the protocol
 across ranks, which need torch, are in :mod:`gpusession.bench.rank_group`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpusession.core.events import WorkerIncident, event_from_json
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
 
 
 class DeviceUnavailable(RuntimeError):
@@ -222,6 +225,27 @@ def lost_peer(error: str | None) -> bool:
     return bool(error) and _LOST_PEER.search(error or "") is not None
 
 
+#: Lines of a launcher's stderr that say nothing about a failure: torchrun's banner on
+#: ``OMP_NUM_THREADS`` and the rules of asterisks (or dashes, equal signs) around it.
+_BANNER_PREFIXES = ("Setting OMP_NUM_THREADS",)
+
+
+def is_decoration(line: str) -> bool:
+    """Whether a stderr line is only decoration, never an error worth quoting.
+
+    Args:
+        line: one stderr line.
+
+    Returns:
+        ``True`` for a blank line, a line of punctuation only (``*****``, ``=====``,
+        ``-----``) and torchrun's "Setting OMP_NUM_THREADS…" banner.
+    """
+    text = line.strip()
+    if not text or not any(ch.isalnum() for ch in text):
+        return True
+    return text.startswith(_BANNER_PREFIXES)
+
+
 def error_gist(text: str | None, limit: int = 300) -> str | None:
     """The first meaningful line of an error, without torch's decoration, secrets hidden.
 
@@ -239,7 +263,6 @@ def error_gist(text: str | None, limit: int = 300) -> str | None:
         when nothing meaningful is left. A secret anywhere in ``text`` reads
         ``[HIDDEN: <kind>]`` (:func:`gpusession.core.files.secrets.mask_text`, H-35).
     """
-    from gpusession.bench.process import is_decoration
     from gpusession.core.files.secrets import mask_text
 
     # the whole text masked before a line is picked and cut: a cut key is no longer seen
@@ -292,8 +315,8 @@ def _rank_error(lines: list[str], rank: int, known: Mapping[int, str]) -> str | 
     for line in lines:
         if line.startswith(prefix + "{"):
             try:
-                doc = json.loads(line[len(prefix):])
-            except json.JSONDecodeError:
+                doc = loads_json(line[len(prefix):], None)  # bounded (H-39)
+            except (ValueError, BadInput):  # not JSON, an integer too long, nested too deep
                 continue
             error = error_gist(f"{doc.get('error_type')}: {doc.get('message')}")
         elif line.startswith(tagged) and _EXC_LINE.match(line[len(tagged):].strip()):
@@ -320,8 +343,8 @@ def rank_incident(lines: list[str], rank: int) -> WorkerIncident | None:
     for line in lines:
         if line.startswith(prefix + "{"):
             try:
-                doc = json.loads(line[len(prefix):])
-            except json.JSONDecodeError:
+                doc = loads_json(line[len(prefix):], None)  # bounded (H-39)
+            except (ValueError, BadInput):  # not JSON, an integer too long, nested too deep
                 continue
             ev = event_from_json(doc, "worker") if isinstance(doc, dict) else None
             if isinstance(ev, WorkerIncident):
@@ -376,6 +399,7 @@ __all__ = [
     "LEADER_ENV",
     "RUN_FAILED_EXIT",
     "error_gist",
+    "is_decoration",
     "lost_peer",
     "rank_env",
     "rank_incident",

@@ -9,7 +9,9 @@ checks them without starting a worker.
 A row's protocol fields (phase, warm-up iterations) come from what the worker reports it
 did, never from the experiment's definition (R4). A failed run keeps its row: elapsed
 empty, ``corpus_accepted`` empty (its output was never validated), the incident in
-``notes`` (R7).
+``notes`` (R7). Each row's ``notes`` is written from its typed facts
+(:class:`~gpusession.core.records.notefacts.RowFacts`, the ``*_facts`` functions), which
+the runner also records in the journal: the report reads those, never the words.
 """
 
 from __future__ import annotations
@@ -19,12 +21,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusession.bench.ranks import error_gist
+from gpusession.bench.row_record import applied, record_words
 from gpusession.bench.timing import RESERVED_CARRY_NOTE
 from gpusession.core.events import WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.journal import RunKey
+from gpusession.core.records.notefacts import (
+    CONCURRENT_LOAD_WORDS,
+    LOAD_WORDS,
+    TRUNCATED_WORDS,
+    UNMEASURED_PASS_WORDS,
+    Energy,
+    Incident,
+    Remark,
+    RowFacts,
+    notes_cell,
+)
 from gpusession.core.records.results import ResultRow
 
 #: What a validation gave a run: the row's validation fields and a note, else ``None``
@@ -101,10 +115,8 @@ def load_row(base: ResultRow, slot: LoadSlot, ev: WorkerLoaded, worker: str) -> 
     """The row of a load the worker timed (R3): elapsed and the allocator figures (M1).
 
     Its notes say which GPU the figures come from when several were used, and under
-    torchrun what the group's set-up took besides the load.
+    torchrun what the group's set-up took besides the load (:func:`load_facts`).
     """
-    notes = [f"load of worker {worker} (model to device, timed once per process)"]
-    notes += [n for n in (ev.memory_note, ev.setup_note) if n]
     return base.replace(
         variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
         elapsed_seconds=ev.elapsed_s,
@@ -112,8 +124,19 @@ def load_row(base: ResultRow, slot: LoadSlot, ev: WorkerLoaded, worker: str) -> 
         baseline_reserved_bytes=ev.baseline_reserved_bytes,
         peak_allocated_bytes=ev.peak_allocated_bytes,
         peak_reserved_bytes=ev.peak_reserved_bytes,
-        notes="; ".join(notes),
+        notes=notes_cell(load_facts(ev, worker)),
     )
+
+
+def load_facts(ev: WorkerLoaded, worker: str) -> RowFacts:
+    """The facts of a timed load's row: the load itself, the GPU the figures are from, the set-up."""
+    return RowFacts(remarks=(Remark("load", LOAD_WORDS.format(worker=worker)),
+                             *(Remark(k, n) for k, n in (("memory", ev.memory_note), ("setup", ev.setup_note)) if n)))
+
+
+def load_failed_facts(incident: str) -> RowFacts:
+    """The facts of a load the worker said failed: ``incident`` is ``"load: Type: message"``."""
+    return RowFacts(incidents=(Incident("load_failed", incident),))
 
 
 def load_failed_row(base: ResultRow, slot: LoadSlot, incident: str) -> ResultRow:
@@ -122,13 +145,18 @@ def load_failed_row(base: ResultRow, slot: LoadSlot, incident: str) -> ResultRow
     No corpus was validated: ``corpus_accepted`` stays empty.
     """
     return base.replace(variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
-                        notes=f"incident: load failed: {incident}")
+                        notes=notes_cell(load_failed_facts(incident)))
+
+
+def died_loading_facts(detail: str) -> RowFacts:
+    """The facts of a load cut short by the worker's end: ``detail`` says how it ended."""
+    return RowFacts(incidents=(Incident("died_loading", detail),))
 
 
 def died_loading_row(base: ResultRow, slot: LoadSlot, detail: str) -> ResultRow:
     """The row of a load cut short by the worker's end (R7): ``detail`` says how it ended."""
     return base.replace(variant_id=slot.variant_id, phase="load", run_index=slot.run_index,
-                        notes=f"incident: {detail} while loading")
+                        notes=notes_cell(died_loading_facts(detail)))
 
 
 def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str | None,
@@ -146,16 +174,22 @@ def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str |
     )
 
 
+def died_run_facts(detail: str) -> RowFacts:
+    """The facts of a run whose worker died during it: ``detail`` says how the worker ended."""
+    return RowFacts(incidents=(Incident("died_run", detail),))
+
+
 def died_run_row(base: ResultRow, exp: Experiment, run: ScheduledRun,
-                 warm_done: Mapping[str, int], note: str) -> ResultRow:
-    """The row of a run whose worker died during it (R7).
+                 warm_done: Mapping[str, int], detail: str) -> ResultRow:
+    """The row of a run whose worker died during it (R7); ``detail`` says how it ended.
 
     Its warm-up report is all the worker said it did (``warm_done``, per variant; a cold
     run did none). Its output was never validated: ``corpus_accepted`` stays empty,
     never false.
     """
     done = warm_done.get(run.variant_id, 0) if run.phase == "warm" else 0
-    return run_row(base, exp, run, phase=run.phase, warmup_iterations=done).replace(notes=note)
+    return run_row(base, exp, run, phase=run.phase, warmup_iterations=done).replace(
+        notes=notes_cell(died_run_facts(detail)))
 
 
 def failure_kind(ev: WorkerRunFinished) -> str:
@@ -182,18 +216,12 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
         load_note: the concurrent load at the start, in words.
 
     Returns:
-        The row (figures, validation fields, ``notes``) and, for a failed run, the
-        incident sentence ``"run KEY: kind: Type: message[; ended]"``, else ``None``.
+        The row (figures, validation fields, ``notes`` from :func:`finished_run_facts`)
+        and, for a failed run, the incident sentence
+        ``"run KEY: kind: Type: message[; ended]"``, else ``None``.
     """
-    notes: list[str] = []
-    incident = None
-    truncated = ev.truncated or 0
-    if truncated:
-        notes.append(f"truncated {truncated:,} of {count_words(ev.n_inputs)} inputs at the context "
-                     f"limit of {count_words(row.context)} tokens")
-    if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks
-        notes.append(ev.rank_note)
-    notes.extend(n for n in (ev.energy_words, ev.throttled) if n)  # failed runs drew energy too
+    facts, incident = finished_run_facts(row, run, ev, validation=validation, ended=ended,
+                                         load_note=load_note)
     if ev.ok:
         row = row.replace(
             elapsed_seconds=ev.elapsed_s,
@@ -202,25 +230,78 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
             peak_allocated_bytes=ev.peak_allocated_bytes,
             peak_reserved_bytes=ev.peak_reserved_bytes,
         )
-        notes.extend(_ok_notes(ev))
-        fields, vnote = validation if validation is not None else ({}, None)
+        fields = validation[0] if validation is not None else {}
         row = row.replace(**fields)
+    # a failed run has no output to validate: corpus_accepted stays empty, never false
+    return row.replace(notes=notes_cell(facts)), incident
+
+
+def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *,
+                       validation: Validation | None, ended: str | None,
+                       load_note: str | None) -> tuple[RowFacts, str | None]:
+    """The facts of a finished run's row and its incident sentence (as :func:`finished_run_row`).
+
+    Its incident, energy reading, truncation, ranks, validation note, how the group
+    ended and the concurrent load, each a typed fact; the cell is written from them.
+    """
+    remarks: list[Remark] = []
+    incidents: list[Incident] = []
+    incident = None
+    truncated = ev.truncated or 0
+    if truncated:
+        remarks.append(Remark("truncated", TRUNCATED_WORDS.format(
+            truncated=f"{truncated:,}", inputs=count_words(ev.n_inputs), context=count_words(row.context))))
+    if ev.report_note:  # what of a command's report was refused (never the value)
+        remarks.append(Remark("report", ev.report_note))
+    if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks
+        remarks.append(Remark("ranks", ev.rank_note))
+    if ev.throttled:
+        remarks.append(Remark("throttled", ev.throttled))
+    energy = Energy.of_worker(ev.energy_j, ev.energy_words)  # failed runs drew energy too
+    if ev.ok:
+        if ev.message:
+            incidents.append(Incident("workload_said", ev.message))
+        remarks.extend(_ok_remarks(ev))
+        vnote = validation[1] if validation is not None else None
         if vnote:
-            notes.append(vnote)
+            remarks.append(Remark("validation", vnote))
     else:
         kind = failure_kind(ev)
         said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
-        notes.insert(0, f"incident: {kind}: {ev.error_type}: {said}; elapsed not measured")
+        incidents.append(Incident("run_failed", f"{kind}: {ev.error_type}: {said}"))
         if ev.failed_peak_allocated_bytes is not None or ev.failed_peak_reserved_bytes is not None:
-            notes.append(failure_peaks_words(ev))
+            remarks.append(Remark("failure_peaks", failure_peaks_words(ev)))
         ended = "; ".join(e for e in (ev.worker_ends, ended) if e) or None
         if ended:
-            notes.append(ended)
-        # no output to validate: corpus_accepted stays empty, never false
+            remarks.append(Remark("ended", ended))
         incident = f"run {run.run_key}: {kind}: {ev.error_type}: {said}" + (f"; {ended}" if ended else "")
     if load_note and "other GPU processes: none" not in load_note:
-        notes.append(f"concurrent load at start: {load_note}")
-    return row.replace(notes="; ".join(notes) or None), incident
+        remarks.append(Remark("concurrent_load", CONCURRENT_LOAD_WORDS.format(load=load_note)))
+    return RowFacts(tuple(incidents), energy, tuple(remarks)), incident
+
+
+def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environment: Mapping[str, Any], *,
+                    resume_notes: Mapping[str, str], past_limit_note: str | None,
+                    reported: Mapping[str, str] | None = None) -> tuple[ResultRow, RowFacts]:
+    """A row as appended, its notes written from ``facts`` and what every row of the run adds (R11).
+
+    What a command received and reported (:func:`gpusession.bench.row_record.applied`;
+    ``reported``: its run's checked ``$GPUSESSION_REPORT`` values, ``None`` when none),
+    the record (:func:`~gpusession.bench.row_record.record_words`), the session-limit
+    override it started under (D1) and, for a resumed attempt, what its rows say by phase.
+
+    Returns:
+        The row (its notes :func:`notes_cell` of the facts) and those facts.
+    """
+    row, offered = applied(row, exp, reported)
+    taken = tuple(k for k in (reported or {}) if exp.workload == "command")
+    facts = facts.plus(*(Remark("offered", n) for n in offered),
+                       Remark("record", record_words(exp, environment.get("code_revision"), reported=taken)))
+    if past_limit_note:  # D1: the override is in every row it let start
+        facts = facts.plus(Remark("past_limit", past_limit_note))
+    if resume_notes:  # a resumed attempt says so in each of its rows
+        facts = facts.plus(Remark("resumed", resume_notes.get(str(row.phase), resume_notes["load"])))
+    return row.replace(notes=notes_cell(facts)), facts
 
 
 def failure_peaks_words(ev: WorkerRunFinished) -> str:
@@ -233,22 +314,21 @@ def failure_peaks_words(ev: WorkerRunFinished) -> str:
             f"reserved {format_bytes(ev.failed_peak_reserved_bytes)}")
 
 
-def _ok_notes(ev: WorkerRunFinished) -> list[str]:
-    """The notes of a run that returned: its incident, an unmeasured pass, the carry note (M1)."""
-    notes: list[str] = []
-    if ev.message:
-        notes.append(f"incident: {ev.message}")
+def _ok_remarks(ev: WorkerRunFinished) -> list[Remark]:
+    """The remarks of a run that returned: an unmeasured pass, the GPU of the figures, the carry (M1)."""
+    out: list[Remark] = []
     if ev.unmeasured_pass:
-        notes.append(f"preceded by one unmeasured pass {ev.unmeasured_pass}")
+        out.append(Remark("unmeasured_pass", UNMEASURED_PASS_WORDS.format(why=ev.unmeasured_pass)))
     if ev.memory_note:  # several GPUs used: the largest peak, named
-        notes.append(ev.memory_note)
+        out.append(Remark("memory", ev.memory_note))
     if ev.phase == "warm" and ev.peak_reserved_bytes is not None:
         # the caching allocator keeps blocks between interleaved variants (M1)
-        notes.append(RESERVED_CARRY_NOTE)
-    return notes
+        out.append(Remark("reserved_carry", RESERVED_CARRY_NOTE))
+    return out
 
 
 __all__ = [
-    "LoadSlot", "Validation", "base_row", "count_words", "died_loading_row", "died_run_row",
-    "failure_kind", "failure_peaks_words", "finished_run_row", "load_failed_row", "load_row", "run_row",
+    "LoadSlot", "Validation", "base_row", "count_words", "died_loading_facts", "died_loading_row",
+    "died_run_facts", "died_run_row", "every_row_facts", "failure_kind", "failure_peaks_words", "finished_run_facts",
+    "finished_run_row", "load_failed_facts", "load_failed_row", "load_facts", "load_row", "run_row",
 ]

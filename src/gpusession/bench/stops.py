@@ -12,9 +12,11 @@ validated result (:meth:`RunStops.first_result`) and for each row it appends
 anything runs, before ``--detach`` forks. No torch here (M5).
 
 The expected duration of the next run is measured, never projected (seed 000 §5): the
-largest measured duration of that variant and phase in this experiment, plus the largest
-measured load and warm-up when a new worker must start; when one of them was never
-measured, the experiment's run timeout.
+largest measured duration of that variant and phase in this experiment (cold from cold,
+warm from warm), plus the largest measured load and warm-up when a new worker must start
+(a command has no load: its process start is inside each measured run); when one of them
+was never measured, the experiment's run timeout. A refusal gives both times to the
+second ("would end Fri 19:42:10 UTC; stop by Fri 19:42:00 UTC").
 """
 
 from __future__ import annotations
@@ -37,9 +39,18 @@ FIRST_RESULT = "first-result"
 
 
 class PastLimit(GpusessionError):
-    """``run`` refused: the session limit has passed (D1). Exit code 4."""
+    """``run`` refused: the session limit has passed (D1). Exit code 4.
+
+    ``reason`` is the refusal without the CLI's way round it (``past the session limit
+    (stop by …)``): the TUI names its own key instead of the flag.
+    """
 
     exit_code = 4
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        """``message``: the CLI's words; ``reason``: the refusal alone (default ``message``)."""
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def refuse_past_limit(session: Any, experiment_id: str, now: datetime | None = None) -> None:
@@ -58,7 +69,8 @@ def refuse_past_limit(session: Any, experiment_id: str, now: datetime | None = N
         raise PastLimit(
             f"not started: past the session limit ({limit.stop_by}); retrieve what is useful "
             f"now (gpusession pull from home), or run anyway with `gpusession run {session.name} "
-            f"--experiment {experiment_id} --past-limit`")
+            f"--experiment {experiment_id} --past-limit`",
+            reason=f"past the session limit ({limit.stop_by})")
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,9 @@ def defect_words(report: Any) -> str | None:
         E.g. ``"300 IDs missing"`` or ``"invalid format (12 bad records), quality
         macro_f1 0.412 below 0.9 − 0"``.
     """
+    own = getattr(report, "defect_words", None)
+    if callable(own):  # an output accepted by a rule says its defect itself (S9)
+        return own()
     out: list[str] = []
     if not report.ids_match:
         ids = [f"{report.missing_count:,} IDs missing" if report.missing_count else "",
@@ -230,7 +245,16 @@ class RunStops:
         if run_s is None:
             return Expected(timeout.seconds, timeout.words.format(what=f"{run.phase} runs of {run.variant_id}"))
         total, parts = run_s, [f"the longest measured {run.phase} run of {run.variant_id}, {format_seconds(run_s)}"]
-        if new_worker:
+        if new_worker and exp.workload == "command":
+            # no load row: a command's process start is inside each of its measured runs
+            parts.append("no load (a command's start is in its runs' time)")
+            if run.phase == "warm" and exp.warmup_iterations:
+                warm = self._warmup_s if self._warmup_s is not None else self._warmup_estimate()
+                if warm is None:
+                    return Expected(timeout.seconds, timeout.words.format(what="the warm-up"))
+                total += warm
+                parts.append(f"its warm-up, {format_seconds(warm)}")
+        elif new_worker:
             load = self._loads_s.get(run.variant_id, max(self._loads_s.values(), default=None))
             if load is None:
                 return Expected(timeout.seconds, timeout.words.format(what="the load"))
@@ -272,9 +296,11 @@ class RunStops:
                 self.past_limit_note = f"started past the session limit ({self.limit.stop_by}; --past-limit)"
             return True
         end = now + timedelta(seconds=expected.seconds)
-        words = (f"stopped at the session limit ({self.limit.stop_by}): {run.run_key} is expected to "
-                 f"take {expected.words}, and would end {when_words(end, now)}; the rows measured "
-                 "stand; `--past-limit` runs past it")
+        stop_by = (f"stop by {when_words(self.limit.at, now, seconds=True)}" if self.limit.at
+                   else self.limit.stop_by)
+        words = (f"stopped at the session limit ({stop_by}): {run.run_key} is expected to "
+                 f"take {expected.words}, and would end {when_words(end, now, seconds=True)}; the rows "
+                 "measured stand; `--past-limit` runs past it")
         self.stop = (SESSION_LIMIT, words)
         self._journal(ExperimentStoppedRecord(
             experiment_id=self.exp.id, reason=SESSION_LIMIT, run_key=run.key(self.exp.id).format(),

@@ -1,7 +1,7 @@
 """Watch one worker group from its start to its exit: one typed report of what happened.
 
 Who calls it: :class:`gpusession.bench.runner.Runner`, once per worker group. The runner
-starts the worker (:class:`~gpusession.bench.process.WorkerProcess`); a
+starts the worker (through its :class:`~gpusession.bench.launch.Launcher`); a
 :class:`Supervisor` reads its events until its stdout closes, holds the run timeout and
 the go/stop protocol at each run boundary (H-12), ends the group that times out or does
 not end after a rank failed (H-14), then reaps it (exit code, the failed rank torchrun
@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpusession.bench.process import EOF_EVENT, WorkerProcess
+from gpusession.bench.process import EOF_EVENT
 from gpusession.bench.ranks import RankFailure, rank_incident
 from gpusession.bench.rows import LoadSlot
 from gpusession.core.events import (
@@ -35,6 +35,9 @@ from gpusession.core.events import (
     WorkerStopped,
 )
 from gpusession.core.experiment.plan import ScheduledRun
+
+if TYPE_CHECKING:
+    from gpusession.bench.launch import WorkerHandle
 
 #: Seconds a torchrun group may take to end by itself after a rank failed a run before
 #: the runner ends it (the ranks exit right after the leader's report).
@@ -128,7 +131,7 @@ class Supervisor:
             lets every run start.
     """
 
-    def __init__(self, worker: WorkerProcess, report: GroupReport, *, timeout_s: float,
+    def __init__(self, worker: WorkerHandle, report: GroupReport, *, timeout_s: float,
                  cancel: threading.Event, ranked: bool, stack_dir: str | None,
                  world_size: int, may_start: Callable[[str], bool] | None = None) -> None:
         """Keep the worker; the run timeout starts now (the load is timed too)."""

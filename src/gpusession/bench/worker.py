@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,7 @@ from gpusession.bench.phases import (
 )
 from gpusession.bench.rank_group import setup_words
 from gpusession.bench.ranks import rank_env as _rank_env
+from gpusession.bench.row_record import program_folder
 from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
     WorkerCommandStarted,
@@ -82,6 +84,13 @@ from gpusession.core.events import (
     WorkerLoaded,
     WorkerRunFinished,
     WorkerWarmupDone,
+)
+from gpusession.core.experiment.command_report import (
+    REPORT_ENV,
+    REPORT_NAME,
+    CommandReport,
+    read_report,
+    remove_report,
 )
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
 from gpusession.core.experiment.placeholders import environment as placeholder_env
@@ -309,7 +318,7 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
 def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> dict[str, Any]:
     # H-34: only plain paths gpusession made, never the user's file names (spec["plain"]).
     return substitution_values(spec["plain"], batch=setting["batch"], context=setting.get("context"),
-                               output=out_path)
+                               output=out_path, precision=spec.get("experiment", {}).get("precision"))
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
@@ -320,12 +329,17 @@ def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, An
 
 @contextmanager
 def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> Iterator[None]:
-    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command.
+    """Give every placeholder's value as ``GPUSESSION_<NAME>`` to the command, and where to report.
 
     Set in the environment the command inherits for the length of one call, restored
-    afterwards (the spawn itself, :func:`_call`, is left as it is).
+    afterwards (the spawn itself, :func:`_call`, is left as it is). ``GPUSESSION_REPORT``
+    names the file the command may report its device and versions to
+    (:mod:`gpusession.core.experiment.command_report`); an earlier call's report is
+    removed first, before any clock starts.
     """
     env = placeholder_env(_placeholder_values(spec, setting, out_path))
+    env[REPORT_ENV] = str(report_path(spec))
+    remove_report(report_path(spec))
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -336,6 +350,22 @@ def _placeholder_env(spec: dict[str, Any], setting: dict[str, Any], out_path: Pa
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def report_path(spec: dict[str, Any]) -> Path:
+    """The file ``$GPUSESSION_REPORT`` names: in the worker's private folder (0700, plain path)."""
+    return Path(spec["plain"].private_dir) / REPORT_NAME
+
+
+def call_report(spec: dict[str, Any]) -> CommandReport:
+    """What the call just ended reported, read once it exited (outside the timed region), then removed."""
+    path = report_path(spec)
+    report = read_report(path)
+    try:
+        remove_report(path)
+    except OSError:
+        pass  # a folder in its place: the next call's removal says so as a failed run
+    return report
 
 
 #: Where :func:`_call` reports the PIDs of the user's commands (set by :func:`main`).
@@ -357,11 +387,27 @@ def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     Raises:
         OSError: the program is missing or not executable.
     """
+    import threading
+
     from gpusession.core.folder.processes import identify
 
     preexec = child_preexec if os.name == "posix" else None
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
-                          preexec_fn=preexec, cwd=cwd) as proc:  # noqa: PLW1509 - the worker is single-threaded
+    tail: deque[bytes] = deque(maxlen=STDERR_TAIL_LINES)
+    # Its stderr through a pipe of our own, read by a daemon thread that owns the read
+    # end (no buffered reader a close could wait on): a descendant that keeps the pipe
+    # open (H-25) never keeps the run waiting; the thread ends when the last writer does.
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=write_fd,  # noqa: SIM115
+                                preexec_fn=preexec, cwd=cwd)  # noqa: PLW1509 - the tee thread starts after the fork
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    tee = threading.Thread(target=_tee, args=(read_fd, tail), daemon=True)
+    tee.start()
+    with proc:
         if _pid_channel is not None:
             _pid_channel.send(WorkerCommandStarted(pid=proc.pid,
                                                    create_time_s=identify(proc.pid).create_time_s))
@@ -370,7 +416,55 @@ def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
         except BaseException:
             proc.kill()
             raise
-    return subprocess.CompletedProcess(argv, proc.returncode)
+        finally:
+            tee.join(timeout=0.3)
+    return subprocess.CompletedProcess(argv, proc.returncode, stderr=b"\n".join(tail))
+
+
+#: The last lines of a failed command's stderr kept in its row's notes.
+STDERR_TAIL_LINES = 5
+
+
+def _tee(read_fd: int, tail: deque[bytes]) -> None:
+    """Copy the command's stderr to the worker's, keeping its last lines in ``tail``; closes ``read_fd`` at the end."""
+    try:
+        out = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        out = None
+    rest = b""
+    try:
+        while chunk := os.read(read_fd, 65536):
+            if out is not None:
+                try:
+                    os.write(out, chunk)
+                except OSError:
+                    out = None
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()[-1000:]
+            tail.extend(ln[:1000] for ln in lines)
+        if rest:
+            tail.append(rest)
+    except OSError:
+        pass
+    finally:
+        os.close(read_fd)
+
+
+def stderr_words(raw: bytes | None) -> str:
+    """The last stderr lines of a failed command, as a note may hold them: masked, escaped, bounded.
+
+    Returns:
+        ``"; its stderr ended: line | line"`` (each line through
+        :func:`gpusession.core.files.textio.printable`: secrets masked, control characters
+        escaped; at most 1,000 characters), or ``""`` when it wrote nothing.
+    """
+    from gpusession.core.files.textio import printable
+
+    lines = [ln for ln in (raw or b"").decode("utf-8", "replace").split("\n") if ln.strip()]
+    if not lines:
+        return ""
+    text = printable(" | ".join(lines), keep="")
+    return "; its stderr ended: " + (text if len(text) <= 1000 else "…" + text[-999:])
 
 
 def _end_escapees(ch: Channel) -> None:
@@ -412,6 +506,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
                 with _placeholder_env(spec, w, out_path):
                     code = _call(_command_argv(argv_t, spec, w, out_path), session_root(spec)).returncode
                 _end_escapees(ch)
+                call_report(spec)  # a warm-up's report is not a run's: read and dropped
             except (OSError, BadInput) as exc:  # the program is missing or not executable; a link
                 ch.send(WorkerIncident(where="warmup", variant_id=variant, **failure_fields(exc)))
                 break
@@ -438,9 +533,12 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     os.environ[WORKER_ENV] = worker_marker(identify(os.getpid()))  # and names it to the next run
     spec = {**spec, "plain": make_plain_paths(spec["output_dir"], spec.get("corpus"))}  # H-34
     atexit.register(remove_plain_paths, spec["plain"])
+    # the command's own interpreter is unknown: no python_version (the worker's is not its);
+    # the command may report it, and its device, per run ($GPUSESSION_REPORT, call_report)
+    code_dir = spec.get("code_dir") or program_folder(argv_t, session_root(spec))
     ch.send(WorkerEnvironment(environment={
-        "device": exp.get("device") or COMMAND_DEVICE, "python_version": platform.python_version(),
-        "code_revision": code_revision(Path(spec["code_dir"])) if spec.get("code_dir") else None,
+        "device": COMMAND_DEVICE,  # --device is never passed to a command: it chooses its own
+        "code_revision": code_revision(Path(code_dir)) if code_dir else None,
         **speed_env_vars(),
     }))
     ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
@@ -464,12 +562,16 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         except OSError as exc:  # the program is missing or not executable: a failed run (R7)
             ch.send(WorkerRunFinished(run_key=run["run_key"], **failure_fields(exc), **did))
             continue
+        report = call_report(spec)  # after the clock stopped: what the command said it ran on
+        did["reported"] = report.values or None
+        did["report_note"] = report.words()
         if m.result.returncode == 0:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
                                       output=str(out_path), **did))
         else:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=False, error_type="CommandFailed",
-                                      message=f"command exited with code {m.result.returncode}",
+                                      message=f"command exited with code {m.result.returncode}"
+                                      + stderr_words(m.result.stderr),
                                       oom=False, **did))
     if not ch.stopped:
         ch.send(WorkerDone())

@@ -11,25 +11,56 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from gpusession.core.files.errors import BadInput
+from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.units import format_seconds, format_seconds_range
-from gpusession.core.folder.session import Session, sessions_root
+from gpusession.core.folder.session import Session, validate_name
 from gpusession.core.money.window import local_str, short_timedelta
 from gpusession.core.records.summary import SummaryRow
-from gpusession.core.retrieval.status import remember_sessions_dir
+from gpusession.core.retrieval.status import chosen_sessions_root, remember_sessions_dir
 
 
 def root_of(args: argparse.Namespace) -> Path:
-    """The sessions root from ``--sessions-dir`` / ``GPUSESSION_HOME`` / ``./sessions``.
+    """The sessions root, by the rule ``status`` uses (one rule for every command).
+
+    ``--sessions-dir``, else ``$GPUSESSION_HOME``, else ``./sessions`` when it exists,
+    else the folder used last (:func:`chosen_sessions_root`), so ``show NAME`` finds
+    from ``/tmp`` what ``status`` finds.
 
     Raises:
         BadInput: the root exists and is not a folder (``--sessions-dir /etc/passwd``):
             "not a folder", exit 2, rather than "no sessions in …".
     """
-    root = sessions_root(getattr(args, "sessions_dir", None))
+    return _root_and_why(args)[0]
+
+
+def _root_and_why(args: argparse.Namespace) -> tuple[Path, str]:
+    root, why = chosen_sessions_root(getattr(args, "sessions_dir", None))
     if root.exists() and not root.is_dir():
         raise BadInput("not a folder; the sessions root (--sessions-dir or GPUSESSION_HOME) "
                        "must be the folder that holds the session folders", path=root)
+    return root, why
+
+
+def session_root(args: argparse.Namespace, name: str) -> Path:
+    """The sessions folder holding session ``name``, by the one rule (:func:`root_of`).
+
+    Raises:
+        BadInput: an unsafe name, or no such session: "no session 'x' in DIR (the
+            sessions folder from ./sessions of the current folder; name another with
+            --sessions-dir DIR or $GPUSESSION_HOME)".
+    """
+    root, why = _root_and_why(args)
+    validate_name(name)
+    folder = root / name
+    if not folder.is_dir() and not folder.is_symlink():
+        # a folder that is not there is said as such, not as a folder searched
+        fallback = why.startswith("./sessions")  # nothing given, nothing remembered
+        shown_root = shown_field(str(root))  # masked as BadInput's path (H-46)
+        where = (f"in {shown_root} (the sessions folder from {why}" if root.is_dir()
+                 else f"here: the sessions folder {shown_root} does not exist (chosen from {why}"
+                      + (", as no command here has used one yet" if fallback else ""))
+        raise BadInput(f"no session {name!r} {where}; name another with --sessions-dir DIR or "
+                       "$GPUSESSION_HOME)")
     return root
 
 
@@ -46,7 +77,7 @@ def open_session(args: argparse.Namespace, name: str) -> Session:
     Returns:
         The open session.
     """
-    session = Session.open(root_of(args), name)
+    session = Session.open(session_root(args, name), name)
     remember_sessions_dir(session.folder.parent)  # `status` from any folder
     for sentence in session.recovered:
         print(f"gpusession: {name}: recovered after an interruption: {sentence}", file=sys.stderr)
@@ -71,8 +102,17 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def print_json(data: Any) -> None:
-    """Print ``data`` as indented JSON (datetimes ISO 8601, Decimals as strings)."""
+def print_json(data: Any, key: str | None = None) -> None:
+    """Print ``data`` as indented JSON (datetimes ISO 8601, Decimals as strings).
+
+    Every document carries ``schema_version`` (the one contract, ``docs/json/``): a dict
+    gets it first; a list is wrapped as ``{"schema_version": 1, key: [...]}``.
+    """
+    from gpusession.core.retrieval.json_contract import versioned
+
+    if isinstance(data, list):
+        data = {key or "items": data}
+    data = versioned(data) if isinstance(data, dict) else data
     json.dump(data, sys.stdout, default=_default, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
 

@@ -21,6 +21,7 @@ from typing import Any
 from gpusession.commands._common import local_time, open_session, print_json
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import one_line
 
 #: Exit code of ``verify-copy`` when the copy differs from the manifest.
 EXIT_COPY_DIFFERS = 3
@@ -41,7 +42,10 @@ def register(sub: Any) -> None:
         description=(
             "Show the checklist by stage, or change it: `done ITEM`, `undone ITEM`, "
             "`note ITEM TEXT`, `add STAGE TEXT`, `evidence [--destination DIR]`. "
-            "Evidence is shown beside an item; it never ticks it."
+            "A probe's evidence is shown beside an item; it never ticks it. What gpusession "
+            "recorded itself (a verified pull, a kept plan the package covers, an order event, a "
+            "count of accepted deliverables) ticks its item, with that record as evidence; "
+            "`undone ITEM --note TEXT` marks such an item not done, with why."
         ),
     )
     p.add_argument("name", metavar="NAME")
@@ -49,6 +53,9 @@ def register(sub: Any) -> None:
                    help="show (default), done, undone, note, add, evidence")
     p.add_argument("words", nargs="*", metavar="ARG", help="ITEM_ID [TEXT] or STAGE TEXT")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--note", metavar="TEXT",
+                   help="done/undone: the note saved with the change (needed to mark not done an item "
+                   "that what gpusession recorded ticks)")
     p.add_argument("--destination", metavar="DIR",
                    help="evidence: the folder the deliverables will be copied to; its free space is "
                         "checked (remembered)")
@@ -68,12 +75,20 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--deliverables", required=True, metavar="DIR", help="folder of approved deliverables")
-    p.add_argument("--out", metavar="FILE", help="manifest file to write (refused if it exists)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out / manifest.csv")
+    p.add_argument("--deliverables", metavar="DIR",
+                   help="folder of approved deliverables (default: the folder of the session's approvals; "
+                   "when the session has approvals, only the files approved and unchanged are listed)")
+    p.add_argument("--out", metavar="FILE",
+                   help="manifest file to write (refused if it exists, unless --force; never one of the "
+                   "session's own data files, even with --force)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite an existing --out file, or manifest.csv (without it a new "
+                   "manifest-2.csv… is written beside it)")
     p.add_argument("--also-in-deliverables", action="store_true",
                    help="also write a copy as DIR/manifest.csv, so a plain cp -r or rsync of the "
                    "deliverables carries it (verify-copy ignores it)")
+    p.add_argument("--json", action="store_true",
+                   help="the manifest written, as JSON on stdout (docs/json/manifest.schema.json)")
     p.set_defaults(func=cmd_manifest)
 
     p = sub.add_parser(
@@ -100,19 +115,27 @@ def register(sub: Any) -> None:
             "decision and retrieval; PNG charts beside it. --html also writes the same text as "
             "one self-contained page (report.html beside report.md: charts inline, no request, "
             "readable on a phone, printable). "
-            "Without --out, each report is a new file in the session folder: report.md, then "
-            "report-2.md, report-3.md... (earlier reports are kept; --force replaces report.md). "
-            "The path written is printed."
+            "Without --out, the report is report.md in the session folder, and a later report "
+            "replaces it (with its charts and page); --keep keeps the earlier ones and numbers "
+            "the new one: report-2.md, report-3.md... The path written is printed."
         ),
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--out", metavar="FILE",
-                   help="report file to write (refused if it exists); default the next free "
-                   "report.md, report-2.md... in the session folder")
-    p.add_argument("--force", action="store_true", help="overwrite an existing report file")
+                   help="report file to write (refused if it exists, unless --force); default "
+                   "report.md in the session folder, replaced by each later report")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output: the files written and the summary lines")
+    p.add_argument("--keep", action="store_true",
+                   help="keep earlier reports in the session folder: the next free report-2.md, "
+                   "report-3.md...")
     p.add_argument("--html", action="store_true",
                    help="also write the report as one self-contained HTML page next to it "
                    "(report.html beside report.md, mode 0600)")
+    p.add_argument("--no-charts", action="store_true",
+                   help="write the text only, without drawing charts (matplotlib is not even "
+                   "imported: about a second less); the report says the charts were not asked for")
     p.set_defaults(func=cmd_report)
 
 
@@ -149,13 +172,15 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     if action in ("done", "undone"):
         _need(words, 1, f"checklist {s.name} {action} ITEM_ID")
         for item_id in words:
-            item = cl.set_done(s, item_id, action == "done")
-            print(f"{'done' if item.done else 'open'}: {item.id}  {item.text}")
+            item = cl.set_done(s, item_id, action == "done", note=getattr(args, "note", None))
+            print(f"{item.state_words()}: {item.id}  {item.text}")
         return 0
+    if getattr(args, "note", None) is not None:
+        raise BadInput("--note goes with done or undone (`note ITEM TEXT` sets a note)", field="note")
     if action == "note":
         _need(words, 1, f"checklist {s.name} note ITEM_ID TEXT")
         item = cl.set_note(s, words[0], " ".join(words[1:]))
-        print(f"note on {item.id}: {item.note or '(cleared)'}")
+        print(f"note on {item.id}: {one_line(item.note) or '(cleared)'}")
         return 0
     if action == "add":
         _need(words, 2, f"checklist {s.name} add STAGE TEXT (stage 1-8)")
@@ -193,7 +218,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
             print(f"{item_id}  {items[item_id].text}")
             for line in text.splitlines():
                 print(f"    evidence: {line}")
-        print("(evidence never ticks an item: tick it yourself with `done ITEM_ID`)")
+        print("(a probe's evidence never ticks an item: tick it yourself with `done ITEM_ID`; what "
+              "gpusession recorded itself ticks its item, see `checklist NAME`)")
         return 0
     return _show(s, cl.load_checklist(s), as_json=args.json)
 
@@ -204,14 +230,15 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
     if as_json:
         print_json(
             {
-                "session": s.name,
+                "name": s.name,  # the session, under the key list/show/status use
                 "done": sum(i.done for i in items),
                 "total": len(items),
                 "items": [
                     {
                         "id": i.id, "stage": i.stage, "stage_title": i.stage_title, "text": i.text,
                         "done": i.done, "at": i.at, "note": i.note, "evidence": i.evidence,
-                        "custom": i.custom,
+                        "custom": i.custom, "ticked_by": i.ticked_by,
+                        "not_done_although_recorded": i.not_done_although_recorded,
                     }
                     for i in items
                 ],
@@ -224,12 +251,12 @@ def _show(s: Any, items: list[Any], *, as_json: bool) -> int:
         if i.stage != stage:
             stage = i.stage
             print(f"\n{i.stage} {i.stage_title}")
-        mark = "[x] done" if i.done else "[ ] open"
+        mark = ("[x] " if i.done else "[ ] ") + i.state_words()
         when = f"  ({local_time(i.at)})" if i.at else ""
         own = " (own)" if i.custom else ""
         print(f"  {mark}  {i.id}{own}  {i.text}{when}")
         if i.note:
-            print(f"            note: {i.note}")
+            print(f"            note: {one_line(i.note)}")  # a line break shown as \\n: no forged line
         if i.evidence:
             for line in i.evidence.splitlines():
                 print(f"            evidence: {line}")
@@ -266,7 +293,9 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     from gpusession.core.retrieval.manifest import write_manifest
 
     s = open_session(args, args.name)
-    folder = Path(args.deliverables)
+    from gpusession.commands.deliverables_cmd import approved_only
+
+    folder, exclude, said = approved_only(s, args.deliverables)  # S9: the approved ones only
     if not folder.is_dir():
         raise BadInput("not a folder (expected the folder of approved deliverables)", path=folder)
     sess_dir = s.folder.resolve()
@@ -278,21 +307,32 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         )
     also = bool(getattr(args, "also_in_deliverables", False))
     if args.out:
-        res = write_manifest(folder, Path(args.out), force=args.force, also_in_deliverables=also)
+        res = write_manifest(folder, Path(args.out), force=args.force, also_in_deliverables=also,
+                             exclude=exclude)
     else:
         res = write_manifest(folder, s.folder / "manifest.csv", force=args.force,
-                             number_if_exists=True, also_in_deliverables=also)
+                             number_if_exists=True, also_in_deliverables=also, exclude=exclude)
     from gpusession.core.events.actions import ManifestWrittenRecord
 
     s.journal(ManifestWrittenRecord(
         path=str(res.path.absolute()), deliverables=str(folder.absolute()), files=len(res.entries),
         total_bytes=res.total_bytes, skipped=len(res.skipped),
         copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None))
+    if getattr(args, "json", False):  # the end line as data (docs/json/manifest.schema.json)
+        print_json({"name": s.name, "manifest": str(res.path.absolute()),
+                    "copy_in_deliverables": str(res.copy_path.absolute()) if res.copy_path else None,
+                    "deliverables": str(folder.absolute()), "files": len(res.entries),
+                    "total_bytes": res.total_bytes,
+                    "skipped": [{"path": sk.path, "reason": sk.reason} for sk in res.skipped],
+                    "not_handed_over": list(said)})
+        return 0
     print(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
     if res.copy_path is not None:
         print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
     for sk in res.skipped:
         print(f"  skipped {_shown(sk.path)}: {sk.reason}")
+    for line in said:  # not approved: not handed over, and what remains to validate (seed 003 §8)
+        print(_shown(line))
     # The real path: "verify-copy manifest.csv COPY_DIR" only worked from the
     # session folder. Home, `pull` copies session and deliverables and verifies both.
     import shlex  # a path with spaces or brackets must paste as one argument
@@ -331,6 +371,14 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     if not copy.is_dir():
         raise BadInput("not a folder (expected the retrieved copy)", path=copy)
     check = verify_copy(Path(args.manifest), copy)
+    from gpusession.core.retrieval.copylinks import links_in
+
+    links = links_in(copy)  # counted, never followed (H-43)
+    outside = [c for c in links if not c.inside]
+    from gpusession.core.retrieval.pull import record_verify_copy
+
+    recorded = record_verify_copy(Path(args.manifest), copy, verified=check.ok and not outside,
+                                  files=len(check.matching))  # S11: the session's checklist knows it
     if args.json:
         print_json(
             {
@@ -347,6 +395,8 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
                 "renamed": [{"expected": a, "found": b} for a, b in check.renamed],
                 "skipped": [{"path": sk.path, "reason": sk.reason} for sk in check.skipped],
                 "representative": [str(copy / p) for p in check.representative],
+                "links": len(links),
+                "links_outside": [{"path": c.path, "target": c.target} for c in outside],
             }
         )
         return 0 if check.ok else EXIT_COPY_DIFFERS
@@ -362,7 +412,14 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     for a, b in check.renamed:
         print(f"  RENAMED? {_shown(a)} → {_shown(b)} (same content)")
     for sk in check.skipped:
-        print(f"  SKIPPED  {_shown(sk.path)}: {sk.reason}")
+        print(f"  SKIPPED  {_shown(sk.path)}: {_shown(sk.reason)}")
+    if links:
+        print(f"{len(links)} symbolic link(s) in the copy, {len(outside)} pointing outside it "
+              "(never followed)")
+        for link in outside:
+            print(f"  LINK OUT {_shown(link.path)} -> {_shown(link.target)}")
+    if recorded is not None:
+        print(f"recorded in the checklist of session {_shown(recorded.name)} (item g8.verify-copy)")
     if check.ok:
         print("copy matches the manifest")
     else:
@@ -395,11 +452,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpusession.core.files.textio import printable
     from gpusession.core.retrieval.report import answer_lines, write_report
 
+    as_json = bool(getattr(args, "json", False))
+
+    def answer(lines: list[str]) -> None:  # the answer first (D5), before the charts are drawn
+        for line in lines:
+            print(printable(line))
+        sys.stdout.flush()
+
     s = open_session(args, args.name)
     res = write_report(s, out=Path(args.out) if args.out else None, force=args.force,
-                       html=bool(getattr(args, "html", False)))
-    for line in answer_lines(res.path.read_text(encoding="utf-8")):  # the answer first (D5)
-        print(printable(line))
+                       html=bool(getattr(args, "html", False)), keep=bool(getattr(args, "keep", False)),
+                       charts=not getattr(args, "no_charts", False), on_answer=None if as_json else answer)
+    if as_json:  # the end lines as data (docs/json/report.schema.json)
+        print_json({"name": s.name, "path": str(res.path), "html": str(res.html) if res.html else None,
+                    "charts": [str(p) for p in res.charts], "charts_note": res.charts_note,
+                    "summary": [printable(line) for line in answer_lines(res.path.read_text(encoding="utf-8"))]})
+        return 0
     print(f"wrote {res.path}")
     if res.html is not None:
         print(f"wrote {res.html}")

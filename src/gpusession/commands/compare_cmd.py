@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json, root_of
+from gpusession.commands.aliases import OlderName
 from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.session import Session
 
@@ -45,16 +46,19 @@ def register(sub: Any) -> None:
     p.add_argument("--rates", metavar="FILE", help="rates file for every session (default: each "
                    "session's rates.toml, else the bundled one)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--html", metavar="FILE", help="also write the comparison as one self-contained "
-                   "HTML page (the table, what differs, the ranking, a chart of the cost per accepted "
-                   "deliverable; no external request); never over an existing file, never in a session "
-                   "folder")
+    p.add_argument("--html", metavar="FILE", nargs="?", const=True,
+                   help="also write the comparison as one self-contained HTML page, at --out FILE (the "
+                   "table, what differs, the ranking, a chart of the cost per accepted deliverable; no "
+                   "external request); never over an existing file, never in a session folder. "
+                   "--html FILE is the older form of --html --out FILE")
+    p.add_argument("--out", metavar="FILE", help="the HTML page to write (with --html)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "export",
-        help="a session's warm runs in another tool's format (hyperfine's JSON)",
-        description="Write the warm runs of each variant in hyperfine's JSON export layout "
+        help="an experiment's warm runs in another tool's format (hyperfine's JSON, CSV, Markdown)",
+        description="Write the warm runs of each variant of one experiment (one file per sweep, as "
+        "one hyperfine run) in hyperfine's JSON export layout "
         "(results[] with command, mean, stddev, median, user, system, min, max, times, "
         "exit_codes, parameters; seconds), so hyperfine's analysis scripts read it; the "
         "verdict is in the extra key gpusession_verdict. user and system are null: not "
@@ -62,9 +66,16 @@ def register(sub: Any) -> None:
         "is in the session folder.",
     )
     p.add_argument("name", metavar="NAME", help="session name, or the folder of a session")
-    p.add_argument("--format", required=True, choices=("hyperfine-json",), help="hyperfine-json")
-    p.add_argument("--output", metavar="FILE", help="write there (default: standard output)")
-    p.add_argument("--force", action="store_true", help="replace an existing --output file "
+    p.add_argument("--format", required=True, choices=("hyperfine-json", "csv", "markdown"),
+                   help="hyperfine-json (--export-json), csv (--export-csv: command, mean, stddev, "
+                   "median, user, system, min, max, parameter_<name>) or markdown (--export-markdown's "
+                   "table, relative to the fastest)")
+    p.add_argument("--experiment", metavar="ID",
+                   help="the experiment exported: one file per sweep, as one hyperfine run (default: "
+                   "the last one run, said when the session holds several)")
+    p.add_argument("--out", "--output", dest="output", metavar="FILE", action=OlderName,
+                   help="write there (default: standard output); --output is its older name")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file "
                    "(never one inside the session folder)")
     p.set_defaults(func=cmd_export)
 
@@ -109,6 +120,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if len(args.sessions) < 2:
         raise BadInput("give two or more sessions to compare (names or folders)", field="sessions")
+    _page_path(args)  # a bad --html/--out pair is refused before anything is read
     sessions = [open_any(args, s) for s in args.sessions]
     comparison = compare_sessions(sessions, allow_different=args.allow_different,
                                   rates_path=Path(args.rates) if args.rates else None)
@@ -116,11 +128,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_json(comparison.to_json())
     else:
         print("\n".join(comparison.lines()))
-    if getattr(args, "html", None):
-        page = write_compare_page(comparison, Path(args.html), sessions)
+    page_path = _page_path(args)
+    if page_path is not None:
+        page = write_compare_page(comparison, page_path, sessions)
         if not args.json:
             print(f"wrote {page}")
     return 0 if comparison.ranked else NOT_RANKED_EXIT
+
+
+def _page_path(args: argparse.Namespace) -> Path | None:
+    """The HTML page ``compare`` writes: ``--html --out FILE`` (or the older ``--html FILE``).
+
+    Raises:
+        BadInput: ``--html`` without a file, ``--out`` without ``--html``, or both forms
+            naming different files.
+    """
+    html, out = getattr(args, "html", None), getattr(args, "out", None)
+    if html is None:
+        if out:
+            raise BadInput("--out names the comparison's HTML page: give --html --out FILE", field="--out")
+        return None
+    if html is True:
+        if not out:
+            raise BadInput("say where to write the page: --html --out FILE", field="--html")
+        return Path(out)
+    if out and Path(out) != Path(html):
+        raise BadInput("--html FILE and --out FILE name two pages; give --html --out FILE", field="--out")
+    return Path(str(html))
 
 
 def write_compare_page(comparison: Any, path: Path, sessions: list[Any]) -> Path:
@@ -136,13 +170,18 @@ def write_compare_page(comparison: Any, path: Path, sessions: list[Any]) -> Path
 
     target = path.absolute()
     if os.path.lexists(target):
-        raise BadInput("exists; a comparison never replaces a file: choose another --html path", path=target)
+        raise BadInput("exists; a comparison never replaces a file: choose another --out path", path=target)
     for s in sessions:
         if target.is_relative_to(Path(s.folder).absolute()):
             raise BadInput(f"is inside session {s.name}'s folder; write the comparison elsewhere",
                            path=target)
+    from gpusession.core.retrieval.plotting import CHARTS_HINT
+
     svg = cost_chart_svg(comparison)
-    page = markdown_to_html(comparison.markdown(), title="gpusession: sessions compared",
+    markdown = comparison.markdown()
+    if svg is None:  # matplotlib cannot be had here: say how to get the chart, in one line
+        markdown = markdown.replace("![cost per accepted deliverable](compare-cost.png)", CHARTS_HINT)
+    page = markdown_to_html(markdown, title="gpusession: sessions compared",
                             charts={"cost": svg} if svg else None)
     write_atomic_bytes(target, page.encode("utf-8"))
     return target
@@ -159,17 +198,26 @@ def cmd_export(args: argparse.Namespace) -> int:
         is said on stderr).
 
     Raises:
-        BadInput: no such session; ``--output`` exists without ``--force``, lies in the
+        BadInput: no such session; ``--out`` exists without ``--force``, lies in the
             session folder, or is a folder or a link; nothing measured warm.
     """
     import json
     import sys
 
-    from gpusession.core.retrieval.export import hyperfine_results
+    from gpusession.core.retrieval.export import (
+        exported_experiment,
+        hyperfine_csv,
+        hyperfine_markdown,
+        hyperfine_results,
+    )
 
     session = open_any(args, args.name)
-    doc, left_out = hyperfine_results(session)
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    exp_id, said = exported_experiment(session, getattr(args, "experiment", None))
+    if said:
+        print(f"gpusession: {said}", file=sys.stderr)
+    doc, left_out = hyperfine_results(session, exp_id)
+    text = {"csv": hyperfine_csv, "markdown": hyperfine_markdown}.get(
+        args.format, lambda d: json.dumps(d, indent=2, ensure_ascii=False) + "\n")(doc)
     for line in left_out:
         print(f"gpusession: {line}", file=sys.stderr)
     if not args.output:
@@ -179,7 +227,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from gpusession.core.files.tomlio import write_atomic_bytes
 
     write_atomic_bytes(target, text.encode("utf-8"))
-    print(f"wrote {len(doc['results'])} variant(s) in hyperfine's JSON layout to {target}")
+    layout = {"csv": "CSV", "markdown": "Markdown"}.get(args.format, "JSON")
+    print(f"wrote {len(doc['results'])} variant(s) of experiment {exp_id} in hyperfine's {layout} layout to {target}")
     return 0
 
 
@@ -191,16 +240,16 @@ def _output_target(path: Path, session: Session, *, force: bool) -> Path:
             without ``force``.
     """
     if path.is_symlink():
-        raise BadInput("is a symbolic link; give a plain file to write", path=path, field="--output")
+        raise BadInput("is a symbolic link; give a plain file to write", path=path, field="--out")
     if path.is_dir():
-        raise BadInput("is a folder; give a file to write", path=path, field="--output")
+        raise BadInput("is a folder; give a file to write", path=path, field="--out")
     resolved = path.resolve()
     if resolved.is_relative_to(session.folder.resolve()):
         raise BadInput("is inside the session folder, whose files are never overwritten; write "
-                       "the export elsewhere", path=path, field="--output")
+                       "the export elsewhere", path=path, field="--out")
     if path.exists() and not force:
         raise BadInput("exists; give --force to replace it (nothing was written)", path=path,
-                       field="--output")
+                       field="--out")
     return path
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
+from gpusession.commands.deliverables_cmd import session_accepted
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import printable
 from gpusession.core.folder.package import LOTS_MAX, PACKAGE_DAYS, parse_start
 from gpusession.core.money.cost import (
     NO_VALIDATED_RUN,
@@ -31,6 +33,7 @@ from gpusession.core.money.cost import (
     parse_plan,
     plan_coverage,
 )
+from gpusession.core.money.count import cost_line
 from gpusession.core.money.order import (
     STATES,
     load_order,
@@ -144,8 +147,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
     cents (K2); the cost per deliverable only with a counted number of distinct accepted
     corpora (K3, K4); no pace projected onto a package (K5); a plan (``--plan``, durations
     in days) picks the smallest package that covers it (K6); prices come from the rates
-    file and are never guessed (K7). With ``--session`` the package, the accepted count and
-    the package window (S6) come from the session, through the one core assembly
+    file and are never guessed (K7). With ``--session`` the package, the accepted count,
+    the plan kept with the package (``package NAME --plan``; ``--plan`` here prices
+    another for this call only) and the package window (S6) come from the session, through the one core assembly
     :func:`gpusession.core.money.cost.session_cost_inputs`; arguments given override them.
 
     Args:
@@ -165,23 +169,30 @@ def cmd_cost(args: argparse.Namespace) -> int:
                        "give one", field="session")
     args.session = args.session or args.name  # `cost NAME` as most commands take it
     gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
+    count = None
     accepted_source = "given with --accepted-results" if accepted is not None else None
     rates_path = Path(args.rates) if args.rates else None
     rates = None
     notes: list[str] = []
     window_json = None
     window = None
+    priced: Any = None  # the session priced, for --json
     if args.session:
         from gpusession.core.money.cost import session_cost_inputs
 
         s = open_session(args, args.session)
+        priced = s
         inputs = session_cost_inputs(s, rates_path, count_accepted=accepted is None)
         rates, pkg = inputs.rates, inputs.package
         order = load_order(s).order
         gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
         days = days or pkg.days or (order.days if order else None)
         lots = lots or pkg.lots or (order.lots if order else None)
-        if accepted is None:  # not measured while no run is validated (K3), as the TUI says
+        count = session_accepted(s) if accepted is None else None  # S10: one source, with the unit
+        if count is not None:
+            accepted = count.n
+            accepted_source = f"{count.source_words()} in session {s.name}"
+        elif accepted is None:  # not measured while no run is validated (K3), as the TUI says
             accepted = inputs.accepted_measured
             accepted_source = (f"distinct accepted corpora in session {s.name}" if accepted is not None
                                else f"{NO_VALIDATED_RUN} in session {s.name}")
@@ -189,6 +200,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
         notes.append(f"Package window: {window.window_line()}")
         window_json = window.to_json()
     plan = parse_plan(args.plan) if args.plan is not None else None
+    plan_source = "given with --plan" if plan is not None else None
+    if args.session:  # K6: the plan kept with the package, unless --plan prices another for this call
+        from gpusession.core.money.kept_plan import session_plan
+
+        kept = session_plan(s)
+        if plan is None and kept is not None:
+            plan = list(kept.durations_days)
+            plan_source = f"the plan kept with the package of session {s.name}"
+        elif plan is not None:
+            plan_source = (f"given with --plan for this call; the plan kept with session {s.name} is "
+                           f"{kept.text()}" if kept is not None else f"given with --plan; session {s.name} "
+                           f"keeps no plan (gpusession package {s.name} --plan …)")
     if days is None and plan is not None:
         # K6: without --days, the plan picks the smallest covering package.
         coverage = plan_coverage(plan)
@@ -208,12 +231,24 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise BadInput(f"GPU model {shown(gpu)} is not in the rates file ({rates.origin}; known: "
                        f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
     report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
-                         accepted_source=accepted_source, notes=notes, window=window)
+                         accepted_source=accepted_source, notes=notes, window=window,
+                         plan_source=plan_source)
+    unit_line = cost_line(report.total.total_usd_minor, count) if count is not None else None
     if args.json:
-        data = report.to_json()
+        data = {"name": priced.name if priced is not None else None, **report.to_json()}  # as show says it
         data["window"] = window_json
+        from gpusession.commands.deliverables_cmd import deliverables_json
+
+        # the count in its unit, the object show gives (null for figures given on the line)
+        data["deliverables"] = (count.to_json() if count is not None
+                                else deliverables_json(priced) if priced is not None else None)
+        data["per_unit_line"] = unit_line
         print_json(data)
     else:
+        if unit_line is not None:  # S10: "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
+            print(unit_line)
+            for words in count.not_counted if count is not None else ():
+                print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))
     return 0
 
@@ -235,11 +270,12 @@ def cmd_order_show(args: argparse.Namespace) -> int:
     Raises:
         BadInput: No such session, an unreadable ``order.toml``.
     """
-    state = load_order(open_session(args, args.name))
+    session = open_session(args, args.name)
+    state = load_order(session)
     for w in state.hidden:  # a secret pasted into order.toml by hand: hidden, said
         print(f"warning: {w}", file=sys.stderr)
-    if args.json:
-        print_json(order_to_json(state))
+    if args.json:  # docs/json/order-show.schema.json
+        print_json({"name": session.name, **order_to_json(state)})
     else:
         print("\n".join(order_lines(state)))
     return 0

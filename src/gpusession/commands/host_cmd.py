@@ -166,12 +166,12 @@ def cmd_check_host(args: argparse.Namespace) -> int:
         line = (f"no GPU visible ({check.nvml_reason or 'NVML counts no GPU'}): nothing checked, "
                 "nothing recorded")
         if args.json:
-            print_json({"checked": False, "reason": line})
+            print_json({"name": session.name, "checked": False, "reason": line})
         else:
             print(f"check-host: {printable(line)}", file=sys.stderr)
         return NO_GPU_EXIT
     if args.json:
-        print_json({"checked": True, "host": check.facts.host.key, "order_number": check.order_number,
+        print_json({"name": session.name, "checked": True, "host": check.facts.host.key, "order_number": check.order_number,
                     "deviation": check.deviation, "order_words": check.order_words,
                     "facts": check.facts, "probe": check.probe})
     else:

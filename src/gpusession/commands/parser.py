@@ -1,8 +1,13 @@
-"""The full argument parser of the ``gpusession`` CLI: every registered subcommand.
+"""The argument parser of the ``gpusession`` CLI: every registered subcommand, or one's.
 
 Kept apart from :mod:`gpusession.cli` so that ``status``, called by tmux every few
 seconds, starts without argparse (about a sixth of its start-up): the CLI's dispatch
 imports this module only when the command is not a well-formed ``status`` call.
+
+A known command builds only the parser of the module that registers it
+(:data:`COMMAND_MODULES`): ``report`` then imports nothing that ``run`` or ``cost`` import
+at their top (about a sixth of its start-up). ``--help``, a mistyped command and
+``completion`` (its script names every command) build the whole parser.
 """
 
 from __future__ import annotations
@@ -16,12 +21,50 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that exits 2 with one line (no usage dump) on a bad argument."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        """Exit 2 with ``PROG: error: MESSAGE (see PROG --help)``: one line, no usage dump."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        """Exit 2 with ``PROG: error: MESSAGE (see PROG --help)``: one line, no usage dump.
+
+        argparse quotes what was typed (an unknown option, a bad choice): a secret typed
+        there is masked and a control character escaped, as in every refusal (H-46).
+        """
+        import re
+
+        from gpusession.core.files.textio import printable
+
+        # each value argparse quotes is masked on its own, so argparse's words around it
+        # ("invalid choice", "choose from") are kept, never read as part of a seed phrase
+        message = re.sub(r"'([^']*)'", lambda m: f"'{printable(m.group(1), keep='')}'", message)
+        self.exit(2, f"{self.prog}: error: {printable(message, keep='')} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every registered subcommand."""
+#: Each command (aliases included) and the module under ``gpusession.commands`` that
+#: registers it; ``None``: it needs the whole parser. Checked against the whole parser by
+#: ``tests/cli/test_parser_commands.py``.
+COMMAND_MODULES: dict[str, str | None] = {
+    "new": "session_cmds", "list": "session_cmds", "show": "session_cmds", "package": "session_cmds",
+    "status": "status_cmd", "open": "tui",
+    "demo": "run_cmds", "run": "run_cmds", "experiment": "run_cmds",
+    "agent": "agent_cmd", "validate": "validate_cmd", "cost": "cost_cmds", "order": "cost_cmds",
+    "approve": "deliverables_cmd", "reject": "deliverables_cmd", "deliverables": "deliverables_cmd",
+    "compare": "compare_cmd", "export": "compare_cmd", "check-host": "host_cmd",
+    "checklist": "checklist_cmds", "manifest": "checklist_cmds", "verify-copy": "checklist_cmds",
+    "report": "checklist_cmds", "pull": "pull_cmd",
+    "completion": None,
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every registered subcommand, or only those of ``command``'s module.
+
+    Args:
+        command: a name in :data:`COMMAND_MODULES`: only the module that registers it is
+            imported and registered (its other commands come along); ``None``, or a
+            command that needs the whole parser: every module, in help order.
+    """
+    only = COMMAND_MODULES.get(command) if command is not None else None
+
+    def want(module: str) -> bool:
+        return only is None or only == module
+
     parser = OneLineParser(
         prog="gpusession",
         description=(
@@ -44,29 +87,54 @@ def build_parser() -> argparse.ArgumentParser:
         "--sessions-dir",
         metavar="DIR",
         default=None,
-        help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)",
+        help=("folder holding session folders (default: $GPUSESSION_HOME, else ./sessions when it exists, "
+              "else the folder used last)"),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     # Plain imports (no import by string): the modules under gpusession.commands that
-    # register subcommands, in help order. Each keeps its heavy imports inside functions.
-    from gpusession.commands import (
-        agent_cmd,
-        checklist_cmds,
-        compare_cmd,
-        completion_cmd,
-        cost_cmds,
-        host_cmd,
-        pull_cmd,
-        run_cmds,
-        session_cmds,
-        status_cmd,
-        tui,
-        validate_cmd,
-    )
+    # register subcommands, in help order; each imported only when its commands are built.
+    if want("session_cmds"):
+        from gpusession.commands import session_cmds
+        session_cmds.register(sub)
+    if want("status_cmd"):
+        from gpusession.commands import status_cmd
+        status_cmd.register(sub)
+    if want("tui"):
+        from gpusession.commands import tui
+        tui.register(sub)
+    if want("run_cmds"):
+        from gpusession.commands import run_cmds
+        run_cmds.register(sub)
+    if want("agent_cmd"):
+        from gpusession.commands import agent_cmd
+        agent_cmd.register(sub)
+    if want("validate_cmd"):
+        from gpusession.commands import validate_cmd
+        validate_cmd.register(sub)
+    if want("cost_cmds"):
+        from gpusession.commands import cost_cmds
+        cost_cmds.register(sub)
+    if want("deliverables_cmd"):
+        from gpusession.commands import deliverables_cmd
+        deliverables_cmd.register(sub)
+    if want("compare_cmd"):
+        from gpusession.commands import compare_cmd
+        compare_cmd.register(sub)
+    if want("host_cmd"):
+        from gpusession.commands import host_cmd
+        host_cmd.register(sub)
+    if want("checklist_cmds"):
+        from gpusession.commands import checklist_cmds
+        checklist_cmds.register(sub)
+    if want("pull_cmd"):
+        from gpusession.commands import pull_cmd
+        pull_cmd.register(sub)
+    if want("completion_cmd"):
+        from gpusession.commands import completion_cmd
+        completion_cmd.register(sub)
+    from gpusession.commands.sessions_dir_opt import accept_after_command
 
-    for mod in (session_cmds, status_cmd, tui, run_cmds, agent_cmd, validate_cmd, cost_cmds, compare_cmd,
-                host_cmd, checklist_cmds, pull_cmd, completion_cmd):
-        mod.register(sub)
+    accept_after_command(parser)  # `gpusession show --sessions-dir D NAME`
     parser.set_defaults(root_parser=parser)  # `completion` makes its script from it
     return parser
 

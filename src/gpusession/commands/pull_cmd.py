@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
             "results CSV are read back), the deliverables into TO/NAME-deliverables, and "
             "compares them with the newest SHA-256 manifest made on the server (gpusession "
             "manifest). An interrupted pull resumes when rerun. The outcome is written into the "
-            "local copy's checklist as evidence (it never ticks an item). Every pull measures its "
+            "local copy's checklist: a verified copy reads as the item g8.verify-copy done, with the "
+            "pull as evidence. Every pull measures its "
             "throughput from rsync's own figures and appends it to retrieval.toml in the server's "
             "session folder (where the session limit reads it); a server that refuses the write "
             "keeps the figure at home, and the pull is not failed for it."
@@ -61,6 +62,9 @@ def register(sub: Any) -> None:
                    "there are none, of the session folder), check it against the server's files "
                    "and record the measured throughput in the server's retrieval.toml (marked from "
                    "a small copy); the copy home is not made")
+    p.add_argument("--json", action="store_true",
+                   help="the outcome as JSON on stdout, and nothing else there (docs/json/pull.schema.json); "
+                   "progress and steps go to stderr")
     p.set_defaults(func=cmd_pull)
 
 
@@ -115,10 +119,11 @@ def cmd_pull(args: argparse.Namespace) -> int:
     if getattr(args, "probe", False):
         return _probe(args, source, to)
     bar = _Bar()
+    as_json = bool(getattr(args, "json", False))
 
     def step(line: str) -> None:
         bar.end_line()
-        print(line)
+        print(line, file=sys.stderr if as_json else sys.stdout)
 
     try:
         res = pull(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
@@ -126,10 +131,15 @@ def cmd_pull(args: argparse.Namespace) -> int:
                    checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
     finally:
         bar.end_line()
+    if as_json:  # the outcome as data (docs/json/pull.schema.json)
+        from gpusession.commands._common import print_json
+
+        print_json(pull_json(res))
+        return 0 if res.verified else EXIT_NOT_VERIFIED
     print(f"session copy: {res.session_copy} ({res.session_count.files} files, "
           f"{res.session_count.total_bytes} bytes)")
     for line in res.session_problems:
-        print(f"  UNREADABLE {line}")
+        print(f"  UNREADABLE {_name(line)}")
     if res.deliverables_copy is not None:
         print(f"deliverables copy: {res.deliverables_copy} ({res.deliverables_count.files} files, "
               f"{res.deliverables_count.total_bytes} bytes)")
@@ -137,13 +147,13 @@ def cmd_pull(args: argparse.Namespace) -> int:
         which = res.manifest.remote_path or str(res.manifest.local_path)
         more = (f"; the newest of {res.manifest.others + 1} manifests" if res.manifest.others else "")
         when = f", written {res.manifest.written_at}" if res.manifest.written_at else ""
-        print(f"manifest: {which}{when}{more}")
+        print(f"manifest: {_name(which)}{when}{more}")
     check = res.check
     if check is not None:
         total = len(check.matching) + len(check.missing) + len(check.changed)
         print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
         for p in check.missing:
-            print(f"  MISSING  {p}")
+            print(f"  MISSING  {_name(p)}")
         for c in check.changed:
             how = ("hash differs" if c.actual_sha256
                    else f"size {c.actual_size_bytes} ≠ {c.expected_size_bytes} bytes (truncated or grown)")
@@ -151,11 +161,11 @@ def cmd_pull(args: argparse.Namespace) -> int:
                 how += "; the server's file is the same: it changed after the manifest was made"
             elif c.path in res.copy_differs:
                 how += "; the copy differs from the server's file"
-            print(f"  CHANGED  {c.path} ({how})")
+            print(f"  CHANGED  {_name(c.path)} ({how})")
         for p in check.extra:
-            print(f"  EXTRA    {p}")
+            print(f"  EXTRA    {_name(p)}")
         for a, b in check.renamed:
-            print(f"  RENAMED? {a} → {b} (same content)")
+            print(f"  RENAMED? {_name(a)} → {_name(b)} (same content)")
     if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
         print(printable(res.throughput.words()))
     if res.verified:
@@ -166,9 +176,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
         if check is not None and check.representative:
             print("Open these from the copy:")
             for p in check.representative:
-                print(f"  {res.deliverables_copy / p if res.deliverables_copy else p}")
+                print(f"  {_name(str(res.deliverables_copy / p) if res.deliverables_copy else p)}")
         return 0
-    print(f"NOT VERIFIED: {res.reason}")
+    print(f"NOT VERIFIED: {_name(res.reason)}")
     if check is not None and check.changed:
         # The copy differs from the server's file: fetching it again helps. The server's
         # own file no longer matches its manifest: no copy can help.
@@ -181,6 +191,58 @@ def cmd_pull(args: argparse.Namespace) -> int:
     return EXIT_NOT_VERIFIED
 
 
+def pull_json(res: Any) -> dict[str, Any]:
+    """The outcome of a pull as data: what ``pull`` prints, one key per fact.
+
+    Args:
+        res: a :class:`gpusession.core.retrieval.pull.PullResult`.
+
+    Returns:
+        ``verified``, ``exit_code``, ``reason`` (``None`` when verified), the copies with
+        their file counts and bytes, ``manifest`` (its path, ``None`` without one), the
+        comparison (``matching``, ``missing``, ``changed``, ``extra``, ``renamed``: paths
+        as the manifest lists them), ``unreadable`` session files, ``throughput`` (the
+        printed line, ``None`` when nothing was measured) and ``representative`` (the
+        files to open from the copy). ``changed`` and ``renamed`` have ``verify-copy``'s shape.
+    """
+    check = res.check
+    deliverables = res.deliverables_copy
+    return {
+        "probe": False,
+        "verified": bool(res.verified),
+        "exit_code": 0 if res.verified else EXIT_NOT_VERIFIED,
+        "reason": None if res.verified else res.reason,
+        "session_copy": str(res.session_copy),
+        "session_files": res.session_count.files,
+        "session_bytes": res.session_count.total_bytes,
+        "deliverables_copy": str(deliverables) if deliverables is not None else None,
+        "deliverables_files": res.deliverables_count.files if deliverables is not None else None,
+        "deliverables_bytes": res.deliverables_count.total_bytes if deliverables is not None else None,
+        "manifest": (res.manifest.remote_path or str(res.manifest.local_path)) if res.manifest else None,
+        "matching": len(check.matching) if check is not None else None,
+        "missing": list(check.missing) if check is not None else [],
+        "changed": [{"path": c.path, "expected_size_bytes": c.expected_size_bytes,
+                     "actual_size_bytes": c.actual_size_bytes, "expected_sha256": c.expected_sha256,
+                     "actual_sha256": c.actual_sha256, "server_changed": c.path in res.server_changed}
+                    for c in check.changed] if check is not None else [],
+        "extra": list(check.extra) if check is not None else [],
+        "renamed": [{"expected": a, "found": b} for a, b in check.renamed] if check is not None else [],
+        "unreadable": list(res.session_problems),
+        "throughput": res.throughput.words() if res.throughput is not None else None,
+        "representative": ([str(deliverables / p) if deliverables else p for p in check.representative]
+                           if res.verified and check is not None else []),
+    }
+
+
+def _name(text: str) -> str:
+    r"""A name from the server as printed: every control character escaped (``a\nb.png``, ``\x1b[2J``), H-44.
+
+    The same escaping as ``verify-copy``: a deliverable named with a newline never splits
+    a list, one named with ``ESC [2J`` never clears the terminal.
+    """
+    return printable(str(text), keep="")
+
+
 def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
     """``pull --probe``: a small copy, checked, and its throughput recorded (D2).
 
@@ -191,10 +253,11 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
     from gpusession.core.retrieval.pull import ssh_from_env
 
     bar = _Bar()
+    as_json = bool(getattr(args, "json", False))
 
     def step(line: str) -> None:
         bar.end_line()
-        print(line)
+        print(line, file=sys.stderr if as_json else sys.stdout)
 
     try:
         res = probe(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
@@ -202,6 +265,16 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
                     on_step=step)
     finally:
         bar.end_line()
+    if as_json:  # the probe's outcome as data (docs/json/pull.schema.json, "probe": true)
+        from gpusession.commands._common import print_json
+
+        print_json({"probe": True, "verified": bool(res.verified),
+                    "exit_code": 0 if res.verified else EXIT_NOT_VERIFIED,
+                    "reason": None if res.verified else res.reason, "what": res.what,
+                    "files": len(res.files), "listed_bytes": res.listed_bytes,
+                    "throughput": res.throughput.words() if res.verified and res.throughput is not None
+                    else None})
+        return 0 if res.verified else EXIT_NOT_VERIFIED
     if not res.verified:
         print(printable(f"PROBE NOT VERIFIED: {res.reason}; no figure recorded"))
         return EXIT_NOT_VERIFIED

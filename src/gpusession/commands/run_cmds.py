@@ -29,11 +29,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.commands._common import format_summary, open_session, root_of
+from gpusession.commands._common import format_summary, open_session, print_json, root_of
+from gpusession.commands.deliverables_cmd import (
+    accept_words,
+    add_accept_args,
+    apply_accept,
+    protocol_words,
+)
 from gpusession.core.experiment.placeholders import unvaried_words
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
+from gpusession.core.folder.corpus_pin import REVISION_CHANGED
 from gpusession.core.folder.session import Session
 from gpusession.core.validation import DEFAULT_METRIC, METRICS
 
@@ -65,7 +72,8 @@ def register(sub: Any) -> None:
             "Running it again appends runs to the same experiment (numbers continue)."
         ),
     )
-    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
+    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress: a line per finished run with the "
+                   "time left, and a run in flight past 10 s says so every 10 s")
     p.add_argument("--device", type=_device, default=None,
                    help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     p.set_defaults(func=cmd_demo)
@@ -95,11 +103,16 @@ def register(sub: Any) -> None:
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--experiment", metavar="ID", help="experiment id (default: the only/last one)")
-    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress")
+    p.add_argument("--headless", action="store_true", help="run without the TUI, printing progress: a line per finished run with the "
+                   "time left, and a run in flight past 10 s says so every 10 s")
     p.add_argument("--device", type=_device, default=None,
                    help="cpu, cuda or cuda:N for this run; a device other than the experiment's is a "
                    "changed fixed setting: once the experiment has measurements, the runs go to a new "
                    "experiment id (ID-2…, said), never pooled with the other device's")
+    p.add_argument("--quiet", action="store_true",
+                   help="with --headless: print only the end line (rows appended, verdicts, how it ended)")
+    p.add_argument("--json", action="store_true",
+                   help="with --headless: the end line as JSON, and nothing else on stdout (docs/json/run.schema.json)")
     p.add_argument("--detach", action="store_true",
                    help="run in the background, outside this terminal's life (survives an ssh "
                    "drop); output goes to logs/run-<time>.log in the session folder")
@@ -145,7 +158,9 @@ def register(sub: Any) -> None:
             "Store an experiment in session.toml before it runs. One parameter varies "
             "(--varied, with --values); corpus, model, precision, context limit and seed are "
             "held fixed and recorded. The validation protocol (--classes, --metric, "
-            "--threshold, --tolerance) is fixed before the first measurement: changing a "
+            "--threshold, --tolerance, --reference-value, --max-degradation, --train-ids, "
+            "--tune-ids) is fixed before the first measurement; the threshold is required "
+            "with it (nobody's default is stored): changing a "
             "setting after one stores the experiment under a new id."
         ),
     )
@@ -190,27 +205,44 @@ def register(sub: Any) -> None:
                    help="seconds before a run is killed (default 3600); a worker's load, and a group "
                    "over several nodes waiting for the others, get the same time")
     q.add_argument("--classes", help="declared classes, comma-separated (validation protocol)")
-    q.add_argument("--metric", default=DEFAULT_METRIC, choices=METRICS,
-                   help="quality metric (with --classes)")
+    q.add_argument("--metric", default=None, choices=METRICS,
+                   help=f"quality metric (with --classes; default {DEFAULT_METRIC}); needs --threshold")
     q.add_argument("--threshold",
-                   help="acceptance threshold 0-1 (with --classes; default 0.9)")
+                   help="acceptance threshold 0-1, required with --classes or --metric: the "
+                   "acceptance floor is your decision (there is no universal value)")
     q.add_argument("--tolerance",
-                   help="accepted shortfall below the threshold (with --classes; default 0)")
+                   help="accepted shortfall below the threshold (with --classes; default 0, said)")
+    q.add_argument("--reference-value", metavar="X",
+                   help="the metric of a reference configuration (with --classes), as validate's")
+    q.add_argument("--max-degradation", metavar="X",
+                   help="how far below --reference-value is still accepted, in every validation "
+                   "of the experiment's runs")
+    q.add_argument("--train-ids", metavar="FILE",
+                   help="training IDs (JSONL/CSV with an id), checked for overlap with the corpus "
+                   "(the train/eval overlap check); relative to the session folder. Without it the reports say the overlap "
+                   "was not checked")
+    q.add_argument("--tune-ids", metavar="FILE", help="tuning IDs, checked for overlap as --train-ids")
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable), read as the type the workload declares "
                    "(synthetic-mlp's width is a whole number); an undeclared one as a whole "
                    "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text)")
     q.add_argument("--command", dest="command_line",
                    help="for --workload command: the program and arguments, split like a "
-                   "shell and run without one; {batch}, {output}, {corpus}, {context} are filled "
-                   "as whole arguments or --flag={output}, and are also in the environment as "
-                   "GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT "
-                   "(read those inside a sh -c script). It runs in the session folder: a relative "
+                   "shell and run without one; {batch}, {output}, {corpus}, {context}, {precision} "
+                   "are filled as whole arguments or --flag={output}, and are also in the environment "
+                   "as GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT, "
+                   "GPUSESSION_PRECISION (read those inside a sh -c script). Its rows leave "
+                   "python_version and torch_version empty (its interpreter is its own) unless it "
+                   "reports them: it may write one JSON line {\"device\": \"cuda:0\", "
+                   "\"python_version\": \"3.11.9\", \"torch_version\": \"2.5.1\"} to the file "
+                   "$GPUSESSION_REPORT names (read after each run, outside the timed region; at most "
+                   "4 KiB, values checked, a secret refused). It runs in the session folder: a relative "
                    "program (./predict.sh) or file argument is relative to it. Each run of a command is "
                    "a fresh process, so cold and warm differ only in what ran before: a cold run "
                    "comes first in a fresh worker with no warm-up before it (the system's file cache "
                    "may still hold the corpus); a warm run comes after --warmup unmeasured runs of "
                    "that variant (the files and the GPU driver already touched)")
+    add_accept_args(q)  # S9: accepted by a rule, for any output
     q.set_defaults(func=cmd_experiment_define)
     q = esub.add_parser(
         "derive",
@@ -222,7 +254,7 @@ def register(sub: Any) -> None:
             "setting of `experiment define` (workload, command, corpus, precision, "
             "context-limit, batch, device, seed, scope, warmup, runs, order, order-seed, "
             "cold-runs, gpus, nodes, rendezvous, timeout, classes, metric, threshold, "
-            "tolerance) or param.NAME for a workload parameter; the value is read as define "
+            "tolerance, reference-value, max-degradation, train-ids, tune-ids) or param.NAME for a workload parameter; the value is read as define "
             "reads it. id, varied and values are not changed by a replay: it varies what the "
             "experiment varies. `experiment NAME list` and `show NAME` say what differs and "
             "compare the two."
@@ -233,13 +265,19 @@ def register(sub: Any) -> None:
                    help="the experiment replayed")
     q.add_argument("--set", dest="set_items", action="append", default=[], metavar="KEY=VALUE",
                    help="the one element changed (exactly one: a second is refused)")
+    q.add_argument("--json", action="store_true",
+                   help="the experiment stored, as JSON (docs/json/experiment-derive.schema.json)")
     q.set_defaults(func=cmd_experiment_derive)
 
 
 def run_headless(session: Session, experiment_id: str, device: str | None = None, *,
                  past_limit: bool = False, continue_on_reject: bool = False,
-                 resume: bool = False) -> int:
+                 resume: bool = False, quiet: bool = False, as_json: bool = False) -> int:
     """Run an experiment with one progress line per event, then print the summary table.
+
+    Each finished run's line says the time left for the experiment and before the
+    session limit (:class:`gpusession.core.retrieval.time_left.TimeLeft`); ``quiet``: only
+    the end line is printed (errors still go to stderr).
 
     Events become words in one place (:func:`gpusession.core.events.describe`); the
     environment is said once, and again only when it changes (R10). The definition and
@@ -258,6 +296,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         continue_on_reject: do not stop after a defective first result (D3, recorded).
         resume: run only the runs of the stored schedule without a measured row
             (:mod:`gpusession.core.folder.resume`); none: said, 0, nothing runs.
+        quiet: print only the end line (``run --quiet``).
+        as_json: the end line as JSON, nothing else on stdout (``run --json``).
 
     Returns:
         :func:`run_exit_code`: 0 when every scheduled run ran without an incident; 3 when
@@ -272,18 +312,29 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
         KeyboardInterrupt: A second Ctrl-C while no run is registered yet.
     """
     from gpusession.bench.runner import Runner
-    from gpusession.core.events import EnvironmentObserved, RunnerEvent, describe
+    from gpusession.commands.inflight import InFlight
+    from gpusession.core.events import EnvironmentObserved, RowAppended, RunnerEvent, describe
 
     seen: dict[str, Any] = {}
 
+    quiet = quiet or as_json
+    # a run in flight past 10 s says so every 10 s: in place on a terminal, a line in a log
+    inflight = InFlight(_stdout_write, terminal=_stdout_is_terminal())
+
     def on_event(ev: RunnerEvent) -> None:
+        if quiet:
+            return
+        inflight.on_event(ev)
         if isinstance(ev, EnvironmentObserved):  # said once, unless it changes
             if ev.environment == seen.get("env"):
                 return
             seen["env"] = ev.environment
         words = describe(ev)
+        if words is not None and isinstance(ev, RowAppended) and "left" in seen:
+            tail = seen["left"].words(ev.row, ev.done)
+            words = f"{words} · {tail}" if tail else words
         if words is not None:  # the one display helper: secrets hidden, controls escaped
-            print(printable(words), flush=True)
+            inflight.say(printable(words))
 
     holder = session.run_lock_holder()
     if holder is not None and holder != os.getpid():  # said before anything else is printed
@@ -303,6 +354,9 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     runner = Runner(session, experiment_id, on_event=on_event, cancel=cancel, device=device,
                     past_limit=past_limit, continue_on_reject=continue_on_reject, resume=resume)
     runner.preflight()
+    from gpusession.core.retrieval.time_left import TimeLeft, schedule_of
+
+    seen["left"] = TimeLeft(session, schedule_of(session, runner.experiment, resume))
     from gpusession.bench.runner import check_torch_for
 
     check_torch_for(runner.experiment)  # a Python workload in a Python without torch: said now
@@ -311,7 +365,25 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     for line in check_on_first_open(session):  # D8: before measuring, once per host and boot
         print(printable(line), flush=True)
     with _run_lock(session):  # a second run is refused before it says what it would run
-        return _run_held(session, runner, cancel, said if resume else None)
+        if quiet:
+            return _run_held(session, runner, cancel, said if resume else None, quiet=quiet, as_json=as_json)
+        with inflight:
+            return _run_held(session, runner, cancel, said if resume else None, quiet=quiet,
+                             as_json=as_json)
+
+
+def _stdout_write(text: str) -> None:
+    """Write ``text`` to stdout as it is, flushed (the in-flight line's output)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _stdout_is_terminal() -> bool:
+    """Whether stdout is a terminal (an in-place line) rather than a log or a pipe."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stdout
+        return False
 
 
 @contextmanager
@@ -335,7 +407,8 @@ def _run_lock(session: Session) -> Iterator[None]:
             journal.release_lock(session.folder)
 
 
-def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str | None) -> int:
+def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str | None,
+              quiet: bool = False, as_json: bool = False) -> int:
     """The runs of :func:`run_headless` under the run lock: what runs, the runs, the summary.
 
     Args:
@@ -343,6 +416,8 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
         runner: the prepared :class:`gpusession.bench.runner.Runner` (preflight passed).
         cancel: set by the first Ctrl-C (the runner stops at the next run boundary).
         said: the resume's words (``None``: a plain run).
+        quiet: print only the end line.
+        as_json: print the end line as JSON.
 
     Returns:
         :func:`run_exit_code`, as :func:`run_headless` says.
@@ -351,11 +426,14 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
 
     experiment_id = runner.experiment.id
     resume = said is not None
-    print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
-    for w in _gpu_warnings(session, experiment_id):
-        print(f"warning: {w}", flush=True)
+    if not quiet:
+        print(f"running {experiment_id} in session {session.name} ({session.folder})", flush=True)
+        for w in _gpu_warnings(session, experiment_id):
+            print(f"warning: {w}", flush=True)
     earlier = _rows_of(session, experiment_id)
-    if resume:
+    if quiet:
+        pass
+    elif resume:
         print(said, flush=True)
     elif earlier:
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
@@ -379,10 +457,13 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
         outcome = runner.run()
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
+    if outcome.stopped == REVISION_CHANGED:  # R1: another model loaded; nothing of it appended
+        raise BadInput(str(outcome.stopped_words), field="model")
     frame = session.results.read()
     frame = frame.filter(frame["experiment_id"] == experiment_id)
-    print()
-    print(format_summary(session_summary(session, frame)))
+    if not quiet:
+        print()
+        print(format_summary(session_summary(session, frame)))
     from gpusession.core.records.summary import (
         every_run_failed,
         variant_verdicts,
@@ -393,10 +474,16 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
     # a resume continues the experiment's schedule: its rows so far are judged with it, as show does
     accepted, rejected = variant_verdicts(frame if resume else mine)
     code = run_exit_code(outcome, rejected)
-    print(f"\n{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
+    if as_json:
+        print_json({"name": session.name, "experiment_id": experiment_id, "rows_appended": outcome.rows_written,
+                    "variants_accepted": accepted, "variants_rejected": rejected,
+                    "completed": bool(outcome.completed), "exit_code": code,
+                    "outcome": outcome_words(outcome, code, all_failed=every_run_failed(mine))})
+        return code
+    print(f"{'' if quiet else chr(10)}{_rows_words(outcome.rows_written)} appended to {session.results.path.name}; "
           f"{verdict_count_words(accepted, rejected)}; "
           f"{outcome_words(outcome, code, all_failed=every_run_failed(mine))}")
-    if not outcome.completed and not getattr(outcome, "stopped_words", None) and outcome.rows_written:
+    if not quiet and not outcome.completed and not getattr(outcome, "stopped_words", None) and outcome.rows_written:
         print(f"the rest of its schedule: gpusession run {session.name} --experiment {experiment_id} --resume")
     return code
 
@@ -404,7 +491,8 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
 #: ``run``'s exit status, highest precedence first (README, ``docs/exit-codes.md``, ``--help``).
 EXIT_PRECEDENCE = (
     "a signal ended the run (129 SIGHUP, 130 a second Ctrl-C, 143 SIGTERM) > refused before "
-    "anything ran (2 bad input; 4 not started: past the session limit, or its first run would "
+    "anything ran (2 bad input, also an edited corpus or a load that reports another model or "
+    "tokenizer than the experiment's rows; 4 not started: past the session limit, or its first run would "
     "end past it) > 3 a measured variant's corpus was rejected (also a stop after a broken "
     "first result) > 1 a run failed, had an incident, or the experiment ended incomplete "
     "(also stopped at the session limit) or cancelled > 0"
@@ -423,12 +511,16 @@ def run_exit_code(outcome: Any, rejected: int) -> int:
         128 + the signal's number when one ended the run; 3 when a variant was rejected
         (as ``validate``); 1 when a run failed or had an incident, or the experiment is
         incomplete or cancelled (also stopped at the session limit after some runs); 4
-        when the session limit let no run start; else 0. (2, and 4 past the limit, are
-        raised before anything runs.)
+        when the session limit let no run start; 2 when a worker's load reported another
+        model or tokenizer than the experiment's rows (R1); else 0. (2 for bad input,
+        and 4 past the limit, are otherwise raised before anything runs.)
     """
     if outcome.interrupted is not None:
         return 128 + int(signal.Signals[outcome.interrupted])
     stopped = getattr(outcome, "stopped", None)
+    if stopped == REVISION_CHANGED:
+        return 2  # R1: the attempt's model or tokenizer is not the experiment's
+
     if stopped == "session-limit" and not getattr(outcome, "started_runs", 1):
         return 4  # D1: the limit let nothing start
     if rejected or stopped == "first-result":
@@ -626,7 +718,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                             continue_on_reject=gate_off, resume=resume)
     if args.headless or resume:  # --resume runs headless (the Run pane's key is u)
         return run_headless(session, exp_id, args.device, past_limit=past_limit,
-                            continue_on_reject=gate_off, resume=resume)
+                            continue_on_reject=gate_off, resume=resume, quiet=bool(getattr(args, "quiet", False)),
+                            as_json=bool(getattr(args, "json", False)))
     return _open_ui(session)
 
 
@@ -713,7 +806,9 @@ def define_form(args: argparse.Namespace) -> DefineForm:
         order=args.order, order_seed=args.order_seed, cold_runs_per_variant=args.cold_runs,
         gpus=args.gpus, nodes=args.nodes, rendezvous=args.rendezvous, run_timeout_s=args.timeout,
         classes=args.classes, metric=args.metric, threshold=args.threshold,
-        tolerance=args.tolerance, params=tuple(args.param),
+        tolerance=args.tolerance, reference_value=args.reference_value,
+        max_degradation=args.max_degradation, train_ids=args.train_ids, tune_ids=args.tune_ids,
+        params=tuple(args.param),
     )
 
 
@@ -749,6 +844,7 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     said: list[str] = []
     exp = form.experiment_from_form(define_form(args), folder=session.folder,
                                     check_protocol=Protocol.from_toml, cwd=Path.cwd(), said=said)
+    exp = apply_accept(exp, args, session.folder)  # S9: an accept rule replaces the classification protocol
     protocol = exp.protocol
     defined = define_experiment(session, exp)
     if defined.id != exp.id:
@@ -765,6 +861,11 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if not protocol:
         print("note: no validation protocol (--classes); runs will not be accepted as corpora")
+    elif (accepted_by := accept_words(protocol)) is not None:  # S9
+        print(printable(f"note: each output is accepted by {accepted_by}"))
+    else:  # the floor chosen, said back (V5)
+        print(printable(f"protocol: {protocol_words(defined.protocol)}; "
+                        f"{form.overlap_words(defined.params)}"))
     return 0
 
 
@@ -802,6 +903,15 @@ def cmd_experiment_derive(args: argparse.Namespace) -> int:
                             check_protocol=Protocol.from_toml)
     stored = store_derived(session, exp)
     by_id = {e.id: e for e in load_experiments(session)}
+    if getattr(args, "json", False):  # the end line as data (docs/json/experiment-derive.schema.json)
+        key, _, value = args.set_items[0].partition("=")
+        print_json({"name": session.name, "experiment_id": stored.id, "derived_from": origin.id,
+                    "changed_key": stored.changed_key or key.strip(), "value": value,
+                    "derived": derived_words(stored, by_id),
+                    "notes": derive_notes(origin, stored),
+                    "warnings": list(_gpu_warnings(session, stored.id)),
+                    "run": f"gpusession run {session.name} --experiment {stored.id} --headless"})
+        return 0
     print(printable(f"defined experiment {stored.id} in session {session.name}, "
                     f"{derived_words(stored, by_id)}"))
     for note in derive_notes(origin, stored):
@@ -826,13 +936,14 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
     """
     from gpusession.commands._common import print_json
     from gpusession.core.experiment.derive import derived_words
+    from gpusession.core.experiment.form import overlap_words
     from gpusession.core.folder.experiments import load_experiments
     from gpusession.core.retrieval.evidence import gpu_use_words
 
     session = open_session(args, args.name)
     exps = load_experiments(session)
     if args.json:
-        print_json([{"id": e.id, **e.to_toml()} for e in exps])
+        print_json([{"id": e.id, **e.to_toml()} for e in exps], key="experiments")
         return 0
     if not exps:
         print(f"no experiment in session {session.name}; define one with "
@@ -844,6 +955,8 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
               f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
               f"device {e.device or 'auto'}" + gpu_use_words(e))
+        if e.protocol:  # the floor and reference chosen, fixed before the first run (V5)
+            print(printable(f"  {protocol_words(e.protocol)}; {overlap_words(e.params)}"))
         if (lineage := derived_words(e, by_id)) is not None:  # what the replay changed (D4)
             print(printable(f"  {lineage}"))
     for w in _gpu_warnings(session):

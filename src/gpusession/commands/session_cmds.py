@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from gpusession.commands._common import (
@@ -12,8 +13,18 @@ from gpusession.commands._common import (
     print_json,
     root_of,
 )
+from gpusession.commands.deliverables_cmd import (
+    add_unit_args,
+    apply_unit,
+    check_unit_args,
+    deliverables_json,
+    deliverables_line,
+    deliverables_problem,
+    list_deliverables,
+)
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.journal import running_words
 from gpusession.core.folder.package import (
@@ -33,18 +44,18 @@ from gpusession.core.retrieval.status import Retrieval, remember_sessions_dir, r
 def _lots(text: str) -> int:
     digits = text.strip()
     if not digits.isascii() or not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {shown(text)}")
     value = int(digits)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {shown(text)}")
     if value > LOTS_MAX:
-        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected at most {LOTS_MAX:,} lots, got {shown(text)}")
     return value
 
 
 def _days(text: str) -> int:
     if text not in {str(d) for d in PACKAGE_DAYS}:
-        raise argparse.ArgumentTypeError(f"expected 3, 7 or 30, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected 3, 7 or 30, got {shown(text)}")
     return int(text)
 
 
@@ -78,6 +89,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("new", help="create a session folder", description="Create sessions/NAME.")
     p.add_argument("name", metavar="NAME", help="a safe slug: letters, digits, '.', '_', '-'")
     add_package_args(p)
+    add_unit_args(p)
+    p.add_argument("--from", dest="from_session", metavar="PREVIOUS",
+                   help="start from a previous session: carry its unit, experiment definitions and "
+                   "protocol, plan and decision note (and the files the definitions name); never its "
+                   "results, order or payment")
+    p.add_argument("--json", action="store_true", help="machine-readable output: the session created")
     p.set_defaults(func=cmd_new)
 
     p = sub.add_parser(
@@ -118,52 +135,121 @@ def register(sub: Any) -> None:
                    help="time kept before the package end to retrieve the work, e.g. 6h or 1h30m, "
                    "instead of the reserve measured by `gpusession pull` (4 h until measured; "
                    "auto goes back to the measured one)")
+    p.add_argument("--plan", metavar="D,D,...",
+                   help="the plan kept with the package: days per task, e.g. 0.25,1,1,0.5,0.5 (`cost` "
+                   "prices it; `show` says which package covers it; a longer plan later is kept and "
+                   "warned about, never shrunk to fit)")
+    p.add_argument("--plan-names", metavar="NAME,NAME,...",
+                   help="one name per task of --plan, e.g. prepare,render,review,fix,copy")
+    add_unit_args(p)
+    p.add_argument("--json", action="store_true",
+                   help="the package and session limit now, as JSON (docs/json/package.schema.json)")
     p.set_defaults(func=cmd_package)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
     """Create ``NAME`` under the sessions root with its package (start: now by default).
 
+    With ``--from PREVIOUS`` the new session takes over the previous one's unit,
+    experiment definitions and protocol, plan and ``g8.decision`` note, and the files the
+    definitions name inside its folder; never its results, order or payment (S11, seed
+    003 §8). What was carried is printed in one list (``carried`` in ``--json``); options
+    given (``--unit``, the package) are the new session's own.
+
     Args:
         args: Parsed arguments: ``name``, ``gpu``, ``lots``, ``days``, ``start``,
-            ``sessions_dir``.
+            ``from_session``, ``sessions_dir``.
 
     Returns:
         Exit code 0.
 
     Raises:
         BadInput: An unsafe name, a session that already exists (nothing is changed), a
-            bad GPU model, a start without an offset.
+            bad GPU model, a start without an offset; ``--from`` naming the new session
+            itself, a previous session not found or whose files do not read (nothing is
+            created).
     """
+    from gpusession.core.retrieval.next_session import apply_carry, read_carry
+
     start = parse_start(args.start) if args.start else utcnow()
     gpu = check_gpu_model(args.gpu) if args.gpu is not None else None
     pkg = Package(gpu_model=gpu, lots=args.lots, days=args.days, start=start)
+    previous = getattr(args, "from_session", None)
+    carry = None
+    if previous is not None:
+        if previous == args.name:
+            raise BadInput(f"a session cannot start from itself: give the previous session, not {args.name}",
+                           field="from")
+        prev = open_session(args, previous)
+        carry = read_carry(prev)  # every file of the previous session read before the new one is made
+    # every unit check, on the unit the new session will have, before the folder is made
+    check_unit_args(args, carry.unit if carry is not None else None)
     s = Session.create(root_of(args), args.name, package=pkg)
     remember_sessions_dir(s.folder.parent)  # `status` from any folder
+    carried = None
+    if carry is not None:
+        carried, warnings = apply_carry(s, carry, prev.folder)
+        for w in warnings:  # the new package does not cover the carried plan: said, never shrunk
+            print(printable(f"warning: {w}"), file=sys.stderr)
+    if getattr(args, "json", False):  # the end line as data (docs/json/new.schema.json)
+        from gpusession.core.retrieval.json_contract import package_json
+
+        unit = apply_unit(s, args, say=False)  # S8: the unit fixed before anything is counted
+        print_json({"name": s.name, "folder": str(s.folder), "package": package_json(s.package),
+                    "unit": unit, "started_from": previous, "carried": carried})
+        return 0
     print(f"created session {s.name} in {s.folder}")
+    if carried is not None:  # S11: what the next rental starts from, in one list
+        print(printable(f"carried from {previous}:"))
+        for line in carried:
+            print(printable(f"  - {line}"))
+    apply_unit(s, args)  # S8: the unit fixed before anything is counted
+    if carry is not None and carry.experiments:
+        print(f"next: gpusession run {s.name} --headless (the carried experiments; or open the TUI: "
+              f"gpusession open {s.name})")
+        return 0
+    if getattr(args, "unit", None):  # S8, S9: deliverables of a unit are accepted by a rule or a person
+        accept = ("--accept 'python3 check.py {output}' --expected-outputs expected.txt "
+                  f"(or approve each file: gpusession approve {s.name} FILE… --by WHO)")
+        program = "./render.sh {output} --batch={batch}'"
+    else:
+        accept = "--corpus corpus/eval.jsonl --classes a,b --threshold 0.9"
+        program = "./predict.sh {corpus} {output} --batch={batch}'"
     print("next: define what to measure, then run it (or open the TUI: gpusession open "
           f"{s.name}):\n"
-          f"  gpusession experiment {s.name} define --id ID --workload command --command './predict.sh "
-          "{corpus} {output} --batch={batch}' --corpus corpus/eval.jsonl --varied batch --values 1,4,8 "
-          "--classes a,b\n"
+          f"  gpusession experiment {s.name} define --id ID --workload command --command '{program} "
+          f"--varied batch --values 1,4,8 {accept}\n"
           f"  gpusession run {s.name} --headless")
     return 0
 
 
 def cmd_package(args: argparse.Namespace) -> int:
-    """Change a session's package; what is not given keeps its value.
+    """Change a session's package, and the plan kept with it; what is not given keeps its value.
+
+    ``--plan`` (days per task, decimal strings, K2) is kept in ``session.toml``'s
+    ``[plan]``; the line printed says which package covers it (K6, seed 003 §4); a plan
+    longer than the one kept before, or one the package does not cover, is kept and
+    warned about on stderr, never shrunk.
 
     Args:
         args: Parsed arguments: ``name``, ``gpu``, ``lots``, ``days``, ``start``,
-            ``sessions_dir``.
+            ``plan``, ``plan_names``, ``sessions_dir``.
 
     Returns:
         Exit code 0.
 
     Raises:
-        BadInput: No such session, bad lots, a bad GPU model, a start without an offset.
+        BadInput: No such session, bad lots, a bad GPU model, a start without an offset,
+            a malformed ``--plan`` or ``--plan-names`` (nothing is written then).
     """
+    from gpusession.core.money.kept_plan import keep_plan, make_plan, session_plan
+
     s = open_session(args, args.name)
+    plan_text, names = getattr(args, "plan", None), getattr(args, "plan_names", None)
+    if names is not None and plan_text is None:
+        raise BadInput("--plan-names goes with --plan (one name per task)", field="plan-names")
+    plan = make_plan(plan_text, names) if plan_text is not None else None  # refused before any write
+    kept_plan = session_plan(s)  # a [plan] broken by hand: said before anything is written
     old = s.package
     if args.lots is not None:
         check_lots(args.lots)
@@ -186,15 +272,44 @@ def cmd_package(args: argparse.Namespace) -> int:
         check_reserve(limit_args["reserve_s"], new.days)
     elif kept is not None and new.days != old.days:
         check_reserve(kept, new.days, field="days", tail="; give --reserve with less, or --reserve auto")
+    as_json = bool(getattr(args, "json", False))
+    # S8: refused before the package changes once results are counted
+    unit = apply_unit(s, args, say=not as_json)
     s.set_package(new)
-    print(f"package of {s.name}: {_package_line(new)}")
-    if provisioned is not None:
-        print(f"package window restarted at the gpu-provisioned event ({local_time(provisioned)})")
+    past = None
+    if plan is not None:
+        for w in keep_plan(s, plan):  # K6: a longer plan is kept and said, never shrunk
+            print(printable(f"warning: {w}"), file=sys.stderr)
+        kept_plan = plan
+    elif kept_plan is not None and kept_plan.covered_by(new) is False and new.days != old.days:
+        print(printable(f"warning: {kept_plan.words(new)}"), file=sys.stderr)
     if limit_args is not None:
         from gpusession.core.retrieval.limit import set_limit
 
         set_limit(s, **limit_args)
+        at = limit_args.get("at")
+        if at is not None and at <= utcnow():  # said at once, not at the next run
+            past = (f"this limit is already past ({local_time(at)}): `run` starts no run "
+                    "until it is moved (--limit auto, or a later time)")
+    if as_json:  # the end line as data (docs/json/package.schema.json)
+        from gpusession.core.retrieval.json_contract import package_json
+
+        limit = _limit(s)
+        print_json({"name": s.name, "package": package_json(new), "unit": unit,
+                    "plan": kept_plan.words(new) if kept_plan is not None else None,
+                    "window_restarted_at": provisioned.isoformat() if provisioned else None,
+                    "session_limit": limit.at.isoformat() if limit.at is not None else None,
+                    "stop_by": limit.stop_by, "limit_already_past": past})
+        return 0
+    print(f"package of {s.name}: {_package_line(new)}")
+    if kept_plan is not None:
+        print(printable(kept_plan.words(new)))
+    if provisioned is not None:
+        print(f"package window restarted at the gpu-provisioned event ({local_time(provisioned)})")
+    if limit_args is not None:
         print(printable(f"session limit: {_limit(s).words}"))
+        if past is not None:
+            print(f"note: {past}")
     return 0
 
 
@@ -249,47 +364,62 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         retrieval: the copy-home state when the caller has read it already (read once).
 
     Returns:
-        ``name``, ``folder``, ``created_at``, ``package`` (with ``end`` and
-        ``time_left_seconds``, S6), ``runs`` (rows of the results CSV),
-        ``accepted_unique_corpora`` (K4), ``summary`` (one dict per experiment, variant and
+        ``name``, ``folder``, ``created_at``, ``package`` (with ``end``, S6),
+        ``plan`` (the plan kept with the package and which package covers it, K6;
+        ``None`` when none), ``time_left_s``, ``result_rows`` (rows of the results CSV),
+        ``accepted_corpora`` (K4), ``summary`` (one dict per experiment, variant and
         phase, R6), ``copy_home_verified`` and ``warning`` (the end-of-package warning or
         ``None``) and ``session_toml`` (the rest of the file).
 
     Raises:
-        BadInput: An unreadable results CSV.
+        BadInput: An unreadable results CSV, a ``[plan]`` broken by hand.
     """
+    from gpusession.core.money.kept_plan import session_plan
+    from gpusession.core.retrieval.json_contract import package_json, time_left_s
+
     frame = s.results.read()
     pkg = s.package
+    plan = session_plan(s)
     summary = session_summary(s, frame)
     verified = (retrieval or retrieval_state(s.folder)).verified
     return {
         "name": s.name,
         "folder": str(s.folder),
         "created_at": s.data.get("created_at"),
-        "package": {
-            "gpu_model": pkg.gpu_model,
-            "lots": pkg.lots,
-            "days": pkg.days,
-            "start": pkg.start,
-            "end": pkg.end,
-            "time_left_seconds": (
-                pkg.time_left().total_seconds() if pkg.time_left() is not None else None  # type: ignore[union-attr]
-            ),
-        },
+        "package": package_json(pkg),  # the keys of `list` and `status` (docs/json/show.schema.json)
+        "plan": plan.to_json(pkg) if plan is not None else None,  # K6: which package covers it
+        "time_left_s": time_left_s(pkg),
         "repeated_rows": [r.words() for r in s.results.repeated],  # copied by hand: counted once
         "missing_rows": [m.words() for m in s.results.missing],  # ended in the journal, row deleted
-        "rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
-        "runs": frame.height,  # the same count, under the first release's key
-        "accepted_unique_corpora": accepted_unique_corpora(frame),
+        "result_rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
+        "accepted_corpora": accepted_unique_corpora(frame),
+        "deliverables": deliverables_json(s, frame),  # S8, S10: the count in the unit, its source
         "summary": [r.to_json() for r in summary],
         "copy_home_verified": verified,
         "warning": _warning_text(s, verified),
-        "limit": _limit(s).to_json(),
+        "limit": (limit := _limit(s)).to_json(),
+        # the keys `status --json` and `package --json` give the same facts under
+        "session_limit": limit.at.isoformat() if limit.at is not None else None,
+        "stop_by": limit.stop_by,
         "stopped": stopped_experiments(s),
+        # experiments cut short (resume words); status's unfinished_runs counts runs with no end yet
         "unfinished": unfinished_experiments(s),
-        "session_toml": {k: v for k, v in s.data.items() if k not in ("package",)},
+        "session_toml": {k: v for k, v in s.data.items() if k not in ("package", "plan")},
         "derived": derived_comparisons(s, summary),
+        "corpus_kept": _corpus_kept(s),
     }
+
+
+def _corpus_kept(s: Session) -> dict[str, str]:
+    """Experiment id → what was kept of its corpus for audit, in words (V5, V8)."""
+    from gpusession.core.folder.corpus_pin import kept_words
+    from gpusession.core.folder.experiments import load_experiments
+
+    try:
+        ids = [e.id for e in load_experiments(s)]
+    except BadInput:  # an unreadable definition is said by the summary's own reading
+        return {}
+    return {i: w for i in ids if (w := kept_words(s, i)) is not None}
 
 
 def derived_comparisons(s: Session, summary: list[Any]) -> list[dict[str, Any]]:
@@ -396,24 +526,26 @@ def cmd_list(args: argparse.Namespace) -> int:
     root = root_of(args)
     rows = list_sessions(root)
     if args.json:
+        from gpusession.core.retrieval.json_contract import package_json, time_left_s
+
         print_json(
             [
-                {
+                {  # the keys of `show` and `status` for the same facts (docs/json/list.schema.json)
                     "name": r.name,
-                    "gpu_model": r.gpu_model,
-                    "package": {"lots": r.package.lots, "days": r.package.days,
-                                "start": r.package.start, "end": r.package.end},
-                    "rows": r.runs,  # the ROWS column: result rows (loads, runs, incidents)
-                    "runs": r.runs,  # the same count, under the first release's key
-                    "accepted_unique_corpora": r.accepted_corpora,
+                    "package": {**package_json(r.package), "gpu_model": r.gpu_model},
+                    "time_left_s": time_left_s(r.package),
+                    "result_rows": r.runs,  # the ROWS column: result rows (loads, runs, incidents)
+                    "accepted_corpora": r.accepted_corpora,
+                    "deliverables": list_deliverables(root, r.name),  # S8: the count in its unit
                     "error": r.error,
                 }
                 for r in rows
-            ]
+            ],
+            key="sessions",
         )
         return 0
     if not rows:
-        print(f"no sessions in {root}; create one with: gpusession new NAME")
+        print(f"no sessions in {printable(str(root), keep='')}; create one with: gpusession new NAME")  # H-46
         return 0
     # The time left in the words of `status` and `show` (one function: a package that
     # starts later says "starts in …", never a time left counted from now).
@@ -427,8 +559,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         if r.error:
             print(f"{r.name:<24} unreadable: {r.error}")
             continue
+        unit = list_deliverables(root, r.name)  # S8: "18 visuals" where the session has its unit
         print(f"{r.name:<24} {(r.gpu_model or '-'):<14} {windows[r.name]:<{width}} {r.runs:>5} "
-              f"{r.accepted_corpora:>8}")
+              f"{(unit['short'] if unit else r.accepted_corpora):>8}")
     return 0
 
 
@@ -482,9 +615,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     # escaped (the package's GPU model is already refused with one when read).
     print(printable(f"session   {s.name}  ({s.folder})"))
     print(f"created   {local_time(data['created_at'])}")
+    started = s.data.get("started_from")
+    if isinstance(started, dict) and isinstance(started.get("session"), str):  # S11: new --from
+        print(printable(f"from      session {started['session']}: its unit, experiment definitions, plan and "
+                        "decision note (never its results, order or payment)"))
     print(f"GPU       {printable(pkg.gpu_model or 'not set')}")
     print(f"lots      {pkg.lots if pkg.lots is not None else 'not set'}")
     print(f"days      {pkg.days if pkg.days is not None else 'not set'}")
+    if data["plan"] is not None:  # K6: the plan kept beside the package, and what covers it
+        print(printable(f"plan      {data['plan']['words'].removeprefix('plan ')} "
+                        f"(days per task {','.join(data['plan']['durations_days'])})"))
     origin = _origin(s)
     print(f"start     {local_time(pkg.start)}" + (f" ({origin.words()})" if origin else ""))
     print(f"end       {local_time(pkg.end)}")
@@ -502,7 +642,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(printable(f"limit     {'PAST THE LIMIT: ' if limit.passed() else ''}{limit.words}"))
     if limit.note:
         print(printable(f"          {limit.note}"))
-    print(f"results   {data['runs']} rows in resultats-bruts.csv (loads, runs and incidents)")
+    print(f"results   {data['result_rows']} rows in resultats-bruts.csv (loads, runs and incidents)")
     for words in (*data["repeated_rows"], *data["missing_rows"]):
         print(printable(f"          {words}"))
     if busy := running_words(s.folder):  # a detached run, followed
@@ -511,8 +651,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(printable(f"stopped   {exp_id}: {words}"))
     for exp_id, words in data["unfinished"].items():  # cut short: what measures the rest
         print(printable(f"cut short {exp_id}: {words}"))
-    n_acc = data['accepted_unique_corpora']
-    print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
+    for exp_id, words in data["corpus_kept"].items():  # what the runs were validated against
+        print(printable(f"corpus    {exp_id}: {words}"))
+    n_acc = data['accepted_corpora']
+    if (in_unit := deliverables_line(data["deliverables"])) is not None:  # S8, S10: in the session's unit
+        print(printable(f"accepted  {in_unit}"))
+    elif data["deliverables"] is None and (why := deliverables_problem(s)) is not None:
+        print(printable(f"accepted  not counted: {why}"))  # one line naming the file (H-39)
+    else:
+        print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
     if data["summary"]:
         print()
         print(printable(format_summary(data["summary"])))

@@ -57,8 +57,9 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("status", help=HELP, description=DESCRIPTION)
     add_arguments(p)
-    p.add_argument("--sessions-dir", metavar="DIR", default=argparse.SUPPRESS,
-                   help="folder holding session folders (default: $GPUSESSION_HOME or ./sessions)")
+    from gpusession.commands.sessions_dir_opt import SESSIONS_DIR_HELP
+
+    p.add_argument("--sessions-dir", metavar="DIR", default=argparse.SUPPRESS, help=SESSIONS_DIR_HELP)
     p.set_defaults(func=cmd_status)
 
 
@@ -173,7 +174,9 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
         raise
     folder = root / name
     if getattr(args, "json", False):
-        print(json.dumps({**status.to_json(), "folder": os.path.abspath(folder),
+        from gpusession.core.retrieval.json_contract import versioned
+
+        print(json.dumps({**versioned(status.to_json()), "folder": os.path.abspath(folder),
                           "sessions_dir": os.path.abspath(root)}, ensure_ascii=False))
     elif tmux:
         print(printable(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else "")))

@@ -10,9 +10,10 @@ import argparse
 import sys
 from typing import Any
 
-from gpusession.commands._common import root_of
+from gpusession.commands._common import root_of, session_root
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.folder.package import PACKAGE_DAYS, Package
 from gpusession.core.folder.session import Session, most_recent
 
@@ -65,9 +66,9 @@ def offer_new_session(root: Any) -> Session | None:
     try:
         lots = int(lots_text)
     except ValueError:
-        raise BadInput(f"expected a whole number of lots ≥ 1, got {lots_text!r}", field="lots") from None
+        raise BadInput(f"expected a whole number of lots ≥ 1, got {shown(lots_text)}", field="lots") from None
     if days_text not in {str(d) for d in PACKAGE_DAYS}:
-        raise BadInput(f"expected 3, 7 or 30 days, got {days_text!r}", field="days")
+        raise BadInput(f"expected 3, 7 or 30 days, got {shown(days_text)}", field="days")
     pkg = Package(gpu_model=gpu, lots=lots, days=int(days_text), start=utcnow())
     session = Session.create(root, name, package=pkg)
     print(f"created session {session.name} in {session.folder} (package start: now; "
@@ -108,6 +109,8 @@ def cmd_open(args: argparse.Namespace) -> int:
             )
             return 1
     else:  # a bad order/checklist/results file is said in its pane
+        if args.name:  # a name not found says which folder was read, and why that one
+            session_root(args, name)
         session = Session.open(root, name, check_files=False)
     from gpusession.core.retrieval.status import remember_sessions_dir
     from gpusession.ui.app import run_app

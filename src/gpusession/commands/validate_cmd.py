@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
+from gpusession.commands.aliases import OlderName
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
@@ -38,7 +39,7 @@ def _float(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
 
 
 def register(sub: Any) -> None:
@@ -63,15 +64,20 @@ def register(sub: Any) -> None:
                    help="a session: archive the report there (as --session NAME)")
     p.add_argument("--corpus", required=True, type=Path, metavar="FILE",
                    help="expected IDs: CSV/JSONL/Parquet with an 'id' column (+ 'label'), or one ID per line")
-    p.add_argument("--output", required=True, type=Path, metavar="FILE",
-                   help="the run's output: JSONL {\"id\", \"label\"} or CSV id,label")
+    p.add_argument("--predictions", "--output", dest="output", required=True, type=Path, metavar="FILE",
+                   action=OlderName,
+                   help="the predictions to check (the run's output): JSONL {\"id\", \"label\"} or CSV "
+                   "id,label; --output is its older name")
     p.add_argument("--references", type=Path, metavar="FILE", help="separate id,label reference file")
     p.add_argument("--classes", metavar="A,B,C",
                    help="declared classes (default: the labels found in the corpus/references, said so)")
     # The table itself: a metric added to core.validation.metrics is offered here at once.
     p.add_argument("--metric", choices=METRICS, default=DEFAULT_METRIC,
                    help=f"quality metric (default {DEFAULT_METRIC})")
-    p.add_argument("--threshold", type=_float, default=0.9, metavar="X", help="acceptance threshold (default 0.9)")
+    p.add_argument("--threshold", type=_float, default=None, metavar="X",
+                   help=f"acceptance threshold (default {DEFAULT_THRESHOLD}, said in the verdict line: "
+                   "a one-off check; an experiment's protocol has no default, `experiment define "
+                   "--threshold` is required)")
     p.add_argument("--tolerance", type=_float, default=0.0, metavar="X", help="accepted shortfall below the threshold")
     p.add_argument("--reference-value", type=_float, metavar="X", help="the metric of a reference configuration")
     p.add_argument("--max-degradation", type=_float, metavar="X",
@@ -84,6 +90,10 @@ def register(sub: Any) -> None:
     p.add_argument("--name", metavar="RUN", help="report name in the session (default: validate-<output name>)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_validate)
+
+
+#: The threshold of a one-off ``validate`` without ``--threshold`` (said in its verdict line).
+DEFAULT_THRESHOLD = 0.9
 
 
 def parse_classes(text: str) -> tuple[str, ...]:
@@ -100,7 +110,7 @@ def parse_classes(text: str) -> tuple[str, ...]:
     """
     names = [c.strip() for c in text.split(",")]
     if any(not c for c in names):
-        raise BadInput(f"empty class name in {text!r}; expected e.g. --classes a,b,c", field="--classes")
+        raise BadInput(f"empty class name in {shown(text)}; expected e.g. --classes a,b,c", field="--classes")
     return tuple(names)
 
 
@@ -161,8 +171,12 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     session: its row carries the validation fields and the corpus revision (SHA-256 of
     the corpus file), with ``elapsed_seconds`` empty (not measured, C3), so the cost
     panel, the report and the TUI count its accepted corpus like any other (K3, K4).
+    Its notes end with the record every row ends with (``scope=not timed; code=unknown;
+    tolerance=…``: nothing was timed, the code that made the output is not known here,
+    :mod:`gpusession.core.experiment.record`).
     """
     from gpusession.bench.run_validation import OUTPUT_SHA256_NOTE, package_total_minor
+    from gpusession.core.experiment.record import NOT_TIMED, record_of
     from gpusession.core.records.results import ResultRow
     from gpusession.core.records.summary import accepted_revisions
 
@@ -176,7 +190,11 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         lots=pkg.lots,
         package_total_usd_minor=package_total_minor(session),
         notes=f"validated with `gpusession validate` (output {args.output}); timing not measured"
-              + (f"; {OUTPUT_SHA256_NOTE}{report.output_sha256}" if report.output_sha256 else ""),
+              + (f"; {OUTPUT_SHA256_NOTE}{report.output_sha256}" if report.output_sha256 else "")
+              + "; " + record_of(scope=NOT_TIMED, code_revision=None, protocol={
+                  "threshold": DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+                  "tolerance": args.tolerance, "metric": args.metric,
+                  "reference_value": args.reference_value, "max_degradation": args.max_degradation}),
         **report.row_fields(),
     )
     accepted = accepted_revisions(session.results.read())
@@ -237,7 +255,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     protocol = Protocol(
         classes=classes,
         metric=args.metric,
-        threshold=args.threshold,
+        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
         tolerance=args.tolerance,
         reference_value=args.reference_value,
         max_degradation=args.max_degradation,
@@ -261,12 +279,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
             corpus=str(args.corpus),
             **report.row_fields(),
         ))
+    by_default = args.threshold is None
     if args.json:
         data = report.to_dict()
         data["report_path"] = str(written) if written else None
+        data["threshold_source"] = "default" if by_default else "--threshold"
         print_json(data)
     else:
-        print("\n".join(report.summary_lines()))
+        lines = report.summary_lines()
+        if by_default:  # the default used is said where the verdict is (nobody chose it)
+            lines[0] += (f" (threshold {DEFAULT_THRESHOLD} by default: --threshold not given; "
+                         "a one-off check, not a stored protocol)")
+        print("\n".join(lines))
         if written is not None:
             print(f"report written: {written} (ID lists beside it)")
             print(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from gpusession.core.files.clock import utcnow
+from gpusession.core.files.secrets import shown as refused_value
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_bytes, format_seconds
 from gpusession.core.folder.session import Session
@@ -82,7 +83,7 @@ def whole_number(text: str, field: str, *, minimum: int | None = None) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise BadInput(f"expected a whole number, got {text.strip()!r}", field=field) from None
+        raise BadInput(f"expected a whole number, got {refused_value(text.strip())}", field=field) from None
     if minimum is not None and value < minimum:
         raise BadInput(f"expected a whole number ≥ {minimum}, got {value}", field=field)
     return value

@@ -1,31 +1,32 @@
 """Terminal input that survives any byte (H-23): the Linux driver the TUI runs on.
 
-Why it exists: Textual 8.2.8 decodes stdin with a strict incremental UTF-8 decoder, so
+Why it exists: Textual 8.2 decodes stdin with a strict incremental UTF-8 decoder, so
 one byte that is not UTF-8 kills its input thread and the app (still open upstream:
 github.com/Textualize/textual/issues/6456 and /6668). A terminal rebuilt under a
 running app (tmux reattach, an ssh reconnect) can fall back to legacy X10 mouse reports,
 ``ESC [ M Cb Cx Cy``, whose coordinates past column 95 are single bytes ≥ 0x80. Who calls it: :class:`GpuSessionApp`
 passes :class:`TerminalDriver` as its ``driver_class`` on POSIX.
 
-It relies on a Textual internal, ``LinuxDriver.run_input_thread`` (copied below with the
-decoder swapped): pyproject.toml pins Textual's version range and
-``tests/ui/test_driver.py`` fails when the upstream method changes.
+How: Textual's ``LinuxDriver.run_input_thread`` asks ``textual.drivers.linux_driver``'s
+module global :data:`DECODER_LOOKUP` (``getincrementaldecoder``) for its UTF-8 decoder
+each time the input thread starts; :class:`TerminalDriver` swaps only that name
+(:func:`install_lenient_decoder`), so no Textual method is reproduced here.
+``tests/ui/test_driver.py`` fails when Textual stops looking the decoder up by that name.
 """
 
 from __future__ import annotations
 
 import codecs
-import os
-import selectors
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from textual._loop import loop_last
-from textual._parser import ParseError
-from textual._xterm_parser import XTermParser
+from textual.drivers import linux_driver
 from textual.drivers.linux_driver import LinuxDriver
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
+
+#: The name ``LinuxDriver.run_input_thread`` looks its stdin decoder up by, at call time.
+DECODER_LOOKUP = "getincrementaldecoder"
 
 #: the start of a legacy X10 mouse report; its three payload bytes follow
 X10_REPORT = b"\x1b[M"
@@ -85,49 +86,35 @@ class TerminalInputDecoder(codecs.IncrementalDecoder):
         self._matched = self._payload_left = 0
 
 
+def lenient_incremental_decoder(encoding: str) -> Any:
+    """:func:`codecs.getincrementaldecoder`, with :class:`TerminalInputDecoder` for UTF-8 (H-23).
+
+    Args:
+        encoding: a codec name (Textual asks for ``"utf-8"``).
+
+    Returns:
+        The incremental decoder class; any other codec is Python's own.
+
+    Raises:
+        LookupError: an unknown codec, as :func:`codecs.getincrementaldecoder` does.
+    """
+    if codecs.lookup(encoding).name == "utf-8":
+        return TerminalInputDecoder
+    return codecs.getincrementaldecoder(encoding)
+
+
+def install_lenient_decoder() -> None:
+    """Make Textual's Linux driver read stdin with :class:`TerminalInputDecoder` (idempotent).
+
+    The name is swapped in ``textual.drivers.linux_driver`` for the process: every
+    Linux driver reads leniently from its next input thread on (the app runs one).
+    """
+    setattr(linux_driver, DECODER_LOOKUP, lenient_incremental_decoder)
+
+
 class TerminalDriver(LinuxDriver):
     """Textual's Linux driver, reading stdin with :class:`TerminalInputDecoder` (H-23)."""
 
-    def run_input_thread(self) -> None:
-        """Wait for input and dispatch events (Textual 8.2.8's method, lenient decoder)."""
-        selector = selectors.SelectSelector()
-        selector.register(self.fileno, selectors.EVENT_READ)
-
-        fileno = self.fileno
-        EVENT_READ = selectors.EVENT_READ  # noqa: N806 - as upstream
-
-        parser = XTermParser(self._debug)
-        feed = parser.feed
-        tick = parser.tick
-
-        decode = TerminalInputDecoder().decode  # upstream: a strict UTF-8 decoder
-        read = os.read
-
-        def process_selector_events(
-            selector_events: list[tuple[selectors.SelectorKey, int]],
-            final: bool = False,
-        ) -> None:
-            for last, (_selector_key, mask) in loop_last(selector_events):
-                if mask & EVENT_READ:
-                    unicode_data = decode(read(fileno, 1024 * 4), final=final and last)
-                    if not unicode_data:
-                        # This can occur if the stdin is piped
-                        break
-                    for event in feed(unicode_data):
-                        self.process_message(event)
-            for event in tick():
-                self.process_message(event)
-
-        try:
-            while not self.exit_event.is_set():
-                process_selector_events(selector.select(0.1))
-            selector.unregister(self.fileno)
-            process_selector_events(selector.select(0.1), final=True)
-
-        finally:
-            selector.close()
-            try:
-                for _event in feed(""):
-                    pass
-            except (EOFError, ParseError):
-                pass
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        install_lenient_decoder()  # before the input thread starts (start_application_mode)
+        super().__init__(*args, **kwargs)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
 
 CLASSES = ("business", "entertainment", "politics", "sports", "tech")
 EVAL_SIZE = 1000
@@ -149,4 +150,4 @@ def write_demo_corpus(folder: Path, seed: int = 0) -> dict[str, object]:
 def read_jsonl(path: Path) -> list[dict[str, str]]:
     """Records of a JSONL corpus (``id``, ``text``, optional ``label``)."""
     with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        return [loads_json(line, path, n) for n, line in enumerate(fh, 1) if line.strip()]  # bounded (H-39)

@@ -27,6 +27,7 @@ import torch
 
 from gpusession.bench.workloads.bbc_corpus import read_jsonl
 from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.nesting import loads_json
 from gpusession.core.files.tomlio import fsync_dir, write_atomic_bytes
 
 BUCKETS = 2**18
@@ -188,6 +189,7 @@ class BbcNewsWorkload:
         Raises:
             OSError: the metadata file cannot be read.
             ValueError: it is not JSON (``json.JSONDecodeError``).
+            BadInput: it is nested past the bound (H-39).
             KeyError: it has no ``classes``.
         """
         self.model_dir = Path(model_dir)
@@ -195,7 +197,7 @@ class BbcNewsWorkload:
         self.model: Classifier | None = None
         self.device = "cpu"
         self.context_limit: int | None = None
-        meta = json.loads((self.model_dir / META_FILE).read_text())
+        meta = loads_json((self.model_dir / META_FILE).read_text(), self.model_dir / META_FILE)  # bounded (H-39)
         self.classes: list[str] = list(meta["classes"])
 
     def revisions(self) -> dict[str, str]:

@@ -27,256 +27,71 @@ The package, by job: :mod:`~gpusession.core.events.base` (``Event``, JSON round 
 unreadable lines as notes) and :mod:`~gpusession.core.events.words` (:func:`describe`).
 Import from ``gpusession.core.events``: the submodules are its layout, not its interface.
 
-The names load on first use (:func:`__getattr__`): ``gpusession status`` reads the journal
-through :mod:`~gpusession.core.events.reading` without paying for the record classes.
+Each event type is named once, where its class is defined: the face serves every public
+event class of :data:`~gpusession.core.events.registry.EVENT_MODULES` through the registry
+(no list of them here), and the few helpers below by name. The names load on first use
+(:func:`__getattr__`): ``gpusession status`` reads the journal through
+:mod:`~gpusession.core.events.reading` without paying for the record classes.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from gpusession.core.events.actions import (
-        ChecklistDoneRecord,
-        ChecklistItemAddedRecord,
-        ChecklistUndoneRecord,
-        DemoCorpusWrittenRecord,
-        DemoModelTrainedRecord,
-        ExperimentDefinedRecord,
-        ExperimentForkedRecord,
-        ManifestWrittenRecord,
-        OrderDeviationObservedRecord,
-        OrderEventRecord,
-        OrderSetRecord,
-        PackageSetRecord,
-        ReportWrittenRecord,
-        SessionCreatedRecord,
-        SessionRenamedRecord,
-        ValidationRecord,
-    )
-    from gpusession.core.events.base import PROTOCOL_VERSION, Channel, Event, GenericRecord
-    from gpusession.core.events.reading import JournalRead, Unreadable, read_journal, read_records
-    from gpusession.core.events.records import (
-        AttemptFailedRecord,
-        CommandStartedRecord,
-        DescendantsEndedRecord,
-        ExperimentEndedRecord,
-        ExperimentFinishedRecord,
-        ExperimentIncompleteRecord,
-        ExperimentStartedRecord,
-        ExperimentStoppedRecord,
-        IncidentRecord,
-        LoadFinishedRecord,
-        LoadStartedRecord,
-        Record,
-        RunFinishedRecord,
-        RunInterruptedRecord,
-        RunOverrideRecord,
-        RunRecoveredRecord,
-        RunStartedRecord,
-        WarmupDoneRecord,
-        WorkerExitedRecord,
-        WorkerLoadedRecord,
-        WorkerStartedRecord,
-        WorkerStderrRecord,
-    )
-    from gpusession.core.events.registry import event_from_json, event_types
-    from gpusession.core.events.runner import (
-        EnvironmentObserved,
-        Finished,
-        IncidentReported,
-        Loaded,
-        Progress,
-        RowAppended,
-        RunnerEvent,
-        WorkerStarted,
-    )
-    from gpusession.core.events.words import corpus_verdict, describe
-    from gpusession.core.events.worker import (
-        WorkerCommandStarted,
-        WorkerDescendantsEnded,
-        WorkerDone,
-        WorkerEnvironment,
-        WorkerEvent,
-        WorkerHello,
-        WorkerIncident,
-        WorkerLoaded,
-        WorkerReady,
-        WorkerRunFinished,
-        WorkerRunStarted,
-        WorkerStopped,
-        WorkerWarmupDone,
-    )
+if TYPE_CHECKING:  # the checker's view; at run time the names come from __getattr__
+    from gpusession.core.events.actions import *  # noqa: F403 - every record class, named at its class
+    from gpusession.core.events.base import PROTOCOL_VERSION as PROTOCOL_VERSION
+    from gpusession.core.events.base import Channel as Channel
+    from gpusession.core.events.base import Event as Event
+    from gpusession.core.events.base import GenericRecord as GenericRecord
+    from gpusession.core.events.deliverable_records import *  # noqa: F403
+    from gpusession.core.events.reading import JournalRead as JournalRead
+    from gpusession.core.events.reading import Unreadable as Unreadable
+    from gpusession.core.events.reading import read_journal as read_journal
+    from gpusession.core.events.reading import read_records as read_records
+    from gpusession.core.events.records import *  # noqa: F403
+    from gpusession.core.events.registry import event_from_json as event_from_json
+    from gpusession.core.events.registry import event_types as event_types
+    from gpusession.core.events.runner import *  # noqa: F403
+    from gpusession.core.events.words import corpus_verdict as corpus_verdict
+    from gpusession.core.events.words import describe as describe
+    from gpusession.core.events.worker import *  # noqa: F403
 
-#: Where each public name lives (submodule of this package).
-_WHERE = {
-    "ChecklistDoneRecord": "actions",
-    "ChecklistItemAddedRecord": "actions",
-    "ChecklistUndoneRecord": "actions",
-    "DemoCorpusWrittenRecord": "actions",
-    "DemoModelTrainedRecord": "actions",
-    "ExperimentDefinedRecord": "actions",
-    "ExperimentForkedRecord": "actions",
-    "ManifestWrittenRecord": "actions",
-    "OrderDeviationObservedRecord": "actions",
-    "OrderEventRecord": "actions",
-    "OrderSetRecord": "actions",
-    "PackageSetRecord": "actions",
-    "ReportWrittenRecord": "actions",
-    "SessionCreatedRecord": "actions",
-    "SessionRenamedRecord": "actions",
-    "ValidationRecord": "actions",
-    "JournalRead": "reading",
-    "Unreadable": "reading",
-    "read_journal": "reading",
-    "read_records": "reading",
-    "AttemptFailedRecord": "records",
-    "Channel": "base",
-    "CommandStartedRecord": "records",
-    "DescendantsEndedRecord": "records",
-    "EnvironmentObserved": "runner",
-    "Event": "base",
-    "ExperimentEndedRecord": "records",
-    "ExperimentFinishedRecord": "records",
-    "ExperimentIncompleteRecord": "records",
-    "ExperimentStartedRecord": "records",
-    "ExperimentStoppedRecord": "records",
-    "Finished": "runner",
-    "GenericRecord": "base",
-    "IncidentRecord": "records",
-    "IncidentReported": "runner",
-    "LoadFinishedRecord": "records",
-    "LoadStartedRecord": "records",
-    "Loaded": "runner",
-    "PROTOCOL_VERSION": "base",
-    "Progress": "runner",
-    "Record": "records",
-    "RowAppended": "runner",
-    "RunFinishedRecord": "records",
-    "RunInterruptedRecord": "records",
-    "RunOverrideRecord": "records",
-    "RunRecoveredRecord": "records",
-    "RunStartedRecord": "records",
-    "RunnerEvent": "runner",
-    "WarmupDoneRecord": "records",
-    "WorkerCommandStarted": "worker",
-    "WorkerDescendantsEnded": "worker",
-    "WorkerDone": "worker",
-    "WorkerEnvironment": "worker",
-    "WorkerEvent": "worker",
-    "WorkerExitedRecord": "records",
-    "WorkerHello": "worker",
-    "WorkerIncident": "worker",
-    "WorkerLoaded": "worker",
-    "WorkerLoadedRecord": "records",
-    "WorkerReady": "worker",
-    "WorkerRunFinished": "worker",
-    "WorkerRunStarted": "worker",
-    "WorkerStarted": "runner",
-    "WorkerStartedRecord": "records",
-    "WorkerStderrRecord": "records",
-    "WorkerStopped": "worker",
-    "WorkerWarmupDone": "worker",
-    "corpus_verdict": "words",
-    "describe": "words",
-    "event_from_json": "registry",
-    "event_types": "registry",
+#: The public names that are not event classes, and the submodule each lives in.
+_HELPERS = {
+    "PROTOCOL_VERSION": "base", "Channel": "base", "Event": "base", "GenericRecord": "base",
+    "JournalRead": "reading", "Unreadable": "reading", "read_journal": "reading",
+    "read_records": "reading", "event_from_json": "registry", "event_types": "registry",
+    "corpus_verdict": "words", "describe": "words",
 }
 
 
+def _public() -> dict[str, Any]:
+    """Every public name of the package and its value (imports the event modules)."""
+    from gpusession.core.events import base, reading, registry, words
+
+    modules = {"base": base, "reading": reading, "registry": registry, "words": words}
+    out: dict[str, Any] = {name: getattr(modules[where], name) for name, where in _HELPERS.items()}
+    out.update(registry.PUBLIC_TYPES)
+    return out
+
+
 def __getattr__(name: str) -> Any:
-    """The public name ``name``, imported from its submodule on first use (PEP 562)."""
-    where = _WHERE.get(name)
-    if where is None:
+    """The public name ``name``, imported from its submodule on first use (PEP 562).
+
+    ``__all__`` is read here too: the event classes are known once their modules load.
+    """
+    if name == "__all__":
+        return sorted(_public())
+    if name not in _HELPERS and not name[:1].isupper():  # a submodule being imported, a dunder
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from gpusession.core.events import (
-        actions,
-        base,
-        reading,
-        records,
-        registry,
-        runner,
-        words,
-        worker,
-    )
-
-    module = {"actions": actions, "base": base, "reading": reading, "records": records,
-              "registry": registry, "runner": runner, "worker": worker, "words": words}[where]
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
+    public = _public()
+    if name not in public:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals().update(public)
+    return public[name]
 
 
-__all__ = [
-    "AttemptFailedRecord",
-    "Channel",
-    "ChecklistDoneRecord",
-    "ChecklistItemAddedRecord",
-    "ChecklistUndoneRecord",
-    "DemoCorpusWrittenRecord",
-    "DemoModelTrainedRecord",
-    "CommandStartedRecord",
-    "DescendantsEndedRecord",
-    "EnvironmentObserved",
-    "Event",
-    "ExperimentDefinedRecord",
-    "ExperimentEndedRecord",
-    "ExperimentFinishedRecord",
-    "ExperimentForkedRecord",
-    "ExperimentIncompleteRecord",
-    "ExperimentStartedRecord",
-    "ExperimentStoppedRecord",
-    "Finished",
-    "GenericRecord",
-    "IncidentRecord",
-    "IncidentReported",
-    "JournalRead",
-    "LoadFinishedRecord",
-    "LoadStartedRecord",
-    "Loaded",
-    "ManifestWrittenRecord",
-    "OrderDeviationObservedRecord",
-    "OrderEventRecord",
-    "OrderSetRecord",
-    "PROTOCOL_VERSION",
-    "PackageSetRecord",
-    "Progress",
-    "Record",
-    "ReportWrittenRecord",
-    "RowAppended",
-    "RunFinishedRecord",
-    "RunInterruptedRecord",
-    "RunOverrideRecord",
-    "RunRecoveredRecord",
-    "RunStartedRecord",
-    "RunnerEvent",
-    "SessionCreatedRecord",
-    "SessionRenamedRecord",
-    "Unreadable",
-    "ValidationRecord",
-    "WarmupDoneRecord",
-    "WorkerCommandStarted",
-    "WorkerDescendantsEnded",
-    "WorkerDone",
-    "WorkerEnvironment",
-    "WorkerEvent",
-    "WorkerExitedRecord",
-    "WorkerHello",
-    "WorkerIncident",
-    "WorkerLoaded",
-    "WorkerLoadedRecord",
-    "WorkerReady",
-    "WorkerRunFinished",
-    "WorkerRunStarted",
-    "WorkerStarted",
-    "WorkerStartedRecord",
-    "WorkerStderrRecord",
-    "WorkerStopped",
-    "WorkerWarmupDone",
-    "corpus_verdict",
-    "describe",
-    "event_from_json",
-    "event_types",
-    "read_journal",
-    "read_records",
-]
+def __dir__() -> list[str]:
+    """The public names (PEP 562), event classes included."""
+    return sorted(_public())

@@ -31,6 +31,15 @@ class SessionCreatedRecord(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SessionStartedFromRecord(Record):
+    """The session was started from ``source`` (``new --from``, S11): ``carried`` says what, one line each."""
+
+    EVENT: ClassVar[str] = "session_started_from"
+    source: str | None = None
+    carried: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionRenamedRecord(Record):
     """The session's folder was renamed from ``old`` to ``new``."""
 
@@ -218,13 +227,3 @@ class HostCheckedRecord(Record):
     order_number: str | None = None
     deviation: str | None = None
     probe: str | None = None
-
-
-#: Every record of this module (registered in :mod:`gpusession.core.events.registry`).
-ACTION_RECORDS: tuple[type[Record], ...] = (
-    SessionCreatedRecord, SessionRenamedRecord, PackageSetRecord, ExperimentDefinedRecord,
-    ExperimentForkedRecord, OrderEventRecord, OrderSetRecord, OrderDeviationObservedRecord,
-    ChecklistDoneRecord, ChecklistUndoneRecord, ChecklistItemAddedRecord, ValidationRecord,
-    ManifestWrittenRecord, ReportWrittenRecord, DemoCorpusWrittenRecord, DemoModelTrainedRecord,
-    HostCheckedRecord,
-)

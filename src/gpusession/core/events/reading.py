@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from gpusession.core.events.base import GenericRecord
+from gpusession.core.events.registry import event_types
 from gpusession.core.events.scan import (  # the cheap look, re-exported
     _INT_MAX,
     _INT_MIN,
@@ -44,13 +46,17 @@ from gpusession.core.events.scan import (  # the cheap look, re-exported
     OpenWork,
     open_work,
 )
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import MAX_DEPTH as NESTING_MAX_DEPTH
+from gpusession.core.files.nesting import TOO_DEEP, check_json_depth, depth_over
+from gpusession.core.files.textio import read_plain
 
 if TYPE_CHECKING:
     from gpusession.core.events.base import Event
 
 #: Deepest nesting of objects and lists read (a typed record nests 3 levels, an
-#: experiment's settings 5); deeper is unreadable, well before the parser's recursion limit.
-MAX_DEPTH = 64
+#: experiment's settings 5): the bound of every hand-editable file (H-39).
+MAX_DEPTH = NESTING_MAX_DEPTH
 
 
 @dataclass(frozen=True)
@@ -89,23 +95,6 @@ class JournalRead:
     def notes(self) -> list[str]:
         """One "unreadable journal line N: why" per line that did not read."""
         return [u.note for u in self.unreadable]
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists/objects more than ``limit`` levels (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _type_words(value: Any) -> str:
@@ -176,25 +165,24 @@ def _parse(text: str | bytes, line: int) -> dict[str, Any] | Unreadable | None:
         return Unreadable(line, f"longer than {MAX_LINE_BYTES} characters")
     if not text.strip():
         return None
+
     try:
+        check_json_depth(text, None, line)  # before parsing: no recursion at all (H-39)
         data = json.loads(text)
-    except RecursionError:
-        return Unreadable(line, "nested too deep")
+    except (RecursionError, BadInput):
+        return Unreadable(line, TOO_DEEP)
     except ValueError as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
         why = "an integer too long to read" if "integer string conversion" in str(exc) else "not JSON"
         return Unreadable(line, why)
     if not isinstance(data, dict):
         return Unreadable(line, f"expected a JSON object, got {_type_words(data)}")
-    if _depth_over(data, MAX_DEPTH):
-        return Unreadable(line, f"nested deeper than {MAX_DEPTH} levels")
+    if depth_over(data, MAX_DEPTH):
+        return Unreadable(line, f"nested too deep (past {MAX_DEPTH} levels)")
     return data
 
 
 def _typed(data: dict[str, Any], line: int) -> Event | Unreadable:
     """The typed record of one parsed line, or why its fields do not fit."""
-    from gpusession.core.events.base import GenericRecord
-    from gpusession.core.events.registry import event_types
-
     name = data.get("event")
     if not isinstance(name, str):
         return Unreadable(line, f"field event: expected a string, got {_type_words(name)}")
@@ -227,7 +215,6 @@ def decode_line(text: str | bytes, line: int) -> Event | Unreadable | None:
 
 
 def _raw(path: Path) -> bytes:
-    from gpusession.core.files.textio import read_plain
 
     try:
         return read_plain(path)  # never waits on a FIFO
@@ -244,7 +231,12 @@ def iter_journal(path: Path) -> Iterator[tuple[int, Event | Unreadable]]:
         OSError: the journal exists and cannot be read.
         BadInput: it is a folder, FIFO, device or socket, not a journal.
     """
-    lines = _raw(Path(path)).split(b"\n")
+    yield from _decode(_raw(Path(path)))
+
+
+def _decode(raw: bytes) -> Iterator[tuple[int, Event | Unreadable]]:
+    """:func:`iter_journal` of the journal's bytes ``raw``."""
+    lines = raw.split(b"\n")
     for number, text in enumerate(lines, start=1):
         item = decode_line(text, number)
         if isinstance(item, Unreadable) and number == len(lines):  # no end of line: cut
@@ -253,19 +245,33 @@ def iter_journal(path: Path) -> Iterator[tuple[int, Event | Unreadable]]:
             yield number, item
 
 
+#: The last journal decoded: ``{"last": (path, its bytes, what they read as)}``. The report
+#: reads the journal for each of its sections; the same bytes are decoded once.
+_LAST: dict[str, tuple[Path, bytes, JournalRead]] = {}
+
+
 def read_journal(path: Path) -> JournalRead:
     """The whole journal at ``path``: typed records, their line numbers, the unreadable lines (S7).
 
-    A missing journal reads as empty. Same errors as :func:`iter_journal`.
+    A missing journal reads as empty. The file is read each time; bytes equal to the last
+    journal's are not decoded again (the lists returned are new, the records the same
+    frozen objects). Same errors as :func:`iter_journal`.
     """
-    out = JournalRead()
-    for number, item in iter_journal(path):
-        if isinstance(item, Unreadable):
-            out.unreadable.append(item)
-        else:
-            out.records.append(item)
-            out.lines.append(number)
-    return out
+    path = Path(path)
+    raw = _raw(path)
+    last = _LAST.get("last")
+    if last is not None and last[0] == path and last[1] == raw:
+        got = last[2]
+    else:
+        got = JournalRead()
+        for number, item in _decode(raw):
+            if isinstance(item, Unreadable):
+                got.unreadable.append(item)
+            else:
+                got.records.append(item)
+                got.lines.append(number)
+        _LAST["last"] = (path, raw, got)
+    return JournalRead(list(got.records), list(got.lines), list(got.unreadable))
 
 
 def read_records(path: Path) -> list[Event]:

@@ -57,6 +57,29 @@ class _RunRecord(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class _RowFactsFields:
+    """The typed facts of the row a record ends (R7, R10): what its ``notes`` cell says.
+
+    The shape of :meth:`gpusession.core.records.notefacts.RowFacts.record_fields`;
+    ``incidents`` is absent in a record written before the facts were typed (its row's
+    notes are then the only account) and a list, maybe empty, in every newer one.
+
+    Attributes:
+        incidents: ``[{"kind", "what"}]``, the row's incidents.
+        energy_j: the run's joules on the GPU (NVML's counter), absent when unread or on CPU.
+        energy_unread: why a GPU run has no energy reading, in words.
+        energy_unsupported: the GPU has no energy counter.
+        remarks: ``[{"kind", "text"}]``, the row's other facts in the order its notes say them.
+    """
+
+    incidents: list[dict[str, str]] | None = _opt()
+    energy_j: float | None = _opt()
+    energy_unread: str | None = _opt()
+    energy_unsupported: bool | None = _opt()
+    remarks: list[dict[str, str]] | None = _opt()
+
+
+@dataclass(frozen=True, kw_only=True)
 class LoadStartedRecord(_RunRecord):
     """A worker's load (a timed run, R3) is in flight (S7: recovered if never finished)."""
 
@@ -65,8 +88,8 @@ class LoadStartedRecord(_RunRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadFinishedRecord(_RunRecord):
-    """A worker's load ended (``ok``: it loaded)."""
+class LoadFinishedRecord(_RowFactsFields, _RunRecord):
+    """A worker's load ended (``ok``: it loaded); the facts of its row when it has one."""
 
     EVENT: ClassVar[str] = "load_finished"
     ok: bool | None = None
@@ -81,8 +104,8 @@ class RunStartedRecord(_RunRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunFinishedRecord(_RunRecord):
-    """A scheduled run ended (its row is in the CSV)."""
+class RunFinishedRecord(_RowFactsFields, _RunRecord):
+    """A scheduled run ended (its row is in the CSV, with the facts here)."""
 
     EVENT: ClassVar[str] = "run_finished"
     ok: bool | None = None
@@ -97,11 +120,17 @@ class RunFinishedRecord(_RunRecord):
     unmeasured_pass: str | None = _opt()
     memory_scope: str | None = _opt()
     message: str | None = _opt()
+    #: what a command reported it ran on (``$GPUSESSION_REPORT``: device, versions), checked
+    reported: dict[str, str] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunRecoveredRecord(Record):
-    """A run lost in a crash got its incident row on reopen (S7)."""
+class RunRecoveredRecord(_RowFactsFields, Record):
+    """A run lost in a crash got its incident row on reopen (S7), with that row's facts.
+
+    Without facts (``incidents`` absent) when its row had been written before the stop
+    (then only the journal's end of the run was lost, and no row is added).
+    """
 
     EVENT: ClassVar[str] = "run_recovered"
     run_key: str | None = None

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from gpusession.core.events.base import Channel, Event
 from gpusession.core.records.outcome import RunOutcome
+from gpusession.core.records.results import ResultRow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +62,6 @@ class RowAppended(RunnerEvent):
             TypeError: a row field that does not fit ``ResultRow``.
             ValueError: a ``total`` that is not a number.
         """
-        from gpusession.core.records.results import ResultRow
-
         row = data.get("row")
         if isinstance(row, Mapping):
             names = {f.name for f in dataclasses.fields(ResultRow)}
@@ -70,6 +69,25 @@ class RowAppended(RunnerEvent):
         version = data.get("v", 0)
         return cls(v=version if isinstance(version, int) else 0, row=row,
                    done=data.get("done"), total=int(data.get("total") or 0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(RunnerEvent):
+    """A scheduled run starts now: the in-flight line of ``run`` counts from here.
+
+    Attributes:
+        run_key: the journal's key of the run (``experiment:phase:variant:index``).
+        variant_id, phase, run_index: which run.
+        done: scheduled runs already ended; ``total``: runs scheduled.
+    """
+
+    EVENT: ClassVar[str] = "run_started"
+    run_key: str = ""
+    variant_id: str | None = None
+    phase: str | None = None
+    run_index: int | None = None
+    done: int = 0
+    total: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,8 +15,12 @@ from gpusession.core.events.base import Event
 from gpusession.core.events.records import RunInterruptedRecord
 from gpusession.core.events.runner import (
     EnvironmentObserved,
+    Finished,
     IncidentReported,
+    Loaded,
+    Progress,
     RowAppended,
+    RunStarted,
     WorkerStarted,
 )
 from gpusession.core.files.units import format_seconds
@@ -117,7 +121,9 @@ def describe(event: Event) -> str | None:
         el = _seconds(r.elapsed_seconds, "not measured")
         done = "?" if event.done is None else event.done
         return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
-                f"run {r.run_index:<3} {el}, corpus {_ACCEPTED_WORDS[corpus_verdict(r)]}")
+                f"run {r.run_index:<3} {el}, "
+                # an output accepted by a rule is no corpus (S9)
+                f"{'output' if r.quality_metric == 'accept-rule' else 'corpus'} {_ACCEPTED_WORDS[corpus_verdict(r)]}")
     if isinstance(event, EnvironmentObserved):
         return _environment_words(event.environment)
     if isinstance(event, IncidentReported):
@@ -131,3 +137,40 @@ def describe(event: Event) -> str | None:
     return None
 
 
+
+
+#: What ``in_flight`` returns for an event that ends what was in flight.
+ENDED = ""
+
+
+def in_flight(event: Event) -> str | None:
+    """What is in flight from ``event`` on, in words (``ENDED``: nothing; ``None``: unchanged).
+
+    One naming for ``run --headless``'s in-flight line and the Run pane's: a run
+    (``[  3/18] warm batch-8 run 3``), a worker's load (``worker w1 loading``) and, after
+    it, its warm-up before its first run (``worker w1 warm-up``). A row, a progress step,
+    an incident or the end ends it.
+    """
+    if isinstance(event, RunStarted):
+        total = f"/{event.total}" if event.total else ""
+        index = event.run_index if event.run_index is not None else "?"
+        return f"[{event.done + 1:>3}{total}] {event.phase or ''} {event.variant_id or ''} run {index}"
+    if isinstance(event, WorkerStarted):
+        return f"worker {event.worker or ''} loading".replace("  ", " ")
+    if isinstance(event, Loaded):
+        return f"worker {event.worker or ''} warm-up".replace("  ", " ")
+    if isinstance(event, (RowAppended, Progress, IncidentReported, Finished)):
+        return ENDED
+    return None
+
+
+def elapsed_words(elapsed_s: float) -> str:
+    """``20 s``, ``1 min 05 s``, ``2 h 03 min``: whole seconds, the field's short units."""
+    whole = int(elapsed_s)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, seconds = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

@@ -163,6 +163,11 @@ class WorkerRunFinished(WorkerEvent):
             peaks before it failed (for its notes; the figures stay empty), ``None``
             when not read.
         event_stream: which stream the CUDA events timed, in words (journal only).
+        reported: what a command workload reported it ran on through
+            ``$GPUSESSION_REPORT`` (``device``, ``python_version``, ``torch_version``),
+            checked; ``None`` when it reported nothing
+            (:mod:`gpusession.core.experiment.command_report`).
+        report_note: what of its report was refused, in words, for the notes.
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -201,6 +206,8 @@ class WorkerRunFinished(WorkerEvent):
     failed_peak_allocated_bytes: int | None = _opt()
     failed_peak_reserved_bytes: int | None = _opt()
     event_stream: str | None = _opt()
+    reported: dict[str, str] | None = _opt()
+    report_note: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ from gpusession.core.experiment.form import (
 )
 from gpusession.core.experiment.plan import Experiment
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import shown
+from gpusession.core.files.secrets import check_identifier, shown
 from gpusession.core.files.units import format_seconds
 from gpusession.core.records.summary import SummaryRow, recommended_variant
 
@@ -60,10 +60,16 @@ DERIVE_KEYS: dict[str, str] = {
     "metric": "metric",
     "threshold": "threshold",
     "tolerance": "tolerance",
+    "reference-value": "reference_value",
+    "max-degradation": "max_degradation",
+    "train-ids": "train_ids",
+    "tune-ids": "tune_ids",
 }
 #: What a replay never changes: it varies what the experiment varies.
 NOT_DERIVED = ("id", "varied", "values")
-_PROTOCOL_KEYS = ("classes", "metric", "threshold", "tolerance")
+_PROTOCOL_KEYS = ("classes", "metric", "threshold", "tolerance", "reference_value", "max_degradation")
+#: ``derive --set`` keys stored as params (V7's split files, named as ``validate`` names them).
+_PARAM_KEYS = {"train-ids": "train_corpus", "tune-ids": "tune_corpus"}
 #: The define form's attribute names read as the option names (``runs_per_variant`` → ``runs``).
 _ALIASES = {field.replace("_", "-"): key for key, field in DERIVE_KEYS.items()}
 _FIELD = "--set"
@@ -88,6 +94,8 @@ def derive_key(text: str) -> str:
     if t.startswith("param."):
         if not t[len("param."):].strip():
             raise BadInput("param. needs the parameter's name, e.g. param.width=64", field=_FIELD)
+        check_identifier(t[len("param."):].strip(), field="param name",
+                         what="the param's name")  # never echoed (H-46)
         return "param." + t[len("param."):].strip()
     k = t.lower().replace("_", "-")
     k = _ALIASES.get(k, k)
@@ -165,9 +173,13 @@ def _form_for(old: Experiment, new_id: str, key: str, value: str) -> DefineForm:
         if value.strip():
             items.append(f"{name}={value}")
         return DefineForm(id=new_id, params=tuple(items))
-    if key in _PROTOCOL_KEYS[1:] and not old.protocol:
-        raise BadInput(f"{old.id} has no validation protocol to change: derive with "
-                       f"classes=A,B,... first, then change the {key}", field=_FIELD)
+    if DERIVE_KEYS.get(key, key) in _PROTOCOL_KEYS and (old.protocol or {}).get("kind") == "accept-rule":
+        raise BadInput(f"{old.id} is accepted by a rule, not by classes and a metric: the two kinds never "
+                       "mix in one experiment; define a new experiment for a classification", field=_FIELD)
+    if DERIVE_KEYS[key] in _PROTOCOL_KEYS and not old.protocol:
+        raise BadInput(f"{old.id} has no validation protocol to change: define an experiment "
+                       f"with --classes and --threshold (both your decision), then change the {key}",
+                       field=_FIELD)
     fields: dict[str, Any] = {DERIVE_KEYS[key]: value}
     return DefineForm(id=new_id, **fields)
 
@@ -190,8 +202,10 @@ def setting_value(exp: Experiment, key: str) -> Any:
     if key == "command":
         argv = exp.params.get("command")
         return shlex.join(str(a) for a in argv) if isinstance(argv, list) else None
-    if key in _PROTOCOL_KEYS:
-        v = (exp.protocol or {}).get(key)
+    if key in _PARAM_KEYS:
+        return exp.params.get(_PARAM_KEYS[key])
+    if DERIVE_KEYS.get(key, key) in _PROTOCOL_KEYS:
+        v = (exp.protocol or {}).get(DERIVE_KEYS.get(key, key))
         return ",".join(str(c) for c in v) if key == "classes" and isinstance(v, list) else v
     return getattr(exp, DERIVE_KEYS[key])
 
@@ -271,7 +285,7 @@ def derive_notes(origin: Experiment, derived: Experiment) -> list[str]:
                      f"outputs are validated again and its times are never pooled with {origin.id}'s")
         if not derived.protocol:
             notes.append(f"{derived.id} has no validation protocol, so nothing checks its quality: "
-                         f"derive from {derived.id} with classes=A,B,... before trusting its times")
+                         "define it again with --classes and --threshold before trusting its times")
     return notes
 
 

@@ -38,8 +38,10 @@ from typing import Any
 
 from gpusession.core.experiment.params import param_types
 from gpusession.core.experiment.plan import Experiment, check
+from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import shown
+from gpusession.core.files.secrets import check_identifier, shown
+from gpusession.core.files.textio import read_bytes
 
 _WHOLE_RE = re.compile(r"-?[0-9]+")
 _DECIMAL_RE = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -59,9 +61,13 @@ class DefineForm:
 
     Names are :class:`Experiment`'s attributes, so an error's field names the form field
     in the CLI and the TUI alike (``runs_per_variant: expected a whole number, got
-    'five'``); ``classes``, ``metric``, ``threshold`` and ``tolerance`` make the
-    validation protocol (V5); ``params`` are ``KEY=VALUE`` items; ``command`` is the
-    command line of a ``command`` workload, split like a shell.
+    'five'``); ``classes``, ``metric``, ``threshold``, ``tolerance``,
+    ``reference_value`` and ``max_degradation`` make the validation protocol (V5; a
+    threshold is required with classes or a metric: nobody's default is stored);
+    ``train_ids`` / ``tune_ids`` are the training and tuning ID files checked for overlap
+    (V7; stored as the ``train_corpus`` / ``tune_corpus`` params, ``""`` removes one);
+    ``params`` are ``KEY=VALUE`` items; ``command`` is the command line of a ``command``
+    workload, split like a shell.
     """
 
     id: str | None = None
@@ -89,6 +95,10 @@ class DefineForm:
     metric: str | None = None
     threshold: str | None = None
     tolerance: str | None = None
+    reference_value: str | None = None
+    max_degradation: str | None = None
+    train_ids: str | None = None
+    tune_ids: str | None = None
     params: tuple[str, ...] | None = None
 
 
@@ -116,29 +126,47 @@ def resolve_corpus(folder: Path, corpus: str) -> Path:
     return path if path.is_absolute() else folder / path
 
 
-def whole_number(text: str, field: str) -> int:
+def whole_number(text: str, field: str, bound: str = "whole") -> int:
     """A count or a seed typed as text: ASCII digits, an optional ``-``; surrounding spaces ignored.
 
+    Args:
+        text: the number as typed.
+        field: the field named in a refusal.
+        bound: the kind whose bound the reader applies to the stored number
+            (:data:`gpusession.core.files.bounds.BOUNDS`, H-41): a seed within 64 bits.
+
     Raises:
-        BadInput: anything else (``1.5``, ``1e3``, ``five``, ``٣``), naming ``field``.
+        BadInput: anything else (``1.5``, ``1e3``, ``five``, ``٣``), or past the reader's
+            bound, naming ``field``.
     """
     t = text.strip()
     if not _WHOLE_RE.fullmatch(t) or len(t.lstrip("-")) > _WHOLE_DIGITS_MAX:
         raise BadInput(f"expected a whole number, got {shown(t)}", field=field)
+    if past := number_past_bound(int(t), bound):
+        raise BadInput(past, field=field)
     return int(t)
 
 
-def decimal_number(text: str, field: str) -> float:
+def decimal_number(text: str, field: str, bound: str = "count") -> float:
     """A threshold, tolerance or number of seconds typed as text (``0.9``, ``.5``, ``1e-3``).
 
+    Args:
+        text: the number as typed.
+        field: the field named in a refusal.
+        bound: the kind whose bound the reader applies to the stored number
+            (:data:`gpusession.core.files.bounds.BOUNDS`, H-41): ``duration`` for seconds
+            (under a year), ``count`` for other numbers (under 10^15).
+
     Raises:
-        BadInput: not a plain decimal number, or not finite (``nan``, ``inf``, ``1e999``),
-            naming ``field``.
+        BadInput: not a plain decimal number, not finite (``nan``, ``inf``, ``1e999``),
+            or past the reader's bound, naming ``field``.
     """
     t = text.strip()
     value = float(t) if _DECIMAL_RE.fullmatch(t) else math.nan
     if not math.isfinite(value):
         raise BadInput(f"expected a number, got {shown(t)}", field=field)
+    if past := number_past_bound(value, bound):
+        raise BadInput(past, field=field)
     return value
 
 
@@ -229,6 +257,7 @@ def parse_params(workload: str, items: tuple[str, ...]) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise BadInput(f"expected KEY=VALUE, got {shown(item)}", field="params")
+        check_identifier(key, field="param name", what="the param's name")  # never echoed (H-46)
         if not _KEY_RE.fullmatch(key):
             raise BadInput(f"a param's name is letters, digits and '_' (a workload's argument), "
                            f"got {shown(key)}", field="params")
@@ -291,6 +320,25 @@ def experiment_from_form(
         raise BadInput("expected a workload: bbc-news, synthetic-mlp, command or module:factory",
                        field="workload")
     workload = str(data["workload"])
+    _numbers_and_words(form, data)
+    data["params"] = _all_params(form, workload, start.get("params"))
+    _overlap_files(form, data["params"])
+    if folder is not None:  # one rule for every relative path: the session folder
+        _settle_paths(data, folder, cwd, said if said is not None else [])
+    data["scope"] = _scope(form.scope, workload, start.get("scope"))
+    data["protocol"] = _protocol(form, start.get("protocol"), check_protocol)
+    if folder is not None and data.get("corpus"):
+        _check_corpus(folder, str(data["corpus"]))
+    exp = Experiment(**data)
+    return check(exp)
+
+
+def _numbers_and_words(form: DefineForm, data: dict[str, Any]) -> None:
+    """Put the form's numbers, corpus, rendezvous and device into ``data``, each checked (R1).
+
+    A field not given (``None``) keeps ``data``'s value; an empty ``context_limit``,
+    ``batch``, ``corpus`` or ``rendezvous`` clears it.
+    """
     if form.values is not None:
         data["values"] = _values(form.values)
     for name in ("seed", "warmup_iterations", "runs_per_variant", "order_seed", "cold_runs_per_variant",
@@ -303,22 +351,26 @@ def experiment_from_form(
         if text is not None:
             data[name] = whole_number(text, name) if text.strip() else None
     if form.run_timeout_s is not None:
-        data["run_timeout_s"] = decimal_number(form.run_timeout_s, "run_timeout_s")
+        data["run_timeout_s"] = decimal_number(form.run_timeout_s, "run_timeout_s", "duration")
     for name in ("corpus", "rendezvous"):
         text = getattr(form, name)
         if text is not None:
             data[name] = text.strip() or None
     if form.device is not None:
         data["device"] = _device(form.device)
-    data["params"] = _all_params(form, workload, start.get("params"))
-    if folder is not None:  # one rule for every relative path: the session folder
-        _settle_paths(data, folder, cwd, said if said is not None else [])
-    data["scope"] = _scope(form.scope, workload, start.get("scope"))
-    data["protocol"] = _protocol(form, start.get("protocol"), check_protocol)
-    if folder is not None and data.get("corpus"):
-        _check_corpus(folder, str(data["corpus"]))
-    exp = Experiment(**data)
-    return check(exp)
+
+
+def _overlap_files(form: DefineForm, params: dict[str, Any]) -> None:
+    """Set (or clear, when empty) the train and tune id files of the overlap check in ``params`` (V7).
+
+    Named as ``validate`` names them: ``train_corpus`` and ``tune_corpus``.
+    """
+    for name, key in (("train_ids", "train_corpus"), ("tune_ids", "tune_corpus")):
+        text = getattr(form, name)
+        if text is not None:
+            params.pop(key, None)
+            if text.strip():
+                params[key] = text.strip()
 
 
 def _values(text: str) -> tuple[int, ...]:
@@ -385,8 +437,20 @@ def _scope(text: str | None, workload: str, before: Any) -> str:
 
 
 def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | None) -> dict[str, Any]:
-    """The validation protocol (V5): classes, metric, threshold, tolerance; ``{}`` = none."""
+    """The validation protocol (V5): classes, metric, threshold, tolerance, reference; ``{}`` = none.
+
+    The threshold is the person's decision (seed §1: "there is no universal value"): a
+    protocol without one, from this form or the base, is refused rather than given a
+    default. The tolerance left out is 0 and said by :func:`acceptance_words`.
+
+    Raises:
+        BadInput: classes or a metric without a threshold (field ``protocol.threshold``),
+            a number not of its kind, or what ``check_protocol`` refuses.
+    """
     base = dict(before or {})
+    if base.get("kind") == "accept-rule" and not (form.classes or "").strip():
+        return base  # an output accepted by a rule keeps its rule (S9): the form shows no field of it
+    metric = form.metric.strip() if form.metric is not None and form.metric.strip() else None
     if form.classes is None:
         protocol = base
     elif not form.classes.strip():
@@ -394,19 +458,66 @@ def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | Non
     else:
         protocol = {**base, "classes": [c.strip() for c in form.classes.split(",") if c.strip()]}
         protocol.setdefault("metric", "macro_f1")
-        protocol.setdefault("threshold", 0.9)
         protocol.setdefault("tolerance", 0.0)
         protocol.setdefault("output_format", "jsonl")
+    numbers = {name: decimal_number(text, f"protocol.{name}")
+               for name in ("threshold", "tolerance", "reference_value", "max_degradation")
+               if (text := getattr(form, name)) is not None and text.strip()}
+    chosen_now = bool(form.classes is not None and form.classes.strip()) or metric is not None
+    if chosen_now and "threshold" not in protocol and "threshold" not in numbers:
+        chose = "--classes" if form.classes else "--metric"
+        raise BadInput(f"{chose} needs --threshold: the acceptance threshold is your decision "
+                       "(there is no universal value), e.g. --threshold 0.9",
+                       field="protocol.threshold")
     if protocol:
-        if form.metric is not None and form.metric.strip():
-            protocol["metric"] = form.metric.strip()
-        for name in ("threshold", "tolerance"):
+        if metric is not None:
+            protocol["metric"] = metric
+        protocol.update(numbers)
+        for name in ("reference_value", "max_degradation"):
             text = getattr(form, name)
-            if text is not None and text.strip():
-                protocol[name] = decimal_number(text, f"protocol.{name}")
+            if text is not None and not text.strip():
+                protocol.pop(name, None)  # an empty field clears an optional setting
         if check_protocol is not None:
             check_protocol(protocol)
     return protocol
+
+
+#: How the metric is named in words.
+_METRIC_WORDS = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+
+
+def acceptance_words(protocol: Mapping[str, Any]) -> str:
+    """The floor a protocol accepts at, in words (V5, V6): what was chosen, said back.
+
+    ``accepted at macro-F1 ≥ 0.90 − 0.00``, then the reference and maximum degradation
+    when set (``; at most 0.02 below the reference 0.95``); ``no validation protocol``
+    for ``{}``. An accept rule (S9) is said by
+    :func:`gpusession.commands.deliverables_cmd.protocol_words`, never as a floor.
+    """
+    if not protocol:
+        return "no validation protocol"
+    metric = str(protocol.get("metric", "macro_f1"))
+    words = (f"accepted at {_METRIC_WORDS.get(metric, metric)} ≥ {float(protocol.get('threshold', 0)):.2f} "
+             f"− {float(protocol.get('tolerance') or 0.0):.2f}")
+    ref, drop = protocol.get("reference_value"), protocol.get("max_degradation")
+    if ref is not None and drop is not None:
+        words += f"; at most {float(drop):.2f} below the reference {float(ref):.2f}"
+    elif ref is not None:
+        words += f"; reference {float(ref):.2f} (no maximum degradation set)"
+    return words
+
+
+def overlap_words(params: Mapping[str, Any]) -> str:
+    """What V7 checks the experiment's outputs against, in words, from its params.
+
+    ``overlap checked against training corpus/train.jsonl, tuning corpus/tune.jsonl``, or
+    ``overlap not checked: no training set given`` (the validation report says the same).
+    """
+    given = [f"{what} {params[key]}" for what, key in (("training", "train_corpus"), ("tuning", "tune_corpus"))
+             if params.get(key)]
+    if not given:
+        return "overlap not checked: no training set given (--train-ids)"
+    return "overlap checked against " + ", ".join(given)
 
 
 #: Params whose value is a path (relative to the session folder, as the corpus is).
@@ -468,7 +579,8 @@ def _settle_arg(arg: str, index: int, folder: Path, settle: Callable[[str, str],
         return arg
     flag, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
     stored = settle(value, "command program" if index == 0 else "command argument")
-    if index == 0 and "/" in value and not os.path.isabs(stored):
+    if index == 0 and "/" in value and not os.path.lexists(
+            stored if os.path.isabs(stored) else folder / stored):
         raise BadInput(f"the command's program {shown(value)} is not in the session folder "
                        f"({folder}) nor in the current directory (a relative path is relative to "
                        "the session folder)", field="command")
@@ -481,7 +593,6 @@ def _check_corpus(folder: Path, corpus: str) -> None:
     if path.is_file():
         return
     if path.exists():
-        from gpusession.core.files.textio import read_bytes
 
         read_bytes(path, what="corpus")  # raises, saying what it is
     raise BadInput("corpus file not found (a relative path is relative to the session folder)",
@@ -490,6 +601,8 @@ def _check_corpus(folder: Path, corpus: str) -> None:
 
 __all__ = [
     "DefineForm",
+    "acceptance_words",
+    "overlap_words",
     "decimal_number",
     "experiment_from_form",
     "param_text",

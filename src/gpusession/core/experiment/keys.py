@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 
 #: The phases a run key may name (R3): the load, the cold first run, the warm runs.
 PHASES = ("load", "cold", "warm")
@@ -54,10 +55,10 @@ class RunKey:
         """
         parts = str(text).rsplit(":", 3)
         if len(parts) != 4 or not all(parts):
-            raise BadInput(f"expected a run key <experiment>:<phase>:<variant>:<index>, got {text!r}")
+            raise BadInput(f"expected a run key <experiment>:<phase>:<variant>:<index>, got {shown(text)}")
         exp, phase, variant, index = parts
         if phase not in PHASES:
-            raise BadInput(f"expected a run phase ({', '.join(PHASES)}) in run key {text!r}, got {phase!r}")
+            raise BadInput(f"expected a run phase ({', '.join(PHASES)}) in run key {shown(text)}, got {shown(phase)}")
         if not index.isascii() or not index.isdigit():
-            raise BadInput(f"expected a whole run index in run key {text!r}, got {index!r}")
+            raise BadInput(f"expected a whole run index in run key {shown(text)}, got {shown(index)}")
         return cls(exp, phase, variant, int(index))

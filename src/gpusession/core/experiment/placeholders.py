@@ -1,9 +1,10 @@
 """Placeholders of a command workload: where they may stand, and how they are filled (H-34).
 
 A command workload is an argv list (``params.command``) run without a shell, with
-placeholders ``{batch}``, ``{output}``, ``{corpus}`` and ``{context}``. The guarantee is
+placeholders ``{batch}``, ``{output}``, ``{corpus}``, ``{context}`` and ``{precision}``. The guarantee is
 in *what* is substituted: never a user's file name, only a plain path gpusession made
-(a link ``corpus.jsonl`` in a private folder; the run's output path, plain) and integers
+(a link ``corpus.jsonl`` in a private folder; the run's output path, plain), integers and
+the precision word (``fp32``, ``fp16``, ``bf16``)
 (:mod:`gpusession.core.folder.plainpaths`), so no program -- ``make --eval=``, ``sg``,
 ``hyperfine``, a script that runs ``eval`` on its arguments -- can read code out of a value.
 A placeholder is filled only where it is the whole argument (``{corpus}``) or the value
@@ -33,7 +34,7 @@ from typing import Any
 from gpusession.core.files.errors import BadInput
 
 #: The placeholders, in the order they are documented.
-NAMES = ("batch", "output", "corpus", "context")
+NAMES = ("batch", "output", "corpus", "context", "precision")
 #: Placeholder → the environment variable that carries its value to the command.
 ENV = {name: f"GPUSESSION_{name.upper()}" for name in NAMES}
 
@@ -47,7 +48,8 @@ _WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|
 COMMAND_DEVICE = "chosen by the command"
 #: What each placeholder's value is, in a refusal.
 WHAT = {"batch": "the batch size", "output": "the output file name",
-        "corpus": "the corpus file name", "context": "the context limit"}
+        "corpus": "the corpus file name", "context": "the context limit",
+        "precision": "the precision"}
 
 #: Shells: with ``-c`` anywhere after them, every later argument may become code.
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "oksh", "ash", "yash",
@@ -58,6 +60,23 @@ _RUNS_TEXT = frozenset({"ssh", "slogin", "rsh", "su", "runuser", "eval", "exec",
                         "watch", "script", "flock", "tmux", "screen", "parallel", "at"})
 #: Of those, the names distinct enough to be a program wherever they appear.
 _RUNS_TEXT_ANYWHERE = frozenset({"ssh", "slogin", "rsh", "su", "runuser", "xargs"})
+
+#: Programs that are not interpreters but run one of their arguments as code (or as a
+#: command line) through an option: program → those options (an option written
+#: ``--opt=VALUE`` counts too; for the vi family, any ``+CMD`` argument). A placeholder
+#: in or after such an option is refused. docs/rules.md lists this table with the others.
+CODE_OPTIONS: dict[str, frozenset[str]] = {
+    name: frozenset(opts) for names, opts in (
+        (("find", "gfind"), ("-exec", "-execdir", "-ok", "-okdir")),
+        (("gdb", "cuda-gdb"), ("-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex",
+                               "-init-eval-command", "--init-eval-command", "-x", "--command",
+                               "-ix", "--init-command")),
+        (("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"), ("-c", "--cmd", "-S")),
+        (("emacs",), ("--eval", "-eval", "-l", "--load", "-f", "--funcall")),
+    ) for name in names
+}
+#: Of :data:`CODE_OPTIONS`, the programs where a ``+CMD`` argument is code (``vim +CMD``).
+_PLUS_CODE = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"})
 
 #: Interpreter → (its short code letters, options that take a value, options whose value
 #: is the script). Every interpreter also has the long code options of :data:`_CODE_LONG`.
@@ -222,6 +241,14 @@ def _refusals(args: Sequence[str]) -> tuple[dict[int, str], int]:
         shown = os.path.basename(args[i])
         if name in _RUNS_TEXT_ANYWHERE or (i in programs and name in _RUNS_TEXT):
             refuse(i + 1, n, f"{shown} hands its arguments on as a command line")
+            continue
+        if name in CODE_OPTIONS:
+            hit = next((j for j in range(i + 1, n)
+                        if _option_name(args[j]) in CODE_OPTIONS[name]
+                        or (name in _PLUS_CODE and args[j].startswith("+"))), None)
+            if hit is not None:
+                refuse(hit, n, f"it is in or after {shown} {_option_name(args[hit])}, which runs "
+                               "its argument as code")
             continue
         if name in _SHELLS:
             found = next((a for a in args[i + 1:] if _is_shell_code_option(name, a)), None)

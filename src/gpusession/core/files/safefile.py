@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import refuse_special
 
 #: Mode of every file gpusession writes in a session folder.
 FILE_MODE = 0o600
@@ -56,8 +57,6 @@ def refuse_link_or_special(path: Path | str) -> None:
     Raises:
         BadInput: naming the file and what it is.
     """
-    from gpusession.core.files.textio import refuse_special
-
     if os.path.islink(path):
         raise link_refused(path)
     refuse_special(Path(path))

@@ -18,23 +18,27 @@ experiments) gives the shape of every entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Union
 
+from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.frozen import field, frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Kind:
     """A scalar kind: its words in an error and the test of a value."""
 
     words: str
     accepts: Callable[[Any], bool]
+    #: The bound of a number of this kind (:data:`gpusession.core.files.bounds.BOUNDS`,
+    #: H-41): a number of the right type past it is refused in the bound's words.
+    bound: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """A TOML table: the spec of each known key; ``entries`` is the spec of every other key.
 
@@ -46,7 +50,7 @@ class Table:
     words: str = "a table"
 
 
-@dataclass(frozen=True)
+@frozen
 class ListOf:
     """A TOML array whose every item has the spec ``item``."""
 
@@ -66,8 +70,12 @@ def _number(v: Any) -> bool:
 
 
 TEXT = Kind("text (in quotes)", lambda v: isinstance(v, str))
-WHOLE = Kind("a whole number", _whole)
-NUMBER = Kind("a number", _number)
+#: Numbers are bounded by what they can mean (H-41): a whole number within 64 bits, a
+#: number finite and under 10^15, seconds under a year.
+WHOLE = Kind("a whole number", _whole, bound="whole")
+NUMBER = Kind("a number", _number, bound="count")
+COUNT = Kind("a whole number", _whole, bound="count")
+SECONDS = Kind("a number of seconds", _number, bound="duration")
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
 #: A TOML date-time, or text the reader parses as ISO 8601.
 DATETIME = Kind("a date-time such as 2026-11-29T14:00:00Z",
@@ -93,7 +101,7 @@ EXPERIMENT = Table({
     "scope": TEXT, "warmup_iterations": WHOLE, "runs_per_variant": WHOLE, "order": TEXT,
     "order_seed": WHOLE, "cold_runs_per_variant": WHOLE, "protocol": PROTOCOL,
     "params": Table({"command": ListOf(TEXT, "a list of arguments (text)")}),
-    "run_timeout_s": NUMBER, "environment": ANY_TABLE,
+    "run_timeout_s": SECONDS, "environment": ANY_TABLE,
     "gpus": WHOLE, "nodes": WHOLE, "rendezvous": TEXT,
 })
 #: ``session.toml``: identity, package, experiments, the environment seen.
@@ -101,7 +109,13 @@ SESSION = Table({
     "schema": WHOLE, "name": TEXT, "created_at": DATETIME_VALUE, "package": PACKAGE,
     "experiments": Table(entries=EXPERIMENT, words="[experiments.<id>] tables"),
     "environment": ANY_TABLE, "demo": ANY_TABLE,
-    "limit": Table({"at": DATETIME, "reserve_s": NUMBER}),  # the session limit (D1)
+    "limit": Table({"at": DATETIME, "reserve_s": SECONDS}),  # the session limit (D1)
+    # the plan kept with the package (K6): days per task as decimal strings, names per task
+    "plan": Table({"durations_days": ListOf(TEXT, "a list of durations as decimal strings"),
+                   "names": ListOf(TEXT, "a list of task names (text)")}),
+    "started_from": Table({"session": TEXT, "carried": ListOf(TEXT)}),  # new --from (S11)
+    # the unit of the deliverables (S8): a count is under 10^15 (H-41)
+    "deliverable": Table({"unit": TEXT, "unit_plural": TEXT, "expected_count": COUNT}),
 })
 PAYMENT = Table({
     "asset": TEXT, "network": TEXT, "amount": AMOUNT, "destination": TEXT,
@@ -125,7 +139,7 @@ CHECKLIST = Table({
     "schema": WHOLE,
     "items": Table(entries=Table({
         "done": BOOL, "at": DATETIME_VALUE, "note": TEXT, "evidence": TEXT, "custom": BOOL,
-        "stage": WHOLE, "text": TEXT,
+        "stage": WHOLE, "text": TEXT, "not_done_although_recorded": BOOL,  # the person over a fact (S11)
     }), words='[items."<id>"] tables'),
     "settings": Table({"retrieval_reserve_hours": NUMBER, "destination": TEXT}),
     "retrieval": Table({  # written by `gpusession pull`
@@ -133,15 +147,25 @@ CHECKLIST = Table({
         "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
         "deliverables_files": WHOLE, "deliverables_bytes": WHOLE,
     }),
+    "verify_copy": Table({  # written by `gpusession verify-copy` of the session's manifest (S11)
+        "verified": BOOL, "at": DATETIME_VALUE, "manifest": TEXT, "copy": TEXT, "files": WHOLE,
+    }),
 })
+
+
+#: Each hand-editable file's shape by its name: the reader checks it when it opens the
+#: file, and the writer (:func:`gpusession.core.files.tomlio.write_toml`) before it writes
+#: one, so nothing gpusession stores is refused by its own reader (H-41).
+SCHEMAS: dict[str, Spec] = {"session.toml": SESSION, "checklist.toml": CHECKLIST, "order.toml": ORDER}
 
 
 def kind_of(value: Any) -> str:
     """What ``value`` is, in words (``"a list"``, ``"text"``); never the value itself."""
     if isinstance(value, bool):
         return "true/false"
-    if isinstance(value, int):
-        return f"the number {value}"
+    if isinstance(value, int):  # a 400-digit number is said by its size, never printed
+        return f"the number {value}" if abs(value) < 10**15 else (
+            f"a number of about {int(value.bit_length() * 0.30103) + 1:,} digits")
     if isinstance(value, float):
         return f"the number {value}"
     if isinstance(value, str):
@@ -188,6 +212,8 @@ def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "
     if isinstance(spec, Kind):
         if not spec.accepts(doc):
             raise bad(where)
+        if spec.bound is not None and (past := number_past_bound(doc, spec.bound)):
+            raise BadInput(past, path=path, field=where or None)
         return
     if isinstance(spec, ListOf):
         if not isinstance(doc, list):
@@ -204,7 +230,7 @@ def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "
 
 
 __all__ = [
-    "AMOUNT", "ANY_TABLE", "BOOL", "CHECKLIST", "DATETIME", "DATETIME_VALUE", "EXPERIMENT",
-    "Kind", "ListOf", "NUMBER", "ORDER", "PACKAGE", "SESSION", "Spec", "TEXT", "Table", "WHOLE",
+    "AMOUNT", "ANY_TABLE", "BOOL", "CHECKLIST", "COUNT", "DATETIME", "DATETIME_VALUE", "EXPERIMENT",
+    "Kind", "ListOf", "NUMBER", "ORDER", "PACKAGE", "SCHEMAS", "SECONDS", "SESSION", "Spec", "TEXT", "Table", "WHOLE",
     "check_types", "kind_of",
 ]

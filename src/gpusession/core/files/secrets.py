@@ -44,9 +44,10 @@ from gpusession.core.files.detectors import (
     bip39_wordlists,
     token_findings,
 )
-from gpusession.core.files.errors import BadInput
+from gpusession.core.files.errors import BadInput, shown_field
+from gpusession.core.files.secretgate import may_hold_secret
 
-__all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text",
+__all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text", "check_read_lengths",
            "check_identifier", "find_secret", "findings", "is_digest_key", "kind_of_secret", "mask_free_text",
            "mask_record", "mask_text", "shown"]
 
@@ -83,7 +84,7 @@ def findings(text: str, *, digest: bool = False, wordlists_required: bool = True
     Raises:
         ImportError: ``mnemonic`` is missing and ``wordlists_required``.
     """
-    if not text:
+    if not text or not may_hold_secret(text):  # the cheap gate: no detector could match
         return []
     try:
         seeds = detectors.seed_findings(text)
@@ -378,6 +379,30 @@ def check_free_text(doc: Any, file: Path | str | None, *,
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
 
 
+def check_read_lengths(doc: Any, file: Path | str | None, *,
+                       limit_bytes: int = TEXT_MAX_BYTES) -> None:
+    """The notes' length bound at the *read* boundary of a hand-editable file (H-48).
+
+    What the writer refuses (:func:`check_free_text`) a hand edit can still put in:
+    a 4 MB ``deviation`` in ``host-check.toml`` once took 11 s to show. Every string of
+    ``doc`` (values and keys, at any depth) is held to the same bound as on writing
+    (:data:`TEXT_MAX_BYTES`; :data:`OBSERVED_MAX_BYTES` under ``environment``/``evidence``).
+
+    Raises:
+        BadInput: ``FILE: FIELD: N bytes; at most 4,096 bytes (4 KiB) of text per field;
+            the file was not used`` -- the field named, never its value.
+    """
+    for where, _key, text, observed in _walk(doc, "", ""):
+        limit = max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes
+        if len(text) * 4 <= limit:  # cheap: a text this short cannot pass the bound
+            continue
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
+            raise BadInput(f"{size:,} bytes of text; at most {limit:,} bytes ({limit // 1024} KiB) "
+                           "per field; the file was not used (shorten it by hand)",
+                           path=file, field=where or None)
+
+
 def _string_lists(value: Any, where: str, key: str) -> Iterator[tuple[str, str, list[str]]]:
     """Yield ``(field path, last key, items)`` for every list of two or more strings."""
     if isinstance(value, Mapping):
@@ -415,7 +440,7 @@ def mask_free_text(doc: Any, file: Path | str | None = None) -> tuple[Any, list[
                                   wordlists_required=False)
             if kind is None:
                 return value
-            warnings.append(f"{prefix}{where}: hidden, it looked like a {kind}; remove it from "
+            warnings.append(f"{prefix}{shown_field(where)}: hidden, it looked like a {kind}; remove it from "
                             "the file (it will not be written back)")
             return HIDDEN
         if isinstance(value, Mapping):

@@ -6,6 +6,11 @@ same words: a name longer than the file system allows, or holding a path separat
 (``c1/``, ``../c1``), is refused before any path is built from it. Who calls it:
 :func:`gpusession.core.folder.session.validate_name` (every command that opens or creates
 a session, ``check-host``) and :func:`gpusession.commands.status_cmd.cmd_status`.
+
+The secret check comes first (no refusal may quote a secret-looking name), but the
+detectors (:mod:`gpusession.core.files.secrets`) are imported only for a name that could
+hold one (:func:`gpusession.core.files.secretgate.may_hold_secret`), so ``status --format
+tmux`` (every few seconds) reads a name at the cost of a few string tests.
 """
 
 from __future__ import annotations
@@ -13,12 +18,24 @@ from __future__ import annotations
 import re
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import check_identifier
+from gpusession.core.files.secretgate import may_hold_secret
 
 #: The longest session name (characters): its folder name must fit every file system.
 NAME_MAX = 100
 #: The characters of a session name: ASCII letters, digits, ``.``, ``_``, ``-``.
 NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def check_name_secret(name: str) -> None:
+    """The first check of a session name: no secret, no format character (never quoted).
+
+    Raises:
+        BadInput: as :func:`gpusession.core.files.secrets.check_identifier`, field ``name``.
+    """
+    if may_hold_secret(name):  # else no detector can refuse it: they are not even imported
+        from gpusession.core.files.secrets import check_identifier
+
+        check_identifier(name, field="name", what="the session name")
 
 
 def check_name(name: str) -> str:
@@ -37,7 +54,7 @@ def check_name(name: str) -> str:
             (its controls escaped).
     """
     # first: no later refusal (nor a path naming the folder) may quote a secret
-    check_identifier(name, field="name", what="the session name")
+    check_name_secret(name)
     if not name:
         raise BadInput("session name is empty; use ASCII letters (A-Z, a-z), digits, '.', '_' or '-'",
                        field="name")
@@ -67,4 +84,4 @@ def check_characters(name: str) -> None:
         )
 
 
-__all__ = ["NAME_MAX", "NAME_RE", "check_characters", "check_name"]
+__all__ = ["NAME_MAX", "NAME_RE", "check_characters", "check_name", "check_name_secret"]

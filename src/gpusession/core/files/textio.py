@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from functools import lru_cache
 from io import FileIO
 from pathlib import Path
 
-from gpusession.core.files.detectors import FORMAT_CHARS_RE
-from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import mask_text
+from gpusession.core.files.errors import BadInput, register_field_words
+from gpusession.core.files.frozen import field, frozen
+from gpusession.core.files.secretgate import may_hold_secret
 
 BOM = "\ufeff"
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -32,7 +32,7 @@ BOM_BYTES = b"\xef\xbb\xbf"
 BOM_NOTE = "the file starts with a UTF-8 byte-order mark (BOM); it was ignored"
 
 
-@dataclass(frozen=True)
+@frozen
 class BadByte:
     """Where a text stops being UTF-8.
 
@@ -54,7 +54,7 @@ class BadByte:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Text:
     """A decoded text file.
 
@@ -382,6 +382,12 @@ def _escape_format(m: re.Match[str]) -> str:
     return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
+@lru_cache(maxsize=8)
+def _control_table(keep: str) -> dict[int, str]:
+    """The ``str.translate`` table of :data:`_CONTROLS` less ``keep`` (built once per ``keep``)."""
+    return {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
+
+
 def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
     r"""``text`` as it may be shown: secrets masked, invisible characters escaped (H-17, H-24).
 
@@ -402,6 +408,34 @@ def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
         controls (except ``keep``), DEL and C1 controls as ``\x1b``, and format
         characters (category Cf, U+2028/U+2029) as ``\u202e``.
     """
+    table = _control_table(keep)
+    if not may_hold_secret(text):  # plain ASCII no detector can match: none imported (status)
+        return text.translate(table)
+    from gpusession.core.files.detectors import FORMAT_CHARS_RE
+    from gpusession.core.files.secrets import mask_text
+
     text = mask_text(text, digest=digest)[0]
-    table = {c: e for c, e in _CONTROLS.items() if chr(c) not in keep}
     return FORMAT_CHARS_RE.sub(_escape_format, text.translate(table))
+
+
+def one_line(text: str) -> str:
+    r"""A one-line field as a printer shows it: :func:`printable` with every control escaped.
+
+    A note may hold a line break (a multi-line note is kept as typed); shown on one line
+    (``note: line 1\nline 2``), it can never forge a line of its own, such as a
+    ``[x] done`` item at column 0 (H-44).
+    """
+    return printable(text, keep="")
+
+
+def quoted(text: str) -> str:
+    r"""``text`` in single quotes as a refusal may print it: a path or an address typed or read.
+
+    For what is meant to be read whole (a path, ``HOST:PATH``); a value that may be
+    anything goes through :func:`gpusession.core.files.secrets.shown`. Secrets masked and
+    control characters escaped (:func:`printable`), ``'/tmp/[HIDDEN: GitHub token].csv'``.
+    """
+    return f"'{printable(text, keep='')}'"
+
+
+register_field_words(lambda field: printable(field, keep=""))  # a refusal's field, masked (H-46)

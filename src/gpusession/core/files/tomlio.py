@@ -17,7 +17,9 @@ from typing import Any
 
 import tomli_w
 
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import FILE_MODE
+from gpusession.core.files.schema import SCHEMAS, check_types
 from gpusession.core.files.secrets import check_free_text
 
 # Reading lives in core.tomlread (light: `status` uses it); re-exported here.
@@ -176,12 +178,33 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
 
     Raises:
         BadInput: a string longer than 4 KiB or that looks like a secret
-            (:func:`gpusession.core.files.secrets.check_free_text`); nothing is written.
+            (:func:`gpusession.core.files.secrets.check_free_text`), or a value the
+            file's reader would refuse (:data:`gpusession.core.files.schema.SCHEMAS`: a
+            run timeout of a year, a seed past 64 bits, H-41); nothing is written.
     """
     doc = {"schema": SCHEMA_VERSION}
     doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
     check_free_text(doc, path)  # length and secrets of every string, before writing
-    write_atomic_bytes(Path(path), tomli_w.dumps(doc).encode("utf-8"))
+    text = tomli_w.dumps(doc)
+    _check_as_read(Path(path), text)
+    write_atomic_bytes(Path(path), text.encode("utf-8"))
+
+
+def _check_as_read(path: Path, text: str) -> None:
+    """Refuse ``text`` when the reader of ``path`` would refuse it: the reader's own check (H-41).
+
+    The document is parsed back as the reader parses it, and checked against the same
+    shape and bounds (:func:`gpusession.core.files.schema.check_types`), so no writer (CLI
+    or TUI) can store a value that locks the session out.
+    """
+    spec = SCHEMAS.get(path.name)
+    if spec is None:
+        return
+    try:
+        check_types(tomllib.loads(text), spec, path=path)
+    except BadInput as exc:
+        raise BadInput(f"{exc.message}; nothing was written", path=path.name,
+                       field=exc.field) from None
 
 
 def write_toml_archive(path: Path, data: Mapping[str, Any]) -> None:

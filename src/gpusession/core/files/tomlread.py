@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.textio import read_plain, read_text
+from gpusession.core.files.nesting import loads_toml, read_toml_text
+from gpusession.core.files.textio import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +27,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 #: The ``schema`` every TOML file gpusession writes carries; a newer one is refused.
 SCHEMA_VERSION = 1
 
-_BOM = b"\xef\xbb\xbf"
 _LINE_RE = re.compile(r"line (\d+)")
 
 
@@ -41,7 +41,7 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
         The parsed document.
 
     Raises:
-        BadInput: unreadable, not a plain file (a FIFO, a device, a folder: refused
+        BadInput: larger than 1 MiB (H-48), nested past 64 levels (H-39), unreadable, not a plain file (a FIFO, a device, a folder: refused
             without waiting, :func:`gpusession.core.files.textio.not_plain`), not UTF-8, a
             syntax error (with its line), a missing or newer ``schema`` (refused:
             written by a newer gpusession), a missing key.
@@ -50,12 +50,14 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
     # A byte-order mark (some Windows editors add one) is not TOML; read_text ignores it
     # rather than let it be reported as a syntax error on line 1. A FIFO, a device or a
     # folder is refused before anything is read: never waited on.
+    # Past the size bound (H-48) it is refused before a byte is parsed: one byte more
+    # than the bound is read, never the whole file.
     try:
-        text = read_plain(path).removeprefix(_BOM).decode("utf-8")
+        text = read_toml_text(path)
     except (OSError, UnicodeDecodeError):
         text = read_text(path, must="TOML files must be UTF-8").text  # the one-line error
     try:
-        doc = tomllib.loads(text)
+        doc = loads_toml(text, path)  # depth-bounded (H-39): never a RecursionError
     except tomllib.TOMLDecodeError as exc:
         lineno = getattr(exc, "lineno", None)
         if lineno is None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from gpusession.core.events.actions import ExperimentDefinedRecord, ExperimentForkedRecord
 from gpusession.core.experiment.params import check_params
 from gpusession.core.experiment.plan import FIXED_KEYS, Experiment, check
 from gpusession.core.files.errors import BadInput
@@ -115,7 +116,6 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
                 return Experiment.from_toml(cand, other)
             n += 1
         changed = [k for k in FIXED_KEYS if _normalise(current).get(k) != wanted.get(k)]
-        from gpusession.core.events.actions import ExperimentForkedRecord
 
         session.journal(ExperimentForkedRecord(
             old=base, new=cand, changed=changed,
@@ -124,7 +124,6 @@ def define_experiment(session: Session, exp: Experiment) -> Experiment:
         exp = replace(exp, id=cand)
     settings = exp.to_toml()
     session.update(lambda doc: doc.setdefault("experiments", {}).__setitem__(exp.id, settings))
-    from gpusession.core.events.actions import ExperimentDefinedRecord
 
     session.journal(ExperimentDefinedRecord(experiment_id=exp.id, settings=exp.to_toml()))
     return Experiment.from_toml(exp.id, session.data["experiments"][exp.id])

@@ -20,16 +20,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gpusession.core.events.base import Event, GenericRecord
+from gpusession.core.events.reading import JournalRead, read_journal, read_objects
+from gpusession.core.events.reading import read_records as typed
+from gpusession.core.events.records import (
+    ExperimentEndedRecord,
+    ExperimentFinishedRecord,
+    ExperimentStartedRecord,
+    RunFinishedRecord,
+)
+from gpusession.core.events.registry import check_writable
 from gpusession.core.experiment.keys import PHASES, RunKey
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.names import JOURNAL, RUN_LOCK
+from gpusession.core.files.safefile import open_append, write_private_bytes
 from gpusession.core.files.secrets import mask_record
-
-if TYPE_CHECKING:  # the event types load when a record is built or read, not at start-up
-    from gpusession.core.events import Event, GenericRecord
-    from gpusession.core.events.reading import JournalRead
 
 
 def _now() -> str:
@@ -45,9 +52,10 @@ def append(path: Path, record: Event) -> None:
     Raises:
         BadInput: the journal is a symbolic link (nothing written).
         OSError: the write failed; the message names the journal.
+        TypeError: ``record`` is a typed event the journal's registry does not read back
+            (:func:`gpusession.core.events.registry.check_writable`; nothing written).
     """
-    from gpusession.core.files.safefile import open_append
-
+    check_writable(record)
     doc = {"at": _now(), **record.to_json()}
     # a secret never reaches the journal: each string masked whole, stderr lines as one text
     doc = mask_record(doc)
@@ -67,8 +75,6 @@ def append(path: Path, record: Event) -> None:
 
 def record(event: str, fields: Mapping[str, Any]) -> GenericRecord:
     """A journal record for ``event`` with ``fields`` (for events with no own type)."""
-    from gpusession.core.events import GenericRecord
-
     return GenericRecord(event=event, fields=dict(fields))
 
 
@@ -79,8 +85,6 @@ def read(path: Path) -> list[dict[str, Any]]:
     so a line that does not read is left out here as there; kept for the callers that
     still take dicts (``bench/runner.py``). New code reads typed records.
     """
-    from gpusession.core.events.reading import read_objects
-
     return read_objects(Path(path))
 
 
@@ -91,15 +95,11 @@ def read_records(path: Path) -> list[Event]:
     :class:`~gpusession.core.events.GenericRecord`; a line that does not read (cut,
     wrongly typed, nested too deep) is left out -- :func:`read_all` gives its note.
     """
-    from gpusession.core.events.reading import read_records as typed
-
     return typed(Path(path))
 
 
 def read_all(path: Path) -> JournalRead:
     """The whole journal: typed records with their line numbers and one note per unreadable line (S7)."""
-    from gpusession.core.events.reading import read_journal
-
     return read_journal(Path(path))
 
 
@@ -138,13 +138,6 @@ def run_progress(records: list[Event], experiment_id: str | None = None) -> RunP
     Returns:
         A :class:`RunProgress`, or ``None`` when no such invocation was ever started.
     """
-    from gpusession.core.events.records import (
-        ExperimentEndedRecord,
-        ExperimentFinishedRecord,
-        ExperimentStartedRecord,
-        RunFinishedRecord,
-    )
-
     start = next((i for i in range(len(records) - 1, -1, -1)
                   if isinstance(records[i], ExperimentStartedRecord)
                   and (experiment_id is None or records[i].experiment_id == experiment_id)), None)  # type: ignore[attr-defined]
@@ -255,7 +248,6 @@ def take_lock(folder: Path, session_name: str) -> Path:
     lock = Path(folder) / RUN_LOCK
     tmp = lock.with_name(f"{lock.name}.{os.getpid()}.tmp")
     try:
-        from gpusession.core.files.safefile import write_private_bytes
 
         write_private_bytes(tmp, _lock_text().encode())  # 0600 like every session file, never through a link
     except OSError as exc:  # the write that failed is named, and what it was for

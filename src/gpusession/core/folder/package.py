@@ -9,14 +9,21 @@ CLI, the TUI forms and the TOML reader, so every writer refuses the same values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import shown
+from gpusession.core.files.frozen import frozen
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """:func:`gpusession.core.files.secrets.shown`, imported on the error path only (``status``)."""
+    from gpusession.core.files.secrets import shown as shown_safely
+
+    return shown_safely(value, limit)
+
 
 PACKAGE_DAYS = (3, 7, 30)
 #: Upper bound on lots: far above any rental, and keeps every total within a 64-bit integer.
@@ -76,7 +83,7 @@ def check_time_range(dt: datetime, *, field: str, path: Path | None = None) -> d
     return utc
 
 
-@dataclass(frozen=True)
+@frozen
 class Package:
     """The rented package (seed 003 §4, S6). ``None`` = not set yet.
 

@@ -266,7 +266,8 @@ def _integer(name: str, value: Any, *, optional: bool) -> str:
     return str(value)
 
 
-def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: Path) -> dict[str, str]:
+def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: Path,
+                        precision: str | None = None) -> dict[str, str]:
     """The value of each placeholder for one call: every one plain (H-34).
 
     Args:
@@ -274,10 +275,12 @@ def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: 
         batch: the batch size (an integer).
         context: the context limit (an integer), or ``None`` (then ``""``).
         output: the run's real output path, under ``plain.run_dir``.
+        precision: the experiment's precision (``fp32``, ``fp16``, ``bf16``: a word
+            gpusession checked), or ``None`` (then ``""``).
 
     Returns:
         ``{"batch": "4", "output": <plain path>, "corpus": <plain link or "">,
-        "context": "512" or ""}``, keyed by :data:`gpusession.core.experiment.placeholders.NAMES`.
+        "context": "512" or "", "precision": "fp16" or ""}``, keyed by :data:`gpusession.core.experiment.placeholders.NAMES`.
 
     Raises:
         BadInput: ``batch`` or ``context`` is not an integer; ``output`` is not under the
@@ -286,7 +289,21 @@ def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: 
     return {"batch": _integer("batch", batch, optional=False),
             "output": str(plain.output(output)),
             "corpus": "" if plain.corpus is None else str(plain.corpus),
-            "context": _integer("context", context, optional=True)}
+            "context": _integer("context", context, optional=True),
+            "precision": _precision(precision)}
+
+
+#: The precisions a placeholder may carry (the define form's choices): plain words only.
+_PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def _precision(value: str | None) -> str:
+    """``fp16`` → ``"fp16"``; ``None`` → ``""``; anything else refused (H-34: plain values only)."""
+    if value is None:
+        return ""
+    if value not in _PRECISIONS:
+        raise BadInput(f"precision is one of {', '.join(_PRECISIONS)}, got {value!r}", field="precision")
+    return value
 
 
 __all__ = ["FALLBACK_TEMP_DIRS", "PLAIN", "PLAIN_WORDS", "PREFIX", "PlainPaths", "is_plain",

@@ -24,11 +24,16 @@ from gpusession.core.events import (
     RunStartedRecord,
 )
 from gpusession.core.events.reading import CUT_KIND, UNREADABLE_KIND, JournalRead, cut_run_start
-from gpusession.core.files.errors import BadInput
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.experiment.record import UNKNOWN, record_words
+from gpusession.core.files.errors import BadInput, GpusessionError
+from gpusession.core.files.names import SESSION_TOML
 from gpusession.core.files.safefile import write_private_bytes
 from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import clean_stale_tmp
+from gpusession.core.files.tomlread import read_toml
 from gpusession.core.folder import journal
+from gpusession.core.records.notefacts import Incident, Remark, RowFacts, notes_cell
 from gpusession.core.records.results import ResultRow, ResultsFile
 from gpusession.core.records.summary import UNFINISHED_KIND
 
@@ -242,10 +247,9 @@ def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
                 "stop, so it is kept as measured and no incident row is added")
         session.journal(RunRecoveredRecord(run_key=key, message=note))
         return f"run {key}: {note}"
-    note = (
-        "incident: run in flight when gpusession stopped (crash, kill or power loss); "
-        f"started {started.get('at')}; recovered on reopen; elapsed not measured"
-    )
+    facts = RowFacts(incidents=(Incident("run_lost", str(started.get("at"))),),
+                     remarks=(Remark("record", lost_run_record(session, started.get("experiment_id"))),))
+    note = notes_cell(facts) or ""
     session.results.append(
         ResultRow(
             experiment_id=started.get("experiment_id"),
@@ -257,9 +261,28 @@ def _recover_run(session: Recoverable, key: str, started: dict[str, Any],
             notes=note,
         )
     )
-    session.journal(RunRecoveredRecord(run_key=key, message=note))
+    session.journal(RunRecoveredRecord(run_key=key, message=note, **facts.record_fields()))
     session.journal(IncidentRecord(kind="run_lost", run_key=key, message=note))
     return f"run {key}: {note}"
+
+
+def lost_run_record(session: Recoverable, experiment_id: Any) -> str:
+    """The record at the end of a lost run's incident row, as every row ends (seed §2, §4).
+
+    From the experiment as ``session.toml`` defines it and the code revision its last
+    worker observed (``experiments.<id>.environment.code_revision``); an experiment no
+    longer defined or a ``session.toml`` that does not read gives ``scope=unknown;
+    code=unknown; tolerance=unknown (…)`` (recovery never fails on it).
+    """
+    try:
+        table = read_toml(session.folder / SESSION_TOML).get("experiments", {}).get(str(experiment_id))
+        exp = Experiment.from_toml(str(experiment_id), table)
+        env = table.get("environment")
+        code = env.get("code_revision") if isinstance(env, dict) else None
+        return record_words(exp, code if isinstance(code, str) else None)
+    except (OSError, GpusessionError, AttributeError, TypeError, ValueError):
+        return (f"scope={UNKNOWN}; code={UNKNOWN}; tolerance={UNKNOWN} "
+                "(the experiment is not defined in session.toml)")
 
 
 def recover_locked(session: Recoverable) -> list[str]:

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpusession.core.events import Event, ExperimentStartedRecord
 from gpusession.core.experiment.keys import RunKey
 from gpusession.core.experiment.plan import ScheduledRun
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.folder.experiments import get_experiment
+
+if TYPE_CHECKING:  # the session module is this one's neighbour on the floor; a type only
+    import polars as pl
+
+    from gpusession.core.folder.session import Session
 
 
 @dataclass(frozen=True)
@@ -86,12 +92,12 @@ def scheduled_run(local_key: str) -> ScheduledRun:
     """
     key = RunKey.parse(f"e:{local_key}")
     if key.phase not in ("cold", "warm"):
-        raise BadInput(f"expected a cold or warm run in the stored schedule, got {local_key!r}")
+        raise BadInput(f"expected a cold or warm run in the stored schedule, got {shown(local_key)}")
     worker = f"cold-{key.variant_id}-{key.run_index}" if key.phase == "cold" else "warm"
     return ScheduledRun(key.phase, key.variant_id, key.run_index, worker)
 
 
-def measured_slots(frame: Any, experiment_id: str) -> set[tuple[str, str, int]]:
+def measured_slots(frame: pl.DataFrame, experiment_id: str) -> set[tuple[str, str, int]]:
     """``(phase, variant, run index)`` of the cold and warm rows of ``experiment_id`` with a measured time.
 
     Args:
@@ -138,7 +144,7 @@ def resume_plan(records: Sequence[Event], measured: Iterable[tuple[str, str, int
     return ResumePlan(experiment_id, attempt, scheduled, missing)
 
 
-def session_resume_plan(session: Any, experiment_id: str) -> ResumePlan:
+def session_resume_plan(session: Session, experiment_id: str) -> ResumePlan:
     """:func:`resume_plan` of an open session, read from its journal and results CSV now.
 
     Raises:

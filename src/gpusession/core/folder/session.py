@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.core.events.scan import run_end_counts
+from gpusession.core.events.scan import open_work, run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import (
@@ -41,12 +41,15 @@ from gpusession.core.files.names import (
     SESSION_TOML,
 )
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
-from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+from gpusession.core.files.schema import SCHEMAS as FILE_SCHEMAS
+from gpusession.core.files.schema import Spec, check_types
+from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.results import ResultsFile
+from gpusession.core.records.summary import UNFINISHED_KIND, accepted_unique_corpora
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
@@ -55,7 +58,8 @@ if TYPE_CHECKING:  # typed records load when the journal is written, not at star
 
 
 #: The shape of each hand-editable file, checked whenever it is read.
-SCHEMAS: dict[str, Spec] = {SESSION_TOML: SESSION, CHECKLIST_TOML: CHECKLIST, ORDER_TOML: ORDER}
+#: The reader's shapes by file name, the ones the writer checks too (H-41).
+SCHEMAS: dict[str, Spec] = FILE_SCHEMAS
 
 
 #: How long a command waits for another process's read-modify-write of the same session
@@ -164,13 +168,17 @@ def read_checked(path: Path, *, required: tuple[str, ...] = ()) -> dict[str, Any
         The parsed document.
 
     Raises:
-        BadInput: unreadable, a syntax error, or a value of the wrong kind
+        BadInput: unreadable, larger than 1 MiB, nested past 64 levels, a text field
+            longer than the notes' bound, a syntax error, or a value of the wrong kind
             (``order.toml: events: expected a list of tables ([[events]]), got the number 5``).
     """
-    doc = read_toml(path, required=required)
+    from gpusession.core.files.secrets import check_read_lengths
+
+    doc = read_toml(path, required=required)  # size- and depth-bounded (H-39, H-48)
     spec = SCHEMAS.get(Path(path).name)
     if spec is not None:
         check_types(doc, spec, path=path)
+    check_read_lengths(doc, path)  # every text field within the notes' bound (H-48)
     return doc
 
 
@@ -187,8 +195,6 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     Raises:
         BadInput: as :func:`read_checked`, or without ``name`` / ``created_at``.
     """
-    from gpusession.core.files.secrets import mask_free_text
-
     doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
     return dict(doc), hidden
 
@@ -215,8 +221,8 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 #: (``gpusession list``). Kept here since core imports no commands; a test compares it
 #: with the parser's choices.
 COMMAND_NAMES = frozenset({
-    "agent", "check-host", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
-    "manifest", "new", "open", "order", "package", "pull", "report", "run", "show", "status",
+    "agent", "approve", "check-host", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
+    "deliverables", "manifest", "new", "open", "order", "package", "pull", "reject", "report", "run", "show", "status",
     "validate", "verify-copy",
 })
 #: Names Windows reserves for devices, with or without an extension (``nul.txt``).
@@ -672,8 +678,6 @@ class Session:
         Raises:
             BadInput: unreadable, a syntax error, a value of the wrong kind.
         """
-        from gpusession.core.files.secrets import mask_free_text
-
         path = self.folder / filename
         if not path.exists():
             self.hidden.pop(filename, None)
@@ -766,10 +770,6 @@ class Session:
         Returns:
             ``False`` when there is certainly nothing to recover.
         """
-        from gpusession.core.events.scan import open_work
-        from gpusession.core.files.textio import read_plain
-        from gpusession.core.records.summary import UNFINISHED_KIND
-
         if (self.folder / RUN_LOCK).exists():
             return True
         for path in (self.journal_path, self.results.path):
@@ -833,8 +833,6 @@ def list_sessions(root: Path) -> list[SessionSummary]:
     a folder that is a symbolic link is listed with its target and an error, never
     opened (a second link to one folder is no second session).
     """
-    from gpusession.core.records.summary import accepted_unique_corpora
-
     root = Path(root)
     out: list[SessionSummary] = []
     if not root.is_dir():

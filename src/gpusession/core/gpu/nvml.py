@@ -7,8 +7,12 @@ the worker's run meter (:class:`RunMeter`: energy and clocks at each measured ru
 boundaries, outside the timed region), and :mod:`gpusession.core.gpu.devices` (the
 snapshot it maps torch devices onto). M5: the UI process never creates a CUDA context,
 so live device figures come from here. Why one
-module: every ``nvmlInit`` is paired with its ``nvmlShutdown`` in one place, and a test
-checks no other module calls ``nvmlInit``.
+module: NVML is opened in one place, :func:`open_nvml` (the only ``nvmlInit`` call of
+gpusession, paired with :func:`close_nvml`'s ``nvmlShutdown``), and a test checks so.
+A reading that reads once goes through :func:`nvml_query` (open, read, shut down);
+a poller or a meter keeps NVML open between :func:`open_nvml` and :func:`close_nvml`.
+Either way, NVML that does not open is an :class:`Unread` (why, in words), never an
+exception.
 
 Every reader *never raises*: inside containers NVML is often missing or fails (H-07), so
 a failure gives ``available=False`` with the reason in words, and the caller shows the
@@ -21,8 +25,9 @@ by UUID before its index. Nothing here imports torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from gpusession.core.gpu.host import in_container, possible_pid, process_name
 from gpusession.core.records.energy import energy_note
@@ -49,8 +54,6 @@ class GpuProcess:
     @property
     def readable(self) -> bool:
         """Whether NVML's PID can be a process (0 or 4294967295 cannot: H-33)."""
-        from gpusession.core.gpu.host import possible_pid
-
         return possible_pid(self.pid)
 
     def words(self) -> str:
@@ -410,10 +413,6 @@ def _read_open(nvml: Any) -> NvmlSnapshot:
     return NvmlSnapshot(True, None, driver, tuple(_read_gpu(nvml, i) for i in range(count)))
 
 
-def _not_installed(exc: BaseException) -> NvmlSnapshot:
-    return NvmlSnapshot(False, f"NVML bindings not installed ({_nvml_error_text(exc)})", None, ())
-
-
 #: NVML_ERROR_LIB_RM_VERSION_MISMATCH: the library is not the loaded kernel driver's.
 LIB_RM_VERSION_MISMATCH = 18
 
@@ -438,15 +437,109 @@ def init_failure_words(exc: BaseException) -> str:
         e.g. ``"NVIDIA driver/library version mismatch (NVML: …): …"`` or
         ``"no NVIDIA driver found (NVML: Driver Not Loaded)"``.
     """
-    text = _nvml_error_text(exc)
-    if _is_mismatch(exc):
+    return _start_words(_nvml_error_text(exc), _is_mismatch(exc))
+
+
+def _start_words(text: str, mismatch: bool) -> str:
+    if mismatch:
         return (f"NVIDIA driver/library version mismatch (NVML: {text}): the driver was updated "
                 "without a reboot, or this container's NVML library is not the host driver's")
     return f"no NVIDIA driver found (NVML: {text})"
 
 
-def _no_driver(exc: BaseException) -> NvmlSnapshot:
-    return NvmlSnapshot(False, init_failure_words(exc), None, ())
+@dataclass(frozen=True)
+class Unread:
+    """NVML did not open for a reading: the typed "not read, and why" (H-07).
+
+    Why a value, not an exception: every reader here never raises (inside containers
+    NVML is often missing), and a poller keeps this one value instead of a chained
+    exception per tick.
+
+    Attributes:
+        stage: ``"bindings"`` (``pynvml`` from nvidia-ml-py not importable) or
+            ``"start"`` (``nvmlInit`` failed: no driver, a driver/library mismatch).
+        error: what the bindings said (the exception's text; its class name when empty).
+        error_type: the exception's class name (``"NVMLError_DriverNotLoaded"``).
+        mismatch: the library is not the loaded kernel driver's version (H-07).
+    """
+
+    stage: Literal["bindings", "start"]
+    error: str
+    error_type: str
+    mismatch: bool = False
+
+    @classmethod
+    def of(cls, stage: Literal["bindings", "start"], exc: BaseException) -> Unread:
+        """The unread reading ``exc`` gave at ``stage`` (the exception is not kept)."""
+        return cls(stage, _nvml_error_text(exc), type(exc).__name__, _is_mismatch(exc))
+
+    @property
+    def why(self) -> str:
+        """``"NVML bindings not installed (…)"``, ``"no NVIDIA driver found (NVML: …)"`` or the mismatch."""
+        if self.stage == "bindings":
+            return f"NVML bindings not installed ({self.error})"
+        return _start_words(self.error, self.mismatch)
+
+    def snapshot(self) -> NvmlSnapshot:
+        """The unavailable snapshot that says why (``available=False``)."""
+        return NvmlSnapshot(False, self.why, None, ())
+
+
+def open_nvml(nvml: Any | None = None) -> Any:
+    """NVML ready to read: the bindings with ``nvmlInit`` done, or the :class:`Unread` why not.
+
+    The one ``nvmlInit`` call of gpusession; each opened library is closed by
+    :func:`close_nvml` (a reading that reads once uses :func:`nvml_query`, which pairs them).
+
+    Args:
+        nvml: a pynvml-like module (see :func:`read_nvml`); ``None`` imports ``pynvml``.
+
+    Returns:
+        The opened bindings, or an :class:`Unread` (never raises): the bindings are not
+        importable, or ``nvmlInit`` failed in any way (pynvml's ``NVMLError``, a fake's
+        own error, ctypes' ``OSError``).
+    """
+    if nvml is None:
+        try:
+            nvml = _import_pynvml()
+        except (ImportError, OSError) as exc:  # not installed, or a broken install
+            return Unread.of("bindings", exc)
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - any failure to start NVML is an unread reading, said so (H-07)
+        return Unread.of("start", exc)
+    return nvml
+
+
+def close_nvml(nvml: Any) -> None:
+    """Shut down what :func:`open_nvml` opened; best effort (NVML shuts down with the process)."""
+    try:
+        nvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
+        pass
+
+
+_T = TypeVar("_T")
+
+
+def nvml_query(read: Callable[[Any], _T], nvml: Any | None = None) -> _T | Unread:
+    """One reading: open NVML, ``read(bindings)``, shut NVML down; :class:`Unread` if it did not open.
+
+    Why: a probe that reads once (the header, the checklist, the worker, the host check)
+    opens NVML once for the whole reading, in one place.
+
+    Args:
+        read: reads what it needs from the opened bindings; its own NVML failures are
+            its to word (each figure fails alone, H-18).
+        nvml: a pynvml-like module; ``None`` imports ``pynvml``.
+    """
+    lib = open_nvml(nvml)
+    if isinstance(lib, Unread):
+        return lib
+    try:
+        return read(lib)
+    finally:
+        close_nvml(lib)
 
 
 def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
@@ -470,23 +563,8 @@ def read_nvml(nvml: Any | None = None) -> NvmlSnapshot:
         counts is kept at its index; a reading NVML cannot give is ``None`` with its
         reason in :attr:`GpuReading.unread` (H-18), the other readings are kept.
     """
-    if nvml is None:
-        try:
-            nvml = _import_pynvml()
-        except (ImportError, OSError) as exc:  # not installed, or a broken install
-            return _not_installed(exc)
-    errors = _nvml_errors(nvml)
-    try:
-        nvml.nvmlInit()
-    except errors as exc:
-        return _no_driver(exc)
-    try:
-        return _read_open(nvml)
-    finally:
-        try:
-            nvml.nvmlShutdown()
-        except errors:
-            pass
+    got = nvml_query(_read_open, nvml)
+    return got.snapshot() if isinstance(got, Unread) else got
 
 
 class NvmlSession:
@@ -525,27 +603,17 @@ class NvmlSession:
         if self._failed is not None:
             return self._failed
         if not self._open:
-            if self._nvml is None:
-                try:
-                    self._nvml = _import_pynvml()
-                except (ImportError, OSError) as exc:
-                    self._failed = _not_installed(exc)
-                    return self._failed
-            try:
-                self._nvml.nvmlInit()
-            except _nvml_errors(self._nvml) as exc:
-                self._failed = _no_driver(exc)
+            lib = open_nvml(self._nvml)
+            if isinstance(lib, Unread):
+                self._failed = lib.snapshot()
                 return self._failed
-            self._open = True
+            self._nvml, self._open = lib, True
         return _read_open(self._nvml)
 
     def close(self) -> None:
         """Shut NVML down if this session opened it; a later :meth:`read` opens it again."""
         if self._open:
-            try:
-                self._nvml.nvmlShutdown()
-            except _nvml_errors(self._nvml):
-                pass  # the poller is going away; NVML shuts down with the process anyway
+            close_nvml(self._nvml)
         self._open = False
         self._failed = None
 
@@ -665,45 +733,39 @@ def read_clock_state(index: int | None, nvml: Any | None = None, *,
     """
     if index is None and not uuid:
         return ClockReading(None, None, reason="the GPU's NVML index is not known")
-    if nvml is None:
-        try:
-            nvml = _import_pynvml()
-        except (ImportError, OSError) as exc:
-            return ClockReading(None, None, reason=f"NVML bindings not installed ({exc})")
-    lib: Any = nvml
-    try:
-        lib.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
-        said = init_failure_words(exc) if _is_mismatch(exc) else f"{type(exc).__name__}: {exc}"
-        return ClockReading(None, None, reason=f"NVML could not start ({said})")
+    got = nvml_query(lambda lib: _clock_state_of(lib, index, uuid), nvml)
+    if not isinstance(got, Unread):
+        return got
+    if got.stage == "bindings":
+        return ClockReading(None, None, reason=got.why)
+    said = got.why if got.mismatch else f"{got.error_type}: {got.error}"
+    return ClockReading(None, None, reason=f"NVML could not start ({said})")
+
+
+def _clock_state_of(lib: Any, index: int | None, uuid: str | None) -> ClockReading:
+    """:func:`read_clock_state` with NVML open: each figure fails alone (H-18)."""
     problems: list[str] = []
-    try:
-        handle, found_by = _gpu_handle(lib, index, uuid, problems)
-        if handle is None:
-            return ClockReading(None, None, reason="; ".join(problems) or "the GPU's NVML index is not known")
-        clock = _read_figure(problems, "SM clock", lambda: int(
-            lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1))))
-        get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
-               or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+    handle, found_by = _gpu_handle(lib, index, uuid, problems)
+    if handle is None:
+        return ClockReading(None, None, reason="; ".join(problems) or "the GPU's NVML index is not known")
+    clock = _read_figure(problems, "SM clock", lambda: int(
+        lib.nvmlDeviceGetClockInfo(handle, getattr(lib, "NVML_CLOCK_SM", 1))))
+    get = (getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or getattr(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
 
-        def reasons() -> str:
-            if get is None:
-                raise AttributeError("these NVML bindings cannot read throttle reasons")
-            return throttle_words(int(get(handle)))
+    def reasons() -> str:
+        if get is None:
+            raise AttributeError("these NVML bindings cannot read throttle reasons")
+        return throttle_words(int(get(handle)))
 
-        throttle = _read_figure(problems, "throttle reasons", reasons)
-        temperature = power = None
-        if hasattr(lib, "nvmlDeviceGetTemperature"):
-            temperature = _read_figure(problems, "temperature", lambda: int(
-                lib.nvmlDeviceGetTemperature(handle, getattr(lib, "NVML_TEMPERATURE_GPU", 0))))
-        if hasattr(lib, "nvmlDeviceGetPowerUsage"):
-            power = _read_figure(problems, "power", lambda: int(lib.nvmlDeviceGetPowerUsage(handle)) / 1000)
-        return ClockReading(clock, throttle, temperature, power, found_by, "; ".join(problems) or None)
-    finally:
-        try:
-            lib.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
-            pass
+    throttle = _read_figure(problems, "throttle reasons", reasons)
+    temperature = power = None
+    if hasattr(lib, "nvmlDeviceGetTemperature"):
+        temperature = _read_figure(problems, "temperature", lambda: int(
+            lib.nvmlDeviceGetTemperature(handle, getattr(lib, "NVML_TEMPERATURE_GPU", 0))))
+    if hasattr(lib, "nvmlDeviceGetPowerUsage"):
+        power = _read_figure(problems, "power", lambda: int(lib.nvmlDeviceGetPowerUsage(handle)) / 1000)
+    return ClockReading(clock, throttle, temperature, power, found_by, "; ".join(problems) or None)
 
 
 def read_clocks(index: int | None, nvml: Any | None = None, *,
@@ -788,26 +850,17 @@ def read_boards(nvml: Any | None = None) -> tuple[BoardReading, ...]:
         caller's :func:`read_nvml` says why). A figure NVML cannot give is ``None`` with
         its reason in :attr:`BoardReading.unread`.
     """
-    if nvml is None:
-        try:
-            nvml = _import_pynvml()
-        except (ImportError, OSError):
-            return ()
-    lib: Any = nvml
-    try:
-        lib.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver: read_nvml says why
-        return ()
+    got = nvml_query(_boards_of, nvml)
+    return () if isinstance(got, Unread) else got  # no driver: read_nvml says why
+
+
+def _boards_of(lib: Any) -> tuple[BoardReading, ...]:
+    """Every GPU's board figures with NVML open; ``()`` when NVML cannot count (read_nvml says why)."""
     try:
         count = int(lib.nvmlDeviceGetCount())
         return tuple(_board_of(lib, i) for i in range(count))
     except Exception:  # noqa: BLE001 - NVML could not count: read_nvml says why
         return ()
-    finally:
-        try:
-            lib.nvmlShutdown()
-        except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
-            pass
 
 
 #: Throttle reason bits that slow a run down (power and thermal); idle and settings are not.
@@ -816,6 +869,9 @@ SLOWING_REASONS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 IDLE_REASON = 0x1
 #: What a run's notes say where the GPU has no energy counter (before Volta, some vGPUs).
 ENERGY_UNSUPPORTED = "energy not supported by this GPU"
+#: What a run's notes say when the counter did not move across it: NVML updates it every
+#: few tens of milliseconds, so a shorter run reads 0 mJ that it did draw (never "0 J").
+ENERGY_UNMOVED = "energy unread: the run was shorter than the counter's update"
 
 
 @dataclass(frozen=True)
@@ -915,18 +971,13 @@ class RunMeter:
         if self._handles is not None:
             return self._handles
         self._handles = []
-        if self._nvml is None:
-            try:
-                self._nvml = _import_pynvml()
-            except (ImportError, OSError) as exc:
-                self._why = f"energy not measured: NVML bindings not installed ({exc})"
-                return self._handles
-        try:
-            self._nvml.nvmlInit()
-        except Exception as exc:  # noqa: BLE001 - any NVML library/driver error: unread, said so
-            self._why = f"energy not measured: NVML could not start ({init_failure_words(exc)})"
+        lib = open_nvml(self._nvml)
+        if isinstance(lib, Unread):
+            self._why = ("energy not measured: " + lib.why if lib.stage == "bindings"
+                         else f"energy not measured: NVML could not start ({lib.why})")
             self._nvml = None
             return self._handles
+        self._nvml = lib
         for index, uuid in self.gpus:
             if uuid and uuid.upper().startswith("MIG-"):
                 # the parent's counter is the whole GPU's, other instances' draw included
@@ -962,11 +1013,12 @@ class RunMeter:
         per: list[tuple[str, float | None]] = []
         reasons: list[str] = []
         for (name, _h), b, a in zip(self._handles, before, after, strict=False):
-            if isinstance(b, int) and isinstance(a, int) and a >= b:
+            if isinstance(b, int) and isinstance(a, int) and a > b:
                 per.append((name, (a - b) / 1000))
                 continue
             per.append((name, None))
-            why = b if isinstance(b, str) else a if isinstance(a, str) else "energy not measured: the counter went back"
+            why = (b if isinstance(b, str) else a if isinstance(a, str)
+                   else ENERGY_UNMOVED if a == b else "energy not measured: the counter went back")
             reasons.append(why)
         total = None if reasons else sum(j for _n, j in per if j is not None)
         reason = None if not reasons else "; ".join(dict.fromkeys(reasons))
@@ -990,10 +1042,7 @@ class RunMeter:
     def close(self) -> None:
         """Shut NVML down if this meter opened it; a later :meth:`start` opens it again."""
         if self._nvml is not None and self._handles is not None and self._why is None:
-            try:
-                self._nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001, S110 - shutting NVML down is best effort
-                pass
+            close_nvml(self._nvml)
         if self.gpus:  # a refusing meter stays as it is
             self._handles = None
             self._why = None
@@ -1004,6 +1053,7 @@ __all__ = [
     "THROTTLE_REASONS",
     "BoardReading",
     "read_boards",
+    "ENERGY_UNMOVED",
     "ENERGY_UNSUPPORTED",
     "ClockReading",
     "GpuProcess",
@@ -1011,6 +1061,10 @@ __all__ = [
     "MigReading",
     "NvmlSession",
     "NvmlSnapshot",
+    "Unread",
+    "close_nvml",
+    "nvml_query",
+    "open_nvml",
     "RunClocks",
     "RunEnergy",
     "RunMeter",

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.folder.package import PACKAGE_DAYS, check_days, check_lots
+from gpusession.core.files.secrets import shown
+from gpusession.core.folder.package import PACKAGE_DAYS, Package, check_days, check_lots
 from gpusession.core.money.rates import (
     CENT,
     NOT_IN_RATES,
@@ -39,6 +40,7 @@ from gpusession.core.money.rates import (
     usd_to_minor,
 )
 from gpusession.core.money.window import PackageWindow, local_str, package_window
+from gpusession.core.records.summary import accepted_revisions, validated_count
 
 if TYPE_CHECKING:
     import polars as pl
@@ -118,7 +120,7 @@ def package_total(rates: Rates, gpu_model: str, days: int, lots: int) -> Package
     if rate is None:
         known = ", ".join(rates.models()) or "none"
         return PackageTotal(gpu_model, days, lots, None, None, None,
-                            f"GPU model {gpu_model!r} is {NOT_IN_RATES} (known: {known})")
+                            f"GPU model {shown(gpu_model)} is {NOT_IN_RATES} (known: {known})")
     price = rate.price_usd_minor(days)
     if price is None:
         return PackageTotal(rate.gpu_model, days, lots, rate.gpus_per_lot, None, None,
@@ -179,20 +181,20 @@ PLAN_MAX_DAYS = 366
 
 def _parse_duration(value: str | Decimal | int, index: int) -> Decimal:
     if isinstance(value, float) or isinstance(value, bool):
-        raise BadInput(f"duration {index + 1}: expected a decimal string like 0.25, got {value!r}",
+        raise BadInput(f"duration {index + 1}: expected a decimal string like 0.25, got {shown(value)}",
                        field="plan")
     if isinstance(value, str) and not _DURATION_RE.fullmatch(value.strip()):
         hint = " (use a decimal point: 0.25, not 0,25)" if "," in value else ""
         raise BadInput(f"duration {index + 1}: expected a number of days written like 0.25 "
-                       f"(digits and a decimal point), got {value!r}{hint}", field="plan")
+                       f"(digits and a decimal point), got {shown(value)}{hint}", field="plan")
     try:
         d = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
     except InvalidOperation:
         hint = " (use a decimal point: 0.25, not 0,25)" if isinstance(value, str) and "," in value else ""
-        raise BadInput(f"duration {index + 1}: {value!r} is not a number of days{hint}",
+        raise BadInput(f"duration {index + 1}: {shown(value)} is not a number of days{hint}",
                        field="plan") from None
     if not d.is_finite() or d <= 0:
-        raise BadInput(f"duration {index + 1}: expected a number of days > 0, got {value!r}",
+        raise BadInput(f"duration {index + 1}: expected a number of days > 0, got {shown(value)}",
                        field="plan")
     return d
 
@@ -211,7 +213,7 @@ def parse_plan(text: str) -> list[Decimal]:
             is not a positive number of days, an exponent or non-ASCII digits.
     """
     if re.fullmatch(r"\s*0,[0-9]+\s*", text):
-        raise BadInput(f"{text.strip()!r} reads as two durations, 0 and {text.split(',')[1].strip()}; "
+        raise BadInput(f"{shown(text.strip())} reads as two durations, 0 and {text.split(',')[1].strip()}; "
                        "use a decimal point (0.25, not 0,25) and commas between tasks", field="plan")
     parts = [s.strip() for s in text.split(",")]
     if not any(parts):
@@ -219,7 +221,7 @@ def parse_plan(text: str) -> list[Decimal]:
                        field="plan")
     for i, p in enumerate(parts):
         if not p:
-            raise BadInput(f"duration {i + 1} is empty in {text!r}; expected one number of days "
+            raise BadInput(f"duration {i + 1} is empty in {shown(text)}; expected one number of days "
                            "between each pair of commas, e.g. 0.25,1,0.5", field="plan")
     return [_parse_duration(p, i) for i, p in enumerate(parts)]
 
@@ -310,7 +312,7 @@ def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> Cost
     """
     if accepted is not None and (not isinstance(accepted, int) or isinstance(accepted, bool)
                                  or accepted < 0):
-        raise BadInput(f"expected a whole number ≥ 0 of accepted results, got {accepted!r}",
+        raise BadInput(f"expected a whole number ≥ 0 of accepted results, got {shown(accepted)}",
                        field="accepted-results")
     if total_usd_minor is None:
         return CostPerAccepted(None, accepted, None,
@@ -385,6 +387,8 @@ class CostReport:
         rates_origin: which rates file the prices come from (K7).
         accepted_source: where the accepted count comes from, shown beside it.
         notes: extra lines (e.g. the package window), shown before the K5 line.
+        plan_source: where the plan comes from (kept with the session's package, or
+            given for this call), shown beside it; ``None`` without a plan.
     """
 
     total: PackageTotal
@@ -395,6 +399,7 @@ class CostReport:
     rates_origin: str
     accepted_source: str | None = None
     notes: tuple[str, ...] = field(default=())
+    plan_source: str | None = None
 
     def lines(self) -> list[str]:
         """Readable lines, the same in the CLI and the TUI."""
@@ -423,6 +428,8 @@ class CostReport:
         out.append(self.per_accepted.line())
         if self.plan is not None:
             out.append(self.plan.line())
+            if self.plan_source:
+                out.append(f"  ({self.plan_source})")
             if self.plan.package_days is not None and self.plan.package_days > t.days:
                 out.append(f"  The current {t.days}-day package does not cover this plan; "
                            "fix the plan or the package, never shrink the estimate.")
@@ -464,6 +471,7 @@ class CostReport:
                 "thirty_day_packages": self.plan.thirty_day_packages,
                 "combination_days": list(self.plan.combination),
                 "packages_usd_minor": self.plan_packages_usd_minor,
+                "source": self.plan_source,
             },
             "extensions": [
                 {
@@ -496,6 +504,7 @@ def cost_report(
     notes: Sequence[str] = (),
     window: PackageWindow | None = None,
     tz: tzinfo | None = None,
+    plan_source: str | None = None,
 ) -> CostReport:
     """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
 
@@ -512,6 +521,8 @@ def cost_report(
         window: the package window now (S6); when its end is known, each extension
             option says when the extended package would end (shown in ``tz``).
         tz: the zone for that end time (default: local).
+        plan_source: where ``plan`` comes from, said beside it (the session's kept plan,
+            or one given for this call).
 
     Returns:
         The report; :meth:`CostReport.lines` and :meth:`CostReport.to_json` render it.
@@ -540,7 +551,7 @@ def cost_report(
                                         cost_per_accepted(new_total, accepted), ext.missing_reason,
                                         new_end, local_str(new_end, tz) if new_end else None))
     return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
-                      accepted_source, tuple(notes))
+                      accepted_source, tuple(notes), plan_source if coverage is not None else None)
 
 
 #: How an accepted count that was not measured (no run validated yet, K3) is said.
@@ -563,7 +574,7 @@ class SessionCostInputs:
             the accepted count is not measured, K3); a failed or cut run is not one.
     """
 
-    package: Any
+    package: Package
     rates: Rates
     accepted_revisions: frozenset[str] | None
     validated_runs: int
@@ -614,8 +625,6 @@ def session_cost_inputs(
     Raises:
         BadInput: an unreadable rates file or results file (one line naming it).
     """
-    from gpusession.core.records.summary import accepted_revisions, validated_count
-
     rates = load_rates(rates_path, session_folder=session.folder)
     if not count_accepted:
         return SessionCostInputs(session.package, rates, None, 0)

@@ -36,7 +36,8 @@ from gpusession.core.gpu.hostfacts import (
     read_host_facts,
     this_host,
 )
-from gpusession.core.money.order import load_order, record_deviation
+from gpusession.core.money.order import compare_order, load_order, record_deviation
+from gpusession.core.money.rates import load_rates, model_matches
 
 HOST_CHECK_TOML = "host-check.toml"
 
@@ -99,8 +100,6 @@ def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
     Why: every word of the ordered model is in ``"NVIDIA RTX A5000 + NVIDIA RTX A4000"``,
     so a joined name would hide the wrong card.
     """
-    from gpusession.core.money.rates import model_matches
-
     names = list(dict.fromkeys(g.name for g in facts.gpus if g.name))
     try:
         ordered = load_order(session).gpu_model or session.package.gpu_model
@@ -124,9 +123,6 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
     Returns:
         ``(deviation, words)``: the deviation (``None`` when matching) and one line.
     """
-    from gpusession.core.money.order import compare_order
-    from gpusession.core.money.rates import load_rates
-
     count = len(facts.gpus)
     model = _model_to_compare(session, facts)
     memory = facts.memory_total_bytes

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from gpusession.core.events.actions import OrderEventRecord, OrderSetRecord
+from gpusession.core.files.bounds import past_bound
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.schema import kind_of
@@ -47,7 +49,7 @@ _R = TypeVar("_R")
 __all__ = [
     "STATES", "SOURCES", "YOU", "TRACKING", "OrderInfo", "PaymentOrder", "OrderEvent",
     "OrderState", "check_amount", "amounts_match", "load_order", "save_order", "set_order",
-    "new_payment_order", "record_event", "compare_with_order", "compare_order",
+    "new_payment_order", "record_event", "amount_difference", "compare_with_order", "compare_order",
     "OrderComparison", "record_deviation",
     "ordered_memory_gb", "memory_deviation", "MEMORY_TOLERANCE",
 ]
@@ -66,6 +68,8 @@ YOU = "you"
 TRACKING = "provider tracking"
 SOURCES = (YOU, TRACKING)
 _AMOUNT_RE = re.compile(r"[0-9]+(\.[0-9]+)?")
+#: Most digits after the point of an amount: an asset's smallest unit (wei is 10^-18).
+AMOUNT_DECIMALS_MAX = 18
 
 
 @dataclass(frozen=True)
@@ -186,12 +190,45 @@ def check_amount(amount: str) -> str:
                        f"(e.g. \"12.50\"), got {shown(amount)}", field="amount")
     if set(amount) <= {"0", "."}:
         raise BadInput("the amount must be greater than zero", field="amount")
+    # bounded by what it can mean, on the text (H-41): the same check for the writer and
+    # the reader of order.toml, so a stored amount always reads back
+    if past_bound(amount, "count"):
+        raise BadInput("expected an amount under 10^15 (at most 15 digits before the point)", field="amount")
+    if len(amount.partition(".")[2]) > AMOUNT_DECIMALS_MAX:
+        raise BadInput(f"expected at most {AMOUNT_DECIMALS_MAX} digits after the point", field="amount")
     return amount
 
 
 def amounts_match(expected: str, given: str) -> bool:
     """Digit-for-digit comparison of two amount strings (S3); ``"12.5" != "12.50"``."""
     return expected == given
+
+
+def amount_difference(expected: str, given: str) -> str | None:
+    """How an amount sent differs from the one issued, in words; ``None`` when digit for digit the same (S3).
+
+    Why: the help promises a digit-for-digit comparison; ``1.1`` against ``1.10`` is a
+    difference in digits (a provider matching the text would miss it), said as such with
+    the value equality beside it, so neither is hidden.
+
+    Returns:
+        ``amount 1.1 differs in its digits from the payment order's exact amount 1.10
+        (the same value, but not the digits issued)``, or ``… differs from … (compared
+        digit for digit: another value)``.
+    """
+    if amounts_match(expected, given):
+        return None
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        same = Decimal(expected) == Decimal(given)
+    except (InvalidOperation, ValueError):
+        same = False
+    if same:
+        return (f"amount {given} differs in its digits from the payment order's exact amount "
+                f"{expected} (the same value, but not the digits issued; compared digit for digit)")
+    return (f"amount {given} differs from the payment order's exact amount {expected} "
+            "(compared digit for digit: another value)")
 
 
 def _text(value: Any, fld: str, *, required: bool = True, address: bool = False) -> str | None:
@@ -328,7 +365,6 @@ def save_order(session: Session, state: OrderState) -> None:
 def _append(session: Session, state: OrderState, event: OrderEvent) -> OrderState:
     new = replace(state, events=(*state.events, event))
     save_order(session, new)
-    from gpusession.core.events.actions import OrderEventRecord
 
     session.journal(OrderEventRecord(state=event.state, source=event.source, note=event.note,
                                      order_number=event.order_number, event_at=event.at.isoformat()))
@@ -389,7 +425,6 @@ def set_order(
     state = replace(state, order=info)
     if any(e.state == "ordered" and e.order_number == num for e in state.events):
         save_order(session, state)
-        from gpusession.core.events.actions import OrderSetRecord
 
         session.journal(OrderSetRecord(number=num, gpu_model=model, lots=lots, days=days))
         return state, warnings
@@ -502,9 +537,8 @@ def record_event(
                 warnings.append(f"the active payment order expired at {pay.expires_at.isoformat()}; "
                                 "a payment must use the active order's exact amount, destination "
                                 "and expiry — ask the provider for a new payment order")
-            if amount is not None and not amounts_match(pay.amount, amount):
-                warnings.append(f"amount {amount} differs from the payment order's exact "
-                                f"amount {pay.amount} (compared digit for digit)")
+            if amount is not None and (differs := amount_difference(pay.amount, amount)):
+                warnings.append(differs)
         warnings.append("payment sent is not payment confirmed: only the provider's tracking "
                         "confirms receipt, and the GPU is provisioned separately")
     if state == "ordered" and current.order is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.files.tomlio import read_toml, tomllib
 from gpusession.core.folder.package import PACKAGE_DAYS
 
@@ -203,7 +204,7 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
 
     currency = doc.get("currency", "USD")
     if currency != "USD":
-        raise BadInput(f"expected currency = \"USD\", got {currency!r}", path=path, field="currency")
+        raise BadInput(f"expected currency = \"USD\", got {shown(currency)}", path=path, field="currency")
     table = doc.get("gpu", {})
     if not isinstance(table, dict):
         raise BadInput('expected tables [gpu."MODEL"]', path=path, field="gpu")
@@ -215,7 +216,7 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
         per_lot = entry.get("gpus_per_lot")
         if not isinstance(per_lot, int) or isinstance(per_lot, bool) or per_lot < 1:
             raise bad(
-                f"expected gpus_per_lot = a whole number ≥ 1, got {per_lot!r}",
+                f"expected gpus_per_lot = a whole number ≥ 1, got {shown(per_lot)}",
                 model, "gpus_per_lot" if per_lot is not None else None, f"{fld}.gpus_per_lot",
             )
         prices_raw = entry.get("package_price_usd", {})
@@ -226,7 +227,7 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
         for days_key, price in prices_raw.items():
             pfld = f"{fld}.package_price_usd.{days_key}"
             if days_key not in {str(d) for d in PACKAGE_DAYS}:
-                raise bad(f"expected package length 3, 7 or 30, got {days_key!r}", model,
+                raise bad(f"expected package length 3, 7 or 30, got {shown(days_key)}", model,
                           days_key, pfld)
             if isinstance(price, float):
                 raise bad(f"write the price as a quoted decimal string, e.g. \"{price:.2f}\" "
@@ -236,7 +237,7 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
                 price = str(price)
             if not isinstance(price, str) or not _PRICE_RE.fullmatch(price.strip()):
                 raise bad(f"expected a price in USD like \"55.00\" (decimal point, at most 2 "
-                          f"decimals, at most 9 digits before the point), got {price!r}", model, days_key, pfld)
+                          f"decimals, at most 9 digits before the point), got {shown(price)}", model, days_key, pfld)
             prices[int(days_key)] = Decimal(price.strip())
         source = entry.get("source")
         if source is not None and not isinstance(source, str):

@@ -9,12 +9,39 @@ it is pure and cheap.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from gpusession.core.files.clock import utcnow
+from gpusession.core.files.frozen import frozen
 from gpusession.core.folder.package import Package
+
+if TYPE_CHECKING:  # the session class is only a type here
+    from gpusession.core.folder.session import Session
+
+
+class TimelineEntry(Protocol):
+    """One entry of the order's timeline as read here (``core.money.order.OrderEvent``)."""
+
+    @property
+    def at(self) -> datetime:
+        """When it happened (aware)."""
+
+    @property
+    def state(self) -> str:
+        """The timeline state (``"gpu-provisioned"``)."""
+
+
+class OrderTimeline(Protocol):
+    """What :func:`session_window_origin` reads of an order (``core.money.order.OrderState``).
+
+    A Protocol: ``order`` imports ``cost``, which imports this module.
+    """
+
+    @property
+    def events(self) -> Sequence[TimelineEntry]:
+        """The timeline, oldest first (S2)."""
 
 
 def local_str(dt: datetime | None, tz: tzinfo | None = None) -> str:
@@ -55,7 +82,7 @@ def short_timedelta(td: timedelta | None, *, minutes: bool = True) -> str:
     return f"ended {text} ago" if ended else text
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageWindow:
     """The package window at one instant (S6).
 
@@ -187,7 +214,7 @@ def package_window(
 WARN_BEFORE_END = (timedelta(hours=24), timedelta(hours=2))
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageWarning:
     """A warning about the end of the package (S6, G§7, G§8).
 
@@ -246,7 +273,7 @@ def package_warning(window: PackageWindow, retrieval_verified: bool) -> PackageW
 ORIGIN_TOLERANCE_S = 60.0
 
 
-@dataclass(frozen=True)
+@frozen
 class WindowOrigin:
     """Which event the package window is counted from, and whether to offer a restart.
 
@@ -311,8 +338,8 @@ def window_origin(start: datetime | None, created_at: datetime | None,
     return WindowOrigin(event, provisioned_at, provisioned_at is not None)
 
 
-def session_window_origin(session: Any, order_state: Any | None) -> WindowOrigin:
-    """:func:`window_origin` of a session and its order state (``core.order.OrderState``).
+def session_window_origin(session: Session, order_state: OrderTimeline | None) -> WindowOrigin:
+    """:func:`window_origin` of a session and its order state (``core.money.order.OrderState``).
 
     Args:
         session: the open session (its package start and ``created_at``).

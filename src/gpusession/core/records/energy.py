@@ -1,11 +1,14 @@
-"""Energy per run and per accepted deliverable, from the ``energy … J`` in the rows' notes.
+"""Energy per run and per accepted deliverable, from each run's typed energy reading (R10).
 
-Who calls it: the worker's meter writes the note (:class:`gpusession.core.gpu.nvml.RunEnergy`
-through :func:`energy_note`), the report reads the session's figures back
-(:func:`energy_summary`). Why the notes: the results CSV keeps its 38 columns, and each
-run's joules stay beside the run they belong to. The session's energy is that of every
-measured run, failed ones included, divided by the distinct accepted corpora, as the
-cost is (K3, K4): never per repetition, never projected.
+Who calls it: the worker's meter reads the joules (:class:`gpusession.core.gpu.nvml.RunEnergy`),
+the runner records them as a typed fact of the run's journal record
+(:class:`gpusession.core.records.notefacts.Energy`) and writes ``energy … J`` in the row's
+notes for people; the report passes each row's facts to :func:`energy_summary`. Why not
+a column: the results CSV keeps its 38 columns. A row older than typed facts has only its
+notes: its reading is taken from them (:func:`energy_of_notes`), for the display of old
+sessions only. The session's energy is that of every measured run, failed ones included,
+divided by the distinct accepted corpora, as the cost is (K3, K4): never per repetition,
+never projected.
 """
 
 from __future__ import annotations
@@ -13,29 +16,32 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-#: A run's joules as its notes say them: ``energy 123.4 J`` between ``"; "`` separators.
+from gpusession.core.records.notefacts import (
+    ENERGY_MAX_J,
+    ENERGY_UNSUPPORTED,
+    RowFacts,
+    energy_figure,
+    energy_note,
+)
+from gpusession.core.records.summary import accepted_unique_corpora
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: A run's joules as an old row's notes say them: ``energy 123.4 J`` between ``"; "`` separators.
 ENERGY_NOTE = re.compile(r"(?:^|; )energy (\d+(?:\.\d+)?) J(?=;|$)")
-#: The largest reading kept (J): a 700 W GPU for 40 years is under 1e12 J; above is a hand edit.
-ENERGY_MAX_J = 1e15
 #: The measured phases (a load is not a run of a variant).
 MEASURED_PHASES = ("cold", "warm")
 
 
-def energy_figure(joules: float) -> str:
-    """Joules as the notes write them: one decimal from 10 J, millijoules (3 decimals) below."""
-    return f"{joules:.1f}" if joules >= 10 else f"{joules:.3f}"
-
-
-def energy_note(joules: float) -> str:
-    """``"energy 123.4 J"``: the words a run's notes carry (read back by :func:`energy_of_notes`)."""
-    return f"energy {energy_figure(joules)} J"
-
-
 def energy_of_notes(notes: str | None) -> float | None:
-    """The joules a row's notes say, ``None`` when they say none (not measured, not supported).
+    """The joules an old row's notes say, ``None`` when they say none (not measured, not supported).
+
+    Only for rows older than typed facts (their notes are their only account).
 
     A figure too large for a float (a 400-digit note edited by hand reads as ``inf``) or
     above :data:`ENERGY_MAX_J` is no reading either: a report never shows ``inf J``, and
@@ -92,23 +98,35 @@ def _gpu_measured(row: dict[str, Any]) -> bool:
     return row.get("phase") in MEASURED_PHASES and device.startswith(("cuda", "rocm", "gpu"))
 
 
-def energy_summary(frame: Any) -> EnergySummary | None:
+def _reading(row: dict[str, Any], facts: RowFacts | None) -> tuple[float | None, bool]:
+    """A row's joules and whether its GPU has no counter: typed, or an old row's notes."""
+    if facts is None:  # an old row: its notes are its only account
+        notes = str(row.get("notes") or "")
+        return energy_of_notes(notes), ENERGY_UNSUPPORTED in notes
+    e = facts.energy
+    return (e.joules, e.unsupported) if e is not None else (None, False)
+
+
+def energy_summary(frame: pl.DataFrame, facts: Sequence[RowFacts | None]) -> EnergySummary | None:
     """The session's energy from its results rows; ``None`` when no run was on a GPU.
 
     Args:
         frame: the results rows (polars, 38 columns).
+        facts: each row's typed facts, in the frame's order
+            (:func:`gpusession.core.retrieval.incidents.row_facts`); ``None`` for a row
+            older than typed facts, whose reading is taken from its notes.
 
     Returns:
         The summary: the medians per variant always, the energy per accepted corpus only
         when every measured GPU run has a reading and at least one corpus is accepted
         (a run without one would make the figure too small; nothing accepted: no figure).
     """
-    from gpusession.core.records.summary import accepted_unique_corpora
-
-    rows = [r for r in frame.iter_rows(named=True) if _gpu_measured(r)]
-    if not rows:
+    measured = [(r, f) for r, f in zip(frame.iter_rows(named=True), facts, strict=True) if _gpu_measured(r)]
+    if not measured:
         return None
-    joules = [energy_of_notes(r.get("notes")) for r in rows]
+    rows = [r for r, _ in measured]
+    readings = [_reading(r, f) for r, f in measured]
+    joules = [j for j, _ in readings]
     by_variant: dict[tuple[str, str], list[float]] = {}
     for r, j in zip(rows, joules, strict=True):
         if j is not None and r.get("elapsed_seconds") is not None:  # runs that returned
@@ -119,13 +137,14 @@ def energy_summary(frame: Any) -> EnergySummary | None:
     accepted = accepted_unique_corpora(frame)
     reason = None
     if total is None:
-        unsupported = any("energy not supported by this GPU" in str(r.get("notes") or "") for r in rows)
+        unsupported = any(u for _, u in readings)
         reason = (f"{len(rows) - len(read)} of {len(rows)} measured GPU runs have no energy reading"
-                  + (" (energy not supported by this GPU)" if unsupported else ""))
+                  + (f" ({ENERGY_UNSUPPORTED})" if unsupported else ""))
     elif accepted == 0:
         reason = "nothing accepted yet"
     per = total / accepted if total is not None and accepted else None
     return EnergySummary(per_variant, len(rows), len(read), total, accepted, per, reason)
 
 
-__all__ = ["ENERGY_NOTE", "EnergySummary", "energy_figure", "energy_note", "energy_of_notes", "energy_summary"]
+__all__ = ["ENERGY_MAX_J", "ENERGY_NOTE", "EnergySummary", "energy_figure", "energy_note", "energy_of_notes",
+           "energy_summary"]

@@ -22,7 +22,9 @@ class RunOutcome:
             ``None`` when none did.
         incidents: one sentence per incident.
         stopped: ``"session-limit"`` (D1) or ``"first-result"`` (D3) when the runner
-            stopped the experiment at a run boundary on purpose, else ``None``.
+            stopped the experiment at a run boundary on purpose, ``"revision-changed"``
+            when a worker's load reported another model or tokenizer than the
+            experiment's rows (R1: the attempt is refused), else ``None``.
         stopped_words: the sentence of that stop ("stopped at the session limit (stop by
             …)", "stopped after the first result: 300 IDs missing — fix and run again").
         started_runs: runs of this invocation that were started (loads not counted).

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.csvtext import csv_bytes
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import make_private_dir, open_append
 
 #: Columns of ``runs/<experiment>/ranks.csv``, in file order.
 RANK_COLUMNS = (
@@ -86,7 +88,6 @@ def append_rank_rows(path: Path, run_key: str, worker: str, per_rank: list[dict[
     rows = [{"run_key": run_key, "worker": worker, **{k: r.get(k) for k in columns[2:]}}
             for r in per_rank]
     frame = pl.DataFrame(rows, schema={c: k for c, k in _schema().items() if c in columns})
-    from gpusession.core.files.safefile import make_private_dir, open_append
 
     if root is None:
         make_private_dir(path.parent, parents=True)
@@ -104,7 +105,6 @@ def read_rank_frame(path: Path) -> Any:
     """
     import polars as pl
 
-    from gpusession.core.files.errors import BadInput
 
     if not path.is_file():
         return pl.DataFrame(schema=_schema())

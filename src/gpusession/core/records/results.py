@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.files.bounds import COLUMN_KINDS, past_bound
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import (
@@ -30,8 +31,9 @@ from gpusession.core.files.safefile import (
     open_private,
     refuse_link_or_special,
 )
-from gpusession.core.files.secrets import is_digest_key, mask_text
+from gpusession.core.files.secrets import is_digest_key, mask_text, shown
 from gpusession.core.files.textio import decode_strict, read_plain
+from gpusession.core.records.csvkeys import MAX_CELL_CHARS, RUN_KEY_COLUMNS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -293,7 +295,7 @@ def check_header(path: Path, first_line: str) -> None:
     for i, (want, have) in enumerate(zip(COLUMNS, got, strict=False)):
         if want != have:
             raise BadInput(
-                f"header column {i + 1} is {have!r}, expected {want!r} "
+                f"header column {i + 1} is {shown(have)}, expected {shown(want)} "
                 f"(the 38 seed columns in order)",
                 path=path,
                 line=1,
@@ -305,7 +307,6 @@ def check_header(path: Path, first_line: str) -> None:
 
 _INT_RE = re.compile(r"-?[0-9]+")
 _FLOAT_RE = re.compile(r"-?[0-9]+(\.[0-9]+)?")
-_INT64_MAX = 2**63 - 1
 #: Columns that cannot be negative: a measured duration, byte counts, cents, counts.
 _NON_NEGATIVE = {
     "elapsed_seconds", "baseline_allocated_bytes", "baseline_reserved_bytes",
@@ -320,32 +321,31 @@ def _cell_problem(column: str, cell: str) -> str | None:
         return None  # not measured (C3)
     dtype = COLUMN_TYPES[column]
     if dtype == _INT:
-        if not _INT_RE.fullmatch(cell) or abs(int(cell)) > _INT64_MAX:
-            return f"expected a whole number, got {cell!r}"
-    elif dtype == _FLOAT:
+        if not _INT_RE.fullmatch(cell):
+            return f"expected a whole number, got {shown(cell)}"
+        return past_bound(cell, COLUMN_KINDS.get(column, "whole")) or _sign_problem(column, cell)
+    if dtype == _FLOAT:
         if not _FLOAT_RE.fullmatch(cell):
             return (f"expected a decimal number with a point and no exponent "
-                    f"(e.g. 0.00001), got {cell!r}")
-    elif dtype == _BOOL:
+                    f"(e.g. 0.00001), got {shown(cell)}")
+        # bounded by what it means (H-41): never converted past it (inf, 1e+25 s)
+        return past_bound(cell, COLUMN_KINDS.get(column, "count")) or _sign_problem(column, cell)
+    if dtype == _BOOL:
         if cell not in ("true", "false"):
-            return f"expected true or false, got {cell!r}"
+            return f"expected true or false, got {shown(cell)}"
     elif column == "phase" and cell not in PHASES:
-        return f"expected one of {', '.join(PHASES)}, got {cell!r}"
+        return f"expected one of {', '.join(PHASES)}, got {shown(cell)}"
+    return _sign_problem(column, cell)
+
+
+def _sign_problem(column: str, cell: str) -> str | None:
     if column in _NON_NEGATIVE and cell.startswith("-"):
-        return f"expected a value ≥ 0, got {cell!r}"
+        return f"expected a value ≥ 0, got {shown(cell)}"
     return None
 
 
-#: The longest cell of the results CSV, in characters: 16 Mi (16,777,216), the longest
-#: line accepted in the other files gpusession reads (``textio.MAX_LINE_BYTES``). Every
-#: reader of the CSV (``show``, ``report``, ``run``, ``status``) accepts a cell up to
-#: this size and refuses a longer one with the same line; the standard
-#: library's own bound (128 KiB) would refuse a long ``notes`` cell that polars reads.
-MAX_CELL_CHARS = 16 * 1024 * 1024
-
-
-#: The cells naming the run a row records; the runner writes each run once (S7).
-RUN_KEY_COLUMNS = ("experiment_id", "phase", "variant_id", "run_index")
+# MAX_CELL_CHARS (the longest cell, 16 Mi characters) and RUN_KEY_COLUMNS (the cells
+# naming a run, S7) live in csvkeys, light enough for `status`; imported above, kept here.
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gpusession.core.records.csvkeys import UNFINISHED_KIND as UNFINISHED_KIND
+from gpusession.core.records.results import elapsed_statistics
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from gpusession.core.records.results import ResultsFile
 
 
 def accepted_unique_corpora(
@@ -331,9 +336,8 @@ def _verdict_aggregates() -> list[pl.Expr]:
     ]
 
 
-#: ``kind`` of the incident crash recovery records, once, for an invocation that never
-#: ended (:func:`gpusession.core.folder.recovery.unfinished_invocations`).
-UNFINISHED_KIND = "run_did_not_finish"
+# UNFINISHED_KIND (the incident of an invocation that never ended) lives in csvkeys, light
+# enough for the TUI's first frame (Session.needs_recovery); imported above, kept here.
 
 
 def _key_of(row: Mapping[str, Any]) -> str:
@@ -427,7 +431,6 @@ def _grouped(frame: pl.DataFrame, attempts: Mapping[str, int],
     """One row per (attempt, validation, experiment, variant, phase) with its statistics."""
     import polars as pl
 
-    from gpusession.core.records.results import elapsed_statistics
 
     frame = measured_again_dropped(frame)
     cells = list(frame.select("experiment_id", "phase", "variant_id", "run_index").iter_rows(named=True))
@@ -571,13 +574,51 @@ def verdict_count_words(accepted: int, rejected: int) -> str:
     return f"variants: {accepted} accepted, {rejected} REJECTED"
 
 
-def session_summary(session: Any, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
+class SummaryFacts(Protocol):
+    """The journal's facts :func:`session_summary` reads (``core.events.facts.JournalFacts``).
+
+    A Protocol, not the class: ``events`` stands on this floor (``records``) and must
+    not be imported from it.
+    """
+
+    @property
+    def failed_attempts(self) -> Mapping[str, int]:
+        """``{run key → attempt number}`` of rows of an attempt that measured nothing."""
+
+    @property
+    def unfinished_words(self) -> Mapping[str, str]:
+        """``{experiment id → words}`` of experiments whose run did not finish."""
+
+    @property
+    def unfinished_groups(self) -> Mapping[str, frozenset[tuple[str, str]]]:
+        """``{experiment id → (variant, phase) groups}`` it did not finish."""
+
+    @property
+    def attempts(self) -> Mapping[str, Sequence[Any]]:
+        """``{experiment id → its attempts}`` (``events.facts.Attempt``)."""
+
+
+class SummarySession(Protocol):
+    """What :func:`session_summary` reads of a session (``core.folder.session.Session``).
+
+    A Protocol: ``folder`` stands above this floor and imports this module.
+    """
+
+    @property
+    def results(self) -> ResultsFile:
+        """The session's ``results.csv``."""
+
+    def journal_facts(self) -> SummaryFacts:
+        """The journal read typed, once."""
+
+
+def session_summary(session: SummarySession, frame: pl.DataFrame | None = None) -> list[SummaryRow]:
     """The summary table of a session: :func:`summary_rows` with the journal's facts.
 
     Args:
-        session: the open ``core.folder.session.Session`` (not imported here: session
-            imports this module); its ``journal_facts()`` reads the journal typed
-            (:mod:`gpusession.core.events.facts`).
+        session: the open session (:class:`SummarySession`: a
+            ``core.folder.session.Session``); its ``journal_facts()`` reads the journal
+            typed (:mod:`gpusession.core.events.facts`).
         frame: its rows, when already read (else read here), possibly filtered.
 
     Returns:

@@ -5,8 +5,9 @@ For each experiment the variant to keep is the accepted one with the fastest war
 compared with it: the ratio of the warm medians, both medians and both min–max ranges,
 whether every run of one was faster than every run of the other, and whether the
 difference can be told apart from noise with the runs taken. That last question is
-answered by an exact two-sided Mann–Whitney U test on the warm runs (scipy, imported
-inside the function that uses it): with 5 runs against 5 the smallest possible p is
+answered by an exact two-sided Mann–Whitney U test on the warm runs
+(:mod:`gpusession.core.records.ranktest`, ties counted by the exact permutation
+distribution of their midranks): with 5 runs against 5 the smallest possible p is
 2/252 = 0.0079, with 3 against 3 it is 0.1, so three runs can never tell two variants
 apart at 0.05 and the words say so. No p95 is ever given below 20 runs (R6).
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpusession.core.files.units import format_seconds, format_seconds_range
+from gpusession.core.records.ranktest import exact_two_sided_p
 from gpusession.core.records.summary import SummaryRow, recommended_variant
 
 if TYPE_CHECKING:
@@ -56,15 +58,13 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
         b: the other's.
 
     Returns:
-        The p value (0–1), ``None`` when either side has no measured run. scipy's exact
-        method (``scipy.stats.mannwhitneyu(..., method="exact")``); ties are counted as
-        scipy counts them.
+        The p value (0–1), ``None`` when either side has no measured run. Without shared
+        values it is the classic exact table; with shared values (ties), the exact
+        permutation p of the midrank sum (:func:`~gpusession.core.records.ranktest.exact_two_sided_p`).
     """
     if not a or not b:
         return None
-    from scipy.stats import mannwhitneyu
-
-    return float(mannwhitneyu(list(a), list(b), alternative="two-sided", method="exact").pvalue)
+    return exact_two_sided_p(a, b)
 
 
 def _p_words(p: float) -> str:

@@ -19,8 +19,19 @@ item -- done, when, note, evidence -- lives in the session's ``checklist.toml``:
     text = "Ask IT for the VPN"
 
 Every change is written at once, atomically (S7). Automatic evidence is computed by
-:mod:`gpusession.core.retrieval.evidence` and shown beside the item; it never ticks an item for
-the person (S1). Callers: the TUI's Checklist pane and ``gpusession checklist``.
+:mod:`gpusession.core.retrieval.evidence` and shown beside the item; a probe's reading
+never ticks an item for the person (S1). What the product recorded itself does (S11): an
+item whose evidence is such a fact (a verified pull, a kept plan the package covers, an
+order event, …; :mod:`gpusession.core.retrieval.known_facts`) reads done, with the fact as
+its evidence; a person's judgement (``g1.*``, ``p1.fixed-before``, ``g7.one-change``, …)
+never does. A person can still mark such an item not done, with a note::
+
+    [items."g8.verify-copy"]
+    done = false
+    not_done_although_recorded = true     # the person's word over the product's fact
+    note = "the disk of the copy is failing"
+
+Callers: the TUI's Checklist pane, ``gpusession checklist`` and the report.
 """
 
 from __future__ import annotations
@@ -61,6 +72,10 @@ class ChecklistItem:
         evidence: the last automatic evidence, ``None`` when none was collected.
         custom: True for an item the person added to this session.
         probe: name of the automatic probe for this item (``"device"``...), or ``None``.
+        ticked_by: ``"gpusession"`` when done by a fact the product recorded (S11),
+            ``"you"`` when ticked by the person, ``None`` while open.
+        not_done_although_recorded: the person marked it not done although the product
+            holds its fact (S11); their note says why.
     """
 
     id: str
@@ -73,6 +88,20 @@ class ChecklistItem:
     evidence: str | None
     custom: bool
     probe: str | None = None
+    ticked_by: str | None = None
+    not_done_although_recorded: bool = False
+
+    def state_words(self) -> str:
+        """``done (recorded by gpusession)``, ``done``, ``open`` or ``open (marked not done by you)``."""
+        if self.done:
+            return "done (recorded by gpusession)" if self.ticked_by == PRODUCT else "done"
+        return "open (marked not done by you)" if self.not_done_although_recorded else "open"
+
+
+#: Who ticked an item the product's facts tick (S11).
+PRODUCT = "gpusession"
+#: The state key of a person's "not done" over the product's fact (S11).
+OVERRIDE_KEY = "not_done_although_recorded"
 
 
 @dataclass(frozen=True)
@@ -130,7 +159,8 @@ def _as_utc(value: Any) -> datetime | None:
     return None
 
 
-def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool) -> ChecklistItem:
+def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool,
+          fact: Any = None) -> ChecklistItem:
     fld = f"items.{tpl.id}"
     done = state.get("done", False)
     if not isinstance(done, bool):  # "false" must never read as done
@@ -143,29 +173,42 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool)
     if not isinstance(state.get("note", ""), str):
         raise BadInput(f"expected text, got {shown(state.get('note'))}", path=session.checklist_toml,
                        field=f"{fld}.note")
+    override = state.get(OVERRIDE_KEY, False)
+    if not isinstance(override, bool):
+        raise BadInput(f"expected true or false, got {shown(override)}", path=session.checklist_toml,
+                       field=f"{fld}.{OVERRIDE_KEY}")
     evidence = state.get("evidence")
+    at = _as_utc(state.get("at")) if done else None
+    ticked_by = "you" if done else None
+    overridden = override and not done and fact is not None
+    if fact is not None and not custom and not overridden:  # S11: what the product recorded ticks it
+        done, ticked_by, evidence = True, PRODUCT, fact.evidence
+        at = fact.at or at
     return ChecklistItem(
         id=tpl.id,
         stage=tpl.stage,
         stage_title=STAGES.get(tpl.stage, f"Stage {tpl.stage}"),
         text=printable(tpl.text.replace("{session}", session.name)),  # H-17: shown escaped
         done=done,
-        at=_as_utc(state.get("at")) if done else None,
+        at=at,
         note=printable(str(state.get("note", ""))),
         evidence=printable(str(evidence)) if evidence is not None else None,
         custom=custom,
         probe=tpl.probe,
+        ticked_by=ticked_by,
+        not_done_although_recorded=overridden,
     )
 
 
-def _items_from(session: Session, doc: dict[str, Any]) -> list[ChecklistItem]:
+def _items_from(session: Session, doc: dict[str, Any], facts: dict[str, Any] | None = None) -> list[ChecklistItem]:
     states: dict[str, Any] = doc.get("items", {})
     if not isinstance(states, dict):
         raise BadInput('expected [items."<id>"] tables', path=session.checklist_toml, field="items")
+    facts = facts or {}
     out: list[ChecklistItem] = []
     for tpl in _bundled()[1]:
         st = states.get(tpl.id, {})
-        out.append(_item(tpl, st if isinstance(st, dict) else {}, session, False))
+        out.append(_item(tpl, st if isinstance(st, dict) else {}, session, False, facts.get(tpl.id)))
     for item_id, st in states.items():
         if not isinstance(st, dict) or not st.get("custom"):
             continue
@@ -183,11 +226,17 @@ def _items_from(session: Session, doc: dict[str, Any]) -> list[ChecklistItem]:
     return out
 
 
-def load_checklist(session: Session) -> list[ChecklistItem]:
+def load_checklist(session: Session, *, with_facts: bool = True) -> list[ChecklistItem]:
     """The bundled items plus the session's own items, with their state, by stage (S1).
+
+    An item whose fact the product recorded (S11, :func:`known_facts`) reads done, with
+    that fact as its evidence and time, unless the person marked it not done.
 
     Args:
         session: an open session.
+        with_facts: read the product's facts (S11); ``False`` only for the TUI's first
+            screenful, drawn before the order, count and journal readers load (the pane
+            reads them right after the first frame).
 
     Returns:
         Items ordered by stage; within a stage, bundled items in file order, then the
@@ -196,7 +245,14 @@ def load_checklist(session: Session) -> list[ChecklistItem]:
     Raises:
         BadInput: the session's ``checklist.toml`` is malformed (file and field named).
     """
-    return _items_from(session, _read_state(session))
+    doc = _read_state(session)
+    if not with_facts:
+        return _items_from(session, doc)
+    from gpusession.core.retrieval.known_facts import (
+        known_facts,  # its readers load after the first frame
+    )
+
+    return _items_from(session, doc, known_facts(session, doc))
 
 
 def _find(items: list[ChecklistItem], item_id: str, session: Session) -> ChecklistItem:
@@ -225,28 +281,49 @@ def _update(session: Session, item_id: str, changes: dict[str, Any]) -> Checklis
 
 
 def set_done(
-    session: Session, item_id: str, done: bool, *, now: datetime | None = None
+    session: Session, item_id: str, done: bool, *, now: datetime | None = None, note: str | None = None
 ) -> ChecklistItem:
     """Tick (or untick) an item, recording when; saved at once, atomically (S1, S7).
+
+    An item done by a fact the product recorded (S11) is marked not done only with a
+    note saying why; the person's word then stands over the fact until they tick it again.
 
     Args:
         session: an open session.
         item_id: a bundled id (``g6.device-check``) or an own id (``own.1``).
         done: True to tick, False to untick (the time is then cleared).
         now: the tick time (aware); default: now, UTC.
+        note: the person's note, saved with the change (required to untick an item the
+            product's fact ticks).
 
     Returns:
-        The item as saved.
+        The item as read back (a fact still ticks an item the person unticked without
+        a fact's override).
 
     Raises:
-        BadInput: unknown item id (nothing is written).
+        BadInput: unknown item id; unticking an item the product's fact ticks without a
+            note; a note refused as :func:`set_note` refuses it (nothing is written).
     """
     at = (now or utcnow()).astimezone(timezone.utc).replace(microsecond=0) if done else None
-    item = _update(session, item_id, {"done": bool(done), "at": at})
+    changes: dict[str, Any] = {"done": bool(done), "at": at, OVERRIDE_KEY: None}
+    from gpusession.core.retrieval.known_facts import known_facts
+
+    doc = _read_state(session)
+    fact = known_facts(session, doc).get(item_id)
+    if not done and fact is not None:
+        _find(_items_from(session, doc), item_id, session)  # an unknown id is said first
+        if not (note and note.strip()):
+            raise BadInput(f"{item_id} is done by what gpusession recorded ({fact.evidence}); to mark it not "
+                           f"done, say why: gpusession checklist {session.name} undone {item_id} --note TEXT",
+                           field="note")
+        changes[OVERRIDE_KEY] = True
+    if note is not None:
+        changes["note"] = _checked_note(note)
+    _update(session, item_id, changes)
     from gpusession.core.events.actions import ChecklistDoneRecord, ChecklistUndoneRecord
 
     session.journal(ChecklistDoneRecord(item=item_id) if done else ChecklistUndoneRecord(item=item_id))
-    return item
+    return _find(load_checklist(session), item_id, session)
 
 
 def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
@@ -255,13 +332,19 @@ def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
     Raises:
         BadInput: unknown item id, or a note that is not a string.
     """
+    _update(session, item_id, {"note": _checked_note(note)})
+    return _find(load_checklist(session), item_id, session)
+
+
+def _checked_note(note: Any) -> str:
+    """A note as typed, refused when it is not text, holds a control character or a secret."""
     if not isinstance(note, str):
         raise BadInput("expected text for the note", field="note")
     if any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in note):
         raise BadInput("the note contains a control character (escape, …); expected text",
                        field="note")
     check_no_secret(note, field="note")
-    return _update(session, item_id, {"note": note})
+    return note
 
 
 def add_item(session: Session, stage: int, text: str) -> ChecklistItem:
@@ -413,6 +496,8 @@ def collect_evidence(
 
 
 __all__ = [
+    "OVERRIDE_KEY",
+    "PRODUCT",
     "STAGES",
     "ChecklistItem",
     "DEFAULT_RETRIEVAL_RESERVE_HOURS",

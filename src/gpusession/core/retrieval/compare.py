@@ -13,17 +13,29 @@ revisions); a difference is named and blocks the ranking unless the caller allow
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds
-from gpusession.core.folder.session import Session
+from gpusession.core.folder.experiments import load_experiments
+from gpusession.core.folder.session import Session, list_sessions
+from gpusession.core.folder.unit import unit_of
+from gpusession.core.money.cost import cost_report, session_cost_inputs
+from gpusession.core.money.count import CORPORA, session_count
+from gpusession.core.money.host_check import load_host_checks
+from gpusession.core.money.order import load_order
 from gpusession.core.money.rates import format_usd
+from gpusession.core.records.summary import recommended_variant, session_summary
+from gpusession.core.retrieval.plotting import ChartsUnavailable, pyplot_agg
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The terms two sessions must share to be ranked (D6, R1, R2, V5): ``(key, words)``. The
 #: keys are results CSV columns, except ``classes`` and ``scope``, which come from the
@@ -39,6 +51,7 @@ WORK_TERMS: tuple[tuple[str, str], ...] = (
     ("scope", "stopwatch scope"),
     ("precision", "precision"),
     ("context", "context limit"),
+    ("unit", "unit of the deliverables"),  # S8: fixed before the comparison (seed 000 §5)
 )
 #: How a term no measured row recorded reads.
 NOT_RECORDED = "not recorded"
@@ -88,6 +101,11 @@ class SessionFigures:
     work: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     host_check: str = "not checked"
     probe: str = "not run"
+    #: the count in the session's unit with its source (S8, S10); ``None``: plain corpora
+    unit_words: str | None = None
+    unit: str | None = None
+    #: why the session's count does not read, in one line naming the file (H-39); ``None`` when it does
+    count_problem: str | None = None
 
     def cells(self) -> list[str]:
         """The column's cells, in the order of :data:`ROW_LABELS`."""
@@ -100,7 +118,10 @@ class SessionFigures:
             package = f"{self.days} days, price not in the rates file"
         per = (format_usd(self.cost_per_accepted_usd_minor) if self.cost_per_accepted_usd_minor is not None
                else "not shown")
-        return [gpu, package, "not measured" if self.accepted is None else str(self.accepted),
+        if self.unit and self.cost_per_accepted_usd_minor is not None:
+            per += f" per {self.unit}"
+        accepted = "not measured" if self.accepted is None else str(self.accepted)
+        return [gpu, package, self.unit_words or accepted,
                 per, self.time_words(), self.quality, printable(self.host_check), self.probe]
 
     def time_words(self) -> str:
@@ -118,6 +139,7 @@ class SessionFigures:
             "accepted_unique": self.accepted,
             "cost_per_accepted_usd_minor": self.cost_per_accepted_usd_minor,
             "cost_per_accepted_reason": self.cost_reason,
+            "deliverables": self.unit_words, "unit": self.unit,
             "recommended": None if self.variant_id is None else {
                 "experiment_id": self.experiment_id, "variant_id": self.variant_id,
                 "warm_median_s": self.warm_median_s, "warm_min_s": self.warm_min_s,
@@ -203,8 +225,6 @@ class Comparison:
             allow_hint: how to rank anyway, said where the ranking is refused (the TUI
                 names the command).
         """
-        import textwrap
-
         out = _table(self.sessions)
         out.append("")
         for line in self._said(allow_hint):  # 80 columns, continuation lines indented
@@ -224,6 +244,8 @@ class Comparison:
         else:
             said.append("Not the same work:")
             said.extend(f"  {d.line()}" for d in self.differences)
+        said.extend(f"{printable(s.name)}: count unreadable ({printable(s.count_problem)}); its accepted "
+                    "deliverables are not counted here" for s in self.sessions if s.count_problem)  # H-39
         said.extend(self._ranking_lines(allow_hint))
         return said
 
@@ -289,19 +311,18 @@ def cost_chart_svg(comparison: Comparison) -> str | None:
     """The cost per accepted deliverable of each session as an inline SVG bar chart (D6).
 
     The axis starts at 0; a session without the figure has no bar and says why in its
-    label. ``None`` when matplotlib cannot be imported or no session has the figure.
+    label. ``None`` when matplotlib cannot be imported or no session has the figure;
+    an unusable ``MPLBACKEND`` is ignored (H-42, :mod:`gpusession.core.retrieval.plotting`).
     """
     costed = [s for s in comparison.sessions if s.cost_per_accepted_usd_minor is not None]
     if not costed:
         return None
+    import io
+
+
     try:
-        import io
-
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+        plt = pyplot_agg()
+    except ChartsUnavailable:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.5 * len(comparison.sessions)))
     names = [printable(s.name) for s in comparison.sessions]
@@ -338,8 +359,6 @@ def _table(sessions: Sequence[SessionFigures]) -> list[str]:
 
 def _host_check_cells(session: Session) -> tuple[str, str]:
     """The newest host check in short: against the order, and its probe's figures (D8)."""
-    from gpusession.core.money.host_check import load_host_checks
-
     try:
         checks = list(load_host_checks(session).values())
     except (BadInput, OSError):
@@ -371,10 +390,6 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
     Raises:
         BadInput: an unreadable results CSV, rates file, order or experiment definition.
     """
-    from gpusession.core.money.cost import cost_report, session_cost_inputs
-    from gpusession.core.money.order import load_order
-    from gpusession.core.records.summary import recommended_variant, session_summary
-
     frame = session.results.read()
     inputs = session_cost_inputs(session, rates_path, frame=frame)
     pkg = inputs.package
@@ -384,16 +399,20 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
     lots = pkg.lots or (order.lots if order else None)
     total = per = count = None
     reason: str | None = "the package is not set (GPU model, days, lots)"
+    counted, count_problem = _count_in_unit(session, frame)  # S10: the session's one source, in its unit
+    accepted = counted.n if counted is not None else inputs.accepted_measured
     if gpu and days and lots:
-        rep = cost_report(inputs.rates, gpu, days, lots, accepted=inputs.accepted_measured, extensions=False)
+        rep = cost_report(inputs.rates, gpu, days, lots, accepted=accepted, extensions=False)
         total, count = rep.total, rep.per_accepted
         per, reason = count.per_accepted_usd_minor, count.reason
     figures = SessionFigures(
         name=session.name, folder=str(session.folder), gpu_model=gpu, days=days, lots=lots,
         gpu_count=total.gpu_count if total else None,
         package_total_usd_minor=total.total_usd_minor if total else None,
-        accepted=inputs.accepted_measured, cost_per_accepted_usd_minor=per, cost_reason=reason,
-        work=work_terms(session, frame))
+        accepted=accepted, cost_per_accepted_usd_minor=per, cost_reason=reason,
+        work=work_terms(session, frame),
+        unit_words=f"{counted.words()} ({counted.source_words()})" if counted is not None else None,
+        unit=counted.unit.singular if counted is not None else None, count_problem=count_problem)
     host_check, probe = _host_check_cells(session)
     figures = replace(figures, host_check=host_check, probe=probe)
     rows = session_summary(session, frame)
@@ -407,7 +426,20 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
                    warm_max_s=best.max_seconds, quality=best.quality_words())
 
 
-def work_terms(session: Session, frame: Any) -> dict[str, tuple[str, ...]]:
+def _count_in_unit(session: Session, frame: Any) -> tuple[Any, str | None]:
+    """The session's count in its own unit (S10), ``None`` for a plain classification session; and why it does not read.
+
+    A count that does not read is ``(None, "PATH: …")``: the comparison says so below
+    its table, naming the file (H-39), and goes on.
+    """
+    try:
+        count = session_count(session, frame)
+    except BadInput as exc:
+        return None, str(exc)
+    return (None if count.source == CORPORA and not count.unit.declared else count), None
+
+
+def work_terms(session: Session, frame: pl.DataFrame) -> dict[str, tuple[str, ...]]:
     """Per :data:`WORK_TERMS` key, the distinct values of the session's measured work.
 
     Only the cold and warm rows count (a load row holds no corpus; a standalone
@@ -419,7 +451,6 @@ def work_terms(session: Session, frame: Any) -> dict[str, tuple[str, ...]]:
     """
     import polars as pl
 
-    from gpusession.core.folder.experiments import load_experiments
 
     measured = frame.filter(pl.col("phase").is_in(["cold", "warm"])) if frame.height else frame
     out: dict[str, tuple[str, ...]] = {}
@@ -432,6 +463,8 @@ def work_terms(session: Session, frame: Any) -> dict[str, tuple[str, ...]]:
     out["classes"] = tuple(sorted({", ".join(str(c) for c in (e.protocol or {}).get("classes", ()))
                                    for e in exps if e.protocol}))
     out["scope"] = tuple(sorted({e.scope for e in exps}))
+
+    out["unit"] = (unit_of(session.data).singular,)
     return out
 
 
@@ -469,8 +502,6 @@ def compare_sessions(sessions: Sequence[Session], *, allow_different: bool = Fal
     Raises:
         BadInput: fewer than two sessions, or a session file is unreadable.
     """
-    from gpusession.core.files.errors import BadInput
-
     if len(sessions) < 2:
         raise BadInput("give two or more sessions to compare (names or folders)", field="sessions")
     figures = [session_figures(s, rates_path) for s in sessions]
@@ -501,9 +532,6 @@ def folder_comparison_lines(session: Session, *, limit: int = FOLDER_MAX_SESSION
     Returns:
         The lines; empty when the folder holds no other session that opens.
     """
-    from gpusession.core.files.errors import BadInput
-    from gpusession.core.folder.session import list_sessions
-
     others: list[Session] = []
     broken: list[str] = []
     root = session.folder.parent

@@ -20,13 +20,22 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.events import (
+    ExperimentDefinedRecord,
+    ExperimentStoppedRecord,
+    RunStartedRecord,
+)
+from gpusession.core.events.actions import OrderDeviationObservedRecord
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import Session
 from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot, read_nvml
+from gpusession.core.money.cost import load_rates
+from gpusession.core.money.order import load_order, record_deviation
 from gpusession.core.money.rates import _model_words, model_matches
+from gpusession.core.retrieval.limit import session_limit
 
 GIB = 1024**3
 
@@ -241,7 +250,6 @@ def ordered_of(session: Session) -> Ordered:
     lots: int | None = None
     number: str | None = None
     per_lot: int | None = None
-    from gpusession.core.money.order import load_order
 
     info = load_order(session).order
     if info is not None:
@@ -251,7 +259,6 @@ def ordered_of(session: Session) -> Ordered:
         model, lots = pkg.gpu_model, pkg.lots
     if model:
         try:
-            from gpusession.core.money.cost import load_rates
 
             rate = load_rates(session_folder=session.folder).find(model)
             if rate is not None:
@@ -283,8 +290,6 @@ def _record(session: Session, model: str, count: int | None, ordered: Ordered) -
     order module records one deviation once. Without that module, the journal keeps it
     (once per observation).
     """
-    from gpusession.core.money.order import record_deviation
-
     try:
         msg = record_deviation(session, model, count)
         if msg is None:
@@ -294,7 +299,6 @@ def _record(session: Session, model: str, count: int | None, ordered: Ordered) -
         return f"recorded as an order event (no order number yet: gpusession order {session.name} set)"
     except BadInput:
         pass
-    from gpusession.core.events.actions import OrderDeviationObservedRecord
 
     for rec in session.journal_records():
         if (
@@ -461,7 +465,6 @@ def protocol_evidence(session: Session) -> str:
     first_run: dict[str, datetime] = {}
     defined: dict[str, datetime] = {}
     stored_protocol: dict[str, Any] = {}
-    from gpusession.core.events import ExperimentDefinedRecord, RunStartedRecord
 
     for rec in session.journal_records():
         if not isinstance(rec, (RunStartedRecord, ExperimentDefinedRecord)):
@@ -535,8 +538,6 @@ def session_limit_evidence(session: Session, *, now: datetime | None = None) -> 
         work after 2026-12-04T10:00:00+00:00 (5d 16h 00m from now)``, or a ``WARNING: …``
         once the limit or the package end has passed.
     """
-    from gpusession.core.retrieval.limit import session_limit
-
     now = now or utcnow()
     left = session.package.time_left(now)
     if left is None:
@@ -564,8 +565,6 @@ def first_result_evidence(session: Session) -> str:
         ``done: experiment drop stopped after the first result: 300 IDs missing — …``
         when a stop happened, else ``armed: …`` (never a tick).
     """
-    from gpusession.core.events import ExperimentStoppedRecord
-
     stops = [r for r in session.journal_records()
              if isinstance(r, ExperimentStoppedRecord) and r.reason == "first-result"]
     if stops:

@@ -1,7 +1,7 @@
 """A session's warm runs in hyperfine's JSON export layout, so its scripts read them (R6, D5).
 
-Who calls it: ``gpusession export NAME --format hyperfine-json``
-(:mod:`gpusession.commands.compare_cmd`). hyperfine (``src/benchmark/benchmark_result.rs``,
+Who calls it: ``gpusession export NAME --experiment ID --format hyperfine-json|csv|markdown``
+(:mod:`gpusession.commands.compare_cmd`): one file per sweep, as one hyperfine run writes. hyperfine (``src/benchmark/benchmark_result.rs``,
 ``src/export/json.rs``) writes ``{"results": [...]}``, one entry per command with
 ``command``, ``mean``, ``stddev`` (the sample standard deviation, ``null`` for one run),
 ``median``, ``user``, ``system``, ``min``, ``max`` (seconds), ``times`` (every run, in
@@ -17,8 +17,12 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
+from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session
+from gpusession.core.records.summary import session_summary
 
 #: The keys of one hyperfine result, in hyperfine's order (``memory_usage_byte``, which
 #: hyperfine leaves out when not measured, is left out).
@@ -56,10 +60,46 @@ def hyperfine_entry(command: str, times_s: list[float], parameters: dict[str, st
     }
 
 
-def hyperfine_results(session: Session) -> tuple[dict[str, Any], list[str]]:
+def exported_experiment(session: Session, experiment_id: str | None) -> tuple[str, str | None]:
+    """The experiment one export covers, and a sentence when it was not named (R6).
+
+    One export is one sweep, as one hyperfine run is: its scripts compare the entries of
+    one file. Without ``experiment_id`` the last experiment run (the experiment of the
+    last timed row, as ``run``'s summary takes it) is exported, said when the session
+    holds several.
+
+    Returns:
+        ``(experiment id, sentence or None)``.
+
+    Raises:
+        BadInput: ``experiment_id`` has no row in the results CSV (the ones that do are
+            listed); no timed row at all.
+    """
+    import polars as pl
+
+    frame = session.results.read()
+    timed = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame
+    ids = timed.get_column("experiment_id").drop_nulls().unique(maintain_order=True).to_list() if timed.height else []
+    if not ids:
+        raise BadInput("no measured warm run to export; run an experiment first", path=session.results.path)
+    if experiment_id is not None:
+        if experiment_id not in ids:
+            raise BadInput(f"no measured run of experiment {shown(experiment_id)} (measured: {', '.join(map(str, ids))})",
+                           field="--experiment")
+        return experiment_id, None
+    last = str(timed.get_column("experiment_id").drop_nulls()[-1])
+    if len(ids) == 1:
+        return last, None
+    others = ", ".join(str(i) for i in ids if i != last)
+    return last, (f"exported experiment {last}, the last one run (one file per sweep, as hyperfine "
+                  f"writes); --experiment ID for another: {others}")
+
+
+def hyperfine_results(session: Session, experiment_id: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Every variant's measured warm runs as hyperfine's ``{"results": [...]}`` (R3, R6, D5).
 
-    One entry per experiment and variant, in the order the results CSV first holds them;
+    One entry per variant of ``experiment_id`` (every experiment when ``None``), in the
+    order the results CSV first holds them;
     ``parameters`` holds the experiment's varied setting and its value (the row's
     ``batch`` or ``context`` cell, else the variant id); a failed warm run (no elapsed
     time, R7) is left out of ``times`` and counted in ``gpusession_failed_runs``.
@@ -73,10 +113,10 @@ def hyperfine_results(session: Session) -> tuple[dict[str, Any], list[str]]:
     """
     import polars as pl
 
-    from gpusession.core.folder.experiments import load_experiments
-    from gpusession.core.records.summary import session_summary
 
     frame = session.results.read()
+    if experiment_id is not None and frame.height:
+        frame = frame.filter(pl.col("experiment_id") == experiment_id)
     verdicts = {(r.experiment_id, r.variant_id): r.verdict_words()
                 for r in session_summary(session, frame) if r.phase == "warm" and r.attempt is None}
     varied = {e.id: e.varied for e in load_experiments(session)}
@@ -103,4 +143,51 @@ def hyperfine_results(session: Session) -> tuple[dict[str, Any], list[str]]:
     return {"results": results}, left_out
 
 
-__all__ = ["HYPERFINE_KEYS", "hyperfine_entry", "hyperfine_results"]
+#: hyperfine's CSV columns before the ``parameter_<name>`` ones (``src/export/csv.rs``).
+CSV_KEYS = ("command", "mean", "stddev", "median", "user", "system", "min", "max")
+
+
+def hyperfine_csv(doc: dict[str, Any]) -> str:
+    """The export as hyperfine's ``--export-csv``: one line per entry, seconds, empty = not measured.
+
+    Columns: :data:`CSV_KEYS`, then ``parameter_<name>`` for each parameter name found,
+    in first-seen order; RFC 4180 quoting (polars).
+    """
+    import polars as pl
+
+    names = list(dict.fromkeys(k for e in doc["results"] for k in e.get("parameters", {})))
+    rows = [{**{k: e.get(k) for k in CSV_KEYS},
+             **{f"parameter_{n}": e.get("parameters", {}).get(n) for n in names}} for e in doc["results"]]
+    schema = {**{k: (pl.String if k == "command" else pl.Float64) for k in CSV_KEYS},
+              **{f"parameter_{n}": pl.String for n in names}}
+    return csv_bytes(pl.DataFrame(rows, schema=schema)).decode("utf-8")
+
+
+def hyperfine_markdown(doc: dict[str, Any]) -> str:
+    """The export as hyperfine's ``--export-markdown`` table (``src/export/markdown.rs``).
+
+    ``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``: milliseconds when the
+    first entry's mean is under a second, else seconds; the mean with ``± stddev`` when
+    there are two runs or more; relative to the fastest mean (``1.00``), with its spread.
+    """
+    results = doc["results"]
+    ms = bool(results) and results[0]["mean"] < 1.0
+    unit, k = ("ms", 1000.0) if ms else ("s", 1.0)
+    fastest = min(e["mean"] for e in results)
+    fast = next(e for e in results if e["mean"] == fastest)
+    lines = [f"| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative |",
+             "|:---|---:|---:|---:|---:|"]
+    for e in results:
+        mean = f"{e['mean'] * k:.1f}" + (f" ± {e['stddev'] * k:.1f}" if e.get("stddev") is not None else "")
+        ratio = e["mean"] / fastest if fastest > 0 else 1.0
+        rel = f"{ratio:.2f}"
+        if e is not fast and e.get("stddev") is not None and fast.get("stddev") is not None and fastest > 0:
+            spread = ratio * ((e["stddev"] / e["mean"]) ** 2 + (fast["stddev"] / fastest) ** 2) ** 0.5
+            rel += f" ± {spread:.2f}"
+        command = str(e["command"]).replace("|", "\\|").replace("`", "'")
+        lines.append(f"| `{command}` | {mean} | {e['min'] * k:.1f} | {e['max'] * k:.1f} | {rel} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["CSV_KEYS", "HYPERFINE_KEYS", "exported_experiment", "hyperfine_csv", "hyperfine_entry",
+           "hyperfine_markdown", "hyperfine_results"]

@@ -26,19 +26,24 @@ starts a run that would end past the limit. Pure apart from reading those files.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
+import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files import clock
 from gpusession.core.files.errors import BadInput
-from gpusession.core.folder.package import Package
+from gpusession.core.files.frozen import frozen, replace
+from gpusession.core.files.names import SUMMARY_JSON
+from gpusession.core.files.textio import printable, read_plain
+from gpusession.core.folder.package import Package, parse_start
+
+if TYPE_CHECKING:  # the session class is only a type here (start-up: status reads the limit)
+    from gpusession.core.folder.session import Session
 
 #: The file ``gpusession pull`` writes back into the session folder (one entry per pull).
 RETRIEVAL_TOML = "retrieval.toml"
@@ -49,12 +54,20 @@ MIN_RESERVE_S = 2 * 3600.0
 #: A stated or measured speed is not a guaranteed duration: the measured time is doubled.
 SAFETY_FACTOR = 2.0
 #: What the default reserve says.
+#: The longest duration a reserve, a transfer or a run can mean: under a year (H-41).
+#: A figure past it (a throughput of 5e-324 byte/s, a manifest of 2^63 bytes) is capped
+#: or refused here, never handed to ``timedelta`` (an ``OverflowError`` past year 9999).
+MAX_DURATION_S = 365 * 86400.0
+#: The largest size in bytes a file of the session may hold (H-41): below 2^63.
+MAX_BYTES = 2**63
+#: The slowest throughput a pull can mean: 1 byte per second (H-41).
+MIN_THROUGHPUT_BYTES_PER_S = 1.0
 NOT_MEASURED_WORDS = "not measured yet: run `gpusession pull --probe` from home"
 #: The ``[limit]`` table of ``session.toml``.
 LIMIT_TABLE = "limit"
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """The pulls read from ``retrieval.toml`` (D2).
 
@@ -83,34 +96,39 @@ def read_measured(folder: Path) -> Measured:
         positive time; an absent file gives no measurement, a malformed one no
         measurement and a one-line ``note``.
     """
-    from gpusession.core.files.textio import read_plain
-    from gpusession.core.files.tomlread import tomllib
+    from gpusession.core.files.nesting import loads_toml, read_toml_text
 
     path = Path(folder) / RETRIEVAL_TOML
     if not os.path.lexists(path):
         return Measured(None)
     bad = f"{RETRIEVAL_TOML} could not be read"
     try:
-        doc = tomllib.loads(read_plain(path).decode("utf-8").lstrip("\ufeff"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, BadInput) as exc:
+        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
+    except (OSError, ValueError, BadInput) as exc:  # TOMLDecodeError, UnicodeDecodeError
         return Measured(None, note=f"{bad} ({type(exc).__name__}); the 4 h default applies")
     pulls = doc.get("pull")
     if not isinstance(pulls, list):
         return Measured(None, note=f"{bad} (no [[pull]] entries); the 4 h default applies")
     rates: list[tuple[float, bool, bool]] = []
-    for entry in pulls:
+    refused: str | None = None
+    for index, entry in enumerate(pulls, 1):
         rate = _rate(entry)
+        if rate is None and refused is None and isinstance(entry, Mapping):
+            refused = _rate_refusal(entry.get("throughput_bytes_per_s"), index)
         if rate is not None:
             moved = entry.get("bytes")
             small = isinstance(moved, (int, float)) and not isinstance(moved, bool) and moved < SMALL_TRANSFER_BYTES
             rates.append((rate, entry.get("probe") is True, small))
     if not rates:
+        if refused is not None:  # a number past its meaning (H-41): said, the default applies
+            return Measured(None, note=f"{refused}; the 4 h default applies")
         return Measured(None, note=None if not pulls else
                         f"{bad} (no entry with a throughput); the 4 h default applies")
     # a transfer of a few KiB (a journal that changed) measures set-up and rsync's whole
     # seconds, not the link: it counts only while nothing larger was measured
     rates = [r for r in rates if not r[2]] or rates
-    return Measured(min(r for r, _, _ in rates), len(rates), all(p for _, p, _ in rates))
+    return Measured(min(r for r, _, _ in rates), len(rates), all(p for _, p, _ in rates),
+                    note=None if refused is None else f"{refused}; that entry is left out")
 
 
 #: Below this, a pull's throughput is set-up time more than link speed (bytes).
@@ -127,7 +145,21 @@ def _rate(entry: Any) -> float | None:
         return None
     if isinstance(moved, (int, float)) and not isinstance(moved, bool) and moved <= 0:
         return None  # a pull that moved nothing measured no speed
-    return float(rate) if math.isfinite(rate) and rate > 0 else None
+    if not math.isfinite(rate) or rate < MIN_THROUGHPUT_BYTES_PER_S:  # 1e-300: no duration it means (H-41)
+        return None
+    return float(rate)
+
+
+def _rate_refusal(rate: Any, index: int) -> str | None:
+    """``retrieval.toml: pull 2: throughput_bytes_per_s: expected …`` for a number past its meaning (H-41)."""
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        return None
+    if math.isfinite(rate) and rate >= MIN_THROUGHPUT_BYTES_PER_S:
+        return None
+    if rate == 0 or (math.isfinite(rate) and rate < 0):
+        return None  # a pull that measured nothing: as before, no entry with a throughput
+    return (f"{RETRIEVAL_TOML}: pull {index}: throughput_bytes_per_s: expected a finite throughput "
+            f"of at least 1 byte/s, got {rate!r}")
 
 
 def deliverables_bytes(folder: Path) -> tuple[int, str]:
@@ -166,9 +198,13 @@ def _manifest_total(path: Path) -> int | None:
     """The sum of a manifest's ``size_bytes``, ``None`` when it does not read."""
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            return sum(int(r["size_bytes"]) for r in csv.DictReader(fh))
+            sizes = [int(r["size_bytes"]) for r in csv.DictReader(fh)]
     except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError):
         return None
+    total = sum(sizes)
+    if any(not 0 <= n < MAX_BYTES for n in sizes) or total >= MAX_BYTES:
+        return None  # a size no file holds (H-41): the manifest reads as unread
+    return total
 
 
 def folder_bytes(folder: Path) -> int:
@@ -197,17 +233,16 @@ def recorded_folder_bytes(folder: Path) -> tuple[int, float] | None:
     Read as every cache is: never from a FIFO or a device, nor through a link; a
     malformed file (nested past the parser's depth too) reads as absent.
     """
-    from gpusession.core.files.names import SUMMARY_JSON
-    from gpusession.core.files.textio import read_plain
+    from gpusession.core.files.nesting import loads_json
 
     try:
-        doc = json.loads(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024,
-                                    follow_links=False).decode("utf-8"))
+        doc = loads_json(read_plain(Path(folder) / SUMMARY_JSON, max_bytes=16 * 1024 * 1024,
+                                    follow_links=False), Path(folder) / SUMMARY_JSON)
         size, at = doc[FOLDER_BYTES_KEY], doc[FOLDER_BYTES_AT_KEY]
     except (OSError, ValueError, KeyError, TypeError, BadInput, RecursionError):
         return None
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        return None
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size < MAX_BYTES:
+        return None  # a cache: a size past 2^63 bytes reads as absent (H-41)
     if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
         return None
     return size, float(at)
@@ -228,7 +263,7 @@ def folder_bytes_to_record(folder: Path, now_unix_s: float) -> tuple[int, float]
     return folder_bytes(folder), now_unix_s
 
 
-@dataclass(frozen=True)
+@frozen
 class Reserve:
     """The time kept before the package end to retrieve the work (D2).
 
@@ -265,10 +300,14 @@ def measured_reserve(folder: Path) -> Reserve:
 
     size, where = deliverables_bytes(folder)
     need_s = size / m.slowest_bytes_per_s * SAFETY_FACTOR
+    capped = need_s >= MAX_DURATION_S  # a derived duration past a year means nothing (H-41)
     how = (f"{format_bytes(size)} ({where}) at {format_bytes(m.slowest_bytes_per_s)}/s measured, "
            f"×{SAFETY_FACTOR:g}" + (", from a small copy" if m.probe_only else "")
-           + (f", at least {duration_words(MIN_RESERVE_S)}" if need_s < MIN_RESERVE_S else ""))
-    return Reserve(max(MIN_RESERVE_S, need_s), True, how, transfer_s=need_s / SAFETY_FACTOR)
+           + (f", at least {duration_words(MIN_RESERVE_S)}" if need_s < MIN_RESERVE_S else "")
+           + (f", capped at {duration_words(MAX_DURATION_S)}" if capped else ""))
+    need_s = min(need_s, MAX_DURATION_S)
+    return Reserve(max(MIN_RESERVE_S, need_s), True, how, m.note,
+                   transfer_s=min(need_s / SAFETY_FACTOR, MAX_DURATION_S))
 
 
 def duration_words(seconds: float) -> str:
@@ -283,19 +322,22 @@ def duration_words(seconds: float) -> str:
     return f"{h} h" if h else f"{m} min"
 
 
-def when_words(at: datetime, now: datetime | None = None) -> str:
+def when_words(at: datetime, now: datetime | None = None, *, seconds: bool = False) -> str:
     """``Sat 14:00 UTC`` within the six days after ``now``, else ``Sat 5 Dec 14:00 UTC``.
 
     A time already past names its date: a bare ``Tue`` would read as the coming Tuesday.
+    ``seconds``: ``Sat 14:00:05 UTC``, where two times a few seconds apart are compared
+    (a run refused at the limit: "would end 19:42:10; stop by 19:42:00").
     """
     at = at.astimezone(timezone.utc)
     now = now or clock.utcnow()
+    hm = "%H:%M:%S" if seconds else "%H:%M"
     if 0 <= (at - now).total_seconds() < 6 * 86400:
-        return f"{at:%a %H:%M} UTC"
-    return f"{at:%a} {at.day} {at:%b %H:%M} UTC"
+        return f"{at:%a} {at.strftime(hm)} UTC"
+    return f"{at:%a} {at.day} {at:%b} {at.strftime(hm)} UTC"
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionLimit:
     """The session limit at one instant (D1, D2).
 
@@ -336,7 +378,11 @@ class SessionLimit:
 
     def fits(self, now: datetime, expected_s: float) -> bool:
         """Whether a run of ``expected_s`` seconds started at ``now`` ends by the limit."""
-        return self.at is None or now + timedelta(seconds=expected_s) <= self.at
+        if self.at is None:
+            return True
+        if not math.isfinite(expected_s) or expected_s >= MAX_DURATION_S:  # never a timedelta past year 9999 (H-41)
+            return False
+        return now + timedelta(seconds=expected_s) <= self.at
 
     @property
     def stop_by(self) -> str:
@@ -366,7 +412,6 @@ def _stored(doc: Mapping[str, Any]) -> tuple[datetime | None, float | None]:
         return None, None
     at = table.get("at")
     if isinstance(at, str):
-        from gpusession.core.folder.package import parse_start
 
         try:
             at = parse_start(at, field="limit.at")
@@ -374,7 +419,8 @@ def _stored(doc: Mapping[str, Any]) -> tuple[datetime | None, float | None]:
             at = None
     at = at.astimezone(timezone.utc) if isinstance(at, datetime) and at.tzinfo else None
     reserve = table.get("reserve_s")
-    if isinstance(reserve, (int, float)) and not isinstance(reserve, bool) and reserve >= 0:
+    if (isinstance(reserve, (int, float)) and not isinstance(reserve, bool)
+            and 0 <= reserve < MAX_DURATION_S):  # a reserve of a year or more means nothing (H-41)
         return at, float(reserve)
     return at, None
 
@@ -420,14 +466,12 @@ def limit_of(folder: Path, doc: Mapping[str, Any], now: datetime | None = None) 
 
 def _worded(limit: SessionLimit, tail: str) -> SessionLimit:
     """``limit`` with its words: ``stop by … (…)``, or why there is no limit."""
-    from dataclasses import replace
-
     if limit.at is None:
         return replace(limit, words="no session limit: the package window is not set")
     return replace(limit, words=f"{limit.stop_by}{tail}")
 
 
-def session_limit(session: Any, now: datetime | None = None) -> SessionLimit:
+def session_limit(session: Session, now: datetime | None = None) -> SessionLimit:
     """The limit of an open :class:`~gpusession.core.folder.session.Session` (D1, D2).
 
     Args:
@@ -446,14 +490,17 @@ def parse_reserve(text: str) -> float:
     Raises:
         BadInput: not a duration in hours and minutes.
     """
-    import re
-
     t = text.strip().lower().replace(" ", "")
     m = re.fullmatch(r"(?:([0-9]+(?:\.[0-9]+)?)h)?(?:([0-9]+)m(?:in)?)?", t)
     if not t or m is None or not (m.group(1) or m.group(2)):
-        raise BadInput(f"expected a duration such as 6h, 90m or 1h30m, got {text!r}",
+        from gpusession.core.files.secrets import shown  # status: loaded on the error only
+
+        raise BadInput(f"expected a duration such as 6h, 90m or 1h30m, got {shown(text)}",
                        field="reserve")
-    return float(m.group(1) or 0) * 3600 + float(m.group(2) or 0) * 60
+    seconds = float(m.group(1) or 0) * 3600 + float(m.group(2) or 0) * 60
+    if seconds >= MAX_DURATION_S:  # H-41: a reserve of a year or more means nothing
+        raise BadInput(f"expected a duration under a year (8760h), got {text!r}", field="reserve")
+    return seconds
 
 
 def parse_hours(text: str, *, field: str = "reserve-hours") -> float:
@@ -464,10 +511,7 @@ def parse_hours(text: str, *, field: str = "reserve-hours") -> float:
     Raises:
         BadInput: not a plain decimal number, naming ``field``.
     """
-    import re
-
     if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text.strip()) is None:
-        from gpusession.core.files.textio import printable
 
         raise BadInput(f"expected hours such as 6 or 2.5, got {printable(repr(text))}", field=field)
     return float(text)
@@ -498,7 +542,7 @@ def stored_reserve_s(doc: Mapping[str, Any]) -> float | None:
     return _stored(doc)[1]
 
 
-def set_limit(session: Any, *, at: datetime | None = None, reserve_s: float | None = None,
+def set_limit(session: Session, *, at: datetime | None = None, reserve_s: float | None = None,
               auto: bool = False) -> None:
     """Store the session limit in ``session.toml`` (D1): a time, a reserve, or back to auto.
 

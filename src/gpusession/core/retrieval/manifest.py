@@ -36,8 +36,9 @@ import polars as pl
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.textio import read_text
+from gpusession.core.files.textio import quoted, read_text
 from gpusession.core.files.tomlio import write_atomic_bytes
+from gpusession.core.folder.session import refuse_session_data
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
 #: The name of the manifest's copy written beside the deliverables
@@ -245,6 +246,7 @@ def write_manifest(
     force: bool = False,
     number_if_exists: bool = False,
     also_in_deliverables: bool = False,
+    exclude: set[Path] | None = None,
 ) -> ManifestWritten:
     """Write ``manifest.csv`` of the deliverables in ``folder`` to ``out`` atomically (S4).
 
@@ -257,6 +259,7 @@ def write_manifest(
         also_in_deliverables: also write the same bytes to ``folder/manifest.csv``,
             replacing an earlier manifest copy there; a top-level
             ``manifest.csv`` is never listed when it is a manifest.
+        exclude: files of ``folder`` left out (absolute paths): those not approved (S9).
 
     Raises:
         BadInput: ``folder`` is not a folder or holds no regular file, or ``out``
@@ -264,8 +267,6 @@ def write_manifest(
             ``also_in_deliverables`` a ``manifest.csv`` in ``folder`` that is not a
             manifest (a deliverable of that name is never replaced); nothing is written then.
     """
-    from gpusession.core.folder.session import refuse_session_data
-
     out = Path(out)
     refuse_session_data(out, what="manifest")
     if out.exists() and not force:
@@ -274,7 +275,7 @@ def write_manifest(
         out = next_free_path(out)
     if not out.parent.is_dir():
         raise BadInput("folder of the manifest does not exist", path=out.parent)
-    exclude = {out.absolute()}
+    exclude = {out.absolute(), *(exclude or set())}
     earlier_copy = manifest_copy_in(folder)
     if earlier_copy is not None:
         exclude.add(earlier_copy.absolute())
@@ -323,10 +324,10 @@ def check_relative(path_text: str, *, manifest: Path | None = None, line: int | 
     text = path_text.replace("\\", "/") if windows else path_text
     p = PurePosixPath(text)
     if p.is_absolute() or (windows and re.match(r"^[A-Za-z]:", path_text)):
-        raise BadInput(f"absolute path {path_text!r}; expected a path relative to the folder",
+        raise BadInput(f"absolute path {quoted(path_text)}; expected a path relative to the folder",
                        path=manifest, line=line, field="path")
     if ".." in p.parts:
-        raise BadInput(f"path {path_text!r} escapes the folder ('..')", path=manifest, line=line, field="path")
+        raise BadInput(f"path {quoted(path_text)} escapes the folder ('..')", path=manifest, line=line, field="path")
     return p.as_posix()
 
 
@@ -341,7 +342,7 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
     text = read_text(path, what="manifest", must="a manifest is UTF-8").text  # BOM ignored
     header = text.split("\n", 1)[0].rstrip("\r")
     if tuple(header.split(",")) != MANIFEST_COLUMNS:
-        raise BadInput(f"header is {header!r}, expected 'path,size_bytes,sha256'", path=path, line=1)
+        raise BadInput(f"header is {quoted(header)}, expected 'path,size_bytes,sha256'", path=path, line=1)
     # The csv module, not polars: it reports the line where each record starts, also
     # when a quoted path holds a line break, and a record with too many fields.
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -361,14 +362,14 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
             rel = check_relative(record[0], manifest=path, line=line)
             size_text = record[1].strip()
             if not (size_text.isascii() and size_text.isdigit()):
-                raise BadInput(f"expected a size in bytes ≥ 0, got {record[1]!r}", path=path,
+                raise BadInput(f"expected a size in bytes ≥ 0, got {quoted(record[1])}", path=path,
                                line=line, field="size_bytes")
             size = int(size_text)
             digest = record[2].strip().lower()
             if not _HEX64.match(digest):
                 raise BadInput("expected 64 hex digits", path=path, line=line, field="sha256")
             if rel in seen:
-                raise BadInput(f"path {rel!r} listed twice", path=path, line=line, field="path")
+                raise BadInput(f"path {quoted(rel)} listed twice", path=path, line=line, field="path")
             seen.add(rel)
             entries.append(ManifestEntry(rel, size, digest))
     except csv.Error as exc:

@@ -16,7 +16,8 @@ that looks finished. Files under their final name are trusted only once verified
 
 The result -- verified or not, what, when, how many files, total bytes, which manifest --
 is written into the local copy's ``checklist.toml`` (``[retrieval]`` and the evidence of
-the item ``g8.verify-copy``); it never ticks an item (S1). A pull that starts first marks
+the item ``g8.verify-copy``); no item is ticked in the file (S1): the checklist reads a
+verified ``[retrieval]`` as ``g8.verify-copy`` done (S11, :mod:`gpusession.core.retrieval.known_facts`). A pull that starts first marks
 the local copy "not verified", so an interrupted pull is never called verified.
 
 rsync failures are mapped to one line each (unknown host, refused login, no rsync on
@@ -26,22 +27,36 @@ Standard library and the core only: no torch, no textual.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.events import ManifestWrittenRecord
+from gpusession.core.events.reading import read_records
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
-from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded, RsyncStats
+from gpusession.core.files.nesting import loads_toml, read_toml_text
+from gpusession.core.files.textio import quoted
+from gpusession.core.files.tomlio import read_toml, write_toml
+from gpusession.core.files.units import format_bytes
+from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
+from gpusession.core.records.results import ResultsFile
+from gpusession.core.retrieval import throughput
+from gpusession.core.retrieval.copylinks import outside_reason
+from gpusession.core.retrieval.manifest import CopyCheck, manifest_copy_in, verify_copy
+from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded, RsyncStats, parse_stats
 
 #: Where partial and temporary files of a pull live, under ``--to``.
 WORK_DIR = ".gpusession-pull"
@@ -85,24 +100,22 @@ def parse_source(text: str) -> Source:
     Raises:
         BadInput: empty, an empty host or path, or a session name that is not a slug.
     """
-    from gpusession.core.folder.session import validate_name
-
     if not text.strip():
         raise BadInput("expected [USER@]HOST:PATH/sessions/NAME or a local folder", field="SRC")
     colon, slash = text.find(":"), text.find("/")
     if colon > 0 and (slash < 0 or colon < slash):
         host, path = text[:colon], text[colon + 1 :]
         if not host or host.endswith("@") or not path:
-            raise BadInput(f"{text!r}: expected [USER@]HOST:PATH/sessions/NAME", field="SRC")
+            raise BadInput(f"{quoted(text)}: expected [USER@]HOST:PATH/sessions/NAME", field="SRC")
         src = Source(host, path)
     elif colon == 0:
-        raise BadInput(f"{text!r}: no host before ':'; expected [USER@]HOST:PATH", field="SRC")
+        raise BadInput(f"{quoted(text)}: no host before ':'; expected [USER@]HOST:PATH", field="SRC")
     else:
         src = Source(None, str(Path(text).absolute()))
     try:
         validate_name(src.name)
     except BadInput:
-        raise BadInput(f"{text!r} does not end with a session folder (sessions/NAME)", field="SRC") from None
+        raise BadInput(f"{quoted(text)} does not end with a session folder (sessions/NAME)", field="SRC") from None
     return src
 
 
@@ -290,20 +303,18 @@ def run_rsync(
     """Run rsync, feed its progress lines to ``on_progress``, raise on failure.
 
     Returns:
-        rsync's own figures (``--stats``: bytes moved and elapsed time, D2); ``None``
-        when it printed none.
+        rsync's own figures (``--stats``: bytes moved and its elapsed time, D2) with the
+        call's time by gpusession's monotonic clock (``clock_seconds``); ``None`` when it
+        printed none.
 
     Raises:
         TransferFailed: rsync missing on this computer, or it failed (one line).
     """
-    from collections import deque
-
-    from gpusession.core.retrieval.throughput import parse_stats
-
     if shutil.which(cmd[0]) is None:
         raise TransferFailed("rsync is not installed on this computer: install it "
                              "(apt-get install rsync, brew install rsync) and rerun", 1)
     env = dict(os.environ, LC_ALL="C")
+    started_s = time.monotonic()  # D2: the transfer timed by our clock, not rsync's whole seconds
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     err_chunks: list[bytes] = []
@@ -332,6 +343,7 @@ def run_rsync(
                     on_progress(p)
         said.append(buf.decode("utf-8", "replace"))
         rc = proc.wait()
+        elapsed_s = time.monotonic() - started_s
     except BaseException:
         proc.terminate()  # rsync moves what it has into the partial folder
         try:
@@ -344,7 +356,8 @@ def run_rsync(
     if rc != 0:
         raise explain_failure(rc, b"".join(err_chunks).decode("utf-8", "replace"),
                               host=host, dest=dest, where=where)
-    return parse_stats("\n".join(said))
+    stats = parse_stats("\n".join(said))
+    return None if stats is None else dataclasses.replace(stats, clock_seconds=elapsed_s)
 
 
 def differing_files(source_spec: str, dest: Path, paths: list[str], *, work: Path,
@@ -424,16 +437,13 @@ def check_session_copy(folder: Path) -> list[str]:
     Returns:
         One line per problem (empty when the copy reads).
     """
-    from gpusession.core.files.tomlio import tomllib
-    from gpusession.core.records.results import ResultsFile
-
     problems: list[str] = []
     if not (folder / "session.toml").is_file():
         problems.append(f"{folder}: no session.toml: this is not a session folder")
     for p in sorted(folder.rglob("*.toml")):
         try:
-            tomllib.loads(p.read_text(encoding="utf-8").lstrip("\ufeff"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            loads_toml(read_toml_text(p), p)  # size- and depth-bounded (H-39, H-48)
+        except (OSError, ValueError, BadInput) as exc:  # TOMLDecodeError, UnicodeDecodeError
             problems.append(f"{p}: does not read as TOML ({exc})")
     csv_path = folder / "resultats-bruts.csv"
     if csv_path.exists():
@@ -473,9 +483,6 @@ def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
     newest ``manifest*.csv`` (time kept by rsync) of the session copy or the manifest's
     copy in the deliverables.
     """
-    from gpusession.core.events import ManifestWrittenRecord
-    from gpusession.core.events.reading import read_records
-    from gpusession.core.retrieval.manifest import manifest_copy_in
 
     def norm(p: str | None) -> str | None:
         return p.rstrip("/") if p else p
@@ -532,7 +539,7 @@ class PullResult:
     session_copy: Path
     deliverables_copy: Path | None = None
     manifest: ManifestChoice | None = None
-    check: Any = None
+    check: CopyCheck | None = None
     session_problems: list[str] = field(default_factory=list)
     session_count: FolderCount = FolderCount(0, 0)
     deliverables_count: FolderCount = FolderCount(0, 0)
@@ -549,10 +556,7 @@ class PullResult:
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
-    """Write the outcome into the local copy's checklist (never a tick; S1) and its journal."""
-    from gpusession.core.files.tomlio import read_toml, write_toml
-    from gpusession.core.folder.session import CHECKLIST_TOML
-
+    """Write the outcome into the local copy's checklist (no tick in the file: S1; read as done: S11) and its journal."""
     folder = result.session_copy
     path = folder / CHECKLIST_TOML
     if not (folder / "session.toml").is_file():
@@ -593,10 +597,49 @@ def _record(result: PullResult, source: Source, *, started: bool = False) -> Non
     write_toml(path, doc)
 
 
+#: The ``checklist.toml`` table where ``verify-copy`` records its outcome (S4, S11).
+VERIFY_COPY_TABLE = "verify_copy"
+
+
+def record_verify_copy(manifest: Path, copy: Path, *, verified: bool, files: int,
+                       at: datetime | None = None) -> Path | None:
+    """Record a ``verify-copy`` outcome in the session whose manifest it checked (S4, S11).
+
+    The manifest written by ``gpusession manifest`` lies in its session folder (and in
+    the copy home a pull made of it); when ``session.toml`` is beside it, that folder's
+    ``checklist.toml`` keeps ``[verify_copy]``: ``verified``, ``at``, ``manifest``,
+    ``copy``, ``files``. The newest check of the copy (pull or verify-copy) is what the
+    checklist's ``g8.verify-copy`` reads (:mod:`gpusession.core.retrieval.known_facts`).
+
+    Args:
+        manifest: the manifest checked.
+        copy: the copy checked.
+        verified: whether the copy matched (and no link points out of it, H-43).
+        files: the files that matched.
+        at: when (default now, UTC).
+
+    Returns:
+        The session folder recorded in, or ``None`` when the manifest lies in none or its
+        ``checklist.toml`` does not read (the check itself is unchanged by it).
+    """
+    folder = Path(manifest).absolute().parent
+    path = folder / CHECKLIST_TOML
+    if not (folder / "session.toml").is_file() or path.is_symlink():
+        return None
+    try:
+        with folder_lock(folder, what="recording the copy check"):
+            doc: dict[str, Any] = read_toml(path) if path.exists() else {"schema": 1}
+            doc[VERIFY_COPY_TABLE] = {"verified": bool(verified), "at": (at or utcnow()).replace(microsecond=0),
+                                      "manifest": str(Path(manifest).absolute()), "copy": str(Path(copy).absolute()),
+                                      "files": int(files)}
+            write_toml(path, doc)
+    except (BadInput, Failure, OSError):
+        return None
+    return folder
+
+
 def evidence_text(result: PullResult, source: Source) -> str:
     """The evidence line of a pull: what, when, how many files, total bytes, which manifest."""
-    from gpusession.core.files.units import format_bytes
-
     at = f"{result.at:%Y-%m-%d %H:%M} UTC" if result.at else "now"
     what = (f"session {result.session_count.files} file(s), {format_bytes(result.session_count.total_bytes)}"
             f" ({result.session_count.total_bytes} bytes)")
@@ -744,7 +787,6 @@ def pull(
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
-    from gpusession.core.retrieval import throughput
 
     # the figures kept at home (a write-back the server refused), before the server's overwrite them
     earlier = throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML])
@@ -757,6 +799,9 @@ def pull(
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     reasons = _verify(result, transfer, remote_deliv, say)
+    links = outside_reason({"session copy": session_copy, "deliverables copy": result.deliverables_copy})
+    if links:  # a link out of the copy is never VERIFIED silently (H-43)
+        reasons.append(links)
     result.verified = not reasons
     result.reason = "; ".join(reasons)
     result.at = utcnow()
@@ -832,7 +877,6 @@ def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
             "--deliverables DIR`, then pull again"
         )
     else:
-        from gpusession.core.retrieval.manifest import verify_copy
 
         say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
         check = verify_copy(result.manifest.local_path, result.deliverables_copy)
@@ -858,7 +902,7 @@ def ssh_from_env(cli_value: str | None) -> str | None:
         try:
             shlex.split(value)
         except ValueError as exc:
-            raise BadInput(f"cannot split {value!r} into words ({exc})", field="--ssh") from None
+            raise BadInput(f"cannot split {quoted(value)} into words ({exc})", field="--ssh") from None
     return value
 
 
@@ -874,6 +918,7 @@ __all__ = [
     "choose_manifest",
     "count_files",
     "evidence_text",
+    "record_verify_copy",
     "explain_failure",
     "parse_progress",
     "parse_source",

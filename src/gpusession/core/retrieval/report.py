@@ -12,9 +12,11 @@ R1-R5), and the need, decision, retrieval manifest (S4) and checklist progress.
 ``--html`` writes the same text as one self-contained page
 (:mod:`gpusession.core.retrieval.report_html`).
 
-PNG charts (durations per variant, load, cold and warm apart, on axes from 0; memory
-peaks) are drawn with matplotlib, a dependency imported only here; where it cannot be
-imported the report says they were left out and why. An existing report is never overwritten silently:
+PNG charts (durations per variant, load, cold and warm apart, every run a dot with its
+median marked, on axes from 0; memory peaks likewise) are drawn with matplotlib, the
+``report`` extra, imported only here (:mod:`gpusession.core.retrieval.plotting`, whatever
+``MPLBACKEND`` says); where it cannot be imported the report says so in one line and how
+to get them. An existing report is never overwritten silently:
 ``report.md`` becomes ``report-2.md``..., an explicit ``--out`` that exists is refused
 without ``force``.
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,12 +36,12 @@ from typing import Any
 import polars as pl
 
 from gpusession import __version__
+from gpusession.core.events.actions import ReportWrittenRecord
 from gpusession.core.experiment.derive import comparison_lines, derived_words
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused
 from gpusession.core.files.secrets import mask_text
-from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.files.units import (
     byte_scale,
@@ -47,12 +49,50 @@ from gpusession.core.files.units import (
     format_seconds_range,
     significant,
 )
+from gpusession.core.folder.corpus_pin import is_kept_corpus
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, refuse_session_data
-from gpusession.core.records.summary import accepted_unique_corpora, validated_count, variant_words
+from gpusession.core.money.cost import (
+    NO_PROJECTION_LINE,
+    NO_VALIDATED_RUN,
+    cost_report,
+    session_cost_inputs,
+)
+from gpusession.core.money.host_check import deviation_words
+from gpusession.core.money.kept_plan import session_plan
+from gpusession.core.money.order import load_order
+from gpusession.core.money.order_text import order_status_line
+from gpusession.core.money.rates import format_usd
+from gpusession.core.money.window import package_window
+from gpusession.core.records.energy import energy_summary
+from gpusession.core.records.ranks import RANKS_FILE, read_rank_frame
+from gpusession.core.records.summary import (
+    accepted_unique_corpora,
+    session_summary,
+    validated_count,
+    variant_words,
+    verdict_count_words,
+)
+from gpusession.core.records.variants import compare_variants, spread_warnings
 from gpusession.core.retrieval import checklist as cl
-from gpusession.core.retrieval.evidence import fmt_bytes, latest_manifest, protocol_evidence
+from gpusession.core.retrieval.evidence import (
+    fmt_bytes,
+    latest_manifest,
+    protocol_evidence,
+    run_probes,
+)
+from gpusession.core.retrieval.incidents import (
+    PREDATES_LINE,
+    SessionIncidents,
+    row_facts,
+    row_remarks,
+    session_incidents,
+)
 from gpusession.core.retrieval.manifest import next_free_path, read_manifest
+
+# Every text shown in the report is made inert Markdown (H-45): printable() and more.
+from gpusession.core.retrieval.mdtext import inert_markdown, md_text
+from gpusession.core.retrieval.mdtext import md_text as printable
 from gpusession.core.validation.report import without_output_digest
 
 #: Section titles, in order; tests check that every one is present.
@@ -88,7 +128,7 @@ def _cell(value: Any) -> str:
             return str(value)
         text = significant(value, 6)  # never a measured value as 0 (H-22)
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return printable(str(value)).replace("|", "\\|").replace("\n", " ")  # H-17
+    return md_text(str(value)).replace("|", "\\|")  # H-17; Markdown and HTML escaped (H-45)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -150,19 +190,19 @@ def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
 LOAD_REMARK = "load (model to device, timed once per process)"
 
 
-def _grouped_notes(frame: pl.DataFrame, limit: int = 12) -> list[str]:
+def _grouped_notes(session: Session, frame: pl.DataFrame, limit: int = 12) -> list[str]:
     """Identical notes said once with the runs they concern, newest groups last.
 
-    A worker's name inside a note (``load of worker cold-batch-1-1``) does not make it a
-    different note.
+    From each row's typed facts (:mod:`gpusession.core.retrieval.incidents`), its
+    incidents left to the incidents' list; a worker's name inside a note (``load of
+    worker cold-batch-1-1``) does not make it a different note.
     """
     import re
 
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
-    with_notes = frame.filter(pl.col("notes").is_not_null() & (pl.col("notes") != ""))
-    for r in with_notes.iter_rows(named=True):
-        key = without_output_digest(re.sub(r" of worker \S+", "", str(r["notes"])))  # each row's own
-        key = _split_incident(key)[0]  # an incident: said once, with the incidents
+    facts = row_facts(frame, session.journal_read().records)
+    for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
+        key = without_output_digest(re.sub(r" of worker \S+", "", row_remarks(r, f)))
         if key in (LOAD_REMARK, ""):  # says what the phase column already says
             continue
         groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
@@ -181,7 +221,8 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
     out: list[str] = []
     for i in (i for i in stage1 if i.note or i.done):
         state = f"done {i.at.isoformat()}" if i.done and i.at else ("done" if i.done else "open")
-        out += _wrap(f"**{i.text}** ({state}): {i.note or '_no note written_'}", indent="  ", first="- ")
+        note = md_text(i.note) if i.note else "_no note written_"
+        out += _wrap(f"**{md_text(i.text)}** ({state}): {note}", indent="  ", first="- ")
     silent = [i.id for i in stage1 if not i.note and not i.done]
     if not any(i.note for i in stage1):
         out.append(f"_No need or criteria written yet ({len(silent)} items of stage 1 open)._")
@@ -225,7 +266,7 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
     for label, table in tables:  # one wrapped paragraph, not one line per key
         mapped = {"gpu_uuid", "gpu_physical_index"} if "gpu_mapping" in table else set()
         unset = [str(k) for k, v in table.items() if v == "unset" and k != "observed_at"]
-        pairs = [f"{k}: {_flat(v)}" for k, v in table.items()
+        pairs = [f"{k}: {_settings_words(_flat(v))}" for k, v in table.items()
                  if k not in in_table and k not in mapped and v not in ("unset", None, "-")
                  and _flat(v) != "-" and k != "observed_at"]
         if unset:  # the names stay in session.toml: an unset setting is said by count
@@ -245,7 +286,6 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
             if line.startswith("last run (experiment") and frame.height:
                 continue  # the table above says what the last run recorded
             out += _wrap(line, indent="    ", first="  - ")
-    from gpusession.core.money.order import load_order
 
     try:
         devs = [e for e in load_order(session).events if e.state == "deviation-noted"]
@@ -313,7 +353,8 @@ def _definition_words(exp: dict[str, Any]) -> str:
     said += [f"{k.replace('_', ' ')} {_flat(exp[k])}" for k in ("precision", "context_limit", "scope") if has(k)]
     runs = []
     if has("warmup_iterations"):
-        runs.append(f"{_flat(exp['warmup_iterations'])} warm-up iterations")
+        n = _flat(exp["warmup_iterations"])
+        runs.append(f"{n} warm-up iteration{'' if n == '1' else 's'}")
     if has("runs_per_variant"):
         runs.append(f"{_flat(exp['runs_per_variant'])} warm runs per variant"
                     + (f" ({_flat(exp['cold_runs_per_variant'])} cold)" if has("cold_runs_per_variant") else ""))
@@ -352,7 +393,6 @@ def _protocols(session: Session) -> list[str]:
 def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = None) -> list[str]:
     if frame.height == 0:
         return ["_No run recorded yet._"]
-    from gpusession.core.records.summary import session_summary
 
     table = session_summary(session, frame) if table is None else table
     out: list[str] = []
@@ -400,10 +440,27 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             for line in partial[title]:
                 out += _wrap(printable(line), indent="  ", first="- ")
     out += _compared(frame, table) + _replays(session, table)
-    notes = _grouped_notes(frame)
+    notes = _grouped_notes(session, frame)
     if notes:
         out += [""] + _wrap("Notes (identical notes said once): " + " ".join(notes))
     return out
+
+
+def _settings_words(text: str) -> str:
+    """``a=none, b=tf32, c=none, d=none`` said by its exceptions: ``b=tf32, the other 3 none``.
+
+    For a setting that lists many named values (torch's ``fp32_precision``): the report
+    says the few that differ, the rest by count; a value of other shape is kept as it is.
+    """
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) < 5 or not all(p.count("=") == 1 for p in parts):
+        return text
+    values = [p.split("=", 1)[1] for p in parts]
+    common = max(set(values), key=values.count)
+    if values.count(common) * 2 <= len(values):
+        return text
+    rest = [p for p, v in zip(parts, values, strict=True) if v != common]
+    return ", ".join([*rest, f"the other {values.count(common)} {common}"])
 
 
 def _loads_and_colds(loads: list[Any], colds: list[Any]) -> str:
@@ -422,8 +479,6 @@ def _loads_and_colds(loads: list[Any], colds: list[Any]) -> str:
 
 def _compared(frame: pl.DataFrame, table: list[Any]) -> list[str]:
     """The variants compared in words, and the spread warnings (D5, D7)."""
-    from gpusession.core.records.variants import compare_variants, spread_warnings
-
     out: list[str] = []
     comparisons = compare_variants(frame, table)
     for exp in dict.fromkeys(c.experiment_id for c in comparisons):
@@ -459,81 +514,40 @@ def _replays(session: Session, table: list[Any]) -> list[str]:
     return out
 
 
-#: A worker's or run's name inside a message, which does not make it another incident.
-_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
-#: Where a row's incident ends inside its notes: the notes that follow it are others.
-_INCIDENT_END = ("; elapsed not measured", "; concurrent load at start: ", "; preceded by ", "; truncated ")
-
-
-def _split_incident(note: str) -> tuple[str, list[str]]:
-    """``(the other notes, [incidents])`` of one row's notes (``incident: …`` parts)."""
-    rest: list[str] = []
-    found: list[str] = []
-    head, sep, tail = note.partition("incident: ")
-    rest.append(head.rstrip("; "))
-    while sep:
-        ends = [i for i in (tail.find(e) for e in _INCIDENT_END) if i >= 0]
-        cut = min(ends) if ends else len(tail)
-        found.append(tail[:cut])
-        after = tail[cut:].removeprefix("; elapsed not measured")
-        head, sep, tail = after.partition("incident: ")
-        rest.append(head.strip("; "))
-    return "; ".join(r for r in rest if r), found
-
-
-def _incident_key(text: str) -> str:
-    """The words of an incident without who said it: the same failure said once (R7, S7)."""
-    import re
-
-    key = text.strip()
-    for _ in range(3):  # prefixes nest: "incident: worker warm: …"
-        key = re.sub(_WHO, "", key).strip()
-    return key
-
-
 def _incidents(session: Session, frame: pl.DataFrame) -> list[str]:
     """Every incident once, grouped: the rows' incident notes and the journal's incidents (R7, S7).
 
-    A failure is in a row's notes ("incident: …; elapsed not measured") and in the
-    journal ("worker warm: …"); said once here, with the runs it concerns and how many
-    times the journal recorded it. A journal line that does not read is one of them.
+    A failure is a typed fact of its row (recorded in the journal beside the run) and a
+    journal incident ("worker warm: …"); said once here, with the runs it concerns and
+    how many times the journal recorded it. A journal line that does not read is one of
+    them. Rows older than typed facts: their incidents as their notes say them, one per
+    row, and one line saying so.
     """
-    groups = _incident_groups(session, frame)
-    if not groups:
+    found = _incident_groups(session, frame)
+    if not len(found):
         return []
+    groups = found.groups
     out = ["", "Incidents recorded in the journal and the rows (each said once):", ""]
     for message, g in list(groups.items())[-30:]:
-        who = [_runs_words(g["runs"])] if g["runs"] else []
-        ats = [a for a in g["times"] if a is not None]
+        who = [_runs_words(g.runs)] if g.runs else []
+        ats = [a for a in g.times if a is not None]
         if ats:
             who.append(_cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}")
         said = f"{'; '.join(who)}: {_cell(message)}" if who else _cell(message)
         out += _wrap(said, indent="  ", first="- ")
     if len(groups) > 30:
         out.append(f"- … {len(groups) - 30} earlier in journal.jsonl")
+    for who_, notes in found.legacy[-30:]:  # as written, one per row
+        out += _wrap(f"{_runs_words([who_])}: {_cell(notes)}", indent="  ", first="- ")
+    if found.legacy:
+        out += [""] + _wrap(PREDATES_LINE.format(n=len(found.legacy)))
     return out
 
 
-def _incident_groups(session: Session, frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """``{words → {"runs": [(exp, variant, phase, index)], "times": [at]}}``, one per incident."""
-    from gpusession.core.events import IncidentRecord
-
-    groups: dict[str, dict[str, Any]] = {}
-    if frame.height:
-        with_notes = frame.filter(pl.col("notes").is_not_null() & pl.col("notes").str.contains("incident: "))
-        for r in with_notes.iter_rows(named=True):
-            for part in _split_incident(str(r["notes"]))[1]:
-                key = _incident_key(part.rstrip("; "))
-                g = groups.setdefault(key, {"runs": [], "times": []})
-                g["runs"].append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
+def _incident_groups(session: Session, frame: pl.DataFrame) -> SessionIncidents:
+    """The session's incidents, each once (:func:`gpusession.core.retrieval.incidents.session_incidents`)."""
     read = session.journal_read()
-    for rec in (x for x in read.records if isinstance(x, IncidentRecord)):
-        key = _incident_key(str(rec.message))
-        same = next((k for k in groups if k and (k in key or key in k)), key)
-        groups.setdefault(same, {"runs": [], "times": []})["times"].append(rec.at)
-    for u in read.unreadable:  # said once: recovery's incident already names most of them
-        groups.setdefault(u.note, {"runs": [], "times": []})
-    return groups
+    return session_incidents(frame, row_facts(frame, read.records), read)
 
 
 def _journal_incidents(session: Session) -> list[str]:
@@ -565,8 +579,6 @@ def _memory(session: Session, frame: pl.DataFrame) -> list[str]:
 
 def _rank_memory(session: Session, mem: pl.DataFrame) -> list[str]:
     """Each rank's own highest peaks, for experiments run across ranks."""
-    from gpusession.core.records.ranks import RANKS_FILE, read_rank_frame
-
     out: list[str] = []
     for exp in mem.get_column("experiment_id").unique(maintain_order=True).to_list():
         path = session.runs_dir / str(exp) / RANKS_FILE
@@ -603,7 +615,9 @@ def _bytes_short(n: int | None) -> str | None:
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     out: list[str] = []  # the count of distinct accepted corpora is the summary's verdict
-    reports = sorted(session.validation_dir.rglob("*.toml")) if session.validation_dir.is_dir() else []
+    reports = sorted(p for p in session.validation_dir.rglob("*.toml")  # the kept corpus is no run
+                     if not is_kept_corpus(p.relative_to(session.validation_dir))
+                     ) if session.validation_dir.is_dir() else []
     rows = []
     word = {True: "PASS", False: "FAIL", None: "-"}
     for path in reports:
@@ -677,21 +691,22 @@ def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
-    from gpusession.core.money.cost import NO_VALIDATED_RUN, cost_report, session_cost_inputs
 
     try:
         inputs = session_cost_inputs(session, frame=frame)
+        kept = session_plan(session)  # K6: priced as `cost NAME` prices it
         return cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
                            accepted=inputs.accepted_measured,  # not measured while nothing is validated (K3)
                            accepted_source=("distinct accepted corpora in resultats-bruts.csv"
                                             if inputs.accepted_measured is not None else NO_VALIDATED_RUN),
-                           extensions=False)
+                           extensions=False,
+                           plan=list(kept.durations_days) if kept is not None else None,
+                           plan_source=f"the plan kept with the package of session {session.name}")
     except BadInput as exc:
         return f"cost not computed: {exc}"
 
 
 def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
-    from gpusession.core.money.cost import NO_PROJECTION_LINE
 
     rep = _cost_report(session, frame) if rep is None else rep
     pkg = session.package
@@ -705,11 +720,9 @@ def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
     return _wrap(". ".join(said) + ".")  # the lines of `gpusession cost`, in one paragraph
 
 
-def _energy(frame: pl.DataFrame) -> list[str]:
+def _energy(session: Session, frame: pl.DataFrame) -> list[str]:
     """The session's GPU energy per accepted corpus and per run (nothing on CPU only)."""
-    from gpusession.core.records.energy import energy_summary
-
-    summary = energy_summary(frame)
+    summary = energy_summary(frame, row_facts(frame, session.journal_read().records))
     if summary is None:
         return []
     out: list[str] = [""]
@@ -747,7 +760,7 @@ def _decision(items: dict[str, cl.ChecklistItem], session: Session) -> tuple[lis
         else:
             missing.append(f"`{item_id}`")
     said = (f"_Decision notes not written yet: {', '.join(missing)}_ (`gpusession checklist "
-            f"{session.name} note ID \"...\"`)." if missing else "")
+            f"{session.name} note ID TEXT`)." if missing else "")
     return out, said
 
 
@@ -763,17 +776,25 @@ def _need_and_decision(items: list[cl.ChecklistItem], by_id: dict[str, cl.Checkl
 
 
 def _progress(items: list[cl.ChecklistItem]) -> list[str]:
-    """Done / total items per stage of the checklist, in one wrapped paragraph."""
+    """Done / total items of the stages with anything done, in one wrapped paragraph.
+
+    How many of them gpusession's own records ticked (S11) is said beside the count.
+    """
     parts = []
     for stage in cl.STAGES:
         st = [i for i in items if i.stage == stage]
-        parts.append(f"{stage}: {sum(i.done for i in st)}/{len(st)}")
+        if any(i.done for i in st):
+            parts.append(f"{stage}: {sum(i.done for i in st)}/{len(st)}")
     done = sum(i.done for i in items)
-    per = f" ({', '.join(parts)} per stage)" if done else ""
-    return _wrap(f"Checklist: {done} of {len(items)} items done{per}.")
+    recorded = sum(1 for i in items if i.done and i.ticked_by == cl.PRODUCT)
+    by = f", {recorded} ticked by gpusession's records" if recorded else ""
+    per = f" (stage {', '.join(parts)}; others 0)" if done else ""
+    return _wrap(f"Checklist: {done} of {len(items)} items done{by}{per}.")
 
 
 # -- charts ------------------------------------------------------------------------------
+#: What the report says in place of its charts under ``--no-charts``.
+NO_CHARTS_NOTE = "Charts not drawn (--no-charts); `gpusession report NAME` draws them."
 #: The phases drawn apart, each in its own panel (a load and a warm run are not comparable).
 PHASES = ("load", "cold", "warm")
 #: The panels from left to right: the warm runs, which the variants are compared on, first.
@@ -781,24 +802,35 @@ PANELS = ("warm", "cold", "load")
 
 
 def _pyplot() -> Any:
-    """Pyplot on matplotlib's Agg backend; ``ImportError`` when it cannot be had."""
-    import matplotlib
+    """Pyplot on matplotlib's Agg backend whatever ``MPLBACKEND`` says (H-42).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Raises:
+        ChartsUnavailable: it cannot be had (its ``note`` says how to get it).
+    """
+    from gpusession.core.retrieval.plotting import pyplot_agg
 
-    return plt
+    return pyplot_agg()
+
+
+#: Horizontal offsets of the dots of one variant (runs drawn side by side, never hidden).
+_SPREAD = 0.22
+
+
+def _offsets(count: int) -> list[float]:
+    """``count`` offsets evenly across ±:data:`_SPREAD` (one run: centred)."""
+    if count <= 1:
+        return [0.0] * count
+    return [-_SPREAD + 2 * _SPREAD * i / (count - 1) for i in range(count)]
 
 
 def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
-    """Warm, cold and load medians per variant with min–max bars, one panel each.
+    """Every run of each variant as a dot, its median as a line; warm, cold and load apart.
 
     One row of panels per experiment; every axis starts at 0, so a small difference
-    does not look large.
+    does not look large. With 3–5 runs a dot per run hides nothing a bar would.
     """
     groups = timed.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-        pl.col("elapsed_seconds").median().alias("median"), pl.col("elapsed_seconds").min().alias("lo"),
-        pl.col("elapsed_seconds").max().alias("hi"))
+        pl.col("elapsed_seconds").median().alias("median"), pl.col("elapsed_seconds").alias("runs"))
     exps = list(dict.fromkeys(groups["experiment_id"].to_list()))
     widest = max((groups.filter(pl.col("experiment_id") == e).get_column("variant_id").n_unique()
                   for e in exps), default=1)
@@ -809,13 +841,17 @@ def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
             ax = axes[row][col]
             g = groups.filter((pl.col("experiment_id") == exp) & (pl.col("phase") == phase))
             names = [variant_words(v, phase) for v in g["variant_id"].to_list()]
-            med, lo, hi = g["median"].to_list(), g["lo"].to_list(), g["hi"].to_list()
+            med, runs = g["median"].to_list(), g["runs"].to_list()
             xs = list(range(len(names)))
-            ax.bar(xs, med, color="#4a7ab5", width=0.6)
-            ax.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo, strict=True)],
-                                       [b - m for m, b in zip(med, hi, strict=True)]],
-                        fmt="none", ecolor="black", capsize=4, linewidth=1)
-            ax.set_ylim(bottom=0, top=max(hi, default=1.0) * 1.15 or 1.0)
+            top = 0.0
+            for x, m, values in zip(xs, med, runs, strict=True):
+                ax.scatter([x + d for d in _offsets(len(values))], values, s=18, color="#4a7ab5",
+                           zorder=3)
+                ax.hlines(m, x - _SPREAD - 0.08, x + _SPREAD + 0.08, color="black", linewidth=1.5,
+                          zorder=4)
+                top = max(top, *values)
+            ax.set_ylim(bottom=0, top=top * 1.15 or 1.0)
+            ax.set_xlim(-0.6, max(len(names), 1) - 0.4)
             ax.set_xticks(xs)
             turn = len(names) > 4 or max((len(n) for n in names), default=0) > 10
             ax.set_xticklabels(names, fontsize=8, rotation=30 if turn else 0, ha="right" if turn else "center")
@@ -823,31 +859,38 @@ def _duration_figure(plt: Any, timed: pl.DataFrame) -> Any:
             if not names:
                 ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes, fontsize=9)
             if col == 0:
-                ax.set_ylabel("seconds (median; bar: min–max)", fontsize=8)
-    fig.suptitle("Durations per variant: median and min–max, axis from 0", fontsize=11)
+                ax.set_ylabel("seconds (dot: one run; line: median)", fontsize=8)
+    fig.suptitle("Durations per variant: every run a dot, median marked, axis from 0", fontsize=11)
     fig.tight_layout()
     return fig
 
 
 def _memory_figure(plt: Any, mem: pl.DataFrame) -> Any:
-    """Peak allocated and reserved per variant and phase, side by side (never added)."""
+    """Peak allocated and reserved of every run as dots, side by side (never added); axis from 0.
+
+    A short line marks each variant and phase's highest peak (the figure the table gives).
+    """
     g = mem.group_by(["experiment_id", "variant_id", "phase"], maintain_order=True).agg(
-        pl.col("peak_allocated_bytes").max(), pl.col("peak_reserved_bytes").max())
+        pl.col("peak_allocated_bytes").fill_null(0), pl.col("peak_reserved_bytes").fill_null(0))
     several = g.get_column("experiment_id").n_unique() > 1
-    names = [(f"{r['experiment_id']}\n" if several else "") + f"{r['variant_id']}\n{r['phase']}"
-             for r in g.iter_rows(named=True)]
-    divisor, unit = byte_scale(max((r["peak_reserved_bytes"] or 0) for r in g.iter_rows(named=True)))
-    alloc = [(r["peak_allocated_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
-    resv = [(r["peak_reserved_bytes"] or 0) / divisor for r in g.iter_rows(named=True)]
+    rows = list(g.iter_rows(named=True))
+    names = [(f"{r['experiment_id']}\n" if several else "") + f"{r['variant_id']}\n{r['phase']}" for r in rows]
+    divisor, unit = byte_scale(max((max(r["peak_reserved_bytes"], default=0) for r in rows), default=0))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.0))
     xs = list(range(len(names)))
-    ax.bar([x - 0.2 for x in xs], alloc, width=0.4, label="peak allocated")
-    ax.bar([x + 0.2 for x in xs], resv, width=0.4, label="peak reserved")
+    for column, shift, colour, label in (("peak_allocated_bytes", -0.2, "#4a7ab5", "peak allocated"),
+                                         ("peak_reserved_bytes", 0.2, "#d08c3a", "peak reserved")):
+        for x, r in zip(xs, rows, strict=True):
+            values = [v / divisor for v in r[column]]
+            ax.scatter([x + shift + d / 3 for d in _offsets(len(values))], values, s=14, color=colour,
+                       zorder=3, label=label if x == 0 else None)
+            ax.hlines(max(values, default=0), x + shift - 0.12, x + shift + 0.12, color=colour,
+                      linewidth=1.5, zorder=4)
     ax.set_xticks(xs)
     ax.set_xticklabels(names, fontsize=7)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(f"{unit} (PyTorch allocator; side by side, never added)")
-    ax.set_title("Memory peaks per variant and phase")
+    ax.set_title("Memory peaks per variant and phase (dot: one run; line: highest)")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -855,11 +898,12 @@ def _memory_figure(plt: Any, mem: pl.DataFrame) -> Any:
 
 def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | None]:
     """``(pyplot, [(name, figure)], note)``: the charts of ``frame``, or why there are none."""
+    from gpusession.core.retrieval.plotting import ChartsUnavailable
+
     try:
         plt = _pyplot()
-    except ImportError:
-        return None, [], ("Charts left out: matplotlib is not installed "
-                          "(`pip install 'matplotlib>=3.7'`, a dependency of gpusession).")
+    except ChartsUnavailable as exc:
+        return None, [], exc.note
     timed = frame.filter(pl.col("elapsed_seconds").is_not_null() & pl.col("phase").is_in(PHASES))
     if timed.height == 0:
         return plt, [], "Charts left out: no measured duration yet."
@@ -870,9 +914,28 @@ def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | Non
     return plt, figures, None
 
 
-def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path], str | None]:
-    """Draw the PNGs next to the report; ``(paths, note)``; never raises."""
+def _svg_text(fig: Any) -> str:
+    """``fig`` as inline SVG text: no XML prolog, no DOCTYPE, no metadata, no comment."""
+    import re
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]  # the XML prolog and DOCTYPE have no place inline
+    # labels live in comments (a variant's name): dropped, the drawn glyphs stay
+    return re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S)
+
+
+def _charts(frame: pl.DataFrame, stem: Path, *, force: bool,
+            svg: bool = False) -> tuple[list[Path], str | None, list[tuple[str, str]]]:
+    """Draw each chart once: its PNG next to the report and, with ``svg``, its SVG text.
+
+    Returns:
+        ``(png paths, note, [(name, svg text)])``; the note says why charts were left out
+        (or partly: the error). Never raises.
+    """
     paths: list[Path] = []
+    svgs: list[tuple[str, str]] = []
 
     def target(suffix: str) -> Path:
         p = stem.with_name(f"{stem.name}-{suffix}.png")
@@ -882,55 +945,75 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool) -> tuple[list[Path]
             raise link_refused(p)
         return p
 
+    figures: list[tuple[str, Any]] = []
+    plt = None
     try:
         plt, figures, note = _figures(frame)
         for suffix, fig in figures:
+            if svg:  # the same figure for the HTML page (inline: no file, no request)
+                svgs.append((suffix, _svg_text(fig)))
             p = target(suffix)
             png = io.BytesIO()  # drawn in memory, written 0600 like every session file
             fig.savefig(png, format="png", dpi=110)
-            plt.close(fig)
             write_atomic_bytes(p, png.getvalue())
             paths.append(p)
     except Exception as exc:  # noqa: BLE001 - matplotlib documents no exception set; a chart must never cost the report, and the note names the error
-        return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
-    return paths, note
-
-
-def chart_svgs(frame: pl.DataFrame) -> tuple[list[tuple[str, str]], str | None]:
-    """The same charts as SVG text, for the HTML page (inline: no file, no request).
-
-    Returns:
-        ``([(name, svg)], note)``; the note says why charts were left out. Never raises.
-    """
-    import io
-    import re
-
-    out: list[tuple[str, str]] = []
-    try:
-        plt, figures, note = _figures(frame)
-        for name, fig in figures:
-            buf = io.StringIO()
-            fig.savefig(buf, format="svg", metadata={"Date": None})
-            plt.close(fig)
-            svg = buf.getvalue()
-            svg = svg[svg.index("<svg"):]  # the XML prolog and DOCTYPE have no place inline
-            svg = re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S)  # labels live in
-            # comments (a variant's name): dropped, the drawn glyphs stay
-            out.append((name, svg))
-    except Exception as exc:  # noqa: BLE001 - as in _charts: the page is written without them
-        return out, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc})."
-    return out, note
+        return paths, f"Charts partly left out: drawing failed ({type(exc).__name__}: {exc}).", svgs
+    finally:
+        if plt is not None:  # pyplot keeps each figure until it is closed
+            for _, fig in figures:
+                plt.close(fig)
+    return paths, note, svgs
 
 
 # -- assembly ----------------------------------------------------------------------------
 def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, str]]:
     """Device, order match and on-GPU evidence read now (nothing recorded, nothing ticked)."""
-    from gpusession.core.retrieval.evidence import run_probes
-
     ev = run_probes(session, nvml=nvml, now=now, record_deviation=False)
     return [("Device check now (NVML) and in the last run", ev["device"]),
             ("Order match", ev["order-match"]),
             ("On the GPU", ev["on-gpu"])]
+
+
+def _count_in_unit(session: Session) -> str | None:
+    """``16 approved visuals`` for a session counting in its own unit, else ``None`` (S8, S10)."""
+    from gpusession.core.money.count import CORPORA, session_count
+
+    try:
+        count = session_count(session)
+    except BadInput:
+        return None
+    return None if count.source == CORPORA and not count.unit.declared else count.words()
+
+
+def _cost_in_unit(session: Session, total_usd_minor: int | None) -> str | None:
+    """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual (count: …)``, or ``None`` (S10)."""
+    from gpusession.core.money.count import deliverable_cost_words
+
+    try:
+        return deliverable_cost_words(session, total_usd_minor)
+    except BadInput:
+        return None
+
+
+def _count_problem(session: Session) -> str | None:
+    """Why the session's count does not read, in one line naming the file; ``None`` when it does (H-39)."""
+    from gpusession.core.money.count import session_count
+
+    try:
+        session_count(session)
+    except BadInput as exc:
+        return str(exc)
+    return None
+
+
+def _plan_words(session: Session) -> str | None:
+    """``plan 3.25 d: the 7-day package covers it; the 3-day one does not``, or ``None`` (K6)."""
+    try:
+        kept = session_plan(session)
+    except BadInput as exc:
+        return f"plan not read: {exc}"
+    return kept.words(session.package) if kept is not None else None
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -944,8 +1027,6 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     At most :data:`SUMMARY_LINES` lines at 80 columns: one experiment's recommendation
     per line, the others counted.
     """
-    from gpusession.core.money.rates import format_usd
-    from gpusession.core.records.summary import verdict_count_words
     from gpusession.core.records.variants import compare_variants
 
     timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
@@ -959,7 +1040,8 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     if validated == 0:  # not measured, never "0 accepted" (K3)
         verdict = f"**Verdict:** not validated: none of {_plural(runs, 'run', 'runs')} validated yet."
     else:
-        verdict = (f"**Verdict:** {_plural(corpora, 'distinct corpus', 'distinct corpora')} accepted; "
+        counted = _count_in_unit(session)  # S10: the session's own unit, from its one source
+        verdict = (f"**Verdict:** {counted or _plural(corpora, 'distinct corpus', 'distinct corpora') + ' accepted'}; "
                    f"{validated} of {runs} runs validated, {accepted_rows} accepted"
                    + (f" ({verdict_count_words(n_acc, len(rejected))})." if rejected else "."))
     out = _wrap(verdict, indent="  ", first="- ")
@@ -967,14 +1049,21 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
         out += _wrap("**Cost:** package not fully set (GPU, lots, days).", indent="  ", first="- ")
     elif isinstance(cost, str):
         out += _wrap(f"**Cost:** {cost}.", indent="  ", first="- ")
+    elif (in_unit := _cost_in_unit(session, cost.total.total_usd_minor)) is not None:  # S8, S10
+        out += _wrap(f"**Cost:** {in_unit}.", indent="  ", first="- ")
     else:
         t_ = cost.total
         per = cost.per_accepted
         each = (f"{format_usd(per.per_accepted_usd_minor)} per accepted deliverable"
                 if per.per_accepted_usd_minor is not None else
                 f"no cost per accepted deliverable yet ({per.reason.split(';')[0]})")
+        if (problem := _count_problem(session)) is not None:  # said, naming the file (H-39)
+            each = f"no cost per accepted deliverable: the count does not read ({problem})"
         out += _wrap(f"**Cost:** {format_usd(t_.total_usd_minor)} for the package ({t_.gpu_model}, "
                      f"{t_.days} days × {_plural(t_.lots, 'lot', 'lots')}); {each}.", indent="  ", first="- ")
+    if (plan := _plan_words(session)) is not None:  # K6: the plan beside the package
+        out[-1] = out[-1].removesuffix(".") + ";"
+        out += _wrap(f"{plan}.", indent="  ", first="  ")
     comparisons = compare_variants(frame, table)
     exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
     risks = _risk_lines(session, frame, rejected, probes, now)
@@ -990,20 +1079,10 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
 
 
 def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
-    """The variant to keep of ``exp`` with its ratio to the slowest other one (D5, D7)."""
-    from gpusession.core.records.summary import recommended_variant
+    """The variant to keep of ``exp`` with its ratio, noise first when nothing differs (D5, D7)."""
+    from gpusession.core.retrieval.keep import keep_words
 
-    best = recommended_variant(table, exp)
-    if best is None:
-        return f"no accepted variant in {_cell(exp)} (none is named)"
-    mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
-    said = f"{_cell(best.variant_id)} of {_cell(exp)}, warm median {format_seconds(best.median_seconds)}"
-    if not mine:
-        return said + "; the only variant measured warm"
-    c = max(mine, key=lambda c: c.ratio or 0.0)
-    how = (f"{c.ratio:.1f}× faster than {_cell(c.other)}" if (c.ratio or 0) >= 1.05
-           else f"about as fast as {_cell(c.other)}")
-    return f"{said}; {how}, {c.noise_words()}"
+    return keep_words(table, comparisons, exp, cell=_cell)
 
 
 def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
@@ -1011,7 +1090,6 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
     """The risks line: incidents, rejected variants, the copy home, the GPU, time left."""
     import re
 
-    from gpusession.core.money.window import package_window
     from gpusession.core.retrieval.status import retrieval_state
 
     incidents = len(_incident_groups(session, frame))
@@ -1020,7 +1098,6 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
              retrieval_state(session.folder).words]
     risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
               for _, text in probes if text.startswith("WARNING")]
-    from gpusession.core.money.host_check import deviation_words
 
     risks += deviation_words(session)  # D8: the GPU found is not the one ordered
     if session.package.end is not None:
@@ -1047,9 +1124,68 @@ def answer_lines(report_text: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class _Head:
+    """What the first lines are made of, read once for the whole report."""
+
+    now: datetime
+    items: list[Any]
+    frame: pl.DataFrame
+    table: list[Any]
+    cost: Any
+    probes: list[tuple[str, str]]
+    summary: list[str]
+
+
+def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.DataFrame | None) -> _Head:
+    """Read what the summary needs and word the summary (:func:`_summary`)."""
+    now = now or utcnow()
+    items = cl.load_checklist(session)
+    frame = session.results.read() if frame is None else frame
+    table = session_summary(session, frame) if frame.height else []
+    cost = _cost_report(session, frame)
+    probes = _live_probes(session, nvml, now)
+    return _Head(now, items, frame, table, cost, probes, _summary(session, frame, table, cost, now, probes))
+
+
+def _title(session: Session) -> list[str]:
+    return [f"# Session report: {session.name}", ""]
+
+
+def _finish(text_lines: list[str]) -> str:
+    """The Markdown of ``text_lines``: inert (H-45), then one secret check on the whole text."""
+    return mask_text(inert_markdown("\n".join(text_lines).rstrip() + "\n"))[0]
+
+
+def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: str | None) -> str:
+    """The whole report from its :class:`_Head` (see :func:`render_report`)."""
+    now, items, frame, table, cost, probes = head.now, head.items, head.frame, head.table, head.cost, head.probes
+    by_id = {i.id: i for i in items}
+    lines = _title(session) + head.summary
+    generated = f"Generated {now.isoformat(timespec='minutes')} by gpusession {__version__}."
+    try:
+        generated += f" Order: {order_status_line(load_order(session), now)}."
+    except BadInput:
+        pass
+    lines += [""] + _wrap(generated)
+    chart_lines = [f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else [])
+    bodies = {
+        "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
+        + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
+        "Validation verdicts": _validation(session, frame),
+        "Cost": _cost(session, frame, cost) + _energy(session, frame),
+        "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
+        "Need, decision and retrieval": _need_and_decision(items, by_id, session),
+    }
+    for n, title in enumerate(SECTIONS, 1):  # a heading, then its text (CommonMark needs no blank)
+        lines += ["", f"## {n}. {title}"] + bodies[title]
+    # one secret check on the whole text: whatever a note or an incident held is hidden
+    return _finish(lines)
+
+
 def render_report(session: Session, *, now: datetime | None = None,
                   charts: Sequence[Path] = (), charts_note: str | None = None,
-                  nvml: Any | None = None) -> str:
+                  nvml: Any | None = None, frame: pl.DataFrame | None = None) -> str:
     """The report's Markdown text: a summary of at most 10 lines, then the sections.
 
     The summary (:func:`_summary`) answers first: is the work accepted, what did it cost
@@ -1062,58 +1198,36 @@ def render_report(session: Session, *, now: datetime | None = None,
         charts: PNG files to link (next to the report).
         charts_note: why charts were left out, if they were.
         nvml: an NVML module, fake or snapshot for the device evidence; default the real one.
+        frame: the results CSV as :meth:`~gpusession.core.records.results.ResultsFile.read`
+            returns it, when the caller has read it already; default read here.
 
     Raises:
         BadInput: a malformed session file (checklist.toml, results CSV).
     """
-    from gpusession.core.records.summary import session_summary
-
-    now = now or utcnow()
-    items = cl.load_checklist(session)
-    by_id = {i.id: i for i in items}
-    frame = session.results.read()
-    table = session_summary(session, frame) if frame.height else []
-    cost = _cost_report(session, frame)
-    probes = _live_probes(session, nvml, now)
-    lines = [f"# Session report: {session.name}", ""] + _summary(session, frame, table, cost, now, probes)
-    head = f"Generated {now.isoformat(timespec='minutes')} by gpusession {__version__}."
-    from gpusession.core.money.order import load_order
-    from gpusession.core.money.order_text import order_status_line
-
-    try:
-        head += f" Order: {order_status_line(load_order(session), now)}."
-    except BadInput:
-        pass
-    lines += [""] + _wrap(head)
-    chart_lines = [f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else [])
-    bodies = {
-        "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
-        + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
-        "Validation verdicts": _validation(session, frame),
-        "Cost": _cost(session, frame, cost) + _energy(frame),
-        "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
-        "Need, decision and retrieval": _need_and_decision(items, by_id, session),
-    }
-    for n, title in enumerate(SECTIONS, 1):  # a heading, then its text (CommonMark needs no blank)
-        lines += ["", f"## {n}. {title}"] + bodies[title]
-    # one secret check on the whole text: whatever a note or an incident held is hidden
-    return mask_text("\n".join(lines).rstrip() + "\n")[0]
+    return _render(session, _head(session, now, nvml, frame), charts, charts_note)
 
 
 def write_report(session: Session, *, out: Path | None = None, force: bool = False,
                  now: datetime | None = None, nvml: Any | None = None,
-                 html: bool = False) -> ReportWritten:
+                 html: bool = False, keep: bool = False, charts: bool = True,
+                 on_answer: Callable[[list[str]], None] | None = None) -> ReportWritten:
     """Write the report (and its charts) atomically; never overwrite silently.
 
     Args:
         session: an open session.
-        out: the Markdown file; default ``<session>/report.md``, or ``report-2.md``...
-            when it exists.
-        force: overwrite an existing file (``out`` or ``report.md``).
+        out: the Markdown file; default ``<session>/report.md``, replaced with its charts
+            and page (the latest report replaces the last, so repeated calls pile nothing).
+        force: overwrite an existing ``out``.
+        keep: without ``out``, keep earlier reports: the next free ``report-2.md``...
         now: the generation time shown (aware); default now.
         nvml: an NVML module, fake or snapshot (tests); default the real one.
         html: also write the same text as one self-contained HTML page next to it
             (``report.html`` beside ``report.md``; charts inline as SVG), mode 0600.
+        charts: draw the charts; ``False`` (``--no-charts``): the text only, matplotlib
+            never imported, and the report says so in one line.
+        on_answer: called with the report's first lines (:func:`answer_lines`, the same
+            lines as the file will hold) as soon as they are known, before the charts are
+            drawn and the sections worded, so a command can print the answer at once.
 
     Raises:
         BadInput: ``out`` (or its HTML page) exists without ``force``; its folder does not exist; ``out``
@@ -1122,8 +1236,9 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     """
     if out is None:
         target = session.folder / "report.md"
-        if not force:
+        if keep and not force:
             target = next_free_path(target)
+        force = force or not keep  # the latest replaces the last (its charts and page too)
     else:
         target = Path(out)
         refuse_session_data(target, what="report")
@@ -1136,18 +1251,22 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         refuse_session_data(page, what="report")
         if os.path.lexists(page) and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
-    frame = session.results.read()
-    chart_paths, note = _charts(frame, target.with_suffix(""), force=force)
-    text = render_report(session, now=now, charts=chart_paths, charts_note=note, nvml=nvml)
+    head = _head(session, now, nvml, None)
+    if on_answer is not None:  # the answer does not wait for the charts (nor for matplotlib)
+        on_answer(answer_lines(_finish(_title(session) + head.summary)))
+    svgs: list[tuple[str, str]] = []
+    if charts:
+        chart_paths, note, svgs = _charts(head.frame, target.with_suffix(""), force=force, svg=page is not None)
+    else:
+        chart_paths, note = [], NO_CHARTS_NOTE
+    text = _render(session, head, chart_paths, note)
     write_atomic_bytes(target, text.encode("utf-8"))
     if page is not None:
         from gpusession.core.retrieval.report_html import markdown_to_html
 
-        svgs, _ = chart_svgs(frame)
-        named = {name: svg for name, svg in svgs}
+        named = dict(svgs)
         page_text = markdown_to_html(text, title=f"Session report: {session.name}", charts=named)
         write_atomic_bytes(page, mask_text(page_text)[0].encode("utf-8"))  # mode 0600
-    from gpusession.core.events.actions import ReportWrittenRecord
 
     session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]
                                         + ([str(page)] if page is not None else [])))

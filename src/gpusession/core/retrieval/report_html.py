@@ -19,6 +19,8 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 
+from gpusession.core.retrieval.mdtext import MD_ESCAPE
+
 #: The page's style: readable on a phone, printable.
 CSS = """
 :root { color-scheme: light; }
@@ -69,6 +71,13 @@ def _inline(text: str, charts: Mapping[str, str]) -> str:
         return f"\x00I{len(images) - 1}\x00"
 
     text = _IMAGE.sub(keep_image, text)
+    escapes: list[str] = []
+
+    def keep_escape(m: re.Match[str]) -> str:  # ``\<`` is the text ``<`` (H-45): never markup
+        escapes.append(html.escape(m.group(1), quote=True))
+        return f"\x00E{len(escapes) - 1}\x00"
+
+    text = MD_ESCAPE.sub(keep_escape, text)
     text = html.escape(text, quote=True)
 
     def keep_code(m: re.Match[str]) -> str:
@@ -79,6 +88,7 @@ def _inline(text: str, charts: Mapping[str, str]) -> str:
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
     text = re.sub(r"(?<![\w])_(?=\S)(.+?)(?<=\S)_(?![\w])", r"<em>\1</em>", text)
     text = re.sub(r"\x00C(\d+)\x00", lambda m: codes[int(m.group(1))], text)
+    text = re.sub(r"\x00E(\d+)\x00", lambda m: escapes[int(m.group(1))], text)
     return re.sub(r"\x00I(\d+)\x00", lambda m: images[int(m.group(1))], text)
 
 

@@ -38,13 +38,14 @@ import re
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from gpusession.core.events.scan import open_work, run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.frozen import frozen
 from gpusession.core.files.names import (
     CHECKLIST_TOML,
     ENV_HOME,
@@ -54,13 +55,18 @@ from gpusession.core.files.names import (
     SESSION_TOML,
     SUMMARY_JSON,
 )
-from gpusession.core.files.secrets import check_identifier
-from gpusession.core.folder.package import Package
+from gpusession.core.files.safefile import refuse_link_or_special
+from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+from gpusession.core.files.sessionname import check_name_secret
+from gpusession.core.files.textio import read_plain
+from gpusession.core.files.tomlread import read_toml
+from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
 from gpusession.core.retrieval.limit import (
     FOLDER_BYTES_AT_KEY,
     FOLDER_BYTES_KEY,
     SessionLimit,
+    duration_words,
     folder_bytes_to_record,
     limit_of,
 )
@@ -69,7 +75,7 @@ from gpusession.core.retrieval.limit import (
 VERIFY_ITEM = "g8.verify-copy"
 
 
-@dataclass(frozen=True)
+@frozen
 class Counts:
     """Row and accepted-corpus counts of a session's results CSV (K4).
 
@@ -96,7 +102,7 @@ def _count_records(text: str, header: list[str] | None, start: Counts,
     A run with more rows than the journal ended it (``run_ends``) counts once per end, as
     ``show`` counts it (:func:`gpusession.core.records.results.check_rows`, the same rule).
     """
-    from gpusession.core.records.results import MAX_CELL_CHARS, RUN_KEY_COLUMNS
+    from gpusession.core.records.csvkeys import MAX_CELL_CHARS, RUN_KEY_COLUMNS
 
     csv.field_size_limit(MAX_CELL_CHARS)  # the bound of every reader of the CSV
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -133,9 +139,6 @@ def journal_run_ends(folder: Path) -> dict[str, int]:
 
     An unreadable journal (or a FIFO, never waited on) gives ``{}``: no row is judged.
     """
-    from gpusession.core.events.scan import run_end_counts
-    from gpusession.core.files.textio import read_plain
-
     try:
         return run_end_counts(read_plain(Path(folder) / JOURNAL))
     except (OSError, BadInput):
@@ -155,7 +158,7 @@ SUMMARY_MAX_BYTES = 16 * 1024 * 1024
 
 
 class _Summary:
-    """What ``summary.json`` says of the CSV (a plain class: a dataclass costs start-up time)."""
+    """What ``summary.json`` says of the CSV (a plain class: even ``@frozen`` costs start-up time)."""
 
     __slots__ = ("digest", "revisions", "rows", "signature", "size")
 
@@ -174,13 +177,14 @@ def _read_summary(folder: Path) -> _Summary | None:
     waited on), or with counts that are not integers from 0 to :data:`COUNT_MAX` (a
     boolean, a negative or a 400-digit number edited by hand) reads as absent.
     """
+    from gpusession.core.files.nesting import loads_json
     from gpusession.core.files.textio import read_plain
 
     try:
         raw = read_plain(folder / SUMMARY_JSON, max_bytes=SUMMARY_MAX_BYTES + 1, follow_links=False)
         if len(raw) > SUMMARY_MAX_BYTES:
             return None
-        doc = json.loads(raw.decode("utf-8"))
+        doc = loads_json(raw, folder / SUMMARY_JSON)  # depth-bounded (H-39)
         rows, revs, size, digest = doc["rows"], doc["accepted_revisions"], doc["csv_size_bytes"], doc["csv_sha256"]
         if not (_count_ok(rows) and _count_ok(size) and isinstance(revs, list) and isinstance(digest, str)
                 and len(revs) <= rows and all(isinstance(r, str) for r in revs)):
@@ -249,6 +253,32 @@ def csv_sha256(path: Path) -> str | None:
         return None
 
 
+def _plausible(saved: _Summary | None, csv_path: Path) -> _Summary | None:
+    """``saved`` when its counts can be true of the CSV, else ``None`` (recounted) (H-47).
+
+    The threat is an edit by hand or by a tool, not a forger (who could recompute any
+    digest): a ``"rows": 9999`` beside a kept ``csv_stat`` made ``status`` say 9999 rows
+    while ``show`` said 12. Checked cheaply, without parsing: the rows are at most the
+    CSV's data lines (a record may span lines, never the reverse; newlines counted in
+    1 MiB blocks, no Python loop per line), at most one per 38 bytes (38 fields: 37
+    commas and a line end), and the accepted corpora at most the rows.
+    """
+    if saved is None:
+        return None
+    if len(saved.revisions) > saved.rows or saved.rows * 38 > saved.size:
+        return None
+    try:
+        with open(csv_path, "rb") as fh:
+            newlines, last = 0, b""
+            while block := fh.read(_HASH_CHUNK_BYTES):
+                newlines += block.count(b"\n")
+                last = block[-1:]
+    except OSError:
+        return None
+    lines = newlines + (1 if last not in (b"", b"\n") else 0)
+    return saved if saved.rows <= max(0, lines - 1) else None  # the header is not a row
+
+
 def _summary_describes(saved: _Summary | None, csv_path: Path, st: os.stat_result) -> bool:
     """Whether ``saved`` describes the CSV's present bytes: the same ``stat`` signature, else the same SHA-256."""
     if saved is None or saved.size != st.st_size:
@@ -287,7 +317,7 @@ def _current(folder: Path) -> tuple[Counts, str, list[int] | None]:
     if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
         return none
     size = st.st_size
-    saved = _read_summary(folder)
+    saved = _plausible(_read_summary(folder), csv_path)  # a count edited by hand is recounted (H-47)
     header = _header(csv_path)
     ends = journal_run_ends(folder)
     try:
@@ -354,7 +384,7 @@ def refresh_counts(folder: Path) -> Counts:
     return counts
 
 
-@dataclass(frozen=True)
+@frozen
 class Retrieval:
     """Whether the copy home is verified (S4).
 
@@ -373,17 +403,14 @@ def _toml(path: Path) -> dict[str, Any]:
     # The parser of core.tomlread (not core.tomlio: that module also loads the writer,
     # a third of this command's start-up); lenient here: an unreadable file reads as {}.
     # A FIFO or a device is never waited on.
-    from gpusession.core.files.textio import read_plain
-    from gpusession.core.files.tomlread import tomllib
+    # Size- and depth-bounded (H-39, H-48): never a RecursionError, never a 50 MB parse.
+    from gpusession.core.files.nesting import read_toml_lenient
 
-    try:
-        return tomllib.loads(read_plain(path).decode("utf-8").lstrip("\ufeff"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, BadInput):
-        return {}
+    return read_toml_lenient(path) or {}
 
 
 def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Retrieval:
-    """Read the copy-home state from ``checklist.toml`` (S4).
+    """Read the copy-home state from ``checklist.toml`` (S4): the newest pull or verify-copy.
 
     Args:
         folder: a session folder (on the server, or its copy home).
@@ -393,8 +420,11 @@ def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Re
         The state; an unreadable file reads as not verified.
     """
     doc = checklist if checklist is not None else _toml(Path(folder) / CHECKLIST_TOML)
-    rec = doc.get("retrieval")
-    if isinstance(rec, dict) and rec.get("verified") is True:
+    # the newest check of the copy: a pull's ([retrieval]) or verify-copy's ([verify_copy]) (S4, S11)
+    recs = [r for r in (doc.get("retrieval"), doc.get("verify_copy")) if isinstance(r, dict)]
+    dated = [r for r in recs if isinstance(r.get("at"), datetime) and r["at"].tzinfo is not None]
+    rec = max(dated, key=lambda r: r["at"]) if dated else (recs[0] if recs else None)
+    if rec is not None and rec.get("verified") is True:
         at = rec.get("at")
         when = f" {at:%Y-%m-%d %H:%M} UTC" if isinstance(at, datetime) else ""
         return Retrieval(True, f"copy home verified{when}")
@@ -475,12 +505,31 @@ def status_root(cli_value: str | Path | None = None) -> Path:
     else the folder remembered by :func:`remember_sessions_dir` (so tmux's ``status-right``
     works whatever folder the pane is in), else ``./sessions`` (the error names it).
     """
-    if cli_value or os.environ.get(ENV_HOME):
-        return sessions_root_light(cli_value)
+    return chosen_sessions_root(cli_value)[0]
+
+
+def chosen_sessions_root(cli_value: str | Path | None = None) -> tuple[Path, str]:
+    """The sessions folder every command uses, and why it was chosen (words for an error).
+
+    One rule for all commands, as :func:`status_root` says; the words let "no session
+    'x' in …" say where the folder came from and how to name another.
+
+    Returns:
+        ``(folder, words)``, e.g. ``(Path('/tmp/sessions'), './sessions of the current
+        folder')``. The folder may not exist (``new`` creates it).
+    """
+    if cli_value:
+        return Path(cli_value), "--sessions-dir"
+    env = os.environ.get(ENV_HOME)
+    if env:
+        return Path(env), f"${ENV_HOME}"
     here = Path.cwd() / "sessions"
     if here.is_dir():
-        return here
-    return remembered_sessions_dir() or here
+        return here, "./sessions of the current folder"
+    last = remembered_sessions_dir()
+    if last is not None:
+        return last, "the sessions folder used last"
+    return here, "./sessions of the current folder"
 
 
 def most_recent_session(root: Path) -> str | None:
@@ -509,7 +558,7 @@ def most_recent_session(root: Path) -> str | None:
     return best[1] if best else None
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionStatus:
     """What ``gpusession status`` says about one session (S6).
 
@@ -533,13 +582,23 @@ class SessionStatus:
     warning: PackageWarning | None
     unfinished: int = 0
     limit: SessionLimit | None = None
+    #: the count of deliverables in the session's unit, as last counted (S8, S10), or ``None``
+    deliverables: dict[str, Any] | None = None
+
+    def _deliverables(self, short: bool) -> str | None:
+        """``18 approved visuals`` (``18 visuals`` in the tmux form); ``?`` when files changed since."""
+        d = self.deliverables
+        if d is None:
+            return None
+        return str(d["short" if short else "words"]) + ("?" if d.get("stale") and short else
+                                                         " (as last counted; files changed since)"
+                                                         if d.get("stale") else "")
 
     def _limit_words(self) -> str | None:
         """``stop by Sat 14:00 UTC (4 h kept, not measured)``, ``None`` without a limit (D1)."""
         lim = self.limit
         if lim is None or not lim.known:
             return None
-        from gpusession.core.retrieval.limit import duration_words
 
         kept = "set by you" if lim.source == "limit" else (
             f"{duration_words(lim.reserve_s)} kept for retrieval"
@@ -562,7 +621,7 @@ class SessionStatus:
             self.name,
             self.time_left_words,
             f"{self.counts.rows} result row{'s' if self.counts.rows != 1 else ''}",
-            f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
+            self._deliverables(False) or f"{acc} accepted {'corpus' if acc == 1 else 'corpora'}",
         ]
         if self.unfinished:
             parts.insert(3, f"{self.unfinished} unfinished run(s): `gpusession show {self.name}` records "
@@ -583,21 +642,26 @@ class SessionStatus:
     def to_json(self) -> dict[str, Any]:
         """The fields of the tmux line as JSON-ready values (``status --json``, for scripts).
 
-        Keys: ``session``, ``time_left`` (words), ``package_end`` (ISO 8601 or ``None``),
+        Keys: ``name``, ``package`` (``end``: ISO 8601 or ``None``), ``time_left_s``,
+        ``time_left`` (the same in words),
         ``result_rows``, ``unfinished_runs``, ``accepted_corpora``, ``copy_home_verified``,
         ``copy_home`` (words), ``session_limit`` (ISO 8601 or ``None``), ``stop_by``
         (words or ``None``), ``past_session_limit``, ``warning`` and ``warning_level``
         (``"24h"``, ``"2h"``, ``"ended"`` or ``None``).
         """
+        from gpusession.core.retrieval.json_contract import package_json, time_left_s
+
         lim = self.limit if self.limit is not None and self.limit.known else None
-        end = self.package.end
-        return {
-            "session": self.name,
+        return {  # the keys of `list` and `show` for the same facts (docs/json/status.schema.json)
+            "name": self.name,
+            "package": package_json(self.package),
+            "time_left_s": time_left_s(self.package, lim.now if lim is not None else None),
             "time_left": self.time_left_words,
-            "package_end": end.isoformat() if end is not None else None,
             "result_rows": self.counts.rows,
             "unfinished_runs": self.unfinished,
             "accepted_corpora": self.counts.accepted_unique_corpora,
+            "deliverables": ({k: v for k, v in self.deliverables.items() if k != "key"}
+                             if self.deliverables is not None else None),
             "copy_home_verified": self.retrieval.verified,
             "copy_home": self.retrieval.words,
             "session_limit": lim.at.isoformat() if lim is not None and lim.at is not None else None,
@@ -624,7 +688,8 @@ class SessionStatus:
         near = lim is not None and lim.at is not None and lim.at - lim.now <= timedelta(hours=24)
         stop = lim.stop_by.replace("stop by", "stop") if near and lim is not None else ""  # D1: a day before
         body = " ".join(w for w in (self.name, self.time_left_words, f"{self.counts.rows}r",
-                                    unfinished, f"{acc}acc", copy, stop) if w).replace("#", "##")
+                                    unfinished, self._deliverables(True) or f"{acc}acc", copy, stop)
+                        if w).replace("#", "##")
         if self._past_limit():
             return f"#[fg=colour231,bg=colour160,bold] past session limit #[default] {body}"
         if self.warning is not None:
@@ -662,10 +727,6 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     Raises:
         BadInput: the first problem, worded as ``gpusession show`` words it.
     """
-    from gpusession.core.files.safefile import refuse_link_or_special
-    from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
-    from gpusession.core.files.tomlread import read_toml
-    from gpusession.core.folder.package import check_time_range
 
     def checked(path: Path, spec: Spec, required: tuple[str, ...] = ()) -> dict[str, Any]:
         doc = read_toml(path, required=required)
@@ -678,8 +739,10 @@ def check_session_files(folder: Path) -> tuple[dict[str, Any], dict[str, Any], C
     doc = checked(path, SESSION, ("name", "created_at"))
     created = doc.get("created_at")
     if not isinstance(created, datetime) or created.tzinfo is None:  # as Session.open says it
+        from gpusession.core.files.secrets import shown  # status: loaded on the error only
+
         raise BadInput(
-            f"expected a date-time with UTC offset, e.g. 2026-11-29T14:00:00Z, got {created!r}",
+            f"expected a date-time with UTC offset, e.g. 2026-11-29T14:00:00Z, got {shown(created)}",
             path=path, field="created_at",
         )
     check_time_range(created, field="created_at", path=path)
@@ -704,7 +767,7 @@ def _checked_counts(folder: Path) -> Counts:
         return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
     except OSError:
         st = None
-    saved = _read_summary(folder)
+    saved = _plausible(_read_summary(folder), csv_path)  # a count edited by hand is recounted (H-47)
     if saved is not None and st is not None and _summary_describes(saved, csv_path, st):
         return Counts(saved.rows, saved.revisions, st.st_size)
     from gpusession.core.records.results import ResultsFile
@@ -734,9 +797,6 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
-    from gpusession.core.events.scan import open_work
-    from gpusession.core.files.textio import read_plain
-
     try:
         raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO
     except (OSError, BadInput):
@@ -767,7 +827,7 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     """
     folder = Path(folder)
     # first: no refusal below (they name the folder) may quote a secret-looking name
-    check_identifier(folder.name, field="name", what="the session name")
+    check_name_secret(folder.name)
     if folder.is_symlink():  # as `show` and every command: never read through a link
         from gpusession.core.folder.session import (
             linked_session,  # the error path only: polars stays out
@@ -790,4 +850,13 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),
         limit=limit_of(folder, doc, now),
+        deliverables=_deliverables_cached(folder),
     )
+
+
+def _deliverables_cached(folder: Path) -> dict[str, Any] | None:
+    """The count of deliverables as last counted, when the session counts in its own unit (S10)."""
+    from gpusession.core.money.count_cache import cached_words, shown_in_status
+
+    doc = cached_words(folder, stale_ok=True)
+    return doc if shown_in_status(doc) else None

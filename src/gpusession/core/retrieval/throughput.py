@@ -3,9 +3,12 @@
 Who calls it: :func:`gpusession.core.retrieval.pull.pull` and
 :func:`gpusession.core.retrieval.probe.probe`, on the person's own computer. The rental
 guide warns that a stated link speed is not a guaranteed duration: the time to keep for
-retrieval is measured, from rsync's own figures (``--stats``: "Total transferred file
-size" and the elapsed time, (sent + received) ÷ rsync's bytes/sec) of every rsync a pull
-ran, and written into the server's session folder, where the session limit reads it.
+retrieval is measured: rsync's byte count (``--stats``: "Total transferred file size")
+of every rsync a pull ran, over the time gpusession's own monotonic clock measured around
+each of those rsync calls, and written into the server's session folder, where the
+session limit reads it. rsync's own elapsed time ((sent + received) ÷ its bytes/sec) is
+kept beside it but never used: rsync counts whole seconds plus half a second, so a
+0.15 s copy reads 1.0 s there.
 
 ``retrieval.toml`` (the contract with its reader)::
 
@@ -13,8 +16,9 @@ ran, and written into the server's session folder, where the session limit reads
     [[pull]]
     at = "2026-12-02T01:23:45+00:00"   # ISO 8601, UTC
     bytes = 3000003                     # bytes rsync moved (total transferred file size)
-    seconds = 0.52                      # rsync's elapsed time for them
-    throughput_bytes_per_s = 5769236.5
+    seconds = 0.52                      # gpusession's monotonic clock around the rsync calls
+    rsync_seconds = 1.5                 # rsync's own elapsed figure (whole seconds + 0.5): kept, unused
+    throughput_bytes_per_s = 5769236.5  # bytes / seconds
     probe = false                       # true: from a small copy (pull --probe)
     path = "rsync over ssh"             # which rsync path the pull took
 
@@ -41,6 +45,9 @@ from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import read_toml_lenient
+from gpusession.core.files.tomlio import write_toml
+from gpusession.core.files.units import format_bytes
 
 #: The file in the session folder (on the server, and in the copy home).
 RETRIEVAL_TOML = "retrieval.toml"
@@ -55,12 +62,16 @@ class RsyncStats:
 
     Attributes:
         transferred_bytes: "Total transferred file size" (file bytes moved).
-        seconds: elapsed time: (bytes sent + received) ÷ rsync's bytes/sec; ``None``
-            when rsync gave no rate (nothing crossed).
+        seconds: rsync's elapsed time: (bytes sent + received) ÷ its bytes/sec; ``None``
+            when rsync gave no rate (nothing crossed). rsync counts whole seconds plus
+            0.5 s: a figure kept, never the one measured.
+        clock_seconds: the rsync call as gpusession's monotonic clock timed it (s),
+            from its start to its exit; ``None`` when not timed (parsed text alone).
     """
 
     transferred_bytes: int
     seconds: float | None
+    clock_seconds: float | None = None
 
 
 def _number(text: str) -> float:
@@ -92,7 +103,7 @@ class PullFigure:
     Attributes:
         at: when the pull ended (UTC).
         bytes: file bytes rsync moved, over every rsync of the pull.
-        seconds: rsync's elapsed time for them (s).
+        seconds: gpusession's monotonic clock around the rsync calls that moved them (s).
         probe: from a small copy (``pull --probe``), not a whole pull.
         path: the rsync path taken (``rsync over ssh``, ``rsync over ssh, copied again
             whole``, ``rsync (local folder)``).
@@ -103,6 +114,7 @@ class PullFigure:
     seconds: float
     probe: bool
     path: str
+    rsync_seconds: float | None = None
 
     @property
     def throughput_bytes_per_s(self) -> float:
@@ -113,13 +125,12 @@ class PullFigure:
         """The ``[[pull]]`` table (the contract in the module docstring)."""
         return {"at": self.at.isoformat(timespec="seconds"), "bytes": int(self.bytes),
                 "seconds": round(float(self.seconds), 6),
+                "rsync_seconds": None if self.rsync_seconds is None else round(float(self.rsync_seconds), 6),
                 "throughput_bytes_per_s": round(self.throughput_bytes_per_s, 3),
                 "probe": bool(self.probe), "path": self.path}
 
     def words(self) -> str:
         """``12.3 MB/s (3.00 MB in 0.24 s, rsync over ssh)``, ``from a small copy`` for a probe."""
-        from gpusession.core.files.units import format_bytes
-
         rate = f"{format_bytes(int(self.throughput_bytes_per_s))}/s"
         small = ", from a small copy" if self.probe else ""
         return f"{rate} ({format_bytes(self.bytes)} in {self.seconds:.2f} s, {self.path}{small})"
@@ -138,12 +149,17 @@ def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: b
         probe: from a small copy.
         path: the rsync path, in words.
     """
-    timed = [s for s in stats if s.seconds is not None]
-    seconds = sum(float(s.seconds or 0.0) for s in timed)
+    def taken(s: RsyncStats) -> float | None:  # our clock; rsync's figure only when untimed
+        return s.clock_seconds if s.clock_seconds is not None else s.seconds
+
+    timed = [s for s in stats if taken(s) is not None]
+    seconds = sum(float(taken(s) or 0.0) for s in timed)
     moved = sum(s.transferred_bytes for s in timed)
     if not timed or seconds <= 0 or moved <= 0:
         return None
-    return PullFigure(at or utcnow(), moved, seconds, probe, path)
+    by_rsync = [s.seconds for s in timed if s.seconds is not None]
+    return PullFigure(at or utcnow(), moved, seconds, probe, path,
+                      rsync_seconds=sum(by_rsync) if len(by_rsync) == len(timed) else None)
 
 
 def read_entries(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -152,15 +168,15 @@ def read_entries(paths: Iterable[Path]) -> list[dict[str, Any]]:
     An entry found in several files (the same ``at``, bytes and seconds) is kept once; an
     unreadable file or entry is left out (it never stops a pull).
     """
-    from gpusession.core.files.tomlio import tomllib
-
     found: list[dict[str, Any]] = []
     for p in paths:
         try:
             if not p.is_file() or p.is_symlink():
                 continue
-            doc = tomllib.loads(p.read_text(encoding="utf-8").lstrip("\ufeff"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            doc = read_toml_lenient(p)  # size- and depth-bounded (H-39, H-48)
+        except OSError:
+            continue
+        if doc is None:
             continue
         entries = doc.get("pull")
         for e in entries if isinstance(entries, list) else []:
@@ -176,8 +192,6 @@ def write_home(path: Path, entries: Sequence[Mapping[str, Any]]) -> None:
         OSError: the disk refused (the old file stays).
         BadInput: an entry holds text the free-text check refuses.
     """
-    from gpusession.core.files.tomlio import write_toml
-
     path.parent.mkdir(parents=True, exist_ok=True)
     write_toml(path, {"pull": [dict(e) for e in entries]})
 

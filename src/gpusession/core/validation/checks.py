@@ -322,6 +322,10 @@ def run_checks(
     )
 
 
+#: What a report says when V7 had nothing to check against (never a silent pass).
+NO_TRAINING_SET = "overlap not checked: no training set given (--train-ids, --tune-ids)"
+
+
 def _overlap(
     expected: Expected,
     train: pl.Series | None,
@@ -332,7 +336,7 @@ def _overlap(
     """V7: training, tuning and evaluation IDs must be disjoint."""
     empty = pl.DataFrame(schema={"id": pl.String, "between": pl.String})
     if train is None and tune is None:
-        return empty, False, "not checked: no training or tuning ID list given"
+        return empty, False, NO_TRAINING_SET
     sets = {"evaluation": expected.unique.select("id")}
     if train is not None:
         sets["training"] = pl.DataFrame({"id": train.unique()})

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import MAX_LINE_BYTES, decode_strict, read_bytes
 from gpusession.core.validation.model import Expected
 from gpusession.core.validation.read import (
@@ -161,7 +162,7 @@ def read_id_list(source: Path | Sequence[str]) -> tuple[pl.Series, str]:
     items = list(source)
     bad = [x for x in items if not isinstance(x, str)]
     if bad:
-        raise BadInput(f"IDs must be strings, got {bad[0]!r}", field="ids")
+        raise BadInput(f"IDs must be strings, got {shown(bad[0])}", field="ids")
     return pl.Series("id", items, dtype=pl.String), f"{len(items)} IDs given"
 
 
@@ -199,7 +200,7 @@ def load_expected(corpus: Path, *, references: Path | None = None) -> Expected:
         )
         if conflict.height:
             raise BadInput(
-                f"ID {conflict['id'][0]!r} is given more than one label", path=references, line=int(conflict["line"][0])
+                f"ID {shown(conflict['id'][0])} is given more than one label", path=references, line=int(conflict["line"][0])
             )
         if frame["label"].null_count() < frame.height:
             notes.append(f"the labels of {corpus.name} were replaced by those of {references.name}")

@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.validation.metrics import DEFAULT_METRIC, METRICS
 
 OUTPUT_FORMATS = ("jsonl", "csv")
@@ -35,9 +36,9 @@ def _number(d: Mapping[str, Any], key: str, default: float | None, *, low: float
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BadInput(f"expected a number, got {value!r}", field=f"protocol.{key}")
+        raise BadInput(f"expected a number, got {shown(value)}", field=f"protocol.{key}")
     if low is not None and value < low:
-        raise BadInput(f"expected a number ≥ {low}, got {value!r}", field=f"protocol.{key}")
+        raise BadInput(f"expected a number ≥ {low}, got {shown(value)}", field=f"protocol.{key}")
     return float(value)
 
 
@@ -86,25 +87,25 @@ class Protocol:
             raise BadInput("no classes declared; declare at least one", field="protocol.classes")
         for c in self.classes:
             if not isinstance(c, str) or c == "":
-                raise BadInput(f"class names are non-empty strings, got {c!r}", field="protocol.classes")
+                raise BadInput(f"class names are non-empty strings, got {shown(c)}", field="protocol.classes")
         dup = sorted({c for c in self.classes if list(self.classes).count(c) > 1})
         if dup:
             raise BadInput(f"class declared twice: {', '.join(map(repr, dup))}", field="protocol.classes")
         if self.metric not in METRICS:
-            raise BadInput(f"expected one of {', '.join(METRICS)}, got {self.metric!r}", field="protocol.metric")
+            raise BadInput(f"expected one of {', '.join(METRICS)}, got {shown(self.metric)}", field="protocol.metric")
         if self.output_format not in OUTPUT_FORMATS:
             raise BadInput(
-                f"expected one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}",
+                f"expected one of {', '.join(OUTPUT_FORMATS)}, got {shown(self.output_format)}",
                 field="protocol.output_format",
             )
         for key in ("threshold", "reference_value"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0):
-                raise BadInput(f"expected a number between 0 and 1, got {v!r}", field=f"protocol.{key}")
+                raise BadInput(f"expected a number between 0 and 1, got {shown(v)}", field=f"protocol.{key}")
         for key in ("tolerance", "max_degradation"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0):
-                raise BadInput(f"expected a number between 0 and 1, got {v!r}", field=f"protocol.{key}")
+                raise BadInput(f"expected a number between 0 and 1, got {shown(v)}", field=f"protocol.{key}")
         if self.max_degradation is not None and self.reference_value is None:
             raise BadInput(
                 "a maximum degradation needs the reference value it is measured from",
@@ -150,13 +151,13 @@ class Protocol:
         if classes is None:
             raise BadInput("missing key; declare the classes", field="protocol.classes")
         if not isinstance(classes, (list, tuple)):
-            raise BadInput(f"expected a list of class names, got {classes!r}", field="protocol.classes")
+            raise BadInput(f"expected a list of class names, got {shown(classes)}", field="protocol.classes")
         metric = d.get("metric", DEFAULT_METRIC)
         output_format = d.get("output_format", "jsonl")
         if not isinstance(metric, str):
-            raise BadInput(f"expected a string, got {metric!r}", field="protocol.metric")
+            raise BadInput(f"expected a string, got {shown(metric)}", field="protocol.metric")
         if not isinstance(output_format, str):
-            raise BadInput(f"expected a string, got {output_format!r}", field="protocol.output_format")
+            raise BadInput(f"expected a string, got {shown(output_format)}", field="protocol.output_format")
         return cls(
             classes=tuple(classes),
             metric=metric,

@@ -21,6 +21,8 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import TOO_DEEP, check_json_depth
 from gpusession.core.validation.read import (
     RECORD_SCHEMA,
     ParsedRecords,
@@ -192,6 +194,10 @@ def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
     """
     if line.strip() == "":
         return None, None, "empty line"
+    try:
+        check_json_depth(line, None)  # before parsing: no recursion at all (H-39)
+    except BadInput:
+        return None, None, TOO_DEEP
     try:
         obj = json.loads(line, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
     except _DuplicateKey as exc:

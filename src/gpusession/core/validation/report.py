@@ -32,11 +32,13 @@ QUOTE_N = 5
 #: (:attr:`ValidationReport.output_sha256`). The word ``sha256`` before the digits tells
 #: the secret check it is a digest, not a key.
 OUTPUT_SHA256_NOTE = "output sha256:"
-_OUTPUT_DIGEST_RE = re.compile(r"(?:; )?" + re.escape(OUTPUT_SHA256_NOTE) + r"[0-9a-f]{64}")
+# the "; " before the digest, or (first in the note) the one after it: never a note that starts "; "
+_OUTPUT_DIGEST_RE = re.compile(r"; " + re.escape(OUTPUT_SHA256_NOTE) + r"[0-9a-f]{64}|"
+                               + re.escape(OUTPUT_SHA256_NOTE) + r"[0-9a-f]{64}(?:; )?")
 
 
 def without_output_digest(note: str) -> str:
-    """``note`` without its ``output sha256:<hex>`` part (and the ``; `` before it).
+    """``note`` without its ``output sha256:<hex>`` part and one ``; `` beside it.
 
     Why: every validated row's note names its own output, so notes that say the same
     thing differ by the digest; a reader that groups identical notes (the report) groups
@@ -175,8 +177,8 @@ class ValidationReport:
         """``corpus ACCEPTED`` or ``corpus REJECTED: IDs, format failed``."""
         if self.corpus_accepted:
             if not self.overlap_checked:
-                return ("corpus ACCEPTED: IDs, format and quality passed; split overlap not "
-                        "checked (no training or tuning ID list given)")
+                return ("corpus ACCEPTED: IDs, format and quality passed; overlap not checked: "
+                        "no training set given")
             return "corpus ACCEPTED: all four checks passed (IDs, format, quality, overlap)"
         return f"corpus REJECTED: {', '.join(self.failed_checks)} failed"
 

@@ -4,7 +4,9 @@ Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 1). The items and 
 state come from :mod:`gpusession.core.retrieval.checklist`; every change (space toggles done, ``n``
 edits the note, ``a`` adds an item) is written at once through that module (atomic
 TOML, S7), so a crash loses nothing. The automatic evidence is collected in a thread
-worker and shown beside each item; it never ticks an item for the person.
+worker and shown beside each item; it never ticks an item for the person. An item whose
+fact gpusession recorded itself (S11: a verified pull, an order event, …) reads done with
+that fact as evidence; space on it asks why it is not done and keeps that note.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from gpusession.core.files.errors import GpusessionError
+from gpusession.core.files.textio import one_line
 from gpusession.ui.context import UiContext
 
 
 def item_prompt(item: Any, evidence: str | None) -> Text:
     """``[x] done  text`` + note and evidence lines, in words (H-11)."""
-    mark = "[x] done" if item.done else "[ ] open"
+    words = item.state_words() if hasattr(item, "state_words") else ("done" if item.done else "open")
+    mark = ("[x] " if item.done else "[ ] ") + words  # the words of `gpusession checklist` (S11)
     t = Text()
     t.append(f"{mark}  ", style="bold" if item.done else "")
     t.append(str(item.text))
@@ -36,7 +40,7 @@ def item_prompt(item: Any, evidence: str | None) -> Text:
         when = at.strftime("%Y-%m-%d %H:%M %Z") if hasattr(at, "strftime") else str(at)
         t.append(f"  ({when})", style="dim")
     if getattr(item, "note", None):
-        t.append(f"\n└ note: {item.note}", style="italic")
+        t.append(f"\n└ note: {one_line(str(item.note))}", style="italic")  # one line: none forged
     if evidence:
         t.append(f"\n└ evidence: {evidence}", style="dim")
     return t
@@ -103,7 +107,8 @@ class ChecklistPane(Vertical):
         status = self.query_one("#checklist-status", Static)
         olist = self.query_one(OptionList)
         try:
-            self.items = list(mod.load_checklist(self.ctx.session))
+            # the first screenful without the product's facts (S11): their readers load after the first frame
+            self.items = list(mod.load_checklist(self.ctx.session, with_facts=max_options is None))
         except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
             status.update(f"Checklist unreadable: {exc}")
             return
@@ -115,7 +120,8 @@ class ChecklistPane(Vertical):
                 stage = item.stage
                 title = Text(f"Stage {item.stage} — {item.stage_title}", style="bold underline")
                 options.append(Option(title, disabled=True))
-            ev = self.evidence.get(item.id) or getattr(item, "evidence", None)
+            ev = (item.evidence if getattr(item, "ticked_by", None) == "gpusession"  # S11: the fact is the evidence
+                  else self.evidence.get(item.id) or getattr(item, "evidence", None))
             options.append(Option(item_prompt(item, ev), id=item.id))
             if max_options is not None and len(options) >= max_options:
                 break
@@ -163,10 +169,28 @@ class ChecklistPane(Vertical):
         item = self.current()
         if item is None:
             return
+        if item.done and getattr(item, "ticked_by", None) == mod.PRODUCT:
+            self._undone_with_note(item)  # S11: the person's word over the fact, with why
+            return
         with self.ctx.write_lock:
             mod.set_done(self.ctx.session, item.id, not item.done)
         self.post_message(self.ItemToggled(item.id, not item.done))
         self.reload()
+
+    def _undone_with_note(self, item: Any) -> None:
+        """Ask why an item gpusession's record ticks is not done, then mark it so (S11)."""
+        from gpusession.ui.modals import Field, FormModal
+
+        def save(result: dict[str, str]) -> None:
+            from gpusession.core.retrieval import checklist as mod
+
+            with self.ctx.write_lock:  # raises BadInput (no note): the form stays open and says why
+                mod.set_done(self.ctx.session, item.id, False, note=result["note"])
+            self.post_message(self.ItemToggled(item.id, False))
+            self.reload()
+
+        self.app.push_screen(FormModal(f"Not done although recorded ({item.evidence}): why?",
+                                       [Field("note", "Note", item.note or "")], on_save=save))
 
     def action_note(self) -> None:
         from gpusession.ui.modals import Field, FormModal

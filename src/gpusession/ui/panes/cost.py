@@ -3,8 +3,10 @@
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 6). Figures come from
 :func:`gpusession.core.money.cost.cost_report` (exact decimals, K1/K2); the accepted count is
 the session's *distinct* accepted corpora (K3/K4) — with none measured only the package
-cost is shown. Every edit of GPU, lots, days or plan recomputes at once; the session's
-package is changed only by the "Save as package" button.
+cost is shown. The plan field starts with the plan kept with the package (K6), as
+``cost NAME`` prices it. Every edit of GPU, lots, days or plan recomputes at once; the
+session's package (and the plan typed, kept with it) is changed only by the "Save as
+package" button.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
 from gpusession.core.money.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
 from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
@@ -69,6 +72,20 @@ def load_inputs(session: Any) -> tuple[SessionCostInputs | None, str | None]:
         return None, str(exc)
 
 
+def counted_in_unit(session: Any) -> tuple[Any, str | None]:
+    """The session's count in its own unit (S10), as ``cost NAME`` gives it, else ``None``; and why it does not read.
+
+    A count that does not read (an archived accept report nested too deep, H-39) is
+    ``(None, "PATH: …")``: the pane says so in the session's line, naming the file.
+    """
+    from gpusession.core.money.count import counted_in_unit as count_of
+
+    try:
+        return count_of(session), None
+    except BadInput as exc:
+        return None, str(exc)
+
+
 class CostPane(Vertical):
     """Pane 6: what the package costs and what each accepted deliverable costs."""
 
@@ -87,8 +104,11 @@ class CostPane(Vertical):
         self.ctx = ctx
         self.lines: list[str] = []
         self.inputs: SessionCostInputs | None = None
+        self._counted: Any = None
+        self._count_problem: str | None = None
         self._inputs_problem: str | None = None
         self._others: list[str] = []
+        self._keep: list[str] = []
 
     def compose(self) -> ComposeResult:
         pkg = self.ctx.session.package
@@ -101,11 +121,32 @@ class CostPane(Vertical):
             yield Choice(DAYS, str(pkg.days or 7), id="cost-days")
         with Horizontal(id="cost-form2"):
             yield Label("plan (days per task) ")
-            yield Input("", placeholder="e.g. 0.25,1,1,0.5,0.5", id="cost-plan")
+            yield Input(self._kept_plan_text(), placeholder="e.g. 0.25,1,1,0.5,0.5", id="cost-plan")
             yield Button("Save as package", id="cost-save")
         yield Static("tab: edit a field (recomputed as you type); enter: done, keys 1–6 work again", classes="status")
         with VerticalScroll(id="cost-out", can_focus=True):
             yield Static("", id="cost-report")
+
+    def _kept_plan_text(self) -> str:
+        """The plan kept with the package (``package NAME --plan``), as typed; "" when none (K6)."""
+        from gpusession.core.money.kept_plan import session_plan
+
+        try:
+            kept = session_plan(self.ctx.session)
+        except BadInput:  # a [plan] broken by hand: `cost NAME` says why
+            return ""
+        return kept.text() if kept is not None else ""
+
+    def _plan_source(self, plan_text: str) -> str | None:
+        """Where the plan shown comes from, in the words of ``cost NAME`` (K6)."""
+        if not plan_text:
+            return None
+        kept, name = self._kept_plan_text(), self.ctx.session.name
+        if plan_text == kept:
+            return f"the plan kept with the package of session {name}"
+        if kept:
+            return f"typed here for this view; the plan kept with session {name} is {kept}"
+        return f"typed here; session {name} keeps no plan (gpusession package {name} --plan …)"
 
     def on_mount(self) -> None:
         self.reload()
@@ -116,8 +157,19 @@ class CostPane(Vertical):
     def reload(self) -> None:
         """Re-read the session's cost inputs (a run landed), then recompute."""
         self.inputs, self._inputs_problem = load_inputs(self.ctx.session)
+        self._counted, self._count_problem = counted_in_unit(self.ctx.session)  # S10: as `cost NAME` counts
         self._others = self._other_sessions()
+        self._keep = self._keep_lines()
         self.recompute()
+
+    def _keep_lines(self) -> list[str]:
+        """The report's Keep line per experiment, beside the cost per deliverable (D5, D7)."""
+        from gpusession.core.retrieval.keep import keep_lines
+
+        try:
+            return [pane_words(line) for line in keep_lines(self.ctx.session)]
+        except BadInput:  # unreadable rows: the Run pane says so
+            return []
 
     def _inputs(self) -> tuple[str, str, str, str]:
         gpu = self.query_one("#cost-gpu", Input).value.strip()
@@ -138,7 +190,7 @@ class CostPane(Vertical):
         try:
             lots = int(lots_text)
         except ValueError:
-            out.update(f"lots: expected a whole number ≥ 1, got {lots_text!r}")
+            out.update(f"lots: expected a whole number ≥ 1, got {shown(lots_text)}")
             return
         inputs = self.inputs
         if inputs is None:
@@ -146,18 +198,30 @@ class CostPane(Vertical):
             self.lines = [f"cannot compute: {self._inputs_problem}"]
         else:
             accepted, source = measured_accepted(inputs)
+            if self._counted is not None:  # S8, S10: the session's unit and its one source
+                accepted, source = self._counted.n, self._counted.source_words()
+            elif self._count_problem:  # the count does not read: said, naming the file (H-39)
+                accepted, source = None, f"count unreadable: {self._count_problem}"
             if self._inputs_problem:
                 accepted, source = None, self._inputs_problem
             try:
                 plan = parse_plan(plan_text) if plan_text else None
                 report = cost_report(
-                    inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source
+                    inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source,
+                    plan_source=self._plan_source(plan_text),
                 )
                 self.lines = [pane_words(line) for line in report.lines()]
+                if self._counted is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
+                    from gpusession.core.money.count import cost_line
+
+                    self.lines.insert(0, cost_line(report.total.total_usd_minor, self._counted))
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
         if accepted is None and not any(line.startswith("Accepted deliverables:") for line in self.lines):
             self.lines.insert(0, f"Accepted deliverables: {NOT_MEASURED_WORDS} ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
+        at = next((i + 1 for i, line in enumerate(self.lines) if "per accepted deliverable" in line),
+                  len(self.lines))
+        self.lines[at:at] = self._keep
         self.lines.extend(self._idle_gpus())
         if self._others:
             self.lines.extend(["", *self._others])
@@ -198,16 +262,27 @@ class CostPane(Vertical):
     @on(Button.Pressed, "#cost-save")
     def save_package(self) -> None:
         from gpusession.core.folder.package import Package
+        from gpusession.core.money.kept_plan import keep_plan, make_plan
 
-        gpu, lots_text, days_text, _ = self._inputs()
+        gpu, lots_text, days_text, plan_text = self._inputs()
+        warnings: list[str] = []
+        plan = None
         try:
             old = self.ctx.session.package
             new = Package(gpu_model=gpu or old.gpu_model, lots=whole_number(lots_text, "lots"),
                           days=whole_number(days_text, "days"), start=old.start)
             Package.from_toml(new.to_toml())  # checks lots ≥ 1, days in 3/7/30
+            plan = make_plan(plan_text) if plan_text and plan_text != self._kept_plan_text() else None
             self.ctx.session.set_package(new)
+            if plan is not None:  # K6: kept with the package, as `package NAME --plan` keeps it
+                warnings = keep_plan(self.ctx.session, plan)
         except (BadInput, OSError) as exc:  # bad input, or the disk refused the write
             self.notify(str(exc), title="package not saved", severity="error")
             return
-        self.notify(f"package saved: {new.gpu_model}, {plural(new.lots or 0, 'lot')}, {new.days} days", title="cost")
+        kept = f"; plan {plan_text} kept" if plan is not None else ""
+        self.notify(f"package saved: {new.gpu_model}, {plural(new.lots or 0, 'lot')}, {new.days} days{kept}",
+                    title="cost")
+        for w in warnings:  # a longer plan, or one the package does not cover: said, never shrunk
+            self.notify(w, title="plan", severity="warning")
+        self.recompute()
         self.post_message(self.PackageSaved())

@@ -19,6 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from gpusession.core.files.secrets import shown
 from gpusession.core.money.order_text import order_lines
 from gpusession.ui.context import UiContext, whole_number
 from gpusession.ui.modals import Field, FormModal
@@ -68,7 +69,7 @@ def parse_expiry(text: str, now: datetime) -> datetime:
         if t.isdigit():
             return now + timedelta(minutes=int(t))
     except OverflowError:
-        raise BadInput(f"{text.strip()!r} is beyond the calendar; expected minutes from now, "
+        raise BadInput(f"{shown(text.strip())} is beyond the calendar; expected minutes from now, "
                        "hours like 2h, or an ISO 8601 time with offset", field="expires") from None
     from gpusession.core.folder.package import parse_start
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from gpusession.core.events import corpus_verdict
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds_range
+from gpusession.core.folder.corpus_pin import REVISION_CHANGED
 from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.core.folder.resume import session_resume_plan
 from gpusession.ui.charts import Bars
@@ -114,9 +116,13 @@ def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "las
     ``who`` names the run (``the run in the other process`` right after following it).
     """
     if last is not None:
+        if last.state != "finished" and last.runs_done < last.runs_scheduled:  # cut short: resume first
+            keys = "u: resume, r: a new attempt"
+        else:
+            keys = "r: run again"
         tail = "" if last.state == "finished" else ", incomplete"
         return (f"{who} {_ENDS[last.state]} — {last.runs_done} of {plural(last.runs_scheduled, 'run')} "
-                f"done{tail}; r: run again")
+                f"done{tail}; {keys}")
     if runs_recorded:
         return f"{plural(runs_recorded, 'run')} recorded; r: run again"
     return "not run yet — r: start"
@@ -136,13 +142,15 @@ def verdict_cell(words: str, outcome: str = "all measured") -> Any:
 
 def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
     """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured)."""
-    if error:
-        return f"run failed: {error}"
+    if error:  # a refusal before anything ran is no failure of a run
+        return error if error.startswith("not started") else f"run failed: {error}"
     complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
     incidents = list(getattr(outcome, "incidents", None) or [])
     tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""
     if cancelled or getattr(outcome, "cancelled", False):
         return f"run cancelled at a run boundary — partial result, marked incomplete{tail}"
+    if getattr(outcome, "stopped", None) == REVISION_CHANGED:  # R1: refused at its load, nothing appended
+        return f"not run: {getattr(outcome, 'stopped_words', '')}"
     if stopped := getattr(outcome, "stopped_words", None):  # D1, D3: the rows stand
         return f"run {stopped}{tail}"
     if complete is False:
@@ -170,7 +178,9 @@ def define_fields(cur: Any) -> list[Field]:
 
     exp = cur if cur is not None else Experiment(id="exp-1", workload="bbc-news", values=(1, 4, 8))
     protocol = dict(exp.protocol or {})
-    shown_params = [(k, param_text(exp.workload, k, v)) for k, v in (exp.params or {}).items() if k != "command"]
+    # the command and the overlap check's id files have fields of their own
+    own = ("command", "train_corpus", "tune_corpus")
+    shown_params = [(k, param_text(exp.workload, k, v)) for k, v in (exp.params or {}).items() if k not in own]
     # the scope the workload gets by itself is shown as the default (a command: full-chain)
     default_scope = "full-chain" if exp.workload == "command" else "processing"
 
@@ -206,8 +216,17 @@ def define_fields(cur: Any) -> list[Field]:
         Field("classes", "Declared classes, comma-separated (empty: no validation protocol)",
               ",".join(str(c) for c in protocol.get("classes") or ())),
         Field("metric", "Quality metric", str(protocol.get("metric", DEFAULT_METRIC)), choices=tuple(METRICS)),
-        Field("threshold", "Acceptance threshold 0-1", opt(protocol.get("threshold", 0.9))),
+        Field("threshold", "Acceptance threshold 0-1 (required with classes: your decision)",
+              opt(protocol.get("threshold"))),
         Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance", 0.0))),
+        Field("reference_value", "Reference quality (empty: none; with the maximum degradation)",
+              opt(protocol.get("reference_value"))),
+        Field("max_degradation", "Maximum degradation below the reference (fixed before the run)",
+              opt(protocol.get("max_degradation"))),
+        Field("train_ids", "Training set's id file, checked for overlap (empty: not checked)",
+              opt((exp.params or {}).get("train_corpus")), placeholder="e.g. corpus/train.jsonl"),
+        Field("tune_ids", "Tuning set's id file, checked for overlap (empty: not checked)",
+              opt((exp.params or {}).get("tune_corpus"))),
     ]
 
 
@@ -228,7 +247,8 @@ def define_form(result: dict[str, str]) -> DefineForm:
         raise BadInput(f"{exc}; quote like a shell", field="params") from None
     names = {"id", "workload", "command", "corpus", "varied", "values", "runs_per_variant",
              "warmup_iterations", "order", "gpus", "precision", "device", "context_limit", "seed",
-             "classes", "metric", "threshold", "tolerance"}
+             "classes", "metric", "threshold", "tolerance", "reference_value", "max_degradation",
+             "train_ids", "tune_ids"}
     scope = result["scope"]
     return DefineForm(**{k: v for k, v in result.items() if k in names},
                       scope="" if scope == DEFAULT_SCOPE else scope, params=params)
@@ -275,6 +295,12 @@ class RunPane(Vertical):
         row: dict[str, Any]
 
     @dataclass
+    class InFlightChanged(Message):
+        """What is in flight now (``""``: nothing), as headless ``run`` names it."""
+
+        what: str
+
+    @dataclass
     class IncidentReported(Message):
         message: str
 
@@ -308,6 +334,9 @@ class RunPane(Vertical):
         self.experiments: list[Any] = []
         self.experiment_id: str | None = None
         self.running = False
+        self.inflight_what = ""  # what is in flight in this pane's run ("": nothing)
+        self.inflight_since = 0.0  # its start, time.monotonic() seconds
+        self._running_head = ""  # the status's first lines while running (set by _status)
         self.cancel_event = threading.Event()
         self.rows: list[dict[str, Any]] = []
         self.expected: dict[str, int] = {}
@@ -320,11 +349,17 @@ class RunPane(Vertical):
         #: read while nothing runs (the status line and the overall bar say them)
         self.last_run: RunProgress | None = None
         self.runs_recorded = 0
+        #: the report's Keep line of the current experiment (D5, D7)
+        self.keep_text = ""
+        #: while a run goes: the time left for it and before the session limit
+        self.time_left: Any = None
+        self.time_left_text = ""
         #: the experiment of a followed run that ended (its status line names that process)
         self._ended_elsewhere: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="run-status", classes="status")
+        yield Static("", id="run-keep")  # the report's Keep line, noise words first (D5, D7)
         with Horizontal(id="run-overall"):
             yield Label("overall ", classes="bar-label")
             yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
@@ -458,16 +493,72 @@ class RunPane(Vertical):
             if exp is None:
                 text = "No experiment defined yet — d: define one."
             elif self.running:
-                text = f"{self.describe(exp)}\nrunning — c: cancel at the next run boundary"
+                # described once per change; the in-flight line alone moves each second
+                self._running_head = f"{self.describe(exp)}\nrunning — c: cancel at the next run boundary"
+                text = self._running_text()
             elif self.follow_pid is not None:
                 text = f"{self.describe(exp)}\n{self.follow_text}"
             else:
                 who = "the run in the other process" if self._ended_elsewhere == exp.id else "last run"
                 text = f"{self.describe(exp)}\n{self.last_outcome or last_run_words(self.last_run, self.runs_recorded, who)}"
         self.query_one("#run-status", Static).update(text)
+        keep = self.query_one("#run-keep", Static)
+        keep.update(self.keep_text)
+        keep.display = bool(self.keep_text) and not self.running
+        self._arrange_keys()
         self.set_class(self.running, "-running")
         self.query_one("#run-variants").display = self.running
         self._show_overall()
+
+    def _running_text(self) -> str:
+        """The status while this pane's run runs: what it runs, what is in flight, the time left."""
+        text = self._running_head
+        if self.inflight_what:  # the in-flight line headless `run` prints, each second here
+            from gpusession.core.events.words import elapsed_words
+
+            elapsed_s = time.monotonic() - self.inflight_since
+            text += f"\n{self.inflight_what} in flight: {elapsed_words(elapsed_s)}"
+        if self.time_left_text:  # the estimate headless `run` prints
+            text += f"\n{self.time_left_text}"
+        return text
+
+    def footer_actions(self) -> tuple[str, ...]:
+        """The pane's keys in the footer, the ones this state needs first (80 columns hold five).
+
+        Running: cancel; cut short: resume before a new attempt; refused past the session
+        limit: run anyway first; no experiment: define.
+        """
+        if self.running:
+            return ("cancel", "switch_view")
+        if self.follow_pid is not None:
+            return ("switch_view", "pick")
+        if self.current_experiment() is None:
+            return ("define",)
+        last = self.last_run
+        if self.last_outcome.startswith("not started: past"):
+            return ("start_anyway", "start", "pick", "define", "switch_view")
+        if (not self.last_outcome.startswith("not started") and last is not None
+                and last.state != "finished" and last.runs_done < last.runs_scheduled):
+            return ("resume", "start", "pick", "define", "switch_view")
+        return ("start", "pick", "define", "derive", "switch_view")
+
+    def _arrange_keys(self) -> None:
+        """Show :meth:`footer_actions` in the footer, in that order; every key still works."""
+        from dataclasses import replace
+
+        order = self.footer_actions()
+        table = self._bindings.key_to_bindings
+        rank = {a: i for i, a in enumerate(order)}
+
+        def first(item: tuple[str, list[Binding]]) -> int:
+            return min((rank.get(b.action, len(order)) for b in item[1]), default=len(order))
+
+        before = [(k, [b.show for b in bs]) for k, bs in table.items()]
+        arranged = {k: [replace(b, show=b.action in rank) for b in bs]
+                    for k, bs in sorted(table.items(), key=first)}
+        if [(k, [b.show for b in bs]) for k, bs in arranged.items()] != before:
+            self._bindings.key_to_bindings = arranged
+            self.refresh_bindings()
 
     def _show_overall(self) -> None:
         """The overall bar true to the state: a run's progress while it runs or is
@@ -622,6 +713,11 @@ class RunPane(Vertical):
         if self.experiment_id is None:
             self.notify("define an experiment first (d)", title="run")
             return
+        try:  # a limit changed from another shell counts now, as the runner rereads it at each boundary
+            self.ctx.session.reload()
+        except BadInput as exc:
+            self.notify(printable(error_words(exc)), title="not started", severity="error")
+            return
         self.post_message(self.RunRequested(self.experiment_id))
         self.running = True
         self.resumed = resume  # its end judges the experiment's rows so far, as `run --resume` does
@@ -654,6 +750,9 @@ class RunPane(Vertical):
             runs = session_resume_plan(self.ctx.session, exp.id).missing if resume else plan.schedule(exp)
             for r in runs:
                 self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
+            from gpusession.core.retrieval.time_left import TimeLeft
+
+            self.time_left, self.time_left_text = TimeLeft(self.ctx.session, list(runs), clock=self.ctx.now), ""
         for vid, total in self.expected.items():
             box.mount(
                 Horizontal(
@@ -666,6 +765,7 @@ class RunPane(Vertical):
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False,
                     resume: bool = False) -> None:
+        from gpusession.bench.stops import PastLimit
         from gpusession.core.events import (
             IncidentReported,
             Progress,
@@ -674,8 +774,12 @@ class RunPane(Vertical):
             WorkerStarted,
             describe,
         )
+        from gpusession.core.events.words import in_flight
 
         def on_event(ev: RunnerEvent) -> None:
+            what = in_flight(ev)  # a run, a load or a warm-up starts, or it ended
+            if what is not None:
+                self.post_message(self.InFlightChanged(what))
             if isinstance(ev, Progress):
                 self.post_message(self.ProgressMade(ev.done, ev.total, ev.variant_id, ev.phase))
             elif isinstance(ev, RowAppended):
@@ -699,6 +803,9 @@ class RunPane(Vertical):
                 refuse_past_limit(self.ctx.session, experiment_id, self.ctx.now())
             outcome = runner.run()
             self.post_message(self.RunFinished(experiment_id, outcome, None, cancel.is_set()))
+        except PastLimit as exc:  # the pane's key, not the CLI's flag
+            self.post_message(self.RunFinished(
+                experiment_id, None, f"not started: {exc.reason}; R: run anyway (asks first)", False))
         except Exception as exc:  # noqa: BLE001 - a Textual worker: whatever stops the runner (bad input, disk, a bug) is shown in the pane and the TUI keeps running
             self.post_message(self.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
 
@@ -719,11 +826,20 @@ class RunPane(Vertical):
         )
         table.move_cursor(row=table.row_count - 1)
 
+    def on_run_pane_in_flight_changed(self, msg: InFlightChanged) -> None:
+        self.inflight_what, self.inflight_since = msg.what, time.monotonic()
+        if self.running:
+            self._status()
+
     def on_run_pane_row_landed(self, msg: RowLanded) -> None:
         r = msg.row
         self.rows.append(r)
         self._add_row(r)
         vid = r.get("variant_id")
+        if self.time_left is not None and r.get("phase") in ("cold", "warm"):
+            done = sum(1 for x in self.rows if x.get("phase") in ("cold", "warm"))
+            self.time_left_text = self.time_left.words(r, done)
+            self._status()
         if vid in self.expected and r.get("phase") in ("cold", "warm"):
             done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
             try:
@@ -739,6 +855,8 @@ class RunPane(Vertical):
 
     def on_run_pane_run_finished(self, msg: RunFinished) -> None:
         self.running = False
+        self.inflight_what = ""
+        self.time_left = None  # its last words stay in time_left_text
         bar = self.query_one("#run-bar", ProgressBar)
         if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
             bar.update(total=IDLE_TOTAL, progress=0)
@@ -798,8 +916,13 @@ class RunPane(Vertical):
         return tuple(out)
 
     def follow_tick(self) -> None:
-        """Look (about once a second) for a run in another process; follow it while it runs."""
+        """Look (about once a second) for a run in another process; follow it while it runs.
+
+        While a run of this pane is in flight, its elapsed time moves on instead.
+        """
         if self.running:
+            if self.inflight_what:  # the elapsed time moves on; nothing is read again
+                self.query_one("#run-status", Static).update(self._running_text())
             return
         holder = self._other_holder()
         if holder is None:
@@ -877,6 +1000,7 @@ class RunPane(Vertical):
         charts = self.query_one("#run-charts", Vertical)
         charts.remove_children()
         self.last_run, self.runs_recorded = None, 0
+        self.keep_text = ""
         if self.experiment_id is None:
             return
         from gpusession.core.records.summary import session_summary
@@ -896,6 +1020,7 @@ class RunPane(Vertical):
                 self.show_view("run-summary")
             if self.follow_pid is None:  # nothing runs: how the last run ended
                 self._read_last_run(frame)
+        self.keep_text = self._keep(frame)
         for line in session_summary(self.ctx.session, frame):
             table.add_row(  # the quality figure beside the times
                 shown(line.variant_words(), "-"),
@@ -928,6 +1053,16 @@ class RunPane(Vertical):
                     classes="chart-row",
                 )
             )
+
+
+    def _keep(self, frame: Any) -> str:
+        """The report's Keep line of the current experiment (``""`` before a warm run)."""
+        from gpusession.core.retrieval.keep import keep_lines
+
+        try:
+            return printable(" ".join(keep_lines(self.ctx.session, frame)))
+        except BadInput:  # unreadable rows: the summary says so
+            return ""
 
 
 def _safe(vid: Any) -> str:

@@ -11,7 +11,6 @@ re-reads after a run.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_toml, read_toml_text
 from gpusession.core.files.textio import printable
 from gpusession.ui.context import UiContext, plural, run_cell, run_label, shown, state_cell, yes_no
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, from the tomli package (a declared dependency)
-    import tomli as tomllib
 
 
 def quality_words(r: dict[str, Any]) -> str:
@@ -54,8 +50,8 @@ def stored_quality(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # unreadable, not UTF-8 or not TOML: the CSV's verdict stands
+        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
+    except (OSError, ValueError, BadInput):  # unreadable, not UTF-8 or not TOML: the CSV's verdict stands
         return None
     q = doc.get("quality")
     return q if isinstance(q, dict) else None
@@ -91,8 +87,8 @@ def detail_lines(path: Path | None) -> list[str]:
     if path is None:
         return ["No report file for this run in validation/ (the verdict above is from the results CSV)."]
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # unreadable, not UTF-8 (UnicodeDecodeError) or not TOML
+        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
+    except (OSError, ValueError, BadInput) as exc:  # unreadable, not UTF-8 (UnicodeDecodeError) or not TOML
         return [f"{path.name}: unreadable ({exc})"]
     lines = [f"Report {path.parent.name}/{path.name}: {doc.get('verdict', '')}"]
     for key, title in SECTIONS:
@@ -162,6 +158,9 @@ class ValidationPane(Vertical):
         yield table
         with VerticalScroll(id="val-detail-box"):
             yield Static("", id="val-detail")
+        from gpusession.ui.panes.deliverables import DeliverablesBox
+
+        yield DeliverablesBox(self.ctx, id="val-deliverables")  # S9: a person's decisions, a / j
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
@@ -212,6 +211,7 @@ class ValidationPane(Vertical):
             "(a corpus run again counts once). v: re-read"
         )
         self.show_detail(0 if self.rows else None)
+        self.query_one("#val-deliverables").reload()  # type: ignore[attr-defined]
         self.post_message(self.Reloaded(len(self.rows), n))
 
     def show_detail(self, index: int | None) -> None:

@@ -1,0 +1,131 @@
+"""Time of ``gpusession report`` (with and without charts) against ``gpusession show``.
+
+The report is read at home on a session copied back; it must cost little more than
+``show`` of the same session. The session: one command experiment of two variants ×
+three warm runs (a real ``run`` of a ``cp`` command, validated). Each command is run as a
+child process, interleaved (one of each per round, so a busy machine slows all alike);
+the median of each is printed with its ratio to ``show``, wall time and CPU time (user +
+system: on a busy machine a short process's wall time is mostly waiting), and the time to
+the first line printed (the report prints its answer before it draws the charts). "--no-charts"
+is the report without charts requested; "plain install" hides matplotlib from the child
+(as an install without the ``report`` extra has it). Goals: report without charts ≤ 1 s
+and ≤ 1.5× show; ``report --html`` ≤ 1.5 s.
+
+Run: ``python benchmarks/bench_report.py [--runs 7]``. Exits 0 (a benchmark reports, it
+does not fail CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: A ``sitecustomize`` that makes ``import matplotlib`` fail, as where it is not installed.
+NO_MATPLOTLIB = (
+    "import sys\n"
+    "class _Hide:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'matplotlib' or name.startswith('matplotlib.'):\n"
+    "            raise ModuleNotFoundError(name)\n"
+    "sys.meta_path.insert(0, _Hide())\n"
+)
+
+
+def _session(root: Path, tmp: Path) -> str:
+    """One command experiment, two variants × three warm runs, run for real."""
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+
+    s = Session.create(root, "bench", package=Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow()))
+    corpus = s.folder / "corpus" / "eval.jsonl"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text("".join(json.dumps({"id": f"t-{i:03d}", "text": "a b", "label": "ab"[i % 2]}) + "\n"
+                              for i in range(8)), encoding="utf-8")
+    script = tmp / "copy.sh"
+    script.write_text("#!/bin/sh\ncp \"$1\" \"$2\"\n", encoding="utf-8")
+    script.chmod(0o700)
+    define_experiment(s, Experiment(
+        id="e", workload="command", corpus="corpus/eval.jsonl", varied="batch", values=(1, 2),
+        runs_per_variant=3, cold_runs_per_variant=0, warmup_iterations=0, device="cpu",
+        scope="full-chain", params={"command": [str(script), "{corpus}", "{output}"]},
+        protocol={"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.0, "tolerance": 0.0}))
+    subprocess.run([sys.executable, "-m", "gpusession", "--sessions-dir", str(root), "run", s.name,
+                    "--experiment", "e", "--headless"], check=True, stdout=subprocess.DEVNULL)
+    return s.name
+
+
+def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """``(wall s, CPU s, s to the first line printed)`` of one child run."""
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
+    assert child.stdout is not None
+    child.stdout.readline()  # the answer's first line (report), the session's (show)
+    first = time.perf_counter() - t
+    child.stdout.read()
+    _pid, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    child.stdout.close()
+    if os.waitstatus_to_exitcode(status):
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    return wall, usage.ru_utime + usage.ru_stime, first
+
+
+def main() -> int:
+    """Measure, print the medians and the ratios."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="rounds (one of each per round)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        root = tmp / "sessions"
+        name = _session(root, tmp)
+        hide = tmp / "hide"
+        hide.mkdir()
+        (hide / "sitecustomize.py").write_text(NO_MATPLOTLIB, encoding="utf-8")
+        # Without PYTHONDONTWRITEBYTECODE: an install has its bytecode (as bench_startup's children)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        bare = dict(env, PYTHONPATH=os.pathsep.join([str(hide), *filter(None, [env.get("PYTHONPATH")])]))
+        gs = [sys.executable, "-m", "gpusession", "--sessions-dir", str(root)]
+        out = str(tmp / "r.md")
+        cases = {
+            "show": (gs + ["show", name], env),
+            "report --no-charts": (gs + ["report", name, "--out", out, "--force", "--no-charts"], env),
+            "report, plain install": (gs + ["report", name, "--out", out, "--force"], bare),
+            "report, charts": (gs + ["report", name, "--out", out, "--force"], env),
+            "report --html": (gs + ["report", name, "--out", out, "--force", "--html"], env),
+        }
+        for cmd, e in cases.values():  # warm the caches once
+            _time(cmd, e)
+        times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cases}
+        for _ in range(args.runs):
+            for k, (cmd, e) in cases.items():
+                times[k].append(_time(cmd, e))
+    show = statistics.median(w for w, _, _ in times["show"])
+    show_cpu = statistics.median(c for _, c, _ in times["show"])
+    for k, ts in times.items():
+        wall, cpu = statistics.median(w for w, _, _ in ts), statistics.median(c for _, c, _ in ts)
+        first = statistics.median(f for _, _, f in ts)
+        print(f"{k:<22} median {wall * 1000:6.0f} ms ({wall / show:.2f}× show), CPU {cpu * 1000:5.0f} ms "
+              f"({cpu / show_cpu:.2f}× show), first line at {first * 1000:5.0f} ms, {len(ts)} runs")
+    med = {k: statistics.median(w for w, _, _ in ts) for k, ts in times.items()}
+    plain = med["report --no-charts"]
+    print(f"goal report --no-charts ≤ 1 s and ≤ 1.5× show: {plain:.2f} s, {plain / show:.2f}×: "
+          f"{'met' if plain <= 1 and plain / show <= 1.5 else 'NOT met'}")
+    print(f"goal report --html ≤ 1.5 s: {med['report --html']:.2f} s: "
+          f"{'met' if med['report --html'] <= 1.5 else 'NOT met'}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

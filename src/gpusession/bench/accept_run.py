@@ -1,0 +1,186 @@
+"""Per-run acceptance of any output by the experiment's rule: names, format, the user's program (S9).
+
+Who calls it: :class:`gpusession.bench.runner.Runner`, through :func:`make_validation`,
+which gives a classification experiment its :class:`~gpusession.bench.run_validation.RunValidation`
+and an experiment with an accept rule an :class:`AcceptRunValidation` with the same face
+(``problem``, ``corpus_revision``, ``validate``, ``last_report``, ``last_path``), so
+the row, the first-result stop (D3) and ``run``'s exit 3 treat both alike.
+
+The rule runs after the run's timed region, in a process group of its own (a session
+leader), and is ended like a worker (the whole group, SIGKILL) when it outlives its
+timeout. Checks and words are :mod:`gpusession.core.validation.accept_rule`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gpusession.bench.run_validation import RunValidation
+from gpusession.core.experiment.form import resolve_corpus
+from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.tomlio import write_atomic_bytes
+from gpusession.core.folder.session import Session
+from gpusession.core.validation.accept_rule import (
+    ACCEPTED,
+    REJECTED,
+    REPORT_SUFFIX,
+    UNJUDGED,
+    AcceptReport,
+    AcceptRule,
+    check_format,
+    check_names,
+    output_files,
+    read_expected_names,
+    reason_line,
+    rule_of,
+)
+
+
+def make_validation(session: Session, exp: Experiment, corpus: Path | None) -> Any:
+    """The per-run validation of ``exp``: by its accept rule when it has one, else by its corpus."""
+    try:
+        rule = rule_of(exp.protocol)
+    except BadInput:
+        rule = None
+    if rule is None:
+        return RunValidation(session, exp, corpus)
+    return AcceptRunValidation(session, exp, rule, corpus)
+
+
+def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | None, str]:
+    """Run the rule once in its own process group; ``(verdict, exit code, reason)``.
+
+    Exit 0 accepted, 1 rejected, anything else -- or no start, or past ``timeout_s``
+    (the whole group is then killed) -- could not be judged.
+    """
+    from gpusession.core.folder.processes import end_group, identify
+
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return UNJUDGED, None, f"the rule could not start: {exc.strerror or exc}"
+    leader = identify(proc.pid)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        end_group(leader)
+        proc.kill()
+        out, _ = proc.communicate()
+        return UNJUDGED, None, f"the rule took over {timeout_s:g} s and was ended"
+    end_group(leader)  # what it left running in its group ends with it
+    code = proc.returncode
+    reason = reason_line(out or b"")
+    if code == 0:
+        return ACCEPTED, code, reason
+    if code == 1:
+        return REJECTED, code, reason
+    return UNJUDGED, code, (f"the rule exited with status {code}" + (f": {reason}" if reason else ""))
+
+
+class AcceptRunValidation:
+    """Accepts each run's output by names, format and the rule (S9; V1–V3, V8).
+
+    Attributes:
+        session: the session whose ``validation/`` folder receives the reports (V8).
+        exp: the experiment.
+        rule: its accept rule.
+        corpus_revision: SHA-256 of the corpus when it has one (the rule may read it).
+        problem: why runs cannot be judged, ``None`` when they can.
+        expected: the expected names, ``None`` when none are declared.
+    """
+
+    def __init__(self, session: Session, exp: Experiment, rule: AcceptRule, corpus: Path | None) -> None:
+        """Read the expected names once."""
+        self.session, self.exp, self.rule = session, exp, rule
+        self.last_report: AcceptReport | None = None
+        self.last_path: Path | None = None
+        self.problem: str | None = None
+        self.expected: list[str] | None = None
+        if corpus is None and exp.corpus:
+            corpus = resolve_corpus(session.folder, exp.corpus)
+        self.corpus = corpus
+        self.corpus_revision = sha256_file(corpus) if corpus is not None and corpus.is_file() else None
+        if rule.expected_outputs:
+            try:
+                self.expected = read_expected_names(resolve_corpus(session.folder, rule.expected_outputs))
+            except BadInput as exc:
+                self.problem = f"expected outputs unusable: {exc}; runs are not accepted"
+
+    def _argv(self, output: Path, run: ScheduledRun) -> list[str]:
+        """The rule's argv with ``{output}`` / ``{corpus}`` filled as plain paths (H-34)."""
+        from gpusession.core.experiment.placeholders import fill_argument
+        from gpusession.core.folder.plainpaths import (
+            make_plain_paths,
+            remove_plain_paths,
+            substitution_values,
+        )
+
+        plain = make_plain_paths(self.session.runs_dir / self.exp.id, self.corpus)
+        self._plain = plain
+        try:
+            value = self.exp.values[0] if self.exp.values else 1
+            batch = self.exp.batch if self.exp.varied != "batch" and self.exp.batch is not None else value
+            try:
+                batch = int(run.variant_id.rsplit("-", 1)[-1]) if self.exp.varied == "batch" else batch
+            except ValueError:
+                pass
+            values = substitution_values(plain, batch=int(batch), context=self.exp.context_limit,
+                                         output=output)
+            return [fill_argument(a, values) for a in self.rule.argv]
+        except BaseException:
+            remove_plain_paths(plain)
+            raise
+
+    def validate(self, output: Path, run: ScheduledRun) -> tuple[dict[str, Any], str | None]:
+        """Judge one run's output and archive the report (V8); the row's fields and note.
+
+        Names first (V1–V3), then the format, then the rule -- only when both passed.
+        """
+        from gpusession.core.folder.plainpaths import remove_plain_paths
+
+        self.last_report, self.last_path = None, None
+        if self.problem:
+            return {"quality_metric": "accept-rule"}, f"not accepted: {self.problem}"
+        output = Path(output)
+        if not output.exists() and not output.is_symlink():
+            return {"quality_metric": "accept-rule", "corpus_accepted": False}, \
+                f"accept rule: no output at {output.name}"
+        names = check_names(output, self.expected) if self.expected is not None else None
+        report = AcceptReport(str(output), names)
+        listed = list(self.expected) if self.expected is not None else output_files(output)
+        if report.ids_match and self.rule.deliverable_format:
+            report.format_checked = True
+            report.format_problems = check_format(output, listed, self.rule.deliverable_format)
+        if report.ids_match and report.format_valid:
+            if self.rule.argv:
+                try:
+                    argv = self._argv(output, run)
+                except (BadInput, OSError) as exc:
+                    report.verdict, report.reason = UNJUDGED, f"the rule could not be given its paths: {exc}"
+                else:
+                    try:
+                        report.verdict, report.exit_code, report.reason = run_rule(
+                            argv, self.session.folder, self.rule.timeout_s)
+                    finally:
+                        remove_plain_paths(self._plain)
+            if report.corpus_accepted:
+                base = output if output.is_dir() else output.parent
+                report.files = {n: sha256_file(base / n if output.is_dir() else output) for n in listed}
+        self.last_report = report
+        where = self.session.validation_dir / self.exp.id / run.variant_id
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = where / f"{run.phase}-{run.run_index}{REPORT_SUFFIX}"
+        write_atomic_bytes(path, json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode("utf-8"))
+        os.chmod(path, 0o600)
+        self.last_path = path
+        return report.row_fields(), report.note()
+
+
+__all__ = ["AcceptRunValidation", "make_validation", "run_rule"]

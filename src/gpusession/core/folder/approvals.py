@@ -1,0 +1,316 @@
+"""A person's decision on each deliverable file: approved or rejected, by whom, on which bytes (S9).
+
+The rental guide's work is accepted by a named person (seed 003 §1: who approves). Each
+decision is kept in the session's ``approvals.toml`` (atomic, 0600, under the folder
+lock; free text checked like every note)::
+
+    deliverables = "/home/ana/visuals-out"
+    [files."visual-01.png"]
+    decision = "approved"
+    sha256 = "9f86d0…"
+    size_bytes = 1234
+    by = "Ana Reviewer"
+    at = 2026-12-03T10:00:00Z
+    criteria = "readable at 50 %"
+
+``path`` is relative to the deliverables folder, with ``/`` separators. A file whose bytes
+changed after its approval is no longer approved ("changed after approval on …"): it
+is never silently counted. The CLI (``approve`` / ``reject`` / ``deliverables``) and
+the Validation pane go through :func:`decide`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from gpusession.core.events.deliverable_records import DeliverableDecidedRecord
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.secrets import shown
+from gpusession.core.files.tomlio import read_toml, write_toml
+
+if TYPE_CHECKING:
+    from gpusession.core.folder.session import Session
+
+APPROVALS_TOML = "approvals.toml"
+DECISIONS = ("approved", "rejected")
+#: Longest name of a person recorded (characters).
+WHO_MAX_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One person's decision on one file (S9).
+
+    Attributes:
+        path: relative POSIX path inside the deliverables folder.
+        decision: ``approved`` or ``rejected``.
+        sha256: the file's digest at the decision.
+        size_bytes: its size then.
+        by: who decided.
+        at: when (aware UTC).
+        text: the criteria (approved) or the reason (rejected); ``None`` when not given.
+    """
+
+    path: str
+    decision: str
+    sha256: str
+    size_bytes: int
+    by: str
+    at: datetime
+    text: str | None = None
+
+    def to_toml(self) -> dict[str, Any]:
+        """The ``[files."<path>"]`` table."""
+        key = "criteria" if self.decision == "approved" else "why"
+        return {"decision": self.decision, "sha256": self.sha256, "size_bytes": self.size_bytes,
+                "by": self.by, "at": self.at, key: self.text}
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One deliverable as it stands now (S9).
+
+    Attributes:
+        path: relative POSIX path.
+        state: ``approved``, ``rejected``, ``changed`` (bytes differ from the approved
+            ones), ``missing`` (decided, no longer there) or ``to-decide``.
+        decision: the recorded decision, ``None`` for a file still to decide.
+        sha256: the digest now (``None`` when missing or not hashed).
+    """
+
+    path: str
+    state: str
+    decision: Decision | None
+    sha256: str | None
+
+    def words(self) -> str:
+        """``visual-01.png  approved by Ana on 2026-12-03 10:00 UTC (readable)``."""
+        d = self.decision
+        when = d.at.strftime("%Y-%m-%d %H:%M UTC") if d is not None else ""
+        if self.state == "to-decide":
+            return f"{self.path}  still to decide"
+        assert d is not None
+        if self.state == "changed":
+            return f"{self.path}  changed after approval on {when} (by {d.by}): not counted; approve it again"
+        if self.state == "missing":
+            return f"{self.path}  {d.decision} by {d.by} on {when}, but the file is no longer there: not counted"
+        tail = f" ({d.text})" if d.text else ""
+        return f"{self.path}  {d.decision} by {d.by} on {when}{tail}"
+
+
+def approvals_path(session: Session) -> Path:
+    """``<session>/approvals.toml``."""
+    return Path(session.folder) / APPROVALS_TOML
+
+
+def _read(session: Session) -> dict[str, Any]:
+    path = approvals_path(session)
+    if not path.exists():
+        return {}
+    return read_toml(path)
+
+
+def deliverables_folder(session: Session) -> Path | None:
+    """The folder the decisions are relative to, ``None`` before the first decision.
+
+    Raises:
+        BadInput: ``approvals.toml`` does not read, or its ``deliverables`` is not text.
+    """
+    value = _read(session).get("deliverables")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"expected a folder path, got {shown(value)}", path=approvals_path(session),
+                       field="deliverables")
+    return Path(value)
+
+
+def load_approvals(session: Session) -> dict[str, Decision]:
+    """Every recorded decision, by relative path (S9).
+
+    Raises:
+        BadInput: a decision that does not read (naming the file and the field).
+    """
+    doc = _read(session)
+    files = doc.get("files", {})
+    where = approvals_path(session)
+    if not isinstance(files, Mapping):
+        raise BadInput('expected [files."<path>"] tables', path=where, field="files")
+    out: dict[str, Decision] = {}
+    for rel, t in files.items():
+        field = f'files."{rel}"'
+        if not isinstance(t, Mapping):
+            raise BadInput("expected a table", path=where, field=field)
+        decision, digest, size, by, at = (t.get(k) for k in ("decision", "sha256", "size_bytes", "by", "at"))
+        if decision not in DECISIONS:
+            raise BadInput(f"expected approved or rejected, got {shown(decision)}", path=where,
+                           field=f"{field}.decision")
+        if not (isinstance(digest, str) and len(digest) == 64):
+            raise BadInput("expected a SHA-256 (64 hex digits)", path=where, field=f"{field}.sha256")
+        if not isinstance(size, int) or not isinstance(by, str) or not isinstance(at, datetime):
+            raise BadInput("expected size_bytes, by and at (a date-time)", path=where, field=field)
+        text = t.get("criteria") if decision == "approved" else t.get("why")
+        out[str(rel)] = Decision(str(rel), decision, digest, size, by, at,
+                                 text if isinstance(text, str) else None)
+    return out
+
+
+def relative_name(folder: Path, path: Path) -> str:
+    """``path`` inside ``folder`` as a POSIX relative path, NFC.
+
+    Raises:
+        BadInput: ``path`` is outside the folder, a link, or not a regular file.
+    """
+    if os.path.islink(path):
+        raise BadInput("is a symbolic link; decide on the file itself", path=path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise BadInput(f"cannot be read ({exc.strerror})", path=path) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput("is not a regular file (a deliverable is one file)", path=path)
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(folder))
+    except ValueError:
+        raise BadInput(f"is not inside the deliverables folder {folder}; decisions are kept relative "
+                       "to one folder", path=path) from None
+    return unicodedata.normalize("NFC", PurePosixPath(*rel.parts).as_posix())
+
+
+def _check_who(who: str) -> str:
+    t = (who or "").strip()
+    if not t or len(t) > WHO_MAX_CHARS or any(unicodedata.category(c)[0] == "C" for c in t):
+        raise BadInput(f"expected the name of the person who decides (at most {WHO_MAX_CHARS} characters), "
+                       f"got {shown(who)}", field="by")
+    return t
+
+
+def decide(session: Session, paths: list[Path], *, decision: str, by: str, text: str | None = None,
+           deliverables: Path | None = None, now: datetime | None = None) -> list[Decision]:
+    """Record one decision per file: its digest now, who, when, criteria or reason (S9).
+
+    The one function behind ``approve``, ``reject`` and the Validation pane's ``a`` / ``j``.
+    Every file is checked before anything is written; the write is atomic under the
+    session folder's lock, and each decision is journaled.
+
+    Args:
+        session: the open session.
+        paths: the deliverable files.
+        decision: ``approved`` or ``rejected``.
+        by: who decides.
+        text: the criteria (approve) or the reason (reject: required).
+        deliverables: the folder decisions are relative to; default the one already
+            recorded, else the folder of the first file.
+        now: the decision time (tests).
+
+    Returns:
+        The decisions recorded, in the order given.
+
+    Raises:
+        BadInput: no file, a file outside the folder, a link, a reject without a reason,
+            a deliverables folder other than the recorded one, free text refused.
+    """
+    if decision not in DECISIONS:
+        raise BadInput(f"expected approved or rejected, got {shown(decision)}", field="decision")
+    if not paths:
+        raise BadInput("name at least one deliverable file", field="PATH")
+    who = _check_who(by)
+    note = (text or "").strip() or None
+    if decision == "rejected" and note is None:
+        raise BadInput("say why with --why TEXT (a rejection is kept with its reason)", field="why")
+    at = now or utcnow()
+    with session.locked("recording the decision"):
+        doc = _read(session)
+        stored = deliverables_folder(session)
+        folder = Path(os.path.abspath(deliverables if deliverables is not None else
+                                      (stored if stored is not None else Path(paths[0]).parent)))
+        if stored is not None and Path(os.path.abspath(stored)) != folder:
+            raise BadInput(f"the decisions of this session are relative to {stored}; name files there "
+                           "(one deliverables folder per session)", field="deliverables")
+        if not folder.is_dir():
+            raise BadInput("not a folder (expected the folder of the deliverables)", path=folder)
+        session_dir = Path(os.path.abspath(session.folder))
+        if folder == session_dir or session_dir.is_relative_to(folder):
+            raise BadInput("holds the session's technical files; keep the deliverables in a folder of "
+                           "their own (handed over apart from the technical files)", path=folder)
+        made = []
+        for p in paths:
+            rel = relative_name(folder, Path(p))
+            full = folder / rel
+            made.append(Decision(rel, decision, sha256_file(full), full.stat().st_size, who, at, note))
+        files = dict(doc.get("files") or {})
+        for d in made:
+            files[d.path] = d.to_toml()
+        write_toml(approvals_path(session), {**doc, "deliverables": str(folder), "files": files})
+        os.chmod(approvals_path(session), 0o600)
+        for d in made:
+            session.journal(DeliverableDecidedRecord(path=d.path, sha256=d.sha256, decision=d.decision,
+                                                     by=d.by, text=d.text))
+    return made
+
+
+def file_states(session: Session, *, hash_files: bool = True) -> list[FileState]:
+    """Every deliverable: the decided ones and the files still to decide, by path (S9).
+
+    Args:
+        session: the open session.
+        hash_files: compare each decided file's digest now with the recorded one.
+
+    Returns:
+        One state per file of the deliverables folder and per decided path; empty before
+        the first decision.
+
+    Raises:
+        BadInput: ``approvals.toml`` does not read.
+    """
+    folder = deliverables_folder(session)
+    decided = load_approvals(session)
+    if folder is None:
+        return []
+    present: dict[str, Path] = {}
+    if folder.is_dir():
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+            for n in sorted(names):
+                full = Path(root) / n
+                if n == "manifest.csv" and Path(root) == folder:
+                    continue  # the manifest's copy beside the deliverables
+                if full.is_symlink() or not full.is_file():
+                    continue
+                rel = unicodedata.normalize("NFC", PurePosixPath(*full.relative_to(folder).parts).as_posix())
+                present[rel] = full
+    out: list[FileState] = []
+    for rel in sorted(set(present) | set(decided)):
+        d = decided.get(rel)
+        found = present.get(rel)
+        if d is None:
+            out.append(FileState(rel, "to-decide", None, None))
+            continue
+        if found is None:
+            out.append(FileState(rel, "missing", d, None))
+            continue
+        digest = sha256_file(found) if hash_files else None
+        if d.decision == "approved" and digest is not None and digest != d.sha256:
+            out.append(FileState(rel, "changed", d, digest))
+        else:
+            out.append(FileState(rel, d.decision, d, digest))
+    return out
+
+
+def approved_digests(states: list[FileState]) -> set[str]:
+    """The distinct digests of files approved and unchanged (S10: distinct by SHA-256)."""
+    return {s.sha256 or s.decision.sha256 for s in states
+            if s.state == "approved" and s.decision is not None}
+
+
+__all__ = ["APPROVALS_TOML", "Decision", "FileState", "approved_digests", "approvals_path", "decide",
+           "deliverables_folder", "file_states", "load_approvals", "relative_name"]

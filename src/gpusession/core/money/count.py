@@ -1,0 +1,186 @@
+"""The session's count of accepted deliverables: one source, named, with the unit (S10; K3, K4).
+
+The count is, in this order (seed 000 §5: count only what was validated, never twice):
+
+1. **approved** deliverables, distinct by SHA-256, once a person has decided on any file
+   (:mod:`gpusession.core.folder.approvals`); a file changed after its approval is not
+   counted;
+2. else the distinct files of the outputs an experiment's **accept rule** accepted
+   (:mod:`gpusession.core.validation.accept_rule`);
+3. else the distinct **accepted corpora** (K4).
+
+One source, named beside the figure; never a sum of two. The cost per deliverable reads
+``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (:func:`cost_line`).
+
+Each count is cached in ``count-cache.json`` keyed on the files' size and modification
+time, so ``status --format tmux`` says ``18 visuals`` without hashing anything
+(:func:`gpusession.core.money.count_cache.cached_words`: standard library only, no polars).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpusession.core.files.tomlio import write_atomic_bytes
+from gpusession.core.folder.approvals import approvals_path, approved_digests, file_states
+from gpusession.core.folder.unit import Unit, unit_of
+from gpusession.core.money.count_cache import (
+    CACHE_FILE,
+    CORPORA,
+    cache_key,
+    cached_words,
+    shown_in_status,
+)
+from gpusession.core.money.rates import format_usd, round_half_up_cents
+from gpusession.core.records.summary import accepted_revisions, validated_count
+from gpusession.core.validation.accept_rule import accepted_output_digests, has_accept_rule
+
+if TYPE_CHECKING:
+    from gpusession.core.folder.session import Session
+
+APPROVED, ACCEPT_RULE = "approved", "accept-rule"
+#: The adjective each source gives the unit (``18 approved visuals``).
+ADJECTIVE = {APPROVED: "approved", ACCEPT_RULE: "accepted", CORPORA: "accepted"}
+SOURCE_WORDS = {
+    APPROVED: "approved by a person, distinct by SHA-256 (approvals.toml)",
+    ACCEPT_RULE: "accepted by the experiment's rule, distinct files by SHA-256",
+    CORPORA: "distinct accepted corpora",
+}
+
+
+@dataclass(frozen=True)
+class DeliverableCount:
+    """How many deliverables count, from which one source, in which unit (S10).
+
+    Attributes:
+        n: the count; ``None`` when not measured (no run validated, nothing decided).
+        source: ``approved``, ``accept-rule`` or ``corpora``.
+        unit: the session's unit (S8).
+        not_counted: files decided but not counted, in words (changed after approval).
+        to_decide: files of the deliverables folder still to decide.
+    """
+
+    n: int | None
+    source: str
+    unit: Unit
+    not_counted: tuple[str, ...] = ()
+    to_decide: int = 0
+
+    def _noun(self, n: int) -> str:
+        name = self.unit.name(n)
+        adj = ADJECTIVE[self.source]
+        return name if name.startswith(adj) else f"{adj} {name}"
+
+    def words(self) -> str:
+        """``18 approved visuals``; ``no approved visual yet``; ``not measured``."""
+        if self.n is None:
+            return f"{self._noun(1)}: not measured yet"
+        if self.n == 0:
+            return f"no {self._noun(1)} yet"
+        return f"{self.n:,} {self._noun(self.n)}"
+
+    def short(self) -> str:
+        """``18 visuals`` (the tmux form and ``list``)."""
+        if self.n is None:
+            return f"0 {self.unit.plural}"
+        return self.unit.words(self.n)
+
+    def source_words(self) -> str:
+        """Where the figure comes from, in words."""
+        return SOURCE_WORDS[self.source]
+
+    def to_json(self) -> dict[str, Any]:
+        """``count``, ``source``, ``words``, ``unit`` …, ``not_counted``, ``to_decide``."""
+        return {"count": self.n, "source": self.source, "source_words": self.source_words(),
+                "words": self.words(), **self.unit.to_json(), "not_counted": list(self.not_counted),
+                "to_decide": self.to_decide}
+
+
+def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
+    """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (rounded once, half-up; K2, K3).
+
+    With nothing counted yet: the package cost only and ``no approved visual yet``.
+    """
+    if total_usd_minor is None:
+        return f"{count.words()}; the package price is not in the rates file"
+    if not count.n:
+        return f"{format_usd(total_usd_minor)} for the package; {count.words()}"
+    per = round_half_up_cents(Decimal(total_usd_minor) / Decimal(count.n))
+    return (f"{format_usd(total_usd_minor)} ÷ {count.words()} = {format_usd(per)} per "
+            f"{count.unit.singular}")
+
+
+def session_count(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount:
+    """The session's one count of accepted deliverables (S10).
+
+    Args:
+        session: the open session.
+        frame: its results rows when already read.
+        cache: keep the count for ``status`` (``approve``, ``reject`` and ``cost`` do;
+            a reader such as ``show`` or ``compare`` writes nothing).
+
+    Raises:
+        BadInput: ``approvals.toml`` or the results do not read.
+    """
+    unit = unit_of(session.data)
+    if approvals_path(session).exists():
+        states = file_states(session)
+        count = DeliverableCount(
+            len(approved_digests(states)), APPROVED, unit,
+            tuple(s.words() for s in states if s.state in ("changed", "missing") and s.decision
+                  and s.decision.decision == "approved"),
+            sum(1 for s in states if s.state == "to-decide"))
+    else:
+
+        if has_accept_rule(session):
+            digests, validated = accepted_output_digests(session)
+            count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit)
+        else:
+            rows = session.results.read() if frame is None else frame
+            validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
+            count = DeliverableCount(len(accepted_revisions(rows)) if validated_n else None, CORPORA, unit)
+    if cache:
+        try:
+            write_cache(session, count)
+        except OSError:
+            pass  # a cache only: the figure is still right
+    return count
+
+
+def counted_in_unit(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount | None:
+    """The count for ``cost`` and the Cost pane in the session's unit (S8, S10).
+
+    ``None`` when the plain corpora count of a classification session applies (its words
+    stay as they were).
+    """
+    count = session_count(session, frame, cache=cache)
+    if count.source == CORPORA and not count.unit.declared:
+        return None
+    return count
+
+
+def write_cache(session: Session, count: DeliverableCount) -> None:
+    """Keep the count for ``status`` (atomic; S7)."""
+    folder = Path(session.folder)
+    doc = {"schema": 1, "count": count.n, "source": count.source, "short": count.short(),
+           "words": count.words(), "declared": count.unit.declared, "key": cache_key(folder)}
+    write_atomic_bytes(folder / CACHE_FILE, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
+
+
+def deliverable_cost_words(session: Session, total_usd_minor: int | None) -> str | None:
+    """The report's cost words in the unit, with the count's source (S8, S10).
+
+    ``None`` for a plain classification session (its words stay as they were).
+    """
+    count = session_count(session)
+    if count.source == CORPORA and not count.unit.declared:
+        return None
+    return f"{cost_line(total_usd_minor, count)} (count: {count.source_words()})"
+
+
+__all__ = ["ACCEPT_RULE", "APPROVED", "CORPORA", "DeliverableCount", "cached_words", "cost_line",
+           "counted_in_unit", "deliverable_cost_words", "session_count", "shown_in_status", "write_cache"]

@@ -1,0 +1,42 @@
+"""The one JSON contract of every ``--json`` output (schemas in ``docs/json/``).
+
+Every document carries :data:`SCHEMA_VERSION`; one fact has one key everywhere
+(``name``, ``package`` with its ``end``, ``time_left_s``, ``result_rows``,
+``accepted_corpora``), times as numbers of seconds, so a script reads ``list``, ``show``
+and ``status`` alike. No polars, no textual: ``status`` builds it every few seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+#: Raised when a key is renamed or removed, or its meaning changes; added keys keep it.
+SCHEMA_VERSION = 1
+
+
+def package_json(package: Any) -> dict[str, Any]:
+    """``{"gpu_model", "lots", "days", "start", "end"}`` (ISO 8601 with offset, or ``None``).
+
+    Args:
+        package: a :class:`gpusession.core.folder.package.Package`.
+    """
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t is not None else None
+
+    return {"gpu_model": package.gpu_model, "lots": package.lots, "days": package.days,
+            "start": iso(package.start), "end": iso(package.end)}
+
+
+def time_left_s(package: Any, now: datetime | None = None) -> float | None:
+    """Seconds until the package ends (negative once ended); ``None`` when it is not set."""
+    left = package.time_left(now)
+    return left.total_seconds() if left is not None else None
+
+
+def versioned(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with ``schema_version`` first (a key of its own wins: never written twice)."""
+    return {"schema_version": SCHEMA_VERSION, **doc}
+
+
+__all__ = ["SCHEMA_VERSION", "package_json", "time_left_s", "versioned"]

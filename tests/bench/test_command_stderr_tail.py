@@ -1,0 +1,44 @@
+"""A failed run of a command workload keeps the last lines of its stderr in its row (masked, escaped)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from gpusession.bench.runner import Runner
+from gpusession.bench.worker import stderr_words
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
+
+TOKEN = "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+
+
+def _exp(session: Session, **kw: Any) -> Experiment:
+    base: dict[str, Any] = {"id": "e", "workload": "command", "varied": "batch", "values": (1,),
+                            "runs_per_variant": 1, "cold_runs_per_variant": 0, "warmup_iterations": 0,
+                            "scope": "full-chain"}
+    base.update(kw)
+    return define_experiment(session, Experiment(**base))
+
+
+def test_failed_command_rows_keep_the_last_stderr_lines_masked_and_escaped(session: Session) -> None:
+    script = ("import sys\n"
+              "for i in range(8): print('line', i, file=sys.stderr)\n"
+              f"print('key ' + 'ghp_' + '{TOKEN[4:]}', file=sys.stderr)\n"  # made when run
+              "print('bell \\x07 esc \\x1b[2J', file=sys.stderr)\n"
+              "sys.exit(7)\n")
+    exp = _exp(session, params={"command": [sys.executable, "-c", script]})
+    Runner(session, exp.id).run()
+    rows = [r for r in session.results.rows() if r.phase == "warm"]
+    assert rows and rows[0].elapsed_seconds is None
+    notes = rows[0].notes or ""
+    assert "exited with code 7" in notes and "its stderr ended:" in notes
+    assert "line 7" in notes and "line 0" not in notes  # the last lines only
+    assert TOKEN not in notes and "HIDDEN" in notes
+    assert "\x1b" not in notes and "\\x1b[2J" in notes
+
+
+def test_stderr_words_is_bounded_and_empty_without_stderr() -> None:
+    assert stderr_words(b"") == "" and stderr_words(None) == ""
+    assert len(stderr_words(b"x" * 5000)) < 1100

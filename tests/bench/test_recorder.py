@@ -1,0 +1,103 @@
+"""The recorder alone: typed worker events in, journal records and result rows out (S7, R7).
+
+No runner, no process, no clock of its own: the events a worker group sends are fed to
+:meth:`Recorder.on_worker_event` by hand, the group's report to
+:meth:`Recorder.group_exited`, and what the session holds afterwards is read back.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from fake_launcher import copy_corpus, session_of
+from fake_workloads import write_corpus
+
+from gpusession.bench.launch import worker_spec
+from gpusession.bench.recorder import Recorder
+from gpusession.bench.rows import LoadSlot
+from gpusession.bench.stops import RunStops
+from gpusession.bench.supervise import GroupReport
+from gpusession.core.events import (
+    LoadFinishedRecord,
+    LoadStartedRecord,
+    RowAppended,
+    RunFinishedRecord,
+    RunStartedRecord,
+    WorkerEnvironment,
+    WorkerExitedRecord,
+    WorkerLoaded,
+    WorkerRunStarted,
+)
+from gpusession.core.experiment.plan import Experiment, schedule
+from gpusession.core.folder.experiments import define_experiment
+from gpusession.core.folder.session import Session
+from gpusession.core.records.outcome import RunOutcome
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0}
+
+
+def _recorder(session: Session, emitted: list[Any]) -> tuple[Recorder, Experiment]:
+    corpus = write_corpus(session.folder / "corpus.jsonl", n=6)
+    exp = define_experiment(session, Experiment(
+        id="e", workload="fake_workloads:Echo", corpus=str(corpus.relative_to(session.folder)),
+        varied="batch", values=(2,), runs_per_variant=2, cold_runs_per_variant=0,
+        warmup_iterations=0, protocol=PROTOCOL, device="cpu"))
+    rec = Recorder(session, exp, outcome=RunOutcome(), emit=emitted.append, now=lambda: NOW)
+    frame = session.results.read()
+    rec.open(frame, RunStops(session, exp, frame=frame, records=[], journal=rec.journal,
+                             clock=lambda: NOW))
+    rec.start(2, corpus)
+    return rec, exp
+
+
+def test_s7_the_recorder_writes_each_row_and_record_as_its_event_arrives(session: Session) -> None:
+    emitted: list[Any] = []
+    rec, exp = _recorder(session, emitted)
+    runs = schedule(exp)
+    warm = [r for r in runs if r.phase == "warm"]
+    slot = LoadSlot.of(exp.id, LoadSlot.variant_of(warm), 1)
+    rep = GroupReport(name="warm", runs={r.run_key: r for r in warm}, load=slot)
+    spec = worker_spec(session, exp, "warm", warm, None)
+    assert session_of(spec) == session.folder
+    rec.load_started("warm", slot)
+    rec.on_worker_event(WorkerEnvironment(environment={"device": "cpu"}), rep)
+    rec.on_worker_event(WorkerLoaded(elapsed_s=0.5, revisions={}), rep)
+    assert [r.phase for r in session.results.rows()] == ["load"]  # at once, not at the end
+    for order, run in enumerate(spec["runs"], 1):
+        rec.on_worker_event(WorkerRunStarted(run_key=run["run_key"]), rep)
+        out = session.runs_dir / exp.id / run["variant_id"] / f"warm-{run['run_index']}.jsonl"
+        (finished,) = copy_corpus(spec, run, out, order)
+        rec.on_worker_event(finished, rep)
+        rep.finished_keys.add(run["run_key"])
+        assert len(session.results.rows()) == 1 + order
+    rep.code = 0
+    assert rec.group_exited(rep) is False  # it did not die
+    rows = session.results.rows()
+    assert [(r.phase, r.run_index) for r in rows] == [("load", 1), ("warm", 1), ("warm", 2)]
+    assert all(r.corpus_accepted for r in rows if r.phase == "warm")  # validated (V1-V8)
+    kinds = [type(r) for r in session.journal_records()]
+    for kind in (LoadStartedRecord, LoadFinishedRecord, RunStartedRecord, RunFinishedRecord,
+                 WorkerExitedRecord):
+        assert kind in kinds, kind
+    assert session.data["environment"]["observed_at"] == NOW  # the runner's clock, never its own
+    assert sum(isinstance(e, RowAppended) for e in emitted) == 3
+    assert rec.outcome.rows_written == 3 and rec.done == 2 and not rec.worker_died
+
+
+def test_r7_a_group_that_dies_mid_run_leaves_the_run_its_incident_row(session: Session) -> None:
+    rec, exp = _recorder(session, [])
+    warm = [r for r in schedule(exp) if r.phase == "warm"]
+    slot = LoadSlot.of(exp.id, LoadSlot.variant_of(warm), 1)
+    rep = GroupReport(name="warm", runs={r.run_key: r for r in warm}, load=slot)
+    rec.load_started("warm", slot)
+    rec.on_worker_event(WorkerLoaded(elapsed_s=0.5, revisions={}), rep)
+    rec.on_worker_event(WorkerRunStarted(run_key=warm[0].run_key), rep)
+    rep.in_flight = warm[0]
+    rep.code = -9
+    assert rec.group_exited(rep) is True
+    cut = [r for r in session.results.rows() if r.phase == "warm"]
+    assert len(cut) == 1 and cut[0].elapsed_seconds is None and cut[0].corpus_accepted is None
+    assert "killed by signal SIGKILL (9)" in (cut[0].notes or "")
+    assert rec.worker_died and any("SIGKILL" in m for m in rec.outcome.incidents)

@@ -1,0 +1,99 @@
+"""Links and names from the server in a pull and in verify-copy (H-43, H-44)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+needs_rsync = pytest.mark.skipif(shutil.which("rsync") is None,
+                                 reason="rsync not installed (apt-get install rsync)")
+
+
+def _server(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    deliv = root.parent / "deliverables"
+    deliv.mkdir()
+    (deliv / "a.txt").write_text("alpha\n")
+    (deliv / "a\nb.png").write_bytes(b"png")
+    (deliv / "\x1b[2Jclear.txt").write_text("x")
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    return root / "s1", deliv
+
+
+# -- H-43: a link pointing outside the copy --------------------------------------------------
+def test_h43_links_in_finds_every_link_without_following_it(tmp_path: Path) -> None:
+    from gpusession.core.retrieval.copylinks import links_in, outside_reason
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    os.symlink("/etc", tmp_path / "etc_link")
+    os.symlink("d/f", tmp_path / "inner")
+    os.symlink("../../x", tmp_path / "d" / "up")
+    os.symlink("gone", tmp_path / "broken\n")
+    found = {c.path: c.inside for c in links_in(tmp_path)}
+    assert found == {"etc_link": False, "inner": True, "d/up": False, "broken\n": False}
+    words = outside_reason({"session copy": tmp_path, "deliverables copy": None}) or ""
+    assert "3 link(s) pointing outside" in words and "etc_link -> /etc" in words
+    assert "broken\\x0a" in words and "\n" not in words
+    assert outside_reason({"session copy": tmp_path / "d" / "f"}) is None
+
+
+def test_h43_verify_copy_counts_links_and_names_those_pointing_out(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+) -> None:
+    _, deliv = _server(sessions_root, capsys)
+    copy = tmp_path / "copy"
+    shutil.copytree(deliv, copy)
+    os.symlink("/etc", copy / "etc_link")
+    os.symlink("a.txt", copy / "a-again")
+    code, out, err = cli(capsys, sessions_root, "verify-copy", str(sessions_root / "s1" / "manifest.csv"),
+                         str(copy))
+    assert "2 symbolic link(s) in the copy, 1 pointing outside it" in out, (out, err)
+    assert "LINK OUT etc_link -> /etc" in out
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(sessions_root / "s1" / "manifest.csv"),
+                       str(copy), "--json")
+    import json
+
+    doc = json.loads(out)
+    assert doc["links"] == 2 and doc["links_outside"] == [{"path": "etc_link", "target": "/etc"}]
+
+
+@needs_rsync
+def test_h43_a_server_link_out_of_the_session_is_never_verified(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+) -> None:
+    sess, _ = _server(sessions_root, capsys)
+    os.symlink("/etc", sess / "etc_link")
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert code == 3
+    assert "NOT VERIFIED" in out and "etc_link -> /etc" in out
+    assert "VERIFIED:" not in out.replace("NOT VERIFIED:", "")
+
+
+# -- H-44: names from the server printed escaped ---------------------------------------------
+@needs_rsync
+def test_h44_every_name_pull_prints_is_escaped(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+) -> None:
+    sess, deliv = _server(sessions_root, capsys)
+    (deliv / "new\nextra.txt").write_text("e")
+    (deliv / "a\nb.png").unlink()
+    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(tmp_path / "home"))
+    assert "\x1b" not in out
+    assert "a\\x0ab.png" in out and "new\\x0aextra.txt" in out
+    for line in out.splitlines():
+        assert not line.startswith(("b.png", "extra.txt"))
+
+
+def test_h44_the_pull_printer_escapes_as_verify_copy_does() -> None:
+    from gpusession.commands.checklist_cmds import _shown
+    from gpusession.commands.pull_cmd import _name
+
+    for name in ("a\nb.png", "\x1b[2Jclear.txt", "x\u202ey"):
+        assert _name(name) == _shown(name)
+        assert "\n" not in _name(name) and "\x1b" not in _name(name)
+    assert _name("a\nb.png") == "a\\x0ab.png" and _name("\x1b[2J") == "\\x1b[2J"
