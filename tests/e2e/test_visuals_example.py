@@ -41,7 +41,7 @@ def test_s10_the_guides_example_18_visuals_approved_cost_3_06_per_visual(
     assert c.stdout.splitlines()[0] == "55.00 USD ÷ 18 accepted visuals = 3.06 USD per visual"
     # hand-over folder, apart from the technical files (seed 003 §8)
     out = tmp_path / "visuals-out"
-    shutil.copytree(folder / "runs" / "render" / "batch-1" / "warm-1.jsonl", out)
+    shutil.copytree(folder / "runs" / "render" / "batch-1" / "warm-1", out)
     files = sorted(str(p) for p in out.glob("*.png"))
     assert len(files) == 18
     a = run_cli("approve", "visuals", *files, "--by", "Ana Reviewer", "--criteria", "readable in the tool")

@@ -186,3 +186,47 @@ async def test_s9_the_pane_lists_deliverables_and_rejects_with_j_through_the_cli
         assert (d.decision, d.by, d.text) == ("rejected", "Bo", "legend cut")
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
         assert rows[1][:3] == ["visual-02.png", "rejected", "Bo"]
+
+
+async def test_s9_the_first_decision_is_made_in_the_pane_on_the_last_accepted_output(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    """Before any decision, the pane proposes the last accepted output folder and ``a``
+    approves there through the CLI's function, recording that folder (S9)."""
+    import json
+
+    from textual.widgets import Input
+
+    from gpusession.core.folder.approvals import deliverables_folder, load_approvals
+    from gpusession.core.validation.accept_rule import KIND, REPORT_SUFFIX
+
+    out = tmp_path / "warm-1"
+    out.mkdir()
+    for i in (1, 2):
+        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    report = session.validation_dir / "render" / "batch-1" / f"warm-1{REPORT_SUFFIX}"
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"schema": 1, "kind": KIND, "output": str(out), "accepted": True,
+                                  "files": {"visual-01.png": "a" * 64, "visual-02.png": "b" * 64}}))
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        t = app.screen.query_one("#deliv-table", DataTable)
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert [r[:2] for r in rows] == [["visual-01.png", "still to decide"],
+                                         ["visual-02.png", "still to decide"]]
+        assert "the last accepted output" in text_of(app, "#deliv-status")
+        t.focus()
+        t.move_cursor(row=0)
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#field-by", Input).value = "Ana"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        d = load_approvals(session)["visual-01.png"]
+        assert (d.decision, d.by) == ("approved", "Ana")
+        assert deliverables_folder(session) == out
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert rows[0][:3] == ["visual-01.png", "approved", "Ana"]
+        assert "the last accepted output" not in text_of(app, "#deliv-status")

@@ -64,6 +64,7 @@ class Channel:
         (H-12). ``run_started`` is sent just before the run is yielded.
         """
         out_dir = Path(spec["output_dir"])
+        suffix = spec.get("output_suffix", ".jsonl")
         for order, run in enumerate(spec["runs"], start=1):
             self.send(WorkerReady(run_key=run["run_key"]))
             if not self.wait_go():
@@ -71,7 +72,7 @@ class Channel:
                 self.stopped = True
                 return
             self.send(WorkerRunStarted(run_key=run["run_key"]))
-            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}.jsonl", order
+            yield run, out_dir / run["variant_id"] / f"{run['phase']}-{run['run_index']}{suffix}", order
 
 
 def runtime_version(torch: Any, device: str) -> str | None:

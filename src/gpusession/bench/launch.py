@@ -32,6 +32,7 @@ from gpusession.core.files.safefile import make_private_dir, write_private_bytes
 from gpusession.core.folder.processes import ProcessId
 from gpusession.core.folder.recovery import SPEC_PREFIX
 from gpusession.core.folder.session import Session
+from gpusession.core.validation.accept_rule import output_suffix
 
 
 class WorkerHandle(Protocol):
@@ -112,6 +113,7 @@ def worker_spec(session: Session, exp: Experiment, name: str, group: list[Schedu
         "device": device or exp.device,
         "corpus": str(path(exp.corpus)) if exp.corpus else None,
         "output_dir": str(session.runs_dir / exp.id),
+        "output_suffix": output_suffix(exp.protocol),
         "runs": runs,
         "warmup": ([{"variant_id": v, **exp.setting(v)} for v in exp.variant_ids] if warm else []),
         "warmup_iterations": exp.warmup_iterations if warm else 0,

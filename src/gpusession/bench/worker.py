@@ -500,7 +500,7 @@ def command_warmup(spec: dict[str, Any], ch: Channel, argv_t: list[str]) -> dict
         variant = w["variant_id"]
         done[variant] = 0
         for i in range(1, iterations + 1):
-            out_path = out_dir / variant / f"warmup-{i}.jsonl"
+            out_path = out_dir / variant / f"warmup-{i}{spec.get('output_suffix', '.jsonl')}"
             try:
                 prepare_output(out_path, session_root(spec))
                 with _placeholder_env(spec, w, out_path):

@@ -258,21 +258,25 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
     return made
 
 
-def file_states(session: Session, *, hash_files: bool = True) -> list[FileState]:
+def file_states(session: Session, *, hash_files: bool = True,
+                proposed: Path | None = None) -> list[FileState]:
     """Every deliverable: the decided ones and the files still to decide, by path (S9).
 
     Args:
         session: the open session.
         hash_files: compare each decided file's digest now with the recorded one.
+        proposed: the folder to list before the first decision (the Validation pane
+            offers the last accepted output so that the first one can be made there);
+            ignored once a folder is recorded.
 
     Returns:
         One state per file of the deliverables folder and per decided path; empty before
-        the first decision.
+        the first decision unless ``proposed`` is given.
 
     Raises:
         BadInput: ``approvals.toml`` does not read.
     """
-    folder = deliverables_folder(session)
+    folder = deliverables_folder(session) or proposed
     decided = load_approvals(session)
     if folder is None:
         return []

@@ -117,6 +117,20 @@ def rule_of(protocol: Mapping[str, Any] | None) -> AcceptRule | None:
     return AcceptRule(tuple(argv), names, fmt, float(timeout))
 
 
+def output_suffix(protocol: Mapping[str, Any] | None) -> str:
+    """The suffix of each run's ``{output}`` path: ``""`` for a folder of named files, else ``.jsonl``.
+
+    An experiment with ``--expected-outputs`` writes a folder of deliverables (S9), so its
+    outputs are named ``warm-1``, not ``warm-1.jsonl``: the folder is handed over as is.
+    An unreadable protocol keeps ``.jsonl`` (``run`` refuses it earlier, naming the field).
+    """
+    try:
+        rule = rule_of(protocol)
+    except BadInput:
+        return ".jsonl"
+    return "" if rule is not None and rule.expected_outputs else ".jsonl"
+
+
 def accept_protocol(*, accept: str | None, expected_outputs: str | None, deliverable_format: str | None,
                     timeout_s: float | None = None, classification: Mapping[str, Any] | None = None,
                     check_argv: Callable[..., None] | None = None) -> dict[str, Any]:
@@ -483,6 +497,33 @@ def accepted_output_digests(session: RuleSession) -> tuple[set[str], int]:
     return digests, judged
 
 
+def last_accepted_output(session: RuleSession) -> Path | None:
+    """The newest accepted output that is a folder, ``None`` when there is none (S9).
+
+    Read from the archived reports (``validation/<experiment>/<variant>/*.accept.json``),
+    newest by modification time; the Validation pane proposes it as the deliverables
+    folder before the first decision, so that a person can approve there.
+    """
+    base = Path(session.validation_dir)
+    if not base.is_dir():
+        return None
+    found: list[tuple[float, Path]] = []
+    for path in base.rglob(f"*{REPORT_SUFFIX}"):
+        if path.is_symlink():
+            continue
+        try:
+            doc = loads_json(path.read_text("utf-8"), path)
+            made_s = path.stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == KIND and doc.get("accepted") is True \
+                and isinstance(doc.get("output"), str):
+            out = Path(doc["output"])
+            if out.is_dir() and not out.is_symlink():
+                found.append((made_s, out))
+    return max(found)[1] if found else None
+
+
 __all__ = ["ACCEPTED", "AcceptReport", "AcceptRule", "FORMATS", "KIND", "NamesCheck", "REJECTED", "UNJUDGED",
            "accept_protocol", "accepted_output_digests", "check_format", "check_names", "format_problem",
-           "has_accept_rule", "read_expected_names", "reason_line", "rule_of"]
+           "has_accept_rule", "last_accepted_output", "read_expected_names", "reason_line", "rule_of"]

@@ -40,6 +40,9 @@ class DeliverablesBox(Vertical):
         super().__init__(**kw)
         self.ctx = ctx
         self.states: list[Any] = []
+        #: the folder listed: the recorded one, else the last accepted output (proposed)
+        self.folder: Any = None
+        self.proposed = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="deliv-status", classes="status")
@@ -50,14 +53,18 @@ class DeliverablesBox(Vertical):
     def reload(self) -> None:
         """Re-read ``approvals.toml`` and the deliverables folder; say the count (S10)."""
         from gpusession.core.files.errors import BadInput
-        from gpusession.core.folder.approvals import file_states
+        from gpusession.core.folder.approvals import deliverables_folder, file_states
         from gpusession.core.money.count import session_count
+        from gpusession.core.validation.accept_rule import last_accepted_output
 
         table = self.query_one("#deliv-table", DataTable)
         table.clear()
         status = self.query_one("#deliv-status", Static)
         try:
-            self.states = file_states(self.ctx.session)
+            recorded = deliverables_folder(self.ctx.session)
+            self.folder = recorded or last_accepted_output(self.ctx.session)
+            self.proposed = recorded is None and self.folder is not None
+            self.states = file_states(self.ctx.session, proposed=self.folder)
             count = session_count(self.ctx.session)
         except BadInput as exc:
             status.update(Text(printable(f"deliverables unreadable: {exc}", keep="")))
@@ -68,7 +75,9 @@ class DeliverablesBox(Vertical):
             table.add_row(printable(st.path, keep=""), state_cell(STATE_WORDS[st.state]),
                           printable(d.by, keep="") if d else "-",
                           d.at.strftime("%Y-%m-%d %H:%M UTC") if d else "-")
-        status.update(Text(printable(f"Deliverables: {count.words()} ({count.source_words()}); "
+        where = (f" in {self.folder} (the last accepted output: the first decision records it)"
+                 if self.proposed else "")
+        status.update(Text(printable(f"Deliverables{where}: {count.words()} ({count.source_words()}); "
                                      "a: approve, j: reject the selected one", keep="")))
 
     def current(self) -> Any:
@@ -87,13 +96,13 @@ class DeliverablesBox(Vertical):
         verb = "Approve" if decision == "approved" else "Reject"
 
         def save(result: dict[str, str]) -> None:
-            from gpusession.core.folder.approvals import decide, deliverables_folder
+            from gpusession.core.folder.approvals import decide
 
-            folder = deliverables_folder(self.ctx.session)
+            folder = self.folder
             assert folder is not None  # a listed file has a folder
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
                 decide(self.ctx.session, [folder / st.path], decision=decision, by=result["by"],
-                       text=result["text"] or None)
+                       text=result["text"] or None, deliverables=folder)
             self.reload()
 
         self.app.push_screen(FormModal(f"{verb} {printable(st.path, keep='')}",
