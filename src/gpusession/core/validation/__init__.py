@@ -112,7 +112,7 @@ def validate_output(
         BadInput: the output or an ID list is missing or unreadable.
     """
     data = read_bytes(Path(output), max_line_bytes=MAX_LINE_BYTES)
-    parsed = parse_csv(data) if protocol.output_format == "csv" else parse_jsonl(data)
+    parsed = parse_csv(data) if protocol.output_format == "csv" else parse_jsonl(data, protocol.classes)
     train, train_desc = _read_ids(train_ids)
     tune, tune_desc = _read_ids(tune_ids)
     report = run_checks(

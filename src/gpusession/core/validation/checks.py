@@ -23,11 +23,16 @@ from gpusession.core.validation.model import (
     BadRecord,
     Expected,
     Protocol,
-    duplicate_rows,
-    first_occurrences,
 )
 from gpusession.core.validation.quality import check_quality
-from gpusession.core.validation.read import ParsedRecords, normalization_difference, printable
+from gpusession.core.validation.read import (
+    CompactRecords,
+    ParsedRecords,
+    compact_records,
+    label_code,
+    normalization_difference,
+    printable,
+)
 from gpusession.core.validation.report import ValidationReport
 
 _LABEL_SHOWN = 40
@@ -138,30 +143,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def _join_ids(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> pl.DataFrame:
-    """Full join of the distinct observed and expected IDs (V2).
-
-    Joins on the 64-bit hash of the ID (several times faster than on strings) and
-    checks every matched pair against the IDs themselves; if two different IDs ever
-    share a hash, the join is redone on the strings. Columns: ``id``, ``line``,
-    ``label``, ``ok`` (observed side), ``id_exp``, ``expected_line``, ``ref``.
-    """
-    left = obs_u.select("id", "line", "label", "ok", "h")
-    right = exp_u.select(
-        pl.col("id").alias("id_exp"), pl.col("line").alias("expected_line"), pl.col("label").alias("ref"), "h"
-    )
-    if left.height == right.height and bool((left["id"] == right["id_exp"]).all()):
-        # The usual run: the output lists the expected IDs in corpus order.
-        return pl.concat([left, right.drop("h")], how="horizontal")
-    joined = left.lazy().join(right.lazy(), on="h", how="full", coalesce=True).collect()
-    clash = joined.select(
-        (pl.col("id").is_not_null() & pl.col("id_exp").is_not_null() & (pl.col("id") != pl.col("id_exp"))).any()
-    ).item()
-    if clash:  # pragma: no cover - a 64-bit hash collision between two real IDs
-        joined = left.drop("h").join(right.drop("h"), left_on="id", right_on="id_exp", how="full", coalesce=False)
-    return joined
-
-
 def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
     """Per duplicated ID (from :func:`duplicate_rows`): id, found_in, count, first lines (V3)."""
     return (
@@ -175,34 +156,120 @@ def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
     )
 
 
+#: Expected rows compared with their observed IDs per slice (bounds the copies made).
+_VERIFY_ROWS = 1 << 16
+
+
+def _match_on_hashes(
+    order: pl.Series, hs: pl.Series, r: pl.Series, exp_u: pl.DataFrame, ids: pl.Series
+) -> tuple[pl.Series, pl.Series] | None:
+    """Match the distinct observed IDs with the expected ones on their 64-bit hashes (V2).
+
+    ``hs`` are the distinct observed IDs' hashes sorted, ``order`` their positions in
+    ``r`` (the records' 0-based rows); each expected hash is looked up by binary search
+    (fixed-width arrays only: no hash table, no string copied). Every matched pair is
+    then checked against the IDs themselves, a slice at a time.
+
+    Returns:
+        ``(match, extra)``: per expected row, the row of its record (UInt32, null when
+        missing); the rows of the observed IDs that are not expected. ``None`` when two
+        different IDs share a hash (the caller then matches the strings).
+    """
+    n = hs.len()
+    if n and bool((hs.slice(1) == hs.slice(0, n - 1)).any()):  # pragma: no cover - a 64-bit collision
+        return None
+    exp_h = exp_u["h"]
+    if n == 0:
+        match = pl.Series("r", [None] * exp_u.height, dtype=pl.UInt32)
+        return match, r.clear()
+    at = hs.search_sorted(exp_h, side="left").clip(upper_bound=n - 1)
+    found = hs.gather(at) == exp_h
+    hit = order.gather(at)  # positions in ``r`` of the observed hash at each expected row
+    match = pl.select(r=pl.when(found).then(r.gather(hit)))["r"]
+    matched = pl.repeat(False, n, eager=True).scatter(at.filter(found), True)  # per sorted hash
+    extra = r.gather(order.filter(~matched))
+    exp_ids = exp_u["id"]
+    for start in range(0, exp_u.height, _VERIFY_ROWS):
+        rows = match.slice(start, _VERIFY_ROWS)
+        sel = rows.is_not_null()
+        if not bool((ids.gather(rows.filter(sel)) == exp_ids.slice(start, _VERIFY_ROWS).filter(sel)).all()):
+            return None  # pragma: no cover - a 64-bit hash collision between two real IDs
+    return match, extra
+
+
+def _match_on_strings(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """:func:`_match_on_hashes` by a join on the ID strings (V2): exact, slower, larger."""
+    match = exp_u.select("id").join(obs_u.select("id", "r"), on="id", how="left", maintain_order="left")["r"]
+    extra = obs_u.filter(~pl.col("id").is_in(exp_u["id"].implode()))["r"]
+    return match, extra
+
+
 @dataclass(frozen=True)
 class _Ids:
     """The IDs check (V1-V3): its report fields, and what the quality check needs."""
 
     fields: dict[str, Any]
-    joined: pl.DataFrame  # the full join of distinct observed and expected IDs (_join_ids)
+    #: One row per distinct expected ID: ``ref``, ``pred`` (class codes, :func:`label_code`)
+    #: and ``ok`` (its first record is valid; null when the ID is missing).
+    scoring: pl.DataFrame
     duplicated_in_output: bool
 
 
-def _check_ids(rec: pl.DataFrame, expected: Expected) -> _Ids:
-    """Missing, extra and duplicated IDs, sets compared, never line counts (V1-V3, H-16)."""
-    observed = rec.filter(pl.col("id").is_not_null() & (pl.col("id") != "")).select(
-        "line", "id", "label", ok=pl.col("problem").is_null(), h=pl.col("id").hash()
-    )
-    out_dup_rows = duplicate_rows(observed)
-    obs_u = first_occurrences(observed, out_dup_rows)
-    joined = _join_ids(obs_u, expected.unique)
-    both = joined.lazy()  # lazy: each filter moves only the two columns its list keeps
-    missing, extra = pl.collect_all([
-        both.filter(pl.col("id").is_null()).select(pl.col("id_exp").alias("id"), "expected_line").sort("expected_line"),
-        both.filter(pl.col("id_exp").is_null()).select("id", "line").sort("line"),
-    ])
+def _check_ids(rec: CompactRecords, expected: Expected) -> _Ids:
+    """Missing, extra and duplicated IDs, sets compared, never line counts (V1-V3, H-16).
+
+    Works on fixed-width columns (row numbers, 64-bit hashes, class codes); ID strings
+    are copied only for the offenders listed and, a slice at a time, to check the hash
+    matches.
+    """
+    ids, code, ok = rec.frame["id"], rec.frame["code"], rec.frame["ok"]
+    valid = ids.is_not_null() & (ids != "")
+    n_observed = int(valid.sum())
+    exp_u = expected.unique
+    ref = exp_u.select(ref=label_code(pl.col("label"), rec.classes))["ref"]
     empty_dups = pl.DataFrame(schema={"id": pl.String, "found_in": pl.String, "count": pl.Int64, "lines": pl.String})
-    dup_out = _duplicates(out_dup_rows, "output") if out_dup_rows.height else empty_dups
+    if n_observed == rec.n == exp_u.height and bool((ids == exp_u["id"]).all()):
+        # The usual run: the output lists the expected IDs in corpus order, once each.
+        scoring = pl.DataFrame({"ref": ref, "pred": code, "ok": ok})
+        missing = exp_u.clear().select("id", expected_line="line")
+        extra = pl.DataFrame(schema={"id": pl.String, "line": pl.Int64})
+        dup_out, n_later = empty_dups, 0
+    else:
+        observed = pl.DataFrame({"r": pl.int_range(0, rec.n, dtype=pl.UInt32, eager=True), "id": ids})
+        if n_observed < rec.n:
+            observed = observed.filter(valid)
+        r, h = observed["r"], observed["id"].hash()
+        # Sorted once: the duplicated hashes are the ones equal to their predecessor, and
+        # the sorted distinct hashes are searched for the expected ones (_match_on_hashes).
+        order = h.arg_sort()
+        hs = h.gather(order)
+        del h
+        shared = hs.filter(hs == hs.shift(1))
+        n_later = 0
+        dup_out = empty_dups
+        if shared.len():
+            candidates = observed.select(pl.all().gather(order.filter(hs.is_in(shared.unique().implode())).sort()))
+            dup_rows = candidates.filter(pl.col("id").is_duplicated())
+            later = dup_rows.filter(~pl.col("id").is_first_distinct())["r"]
+            n_later = later.len()
+            if n_later:
+                keep = ~r.gather(order).is_in(later.implode())
+                order, hs = order.filter(keep), hs.filter(keep)
+                dup_out = _duplicates(dup_rows.with_columns(line=rec.lines(dup_rows["r"])), "output")
+        found = _match_on_hashes(order, hs, r, exp_u, ids)
+        del order, hs
+        if found is None:  # pragma: no cover - a 64-bit hash collision between two real IDs
+            found = _match_on_strings(observed.filter(~pl.col("r").is_in(later.implode())) if n_later else observed,
+                                      exp_u)
+        del observed
+        match, extra_rows = found
+        scoring = pl.DataFrame({"ref": ref, "pred": code.gather(match), "ok": ok.gather(match)})
+        missing = exp_u.filter(match.is_null()).select("id", expected_line="line").sort("expected_line")
+        extra = pl.DataFrame({"id": ids.gather(extra_rows), "line": rec.lines(extra_rows)}).sort("line")
     dup_exp = _duplicates(expected.duplicate_rows, "expected list") if expected.has_duplicates else empty_dups
     ids_match = missing.height == 0 and extra.height == 0 and dup_out.height == 0 and dup_exp.height == 0
     counts = (
-        f"{expected.n_ids:,} expected, {observed.height:,} observed: {missing.height:,} missing, "
+        f"{expected.n_ids:,} expected, {n_observed:,} observed: {missing.height:,} missing, "
         f"{extra.height:,} extra, {dup_out.height:,} duplicated in the output, "
         f"{dup_exp.height:,} duplicated in the expected list"
     )
@@ -210,16 +277,16 @@ def _check_ids(rec: pl.DataFrame, expected: Expected) -> _Ids:
         ids_reason = f"every expected ID is present exactly once and no other ID appears ({counts})"
     else:
         ids_reason = counts
-        if observed.height == expected.n_ids:
+        if n_observed == expected.n_ids:
             ids_reason += " (equal counts, different IDs)"
     fields = {
         "ids_match": ids_match,
         "ids_reason": ids_reason,
         "ids_notes": _id_normalization_notes(missing, extra),
         "expected_ids": expected.n_ids,
-        "expected_unique": expected.unique.height,
-        "observed_ids": observed.height,
-        "observed_unique": obs_u.height,
+        "expected_unique": exp_u.height,
+        "observed_ids": n_observed,
+        "observed_unique": n_observed - n_later,
         "missing_count": missing.height,
         "extra_count": extra.height,
         "duplicate_output_count": dup_out.height,
@@ -228,12 +295,15 @@ def _check_ids(rec: pl.DataFrame, expected: Expected) -> _Ids:
         "extra_ids": extra,
         "duplicates": pl.concat([dup_out, dup_exp]),
     }
-    return _Ids(fields, joined, dup_out.height > 0)
+    return _Ids(fields, scoring, dup_out.height > 0)
 
 
-def _check_format(rec: pl.DataFrame, parsed: ParsedRecords, protocol: Protocol) -> dict[str, Any]:
-    """Per-record format (V4): the report fields, the first bad records quoted with their lines."""
-    bad = rec.filter(pl.col("problem").is_not_null()).select("line", "problem").sort("line")
+def _check_format(n_records: int, bad_rows: pl.DataFrame, parsed: ParsedRecords, protocol: Protocol) -> dict[str, Any]:
+    """Per-record format (V4): the report fields, the first bad records quoted with their lines.
+
+    ``bad_rows``: ``line`` and ``problem`` (in words) of every bad record.
+    """
+    bad = bad_rows.select("line", "problem").sort("line")
     # The commonest kind first; kinds as common as each other in the order of their names
     # (group_by keeps no order: without it the reason changed from run to run).
     kinds = bad.group_by(_problem_kind().alias("kind")).agg(n=pl.len()).sort(["n", "kind"], descending=[True, False])
@@ -243,19 +313,19 @@ def _check_format(rec: pl.DataFrame, parsed: ParsedRecords, protocol: Protocol) 
     ]
     format_valid = bad.height == 0 and not parsed.file_problems and parsed.non_utf8_lines == 0
     if format_valid:
-        format_reason = f"all {_plural(rec.height, 'record')} are well-formed, with labels among the declared classes"
+        format_reason = f"all {_plural(n_records, 'record')} are well-formed, with labels among the declared classes"
     else:
         parts = [p for p in parsed.file_problems]
         if bad.height:
             parts.append(
-                f"{_plural(bad.height, 'bad record')} of {rec.height:,} ("
+                f"{_plural(bad.height, 'bad record')} of {n_records:,} ("
                 + ", ".join(f"{k}: {n:,}" for k, n in problem_counts.items())
                 + ")"
             )
         format_reason = "; ".join(parts)
     format_reason += f"; declared classes: {', '.join(map(repr, protocol.classes))}"
     return {
-        "records": rec.height,
+        "records": n_records,
         "format_valid": format_valid,
         "format_reason": format_reason,
         "bad_record_count": bad.height,
@@ -297,10 +367,11 @@ def run_checks(
         keeping its own reason. Nothing is written and nothing raised for bad content.
     """
     classes = pl.Series("class", list(protocol.classes), dtype=pl.String)
-    rec = _label_normalization_hints(_record_problems(parsed.records, classes), classes)
+    rec = parsed.compact if parsed.compact is not None else compact_records(parsed.records, protocol.classes)
+    bad = _label_normalization_hints(_record_problems(rec.bad, classes), classes)
     ids = _check_ids(rec, expected)
-    fmt = _check_format(rec, parsed, protocol)
-    quality = check_quality(ids.joined, expected, protocol, classes, duplicated_in_output=ids.duplicated_in_output)
+    fmt = _check_format(rec.n, bad, parsed, protocol)
+    quality = check_quality(ids.scoring, expected, protocol, classes, duplicated_in_output=ids.duplicated_in_output)
     overlap, overlap_checked, overlap_reason = _overlap(expected, train, train_desc, tune, tune_desc)
     return ValidationReport(
         output_path=str(output),
@@ -347,7 +418,7 @@ def _overlap(
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             big, small = sorted((sets[a], sets[b]), key=lambda f: f.height, reverse=True)
-            both = big.join(small, on="id", how="semi")
+            both = big.filter(pl.col("id").is_in(small["id"].implode()))
             parts.append(both.sort("id").with_columns(between=pl.lit(f"{a} and {b}")))
     overlap = pl.concat(parts) if parts else empty
     given = ", ".join(d for d in (train_desc and f"training: {train_desc}", tune_desc and f"tuning: {tune_desc}") if d)

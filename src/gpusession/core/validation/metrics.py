@@ -80,6 +80,9 @@ DEFAULT_METRIC = "macro_f1"
 def tally(scored: pl.DataFrame, classes: Sequence[str]) -> Tally | None:
     """Count ``scored`` (``label`` vs ``ref``, one row per scored expected ID) per class (V6, H-21).
 
+    ``label`` and ``ref`` are the class names (String) or the classes' indexes in
+    ``classes`` (an unsigned integer; a code past the last class is a label outside them).
+
     ``label`` is null where that ID has no valid prediction (missing, malformed, outside
     the declared classes): a wrong prediction, counted in its reference's support and in
     no class's predictions. Per class: precision = tp / predicted, recall = tp /
@@ -99,15 +102,19 @@ def tally(scored: pl.DataFrame, classes: Sequence[str]) -> Tally | None:
         frame.group_by("ref").agg(support=pl.len()).rename({"ref": "class"}),
         frame.filter(pl.col("label") == pl.col("ref")).group_by("label").agg(tp=pl.len()).rename({"label": "class"}),
     ])
-    table = pl.DataFrame({"class": list(classes)}, schema={"class": pl.String})
+    names = list(classes)
+    coded = scored.schema["ref"].is_integer()  # class codes: the index in ``classes``
+    table = pl.DataFrame({"class": range(len(names)) if coded else names},
+                         schema={"class": scored.schema["ref"] if coded else pl.String})
     for part in (pred, ref, tp):
         table = table.join(part, on="class", how="left", maintain_order="left")
     table = table.fill_null(0)
     scores: list[ClassScore] = []
     for c, n_pred, n_sup, n_tp in table.select("class", "predicted", "support", "tp").iter_rows():
+        name = names[c] if coded else c
         precision = n_tp / n_pred if n_pred else 0.0
         recall = n_tp / n_sup if n_sup else 0.0
         f1 = 2 * n_tp / (n_pred + n_sup) if (n_pred + n_sup) else 0.0
-        scores.append(ClassScore(c, precision, recall, f1, int(n_sup), int(n_pred), int(n_tp)))
+        scores.append(ClassScore(name, precision, recall, f1, int(n_sup), int(n_pred), int(n_tp)))
     # A valid prediction is a declared class, so the right ones are the classes' tp.
     return Tally(per_class=tuple(scores), scored=scored.height, right=sum(s.true_positives for s in scores))

@@ -1,6 +1,6 @@
 """The quality check of corpus validation: the scored IDs, the metric, the rule in words (V6, H-21).
 
-Called by :func:`gpusession.core.validation.checks.run_checks` with the IDs check's join;
+Called by :func:`gpusession.core.validation.checks.run_checks` with the IDs check's match;
 computes every metric of :data:`~gpusession.core.validation.metrics.METRICS` and judges
 the protocol's one against threshold − tolerance and the reference's maximum
 degradation. Every expected ID with a reference is scored; one without a valid
@@ -35,22 +35,28 @@ class _Scored:
     undeclared: int
 
 
-def _scored(joined: pl.DataFrame, classes: pl.Series) -> _Scored:
-    """Every expected ID with a reference, its first record's label when valid (H-21)."""
+def _scored(scoring: pl.DataFrame, n_classes: int) -> _Scored:
+    """Every expected ID with a reference, its first record's label when valid (H-21).
+
+    ``scoring``: one row per distinct expected ID, ``ref`` and ``pred`` as class codes
+    (:func:`~gpusession.core.validation.read.label_code`: ``n_classes`` for a label
+    outside the classes) and ``ok`` (null when the ID is missing).
+    """
     # One without a valid prediction (missing, malformed, outside the declared classes)
     # keeps a null label: a wrong prediction.
-    # Lazy, so that each filter moves only the columns its result keeps.
-    with_ref = joined.lazy().filter(pl.col("id_exp").is_not_null() & pl.col("ref").is_not_null())
+    # Lazy, so that the filter moves only the columns each result keeps.
+    with_ref = scoring.lazy().filter(pl.col("ref").is_not_null())
     valid = pl.col("ok").fill_null(False)
-    scored, invalid = pl.collect_all([
-        with_ref.select(label=pl.when(valid).then(pl.col("label")), ref="ref"),
-        with_ref.filter(~valid).select("id", "label"),
+    scored, counts = pl.collect_all([
+        with_ref.select(label=pl.when(valid).then(pl.col("pred")), ref="ref"),
+        with_ref.select(
+            wrong=(~valid).sum(),
+            missing=pl.col("ok").is_null().sum(),
+            undeclared=(pl.col("ok").is_not_null() & ~valid & (pl.col("pred") == n_classes).fill_null(False)).sum(),
+        ),
     ])
-    n_missing = invalid["id"].null_count()
-    n_undeclared = invalid.filter(
-        pl.col("id").is_not_null() & pl.col("label").is_not_null() & ~pl.col("label").is_in(classes.implode())
-    ).height
-    return _Scored(scored, invalid.height, n_missing, invalid.height - n_missing - n_undeclared, n_undeclared)
+    wrong, n_missing, n_undeclared = (int(v) for v in counts.row(0))
+    return _Scored(scored, wrong, n_missing, wrong - n_missing - n_undeclared, n_undeclared)
 
 
 def _quality_reason(value: float, scored: _Scored, expected: Expected, protocol: Protocol) -> tuple[bool, str]:
@@ -129,13 +135,15 @@ def _quality_notes(per_class: tuple[ClassScore, ...], scored: _Scored, *, dup_sc
 
 
 def check_quality(
-    joined: pl.DataFrame, expected: Expected, protocol: Protocol, classes: pl.Series, *, duplicated_in_output: bool
+    scoring: pl.DataFrame, expected: Expected, protocol: Protocol, classes: pl.Series, *, duplicated_in_output: bool
 ) -> dict[str, Any]:
     """The quality rule (V6): every metric of :data:`METRICS` computed, the protocol's one judged.
 
     Args:
-        joined: the distinct observed IDs fully joined with the expected ones (``id``,
-            ``label``, ``ok``, ``id_exp``, ``ref``; from the IDs check).
+        scoring: one row per distinct expected ID (from the IDs check): ``ref`` and
+            ``pred`` (its first record's label), both class codes
+            (:func:`~gpusession.core.validation.read.label_code`), and ``ok`` (that
+            record is valid; null when the ID is missing).
         expected: the expected IDs and references.
         protocol: metric, threshold, tolerance, reference, maximum degradation (V5).
         classes: the declared classes.
@@ -144,7 +152,7 @@ def check_quality(
     Returns:
         The quality fields of :class:`~gpusession.core.validation.report.ValidationReport`.
     """
-    scored = _scored(joined, classes)
+    scored = _scored(scoring, len(protocol.classes))
     counts = tally(scored.frame, protocol.classes)
     values = {name: (None if counts is None else metric(counts)) for name, metric in METRICS.items()}
     value = values[protocol.metric]

@@ -19,6 +19,7 @@ import csv
 import io
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,9 @@ class ParsedRecords:
         raw: the file's bytes, when they are exactly its text (:class:`RawLines`); then
             ``text`` stays empty and :meth:`line_text` cuts a line from the bytes, so no
             decoded copy of the file is held beside them.
+        compact: the records as :class:`CompactRecords`, when the reader was given the
+            declared classes and read the file so (the clean JSONL path); ``records`` is
+            then empty and the checks use this.
     """
 
     records: pl.DataFrame
@@ -62,6 +66,7 @@ class ParsedRecords:
     text: str = ""
     lines: list[str] | None = None
     raw: RawLines | None = None
+    compact: CompactRecords | None = None
 
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line``, cut to :data:`EXCERPT_CHARS` characters."""
@@ -72,6 +77,73 @@ class ParsedRecords:
         if 1 <= line <= len(self.lines):
             return excerpt(self.lines[line - 1])
         return ""
+
+
+def code_dtype(n_classes: int) -> pl.DataType:
+    """The narrowest unsigned integer holding the codes ``0..n_classes`` (V4, V8: memory)."""
+    if n_classes < 255:
+        return pl.UInt8()
+    return pl.UInt16() if n_classes < 65_535 else pl.UInt32()
+
+
+def label_code(label: pl.Expr, classes: Sequence[str]) -> pl.Expr:
+    """A label as a small integer (V4, V8).
+
+    Its index in ``classes``; ``len(classes)`` for any other string (an empty one
+    included); null for no label.
+    """
+    k = len(classes)
+    # an Enum's physical codes are the indexes (a cast half the memory of replace_strict)
+    code = label.cast(pl.Enum(list(classes)), strict=False).to_physical().cast(code_dtype(k))
+    return pl.when(label.is_null()).then(pl.lit(None, code_dtype(k))).otherwise(code.fill_null(k))
+
+
+@dataclass
+class CompactRecords:
+    """An output's records held for the checks in fixed-width columns (V2-V6, V8: memory).
+
+    Per record (``n`` rows, the file's order) the checks need only the ID, whether the
+    record is valid and which declared class it predicts; the words of a problem are
+    needed for the bad records alone. So, instead of four string columns:
+
+    Attributes:
+        frame: ``id`` (String, null when no ID string could be read), ``code`` (the label's
+            index in ``classes``; ``len(classes)`` for a label outside them; null for no
+            label; :func:`code_dtype`), ``ok`` (Boolean: no problem, a non-empty ID, a
+            declared label), and ``line`` (Int64, 1-based) only when the lines are not
+            simply 1..n (a blank line skipped, a CSV header, a cell over lines).
+        bad: ``line`` (Int64), ``id``, ``label``, ``problem`` (String: the reader's
+            problem or null) for every record that is not ``ok``, in file order.
+        classes: the declared classes the codes index.
+    """
+
+    frame: pl.DataFrame
+    bad: pl.DataFrame
+    classes: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        """Number of records."""
+        return self.frame.height
+
+    def lines(self, rows: pl.Series) -> pl.Series:
+        """The 1-based lines (Int64) of the records at 0-based ``rows``."""
+        if "line" in self.frame.columns:
+            return self.frame["line"].gather(rows)
+        return (rows.cast(pl.Int64) + 1).alias("line")
+
+
+def compact_records(records: pl.DataFrame, classes: Sequence[str]) -> CompactRecords:
+    """:data:`RECORD_SCHEMA` records as :class:`CompactRecords` (V4, V8)."""
+    k = len(classes)
+    frame = (
+        records.select("line", "id", "problem", code=label_code(pl.col("label"), classes))
+        .with_columns(ok=pl.col("problem").is_null() & (pl.col("id") != "").fill_null(False)
+                      & (pl.col("code") < k).fill_null(False))
+        .drop("problem")
+    )
+    bad = records.filter(~frame["ok"]).select(list(RECORD_SCHEMA))
+    return CompactRecords(frame.select("id", "code", "ok", "line"), bad, tuple(classes))
 
 
 class RawLines:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -25,11 +26,14 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import TOO_DEEP, check_json_depth
 from gpusession.core.validation.read import (
     RECORD_SCHEMA,
+    CompactRecords,
     ParsedRecords,
     RawLines,
+    code_dtype,
     decode_text,
     excerpt,
     is_plain_text,
+    label_code,
     split_lines,
 )
 
@@ -43,7 +47,7 @@ _LEAF = 32  # bisection stops at blocks this small and parses their lines one by
 EXACT_LIMIT = 20_000
 
 
-def parse_jsonl(data: bytes) -> ParsedRecords:
+def parse_jsonl(data: bytes, classes: Sequence[str] | None = None) -> ParsedRecords:
     """Read a JSONL output: one ``{"id": "...", "label": "..."}`` object per line (V4).
 
     Extra fields are allowed and ignored. A record's ID must be a JSON string; an ID
@@ -52,10 +56,17 @@ def parse_jsonl(data: bytes) -> ParsedRecords:
     and no decoded copy is made unless the careful path needs it: the memory of a clean
     1 GB output is its bytes and polars' records, not three copies of the file.
 
+    Given the declared ``classes``, a clean file is read a block of lines at a time
+    into :class:`~gpusession.core.validation.read.CompactRecords` (``compact``; V8: the
+    labels become class codes and no string column but the IDs outlives its block), and
+    ``records`` stays empty; any other file is read into ``records`` as without them.
+
     Returns:
         The records with a problem per bad line; never raises for bad content.
     """
     plain = is_plain_text(data)
+    if plain and classes is not None and (compact := _jsonl_fast_compact(data, classes)) is not None:
+        return ParsedRecords(records=pl.DataFrame(schema=RECORD_SCHEMA), raw=RawLines(data), compact=compact)
     if plain and (fast := _jsonl_fast(data)) is not None:
         return ParsedRecords(records=fast, raw=RawLines(data))
     text, notes, bad_utf8 = decode_text(data)
@@ -119,6 +130,72 @@ def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
     ).select(list(RECORD_SCHEMA))
+
+
+#: Bytes of output read by polars at once on the compact path (cut at a line end).
+BLOCK_BYTES = 4 * 1024 * 1024
+
+
+def _jsonl_fast_compact(raw: bytes, classes: Sequence[str]) -> CompactRecords | None:
+    """:func:`_jsonl_fast` for the checks, a block of lines at a time (V4, V8: memory).
+
+    Each block of about :data:`BLOCK_BYTES` is parsed by polars and at once reduced to
+    the ID, the label's class code and the ``ok`` flag; the records that are not ``ok``
+    (an empty ID, a label outside ``classes``) keep their strings in ``bad``. The label
+    column and the block's copy of the bytes are dropped before the next block, so the
+    memory held is the IDs and two small integers per record, not the parsed strings.
+    ``None`` when the file is not clean (the careful path reads it).
+    """
+    if b"\r" in raw:
+        return None
+    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    out: list[CompactRecords] = []
+    parsing = threading.Thread(target=_read_compact_into, args=(raw, tuple(classes), out), daemon=True)
+    parsing.start()
+    literal = _literal_counts_ok(raw, n_lines)
+    parsing.join()
+    if not out or out[0].n != n_lines:  # polars could not parse it, or skipped a blank line
+        return None
+    if not (literal or _regex_counts_ok(raw, n_lines)):
+        return None
+    return out[0]
+
+
+def _read_compact_into(raw: bytes, classes: tuple[str, ...], out: list[CompactRecords]) -> None:
+    """The blocks of :func:`_jsonl_fast_compact`, read into ``out``.
+
+    Appends one :class:`CompactRecords`; nothing when a block fails or holds a null.
+    """
+    k = len(classes)
+    parts: list[pl.DataFrame] = []
+    bad: list[pl.DataFrame] = []
+    start = rows = 0
+    while start < len(raw):
+        end = raw.find(b"\n", start + BLOCK_BYTES)
+        end = len(raw) if end < 0 else end + 1
+        try:
+            block = pl.read_ndjson(io.BytesIO(raw[start:end]), schema=_JSON_SCHEMA)
+        except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
+            return
+        if block.null_count().sum_horizontal().item() != 0:
+            return
+        part = block.select("id", code=label_code(pl.col("label"), classes)).with_columns(
+            ok=(pl.col("id") != "") & (pl.col("code") < k)
+        )
+        if not part["ok"].all():
+            bad.append(
+                block.with_row_index("line", offset=rows + 1)
+                .filter(~part["ok"])
+                .select(pl.col("line").cast(pl.Int64), "id", "label", problem=pl.lit(None, pl.String))
+            )
+        del block
+        parts.append(part)
+        rows += part.height
+        start = end
+    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
+        schema={"id": pl.String, "code": code_dtype(k), "ok": pl.Boolean}
+    )
+    out.append(CompactRecords(frame, pl.concat(bad) if bad else pl.DataFrame(schema=RECORD_SCHEMA), classes))
 
 
 def _read_into(source: io.BytesIO, out: list[pl.DataFrame]) -> None:
