@@ -108,6 +108,62 @@ def test_s8_s10_accepted_outputs_count_in_the_unit_and_cost_says_it(
     data = json.loads(out)
     assert data["deliverables"]["count"] == 3 and data["deliverables"]["unit"] == "visual"
     assert data["deliverables"]["source"] == "accept-rule"
+    # compare says the same line and names the rule as the count's source (a folder: a copy of it)
+    code, out, err = cli(capsys, sessions_root, "compare", session.name, str(session.folder))
+    assert code == 0, out + err
+    assert "3 accepted visuals" in out and "accepted distinct corpora" not in out
+    assert ("55.00 USD ÷ 3 accepted visuals = 18.33 USD per visual (count: accepted by the "
+            "experiment's rule, distinct files by SHA-256)") in " ".join(out.split())
+
+
+@pytest.mark.slow
+def test_s10_status_tmux_list_and_json_say_shows_count_right_after_a_run(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before any cost or approve: the run itself leaves the count every short form reads."""
+    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0
+    assert _define(capsys, sessions_root, session, exit_code=0)[0] == 0
+    code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
+    assert code == 0, out[-2000:] + err[-2000:]
+    _, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert "accepted  3 accepted visuals (accepted by the experiment's rule" in out
+    code, out, err = cli(capsys, sessions_root, "status", session.name)
+    assert code == 0 and " · 3 accepted visuals · " in out and "corpora" not in out, err
+    assert "as last counted" not in out  # the cache describes the files as they are
+    _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
+    assert " 3 visuals " in out and "acc" not in out and "?" not in out
+    _, out, _ = cli(capsys, sessions_root, "status", session.name, "--json")
+    d = json.loads(out)["deliverables"]
+    assert (d["count"], d["source"], d["unit"], d["unit_plural"], d["stale"]) == (3, "accept-rule", "visual",
+                                                                                  "visuals", False)
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "json" / "status.schema.json").read_text())
+    assert "deliverables" in schema["required"]
+    assert set(schema["properties"]["deliverables"]["required"]) <= set(d)
+    _, out, _ = cli(capsys, sessions_root, "list")
+    row = next(ln for ln in out.splitlines() if ln.startswith(session.name))
+    assert row.endswith(" 3 visuals")
+    _, out, _ = cli(capsys, sessions_root, "list", "--json")
+    listed = next(x for x in json.loads(out)["sessions"] if x["name"] == session.name)
+    assert listed["deliverables"]["count"] == 3 and listed["deliverables"]["unit"] == "visual"
+
+
+def test_s10_a_unit_not_counted_yet_is_said_as_a_question_never_as_corpora(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0
+    code, out, err = cli(capsys, sessions_root, "status", session.name)
+    assert code == 0 and " · ? visuals (not counted yet: " in out and "corpora" not in out, err
+    _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
+    assert " ? visuals " in out and "acc" not in out
+    _, out, _ = cli(capsys, sessions_root, "status", session.name, "--json")
+    d = json.loads(out)["deliverables"]
+    assert (d["count"], d["source"], d["unit"], d["unit_plural"], d["short"]) == (None, None, "visual", "visuals",
+                                                                                  "? visuals")
+    _, out, _ = cli(capsys, sessions_root, "list")
+    assert next(ln for ln in out.splitlines() if ln.startswith(session.name)).endswith(" ? visuals")
+    cli(capsys, sessions_root, "cost", session.name)  # counts, and keeps the count: nothing measured yet
+    _, out, _ = cli(capsys, sessions_root, "status", session.name)
+    assert " · accepted visual: not measured yet · " in out and "not counted yet" not in out
+    _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
+    assert " ? visuals " in out and " 0 visuals " not in out  # not measured is never 0
 
 
 def test_s9_approve_and_reject_from_the_cli(
@@ -195,6 +251,37 @@ def test_s8_compare_names_the_unit_and_refuses_to_rank_two_units(
     assert code == 3, out + err
     assert "18 approved visuals" in out and "2 approved figures" in out
     assert "unit of the deliverables" in out
+
+
+def test_s10_compare_gives_the_cost_line_of_cost_and_names_the_unit_and_the_source(
+        sessions_root: Path, new_session: object, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    a = new_session("a-visuals")  # type: ignore[operator]
+    b = new_session("b-visuals")  # type: ignore[operator]
+    _approved(capsys, sessions_root, a, tmp_path / "a", 18)
+    _approved(capsys, sessions_root, b, tmp_path / "b", 16)
+    lines = {}
+    for s in (a, b):
+        code, out, err = cli(capsys, sessions_root, "cost", s.name)
+        assert code == 0, err
+        lines[s.name] = out.splitlines()[0]
+    assert lines[a.name] == "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
+    code, out, err = cli(capsys, sessions_root, "compare", a.name, b.name)
+    assert code == 0, out + err
+    table = out.splitlines()[:9]
+    row = next(line for line in table if line.startswith("distinct accepted deliverables"))
+    assert "18 approved visuals" in row and "16 approved visuals" in row
+    assert not any("accepted distinct corpora" in line for line in table)
+    said = " ".join(out.split())
+    source = "(count: approved by a person, distinct by SHA-256 (approvals.toml))"
+    for s in (a, b):  # the line `cost NAME` prints, word for word, with the count's one source
+        assert f"{s.name}: {lines[s.name]} {source}" in said, said
+    assert "3.44 USD per visual" in lines[b.name]
+    code, out, err = cli(capsys, sessions_root, "compare", a.name, b.name, "--json")
+    assert code == 0, err
+    mine = {d["name"]: d for d in json.loads(out)["sessions"]}
+    assert mine[a.name]["per_unit_line"] == lines[a.name]
+    assert (mine[a.name]["deliverables"]["count"], mine[a.name]["deliverables"]["unit"],
+            mine[a.name]["deliverables"]["source"]) == (18, "visual", "approved")
 
 
 def test_s9_manifest_lists_the_approved_only_and_says_what_remains(

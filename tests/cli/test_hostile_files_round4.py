@@ -219,7 +219,14 @@ def test_h41_a_toml_number_past_its_meaning_is_refused(
 @pytest.mark.parametrize("edit", [
     {"rows": 9999}, {"rows": 13},  # past the CSV's lines (12 rows, 13 lines with the header)
     {"accepted_revisions": [f"sha256:{i}" for i in range(14)]},  # more accepted than rows
-], ids=["rows-9999", "rows-one-past-the-lines", "accepted-past-rows"])
+    {"rows": 5}, {"rows": 0}, {"rows": 11},  # lowered: still a count the CSV could hold
+    {"accepted_revisions": []},  # the accepted corpus emptied
+    {"rows": 5, "accepted_revisions": []},
+    {"accepted_revisions": ["sha256:other"]},  # as many accepted, another revision
+    {"counts_check": None, "rows": 5},  # a summary written before its counts were checked
+], ids=["rows-9999", "rows-one-past-the-lines", "accepted-past-rows", "rows-lowered-to-5",
+        "rows-lowered-to-0", "rows-one-less", "accepted-emptied", "both-lowered", "accepted-renamed",
+        "no-check-rows-lowered"])
 def test_h47_status_list_and_show_agree_on_a_summary_edited_by_hand(
     capsys: pytest.CaptureFixture[str], measured_session: object, edit: dict[str, object],
 ) -> None:
@@ -229,18 +236,60 @@ def test_h47_status_list_and_show_agree_on_a_summary_edited_by_hand(
     assert isinstance(measured_session, Session)
     folder, name = measured_session.folder, measured_session.name
     truth = refresh_counts(folder)
-    assert truth.rows == 12
+    assert truth.rows == 12 and truth.accepted_unique_corpora == 1
     summary = folder / "summary.json"
     doc = json.loads(summary.read_text())
     doc.update(edit)  # csv_stat and csv_sha256 kept: the cache still "describes" the CSV
     summary.write_text(json.dumps(doc))
     assert current_counts(folder).rows == 12
+    assert current_counts(folder).accepted_revisions == truth.accepted_revisions
     code, status_out, err = cli(capsys, folder.parent, "status", name)
     assert code == 0, err
     assert "12 result rows" in status_out and "9999" not in status_out
+    assert " · 1 accepted corpus · " in status_out, status_out
+    code, tmux_out, _ = cli(capsys, folder.parent, "status", name, "--format", "tmux")
+    assert code == 0 and " 12r " in tmux_out and " 1acc " in tmux_out, tmux_out
+    code, json_out, _ = cli(capsys, folder.parent, "status", name, "--json")
+    got = json.loads(json_out)
+    assert (got["result_rows"], got["accepted_corpora"]) == (12, 1)
     code, list_out, _ = cli(capsys, folder.parent, "list")
     assert code == 0 and f"{name}" in list_out
     row = next(ln for ln in list_out.splitlines() if ln.startswith(name))
     assert row.split()[-2:] == ["12", str(len(truth.accepted_revisions))]
     code, show_out, _ = cli(capsys, folder.parent, "show", name)
     assert code == 0 and "12 rows" in show_out
+
+
+def test_h47_status_reads_no_csv_byte_while_its_summary_is_intact(
+    capsys: pytest.CaptureFixture[str], measured_session: object, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counts' own check costs no read of the CSV: tmux's call every few seconds stays a stat."""
+    import builtins
+    import io
+    import os
+
+    from gpusession.core.folder.session import Session
+    from gpusession.core.retrieval.status import refresh_counts
+
+    assert isinstance(measured_session, Session)
+    folder, name = measured_session.folder, measured_session.name
+    refresh_counts(folder)
+    opened: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path: object, *a: object, **k: object) -> int:
+        opened.append(str(path))
+        return real_os_open(path, *a, **k)  # type: ignore[arg-type]
+
+    def any_open(path: object, *a: object, **k: object) -> object:
+        opened.append(str(path))
+        return real_open(path, *a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", any_open)
+    monkeypatch.setattr(io, "open", any_open)
+    code, out, err = cli(capsys, folder.parent, "status", name, "--format", "tmux")
+    monkeypatch.undo()
+    assert code == 0 and " 12r " in out, err
+    assert any(p.endswith("summary.json") for p in opened), opened  # the cache was read …
+    assert not any(p.endswith("resultats-bruts.csv") for p in opened), opened  # … and the CSV was not

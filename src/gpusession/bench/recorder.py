@@ -88,10 +88,12 @@ from gpusession.core.events import (
 )
 from gpusession.core.events.words import interrupted_words
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder.corpus_pin import REVISION_CHANGED, WorkloadRevisions, keep_for_run
 from gpusession.core.folder.journal import RunKey
 from gpusession.core.folder.session import Session
+from gpusession.core.money.count import session_count
 from gpusession.core.records.notefacts import RowFacts
 from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
@@ -120,6 +122,22 @@ def unmendable_load(ev: WorkerIncident) -> bool:
         variant, R7) and for anything else (a device error may be one worker's).
     """
     return not ev.oom and (ev.error_type or "") in UNMENDABLE_LOAD_ERRORS
+
+
+def count_for_status(session: Session) -> None:
+    """Keep the session's count of deliverables for ``status`` and ``list`` once the runs end (S10).
+
+    Source: S10 (one source for the count). Why: ``status`` read the count cached by the
+    last ``approve``/``reject``/``cost``/``manifest``; after a run accepted by a rule it
+    said "0 accepted corpora" while ``show`` said "18 accepted visuals". Counted after the
+    last row, so the cache describes the results as they are. A count that does not read,
+    or a cache that cannot be written, is no error of the run: ``show`` and ``cost`` count
+    again.
+    """
+    try:
+        session_count(session, cache=True)
+    except (BadInput, OSError):
+        pass
 
 
 def measured_rows(frame: Any, experiment_id: str) -> int:
@@ -287,6 +305,8 @@ class Recorder:
             message=None if out.completed else f"incomplete: {finished} of {self.total} runs done{cause}",
             stopped=stop[0] if stop else None,
         ))
+        if interrupted is None:  # a signal ends the run now: status then says "as last counted"
+            count_for_status(self.session)
 
     # -- a worker group's start ---------------------------------------------------------
     def load_started(self, name: str, slot: LoadSlot) -> None:

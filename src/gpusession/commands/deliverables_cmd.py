@@ -119,14 +119,13 @@ def deliverables_line(data: dict[str, Any] | None) -> str | None:
 
 
 def list_deliverables(root: Path, name: str) -> dict[str, Any] | None:
-    """``list``'s count in the session's unit, as last counted (no hashing); ``None`` otherwise."""
-    from gpusession.core.money.count_cache import cached_words, shown_in_status
+    """``list``'s count in the session's unit, as last counted (no hashing), ``? visuals`` before; ``None`` otherwise.
 
-    doc = cached_words(root / name, stale_ok=True)
-    if not shown_in_status(doc):
-        return None
-    assert doc is not None
-    return {k: v for k, v in doc.items() if k != "key"}
+    The same as ``status`` says (:func:`gpusession.core.money.count_cache.status_count`, S10).
+    """
+    from gpusession.core.money.count_cache import status_count
+
+    return status_count(root / name)
 
 
 def approved_only(session: Any, given: str | None) -> tuple[Path, set[Path], list[str]]:

@@ -205,6 +205,12 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
     from gpusession.core.retrieval.status import refresh_counts
 
     refresh_counts(session.folder)  # summary.json for `gpusession status`
+    from gpusession.core.money.count import session_count
+
+    try:  # S10: status and list say the count in the session's unit, as show does
+        session_count(session, cache=True)
+    except (BadInput, OSError):
+        pass  # a cache only: show and cost count again
     return row
 
 

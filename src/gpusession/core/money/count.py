@@ -12,7 +12,8 @@ The count is, in this order (seed 000 §5: count only what was validated, never 
 One source, named beside the figure; never a sum of two. The cost per deliverable reads
 ``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (:func:`cost_line`).
 
-Each count is cached in ``count-cache.json`` keyed on the files' size and modification
+Each count is cached in ``count-cache.json`` (by ``approve``, ``reject``, ``cost``,
+``manifest`` and the end of every run) keyed on the files' size and modification
 time, so ``status --format tmux`` says ``18 visuals`` without hashing anything
 (:func:`gpusession.core.money.count_cache.cached_words`: standard library only, no polars).
 """
@@ -84,9 +85,9 @@ class DeliverableCount:
         return f"{self.n:,} {self._noun(self.n)}"
 
     def short(self) -> str:
-        """``18 visuals`` (the tmux form and ``list``)."""
+        """``18 visuals`` (the tmux form and ``list``); ``? visuals`` when not measured (C3: never 0)."""
         if self.n is None:
-            return f"0 {self.unit.plural}"
+            return f"? {self.unit.plural}"
         return self.unit.words(self.n)
 
     def source_words(self) -> str:
@@ -120,8 +121,8 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
     Args:
         session: the open session.
         frame: its results rows when already read.
-        cache: keep the count for ``status`` (``approve``, ``reject`` and ``cost`` do;
-            a reader such as ``show`` or ``compare`` writes nothing).
+        cache: keep the count for ``status`` (``approve``, ``reject``, ``cost`` and the
+            end of a run do; a reader such as ``show`` or ``compare`` writes nothing).
 
     Raises:
         BadInput: ``approvals.toml`` or the results do not read.
@@ -167,7 +168,8 @@ def write_cache(session: Session, count: DeliverableCount) -> None:
     """Keep the count for ``status`` (atomic; S7)."""
     folder = Path(session.folder)
     doc = {"schema": 1, "count": count.n, "source": count.source, "short": count.short(),
-           "words": count.words(), "declared": count.unit.declared, "key": cache_key(folder)}
+           "words": count.words(), "declared": count.unit.declared, "unit": count.unit.singular,
+           "unit_plural": count.unit.plural, "key": cache_key(folder)}
     write_atomic_bytes(folder / CACHE_FILE, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
 
 

@@ -8,6 +8,7 @@ seconds, says ``18 visuals`` with the standard library only: no hashing, no pola
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,4 +67,62 @@ def shown_in_status(doc: dict[str, Any] | None) -> bool:
     return doc is not None and (doc.get("source") != CORPORA or bool(doc.get("declared")))
 
 
-__all__ = ["CACHE_FILE", "CORPORA", "cache_key", "cached_words", "shown_in_status"]
+def declared_unit(session_doc: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """``("visual", "visuals")`` when ``session.toml``'s ``[deliverable]`` declares a unit, else ``None``.
+
+    Source: S8, S10. Why: ``status`` and ``list`` say the unit without loading
+    :mod:`gpusession.core.folder.unit` (its checks and the journal records); the same
+    reading as :func:`gpusession.core.folder.unit.unit_of`, a value of another kind
+    reading as no unit (``show`` names it).
+    """
+    table = session_doc.get("deliverable") if session_doc is not None else None
+    unit = table.get("unit") if isinstance(table, Mapping) else None
+    if not isinstance(unit, str) or not unit:
+        return None
+    assert isinstance(table, Mapping)
+    plural = table.get("unit_plural")
+    return unit, plural if isinstance(plural, str) and plural else f"{unit}s"
+
+
+def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """What ``status`` and ``list`` say for the count of deliverables; ``None``: the accepted corpora (S8, S10).
+
+    Source: S10 (one source for the count). Why: a session with its own unit said "0
+    accepted corpora" until something cached its count while ``show`` said "18 accepted
+    visuals". The count as last cached (:func:`cached_words`, ``stale`` when the files
+    changed since); else, for a session that declares a unit, ``? visuals``: not counted
+    yet, never the corpora's words nor a 0 that ``show`` would not say. No hashing.
+
+    Args:
+        folder: the session folder.
+        session_doc: its parsed ``session.toml`` when the caller has read it (else read
+            here, leniently).
+
+    Returns:
+        The cache's fields less its key, with ``unit`` and ``unit_plural``; ``None`` for a
+        session that counts accepted corpora.
+    """
+    folder = Path(folder)
+    if session_doc is None:
+        session_doc = read_toml_lenient(folder / "session.toml")
+    unit = declared_unit(session_doc)
+    doc = cached_words(folder, stale_ok=True)
+    if shown_in_status(doc):
+        assert doc is not None
+        out = {k: v for k, v in doc.items() if k != "key"}
+        if not isinstance(out.get("unit"), str) or not isinstance(out.get("unit_plural"), str):
+            out["unit"], out["unit_plural"] = unit or DEFAULT_UNIT  # a cache written before it said them
+        return out
+    if unit is None:
+        return None
+    return {"count": None, "source": None, "short": f"? {unit[1]}",
+            "words": f"? {unit[1]} (not counted yet: `gpusession cost {folder.name}` counts them)",
+            "declared": True, "unit": unit[0], "unit_plural": unit[1], "stale": False}
+
+
+#: The unit of a session that declares none (:data:`gpusession.core.folder.unit.DEFAULT_UNIT`).
+DEFAULT_UNIT = ("accepted corpus", "accepted corpora")
+
+
+__all__ = ["CACHE_FILE", "CORPORA", "DEFAULT_UNIT", "cache_key", "cached_words", "declared_unit",
+           "shown_in_status", "status_count"]

@@ -7,7 +7,8 @@ keep ``summary.json`` beside it (with the session folder's size for the retrieva
 reserve, ``folder_bytes``, walked at most once a minute)::
 
     {"schema": 1, "rows": 23, "accepted_revisions": ["9f86d0…"],
-     "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "updated_at": "2026-12-01T01:00:00+00:00"}
+     "csv_size_bytes": 10412, "csv_sha256": "5e1c…", "csv_stat": […],
+     "counts_check": "crc32:1a2b3c4d", "updated_at": "2026-12-01T01:00:00+00:00"}
 
 The runner brings the counts up to date with the standard library's CSV reader: the
 whole file, counting a run once per end the journal recorded (a row copied by hand
@@ -16,7 +17,9 @@ counts once, as ``show`` counts it); only the bytes appended since the recorded
 them still matches.
 ``status`` trusts a summary only when it describes the CSV's present bytes (size and
 SHA-256: a hand edit that keeps the size, or restores the modification time, changes
-the digest); hashing costs a read in C, not a parse. Otherwise it reads the whole file
+the digest) and its ``counts_check`` is the checksum of its own counts (a count edited
+by hand, up or down, no longer matches, H-47); hashing costs a read in C, not a parse,
+and the checksum none of the CSV. Otherwise it reads the whole file
 and checks every row as ``show`` does, with the same one-line refusal. Reading never
 writes, and never waits on a FIFO or a device in place of a session file.
 
@@ -174,8 +177,10 @@ def _read_summary(folder: Path) -> _Summary | None:
     A cache: missing, unreadable, too large, not JSON, nested past the parser's depth,
     of another shape (a summary without the digest included), a symbolic link (never
     read through, as every session file), not a plain file (a FIFO or a device is never
-    waited on), or with counts that are not integers from 0 to :data:`COUNT_MAX` (a
-    boolean, a negative or a 400-digit number edited by hand) reads as absent.
+    waited on), with counts that are not integers from 0 to :data:`COUNT_MAX` (a
+    boolean, a negative or a 400-digit number edited by hand), or whose counts are not
+    the ones its writer sealed (:func:`counts_check`: a count edited by hand, higher or
+    lower, H-47) reads as absent.
     """
     from gpusession.core.files.nesting import loads_json
     from gpusession.core.files.textio import read_plain
@@ -190,10 +195,29 @@ def _read_summary(folder: Path) -> _Summary | None:
                 and len(revs) <= rows and all(isinstance(r, str) for r in revs)):
             return None
         sig = doc.get("csv_stat")
+        if doc.get("counts_check") != counts_check(rows, revs, size, digest, sig):
+            return None  # edited by hand (or written before the check): recounted (H-47)
         ok_sig = isinstance(sig, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in sig)
         return _Summary(rows, frozenset(revs), size, digest, sig if ok_sig else None)
     except (OSError, ValueError, KeyError, TypeError, BadInput, RecursionError):
         return None
+
+
+def counts_check(rows: int, revisions: list[str], size: int, digest: str, signature: Any) -> str:
+    """The checksum ``summary.json`` keeps of its own counts, ``crc32:…`` (H-47).
+
+    Source: H-47. Why: a count edited by hand, up or down (``"rows": 5`` beside a kept
+    ``csv_stat``), made ``status`` say a count ``show`` would not; a bound checks only one
+    way, this any edit. Over the rows, the accepted revisions (sorted), the CSV's size,
+    SHA-256 and ``stat`` signature, in one canonical JSON form (a file re-indented by a
+    tool still matches). The threat is an edit, not a forger (who can recompute any
+    digest), so a CRC-32 (:mod:`binascii`, in C, no OpenSSL start-up: tmux's call every
+    few seconds) does; nothing of the CSV is read.
+    """
+    import binascii
+
+    canon = json.dumps([rows, sorted(revisions), size, digest, signature], separators=(",", ":"))
+    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
 
 
 #: The largest count a summary may hold (rows, bytes): more is a hand edit, recounted.
@@ -253,32 +277,6 @@ def csv_sha256(path: Path) -> str | None:
         return None
 
 
-def _plausible(saved: _Summary | None, csv_path: Path) -> _Summary | None:
-    """``saved`` when its counts can be true of the CSV, else ``None`` (recounted) (H-47).
-
-    The threat is an edit by hand or by a tool, not a forger (who could recompute any
-    digest): a ``"rows": 9999`` beside a kept ``csv_stat`` made ``status`` say 9999 rows
-    while ``show`` said 12. Checked cheaply, without parsing: the rows are at most the
-    CSV's data lines (a record may span lines, never the reverse; newlines counted in
-    1 MiB blocks, no Python loop per line), at most one per 38 bytes (38 fields: 37
-    commas and a line end), and the accepted corpora at most the rows.
-    """
-    if saved is None:
-        return None
-    if len(saved.revisions) > saved.rows or saved.rows * 38 > saved.size:
-        return None
-    try:
-        with open(csv_path, "rb") as fh:
-            newlines, last = 0, b""
-            while block := fh.read(_HASH_CHUNK_BYTES):
-                newlines += block.count(b"\n")
-                last = block[-1:]
-    except OSError:
-        return None
-    lines = newlines + (1 if last not in (b"", b"\n") else 0)
-    return saved if saved.rows <= max(0, lines - 1) else None  # the header is not a row
-
-
 def _summary_describes(saved: _Summary | None, csv_path: Path, st: os.stat_result) -> bool:
     """Whether ``saved`` describes the CSV's present bytes: the same ``stat`` signature, else the same SHA-256."""
     if saved is None or saved.size != st.st_size:
@@ -317,7 +315,7 @@ def _current(folder: Path) -> tuple[Counts, str, list[int] | None]:
     if not stat.S_ISREG(st.st_mode):  # a FIFO is never waited on (opening the session refuses it)
         return none
     size = st.st_size
-    saved = _plausible(_read_summary(folder), csv_path)  # a count edited by hand is recounted (H-47)
+    saved = _read_summary(folder)  # a count edited by hand is recounted (H-47)
     header = _header(csv_path)
     ends = journal_run_ends(folder)
     try:
@@ -373,6 +371,9 @@ def refresh_counts(folder: Path) -> Counts:
         "csv_size_bytes": counts.csv_size_bytes,
         "csv_sha256": digest,
         "csv_stat": signature,  # while it holds, status trusts the counts without hashing
+        # the counts' own checksum: one edited by hand, up or down, is recounted (H-47)
+        "counts_check": counts_check(counts.rows, sorted(counts.accepted_revisions),
+                                     counts.csv_size_bytes, digest, signature),
         FOLDER_BYTES_KEY: walked_bytes,  # the retrieval reserve's size: status never walks the folder
         FOLDER_BYTES_AT_KEY: walked_at,
         "updated_at": utcnow().isoformat(),
@@ -644,7 +645,10 @@ class SessionStatus:
 
         Keys: ``name``, ``package`` (``end``: ISO 8601 or ``None``), ``time_left_s``,
         ``time_left`` (the same in words),
-        ``result_rows``, ``unfinished_runs``, ``accepted_corpora``, ``copy_home_verified``,
+        ``result_rows``, ``unfinished_runs``, ``accepted_corpora``, ``deliverables`` (the
+        count in the session's unit as last counted, with ``unit`` and ``unit_plural``;
+        ``count`` null while not counted; ``None`` for a session counting accepted
+        corpora), ``copy_home_verified``,
         ``copy_home`` (words), ``session_limit`` (ISO 8601 or ``None``), ``stop_by``
         (words or ``None``), ``past_session_limit``, ``warning`` and ``warning_level``
         (``"24h"``, ``"2h"``, ``"ended"`` or ``None``).
@@ -767,7 +771,7 @@ def _checked_counts(folder: Path) -> Counts:
         return Counts(0, frozenset(), 0)  # no CSV yet: nothing to check
     except OSError:
         st = None
-    saved = _plausible(_read_summary(folder), csv_path)  # a count edited by hand is recounted (H-47)
+    saved = _read_summary(folder)  # a count edited by hand is recounted (H-47)
     if saved is not None and st is not None and _summary_describes(saved, csv_path, st):
         return Counts(saved.rows, saved.revisions, st.st_size)
     from gpusession.core.records.results import ResultsFile
@@ -850,13 +854,12 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         warning=package_warning(window, retrieval.verified),
         unfinished=unfinished_runs(folder),
         limit=limit_of(folder, doc, now),
-        deliverables=_deliverables_cached(folder),
+        deliverables=_deliverables_cached(folder, doc),
     )
 
 
-def _deliverables_cached(folder: Path) -> dict[str, Any] | None:
-    """The count of deliverables as last counted, when the session counts in its own unit (S10)."""
-    from gpusession.core.money.count_cache import cached_words, shown_in_status
+def _deliverables_cached(folder: Path, session_doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The count of deliverables as last counted, or ``? visuals``, when the session counts in its own unit (S10)."""
+    from gpusession.core.money.count_cache import status_count
 
-    doc = cached_words(folder, stale_ok=True)
-    return doc if shown_in_status(doc) else None
+    return status_count(folder, session_doc)
