@@ -1,4 +1,4 @@
-"""Depth and size bounds of the TOML and JSON a person may edit by hand (H-39, H-48, S7).
+"""Depth, size and field-length bounds of the TOML and JSON a person may edit by hand (H-39, H-48, S7).
 
 Python's parsers recurse: ``tomllib`` raises ``RecursionError`` on a value nested a few
 hundred levels deep, the JSON parser at about a thousand, and everything that walks a
@@ -12,7 +12,13 @@ the line, and the parsed document is checked again without recursion (dotted TOM
 
 Size: a hand-editable TOML file holds at most :data:`MAX_TOML_BYTES` (1 MiB), refused
 before a byte of it is parsed (:func:`check_toml_size`); a 50 MB ``host-check.toml`` once
-took a minute and 567 MB to be refused later.
+took a minute and 567 MB to be refused later. Within it, every text field (value or key,
+at any depth) holds at most the notes' bound, :data:`TEXT_MAX_BYTES` (4 KiB;
+:data:`OBSERVED_MAX_BYTES` under ``environment``/``evidence``), checked by the shared
+reader (:func:`loads_toml` for :func:`gpusession.core.files.tomlread.read_toml` and
+:func:`read_toml_lenient`) so that no reader of a hand-editable file is left out: a
+900 KB ``criteria`` in ``approvals.toml`` once took 4.5 s to print. Archives a program
+writes (validation reports, which quote the corpus) are read with ``field_bound=False``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,15 @@ MAX_DEPTH = 64
 MAX_TOML_BYTES = 1024 * 1024
 
 TOO_DEEP = f"nested too deep (past {MAX_DEPTH} levels)"
+
+#: The longest free text accepted in one field (a note, a parameter): 4 KiB of UTF-8 --
+#: the writer's bound (:func:`gpusession.core.files.secrets.check_free_text`) and the reader's.
+TEXT_MAX_BYTES = 4096
+#: Tables a program fills with what it observed (the run's environment, a probe's
+#: evidence): their text may be longer than a note, so only :data:`OBSERVED_MAX_BYTES`
+#: applies there.
+OBSERVED_KEYS = frozenset({"environment", "evidence"})
+OBSERVED_MAX_BYTES = 64 * 1024
 
 _TOML_TOKEN = re.compile(r'"""|\'\'\'|["\'#\[\]{}\n]')
 # The rest of a string after its opening quote, matched at once (the unrolled loop
@@ -148,6 +163,43 @@ def check_json_depth(text: str, path: Path | str | None, line: int | None = None
         raise too_deep(path, line if line is not None else at)
 
 
+def check_field_lengths(doc: Any, path: Path | str | None, *,
+                        limit_bytes: int = TEXT_MAX_BYTES) -> None:
+    """Refuse a document with a text field past the notes' bound (H-48: the read boundary).
+
+    What the writer refuses a hand edit can still put in. Every string of ``doc``
+    (values, list items and table keys, at any depth; iterative: no recursion) is held to
+    ``limit_bytes`` of UTF-8, or :data:`OBSERVED_MAX_BYTES` under a key of
+    :data:`OBSERVED_KEYS`; the first one past it is named, never shown.
+
+    Raises:
+        BadInput: ``FILE: FIELD: N bytes of text; at most 4,096 bytes (4 KiB) per field;
+            the file was not used (shorten it by hand)``.
+    """
+    stack: list[tuple[Any, str, bool]] = [(doc, "", False)]
+    while stack:
+        value, where, observed = stack.pop()
+        if isinstance(value, str):
+            limit = max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes
+            if len(value) * 4 <= limit:  # cheap: a text this short cannot pass the bound
+                continue
+            size = len(value.encode("utf-8", errors="surrogatepass"))
+            if size > limit:
+                raise BadInput(f"{size:,} bytes of text; at most {limit:,} bytes ({limit // 1024} KiB) "
+                               "per field; the file was not used (shorten it by hand)",
+                               path=path, field=where or None)
+        elif isinstance(value, dict):
+            children: list[tuple[Any, str, bool]] = []
+            for k, v in value.items():
+                k = str(k)
+                here = f"{where}.{k}" if where else k
+                children.append((v, here, observed or k in OBSERVED_KEYS))
+                children.append((k, here, observed))  # a table's key is text too
+            stack.extend(reversed(children))  # the first offender in file order is named
+        elif isinstance(value, (list, tuple)):
+            stack.extend(reversed([(v, f"{where}[{i}]", observed) for i, v in enumerate(value)]))
+
+
 def read_toml_text(path: Path) -> str:
     """The text of a hand-editable TOML file, size-bounded (H-48): one byte past the bound is read, never more.
 
@@ -171,8 +223,9 @@ def read_toml_text(path: Path) -> str:
 def read_toml_lenient(path: Path) -> dict[str, Any] | None:
     """A TOML file read for a display that goes on without it: ``None`` when it is unusable.
 
-    Missing, unreadable, not UTF-8, not TOML, past the size bound or the depth bound:
-    ``None``, never an exception (S7: a cache or a side file never stops a command).
+    Missing, unreadable, not UTF-8, not TOML, past the size bound, the depth bound or a
+    field's length bound (H-48): ``None``, never an exception (S7: a cache or a side file
+    never stops a command).
     """
     try:
         return loads_toml(read_toml_text(path), path)
@@ -180,13 +233,23 @@ def read_toml_lenient(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def loads_toml(text: str, path: Path | str | None) -> dict[str, Any]:
-    """``tomllib.loads`` with the depth bound (H-39): never a ``RecursionError``.
+def loads_toml(text: str, path: Path | str | None, *, field_bound: bool = True) -> dict[str, Any]:
+    """``tomllib.loads`` with the depth bound (H-39) and the field-length bound (H-48).
+
+    Never a ``RecursionError``; never a text field past the notes' bound handed to a
+    display (:func:`check_field_lengths`).
+
+    Args:
+        text: the TOML text.
+        path: the file, named in a refusal.
+        field_bound: hold every text field to :data:`TEXT_MAX_BYTES`; ``False`` only for
+            an archive a program wrote (a validation report quotes the corpus, e.g. a
+            thousand class names on one line).
 
     Raises:
         tomllib.TOMLDecodeError: a syntax error (the caller words it, with its line).
-        BadInput: nested past :data:`MAX_DEPTH` (:func:`too_deep`), or an integer too
-            long to convert.
+        BadInput: nested past :data:`MAX_DEPTH` (:func:`too_deep`), an integer too long
+            to convert, or a text field past its length bound.
     """
     check_toml_depth(text, path)
     try:
@@ -200,6 +263,9 @@ def loads_toml(text: str, path: Path | str | None) -> dict[str, Any]:
                        "from it", path=path) from None
     if depth_over(doc):
         raise too_deep(path)
+    # a field holds at most the text's length: a text of 1 KiB cannot hold 4 KiB of UTF-8
+    if field_bound and len(text) * 4 > TEXT_MAX_BYTES:
+        check_field_lengths(doc, path)
     return doc
 
 
@@ -222,6 +288,6 @@ def loads_json(text: str | bytes, path: Path | str | None, line: int | None = No
     return doc
 
 
-__all__ = ["MAX_DEPTH", "MAX_TOML_BYTES", "TOO_DEEP", "check_json_depth", "check_toml_depth",
-           "check_toml_size", "depth_over", "loads_json", "loads_toml", "read_toml_lenient",
-           "read_toml_text", "too_deep"]
+__all__ = ["MAX_DEPTH", "MAX_TOML_BYTES", "OBSERVED_KEYS", "OBSERVED_MAX_BYTES", "TEXT_MAX_BYTES", "TOO_DEEP",
+           "check_field_lengths", "check_json_depth", "check_toml_depth", "check_toml_size", "depth_over",
+           "loads_json", "loads_toml", "read_toml_lenient", "read_toml_text", "too_deep"]

@@ -45,14 +45,18 @@ from gpusession.core.files.detectors import (
     token_findings,
 )
 from gpusession.core.files.errors import BadInput, shown_field
+from gpusession.core.files.nesting import OBSERVED_KEYS as _OBSERVED_KEYS
+from gpusession.core.files.nesting import OBSERVED_MAX_BYTES, TEXT_MAX_BYTES, check_field_lengths
 from gpusession.core.files.secretgate import may_hold_secret
+
+# The longest free text in one field (4 KiB, :data:`TEXT_MAX_BYTES`) and the observed
+# tables' bound (64 KiB) are defined once, in :mod:`gpusession.core.files.nesting`: the
+# writer here and the shared reader hold every field to the same bound (H-48).
 
 __all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text", "check_read_lengths",
            "check_identifier", "find_secret", "findings", "is_digest_key", "kind_of_secret", "mask_free_text",
            "mask_record", "mask_text", "shown"]
 
-#: The longest free text accepted in one field (a note, a parameter): 4 KiB of UTF-8.
-TEXT_MAX_BYTES = 4096
 #: What a hidden value reads as (on screen and when its file is written again); in
 #: capitals, so Rich markup (the TUI's toasts) never takes it for a style tag.
 HIDDEN = "[HIDDEN: looked like a secret]"
@@ -322,13 +326,6 @@ def is_digest_key(key: str) -> bool:
 _is_digest = is_digest_key
 
 
-#: Tables a program fills with what it observed (the run's environment, a probe's
-#: evidence): their text may be longer than a note, so only :data:`OBSERVED_MAX_BYTES`
-#: applies there; the secret check applies everywhere.
-_OBSERVED_KEYS = frozenset({"environment", "evidence"})
-OBSERVED_MAX_BYTES = 64 * 1024
-
-
 def _walk(value: Any, where: str, key: str,
           observed: bool = False) -> Iterator[tuple[str, str, str, bool]]:
     """Yield ``(field path, last key, text, observed)`` for every string inside ``value``."""
@@ -383,24 +380,16 @@ def check_read_lengths(doc: Any, file: Path | str | None, *,
                        limit_bytes: int = TEXT_MAX_BYTES) -> None:
     """The notes' length bound at the *read* boundary of a hand-editable file (H-48).
 
-    What the writer refuses (:func:`check_free_text`) a hand edit can still put in:
-    a 4 MB ``deviation`` in ``host-check.toml`` once took 11 s to show. Every string of
-    ``doc`` (values and keys, at any depth) is held to the same bound as on writing
-    (:data:`TEXT_MAX_BYTES`; :data:`OBSERVED_MAX_BYTES` under ``environment``/``evidence``).
+    What the writer refuses (:func:`check_free_text`) a hand edit can still put in: a
+    4 MB ``deviation`` in ``host-check.toml`` once took 11 s to show. The shared TOML
+    reader applies it to every file (:func:`gpusession.core.files.nesting.check_field_lengths`);
+    this is that check, for a document read otherwise.
 
     Raises:
-        BadInput: ``FILE: FIELD: N bytes; at most 4,096 bytes (4 KiB) of text per field;
+        BadInput: ``FILE: FIELD: N bytes of text; at most 4,096 bytes (4 KiB) per field;
             the file was not used`` -- the field named, never its value.
     """
-    for where, _key, text, observed in _walk(doc, "", ""):
-        limit = max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes
-        if len(text) * 4 <= limit:  # cheap: a text this short cannot pass the bound
-            continue
-        size = len(text.encode("utf-8", errors="surrogatepass"))
-        if size > limit:
-            raise BadInput(f"{size:,} bytes of text; at most {limit:,} bytes ({limit // 1024} KiB) "
-                           "per field; the file was not used (shorten it by hand)",
-                           path=file, field=where or None)
+    check_field_lengths(doc, file, limit_bytes=limit_bytes)
 
 
 def _string_lists(value: Any, where: str, key: str) -> Iterator[tuple[str, str, list[str]]]:

@@ -30,18 +30,23 @@ SCHEMA_VERSION = 1
 _LINE_RE = re.compile(r"line (\d+)")
 
 
-def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
+def read_toml(path: Path, *, required: Iterable[str] = (), field_bound: bool = True) -> dict[str, Any]:
     """Read a gpusession TOML file and check its schema and required keys.
 
     Args:
         path: the file.
         required: top-level keys that must be present (dotted ``a.b`` for nested).
+        field_bound: hold every text field to the notes' bound (H-48,
+            :func:`gpusession.core.files.nesting.check_field_lengths`); ``False`` only for
+            an archive a program wrote (a validation report quotes the corpus).
 
     Returns:
         The parsed document.
 
     Raises:
-        BadInput: larger than 1 MiB (H-48), nested past 64 levels (H-39), unreadable, not a plain file (a FIFO, a device, a folder: refused
+        BadInput: larger than 1 MiB (H-48), nested past 64 levels (H-39), a text field
+            past the notes' bound (H-48: the file, the field and the bound named), unreadable,
+            not a plain file (a FIFO, a device, a folder: refused
             without waiting, :func:`gpusession.core.files.textio.not_plain`), not UTF-8, a
             syntax error (with its line), a missing or newer ``schema`` (refused:
             written by a newer gpusession), a missing key.
@@ -57,7 +62,7 @@ def read_toml(path: Path, *, required: Iterable[str] = ()) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError):
         text = read_text(path, must="TOML files must be UTF-8").text  # the one-line error
     try:
-        doc = loads_toml(text, path)  # depth-bounded (H-39): never a RecursionError
+        doc = loads_toml(text, path, field_bound=field_bound)  # depth- (H-39) and field-bounded (H-48)
     except tomllib.TOMLDecodeError as exc:
         lineno = getattr(exc, "lineno", None)
         if lineno is None:

@@ -172,13 +172,10 @@ def read_checked(path: Path, *, required: tuple[str, ...] = ()) -> dict[str, Any
             longer than the notes' bound, a syntax error, or a value of the wrong kind
             (``order.toml: events: expected a list of tables ([[events]]), got the number 5``).
     """
-    from gpusession.core.files.secrets import check_read_lengths
-
-    doc = read_toml(path, required=required)  # size- and depth-bounded (H-39, H-48)
+    doc = read_toml(path, required=required)  # size-, depth- and field-bounded (H-39, H-48)
     spec = SCHEMAS.get(Path(path).name)
     if spec is not None:
         check_types(doc, spec, path=path)
-    check_read_lengths(doc, path)  # every text field within the notes' bound (H-48)
     return doc
 
 

@@ -103,8 +103,10 @@ def read_measured(folder: Path) -> Measured:
         return Measured(None)
     bad = f"{RETRIEVAL_TOML} could not be read"
     try:
-        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
-    except (OSError, ValueError, BadInput) as exc:  # TOMLDecodeError, UnicodeDecodeError
+        doc = loads_toml(read_toml_text(path), path)  # size-, depth- and field-bounded (H-39, H-48)
+    except BadInput as exc:  # its one line names the file and the bound passed (H-48), never the text
+        return Measured(None, note=f"{exc}; the 4 h default applies")
+    except (OSError, ValueError) as exc:  # TOMLDecodeError, UnicodeDecodeError
         return Measured(None, note=f"{bad} ({type(exc).__name__}); the 4 h default applies")
     pulls = doc.get("pull")
     if not isinstance(pulls, list):

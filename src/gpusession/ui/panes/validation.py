@@ -50,7 +50,8 @@ def stored_quality(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
+        # size- and depth-bounded (H-39, H-48); an archive quotes the corpus: no field bound
+        doc = loads_toml(read_toml_text(path), path, field_bound=False)
     except (OSError, ValueError, BadInput):  # unreadable, not UTF-8 or not TOML: the CSV's verdict stands
         return None
     q = doc.get("quality")
@@ -87,7 +88,8 @@ def detail_lines(path: Path | None) -> list[str]:
     if path is None:
         return ["No report file for this run in validation/ (the verdict above is from the results CSV)."]
     try:
-        doc = loads_toml(read_toml_text(path), path)  # size- and depth-bounded (H-39, H-48)
+        # size- and depth-bounded (H-39, H-48); an archive quotes the corpus: no field bound
+        doc = loads_toml(read_toml_text(path), path, field_bound=False)
     except (OSError, ValueError, BadInput) as exc:  # unreadable, not UTF-8 (UnicodeDecodeError) or not TOML
         return [f"{path.name}: unreadable ({exc})"]
     lines = [f"Report {path.parent.name}/{path.name}: {doc.get('verdict', '')}"]
