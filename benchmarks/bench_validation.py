@@ -33,6 +33,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -291,8 +292,13 @@ def show_floor(name: str, ours_s: list[float], floor_s: list[float]) -> float:
     ratio = ours_m / floor_m
     print(f"{name}: gpusession median {ours_m:.3f} s ({min(ours_s):.3f}-{max(ours_s):.3f}), "
           f"floor median {floor_m:.3f} s ({min(floor_s):.3f}-{max(floor_s):.3f}), "
-          f"ratio {ratio:.2f}x (median of pairs {pairs:.2f}x)")
+          f"ratio {ratio:.2f}x (median of pairs {pairs:.2f}x; {load_average()})")
     return ratio
+
+
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages, printed beside each figure (a shared machine)."""
+    return "load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def timed(fn, *args):  # type: ignore[no-untyped-def]
@@ -337,9 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verdict: accepted={got['accepted']} missing={got['missing']} extra={got['extra']} "
               f"duplicated={got['dup']} macro_f1={float(got['macro_f1']):.6f}")  # type: ignore[arg-type]
         print(f"gpusession validation: best {best:.3f} s of {args.repeat} "
-              f"({', '.join(f'{s:.3f}' for s in ours_s)})")
+              f"({', '.join(f'{s:.3f}' for s in ours_s)}; {load_average()})")
         ratio = show_floor("output with missing/extra/duplicated IDs", ours_s, floor_s)
-        print(f"writing the report + ID lists: {w_s:.3f} s")
+        print(f"writing the report + ID lists: {w_s:.3f} s ({load_average()})")
         clean_ours, clean_floor, clean = interleaved(corpus, folder / "clean.jsonl", train, protocol, args.repeat)
         assert clean["accepted"] is True
         clean_ratio = show_floor("clean in-order output (accepted)", clean_ours, clean_floor)
@@ -355,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             base_m, ours_m = statistics.median(base_runs), statistics.median(ours_s)
             print(f"plain-Python baseline: median {base_m:.3f} s of {len(base_runs)} "
                   "(same verdict, counts and macro-F1)")
-            print(f"ratio: {base_m / ours_m:.1f}x faster (median over median)")
+            print(f"ratio: {base_m / ours_m:.1f}x faster (median over median; {load_average()})")
             ok = ours_m < 1.5 and base_m / ours_m >= 10
             print("target (<1.5 s and >=10x): " + judged(ok, args.smallest))
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,11 @@ def with_bad_labels(output: Path, n_bad: int) -> Path:
     return bad
 
 
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages, printed beside each figure (a shared machine)."""
+    return "load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ids", type=int, default=2_000_000)
@@ -86,7 +92,7 @@ def main() -> int:
             m = measure(corpus, output, train, classes)
             worst = max(worst, m["ratio"])
             print(f"{name:>10}: output {m['output_mb']:7.1f} MB, {m['records']:,} records; "
-                  f"extra memory {m['extra_mb']:7.1f} MB = {m['ratio']:.2f}x the output")
+                  f"extra memory {m['extra_mb']:7.1f} MB = {m['ratio']:.2f}x the output ({load_average()})")
     verdict = "not judged (--smallest)" if args.smallest else ("met" if worst <= 2.0 else "NOT met")
     print(f"worst: {worst:.2f}x the output's size (target <= 2x: {verdict})")
     return 0

@@ -1,5 +1,8 @@
 """Validating an output holds its bytes once: at most twice its size in memory (V4, V8).
 
+Clean, with bad records quoted, and dirty (shuffled, with missing, extra and duplicated
+IDs); lines of the field case's length and short ones.
+
 Each output is validated in a fresh interpreter, after ``import polars`` and the
 corpus read, so that the peak measured (Linux's VmHWM, reset through
 ``/proc/self/clear_refs`` just before the call) is the validation's alone.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +25,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 N_RECORDS = 700_000
 CLASSES = tuple(f"class_{k:02d}" for k in range(20))
 MARGIN_BYTES = 16 * 1024 * 1024  # the interpreter's own allocations, the report's strings
+#: Missing, extra and duplicated IDs each in the dirty output.
+N_DIRTY = 300
 
 CHILD = r"""
 import json, re, sys
@@ -49,18 +55,31 @@ def _peak_can_be_measured() -> bool:
     return True
 
 
-def _write(folder: Path, bad_labels: int) -> tuple[Path, Path]:
-    """A corpus of ``N_RECORDS`` IDs and an output listing each once, the first ``bad_labels`` with an undeclared label."""
+def _write(folder: Path, bad_labels: int, *, short: bool = False, dirty: bool = False) -> tuple[Path, Path]:
+    """A corpus of ``N_RECORDS`` IDs and an output listing each once, the first ``bad_labels`` with an undeclared label.
+
+    ``short``: lines of the bare two fields (``{"id": "s00000001", "label": "class_01"}``,
+    42 bytes) rather than the field case's 87. ``dirty``: the records shuffled, with
+    ``N_DIRTY`` expected IDs missing, ``N_DIRTY`` extra IDs and ``N_DIRTY`` duplicated
+    records (the IDs matched by hash, not in order).
+    """
     corpus, output = folder / "corpus.csv", folder / "output.jsonl"
     ids = [f"s{i:08d}" for i in range(N_RECORDS)]
     labels = [CLASSES[i % len(CLASSES)] for i in range(N_RECORDS)]
     corpus.write_text("id,label\n" + "".join(f"{i},{lab}\n" for i, lab in zip(ids, labels, strict=True)),
                       encoding="utf-8")
+    rows = list(zip(ids, labels, strict=True))
+    if dirty:
+        rng = random.Random(0)
+        rows = rows[N_DIRTY:] + [(f"x{i:08d}", CLASSES[0]) for i in range(N_DIRTY)]
+        rows += [rows[rng.randrange(len(rows))] for _ in range(N_DIRTY)]
+        rng.shuffle(rows)
+    extra = "" if short else ', "score": 0.{n:06d}, "model": "run-{m}-final"'
     with open(output, "w", encoding="utf-8") as fh:
         fh.writelines(
-            f'{{"id": "{i}", "label": "{"undeclared" if n < bad_labels else lab}", "score": 0.{n % 997:06d}, '
-            f'"model": "run-{n % 7}-final"}}\n'
-            for n, (i, lab) in enumerate(zip(ids, labels, strict=True))
+            f'{{"id": "{i}", "label": "{"undeclared" if n < bad_labels else lab}"'
+            + extra.format(n=n % 997, m=n % 7) + "}\n"
+            for n, (i, lab) in enumerate(rows)
         )
     return corpus, output
 
@@ -75,12 +94,16 @@ def _validate_in_a_fresh_interpreter(corpus: Path, output: Path) -> dict[str, ob
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _peak_can_be_measured(), reason="needs Linux's /proc/self/clear_refs to reset the peak RSS")
-@pytest.mark.parametrize("bad_labels", [0, 25], ids=["clean", "some-bad-records-quoted"])
-def test_validating_an_output_takes_at_most_twice_its_size_in_memory(tmp_path: Path, bad_labels: int) -> None:
-    corpus, output = _write(tmp_path, bad_labels)
+@pytest.mark.parametrize("short", [False, True], ids=["field-case-lines", "short-lines"])
+@pytest.mark.parametrize(("bad_labels", "dirty"), [(0, False), (25, False), (0, True)],
+                         ids=["clean", "some-bad-records-quoted", "dirty"])
+def test_validating_an_output_takes_at_most_twice_its_size_in_memory(
+        tmp_path: Path, bad_labels: int, dirty: bool, short: bool) -> None:
+    corpus, output = _write(tmp_path, bad_labels, short=short, dirty=dirty)
     size = output.stat().st_size
     got = _validate_in_a_fresh_interpreter(corpus, output)
-    assert got["records"] == N_RECORDS and got["accepted"] is (bad_labels == 0)
+    n_records = N_RECORDS + N_DIRTY if dirty else N_RECORDS
+    assert got["records"] == n_records and got["accepted"] is (bad_labels == 0 and not dirty)
     bad = got["bad"]
     assert isinstance(bad, list) and len(bad) == min(bad_labels, 20)
     assert all('"label": "undeclared"' in text for text in bad)  # the lines quoted, cut from the bytes
@@ -89,6 +112,31 @@ def test_validating_an_output_takes_at_most_twice_its_size_in_memory(tmp_path: P
     assert extra <= 2 * size + MARGIN_BYTES, (
         f"validating a {size / 1e6:.1f} MB output took {extra / 1e6:.1f} MB ({extra / size:.2f}x its size)"
     )
+
+
+def test_a_clean_output_read_a_block_at_a_time_gives_the_report_of_one_block(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compact path's blocks (V4, V8): cut at line ends, rows and lines numbered across them."""
+    from gpusession.core.validation import Protocol, load_expected, read_jsonl, validate_output
+
+    classes = ("a", "b")
+    corpus, output = tmp_path / "corpus.csv", tmp_path / "output.jsonl"
+    corpus.write_text("id,label\n" + "".join(f"r{i},{'ab'[i % 2]}\n" for i in range(50)), encoding="utf-8")
+    lines = [f'{{"id": "r{i}", "label": "{"c" if i in (7, 31) else "ab"[i % 3 % 2]}"}}' for i in range(50)]
+    lines[12], lines[40] = '{"id": "", "label": "a"}', '{"id": "r3", "label": "b"}'  # an empty ID, a duplicate
+    output.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected, protocol = load_expected(corpus), Protocol(classes=classes, threshold=0.1)
+
+    def report(block: int) -> tuple[object, ...]:
+        monkeypatch.setattr(read_jsonl, "BLOCK_BYTES", block)
+        r = validate_output(output, expected, protocol)
+        return (r.records, r.observed_ids, r.missing_ids.rows(), r.extra_ids.rows(), r.duplicates.rows(),
+                r.bad_records_all.rows(), r.bad_records, r.macro_f1, r.format_reason, r.quality_reason)
+
+    whole = report(1 << 20)
+    assert whole[0] == 50 and [line for line, _ in whole[5]] == [8, 13, 32]
+    for block in (1, 7, 30, 64, 300):
+        assert report(block) == whole
 
 
 READ_CHILD = r"""

@@ -161,33 +161,35 @@ _VERIFY_ROWS = 1 << 16
 
 
 def _match_on_hashes(
-    order: pl.Series, hs: pl.Series, r: pl.Series, exp_u: pl.DataFrame, ids: pl.Series
+    r: pl.Series, h: pl.Series, keep: pl.Series | None, expected: Expected, ids: pl.Series
 ) -> tuple[pl.Series, pl.Series] | None:
     """Match the distinct observed IDs with the expected ones on their 64-bit hashes (V2).
 
-    ``hs`` are the distinct observed IDs' hashes sorted, ``order`` their positions in
-    ``r`` (the records' 0-based rows); each expected hash is looked up by binary search
-    (fixed-width arrays only: no hash table, no string copied). Every matched pair is
-    then checked against the IDs themselves, a slice at a time.
+    ``r`` are the observed records' 0-based rows, ``h`` their IDs' hashes (distinct
+    per distinct ID), ``keep`` false at the second and later records of an ID. Each
+    hash is looked up by binary search in the expected ones, sorted once per corpus
+    (:attr:`Expected.by_hash`): fixed-width arrays only, no hash table, no string
+    copied. Every matched pair is then checked against the IDs themselves, a slice
+    at a time.
 
     Returns:
         ``(match, extra)``: per expected row, the row of its record (UInt32, null when
         missing); the rows of the observed IDs that are not expected. ``None`` when two
         different IDs share a hash (the caller then matches the strings).
     """
-    n = hs.len()
-    if n and bool((hs.slice(1) == hs.slice(0, n - 1)).any()):  # pragma: no cover - a 64-bit collision
-        return None
-    exp_h = exp_u["h"]
-    if n == 0:
-        match = pl.Series("r", [None] * exp_u.height, dtype=pl.UInt32)
-        return match, r.clear()
-    at = hs.search_sorted(exp_h, side="left").clip(upper_bound=n - 1)
-    found = hs.gather(at) == exp_h
-    hit = order.gather(at)  # positions in ``r`` of the observed hash at each expected row
-    match = pl.select(r=pl.when(found).then(r.gather(hit)))["r"]
-    matched = pl.repeat(False, n, eager=True).scatter(at.filter(found), True)  # per sorted hash
-    extra = r.gather(order.filter(~matched))
+    exp_u, by_hash = expected.unique, expected.by_hash
+    match = pl.repeat(None, exp_u.height, dtype=pl.UInt32, eager=True).alias("r")
+    if by_hash.height == 0:
+        return match, r if keep is None else r.filter(keep)
+    sorted_h = by_hash["h"]
+    at = sorted_h.search_sorted(h, side="left").clip(upper_bound=sorted_h.len() - 1)
+    found = sorted_h.gather(at) == h
+    del at
+    if keep is not None:
+        found = found & keep
+    extra = r.filter(~found) if keep is None else r.filter(~found & keep)
+    at = sorted_h.search_sorted(h.filter(found), side="left")
+    match = match.scatter(by_hash["row"].gather(at), r.filter(found))
     exp_ids = exp_u["id"]
     for start in range(0, exp_u.height, _VERIFY_ROWS):
         rows = match.slice(start, _VERIFY_ROWS)
@@ -239,28 +241,25 @@ def _check_ids(rec: CompactRecords, expected: Expected) -> _Ids:
         if n_observed < rec.n:
             observed = observed.filter(valid)
         r, h = observed["r"], observed["id"].hash()
-        # Sorted once: the duplicated hashes are the ones equal to their predecessor, and
-        # the sorted distinct hashes are searched for the expected ones (_match_on_hashes).
-        order = h.arg_sort()
-        hs = h.gather(order)
-        del h
+        # The duplicated hashes are the ones equal to their predecessor once sorted.
+        hs = h.sort()
         shared = hs.filter(hs == hs.shift(1))
-        n_later = 0
-        dup_out = empty_dups
+        del hs
+        n_later, keep, dup_out, distinct = 0, None, empty_dups, True
         if shared.len():
-            candidates = observed.select(pl.all().gather(order.filter(hs.is_in(shared.unique().implode())).sort()))
+            candidates = observed.filter(h.is_in(shared.unique().implode()))
+            # two different IDs sharing a hash: matched on the strings below
+            distinct = candidates["id"].n_unique() == shared.n_unique()
             dup_rows = candidates.filter(pl.col("id").is_duplicated())
             later = dup_rows.filter(~pl.col("id").is_first_distinct())["r"]
             n_later = later.len()
             if n_later:
-                keep = ~r.gather(order).is_in(later.implode())
-                order, hs = order.filter(keep), hs.filter(keep)
+                keep = ~r.is_in(later.implode())
                 dup_out = _duplicates(dup_rows.with_columns(line=rec.lines(dup_rows["r"])), "output")
-        found = _match_on_hashes(order, hs, r, exp_u, ids)
-        del order, hs
+        found = _match_on_hashes(r, h, keep, expected, ids) if distinct else None
+        del h
         if found is None:  # pragma: no cover - a 64-bit hash collision between two real IDs
-            found = _match_on_strings(observed.filter(~pl.col("r").is_in(later.implode())) if n_later else observed,
-                                      exp_u)
+            found = _match_on_strings(observed if keep is None else observed.filter(keep), exp_u)
         del observed
         match, extra_rows = found
         scoring = pl.DataFrame({"ref": ref, "pred": code.gather(match), "ok": ok.gather(match)})

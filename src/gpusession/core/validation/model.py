@@ -186,6 +186,9 @@ class Expected:
     notes: tuple[str, ...] = ()
     unique: pl.DataFrame = field(init=False, repr=False)
     duplicate_rows: pl.DataFrame = field(init=False, repr=False)
+    #: ``unique``'s ID hashes sorted (``h``, UInt64) and their rows there (``row``, UInt32):
+    #: an output's IDs are matched by binary search in it (V2).
+    by_hash: pl.DataFrame = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         """Find the duplicate IDs (V3) and the first occurrences, once per corpus."""
@@ -194,6 +197,8 @@ class Expected:
         dup_rows = duplicate_rows(frame)
         object.__setattr__(self, "duplicate_rows", dup_rows)
         object.__setattr__(self, "unique", first_occurrences(frame, dup_rows))
+        object.__setattr__(self, "by_hash", self.unique.select(
+            "h", row=pl.int_range(0, pl.len(), dtype=pl.UInt32)).sort("h"))
 
     @property
     def has_duplicates(self) -> bool:
