@@ -63,7 +63,7 @@ def test_d6_two_sessions_of_different_gpus_give_one_table_and_a_ranking(
     lines = out.splitlines()
     assert lines[0].split() == ["session", "a5000-7d", "l40s-3d"]
     table = "\n".join(lines[:7])
-    for label in ("GPU", "package", "accepted distinct corpora", "cost per accepted deliverable",
+    for label in ("GPU", "package", "distinct accepted deliverables", "cost per accepted deliverable",
                   "time per accepted deliverable", "quality"):
         assert label in table
     assert "RTX A5000 × 1 lot" in table and "L40S × 1 lot" in table
@@ -120,7 +120,9 @@ def test_d6_compare_agrees_with_cost_on_each_session(
     mine = next(s for s in json.loads(out)["sessions"] if s["name"] == name)
     assert mine["cost_per_accepted_usd_minor"] == cost["cost_per_accepted_usd_minor"] is not None
     assert mine["package_total_usd_minor"] == cost["total_usd_minor"]
-    assert mine["accepted_unique"] == cost["accepted_unique"] == 1
+    assert mine["accepted_count"] == cost["accepted_count"] == 1
+    assert mine["accepted_corpora"] == cost["accepted_corpora"] == 1
+    assert mine["package"] == cost["package"] and mine["deliverables"] == cost["deliverables"]
     assert isinstance(mine["cost_per_accepted_usd_minor"], int)  # cents, never a float (K2)
 
 

@@ -86,7 +86,7 @@ def test_k4_cli_session_repetitions_count_once(run_cli: RunCli, sessions_root: P
     p = run_cli("cost", "--session", "s1", "--json")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
-    assert data["accepted_unique"] == 1
+    assert data["accepted_count"] == data["accepted_corpora"] == 1
     assert data["total_usd_minor"] == 5500 and data["cost_per_accepted_usd_minor"] == 5500
     assert data["window"]["days"] == 7 and data["window"]["ended"] is False
     text = run_cli("cost", "--session", "s1", "--accepted-results", "18").stdout
@@ -155,7 +155,7 @@ def test_k6_cli_plan_without_days_prices_the_covering_package(run_cli: RunCli) -
     assert "3.06 USD" in p.stdout
     j = run_cli("cost", *A5000, "--lots", "1", "--plan", "2.5", "--json")
     data = json.loads(j.stdout)
-    assert data["days"] == 3 and data["total_usd_minor"] is not None
+    assert data["package"]["days"] == 3 and data["total_usd_minor"] is not None
     # without a plan, --days is still required (one line, exit 2)
     _one_line_error(run_cli("cost", *A5000, "--lots", "1"), "--days")
 

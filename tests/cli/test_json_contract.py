@@ -96,6 +96,70 @@ def test_c6_list_show_status_validate_and_say_one_fact_under_one_key(
         assert not {"session", "rows", "runs", "accepted_unique_corpora", "package_end"} & set(doc), doc.keys()
 
 
+def _cost_and_compare(capsys: pytest.CaptureFixture[str], root: Path, name: str,
+                      other: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``cost NAME --json`` and NAME's item of ``compare NAME OTHER --json``, both validated."""
+    code, out, err = cli(capsys, root, "cost", name, "--json")
+    assert code == 0, err
+    cost = _valid("cost", out)
+    code, out, err = cli(capsys, root, "compare", name, other, "--json")
+    assert code in (0, 3), err
+    compared = _valid("compare", out)
+    assert cost["schema_version"] == compared["schema_version"] == 2  # keys renamed: the version says so
+    return cost, next(s for s in compared["sessions"] if s["name"] == name)
+
+
+def test_c6_cost_and_compare_say_the_facts_of_list_show_status_under_their_keys(
+        measured: Session, new_session: Any, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = new_session(name="other")
+    listed = _valid("list", cli(capsys, sessions_root, "list", "--json")[1])
+    one = next(s for s in listed["sessions"] if s["name"] == measured.name)
+    shown = _valid("show", cli(capsys, sessions_root, "show", measured.name, "--json")[1])
+    status = _valid("status", cli(capsys, sessions_root, "status", measured.name, "--json")[1])
+    cost, compared = _cost_and_compare(capsys, sessions_root, measured.name, other.name)
+    for key in ("name", "accepted_corpora", "package"):
+        assert one[key] == shown[key] == status[key] == cost[key] == compared[key], key
+    assert shown["package"]["gpu_model"] == "RTX A5000" and shown["package"]["end"] is not None
+    assert cost["deliverables"] == compared["deliverables"] == shown["deliverables"]
+    for doc in (cost, compared):  # the older keys of the same facts are gone
+        assert not {"accepted_unique", "gpu_model", "days", "lots", "unit"} & set(doc), doc.keys()
+    assert compared["accepted_count"] == cost["accepted_count"]  # what the cost divides by, one key
+    code, out, err = cli(capsys, sessions_root, "cost", "--gpu", "RTX A5000", "--lots", "1", "--days", "7",
+                         "--accepted-results", "18", "--json")
+    assert code == 0, err
+    given = _valid("cost", out)  # figures given on the line: no session's facts
+    assert given["package"] == {"gpu_model": "RTX A5000", "lots": 1, "days": 7, "start": None, "end": None}
+    assert (given["accepted_count"], given["accepted_corpora"], given["deliverables"]) == (18, None, None)
+    assert given["cost_per_accepted_usd_minor"] == 306
+
+
+def test_c6_the_count_in_its_unit_has_one_shape_in_list_show_cost_compare(
+        session: Session, new_session: Any, sessions_root: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    other = new_session(name="other")
+    folder = tmp_path / "approved"
+    folder.mkdir()
+    paths = []
+    for i in (1, 2, 3):
+        (folder / f"visual-{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]) * 8)
+        paths.append(str(folder / f"visual-{i}.png"))
+    for s in (session, other):
+        assert cli(capsys, sessions_root, "package", s.name, "--unit", "visual")[0] == 0
+    code, _, err = cli(capsys, sessions_root, "approve", session.name, *paths, "--by", "Ana")
+    assert code == 0, err
+    shown = _valid("show", cli(capsys, sessions_root, "show", session.name, "--json")[1])
+    cost, compared = _cost_and_compare(capsys, sessions_root, session.name, other.name)
+    listed = _valid("list", cli(capsys, sessions_root, "list", "--json")[1])
+    one = next(s for s in listed["sessions"] if s["name"] == session.name)
+    assert cost["deliverables"] == compared["deliverables"] == shown["deliverables"]
+    for doc in (one, shown, cost, compared):
+        d = doc["deliverables"]
+        assert (d["count"], d["unit"], d["source"]) == (3, "visual", "approved"), doc["deliverables"]
+    assert cost["accepted_count"] == compared["accepted_count"] == 3
+    assert cost["accepted_corpora"] == compared["accepted_corpora"] == shown["accepted_corpora"] == 0
+    assert cost["per_unit_line"] == compared["per_unit_line"] == "55.00 USD ÷ 3 approved visuals = 18.33 USD per visual"
+
+
 def test_experiment_list_validates(session: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "e", "--workload",
                        "synthetic-mlp", "--values", "1,2", "--runs", "1")

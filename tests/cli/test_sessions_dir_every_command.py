@@ -56,6 +56,22 @@ def test_s12_a_name_not_found_says_the_folder_and_where_it_came_from(
     assert code == 2 and "$GPUSESSION_HOME" in one_line(err)
 
 
+def test_s12_a_name_not_found_in_the_remembered_folder_names_it_once(
+        session: Session, sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GPUSESSION_HOME", raising=False)
+    remember_sessions_dir(sessions_root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no ./sessions here: the remembered folder is read
+    code, _, err = _main(capsys, "show", "nosuch")
+    assert code == 2
+    line = one_line(err)
+    assert f"in {sessions_root} (the sessions folder used last; name another" in line, line
+    assert "from the sessions folder" not in line
+    assert line.count("sessions folder") == 1, line
+
+
 def test_s12_sessions_dir_after_the_subcommand(
         session: Session, sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

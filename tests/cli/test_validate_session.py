@@ -32,7 +32,8 @@ def test_k3_accepted_validate_in_a_session_counts_for_the_cost(run_cli, tmp_path
     cost = run_cli("cost", "--session", "vis", "--json")
     assert cost.returncode == 0, cost.stderr
     data = json.loads(cost.stdout)
-    assert data["accepted_unique"] == 1 and data["cost_per_accepted_usd_minor"] == 5500
+    assert data["accepted_count"] == data["accepted_corpora"] == show["accepted_corpora"] == 1
+    assert data["cost_per_accepted_usd_minor"] == 5500
 
 
 @pytest.mark.slow

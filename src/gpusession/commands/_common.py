@@ -56,12 +56,35 @@ def session_root(args: argparse.Namespace, name: str) -> Path:
         # a folder that is not there is said as such, not as a folder searched
         fallback = why.startswith("./sessions")  # nothing given, nothing remembered
         shown_root = shown_field(str(root))  # masked as BadInput's path (H-46)
-        where = (f"in {shown_root} (the sessions folder from {why}" if root.is_dir()
-                 else f"here: the sessions folder {shown_root} does not exist (chosen from {why}"
+        where = (f"in {shown_root} ({_found_as(why)}" if root.is_dir()
+                 else f"here: the sessions folder {shown_root} does not exist ({_chosen_as(why)}"
                       + (", as no command here has used one yet" if fallback else ""))
         raise BadInput(f"no session {name!r} {where}; name another with --sessions-dir DIR or "
                        "$GPUSESSION_HOME)")
     return root
+
+
+def _names_the_folder(why: str) -> bool:
+    """Whether ``why`` is itself a name of the folder (``the sessions folder used last``).
+
+    Such words are said as they are; the others (``--sessions-dir``, ``$GPUSESSION_HOME``,
+    ``./sessions of the current folder``) say where the folder came from.
+    """
+    return why.startswith("the ")
+
+
+def _found_as(why: str) -> str:
+    """``the sessions folder from --sessions-dir``; ``the sessions folder used last`` as is.
+
+    One name of the folder in the sentence, never "the sessions folder from the sessions
+    folder used last" (S12: a name not found says which folder was read and why).
+    """
+    return why if _names_the_folder(why) else f"the sessions folder from {why}"
+
+
+def _chosen_as(why: str) -> str:
+    """``chosen from --sessions-dir``; ``chosen as the sessions folder used last`` (S12)."""
+    return f"chosen as {why}" if _names_the_folder(why) else f"chosen from {why}"
 
 
 def open_session(args: argparse.Namespace, name: str) -> Session:

@@ -45,6 +45,10 @@ from gpusession.core.money.order import (
 from gpusession.core.money.order_text import order_lines, order_to_json
 from gpusession.core.money.window import package_window
 
+#: ``cost --json``'s contract version (C6): 2 since the package moved under ``package`` and
+#: the count under ``accepted_count`` / ``accepted_corpora``, the keys ``show`` gives.
+COST_SCHEMA_VERSION = 2
+
 
 def _lots(text: str) -> int:
     digits = text.strip()
@@ -177,6 +181,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
     window_json = None
     window = None
     priced: Any = None  # the session priced, for --json
+    corpora: int | None = None  # its distinct accepted corpora (K4), under show's key
+    package_times: dict[str, Any] = {"start": None, "end": None}
     if args.session:
         from gpusession.core.money.cost import session_cost_inputs
 
@@ -184,6 +190,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
         priced = s
         inputs = session_cost_inputs(s, rates_path, count_accepted=accepted is None)
         rates, pkg = inputs.rates, inputs.package
+        corpora = inputs.accepted if inputs.accepted is not None else _corpora(s)
+        from gpusession.core.retrieval.json_contract import package_json
+
+        package_times = {k: v for k, v in package_json(pkg).items() if k in ("start", "end")}
         order = load_order(s).order
         gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
         days = days or pkg.days or (order.days if order else None)
@@ -235,7 +245,11 @@ def cmd_cost(args: argparse.Namespace) -> int:
                          plan_source=plan_source)
     unit_line = cost_line(report.total.total_usd_minor, count) if count is not None else None
     if args.json:
-        data = {"name": priced.name if priced is not None else None, **report.to_json()}  # as show says it
+        # C6: the keys of show, list and status for the same facts (docs/json/cost.schema.json)
+        data = {"schema_version": COST_SCHEMA_VERSION,
+                "name": priced.name if priced is not None else None, **report.to_json()}
+        data["package"].update(package_times)  # the session's window; null for figures on the line
+        data["accepted_corpora"] = corpora
         data["window"] = window_json
         from gpusession.commands.deliverables_cmd import deliverables_json
 
@@ -251,6 +265,19 @@ def cmd_cost(args: argparse.Namespace) -> int:
                 print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))
     return 0
+
+
+def _corpora(session: Any) -> int | None:
+    """The session's distinct accepted corpora (K4) when ``--accepted-results`` skipped them.
+
+    ``None`` when its results do not read: the count given on the line is priced anyway.
+    """
+    from gpusession.core.records.summary import accepted_unique_corpora
+
+    try:
+        return accepted_unique_corpora(session.results.read())
+    except BadInput:
+        return None
 
 
 def _warn(warnings: list[str]) -> None:

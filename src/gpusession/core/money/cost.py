@@ -449,18 +449,24 @@ class CostReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data: cents as integers, days as decimal strings, no floats."""
+        """Plain data: cents as integers, days as decimal strings, no floats.
+
+        The package priced is under ``package`` with the keys ``show``, ``list`` and
+        ``status`` give it (C6: one fact, one key; ``start`` and ``end`` are ``None``
+        here, the caller that knows a session fills them); ``accepted_count`` is the count
+        the cost per accepted deliverable divides by (K3), ``accepted_source`` where it
+        comes from.
+        """
         t = self.total
         return {
-            "gpu_model": t.gpu_model,
-            "days": t.days,
-            "lots": t.lots,
+            "package": {"gpu_model": t.gpu_model, "lots": t.lots, "days": t.days,
+                        "start": None, "end": None},
             "gpus_per_lot": t.gpus_per_lot,
             "gpu_count": t.gpu_count,
             "price_per_lot_usd_minor": t.price_usd_minor,
             "total_usd_minor": t.total_usd_minor,
             "missing_reason": t.missing_reason,
-            "accepted_unique": self.per_accepted.accepted,
+            "accepted_count": self.per_accepted.accepted,
             "accepted_source": self.accepted_source,
             "cost_per_accepted_usd_minor": self.per_accepted.per_accepted_usd_minor,
             "cost_per_accepted_reason": self.per_accepted.reason,

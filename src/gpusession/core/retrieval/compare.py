@@ -27,11 +27,12 @@ from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.folder.unit import unit_of
 from gpusession.core.money.cost import cost_report, session_cost_inputs
-from gpusession.core.money.count import CORPORA, session_count
+from gpusession.core.money.count import CORPORA, DeliverableCount, cost_line, session_count
 from gpusession.core.money.host_check import load_host_checks
 from gpusession.core.money.order import load_order
 from gpusession.core.money.rates import format_usd
 from gpusession.core.records.summary import recommended_variant, session_summary
+from gpusession.core.retrieval.json_contract import package_json
 from gpusession.core.retrieval.plotting import ChartsUnavailable, pyplot_agg
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ WORK_TERMS: tuple[tuple[str, str], ...] = (
     ("context", "context limit"),
     ("unit", "unit of the deliverables"),  # S8: fixed before the comparison (seed 000 §5)
 )
+#: ``compare --json``'s contract version (C6): 2 since each session's package is under
+#: ``package``, its counts under ``accepted_corpora``, ``accepted_count`` and
+#: ``deliverables`` (the object ``show`` gives), as ``show`` and ``cost`` say them.
+COMPARE_SCHEMA_VERSION = 2
 #: How a term no measured row recorded reads.
 NOT_RECORDED = "not recorded"
 #: The sentence that says how to rank sessions whose work differs anyway.
@@ -69,7 +74,8 @@ class SessionFigures:
         gpu_model, days, lots, gpu_count: the package (``None``: not set); ``gpu_count`` is
             lots × GPUs per lot from the rates file.
         package_total_usd_minor: full package price × lots in cents (K1); ``None``: not known.
-        accepted: distinct accepted corpora (K3, K4); ``None`` while no run was validated.
+        accepted: the count the cost divides by: the session's one count (S10), else its
+            distinct accepted corpora (K3, K4); ``None`` while nothing was validated.
         cost_per_accepted_usd_minor: package total ÷ ``accepted``, rounded once (cents);
             ``None`` with :attr:`cost_reason`.
         cost_reason: why the cost per accepted deliverable is not shown.
@@ -80,6 +86,17 @@ class SessionFigures:
         host_check: the newest host check against the order in words (D8).
         probe: that check's probe figures in short (the slowest GPU's), for the
             renter's comparison of rentals; no expected figure is implied.
+        start, end: the session's package window, ISO 8601 with offset (``None``: not set).
+        accepted_corpora: distinct accepted corpora (K4), the figure ``show`` gives
+            under the same key (C6).
+        deliverables: the session's count as ``show --json`` gives it (count, source,
+            unit; S8, S10); ``None`` when it does not read.
+        count_words: the count in its unit (``18 approved visuals``); ``None``: not counted.
+        unit: the unit when the session counts in its own (``visual``); ``None`` for the
+            plain corpora of a classification session.
+        per_unit_line: the line ``cost NAME`` prints for such a session,
+            ``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (S10); ``None`` otherwise.
+        count_problem: why the session's count does not read, naming the file (H-39).
     """
 
     name: str
@@ -101,10 +118,13 @@ class SessionFigures:
     work: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     host_check: str = "not checked"
     probe: str = "not run"
-    #: the count in the session's unit with its source (S8, S10); ``None``: plain corpora
-    unit_words: str | None = None
+    start: str | None = None
+    end: str | None = None
+    accepted_corpora: int | None = None
+    deliverables: Mapping[str, Any] | None = None
+    count_words: str | None = None
     unit: str | None = None
-    #: why the session's count does not read, in one line naming the file (H-39); ``None`` when it does
+    per_unit_line: str | None = None
     count_problem: str | None = None
 
     def cells(self) -> list[str]:
@@ -120,8 +140,8 @@ class SessionFigures:
                else "not shown")
         if self.unit and self.cost_per_accepted_usd_minor is not None:
             per += f" per {self.unit}"
-        accepted = "not measured" if self.accepted is None else str(self.accepted)
-        return [gpu, package, self.unit_words or accepted,
+        accepted = self.count_words or ("not measured" if self.accepted is None else str(self.accepted))
+        return [gpu, package, accepted,
                 per, self.time_words(), self.quality, printable(self.host_check), self.probe]
 
     def time_words(self) -> str:
@@ -130,16 +150,37 @@ class SessionFigures:
             return "no accepted variant"
         return f"{format_seconds(self.warm_median_s)} ({printable(str(self.variant_id))})"
 
+    def source_line(self) -> str | None:
+        """``NAME: 55.00 USD ÷ 18 approved visuals = 3.06 USD per visual (count: approved by a person, …)``.
+
+        The line ``cost NAME`` prints, with the count's one source named (S10); ``None``
+        for a plain classification session (its table cells say it all).
+        """
+        if self.unit is None or self.deliverables is None:
+            return None
+        said = self.per_unit_line or f"{self.count_words}; the package is not set"
+        return f"{printable(self.name)}: {printable(said)} (count: {self.deliverables['source_words']})"
+
     def to_json(self) -> dict[str, Any]:
-        """Plain data: cents as integers, seconds as numbers, the work terms as lists."""
+        """Plain data: cents as integers, seconds as numbers, the work terms as lists.
+
+        The keys of ``show``, ``list`` and ``status`` for the same facts (C6):
+        ``package`` (``gpu_model``, ``lots``, ``days``, ``start``, ``end``),
+        ``accepted_corpora`` and ``deliverables``; ``accepted_count`` and
+        ``per_unit_line`` as ``cost --json`` gives them.
+        """
         return {
-            "name": self.name, "folder": self.folder, "gpu_model": self.gpu_model,
-            "days": self.days, "lots": self.lots, "gpu_count": self.gpu_count,
+            "name": self.name, "folder": self.folder,
+            "package": {"gpu_model": self.gpu_model, "lots": self.lots, "days": self.days,
+                        "start": self.start, "end": self.end},
+            "gpu_count": self.gpu_count,
             "package_total_usd_minor": self.package_total_usd_minor,
-            "accepted_unique": self.accepted,
+            "accepted_corpora": self.accepted_corpora,
+            "accepted_count": self.accepted,
             "cost_per_accepted_usd_minor": self.cost_per_accepted_usd_minor,
             "cost_per_accepted_reason": self.cost_reason,
-            "deliverables": self.unit_words, "unit": self.unit,
+            "deliverables": None if self.deliverables is None else dict(self.deliverables),
+            "per_unit_line": self.per_unit_line,
             "recommended": None if self.variant_id is None else {
                 "experiment_id": self.experiment_id, "variant_id": self.variant_id,
                 "warm_median_s": self.warm_median_s, "warm_min_s": self.warm_min_s,
@@ -151,7 +192,7 @@ class SessionFigures:
 
 
 #: The row labels of the table, one per cell of :meth:`SessionFigures.cells`.
-ROW_LABELS = ("GPU", "package", "accepted distinct corpora", "cost per accepted deliverable",
+ROW_LABELS = ("GPU", "package", "distinct accepted deliverables", "cost per accepted deliverable",
               "time per accepted deliverable", "quality", "GPU check", "probe")
 
 
@@ -244,6 +285,10 @@ class Comparison:
         else:
             said.append("Not the same work:")
             said.extend(f"  {d.line()}" for d in self.differences)
+        sourced = [line for s in self.sessions if (line := s.source_line()) is not None]
+        if sourced:  # S10: the line `cost NAME` prints, with the count's source
+            said.append("Cost per accepted deliverable, with the count's source:")
+            said.extend(f"  {line}" for line in sourced)
         said.extend(f"{printable(s.name)}: count unreadable ({printable(s.count_problem)}); its accepted "
                     "deliverables are not counted here" for s in self.sessions if s.count_problem)  # H-39
         said.extend(self._ranking_lines(allow_hint))
@@ -297,6 +342,7 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         """Plain data (``compare --json``): sessions, differences, ranking (names) or ``None``."""
         return {
+            "schema_version": COMPARE_SCHEMA_VERSION,
             "sessions": [s.to_json() for s in self.sessions],
             "same_work": self.same_work,
             "differences": [{"term": d.words, "key": d.key, "values": {n: list(v) for n, v in d.values.items()}}
@@ -330,7 +376,7 @@ def cost_chart_svg(comparison: Comparison) -> str | None:
     ax.barh(names, values, color="#4878b0")
     ax.set_xlim(left=0)
     ax.invert_yaxis()
-    ax.set_xlabel("USD per accepted deliverable (package cost ÷ distinct accepted corpora)")
+    ax.set_xlabel("USD per accepted deliverable (package cost ÷ the session's distinct accepted count)")
     for y, s in enumerate(comparison.sessions):
         ax.annotate(format_usd(s.cost_per_accepted_usd_minor) if s.cost_per_accepted_usd_minor is not None
                     else f"not shown: {s.cost_reason}", (values[y], y), xytext=(4, 0),
@@ -399,20 +445,28 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
     lots = pkg.lots or (order.lots if order else None)
     total = per = count = None
     reason: str | None = "the package is not set (GPU model, days, lots)"
-    counted, count_problem = _count_in_unit(session, frame)  # S10: the session's one source, in its unit
-    accepted = counted.n if counted is not None else inputs.accepted_measured
+    full, count_problem = _session_count(session, frame)  # S10: the session's one source
+    in_unit = full if full is not None and (full.source != CORPORA or full.unit.declared) else None
+    accepted = in_unit.n if in_unit is not None else inputs.accepted_measured
+    line = None
     if gpu and days and lots:
         rep = cost_report(inputs.rates, gpu, days, lots, accepted=accepted, extensions=False)
         total, count = rep.total, rep.per_accepted
         per, reason = count.per_accepted_usd_minor, count.reason
+        if in_unit is not None:  # the line `cost NAME` prints (one builder)
+            line = cost_line(total.total_usd_minor, in_unit)
+    times = package_json(session.package)
     figures = SessionFigures(
         name=session.name, folder=str(session.folder), gpu_model=gpu, days=days, lots=lots,
         gpu_count=total.gpu_count if total else None,
         package_total_usd_minor=total.total_usd_minor if total else None,
         accepted=accepted, cost_per_accepted_usd_minor=per, cost_reason=reason,
-        work=work_terms(session, frame),
-        unit_words=f"{counted.words()} ({counted.source_words()})" if counted is not None else None,
-        unit=counted.unit.singular if counted is not None else None, count_problem=count_problem)
+        work=work_terms(session, frame), start=times["start"], end=times["end"],
+        accepted_corpora=inputs.accepted,
+        deliverables=full.to_json() if full is not None else None,
+        count_words=full.words() if full is not None and (in_unit is not None or full.n is not None) else None,
+        unit=in_unit.unit.singular if in_unit is not None else None, per_unit_line=line,
+        count_problem=count_problem)
     host_check, probe = _host_check_cells(session)
     figures = replace(figures, host_check=host_check, probe=probe)
     rows = session_summary(session, frame)
@@ -426,17 +480,16 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
                    warm_max_s=best.max_seconds, quality=best.quality_words())
 
 
-def _count_in_unit(session: Session, frame: Any) -> tuple[Any, str | None]:
-    """The session's count in its own unit (S10), ``None`` for a plain classification session; and why it does not read.
+def _session_count(session: Session, frame: Any) -> tuple[DeliverableCount | None, str | None]:
+    """The session's one count (S10), as ``show`` reads it; and why it does not read.
 
     A count that does not read is ``(None, "PATH: …")``: the comparison says so below
     its table, naming the file (H-39), and goes on.
     """
     try:
-        count = session_count(session, frame)
+        return session_count(session, frame), None
     except BadInput as exc:
         return None, str(exc)
-    return (None if count.source == CORPORA and not count.unit.declared else count), None
 
 
 def work_terms(session: Session, frame: pl.DataFrame) -> dict[str, tuple[str, ...]]:
