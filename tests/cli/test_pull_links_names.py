@@ -97,3 +97,49 @@ def test_h44_the_pull_printer_escapes_as_verify_copy_does() -> None:
         assert _name(name) == _shown(name)
         assert "\n" not in _name(name) and "\x1b" not in _name(name)
     assert _name("a\nb.png") == "a\\x0ab.png" and _name("\x1b[2J") == "\\x1b[2J"
+
+
+def _fake_rsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rsync replaced by a plain copy of the source folder (the tests need no rsync)."""
+    from gpusession.core.retrieval import pull
+
+    def copy(cmd: list[str], **_: object) -> None:
+        shutil.copytree(cmd[-2], cmd[-1], dirs_exist_ok=True, symlinks=True)
+
+    monkeypatch.setattr(pull, "check_local_rsync", lambda: None)
+    monkeypatch.setattr(pull, "run_rsync", copy)
+
+
+HOSTILE_FOLDER = "\x1b[2Jout\nFAKE: VERIFIED"
+
+
+def test_h44_a_deliverables_folder_from_the_journal_is_escaped_in_every_pull_line(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The folder pull copies is the one the server's journal names: its steps print it escaped."""
+    deliv = tmp_path / "srv" / HOSTILE_FOLDER
+    deliv.mkdir(parents=True)
+    (deliv / "a\nb.png").write_bytes(b"png")
+    assert cli(capsys, sessions_root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, sessions_root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    _fake_rsync(monkeypatch)
+    for extra in ((), ("--json",)):
+        code, out, err = cli(capsys, sessions_root, "pull", str(sessions_root / "s1"),
+                             "--to", str(tmp_path / "home"), *extra)
+        assert code == 0, out + err
+        steps = err if extra else out
+        assert "\x1b" not in out + err
+        assert "copying deliverables " in steps and "\\x1b[2Jout\\x0aFAKE: VERIFIED" in steps
+        assert not any(line.startswith("FAKE") for line in (out + err).splitlines()), out + err
+    assert (tmp_path / "home" / "s1-deliverables" / "a\nb.png").read_bytes() == b"png"
+
+
+def test_h44_the_pull_steps_and_failures_escape_what_the_server_named() -> None:
+    """Every step line pull says, and its one-line failures, escape the server's paths."""
+    from gpusession.core.retrieval.pull import TransferFailed, explain_failure, shown
+
+    assert shown("/srv/" + HOSTILE_FOLDER) == "/srv/\\x1b[2Jout\\x0aFAKE: VERIFIED"
+    err = explain_failure(23, "rsync: change_dir \"/srv/x\" failed: No such file or directory (2)",
+                          host="h", dest=Path("/home"), where="h:/srv/" + HOSTILE_FOLDER)
+    assert "\n" not in str(err) and "\x1b" not in str(err)
+    assert "\n" not in str(TransferFailed("copying /srv/" + HOSTILE_FOLDER))

@@ -121,9 +121,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
     bar = _Bar()
     as_json = bool(getattr(args, "json", False))
 
-    def step(line: str) -> None:
+    def step(line: str) -> None:  # a step names server paths: escaped (H-44)
         bar.end_line()
-        print(line, file=sys.stderr if as_json else sys.stdout)
+        print(_name(line), file=sys.stderr if as_json else sys.stdout)
 
     try:
         res = pull(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
@@ -136,17 +136,17 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
         print_json(pull_json(res))
         return 0 if res.verified else EXIT_NOT_VERIFIED
-    print(f"session copy: {res.session_copy} ({res.session_count.files} files, "
+    print(f"session copy: {_name(res.session_copy)} ({res.session_count.files} files, "
           f"{res.session_count.total_bytes} bytes)")
     for line in res.session_problems:
         print(f"  UNREADABLE {_name(line)}")
     if res.deliverables_copy is not None:
-        print(f"deliverables copy: {res.deliverables_copy} ({res.deliverables_count.files} files, "
+        print(f"deliverables copy: {_name(res.deliverables_copy)} ({res.deliverables_count.files} files, "
               f"{res.deliverables_count.total_bytes} bytes)")
     if res.manifest is not None:
         which = res.manifest.remote_path or str(res.manifest.local_path)
         more = (f"; the newest of {res.manifest.others + 1} manifests" if res.manifest.others else "")
-        when = f", written {res.manifest.written_at}" if res.manifest.written_at else ""
+        when = f", written {_name(res.manifest.written_at)}" if res.manifest.written_at else ""
         print(f"manifest: {_name(which)}{when}{more}")
     check = res.check
     if check is not None:
@@ -167,11 +167,11 @@ def cmd_pull(args: argparse.Namespace) -> int:
         for a, b in check.renamed:
             print(f"  RENAMED? {_name(a)} → {_name(b)} (same content)")
     if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
-        print(printable(res.throughput.words()))
+        print(_name(res.throughput.words()))
     if res.verified:
         print("VERIFIED: the copy home matches the manifest made on the server "
               "(recorded as evidence in the copy's checklist)")
-        print(f"on the server, to stop the end-of-package warnings: gpusession checklist {source.name} "
+        print(f"on the server, to stop the end-of-package warnings: gpusession checklist {_name(source.name)} "
               "done g8.verify-copy")
         if check is not None and check.representative:
             print("Open these from the copy:")
@@ -187,7 +187,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
             print("  rerun with --checksum to fetch the changed files again, then it is verified anew")
         if res.server_changed:
             print(f"  the server's file changed after the manifest was made; make a new manifest there "
-                  f"(gpusession manifest {source.name} --deliverables DIR) or restore the file")
+                  f"(gpusession manifest {_name(source.name)} --deliverables DIR) or restore the file")
     return EXIT_NOT_VERIFIED
 
 
@@ -234,7 +234,7 @@ def pull_json(res: Any) -> dict[str, Any]:
     }
 
 
-def _name(text: str) -> str:
+def _name(text: object) -> str:
     r"""A name from the server as printed: every control character escaped (``a\nb.png``, ``\x1b[2J``), H-44.
 
     The same escaping as ``verify-copy``: a deliverable named with a newline never splits
@@ -255,9 +255,9 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
     bar = _Bar()
     as_json = bool(getattr(args, "json", False))
 
-    def step(line: str) -> None:
+    def step(line: str) -> None:  # a step names server paths: escaped (H-44)
         bar.end_line()
-        print(line, file=sys.stderr if as_json else sys.stdout)
+        print(_name(line), file=sys.stderr if as_json else sys.stdout)
 
     try:
         res = probe(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
@@ -276,11 +276,11 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
                     else None})
         return 0 if res.verified else EXIT_NOT_VERIFIED
     if not res.verified:
-        print(printable(f"PROBE NOT VERIFIED: {res.reason}; no figure recorded"))
+        print(_name(f"PROBE NOT VERIFIED: {res.reason}; no figure recorded"))
         return EXIT_NOT_VERIFIED
-    print(printable(f"probe: {len(res.files)} file(s) of the {res.what} ({res.listed_bytes:,} bytes) "
+    print(_name(f"probe: {len(res.files)} file(s) of the {res.what} ({res.listed_bytes:,} bytes) "
                     f"copied from {res.remote} and equal to the server's (rsync checksums)"))
     if res.throughput is not None:
-        print(printable(res.throughput.words()))
+        print(_name(res.throughput.words()))
     print("the small copy was removed; the copy home is made by the same command without --probe")
     return 0

@@ -48,7 +48,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
 from gpusession.core.files.nesting import loads_toml, read_toml_text
-from gpusession.core.files.textio import quoted
+from gpusession.core.files.textio import printable, quoted
 from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
@@ -218,8 +218,11 @@ class TransferFailed(Failure):
     """rsync did not finish; the message is one line in words. Exit 1 (2 for bad input)."""
 
     def __init__(self, message: str, exit_code: int = 1, *, resume_refused: bool = False) -> None:
-        """Keep the line, the exit code and whether rsync refused its own partial file."""
-        super().__init__(message)
+        """Keep the line, the exit code and whether rsync refused its own partial file.
+
+        The line names server paths and quotes rsync: control characters escaped (H-44).
+        """
+        super().__init__(printable(message, keep=""))
         self.exit_code = exit_code
         self.resume_refused = resume_refused
 
@@ -728,6 +731,16 @@ class Transfer:
         return self.source.words(self.source.path.rstrip("/") + "/" + name)
 
 
+def shown(text: object) -> str:
+    r"""A path or name in a line a pull says: masked, every control character escaped (H-44).
+
+    The deliverables folder and the manifest's name come from the server's journal: as
+    ``verify-copy`` prints names, ``'/srv/\x1b[2Jout\nFAKE'`` never clears the terminal nor
+    makes a line of its own.
+    """
+    return printable(str(text), keep="")
+
+
 def refuse_linked_destinations(to: Path, name: str) -> None:
     """Refuse a pull whose copy home would land through a symbolic link (H-38).
 
@@ -793,7 +806,7 @@ def pull(
     # the figures kept at home (a write-back the server refused), before the server's overwrite them
     earlier = throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML])
 
-    say(f"copying session {source.words()} → {session_copy} (rsync, per-file checksums)")
+    say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
     transfer.copy("session", None, session_copy, checksum=True)
     result.session_count = count_files(session_copy)
     result.session_problems = check_session_copy(session_copy)
@@ -851,7 +864,7 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
     if remote is not None:
         copy = to / f"{transfer.source.name}-deliverables"
         result.deliverables_copy = copy
-        say(f"copying deliverables {transfer.source.words(remote)} → {copy}")
+        say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)}")
         transfer.copy("deliverables", remote, copy, checksum=checksum)
         result.deliverables_count = count_files(copy)
     return remote
@@ -880,7 +893,8 @@ def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
         )
     else:
 
-        say(f"verifying {result.deliverables_copy} against {result.manifest.local_path.name} (SHA-256)")
+        say(f"verifying {shown(result.deliverables_copy)} against {shown(result.manifest.local_path.name)} "
+            "(SHA-256)")
         check = verify_copy(result.manifest.local_path, result.deliverables_copy)
         result.check = check
         if check.changed:
@@ -927,5 +941,6 @@ __all__ = [
     "pull",
     "rsync_command",
     "run_rsync",
+    "shown",
     "ssh_from_env",
 ]

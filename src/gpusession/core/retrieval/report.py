@@ -756,7 +756,7 @@ def _decision(items: dict[str, cl.ChecklistItem], session: Session) -> tuple[lis
                            ("g8.keep-accepted", "Resume note")):
         it = items.get(item_id)
         if it and it.note:
-            out += ([""] if out else []) + _wrap(f"**{label}:** {it.note}")
+            out += ([""] if out else []) + _wrap(f"**{label}:** {md_text(it.note)}")  # H-45
         else:
             missing.append(f"`{item_id}`")
     said = (f"_Decision notes not written yet: {', '.join(missing)}_ (`gpusession checklist "
@@ -1153,8 +1153,11 @@ def _title(session: Session) -> list[str]:
 
 
 def _finish(text_lines: list[str]) -> str:
-    """The Markdown of ``text_lines``: inert (H-45), then one secret check on the whole text."""
-    return mask_text(inert_markdown("\n".join(text_lines).rstrip() + "\n"))[0]
+    """The Markdown of ``text_lines``: one secret check on the whole text, then inert (H-45).
+
+    Inert last: a mask's ``[HIDDEN: …]`` followed by ``(`` must not become a link.
+    """
+    return inert_markdown(mask_text("\n".join(text_lines).rstrip() + "\n")[0])
 
 
 def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: str | None) -> str:
