@@ -161,7 +161,7 @@ def test_s10_a_unit_not_counted_yet_is_said_as_a_question_never_as_corpora(
     assert next(ln for ln in out.splitlines() if ln.startswith(session.name)).endswith(" ? visuals")
     cli(capsys, sessions_root, "cost", session.name)  # counts, and keeps the count: nothing measured yet
     _, out, _ = cli(capsys, sessions_root, "status", session.name)
-    assert " · accepted visual: not measured yet · " in out and "not counted yet" not in out
+    assert " · no approved visual yet · " in out and "not counted yet" not in out
     _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
     assert " ? visuals " in out and " 0 visuals " not in out  # not measured is never 0
 

@@ -77,8 +77,14 @@ class DeliverableCount:
         return name if name.startswith(adj) else f"{adj} {name}"
 
     def words(self) -> str:
-        """``18 approved visuals``; ``no approved visual yet``; ``not measured``."""
+        """``18 approved visuals``; ``no approved visual yet``; ``not measured``.
+
+        A declared unit that nothing has counted yet (no approval, no rule, no validated
+        run) is ``no approved visual yet``: the guide's words, and never a zero (C3).
+        """
         if self.n is None:
+            if self.unit.declared and self.source != ACCEPT_RULE:
+                return f"no approved {self.unit.singular} yet"
             return f"{self._noun(1)}: not measured yet"
         if self.n == 0:
             return f"no {self._noun(1)} yet"
