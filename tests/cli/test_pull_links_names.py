@@ -143,3 +143,17 @@ def test_h44_the_pull_steps_and_failures_escape_what_the_server_named() -> None:
                           host="h", dest=Path("/home"), where="h:/srv/" + HOSTILE_FOLDER)
     assert "\n" not in str(err) and "\x1b" not in str(err)
     assert "\n" not in str(TransferFailed("copying /srv/" + HOSTILE_FOLDER))
+
+
+def test_h44_manifest_prints_a_hostile_deliverables_folder_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder's name reaches every line ``manifest`` prints escaped: its pull hint too."""
+    root = tmp_path / "sessions"
+    deliv = tmp_path / "\x1b[2Jout\nFAKE: VERIFIED"
+    deliv.mkdir()
+    (deliv / "a.txt").write_text("alpha\n")
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    code, out, err = cli(capsys, root, "manifest", "s1", "--deliverables", str(deliv))
+    assert code == 0, err
+    assert "\x1b" not in out and "\\x1b[2Jout" in out
+    assert not any(line.startswith("FAKE") for line in out.splitlines()), out

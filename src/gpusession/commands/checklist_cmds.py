@@ -326,9 +326,10 @@ def cmd_manifest(args: argparse.Namespace) -> int:
                     "skipped": [{"path": sk.path, "reason": sk.reason} for sk in res.skipped],
                     "not_handed_over": list(said)})
         return 0
-    print(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)")
+    # every path is shown escaped: a folder name with ESC or a newline never reaches the terminal (H-44)
+    print(_shown(f"wrote {res.path.absolute()}: {len(res.entries)} file(s), {res.total_bytes} bytes (SHA-256)"))
     if res.copy_path is not None:
-        print(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)")
+        print(_shown(f"and its copy {res.copy_path.absolute()} (carried by a copy of the deliverables)"))
     for sk in res.skipped:
         print(f"  skipped {_shown(sk.path)}: {sk.reason}")
     for line in said:  # not approved: not handed over, and what remains to validate (seed 003 §8)
@@ -337,15 +338,16 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     # session folder. Home, `pull` copies session and deliverables and verifies both.
     import shlex  # a path with spaces or brackets must paste as one argument
 
-    print("after the copy home, on your own computer: gpusession pull "
-          f"[USER@]HOST:{shlex.quote(str(s.folder.absolute()))} --deliverables "
-          f"{shlex.quote(str(folder.absolute()))}")
+    print(_shown("after the copy home, on your own computer: gpusession pull "
+                 f"[USER@]HOST:{shlex.quote(str(s.folder.absolute()))} --deliverables "
+                 f"{shlex.quote(str(folder.absolute()))}"))
     if res.copy_path is not None:
         print("or, after a plain copy of the deliverables: gpusession verify-copy "
               "COPY_DIR/manifest.csv COPY_DIR")
     else:
-        print(f"or, with the manifest copied too: gpusession verify-copy {shlex.quote(str(res.path.absolute()))} COPY_DIR "
-              "(the manifest's path on this machine; use the path of its copy at home)")
+        print(_shown(f"or, with the manifest copied too: gpusession verify-copy "
+                     f"{shlex.quote(str(res.path.absolute()))} COPY_DIR "
+                     "(the manifest's path on this machine; use the path of its copy at home)"))
     return 0
 
 
