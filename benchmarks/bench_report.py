@@ -8,8 +8,9 @@ the median of each is printed with its ratio to ``show``, wall time and CPU time
 system: on a busy machine a short process's wall time is mostly waiting), and the time to
 the first line printed (the report prints its answer before it draws the charts). "--no-charts"
 is the report without charts requested; "plain install" hides matplotlib from the child
-(as an install without the ``report`` extra has it). Goals: report without charts ≤ 1 s
-and ≤ 1.5× show; ``report --html`` ≤ 1.5 s.
+(as an install without the ``report`` extra has it). Goals (issue 32): the report without
+charts requested, and the report on a plain install, ≤ 1 s and ≤ 1.5× show; ``report
+--html`` ≤ 1.5 s.
 
 Run: ``python benchmarks/bench_report.py [--runs 7]``. Exits 0 (a benchmark reports, it
 does not fail CI).
@@ -89,6 +90,8 @@ def main() -> int:
         tmp = Path(tmp_name)
         root = tmp / "sessions"
         name = _session(root, tmp)
+        print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"on {os.cpu_count()} cores")
         hide = tmp / "hide"
         hide.mkdir()
         (hide / "sitecustomize.py").write_text(NO_MATPLOTLIB, encoding="utf-8")
@@ -121,9 +124,12 @@ def main() -> int:
     plain = med["report --no-charts"]
     print(f"goal report --no-charts ≤ 1 s and ≤ 1.5× show: {plain:.2f} s, {plain / show:.2f}×: "
           f"{'met' if plain <= 1 and plain / show <= 1.5 else 'NOT met'}")
+    bare = med["report, plain install"]
+    print(f"goal report on a plain install (no matplotlib) ≤ 1 s and ≤ 1.5× show: {bare:.2f} s, "
+          f"{bare / show:.2f}×: {'met' if bare <= 1 and bare / show <= 1.5 else 'NOT met'}")
     print(f"goal report --html ≤ 1.5 s: {med['report --html']:.2f} s: "
           f"{'met' if med['report --html'] <= 1.5 else 'NOT met'}")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -17,7 +17,8 @@
 
 Run: ``python benchmarks/bench_startup.py [--runs 10] [--seconds 30] [--quick]`` (with gpusession
 installed in the active environment).
-Prints the medians and the ratio; exits 0 (a benchmark reports, it does not fail CI).
+Prints the medians and the ratio, and the load average at the start and after each part
+(the machine may be shared); exits 0 (a benchmark reports, it does not fail CI).
 """
 
 from __future__ import annotations
@@ -220,6 +221,11 @@ def idle_cpu(root: Path, name: str, seconds: float) -> tuple[float, float, int]:
     return float(cpu_s), float(wall_s), int(samples)
 
 
+def _load() -> str:
+    """The 1, 5 and 15 min load averages (the machine may be shared: read the figures with it)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10, help="start-up measurements of each kind")
@@ -234,6 +240,7 @@ def main() -> int:
         root = Path(tmp) / "sessions"
         CHILD_ENV["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         s = make_session(root, "bench")
+        print(f"load average at the start: {_load()} on {os.cpu_count()} cores")
         time_import_textual()  # warm the OS file cache for both
         time_first_frame(root, s.name)
         time_first_frame(root, s.name, CHILD_SIX_TABS)
@@ -275,8 +282,10 @@ def main() -> int:
         # the CPU time each child had used at its first frame (all its threads).
         paired = statistics.median(x / y for x, y in zip(app, six, strict=True))
         ca, c6 = statistics.median(cpu_app), statistics.median(cpu_six)
-        print(f"  same, median of the {len(app)} paired ratios {paired:.2f}×; CPU time at the first "
-              f"frame: gpusession {ca:.3f} s, six-tab app {c6:.3f} s, ratio {ca / c6:.2f}×")
+        print(f"  same, median of the {len(app)} paired ratios {paired:.2f}× (target ≤ 1.3×: "
+              f"{'met' if paired <= 1.3 else 'NOT met'}; aim ≤ 1.15×: {'met' if paired <= 1.15 else 'not yet'}); "
+              f"CPU time at the first frame: gpusession {ca:.3f} s, six-tab app {c6:.3f} s, ratio {ca / c6:.2f}×")
+        print(f"load average after the first-frame figures: {_load()} on {os.cpu_count()} cores")
         if args.quick:
             return 0
         parts = {m: statistics.median(time_import_textual(m) for _ in range(args.runs))
@@ -290,6 +299,7 @@ def main() -> int:
         print(f"idle CPU, memory pane refreshing: {cpu_s:.3f} s CPU over {wall_s:.1f} s "
               f"({samples} samples) = {pct:.2f} % of one core (target < 2 %: "
               f"{'met' if pct < 2.0 else 'NOT met'})")
+        print(f"load average after the idle figure: {_load()}")
     return 0
 
 
