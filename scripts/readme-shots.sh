@@ -2,7 +2,9 @@
 # The README's pictures, from a real run: the demo is run (a real classifier, timed on
 # this machine), then the TUI is opened on it at 80x24, its Run pane captured with
 # Textual's save_screenshot (SVG) and turned into PNG by rsvg-convert (Debian:
-# apt-get install -y librsvg2-bin). The report's duration chart is copied as drawn.
+# apt-get install -y librsvg2-bin). The report's duration chart is copied as drawn, and
+# the HTML report is opened by headless Chromium (Debian: apt-get install -y chromium) at a
+# phone's width and captured as PNG.
 #
 #   scripts/readme-shots.sh                  # runs the demo in a temporary folder
 #   scripts/readme-shots.sh SESSIONS_DIR     # uses the demo session already there
@@ -18,7 +20,9 @@ export XDG_STATE_HOME="$work/state"  # the shots never change the folder `status
 if [[ ! -d "$root/demo" ]]; then
     python3 -m gpusession --sessions-dir "$root" demo --headless --device cpu >"$work/demo.log"
 fi
-python3 -m gpusession --sessions-dir "$root" report demo --out "$work/report.md" >/dev/null
+chromium=$(command -v chromium || command -v chromium-browser || true)
+[[ -n $chromium ]] || { echo "readme-shots: chromium not found (apt-get install -y chromium)" >&2; exit 2; }
+python3 -m gpusession --sessions-dir "$root" report demo --html --out "$work/report.md" >/dev/null
 python3 - "$root" "$work" <<'PY'
 import asyncio
 import sys
@@ -45,4 +49,9 @@ asyncio.run(shoot())
 PY
 rsvg-convert --background-color=white -o "$out/tui-run-80x24.png" "$work/tui-run-80x24.svg"
 cp "$work/report-durations.png" "$out/report-durations.png"
-echo "wrote $out/tui-run-80x24.png and $out/report-durations.png"
+# the page as a reader sees it; --no-sandbox only where this runs as root (as the test does)
+sandbox=(); [[ $(id -u) -eq 0 ]] && sandbox=(--no-sandbox)
+"$chromium" --headless "${sandbox[@]}" --disable-gpu --no-first-run --user-data-dir="$work/profile" \
+    --window-size=600,1400 --hide-scrollbars --screenshot="$out/report-html.png" \
+    "file://$work/report.html" >/dev/null 2>&1
+echo "wrote $out/tui-run-80x24.png, $out/report-durations.png and $out/report-html.png"

@@ -40,3 +40,14 @@ def test_the_demo_and_test_commands_stay_the_first_two_fenced_blocks() -> None:
 def test_the_moved_pages_exist() -> None:
     for link in re.findall(r"\]\((docs/[^)#]+)\)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_the_report_chart_and_its_html_page_are_shown_as_pictures_the_script_makes() -> None:
+    """The report's chart and its HTML page are real PNGs in the repository, remade by the
+    script the first screen names (chart copied as drawn, page captured by Chromium)."""
+    script = (ROOT / "scripts" / "readme-shots.sh").read_text(encoding="utf-8")
+    for name in ("report-durations.png", "report-html.png"):
+        assert f"](docs/img/{name})" in README, name
+        assert (ROOT / "docs" / "img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert name in script, name
+    assert "--screenshot=" in script and "report demo --html" in script
