@@ -140,3 +140,26 @@ def test_r1_only_a_revision_known_on_both_sides_is_compared() -> None:
     assert words is not None and "the tokenizer changed since the last attempt of e (split-1 → bpe-2)" in words
     words = workload_revision_refusal("s", "e", before, {"model_revision": "b" * 64})
     assert words is not None and "(aaaaaa… → bbbbbb…)" in words  # a SHA-256 shown short, never hidden
+
+
+def test_v5_a_corpus_over_the_copy_bound_is_kept_by_its_id_list_and_hash_and_show_says_so(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the whole-copy bound (64 MiB; lowered here) only the expected IDs and the
+    revision are kept: no ``corpus/`` copy, ``kept = "ids"``, and ``show`` says which."""
+    from gpusession.core.folder import corpus_pin
+
+    corpus = tmp_path / "big.jsonl"
+    _write_corpus(corpus, 5)
+    monkeypatch.setattr(corpus_pin, "KEEP_WHOLE_MAX_BYTES", corpus.stat().st_size - 1)
+    revision = sha256_file(corpus)
+    made = corpus_pin.keep_corpus(session, "c", corpus, str(corpus), revision, "2026-12-04T10:00:00+00:00")
+    assert made is not None and made.kept == "ids" and made.copy is None
+    folder = session.validation_dir / "c"
+    assert (folder / "expected-ids.csv").read_text().split() == ["id", "d0", "d1", "d2", "d3", "d4"]
+    assert not (folder / "corpus").exists()
+    kept = kept_corpus(session, "c")
+    assert kept is not None and (kept.revision, kept.kept, kept.size_bytes) == (revision, "ids", corpus.stat().st_size)
+    words = corpus_pin.kept_words(session, "c") or ""
+    assert words.startswith(f"corpus {revision[:6]}… kept by its ID list and SHA-256: validation/c/expected-ids.csv")
+    assert corpus_pin.keep_corpus(session, "c", corpus, str(corpus), revision, "later") is None  # once per revision
