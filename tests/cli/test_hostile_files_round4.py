@@ -293,3 +293,37 @@ def test_h47_status_reads_no_csv_byte_while_its_summary_is_intact(
     assert code == 0 and " 12r " in out, err
     assert any(p.endswith("summary.json") for p in opened), opened  # the cache was read …
     assert not any(p.endswith("resultats-bruts.csv") for p in opened), opened  # … and the CSV was not
+
+
+@pytest.mark.parametrize("edit", [
+    {"count": 9999, "short": "9,999 visuals", "words": "9,999 approved visuals"},  # raised
+    {"count": 0, "short": "0 visuals", "words": "no approved visual yet"},  # lowered
+    {"words": "2 approved visuals" + "A" * 500},  # a huge field
+    {"check": None},  # written before the check
+], ids=["raised", "lowered", "huge-words", "no-check"])
+def test_h47_status_and_list_never_say_a_count_cache_edited_by_hand(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
+        edit: dict[str, object]) -> None:
+    """``count-cache.json`` with its key kept and its count edited, up or down: ``status``
+    and ``list`` say no count ``show`` would not (``? visuals`` until counted anew)."""
+    assert cli(capsys, sessions_root, "new", "v", "--gpu", "RTX A5000", "--lots", "1", "--days", "7",
+               "--unit", "visual")[0] == 0
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for i in (1, 2):
+        (out_dir / f"visual-{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    assert cli(capsys, sessions_root, "approve", "v", *(str(p) for p in sorted(out_dir.iterdir())),
+               "--by", "Ana")[0] == 0
+    code, out, err = cli(capsys, sessions_root, "status", "v", "--format", "tmux")
+    assert code == 0 and " 2 visuals " in out, out + err
+    cache = sessions_root / "v" / "count-cache.json"
+    doc = json.loads(cache.read_text())
+    doc.update(edit)  # the key kept: the cache still "describes" the files
+    cache.write_text(json.dumps(doc))
+    _, show_out, _ = cli(capsys, sessions_root, "show", "v")
+    assert "2 approved visuals" in show_out
+    for args in (["status", "v"], ["status", "v", "--format", "tmux"], ["list"]):
+        code, out, err = cli(capsys, sessions_root, *args)
+        assert code == 0, err
+        assert "9,999" not in out and "0 visuals" not in out and "AAAA" not in out, (args, out)
+        assert "2 visuals" in out or "2 approved visuals" in out or "? visuals" in out, (args, out)

@@ -32,6 +32,7 @@ from gpusession.core.folder.unit import Unit, unit_of
 from gpusession.core.money.count_cache import (
     CACHE_FILE,
     CORPORA,
+    cache_check,
     cache_key,
     cached_words,
     shown_in_status,
@@ -176,6 +177,7 @@ def write_cache(session: Session, count: DeliverableCount) -> None:
     doc = {"schema": 1, "count": count.n, "source": count.source, "short": count.short(),
            "words": count.words(), "declared": count.unit.declared, "unit": count.unit.singular,
            "unit_plural": count.unit.plural, "key": cache_key(folder)}
+    doc["check"] = cache_check(doc)  # a hand edit of the count reads as no cache (H-47)
     write_atomic_bytes(folder / CACHE_FILE, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
 
 

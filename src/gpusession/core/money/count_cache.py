@@ -7,6 +7,8 @@ seconds, says ``18 visuals`` with the standard library only: no hashing, no pola
 
 from __future__ import annotations
 
+import binascii
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +21,18 @@ from gpusession.core.files.nesting import loads_json, read_toml_lenient
 CACHE_FILE = "count-cache.json"
 #: The count's last source: the distinct accepted corpora (K4).
 CORPORA = "corpora"
+#: The longest ``short`` / ``words`` a cache may hold: more is a hand edit, read as absent (H-48).
+MAX_WORDS_CHARS = 200
+
+
+def cache_check(doc: Mapping[str, Any]) -> str:
+    """The checksum a count cache keeps of its own fields, ``crc32:…`` (H-47).
+
+    Why: a count edited by hand, up or down, beside a kept ``key`` would make ``status``
+    say a count ``show`` would not; the writer seals the fields, the reader recomputes.
+    """
+    canon = json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True, ensure_ascii=False)
+    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
 
 
 def cache_key(folder: Path) -> list[Any]:
@@ -56,6 +70,8 @@ def cached_words(folder: Path, *, stale_ok: bool = False) -> dict[str, Any] | No
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("short"), str) or not isinstance(doc.get("words"), str):
         return None
+    if max(len(doc["short"]), len(doc["words"])) > MAX_WORDS_CHARS or doc.get("check") != cache_check(doc):
+        return None  # edited by hand (or written before the check): counted anew (H-47, H-48)
     doc["stale"] = doc.get("key") != cache_key(Path(folder))
     if doc["stale"] and not stale_ok:
         return None
