@@ -336,3 +336,20 @@ def test_s8_new_with_a_unit_suggests_an_accept_rule_not_a_classification(
     assert "--accept" in hint and "gpusession approve vis" in hint and "--classes" not in hint
     code, out, _ = cli(capsys, sessions_root, "new", "cls")
     assert "--classes a,b --threshold 0.9" in " ".join(out.split()) and "--accept" not in out
+
+
+def test_s8_files_approved_in_a_session_without_a_unit_are_deliverables_never_approved_corpora(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The quick start approves files in a classification session (no ``--unit``): the count
+    is of approved deliverables in every form, never "approved accepted corpus"."""
+    out_dir = tmp_path / "approved"
+    out_dir.mkdir()
+    (out_dir / "predictions.jsonl").write_text('{"id": "a", "label": "x"}\n')
+    assert cli(capsys, sessions_root, "approve", session.name, str(out_dir / "predictions.jsonl"),
+               "--by", "Ana")[0] == 0
+    outs = [cli(capsys, sessions_root, *args)[1] for args in (
+        ["status", session.name], ["status", session.name, "--format", "tmux"], ["show", session.name],
+        ["cost", session.name], ["list"])]
+    assert all("approved accepted" not in o for o in outs), outs
+    assert "1 approved deliverable" in outs[0] and " 1 deliverable " in outs[1], outs[:2]
+    assert "1 approved deliverable" in outs[2], outs[2]

@@ -157,3 +157,23 @@ def test_h44_manifest_prints_a_hostile_deliverables_folder_escaped(
     assert code == 0, err
     assert "\x1b" not in out and "\\x1b[2Jout" in out
     assert not any(line.startswith("FAKE") for line in out.splitlines()), out
+
+
+def test_h44_a_name_whose_bytes_are_not_utf8_is_shown_by_its_bytes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A deliverable named with bytes that are not UTF-8 (0xff, a C1 CSI 0x9b) is listed by
+    ``deliverables`` as ``\\xff`` / ``\\x9b``: no raw byte reaches the terminal."""
+    from gpusession.core.files.textio import printable
+
+    assert printable("a\udcffb\udc9b", keep="") == "a\\xffb\\x9b"
+    assert printable("a\ud800", keep="") == "a\\ud800"
+    root = tmp_path / "sessions"
+    deliv = tmp_path / "out"
+    deliv.mkdir()
+    (deliv / "ok.png").write_bytes(b"png")
+    os.close(os.open(os.path.join(os.fsencode(deliv), b"bad\xff\x9b[2J.png"), os.O_CREAT | os.O_WRONLY, 0o600))
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, root, "approve", "s1", str(deliv / "ok.png"), "--by", "Ana")[0] == 0
+    code, out, err = cli(capsys, root, "deliverables", "s1")
+    assert code == 0, err
+    assert "bad\\xff\\x9b[2J.png" in out and "\udcff" not in out and "\x9b" not in out, out

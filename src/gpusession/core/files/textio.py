@@ -382,6 +382,16 @@ def _escape_format(m: re.Match[str]) -> str:
     return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
+#: Lone surrogates: a file name's bytes that are not UTF-8, as ``os`` decodes them
+#: (surrogateescape), or a stray half of a pair: never valid text on a terminal.
+_SURROGATES_RE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xdc00:02x}" if 0xdc80 <= c <= 0xdcff else f"\\u{c:04x}"  # the original byte
+
+
 @lru_cache(maxsize=8)
 def _control_table(keep: str) -> dict[int, str]:
     """The ``str.translate`` table of :data:`_CONTROLS` less ``keep`` (built once per ``keep``)."""
@@ -405,8 +415,9 @@ def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
     Returns:
         The text with every secret replaced by ``[HIDDEN: <kind>]``
         (:func:`gpusession.core.files.secrets.mask_text`, over the whole text), C0
-        controls (except ``keep``), DEL and C1 controls as ``\x1b``, and format
-        characters (category Cf, U+2028/U+2029) as ``\u202e``.
+        controls (except ``keep``), DEL and C1 controls as ``\x1b``, format
+        characters (category Cf, U+2028/U+2029) as ``\u202e``, and a name's byte that
+        is not UTF-8 (a lone surrogate) as ``\xff`` (H-44).
     """
     table = _control_table(keep)
     if not may_hold_secret(text):  # plain ASCII no detector can match: none imported (status)
@@ -415,7 +426,7 @@ def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
     from gpusession.core.files.secrets import mask_text
 
     text = mask_text(text, digest=digest)[0]
-    return FORMAT_CHARS_RE.sub(_escape_format, text.translate(table))
+    return _SURROGATES_RE.sub(_escape_surrogate, FORMAT_CHARS_RE.sub(_escape_format, text.translate(table)))
 
 
 def one_line(text: str) -> str:

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
 
 APPROVED, ACCEPT_RULE = "approved", "accept-rule"
+#: The unit of files approved or accepted by a rule where the session declared none (S8).
+FILE_UNIT = Unit("deliverable", "deliverables")
 #: The adjective each source gives the unit (``18 approved visuals``).
 ADJECTIVE = {APPROVED: "approved", ACCEPT_RULE: "accepted", CORPORA: "accepted"}
 SOURCE_WORDS = {
@@ -134,7 +136,10 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
     Raises:
         BadInput: ``approvals.toml`` or the results do not read.
     """
-    unit = unit_of(session.data)
+    corpora_unit = unit_of(session.data)
+    # files approved or accepted by a rule in a session that never declared a unit are
+    # deliverables, never "approved accepted corpora" (S8)
+    unit = corpora_unit if corpora_unit.declared else FILE_UNIT
     if approvals_path(session).exists():
         states = file_states(session)
         count = DeliverableCount(
@@ -150,7 +155,8 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
         else:
             rows = session.results.read() if frame is None else frame
             validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
-            count = DeliverableCount(len(accepted_revisions(rows)) if validated_n else None, CORPORA, unit)
+            count = DeliverableCount(len(accepted_revisions(rows)) if validated_n else None, CORPORA,
+                                     corpora_unit)
     if cache:
         try:
             write_cache(session, count)
