@@ -70,6 +70,7 @@ class DeliverablesBox(Vertical):
             status.update(Text(printable(f"deliverables unreadable: {exc}", keep="")))
             return
         self.display = bool(self.states)
+        self.refresh_bindings()  # the pane's a / j appear with the first deliverable
         for st in self.states:
             d = st.decision
             table.add_row(printable(st.path, keep=""), state_cell(STATE_WORDS[st.state]),

@@ -139,7 +139,13 @@ def _short(v: Any) -> str:
 class ValidationPane(Vertical):
     """Pane 4: validation verdicts per run and the distinct accepted corpora."""
 
-    BINDINGS = [Binding("v", "revalidate", "Re-read reports", id="validation.reload")]
+    BINDINGS = [
+        Binding("v", "revalidate", "Re-read reports", id="validation.reload"),
+        # S9: a / j reach the deliverables from anywhere in the pane (the selected one, or
+        # the first); shown only while there are deliverables to decide
+        Binding("a", "approve", "Approve", id="validation.approve"),
+        Binding("j", "reject", "Reject", id="validation.reject"),
+    ]
 
     @dataclass
     class Reloaded(Message):
@@ -172,6 +178,26 @@ class ValidationPane(Vertical):
 
     def action_revalidate(self) -> None:
         self.reload()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``a`` / ``j`` only while the deliverables box lists files (hidden otherwise)."""
+        if action in ("approve", "reject"):
+            from gpusession.ui.panes.deliverables import DeliverablesBox
+
+            return bool(self.query_one("#val-deliverables", DeliverablesBox).states)
+        return True
+
+    def action_approve(self) -> None:
+        """Approve the selected deliverable, as ``gpusession approve`` (S9)."""
+        from gpusession.ui.panes.deliverables import DeliverablesBox
+
+        self.query_one("#val-deliverables", DeliverablesBox).action_approve()
+
+    def action_reject(self) -> None:
+        """Reject the selected deliverable with a reason, as ``gpusession reject`` (S9)."""
+        from gpusession.ui.panes.deliverables import DeliverablesBox
+
+        self.query_one("#val-deliverables", DeliverablesBox).action_reject()
 
     def reload(self) -> None:
         from gpusession.core.events.words import corpus_verdict
