@@ -16,11 +16,12 @@ from gpusession.core.folder.session import Session
 WARNING = "warning: the command never receives the varied batch: no {batch} in its arguments"
 
 
-def _define(capsys: pytest.CaptureFixture[str], root: Path, s: Session, command: str) -> str:
+def _define(capsys: pytest.CaptureFixture[str], root: Path, s: Session, command: str,
+            values: str = "1,4") -> str:
     (s.folder / "c.jsonl").write_text('{"id": "a", "text": "x", "label": "a"}\n')
     code, out, err = cli(capsys, root, "experiment", s.name, "define", "--id", "e", "--workload", "command",
                          "--command", command, "--corpus", "c.jsonl", "--varied", "batch",
-                         "--values", "1,4", "--classes", "a,b", "--threshold", "0.9")
+                         "--values", values, "--classes", "a,b", "--threshold", "0.9")
     assert code == 0, err
     return out
 
@@ -29,6 +30,12 @@ def test_a_command_without_the_varied_placeholder_is_warned(
         sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
     out = _define(capsys, sessions_root, session, "python3 p.py {corpus} {output}")
     assert WARNING in out and "$GPUSESSION_BATCH" in out
+
+
+def test_r1_one_value_varies_nothing_and_is_not_warned(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _define(capsys, sessions_root, session, "python3 p.py {corpus} {output}", values="1")
+    assert "never receives" not in out
 
 
 def test_a_command_with_the_varied_placeholder_is_not_warned(

@@ -229,3 +229,26 @@ async def test_s9_the_first_decision_is_made_in_the_pane_on_the_last_accepted_ou
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
         assert rows[0][:3] == ["visual-01.png", "approved", "Ana"]
         assert "the last accepted output" not in text_of(app, "#deliv-status")
+
+
+async def test_s9_a_rejected_file_moved_away_keeps_its_decision_in_the_pane(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    """A rejected file taken out of the hand-over folder reads "rejected, no longer there",
+    as ``gpusession deliverables`` says it (the decision is kept)."""
+    from gpusession.core.folder.approvals import decide
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in (1, 2):
+        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    decide(session, [out / "visual-01.png"], decision="approved", by="Ana")
+    decide(session, [out / "visual-02.png"], decision="rejected", by="Ana", text="legend cut")
+    (out / "visual-02.png").unlink()
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        t = app.screen.query_one("#deliv-table", DataTable)
+        rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
+        assert rows[1][:3] == ["visual-02.png", "rejected, no longer there", "Ana"]

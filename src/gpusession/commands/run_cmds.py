@@ -854,7 +854,9 @@ def cmd_experiment_define(args: argparse.Namespace) -> int:
     for line in said:  # a path found where it was typed, stored absolute
         print(f"note: {line}")
     command = defined.params.get("command") if defined.workload == "command" else None
-    unvaried = unvaried_words(command, defined.varied) if isinstance(command, list) else None
+    # one value varies nothing: there is no comparison for the warning to protect (R1)
+    unvaried = (unvaried_words(command, defined.varied)
+                if isinstance(command, list) and len(defined.values) > 1 else None)
     if unvaried:
         print(f"warning: {unvaried}")
     for w in _gpu_warnings(session, defined.id):

@@ -73,7 +73,10 @@ class DeliverablesBox(Vertical):
         self.refresh_bindings()  # the pane's a / j appear with the first deliverable
         for st in self.states:
             d = st.decision
-            table.add_row(printable(st.path, keep=""), state_cell(STATE_WORDS[st.state]),
+            words = STATE_WORDS[st.state]
+            if st.state == "missing" and d is not None:  # as `deliverables` says it: the decision kept
+                words = f"{d.decision}, {words}"
+            table.add_row(printable(st.path, keep=""), state_cell(words),
                           printable(d.by, keep="") if d else "-",
                           d.at.strftime("%Y-%m-%d %H:%M UTC") if d else "-")
         where = (f" in {self.folder} (the last accepted output: the first decision records it)"
