@@ -111,6 +111,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.commands.status_cmd",
     "gpusession.core", "gpusession.core.events", "gpusession.core.events.scan",
     "gpusession.core.files", "gpusession.core.files.bounds", "gpusession.core.files.clock", "gpusession.core.files.errors",
+    "gpusession.core.files.fieldbound",
     "gpusession.core.files.frozen", "gpusession.core.files.names", "gpusession.core.files.nesting", "gpusession.core.files.safefile",
     "gpusession.core.files.schema",
     "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",

@@ -45,12 +45,12 @@ from gpusession.core.files.detectors import (
     token_findings,
 )
 from gpusession.core.files.errors import BadInput, shown_field
-from gpusession.core.files.nesting import OBSERVED_KEYS as _OBSERVED_KEYS
-from gpusession.core.files.nesting import OBSERVED_MAX_BYTES, TEXT_MAX_BYTES, check_field_lengths
+from gpusession.core.files.fieldbound import OBSERVED_KEYS as _OBSERVED_KEYS
+from gpusession.core.files.fieldbound import OBSERVED_MAX_BYTES, TEXT_MAX_BYTES, check_field_lengths
 from gpusession.core.files.secretgate import may_hold_secret
 
 # The longest free text in one field (4 KiB, :data:`TEXT_MAX_BYTES`) and the observed
-# tables' bound (64 KiB) are defined once, in :mod:`gpusession.core.files.nesting`: the
+# tables' bound (64 KiB) are defined once, in :mod:`gpusession.core.files.fieldbound`: the
 # writer here and the shared reader hold every field to the same bound (H-48).
 
 __all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text", "check_read_lengths",
