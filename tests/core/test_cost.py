@@ -191,7 +191,7 @@ def test_k3_negative_accepted_refused() -> None:
 
 def test_k4_line_says_repetitions_count_once(bundled: Rates) -> None:
     lines = cost_report(bundled, "RTX A5000", 7, 1, accepted=1).lines()
-    assert any("repetitions of one corpus count once" in line for line in lines)
+    assert any("a repetition counts once (one corpus, or one file by SHA-256)" in line for line in lines)
 
 
 # -- K5: no projection ---------------------------------------------------------------------

@@ -421,7 +421,7 @@ class CostReport:
         if self.per_accepted.accepted is not None:
             src = f" ({self.accepted_source})" if self.accepted_source else ""
             out.append(f"Accepted deliverables: {self.per_accepted.accepted} distinct{src}; "
-                       "repetitions of one corpus count once")
+                       "a repetition counts once (one corpus, or one file by SHA-256)")
         elif self.accepted_source:  # a session's count that is not measured yet (K3): said, as in the TUI
             out.append(f"Accepted deliverables: {NOT_MEASURED_WORDS} ({self.accepted_source}) — only the "
                        "package cost is shown (a cost per deliverable needs a measured count).")

@@ -203,6 +203,7 @@ class ValidationPane(Vertical):
         from gpusession.core.events.words import corpus_verdict
         from gpusession.core.files.errors import BadInput
         from gpusession.core.records.summary import accepted_unique_corpora
+        from gpusession.core.validation.accept_rule import has_accept_rule
 
         table = self.query_one("#val-table", DataTable)
         table.clear()
@@ -233,11 +234,12 @@ class ValidationPane(Vertical):
                 state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
             )
         n = accepted_unique_corpora(frame)
-        self.query_one("#val-status", Static).update(
-            f"{plural(len(self.rows), 'run')}; "
-            f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this session "
-            "(a corpus run again counts once). v: re-read"
-        )
+        rule = has_accept_rule(self.ctx.session)
+        # a session accepted by a rule counts files, not corpora: its count is in the box below (S10)
+        counted = ("outputs judged by the experiment's rule (the count of deliverables is below)" if rule
+                   else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
+                   "session (a corpus run again counts once)")
+        self.query_one("#val-status", Static).update(f"{plural(len(self.rows), 'run')}; {counted}. v: re-read")
         self.show_detail(0 if self.rows else None)
         self.query_one("#val-deliverables").reload()  # type: ignore[attr-defined]
         self.post_message(self.Reloaded(len(self.rows), n))
