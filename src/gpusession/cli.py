@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gpusession.core.files.errors import GpusessionError, shown_field
+from gpusession.core.files.errors import BadInput, GpusessionError, shown_field
 
 if TYPE_CHECKING:
     import argparse
@@ -115,6 +115,39 @@ def _stdout_to_devnull() -> None:
         os.close(devnull)
 
 
+#: Options that name a file or folder to write or read (``args`` attribute → option).
+_PATH_OPTIONS = {"out": "--out", "output": "--output", "deliverables": "--deliverables", "to": "--to"}
+
+
+def _refuse_secret_paths(args: argparse.Namespace) -> None:
+    """Refuse a file or folder name that holds a secret, before anything is written (H-46).
+
+    Why: the name would be echoed in ``wrote …`` lines and kept on disk; the session's
+    texts already refuse a token, so a path typed beside them does too (never shown).
+
+    Raises:
+        BadInput: naming the option and the kind of secret, never the value.
+    """
+    named = [(opt, v) for attr, opt in _PATH_OPTIONS.items()
+             if isinstance(v := getattr(args, attr, None), (str, os.PathLike))]
+    if isinstance(getattr(args, "html", None), str):  # compare's older ``--html FILE``
+        named.append(("--html", args.html))
+    if not named:
+        return
+    from gpusession.core.files.secretgate import may_hold_secret
+
+    for opt, value in named:
+        text = os.fspath(value)
+        if not may_hold_secret(text):
+            continue
+        from gpusession.core.files.secrets import find_secret
+
+        reason = find_secret(text)
+        if reason is not None:
+            raise BadInput(f"refused: the name given: {reason}; choose a name without it "
+                           "(nothing was read or written)", field=opt)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     from gpusession.commands.argtext import refusal
@@ -163,6 +196,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
     try:
+        _refuse_secret_paths(args)
         return int(args.func(args) or 0)
     except GpusessionError as exc:
         print(f"gpusession: error: {exc}", file=sys.stderr)

@@ -138,3 +138,27 @@ def test_package_limit_in_the_past_says_already_past_at_once(
     assert "already past" in out
     code, out, err = cli(capsys, sessions_root, "package", "base", "--limit", "2099-01-01T00:00:00Z")
     assert code == 0 and "already past" not in out
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "base", "--no-charts", "--out", "{tmp}/r-" + TOKEN + ".md"],
+    ["export", "base", "--format", "csv", "--out", "{tmp}/e-" + TOKEN + ".csv"],
+    ["compare", "base", "base", "--html", "--out", "{tmp}/c-" + TOKEN + ".html"],
+    ["manifest", "base", "--deliverables", "{tmp}/d-" + TOKEN],
+], ids=["report", "export", "compare", "manifest"])
+def test_h46_a_secret_in_a_file_name_is_refused_and_never_echoed(
+    capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, tmp_path: Path, args: list[str],
+) -> None:
+    """A token in an ``--out`` / ``--deliverables`` name is refused naming the option, before
+    anything is written: no file holds it in its name, no line echoes it."""
+    where = tmp_path / "out"
+    where.mkdir()
+    (where / f"d-{TOKEN}").mkdir()
+    before = digest(base)
+    code, out, err = cli(capsys, sessions_root, *(a.replace("{tmp}", str(where)) for a in args))
+    assert code == 2, out + err
+    line = one_line(err)
+    assert TOKEN not in out + err and "ghp_abc" not in out + err
+    assert "GitHub token" in line and ("--out" in line or "--deliverables" in line), line
+    assert digest(base) == before
+    assert [p.name for p in where.iterdir()] == [f"d-{TOKEN}"]  # nothing written beside it

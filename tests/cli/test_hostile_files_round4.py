@@ -300,7 +300,10 @@ def test_h47_status_reads_no_csv_byte_while_its_summary_is_intact(
     {"count": 0, "short": "0 visuals", "words": "no approved visual yet"},  # lowered
     {"words": "2 approved visuals" + "A" * 500},  # a huge field
     {"check": None},  # written before the check
-], ids=["raised", "lowered", "huge-words", "no-check"])
+    {"short": "99 visuals"},  # the tmux words alone
+    {"words": "99 accepted visuals"},  # the plain words alone
+    {"unit": "corpus", "unit_plural": "corpora", "short": "2 corpora"},  # another unit
+], ids=["raised", "lowered", "huge-words", "no-check", "short-only", "words-only", "unit"])
 def test_h47_status_and_list_never_say_a_count_cache_edited_by_hand(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path,
         edit: dict[str, object]) -> None:
@@ -326,4 +329,5 @@ def test_h47_status_and_list_never_say_a_count_cache_edited_by_hand(
         code, out, err = cli(capsys, sessions_root, *args)
         assert code == 0, err
         assert "9,999" not in out and "0 visuals" not in out and "AAAA" not in out, (args, out)
+        assert "99 " not in out and "corpora" not in out, (args, out)
         assert "2 visuals" in out or "2 approved visuals" in out or "? visuals" in out, (args, out)

@@ -7,6 +7,7 @@ never forges a line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,20 @@ def test_h44_cost_prints_a_hand_edited_approver_escaped(
     [line] = [ln for ln in out.splitlines() if "not counted:" in ln]
     assert "\x1b" not in out and "\\x1b[2J\\x0aforged" in line, out
     assert not any(ln.startswith("forged") for ln in out.splitlines())
+
+
+@pytest.mark.parametrize("size", ["-5", "9999999999999999999999999999999999999999", str(2**63), "true"])
+def test_h41_an_approval_size_past_what_it_can_mean_is_refused_naming_the_field(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path, size: str) -> None:
+    """``approvals.toml``'s ``size_bytes`` is a byte count: negative, past 2^63 or not a number
+    is refused as ``file: field`` by the commands that read it, never counted."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "v-1.png").write_bytes(b"png")
+    assert cli(capsys, sessions_root, "new", "v", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, sessions_root, "approve", "v", str(out / "v-1.png"), "--by", "Ana")[0] == 0
+    path = sessions_root / "v" / "approvals.toml"
+    text = path.read_text()
+    path.write_text(re.sub(r"size_bytes = \d+", f"size_bytes = {size}", text))
+    code, _, err = cli(capsys, sessions_root, "deliverables", "v")
+    assert code == 2 and "approvals.toml" in err and "size_bytes" in err, err

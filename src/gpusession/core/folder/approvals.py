@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.events.deliverable_records import DeliverableDecidedRecord
+from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
@@ -158,6 +159,8 @@ def load_approvals(session: Session) -> dict[str, Decision]:
             raise BadInput("expected a SHA-256 (64 hex digits)", path=where, field=f"{field}.sha256")
         if not isinstance(size, int) or not isinstance(by, str) or not isinstance(at, datetime):
             raise BadInput("expected size_bytes, by and at (a date-time)", path=where, field=field)
+        if isinstance(size, bool) or size < 0 or number_past_bound(size, "bytes"):  # H-41
+            raise BadInput("expected a byte count from 0 to under 2^63", path=where, field=f"{field}.size_bytes")
         text = t.get("criteria") if decision == "approved" else t.get("why")
         out[str(rel)] = Decision(str(rel), decision, digest, size, by, at,
                                  text if isinstance(text, str) else None)
