@@ -54,12 +54,23 @@ def test_h43_verify_copy_counts_links_and_names_those_pointing_out(
                          str(copy))
     assert "2 symbolic link(s) in the copy, 1 pointing outside it" in out, (out, err)
     assert "LINK OUT etc_link -> /etc" in out
+    assert code == 3 and "copy matches the manifest" not in out, out
     code, out, _ = cli(capsys, sessions_root, "verify-copy", str(sessions_root / "s1" / "manifest.csv"),
                        str(copy), "--json")
     import json
 
     doc = json.loads(out)
     assert doc["links"] == 2 and doc["links_outside"] == [{"path": "etc_link", "target": "/etc"}]
+    assert code == 3  # as pull: never a silent verified
+    os.unlink(copy / "a-again")  # the listed files all match now: the link out alone is said
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(sessions_root / "s1" / "manifest.csv"),
+                       str(copy))
+    assert code == 3 and "NOT VERIFIED: 1 link(s) point outside it" in out, out
+    assert "copy matches the manifest" not in out
+    os.unlink(copy / "etc_link")
+    code, out, _ = cli(capsys, sessions_root, "verify-copy", str(sessions_root / "s1" / "manifest.csv"),
+                       str(copy))
+    assert code == 0 and "copy matches the manifest" in out, out  # a link inside the copy is fine
 
 
 @needs_rsync

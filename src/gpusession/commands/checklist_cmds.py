@@ -401,7 +401,7 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
                 "links_outside": [{"path": c.path, "target": c.target} for c in outside],
             }
         )
-        return 0 if check.ok else EXIT_COPY_DIFFERS
+        return 0 if check.ok and not outside else EXIT_COPY_DIFFERS
     total = len(check.matching) + len(check.missing) + len(check.changed)
     print(f"{len(check.matching)}/{total} listed file(s) match (size and SHA-256)")
     for p in check.missing:
@@ -422,7 +422,10 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
             print(f"  LINK OUT {_shown(link.path)} -> {_shown(link.target)}")
     if recorded is not None:
         print(f"recorded in the checklist of session {_shown(recorded.name)} (item g8.verify-copy)")
-    if check.ok:
+    if check.ok and outside:  # as pull says it: a link out of the copy is never verified (H-43)
+        print(f"listed files match the manifest, but the copy is NOT VERIFIED: {len(outside)} link(s) "
+              "point outside it (remove them, or copy what they point to)")
+    elif check.ok:
         print("copy matches the manifest")
     else:
         print(f"copy DIFFERS: {len(check.missing)} missing, {len(check.changed)} changed, "
@@ -431,7 +434,7 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
         print("Open these from the copy (not from the remote machine):")
         for p in check.representative:
             print(f"  {_shown(str(copy / p))}")
-    return 0 if check.ok else EXIT_COPY_DIFFERS
+    return 0 if check.ok and not outside else EXIT_COPY_DIFFERS
 
 
 # -- report --------------------------------------------------------------------------------
