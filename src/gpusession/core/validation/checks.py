@@ -184,12 +184,12 @@ def _match_on_hashes(
     sorted_h = by_hash["h"]
     at = sorted_h.search_sorted(h, side="left").clip(upper_bound=sorted_h.len() - 1)
     found = sorted_h.gather(at) == h
-    del at
     if keep is not None:
         found = found & keep
     extra = r.filter(~found) if keep is None else r.filter(~found & keep)
-    at = sorted_h.search_sorted(h.filter(found), side="left")
+    at = at.filter(found)  # one search: the matched positions are kept, not searched again
     match = match.scatter(by_hash["row"].gather(at), r.filter(found))
+    del at
     exp_ids = exp_u["id"]
     for start in range(0, exp_u.height, _VERIFY_ROWS):
         rows = match.slice(start, _VERIFY_ROWS)
