@@ -222,13 +222,19 @@ def test_s8_every_count_says_the_unit(sessions_root: Path, session: Session,
     assert "18 approved visuals" in text and "3.06 USD per visual" in text and "approved by a person" in text
 
 
-def test_s8_status_never_hashes_and_says_when_files_changed(
+def test_s8_status_never_hashes_and_never_says_a_count_the_files_no_longer_give(
         sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     _approved(capsys, sessions_root, session, tmp_path / "out", 2)
     with open(tmp_path / "out" / "visual-01.png", "ab") as fh:
         fh.write(b"edited")
     _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
-    assert "2 visuals?" in out  # as last counted; `cost` counts again
+    assert " ? visuals " in out and "2 visuals" not in out  # show says 1 now: never the old 2 (H-47)
+    _, out, _ = cli(capsys, sessions_root, "status", session.name)
+    assert "? visuals (files changed since the last count: `gpusession cost" in out and "2 approved" not in out
+    _, out, _ = cli(capsys, sessions_root, "list")
+    assert next(ln for ln in out.splitlines() if ln.startswith(session.name)).endswith(" ? visuals"), out
+    _, out, _ = cli(capsys, sessions_root, "show", session.name)
+    assert "1 approved visual" in out
     cli(capsys, sessions_root, "cost", session.name)
     _, out, _ = cli(capsys, sessions_root, "status", session.name, "--format", "tmux")
     assert " 1 visual " in out and "?" not in out

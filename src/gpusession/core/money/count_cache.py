@@ -128,7 +128,14 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
         out = {k: v for k, v in doc.items() if k != "key"}
         if not isinstance(out.get("unit"), str) or not isinstance(out.get("unit_plural"), str):
             out["unit"], out["unit_plural"] = unit or DEFAULT_UNIT  # a cache written before it said them
-        return out
+        if not out.get("stale"):
+            return out
+        # the files changed since the count: a figure `show` would no longer say is never
+        # said (H-47); the unit stays, the count is a question until counted anew
+        plural = str(out["unit_plural"])
+        return {**out, "count": None, "short": f"? {plural}",
+                "words": f"? {plural} (files changed since the last count: "
+                         f"`gpusession cost {folder.name}` counts them)"}
     if unit is None:
         return None
     return {"count": None, "source": None, "short": f"? {unit[1]}",

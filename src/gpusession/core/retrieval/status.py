@@ -587,13 +587,11 @@ class SessionStatus:
     deliverables: dict[str, Any] | None = None
 
     def _deliverables(self, short: bool) -> str | None:
-        """``18 approved visuals`` (``18 visuals`` in the tmux form); ``?`` when files changed since."""
+        """``18 approved visuals`` (``18 visuals`` in the tmux form); ``? visuals`` when files changed since."""
         d = self.deliverables
         if d is None:
             return None
-        return str(d["short" if short else "words"]) + ("?" if d.get("stale") and short else
-                                                         " (as last counted; files changed since)"
-                                                         if d.get("stale") else "")
+        return str(d["short" if short else "words"])  # a stale count is already a question (H-47)
 
     def _limit_words(self) -> str | None:
         """``stop by Sat 14:00 UTC (4 h kept, not measured)``, ``None`` without a limit (D1)."""
