@@ -116,7 +116,8 @@ def _stdout_to_devnull() -> None:
 
 
 #: Options that name a file or folder to write or read (``args`` attribute → option).
-_PATH_OPTIONS = {"out": "--out", "output": "--output", "deliverables": "--deliverables", "to": "--to"}
+_PATH_OPTIONS = {"out": "--out", "output": "--output", "deliverables": "--deliverables", "to": "--to",
+                 "sessions_dir": "--sessions-dir"}
 
 
 def _refuse_secret_paths(args: argparse.Namespace) -> None:
@@ -132,6 +133,8 @@ def _refuse_secret_paths(args: argparse.Namespace) -> None:
              if isinstance(v := getattr(args, attr, None), (str, os.PathLike))]
     if isinstance(getattr(args, "html", None), str):  # compare's older ``--html FILE``
         named.append(("--html", args.html))
+    if os.environ.get("GPUSESSION_HOME"):  # the sessions folder every command names in its lines
+        named.append(("environment variable GPUSESSION_HOME", os.environ["GPUSESSION_HOME"]))
     if not named:
         return
     from gpusession.core.files.secretgate import may_hold_secret

@@ -162,3 +162,21 @@ def test_h46_a_secret_in_a_file_name_is_refused_and_never_echoed(
     assert "GitHub token" in line and ("--out" in line or "--deliverables" in line), line
     assert digest(base) == before
     assert [p.name for p in where.iterdir()] == [f"d-{TOKEN}"]  # nothing written beside it
+
+
+def test_h46_a_secret_in_the_sessions_folder_name_is_refused_never_echoed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--sessions-dir`` or ``$GPUSESSION_HOME`` naming a folder with a token: every command
+    would print it (``created session … in …``) and the caches would keep it: refused."""
+    folder = tmp_path / TOKEN
+    folder.mkdir()
+    code, out, err = cli(capsys, folder, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    assert code == 2 and "--sessions-dir" in one_line(err) and TOKEN not in out + err, out + err
+    monkeypatch.setenv("GPUSESSION_HOME", str(folder))
+    from gpusession.cli import main
+
+    code = main(["show", "s1"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "GPUSESSION_HOME" in err and TOKEN not in out + err, out + err
+    assert list(folder.iterdir()) == []  # nothing made there

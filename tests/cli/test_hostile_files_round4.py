@@ -167,8 +167,11 @@ def _edit_cell(csv_path: Path, row: int, column: str, value: str) -> int:
     ("peak_allocated_bytes", str(2**63)),
     ("observed_ids", str(10**15)),
     ("run_index", "9" * 5000),
+    ("quality_value", "-5.0"),
+    ("quality_value", "1.5"),
 ], ids=["duration-400-zeros", "duration-25-zeros", "duration-past-a-year", "bytes", "count",
-        "int-5000-digits"])
+        "int-5000-digits",
+        "quality-negative", "quality-past-1"])
 @pytest.mark.parametrize("command", [["show"], ["export", "--format", "hyperfine-json"], ["report"],
                                      ["status"]])
 def test_h41_a_cell_past_its_meaning_is_refused_as_file_line_field(

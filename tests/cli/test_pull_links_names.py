@@ -188,3 +188,21 @@ def test_h44_a_name_whose_bytes_are_not_utf8_is_shown_by_its_bytes(
     code, out, err = cli(capsys, root, "deliverables", "s1")
     assert code == 0, err
     assert "bad\\xff\\x9b[2J.png" in out and "\udcff" not in out and "\x9b" not in out, out
+
+
+def test_h44_manifest_and_verify_copy_name_a_non_utf8_file_by_its_bytes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Skipped names that are not UTF-8 read ``e\\xff.png`` and ``e\\xfe.png``: two names,
+    never one U+FFFD for both."""
+    root = tmp_path / "sessions"
+    deliv = tmp_path / "out"
+    deliv.mkdir()
+    (deliv / "a.txt").write_text("alpha\n")
+    for raw in (b"e\xff.png", b"e\xfe.png"):
+        os.close(os.open(os.path.join(os.fsencode(deliv), raw), os.O_CREAT | os.O_WRONLY, 0o600))
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    code, out, err = cli(capsys, root, "manifest", "s1", "--deliverables", str(deliv))
+    assert code == 0, err
+    assert "skipped e\\xff.png" in out and "skipped e\\xfe.png" in out and "\ufffd" not in out, out
+    code, out, _ = cli(capsys, root, "verify-copy", str(root / "s1" / "manifest.csv"), str(deliv))
+    assert "e\\xff.png" in out and "\ufffd" not in out, out

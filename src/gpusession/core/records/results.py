@@ -338,9 +338,17 @@ def _cell_problem(column: str, cell: str) -> str | None:
     return _sign_problem(column, cell)
 
 
+#: Quality figures: macro-F1 and accuracy lie from 0 to 1 (H-41: bounded by what they mean).
+_UNIT_INTERVAL = {"quality_value", "quality_threshold", "quality_tolerance"}
+
+
 def _sign_problem(column: str, cell: str) -> str | None:
-    if column in _NON_NEGATIVE and cell.startswith("-"):
-        return f"expected a value ≥ 0, got {shown(cell)}"
+    if (column in _NON_NEGATIVE or column in _UNIT_INTERVAL) and cell.startswith("-"):
+        return "expected a value ≥ 0, got a negative one"
+    if column in _UNIT_INTERVAL:
+        whole, _, frac = cell.partition(".")
+        if whole.lstrip("0") not in ("", "1") or (whole.lstrip("0") == "1" and frac.strip("0")):
+            return "expected a figure from 0 to 1 (macro-F1, accuracy), got a larger one"
     return None
 
 

@@ -36,7 +36,7 @@ import polars as pl
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.textio import quoted, read_text
+from gpusession.core.files.textio import printable, quoted, read_text
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.session import refuse_session_data
 
@@ -132,8 +132,8 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
-                skipped.append(Skipped(rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                                       "file name is not valid UTF-8; rename it"))
+                # named by its bytes (``e\xff.png``), never U+FFFD: two such names stay apart (H-44)
+                skipped.append(Skipped(printable(rel, keep=""), "file name is not valid UTF-8; rename it"))
                 continue
             if entry.is_symlink():
                 try:
