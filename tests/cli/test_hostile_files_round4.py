@@ -334,3 +334,32 @@ def test_h47_status_and_list_never_say_a_count_cache_edited_by_hand(
         assert "9,999" not in out and "0 visuals" not in out and "AAAA" not in out, (args, out)
         assert "99 " not in out and "corpora" not in out, (args, out)
         assert "2 visuals" in out or "2 approved visuals" in out or "? visuals" in out, (args, out)
+
+
+def test_h47_an_edit_that_keeps_size_and_puts_the_mtime_back_is_still_seen(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    """An approved file (or ``approvals.toml``) edited to the same size with its mtime put
+    back: ``status`` and ``list`` no longer say the old count (the ctime moved)."""
+    import os
+
+    assert cli(capsys, sessions_root, "new", "v", "--gpu", "RTX A5000", "--lots", "1", "--days", "7",
+               "--unit", "visual")[0] == 0
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for i in (1, 2):
+        (out_dir / f"visual-{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]) * 40)
+    assert cli(capsys, sessions_root, "approve", "v", *(str(p) for p in sorted(out_dir.iterdir())),
+               "--by", "Ana")[0] == 0
+    _, out, _ = cli(capsys, sessions_root, "status", "v", "--format", "tmux")
+    assert " 2 visuals " in out, out
+    target = out_dir / "visual-1.png"
+    st = os.stat(target)
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0xFF
+    target.write_bytes(bytes(data))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime
+    _, show_out, _ = cli(capsys, sessions_root, "show", "v")
+    assert "1 approved visual" in show_out
+    for args in (["status", "v", "--format", "tmux"], ["status", "v"], ["list"]):
+        _, out, _ = cli(capsys, sessions_root, *args)
+        assert "2 visuals" not in out and "2 approved" not in out and "? visuals" in out, (args, out)

@@ -206,3 +206,26 @@ def test_h44_manifest_and_verify_copy_name_a_non_utf8_file_by_its_bytes(
     assert "skipped e\\xff.png" in out and "skipped e\\xfe.png" in out and "\ufffd" not in out, out
     code, out, _ = cli(capsys, root, "verify-copy", str(root / "s1" / "manifest.csv"), str(deliv))
     assert "e\\xff.png" in out and "\ufffd" not in out, out
+
+
+def test_h44_h46_json_documents_carry_names_escaped_and_tokens_hidden(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json`` holds names to the text form's rule: a bidi override, a C1 control or a
+    byte that is not UTF-8 as a JSON escape, a token hidden; the document still parses."""
+    import json
+
+    token = "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+    root = tmp_path / "sessions"
+    deliv = tmp_path / "out"
+    deliv.mkdir()
+    (deliv / "ok.png").write_bytes(b"png")
+    for raw in ("b\u202egnp.png".encode(), "c\u009bx.png".encode(), b"n\xff.png", f"{token}.png".encode()):
+        os.close(os.open(os.path.join(os.fsencode(deliv), raw), os.O_CREAT | os.O_WRONLY, 0o600))
+    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, root, "approve", "s1", str(deliv / "ok.png"), "--by", "Ana")[0] == 0
+    for args in (["deliverables", "s1", "--json"], ["manifest", "s1", "--deliverables", str(deliv), "--json"]):
+        code, out, err = cli(capsys, root, *args)
+        assert code == 0, err
+        assert token not in out and "\u202e" not in out and "\u009b" not in out and "\udcff" not in out, out
+        assert "\\u202e" in out and "[HIDDEN: GitHub token]" in out, out
+        json.loads(out)

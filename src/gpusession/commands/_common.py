@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput, shown_field
+from gpusession.core.files.textio import json_safe
 from gpusession.core.files.units import format_seconds, format_seconds_range
 from gpusession.core.folder.session import Session, validate_name
 from gpusession.core.money.window import local_str, short_timedelta
@@ -136,8 +137,28 @@ def print_json(data: Any, key: str | None = None) -> None:
     if isinstance(data, list):
         data = {key or "items": data}
     data = versioned(data) if isinstance(data, dict) else data
-    json.dump(data, sys.stdout, default=_default, indent=2, ensure_ascii=False)
+    text = json.dumps(_masked(data), default=_default, indent=2, ensure_ascii=False)
+    sys.stdout.write(json_safe(text))
     sys.stdout.write("\n")
+
+
+def _masked(value: Any) -> Any:
+    """``value`` with every secret in its texts (keys too) hidden, item by item (H-46)."""
+    if isinstance(value, str):
+        from gpusession.core.files.secretgate import may_hold_secret
+
+        if not may_hold_secret(value):
+            return value
+        from gpusession.core.files.secrets import mask_text
+
+        return mask_text(value)[0]
+    if isinstance(value, dict):
+        return {_masked(k): _masked(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(v) for v in value]
+    return value
+
+
 
 
 def format_timedelta(td: timedelta | None) -> str:

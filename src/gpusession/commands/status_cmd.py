@@ -141,7 +141,7 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     """
     from gpusession.core.files.errors import GpusessionError
     from gpusession.core.files.sessionname import check_name
-    from gpusession.core.files.textio import printable
+    from gpusession.core.files.textio import json_safe, printable
     from gpusession.core.retrieval.status import most_recent_session, session_status, status_root
 
     root = status_root(getattr(args, "sessions_dir", None))
@@ -176,8 +176,8 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     if getattr(args, "json", False):
         from gpusession.core.retrieval.json_contract import versioned
 
-        print(json.dumps({**versioned(status.to_json()), "folder": os.path.abspath(folder),
-                          "sessions_dir": os.path.abspath(root)}, ensure_ascii=False))
+        print(json_safe(json.dumps({**versioned(status.to_json()), "folder": os.path.abspath(folder),
+                                    "sessions_dir": os.path.abspath(root)}, ensure_ascii=False)))
     elif tmux:
         print(printable(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else "")))
     else:

@@ -429,6 +429,26 @@ def printable(text: str, keep: str = "\n\t", *, digest: bool = False) -> str:
     return _SURROGATES_RE.sub(_escape_surrogate, FORMAT_CHARS_RE.sub(_escape_format, text.translate(table)))
 
 
+#: What a JSON document never carries raw: C1 controls, format characters (a bidi
+#: override), lone surrogates (a file name's bytes that are not UTF-8). JSON's own
+#: ``\uXXXX`` escape keeps each one as data, never as a terminal's instruction (H-44).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+                          "\ufeff\ufff9-\ufffb\ud800-\udfff]")
+
+
+def json_safe(text: str) -> str:
+    r"""A dumped JSON document as it may be printed: unsafe characters as ``\uXXXX`` (H-44).
+
+    Why: the text forms print names through
+    :func:`gpusession.core.files.textio.printable`; ``--json`` carries the same names (a
+    right-to-left override, a C1 control, a byte that is not UTF-8), so they reach the
+    terminal as JSON escapes, which every JSON reader decodes back to the same text.
+    Secrets are hidden before the dump, value by value
+    (:func:`gpusession.commands._common.print_json`).
+    """
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def one_line(text: str) -> str:
     r"""A one-line field as a printer shows it: :func:`printable` with every control escaped.
 

@@ -36,7 +36,11 @@ def cache_check(doc: Mapping[str, Any]) -> str:
 
 
 def cache_key(folder: Path) -> list[Any]:
-    """Size and mtime of what the count depends on; no hashing (the status speed goal)."""
+    """Size, mtime and ctime of what the count depends on; no hashing (the status speed goal).
+
+    The ctime too (H-47): an edit that keeps a file's size and puts its mtime back (``touch
+    -d``, ``os.utime``) still moves its ctime, which no user call can set back.
+    """
     key: list[Any] = []
     paths = [folder / "approvals.toml", folder / "resultats-bruts.csv", folder / "session.toml"]
     try:
@@ -49,9 +53,9 @@ def cache_key(folder: Path) -> list[Any]:
     for p in paths:
         try:
             st = os.stat(p)
-            key.append([str(p), st.st_size, st.st_mtime_ns])
+            key.append([str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns])
         except OSError:
-            key.append([str(p), None, None])
+            key.append([str(p), None, None, None])
     return key
 
 
