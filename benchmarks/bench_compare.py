@@ -21,7 +21,6 @@ does not fail CI).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,64 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
-#: A ``sitecustomize`` that makes ``import matplotlib`` fail, as where it is not installed.
-NO_MATPLOTLIB = (
-    "import sys\n"
-    "class _Hide:\n"
-    "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name == 'matplotlib' or name.startswith('matplotlib.'):\n"
-    "            raise ModuleNotFoundError(name)\n"
-    "sys.meta_path.insert(0, _Hide())\n"
-)
+from bench_report import NO_MATPLOTLIB, command_session, timed_child  # benchmarks/ is on the path
 
 #: The ten packages ``(lots, days)`` of an RTX A5000 (both prices are in the bundled rates).
 PACKAGES = tuple((lots, days) for days in (3, 7) for lots in range(1, 6))
 
 #: How ``compare`` says it ranked the sessions (the same work): checked once, before timing.
 RANKED_WORDS = "Ranked by cost per accepted deliverable"
-
-
-def _session(root: Path, tmp: Path, lots: int, days: int) -> str:
-    """One command experiment, two variants × three warm runs, run for real; its name."""
-    from gpusession.core.experiment.plan import Experiment
-    from gpusession.core.files.clock import utcnow
-    from gpusession.core.folder.experiments import define_experiment
-    from gpusession.core.folder.package import Package
-    from gpusession.core.folder.session import Session
-
-    s = Session.create(root, f"a5000-{lots}lot-{days}d",
-                       package=Package(gpu_model="RTX A5000", lots=lots, days=days, start=utcnow()))
-    corpus = s.folder / "corpus" / "eval.jsonl"  # the same corpus (revision) in every session
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_text("".join(json.dumps({"id": f"t-{i:03d}", "text": "a b", "label": "ab"[i % 2]}) + "\n"
-                              for i in range(8)), encoding="utf-8")
-    script = tmp / "copy.sh"
-    script.write_text("#!/bin/sh\ncp \"$1\" \"$2\"\n", encoding="utf-8")
-    script.chmod(0o700)
-    define_experiment(s, Experiment(
-        id="e", workload="command", corpus="corpus/eval.jsonl", varied="batch", values=(1, 2),
-        runs_per_variant=3, cold_runs_per_variant=0, warmup_iterations=0, device="cpu",
-        scope="full-chain", params={"command": [str(script), "{corpus}", "{output}"]},
-        protocol={"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.0, "tolerance": 0.0}))
-    subprocess.run([sys.executable, "-m", "gpusession", "--sessions-dir", str(root), "run", s.name,
-                    "--experiment", "e", "--headless"], check=True, stdout=subprocess.DEVNULL)
-    return s.name
-
-
-def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """``(wall s, CPU s, s to the first line printed)`` of one child run."""
-    t = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
-    assert child.stdout is not None
-    child.stdout.readline()  # the table's first line (compare), the session's (show)
-    first = time.perf_counter() - t
-    child.stdout.read()
-    _pid, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - t
-    child.stdout.close()
-    if os.waitstatus_to_exitcode(status):
-        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
-    return wall, usage.ru_utime + usage.ru_stime, first
 
 
 def _load() -> str:
@@ -107,7 +55,8 @@ def main() -> int:
         tmp = Path(tmp_name)
         root = tmp / "sessions"
         t0 = time.perf_counter()
-        names = [_session(root, tmp, lots, days) for lots, days in PACKAGES]
+        names = [command_session(root, tmp, f"a5000-{lots}lot-{days}d", lots=lots, days=days)
+                 for lots, days in PACKAGES]
         print(f"{len(names)} sessions run for real in {time.perf_counter() - t0:.1f} s; "
               f"load average at the start {_load()} on {os.cpu_count()} cores")
         hide = tmp / "hide"
@@ -131,7 +80,7 @@ def main() -> int:
         def one(key: str) -> tuple[float, float, float]:
             page.unlink(missing_ok=True)
             cmd, e = cases[key]
-            return _time(cmd, e)
+            return timed_child(cmd, e)
 
         for k in cases:  # warm the caches once
             one(k)

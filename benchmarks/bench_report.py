@@ -39,15 +39,19 @@ NO_MATPLOTLIB = (
 )
 
 
-def _session(root: Path, tmp: Path) -> str:
-    """One command experiment, two variants × three warm runs, run for real."""
+def command_session(root: Path, tmp: Path, name: str = "bench", *, lots: int = 1, days: int = 7) -> str:
+    """One command experiment, two variants × three warm runs, run for real; its name.
+
+    The same corpus (revision) and experiment in every session made, so that ``compare``
+    ranks them (``bench_compare.py`` makes ten, one per RTX A5000 package).
+    """
     from gpusession.core.experiment.plan import Experiment
     from gpusession.core.files.clock import utcnow
     from gpusession.core.folder.experiments import define_experiment
     from gpusession.core.folder.package import Package
     from gpusession.core.folder.session import Session
 
-    s = Session.create(root, "bench", package=Package(gpu_model="RTX A5000", lots=1, days=7, start=utcnow()))
+    s = Session.create(root, name, package=Package(gpu_model="RTX A5000", lots=lots, days=days, start=utcnow()))
     corpus = s.folder / "corpus" / "eval.jsonl"
     corpus.parent.mkdir(parents=True, exist_ok=True)
     corpus.write_text("".join(json.dumps({"id": f"t-{i:03d}", "text": "a b", "label": "ab"[i % 2]}) + "\n"
@@ -65,12 +69,12 @@ def _session(root: Path, tmp: Path) -> str:
     return s.name
 
 
-def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def timed_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """``(wall s, CPU s, s to the first line printed)`` of one child run."""
     t = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     assert child.stdout is not None
-    child.stdout.readline()  # the answer's first line (report), the session's (show)
+    child.stdout.readline()  # the first line: the report's answer, compare's table, show's session
     first = time.perf_counter() - t
     child.stdout.read()
     _pid, status, usage = os.wait4(child.pid, 0)
@@ -89,7 +93,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         root = tmp / "sessions"
-        name = _session(root, tmp)
+        name = command_session(root, tmp)
         print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"on {os.cpu_count()} cores")
         hide = tmp / "hide"
@@ -108,11 +112,11 @@ def main() -> int:
             "report --html": (gs + ["report", name, "--out", out, "--force", "--html"], env),
         }
         for cmd, e in cases.values():  # warm the caches once
-            _time(cmd, e)
+            timed_child(cmd, e)
         times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cases}
         for _ in range(args.runs):
             for k, (cmd, e) in cases.items():
-                times[k].append(_time(cmd, e))
+                times[k].append(timed_child(cmd, e))
     show = statistics.median(w for w, _, _ in times["show"])
     show_cpu = statistics.median(c for _, c, _ in times["show"])
     for k, ts in times.items():
