@@ -116,11 +116,16 @@ def _stdout_to_devnull() -> None:
 
 
 #: Options that name a file or folder to write or read (``args`` attribute → option).
-_PATH_OPTIONS = {"out": "--out", "output": "--output", "deliverables": "--deliverables", "to": "--to",
-                 "sessions_dir": "--sessions-dir"}
+_PATH_OPTIONS = {"out": ("--out",), "output": ("--output", "--predictions", "--out"),
+                 "deliverables": ("--deliverables",), "to": ("--to",), "sessions_dir": ("--sessions-dir",)}
 
 
-def _refuse_secret_paths(args: argparse.Namespace) -> None:
+def _typed(names: Sequence[str], argv: Sequence[str]) -> str:
+    """The one of ``names`` the person typed (``--predictions`` for ``validate``), else the first."""
+    return next((n for n in names if any(w == n or w.startswith(n + "=") for w in argv)), names[0])
+
+
+def _refuse_secret_paths(args: argparse.Namespace, argv: Sequence[str] = ()) -> None:
     """Refuse a file or folder name that holds a secret, before anything is written (H-46).
 
     Why: the name would be echoed in ``wrote …`` lines and kept on disk; the session's
@@ -129,7 +134,7 @@ def _refuse_secret_paths(args: argparse.Namespace) -> None:
     Raises:
         BadInput: naming the option and the kind of secret, never the value.
     """
-    named = [(opt, v) for attr, opt in _PATH_OPTIONS.items()
+    named = [(_typed(opts, argv), v) for attr, opts in _PATH_OPTIONS.items()
              if isinstance(v := getattr(args, attr, None), (str, os.PathLike))]
     if isinstance(getattr(args, "html", None), str):  # compare's older ``--html FILE``
         named.append(("--html", args.html))
@@ -199,7 +204,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
     try:
-        _refuse_secret_paths(args)
+        _refuse_secret_paths(args, args_list)
         return int(args.func(args) or 0)
     except GpusessionError as exc:
         print(f"gpusession: error: {exc}", file=sys.stderr)

@@ -145,7 +145,8 @@ def test_package_limit_in_the_past_says_already_past_at_once(
     ["export", "base", "--format", "csv", "--out", "{tmp}/e-" + TOKEN + ".csv"],
     ["compare", "base", "base", "--html", "--out", "{tmp}/c-" + TOKEN + ".html"],
     ["manifest", "base", "--deliverables", "{tmp}/d-" + TOKEN],
-], ids=["report", "export", "compare", "manifest"])
+    ["validate", "--corpus", "{tmp}/c.jsonl", "--predictions", "{tmp}/p-" + TOKEN + ".jsonl"],
+], ids=["report", "export", "compare", "manifest", "validate"])
 def test_h46_a_secret_in_a_file_name_is_refused_and_never_echoed(
     capsys: pytest.CaptureFixture[str], sessions_root: Path, base: Path, tmp_path: Path, args: list[str],
 ) -> None:
@@ -159,7 +160,8 @@ def test_h46_a_secret_in_a_file_name_is_refused_and_never_echoed(
     assert code == 2, out + err
     line = one_line(err)
     assert TOKEN not in out + err and "ghp_abc" not in out + err
-    assert "GitHub token" in line and ("--out" in line or "--deliverables" in line), line
+    assert "GitHub token" in line, line
+    assert line.split(": ")[2] == next(a for a in args if a in ("--out", "--deliverables", "--predictions")), line
     assert digest(base) == before
     assert [p.name for p in where.iterdir()] == [f"d-{TOKEN}"]  # nothing written beside it
 

@@ -270,3 +270,20 @@ def test_h41_an_approval_size_past_what_it_can_mean_is_refused_naming_the_field(
     path.write_text(re.sub(r"size_bytes = \d+", f"size_bytes = {size}", text))
     code, _, err = cli(capsys, sessions_root, "deliverables", "v")
     assert code == 2 and "approvals.toml" in err and "size_bytes" in err, err
+
+
+@pytest.mark.parametrize("key", ["warmup_iterations", "runs_per_variant", "cold_runs_per_variant"])
+def test_h41_a_negative_count_of_runs_is_refused_by_every_reader(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, key: str) -> None:
+    """``runs_per_variant = -1`` hand-written in ``session.toml``: ``show`` and ``status``
+    refuse it as ``file: field`` as ``run`` does, never a session shown as valid."""
+    assert cli(capsys, sessions_root, "new", "n", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, sessions_root, "experiment", "n", "define", "--id", "e", "--workload", "command",
+               "--command", "true {output}", "--values", "1")[0] == 0
+    path = sessions_root / "n" / "session.toml"
+    text = path.read_text()
+    assert re.search(rf"^{key} = \d+$", text, flags=re.M), text
+    path.write_text(re.sub(rf"^{key} = \d+$", f"{key} = -1", text, flags=re.M))
+    for command in ("show", "status"):
+        code, _, err = cli(capsys, sessions_root, command, "n")
+        assert code == 2 and f"experiments.e.{key}: expected a whole number ≥ 0" in err, (command, err)

@@ -75,6 +75,8 @@ TEXT = Kind("text (in quotes)", lambda v: isinstance(v, str))
 WHOLE = Kind("a whole number", _whole, bound="whole")
 NUMBER = Kind("a number", _number, bound="count")
 COUNT = Kind("a whole number", _whole, bound="count")
+#: How many of something a run does (runs, warm-up iterations, GPUs, nodes): never below 0.
+HOW_MANY = Kind("a whole number ≥ 0", lambda v: _whole(v) and v >= 0, bound="count")
 SECONDS = Kind("a number of seconds", _number, bound="duration")
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
 #: A TOML date-time, or text the reader parses as ISO 8601.
@@ -98,11 +100,11 @@ EXPERIMENT = Table({
     "workload": TEXT, "corpus": TEXT, "varied": TEXT,
     "values": ListOf(WHOLE, "a list of whole numbers"), "precision": TEXT,
     "context_limit": WHOLE, "batch": WHOLE, "device": TEXT, "input_order": TEXT, "seed": WHOLE,
-    "scope": TEXT, "warmup_iterations": WHOLE, "runs_per_variant": WHOLE, "order": TEXT,
-    "order_seed": WHOLE, "cold_runs_per_variant": WHOLE, "protocol": PROTOCOL,
+    "scope": TEXT, "warmup_iterations": HOW_MANY, "runs_per_variant": HOW_MANY, "order": TEXT,
+    "order_seed": WHOLE, "cold_runs_per_variant": HOW_MANY, "protocol": PROTOCOL,
     "params": Table({"command": ListOf(TEXT, "a list of arguments (text)")}),
     "run_timeout_s": SECONDS, "environment": ANY_TABLE,
-    "gpus": WHOLE, "nodes": WHOLE, "rendezvous": TEXT,
+    "gpus": HOW_MANY, "nodes": HOW_MANY, "rendezvous": TEXT,
 })
 #: ``session.toml``: identity, package, experiments, the environment seen.
 SESSION = Table({
@@ -230,7 +232,7 @@ def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "
 
 
 __all__ = [
-    "AMOUNT", "ANY_TABLE", "BOOL", "CHECKLIST", "COUNT", "DATETIME", "DATETIME_VALUE", "EXPERIMENT",
+    "AMOUNT", "ANY_TABLE", "BOOL", "CHECKLIST", "COUNT", "HOW_MANY", "DATETIME", "DATETIME_VALUE", "EXPERIMENT",
     "Kind", "ListOf", "NUMBER", "ORDER", "PACKAGE", "SCHEMAS", "SECONDS", "SESSION", "Spec", "TEXT", "Table", "WHOLE",
     "check_types", "kind_of",
 ]
