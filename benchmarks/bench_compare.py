@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_report import NO_MATPLOTLIB, command_session, timed_child  # benchmarks/ is on the path
+from bench_report import child_envs, command_session, timed_child  # benchmarks/ is on the path
 
 #: The ten packages ``(lots, days)`` of an RTX A5000 (both prices are in the bundled rates).
 PACKAGES = tuple((lots, days) for days in (3, 7) for lots in range(1, 6))
@@ -59,12 +59,7 @@ def main() -> int:
                  for lots, days in PACKAGES]
         print(f"{len(names)} sessions run for real in {time.perf_counter() - t0:.1f} s; "
               f"load average at the start {_load()} on {os.cpu_count()} cores")
-        hide = tmp / "hide"
-        hide.mkdir()
-        (hide / "sitecustomize.py").write_text(NO_MATPLOTLIB, encoding="utf-8")
-        # Without PYTHONDONTWRITEBYTECODE: an install has its bytecode (as bench_startup's children)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        bare = dict(env, PYTHONPATH=os.pathsep.join([str(hide), *filter(None, [env.get("PYTHONPATH")])]))
+        env, bare = child_envs(tmp)
         gs = [sys.executable, "-m", "gpusession", "--sessions-dir", str(root)]
         page = tmp / "compare.html"  # removed before each run: compare never writes over a file
         cases = {

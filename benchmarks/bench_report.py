@@ -69,6 +69,21 @@ def command_session(root: Path, tmp: Path, name: str = "bench", *, lots: int = 1
     return s.name
 
 
+def child_envs(tmp: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The children's environments: as installed, and as a plain install (matplotlib hidden).
+
+    Without ``PYTHONDONTWRITEBYTECODE``: an install has its bytecode (as bench_startup's
+    children). The plain one puts a ``sitecustomize`` (:data:`NO_MATPLOTLIB`) from ``tmp``
+    first on ``PYTHONPATH``.
+    """
+    hide = tmp / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(NO_MATPLOTLIB, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    bare = dict(env, PYTHONPATH=os.pathsep.join([str(hide), *filter(None, [env.get("PYTHONPATH")])]))
+    return env, bare
+
+
 def timed_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """``(wall s, CPU s, s to the first line printed)`` of one child run."""
     t = time.perf_counter()
@@ -96,12 +111,7 @@ def main() -> int:
         name = command_session(root, tmp)
         print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"on {os.cpu_count()} cores")
-        hide = tmp / "hide"
-        hide.mkdir()
-        (hide / "sitecustomize.py").write_text(NO_MATPLOTLIB, encoding="utf-8")
-        # Without PYTHONDONTWRITEBYTECODE: an install has its bytecode (as bench_startup's children)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        bare = dict(env, PYTHONPATH=os.pathsep.join([str(hide), *filter(None, [env.get("PYTHONPATH")])]))
+        env, bare = child_envs(tmp)
         gs = [sys.executable, "-m", "gpusession", "--sessions-dir", str(root)]
         out = str(tmp / "r.md")
         cases = {
