@@ -159,10 +159,7 @@ async def test_s9_the_pane_lists_deliverables_and_rejects_with_j_through_the_cli
     from gpusession.core.folder.unit import set_unit
 
     set_unit(session, "visual")
-    out = tmp_path / "out"
-    out.mkdir()
-    for i in (1, 2):
-        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    out = _two_visuals(tmp_path / "out")
     decide(session, [out / "visual-01.png"], decision="approved", by="Ana")
     app = make_app()
     async with app.run_test(size=(120, 50)) as pilot:
@@ -199,10 +196,7 @@ async def test_s9_the_first_decision_is_made_in_the_pane_on_the_last_accepted_ou
     from gpusession.core.folder.approvals import deliverables_folder, load_approvals
     from gpusession.core.validation.accept_rule import KIND, REPORT_SUFFIX
 
-    out = tmp_path / "warm-1"
-    out.mkdir()
-    for i in (1, 2):
-        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    out = _two_visuals(tmp_path / "warm-1")
     report = session.validation_dir / "render" / "batch-1" / f"warm-1{REPORT_SUFFIX}"
     report.parent.mkdir(parents=True)
     report.write_text(json.dumps({"schema": 1, "kind": KIND, "output": str(out), "accepted": True,
@@ -237,10 +231,7 @@ async def test_s9_a_rejected_file_moved_away_keeps_its_decision_in_the_pane(
     as ``gpusession deliverables`` says it (the decision is kept)."""
     from gpusession.core.folder.approvals import decide
 
-    out = tmp_path / "out"
-    out.mkdir()
-    for i in (1, 2):
-        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    out = _two_visuals(tmp_path / "out")
     decide(session, [out / "visual-01.png"], decision="approved", by="Ana")
     decide(session, [out / "visual-02.png"], decision="rejected", by="Ana", text="legend cut")
     (out / "visual-02.png").unlink()
@@ -252,3 +243,11 @@ async def test_s9_a_rejected_file_moved_away_keeps_its_decision_in_the_pane(
         t = app.screen.query_one("#deliv-table", DataTable)
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
         assert rows[1][:3] == ["visual-02.png", "rejected, no longer there", "Ana"]
+
+
+def _two_visuals(out: Any) -> Any:
+    """``out`` made with ``visual-01.png`` and ``visual-02.png`` (two distinct PNGs)."""
+    out.mkdir()
+    for i in (1, 2):
+        (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    return out
