@@ -111,10 +111,7 @@ def test_validating_an_output_takes_at_most_twice_its_size_in_memory(
     assert all('"label": "undeclared"' in text for text in bad)  # the lines quoted, cut from the bytes
     extra = got["extra_bytes"]
     assert isinstance(extra, int)
-    # The goal is 2x for every output; a dirty output of 42-byte lines still takes about
-    # 2.6x (its per-record arrays weigh more against short lines): held to 3x until then.
-    factor = 3 if (dirty and short) else 2
-    assert extra <= factor * size + MARGIN_BYTES, (
+    assert extra <= 2 * size + MARGIN_BYTES, (
         f"validating a {size / 1e6:.1f} MB output took {extra / 1e6:.1f} MB ({extra / size:.2f}x its size)"
     )
 

@@ -194,3 +194,36 @@ def test_v4_a_blank_line_anywhere_but_the_end_is_reported_at_its_line(n: int, bl
     want = {k + 1: ((None, "empty line") if text.strip() == "" else (json.loads(text)["id"], None))
             for k, text in enumerate(lines)}
     assert got == want
+
+
+def _ids_fields(r: ValidationReport) -> tuple[object, ...]:
+    return (r.observed_ids, r.observed_unique, r.missing_ids.rows(), r.extra_ids.rows(), r.duplicates.rows(),
+            r.ids_reason, r.quality_value, r.quality_reason, r.corpus_accepted)
+
+
+@SETTINGS
+@given(
+    data=corpora(),
+    extra=st.lists(st.sampled_from(["x", "y", "7a", ""]), max_size=6),
+    repeats=st.lists(st.integers(min_value=0, max_value=60), max_size=8),
+    seed=st.randoms(use_true_random=False),
+    slice_rows=st.sampled_from([1, 2, 3, 7]),
+)
+def test_v3_ids_matched_a_slice_at_a_time_or_on_strings_give_one_report(
+        data: tuple[list[str], list[str], list[str]], extra: list[str], repeats: list[int], seed, slice_rows: int) -> None:  # type: ignore[no-untyped-def]
+    """V2, V3, V8: the hash match taken in slices of any size, and the exact string match
+    (the path taken on a 64-bit hash collision), report the same IDs, lines and macro-F1."""
+    from gpusession.core.validation import checks
+
+    ids, refs, preds = data
+    rows = [(i, p) for i, p in zip(ids, preds, strict=True) if seed.random() < 0.8]  # some missing
+    rows += [(e, "a") for e in extra]  # not expected, empty, and repeated among themselves
+    rows += [rows[k % len(rows)] for k in repeats] if rows else []  # duplicated records
+    seed.shuffle(rows)
+    whole = check(ids, refs, rows, threshold=0.5)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checks, "_SLICE_ROWS", slice_rows)
+        sliced = check(ids, refs, rows, threshold=0.5)
+        mp.setattr(checks, "_match_on_hashes", lambda ids, expected: None)
+        on_strings = check(ids, refs, rows, threshold=0.5)
+    assert _ids_fields(sliced) == _ids_fields(whole) == _ids_fields(on_strings)

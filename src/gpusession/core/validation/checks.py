@@ -156,54 +156,108 @@ def _duplicates(dup_rows: pl.DataFrame, where: str) -> pl.DataFrame:
     )
 
 
-#: Expected rows compared with their observed IDs per slice (bounds the copies made).
-_VERIFY_ROWS = 1 << 16
+#: Observed records hashed, looked up and checked per slice: the arrays made per record
+#: (hashes, search positions) stay this long, whatever the output's size (V8: memory).
+_SLICE_ROWS = 1 << 16
 
 
-def _match_on_hashes(
-    r: pl.Series, h: pl.Series, keep: pl.Series | None, expected: Expected, ids: pl.Series
-) -> tuple[pl.Series, pl.Series] | None:
-    """Match the distinct observed IDs with the expected ones on their 64-bit hashes (V2).
+@dataclass(frozen=True)
+class _Matched:
+    """The observed IDs matched with the expected ones (V2, V3).
 
-    ``r`` are the observed records' 0-based rows, ``h`` their IDs' hashes (distinct
-    per distinct ID), ``keep`` false at the second and later records of an ID. Each
-    hash is looked up by binary search in the expected ones, sorted once per corpus
-    (:attr:`Expected.by_hash`): fixed-width arrays only, no hash table, no string
-    copied. Every matched pair is then checked against the IDs themselves, a slice
-    at a time.
+    Attributes:
+        match: per expected row, the 0-based row of its first record (UInt32, null when
+            the ID is missing).
+        extra_rows: the rows of the first record of each ID that is not expected.
+        dup_rows: ``r`` (UInt32) and ``id`` of every record whose ID occurs twice or more,
+            in file order.
+        n_later: how many records repeat an ID seen on an earlier line.
+    """
+
+    match: pl.Series
+    extra_rows: pl.Series
+    dup_rows: pl.DataFrame
+    n_later: int
+
+
+def _dup_frame(rows: pl.Series, ids: pl.Series) -> pl.DataFrame:
+    return pl.DataFrame({"r": rows, "id": ids.gather(rows)})
+
+
+def _match_on_hashes(ids: pl.Series, expected: Expected) -> _Matched | None:
+    """Match the observed IDs with the expected ones on their 64-bit hashes (V2, V3).
+
+    The output is taken :data:`_SLICE_ROWS` records at a time: each slice's IDs are
+    hashed, looked up by binary search in the expected hashes (sorted once per corpus,
+    :attr:`Expected.by_hash`) and every hit is checked against the expected ID itself.
+    A hit on an expected row already taken (an earlier slice or an earlier record of
+    this one) is a later record of a duplicated ID; the IDs not expected are compared
+    as strings, and they are few unless the output is wrong. So the memory held per
+    record is the match (4 bytes per expected ID), never a hash column or a hash table.
 
     Returns:
-        ``(match, extra)``: per expected row, the row of its record (UInt32, null when
-        missing); the rows of the observed IDs that are not expected. ``None`` when two
-        different IDs share a hash (the caller then matches the strings).
+        The match, or ``None`` when two different IDs share a hash (the caller then
+        matches the strings).
     """
     exp_u, by_hash = expected.unique, expected.by_hash
+    sorted_h, hash_rows, exp_ids = by_hash["h"], by_hash["row"], exp_u["id"]
     match = pl.repeat(None, exp_u.height, dtype=pl.UInt32, eager=True).alias("r")
-    if by_hash.height == 0:
-        return match, r if keep is None else r.filter(keep)
-    sorted_h = by_hash["h"]
-    at = sorted_h.search_sorted(h, side="left").clip(upper_bound=sorted_h.len() - 1)
-    found = sorted_h.gather(at) == h
-    if keep is not None:
-        found = found & keep
-    extra = r.filter(~found) if keep is None else r.filter(~found & keep)
-    at = at.filter(found)  # one search: the matched positions are kept, not searched again
-    match = match.scatter(by_hash["row"].gather(at), r.filter(found))
-    del at
-    exp_ids = exp_u["id"]
-    for start in range(0, exp_u.height, _VERIFY_ROWS):
-        rows = match.slice(start, _VERIFY_ROWS)
-        sel = rows.is_not_null()
-        if not bool((ids.gather(rows.filter(sel)) == exp_ids.slice(start, _VERIFY_ROWS).filter(sel)).all()):
+    later_r: list[pl.Series] = []
+    later_e: list[pl.Series] = []
+    extra_r: list[pl.Series] = []
+    for start in range(0, ids.len(), _SLICE_ROWS):
+        part = ids.slice(start, _SLICE_ROWS)
+        r = pl.int_range(start, start + part.len(), dtype=pl.UInt32, eager=True)
+        valid = part.is_not_null() & (part != "")
+        if not bool(valid.all()):
+            part, r = part.filter(valid), r.filter(valid)
+        if sorted_h.len() == 0:
+            extra_r.append(r)
+            continue
+        h = part.hash()
+        at = sorted_h.search_sorted(h, side="left").clip(upper_bound=sorted_h.len() - 1)
+        found = sorted_h.gather(at) == h
+        e = hash_rows.gather(at.filter(found))
+        rf = r.filter(found)
+        if not bool((part.filter(found) == exp_ids.gather(e)).all()):
             return None  # pragma: no cover - a 64-bit hash collision between two real IDs
-    return match, extra
+        extra_r.append(r.filter(~found))
+        later = match.gather(e).is_not_null() | ~e.is_first_distinct()
+        if bool(later.any()):
+            later_r.append(rf.filter(later))
+            later_e.append(e.filter(later))
+            e, rf = e.filter(~later), rf.filter(~later)
+        match = match.scatter(e, rf)
+    extra = pl.concat(extra_r) if extra_r else pl.Series("r", [], dtype=pl.UInt32)
+    dup_parts: list[pl.DataFrame] = []
+    n_later = 0
+    if later_r:
+        laters = pl.concat(later_r)
+        firsts = match.gather(pl.concat(later_e).unique())
+        dup_parts.append(_dup_frame(pl.concat([firsts, laters]), ids))
+        n_later += laters.len()
+    if extra.len():
+        ex = _dup_frame(extra, ids)
+        ex_dup = ex.filter(pl.col("id").is_duplicated())
+        if ex_dup.height:
+            ex_later = ex_dup.filter(~pl.col("id").is_first_distinct())["r"]
+            extra = extra.filter(~extra.is_in(ex_later.implode()))
+            dup_parts.append(ex_dup)
+            n_later += ex_later.len()
+    dup_rows = pl.concat(dup_parts).sort("r") if dup_parts else pl.DataFrame(schema={"r": pl.UInt32, "id": pl.String})
+    return _Matched(match, extra, dup_rows, n_later)
 
 
-def _match_on_strings(obs_u: pl.DataFrame, exp_u: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-    """:func:`_match_on_hashes` by a join on the ID strings (V2): exact, slower, larger."""
-    match = exp_u.select("id").join(obs_u.select("id", "r"), on="id", how="left", maintain_order="left")["r"]
+def _match_on_strings(ids: pl.Series, exp_u: pl.DataFrame) -> _Matched:
+    """:func:`_match_on_hashes` by joins on the ID strings (V2, V3): exact, slower, larger."""
+    observed = pl.DataFrame({"r": pl.int_range(0, ids.len(), dtype=pl.UInt32, eager=True), "id": ids}).filter(
+        pl.col("id").is_not_null() & (pl.col("id") != "")
+    )
+    dup_rows = observed.filter(pl.col("id").is_duplicated())
+    obs_u = observed.filter(pl.col("id").is_first_distinct())
+    match = exp_u.select("id").join(obs_u, on="id", how="left", maintain_order="left")["r"]
     extra = obs_u.filter(~pl.col("id").is_in(exp_u["id"].implode()))["r"]
-    return match, extra
+    return _Matched(match, extra, dup_rows, observed.height - obs_u.height)
 
 
 @dataclass(frozen=True)
@@ -237,31 +291,13 @@ def _check_ids(rec: CompactRecords, expected: Expected) -> _Ids:
         extra = pl.DataFrame(schema={"id": pl.String, "line": pl.Int64})
         dup_out, n_later = empty_dups, 0
     else:
-        observed = pl.DataFrame({"r": pl.int_range(0, rec.n, dtype=pl.UInt32, eager=True), "id": ids})
-        if n_observed < rec.n:
-            observed = observed.filter(valid)
-        r, h = observed["r"], observed["id"].hash()
-        # The duplicated hashes are the ones equal to their predecessor once sorted.
-        hs = h.sort()
-        shared = hs.filter(hs == hs.shift(1))
-        del hs
-        n_later, keep, dup_out, distinct = 0, None, empty_dups, True
-        if shared.len():
-            candidates = observed.filter(h.is_in(shared.unique().implode()))
-            # two different IDs sharing a hash: matched on the strings below
-            distinct = candidates["id"].n_unique() == shared.n_unique()
-            dup_rows = candidates.filter(pl.col("id").is_duplicated())
-            later = dup_rows.filter(~pl.col("id").is_first_distinct())["r"]
-            n_later = later.len()
-            if n_later:
-                keep = ~r.is_in(later.implode())
-                dup_out = _duplicates(dup_rows.with_columns(line=rec.lines(dup_rows["r"])), "output")
-        found = _match_on_hashes(r, h, keep, expected, ids) if distinct else None
-        del h
+        found = _match_on_hashes(ids, expected)
         if found is None:  # pragma: no cover - a 64-bit hash collision between two real IDs
-            found = _match_on_strings(observed if keep is None else observed.filter(keep), exp_u)
-        del observed
-        match, extra_rows = found
+            found = _match_on_strings(ids, exp_u)
+        match, extra_rows, n_later = found.match, found.extra_rows, found.n_later
+        dup_out = empty_dups
+        if found.dup_rows.height:
+            dup_out = _duplicates(found.dup_rows.with_columns(line=rec.lines(found.dup_rows["r"])), "output")
         scoring = pl.DataFrame({"ref": ref, "pred": code.gather(match), "ok": ok.gather(match)})
         missing = exp_u.filter(match.is_null()).select("id", expected_line="line").sort("expected_line")
         extra = pl.DataFrame({"id": ids.gather(extra_rows), "line": rec.lines(extra_rows)}).sort("line")
