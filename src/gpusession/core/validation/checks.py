@@ -188,8 +188,9 @@ def _match_on_hashes(ids: pl.Series, expected: Expected) -> _Matched | None:
     """Match the observed IDs with the expected ones on their 64-bit hashes (V2, V3).
 
     The output is taken :data:`_SLICE_ROWS` records at a time: each slice's IDs are
-    hashed, looked up by binary search in the expected hashes (sorted once per corpus,
-    :attr:`Expected.by_hash`) and every hit is checked against the expected ID itself.
+    hashed, sorted and merged (an as-of join) with the expected hashes, sorted once per
+    corpus (:attr:`Expected.by_hash`), and every hit is checked against the expected ID
+    itself.
     A hit on an expected row already taken (an earlier slice or an earlier record of
     this one) is a later record of a duplicated ID; the IDs not expected are compared
     as strings, and they are few unless the output is wrong. So the memory held per
@@ -200,7 +201,7 @@ def _match_on_hashes(ids: pl.Series, expected: Expected) -> _Matched | None:
         matches the strings).
     """
     exp_u, by_hash = expected.unique, expected.by_hash
-    sorted_h, hash_rows, exp_ids = by_hash["h"], by_hash["row"], exp_u["id"]
+    right, exp_ids = by_hash.rename({"h": "h_expected"}), exp_u["id"]
     match = pl.repeat(None, exp_u.height, dtype=pl.UInt32, eager=True).alias("r")
     later_r: list[pl.Series] = []
     later_e: list[pl.Series] = []
@@ -211,18 +212,23 @@ def _match_on_hashes(ids: pl.Series, expected: Expected) -> _Matched | None:
         valid = part.is_not_null() & (part != "")
         if not bool(valid.all()):
             part, r = part.filter(valid), r.filter(valid)
-        if sorted_h.len() == 0:
+        if by_hash.height == 0:
             extra_r.append(r)
             continue
-        h = part.hash()
-        at = sorted_h.search_sorted(h, side="left").clip(upper_bound=sorted_h.len() - 1)
-        found = sorted_h.gather(at) == h
-        e = hash_rows.gather(at.filter(found))
-        rf = r.filter(found)
-        if not bool((part.filter(found) == exp_ids.gather(e)).all()):
+        # The slice sorted on its hashes (stably: the records of one ID stay in file order)
+        # and merged with the expected hashes, sorted too: no hash table, no binary search.
+        hit = (
+            pl.DataFrame({"r": r, "h": part.hash()})
+            .sort("h", maintain_order=True)
+            .join_asof(right, left_on="h", right_on="h_expected", strategy="backward")
+        )
+        found = (hit["h"] == hit["h_expected"]).fill_null(False)
+        e, rf = hit["row"].filter(found), hit["r"].filter(found)
+        if not bool((ids.gather(rf) == exp_ids.gather(e)).all()):
             return None  # pragma: no cover - a 64-bit hash collision between two real IDs
-        extra_r.append(r.filter(~found))
-        later = match.gather(e).is_not_null() | ~e.is_first_distinct()
+        extra_r.append(hit["r"].filter(~found))
+        # a later record: its expected row taken in an earlier slice, or just before it here
+        later = match.gather(e).is_not_null() | (e == e.shift(1)).fill_null(False)
         if bool(later.any()):
             later_r.append(rf.filter(later))
             later_e.append(e.filter(later))

@@ -192,13 +192,15 @@ class Expected:
 
     def __post_init__(self) -> None:
         """Find the duplicate IDs (V3) and the first occurrences, once per corpus."""
-        # Computed once per corpus: the run engine validates many runs against it.
+        # Computed once per corpus: the run engine validates many runs against it. One sort
+        # of the hashes serves both: the duplicates are the hashes equal to their neighbour.
         frame = self.frame.with_columns(h=pl.col("id").hash())
-        dup_rows = duplicate_rows(frame)
+        by_hash = _sorted_hashes(frame)
+        dup_rows = duplicate_rows(frame, by_hash["h"])
+        unique = first_occurrences(frame, dup_rows)
         object.__setattr__(self, "duplicate_rows", dup_rows)
-        object.__setattr__(self, "unique", first_occurrences(frame, dup_rows))
-        object.__setattr__(self, "by_hash", self.unique.select(
-            "h", row=pl.int_range(0, pl.len(), dtype=pl.UInt32)).sort("h"))
+        object.__setattr__(self, "unique", unique)
+        object.__setattr__(self, "by_hash", by_hash if unique.height == frame.height else _sorted_hashes(unique))
 
     @property
     def has_duplicates(self) -> bool:
@@ -225,15 +227,21 @@ class Expected:
         return tuple(sorted(self.frame["label"].drop_nulls().unique().to_list()))
 
 
-def duplicate_rows(frame: pl.DataFrame) -> pl.DataFrame:
+def _sorted_hashes(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame``'s ``h`` sorted (UInt64) beside its row there (``row``, UInt32)."""
+    return frame.select("h", row=pl.int_range(0, pl.len(), dtype=pl.UInt32)).sort("h")
+
+
+def duplicate_rows(frame: pl.DataFrame, ordered: pl.Series | None = None) -> pl.DataFrame:
     """The rows of ``frame`` whose ``id`` occurs more than once, in frame order (V3).
 
     ``h`` is the ID's 64-bit hash: rows with a unique hash are certainly unique, so
     only the (few) rows sharing a hash are compared as strings. The hashes shared are
     found by sorting (a sort and a shift cost a quarter of ``is_duplicated`` over a
-    million rows).
+    million rows); ``ordered`` is ``frame["h"]`` already sorted, when the caller has it.
     """
-    ordered = frame["h"].sort()
+    if ordered is None:
+        ordered = frame["h"].sort()
     shared = ordered.filter(ordered == ordered.shift(1))
     if shared.len() == 0:  # the usual corpus: every hash distinct
         return frame.clear()

@@ -29,7 +29,6 @@ from gpusession.core.validation.read import (
     CompactRecords,
     ParsedRecords,
     RawLines,
-    code_dtype,
     decode_text,
     excerpt,
     is_plain_text,
@@ -56,10 +55,11 @@ def parse_jsonl(data: bytes, classes: Sequence[str] | None = None) -> ParsedReco
     and no decoded copy is made unless the careful path needs it: the memory of a clean
     1 GB output is its bytes and polars' records, not three copies of the file.
 
-    Given the declared ``classes``, a clean file is read a block of lines at a time
+    Given the declared ``classes``, a clean file is read by polars' streaming engine
     into :class:`~gpusession.core.validation.read.CompactRecords` (``compact``; V8: the
-    labels become class codes and no string column but the IDs outlives its block), and
-    ``records`` stays empty; any other file is read into ``records`` as without them.
+    labels become class codes as each morsel is read and no string column but the IDs
+    outlives it), and ``records`` stays empty; any other file is read into ``records``
+    as without them.
 
     Returns:
         The records with a problem per bad line; never raises for bad content.
@@ -132,19 +132,15 @@ def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
     ).select(list(RECORD_SCHEMA))
 
 
-#: Bytes of output read by polars at once on the compact path (cut at a line end).
-BLOCK_BYTES = 4 * 1024 * 1024
-
-
 def _jsonl_fast_compact(raw: bytes, classes: Sequence[str]) -> CompactRecords | None:
-    """:func:`_jsonl_fast` for the checks, a block of lines at a time (V4, V8: memory).
+    """:func:`_jsonl_fast` for the checks, reduced as it is read (V4, V8: memory).
 
-    Each block of about :data:`BLOCK_BYTES` is parsed by polars and at once reduced to
-    the ID, the label's class code and the ``ok`` flag; the records that are not ``ok``
-    (an empty ID, a label outside ``classes``) keep their strings in ``bad``. The label
-    column and the block's copy of the bytes are dropped before the next block, so the
-    memory held is the IDs and two small integers per record, not the parsed strings.
-    ``None`` when the file is not clean (the careful path reads it).
+    polars' streaming engine parses the bytes a morsel at a time and reduces each at
+    once to the ID, the label's class code and the ``ok`` flag, so that no label string
+    outlives its morsel: the memory held is the IDs and two small integers per record.
+    The records that are not ``ok`` (an empty ID, a label outside ``classes``) are read
+    again, alone, with their line and strings into ``bad``. ``None`` when the file is
+    not clean (the careful path reads it).
     """
     if b"\r" in raw:
         return None
@@ -162,40 +158,32 @@ def _jsonl_fast_compact(raw: bytes, classes: Sequence[str]) -> CompactRecords | 
 
 
 def _read_compact_into(raw: bytes, classes: tuple[str, ...], out: list[CompactRecords]) -> None:
-    """The blocks of :func:`_jsonl_fast_compact`, read into ``out``.
+    """The reading of :func:`_jsonl_fast_compact`, into ``out``.
 
-    Appends one :class:`CompactRecords`; nothing when a block fails or holds a null.
+    Appends one :class:`CompactRecords`; nothing when polars fails or a value is null.
     """
     k = len(classes)
-    parts: list[pl.DataFrame] = []
-    bad: list[pl.DataFrame] = []
-    start = rows = 0
-    while start < len(raw):
-        end = raw.find(b"\n", start + BLOCK_BYTES)
-        end = len(raw) if end < 0 else end + 1
-        try:
-            block = pl.read_ndjson(io.BytesIO(raw[start:end]), schema=_JSON_SCHEMA)
-        except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
-            return
-        if block.null_count().sum_horizontal().item() != 0:
-            return
-        part = block.select("id", code=label_code(pl.col("label"), classes)).with_columns(
-            ok=(pl.col("id") != "") & (pl.col("code") < k)
+    ok = (pl.col("id") != "") & (label_code(pl.col("label"), classes) < k)
+    try:
+        frame = (
+            pl.scan_ndjson(raw, schema=_JSON_SCHEMA)
+            .select("id", code=label_code(pl.col("label"), classes), ok=ok)
+            .collect(engine="streaming")
         )
-        if not part["ok"].all():
-            bad.append(
-                block.with_row_index("line", offset=rows + 1)
-                .filter(~part["ok"])
+        if frame.null_count().sum_horizontal().item() != 0:
+            return
+        bad = pl.DataFrame(schema=RECORD_SCHEMA)
+        if not frame["ok"].all():
+            bad = (
+                pl.scan_ndjson(raw, schema=_JSON_SCHEMA)
+                .with_row_index("line", offset=1)
+                .filter(~ok)
                 .select(pl.col("line").cast(pl.Int64), "id", "label", problem=pl.lit(None, pl.String))
+                .collect(engine="streaming")
             )
-        del block
-        parts.append(part)
-        rows += part.height
-        start = end
-    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
-        schema={"id": pl.String, "code": code_dtype(k), "ok": pl.Boolean}
-    )
-    out.append(CompactRecords(frame, pl.concat(bad) if bad else pl.DataFrame(schema=RECORD_SCHEMA), classes))
+    except Exception:  # noqa: BLE001 - any polars parse failure sends us to the careful path
+        return
+    out.append(CompactRecords(frame, bad, classes))
 
 
 def _read_into(source: io.BytesIO, out: list[pl.DataFrame]) -> None:
