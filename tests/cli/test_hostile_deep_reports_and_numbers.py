@@ -145,6 +145,26 @@ def test_h41_a_throughput_past_its_meaning_is_refused_never_a_traceback(
                "1 byte/s" in out
 
 
+@pytest.mark.parametrize(("rate", "expected"), [
+    ("-5.0", "expected a finite throughput of at least 1 byte/s, got -5.0"),
+    ("nan", "expected a finite throughput of at least 1 byte/s, got nan"),
+    ("-inf", "expected a finite throughput of at least 1 byte/s, got -inf"),
+    ("true", "expected a number of bytes per second, got True"),
+    ('"fast"', "expected a number of bytes per second, got 'fast'"),
+])
+def test_h41_a_throughput_that_is_no_number_of_bytes_per_second_is_named_as_file_entry_field(
+        tmp_path: Path, rate: str, expected: str) -> None:
+    """Never dropped silently: the entry is left out and the note names file, entry and field."""
+    (tmp_path / "retrieval.toml").write_text(_pull(rate), encoding="utf-8")
+    res = measured_reserve(tmp_path)
+    assert not res.measured and res.reserve_s == DEFAULT_RESERVE_S
+    assert res.note is not None and f"retrieval.toml: pull 1: throughput_bytes_per_s: {expected}" in res.note
+    (tmp_path / "retrieval.toml").write_text(_pull("0", moved=0) + "\n" + _pull(rate) + "\n" + _pull("1e6"),
+                                             encoding="utf-8")
+    res = measured_reserve(tmp_path)  # a pull that measured nothing is not named; the good one counts
+    assert res.measured and res.note is not None and res.note.startswith("retrieval.toml: pull 2: ")
+
+
 def test_h41_the_limit_of_a_throughput_past_its_meaning_is_the_default(sessions_root: Path, tmp_path: Path) -> None:
     (tmp_path / "retrieval.toml").write_text(_pull("5e-324") + "\n" + _pull("1e6"), encoding="utf-8")
     res = measured_reserve(tmp_path)  # the good entry counts, the other is named

@@ -153,15 +153,21 @@ def _rate(entry: Any) -> float | None:
 
 
 def _rate_refusal(rate: Any, index: int) -> str | None:
-    """``retrieval.toml: pull 2: throughput_bytes_per_s: expected …`` for a number past its meaning (H-41)."""
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+    """``retrieval.toml: pull 2: throughput_bytes_per_s: expected …`` for a value that is no throughput (H-41).
+
+    ``None`` for a usable rate, for an absent one and for 0 (a pull that measured
+    nothing); a negative, NaN, infinite or tiny number, a boolean or a string is named.
+    """
+    where = f"{RETRIEVAL_TOML}: pull {index}: throughput_bytes_per_s"
+    if rate is None or (isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate == 0):
         return None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        from gpusession.core.files.secrets import shown  # status: loaded on the error only
+
+        return f"{where}: expected a number of bytes per second, got {shown(rate)}"
     if math.isfinite(rate) and rate >= MIN_THROUGHPUT_BYTES_PER_S:
         return None
-    if rate == 0 or (math.isfinite(rate) and rate < 0):
-        return None  # a pull that measured nothing: as before, no entry with a throughput
-    return (f"{RETRIEVAL_TOML}: pull {index}: throughput_bytes_per_s: expected a finite throughput "
-            f"of at least 1 byte/s, got {rate!r}")
+    return f"{where}: expected a finite throughput of at least 1 byte/s, got {rate!r}"
 
 
 def deliverables_bytes(folder: Path) -> tuple[int, str]:
