@@ -96,7 +96,8 @@ def on_first_frame(app):
     app.set_interval(0.005, check)
     app.set_timer(10.0, app.exit)
 
-app = build_app(Session.open(root, name))
+# opened as `gpusession NAME` opens it (commands/tui.py): a bad file is said in its pane
+app = build_app(Session.open(root, name, check_files=False))
 app.run(headless=True, size=(80, 24))
 """
 

@@ -403,3 +403,22 @@ def test_s1_a_hand_broken_item_entry_is_named_and_never_overwritten(session: Ses
         assert exc.value.path == session.checklist_toml
         assert exc.value.field == "items.g1.approver" and "expected a table" in str(exc.value)
     assert session.checklist_toml.read_text(encoding="utf-8") == text
+
+
+def test_h17_bundled_texts_are_shown_as_written_and_own_items_escaped(tmp_path: Path) -> None:
+    """A bundled text is this package's, printable as it is: shown without the masks (the
+    first frame loads no detector for it); a person's own item is escaped as before."""
+    from gpusession.core.files.textio import printable
+
+    s = Session.create(tmp_path, "t-1.a_b", package=Package())
+    stages, templates = cl._bundled()
+    for text in [t.text.replace("{session}", s.name) for t in templates] + list(stages.values()):
+        assert printable(text) == text, text
+    (s.folder / "checklist.toml").write_text(  # an own item edited by hand
+        'schema = 1\n[items."own.1"]\ncustom = true\nstage = 2\ntext = "look at \\u001b[31mthis\\u001b[0m"\n', encoding="utf-8")
+    items = cl.load_checklist(s, with_facts=False)
+    assert sorted(i.text for i in items if not i.custom) == sorted(t.text.replace("{session}", s.name)
+                                                                   for t in templates)
+    assert "Give the test a fixed name and use it everywhere: t-1.a_b" in [i.text for i in items]
+    own = next(i for i in items if i.custom)
+    assert own.text == "look at \\x1b[31mthis\\x1b[0m"

@@ -4,8 +4,8 @@ Checked in a fresh interpreter on the real opening path (``Session.open`` of a f
 disk, then the app headless at 80×24): at the moment the first frame is painted
 (``MainScreen.after_first_frame``), neither psutil (process handling), crash recovery
 and the record classes (``core.events.records``: nothing to recover), the BIP-39 lists (no text that could be a
-seed phrase), the package-end warning's modules nor the report's scipy and matplotlib
-have been imported.
+seed phrase), the package-end warning's modules, the results table's modules (no row
+is read before it), polars nor the report's scipy and matplotlib have been imported.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ SCRIPT = textwrap.dedent(
     from gpusession.ui.app import build_app
 
     WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
-             "gpusession.core.retrieval.status", "scipy", "matplotlib")
+             "gpusession.core.retrieval.status", "scipy", "matplotlib", "polars",
+             "gpusession.core.records.results", "gpusession.core.records.summary")
     seen = []
     after = screens.MainScreen.after_first_frame
 
@@ -36,7 +37,8 @@ SCRIPT = textwrap.dedent(
         self.app.exit(0)
 
     screens.MainScreen.after_first_frame = probe
-    app = build_app(Session.open(sys.argv[1], sys.argv[2]))
+    # opened as `gpusession NAME` opens it (commands/tui.py): a bad file is said in its pane
+    app = build_app(Session.open(sys.argv[1], sys.argv[2], check_files=False))
     app.run(headless=True, size=(80, 24))
     print(" ".join(seen))
     """

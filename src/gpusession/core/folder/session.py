@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,13 +49,13 @@ from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.package import Package, check_time_range
-from gpusession.core.records.results import ResultsFile
-from gpusession.core.records.summary import UNFINISHED_KIND, accepted_unique_corpora
+from gpusession.core.records.csvkeys import UNFINISHED_KIND
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
     from gpusession.core.events.facts import JournalFacts
     from gpusession.core.events.reading import JournalRead
+    from gpusession.core.records.results import ResultsFile
 
 
 #: The shape of each hand-editable file, checked whenever it is read.
@@ -397,7 +398,13 @@ class Session:
         self.recovered: list[str] = []
         #: Per file, what :meth:`read_doc` hid because it looked like a secret.
         self.hidden: dict[str, list[str]] = {}
-        self.results = ResultsFile(self.folder / RESULTS_CSV, self._run_ends)
+
+    @cached_property
+    def results(self) -> ResultsFile:
+        """``resultats-bruts.csv``, the results table (C1); its module loads on first use."""
+        from gpusession.core.records.results import ResultsFile  # not before the TUI's first frame
+
+        return ResultsFile(self.folder / RESULTS_CSV, self._run_ends)
 
     # -- paths -----------------------------------------------------------------
     @property
@@ -769,7 +776,7 @@ class Session:
         """
         if (self.folder / RUN_LOCK).exists():
             return True
-        for path in (self.journal_path, self.results.path):
+        for path in (self.journal_path, self.folder / RESULTS_CSV):
             try:
                 with open(path, "rb") as fh:
                     if fh.seek(0, os.SEEK_END) > 0:
@@ -830,6 +837,10 @@ def list_sessions(root: Path) -> list[SessionSummary]:
     a folder that is a symbolic link is listed with its target and an error, never
     opened (a second link to one folder is no second session).
     """
+    from gpusession.core.records.summary import (
+        accepted_unique_corpora,  # with the tables: not at start-up
+    )
+
     root = Path(root)
     out: list[SessionSummary] = []
     if not root.is_dir():

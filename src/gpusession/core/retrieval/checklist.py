@@ -188,7 +188,9 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool,
         id=tpl.id,
         stage=tpl.stage,
         stage_title=STAGES.get(tpl.stage, f"Stage {tpl.stage}"),
-        text=printable(tpl.text.replace("{session}", session.name)),  # H-17: shown escaped
+        # H-17: a person's own text is shown escaped; a bundled one is shown as written (its
+        # text is this package's, printable as it is, and a session name is [A-Za-z0-9._-])
+        text=(printable if custom else str)(tpl.text.replace("{session}", session.name)),
         done=done,
         at=at,
         note=printable(str(state.get("note", ""))),
