@@ -64,3 +64,14 @@ def test_a_crash_left_behind_is_still_recovered_before_the_first_frame(tmp_path:
     seen = _first_frame_modules(tmp_path, s.name)
     assert "gpusession.core.folder.recovery" in seen and seen[-1] == "FRAME"
     assert len(s.results.rows()) == 1  # the run in flight got its incident row
+
+
+def test_first_frame_of_a_checklist_holding_the_products_evidence_loads_no_wordlist(tmp_path: Path) -> None:
+    """The evidence gpusession writes beside the items (commands, paths, NVML's words) is
+    checked for secrets on every read; it reads as prose, so the seed lists stay unloaded."""
+    from gpusession.core.retrieval import checklist
+
+    s = make_session(tmp_path, "bench")
+    checklist.collect_evidence(s)  # what the TUI writes after its first frame
+    assert "gpusession" in (s.folder / "checklist.toml").read_text(encoding="utf-8")
+    assert _first_frame_modules(tmp_path, s.name) == ["FRAME"]

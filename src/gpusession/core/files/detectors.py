@@ -297,10 +297,11 @@ def joined_words(token: str, words: frozenset[str]) -> int:
 SEED_ASCII_LENGTHS = (3, 12)
 SEED_OTHER_MAX_LENGTH = 11
 #: Common English words in none of the seed lists (a test checks it): prose has one of
-#: them every few words, a seed phrase never.
+#: them every few words, a seed phrase never. ``gpusession`` too: the product's own hints
+#: and evidence name a command every few words (the TUI's checklist then loads no list).
 NOT_SEED_WORDS = frozenset(
     "the and for are was not but your its has had our out his her their which "
-    "who how these those been did would could while through".split()
+    "who how these those been did would could while through yet gpusession".split()
 )
 #: A run of lowercase letters this long may be a seed phrase written without spaces.
 JOINED_MIN_CHARS = 3 * MNEMONIC_MIN_WORDS
