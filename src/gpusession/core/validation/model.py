@@ -187,7 +187,7 @@ class Expected:
     unique: pl.DataFrame = field(init=False, repr=False)
     duplicate_rows: pl.DataFrame = field(init=False, repr=False)
     #: ``unique``'s ID hashes sorted (``h``, UInt64) and their rows there (``row``, UInt32):
-    #: an output's IDs are matched by binary search in it (V2).
+    #: an output's IDs are merged with it, a slice at a time, by an as-of join (V2).
     by_hash: pl.DataFrame = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
