@@ -269,3 +269,48 @@ def test_v4_number_id_hidden_among_compact_lines(tmp_path: Path, expected: Expec
     assert not r.format_valid and r.bad_records[0].line == 2 and r.bad_records[0].problem.startswith("ID is a JSON number")
     nested = '{"id":"001","label":"a","meta":{"id":7}}\n{"id":"002","label":"b"}\n{"id":"003","label":"a"}\n'
     assert run(tmp_path, nested, expected).corpus_accepted  # a nested "id" is not the record's ID
+
+
+# -- V4: what polars reads otherwise than json: keys written with escapes, lone surrogates --
+def _validate_bytes(tmp_path: Path, corpus_ids: list[str], body: bytes, classes: tuple[str, ...] = ("a", "b")):  # type: ignore[no-untyped-def]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "label": classes[k % 2]}) + "\n" for k, i in enumerate(corpus_ids)),
+                      encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    out.write_bytes(body)
+    return validate_output(out, load_expected(corpus), Protocol(classes=classes, threshold=0.5))
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+def test_v4_a_number_id_under_an_escaped_key_is_a_format_problem_never_a_string(tmp_path: Path, ending: bytes) -> None:
+    """``"\\u0069d"`` is ``"id"``: the byte counts cannot see it; a nested ``"id"`` elsewhere
+    kept them even. The record's ID is the JSON number 7, never the string "7"."""
+    body = ending.join([b'{"\\u0069d": 7, "label": "a"}', b'{"id": "8", "label": "b", "m": {"id": "z"}}']) + ending
+    r = _validate_bytes(tmp_path, ["7", "8"], body)
+    assert r.bad_records_all.rows() == [(1, "ID is a JSON number (7), expected a string")]
+    assert r.missing_ids.rows() == [("7", 1)] and not r.format_valid and not r.corpus_accepted
+
+
+def test_v4_a_key_written_twice_once_with_an_escape_is_refused(tmp_path: Path) -> None:
+    body = b'{"id": "r0", "\\u0069d": "r1", "label": "a"}\n{"id": "r1", "label": "b"}\n'
+    r = _validate_bytes(tmp_path, ["r0", "r1"], body)
+    assert r.bad_records_all.rows() == [(1, "key 'id' appears twice in one record")]
+    assert not r.format_valid and not r.corpus_accepted
+
+
+def test_v4_an_id_holding_a_lone_surrogate_is_no_text_and_matches_nothing(tmp_path: Path) -> None:
+    """polars reads ``"\\ud800"`` as NUL; json as a lone surrogate: neither is an ID."""
+    body = b'{"id": "\\ud800", "label": "a"}\n{"id": "\\udbff", "label": "b"}\n'
+    r = _validate_bytes(tmp_path, ["\x00", "y"], body)
+    assert [line for line, _ in r.bad_records_all.rows()] == [1, 2]
+    assert all("lone surrogate" in problem for _, problem in r.bad_records_all.rows())
+    assert r.duplicates.height == 0 and r.missing_count == 2 and not r.ids_match and not r.corpus_accepted
+
+
+def test_v4_escaped_text_and_surrogate_pairs_in_values_are_read_as_json_reads_them(tmp_path: Path) -> None:
+    """What json.dumps writes by default (ensure_ascii): escapes in values, an emoji as a pair."""
+    ids = ["café", "x\U0001f600", 'q"uote']
+    body = "".join(json.dumps({"id": i, "label": "ab"[k % 2]}) + "\n" for k, i in enumerate(ids)).encode("ascii")
+    assert b"\\ud83d\\ude00" in body and b"\\u00e9" in body
+    r = _validate_bytes(tmp_path, ids, body)
+    assert r.corpus_accepted and r.bad_record_count == 0 and r.observed_unique == 3

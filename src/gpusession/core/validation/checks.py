@@ -134,6 +134,7 @@ def _problem_kind() -> pl.Expr:
         .when(p.str.starts_with("ID is a JSON")).then(pl.lit("ID is not a string"))
         .when(p.str.starts_with("missing field")).then(pl.lit("missing field"))
         .when(p.str.starts_with("label is a JSON")).then(pl.lit("label is not a string"))
+        .when(p.str.contains("holds a lone surrogate", literal=True)).then(pl.lit("lone surrogate"))
         .when(p.str.contains("is not a declared class", literal=True)).then(pl.lit("label not a declared class"))
         .otherwise(p)
     )

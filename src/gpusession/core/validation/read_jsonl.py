@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,12 @@ _ID_KEY = r'"id"\s*:'
 _ID_STR = r'"id"\s*:\s*"'
 _LABEL_KEY = r'"label"\s*:'
 _LABEL_STR = r'"label"\s*:\s*"'
+#: A JSON string holding an escape, then ``:``: a key written with an escape (``"\u0069d"``
+#: is ``"id"``), which the byte counts above cannot see and polars reads as the key.
+_ESCAPED_KEY = r'"(?:[^"\\]|\\.)*\\(?:[^"\\]|\\.)*"\s*:'
+#: The escapes of a high and a low surrogate: alone (not a pair), polars reads one as NUL.
+_HIGH_ESC = r"\\u[dD][89abAB][0-9a-fA-F]{2}"
+_LOW_ESC = r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 _LEAF = 32  # bisection stops at blocks this small and parses their lines one by one
 #: Lines parsed one by one with :mod:`json` at most; later odd lines get a generic reason.
 EXACT_LIMIT = 20_000
@@ -125,7 +132,7 @@ def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
         return None
     # Every line has a top-level string id and label; prove there is no second key and
     # that no value was a number (or true/false) that polars turned into a string.
-    if not (literal or _regex_counts_ok(raw, n_lines)):
+    if not (literal or _regex_counts_ok(raw, n_lines)) or _escape_traps_in(raw):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
@@ -152,7 +159,7 @@ def _jsonl_fast_compact(raw: bytes, classes: Sequence[str]) -> CompactRecords | 
     parsing.join()
     if not out or out[0].n != n_lines:  # polars could not parse it, or skipped a blank line
         return None
-    if not (literal or _regex_counts_ok(raw, n_lines)):
+    if not (literal or _regex_counts_ok(raw, n_lines)) or _escape_traps_in(raw):
         return None
     return out[0]
 
@@ -219,6 +226,26 @@ def _regex_counts_ok(raw: bytes, n_lines: int) -> bool:
     return all(c == n_lines for c in counts)
 
 
+def _escape_traps(text: pl.Expr) -> pl.Expr:
+    r"""Whether a text holds a key written with an escape or a lone surrogate's escape.
+
+    Either is read by polars otherwise than by :mod:`json` (a second ``id`` key unseen, a
+    number taken for a string, a lone ``\ud800`` read as NUL), so such a line is parsed
+    by :func:`classify_json_line`, which says what is wrong (V4).
+    """
+    pairs = text.str.count_matches(_HIGH_ESC + _LOW_ESC)
+    return (text.str.contains(_ESCAPED_KEY) | (text.str.count_matches(_HIGH_ESC) != pairs)
+            | (text.str.count_matches(_LOW_ESC) != pairs))
+
+
+def _escape_traps_in(raw: bytes) -> bool:
+    """:func:`_escape_traps` over a whole clean file; no search at all without a backslash."""
+    if b"\\" not in raw:
+        return False
+    whole = pl.DataFrame({"t": [raw.decode("utf-8")]}, schema={"t": pl.String})
+    return bool(whole.select(_escape_traps(pl.col("t"))).item())
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -282,6 +309,9 @@ def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
             f"ID is a JSON {_json_kind(rid)} ({excerpt(json.dumps(rid), 40)}), expected a string"
         )
         rid = None
+    elif _LONE_SURROGATE.search(rid):
+        problems.append(f"ID holds a lone surrogate ({excerpt(json.dumps(rid), 40)}), not text")
+        rid = None
     label = obj.get("label")
     if "label" not in obj:
         problems.append("missing field 'label'")
@@ -290,7 +320,14 @@ def classify_json_line(line: str) -> tuple[str | None, str | None, str | None]:
             f"label is a JSON {_json_kind(label)} ({excerpt(json.dumps(label), 40)}), expected a string"
         )
         label = None
+    elif _LONE_SURROGATE.search(label):
+        problems.append(f"label holds a lone surrogate ({excerpt(json.dumps(label), 40)}), not text")
+        label = None
     return rid, label, ("; ".join(problems) or None)
+
+
+#: A lone half of a surrogate pair, as :mod:`json` decodes ``"\\ud800"``: no text (V4).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _kind(next_char: pl.Expr) -> pl.Expr:
@@ -355,6 +392,7 @@ def _jsonl_slow(parsed: ParsedRecords) -> pl.DataFrame:
             & (pl.col("id_keys") <= 1)
             & (pl.col("label_keys") <= 1)
             & ~txt.str.contains("\ufffd", literal=True)
+            & ~(txt.str.contains("\\", literal=True) & _escape_traps(txt))
         )
     )
     parts: list[pl.DataFrame] = [
