@@ -193,9 +193,9 @@ def floor(corpus: Path, output: Path, train: Path, protocol: Protocol) -> dict[s
     primitives: the same checks (line bound, UTF-8, one JSON object per line with a string
     ``id`` and ``label``, the label among the classes, missing/extra/duplicated IDs on both
     sides, macro-F1 with a missing or bad prediction counted wrong, train/eval overlap,
-    SHA-256 of the output) and the product's tricks (polars parses on a thread while the
-    byte counts prove the format; IDs joined on their 64-bit hash, the join skipped for an
-    in-order output; duplicates by sort and shift). No report, no per-record messages,
+    SHA-256 of the output, no key written with an escape) and the product's tricks (polars
+    parses on a thread while the byte counts prove the format; IDs joined on their 64-bit
+    hash, the join skipped for an in-order output; duplicates by sort and shift). No report, no per-record messages,
     no line numbers. Covers a well-formed output (the benchmark's two); any other raises."""
     classes = pl.Series("c", list(protocol.classes), dtype=pl.String)
     exp = pl.read_csv(_bounded_bytes(corpus), schema=_IDS).with_columns(h=pl.col("id").hash())
@@ -207,7 +207,8 @@ def floor(corpus: Path, output: Path, train: Path, protocol: Protocol) -> dict[s
     got: list[pl.DataFrame] = []
     parsing = threading.Thread(target=lambda: got.append(pl.read_ndjson(io.BytesIO(raw), schema=_IDS)))
     parsing.start()
-    keys_ok = b"\r" not in raw and _literal_keys_ok(raw, n_lines)
+    # no backslash: no key written with an escape, no lone surrogate (both read otherwise by polars)
+    keys_ok = b"\r" not in raw and b"\\" not in raw and _literal_keys_ok(raw, n_lines)
     parsing.join()
     out = got[0]
     if not keys_ok or out.height != n_lines or out.null_count().sum_horizontal().item():
