@@ -201,9 +201,15 @@ def test_h25_torchruns_launcher_ends_with_its_killed_parent(tmp_path: Path, spaw
         time.sleep(0.02)
     child = int(pid_file.read_text())
     spawned.append(child)
-    while "gpusession.bench.lifetime" in " ".join(psutil.Process(child).cmdline()):
-        time.sleep(0.02)  # the exec has happened: the program itself now runs
-    assert psutil.Process(child).cmdline()[1:3] == ["-c", "import time; time.sleep(60)"]
+    # the exec has happened once the program itself runs; during the exec, /proc's command
+    # line reads empty for a moment (seen on a loaded machine): wait past that too
+    cmdline: list[str] = []
+    while time.monotonic() < deadline:
+        cmdline = psutil.Process(child).cmdline()
+        if cmdline and "gpusession.bench.lifetime" not in " ".join(cmdline):
+            break
+        time.sleep(0.02)
+    assert cmdline[1:3] == ["-c", "import time; time.sleep(60)"]
     parent.kill()  # SIGKILL
     parent.wait(timeout=5)
     assert _gone(child, 5.0)
