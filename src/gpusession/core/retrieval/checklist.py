@@ -184,13 +184,14 @@ def _item(tpl: _Template, state: dict[str, Any], session: Session, custom: bool,
     if fact is not None and not custom and not overridden:  # S11: what the product recorded ticks it
         done, ticked_by, evidence = True, PRODUCT, fact.evidence
         at = fact.at or at
+    text = tpl.text.replace("{session}", session.name)
     return ChecklistItem(
         id=tpl.id,
         stage=tpl.stage,
         stage_title=STAGES.get(tpl.stage, f"Stage {tpl.stage}"),
         # H-17: a person's own text is shown escaped; a bundled one is shown as written (its
         # text is this package's, printable as it is, and a session name is [A-Za-z0-9._-])
-        text=(printable if custom else str)(tpl.text.replace("{session}", session.name)),
+        text=printable(text) if custom else text,
         done=done,
         at=at,
         note=printable(str(state.get("note", ""))),

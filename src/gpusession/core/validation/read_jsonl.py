@@ -18,7 +18,7 @@ import io
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -116,23 +116,13 @@ def _jsonl_fast(raw: bytes) -> pl.DataFrame | None:
     """
     if b"\r" in raw:
         return None
-    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-    # polars parses on a thread (releasing the GIL at once) while this one makes the
-    # byte counts (Python methods holding it), so the proof below costs next to nothing
-    # on a machine with two cores.
-    read: list[pl.DataFrame] = []
-    parsing = threading.Thread(target=_read_into, args=(io.BytesIO(raw), read), daemon=True)
-    parsing.start()
-    literal = _literal_counts_ok(raw, n_lines)
-    parsing.join()
+    read, n_lines, literal = _read_beside_counts(raw, lambda out: _read_into(io.BytesIO(raw), out))
     if not read:  # polars could not parse it: the careful path says why, line by line
         return None
     frame = read[0]
     if frame.height != n_lines or frame.null_count().sum_horizontal().item() != 0:
         return None
-    # Every line has a top-level string id and label; prove there is no second key and
-    # that no value was a number (or true/false) that polars turned into a string.
-    if not (literal or _regex_counts_ok(raw, n_lines)) or _escape_traps_in(raw):
+    if not _keys_proved(raw, n_lines, literal):
         return None
     return frame.with_columns(
         line=pl.int_range(1, n_lines + 1, dtype=pl.Int64), problem=pl.lit(None, pl.String)
@@ -151,17 +141,39 @@ def _jsonl_fast_compact(raw: bytes, classes: Sequence[str]) -> CompactRecords | 
     """
     if b"\r" in raw:
         return None
+    out, n_lines, literal = _read_beside_counts(raw, lambda out: _read_compact_into(raw, tuple(classes), out))
+    if not out or out[0].n != n_lines:  # polars could not parse it, or skipped a blank line
+        return None
+    return out[0] if _keys_proved(raw, n_lines, literal) else None
+
+
+def _read_beside_counts(raw: bytes, read: Callable[[list[Any]], None]) -> tuple[list[Any], int, bool]:
+    """``read`` (a polars read appending its result) on a thread, the byte counts on this one.
+
+    polars parses on its thread (releasing the GIL at once) while this one makes the
+    byte counts (Python methods holding it), so the proof costs next to nothing on a
+    machine with two cores.
+
+    Returns:
+        ``(what read appended, the file's lines, whether the literal counts passed)``.
+    """
     n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-    out: list[CompactRecords] = []
-    parsing = threading.Thread(target=_read_compact_into, args=(raw, tuple(classes), out), daemon=True)
+    out: list[Any] = []
+    parsing = threading.Thread(target=read, args=(out,), daemon=True)
     parsing.start()
     literal = _literal_counts_ok(raw, n_lines)
     parsing.join()
-    if not out or out[0].n != n_lines:  # polars could not parse it, or skipped a blank line
-        return None
-    if not (literal or _regex_counts_ok(raw, n_lines)) or _escape_traps_in(raw):
-        return None
-    return out[0]
+    return out, n_lines, literal
+
+
+def _keys_proved(raw: bytes, n_lines: int, literal: bool) -> bool:
+    """Every line polars read holds one top-level ``id`` and one ``label``, each a JSON string.
+
+    ``literal``: :func:`_literal_counts_ok` passed (else the regular expressions count any
+    spacing). No key may be written with an escape, and no lone surrogate escaped: polars
+    reads both otherwise than :mod:`json` (:func:`_escape_traps`).
+    """
+    return (literal or _regex_counts_ok(raw, n_lines)) and not _escape_traps_in(raw)
 
 
 def _read_compact_into(raw: bytes, classes: tuple[str, ...], out: list[CompactRecords]) -> None:
@@ -219,8 +231,7 @@ def _literal_counts_ok(raw: bytes, n_lines: int) -> bool:
 
 def _regex_counts_ok(raw: bytes, n_lines: int) -> bool:
     """Any spacing: one key per line, each followed by a string (polars regex)."""
-    whole = pl.DataFrame({"t": [raw.decode("utf-8")]}, schema={"t": pl.String})
-    counts = whole.select(
+    counts = _one_text(raw).select(
         pl.col("t").str.count_matches(p).alias(str(i)) for i, p in enumerate((_ID_KEY, _ID_STR, _LABEL_KEY, _LABEL_STR))
     ).row(0)
     return all(c == n_lines for c in counts)
@@ -242,8 +253,12 @@ def _escape_traps_in(raw: bytes) -> bool:
     """:func:`_escape_traps` over a whole clean file; no search at all without a backslash."""
     if b"\\" not in raw:
         return False
-    whole = pl.DataFrame({"t": [raw.decode("utf-8")]}, schema={"t": pl.String})
-    return bool(whole.select(_escape_traps(pl.col("t"))).item())
+    return bool(_one_text(raw).select(_escape_traps(pl.col("t"))).item())
+
+
+def _one_text(raw: bytes) -> pl.DataFrame:
+    """The whole file as one string, column ``t``: one polars regular expression over it."""
+    return pl.DataFrame({"t": [raw.decode("utf-8")]}, schema={"t": pl.String})
 
 
 class _DuplicateKey(ValueError):
