@@ -11,7 +11,7 @@ each is printed with its ratio to ``show`` of one of the sessions, wall time and
 (user + system: on a busy machine a short process's wall time is mostly waiting), and the
 time to the first line printed (the table is printed before the page is written).
 "plain install" hides matplotlib from the child (as an install without the ``report``
-extra has it: the page then says in one line how to get its chart). Goals (issue 32):
+extra has it: the page then says in one line how to get its chart). Goals:
 ``compare`` of ten sessions ≤ 1 s; ``compare --html --out FILE`` ≤ 1.5 s.
 
 Run: ``python benchmarks/bench_compare.py [--runs 7]``. Exits 0 (a benchmark reports, it

@@ -8,7 +8,7 @@ the median of each is printed with its ratio to ``show``, wall time and CPU time
 system: on a busy machine a short process's wall time is mostly waiting), and the time to
 the first line printed (the report prints its answer before it draws the charts). "--no-charts"
 is the report without charts requested; "plain install" hides matplotlib from the child
-(as an install without the ``report`` extra has it). Goals (issue 32): the report without
+(as an install without the ``report`` extra has it). Goals: the report without
 charts requested, and the report on a plain install, ≤ 1 s and ≤ 1.5× show; ``report
 --html`` ≤ 1.5 s.
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
-from helpers import SESSION_START, NewSession
+from helpers import SESSION_START, TEST_NOW, NewSession
 
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
@@ -117,6 +117,14 @@ def demo_session(demo_run: DemoRun, sessions_root: Path) -> subprocess.Completed
     assert demo_run.done.returncode == 0, demo_run.done.stdout[-2000:] + demo_run.done.stderr[-2000:]
     shutil.copytree(demo_run.root / "demo", sessions_root / "demo", symlinks=True)
     return demo_run.done
+
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test reads the clock it sets (A6): ``$GPUSESSION_NOW`` is ``helpers.TEST_NOW``
+    (an hour into the fixtures' package), for this process and every command it starts.
+    A test that needs another instant sets the variable itself; none reads today's date."""
+    monkeypatch.setenv("GPUSESSION_NOW", TEST_NOW.isoformat())
 
 
 @pytest.fixture(autouse=True)

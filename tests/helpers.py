@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 #: Start of the package of the ``session`` fixture: fixed, so dates in assertions do not move.
 SESSION_START = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+
+#: The "now" of every test (``$GPUSESSION_NOW``, set by ``conftest._clock``): an hour into
+#: the package of the ``session`` fixture, so no test depends on today's date (A6).
+TEST_NOW = SESSION_START + timedelta(hours=1)
 
 #: The type of the ``run_cli`` fixture: ``run_cli("show", name, env=..., timeout=...)``.
 RunCli = Callable[..., "CompletedProcess[str]"]

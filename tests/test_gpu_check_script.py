@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -48,16 +47,16 @@ def test_gpu_check_without_its_folder_argument_is_a_usage_error() -> None:
 @needs_bash
 @pytest.mark.skipif(_torch_sees_a_gpu(), reason="a GPU is visible here: the script would check it")
 def test_gpu_check_without_a_gpu_says_nothing_checked_at_once_and_fails(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHON": sys.executable}
-    t0 = time.monotonic()
+    # a loaded machine may take more than the script's 10 s to import torch: the test
+    # gives detection room (T_DETECT) and asserts what is said, never how fast (A6)
+    env = {**os.environ, "PYTHON": sys.executable, "T_DETECT": "300"}
     done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "logs")], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)
-    took = time.monotonic() - t0
+                          text=True, env=env, timeout=600, check=False)
     said = done.stdout + done.stderr
     assert done.returncode == 3, said
     assert said.startswith("no GPU visible: nothing checked"), said
     assert "Traceback" not in said
-    assert took < 30  # at once: no step was started
+    assert "== 1." not in said  # at once: no step was started
     assert (tmp_path / "logs" / "summary.txt").read_text().startswith("no GPU visible: nothing checked")
     assert [p.name for p in (tmp_path / "logs").iterdir()] == ["summary.txt"]
 

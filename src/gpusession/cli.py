@@ -164,6 +164,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if refused is not None:
         print(refused, file=sys.stderr)
         return 2
+    from gpusession.core.files.clock import ClockSettingError, fixed_now
+
+    try:  # the clock a test or demo fixes is checked before any command reads it (A6)
+        fixed_now()
+    except ClockSettingError as exc:
+        print(f"gpusession: error: {exc}", file=sys.stderr)
+        return 2
     early = _early_status(args_list)
     if early is not None:
         return early

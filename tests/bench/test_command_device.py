@@ -15,6 +15,10 @@ from helpers import cli
 
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 DEFINE = ["--workload", "command", "--command", "true", "--values", "1", "--runs", "1",
           "--warmup", "0", "--cold-runs", "0"]
 

@@ -117,8 +117,9 @@ def test_h25_a_descendant_in_a_session_of_its_own_ends_with_its_run(
         except psutil.Error:
             continue
     assert left == []
-    # the worker did not wait 5 s on the pipe the escapee held (that alone took 5 s)
-    assert took_s < 5.0
+    # the worker did not wait on the pipe the escapee held: that wait lasts the escapee's
+    # 40 s sleep per run (a hang catcher, not a speed goal: A6)
+    assert took_s < 30.0
     # the journal says what was ended, each escapee before the next run started
     ended = [r for r in read_records(s.journal_path) if isinstance(r, DescendantsEndedRecord)]
     assert sorted(pid for r in ended for pid in r.pids) == sorted(escaped)

@@ -17,6 +17,10 @@ from helpers import cli, digest, one_line
 from gpusession.core.experiment.placeholders import ENV, check_command, environment, fill_argument
 from gpusession.core.files.errors import BadInput
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 CORPUS = "x$(touch P).jsonl"
 DEFINE = ["--workload", "command", "--corpus", CORPUS, "--values", "1", "--runs", "1",
           "--warmup", "1", "--cold-runs", "1"]

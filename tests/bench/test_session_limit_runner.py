@@ -12,6 +12,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from fake_launcher import ReplayLauncher
 from fake_workloads import write_corpus
 
@@ -22,6 +23,10 @@ from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval.limit import set_limit
+
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
 
 BASE = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
 COPY = ("import json, sys\nwith open(sys.argv[1]) as src, open(sys.argv[2], 'w') as out:\n"

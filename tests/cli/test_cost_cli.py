@@ -15,6 +15,10 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 A5000 = ("--gpu", "RTX A5000")
 
 

@@ -11,6 +11,10 @@ from helpers import cli, one_line
 
 from gpusession.core.folder.session import Session
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 RENDER = """\
 import sys, pathlib
 out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,6 @@ file), never prints the text, and ``list`` keeps listing the other sessions.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -35,10 +34,9 @@ def base(capsys: pytest.CaptureFixture[str], sessions_root: Path) -> Path:
     return sessions_root / "base"
 
 
-def _timed(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
-    t0 = time.monotonic()
+def _said(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
+    """The command's exit and words; the 900 KB never reach them (no stopwatch: A6)."""
     code, out, err = cli(capsys, root, *args)
-    assert time.monotonic() - t0 < 1.0, args  # 900 KB is never parsed into a display
     assert "AAAA" not in out + err and "Traceback" not in err
     return code, out, err
 
@@ -64,7 +62,7 @@ def test_h48_approvals_criteria_past_the_bound_is_refused_by_deliverables_and_co
 ) -> None:
     _approved(capsys, base, tmp_path)
     for command in ("deliverables", "cost"):
-        code, _, err = _timed(capsys, base.parent, command, "base")
+        code, _, err = _said(capsys, base.parent, command, "base")
         assert code == 2, (command, err)
         _named(one_line(err), "approvals.toml", "criteria")
 
@@ -73,7 +71,7 @@ def test_h48_approvals_past_the_bound_is_one_line_in_show_and_never_in_the_repor
     capsys: pytest.CaptureFixture[str], base: Path, tmp_path: Path,
 ) -> None:
     _approved(capsys, base, tmp_path)
-    code, out, err = _timed(capsys, base.parent, "show", "base")
+    code, out, err = _said(capsys, base.parent, "show", "base")
     assert code == 0, err
     [line] = [ln for ln in out.splitlines() if "approvals.toml" in ln]
     _named(line, "approvals.toml", "criteria")
@@ -81,7 +79,7 @@ def test_h48_approvals_past_the_bound_is_one_line_in_show_and_never_in_the_repor
     assert code == 0 and "Traceback" not in err, err
     report = (base / "report.md").read_text()
     assert "AAAA" not in report and len(report) < 50_000
-    code, out, err = _timed(capsys, base.parent, "list")
+    code, out, err = _said(capsys, base.parent, "list")
     assert code == 0 and "other" in out and "base" in out, err
 
 
@@ -91,13 +89,13 @@ def test_h48_retrieval_toml_past_the_bound_is_named_in_show_and_the_default_appl
     (base / "retrieval.toml").write_text(
         f'schema = 1\n[[pull]]\nat = "2026-11-29T12:00:00+00:00"\nbytes = 1000\nseconds = 1.0\n'
         f'throughput_bytes_per_s = 1000.0\nprobe = false\npath = "{HUGE}"\n')
-    code, out, err = _timed(capsys, base.parent, "show", "base")
+    code, out, err = _said(capsys, base.parent, "show", "base")
     assert code == 0, err
     [line] = [ln for ln in out.splitlines() if "retrieval.toml" in ln]
     _named(line, "retrieval.toml", "pull[0].path")
     assert "the 4 h default applies" in line
     for command in (["status", "base"], ["list"]):
-        code, _, err = _timed(capsys, base.parent, *command)
+        code, _, err = _said(capsys, base.parent, *command)
         assert code == 0, (command, err)
 
 
@@ -111,7 +109,7 @@ def test_h48_corpus_toml_past_the_bound_is_named_in_show(
     (base / "validation" / "e1" / "corpus.toml").write_text(
         f'schema = 1\nrevision = "035c9e"\npath = "corpus/eval.jsonl"\nbytes = 10\nkept = "whole"\n'
         f'copy = "{HUGE}"\n')
-    code, out, err = _timed(capsys, base.parent, "show", "base")
+    code, out, err = _said(capsys, base.parent, "show", "base")
     assert code == 0, err
     [line] = [ln for ln in out.splitlines() if "corpus.toml" in ln]
     _named(line, "corpus.toml", "copy")
@@ -122,7 +120,7 @@ def test_h48_host_check_field_past_the_bound_is_named_in_show(
 ) -> None:
     (base / "host-check.toml").write_text(
         f'schema = 1\n[hosts."h b"]\nhostname = "h"\nchecked_at = 2026-11-29T10:00:00Z\ndeviation = "{HUGE}"\n')
-    code, out, err = _timed(capsys, base.parent, "show", "base")
+    code, out, err = _said(capsys, base.parent, "show", "base")
     assert code == 0, err
     [line] = [ln for ln in out.splitlines() if "host-check.toml" in ln]
     _named(line, "host-check.toml", "deviation")
@@ -136,10 +134,10 @@ def test_h48_status_refuses_a_field_past_the_bound_as_show_does(
     p = base / name
     p.write_text(p.read_text() + f'\nxhuge = "{HUGE}"\n')
     for command in ("status", "show"):
-        code, _, err = _timed(capsys, base.parent, command, "base")
+        code, _, err = _said(capsys, base.parent, command, "base")
         assert code == 2, (command, err)
         _named(one_line(err), name, "xhuge")
-    code, out, err = _timed(capsys, base.parent, "list")
+    code, out, err = _said(capsys, base.parent, "list")
     assert code == 0 and "other" in out, err
 
 

@@ -16,6 +16,10 @@ from gpusession.core.folder.package import Package
 from gpusession.core.folder.session import Session
 from gpusession.core.money.kept_plan import KeptPlan, make_plan, session_plan
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 COVERED = "plan 3.25 d: the 7-day package covers it; the 3-day one does not"
 
 

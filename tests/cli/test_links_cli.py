@@ -16,6 +16,10 @@ from gpusession.commands.run_cmds import run_detached
 from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.session import Session
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 
 def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()

@@ -19,6 +19,10 @@ from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval import checklist as cl
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 DECISION = "render at 300 dpi next time; Ana approves"
 
 

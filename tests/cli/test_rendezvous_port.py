@@ -12,6 +12,10 @@ from helpers import cli, one_line
 from gpusession.core.files.errors import BadInput
 from gpusession.core.folder.rendezvous import check_rendezvous_port
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 
 @pytest.fixture
 def taken_port() -> Iterator[int]:

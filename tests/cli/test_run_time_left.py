@@ -14,6 +14,10 @@ from helpers import cli
 
 from gpusession.core.folder.session import Session
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6); not the in-flight ticker, whose timed waits libfaketime stops.
+calendar = pytest.mark.calendar
+
 COPY = "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])\n"
 
 
@@ -28,6 +32,7 @@ def _ten_runs(capsys: pytest.CaptureFixture[str], root: Path, session: Session) 
     assert code == 0, err
 
 
+@calendar
 def test_d1_each_finished_run_says_the_time_left(sessions_root: Path, session: Session,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     _ten_runs(capsys, sessions_root, session)
@@ -41,6 +46,7 @@ def test_d1_each_finished_run_says_the_time_left(sessions_root: Path, session: S
     assert "experiment done" in runs[-1] and "before the session limit" in runs[-1]
 
 
+@calendar
 def test_quiet_prints_only_the_end_line(sessions_root: Path, session: Session,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     _ten_runs(capsys, sessions_root, session)
@@ -50,6 +56,7 @@ def test_quiet_prints_only_the_end_line(sessions_root: Path, session: Session,
     assert len(lines) == 1 and "appended to" in lines[0], out
 
 
+@calendar
 def test_run_json_is_the_end_line_as_data(sessions_root: Path, session: Session,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     import json

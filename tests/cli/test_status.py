@@ -15,6 +15,10 @@ from helpers import SESSION_START, cli
 
 from gpusession.core.folder.package import Package
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 END = SESSION_START + timedelta(days=7)
 
 
@@ -357,8 +361,6 @@ def test_copy_not_verified_said_once(session) -> None:  # type: ignore[no-untype
 
 def test_time_left_floored_one_helper_for_status_and_show(
         sessions_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpusession.core.files import clock
-    from gpusession.core.folder import package
     from gpusession.core.money.window import short_timedelta
 
     assert short_timedelta(timedelta(minutes=29, seconds=59, microseconds=900_000)) == "29m"
@@ -367,12 +369,8 @@ def test_time_left_floored_one_helper_for_status_and_show(
     assert short_timedelta(-timedelta(minutes=5, seconds=59)) == "ended 5m ago"
     assert cli(capsys, sessions_root, "new", "s1", "--days", "3",
                "--start", (SESSION_START - timedelta(days=3) + timedelta(minutes=30)).isoformat())[0] == 0
-    at = SESSION_START + timedelta(seconds=0.6)  # 29m 59.4s left
-    monkeypatch.setattr(clock, "utcnow", lambda: at)
-    monkeypatch.setattr(package, "utcnow", lambda: at)
-    import gpusession.core.money.window as window
-
-    monkeypatch.setattr(window, "utcnow", lambda: at)
+    at = SESSION_START + timedelta(seconds=1)  # 29m 59s left: floored, never rounded up
+    monkeypatch.setenv("GPUSESSION_NOW", at.isoformat())  # the clock the commands read (A6)
     out_status = cli(capsys, sessions_root, "status", "s1")[1]
     out_show = cli(capsys, sessions_root, "show", "s1")[1]
     assert " · 29m left · " in out_status

@@ -23,6 +23,10 @@ from helpers import cli, one_line
 
 from gpusession.core.folder.session import Session
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 #: The longest cell of the results CSV that every command accepts (16 Mi characters).
 CELL_LIMIT = 16 * 1024 * 1024
 

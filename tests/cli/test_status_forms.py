@@ -14,6 +14,10 @@ from helpers import cli
 
 from gpusession.commands.status_cmd import parse_fast
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 READ_FAST = [
     [],
     ["demo"],

@@ -18,6 +18,10 @@ from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval import checklist as cl
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 T0 = SESSION_START  # the shared session's package start
 GIB = 1024**3
 

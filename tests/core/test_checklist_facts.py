@@ -16,6 +16,10 @@ from gpusession.core.folder.session import Session
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.known_facts import FACT_OF_ITEM, ORDER_EVENT_OF_ITEM, is_persons
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "checklist-facts.md"
 needs_rsync = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed")
 

@@ -16,6 +16,10 @@ from gpusession.core.money import order as om
 from gpusession.core.money.cost import load_rates
 from gpusession.core.money.order_text import order_lines, order_status_line, order_to_json
 
+#: Reads the clock (package window, limit, status, cost): run again a year ahead and a
+#: month back by .ci/run (A6).
+pytestmark = pytest.mark.calendar
+
 T0 = SESSION_START  # the shared session's package start
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 

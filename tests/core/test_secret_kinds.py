@@ -80,7 +80,7 @@ def test_h35_digest_fields_keep_their_hex() -> None:
     assert rec == {"sha256": HEX64, "code_revision": HEX64, "note": "[HIDDEN: private key]"}
 
 
-def test_h35_masking_a_megabyte_of_stderr_is_fast() -> None:
+def test_h35_masking_a_megabyte_of_stderr_never_hangs() -> None:
     big = "\n".join(f"step {i}: loss 0.{i % 97:02d} at /srv/data/shard-{i}.jsonl ok"
                     for i in range(20_000))
     text = big + "\n" + PAYLOADS["hex-64"][0]
@@ -88,7 +88,9 @@ def test_h35_masking_a_megabyte_of_stderr_is_fast() -> None:
     masked, kinds = mask_text(text)
     elapsed_s = time.perf_counter() - start
     assert kinds == ["private key"] and HEX64 not in masked
-    assert elapsed_s < 5.0, elapsed_s
+    # a hang catcher only (a pattern that backtracks takes minutes on 1 MB), never a speed
+    # goal: the machine may be loaded (A6)
+    assert elapsed_s < 60.0, elapsed_s
 
 
 def test_h24_format_characters_match_unicode_category_cf() -> None:

@@ -7,7 +7,6 @@ Pilot tests: the app is built by the factory the CLI uses (``build_app``) with f
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -98,16 +97,12 @@ async def test_h12_keys_answered_during_run(session: Any, make_app: MakeApp) -> 
         run_pane = app.screen.pane("run")
         assert run_pane.running
         tabs = app.screen.query_one(TabbedContent)
-        worst = 0.0
         for key in "3232":  # keys while the run works (18 runs × 0.6 s ≈ 11 s)
-            t0 = time.perf_counter()
             await pilot.press(key)
-            worst = max(worst, time.perf_counter() - t0)
             assert tabs.active == {"3": "memory", "2": "run"}[key]
+            # a blocked event loop would answer only after the whole run: the key is
+            # answered while the run still works (a count of states, not a stopwatch: A6)
             assert run_pane.running, "the run ended before the keys were answered"
-        # a blocked event loop would answer only after the whole run (≈ 11 s);
-        # 3 s leaves room for a slow, shared 2-core machine
-        assert worst < 3.0, f"a key took {worst:.2f} s during the run"
         await pilot.press("c")
         while run_pane.running:
             await pilot.pause(0.05)

@@ -18,7 +18,6 @@ import os
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from gpusession.core.events.records import (
 )
 from gpusession.core.events.registry import check_writable
 from gpusession.core.experiment.keys import PHASES, RunKey
+from gpusession.core.files import clock
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.names import JOURNAL, RUN_LOCK
 from gpusession.core.files.safefile import open_append, write_private_bytes
@@ -40,7 +40,7 @@ from gpusession.core.files.secrets import mask_record
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return clock.utcnow().isoformat()
 
 
 def append(path: Path, record: Event) -> None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import glob
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from gpusession.core.files import clock
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import check_free_text, check_identifier, mask_record
@@ -344,7 +344,7 @@ class ValidationReport:
             path = folder / f"{run_name}.{kind}.csv"
             write_atomic_bytes(path, csv_bytes(frame))
             files[kind] = path.name
-        doc = {"run": run_name, "written_at": datetime.now(timezone.utc).replace(microsecond=0)}
+        doc = {"run": run_name, "written_at": clock.utcnow()}
         doc.update(self.to_dict())
         doc["row"] = self.row_fields()
         doc["files"] = files
