@@ -1,8 +1,9 @@
-"""One place per job: a session's cost inputs (package, rates,
-distinct accepted corpora; K1, K3, K4, K7) are assembled only by
-:func:`gpusession.core.money.cost.session_cost_inputs`, and its four callers go through it:
-``gpusession cost --session``, the Cost pane, the runner's per-row package total
-(:mod:`gpusession.bench.run_validation`) and the report.
+"""One place per job (A1): a session's cost inputs (package, rates; K1, K7) are assembled
+only by :func:`gpusession.core.money.cost.session_cost_inputs`, and the count every cost
+divides by is chosen only by :func:`gpusession.core.money.answer.session_answer` (S10):
+``gpusession cost --session``, the Cost pane, ``compare`` and the report go through it;
+the runner's per-row package total (:mod:`gpusession.bench.run_validation`) reads the
+inputs alone.
 """
 
 from __future__ import annotations
@@ -18,44 +19,75 @@ from gpusession.core.money import cost
 from gpusession.testing import FIXED_NOW
 
 
-@pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Replace the core function by a recording wrapper; returns the callers' files."""
+def _spy(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[str]:
+    """Replace ``module.name`` by a recording wrapper; returns the callers' files."""
     callers: list[str] = []
-    real = cost.session_cost_inputs
+    real = getattr(module, name)
 
-    def recording(*args: Any, **kw: Any) -> cost.SessionCostInputs:
+    def recording(*args: Any, **kw: Any) -> Any:
         callers.append(Path(inspect.stack()[1].filename).as_posix())
         return real(*args, **kw)
 
-    monkeypatch.setattr(cost, "session_cost_inputs", recording)
-    for module in list(sys.modules.values()):  # and where a caller imported it at its top
-        if (getattr(module, "__name__", "") or "").startswith("gpusession.") \
-                and getattr(module, "session_cost_inputs", None) is real:
-            monkeypatch.setattr(module, "session_cost_inputs", recording)
+    monkeypatch.setattr(module, name, recording)
+    for mod in list(sys.modules.values()):  # and where a caller imported it at its top
+        if (getattr(mod, "__name__", "") or "").startswith("gpusession.") and getattr(mod, name, None) is real:
+            monkeypatch.setattr(mod, name, recording)
     return callers
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The callers of :func:`session_cost_inputs` (package and rates)."""
+    return _spy(monkeypatch, cost, "session_cost_inputs")
+
+
+@pytest.fixture
+def answer_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The callers of :func:`session_answer` (the one count and divisor)."""
+    from gpusession.core.money import answer
+
+    return _spy(monkeypatch, answer, "session_answer")
 
 
 def _called_from(callers: list[str], suffix: str) -> bool:
     return any(c.endswith(suffix) for c in callers)
 
 
-def test_k4_cli_cost_session_uses_session_cost_inputs(spy: list[str], measured_session: Any,
-                                                      sessions_root: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a1_cli_cost_session_uses_the_session_answer(answer_spy: list[str], measured_session: Any,
+                                                     sessions_root: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.cli import main
 
     assert main(["--sessions-dir", str(sessions_root), "cost", "--session", measured_session.name]) == 0
-    assert _called_from(spy, "gpusession/commands/cost_cmds.py"), spy
+    assert _called_from(answer_spy, "gpusession/commands/cost_cmds.py"), answer_spy
     assert "Accepted deliverables:" in capsys.readouterr().out
 
 
-def test_k4_cost_pane_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
-    from gpusession.ui.panes.cost import load_inputs
+def test_a1_cost_pane_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
+    from gpusession.ui.panes.cost import load_answer
 
-    inputs, problem = load_inputs(measured_session)
-    assert problem is None and inputs is not None
-    assert _called_from(spy, "gpusession/ui/panes/cost.py"), spy
+    answer = load_answer(measured_session)
+    assert answer.problem is None and answer.inputs is not None and answer.accepted == 1
+    assert _called_from(answer_spy, "gpusession/ui/panes/cost.py"), answer_spy
+
+
+def test_a1_compare_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
+    from gpusession.core.retrieval.compare import session_figures
+
+    figures = session_figures(measured_session)
+    assert figures.accepted == 1 and figures.cost_per_accepted_usd_minor == 5500
+    assert _called_from(answer_spy, "gpusession/core/retrieval/compare.py"), answer_spy
+
+
+def test_a1_the_answer_is_made_by_one_formula_and_one_count_chooser() -> None:
+    """No front end divides by a count of its own: one division, one choice of the count."""
+    src = Path(cost.__file__).resolve().parents[2]
+    dividers = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                      if "round_half_up_cents(Decimal(" in p.read_text(encoding="utf-8"))
+    assert dividers == ["core/money/cost.py"], dividers
+    choosers = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                      if "accepted_measured" in p.read_text(encoding="utf-8"))
+    assert choosers == ["core/money/cost.py"], choosers
 
 
 def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
@@ -65,13 +97,13 @@ def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str]
     assert _called_from(spy, "gpusession/bench/run_validation.py"), spy
 
 
-def test_k4_report_uses_session_cost_inputs(spy: list[str], measured_session: Any) -> None:
+def test_a1_report_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
     from gpusession.core.retrieval.report import render_report
 
     text = render_report(measured_session, now=FIXED_NOW)
     words = " ".join(text.split())
     assert "Cost per accepted deliverable" in words and "distinct corpus accepted" in words
-    assert _called_from(spy, "gpusession/core/retrieval/report.py"), spy
+    assert _called_from(answer_spy, "gpusession/core/retrieval/report.py"), answer_spy
 
 
 def test_k4_session_cost_inputs_counts_distinct_accepted_corpora(measured_session: Any) -> None:

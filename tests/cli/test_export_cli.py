@@ -181,15 +181,40 @@ def test_r6_csv_and_markdown_in_hyperfines_shapes(
     code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "csv")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == "command,mean,stddev,median,user,system,min,max,parameter_batch"
+    assert lines[0] == "command,mean,stddev,median,user,system,min,max,parameter_batch,gpusession_verdict"
     first = lines[1].split(",")
     assert first[0] == "batch-sweep batch-1" and float(first[1]) == pytest.approx(0.12)
-    assert first[4:6] == ["", ""] and first[-1] == "1"  # user, system not measured: empty, never 0
+    assert first[4:6] == ["", ""] and first[-2:] == ["1", "accepted"]  # user, system not measured: empty, never 0
+    assert lines[2].split(",")[-1].startswith('"REJECTED (') or ",REJECTED (" in lines[2], lines[2]  # D5
     assert lines[3].split(",")[2] == ""  # one run: no stddev
     code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "markdown")
     assert code == 0, err
     table = out.splitlines()
-    assert table[0] == "| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |"
-    assert table[1] == "|:---|---:|---:|---:|---:|"
-    assert table[2] == "| `batch-sweep batch-1` | 120.0 ± 15.8 | 100.0 | 140.0 | 6.00 |"
-    assert table[4] == "| `batch-sweep batch-8` | 20.0 | 20.0 | 20.0 | 1.00 |"
+    assert table[0] == "| Command | Mean [ms] | Min [ms] | Max [ms] | Relative | Verdict |"
+    assert table[1] == "|:---|---:|---:|---:|---:|:---|"
+    assert table[2] == "| `batch-sweep batch-1` | 120.0 ± 15.8 | 100.0 | 140.0 | 6.00 | accepted |"
+    assert table[3].startswith("| `batch-sweep batch-4` | 40.0 ± 14.1 | 30.0 | 50.0 | 2.00 | REJECTED (")
+    assert table[4] == "| `batch-sweep batch-8` | 20.0 | 20.0 | 20.0 | 1.00 | accepted |"
+    assert len(table) == 5  # the 1.00 reference was accepted: nothing more to say
+
+
+def test_d5_a_rejected_fastest_variant_is_said_rejected_in_every_export(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path) -> None:
+    """The fastest variant, rejected, is the 1.00 reference of the Markdown: said under the
+    table and in its row; the CSV and the JSON carry the verdict too."""
+    s = make_session(sessions_root, "sweep", runs=2)
+    for i, t in enumerate((0.10, 0.12), 1):
+        s.results.append(_row("batch-1", 1, i, t))
+    for i, t in enumerate((0.02, 0.03), 1):
+        s.results.append(_row("batch-8", 8, i, t, accepted=False))
+    code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "markdown")
+    assert code == 0, err
+    table = out.splitlines()
+    assert table[3].startswith("| `batch-sweep batch-8` | 25.0 ± 7.1 | 20.0 | 30.0 | 1.00 | REJECTED ("), table
+    assert table[-1].startswith("The 1.00 reference, `batch-sweep batch-8`, is the fastest, not a variant "
+                                "to keep: REJECTED ("), table
+    code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "csv")
+    assert code == 0 and "batch-sweep batch-8," in out and "REJECTED (" in out.splitlines()[2], out
+    code, out, err = _export(capsys, sessions_root)
+    verdicts = {r["command"]: (r["gpusession_accepted"], r["gpusession_verdict"][:8]) for r in json.loads(out)["results"]}
+    assert verdicts == {"batch-sweep batch-1": (True, "accepted"), "batch-sweep batch-8": (False, "REJECTED")}

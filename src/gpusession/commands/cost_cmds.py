@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.commands.deliverables_cmd import session_accepted
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.package import LOTS_MAX, PACKAGE_DAYS, parse_start
 from gpusession.core.money.cost import (
-    NO_VALIDATED_RUN,
     cost_report,
     load_rates,
     parse_plan,
@@ -154,7 +152,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     file and are never guessed (K7). With ``--session`` the package, the accepted count,
     the plan kept with the package (``package NAME --plan``; ``--plan`` here prices
     another for this call only) and the package window (S6) come from the session, through the one core assembly
-    :func:`gpusession.core.money.cost.session_cost_inputs`; arguments given override them.
+    :func:`gpusession.core.money.answer.session_answer`; arguments given override them.
 
     Args:
         args: Parsed arguments: ``gpu``, ``days``, ``lots``, ``accepted_results``,
@@ -184,13 +182,19 @@ def cmd_cost(args: argparse.Namespace) -> int:
     corpora: int | None = None  # its distinct accepted corpora (K4), under show's key
     package_times: dict[str, Any] = {"start": None, "end": None}
     if args.session:
-        from gpusession.core.money.cost import session_cost_inputs
+        from gpusession.core.money.answer import session_answer
 
         s = open_session(args, args.session)
         priced = s
-        inputs = session_cost_inputs(s, rates_path, count_accepted=accepted is None)
-        rates, pkg = inputs.rates, inputs.package
-        corpora = inputs.accepted if inputs.accepted is not None else _corpora(s)
+        # the session's one count and cost (A1, S10): what the report and the panes say
+        answer = session_answer(s, rates_path, cache=accepted is None)
+        if accepted is None:
+            answer.checked()  # a rates file, approvals.toml or results that do not read: exit 2
+        elif answer.inputs is None:
+            raise answer.errors[0]
+        assert answer.inputs is not None
+        rates, pkg = answer.inputs.rates, answer.inputs.package
+        corpora = _corpora(s)
         from gpusession.core.retrieval.json_contract import package_json
 
         package_times = {k: v for k, v in package_json(pkg).items() if k in ("start", "end")}
@@ -198,14 +202,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
         gpu = gpu or pkg.gpu_model or (order.gpu_model if order else None)
         days = days or pkg.days or (order.days if order else None)
         lots = lots or pkg.lots or (order.lots if order else None)
-        count = session_accepted(s) if accepted is None else None  # S10: one source, with the unit
-        if count is not None:
-            accepted = count.n
-            accepted_source = f"{count.source_words()} in session {s.name}"
-        elif accepted is None:  # not measured while no run is validated (K3), as the TUI says
-            accepted = inputs.accepted_measured
-            accepted_source = (f"distinct accepted corpora in session {s.name}" if accepted is not None
-                               else f"{NO_VALIDATED_RUN} in session {s.name}")
+        if accepted is None:  # S10: one source, with the unit; not measured while nothing is validated (K3)
+            count = answer.count if answer.in_unit else None
+            accepted = answer.accepted
+            accepted_source = answer.source_words(s.name)
         window = package_window(pkg)
         notes.append(f"Package window: {window.window_line()}")
         window_json = window.to_json()

@@ -71,17 +71,6 @@ def check_unit_args(args: argparse.Namespace, before: Any = None) -> None:
     planned_unit(before if before is not None else DEFAULT_UNIT, unit, plural=plural, expected_count=count)
 
 
-def session_accepted(session: Any, frame: Any = None) -> Any:
-    """The session's count of deliverables for ``cost`` (S10).
-
-    ``None`` when the plain corpora count of a classification session applies (its
-    words stay as they were).
-    """
-    from gpusession.core.money.count import counted_in_unit
-
-    return counted_in_unit(session, frame, cache=True)
-
-
 def deliverables_json(session: Any, frame: Any = None) -> dict[str, Any] | None:
     """``show --json``'s ``deliverables``: the count, its source and the unit (S8, S10).
 
@@ -386,5 +375,4 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_accept_args", "add_unit_args", "apply_accept", "apply_unit", "check_unit_args", "register",
-           "session_accepted"]
+__all__ = ["add_accept_args", "add_unit_args", "apply_accept", "apply_unit", "check_unit_args", "register"]

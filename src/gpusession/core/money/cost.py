@@ -401,11 +401,21 @@ class CostReport:
     notes: tuple[str, ...] = field(default=())
     plan_source: str | None = None
 
-    def lines(self) -> list[str]:
-        """Readable lines, the same in the CLI and the TUI."""
+    def lines(self, *, gpu: bool = True, measured_count: bool = True,
+              projection: str = NO_PROJECTION_LINE) -> list[str]:
+        """Readable lines, the same in the CLI and the TUI.
+
+        Args:
+            gpu: include the GPU line (the report says the GPU elsewhere).
+            measured_count: include the ``Accepted deliverables: N distinct`` line (the
+                report's verdict says the count; a count not measured is always said).
+            projection: the words of the K5 line.
+        """
         t = self.total
         out: list[str] = []
-        if t.gpus_per_lot is None:
+        if not gpu:
+            pass
+        elif t.gpus_per_lot is None:
             out.append(f"GPU: {t.gpu_model} — {t.missing_reason}")
         else:
             lot_note = " (the lot price covers all its GPUs)" if t.gpus_per_lot > 1 else ""
@@ -418,7 +428,9 @@ class CostReport:
             out.append(f"Package: {t.days} days × {t.lots} lot(s) at {format_usd(t.price_usd_minor)} "
                        f"per lot = {format_usd(t.total_usd_minor)} (full package price, no "
                        "pro-rating)")
-        if self.per_accepted.accepted is not None:
+        if self.per_accepted.accepted is not None and not measured_count:
+            pass
+        elif self.per_accepted.accepted is not None:
             src = f" ({self.accepted_source})" if self.accepted_source else ""
             out.append(f"Accepted deliverables: {self.per_accepted.accepted} distinct{src}; "
                        "a repetition counts once (one corpus, or one file by SHA-256)")
@@ -444,7 +456,7 @@ class CostReport:
             out.append(f"Extension options, as it stands now ({now}):")
             out.extend(opt.line() for opt in self.extensions)
         out.extend(self.notes)
-        out.append(NO_PROJECTION_LINE)
+        out.append(projection)
         out.append(f"Rates: {self.rates_origin}")
         return out
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.approvals import approvals_path, approved_digests, file_states
 from gpusession.core.folder.unit import Unit, unit_of
+from gpusession.core.money.cost import cost_per_accepted
 from gpusession.core.money.count_cache import (
     CACHE_FILE,
     CORPORA,
@@ -37,7 +37,7 @@ from gpusession.core.money.count_cache import (
     cached_words,
     shown_in_status,
 )
-from gpusession.core.money.rates import format_usd, round_half_up_cents
+from gpusession.core.money.rates import format_usd
 from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import accepted_output_digests, has_accept_rule
 
@@ -73,6 +73,10 @@ class DeliverableCount:
     unit: Unit
     not_counted: tuple[str, ...] = ()
     to_decide: int = 0
+
+    def noun(self) -> str:
+        """What one counted deliverable is called: ``approved visual``, ``accepted corpus``."""
+        return self._noun(1)
 
     def _noun(self, n: int) -> str:
         name = self.unit.name(n)
@@ -111,15 +115,17 @@ class DeliverableCount:
 
 
 def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
-    """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (rounded once, half-up; K2, K3).
+    """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (K2, K3): words only.
 
-    With nothing counted yet: the package cost only and ``no approved visual yet``.
+    The figure is :func:`gpusession.core.money.cost.cost_per_accepted`'s, the one formula
+    (rounded once, half-up). With nothing counted yet: the package cost only and ``no
+    approved visual yet``.
     """
     if total_usd_minor is None:
         return f"{count.words()}; the package price is not in the rates file"
-    if not count.n:
+    per = cost_per_accepted(total_usd_minor, count.n).per_accepted_usd_minor
+    if per is None:
         return f"{format_usd(total_usd_minor)} for the package; {count.words()}"
-    per = round_half_up_cents(Decimal(total_usd_minor) / Decimal(count.n))
     return (f"{format_usd(total_usd_minor)} ÷ {count.words()} = {format_usd(per)} per "
             f"{count.unit.singular}")
 
@@ -165,38 +171,15 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
     return count
 
 
-def counted_in_unit(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount | None:
-    """The count for ``cost`` and the Cost pane in the session's unit (S8, S10).
-
-    ``None`` when the plain corpora count of a classification session applies (its words
-    stay as they were).
-    """
-    count = session_count(session, frame, cache=cache)
-    if count.source == CORPORA and not count.unit.declared:
-        return None
-    return count
-
-
 def write_cache(session: Session, count: DeliverableCount) -> None:
     """Keep the count for ``status`` (atomic; S7)."""
     folder = Path(session.folder)
     doc = {"schema": 1, "count": count.n, "source": count.source, "short": count.short(),
            "words": count.words(), "declared": count.unit.declared, "unit": count.unit.singular,
-           "unit_plural": count.unit.plural, "key": cache_key(folder)}
+           "unit_plural": count.unit.plural, "key": cache_key(folder, session.data)}
     doc["check"] = cache_check(doc)  # a hand edit of the count reads as no cache (H-47)
     write_atomic_bytes(folder / CACHE_FILE, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
 
 
-def deliverable_cost_words(session: Session, total_usd_minor: int | None) -> str | None:
-    """The report's cost words in the unit, with the count's source (S8, S10).
-
-    ``None`` for a plain classification session (its words stay as they were).
-    """
-    count = session_count(session)
-    if count.source == CORPORA and not count.unit.declared:
-        return None
-    return f"{cost_line(total_usd_minor, count)} (count: {count.source_words()})"
-
-
 __all__ = ["ACCEPT_RULE", "APPROVED", "CORPORA", "DeliverableCount", "cached_words", "cost_line",
-           "counted_in_unit", "deliverable_cost_words", "session_count", "shown_in_status", "write_cache"]
+           "session_count", "shown_in_status", "write_cache"]

@@ -35,14 +35,45 @@ def cache_check(doc: Mapping[str, Any]) -> str:
     return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
 
 
-def cache_key(folder: Path) -> list[Any]:
-    """Size, mtime and ctime of what the count depends on; no hashing (the status speed goal).
+#: The protocol kind of an experiment whose outputs a person's rule accepts (S10's second source).
+RULE_KIND = "accept-rule"
+
+
+def count_facts(session_doc: Mapping[str, Any] | None) -> str:
+    """What the count reads of ``session.toml``, sealed: its unit and the experiments judged by a rule.
+
+    Source: S8, S10. Why: the count depends on these two facts only, so a write of
+    ``session.toml`` that changes neither (an experiment defined, the package moved, a
+    limit set) keeps the count that ``status`` says, where its mtime once made it ``?``.
+    """
+    doc = session_doc if isinstance(session_doc, Mapping) else {}
+    deliverable = doc.get("deliverable")
+    experiments = doc.get("experiments")
+    rules = sorted(str(k) for k, v in (experiments.items() if isinstance(experiments, Mapping) else ())
+                   if isinstance(v, Mapping) and isinstance(v.get("protocol"), Mapping)
+                   and v["protocol"].get("kind") == RULE_KIND)
+    canon = json.dumps({"deliverable": deliverable if isinstance(deliverable, Mapping) else None,
+                        "rules": rules}, sort_keys=True, ensure_ascii=False, default=str)
+    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
+
+
+def cache_key(folder: Path, session_doc: Mapping[str, Any] | None = None) -> list[Any]:
+    """What the count was made from: the files' size, mtime and ctime, and ``session.toml``'s facts.
+
+    The facts are :func:`count_facts`; no file is hashed (the status speed goal).
 
     The ctime too (H-47): an edit that keeps a file's size and puts its mtime back (``touch
     -d``, ``os.utime``) still moves its ctime, which no user call can set back.
+
+    Args:
+        folder: the session folder.
+        session_doc: its parsed ``session.toml`` when the caller holds it (else read here,
+            leniently).
     """
-    key: list[Any] = []
-    paths = [folder / "approvals.toml", folder / "resultats-bruts.csv", folder / "session.toml"]
+    if session_doc is None:
+        session_doc = read_toml_lenient(folder / "session.toml")
+    key: list[Any] = [["session.toml", count_facts(session_doc)]]
+    paths = [folder / "approvals.toml", folder / "resultats-bruts.csv"]
     try:
         doc = read_toml_lenient(folder / "approvals.toml")  # bounded: nested too deep reads as absent (H-39)
         if doc is not None:
@@ -59,7 +90,8 @@ def cache_key(folder: Path) -> list[Any]:
     return key
 
 
-def cached_words(folder: Path, *, stale_ok: bool = False) -> dict[str, Any] | None:
+def cached_words(folder: Path, *, stale_ok: bool = False,
+                 session_doc: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The cached count when it still describes the files (size and mtime), else ``None``.
 
     Standard library only: ``status`` calls it every few seconds.
@@ -67,6 +99,7 @@ def cached_words(folder: Path, *, stale_ok: bool = False) -> dict[str, Any] | No
     Args:
         folder: the session folder.
         stale_ok: also return a cache the files no longer match, with ``stale = True``.
+        session_doc: its parsed ``session.toml`` when the caller holds it.
     """
     try:
         doc = loads_json((Path(folder) / CACHE_FILE).read_text("utf-8"), Path(folder) / CACHE_FILE)
@@ -76,7 +109,7 @@ def cached_words(folder: Path, *, stale_ok: bool = False) -> dict[str, Any] | No
         return None
     if max(len(doc["short"]), len(doc["words"])) > MAX_WORDS_CHARS or doc.get("check") != cache_check(doc):
         return None  # edited by hand (or written before the check): counted anew (H-47, H-48)
-    doc["stale"] = doc.get("key") != cache_key(Path(folder))
+    doc["stale"] = doc.get("key") != cache_key(Path(folder), session_doc)
     if doc["stale"] and not stale_ok:
         return None
     return doc
@@ -126,7 +159,7 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
     if session_doc is None:
         session_doc = read_toml_lenient(folder / "session.toml")
     unit = declared_unit(session_doc)
-    doc = cached_words(folder, stale_ok=True)
+    doc = cached_words(folder, stale_ok=True, session_doc=session_doc)
     if shown_in_status(doc):
         assert doc is not None
         out = {k: v for k, v in doc.items() if k != "key"}

@@ -1,7 +1,7 @@
 """Sessions compared in the same terms: which card to rent (D6, K1-K4, D5).
 
 Who calls it: ``gpusession compare`` (:mod:`gpusession.commands.compare_cmd`). Each
-session's money comes from the one cost assembly (:func:`gpusession.core.money.cost.session_cost_inputs`
+session's money comes from the one cost assembly (:func:`gpusession.core.money.answer.session_answer`
 and :func:`gpusession.core.money.cost.cost_report`, the figures ``gpusession cost --session``
 prints), its time from the summary table's recommended variant
 (:func:`gpusession.core.records.summary.recommended_variant`). Sessions are ranked only
@@ -26,12 +26,13 @@ from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.folder.unit import unit_of
-from gpusession.core.money.cost import cost_report, session_cost_inputs
-from gpusession.core.money.count import CORPORA, DeliverableCount, cost_line, session_count
+from gpusession.core.money.answer import session_answer
+from gpusession.core.money.cost import cost_report
+from gpusession.core.money.count import DeliverableCount, cost_line
 from gpusession.core.money.host_check import load_host_checks
 from gpusession.core.money.order import load_order
 from gpusession.core.money.rates import format_usd
-from gpusession.core.records.summary import recommended_variant, session_summary
+from gpusession.core.records.summary import accepted_revisions, recommended_variant, session_summary
 from gpusession.core.retrieval.json_contract import package_json
 from gpusession.core.retrieval.plotting import ChartsUnavailable, pyplot_agg
 
@@ -437,7 +438,10 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         BadInput: an unreadable results CSV, rates file, order or experiment definition.
     """
     frame = session.results.read()
-    inputs = session_cost_inputs(session, rates_path, frame=frame)
+    answer = session_answer(session, rates_path, frame=frame)  # the one count and divisor (A1, S10)
+    if answer.inputs is None:
+        raise answer.errors[0]
+    inputs = answer.inputs
     pkg = inputs.package
     order = load_order(session).order
     gpu = pkg.gpu_model or (order.gpu_model if order else None)
@@ -445,9 +449,9 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
     lots = pkg.lots or (order.lots if order else None)
     total = per = count = None
     reason: str | None = "the package is not set (GPU model, days, lots)"
-    full, count_problem = _session_count(session, frame)  # S10: the session's one source
-    in_unit = full if full is not None and (full.source != CORPORA or full.unit.declared) else None
-    accepted = in_unit.n if in_unit is not None else inputs.accepted_measured
+    full, count_problem = answer.count, answer.count_problem  # a count that does not read is said (H-39)
+    in_unit = full if answer.in_unit else None
+    accepted = answer.accepted
     line = None
     if gpu and days and lots:
         rep = cost_report(inputs.rates, gpu, days, lots, accepted=accepted, extensions=False)
@@ -461,8 +465,8 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         gpu_count=total.gpu_count if total else None,
         package_total_usd_minor=total.total_usd_minor if total else None,
         accepted=accepted, cost_per_accepted_usd_minor=per, cost_reason=reason,
-        work=work_terms(session, frame), start=times["start"], end=times["end"],
-        accepted_corpora=inputs.accepted,
+        work=work_terms(session, frame, full), start=times["start"], end=times["end"],
+        accepted_corpora=len(accepted_revisions(frame)),
         deliverables=full.to_json() if full is not None else None,
         count_words=full.words() if full is not None and (in_unit is not None or full.n is not None) else None,
         unit=in_unit.unit.singular if in_unit is not None else None, per_unit_line=line,
@@ -480,24 +484,16 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
                    warm_max_s=best.max_seconds, quality=best.quality_words())
 
 
-def _session_count(session: Session, frame: Any) -> tuple[DeliverableCount | None, str | None]:
-    """The session's one count (S10), as ``show`` reads it; and why it does not read.
-
-    A count that does not read is ``(None, "PATH: …")``: the comparison says so below
-    its table, naming the file (H-39), and goes on.
-    """
-    try:
-        return session_count(session, frame), None
-    except BadInput as exc:
-        return None, str(exc)
-
-
-def work_terms(session: Session, frame: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+def work_terms(session: Session, frame: pl.DataFrame,
+               count: DeliverableCount | None = None) -> dict[str, tuple[str, ...]]:
     """Per :data:`WORK_TERMS` key, the distinct values of the session's measured work.
 
     Only the cold and warm rows count (a load row holds no corpus; a standalone
     validation is not a timed run); ``classes`` and ``scope`` come from the definitions
-    of the experiments those rows belong to. Numbers read as written (``0.9``).
+    of the experiments those rows belong to. Numbers read as written (``0.9``). ``unit``
+    is what ``count`` counts (``approved visual``, ``accepted corpus``), so a session of
+    accepted corpora is never ranked against one of approved files (S8, S10); the
+    declared unit when the count does not read.
 
     Raises:
         BadInput: an unreadable experiment definition.
@@ -517,7 +513,8 @@ def work_terms(session: Session, frame: pl.DataFrame) -> dict[str, tuple[str, ..
                                    for e in exps if e.protocol}))
     out["scope"] = tuple(sorted({e.scope for e in exps}))
 
-    out["unit"] = (unit_of(session.data).singular,)
+    # S8, S10: what is counted and by which kind: one approved visual is no accepted corpus
+    out["unit"] = (count.noun() if count is not None else unit_of(session.data).singular,)
     return out
 
 

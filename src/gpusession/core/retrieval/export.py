@@ -117,8 +117,8 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
     frame = session.results.read()
     if experiment_id is not None and frame.height:
         frame = frame.filter(pl.col("experiment_id") == experiment_id)
-    verdicts = {(r.experiment_id, r.variant_id): r.verdict_words()
-                for r in session_summary(session, frame) if r.phase == "warm" and r.attempt is None}
+    summary = {(r.experiment_id, r.variant_id): r
+               for r in session_summary(session, frame) if r.phase == "warm" and r.attempt is None}
     varied = {e.id: e.varied for e in load_experiments(session)}
     warm = frame.filter(pl.col("phase") == "warm") if frame.height else frame
     groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
@@ -133,8 +133,12 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
         name = varied.get(exp_id)
         cell = rows[0].get(name) if name in ("batch", "context") else None
         parameters = {name: str(cell)} if name and cell is not None else {"variant": str(variant_id)}
+        verdict = summary.get((exp_id, variant_id))
         entry = hyperfine_entry(f"{exp_id} {variant_id}", times, parameters,
-                                verdicts.get((exp_id, variant_id), "not validated"))
+                                verdict.verdict_words() if verdict is not None else "not validated")
+        # typed beside the words: True every validated run accepted, False one rejected, None not validated
+        entry["gpusession_accepted"] = (None if verdict is None or verdict.validated == 0
+                                        else verdict.rejected == 0)
         entry["gpusession_failed_runs"] = len(rows) - len(times)
         results.append(entry)
     if not results:
@@ -151,32 +155,36 @@ def hyperfine_csv(doc: dict[str, Any]) -> str:
     """The export as hyperfine's ``--export-csv``: one line per entry, seconds, empty = not measured.
 
     Columns: :data:`CSV_KEYS`, then ``parameter_<name>`` for each parameter name found,
-    in first-seen order; RFC 4180 quoting (polars).
+    in first-seen order, then ``gpusession_verdict`` (D5: a rejected variant says so in every
+    export; hyperfine's readers take columns by name); RFC 4180 quoting (polars).
     """
     import polars as pl
 
     names = list(dict.fromkeys(k for e in doc["results"] for k in e.get("parameters", {})))
     rows = [{**{k: e.get(k) for k in CSV_KEYS},
-             **{f"parameter_{n}": e.get("parameters", {}).get(n) for n in names}} for e in doc["results"]]
+             **{f"parameter_{n}": e.get("parameters", {}).get(n) for n in names},
+             "gpusession_verdict": e.get("gpusession_verdict")} for e in doc["results"]]
     schema = {**{k: (pl.String if k == "command" else pl.Float64) for k in CSV_KEYS},
-              **{f"parameter_{n}": pl.String for n in names}}
+              **{f"parameter_{n}": pl.String for n in names}, "gpusession_verdict": pl.String}
     return csv_bytes(pl.DataFrame(rows, schema=schema)).decode("utf-8")
 
 
 def hyperfine_markdown(doc: dict[str, Any]) -> str:
     """The export as hyperfine's ``--export-markdown`` table (``src/export/markdown.rs``).
 
-    ``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``: milliseconds when the
-    first entry's mean is under a second, else seconds; the mean with ``± stddev`` when
-    there are two runs or more; relative to the fastest mean (``1.00``), with its spread.
+    ``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative | Verdict |``: milliseconds
+    when the first entry's mean is under a second, else seconds; the mean with ``± stddev``
+    when there are two runs or more; relative to the fastest mean (``1.00``), with its
+    spread; the verdict of each variant (D5), and a line under the table when the ``1.00``
+    reference was not accepted, so a rejected variant is never the reference unsaid.
     """
     results = doc["results"]
     ms = bool(results) and results[0]["mean"] < 1.0
     unit, k = ("ms", 1000.0) if ms else ("s", 1.0)
     fastest = min(e["mean"] for e in results)
     fast = next(e for e in results if e["mean"] == fastest)
-    lines = [f"| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative |",
-             "|:---|---:|---:|---:|---:|"]
+    lines = [f"| Command | Mean [{unit}] | Min [{unit}] | Max [{unit}] | Relative | Verdict |",
+             "|:---|---:|---:|---:|---:|:---|"]
     for e in results:
         mean = f"{e['mean'] * k:.1f}" + (f" ± {e['stddev'] * k:.1f}" if e.get("stddev") is not None else "")
         ratio = e["mean"] / fastest if fastest > 0 else 1.0
@@ -185,8 +193,17 @@ def hyperfine_markdown(doc: dict[str, Any]) -> str:
             spread = ratio * ((e["stddev"] / e["mean"]) ** 2 + (fast["stddev"] / fastest) ** 2) ** 0.5
             rel += f" ± {spread:.2f}"
         command = str(e["command"]).replace("|", "\\|").replace("`", "'")
-        lines.append(f"| `{command}` | {mean} | {e['min'] * k:.1f} | {e['max'] * k:.1f} | {rel} |")
+        verdict = _cell(e.get("gpusession_verdict"))
+        lines.append(f"| `{command}` | {mean} | {e['min'] * k:.1f} | {e['max'] * k:.1f} | {rel} | {verdict} |")
+    if fast.get("gpusession_accepted") is not True:
+        lines += ["", f"The 1.00 reference, `{_cell(fast['command'])}`, is the fastest, not a variant to keep: "
+                      f"{_cell(fast.get('gpusession_verdict')) or 'no verdict'}."]
     return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    """``value`` for one Markdown table cell: no ``|`` or backtick that would end it."""
+    return "" if value is None else str(value).replace("|", "\\|").replace("`", "'")
 
 
 __all__ = ["CSV_KEYS", "HYPERFINE_KEYS", "exported_experiment", "hyperfine_csv", "hyperfine_entry",

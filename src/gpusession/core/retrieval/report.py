@@ -52,12 +52,8 @@ from gpusession.core.files.units import (
 from gpusession.core.folder.corpus_pin import is_kept_corpus
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, refuse_session_data
-from gpusession.core.money.cost import (
-    NO_PROJECTION_LINE,
-    NO_VALIDATED_RUN,
-    cost_report,
-    session_cost_inputs,
-)
+from gpusession.core.money.answer import CostAnswer, session_answer
+from gpusession.core.money.cost import cost_report
 from gpusession.core.money.host_check import deviation_words
 from gpusession.core.money.kept_plan import session_plan
 from gpusession.core.money.order import load_order
@@ -681,8 +677,11 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     return out
 
 
-def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
+def _cost_report(session: Session, answer: CostAnswer) -> Any:
     """The session's cost report, computed as ``gpusession cost`` computes it (K1-K7).
+
+    The count and its source are the session's one answer (:func:`session_answer`, A1):
+    the summary and this section divide by the same count.
 
     Returns:
         A :class:`~gpusession.core.money.cost.CostReport`; a string saying why when it
@@ -691,14 +690,13 @@ def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
     pkg = session.package
     if not (pkg.gpu_model and pkg.days and pkg.lots):
         return None
-
+    if answer.inputs is None:
+        return f"cost not computed: {answer.problem}"
     try:
-        inputs = session_cost_inputs(session, frame=frame)
         kept = session_plan(session)  # K6: priced as `cost NAME` prices it
-        return cost_report(inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
-                           accepted=inputs.accepted_measured,  # not measured while nothing is validated (K3)
-                           accepted_source=("distinct accepted corpora in resultats-bruts.csv"
-                                            if inputs.accepted_measured is not None else NO_VALIDATED_RUN),
+        return cost_report(answer.inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
+                           accepted=answer.accepted,  # not measured while nothing is validated (K3)
+                           accepted_source=answer.source_words(),
                            extensions=False,
                            plan=list(kept.durations_days) if kept is not None else None,
                            plan_source=f"the plan kept with the package of session {session.name}")
@@ -706,18 +704,19 @@ def _cost_report(session: Session, frame: pl.DataFrame) -> Any:
         return f"cost not computed: {exc}"
 
 
-def _cost(session: Session, frame: pl.DataFrame, rep: Any = None) -> list[str]:
+def _cost(session: Session, rep: Any) -> list[str]:
+    """Section 3: the lines of ``gpusession cost`` in one paragraph.
 
-    rep = _cost_report(session, frame) if rep is None else rep
+    Less the GPU line and the measured count (the verdict says it); from the same
+    :class:`CostAnswer` as the summary (A1).
+    """
     pkg = session.package
     if rep is None:
         return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
-    lines = [rep] if isinstance(rep, str) else rep.lines()
-    said = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}"] + [
-        "No projection: only what is accepted so far" if line == NO_PROJECTION_LINE else line.rstrip(".")
-        for line in lines if not line.startswith("GPU: ")
-        and not (line.startswith("Accepted deliverables: ") and "distinct" in line)]  # said in the verdict
-    return _wrap(". ".join(said) + ".")  # the lines of `gpusession cost`, in one paragraph
+    lines = [rep] if isinstance(rep, str) else rep.lines(gpu=False, measured_count=False,
+                                                         projection="No projection: only what is accepted so far")
+    said = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}"] + [line.rstrip(".") for line in lines]
+    return _wrap(". ".join(said) + ".")
 
 
 def _energy(session: Session, frame: pl.DataFrame) -> list[str]:
@@ -975,38 +974,6 @@ def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, 
             ("On the GPU", ev["on-gpu"])]
 
 
-def _count_in_unit(session: Session) -> str | None:
-    """``16 approved visuals`` for a session counting in its own unit, else ``None`` (S8, S10)."""
-    from gpusession.core.money.count import CORPORA, session_count
-
-    try:
-        count = session_count(session)
-    except BadInput:
-        return None
-    return None if count.source == CORPORA and not count.unit.declared else count.words()
-
-
-def _cost_in_unit(session: Session, total_usd_minor: int | None) -> str | None:
-    """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual (count: …)``, or ``None`` (S10)."""
-    from gpusession.core.money.count import deliverable_cost_words
-
-    try:
-        return deliverable_cost_words(session, total_usd_minor)
-    except BadInput:
-        return None
-
-
-def _count_problem(session: Session) -> str | None:
-    """Why the session's count does not read, in one line naming the file; ``None`` when it does (H-39)."""
-    from gpusession.core.money.count import session_count
-
-    try:
-        session_count(session)
-    except BadInput as exc:
-        return str(exc)
-    return None
-
-
 def _plan_words(session: Session) -> str | None:
     """``plan 3.25 d: the 7-day package covers it; the 3-day one does not``, or ``None`` (K6)."""
     try:
@@ -1020,7 +987,7 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
+def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any, answer: CostAnswer,
              now: datetime, probes: Sequence[tuple[str, str]] = ()) -> list[str]:
     """The first lines: the verdict, the cost, the variant to keep, the risks (D5, D7, K3).
 
@@ -1037,10 +1004,13 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     n_acc = sum(1 for v in dict.fromkeys(str(r.variant_id) for r in timed if r.validated)
                 if v not in rejected)
     corpora = accepted_unique_corpora(frame)
-    if validated == 0:  # not measured, never "0 accepted" (K3)
+    counted = answer.count.words() if answer.in_unit and answer.count else None  # S10: one source
+    if validated == 0 and counted is not None and answer.accepted is not None:  # decided files, no run judged
+        verdict = (f"**Verdict:** {counted}; "
+                   + ("no timed run." if runs == 0 else f"none of {_plural(runs, 'run', 'runs')} validated."))
+    elif validated == 0:  # not measured, never "0 accepted" (K3)
         verdict = f"**Verdict:** not validated: none of {_plural(runs, 'run', 'runs')} validated yet."
     else:
-        counted = _count_in_unit(session)  # S10: the session's own unit, from its one source
         verdict = (f"**Verdict:** {counted or _plural(corpora, 'distinct corpus', 'distinct corpora') + ' accepted'}; "
                    f"{validated} of {runs} runs validated, {accepted_rows} accepted"
                    + (f" ({verdict_count_words(n_acc, len(rejected))})." if rejected else "."))
@@ -1049,15 +1019,15 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
         out += _wrap("**Cost:** package not fully set (GPU, lots, days).", indent="  ", first="- ")
     elif isinstance(cost, str):
         out += _wrap(f"**Cost:** {cost}.", indent="  ", first="- ")
-    elif (in_unit := _cost_in_unit(session, cost.total.total_usd_minor)) is not None:  # S8, S10
-        out += _wrap(f"**Cost:** {in_unit}.", indent="  ", first="- ")
+    elif (in_unit := answer.per_unit_line()) is not None:  # S8, S10
+        out += _wrap(f"**Cost:** {in_unit} (count: {answer.source_words()}).", indent="  ", first="- ")
     else:
         t_ = cost.total
         per = cost.per_accepted
         each = (f"{format_usd(per.per_accepted_usd_minor)} per accepted deliverable"
                 if per.per_accepted_usd_minor is not None else
                 f"no cost per accepted deliverable yet ({per.reason.split(';')[0]})")
-        if (problem := _count_problem(session)) is not None:  # said, naming the file (H-39)
+        if (problem := answer.count_problem) is not None:  # said, naming the file (H-39)
             each = f"no cost per accepted deliverable: the count does not read ({problem})"
         out += _wrap(f"**Cost:** {format_usd(t_.total_usd_minor)} for the package ({t_.gpu_model}, "
                      f"{t_.days} days × {_plural(t_.lots, 'lot', 'lots')}); {each}.", indent="  ", first="- ")
@@ -1135,6 +1105,7 @@ class _Head:
     cost: Any
     probes: list[tuple[str, str]]
     summary: list[str]
+    answer: CostAnswer
 
 
 def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.DataFrame | None) -> _Head:
@@ -1143,9 +1114,11 @@ def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.Da
     items = cl.load_checklist(session)
     frame = session.results.read() if frame is None else frame
     table = session_summary(session, frame) if frame.height else []
-    cost = _cost_report(session, frame)
+    answer = session_answer(session, frame=frame)  # the one count and cost (A1)
+    cost = _cost_report(session, answer)
     probes = _live_probes(session, nvml, now)
-    return _Head(now, items, frame, table, cost, probes, _summary(session, frame, table, cost, now, probes))
+    return _Head(now, items, frame, table, cost, probes,
+                 _summary(session, frame, table, cost, answer, now, probes), answer)
 
 
 def _title(session: Session) -> list[str]:
@@ -1176,7 +1149,7 @@ def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: 
         "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
         + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
         "Validation verdicts": _validation(session, frame),
-        "Cost": _cost(session, frame, cost) + _energy(session, frame),
+        "Cost": _cost(session, cost) + _energy(session, frame),
         "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
         "Need, decision and retrieval": _need_and_decision(items, by_id, session),
     }

@@ -2,8 +2,9 @@
 
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 6). Figures come from
 :func:`gpusession.core.money.cost.cost_report` (exact decimals, K1/K2); the accepted count is
-the session's *distinct* accepted corpora (K3/K4) — with none measured only the package
-cost is shown. The plan field starts with the plan kept with the package (K6), as
+the session's one answer (:func:`gpusession.core.money.answer.session_answer`, A1, S10), as
+``cost NAME`` and the report divide by it — with none measured only the package cost is
+shown. The plan field starts with the plan kept with the package (K6), as
 ``cost NAME`` prices it. Every edit of GPU, lots, days or plan recomputes at once; the
 session's package (and the plan typed, kept with it) is changed only by the "Save as
 package" button.
@@ -23,11 +24,12 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.money.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
+from gpusession.core.money.count_cache import CORPORA
 from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
 
 if TYPE_CHECKING:
-    from gpusession.core.money.cost import SessionCostInputs
+    from gpusession.core.money.answer import CostAnswer
 
 DAYS = ("3", "7", "30")
 
@@ -46,44 +48,27 @@ def pane_words(text: str) -> str:
     return text
 
 
-def measured_accepted(inputs: SessionCostInputs) -> tuple[int | None, str]:
-    """``(count, source)``; ``None`` when no run was validated yet (K3)."""
-    n = inputs.accepted_measured
-    if n is None:
-        return None, NO_VALIDATED_RUN
-    return n, plural(n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
+def accepted_words(answer: CostAnswer) -> tuple[int | None, str]:
+    """``(count, source)`` the pane divides by and says: the session's one answer (A1, S10).
 
-
-def load_inputs(session: Any) -> tuple[SessionCostInputs | None, str | None]:
-    """The session's cost inputs (core) and, when the results cannot be read, why.
-
-    An unreadable results file still leaves the package cost shown; an unreadable rates
-    file leaves ``(None, reason)``.
+    The figure is the record's; only the words are the pane's (``accepted corpus of this
+    session``; ``count unreadable: …`` naming the file; ``no validated run yet``, K3).
     """
-    from gpusession.core.money.cost import session_cost_inputs
-
-    try:
-        return session_cost_inputs(session), None
-    except BadInput as exc:
-        first = exc
-    try:
-        return session_cost_inputs(session, count_accepted=False), f"results unreadable: {first}"
-    except BadInput as exc:
-        return None, str(exc)
+    count = answer.count
+    if count is None:
+        return None, answer.source_words()
+    if count.source == CORPORA and not count.unit.declared:
+        if count.n is None:
+            return None, NO_VALIDATED_RUN
+        return count.n, plural(count.n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
+    return count.n, count.source_words()
 
 
-def counted_in_unit(session: Any) -> tuple[Any, str | None]:
-    """The session's count in its own unit (S10), as ``cost NAME`` gives it, else ``None``; and why it does not read.
+def load_answer(session: Any) -> CostAnswer:
+    """The session's :class:`CostAnswer`, as ``cost NAME`` reads it (a problem is said, never raised)."""
+    from gpusession.core.money.answer import session_answer
 
-    A count that does not read (an archived accept report nested too deep, H-39) is
-    ``(None, "PATH: …")``: the pane says so in the session's line, naming the file.
-    """
-    from gpusession.core.money.count import counted_in_unit as count_of
-
-    try:
-        return count_of(session), None
-    except BadInput as exc:
-        return None, str(exc)
+    return session_answer(session)
 
 
 class CostPane(Vertical):
@@ -103,10 +88,7 @@ class CostPane(Vertical):
         super().__init__(**kw)
         self.ctx = ctx
         self.lines: list[str] = []
-        self.inputs: SessionCostInputs | None = None
-        self._counted: Any = None
-        self._count_problem: str | None = None
-        self._inputs_problem: str | None = None
+        self.answer: CostAnswer | None = None
         self._others: list[str] = []
         self._keep: list[str] = []
 
@@ -156,8 +138,7 @@ class CostPane(Vertical):
 
     def reload(self) -> None:
         """Re-read the session's cost inputs (a run landed), then recompute."""
-        self.inputs, self._inputs_problem = load_inputs(self.ctx.session)
-        self._counted, self._count_problem = counted_in_unit(self.ctx.session)  # S10: as `cost NAME` counts
+        self.answer = load_answer(self.ctx.session)  # S10, A1: the count `cost NAME` divides by
         self._others = self._other_sessions()
         self._keep = self._keep_lines()
         self.recompute()
@@ -192,18 +173,14 @@ class CostPane(Vertical):
         except ValueError:
             out.update(f"lots: expected a whole number ≥ 1, got {shown(lots_text)}")
             return
-        inputs = self.inputs
-        if inputs is None:
-            accepted, source = None, self._inputs_problem or "not read"
-            self.lines = [f"cannot compute: {self._inputs_problem}"]
+        answer = self.answer
+        inputs = answer.inputs if answer is not None else None
+        if answer is None or inputs is None:
+            problem = answer.problem if answer is not None else "not read"
+            accepted, source = None, problem or "not read"
+            self.lines = [f"cannot compute: {problem}"]
         else:
-            accepted, source = measured_accepted(inputs)
-            if self._counted is not None:  # S8, S10: the session's unit and its one source
-                accepted, source = self._counted.n, self._counted.source_words()
-            elif self._count_problem:  # the count does not read: said, naming the file (H-39)
-                accepted, source = None, f"count unreadable: {self._count_problem}"
-            if self._inputs_problem:
-                accepted, source = None, self._inputs_problem
+            accepted, source = accepted_words(answer)  # a count that does not read names its file (H-39)
             try:
                 plan = parse_plan(plan_text) if plan_text else None
                 report = cost_report(
@@ -211,10 +188,10 @@ class CostPane(Vertical):
                     plan_source=self._plan_source(plan_text),
                 )
                 self.lines = [pane_words(line) for line in report.lines()]
-                if self._counted is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
+                if answer.in_unit and answer.count is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
                     from gpusession.core.money.count import cost_line
 
-                    self.lines.insert(0, cost_line(report.total.total_usd_minor, self._counted))
+                    self.lines.insert(0, cost_line(report.total.total_usd_minor, answer.count))
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
         if accepted is None and not any(line.startswith("Accepted deliverables:") for line in self.lines):

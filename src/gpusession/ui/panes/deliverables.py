@@ -65,7 +65,7 @@ class DeliverablesBox(Vertical):
             self.folder = recorded or last_accepted_output(self.ctx.session)
             self.proposed = recorded is None and self.folder is not None
             self.states = file_states(self.ctx.session, proposed=self.folder)
-            count = session_count(self.ctx.session)
+            count = session_count(self.ctx.session, cache=True)  # status says what this pane says (S10)
         except BadInput as exc:
             status.update(Text(printable(f"deliverables unreadable: {exc}", keep="")))
             return
