@@ -98,7 +98,7 @@ from gpusession.core.records.notefacts import RowFacts
 from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
-from gpusession.core.retrieval.status import refresh_counts
+from gpusession.core.retrieval.status import count_appended_row, csv_signature
 
 #: Exception types of a load failure that another worker would hit the same way: the
 #: workload does not import, its factory or definition is refused, or it breaks the
@@ -362,8 +362,11 @@ class Recorder:
             self.accepted_revisions.add(row.corpus_revision)
         # K4: distinct accepted corpora of the session, never a count of rows.
         row = row.replace(accepted_unique_corpora=len(self.accepted_revisions))
+        before = csv_signature(self.session.folder)
         self.session.results.append(row)
-        refresh_counts(self.session.folder)  # summary.json for `gpusession status`
+        # summary.json for `gpusession status`: moved by this row alone, never a recount (A5)
+        count_appended_row(self.session.folder, before,
+                           row.corpus_revision if row.corpus_accepted else None)
         self.outcome.rows_written += 1
         if row.phase != "load" or row.elapsed_seconds is not None:
             self.measured = True
