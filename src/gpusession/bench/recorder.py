@@ -362,11 +362,9 @@ class Recorder:
             self.accepted_revisions.add(row.corpus_revision)
         # K4: distinct accepted corpora of the session, never a count of rows.
         row = row.replace(accepted_unique_corpora=len(self.accepted_revisions))
-        before = csv_signature(self.session.folder)
+        before = csv_signature(self.session.folder)  # summary.json moved by this row alone (A5)
         self.session.results.append(row)
-        # summary.json for `gpusession status`: moved by this row alone, never a recount (A5)
-        count_appended_row(self.session.folder, before,
-                           row.corpus_revision if row.corpus_accepted else None)
+        count_appended_row(self.session.folder, before, row.corpus_revision if row.corpus_accepted else None)
         self.outcome.rows_written += 1
         if row.phase != "load" or row.elapsed_seconds is not None:
             self.measured = True
