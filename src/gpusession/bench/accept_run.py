@@ -53,35 +53,111 @@ def make_validation(session: Session, exp: Experiment, corpus: Path | None) -> A
     return AcceptRunValidation(session, exp, rule, corpus)
 
 
-def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | None, str]:
-    """Run the rule once in its own process group; ``(verdict, exit code, reason)``.
+#: Bytes of the rule's stdout kept from its start (its first line is the reason) and from
+#: its end; whatever a rule prints between is counted, never held (H-51).
+RULE_HEAD_BYTES = 4096
+RULE_TAIL_BYTES = 4096
+#: Seconds the stdout reader may take once the rule and all it started are ended.
+RULE_PIPE_DRAIN_S = 1.0
 
-    Exit 0 accepted, 1 rejected, anything else -- or no start, or past ``timeout_s``
-    (the whole group is then killed) -- could not be judged.
+
+class _BoundedReader:
+    """Reads a pipe to its end in a thread, keeping the first and last bytes only (H-51).
+
+    The thread owns the read end (no buffered reader a close could wait on): a process
+    that keeps the pipe open never keeps the caller waiting (H-49).
     """
-    from gpusession.core.folder.processes import end_group, identify
 
+    def __init__(self, fd: int) -> None:
+        """Start reading ``fd`` (closed by the thread at the end of the stream)."""
+        import threading
+
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total_bytes = 0
+        self._fd = fd
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self._fd, 65536)
+                if not chunk:
+                    break
+                self.total_bytes += len(chunk)
+                room = RULE_HEAD_BYTES - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                self.tail += chunk
+                del self.tail[:-RULE_TAIL_BYTES]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+
+def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | None, str]:
+    """Run the rule once as a workload's worker is run; ``(verdict, exit code, reason)`` (S9).
+
+    Exit 0 accepted, 1 rejected, anything else -- or no start, or past ``timeout_s`` --
+    could not be judged. The rule leads a process group of its own and carries a marker
+    of its own in its environment (:data:`gpusession.bench.lifetime.PARENT_ENV`): when it
+    returns or passes its timeout, its group and every process that carries the marker
+    (a ``setsid`` or ``nohup`` child, re-parented to init) are ended (H-49, H-50), and
+    their names are said in the reason. Its stdout is read by a thread that keeps the
+    first and last 4 KiB only (H-51); the wait is for the rule, never for its pipe.
+    """
+    import secrets
+
+    from gpusession.bench.lifetime import PARENT_ENV
+    from gpusession.core.folder.processes import end_group, identify, marked
+
+    marker = f"accept-rule:{os.getpid()}:{secrets.token_hex(6)}"
+    read_fd, write_fd = os.pipe()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=write_fd,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, PARENT_ENV: marker})
     except OSError as exc:
+        os.close(read_fd)
         return UNJUDGED, None, f"the rule could not start: {exc.strerror or exc}"
+    finally:
+        os.close(write_fd)
+    reader = _BoundedReader(read_fd)
     leader = identify(proc.pid)
+    timed_out = False
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        code: int | None = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        end_group(leader)
-        proc.kill()
-        out, _ = proc.communicate()
-        return UNJUDGED, None, f"the rule took over {timeout_s:g} s and was ended"
-    end_group(leader)  # what it left running in its group ends with it
-    code = proc.returncode
-    reason = reason_line(out or b"")
+        timed_out, code = True, None
+    left = _names(p for p in marked(marker, leader.create_time_s) if p.pid != proc.pid)
+    end_group(leader, marker=marker)  # the group and every escapee, wherever it went
+    proc.wait()  # reaped (killed above when it was still running)
+    reader.thread.join(timeout=RULE_PIPE_DRAIN_S)  # every writer is ended: the stream ends
+    ended = f"; ended what it left running: {left}" if left else ""
+    if timed_out:
+        return UNJUDGED, None, f"the rule took over {timeout_s:g} s and was ended{ended}"
+    reason = reason_line(bytes(reader.head)) + ended
     if code == 0:
         return ACCEPTED, code, reason
     if code == 1:
         return REJECTED, code, reason
     return UNJUDGED, code, (f"the rule exited with status {code}" + (f": {reason}" if reason else ""))
+
+
+def _names(procs: Any) -> str:
+    """``sleep (pid 123), sleep (pid 124)``: what a rule left running, at most 5 named."""
+    import psutil
+
+    said = []
+    for p in procs:
+        try:
+            said.append(f"{p.name()} (pid {p.pid})")
+        except (psutil.Error, OSError):  # gone or unreadable: not named
+            continue
+    more = f" and {len(said) - 5} more" if len(said) > 5 else ""
+    return ", ".join(said[:5]) + more
 
 
 class AcceptRunValidation:
