@@ -42,3 +42,29 @@ def test_failed_command_rows_keep_the_last_stderr_lines_masked_and_escaped(sessi
 def test_stderr_words_is_bounded_and_empty_without_stderr() -> None:
     assert stderr_words(b"") == "" and stderr_words(None) == ""
     assert len(stderr_words(b"x" * 5000)) < 1100
+
+
+def test_h59_a_private_key_on_stderr_leaves_no_line_of_it_in_the_row_or_the_journal(session: Session) -> None:
+    """An RSA key (28 lines) printed on stderr by a command that fails: the row's tail and
+    the journal hold none of its body lines nor its END line, only that a key was hidden."""
+    import base64
+    import os
+
+    body = base64.b64encode(os.urandom(1300)).decode()  # 1,736 characters: 26 full lines
+    lines = ["-----BEGIN RSA PRIVATE KEY-----", *[body[i:i + 64] for i in range(0, 26 * 64, 64)],
+             "-----END RSA PRIVATE KEY-----"]
+    assert len(lines) == 28
+    script = ("import sys\n"
+              f"sys.stderr.write({chr(10).join(lines)!r} + '\\n')\n"
+              "print('done', file=sys.stderr)\n"
+              "sys.exit(3)\n")
+    (session.folder / "leak.py").write_text(script)  # never in session.toml: it refuses a key
+    exp = _exp(session, params={"command": [sys.executable, str(session.folder / "leak.py")]})
+    Runner(session, exp.id).run()
+    rows = [r for r in session.results.rows() if r.phase == "warm"]
+    notes = rows[0].notes or ""
+    journal = session.journal_path.read_text(encoding="utf-8")
+    csv_text = (session.folder / "resultats-bruts.csv").read_text(encoding="utf-8")
+    assert "exited with code 3" in notes and "HIDDEN: private key" in notes and "done" in notes
+    for line in lines[1:]:  # body and END line: none of them kept anywhere
+        assert line not in csv_text and line not in journal, line

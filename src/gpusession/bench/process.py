@@ -131,9 +131,14 @@ class WorkerProcess:
         self.events.put(EOF_EVENT)
 
     def _read_err(self) -> None:
+        from gpusession.core.files.secrets import KeyBlockFilter
+
         assert self.proc.stderr is not None
+        keys = KeyBlockFilter()  # a private key hidden line by line, before the tail is cut (H-59)
         for line in self.proc.stderr:
-            self.stderr.append(line.rstrip("\n"))
+            kept = keys.line(line.rstrip("\n"))
+            if kept is not None:
+                self.stderr.append(kept)
 
     def send(self, text: str) -> None:
         """Write one line (``"go"`` / ``"stop"``) to the worker's stdin.

@@ -431,19 +431,28 @@ def _tee(read_fd: int, tail: deque[bytes]) -> None:
         out = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
         out = None
+    from gpusession.core.files.secrets import KeyBlockFilter
+
+    keys = KeyBlockFilter()  # a private key is hidden line by line, before the tail is cut (H-59)
     rest = b""
     try:
         while chunk := os.read(read_fd, 65536):
-            if out is not None:
-                try:
-                    os.write(out, chunk)
-                except OSError:
-                    out = None
             lines = (rest + chunk).split(b"\n")
             rest = lines.pop()[-1000:]
-            tail.extend(ln[:1000] for ln in lines)
-        if rest:
-            tail.append(rest)
+            kept = [k for k in (keys.bytes_line(ln) for ln in lines) if k is not None]
+            if out is not None and kept:  # the worker's stderr is journaled: it never sees the key
+                try:
+                    os.write(out, b"\n".join(kept) + b"\n")
+                except OSError:
+                    out = None
+            tail.extend(ln[:1000] for ln in kept)
+        if rest and (last := keys.bytes_line(rest)) is not None:
+            if out is not None:
+                try:
+                    os.write(out, last)
+                except OSError:
+                    pass
+            tail.append(last)
     except OSError:
         pass
     finally:

@@ -142,20 +142,26 @@ def print_json(data: Any, key: str | None = None) -> None:
     sys.stdout.write("\n")
 
 
-def _masked(value: Any) -> Any:
-    """``value`` with every secret in its texts (keys too) hidden, item by item (H-46)."""
+def _masked(value: Any, key: str = "") -> Any:
+    """``value`` with every secret in its texts (keys too) hidden, item by item (H-46).
+
+    A string under a digest key (``sha256``, ``*_revision``, ``digests``) keeps its hex
+    digits, as :func:`gpusession.core.files.secrets.mask_record` keeps them (H-60): a
+    SHA-256 is what the person checks a file by, never a private key; a 64-hex value
+    under any other key is still hidden.
+    """
     if isinstance(value, str):
         from gpusession.core.files.secretgate import may_hold_secret
 
         if not may_hold_secret(value):
             return value
-        from gpusession.core.files.secrets import mask_text
+        from gpusession.core.files.secrets import is_digest_key, mask_text
 
-        return mask_text(value)[0]
+        return mask_text(value, digest=is_digest_key(key))[0]
     if isinstance(value, dict):
-        return {_masked(k): _masked(v) for k, v in value.items()}
+        return {_masked(k): _masked(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_masked(v) for v in value]
+        return [_masked(v, key) for v in value]
     return value
 
 

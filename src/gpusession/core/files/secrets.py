@@ -53,7 +53,7 @@ from gpusession.core.files.secretgate import may_hold_secret
 # tables' bound (64 KiB) are defined once, in :mod:`gpusession.core.files.fieldbound`: the
 # writer here and the shared reader hold every field to the same bound (H-48).
 
-__all__ = ["HIDDEN", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text", "check_read_lengths",
+__all__ = ["HIDDEN", "KeyBlockFilter", "MNEMONIC_MIN_WORDS", "TEXT_MAX_BYTES", "bip39_wordlists", "check_free_text", "check_read_lengths",
            "check_identifier", "find_secret", "findings", "is_digest_key", "kind_of_secret", "mask_free_text",
            "mask_record", "mask_text", "shown"]
 
@@ -453,3 +453,44 @@ def shown(value: Any, limit: int = 40) -> str:
         return f"the value ({len(value)} characters, not shown)"
     text = repr(value)
     return text if len(text) <= limit + 2 else f"the value ({len(text)} characters, not shown)"
+
+
+#: A PEM private key's armour lines (RSA, EC, OPENSSH, ENCRYPTED …), as text.
+_KEY_BEGIN_RE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+_KEY_END_RE = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY-----")
+#: The marker a private key's lines become in a stream (one line for the whole key).
+KEY_LINE = "[HIDDEN: private key]"
+
+
+class KeyBlockFilter:
+    """Hides a PEM private key line by line as a stream is read, before any tail is cut (H-59).
+
+    Why: a program's stderr keeps only its last lines; a key whose BEGIN line scrolled out
+    left its body and END line, which no later mask recognises. So the stream's reader
+    passes every line here first: the BEGIN line becomes :data:`KEY_LINE`, the body and the
+    END line are dropped (``None``). A block without an END ends after
+    :attr:`MAX_LINES` lines (a key is under 100), so a stray BEGIN cannot swallow a log.
+    """
+
+    MAX_LINES = 120
+
+    def __init__(self) -> None:
+        """A filter outside any key."""
+        self._inside = 0
+
+    def line(self, text: str) -> str | None:
+        """``text``, :data:`KEY_LINE`, or ``None`` when the line belongs to a key being hidden."""
+        if self._inside:
+            self._inside = 0 if _KEY_END_RE.search(text) or self._inside >= self.MAX_LINES else self._inside + 1
+            return None
+        if _KEY_BEGIN_RE.search(text):
+            self._inside = 0 if _KEY_END_RE.search(text) else 1
+            return KEY_LINE
+        return text
+
+    def bytes_line(self, raw: bytes) -> bytes | None:
+        """:meth:`line` for a line of bytes (decoded as UTF-8 with replacement to look)."""
+        if self._inside or b"PRIVATE KEY-----" in raw:
+            said = self.line(raw.decode("utf-8", "replace"))
+            return None if said is None else said.encode("utf-8")
+        return raw
