@@ -17,6 +17,7 @@ from typing import Any
 from gpusession.commands._common import open_session, print_json, root_of
 from gpusession.commands.aliases import OlderName
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import refuse_special
 from gpusession.core.folder.session import Session
 
 #: Exit status of ``compare`` when the sessions did not run the same work and no
@@ -243,6 +244,7 @@ def _output_target(path: Path, session: Session, *, force: bool) -> Path:
         raise BadInput("is a symbolic link; give a plain file to write", path=path, field="--out")
     if path.is_dir():
         raise BadInput("is a folder; give a file to write", path=path, field="--out")
+    refuse_special(path)  # a device, a FIFO or a socket: never replaced, --force or not (H-55)
     resolved = path.resolve()
     if resolved.is_relative_to(session.folder.resolve()):
         raise BadInput("is inside the session folder, whose files are never overwritten; write "

@@ -21,6 +21,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import FILE_MODE
 from gpusession.core.files.schema import SCHEMAS, check_types
 from gpusession.core.files.secrets import check_free_text
+from gpusession.core.files.textio import refuse_special
 
 # Reading lives in core.tomlread (light: `status` uses it); re-exported here.
 from gpusession.core.files.tomlread import SCHEMA_VERSION as SCHEMA_VERSION
@@ -69,10 +70,14 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     it never writes through it.
 
     Raises:
+        BadInput: ``path`` is a device, a FIFO, a socket or a folder: only a regular file
+            (or a link, replaced itself) is ever replaced, ``--force`` or not; as root a
+            write to ``/dev/null`` would otherwise leave a regular file there (H-55).
         OSError: when the disk refuses; the old file at ``path`` (if any) is then left
             intact and the message says so.
     """
     path = Path(path)
+    refuse_special(path)  # a device, a FIFO, a socket or a folder is never replaced (H-55)
     existed = os.path.lexists(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)

@@ -36,6 +36,7 @@ import polars as pl
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.safefile import refuse_link_or_special
 from gpusession.core.files.textio import printable, quoted, read_text
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.session import refuse_session_data
@@ -269,6 +270,7 @@ def write_manifest(
     """
     out = Path(out)
     refuse_session_data(out, what="manifest")
+    refuse_link_or_special(out)  # --force replaces a regular file only (H-55)
     if out.exists() and not force:
         if not number_if_exists:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=out)

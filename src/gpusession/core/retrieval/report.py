@@ -40,7 +40,7 @@ from gpusession.core.events.actions import ReportWrittenRecord
 from gpusession.core.experiment.derive import comparison_lines, derived_words
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.safefile import link_refused
+from gpusession.core.files.safefile import link_refused, refuse_link_or_special
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.files.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.files.units import (
@@ -1218,6 +1218,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     else:
         target = Path(out)
         refuse_session_data(target, what="report")
+        refuse_link_or_special(target)  # --force replaces a regular file only (H-55)
         if target.exists() and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
     if not target.parent.is_dir():
@@ -1225,6 +1226,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     page = target.with_suffix(".html") if html else None
     if page is not None:
         refuse_session_data(page, what="report")
+        refuse_link_or_special(page)
         if os.path.lexists(page) and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
     head = _head(session, now, nvml, None)
