@@ -22,7 +22,7 @@ from typing import Any
 from gpusession.bench.run_validation import RunValidation
 from gpusession.core.experiment.form import resolve_corpus
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
-from gpusession.core.files.digest import sha256_file
+from gpusession.core.files.digest import sha256_file, sha256_plain
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.session import Session
@@ -246,9 +246,14 @@ class AcceptRunValidation:
                             argv, self.session.folder, self.rule.timeout_s)
                     finally:
                         remove_plain_paths(self._plain)
-            if report.corpus_accepted:
+            if report.corpus_accepted:  # regular files inside the output only: never a FIFO, a device, a link out (H-52)
                 base = output if output.is_dir() else output.parent
-                report.files = {n: sha256_file(base / n if output.is_dir() else output) for n in listed}
+                for n in listed:
+                    digest = sha256_plain(base / n if output.is_dir() else output, inside=base)
+                    if digest is None:
+                        report.not_counted.append(n)
+                    else:
+                        report.files[n] = digest
         self.last_report = report
         where = self.session.validation_dir / self.exp.id / run.variant_id
         where.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -10,6 +10,8 @@ may import it without polars.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 CHUNK_BYTES = 1024 * 1024
@@ -35,6 +37,41 @@ def sha256_file(path: Path, chunk_bytes: int = CHUNK_BYTES) -> str:
             block = fh.read(chunk_bytes)
             if not block:
                 break
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_plain(path: Path, *, inside: Path | None = None, chunk_bytes: int = CHUNK_BYTES) -> str | None:
+    """SHA-256 of ``path`` when it is a regular file (inside ``inside``), else ``None``; never waits.
+
+    Source: H-52. Why: an output may hold a FIFO (opening it waits for a writer), a link
+    to ``/dev/zero`` (it never ends) or a link out of the folder (``/etc/hostname``):
+    none is a deliverable, and none may hang a run or be counted. Every link on the way
+    is resolved and the result checked inside ``inside``; the file itself is opened
+    without following a link and without waiting (``O_NOFOLLOW | O_NONBLOCK``), and
+    checked to be a regular file (``fstat``) before a byte is read.
+
+    Args:
+        path: the file.
+        inside: the folder it must lie in once every link is resolved (``None``: any).
+        chunk_bytes: bytes read per step.
+
+    Returns:
+        The digest, or ``None`` for anything else (named by the caller, never counted).
+    """
+    if inside is not None:
+        real, root = os.path.realpath(path), os.path.realpath(inside)
+        if not real.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # a link (ELOOP), gone, unreadable
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while block := fh.read(chunk_bytes):
             h.update(block)
     return h.hexdigest()
 

@@ -352,6 +352,9 @@ class AcceptReport:
     reason: str | None = None
     exit_code: int | None = None
     files: dict[str, str] = field(default_factory=dict)  # name → SHA-256
+    #: names of the output that are no regular file inside it (a FIFO, a device, a link
+    #: out of the folder): named, never hashed nor counted (H-52)
+    not_counted: list[str] = field(default_factory=list)
 
     @property
     def ids_match(self) -> bool:
@@ -430,6 +433,10 @@ class AcceptReport:
             out.append(f"format: {'; '.join(self.format_problems[:3])}")
         if self.verdict is not None:
             out.append(f"accept rule: {self.verdict}" + (f" ({self.reason})" if self.reason else ""))
+        if self.not_counted:
+            shown = ", ".join(printable(n, keep="") for n in self.not_counted[:5])
+            more = f" and {len(self.not_counted) - 5} more" if len(self.not_counted) > 5 else ""
+            out.append(f"not counted (no regular file inside the output): {shown}{more}")
         elif not (self.ids_match and self.format_valid):
             out.append("accept rule not run (names or format failed first)")
         return "; ".join(out) or None
@@ -442,7 +449,7 @@ class AcceptReport:
                                                   "missing": list(n.missing), "extra": list(n.extra),
                                                   "duplicates": list(n.duplicates)},
                 "format_problems": self.format_problems, "verdict": self.verdict, "reason": self.reason,
-                "exit_code": self.exit_code, "files": self.files}
+                "exit_code": self.exit_code, "files": self.files, "not_counted": self.not_counted}
 
 
 def n_words(names: NamesCheck | None) -> str | None:
