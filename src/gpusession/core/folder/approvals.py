@@ -120,17 +120,60 @@ def _read(session: Session) -> dict[str, Any]:
     return read_toml(path)
 
 
+#: The most files and the deepest folder a deliverables folder is walked to (H-54): far
+#: above an ordinary job's 20,000 generated images (H-56), far below a filesystem's.
+WALK_MAX_FILES = 200_000
+WALK_MAX_DEPTH = 32
+
+
+def _homes() -> set[Path]:
+    """Every home folder of this machine's accounts, and this process's own."""
+    homes = {Path(os.path.realpath(os.path.expanduser("~")))}
+    try:
+        import pwd
+
+        homes.update(Path(os.path.realpath(p.pw_dir)) for p in pwd.getpwall() if p.pw_dir not in ("", "/"))
+    except (ImportError, KeyError, OSError):
+        pass
+    return homes
+
+
+def unfit_folder(folder: Path, session_folder: Path) -> str | None:
+    """Why ``folder`` cannot be a deliverables folder, ``None`` when it can (H-54).
+
+    Source: H-54, S9. Why: every decision walks the folder; ``/``, a home folder (a file
+    approved in ``~`` made the whole home, a 37,115-file venv with it, the folder) or one
+    holding the session would be walked whole, and hand over the technical files.
+    """
+    real = Path(os.path.realpath(folder))
+    session_dir = Path(os.path.realpath(session_folder))
+    if real == Path(real.anchor):
+        return "is the root of the filesystem; keep the deliverables in a folder of their own"
+    if real in _homes() or real == Path("/home"):
+        return "is a home folder; keep the deliverables in a folder of their own (e.g. ~/out)"
+    if real == session_dir or session_dir.is_relative_to(real):
+        return ("holds the session's technical files; keep the deliverables in a folder of "
+                "their own (handed over apart from the technical files)")
+    return None
+
+
 def deliverables_folder(session: Session) -> Path | None:
     """The folder the decisions are relative to, ``None`` before the first decision.
 
     Raises:
-        BadInput: ``approvals.toml`` does not read, or its ``deliverables`` is not text.
+        BadInput: ``approvals.toml`` does not read, its ``deliverables`` is not text, or it
+            names a folder that is never walked (:func:`unfit_folder`: ``/``, a home, one
+            holding the session), refused before a file of it is visited (H-54).
     """
     value = _read(session).get("deliverables")
     if value is None:
         return None
     if not isinstance(value, str):
         raise BadInput(f"expected a folder path, got {shown(value)}", path=approvals_path(session),
+                       field="deliverables")
+    why = unfit_folder(Path(value), session.folder)
+    if why is not None:
+        raise BadInput(f"{shown(value)} {why}; nothing was walked", path=approvals_path(session),
                        field="deliverables")
     return Path(value)
 
@@ -175,6 +218,16 @@ def relative_name(folder: Path, path: Path) -> str:
     """
     if os.path.islink(path):
         raise BadInput("is a symbolic link; decide on the file itself", path=path)
+    try:  # every folder between the deliverables folder and the file: never a link (H-53)
+        parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(folder)).parts
+    except ValueError:
+        parts = ()
+    below = Path(os.path.abspath(folder))
+    for part in parts[:-1]:
+        below = below / part
+        if os.path.islink(below):
+            raise BadInput(f"goes through the symbolic link {below}; decide on files inside the "
+                           "deliverables folder itself (nothing was recorded)", path=path)
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -241,10 +294,9 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
                            "(one deliverables folder per session)", field="deliverables")
         if not folder.is_dir():
             raise BadInput("not a folder (expected the folder of the deliverables)", path=folder)
-        session_dir = Path(os.path.abspath(session.folder))
-        if folder == session_dir or session_dir.is_relative_to(folder):
-            raise BadInput("holds the session's technical files; keep the deliverables in a folder of "
-                           "their own (handed over apart from the technical files)", path=folder)
+        why = unfit_folder(folder, session.folder)  # `/`, a home, the session's own (H-54)
+        if why is not None:
+            raise BadInput(why, path=folder)
         made = []
         for p in paths:
             rel = relative_name(folder, Path(p))
@@ -285,7 +337,13 @@ def file_states(session: Session, *, hash_files: bool = True,
         return []
     present: dict[str, Path] = {}
     if folder.is_dir():
+        walked = 0
         for root, dirs, names in os.walk(folder):
+            depth = len(Path(root).relative_to(folder).parts)
+            walked += len(names)
+            if walked > WALK_MAX_FILES or depth > WALK_MAX_DEPTH:  # bounded, never the whole disk (H-54)
+                raise BadInput(f"holds more than {WALK_MAX_FILES:,} files or {WALK_MAX_DEPTH} levels of "
+                               "folders; keep the deliverables in a folder of their own", path=folder)
             dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
             for n in sorted(names):
                 full = Path(root) / n
