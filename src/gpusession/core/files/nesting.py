@@ -49,6 +49,16 @@ MAX_DEPTH = 64
 #: The largest hand-editable TOML file accepted, in bytes: 1 MiB (gpusession writes a
 #: few KiB; every text field is bounded by the notes' length bound, far below this).
 MAX_TOML_BYTES = 1024 * 1024
+#: Files that grow with the work, with their own bound (H-56): ``approvals.toml`` keeps
+#: one decision per deliverable, about 190 bytes each; 64 MiB holds over 300,000, above
+#: the 200,000 files a deliverables folder is walked to (an ordinary job of generated
+#: images has 20,000).
+MAX_TOML_BYTES_BY_NAME = {"approvals.toml": 64 * 1024 * 1024}
+
+
+def toml_bound(path: Path | str | None) -> int:
+    """The most bytes the TOML file at ``path`` may hold (:data:`MAX_TOML_BYTES`, or its own bound)."""
+    return MAX_TOML_BYTES_BY_NAME.get(Path(path).name, MAX_TOML_BYTES) if path is not None else MAX_TOML_BYTES
 
 TOO_DEEP = f"nested too deep (past {MAX_DEPTH} levels)"
 
@@ -77,10 +87,11 @@ def check_toml_size(size_bytes: int, path: Path | str | None) -> None:
     Raises:
         BadInput: ``PATH: N bytes, larger than the 1 MiB a gpusession TOML file may hold``.
     """
-    if size_bytes > MAX_TOML_BYTES:
+    bound = toml_bound(path)
+    if size_bytes > bound:
         raise BadInput(
-            f"{size_bytes:,} bytes, larger than the {MAX_TOML_BYTES // (1024 * 1024)} MiB "
-            "(1,048,576 bytes) a gpusession TOML file may hold; nothing was read from it",
+            f"{size_bytes:,} bytes, larger than the {bound // (1024 * 1024)} MiB "
+            f"({bound:,} bytes) a gpusession TOML file may hold; nothing was read from it",
             path=path)
 
 
@@ -171,8 +182,9 @@ def read_toml_text(path: Path) -> str:
         BadInput: larger than :data:`MAX_TOML_BYTES` (:func:`check_toml_size`), or not a
             plain file.
     """
-    raw = read_plain(path, max_bytes=MAX_TOML_BYTES + 1)
-    if len(raw) > MAX_TOML_BYTES:
+    bound = toml_bound(path)
+    raw = read_plain(path, max_bytes=bound + 1)
+    if len(raw) > bound:
         try:
             size = max(Path(path).stat().st_size, len(raw))
         except OSError:
@@ -249,6 +261,6 @@ def loads_json(text: str | bytes, path: Path | str | None, line: int | None = No
     return doc
 
 
-__all__ = ["MAX_DEPTH", "MAX_TOML_BYTES", "OBSERVED_KEYS", "OBSERVED_MAX_BYTES", "TEXT_MAX_BYTES", "TOO_DEEP",
+__all__ = ["MAX_DEPTH", "MAX_TOML_BYTES", "MAX_TOML_BYTES_BY_NAME", "toml_bound", "OBSERVED_KEYS", "OBSERVED_MAX_BYTES", "TEXT_MAX_BYTES", "TOO_DEEP",
            "check_field_lengths", "check_json_depth", "check_toml_depth", "check_toml_size", "depth_over",
            "loads_json", "loads_toml", "read_toml_lenient", "read_toml_text", "too_deep"]

@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import toml_bound
 from gpusession.core.files.safefile import FILE_MODE
 from gpusession.core.files.schema import SCHEMAS, check_types
 from gpusession.core.files.secrets import check_free_text
@@ -191,6 +192,10 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
     doc.update({k: v for k, v in strip_none(dict(data)).items() if k != "schema"})
     check_free_text(doc, path)  # length and secrets of every string, before writing
     text = tomli_w.dumps(doc)
+    size = len(text.encode("utf-8"))
+    if size > toml_bound(path):  # A4: never a file its own reader refuses (H-56)
+        raise BadInput(f"would hold {size:,} bytes, past the {toml_bound(path):,} its reader accepts; "
+                       "nothing was written", path=path)
     _check_as_read(Path(path), text)
     write_atomic_bytes(Path(path), text.encode("utf-8"))
 

@@ -307,9 +307,8 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
             files[d.path] = d.to_toml()
         write_toml(approvals_path(session), {**doc, "deliverables": str(folder), "files": files})
         os.chmod(approvals_path(session), 0o600)
-        for d in made:
-            session.journal(DeliverableDecidedRecord(path=d.path, sha256=d.sha256, decision=d.decision,
-                                                     by=d.by, text=d.text))
+        session.journal_many([DeliverableDecidedRecord(path=d.path, sha256=d.sha256, decision=d.decision,
+                                                       by=d.by, text=d.text) for d in made])
     return made
 
 

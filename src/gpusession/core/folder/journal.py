@@ -55,11 +55,23 @@ def append(path: Path, record: Event) -> None:
         TypeError: ``record`` is a typed event the journal's registry does not read back
             (:func:`gpusession.core.events.registry.check_writable`; nothing written).
     """
-    check_writable(record)
-    doc = {"at": _now(), **record.to_json()}
+    append_many(path, [record])
+
+
+def append_many(path: Path, records: list[Event]) -> None:
+    """Append one line per record in one write and one fsync (:func:`append`'s guarantees).
+
+    Why: 20,000 decisions recorded at once (a folder of generated images, H-56) took one
+    fsync each; the lines are written together, after every record was checked.
+    """
+    for record in records:
+        check_writable(record)
+    at = _now()
     # a secret never reaches the journal: each string masked whole, stderr lines as one text
-    doc = mask_record(doc)
-    line = (json.dumps(doc, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+    line = b"".join((json.dumps(mask_record({"at": at, **r.to_json()}), default=str, ensure_ascii=False)
+                     + "\n").encode("utf-8") for r in records)
+    if not line:
+        return
     try:
         with open_append(path, read=True) as fh:  # 0600, never through a link
             if fh.seek(0, os.SEEK_END) > 0:

@@ -721,6 +721,16 @@ class Session:
             raise TypeError("fields are given with an event name, not with a typed record")
         journal.append(self.journal_path, event)
 
+    def journal_many(self, events: list[Event]) -> None:
+        """Append typed records in one write and one fsync (:func:`gpusession.core.folder.journal.append_many`).
+
+        Raises:
+            OSError: the journal could not be written (nothing of it was).
+        """
+        from gpusession.core.folder import journal
+
+        journal.append_many(self.journal_path, events)
+
     def read_journal(self) -> list[dict[str, Any]]:
         """Every readable journal record as a dict (for ``bench/runner.py``, which still takes dicts).
 
