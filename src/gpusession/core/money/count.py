@@ -130,6 +130,17 @@ def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
             f"{count.unit.singular}")
 
 
+def rule_accepted_runs(rows: Any) -> set[tuple[str, str, str, int]]:
+    """``(experiment, variant, phase, run index)`` of the rows an accept rule accepted (H-57)."""
+    import polars as pl
+
+    if rows.height == 0:
+        return set()
+    mine = rows.filter((pl.col("quality_metric") == ACCEPT_RULE) & pl.col("corpus_accepted").fill_null(False))
+    return {(str(e), str(v), str(p), int(i)) for e, v, p, i in
+            mine.select("experiment_id", "variant_id", "phase", "run_index").iter_rows() if i is not None}
+
+
 def session_count(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount:
     """The session's one count of accepted deliverables (S10).
 
@@ -156,8 +167,11 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
     else:
 
         if has_accept_rule(session):
-            digests, validated = accepted_output_digests(session)
-            count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit)
+            rows = session.results.read() if frame is None else frame
+            digests, validated, strays = accepted_output_digests(session, rule_accepted_runs(rows))
+            count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit,
+                                     tuple(f"validation/{s}: no row of resultats-bruts.csv holds this run"
+                                           for s in strays[:20]))
         else:
             rows = session.results.read() if frame is None else frame
             validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())

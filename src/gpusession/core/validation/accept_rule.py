@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -478,16 +478,42 @@ def has_accept_rule(session: RuleSession) -> bool:
                and v["protocol"].get("kind") == KIND for v in table.values())
 
 
-def accepted_output_digests(session: RuleSession) -> tuple[set[str], int]:
-    """Distinct SHA-256 of the files of every accepted output, and how many were judged (S10).
+def report_run(base: Path, path: Path) -> tuple[str, str, str, int] | None:
+    """``(experiment, variant, phase, run index)`` a report's path names, ``None`` for another shape.
+
+    The runner archives one report per run at ``<experiment>/<variant>/<phase>-<index>.accept.json``.
+    """
+    try:
+        exp, variant, name = path.relative_to(base).parts
+        phase, _, index = name[: -len(REPORT_SUFFIX)].rpartition("-")
+        return exp, variant, phase, int(index)
+    except ValueError:
+        return None
+
+
+def accepted_output_digests(session: RuleSession, accepted_runs: Collection[tuple[str, str, str, int]]
+                            ) -> tuple[set[str], int, list[str]]:
+    """Distinct SHA-256 of the files of every accepted output, how many were judged, and the strays (S10, H-57).
 
     Read from the archived reports (``validation/<experiment>/<variant>/*.accept.json``).
+    A report counts only when a row of ``resultats-bruts.csv`` holds its run, accepted by
+    the rule (``accepted_runs``: ``(experiment, variant, phase, run index)``): a report made
+    by hand, or left by a run whose row is gone, is a stray, named and never counted.
+
+    Args:
+        session: the session (its validation folder).
+        accepted_runs: the runs the results rows say the rule accepted.
+
+    Returns:
+        ``(digests, judged, strays)``; ``strays`` are the reports' paths relative to the
+        validation folder.
     """
     digests: set[str] = set()
     judged = 0
+    strays: list[str] = []
     base = Path(session.validation_dir)
     if not base.is_dir():
-        return digests, 0
+        return digests, 0, strays
     for path in sorted(base.rglob(f"*{REPORT_SUFFIX}")):
         if path.is_symlink():
             continue
@@ -500,8 +526,11 @@ def accepted_output_digests(session: RuleSession) -> tuple[set[str], int]:
         if doc.get("accepted") is not None:
             judged += 1
         if doc.get("accepted") is True and isinstance(doc.get("files"), dict):
+            if report_run(base, path) not in accepted_runs:  # no row holds this run: never counted (H-57)
+                strays.append(path.relative_to(base).as_posix())
+                continue
             digests.update(str(v) for v in doc["files"].values())
-    return digests, judged
+    return digests, judged, strays
 
 
 def last_accepted_output(session: RuleSession) -> Path | None:

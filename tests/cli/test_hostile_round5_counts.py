@@ -1,4 +1,7 @@
-"""Hostile world, round 5: a writer never writes what its own reader refuses (H-56, A4).
+"""Hostile world, round 5: what the count is made of (H-56, H-57, A4).
+
+A writer never writes what its own reader refuses, and a count reads only what the
+product recorded: an accept report no row of the results holds is named, never counted.
 
 About 5,800 decisions once passed the 1 MiB every TOML reader held ``approvals.toml`` to;
 after that every command that reads approvals refused, ``approve`` included. A folder of
@@ -52,3 +55,33 @@ def test_a4_a_toml_file_past_its_readers_bound_is_never_written(tmp_path: Path) 
         write_toml(path, big)
     assert "past the 1,048,576 its reader accepts" in str(exc.value) and not path.exists()
     assert toml_bound(tmp_path / "approvals.toml") > 50 * MAX_TOML_BYTES
+
+
+def test_h57_a_forged_accept_report_is_named_and_never_counted(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
+    """A hand-made ``validation/render/batch-99/warm-1.accept.json`` saying ``accepted`` with 100
+    digests: no row holds that run, so every front end keeps the real count and names the file."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from test_deliverables_cli import _define
+    finally:
+        sys.path.pop(0)
+    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0
+    assert _define(capsys, sessions_root, session, exit_code=0)[0] == 0
+    code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
+    assert code == 0, out[-2000:] + err[-2000:]
+    forged = session.folder / "validation" / "render" / "batch-99" / "warm-1.accept.json"
+    forged.parent.mkdir(parents=True)
+    forged.write_text(json.dumps({"schema": 1, "kind": "accept-rule", "accepted": True, "verdict": "accepted",
+                                  "files": {f"f{i}.png": f"{i:064x}" for i in range(100)}}))
+    code, out, err = cli(capsys, sessions_root, "cost", session.name)
+    assert code == 0, err
+    assert out.splitlines()[0] == "55.00 USD ÷ 3 accepted visuals = 18.33 USD per visual", out
+    assert "not counted: validation/render/batch-99/warm-1.accept.json: no row of resultats-bruts.csv" in out
+    for command in (["status", session.name, "--json"], ["show", session.name, "--json"]):
+        code, out, err = cli(capsys, sessions_root, *command)
+        assert json.loads(out)["deliverables"]["count"] == 3, (command, out)
+    code, out, err = cli(capsys, sessions_root, "report", session.name)
+    assert "3 accepted visuals" in out and "103" not in out
