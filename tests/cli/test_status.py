@@ -108,7 +108,8 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
 #: Every gpusession module ``status --format tmux`` may load: the command, the session's
 #: files it reads (package, limit, counts, the journal's run ends) and their readers (with
 #: the TOML depth check), the arguments' byte check, the cached count of deliverables, and
-#: ``@frozen`` (their value classes without :mod:`dataclasses`). The secret detectors are not
+#: ``@frozen`` (their value classes without :mod:`dataclasses`), and the seal of the copy
+#: check it vouches for (standard library only, H-58). The secret detectors are not
 #: among them: a plain name and our own words need no detector.
 STATUS_TMUX_MODULES = frozenset({
     "gpusession", "gpusession.cli", "gpusession.commands", "gpusession.commands.argtext",
@@ -118,7 +119,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.files.fieldbound",
     "gpusession.core.files.frozen", "gpusession.core.files.names", "gpusession.core.files.nesting", "gpusession.core.files.safefile",
     "gpusession.core.files.schema",
-    "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
+    "gpusession.core.files.seal", "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
     "gpusession.core.files.textio", "gpusession.core.files.tomlread", "gpusession.core.folder",
     "gpusession.core.folder.package", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",

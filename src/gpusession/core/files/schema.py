@@ -147,10 +147,10 @@ CHECKLIST = Table({
     "retrieval": Table({  # written by `gpusession pull`
         "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
         "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
-        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE,
+        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE, "seal": TEXT,
     }),
     "verify_copy": Table({  # written by `gpusession verify-copy` of the session's manifest (S11)
-        "verified": BOOL, "at": DATETIME_VALUE, "manifest": TEXT, "copy": TEXT, "files": WHOLE,
+        "verified": BOOL, "at": DATETIME_VALUE, "manifest": TEXT, "copy": TEXT, "files": WHOLE, "seal": TEXT,
     }),
 })
 

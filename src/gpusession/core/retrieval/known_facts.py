@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.seal import is_sealed
 from gpusession.core.folder.session import Session
 from gpusession.core.money.count import session_count
 from gpusession.core.money.count_cache import cached_words
@@ -109,7 +110,7 @@ def _copy_facts(session: Session, checklist: dict[str, Any]) -> list[KnownFact]:
     found: list[tuple[datetime | None, bool, str]] = []
     for key, what in (("retrieval", "gpusession pull"), ("verify_copy", "gpusession verify-copy")):
         rec = checklist.get(key)
-        if isinstance(rec, dict) and isinstance(rec.get("verified"), bool):
+        if isinstance(rec, dict) and is_sealed(rec) and isinstance(rec.get("verified"), bool):  # a hand-made table is no fact (H-58)
             when = _utc(rec.get("at"))
             src = rec.get("source") or rec.get("copy")
             found.append((when, rec["verified"], f"copy home verified{_when(when)} by {what}"

@@ -48,6 +48,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
 from gpusession.core.files.nesting import loads_toml, read_toml_text
+from gpusession.core.files.seal import sealed
 from gpusession.core.files.textio import printable, quoted
 from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
@@ -594,7 +595,7 @@ def _record(result: PullResult, source: Source, *, started: bool = False) -> Non
             "reason": result.reason or None,
         }
         text = evidence_text(result, source)
-    doc["retrieval"] = rec
+    doc["retrieval"] = sealed(rec)  # what gpusession vouches for, sealed: a hand edit reads as the person's (H-58)
     st = items.get(EVIDENCE_ITEM)
     st = dict(st) if isinstance(st, dict) else {}
     st["evidence"] = text
@@ -634,9 +635,10 @@ def record_verify_copy(manifest: Path, copy: Path, *, verified: bool, files: int
     try:
         with folder_lock(folder, what="recording the copy check"):
             doc: dict[str, Any] = read_toml(path) if path.exists() else {"schema": 1}
-            doc[VERIFY_COPY_TABLE] = {"verified": bool(verified), "at": (at or utcnow()).replace(microsecond=0),
-                                      "manifest": str(Path(manifest).absolute()), "copy": str(Path(copy).absolute()),
-                                      "files": int(files)}
+            doc[VERIFY_COPY_TABLE] = sealed({  # a hand edit reads as the person's own entry (H-58)
+                "verified": bool(verified), "at": (at or utcnow()).replace(microsecond=0),
+                "manifest": str(Path(manifest).absolute()), "copy": str(Path(copy).absolute()),
+                "files": int(files)})
             write_toml(path, doc)
     except (BadInput, Failure, OSError):
         return None
