@@ -185,3 +185,15 @@ def test_d4_report_compares_time_and_verdict_before_and_after(
     assert "bs-fp16, one change replayed (derived from batch-sweep: precision fp16 (was fp32)):" in text
     assert "batch-8 warm median: 14.5 ms, accepted → 14.5 ms, REJECTED (quality 0.500" in text
     assert "fastest accepted: batch-8 (14.5 ms) before, no accepted variant after" in text
+
+
+def test_a3_the_varied_parameter_is_never_set_as_a_fixed_value(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``derive --set batch=16`` on a batch sweep once said "batch 16 (was unset)" and the new
+    experiment still ran 1, 4, 8: refused, naming the values, and nothing stored."""
+    s = _session(sessions_root)
+    code, _, err = cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-16",
+                       "--from", "batch-sweep", "--set", "batch=16")
+    line = one_line(err)
+    assert code == 2 and "batch is varied in batch-sweep (batch 1,4,8)" in line and "new define" in line, line
+    assert "bs-16" not in (s.folder / "session.toml").read_text()

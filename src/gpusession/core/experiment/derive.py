@@ -153,9 +153,15 @@ def derive_experiment(
     Raises:
         BadInput: a key refused by :func:`one_setting`, a value the define form refuses
             (same words as ``define``), a protocol figure for an experiment without a
-            protocol, or a value that changes nothing.
+            protocol, the varied parameter itself (a fixed value the schedule would never
+            apply, A3), or a value that changes nothing.
     """
     key, value = one_setting([item])
+    varied_field = {"batch": "batch", "context": "context_limit"}.get(old.varied)
+    if DERIVE_KEYS.get(key) == varied_field:  # a fixed value the schedule would never apply (A3)
+        values = ",".join(str(v) for v in old.values)
+        raise BadInput(f"{key} is varied in {old.id} ({old.varied} {values}): a fixed {key} would not be "
+                       f"applied; change --values in a new define", field=_FIELD)
     form = _form_for(old, new_id, key, value)
     exp = experiment_from_form(form, folder=folder, base=old, check_protocol=check_protocol)
     if _setup(exp) == _setup(old):
