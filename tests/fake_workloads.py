@@ -64,6 +64,12 @@ class Echo:
         if self.chatty:
             print("loading echo workload {not json}")
 
+    def count_truncated(self, texts: list[str]) -> int:
+        """The inputs with more words than the limit: the ones this echo reads only the start of (R9)."""
+        if self.context_limit is None:
+            return 0
+        return sum(1 for t in texts if len(t.split()) > self.context_limit)
+
     def predict(self, texts: list[str]) -> list[str]:
         self.calls += 1
         if self.fail_call is not None and self.calls == self.fail_call:
@@ -92,6 +98,12 @@ class Echo:
         if self.chatty:
             print("predicting", len(texts))
         return [t.split()[0] if t.split() else "a" for t in texts]
+
+
+class Deaf(Echo):
+    """An echo that takes the context limit and counts no cut (no ``count_truncated``, A2)."""
+
+    count_truncated = None  # type: ignore[assignment]
 
 
 class RevisionFile(Echo):

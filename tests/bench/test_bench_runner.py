@@ -257,6 +257,24 @@ def test_r9_truncation_counted_and_noted(sessions_root: Path, session: Session, 
 
 
 @pytest.mark.torch
+def test_a2_a_limit_the_workload_counts_no_cut_of_is_passed_never_stated_as_a_cut(
+        sessions_root: Path, session: Session, fakes: None) -> None:
+    """A Python workload without ``count_truncated`` given ``--context-limit 3``: its rows say
+    the limit was passed and no truncation was observed, never the harness's word count."""
+    s = session
+    exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0, context_limit=3,
+               workload="fake_workloads:Deaf")
+    Runner(s, exp.id).run()
+    warm = [r for r in s.results.rows() if r.phase == "warm"][0]
+    notes = warm.notes or ""
+    assert "context limit of 3 tokens passed to the workload; truncation not observed" in notes, notes
+    assert "truncated 8 of 8" not in notes
+    finished = [r for r in s.journal_records() if getattr(r, "phase", None) == "warm"
+                and type(r).__name__ == "RunFinishedRecord"]
+    assert finished and all(r.truncated is None for r in finished)  # the journal keeps "not observed"
+
+
+@pytest.mark.torch
 def test_r10_environment_observed_in_worker_and_written(sessions_root: Path, session: Session, fakes: None) -> None:
     s = session
     exp = _exp(s, values=(4,), runs_per_variant=1, cold_runs_per_variant=0)

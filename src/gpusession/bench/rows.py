@@ -31,6 +31,7 @@ from gpusession.core.folder.journal import RunKey
 from gpusession.core.records.notefacts import (
     CONCURRENT_LOAD_WORDS,
     LOAD_WORDS,
+    NOT_OBSERVED_WORDS,
     TRUNCATED_WORDS,
     UNMEASURED_PASS_WORDS,
     Energy,
@@ -247,10 +248,12 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
     remarks: list[Remark] = []
     incidents: list[Incident] = []
     incident = None
-    truncated = ev.truncated or 0
+    truncated = ev.truncated
     if truncated:
         remarks.append(Remark("truncated", TRUNCATED_WORDS.format(
             truncated=f"{truncated:,}", inputs=count_words(ev.n_inputs), context=count_words(row.context))))
+    elif truncated is None and row.context is not None:  # passed, never stated as applied (A2, R9)
+        remarks.append(Remark("truncated", NOT_OBSERVED_WORDS.format(context=count_words(row.context))))
     if ev.report_note:  # what of a command's report was refused (never the value)
         remarks.append(Remark("report", ev.report_note))
     if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from typing import Any, Protocol, runtime_checkable
 
 from gpusession.core.files.errors import BadInput
-
-_WORD = re.compile(r"\S+")
 
 
 @runtime_checkable
@@ -165,22 +162,22 @@ def count_tokens(workload: Any, texts: list[str]) -> int | None:
     return int(own(texts)) if callable(own) else None
 
 
-def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int:
-    """How many inputs the context limit cuts (R9).
+def count_truncated(workload: Any, texts: list[str], context_limit: int | None) -> int | None:
+    """How many inputs the context limit cut, as the workload reports it (R9, A2).
 
     Args:
-        workload: the loaded workload; its own ``count_truncated(texts)`` is used when it
-            has one.
+        workload: the loaded workload; its own ``count_truncated(texts)`` says what it cut.
         texts: every input of the run.
         context_limit: the limit in tokens; ``None`` for no limit.
 
     Returns:
-        The number of inputs cut: the workload's count, else the inputs with more
-        whitespace-separated tokens than the limit; 0 without a limit.
+        The workload's count; 0 without a limit; ``None`` when the workload counts no
+        truncation: the limit was passed to it, what it did with it is not observed (a
+        count of whitespace words once stood here, stated as a cut that never happened).
     """
     if context_limit is None:
         return 0
     own = getattr(workload, "count_truncated", None)
     if callable(own):
         return int(own(texts))
-    return sum(1 for t in texts if len(_WORD.findall(t)) > context_limit)
+    return None

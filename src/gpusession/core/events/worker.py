@@ -139,7 +139,8 @@ class WorkerRunFinished(WorkerEvent):
         elapsed_s, event_elapsed_s: wall clock and CUDA-event seconds (``None`` when
             not measured).
         baseline_*/peak_*_bytes: allocator readings (M1); ``None`` on CPU (M4).
-        truncated: inputs cut at ``context``, the context limit the run used (R9).
+        truncated: inputs cut at ``context``, the context limit the run used (R9), as
+            the workload counted them; ``None``: the limit was passed, no cut observed.
         tokens: tokens the workload processed after the cut, when it can count them.
         unmeasured_pass: why one unmeasured pass of the run's shape preceded it (e.g.
             after an out-of-memory run), ``None`` when none did.
@@ -187,7 +188,7 @@ class WorkerRunFinished(WorkerEvent):
     message: str | None = None
     error_type: str | None = None
     oom: bool = False
-    truncated: int = 0
+    truncated: int | None = 0
     tokens: int | None = None
     context: int | None = None
     unmeasured_pass: str | None = None

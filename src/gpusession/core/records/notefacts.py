@@ -53,6 +53,8 @@ INCIDENT_KEYS: Mapping[str, str] = {
 LOAD_WORDS = "load of worker {worker} (model to device, timed once per process)"
 #: Inputs cut at the context limit (R9).
 TRUNCATED_WORDS = "truncated {truncated} of {inputs} inputs at the context limit of {context} tokens"
+#: A context limit passed to a workload that counts no truncation (A2: never stated as applied).
+NOT_OBSERVED_WORDS = "context limit of {context} tokens passed to the workload; truncation not observed"
 #: The concurrent load at a run's start (R10); ``{load}`` is the host and GPU load in words.
 CONCURRENT_LOAD_WORDS = "concurrent load at start: {load}"
 #: What a run that returned after an unmeasured pass says (M1).
@@ -253,6 +255,6 @@ def remarks_words(facts: RowFacts) -> str:
 
 __all__ = [
     "CONCURRENT_LOAD_WORDS", "ENERGY_MAX_J", "ENERGY_NOT_MEASURED", "ENERGY_UNSUPPORTED", "INCIDENT_KEYS",
-    "INCIDENT_WORDINGS", "LOAD_WORDS", "SEPARATOR", "TRUNCATED_WORDS", "UNMEASURED_PASS_WORDS", "Energy", "FactFields",
+    "INCIDENT_WORDINGS", "LOAD_WORDS", "NOT_OBSERVED_WORDS", "SEPARATOR", "TRUNCATED_WORDS", "UNMEASURED_PASS_WORDS", "Energy", "FactFields",
     "Incident", "Remark", "RowFacts", "energy_figure", "energy_note", "notes_cell", "remarks_words",
 ]
