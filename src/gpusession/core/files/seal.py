@@ -33,9 +33,9 @@ def sealed(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def is_sealed(record: Any) -> bool:
-    """Whether ``record`` is a table gpusession wrote and nobody changed since."""
-    return isinstance(record, Mapping) and record.get(SEAL_KEY) == seal_of(record)
+def is_sealed(table: object) -> bool:
+    """Whether ``table`` is a record gpusession wrote and nobody changed since."""
+    return isinstance(table, Mapping) and table.get(SEAL_KEY) == seal_of(table)
 
 
 __all__ = ["SEAL_KEY", "is_sealed", "seal_of", "sealed"]
