@@ -80,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     script with ``set -o pipefail`` learns that, as it would from other tools killed by
     SIGPIPE. Nothing is printed: the person chose to read only the start.
     """
+    _escape_unencodable()
     try:
         try:
             return _main(argv)
@@ -88,6 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _stdout_to_devnull()
         return 1
+
+
+def _escape_unencodable() -> None:
+    """Write what the output's encoding cannot hold as an escape (``\\xf7``), never a traceback.
+
+    Why: ``PYTHONIOENCODING=ascii`` (or a C locale on an old server) made ``cost`` end in
+    ``UnicodeEncodeError`` at its first ``÷``; the words stay readable escaped.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure) and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot be changed keeps its own
+                pass
 
 
 def _flush_stdout() -> None:
