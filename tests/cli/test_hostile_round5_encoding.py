@@ -21,3 +21,21 @@ def test_an_ascii_output_gets_escapes_never_a_traceback(run_cli: RunCli, session
         assert said.isascii(), args
     done = run_cli("cost", session.name, env=env)
     assert done.returncode == 0 and "\\u2014" in done.stdout  # "GPU: RTX A5000 — …", escaped
+
+
+def test_no_json_printer_writes_nan_or_infinity(capsys: object) -> None:
+    """``allow_nan`` is off in every printer: a NaN reaching an output is a bug said in one
+    line (exit 1), never a ``NaN`` token ``jq`` refuses."""
+    import pytest
+
+    from gpusession.commands._common import print_json
+    from gpusession.core.files.errors import Failure
+    from gpusession.core.retrieval.json_contract import json_text
+
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(Failure) as exc:
+            print_json({"median_s": bad})
+        assert "not a number" in str(exc.value)
+        with pytest.raises(Failure):
+            json_text({"x": [1.0, bad]})
+    assert json_text({"x": 1.5}) == '{"x": 1.5}'

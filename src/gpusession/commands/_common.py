@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -137,7 +136,9 @@ def print_json(data: Any, key: str | None = None) -> None:
     if isinstance(data, list):
         data = {key or "items": data}
     data = versioned(data) if isinstance(data, dict) else data
-    text = json.dumps(_masked(data), default=_default, indent=2, ensure_ascii=False)
+    from gpusession.core.retrieval.json_contract import json_text
+
+    text = json_text(_masked(data), default=_default, indent=2)
     sys.stdout.write(json_safe(text))
     sys.stdout.write("\n")
 

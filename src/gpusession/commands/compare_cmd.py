@@ -19,6 +19,7 @@ from gpusession.commands.aliases import OlderName
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import refuse_special
 from gpusession.core.folder.session import Session
+from gpusession.core.retrieval.json_contract import json_text as _json_text
 
 #: Exit status of ``compare`` when the sessions did not run the same work and no
 #: ``--allow-different`` was given: the table is printed, the ranking refused (D6).
@@ -202,7 +203,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         BadInput: no such session; ``--out`` exists without ``--force``, lies in the
             session folder, or is a folder or a link; nothing measured warm.
     """
-    import json
     import sys
 
     from gpusession.core.retrieval.export import (
@@ -218,7 +218,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"gpusession: {said}", file=sys.stderr)
     doc, left_out = hyperfine_results(session, exp_id)
     text = {"csv": hyperfine_csv, "markdown": hyperfine_markdown}.get(
-        args.format, lambda d: json.dumps(d, indent=2, ensure_ascii=False) + "\n")(doc)
+        args.format, lambda d: _json_text(d, indent=2) + "\n")(doc)
     for line in left_out:
         print(f"gpusession: {line}", file=sys.stderr)
     if not args.output:

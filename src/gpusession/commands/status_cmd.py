@@ -9,7 +9,6 @@ are read by :func:`parse_fast`. It is also registered in the full parser, which 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -174,10 +173,10 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
         raise
     folder = root / name
     if getattr(args, "json", False):
-        from gpusession.core.retrieval.json_contract import versioned
+        from gpusession.core.retrieval.json_contract import json_text, versioned
 
-        print(json_safe(json.dumps({**versioned(status.to_json()), "folder": os.path.abspath(folder),
-                                    "sessions_dir": os.path.abspath(root)}, ensure_ascii=False)))
+        print(json_safe(json_text({**versioned(status.to_json()), "folder": os.path.abspath(folder),
+                                   "sessions_dir": os.path.abspath(root)})))
     elif tmux:
         print(printable(status.tmux() + (f" [{_shown_folder(folder)}]".replace("#", "##") if verbose else "")))
     else:

@@ -8,6 +8,7 @@ and ``status`` alike. No polars, no textual: ``status`` builds it every few seco
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -39,4 +40,22 @@ def versioned(doc: dict[str, Any]) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, **doc}
 
 
-__all__ = ["SCHEMA_VERSION", "package_json", "time_left_s", "versioned"]
+
+def json_text(data: Any, **kw: Any) -> str:
+    """``json.dumps`` as every printer of gpusession calls it: no NaN nor infinity, ever.
+
+    Why: ``allow_nan`` wrote ``NaN``, a token ``jq`` and every strict reader refuse; a
+    figure that is not a number reaching an output is a bug, said in one line (exit 1).
+
+    Raises:
+        Failure: the document holds a NaN or an infinity.
+    """
+    from gpusession.core.files.errors import Failure
+
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False, **kw)
+    except ValueError as exc:
+        raise Failure(f"a figure that is not a number (NaN or infinity) reached the JSON output ({exc}); "
+                      "nothing was printed: please report it") from None
+
+__all__ = ["SCHEMA_VERSION", "json_text", "package_json", "time_left_s", "versioned"]
