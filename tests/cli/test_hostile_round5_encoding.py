@@ -39,3 +39,23 @@ def test_no_json_printer_writes_nan_or_infinity(capsys: object) -> None:
         with pytest.raises(Failure):
             json_text({"x": [1.0, bad]})
     assert json_text({"x": 1.5}) == '{"x": 1.5}'
+
+
+def test_the_state_folders_made_under_umask_000_are_private(tmp_path: object, monkeypatch: object) -> None:
+    """``umask 000`` left ``~/.local/state/gpusession`` and the parents gpusession made at 0777."""
+    import os
+    import stat
+    from pathlib import Path
+
+    from gpusession.core.retrieval.status import remember_sessions_dir
+
+    state = Path(str(tmp_path)) / "home" / ".local" / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # type: ignore[attr-defined]
+    old = os.umask(0)
+    try:
+        remember_sessions_dir(Path(str(tmp_path)) / "sessions")
+    finally:
+        os.umask(old)
+    made = [state / "gpusession", state, state.parent, state.parent.parent]
+    assert (state / "gpusession" / "last-sessions-dir").exists()
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in made} == {p.name: 0o700 for p in made}

@@ -541,7 +541,7 @@ def remember_sessions_dir(root: Path) -> None:
                 return
         except (OSError, UnicodeDecodeError):
             pass
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _private_dirs(target.parent)
         tmp = target.with_name(f".{LAST_SESSIONS_DIR}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -550,6 +550,21 @@ def remember_sessions_dir(root: Path) -> None:
         os.replace(tmp, target)
     except OSError:
         pass
+
+
+def _private_dirs(folder: Path) -> None:
+    """Create ``folder`` and each missing parent mode 0700, whatever the umask (``umask 000``)."""
+    missing = []
+    p = folder
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)  # set explicitly: under umask 000 mkdir's mode would leave it 0777
 
 
 def remembered_sessions_dir() -> Path | None:
