@@ -238,3 +238,22 @@ def test_h42_compare_html_without_matplotlib_says_how_to_get_the_chart(
     assert code == 0, err
     words = " ".join(page.read_text(encoding="utf-8").split())
     assert "<svg" not in words and "matplotlib is not installed" in words and "pip install" in words
+
+
+def test_h44_compare_ranks_on_exact_costs_and_says_ties(sessions_root: Path, new_session: Any) -> None:
+    """1.833 ¢ and 1.684 ¢ both read 2 ¢ once rounded: the ranking compares the exact
+    quotients (the cheaper first, whatever the order given), and an exact tie is said."""
+    from dataclasses import replace
+
+    from gpusession.core.retrieval.compare import Comparison, session_figures
+
+    base = session_figures(new_session("base"))
+    a = replace(base, name="a", package_total_usd_minor=5500, accepted=3000, cost_per_accepted_usd_minor=2)
+    b = replace(base, name="b", package_total_usd_minor=5500, accepted=3266, cost_per_accepted_usd_minor=2)
+    c = replace(base, name="c", package_total_usd_minor=11000, accepted=6532, cost_per_accepted_usd_minor=2)
+    comparison = Comparison((a, b, c), ())
+    assert [s.name for s in comparison.ranking()] == ["b", "c", "a"]
+    said = [ln for ln in comparison.lines() if ln.lstrip()[:2] in ("1.", "2.", "3.")]
+    assert said[0].lstrip().startswith("1. b: 0.02 USD") and "tied" not in said[0]
+    assert "2. c:" in said[1] and "1.00× the first, tied with b" in said[1]
+    assert "3. a:" in said[2] and "1.09× the first" in said[2]

@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -257,7 +258,7 @@ class Comparison:
         if not self.ranked:
             return []
         costed = [s for s in self.sessions if s.cost_per_accepted_usd_minor is not None]
-        return sorted(costed, key=lambda s: (s.cost_per_accepted_usd_minor or 0,
+        return sorted(costed, key=lambda s: (exact_cost(s) or 0,
                                              float("inf") if s.warm_median_s is None else s.warm_median_s))
 
     def lines(self, allow_hint: str = ALLOW_WORDS) -> list[str]:
@@ -302,12 +303,16 @@ class Comparison:
         head = ("Ranked although the work differs (--allow-different), by cost per accepted deliverable:"
                 if not self.same_work else "Ranked by cost per accepted deliverable, cheapest first:")
         out = [head]
-        first = ranked[0].cost_per_accepted_usd_minor if ranked else None
+        first = exact_cost(ranked[0]) if ranked else None
         for i, s in enumerate(ranked, 1):
             ratio = ""
-            if i > 1 and first:
-                times = Decimal(s.cost_per_accepted_usd_minor or 0) / Decimal(first)
+            mine = exact_cost(s)
+            if i > 1 and first and mine is not None:  # exact costs, never the rounded cents (H-44)
+                times = Decimal(mine.numerator) / Decimal(mine.denominator) / (
+                    Decimal(first.numerator) / Decimal(first.denominator))
                 ratio = f", {times.quantize(Decimal('0.01'))}× the first"
+                if mine == exact_cost(ranked[i - 2]):
+                    ratio += f", tied with {printable(ranked[i - 2].name)}"
             out.append(f"  {i}. {printable(s.name)}: {format_usd(s.cost_per_accepted_usd_minor)} per "
                        f"accepted deliverable{ratio}; {s.time_words()} per deliverable")
         for s in self.sessions:
@@ -523,6 +528,17 @@ def _plain(value: Any) -> str:
     if isinstance(value, float):
         return format(Decimal(repr(value)).normalize(), "f")
     return str(value)
+
+
+def exact_cost(s: SessionFigures) -> Fraction | None:
+    """The package total ÷ the count, exact (cents), for ranking; ``None`` when not shown.
+
+    Why: ranked on the cents rounded once for people, 1.833 ¢ and 1.684 ¢ both read 2 ¢
+    and the order was the arguments'; the ranking compares the exact quotients (K2).
+    """
+    if s.cost_per_accepted_usd_minor is None or not s.accepted or s.package_total_usd_minor is None:
+        return None
+    return Fraction(s.package_total_usd_minor, s.accepted)
 
 
 def differences(sessions: Sequence[SessionFigures]) -> tuple[Difference, ...]:
