@@ -85,3 +85,16 @@ def test_h57_a_forged_accept_report_is_named_and_never_counted(
         assert json.loads(out)["deliverables"]["count"] == 3, (command, out)
     code, out, err = cli(capsys, sessions_root, "report", session.name)
     assert "3 accepted visuals" in out and "103" not in out
+
+
+def test_list_json_says_null_with_the_reason_for_a_session_it_cannot_read(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
+    broken = sessions_root / "broken"
+    broken.mkdir()
+    (broken / "session.toml").write_text("garbage [[[\n")
+    code, out, err = cli(capsys, sessions_root, "list", "--json")
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["sessions"]}
+    assert (rows["broken"]["result_rows"], rows["broken"]["accepted_corpora"]) == (None, None)
+    assert "session.toml:1" in rows["broken"]["error"]
+    assert rows[session.name]["result_rows"] == 0 and rows[session.name]["error"] is None

@@ -534,8 +534,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                     "name": r.name,
                     "package": {**package_json(r.package), "gpu_model": r.gpu_model},
                     "time_left_s": time_left_s(r.package),
-                    "result_rows": r.runs,  # the ROWS column: result rows (loads, runs, incidents)
-                    "accepted_corpora": r.accepted_corpora,
+                    # the ROWS column: result rows (loads, runs, incidents); null, never 0, for a
+                    # session that does not read (C3: not measured is never a measured zero)
+                    "result_rows": None if r.error else r.runs,
+                    "accepted_corpora": None if r.error else r.accepted_corpora,
                     "deliverables": list_deliverables(root, r.name),  # S8: the count in its unit
                     "error": r.error,
                 }
