@@ -187,6 +187,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except ClockSettingError as exc:
         print(f"gpusession: error: {exc}", file=sys.stderr)
         return 2
+    if args_list == ["--version"]:  # said before any command module (and polars) is loaded
+        from gpusession import __version__
+
+        print(f"gpusession {__version__}")
+        return 0
     early = _early_status(args_list)
     if early is not None:
         return early
