@@ -233,3 +233,19 @@ async def test_a1_compare_never_ranks_accepted_corpora_against_approved_files(
     code, out, err = cli(capsys, sessions_root, "compare", corpus.name, files.name)
     words = " ".join(out.split())
     assert "accepted corpus" in words and "approved deliverable" in words, words
+
+
+def test_a1_a_report_made_again_never_leaves_a_page_with_the_old_figures(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session, tmp_path: Path) -> None:
+    """``report --html`` then a file edited after its approval, then ``report`` alone: the page
+    beside report.md says the new count, as the Markdown does (one record, A1)."""
+    _visuals(capsys, sessions_root, session, tmp_path)
+    assert cli(capsys, sessions_root, "report", session.name, "--html")[0] == 0
+    assert "= 3.06 USD per visual" in _flat((session.folder / "report.html").read_text())
+    with open(tmp_path / "visuals" / "visual-01.png", "ab") as fh:
+        fh.write(b"edited after its approval")
+    code, _, err = cli(capsys, sessions_root, "report", session.name)
+    assert code == 0, err
+    for name in ("report.md", "report.html"):
+        flat = _flat((session.folder / name).read_text())
+        assert "17 approved visuals = 3.24 USD per visual" in flat and "3.06" not in flat, name

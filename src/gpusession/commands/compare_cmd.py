@@ -241,10 +241,11 @@ def _output_target(path: Path, session: Session, *, force: bool) -> Path:
             without ``force``.
     """
     if path.is_symlink():
-        raise BadInput("is a symbolic link; give a plain file to write", path=path, field="--out")
+        raise BadInput("is a symbolic link; give a plain file to write (nothing was written)", path=path,
+                       field="--out")
     if path.is_dir():
         raise BadInput("is a folder; give a file to write", path=path, field="--out")
-    refuse_special(path)  # a device, a FIFO or a socket: never replaced, --force or not (H-55)
+    refuse_special(path, writing=True)  # a device, a FIFO or a socket: never replaced, --force or not (H-55)
     resolved = path.resolve()
     if resolved.is_relative_to(session.folder.resolve()):
         raise BadInput("is inside the session folder, whose files are never overwritten; write "

@@ -47,19 +47,20 @@ def link_refused(path: Path | str) -> BadInput:
     )
 
 
-def refuse_link_or_special(path: Path | str) -> None:
+def refuse_link_or_special(path: Path | str, *, writing: bool = False) -> None:
     """Refuse a session file that is a symbolic link, a FIFO, a device or a folder.
 
     The one check of the files every command reads (``resultats-bruts.csv``,
     ``journal.jsonl``): never read through a link (:func:`link_refused`), never waited on
-    (:func:`gpusession.core.files.textio.refuse_special`); a missing file passes.
+    (:func:`gpusession.core.files.textio.refuse_special`); a missing file passes. With
+    ``writing``, the words of a write (an ``--out`` file, H-55).
 
     Raises:
         BadInput: naming the file and what it is.
     """
     if os.path.islink(path):
         raise link_refused(path)
-    refuse_special(Path(path))
+    refuse_special(Path(path), writing=writing)
 
 
 def _folder_refused(path: Path) -> BadInput:

@@ -96,24 +96,29 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def not_plain(path: Path, mode: int) -> BadInput:
+def not_plain(path: Path, mode: int, *, writing: bool = False) -> BadInput:
     """The one refusal of a file that is not a plain file.
 
     Args:
         path: the file, named in the message.
         mode: its ``st_mode``.
+        writing: the file was to be written (``--out``, an atomic write), not read.
 
     Returns:
         ``PATH: is a FIFO (named pipe), not a regular file; gpusession reads only plain
-        files (remove it; nothing was read)`` (or ``a folder``, ``a character device``…),
-        to raise.
+        files (remove it; nothing was read)`` (or ``a folder``, ``a character device``…;
+        for a write: ``gpusession writes only regular files, --force or not; nothing was
+        written``), to raise.
     """
     kind = "a folder" if stat.S_ISDIR(mode) else _kind_of(mode)
+    if writing:
+        return BadInput(f"is {kind}, not a regular file; gpusession writes only regular files, --force "
+                        "or not (nothing was written)", path=path)
     return BadInput(f"is {kind}, not a regular file; gpusession reads only plain files "
                     "(remove it; nothing was read)", path=path)
 
 
-def refuse_special(path: Path) -> None:
+def refuse_special(path: Path, *, writing: bool = False) -> None:
     """Refuse ``path`` when it exists and is neither a regular file nor a link.
 
     A session's own files (``resultats-bruts.csv``, ``journal.jsonl``) are read by
@@ -129,7 +134,7 @@ def refuse_special(path: Path) -> None:
         return
     if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
         return
-    raise not_plain(path, mode)
+    raise not_plain(path, mode, writing=writing)
 
 
 def read_plain(path: Path, *, max_bytes: int | None = None, follow_links: bool = True) -> bytes:

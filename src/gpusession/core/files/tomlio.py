@@ -78,7 +78,7 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
             intact and the message says so.
     """
     path = Path(path)
-    refuse_special(path)  # a device, a FIFO, a socket or a folder is never replaced (H-55)
+    refuse_special(path, writing=True)  # a device, a FIFO, a socket or a folder is never replaced (H-55)
     existed = os.path.lexists(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)

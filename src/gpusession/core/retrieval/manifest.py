@@ -270,7 +270,7 @@ def write_manifest(
     """
     out = Path(out)
     refuse_session_data(out, what="manifest")
-    refuse_link_or_special(out)  # --force replaces a regular file only (H-55)
+    refuse_link_or_special(out, writing=True)  # --force replaces a regular file only (H-55)
     if out.exists() and not force:
         if not number_if_exists:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=out)

@@ -1215,10 +1215,13 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         if keep and not force:
             target = next_free_path(target)
         force = force or not keep  # the latest replaces the last (its charts and page too)
+        # a page left by an earlier --html would say the old figures beside the new text:
+        # it is made again from the same record (A1)
+        html = html or (not keep and target.with_suffix(".html").is_file())
     else:
         target = Path(out)
         refuse_session_data(target, what="report")
-        refuse_link_or_special(target)  # --force replaces a regular file only (H-55)
+        refuse_link_or_special(target, writing=True)  # --force replaces a regular file only (H-55)
         if target.exists() and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=target)
     if not target.parent.is_dir():
@@ -1226,7 +1229,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
     page = target.with_suffix(".html") if html else None
     if page is not None:
         refuse_session_data(page, what="report")
-        refuse_link_or_special(page)
+        refuse_link_or_special(page, writing=True)
         if os.path.lexists(page) and not force:
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
     head = _head(session, now, nvml, None)
