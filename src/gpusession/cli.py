@@ -180,6 +180,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if refused is not None:
         print(refused, file=sys.stderr)
         return 2
+    if args_list == ["--version"]:  # said before any command module (and polars) is loaded
+        from gpusession import __version__
+
+        print(f"gpusession {__version__}")
+        return 0
     from gpusession.core.files.clock import ClockSettingError, fixed_now
 
     try:  # the clock a test or demo fixes is checked before any command reads it (A6)
@@ -187,11 +192,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except ClockSettingError as exc:
         print(f"gpusession: error: {exc}", file=sys.stderr)
         return 2
-    if args_list == ["--version"]:  # said before any command module (and polars) is loaded
-        from gpusession import __version__
-
-        print(f"gpusession {__version__}")
-        return 0
     early = _early_status(args_list)
     if early is not None:
         return early

@@ -92,7 +92,8 @@ def register(sub: Any) -> None:
                    help="package length in days (default with --plan: the smallest package covering it)")
     p.add_argument("--lots", type=_lots, metavar="N", help="lots bought (B200: 1 lot = 2 GPUs)")
     p.add_argument("--accepted-results", type=_count, metavar="N",
-                   help="distinct accepted deliverables (default with --session: from its results)")
+                   help="distinct accepted deliverables (default with a session: its one count, said with its "
+                        "source: approved files, else a rule's accepted outputs, else accepted corpora)")
     p.add_argument("--plan", metavar="D,D,...", help="task durations in days, e.g. 0.25,1,1,0.5,0.5")
     p.add_argument("--rates", metavar="FILE", help="rates file (default: session's rates.toml, "
                    "else the bundled one)")

@@ -21,10 +21,11 @@ if TYPE_CHECKING:
     import argparse
 
 FORMATS = ("plain", "tmux")
-HELP = "one short line: session, time left, result rows, accepted corpora, copy home verified"
+HELP = "one short line: session, time left, result rows, accepted deliverables, copy home verified"
 DESCRIPTION = (
-    "One line for a glance or for tmux: session, package time left, result rows (loads, runs, incidents), distinct "
-    "accepted corpora, and whether the copy home is verified; warns 24 h and 2 h before "
+    "One line for a glance or for tmux: session, package time left, result rows (loads, runs, incidents), the "
+    "accepted deliverables in the session's unit (approved files, a rule's outputs, else distinct accepted corpora), "
+    "and whether the copy home is verified; warns 24 h and 2 h before "
     "the package ends while the copy is not verified, and says when the package ended. "
     "Without NAME: the most recently used session. Sessions folder: --sessions-dir, else "
     "$GPUSESSION_HOME, else ./sessions, else the one used last (remembered in "
