@@ -95,14 +95,16 @@ def test_h58_a_copy_check_written_by_hand_is_the_persons_never_gpusessions(
     session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A ``[verify_copy]`` table made by hand for a manifest that does not exist: status
-    says it is the person's entry, and the checklist holds no fact "recorded by gpusession";
-    a real ``verify-copy`` is vouched for, and an edit of its table makes it the person's."""
+    never says the copy is verified and names the hand entry, and the checklist holds no
+    fact "recorded by gpusession"; a real ``verify-copy`` is vouched for, and an edit of
+    its table makes it the person's again."""
     checklist = session.folder / "checklist.toml"
     text = checklist.read_text() if checklist.exists() else "schema = 1\n"
     checklist.write_text(text + '\n[verify_copy]\nverified = true\nat = 2026-11-29T15:00:00Z\n'
                                 'manifest = "/nowhere/manifest.csv"\ncopy = "/nowhere"\nfiles = 18\n')
     code, out, _ = cli(capsys, sessions_root, "status", session.name)
-    assert code == 0 and "copy home verified by you (written in checklist.toml by hand" in out, out
+    assert code == 0 and "copy home not verified (checklist.toml holds a check written by hand" in out, out
+    assert "copy home verified" not in out
     code, out, _ = cli(capsys, sessions_root, "checklist", session.name)
     line = next(ln for ln in out.splitlines() if " g8.verify-copy " in ln)
     assert line.lstrip().startswith("[ ] open"), line  # never "done (recorded by gpusession)"
@@ -111,8 +113,8 @@ def test_h58_a_copy_check_written_by_hand_is_the_persons_never_gpusessions(
     code, out, _ = cli(capsys, sessions_root, "verify-copy", str(session.folder / "manifest.csv"), str(deliv))
     assert code == 0, out
     code, out, _ = cli(capsys, sessions_root, "status", session.name)
-    assert "copy home verified 2026-11-29 15:00 UTC" in out and "verified by you" not in out, out
+    assert "copy home verified 2026-11-29 15:00 UTC" in out and "written by hand" not in out, out
     sealed = checklist.read_text()
     checklist.write_text(sealed.replace("files = 2", "files = 20"))  # an edit of what gpusession wrote
     code, out, _ = cli(capsys, sessions_root, "status", session.name)
-    assert "copy home verified by you" in out, out
+    assert "copy home not verified (checklist.toml holds a check written by hand" in out, out

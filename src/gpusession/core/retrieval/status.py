@@ -489,9 +489,9 @@ def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Re
         at = rec.get("at")
         when = f" {at:%Y-%m-%d %H:%M} UTC" if isinstance(at, datetime) else ""
         return Retrieval(True, f"copy home verified{when}")
-    if rec is None and any(r.get("verified") is True for r in tables):
-        return Retrieval(True, "copy home verified by you (written in checklist.toml by hand, not checked by "
-                               "gpusession)")
+    if rec is None and any(r.get("verified") is True for r in tables):  # never said as verified (H-58)
+        return Retrieval(False, "copy home not verified (checklist.toml holds a check written by hand, "
+                                "not by gpusession: run gpusession verify-copy)")
     items = doc.get("items")
     item = items.get(VERIFY_ITEM) if isinstance(items, dict) else None
     if isinstance(item, dict) and item.get("done") is True:
