@@ -12,6 +12,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from gpusession.core.files.errors import Failure
+
 #: Raised when a key is renamed or removed, or its meaning changes; added keys keep it.
 SCHEMA_VERSION = 1
 
@@ -50,8 +52,6 @@ def json_text(data: Any, **kw: Any) -> str:
     Raises:
         Failure: the document holds a NaN or an infinity.
     """
-    from gpusession.core.files.errors import Failure
-
     try:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, **kw)
     except ValueError as exc:
