@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -140,3 +141,44 @@ def rank_experiment(session: Session, exp_id: str, **kw: object) -> object:
     )
     base.update(kw)
     return define_experiment(session, Experiment(**base))  # type: ignore[arg-type]
+
+
+#: A command that writes ``v-1.png`` … ``v-N.png`` into its ``{output}`` folder (rule experiments).
+RENDER = """\
+import sys, pathlib
+out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+for i in range(1, n + 1):
+    (out / f"v-{i}.png").write_bytes(b"\\x89PNG\\r\\n\\x1a\\n" + bytes([i]) * 20)
+"""
+RULE = """\
+import sys, pathlib
+pathlib.Path(sys.argv[2]).write_text("ran")
+print(sys.argv[3])
+sys.exit(int(sys.argv[4]))
+"""
+
+
+def define_render_rule(capsys: pytest.CaptureFixture[str], root: Path, s: Session, *, exit_code: int, count: int = 3,
+            extra: tuple[str, ...] = ()) -> tuple[int, str, str]:
+    """Define ``render`` in ``s``: a command writing ``count`` PNG files, names listed in
+    ``expected.txt``, the png format, and a rule that prints its reason and exits ``exit_code``
+    (S9). Returns ``cli``'s ``(exit code, stdout, stderr)``."""
+    (s.folder / "render.py").write_text(RENDER)
+    (s.folder / "rule.py").write_text(RULE)
+    (s.folder / "expected.txt").write_text("v-1.png\nv-2.png\nv-3.png\n")
+    marker = s.folder / "rule-ran"
+    return cli(capsys, root, "experiment", s.name, "define", "--id", "render", "--workload", "command",
+               "--values", "1,2", "--runs", "2", "--warmup", "0",
+               "--command", f"{sys.executable} render.py {{output}} {count}",
+               "--expected-outputs", "expected.txt", "--deliverable-format", "png",
+               "--accept", f"{sys.executable} rule.py {{output}} {marker} 'text cut at the edge' {exit_code}",
+               *extra)
+
+
+def run_rule_experiment(capsys: pytest.CaptureFixture[str], root: Path, s: Session) -> None:
+    """Declare the unit ``visual``, define :func:`define_render_rule` (a rule that accepts) and run it."""
+    assert cli(capsys, root, "package", s.name, "--unit", "visual")[0] == 0
+    assert define_render_rule(capsys, root, s, exit_code=0)[0] == 0
+    code, out, err = cli(capsys, root, "run", s.name, "--headless")
+    assert code == 0, out[-2000:] + err[-2000:]

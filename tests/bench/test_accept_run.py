@@ -76,7 +76,7 @@ print("ok")
 """
 
 
-def test_h49_h50_a_rule_whose_children_escape_returns_at_once_and_leaves_nothing(tmp_path: Path) -> None:
+def test_h50_a_rule_whose_children_escape_returns_at_once_and_leaves_nothing(tmp_path: Path) -> None:
     """The rule exits 0 at once; a setsid child holds its stdout for 40 s, another lingers
     300 s: the verdict comes when the rule exits, never when the pipe closes, and both
     children are ended and named (a hang catcher only: the pipe would hold 40 s)."""

@@ -8,41 +8,13 @@ from pathlib import Path
 
 import pytest
 from helpers import cli, one_line
+from helpers import define_render_rule as _define
 
 from gpusession.core.folder.session import Session
 
 #: Reads the clock (package window, limit, status, cost): run again a year ahead and a
 #: month back by .ci/run (A6).
 pytestmark = pytest.mark.calendar
-
-RENDER = """\
-import sys, pathlib
-out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-for i in range(1, n + 1):
-    (out / f"v-{i}.png").write_bytes(b"\\x89PNG\\r\\n\\x1a\\n" + bytes([i]) * 20)
-"""
-RULE = """\
-import sys, pathlib
-pathlib.Path(sys.argv[2]).write_text("ran")
-print(sys.argv[3])
-sys.exit(int(sys.argv[4]))
-"""
-
-
-def _define(capsys: pytest.CaptureFixture[str], root: Path, s: Session, *, exit_code: int, count: int = 3,
-            extra: tuple[str, ...] = ()) -> tuple[int, str, str]:
-    (s.folder / "render.py").write_text(RENDER)
-    (s.folder / "rule.py").write_text(RULE)
-    (s.folder / "expected.txt").write_text("v-1.png\nv-2.png\nv-3.png\n")
-    marker = s.folder / "rule-ran"
-    return cli(capsys, root, "experiment", s.name, "define", "--id", "render", "--workload", "command",
-               "--values", "1,2", "--runs", "2", "--warmup", "0",
-               "--command", f"{sys.executable} render.py {{output}} {count}",
-               "--expected-outputs", "expected.txt", "--deliverable-format", "png",
-               "--accept", f"{sys.executable} rule.py {{output}} {marker} 'text cut at the edge' {exit_code}",
-               *extra)
-
 
 def test_s9_define_refuses_an_accept_rule_with_classes(
         sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:

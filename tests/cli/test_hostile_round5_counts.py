@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from helpers import cli, run_rule_experiment
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import MAX_TOML_BYTES, toml_bound
@@ -61,17 +61,7 @@ def test_h57_a_forged_accept_report_is_named_and_never_counted(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
     """A hand-made ``validation/render/batch-99/warm-1.accept.json`` saying ``accepted`` with 100
     digests: no row holds that run, so every front end keeps the real count and names the file."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        from test_deliverables_cli import _define
-    finally:
-        sys.path.pop(0)
-    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0
-    assert _define(capsys, sessions_root, session, exit_code=0)[0] == 0
-    code, out, err = cli(capsys, sessions_root, "run", session.name, "--headless")
-    assert code == 0, out[-2000:] + err[-2000:]
+    run_rule_experiment(capsys, sessions_root, session)
     forged = session.folder / "validation" / "render" / "batch-99" / "warm-1.accept.json"
     forged.parent.mkdir(parents=True)
     forged.write_text(json.dumps({"schema": 1, "kind": "accept-rule", "accepted": True, "verdict": "accepted",

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli
+from helpers import cli, run_rule_experiment
 from ui.pilot import MakeApp, settle, text_of
 
 from gpusession.core.folder.session import Session
@@ -106,15 +105,7 @@ def _corpus(capsys: pytest.CaptureFixture[str], root: Path, s: Session, tmp: Pat
 
 def _rule(capsys: pytest.CaptureFixture[str], root: Path, s: Session, tmp: Path) -> Expected:
     """An experiment whose outputs a rule accepts: 3 distinct files, whatever the repetitions."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-    try:
-        from test_deliverables_cli import _define
-    finally:
-        sys.path.pop(0)
-    assert cli(capsys, root, "package", s.name, "--unit", "visual")[0] == 0
-    assert _define(capsys, root, s, exit_code=0)[0] == 0
-    code, out, err = cli(capsys, root, "run", s.name, "--headless")
-    assert code == 0, out[-2000:] + err[-2000:]
+    run_rule_experiment(capsys, root, s)
     return Expected(3, "accept-rule", "accepted visual")
 
 
