@@ -188,14 +188,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
         s = open_session(args, args.session)
         priced = s
         # the session's one count and cost (A1, S10): what the report and the panes say
-        answer = session_answer(s, rates_path, cache=accepted is None)
+        frame = _results(s)  # read once: the count and the corpora under show's key
+        answer = session_answer(s, rates_path, frame=frame, cache=accepted is None)
         if accepted is None:
             answer.checked()  # a rates file, approvals.toml or results that do not read: exit 2
         elif answer.inputs is None:
             raise answer.errors[0]
         assert answer.inputs is not None
         rates, pkg = answer.inputs.rates, answer.inputs.package
-        corpora = _corpora(s)
+        if frame is not None:
+            from gpusession.core.records.summary import accepted_unique_corpora
+
+            corpora = accepted_unique_corpora(frame)
         from gpusession.core.retrieval.json_contract import package_json
 
         package_times = {k: v for k, v in package_json(pkg).items() if k in ("start", "end")}
@@ -268,15 +272,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpora(session: Any) -> int | None:
-    """The session's distinct accepted corpora (K4) when ``--accepted-results`` skipped them.
-
-    ``None`` when its results do not read: the count given on the line is priced anyway.
-    """
-    from gpusession.core.records.summary import accepted_unique_corpora
-
+def _results(session: Any) -> Any:
+    """The session's results rows, ``None`` when they do not read (the count says why, exit 2)."""
     try:
-        return accepted_unique_corpora(session.results.read())
+        return session.results.read()
     except BadInput:
         return None
 

@@ -126,16 +126,13 @@ WALK_MAX_FILES = 200_000
 WALK_MAX_DEPTH = 32
 
 
-def _homes() -> set[Path]:
-    """Every home folder of this machine's accounts, and this process's own."""
-    homes = {Path(os.path.realpath(os.path.expanduser("~")))}
-    try:
-        import pwd
+def _is_home(real: Path) -> bool:
+    """Whether ``real`` (a resolved path) is a home folder: this user's, ``/root`` or one under ``/home``.
 
-        homes.update(Path(os.path.realpath(p.pw_dir)) for p in pwd.getpwall() if p.pw_dir not in ("", "/"))
-    except (ImportError, KeyError, OSError):
-        pass
-    return homes
+    Read from the path and ``$HOME`` alone: no account database is enumerated on every read.
+    """
+    return (real == Path(os.path.realpath(os.path.expanduser("~"))) or real in (Path("/root"), Path("/home"))
+            or real.parent == Path("/home"))
 
 
 def unfit_folder(folder: Path, session_folder: Path) -> str | None:
@@ -149,7 +146,7 @@ def unfit_folder(folder: Path, session_folder: Path) -> str | None:
     session_dir = Path(os.path.realpath(session_folder))
     if real == Path(real.anchor):
         return "is the root of the filesystem; keep the deliverables in a folder of their own"
-    if real in _homes() or real == Path("/home"):
+    if _is_home(real):
         return "is a home folder; keep the deliverables in a folder of their own (e.g. ~/out)"
     if real == session_dir or session_dir.is_relative_to(real):
         return ("holds the session's technical files; keep the deliverables in a folder of "

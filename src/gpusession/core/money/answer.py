@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.money.cost import (
     NO_VALIDATED_RUN,
     CostPerAccepted,
-    PackageTotal,
     SessionCostInputs,
     cost_per_accepted,
     session_cost_inputs,
@@ -42,7 +41,6 @@ class CostAnswer:
     Attributes:
         inputs: the package and the rates in force (K7); ``None`` when the rates file
             does not read (``problem`` says why).
-        total: the full package × lots (K1); ``None`` when the package is not set.
         count: the one count in the session's unit with its source (S10); ``None`` when
             it does not read (``count_problem`` names the file).
         per: the cost per deliverable, or why it is not shown (K3), from ``count.n``.
@@ -51,7 +49,6 @@ class CostAnswer:
     """
 
     inputs: SessionCostInputs | None
-    total: PackageTotal | None
     count: DeliverableCount | None
     per: CostPerAccepted
     count_problem: str | None = None
@@ -103,17 +100,6 @@ class CostAnswer:
             return None
         return cost_line(self.per.total_usd_minor, self.count)
 
-    def to_json(self) -> dict[str, Any]:
-        """``accepted_count``, ``source``, ``unit``, ``cost_per_accepted_usd_minor`` and its reason."""
-        return {
-            "accepted_count": self.accepted,
-            "source": None if self.count is None else self.count.source,
-            "unit": None if self.count is None else self.count.unit.singular,
-            "total_usd_minor": self.per.total_usd_minor,
-            "cost_per_accepted_usd_minor": self.per.per_accepted_usd_minor,
-            "cost_per_accepted_reason": self.per.reason,
-        }
-
 
 def session_answer(session: Session, rates_path: Path | None = None, *,
                    frame: pl.DataFrame | None = None, cache: bool = False) -> CostAnswer:
@@ -151,7 +137,7 @@ def session_answer(session: Session, rates_path: Path | None = None, *,
     total = inputs.package_total() if inputs is not None else None
     total_usd_minor = total.total_usd_minor if total is not None else None
     per = cost_per_accepted(total_usd_minor, None if count is None else count.n)
-    return CostAnswer(inputs, total, count, per, count_problem, problem, tuple(errors))
+    return CostAnswer(inputs, count, per, count_problem, problem, tuple(errors))
 
 
 __all__ = ["CostAnswer", "session_answer"]
