@@ -93,6 +93,27 @@ def test_k6_a_longer_plan_later_is_kept_and_warned_never_shrunk(
     assert json.loads(out)["plan"]["covered_by_package"] is False
 
 
+def test_k6_a_plan_cut_to_fit_a_shorter_package_is_warned_and_both_totals_journalled(
+        new_session: object, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rental guide §4: shrinking the plan to fit the 3-day package is the mistake it warns of."""
+    from helpers import SESSION_START
+
+    s = new_session(name="cut", package=Package(gpu_model="RTX A5000", lots=1, days=3,  # type: ignore[operator]
+                                                start=SESSION_START))
+    assert cli(capsys, sessions_root, "package", s.name, "--plan", "0.25,1,1,0.5,0.5")[0] == 0
+    code, out, err = cli(capsys, sessions_root, "package", s.name, "--plan", "0.25,1,1,0.5")
+    assert code == 0, err
+    assert ("the plan shrank from 3.25 d to 2.75 d, so the 3-day package now covers it "
+            "(the 7-day one did)") in err
+    assert "never to fit a shorter package" in err
+    s.reload()
+    last = [r for r in s.journal_records() if r.EVENT == "plan_set"][-1]
+    assert (last.total_days, last.previous_total_days) == ("2.75", "3.25")
+    # a cut that keeps the same covering package is still said, without the package words
+    code, out, err = cli(capsys, sessions_root, "package", s.name, "--plan", "0.25,1,1")
+    assert code == 0 and "the plan shrank from 2.75 d to 2.25 d: kept as given" in err
+
+
 @pytest.mark.parametrize("args, field", [
     (("--plan", "0,25"), "plan"),
     (("--plan", "1,-1"), "plan"),

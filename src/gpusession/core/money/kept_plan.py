@@ -11,8 +11,8 @@ measurement) and picks the smallest package that covers the sum: 3.25 days needs
 ``gpusession package NAME --plan 0.25,1,1,0.5,0.5 [--plan-names a,b,…]`` stores it;
 ``cost NAME`` prices it (``cost --plan`` overrides it for that call only); ``show``,
 ``show --json``, the Cost pane and the report say it beside the package. A later plan
-longer than the kept one is kept as given and warned about: the estimate is never
-shrunk to fit the package (seed 003 §4).
+longer or shorter than the kept one is kept as given and warned about: the estimate is
+never shrunk to fit the package (seed 003 §4).
 
 Who calls it: :mod:`gpusession.commands.session_cmds` (``package``, ``show``),
 :mod:`gpusession.commands.cost_cmds`, the Cost pane, :mod:`gpusession.core.retrieval.report`
@@ -208,18 +208,34 @@ def session_plan(session: Session) -> KeptPlan | None:
     return plan_of(session.data, session.session_toml)
 
 
+def _shrink_words(before: KeptPlan, plan: KeptPlan) -> str:
+    """The warning for a plan cut shorter than the one kept (seed 003 §4: never shrink to fit).
+
+    ``the plan shrank from 3.25 d to 3 d, so the 3-day package now covers it (the 7-day one
+    did): …``; the smaller covering package is said only when it changed.
+    """
+    was, now = before.coverage.package_days, plan.coverage.package_days
+    fits = (f", so the {now}-day package now covers it (the {was}-day one did)"
+            if now is not None and (was is None or now < was) else "")
+    return (f"the plan shrank from {_days(before.total_days)} d to {_days(plan.total_days)} d{fits}: "
+            "kept as given; cut it only if the tasks really got shorter, never to fit a "
+            "shorter package (both totals are in the journal)")
+
+
 def keep_plan(session: Session, plan: KeptPlan) -> list[str]:
     """Store ``plan`` in ``session.toml`` and journal it (K6, S7).
 
-    A plan longer than the one kept before is kept as given, with a warning: the
-    estimate is never shrunk to fit the package (seed 003 §4).
+    A plan longer or shorter than the one kept before is kept as given, with a warning:
+    the estimate is never shrunk to fit the package (seed 003 §4), and a plan cut so that
+    a shorter package covers it is said as plainly as one that grew. The journal's
+    ``plan_set`` keeps both totals.
 
     Args:
         session: the open session.
         plan: the new plan (:func:`make_plan`).
 
     Returns:
-        Warnings in words (empty when none): the plan grew; the package does not cover it.
+        Warnings in words (empty when none): the plan grew or shrank; the package does not cover it.
 
     Raises:
         BadInput: the kept plan is broken by hand (nothing is written then).
@@ -232,6 +248,8 @@ def keep_plan(session: Session, plan: KeptPlan) -> list[str]:
     if before is not None and plan.total_days > before.total_days:
         warnings.append(f"the plan grew from {_days(before.total_days)} d to {_days(plan.total_days)} d; "
                         "kept as given, never shrunk to fit the package")
+    elif before is not None and plan.total_days < before.total_days:
+        warnings.append(_shrink_words(before, plan))
     if plan.covered_by(session.package) is False:
         warnings.append(plan.words(session.package))
     session.update(lambda data: data.__setitem__(TABLE, plan.to_toml()))
