@@ -125,7 +125,7 @@ def test_h35_validate_name_holding_a_secret_is_refused_first_and_never_quoted(
     secret = _token("hugging-face-token")
     before = digest(base)
     for name in (secret, "../" + secret):  # the second fails the format check too
-        code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
+        code, out, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions",
                              str(output), "--session", "base", "--name", name)
         assert code == 2 and "--name: refused" in one_line(err), err
         assert secret not in out + err

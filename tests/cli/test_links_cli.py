@@ -84,7 +84,7 @@ def test_validate_session_refuses_a_linked_validation_folder(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     session.validation_dir.symlink_to(elsewhere, target_is_directory=True)
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(out),
+    code, _, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(out),
                        "--classes", "a,b", "--session", session.name)
     assert code == 2 and f"{session.validation_dir}: is a symbolic link" in one_line(err)
     assert list(elsewhere.iterdir()) == []
@@ -96,7 +96,7 @@ def test_validate_session_archive_is_private(
     corpus.write_text("id,label\nv1,a\nv2,b\n")
     out = tmp_path / "out.jsonl"
     out.write_text(json.dumps({"id": "v1", "label": "a"}) + "\n" + json.dumps({"id": "v2", "label": "b"}) + "\n")
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(out),
+    code, _, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(out),
                        "--classes", "a,b", "--session", session.name, "--name", "v")
     assert code == 0, err
     assert os.stat(session.validation_dir).st_mode & 0o777 == 0o700

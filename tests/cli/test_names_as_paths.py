@@ -29,7 +29,7 @@ def test_v8_validate_name_is_never_a_path(
     Session.create(sessions_root, "t")
     before = tree(sessions_root)
     corpus, output = files
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
+    code, _, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions",
                        str(output), "--session", "t", "--name", name)
     assert code == 2 and "--name" in err and len(err.strip().splitlines()) == 1
     assert tree(sessions_root) == before  # session.toml untouched, nothing outside validation/
@@ -40,7 +40,7 @@ def test_v8_validate_plain_name_is_written_in_validation(
 ) -> None:
     Session.create(sessions_root, "t")
     corpus, output = files
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions",
+    code, _, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions",
                        str(output), "--session", "t", "--name", "run_1.a-b")
     assert code == 0, err
     assert (sessions_root / "t" / "validation" / "run_1.a-b.toml").is_file()

@@ -208,7 +208,7 @@ def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp
     out = tmp_path / "out.jsonl"
     out.write_text("".join(json.dumps({"id": f"v{i}", "label": "a" if i % 2 else "b"}) + "\n" for i in range(6)))
     for _ in range(2):
-        assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(out), "--classes", "a,b",
+        assert run_cli("validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(out), "--classes", "a,b",
                        "--session", "vis").returncode == 0
     doc = json.loads((sessions_root / "vis" / "summary.json").read_text())
     assert doc["rows"] == 2 and len(doc["accepted_revisions"]) == 1

@@ -41,10 +41,10 @@ def test_k4_the_same_corpus_validated_twice_counts_once(run_cli, sessions_root: 
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     corpus, good = _files(tmp_path, 10)
     for _ in range(2):
-        assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
+        assert run_cli("validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                        "--session", "vis").returncode == 0
     other_corpus, other_good = _files(tmp_path, 12)
-    assert run_cli("validate", "vis", "--corpus", str(other_corpus), "--predictions", str(other_good),
+    assert run_cli("validate", "--threshold", "0.9", "vis", "--corpus", str(other_corpus), "--predictions", str(other_good),
                    "--classes", "a,b").returncode == 0  # the session as first argument, as elsewhere
     show = json.loads(run_cli("show", "vis", "--json").stdout)
     assert show["result_rows"] == 3 and show["accepted_corpora"] == 2
@@ -92,9 +92,9 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     run_cli("new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
     corpus, good = _files(tmp_path, 10)
     _, bad = _files(tmp_path, 10, wrong=5)
-    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
+    assert run_cli("validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                    "--session", "vis", "--name", "good").returncode == 0
-    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(bad), "--classes", "a,b",
+    assert run_cli("validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(bad), "--classes", "a,b",
                    "--threshold", "0.9", "--session", "vis", "--name", "bad").returncode == 3
     show = run_cli("show", "vis")
     assert show.returncode == 0, show.stderr
@@ -104,7 +104,7 @@ def test_v1_standalone_validation_shown_as_accepted_or_rejected_never_failed(  #
     good_line = next(ln for ln in listed if ln.startswith("good "))
     bad_line = next(ln for ln in listed if ln.startswith("bad "))
     assert good_line.rstrip().endswith("accepted") and "macro-F1 1.000" in good_line
-    assert "REJECTED (quality " in bad_line and "below the floor 0.9 − 0.0" in bad_line
+    assert "REJECTED (quality " in bad_line and "below the floor 0.9)" in bad_line
     assert "failed" not in show.stdout and "None" not in show.stdout
     listed_json = json.loads(run_cli("show", "vis", "--json").stdout)["summary"]
     assert {(r["variant_id"], r["validation"], r["verdict"]) for r in listed_json} >= {("good", True, "accepted")}
@@ -132,14 +132,14 @@ def test_r10_a_validation_row_is_never_the_last_run(run_cli, sessions_root: Path
                                run_index=1, device="cuda:0", gpu_model="NVIDIA RTX A5000",
                                elapsed_seconds=0.5))
     corpus, good = _files(tmp_path, 10)
-    assert run_cli("validate", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
+    assert run_cli("validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(good), "--classes", "a,b",
                    "--session", "vis").returncode == 0
     lr = last_run(Session.open(sessions_root, "vis"))
     assert lr is not None and lr.experiment_id == "batch-sweep"
     assert lr.distinct("device") == ["cuda:0"]
     empty = tmp_path / "only"
     run_cli("--sessions-dir", str(empty), "new", "v2")
-    assert run_cli("--sessions-dir", str(empty), "validate", "--corpus", str(corpus), "--predictions",
+    assert run_cli("--sessions-dir", str(empty), "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions",
                    str(good), "--classes", "a,b", "--session", "v2").returncode == 0
     assert last_run(Session.open(empty, "v2")) is None  # a validation alone: no run yet
 
@@ -153,10 +153,53 @@ def test_c4_a_validation_row_ends_with_the_record_saying_nothing_was_timed(
 
     assert cli(capsys, sessions_root, "new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
     corpus, good = _files(tmp_path, 10)
-    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(good),
+    code, _, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus), "--predictions", str(good),
                        "--classes", "a,b", "--tolerance", "0.05", "--session", "vis")
     assert code == 0, err
     [row] = Session.open(sessions_root, "vis").results.rows()
     items = record_items(row.notes)
     assert items == {"scope": "not timed", "code": "unknown",
                      "tolerance": "0.05 below threshold 0.9 (macro_f1)"}, row.notes  # the default, said
+
+
+def test_v5_validate_session_without_threshold_is_refused_and_nothing_written(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    """A row that counts toward the cost holds only a threshold a person chose (seed §1)."""
+    from helpers import cli, one_line
+
+    from gpusession.core.folder.session import Session
+
+    assert cli(capsys, sessions_root, "new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    session = Session.open(sessions_root, "vis")
+    journal = session.journal_path.read_bytes()
+    corpus, good = _files(tmp_path, 10)
+    code, _, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(good),
+                       "--classes", "a,b", "--session", "vis")
+    assert code == 2
+    assert "--threshold" in one_line(err) and "counts toward the cost" in err
+    assert not session.results.path.exists() or session.results.rows() == []
+    assert session.journal_path.read_bytes() == journal
+    assert not any(session.validation_dir.glob("*.toml")) if session.validation_dir.exists() else True
+    # a one-off check without --session keeps its default, said in the verdict line
+    code, out, err = cli(capsys, sessions_root, "validate", "--corpus", str(corpus), "--predictions", str(good),
+                         "--classes", "a,b")
+    assert code == 0, err
+    assert "threshold 0.9 by default: --threshold not given" in out
+
+
+def test_v5_a_tolerance_not_given_is_stored_as_not_chosen_never_as_0(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    from helpers import cli
+
+    from gpusession.core.folder.session import Session
+    from gpusession.core.records.record_notes import record_items
+
+    assert cli(capsys, sessions_root, "new", "vis", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    corpus, good = _files(tmp_path, 10)
+    code, out, err = cli(capsys, sessions_root, "validate", "--threshold", "0.9", "--corpus", str(corpus),
+                         "--predictions", str(good), "--classes", "a,b", "--session", "vis")
+    assert code == 0, err
+    [row] = Session.open(sessions_root, "vis").results.rows()
+    assert row.quality_tolerance is None  # an empty cell, not a chosen 0
+    assert record_items(row.notes)["tolerance"] == "not chosen (read as 0) below threshold 0.9 (macro_f1)"
+    assert ",0.9,," in Session.open(sessions_root, "vis").results.path.read_text(encoding="utf-8")

@@ -85,7 +85,7 @@ def test_v8_cli_session_archives_report_without_overwriting(
     run_cli: Run, files: dict[str, Path], sessions_root: Path
 ) -> None:
     Session.create(sessions_root, "demo")
-    args = ("validate", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--session", "demo")
+    args = ("validate", "--threshold", "0.9", "--corpus", str(files["corpus"]), "--predictions", str(files["good"]), "--session", "demo")
     assert run_cli(*args).returncode == 0
     p = run_cli(*args)
     assert p.returncode == 0 and "report written" in p.stdout

@@ -29,7 +29,7 @@ with open(corpus) as src, open(output, "w") as out:
             out.write(json.dumps({"id": json.loads(line)["id"], "label": "a"}) + "\\n")
 """
 
-REASON = "REJECTED (quality 0.333 below the floor 0.9 − 0.0)"
+REASON = "REJECTED (quality 0.333 below the floor 0.9)"  # no tolerance chosen (V5): the floor is the threshold
 
 
 def test_h29_every_summary_says_rejected_with_its_reason_and_run_exits_3(

@@ -81,8 +81,8 @@ def test_v5_protocol_from_classes_metric_threshold_tolerance() -> None:
     assert experiment_from_form(_form(metric="accuracy", threshold="0.8")).protocol == {}  # no classes
     seen: list[Any] = []
     experiment_from_form(_form(classes="a", threshold="0.9"), check_protocol=seen.append)
-    assert seen == [{"classes": ["a"], "metric": "macro_f1", "threshold": 0.9, "tolerance": 0.0,
-                     "output_format": "jsonl"}]
+    # V5: a tolerance nobody gave is not stored as a chosen 0
+    assert seen == [{"classes": ["a"], "metric": "macro_f1", "threshold": 0.9, "output_format": "jsonl"}]
 
 
 def test_params_take_the_type_the_workload_declares() -> None:

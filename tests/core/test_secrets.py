@@ -167,7 +167,7 @@ def test_secrets_validate_name_is_checked_before_anything_is_written(
     corpus.write_text('{"id": "a", "text": "x", "label": "p"}\n', encoding="utf-8")
     output = tmp_path / "out.jsonl"
     output.write_text('{"id": "a", "label": "p"}\n', encoding="utf-8")
-    line = _refused(capsys, sessions_root, base, HEX_KEY, "validate", "--session", "base",
+    line = _refused(capsys, sessions_root, base, HEX_KEY, "validate", "--threshold", "0.9", "--session", "base",
                     "--corpus", str(corpus), "--predictions", str(output), "--name", HEX_KEY)
     assert "--name: refused" in line and "private key" in line
     assert not (base / "validation").exists() or not any((base / "validation").iterdir())

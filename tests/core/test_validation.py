@@ -64,7 +64,8 @@ def test_v1_quality_below_threshold_rejects_alone(tmp_path: Path, expected: Expe
     r = validate_output(out, expected, PROTO)
     assert r.ids_match and r.format_valid and not r.quality_met and not r.corpus_accepted
     assert r.failed_checks == ["quality"]
-    assert r.quality_reason.startswith("macro-F1 = 0.3333 < 0.9000 (threshold 0.9000 − tolerance 0.0000)")
+    assert r.quality_reason.startswith(
+        "macro-F1 = 0.3333 < 0.9000 (threshold 0.9000 − tolerance not chosen (read as 0))")
 
 
 def test_v1_row_fields_are_exactly_the_csv_keys(tmp_path: Path, expected: Expected) -> None:

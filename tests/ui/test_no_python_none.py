@@ -28,7 +28,7 @@ def _validate_into(session: Any, tmp: Path, name: str = "by-hand") -> None:
     out = tmp / "out.jsonl"
     out.write_text("".join(json.dumps({"id": f"v{i:03d}", "label": "a" if i % 2 else "b"}) + "\n"
                            for i in range(10)))
-    rc = main(["--sessions-dir", str(session.folder.parent), "validate", "--corpus", str(corpus),
+    rc = main(["--sessions-dir", str(session.folder.parent), "validate", "--threshold", "0.9", "--corpus", str(corpus),
                "--predictions", str(out), "--classes", "a,b", "--session", session.name, "--name", name])
     assert rc == 0
 

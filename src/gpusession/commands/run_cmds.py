@@ -211,7 +211,8 @@ def register(sub: Any) -> None:
                    help="acceptance threshold 0-1, required with --classes or --metric: the "
                    "acceptance floor is your decision (there is no universal value)")
     q.add_argument("--tolerance",
-                   help="accepted shortfall below the threshold (with --classes; default 0, said)")
+                   help="accepted shortfall below the threshold (with --classes; not given: stored as "
+                   "not chosen, read as 0 and said so)")
     q.add_argument("--reference-value", metavar="X",
                    help="the metric of a reference configuration (with --classes), as validate's")
     q.add_argument("--max-degradation", metavar="X",

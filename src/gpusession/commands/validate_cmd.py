@@ -76,9 +76,11 @@ def register(sub: Any) -> None:
                    help=f"quality metric (default {DEFAULT_METRIC})")
     p.add_argument("--threshold", type=_float, default=None, metavar="X",
                    help=f"acceptance threshold (default {DEFAULT_THRESHOLD}, said in the verdict line: "
-                   "a one-off check; an experiment's protocol has no default, `experiment define "
-                   "--threshold` is required)")
-    p.add_argument("--tolerance", type=_float, default=0.0, metavar="X", help="accepted shortfall below the threshold")
+                   "a one-off check only; with --session, whose row counts toward the cost, and in "
+                   "an experiment's protocol it is required: nobody's default is stored)")
+    p.add_argument("--tolerance", type=_float, default=None, metavar="X",
+                   help="accepted shortfall below the threshold (default: none chosen, read as 0 "
+                   "and said so)")
     p.add_argument("--reference-value", type=_float, metavar="X", help="the metric of a reference configuration")
     p.add_argument("--max-degradation", type=_float, metavar="X",
                    help="how far below --reference-value is still accepted")
@@ -192,7 +194,7 @@ def _session_row(session: Any, args: argparse.Namespace, name: str, report: Any)
         notes=f"validated with `gpusession validate` (output {args.output}); timing not measured"
               + (f"; {OUTPUT_SHA256_NOTE}{report.output_sha256}" if report.output_sha256 else "")
               + "; " + record_of(scope=NOT_TIMED, code_revision=None, protocol={
-                  "threshold": DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+                  "threshold": args.threshold,
                   "tolerance": args.tolerance, "metric": args.metric,
                   "reference_value": args.reference_value, "max_degradation": args.max_degradation}),
         **report.row_fields(),
@@ -243,6 +245,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise BadInput(f"two sessions given: {shown(given)} and --session {shown(args.session)}; give one",
                        field="session")
     args.session = args.session or given  # `validate NAME …` as most commands take the session
+    if args.session and args.threshold is None:  # V5: a row that counts holds only what a person chose
+        raise BadInput(f"--session {shown(args.session)} stores a row that counts toward the cost per "
+                       "accepted corpus: give --threshold X, your acceptance threshold (the default "
+                       f"{DEFAULT_THRESHOLD} is for a one-off check without --session)", field="--threshold")
     session = open_session(args, args.session) if args.session else None
     expected = load_expected(args.corpus, references=args.references)
     if args.classes is not None:  # `--classes ""` is an empty list, refused below

@@ -441,7 +441,8 @@ def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | Non
 
     The threshold is the person's decision (seed §1: "there is no universal value"): a
     protocol without one, from this form or the base, is refused rather than given a
-    default. The tolerance left out is 0 and said by :func:`acceptance_words`.
+    default. A tolerance left out is stored as not chosen (no key), read as 0 by the
+    rule and said so by :func:`acceptance_words` (V5).
 
     Raises:
         BadInput: classes or a metric without a threshold (field ``protocol.threshold``),
@@ -458,7 +459,6 @@ def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | Non
     else:
         protocol = {**base, "classes": [c.strip() for c in form.classes.split(",") if c.strip()]}
         protocol.setdefault("metric", "macro_f1")
-        protocol.setdefault("tolerance", 0.0)
         protocol.setdefault("output_format", "jsonl")
     numbers = {name: decimal_number(text, f"protocol.{name}")
                for name in ("threshold", "tolerance", "reference_value", "max_degradation")
@@ -497,8 +497,9 @@ def acceptance_words(protocol: Mapping[str, Any]) -> str:
     if not protocol:
         return "no validation protocol"
     metric = str(protocol.get("metric", "macro_f1"))
+    tolerance = protocol.get("tolerance")
     words = (f"accepted at {_METRIC_WORDS.get(metric, metric)} ≥ {float(protocol.get('threshold', 0)):.2f} "
-             f"− {float(protocol.get('tolerance') or 0.0):.2f}")
+             + ("(tolerance not chosen)" if tolerance is None else f"− {float(tolerance):.2f}"))
     ref, drop = protocol.get("reference_value"), protocol.get("max_degradation")
     if ref is not None and drop is not None:
         words += f"; at most {float(drop):.2f} below the reference {float(ref):.2f}"

@@ -43,12 +43,14 @@ def record_value(text: str) -> str:
 
 
 def tolerance_words(protocol: Mapping[str, Any] | None) -> str:
-    """``0.01 below threshold 0.9 (macro_f1)``, or ``none (no validation protocol)``."""
+    """``0.01 below threshold 0.9 (macro_f1)``, ``not chosen (read as 0) below threshold
+    0.9 (macro_f1)`` when the protocol holds none (V5), or ``none (no validation protocol)``."""
     p = protocol or {}
     if not p:
         return "none (no validation protocol)"
-    return (f"{p.get('tolerance') or 0.0:g} below threshold {p.get('threshold')} "
-            f"({p.get('metric', 'macro_f1')})")
+    chosen = p.get("tolerance")
+    said = "not chosen (read as 0)" if chosen is None else f"{chosen:g}"
+    return f"{said} below threshold {p.get('threshold')} ({p.get('metric', 'macro_f1')})"
 
 
 def record_of(*, scope: str, code_revision: str | None, protocol: Mapping[str, Any] | None,

@@ -297,7 +297,8 @@ def rejection_words(r: Mapping[str, Any]) -> tuple[str, ...]:
         out.append("format invalid")
     low, high, thr = r.get("_low_min"), r.get("_low_max"), r.get("_threshold")
     if low is not None and high is not None and thr is not None:
-        tol = r.get("_tolerance") or 0.0
+        chosen = r.get("_tolerance")
+        tol = chosen or 0.0
         floor = thr - tol
 
         def fmt(v: float) -> str:
@@ -306,7 +307,8 @@ def rejection_words(r: Mapping[str, Any]) -> tuple[str, ...]:
                     return f"{v:.{digits}f}"
             return repr(v)
 
-        out.append(f"quality {_span(low, high, fmt)} below the floor {_decimal(thr)} − {_decimal(tol)}")
+        minus = "" if chosen is None else f" − {_decimal(tol)}"  # no tolerance chosen: the floor is the threshold
+        out.append(f"quality {_span(low, high, fmt)} below the floor {_decimal(thr)}{minus}")
     if r.get("_unreadable"):
         out.append("output could not be validated: the notes say why")
     return tuple(out)

@@ -51,7 +51,8 @@ class Protocol:
         metric: a name of :data:`~gpusession.core.validation.metrics.METRICS`:
             ``"macro_f1"`` (default) or ``"accuracy"`` (V6).
         threshold: the value the metric must reach, between 0 and 1.
-        tolerance: how far below the threshold is still accepted (≥ 0).
+        tolerance: how far below the threshold is still accepted (≥ 0); ``None`` when
+            nobody chose one (stored and said as not chosen, read as 0 by the rule: V5).
         reference_value: the metric of a reference configuration, if any.
         max_degradation: how far below ``reference_value`` is still accepted (needs it).
         output_format: ``"jsonl"`` or ``"csv"`` -- the run outputs' format.
@@ -60,7 +61,7 @@ class Protocol:
     classes: tuple[str, ...]
     metric: str = DEFAULT_METRIC
     threshold: float = 0.9
-    tolerance: float = 0.0
+    tolerance: float | None = None
     reference_value: float | None = None
     max_degradation: float | None = None
     output_format: str = "jsonl"
@@ -112,6 +113,11 @@ class Protocol:
                 field="protocol.reference_value",
             )
 
+    @property
+    def tolerance_applied(self) -> float:
+        """The tolerance the rule subtracts: the chosen one, else 0 (said as not chosen)."""
+        return self.tolerance or 0.0
+
     def fingerprint(self) -> str:
         """A short stable digest of every field (V5).
 
@@ -162,7 +168,7 @@ class Protocol:
             classes=tuple(classes),
             metric=metric,
             threshold=_number(d, "threshold", 0.9) or 0.0,
-            tolerance=_number(d, "tolerance", 0.0) or 0.0,
+            tolerance=_number(d, "tolerance", None),
             reference_value=_number(d, "reference_value", None),
             max_degradation=_number(d, "max_degradation", None),
             output_format=output_format,

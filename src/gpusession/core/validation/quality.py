@@ -59,9 +59,14 @@ def _scored(scoring: pl.DataFrame, n_classes: int) -> _Scored:
     return _Scored(scored, wrong, n_missing, wrong - n_missing - n_undeclared, n_undeclared)
 
 
+def tolerance_words(tolerance: float | None) -> str:
+    """``tolerance 0.0100``, or ``tolerance not chosen (read as 0)`` (V5: nobody chose 0)."""
+    return "tolerance not chosen (read as 0)" if tolerance is None else f"tolerance {tolerance:.4f}"
+
+
 def _quality_reason(value: float, scored: _Scored, expected: Expected, protocol: Protocol) -> tuple[bool, str]:
     """Whether ``value`` meets the rule, and why in words (V6; H-21; reference, max degradation)."""
-    floor = protocol.threshold - protocol.tolerance
+    floor = protocol.threshold - protocol.tolerance_applied
     quality_met = value + EPSILON >= floor
     n_scored = scored.frame.height
     no_ref = expected.unique.height - n_scored
@@ -85,7 +90,7 @@ def _quality_reason(value: float, scored: _Scored, expected: Expected, protocol:
         wrong = f", {scored.wrong:,} of them without a valid prediction, counted as wrong ({', '.join(why)})"
     reason = (
         f"{metric_words(protocol.metric)} = {value:.4f} {'≥' if quality_met else '<'} {floor:.4f} "
-        f"(threshold {protocol.threshold:.4f} − tolerance {protocol.tolerance:.4f}), "
+        f"(threshold {protocol.threshold:.4f} − {tolerance_words(protocol.tolerance)}), "
         f"margin {value - floor:+.4f}; {over}{wrong}; label set used: {', '.join(protocol.classes)}"
     )
     if no_ref:
@@ -179,7 +184,7 @@ def check_quality(
         "quality_threshold": protocol.threshold,
         "quality_tolerance": protocol.tolerance,
         "quality_value": value,
-        "quality_margin": None if value is None else value - (protocol.threshold - protocol.tolerance),
+        "quality_margin": None if value is None else value - (protocol.threshold - protocol.tolerance_applied),
         "reference_value": protocol.reference_value,
         "max_degradation": protocol.max_degradation,
         "metric_values": values,

@@ -109,7 +109,7 @@ class ValidationReport:
     quality_reason: str
     quality_metric: str
     quality_threshold: float
-    quality_tolerance: float
+    quality_tolerance: float | None
     quality_value: float | None
     quality_margin: float | None
     reference_value: float | None

@@ -218,7 +218,7 @@ def define_fields(cur: Any) -> list[Field]:
         Field("metric", "Quality metric", str(protocol.get("metric", DEFAULT_METRIC)), choices=tuple(METRICS)),
         Field("threshold", "Acceptance threshold 0-1 (required with classes: your decision)",
               opt(protocol.get("threshold"))),
-        Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance", 0.0))),
+        Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance"))),
         Field("reference_value", "Reference quality (empty: none; with the maximum degradation)",
               opt(protocol.get("reference_value"))),
         Field("max_degradation", "Maximum degradation below the reference (fixed before the run)",

@@ -39,10 +39,11 @@ def quality_words(r: dict[str, Any]) -> str:
         return f"{metric}: not measured" if r.get("quality_metric") else "not measured"
     if thr is None:
         return f"{metric} {value:.4f} (no threshold recorded)"
-    tol = r.get("quality_tolerance") or 0.0
-    margin = value - (thr - tol)
+    chosen = r.get("quality_tolerance")
+    margin = value - (thr - (chosen or 0.0))
     verdict = "met" if margin >= 0 else "not met"
-    return f"{metric} {value:.4f} vs threshold {thr:.4f} − tolerance {tol:.4f}: {verdict} (margin {margin:+.4f})"
+    tol = "tolerance not chosen" if chosen is None else f"tolerance {chosen:.4f}"
+    return f"{metric} {value:.4f} vs threshold {thr:.4f} − {tol}: {verdict} (margin {margin:+.4f})"
 
 
 def stored_quality(path: Path | None) -> dict[str, Any] | None:
