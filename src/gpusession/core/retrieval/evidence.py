@@ -435,7 +435,8 @@ def free_space_evidence(session: Session, destination: Path | None) -> str:
     return text
 
 
-_PROTOCOL_KEYS = ("classes", "output_format", "metric", "threshold", "tolerance")
+#: What a corpus protocol must fix (V5); a tolerance left out is "not chosen", said, never missing.
+_PROTOCOL_KEYS = ("classes", "output_format", "metric", "threshold")
 
 
 def _as_dt(value: Any) -> datetime | None:
@@ -492,6 +493,8 @@ def protocol_evidence(session: Session) -> str:
         else:
             missing = ["the whole protocol (classes, format, metric, threshold, tolerance)"]
         miss_txt = f"; not fixed: {', '.join(missing)}" if missing else ""
+        if isinstance(proto, dict) and "classes" in proto and proto.get("tolerance") is None:
+            miss_txt += "; tolerance not chosen (read as 0)"
         changed = (
             exp_id in stored_protocol
             and first is not None
