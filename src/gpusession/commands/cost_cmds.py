@@ -173,6 +173,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     args.session = args.session or args.name  # `cost NAME` as most commands take it
     gpu, days, lots, accepted = args.gpu, args.days, args.lots, args.accepted_results
     count = None
+    left_out: tuple[str, ...] = ()  # deliverables left out of the count, in words
     accepted_source = "given with --accepted-results" if accepted is not None else None
     rates_path = Path(args.rates) if args.rates else None
     rates = None
@@ -209,6 +210,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         lots = lots or pkg.lots or (order.lots if order else None)
         if accepted is None:  # S10: one source, with the unit; not measured while nothing is validated (K3)
             count = answer.count if answer.in_unit else None
+            left_out = answer.count.not_counted if answer.count is not None else ()
             accepted = answer.accepted
             accepted_source = answer.source_words(s.name)
         window = package_window(pkg)
@@ -262,12 +264,13 @@ def cmd_cost(args: argparse.Namespace) -> int:
         data["deliverables"] = (count.to_json() if count is not None
                                 else deliverables_json(priced) if priced is not None else None)
         data["per_unit_line"] = unit_line
+        data["not_counted"] = list(left_out)
         print_json(data)
     else:
         if unit_line is not None:  # S10: "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
             print(unit_line)
-            for words in count.not_counted if count is not None else ():
-                print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
+        for words in left_out:  # outside the period, changed after approval, a stray report
+            print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))
     return 0
 

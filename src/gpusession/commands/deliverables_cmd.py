@@ -100,8 +100,9 @@ def deliverables_problem(session: Any, frame: Any = None) -> str | None:
 
 
 def deliverables_line(data: dict[str, Any] | None) -> str | None:
-    """``show``'s line for a session counting in its own unit, ``None`` for a plain classification one."""
-    if data is None or (data["source"] == "corpora" and not data["declared"]):
+    """``show``'s line for a session counting in its own unit, or whose count left something
+    out (seed 000 §5); ``None`` for a plain classification one (its corpora line says it)."""
+    if data is None or (data["source"] == "corpora" and not data["declared"] and not data.get("not_counted")):
         return None
     tail = f"; {data['to_decide']} still to decide" if data.get("to_decide") else ""
     return f"{data['words']} ({data['source_words']}){tail}"

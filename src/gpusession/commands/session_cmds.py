@@ -223,6 +223,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recount(s: Any) -> None:
+    """Count the deliverables again and keep the count for ``status`` (a cache: never fatal)."""
+    from gpusession.core.money.count import session_count
+
+    try:
+        session_count(s, cache=True)
+    except (BadInput, OSError):
+        pass  # show and cost count again, and say why when they cannot
+
+
 def cmd_package(args: argparse.Namespace) -> int:
     """Change a session's package, and the plan kept with it; what is not given keeps its value.
 
@@ -276,6 +286,8 @@ def cmd_package(args: argparse.Namespace) -> int:
     # S8: refused before the package changes once results are counted
     unit = apply_unit(s, args, say=not as_json)
     s.set_package(new)
+    if (new.start, new.days) != (old.start, old.days):
+        _recount(s)  # the period moved: status says the count the window now holds (seed 000 §5)
     past = None
     if plan is not None:
         for w in keep_plan(s, plan):  # K6: a longer plan is kept and said, never shrunk
@@ -658,6 +670,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     n_acc = data['accepted_corpora']
     if (in_unit := deliverables_line(data["deliverables"])) is not None:  # S8, S10: in the session's unit
         print(printable(f"accepted  {in_unit}"))
+        for words in data["deliverables"]["not_counted"]:  # the period, a change after approval
+            print(printable(f"          not counted: {words}", keep=""))
     elif data["deliverables"] is None and (why := deliverables_problem(s)) is not None:
         print(printable(f"accepted  not counted: {why}"))  # one line naming the file (H-39)
     else:

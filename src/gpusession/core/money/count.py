@@ -29,6 +29,7 @@ from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.approvals import approvals_path, approved_digests, file_states
 from gpusession.core.folder.unit import Unit, unit_of
 from gpusession.core.money.cost import cost_per_accepted
+from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.count_cache import (
     CACHE_FILE,
     CORPORA,
@@ -141,6 +142,32 @@ def rule_accepted_runs(rows: Any) -> set[tuple[str, str, str, int]]:
             mine.select("experiment_id", "variant_id", "phase", "run_index").iter_rows() if i is not None}
 
 
+def _rows_in_period(rows: Any, period: Period) -> tuple[Any, set[tuple[str, str]]]:
+    """The rows validated inside the window, and ``(revision, side)`` of each accepted corpus
+    that only rows outside it accepted (seed 000 §5)."""
+    import polars as pl
+
+    if not period.scanned or rows.height == 0:
+        return rows, set()
+    keys = rows.select("experiment_id", "variant_id", "phase", "run_index").iter_rows()
+    sides = [period.side((str(e), str(v), p, i)) for e, v, p, i in keys]
+    kept = rows.filter(pl.Series([s is None for s in sides]))
+    dropped = accepted_revisions(rows) - accepted_revisions(kept)
+    outside = rows.filter(pl.Series([s is not None for s in sides]))
+    side_of = {rev: side for rev, side in zip(outside["corpus_revision"].to_list(),
+                                             [s for s in sides if s is not None])}
+    return kept, {(rev, side_of.get(rev, "after")) for rev in dropped}
+
+
+def _outside_words(period: Period, sides: list[str | None], one: str, many: str) -> tuple[str, ...]:
+    """``2 accepted corpora validated before the package started (…): outside the period …``.
+
+    ``sides``: ``"before"`` or ``"after"`` for each deliverable left out.
+    """
+    return tuple(period.words(n, one if n == 1 else many, side)
+                 for side in ("before", "after") if (n := sides.count(side)))
+
+
 def session_count(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount:
     """The session's one count of accepted deliverables (S10).
 
@@ -166,17 +193,23 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
             sum(1 for s in states if s.state == "to-decide"))
     else:
 
+        rows = session.results.read() if frame is None else frame
+        period = session_period(session)  # seed 000 §5: validated in the period
         if has_accept_rule(session):
-            rows = session.results.read() if frame is None else frame
-            digests, validated, strays = accepted_output_digests(session, rule_accepted_runs(rows))
+            runs = rule_accepted_runs(rows)
+            inside = {r for r in runs if period.side(r) is None}
+            digests, validated, strays = accepted_output_digests(session, inside)
             count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit,
-                                     tuple(f"validation/{s}: no row of resultats-bruts.csv holds this run"
-                                           for s in strays[:20]))
+                                     (*_outside_words(period, [period.side(r) for r in runs - inside],
+                                                     "accepted run", "accepted runs"),
+                                      *(f"validation/{s}: no row of resultats-bruts.csv holds this run"
+                                        for s in strays[:20])))
         else:
-            rows = session.results.read() if frame is None else frame
             validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
-            count = DeliverableCount(len(accepted_revisions(rows)) if validated_n else None, CORPORA,
-                                     corpora_unit)
+            kept, outside = _rows_in_period(rows, period)
+            count = DeliverableCount(len(accepted_revisions(kept)) if validated_n else None, CORPORA,
+                                     corpora_unit, _outside_words(period, [side for _, side in outside],
+                                                                  "accepted corpus", "accepted corpora"))
     if cache:
         try:
             write_cache(session, count)
@@ -190,7 +223,8 @@ def write_cache(session: Session, count: DeliverableCount) -> None:
     folder = Path(session.folder)
     doc = {"schema": 1, "count": count.n, "source": count.source, "short": count.short(),
            "words": count.words(), "declared": count.unit.declared, "unit": count.unit.singular,
-           "unit_plural": count.unit.plural, "key": cache_key(folder, session.data)}
+           "unit_plural": count.unit.plural, "left_out": len(count.not_counted),
+           "key": cache_key(folder, session.data)}
     doc["check"] = cache_check(doc)  # a hand edit of the count reads as no cache (H-47)
     write_atomic_bytes(folder / CACHE_FILE, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
 

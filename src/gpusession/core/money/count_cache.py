@@ -40,11 +40,12 @@ RULE_KIND = "accept-rule"
 
 
 def count_facts(session_doc: Mapping[str, Any] | None) -> str:
-    """What the count reads of ``session.toml``, sealed: its unit and the experiments judged by a rule.
+    """What the count reads of ``session.toml``, sealed: its unit, the experiments judged by a
+    rule and the package window (start, days: the period, seed 000 §5).
 
-    Source: S8, S10. Why: the count depends on these two facts only, so a write of
-    ``session.toml`` that changes neither (an experiment defined, the package moved, a
-    limit set) keeps the count that ``status`` says, where its mtime once made it ``?``.
+    Source: S8, S10. Why: the count depends on these facts only, so a write of
+    ``session.toml`` that changes none (an experiment defined, a limit set) keeps the count
+    that ``status`` says, where its mtime once made it ``?``.
     """
     doc = session_doc if isinstance(session_doc, Mapping) else {}
     deliverable = doc.get("deliverable")
@@ -52,8 +53,10 @@ def count_facts(session_doc: Mapping[str, Any] | None) -> str:
     rules = sorted(str(k) for k, v in (experiments.items() if isinstance(experiments, Mapping) else ())
                    if isinstance(v, Mapping) and isinstance(v.get("protocol"), Mapping)
                    and v["protocol"].get("kind") == RULE_KIND)
+    package = doc.get("package")
+    window = ([package.get("start"), package.get("days")] if isinstance(package, Mapping) else None)
     canon = json.dumps({"deliverable": deliverable if isinstance(deliverable, Mapping) else None,
-                        "rules": rules}, sort_keys=True, ensure_ascii=False, default=str)
+                        "rules": rules, "window": window}, sort_keys=True, ensure_ascii=False, default=str)
     return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
 
 
@@ -116,8 +119,10 @@ def cached_words(folder: Path, *, stale_ok: bool = False,
 
 
 def shown_in_status(doc: dict[str, Any] | None) -> bool:
-    """Whether ``status`` says the cached count instead of the accepted corpora (S8, S10)."""
-    return doc is not None and (doc.get("source") != CORPORA or bool(doc.get("declared")))
+    """Whether ``status`` says the cached count instead of the accepted corpora (S8, S10): a
+    unit of its own, another source, or accepted corpora the period left out (seed 000 §5)."""
+    return doc is not None and (doc.get("source") != CORPORA or bool(doc.get("declared"))
+                                or bool(doc.get("left_out")))
 
 
 def declared_unit(session_doc: Mapping[str, Any] | None) -> tuple[str, str] | None:
