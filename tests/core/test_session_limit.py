@@ -127,6 +127,8 @@ def test_d1_words_of_durations_and_reserves() -> None:
     assert duration_words(6 * 3600) == "6 h"
     assert duration_words(2.5 * 3600) == "2 h 30 min"
     assert duration_words(45 * 60 - 1) == "45 min"
+    assert duration_words(0.175) == "175 ms"  # a figure said as it is, never "1 min"
+    assert duration_words(12.3) == "12.3 s"
     assert duration_words(3 * 86400 + 3600) == "3 d 1 h"
     assert parse_reserve("1h30m") == 5400 and parse_reserve("90m") == 5400
     with pytest.raises(Exception, match="expected a duration"):

@@ -319,7 +319,15 @@ def measured_reserve(folder: Path) -> Reserve:
 
 
 def duration_words(seconds: float) -> str:
-    """``6 h``, ``2 h 30 min``, ``45 min``, ``3 d 11 h`` (rounded up to the minute)."""
+    """``175 ms``, ``12.3 s``, ``6 h``, ``2 h 30 min``, ``45 min``, ``3 d 11 h``.
+
+    Under a minute the figure itself (``format_seconds``): a run of 175 ms is never said
+    as ``1 min``; from a minute on, rounded up to the minute (a reserve, a time left).
+    """
+    if seconds < 60:
+        from gpusession.core.files.units import format_seconds  # status loads units only when needed
+
+        return format_seconds(max(0.0, seconds))
     minutes = max(0, math.ceil(seconds / 60 - 1e-9))
     h, m = divmod(minutes, 60)
     if h >= 48:
