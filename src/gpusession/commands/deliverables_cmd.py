@@ -100,8 +100,11 @@ def deliverables_problem(session: Any, frame: Any = None) -> str | None:
 
 
 def deliverables_line(data: dict[str, Any] | None) -> str | None:
-    """``show``'s line for a session counting in its own unit, or whose count left something
-    out (seed 000 §5); ``None`` for a plain classification one (its corpora line says it)."""
+    """``show``'s line for a session in its own unit or whose count left something out.
+
+    ``None`` for a plain classification session with nothing left out of its count
+    (seed 000 §5): its corpora line says it.
+    """
     if data is None or (data["source"] == "corpora" and not data["declared"] and not data.get("not_counted")):
         return None
     tail = f"; {data['to_decide']} still to decide" if data.get("to_decide") else ""

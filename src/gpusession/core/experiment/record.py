@@ -43,8 +43,11 @@ def record_value(text: str) -> str:
 
 
 def tolerance_words(protocol: Mapping[str, Any] | None) -> str:
-    """``0.01 below threshold 0.9 (macro_f1)``, ``not chosen (read as 0) below threshold
-    0.9 (macro_f1)`` when the protocol holds none (V5), or ``none (no validation protocol)``."""
+    """``0.01 below threshold 0.9 (macro_f1)``, or ``none (no validation protocol)``.
+
+    A protocol without a tolerance says ``not chosen (read as 0) below threshold 0.9
+    (macro_f1)`` (V5): nobody chose 0.
+    """
     p = protocol or {}
     if not p:
         return "none (no validation protocol)"

@@ -29,7 +29,6 @@ from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.approvals import approvals_path, approved_digests, file_states
 from gpusession.core.folder.unit import Unit, unit_of
 from gpusession.core.money.cost import cost_per_accepted
-from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.count_cache import (
     CACHE_FILE,
     CORPORA,
@@ -38,6 +37,7 @@ from gpusession.core.money.count_cache import (
     cached_words,
     shown_in_status,
 )
+from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.rates import format_usd
 from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import accepted_output_digests, has_accept_rule
@@ -143,8 +143,10 @@ def rule_accepted_runs(rows: Any) -> set[tuple[str, str, str, int]]:
 
 
 def _rows_in_period(rows: Any, period: Period) -> tuple[Any, set[tuple[str, str]]]:
-    """The rows validated inside the window, and ``(revision, side)`` of each accepted corpus
-    that only rows outside it accepted (seed 000 §5)."""
+    """The rows validated inside the window, and the accepted corpora only rows outside it accepted.
+
+    Returns ``(rows inside, {(corpus revision, "before" | "after")})`` (seed 000 §5).
+    """
     import polars as pl
 
     if not period.scanned or rows.height == 0:
@@ -155,7 +157,7 @@ def _rows_in_period(rows: Any, period: Period) -> tuple[Any, set[tuple[str, str]
     dropped = accepted_revisions(rows) - accepted_revisions(kept)
     outside = rows.filter(pl.Series([s is not None for s in sides]))
     side_of = {rev: side for rev, side in zip(outside["corpus_revision"].to_list(),
-                                             [s for s in sides if s is not None])}
+                                             [s for s in sides if s is not None], strict=True)}
     return kept, {(rev, side_of.get(rev, "after")) for rev in dropped}
 
 

@@ -40,10 +40,9 @@ RULE_KIND = "accept-rule"
 
 
 def count_facts(session_doc: Mapping[str, Any] | None) -> str:
-    """What the count reads of ``session.toml``, sealed: its unit, the experiments judged by a
-    rule and the package window (start, days: the period, seed 000 §5).
+    """What the count reads of ``session.toml``, sealed: unit, rule experiments, package window.
 
-    Source: S8, S10. Why: the count depends on these facts only, so a write of
+    The window (start, days) is the period the count holds (seed 000 §5). Source: S8, S10. Why: the count depends on these facts only, so a write of
     ``session.toml`` that changes none (an experiment defined, a limit set) keeps the count
     that ``status`` says, where its mtime once made it ``?``.
     """
@@ -119,8 +118,11 @@ def cached_words(folder: Path, *, stale_ok: bool = False,
 
 
 def shown_in_status(doc: dict[str, Any] | None) -> bool:
-    """Whether ``status`` says the cached count instead of the accepted corpora (S8, S10): a
-    unit of its own, another source, or accepted corpora the period left out (seed 000 §5)."""
+    """Whether ``status`` says the cached count instead of the accepted corpora (S8, S10).
+
+    So it does for a unit of its own, another source, or accepted corpora the period left
+    out (seed 000 §5).
+    """
     return doc is not None and (doc.get("source") != CORPORA or bool(doc.get("declared"))
                                 or bool(doc.get("left_out")))
 

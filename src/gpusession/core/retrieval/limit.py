@@ -325,7 +325,9 @@ def duration_words(seconds: float) -> str:
     as ``1 min``; from a minute on, rounded up to the minute (a reserve, a time left).
     """
     if seconds < 60:
-        from gpusession.core.files.units import format_seconds  # status loads units only when needed
+        from gpusession.core.files.units import (
+            format_seconds,  # status loads units only when needed
+        )
 
         return format_seconds(max(0.0, seconds))
     minutes = max(0, math.ceil(seconds / 60 - 1e-9))
