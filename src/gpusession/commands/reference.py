@@ -1,7 +1,6 @@
-"""The command reference (``docs/cli.md``) and the man page (``docs/man/gpusession.1``),
-both made from the argument parser as built, so neither can drift from ``--help``.
+"""The command reference (``docs/cli.md``) and the man page, made from the parser as built.
 
-Called by ``python -m gpusession.commands.reference`` (rewrites both files, or
+Both come from the argument parser ``--help`` reads, so neither can drift from it. Called by ``python -m gpusession.commands.reference`` (rewrites both files, or
 ``--check``: exit 1 naming the stale file) and by ``tests/test_cli_reference.py``. The
 Markdown is ours (every command, its usage, its help, every option's help); the man page is
 ``argparse-manpage``'s (the ``test`` extra, never a runtime dependency). Both are made at a
@@ -58,8 +57,10 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction |
 
 
 def commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[Command]:
-    """Every command under ``parser``, depth first in help order (``experiment`` then
-    ``experiment define``…); an alias is listed with its command, never as one of its own.
+    """Every command under ``parser``, depth first in help order.
+
+    ``experiment`` comes before ``experiment define``; an alias is listed with its command,
+    never as one of its own.
     """
     sub = _subparsers(parser)
     if sub is None:
@@ -157,8 +158,9 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
 
     Args:
         parser: the whole parser (default: :func:`gpusession.commands.parser.build_parser`).
+
     Returns:
-        The Markdown text, ``\\n`` line ends, one final newline.
+        The Markdown text, one line end (LF) per line, one final newline.
     """
     parser = parser or build_parser()
     every = commands(parser)
@@ -185,7 +187,7 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
 
 @contextmanager
 def _columns(width: int) -> Iterator[None]:
-    """argparse reads the terminal's width from ``COLUMNS``; fixed here while a page is made."""
+    """Fix ``COLUMNS`` (argparse reads the terminal's width there) while a page is made."""
     before = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(width)
     try:

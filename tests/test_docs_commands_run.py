@@ -1,0 +1,115 @@
+"""Every shell block of the README and the guide runs as written, or says why it cannot.
+
+Each fenced shell block (```sh, or one whose lines start with ``$ ``) is preceded by a
+marker: ``<!-- doc-test: run -->`` (run here, on CPU, no network: in a temp folder with
+GPUSESSION_HOME, HOME and the XDG folders there, ``gpusession`` and ``python3`` this
+tree's), ``<!-- doc-test: run (needs torch) -->`` (skipped with the reason where torch is
+not installed), or ``<!-- doc-test: skip (WHY) -->`` (a GPU server, ssh, the real clock, a
+placeholder file). A block without a marker fails: a new example decides.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import gpusession
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ("README.md", "docs/guide.md")
+MARKER = re.compile(r"^<!-- doc-test: (run|skip)(?: \((.+)\))? -->$")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.S | re.M)
+#: Every block that runs runs on the clock the other tests read (A6).
+pytestmark = [pytest.mark.calendar]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced shell block: where it is, its marker, the commands it holds."""
+
+    page: str
+    line: int
+    verdict: str | None  # "run", "skip" or None (no marker)
+    why: str | None
+    script: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def _blocks(page: str) -> list[Block]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    found = []
+    for m in FENCE.finditer(text):
+        lang, body = m.group(1), m.group(2)
+        prompts = [line[2:] for line in body.splitlines() if line.startswith("$ ")]
+        if lang not in ("sh", "bash", "shell", "console") and not prompts:
+            continue  # a config file or a sample of output
+        line = text.count("\n", 0, m.start()) + 1
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marker = MARKER.match(before)
+        script = "\n".join(prompts) if prompts else body
+        found.append(Block(page, line, marker.group(1) if marker else None,
+                           marker.group(2) if marker else None, script))
+    return found
+
+
+BLOCKS = [b for page in PAGES for b in _blocks(page)]
+
+
+def test_every_shell_block_is_marked_run_or_skip_with_why() -> None:
+    unmarked = [b.id for b in BLOCKS if b.verdict is None]
+    assert unmarked == [], f"mark these blocks <!-- doc-test: run --> or <!-- doc-test: skip (why) -->: {unmarked}"
+    assert all(b.why for b in BLOCKS if b.verdict == "skip"), [b.id for b in BLOCKS if not b.why]
+    assert sum(b.verdict == "run" for b in BLOCKS) >= 3  # the own-model, the visuals and the cost examples
+
+
+def test_no_example_uses_an_older_option_name() -> None:
+    """``validate --output`` and ``export --output`` still work but say their new name: the
+    docs teach the new one (``--predictions``, ``--out``)."""
+    for b in BLOCKS:
+        for command in re.findall(r"gpusession (?:validate|export)\b[^\n]*(?:\\\n[^\n]*)*", b.script):
+            assert "--output " not in command, (b.id, command)
+
+
+def _shims(folder: Path) -> Path:
+    """``gpusession``, ``python`` and ``python3`` on PATH as this tree's, whatever is installed."""
+    folder.mkdir()
+    for name, run in (("gpusession", f'"{sys.executable}" -m gpusession'),
+                      ("python", f'"{sys.executable}"'), ("python3", f'"{sys.executable}"')):
+        shim = folder / name
+        shim.write_text(f'#!/bin/sh\nexec {run} "$@"\n', encoding="utf-8")
+        shim.chmod(0o755)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.verdict == "run"], ids=lambda b: b.id)
+def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+    if "torch" in (block.why or "") and importlib.util.find_spec("torch") is None:
+        pytest.skip("torch not installed")
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(ROOT / "examples", work / "examples")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSESSION_") or k == "GPUSESSION_NOW"}
+    src = str(Path(gpusession.__file__).resolve().parents[1])
+    env.update(
+        PATH=f"{_shims(tmp_path / 'bin')}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p),
+        GPUSESSION_HOME=str(work / "sessions"), GPUSESSION_PID_NAMESPACE="host", HOME=str(home),
+        XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.script], cwd=work, env=env,
+                       capture_output=True, text=True, check=False, timeout=600)
+    assert r.returncode == 0, f"{block.id} exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
