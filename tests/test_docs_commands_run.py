@@ -6,6 +6,10 @@ GPUSESSION_HOME, HOME and the XDG folders there, ``gpusession`` and ``python3`` 
 tree's), ``<!-- doc-test: run (needs torch) -->`` (skipped with the reason where torch is
 not installed), or ``<!-- doc-test: skip (WHY) -->`` (a GPU server, ssh, the real clock, a
 placeholder file). A block without a marker fails: a new example decides.
+
+``run given DIR`` copies DIR's files (the person's own program and corpus) into the temp
+folder first; ``run without WORD, WORD (why)`` leaves out the lines naming one of the
+words (a GPU, ssh), so that the other lines of the block still run as written.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import gpusession
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/guide.md")
-MARKER = re.compile(r"^<!-- doc-test: (run|skip)(?: \((.+)\))? -->$")
+MARKER = re.compile(r"^<!-- doc-test: (run|skip)(?: given (\S+))?(?: without ([^()]+?))?(?: \((.+)\))? -->$")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.S | re.M)
 #: Every block that runs runs on the clock the other tests read (A6).
 pytestmark = [pytest.mark.calendar]
@@ -40,6 +44,13 @@ class Block:
     verdict: str | None  # "run", "skip" or None (no marker)
     why: str | None
     script: str
+    given: str | None = None  # a folder of the repository copied into the work folder first
+    without: tuple[str, ...] = ()  # lines naming one of these words are left out
+
+    def runnable(self) -> str:
+        """The script with the lines naming a word of ``without`` left out."""
+        return "\n".join(line for line in self.script.splitlines()
+                         if not any(word in line for word in self.without))
 
     @property
     def id(self) -> str:
@@ -58,8 +69,12 @@ def _blocks(page: str) -> list[Block]:
         before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.match(before)
         script = "\n".join(prompts) if prompts else body
-        found.append(Block(page, line, marker.group(1) if marker else None,
-                           marker.group(2) if marker else None, script))
+        if marker is None:
+            found.append(Block(page, line, None, None, script))
+            continue
+        verdict, given, without, why = marker.groups()
+        words = tuple(w.strip() for w in without.split(",")) if without else ()
+        found.append(Block(page, line, verdict, why, script, given, words))
     return found
 
 
@@ -70,7 +85,20 @@ def test_every_shell_block_is_marked_run_or_skip_with_why() -> None:
     unmarked = [b.id for b in BLOCKS if b.verdict is None]
     assert unmarked == [], f"mark these blocks <!-- doc-test: run --> or <!-- doc-test: skip (why) -->: {unmarked}"
     assert all(b.why for b in BLOCKS if b.verdict == "skip"), [b.id for b in BLOCKS if not b.why]
-    assert sum(b.verdict == "run" for b in BLOCKS) >= 3  # the own-model, the visuals and the cost examples
+    assert all(b.why for b in BLOCKS if b.without), [b.id for b in BLOCKS if b.without and not b.why]
+    assert all((ROOT / b.given).is_dir() for b in BLOCKS if b.given)
+    # the quick start, the own-model, the visuals and the cost examples
+    assert sum(b.verdict == "run" for b in BLOCKS) >= 4
+
+
+def test_a_left_out_word_names_a_line_of_its_block() -> None:
+    """``without`` leaves out only what it names: each word is in a line of the block, and
+    most of the block still runs."""
+    for b in BLOCKS:
+        lines = b.script.splitlines()
+        for word in b.without:
+            assert any(word in line for line in lines), (b.id, word)
+        assert len(b.runnable().splitlines()) > len(lines) // 2, b.id
 
 
 def test_no_example_uses_an_older_option_name() -> None:
@@ -100,6 +128,8 @@ def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     shutil.copytree(ROOT / "examples", work / "examples")
+    if block.given:
+        shutil.copytree(ROOT / block.given, work, dirs_exist_ok=True)
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSESSION_") or k == "GPUSESSION_NOW"}
@@ -110,6 +140,6 @@ def test_the_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         GPUSESSION_HOME=str(work / "sessions"), GPUSESSION_PID_NAMESPACE="host", HOME=str(home),
         XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
     )
-    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.script], cwd=work, env=env,
+    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.runnable()], cwd=work, env=env,
                        capture_output=True, text=True, check=False, timeout=600)
     assert r.returncode == 0, f"{block.id} exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
