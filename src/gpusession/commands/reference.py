@@ -49,7 +49,7 @@ class Command:
         return " ".join(("gpusession", *self.words))
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:  # type: ignore[type-arg]
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action
@@ -208,7 +208,7 @@ def manpage(parser: argparse.ArgumentParser | None = None) -> str:
         ModuleNotFoundError: argparse-manpage is not installed (``pip install -e '.[test]'``).
     """
     try:
-        from argparse_manpage.manpage import Manpage  # type: ignore[import-untyped]
+        from argparse_manpage.manpage import Manpage
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
             "the man page is made by argparse-manpage: pip install -e '.[test]'") from e
