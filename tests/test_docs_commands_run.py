@@ -28,7 +28,7 @@ import pytest
 import gpusession
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "docs/guide.md")
+PAGES = ("README.md", "docs/guide.md", "docs/testing.md")
 MARKER = re.compile(r"^<!-- doc-test: (run|skip)(?: given (\S+))?(?: without ([^()]+?))?(?: \((.+)\))? -->$")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.S | re.M)
 #: Every block that runs runs on the clock the other tests read (A6).
@@ -47,10 +47,23 @@ class Block:
     given: str | None = None  # a folder of the repository copied into the work folder first
     without: tuple[str, ...] = ()  # lines naming one of these words are left out
 
+    def lines(self) -> list[str]:
+        """The block's commands, a line continued by ``\\`` joined to the next."""
+        found: list[str] = []
+        pending: list[str] = []
+        for line in self.script.splitlines():
+            pending.append(line)
+            if not line.endswith("\\"):
+                found.append("\n".join(pending))
+                pending = []
+        return found + (["\n".join(pending)] if pending else [])
+
     def runnable(self) -> str:
-        """The script with the lines naming a word of ``without`` left out."""
-        return "\n".join(line for line in self.script.splitlines()
-                         if not any(word in line for word in self.without))
+        """The script without the commands naming a word of ``without``, each command's exit
+        status checked after it (``bash -e`` lets the first command of ``a && b`` fail)."""
+        kept = [c for c in self.lines() if not any(word in c for word in self.without)]
+        check = 'rc=$?; if [ "$rc" -ne 0 ]; then echo "doc-test: the command above exited $rc" >&2; exit "$rc"; fi'
+        return "\n".join(f"{c}\n{check}" for c in kept)
 
     @property
     def id(self) -> str:
@@ -95,10 +108,18 @@ def test_a_left_out_word_names_a_line_of_its_block() -> None:
     """``without`` leaves out only what it names: each word is in a line of the block, and
     most of the block still runs."""
     for b in BLOCKS:
-        lines = b.script.splitlines()
+        commands = b.lines()
         for word in b.without:
-            assert any(word in line for line in lines), (b.id, word)
-        assert len(b.runnable().splitlines()) > len(lines) // 2, b.id
+            assert any(word in c for c in commands), (b.id, word)
+        kept = [c for c in commands if not any(word in c for word in b.without)]
+        assert len(kept) > len(commands) // 2, b.id
+
+
+def test_a_command_that_fails_first_in_an_and_list_fails_the_block() -> None:
+    block = Block("x.md", 1, "run", None, "false && true\ntrue")
+    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.runnable()], capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 1 and "exited 1" in r.stderr
 
 
 def test_no_example_uses_an_older_option_name() -> None:
