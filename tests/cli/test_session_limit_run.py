@@ -121,11 +121,11 @@ def test_d1_a_never_measured_run_expects_the_run_timeout(
     assert code == 4 and "run timeout, as nothing is measured yet" in out, out
 
 
-def test_d1_exit_4_and_the_two_overrides_agree_in_readme_docs_and_help() -> None:
+def test_d1_exit_4_and_the_two_overrides_agree_in_the_guide_docs_and_help() -> None:
     from gpusession.cli import build_parser
 
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "guide.md").read_text(encoding="utf-8")
     codes = (root / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     helptext = " ".join(sub.choices["run"].format_help().split())  # type: ignore[attr-defined]

@@ -77,7 +77,7 @@ def test_demo_headless_cpu_end_to_end(
 
 
 def _assert_private(folder: Path) -> None:
-    """Every folder under ``folder`` is 0700 and every file 0600, as the README promises."""
+    """Every folder under ``folder`` is 0700 and every file 0600, as the guide promises."""
     import stat
 
     modes = {str(p.relative_to(folder)): stat.S_IMODE(p.lstat().st_mode)

@@ -1,4 +1,4 @@
-"""The README's own-model example end to end: define → run → validate → show → report.
+"""The guide's own-model example end to end: define → run → validate → show → report.
 
 ``examples/tfidf_bbc.py`` (TF-IDF + logistic regression on the BBC texts) as a Python
 workload (``tfidf_bbc:make``) and as a command workload, then ``validate --session``,
@@ -44,7 +44,7 @@ def test_example_workload_define_run_validate_show_report(
     assert "experiment complete" in r.stdout and "macro-F1 0.9" in r.stdout
     c = run_cli("experiment", "own", "define", "--id", "tfidf-cmd", "--workload", "command",
                 "--command", f"{sys.executable} {EXAMPLES / 'tfidf_bbc.py'} predict --model-dir "
-                "example --corpus {corpus} --output {output} --batch {batch}",  # the README's form
+                "example --corpus {corpus} --output {output} --batch {batch}",  # the guide's form
                 "--corpus", "example/eval.jsonl", "--values", "64", "--classes", CLASSES, "--threshold", "0.9",
                 "--runs", "1", "--warmup", "0", "--cold-runs", "0")
     assert c.returncode == 0, c.stderr

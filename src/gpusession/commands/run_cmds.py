@@ -489,7 +489,7 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
     return code
 
 
-#: ``run``'s exit status, highest precedence first (README, ``docs/exit-codes.md``, ``--help``).
+#: ``run``'s exit status, highest precedence first (``docs/guide.md``, ``docs/exit-codes.md``, ``--help``).
 EXIT_PRECEDENCE = (
     "a signal ended the run (129 SIGHUP, 130 a second Ctrl-C, 143 SIGTERM) > refused before "
     "anything ran (2 bad input, also an edited corpus or a load that reports another model or "

@@ -113,7 +113,7 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
     )
 
 
-#: The contract in one phrase, for messages (README "Bringing your own model").
+#: The contract in one phrase, for messages (docs/guide.md, "Bringing your own model").
 CONTRACT = "load(device, precision, context_limit) and predict(texts) -> labels"
 
 
@@ -122,7 +122,7 @@ def check_contract(obj: Any, name: str) -> None:
 
     ``load`` must accept three positional arguments ``(device: str, precision: str,
     context_limit: int | None)`` and ``predict`` one (``texts: list[str]``); see the
-    README's workload contract.
+    guide's workload contract (docs/guide.md).
 
     Args:
         obj: what the factory returned.
