@@ -144,6 +144,41 @@ def test_s1_a_probes_evidence_still_never_ticks(session: Session) -> None:
     assert not any(i.done for i in items.values())  # …and tick nothing: no fact is recorded yet
 
 
+def test_s11_manifest_ticks_g8_manifest_with_its_path_and_count_recorded_by_gpusession(
+        session: Session, sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpusession manifest`` ticks "write the manifest" with its evidence; a hand-made or
+    edited ``[manifest]`` table is the person's (A4, H-58), and a manifest gone ticks nothing."""
+    deliv = tmp_path / "deliverables"
+    deliv.mkdir()
+    for i in (1, 2, 3):
+        (deliv / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    assert not _items(session)["g8.manifest"].done
+    checklist = session.folder / "checklist.toml"
+    before = checklist.read_text() if checklist.exists() else "schema = 1\n"
+    checklist.write_text(before + '\n[manifest]\npath = "/nowhere/manifest.csv"\nfiles = 18\n')
+    assert not _items(session)["g8.manifest"].done  # written by hand: no fact
+    code, out, err = cli(capsys, sessions_root, "manifest", session.name, "--deliverables", str(deliv))
+    assert code == 0, err
+    item = _items(session)["g8.manifest"]
+    path = session.folder / "manifest.csv"
+    assert item.done and item.ticked_by == cl.PRODUCT
+    assert item.state_words() == "done (recorded by gpusession)"
+    assert item.evidence == (f"manifest {path.absolute()}: 3 file(s), 27 bytes (SHA-256), written "
+                             "2026-11-29 15:00 UTC by gpusession manifest")
+    code, out, _ = cli(capsys, sessions_root, "checklist", session.name)
+    lines = out.splitlines()
+    at = next(i for i, t in enumerate(lines) if " g8.manifest " in t)
+    assert lines[at].startswith("  [x] done (recorded by gpusession)  g8.manifest")
+    assert "3 file(s)" in lines[at + 1] and str(path.absolute()) in lines[at + 1]
+    sealed = checklist.read_text()
+    checklist.write_text(sealed.replace("files = 3", "files = 30"))  # an edit of what gpusession wrote
+    assert not _items(session)["g8.manifest"].done
+    checklist.write_text(sealed)
+    assert _items(session)["g8.manifest"].done
+    path.unlink()  # the manifest it vouched for is gone
+    assert not _items(session)["g8.manifest"].done
+
+
 @needs_rsync
 def test_s11_after_a_verified_pull_g8_verify_copy_is_done_with_the_pull_as_evidence(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

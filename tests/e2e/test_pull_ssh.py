@@ -269,9 +269,12 @@ def test_d2_second_pull_appends_an_entry(sshd: Sshd, server: tuple[Path, Path], 
     args = (f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home), "--ssh", sshd.ssh)
     assert _pull(*args, cwd=tmp_path).returncode == 0
     (first,) = _entries(sess / "retrieval.toml")
-    (deliv / "more.bin").write_bytes(os.urandom(500_000))  # the next pull has something to move
-    again = _pull(*args, cwd=tmp_path)
-    assert again.returncode == 3  # more.bin is not in the manifest: copied, not verified
+    from gpusession.cli import main
+
+    (deliv / "more.bin").write_bytes(os.urandom(500_000))  # the next pull has something to move:
+    assert main(["--sessions-dir", str(sess.parent), "manifest", "trial-1", "--deliverables", str(deliv)]) == 0
+    again = _pull(*args, cwd=tmp_path)  # a pull copies what the newest manifest lists
+    assert again.returncode == 0, again.stdout + again.stderr
     entries = _entries(sess / "retrieval.toml")
     assert len(entries) == 2 and entries[0] == first
     assert entries[1]["bytes"] >= 500_000 and entries[1]["throughput_bytes_per_s"] > 0
@@ -329,8 +332,10 @@ def test_d2_probe_caps_the_bytes_and_records_a_small_copy(sshd: Sshd, server: tu
     assert not (home / "trial-1").exists()  # a probe is never taken for the copy home
     assert not (home / ".gpusession-pull" / "trial-1" / "probe").exists()
     # the pull after it appends to the same file
-    assert _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
-                 "--ssh", sshd.ssh, cwd=tmp_path, timeout=300).returncode == 3  # parts not in the manifest
+    after = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                  "--ssh", sshd.ssh, cwd=tmp_path, timeout=300)
+    assert after.returncode == 0, after.stdout + after.stderr  # the parts, not in the manifest, stay there
+    assert "3 files not approved were left on the server: part-0.bin, part-1.bin, part-2.bin" in after.stdout
     entries = _entries(sess / "retrieval.toml")
     assert [e["probe"] for e in entries] == [True, False]
 
@@ -366,3 +371,37 @@ def test_h26_a_remote_path_with_spaces_and_brackets_pulls_with_an_rsync_that_spl
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VERIFIED" in done.stdout and "NOT VERIFIED" not in done.stdout
     assert (home / "s-deliverables" / "a b.txt").read_text() == "accepted\n"
+
+
+def test_s9_visuals_16_approved_2_rejected_pull_over_ssh_verified_and_the_two_named_left(
+        sshd: Sshd, tmp_path: Path) -> None:
+    """The rental guide's hand-over: 18 charts, 16 approved, 2 rejected, the manifest, the pull
+    over a real sshd (with and without --deliverables): VERIFIED, exit 0, the two left there."""
+    from gpusession.cli import main
+
+    root = tmp_path / "server" / "sessions"
+    out = tmp_path / "server" / "visuals-out"
+    out.mkdir(parents=True)
+    charts = [out / f"chart-{i:02d}.png" for i in range(1, 19)]
+    for i, chart in enumerate(charts):
+        chart.write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(20_000 + i))
+    base = ["--sessions-dir", str(root)]
+    assert main([*base, "new", "visuals", "--gpu", "RTX A5000", "--lots", "1", "--days", "7",
+                 "--unit", "visual", "--expected-count", "18"]) == 0
+    assert main([*base, "approve", "visuals", *map(str, charts[:16]), "--by", "Ana Reviewer"]) == 0
+    assert main([*base, "reject", "visuals", *map(str, charts[16:]), "--by", "Ana Reviewer",
+                 "--why", "legend cut"]) == 0
+    assert main([*base, "manifest", "visuals"]) == 0
+    sess = root / "visuals"
+    for given in ((), ("--deliverables", str(out))):
+        home = tmp_path / f"home{len(given)}"
+        done = _pull(f"{sshd.host}:{sess}", *given, "--to", str(home), "--ssh", sshd.ssh, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "16/16 listed file(s) match (size and SHA-256)" in done.stdout
+        assert "2 files not approved were left on the server: chart-17.png, chart-18.png" in done.stdout
+        assert "VERIFIED: the copy home matches" in done.stdout and "NOT VERIFIED" not in done.stdout
+        copied = sorted(p.name for p in (home / "visuals-deliverables").iterdir())
+        assert copied == [c.name for c in charts[:16]]
+        assert (home / "visuals-deliverables" / "chart-16.png").read_bytes() == charts[15].read_bytes()
+        assert "left_on_server = 2" in (home / "visuals" / "checklist.toml").read_text()
+    assert charts[16].exists() and charts[17].exists()  # left where they were

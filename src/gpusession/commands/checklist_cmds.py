@@ -318,6 +318,12 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         path=str(res.path.absolute()), deliverables=str(folder.absolute()), files=len(res.entries),
         total_bytes=res.total_bytes, skipped=len(res.skipped),
         copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None))
+    from gpusession.core.retrieval.manifest import record_manifest
+
+    try:  # the checklist's g8.manifest reads it as done, by gpusession (S11)
+        record_manifest(s.folder, res, folder)
+    except BadInput as exc:  # the manifest stands; the checklist that does not read is named
+        print(_shown(f"gpusession: note: the manifest is not recorded in the checklist: {exc}"), file=sys.stderr)
     if getattr(args, "json", False):  # the end line as data (docs/json/manifest.schema.json)
         print_json({"name": s.name, "manifest": str(res.path.absolute()),
                     "copy_in_deliverables": str(res.copy_path.absolute()) if res.copy_path else None,

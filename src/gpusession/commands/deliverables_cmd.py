@@ -158,8 +158,8 @@ def approved_only(session: Any, given: str | None) -> tuple[Path, set[Path], lis
         said.append(f"not handed over ({len(other)}):")
         said += [f"  {st.words()}" for st in other]
     if len(said) > 1:
-        said.append("a copy of the whole folder holds these unlisted files: verify-copy counts them as "
-                    "extra; hand over the approved files only")
+        said.append("gpusession pull copies the listed files only and names these as left on the server; "
+                    "a copy of the whole folder holds them too: verify-copy counts them as extra")
     return folder, exclude, said
 
 

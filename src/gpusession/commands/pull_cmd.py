@@ -35,9 +35,10 @@ def register(sub: Any) -> None:
             "folder) with rsync over ssh into TO/NAME (per-file checksums; every TOML and the "
             "results CSV are read back), the deliverables into TO/NAME-deliverables, and "
             "compares them with the newest SHA-256 manifest made on the server (gpusession "
-            "manifest). An interrupted pull resumes when rerun. The outcome is written into the "
-            "local copy's checklist: a verified copy reads as the item g8.verify-copy done, with the "
-            "pull as evidence. Every pull measures its "
+            "manifest). With that manifest, only the files it lists (the approved ones) are "
+            "copied; the others stay on the server and are named. An interrupted pull resumes "
+            "when rerun. The outcome is written into the local copy's checklist: a verified copy "
+            "reads as the item g8.verify-copy done, with the pull as evidence. Every pull measures its "
             "throughput from rsync's own figures and appends it to retrieval.toml in the server's "
             "session folder (where the session limit reads it); a server that refuses the write "
             "keeps the figure at home, and the pull is not failed for it."
@@ -166,6 +167,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
             print(f"  EXTRA    {_name(p)}")
         for a, b in check.renamed:
             print(f"  RENAMED? {_name(a)} → {_name(b)} (same content)")
+    if res.left_on_server:  # not listed by the manifest: never copied home (S9)
+        from gpusession.core.retrieval.approved_copy import left_words
+
+        print(_name(left_words(res.left_on_server)))
     if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
         print(_name(res.throughput.words()))
     if res.verified:
@@ -188,6 +193,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         if res.server_changed:
             print(f"  the server's file changed after the manifest was made; make a new manifest there "
                   f"(gpusession manifest {_name(source.name)} --deliverables DIR) or restore the file")
+    if check is not None and check.extra and res.copied_listed and res.deliverables_copy is not None:
+        # this pull copied the listed files only: the extra ones were in the copy home before it
+        print(f"  the copy home held {len(check.extra)} file(s) the manifest does not list before this pull "
+              f"(a pull removes nothing): move them out of {_name(res.deliverables_copy)}, then pull again")
     return EXIT_NOT_VERIFIED
 
 
@@ -227,6 +236,7 @@ def pull_json(res: Any) -> dict[str, Any]:
                     for c in check.changed] if check is not None else [],
         "extra": list(check.extra) if check is not None else [],
         "renamed": [{"expected": a, "found": b} for a, b in check.renamed] if check is not None else [],
+        "left_on_server": list(res.left_on_server) if res.left_on_server is not None else None,
         "unreadable": list(res.session_problems),
         "throughput": res.throughput.words() if res.throughput is not None else None,
         "representative": ([str(deliverables / p) if deliverables else p for p in check.representative]

@@ -147,10 +147,14 @@ CHECKLIST = Table({
     "retrieval": Table({  # written by `gpusession pull`
         "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
         "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
-        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE, "seal": TEXT,
+        "deliverables_files": WHOLE, "deliverables_bytes": WHOLE, "left_on_server": WHOLE, "seal": TEXT,
     }),
     "verify_copy": Table({  # written by `gpusession verify-copy` of the session's manifest (S11)
         "verified": BOOL, "at": DATETIME_VALUE, "manifest": TEXT, "copy": TEXT, "files": WHOLE, "seal": TEXT,
+    }),
+    "manifest": Table({  # written by `gpusession manifest`: the newest manifest of the session (S11)
+        "path": TEXT, "at": DATETIME_VALUE, "deliverables": TEXT, "files": WHOLE, "total_bytes": WHOLE,
+        "seal": TEXT,
     }),
 })
 

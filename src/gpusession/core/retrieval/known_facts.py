@@ -1,7 +1,7 @@
 """What the product knows it records itself: the facts that tick checklist items (S11; seed 003 §2, §4, §5, §8).
 
 The rental guide's checklist asks the renter to do things gpusession itself records: a
-verified copy home, a small round trip, a plan the package covers, a count of accepted
+manifest of the approved deliverables, a verified copy home, a small round trip, a plan the package covers, a count of accepted
 deliverables, the order's timeline. An item whose evidence is such a fact is done with
 that fact as its evidence (S11, which changes S1: before it, automatic evidence never
 ticked an item). An item that is a person's judgement (:data:`PERSON_ITEMS`) is never
@@ -15,13 +15,15 @@ The table item → fact is :data:`FACT_OF_ITEM`; the order events of stage 5 are
 Who calls it: :func:`gpusession.core.retrieval.checklist.load_checklist` (so ``checklist
 NAME``, ``checklist NAME --json``, the TUI's Checklist pane and the report read the same
 ticks). Facts are read, never written, here: reading is cheap (``session.toml``,
-``order.toml``, ``checklist.toml``, ``retrieval.toml``, the count cache); no file is hashed.
+``order.toml``, ``checklist.toml``, ``retrieval.toml``, the count cache; whether the
+manifest is still there); no file is hashed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
@@ -45,6 +47,7 @@ FACT_OF_ITEM: dict[str, str] = {
     "g5.active-order": "the order event `payment-sent` (`order NAME event payment-sent`)",
     "g5.paid-not-confirmed": "the order event `payment-confirmed`, from the provider's tracking",
     "g5.provisioning": "the order event `gpu-provisioned`",
+    "g8.manifest": "a manifest written by `gpusession manifest` (sealed `[manifest]` of `checklist.toml`)",
     "g8.verify-copy": "a verified `gpusession pull` or `gpusession verify-copy` of this session's copy",
 }
 
@@ -119,6 +122,28 @@ def _copy_facts(session: Session, checklist: dict[str, Any]) -> list[KnownFact]:
         return []
     at, verified, words = max(found, key=lambda f: f[0] or datetime.min.replace(tzinfo=timezone.utc))
     return [KnownFact("g8.verify-copy", at, words)] if verified else []
+
+
+def _manifest_fact(session: Session, checklist: dict[str, Any]) -> list[KnownFact]:
+    """``g8.manifest`` ← the manifest ``gpusession manifest`` wrote and sealed (S4, S11, A4).
+
+    A ``[manifest]`` table written or edited by hand is the person's, no fact; nor is a
+    manifest no longer there (at its path, or in this folder: a copy home holds it under
+    its name).
+    """
+    rec = checklist.get("manifest")
+    if not (isinstance(rec, dict) and is_sealed(rec) and isinstance(rec.get("path"), str)):
+        return []
+    path = Path(rec["path"])
+    if not (path.is_file() or (session.folder / path.name).is_file()):
+        return []
+    at = _utc(rec.get("at"))
+    files, size = rec.get("files"), rec.get("total_bytes")
+    what = f": {files} file(s)" if isinstance(files, int) and not isinstance(files, bool) else ""
+    if what and isinstance(size, int) and not isinstance(size, bool):
+        what += f", {size:,} bytes"
+    return [KnownFact("g8.manifest", at, f"manifest {rec['path']}{what} (SHA-256), written{_when(at)} by "
+                                         f"gpusession manifest")]
 
 
 def _probe_fact(session: Session) -> list[KnownFact]:
@@ -205,7 +230,8 @@ def known_facts(session: Session, checklist: dict[str, Any]) -> dict[str, KnownF
         never an item of :data:`PERSON_ITEMS`. A file that does not read gives no fact
         (the command that owns it says why).
     """
-    facts = [*_copy_facts(session, checklist), *_probe_fact(session), *_plan_facts(session),
+    facts = [*_copy_facts(session, checklist), *_manifest_fact(session, checklist), *_probe_fact(session),
+             *_plan_facts(session),
              *_count_fact(session), *_order_facts(session)]
     return {f.item_id: f for f in facts if f.item_id in FACT_OF_ITEM and not is_persons(f.item_id)}
 

@@ -16,8 +16,9 @@ the copy with the manifest by size and SHA-256 -- not just by listing -- and nam
 representative files to open *from the copy* (G§8: a sample left on the remote machine is
 not your archive).
 
-Who calls it: ``gpusession manifest`` / ``gpusession verify-copy``, the checklist's
-evidence (stage 8) and the report.
+Who calls it: ``gpusession manifest`` (which records the manifest in the checklist,
+:func:`record_manifest`) / ``gpusession verify-copy``, ``pull`` (which copies the listed
+files only), the checklist's evidence (stage 8) and the report.
 """
 
 from __future__ import annotations
@@ -29,17 +30,21 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import polars as pl
 
+from gpusession.core.files.clock import utcnow
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import refuse_link_or_special
+from gpusession.core.files.seal import sealed
 from gpusession.core.files.textio import printable, quoted, read_text
-from gpusession.core.files.tomlio import write_atomic_bytes
-from gpusession.core.folder.session import refuse_session_data
+from gpusession.core.files.tomlio import read_toml, write_atomic_bytes, write_toml
+from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, refuse_session_data
 
 MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
 #: The name of the manifest's copy written beside the deliverables
@@ -301,6 +306,40 @@ def write_manifest(
     return ManifestWritten(out, entries, skipped, copy_path)
 
 
+#: The ``checklist.toml`` table where ``gpusession manifest`` records the manifest it wrote (S11).
+MANIFEST_TABLE = "manifest"
+
+
+def record_manifest(session_folder: Path, written: ManifestWritten, deliverables: Path,
+                    *, at: datetime | None = None) -> None:
+    """Record the manifest just written in the session's ``checklist.toml`` (S11, A4).
+
+    ``[manifest]``: ``path`` (absolute), ``at``, ``deliverables`` (the folder hashed),
+    ``files``, ``total_bytes``, sealed (:mod:`gpusession.core.files.seal`): the checklist
+    reads it as ``g8.manifest`` done by gpusession; a table written or edited by hand is
+    no such fact (:mod:`gpusession.core.retrieval.known_facts`). The newest manifest
+    replaces the table (the journal keeps every one).
+
+    Args:
+        session_folder: the session's folder.
+        written: what :func:`write_manifest` wrote.
+        deliverables: the folder it hashed.
+        at: when (default now, UTC).
+
+    Raises:
+        BadInput: ``checklist.toml`` does not read (one line naming it; nothing written).
+        Failure: the folder's lock is held too long.
+    """
+    path = Path(session_folder) / CHECKLIST_TOML
+    with folder_lock(session_folder, what="recording the manifest"):
+        doc: dict[str, Any] = read_toml(path) if path.exists() else {"schema": 1}
+        doc[MANIFEST_TABLE] = sealed({
+            "path": str(written.path.absolute()), "at": (at or utcnow()).replace(microsecond=0),
+            "deliverables": str(Path(deliverables).absolute()), "files": len(written.entries),
+            "total_bytes": written.total_bytes})
+        write_toml(path, doc)
+
+
 def check_relative(path_text: str, *, manifest: Path | None = None, line: int | None = None) -> str:
     r"""Refuse an absolute path or one that escapes the folder (S4).
 
@@ -521,6 +560,7 @@ __all__ = [
     "Changed",
     "CopyCheck",
     "ManifestEntry",
+    "MANIFEST_TABLE",
     "ManifestWritten",
     "Skipped",
     "build_manifest",
@@ -529,6 +569,7 @@ __all__ = [
     "manifest_copy_in",
     "next_free_path",
     "read_manifest",
+    "record_manifest",
     "representative_files",
     "scan_folder",
     "verify_copy",

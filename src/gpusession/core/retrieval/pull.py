@@ -6,7 +6,10 @@ It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to over
 1. the session folder, with rsync's per-file checksums (``--checksum``), into
    ``TO/NAME``; then every TOML file and the results CSV are read back;
 2. the deliverables (``--deliverables DIR``, else the folder named by the newest
-   manifest the server's journal recorded) into ``TO/NAME-deliverables``;
+   manifest the server's journal recorded) into ``TO/NAME-deliverables``: when the
+   session copy holds that manifest, only the files it lists (``--files-from``); the
+   files it does not list stay on the server and are named
+   (:mod:`gpusession.core.retrieval.approved_copy`); without one, the whole folder;
 3. the deliverables are compared with the newest SHA-256 manifest made on the server
    (:func:`gpusession.core.retrieval.manifest.verify_copy`), which is named.
 
@@ -54,9 +57,15 @@ from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile
-from gpusession.core.retrieval import throughput
+from gpusession.core.retrieval import approved_copy, throughput
 from gpusession.core.retrieval.copylinks import outside_reason
-from gpusession.core.retrieval.manifest import CopyCheck, manifest_copy_in, verify_copy
+from gpusession.core.retrieval.manifest import (
+    CopyCheck,
+    ManifestEntry,
+    manifest_copy_in,
+    read_manifest,
+    verify_copy,
+)
 from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded, RsyncStats, parse_stats
 
 #: Where partial and temporary files of a pull live, under ``--to``.
@@ -559,6 +568,11 @@ class PullResult:
     server_changed: list[str] = field(default_factory=list)
     #: The measured throughput and where it was written (``retrieval.toml``, D2).
     throughput: Recorded | None = None
+    #: Whether only the manifest's files were copied (``--files-from``), not the whole folder.
+    copied_listed: bool = False
+    #: The server's files the manifest does not list, left there (S9); ``None`` when the
+    #: whole folder was copied or the server's folder could not be listed.
+    left_on_server: list[str] | None = None
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -593,6 +607,7 @@ def _record(result: PullResult, source: Source, *, started: bool = False) -> Non
             "deliverables_bytes": result.deliverables_count.total_bytes,
             "manifest": result.manifest.remote_path or str(result.manifest.local_path) if result.manifest else None,
             "reason": result.reason or None,
+            "left_on_server": len(result.left_on_server) if result.left_on_server is not None else None,
         }
         text = evidence_text(result, source)
     doc["retrieval"] = sealed(rec)  # what gpusession vouches for, sealed: a hand edit reads as the person's (H-58)
@@ -654,6 +669,8 @@ def evidence_text(result: PullResult, source: Source) -> str:
         what += (f"; deliverables {result.deliverables_count.files} file(s), "
                  f"{format_bytes(result.deliverables_count.total_bytes)} "
                  f"({result.deliverables_count.total_bytes} bytes)")
+    if result.left_on_server:
+        what += f"; {len(result.left_on_server)} file(s) not approved left on the server"
     man = ""
     if result.manifest is not None:
         man = f" against {result.manifest.remote_path or result.manifest.local_path.name} (SHA-256)"
@@ -727,6 +744,29 @@ class Transfer:
             stats = run_rsync(cmd, host=self.source.host, dest=dest, where=where, on_progress=progress)
         if stats is not None:
             self.stats.append(stats)
+
+    def list_files(self, remote: str) -> list[str] | None:
+        """The files of the folder ``remote`` on the source, by ``rsync -r --list-only`` (nothing copied).
+
+        Args:
+            remote: a folder on the source.
+
+        Returns:
+            Its files and links, relative to it (:func:`approved_copy.parse_list_only`);
+            ``None`` when rsync could not list it (the pull says nothing then).
+        """
+        cmd = [*RSYNC, "-r", "--list-only"]
+        if self.ssh:
+            cmd += ["-e", self.ssh]
+        if self.rsync_path:
+            cmd.append(f"--rsync-path={self.rsync_path}")
+        cmd.append(self.source.spec(remote))
+        try:
+            done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
+                                  timeout=3600, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return approved_copy.parse_list_only(done.stdout) if done.returncode == 0 else None
 
     def remote_file(self, name: str) -> str:
         """A file of the session folder on the source, as rsync names it (``host:path/name``)."""
@@ -858,18 +898,49 @@ def _prepare_destination(to: Path, name: str) -> Path:
 
 def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliverables: str | None,
                        checksum: bool, say: Callable[[str], None]) -> str | None:
-    """Copy the deliverables (given, else the newest manifest's folder); their remote folder."""
+    """Copy the deliverables (given, else the newest manifest's folder); their remote folder.
+
+    With the manifest in the session copy, only the files it lists are copied and the
+    server's other files are named in ``result.left_on_server`` (S4, S9); without one
+    (or one that lists nothing or does not read: the check says why), the whole folder.
+    """
     remote = deliverables
     if remote is None:
         guess = choose_manifest(result.session_copy, None, None)
         remote = guess.deliverables if guess is not None else None
-    if remote is not None:
-        copy = to / f"{transfer.source.name}-deliverables"
-        result.deliverables_copy = copy
+    if remote is None:
+        return None
+    copy = to / f"{transfer.source.name}-deliverables"
+    result.deliverables_copy = copy
+    entries = _listed(choose_manifest(result.session_copy, None, remote))
+    if entries:
+        listing = approved_copy.write_files_from(entries, transfer.work / "deliverables")
+        say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)} "
+            f"(the {len(entries)} file(s) the manifest lists)")
+        try:
+            transfer.copy("deliverables", remote, copy, checksum=checksum,
+                          only=approved_copy.files_from_options(listing))
+        finally:
+            listing.unlink(missing_ok=True)
+        result.copied_listed = True
+        on_server = transfer.list_files(remote)
+        if on_server is not None:
+            result.left_on_server = approved_copy.left_on_server(on_server, (e.path for e in entries))
+    else:
         say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)}")
         transfer.copy("deliverables", remote, copy, checksum=checksum)
-        result.deliverables_count = count_files(copy)
+    result.deliverables_count = count_files(copy)
     return remote
+
+
+def _listed(choice: ManifestChoice | None) -> list[ManifestEntry]:
+    """The entries of the manifest a pull copies by; empty when there is none or it does not read."""
+    if choice is None:
+        return []
+    try:
+        return read_manifest(choice.local_path)
+    except BadInput:  # the check reads it again and says why (exit 2), as before any copy by list
+        return []
 
 
 def _verify(result: PullResult, transfer: Transfer, remote_deliv: str | None,
