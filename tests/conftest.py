@@ -102,7 +102,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     root = tmp_path_factory.mktemp("demo-run") / "sessions"
     root.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "GPUSESSION_HOME"}
-    env.update(XDG_STATE_HOME=str(tmp_path_factory.mktemp("demo-state")), GPUSESSION_PID_NAMESPACE="host")
+    env.update(XDG_STATE_HOME=str(tmp_path_factory.mktemp("demo-state")), GPUSESSION_PID_NAMESPACE="host",
+               XDG_CONFIG_HOME=str(tmp_path_factory.mktemp("demo-config")))
     done = subprocess.run([sys.executable, "-m", "gpusession", "--sessions-dir", str(root), "demo",
                            "--headless", "--device", "cpu"], capture_output=True, text=True, env=env,
                           timeout=600)
@@ -129,9 +130,11 @@ def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``$XDG_STATE_HOME`` in a temporary folder: commands that open a session remember
-    its sessions folder there; no test writes under the real home."""
+    """``$XDG_STATE_HOME`` and ``$XDG_CONFIG_HOME`` in temporary folders: commands that open
+    a session remember its sessions folder in the first, the user's own rates file (K7) is
+    read from the second; no test reads or writes under the real home."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     # the same words for fake NVML's PIDs whether the suite runs in a container or not;
     # the container tests set it themselves
     monkeypatch.setenv("GPUSESSION_PID_NAMESPACE", "host")

@@ -32,6 +32,7 @@ from gpusession.core.money.cost import (
     plan_coverage,
 )
 from gpusession.core.money.count import cost_line
+from gpusession.core.money.rates import user_rates_file
 from gpusession.core.money.order import (
     STATES,
     load_order,
@@ -243,10 +244,13 @@ def cmd_cost(args: argparse.Namespace) -> int:
                        "gpusession cost --gpu \"RTX A5000\" --days 7 --lots 1", field=missing[0].lstrip("-"))
     if rates is None:
         rates = load_rates(rates_path)
-    if rates.find(gpu) is None:
+    rate = rates.find(gpu)
+    if rate is None:
         known = ", ".join(rates.models()) or "none"
-        raise BadInput(f"GPU model {shown(gpu)} is not in the rates file ({rates.origin}; known: "
-                       f"{known}); add it to a rates.toml, prices are never guessed", field="gpu")
+        raise BadInput(f"GPU model {shown(gpu)} is not in the rates files ({rates.origin}; known: "
+                       f"{known}); prices are never guessed: {set_price_hint(gpu, days)}", field="gpu")
+    if days not in rate.package_price_usd:  # K7: said with the file to edit, never guessed
+        notes.append(f"To price it: {set_price_hint(rate.gpu_model, days)}")
     report = cost_report(rates, gpu, days, lots, accepted=accepted, plan=plan,
                          accepted_source=accepted_source, notes=notes, window=window,
                          plan_source=plan_source)
@@ -273,6 +277,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
             print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))
     return 0
+
+
+def set_price_hint(gpu: str, days: int) -> str:
+    """How to add a missing price (K7): the ``rates set`` command and the file it edits."""
+    return (f"gpusession rates set \"{printable(gpu, keep='')}\" --days {days} --price USD "
+            f"(writes your rates file {user_rates_file()})")
 
 
 def _results(session: Any) -> Any:

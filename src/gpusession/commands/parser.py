@@ -44,6 +44,7 @@ COMMAND_MODULES: dict[str, str | None] = {
     "status": "status_cmd", "open": "tui",
     "demo": "run_cmds", "run": "run_cmds", "experiment": "run_cmds",
     "agent": "agent_cmd", "validate": "validate_cmd", "cost": "cost_cmds", "order": "cost_cmds",
+    "rates": "rates_cmd",
     "approve": "deliverables_cmd", "reject": "deliverables_cmd", "deliverables": "deliverables_cmd",
     "compare": "compare_cmd", "export": "compare_cmd", "check-host": "host_cmd",
     "checklist": "checklist_cmds", "manifest": "checklist_cmds", "verify-copy": "checklist_cmds",
@@ -114,6 +115,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("cost_cmds"):
         from gpusession.commands import cost_cmds
         cost_cmds.register(sub)
+    if want("rates_cmd"):
+        from gpusession.commands import rates_cmd
+        rates_cmd.register(sub)
     if want("deliverables_cmd"):
         from gpusession.commands import deliverables_cmd
         deliverables_cmd.register(sub)

@@ -568,8 +568,14 @@ def cost_report(
             opts.append(ExtensionOption(d, lots, ext.total_usd_minor, new_total,
                                         cost_per_accepted(new_total, accepted), ext.missing_reason,
                                         new_end, local_str(new_end, tz) if new_end else None))
-    return CostReport(total, per, coverage, plan_cost, tuple(opts), rates.origin,
+    return CostReport(total, per, coverage, plan_cost, tuple(opts), _origin_words(rates, gpu_model, days),
                       accepted_source, tuple(notes), plan_source if coverage is not None else None)
+
+
+def _origin_words(rates: Rates, gpu_model: str, days: int) -> str:
+    """The file the package price comes from, then every file read when there are several (K7)."""
+    price = rates.price_origin(gpu_model, days)
+    return price if price == rates.origin else f"the {days}-day price from {price}; files read: {rates.origin}"
 
 
 #: How an accepted count that was not measured (no run validated yet, K3) is said.

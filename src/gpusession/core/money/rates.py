@@ -2,9 +2,15 @@
 
 A rates file gives, per GPU model, the GPUs in one lot and the price of a *full* package
 of 3, 7 or 30 days for one lot, as decimal strings in USD. gpusession ships only the
-prices its source documents state (``gpusession/data/rates.toml``); the user overrides
-them with ``--rates FILE`` or ``<session>/rates.toml``. A price that is not in the file
-stays absent and is reported as "not in the rates file", never guessed (K7).
+prices its source documents state (``gpusession/data/rates.toml``); the user adds or
+overrides prices in up to three files of the same format, read highest first:
+``--rates FILE`` (else ``<session>/rates.toml``), then the user's own
+``$XDG_CONFIG_HOME/gpusession/rates.toml`` (:func:`user_rates_file`, written by
+``gpusession rates set``), then the bundled file. They combine price by price
+(:func:`merge_rates`): a card and duration priced in a higher file take that price, every
+other price still comes from the lower files, so pricing an H100 never hides the bundled
+A5000. A price that is in none of them stays absent and is reported as "not in the rates
+file", never guessed (K7).
 
 Money never passes through a binary float: prices are parsed with :mod:`decimal` and
 converted to integer USD cents (K2). :mod:`gpusession.core.money.cost` re-exports everything
@@ -16,18 +22,22 @@ from __future__ import annotations
 import importlib.resources
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
-from gpusession.core.files.tomlio import read_toml, tomllib
+from gpusession.core.files.safefile import make_private_dir
+from gpusession.core.files.tomlio import read_toml, tomllib, write_toml
 from gpusession.core.folder.package import PACKAGE_DAYS
 
 RATES_FILENAME = "rates.toml"
+#: Where a price can come from, highest first (K7): ``--rates FILE``, the session's
+#: ``rates.toml``, the user's own file, the bundled one.
+SOURCE_KINDS = ("given", "session", "user", "bundled")
 NOT_IN_RATES = "not in the rates file"
 CENT = Decimal("0.01")
 #: ASCII digits only (``\d`` would take other scripts' digits), at most 9 before the point:
@@ -134,6 +144,28 @@ def model_matches(ordered: str, observed: str) -> bool:
 
 # -- rates (K7) ---------------------------------------------------------------------
 @dataclass(frozen=True)
+class RatesSource:
+    """One rates file a price can come from (K7).
+
+    Attributes:
+        kind: one of :data:`SOURCE_KINDS` (``given`` is ``--rates FILE``).
+        path: the file; ``None`` for the bundled one (inside the package).
+    """
+
+    kind: str
+    path: Path | None = None
+
+    def words(self) -> str:
+        """``"bundled rates file"``, ``"your rates file /home/a/.config/gpusession/rates.toml"``…"""
+        if self.kind == "bundled":
+            return "bundled rates file"
+        return {"user": "your rates file ", "session": "the session's rates file "}.get(self.kind, "") + str(self.path)
+
+
+BUNDLED = RatesSource("bundled")
+
+
+@dataclass(frozen=True)
 class GpuRate:
     """One GPU model of the rates file.
 
@@ -143,12 +175,16 @@ class GpuRate:
         package_price_usd: days (3/7/30) → price of a full package for one lot; a price
             the file does not state is absent, never invented (K7).
         source: where the prices come from, as the file says.
+        price_sources: days → the file that price was read from (:func:`merge_rates`).
+        card_source: the file that gave ``gpus_per_lot`` (the highest naming the card).
     """
 
     gpu_model: str
     gpus_per_lot: int
     package_price_usd: Mapping[int, Decimal]
     source: str | None = None
+    price_sources: Mapping[int, RatesSource] = field(default_factory=dict)
+    card_source: RatesSource | None = None
 
     def price_usd_minor(self, days: int) -> int | None:
         """Price of one lot for a ``days`` package, in cents; ``None`` when absent."""
@@ -158,11 +194,13 @@ class GpuRate:
 
 @dataclass(frozen=True)
 class Rates:
-    """The rates table (K7). ``origin`` says which file it came from."""
+    """The rates table (K7). ``origin`` says which file(s) it came from, highest first;
+    ``sources`` the files read, highest first (empty for a table built by hand)."""
 
     gpus: Mapping[str, GpuRate]
     origin: str
     currency: str = "USD"
+    sources: tuple[RatesSource, ...] = ()
 
     def find(self, gpu_model: str) -> GpuRate | None:
         """The rate of ``gpu_model`` (compared by :func:`normalize_model`), or ``None``."""
@@ -175,6 +213,15 @@ class Rates:
     def models(self) -> list[str]:
         """The GPU models of the rates file, as written, in file order (K7)."""
         return list(self.gpus)
+
+    def price_origin(self, gpu_model: str, days: int) -> str:
+        """Which file the ``days``-day price of ``gpu_model`` comes from, in words (K7).
+
+        The file of that price; else the file naming the card; else :attr:`origin`.
+        """
+        rate = self.find(gpu_model)
+        src = None if rate is None else rate.price_sources.get(days) or rate.card_source
+        return self.origin if src is None else src.words()
 
 
 def _line_of(text: str, model: str, key: str | None) -> int | None:
@@ -198,7 +245,8 @@ def _line_of(text: str, model: str, key: str | None) -> int | None:
     return None
 
 
-def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: str) -> Rates:
+def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: str,
+                 src: RatesSource = BUNDLED) -> Rates:
     def bad(msg: str, model: str, key: str | None, fld: str) -> BadInput:
         return BadInput(msg, path=path, line=_line_of(text, model, key), field=fld)
 
@@ -243,16 +291,107 @@ def _parse_rates(doc: Mapping[str, Any], text: str, path: Path | None, origin: s
         if source is not None and not isinstance(source, str):
             raise bad("expected text (in quotes) saying where the prices come from", model,
                       "source", f"{fld}.source")
-        gpus[model] = GpuRate(model, per_lot, prices, source)
-    return Rates(gpus=gpus, origin=origin, currency="USD")
+        gpus[model] = GpuRate(model, per_lot, prices, source, dict.fromkeys(prices, src), src)
+    return Rates(gpus=gpus, origin=origin, currency="USD", sources=(src,))
+
+
+def user_rates_file() -> Path:
+    """The user's own rates file: ``$XDG_CONFIG_HOME/gpusession/rates.toml`` (K7).
+
+    ``$XDG_CONFIG_HOME`` unset, empty or relative (the XDG spec says to ignore a relative
+    one) → ``~/.config``. The file need not exist; ``gpusession rates set`` creates it.
+    """
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gpusession" / RATES_FILENAME
+
+
+def read_rates_file(path: Path, src: RatesSource) -> Rates:
+    """One rates file, parsed and checked (K7).
+
+    Raises:
+        BadInput: unreadable file, TOML syntax error, a malformed price…, with file and line.
+    """
+    doc = read_toml(path)
+    return _parse_rates(doc, path.read_text(encoding="utf-8"), path, src.words(), src)
+
+
+def bundled_rates() -> Rates:
+    """The bundled ``gpusession/data/rates.toml``: only the prices the seeds state (K7)."""
+    res = importlib.resources.files("gpusession") / "data" / RATES_FILENAME
+    text = res.read_text(encoding="utf-8")
+    return _parse_rates(tomllib.loads(text), text, None, "bundled rates file")
+
+
+def merge_rates(tables: Sequence[Rates]) -> Rates:
+    """Combine rates tables, highest first, price by price (K7).
+
+    A card (compared by :func:`normalize_model`) takes its name as written,
+    ``gpus_per_lot`` and ``source`` from the highest table naming it; each of its 3/7/30-day
+    prices from the highest table that states it. A lower table's prices for that card are
+    left out when it gives another lot size (its price buys a different lot). Nothing is
+    derived: a price none of them states stays absent.
+
+    Args:
+        tables: parsed rates files, the one that wins first.
+
+    Returns:
+        One table; ``origin`` names the files read, highest first, joined by ``", then "``.
+    """
+    gpus: dict[str, GpuRate] = {}
+    name_of: dict[str, str] = {}
+    for table in tables:
+        for name, rate in table.gpus.items():
+            key = normalize_model(name)
+            if key not in name_of:
+                name_of[key] = name
+                gpus[name] = rate
+                continue
+            kept = gpus[name_of[key]]
+            if kept.gpus_per_lot != rate.gpus_per_lot:
+                continue
+            prices, sources = dict(kept.package_price_usd), dict(kept.price_sources)
+            for days, price in rate.package_price_usd.items():
+                if days not in prices:
+                    prices[days] = price
+                    sources[days] = rate.price_sources.get(days, BUNDLED)
+            gpus[name_of[key]] = replace(kept, package_price_usd=prices, price_sources=sources,
+                                         source=kept.source or rate.source)
+    origin = ", then ".join(t.origin for t in tables)
+    return Rates(gpus=gpus, origin=origin, currency="USD",
+                 sources=tuple(src for t in tables for src in t.sources))
+
+
+def rates_files(path: Path | None = None, *, session_folder: Path | None = None) -> list[RatesSource]:
+    """The rates files above the bundled one, highest first, that exist (K7).
+
+    ``path`` (``--rates FILE``) is read whether it exists or not (missing: said by the read);
+    else ``<session_folder>/rates.toml`` when anything of that name exists (a FIFO or a
+    folder there is refused by the read, never passed over); then :func:`user_rates_file`
+    when anything of that name exists.
+    """
+    found: list[RatesSource] = []
+    if path is not None:
+        found.append(RatesSource("given", Path(path)))
+    elif session_folder is not None:
+        candidate = Path(session_folder) / RATES_FILENAME
+        if os.path.lexists(candidate):
+            found.append(RatesSource("session", candidate))
+    user = user_rates_file()
+    if os.path.lexists(user):
+        found.append(RatesSource("user", user))
+    return found
 
 
 def load_rates(path: Path | None = None, *, session_folder: Path | None = None) -> Rates:
-    """Load the rates table (K7).
+    """Load the rates in force (K7): the files of :func:`rates_files`, then the bundled one,
+    combined price by price (:func:`merge_rates`).
 
-    Precedence: an explicit ``path`` (``--rates FILE``), else ``<session_folder>/rates.toml``
-    when anything of that name exists (a FIFO or a folder there is refused in one line,
-    so the bundled prices never stand in silently for the ones you set), else the bundled
+    Precedence, highest first: an explicit ``path`` (``--rates FILE``), else
+    ``<session_folder>/rates.toml`` when anything of that name exists (a FIFO or a folder
+    there is refused in one line, so the lower prices never stand in silently for the ones
+    you set); then the user's own file (:func:`user_rates_file`); then the bundled
     ``gpusession/data/rates.toml``.
 
     Raises:
@@ -260,14 +399,120 @@ def load_rates(path: Path | None = None, *, session_folder: Path | None = None) 
             a package length other than 3/7/30, a missing ``gpus_per_lot``; with the file,
             line (where known) and field.
     """
-    if path is None and session_folder is not None:
-        candidate = Path(session_folder) / RATES_FILENAME
-        if os.path.lexists(candidate):  # a FIFO, a folder or a link is refused, never passed over
-            path = candidate
-    if path is not None:
-        path = Path(path)
+    tables = [read_rates_file(src.path, src) for src in rates_files(path, session_folder=session_folder)
+              if src.path is not None]
+    tables.append(bundled_rates())
+    return tables[0] if len(tables) == 1 else merge_rates(tables)
+
+
+# -- the user's own file (K7): `gpusession rates set` ---------------------------------
+#: A package price as ``rates set --price`` takes it: the file's price form, and above zero.
+PRICE_WORDS = 'a positive price in USD like "1234.56" (decimal point, at most 2 decimals, at most 9 digits before it)'
+#: The longest GPU model name ``rates set`` writes: a card's name, not a note.
+MODEL_CHARS_MAX = 100
+
+
+def parse_price(text: str) -> Decimal:
+    """A package price typed by the user → exact ``Decimal`` USD (K2).
+
+    Raises:
+        ValueError: not :data:`PRICE_WORDS` (``"12,50"``, ``"1e3"``, ``"0"``, ``"1.234"``).
+    """
+    t = text.strip()
+    if not _PRICE_RE.fullmatch(t) or Decimal(t) <= 0:
+        raise ValueError(f"expected {PRICE_WORDS}, got {shown(text)}")
+    return Decimal(t)
+
+
+@dataclass(frozen=True)
+class PriceSet:
+    """What ``rates set`` changed in the user's rates file (K7).
+
+    Attributes:
+        path: the file written.
+        gpu_model: the card as written in the file (an existing entry keeps its spelling).
+        days: the package length, 3, 7 or 30.
+        price_usd: the new price of one lot for that package.
+        previous_usd: the price the file held before; ``None`` when it held none.
+        gpus_per_lot: the lot size now in the file.
+        per_lot_from: where ``gpus_per_lot`` came from, in words (``"--gpus-per-lot"``,
+            ``"your rates file"``, ``"bundled rates file"``, ``"default: 1"``).
+        per_lot_was: the lot size the file held before when it changed; else ``None``.
+    """
+
+    path: Path
+    gpu_model: str
+    days: int
+    price_usd: Decimal
+    previous_usd: Decimal | None
+    gpus_per_lot: int
+    per_lot_from: str
+    per_lot_was: int | None = None
+
+
+def set_user_price(path: Path, gpu_model: str, days: int, price_usd: Decimal,
+                   gpus_per_lot: int | None = None) -> PriceSet:
+    """Add or change one price in the rates file ``path`` (the user's own, K7), atomically.
+
+    The file is read and checked whole first (a file that does not parse is named with its
+    line, and nothing is written); the card is found by :func:`normalize_model`, so
+    ``"h100 sxm"`` changes ``"H100 SXM"``. The lot size: ``gpus_per_lot`` when given, else
+    the file's, else the bundled file's for that card, else 1 (said in
+    :attr:`PriceSet.per_lot_from`). Every other key and price of the file is kept; the file
+    is rewritten by ``tomli-w`` (so its comments are not kept) through
+    :func:`gpusession.core.files.tomlio.write_toml` (temporary file, fsync, replace).
+
+    Args:
+        path: the rates file (created with its folder, mode 0700, when missing).
+        gpu_model: the card as the provider names it (one printable line).
+        days: 3, 7 or 30.
+        price_usd: USD for one lot for ``days`` (from :func:`parse_price`).
+        gpus_per_lot: GPUs in one lot, ≥ 1.
+
+    Raises:
+        BadInput: the file does not parse (file, line, field); a model name that is empty,
+            not one printable line or longer than :data:`MODEL_CHARS_MAX`; days not 3/7/30;
+            a price or lot size out of range. Nothing is written then.
+        OSError: the disk refused; the previous file is intact.
+    """
+    path = Path(path)
+    name = gpu_model.strip()
+    if not name or not name.isprintable() or len(name) > MODEL_CHARS_MAX:
+        raise BadInput(f"expected a GPU model name of 1 to {MODEL_CHARS_MAX} printable characters on one "
+                       f"line, got {shown(gpu_model)}", field="gpu_model")
+    if days not in PACKAGE_DAYS:
+        raise BadInput(f"expected a package of 3, 7 or 30 days, got {shown(days)}", field="days")
+    if not isinstance(price_usd, Decimal) or price_usd <= 0 or not _PRICE_RE.fullmatch(format(price_usd, "f")):
+        raise BadInput(f"expected {PRICE_WORDS}, got {shown(str(price_usd))}", field="price")
+    if gpus_per_lot is not None and gpus_per_lot < 1:
+        raise BadInput(f"expected gpus_per_lot = a whole number ≥ 1, got {shown(gpus_per_lot)}",
+                       field="gpus_per_lot")
+    doc: dict[str, Any] = {"currency": "USD"}
+    if os.path.lexists(path):
         doc = read_toml(path)
-        return _parse_rates(doc, path.read_text(encoding="utf-8"), path, str(path))
-    res = importlib.resources.files("gpusession") / "data" / RATES_FILENAME
-    text = res.read_text(encoding="utf-8")
-    return _parse_rates(tomllib.loads(text), text, None, "bundled rates file")
+        _parse_rates(doc, path.read_text(encoding="utf-8"), path, str(path))  # whole file checked first
+    table = doc.setdefault("gpu", {})
+    key = next((m for m in table if normalize_model(m) == normalize_model(name)), name)
+    entry = dict(table.get(key, {}))
+    was = entry.get("gpus_per_lot")
+    bundled = bundled_rates().find(name)
+    if gpus_per_lot is not None:
+        per_lot, per_lot_from = gpus_per_lot, "--gpus-per-lot"
+    elif was is not None:
+        per_lot, per_lot_from = int(was), "your rates file"
+    elif bundled is not None:
+        per_lot, per_lot_from = bundled.gpus_per_lot, "bundled rates file"
+    else:
+        per_lot, per_lot_from = 1, "default: 1 (--gpus-per-lot N to change)"
+    prices = dict(entry.get("package_price_usd", {}))
+    previous = prices.get(str(days))
+    prices[str(days)] = format(price_usd.quantize(CENT), "f")
+    entry["gpus_per_lot"] = per_lot
+    entry["package_price_usd"] = dict(sorted(prices.items(), key=lambda kv: int(kv[0])))
+    table[key] = entry
+    _parse_rates(doc, "", path, str(path))  # A4: never a file its own reader refuses
+    make_private_dir(path.parent, parents=True)
+    write_toml(path, doc)
+    return PriceSet(path, key, days, price_usd.quantize(CENT),
+                    None if previous is None else Decimal(str(previous)), per_lot, per_lot_from,
+                    int(was) if was is not None and int(was) != per_lot else None)
