@@ -16,7 +16,7 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -126,6 +126,15 @@ def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
     (an hour into the fixtures' package), for this process and every command it starts.
     A test that needs another instant sets the variable itself; none reads today's date."""
     monkeypatch.setenv("GPUSESSION_NOW", TEST_NOW.isoformat())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _config_home_for_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``$XDG_CONFIG_HOME`` in a temporary folder before any module- or session-scoped fixture
+    runs (they come before :func:`_state_home`): no fixture reads the real user's rates file."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-run")))
+        yield
 
 
 @pytest.fixture(autouse=True)

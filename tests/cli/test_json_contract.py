@@ -353,3 +353,17 @@ def test_c6_the_session_limit_and_the_count_have_one_key_in_show_status_package_
     assert docs["deliverables"]["schema_version"] == 2 and "deliverables_folder" in docs["deliverables"]
     for name in ("show", "cost", "deliverables"):  # the count in its unit, the same object
         assert docs[name]["deliverables"] == docs["show"]["deliverables"], name
+
+
+def test_c6_rates_validates_with_every_source(session: Session, sessions_root: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (session.folder / "rates.toml").write_text('schema = 1\n[gpu."B200"]\ngpus_per_lot = 2\n'
+                                               '[gpu."B200".package_price_usd]\n7 = "2400.00"\n')
+    code, out, err = cli(capsys, sessions_root, "rates", "set", "H100 SXM", "--days", "7", "--price", "1234.56")
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "rates", "--session", session.name, "--json")
+    assert code == 0, err
+    doc = _valid("rates", out)
+    assert doc["name"] == session.name
+    sources = {p["source"] for g in doc["gpus"] for p in g["prices"]}
+    assert sources == {"session", "user", "bundled"}

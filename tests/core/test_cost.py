@@ -27,6 +27,13 @@ from gpusession.core.money.cost import (
     parse_plan,
     plan_coverage,
 )
+from gpusession.core.money.rates import (
+    RatesSource,
+    bundled_rates,
+    merge_rates,
+    read_rates_file,
+    user_rates_file,
+)
 from gpusession.core.money.window import package_window
 
 WORKED_PLAN = ["0.25", "1", "1", "0.5", "0.5"]
@@ -34,7 +41,7 @@ WORKED_PLAN = ["0.25", "1", "1", "0.5", "0.5"]
 
 @pytest.fixture(scope="module")
 def bundled() -> Rates:
-    return load_rates()
+    return bundled_rates()
 
 
 def write_rates(path: Path, body: str) -> Path:
@@ -263,19 +270,70 @@ def test_k7_missing_price_is_not_in_the_rates_file_never_guessed(bundled: Rates)
     assert NOT_IN_RATES in (rep.per_accepted.reason or "")
 
 
-def test_k7_precedence_explicit_then_session_then_bundled(tmp_path: Path) -> None:
+def test_k7_precedence_explicit_then_session_then_user_then_bundled_price_by_price(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "sess"
     folder.mkdir()
     assert load_rates(session_folder=folder).origin == "bundled rates file"
     write_rates(folder / "rates.toml", B200_PRICED)
-    assert load_rates(session_folder=folder).find("B200") is not None
-    assert load_rates(session_folder=folder).find("RTX A5000") is None
+    in_session = load_rates(session_folder=folder)
+    b200 = in_session.find("B200")
+    assert b200 is not None and b200.package_price_usd == {7: Decimal("100.00")}
+    assert b200.price_sources[7].kind == "session"
+    a5000 = in_session.find("RTX A5000")  # a session's file never hides the bundled A5000
+    assert a5000 is not None and a5000.package_price_usd[7] == Decimal("55.00")
+    assert a5000.price_sources[7].kind == "bundled"
+    user = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(user))
+    user_file = user_rates_file()
+    assert user_file == user / "gpusession" / "rates.toml"
+    user_file.parent.mkdir(parents=True)
+    write_rates(user_file, """
+        [gpu."b200"]
+        gpus_per_lot = 2
+        [gpu."b200".package_price_usd]
+        7 = "999.00"
+        3 = "50.00"
+        [gpu."RTX A5000"]
+        gpus_per_lot = 1
+        [gpu."RTX A5000".package_price_usd]
+        7 = "60.00"
+        """)
+    both = load_rates(session_folder=folder)
+    b200 = both.find("B200")
+    assert b200 is not None and b200.gpu_model == "B200"  # the session's spelling, above
+    assert b200.package_price_usd == {7: Decimal("100.00"), 3: Decimal("50.00")}  # 7 session, 3 user
+    assert (b200.price_sources[7].kind, b200.price_sources[3].kind) == ("session", "user")
+    a5000 = both.find("RTX A5000")
+    assert a5000 is not None and a5000.package_price_usd == {7: Decimal("60.00"), 3: Decimal("23.57")}
+    assert both.price_origin("RTX A5000", 7) == f"your rates file {user_file}"
+    assert both.price_origin("RTX A5000", 3) == "bundled rates file"
+    assert [s.kind for s in both.sources] == ["session", "user", "bundled"]
     explicit = write_rates(tmp_path / "mine.toml", """
         [gpu."H100"]
         gpus_per_lot = 1
         """)
-    r = load_rates(explicit, session_folder=folder)
-    assert r.models() == ["H100"] and r.origin == str(explicit)
+    r = load_rates(explicit, session_folder=folder)  # --rates takes the session file's place
+    assert r.models() == ["H100", "b200", "RTX A5000"]
+    assert r.origin == f"{explicit}, then your rates file {user_file}, then bundled rates file"
+    h100 = r.find("h100")
+    assert h100 is not None and h100.package_price_usd == {}  # a card without a price: none invented
+
+
+def test_k7_a_lower_file_for_another_lot_size_gives_no_price(tmp_path: Path) -> None:
+    """A price for a lot of 1 B200 never prices a lot of 2: the lower file's prices are left out."""
+    low = read_rates_file(write_rates(tmp_path / "low.toml", """
+        [gpu."B200"]
+        gpus_per_lot = 1
+        [gpu."B200".package_price_usd]
+        3 = "40.00"
+        7 = "80.00"
+        """), RatesSource("user", tmp_path / "low.toml"))
+    high_path = write_rates(tmp_path / "high.toml", B200_PRICED.replace('7 = "100.00"', ""))
+    high = read_rates_file(high_path, RatesSource("session", high_path))
+    merged = merge_rates([high, low])
+    b200 = merged.find("B200")
+    assert b200 is not None and b200.gpus_per_lot == 2 and b200.package_price_usd == {}
 
 
 @pytest.mark.parametrize(

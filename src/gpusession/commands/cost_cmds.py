@@ -32,7 +32,6 @@ from gpusession.core.money.cost import (
     plan_coverage,
 )
 from gpusession.core.money.count import cost_line
-from gpusession.core.money.rates import user_rates_file
 from gpusession.core.money.order import (
     STATES,
     load_order,
@@ -42,6 +41,7 @@ from gpusession.core.money.order import (
     set_order,
 )
 from gpusession.core.money.order_text import order_lines, order_to_json
+from gpusession.core.money.rates import user_rates_file
 from gpusession.core.money.window import package_window
 
 #: ``cost --json``'s contract version (C6): 2 since the package moved under ``package`` and

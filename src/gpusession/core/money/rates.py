@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import shown
 from gpusession.core.files.safefile import make_private_dir
+from gpusession.core.files.secrets import shown
 from gpusession.core.files.tomlio import read_toml, tomllib, write_toml
 from gpusession.core.folder.package import PACKAGE_DAYS
 
@@ -156,7 +156,7 @@ class RatesSource:
     path: Path | None = None
 
     def words(self) -> str:
-        """``"bundled rates file"``, ``"your rates file /home/a/.config/gpusession/rates.toml"``…"""
+        """The file in words: ``"bundled rates file"``, ``"your rates file PATH"``, or the path."""
         if self.kind == "bundled":
             return "bundled rates file"
         return {"user": "your rates file ", "session": "the session's rates file "}.get(self.kind, "") + str(self.path)
@@ -194,8 +194,11 @@ class GpuRate:
 
 @dataclass(frozen=True)
 class Rates:
-    """The rates table (K7). ``origin`` says which file(s) it came from, highest first;
-    ``sources`` the files read, highest first (empty for a table built by hand)."""
+    """The rates table (K7).
+
+    ``origin`` says which file(s) it came from, highest first; ``sources`` the files read,
+    highest first (empty for a table built by hand).
+    """
 
     gpus: Mapping[str, GpuRate]
     origin: str
@@ -385,8 +388,7 @@ def rates_files(path: Path | None = None, *, session_folder: Path | None = None)
 
 
 def load_rates(path: Path | None = None, *, session_folder: Path | None = None) -> Rates:
-    """Load the rates in force (K7): the files of :func:`rates_files`, then the bundled one,
-    combined price by price (:func:`merge_rates`).
+    """Load the rates in force (K7), combined price by price (:func:`merge_rates`).
 
     Precedence, highest first: an explicit ``path`` (``--rates FILE``), else
     ``<session_folder>/rates.toml`` when anything of that name exists (a FIFO or a folder
