@@ -45,8 +45,8 @@ def register(sub: Any) -> None:
                    help="a session name, or the folder of a session (a pulled home copy)")
     p.add_argument("--allow-different", action="store_true",
                    help="rank the sessions even where their work differs (the ranking says so)")
-    p.add_argument("--rates", metavar="FILE", help="rates file for every session (default: each "
-                   "session's rates.toml, else the bundled one)")
+    p.add_argument("--rates", metavar="FILE", help="rates file for every session, in place of each "
+                   "session's rates.toml; your own rates file and the bundled one lie under either")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--html", metavar="FILE", nargs="?", const=True,
                    help="also write the comparison as one self-contained HTML page, at --out FILE (the "

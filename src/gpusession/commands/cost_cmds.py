@@ -96,8 +96,9 @@ def register(sub: Any) -> None:
                    help="distinct accepted deliverables (default with a session: its one count, said with its "
                         "source: approved files, else a rule's accepted outputs, else accepted corpora)")
     p.add_argument("--plan", metavar="D,D,...", help="task durations in days, e.g. 0.25,1,1,0.5,0.5")
-    p.add_argument("--rates", metavar="FILE", help="rates file (default: session's rates.toml, "
-                   "else the bundled one)")
+    p.add_argument("--rates", metavar="FILE", help="a rates file for this call, in place of the session's "
+                   "rates.toml; your own rates file (gpusession rates set) and the bundled one still give "
+                   "the prices it does not state")
     p.add_argument("--session", metavar="NAME", help="take the package and accepted count from a session")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_cost)

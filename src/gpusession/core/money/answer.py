@@ -107,8 +107,8 @@ def session_answer(session: Session, rates_path: Path | None = None, *,
 
     Args:
         session: the open session.
-        rates_path: a rates file given for this call (default: the session's, else the
-            bundled one; K7).
+        rates_path: a rates file given for this call, in place of the session's; the user's
+            own file and the bundled one lie under either (K7).
         frame: the results rows when already read.
         cache: keep the count for ``status`` (writers: ``cost``, ``approve``, a run's end).
 

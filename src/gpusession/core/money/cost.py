@@ -635,8 +635,8 @@ def session_cost_inputs(
 
     Args:
         session: the open session.
-        rates_path: a rates file given by the user (default: the session's
-            ``rates.toml``, else the bundled one; K7).
+        rates_path: a rates file given by the user, in place of the session's ``rates.toml``;
+            the user's own file and the bundled one lie under either (K7, :func:`load_rates`).
         frame: the results rows when the caller has already read them (default: read
             ``resultats-bruts.csv`` now).
         count_accepted: ``False`` skips reading the results (only package and rates
