@@ -218,3 +218,91 @@ def test_d5_a_rejected_fastest_variant_is_said_rejected_in_every_export(
     code, out, err = _export(capsys, sessions_root)
     verdicts = {r["command"]: (r["gpusession_accepted"], r["gpusession_verdict"][:8]) for r in json.loads(out)["results"]}
     assert verdicts == {"batch-sweep batch-1": (True, "accepted"), "batch-sweep batch-8": (False, "REJECTED")}
+
+
+def test_r6_user_system_and_memory_usage_byte_come_from_each_runs_record(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, measured: Any) -> None:
+    """hyperfine's ``user``/``system`` (mean CPU seconds) and ``memory_usage_byte`` (one peak per
+    run, bytes) from the run records a command's runs end with; absent or null where a run has none."""
+    from gpusession.core.events.records import RunFinishedRecord
+
+    def ended(variant: str, run: int, user: float | None, system: float | None, rss: int | None) -> None:
+        measured.journal(RunFinishedRecord(run_key=f"batch-sweep:warm:{variant}:{run}", experiment_id="batch-sweep",
+                                           variant_id=variant, phase="warm", run_index=run, ok=True,
+                                           cpu_user_s=user, cpu_system_s=system, max_rss_bytes=rss))
+
+    for i in range(1, 6):  # batch-1: every run measured
+        ended("batch-1", i, 0.1 * i, 0.01 * i, 30_000_000 + i)
+    ended("batch-4", 1, 0.5, 0.05, None)  # batch-4: one run without a peak, one without a record
+    ended("batch-8", 1, 0.2, 0.02, 40_000_000)
+    ended("batch-8", 1, 0.3, 0.03, 41_000_000)  # the same run ended twice: which one is not known
+    code, out, err = _export(capsys, sessions_root)
+    assert code == 0, err
+    one, two, three = json.loads(out)["results"]
+    assert one["user"] == pytest.approx(0.3) and one["system"] == pytest.approx(0.03)
+    assert one["memory_usage_byte"] == [30_000_001, 30_000_002, 30_000_003, 30_000_004, 30_000_005]
+    assert list(one)[:12] == ["command", "mean", "stddev", "median", "user", "system", "min", "max",
+                              "times", "memory_usage_byte", "exit_codes", "parameters"]  # hyperfine's order
+    for partial in (two, three):  # not measured: null, and no memory key, never 0 (C3)
+        assert partial["user"] is None and partial["system"] is None and "memory_usage_byte" not in partial
+    code, out, err = cli(capsys, sessions_root, "export", "sweep", "--format", "csv")
+    assert code == 0, err
+    first = out.splitlines()[1].split(",")
+    assert [float(v) for v in first[4:6]] == [pytest.approx(0.3), pytest.approx(0.03)]
+
+
+HYPERFINE_SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "hyperfine"
+
+
+def _script(name: str, *args: str, env: dict[str, str] | None = None) -> str:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(HYPERFINE_SCRIPTS / name), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_r6_hyperfines_own_scripts_read_a_command_export(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, tmp_path: Path) -> None:
+    """A real command workload (two batches, three warm runs each) exported and read by hyperfine's
+    own scripts (tests/data/hyperfine, SOURCE.md); its CPU seconds and peaks come from os.wait4."""
+    import shlex
+    import sys
+
+    s = make_session(sessions_root, "sweep")
+    (s.folder / "burn.py").write_text("import sys\nx = bytearray(int(sys.argv[1]) * 40_000_000)\n"
+                                      "sum(range(300_000))\n")
+    command = f"{shlex.quote(sys.executable)} burn.py {{batch}}"  # run in the session folder
+    code, _, err = cli(capsys, sessions_root, "experiment", s.name, "define", "--id", "e", "--workload",
+                       "command", "--values", "1,2", "--runs", "3", "--warmup", "0", "--cold-runs", "0",
+                       "--device", "cpu", "--command", command)
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "run", s.name, "--headless")
+    assert code == 0, out + err
+    target = tmp_path / "e.json"
+    code, _, err = _export(capsys, sessions_root, "--out", str(target))
+    assert code == 0, err
+    one, two = json.loads(target.read_text())["results"]
+    for entry in (one, two):
+        assert isinstance(entry["user"], float) and isinstance(entry["system"], float)
+        assert entry["user"] + entry["system"] > 0
+        assert len(entry["memory_usage_byte"]) == len(entry["times"]) == 3
+    # each run's peak holds its bytearray: 40 MB for batch 1, 80 MB for batch 2 (with Python's own)
+    assert min(one["memory_usage_byte"]) >= 40_000_000 and min(two["memory_usage_byte"]) >= 80_000_000
+    assert max(one["memory_usage_byte"]) < min(two["memory_usage_byte"])
+    notes = [r["notes"] for r in s.results.read().iter_rows(named=True) if r["phase"] == "warm"]
+    assert len(notes) == 6 and all("process: CPU " in (n or "") for n in notes), notes
+    pytest.importorskip("numpy", reason="hyperfine's advanced_statistics.py needs numpy")
+    stats = _script("advanced_statistics.py", str(target))
+    assert f"Command '{one['command']}'" in stats and f"Command '{two['command']}'" in stats
+    assert stats.count("runs:          3") == 2 and f"median: {one['median']:8.3f} s" in stats
+    pytest.importorskip("scipy", reason="hyperfine's welch_ttest.py needs scipy")
+    assert f"Command 1: {one['command']}" in _script("welch_ttest.py", str(target))
+    pytest.importorskip("matplotlib", reason="hyperfine's plot_parametrized.py needs matplotlib")
+    png = tmp_path / "e.png"
+    _script("plot_parametrized.py", str(target), "-o", str(png), env={"MPLBACKEND": "Agg"})
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -166,6 +166,7 @@ def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
         unmeasured_pass=ev.unmeasured_pass,
         memory_scope=ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None else CPU_MEMORY_SCOPE,
         reported=dict(ev.reported) if ev.reported else None,
+        cpu_user_s=ev.cpu_user_s, cpu_system_s=ev.cpu_system_s, max_rss_bytes=ev.max_rss_bytes,
         **facts.record_fields(),
     )
 

@@ -39,6 +39,7 @@ from gpusession.core.records.notefacts import (
     Remark,
     RowFacts,
     notes_cell,
+    process_words,
 )
 from gpusession.core.records.results import ResultRow
 
@@ -256,6 +257,8 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
         remarks.append(Remark("truncated", NOT_OBSERVED_WORDS.format(context=count_words(row.context))))
     if ev.report_note:  # what of a command's report was refused (never the value)
         remarks.append(Remark("report", ev.report_note))
+    if ev.cpu_user_s is not None or ev.cpu_system_s is not None or ev.max_rss_bytes is not None:
+        remarks.append(Remark("process", process_words(ev.cpu_user_s, ev.cpu_system_s, ev.max_rss_bytes)))
     if ev.rank_note:  # elapsed between barriers, peaks the maximum over ranks
         remarks.append(Remark("ranks", ev.rank_note))
     if ev.throttled:

@@ -73,6 +73,7 @@ from gpusession.bench.rank_group import setup_words
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.row_record import program_folder
 from gpusession.bench.timing import SyncTimer
+from gpusession.bench.usage import ProcessUsage, wait_with_usage
 from gpusession.core.events import (
     WorkerCommandStarted,
     WorkerDescendantsEnded,
@@ -372,7 +373,20 @@ def call_report(spec: dict[str, Any]) -> CommandReport:
 _pid_channel: Channel | None = None
 
 
-def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+class CallEnd(subprocess.CompletedProcess[bytes]):
+    """A command's end as :class:`subprocess.CompletedProcess`, with the kernel's account of it.
+
+    ``usage``: its CPU seconds and peak memory (:class:`gpusession.bench.usage.ProcessUsage`),
+    ``None`` when not measured.
+    """
+
+    def __init__(self, args: list[str], returncode: int, stderr: bytes, usage: ProcessUsage | None) -> None:
+        """As :class:`subprocess.CompletedProcess`, plus ``usage``."""
+        super().__init__(args, returncode, stderr=stderr)
+        self.usage = usage
+
+
+def _call(argv: list[str], cwd: Path) -> CallEnd:
     """Run the user's command once, in the session folder ``cwd``, and wait for it.
 
     In the session folder: a relative path of the command (its program, a file
@@ -382,7 +396,10 @@ def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     It stays in the worker's process group (ended with it), starts with default signal
     dispositions (the worker ignores SIGINT; the command must stay interruptible) and
     gets SIGKILL when the worker dies (:func:`gpusession.bench.lifetime.child_preexec`).
-    Its PID and start time are reported to the parent, which journals them.
+    Its PID and start time are reported to the parent, which journals them. Its CPU
+    seconds and peak memory come with the wait that ends it (``os.wait4``,
+    :func:`gpusession.bench.usage.wait_with_usage`): hyperfine's ``user``, ``system`` and
+    ``memory_usage_byte``.
 
     Raises:
         OSError: the program is missing or not executable.
@@ -412,13 +429,13 @@ def _call(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
             _pid_channel.send(WorkerCommandStarted(pid=proc.pid,
                                                    create_time_s=identify(proc.pid).create_time_s))
         try:
-            proc.wait()
+            usage = wait_with_usage(proc)  # the wait itself, with the kernel's account of the command
         except BaseException:
             proc.kill()
             raise
         finally:
             tee.join(timeout=0.3)
-    return subprocess.CompletedProcess(argv, proc.returncode, stderr=b"\n".join(tail))
+    return CallEnd(argv, proc.returncode, b"\n".join(tail), usage)
 
 
 #: The last lines of a failed command's stderr kept in its row's notes.
@@ -574,6 +591,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
         report = call_report(spec)  # after the clock stopped: what the command said it ran on
         did["reported"] = report.values or None
         did["report_note"] = report.words()
+        if m.result.usage is not None:  # the kernel's account of it, read with the wait (hyperfine's figures)
+            did.update(m.result.usage.fields())
         if m.result.returncode == 0:
             ch.send(WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=m.elapsed_s,
                                       output=str(out_path), **did))

@@ -62,9 +62,11 @@ def register(sub: Any) -> None:
         description="Write the warm runs of each variant of one experiment (one file per sweep, as "
         "one hyperfine run) in hyperfine's JSON export layout "
         "(results[] with command, mean, stddev, median, user, system, min, max, times, "
-        "exit_codes, parameters; seconds), so hyperfine's analysis scripts read it; the "
-        "verdict is in the extra key gpusession_verdict. user and system are null: not "
-        "measured. An existing file is never overwritten without --force, and never when it "
+        "memory_usage_byte, exit_codes, parameters; seconds, bytes), so hyperfine's analysis scripts "
+        "read it; the verdict is in the extra key gpusession_verdict. For a command workload, user "
+        "and system are the mean CPU seconds of its runs and memory_usage_byte each run's peak "
+        "resident set (os.wait4); where not measured (a Python workload), user and system are null "
+        "and memory_usage_byte is left out. An existing file is never overwritten without --force, and never when it "
         "is in the session folder.",
     )
     p.add_argument("name", metavar="NAME", help="session name, or the folder of a session")

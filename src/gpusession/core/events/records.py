@@ -122,6 +122,11 @@ class RunFinishedRecord(_RowFactsFields, _RunRecord):
     message: str | None = _opt()
     #: what a command reported it ran on (``$GPUSESSION_REPORT``: device, versions), checked
     reported: dict[str, str] | None = _opt()
+    #: a command's CPU seconds (user, kernel) and peak resident set in bytes, from ``os.wait4``
+    #: (itself and the children it waited for); absent when not measured (hyperfine's figures)
+    cpu_user_s: float | None = _opt()
+    cpu_system_s: float | None = _opt()
+    max_rss_bytes: int | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

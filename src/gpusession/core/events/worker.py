@@ -169,6 +169,11 @@ class WorkerRunFinished(WorkerEvent):
             checked; ``None`` when it reported nothing
             (:mod:`gpusession.core.experiment.command_report`).
         report_note: what of its report was refused, in words, for the notes.
+        cpu_user_s, cpu_system_s: a command's CPU seconds in user and kernel mode, itself
+            and the children it waited for (``os.wait4``, read with the wait that ends
+            the run); ``None`` when not measured (a torch worker, no ``wait4``).
+        max_rss_bytes: the largest resident set of that command or a child it waited
+            for, in bytes (``ru_maxrss``); ``None`` when not measured.
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -209,6 +214,9 @@ class WorkerRunFinished(WorkerEvent):
     event_stream: str | None = _opt()
     reported: dict[str, str] | None = _opt()
     report_note: str | None = _opt()
+    cpu_user_s: float | None = _opt()
+    cpu_system_s: float | None = _opt()
+    max_rss_bytes: int | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

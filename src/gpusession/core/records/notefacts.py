@@ -64,6 +64,22 @@ UNMEASURED_PASS_WORDS = "preceded by one unmeasured pass {why}"
 ENERGY_UNSUPPORTED = "energy not supported by this GPU"
 #: What a GPU row says when its energy was not read and no reason came with it.
 ENERGY_NOT_MEASURED = "energy not measured"
+#: A command's CPU time and peak memory, as the kernel accounted them (``os.wait4``).
+PROCESS_WORDS = "process: CPU {user} s user, {system} s system; peak resident {rss} (the command and the children it waited for)"
+
+
+def process_words(user_s: float | None, system_s: float | None, max_rss_bytes: int | None) -> str:
+    """``"process: CPU 1.234 s user, 0.056 s system; peak resident 12,345,678 bytes (…)"``.
+
+    A figure not measured reads ``not measured`` (C3: never 0).
+    """
+    def secs(v: float | None) -> str:
+        return "not measured" if v is None else f"{v:.3f}"
+
+    rss = "not measured" if max_rss_bytes is None else f"{max_rss_bytes:,} bytes"
+    return PROCESS_WORDS.format(user=secs(user_s), system=secs(system_s), rss=rss)
+
+
 #: The largest reading kept (J): a 700 W GPU for 40 years is under 1e12 J; above is a hand edit.
 ENERGY_MAX_J = 1e15
 
@@ -141,7 +157,8 @@ class Remark:
     Kinds written: ``load``, ``memory``, ``setup``, ``truncated``, ``ranks``,
     ``throttled``, ``unmeasured_pass``, ``reserved_carry``, ``validation``,
     ``failure_peaks``, ``ended``, ``concurrent_load``, ``past_limit``, ``resumed``,
-    ``report`` (what of a command's ``$GPUSESSION_REPORT`` was refused).
+    ``report`` (what of a command's ``$GPUSESSION_REPORT`` was refused), ``process`` (a
+    command's CPU seconds and peak memory, :func:`process_words`).
     """
 
     kind: str
@@ -255,6 +272,6 @@ def remarks_words(facts: RowFacts) -> str:
 
 __all__ = [
     "CONCURRENT_LOAD_WORDS", "ENERGY_MAX_J", "ENERGY_NOT_MEASURED", "ENERGY_UNSUPPORTED", "INCIDENT_KEYS",
-    "INCIDENT_WORDINGS", "LOAD_WORDS", "NOT_OBSERVED_WORDS", "SEPARATOR", "TRUNCATED_WORDS", "UNMEASURED_PASS_WORDS", "Energy", "FactFields",
-    "Incident", "Remark", "RowFacts", "energy_figure", "energy_note", "notes_cell", "remarks_words",
+    "INCIDENT_WORDINGS", "LOAD_WORDS", "NOT_OBSERVED_WORDS", "PROCESS_WORDS", "SEPARATOR", "TRUNCATED_WORDS", "UNMEASURED_PASS_WORDS", "Energy", "FactFields",
+    "Incident", "Remark", "RowFacts", "energy_figure", "energy_note", "notes_cell", "process_words", "remarks_words",
 ]

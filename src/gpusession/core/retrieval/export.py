@@ -6,17 +6,26 @@ Who calls it: ``gpusession export NAME --experiment ID --format hyperfine-json|c
 ``command``, ``mean``, ``stddev`` (the sample standard deviation, ``null`` for one run),
 ``median``, ``user``, ``system``, ``min``, ``max`` (seconds), ``times`` (every run, in
 seconds), ``exit_codes`` (one per run) and ``parameters`` (the varied setting, values as
-strings). Here one entry is one variant's measured warm runs (R3: never mixed with load
-or cold); ``user`` and ``system`` are ``null``: gpusession times the work, not the
-process's CPU time (C3: not measured is never 0). The verdict goes in the extra key
-``gpusession_verdict``, which hyperfine's readers ignore.
+strings), and since hyperfine 1.20 ``memory_usage_byte`` (the peak resident set of each
+run, in bytes). Here one entry is one variant's measured warm runs (R3: never mixed with
+load or cold). For a command workload, ``user`` and ``system`` are the mean CPU seconds of
+those runs and ``memory_usage_byte`` their peak resident sets, as hyperfine reads them
+(``os.wait4`` when the command ended, kept in each run's journal record:
+:class:`gpusession.core.events.records.RunFinishedRecord`); where a run has no such
+figure (a torch worker times the work inside its own process) ``user`` and ``system`` are
+``null`` and ``memory_usage_byte`` is left out, as hyperfine leaves it out (C3: not
+measured is never 0). The verdict goes in the extra key ``gpusession_verdict``, which
+hyperfine's readers ignore.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from gpusession.core.events.records import RunFinishedRecord
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
@@ -25,13 +34,27 @@ from gpusession.core.folder.session import Session
 from gpusession.core.records.summary import session_summary
 
 #: The keys of one hyperfine result, in hyperfine's order (``memory_usage_byte``, which
-#: hyperfine leaves out when not measured, is left out).
+#: hyperfine leaves out when not measured, is left out then).
 HYPERFINE_KEYS = ("command", "mean", "stddev", "median", "user", "system", "min", "max",
-                  "times", "exit_codes", "parameters")
+                  "times", "memory_usage_byte", "exit_codes", "parameters")
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What the kernel accounted to one run's command (``os.wait4``); a figure not measured is ``None``.
+
+    Attributes:
+        user_s, system_s: CPU seconds in user and kernel mode.
+        max_rss_bytes: peak resident set, bytes.
+    """
+
+    user_s: float | None
+    system_s: float | None
+    max_rss_bytes: int | None
 
 
 def hyperfine_entry(command: str, times_s: list[float], parameters: dict[str, str],
-                    verdict: str) -> dict[str, Any]:
+                    verdict: str, usage: Sequence[RunUsage | None] = ()) -> dict[str, Any]:
     """One hyperfine result from measured durations in seconds.
 
     Args:
@@ -39,25 +62,53 @@ def hyperfine_entry(command: str, times_s: list[float], parameters: dict[str, st
         times_s: the measured warm durations, in run order (at least one).
         parameters: the varied setting, ``{"batch": "4"}``.
         verdict: the variant's verdict in words (``accepted``, ``REJECTED (…)``).
+        usage: each run's CPU time and peak memory, in the order of ``times_s``; empty
+            or shorter when not measured.
 
     Returns:
         The entry: statistics as hyperfine computes them (``stddev`` with n − 1, ``None``
-        below two runs), exit codes 0 (a measured run returned).
+        below two runs), exit codes 0 (a measured run returned); ``user`` and ``system``
+        the mean CPU seconds when every run has them, else ``None``; ``memory_usage_byte``
+        one peak per run when every run has one, else left out (C3).
     """
-    return {
+    runs = list(usage) if len(usage) == len(times_s) else []
+    user = [u.user_s for u in runs if u is not None and u.user_s is not None]
+    system = [u.system_s for u in runs if u is not None and u.system_s is not None]
+    rss = [u.max_rss_bytes for u in runs if u is not None and u.max_rss_bytes is not None]
+    entry: dict[str, Any] = {
         "command": command,
         "mean": statistics.fmean(times_s),
         "stddev": statistics.stdev(times_s) if len(times_s) > 1 else None,
         "median": statistics.median(times_s),
-        "user": None,
-        "system": None,
+        "user": statistics.fmean(user) if len(user) == len(times_s) else None,
+        "system": statistics.fmean(system) if len(system) == len(times_s) else None,
         "min": min(times_s),
         "max": max(times_s),
         "times": list(times_s),
-        "exit_codes": [0] * len(times_s),
-        "parameters": parameters,
-        "gpusession_verdict": verdict,
     }
+    if len(rss) == len(times_s):
+        entry["memory_usage_byte"] = rss
+    entry.update({"exit_codes": [0] * len(times_s), "parameters": parameters, "gpusession_verdict": verdict})
+    return entry
+
+
+def warm_run_usage(session: Session) -> dict[tuple[str, str, int], RunUsage | None]:
+    """Each measured warm run's CPU time and peak memory, from its journal record (R6).
+
+    Key: ``(experiment_id, variant_id, run_index)``. A key the journal ends twice (a run
+    index measured again) maps to ``None``: which row it belongs to is not known, so it is
+    not said.
+    """
+    out: dict[tuple[str, str, int], RunUsage | None] = {}
+    for rec in session.journal_records():
+        if not isinstance(rec, RunFinishedRecord) or rec.phase != "warm" or not rec.ok:
+            continue
+        if rec.experiment_id is None or rec.variant_id is None or rec.run_index is None:
+            continue
+        key = (str(rec.experiment_id), str(rec.variant_id), int(rec.run_index))
+        usage = RunUsage(rec.cpu_user_s, rec.cpu_system_s, rec.max_rss_bytes)
+        out[key] = None if key in out else usage
+    return out
 
 
 def exported_experiment(session: Session, experiment_id: str | None) -> tuple[str, str | None]:
@@ -125,8 +176,13 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
     for row in warm.iter_rows(named=True):
         groups.setdefault((row["experiment_id"], row["variant_id"]), []).append(row)
     results, left_out = [], []
+    usage = warm_run_usage(session)
     for (exp_id, variant_id), rows in groups.items():
-        times = [float(r["elapsed_seconds"]) for r in rows if r["elapsed_seconds"] is not None]
+        timed = [r for r in rows if r["elapsed_seconds"] is not None]
+        times = [float(r["elapsed_seconds"]) for r in timed]
+        indexes = [r["run_index"] for r in timed]
+        run_usage = [None if indexes.count(r["run_index"]) > 1 or r["run_index"] is None
+                     else usage.get((str(exp_id), str(variant_id), int(r["run_index"]))) for r in timed]
         if not times:
             left_out.append(f"{exp_id} {variant_id}: no measured warm run, left out of the export")
             continue
@@ -135,7 +191,7 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
         parameters = {name: str(cell)} if name and cell is not None else {"variant": str(variant_id)}
         verdict = summary.get((exp_id, variant_id))
         entry = hyperfine_entry(f"{exp_id} {variant_id}", times, parameters,
-                                verdict.verdict_words() if verdict is not None else "not validated")
+                                verdict.verdict_words() if verdict is not None else "not validated", run_usage)
         # typed beside the words: True every validated run accepted, False one rejected, None not validated
         entry["gpusession_accepted"] = (None if verdict is None or verdict.validated == 0
                                         else verdict.rejected == 0)
@@ -206,5 +262,5 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value).replace("|", "\\|").replace("`", "'")
 
 
-__all__ = ["CSV_KEYS", "HYPERFINE_KEYS", "exported_experiment", "hyperfine_csv", "hyperfine_entry",
-           "hyperfine_markdown", "hyperfine_results"]
+__all__ = ["CSV_KEYS", "HYPERFINE_KEYS", "RunUsage", "exported_experiment", "hyperfine_csv", "hyperfine_entry",
+           "hyperfine_markdown", "hyperfine_results", "warm_run_usage"]
