@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.commands.cost_cmds import _days
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
@@ -40,6 +39,14 @@ from gpusession.core.money.rates import (
 
 #: ``rates --json``'s contract version (C6, docs/json/rates.schema.json).
 RATES_SCHEMA_VERSION = 1
+
+
+def _days(text: str) -> int:
+    """``--days``: a package length the rates file holds (3, 7 or 30), as ``cost --days`` takes it."""
+    if text.strip() not in {str(d) for d in PACKAGE_DAYS}:
+        raise argparse.ArgumentTypeError(
+            f"expected a package of 3, 7 or 30 days (packages are whole), got {shown(text)}")
+    return int(text)
 
 
 def _price(text: str) -> Any:
