@@ -159,3 +159,20 @@ def test_k7_the_user_file_follows_xdg_config_home(monkeypatch: pytest.MonkeyPatc
     for ignored in ("", "relative/config"):  # the XDG spec: a relative path is ignored
         monkeypatch.setenv("XDG_CONFIG_HOME", ignored)
         assert user_rates_file() == home / ".config" / "gpusession" / "rates.toml"
+
+
+def test_k7_rates_set_at_once_from_eight_threads_keeps_every_price() -> None:
+    """The read, change and replace hold the folder's lock: no price set at the same time is lost."""
+    from concurrent.futures import ThreadPoolExecutor
+    from decimal import Decimal
+
+    from gpusession.core.money.rates import load_rates, set_user_price
+
+    path = user_rates_file()
+    cards = [f"Card {i}" for i in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda c: set_user_price(path, c, 7, Decimal("10.00")), cards))
+    rates = load_rates()
+    for card in cards:
+        rate = rates.find(card)
+        assert rate is not None and rate.package_price_usd == {7: Decimal("10.00")}, card

@@ -22,7 +22,8 @@ from __future__ import annotations
 import importlib.resources
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -462,7 +463,8 @@ def set_user_price(path: Path, gpu_model: str, days: int, price_usd: Decimal,
     the file's, else the bundled file's for that card, else 1 (said in
     :attr:`PriceSet.per_lot_from`). Every other key and price of the file is kept; the file
     is rewritten by ``tomli-w`` (so its comments are not kept) through
-    :func:`gpusession.core.files.tomlio.write_toml` (temporary file, fsync, replace).
+    :func:`gpusession.core.files.tomlio.write_toml` (temporary file, fsync, replace), the
+    folder locked from the read to the replace so that two at once both keep their price.
 
     Args:
         path: the rates file (created with its folder, mode 0700, when missing).
@@ -489,6 +491,33 @@ def set_user_price(path: Path, gpu_model: str, days: int, price_usd: Decimal,
     if gpus_per_lot is not None and gpus_per_lot < 1:
         raise BadInput(f"expected gpus_per_lot = a whole number ≥ 1, got {shown(gpus_per_lot)}",
                        field="gpus_per_lot")
+    make_private_dir(path.parent, parents=True)
+    with _folder_lock(path.parent):  # two `rates set` at once: each keeps the other's price
+        return _set_price(path, name, days, price_usd, gpus_per_lot)
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """``flock`` the folder itself while its rates file is read, changed and replaced.
+
+    The file is replaced by a rename, so a lock on it would not hold; the folder's does,
+    and leaves no lock file behind. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _set_price(path: Path, name: str, days: int, price_usd: Decimal, gpus_per_lot: int | None) -> PriceSet:
+    """The read, change and atomic write of :func:`set_user_price`, under its lock."""
     doc: dict[str, Any] = {"currency": "USD"}
     if os.path.lexists(path):
         doc = read_toml(path)
@@ -513,7 +542,6 @@ def set_user_price(path: Path, gpu_model: str, days: int, price_usd: Decimal,
     entry["package_price_usd"] = dict(sorted(prices.items(), key=lambda kv: int(kv[0])))
     table[key] = entry
     _parse_rates(doc, "", path, str(path))  # A4: never a file its own reader refuses
-    make_private_dir(path.parent, parents=True)
     write_toml(path, doc)
     return PriceSet(path, key, days, price_usd.quantize(CENT),
                     None if previous is None else Decimal(str(previous)), per_lot, per_lot_from,
