@@ -73,6 +73,17 @@ def test_k7_rates_shows_the_source_of_each_price(new_session: object, sessions_r
     code, out, err = cli(capsys, sessions_root, "cost", "s1")
     assert code == 0, err
     assert "= 50.00 USD" in out and "the 7-day price from the session's rates file" in out
+    given = s.folder.parent / "given.toml"
+    given.write_text('schema = 1\n[gpu."RTX A5000"]\ngpus_per_lot = 1\n[gpu."RTX A5000".package_price_usd]\n'
+                     '3 = "20.00"\n')
+    code, out, err = cli(capsys, sessions_root, "rates", "--session", "s1", "--rates", str(given), "--json")
+    assert code == 0, err
+    doc = json.loads(out)  # --rates takes the session file's place for this call
+    assert [(f["source"], f["path"]) for f in doc["files"]] == [
+        ("given", str(given)), ("user", str(user_rates_file())), ("bundled", None)]
+    a5000 = next(g for g in doc["gpus"] if g["gpu_model"] == "RTX A5000")
+    assert [(p["days"], p["price_usd"], p["source"]) for p in a5000["prices"]] == [
+        (3, "20.00", "given"), (7, "55.00", "bundled"), (30, "200.00", "user")]
 
 
 def test_k7_rates_set_changes_one_price_and_keeps_the_others(
