@@ -4,7 +4,9 @@
    real session-opening path, real NVML/psutil readers), against a bare six-tab Textual
    app (Header, TabbedContent with six TabPanes, Footer) and ``python -c "import textual"``,
    all measured interleaved in the same run (median of ``--runs``, default 10), and the
-   same first frame reached through the command line (``gpusession NAME``).
+   same first frame reached through the command line (``gpusession NAME``): that one, as a
+   person starts it, is the figure judged against the targets; the app built in the child
+   (no command line) is printed beside it.
    The first frame is the same for every child: the first frame Textual renders (outside
    a batch update) that shows the child's own text (:data:`CHILD_PROBE`). For gpusession
    that is the header line and the checklist; the time at which the header also shows
@@ -275,17 +277,19 @@ def main() -> int:
         print(f"  through the CLI (gpusession NAME) median {c:.3f} s  (min {min(cli):.3f}, max {max(cli):.3f}; "
               f"{c / a:.2f}× the app alone: the command line's parse)")
         print(f"bare six-tab app, 1st frame     median {t6:.3f} s  (min {min(six):.3f}, max {max(six):.3f}, n={len(six)})")
-        print(f"ratio first frame / import      {a / b:.2f}×   (absolute target < 0.6 s: "
-              f"{'met' if a < 0.6 else 'NOT met'})")
-        print(f"ratio gpusession / six-tab app  {a / t6:.2f}×   (target ≤ 1.3×: "
-              f"{'met' if a / t6 <= 1.3 else 'NOT met'})")
+        # judged as a person starts it: `gpusession NAME`, the command line parsed first
+        print(f"ratio first frame (gpusession NAME) / import {c / b:.2f}×   (absolute target < 0.6 s: "
+              f"{'met' if c < 0.6 else 'NOT met'})")
+        print(f"ratio gpusession NAME / six-tab app  {c / t6:.2f}×   (target ≤ 1.3×: "
+              f"{'met' if c / t6 <= 1.3 else 'NOT met'}; the app alone, no command line: {a / t6:.2f}×)")
         # Less sensitive to a loaded machine: the ratio within each interleaved pair, and
         # the CPU time each child had used at its first frame (all its threads).
-        paired = statistics.median(x / y for x, y in zip(app, six, strict=True))
+        paired = statistics.median(x / y for x, y in zip(cli, six, strict=True))
         ca, c6 = statistics.median(cpu_app), statistics.median(cpu_six)
-        print(f"  same, median of the {len(app)} paired ratios {paired:.2f}× (target ≤ 1.3×: "
+        print(f"  same, median of the {len(cli)} paired ratios {paired:.2f}× (target ≤ 1.3×: "
               f"{'met' if paired <= 1.3 else 'NOT met'}; aim ≤ 1.15×: {'met' if paired <= 1.15 else 'not yet'}); "
-              f"CPU time at the first frame: gpusession {ca:.3f} s, six-tab app {c6:.3f} s, ratio {ca / c6:.2f}×")
+              f"CPU time at the first frame (the app alone): gpusession {ca:.3f} s, six-tab app {c6:.3f} s, "
+              f"ratio {ca / c6:.2f}×")
         print(f"load average after the first-frame figures: {_load()} on {os.cpu_count()} cores")
         if args.quick:
             return 0

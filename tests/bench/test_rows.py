@@ -25,7 +25,7 @@ EXP = Experiment(id="e", workload="synthetic-mlp", varied="batch", values=(4, 8)
                  context_limit=512, seed=7, precision="fp16")
 WARM = ScheduledRun(phase="warm", variant_id="batch-8", run_index=2, worker="warm")
 COLD = ScheduledRun(phase="cold", variant_id="batch-4", run_index=1, worker="cold-batch-4-1")
-NO_LOAD = "host CPU 3 %; other GPU processes: none"
+NO_LOAD = None  # a quiet load (ConcurrentLoad.quiet): the recorder passes no words
 
 
 def _base() -> ResultRow:

@@ -123,6 +123,7 @@ def test_r10_concurrent_load_lists_other_gpu_processes() -> None:
     failed = read_nvml(FakeNvml(init_error=RuntimeError("x")))
     load2 = read_concurrent_load(snapshot=failed, interval_s=0.0)
     assert "unknown" in load2.describe()
+    assert not load.quiet and not load2.quiet  # another process; processes not known
 
 
 def test_host_memory_reads_psutil() -> None:
@@ -347,6 +348,8 @@ def test_r10_other_gpu_processes_unknown_when_nvml_cannot_list_them() -> None:
     assert listed.describe().endswith("other GPU processes: none") and listed.gpu_processes_known
     other = read_concurrent_load(own_pids={1000}, snapshot=snap, interval_s=0.0)
     assert "pid 1002 on GPU 2" in other.describe() and "unknown on GPU 1" in other.describe()
+    # R11: the rows remark on a load from this typed fact, never by reading the words back
+    assert listed.quiet and not load.quiet and not other.quiet
 
 
 def test_r10_mig_processes_read_through_each_instance_handle() -> None:

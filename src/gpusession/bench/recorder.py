@@ -187,7 +187,8 @@ class Recorder:
         measured: the session has a measured row of this experiment.
         worker_died: a group exited non-zero or timed out in this invocation.
         current_key: the run key in flight (a load is a run), ``None`` between runs.
-        load_note: the concurrent load seen at the start, said in the rows.
+        load_note: the concurrent load seen at the start, in words (the journal, the environment).
+        load_quiet: nothing else ran on the GPUs at the start: the rows say no load.
         resume_notes: what each row of a resumed attempt says, by phase.
     """
 
@@ -216,6 +217,7 @@ class Recorder:
         self.keys_written: list[str] = []
         self.current_key: str | None = None
         self.load_note: str | None = None
+        self.load_quiet = False
         self.resume_notes: dict[str, str] = {}
         self.stops: RunStops | None = None
         self.validation: RunValidation | None = None
@@ -415,9 +417,9 @@ class Recorder:
         assert self.validation is not None, "set up by start()"
         row = run_row(self.base_row(), exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
         validation = self.validation.validate(Path(str(ev.output)), run) if ev.ok else None
-        facts, incident = finished_run_facts(row, run, ev, validation=validation, ended=ended,
-                                             load_note=self.load_note)
-        row, _ = finished_run_row(row, run, ev, validation=validation, ended=ended, load_note=self.load_note)
+        load = None if self.load_quiet else self.load_note  # a typed fact, never the words read back
+        facts, incident = finished_run_facts(row, run, ev, validation=validation, ended=ended, load_note=load)
+        row, _ = finished_run_row(row, run, ev, validation=validation, ended=ended, load_note=load)
         if incident is not None:
             self.incident(incident)
         if ev.ok and validation is not None and validation[0] and self.stops is not None:

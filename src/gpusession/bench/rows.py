@@ -215,7 +215,7 @@ def finished_run_row(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished, *
         ev: the worker's ``run_finished``.
         validation: what validating its output gave (only read when ``ev.ok``).
         ended: for a run whose rank failed under torchrun, how the group ended with it.
-        load_note: the concurrent load at the start, in words.
+        load_note: the concurrent load at the start, in words; ``None`` when there was none.
 
     Returns:
         The row (figures, validation fields, ``notes`` from :func:`finished_run_facts`)
@@ -281,7 +281,7 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
         if ended:
             remarks.append(Remark("ended", ended))
         incident = f"run {run.run_key}: {kind}: {ev.error_type}: {said}" + (f"; {ended}" if ended else "")
-    if load_note and "other GPU processes: none" not in load_note:
+    if load_note:
         remarks.append(Remark("concurrent_load", CONCURRENT_LOAD_WORDS.format(load=load_note)))
     return RowFacts(tuple(incidents), energy, tuple(remarks)), incident
 

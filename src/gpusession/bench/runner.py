@@ -295,6 +295,7 @@ class Runner:
 
         self.session.update(change)
         rec.load_note = load.describe()
+        rec.load_quiet = load.quiet  # the rows remark on a load only when there is one (R11)
         rec.journal(ExperimentStartedRecord(
             experiment_id=exp.id, drawn_order=drawn, runs=[r.run_key for r in runs],
             concurrent_load=rec.load_note, device_override=self.device,

@@ -461,7 +461,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         OSError: The disk refused the write.
     """
     from gpusession.core.files.textio import printable
-    from gpusession.core.retrieval.report import answer_lines, write_report
+    from gpusession.core.retrieval.report import write_report
 
     as_json = bool(getattr(args, "json", False))
 
@@ -477,7 +477,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if as_json:  # the end lines as data (docs/json/report.schema.json)
         print_json({"name": s.name, "path": str(res.path), "html": str(res.html) if res.html else None,
                     "charts": [str(p) for p in res.charts], "charts_note": res.charts_note,
-                    "summary": [printable(line) for line in answer_lines(res.path.read_text(encoding="utf-8"))]})
+                    "summary": [printable(line) for line in res.answer]})
         return 0
     print(f"wrote {res.path}")
     if res.html is not None:

@@ -657,10 +657,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _say_the_answer(session: Session) -> None:
     """After the demo: the report's answer (verdict, cost, keep, risks) and where to go next (D5)."""
-    from gpusession.core.retrieval.report import answer_lines, render_report
+    from gpusession.core.retrieval.report import report_answer
 
     try:
-        lines = answer_lines(render_report(Session.open(session.folder.parent, session.name)))
+        lines = report_answer(Session.open(session.folder.parent, session.name))
     except BadInput as exc:  # the run's own lines said what happened; the answer is a courtesy
         print(f"(the answer could not be read: {exc})")
         return

@@ -48,6 +48,11 @@ class ConcurrentLoad:
         """Whether NVML listed the processes of every GPU (so "none" means none)."""
         return not self.nvml_reason and not self.unlisted_gpus
 
+    @property
+    def quiet(self) -> bool:
+        """No other load to say: every GPU's processes listed, none but ours, none unreadable (R11)."""
+        return self.gpu_processes_known and not self.other_gpu_processes and not self.unreadable
+
     def describe(self) -> str:
         """One line in words, e.g. ``host CPU 12%; other GPU processes: none``.
 

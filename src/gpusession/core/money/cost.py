@@ -402,7 +402,7 @@ class CostReport:
     plan_source: str | None = None
 
     def lines(self, *, gpu: bool = True, measured_count: bool = True,
-              projection: str = NO_PROJECTION_LINE) -> list[str]:
+              projection: str = NO_PROJECTION_LINE, after_answer: Sequence[str] = ()) -> list[str]:
         """Readable lines, the same in the CLI and the TUI.
 
         Args:
@@ -410,6 +410,8 @@ class CostReport:
             measured_count: include the ``Accepted deliverables: N distinct`` line (the
                 report's verdict says the count; a count not measured is always said).
             projection: the words of the K5 line.
+            after_answer: lines said right after the cost per deliverable (the Cost
+                pane's variant to keep, D7), placed here rather than found by their words.
         """
         t = self.total
         out: list[str] = []
@@ -438,6 +440,7 @@ class CostReport:
             out.append(f"Accepted deliverables: {NOT_MEASURED_WORDS} ({self.accepted_source}) — only the "
                        "package cost is shown (a cost per deliverable needs a measured count).")
         out.append(self.per_accepted.line())
+        out.extend(after_answer)
         if self.plan is not None:
             out.append(self.plan.line())
             if self.plan_source:

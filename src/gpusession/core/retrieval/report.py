@@ -105,12 +105,16 @@ SUMMARY_LINES = 10
 
 @dataclass(frozen=True)
 class ReportWritten:
-    """Where the report went, its chart files, and why charts were left out (if so)."""
+    """Where the report went, its chart files, why charts were left out (if so), its answer.
+
+    ``answer``: the summary as printed lines (:func:`report_answer`), the same as the file's.
+    """
 
     path: Path
     charts: list[Path] = field(default_factory=list)
     charts_note: str | None = None
     html: Path | None = None
+    answer: list[str] = field(default_factory=list)
 
 
 def _cell(value: Any) -> str:
@@ -1075,25 +1079,6 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
     return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
 
 
-def answer_lines(report_text: str) -> list[str]:
-    """The report's summary (verdict, cost, variant to keep, risks) as printed lines (D5).
-
-    Args:
-        report_text: a report's Markdown (:func:`render_report`).
-
-    Returns:
-        The summary's bullets with their continuation lines, ``**`` marks dropped: what
-        ``report`` and the demo print, so the answer is on the screen, not only in a file.
-    """
-    out: list[str] = []
-    for line in report_text.splitlines()[1:]:
-        if line.startswith("Generated ") or line.startswith("## "):
-            break
-        if line.strip():
-            out.append(line.replace("**", ""))
-    return out
-
-
 @dataclass(frozen=True)
 class _Head:
     """What the first lines are made of, read once for the whole report."""
@@ -1131,6 +1116,24 @@ def _finish(text_lines: list[str]) -> str:
     Inert last: a mask's ``[HIDDEN: …]`` followed by ``(`` must not become a link.
     """
     return inert_markdown(mask_text("\n".join(text_lines).rstrip() + "\n")[0])
+
+
+def _answer(head: _Head) -> list[str]:
+    """The summary as printed lines, ``**`` marks dropped: what ``report`` and the demo print (D5).
+
+    Rendered from the summary the report is made of, never read back from the page.
+    """
+    return [ln.replace("**", "") for ln in _finish(head.summary).splitlines() if ln.strip()]
+
+
+def report_answer(session: Session, *, now: datetime | None = None, nvml: Any | None = None,
+                  frame: pl.DataFrame | None = None) -> list[str]:
+    """The report's answer (verdict, cost, variant to keep, risks) without writing it (D5).
+
+    Raises:
+        BadInput: a malformed session file (as :func:`render_report`).
+    """
+    return _answer(_head(session, now, nvml, frame))
 
 
 def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: str | None) -> str:
@@ -1201,7 +1204,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             (``report.html`` beside ``report.md``; charts inline as SVG), mode 0600.
         charts: draw the charts; ``False`` (``--no-charts``): the text only, matplotlib
             never imported, and the report says so in one line.
-        on_answer: called with the report's first lines (:func:`answer_lines`, the same
+        on_answer: called with the report's first lines (:func:`report_answer`, the same
             lines as the file will hold) as soon as they are known, before the charts are
             drawn and the sections worded, so a command can print the answer at once.
 
@@ -1234,7 +1237,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
             raise BadInput("exists; pass --force to overwrite it, or choose another --out", path=page)
     head = _head(session, now, nvml, None)
     if on_answer is not None:  # the answer does not wait for the charts (nor for matplotlib)
-        on_answer(answer_lines(_finish(_title(session) + head.summary)))
+        on_answer(_answer(head))
     svgs: list[tuple[str, str]] = []
     if charts:
         chart_paths, note, svgs = _charts(head.frame, target.with_suffix(""), force=force, svg=page is not None)
@@ -1251,7 +1254,7 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
 
     session.journal(ReportWrittenRecord(path=str(target), charts=[str(p) for p in chart_paths]
                                         + ([str(page)] if page is not None else [])))
-    return ReportWritten(target, chart_paths, note, page)
+    return ReportWritten(target, chart_paths, note, page, _answer(head))
 
 
-__all__ = ["SECTIONS", "ReportWritten", "answer_lines", "render_report", "write_report"]
+__all__ = ["SECTIONS", "ReportWritten", "render_report", "report_answer", "write_report"]

@@ -174,6 +174,7 @@ class CostPane(Vertical):
             out.update(f"lots: expected a whole number ≥ 1, got {shown(lots_text)}")
             return
         answer = self.answer
+        kept = False  # whether the cost report was made (it places the Keep lines itself)
         inputs = answer.inputs if answer is not None else None
         if answer is None or inputs is None:
             problem = answer.problem if answer is not None else "not read"
@@ -187,18 +188,18 @@ class CostPane(Vertical):
                     inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source,
                     plan_source=self._plan_source(plan_text),
                 )
-                self.lines = [pane_words(line) for line in report.lines()]
+                self.lines = [pane_words(line) for line in report.lines(after_answer=self._keep)]
+                kept = True
                 if answer.in_unit and answer.count is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
                     from gpusession.core.money.count import cost_line
 
                     self.lines.insert(0, cost_line(report.total.total_usd_minor, answer.count))
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
-        if accepted is None and not any(line.startswith("Accepted deliverables:") for line in self.lines):
+        if accepted is None and not (kept and source):  # the report says a count not measured when it has a source
             self.lines.insert(0, f"Accepted deliverables: {NOT_MEASURED_WORDS} ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
-        at = next((i + 1 for i, line in enumerate(self.lines) if "per accepted deliverable" in line),
-                  len(self.lines))
-        self.lines[at:at] = self._keep
+        if not kept:
+            self.lines.extend(self._keep)
         self.lines.extend(self._idle_gpus())
         if self._others:
             self.lines.extend(["", *self._others])
