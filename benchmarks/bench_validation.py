@@ -135,7 +135,7 @@ def baseline(corpus: Path, output: Path, train: Path, protocol: Protocol) -> dic
     y_pred = [first.get(i) or wrong for i in refs]
     macro = float(f1_score(y_true, y_pred, labels=list(protocol.classes), average="macro", zero_division=0))
     ids_match = not missing and not extra and not dup and not dup_exp
-    quality = macro + 1e-12 >= protocol.threshold - protocol.tolerance
+    quality = macro + 1e-12 >= protocol.threshold - protocol.tolerance_applied
     return {
         "accepted": ids_match and bad == 0 and quality and not overlap,
         "ids_match": ids_match,
@@ -244,7 +244,7 @@ def floor(corpus: Path, output: Path, train: Path, protocol: Protocol) -> dict[s
     overlap = exp_u.select("id").join(train_ids.unique(), on="id", how="semi").height
     n_dup = out_dups["id"].n_unique() if out_dups.height else 0
     ids_match = missing == 0 and extra == 0 and n_dup == 0 and exp_dups.height == 0
-    quality = macro + 1e-12 >= protocol.threshold - protocol.tolerance
+    quality = macro + 1e-12 >= protocol.threshold - protocol.tolerance_applied
     return {
         "accepted": ids_match and bad == 0 and quality and overlap == 0,
         "ids_match": ids_match,
