@@ -8,7 +8,7 @@ from gpusession.core.folder.session import Session
 from gpusession.core.gpu.hostfacts import HostKey, read_host_facts
 from gpusession.core.money import host_check as hc
 from gpusession.core.money import order as om
-from gpusession.core.money.rates import model_identity, model_matches
+from gpusession.core.money.rates import form_factor_words, model_identity, model_matches
 from gpusession.testing import GIB, FakeGpu, FakeNvml
 
 #: (as ordered, as NVML names it): the same card.
@@ -103,3 +103,68 @@ def test_d8_an_a100_40gb_ordered_and_an_80gb_seen_differ_by_memory_only() -> Non
                                 observed_memory_bytes=80 * GIB)
     assert dev == ("deviation from order ORD-1: GPU memory seen 80.0 GiB per GPU, ordered "
                    "40 GB ('A100 40GB')")
+
+
+#: (as ordered, as NVML names it, difference?, not checked?): the form factor (H-61).
+FORMS = [
+    ("H100 SXM", "NVIDIA H100 PCIe", True, False),
+    ("H100 PCIe", "NVIDIA H100 SXM5 80GB", True, False),
+    ("A100 SXM4 80GB", "NVIDIA A100 80GB PCIe", True, False),
+    ("H100 SXM", "NVIDIA H100 80GB HBM3", False, True),  # NVML names an SXM card without it
+    ("H100 PCIe", "NVIDIA H100 80GB HBM3", False, True),
+    ("H100 PCIe", "NVIDIA H100 PCIe", False, False),
+    ("A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", False, False),
+    ("H100", "NVIDIA H100 PCIe", False, False),  # the order states none: nothing to check
+]
+
+
+@pytest.mark.parametrize(("ordered", "seen", "differs", "unchecked"), FORMS)
+def test_h61_the_form_factor_stated_is_compared_and_one_not_stated_is_not_checked(
+        ordered: str, seen: str, differs: bool, unchecked: bool) -> None:
+    difference, not_checked = form_factor_words(ordered, seen)
+    assert (difference is not None, not_checked is not None) == (differs, unchecked)
+    if not_checked:
+        assert not_checked.startswith("form factor not checked")
+
+
+def _h100_order(session: Session, model: str) -> None:
+    om.set_order(session, number="ORD-H100", gpu_model=model, lots=1, days=7)
+    (session.folder / "rates.toml").write_text(
+        f'schema = 1\ncurrency = "USD"\n[gpu."{model}"]\ngpus_per_lot = 1\n', encoding="utf-8")
+
+
+def test_h61_an_sxm_order_on_a_pcie_card_is_a_deviation_in_every_reader(session: Session) -> None:
+    from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot
+    from gpusession.core.retrieval.compare import _host_check_cells
+    from gpusession.core.retrieval.evidence import order_match_evidence
+
+    _h100_order(session, "H100 SXM")
+    seen = FakeGpu(name="NVIDIA H100 PCIe", total_bytes=80 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=HostKey("n", "b")), None)
+    assert check.deviation == ("deviation from order ORD-H100: form factor seen PCIe "
+                               "('NVIDIA H100 PCIe'), ordered SXM")
+    assert "matches" not in check.order_words
+    assert _host_check_cells(session)[0] == "ORDER DEVIATION"
+    snap = NvmlSnapshot(True, None, "550.54.15", (GpuReading(0, "GPU-1", "NVIDIA H100 PCIe", 80 * GIB, 0, ()),))
+    words = order_match_evidence(session, snap, record=False)
+    assert words.startswith("DEVIATION") and "form factor seen PCIe" in words
+
+
+def test_h61_an_sxm_card_nvml_names_without_its_form_factor_is_said_not_checked(session: Session) -> None:
+    from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot
+    from gpusession.core.money.host_check import load_host_checks
+    from gpusession.core.retrieval.compare import _host_check_cells
+    from gpusession.core.retrieval.evidence import order_match_evidence
+
+    _h100_order(session, "H100 SXM")
+    seen = FakeGpu(name="NVIDIA H100 80GB HBM3", total_bytes=80 * GIB)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=HostKey("n", "b")), None)
+    assert check.deviation is None  # never a false difference
+    assert "matches" not in check.order_words
+    assert "form factor not checked" in check.order_words
+    assert [c.form_factor_unchecked for c in load_host_checks(session).values()] == [True]
+    assert _host_check_cells(session)[0] == "form factor not checked"
+    snap = NvmlSnapshot(True, None, "550.54.15",
+                        (GpuReading(0, "GPU-1", "NVIDIA H100 80GB HBM3", 80 * GIB, 0, ()),))
+    words = order_match_evidence(session, snap, record=False)
+    assert words.startswith("form factor not checked") and "matches" not in words

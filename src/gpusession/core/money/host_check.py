@@ -37,7 +37,7 @@ from gpusession.core.gpu.hostfacts import (
     this_host,
 )
 from gpusession.core.money.order import compare_order, load_order, record_deviation
-from gpusession.core.money.rates import load_rates, model_matches
+from gpusession.core.money.rates import form_factor_words, load_rates, model_matches
 
 HOST_CHECK_TOML = "host-check.toml"
 
@@ -62,7 +62,7 @@ HOST_CHECK = Table({
     "hosts": Table(entries=Table({
         "hostname": TEXT, "boot_id": TEXT, "checked_at": _AWARE, "driver_version": TEXT,
         "order_number": TEXT, "deviation": TEXT, "order_words": TEXT, "masked": _TEXTS,
-        "gpus": ListOf(_GPU, "a list of tables ([[hosts.\"<host>\".gpus]])"),
+        "form_factor_checked": BOOL, "gpus": ListOf(_GPU, "a list of tables ([[hosts.\"<host>\".gpus]])"),
         "probe": _PROBE}, words='a table [hosts."<host> <boot id>"]'),
         words='[hosts."<host> <boot id>"] tables'),
 })
@@ -84,6 +84,8 @@ class HostCheck:
             could be compared.
         masked: one phrase per reading kept masked because it looked like a secret
             (``"GPU 0 name (API key)"``); ``()`` when none.
+        form_factor_unchecked: the order states SXM/PCIe/NVL and the card's name does not:
+            the GPU is then never said to match (H-61).
     """
 
     facts: HostFacts
@@ -92,6 +94,7 @@ class HostCheck:
     deviation: str | None
     order_words: str
     masked: tuple[str, ...] = ()
+    form_factor_unchecked: bool = False
 
 
 def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
@@ -105,11 +108,13 @@ def _model_to_compare(session: Session, facts: HostFacts) -> str | None:
         ordered = load_order(session).gpu_model or session.package.gpu_model
     except BadInput:
         ordered = session.package.gpu_model
-    wrong = [n for n in names if ordered and not model_matches(ordered, n)]
+    wrong = [n for n in names if ordered and (not model_matches(ordered, n)
+                                              or form_factor_words(ordered, n)[0] is not None)]
     return wrong[0] if wrong else facts.gpu_model
 
 
-def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) -> tuple[str | None, str]:
+def compare_facts(session: Session, facts: HostFacts, *,
+                  record: bool = True) -> tuple[str | None, str, bool]:
     """Compare what NVML found with the order: model, count, memory (D8, S5).
 
     A figure that cannot be compared (the GPUs per lot of a model missing from the rates
@@ -121,7 +126,9 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
         record: record a deviation as an order event against the order number (S5).
 
     Returns:
-        ``(deviation, words)``: the deviation (``None`` when matching) and one line.
+        ``(deviation, words, form_factor_unchecked)``: the deviation (``None`` when
+        matching), one line, and whether the order's form factor could not be told from
+        the card's name (then the line never says "matches", H-61).
     """
     count = len(facts.gpus)
     model = _model_to_compare(session, facts)
@@ -130,24 +137,26 @@ def compare_facts(session: Session, facts: HostFacts, *, record: bool = True) ->
         state = load_order(session)
         if state.order is None and not session.package.gpu_model:
             return None, (f"not compared: no order recorded (record it with `gpusession order "
-                          f"{session.name} set`)")
+                          f"{session.name} set`)"), False
         rates = load_rates(session_folder=session.folder)
         result = compare_order(state, rates, model, count, package=session.package,
                                observed_memory_bytes=memory)
         if record and result.deviation is not None:
             record_deviation(session, model, count, rates=rates, observed_memory_bytes=memory)
     except BadInput as exc:  # order.toml or rates.toml does not read: said, the facts still kept
-        return None, f"not compared: {exc}"
+        return None, f"not compared: {exc}", False
     notes = "".join(f"; {n}" for n in result.not_compared)
     if result.deviation is not None:
-        return result.deviation, f"ORDER DEVIATION: {result.deviation}{notes}"
+        return result.deviation, f"ORDER DEVIATION: {result.deviation}{notes}", False
     number = state.number
     ref = f"the order {number}" if number else "the session's package (no order number recorded yet)"
     seen = f"{count} × {model or 'GPU of unread model'}"
     if memory is not None:
         seen += f", {format_bytes(memory)} each"
+    if result.form_factor_unchecked:  # never "matches": the card may be the other form factor
+        return None, f"as ordered by model, count and memory ({ref}): {seen}{notes}", True
     as_far = " as far as compared" if notes else ""
-    return None, f"matches {ref}{as_far}: {seen}{notes}"
+    return None, f"matches {ref}{as_far}: {seen}{notes}", False
 
 
 # -- host-check.toml ---------------------------------------------------------------------
@@ -174,6 +183,7 @@ def _entry_doc(c: HostCheck) -> dict[str, Any]:
         "hostname": f.host.hostname, "boot_id": f.host.boot_id, "checked_at": f.checked_at,
         "driver_version": f.driver_version, "order_number": c.order_number,
         "deviation": c.deviation, "order_words": c.order_words, "masked": list(c.masked),
+        "form_factor_checked": False if c.form_factor_unchecked else None,
         "gpus": [_gpu_doc(g) for g in f.gpus]}
     if c.probe is not None:
         doc["probe"] = _probe_doc(c.probe)
@@ -222,7 +232,8 @@ def _entry_from(d: dict[str, Any]) -> HostCheck | None:
                       _of(d, "driver_version", str), gpus)
     masked = tuple(str(m) for m in (_of(d, "masked", list) or ()))
     return HostCheck(facts, _probe_from(d.get("probe")), _of(d, "order_number", str),
-                     _of(d, "deviation", str), _of(d, "order_words", str) or "", masked)
+                     _of(d, "deviation", str), _of(d, "order_words", str) or "", masked,
+                     _of(d, "form_factor_checked", bool) is False)
 
 
 def _checked_doc(session: Session) -> dict[str, Any]:
@@ -331,8 +342,9 @@ def record_host_check(session: Session, facts: HostFacts, probe: ProbeResult | N
         masked = tuple(dict.fromkeys((*masked, *in_probe)))
     with session.locked(f"writing {HOST_CHECK_TOML}"):
         doc = _refusing(session)  # first: a file that does not read is never replaced
-        deviation, words = compare_facts(session, facts)
-        check = HostCheck(facts, probe, _order_number(session), deviation, words, masked)
+        deviation, words, form_unchecked = compare_facts(session, facts)
+        check = HostCheck(facts, probe, _order_number(session), deviation, words, masked,
+                          form_unchecked)
         hosts: dict[str, Any] = {k: v for k, v in (doc.get("hosts") or {}).items()
                                  if k != facts.host.key}
         hosts[facts.host.key] = _entry_doc(check)

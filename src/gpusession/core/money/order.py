@@ -41,7 +41,7 @@ from gpusession.core.money.cost import (
     load_rates,
     package_total,
 )
-from gpusession.core.money.rates import model_matches
+from gpusession.core.money.rates import form_factor_words, model_matches
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -564,10 +564,13 @@ class OrderComparison:
         not_compared: one phrase per figure that could not be compared, and why
             (``"count not compared: GPUs per lot of A100 80GB not in the rates file"``):
             never a deviation, never recorded against the order.
+        form_factor_unchecked: the order states SXM/PCIe/NVL and the card's name does not
+            (H-61): the card is then never said to match the order.
     """
 
     deviation: str | None
     not_compared: tuple[str, ...] = ()
+    form_factor_unchecked: bool = False
 
 
 def compare_order(
@@ -587,7 +590,9 @@ def compare_order(
     ``package`` (GPU model, lots) is the reference, and the message says that no order
     number is recorded yet. A value not observed (``None``) is not compared.
     ``observed_memory_bytes`` (the smallest GPU's total, bytes) is compared with the
-    memory the ordered model names (:func:`ordered_memory_gb`), when it names one.
+    memory the ordered model names (:func:`ordered_memory_gb`), when it names one. The form
+    factor the order states (SXM, PCIe, NVL) is compared when the name seen states one, and
+    said not checked when it does not (:func:`form_factor_words`, H-61).
 
     Raises:
         BadInput: neither an order nor a package GPU model to compare with.
@@ -609,6 +614,11 @@ def compare_order(
     unknown: list[str] = []
     if observed_gpu_model is not None and not model_matches(model, observed_gpu_model):
         problems.append(f"GPU model seen {shown(observed_gpu_model)}, ordered {shown(model)}")
+    form_unchecked: str | None = None
+    if observed_gpu_model is not None and not problems:
+        form_differs, form_unchecked = form_factor_words(model, observed_gpu_model)
+        problems += [form_differs] if form_differs else []
+        unknown += [form_unchecked] if form_unchecked else []
     rate = rates.find(model)
     per_lot = rate.gpus_per_lot if rate is not None else per_lot_saved
     if observed_gpu_count is not None and lots is not None:
@@ -621,7 +631,7 @@ def compare_order(
     if memory is not None:
         problems.append(memory)
     deviation = f"deviation from {ref}: " + "; ".join(problems) if problems else None
-    return OrderComparison(deviation, tuple(unknown))
+    return OrderComparison(deviation, tuple(unknown), form_unchecked is not None)
 
 
 def compare_with_order(

@@ -143,6 +143,48 @@ def model_matches(ordered: str, observed: str) -> bool:
     return bool(want) and want == model_identity(observed)
 
 
+#: The form factor words of a GPU name (an SXM card and a PCIe card of one model differ in
+#: memory bandwidth, power and NVLink): ``SXM``…``SXM6`` are SXM, ``PCIe`` PCIe, ``NVL`` NVL.
+_FORM_FACTORS = {"sxm": "SXM", "sxm2": "SXM", "sxm3": "SXM", "sxm4": "SXM", "sxm5": "SXM",
+                 "sxm6": "SXM", "pcie": "PCIe", "nvl": "NVL"}
+
+
+def form_factor(name: str) -> str | None:
+    """The form factor a GPU name states: ``"SXM"``, ``"PCIe"``, ``"NVL"``, or ``None`` (D8).
+
+    ``"NVIDIA H100 PCIe"`` → ``"PCIe"``, ``"A100-SXM4-80GB"`` → ``"SXM"``; NVML names most
+    SXM cards without it (``"NVIDIA H100 80GB HBM3"`` → ``None``): such a name cannot tell.
+    """
+    found = {_FORM_FACTORS[w] for w in re.sub(r"[^a-z0-9]+", " ", name.casefold()).split()
+             if w in _FORM_FACTORS}
+    return found.pop() if len(found) == 1 else None
+
+
+def form_factor_words(ordered: str, observed: str) -> tuple[str | None, str | None]:
+    """The form factor of the card seen against the order: ``(difference, not_checked)`` (D8, S5).
+
+    :func:`model_matches` leaves SXM/PCIe aside so that an order's spelling matches NVML's;
+    this is where they are compared, by every reader of the order (host check, checklist
+    evidence). Both ``None`` when the order states no form factor or the two agree.
+
+    Returns:
+        ``difference``: ``"form factor seen PCIe ('NVIDIA H100 PCIe'), ordered SXM"``, a
+        deviation; ``not_checked``: ``"form factor not checked: …"`` when the name seen
+        states none (an SXM card NVML names ``"NVIDIA H100 80GB HBM3"``), never a match
+        and never a difference.
+    """
+    want = form_factor(ordered)
+    if want is None:
+        return None, None
+    seen = form_factor(observed)
+    if seen is None:
+        return None, (f"form factor not checked: the GPU's name {shown(observed)} does not say "
+                      "SXM or PCIe")
+    if seen != want:
+        return f"form factor seen {seen} ({shown(observed)}), ordered {want}", None
+    return None, None
+
+
 # -- rates (K7) ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class RatesSource:

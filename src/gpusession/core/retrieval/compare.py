@@ -418,7 +418,8 @@ def _host_check_cells(session: Session) -> tuple[str, str]:
     if not checks:
         return "not checked", "not run"
     c = max(checks, key=lambda c: c.facts.checked_at)
-    words = "ORDER DEVIATION" if c.deviation else "matches the order"
+    words = ("ORDER DEVIATION" if c.deviation else "form factor not checked"
+             if c.form_factor_unchecked else "matches the order")
     p = c.probe
     measured = [g for g in (p.gpus if p else ()) if g.matmul_tflops is not None]
     if p is None or p.status != "measured" or not measured:

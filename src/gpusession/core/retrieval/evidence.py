@@ -34,7 +34,7 @@ from gpusession.core.folder.session import Session
 from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.money.cost import load_rates
 from gpusession.core.money.order import load_order, record_deviation
-from gpusession.core.money.rates import _model_words, model_matches
+from gpusession.core.money.rates import _model_words, form_factor_words, model_matches
 from gpusession.core.retrieval.limit import session_limit
 
 GIB = 1024**3
@@ -339,6 +339,9 @@ def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool =
     problems: list[str] = []
     if not all(model_matches(ordered.gpu_model, n) for n in names):
         problems.append(f"model {obs_model} is not the ordered {ordered.gpu_model}")
+    forms = [form_factor_words(ordered.gpu_model, n) for n in names]
+    problems += [d for d, _ in forms if d] if not problems else []
+    unchecked = next((u for _, u in forms if u), None)
     expected = ordered.gpu_count
     if expected is not None and obs_count is not None and obs_count != expected:
         problems.append(
@@ -349,6 +352,8 @@ def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool =
     exp_txt = (
         f"{expected} × {ordered.gpu_model}" if expected is not None else f"{ordered.gpu_model} (lots not set)"
     )
+    if not problems and unchecked:  # never "matches": the card may be the other form factor
+        return f"{unchecked}; as ordered by model and count ({order_txt}): {seen}, {exp_txt} ordered"
     if not problems:
         return f"matches {order_txt}: {seen}, {exp_txt} ordered"
     text = f"DEVIATION from {order_txt}: " + "; ".join(problems) + f" (seen via {source})"
