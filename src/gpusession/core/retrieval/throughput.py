@@ -3,8 +3,9 @@
 Who calls it: :func:`gpusession.core.retrieval.pull.pull` and
 :func:`gpusession.core.retrieval.probe.probe`, on the person's own computer. The rental
 guide warns that a stated link speed is not a guaranteed duration: the time to keep for
-retrieval is measured: rsync's byte count (``--stats``: "Total transferred file size")
-of every rsync a pull ran, over the time gpusession's own monotonic clock measured around
+retrieval is measured: the bytes that crossed the link (``--stats``: "Total bytes sent" +
+"Total bytes received", never the file sizes: a resumed pull reuses its partial file's
+bytes, which never crossed, H-62) of every rsync a pull ran, over the time gpusession's own monotonic clock measured around
 each of those rsync calls, and written into the server's session folder, where the
 session limit reads it. rsync's own elapsed time ((sent + received) ÷ its bytes/sec) is
 kept beside it but never used: rsync counts whole seconds plus half a second, so a
@@ -15,7 +16,7 @@ kept beside it but never used: rsync counts whole seconds plus half a second, so
     schema = 1
     [[pull]]
     at = "2026-12-02T01:23:45+00:00"   # ISO 8601, UTC
-    bytes = 3000003                     # bytes rsync moved (total transferred file size)
+    bytes = 3001008                     # bytes that crossed the link (rsync's bytes sent + received)
     seconds = 0.52                      # gpusession's monotonic clock around the rsync calls
     rsync_seconds = 1.5                 # rsync's own elapsed figure (whole seconds + 0.5): kept, unused
     throughput_bytes_per_s = 5769236.5  # bytes / seconds
@@ -52,6 +53,7 @@ from gpusession.core.files.units import format_bytes
 #: The file in the session folder (on the server, and in the copy home).
 RETRIEVAL_TOML = "retrieval.toml"
 _TRANSFERRED_RE = re.compile(r"^Total transferred file size:\s*([\d,.]+)\s*bytes", re.MULTILINE)
+_WIRE_RE = re.compile(r"^Total bytes (sent|received):\s*([\d,.]+)", re.MULTILINE)
 _SENT_RE = re.compile(r"^sent\s+([\d,.]+)\s+bytes\s+received\s+([\d,.]+)\s+bytes\s+([\d,.]+)\s+bytes/sec",
                       re.MULTILINE)
 
@@ -61,17 +63,21 @@ class RsyncStats:
     """rsync's own figures of one transfer (``--stats``).
 
     Attributes:
-        transferred_bytes: "Total transferred file size" (file bytes moved).
+        transferred_bytes: "Total transferred file size": the size of the files updated,
+            partial files reused included (a budget of file bytes, never a throughput).
         seconds: rsync's elapsed time: (bytes sent + received) ÷ its bytes/sec; ``None``
             when rsync gave no rate (nothing crossed). rsync counts whole seconds plus
             0.5 s: a figure kept, never the one measured.
         clock_seconds: the rsync call as gpusession's monotonic clock timed it (s),
             from its start to its exit; ``None`` when not timed (parsed text alone).
+        wire_bytes: "Total bytes sent" + "Total bytes received": what crossed the link,
+            the only bytes a throughput counts (H-62); ``None`` when rsync did not say.
     """
 
     transferred_bytes: int
     seconds: float | None
     clock_seconds: float | None = None
+    wire_bytes: int | None = None
 
 
 def _number(text: str) -> float:
@@ -93,7 +99,10 @@ def parse_stats(text: str) -> RsyncStats | None:
         wire, rate = _number(sent.group(1)) + _number(sent.group(2)), _number(sent.group(3))
         if rate > 0 and math.isfinite(wire / rate):
             seconds = wire / rate
-    return RsyncStats(int(_number(moved.group(1))), seconds)
+    totals = {m.group(1): int(_number(m.group(2))) for m in _WIRE_RE.finditer(text)}
+    wire = (totals["sent"] + totals["received"] if len(totals) == 2 else
+            int(_number(sent.group(1)) + _number(sent.group(2))) if sent is not None else None)
+    return RsyncStats(int(_number(moved.group(1))), seconds, wire_bytes=wire)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,8 @@ class PullFigure:
 
     Attributes:
         at: when the pull ended (UTC).
-        bytes: file bytes rsync moved, over every rsync of the pull.
+        bytes: bytes that crossed the link (rsync's bytes sent + received), over every
+            rsync of the pull; never the files' sizes (H-62).
         seconds: gpusession's monotonic clock around the rsync calls that moved them (s).
         probe: from a small copy (``pull --probe``), not a whole pull.
         path: the rsync path taken (``rsync over ssh``, ``rsync over ssh, copied again
@@ -141,7 +151,10 @@ def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: b
     """One figure from the rsync transfers of one pull; ``None`` when none gave a time.
 
     A pull that moved no byte (the copy home was up to date) has no figure: a
-    throughput of 0 would read as a link that moves nothing.
+    throughput of 0 would read as a link that moves nothing. Only the bytes that crossed
+    the link count (:attr:`RsyncStats.wire_bytes`): the bytes of a partial file a resumed
+    pull reused never did, and counting them made a 5.9 MiB/s link read 18.5 MiB/s (H-62);
+    a transfer whose wire bytes rsync did not say is left out.
 
     Args:
         stats: rsync's figures of each transfer (session, deliverables, a whole retry).
@@ -152,9 +165,9 @@ def combine(stats: Sequence[RsyncStats], *, at: datetime | None = None, probe: b
     def taken(s: RsyncStats) -> float | None:  # our clock; rsync's figure only when untimed
         return s.clock_seconds if s.clock_seconds is not None else s.seconds
 
-    timed = [s for s in stats if taken(s) is not None]
+    timed = [s for s in stats if taken(s) is not None and s.wire_bytes is not None]
     seconds = sum(float(taken(s) or 0.0) for s in timed)
-    moved = sum(s.transferred_bytes for s in timed)
+    moved = sum(s.wire_bytes or 0 for s in timed)
     if not timed or seconds <= 0 or moved <= 0:
         return None
     by_rsync = [s.seconds for s in timed if s.seconds is not None]
