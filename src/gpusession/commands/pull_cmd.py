@@ -3,7 +3,8 @@
 Thin: the transfer and the verification are :func:`gpusession.core.retrieval.pull.pull`. This
 module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
 the outcome. Exit 0 only when the copy is verified; 3 when it was copied but is not
-verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input.
+verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input;
+128 + the signal when SIGTERM or SIGHUP ended it (rsync and its ssh ended with it, H-63).
 Every pull records its measured throughput in the server's ``retrieval.toml`` (D2);
 ``--probe`` makes only a small copy, for the figure (:mod:`gpusession.core.retrieval.probe`).
 """
@@ -11,14 +12,46 @@ Every pull records its measured throughput in the server's ``retrieval.toml`` (D
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.files.errors import Failure
 from gpusession.core.files.textio import printable
 
 #: Exit code when the copy arrived but is not verified (as verify-copy's "differs").
 EXIT_NOT_VERIFIED = 3
+
+
+class PullEnded(Failure):
+    """SIGTERM or SIGHUP ended the pull: rsync ended with it (H-63). Exit 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        """Say which signal ended the pull; the exit code is 128 + its number."""
+        name = signal.Signals(signum).name
+        super().__init__(f"pull ended by {name}: rsync was ended with it; what it copied is "
+                         "kept and the next pull goes on from there")
+        self.exit_code = 128 + signum
+
+
+@contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`PullEnded` while the block runs (H-63).
+
+    Why: Ctrl-C reaches rsync with the terminal's group, a ``kill`` reaches this process
+    alone; raised here, it runs the rsync call's own ending (its whole tree). SIGHUP is
+    left as it is under ``nohup`` (:func:`ending_signals`).
+    """
+    from gpusession.core.folder.processes import ending_signals, signal_handlers
+
+    def ended(signum: int, frame: Any) -> None:
+        raise PullEnded(signum)
+
+    with signal_handlers({sig: ended for sig in ending_signals()}):
+        yield
 
 
 def register(sub: Any) -> None:
@@ -127,9 +160,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         print(_name(line), file=sys.stderr if as_json else sys.stdout)
 
     try:
-        res = pull(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
-                   bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path,
-                   checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
+        with _ended_by_signals():
+            res = pull(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
+                       bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path,
+                       checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
     finally:
         bar.end_line()
     if as_json:  # the outcome as data (docs/json/pull.schema.json)
@@ -270,9 +304,10 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
         print(_name(line), file=sys.stderr if as_json else sys.stdout)
 
     try:
-        res = probe(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
-                    bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path, on_progress=bar,
-                    on_step=step)
+        with _ended_by_signals():
+            res = probe(source, to=to, deliverables=args.deliverables, ssh=ssh_from_env(args.ssh),
+                        bwlimit_kbps=args.bwlimit, rsync_path=args.rsync_path, on_progress=bar,
+                        on_step=step)
     finally:
         bar.end_line()
     if as_json:  # the probe's outcome as data (docs/json/pull.schema.json, "probe": true)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import platform
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -266,6 +267,42 @@ def end_descendants(wait_s: float = WAIT_S) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def end_child_tree(child: subprocess.Popen[Any], *, grace_s: float = 10.0) -> list[int]:
+    """End a child of this process and every descendant it has: SIGTERM, then SIGKILL (H-63).
+
+    Why: a program a command runs in its own foreground group (``pull``'s rsync and its
+    ssh) gets no signal when only gpusession is sent SIGTERM or SIGHUP; left alone it runs
+    on. SIGTERM first lets rsync keep its partial file for the next pull.
+
+    Args:
+        child: the process (its :class:`subprocess.Popen`, which keeps reaping it).
+        grace_s: seconds the child has to end after SIGTERM before SIGKILL.
+
+    Returns:
+        The PIDs of the descendants that were still alive after the child ended and were
+        killed (empty when none was).
+    """
+    import psutil
+    try:
+        tree = _descendants(psutil.Process(child.pid))  # listed before the child dies
+    except (psutil.Error, OSError):
+        tree = []
+    child.terminate()
+    try:
+        child.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    left = [p for p in tree if _running(p)]
+    for p in left:
+        try:
+            p.kill()  # psutil checks the start time: a reused PID is never signalled
+        except (psutil.Error, OSError):
+            pass
+    _confirm_gone(left, WAIT_S)  # descendants of the child: never children of this process
+    return sorted(p.pid for p in left)
+
+
 def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
               group: list[psutil.Process] | None = None, marker: str | None = None) -> list[int]:
     """End a worker's whole process group and every descendant (H-14).
@@ -508,7 +545,8 @@ ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 __all__ = [
-    "ENDING_SIGNALS", "ending_signals", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_descendants", "end_group",
+    "ENDING_SIGNALS", "ending_signals", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_child_tree",
+    "end_descendants", "end_group",
     "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
     "worker_marker",
 ]

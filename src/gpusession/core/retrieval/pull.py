@@ -55,6 +55,7 @@ from gpusession.core.files.seal import sealed
 from gpusession.core.files.textio import printable, quoted
 from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
+from gpusession.core.folder.processes import end_child_tree
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile
 from gpusession.core.retrieval import approved_copy, throughput
@@ -357,13 +358,8 @@ def run_rsync(
         said.append(buf.decode("utf-8", "replace"))
         rc = proc.wait()
         elapsed_s = time.monotonic() - started_s
-    except BaseException:
-        proc.terminate()  # rsync moves what it has into the partial folder
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    except BaseException:  # Ctrl-C, SIGTERM or SIGHUP (the command's handlers), an error
+        end_child_tree(proc, grace_s=10.0)  # rsync keeps its partial file; its ssh ends too
         raise
     t.join(timeout=5)
     if rc != 0:
