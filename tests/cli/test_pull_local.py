@@ -285,3 +285,44 @@ def test_h26_an_rsync_too_old_here_says_install_rsync_3_in_one_line(
     line = one_line(err)
     assert "too old for a pull" in line and "install rsync 3.x" in line and version.split()[0] in line
     assert not (home / "s1").exists()
+
+
+#: OpenSSH 9's words, as rsync passes them on (exit 255).
+SSH_KEY_CHANGED = """\
+@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
+@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!
+Offending ED25519 key in /home/me/.ssh/known_hosts:3
+Host key for gpu1 has changed and you have requested strict checking.
+Host key verification failed.
+rsync: connection unexpectedly closed (0 bytes received so far) [Receiver]
+"""
+SSH_FIRST_STRICT = """\
+No ED25519 host key is known for gpu1 and you have requested strict checking.
+Host key verification failed.
+rsync: connection unexpectedly closed (0 bytes received so far) [Receiver]
+"""
+SSH_FIRST_NO_TTY = """\
+Host key verification failed.
+rsync: connection unexpectedly closed (0 bytes received so far) [Receiver]
+"""
+
+
+@pytest.mark.parametrize("stderr", [SSH_FIRST_STRICT, SSH_FIRST_NO_TTY])
+def test_h64_a_first_contact_host_is_told_how_to_accept_its_key_never_to_remove_one(stderr: str) -> None:
+    from gpusession.core.retrieval.pull import explain_failure
+
+    err = str(explain_failure(255, stderr, host="gpu1", dest=Path("/home/me/s1"), where="gpu1:/srv/s1"))
+    assert err.startswith("first contact with gpu1: ")
+    assert "`ssh gpu1` once and answer yes" in err and "ssh-keyscan gpu1" in err
+    assert "ssh-keygen -R" not in err and "CHANGED" not in err and "\n" not in err
+
+
+def test_h64_a_changed_host_key_is_said_changed_with_the_removal_after_a_check() -> None:
+    from gpusession.core.retrieval.pull import explain_failure
+
+    err = str(explain_failure(255, SSH_KEY_CHANGED, host="gpu1", dest=Path("/home/me/s1"),
+                              where="gpu1:/srv/s1"))
+    assert "host key of gpu1 has CHANGED" in err and "ssh-keygen -R gpu1" in err
+    assert "first contact" not in err and "\n" not in err

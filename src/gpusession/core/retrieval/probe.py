@@ -35,6 +35,7 @@ from gpusession.core.retrieval.pull import (
     Transfer,
     choose_manifest,
     differing_files,
+    host_key_advice,
 )
 from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded
 
@@ -90,7 +91,9 @@ def list_files(transfer: Transfer, remote: str | None) -> list[tuple[str, int]]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Failure(f"could not list {transfer.source.words(remote)}: {exc}") from None
     if done.returncode != 0:
-        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no reason given"]
+        said = done.stderr.decode("utf-8", "replace").strip()
+        key = host_key_advice(said, transfer.source.host)  # ssh's host key refusal (H-64)
+        last = [key] if key else said.splitlines()[-1:] or ["no reason given"]
         raise Failure(f"could not list {transfer.source.words(remote)}: {last[0]}")
     out: list[tuple[str, int]] = []
     for line in done.stdout.decode("utf-8", "replace").splitlines():

@@ -244,8 +244,6 @@ _FAILURES: tuple[tuple[str, str, int], ...] = (
     (r"Connection refused", "{host} refused the connection: is ssh running there, on that port?", 1),
     (r"Connection timed out|No route to host|Network is unreachable|Operation timed out",
      "cannot reach {host}: the network or the machine does not answer", 1),
-    (r"Host key verification failed",
-     "the host key of {host} is not the one known: check it (ssh-keygen -R) before trusting the copy", 1),
     (r"Permission denied \((publickey|password|keyboard)",
      "{host} refused the login (permission denied): check the user name and the key (--ssh 'ssh -i KEY')", 1),
     (r"rsync: (command )?not found|rsync: No such file or directory|rsync-path|\bnot found\b.*rsync|rsync.*: not found",
@@ -259,6 +257,40 @@ _FAILURES: tuple[tuple[str, str, int], ...] = (
     (r"Permission denied \(13\)|Permission denied",
      "permission denied: {detail}", 1),
 )
+
+
+#: ssh's words when the key the server shows differs from the one known for it.
+_KEY_CHANGED_RE = re.compile(r"REMOTE HOST IDENTIFICATION HAS CHANGED|host key for .* has changed",
+                             re.IGNORECASE)
+#: ssh's words when no key is known for the server yet (strict checking, or no terminal to ask).
+_KEY_UNKNOWN_RE = re.compile(r"No [\w-]+ host key is known for|Host key verification failed")
+
+
+def host_key_advice(stderr: str, host: str | None) -> str | None:
+    """What to do about ssh's host key refusal, told apart from ssh's own words (H-64).
+
+    Two cases, never mixed: ``changed`` (ssh: "REMOTE HOST IDENTIFICATION HAS CHANGED"):
+    the server shows another key than the one known, which may be another machine: check
+    with the provider before removing the old key (``ssh-keygen -R``); ``first contact``
+    ("No … host key is known for …", or "Host key verification failed." alone, when ssh
+    had no terminal to ask): no key is known yet, so there is nothing to remove: check
+    the fingerprint and accept it once. Parsing an outside program's words (ssh's).
+
+    Returns:
+        One line, or ``None`` when ssh did not refuse a host key.
+    """
+    who = host or "the source"
+    if _KEY_CHANGED_RE.search(stderr):  # changed
+        return (f"the host key of {who} has CHANGED since it was recorded (ssh: REMOTE HOST "
+                "IDENTIFICATION HAS CHANGED): it may be another machine; ask the provider whether "
+                f"the server was reinstalled, and only then remove the old key (ssh-keygen -R {who}) "
+                "and pull again")
+    if _KEY_UNKNOWN_RE.search(stderr):  # first contact
+        return (f"first contact with {who}: its host key is not known yet; check its key "
+                f"fingerprint with the provider, then run `ssh {who}` once and answer yes (or "
+                f"ssh-keyscan {who} >> ~/.ssh/known_hosts after checking the fingerprint), and "
+                "pull again")
+    return None
 
 
 def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Path, where: str) -> TransferFailed:
@@ -287,6 +319,9 @@ def explain_failure(returncode: int, stderr: str, *, host: str | None, dest: Pat
         return TransferFailed(f"files vanished on the server while {where} was copied{named}: a run is "
                               "probably still writing there; pull again when it ends (nothing is called "
                               "verified)", 1)
+    key = host_key_advice(text, host)
+    if key is not None:
+        return TransferFailed(key, 1)
     for pattern, words, code in _FAILURES:
         m = re.search(pattern, text)
         if m is None:
@@ -1004,7 +1039,7 @@ __all__ = [
     "count_files",
     "evidence_text",
     "record_verify_copy",
-    "explain_failure",
+    "explain_failure", "host_key_advice",
     "parse_progress",
     "parse_source",
     "pull",
