@@ -101,3 +101,50 @@ def test_r7_a_group_that_dies_mid_run_leaves_the_run_its_incident_row(session: S
     assert len(cut) == 1 and cut[0].elapsed_seconds is None and cut[0].corpus_accepted is None
     assert "killed by signal SIGKILL (9)" in (cut[0].notes or "")
     assert rec.worker_died and any("SIGKILL" in m for m in rec.outcome.incidents)
+
+
+def test_h65_a_timing_past_a_year_is_never_written_and_the_csv_still_reads(session: Session) -> None:
+    import dataclasses
+
+    from gpusession.core.events import IncidentRecord
+
+    emitted: list[Any] = []
+    rec, exp = _recorder(session, emitted)
+    warm = [r for r in schedule(exp) if r.phase == "warm"]
+    slot = LoadSlot.of(exp.id, LoadSlot.variant_of(warm), 1)
+    rep = GroupReport(name="warm", runs={r.run_key: r for r in warm}, load=slot)
+    spec = worker_spec(session, exp, "warm", warm, None)
+    rec.load_started("warm", slot)
+    rec.on_worker_event(WorkerEnvironment(environment={"device": "cpu"}), rep)
+    rec.on_worker_event(WorkerLoaded(elapsed_s=0.5, revisions={}), rep)
+    for order, run in enumerate(spec["runs"], 1):
+        rec.on_worker_event(WorkerRunStarted(run_key=run["run_key"]), rep)
+        out = session.runs_dir / exp.id / run["variant_id"] / f"warm-{run['run_index']}.jsonl"
+        (finished,) = copy_corpus(spec, run, out, order)
+        if order == 1:  # a timing that reports 1e20 s
+            finished = dataclasses.replace(finished, elapsed_s=1e20)
+        rec.on_worker_event(finished, rep)
+    rows = session.results.rows()  # every reader still reads the whole CSV
+    first, second = [r for r in rows if r.phase == "warm"]
+    assert first.elapsed_seconds is None and first.corpus_accepted is None  # failed, not a verdict
+    assert "elapsed_seconds 1e+20: expected a duration under a year" in (first.notes or "")
+    assert "the run counts as failed" in (first.notes or "")
+    assert second.elapsed_seconds is not None and second.corpus_accepted
+    assert any("elapsed_seconds 1e+20" in r.message for r in session.journal_records()
+               if isinstance(r, IncidentRecord))
+
+
+def test_h65_the_results_writer_refuses_a_row_its_reader_would_refuse(session: Session) -> None:
+    import pytest
+
+    from gpusession.core.files.errors import BadInput
+    from gpusession.core.records.results import ResultRow
+
+    ok = ResultRow(experiment_id="e", variant_id="b", phase="warm", run_index=1, elapsed_seconds=1.5)
+    session.results.append(ok)
+    before = session.results.path.read_bytes()
+    for bad in (ok.replace(run_index=2, elapsed_seconds=1e20), ok.replace(run_index=2, quality_value=3.0)):
+        with pytest.raises(BadInput, match="the row was not written"):
+            session.results.append(bad)
+    assert session.results.path.read_bytes() == before
+    assert [r.run_index for r in session.results.rows()] == [1]

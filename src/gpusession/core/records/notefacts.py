@@ -36,6 +36,7 @@ INCIDENT_WORDINGS: Mapping[str, str] = {
     "workload_said": "incident: {what}",
     "run_lost": ("incident: run in flight when gpusession stopped (crash, kill or power loss); "
                  "started {what}; recovered on reopen; elapsed not measured"),
+    "past_bound": "incident: {what}; left empty, the run counts as failed",
 }
 #: The words the report groups each kind of incident under: the failure itself, without
 #: the row it is in (a run's failure and the journal's sentence about it are one incident).
@@ -47,6 +48,7 @@ INCIDENT_KEYS: Mapping[str, str] = {
     "workload_said": "{what}",
     "run_lost": ("run in flight when gpusession stopped (crash, kill or power loss); "
                  "started {what}; recovered on reopen"),
+    "past_bound": "{what}",
 }
 
 #: A load row's own remark: ``{worker}`` names the worker process.

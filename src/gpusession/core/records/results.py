@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.core.files.bounds import COLUMN_KINDS, past_bound
+from gpusession.core.files.bounds import COLUMN_KINDS, INT64_LIMIT, past_bound
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import (
@@ -271,11 +271,67 @@ def _refuse_non_finite(row: dict[str, Any]) -> None:
             )
 
 
+def _value_words(value: object) -> str:
+    """A refused number, short: ``1e+20``, or ``a number of 400 digits`` (never 400 digits)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= 24 else f"a number of {len(text.lstrip('-')):,} digits"
+
+
+def refused_cells(row: ResultRow) -> list[tuple[str, str]]:
+    """The cells of ``row`` the reader would refuse once written: ``(column, words)`` (A4, H-65).
+
+    Each cell is written as :meth:`ResultsFile.append` writes it and judged by the
+    reader's own check (:func:`_cell_problem`: the bounds of :data:`COLUMN_KINDS`, signs,
+    the unit interval), so the writer and the reader can never disagree; a NaN or an
+    infinity is refused too. Why: one row past a bound (an ``elapsed_seconds`` of 1e20)
+    made every reader refuse the whole CSV.
+
+    Returns:
+        ``[("elapsed_seconds", "elapsed_seconds 1e+20: expected a duration under a year
+        (31,536,000 s), got a larger number")]``; empty when the row reads back.
+    """
+    d = row.as_dict()
+    out: list[tuple[str, str]] = []
+    for c in COLUMNS:  # what no cell can hold: not even formatted
+        v = d[c]
+        if isinstance(v, float) and not math.isfinite(v):
+            out.append((c, f"{c} {_value_words(v)}: not a finite number"))
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= INT64_LIMIT:
+            out.append((c, f"{c} {_value_words(v)}: expected a whole number within 64 bits"))
+    finite = {k: (None if any(k == c for c, _ in out) else v) for k, v in d.items()}
+    text = _csv_bytes(rows_frame([finite]), header=False).decode("utf-8")
+    cells = next(csv.reader(io.StringIO(text)))
+    for column, cell in zip(COLUMNS, cells, strict=True):
+        problem = _cell_problem(column, cell)
+        if problem is not None:
+            out.append((column, f"{column} {_value_words(d[column])}: {problem}"))
+    return out
+
+
 def _csv_bytes(frame: pl.DataFrame, *, header: bool) -> bytes:
 
 
 
     return csv_bytes(frame, header=header)
+
+
+def _refuse_unreadable(data: bytes, *, header: bool) -> None:
+    """Refuse rows whose cells the reader would refuse, before any byte is written (A4, H-65).
+
+    Raises:
+        BadInput: naming the first such column; the row was not written.
+    """
+    records = csv.reader(io.StringIO(data.decode("utf-8")))
+    if header:
+        next(records, None)
+    for cells in records:
+        for column, cell in zip(COLUMNS, cells, strict=False):
+            problem = _cell_problem(column, cell)
+            if problem is not None:
+                raise BadInput(f"{problem}; the row was not written (its reader would refuse the "
+                               "whole file)", field=column)
 
 
 def _check_utf8(path: Path, raw: bytes) -> str:
@@ -607,6 +663,7 @@ class ResultsFile:
         if not new:
             self.check()
         data = _csv_bytes(frame, header=new)
+        _refuse_unreadable(data, header=new)
         if not new:
             with open(self.path, "rb") as fh:
                 fh.seek(-1, os.SEEK_END)
