@@ -3,6 +3,8 @@ terminal (erased before the next line), a line of its own in a log, gone once th
 
 from __future__ import annotations
 
+import pytest
+
 from gpusession.commands.inflight import InFlight, elapsed_words
 from gpusession.core.events import Loaded, RowAppended, RunStarted, WorkerStarted
 
@@ -18,7 +20,7 @@ class Clock:
 def _flight(terminal: bool) -> tuple[InFlight, Clock, list[str]]:
     out: list[str] = []
     clock = Clock()
-    return InFlight(out.append, terminal=terminal, interval_s=10, clock=clock), clock, out
+    return InFlight(out.append, terminal=terminal, interval_s=10, clock=clock, columns=lambda: 80), clock, out
 
 
 def _run(done: int = 2) -> RunStarted:
@@ -88,3 +90,21 @@ def test_the_line_ends_with_the_run_and_a_load_is_in_flight_too() -> None:
 def test_elapsed_words() -> None:
     assert [elapsed_words(s) for s in (0.4, 59.9, 60, 3599, 3600, 7385)] == [
         "0 s", "59 s", "1 min 00 s", "59 min 59 s", "1 h 00 min", "2 h 03 min"]
+
+
+def test_h66_in_a_36_column_pane_the_in_place_line_never_wraps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.core.files.textio import fit_columns
+
+    monkeypatch.setenv("COLUMNS", "36")  # the terminal's width as shutil.get_terminal_size reads it
+    out: list[str] = []
+    clock = Clock()
+    flight = InFlight(out.append, terminal=True, interval_s=10, clock=clock)
+    flight.on_event(_run())
+    for _ in range(7):  # a minute of lines rewritten in place
+        clock.now_s += 10
+        assert flight.tick() is not None
+    for written in out:
+        line = written.removeprefix("\r\x1b[K")
+        assert "\n" not in line and len(line) <= 35, line  # one row, the last column free
+    assert out[-1] == "\r\x1b[K[  3/18] warm batch-8 …: 1 min 10 s"  # the time kept whole
+    assert fit_columns("short", 36) == "short" and fit_columns("界" * 40, 10) == "界" * 4 + "…"

@@ -12,12 +12,14 @@ runner event and prints its own lines through :meth:`InFlight.say` (one lock for
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable
 
 from gpusession.core.events import RunnerEvent
 from gpusession.core.events.words import ENDED, elapsed_words, in_flight
+from gpusession.core.files.textio import fit_columns
 
 __all__ = ["INTERVAL_S", "InFlight", "elapsed_words"]
 
@@ -37,12 +39,17 @@ class InFlight:
         interval_s: seconds between lines (``None``: :data:`INTERVAL_S`); the first comes
             ``interval_s`` after the start.
         clock: monotonic seconds (a fake in tests).
+        columns: the terminal's width now (default :func:`shutil.get_terminal_size`, which
+            reads ``$COLUMNS`` first): the in-place line is cut to fit, so it never wraps
+            and leaves no stale row behind in a narrow pane (H-66).
     """
 
     def __init__(self, write: Callable[[str], object], *, terminal: bool,
-                 interval_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 interval_s: float | None = None, clock: Callable[[], float] = time.monotonic,
+                 columns: Callable[[], int] | None = None) -> None:
         """Nothing in flight yet; the thread starts on ``with``."""
         self._write = write
+        self._columns = columns or (lambda: shutil.get_terminal_size().columns)
         self._terminal = terminal
         self.interval_s = INTERVAL_S if interval_s is None else interval_s
         self._clock = clock
@@ -83,9 +90,10 @@ class InFlight:
             elapsed_s = now - self._since
             while self._next <= now:  # one line, however late the tick
                 self._next += self.interval_s
-            line = f"{self._what} in flight: {elapsed_words(elapsed_s)}"
-            if self._terminal:
-                self._write(_CLEAR + line)
+            head, tail = f"{self._what} in flight", f": {elapsed_words(elapsed_s)}"
+            line = head + tail
+            if self._terminal:  # asked each time: the pane may have been resized
+                self._write(_CLEAR + fit_columns(head, self._columns(), keep=tail))
                 self._shown = True
             else:
                 self._write(line + "\n")

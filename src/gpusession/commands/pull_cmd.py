@@ -12,6 +12,7 @@ Every pull records its measured throughput in the server's ``retrieval.toml`` (D
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import Failure
-from gpusession.core.files.textio import printable
+from gpusession.core.files.textio import fit_columns, printable
 
 #: Exit code when the copy arrived but is not verified (as verify-copy's "differs").
 EXIT_NOT_VERIFIED = 3
@@ -114,8 +115,10 @@ class _Bar:
         if self.tty:
             width = 30
             full = p.percent * width // 100
-            sys.stderr.write(f"\r{part:<12} [{'#' * full}{'-' * (width - full)}] {p.percent:3d}% "
-                             f"{p.bytes_done:>14,} bytes {p.rate:>11} {p.eta}")
+            line = (f"{part:<12} [{'#' * full}{'-' * (width - full)}] {p.percent:3d}% "
+                    f"{p.bytes_done:>14,} bytes {p.rate:>11} {p.eta}")
+            # cut to the terminal's width: a wrapped line redrawn in place leaves rows behind (H-66)
+            sys.stderr.write("\r\x1b[K" + fit_columns(line, shutil.get_terminal_size().columns))
             sys.stderr.flush()
             self.drawn = True
             return

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from functools import lru_cache
 from io import FileIO
 from pathlib import Path
@@ -480,6 +481,40 @@ def one_line(text: str) -> str:
     ``[x] done`` item at column 0 (H-44).
     """
     return printable(text, keep="")
+
+
+def _cells(ch: str) -> int:
+    """Terminal columns of one character: 2 for wide East Asian forms, 0 for combining marks."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def fit_columns(line: str, columns: int, *, keep: str = "") -> str:
+    """``line + keep`` cut to fit ``columns - 1`` terminal columns, ``…`` where cut (H-66).
+
+    Why: a line rewritten in place (``\r`` then erase) that wraps leaves its first rows
+    behind on every rewrite (a 36-column tmux pane); one column is kept free so the
+    cursor never reaches the last one. ``keep`` (the figure that changes, ``": 1 min
+    10 s"``) is kept whole when the room allows, ``line`` cut before it. ``columns``
+    under 2 leaves the line empty.
+    """
+    if keep:
+        tail = sum(_cells(c) for c in keep)
+        if columns - tail >= 3:
+            return fit_columns(line, columns - tail) + keep
+        return fit_columns(line + keep, columns)
+    room = max(0, columns - 1)
+    widths = [_cells(c) for c in line]
+    if sum(widths) <= room:
+        return line
+    out, used = [], 0
+    for ch, w in zip(line, widths, strict=True):
+        if used + w > room - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + ("…" if room else "")
 
 
 def quoted(text: str) -> str:
