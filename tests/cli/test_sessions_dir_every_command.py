@@ -109,3 +109,22 @@ def test_s12_a_sessions_folder_that_does_not_exist_is_said_so(
     assert code == 2
     assert f"the sessions folder {missing} does not exist" in " ".join(err.split()), err
     assert f"in {missing} (" not in err  # never said as a folder that was searched
+
+
+@pytest.mark.parametrize("command", ["show", "status", "cost"])
+def test_h67_a_name_only_in_the_folder_used_last_is_said_there(
+        command: str, session: Session, sessions_root: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GPUSESSION_HOME", raising=False)
+    remember_sessions_dir(sessions_root)
+    project = tmp_path / "project"
+    (project / "sessions").mkdir(parents=True)  # a folder with its own ./sessions
+    monkeypatch.chdir(project)
+    code, _, err = _main(capsys, command, session.name)
+    assert code == 2
+    line = one_line(err)
+    assert f"no session {session.name!r} in " in line and str(project / "sessions") in line
+    assert line.endswith(f"there is one in {sessions_root} (the sessions folder used last): "
+                         f"use --sessions-dir {sessions_root}")
+    code, _, err = _main(capsys, command, "nosuch")  # in no folder: no such hint
+    assert code == 2 and "there is one" not in err

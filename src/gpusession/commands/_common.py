@@ -16,7 +16,7 @@ from gpusession.core.files.units import format_seconds, format_seconds_range
 from gpusession.core.folder.session import Session, validate_name
 from gpusession.core.money.window import local_str, short_timedelta
 from gpusession.core.records.summary import SummaryRow
-from gpusession.core.retrieval.status import chosen_sessions_root, remember_sessions_dir
+from gpusession.core.retrieval.status import chosen_sessions_root, elsewhere_words, remember_sessions_dir
 
 
 def root_of(args: argparse.Namespace) -> Path:
@@ -59,6 +59,9 @@ def session_root(args: argparse.Namespace, name: str) -> Path:
         where = (f"in {shown_root} ({_found_as(why)}" if root.is_dir()
                  else f"here: the sessions folder {shown_root} does not exist ({_chosen_as(why)}"
                       + (", as no command here has used one yet" if fallback else ""))
+        elsewhere = elsewhere_words(name, root)  # the folder used last holds it (H-67)
+        if elsewhere:
+            raise BadInput(f"no session {name!r} {where}){elsewhere}")
         raise BadInput(f"no session {name!r} {where}; name another with --sessions-dir DIR or "
                        "$GPUSESSION_HOME)")
     return root

@@ -142,7 +142,12 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     from gpusession.core.files.errors import GpusessionError
     from gpusession.core.files.sessionname import check_name
     from gpusession.core.files.textio import json_safe, printable
-    from gpusession.core.retrieval.status import most_recent_session, session_status, status_root
+    from gpusession.core.retrieval.status import (
+        elsewhere_words,
+        most_recent_session,
+        session_status,
+        status_root,
+    )
 
     root = status_root(getattr(args, "sessions_dir", None))
     tmux = args.format == "tmux" and not getattr(args, "json", False)
@@ -155,6 +160,10 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
         name = name or most_recent_session(root)
         if name is None:
             raise GpusessionError(f"no session in {root}; create one with: gpusession new NAME")
+        if args.name is not None and not _is_session_dir(root, name):  # said where it is (H-67)
+            elsewhere = elsewhere_words(name, root)
+            if elsewhere:
+                raise GpusessionError(f"no session {name!r} in {root}{elsewhere}")
         status = session_status(root / name, now=now)
     except Exception as exc:  # noqa: BLE001 - tmux's status bar never shows a traceback
         if tmux:  # tmux shows stdout only; the whole line is one `gpusession status` away

@@ -50,7 +50,7 @@ from typing import Any, BinaryIO
 
 from gpusession.core.events.scan import open_work, run_end_counts
 from gpusession.core.files.clock import utcnow
-from gpusession.core.files.errors import BadInput
+from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.frozen import frozen
 from gpusession.core.files.names import (
     CHECKLIST_TOML,
@@ -575,6 +575,32 @@ def remembered_sessions_dir() -> Path | None:
         return None
     path = Path(text)
     return path if text and path.is_absolute() and path.is_dir() else None
+
+
+def elsewhere_words(name: str, root: Path) -> str:
+    """Where session ``name`` is when the folder read lacks it: the folder used last (S12, H-67).
+
+    Why: from a folder with its own ``./sessions``, ``show NAME`` reads that folder, and a
+    session kept in the sessions folder used last was said "no session" with no word of
+    where it is. Only ``stat`` calls.
+
+    Returns:
+        ``"; there is one in /srv/sessions (the sessions folder used last): use
+        --sessions-dir /srv/sessions"``, or ``""`` when that folder is ``root``, holds no
+        such session, or none is remembered.
+    """
+    last = remembered_sessions_dir()
+    if last is None:
+        return ""
+    try:
+        folder = last / name
+        if (os.path.samefile(last, root) if os.path.isdir(root) else False) or folder.is_symlink() \
+                or not (folder / SESSION_TOML).is_file():
+            return ""
+    except (OSError, ValueError):  # a name the file system refuses: nothing found
+        return ""
+    where = shown_field(str(last))  # masked as every path of a refusal (H-46)
+    return f"; there is one in {where} (the sessions folder used last): use --sessions-dir {where}"
 
 
 def status_root(cli_value: str | Path | None = None) -> Path:
