@@ -197,3 +197,31 @@ def test_a3_the_varied_parameter_is_never_set_as_a_fixed_value(
     line = one_line(err)
     assert code == 2 and "batch is varied in batch-sweep (batch 1,4,8)" in line and "new define" in line, line
     assert "bs-16" not in (s.folder / "session.toml").read_text()
+
+
+def test_h68_a_corpus_is_compared_by_revision_never_by_the_paths_text(
+        session: Any, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fake_workloads import write_corpus
+    from helpers import rank_experiment
+
+    from gpusession.core.files.digest import sha256_file
+    from gpusession.core.records.results import ResultRow
+
+    rank_experiment(session, "e1")  # on corpus/eval.jsonl
+    corpus = session.folder / "corpus" / "eval.jsonl"
+
+    def derive(new_id: str, path: str) -> tuple[int, str]:
+        code, _, err = cli(capsys, sessions_root, "experiment", session.name, "derive", "--id", new_id,
+                           "--from", "e1", "--set", f"corpus={path}")
+        return code, err
+
+    for spelling in ("corpus/eval.jsonl", "corpus/./eval.jsonl"):  # the same file, unedited
+        code, err = derive("e2", spelling)
+        assert code == 2 and "changes nothing" in one_line(err), err
+    # a run pins the corpus's revision in its rows; then the corpus is edited in place
+    session.results.append(ResultRow(experiment_id="e1", variant_id="batch-2", phase="warm", run_index=1,
+                                     corpus_revision=sha256_file(corpus)))
+    write_corpus(corpus, n=10, words=3)
+    code, err = derive("e2", "corpus/eval.jsonl")  # the same path, another corpus: a change
+    assert code == 0, err
+    assert _table(session, "e2")["changed_key"] == "corpus"

@@ -896,6 +896,7 @@ def cmd_experiment_derive(args: argparse.Namespace) -> int:
         derived_words,
         one_setting,
     )
+    from gpusession.core.folder.corpus_pin import pinned_revision
     from gpusession.core.folder.experiments import get_experiment, load_experiments, store_derived
     from gpusession.core.validation import Protocol
 
@@ -903,7 +904,8 @@ def cmd_experiment_derive(args: argparse.Namespace) -> int:
     session = open_session(args, args.name)
     origin = get_experiment(session, args.origin)
     exp = derive_experiment(origin, args.id, args.set_items[0], folder=session.folder,
-                            check_protocol=Protocol.from_toml)
+                            check_protocol=Protocol.from_toml,
+                            pinned_corpus_revision=pinned_revision(session, origin.id))
     stored = store_derived(session, exp)
     by_id = {e.id: e for e in load_experiments(session)}
     if getattr(args, "json", False):  # the end line as data (docs/json/experiment-derive.schema.json)

@@ -30,6 +30,7 @@ from gpusession.core.experiment.form import (
     param_text,
 )
 from gpusession.core.experiment.plan import Experiment
+from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
 from gpusession.core.files.units import format_seconds
@@ -134,6 +135,7 @@ def derive_experiment(
     *,
     folder: Path | None = None,
     check_protocol: ProtocolCheck | None = None,
+    pinned_corpus_revision: str | None = None,
 ) -> Experiment:
     """The experiment ``old`` with the one element of ``item`` changed, its lineage recorded (D4).
 
@@ -145,6 +147,11 @@ def derive_experiment(
             for ``param.NAME`` removes the parameter.
         folder: the session folder (the corpus is checked there, as ``define`` does).
         check_protocol: checks a protocol table, as for ``define``.
+        pinned_corpus_revision: the corpus revision ``old`` holds (its rows', else the
+            one kept: :func:`gpusession.core.folder.corpus_pin.pinned_revision`); ``None``:
+            its corpus file's revision now. A ``corpus`` is compared by revision, never
+            by the path's text (H-68): the same path edited since is a change, another
+            spelling of the same file (``dir/./corpus.jsonl``) is none.
 
     Returns:
         The new experiment (not stored), with ``derived_from = old.id`` and
@@ -164,10 +171,34 @@ def derive_experiment(
                        f"applied; change --values in a new define", field=_FIELD)
     form = _form_for(old, new_id, key, value)
     exp = experiment_from_form(form, folder=folder, base=old, check_protocol=check_protocol)
-    if _setup(exp) == _setup(old):
+    same = _setup(exp) == _setup(old)
+    if key == "corpus":  # by revision, never by the path's text (H-68)
+        now = _corpus_revision(exp.corpus, folder)
+        before = pinned_corpus_revision or _corpus_revision(old.corpus, folder)
+        if now is not None and before is not None:
+            same = now == before and _setup(replace(exp, corpus=old.corpus)) == _setup(old)
+            if same:
+                raise BadInput(f"{key}={shown(value)} changes nothing: it is the corpus {old.id} "
+                               f"already holds (revision {now[:6]}…)", field=_FIELD)
+    if same:
         raise BadInput(f"{key}={shown(value)} changes nothing: {old.id} already has "
                        f"{setting_words(setting_value(old, key))}", field=_FIELD)
     return replace(exp, derived_from=old.id, changed_key=key)
+
+
+def _corpus_revision(corpus: str | None, folder: Path | None) -> str | None:
+    """The SHA-256 of the corpus file an experiment names (relative to ``folder``), ``None`` unread."""
+    if not corpus:
+        return None
+    path = Path(corpus)
+    if not path.is_absolute():
+        if folder is None:
+            return None
+        path = folder / path
+    try:
+        return sha256_file(path) if path.is_file() else None
+    except OSError:
+        return None
 
 
 def _form_for(old: Experiment, new_id: str, key: str, value: str) -> DefineForm:

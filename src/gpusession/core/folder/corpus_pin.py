@@ -32,6 +32,7 @@ appended and no run started. A revision not reported on either side is not compa
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,8 @@ KEEP_WHOLE_MAX_BYTES = 64 * 1024 * 1024
 CORPUS_TOML = "corpus.toml"
 EXPECTED_IDS = "expected-ids.csv"
 COPY_DIR = "corpus"
+#: A corpus revision as the runner writes it: the SHA-256 of the file, 64 hex digits.
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 #: Hex digits of a revision shown in words.
 SHORT = 6
 
@@ -199,6 +202,26 @@ def kept_corpus(session: Session, experiment_id: str) -> KeptCorpus | None:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInput(f"kept corpus record does not read ({exc}); expected revision and path",
                        path=path) from None
+
+
+def pinned_revision(session: Session, experiment_id: str) -> str | None:
+    """The corpus revision the experiment holds: its rows' latest, else the one kept (D4, H-68).
+
+    What ``derive --set corpus=…`` compares a corpus with: by revision, never by the
+    path's text (the same path edited is another corpus; ``dir/./corpus.jsonl`` is not).
+
+    Returns:
+        The SHA-256 hex, ``None`` when the experiment has no row and kept no corpus (a
+        row's revision that is no SHA-256, written by hand, is not one).
+
+    Raises:
+        BadInput: a ``corpus.toml`` that does not read (:func:`kept_corpus`).
+    """
+    before = [r for r in earlier_revisions(session, experiment_id) if _SHA256_RE.fullmatch(r)]
+    if before:
+        return before[-1]
+    kept = kept_corpus(session, experiment_id)
+    return kept.revision if kept is not None else None
 
 
 def check_one_revision(session: Session, experiment_id: str, revision: str | None) -> None:

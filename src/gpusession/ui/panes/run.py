@@ -35,7 +35,7 @@ from gpusession.core.events import corpus_verdict
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.textio import printable
 from gpusession.core.files.units import format_seconds_range
-from gpusession.core.folder.corpus_pin import REVISION_CHANGED
+from gpusession.core.folder.corpus_pin import REVISION_CHANGED, pinned_revision
 from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.core.folder.resume import session_resume_plan
 from gpusession.ui.charts import Bars
@@ -652,7 +652,8 @@ class RunPane(Vertical):
         from gpusession.core.validation import Protocol
 
         exp = derive_experiment(cur, result["id"].strip(), result["set"], folder=self.ctx.session.folder,
-                                check_protocol=Protocol.from_toml)
+                                check_protocol=Protocol.from_toml,
+                                pinned_corpus_revision=pinned_revision(self.ctx.session, cur.id))
         exp = store_derived(self.ctx.session, exp)
         self.experiment_id = exp.id
         self.reload()
