@@ -107,11 +107,13 @@ def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | N
     (a ``setsid`` or ``nohup`` child, re-parented to init) are ended (H-49, H-50), and
     their names are said in the reason. Its stdout is read by a thread that keeps the
     first and last 4 KiB only (H-51); the wait is for the rule, never for its pipe.
+    SIGHUP or SIGTERM to the run while the rule judges (:func:`on_interrupt`) ends the rule
+    at once with the run, its group and escapees included, never at its timeout (H-69).
     """
     import secrets
 
     from gpusession.bench.lifetime import PARENT_ENV
-    from gpusession.core.folder.processes import end_group, identify, marked
+    from gpusession.core.folder.processes import end_group, identify, marked, on_interrupt
 
     marker = f"accept-rule:{os.getpid()}:{secrets.token_hex(6)}"
     read_fd, write_fd = os.pipe()
@@ -127,15 +129,26 @@ def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | N
     reader = _BoundedReader(read_fd)
     leader = identify(proc.pid)
     timed_out = False
+    ended_by: list[str] = []
+
+    def run_ended(signal_name: str) -> None:  # the run ends now: so does the rule (H-69)
+        ended_by.append(signal_name)
+        end_group(leader, marker=marker)
+
+    forget = on_interrupt(run_ended)
     try:
         code: int | None = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out, code = True, None
+    finally:
+        forget()
     left = _names(p for p in marked(marker, leader.create_time_s) if p.pid != proc.pid)
     end_group(leader, marker=marker)  # the group and every escapee, wherever it went
     proc.wait()  # reaped (killed above when it was still running)
     reader.thread.join(timeout=RULE_PIPE_DRAIN_S)  # every writer is ended: the stream ends
     ended = f"; ended what it left running: {left}" if left else ""
+    if ended_by:
+        return UNJUDGED, None, f"the rule was ended with the run ({ended_by[0]}){ended}"
     if timed_out:
         return UNJUDGED, None, f"the rule took over {timeout_s:g} s and was ended{ended}"
     reason = reason_line(bytes(reader.head)) + ended
