@@ -15,7 +15,6 @@ incident in ``notes`` (R7). Words are :mod:`gpusession.bench.run_words`. No torc
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -95,9 +94,9 @@ from gpusession.core.folder.corpus_pin import REVISION_CHANGED, WorkloadRevision
 from gpusession.core.folder.journal import RunKey
 from gpusession.core.folder.session import Session
 from gpusession.core.money.count import session_count
-from gpusession.core.records.notefacts import Incident, RowFacts
+from gpusession.core.records.notefacts import RowFacts
 from gpusession.core.records.outcome import RunOutcome
-from gpusession.core.records.results import ResultRow, refused_cells
+from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
 from gpusession.core.retrieval.status import count_appended_row, csv_signature
 
@@ -355,26 +354,13 @@ class Recorder:
                         package_total_usd_minor=self.package_total_minor)
 
     def append(self, row: ResultRow, facts: RowFacts, reported: Mapping[str, str] | None = None) -> RowFacts:
-        """Append one row at once (S7), its notes from ``facts`` and every row's (R11, R10: ``reported``).
-
-        A figure its reader would refuse (an ``elapsed_seconds`` of 1e20, :func:`refused_cells`)
-        is never written (A4, H-65): its cell is left empty, the row's corpus verdict too, and
-        the row carries the incident naming the figure; the run counts as failed.
-        """
-        refused = refused_cells(row)
-        if refused:
-            row = row.replace(**{c: None for c, _ in refused}, corpus_accepted=None)
-            facts = dataclasses.replace(facts, incidents=facts.incidents + tuple(
-                Incident("past_bound", words) for _, words in refused))
-            for _, words in refused:
-                self.incident(f"{row.experiment_id} {row.phase} {row.variant_id} run {row.run_index}: "
-                              f"{words}; left empty, the run counts as failed")
+        """Append one row at once (S7), its notes from ``facts`` and every row's (R11, R10: ``reported``)."""
         stops = self.stops
-        if stops is not None:
-            stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
         row, facts = every_row_facts(row, facts, self.experiment, self.env, resume_notes=self.resume_notes,
                                      past_limit_note=stops.past_limit_note if stops is not None else None,
-                                     reported=reported)
+                                     reported=reported, say=self.incident)
+        if stops is not None:  # the figure as written: never one its reader refuses (H-65)
+            stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
         if row.corpus_accepted and row.corpus_revision is not None:
             self.accepted_revisions.add(row.corpus_revision)
         # K4: distinct accepted corpora of the session, never a count of rows.

@@ -16,8 +16,8 @@ the runner also records in the journal: the report reads those, never the words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusession.bench.ranks import error_gist
@@ -41,7 +41,7 @@ from gpusession.core.records.notefacts import (
     notes_cell,
     process_words,
 )
-from gpusession.core.records.results import ResultRow
+from gpusession.core.records.results import ResultRow, refused_cells
 
 #: What a validation gave a run: the row's validation fields and a note, else ``None``
 #: (:meth:`gpusession.bench.run_validation.RunValidation.validate`).
@@ -286,9 +286,38 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
     return RowFacts(tuple(incidents), energy, tuple(remarks)), incident
 
 
+def within_bounds(row: ResultRow, facts: RowFacts, *,
+                  say: Callable[[str], object]) -> tuple[ResultRow, RowFacts]:
+    """``row`` with every figure its reader would refuse left empty, as a failed run (A4, H-65).
+
+    A figure past its column's bound (an ``elapsed_seconds`` of 1e20: :func:`refused_cells`)
+    written once made every reader refuse the whole CSV. Its cell is left empty (not
+    measured), the corpus verdict too (a failed run holds none, R7), and the row carries
+    one incident naming each figure.
+
+    Args:
+        row: the row about to be appended.
+        facts: its notes' facts; the incidents gain one per figure left out.
+        say: called with one line per figure left out (the recorder's incident).
+
+    Returns:
+        ``(row, facts)``, unchanged when every figure reads back.
+    """
+    refused = refused_cells(row)
+    if not refused:
+        return row, facts
+    row = row.replace(**{c: None for c, _ in refused}, corpus_accepted=None)
+    facts = replace(facts, incidents=facts.incidents + tuple(Incident("past_bound", w) for _, w in refused))
+    key = f"{row.experiment_id} {row.phase} {row.variant_id} run {row.run_index}"
+    for _, w in refused:
+        say(f"{key}: {w}; left empty, the run counts as failed")
+    return row, facts
+
+
 def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environment: Mapping[str, Any], *,
                     resume_notes: Mapping[str, str], past_limit_note: str | None,
-                    reported: Mapping[str, str] | None = None) -> tuple[ResultRow, RowFacts]:
+                    reported: Mapping[str, str] | None = None,
+                    say: Callable[[str], object]) -> tuple[ResultRow, RowFacts]:
     """A row as appended, its notes written from ``facts`` and what every row of the run adds (R11).
 
     What a command received and reported (:func:`gpusession.bench.row_record.applied`;
@@ -296,9 +325,13 @@ def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environmen
     the record (:func:`~gpusession.bench.row_record.record_words`), the session-limit
     override it started under (D1) and, for a resumed attempt, what its rows say by phase.
 
+    A figure its reader would refuse is left out first (:func:`within_bounds`, said through
+    ``say``, H-65).
+
     Returns:
         The row (its notes :func:`notes_cell` of the facts) and those facts.
     """
+    row, facts = within_bounds(row, facts, say=say)
     row, offered = applied(row, exp, reported)
     taken = tuple(k for k in (reported or {}) if exp.workload == "command")
     facts = facts.plus(*(Remark("offered", n) for n in offered),

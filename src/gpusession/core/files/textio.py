@@ -491,7 +491,7 @@ def _cells(ch: str) -> int:
 
 
 def fit_columns(line: str, columns: int, *, keep: str = "") -> str:
-    """``line + keep`` cut to fit ``columns - 1`` terminal columns, ``…`` where cut (H-66).
+    r"""``line + keep`` cut to fit ``columns - 1`` terminal columns, ``…`` where cut (H-66).
 
     Why: a line rewritten in place (``\r`` then erase) that wraps leaves its first rows
     behind on every rewrite (a 36-column tmux pane); one column is kept free so the
