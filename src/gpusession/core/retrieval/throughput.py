@@ -100,9 +100,9 @@ def parse_stats(text: str) -> RsyncStats | None:
         if rate > 0 and math.isfinite(wire / rate):
             seconds = wire / rate
     totals = {m.group(1): int(_number(m.group(2))) for m in _WIRE_RE.finditer(text)}
-    wire = (totals["sent"] + totals["received"] if len(totals) == 2 else
-            int(_number(sent.group(1)) + _number(sent.group(2))) if sent is not None else None)
-    return RsyncStats(int(_number(moved.group(1))), seconds, wire_bytes=wire)
+    wire_bytes = (totals["sent"] + totals["received"] if len(totals) == 2 else
+                  int(_number(sent.group(1)) + _number(sent.group(2))) if sent is not None else None)
+    return RsyncStats(int(_number(moved.group(1))), seconds, wire_bytes=wire_bytes)
 
 
 @dataclass(frozen=True)
