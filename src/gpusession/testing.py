@@ -107,6 +107,8 @@ class FakeGpu:
     ecc_on: bool = False
     mig_on: bool = False
     mig_memory_refused: bool = True
+    #: The PCI device id (``0x2330``: H100 SXM5); ``None``: ``nvmlDeviceGetPciInfo`` not supported.
+    pci_device_id: int | None = None
 
     def check(self, reading: str) -> None:
         """Raise what NVML raises for ``reading`` on this GPU, if anything."""
@@ -258,6 +260,11 @@ class FakeNvml:
     def nvmlDeviceGetMaxPcieLinkWidth(self, h: FakeGpu) -> int:  # noqa: N802
         h.check("pcie")
         return h.pcie_max_width
+
+    def nvmlDeviceGetPciInfo(self, h: FakeGpu) -> Any:  # noqa: N802
+        if h.pci_device_id is None:
+            raise NVMLError_NotSupported()
+        return SimpleNamespace(pciDeviceId=(h.pci_device_id << 16) | 0x10DE)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: FakeGpu) -> int:  # noqa: N802
         h.check("power_limit")

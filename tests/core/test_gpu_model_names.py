@@ -168,3 +168,22 @@ def test_h61_an_sxm_card_nvml_names_without_its_form_factor_is_said_not_checked(
                         (GpuReading(0, "GPU-1", "NVIDIA H100 80GB HBM3", 80 * GIB, 0, ()),))
     words = order_match_evidence(session, snap, record=False)
     assert words.startswith("form factor not checked") and "matches" not in words
+
+
+@pytest.mark.parametrize(("ordered", "pci_id", "deviation"), [
+    ("H100 SXM", 0x2330, None),  # NVML's name says nothing; the PCI device id says SXM5
+    ("H100 PCIe", 0x2330, "deviation from order ORD-H100: form factor seen SXM ('NVIDIA H100 80GB "
+                          "HBM3', PCI device id 0x2330), ordered PCIe"),
+])
+def test_h61_the_pci_device_id_tells_the_form_factor_a_name_does_not(
+        ordered: str, pci_id: int, deviation: str | None, session: Session) -> None:
+    from gpusession.core.money.host_check import load_host_checks
+
+    _h100_order(session, ordered)
+    seen = FakeGpu(name="NVIDIA H100 80GB HBM3", total_bytes=80 * GIB, pci_device_id=pci_id)
+    check = hc.record_host_check(session, read_host_facts(FakeNvml([seen]), host=HostKey("n", "b")), None)
+    assert check.deviation == deviation
+    assert not check.form_factor_unchecked
+    assert check.order_words.startswith("matches" if deviation is None else "ORDER DEVIATION")
+    (kept,) = load_host_checks(session).values()
+    assert [g.pci_device_id for g in kept.facts.gpus] == [pci_id]  # kept as evidence, read back

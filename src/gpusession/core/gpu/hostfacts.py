@@ -85,6 +85,7 @@ class GpuFacts:
         ecc_on, mig_on: ECC and MIG mode now.
         processes: other processes on the GPU, in words (:meth:`GpuProcess.words`).
         unread: the readings NVML could not give, with NVML's reasons; ``None`` if none.
+        pci_device_id: the PCI device id (``0x2330``), ``None`` unread (H-61).
     """
 
     index: int
@@ -100,6 +101,7 @@ class GpuFacts:
     mig_on: bool | None = None
     processes: tuple[str, ...] = ()
     unread: str | None = None
+    pci_device_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ def _facts_of(gpu: GpuReading, board: BoardReading | None) -> GpuFacts:
     b = board or BoardReading(gpu.index, gpu.uuid)
     return GpuFacts(gpu.index, gpu.uuid, gpu.name, gpu.memory_total_bytes, b.pcie_generation,
                     b.pcie_width, b.pcie_max_generation, b.pcie_max_width, b.power_limit_w,
-                    b.ecc_on, b.mig_on, others, "; ".join(unread) or None)
+                    b.ecc_on, b.mig_on, others, "; ".join(unread) or None, b.pci_device_id)
 
 
 def facts_from(snap: NvmlSnapshot, boards: tuple[BoardReading, ...], host: HostKey,

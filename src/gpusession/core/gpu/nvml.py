@@ -793,6 +793,9 @@ class BoardReading:
         ecc_on: ECC mode now; ``None`` when not supported or unread.
         mig_on: MIG mode now; ``None`` when not supported or unread.
         unread: ``"; "``-joined reasons of the figures NVML could not give, else ``None``.
+        pci_device_id: the PCI device id (``0x2330``: an H100 SXM5), which tells a form
+            factor the name may not (H-61); ``None`` unread (never a reason of its own:
+            the name is the card's first word).
     """
 
     index: int
@@ -805,6 +808,7 @@ class BoardReading:
     ecc_on: bool | None = None
     mig_on: bool | None = None
     unread: str | None = None
+    pci_device_id: int | None = None
 
 
 def _board_of(lib: Any, i: int) -> BoardReading:
@@ -825,13 +829,17 @@ def _board_of(lib: Any, i: int) -> BoardReading:
         return None if pair is None else bool(int(pair[0]))
 
     limit_mw = num("power limit", "nvmlDeviceGetEnforcedPowerLimit")
+    try:  # NVML: device id << 16 | vendor id (0x10de)
+        pci_device_id: int | None = int(lib.nvmlDeviceGetPciInfo(handle).pciDeviceId) >> 16
+    except Exception:  # noqa: BLE001 - unread: the form factor is then told by the name alone
+        pci_device_id = None
     return BoardReading(
         i, uuid, num("PCIe generation", "nvmlDeviceGetCurrPcieLinkGeneration"),
         num("PCIe width", "nvmlDeviceGetCurrPcieLinkWidth"),
         num("PCIe max generation", "nvmlDeviceGetMaxPcieLinkGeneration"),
         num("PCIe max width", "nvmlDeviceGetMaxPcieLinkWidth"),
         None if limit_mw is None else limit_mw / 1000, mode("ECC mode", "nvmlDeviceGetEccMode"),
-        mode("MIG mode", "nvmlDeviceGetMigMode"), "; ".join(problems) or None)
+        mode("MIG mode", "nvmlDeviceGetMigMode"), "; ".join(problems) or None, pci_device_id)
 
 
 def read_boards(nvml: Any | None = None) -> tuple[BoardReading, ...]:

@@ -48,7 +48,7 @@ _GPU = Table({
     "index": WHOLE, "uuid": TEXT, "name": TEXT, "memory_total_bytes": WHOLE,
     "pcie_generation": WHOLE, "pcie_width": WHOLE, "pcie_max_generation": WHOLE,
     "pcie_max_width": WHOLE, "power_limit_w": NUMBER, "ecc_on": BOOL, "mig_on": BOOL,
-    "processes": _TEXTS, "unread": TEXT})
+    "processes": _TEXTS, "unread": TEXT, "pci_device_id": WHOLE})
 _PROBE = Table({
     "status": TEXT, "words": TEXT, "seconds": NUMBER, "dtype": TEXT, "matrix_n": WHOLE,
     "copy_bytes": WHOLE, "torch_version": TEXT,
@@ -133,6 +133,7 @@ def compare_facts(session: Session, facts: HostFacts, *,
     count = len(facts.gpus)
     model = _model_to_compare(session, facts)
     memory = facts.memory_total_bytes
+    pci_id = next((g.pci_device_id for g in facts.gpus if g.name == model), None)
     try:
         state = load_order(session)
         if state.order is None and not session.package.gpu_model:
@@ -140,7 +141,7 @@ def compare_facts(session: Session, facts: HostFacts, *,
                           f"{session.name} set`)"), False
         rates = load_rates(session_folder=session.folder)
         result = compare_order(state, rates, model, count, package=session.package,
-                               observed_memory_bytes=memory)
+                               observed_memory_bytes=memory, observed_pci_device_id=pci_id)
         if record and result.deviation is not None:
             record_deviation(session, model, count, rates=rates, observed_memory_bytes=memory)
     except BadInput as exc:  # order.toml or rates.toml does not read: said, the facts still kept
@@ -166,7 +167,7 @@ def _gpu_doc(g: GpuFacts) -> dict[str, Any]:
             "pcie_width": g.pcie_width, "pcie_max_generation": g.pcie_max_generation,
             "pcie_max_width": g.pcie_max_width, "power_limit_w": g.power_limit_w,
             "ecc_on": g.ecc_on, "mig_on": g.mig_on, "processes": list(g.processes),
-            "unread": g.unread}
+            "unread": g.unread, "pci_device_id": g.pci_device_id}
 
 
 def _probe_doc(p: ProbeResult) -> dict[str, Any]:
@@ -209,7 +210,8 @@ def _gpu_from(d: Any) -> GpuFacts:
         _of(d, "memory_total_bytes", int), _of(d, "pcie_generation", int), _of(d, "pcie_width", int),
         _of(d, "pcie_max_generation", int), _of(d, "pcie_max_width", int), _num(d, "power_limit_w"),
         _of(d, "ecc_on", bool), _of(d, "mig_on", bool),
-        tuple(str(p) for p in (_of(d, "processes", list) or ())), _of(d, "unread", str))
+        tuple(str(p) for p in (_of(d, "processes", list) or ())), _of(d, "unread", str),
+        _of(d, "pci_device_id", int))
 
 
 def _probe_from(d: Any) -> ProbeResult | None:

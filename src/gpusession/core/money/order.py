@@ -581,6 +581,7 @@ def compare_order(
     *,
     package: Package | None = None,
     observed_memory_bytes: int | None = None,
+    observed_pci_device_id: int | None = None,
 ) -> OrderComparison:
     """Compare what was observed with the order: model, count, memory (S5, D8).
 
@@ -591,8 +592,9 @@ def compare_order(
     number is recorded yet. A value not observed (``None``) is not compared.
     ``observed_memory_bytes`` (the smallest GPU's total, bytes) is compared with the
     memory the ordered model names (:func:`ordered_memory_gb`), when it names one. The form
-    factor the order states (SXM, PCIe, NVL) is compared when the name seen states one, and
-    said not checked when it does not (:func:`form_factor_words`, H-61).
+    factor the order states (SXM, PCIe, NVL) is compared when the name seen, else
+    ``observed_pci_device_id``, states one, and said not checked when neither does
+    (:func:`form_factor_words`, H-61).
 
     Raises:
         BadInput: neither an order nor a package GPU model to compare with.
@@ -616,7 +618,8 @@ def compare_order(
         problems.append(f"GPU model seen {shown(observed_gpu_model)}, ordered {shown(model)}")
     form_unchecked: str | None = None
     if observed_gpu_model is not None and not problems:
-        form_differs, form_unchecked = form_factor_words(model, observed_gpu_model)
+        form_differs, form_unchecked = form_factor_words(model, observed_gpu_model,
+                                                         pci_device_id=observed_pci_device_id)
         problems += [form_differs] if form_differs else []
         unknown += [form_unchecked] if form_unchecked else []
     rate = rates.find(model)

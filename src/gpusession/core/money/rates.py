@@ -149,23 +149,38 @@ _FORM_FACTORS = {"sxm": "SXM", "sxm2": "SXM", "sxm3": "SXM", "sxm4": "SXM", "sxm
                  "sxm6": "SXM", "pcie": "PCIe", "nvl": "NVL"}
 
 
-def form_factor(name: str) -> str | None:
-    """The form factor a GPU name states: ``"SXM"``, ``"PCIe"``, ``"NVL"``, or ``None`` (D8).
+#: NVIDIA's PCI device ids whose form factor the name NVML gives may not say, from the
+#: PCI ID Repository (pci-ids.ucw.cz, vendor 10de). An id not listed tells nothing.
+_FORM_OF_PCI_ID = {
+    0x20B0: "SXM", 0x20B2: "SXM", 0x20B5: "PCIe", 0x20F1: "PCIe",  # A100 SXM4 40/80GB, PCIe 80/40GB
+    0x2330: "SXM", 0x2331: "PCIe", 0x2321: "NVL",  # H100 SXM5, H100 PCIe, H100 NVL
+    0x2335: "SXM",  # H200 SXM 141GB
+}
 
-    ``"NVIDIA H100 PCIe"`` → ``"PCIe"``, ``"A100-SXM4-80GB"`` → ``"SXM"``; NVML names most
-    SXM cards without it (``"NVIDIA H100 80GB HBM3"`` → ``None``): such a name cannot tell.
+
+def form_factor(name: str, pci_device_id: int | None = None) -> str | None:
+    """The form factor a GPU states: ``"SXM"``, ``"PCIe"``, ``"NVL"``, or ``None`` (D8, H-61).
+
+    By its name first: ``"NVIDIA H100 PCIe"`` → ``"PCIe"``, ``"A100-SXM4-80GB"`` → ``"SXM"``;
+    NVML names most SXM cards without it (``"NVIDIA H100 80GB HBM3"``), then the PCI
+    device id tells (``0x2330`` → ``"SXM"``) when it is a known one; else ``None``: the
+    card cannot tell.
     """
     found = {_FORM_FACTORS[w] for w in re.sub(r"[^a-z0-9]+", " ", name.casefold()).split()
              if w in _FORM_FACTORS}
-    return found.pop() if len(found) == 1 else None
+    if len(found) == 1:
+        return found.pop()
+    return _FORM_OF_PCI_ID.get(pci_device_id) if pci_device_id is not None and not found else None
 
 
-def form_factor_words(ordered: str, observed: str) -> tuple[str | None, str | None]:
+def form_factor_words(ordered: str, observed: str, *,
+                      pci_device_id: int | None = None) -> tuple[str | None, str | None]:
     """The form factor of the card seen against the order: ``(difference, not_checked)`` (D8, S5).
 
     :func:`model_matches` leaves SXM/PCIe aside so that an order's spelling matches NVML's;
     this is where they are compared, by every reader of the order (host check, checklist
     evidence). Both ``None`` when the order states no form factor or the two agree.
+    ``pci_device_id``: the card's PCI device id when NVML gave it (:func:`form_factor`).
 
     Returns:
         ``difference``: ``"form factor seen PCIe ('NVIDIA H100 PCIe'), ordered SXM"``, a
@@ -176,12 +191,14 @@ def form_factor_words(ordered: str, observed: str) -> tuple[str | None, str | No
     want = form_factor(ordered)
     if want is None:
         return None, None
-    seen = form_factor(observed)
+    seen = form_factor(observed, pci_device_id)
     if seen is None:
         return None, (f"form factor not checked: the GPU's name {shown(observed)} does not say "
-                      "SXM or PCIe")
+                      "SXM or PCIe" + ("" if pci_device_id is None else
+                                       f", nor its PCI device id {pci_device_id:#06x}"))
     if seen != want:
-        return f"form factor seen {seen} ({shown(observed)}), ordered {want}", None
+        by = "" if form_factor(observed) else f", PCI device id {pci_device_id:#06x}"
+        return f"form factor seen {seen} ({shown(observed)}{by}), ordered {want}", None
     return None, None
 
 
