@@ -48,8 +48,12 @@ def _ended_by_signals() -> Iterator[None]:
     """
     from gpusession.core.folder.processes import ending_signals, signal_handlers
 
+    raised: list[int] = []
+
     def ended(signum: int, frame: Any) -> None:
-        raise PullEnded(signum)
+        if not raised:  # once: a second signal never cuts the ending of rsync short
+            raised.append(signum)
+            raise PullEnded(signum)
 
     with signal_handlers({sig: ended for sig in ending_signals()}):
         yield
