@@ -132,6 +132,8 @@ def test_h65_a_timing_past_a_year_is_never_written_and_the_csv_still_reads(sessi
     assert second.elapsed_seconds is not None and second.corpus_accepted
     assert any("elapsed_seconds 1e+20" in r.message for r in session.journal_records()
                if isinstance(r, IncidentRecord))
+    ends = [r for r in session.journal_records() if isinstance(r, RunFinishedRecord)]
+    assert [r.elapsed_s is None for r in ends] == [True, False]  # the journal says what the row says
 
 
 def test_h65_the_results_writer_refuses_a_row_its_reader_would_refuse(session: Session) -> None:

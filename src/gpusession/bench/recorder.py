@@ -88,6 +88,7 @@ from gpusession.core.events import (
 )
 from gpusession.core.events.words import interrupted_words
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
+from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.folder.corpus_pin import REVISION_CHANGED, WorkloadRevisions, keep_for_run
@@ -156,11 +157,17 @@ def attempt_number(session: Session, experiment_id: str) -> int:
 
 def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
                         ev: WorkerRunFinished, facts: RowFacts) -> RunFinishedRecord:
-    """The journal's record of a run its worker reported finished (ok or not, R3), with its row's typed facts."""
+    """The journal's record of a run its worker reported finished (ok or not, R3), with its row's typed facts.
+
+    A duration past a year is left out, as its row leaves it out (H-65: one record).
+    """
+    def seconds(value: float | None) -> float | None:
+        return None if number_past_bound(value, "duration") else value
+
     return RunFinishedRecord(
         run_key=run_key, experiment_id=experiment_id, variant_id=run.variant_id,
         phase=run.phase, run_index=run.run_index, ok=bool(ev.ok),
-        elapsed_s=ev.elapsed_s, event_elapsed_s=ev.event_elapsed_s, event_stream=ev.event_stream,
+        elapsed_s=seconds(ev.elapsed_s), event_elapsed_s=seconds(ev.event_elapsed_s), event_stream=ev.event_stream,
         rss_peak_bytes=ev.rss_peak_bytes, expected_memory=ev.expected_memory,
         truncated=ev.truncated, tokens=ev.tokens, context=ev.context,
         unmeasured_pass=ev.unmeasured_pass,
