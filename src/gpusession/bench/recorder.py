@@ -178,6 +178,12 @@ def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
     )
 
 
+def load_fields(experiment_id: str, slot: LoadSlot) -> dict[str, Any]:
+    """The journal fields that name a load as a run (S7: a load is a timed run, R3)."""
+    return dict(run_key=slot.key.format(), experiment_id=experiment_id,
+                variant_id=slot.variant_id, phase="load", run_index=slot.run_index)
+
+
 class Recorder:
     """The journal records and result rows of one experiment's invocation (S7).
 
@@ -325,7 +331,7 @@ class Recorder:
         A crash while it loads is then recovered as an incident row on reopen (S7).
         """
         self.warm_done = {}
-        self.journal(LoadStartedRecord(worker=name, **self.load_fields(slot)))
+        self.journal(LoadStartedRecord(worker=name, **load_fields(self.experiment.id, slot)))
         self.current_key = slot.key.format()
 
     def worker_started(self, name: str, pid: int, create_time_s: float | None,
@@ -335,15 +341,10 @@ class Recorder:
                                          create_time_s=create_time_s))
         self.emit(WorkerStarted(worker=name, pid=pid, waiting_for_nodes=waiting_for_nodes))
 
-    def load_fields(self, slot: LoadSlot) -> dict[str, Any]:
-        """The journal fields that name a load as a run."""
-        return dict(run_key=slot.key.format(), experiment_id=self.experiment.id,
-                    variant_id=slot.variant_id, phase="load", run_index=slot.run_index)
-
     def close_load(self, rep: GroupReport, *, ok: bool, facts: RowFacts | None = None) -> None:
         """Journal the group's load as finished, once, with the facts of its row if it has one."""
         if rep.load_open:
-            self.journal(LoadFinishedRecord(ok=ok, **self.load_fields(rep.load),
+            self.journal(LoadFinishedRecord(ok=ok, **load_fields(self.experiment.id, rep.load),
                                             **(facts.record_fields() if facts is not None else {})))
             rep.load_open = False
 
@@ -556,7 +557,7 @@ class Recorder:
         if died or rep.timed_out:
             self.group_died(rep, code)
         if rep.load_open:  # the worker ended before loading; any row was written above
-            self.journal(LoadFinishedRecord(ok=False, **self.load_fields(rep.load)))
+            self.journal(LoadFinishedRecord(ok=False, **load_fields(self.experiment.id, rep.load)))
         return died
 
     def group_died(self, rep: GroupReport, code: int | None) -> None:
