@@ -1,15 +1,18 @@
 """The time left beside each finished run: headless ``run`` and the Run pane say the same.
 
 Beside each finished run, the time left for the experiment (the runs of the
-schedule still to run, each the longest measured run of its phase and variant — the
-estimate the session limit uses before it lets a run start, D1) and the time left before
-the session limit. Loads and warm-ups of workers still to start are not counted: the
-figure is said as "about".
+schedule still to run, each the median of the runs of its phase and variant measured in
+this attempt: one slow first run does not stretch every later estimate) and the time left
+before the session limit. Loads and warm-ups of workers still to start are not counted:
+the figure is said as "about". Between runs the Run pane counts the estimate down each
+second (:meth:`TimeLeft.words_at`) by the app's clock, so it never stands still while a
+run is in flight. The session limit's own check before a run (D1) keeps the longest run.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.experiment import plan
@@ -44,24 +47,26 @@ class TimeLeft:
         self.session = session
         self.schedule = [(r.phase, r.variant_id) for r in schedule]
         self.clock = clock
-        self.longest_s: dict[tuple[str, str], float] = {}
+        #: seconds of each measured run of this attempt, by (phase, variant)
+        self.runs_s: dict[tuple[str, str], list[float]] = {}
+        #: the last estimate: when it was made, the runs ended then and the seconds left
+        self._estimate: tuple[datetime, int, float | None] | None = None
 
     def experiment_left_s(self, done: int) -> float | None:
         """Seconds the runs after the first ``done`` are expected to take; ``None`` before any run is measured.
 
-        A run is counted as the longest measured run of its phase and variant, else of its
-        phase, else of any phase (a warm run after the cold ones: the cold figure, an
-        upper bound).
+        A run is counted as the median of the measured runs of its phase and variant, else
+        of its phase, else of every measured run (the first finished run of the attempt
+        already gives an estimate).
         """
         total = 0.0
+        every = [s for runs in self.runs_s.values() for s in runs]
+        if not every:
+            return None
         for phase, variant in self.schedule[done:]:
-            run_s = self.longest_s.get((phase, variant))
-            if run_s is None:  # not measured yet: the longest of that phase, else of any run
-                same = [s for (p, _), s in self.longest_s.items() if p == phase] or list(self.longest_s.values())
-                if not same:
-                    return None
-                run_s = max(same)
-            total += run_s
+            same = (self.runs_s.get((phase, variant))
+                    or [s for (p, _), runs in self.runs_s.items() if p == phase for s in runs] or every)
+            total += median(same)
         return total
 
     def words(self, row: Any, done: int | None) -> str:
@@ -76,16 +81,30 @@ class TimeLeft:
         get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k, None))
         elapsed = get("elapsed_seconds")
         if elapsed is not None:
-            key = (str(get("phase")), str(get("variant_id")))
-            self.longest_s[key] = max(self.longest_s.get(key, 0.0), float(elapsed))
-        left = self.experiment_left_s(done)
+            self.runs_s.setdefault((str(get("phase")), str(get("variant_id"))), []).append(float(elapsed))
+        now = self.clock()
+        self._estimate = (now, done, self.experiment_left_s(done))
+        return self.words_at(now)
+
+    def words_at(self, now: datetime) -> str:
+        """The last estimate counted down to ``now`` (``""`` before the first finished run).
+
+        The seconds left fall by the seconds of ``now`` since the estimate was made, down
+        to ``any moment now``; the session limit is read again at ``now``.
+        """
+        if self._estimate is None:
+            return ""
+        at, done, left = self._estimate
         if done >= len(self.schedule):
             parts = ["experiment done"]
         elif left is None:
             parts = ["time left for the experiment not known yet"]
         else:
-            parts = [f"about {_span(left)} left for the experiment"]
-        parts.append(self._limit_words(self.clock()))
+            since_s = max(0.0, (now - at).total_seconds())
+            left_now = left - since_s
+            parts = ([f"about {_span(left_now)} left for the experiment"] if since_s == 0 or left_now > 0
+                     else ["the experiment should end any moment now"])
+        parts.append(self._limit_words(now))
         return "; ".join(p for p in parts if p)
 
     def _limit_words(self, now: datetime) -> str:

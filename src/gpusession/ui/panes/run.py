@@ -919,10 +919,13 @@ class RunPane(Vertical):
     def follow_tick(self) -> None:
         """Look (about once a second) for a run in another process; follow it while it runs.
 
-        While a run of this pane is in flight, its elapsed time moves on instead.
+        While a run of this pane is in flight, its elapsed time moves on instead, and the
+        time left counts down by the app's clock (a fake one in tests).
         """
         if self.running:
-            if self.inflight_what:  # the elapsed time moves on; nothing is read again
+            if self.time_left is not None:  # the last estimate, counted down to now
+                self.time_left_text = self.time_left.words_at(self.ctx.now()) or self.time_left_text
+            if self.inflight_what or self.time_left_text:  # nothing is read again
                 self.query_one("#run-status", Static).update(self._running_text())
             return
         holder = self._other_holder()
