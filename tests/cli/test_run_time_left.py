@@ -1,5 +1,5 @@
 """Headless ``run``: each finished run's line says the time left for the experiment and
-before the session limit (D1's estimate: the longest measured run); ``--quiet`` prints
+before the session limit (the median of the runs measured so far); ``--quiet`` prints
 only the end line."""
 
 from __future__ import annotations

@@ -146,6 +146,10 @@ class ValidationPane(Vertical):
         # the first); shown only while there are deliverables to decide
         Binding("a", "approve", "Approve", id="validation.approve"),
         Binding("j", "reject", "Reject", id="validation.reject"),
+        # the runs and the deliverables are two tables: one key between them, named in
+        # the footer (Textual's own Tab also stops on the report box in between)
+        Binding("tab", "next_table", "Next table", id="validation.next_table"),
+        Binding("shift+tab", "next_table", "Previous table", show=False, id="validation.previous_table"),
     ]
 
     @dataclass
@@ -174,8 +178,30 @@ class ValidationPane(Vertical):
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
 
+    def _tables(self) -> list[DataTable[str]]:
+        """The pane's tables shown now: the runs, and the deliverables when there are any."""
+        tables = [self.query_one("#val-table", DataTable)]
+        box = self.query_one("#val-deliverables")
+        if box.display:
+            tables.append(box.query_one("#deliv-table", DataTable))
+        return tables
+
     def focus_main(self) -> None:
-        self.query_one("#val-table", DataTable).focus()
+        """Focus the first table that has rows (the runs, else the deliverables), so the
+        arrow keys move a cursor that shows; the runs table when neither has any."""
+        tables = self._tables()
+        next((t for t in tables if t.row_count), tables[0]).focus()
+
+    def _holds_focus(self) -> bool:
+        focused = self.screen.focused if self.is_attached else None
+        return focused is not None and self in focused.ancestors_with_self
+
+    def action_next_table(self) -> None:
+        """Tab / shift+Tab: the focus to the pane's other table (two at most)."""
+        tables = self._tables()
+        focused = self.screen.focused
+        here = next((i for i, t in enumerate(tables) if t is focused), -1)
+        tables[(here + 1) % len(tables)].focus()
 
     def action_revalidate(self) -> None:
         self.reload()
@@ -186,6 +212,8 @@ class ValidationPane(Vertical):
             from gpusession.ui.panes.deliverables import DeliverablesBox
 
             return bool(self.query_one("#val-deliverables", DeliverablesBox).states)
+        if action == "next_table":  # one table only: Tab is Textual's own again
+            return len(self._tables()) > 1
         return True
 
     def action_approve(self) -> None:
@@ -243,6 +271,10 @@ class ValidationPane(Vertical):
         self.query_one("#val-status", Static).update(f"{plural(len(self.rows), 'run')}; {counted}. v: re-read")
         self.show_detail(0 if self.rows else None)
         self.query_one("#val-deliverables").reload()  # type: ignore[attr-defined]
+        self.refresh_bindings()  # Tab between tables appears with the deliverables
+        focused = self.screen.focused if self.is_attached else None
+        if self._holds_focus() and isinstance(focused, DataTable) and not focused.row_count:
+            self.focus_main()  # the rows arrived after the focus: never an invisible cursor
         self.post_message(self.Reloaded(len(self.rows), n))
 
     def show_detail(self, index: int | None) -> None:
