@@ -41,6 +41,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
+from textual.widgets import TabbedContent
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.folder.processes import ENDING_SIGNALS, interrupt_all
@@ -262,6 +263,55 @@ class GpuSessionApp(App[int]):
         line = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
         sev = "information" if done.returncode == 0 else "error"
         self.call_from_thread(self.notify, line, title="export report", severity=sev)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Save an SVG of the screen into ``screenshots/`` of the session folder; say where in plain words.
+
+        Textual's own delivery saves to ``~/Downloads``, absent on a rented server
+        ("Failed to save screenshot"), and says the path through a markup tag that our
+        plain-text toasts would show raw. Here the file is
+        ``<session>/screenshots/<pane>-<UTC time of the app's clock>.svg`` (mode 0600, the
+        folder 0700, never through a link, never over an earlier one: ``-2``, ``-3`` …),
+        the session folder's conventions (S7). The palette's "Save screenshot" and
+        ``action_screenshot`` both come here.
+
+        Args:
+            filename: a file name for the SVG (its last part only); default the pane and time.
+            path: ignored: a screenshot belongs to the session it shows.
+            time_format: ignored (the name's time is always ``%Y%m%dT%H%M%SZ``, UTC).
+
+        Returns:
+            The path written, ``None`` when it could not be (the toast says why).
+        """
+        from gpusession.core.files.errors import BadInput
+        from gpusession.core.files.safefile import open_private
+
+        folder = self.ctx.session.folder
+        try:
+            pane = self.main.query_one(TabbedContent).active or "screen"
+        except (StopIteration, NoMatches):
+            pane = "screen"
+        stem = os.path.basename(filename or "").removesuffix(".svg") or \
+            f"{pane}-{self.ctx.now().strftime('%Y%m%dT%H%M%SZ')}"
+        svg = self.export_screenshot().encode("utf-8")
+        target = folder / "screenshots" / f"{stem}.svg"
+        try:
+            for n in range(2, 1000):
+                try:  # 0600, screenshots/ made 0700; a linked folder or file is refused
+                    fd = open_private(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, root=folder)
+                    break
+                except FileExistsError:
+                    target = folder / "screenshots" / f"{stem}-{n}.svg"
+            else:
+                raise BadInput("holds 999 screenshots of that name already", path=target.parent)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(svg)
+        except (BadInput, OSError) as exc:
+            self.notify(f"not saved: {exc}", title="Screenshot", severity="error")
+            return None
+        self.notify(f"Saved to {target}", title="Screenshot")
+        return str(target)
 
     def run_in_flight(self) -> bool:
         try:
