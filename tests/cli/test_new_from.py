@@ -133,3 +133,18 @@ def test_s11_a_carried_plan_the_new_package_does_not_cover_is_kept_and_said(
     assert code == 0
     assert "warning: plan 3.25 d: the 3-day package does not cover it; the 7-day one does" in err
     assert Session.open(sessions_root, "next").data["plan"] == previous.data["plan"]
+
+
+def test_s11_show_says_the_note_carried_from_the_previous_session(
+        previous: Session, sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, sessions_root, "new", "next", "--from", previous.name,
+                       "--gpu", "RTX A5000", "--lots", "1", "--days", "7")
+    assert code == 0, err
+    assert Session.open(sessions_root, "next").data["started_from"]["note"] == DECISION
+    code, out, _ = cli(capsys, sessions_root, "show", "next")
+    assert code == 0 and f"note      from {previous.name}: {DECISION}" in out.splitlines(), out
+    cli(capsys, sessions_root, "checklist", "next", "note", "g8.decision", "our own decision now")
+    code, out, _ = cli(capsys, sessions_root, "show", "next")
+    assert f"note      from {previous.name}: {DECISION}" in out  # the note as carried, kept
+    code, out, _ = cli(capsys, sessions_root, "show", previous.name)
+    assert "note      from" not in out  # a session not made with --from says no such line

@@ -211,10 +211,10 @@ def cmd_new(args: argparse.Namespace) -> int:
     if getattr(args, "unit", None):  # S8, S9: deliverables of a unit are accepted by a rule or a person
         accept = ("--accept 'python3 check.py {output}' --expected-outputs expected.txt "
                   f"(or approve each file: gpusession approve {s.name} FILE… --by WHO)")
-        program = "./render.sh {output} --batch={batch}'"
+        program = "./render.sh {output} {batch}'"
     else:
         accept = "--corpus corpus/eval.jsonl --classes a,b --threshold 0.9"
-        program = "./predict.sh {corpus} {output} --batch={batch}'"
+        program = "./predict.sh {corpus} {output} {batch}'"
     print("next: define what to measure, then run it (or open the TUI: gpusession open "
           f"{s.name}):\n"
           f"  gpusession experiment {s.name} define --id ID --workload command --command '{program} "
@@ -633,6 +633,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     if isinstance(started, dict) and isinstance(started.get("session"), str):  # S11: new --from
         print(printable(f"from      session {started['session']}: its unit, experiment definitions, plan and "
                         "decision note (never its results, order or payment)"))
+        from gpusession.core.retrieval.next_session import carried_note
+
+        note = carried_note(s)
+        if note is not None:  # the note carried into g8.decision, said where the person looks
+            print(printable(f"note      {note.words()}"))
     print(f"GPU       {printable(pkg.gpu_model or 'not set')}")
     print(f"lots      {pkg.lots if pkg.lots is not None else 'not set'}")
     print(f"days      {pkg.days if pkg.days is not None else 'not set'}")

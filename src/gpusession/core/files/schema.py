@@ -115,7 +115,7 @@ SESSION = Table({
     # the plan kept with the package (K6): days per task as decimal strings, names per task
     "plan": Table({"durations_days": ListOf(TEXT, "a list of durations as decimal strings"),
                    "names": ListOf(TEXT, "a list of task names (text)")}),
-    "started_from": Table({"session": TEXT, "carried": ListOf(TEXT)}),  # new --from (S11)
+    "started_from": Table({"session": TEXT, "carried": ListOf(TEXT), "note": TEXT}),  # new --from (S11)
     # the unit of the deliverables (S8): a count is under 10^15 (H-41)
     "deliverable": Table({"unit": TEXT, "unit_plural": TEXT, "expected_count": COUNT}),
 })

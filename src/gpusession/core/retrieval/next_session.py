@@ -15,10 +15,11 @@ one decided before and after measuring, never what it measured:
 
 Everything is read and checked before the new folder is made: a previous session whose
 files do not read refuses the whole ``new`` in one line, and nothing is created. The new
-``session.toml`` keeps ``[started_from]`` (``session``, ``carried``) and the journal a
-``session_started_from`` record.
+``session.toml`` keeps ``[started_from]`` (``session``, ``carried``, and ``note``: the
+decision note carried) and the journal a ``session_started_from`` record.
 
-Who calls it: :func:`gpusession.commands.session_cmds.cmd_new`.
+Who calls it: :func:`gpusession.commands.session_cmds.cmd_new`; ``show`` and the TUI's
+Checklist pane (the first screen) say the note carried (:func:`carried_note`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 from gpusession.core.events.actions import SessionStartedFromRecord
 from gpusession.core.experiment.plan import Experiment
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import private_dir_mode
 from gpusession.core.files.textio import one_line
 from gpusession.core.folder.experiments import define_experiment, load_experiments
@@ -191,9 +193,57 @@ def apply_carry(session: Session, carry: Carry, previous_folder: Path) -> tuple[
     if carry.decision:
         set_note(session, DECISION_ITEM, carry.decision)
     words = carry.words()
-    session.update(lambda data: data.__setitem__(TABLE, {"session": carry.source, "carried": words}))
+    table: dict[str, Any] = {"session": carry.source, "carried": words}
+    if carry.decision:
+        table["note"] = carry.decision  # the note as carried, whatever the checklist's later says
+    session.update(lambda data: data.__setitem__(TABLE, table))
     session.journal(SessionStartedFromRecord(source=carry.source, carried=words))
     return words, warnings
 
 
-__all__ = ["COPY_MAX_BYTES", "Carry", "NOT_CARRIED_WORDS", "TABLE", "apply_carry", "read_carry"]
+@dataclass(frozen=True)
+class CarriedNote:
+    """The decision note a session made with ``new --from`` took over (S11).
+
+    Attributes:
+        source: the previous session's name.
+        note: its ``g8.decision`` note as carried.
+    """
+
+    source: str
+    note: str
+
+    def words(self) -> str:
+        """``from charts: keep batch 4, drop the legend`` (one line: a note never forges another)."""
+        return f"from {self.source}: {one_line(self.note)}"
+
+
+def carried_note(session: Session, items: Iterable[Any] | None = None) -> CarriedNote | None:
+    """The note carried into ``session`` by ``new --from``, said where a person looks first (S11).
+
+    Why: the note was carried silently into the last checklist item; ``show`` and the
+    TUI's first screen say it. ``[started_from].note`` holds it; a session made before
+    that key existed falls back to its own ``g8.decision`` note (where it was carried).
+
+    Args:
+        session: the open session.
+        items: its checklist items when already read (the Checklist pane), else read here.
+
+    Returns:
+        ``None`` for a session not made with ``--from``, or with no note carried.
+    """
+    started = session.data.get(TABLE)
+    if not isinstance(started, Mapping) or not isinstance(started.get("session"), str):
+        return None
+    note = started.get("note")
+    if not isinstance(note, str):
+        try:
+            listed = list(items) if items is not None else load_checklist(session)
+        except (BadInput, OSError, ValueError):
+            return None
+        note = next((str(i.note) for i in listed if i.id == DECISION_ITEM and i.note), "")
+    return CarriedNote(started["session"], note.strip()) if note.strip() else None
+
+
+__all__ = ["COPY_MAX_BYTES", "Carry", "CarriedNote", "NOT_CARRIED_WORDS", "TABLE", "apply_carry",
+           "carried_note", "read_carry"]

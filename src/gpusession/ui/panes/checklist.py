@@ -127,9 +127,13 @@ class ChecklistPane(Vertical):
                 break
         olist.set_options(options)
         done = sum(1 for i in self.items if i.done)
-        status.update(
-            f"{done} of {len(self.items)} done — space: done/open, n: note, a: add item; saved at once"
-        )
+        line = f"{done} of {len(self.items)} done — space: done/open, n: note, a: add item; saved at once"
+        carried = None
+        if "started_from" in self.ctx.session.data:  # S11: new --from's note, said on the first screen
+            from gpusession.core.retrieval.next_session import carried_note
+
+            carried = carried_note(self.ctx.session, self.items)
+        status.update(Text(f"{carried.words()}\n{line}") if carried is not None else line)
         if keep is not None:
             try:
                 olist.highlighted = olist.get_option_index(keep)
