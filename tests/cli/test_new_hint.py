@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
+pytestmark = pytest.mark.calendar  # `new` starts the package at the clock's now
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -254,3 +254,34 @@ def _two_visuals(out: Any) -> Any:
     for i in (1, 2):
         (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
     return out
+
+
+async def test_s9_s10_the_pane_says_same_bytes_counted_once_and_a_conflict_to_settle(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    """From the count's facts: a repeat of approved bytes reads "counted once", the same
+    bytes approved by Ana and rejected by Bo read as a conflict in the rows and the status."""
+    from gpusession.core.folder.approvals import decide
+    from gpusession.core.folder.unit import set_unit
+
+    set_unit(session, "visual")
+    out = _two_visuals(tmp_path / "out")
+    (out / "visual-03.png").write_bytes((out / "visual-01.png").read_bytes())
+    (out / "visual-04.png").write_bytes((out / "visual-02.png").read_bytes())
+    decide(session, [out / "visual-01.png", out / "visual-02.png"], decision="approved", by="Ana")
+    decide(session, [out / "visual-03.png"], decision="approved", by="Ana")
+    decide(session, [out / "visual-04.png"], decision="rejected", by="Bo", text="legend cut")
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        t = app.screen.query_one("#deliv-table", DataTable)
+        cells = {str(t.get_row_at(i)[0]): str(t.get_row_at(i)[1]) for i in range(t.row_count)}
+        assert cells == {"visual-01.png": "approved",
+                         "visual-02.png": "approved: CONFLICT, settle it",
+                         "visual-03.png": "approved: same bytes as visual-01.png, counted once",
+                         "visual-04.png": "rejected: CONFLICT, settle it"}
+        status = text_of(app, "#deliv-status")
+        assert "2 approved visuals" in status
+        assert ("conflict: the same bytes approved by Ana (visual-02.png) and rejected by Bo (visual-04.png)"
+                in status), status

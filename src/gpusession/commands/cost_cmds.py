@@ -274,6 +274,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
     else:
         if unit_line is not None:  # S10: "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
             print(unit_line)
+            for words in count.said() if count is not None else ():  # S9 conflicts to settle, S10 repeats
+                print(printable(f"  {words}", keep=""))
         for words in left_out:  # outside the period, changed after approval, a stray report
             print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))

@@ -333,9 +333,17 @@ def cmd_decide(args: argparse.Namespace) -> int:
     text = getattr(args, "criteria", None) if args.decision == "approved" else getattr(args, "why", None)
     made = decide(s, [Path(p) for p in args.paths], decision=args.decision, by=args.by, text=text,
                   deliverables=Path(args.deliverables) if args.deliverables else None)
-    for d in made:
-        print(printable(f"{d.decision} {d.path} (sha256 {d.sha256[:12]}…) by {d.by}", keep=""))  # a name from disk: one line (H-44)
     count = session_count(s, cache=True)
+    repeats = {r.path: r for r in count.same_bytes}
+    for d in made:
+        line = f"{d.decision} {d.path} (sha256 {d.sha256[:12]}…) by {d.by}"
+        if d.path in repeats:  # S10: the same bytes count once, said at the approval
+            line += f"; same bytes as {repeats[d.path].same_as}: counted once"
+        print(printable(line, keep=""))  # a name from disk: one line (H-44)
+    paths = {d.path for d in made}
+    for c in count.conflicts:
+        if paths & set(c.paths()):  # S9: this decision meets another on the same bytes
+            print(printable(c.words(), keep=""))
     print(printable(f"{s.name}: {count.words()}" + (f"; {count.to_decide} still to decide" if count.to_decide else "")))
     return 0
 
@@ -352,8 +360,12 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
     s = open_session(args, args.name)
     states = file_states(s)
     count = session_count(s)
+    repeats = {r.path: r for r in count.same_bytes}
+    in_conflict = {p for c in count.conflicts for p in c.paths()}
     if args.json:
-        # version 2: `deliverables` is the count, as in show and cost; the folder has its own key
+        # version 2: `deliverables` is the count, as in show and cost; the folder has its own key.
+        # Each file says whether it repeats an approved file's bytes or is in a conflict; the
+        # count's object lists both as facts (same_bytes, conflicts).
         folder = deliverables_folder(s)
         print_json({"schema_version": 2, "name": s.name,
                     "deliverables_folder": str(folder) if folder else None,
@@ -361,7 +373,9 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
                                "by": st.decision.by if st.decision else None,
                                "at": st.decision.at if st.decision else None,
                                "text": st.decision.text if st.decision else None,
-                               "sha256": st.sha256 or (st.decision.sha256 if st.decision else None)}
+                               "sha256": st.sha256 or (st.decision.sha256 if st.decision else None),
+                               "same_bytes_as": repeats[st.path].same_as if st.path in repeats else None,
+                               "conflict": st.path in in_conflict}
                               for st in states],
                     "deliverables": count.to_json()})
         return 0
@@ -374,8 +388,13 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
         if mine:
             print(f"{title} ({len(mine)}):")
             for st in mine:
-                print(printable(f"  {st.words()}", keep=""))  # a name from disk: one line (H-44)
-    print(printable(f"count: {count.words()} ({count.source_words()})"))
+                tail = (f"; same bytes as {repeats[st.path].same_as}: counted once" if st.path in repeats
+                        else "; in conflict (below)" if st.path in in_conflict else "")
+                print(printable(f"  {st.words()}{tail}", keep=""))  # a name from disk: one line (H-44)
+    for c in count.conflicts:  # S9: for the person to settle, never settled by gpusession
+        print(printable(c.words(), keep=""))
+    repeated = f"; {len(count.same_bytes)} approved file(s) repeat the bytes of another" if count.same_bytes else ""
+    print(printable(f"count: {count.words()} ({count.source_words()}){repeated}"))
     return 0
 
 

@@ -373,5 +373,96 @@ def approved_digests(states: list[FileState]) -> set[str]:
             if s.state == "approved" and s.decision is not None}
 
 
-__all__ = ["APPROVALS_TOML", "Decision", "FileState", "approved_digests", "approvals_path", "decide",
-           "deliverables_folder", "file_states", "load_approvals", "relative_name"]
+@dataclass(frozen=True)
+class SameBytes:
+    """An approved file whose bytes are those of a file approved before it: counted once (S10).
+
+    Attributes:
+        path: the file approved later (relative POSIX path).
+        same_as: the file approved first with the same bytes (by decision time, then path).
+        sha256: their digest.
+    """
+
+    path: str
+    same_as: str
+    sha256: str
+
+    def words(self) -> str:
+        """``chart-02.png: same bytes as chart-01.png: counted once``."""
+        return f"{self.path}: same bytes as {self.same_as}: counted once"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """The same bytes approved under one name and rejected under another: for a person to settle (S9).
+
+    Attributes:
+        sha256: the bytes' digest.
+        approved: ``(path, by)`` of each approved file with these bytes.
+        rejected: ``(path, by)`` of each rejected one.
+    """
+
+    sha256: str
+    approved: tuple[tuple[str, str], ...]
+    rejected: tuple[tuple[str, str], ...]
+
+    def paths(self) -> tuple[str, ...]:
+        """Every file of the conflict, approved first."""
+        return tuple(p for p, _ in self.approved + self.rejected)
+
+    def words(self) -> str:
+        """``conflict: the same bytes approved by Ana (chart-01.png) and rejected by Bo (chart-07.png); …``."""
+        def who(pairs: tuple[tuple[str, str], ...]) -> str:
+            return ", ".join(f"{by} ({path})" for path, by in pairs)
+
+        return (f"conflict: the same bytes approved by {who(self.approved)} and rejected by "
+                f"{who(self.rejected)}; settle it (approve or reject them all): counted once as "
+                "approved until then")
+
+
+def _digest(st: FileState) -> str | None:
+    return st.sha256 or (st.decision.sha256 if st.decision is not None else None)
+
+
+def same_bytes(states: list[FileState]) -> list[SameBytes]:
+    """The approved files that repeat the bytes of one approved before (S10: counted once).
+
+    Returns:
+        One :class:`SameBytes` per repeat, in decision order; the first file approved with
+        those bytes is never listed.
+    """
+    first: dict[str, str] = {}
+    out: list[SameBytes] = []
+    approved = [st for st in states if st.state == "approved" and st.decision is not None]
+    for st in sorted(approved, key=lambda x: (x.decision.at, x.path)):  # type: ignore[union-attr]
+        digest = _digest(st)
+        if digest is None:
+            continue
+        if digest in first:
+            out.append(SameBytes(st.path, first[digest], digest))
+        else:
+            first[digest] = st.path
+    return out
+
+
+def conflicts(states: list[FileState]) -> list[Conflict]:
+    """The bytes approved under one name and rejected under another (S9), by digest.
+
+    Only files as they stand (``approved`` unchanged, ``rejected`` present) are compared:
+    a file changed after its approval or gone is no decision on these bytes any more.
+    """
+    by_digest: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    for st in states:
+        digest = _digest(st)
+        if st.state in DECISIONS and st.decision is not None and digest is not None:
+            by_digest.setdefault(digest, {"approved": [], "rejected": []})[st.state].append(
+                (st.path, st.decision.by))
+    return [Conflict(d, tuple(sides["approved"]), tuple(sides["rejected"]))
+            for d, sides in sorted(by_digest.items(), key=lambda kv: min(p for p, _ in
+                                                                         kv[1]["approved"] + kv[1]["rejected"]))
+            if sides["approved"] and sides["rejected"]]
+
+
+__all__ = ["APPROVALS_TOML", "Conflict", "Decision", "FileState", "SameBytes", "approved_digests", "approvals_path",
+           "conflicts", "decide", "deliverables_folder", "file_states", "load_approvals", "relative_name",
+           "same_bytes"]

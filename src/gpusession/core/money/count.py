@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.tomlio import write_atomic_bytes
-from gpusession.core.folder.approvals import approvals_path, approved_digests, file_states
+from gpusession.core.folder.approvals import (
+    Conflict,
+    SameBytes,
+    approvals_path,
+    approved_digests,
+    conflicts,
+    file_states,
+    same_bytes,
+)
 from gpusession.core.folder.unit import Unit, unit_of
 from gpusession.core.money.cost import cost_per_accepted
 from gpusession.core.money.count_cache import (
@@ -67,6 +75,8 @@ class DeliverableCount:
         unit: the session's unit (S8).
         not_counted: files decided but not counted, in words (changed after approval).
         to_decide: files of the deliverables folder still to decide.
+        same_bytes: approved files repeating the bytes of one approved before (counted once).
+        conflicts: bytes approved under one name and rejected under another, to settle.
     """
 
     n: int | None
@@ -74,6 +84,8 @@ class DeliverableCount:
     unit: Unit
     not_counted: tuple[str, ...] = ()
     to_decide: int = 0
+    same_bytes: tuple[SameBytes, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
     def noun(self) -> str:
         """What one counted deliverable is called: ``approved visual``, ``accepted corpus``."""
@@ -109,10 +121,22 @@ class DeliverableCount:
         return SOURCE_WORDS[self.source]
 
     def to_json(self) -> dict[str, Any]:
-        """``count``, ``source``, ``words``, ``unit`` …, ``not_counted``, ``to_decide``."""
+        """``count``, ``source``, ``words``, ``unit`` …, ``not_counted``, ``to_decide``,
+        ``same_bytes`` (``path``, ``same_as``, ``sha256``) and ``conflicts`` (``sha256``,
+        ``approved`` and ``rejected``: ``path``, ``by``)."""
         return {"count": self.n, "source": self.source, "source_words": self.source_words(),
                 "words": self.words(), **self.unit.to_json(), "not_counted": list(self.not_counted),
-                "to_decide": self.to_decide}
+                "to_decide": self.to_decide,
+                "same_bytes": [{"path": r.path, "same_as": r.same_as, "sha256": r.sha256} for r in self.same_bytes],
+                "conflicts": [{"sha256": c.sha256,
+                               "approved": [{"path": p, "by": b} for p, b in c.approved],
+                               "rejected": [{"path": p, "by": b} for p, b in c.rejected]} for c in self.conflicts]}
+
+    def said(self) -> list[str]:
+        """What a person settles or should know beside the figure, one line each: the
+        conflicts first, then the repeats counted once (rendered by ``deliverables``,
+        ``cost`` and the Validation pane from these facts)."""
+        return [c.words() for c in self.conflicts] + [r.words() for r in self.same_bytes]
 
 
 def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
@@ -192,7 +216,7 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
             len(approved_digests(states)), APPROVED, unit,
             tuple(s.words() for s in states if s.state in ("changed", "missing") and s.decision
                   and s.decision.decision == "approved"),
-            sum(1 for s in states if s.state == "to-decide"))
+            sum(1 for s in states if s.state == "to-decide"), tuple(same_bytes(states)), tuple(conflicts(states)))
     else:
 
         rows = session.results.read() if frame is None else frame

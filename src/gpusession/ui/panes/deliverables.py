@@ -71,18 +71,27 @@ class DeliverablesBox(Vertical):
             return
         self.display = bool(self.states)
         self.refresh_bindings()  # the pane's a / j appear with the first deliverable
+        # the count's typed facts (S9, S10), never words matched: repeats and conflicts per file
+        repeats = {r.path: r.same_as for r in count.same_bytes}
+        in_conflict = {p for c in count.conflicts for p in c.paths()}
         for st in self.states:
             d = st.decision
             words = STATE_WORDS[st.state]
             if st.state == "missing" and d is not None:  # as `deliverables` says it: the decision kept
                 words = f"{d.decision}, {words}"
+            if st.path in in_conflict:
+                words = f"{words}: CONFLICT, settle it"
+            elif st.path in repeats:
+                words = f"{words}: same bytes as {repeats[st.path]}, counted once"
             table.add_row(printable(st.path, keep=""), state_cell(words),
                           printable(d.by, keep="") if d else "-",
                           d.at.strftime("%Y-%m-%d %H:%M UTC") if d else "-")
         where = (f" in {self.folder} (the last accepted output: the first decision records it)"
                  if self.proposed else "")
-        status.update(Text(printable(f"Deliverables{where}: {count.words()} ({count.source_words()}); "
-                                     "a: approve, j: reject the selected one", keep="")))
+        lines = [f"Deliverables{where}: {count.words()} ({count.source_words()}); "
+                 "a: approve, j: reject the selected one", *(c.words() for c in count.conflicts)]
+        status.update(Text("\n".join(printable(line, keep="") for line in lines)))  # one line each (H-44)
+        self.set_class(bool(count.conflicts), "-conflict")
 
     def current(self) -> Any:
         """The selected deliverable's state, ``None`` when there is none."""
