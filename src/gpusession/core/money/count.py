@@ -121,9 +121,12 @@ class DeliverableCount:
         return SOURCE_WORDS[self.source]
 
     def to_json(self) -> dict[str, Any]:
-        """``count``, ``source``, ``words``, ``unit`` …, ``not_counted``, ``to_decide``,
+        """The count as JSON (show, cost, compare, deliverables).
+
+        Keys: ``count``, ``source``, ``words``, ``unit`` …, ``not_counted``, ``to_decide``,
         ``same_bytes`` (``path``, ``same_as``, ``sha256``) and ``conflicts`` (``sha256``,
-        ``approved`` and ``rejected``: ``path``, ``by``)."""
+        ``approved`` and ``rejected``: ``path``, ``by``).
+        """
         return {"count": self.n, "source": self.source, "source_words": self.source_words(),
                 "words": self.words(), **self.unit.to_json(), "not_counted": list(self.not_counted),
                 "to_decide": self.to_decide,
@@ -133,9 +136,11 @@ class DeliverableCount:
                                "rejected": [{"path": p, "by": b} for p, b in c.rejected]} for c in self.conflicts]}
 
     def said(self) -> list[str]:
-        """What a person settles or should know beside the figure, one line each: the
-        conflicts first, then the repeats counted once (rendered by ``deliverables``,
-        ``cost`` and the Validation pane from these facts)."""
+        """What a person settles or should know beside the figure, one line each.
+
+        The conflicts first, then the repeats counted once; ``cost`` prints them under its
+        cost line (``deliverables`` and the Validation pane render the same facts per file).
+        """
         return [c.words() for c in self.conflicts] + [r.words() for r in self.same_bytes]
 
 
