@@ -253,3 +253,25 @@ async def test_k6_save_as_package_keeps_the_plan_typed_as_package_plan_does(
         kept = session_plan(reopened)
         assert kept is not None and kept.text() == "0.25,1,1,0.5,0.5"
         assert "(the plan kept with the package of session visuals-test-01)" in text_of(app, "#cost-report")
+
+
+async def test_s9_the_cost_pane_says_a_conflict_to_settle_under_the_cost_line(
+        session: Any, make_app: MakeApp, tmp_path: Any) -> None:
+    from gpusession.core.folder.approvals import decide
+    from gpusession.core.folder.unit import set_unit
+
+    set_unit(session, "visual")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for name in ("chart-[01].png", "chart-02.png"):  # a bracket in a name is text, never markup
+        (out_dir / name).write_bytes(b"\x89PNG\r\n\x1a\nsame")
+    decide(session, [out_dir / "chart-[01].png"], decision="approved", by="Ana")
+    decide(session, [out_dir / "chart-02.png"], decision="rejected", by="Bo", text="legend cut")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        lines = text_of(app, "#cost-report").splitlines()
+        assert lines[0] == "55.00 USD ÷ 1 approved visual = 55.00 USD per visual"
+        assert lines[1].startswith("  conflict: the same bytes approved by Ana (chart-[01].png) and rejected "
+                                   "by Bo (chart-02.png)"), lines[:3]

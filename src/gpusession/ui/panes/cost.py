@@ -23,6 +23,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import printable
 from gpusession.core.money.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
 from gpusession.core.money.count_cache import CORPORA
 from gpusession.ui.context import UiContext, plural, whole_number
@@ -194,6 +195,10 @@ class CostPane(Vertical):
                     from gpusession.core.money.count import cost_line
 
                     self.lines.insert(0, cost_line(report.total.total_usd_minor, answer.count))
+                    # S9 conflicts to settle, S10 repeats counted once: the count's facts, as `cost` says them
+                    from rich.markup import escape
+
+                    self.lines[1:1] = [escape(printable(f"  {w}", keep="")) for w in answer.count.said()]
             except (BadInput, ValueError) as exc:  # one line, what was expected
                 self.lines = [f"cannot compute: {exc}"]
         if accepted is None and not (kept and source):  # the report says a count not measured when it has a source
