@@ -91,7 +91,6 @@ class DeliverablesBox(Vertical):
         lines = [f"Deliverables{where}: {count.words()} ({count.source_words()}); "
                  "a: approve, j: reject the selected one", *(c.words() for c in count.conflicts)]
         status.update(Text("\n".join(printable(line, keep="") for line in lines)))  # one line each (H-44)
-        self.set_class(bool(count.conflicts), "-conflict")
 
     def current(self) -> Any:
         """The selected deliverable's state, ``None`` when there is none."""
