@@ -46,6 +46,19 @@ def item_prompt(item: Any, evidence: str | None) -> Text:
     return t
 
 
+#: The most characters of the carried note the status line shows (two lines at 80 columns);
+#: the whole note is the last item's (a 4 KiB note would push the items off the screen).
+NOTE_SHOWN_CHARS = 150
+
+
+def _first_words(text: str) -> str:
+    """``text``, or its first words up to :data:`NOTE_SHOWN_CHARS` and where the rest is."""
+    if len(text) <= NOTE_SHOWN_CHARS:
+        return text
+    head = text[:NOTE_SHOWN_CHARS].rsplit(" ", 1)[0]
+    return f"{head} … (the whole note: the last item, g8.decision)"
+
+
 class ChecklistPane(Vertical):
     """Pane 1: the session checklist; keys: space toggle, n note, a add item."""
 
@@ -133,7 +146,7 @@ class ChecklistPane(Vertical):
             from gpusession.core.retrieval.next_session import carried_note
 
             carried = carried_note(self.ctx.session, self.items)
-        status.update(Text(f"{carried.words()}\n{line}") if carried is not None else line)
+        status.update(Text(f"{_first_words(carried.words())}\n{line}") if carried is not None else line)
         if keep is not None:
             try:
                 olist.highlighted = olist.get_option_index(keep)
