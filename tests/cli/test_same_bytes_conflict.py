@@ -72,14 +72,15 @@ def test_s9_the_same_bytes_approved_and_rejected_are_a_conflict_to_settle(
                          "--by", "Bo", "--why", "legend cut")
     assert code == 0, err
     said = ("conflict: the same bytes approved by Ana (chart-02.png) and rejected by Bo (chart-05.png); "
-            "settle it (approve or reject them all): counted once as approved until then")
+            "settle it (approve or reject them all): not counted until then")
     assert said in out.splitlines(), out
     code, out, _ = cli(capsys, sessions_root, "deliverables", session.name)
     assert said in out.splitlines() and "chart-05.png  rejected by Bo" in out, out
     assert any(ln.startswith("  chart-02.png  approved by Ana") and ln.endswith("; in conflict (below)")
                for ln in out.splitlines()), out
     code, out, _ = cli(capsys, sessions_root, "cost", session.name)
-    assert out.splitlines()[0] == "55.00 USD ÷ 2 approved visuals = 27.50 USD per visual"  # one figure
+    # disputed bytes are not counted until settled: chart-03 alone (one figure)
+    assert out.splitlines()[0] == "55.00 USD ÷ 1 approved visual = 55.00 USD per visual"
     assert f"  {said}" in out.splitlines(), out
     code, out, _ = cli(capsys, sessions_root, "cost", session.name, "--json")
     conflict = json.loads(out)["deliverables"]["conflicts"]
@@ -89,7 +90,7 @@ def test_s9_the_same_bytes_approved_and_rejected_are_a_conflict_to_settle(
     files = {f["path"]: f for f in _valid("deliverables", out)["files"]}
     assert files["chart-02.png"]["conflict"] and files["chart-05.png"]["conflict"]
     assert not files["chart-03.png"]["conflict"]
-    # settled: chart-05 approved too, the conflict is gone and the count unchanged (the same bytes)
+    # settled: chart-05 approved too, the conflict is gone and the bytes count once again
     out = _approve(capsys, sessions_root, session, out_dir / "chart-05.png", by="Bo")
     assert "same bytes as chart-02.png: counted once" in out and "conflict" not in out
     code, out, _ = cli(capsys, sessions_root, "deliverables", session.name, "--json")

@@ -368,9 +368,15 @@ def file_states(session: Session, *, hash_files: bool = True,
 
 
 def approved_digests(states: list[FileState]) -> set[str]:
-    """The distinct digests of files approved and unchanged (S10: distinct by SHA-256)."""
-    return {s.sha256 or s.decision.sha256 for s in states
-            if s.state == "approved" and s.decision is not None}
+    """The distinct digests of files approved and unchanged (S10: distinct by SHA-256).
+
+    Bytes that a person also rejected under another name (:func:`conflicts`) are left out
+    until settled: a deliverable counts as accepted only when nobody refused it (S9).
+    """
+    disputed = {c.sha256 for c in conflicts(states)}
+    return {d for s in states
+            if s.state == "approved" and s.decision is not None
+            and (d := s.sha256 or s.decision.sha256) not in disputed}
 
 
 @dataclass(frozen=True)
@@ -416,8 +422,8 @@ class Conflict:
             return ", ".join(f"{by} ({path})" for path, by in pairs)
 
         return (f"conflict: the same bytes approved by {who(self.approved)} and rejected by "
-                f"{who(self.rejected)}; settle it (approve or reject them all): counted once as "
-                "approved until then")
+                f"{who(self.rejected)}; settle it (approve or reject them all): not counted until "
+                "then")
 
 
 def _digest(st: FileState) -> str | None:
