@@ -155,9 +155,11 @@ def register(sub: Any) -> None:
         help="store an experiment before it runs (a changed setting after a measurement "
         "gets a new id)",
         description=(
-            "Store an experiment in session.toml before it runs. One parameter varies "
-            "(--varied, with --values); corpus, model, precision, context limit and seed are "
-            "held fixed and recorded. The validation protocol (--classes, --metric, "
+            "Store an experiment in session.toml before it runs. One announced parameter varies "
+            "(--varied, with --values: batch, context, precision or any --param name); corpus, "
+            "model, precision, context limit, seed and the other parameters are held fixed and "
+            "recorded. Every parameter reaches the program, or the definition is refused naming "
+            "it: a command takes {param.NAME}, or reads $GPUSESSION_PARAM_NAME with --param-via-env. The validation protocol (--classes, --metric, "
             "--threshold, --tolerance, --reference-value, --max-degradation, --train-ids, "
             "--tune-ids) is fixed before the first measurement; the threshold is required "
             "with it (nobody's default is stored): changing a "
@@ -171,11 +173,16 @@ def register(sub: Any) -> None:
     q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); a relative path is "
                    "relative to the session folder, as every path of an experiment (a file found only "
                    "in the current directory is stored absolute, and said)")
-    q.add_argument("--varied", default="batch", choices=["batch", "context"],
-                   help="the one parameter the experiment varies (default batch)")
-    q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
-    q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
-                   help="held fixed; another precision is another experiment")
+    q.add_argument("--varied", default="batch", metavar="NAME",
+                   help="the one parameter the experiment varies (default batch): batch, context, "
+                   "precision (each precision its own variant with its own quality check) or a "
+                   "workload parameter's name (--varied model --values a,b: variants model-a, "
+                   "model-b; the parameter is then not also a --param)")
+    q.add_argument("--values", required=True,
+                   help="comma-separated, e.g. 1,4,8; fp32,bf16 for precision; a parameter's plain "
+                   "values (numbers, true/false, words of A-Z a-z 0-9 . _ -)")
+    q.add_argument("--precision", default=None, choices=["fp32", "fp16", "bf16"],
+                   help="held fixed (default fp32) unless --varied precision")
     # Numbers are read as text and parsed by the define form, the same rules as the TUI's
     # (gpusession.core.experiment.form): a left-out option is None, the default.
     q.add_argument("--context-limit", help="tokens kept per input (truncations are counted)")
@@ -226,7 +233,16 @@ def register(sub: Any) -> None:
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable), read as the type the workload declares "
                    "(synthetic-mlp's width is a whole number); an undeclared one as a whole "
-                   "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text)")
+                   "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text). "
+                   "Every parameter reaches the program: a Python workload's factory gets each one "
+                   "(the varied one per variant); a command gets it where its arguments hold "
+                   "{param.KEY} (one argument, a plain value) and always as $GPUSESSION_PARAM_KEY "
+                   "(KEY upper-cased, . and - as _). A parameter (or --varied name) the command "
+                   "does not take as {param.KEY} is refused, naming it, unless --param-via-env")
+    q.add_argument("--param-via-env", action="store_true", default=None,
+                   help="for --workload command: the command reads the parameters its arguments do "
+                   "not take as {param.KEY} from $GPUSESSION_PARAM_KEY; accepted, and its rows' notes "
+                   "say each such parameter was passed by variable, not verifiable")
     q.add_argument("--command", dest="command_line",
                    help="for --workload command: the program and arguments, split like a "
                    "shell and run without one; {batch}, {output}, {corpus}, {context}, {precision} "
@@ -809,7 +825,7 @@ def define_form(args: argparse.Namespace) -> DefineForm:
         classes=args.classes, metric=args.metric, threshold=args.threshold,
         tolerance=args.tolerance, reference_value=args.reference_value,
         max_degradation=args.max_degradation, train_ids=args.train_ids, tune_ids=args.tune_ids,
-        params=tuple(args.param),
+        params=tuple(args.param), params_via_env=args.param_via_env,
     )
 
 

@@ -29,7 +29,7 @@ from gpusession.core.experiment.form import (
     experiment_from_form,
     param_text,
 )
-from gpusession.core.experiment.plan import Experiment
+from gpusession.core.experiment.plan import Experiment, value_text
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
@@ -164,9 +164,10 @@ def derive_experiment(
             apply, A3), or a value that changes nothing.
     """
     key, value = one_setting([item])
-    varied_field = {"batch": "batch", "context": "context_limit"}.get(old.varied)
-    if DERIVE_KEYS.get(key) == varied_field:  # a fixed value the schedule would never apply (A3)
-        values = ",".join(str(v) for v in old.values)
+    varied_field = {"batch": "batch", "context": "context_limit", "precision": "precision"}.get(old.varied)
+    if (DERIVE_KEYS.get(key) == varied_field if varied_field else key == f"param.{old.varied}"):
+        # a fixed value the schedule would never apply (A3)
+        values = ",".join(value_text(v) for v in old.values)
         raise BadInput(f"{key} is varied in {old.id} ({old.varied} {values}): a fixed {key} would not be "
                        f"applied; change --values in a new define", field=_FIELD)
     form = _form_for(old, new_id, key, value)
