@@ -172,7 +172,8 @@ def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str |
     st = exp.setting(run.variant_id)
     return base.replace(
         variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
-        batch=st["batch"], context=st["context"], warmup_iterations=warmup_iterations,
+        batch=st["batch"], context=st["context"], precision=st["precision"],
+        warmup_iterations=warmup_iterations,
     )
 
 
@@ -335,7 +336,8 @@ def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environmen
     row, offered = applied(row, exp, reported)
     taken = tuple(k for k in (reported or {}) if exp.workload == "command")
     facts = facts.plus(*(Remark("offered", n) for n in offered),
-                       Remark("record", record_words(exp, environment.get("code_revision"), reported=taken)))
+                       Remark("record", record_words(exp, environment.get("code_revision"), reported=taken,
+                                                     variant=str(row.variant_id))))
     if past_limit_note:  # D1: the override is in every row it let start
         facts = facts.plus(Remark("past_limit", past_limit_note))
     if resume_notes:  # a resumed attempt says so in each of its rows

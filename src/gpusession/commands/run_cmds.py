@@ -271,9 +271,10 @@ def register(sub: Any) -> None:
             "setting of `experiment define` (workload, command, corpus, precision, "
             "context-limit, batch, device, seed, scope, warmup, runs, order, order-seed, "
             "cold-runs, gpus, nodes, rendezvous, timeout, classes, metric, threshold, "
-            "tolerance, reference-value, max-degradation, train-ids, tune-ids) or param.NAME for a workload parameter; the value is read as define "
-            "reads it. id, varied and values are not changed by a replay: it varies what the "
-            "experiment varies. `experiment NAME list` and `show NAME` say what differs and "
+            "tolerance, reference-value, max-degradation, train-ids, tune-ids, param-via-env) or param.NAME for a "
+            "workload parameter; the value is read as define reads it. id, varied and values are not changed "
+            "by a replay: it varies what the experiment varies, and a --set of the varied parameter, or of a "
+            "value equal to the one replayed, is refused. `experiment NAME list` and `show NAME` say what differs and "
             "compare the two."
         ),
     )

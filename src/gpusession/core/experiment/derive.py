@@ -65,6 +65,7 @@ DERIVE_KEYS: dict[str, str] = {
     "max-degradation": "max_degradation",
     "train-ids": "train_ids",
     "tune-ids": "tune_ids",
+    "param-via-env": "params_via_env",
 }
 #: What a replay never changes: it varies what the experiment varies.
 NOT_DERIVED = ("id", "varied", "values")
@@ -218,6 +219,10 @@ def _form_for(old: Experiment, new_id: str, key: str, value: str) -> DefineForm:
         raise BadInput(f"{old.id} has no validation protocol to change: define an experiment "
                        f"with --classes and --threshold (both your decision), then change the {key}",
                        field=_FIELD)
+    if key == "param-via-env":  # the acknowledgement that the command reads $GPUSESSION_PARAM_<NAME> (A3)
+        if value.strip().lower() not in ("true", "false"):
+            raise BadInput(f"param-via-env is true or false, got {shown(value)}", field=_FIELD)
+        return DefineForm(id=new_id, params_via_env=value.strip().lower() == "true")
     fields: dict[str, Any] = {DERIVE_KEYS[key]: value}
     return DefineForm(id=new_id, **fields)
 

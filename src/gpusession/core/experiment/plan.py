@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpusession.core.experiment.keys import RunKey
-from gpusession.core.experiment.params import HARNESS_PARAMS
+from gpusession.core.experiment.params import HARNESS_PARAMS, PARAM_TYPES, param_types
 from gpusession.core.experiment.placeholders import ENV, check_command, param_env, plain_value
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
@@ -494,7 +494,10 @@ def unreceived_params(exp: Experiment) -> list[str]:
 
 
 def check_params_reach(exp: Experiment) -> Experiment:
-    """Refuse a command workload given a param it never receives, unless ``params_via_env`` (A3).
+    """Refuse a param the program never receives (A3), naming it.
+
+    A command's param without ``{param.NAME}`` (unless ``params_via_env``); a built-in
+    workload's param its constructor does not take.
 
     Checked when an experiment is defined or derived (never when one is read back, so a
     stored session stays readable): ``--param model=b`` on ``prog {corpus} {output}``
@@ -504,6 +507,14 @@ def check_params_reach(exp: Experiment) -> Experiment:
         BadInput: one line naming the first such param, its ``{param.NAME}`` and
             ``$GPUSESSION_PARAM_<NAME>`` (field ``params``).
     """
+    if exp.workload in PARAM_TYPES:  # a built-in workload's constructor takes only its own
+        taken = param_types(exp.workload)
+        # typed params (a hand-edited list or table, which no define field shows, is kept as written)
+        names = [k for k, v in exp.params.items() if isinstance(v, (str, int, float, bool))]
+        unknown = [n for n in [*names, *([exp.varied] if exp.varies_param else [])] if n not in taken]
+        if unknown:
+            raise BadInput(f"the {exp.workload} workload takes no parameter {unknown[0]} (it takes "
+                           f"{', '.join(sorted(taken))}); nothing was written", field="params")
     missing = unreceived_params(exp)
     if missing and not exp.params_via_env:
         name = missing[0]
@@ -511,7 +522,7 @@ def check_params_reach(exp: Experiment) -> Experiment:
                        f"{{param.{name}}} where the program takes it (e.g. --{name}={{param.{name}}}), or, "
                        f"if it reads ${param_env(name)}, say so with --param-via-env (recorded as passed "
                        "by variable, not verifiable); nothing was written", field="params")
-    for name, value in exp.variant_params(None).items():
+    for name, value in exp.variant_params(None).items() if exp.workload == "command" else ():
         if name not in NOT_VARIABLE and plain_value(value, path=True) is None:
             raise BadInput(f"{name}={shown(value)} is passed to the command as one argument or variable: "
                            "a number, true/false, or a word or path of A-Z a-z 0-9 . _ / - not starting "
