@@ -79,6 +79,10 @@ COUNT = Kind("a whole number", _whole, bound="count")
 HOW_MANY = Kind("a whole number ≥ 0", lambda v: _whole(v) and v >= 0, bound="count")
 SECONDS = Kind("a number of seconds", _number, bound="duration")
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
+#: A varied value (A3): a whole number (batch, context), a precision word, or a
+#: parameter's plain value (a number, true/false, text); the experiment's check says more.
+VARIED_VALUE = Kind("a whole number, a number, true/false or text",
+                    lambda v: isinstance(v, (int, float, bool, str)), bound="count")
 #: A TOML date-time, or text the reader parses as ISO 8601.
 DATETIME = Kind("a date-time such as 2026-11-29T14:00:00Z",
                 lambda v: isinstance(v, (datetime, str)))
@@ -98,7 +102,7 @@ PROTOCOL = Table({
 })
 EXPERIMENT = Table({
     "workload": TEXT, "corpus": TEXT, "varied": TEXT,
-    "values": ListOf(WHOLE, "a list of whole numbers"), "precision": TEXT,
+    "values": ListOf(VARIED_VALUE, "a list of values"), "precision": TEXT, "params_via_env": BOOL,
     "context_limit": WHOLE, "batch": WHOLE, "device": TEXT, "input_order": TEXT, "seed": WHOLE,
     "scope": TEXT, "warmup_iterations": HOW_MANY, "runs_per_variant": HOW_MANY, "order": TEXT,
     "order_seed": WHOLE, "cold_runs_per_variant": HOW_MANY, "protocol": PROTOCOL,
