@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from fake_workloads import write_corpus
 from helpers import cli, one_line
+from test_json_contract import _valid
 
 from gpusession.core.folder.session import Session
 from gpusession.core.retrieval.keep import keep_lines
@@ -147,6 +148,16 @@ def test_r1_precision_varied_is_passed_per_variant_and_each_row_holds_it(
         call = _call_of(calls, row)
         assert call["args"] == [row["precision"]] and call["env"]["GPUSESSION_PRECISION"] == row["precision"], row
         assert row["variant_id"] == f"precision-{row['precision']}"
+
+
+def test_c6_experiment_list_json_holds_a_parameter_sweep(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _define(capsys, sessions_root, session, "--varied", "model", "--values", "a,2")
+    assert code == 0, err
+    code, out, _ = cli(capsys, sessions_root, "experiment", session.name, "list", "--json")
+    assert code == 0
+    doc = _valid("experiment-list", out)
+    assert doc["experiments"][0]["values"] == ["a", 2] and doc["experiments"][0]["varied"] == "model"
 
 
 def test_r1_the_rule_says_any_announced_parameter_everything_else_held_fixed() -> None:
