@@ -150,6 +150,39 @@ def test_r1_precision_varied_is_passed_per_variant_and_each_row_holds_it(
         assert row["variant_id"] == f"precision-{row['precision']}"
 
 
+@pytest.mark.parametrize(("varied", "values", "command", "item"), [
+    ("model", "a,b", "{param.model}", "param.model=c"),
+    ("precision", "fp32,bf16", "{precision}", "precision=fp16"),
+])
+def test_a3_derive_never_sets_the_varied_parameter_as_a_fixed_value(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str],
+        varied: str, values: str, command: str, item: str) -> None:
+    code, _, err = _define(capsys, sessions_root, session, "--varied", varied, "--values", values, command=command)
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "derive", "--id", "sweep-c",
+                       "--from", "sweep", "--set", item)
+    line = one_line(err)
+    assert code == 2 and f"is varied in sweep ({varied} {values})" in line and "new define" in line, line
+    assert "sweep-c" not in (session.folder / "session.toml").read_text()
+
+
+def test_a3_derive_refuses_a_param_the_command_never_receives_and_one_equal_to_the_base(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _define(capsys, sessions_root, session, "--values", "1", "--param", "steps=20",
+                           command="--steps={param.steps}")
+    assert code == 0, err
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "derive", "--id", "sweep-c",
+                       "--from", "sweep", "--set", "param.model=b")
+    assert code == 2 and "never receives model" in one_line(err), one_line(err)
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "derive", "--id", "sweep-c",
+                       "--from", "sweep", "--set", "param.steps=20")
+    assert code == 2 and "changes nothing" in one_line(err), one_line(err)
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "derive", "--id", "sweep-c",
+                       "--from", "sweep", "--set", "param.steps=30")
+    assert code == 0, err
+    assert "sweep-c" in (session.folder / "session.toml").read_text()
+
+
 def test_c6_experiment_list_json_holds_a_parameter_sweep(
         sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _define(capsys, sessions_root, session, "--varied", "model", "--values", "a,2")
