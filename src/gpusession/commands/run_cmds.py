@@ -37,6 +37,7 @@ from gpusession.commands.deliverables_cmd import (
     protocol_words,
 )
 from gpusession.core.experiment.placeholders import unvaried_words
+from gpusession.core.experiment.plan import unreceived_params, value_text
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
@@ -973,10 +974,14 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         return 0
     by_id = {e.id: e for e in exps}
     for e in exps:
-        values = ", ".join(str(v) for v in e.values)
+        values = ", ".join(value_text(v) for v in e.values)
+        precision = "" if e.varied == "precision" else f"{e.precision}, "  # the varied one is in values
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
-              f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
+              f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {precision}"
               f"device {e.device or 'auto'}" + gpu_use_words(e))
+        if by_variable := unreceived_params(e) if e.params_via_env else []:  # A3
+            print(printable(f"  {', '.join(by_variable)} passed by variable ($GPUSESSION_PARAM_<NAME>), "
+                            "not verifiable"))
         if e.protocol:  # the floor and reference chosen, fixed before the first run (V5)
             print(printable(f"  {protocol_words(e.protocol)}; {overlap_words(e.params)}"))
         if (lineage := derived_words(e, by_id)) is not None:  # what the replay changed (D4)

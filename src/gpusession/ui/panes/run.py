@@ -466,9 +466,10 @@ class RunPane(Vertical):
 
     def describe(self, exp: Any) -> str:
         from gpusession.core.experiment.derive import derived_words
+        from gpusession.core.experiment.plan import value_text
         from gpusession.core.retrieval.evidence import gpu_use_words
 
-        values = ", ".join(str(v) for v in exp.values)
+        values = ", ".join(value_text(v) for v in exp.values)
         lineage = derived_words(exp, {e.id: e for e in self.experiments})
         return (
             f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
