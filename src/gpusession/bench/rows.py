@@ -106,7 +106,8 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
         python_version=env.get("python_version"),
         torch_version=env.get("torch_version"),
         runtime_version=env.get("runtime_version"),
-        precision=exp.precision,
+        # a precision sweep has no one precision outside a run's variant (run_row sets it, A2)
+        precision=None if exp.varied == "precision" else exp.precision,
         duration_days=duration_days,
         lots=lots,
         package_total_usd_minor=package_total_usd_minor,
