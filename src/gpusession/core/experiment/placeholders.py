@@ -51,7 +51,7 @@ _BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + "|"
                     + _PARAM + r")\}")
 #: A plain parameter value (H-34): a number, or a word or path not starting with ``-``.
-_PLAIN_NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
+_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_.+][A-Za-z0-9_.+-]*")
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+/][A-Za-z0-9_.+/-]*")
 #: Longest parameter value passed to a command.
