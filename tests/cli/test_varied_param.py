@@ -117,6 +117,9 @@ def test_r1_a_varied_param_reaches_the_command_interleaved_and_keep_names_a_vari
     keep = keep_lines(Session.open(sessions_root, session.name))
     assert len(keep) == 1 and ("model-a of sweep" in keep[0] or "model-b of sweep" in keep[0]), keep
     assert "beyond noise" in keep[0], keep  # named beyond noise, or "none is faster beyond noise"
+    code, out, err = cli(capsys, sessions_root, "export", session.name, "--format", "hyperfine-json")
+    assert code == 0, err
+    assert sorted(r["parameters"]["model"] for r in json.loads(out)["results"]) == ["a", "b"]
 
 
 @pytest.mark.slow
