@@ -20,6 +20,8 @@ from fake_workloads import write_corpus
 from helpers import cli, one_line
 from test_json_contract import _valid
 
+from gpusession.core.experiment.plan import Experiment
+from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
 from gpusession.core.retrieval.keep import keep_lines
 
@@ -184,6 +186,18 @@ def test_a3_derive_refuses_a_param_the_command_never_receives_and_one_equal_to_t
                        "--from", "sweep", "--set", "param.steps=30")
     assert code == 0, err
     assert "sweep-c" in (session.folder / "session.toml").read_text()
+
+
+def test_a3_a_stored_experiment_whose_command_never_receives_a_param_is_refused_at_run(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    """Stored before the rule (or by hand): the run is refused before anything is measured."""
+    write_corpus(session.folder / "corpus.jsonl", n=2)
+    define_experiment(session, Experiment(id="old", workload="command", corpus="corpus.jsonl", scope="full-chain",
+                                          params={"command": ["true", "{corpus}"], "model": "b"}))
+    before = (session.folder / "resultats-bruts.csv").exists()
+    code, _, err = cli(capsys, sessions_root, "run", session.name, "--experiment", "old", "--headless")
+    assert code == 2 and "never receives model" in one_line(err), err
+    assert (session.folder / "resultats-bruts.csv").exists() == before
 
 
 def test_c6_experiment_list_json_holds_a_parameter_sweep(
