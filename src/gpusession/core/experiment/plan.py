@@ -202,11 +202,14 @@ class Experiment:
     def to_toml(self) -> dict[str, Any]:
         """The experiment as its ``[experiments.<id>]`` table (every field but ``id``).
 
-        ``values`` becomes a list (TOML has no tuples); the inverse is :meth:`from_toml`.
+        ``values`` becomes a list (TOML has no tuples); ``params_via_env`` is written only
+        when true; the inverse is :meth:`from_toml`.
         """
         data = asdict(self)
         data["values"] = list(self.values)
         data.pop("id")
+        if not self.params_via_env:  # written only when acknowledged (A3): files before it read the same
+            data.pop("params_via_env")
         return data
 
     @classmethod
