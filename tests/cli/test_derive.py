@@ -74,10 +74,21 @@ def test_d4_param_name_changes_one_workload_parameter(
     assert code == 0, err
     t = _table(s, "bs-models2")
     assert t["params"] == {"model_dir": "models-2"} and t["changed_key"] == "param.model_dir"
+    code, _, err = cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-threads",
+                       "--from", "batch-sweep", "--set", "param.cpu_threads=2")
+    assert code == 0, err
+    assert _table(s, "bs-threads")["params"] == {"model_dir": "models", "cpu_threads": 2}  # read as define reads it
+
+
+def test_a3_a_param_the_builtin_workload_never_takes_is_refused_naming_it(
+        sessions_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bbc-news ignores a ``seed`` param: it would be recorded as applied and never reach the model."""
+    s = _session(sessions_root)
     code, _, err = cli(capsys, sessions_root, "experiment", s.name, "derive", "--id", "bs-seed",
                        "--from", "batch-sweep", "--set", "param.seed=7")
-    assert code == 0, err
-    assert _table(s, "bs-seed")["params"] == {"model_dir": "models", "seed": 7}  # read as define reads it
+    line = one_line(err)
+    assert code == 2 and "takes no parameter seed" in line, line
+    assert "bs-seed" not in (s.folder / "session.toml").read_text()
 
 
 def test_d4_value_is_refused_with_the_words_of_define(

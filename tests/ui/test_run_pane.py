@@ -230,6 +230,13 @@ async def test_define_form_lists_every_workload_and_defines_a_command_one(
         app.screen.query_one("#field-id", Input).value = "cmd-sweep"
         app.screen.query_one("#field-workload", Input).value = "command"
         app.screen.query_one("#field-command", Input).value = "python score.py --batch {batch}"
+        kept = app.screen.query_one("#field-params", Input).value
+        if kept:  # the current experiment's params: the command never receives them (A3)
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            said = str(app.screen.query_one("#form-error", Static).render())
+            assert "the command never receives" in said, said
+            app.screen.query_one("#field-params", Input).value = ""
         await pilot.press("ctrl+s")
         await pilot.pause()
         exps = {e.id: e for e in load_experiments(session)}

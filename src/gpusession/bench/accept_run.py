@@ -214,13 +214,8 @@ class AcceptRunValidation:
         plain = make_plain_paths(self.session.runs_dir / self.exp.id, self.corpus)
         self._plain = plain
         try:
-            value = self.exp.values[0] if self.exp.values else 1
-            batch = self.exp.batch if self.exp.varied != "batch" and self.exp.batch is not None else value
-            try:
-                batch = int(run.variant_id.rsplit("-", 1)[-1]) if self.exp.varied == "batch" else batch
-            except ValueError:
-                pass
-            values = substitution_values(plain, batch=int(batch), context=self.exp.context_limit,
+            st = self.exp.setting(run.variant_id)  # the run's variant, whatever is varied (A3)
+            values = substitution_values(plain, batch=int(st["batch"]), context=st["context"],
                                          output=output)
             return [fill_argument(a, values) for a in self.rule.argv]
         except BaseException:

@@ -327,8 +327,19 @@ def load_failed(ch: Channel, group: Any, exc: BaseException) -> int:
     return LOAD_FAILED_EXIT
 
 
+def select_variant(workload: Any, variant: str) -> None:
+    """Point a per-variant workload at ``variant`` (A3); any other workload is left as it is."""
+    select = getattr(type(workload), "select_variant", None)
+    if callable(select):
+        workload.select_variant(variant)
+
+
 def open_workload(spec: dict[str, Any]) -> Any:
     """The experiment's workload, resolved from its name and parameters (not loaded yet).
+
+    Every param reaches the factory (A3); a varied precision or param makes one instance
+    per variant of this worker (:class:`gpusession.bench.workloads.per_variant.PerVariant`),
+    each built with its variant's value and loaded at its variant's precision.
 
     Raises:
         ValueError: a context sweep (``varied = "context"``, R9) of a workload with no
@@ -336,9 +347,21 @@ def open_workload(spec: dict[str, Any]) -> Any:
         Exception: whatever resolving the user's workload raises (a load incident).
     """
     from gpusession.bench.workloads.base import resolve, supports_context
+    from gpusession.bench.workloads.per_variant import PerVariant
 
     exp = spec["experiment"]
-    workload: Any = resolve(exp["workload"], dict(exp.get("params", {})) | spec.get("params", {}))
+    params = dict(exp.get("params", {})) | spec.get("params", {})
+    workload: Any
+    varied = str(exp.get("varied", "batch"))
+    if varied in ("batch", "context"):  # applied per call: one instance serves every variant
+        workload = resolve(exp["workload"], params)
+    else:  # A3: the factory (a param) or load() (precision) takes it: one instance per variant
+        settings = {s["variant_id"]: s for s in [*spec.get("warmup", []), *spec.get("runs", [])]}
+        workload = PerVariant(
+            {v: resolve(exp["workload"], params | ({varied: s["params"][varied]} if varied in s.get("params", {})
+                                                   else {}))
+             for v, s in settings.items()},
+            {v: str(s.get("precision") or exp.get("precision", "fp32")) for v, s in settings.items()})
     if exp.get("varied") == "context" and not supports_context(workload):
         raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
                          "set_context(limit) to apply each run's limit")
@@ -497,6 +520,7 @@ def warmup_phase(w: TorchWork) -> tuple[dict[str, int], bool]:
         if w.unrecoverable:
             break
         done[v["variant_id"]] = 0
+        select_variant(w.workload, v["variant_id"])
         if w.per_context:  # the warm-up shape is (batch, context)
             w.workload.set_context(v.get("context"))
         for _ in range(iterations):
@@ -571,6 +595,7 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
 
     batch = int(run["batch"])
     context = run.get("context")
+    select_variant(w.workload, run["variant_id"])
     if w.per_context:
         w.workload.set_context(context)
     texts = w.inputs.texts

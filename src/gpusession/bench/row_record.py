@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.experiment.command_report import REPORT_ENV
-from gpusession.core.experiment.placeholders import ENV
-from gpusession.core.experiment.plan import Experiment
+from gpusession.core.experiment.placeholders import ENV, param_env
+from gpusession.core.experiment.plan import Experiment, unreceived_params
 from gpusession.core.experiment.record import UNKNOWN_CODE, record_words
 from gpusession.core.records.record_notes import RECORD_KEYS
 from gpusession.core.records.results import ResultRow
@@ -105,7 +105,13 @@ def applied(row: ResultRow, exp: Experiment,
         if getattr(row, name) is not None:
             notes.append(offered_words(name))
         changes[name] = None
+    notes.extend(by_variable_words(n) for n in unreceived_params(exp))  # A3: --param-via-env
     return row.replace(**changes), notes
+
+
+def by_variable_words(name: str) -> str:
+    """``model passed by variable ($GPUSESSION_PARAM_MODEL), not verifiable for a command`` (A3)."""
+    return f"{name} passed by variable (${param_env(name)}), not verifiable for a command"
 
 
 def recorded(row: ResultRow, exp: Experiment, environment: Mapping[str, Any]) -> ResultRow:
@@ -117,7 +123,7 @@ def recorded(row: ResultRow, exp: Experiment, environment: Mapping[str, Any]) ->
         environment: what the worker reported (its ``code_revision``).
     """
     row, notes = applied(row, exp)
-    record = record_words(exp, environment.get("code_revision"))
+    record = record_words(exp, environment.get("code_revision"), variant=str(row.variant_id))
     return row.replace(notes="; ".join(n for n in (row.notes, *notes, record) if n))
 
 
@@ -159,5 +165,5 @@ def program_folder(argv: Sequence[Any], root: Path) -> str | None:
     return str(Path(found).resolve().parent) if found else None
 
 
-__all__ = ["RECORD_KEYS", "UNKNOWN_CODE", "applied", "not_passed_device_words", "offered_words", "program_folder", "receives",
+__all__ = ["RECORD_KEYS", "UNKNOWN_CODE", "applied", "by_variable_words", "not_passed_device_words", "offered_words", "program_folder", "receives",
            "record_words", "recorded"]

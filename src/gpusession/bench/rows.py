@@ -106,7 +106,8 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
         python_version=env.get("python_version"),
         torch_version=env.get("torch_version"),
         runtime_version=env.get("runtime_version"),
-        precision=exp.precision,
+        # a precision sweep has no one precision outside a run's variant (run_row sets it, A2)
+        precision=None if exp.varied == "precision" else exp.precision,
         duration_days=duration_days,
         lots=lots,
         package_total_usd_minor=package_total_usd_minor,
@@ -172,7 +173,8 @@ def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str |
     st = exp.setting(run.variant_id)
     return base.replace(
         variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
-        batch=st["batch"], context=st["context"], warmup_iterations=warmup_iterations,
+        batch=st["batch"], context=st["context"], precision=st["precision"],
+        warmup_iterations=warmup_iterations,
     )
 
 
@@ -335,7 +337,8 @@ def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environmen
     row, offered = applied(row, exp, reported)
     taken = tuple(k for k in (reported or {}) if exp.workload == "command")
     facts = facts.plus(*(Remark("offered", n) for n in offered),
-                       Remark("record", record_words(exp, environment.get("code_revision"), reported=taken)))
+                       Remark("record", record_words(exp, environment.get("code_revision"), reported=taken,
+                                                     variant=str(row.variant_id))))
     if past_limit_note:  # D1: the override is in every row it let start
         facts = facts.plus(Remark("past_limit", past_limit_note))
     if resume_notes:  # a resumed attempt says so in each of its rows

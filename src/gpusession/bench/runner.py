@@ -83,7 +83,13 @@ from gpusession.bench.stops import RunStops
 from gpusession.bench.supervise import GroupReport, Supervisor
 from gpusession.core.events import ExperimentStartedRecord, Finished, RunnerEvent
 from gpusession.core.experiment.form import resolve_corpus
-from gpusession.core.experiment.plan import Experiment, ScheduledRun, schedule, workers_of
+from gpusession.core.experiment.plan import (
+    Experiment,
+    ScheduledRun,
+    check_params_reach,
+    schedule,
+    workers_of,
+)
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.safefile import check_writable
@@ -207,7 +213,8 @@ class Runner:
         in ``runs/<experiment>`` must not be symbolic links and must be writable
         (:func:`gpusession.core.files.safefile.check_writable`); otherwise the run would
         measure everything and only then be refused. A rendezvous port another program
-        listens on is refused too (H-27). Nothing is written.
+        listens on is refused too (H-27), and a parameter the program would never receive
+        (A3: an experiment stored before that rule, or edited by hand). Nothing is written.
 
         Raises:
             BadInput: one line naming the first file refused, or the port in use.
@@ -223,6 +230,7 @@ class Runner:
             for spec in exp_dir.glob(f"{SPEC_PREFIX}*.json"):
                 check_writable(spec)
         check_rendezvous_port(self.experiment.rendezvous, field=f"experiments.{self.experiment.id}.rendezvous")
+        check_params_reach(self.experiment)  # a param stored before A3 that the program never gets
         corpus = self._path(self.experiment.corpus)
         if corpus is not None and corpus.is_file():  # V5: one corpus revision per experiment
             check_one_revision(s, self.experiment.id, sha256_file(corpus))

@@ -93,6 +93,7 @@ from gpusession.core.experiment.command_report import (
     read_report,
     remove_report,
 )
+from gpusession.core.experiment.params import HARNESS_PARAMS
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
 from gpusession.core.experiment.placeholders import environment as placeholder_env
 from gpusession.core.files.errors import BadInput
@@ -318,8 +319,16 @@ def fill_placeholders(arg: str, values: dict[str, Any]) -> str:
 
 def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path: Path) -> dict[str, Any]:
     # H-34: only plain paths gpusession made, never the user's file names (spec["plain"]).
+    # A3: the variant's precision and params, each passed (a plain value only)
     return substitution_values(spec["plain"], batch=setting["batch"], context=setting.get("context"),
-                               output=out_path, precision=spec.get("experiment", {}).get("precision"))
+                               output=out_path,
+                               precision=setting.get("precision", spec.get("experiment", {}).get("precision")),
+                               params=_passed_params(setting.get("params", {})))
+
+
+def _passed_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The params a command is given (A3): all but those gpusession itself reads (``code_dir``…)."""
+    return {k: v for k, v in params.items() if k not in HARNESS_PARAMS}
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],

@@ -37,6 +37,7 @@ from gpusession.commands.deliverables_cmd import (
     protocol_words,
 )
 from gpusession.core.experiment.placeholders import unvaried_words
+from gpusession.core.experiment.plan import unreceived_params, value_text
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
@@ -155,9 +156,11 @@ def register(sub: Any) -> None:
         help="store an experiment before it runs (a changed setting after a measurement "
         "gets a new id)",
         description=(
-            "Store an experiment in session.toml before it runs. One parameter varies "
-            "(--varied, with --values); corpus, model, precision, context limit and seed are "
-            "held fixed and recorded. The validation protocol (--classes, --metric, "
+            "Store an experiment in session.toml before it runs. One announced parameter varies "
+            "(--varied, with --values: batch, context, precision or any --param name); corpus, "
+            "model, precision, context limit, seed and the other parameters are held fixed and "
+            "recorded. Every parameter reaches the program, or the definition is refused naming "
+            "it: a command takes {param.NAME}, or reads $GPUSESSION_PARAM_NAME with --param-via-env. The validation protocol (--classes, --metric, "
             "--threshold, --tolerance, --reference-value, --max-degradation, --train-ids, "
             "--tune-ids) is fixed before the first measurement; the threshold is required "
             "with it (nobody's default is stored): changing a "
@@ -171,11 +174,16 @@ def register(sub: Any) -> None:
     q.add_argument("--corpus", help="corpus JSONL/CSV (id, text[, label]); a relative path is "
                    "relative to the session folder, as every path of an experiment (a file found only "
                    "in the current directory is stored absolute, and said)")
-    q.add_argument("--varied", default="batch", choices=["batch", "context"],
-                   help="the one parameter the experiment varies (default batch)")
-    q.add_argument("--values", required=True, help="comma-separated, e.g. 1,4,8")
-    q.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"],
-                   help="held fixed; another precision is another experiment")
+    q.add_argument("--varied", default="batch", metavar="NAME",
+                   help="the one parameter the experiment varies (default batch): batch, context, "
+                   "precision (each precision its own variant with its own quality check) or a "
+                   "workload parameter's name (--varied model --values a,b: variants model-a, "
+                   "model-b; the parameter is then not also a --param)")
+    q.add_argument("--values", required=True,
+                   help="comma-separated, e.g. 1,4,8; fp32,bf16 for precision; a parameter's plain "
+                   "values (numbers, true/false, words of A-Z a-z 0-9 . _ -)")
+    q.add_argument("--precision", default=None, choices=["fp32", "fp16", "bf16"],
+                   help="held fixed (default fp32) unless --varied precision")
     # Numbers are read as text and parsed by the define form, the same rules as the TUI's
     # (gpusession.core.experiment.form): a left-out option is None, the default.
     q.add_argument("--context-limit", help="tokens kept per input (truncations are counted)")
@@ -226,7 +234,16 @@ def register(sub: Any) -> None:
     q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter (repeatable), read as the type the workload declares "
                    "(synthetic-mlp's width is a whole number); an undeclared one as a whole "
-                   "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text)")
+                   "number, a decimal, true/false, or else text (\"1.10\" in double quotes is text). "
+                   "Every parameter reaches the program: a Python workload's factory gets each one "
+                   "(the varied one per variant); a command gets it where its arguments hold "
+                   "{param.KEY} (one argument, a plain value) and always as $GPUSESSION_PARAM_KEY "
+                   "(KEY upper-cased, . and - as _). A parameter (or --varied name) the command "
+                   "does not take as {param.KEY} is refused, naming it, unless --param-via-env")
+    q.add_argument("--param-via-env", action="store_true", default=None,
+                   help="for --workload command: the command reads the parameters its arguments do "
+                   "not take as {param.KEY} from $GPUSESSION_PARAM_KEY; accepted, and its rows' notes "
+                   "say each such parameter was passed by variable, not verifiable")
     q.add_argument("--command", dest="command_line",
                    help="for --workload command: the program and arguments, split like a "
                    "shell and run without one; {batch}, {output}, {corpus}, {context}, {precision} "
@@ -255,9 +272,10 @@ def register(sub: Any) -> None:
             "setting of `experiment define` (workload, command, corpus, precision, "
             "context-limit, batch, device, seed, scope, warmup, runs, order, order-seed, "
             "cold-runs, gpus, nodes, rendezvous, timeout, classes, metric, threshold, "
-            "tolerance, reference-value, max-degradation, train-ids, tune-ids) or param.NAME for a workload parameter; the value is read as define "
-            "reads it. id, varied and values are not changed by a replay: it varies what the "
-            "experiment varies. `experiment NAME list` and `show NAME` say what differs and "
+            "tolerance, reference-value, max-degradation, train-ids, tune-ids, param-via-env) or param.NAME for a "
+            "workload parameter; the value is read as define reads it. id, varied and values are not changed "
+            "by a replay: it varies what the experiment varies, and a --set of the varied parameter, or of a "
+            "value equal to the one replayed, is refused. `experiment NAME list` and `show NAME` say what differs and "
             "compare the two."
         ),
     )
@@ -809,7 +827,7 @@ def define_form(args: argparse.Namespace) -> DefineForm:
         classes=args.classes, metric=args.metric, threshold=args.threshold,
         tolerance=args.tolerance, reference_value=args.reference_value,
         max_degradation=args.max_degradation, train_ids=args.train_ids, tune_ids=args.tune_ids,
-        params=tuple(args.param),
+        params=tuple(args.param), params_via_env=args.param_via_env,
     )
 
 
@@ -956,10 +974,14 @@ def cmd_experiment_list(args: argparse.Namespace) -> int:
         return 0
     by_id = {e.id: e for e in exps}
     for e in exps:
-        values = ", ".join(str(v) for v in e.values)
+        values = ", ".join(value_text(v) for v in e.values)
+        precision = "" if e.varied == "precision" else f"{e.precision}, "  # the varied one is in values
         print(f"{e.id}: {e.workload}, {e.varied} = {values}; {e.runs_per_variant} runs, "
-              f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {e.precision}, "
+              f"{e.warmup_iterations} warm-up, {e.order}, scope {e.scope}, {precision}"
               f"device {e.device or 'auto'}" + gpu_use_words(e))
+        if by_variable := unreceived_params(e) if e.params_via_env else []:  # A3
+            print(printable(f"  {', '.join(by_variable)} passed by variable ($GPUSESSION_PARAM_<NAME>), "
+                            "not verifiable"))
         if e.protocol:  # the floor and reference chosen, fixed before the first run (V5)
             print(printable(f"  {protocol_words(e.protocol)}; {overlap_words(e.params)}"))
         if (lineage := derived_words(e, by_id)) is not None:  # what the replay changed (D4)

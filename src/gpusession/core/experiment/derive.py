@@ -29,7 +29,7 @@ from gpusession.core.experiment.form import (
     experiment_from_form,
     param_text,
 )
-from gpusession.core.experiment.plan import Experiment
+from gpusession.core.experiment.plan import Experiment, value_text
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
@@ -65,6 +65,7 @@ DERIVE_KEYS: dict[str, str] = {
     "max-degradation": "max_degradation",
     "train-ids": "train_ids",
     "tune-ids": "tune_ids",
+    "param-via-env": "params_via_env",
 }
 #: What a replay never changes: it varies what the experiment varies.
 NOT_DERIVED = ("id", "varied", "values")
@@ -164,9 +165,10 @@ def derive_experiment(
             apply, A3), or a value that changes nothing.
     """
     key, value = one_setting([item])
-    varied_field = {"batch": "batch", "context": "context_limit"}.get(old.varied)
-    if DERIVE_KEYS.get(key) == varied_field:  # a fixed value the schedule would never apply (A3)
-        values = ",".join(str(v) for v in old.values)
+    varied_field = {"batch": "batch", "context": "context_limit", "precision": "precision"}.get(old.varied)
+    if (DERIVE_KEYS.get(key) == varied_field if varied_field else key == f"param.{old.varied}"):
+        # a fixed value the schedule would never apply (A3)
+        values = ",".join(value_text(v) for v in old.values)
         raise BadInput(f"{key} is varied in {old.id} ({old.varied} {values}): a fixed {key} would not be "
                        f"applied; change --values in a new define", field=_FIELD)
     form = _form_for(old, new_id, key, value)
@@ -217,6 +219,10 @@ def _form_for(old: Experiment, new_id: str, key: str, value: str) -> DefineForm:
         raise BadInput(f"{old.id} has no validation protocol to change: define an experiment "
                        f"with --classes and --threshold (both your decision), then change the {key}",
                        field=_FIELD)
+    if key == "param-via-env":  # the acknowledgement that the command reads $GPUSESSION_PARAM_<NAME> (A3)
+        if value.strip().lower() not in ("true", "false"):
+            raise BadInput(f"param-via-env is true or false, got {shown(value)}", field=_FIELD)
+        return DefineForm(id=new_id, params_via_env=value.strip().lower() == "true")
     fields: dict[str, Any] = {DERIVE_KEYS[key]: value}
     return DefineForm(id=new_id, **fields)
 

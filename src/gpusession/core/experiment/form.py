@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.experiment.params import param_types
-from gpusession.core.experiment.plan import Experiment, check
+from gpusession.core.experiment.plan import (
+    PRECISIONS,
+    VARIED,
+    Experiment,
+    check,
+    check_params_reach,
+)
 from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
@@ -67,7 +73,8 @@ class DefineForm:
     ``train_ids`` / ``tune_ids`` are the training and tuning ID files checked for overlap
     (V7; stored as the ``train_corpus`` / ``tune_corpus`` params, ``""`` removes one);
     ``params`` are ``KEY=VALUE`` items; ``command`` is the command line of a ``command``
-    workload, split like a shell.
+    workload, split like a shell; ``params_via_env`` acknowledges that the command reads
+    the params it takes as no ``{param.NAME}`` from ``$GPUSESSION_PARAM_<NAME>`` (A3).
     """
 
     id: str | None = None
@@ -100,6 +107,7 @@ class DefineForm:
     train_ids: str | None = None
     tune_ids: str | None = None
     params: tuple[str, ...] | None = None
+    params_via_env: bool | None = None
 
 
 def resolve_corpus(folder: Path, corpus: str) -> Path:
@@ -327,10 +335,12 @@ def experiment_from_form(
         _settle_paths(data, folder, cwd, said if said is not None else [])
     data["scope"] = _scope(form.scope, workload, start.get("scope"))
     data["protocol"] = _protocol(form, start.get("protocol"), check_protocol)
+    if form.params_via_env is not None:
+        data["params_via_env"] = bool(form.params_via_env)
     if folder is not None and data.get("corpus"):
         _check_corpus(folder, str(data["corpus"]))
     exp = Experiment(**data)
-    return check(exp)
+    return check_params_reach(check(exp))  # every param reaches the program (A3)
 
 
 def _numbers_and_words(form: DefineForm, data: dict[str, Any]) -> None:
@@ -340,7 +350,7 @@ def _numbers_and_words(form: DefineForm, data: dict[str, Any]) -> None:
     ``batch``, ``corpus`` or ``rendezvous`` clears it.
     """
     if form.values is not None:
-        data["values"] = _values(form.values)
+        data["values"] = _values(form.values, str(data.get("varied") or "batch"), str(data["workload"]))
     for name in ("seed", "warmup_iterations", "runs_per_variant", "order_seed", "cold_runs_per_variant",
                  "gpus", "nodes"):
         text = getattr(form, name)
@@ -373,8 +383,23 @@ def _overlap_files(form: DefineForm, params: dict[str, Any]) -> None:
                 params[key] = text.strip()
 
 
-def _values(text: str) -> tuple[int, ...]:
+def _values(text: str, varied: str, workload: str) -> tuple[Any, ...]:
+    """The varied values as typed, comma-separated, read by what is varied (R1, A3).
+
+    ``batch``/``context``: whole numbers (``1,4,8``); ``precision``: precision words
+    (``fp32,bf16``); a parameter: each read as :func:`param_value` reads a ``--param``
+    (``a,b``; ``10,20``); the plan's check then holds each to a plain value.
+    """
     parts = [v.strip() for v in text.split(",")]
+    if varied == "precision":
+        if not all(v in PRECISIONS for v in parts):
+            raise BadInput(f"expected precisions separated by commas, among {', '.join(PRECISIONS)}, "
+                           f"got {shown(text)}", field="values")
+        return tuple(parts)
+    if varied not in VARIED:
+        if not all(parts):
+            raise BadInput(f"expected values separated by commas, e.g. a,b, got {shown(text)}", field="values")
+        return tuple(param_value(workload, varied, v) for v in parts)
     if not all(_WHOLE_RE.fullmatch(v) and len(v.lstrip("-")) <= _WHOLE_DIGITS_MAX for v in parts):
         raise BadInput(f"expected whole numbers separated by commas, e.g. 1,4,8, got {shown(text)}",
                        field="values")

@@ -33,6 +33,10 @@ COMMON_PARAMS: dict[str, type] = {
     "code_dir": str,
 }
 
+#: The params gpusession itself reads (the overlap check's splits, the synthetic inputs'
+#: count, the folder of the code revision): never passed to a command, never varied (A3).
+HARNESS_PARAMS = frozenset(COMMON_PARAMS)
+
 #: Built-in workload → each constructor argument → its type (the annotation): a value
 #: typed in the define form is read as this type, so ``width=64`` is the number 64 and
 #: ``model_dir=2024`` the folder ``2024``.

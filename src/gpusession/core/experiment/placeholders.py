@@ -1,15 +1,19 @@
 """Placeholders of a command workload: where they may stand, and how they are filled (H-34).
 
 A command workload is an argv list (``params.command``) run without a shell, with
-placeholders ``{batch}``, ``{output}``, ``{corpus}``, ``{context}`` and ``{precision}``. The guarantee is
+placeholders ``{batch}``, ``{output}``, ``{corpus}``, ``{context}``, ``{precision}`` and
+``{param.NAME}`` (a workload parameter, A3). The guarantee is
 in *what* is substituted: never a user's file name, only a plain path gpusession made
-(a link ``corpus.jsonl`` in a private folder; the run's output path, plain), integers and
+(a link ``corpus.jsonl`` in a private folder; the run's output path, plain), integers,
 the precision word (``fp32``, ``fp16``, ``bf16``)
-(:mod:`gpusession.core.folder.plainpaths`), so no program -- ``make --eval=``, ``sg``,
+(:mod:`gpusession.core.folder.plainpaths`) and a parameter's plain value
+(:func:`plain_value`: a number, ``true``/``false``, a word or path of ``A-Z a-z 0-9 . _ /
+-`` not starting with ``-``), so no program -- ``make --eval=``, ``sg``,
 ``hyperfine``, a script that runs ``eval`` on its arguments -- can read code out of a value.
 A placeholder is filled only where it is the whole argument (``{corpus}``) or the value
 of a flag (``--out={output}``); every value is also given to the command as an
-environment variable (:data:`ENV`: ``GPUSESSION_CORPUS``…).
+environment variable (:data:`ENV`: ``GPUSESSION_CORPUS``…; :func:`param_env`:
+``--param model=b`` → ``GPUSESSION_PARAM_MODEL=b``).
 
 :func:`check_command` is advice on top, checked when the experiment is defined (and
 again whenever it is read): it refuses a placeholder pasted into a longer argument
@@ -38,11 +42,20 @@ NAMES = ("batch", "output", "corpus", "context", "precision")
 #: Placeholder → the environment variable that carries its value to the command.
 ENV = {name: f"GPUSESSION_{name.upper()}" for name in NAMES}
 
-_ANY = re.compile(r"\{(" + "|".join(NAMES) + r")\}")
+#: ``param.NAME``: a workload parameter's placeholder (A3).
+_PARAM = r"param\.[A-Za-z_][A-Za-z0-9_]*"
+_ANY = re.compile(r"\{(" + "|".join(NAMES) + "|" + _PARAM + r")\}")
 #: ``{name}`` that is not shell syntax (``${x}``): a placeholder, known or not.
 _BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: ``{x}`` alone, or ``-f={x}`` / ``--flag={x}``: the only forms that are filled.
-_WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + r")\}")
+_WHOLE = re.compile(r"(?P<flag>--?[A-Za-z0-9][A-Za-z0-9_.-]*=)?\{(?P<name>" + "|".join(NAMES) + "|"
+                    + _PARAM + r")\}")
+#: A plain parameter value (H-34): a number, or a word or path not starting with ``-``.
+_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_.+][A-Za-z0-9_.+-]*")
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.+/][A-Za-z0-9_.+/-]*")
+#: Longest parameter value passed to a command.
+PLAIN_VALUE_MAX = 200
 #: The ``device`` a command workload defined without ``--device`` records: gpusession
 #: does not choose it, the command does (never "not recorded": nothing was left out).
 COMMAND_DEVICE = "chosen by the command"
@@ -130,6 +143,53 @@ _WRAPPERS: dict[str, tuple[int, frozenset[str]]] = {
         ("ltrace", 0, ("-o", "-e", "-p", "-s", "-u")),
     )
 }
+
+
+def param_env(name: str) -> str:
+    """``model`` → ``GPUSESSION_PARAM_MODEL`` (upper-cased, ``.`` and ``-`` as ``_``; A3)."""
+    return "GPUSESSION_PARAM_" + name.upper().replace(".", "_").replace("-", "_")
+
+
+def env_name(name: str) -> str:
+    """The variable of a placeholder: ``batch`` → ``GPUSESSION_BATCH``, ``param.model`` → ``GPUSESSION_PARAM_MODEL``."""
+    return param_env(name[len("param."):]) if name.startswith("param.") else ENV[name]
+
+
+def what_value(name: str) -> str:
+    """What a placeholder's value is, in words: ``the batch size``, ``the parameter model``."""
+    return f"the parameter {name[len('param.'):]}" if name.startswith("param.") else WHAT[name]
+
+
+def plain_value(value: Any, *, path: bool) -> str | None:
+    """A parameter's value as passed to a command, when it is plain (H-34); else ``None``.
+
+    Args:
+        value: a stored param: ``int``, ``float``, ``bool`` or text.
+        path: whether ``/`` is allowed (a fixed param may be a path; a varied value names
+            its variant's folder, so it may not).
+
+    Returns:
+        ``"4"``, ``"0.5"``, ``"true"``, ``"a"``; ``None`` for a list, a table, an empty or
+        longer text, or a text with other characters or starting with ``-`` (a program
+        would read it as an option), unless it is a number.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else None
+    if not isinstance(value, str) or not value or len(value) > PLAIN_VALUE_MAX:
+        return None
+    if _PLAIN_NUMBER.fullmatch(value) or (_PLAIN_PATH if path else _PLAIN_WORD).fullmatch(value):
+        return value
+    return None
+
+
+def received_params(argv: Sequence[Any]) -> set[str]:
+    """The names ``NAME`` of the ``{param.NAME}`` placeholders among a command's arguments."""
+    return {m.group(1)[len("param."):] for a in argv for m in _ANY.finditer(str(a))
+            if m.group(1).startswith("param.")}
 
 
 def _program_name(arg: str) -> str:
@@ -327,13 +387,13 @@ def check_command(argv: Sequence[Any], *, field: str) -> None:
         if not names:
             unknown = [m.group(1) for m in _BRACED.finditer(arg) if m.group(1) not in NAMES]
             if unknown and i not in refused:
-                known = ", ".join(f"{{{n}}}" for n in NAMES)
+                known = ", ".join(f"{{{n}}}" for n in (*NAMES, "param.NAME"))
                 raise BadInput(f"argument {i + 1} holds {{{unknown[0]}}}, which is not a "
                                f"placeholder; the placeholders are {known}; nothing was "
                                "written", field=field)
             continue
-        env = ", ".join(f"${ENV[n]}" for n in dict.fromkeys(names))
-        what = " and ".join(WHAT[n] for n in dict.fromkeys(names))
+        env = ", ".join(f"${env_name(n)}" for n in dict.fromkeys(names))
+        what = " and ".join(what_value(n) for n in dict.fromkeys(names))
         where = f"argument {i + 1}"
         if i == 0 or (i == prog and i not in refused):
             raise BadInput(f"the program itself cannot be a placeholder; name the program "
@@ -344,7 +404,7 @@ def check_command(argv: Sequence[Any], *, field: str) -> None:
                 f"{where} holds a placeholder where it may run as code ({refused[i]}): "
                 f"its value ({what}) would become part of a script. Read the value from "
                 f"the environment instead, quoted: {env} (e.g. sh -c 'cat "
-                f"\"${ENV[names[0]]}\"'), or pass it to a script file as a whole argument "
+                f"\"${env_name(names[0])}\"'), or pass it to a script file as a whole argument "
                 "(python3 score.py {" + names[0] + "}); nothing was written", field=field)
         if whole(arg) is None:
             raise BadInput(
@@ -378,8 +438,13 @@ def fill_argument(arg: str, values: Mapping[str, Any]) -> str:
 
 
 def environment(values: Mapping[str, Any]) -> dict[str, str]:
-    """``{"GPUSESSION_BATCH": "4", "GPUSESSION_OUTPUT": …}`` for the command's environment."""
-    return {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
+    """``{"GPUSESSION_BATCH": "4", "GPUSESSION_OUTPUT": …, "GPUSESSION_PARAM_MODEL": "a"}`` for the command.
+
+    ``values`` holds each name of :data:`NAMES` and, for each parameter, ``param.NAME``.
+    """
+    env = {ENV[name]: "" if values.get(name) is None else str(values[name]) for name in NAMES}
+    env.update({param_env(k[len("param."):]): str(v) for k, v in values.items() if k.startswith("param.")})
+    return env
 
 
 def unvaried_words(argv: Sequence[Any], varied: str) -> str | None:
@@ -387,11 +452,13 @@ def unvaried_words(argv: Sequence[Any], varied: str) -> str | None:
 
     Why: ``--varied batch`` with ``./predict.sh {corpus} {output}`` runs the same thing for
     every variant, and the comparison then ranks identical runs. The command may still
-    read the value from its environment, so this is a warning, never a refusal.
+    read the value from its environment, so this is a warning, never a refusal (a
+    varied parameter is refused instead, unless read by variable:
+    :func:`gpusession.core.experiment.plan.check_params_reach`).
 
     Args:
         argv: the command's arguments as stored.
-        varied: the experiment's varied parameter (``batch`` or ``context``).
+        varied: the experiment's varied setting (``batch``, ``context``, ``precision``).
     """
     if varied not in NAMES or any(f"{{{varied}}}" in str(a) for a in argv):
         return None
@@ -400,5 +467,5 @@ def unvaried_words(argv: Sequence[Any], varied: str) -> str | None:
             f"{{{varied}}} where the program takes it (e.g. --{varied}={{{varied}}})")
 
 
-__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "WHAT", "check_command", "environment", "fill_argument",
-           "unvaried_words", "whole"]
+__all__ = ["COMMAND_DEVICE", "ENV", "NAMES", "PLAIN_VALUE_MAX", "WHAT", "check_command", "env_name", "environment",
+           "fill_argument", "param_env", "plain_value", "received_params", "unvaried_words", "what_value", "whole"]

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpusession.core.experiment.keys import RunKey
-from gpusession.core.experiment.placeholders import ENV, check_command
+from gpusession.core.experiment.params import HARNESS_PARAMS, PARAM_TYPES, param_types
+from gpusession.core.experiment.placeholders import ENV, check_command, param_env, plain_value
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
 
@@ -39,8 +40,20 @@ _ENDPOINT_RE = re.compile(r"[A-Za-z0-9_.-]+:[0-9]{1,5}")
 #: Upper bound on runs, warm-up iterations and cold runs per variant (a typo guard).
 COUNT_MAX = 10_000
 ORDERS = ("interleaved", "shuffled")
-VARIED = ("batch", "context")
+#: The settings an experiment may vary besides a ``--param`` key (A3): any other varied
+#: name is a workload parameter, given per variant (``--varied model --values a,b``).
+VARIED = ("batch", "context", "precision")
 PRECISIONS = ("fp32", "fp16", "bf16")
+#: Names that are neither a setting one may vary nor a workload parameter: the
+#: experiment's other fields, the command and the paths gpusession itself fills.
+NOT_VARIABLE = frozenset({"id", "workload", "corpus", "values", "varied", "device", "input_order", "seed",
+                          "scope", "warmup_iterations", "runs_per_variant", "order", "order_seed",
+                          "cold_runs_per_variant", "protocol", "params", "run_timeout_s", "gpus", "nodes",
+                          "rendezvous", "derived_from", "changed_key", "context_limit", "command", "output",
+                          "params_via_env", *HARNESS_PARAMS})
+_PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Longest variant id (it names a folder under ``runs/<experiment>/``).
+VARIANT_ID_MAX = 100
 
 #: Keys that define an experiment's setup; a change to any of them after a
 #: measurement exists means a new experiment id (R1, V5).
@@ -78,9 +91,13 @@ class Experiment:
             ``"module:factory"`` entry point.
         corpus: path of the corpus (JSONL/CSV with ``id``, ``text``), relative to the
             session folder or absolute; ``None`` for synthetic workloads.
-        varied: the one varied parameter (``"batch"`` or ``"context"``).
-        values: its values, e.g. ``(1, 4, 8)``.
-        precision: ``fp32`` / ``fp16`` / ``bf16`` (fixed; its own experiment, R1).
+        varied: the one varied parameter (A3): ``"batch"``, ``"context"``,
+            ``"precision"`` or the name of a workload parameter (``"model"``), which
+            ``params`` then does not hold: each variant gets its own value.
+        values: its values, e.g. ``(1, 4, 8)``; precisions (``("fp32", "fp16")``); a
+            parameter's plain values (``("a", "b")``, ``(10, 20)``).
+        precision: ``fp32`` / ``fp16`` / ``bf16``, fixed unless it is the varied one (each
+            precision then its own variant with its own quality check, R1).
         context_limit: tokens per input kept (truncation is counted, R9); ``None`` = no
             limit.
         batch: the fixed batch when ``varied`` is not ``batch``.
@@ -113,6 +130,10 @@ class Experiment:
         changed_key: the one element the replay changed, as ``derive --set`` names it
             (``precision``, ``context-limit``, ``param.width``); ``None`` with
             ``derived_from``.
+        params_via_env: a command workload's acknowledgement (``define
+            --param-via-env``) that it reads the params it takes as no ``{param.NAME}``
+            from ``$GPUSESSION_PARAM_<NAME>`` (A3): recorded as passed by variable, not
+            verifiable; ``False``: every param must be a ``{param.NAME}`` argument.
     """
 
     id: str
@@ -140,27 +161,55 @@ class Experiment:
     rendezvous: str | None = None
     derived_from: str | None = None
     changed_key: str | None = None
+    params_via_env: bool = False
 
     @property
     def variant_ids(self) -> list[str]:
-        """``["batch-1", "batch-4", "batch-8"]``."""
+        """``["batch-1", "batch-4", "batch-8"]``, ``["model-a", "model-b"]``."""
         return [variant_id(self.varied, v) for v in self.values]
 
+    @property
+    def varies_param(self) -> bool:
+        """Whether the varied name is a workload parameter (not batch, context, precision)."""
+        return self.varied not in VARIED
+
+    def variant_params(self, variant: str | None) -> dict[str, Any]:
+        """The workload parameters one variant is given (A3): the fixed ones, and the varied one's value.
+
+        ``command`` is left out.
+        ``variant`` ``None`` (or ``"all"``, a warm worker's load): the fixed ones only.
+        """
+        out = {k: v for k, v in self.params.items() if k != "command"}
+        if self.varies_param and variant in self.variant_ids:
+            out[self.varied] = self.values[self.variant_ids.index(variant)]
+        return out
+
     def setting(self, variant: str) -> dict[str, Any]:
-        """Batch and context of one variant."""
+        """What one variant applies: batch, context, precision and its params (R1, A3).
+
+        Returns:
+            ``{"batch": 4, "context": None, "precision": "fp32", "params": {...}}``: the
+            varied one from the variant's value, the others the fixed settings;
+            ``params`` as :meth:`variant_params`.
+        """
         value = self.values[self.variant_ids.index(variant)]
         batch = value if self.varied == "batch" else (self.batch or 1)
         context = value if self.varied == "context" else self.context_limit
-        return {"batch": batch, "context": context}
+        precision = value if self.varied == "precision" else self.precision
+        return {"batch": batch, "context": context, "precision": precision,
+                "params": self.variant_params(variant)}
 
     def to_toml(self) -> dict[str, Any]:
         """The experiment as its ``[experiments.<id>]`` table (every field but ``id``).
 
-        ``values`` becomes a list (TOML has no tuples); the inverse is :meth:`from_toml`.
+        ``values`` becomes a list (TOML has no tuples); ``params_via_env`` is written only
+        when true; the inverse is :meth:`from_toml`.
         """
         data = asdict(self)
         data["values"] = list(self.values)
         data.pop("id")
+        if not self.params_via_env:  # written only when acknowledged (A3): files before it read the same
+            data.pop("params_via_env")
         return data
 
     @classmethod
@@ -180,9 +229,16 @@ class Experiment:
             raise BadInput(str(exc), field=f"experiments.{exp_id}") from None
 
 
+def value_text(value: Any) -> str:
+    """A varied value as a variant id and a command argument write it: ``4``, ``a``, ``true``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def variant_id(varied: str, value: Any) -> str:
-    """``variant_id("batch", 4) == "batch-4"``."""
-    return f"{varied}-{value}"
+    """``variant_id("batch", 4) == "batch-4"``, ``variant_id("model", "a") == "model-a"``."""
+    return f"{varied}-{value_text(value)}"
 
 
 def check(exp: Experiment) -> Experiment:
@@ -200,21 +256,7 @@ def check(exp: Experiment) -> Experiment:
         # the id names folders under runs/ and validation/: never a path
         raise BadInput(f"experiment id {shown(exp.id)}: use ASCII letters (A-Z, a-z), digits, '.', "
                        "'_' or '-' (no '/', no '..', no spaces, not starting with '.' or '-')", field=f)
-    if exp.varied == "precision":
-        raise BadInput(
-            "precision cannot be the varied parameter: define one experiment per precision "
-            "(each with its own quality check, R1)",
-            field=f"{f}.varied",
-        )
-    if exp.varied not in VARIED:
-        raise BadInput(f"expected one of {', '.join(VARIED)}, got {shown(exp.varied)}", field=f"{f}.varied")
-    if not exp.values:
-        raise BadInput("no values to vary", field=f"{f}.values")
-    if len(set(exp.values)) != len(exp.values):
-        raise BadInput(f"duplicate values {list(exp.values)}", field=f"{f}.values")
-    for v in exp.values:
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > VALUE_MAX:
-            raise BadInput(f"expected whole numbers from 1 to {VALUE_MAX:,}, got {shown(v)}", field=f"{f}.values")
+    _check_varied(exp, f)
     if exp.scope not in SCOPES:
         raise BadInput(f"expected one of {', '.join(SCOPES)}, got {shown(exp.scope)}", field=f"{f}.scope")
     if exp.order not in ORDERS:
@@ -263,7 +305,45 @@ def check(exp: Experiment) -> Experiment:
         check_command(argv, field=f"{f}.params.command")  # a value never becomes code
     if exp.varied == "context":
         _check_context_varied(exp, f)
+    if not isinstance(exp.params_via_env, bool):
+        raise BadInput(f"expected true or false, got {shown(exp.params_via_env)}", field=f"{f}.params_via_env")
     return exp
+
+
+def _check_varied(exp: Experiment, f: str) -> None:
+    """The varied name and its values (R1, A3): what each variant gets is a value its program can take.
+
+    ``batch`` and ``context``: whole numbers from 1 to :data:`VALUE_MAX`; ``precision``:
+    :data:`PRECISIONS`; a parameter: a name (letters, digits, ``_``) the fixed params do
+    not also hold, each value a plain word or number
+    (:func:`gpusession.core.experiment.placeholders.plain_value`, H-34) whose variant id
+    is a safe folder name.
+    """
+    varied = exp.varied
+    if not isinstance(varied, str) or not _PARAM_NAME_RE.fullmatch(varied) or varied in NOT_VARIABLE:
+        raise BadInput(f"expected batch, context, precision or a workload parameter's name (letters, "
+                       f"digits, '_'), got {shown(varied)}", field=f"{f}.varied")
+    if not exp.values:
+        raise BadInput("no values to vary", field=f"{f}.values")
+    if len(set(exp.variant_ids)) != len(exp.values):
+        raise BadInput(f"duplicate values {list(exp.values)}", field=f"{f}.values")
+    for v in exp.values:
+        if varied in ("batch", "context"):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > VALUE_MAX:
+                raise BadInput(f"expected whole numbers from 1 to {VALUE_MAX:,}, got {shown(v)}",
+                               field=f"{f}.values")
+        elif varied == "precision":
+            if v not in PRECISIONS:
+                raise BadInput(f"expected precisions among {', '.join(PRECISIONS)}, got {shown(v)}",
+                               field=f"{f}.values")
+        elif plain_value(v, path=False) is None or len(variant_id(varied, v)) > VARIANT_ID_MAX:
+            raise BadInput(f"a value of {varied} names its variant ({varied}-VALUE) and is passed as one "
+                           "argument: a number, true/false, or a word of A-Z a-z 0-9 . _ - not "
+                           f"starting with '-' (at most {VARIANT_ID_MAX} characters), got {shown(v)}",
+                           field=f"{f}.values")
+    if exp.varies_param and varied in exp.params:
+        raise BadInput(f"{varied} is varied: its values are --values, not a fixed --param {varied}",
+                       field=f"{f}.params.{varied}")
 
 
 def _check_gpus(exp: Experiment, f: str) -> None:
@@ -402,8 +482,62 @@ def workers_of(runs: list[ScheduledRun]) -> list[tuple[str, list[ScheduledRun]]]
     return list(out.items())
 
 
+def unreceived_params(exp: Experiment) -> list[str]:
+    """A command workload's params its arguments never carry as ``{param.NAME}`` (A3).
+
+    The varied one included; the params gpusession itself reads (``code_dir``,
+    ``train_corpus``, ``tune_corpus``, ``n_inputs``) are not the program's and are left
+    out. ``[]`` for a Python workload: its factory gets every param.
+    """
+    if exp.workload != "command":
+        return []
+    argv = [str(a) for a in exp.params.get("command") or []]
+    names = [*exp.variant_params(None), *([exp.varied] if exp.varies_param else [])]
+    return [n for n in names if n not in NOT_VARIABLE and not any(f"{{param.{n}}}" in a for a in argv)]
+
+
+def check_params_reach(exp: Experiment) -> Experiment:
+    """Refuse a param the program never receives (A3), naming it.
+
+    A command's param without ``{param.NAME}`` (unless ``params_via_env``); a built-in
+    workload's param its constructor does not take.
+
+    Checked when an experiment is defined or derived (never when one is read back, so a
+    stored session stays readable): ``--param model=b`` on ``prog {corpus} {output}``
+    would be recorded and compared as if the program ran with it.
+
+    Raises:
+        BadInput: one line naming the first such param, its ``{param.NAME}`` and
+            ``$GPUSESSION_PARAM_<NAME>`` (field ``params``).
+    """
+    if exp.workload in PARAM_TYPES:  # a built-in workload's constructor takes only its own
+        taken = param_types(exp.workload)
+        # typed params (a hand-edited list or table, which no define field shows, is kept as written)
+        names = [k for k, v in exp.params.items() if isinstance(v, (str, int, float, bool))]
+        unknown = [n for n in [*names, *([exp.varied] if exp.varies_param else [])] if n not in taken]
+        if unknown:
+            raise BadInput(f"the {exp.workload} workload takes no parameter {unknown[0]} (it takes "
+                           f"{', '.join(sorted(taken))}); nothing was written", field="params")
+    missing = unreceived_params(exp)
+    if missing and not exp.params_via_env:
+        name = missing[0]
+        raise BadInput(f"the command never receives {name}: no {{param.{name}}} in its arguments; put "
+                       f"{{param.{name}}} where the program takes it (e.g. --{name}={{param.{name}}}), or, "
+                       f"if it reads ${param_env(name)}, say so with --param-via-env (recorded as passed "
+                       "by variable, not verifiable); nothing was written", field="params")
+    for name, value in exp.variant_params(None).items() if exp.workload == "command" else ():
+        if name not in NOT_VARIABLE and plain_value(value, path=True) is None:
+            raise BadInput(f"{name}={shown(value)} is passed to the command as one argument or variable: "
+                           "a number, true/false, or a word or path of A-Z a-z 0-9 . _ / - not starting "
+                           "with '-'; nothing was written", field="params")
+    return exp
+
+
 __all__ = [
     "Experiment",
+    "check_params_reach",
+    "unreceived_params",
+    "value_text",
     "ScheduledRun",
     "check",
     "draw_warm_order",

@@ -65,7 +65,8 @@ def record_of(*, scope: str, code_revision: str | None, protocol: Mapping[str, A
         code_revision: ``git describe`` of the code measured, ``None``: :data:`UNKNOWN`.
         protocol: the validation protocol (``threshold``, ``tolerance``, ``metric``,
             ``reference_value``, ``max_degradation``), ``None``/empty: none.
-        params: a Python workload's ``--param`` items (plain values only are written).
+        params: the workload's ``--param`` items as the run was given them, the varied one
+            included (plain values only are written).
         reported: the cells a command reported itself (``("device", "torch_version")``).
 
     Returns:
@@ -87,16 +88,20 @@ def record_of(*, scope: str, code_revision: str | None, protocol: Mapping[str, A
     return mask_text("; ".join(items))[0]
 
 
-def record_words(exp: Experiment, code_revision: str | None, *, reported: Sequence[str] = ()) -> str:
+def record_words(exp: Experiment, code_revision: str | None, *, reported: Sequence[str] = (),
+                 variant: str | None = None) -> str:
     """The record items of a row of ``exp``: :func:`record_of` of its scope, protocol and params.
 
     Args:
-        exp: the experiment (a command workload's params are its command: not written).
+        exp: the experiment; its params as the row's variant was given them
+            (:meth:`Experiment.variant_params`: a varied parameter's value included, A3;
+            a command's argv is never written).
         code_revision: ``git describe`` of the code measured, ``None``: ``unknown``.
         reported: the cells a command reported itself; none: no ``reported`` item.
+        variant: the row's variant id; ``None`` or ``all`` (a load): the fixed params only.
     """
     return record_of(scope=exp.scope, code_revision=code_revision, protocol=exp.protocol,
-                     params=exp.params if exp.workload != "command" else None, reported=reported)
+                     params=exp.variant_params(variant), reported=reported)
 
 
 __all__ = ["NOT_TIMED", "RECORD_KEYS", "UNKNOWN", "UNKNOWN_CODE", "record_of", "record_value", "record_words",

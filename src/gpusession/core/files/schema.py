@@ -48,6 +48,9 @@ class Table:
     keys: Mapping[str, Spec] = field(default_factory=dict)
     entries: Spec | None = None
     words: str = "a table"
+    #: The specs of some keys as the table's other values decide them (an experiment's
+    #: ``values`` by its ``varied``); ``None``: ``keys`` alone.
+    keys_by: Callable[[Mapping[str, Any]], Mapping[str, Spec]] | None = None
 
 
 @frozen
@@ -79,6 +82,24 @@ COUNT = Kind("a whole number", _whole, bound="count")
 HOW_MANY = Kind("a whole number ≥ 0", lambda v: _whole(v) and v >= 0, bound="count")
 SECONDS = Kind("a number of seconds", _number, bound="duration")
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
+#: A varied value (A3): a whole number (batch, context), a precision word, or a
+#: parameter's plain value (a number, true/false, text); the experiment's check says more.
+VARIED_VALUE = Kind("a whole number, a number, true/false or text",
+                    lambda v: isinstance(v, (int, float, bool, str)), bound="count")
+
+
+def _values_by_varied(table: Mapping[str, Any]) -> Mapping[str, Spec]:
+    """An experiment's ``values`` as its ``varied`` says (A3).
+
+    Whole numbers for batch and context (the default), text for precision, a
+    parameter's plain values otherwise.
+    """
+    varied = table.get("varied", "batch")
+    if varied in ("batch", "context"):
+        return {"values": ListOf(WHOLE, "a list of whole numbers")}
+    if varied == "precision":
+        return {"values": ListOf(TEXT, "a list of precisions (text)")}
+    return {}
 #: A TOML date-time, or text the reader parses as ISO 8601.
 DATETIME = Kind("a date-time such as 2026-11-29T14:00:00Z",
                 lambda v: isinstance(v, (datetime, str)))
@@ -98,14 +119,14 @@ PROTOCOL = Table({
 })
 EXPERIMENT = Table({
     "workload": TEXT, "corpus": TEXT, "varied": TEXT,
-    "values": ListOf(WHOLE, "a list of whole numbers"), "precision": TEXT,
+    "values": ListOf(VARIED_VALUE, "a list of values"), "precision": TEXT, "params_via_env": BOOL,
     "context_limit": WHOLE, "batch": WHOLE, "device": TEXT, "input_order": TEXT, "seed": WHOLE,
     "scope": TEXT, "warmup_iterations": HOW_MANY, "runs_per_variant": HOW_MANY, "order": TEXT,
     "order_seed": WHOLE, "cold_runs_per_variant": HOW_MANY, "protocol": PROTOCOL,
     "params": Table({"command": ListOf(TEXT, "a list of arguments (text)")}),
     "run_timeout_s": SECONDS, "environment": ANY_TABLE,
     "gpus": HOW_MANY, "nodes": HOW_MANY, "rendezvous": TEXT,
-})
+}, keys_by=_values_by_varied)
 #: ``session.toml``: identity, package, experiments, the environment seen.
 SESSION = Table({
     "schema": WHOLE, "name": TEXT, "created_at": DATETIME_VALUE, "package": PACKAGE,
@@ -229,8 +250,9 @@ def check_types(doc: Any, spec: Spec, *, path: Path | str | None, where: str = "
         return
     if not isinstance(doc, Mapping):
         raise bad(where)
+    keys = {**spec.keys, **(spec.keys_by(doc) if spec.keys_by is not None else {})}
     for key, value in doc.items():
-        sub = spec.keys.get(str(key), spec.entries)
+        sub = keys.get(str(key), spec.entries)
         if sub is not None:
             check_types(value, sub, path=path, where=_join(where, str(key)))
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.experiment.placeholders import plain_value
 from gpusession.core.files.errors import BadInput
 
 #: A path a placeholder may substitute: absolute, and only characters no program reads
@@ -267,7 +268,8 @@ def _integer(name: str, value: Any, *, optional: bool) -> str:
 
 
 def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: Path,
-                        precision: str | None = None) -> dict[str, str]:
+                        precision: str | None = None,
+                        params: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The value of each placeholder for one call: every one plain (H-34).
 
     Args:
@@ -275,22 +277,34 @@ def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: 
         batch: the batch size (an integer).
         context: the context limit (an integer), or ``None`` (then ``""``).
         output: the run's real output path, under ``plain.run_dir``.
-        precision: the experiment's precision (``fp32``, ``fp16``, ``bf16``: a word
+        precision: the variant's precision (``fp32``, ``fp16``, ``bf16``: a word
             gpusession checked), or ``None`` (then ``""``).
+        params: the variant's workload parameters (A3), each passed as
+            ``param.NAME``: a plain value only
+            (:func:`gpusession.core.experiment.placeholders.plain_value`).
 
     Returns:
         ``{"batch": "4", "output": <plain path>, "corpus": <plain link or "">,
-        "context": "512" or "", "precision": "fp16" or ""}``, keyed by :data:`gpusession.core.experiment.placeholders.NAMES`.
+        "context": "512" or "", "precision": "fp16" or "", "param.model": "a"}``, keyed by
+        :data:`gpusession.core.experiment.placeholders.NAMES` and ``param.NAME``.
 
     Raises:
         BadInput: ``batch`` or ``context`` is not an integer; ``output`` is not under the
-            runs folder or not plain below it.
+            runs folder or not plain below it; a param that is not a plain value.
     """
-    return {"batch": _integer("batch", batch, optional=False),
-            "output": str(plain.output(output)),
-            "corpus": "" if plain.corpus is None else str(plain.corpus),
-            "context": _integer("context", context, optional=True),
-            "precision": _precision(precision)}
+    values = {"batch": _integer("batch", batch, optional=False),
+              "output": str(plain.output(output)),
+              "corpus": "" if plain.corpus is None else str(plain.corpus),
+              "context": _integer("context", context, optional=True),
+              "precision": _precision(precision)}
+    for name, value in (params or {}).items():
+        text = plain_value(value, path=True)
+        if text is None:
+            raise BadInput(f"param {name} is not a plain value (a number, true/false, or a word or path "
+                           f"of {PLAIN_WORDS} not starting with '-'); a command is only given plain values",
+                           field=f"params.{name}")
+        values[f"param.{name}"] = text
+    return values
 
 
 #: The precisions a placeholder may carry (the define form's choices): plain words only.

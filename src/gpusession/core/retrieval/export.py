@@ -21,11 +21,12 @@ hyperfine's readers ignore.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpusession.core.events.records import RunFinishedRecord
+from gpusession.core.experiment.plan import unreceived_params, value_text
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
@@ -51,6 +52,22 @@ class RunUsage:
     user_s: float | None
     system_s: float | None
     max_rss_bytes: int | None
+
+
+def _varied_cell(exp: Any, row: Mapping[str, Any]) -> tuple[str | None, Any]:
+    """The varied setting's name and the value a warm row of ``exp`` was run with (A3).
+
+    ``batch``, ``context`` and ``precision`` from the row's cell (empty where a command
+    never received it); a parameter from the row's variant, where the program received
+    it (a Python workload's factory, a command's ``{param.NAME}``); else ``None``.
+    """
+    if exp is None:
+        return None, None
+    if exp.varied in ("batch", "context", "precision"):
+        return exp.varied, row.get(exp.varied)
+    if exp.varied in unreceived_params(exp) or row.get("variant_id") not in exp.variant_ids:
+        return exp.varied, None
+    return exp.varied, value_text(exp.values[exp.variant_ids.index(row["variant_id"])])
 
 
 def hyperfine_entry(command: str, times_s: list[float], parameters: dict[str, str],
@@ -170,7 +187,7 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
         frame = frame.filter(pl.col("experiment_id") == experiment_id)
     summary = {(r.experiment_id, r.variant_id): r
                for r in session_summary(session, frame) if r.phase == "warm" and r.attempt is None}
-    varied = {e.id: e.varied for e in load_experiments(session)}
+    experiments = {e.id: e for e in load_experiments(session)}
     warm = frame.filter(pl.col("phase") == "warm") if frame.height else frame
     groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for row in warm.iter_rows(named=True):
@@ -186,8 +203,7 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
         if not times:
             left_out.append(f"{exp_id} {variant_id}: no measured warm run, left out of the export")
             continue
-        name = varied.get(exp_id)
-        cell = rows[0].get(name) if name in ("batch", "context") else None
+        name, cell = _varied_cell(experiments.get(exp_id), rows[0])
         parameters = {name: str(cell)} if name and cell is not None else {"variant": str(variant_id)}
         verdict = summary.get((exp_id, variant_id))
         entry = hyperfine_entry(f"{exp_id} {variant_id}", times, parameters,

@@ -350,7 +350,8 @@ def _definition_words(exp: dict[str, Any]) -> str:
         said.append(_flat(exp["workload"]) + (f" on {_flat(exp['corpus'])}" if has("corpus") else ""))
     if has("varied"):
         said.append(f"{_flat(exp['varied'])}: {_flat(exp.get('values'))}")
-    said += [f"{k.replace('_', ' ')} {_flat(exp[k])}" for k in ("precision", "context_limit", "scope") if has(k)]
+    said += [f"{k.replace('_', ' ')} {_flat(exp[k])}" for k in ("precision", "context_limit", "scope")
+             if has(k) and k != exp.get("varied")]  # a varied precision is in its values (A3)
     runs = []
     if has("warmup_iterations"):
         n = _flat(exp["warmup_iterations"])

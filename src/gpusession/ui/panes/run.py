@@ -173,7 +173,7 @@ def define_fields(cur: Any) -> list[Field]:
     defaults; their names are the define form's (:class:`gpusession.core.experiment.form.DefineForm`),
     so an error's field is the one focused."""
     from gpusession.core.experiment.form import param_text
-    from gpusession.core.experiment.plan import PRECISIONS, Experiment
+    from gpusession.core.experiment.plan import PRECISIONS, Experiment, value_text
     from gpusession.core.validation import DEFAULT_METRIC, METRICS
 
     exp = cur if cur is not None else Experiment(id="exp-1", workload="bbc-news", values=(1, 4, 8))
@@ -191,13 +191,14 @@ def define_fields(cur: Any) -> list[Field]:
         Field("id", "Experiment id", exp.id),
         Field("workload", f"Workload ({', '.join(WORKLOADS)})", exp.workload),
         Field("command", "Command (command workload only: program and arguments, split like a "
-              "shell; {batch} {output} {corpus} {context} as whole arguments)",
+              "shell; {batch} {output} {corpus} {context} {precision} {param.NAME} as whole arguments)",
               shlex.join(str(a) for a in (exp.params or {}).get("command") or ()),
               placeholder="e.g. python score.py --batch {batch} --out {output}"),
         Field("corpus", "Corpus (JSONL/CSV, relative to the session folder)", opt(exp.corpus),
               placeholder="e.g. corpus/eval.jsonl"),
-        Field("varied", "Varied parameter", exp.varied),
-        Field("values", "Values, comma-separated", ",".join(str(v) for v in exp.values)),
+        Field("varied", "Varied parameter (batch, context, precision or a param's name)", exp.varied),
+        Field("values", "Values, comma-separated (1,4,8; fp32,bf16; a,b)",
+              ",".join(value_text(v) for v in exp.values)),
         Field("runs_per_variant", "Measured runs per variant", str(exp.runs_per_variant)),
         Field("warmup_iterations", "Warm-up iterations", str(exp.warmup_iterations)),
         Field("order", "Order", exp.order, choices=("interleaved", "shuffled")),
@@ -213,6 +214,9 @@ def define_fields(cur: Any) -> list[Field]:
         Field("params", "Params (KEY=VALUE, separated by spaces; quote a value with spaces)",
               shlex.join(f"{k}={t}" for k, t in shown_params if t is not None),
               placeholder="e.g. model_dir=models"),
+        Field("params_via_env", "A command reads the params it takes as no {param.NAME} from "
+              "$GPUSESSION_PARAM_<NAME> (else such a param is refused)", "yes" if exp.params_via_env else "no",
+              choices=("no", "yes")),
         Field("classes", "Declared classes, comma-separated (empty: no validation protocol)",
               ",".join(str(c) for c in protocol.get("classes") or ())),
         Field("metric", "Quality metric", str(protocol.get("metric", DEFAULT_METRIC)), choices=tuple(METRICS)),
@@ -251,7 +255,8 @@ def define_form(result: dict[str, str]) -> DefineForm:
              "train_ids", "tune_ids"}
     scope = result["scope"]
     return DefineForm(**{k: v for k, v in result.items() if k in names},
-                      scope="" if scope == DEFAULT_SCOPE else scope, params=params)
+                      scope="" if scope == DEFAULT_SCOPE else scope, params=params,
+                      params_via_env=result.get("params_via_env", "no") == "yes")
 
 
 class RunPane(Vertical):
@@ -461,9 +466,10 @@ class RunPane(Vertical):
 
     def describe(self, exp: Any) -> str:
         from gpusession.core.experiment.derive import derived_words
+        from gpusession.core.experiment.plan import value_text
         from gpusession.core.retrieval.evidence import gpu_use_words
 
-        values = ", ".join(str(v) for v in exp.values)
+        values = ", ".join(value_text(v) for v in exp.values)
         lineage = derived_words(exp, {e.id: e for e in self.experiments})
         return (
             f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
