@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 
 class OlderName(argparse.Action):
@@ -20,7 +19,7 @@ class OlderName(argparse.Action):
     """
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+                 values: str | Sequence[object] | None, option_string: str | None = None) -> None:
         """Store ``values``; say the name to use when ``option_string`` is an older one."""
         name = self.option_strings[0]
         if option_string is not None and option_string != name:

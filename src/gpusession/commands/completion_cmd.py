@@ -9,14 +9,13 @@ only when asked.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from gpusession.commands.fish_completion import EXPERIMENT_DESTS  # one list for every shell
 
 SHELLS = ("bash", "zsh", "fish")
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``completion`` to the CLI."""
     p = sub.add_parser(
         "completion",

@@ -92,46 +92,47 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
               "else the folder used last)"),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    # Plain imports (no import by string): the modules under gpusession.commands that
-    # register subcommands, in help order; each imported only when its commands are built.
+    # Plain imports (no import by string): the modules that register subcommands, in help
+    # order; each imported only when its commands are built. They import no handler: a
+    # command's ``func`` is a dispatch.Handler, its module imported when it runs.
     if want("session_cmds"):
-        from gpusession.commands import session_cmds
+        from gpusession.commands.parsers import session_cmds
         session_cmds.register(sub)
     if want("status_cmd"):
         from gpusession.commands import status_cmd
         status_cmd.register(sub)
     if want("tui"):
-        from gpusession.commands import tui
+        from gpusession.commands.parsers import tui
         tui.register(sub)
     if want("run_cmds"):
-        from gpusession.commands import run_cmds
+        from gpusession.commands.parsers import run_cmds
         run_cmds.register(sub)
     if want("agent_cmd"):
-        from gpusession.commands import agent_cmd
+        from gpusession.commands.parsers import agent_cmd
         agent_cmd.register(sub)
     if want("validate_cmd"):
-        from gpusession.commands import validate_cmd
+        from gpusession.commands.parsers import validate_cmd
         validate_cmd.register(sub)
     if want("cost_cmds"):
-        from gpusession.commands import cost_cmds
+        from gpusession.commands.parsers import cost_cmds
         cost_cmds.register(sub)
     if want("rates_cmd"):
-        from gpusession.commands import rates_cmd
+        from gpusession.commands.parsers import rates_cmd
         rates_cmd.register(sub)
     if want("deliverables_cmd"):
-        from gpusession.commands import deliverables_cmd
+        from gpusession.commands.parsers import deliverables_cmd
         deliverables_cmd.register(sub)
     if want("compare_cmd"):
-        from gpusession.commands import compare_cmd
+        from gpusession.commands.parsers import compare_cmd
         compare_cmd.register(sub)
     if want("host_cmd"):
-        from gpusession.commands import host_cmd
+        from gpusession.commands.parsers import host_cmd
         host_cmd.register(sub)
     if want("checklist_cmds"):
-        from gpusession.commands import checklist_cmds
+        from gpusession.commands.parsers import checklist_cmds
         checklist_cmds.register(sub)
     if want("pull_cmd"):
-        from gpusession.commands import pull_cmd
+        from gpusession.commands.parsers import pull_cmd
         pull_cmd.register(sub)
     if want("completion_cmd"):
         from gpusession.commands import completion_cmd

@@ -18,25 +18,6 @@ from gpusession.core.folder.package import PACKAGE_DAYS, Package
 from gpusession.core.folder.session import Session, most_recent
 
 
-def register(sub: Any) -> None:
-    """Add ``open`` (the TUI) to the CLI; ``gpusession [NAME]`` is rewritten to it.
-
-    Args:
-        sub: The ``add_subparsers()`` action of the top-level parser.
-    """
-    p = sub.add_parser(
-        "open",
-        help="open the TUI on a session (default: the most recent)",
-        description=(
-            "Open the TUI (six panes: 1 Checklist, 2 Run, 3 Memory, 4 Validation, 5 Order, "
-            "6 Cost) on session NAME, or on the most recently changed session. "
-            "`gpusession NAME` is the same. With no session yet, offers to create one."
-        ),
-    )
-    p.add_argument("name", nargs="?", metavar="NAME", help="session name (default: the most recent)")
-    p.set_defaults(func=cmd_open)
-
-
 def _ask(prompt: str, default: str) -> str:
     answer = input(f"{prompt} [{default}]: ").strip()
     return answer or default
