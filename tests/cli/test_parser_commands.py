@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusession.commands.dispatch import Handler
 from gpusession.commands.parser import COMMAND_MODULES, build_parser
 
 
@@ -18,10 +19,12 @@ def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPar
 
 
 def _module(parser: argparse.ArgumentParser) -> str:
-    """The module of the command's function (a command with subcommands: of its first one)."""
+    """The module of the command's handler (a command with subcommands: of its first one)."""
     func = parser._defaults.get("func")
     if func is None:
         return _module(next(iter(_commands(parser).values())))
+    if isinstance(func, Handler):  # named, imported on dispatch
+        return func.module
     return str(func.__module__).rsplit(".", 1)[-1]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.commands._common import open_session, print_json
-from gpusession.commands.parsers.validate_cmd import DEFAULT_THRESHOLD
+from gpusession.commands.parsers import DEFAULT_THRESHOLD
 from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown

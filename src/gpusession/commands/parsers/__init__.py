@@ -37,6 +37,10 @@ PRICE_WORDS = ('a positive price in USD like "1234.56" (decimal point, at most 2
 ORDER_STATES = ("ordered", "payment-order-issued", "payment-sent", "payment-confirmed", "gpu-provisioned",
                 "access-received", "deviation-noted", "closed")
 
+#: The threshold of a one-off ``validate`` without ``--threshold`` (said in its help and
+#: its verdict line); here, beside the names, so that its handler imports no parser module.
+DEFAULT_THRESHOLD = 0.9
+
 
 def shown(text: str) -> str:
     """``text`` as a refusal quotes it: :func:`gpusession.core.files.secrets.shown` (a secret masked).

@@ -9,6 +9,7 @@ from gpusession.commands.aliases import OlderName
 from gpusession.commands.dispatch import Handler
 from gpusession.commands.parsers import (
     DEFAULT_METRIC,
+    DEFAULT_THRESHOLD,
     MAX_LINE_BYTES,
     METRIC_NAMES,
     OUTPUT_FORMATS,
@@ -74,7 +75,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=Handler("validate_cmd", "cmd_validate"))
 
-
-#: The threshold of a one-off ``validate`` without ``--threshold`` (said in its verdict line).
-DEFAULT_THRESHOLD = 0.9
 
