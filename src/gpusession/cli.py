@@ -18,8 +18,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gpusession.core.files.errors import BadInput, GpusessionError, shown_field
-
 #: ``typing.TYPE_CHECKING`` without importing typing (type checkers read the name): the
 #: parser's modules stay out of typing, a few ms of ``--help``'s start-up.
 TYPE_CHECKING = False
@@ -160,6 +158,7 @@ def _refuse_secret_paths(args: argparse.Namespace, argv: Sequence[str] = ()) -> 
         named.append(("environment variable GPUSESSION_HOME", os.environ["GPUSESSION_HOME"]))
     if not named:
         return
+    from gpusession.core.files.errors import BadInput
     from gpusession.core.files.secretgate import may_hold_secret
 
     for opt, value in named:
@@ -233,6 +232,9 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(args_list)
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
+    # loaded once a command is to run: --help and --version never load it (nor its pathlib)
+    from gpusession.core.files.errors import GpusessionError, shown_field
+
     try:
         _refuse_secret_paths(args, args_list)
         return int(args.func(args) or 0)

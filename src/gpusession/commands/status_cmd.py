@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
 from types import SimpleNamespace
 
 #: ``typing.TYPE_CHECKING`` without importing typing (type checkers read the name): the
@@ -21,6 +19,8 @@ from types import SimpleNamespace
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
 FORMATS = ("plain", "tmux")

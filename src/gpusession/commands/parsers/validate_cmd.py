@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from gpusession.commands.aliases import OlderName
 from gpusession.commands.dispatch import Handler
@@ -15,6 +14,18 @@ from gpusession.commands.parsers import (
     OUTPUT_FORMATS,
     shown,
 )
+
+#: ``typing.TYPE_CHECKING`` without importing typing (type checkers read the name).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _path(text: str) -> Path:
+    """The file named, as the handler takes it; pathlib loads when a value is parsed, never for ``--help``."""
+    from pathlib import Path
+
+    return Path(text)
 
 
 def _float(text: str) -> float:
@@ -44,13 +55,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("session_name", nargs="?", metavar="NAME",
                    help="a session: archive the report there (as --session NAME)")
-    p.add_argument("--corpus", required=True, type=Path, metavar="FILE",
+    p.add_argument("--corpus", required=True, type=_path, metavar="FILE",
                    help="expected IDs: CSV/JSONL/Parquet with an 'id' column (+ 'label'), or one ID per line")
-    p.add_argument("--predictions", "--output", dest="output", required=True, type=Path, metavar="FILE",
+    p.add_argument("--predictions", "--output", dest="output", required=True, type=_path, metavar="FILE",
                    action=OlderName,
                    help="the predictions to check (the run's output): JSONL {\"id\", \"label\"} or CSV "
                    "id,label; --output is its older name")
-    p.add_argument("--references", type=Path, metavar="FILE", help="separate id,label reference file")
+    p.add_argument("--references", type=_path, metavar="FILE", help="separate id,label reference file")
     p.add_argument("--classes", metavar="A,B,C",
                    help="declared classes (default: the labels found in the corpus/references, said so)")
     # The table itself: a metric added to core.validation.metrics is offered here at once.
@@ -68,8 +79,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how far below --reference-value is still accepted")
     p.add_argument("--format", choices=OUTPUT_FORMATS, dest="output_format",
                    help="output format (default: csv for a .csv file, else jsonl)")
-    p.add_argument("--train-ids", type=Path, metavar="FILE", help="training IDs, checked for overlap")
-    p.add_argument("--tune-ids", type=Path, metavar="FILE", help="tuning IDs, checked for overlap")
+    p.add_argument("--train-ids", type=_path, metavar="FILE", help="training IDs, checked for overlap")
+    p.add_argument("--tune-ids", type=_path, metavar="FILE", help="tuning IDs, checked for overlap")
     p.add_argument("--session", metavar="NAME", help="archive the report in this session's validation/ folder")
     p.add_argument("--name", metavar="RUN", help="report name in the session (default: validate-<output name>)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
