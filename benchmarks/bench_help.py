@@ -31,7 +31,7 @@ from gpusession.cli import build_parser
 TARGET_RATIO = 4.0
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:  # type: ignore[type-arg]
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
 

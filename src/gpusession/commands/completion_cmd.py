@@ -15,7 +15,7 @@ from gpusession.commands.fish_completion import EXPERIMENT_DESTS  # one list for
 SHELLS = ("bash", "zsh", "fish")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``completion`` to the CLI."""
     p = sub.add_parser(
         "completion",

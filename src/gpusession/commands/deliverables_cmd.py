@@ -10,9 +10,10 @@ Examples::
     gpusession reject visuals out/visual-03.png --by "Ana" --why "text cut at the edge"
     gpusession deliverables visuals
 
-The options of ``new``, ``package`` and ``experiment define`` are added here
-(:func:`add_unit_args`, :func:`add_accept_args`) and applied by :func:`apply_unit` and
-:func:`apply_accept`, so those commands change in one line each.
+The options of ``new``, ``package`` and ``experiment define`` are added by
+:mod:`gpusession.commands.parsers.deliverables_cmd` (``add_unit_args``,
+``add_accept_args``) and applied here by :func:`apply_unit` and :func:`apply_accept`, so
+those commands change in one line each.
 """
 
 from __future__ import annotations

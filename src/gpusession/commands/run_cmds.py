@@ -265,7 +265,7 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
 
 
 def run_exit_code(outcome: Any, rejected: int) -> int:
-    """``run``'s exit status after the runs, by :data:`EXIT_PRECEDENCE` (D3, D5, H-29).
+    """``run``'s exit status after the runs, by :data:`gpusession.commands.parsers.run_cmds.EXIT_PRECEDENCE` (D3, D5, H-29).
 
     Args:
         outcome: the runner's outcome (``interrupted``, ``completed``, ``incidents``).

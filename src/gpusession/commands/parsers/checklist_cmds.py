@@ -1,4 +1,8 @@
-"""The arguments of ``checklist_cmds``'s commands, registered without importing their handlers."""
+"""The parsers of ``checklist``, ``manifest``, ``verify-copy``, ``report``.
+
+Each names its handler in :mod:`gpusession.commands.checklist_cmds`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from gpusession.commands.dispatch import Handler
 ACTIONS = ("show", "done", "undone", "note", "add", "evidence")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``checklist``, ``manifest``, ``verify-copy`` and ``report`` to the CLI.
 
     Args:

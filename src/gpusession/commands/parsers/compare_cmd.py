@@ -1,4 +1,8 @@
-"""The arguments of ``compare_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``compare``, ``export``.
+
+Each names its handler in :mod:`gpusession.commands.compare_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from gpusession.commands.aliases import OlderName
 from gpusession.commands.dispatch import Handler
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` and ``export`` to the CLI."""
     p = sub.add_parser(
         "compare",

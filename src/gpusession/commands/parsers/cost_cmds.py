@@ -1,4 +1,8 @@
-"""The arguments of ``cost_cmds``'s commands, registered without importing their handlers."""
+"""The parsers of ``cost``, ``order``.
+
+Each names its handler in :mod:`gpusession.commands.cost_cmds`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ def _count(text: str) -> int:
     return value
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``cost`` and ``order`` to the CLI."""
     p = sub.add_parser(
         "cost",

@@ -1,4 +1,8 @@
-"""The arguments of ``deliverables_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``approve``, ``reject``, ``deliverables``.
+
+Each names its handler in :mod:`gpusession.commands.deliverables_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ def add_accept_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--accept-timeout", metavar="SECONDS", help="seconds the rule may take (default 60)")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``approve``, ``reject`` and ``deliverables`` to the CLI (S9)."""
     for name, decision in (("approve", "approved"), ("reject", "rejected")):
         p = sub.add_parser(

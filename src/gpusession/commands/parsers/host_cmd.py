@@ -1,4 +1,8 @@
-"""The arguments of ``host_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``check-host``.
+
+Each names its handler in :mod:`gpusession.commands.host_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import argparse
 from gpusession.commands.dispatch import Handler
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``check-host`` to the CLI."""
     p = sub.add_parser(
         "check-host",

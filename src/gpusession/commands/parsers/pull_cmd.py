@@ -1,4 +1,8 @@
-"""The arguments of ``pull_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``pull``.
+
+Each names its handler in :mod:`gpusession.commands.pull_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import argparse
 from gpusession.commands.dispatch import Handler
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``pull`` to the CLI.
 
     Args:

@@ -1,4 +1,8 @@
-"""The arguments of ``run_cmds``'s commands, registered without importing their handlers."""
+"""The parsers of ``demo``, ``run``, ``experiment``.
+
+Each names its handler in :mod:`gpusession.commands.run_cmds`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ def _device(text: str) -> str:
     raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {shown(text)}")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``demo``, ``run`` and ``experiment`` (``list``, ``define``, ``derive``) to the CLI.
 
     Args:

@@ -1,4 +1,8 @@
-"""The arguments of ``session_cmds``'s commands, registered without importing their handlers."""
+"""The parsers of ``new``, ``list``, ``show``, ``package``.
+
+Each names its handler in :mod:`gpusession.commands.session_cmds`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +51,7 @@ def add_package_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``new``, ``list``, ``show`` and ``package`` to the CLI.
 
     Args:

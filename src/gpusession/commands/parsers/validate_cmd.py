@@ -1,4 +1,8 @@
-"""The arguments of ``validate_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``validate``.
+
+Each names its handler in :mod:`gpusession.commands.validate_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``validate`` to the CLI.
 
     Args:
