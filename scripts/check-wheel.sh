@@ -40,7 +40,13 @@ fi
 gs=$work/venv/bin/gpusession
 mkdir "$work/elsewhere"
 cd "$work/elsewhere"  # no clone here: the package, its data and its script come from the wheel
-export GPUSESSION_HOME=$work/elsewhere/sessions
+unset PYTHONPATH GPUSESSION_NOW
+# the sessions, the remembered folder and the user's settings all in the temporary folder
+export GPUSESSION_HOME=$work/elsewhere/sessions XDG_STATE_HOME=$work/state XDG_CONFIG_HOME=$work/config
+where=$("$work/venv/bin/python" -c 'import gpusession; print(gpusession.__file__)')
+if [[ $where != "$work/venv/"* ]]; then
+    echo "check-wheel: gpusession was imported from $where, not from the wheel's install" >&2; exit 1
+fi
 "$gs" --version
 "$gs" --help >/dev/null
 "$gs" run --help >/dev/null
