@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An install without a clone: build the sdist and the wheel (`python -m build`, the wheel
 # made from the sdist), check that the wheel holds every package file that is not Python
-# (rates, checklist, word lists and their sources, the TUI's stylesheet), install it in a
-# fresh venv in a temporary folder and use it from there, no clone beside it: --help,
+# (rates, checklist, word lists and their sources, the TUI's stylesheet) and the man page
+# (data-files), install it in a fresh venv in a temporary folder and use it from there, no clone beside it: --help,
 # --version, then new → a command workload (no torch) → run → cost → status.
 # Run from the repository root with the Python whose `build` to use (CI: the test extra's):
 #   scripts/check-wheel.sh [PYTHON]
@@ -26,10 +26,23 @@ from pathlib import Path
 src = Path("src")
 wanted = {p.relative_to(src).as_posix() for p in (src / "gpusession").rglob("*")
           if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
-missing = sorted(wanted - set(zipfile.ZipFile(sys.argv[1]).namelist()))
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+missing = sorted(wanted - set(names))
 if missing:
     sys.exit(f"check-wheel: the wheel lacks package files (pyproject.toml [tool.setuptools.package-data]): {missing}")
-print(f"check-wheel: the wheel holds the {len(wanted)} package files that are not Python")
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+# the files installed beside the package (the man page): NAME-VERSION.data/data/DIR/FILE
+data_files = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"].get("data-files", {})
+installed = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
+lacking = sorted(f"{d}/{Path(f).name}" for d, files in data_files.items() for f in files
+                 if f"{d}/{Path(f).name}" not in installed)
+if lacking:
+    sys.exit(f"check-wheel: the wheel lacks data files (pyproject.toml [tool.setuptools.data-files]): {lacking}")
+print(f"check-wheel: the wheel holds the {len(wanted)} package files that are not Python and "
+      f"{sum(map(len, data_files.values()))} data file(s) ({', '.join(sorted(installed))})")
 EOF
 
 "$py" -m venv "$work/venv"
@@ -48,6 +61,7 @@ if [[ $where != "$work/venv/"* ]]; then
     echo "check-wheel: gpusession was imported from $where, not from the wheel's install" >&2; exit 1
 fi
 "$gs" --version
+test -f "$work/venv/share/man/man1/gpusession.1" || { echo "check-wheel: the man page was not installed" >&2; exit 1; }
 "$gs" --help >/dev/null
 "$gs" run --help >/dev/null
 "$gs" new w1 --gpu "RTX A5000" --lots 1 --days 7 >/dev/null
