@@ -2,8 +2,9 @@
 # An install without a clone: build the sdist and the wheel (`python -m build`, the wheel
 # made from the sdist), check that the wheel holds every package file that is not Python
 # (rates, checklist, word lists and their sources, the TUI's stylesheet) and the man page
-# (data-files), install it in a fresh venv in a temporary folder and use it from there, no clone beside it: --help,
-# --version, then new → a command workload (no torch) → run → cost → status.
+# (data-files), install it in a fresh venv in a temporary folder and use it from there, no
+# clone beside it: --help, --version, then new → a command workload (no torch) → run →
+# cost → status.
 # Run from the repository root with the Python whose `build` to use (CI: the test extra's):
 #   scripts/check-wheel.sh [PYTHON]
 # Exit 0 when all of it worked; otherwise the first failure is said and the exit is non-zero.
