@@ -99,6 +99,7 @@ def test_the_parsers_names_are_the_core_tables() -> None:
     from gpusession.core.files.textio import MAX_LINE_BYTES
     from gpusession.core.folder.package import LOTS_MAX, PACKAGE_DAYS
     from gpusession.core.money.order import STATES
+    from gpusession.core.money.rates import PRICE_WORDS
     from gpusession.core.validation import DEFAULT_METRIC, METRICS, OUTPUT_FORMATS
     from gpusession.core.validation.accept_rule import FORMATS
 
@@ -106,4 +107,4 @@ def test_the_parsers_names_are_the_core_tables() -> None:
     assert parsers.OUTPUT_FORMATS == OUTPUT_FORMATS and parsers.DELIVERABLE_FORMATS == FORMATS
     assert parsers.ORDER_STATES == STATES
     assert (parsers.PACKAGE_DAYS, parsers.LOTS_MAX) == (PACKAGE_DAYS, LOTS_MAX)
-    assert parsers.MAX_LINE_BYTES == MAX_LINE_BYTES
+    assert parsers.MAX_LINE_BYTES == MAX_LINE_BYTES and parsers.PRICE_WORDS == PRICE_WORDS

@@ -1,4 +1,8 @@
-"""The arguments of ``rates_cmd``'s commands, registered without importing their handlers."""
+"""The parsers of ``rates`` and ``rates set``.
+
+Each names its handler in :mod:`gpusession.commands.rates_cmd`,
+imported when the command runs, never for ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ def _per_lot(text: str) -> int:
     return int(t)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``rates`` and ``rates set`` to the CLI."""
     p = sub.add_parser(
         "rates",
