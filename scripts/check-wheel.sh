@@ -4,7 +4,7 @@
 # (rates, checklist, word lists and their sources, the TUI's stylesheet) and the man page
 # (data-files), install it in a fresh venv in a temporary folder and use it from there, no
 # clone beside it: --help, --version, then new → a command workload (no torch) → run →
-# cost → status.
+# cost → status, and rates set → cost (a price of the user's own).
 # Run from the repository root with the Python whose `build` to use (CI: the test extra's):
 #   scripts/check-wheel.sh [PYTHON]
 # Exit 0 when all of it worked; otherwise the first failure is said and the exit is non-zero.
@@ -73,4 +73,7 @@ printf '{"id":"1","text":"a b","label":"a"}\n{"id":"2","text":"c d","label":"b"}
 "$gs" run w1 --headless --quiet
 "$gs" cost w1 >/dev/null
 "$gs" status w1
-echo "check-wheel: the wheel installed in a fresh venv ran new, run (a command workload), cost and status"
+# a price of the user's own (in the temporary XDG_CONFIG_HOME), then a cost that reads it
+"$gs" rates set "H100 SXM" --days 7 --price 1234.56 >/dev/null
+"$gs" cost --gpu "H100 SXM" --days 7 --lots 1 >/dev/null
+echo "check-wheel: the wheel installed in a fresh venv ran new, run (a command workload), cost, status and rates set"
