@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 py=${1:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'echo "check-wheel: failed (exit $?): $BASH_COMMAND" >&2' ERR  # which step, in CI's log
 
 "$py" -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 \
     || { cat "$work/build.log"; echo "check-wheel: python -m build failed" >&2; exit 1; }
