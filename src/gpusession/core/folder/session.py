@@ -220,7 +220,7 @@ def sessions_root(cli_value: str | Path | None = None) -> Path:
 #: with the parser's choices.
 COMMAND_NAMES = frozenset({
     "agent", "approve", "check-host", "checklist", "compare", "completion", "cost", "demo", "experiment", "export", "list",
-    "deliverables", "manifest", "new", "open", "order", "package", "pull", "reject", "report", "run", "show", "status",
+    "deliverables", "manifest", "new", "open", "order", "package", "pull", "rates", "reject", "report", "run", "show", "status",
     "validate", "verify-copy",
 })
 #: Names Windows reserves for devices, with or without an extension (``nul.txt``).
