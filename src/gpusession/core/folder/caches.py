@@ -114,6 +114,49 @@ def write_state(folder: Path, name: str, doc: Mapping[str, Any]) -> bool:
     return True
 
 
+def file_signature(path: Path) -> list[int] | None:
+    """``[size, mtime_ns, ctime_ns, inode, device]`` of ``path`` (never followed as a link); ``None`` when absent.
+
+    The change time moves on every write and no user call sets it back (``touch -r``,
+    ``os.utime`` set the modification time only): an equal signature means the same bytes.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+#: The files :data:`FILES_STATE` is kept under, by their signatures, in this order.
+CHECKED_FILES = ("session.toml", "checklist.toml", "order.toml")
+
+
+def checked_files_signatures(folder: Path) -> list[list[int] | None]:
+    """The signatures of :data:`CHECKED_FILES` in ``folder`` now."""
+    return [file_signature(Path(folder) / n) for n in CHECKED_FILES]
+
+
+def checked_state(folder: Path) -> dict[str, Any] | None:
+    """:data:`FILES_STATE` while it still describes the TOML files, with ``session`` decoded; else ``None``.
+
+    Source: H-47. Why: ``status``, ``list`` and the count of deliverables read the
+    ``session.toml`` tables they need without parsing it while the files are the ones
+    checked (:func:`gpusession.core.retrieval.status.status_facts` writes it).
+    """
+    state = read_state(folder, FILES_STATE)
+    sigs = checked_files_signatures(folder)
+    if state is None or sigs[0] is None or state.get("files") != sigs:
+        return None
+    try:
+        doc = from_json_value(state.get("session"))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(state.get("copy_verified"), bool) \
+            or not isinstance(state.get("copy_words"), str):
+        return None
+    return {**state, "session": doc}
+
+
 def to_json_value(value: Any) -> Any:
     """A TOML value as JSON: dates and times as ``{"$datetime": …}``, ``{"$date": …}``, ``{"$time": …}``."""
     if isinstance(value, datetime):
@@ -150,5 +193,6 @@ def from_json_value(value: Any) -> Any:
     return value
 
 
-__all__ = ["FILES_STATE", "JOURNAL_STATE", "STATE_FILES", "STATE_MAX_BYTES", "from_json_value",
-           "read_state", "seal", "to_json_value", "write_state"]
+__all__ = ["CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "STATE_FILES", "STATE_MAX_BYTES",
+           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "read_state",
+           "seal", "to_json_value", "write_state"]

@@ -841,17 +841,25 @@ class SessionSummary:
     link_target: str | None = None
 
 
-def list_sessions(root: Path) -> list[SessionSummary]:
+#: What ``list`` needs of one session folder without opening it: its package, result rows
+#: and accepted corpora (:func:`gpusession.core.retrieval.status.list_facts`); raises
+#: ``BadInput``/``OSError`` where it does not read.
+ListFacts = Callable[[Path], "tuple[Package, int, int]"]
+
+
+def list_sessions(root: Path, facts: ListFacts | None = None) -> list[SessionSummary]:
     """Every session folder under ``root``, most recently modified first.
 
     A folder that does not open is listed with its error instead of failing the list;
     a folder that is a symbolic link is listed with its target and an error, never
     opened (a second link to one folder is no second session).
-    """
-    from gpusession.core.records.summary import (
-        accepted_unique_corpora,  # with the tables: not at start-up
-    )
 
+    Args:
+        root: the sessions folder.
+        facts: read each session's line from the state ``status`` keeps (O(1) in the
+            session's size, A5); where it refuses, the session is opened and its CSV read
+            as without it, so a refusal is worded as opening words it. ``None``: opened.
+    """
     root = Path(root)
     out: list[SessionSummary] = []
     if not root.is_dir():
@@ -867,19 +875,26 @@ def list_sessions(root: Path) -> list[SessionSummary]:
             continue
         try:
             validate_name(folder.name)
-            s = Session.open(root, folder.name, recover=False)
-            frame = s.results.read()
+            got = _listed(folder, facts)
+            if got is None:
+                from gpusession.core.records.summary import (
+                    accepted_unique_corpora,  # with the tables: not at start-up
+                )
+
+                s = Session.open(root, folder.name, recover=False)
+                frame = s.results.read()
+                got = (s.package, frame.height, accepted_unique_corpora(frame))
             mtime = max(
                 (p.stat().st_mtime for p in folder.iterdir() if p.is_file() and p.name not in STATE_FILES),
                 default=folder.stat().st_mtime,
             )
             out.append(
                 SessionSummary(
-                    name=s.name,
-                    gpu_model=s.package.gpu_model,
-                    package=s.package,
-                    runs=frame.height,
-                    accepted_corpora=accepted_unique_corpora(frame),
+                    name=folder.name,
+                    gpu_model=got[0].gpu_model,
+                    package=got[0],
+                    runs=got[1],
+                    accepted_corpora=got[2],
                     modified=mtime,
                 )
             )
@@ -897,6 +912,16 @@ def list_sessions(root: Path) -> list[SessionSummary]:
             )
     out.sort(key=lambda s: s.modified, reverse=True)
     return out
+
+
+def _listed(folder: Path, facts: ListFacts | None) -> tuple[Package, int, int] | None:
+    """``facts(folder)``; ``None`` without it or where it refuses (the session is then opened)."""
+    if facts is None:
+        return None
+    try:
+        return facts(folder)
+    except (BadInput, OSError):
+        return None
 
 
 def most_recent(root: Path) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
+from gpusession.core.folder.caches import checked_state
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
 CACHE_FILE = "count-cache.json"
@@ -92,6 +93,18 @@ def cache_key(folder: Path, session_doc: Mapping[str, Any] | None = None) -> lis
     return key
 
 
+def _session_doc(folder: Path) -> Mapping[str, Any] | None:
+    """``session.toml`` as the count reads it: the checked tables ``status`` kept, else parsed leniently.
+
+    Why: ``list`` and ``deliverables`` asked for each session's count parsed a
+    500-experiment ``session.toml`` every time; while the file is the one ``status``
+    checked (:func:`gpusession.core.folder.caches.checked_state`), its kept tables say the
+    same facts (unit, rule experiments, window).
+    """
+    state = checked_state(folder)
+    return state["session"] if state is not None else read_toml_lenient(folder / "session.toml")
+
+
 def _stat_entry(path: str) -> list[Any]:
     """``[path, size, mtime_ns, ctime_ns]`` as :func:`cache_key` records a file (``None`` s when absent)."""
     try:
@@ -116,7 +129,7 @@ def key_holds(folder: Path, key: Any, session_doc: Mapping[str, Any] | None = No
         session_doc: its parsed ``session.toml`` when the caller holds it (else read here).
     """
     if session_doc is None:
-        session_doc = read_toml_lenient(folder / "session.toml")
+        session_doc = _session_doc(folder)
     fixed = [str(folder / "approvals.toml"), str(folder / "resultats-bruts.csv")]
     if (not isinstance(key, list) or len(key) < 3 or key[0] != ["session.toml", count_facts(session_doc)]
             or not all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) for e in key[1:])
@@ -197,7 +210,7 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
     """
     folder = Path(folder)
     if session_doc is None:
-        session_doc = read_toml_lenient(folder / "session.toml")
+        session_doc = _session_doc(folder)
     unit = declared_unit(session_doc)
     doc = cached_words(folder, stale_ok=True, session_doc=session_doc)
     if shown_in_status(doc):

@@ -70,7 +70,8 @@ from gpusession.core.folder.caches import (
     FILES_STATE,
     JOURNAL_STATE,
     STATE_FILES,
-    from_json_value,
+    checked_files_signatures,
+    checked_state,
     read_state,
     to_json_value,
     write_state,
@@ -1038,14 +1039,6 @@ def open_run_keys(folder: Path) -> frozenset[str]:
         os.close(fd)
 
 
-def _file_signature(path: Path) -> list[int] | None:
-    """``path``'s ``stat`` signature (:func:`_signature`), ``None`` when absent (never followed as a link)."""
-    try:
-        return _signature(os.lstat(path))
-    except OSError:
-        return None
-
-
 #: ``session.toml`` tables ``status`` reads (the package, the limit, the unit; D1, S6, S8).
 _STATUS_TABLES = ("package", "limit", "deliverable")
 
@@ -1089,24 +1082,34 @@ def status_facts(folder: Path) -> tuple[dict[str, Any], Retrieval, Counts]:
         BadInput: as :func:`check_session_files`.
     """
     folder = Path(folder)
-    sigs = [_file_signature(folder / n) for n in (SESSION_TOML, CHECKLIST_TOML, ORDER_TOML)]
-    state = read_state(folder, FILES_STATE)
-    if state is not None and state.get("files") == sigs and sigs[0] is not None:
-        try:
-            doc, verified, words = (from_json_value(state["session"]), state["copy_verified"],
-                                    state["copy_words"])
-            if isinstance(doc, dict) and isinstance(verified, bool) and isinstance(words, str):
-                for name in (RESULTS_CSV, JOURNAL):  # first, as check_session_files: never waits on a FIFO
-                    refuse_link_or_special(folder / name)
-                return doc, Retrieval(verified, words), _checked_counts(folder)
-        except (KeyError, ValueError, TypeError):
-            pass
+    sigs = checked_files_signatures(folder)  # before they are read: a change while read is checked next time
+    state = checked_state(folder)
+    if state is not None:
+        for name in (RESULTS_CSV, JOURNAL):  # first, as check_session_files: never waits on a FIFO
+            refuse_link_or_special(folder / name)
+        return state["session"], Retrieval(state["copy_verified"], state["copy_words"]), _checked_counts(folder)
     full, checklist, counts = check_session_files(folder)
     doc = _status_doc(full)
     retrieval = retrieval_state(folder, checklist)
     write_state(folder, FILES_STATE, {"files": sigs, "session": to_json_value(doc),
                                       "copy_verified": retrieval.verified, "copy_words": retrieval.words})
     return doc, retrieval, counts
+
+
+def list_facts(folder: Path) -> tuple[Package, int, int]:
+    """What ``gpusession list`` says of a session: its package, result rows, accepted corpora (S6, A5).
+
+    From the state ``status`` reads (:func:`status_facts`: the checked TOML files by their
+    signatures, ``summary.json``), so a list of month-long sessions parses none of their
+    ``session.toml`` nor CSV while they are unchanged; the same counts as ``status``.
+
+    Raises:
+        BadInput: as :func:`check_session_files` (``list`` then opens the session to word it).
+    """
+    folder = Path(folder)
+    doc, _retrieval, counts = status_facts(folder)
+    package = Package.from_toml(doc.get("package", {}), folder / SESSION_TOML)
+    return package, counts.rows, counts.accepted_unique_corpora
 
 
 def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatus:
