@@ -24,7 +24,11 @@ the digest) and its ``counts_check`` is the checksum of its own counts (a count 
 by hand, up or down, no longer matches, H-47); hashing costs a read in C, not a parse,
 and the checksum none of the CSV. Otherwise it reads the whole file
 and checks every row as ``show`` does, with the same one-line refusal. Reading never
-writes, and never waits on a FIFO or a device in place of a session file.
+waits on a FIFO or a device in place of a session file, and writes only its own sealed
+state (:mod:`gpusession.core.folder.caches`): the journal's fold at an offset
+(:func:`open_run_keys`) and what it read of the checked TOML files (:func:`status_facts`),
+so the next call checks ``stat`` signatures and the journal's new bytes, not the session
+(A5); a hand edit of either file or of what it describes is folded or checked again.
 
 Whether the copy home is verified comes from the ``[retrieval]`` table of
 ``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
@@ -1116,9 +1120,11 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
     """The status of the session in ``folder`` at ``now`` (S6).
 
     Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
-    checks them: :func:`check_session_files`), ``summary.json`` (the rows of the CSV are
-    read and checked only when it does not describe the CSV) and the journal's run
-    records; imports no polars; never waits on a FIFO.
+    checks them, :func:`check_session_files`, once per change of their ``stat``
+    signatures: :func:`status_facts`), ``summary.json`` (the rows of the CSV are read and
+    checked only when it does not describe the CSV) and the journal's open runs (its
+    saved fold and the bytes since: :func:`open_run_keys`); imports no polars; never
+    waits on a FIFO. O(1) in the session's size while nothing but the journal's end changed.
 
     Args:
         folder: the session folder.
