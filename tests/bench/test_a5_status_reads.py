@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,15 @@ from helpers import cli, one_line
 
 from gpusession.core.events.records import RunFinishedRecord, RunStartedRecord
 from gpusession.core.events.scan import JournalFold, open_work, split_at_last_line_end
-from gpusession.core.folder.caches import FILES_STATE, JOURNAL_STATE, STATE_FILES
+from gpusession.core.folder.caches import (
+    FILES_STATE,
+    JOURNAL_STATE,
+    STATE_FILES,
+    from_json_value,
+    read_state,
+    to_json_value,
+    write_state,
+)
 from gpusession.core.folder.session import Session
 from gpusession.core.money import count_cache
 from gpusession.core.records.results import ResultRow
@@ -268,3 +277,54 @@ def test_s6_status_of_an_older_session_never_makes_it_the_most_recent(
     assert out.startswith("recent ") or " recent " in out, out
     _, out, _ = cli(capsys, sessions_root, "list")
     assert out.splitlines()[1].startswith("recent"), out
+
+
+def test_a5_list_opens_no_unchanged_session_and_still_words_a_broken_one(
+        capsys: pytest.CaptureFixture[str], measured_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = measured_session.folder.parent
+    status.refresh_counts(measured_session.folder)  # summary.json as the runner leaves it
+    assert cli(capsys, root, "new", "other", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    code, first, _ = cli(capsys, root, "list")  # keeps each session's checked files
+    assert code == 0
+    parsed: list[str] = []
+    real = status.read_toml
+
+    def read_toml(path: Path, *a: object, **k: object) -> object:
+        parsed.append(Path(path).name)
+        return real(path, *a, **k)  # type: ignore[arg-type]
+
+    def never(*a: object, **k: object) -> object:
+        raise AssertionError("list opened an unchanged session")
+
+    with monkeypatch.context() as m:
+        m.setattr(status, "read_toml", read_toml)
+        m.setattr(Session, "open", never)
+        code, again, _ = cli(capsys, root, "list")
+    assert code == 0 and again == first and parsed == []
+    row = next(ln for ln in again.splitlines() if ln.startswith(measured_session.name))
+    assert row.split()[-2:] == ["12", "1"], row
+    path = root / "other" / "session.toml"
+    path.write_text(path.read_text().replace("days = 7", 'days = "seven"'))
+    code, out, _ = cli(capsys, root, "list")
+    assert code == 0 and measured_session.name in out
+    bad = next(ln for ln in out.splitlines() if ln.startswith("other"))
+    assert "unreadable" in bad and "session.toml" in bad and "days" in bad, bad
+
+
+def test_h47_a_state_file_reads_back_only_as_written(tmp_path: Path) -> None:
+    start = datetime(2026, 11, 29, 10, tzinfo=timezone.utc)
+    doc = {"package": {"start": start, "days": 7}, "names": ["a", "b"]}
+    folder = tmp_path
+    assert write_state(folder, JOURNAL_STATE, {"session": to_json_value(doc)})
+    got = read_state(folder, JOURNAL_STATE)
+    assert got is not None and from_json_value(got["session"]) == doc
+    assert oct((folder / JOURNAL_STATE).stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in folder.iterdir()] == [JOURNAL_STATE]  # no temporary file left
+    raw = json.loads((folder / JOURNAL_STATE).read_text())
+    raw["session"]["names"] = ["a"]
+    (folder / JOURNAL_STATE).write_text(json.dumps(raw))
+    assert read_state(folder, JOURNAL_STATE) is None  # a hand edit reads as absent
+    (folder / JOURNAL_STATE).unlink()
+    (folder / JOURNAL_STATE).mkdir()
+    assert not write_state(folder, JOURNAL_STATE, {"x": 1})  # a folder in its place: refused, no error
+    assert read_state(folder, JOURNAL_STATE) is None

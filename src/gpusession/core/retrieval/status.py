@@ -984,6 +984,7 @@ def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple
             and isinstance(keys, list) and all(isinstance(k, str) for k in keys)
             and _ints(state.get("bad")) and _ints(state.get("said"))):
         return None
+    assert isinstance(offset, int) and isinstance(lines, int)  # _count_ok said so
     now = _signature(st)
     if sig[3:] != now[3:] or offset > st.st_size or st.st_size < sig[0]:
         return None  # another file, or one that shrank
