@@ -25,6 +25,7 @@ from gpusession.core.folder.caches import (
     JOURNAL_STATE,
     STATE_FILES,
     from_json_value,
+    is_state_file,
     read_state,
     to_json_value,
     write_state,
@@ -328,3 +329,6 @@ def test_h47_a_state_file_reads_back_only_as_written(tmp_path: Path) -> None:
     (folder / JOURNAL_STATE).mkdir()
     assert not write_state(folder, JOURNAL_STATE, {"x": 1})  # a folder in its place: refused, no error
     assert read_state(folder, JOURNAL_STATE) is None
+    # its write's temporary name is no sign of use either; the session's own files are
+    assert is_state_file(".journal-state.json.0a1b2c.tmp") and is_state_file(FILES_STATE)
+    assert not is_state_file("summary.json") and not is_state_file(".session.toml.0a1b2c.tmp")

@@ -43,6 +43,15 @@ STATE_MAX_BYTES = 4 * 1024 * 1024
 STATE_SCHEMA = 1
 
 
+def is_state_file(name: str) -> bool:
+    """Whether ``name`` is one of :data:`STATE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
+
+    Why: ``status`` writing its state is no use of the session; the most recent session and
+    ``list``'s order never count it.
+    """
+    return name in STATE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in STATE_FILES))
+
+
 def seal(doc: Mapping[str, Any]) -> str:
     """The CRC-32 a state file keeps of its fields but ``check``, ``crc32:…`` (H-47).
 
@@ -194,5 +203,6 @@ def from_json_value(value: Any) -> Any:
 
 
 __all__ = ["CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "STATE_FILES", "STATE_MAX_BYTES",
-           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "read_state",
+           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "is_state_file",
+           "read_state",
            "seal", "to_json_value", "write_state"]

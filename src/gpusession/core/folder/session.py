@@ -48,7 +48,7 @@ from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
-from gpusession.core.folder.caches import STATE_FILES
+from gpusession.core.folder.caches import is_state_file
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.csvkeys import UNFINISHED_KIND
 
@@ -885,7 +885,7 @@ def list_sessions(root: Path, facts: ListFacts | None = None) -> list[SessionSum
                 frame = s.results.read()
                 got = (s.package, frame.height, accepted_unique_corpora(frame))
             mtime = max(
-                (p.stat().st_mtime for p in folder.iterdir() if p.is_file() and p.name not in STATE_FILES),
+                (p.stat().st_mtime for p in folder.iterdir() if p.is_file() and not is_state_file(p.name)),
                 default=folder.stat().st_mtime,
             )
             out.append(

@@ -73,9 +73,9 @@ from gpusession.core.files.tomlread import read_toml
 from gpusession.core.folder.caches import (
     FILES_STATE,
     JOURNAL_STATE,
-    STATE_FILES,
     checked_files_signatures,
     checked_state,
+    is_state_file,
     read_state,
     to_json_value,
     write_state,
@@ -670,7 +670,7 @@ def most_recent_session(root: Path) -> str | None:
         try:
             mtime = max(
                 (e.stat().st_mtime for e in os.scandir(entry.path)
-                 if e.is_file() and e.name not in STATE_FILES),  # status's own state: no use of the session
+                 if e.is_file() and not is_state_file(e.name)),  # status's own state: no use of the session
                 default=entry.stat().st_mtime,
             )
         except OSError:
