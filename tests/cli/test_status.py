@@ -109,7 +109,8 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
 #: files it reads (package, limit, counts, the journal's run ends) and their readers (with
 #: the TOML depth check), the arguments' byte check, the cached count of deliverables, and
 #: ``@frozen`` (their value classes without :mod:`dataclasses`), and the seal of the copy
-#: check it vouches for (standard library only, H-58). The secret detectors are not
+#: check it vouches for (standard library only, H-58), and the state files it keeps (the
+#: journal's fold, the checked TOML files: written without the TOML writer). The secret detectors are not
 #: among them: a plain name and our own words need no detector.
 STATUS_TMUX_MODULES = frozenset({
     "gpusession", "gpusession.cli", "gpusession.commands", "gpusession.commands.argtext",
@@ -121,6 +122,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.files.schema",
     "gpusession.core.files.seal", "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
     "gpusession.core.files.textio", "gpusession.core.files.tomlread", "gpusession.core.folder",
+    "gpusession.core.folder.caches",
     "gpusession.core.folder.package", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",
     "gpusession.core.retrieval", "gpusession.core.retrieval.limit", "gpusession.core.retrieval.status",

@@ -34,7 +34,12 @@ from gpusession.core.folder.package import (
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.money.window import package_warning, package_window
 from gpusession.core.records.summary import accepted_unique_corpora, session_summary
-from gpusession.core.retrieval.status import Retrieval, remember_sessions_dir, retrieval_state
+from gpusession.core.retrieval.status import (
+    Retrieval,
+    list_facts,
+    remember_sessions_dir,
+    retrieval_state,
+)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -426,7 +431,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         Exit code 0 (also when there is no session yet: it says how to create one).
     """
     root = root_of(args)
-    rows = list_sessions(root)
+    rows = list_sessions(root, list_facts)  # from the state status keeps: O(1) per unchanged session
     if args.json:
         from gpusession.core.retrieval.json_contract import package_json, time_left_s
 

@@ -74,12 +74,116 @@ class OpenWork:
         self.unsaid_lines = unsaid_lines
 
 
+class JournalFold:
+    """The running state of :func:`open_work` over the journal's complete lines, fed in pieces (S7, A5).
+
+    Source: issue 43's "figures kept up to date, not recounted". Why: ``status`` (tmux,
+    every few seconds) keeps this state at a journal offset and folds only the lines
+    appended since, so one refresh costs the new bytes, not a 15 MB journal. Feeding the
+    journal in any number of pieces, each ending at a line end, gives the state one
+    :func:`open_work` over the whole gives; a last piece without its newline (a line cut
+    by a crash, or being written) is looked at by :meth:`result` and never folded.
+
+    Attributes:
+        lines: complete lines folded (the 1-based number of the last one).
+        keys: runs started with no end yet.
+        unended: ``{experiment: True}`` for an invocation not yet ended (only with
+            ``unfinished_kind``).
+        bad: run lines (1-based) that do not read; ``said``: lines an incident has said.
+    """
+
+    __slots__ = ("bad", "keys", "lines", "said", "tags", "unended", "unfinished_kind")
+
+    def __init__(self, unfinished_kind: str | None = None) -> None:
+        """An empty fold (no line read); ``unfinished_kind`` as :func:`open_work` takes it."""
+        self.unfinished_kind = unfinished_kind
+        self.tags = _RUN_TAGS if unfinished_kind is None else _TAGS
+        self.lines = 0
+        self.keys: set[str] = set()
+        self.unended: dict[str, bool] = {}
+        self.bad: set[int] = set()
+        self.said: set[int] = set()
+
+    def feed(self, complete: bytes) -> None:
+        """Fold ``complete``: whole lines, each ended by a newline (a trailing piece without one is refused).
+
+        Raises:
+            ValueError: ``complete`` does not end at a line end.
+        """
+        if not complete:
+            return
+        if not complete.endswith(b"\n"):
+            raise ValueError("a journal piece folded must end at a line end")
+        lines = complete.split(b"\n")
+        lines.pop()  # the empty piece after the last newline
+        first = self.lines
+        for index, line in enumerate(lines, start=first + 1):
+            self._line(index, line)
+        self.lines = first + len(lines)
+
+    def _line(self, number: int, line: bytes) -> None:
+        """Fold the complete line ``number`` (1-based)."""
+        if not any(tag in line for tag in self.tags) or len(line) > MAX_LINE_BYTES:
+            return
+        try:
+            rec = json.loads(line.decode("utf-8", "replace"))  # decoded as the typed reader does
+        except (ValueError, RecursionError):
+            self.bad.add(number)
+            return
+        if not isinstance(rec, dict):
+            return
+        name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
+        # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
+        if (name in RUN_OPENS or name in RUN_CLOSES) and not _run_line_fits(rec):
+            self.bad.add(number)
+        elif (name in RUN_OPENS or name in RUN_CLOSES) and key:
+            if name in RUN_OPENS:
+                self.keys.add(key)
+            else:
+                self.keys.discard(key)
+        elif name == INCIDENT and rec.get("kind") in (UNREADABLE_KIND, CUT_KIND) and isinstance(rec.get("line"), int):
+            self.said.add(rec["line"])
+        if self.unfinished_kind is None or not isinstance(exp, str):
+            return
+        if name == INVOCATION_START:
+            self.unended[exp] = True
+        elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == self.unfinished_kind):
+            self.unended[exp] = False
+
+    def result(self, cut: bytes = b"") -> OpenWork:
+        """What the folded lines left open, with ``cut`` (the bytes after the last line end) as the last line.
+
+        A cut last line that does not read and starts a run still names its run; one
+        that reads is folded as any line (in a copy: the fold itself is unchanged).
+        """
+        keys, unended, bad, said = set(self.keys), dict(self.unended), set(self.bad), set(self.said)
+        if cut and any(tag in cut for tag in self.tags) and len(cut) <= MAX_LINE_BYTES:
+            probe = JournalFold(self.unfinished_kind)
+            probe.keys, probe.unended, probe.bad, probe.said = keys, unended, bad, said
+            try:
+                json.loads(cut.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                m = re.search(_CUT_KEY, cut)
+                if m and any(tag in cut for tag in _OPEN_TAGS):  # a cut last line still names its run
+                    keys.add(m.group(1).decode("utf-8", "replace"))
+            else:
+                probe._line(self.lines + 1, cut)
+        return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
+
+
+def split_at_last_line_end(raw: bytes) -> tuple[bytes, bytes]:
+    """``(complete lines, cut)``: ``raw`` split just after its last newline."""
+    end = raw.rfind(b"\n") + 1
+    return raw[:end], raw[end:]
+
+
 def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
     """The runs and invocations the journal bytes ``raw`` left open (S7; ``status``, reopen).
 
     Only the lines naming a run or invocation start or end, or an incident, are parsed;
     a line that does not read is skipped (:func:`gpusession.core.events.reading.read_journal`
-    notes it).
+    notes it). The fold of :class:`JournalFold` over the whole: the same state that
+    ``status`` keeps at an offset and moves by the lines appended since.
 
     Args:
         raw: the journal's bytes.
@@ -87,45 +191,10 @@ def open_work(raw: bytes, unfinished_kind: str | None = None) -> OpenWork:
             that never ended (:data:`gpusession.core.records.summary.UNFINISHED_KIND`);
             ``None``: only the runs are looked at (``experiments`` is empty).
     """
-    keys: set[str] = set()
-    unended: dict[str, bool] = {}
-    bad: set[int] = set()  # run lines the typed reader finds unreadable (1-based)
-    said: set[int] = set()  # lines an incident already said
-    tags = _RUN_TAGS if unfinished_kind is None else _TAGS
-    lines = raw.split(b"\n")
-    for index, line in enumerate(lines):
-        if not any(tag in line for tag in tags) or len(line) > MAX_LINE_BYTES:
-            continue
-        try:
-            rec = json.loads(line.decode("utf-8", "replace"))  # decoded as the typed reader does
-        except (ValueError, RecursionError):
-            if index < len(lines) - 1:
-                bad.add(index + 1)
-                continue
-            m = re.search(_CUT_KEY, line)
-            if m and any(tag in line for tag in _OPEN_TAGS):  # a cut last line still names its run
-                keys.add(m.group(1).decode("utf-8", "replace"))
-            continue
-        if not isinstance(rec, dict):
-            continue
-        name, key, exp = rec.get("event"), rec.get("run_key"), rec.get("experiment_id")
-        # a run line the typed reader finds unreadable counts for nothing (recovery skips it too)
-        if (name in RUN_OPENS or name in RUN_CLOSES) and not _run_line_fits(rec):
-            bad.add(index + 1)
-        elif (name in RUN_OPENS or name in RUN_CLOSES) and key:
-            if name in RUN_OPENS:
-                keys.add(key)
-            else:
-                keys.discard(key)
-        elif name == INCIDENT and rec.get("kind") in (UNREADABLE_KIND, CUT_KIND) and isinstance(rec.get("line"), int):
-            said.add(rec["line"])
-        if unfinished_kind is None or not isinstance(exp, str):
-            continue
-        if name == INVOCATION_START:
-            unended[exp] = True
-        elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == unfinished_kind):
-            unended[exp] = False
-    return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
+    complete, cut = split_at_last_line_end(raw)
+    fold = JournalFold(unfinished_kind)
+    fold.feed(complete)
+    return fold.result(cut)
 
 
 _CLOSE_TAGS = tuple(f'"{n}"'.encode() for n in RUN_CLOSES)
@@ -155,5 +224,6 @@ def run_end_counts(raw: bytes) -> dict[str, int]:
 
 __all__ = [
     "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_LINE_BYTES", "RUN_CLOSES",
-    "RUN_OPENS", "UNREADABLE_KIND", "OpenWork", "open_work", "run_end_counts",
+    "RUN_OPENS", "UNREADABLE_KIND", "JournalFold", "OpenWork", "open_work", "run_end_counts",
+    "split_at_last_line_end",
 ]

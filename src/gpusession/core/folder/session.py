@@ -48,6 +48,7 @@ from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
+from gpusession.core.folder.caches import is_state_file
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.records.csvkeys import UNFINISHED_KIND
 
@@ -840,17 +841,25 @@ class SessionSummary:
     link_target: str | None = None
 
 
-def list_sessions(root: Path) -> list[SessionSummary]:
+#: What ``list`` needs of one session folder without opening it: its package, result rows
+#: and accepted corpora (:func:`gpusession.core.retrieval.status.list_facts`); raises
+#: ``BadInput``/``OSError`` where it does not read.
+ListFacts = Callable[[Path], "tuple[Package, int, int]"]
+
+
+def list_sessions(root: Path, facts: ListFacts | None = None) -> list[SessionSummary]:
     """Every session folder under ``root``, most recently modified first.
 
     A folder that does not open is listed with its error instead of failing the list;
     a folder that is a symbolic link is listed with its target and an error, never
     opened (a second link to one folder is no second session).
-    """
-    from gpusession.core.records.summary import (
-        accepted_unique_corpora,  # with the tables: not at start-up
-    )
 
+    Args:
+        root: the sessions folder.
+        facts: read each session's line from the state ``status`` keeps (O(1) in the
+            session's size, A5); where it refuses, the session is opened and its CSV read
+            as without it, so a refusal is worded as opening words it. ``None``: opened.
+    """
     root = Path(root)
     out: list[SessionSummary] = []
     if not root.is_dir():
@@ -866,19 +875,26 @@ def list_sessions(root: Path) -> list[SessionSummary]:
             continue
         try:
             validate_name(folder.name)
-            s = Session.open(root, folder.name, recover=False)
-            frame = s.results.read()
+            got = _listed(folder, facts)
+            if got is None:
+                from gpusession.core.records.summary import (
+                    accepted_unique_corpora,  # with the tables: not at start-up
+                )
+
+                s = Session.open(root, folder.name, recover=False)
+                frame = s.results.read()
+                got = (s.package, frame.height, accepted_unique_corpora(frame))
             mtime = max(
-                (p.stat().st_mtime for p in folder.iterdir() if p.is_file()),
+                (p.stat().st_mtime for p in folder.iterdir() if p.is_file() and not is_state_file(p.name)),
                 default=folder.stat().st_mtime,
             )
             out.append(
                 SessionSummary(
-                    name=s.name,
-                    gpu_model=s.package.gpu_model,
-                    package=s.package,
-                    runs=frame.height,
-                    accepted_corpora=accepted_unique_corpora(frame),
+                    name=folder.name,
+                    gpu_model=got[0].gpu_model,
+                    package=got[0],
+                    runs=got[1],
+                    accepted_corpora=got[2],
                     modified=mtime,
                 )
             )
@@ -896,6 +912,16 @@ def list_sessions(root: Path) -> list[SessionSummary]:
             )
     out.sort(key=lambda s: s.modified, reverse=True)
     return out
+
+
+def _listed(folder: Path, facts: ListFacts | None) -> tuple[Package, int, int] | None:
+    """``facts(folder)``; ``None`` without it or where it refuses (the session is then opened)."""
+    if facts is None:
+        return None
+    try:
+        return facts(folder)
+    except (BadInput, OSError):
+        return None
 
 
 def most_recent(root: Path) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
+from gpusession.core.folder.caches import checked_state
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
 CACHE_FILE = "count-cache.json"
@@ -92,6 +93,51 @@ def cache_key(folder: Path, session_doc: Mapping[str, Any] | None = None) -> lis
     return key
 
 
+def _session_doc(folder: Path) -> Mapping[str, Any] | None:
+    """``session.toml`` as the count reads it: the checked tables ``status`` kept, else parsed leniently.
+
+    Why: ``list`` and ``deliverables`` asked for each session's count parsed a
+    500-experiment ``session.toml`` every time; while the file is the one ``status``
+    checked (:func:`gpusession.core.folder.caches.checked_state`), its kept tables say the
+    same facts (unit, rule experiments, window).
+    """
+    state = checked_state(folder)
+    return state["session"] if state is not None else read_toml_lenient(folder / "session.toml")
+
+
+def _stat_entry(path: str) -> list[Any]:
+    """``[path, size, mtime_ns, ctime_ns]`` as :func:`cache_key` records a file (``None`` s when absent)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None, None, None]
+    return [path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def key_holds(folder: Path, key: Any, session_doc: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``key`` (a cache's) is what :func:`cache_key` would say now, without parsing ``approvals.toml``.
+
+    Source: S10, H-47. Why: ``status`` parsed ``approvals.toml`` (3,000 approvals) on
+    every call to list the decided files. While ``approvals.toml``'s size, mtime and
+    ctime are the key's, the decided files are those the key lists (the cache holds
+    them), so each is ``stat``-ed where the key names it: one ``stat`` per decided file,
+    no parse; a changed ``approvals.toml`` makes the key differ (a count made anew).
+
+    Args:
+        folder: the session folder.
+        key: the ``key`` a count cache holds (any value: a hand edit is sealed away anyway).
+        session_doc: its parsed ``session.toml`` when the caller holds it (else read here).
+    """
+    if session_doc is None:
+        session_doc = _session_doc(folder)
+    fixed = [str(folder / "approvals.toml"), str(folder / "resultats-bruts.csv")]
+    if (not isinstance(key, list) or len(key) < 3 or key[0] != ["session.toml", count_facts(session_doc)]
+            or not all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) for e in key[1:])
+            or [e[0] for e in key[1:3]] != fixed):
+        return False
+    return all(_stat_entry(entry[0]) == entry for entry in key[1:])
+
+
 def cached_words(folder: Path, *, stale_ok: bool = False,
                  session_doc: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The cached count when it still describes the files (size and mtime), else ``None``.
@@ -111,7 +157,7 @@ def cached_words(folder: Path, *, stale_ok: bool = False,
         return None
     if max(len(doc["short"]), len(doc["words"])) > MAX_WORDS_CHARS or doc.get("check") != cache_check(doc):
         return None  # edited by hand (or written before the check): counted anew (H-47, H-48)
-    doc["stale"] = doc.get("key") != cache_key(Path(folder), session_doc)
+    doc["stale"] = not key_holds(Path(folder), doc.get("key"), session_doc)
     if doc["stale"] and not stale_ok:
         return None
     return doc
@@ -164,7 +210,7 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
     """
     folder = Path(folder)
     if session_doc is None:
-        session_doc = read_toml_lenient(folder / "session.toml")
+        session_doc = _session_doc(folder)
     unit = declared_unit(session_doc)
     doc = cached_words(folder, stale_ok=True, session_doc=session_doc)
     if shown_in_status(doc):
@@ -191,5 +237,5 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
 DEFAULT_UNIT = ("accepted corpus", "accepted corpora")
 
 
-__all__ = ["CACHE_FILE", "CORPORA", "DEFAULT_UNIT", "cache_key", "cached_words", "declared_unit",
+__all__ = ["CACHE_FILE", "CORPORA", "DEFAULT_UNIT", "cache_key", "cached_words", "declared_unit", "key_holds",
            "shown_in_status", "status_count"]

@@ -24,7 +24,11 @@ the digest) and its ``counts_check`` is the checksum of its own counts (a count 
 by hand, up or down, no longer matches, H-47); hashing costs a read in C, not a parse,
 and the checksum none of the CSV. Otherwise it reads the whole file
 and checks every row as ``show`` does, with the same one-line refusal. Reading never
-writes, and never waits on a FIFO or a device in place of a session file.
+waits on a FIFO or a device in place of a session file, and writes only its own sealed
+state (:mod:`gpusession.core.folder.caches`): the journal's fold at an offset
+(:func:`open_run_keys`) and what it read of the checked TOML files (:func:`status_facts`),
+so the next call checks ``stat`` signatures and the journal's new bytes, not the session
+(A5); a hand edit of either file or of what it describes is folded or checked again.
 
 Whether the copy home is verified comes from the ``[retrieval]`` table of
 ``checklist.toml`` (written by ``gpusession pull`` into the local copy) or from the
@@ -48,7 +52,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gpusession.core.events.scan import open_work, run_end_counts
+from gpusession.core.events.scan import JournalFold, run_end_counts, split_at_last_line_end
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.frozen import frozen
@@ -66,6 +70,16 @@ from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_
 from gpusession.core.files.sessionname import check_name_secret
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlread import read_toml
+from gpusession.core.folder.caches import (
+    FILES_STATE,
+    JOURNAL_STATE,
+    checked_files_signatures,
+    checked_state,
+    is_state_file,
+    read_state,
+    to_json_value,
+    write_state,
+)
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
 from gpusession.core.retrieval.limit import (
@@ -641,7 +655,9 @@ def most_recent_session(root: Path) -> str | None:
     """The session folder under ``root`` used most recently (newest file at its top), cheaply.
 
     Only ``stat`` calls: nothing is opened (the TUI's choice, :func:`most_recent`, opens
-    every session).
+    every session). The state files ``status`` itself writes
+    (:data:`gpusession.core.folder.caches.STATE_FILES`) are no sign of use: a ``status``
+    of an older session never makes it the most recent.
     """
     best: tuple[float, str] | None = None
     try:
@@ -653,7 +669,8 @@ def most_recent_session(root: Path) -> str | None:
             continue
         try:
             mtime = max(
-                (e.stat().st_mtime for e in os.scandir(entry.path) if e.is_file()),
+                (e.stat().st_mtime for e in os.scandir(entry.path)
+                 if e.is_file() and not is_state_file(e.name)),  # status's own state: no use of the session
                 default=entry.stat().st_mtime,
             )
         except OSError:
@@ -892,9 +909,8 @@ def unfinished_runs(folder: Path) -> int:
 
     Opening the session (``show``, ``run``, the TUI) records each as an incident row
     (:func:`gpusession.core.folder.recovery.recover_locked`); until then the CSV holds fewer
-    rows than the session will, and ``status`` says so. Read by
-    :func:`gpusession.core.events.reading.open_work`, which parses only the journal lines
-    naming a run start or end and loads no record class (``status`` stays fast).
+    rows than the session will, and ``status`` says so. Read by :func:`open_run_keys`: the
+    journal's saved fold and the bytes appended since (no record class is loaded).
 
     Args:
         folder: the session folder.
@@ -903,11 +919,7 @@ def unfinished_runs(folder: Path) -> int:
         How many; 0 while a live process holds the run lock (a run in flight is no
         unfinished run), or when the journal does not read.
     """
-    try:
-        raw = read_plain(Path(folder) / JOURNAL)  # never waits on a FIFO
-    except (OSError, BadInput):
-        return 0
-    open_keys = open_work(raw).run_keys
+    open_keys = open_run_keys(Path(folder))
     if not open_keys:
         return 0
     from gpusession.core.folder.journal import lock_holder
@@ -915,13 +927,205 @@ def unfinished_runs(folder: Path) -> int:
     return 0 if lock_holder(Path(folder)) is not None else len(open_keys)
 
 
+#: Bytes just before the saved offset (and at the journal's start) whose CRC-32 the state
+#: keeps: a line inserted or removed before the offset shifts them, so the fold is redone.
+JOURNAL_WINDOW_BYTES = 4096
+#: New journal bytes folded before ``status`` writes the state again: a refresh reads at
+#: most this much besides the two windows, and tmux's call rarely writes.
+JOURNAL_REWRITE_BYTES = 64 * 1024
+
+
+def read_journal_span(fd: int, start: int, length: int) -> bytes:
+    """``length`` bytes of the open journal ``fd`` from ``start`` (fewer at its end).
+
+    The one place ``status`` reads the journal's bytes, so a test counts them (A5).
+    """
+    out = bytearray()
+    while len(out) < length:
+        chunk = os.pread(fd, min(length - len(out), _HASH_CHUNK_BYTES), start + len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def _crc(data: bytes) -> int:
+    import binascii
+
+    return binascii.crc32(data)
+
+
+def _journal_windows(fd: int, offset: int) -> tuple[int, int]:
+    """The CRC-32 of the journal's first and last :data:`JOURNAL_WINDOW_BYTES` before ``offset``."""
+    if offset <= 2 * JOURNAL_WINDOW_BYTES:
+        prefix = read_journal_span(fd, 0, offset)
+        return _crc(prefix[:JOURNAL_WINDOW_BYTES]), _crc(prefix[max(0, offset - JOURNAL_WINDOW_BYTES):])
+    head = read_journal_span(fd, 0, JOURNAL_WINDOW_BYTES)
+    tail = read_journal_span(fd, offset - JOURNAL_WINDOW_BYTES, JOURNAL_WINDOW_BYTES)
+    return _crc(head), _crc(tail)
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+
+
+def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple[JournalFold, int] | None:
+    """The fold the state holds and its offset, when the journal before it is still what was folded.
+
+    Refused (``None``: the whole journal is folded again, H-47) for another file (inode,
+    device), one that shrank, one rewritten in place at the same size (its ``stat``
+    signature moved without growing), or whose first or last bytes before the offset
+    changed (a line added, removed or edited there shifts or changes them).
+    """
+    if state is None:
+        return None
+    offset, lines, sig, keys = state.get("offset"), state.get("lines"), state.get("stat"), state.get("run_keys")
+    if not (_count_ok(offset) and _count_ok(lines) and _ints(sig) and isinstance(sig, list) and len(sig) == 5
+            and isinstance(keys, list) and all(isinstance(k, str) for k in keys)
+            and _ints(state.get("bad")) and _ints(state.get("said"))):
+        return None
+    assert isinstance(offset, int) and isinstance(lines, int)  # _count_ok said so
+    now = _signature(st)
+    if sig[3:] != now[3:] or offset > st.st_size or st.st_size < sig[0]:
+        return None  # another file, or one that shrank
+    if now != sig:
+        if st.st_size == sig[0]:
+            return None  # rewritten in place: the same size, not one byte appended
+        if [state.get("head_crc"), state.get("tail_crc")] != list(_journal_windows(fd, offset)):
+            return None
+    fold = JournalFold()
+    fold.lines, fold.keys = lines, set(keys)
+    fold.bad, fold.said = set(state["bad"]), set(state["said"])
+    return fold, offset
+
+
+def open_run_keys(folder: Path) -> frozenset[str]:
+    """The runs the journal started and never ended, from its saved fold and the bytes since (S7, A5).
+
+    Source: A5 (a refresh costs the new work, not the session). Why: reading a 15 MB
+    journal on tmux's call every few seconds made ``status`` 50× ``python -c pass``.
+
+    ``journal-state.json`` (:data:`gpusession.core.folder.caches.JOURNAL_STATE`) holds the
+    fold of :class:`gpusession.core.events.scan.JournalFold` at a line end (``offset``,
+    ``lines``, the open ``run_keys``, the unreadable ``bad`` lines and the ``said`` ones),
+    the journal's ``stat`` signature then and the CRC-32 of its first and last
+    :data:`JOURNAL_WINDOW_BYTES` before the offset. While they hold, only the bytes after
+    the offset are read and folded (at most :data:`JOURNAL_REWRITE_BYTES` before the state
+    is written again); otherwise the whole journal is folded once and the state written.
+    The same keys as :func:`gpusession.core.events.scan.open_work` over the whole file.
+
+    Returns:
+        The open run keys; empty when the journal is missing, unreadable or not a plain
+        file (never waited on).
+    """
+    path = Path(folder) / JOURNAL
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return frozenset()
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return frozenset()
+        resumed = _resumed(fd, st, read_state(folder, JOURNAL_STATE))
+        fold, offset = resumed if resumed is not None else (JournalFold(), 0)
+        complete, cut = split_at_last_line_end(read_journal_span(fd, offset, st.st_size - offset))
+        fold.feed(complete)
+        if resumed is None or len(complete) >= JOURNAL_REWRITE_BYTES:
+            end = offset + len(complete)
+            head, tail = _journal_windows(fd, end)
+            write_state(folder, JOURNAL_STATE, {
+                "offset": end, "lines": fold.lines, "stat": _signature(st), "head_crc": head, "tail_crc": tail,
+                "run_keys": sorted(fold.keys), "bad": sorted(fold.bad), "said": sorted(fold.said)})
+        return fold.result(cut).run_keys
+    except OSError:
+        return frozenset()
+    finally:
+        os.close(fd)
+
+
+#: ``session.toml`` tables ``status`` reads (the package, the limit, the unit; D1, S6, S8).
+_STATUS_TABLES = ("package", "limit", "deliverable")
+
+
+def _status_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    """What ``status`` reads of a checked ``session.toml``: name, creation, its tables, the rule experiments.
+
+    The rule experiments keep only their protocol's kind: what
+    :func:`gpusession.core.money.count_cache.count_facts` reads (S10).
+    """
+    from gpusession.core.money.count_cache import RULE_KIND
+
+    out = {k: doc[k] for k in ("name", "created_at", *_STATUS_TABLES) if k in doc}
+    exps = doc.get("experiments")
+    if isinstance(exps, dict):
+        out["experiments"] = {k: {"protocol": {"kind": RULE_KIND}} for k, v in exps.items()
+                              if isinstance(v, dict) and isinstance(v.get("protocol"), dict)
+                              and v["protocol"].get("kind") == RULE_KIND}
+    return out
+
+
+def status_facts(folder: Path) -> tuple[dict[str, Any], Retrieval, Counts]:
+    """What ``status`` needs of the session's TOML files, checked, and the CSV's counts (S6, H-47).
+
+    Source: A5 (a refresh costs the new work). Why: parsing a 500-experiment
+    ``session.toml`` on tmux's call every few seconds cost 0.8 s. ``status-files.json``
+    (:data:`gpusession.core.folder.caches.FILES_STATE`) keeps, sealed, what
+    :func:`check_session_files` returned the last time it passed: the tables ``status``
+    reads of ``session.toml`` (:func:`_status_doc`) and the copy-home state, under the
+    ``stat`` signatures (size, modification and change times, inode, device) of
+    ``session.toml``, ``checklist.toml`` and ``order.toml`` taken before they were read.
+    While all three match, none is parsed (every check had passed on those bytes: a
+    change moves the change time, which no user call sets back); otherwise they are
+    checked as :func:`check_session_files` checks them, with the same refusal, and the
+    state written again when they pass.
+
+    Returns:
+        The ``session.toml`` tables read, the copy-home state and the counts.
+
+    Raises:
+        BadInput: as :func:`check_session_files`.
+    """
+    folder = Path(folder)
+    sigs = checked_files_signatures(folder)  # before they are read: a change while read is checked next time
+    state = checked_state(folder)
+    if state is not None:
+        for name in (RESULTS_CSV, JOURNAL):  # first, as check_session_files: never waits on a FIFO
+            refuse_link_or_special(folder / name)
+        return state["session"], Retrieval(state["copy_verified"], state["copy_words"]), _checked_counts(folder)
+    full, checklist, counts = check_session_files(folder)
+    doc = _status_doc(full)
+    retrieval = retrieval_state(folder, checklist)
+    write_state(folder, FILES_STATE, {"files": sigs, "session": to_json_value(doc),
+                                      "copy_verified": retrieval.verified, "copy_words": retrieval.words})
+    return doc, retrieval, counts
+
+
+def list_facts(folder: Path) -> tuple[Package, int, int]:
+    """What ``gpusession list`` says of a session: its package, result rows, accepted corpora (S6, A5).
+
+    From the state ``status`` reads (:func:`status_facts`: the checked TOML files by their
+    signatures, ``summary.json``), so a list of month-long sessions parses none of their
+    ``session.toml`` nor CSV while they are unchanged; the same counts as ``status``.
+
+    Raises:
+        BadInput: as :func:`check_session_files` (``list`` then opens the session to word it).
+    """
+    folder = Path(folder)
+    doc, _retrieval, counts = status_facts(folder)
+    package = Package.from_toml(doc.get("package", {}), folder / SESSION_TOML)
+    return package, counts.rows, counts.accepted_unique_corpora
+
+
 def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatus:
     """The status of the session in ``folder`` at ``now`` (S6).
 
     Reads ``session.toml``, ``checklist.toml``, ``order.toml`` (checked as every command
-    checks them: :func:`check_session_files`), ``summary.json`` (the rows of the CSV are
-    read and checked only when it does not describe the CSV) and the journal's run
-    records; imports no polars; never waits on a FIFO.
+    checks them, :func:`check_session_files`, once per change of their ``stat``
+    signatures: :func:`status_facts`), ``summary.json`` (the rows of the CSV are read and
+    checked only when it does not describe the CSV) and the journal's open runs (its
+    saved fold and the bytes since: :func:`open_run_keys`); imports no polars; never
+    waits on a FIFO. O(1) in the session's size while nothing but the journal's end changed.
 
     Args:
         folder: the session folder.
@@ -942,10 +1146,9 @@ def session_status(folder: Path, *, now: datetime | None = None) -> SessionStatu
         raise linked_session(folder)
     if not _NAME_RE.match(folder.name) or ".." in folder.name or not folder.is_dir():
         raise BadInput(f"no session {folder.name!r} in {folder.parent}", path=folder)
-    doc, checklist, counts = check_session_files(folder)
+    doc, retrieval, counts = status_facts(folder)  # the TOML files checked once per change
     package = Package.from_toml(doc.get("package", {}), folder / SESSION_TOML)
     window = package_window(package, now)
-    retrieval = retrieval_state(folder, checklist)
     left = window.time_left_words()  # the same words as `show` and the TUI header
     return SessionStatus(
         name=folder.name,

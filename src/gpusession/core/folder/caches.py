@@ -1,0 +1,208 @@
+"""The small sealed state files ``status`` keeps beside ``summary.json`` (S7, H-47).
+
+Source: issue 43 ("the tmux line and ``status`` read saved state and check it in O(1)").
+Why: ``status`` runs every few seconds from tmux; re-reading a 15 MB journal or parsing
+a 500-experiment ``session.toml`` each time made it 50× ``python -c pass``. These files
+hold what it folded or checked, with what it was made from, so the next call checks
+``stat`` signatures and a bounded number of bytes instead.
+
+Each is JSON, written atomically (:func:`write_state`: the convention of
+:func:`gpusession.core.files.tomlio.write_atomic_bytes`, mode 0600), sealed as ``count-cache.json`` is (a CRC-32 of its own fields, ``check``):
+a hand edit, a file of another shape, a link, a FIFO or one over
+:data:`STATE_MAX_BYTES` reads as absent, and the caller then reads the session as if
+there were no state. A failure to write is never an error: it is a cache. Datetimes
+(``session.toml``'s package start) are kept as ``{"$datetime": ISO 8601}``.
+
+Standard library only (tmux's call): neither the TOML writer nor the secret detectors.
+"""
+
+from __future__ import annotations
+
+import binascii
+import fcntl
+import json
+import os
+from collections.abc import Mapping
+from datetime import date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.nesting import loads_json
+from gpusession.core.files.textio import read_plain
+
+#: The journal's fold at an offset (:mod:`gpusession.core.events.scan`): open runs, lines.
+JOURNAL_STATE = "journal-state.json"
+#: What ``status`` needs of ``session.toml``, ``checklist.toml`` and ``order.toml``, checked.
+FILES_STATE = "status-files.json"
+#: Every state file ``status`` may write: never a sign of the session's use (most recent).
+STATE_FILES = frozenset({JOURNAL_STATE, FILES_STATE})
+#: The largest state file read (bytes); a larger one reads as absent.
+STATE_MAX_BYTES = 4 * 1024 * 1024
+#: The state files' ``schema``.
+STATE_SCHEMA = 1
+
+
+def is_state_file(name: str) -> bool:
+    """Whether ``name`` is one of :data:`STATE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
+
+    Why: ``status`` writing its state is no use of the session; the most recent session and
+    ``list``'s order never count it.
+    """
+    return name in STATE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in STATE_FILES))
+
+
+def seal(doc: Mapping[str, Any]) -> str:
+    """The CRC-32 a state file keeps of its fields but ``check``, ``crc32:…`` (H-47).
+
+    Why: a value edited by hand must read as absent, never trusted; the threat is an
+    edit, not a forger, so a CRC in C does (no OpenSSL start-up on tmux's call).
+    """
+    canon = json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True,
+                       ensure_ascii=False, separators=(",", ":"))
+    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
+
+
+def read_state(folder: Path, name: str) -> dict[str, Any] | None:
+    """The sealed state ``name`` of ``folder``; ``None`` when absent or not to be trusted.
+
+    Missing, unreadable, a link or not a plain file, over :data:`STATE_MAX_BYTES`, not
+    JSON, nested past the bound (H-39), another schema or a seal that does not match.
+    """
+    path = Path(folder) / name
+    try:
+        raw = read_plain(path, max_bytes=STATE_MAX_BYTES + 1, follow_links=False)
+        if len(raw) > STATE_MAX_BYTES:
+            return None
+        doc = loads_json(raw, path)
+    except (OSError, ValueError, BadInput, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA or doc.get("check") != seal(doc):
+        return None
+    return doc
+
+
+def write_state(folder: Path, name: str, doc: Mapping[str, Any]) -> bool:
+    """Write ``doc`` sealed as ``name`` in ``folder``, atomically; ``False`` when the disk refused.
+
+    The convention of :func:`gpusession.core.files.tomlio.write_atomic_bytes` without its
+    imports (the TOML writer and the secret detectors: a third of tmux's call): a
+    temporary ``.<name>.<random>.tmp`` beside it, mode 0600, ``flock``-ed until renamed
+    (so opening the session never removes a write in progress), fsynced, then
+    ``os.replace`` (a link at ``name`` is replaced, never written through). Never raises
+    for a write refused (a full disk, a read-only copy, a folder in its place): the next
+    reader folds or checks again.
+    """
+    body = {**doc, "schema": STATE_SCHEMA}
+    body["check"] = seal(body)
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    target = Path(folder) / name
+    tmp = Path(folder) / f".{name}.{os.urandom(6).hex()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        return False
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        if os.path.isdir(target):
+            raise IsADirectoryError(str(target))
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def file_signature(path: Path) -> list[int] | None:
+    """``[size, mtime_ns, ctime_ns, inode, device]`` of ``path`` (never followed as a link); ``None`` when absent.
+
+    The change time moves on every write and no user call sets it back (``touch -r``,
+    ``os.utime`` set the modification time only): an equal signature means the same bytes.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+#: The files :data:`FILES_STATE` is kept under, by their signatures, in this order.
+CHECKED_FILES = ("session.toml", "checklist.toml", "order.toml")
+
+
+def checked_files_signatures(folder: Path) -> list[list[int] | None]:
+    """The signatures of :data:`CHECKED_FILES` in ``folder`` now."""
+    return [file_signature(Path(folder) / n) for n in CHECKED_FILES]
+
+
+def checked_state(folder: Path) -> dict[str, Any] | None:
+    """:data:`FILES_STATE` while it still describes the TOML files, with ``session`` decoded; else ``None``.
+
+    Source: H-47. Why: ``status``, ``list`` and the count of deliverables read the
+    ``session.toml`` tables they need without parsing it while the files are the ones
+    checked (:func:`gpusession.core.retrieval.status.status_facts` writes it).
+    """
+    state = read_state(folder, FILES_STATE)
+    sigs = checked_files_signatures(folder)
+    if state is None or sigs[0] is None or state.get("files") != sigs:
+        return None
+    try:
+        doc = from_json_value(state.get("session"))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(state.get("copy_verified"), bool) \
+            or not isinstance(state.get("copy_words"), str):
+        return None
+    return {**state, "session": doc}
+
+
+def to_json_value(value: Any) -> Any:
+    """A TOML value as JSON: dates and times as ``{"$datetime": …}``, ``{"$date": …}``, ``{"$time": …}``."""
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, time):
+        return {"$time": value.isoformat()}
+    if isinstance(value, Mapping):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    return value
+
+
+def from_json_value(value: Any) -> Any:
+    """The inverse of :func:`to_json_value`.
+
+    Raises:
+        ValueError: a tagged date or time that does not read.
+    """
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((tag, text),) = value.items()
+            if tag == "$datetime" and isinstance(text, str):
+                return datetime.fromisoformat(text)
+            if tag == "$date" and isinstance(text, str):
+                return date.fromisoformat(text)
+            if tag == "$time" and isinstance(text, str):
+                return time.fromisoformat(text)
+        return {k: from_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_value(v) for v in value]
+    return value
+
+
+__all__ = ["CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "STATE_FILES", "STATE_MAX_BYTES",
+           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "is_state_file",
+           "read_state",
+           "seal", "to_json_value", "write_state"]
