@@ -29,6 +29,7 @@ import pytest
 import gpusession.bench.runner as runner_module
 from gpusession.bench.process import EOF_EVENT
 from gpusession.core.events import (
+    WorkerApplied,
     WorkerDone,
     WorkerEnvironment,
     WorkerLoaded,
@@ -68,9 +69,14 @@ def loaded(spec: dict[str, Any]) -> list[Any]:
     """The default preamble, as the real worker says it: the environment on the CPU, the load
     (half a second; none for a ``command`` workload, which loads nothing), then the warm-up
     a warm worker announces, every iteration done."""
-    command = spec["experiment"].get("workload") == "command"
-    out = [WorkerEnvironment(environment={"device": "cpu", "python_version": "3"}),
-           WorkerLoaded(elapsed_s=None if command else 0.5, revisions={})]
+    exp = spec["experiment"]
+    command = exp.get("workload") == "command"
+    out: list[Any] = [] if command else [WorkerApplied(
+        seed=exp.get("seed", 0), seeded=["random", "torch"],
+        precision=None if exp.get("varied") == "precision" else exp.get("precision", "fp32"),
+        context_limit=exp.get("context_limit"), params=dict(exp.get("params", {})))]
+    out += [WorkerEnvironment(environment={"device": "cpu", "python_version": "3"}),
+            WorkerLoaded(elapsed_s=None if command else 0.5, revisions={})]
     n = spec.get("warmup_iterations", 0)
     if n:
         per = {w["variant_id"]: n for w in spec["warmup"]}
@@ -88,9 +94,23 @@ def copy_corpus(spec: dict[str, Any], run: dict[str, Any], out: Path, order: int
                 rec = json.loads(line)
                 dst.write(json.dumps({"id": rec["id"], "label": rec["label"]}) + "\n")
     warm = spec.get("warmup_iterations", 0) if run["phase"] == "warm" else 0
+    took, offered = echo(spec, run)
     return [WorkerRunFinished(run_key=run["run_key"], ok=True, elapsed_s=elapsed_s, output=str(out),
                               phase=run["phase"], scope="full-chain", order=order,
-                              warmup_iterations=warm)]
+                              warmup_iterations=warm, applied=took, offered=offered)]
+
+
+def echo(spec: dict[str, Any], run: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None]:
+    """What the real worker echoes of one run (A2): a Python workload every setting; a command
+    those its arguments take (``{batch}``, ``{seed}``…), the others offered as variables."""
+    exp = spec["experiment"]
+    values = {"batch": run["batch"], "context": run.get("context"), "seed": exp.get("seed"),
+              "precision": run.get("precision", exp.get("precision"))}
+    if exp.get("workload") != "command":
+        return {**values, "params": dict(run.get("params", exp.get("params", {})))}, None
+    argv = [str(a) for a in exp.get("params", {}).get("command", [])]
+    took = {k: v for k, v in values.items() if v is not None and any(f"{{{k}}}" in a for a in argv)}
+    return took, [k for k, v in values.items() if v is not None and k not in took]
 
 
 def session_of(spec: dict[str, Any]) -> Path:

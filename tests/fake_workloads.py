@@ -230,6 +230,45 @@ class OneArgLoad:
         return ["a"] * len(texts)
 
 
+class Probe(Echo):
+    """Records what it received, one JSON line each, to the file ``probe`` names (A2).
+
+    At ``load``: ``{"kind": "load", "pid", "seed" (what its factory got), "torch_seed"
+    (``torch.initial_seed()``), "random_first" (the first ``random.random()``),
+    "numpy_first" (the first ``numpy.random.random_sample()``), "env_seed"
+    ($GPUSESSION_SEED), "device", "precision", "context", "params" (every other keyword
+    argument of its factory)}``; at each ``predict``: ``{"kind": "predict", "pid",
+    "batch": len(texts), "first": texts[0]}``. A row of its run is checked cell by cell
+    against these. Imports torch and numpy (the worker's).
+    """
+
+    def __init__(self, probe: str, seed: int | None = None, **params: Any) -> None:
+        super().__init__(**params)
+        self.probe = Path(probe)
+        self.seed = seed
+        self.params = {"probe": probe, **params}
+
+    def _write(self, record: dict[str, Any]) -> None:
+        with open(self.probe, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"pid": os.getpid(), **record}) + "\n")
+
+    def load(self, device: str, precision: str, context_limit: int | None) -> None:
+        import random
+
+        import numpy
+        import torch
+
+        self._write({"kind": "load", "seed": self.seed, "torch_seed": torch.initial_seed(),
+                     "random_first": random.random(), "numpy_first": float(numpy.random.random_sample()),
+                     "env_seed": os.environ.get("GPUSESSION_SEED"), "device": device,
+                     "precision": precision, "context": context_limit, "params": self.params})
+        super().load(device, precision, context_limit)
+
+    def predict(self, texts: list[str]) -> list[str]:
+        self._write({"kind": "predict", "batch": len(texts), "first": texts[0] if texts else None})
+        return super().predict(texts)
+
+
 def write_corpus(path: Path, n: int = 8, words: int = 5) -> Path:
     """A JSONL corpus of ``n`` texts labelled a/b; each text has ``words`` words."""
     path.parent.mkdir(parents=True, exist_ok=True)

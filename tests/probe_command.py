@@ -2,7 +2,7 @@
 
 Usage: ``python3 probe_command.py LOG CORPUS OUTPUT [ARG ...]``. Appends one JSON line to
 LOG per call: ``{"args": [ARG, ...], "output": OUTPUT, "env": {every GPUSESSION_PARAM_*,
-GPUSESSION_PRECISION, GPUSESSION_BATCH}}``, then writes each corpus record's id and label
+GPUSESSION_PRECISION, GPUSESSION_BATCH, GPUSESSION_SEED}}``, then writes each corpus record's id and label
 to OUTPUT, so the run's output is accepted. Standard library only: a command workload
 runs it in a process of its own.
 """
@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-KEPT = ("GPUSESSION_PRECISION", "GPUSESSION_BATCH")
+KEPT = ("GPUSESSION_PRECISION", "GPUSESSION_BATCH", "GPUSESSION_SEED")
 
 
 def main(argv: list[str]) -> int:

@@ -181,13 +181,13 @@ def test_h34_the_worker_fills_whole_arguments_with_plain_paths_and_the_same_in_t
         with _placeholder_env(spec, {"batch": 4}, out):
             assert {k: os.environ[k] for k in ENV.values()} == {
                 ENV["batch"]: "4", ENV["output"]: str(out), ENV["corpus"]: link, ENV["context"]: "",
-                ENV["precision"]: ""}
+                ENV["precision"]: "", ENV["seed"]: ""}
         assert ENV["corpus"] not in os.environ
     finally:
         remove_plain_paths(plain)
     assert environment(values)[ENV["corpus"]] == "/p/corpus.jsonl"
     assert set(ENV.values()) == {"GPUSESSION_BATCH", "GPUSESSION_OUTPUT", "GPUSESSION_CORPUS",
-                                 "GPUSESSION_CONTEXT", "GPUSESSION_PRECISION"}
+                                 "GPUSESSION_CONTEXT", "GPUSESSION_PRECISION", "GPUSESSION_SEED"}
 
 
 PWNED_CORPUS = "x;touch PWNED_by_name;#.jsonl"

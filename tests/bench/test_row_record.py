@@ -52,6 +52,9 @@ def test_c1_a_command_without_precision_or_batch_leaves_them_empty_with_the_note
     assert all(r["python_version"] is None and r["torch_version"] is None for r in rows), rows
     notes = str(rows[0]["notes"])
     assert "batch offered in $GPUSESSION_BATCH, not verifiable for a command" in notes, notes
+    # a seed nobody passed is no seed=0 (A2): empty, and said to be offered only
+    assert all(r["seed"] is None for r in rows), rows
+    assert "seed offered in $GPUSESSION_SEED, not verifiable for a command" in notes, notes
     assert "scope=full-chain" in notes and "code=unknown" in notes, notes
     assert "tolerance=none (no validation protocol)" in notes, notes
 
@@ -66,10 +69,23 @@ def test_c1_a_command_taking_precision_and_batch_receives_and_records_them(
     argv = next((session.folder / "runs" / "c").rglob("*.argv")).read_text()
     assert argv == "--batch=2 fp16"  # what the row says is what the command received
     notes = str(rows[0]["notes"])
-    assert "offered in" not in notes and "tolerance=0.05 below threshold 0.4 (macro_f1)" in notes, notes
+    assert "batch offered in" not in notes and "tolerance=0.05 below threshold 0.4 (macro_f1)" in notes, notes
+    assert rows[0]["seed"] is None and "seed offered in $GPUSESSION_SEED, not verifiable for a command" in notes
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed on this machine")
+def test_a2_a_command_taking_seed_receives_it_and_its_row_states_it(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
+    """``{seed}`` fills the seed cell with what the command received; ``--seed`` stays accepted."""
+    script = session.folder / "echo.py"
+    script.write_text(ECHO)
+    rows = _run_command(capsys, sessions_root, session, script, "--seed={seed}", "--seed", "7")
+    argv = next((session.folder / "runs" / "c").rglob("*.argv")).read_text()
+    assert argv == "--seed=7"
+    assert rows and all(r["seed"] == 7 for r in rows), rows
+    assert "seed offered in" not in str(rows[0]["notes"])
+
+
 def test_r1_a_command_records_the_git_revision_of_the_repository_holding_its_program(
         capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session, tmp_path: Path) -> None:
     repo = tmp_path / "prog"

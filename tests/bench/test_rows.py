@@ -17,7 +17,7 @@ from gpusession.bench.rows import (
     run_row,
 )
 from gpusession.bench.timing import RESERVED_CARRY_NOTE
-from gpusession.core.events import WorkerLoaded, WorkerRunFinished
+from gpusession.core.events import WorkerApplied, WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.records.results import ResultRow
 
@@ -28,11 +28,15 @@ COLD = ScheduledRun(phase="cold", variant_id="batch-4", run_index=1, worker="col
 NO_LOAD = None  # a quiet load (ConcurrentLoad.quiet): the recorder passes no words
 
 
-def _base() -> ResultRow:
+APPLIED = WorkerApplied(seed=7, seeded=["random", "numpy", "torch"], precision="fp16", context_limit=512)
+
+
+def _base(applied: WorkerApplied | None = APPLIED) -> ResultRow:
     return base_row(EXP, environment={"device": "cuda:0", "gpu_model": "RTX A5000", "gpu_count": 1,
                                       "torch_version": "2.4.0"},
                     revisions={"model_revision": "m1", "tokenizer_revision": "t1"},
-                    corpus_revision="c1", duration_days=7, lots=1, package_total_usd_minor=1234)
+                    corpus_revision="c1", duration_days=7, lots=1, package_total_usd_minor=1234,
+                    applied=applied)
 
 
 def _finished(**kw: Any) -> WorkerRunFinished:
@@ -57,6 +61,21 @@ def test_r10_base_row_carries_the_environment_revisions_and_package() -> None:
     assert (row.model_revision, row.tokenizer_revision, row.corpus_revision) == ("m1", "t1", "c1")
     assert (row.duration_days, row.lots, row.package_total_usd_minor) == (7, 1, 1234)
     assert row.driver_version is None  # not observed: empty, never made up
+
+
+def test_a2_seed_and_precision_are_the_workers_never_the_definitions() -> None:
+    """The worker's echo fills the cells; a worker that said nothing leaves them empty (A2)."""
+    other = WorkerApplied(seed=3, precision="bf16")
+    assert (_base(other).seed, _base(other).precision) == (3, "bf16")  # not EXP's 7 and fp16
+    assert (_base(None).seed, _base(None).precision) == (None, None)  # never the definition's
+
+
+def test_a2_run_row_takes_batch_context_seed_precision_from_the_runs_echo() -> None:
+    echo = {"batch": 3, "context": 64, "seed": 11, "precision": "fp32"}
+    row = run_row(_base(), EXP, WARM, phase="warm", warmup_iterations=0, applied=echo)
+    assert (row.batch, row.context, row.seed, row.precision) == (3, 64, 11, "fp32")
+    command = run_row(_base(None), EXP, WARM, phase="warm", warmup_iterations=0, applied={"batch": 8})
+    assert (command.batch, command.context, command.seed, command.precision) == (8, None, None, None)
 
 
 def test_s7_load_slot_counts_a_cold_load_under_its_variant_and_a_warm_one_under_all() -> None:

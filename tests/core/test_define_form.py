@@ -200,12 +200,13 @@ def test_r1_run_validation_finds_the_corpus_and_splits_by_the_same_rule(sessions
 
 @pytest.mark.torch
 def test_param_types_match_the_constructors_annotations() -> None:
-    """The table declares each constructor argument with the type it is annotated with."""
+    """The table declares each constructor argument with the type it is annotated with; ``seed``
+    is the worker's (``--seed``, A2), never a param."""
     from gpusession.bench.workloads.bbc_news import BbcNewsWorkload
     from gpusession.bench.workloads.synthetic_mlp import SyntheticMlp
     from gpusession.core.experiment.params import PARAM_TYPES
 
     for name, cls in (("bbc-news", BbcNewsWorkload), ("synthetic-mlp", SyntheticMlp)):
         declared = {p.name: p.annotation for p in inspect.signature(cls.__init__).parameters.values()
-                    if p.name != "self" and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+                    if p.name not in ("self", "seed") and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
         assert declared == {k: t.__name__ for k, t in PARAM_TYPES[name].items()}, name

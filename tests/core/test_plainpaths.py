@@ -83,8 +83,9 @@ def test_h34_values_substituted_are_plain_paths_and_integers(tmp_path: Path) -> 
     out = tmp_path / "s" / "runs" / "e" / "context-512" / "warm-2.jsonl"
     values = substitution_values(plain, batch=4, context=512, output=out)
     assert values == {"batch": "4", "output": str(out), "corpus": str(private / "corpus.jsonl"),
-                      "context": "512", "precision": ""}
+                      "context": "512", "precision": "", "seed": ""}
     assert substitution_values(plain, batch=1, context=None, output=out)["context"] == ""
+    assert substitution_values(plain, batch=1, context=None, output=out, seed=-7)["seed"] == "-7"
     for batch in ("4; touch INJECTED", True, 4.0, None):
         with pytest.raises(BadInput) as exc:
             substitution_values(plain, batch=batch, context=None, output=out)
@@ -92,6 +93,9 @@ def test_h34_values_substituted_are_plain_paths_and_integers(tmp_path: Path) -> 
     with pytest.raises(BadInput) as exc:
         substitution_values(plain, batch=1, context="$(x)", output=out)
     assert "{context} must be an integer" in str(exc.value)
+    with pytest.raises(BadInput) as exc:
+        substitution_values(plain, batch=1, context=None, output=out, seed="7; touch INJECTED")
+    assert "{seed} must be an integer" in str(exc.value)
 
 
 def test_h34_an_output_outside_the_runs_folder_or_not_plain_below_it_is_refused(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -334,38 +334,50 @@ def select_variant(workload: Any, variant: str) -> None:
         workload.select_variant(variant)
 
 
-def open_workload(spec: dict[str, Any]) -> Any:
+def open_workload(spec: dict[str, Any], seed: int | None = None) -> tuple[Any, dict[str, dict[str, Any]]]:
     """The experiment's workload, resolved from its name and parameters (not loaded yet).
 
     Every param reaches the factory (A3); a varied precision or param makes one instance
     per variant of this worker (:class:`gpusession.bench.workloads.per_variant.PerVariant`),
     each built with its variant's value and loaded at its variant's precision.
 
+    Args:
+        spec: the worker spec.
+        seed: the seed the worker applied, passed as ``seed=`` to a factory that names
+            one (:func:`gpusession.bench.workloads.base.factory_kwargs`, A2).
+
+    Returns:
+        The workload and, per variant id of this worker, the keyword arguments its
+        factory got (the rows' ``params``, A2).
+
     Raises:
         ValueError: a context sweep (``varied = "context"``, R9) of a workload with no
             ``set_context(limit)``.
         Exception: whatever resolving the user's workload raises (a load incident).
     """
-    from gpusession.bench.workloads.base import resolve, supports_context
+    from gpusession.bench.workloads.base import build, supports_context
     from gpusession.bench.workloads.per_variant import PerVariant
 
     exp = spec["experiment"]
     params = dict(exp.get("params", {})) | spec.get("params", {})
     workload: Any
+    settings = {s["variant_id"]: s for s in [*spec.get("warmup", []), *spec.get("runs", [])]}
     varied = str(exp.get("varied", "batch"))
     if varied in ("batch", "context"):  # applied per call: one instance serves every variant
-        workload = resolve(exp["workload"], params)
+        workload, kwargs = build(exp["workload"], params, seed)
+        given = dict.fromkeys(settings, kwargs)
     else:  # A3: the factory (a param) or load() (precision) takes it: one instance per variant
-        settings = {s["variant_id"]: s for s in [*spec.get("warmup", []), *spec.get("runs", [])]}
+        built = {v: build(exp["workload"], params | ({varied: s["params"][varied]} if varied in s.get("params", {})
+                                                     else {}), seed)
+                 for v, s in settings.items()}
         workload = PerVariant(
-            {v: resolve(exp["workload"], params | ({varied: s["params"][varied]} if varied in s.get("params", {})
-                                                   else {}))
-             for v, s in settings.items()},
+            {v: b[0] for v, b in built.items()},
             {v: str(s.get("precision") or exp.get("precision", "fp32")) for v, s in settings.items()})
+        given = {v: b[1] for v, b in built.items()}
     if exp.get("varied") == "context" and not supports_context(workload):
         raise ValueError(f"the workload {exp['workload']} cannot vary the context: it has no "
                          "set_context(limit) to apply each run's limit")
-    return workload
+    return workload, given
 
 
 @dataclass(frozen=True)
@@ -477,6 +489,10 @@ class TorchWork:
             and on a group's other ranks (the leader reads every rank's GPU).
         unrecoverable: the type of a sticky CUDA error seen in the warm-up (this process
             cannot use the GPU again), else ``None``.
+        applied: what the worker applied before the load (``seed``, ``precision``,
+            ``context_limit``: :class:`gpusession.core.events.WorkerApplied`; ``params``:
+            the factory's keyword arguments by variant id, less ``seed``), echoed in each
+            run's ``applied`` with its batch and context (A2).
     """
 
     spec: dict[str, Any]
@@ -488,6 +504,7 @@ class TorchWork:
     timer: SyncTimer
     meter: Any = None
     unrecoverable: str | None = None
+    applied: dict[str, Any] = field(default_factory=dict)
 
     @property
     def per_context(self) -> bool:
@@ -604,6 +621,7 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
         "tokens": count_tokens(w.workload, texts), "context": context,
         "n_inputs": len(w.inputs.ids), "phase": run["phase"], "scope": _scope(w),
         "order": order, "warmup_iterations": warm_done.get(run["variant_id"], 0),
+        "applied": applied_settings(w, run, batch, context),
     }
     if after_oom:
         fields["unmeasured_pass"] = _unmeasured_pass(w, batch)
@@ -629,6 +647,23 @@ def measured_run(w: TorchWork, run: dict[str, Any], out_path: Path, order: int,
     if callable(expected):
         fields["expected_memory"] = expected(batch)
     return fields, ran_out
+
+
+def applied_settings(w: TorchWork, run: dict[str, Any], batch: int, context: int | None) -> dict[str, Any]:
+    """The settings one run used, as the worker applied them (A2): the row's cells come from these.
+
+    ``batch``: texts per ``predict`` call; ``context``: the limit the work ran under
+    (the run's own, through ``set_context``, in a context sweep; else the one ``load()``
+    got); ``seed``: the process's (:attr:`TorchWork.applied`); ``precision``: the one its
+    variant's instance was loaded at (a precision sweep, A3), else the process's;
+    ``params``: the keyword arguments its variant's factory got, less ``seed``.
+    """
+    varied = w.spec["experiment"].get("varied")
+    precision = (run.get("precision") or w.applied.get("precision")) if varied == "precision" \
+        else w.applied.get("precision")
+    return {"batch": batch, "context": context if w.per_context else w.applied.get("context_limit"),
+            "seed": w.applied.get("seed"), "precision": precision,
+            "params": dict(w.applied.get("params", {}).get(run["variant_id"], {}))}
 
 
 def _metered(w: TorchWork, fields: dict[str, Any]) -> Callable[[], dict[str, float | None]] | None:
@@ -715,6 +750,6 @@ __all__ = [
     "LOAD_FAILED_EXIT", "Inputs", "Load", "TorchWork", "empty_cache", "end_group_after",
     "failure_fields", "group_loaded", "group_warmup", "is_oom", "is_unrecoverable", "load_failed", "load_phase",
     "measure_or_fail", "measure_ranks", "measured_phase", "measured_run", "open_workload",
-    "peak_rss_bytes", "read_corpus_file", "run_batches", "session_root", "unrecoverable_words", "warmup_phase",
+    "applied_settings", "peak_rss_bytes", "read_corpus_file", "run_batches", "session_root", "unrecoverable_words", "warmup_phase",
     "write_outputs",
 ]

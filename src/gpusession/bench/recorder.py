@@ -71,6 +71,7 @@ from gpusession.core.events import (
     RunStarted,
     RunStartedRecord,
     WarmupDoneRecord,
+    WorkerApplied,
     WorkerCommandStarted,
     WorkerDescendantsEnded,
     WorkerEnvironment,
@@ -223,6 +224,7 @@ class Recorder:
         self.accepted_revisions: set[str] = set()
         self.package_total_minor: int | None = None
         self.warm_done: dict[str, int] = {}  # warm-up iterations the current worker did
+        self.applied: WorkerApplied | None = None  # what the current worker applied before its load (A2)
         self.fatal_load: str | None = None
         self.refused: tuple[str, str] | None = None
         self.workload_revisions = WorkloadRevisions({})  # the rows', then this attempt's loads (R1)
@@ -330,7 +332,7 @@ class Recorder:
 
         A crash while it loads is then recovered as an incident row on reopen (S7).
         """
-        self.warm_done = {}
+        self.warm_done, self.applied = {}, None  # a new process: nothing done or applied until it says so
         self.journal(LoadStartedRecord(worker=name, **load_fields(self.experiment.id, slot)))
         self.current_key = slot.key.format()
 
@@ -359,14 +361,17 @@ class Recorder:
         return base_row(self.experiment, environment=self.env, revisions=self.revisions,
                         corpus_revision=self.validation.corpus_revision if self.validation else None,
                         duration_days=pkg.days, lots=pkg.lots,
-                        package_total_usd_minor=self.package_total_minor)
+                        package_total_usd_minor=self.package_total_minor, applied=self.applied)
 
-    def append(self, row: ResultRow, facts: RowFacts, reported: Mapping[str, str] | None = None) -> RowFacts:
-        """Append one row at once (S7), its notes from ``facts`` and every row's (R11, R10: ``reported``)."""
+    def append(self, row: ResultRow, facts: RowFacts, reported: Mapping[str, str] | None = None,
+               offered: list[str] | None = None, params: Mapping[str, Any] | None = None) -> RowFacts:
+        """Append one row at once (S7), its notes from ``facts`` and every row's (R11, R10, A2: a run's echo)."""
         stops = self.stops
         row, facts = every_row_facts(row, facts, self.experiment, self.env, resume_notes=self.resume_notes,
                                      past_limit_note=stops.past_limit_note if stops is not None else None,
-                                     reported=reported, say=self.incident)
+                                     reported=reported, offered=offered, say=self.incident,
+                                     params=params if params is not None else
+                                     self.applied.params if self.applied is not None else {})
         if stops is not None:  # the figure as written: never one its reader refuses (H-65)
             stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
         if row.corpus_accepted and row.corpus_revision is not None:
@@ -423,7 +428,8 @@ class Recorder:
         first (V1-V8); a failed one holds no verdict.
         """
         assert self.validation is not None, "set up by start()"
-        row = run_row(self.base_row(), exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations)
+        row = run_row(self.base_row(), exp, run, phase=ev.phase, warmup_iterations=ev.warmup_iterations,
+                      applied=ev.applied)
         validation = self.validation.validate(Path(str(ev.output)), run) if ev.ok else None
         load = None if self.load_quiet else self.load_note  # a typed fact, never the words read back
         facts, incident = finished_run_facts(row, run, ev, validation=validation, ended=ended, load_note=load)
@@ -433,7 +439,7 @@ class Recorder:
         if ev.ok and validation is not None and validation[0] and self.stops is not None:
             # a verdict: the gate looks (D3)
             self.stops.first_result(run, self.validation.last_report, self.validation.last_path)
-        facts = self.append(row, facts, ev.reported)
+        facts = self.append(row, facts, ev.reported, ev.offered, (ev.applied or {}).get("params"))
         self.journal(run_finished_record(self.key(run).format(), exp.id, run, ev, facts))
         self.progress(run)
 
@@ -456,10 +462,6 @@ class Recorder:
     def _on_command_started(self, ev: WorkerCommandStarted, rep: GroupReport) -> None:
         self.journal(CommandStartedRecord(experiment_id=self.experiment.id, worker=rep.name,
                                           pid=ev.pid, create_time_s=ev.create_time_s))
-
-    def _on_descendants_ended(self, ev: WorkerDescendantsEnded, rep: GroupReport) -> None:
-        self.journal(DescendantsEndedRecord(experiment_id=self.experiment.id, worker=rep.name,
-                                            where=ev.where, pids=ev.pids, names=ev.names))
 
     def _on_loaded(self, ev: WorkerLoaded, rep: GroupReport) -> None:
         rep.loaded = True
@@ -583,12 +585,19 @@ class Recorder:
             self.journal(IncidentRecord(experiment_id=exp.id, message=detail, exit=describe_exit(code)))
 
 
+def _on_descendants_ended(r: Recorder, ev: WorkerDescendantsEnded, rep: GroupReport) -> None:
+    """Journal what the worker ended after the user's command (H-25)."""
+    r.journal(DescendantsEndedRecord(experiment_id=r.experiment.id, worker=rep.name,
+                                     where=ev.where, pids=ev.pids, names=ev.names))
+
+
 #: What each worker event leaves (journal, rows, UI), by the event's type; the others
 #: (``ready``, ``stopped``, ``done``…) are the protocol's and leave nothing here.
 _HANDLERS: dict[type[WorkerEvent], Callable[[Recorder, Any, GroupReport], None]] = {
+    WorkerApplied: lambda r, ev, _rep: setattr(r, "applied", ev),  # what the process applied (A2)
     WorkerEnvironment: Recorder._on_environment,
     WorkerCommandStarted: Recorder._on_command_started,
-    WorkerDescendantsEnded: Recorder._on_descendants_ended,
+    WorkerDescendantsEnded: _on_descendants_ended,
     WorkerLoaded: Recorder._on_loaded,
     WorkerWarmupDone: Recorder._on_warmup_done,
     WorkerRunStarted: Recorder._on_run_started,

@@ -5,11 +5,15 @@ appends (:func:`applied`, :func:`record_words`: each a typed fact of the row, R1
 the command worker for the folder of the program it runs (:func:`program_folder`). Pure
 but for that folder lookup: no process, no clock.
 
-**A command workload's row states only what gpusession passed.** ``precision`` is
-filled when the command takes ``{precision}``, ``batch`` and ``context`` when it takes
-``{batch}`` / ``{context}``; otherwise they stay empty and the notes say the value was
-offered in the environment only (``batch offered in $GPUSESSION_BATCH, not verifiable
-for a command``). ``python_version`` and ``torch_version`` are the worker's, and a
+**A row states only what was applied (A2).** A Python workload's cells (seed, precision,
+batch, context, and the record's ``params``) are its worker's echo
+(``WorkerApplied``, ``WorkerRunFinished.applied``). A command workload's row states only
+what gpusession passed as an argument: ``precision`` is filled when the command takes
+``{precision}``, ``batch``, ``context`` and ``seed`` when it takes ``{batch}`` /
+``{context}`` / ``{seed}``, with the value its worker filled in; otherwise they stay
+empty and the notes say the value was offered in the environment only (``seed offered
+in $GPUSESSION_SEED, not verifiable for a command``): a seed nobody passed is never
+written as ``0``. ``python_version`` and ``torch_version`` are the worker's, and a
 command's own interpreter is unknown: they stay empty for a command unless the command
 reported them, as it may its ``device``, through ``$GPUSESSION_REPORT``
 (:mod:`gpusession.core.experiment.command_report`); then the record says which cells it
@@ -66,8 +70,8 @@ def not_passed_device_words(device: str) -> str:
             f"${REPORT_ENV})")
 
 
-def applied(row: ResultRow, exp: Experiment,
-            reported: Mapping[str, str] | None = None) -> tuple[ResultRow, list[str]]:
+def applied(row: ResultRow, exp: Experiment, reported: Mapping[str, str] | None = None,
+            offered: Sequence[str] | None = None) -> tuple[ResultRow, list[str]]:
     """A command's row without the settings it never received, with what it reported, and the notes.
 
     Args:
@@ -77,14 +81,18 @@ def applied(row: ResultRow, exp: Experiment,
             (``device``, ``python_version``, ``torch_version``, already checked by
             :func:`gpusession.core.experiment.command_report.parse_report`); ``None`` or
             ``{}`` when it reported nothing. Ignored for a Python workload.
+        offered: the settings the run got only as ``$GPUSESSION_<NAME>``, as the command
+            worker said (``WorkerRunFinished.offered``); ``None`` when no worker said (a
+            run its worker died in): then each of batch, context and seed the arguments
+            do not take and the row or the definition holds.
 
     Returns:
         ``(row, notes)``: unchanged and ``[]`` for a Python workload; for a command,
-        ``precision`` / ``batch`` / ``context`` emptied where no placeholder carries
-        them, ``python_version`` / ``torch_version`` the reported ones or empty,
+        ``precision`` / ``batch`` / ``context`` / ``seed`` emptied where no placeholder
+        carries them (a seed nobody passed is never ``0``), ``python_version`` / ``torch_version`` the reported ones or empty,
         ``device`` the reported one when given (else the worker's: "chosen by the
-        command"), one :func:`offered_words` note per batch or context value that was
-        only in the environment, and :func:`not_passed_device_words` when the experiment
+        command"), one :func:`offered_words` note per batch, context or seed value that
+        was only in the environment, and :func:`not_passed_device_words` when the experiment
         names a ``--device`` the command did not report (gpusession never passes it).
     """
     if exp.workload != "command":
@@ -99,10 +107,14 @@ def applied(row: ResultRow, exp: Experiment,
         notes.append(not_passed_device_words(exp.device))
     if not receives(exp, "precision"):
         changes["precision"] = None
-    for name in ("batch", "context"):
+    for name in ("batch", "context", "seed"):
         if receives(exp, name):
             continue
-        if getattr(row, name) is not None:
+        if offered is not None:
+            only_env = name in offered  # as the worker said
+        else:  # no echo: the row's value, and the seed the variable always carries
+            only_env = getattr(row, name) is not None or name == "seed"
+        if only_env:
             notes.append(offered_words(name))
         changes[name] = None
     notes.extend(by_variable_words(n) for n in unreceived_params(exp))  # A3: --param-via-env

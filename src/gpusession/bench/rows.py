@@ -16,14 +16,14 @@ the runner also records in the journal: the report reads those, never the words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusession.bench.ranks import error_gist
 from gpusession.bench.row_record import applied, record_words
 from gpusession.bench.timing import RESERVED_CARRY_NOTE
-from gpusession.core.events import WorkerLoaded, WorkerRunFinished
+from gpusession.core.events import WorkerApplied, WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.files.units import format_bytes
@@ -80,8 +80,12 @@ class LoadSlot:
 
 def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapping[str, Any],
              corpus_revision: str | None, duration_days: int | None, lots: int | None,
-             package_total_usd_minor: int | None) -> ResultRow:
+             package_total_usd_minor: int | None, applied: WorkerApplied | None = None) -> ResultRow:
     """The fields every row of this experiment shares: environment, revisions, package (R10, C1).
+
+    ``seed`` and ``precision`` are what the worker applied (``applied``, A2), never the
+    definition's: empty where no worker said so (a command, a worker that died before
+    it built the workload).
 
     Args:
         exp: the experiment.
@@ -91,6 +95,7 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
         duration_days: the session's package length in days.
         lots: the package's lots bought (B200: one lot = two GPUs).
         package_total_usd_minor: the package's total in USD cents, ``None`` when unknown.
+        applied: what the worker process applied before its load, ``None`` when it said nothing.
     """
     env = environment
     return ResultRow(
@@ -98,7 +103,7 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
         corpus_revision=corpus_revision,
         model_revision=revisions.get("model_revision"),
         tokenizer_revision=revisions.get("tokenizer_revision"),
-        seed=exp.seed,
+        seed=applied.seed if applied is not None else None,
         gpu_model=env.get("gpu_model"),
         gpu_count=env.get("gpu_count"),
         device=env.get("device"),
@@ -106,8 +111,7 @@ def base_row(exp: Experiment, *, environment: Mapping[str, Any], revisions: Mapp
         python_version=env.get("python_version"),
         torch_version=env.get("torch_version"),
         runtime_version=env.get("runtime_version"),
-        # a precision sweep has no one precision outside a run's variant (run_row sets it, A2)
-        precision=None if exp.varied == "precision" else exp.precision,
+        precision=applied.precision if applied is not None else None,  # a precision sweep's: none
         duration_days=duration_days,
         lots=lots,
         package_total_usd_minor=package_total_usd_minor,
@@ -163,18 +167,25 @@ def died_loading_row(base: ResultRow, slot: LoadSlot, detail: str) -> ResultRow:
 
 
 def run_row(base: ResultRow, exp: Experiment, run: ScheduledRun, *, phase: str | None,
-            warmup_iterations: int) -> ResultRow:
-    """The row of ``run`` before its figures, from what the worker reported it did (R3, R4).
+            warmup_iterations: int, applied: Mapping[str, Any] | None = None) -> ResultRow:
+    """The row of ``run`` before its figures, from what the worker reported it did (R3, R4, A2).
 
     ``phase`` and ``warmup_iterations`` come from the worker's ``run_finished``, never
     from the experiment's announced warm-up; ``phase`` ``None`` falls back to the
-    scheduled one.
+    scheduled one. ``applied`` is the run's echo (``WorkerRunFinished.applied``): its
+    ``batch``, ``context``, ``seed`` and ``precision`` fill the cells, a setting it does
+    not hold stays empty (a command that took no ``{seed}``). ``None`` (a run its worker
+    died in, which said nothing of it): the schedule's batch, context and precision,
+    the process's seed.
     """
-    st = exp.setting(run.variant_id)
+    if applied is None:
+        st = exp.setting(run.variant_id)
+        took = {"batch": st["batch"], "context": st["context"], "seed": base.seed, "precision": st["precision"]}
+    else:
+        took = {k: applied.get(k) for k in ("batch", "context", "seed", "precision")}
     return base.replace(
         variant_id=run.variant_id, phase=phase or run.phase, run_index=run.run_index,
-        batch=st["batch"], context=st["context"], precision=st["precision"],
-        warmup_iterations=warmup_iterations,
+        warmup_iterations=warmup_iterations, **took,
     )
 
 
@@ -318,14 +329,18 @@ def within_bounds(row: ResultRow, facts: RowFacts, *,
 
 def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environment: Mapping[str, Any], *,
                     resume_notes: Mapping[str, str], past_limit_note: str | None,
-                    reported: Mapping[str, str] | None = None,
+                    reported: Mapping[str, str] | None = None, offered: Sequence[str] | None = None,
+                    params: Mapping[str, Any] | None = None,
                     say: Callable[[str], object]) -> tuple[ResultRow, RowFacts]:
     """A row as appended, its notes written from ``facts`` and what every row of the run adds (R11).
 
     What a command received and reported (:func:`gpusession.bench.row_record.applied`;
-    ``reported``: its run's checked ``$GPUSESSION_REPORT`` values, ``None`` when none),
-    the record (:func:`~gpusession.bench.row_record.record_words`), the session-limit
-    override it started under (D1) and, for a resumed attempt, what its rows say by phase.
+    ``reported``: its run's checked ``$GPUSESSION_REPORT`` values, ``None`` when none;
+    ``offered``: the settings its run got only as a variable, as its worker said), the
+    record (:func:`~gpusession.bench.row_record.record_words`; ``params``: the keyword
+    arguments the Python workload's factory got, as its worker said, ``{}`` when none
+    said, A2), the session-limit override it started under (D1) and, for a resumed
+    attempt, what its rows say by phase.
 
     A figure its reader would refuse is left out first (:func:`within_bounds`, said through
     ``say``, H-65).
@@ -334,11 +349,11 @@ def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environmen
         The row (its notes :func:`notes_cell` of the facts) and those facts.
     """
     row, facts = within_bounds(row, facts, say=say)
-    row, offered = applied(row, exp, reported)
+    row, offered_notes = applied(row, exp, reported, offered)
     taken = tuple(k for k in (reported or {}) if exp.workload == "command")
-    facts = facts.plus(*(Remark("offered", n) for n in offered),
+    facts = facts.plus(*(Remark("offered", n) for n in offered_notes),
                        Remark("record", record_words(exp, environment.get("code_revision"), reported=taken,
-                                                     variant=str(row.variant_id))))
+                                                     variant=str(row.variant_id), params=params)))
     if past_limit_note:  # D1: the override is in every row it let start
         facts = facts.plus(Remark("past_limit", past_limit_note))
     if resume_notes:  # a resumed attempt says so in each of its rows

@@ -15,7 +15,7 @@ measured runs, their outputs) are :mod:`gpusession.bench.phases`, shared by one 
 and the ranks of a group.
 
 Protocol: one JSON object per line on the original stdout, each a typed worker event of
-:mod:`gpusession.core.events` (``hello``, ``loaded``, ``environment``, ``warmup_done``,
+:mod:`gpusession.core.events` (``hello``, ``applied``, ``loaded``, ``environment``, ``warmup_done``,
 ``ready``, ``run_started``, ``run_finished``, ``incident``, ``stopped``, ``done``);
 anything the workload prints goes to stderr, which the parent keeps in the journal.
 Before each run the worker says ``ready`` and waits for ``go`` or ``stop`` on stdin, so a
@@ -24,8 +24,12 @@ cancel stops exactly at a run boundary (H-12).
 Every measured interval (load, warm-up, cold and warm runs, a command's whole process)
 is timed by :class:`gpusession.bench.timing.SyncTimer`; every scheduled run goes through
 :meth:`Channel.runs`. ``run_finished`` says what the worker did (phase, warm-up
-iterations of the run's variant before it, scope, position), and the row is filled from
-that, never from the experiment's definition (R4).
+iterations of the run's variant before it, scope, position, and ``applied``: the batch,
+context, seed and precision it used), and the row is filled from that, never from the
+experiment's definition (R4, A2). Before a Python workload is built, the worker seeds
+``random``, numpy and torch with the experiment's seed (:mod:`gpusession.bench.seeding`)
+and says so (``applied``); a command gets ``{seed}`` and ``$GPUSESSION_SEED``, and its
+``run_finished`` names what its arguments received.
 """
 
 from __future__ import annotations
@@ -72,9 +76,11 @@ from gpusession.bench.phases import (
 from gpusession.bench.rank_group import setup_words
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.row_record import program_folder
+from gpusession.bench.seeding import apply_seed
 from gpusession.bench.timing import SyncTimer
 from gpusession.bench.usage import ProcessUsage, wait_with_usage
 from gpusession.core.events import (
+    WorkerApplied,
     WorkerCommandStarted,
     WorkerDescendantsEnded,
     WorkerDone,
@@ -94,7 +100,7 @@ from gpusession.core.experiment.command_report import (
     remove_report,
 )
 from gpusession.core.experiment.params import HARNESS_PARAMS
-from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument
+from gpusession.core.experiment.placeholders import COMMAND_DEVICE, fill_argument, whole
 from gpusession.core.experiment.placeholders import environment as placeholder_env
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import mask_text
@@ -125,9 +131,16 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     exp = spec["experiment"]
     try:
         dev = TorchDevice(spec.get("device") or exp.get("device"))
-        workload = open_workload(spec)
+        seeded = apply_seed(int(exp.get("seed") or 0), dev.torch)  # before the factory and load() (A2)
+        workload, given = open_workload(spec, seeded.seed)
     except Exception as exc:  # noqa: BLE001 - the user's workload module and device: any failure is a load incident (R7)
         return load_failed(ch, group, exc)
+    by_variant = {v: {k: x for k, x in kw.items() if k != "seed"} for v, kw in given.items()}
+    # a precision or param sweep loads several: the load states only what every variant got (A2)
+    applied = WorkerApplied(seed=seeded.seed, seeded=list(seeded.generators),
+                            precision=None if exp.get("varied") == "precision" else exp.get("precision", "fp32"),
+                            context_limit=exp.get("context_limit"), params=common_params(by_variant))
+    ch.send(applied)
     inputs = Inputs.read(spec, group)
     load_timer = dev.timer([dev.device] if dev.is_gpu else [])
     try:
@@ -150,9 +163,17 @@ def run_torch_worker(spec: dict[str, Any], ch: Channel, group: Any = None) -> in
     ch.send(WorkerLoaded(revisions=rev, rss_peak_bytes=peak_rss_bytes(), n_inputs=len(inputs.ids),
                          **load_figures))
     timer = dev.timer(loaded.used or ([dev.device] if dev.is_gpu else []))
-    work = TorchWork(spec, ch, group, dev, workload, inputs, timer, meter=run_meter(dev, env, group))
+    work = TorchWork(spec, ch, group, dev, workload, inputs, timer, meter=run_meter(dev, env, group),
+                     applied={"seed": applied.seed, "precision": exp.get("precision", "fp32"),
+                              "context_limit": applied.context_limit, "params": by_variant})
     warm_done, after_oom = warmup_phase(work)
     return measured_phase(work, warm_done, after_oom, own_uuid)
+
+
+def common_params(by_variant: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The factory arguments every variant of this worker got alike (a load's row states those, A2)."""
+    kwargs = list(by_variant.values())
+    return {k: v for k, v in (kwargs[0] if kwargs else {}).items() if all(k in o and o[k] == v for o in kwargs)}
 
 
 def with_group_setup(load: dict[str, Any], group: Any) -> dict[str, Any]:
@@ -323,12 +344,44 @@ def _placeholder_values(spec: dict[str, Any], setting: dict[str, Any], out_path:
     return substitution_values(spec["plain"], batch=setting["batch"], context=setting.get("context"),
                                output=out_path,
                                precision=setting.get("precision", spec.get("experiment", {}).get("precision")),
+                               seed=spec.get("experiment", {}).get("seed"),
                                params=_passed_params(setting.get("params", {})))
 
 
 def _passed_params(params: dict[str, Any]) -> dict[str, Any]:
     """The params a command is given (A3): all but those gpusession itself reads (``code_dir``…)."""
     return {k: v for k, v in params.items() if k not in HARNESS_PARAMS}
+
+
+#: The settings a command's row may state (A2): each filled only when received as an argument.
+SETTINGS = ("batch", "context", "seed", "precision")
+
+
+def received_settings(argv_t: list[str], values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What one call of a command received, by argument and by variable only (A2).
+
+    Args:
+        argv_t: the command as defined (placeholders unfilled).
+        values: this call's placeholder values (:func:`_placeholder_values`).
+
+    Returns:
+        ``(applied, offered)``: each of :data:`SETTINGS` that a whole-argument
+        placeholder of ``argv_t`` carried, with the value it was filled with (a number
+        for ``batch``, ``context``, ``seed``); and the settings with a value that only
+        ``$GPUSESSION_<NAME>`` carried (offered, not verifiable).
+    """
+    taken = {found[1] for a in argv_t if (found := whole(str(a))) is not None}
+    applied: dict[str, Any] = {}
+    offered: list[str] = []
+    for name in SETTINGS:
+        value = values.get(name)
+        if value in (None, ""):
+            continue
+        if name in taken:
+            applied[name] = value if name == "precision" else int(value)
+        else:
+            offered.append(name)
+    return applied, offered
 
 
 def _command_argv(argv_t: list[str], spec: dict[str, Any], setting: dict[str, Any],
@@ -581,9 +634,10 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     timer = SyncTimer([])  # the whole process, wall clock: nothing here to synchronize
     for run, out_path, order in ch.runs(spec):
         argv = _command_argv(argv_t, spec, run, out_path)
+        took, offered = received_settings(argv_t, _placeholder_values(spec, run, out_path))
         did = {"phase": run["phase"], "scope": "full-chain", "order": order,
                "warmup_iterations": warm_done.get(run["variant_id"], 0),
-               "context": run.get("context")}
+               "context": run.get("context"), "applied": took, "offered": offered}
         try:  # a link in place of the output or its folder fails the run, named
             prepare_output(out_path, session_root(spec))
         except (OSError, BadInput) as exc:

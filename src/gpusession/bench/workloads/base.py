@@ -8,7 +8,10 @@ Names:
 * ``bbc-news`` — the built-in demo classifier (:mod:`.bbc_news`).
 * ``synthetic-mlp`` — an MLP with computed expected memory (:mod:`.synthetic_mlp`).
 * ``package.module:factory`` — a user entry point, imported in the worker;
-  ``factory(**params)`` returns an object following :class:`Workload`.
+  ``factory(**params)`` returns an object following :class:`Workload`. A factory that
+  names a ``seed`` parameter also gets ``seed=`` (the seed the worker applied to
+  ``random``, numpy and torch before building it, :mod:`gpusession.bench.seeding`);
+  any workload can read it as ``$GPUSESSION_SEED`` or ``torch.initial_seed()``.
 * ``command`` — a plain program (``params.command`` argv list with ``{batch}``,
   ``{output}``, ``{corpus}`` placeholders), timed as a whole process (full-chain).
 """
@@ -76,21 +79,61 @@ def searched_words(exc: ImportError, mod_name: str) -> str:
             "installed packages; start gpusession in the module's folder or add it to PYTHONPATH)")
 
 
-def resolve(name: str, params: dict[str, Any]) -> Workload:
-    """Build the workload named ``name`` with ``params``.
+def resolve(name: str, params: dict[str, Any], seed: int | None = None) -> Workload:
+    """Build the workload named ``name`` with ``params`` (and ``seed=`` when its factory names one).
+
+    Args:
+        name: ``bbc-news``, ``synthetic-mlp`` or ``module:factory``.
+        params: the factory's keyword arguments (the experiment's ``--param`` items).
+        seed: the seed the worker applied (:mod:`gpusession.bench.seeding`), passed as
+            ``seed=`` to a factory that names a ``seed`` parameter (A2: the workload
+            uses the seed the row states); ``None``: not passed.
 
     Raises:
         BadInput: an unknown name, a ``module:factory`` that does not import or whose
             result lacks ``load``/``predict``.
     """
+    return build(name, params, seed)[0]
+
+
+def build(name: str, params: dict[str, Any], seed: int | None = None) -> tuple[Workload, dict[str, Any]]:
+    """:func:`resolve`, and the keyword arguments the factory got (the row's ``params``, A2).
+
+    Raises:
+        BadInput: as :func:`resolve`.
+    """
+    factory = _factory(name)
+    kwargs = factory_kwargs(factory, params, seed)
+    obj = factory(**kwargs)
+    if ":" in name:
+        check_contract(obj, name)
+    return obj, kwargs
+
+
+def factory_kwargs(factory: Any, params: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """What ``factory`` is called with: ``params``, and ``seed`` when it names a ``seed`` parameter (A2)."""
+    from gpusession.bench.seeding import factory_takes_seed
+
+    kwargs = dict(params)
+    if seed is not None and factory_takes_seed(factory):
+        kwargs["seed"] = seed
+    return kwargs
+
+
+def _factory(name: str) -> Any:
+    """The callable that builds the workload ``name`` (a built-in class or the user's factory).
+
+    Raises:
+        BadInput: as :func:`resolve`.
+    """
     if name == "bbc-news":
         from gpusession.bench.workloads.bbc_news import BbcNewsWorkload
 
-        return BbcNewsWorkload(**params)
+        return BbcNewsWorkload
     if name == "synthetic-mlp":
         from gpusession.bench.workloads.synthetic_mlp import SyntheticMlp
 
-        return SyntheticMlp(**params)
+        return SyntheticMlp
     if ":" in name:
         mod_name, _, attr = name.partition(":")
         try:
@@ -104,9 +147,7 @@ def resolve(name: str, params: dict[str, Any]) -> Workload:
         if not callable(factory):
             raise BadInput(f"{mod_name}.{attr} is not callable; expected a factory: "
                            f"{attr}(**params) returning an object with {CONTRACT}", field="workload")
-        obj = factory(**params)
-        check_contract(obj, name)
-        return obj
+        return factory
     raise BadInput(
         f"unknown workload {name!r}; expected bbc-news, synthetic-mlp, command or module:factory",
         field="workload",

@@ -53,7 +53,8 @@ class SyntheticMlp:
     Args:
         width: features per layer.
         depth: number of layers.
-        seed: the weights' seed (``torch.manual_seed`` at load).
+        seed: the weights' seed (``torch.manual_seed`` at load): the experiment's ``--seed``,
+            which the worker applied and passes here (A2); never a ``--param``.
         rows_per_input: rows of the random input per text; the forward batch is
             ``len(texts)·rows_per_input``.
     """

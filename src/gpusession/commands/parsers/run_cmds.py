@@ -153,7 +153,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--context-limit", help="tokens kept per input (truncations are counted)")
     q.add_argument("--batch", help="fixed batch when --varied context")
     q.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    q.add_argument("--seed", help="seed of the workload (default 0)")
+    q.add_argument("--seed", help="seed of the workload (default 0): a Python workload's worker seeds random, "
+                   "numpy and torch with it before the factory and load(), and the rows state it; a "
+                   "command gets it as {seed} (then its rows state it) and $GPUSESSION_SEED")
     q.add_argument("--scope", default=None, choices=["processing", "full-chain"],
                    help="what the stopwatch covers: the processing only (the default), or the full "
                    "chain including writing the outputs; a command workload is always full-chain "
@@ -210,10 +212,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "say each such parameter was passed by variable, not verifiable")
     q.add_argument("--command", dest="command_line",
                    help="for --workload command: the program and arguments, split like a "
-                   "shell and run without one; {batch}, {output}, {corpus}, {context}, {precision} "
-                   "are filled as whole arguments or --flag={output}, and are also in the environment "
+                   "shell and run without one; {batch}, {output}, {corpus}, {context}, {precision}, "
+                   "{seed} are filled as whole arguments or --flag={output}, and are also in the environment "
                    "as GPUSESSION_BATCH, GPUSESSION_OUTPUT, GPUSESSION_CORPUS, GPUSESSION_CONTEXT, "
-                   "GPUSESSION_PRECISION (read those inside a sh -c script). Its rows leave "
+                   "GPUSESSION_PRECISION, GPUSESSION_SEED (read those inside a sh -c script). Its rows leave "
                    "python_version and torch_version empty (its interpreter is its own) unless it "
                    "reports them: it may write one JSON line {\"device\": \"cuda:0\", "
                    "\"python_version\": \"3.11.9\", \"torch_version\": \"2.5.1\"} to the file "

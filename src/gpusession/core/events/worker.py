@@ -70,6 +70,29 @@ class WorkerEnvironment(WorkerEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WorkerApplied(WorkerEvent):
+    """What a Python workload's worker applied before ``load()``: the rows state these (A2).
+
+    Sent once per process, after seeding and building the workload and before its load,
+    so a load that fails still has its row's seed and precision from the worker.
+
+    Attributes:
+        seed: the seed given to ``random``, numpy and torch (:mod:`gpusession.bench.seeding`).
+        seeded: the generators seeded (``random``, ``numpy``, ``torch``, ``torch.cuda``).
+        precision: the precision passed to ``load()``.
+        context_limit: the context limit passed to ``load()`` in tokens; ``None``: none.
+        params: the keyword arguments the factory got, less ``seed`` (its own column).
+    """
+
+    EVENT: ClassVar[str] = "applied"
+    seed: int | None = None
+    seeded: list[str] = field(default_factory=list)
+    precision: str | None = None
+    context_limit: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkerLoaded(WorkerEvent):
     """The load phase ended (R3); ``elapsed_s`` is ``None`` when not timed (a command).
 
@@ -174,6 +197,13 @@ class WorkerRunFinished(WorkerEvent):
             the run); ``None`` when not measured (a torch worker, no ``wait4``).
         max_rss_bytes: the largest resident set of that command or a child it waited
             for, in bytes (``ru_maxrss``); ``None`` when not measured.
+        applied: the settings the run used, as the worker applied them (A2): for a
+            Python workload ``batch``, ``context``, ``seed`` and ``precision``; for a
+            command only those it received as an argument placeholder (``{batch}``,
+            ``{seed}``…), with the value filled in. ``None``: not said (the row then
+            keeps the schedule's batch and context).
+        offered: for a command, the settings given only as ``$GPUSESSION_<NAME>``
+            (``batch``, ``context``, ``seed``, ``precision``): offered, not verifiable.
     """
 
     EVENT: ClassVar[str] = "run_finished"
@@ -217,6 +247,8 @@ class WorkerRunFinished(WorkerEvent):
     cpu_user_s: float | None = _opt()
     cpu_system_s: float | None = _opt()
     max_rss_bytes: int | None = _opt()
+    applied: dict[str, Any] | None = _opt()
+    offered: list[str] | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,7 +42,7 @@ HARNESS_PARAMS = frozenset(COMMON_PARAMS)
 #: ``model_dir=2024`` the folder ``2024``.
 PARAM_TYPES: dict[str, dict[str, type]] = {
     "bbc-news": {"model_dir": str, "cpu_threads": int},
-    "synthetic-mlp": {"width": int, "depth": int, "seed": int, "rows_per_input": int},
+    "synthetic-mlp": {"width": int, "depth": int, "rows_per_input": int},
 }
 
 
@@ -60,7 +60,11 @@ def param_types(workload: str) -> dict[str, type]:
 
 
 def check_params(workload: str, params: Mapping[str, Any], field: str = "params") -> None:
-    """Refuse a built-in workload defined without a parameter its constructor needs.
+    """Refuse a built-in workload defined without a parameter its constructor needs, or a ``--param seed``.
+
+    A Python workload's seed is the experiment's ``--seed`` alone (A2): the worker applies
+    it and the row states it; a ``--param seed`` beside it would be a second seed the
+    row cannot state.
 
     Args:
         workload: the workload name (``bbc-news``…); names that are not built-in
@@ -70,8 +74,13 @@ def check_params(workload: str, params: Mapping[str, Any], field: str = "params"
 
     Raises:
         BadInput: one line, e.g. ``workload bbc-news needs --param model_dir=DIR (the
-            trained model's folder, e.g. from `gpusession demo`)``.
+            trained model's folder, e.g. from `gpusession demo`)``; ``--param seed=…`` of a
+            Python workload.
     """
+    if workload != "command" and "seed" in params:
+        raise BadInput("--param seed is refused: the seed is --seed (the worker seeds "
+                       "random, numpy and torch with it, passes it to a factory that names a seed "
+                       "parameter and records it); nothing was written", field=f"{field}.seed")
     for key, (placeholder, words) in REQUIRED_PARAMS.get(workload, {}).items():
         value = params.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):

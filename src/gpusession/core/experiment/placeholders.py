@@ -1,11 +1,11 @@
 """Placeholders of a command workload: where they may stand, and how they are filled (H-34).
 
 A command workload is an argv list (``params.command``) run without a shell, with
-placeholders ``{batch}``, ``{output}``, ``{corpus}``, ``{context}``, ``{precision}`` and
-``{param.NAME}`` (a workload parameter, A3). The guarantee is
+placeholders ``{batch}``, ``{output}``, ``{corpus}``, ``{context}``, ``{precision}``, ``{seed}``
+and ``{param.NAME}`` (a workload parameter, A3). The guarantee is
 in *what* is substituted: never a user's file name, only a plain path gpusession made
-(a link ``corpus.jsonl`` in a private folder; the run's output path, plain), integers,
-the precision word (``fp32``, ``fp16``, ``bf16``)
+(a link ``corpus.jsonl`` in a private folder; the run's output path, plain), integers
+(the seed too), the precision word (``fp32``, ``fp16``, ``bf16``)
 (:mod:`gpusession.core.folder.plainpaths`) and a parameter's plain value
 (:func:`plain_value`: a number, ``true``/``false``, a word or path of ``A-Z a-z 0-9 . _ /
 -`` not starting with ``-``), so no program -- ``make --eval=``, ``sg``,
@@ -38,7 +38,7 @@ from typing import Any
 from gpusession.core.files.errors import BadInput
 
 #: The placeholders, in the order they are documented.
-NAMES = ("batch", "output", "corpus", "context", "precision")
+NAMES = ("batch", "output", "corpus", "context", "precision", "seed")
 #: Placeholder → the environment variable that carries its value to the command.
 ENV = {name: f"GPUSESSION_{name.upper()}" for name in NAMES}
 
@@ -62,7 +62,7 @@ COMMAND_DEVICE = "chosen by the command"
 #: What each placeholder's value is, in a refusal.
 WHAT = {"batch": "the batch size", "output": "the output file name",
         "corpus": "the corpus file name", "context": "the context limit",
-        "precision": "the precision"}
+        "precision": "the precision", "seed": "the seed"}
 
 #: Shells: with ``-c`` anywhere after them, every later argument may become code.
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "oksh", "ash", "yash",

@@ -104,7 +104,9 @@ class Experiment:
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``None`` = decided in the worker
             (``cuda`` when available, else ``cpu``).
         input_order: ``"corpus"`` (file order) — held fixed (R1).
-        seed: seed of the workload and of the split.
+        seed: the seed a Python workload's worker applies (``random``, numpy, torch) and
+            a command gets as ``{seed}`` / ``$GPUSESSION_SEED``; rows state it only as
+            applied or received (A2).
         scope: ``"processing"`` (predict calls only) or ``"full-chain"`` (R2).
         warmup_iterations: warm-up runs per variant before the measured warm runs (R4).
         runs_per_variant: measured warm runs per variant (R5, default 5).

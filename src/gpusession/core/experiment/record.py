@@ -89,7 +89,7 @@ def record_of(*, scope: str, code_revision: str | None, protocol: Mapping[str, A
 
 
 def record_words(exp: Experiment, code_revision: str | None, *, reported: Sequence[str] = (),
-                 variant: str | None = None) -> str:
+                 variant: str | None = None, params: Mapping[str, Any] | None = None) -> str:
     """The record items of a row of ``exp``: :func:`record_of` of its scope, protocol and params.
 
     Args:
@@ -99,9 +99,15 @@ def record_words(exp: Experiment, code_revision: str | None, *, reported: Sequen
         code_revision: ``git describe`` of the code measured, ``None``: ``unknown``.
         reported: the cells a command reported itself; none: no ``reported`` item.
         variant: the row's variant id; ``None`` or ``all`` (a load): the fixed params only.
+        params: the keyword arguments a Python workload's factory got, as its worker said
+            (A2: the runner's rows; ``{}`` when no worker said); ``None``: the
+            definition's for ``variant`` (a command; a row no worker wrote: crash
+            recovery, ``validate --session``).
     """
+    if params is None or exp.workload == "command":  # a command's: what its definition passes (A3)
+        params = exp.variant_params(variant)
     return record_of(scope=exp.scope, code_revision=code_revision, protocol=exp.protocol,
-                     params=exp.variant_params(variant), reported=reported)
+                     params=params, reported=reported)
 
 
 __all__ = ["NOT_TIMED", "RECORD_KEYS", "UNKNOWN", "UNKNOWN_CODE", "record_of", "record_value", "record_words",

@@ -268,7 +268,7 @@ def _integer(name: str, value: Any, *, optional: bool) -> str:
 
 
 def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: Path,
-                        precision: str | None = None,
+                        precision: str | None = None, seed: Any = None,
                         params: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The value of each placeholder for one call: every one plain (H-34).
 
@@ -279,24 +279,26 @@ def substitution_values(plain: PlainPaths, *, batch: Any, context: Any, output: 
         output: the run's real output path, under ``plain.run_dir``.
         precision: the variant's precision (``fp32``, ``fp16``, ``bf16``: a word
             gpusession checked), or ``None`` (then ``""``).
+        seed: the experiment's seed (an integer), or ``None`` (then ``""``).
         params: the variant's workload parameters (A3), each passed as
             ``param.NAME``: a plain value only
             (:func:`gpusession.core.experiment.placeholders.plain_value`).
 
     Returns:
         ``{"batch": "4", "output": <plain path>, "corpus": <plain link or "">,
-        "context": "512" or "", "precision": "fp16" or "", "param.model": "a"}``, keyed by
+        "context": "512" or "", "precision": "fp16" or "", "seed": "7" or "", "param.model": "a"}``, keyed by
         :data:`gpusession.core.experiment.placeholders.NAMES` and ``param.NAME``.
 
     Raises:
-        BadInput: ``batch`` or ``context`` is not an integer; ``output`` is not under the
+        BadInput: ``batch``, ``context`` or ``seed`` is not an integer; ``output`` is not under the
             runs folder or not plain below it; a param that is not a plain value.
     """
     values = {"batch": _integer("batch", batch, optional=False),
               "output": str(plain.output(output)),
               "corpus": "" if plain.corpus is None else str(plain.corpus),
               "context": _integer("context", context, optional=True),
-              "precision": _precision(precision)}
+              "precision": _precision(precision),
+              "seed": _integer("seed", seed, optional=True)}
     for name, value in (params or {}).items():
         text = plain_value(value, path=True)
         if text is None:
