@@ -135,6 +135,11 @@ def test_a2_a_param_seed_of_a_python_workload_is_refused_naming_seed(
                        "--workload", "synthetic-mlp", "--values", "1", "--seed", "7", "--param", "seed=3")
     assert code == 2
     line = one_line(err)
+    assert "takes no parameter seed" in line and "nothing was written" in line  # a built-in names what it takes
+    code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "own",
+                       "--workload", "fake_workloads:Echo", "--values", "1", "--param", "seed=3")
+    assert code == 2
+    line = one_line(err)
     assert "--param seed is refused: the seed is --seed" in line and "nothing was written" in line
     assert digest(session.folder) == before
     code, _, err = cli(capsys, sessions_root, "experiment", session.name, "define", "--id", "mlp",
@@ -146,19 +151,20 @@ def _command_rows(capsys: pytest.CaptureFixture[str], root: Path, s: Session, ex
                   args: str) -> list[tuple[ResultRow, dict[str, Any]]]:
     """Define and run a command sweep over batch 1, 2 of the probe command; each run's row and what it received."""
     write_corpus(s.folder / "corpus.jsonl", n=4)
+    log = s.folder / f"{exp_id}.log"
     code, _, err = cli(capsys, root, "experiment", s.name, "define", "--id", exp_id, "--workload", "command",
                        "--values", "1,2", "--runs", "1", "--warmup", "0", "--cold-runs", "1",
                        "--corpus", "corpus.jsonl", "--seed", "42", "--precision", "fp16",
-                       "--command", f"{sys.executable} {PROBE_COMMAND} {{corpus}} {{output}} {args}")
+                       "--command", f"{sys.executable} {PROBE_COMMAND} {log} {{corpus}} {{output}} {args}")
     assert code == 0, err
     code, out, err = cli(capsys, root, "run", s.name, "--headless", "--experiment", exp_id)
     assert code in (0, 1, 3), out[-2000:] + err[-2000:]
     rows = [r for r in ResultsFile(s.folder / "resultats-bruts.csv").rows()
             if r.experiment_id == exp_id and r.phase != "load"]
     assert len(rows) == 4  # a cold and a warm run of each batch
-    out_dir = s.folder / "runs" / exp_id
-    return [(r, json.loads((out_dir / str(r.variant_id) / f"{r.phase}-{r.run_index}.jsonl.received.json")
-                           .read_text())) for r in rows]
+    calls = [json.loads(x) for x in log.read_text().splitlines()]
+    by_output = {Path(c["output"]).parts[-2:]: c for c in calls}  # <variant>/<phase>-<n>.jsonl
+    return [(r, by_output[(str(r.variant_id), f"{r.phase}-{r.run_index}.jsonl")]) for r in rows]
 
 
 def test_a2_a_commands_cells_are_what_its_arguments_received(
@@ -166,7 +172,7 @@ def test_a2_a_commands_cells_are_what_its_arguments_received(
     """``{batch}``, ``{seed}``, ``{precision}`` in the arguments: each row holds what its call got."""
     for row, got in _command_rows(capsys, sessions_root, session, "took",
                                   "--batch={batch} --seed={seed} {precision}"):
-        batch, seed, precision = got["argv"]
+        batch, seed, precision = got["args"]
         assert (f"--batch={row.batch}", f"--seed={row.seed}", row.precision) == (batch, seed, precision)
         assert (row.seed, row.precision) == (42, "fp16") and row.context is None
         assert "offered in" not in (row.notes or "")
@@ -176,7 +182,7 @@ def test_a2_a_command_without_seed_or_batch_arguments_states_neither(
         sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str]) -> None:
     """Only the variables carried them: offered, not verifiable; the cells stay empty, never seed 0."""
     for row, got in _command_rows(capsys, sessions_root, session, "env", ""):
-        assert got["argv"] == []
+        assert got["args"] == []
         assert got["env"]["GPUSESSION_SEED"] == "42" and got["env"]["GPUSESSION_BATCH"] in ("1", "2")
         assert (row.seed, row.batch, row.precision) == (None, None, None)
         notes = row.notes or ""
