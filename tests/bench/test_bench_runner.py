@@ -31,7 +31,9 @@ PROTOCOL = {"classes": ["a", "b"], "metric": "macro_f1", "threshold": 0.9, "tole
 
 def _exp(session: Session, **kw: Any) -> Experiment:
     corpus = write_corpus(session.folder / "corpus" / "eval.jsonl", n=kw.pop("n", 8), words=5)
-    params = {"log": str(session.folder / "predict.log"), **kw.pop("params", {})}
+    # the Echo workload's log; a command takes only what its arguments name (A3)
+    log = {} if kw.get("workload") == "command" else {"log": str(session.folder / "predict.log")}
+    params = {**log, **kw.pop("params", {})}
     base: dict[str, Any] = dict(
         id="e", workload="fake_workloads:Echo", corpus=str(corpus.relative_to(session.folder)),
         varied="batch", values=(2, 4), runs_per_variant=2, warmup_iterations=1,

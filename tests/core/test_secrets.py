@@ -137,7 +137,7 @@ def test_secrets_experiment_param_and_command_are_checked_at_the_write_boundary(
     phrase = Mnemonic("italian").generate(128)
     define = ["experiment", "base", "define", "--id", "e", "--workload", "command", "--values", "1"]
     line = _refused(capsys, sessions_root, base, HEX_KEY, *define, "--command", "true {batch}",
-                    "--param", f"key={HEX_KEY}")
+                    "--param", f"key={HEX_KEY}", "--param-via-env")
     assert "session.toml: experiments.e.params.key: refused" in line and "private key" in line
     line = _refused(capsys, sessions_root, base, phrase, *define,
                     "--command", f"tool --seed '{phrase}' {{batch}}")
@@ -215,8 +215,11 @@ def test_long_checklist_note_and_param_are_refused(
     assert "4 KiB" in err
     code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e",
                        "--workload", "command", "--values", "1", "--command", "true {batch}",
-                       "--param", "p=" + "z" * 5000)
-    assert code == 2 and "the p for experiments.e.params" in one_line(err)
+                       "--param", "p=" + "z" * 5000, "--param-via-env")
+    assert code == 2 and "p=the value (5000 characters, not shown)" in one_line(err)  # a command's plain value
+    code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e",
+                       "--workload", "fake_workloads:Echo", "--values", "1", "--param", "p=" + "z" * 5000)
+    assert code == 2 and "the p for experiments.e.params" in one_line(err)  # the field's bound
 
 
 # -- a secret already in a hand-edited file -------------------------------------------------------
@@ -277,7 +280,7 @@ def test_secrets_pasted_in_session_toml_is_hidden_and_dropped_by_the_next_update
 ) -> None:
     code, _, err = cli(capsys, sessions_root, "experiment", "base", "define", "--id", "e",
                        "--workload", "command", "--values", "1", "--command", "true {batch}",
-                       "--param", "token=abc")
+                       "--param", "token=abc", "--param-via-env")
     assert code == 0, err
     toml = base / "session.toml"
     key = _base58(87)
