@@ -49,6 +49,7 @@ from gpusession.core.files.units import (
     format_seconds_range,
     significant,
 )
+from gpusession.core.folder.approvals import approvals_path, load_approvals
 from gpusession.core.folder.corpus_pin import is_kept_corpus
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, refuse_session_data
@@ -1041,7 +1042,7 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
         out += _wrap(f"{plan}.", indent="  ", first="  ")
     comparisons = compare_variants(frame, table)
     exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
-    risks = _risk_lines(session, frame, rejected, probes, now)
+    risks = _risk_lines(session, frame, rejected if timed else None, probes, now)
     keep: list[str] = []
     for n, exp in enumerate(exps):  # as many experiments as the 10 lines hold, the rest counted
         lines = _wrap(f"**Keep:** {_keep_words(table, comparisons, exp)}.", indent="  ", first="- ")
@@ -1060,17 +1061,35 @@ def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
     return keep_words(table, comparisons, exp, cell=_cell)
 
 
-def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str],
+def _rejected_files(session: Session) -> list[str]:
+    """``1 file rejected by a person (chart-5.png)`` when approvals hold a rejection (S9), else nothing."""
+    if not approvals_path(session).exists():
+        return []
+    try:
+        names = sorted(rel for rel, d in load_approvals(session).items() if d.decision == "rejected")
+    except BadInput:
+        return []  # the count's own line names the file that does not read
+    if not names:
+        return []
+    shown_names = ", ".join(printable(n, keep="") for n in names[:3]) + (f" and {len(names) - 3} more"
+                                                                       if len(names) > 3 else "")
+    return [f"{_plural(len(names), 'file', 'files')} REJECTED by a person ({shown_names})"]
+
+
+def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | None,
                 probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
-    """The risks line: incidents, rejected variants, the copy home, the GPU, time left."""
+    """The risks line: incidents, rejected variants (``None``: no timed variant to judge)
+    and rejected files, the copy home, the GPU, time left."""
     import re
 
     from gpusession.core.retrieval.status import retrieval_state
 
     incidents = len(_incident_groups(session, frame))
-    risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident",
-             f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected",
-             retrieval_state(session.folder).words]
+    risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident"]
+    if rejected is not None:
+        risks.append(f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected")
+    risks += _rejected_files(session)
+    risks.append(retrieval_state(session.folder).words)
     risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
               for _, text in probes if text.startswith("WARNING")]
 
