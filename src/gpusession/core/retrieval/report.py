@@ -1079,7 +1079,8 @@ def _rejected_files(session: Session) -> list[str]:
 def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | None,
                 probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
     """The risks line: incidents, rejected variants (``None``: no timed variant to judge)
-    and rejected files, the copy home, the GPU, time left."""
+    and rejected files, the copy home, the GPU, time left.
+    """
     import re
 
     from gpusession.core.retrieval.status import retrieval_state
