@@ -1078,8 +1078,9 @@ def _rejected_files(session: Session) -> list[str]:
 
 def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | None,
                 probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
-    """The risks line: incidents, rejected variants (``None``: no timed variant to judge)
-    and rejected files, the copy home, the GPU, time left.
+    """The risks line: incidents, rejected variants and files, the copy home, the GPU, time left.
+
+    ``rejected`` is ``None`` where no variant was timed (nothing to say of variants).
     """
     import re
 
