@@ -95,3 +95,19 @@ def test_s9_the_same_bytes_approved_and_rejected_are_a_conflict_to_settle(
     assert "same bytes as chart-02.png: counted once" in out and "conflict" not in out
     code, out, _ = cli(capsys, sessions_root, "deliverables", session.name, "--json")
     assert json.loads(out)["deliverables"]["conflicts"] == [] and json.loads(out)["deliverables"]["count"] == 2
+
+
+def test_s9_the_reports_risks_name_the_files_a_person_rejected(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A charts session has no timed variant: its risks name the rejected files, never 'no variant rejected'."""
+    out_dir = _charts(tmp_path / "out")
+    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0
+    _approve(capsys, sessions_root, session, out_dir / "chart-01.png", out_dir / "chart-02.png")
+    code, _, err = cli(capsys, sessions_root, "reject", session.name, str(out_dir / "chart-03.png"),
+                       "--by", "Bo", "--why", "legend cut")
+    assert code == 0, err
+    code, out, err = cli(capsys, sessions_root, "report", session.name, "--no-charts")
+    assert code == 0, err
+    risks = " ".join(ln for ln in out.splitlines() if "Risks:" in ln or ln.startswith("  "))
+    assert "1 file REJECTED by a person (chart-03.png)" in " ".join(risks.split()), out
+    assert "no variant rejected" not in out

@@ -1071,7 +1071,7 @@ def _rejected_files(session: Session) -> list[str]:
         return []  # the count's own line names the file that does not read
     if not names:
         return []
-    shown_names = ", ".join(printable(n, keep="") for n in names[:3]) + (f" and {len(names) - 3} more"
+    shown_names = ", ".join(printable(n) for n in names[:3]) + (f" and {len(names) - 3} more"
                                                                        if len(names) > 3 else "")
     return [f"{_plural(len(names), 'file', 'files')} REJECTED by a person ({shown_names})"]
 
