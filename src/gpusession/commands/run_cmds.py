@@ -215,24 +215,31 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.folder.processes import ending_signals, interrupt_all, signal_handlers
+    from gpusession.core.folder.processes import ending_signals, interrupt_or_hold, signal_handlers, take_held
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP
-            if interrupt_all("SIGINT") == 0:
-                raise KeyboardInterrupt
+            interrupt_or_hold("SIGINT")
             return
         cancel.set()
         print("cancel requested: stopping at the next run boundary (Ctrl-C again to abort)",
               flush=True)
 
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
-        interrupt_all(signal.Signals(signum).name)
+        # before the runner registers, the signal is held for it: it ends before its first run (H-76)
+        interrupt_or_hold(signal.Signals(signum).name)
 
-    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
-        outcome = runner.run()
+    try:
+        with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
+            outcome = runner.run()
+    finally:
+        held = take_held()  # a signal after the runner let go: every row is written
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
+    if held is not None:
+        print(f"{held} arrived as the run ended: every row is written; the run lock is released",
+              file=sys.stderr, flush=True)
+        return 128 + int(signal.Signals[held])
     if outcome.stopped == REVISION_CHANGED:  # R1: another model loaded; nothing of it appended
         raise BadInput(str(outcome.stopped_words), field="model")
     frame = session.results.read()
