@@ -215,7 +215,12 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.folder.processes import ending_signals, interrupt_or_hold, signal_handlers, take_held
+    from gpusession.core.folder.processes import (
+        ending_signals,
+        interrupt_or_hold,
+        signal_handlers,
+        take_held,
+    )
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP

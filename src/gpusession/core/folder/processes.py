@@ -599,7 +599,7 @@ def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
     takes seconds, and a signal there once ended it by the default action (exit -15, no
     word). The block's handler tells a registered run (:func:`interrupt_all`) or, with
     none, raises :class:`EndedBySignal` once (a second signal while ending is ignored); the
-    block catches it, ``say``\ s its message and yields the exit code.
+    block catches it, passes its message to ``say`` and yields the exit code.
 
     Args:
         say: prints one line (the command's stderr).
@@ -617,8 +617,7 @@ def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
         code.append(128 + signum)
         raise EndedBySignal(name)
 
-    sigint = getattr(signal, "SIGINT")
-    with signal_handlers({sigint: on_signal, **{sig: on_signal for sig in ending_signals()}}):
+    with signal_handlers({signal.SIGINT: on_signal, **{sig: on_signal for sig in ending_signals()}}):
         try:
             yield code
         except EndedBySignal as exc:
