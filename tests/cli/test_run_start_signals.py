@@ -19,7 +19,8 @@ from helpers import cli
 from gpusession.core.folder.session import Session
 
 #: Runs ``gpusession ARGS`` in this Python; sends SIG to itself in WHERE first:
-#: ``import`` (while the run command's module loads) or ``runner`` (inside `run`'s own
+#: ``import`` (while the run command's module loads), ``swallowed`` (the same, in code that
+#: swallows every exception) or ``runner`` (inside `run`'s own
 #: handlers, before the runner registers). ``ignore-hup``: SIGHUP ignored, as under nohup.
 DRIVER = """
 import os, signal, sys
@@ -32,6 +33,17 @@ if where == "import":
     real = dispatch.handler_module
     def handler_module(module):
         os.kill(os.getpid(), sig)
+        return real(module)
+    dispatch.handler_module = handler_module
+elif where == "swallowed":  # a library's bare ``except`` takes the exception the handler raised
+    from gpusession.commands import dispatch
+    real = dispatch.handler_module
+    def handler_module(module):
+        try:
+            os.kill(os.getpid(), sig)
+            sum(range(1000))
+        except BaseException:
+            pass
         return real(module)
     dispatch.handler_module = handler_module
 else:
@@ -101,3 +113,13 @@ def test_h76_run_help_says_a_hang_up_ignored_by_nohup_is_ignored(
     code, out, _ = cli(capsys, sessions_root, "run", "--help")
     said = " ".join(out.split())
     assert code == 0 and "under `nohup` a hang-up is ignored on purpose" in said.lower(), said
+
+
+def test_h76_a_signal_whose_exception_start_up_code_swallowed_still_ends_the_run_before_its_first_run(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
+    _define(capsys, sessions_root, session)
+    done = _drive(sessions_root, session, "swallowed", "SIGTERM", "--headless")
+    assert done.returncode == 143, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert _events(session).count("run_interrupted") == 1
+    assert not [r for r in session.results.rows() if r.phase == "warm"]  # nothing measured

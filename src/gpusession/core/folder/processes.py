@@ -597,9 +597,10 @@ def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
 
     Why: ``run``'s start-up (polars, reading the session, torch for a Python workload)
     takes seconds, and a signal there once ended it by the default action (exit -15, no
-    word). The block's handler tells a registered run (:func:`interrupt_all`) or, with
-    none, raises :class:`EndedBySignal` once (a second signal while ending is ignored); the
-    block catches it, passes its message to ``say`` and yields the exit code.
+    word). The block's handler tells a registered run (:func:`interrupt_or_hold`) or, with
+    none, holds the signal for the next run and raises :class:`EndedBySignal` once (a
+    second signal while ending is ignored); the block catches it, passes its message to
+    ``say`` and yields the exit code.
 
     Args:
         say: prints one line (the command's stderr).
@@ -612,7 +613,9 @@ def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
 
     def on_signal(signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        if interrupt_all(name) or code:
+        # held too: code that swallows every exception (a bare ``except`` in an import)
+        # cannot lose it, the runner hears it as it registers and starts nothing
+        if interrupt_or_hold(name) or code:
             return
         code.append(128 + signum)
         raise EndedBySignal(name)
@@ -621,6 +624,7 @@ def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
         try:
             yield code
         except EndedBySignal as exc:
+            take_held()  # heard: no later run is to hear it again
             code[:] = [exc.exit_code]
             try:
                 say(str(exc))
