@@ -12,7 +12,9 @@ experiment of a session. Re-running appends: run indexes continue, nothing is lo
 measured row (:mod:`gpusession.core.folder.resume`).
 SIGHUP (the terminal or ssh connection went away), SIGTERM and a second Ctrl-C end the run at once: its
 workers and their commands end, the journal says at which run, the lock is released and
-the exit code is 128 + the signal's number (H-14). ``--detach`` starts the run
+the exit code is 128 + the signal's number (H-14); from the command's first moment, before
+the runner exists, too (H-76: one line, nothing written; a signal just before the runner
+registers is held for it). ``--detach`` starts the run
 outside the terminal's life on purpose, its output in ``logs/`` of the session folder.
 """
 
@@ -85,7 +87,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     Raises:
         BadInput: No experiment ``experiment_id`` in the session, a bad definition, or
             a file the run would write is a symbolic link or not writable (nothing written).
-        KeyboardInterrupt: A second Ctrl-C while no run is registered yet.
+        EndedBySignal: (:mod:`gpusession.core.folder.processes`) a signal while no run is
+            in flight, outside the runner's handlers; ``run``'s handler says it (H-76).
     """
     from gpusession.bench.runner import Runner
     from gpusession.commands.inflight import InFlight
