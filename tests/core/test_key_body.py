@@ -10,6 +10,7 @@ import random
 from gpusession.core.files.detectors import is_der_key_start, is_key_body_line, is_key_tail_line
 from gpusession.core.files.secretgate import may_hold_secret
 from gpusession.core.files.secrets import KEY_LINE, KeyBlockFilter, mask_text
+from gpusession.core.validation.accept_rule import reason_line
 
 #: A PKCS#8 RSA key's DER start (SEQUENCE of 1,214 bytes, INTEGER 0 …) and a fixed body:
 #: 26 lines of 64 base64 characters and a short last line, as `openssl genpkey` writes it.
@@ -100,3 +101,8 @@ def test_h75_random_base64_words_are_rarely_taken_for_a_der_key() -> None:
 def test_h75_the_gate_lets_every_body_and_der_key_through() -> None:
     for text in (" | ".join(BODY[-3:]), "\n".join(BODY[:2]), BODY[0], f"x {BODY[0][:40]}"):
         assert may_hold_secret(text)
+
+
+def test_h75_an_accept_rule_printing_a_key_body_keeps_no_line_of_it_as_its_reason() -> None:
+    said = reason_line(("\n".join(BODY) + "\n").encode())  # `sed -n 2,27p key.pem; exit 1`
+    assert said == "[HIDDEN: private key]" and BODY[0] not in said
