@@ -68,3 +68,29 @@ def test_h59_a_private_key_on_stderr_leaves_no_line_of_it_in_the_row_or_the_jour
     assert "exited with code 3" in notes and "HIDDEN: private key" in notes and "done" in notes
     for line in lines[1:]:  # body and END line: none of them kept anywhere
         assert line not in csv_text and line not in journal, line
+
+
+def test_h75_a_key_body_without_its_armour_on_stderr_leaves_no_line_in_the_row_or_the_journal(
+        session: Session) -> None:
+    """The attack's case: 26 body lines of a PKCS#8 key, no BEGIN and no END line, then a line
+    of the program's own; the row's tail says a key was hidden and keeps that line."""
+    import base64
+    import os
+
+    der = bytes.fromhex("308204be020100300d06092a864886f70d0101010500048204a8") + os.urandom(1192)
+    b64 = base64.b64encode(der).decode()
+    body = [b64[i:i + 64] for i in range(0, len(b64), 64)]
+    assert len(body) == 26 and len(body[-1]) < 64
+    script = ("import sys\n"
+              f"sys.stderr.write({chr(10).join(body)!r} + '\\n')\n"
+              "print('after the key', file=sys.stderr)\n"
+              "sys.exit(3)\n")
+    (session.folder / "leak.py").write_text(script)
+    exp = _exp(session, params={"command": [sys.executable, str(session.folder / "leak.py")]})
+    Runner(session, exp.id).run()
+    notes = next(r.notes or "" for r in session.results.rows() if r.phase == "warm")
+    journal = session.journal_path.read_text(encoding="utf-8")
+    csv_text = (session.folder / "resultats-bruts.csv").read_text(encoding="utf-8")
+    assert "exited with code 3" in notes and "HIDDEN: private key" in notes and "after the key" in notes
+    for line in body:
+        assert line[-20:] not in csv_text and line[-20:] not in journal, line

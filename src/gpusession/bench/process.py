@@ -134,11 +134,10 @@ class WorkerProcess:
         from gpusession.core.files.secrets import KeyBlockFilter
 
         assert self.proc.stderr is not None
-        keys = KeyBlockFilter()  # a private key hidden line by line, before the tail is cut (H-59)
+        keys = KeyBlockFilter()  # a private key, armoured or not, hidden line by line before the tail is cut (H-59, H-75)
         for line in self.proc.stderr:
-            kept = keys.line(line.rstrip("\n"))
-            if kept is not None:
-                self.stderr.append(kept)
+            self.stderr.extend(keys.lines(line.rstrip("\n")))
+        self.stderr.extend(keys.end())
 
     def send(self, text: str) -> None:
         """Write one line (``"go"`` / ``"stop"``) to the worker's stdin.

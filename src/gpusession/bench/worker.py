@@ -512,26 +512,27 @@ def _tee(read_fd: int, tail: deque[bytes]) -> None:
         out = None
     from gpusession.core.files.secrets import KeyBlockFilter
 
-    keys = KeyBlockFilter()  # a private key is hidden line by line, before the tail is cut (H-59)
+    keys = KeyBlockFilter()  # a private key, armoured or not, hidden line by line before the tail is cut (H-59, H-75)
     rest = b""
     try:
         while chunk := os.read(read_fd, 65536):
             lines = (rest + chunk).split(b"\n")
             rest = lines.pop()[-1000:]
-            kept = [k for k in (keys.bytes_line(ln) for ln in lines) if k is not None]
+            kept = [k for ln in lines for k in keys.bytes_lines(ln)]
             if out is not None and kept:  # the worker's stderr is journaled: it never sees the key
                 try:
                     os.write(out, b"\n".join(kept) + b"\n")
                 except OSError:
                     out = None
             tail.extend(ln[:1000] for ln in kept)
-        if rest and (last := keys.bytes_line(rest)) is not None:
+        last = [*(keys.bytes_lines(rest) if rest else []), *keys.bytes_end()]  # a line held back too
+        if last:
             if out is not None:
                 try:
-                    os.write(out, last)
+                    os.write(out, b"\n".join(last) + (b"" if rest else b"\n"))
                 except OSError:
                     pass
-            tail.append(last)
+            tail.extend(last)
     except OSError:
         pass
     finally:

@@ -12,7 +12,9 @@ experiment of a session. Re-running appends: run indexes continue, nothing is lo
 measured row (:mod:`gpusession.core.folder.resume`).
 SIGHUP (the terminal or ssh connection went away), SIGTERM and a second Ctrl-C end the run at once: its
 workers and their commands end, the journal says at which run, the lock is released and
-the exit code is 128 + the signal's number (H-14). ``--detach`` starts the run
+the exit code is 128 + the signal's number (H-14); from the command's first moment, before
+the runner exists, too (H-76: one line, nothing written; a signal just before the runner
+registers is held for it). ``--detach`` starts the run
 outside the terminal's life on purpose, its output in ``logs/`` of the session folder.
 """
 
@@ -85,7 +87,8 @@ def run_headless(session: Session, experiment_id: str, device: str | None = None
     Raises:
         BadInput: No experiment ``experiment_id`` in the session, a bad definition, or
             a file the run would write is a symbolic link or not writable (nothing written).
-        KeyboardInterrupt: A second Ctrl-C while no run is registered yet.
+        EndedBySignal: (:mod:`gpusession.core.folder.processes`) a signal while no run is
+            in flight, outside the runner's handlers; ``run``'s handler says it (H-76).
     """
     from gpusession.bench.runner import Runner
     from gpusession.commands.inflight import InFlight
@@ -215,24 +218,36 @@ def _run_held(session: Session, runner: Any, cancel: threading.Event, said: str 
         print(f"appending to {earlier} existing row(s) of {experiment_id}: run numbers continue, "
               "and the summary pools every run of this experiment", flush=True)
 
-    from gpusession.core.folder.processes import ending_signals, interrupt_all, signal_handlers
+    from gpusession.core.folder.processes import (
+        ending_signals,
+        interrupt_or_hold,
+        signal_handlers,
+        take_held,
+    )
 
     def on_sigint(signum: int, frame: Any) -> None:
         if cancel.is_set():  # the second Ctrl-C ends the run at once, like SIGHUP
-            if interrupt_all("SIGINT") == 0:
-                raise KeyboardInterrupt
+            interrupt_or_hold("SIGINT")
             return
         cancel.set()
         print("cancel requested: stopping at the next run boundary (Ctrl-C again to abort)",
               flush=True)
 
     def on_ending(signum: int, frame: Any) -> None:  # the run ends now, not at a boundary
-        interrupt_all(signal.Signals(signum).name)
+        # before the runner registers, the signal is held for it: it ends before its first run (H-76)
+        interrupt_or_hold(signal.Signals(signum).name)
 
-    with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
-        outcome = runner.run()
+    try:
+        with signal_handlers({signal.SIGINT: on_sigint, **{sig: on_ending for sig in ending_signals()}}):
+            outcome = runner.run()
+    finally:
+        held = take_held()  # a signal after the runner let go: every row is written
     if outcome.interrupted is not None:
         return _interrupted_exit(outcome)
+    if held is not None:
+        print(f"{held} arrived as the run ended: every row is written; the run lock is released",
+              file=sys.stderr, flush=True)
+        return 128 + int(signal.Signals[held])
     if outcome.stopped == REVISION_CHANGED:  # R1: another model loaded; nothing of it appended
         raise BadInput(str(outcome.stopped_words), field="model")
     frame = session.results.read()

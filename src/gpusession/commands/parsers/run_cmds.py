@@ -7,6 +7,7 @@ imported when the command runs, never for ``--help``.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from gpusession.commands.dispatch import Handler
 from gpusession.commands.parsers import DEFAULT_METRIC, METRIC_NAMES, shown
@@ -17,6 +18,31 @@ def _device(text: str) -> str:
     if text in ("cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
     raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {shown(text)}")
+
+
+class _EndingEarly(Handler):
+    """``run``'s handler: SIGTERM, SIGHUP and SIGINT end it cleanly from its first moment (H-76).
+
+    Why: the handler's module imports polars and reads the session before any run
+    starts; the signals' handling (:func:`gpusession.core.folder.processes.ending_early`)
+    is installed before that import, so a signal there says one line on stderr and exits
+    128 + the signal, never by the default action (-15) nor with a traceback. The TUI
+    (``run`` without --headless, --resume or --detach) keeps Textual's own handling.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, args: argparse.Namespace) -> int | None:
+        """Run ``cmd_run`` under :func:`~gpusession.core.folder.processes.ending_early`."""
+        if not (getattr(args, "headless", False) or getattr(args, "resume", False)
+                or getattr(args, "detach", False)):
+            return super().__call__(args)
+        from gpusession.core.folder.processes import ending_early
+
+        result: int | None = None
+        with ending_early(lambda line: print(f"gpusession: {line}", file=sys.stderr, flush=True)) as ended:
+            result = super().__call__(args)
+        return ended[0] if ended else result
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "finishes. Ctrl-C stops at the next run boundary (exit 1); a second Ctrl-C, a "
             "hang-up (SIGHUP: the terminal or ssh connection closed) or SIGTERM ends the "
             "run at once, its processes included, and says so in the journal (exit 130 / "
-            "129 / 143). To outlive "
+            "129 / 143); a signal before any run is in flight (while `run` starts up) ends it "
+            "with one line on stderr and the same exit, nothing written. Under `nohup`"
+            " a hang-up is ignored on purpose and the run goes on. To outlive "
             "the terminal on purpose, use --detach: the run goes on in the background, its "
             "output in logs/ of the session folder; follow it with `gpusession show NAME` "
             "or the TUI's Run pane. A run cut by a crash is recorded as an incident when "
@@ -100,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "load (and warm up) again. The stop after a defective first result applies "
                    "again, and the session limit too. It runs headless (or with --detach; in the TUI's "
                    "Run pane the key is u). Nothing missing: says so, exit 0")
-    p.set_defaults(func=Handler("run_cmds", "cmd_run"))
+    p.set_defaults(func=_EndingEarly("run_cmds", "cmd_run"))
 
     p = sub.add_parser(
         "experiment", help="define, derive or list the experiments of a session",

@@ -43,17 +43,24 @@ def record_value(text: str) -> str:
 
 
 def tolerance_words(protocol: Mapping[str, Any] | None) -> str:
-    """``0.01 below threshold 0.9 (macro_f1)``, or ``none (no validation protocol)``.
+    """``0.01 below threshold 0.9 (macro_f1)``, or ``none (…)`` where no threshold applies.
 
     A protocol without a tolerance says ``not chosen (read as 0) below threshold 0.9
-    (macro_f1)`` (V5): nobody chose 0.
+    (macro_f1)`` (V5): nobody chose 0. A protocol without a threshold (an accept rule
+    judges each output: S9) says ``none (accepted by a rule, no quality threshold)``: a
+    tolerance, a threshold and a metric would be words for a check that never runs
+    (H-77), and a missing value is never written as ``None``.
     """
     p = protocol or {}
     if not p:
         return "none (no validation protocol)"
+    threshold = p.get("threshold")
+    if threshold is None:
+        return ("none (accepted by a rule, no quality threshold)" if p.get("accept")
+                else "none (no quality threshold)")
     chosen = p.get("tolerance")
     said = "not chosen (read as 0)" if chosen is None else f"{chosen:g}"
-    return f"{said} below threshold {p.get('threshold')} ({p.get('metric', 'macro_f1')})"
+    return f"{said} below threshold {threshold} ({p.get('metric') or 'macro_f1'})"
 
 
 def record_of(*, scope: str, code_revision: str | None, protocol: Mapping[str, Any] | None,

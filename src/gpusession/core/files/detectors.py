@@ -17,6 +17,8 @@ kept in ``gpusession/data/wordlists``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import unicodedata
 from collections.abc import Callable
@@ -208,7 +210,133 @@ def token_findings(text: str, *, digest: bool = False) -> list[Finding]:
             out.append(Finding(start, end, kind, reason))
     if not digest:
         out.extend(_split_hex_keys(text))
+        out.extend(key_body_findings(text))
+        out.extend(der_key_findings(text))
     return out
+
+
+# ---- a key's body without its armour (H-75) ---------------------------------------------
+
+#: The widths a key's body lines are wrapped at: PEM and PGP 64, OpenSSH 70.
+KEY_BODY_WIDTHS = (64, 70)
+_KEY_WIDTH_RE = re.compile(r"[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{70}")
+_HEX_ONLY_RE = re.compile(r"[0-9a-fA-F]+")
+_KEY_TAIL_RE = re.compile(r"[A-Za-z0-9+/]{4,69}={0,2}")
+_TAIL_MARK_RE = re.compile(r"[0-9+/=]")
+_CUT_HEAD_RE = re.compile(r"[A-Za-z0-9+/]{16,}$")
+#: Lines of a text as a note joins them too (stderr lines joined by " | ").
+_LINE_SEP_RE = re.compile(r"\r?\n| \| ")
+_BODY_REASON = ("it contains lines of base64 at a key file's width (64 or 70 characters), like "
+                f"the body of a private key; {_NEVER}")
+
+
+def is_key_body_line(line: str) -> bool:
+    """Whether ``line`` (spaces around it ignored) is a full line of a key's body (H-75).
+
+    Exactly 64 or 70 base64 characters (PEM's, PGP's and OpenSSH's width), no padding,
+    and not hex digits only: 64 hex digits are a SHA-256 digest a program printed.
+    """
+    s = line.strip(" \t\r")
+    return len(s) in KEY_BODY_WIDTHS and bool(_KEY_WIDTH_RE.fullmatch(s)) and not _HEX_ONLY_RE.fullmatch(s)
+
+
+def is_key_tail_line(line: str) -> bool:
+    """Whether ``line`` may be the short last line of a key's body, read right after its run (H-75).
+
+    Base64 of a whole number of 4-character groups (``=`` padding allowed), shorter
+    than a full line, holding a digit, ``+``, ``/`` or ``=`` or at least 16 characters,
+    so a word (``Done``, ``Finished``) after a run is kept.
+    """
+    s = line.strip(" \t\r")
+    return (len(s) % 4 == 0 and bool(_KEY_TAIL_RE.fullmatch(s))
+            and (len(s) >= 16 or bool(_TAIL_MARK_RE.search(s))))
+
+
+def key_body_findings(text: str) -> list[Finding]:
+    """Every run of two or more key body lines in ``text``, with the line that closes it (H-75).
+
+    Why: a program may print a key's body without its BEGIN and END lines, and a tail of
+    its stderr keeps only the last few lines; the run is what is left to recognise.
+    Lines are split at line breaks and at `` | `` (how a note joins stderr lines). The
+    run takes the following short line (:func:`is_key_tail_line`), and the base64 end
+    (16+ characters) of the line just before it: a body line a tail cut in the middle.
+    One line of 64 base64 characters alone is not a run (a token printed once is left to
+    the other kinds).
+    """
+    if len(text) < 2 * KEY_BODY_WIDTHS[0] + 1:
+        return []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for sep in _LINE_SEP_RE.finditer(text):
+        spans.append((at, sep.start()))
+        at = sep.end()
+    spans.append((at, len(text)))
+    out: list[Finding] = []
+    i = 0
+    while i < len(spans):
+        j = i
+        while j < len(spans) and is_key_body_line(text[spans[j][0]:spans[j][1]]):
+            j += 1
+        if j - i < 2:
+            i = max(j, i + 1)
+            continue
+        start, end = spans[i][0], spans[j - 1][1]
+        if j < len(spans) and is_key_tail_line(text[spans[j][0]:spans[j][1]]):
+            end = spans[j][1]
+            j += 1
+        if i > 0 and (cut := _CUT_HEAD_RE.search(text, spans[i - 1][0], spans[i - 1][1])):
+            start = cut.start()
+        out.append(Finding(start + len(text[start:end]) - len(text[start:end].lstrip(" \t")),
+                           end, "private key", _BODY_REASON))
+        i = j
+    return out
+
+
+_DER_WORD_RE = re.compile(r"(?<![A-Za-z0-9+/=])M[A-Za-z0-9+/]{39,}={0,2}(?![A-Za-z0-9+/=])")
+_DER_REASON = (f"it contains base64 that decodes to the start of a DER private key (an ASN.1 "
+               f"SEQUENCE, as PKCS#1, PKCS#8 and SEC1 keys begin); {_NEVER}")
+
+
+def is_der_key_start(word: str) -> bool:
+    """Whether the base64 ``word`` decodes to the start of a DER key (H-75).
+
+    The first bytes are an ASN.1 SEQUENCE (``0x30``) whose length (short form of 30+
+    bytes, or long form ``0x81``/``0x82``) is at least what ``word`` holds after the
+    header, followed by an INTEGER (the version of a PKCS#1, PKCS#8 or SEC1 key) or a
+    SEQUENCE (an encrypted PKCS#8 key, a certificate). Random base64 meets all three about
+    once in 10^5 words; base64 of JSON (``eyJ…``) or text never.
+    """
+    try:
+        head = base64.b64decode(word[:8])
+    except (binascii.Error, ValueError):
+        return False
+    if len(head) < 6 or head[0] != 0x30:
+        return False
+    if head[1] < 0x80:
+        length, header = head[1], 2
+        if length < 30:
+            return False
+    elif head[1] == 0x81:
+        length, header = head[2], 3
+        if length < 0x80:
+            return False
+    elif head[1] == 0x82:
+        length, header = (head[2] << 8) | head[3], 4
+        if length < 0x100:
+            return False
+    else:
+        return False
+    if head[header] not in (0x02, 0x30):
+        return False
+    return len(word.rstrip("=")) * 3 // 4 <= header + length
+
+
+def der_key_findings(text: str) -> list[Finding]:
+    """Every base64 word of 40+ characters in ``text`` that starts a DER key (:func:`is_der_key_start`)."""
+    if "M" not in text or len(text) < 40:
+        return []
+    return [Finding(m.start(), m.end(), "private key", _DER_REASON)
+            for m in _DER_WORD_RE.finditer(text) if is_der_key_start(m.group())]
 
 
 # ---- seed phrases ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ there changes no output. A test checks it against the detectors on every kind of
 and on thousands of random texts.
 
 Cheap by construction: string tests and one pass over the characters; no wordlist, no
-pattern compiled beyond two small ones.
+pattern compiled beyond three small ones.
 
 Who calls it: :func:`gpusession.core.files.textio.printable` and
 :func:`gpusession.core.files.sessionname.check_name_secret`. Standard library only.
@@ -37,6 +37,9 @@ ASSIGNMENT_WORDS = ("pw", "pass", "wachtwoord", "key", "token", "secret", "crede
 KEY_RUN_MIN = 51
 #: Lines of base64 like a key body: three lines of 40+ characters after one of 60+.
 BASE64_BODY_MIN = 140
+#: A key's body without its armour, or a DER key in base64 (H-75): a run of this many base64
+#: characters (a body line is 64 or 70; a DER word at least 40).
+BASE64_RUN_MIN = 40
 #: Hex digits a key cut in two holds in all (``detectors._split_hex_keys``).
 HEX_DIGITS_MIN = 64
 #: A seed phrase: this many words of 3–12 letters in a row (``MNEMONIC_MIN_WORDS``), or
@@ -46,6 +49,7 @@ SEED_JOINED_MIN = 36
 
 _ALNUM_RUN = re.compile(r"[0-9A-Za-z]+")
 _LETTER_RUN = re.compile(r"[A-Za-z]+")
+_BASE64_RUN = re.compile(rf"[A-Za-z0-9+/]{{{BASE64_RUN_MIN}}}")
 
 
 def may_hold_secret(text: str) -> bool:
@@ -57,7 +61,8 @@ def may_hold_secret(text: str) -> bool:
     Returns:
         ``True`` for any text that is not ASCII (format characters, seed words of other
         scripts), holds a token kind's mark, a run of :data:`KEY_RUN_MIN` letters and
-        digits, :data:`HEX_DIGITS_MIN` hex digits in all, lines that may be a key body, or
+        digits, :data:`HEX_DIGITS_MIN` hex digits in all, lines that may be a key body, a run
+        of :data:`BASE64_RUN_MIN` base64 characters, or
         a run of words that may be a seed phrase; ``False`` otherwise.
     """
     if not text.isascii():
@@ -69,6 +74,8 @@ def may_hold_secret(text: str) -> bool:
     if "\n" in text and len(text) >= BASE64_BODY_MIN:
         return True
     if len(text) >= HEX_DIGITS_MIN and sum(c in "0123456789abcdefABCDEF" for c in text) >= HEX_DIGITS_MIN:
+        return True
+    if len(text) >= BASE64_RUN_MIN and _BASE64_RUN.search(text):
         return True
     if len(text) >= KEY_RUN_MIN and any(len(m) >= KEY_RUN_MIN for m in _ALNUM_RUN.findall(text)):
         return True

@@ -10,7 +10,9 @@ hides each one in a whole (multi-line) text; both read :mod:`gpusession.core.fil
   ``mnemonic`` package), of Monero's or of SLIP-39's, whatever the separators (one word
   per line too), numbering, case or accents, by four-letter prefixes or written together;
 * a private key: a PEM / PGP / OpenSSH block (``-----BEGIN … PRIVATE KEY-----``) with its
-  body, a PuTTY key file, lines of base64 like a key body, 64 or more hex digits (also cut
+  body, a PuTTY key file, lines of base64 like a key body (two or more at a key file's
+  width of 64 or 70 are enough, with the short line closing them: H-75), a base64 word
+  that decodes to the start of a DER key, 64 or more hex digits (also cut
   in two; a digest a machine wrote is exempt), a base58 key (87–88), a WIF key, an
   extended private key (``xprv…``), an age or Nostr (``nsec1``) secret key;
 * an API token: GitHub, GitLab, AWS, Hugging Face, OpenAI/Anthropic, Slack, Stripe,
@@ -463,13 +465,23 @@ KEY_LINE = "[HIDDEN: private key]"
 
 
 class KeyBlockFilter:
-    """Hides a PEM private key line by line as a stream is read, before any tail is cut (H-59).
+    """Hides a private key line by line as a stream is read, before any tail is cut (H-59, H-75).
 
     Why: a program's stderr keeps only its last lines; a key whose BEGIN line scrolled out
-    left its body and END line, which no later mask recognises. So the stream's reader
-    passes every line here first: the BEGIN line becomes :data:`KEY_LINE`, the body and the
-    END line are dropped (``None``). A block without an END ends after
-    :attr:`MAX_LINES` lines (a key is under 100), so a stray BEGIN cannot swallow a log.
+    left its body and END line, which no later mask recognises, and a program may print a
+    body with no armour at all. So the stream's reader passes every line here first:
+
+    * a BEGIN line becomes :data:`KEY_LINE`; the body and the END line are dropped. A block
+      without an END ends after :attr:`MAX_LINES` lines (a key is under 100), so a stray
+      BEGIN cannot swallow a log;
+    * a run of two or more body lines (:func:`~gpusession.core.files.detectors.is_key_body_line`:
+      exactly 64 or 70 base64 characters, not hex only) becomes one :data:`KEY_LINE`, with
+      the short line that closes it and an END line after it. The first such line is held
+      back until the next one says whether it starts a run (one line of delay, and only for
+      a line that looks like one).
+
+    :meth:`lines` answers each line with the lines to keep (none, one, or a held line and
+    this one); :meth:`end` releases a line still held when the stream ends.
     """
 
     MAX_LINES = 120
@@ -477,20 +489,47 @@ class KeyBlockFilter:
     def __init__(self) -> None:
         """A filter outside any key."""
         self._inside = 0
+        self._held: str | None = None
+        #: ``True`` inside a run of body lines, ``"tail"`` right after its short last line.
+        self._in_run: bool | str = False
 
-    def line(self, text: str) -> str | None:
-        """``text``, :data:`KEY_LINE`, or ``None`` when the line belongs to a key being hidden."""
+    def lines(self, text: str) -> list[str]:
+        """What to keep for ``text``: ``[]`` inside a key, :data:`KEY_LINE` for one, else the lines."""
         if self._inside:
             self._inside = 0 if _KEY_END_RE.search(text) or self._inside >= self.MAX_LINES else self._inside + 1
-            return None
+            return []
+        out = self.end()
         if _KEY_BEGIN_RE.search(text):
+            self._in_run = False
             self._inside = 0 if _KEY_END_RE.search(text) else 1
-            return KEY_LINE
-        return text
+            return [*out, KEY_LINE]
+        if detectors.is_key_body_line(text):
+            if self._in_run is True:
+                return []
+            if out:  # a held body line and this one: a run
+                self._in_run = True
+                return [KEY_LINE]
+            self._held = text
+            return []
+        if self._in_run:  # the line after a run: its short last line, then an END line
+            closing = self._in_run is True and detectors.is_key_tail_line(text)
+            self._in_run = "tail" if closing else False
+            if closing or _KEY_END_RE.search(text):
+                return []
+        return [*out, text]
 
-    def bytes_line(self, raw: bytes) -> bytes | None:
-        """:meth:`line` for a line of bytes (decoded as UTF-8 with replacement to look)."""
-        if self._inside or b"PRIVATE KEY-----" in raw:
-            said = self.line(raw.decode("utf-8", "replace"))
-            return None if said is None else said.encode("utf-8")
-        return raw
+    def end(self) -> list[str]:
+        """The line held back, if any (at the end of the stream, or before the next line)."""
+        held, self._held = self._held, None
+        return [] if held is None else [held]
+
+    def bytes_lines(self, raw: bytes) -> list[bytes]:
+        """:meth:`lines` for a line of bytes (decoded as UTF-8 with replacement to look)."""
+        if (not self._inside and self._held is None and not self._in_run
+                and b"PRIVATE KEY-----" not in raw and len(raw.strip(b" \t\r")) not in detectors.KEY_BODY_WIDTHS):
+            return [raw]  # the common line: nothing to decode
+        return [ln.encode("utf-8") for ln in self.lines(raw.decode("utf-8", "replace"))]
+
+    def bytes_end(self) -> list[bytes]:
+        """:meth:`end` as bytes."""
+        return [ln.encode("utf-8") for ln in self.end()]

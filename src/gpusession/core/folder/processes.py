@@ -511,10 +511,15 @@ def on_interrupt(callback: Callable[[str], None]) -> Callable[[], None]:
     Ending signals: SIGHUP, SIGTERM, and ``run --headless``'s second Ctrl-C (``"SIGINT"``).
 
     A :class:`~gpusession.bench.runner.Runner` registers itself while it runs, so the
-    signal handlers of ``run --headless`` and of the TUI need no reference to it.
+    signal handlers of ``run --headless`` and of the TUI need no reference to it. A signal
+    held by :func:`interrupt_or_hold` while nothing was registered is told to ``callback``
+    at once (H-76): the run it was meant for ends before its first run.
     """
     with _INTERRUPT_LOCK:
         _INTERRUPTIBLE.add(callback)
+        held = _HELD.pop() if _HELD else None
+    if held is not None:
+        callback(held)
 
     def remove() -> None:
         with _INTERRUPT_LOCK:
@@ -539,13 +544,102 @@ def interrupt_all(signal_name: str) -> int:
     return len(callbacks)
 
 
+#: A signal that arrived while no run was registered, for the next one (at most one).
+_HELD: list[str] = []
+
+
+def interrupt_or_hold(signal_name: str) -> int:
+    """:func:`interrupt_all`, or, with no run registered yet, hold the signal for the next one (H-76).
+
+    Why: ``run`` installs its handlers before its runner registers (and keeps them after
+    it has gone); a signal in between must neither be lost nor kill the process by its
+    default action. :func:`on_interrupt` tells a held signal to the next run registered;
+    :func:`take_held` reads one that no run heard.
+
+    Returns:
+        How many runs were told (0: the signal is held).
+    """
+    told = interrupt_all(signal_name)
+    if told == 0:
+        with _INTERRUPT_LOCK:
+            _HELD[:] = [signal_name]
+    return told
+
+
+def take_held() -> str | None:
+    """The signal :func:`interrupt_or_hold` held that no run heard (``"SIGTERM"``…), forgotten now."""
+    with _INTERRUPT_LOCK:
+        return _HELD.pop() if _HELD else None
+
+
+class EndedBySignal(BaseException):
+    """A signal ended ``run`` while no run was in flight (H-76): raised by :func:`ending_early`'s handler.
+
+    A :class:`BaseException`, as :class:`KeyboardInterrupt` is, so no ``except Exception``
+    on the way keeps the program going.
+
+    Attributes:
+        signal_name: ``"SIGTERM"``, ``"SIGHUP"`` or ``"SIGINT"``.
+        exit_code: 128 + the signal's number.
+    """
+
+    def __init__(self, signal_name: str) -> None:
+        """Name the signal; the message says nothing was cut short."""
+        super().__init__(f"{signal_name} ended `run` while no run was in flight: nothing was cut short, "
+                         "and the rows already in the session stand")
+        self.signal_name = signal_name
+        self.exit_code = 128 + int(signal.Signals[signal_name])
+
+
+@contextmanager
+def ending_early(say: Callable[[str], None]) -> Iterator[list[int]]:
+    """Until a run registers: SIGTERM, SIGHUP (unless ignored, :func:`ending_signals`) and SIGINT end ``run`` cleanly (H-76).
+
+    Why: ``run``'s start-up (polars, reading the session, torch for a Python workload)
+    takes seconds, and a signal there once ended it by the default action (exit -15, no
+    word). The block's handler tells a registered run (:func:`interrupt_or_hold`) or, with
+    none, holds the signal for the next run and raises :class:`EndedBySignal` once (a
+    second signal while ending is ignored); the block catches it, passes its message to
+    ``say`` and yields the exit code.
+
+    Args:
+        say: prints one line (the command's stderr).
+
+    Yields:
+        A list the block fills with the exit code (128 + the signal) when a signal ended
+        it; empty otherwise.
+    """
+    code: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        # held too: code that swallows every exception (a bare ``except`` in an import)
+        # cannot lose it, the runner hears it as it registers and starts nothing
+        if interrupt_or_hold(name) or code:
+            return
+        code.append(128 + signum)
+        raise EndedBySignal(name)
+
+    with signal_handlers({signal.SIGINT: on_signal, **{sig: on_signal for sig in ending_signals()}}):
+        try:
+            yield code
+        except EndedBySignal as exc:
+            take_held()  # heard: no later run is to hear it again
+            code[:] = [exc.exit_code]
+            try:
+                say(str(exc))
+            except OSError:  # the terminal is gone (SIGHUP)
+                pass
+
+
 #: The signals that end a run at once (the ssh drop, a ``kill``).
 ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
     getattr(signal, n) for n in ("SIGHUP", "SIGTERM") if hasattr(signal, n))
 
 
 __all__ = [
-    "ENDING_SIGNALS", "ending_signals", "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_child_tree",
+    "ENDING_SIGNALS", "EndedBySignal", "ending_early", "ending_signals", "interrupt_or_hold", "take_held",
+    "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_child_tree",
     "end_descendants", "end_group",
     "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
     "worker_marker",
