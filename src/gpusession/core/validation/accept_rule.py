@@ -614,15 +614,21 @@ def read_report(path: Path) -> tuple[Any, str | None]:
         if os.path.islink(path):
             return None, "is a symbolic link; a report is read only as the file itself (nothing was read)"
         return None, f"cannot be read ({exc.strerror or exc})"
-    with os.fdopen(fd, "rb", buffering=0) as fh:
+    too_big = (f"holds more than {REPORT_MAX_BYTES:,} bytes, the most an accept report may hold "
+               "(200,000 files' names and SHA-256); nothing was read")
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None, not_plain(Path(path), st.st_mode).message
-        too_big = (f"holds more than {REPORT_MAX_BYTES:,} bytes, the most an accept report may hold "
-                   "(200,000 files' names and SHA-256); nothing was read")
         if st.st_size > REPORT_MAX_BYTES:
             return None, too_big
-        data = fh.read(REPORT_MAX_BYTES + 1)  # a file that grew since fstat stops here
+        data = b""
+        while len(data) <= REPORT_MAX_BYTES and (chunk := os.read(fd, 1024 * 1024)):
+            data += chunk  # a file that grew since fstat stops past the bound
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
     if len(data) > REPORT_MAX_BYTES:
         return None, too_big
     try:
