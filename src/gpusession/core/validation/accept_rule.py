@@ -683,7 +683,7 @@ def accepted_output_digests(session: RuleSession, accepted_runs: Mapping[RunKey,
         files = doc.get("files")
         if doc.get("accepted") is True and isinstance(files, dict):
             run = report_run(base, path)
-            if run not in accepted_runs:  # no row holds this run: never counted (H-57)
+            if run is None or run not in accepted_runs:  # no row holds this run: never counted (H-57)
                 left_out.append(f"{where}: no row of resultats-bruts.csv holds this run")
                 continue
             recorded = accepted_runs[run]
