@@ -13,7 +13,6 @@ timeout. Checks and words are :mod:`gpusession.core.validation.accept_rule`.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -266,7 +265,9 @@ class AcceptRunValidation:
         where = self.session.validation_dir / self.exp.id / run.variant_id
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = where / f"{run.phase}-{run.run_index}{REPORT_SUFFIX}"
-        write_atomic_bytes(path, json.dumps(report.to_json(), ensure_ascii=False, indent=1).encode("utf-8"))
+        # names secret-masked (H-73), within the reader's bound (H-71); the note made after it
+        # records the digest of the very files the report lists (H-72)
+        write_atomic_bytes(path, report.encoded())
         os.chmod(path, 0o600)
         self.last_path = path
         return report.row_fields(), report.note()

@@ -48,7 +48,12 @@ from gpusession.core.money.count_cache import (
 from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.rates import format_usd
 from gpusession.core.records.summary import accepted_revisions, validated_count
-from gpusession.core.validation.accept_rule import accepted_output_digests, has_accept_rule
+from gpusession.core.validation.accept_rule import (
+    RunKey,
+    accepted_output_digests,
+    has_accept_rule,
+    recorded_files_digest,
+)
 
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
@@ -160,15 +165,20 @@ def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
             f"{count.unit.singular}")
 
 
-def rule_accepted_runs(rows: Any) -> set[tuple[str, str, str, int]]:
-    """``(experiment, variant, phase, run index)`` of the rows an accept rule accepted (H-57)."""
+def rule_accepted_runs(rows: Any) -> dict[RunKey, str | None]:
+    """The rows an accept rule accepted (H-57), each with the files digest its notes record (H-72).
+
+    Returns:
+        ``(experiment, variant, phase, run index)`` → the digest of the report's files the
+        run recorded when the rule accepted (:func:`recorded_files_digest`), ``None`` when none.
+    """
     import polars as pl
 
     if rows.height == 0:
-        return set()
+        return {}
     mine = rows.filter((pl.col("quality_metric") == ACCEPT_RULE) & pl.col("corpus_accepted").fill_null(False))
-    return {(str(e), str(v), str(p), int(i)) for e, v, p, i in
-            mine.select("experiment_id", "variant_id", "phase", "run_index").iter_rows() if i is not None}
+    return {(str(e), str(v), str(p), int(i)): recorded_files_digest(n) for e, v, p, i, n in
+            mine.select("experiment_id", "variant_id", "phase", "run_index", "notes").iter_rows() if i is not None}
 
 
 def _rows_in_period(rows: Any, period: Period) -> tuple[Any, set[tuple[str, str]]]:
@@ -228,13 +238,12 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
         period = session_period(session)  # seed 000 §5: validated in the period
         if has_accept_rule(session):
             runs = rule_accepted_runs(rows)
-            inside = {r for r in runs if period.side(r) is None}
-            digests, validated, strays = accepted_output_digests(session, inside)
+            inside = {r: tie for r, tie in runs.items() if period.side(r) is None}
+            digests, validated, left_out = accepted_output_digests(session, inside)
             count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit,
-                                     (*_outside_words(period, [period.side(r) for r in runs - inside],
+                                     (*_outside_words(period, [period.side(r) for r in runs.keys() - inside.keys()],
                                                      "accepted run", "accepted runs"),
-                                      *(f"validation/{s}: no row of resultats-bruts.csv holds this run"
-                                        for s in strays[:20])))
+                                      *left_out[:20]))
         else:
             validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
             kept, outside = _rows_in_period(rows, period)

@@ -28,17 +28,21 @@ Who calls it: ``experiment define`` (:func:`accept_protocol`), the runner throug
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
+import stat
 import unicodedata
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import TOO_DEEP, loads_json
-from gpusession.core.files.secrets import mask_text, shown
-from gpusession.core.files.textio import decode_strict, printable, read_bytes
+from gpusession.core.files.secrets import mask_record, mask_text, shown
+from gpusession.core.files.textio import decode_strict, not_plain, printable, read_bytes
 
 KIND = "accept-rule"
 FORMATS = ("png", "jpeg", "pdf", "svg", "json", "text")
@@ -53,6 +57,17 @@ _MAGIC = {"png": (b"\x89PNG\r\n\x1a\n",), "jpeg": (b"\xff\xd8\xff",), "pdf": (b"
 ACCEPTED, REJECTED, UNJUDGED = "accepted", "rejected", "could not be judged"
 #: The report file beside the others under validation/ (V8).
 REPORT_SUFFIX = ".accept.json"
+#: The largest accept report read, in bytes (H-71): a report lists each counted file's
+#: name and SHA-256 (about 330 bytes with JSON's quotes), so 64 MiB holds 200,000 files,
+#: the bound of a walked deliverables folder (H-54); a larger one is named, never read.
+REPORT_MAX_BYTES = 64 * 1024 * 1024
+#: Entries kept per list of a report (missing, extra, format problems…): a list past it is
+#: cut and its full length kept, so the writer never passes :data:`REPORT_MAX_BYTES` (A4).
+REPORT_LIST_MAX = 1000
+#: The row's fact that ties an accepted output to the files its report lists (H-72):
+#: ``3 files counted, list sha256: <64 hex digits>`` (:func:`files_digest`).
+TIE_WORDS = "{n} files counted, list sha256: {digest}"
+_TIE_RE = re.compile(r"files counted, list sha256: ([0-9a-f]{64})(?![0-9A-Za-z])")
 
 
 @dataclass(frozen=True)
@@ -328,14 +343,55 @@ def check_format(output: Path, names: Sequence[str], fmt: str) -> list[str]:
 
 # -- the reason line ------------------------------------------------------------------------
 def reason_line(stdout: bytes) -> str:
-    """The rule's first stdout line: decoded, secrets masked, escaped, at most 200 characters."""
-    first = stdout.split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
-    masked, _ = mask_text(first)
-    text = printable(masked, keep="")
+    """The rule's first stdout line: decoded, secrets masked, escaped, at most 200 characters.
+
+    Source: H-74. The whole head the rule printed is masked before its first line is
+    taken: a key body printed without its BEGIN line is found only as several lines of
+    base64 together, never in its first line alone.
+    """
+    masked, _ = mask_text(stdout.decode("utf-8", errors="replace"))
+    first = masked.split("\n", 1)[0].rstrip("\r")
+    text = printable(first, keep="")
     return text if len(text) <= REASON_MAX_CHARS else text[:REASON_MAX_CHARS - 1] + "…"
 
 
 # -- the report (V8) and the count (S10) -------------------------------------------------
+def shown_files(files: Mapping[str, str]) -> dict[str, str]:
+    """``files`` (name → SHA-256) as a report writes it: each name secret-masked (H-73).
+
+    Source: H-73. Why: an output may name a file like a token (``ghp_…``); the report is a
+    session file, so the name is kept as ``[HIDDEN: GitHub token].png`` with its digest,
+    still counted. Two names hidden alike are kept apart as ``… (2)``, ``… (3)``.
+    """
+    out: dict[str, str] = {}
+    for name, digest in files.items():
+        said = mask_text(name)[0]
+        key, i = said, 2
+        while key in out:
+            key, i = f"{said} ({i})", i + 1
+        out[key] = digest
+    return out
+
+
+def files_digest(files: Mapping[str, Any]) -> str:
+    """SHA-256 of a report's ``files`` mapping as written: sorted keys, compact JSON, UTF-8 (H-72).
+
+    The run records it in the row's notes when the rule accepts (:data:`TIE_WORDS`), so a
+    digest added to the report afterwards is seen without hashing any output again.
+    """
+    text = json.dumps(files, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def recorded_files_digest(notes: str | None) -> str | None:
+    """The files digest a row's notes record (:data:`TIE_WORDS`); ``None`` when not exactly one (H-72).
+
+    Two are as good as none: a workload's own words cannot stand in for the run's.
+    """
+    found = _TIE_RE.findall(notes or "")
+    return found[0] if len(found) == 1 else None
+
+
 @dataclass
 class AcceptReport:
     """What the accept checks found for one output (V1; the fields D3's stop reads).
@@ -355,6 +411,8 @@ class AcceptReport:
     #: names of the output that are no regular file inside it (a FIFO, a device, a link
     #: out of the folder): named, never hashed nor counted (H-52)
     not_counted: list[str] = field(default_factory=list)
+    #: files left out because their list would pass :data:`REPORT_MAX_BYTES` (H-71)
+    files_past_bound: int = 0
 
     @property
     def ids_match(self) -> bool:
@@ -433,6 +491,11 @@ class AcceptReport:
             out.append(f"format: {'; '.join(self.format_problems[:3])}")
         if self.verdict is not None:
             out.append(f"accept rule: {self.verdict}" + (f" ({self.reason})" if self.reason else ""))
+        if self.corpus_accepted:  # what the count may believe of the report (H-72)
+            out.append(TIE_WORDS.format(n=len(self.files), digest=files_digest(shown_files(self.files))))
+        if self.files_past_bound:
+            out.append(f"not counted: the list of its {self.files_past_bound:,} files would pass the "
+                       f"{REPORT_MAX_BYTES:,} bytes an accept report may hold")
         if self.not_counted:
             shown = ", ".join(printable(n, keep="") for n in self.not_counted[:5])
             more = f" and {len(self.not_counted) - 5} more" if len(self.not_counted) > 5 else ""
@@ -442,14 +505,51 @@ class AcceptReport:
         return "; ".join(out) or None
 
     def to_json(self) -> dict[str, Any]:
-        """The archived report (V8)."""
+        """The archived report (V8): every text secret-masked (H-73), lists cut (H-71).
+
+        Each list keeps its first :data:`REPORT_LIST_MAX` entries; its full length is under ``cut``.
+        """
         n = self.names
-        return {"schema": 1, "kind": KIND, "output": self.output_path, "accepted": self.corpus_accepted,
-                "names": None if n is None else {"expected": len(n.expected), "observed": len(n.observed),
-                                                  "missing": list(n.missing), "extra": list(n.extra),
-                                                  "duplicates": list(n.duplicates)},
-                "format_problems": self.format_problems, "verdict": self.verdict, "reason": self.reason,
-                "exit_code": self.exit_code, "files": self.files, "not_counted": self.not_counted}
+        lists = {"missing": list(n.missing) if n else [], "extra": list(n.extra) if n else [],
+                 "duplicates": list(n.duplicates) if n else [], "format_problems": self.format_problems,
+                 "not_counted": self.not_counted}
+        cut = {k: len(v) for k, v in lists.items() if len(v) > REPORT_LIST_MAX}
+        kept = {k: v[:REPORT_LIST_MAX] for k, v in lists.items()}
+        doc = mask_record({
+            "schema": 1, "kind": KIND, "output": self.output_path, "accepted": self.corpus_accepted,
+            "names": None if n is None else {"expected": len(n.expected), "observed": len(n.observed),
+                                              "missing": kept["missing"], "extra": kept["extra"],
+                                              "duplicates": kept["duplicates"]},
+            "format_problems": kept["format_problems"], "verdict": self.verdict, "reason": self.reason,
+            "exit_code": self.exit_code, "not_counted": kept["not_counted"]})
+        doc["files"] = shown_files(self.files)  # digests under names: masked by name only
+        if cut:
+            doc["cut"] = cut
+        if self.files_past_bound:
+            doc["files_past_bound"] = self.files_past_bound
+        return doc
+
+    def encoded(self) -> bytes:
+        """The archived report as JSON bytes, never past :data:`REPORT_MAX_BYTES` (A4, H-71).
+
+        Source: H-71. Why: the reader refuses a larger report, so the writer never writes
+        one. A list of files past the bound (hundreds of thousands of files and no expected
+        names) is dropped before the row's note is made, so the row records the digest of
+        no file and the run counts none (said in its note).
+        """
+        data = _json_bytes(self.to_json())
+        if len(data) > REPORT_MAX_BYTES and self.files:
+            self.files_past_bound, self.files = len(self.files), {}
+            data = _json_bytes(self.to_json())
+        return data
+
+
+def _json_bytes(doc: Any) -> bytes:
+    """``doc`` as indented UTF-8 JSON; ASCII escapes where a name holds an undecodable byte."""
+    try:
+        return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(doc, ensure_ascii=True, indent=1).encode("ascii")
 
 
 def n_words(names: NamesCheck | None) -> str | None:
@@ -491,46 +591,111 @@ def report_run(base: Path, path: Path) -> tuple[str, str, str, int] | None:
         return None
 
 
-def accepted_output_digests(session: RuleSession, accepted_runs: Collection[tuple[str, str, str, int]]
+def read_report(path: Path) -> tuple[Any, str | None]:
+    """An archived accept report's JSON, or why it was not read: ``(doc, None)`` / ``(None, why)``.
+
+    Source: H-70, H-71. Why: the workload runs in the session folder and may leave a FIFO
+    named ``*.accept.json`` (opening it waits for a writer, past SIGTERM) or a 3 GB file
+    under ``validation/``; every command that counts reads these. So the file is opened
+    without following a link or waiting (``O_NOFOLLOW | O_NONBLOCK``), checked to be a
+    regular file of at most :data:`REPORT_MAX_BYTES` (``fstat``) before a byte is read.
+
+    Returns:
+        ``(parsed JSON, None)``, or ``(None, words)`` for a link, a FIFO, a device, a
+        folder, a file past the bound, unreadable bytes or text that is not JSON.
+
+    Raises:
+        BadInput: JSON nested past the bound (H-39), naming the file.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if os.path.islink(path):
+            return None, "is a symbolic link; a report is read only as the file itself (nothing was read)"
+        return None, f"cannot be read ({exc.strerror or exc})"
+    too_big = (f"holds more than {REPORT_MAX_BYTES:,} bytes, the most an accept report may hold "
+               "(200,000 files' names and SHA-256); nothing was read")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, not_plain(Path(path), st.st_mode).message
+        if st.st_size > REPORT_MAX_BYTES:
+            return None, too_big
+        data = b""
+        while len(data) <= REPORT_MAX_BYTES and (chunk := os.read(fd, 1024 * 1024)):
+            data += chunk  # a file that grew since fstat stops past the bound
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    if len(data) > REPORT_MAX_BYTES:
+        return None, too_big
+    try:
+        return loads_json(data.decode("utf-8"), path), None  # nested past the bound: refused, named (H-39)
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 (byte {exc.start}); not a report gpusession wrote"
+    except ValueError as exc:
+        return None, f"is not JSON ({exc}); not a report gpusession wrote"
+
+
+#: A run as the results rows name it: ``(experiment, variant, phase, run index)``.
+RunKey = tuple[str, str, str, int]
+
+
+def accepted_output_digests(session: RuleSession, accepted_runs: Mapping[RunKey, str | None]
                             ) -> tuple[set[str], int, list[str]]:
-    """Distinct SHA-256 of the files of every accepted output, how many were judged, and the strays (S10, H-57).
+    """Distinct SHA-256 of the files of every accepted output, how many were judged, and what was left out (S10).
 
     Read from the archived reports (``validation/<experiment>/<variant>/*.accept.json``).
-    A report counts only when a row of ``resultats-bruts.csv`` holds its run, accepted by
-    the rule (``accepted_runs``: ``(experiment, variant, phase, run index)``): a report made
-    by hand, or left by a run whose row is gone, is a stray, named and never counted.
+    A report counts only when a row of ``resultats-bruts.csv`` holds its run accepted by
+    the rule (H-57) and records the digest of the very ``files`` it lists (H-72,
+    :func:`files_digest`): a report made by hand, left by a run whose row is gone, or with
+    digests added since, is named and never counted. So is a file that is no plain report
+    (a link, a FIFO, a device, past :data:`REPORT_MAX_BYTES`, not JSON: H-70, H-71,
+    :func:`read_report`). Nothing is hashed again: the digests are the report's.
 
     Args:
         session: the session (its validation folder).
-        accepted_runs: the runs the results rows say the rule accepted.
+        accepted_runs: the runs the results rows say the rule accepted, each with the
+            files digest its row records (``None``: none, or more than one).
 
     Returns:
-        ``(digests, judged, strays)``; ``strays`` are the reports' paths relative to the
-        validation folder.
+        ``(digests, judged, left_out)``; ``left_out`` says each report not counted, as
+        ``validation/<path>: why``.
     """
     digests: set[str] = set()
     judged = 0
-    strays: list[str] = []
+    left_out: list[str] = []
     base = Path(session.validation_dir)
     if not base.is_dir():
-        return digests, 0, strays
+        return digests, 0, left_out
     for path in sorted(base.rglob(f"*{REPORT_SUFFIX}")):
-        if path.is_symlink():
-            continue
-        try:
-            doc = loads_json(path.read_text("utf-8"), path)  # nested past the bound: refused, named (H-39)
-        except (OSError, ValueError):
+        where = f"validation/{path.relative_to(base).as_posix()}"
+        doc, why = read_report(path)
+        if why is not None:
+            left_out.append(f"{where}: {why}")
             continue
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
             continue
         if doc.get("accepted") is not None:
             judged += 1
-        if doc.get("accepted") is True and isinstance(doc.get("files"), dict):
-            if report_run(base, path) not in accepted_runs:  # no row holds this run: never counted (H-57)
-                strays.append(path.relative_to(base).as_posix())
+        files = doc.get("files")
+        if doc.get("accepted") is True and isinstance(files, dict):
+            run = report_run(base, path)
+            if run is None or run not in accepted_runs:  # no row holds this run: never counted (H-57)
+                left_out.append(f"{where}: no row of resultats-bruts.csv holds this run")
                 continue
-            digests.update(str(v) for v in doc["files"].values())
-    return digests, judged, strays
+            recorded = accepted_runs[run]
+            if recorded is None:
+                left_out.append(f"{where}: the row of its run records no digest of the files it accepted")
+                continue
+            if files_digest(files) != recorded:  # a digest added or changed since the rule judged (H-72)
+                left_out.append(f"{where}: its files are not those the rule accepted (their digest "
+                                "differs from the one the row of its run records)")
+                continue
+            digests.update(str(v) for v in files.values())
+    return digests, judged, left_out
 
 
 def last_accepted_output(session: RuleSession) -> Path | None:
@@ -538,21 +703,21 @@ def last_accepted_output(session: RuleSession) -> Path | None:
 
     Read from the archived reports (``validation/<experiment>/<variant>/*.accept.json``),
     newest by modification time; the Validation pane proposes it as the deliverables
-    folder before the first decision, so that a person can approve there.
+    folder before the first decision, so that a person can approve there. A report that
+    does not read as one (:func:`read_report`: a FIFO, a link, past the bound) is passed
+    over: this is a proposal, the count names it.
     """
     base = Path(session.validation_dir)
     if not base.is_dir():
         return None
     found: list[tuple[float, Path]] = []
     for path in base.rglob(f"*{REPORT_SUFFIX}"):
-        if path.is_symlink():
-            continue
         try:
-            doc = loads_json(path.read_text("utf-8"), path)
-            made_s = path.stat().st_mtime
-        except (OSError, ValueError):
+            doc, why = read_report(path)
+            made_s = path.lstat().st_mtime
+        except (OSError, BadInput):
             continue
-        if isinstance(doc, dict) and doc.get("kind") == KIND and doc.get("accepted") is True \
+        if why is None and isinstance(doc, dict) and doc.get("kind") == KIND and doc.get("accepted") is True \
                 and isinstance(doc.get("output"), str):
             out = Path(doc["output"])
             if out.is_dir() and not out.is_symlink():
@@ -561,5 +726,6 @@ def last_accepted_output(session: RuleSession) -> Path | None:
 
 
 __all__ = ["ACCEPTED", "AcceptReport", "AcceptRule", "FORMATS", "KIND", "NamesCheck", "REJECTED", "UNJUDGED",
-           "accept_protocol", "accepted_output_digests", "check_format", "check_names", "format_problem",
-           "has_accept_rule", "last_accepted_output", "read_expected_names", "reason_line", "rule_of"]
+           "REPORT_MAX_BYTES", "RunKey", "TIE_WORDS", "accept_protocol", "accepted_output_digests", "check_format",
+           "check_names", "files_digest", "format_problem", "has_accept_rule", "last_accepted_output",
+           "read_expected_names", "read_report", "reason_line", "recorded_files_digest", "rule_of", "shown_files"]
