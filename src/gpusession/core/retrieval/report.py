@@ -1158,6 +1158,18 @@ def report_answer(session: Session, *, now: datetime | None = None, nvml: Any | 
     return _answer(_head(session, now, nvml, frame))
 
 
+def _joined(text: list[str], after: list[str]) -> list[str]:
+    """``after`` as a paragraph of its own, or one sentence ending the paragraph of words before it.
+
+    Joined only when ``after`` is one line and ``text`` ends in words (no table, list,
+    heading or picture): the report keeps to 80 lines (D5) when the runs' spread adds one.
+    """
+    last = text[-1] if text else ""
+    if len(after) == 1 and last.strip() and not last.lstrip().startswith(("|", "-", "!", "#", "*")):
+        return text + after
+    return text + [""] + after
+
+
 def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: str | None) -> str:
     """The whole report from its :class:`_Head` (see :func:`render_report`)."""
     now, items, frame, table, cost, probes = head.now, head.items, head.frame, head.table, head.cost, head.probes
@@ -1171,7 +1183,7 @@ def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: 
     lines += [""] + _wrap(generated)
     chart_lines = [f"![{p.stem}]({p.name})" for p in charts] + ([charts_note] if charts_note else [])
     bodies = {
-        "Results per variant and phase": _results(session, frame, table) + [""] + _memory(session, frame)
+        "Results per variant and phase": _joined(_results(session, frame, table), _memory(session, frame))
         + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
         "Validation verdicts": _validation(session, frame),
         "Cost": _cost(session, cost) + _energy(session, frame),
