@@ -129,7 +129,7 @@ def approved_only(session: Any, given: str | None) -> tuple[Path, set[Path], lis
     if todo:
         said.append(f"still to decide ({len(todo)}, not listed):")
         said += [f"  {st.path}" for st in todo]
-    other = [st for st in left if st.state in ("rejected", "changed")]
+    other = [st for st in left if st.state in ("rejected", "changed", "refused")]
     if other:
         said.append(f"not handed over ({len(other)}):")
         said += [f"  {st.words()}" for st in other]
@@ -312,6 +312,7 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
         print(f"no decision recorded yet in {s.name}: gpusession approve {s.name} FILE… --by WHO")
     for group, title in (("approved", "approved"), ("rejected", "rejected"),
                          ("changed", "changed after approval (not counted)"), ("missing", "no longer there"),
+                         ("refused", "there but never read (not counted)"),
                          ("to-decide", "still to decide")):
         mine = [st for st in states if st.state == group]
         if mine:

@@ -83,15 +83,18 @@ class FileState:
     Attributes:
         path: relative POSIX path.
         state: ``approved``, ``rejected``, ``changed`` (bytes differ from the approved
-            ones), ``missing`` (decided, no longer there) or ``to-decide``.
+            ones), ``missing`` (decided, no longer there), ``refused`` (decided, there but
+            never read: :attr:`reason`) or ``to-decide``.
         decision: the recorded decision, ``None`` for a file still to decide.
-        sha256: the digest now (``None`` when missing or not hashed).
+        sha256: the digest now (``None`` when missing, refused or not hashed).
+        reason: why a ``refused`` file is not read (H-82), e.g. ``"is a symbolic link"``.
     """
 
     path: str
     state: str
     decision: Decision | None
     sha256: str | None
+    reason: str | None = None
 
     def words(self) -> str:
         """``visual-01.png  approved by Ana on 2026-12-03 10:00 UTC (readable)``."""
@@ -104,6 +107,8 @@ class FileState:
             return f"{self.path}  changed after approval on {when} (by {d.by}): not counted; approve it again"
         if self.state == "missing":
             return f"{self.path}  {d.decision} by {d.by} on {when}, but the file is no longer there: not counted"
+        if self.state == "refused":
+            return f"{self.path}  {d.decision} by {d.by} on {when}, but it {self.reason}: not counted"
         tail = f" ({d.text})" if d.text else ""
         return f"{self.path}  {d.decision} by {d.by} on {when}{tail}"
 
@@ -135,17 +140,80 @@ def _is_home(real: Path) -> bool:
             or real.parent == Path("/home"))
 
 
-def unfit_folder(folder: Path, session_folder: Path) -> str | None:
-    """Why ``folder`` cannot be a deliverables folder, ``None`` when it can (H-54).
+#: The kernel's own folders: what is under them is no file of anyone's (H-81).
+PSEUDO_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+#: Filesystem types whose files the kernel makes up as they are read (H-81), wherever mounted.
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "bpf",
+    "configfs", "pstore", "efivarfs", "fusectl", "binfmt_misc", "mqueue", "hugetlbfs", "rpc_pipefs",
+    "nsfs", "autofs",
+})
+#: Where Linux lists the mounts this process sees (absent elsewhere: the folders alone are checked).
+MOUNTINFO = Path("/proc/self/mountinfo")
 
-    Source: H-54, S9. Why: every decision walks the folder; ``/``, a home folder (a file
-    approved in ``~`` made the whole home, a 37,115-file venv with it, the folder) or one
-    holding the session would be walked whole, and hand over the technical files.
+
+def _unescape_mount(field: str) -> str:
+    r"""A mountinfo path with its octal escapes (``\040`` for a space) decoded."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def filesystem_type(real: Path) -> str | None:
+    """The type of the filesystem ``real`` (a resolved path) is on, from :data:`MOUNTINFO`; ``None`` when unread.
+
+    The mount whose point is the longest prefix of ``real`` (the last listed when several
+    are stacked there). Source: H-81.
+    """
+    try:
+        lines = MOUNTINFO.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    best: tuple[int, str] | None = None
+    for line in lines:
+        head, sep, tail = line.partition(" - ")
+        fields = head.split()
+        if not sep or len(fields) < 5 or not tail.split():
+            continue
+        point = Path(_unescape_mount(fields[4]))
+        if real.is_relative_to(point) and (best is None or len(point.parts) >= best[0]):
+            best = (len(point.parts), tail.split()[0])
+    return best[1] if best is not None else None
+
+
+def _pseudo_filesystem(real: Path) -> str | None:
+    """Why ``real`` (resolved) holds no one's files, ``None`` when it may: under /proc, /sys, /dev or on such a mount."""
+    for top in PSEUDO_FOLDERS:
+        if real.is_relative_to(top):
+            return f"is under {top}, the kernel's own folder"
+    kind = filesystem_type(real)
+    if kind is not None and (kind in PSEUDO_FILESYSTEMS or kind.startswith("cgroup")):
+        return f"is on a {kind} filesystem, the kernel's own"
+    return None
+
+
+def unfit_folder(folder: Path, session_folder: Path) -> str | None:
+    """Why ``folder`` cannot be a deliverables folder, ``None`` when it can (H-54, H-81).
+
+    Source: H-54, H-81, S9. Why: every decision walks the folder; ``/``, a home folder (a
+    file approved in ``~`` made the whole home, a 37,115-file venv with it, the folder) or
+    one holding the session would be walked whole, and hand over the technical files; a
+    pseudo-filesystem (``/proc``, ``/sys``, ``/dev``, or a proc, sysfs, cgroup… mount
+    anywhere, by :data:`MOUNTINFO`) is the kernel's, its files made up as they are read.
     """
     real = Path(os.path.realpath(folder))
     session_dir = Path(os.path.realpath(session_folder))
     if real == Path(real.anchor):
         return "is the root of the filesystem; keep the deliverables in a folder of their own"
+    pseudo = _pseudo_filesystem(real)
+    if pseudo is not None:
+        return f"{pseudo}, not a folder of files; keep the deliverables in a folder of their own"
     if _is_home(real):
         return "is a home folder; keep the deliverables in a folder of their own (e.g. ~/out)"
     if real == session_dir or session_dir.is_relative_to(real):
@@ -294,6 +362,7 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
         why = unfit_folder(folder, session.folder)  # `/`, a home, the session's own (H-54)
         if why is not None:
             raise BadInput(why, path=folder)
+        walk_deliverables(folder)  # a folder its readers would refuse is refused before anything is recorded (H-80)
         made = []
         for p in paths:
             rel = relative_name(folder, Path(p))
@@ -307,6 +376,71 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
         session.journal_many([DeliverableDecidedRecord(path=d.path, sha256=d.sha256, decision=d.decision,
                                                        by=d.by, text=d.text) for d in made])
     return made
+
+
+def walk_deliverables(folder: Path) -> dict[str, Path]:
+    """The regular files of ``folder`` by relative POSIX path (NFC), links and the manifest's copy left out.
+
+    Source: H-54, H-80. Why: every reader and :func:`decide` walk the folder; the walk is
+    bounded so a folder past it is refused before a decision is recorded in it.
+
+    Raises:
+        BadInput: past :data:`WALK_MAX_FILES` files or :data:`WALK_MAX_DEPTH` levels of
+            folders, naming the bound hit (the walk stops there).
+    """
+    present: dict[str, Path] = {}
+    walked = 0
+    for root, dirs, names in os.walk(folder):
+        depth = len(Path(root).relative_to(folder).parts)
+        walked += len(names)
+        if walked > WALK_MAX_FILES:  # bounded, never the whole disk (H-54)
+            raise BadInput(f"holds more than {WALK_MAX_FILES:,} files (the walk stopped there); keep the "
+                           "deliverables in a folder of their own", path=folder)
+        if depth > WALK_MAX_DEPTH:
+            raise BadInput(f"holds folders more than {WALK_MAX_DEPTH} levels deep ({shown(str(Path(root)))} "
+                           f"is {depth} levels down); keep the deliverables in a folder of their own", path=folder)
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        for n in sorted(names):
+            full = Path(root) / n
+            if n == "manifest.csv" and Path(root) == folder:
+                continue  # the manifest's copy beside the deliverables
+            if full.is_symlink() or not full.is_file():
+                continue
+            rel = unicodedata.normalize("NFC", PurePosixPath(*full.relative_to(folder).parts).as_posix())
+            present[rel] = full
+    return present
+
+
+def why_not_read(folder: Path, rel: str) -> str | None:
+    """Why a decided path the walk did not find is not read, ``None`` when it is simply gone.
+
+    Source: H-82. Why: a FIFO, a link, a path through a linked folder or out of the folder
+    (``../x``, ``/etc/hostname``), hand-edited into ``approvals.toml``, was said "no longer
+    there" though it was there. Only ``lstat`` is called: nothing is opened or followed.
+    """
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts:
+        return "is outside the deliverables folder (decisions are kept inside it)"
+    below = Path(folder)
+    for part in path.parts[:-1]:
+        below = below / part
+        if os.path.islink(below):
+            return f"is reached through the linked folder {shown(str(below))} (never followed)"
+    try:
+        st = os.lstat(Path(folder, *path.parts))
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link (never followed; decide on the file itself)"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a special file")
+        return f"is not a regular file ({kind})"
+    if path.name == "manifest.csv" and len(path.parts) == 1:
+        return "is the manifest's copy beside the deliverables, never a deliverable"
+    return None
 
 
 def file_states(session: Session, *, hash_files: bool = True,
@@ -331,24 +465,7 @@ def file_states(session: Session, *, hash_files: bool = True,
     decided = load_approvals(session)
     if folder is None:
         return []
-    present: dict[str, Path] = {}
-    if folder.is_dir():
-        walked = 0
-        for root, dirs, names in os.walk(folder):
-            depth = len(Path(root).relative_to(folder).parts)
-            walked += len(names)
-            if walked > WALK_MAX_FILES or depth > WALK_MAX_DEPTH:  # bounded, never the whole disk (H-54)
-                raise BadInput(f"holds more than {WALK_MAX_FILES:,} files or {WALK_MAX_DEPTH} levels of "
-                               "folders; keep the deliverables in a folder of their own", path=folder)
-            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
-            for n in sorted(names):
-                full = Path(root) / n
-                if n == "manifest.csv" and Path(root) == folder:
-                    continue  # the manifest's copy beside the deliverables
-                if full.is_symlink() or not full.is_file():
-                    continue
-                rel = unicodedata.normalize("NFC", PurePosixPath(*full.relative_to(folder).parts).as_posix())
-                present[rel] = full
+    present = walk_deliverables(folder) if folder.is_dir() else {}
     out: list[FileState] = []
     for rel in sorted(set(present) | set(decided)):
         d = decided.get(rel)
@@ -357,7 +474,8 @@ def file_states(session: Session, *, hash_files: bool = True,
             out.append(FileState(rel, "to-decide", None, None))
             continue
         if found is None:
-            out.append(FileState(rel, "missing", d, None))
+            why = why_not_read(folder, rel)
+            out.append(FileState(rel, "missing", d, None) if why is None else FileState(rel, "refused", d, None, why))
             continue
         digest = sha256_file(found) if hash_files else None
         if d.decision == "approved" and digest is not None and digest != d.sha256:
@@ -471,4 +589,4 @@ def conflicts(states: list[FileState]) -> list[Conflict]:
 
 __all__ = ["APPROVALS_TOML", "Conflict", "Decision", "FileState", "SameBytes", "approved_digests", "approvals_path",
            "conflicts", "decide", "deliverables_folder", "file_states", "load_approvals", "relative_name",
-           "same_bytes"]
+           "same_bytes", "unfit_folder", "walk_deliverables", "why_not_read"]

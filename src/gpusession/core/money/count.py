@@ -229,7 +229,7 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
         states = file_states(session)
         count = DeliverableCount(
             len(approved_digests(states)), APPROVED, unit,
-            tuple(s.words() for s in states if s.state in ("changed", "missing") and s.decision
+            tuple(s.words() for s in states if s.state in ("changed", "missing", "refused") and s.decision
                   and s.decision.decision == "approved"),
             sum(1 for s in states if s.state == "to-decide"), tuple(same_bytes(states)), tuple(conflicts(states)))
     else:

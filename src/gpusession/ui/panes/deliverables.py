@@ -21,7 +21,7 @@ from gpusession.core.files.textio import printable
 from gpusession.ui.context import UiContext, state_cell
 
 STATE_WORDS = {"approved": "approved", "rejected": "rejected", "changed": "changed after approval",
-               "missing": "no longer there", "to-decide": "still to decide"}
+               "missing": "no longer there", "refused": "there but never read", "to-decide": "still to decide"}
 
 
 class DeliverablesBox(Vertical):
@@ -77,7 +77,7 @@ class DeliverablesBox(Vertical):
         for st in self.states:
             d = st.decision
             words = STATE_WORDS[st.state]
-            if st.state == "missing" and d is not None:  # as `deliverables` says it: the decision kept
+            if st.state in ("missing", "refused") and d is not None:  # as `deliverables` says it: the decision kept
                 words = f"{d.decision}, {words}"
             if st.path in in_conflict:
                 words = f"{words}: CONFLICT, settle it"
