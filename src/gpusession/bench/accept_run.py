@@ -101,7 +101,8 @@ def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | N
 
     Exit 0 accepted, 1 rejected, anything else -- or no start, or past ``timeout_s`` --
     could not be judged. The rule leads a process group of its own and carries a marker
-    of its own in its environment (:data:`gpusession.bench.lifetime.PARENT_ENV`): when it
+    of its own in its environment (:data:`gpusession.bench.lifetime.PARENT_ENV`, naming the
+    session ``cwd`` and this runner: a run killed meanwhile leaves nothing past the next, H-79): when it
     returns or passes its timeout, its group and every process that carries the marker
     (a ``setsid`` or ``nohup`` child, re-parented to init) are ended (H-49, H-50), and
     their names are said in the reason. Its stdout is read by a thread that keeps the
@@ -112,9 +113,15 @@ def run_rule(argv: list[str], cwd: Path, timeout_s: float) -> tuple[str, int | N
     import secrets
 
     from gpusession.bench.lifetime import PARENT_ENV
-    from gpusession.core.folder.processes import end_group, identify, marked, on_interrupt
+    from gpusession.core.folder.processes import (
+        end_group,
+        identify,
+        marked,
+        on_interrupt,
+        rule_marker,
+    )
 
-    marker = f"accept-rule:{os.getpid()}:{secrets.token_hex(6)}"
+    marker = rule_marker(cwd, secrets.token_hex(6))  # a killed run's leftovers end at the next run (H-79)
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=write_fd,

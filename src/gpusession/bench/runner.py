@@ -267,7 +267,7 @@ class Runner:
         forget = on_interrupt(self.interrupt)
         try:
             # Never trust the lock alone: what an earlier run left alive ends first (H-14).
-            for msg in end_recorded(journal.read_records(s.journal_path)):
+            for msg in end_recorded(journal.read_records(s.journal_path), s.folder):
                 self.recorder.incident(msg)
             self._run(exp)
         finally:

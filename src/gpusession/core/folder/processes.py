@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ PARENT_ENV = "GPUSESSION_PARENT_PID"
 #: :func:`worker_marker`); the user's commands and whatever they start inherit it, so a
 #: process that escaped a worker killed with its runner is still found by the next run.
 WORKER_ENV = "GPUSESSION_WORKER"
+#: The first word of an accept rule's :data:`PARENT_ENV` marker (:func:`rule_marker`, H-49, H-79).
+RULE_MARKER = "accept-rule"
 #: Seconds :func:`end_group` waits for the end of processes it killed (not children).
 WAIT_S = 1.0
 #: Two start times closer than this (seconds) name the same process (psutil rounds).
@@ -373,7 +376,90 @@ def end_group(leader: ProcessId, *, wait_s: float = WAIT_S,
     return sorted(procs)
 
 
-def end_recorded(records: Iterable[object]) -> list[str]:
+def session_tag(folder: Path) -> str:
+    """``<device>-<inode>`` of the session folder: names it in a marker however it is spelled or moved."""
+    st = os.stat(folder)
+    return f"{st.st_dev}-{st.st_ino}"
+
+
+def rule_marker(session_folder: Path, token: str) -> str:
+    """The :data:`PARENT_ENV` value of an accept rule this process runs for ``session_folder`` (H-49, H-79).
+
+    ``accept-rule:<session tag>:<runner pid>:<runner start time, s>:<token>``: the rule
+    and whatever it starts inherit it, so the session's next run finds what a rule left
+    once its runner was killed (:func:`end_rule_leftovers`), as a worker's escapees are
+    found by :data:`WORKER_ENV`.
+    """
+    me = identify(os.getpid())
+    try:
+        tag = session_tag(session_folder)
+    except OSError:  # no folder: the rule cannot start there either
+        tag = "none"
+    return f"{RULE_MARKER}:{tag}:{me.pid}:{me.create_time_s or 0.0:.3f}:{token}"
+
+
+def _parse_rule_marker(text: str) -> tuple[str, ProcessId] | None:
+    """``(session tag, runner)`` of a :func:`rule_marker`; ``None`` for any other text."""
+    parts = text.split(":")
+    if len(parts) != 5 or parts[0] != RULE_MARKER:
+        return None
+    try:
+        return parts[1], ProcessId(int(parts[2]), float(parts[3]))
+    except ValueError:
+        return None
+
+
+def end_rule_leftovers(session_folder: Path) -> list[str]:
+    """End what an accept rule of ``session_folder`` left alive when its runner died; one sentence each.
+
+    Source: H-79 (as H-25 for a worker). Why: a rule's ``setsid`` child survived a SIGKILL
+    of ``run``, and the next run ran beside it saying no incident. Every live process
+    whose :data:`PARENT_ENV` is a :func:`rule_marker` of this session folder and whose
+    runner (PID and start time) is gone is ended with its descendants; a rule of a live
+    runner, or of another session, is never touched.
+
+    Args:
+        session_folder: the session whose run starts (it holds the run lock).
+
+    Returns:
+        One sentence per process ended (empty when none was alive).
+    """
+    import psutil
+    try:
+        tag = session_tag(session_folder)
+    except OSError:
+        return []
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            text = proc.environ().get(PARENT_ENV)
+        except (psutil.Error, OSError):
+            continue
+        named = _parse_rule_marker(text) if text else None
+        if named is not None and named[0] == tag and alive(named[1]) is None:
+            found.append(proc)
+    out: list[str] = []
+    done: set[int] = set()
+    for proc in found:
+        if proc.pid in done:  # ended with the tree of one named before
+            continue
+        try:
+            name = proc.name()
+        except (psutil.Error, OSError):
+            name = "a process"
+        ended = _end_tree(identify(proc.pid))
+        done.update(ended)
+        if ended:
+            pids = ", ".join(str(p) for p in ended[:5]) + (f" and {len(ended) - 5} more" if len(ended) > 5 else "")
+            out.append(f"{name} (pid {proc.pid}), left by an accept rule of an earlier run, was still alive; "
+                       f"it was ended before this run started ({len(ended)} process(es): pid {pids})")
+    return out
+
+
+def end_recorded(records: Iterable[object], session_folder: Path | None = None) -> list[str]:
     """End the workers and commands a journal records that are still alive.
 
     Called when a new run holds the run lock, before its first worker starts: any worker
@@ -388,6 +474,8 @@ def end_recorded(records: Iterable[object]) -> list[str]:
 
     Args:
         records: the journal's typed records (:func:`gpusession.core.folder.journal.read_records`).
+        session_folder: the session's folder: what its accept rules left alive is ended
+            too (:func:`end_rule_leftovers`, H-79); ``None``: not looked for.
 
     Returns:
         One sentence per process ended (empty when none was alive).
@@ -429,6 +517,8 @@ def end_recorded(records: Iterable[object]) -> list[str]:
         if ended:
             out.append(f"a rank of an earlier run was still alive (pid {pid}); it was "
                        f"ended before this run started ({len(ended)} process(es))")
+    if session_folder is not None:
+        out += end_rule_leftovers(session_folder)
     return out
 
 
@@ -641,6 +731,6 @@ __all__ = [
     "ENDING_SIGNALS", "EndedBySignal", "ending_early", "ending_signals", "interrupt_or_hold", "take_held",
     "PARENT_ENV", "WORKER_ENV", "ProcessId", "alive", "end_child_tree",
     "end_descendants", "end_group",
-    "end_recorded", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
+    "end_recorded", "end_rule_leftovers", "RULE_MARKER", "rule_marker", "session_tag", "identify", "interrupt_all", "marked", "on_interrupt", "WAIT_S",
     "worker_marker",
 ]
