@@ -266,18 +266,22 @@ def test_status_trusts_a_copied_summary_by_its_digest(
     assert code == 0 and " result rows · " in out, err
 
 
-def test_status_on_an_unchanged_csv_loads_no_hash(measured_session: Session, sessions_root: Path) -> None:
-    """While the CSV's stat signature is the summary's, nothing is hashed (no OpenSSL start-up)."""
+def test_status_on_an_unchanged_csv_hashes_none_of_it(measured_session: Session, sessions_root: Path) -> None:
+    """While the CSV's stat signature is the summary's, no digest of it is taken (the
+    caches' keyed seals, H-78, are the only HMAC computed)."""
     from gpusession.core.retrieval.status import refresh_counts
 
     refresh_counts(measured_session.folder)
     code = (
-        "import sys; from gpusession.cli import main; "
+        "import sys, hashlib; calls = []; real = hashlib.sha256\n"
+        "def counting(*a, **k):\n    calls.append(1)\n    return real(*a, **k)\n"
+        "hashlib.sha256 = counting\n"
+        "from gpusession.cli import main\n"
         f"rc = main(['--sessions-dir', {str(sessions_root)!r}, 'status', {measured_session.name!r}, "
-        "'--format', 'tmux']); print('LOADED', 'hashlib' in sys.modules, rc)"
+        "'--format', 'tmux']); print('HASHED', len(calls), rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert "LOADED False 0" in done.stdout, done.stdout + done.stderr
+    assert "HASHED 0 0" in done.stdout, done.stdout + done.stderr
 
 
 def _forge_summary(folder: Path, **values: object) -> None:

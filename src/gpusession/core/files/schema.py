@@ -169,9 +169,11 @@ CHECKLIST = Table({
         "verified": BOOL, "at": DATETIME_VALUE, "source": TEXT, "note": TEXT, "manifest": TEXT,
         "reason": TEXT, "session_files": WHOLE, "session_bytes": WHOLE,
         "deliverables_files": WHOLE, "deliverables_bytes": WHOLE, "left_on_server": WHOLE, "seal": TEXT,
+        "manifest_file": TEXT, "manifest_sha256": TEXT,  # the manifest checked, re-derived when read (H-78)
     }),
     "verify_copy": Table({  # written by `gpusession verify-copy` of the session's manifest (S11)
         "verified": BOOL, "at": DATETIME_VALUE, "manifest": TEXT, "copy": TEXT, "files": WHOLE, "seal": TEXT,
+        "manifest_sha256": TEXT,  # the manifest's SHA-256 at the check, re-derived when read (H-78)
     }),
     "manifest": Table({  # written by `gpusession manifest`: the newest manifest of the session (S11)
         "path": TEXT, "at": DATETIME_VALUE, "deliverables": TEXT, "files": WHOLE, "total_bytes": WHOLE,

@@ -1,14 +1,16 @@
 """The small sealed state files ``status`` keeps beside ``summary.json`` (S7, H-47).
 
-Source: issue 43 ("the tmux line and ``status`` read saved state and check it in O(1)").
+Source: A5, H-47.
 Why: ``status`` runs every few seconds from tmux; re-reading a 15 MB journal or parsing
 a 500-experiment ``session.toml`` each time made it 50× ``python -c pass``. These files
 hold what it folded or checked, with what it was made from, so the next call checks
 ``stat`` signatures and a bounded number of bytes instead.
 
 Each is JSON, written atomically (:func:`write_state`: the convention of
-:func:`gpusession.core.files.tomlio.write_atomic_bytes`, mode 0600), sealed as ``count-cache.json`` is (a CRC-32 of its own fields, ``check``):
-a hand edit, a file of another shape, a link, a FIFO or one over
+:func:`gpusession.core.files.tomlio.write_atomic_bytes`, mode 0600), sealed as ``count-cache.json`` is
+(HMAC-SHA256 of its own fields under the user's key, ``check``:
+:func:`gpusession.core.files.seal.keyed_seal`, H-78): a hand edit (its seal recomputed
+from the public code included), a file written by another user or machine, a file of another shape, a link, a FIFO or one over
 :data:`STATE_MAX_BYTES` reads as absent, and the caller then reads the session as if
 there were no state. A failure to write is never an error: it is a cache. Datetimes
 (``session.toml``'s package start) are kept as ``{"$datetime": ISO 8601}``.
@@ -18,7 +20,6 @@ Standard library only (tmux's call): neither the TOML writer nor the secret dete
 
 from __future__ import annotations
 
-import binascii
 import fcntl
 import json
 import os
@@ -29,6 +30,7 @@ from typing import Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json
+from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.textio import read_plain
 
 #: The journal's fold at an offset (:mod:`gpusession.core.events.scan`): open runs, lines.
@@ -52,15 +54,20 @@ def is_state_file(name: str) -> bool:
     return name in STATE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in STATE_FILES))
 
 
-def seal(doc: Mapping[str, Any]) -> str:
-    """The CRC-32 a state file keeps of its fields but ``check``, ``crc32:…`` (H-47).
+def _canon(doc: Mapping[str, Any]) -> bytes:
+    """The state's fields but ``check``, in one canonical JSON form."""
+    return json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-    Why: a value edited by hand must read as absent, never trusted; the threat is an
-    edit, not a forger, so a CRC in C does (no OpenSSL start-up on tmux's call).
+
+def seal(doc: Mapping[str, Any]) -> str:
+    """The keyed seal a state file keeps of its fields but ``check``, ``hmac-sha256:…`` (H-47, H-78).
+
+    Why: a value edited by hand must read as absent, never trusted, and so must one whose
+    seal was recomputed from the public code (a CRC-32 was): the seal is keyed with the
+    user's own secret (:func:`gpusession.core.files.seal.keyed_seal`).
     """
-    canon = json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True,
-                       ensure_ascii=False, separators=(",", ":"))
-    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
+    return keyed_seal(_canon(doc))
 
 
 def read_state(folder: Path, name: str) -> dict[str, Any] | None:
@@ -77,7 +84,8 @@ def read_state(folder: Path, name: str) -> dict[str, Any] | None:
         doc = loads_json(raw, path)
     except (OSError, ValueError, BadInput, RecursionError):
         return None
-    if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA or doc.get("check") != seal(doc):
+    if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA \
+            or not keyed_seal_holds(doc.get("check"), _canon(doc)):
         return None
     return doc
 
@@ -146,7 +154,7 @@ def checked_files_signatures(folder: Path) -> list[list[int] | None]:
 
 
 def checked_state(folder: Path) -> dict[str, Any] | None:
-    """:data:`FILES_STATE` while it still describes the TOML files, with ``session`` decoded; else ``None``.
+    """:data:`FILES_STATE` while it still describes the TOML files (and the manifest a copy check rests on, H-78), with ``session`` decoded; else ``None``.
 
     Source: H-47. Why: ``status``, ``list`` and the count of deliverables read the
     ``session.toml`` tables they need without parsing it while the files are the ones
@@ -155,6 +163,11 @@ def checked_state(folder: Path) -> dict[str, Any] | None:
     state = read_state(folder, FILES_STATE)
     sigs = checked_files_signatures(folder)
     if state is None or sigs[0] is None or state.get("files") != sigs:
+        return None
+    manifest = state.get("manifest")  # the manifest a copy check rests on, unchanged since (H-78)
+    if manifest is not None and not (isinstance(manifest, list) and len(manifest) == 2
+                                     and isinstance(manifest[0], str)
+                                     and file_signature(Path(manifest[0])) == manifest[1]):
         return None
     try:
         doc = from_json_value(state.get("session"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
+from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.folder.caches import checked_state
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
@@ -26,14 +27,20 @@ CORPORA = "corpora"
 MAX_WORDS_CHARS = 200
 
 
+def _cache_canon(doc: Mapping[str, Any]) -> bytes:
+    return json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True,
+                      ensure_ascii=False).encode("utf-8")
+
+
 def cache_check(doc: Mapping[str, Any]) -> str:
-    """The checksum a count cache keeps of its own fields, ``crc32:…`` (H-47).
+    """The keyed seal a count cache keeps of its own fields, ``hmac-sha256:…`` (H-47, H-78).
 
     Why: a count edited by hand, up or down, beside a kept ``key`` would make ``status``
-    say a count ``show`` would not; the writer seals the fields, the reader recomputes.
+    say a count ``show`` would not; the writer seals the fields under the user's key
+    (:func:`gpusession.core.files.seal.keyed_seal`), so a seal recomputed from the public
+    code, or a cache of another user or machine, reads as absent and is counted anew.
     """
-    canon = json.dumps({k: v for k, v in doc.items() if k != "check"}, sort_keys=True, ensure_ascii=False)
-    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
+    return keyed_seal(_cache_canon(doc))
 
 
 #: The protocol kind of an experiment whose outputs a person's rule accepts (S10's second source).
@@ -155,7 +162,7 @@ def cached_words(folder: Path, *, stale_ok: bool = False,
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("short"), str) or not isinstance(doc.get("words"), str):
         return None
-    if max(len(doc["short"]), len(doc["words"])) > MAX_WORDS_CHARS or doc.get("check") != cache_check(doc):
+    if max(len(doc["short"]), len(doc["words"])) > MAX_WORDS_CHARS or not keyed_seal_holds(doc.get("check"), _cache_canon(doc)):
         return None  # edited by hand (or written before the check): counted anew (H-47, H-48)
     doc["stale"] = not key_holds(Path(folder), doc.get("key"), session_doc)
     if doc["stale"] and not stale_ok:

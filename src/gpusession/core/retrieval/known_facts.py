@@ -33,6 +33,7 @@ from gpusession.core.money.count import session_count
 from gpusession.core.money.count_cache import cached_words
 from gpusession.core.money.kept_plan import session_plan
 from gpusession.core.money.order import TRACKING, load_order
+from gpusession.core.retrieval.status import copy_record_doubt
 from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, read_entries
 
 #: The checklist item ticked by each fact the product records (S11).
@@ -116,7 +117,9 @@ def _copy_facts(session: Session, checklist: dict[str, Any]) -> list[KnownFact]:
         if isinstance(rec, dict) and is_sealed(rec) and isinstance(rec.get("verified"), bool):  # a hand-made table is no fact (H-58)
             when = _utc(rec.get("at"))
             src = rec.get("source") or rec.get("copy")
-            found.append((when, rec["verified"], f"copy home verified{_when(when)} by {what}"
+            # the seal is public: a verified check counts only when it re-derives (H-78)
+            verified = rec["verified"] and copy_record_doubt(rec, session.folder)[0] is None
+            found.append((when, verified, f"copy home verified{_when(when)} by {what}"
                           + (f" ({src})" if isinstance(src, str) and src else "")))
     if not found:
         return []

@@ -48,6 +48,7 @@ from typing import Any
 from gpusession.core.events import ManifestWrittenRecord
 from gpusession.core.events.reading import read_records
 from gpusession.core.files.clock import utcnow
+from gpusession.core.files.digest import sha256_plain
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import JOURNAL, MANIFEST_CSV
 from gpusession.core.files.nesting import loads_toml, read_toml_text
@@ -637,6 +638,9 @@ def _record(result: PullResult, source: Source, *, started: bool = False) -> Non
             "deliverables_files": result.deliverables_count.files,
             "deliverables_bytes": result.deliverables_count.total_bytes,
             "manifest": result.manifest.remote_path or str(result.manifest.local_path) if result.manifest else None,
+            # the manifest verified against, as read: a reader re-derives the check from it (H-78)
+            "manifest_file": str(result.manifest.local_path.absolute()) if result.manifest else None,
+            "manifest_sha256": sha256_plain(result.manifest.local_path) if result.manifest else None,
             "reason": result.reason or None,
             "left_on_server": len(result.left_on_server) if result.left_on_server is not None else None,
         }
@@ -660,7 +664,7 @@ def record_verify_copy(manifest: Path, copy: Path, *, verified: bool, files: int
     The manifest written by ``gpusession manifest`` lies in its session folder (and in
     the copy home a pull made of it); when ``session.toml`` is beside it, that folder's
     ``checklist.toml`` keeps ``[verify_copy]``: ``verified``, ``at``, ``manifest``,
-    ``copy``, ``files``. The newest check of the copy (pull or verify-copy) is what the
+    ``copy``, ``files`` and ``manifest_sha256`` (the reader re-derives the check, H-78). The newest check of the copy (pull or verify-copy) is what the
     checklist's ``g8.verify-copy`` reads (:mod:`gpusession.core.retrieval.known_facts`).
 
     Args:
@@ -684,7 +688,8 @@ def record_verify_copy(manifest: Path, copy: Path, *, verified: bool, files: int
             doc[VERIFY_COPY_TABLE] = sealed({  # a hand edit reads as the person's own entry (H-58)
                 "verified": bool(verified), "at": (at or utcnow()).replace(microsecond=0),
                 "manifest": str(Path(manifest).absolute()), "copy": str(Path(copy).absolute()),
-                "files": int(files)})
+                "files": int(files),
+                "manifest_sha256": sha256_plain(Path(manifest))})  # re-derived when read (H-78)
             write_toml(path, doc)
     except (BadInput, Failure, OSError):
         return None

@@ -67,14 +67,16 @@ from gpusession.core.files.names import (
 )
 from gpusession.core.files.safefile import refuse_link_or_special
 from gpusession.core.files.schema import CHECKLIST, ORDER, SESSION, Spec, check_types
+from gpusession.core.files.seal import is_sealed, keyed_seal
 from gpusession.core.files.sessionname import check_name_secret
-from gpusession.core.files.textio import read_plain
+from gpusession.core.files.textio import quoted, read_plain
 from gpusession.core.files.tomlread import read_toml
 from gpusession.core.folder.caches import (
     FILES_STATE,
     JOURNAL_STATE,
     checked_files_signatures,
     checked_state,
+    file_signature,
     is_state_file,
     read_state,
     to_json_value,
@@ -221,20 +223,19 @@ def _read_summary(folder: Path) -> _Summary | None:
 
 
 def counts_check(rows: int, revisions: list[str], size: int, digest: str, signature: Any) -> str:
-    """The checksum ``summary.json`` keeps of its own counts, ``crc32:…`` (H-47).
+    """The keyed seal ``summary.json`` keeps of its own counts, ``hmac-sha256:…`` (H-47, H-78).
 
-    Source: H-47. Why: a count edited by hand, up or down (``"rows": 5`` beside a kept
-    ``csv_stat``), made ``status`` say a count ``show`` would not; a bound checks only one
-    way, this any edit. Over the rows, the accepted revisions (sorted), the CSV's size,
+    Source: H-47, H-78. Why: a count edited by hand, up or down (``"rows": 5`` beside a
+    kept ``csv_stat``), made ``status`` say a count ``show`` would not; a bound checks only
+    one way, this any edit. Over the rows, the accepted revisions (sorted), the CSV's size,
     SHA-256 and ``stat`` signature, in one canonical JSON form (a file re-indented by a
-    tool still matches). The threat is an edit, not a forger (who can recompute any
-    digest), so a CRC-32 (:mod:`binascii`, in C, no OpenSSL start-up: tmux's call every
-    few seconds) does; nothing of the CSV is read.
+    tool still matches), under the user's key
+    (:func:`gpusession.core.files.seal.keyed_seal`): a seal recomputed from the public
+    code, or a summary of another user or machine, reads as absent (recounted). Nothing
+    of the CSV is read.
     """
-    import binascii
-
     canon = json.dumps([rows, sorted(revisions), size, digest, signature], separators=(",", ":"))
-    return f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
+    return keyed_seal(canon.encode("utf-8"))
 
 
 #: The largest count a summary may hold (rows, bytes): more is a hand edit, recounted.
@@ -490,27 +491,81 @@ def retrieval_state(folder: Path, checklist: dict[str, Any] | None = None) -> Re
     Returns:
         The state; an unreadable file reads as not verified.
     """
+    return copy_state(folder, checklist)[0]
+
+
+def copy_state(folder: Path, checklist: dict[str, Any] | None = None) -> tuple[Retrieval, Path | None]:
+    """:func:`retrieval_state`, and the manifest a verified state rests on (``None``: none).
+
+    Source: S4, H-58, H-78. Why: ``status`` keeps the state under the manifest's ``stat``
+    signature too (:func:`status_facts`), so a manifest removed or edited since is seen.
+    """
     doc = checklist if checklist is not None else _toml(Path(folder) / CHECKLIST_TOML)
     # the newest check of the copy: a pull's ([retrieval]) or verify-copy's ([verify_copy]) (S4, S11)
     # only a record gpusession sealed is vouched for; another is the person's own entry (H-58)
-    from gpusession.core.files.seal import is_sealed
-
     tables = [r for r in (doc.get("retrieval"), doc.get("verify_copy")) if isinstance(r, dict)]
     recs = [r for r in tables if is_sealed(r)]
     dated = [r for r in recs if isinstance(r.get("at"), datetime) and r["at"].tzinfo is not None]
     rec = max(dated, key=lambda r: r["at"]) if dated else (recs[0] if recs else None)
     if rec is not None and rec.get("verified") is True:
+        doubt, manifest = copy_record_doubt(rec, Path(folder))
+        if doubt is not None:  # the seal is public: what it says is re-derived (H-78)
+            return Retrieval(False, f"copy home not verified ({doubt})"), manifest
         at = rec.get("at")
         when = f" {at:%Y-%m-%d %H:%M} UTC" if isinstance(at, datetime) else ""
-        return Retrieval(True, f"copy home verified{when}")
+        return Retrieval(True, f"copy home verified{when}"), manifest
     if rec is None and any(r.get("verified") is True for r in tables):  # never said as verified (H-58)
         return Retrieval(False, "copy home not verified (checklist.toml holds a check written by hand, "
-                                "not by gpusession: run gpusession verify-copy)")
+                                "not by gpusession: run gpusession verify-copy)"), None
     items = doc.get("items")
     item = items.get(VERIFY_ITEM) if isinstance(items, dict) else None
     if isinstance(item, dict) and item.get("done") is True:
-        return Retrieval(True, "copy home verified (ticked in the checklist)")
-    return Retrieval(False, "copy home not verified")
+        return Retrieval(True, "copy home verified (ticked in the checklist)"), None
+    return Retrieval(False, "copy home not verified"), None
+
+
+def copy_record_doubt(rec: Mapping[str, Any], folder: Path) -> tuple[str | None, Path | None]:
+    """Why a sealed copy check that says verified is not believed (``None``: believed), and its manifest.
+
+    Source: H-78 (S4, A4). Why: the record's seal (:func:`gpusession.core.files.seal.seal_of`)
+    is a CRC anyone recomputes; a table forged with it named a manifest that did not exist
+    and ``status`` and the report said "copy home verified". What can be re-derived is:
+    the manifest the check read must be there, a regular file (never a link, never waited
+    on), with the SHA-256 the record kept (``manifest_sha256``) -- at ``manifest_file``
+    (a pull's local copy), else at ``manifest``, else under its name in the session folder
+    (a session moved or copied home). A record without the digest was written before it was kept.
+
+    Returns:
+        ``(doubt, manifest)``: the words in parentheses after "copy home not verified",
+        and the manifest file found, else the first place looked (for its ``stat``
+        signature: a manifest put back is seen); ``None`` when the record names none.
+    """
+    from gpusession.core.files.digest import (
+        sha256_plain,  # hashlib: only when a check is re-derived
+    )
+
+    want = rec.get("manifest_sha256")
+    if not isinstance(want, str):
+        return ("recorded before gpusession kept the manifest's SHA-256 with the check: "
+                "run gpusession verify-copy again"), None
+    named = [v for v in (rec.get("manifest_file"), rec.get("manifest")) if isinstance(v, str) and v]
+    if not named:
+        return "the check names no manifest: run gpusession verify-copy", None
+    places = [Path(v) for v in named if Path(v).is_absolute()] + [Path(folder) / Path(v).name for v in named]
+    found: Path | None = None
+    for place in places:
+        try:
+            if not stat.S_ISREG(os.lstat(place).st_mode):
+                continue
+        except OSError:
+            continue
+        found = found or place
+        if sha256_plain(place) == want:
+            return None, place
+    if found is None:
+        return (f"the manifest it was checked against, {quoted(named[0])}, is not there: "
+                "run gpusession verify-copy"), places[0]
+    return (f"the manifest {quoted(str(found))} changed since the check: run gpusession verify-copy"), found
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -1095,8 +1150,9 @@ def status_facts(folder: Path) -> tuple[dict[str, Any], Retrieval, Counts]:
         return state["session"], Retrieval(state["copy_verified"], state["copy_words"]), _checked_counts(folder)
     full, checklist, counts = check_session_files(folder)
     doc = _status_doc(full)
-    retrieval = retrieval_state(folder, checklist)
+    retrieval, manifest = copy_state(folder, checklist)
     write_state(folder, FILES_STATE, {"files": sigs, "session": to_json_value(doc),
+                                      "manifest": [str(manifest), file_signature(manifest)] if manifest else None,
                                       "copy_verified": retrieval.verified, "copy_words": retrieval.words})
     return doc, retrieval, counts
 
