@@ -130,10 +130,12 @@ def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _config_home_for_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """``$XDG_CONFIG_HOME`` in a temporary folder before any module- or session-scoped fixture
-    runs (they come before :func:`_state_home`): no fixture reads the real user's rates file."""
+    """``$XDG_CONFIG_HOME`` and ``$XDG_STATE_HOME`` in temporary folders before any module- or
+    session-scoped fixture runs (they come before :func:`_state_home`): no fixture reads the
+    real user's rates file, nor makes or reads the real user's sealing key."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-run")))
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-run")))
         yield
 
 
