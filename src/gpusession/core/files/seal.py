@@ -24,7 +24,6 @@ import binascii
 import hmac
 import json
 import os
-import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -110,6 +109,8 @@ def _read_key(path: Path) -> bytes | None:
 
 def _make_key(path: Path) -> bytes | None:
     """A new key written at ``path`` (0600, never over another: a race reads the winner's); ``None`` when refused."""
+    import secrets  # its random module only where a key is made: not on status's every call
+
     key = secrets.token_bytes(KEY_BYTES)
     tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
@@ -160,7 +161,7 @@ def user_key() -> bytes:
                 except OSError:
                     pass
             key = _make_key(path)
-    _KEYS[str(path)] = key if key is not None else secrets.token_bytes(KEY_BYTES)
+    _KEYS[str(path)] = key if key is not None else os.urandom(KEY_BYTES)  # this process's own
     return _KEYS[str(path)]
 
 
