@@ -122,15 +122,6 @@ def test_h78_state_files_forged_or_sealed_by_another_user_read_as_absent(
     assert read_state(folder, FILES_STATE) is None
     out = _status(capsys, sessions_root, "v")
     assert "copy home not verified" in out and "copy home verified" not in out, out
-    # summary.json's rows raised, check recomputed with the old checksum's formula
-    summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else None
-    if summary is not None:
-        summary["rows"] = 9999
-        canon = json.dumps([9999, sorted(summary["accepted_revisions"]), summary["csv_size_bytes"],
-                            summary["csv_sha256"], summary.get("csv_stat")], separators=(",", ":"))
-        summary["counts_check"] = f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"
-        (folder / "summary.json").write_text(json.dumps(summary))
-        assert " 9999 " not in _status(capsys, sessions_root, "v") and "9,999" not in _status(capsys, sessions_root, "v")
     # another user (another key): every cache of this one reads as absent, and is recounted
     honest = _status(capsys, sessions_root, "v")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "other-user-state"))
@@ -141,6 +132,26 @@ def test_h78_state_files_forged_or_sealed_by_another_user_read_as_absent(
     assert "? visuals (not counted yet" in _status(capsys, sessions_root, "v")  # never the other's count
     assert cli(capsys, sessions_root, "cost", "v")[0] == 0  # counted anew
     assert _status(capsys, sessions_root, "v") == honest
+
+
+def test_h78_a_summary_with_its_check_recomputed_is_recounted(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, measured_session: Session) -> None:
+    from gpusession.core.retrieval.status import refresh_counts
+
+    name = measured_session.name
+    code, honest, _ = cli(capsys, sessions_root, "status", name, "--json")
+    rows = json.loads(honest)["result_rows"]
+    refresh_counts(measured_session.folder)
+    path = measured_session.folder / "summary.json"
+    summary = json.loads(path.read_text())
+    assert str(summary["counts_check"]).startswith("hmac-sha256:")
+    summary["rows"] = 9999
+    canon = json.dumps([9999, sorted(summary["accepted_revisions"]), summary["csv_size_bytes"],
+                        summary["csv_sha256"], summary.get("csv_stat")], separators=(",", ":"))
+    summary["counts_check"] = f"crc32:{binascii.crc32(canon.encode('utf-8')):08x}"  # the public formula
+    path.write_text(json.dumps(summary))
+    code, out, err = cli(capsys, sessions_root, "status", name, "--json")
+    assert code == 0 and json.loads(out)["result_rows"] == rows != 9999, out + err
 
 
 def test_h78_the_key_is_kept_0600_in_a_0700_folder_and_an_unfit_key_is_replaced(
