@@ -33,8 +33,29 @@ async def settle(pilot: Any, app: Any) -> None:
     await pilot.pause(0.05)
     await background_started(app)
     await app.main.build_all_panes()
-    await app.workers.wait_for_complete()
+    await workers_done(pilot, app)
     await pilot.pause(0.05)
+
+
+async def workers_done(pilot: Any, app: Any, rounds: int = 200) -> None:
+    """Wait until no worker of the app runs and what they handed to the event loop is shown.
+
+    The panes read the session in thread workers, some started after a refresh: each
+    round waits for the workers running now, then lets the loop handle what they posted
+    (and start what that starts). Bounded by ``rounds``, never by a stopwatch; a worker
+    replaced by a newer one (exclusive) counts as done. Raises ``AssertionError`` when
+    workers still run after ``rounds`` rounds.
+    """
+    from textual.worker import WorkerState
+
+    for _ in range(rounds):
+        await pilot.pause()
+        busy = [w for w in app.workers if not w.is_finished]
+        if not busy:
+            return
+        await asyncio.gather(*(w.wait() for w in busy if w.state != WorkerState.PENDING),
+                             return_exceptions=True)
+    raise AssertionError(f"workers still running after {rounds} rounds: {list(app.workers)}")
 
 
 def text_of(app: Any, selector: str) -> str:

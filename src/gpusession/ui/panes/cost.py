@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from gpusession.core.money.answer import CostAnswer
 
 DAYS = ("3", "7", "30")
+
+#: Said where the figures go while a worker reads them (the event loop never waits on a read).
+COUNTING = "counting accepted deliverables …"
+COMPARING = "comparing with other sessions …"
 
 #: Shell hints of core's cost texts said as this pane does it: the accepted count here is
 #: the session's own, so the CLI's ``--accepted-results`` has no place in the TUI.
@@ -90,8 +94,12 @@ class CostPane(Vertical):
         self.ctx = ctx
         self.lines: list[str] = []
         self.answer: CostAnswer | None = None
-        self._others: list[str] = []
+        self._others: list[str] = [COMPARING]
         self._keep: list[str] = []
+        #: the newest reload; a worker's result from an older one is dropped (a run landed meanwhile)
+        self._generation = 0
+        #: the session's own figures are being read (the report says "counting …")
+        self.counting = True
 
     def compose(self) -> ComposeResult:
         pkg = self.ctx.session.package
@@ -138,10 +146,43 @@ class CostPane(Vertical):
         self.query_one("#cost-out").focus()
 
     def reload(self) -> None:
-        """Re-read the session's cost inputs (a run landed), then recompute."""
-        self.answer = load_answer(self.ctx.session)  # S10, A1: the count `cost NAME` divides by
-        self._others = self._other_sessions()
-        self._keep = self._keep_lines()
+        """Re-read the session's cost inputs (a run landed), then recompute.
+
+        The reads run in thread workers (the session's own count and Keep lines; the other
+        sessions of the folder, seconds to a minute beside large ones), so keys, the clock
+        and the memory readout never wait on them; a newer reload replaces an older one
+        (exclusive workers; a late result of the older one is dropped by its generation).
+        """
+        self._generation += 1
+        self.counting = self.answer is None
+        self._others = [COMPARING]
+        self.recompute()
+        self._read_own(self._generation)
+        self._read_others(self._generation)
+
+    @work(thread=True, exclusive=True, group="cost-own", exit_on_error=False)
+    def _read_own(self, generation: int) -> None:
+        """The count `cost NAME` divides by (S10, A1) and the Keep lines, read off the event loop."""
+        answer = load_answer(self.ctx.session)
+        keep = self._keep_lines()
+        self.app.call_from_thread(self._own_read, generation, answer, keep)
+
+    def _own_read(self, generation: int, answer: CostAnswer, keep: list[str]) -> None:
+        if generation != self._generation:  # a newer reload is reading
+            return
+        self.answer, self._keep, self.counting = answer, keep, False
+        self.recompute()
+
+    @work(thread=True, exclusive=True, group="cost-others", exit_on_error=False)
+    def _read_others(self, generation: int) -> None:
+        """The comparison with the folder's other sessions, read off the event loop (D6)."""
+        others = self._other_sessions()
+        self.app.call_from_thread(self._others_read, generation, others)
+
+    def _others_read(self, generation: int, others: list[str]) -> None:
+        if generation != self._generation:
+            return
+        self._others = others
         self.recompute()
 
     def _keep_lines(self) -> list[str]:
@@ -173,6 +214,10 @@ class CostPane(Vertical):
             lots = int(lots_text)
         except ValueError:
             out.update(f"lots: expected a whole number ≥ 1, got {shown(lots_text)}")
+            return
+        if self.counting:  # the first read has not come back yet: the fields work meanwhile
+            self.lines = [COUNTING, "", *self._others]
+            out.update("\n".join(self.lines))
             return
         answer = self.answer
         kept = False  # whether the cost report was made (it places the Keep lines itself)
