@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.widgets import DataTable
-from ui.pilot import MakeApp, settle, text_of
+from ui.pilot import MakeApp, settle, text_of, workers_done
 
 from gpusession.core.records.results import ResultRow
 
@@ -178,7 +178,7 @@ async def test_s9_the_pane_lists_deliverables_and_rejects_with_j_through_the_cli
         app.screen.query_one("#field-by", Input).value = "Bo"
         app.screen.query_one("#field-text", Input).value = "legend cut"
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await workers_done(pilot, app)  # the count is read again in a worker
         d = load_approvals(session)["visual-02.png"]
         assert (d.decision, d.by, d.text) == ("rejected", "Bo", "legend cut")
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
@@ -219,7 +219,7 @@ async def test_s9_the_first_decision_is_made_in_the_pane_on_the_last_accepted_ou
         await pilot.pause()
         app.screen.query_one("#field-by", Input).value = "Ana"
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await workers_done(pilot, app)  # the count is read again in a worker
         d = load_approvals(session)["visual-01.png"]
         assert (d.decision, d.by) == ("approved", "Ana")
         assert deliverables_folder(session) == out

@@ -118,7 +118,15 @@ def approvals_path(session: Session) -> Path:
     return Path(session.folder) / APPROVALS_TOML
 
 
-def _read(session: Session) -> dict[str, Any]:
+def read_approvals(session: Session) -> dict[str, Any]:
+    """``approvals.toml`` parsed once (``{}`` when absent), to pass to the readers below.
+
+    Why: one reload of the Validation pane asks for the folder, the decisions and the
+    count; each parsing a 3,000-decision file again cost seconds on the event loop.
+
+    Raises:
+        BadInput: the file does not read as TOML.
+    """
     path = approvals_path(session)
     if not path.exists():
         return {}
@@ -222,15 +230,17 @@ def unfit_folder(folder: Path, session_folder: Path) -> str | None:
     return None
 
 
-def deliverables_folder(session: Session) -> Path | None:
+def deliverables_folder(session: Session, doc: Mapping[str, Any] | None = None) -> Path | None:
     """The folder the decisions are relative to, ``None`` before the first decision.
+
+    ``doc`` is :func:`read_approvals`'s result when the caller has it (read otherwise).
 
     Raises:
         BadInput: ``approvals.toml`` does not read, its ``deliverables`` is not text, or it
             names a folder that is never walked (:func:`unfit_folder`: ``/``, a home, one
             holding the session), refused before a file of it is visited (H-54).
     """
-    value = _read(session).get("deliverables")
+    value = (read_approvals(session) if doc is None else doc).get("deliverables")
     if value is None:
         return None
     if not isinstance(value, str):
@@ -243,13 +253,14 @@ def deliverables_folder(session: Session) -> Path | None:
     return Path(value)
 
 
-def load_approvals(session: Session) -> dict[str, Decision]:
-    """Every recorded decision, by relative path (S9).
+def load_approvals(session: Session, doc: Mapping[str, Any] | None = None) -> dict[str, Decision]:
+    """Every recorded decision, by relative path (S9); ``doc`` as for :func:`deliverables_folder`.
 
     Raises:
         BadInput: a decision that does not read (naming the file and the field).
     """
-    doc = _read(session)
+    if doc is None:
+        doc = read_approvals(session)
     files = doc.get("files", {})
     where = approvals_path(session)
     if not isinstance(files, Mapping):
@@ -350,8 +361,8 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
         raise BadInput("say why with --why TEXT (a rejection is kept with its reason)", field="why")
     at = now or utcnow()
     with session.locked("recording the decision"):
-        doc = _read(session)
-        stored = deliverables_folder(session)
+        doc = read_approvals(session)
+        stored = deliverables_folder(session, doc)
         folder = Path(os.path.abspath(deliverables if deliverables is not None else
                                       (stored if stored is not None else Path(paths[0]).parent)))
         if stored is not None and Path(os.path.abspath(stored)) != folder:
@@ -444,7 +455,7 @@ def why_not_read(folder: Path, rel: str) -> str | None:
 
 
 def file_states(session: Session, *, hash_files: bool = True,
-                proposed: Path | None = None) -> list[FileState]:
+                proposed: Path | None = None, doc: Mapping[str, Any] | None = None) -> list[FileState]:
     """Every deliverable: the decided ones and the files still to decide, by path (S9).
 
     Args:
@@ -453,6 +464,7 @@ def file_states(session: Session, *, hash_files: bool = True,
         proposed: the folder to list before the first decision (the Validation pane
             offers the last accepted output so that the first one can be made there);
             ignored once a folder is recorded.
+        doc: :func:`read_approvals`'s result when the caller has it (parsed once).
 
     Returns:
         One state per file of the deliverables folder and per decided path; empty before
@@ -461,8 +473,10 @@ def file_states(session: Session, *, hash_files: bool = True,
     Raises:
         BadInput: ``approvals.toml`` does not read.
     """
-    folder = deliverables_folder(session) or proposed
-    decided = load_approvals(session)
+    if doc is None:
+        doc = read_approvals(session)
+    folder = deliverables_folder(session, doc) or proposed
+    decided = load_approvals(session, doc)
     if folder is None:
         return []
     present = walk_deliverables(folder) if folder.is_dir() else {}
@@ -588,5 +602,5 @@ def conflicts(states: list[FileState]) -> list[Conflict]:
 
 
 __all__ = ["APPROVALS_TOML", "Conflict", "Decision", "FileState", "SameBytes", "approved_digests", "approvals_path",
-           "conflicts", "decide", "deliverables_folder", "file_states", "load_approvals", "relative_name",
-           "same_bytes", "unfit_folder", "walk_deliverables", "why_not_read"]
+           "conflicts", "decide", "deliverables_folder", "file_states", "load_approvals", "read_approvals",
+           "relative_name", "same_bytes", "unfit_folder", "walk_deliverables", "why_not_read"]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.approvals import (
     Conflict,
+    FileState,
     SameBytes,
     approvals_path,
     approved_digests,
@@ -209,7 +210,8 @@ def _outside_words(period: Period, sides: list[str | None], one: str, many: str)
                  for side in ("before", "after") if (n := sides.count(side)))
 
 
-def session_count(session: Session, frame: Any = None, *, cache: bool = False) -> DeliverableCount:
+def session_count(session: Session, frame: Any = None, *, cache: bool = False,
+                  states: list[FileState] | None = None) -> DeliverableCount:
     """The session's one count of accepted deliverables (S10).
 
     Args:
@@ -217,6 +219,8 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
         frame: its results rows when already read.
         cache: keep the count for ``status`` (``approve``, ``reject``, ``cost`` and the
             end of a run do; a reader such as ``show`` or ``compare`` writes nothing).
+        states: :func:`file_states` of the session when the caller has them (the
+            Validation pane lists them too: the files are walked and hashed once).
 
     Raises:
         BadInput: ``approvals.toml`` or the results do not read.
@@ -226,7 +230,8 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False) -
     # deliverables, never "approved accepted corpora" (S8)
     unit = corpora_unit if corpora_unit.declared else FILE_UNIT
     if approvals_path(session).exists():
-        states = file_states(session)
+        if states is None:
+            states = file_states(session)
         count = DeliverableCount(
             len(approved_digests(states)), APPROVED, unit,
             tuple(s.words() for s in states if s.state in ("changed", "missing", "refused") and s.decision

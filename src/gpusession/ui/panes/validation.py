@@ -11,11 +11,12 @@ re-reads after a run.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -137,6 +138,64 @@ def _short(v: Any) -> str:
     return str(v)
 
 
+#: Said in the status line while a worker reads the results and the reports.
+COUNTING = "counting runs and deliverables …"
+
+
+@dataclass
+class RunsRead:
+    """The runs table read off the event loop by :func:`read_runs`."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[tuple[Any, ...]] = field(default_factory=list)
+    accepted_corpora: int = 0
+    status: str = ""
+    problem: str = ""
+
+
+def read_runs(session: Any) -> RunsRead:
+    """The runs of the results CSV (loads left out), each one's cells (the stored report's
+    quality verdict when there is one, so the TUI says what the CLI says) and the status
+    line; an unreadable CSV is said in ``problem``, never raised. Safe in a thread worker."""
+    from gpusession.core.events.words import corpus_verdict
+    from gpusession.core.records.summary import accepted_unique_corpora
+    from gpusession.core.validation.accept_rule import has_accept_rule
+
+    try:
+        frame = session.results.read()
+    except BadInput as exc:
+        return RunsRead(problem=f"results unreadable: {exc}")
+    rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
+    folder = session.validation_dir
+    # several experiments: each run names its own (two "batch-4 cold 1" read alike)
+    several = len({r.get("experiment_id") for r in rows if r.get("phase") is not None}) > 1
+    cells: list[tuple[Any, ...]] = []
+    for r in rows:
+        # the verdict of the stored report when there is one (it also applies the maximum
+        # degradation rule)
+        q = stored_quality(report_file(folder, r))
+        if q is not None and "passed" in q:
+            met = bool(q["passed"])
+        else:
+            met = r.get("quality_value") is not None and r.get("quality_threshold") is not None and (
+                r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
+            )
+        cells.append((
+            run_cell(r, experiment=several),
+            state_cell(yes_no(corpus_verdict(r), "accepted", "rejected", "not validated")),
+            state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
+            state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
+            state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
+        ))
+    n = accepted_unique_corpora(frame)
+    # a session accepted by a rule counts files, not corpora: its count is in the box below (S10)
+    counted = ("outputs judged by the experiment's rule (the count of deliverables is below)"
+               if has_accept_rule(session)
+               else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
+               "session (a corpus run again counts once)")
+    return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {counted}. v: re-read")
+
+
 class ValidationPane(Vertical):
     """Pane 4: validation verdicts per run and the distinct accepted corpora."""
 
@@ -161,6 +220,8 @@ class ValidationPane(Vertical):
         super().__init__(**kw)
         self.ctx = ctx
         self.rows: list[dict[str, Any]] = []
+        #: the newest reload; a worker's result from an older one is dropped
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static("", id="val-status", classes="status")
@@ -229,53 +290,62 @@ class ValidationPane(Vertical):
         self.query_one("#val-deliverables", DeliverablesBox).action_reject()
 
     def reload(self) -> None:
-        from gpusession.core.events.words import corpus_verdict
-        from gpusession.core.files.errors import BadInput
-        from gpusession.core.records.summary import accepted_unique_corpora
-        from gpusession.core.validation.accept_rule import has_accept_rule
+        """Re-read the runs and the deliverables in a thread worker ("counting …" meanwhile);
+        a newer reload replaces an older one."""
+        from gpusession.ui.panes.deliverables import DeliverablesBox
 
-        table = self.query_one("#val-table", DataTable)
-        table.clear()
-        try:
-            frame = self.ctx.session.results.read()
-        except BadInput as exc:  # the results CSV is unreadable: said in the pane
-            self.query_one("#val-status", Static).update(f"results unreadable: {exc}")
+        self._generation += 1
+        box_generation = self.query_one("#val-deliverables", DeliverablesBox).next_generation()
+        self.query_one("#val-status", Static).update(COUNTING)
+        self._load(self._generation, box_generation)
+
+    @work(thread=True, exclusive=True, group="validation-load", exit_on_error=False)
+    def _load(self, generation: int, box_generation: int) -> None:
+        """Read off the event loop, shown in turns: the runs (in chunks), then the deliverables."""
+        from gpusession.ui.panes.deliverables import (
+            DeliverablesBox,
+            add_rows_in_chunks,
+            read_deliverables,
+        )
+
+        read = read_runs(self.ctx.session)
+        if not self.app.call_from_thread(self._show_runs_head, generation, read):
             return
-        self.rows = [r for r in frame.to_dicts() if r.get("phase") != "load"]
-        folder = self.ctx.session.validation_dir
-        # several experiments: each run names its own (two "batch-4 cold 1" read alike)
-        several = len({r.get("experiment_id") for r in self.rows if r.get("phase") is not None}) > 1
-        for r in self.rows:
-            # The verdict of the stored report when there is one (it also applies the
-            # maximum degradation rule), so the TUI says what the CLI says.
-            q = stored_quality(report_file(folder, r))
-            if q is not None and "passed" in q:
-                met = bool(q["passed"])
-            else:
-                met = r.get("quality_value") is not None and r.get("quality_threshold") is not None and (
-                    r["quality_value"] >= r["quality_threshold"] - (r.get("quality_tolerance") or 0.0)
-                )
-            table.add_row(
-                run_cell(r, experiment=several),
-                state_cell(yes_no(corpus_verdict(r), "accepted", "rejected", "not validated")),
-                state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
-                state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
-                state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
-            )
-        n = accepted_unique_corpora(frame)
-        rule = has_accept_rule(self.ctx.session)
-        # a session accepted by a rule counts files, not corpora: its count is in the box below (S10)
-        counted = ("outputs judged by the experiment's rule (the count of deliverables is below)" if rule
-                   else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
-                   "session (a corpus run again counts once)")
-        self.query_one("#val-status", Static).update(f"{plural(len(self.rows), 'run')}; {counted}. v: re-read")
-        self.show_detail(0 if self.rows else None)
-        self.query_one("#val-deliverables").reload()  # type: ignore[attr-defined]
+        add_rows_in_chunks(self.app, self.query_one("#val-table", DataTable), read.cells,
+                           lambda: generation == self._generation)
+        self.app.call_from_thread(self._runs_shown, generation)
+        box = self.query_one("#val-deliverables", DeliverablesBox)
+        box.fill(box_generation, read_deliverables(self.ctx.session))
+        self.app.call_from_thread(self._loaded, generation, read)
+
+    def _show_runs_head(self, generation: int, read: RunsRead) -> bool:
+        if generation != self._generation:
+            return False
+        status = self.query_one("#val-status", Static)
+        if read.problem:  # the results CSV is unreadable: said in the pane
+            status.update(read.problem)
+            return False
+        self.query_one("#val-table", DataTable).clear()
+        self.rows = read.rows
+        status.update(read.status)
+        return True
+
+    def _runs_shown(self, generation: int) -> None:
+        if generation == self._generation:
+            self.show_detail(0 if self.rows else None)
+            self._focus_rows()
+
+    def _loaded(self, generation: int, read: RunsRead) -> None:
+        if generation != self._generation:
+            return
         self.refresh_bindings()  # Tab between tables appears with the deliverables
+        self._focus_rows()
+        self.post_message(self.Reloaded(len(read.rows), read.accepted_corpora))
+
+    def _focus_rows(self) -> None:
         focused = self.screen.focused if self.is_attached else None
         if self._holds_focus() and isinstance(focused, DataTable) and not focused.row_count:
             self.focus_main()  # the rows arrived after the focus: never an invisible cursor
-        self.post_message(self.Reloaded(len(self.rows), n))
 
     def show_detail(self, index: int | None) -> None:
         box = self.query_one("#val-detail", Static)
