@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -117,6 +117,10 @@ class FormModal(ModalScreen[dict[str, str] | None]):
         help_text: an optional line under the title.
         on_save: called with the values on Save; when it raises, the form stays open
             and shows ``str(exception)`` (one line, what was expected).
+        save_in_thread: call ``on_save`` in a thread worker ("saving …" meanwhile), for a
+            save that reads or writes a large file (a decision among thousands): the
+            event loop never waits on it. ``on_save`` then touches no widget itself (it
+            hands what the UI shows over with ``app.call_from_thread``).
     """
 
     BINDINGS = [
@@ -125,13 +129,17 @@ class FormModal(ModalScreen[dict[str, str] | None]):
     ]
 
     def __init__(
-        self, title: str, fields: list[Field], *, help_text: str = "", on_save: SaveCheck | None = None
+        self, title: str, fields: list[Field], *, help_text: str = "", on_save: SaveCheck | None = None,
+        save_in_thread: bool = False,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.fields = fields
         self.help_text = help_text
         self.on_save = on_save
+        self.save_in_thread = save_in_thread
+        #: a save runs in a thread: a second ctrl+s waits for it, never saves twice
+        self.saving = False
         self.error = ""
 
     def compose(self) -> ComposeResult:
@@ -213,12 +221,39 @@ class FormModal(ModalScreen[dict[str, str] | None]):
 
     def action_save(self) -> None:
         values = self.values()
+        if self.saving:
+            return
+        if self.on_save is not None and self.save_in_thread:
+            self.saving = True
+            self.show_error("")
+            self.query_one("#form-hint", Static).update("saving …")
+            self._save_thread(values)
+            return
         if self.on_save is not None:
             try:
                 self.on_save(values)
             except (GpusessionError, OSError) as exc:  # one line, what was expected
                 self.show_error(str(exc) or type(exc).__name__, error_field(exc, [f.name for f in self.fields]))
                 return
+        self.dismiss(values)
+
+    @work(thread=True, exclusive=True, group="form-save", exit_on_error=False)
+    def _save_thread(self, values: dict[str, str]) -> None:
+        assert self.on_save is not None
+        try:
+            self.on_save(values)
+        except (GpusessionError, OSError) as exc:  # one line, what was expected
+            self.app.call_from_thread(self._refused, str(exc) or type(exc).__name__,
+                                      error_field(exc, [f.name for f in self.fields]))
+            return
+        self.app.call_from_thread(self._saved, values)
+
+    def _refused(self, text: str, field_name: str | None) -> None:
+        self.saving = False
+        self.query_one("#form-hint", Static).update("tab: next field")
+        self.show_error(text, field_name)
+
+    def _saved(self, values: dict[str, str]) -> None:
         self.dismiss(values)
 
     def action_cancel(self) -> None:

@@ -225,15 +225,16 @@ class DeliverablesBox(Vertical):
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
                 made = decide(self.ctx.session, [folder / st.path], decision=decision, by=result["by"],
                               text=result["text"] or None, deliverables=folder)
-            self._decided(st, made)
-            self.reload()  # the count, repeats and conflicts: read in a worker, changed cells only
+            self.app.call_from_thread(self._decided, made)
 
+        # in a thread: decide reads and writes approvals.toml (thousands of decisions)
         self.app.push_screen(FormModal(f"{verb} {printable(st.path, keep='')}",
                                        [Field("by", "Who decides", placeholder="e.g. Ana Reviewer"),
-                                        Field("text", label)], on_save=save))
+                                        Field("text", label)], on_save=save, save_in_thread=True))
 
-    def _decided(self, st: Any, made: list[Any]) -> None:
-        """The decided file's row says its decision at once (the count follows from the worker)."""
+    def _decided(self, made: list[Any]) -> None:
+        """The decided file's row says its decision at once; the count, repeats and
+        conflicts are read again in a worker, which changes only the cells that differ."""
         from gpusession.core.folder.approvals import FileState
 
         table = self.query_one("#deliv-table", DataTable)
@@ -244,6 +245,7 @@ class DeliverablesBox(Vertical):
             self.states[index] = FileState(d.path, d.decision, d, d.sha256)
             for j, cell in enumerate(row_cells(self.states[index])):
                 table.update_cell_at(Coordinate(index, j), cell)
+        self.reload()
 
     def action_approve(self) -> None:
         """Approve the selected deliverable, as ``gpusession approve``."""

@@ -1,0 +1,200 @@
+"""The longest event-loop stall of the TUI while a person presses 1–6 and approves a file.
+
+Why: a key that waits on a read of the session (the comparison with the other sessions,
+a table of thousands of deliverables) freezes the keys, the clock and the memory
+readout; the goal is **≤ 100 ms** of stall on any key, whatever the size (issue: "A
+month-long session stays instant").
+
+How: a Pilot script drives the real app (``build_app``, a fake NVML and a fixed host
+memory reading, so nothing of this machine's GPU enters) while a timer callback set
+with ``set_interval(0.01, …)`` records the largest gap between two of its ticks; the
+stall is that gap less the 10 ms period. Recording starts once the first frame's
+background reads are done; then keys 1–6 are pressed in turn (each pane is built on
+its first show and reads the session), and in the Validation pane the first deliverable
+is approved (``a``, a name, ``ctrl+s``). After each key the script waits for the app's
+workers (counted rounds, never a fixed sleep), so their work falls inside the window.
+
+Two sessions, each at a small and a large size, built once per benchmark run:
+
+* **neighbour**: a session of a few rows beside one session of N rows in the same
+  sessions folder (the Cost pane compares them), N = 100 and 10,000 (rows replicated as
+  ``bench_record_row.py`` does, with a journal ending each run);
+* **deliverables**: a session with K approved deliverables (``approvals.toml``, one
+  decision per file), K = 18 and 3,000, plus one file still to decide.
+
+Printed per case and size: the max stall over ``--runs`` runs (and their median),
+"≤ 100 ms: met/not met", and the growth small → large.
+
+Run: ``python benchmarks/bench_tui_stall.py [--runs 3] [--rows 100,10000]
+[--deliverables 18,3000]``; ``--smoke`` (CI): one run at tiny sizes. Exits 0 (a
+benchmark reports, it does not fail CI); 1 when the script could not drive the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: The goal for the longest stall of the event loop on any key (ms).
+GOAL_MS = 100.0
+#: The period of the timer whose lateness is the stall (s).
+TICK_S = 0.01
+
+
+def neighbour_root(root: Path, rows: int) -> tuple[Path, str]:
+    """A sessions folder: ``mine`` (three rows) beside ``bench-<rows>`` (``rows`` rows)."""
+    from bench_record_row import _session
+
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+
+    _session(root, rows)
+    mine = Session.create(root, "mine", package=Package(gpu_model="RTX A5000", lots=1, days=30, start=utcnow()))
+    from bench_record_row import _row
+
+    mine.results.append_many([_row(i) for i in range(3)])
+    return root, mine.name
+
+
+def deliverables_root(root: Path, approved: int) -> tuple[Path, str]:
+    """A session with ``approved`` approved files and one still to decide in ``root/out``."""
+    from gpusession.core.files.clock import utcnow
+    from gpusession.core.folder.approvals import decide
+    from gpusession.core.folder.package import Package
+    from gpusession.core.folder.session import Session
+    from gpusession.core.folder.unit import set_unit
+
+    s = Session.create(root, "visuals", package=Package(gpu_model="RTX A5000", lots=1, days=30, start=utcnow()))
+    set_unit(s, "visual")
+    out = root / "out"
+    out.mkdir()
+    paths = []
+    for i in range(approved + 1):
+        p = out / f"visual-{i:05d}.png"
+        p.write_bytes(b"\x89PNG\r\n\x1a\n" + i.to_bytes(4, "big"))
+        paths.append(p)
+    decide(s, paths[1:], decision="approved", by="Ana")  # visual-00000.png stays to decide
+    return root, s.name
+
+
+async def _workers_done(pilot: Any, app: Any, rounds: int = 400) -> None:
+    """Wait for the app's workers, counted in rounds (as ``tests/ui/pilot.py`` does)."""
+    from textual.worker import WorkerState
+
+    for _ in range(rounds):
+        await pilot.pause()
+        busy = [w for w in app.workers if not w.is_finished]
+        if not busy:
+            return
+        await asyncio.gather(*(w.wait() for w in busy if w.state != WorkerState.PENDING),
+                             return_exceptions=True)
+    raise RuntimeError("workers still running")
+
+
+def measure(root: Path, name: str, *, approve: bool) -> tuple[float, list[tuple[str, float]]]:
+    """One drive of the app: the longest stall (ms) and each key with its longest gap (s)."""
+    from gpusession.core.folder.session import Session
+    from gpusession.testing import FakeNvml, fixed_host_memory
+    from gpusession.ui.app import build_app
+
+    app = build_app(Session.open(root, name), nvml=FakeNvml(), host_memory=fixed_host_memory, poll_s=0)
+    gaps: list[float] = []
+    #: (key, the longest gap while it was handled)
+    done: list[tuple[str, float]] = []
+    last = [0.0]
+    recording = [False]
+
+    def tick() -> None:
+        now = time.perf_counter()
+        if recording[0]:
+            gaps.append(now - last[0])
+        last[0] = now
+
+    async def drive(pilot: Any) -> None:
+        await asyncio.wait_for(app.main.background_started.wait(), 60)
+        await _workers_done(pilot, app)
+        app.set_interval(TICK_S, tick)
+        await pilot.pause(0.05)
+        recording[0] = True
+        for key in "123456":
+            start = len(gaps)
+            await pilot.press(key)
+            await _workers_done(pilot, app)
+            await pilot.pause(TICK_S * 2)  # the tick after the last of its work
+            done.append((key, max(gaps[start:], default=TICK_S)))
+        if approve:
+            from textual.widgets import DataTable, Input
+
+            start = len(gaps)
+            table = app.screen.query_one("#deliv-table", DataTable)
+            table.focus()
+            table.move_cursor(row=0)
+            await pilot.press("a")
+            await pilot.pause()
+            app.screen.query_one("#field-by", Input).value = "Bench"
+            await pilot.press("ctrl+s")
+            await _workers_done(pilot, app)
+            await pilot.pause(TICK_S * 2)
+            done.append(("approve", max(gaps[start:], default=TICK_S)))
+        await pilot.pause(0.05)
+        recording[0] = False
+        app.exit(0)
+
+    app.run(headless=True, size=(120, 40), auto_pilot=drive)
+    stall_ms = max((g - TICK_S for g in gaps), default=0.0) * 1000
+    return max(stall_ms, 0.0), done
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3, help="drives of the app per case and size")
+    ap.add_argument("--rows", default="100,10000", help="rows of the neighbour session, small,large")
+    ap.add_argument("--deliverables", default="18,3000", help="approved deliverables, small,large")
+    ap.add_argument("--smoke", action="store_true", help="one run at tiny sizes (CI)")
+    args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.rows, args.deliverables = 1, "10,40", "3,18"
+    cases = [("neighbour", [int(x) for x in args.rows.split(",")], "rows beside", neighbour_root, False),
+             ("deliverables", [int(x) for x in args.deliverables.split(",")], "approved", deliverables_root, True)]
+    print(f"longest event-loop stall pressing 1–6 (and approving one file), max of {args.runs} run(s); "
+          f"goal ≤ {GOAL_MS:.0f} ms")
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, sizes, words, build, approve in cases:
+            worst: list[float] = []
+            for n in sizes:
+                folder = Path(tmp) / f"{case}-{n}"
+                folder.mkdir()
+                root, name = build(folder, n)
+                stalls = []
+                keys: dict[str, float] = {}
+                for _ in range(args.runs):
+                    stall, done = measure(root, name, approve=approve)
+                    if len(done) < 6 + approve:
+                        print(f"{case}: the script stopped after {done}", file=sys.stderr)
+                        return 1
+                    stalls.append(stall)
+                    for key, gap in done:
+                        keys[key] = max(keys.get(key, 0.0), (gap - TICK_S) * 1000)
+                worst.append(max(stalls))
+                met = "met" if max(stalls) <= GOAL_MS else "not met"
+                print(f"{case:>12} {n:>6,} {words}: max stall {max(stalls):7.1f} ms "
+                      f"(median {statistics.median(stalls):7.1f} ms); ≤ {GOAL_MS:.0f} ms: {met}")
+                print("              by key (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in keys.items()))
+            if len(worst) == 2:
+                growth = worst[1] / worst[0] if worst[0] > 0 else float("inf")
+                print(f"{case:>12} growth small → large: {growth:.2f}×")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
