@@ -19,7 +19,7 @@ import os
 import shlex
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
@@ -361,6 +361,9 @@ class RunPane(Vertical):
         self.time_left_text = ""
         #: the experiment of a followed run that ended (its status line names that process)
         self._ended_elsewhere: str | None = None
+        #: the newest reload (a worker's older result is dropped); the first one is shown
+        self._generation = 0
+        self.loaded = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="run-status", classes="status")
@@ -447,18 +450,47 @@ class RunPane(Vertical):
 
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
-        """Re-read the defined experiments and the summary of the current one."""
+        """Re-read the defined experiments and the summary of the current one, in a thread
+        worker (the results CSV, the journal and the summary grow with the session); the
+        status says "counting …" until the first read is shown. A newer reload replaces
+        an older one (exclusive; an older result is dropped by its generation)."""
+        self._generation += 1
+        if not self.loaded:
+            self.query_one("#run-chart-label", Static).update(COUNTING)
+        self._load(self._generation, self.experiment_id)
+
+    @work(thread=True, exclusive=True, group="run-load", exit_on_error=False)
+    def _load(self, generation: int, experiment_id: str | None) -> None:
         from gpusession.core.folder import experiments
 
         try:
-            self.experiments = list(experiments.load_experiments(self.ctx.session))
+            defined = list(experiments.load_experiments(self.ctx.session))
         except BadInput as exc:  # session.toml hand-edited: said in the pane
-            self._status(f"experiments unreadable: {exc}")
+            self.app.call_from_thread(self._experiments_unreadable, generation, exc)
             return
-        ids = [e.id for e in self.experiments]
-        if self.experiment_id not in ids:  # the newest defined, as `gpusession run` without --experiment
-            self.experiment_id = ids[-1] if ids else None
-        self.refresh_summary()  # reads the last run the status line says
+        ids = [e.id for e in defined]
+        if experiment_id not in ids:  # the newest defined, as `gpusession run` without --experiment
+            experiment_id = ids[-1] if ids else None
+        summary = read_summary(self.ctx.session, experiment_id)
+        self.app.call_from_thread(self._loaded, generation, defined, experiment_id, summary)
+
+    def _experiments_unreadable(self, generation: int, exc: BadInput) -> None:
+        if generation == self._generation:
+            self.loaded = True
+            self._status(f"experiments unreadable: {exc}")
+
+    def _loaded(self, generation: int, defined: list[Any], experiment_id: str | None,
+                summary: SummaryRead | None) -> None:
+        if generation != self._generation:
+            return
+        self.loaded = True
+        self.experiments = defined
+        if self.experiment_id not in {e.id for e in defined} or self.experiment_id is None:
+            self.experiment_id = experiment_id
+        if self.experiment_id == experiment_id:
+            self._show_summary(summary)  # reads the last run the status line says
+        else:  # chosen meanwhile (a followed run): read it now
+            self.refresh_summary()
         self._status()
 
     def current_experiment(self) -> Any | None:
@@ -976,20 +1008,6 @@ class RunPane(Vertical):
         self._status()
         self.refresh_summary()
 
-    def _read_last_run(self, frame: Any) -> None:
-        """The current experiment's cold/warm rows in ``frame`` and its newest invocation
-        in the journal (how it ended, how many runs of how many)."""
-        import polars as pl
-
-        from gpusession.core.folder.journal import read_records
-
-        self.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
-        try:
-            records = read_records(self.ctx.session.journal_path)
-        except (OSError, BadInput):  # unreadable journal (not a plain file): the rows alone are said
-            records = []
-        self.last_run = run_progress(records, self.experiment_id) if self.experiment_id else None
-
     def _local_hm(self, iso: str | None) -> str:
         """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
         from datetime import datetime
@@ -1004,55 +1022,36 @@ class RunPane(Vertical):
 
     # -- summary -------------------------------------------------------------------------
     def refresh_summary(self) -> None:
-        """Summary table (R6: median, min–max; failures in words) and duration charts."""
+        """Summary table (R6: median, min–max; failures in words) and duration charts, read now."""
+        self._show_summary(read_summary(self.ctx.session, self.experiment_id))
+
+    def _show_summary(self, read: SummaryRead | None) -> None:
+        """Show what :func:`read_summary` read (``None``: no experiment)."""
         table = self.query_one("#run-summary-table", DataTable)
         table.clear()
         charts = self.query_one("#run-charts", Vertical)
         charts.remove_children()
         self.last_run, self.runs_recorded = None, 0
         self.keep_text = ""
-        if self.experiment_id is None:
+        if read is None:
+            self.query_one("#run-chart-label", Static).update("")
             return
-        from gpusession.core.records.summary import session_summary
-
-        try:
-            import polars as pl
-
-            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
-        except BadInput as exc:  # the results CSV is unreadable: said in the pane
-            self.query_one("#run-chart-label", Static).update(f"results unreadable: {exc}")
+        if read.problem:  # the results CSV is unreadable: said in the pane
+            self.query_one("#run-chart-label", Static).update(read.problem)
             return
         if not self.running:  # the rows already measured, newest last
             self.query_one("#run-rows", DataTable).clear()
-            for r in frame.tail(500).to_dicts():
+            for r in read.tail:
                 self._add_row(r)
-            if frame.height and not self.last_outcome and self.follow_pid is None:
+            if read.height and not self.last_outcome and self.follow_pid is None:
                 self.show_view("run-summary")
             if self.follow_pid is None:  # nothing runs: how the last run ended
-                self._read_last_run(frame)
-        self.keep_text = self._keep(frame)
-        for line in session_summary(self.ctx.session, frame):
-            table.add_row(  # the quality figure beside the times
-                shown(line.variant_words(), "-"),
-                shown(line.phase, "-"),
-                str(line.n),
-                fmt_seconds(line.median_seconds),
-                format_seconds_range(line.min_seconds, line.max_seconds),
-                line.quality_words(),
-                verdict_cell(line.verdict_words(), line.outcome_words()),  # beside the times (D5)
-            )
-        warm = frame.filter(pl.col("phase") == "warm")
-        label = (
-            "Warm run durations in run order (bars from 0 s to the slowest):"
-            if warm.height else "No warm runs yet."
-        )
-        self.query_one("#run-chart-label", Static).update(label)
-        parts = [
-            (vid, [x for x in part["elapsed_seconds"].to_list() if x is not None])
-            for (vid,), part in warm.group_by(["variant_id"], maintain_order=True)
-        ]
-        slowest = max((max(d) for _, d in parts if d), default=None)
-        for vid, data in parts:
+                self.runs_recorded, self.last_run = read.runs_recorded, read.last_run
+        self.keep_text = read.keep_text
+        table.add_rows(read.table)
+        self.query_one("#run-chart-label", Static).update(read.chart_label)
+        slowest = max((max(d) for _, d in read.warm if d), default=None)
+        for vid, data in read.warm:
             if not data:
                 continue
             charts.mount(  # one scale for every variant: 0 s to the slowest warm run
@@ -1065,14 +1064,74 @@ class RunPane(Vertical):
             )
 
 
-    def _keep(self, frame: Any) -> str:
-        """The report's Keep line of the current experiment (``""`` before a warm run)."""
-        from gpusession.core.retrieval.keep import keep_lines
+#: Said under the summary until the pane's first read of the session is shown.
+COUNTING = "counting …"
 
-        try:
-            return printable(" ".join(keep_lines(self.ctx.session, frame)))
-        except BadInput:  # unreadable rows: the summary says so
-            return ""
+
+@dataclass
+class SummaryRead:
+    """What the Run pane shows of one experiment, read off the event loop by :func:`read_summary`.
+
+    Attributes:
+        problem: the results CSV does not read (said in the pane), else ``""``.
+        tail: the newest 500 rows (dicts), oldest first.
+        height: the experiment's rows.
+        runs_recorded: its cold/warm rows; ``last_run``: its newest invocation in the journal.
+        keep_text: the report's Keep line (D5, D7), ``""`` before a warm run.
+        table: the summary table's cells (R6), one tuple per line.
+        chart_label: the words above the duration charts.
+        warm: ``(variant, warm durations in s)`` in run order, per variant.
+    """
+
+    problem: str = ""
+    tail: list[dict[str, Any]] = field(default_factory=list)
+    height: int = 0
+    runs_recorded: int = 0
+    last_run: RunProgress | None = None
+    keep_text: str = ""
+    table: list[tuple[Any, ...]] = field(default_factory=list)
+    chart_label: str = ""
+    warm: list[tuple[Any, list[float]]] = field(default_factory=list)
+
+
+def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
+    """The Run pane's view of ``experiment_id`` (``None`` when there is none); safe in a
+    thread worker: it reads the results CSV, the journal and the summary, writes nothing."""
+    if experiment_id is None:
+        return None
+    import polars as pl
+
+    from gpusession.core.folder.journal import read_records
+    from gpusession.core.records.summary import session_summary
+    from gpusession.core.retrieval.keep import keep_lines
+
+    try:
+        frame = session.results.read().filter(pl.col("experiment_id") == experiment_id)
+    except BadInput as exc:
+        return SummaryRead(problem=f"results unreadable: {exc}")
+    out = SummaryRead(tail=frame.tail(500).to_dicts(), height=frame.height)
+    out.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
+    try:
+        records = read_records(session.journal_path)
+    except (OSError, BadInput):  # unreadable journal (not a plain file): the rows alone are said
+        records = []
+    out.last_run = run_progress(records, experiment_id)
+    try:
+        out.keep_text = printable(" ".join(keep_lines(session, frame)))
+    except BadInput:  # unreadable rows: the summary says so
+        out.keep_text = ""
+    out.table = [
+        (shown(line.variant_words(), "-"), shown(line.phase, "-"), str(line.n),  # the quality beside the times
+         fmt_seconds(line.median_seconds), format_seconds_range(line.min_seconds, line.max_seconds),
+         line.quality_words(), verdict_cell(line.verdict_words(), line.outcome_words()))  # D5
+        for line in session_summary(session, frame)
+    ]
+    warm = frame.filter(pl.col("phase") == "warm")
+    out.chart_label = ("Warm run durations in run order (bars from 0 s to the slowest):"
+                       if warm.height else "No warm runs yet.")
+    out.warm = [(vid, [x for x in part["elapsed_seconds"].to_list() if x is not None])
+                for (vid,), part in warm.group_by(["variant_id"], maintain_order=True)]
+    return out
 
 
 def _safe(vid: Any) -> str:
