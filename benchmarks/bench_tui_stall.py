@@ -6,9 +6,10 @@ readout; the goal is **≤ 100 ms** of stall on any key, whatever the size (issu
 month-long session stays instant").
 
 How: a Pilot script drives the real app (``build_app``, a fake NVML and a fixed host
-memory reading, so nothing of this machine's GPU enters) while a timer callback set
-with ``set_interval(0.01, …)`` records the largest gap between two of its ticks; the
-stall is that gap less the 10 ms period. Recording starts once the first frame's
+memory reading, so nothing of this machine's GPU enters) while a callback the event
+loop runs every 10 ms (``loop.call_later``, each call scheduling the next) records the
+largest gap between two of its calls; the stall is that gap less the 10 ms period (the
+loop's own lag, with no message queue of the app in between). Recording starts once the first frame's
 background reads are done; then keys 1–6 are pressed in turn (each pane is built on
 its first show and reads the session), and in the Validation pane the first deliverable
 is approved (``a``, a name, ``ctrl+s``). After each key the script waits for the app's
@@ -171,7 +172,16 @@ def measure(root: Path, name: str, *, approve: bool) -> tuple[float, list[tuple[
         if name:
             await asyncio.wait_for(app.main.background_started.wait(), 60)
         await _workers_done(pilot, app)
-        app.set_interval(TICK_S, tick)
+        # a bare asyncio callback every 10 ms: the loop's own lag
+        ticker = asyncio.get_running_loop().call_later(TICK_S, lambda: None)
+
+        def again() -> None:
+            nonlocal ticker
+            tick()
+            ticker = asyncio.get_running_loop().call_later(TICK_S, again)
+
+        ticker.cancel()
+        again()
         await pilot.pause(0.05)
         recording[0] = True
         for key in "123456":
@@ -196,6 +206,7 @@ def measure(root: Path, name: str, *, approve: bool) -> tuple[float, list[tuple[
             done.append(("approve", max(gaps[start:], default=TICK_S)))
         await pilot.pause(0.05)
         recording[0] = False
+        ticker.cancel()
         app.exit(0)
 
     app.run(headless=True, size=(120, 40), auto_pilot=drive)
