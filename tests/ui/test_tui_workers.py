@@ -19,6 +19,7 @@ from ui.pilot import MakeApp, background_started, settle, text_of, workers_done
 from gpusession.ui.panes import cost as cost_mod
 from gpusession.ui.panes import deliverables as deliv_mod
 from gpusession.ui.panes import run as run_mod
+from gpusession.ui.panes import run_summary
 
 #: a held read gives up after this long, so a failing test ends (it is never reached when green)
 HOLD_S = 30
@@ -204,11 +205,11 @@ async def test_run_pane_says_counting_until_its_read_comes_back(
         await background_started(app)
         await pilot.press("2")
         await pilot.pause()
-        assert text_of(app, "#run-chart-label") == run_mod.COUNTING
+        assert text_of(app, "#run-chart-label") == run_summary.COUNTING
         await pilot.press("1")  # the loop is free
         await pilot.pause()
         assert app.screen.query_one("#panes").active == "checklist"
         release.set()
         await workers_done(pilot, app)
-        assert text_of(app, "#run-chart-label") != run_mod.COUNTING
+        assert text_of(app, "#run-chart-label") != run_summary.COUNTING
         assert not app.screen.pane("run").loaded or app.screen.pane("run").experiment_id == "batch-sweep"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui.pilot import MakeApp, background_started
+from ui.pilot import MakeApp, background_started, workers_done
 
 from gpusession.testing import FIXED_NOW, FakeRunner, make_session
 
@@ -56,8 +56,7 @@ def test_ui_snapshot(pane: str, size: str, sessions_root: Path, make_app: MakeAp
         await pilot.press(key)
         if pane == "run":
             await pilot.press("r")
-        await pilot.pause(0.1)
-        await pilot.app.workers.wait_for_complete()
+        await workers_done(pilot, pilot.app)  # the run, then the panes' reads it starts
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
@@ -73,7 +72,7 @@ def test_ui_snapshot_validation_at_60x20(sessions_root: Path, make_app: MakeApp,
         await background_started(pilot.app)
         await pilot.app.workers.wait_for_complete()
         await pilot.press("4")
-        await pilot.pause(0.1)
+        await workers_done(pilot, pilot.app)  # the pane's tables, read in a worker
         await pilot.press(*["down"] * 12)
         await pilot.pause(0.2)
 

@@ -19,36 +19,41 @@ import os
 import shlex
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.dom import NoScreen
 from textual.message import Message
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from gpusession.core.events import corpus_verdict
-from gpusession.core.files.errors import BadInput, Failure
+from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
-from gpusession.core.files.units import format_seconds_range
-from gpusession.core.folder.corpus_pin import REVISION_CHANGED, pinned_revision
+from gpusession.core.folder.corpus_pin import pinned_revision
 from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.core.folder.resume import session_resume_plan
-from gpusession.ui.charts import Bars
 from gpusession.ui.context import (
     UiContext,
-    fmt_bytes,
     fmt_seconds,
     plural,
     shown,
     state_cell,
-    yes_no,
 )
 from gpusession.ui.modals import Field, FormModal
+from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_summary
+from gpusession.ui.panes.run_words import (
+    accepted_words,
+    error_words,
+    follow_words,
+    last_run_words,
+    outcome_words,
+    peak_words,
+    row_dict,
+)
 
 if TYPE_CHECKING:
     from gpusession.core.experiment.form import DefineForm
@@ -58,106 +63,6 @@ IDLE_TOTAL = 100
 
 #: how often (seconds) the pane looks for a run in another process and its new rows
 FOLLOW_S = 1.0
-
-
-def _row_dict(row: Any) -> dict[str, Any]:
-    if isinstance(row, dict):
-        return row
-    if hasattr(row, "as_dict"):
-        return dict(row.as_dict())
-    return dict(vars(row))
-
-
-def accepted_words(row: dict[str, Any]) -> str:
-    """``accepted`` / ``rejected`` / ``not validated`` (H-11: words, not colour)."""
-    return yes_no(corpus_verdict(row), "accepted", "rejected", "not validated")
-
-
-def peak_words(allocated: int | None, reserved: int | None) -> str:
-    """``1.20 GiB / 2.00 GiB`` (peak allocated / peak reserved, never added, M2);
-    ``not measured`` when neither was (M4: a CPU run)."""
-    if allocated is None and reserved is None:
-        return "not measured"
-    return f"{fmt_bytes(allocated)} / {fmt_bytes(reserved)}"
-
-
-def error_words(exc: BaseException) -> str:
-    """One line for an error that stopped a run: the message of the project's own errors
-    (never their class name: "Failure: ..."), the class name only for the others."""
-    if isinstance(exc, (BadInput, Failure, OSError)):
-        return str(exc) or "the run could not start"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def follow_words(pid: int, started: str, done: int | None, total: int | None) -> str:
-    """``a run is in progress in another process (pid 4242, started 12:00 UTC)`` plus
-    ``\n3 of 15 runs done`` when the journal says how far it got."""
-    head = f"a run is in progress in another process (pid {pid}{', started ' + started if started else ''})"
-    if total:
-        return f"{head}\n{done or 0} of {plural(total, 'run')} done — its rows show here as they land"
-    return f"{head}\nits rows show here as they land"
-
-
-#: how each end of an invocation reads in the status line
-_ENDS = {
-    "finished": "finished",
-    "cancelled": "was cancelled at a run boundary",
-    "incomplete": "stopped early",
-    "running_or_stopped": "stopped without finishing",
-}
-
-
-def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "last run") -> str:
-    """The status line of an experiment that is not running (fault: "idle" above a summary).
-
-    ``last run finished — 18 of 18 runs done; r: run again``, ``… stopped early — 7 of
-    18 runs done, incomplete; …``; without a journal record of its runs, ``18 runs
-    recorded; r: run again``; ``not run yet — r: start`` when nothing was recorded.
-    ``who`` names the run (``the run in the other process`` right after following it).
-    """
-    if last is not None:
-        if last.state != "finished" and last.runs_done < last.runs_scheduled:  # cut short: resume first
-            keys = "u: resume, r: a new attempt"
-        else:
-            keys = "r: run again"
-        tail = "" if last.state == "finished" else ", incomplete"
-        return (f"{who} {_ENDS[last.state]} — {last.runs_done} of {plural(last.runs_scheduled, 'run')} "
-                f"done{tail}; {keys}")
-    if runs_recorded:
-        return f"{plural(runs_recorded, 'run')} recorded; r: run again"
-    return "not run yet — r: start"
-
-
-def verdict_cell(words: str, outcome: str = "all measured") -> Any:
-    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5).
-
-    A group not measured in full adds how, after the verdict: ``accepted; 2 of 5 runs failed``.
-    """
-    from rich.text import Text
-
-    if outcome != "all measured":
-        words = f"{words}; {outcome}"
-    return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
-
-
-def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
-    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured)."""
-    if error:  # a refusal before anything ran is no failure of a run
-        return error if error.startswith("not started") else f"run failed: {error}"
-    complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
-    incidents = list(getattr(outcome, "incidents", None) or [])
-    tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""
-    if cancelled or getattr(outcome, "cancelled", False):
-        return f"run cancelled at a run boundary — partial result, marked incomplete{tail}"
-    if getattr(outcome, "stopped", None) == REVISION_CHANGED:  # R1: refused at its load, nothing appended
-        return f"not run: {getattr(outcome, 'stopped_words', '')}"
-    if stopped := getattr(outcome, "stopped_words", None):  # D1, D3: the rows stand
-        return f"run {stopped}{tail}"
-    if complete is False:
-        return f"run stopped early — incomplete{tail}"
-    if all_failed:
-        return f"run finished — every run failed{tail}"
-    return f"run finished — complete{tail}"
 
 
 #: every workload the Define form accepts (bench.plan; ``command`` needs the Command field)
@@ -376,16 +281,9 @@ class RunPane(Vertical):
         # allocated and reserved side by side in one cell (never added, M2), so the last
         # column stays whole at 80 columns
         rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
-        summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
-        # 80 columns hold the figures and the verdict; a group not measured in full says how
-        # in its verdict cell ("accepted; 2 of 5 runs failed"), never in a column cut away (D5)
-        summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "verdict")
         with Horizontal(id="run-views"):
             yield rows
-            with VerticalScroll(id="run-summary"):
-                yield summ
-                yield Static("", id="run-chart-label", classes="section")
-                yield Vertical(id="run-charts")
+            yield RunSummaryView(id="run-summary")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
@@ -456,7 +354,7 @@ class RunPane(Vertical):
         an older one (exclusive; an older result is dropped by its generation)."""
         self._generation += 1
         if not self.loaded:
-            self.query_one("#run-chart-label", Static).update(COUNTING)
+            self.query_one(RunSummaryView).counting()
         self._load(self._generation, self.experiment_id)
 
     @work(thread=True, exclusive=True, group="run-load", exit_on_error=False)
@@ -822,7 +720,7 @@ class RunPane(Vertical):
             if isinstance(ev, Progress):
                 self.post_message(self.ProgressMade(ev.done, ev.total, ev.variant_id, ev.phase))
             elif isinstance(ev, RowAppended):
-                self.post_message(self.RowLanded(_row_dict(ev.row)))
+                self.post_message(self.RowLanded(row_dict(ev.row)))
             elif isinstance(ev, IncidentReported):
                 # a workload's exception text: secrets hidden, controls escaped
                 self.post_message(self.IncidentReported(printable(describe(ev) or ev.message)))
@@ -1026,18 +924,12 @@ class RunPane(Vertical):
         self._show_summary(read_summary(self.ctx.session, self.experiment_id))
 
     def _show_summary(self, read: SummaryRead | None) -> None:
-        """Show what :func:`read_summary` read (``None``: no experiment)."""
-        table = self.query_one("#run-summary-table", DataTable)
-        table.clear()
-        charts = self.query_one("#run-charts", Vertical)
-        charts.remove_children()
+        """Show what :func:`read_summary` read (``None``: no experiment): the summary view,
+        and while nothing runs the rows already measured and how the last run ended."""
+        self.query_one(RunSummaryView).show(read)
         self.last_run, self.runs_recorded = None, 0
         self.keep_text = ""
-        if read is None:
-            self.query_one("#run-chart-label", Static).update("")
-            return
-        if read.problem:  # the results CSV is unreadable: said in the pane
-            self.query_one("#run-chart-label", Static).update(read.problem)
+        if read is None or read.problem:
             return
         if not self.running:  # the rows already measured, newest last
             self.query_one("#run-rows", DataTable).clear()
@@ -1048,90 +940,6 @@ class RunPane(Vertical):
             if self.follow_pid is None:  # nothing runs: how the last run ended
                 self.runs_recorded, self.last_run = read.runs_recorded, read.last_run
         self.keep_text = read.keep_text
-        table.add_rows(read.table)
-        self.query_one("#run-chart-label", Static).update(read.chart_label)
-        slowest = max((max(d) for _, d in read.warm if d), default=None)
-        for vid, data in read.warm:
-            if not data:
-                continue
-            charts.mount(  # one scale for every variant: 0 s to the slowest warm run
-                Horizontal(
-                    Label(f"{str(vid):<8.8} ", classes="bar-label"),
-                    Bars(data, low=0.0, high=slowest, classes="duration-spark"),
-                    Label(f" {format_seconds_range(min(data), max(data))}", classes="spark-range"),
-                    classes="chart-row",
-                )
-            )
-
-
-#: Said under the summary until the pane's first read of the session is shown.
-COUNTING = "counting …"
-
-
-@dataclass
-class SummaryRead:
-    """What the Run pane shows of one experiment, read off the event loop by :func:`read_summary`.
-
-    Attributes:
-        problem: the results CSV does not read (said in the pane), else ``""``.
-        tail: the newest 500 rows (dicts), oldest first.
-        height: the experiment's rows.
-        runs_recorded: its cold/warm rows; ``last_run``: its newest invocation in the journal.
-        keep_text: the report's Keep line (D5, D7), ``""`` before a warm run.
-        table: the summary table's cells (R6), one tuple per line.
-        chart_label: the words above the duration charts.
-        warm: ``(variant, warm durations in s)`` in run order, per variant.
-    """
-
-    problem: str = ""
-    tail: list[dict[str, Any]] = field(default_factory=list)
-    height: int = 0
-    runs_recorded: int = 0
-    last_run: RunProgress | None = None
-    keep_text: str = ""
-    table: list[tuple[Any, ...]] = field(default_factory=list)
-    chart_label: str = ""
-    warm: list[tuple[Any, list[float]]] = field(default_factory=list)
-
-
-def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
-    """The Run pane's view of ``experiment_id`` (``None`` when there is none); safe in a
-    thread worker: it reads the results CSV, the journal and the summary, writes nothing."""
-    if experiment_id is None:
-        return None
-    import polars as pl
-
-    from gpusession.core.folder.journal import read_records
-    from gpusession.core.records.summary import session_summary
-    from gpusession.core.retrieval.keep import keep_lines
-
-    try:
-        frame = session.results.read().filter(pl.col("experiment_id") == experiment_id)
-    except BadInput as exc:
-        return SummaryRead(problem=f"results unreadable: {exc}")
-    out = SummaryRead(tail=frame.tail(500).to_dicts(), height=frame.height)
-    out.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
-    try:
-        records = read_records(session.journal_path)
-    except (OSError, BadInput):  # unreadable journal (not a plain file): the rows alone are said
-        records = []
-    out.last_run = run_progress(records, experiment_id)
-    try:
-        out.keep_text = printable(" ".join(keep_lines(session, frame)))
-    except BadInput:  # unreadable rows: the summary says so
-        out.keep_text = ""
-    out.table = [
-        (shown(line.variant_words(), "-"), shown(line.phase, "-"), str(line.n),  # the quality beside the times
-         fmt_seconds(line.median_seconds), format_seconds_range(line.min_seconds, line.max_seconds),
-         line.quality_words(), verdict_cell(line.verdict_words(), line.outcome_words()))  # D5
-        for line in session_summary(session, frame)
-    ]
-    warm = frame.filter(pl.col("phase") == "warm")
-    out.chart_label = ("Warm run durations in run order (bars from 0 s to the slowest):"
-                       if warm.height else "No warm runs yet.")
-    out.warm = [(vid, [x for x in part["elapsed_seconds"].to_list() if x is not None])
-                for (vid,), part in warm.group_by(["variant_id"], maintain_order=True)]
-    return out
 
 
 def _safe(vid: Any) -> str:
