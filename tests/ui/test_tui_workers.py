@@ -213,3 +213,34 @@ async def test_run_pane_says_counting_until_its_read_comes_back(
         await workers_done(pilot, app)
         assert text_of(app, "#run-chart-label") != run_summary.COUNTING
         assert not app.screen.pane("run").loaded or app.screen.pane("run").experiment_id == "batch-sweep"
+
+
+async def test_v1_a_reload_after_a_run_adds_its_rows_and_keeps_the_others(
+        session: Any, make_app: MakeApp) -> None:
+    """After a run the Validation pane adds the new rows; the rows shown stay (same row
+    keys, the cursor where it was). A changed row, or a second experiment (each run's cell
+    then names its experiment), writes the table again."""
+    from gpusession.core.records.results import ResultRow
+
+    def row(i: int, experiment: str = "batch-sweep") -> ResultRow:
+        return ResultRow(experiment_id=experiment, variant_id="batch-1", phase="warm", run_index=i,
+                         corpus_revision="c1", corpus_accepted=True)
+
+    for i in (1, 2):
+        session.results.append(row(i))
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        val = app.screen.pane("validation")
+        t = app.screen.query_one("#val-table", DataTable)
+        keys = list(t.rows)
+        t.move_cursor(row=1)
+        session.results.append(row(3))
+        val.reload()
+        await workers_done(pilot, app)
+        assert t.row_count == 3 and list(t.rows)[:2] == keys and t.cursor_row == 1
+        session.results.append(row(1, "other-exp"))
+        val.reload()
+        await workers_done(pilot, app)
+        assert t.row_count == 4 and not set(keys) & set(t.rows)
+        assert "batch-sweep" in str(t.get_row_at(0)[0])

@@ -151,6 +151,8 @@ class RunsRead:
     accepted_corpora: int = 0
     status: str = ""
     problem: str = ""
+    #: runs of several experiments: each run's cell names its experiment
+    several: bool = False
 
 
 def read_runs(session: Any) -> RunsRead:
@@ -193,7 +195,7 @@ def read_runs(session: Any) -> RunsRead:
                if has_accept_rule(session)
                else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
                "session (a corpus run again counts once)")
-    return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {counted}. v: re-read")
+    return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {counted}. v: re-read", several=several)
 
 
 class ValidationPane(Vertical):
@@ -222,6 +224,8 @@ class ValidationPane(Vertical):
         self.rows: list[dict[str, Any]] = []
         #: the newest reload; a worker's result from an older one is dropped
         self._generation = 0
+        self._several = False
+        self._cells: list[tuple[Any, ...]] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="val-status", classes="status")
@@ -309,26 +313,39 @@ class ValidationPane(Vertical):
         )
 
         read = read_runs(self.ctx.session)
-        if not self.app.call_from_thread(self._show_runs_head, generation, read):
+        shown_rows, shown_cells = self.rows, self._cells  # replaced, never changed in place
+        n = len(shown_rows)  # compared off the loop: the rows and what their cells say (a report re-read)
+        kept = n if read.rows[:n] == shown_rows and read.cells[:n] == shown_cells else 0
+        kept = self.app.call_from_thread(self._show_runs_head, generation, read, shown_rows, kept)
+        if kept is None:
             return
-        add_rows_in_chunks(self.app, self.query_one("#val-table", DataTable), read.cells,
+        # after a run: only its new rows are added (the rows shown stay, cursor included)
+        add_rows_in_chunks(self.app, self.query_one("#val-table", DataTable), read.cells[kept:],
                            lambda: generation == self._generation)
         self.app.call_from_thread(self._runs_shown, generation)
         box = self.query_one("#val-deliverables", DeliverablesBox)
         box.fill(box_generation, read_deliverables(self.ctx.session))
         self.app.call_from_thread(self._loaded, generation, read)
 
-    def _show_runs_head(self, generation: int, read: RunsRead) -> bool:
+    def _show_runs_head(self, generation: int, read: RunsRead, shown_rows: list[dict[str, Any]],
+                        kept: int) -> int | None:
+        """The status of ``read``; the rows of the table that stay: its first ``kept``
+        when they are ``read``'s first ones, shown alike, else none (cleared). ``None``
+        when nothing more is shown (an older read, or unreadable)."""
         if generation != self._generation:
-            return False
+            return None
         status = self.query_one("#val-status", Static)
         if read.problem:  # the results CSV is unreadable: said in the pane
             status.update(read.problem)
-            return False
-        self.query_one("#val-table", DataTable).clear()
-        self.rows = read.rows
+            return None
+        table = self.query_one("#val-table", DataTable)
+        # a second experiment names each run's experiment: every row is written again
+        if not (kept and self.rows is shown_rows and table.row_count == kept and read.several == self._several):
+            table.clear()
+            kept = 0
+        self.rows, self._cells, self._several = read.rows, read.cells, read.several
         status.update(read.status)
-        return True
+        return kept
 
     def _runs_shown(self, generation: int) -> None:
         if generation == self._generation:
