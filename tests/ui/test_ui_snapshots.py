@@ -57,6 +57,7 @@ def test_ui_snapshot(pane: str, size: str, sessions_root: Path, make_app: MakeAp
         if pane == "run":
             await pilot.press("r")
         await workers_done(pilot, pilot.app)  # the run, then the panes' reads it starts
+        await pilot.pause()  # the tables' column widths, set when each table is idle
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
