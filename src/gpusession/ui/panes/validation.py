@@ -315,8 +315,8 @@ class ValidationPane(Vertical):
         read = read_runs(self.ctx.session)
         shown_rows, shown_cells = self.rows, self._cells  # replaced, never changed in place
         n = len(shown_rows)  # compared off the loop: the rows and what their cells say (a report re-read)
-        kept = n if read.rows[:n] == shown_rows and read.cells[:n] == shown_cells else 0
-        kept = self.app.call_from_thread(self._show_runs_head, generation, read, shown_rows, kept)
+        same = n if read.rows[:n] == shown_rows and read.cells[:n] == shown_cells else 0
+        kept = self.app.call_from_thread(self._show_runs_head, generation, read, shown_rows, same)
         if kept is None:
             return
         # after a run: only its new rows are added (the rows shown stay, cursor included)
