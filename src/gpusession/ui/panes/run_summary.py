@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Label, Static
@@ -93,11 +94,27 @@ def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
     return out
 
 
+class SummaryTable(DataTable[str]):
+    """A DataTable that draws again, caches cleared, once its column widths are measured.
+
+    Why: Textual (8.2) measures widths when idle after ``add_rows``, but its render caches
+    are keyed without the width, so a header drawn in between keeps its label widths
+    (seen when the rows come from a worker). A narrow patch over the library's idle hook.
+    """
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        pending = bool(getattr(self, "_updated_cells", None) or getattr(self, "_require_update_dimensions", False))
+        await super()._on_idle(event)
+        if pending and hasattr(self, "_clear_caches"):
+            self._clear_caches()
+            self.refresh()
+
+
 class RunSummaryView(VerticalScroll):
     """The summary table of the current experiment and one duration chart per variant."""
 
     def compose(self) -> ComposeResult:
-        summ: DataTable[str] = DataTable(id="run-summary-table", cursor_type="row")
+        summ: DataTable[str] = SummaryTable(id="run-summary-table", cursor_type="row")
         # 80 columns hold the figures and the verdict; a group not measured in full says how
         # in its verdict cell ("accepted; 2 of 5 runs failed"), never in a column cut away (D5)
         summ.add_columns("variant", "phase", "n", "median", "min–max", "quality", "verdict")
