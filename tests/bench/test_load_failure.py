@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +51,7 @@ def test_unmendable_load_failure_stops_at_the_first_worker(
         sessions_root: Path, session: Session, fakes: None, workload: str, needle: str) -> None:
     s = session
     exp = _exp(s, workload)
-    t0 = time.monotonic()
     out = Runner(s, exp.id).run()
-    elapsed_s = time.monotonic() - t0
     rows = s.results.rows()
     assert [r.phase for r in rows] == ["load"], "one worker only, one failed load row"
     assert len(_events(s, "worker_started")) == 1
@@ -62,7 +59,6 @@ def test_unmendable_load_failure_stops_at_the_first_worker(
     assert len(out.incidents) == 1, out.incidents  # one clear message
     msg = out.incidents[0]
     assert "could not load" in msg and needle in msg and "stopped at the first worker" in msg
-    assert elapsed_s < 20  # one worker, not four
     attempts = _events(s, "attempt_failed")
     assert len(attempts) == 1 and attempts[0]["attempt"] == 1
     assert attempts[0]["run_keys"] == [f"e:load:{rows[0].variant_id}:{rows[0].run_index}"]

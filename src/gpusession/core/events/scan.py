@@ -77,7 +77,7 @@ class OpenWork:
 class JournalFold:
     """The running state of :func:`open_work` over the journal's complete lines, fed in pieces (S7, A5).
 
-    Source: issue 43's "figures kept up to date, not recounted". Why: ``status`` (tmux,
+    Source: S7, A5 (figures kept up to date, not recounted). Why: ``status`` (tmux,
     every few seconds) keeps this state at a journal offset and folds only the lines
     appended since, so one refresh costs the new bytes, not a 15 MB journal. Feeding the
     journal in any number of pieces, each ending at a line end, gives the state one
