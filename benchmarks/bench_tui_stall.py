@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-import tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,6 +60,7 @@ def neighbour_root(root: Path, rows: int) -> tuple[Path, str]:
 
     from gpusession.core.experiment.plan import Experiment
     from gpusession.core.files.clock import utcnow
+    from gpusession.core.files.tomlread import tomllib
     from gpusession.core.folder.experiments import define_experiment
     from gpusession.core.folder.package import Package
     from gpusession.core.folder.session import Session

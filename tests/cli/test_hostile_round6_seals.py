@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-import tomllib
 from helpers import cli
 
 from gpusession.core.files import seal as seal_module
 from gpusession.core.files.seal import key_path, seal_of
+from gpusession.core.files.tomlio import tomllib
 from gpusession.core.folder.session import Session
 
 pytestmark = pytest.mark.calendar

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 from helpers import cli, one_line
 
+from gpusession.core.files.tomlio import tomllib
 from gpusession.core.folder.session import Session
 from gpusession.core.money.rates import user_rates_file
 
