@@ -25,6 +25,7 @@ from gpusession.core.files.digest import sha256_file, sha256_plain
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.session import Session
+from gpusession.core.records.kinds import ACCEPT_RULE
 from gpusession.core.validation.accept_rule import (
     ACCEPTED,
     REJECTED,
@@ -237,10 +238,10 @@ class AcceptRunValidation:
 
         self.last_report, self.last_path = None, None
         if self.problem:
-            return {"quality_metric": "accept-rule"}, f"not accepted: {self.problem}"
+            return {"quality_metric": ACCEPT_RULE.row_marker}, f"not accepted: {self.problem}"
         output = Path(output)
         if not output.exists() and not output.is_symlink():
-            return {"quality_metric": "accept-rule", "corpus_accepted": False}, \
+            return {"quality_metric": ACCEPT_RULE.row_marker, "corpus_accepted": False}, \
                 f"accept rule: no output at {output.name}"
         names = check_names(output, self.expected) if self.expected is not None else None
         report = AcceptReport(str(output), names)

@@ -24,6 +24,7 @@ from gpusession.core.events.runner import (
     WorkerStarted,
 )
 from gpusession.core.files.units import format_seconds
+from gpusession.core.records.kinds import row_kind
 from gpusession.core.records.summary import variant_words
 
 
@@ -122,8 +123,8 @@ def describe(event: Event) -> str | None:
         done = "?" if event.done is None else event.done
         return (f"[{done:>3}/{event.total or '?'}] {r.phase:<5} {r.variant_id:<10} "
                 f"run {r.run_index:<3} {el}, "
-                # an output accepted by a rule is no corpus (S9)
-                f"{'output' if r.quality_metric == 'accept-rule' else 'corpus'} {_ACCEPTED_WORDS[corpus_verdict(r)]}")
+                # what was judged is named by its kind: an output accepted by a rule is no corpus (S9)
+                f"{row_kind(r.quality_metric).singular} {_ACCEPTED_WORDS[corpus_verdict(r)]}")
     if isinstance(event, EnvironmentObserved):
         return _environment_words(event.environment)
     if isinstance(event, IncidentReported):

@@ -34,6 +34,7 @@ from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
 from gpusession.core.files.units import format_seconds
+from gpusession.core.records.kinds import protocol_kind
 from gpusession.core.records.summary import SummaryRow, recommended_variant
 
 #: The keys of ``derive --set``, as ``experiment define`` names its options, and the
@@ -212,8 +213,9 @@ def _form_for(old: Experiment, new_id: str, key: str, value: str) -> DefineForm:
         if value.strip():
             items.append(f"{name}={value}")
         return DefineForm(id=new_id, params=tuple(items))
-    if DERIVE_KEYS.get(key, key) in _PROTOCOL_KEYS and (old.protocol or {}).get("kind") == "accept-rule":
-        raise BadInput(f"{old.id} is accepted by a rule, not by classes and a metric: the two kinds never "
+    kind = protocol_kind(old.protocol)
+    if DERIVE_KEYS.get(key, key) in _PROTOCOL_KEYS and not kind.classification:
+        raise BadInput(f"{old.id} is judged by its {kind.name}, not by classes and a metric: two kinds never "
                        "mix in one experiment; define a new experiment for a classification", field=_FIELD)
     if DERIVE_KEYS[key] in _PROTOCOL_KEYS and not old.protocol:
         raise BadInput(f"{old.id} has no validation protocol to change: define an experiment "

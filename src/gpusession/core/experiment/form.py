@@ -48,6 +48,7 @@ from gpusession.core.files.bounds import number_past_bound
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_identifier, shown
 from gpusession.core.files.textio import read_bytes
+from gpusession.core.records.kinds import protocol_kind
 
 _WHOLE_RE = re.compile(r"-?[0-9]+")
 _DECIMAL_RE = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -474,8 +475,8 @@ def _protocol(form: DefineForm, before: Any, check_protocol: ProtocolCheck | Non
             a number not of its kind, or what ``check_protocol`` refuses.
     """
     base = dict(before or {})
-    if base.get("kind") == "accept-rule" and not (form.classes or "").strip():
-        return base  # an output accepted by a rule keeps its rule (S9): the form shows no field of it
+    if not protocol_kind(base).classification and not (form.classes or "").strip():
+        return base  # an output judged by another kind (a rule) keeps it (S9): the form shows no field of it
     metric = form.metric.strip() if form.metric is not None and form.metric.strip() else None
     if form.classes is None:
         protocol = base

@@ -48,6 +48,8 @@ from gpusession.core.money.count_cache import (
 )
 from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.rates import format_usd
+from gpusession.core.records import kinds
+from gpusession.core.records.kinds import DeliverableKind, KindCount, kind_named, registered
 from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import (
     RunKey,
@@ -59,16 +61,10 @@ from gpusession.core.validation.accept_rule import (
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
 
-APPROVED, ACCEPT_RULE = "approved", "accept-rule"
+#: The count's sources as stored (``source`` in JSON and the cache): the kinds' keys (S10).
+APPROVED, ACCEPT_RULE = kinds.APPROVED.key, kinds.ACCEPT_RULE.key
 #: The unit of files approved or accepted by a rule where the session declared none (S8).
-FILE_UNIT = Unit("deliverable", "deliverables")
-#: The adjective each source gives the unit (``18 approved visuals``).
-ADJECTIVE = {APPROVED: "approved", ACCEPT_RULE: "accepted", CORPORA: "accepted"}
-SOURCE_WORDS = {
-    APPROVED: "approved by a person, distinct by SHA-256 (approvals.toml)",
-    ACCEPT_RULE: "accepted by the experiment's rule, distinct files by SHA-256",
-    CORPORA: "distinct accepted corpora",
-}
+FILE_UNIT = Unit(*kinds.APPROVED.default_unit)
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,8 @@ class DeliverableCount:
 
     Attributes:
         n: the count; ``None`` when not measured (no run validated, nothing decided).
-        source: ``approved``, ``accept-rule`` or ``corpora``.
+        source: the key of the kind that counted (``approved``, ``accept-rule``,
+            ``corpora``; :mod:`gpusession.core.records.kinds`).
         unit: the session's unit (S8).
         not_counted: files decided but not counted, in words (changed after approval).
         to_decide: files of the deliverables folder still to decide.
@@ -93,13 +90,18 @@ class DeliverableCount:
     same_bytes: tuple[SameBytes, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
 
+    @property
+    def kind(self) -> DeliverableKind:
+        """The kind of deliverable counted (:func:`gpusession.core.records.kinds.kind_named`)."""
+        return kind_named(self.source)
+
     def noun(self) -> str:
         """What one counted deliverable is called: ``approved visual``, ``accepted corpus``."""
         return self._noun(1)
 
     def _noun(self, n: int) -> str:
         name = self.unit.name(n)
-        adj = ADJECTIVE[self.source]
+        adj = self.kind.adjective
         return name if name.startswith(adj) else f"{adj} {name}"
 
     def words(self) -> str:
@@ -109,9 +111,7 @@ class DeliverableCount:
         run) is ``no approved visual yet``: the guide's words, and never a zero (C3).
         """
         if self.n is None:
-            if self.unit.declared and self.source != ACCEPT_RULE:
-                return f"no approved {self.unit.singular} yet"
-            return f"{self._noun(1)}: not measured yet"
+            return self.kind.unmeasured_words(self._noun(1), self.unit.singular, self.unit.declared)
         if self.n == 0:
             return f"no {self._noun(1)} yet"
         return f"{self.n:,} {self._noun(self.n)}"
@@ -124,7 +124,7 @@ class DeliverableCount:
 
     def source_words(self) -> str:
         """Where the figure comes from, in words."""
-        return SOURCE_WORDS[self.source]
+        return self.kind.source_words
 
     def to_json(self) -> dict[str, Any]:
         """The count as JSON (show, cost, compare, deliverables).
@@ -177,7 +177,8 @@ def rule_accepted_runs(rows: Any) -> dict[RunKey, str | None]:
 
     if rows.height == 0:
         return {}
-    mine = rows.filter((pl.col("quality_metric") == ACCEPT_RULE) & pl.col("corpus_accepted").fill_null(False))
+    marker = kinds.ACCEPT_RULE.row_marker
+    mine = rows.filter((pl.col("quality_metric") == marker) & pl.col("corpus_accepted").fill_null(False))
     return {(str(e), str(v), str(p), int(i)): recorded_files_digest(n) for e, v, p, i, n in
             mine.select("experiment_id", "variant_id", "phase", "run_index", "notes").iter_rows() if i is not None}
 
@@ -210,9 +211,78 @@ def _outside_words(period: Period, sides: list[str | None], one: str, many: str)
                  for side in ("before", "after") if (n := sides.count(side)))
 
 
+class _Scope:
+    """What the kinds count from (:class:`gpusession.core.records.kinds.CountScope`): each read once."""
+
+    def __init__(self, session: Session, frame: Any, states: list[FileState] | None) -> None:
+        self.session = session
+        self._frame, self._states, self._period = frame, states, None
+
+    def rows(self) -> Any:
+        if self._frame is None:
+            self._frame = self.session.results.read()
+        return self._frame
+
+    def period(self) -> Period:
+        if self._period is None:
+            self._period = session_period(self.session)  # seed 000 §5: validated in the period
+        return self._period
+
+    def states(self) -> list[FileState]:
+        if self._states is None:
+            self._states = file_states(self.session)
+        return self._states
+
+
+def _count_approved(scope: _Scope) -> KindCount | None:
+    """Files approved by a person, distinct by SHA-256, once anything is decided (S9, S10)."""
+    if not approvals_path(scope.session).exists():
+        return None
+    states = scope.states()
+    return KindCount(
+        len(approved_digests(states)),
+        tuple(s.words() for s in states if s.state in ("changed", "missing", "refused") and s.decision
+              and s.decision.decision == "approved"),
+        sum(1 for s in states if s.state == "to-decide"), tuple(same_bytes(states)), tuple(conflicts(states)))
+
+
+def _count_rule(scope: _Scope) -> KindCount | None:
+    """Distinct files of the outputs an experiment's rule accepted inside the period (S9, S10, H-57)."""
+    if not has_accept_rule(scope.session):
+        return None
+    period = scope.period()
+    runs = rule_accepted_runs(scope.rows())
+    inside = {r: tie for r, tie in runs.items() if period.side(r) is None}
+    digests, validated, left_out = accepted_output_digests(scope.session, inside)
+    return KindCount(len(digests) if validated else None,
+                     (*_outside_words(period, [period.side(r) for r in runs.keys() - inside.keys()],
+                                      "accepted run", "accepted runs"), *left_out[:20]))
+
+
+def _count_corpora(scope: _Scope) -> KindCount:
+    """Distinct accepted corpora validated inside the period (K4); not measured before a validated run (K3)."""
+    rows = scope.rows()
+    validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
+    kept, outside = _rows_in_period(rows, scope.period())
+    return KindCount(len(accepted_revisions(kept)) if validated_n else None,
+                     _outside_words(scope.period(), [side for _, side in outside],
+                                    "accepted corpus", "accepted corpora"))
+
+
+kinds.bind_count(kinds.APPROVED.key, _count_approved)
+kinds.bind_count(kinds.ACCEPT_RULE.key, _count_rule)
+kinds.bind_count(kinds.CORPUS.key, _count_corpora)
+
+
 def session_count(session: Session, frame: Any = None, *, cache: bool = False,
                   states: list[FileState] | None = None) -> DeliverableCount:
     """The session's one count of accepted deliverables (S10).
+
+    Each registered kind of deliverable is asked in its order
+    (:func:`gpusession.core.records.kinds.registered`); the first that counts in the
+    session is the one source, never a sum of two. Files approved or accepted by a rule
+    in a session that never declared a unit are the kind's default unit (``deliverable``),
+    never "approved accepted corpora" (S8).
 
     Args:
         session: the open session.
@@ -225,36 +295,19 @@ def session_count(session: Session, frame: Any = None, *, cache: bool = False,
     Raises:
         BadInput: ``approvals.toml`` or the results do not read.
     """
-    corpora_unit = unit_of(session.data)
-    # files approved or accepted by a rule in a session that never declared a unit are
-    # deliverables, never "approved accepted corpora" (S8)
-    unit = corpora_unit if corpora_unit.declared else FILE_UNIT
-    if approvals_path(session).exists():
-        if states is None:
-            states = file_states(session)
-        count = DeliverableCount(
-            len(approved_digests(states)), APPROVED, unit,
-            tuple(s.words() for s in states if s.state in ("changed", "missing", "refused") and s.decision
-                  and s.decision.decision == "approved"),
-            sum(1 for s in states if s.state == "to-decide"), tuple(same_bytes(states)), tuple(conflicts(states)))
-    else:
-
-        rows = session.results.read() if frame is None else frame
-        period = session_period(session)  # seed 000 §5: validated in the period
-        if has_accept_rule(session):
-            runs = rule_accepted_runs(rows)
-            inside = {r: tie for r, tie in runs.items() if period.side(r) is None}
-            digests, validated, left_out = accepted_output_digests(session, inside)
-            count = DeliverableCount(len(digests) if validated else None, ACCEPT_RULE, unit,
-                                     (*_outside_words(period, [period.side(r) for r in runs.keys() - inside.keys()],
-                                                     "accepted run", "accepted runs"),
-                                      *left_out[:20]))
-        else:
-            validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
-            kept, outside = _rows_in_period(rows, period)
-            count = DeliverableCount(len(accepted_revisions(kept)) if validated_n else None, CORPORA,
-                                     corpora_unit, _outside_words(period, [side for _, side in outside],
-                                                                  "accepted corpus", "accepted corpora"))
+    declared = unit_of(session.data)
+    scope = _Scope(session, frame, states)
+    kind: DeliverableKind = kinds.CORPUS
+    got: KindCount | None = None
+    for kind in registered():
+        got = kind.count(scope)
+        if got is not None:
+            break
+    if got is None:  # no kind counts: the corpora's "not measured" (K3)
+        kind, got = kinds.CORPUS, KindCount(None)
+    unit = declared if declared.declared else Unit(*kind.default_unit)
+    count = DeliverableCount(got.n, kind.key, unit, got.not_counted, got.to_decide, got.same_bytes,
+                             got.conflicts)
     if cache:
         try:
             write_cache(session, count)

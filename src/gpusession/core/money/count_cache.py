@@ -18,11 +18,12 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.folder.caches import checked_state
+from gpusession.core.records.kinds import ACCEPT_RULE, CORPUS, experiment_kinds
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
 CACHE_FILE = "count-cache.json"
-#: The count's last source: the distinct accepted corpora (K4).
-CORPORA = "corpora"
+#: The count's last source: the distinct accepted corpora (K4), the classification corpus's key.
+CORPORA = CORPUS.key
 #: The longest ``short`` / ``words`` a cache may hold: more is a hand edit, read as absent (H-48).
 MAX_WORDS_CHARS = 200
 
@@ -44,11 +45,11 @@ def cache_check(doc: Mapping[str, Any]) -> str:
 
 
 #: The protocol kind of an experiment whose outputs a person's rule accepts (S10's second source).
-RULE_KIND = "accept-rule"
+RULE_KIND = ACCEPT_RULE.key
 
 
 def count_facts(session_doc: Mapping[str, Any] | None) -> str:
-    """What the count reads of ``session.toml``, sealed: unit, rule experiments, package window.
+    """What the count reads of ``session.toml``, sealed: unit, experiments of a kind of their own, package window.
 
     The window (start, days) is the period the count holds (seed 000 §5). Source: S8, S10. Why: the count depends on these facts only, so a write of
     ``session.toml`` that changes none (an experiment defined, a limit set) keeps the count
@@ -56,10 +57,8 @@ def count_facts(session_doc: Mapping[str, Any] | None) -> str:
     """
     doc = session_doc if isinstance(session_doc, Mapping) else {}
     deliverable = doc.get("deliverable")
-    experiments = doc.get("experiments")
-    rules = sorted(str(k) for k, v in (experiments.items() if isinstance(experiments, Mapping) else ())
-                   if isinstance(v, Mapping) and isinstance(v.get("protocol"), Mapping)
-                   and v["protocol"].get("kind") == RULE_KIND)
+    # the experiments judged by a kind other than the classification corpus (an accept rule)
+    rules = sorted(experiment_kinds(doc.get("experiments")))
     package = doc.get("package")
     window = ([package.get("start"), package.get("days")] if isinstance(package, Mapping) else None)
     canon = json.dumps({"deliverable": deliverable if isinstance(deliverable, Mapping) else None,

@@ -40,6 +40,7 @@ from gpusession.core.folder.experiments import define_experiment, load_experimen
 from gpusession.core.folder.session import Session
 from gpusession.core.folder.unit import Unit, set_unit, unit_of
 from gpusession.core.money.kept_plan import KeptPlan, keep_plan, session_plan
+from gpusession.core.records.kinds import protocol_kind
 from gpusession.core.retrieval.checklist import load_checklist, set_note
 
 #: The ``session.toml`` table saying where the session started from.
@@ -103,8 +104,8 @@ class Carry:
 
 def _protocol_words(e: Experiment) -> str:
     p = e.protocol or {}
-    if p.get("kind") == "accept-rule":
-        return "accept rule"
+    if not (kind := protocol_kind(p)).classification:  # an accept rule: named by its kind
+        return kind.name
     if p.get("classes"):
         return f"classes {', '.join(map(str, p['classes']))}, threshold {p.get('threshold')}"
     return "no acceptance protocol"

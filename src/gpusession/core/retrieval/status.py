@@ -1106,17 +1106,17 @@ _STATUS_TABLES = ("package", "limit", "deliverable")
 def _status_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """What ``status`` reads of a checked ``session.toml``: name, creation, its tables, the rule experiments.
 
-    The rule experiments keep only their protocol's kind: what
+    The experiments of a kind of deliverable other than the classification corpus (an
+    accept rule) keep only their protocol's kind: what
     :func:`gpusession.core.money.count_cache.count_facts` reads (S10).
     """
-    from gpusession.core.money.count_cache import RULE_KIND
+    from gpusession.core.records.kinds import experiment_kinds
 
     out = {k: doc[k] for k in ("name", "created_at", *_STATUS_TABLES) if k in doc}
     exps = doc.get("experiments")
     if isinstance(exps, dict):
-        out["experiments"] = {k: {"protocol": {"kind": RULE_KIND}} for k, v in exps.items()
-                              if isinstance(v, dict) and isinstance(v.get("protocol"), dict)
-                              and v["protocol"].get("kind") == RULE_KIND}
+        out["experiments"] = {k: {"protocol": {"kind": exps[k]["protocol"].get("kind")}}
+                              for k in experiment_kinds(exps)}
     return out
 
 

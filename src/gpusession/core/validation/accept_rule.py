@@ -43,8 +43,11 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import TOO_DEEP, loads_json
 from gpusession.core.files.secrets import mask_record, mask_text, shown
 from gpusession.core.files.textio import decode_strict, not_plain, printable, read_bytes
+from gpusession.core.records.kinds import ACCEPT_RULE, declares, protocol_kind
 
-KIND = "accept-rule"
+#: The stored name of this kind (protocol ``kind``, a row's ``quality_metric``, a report's
+#: ``kind``): the registry's (:data:`gpusession.core.records.kinds.ACCEPT_RULE`).
+KIND = ACCEPT_RULE.key
 FORMATS = ("png", "jpeg", "pdf", "svg", "json", "text")
 #: Default seconds the rule may take before it counts as "could not be judged".
 DEFAULT_TIMEOUT_S = 60.0
@@ -114,7 +117,7 @@ def rule_of(protocol: Mapping[str, Any] | None) -> AcceptRule | None:
     Raises:
         BadInput: an accept protocol whose values are not of their kind.
     """
-    if not protocol or protocol.get("kind") != KIND:
+    if not protocol or protocol_kind(protocol) is not ACCEPT_RULE:
         return None
     argv = protocol.get("accept") or []
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -478,7 +481,7 @@ class AcceptReport:
             "observed_ids": len(n.observed) if n is not None else None,
             "ids_match": self.ids_match if n is not None else None,
             "format_valid": self.format_valid if self.format_checked else None,
-            "quality_metric": KIND,
+            "quality_metric": ACCEPT_RULE.row_marker,
             "corpus_accepted": self.corpus_accepted,
         }
 
@@ -573,9 +576,7 @@ class RuleSession(Protocol):
 
 def has_accept_rule(session: RuleSession) -> bool:
     """Whether an experiment of the session is accepted by a rule (S10's second source)."""
-    table = session.data.get("experiments") or {}
-    return any(isinstance(v, Mapping) and isinstance(v.get("protocol"), Mapping)
-               and v["protocol"].get("kind") == KIND for v in table.values())
+    return declares(session.data, ACCEPT_RULE)
 
 
 def report_run(base: Path, path: Path) -> tuple[str, str, str, int] | None:

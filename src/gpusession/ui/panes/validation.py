@@ -160,8 +160,8 @@ def read_runs(session: Any) -> RunsRead:
     quality verdict when there is one, so the TUI says what the CLI says) and the status
     line; an unreadable CSV is said in ``problem``, never raised. Safe in a thread worker."""
     from gpusession.core.events.words import corpus_verdict
+    from gpusession.core.records.kinds import experiment_kinds, kinds_words
     from gpusession.core.records.summary import accepted_unique_corpora
-    from gpusession.core.validation.accept_rule import has_accept_rule
 
     try:
         frame = session.results.read()
@@ -190,9 +190,11 @@ def read_runs(session: Any) -> RunsRead:
             state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
         ))
     n = accepted_unique_corpora(frame)
-    # a session accepted by a rule counts files, not corpora: its count is in the box below (S10)
-    counted = ("outputs judged by the experiment's rule (the count of deliverables is below)"
-               if has_accept_rule(session)
+    # a session whose experiments are judged by a kind of their own (a rule) counts files,
+    # not corpora: its count is in the box below (S10)
+    own = experiment_kinds(session.data.get("experiments"))
+    counted = (f"outputs judged by their kind ({kinds_words(own.values())}; the count of deliverables "
+               "is below)" if own
                else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
                "session (a corpus run again counts once)")
     return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {counted}. v: re-read", several=several)
