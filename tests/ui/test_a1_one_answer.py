@@ -178,7 +178,7 @@ async def test_a1_every_front_end_gives_the_same_count_and_cost(
     # compare: a second session beside it, ranked or not, the same figure for this one
     other = new_session("other-session")
     code, out, err = cli(capsys, sessions_root, "compare", name, other.name, "--json", "--allow-different")
-    assert code == 0, err
+    assert code in (0, 3), err  # 3: another unit or kind of deliverable is never ranked (S8, S10)
     mine = next(s for s in json.loads(out)["sessions"] if s["name"] == name)
     said["compare --json"] = (mine["accepted_count"], mine["cost_per_accepted_usd_minor"])
 

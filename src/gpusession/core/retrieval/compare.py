@@ -8,6 +8,8 @@ prints), its time from the summary table's recommended variant
 when they ran the same work (D6): the corpus revision and the protocol (classes, metric,
 threshold, tolerance, stopwatch scope, precision, context limit, model and tokenizer
 revisions); a difference is named and blocks the ranking unless the caller allows it.
+Sessions that count different deliverables (another unit or another kind) are never
+ranked: a cost per accepted corpus is no cost per approved visual (S8, S10).
 """
 
 from __future__ import annotations
@@ -55,7 +57,11 @@ WORK_TERMS: tuple[tuple[str, str], ...] = (
     ("precision", "precision"),
     ("context", "context limit"),
     ("unit", "unit of the deliverables"),  # S8: fixed before the comparison (seed 000 §5)
+    ("kind", "kind of deliverable"),  # S9, S10: a corpus accepted is no file approved
 )
+#: The terms that say what a cost divides by: sessions that differ on one are never ranked,
+#: ``--allow-different`` or not (S8, S10): a cost per accepted corpus is no cost per approved visual.
+COUNT_TERMS = frozenset({"unit", "kind"})
 #: ``compare --json``'s contract version (C6): 2 since each session's package is under
 #: ``package``, its counts under ``accepted_corpora``, ``accepted_count`` and
 #: ``deliverables`` (the object ``show`` gives), as ``show`` and ``cost`` say them.
@@ -246,9 +252,14 @@ class Comparison:
         return not self.differences
 
     @property
+    def same_deliverables(self) -> bool:
+        """Whether the sessions count deliverables of one unit and one kind (S8, S10)."""
+        return not any(d.key in COUNT_TERMS for d in self.differences)
+
+    @property
     def ranked(self) -> bool:
-        """Whether a ranking is given: the same work, or ``allow_different``."""
-        return self.same_work or self.allow_different
+        """Whether a ranking is given: the same deliverables, and the same work or ``allow_different``."""
+        return self.same_deliverables and (self.same_work or self.allow_different)
 
     def ranking(self) -> list[SessionFigures]:
         """Sessions with a cost per accepted deliverable, cheapest first (ties: the faster).
@@ -297,6 +308,10 @@ class Comparison:
         return said
 
     def _ranking_lines(self, allow_hint: str) -> list[str]:
+        if not self.same_deliverables:  # S8, S10: said in one line, whatever was allowed
+            said = "; ".join(d.line() for d in self.differences if d.key in COUNT_TERMS)
+            return [f"Not ranked: the sessions do not count the same deliverables ({said}); a cost per "
+                    "one is no cost per the other, even with --allow-different."]
         if not self.ranked:
             return ["Not ranked: the sessions did not run the same work; " + allow_hint + "."]
         ranked = self.ranking()
@@ -497,9 +512,10 @@ def work_terms(session: Session, frame: pl.DataFrame,
     Only the cold and warm rows count (a load row holds no corpus; a standalone
     validation is not a timed run); ``classes`` and ``scope`` come from the definitions
     of the experiments those rows belong to. Numbers read as written (``0.9``). ``unit``
-    is what ``count`` counts (``approved visual``, ``accepted corpus``), so a session of
-    accepted corpora is never ranked against one of approved files (S8, S10); the
-    declared unit when the count does not read.
+    is what ``count`` counts (``approved visual``, ``accepted corpus``) and ``kind`` the
+    kind of deliverable counted (``approved files``), so a session of accepted corpora is
+    never ranked against one of approved files (S8, S10); the declared unit and no kind
+    when the count does not read.
 
     Raises:
         BadInput: an unreadable experiment definition.
@@ -521,6 +537,8 @@ def work_terms(session: Session, frame: pl.DataFrame,
 
     # S8, S10: what is counted and by which kind: one approved visual is no accepted corpus
     out["unit"] = (count.noun() if count is not None else unit_of(session.data).singular,)
+    if count is not None:  # a count that does not read has no kind here: never ranked, never blocks
+        out["kind"] = (count.kind.name,)
     return out
 
 
@@ -546,7 +564,8 @@ def differences(sessions: Sequence[SessionFigures]) -> tuple[Difference, ...]:
     """The work terms whose values are not the same in every session (D6)."""
     out = []
     for key, words in WORK_TERMS:
-        values = {s.name: tuple(s.work.get(key, ())) for s in sessions}
+        # a session whose count does not read has no kind: it has no cost to rank either
+        values = {s.name: tuple(s.work.get(key, ())) for s in sessions if key != "kind" or key in s.work}
         if len(set(values.values())) > 1:
             out.append(Difference(key, words, values))
     return tuple(out)
