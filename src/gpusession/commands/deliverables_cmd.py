@@ -25,6 +25,7 @@ from typing import Any
 from gpusession.commands._common import open_session, print_json
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
+from gpusession.core.records.kinds import CORPUS
 
 
 def check_unit_args(args: argparse.Namespace, before: Any = None) -> None:
@@ -81,7 +82,7 @@ def deliverables_line(data: dict[str, Any] | None) -> str | None:
     ``None`` for a plain classification session with nothing left out of its count
     (seed 000 §5): its corpora line says it.
     """
-    if data is None or (data["source"] == "corpora" and not data["declared"] and not data.get("not_counted")):
+    if data is None or (data["source"] == CORPUS.key and not data["declared"] and not data.get("not_counted")):
         return None
     tail = f"; {data['to_decide']} still to decide" if data.get("to_decide") else ""
     return f"{data['words']} ({data['source_words']}){tail}"
