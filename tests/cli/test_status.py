@@ -109,7 +109,8 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
 #: files it reads (package, limit, counts, the journal's run ends) and their readers (with
 #: the TOML depth check), the arguments' byte check, the cached count of deliverables, and
 #: ``@frozen`` (their value classes without :mod:`dataclasses`), and the seal of the copy
-#: check it vouches for (standard library only, H-58), and the state files it keeps (the
+#: check it vouches for (standard library only, H-58), the registry of the kinds of
+#: deliverable (which experiments a count cache depends on), and the state files it keeps (the
 #: journal's fold, the checked TOML files: written without the TOML writer). The secret detectors are not
 #: among them: a plain name and our own words need no detector.
 STATUS_TMUX_MODULES = frozenset({
@@ -126,6 +127,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.folder.package", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",
     "gpusession.core.retrieval", "gpusession.core.retrieval.limit", "gpusession.core.retrieval.status",
+    "gpusession.core.records", "gpusession.core.records.kinds",  # the kinds of deliverable the count names
 })
 
 

@@ -27,17 +27,19 @@ new kind implements :class:`DeliverableKind` whole in its own module and is
 
 Why here: the run's event words, the experiment form and the count all ask which kind
 an experiment or a row is, so the registry stands low (``records``) and loads the
-standard library only (``status`` reads it every few seconds).
+standard library only, its value classes ``@frozen`` (``status`` reads it every few
+seconds, without :mod:`dataclasses`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from gpusession.core.files.frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class KindCount:
     """What a kind counted in a session (S10), before the unit is said.
 
@@ -84,7 +86,7 @@ class CountScope(Protocol):
 class DeliverableKind(Protocol):
     """A kind of deliverable: defined, judged, counted and named by itself (S9, S10).
 
-    Each member is read-only; a frozen dataclass implements it (:class:`BuiltinKind`).
+    Each member is read-only; a frozen value class implements it (:class:`BuiltinKind`).
     """
 
     @property
@@ -158,7 +160,7 @@ class DeliverableKind(Protocol):
 _COUNTERS: dict[str, Callable[[CountScope], KindCount | None]] = {}
 
 
-@dataclass(frozen=True)
+@frozen
 class BuiltinKind:
     """One of the three kinds registered here (:class:`DeliverableKind`).
 
