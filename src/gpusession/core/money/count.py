@@ -49,7 +49,13 @@ from gpusession.core.money.count_cache import (
 from gpusession.core.money.period import Period, session_period
 from gpusession.core.money.rates import format_usd
 from gpusession.core.records import kinds
-from gpusession.core.records.kinds import DeliverableKind, KindCount, kind_named, registered
+from gpusession.core.records.kinds import (
+    CountScope,
+    DeliverableKind,
+    KindCount,
+    kind_named,
+    registered,
+)
 from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import (
     RunKey,
@@ -216,7 +222,8 @@ class _Scope:
 
     def __init__(self, session: Session, frame: Any, states: list[FileState] | None) -> None:
         self.session = session
-        self._frame, self._states, self._period = frame, states, None
+        self._frame, self._states = frame, states
+        self._period: Period | None = None
 
     def rows(self) -> Any:
         if self._frame is None:
@@ -234,7 +241,7 @@ class _Scope:
         return self._states
 
 
-def _count_approved(scope: _Scope) -> KindCount | None:
+def _count_approved(scope: CountScope) -> KindCount | None:
     """Files approved by a person, distinct by SHA-256, once anything is decided (S9, S10)."""
     if not approvals_path(scope.session).exists():
         return None
@@ -246,7 +253,7 @@ def _count_approved(scope: _Scope) -> KindCount | None:
         sum(1 for s in states if s.state == "to-decide"), tuple(same_bytes(states)), tuple(conflicts(states)))
 
 
-def _count_rule(scope: _Scope) -> KindCount | None:
+def _count_rule(scope: CountScope) -> KindCount | None:
     """Distinct files of the outputs an experiment's rule accepted inside the period (S9, S10, H-57)."""
     if not has_accept_rule(scope.session):
         return None
@@ -259,7 +266,7 @@ def _count_rule(scope: _Scope) -> KindCount | None:
                                       "accepted run", "accepted runs"), *left_out[:20]))
 
 
-def _count_corpora(scope: _Scope) -> KindCount:
+def _count_corpora(scope: CountScope) -> KindCount:
     """Distinct accepted corpora validated inside the period (K4); not measured before a validated run (K3)."""
     rows = scope.rows()
     validated_n = 0 if rows.height == 0 else int(rows.select(validated_count()).item())
