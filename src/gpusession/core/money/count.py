@@ -1,6 +1,7 @@
 """The session's count of accepted deliverables: one source, named, with the unit (S10; K3, K4).
 
-The count is, in this order (seed 000 §5: count only what was validated, never twice):
+The count is, in the order of the registered kinds of deliverable
+(:mod:`gpusession.core.records.kinds`; seed 000 §5: count only what was validated, never twice):
 
 1. **approved** deliverables, distinct by SHA-256, once a person has decided on any file
    (:mod:`gpusession.core.folder.approvals`); a file changed after its approval is not
@@ -8,6 +9,9 @@ The count is, in this order (seed 000 §5: count only what was validated, never 
 2. else the distinct files of the outputs an experiment's **accept rule** accepted
    (:mod:`gpusession.core.validation.accept_rule`);
 3. else the distinct **accepted corpora** (K4).
+
+Each kind counts itself; the three above count from rooms this module stands on, so their
+counters are here and bound to their kinds (:func:`gpusession.core.records.kinds.bind_count`).
 
 One source, named beside the figure; never a sum of two. The cost per deliverable reads
 ``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (:func:`cost_line`).
@@ -69,8 +73,6 @@ if TYPE_CHECKING:
 
 #: The count's sources as stored (``source`` in JSON and the cache): the kinds' keys (S10).
 APPROVED, ACCEPT_RULE = kinds.APPROVED.key, kinds.ACCEPT_RULE.key
-#: The unit of files approved or accepted by a rule where the session declared none (S8).
-FILE_UNIT = Unit(*kinds.APPROVED.default_unit)
 
 
 @dataclass(frozen=True)
