@@ -24,13 +24,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Sessions are ranked by cost per accepted deliverable only when they ran the same "
         "work (corpus revision, model and tokenizer revisions, declared classes, metric, "
         "threshold, tolerance, stopwatch scope, precision, context limit); otherwise what "
-        "differs is named and the ranking refused (exit 3) unless --allow-different. "
+        "differs is named and the ranking refused (exit 3) unless --allow-different; sessions "
+        "that count another unit or kind of deliverable are never ranked, --allow-different "
+        "or not (a cost per one is no cost per the other). "
         "compare writes nothing; a home copy given as a folder is only read.",
     )
     p.add_argument("sessions", nargs="+", metavar="SESSION",
                    help="a session name, or the folder of a session (a pulled home copy)")
     p.add_argument("--allow-different", action="store_true",
-                   help="rank the sessions even where their work differs (the ranking says so)")
+                   help="rank the sessions even where their work differs (the ranking says so); "
+                   "never across another unit or kind of deliverable")
     p.add_argument("--rates", metavar="FILE", help="rates file for every session, in place of each "
                    "session's rates.toml; your own rates file and the bundled one lie under either")
     p.add_argument("--json", action="store_true", help="machine-readable output")
