@@ -3,7 +3,7 @@ the bytes since, the checked TOML files by their ``stat`` signatures, the count 
 deliverables without parsing ``approvals.toml``; a hand edit is still seen (H-47).
 
 Work is bounded by counting (journal bytes read through
-:func:`gpusession.core.retrieval.status.read_journal_span`, parses), never by a stopwatch;
+:func:`gpusession.core.folder.journal_state.read_journal_span`, parses), never by a stopwatch;
 the speed at two sizes is in ``benchmarks/bench_status.py``.
 """
 
@@ -20,6 +20,7 @@ from helpers import cli, one_line
 
 from gpusession.core.events.records import RunFinishedRecord, RunStartedRecord
 from gpusession.core.events.scan import JournalFold, open_work, split_at_last_line_end
+from gpusession.core.folder import journal_state
 from gpusession.core.folder.caches import (
     FILES_STATE,
     JOURNAL_STATE,
@@ -30,12 +31,12 @@ from gpusession.core.folder.caches import (
     to_json_value,
     write_state,
 )
+from gpusession.core.folder.journal_state import JOURNAL_WINDOW_BYTES
 from gpusession.core.folder.session import Session
 from gpusession.core.money import count_cache
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval import status
 from gpusession.core.retrieval.status import (
-    JOURNAL_WINDOW_BYTES,
     count_appended_row,
     csv_signature,
     refresh_counts,
@@ -68,7 +69,7 @@ def _journal(folder: Path, lines: int) -> Path:
 def journal_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """The journal bytes ``status`` reads (its one reader), and whole reads of it elsewhere."""
     got = {"bytes": 0, "whole": 0}
-    real_span, real_plain = status.read_journal_span, status.read_plain
+    real_span, real_plain = journal_state.read_journal_span, status.read_plain
 
     def span(fd: int, start: int, length: int) -> bytes:
         data = real_span(fd, start, length)
@@ -80,7 +81,7 @@ def journal_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             got["whole"] += 1
         return real_plain(path, *a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(status, "read_journal_span", span)
+    monkeypatch.setattr(journal_state, "read_journal_span", span)
     monkeypatch.setattr(status, "read_plain", plain)
     return got
 

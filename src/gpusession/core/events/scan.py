@@ -62,16 +62,20 @@ class OpenWork:
             incident of kind ``unfinished_kind`` after it.
         unsaid_lines: run lines (1-based) that do not read -- not JSON, or run fields
             of the wrong type -- and that no incident has said yet (recovery says each once).
+        last_experiment: the experiment of the newest run, load or invocation started
+            (``None``: none); its ``runs/<experiment>/`` is where a runner's worker specs
+            were last written (:meth:`gpusession.core.folder.session.Session.needs_recovery`).
     """
 
-    __slots__ = ("experiments", "run_keys", "unsaid_lines")
+    __slots__ = ("experiments", "last_experiment", "run_keys", "unsaid_lines")
 
     def __init__(self, run_keys: frozenset[str], experiments: frozenset[str],
-                 unsaid_lines: frozenset[int] = frozenset()) -> None:
+                 unsaid_lines: frozenset[int] = frozenset(), last_experiment: str | None = None) -> None:
         """Hold the sets (a plain class: a dataclass costs start-up time)."""
         self.run_keys = run_keys
         self.experiments = experiments
         self.unsaid_lines = unsaid_lines
+        self.last_experiment = last_experiment
 
 
 class JournalFold:
@@ -90,9 +94,10 @@ class JournalFold:
         unended: ``{experiment: True}`` for an invocation not yet ended (only with
             ``unfinished_kind``).
         bad: run lines (1-based) that do not read; ``said``: lines an incident has said.
+        last: the experiment of the newest run, load or invocation started (``None``: none).
     """
 
-    __slots__ = ("bad", "keys", "lines", "said", "tags", "unended", "unfinished_kind")
+    __slots__ = ("bad", "keys", "last", "lines", "said", "tags", "unended", "unfinished_kind")
 
     def __init__(self, unfinished_kind: str | None = None) -> None:
         """An empty fold (no line read); ``unfinished_kind`` as :func:`open_work` takes it."""
@@ -103,6 +108,7 @@ class JournalFold:
         self.unended: dict[str, bool] = {}
         self.bad: set[int] = set()
         self.said: set[int] = set()
+        self.last: str | None = None
 
     def feed(self, complete: bytes) -> None:
         """Fold ``complete``: whole lines, each ended by a newline (a trailing piece without one is refused).
@@ -139,6 +145,8 @@ class JournalFold:
         elif (name in RUN_OPENS or name in RUN_CLOSES) and key:
             if name in RUN_OPENS:
                 self.keys.add(key)
+                if isinstance(exp, str) and exp:
+                    self.last = exp
             else:
                 self.keys.discard(key)
         elif name == INCIDENT and rec.get("kind") in (UNREADABLE_KIND, CUT_KIND) and isinstance(rec.get("line"), int):
@@ -147,6 +155,7 @@ class JournalFold:
             return
         if name == INVOCATION_START:
             self.unended[exp] = True
+            self.last = exp or self.last
         elif name in INVOCATION_ENDS or (name == INCIDENT and rec.get("kind") == self.unfinished_kind):
             self.unended[exp] = False
 
@@ -157,6 +166,7 @@ class JournalFold:
         that reads is folded as any line (in a copy: the fold itself is unchanged).
         """
         keys, unended, bad, said = set(self.keys), dict(self.unended), set(self.bad), set(self.said)
+        last = self.last
         if cut and any(tag in cut for tag in self.tags) and len(cut) <= MAX_LINE_BYTES:
             probe = JournalFold(self.unfinished_kind)
             probe.keys, probe.unended, probe.bad, probe.said = keys, unended, bad, said
@@ -168,7 +178,9 @@ class JournalFold:
                     keys.add(m.group(1).decode("utf-8", "replace"))
             else:
                 probe._line(self.lines + 1, cut)
-        return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said))
+                last = probe.last if probe.last is not None else last
+        return OpenWork(frozenset(keys), frozenset(e for e, on in unended.items() if on), frozenset(bad - said),
+                        last)
 
 
 def split_at_last_line_end(raw: bytes) -> tuple[bytes, bytes]:

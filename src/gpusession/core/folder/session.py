@@ -28,7 +28,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.core.events.scan import open_work, run_end_counts
+from gpusession.core.events.scan import run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import (
@@ -49,8 +49,8 @@ from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.caches import is_state_file
+from gpusession.core.folder.journal_state import journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
-from gpusession.core.records.csvkeys import UNFINISHED_KIND
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
@@ -770,17 +770,19 @@ class Session:
         return journal.lock_holder(self.folder)
 
     def needs_recovery(self) -> bool:
-        """Whether a crash may have left something for :meth:`recover` (S7).
+        """Whether a crash may have left something for :meth:`recover` (S7), in O(1) of the session's size (A5).
 
-        A cheap look, without the lock and without loading the record classes
-        (:func:`gpusession.core.events.reading.open_work`): a run lock file, a journal or
-        results CSV whose last line is cut, a temporary file of an atomic write, a worker
-        spec file (``runs/<experiment>/.worker-*.json``), or a journal with a run (or
-        worker load) started and never ended, an invocation started and never ended
-        that recovery has not said yet, or a run line that does not read and that no
-        incident has said yet. It errs
-        towards ``True``: when it says ``False``, :meth:`recover` would find nothing to do
-        (so :meth:`open` skips it and start-up does not load the recovery machinery).
+        A cheap look, without the lock and without loading the record classes: a run lock
+        file, a journal or results CSV whose last line is cut, a temporary file of an
+        atomic write or a worker spec file (``.worker-*.json``) where gpusession's writers
+        can leave one outside a run (:func:`_left_files`), or a journal with a run (or
+        worker load) started and never ended, an invocation started and never ended that
+        recovery has not said yet, or a run line that does not read and that no incident
+        has said yet -- from the journal's saved fold and the bytes appended since
+        (:func:`gpusession.core.folder.journal_state.journal_open_work`; a changed prefix
+        folds it whole again). It errs towards ``True``: when it says ``False``,
+        :meth:`recover` would find nothing to do (so :meth:`open` skips it and start-up
+        does not load the recovery machinery).
 
         Returns:
             ``False`` when there is certainly nothing to recover.
@@ -796,15 +798,10 @@ class Session:
                             return True
             except FileNotFoundError:
                 continue
-        for _dirpath, _dirs, files in os.walk(self.folder):
-            if any(is_tmp_name(name) or _is_worker_spec(name) for name in files):
-                return True
-        try:
-            raw = read_plain(self.journal_path)
-        except FileNotFoundError:
-            return False
-        work = open_work(raw, UNFINISHED_KIND)  # runs and invocations started, never ended
-        return bool(work.run_keys or work.experiments or work.unsaid_lines)
+        work = journal_open_work(self.folder)  # runs and invocations started, never ended
+        if work is not None and (work.run_keys or work.experiments or work.unsaid_lines):
+            return True
+        return _left_files(self.folder, None if work is None else work.last_experiment)
 
     def recover(self) -> list[str]:
         """Recover what a crash left behind and record it as incidents (S7).
@@ -819,6 +816,36 @@ class Session:
 
         with self.locked("recovering after a crash"):
             return recover_locked(self)
+
+
+#: The folders where a writer outside a run may leave a temporary name (S7), relative to
+#: the session folder: the TOML files, caches, reports and manifests at the top, and
+#: ``validate --session``'s report, ID lists and archived output in ``validation/``.
+TEMP_FOLDERS = (".", "validation")
+
+
+def _left_files(folder: Path, last_experiment: str | None) -> bool:
+    """Whether a temporary file of an atomic write or a worker spec is left where one can be (S7).
+
+    Only :data:`TEMP_FOLDERS` and ``runs/<last_experiment>/`` are listed, not walked
+    (docs/session-folder.md, "Where a crash leaves a temporary name"): every other write
+    under ``runs/`` and ``validation/<experiment>/`` happens while the runner holds
+    ``.run.lock``, which a crash leaves behind, and whose presence alone says "recover"
+    (the recovery then walks the whole folder). A worker spec is written and removed
+    under that lock too; the newest experiment's folder is listed for one whose
+    removal failed. Bounded: three folder listings, whatever the session's size.
+    """
+    places = [folder / sub for sub in TEMP_FOLDERS]
+    if last_experiment and "/" not in last_experiment and last_experiment not in (".", ".."):
+        places.append(folder / "runs" / last_experiment)
+    for place in places:
+        try:
+            with os.scandir(place) as entries:
+                if any(is_tmp_name(e.name) or _is_worker_spec(e.name) for e in entries):
+                    return True
+        except OSError:  # missing, not a folder, unreadable: nothing of ours there
+            continue
+    return False
 
 
 def _is_worker_spec(name: str) -> bool:

@@ -52,7 +52,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gpusession.core.events.scan import JournalFold, run_end_counts, split_at_last_line_end
+from gpusession.core.events.scan import run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.frozen import frozen
@@ -73,15 +73,14 @@ from gpusession.core.files.textio import quoted, read_plain
 from gpusession.core.files.tomlread import read_toml
 from gpusession.core.folder.caches import (
     FILES_STATE,
-    JOURNAL_STATE,
     checked_files_signatures,
     checked_state,
     file_signature,
     is_state_file,
-    read_state,
     to_json_value,
     write_state,
 )
+from gpusession.core.folder.journal_state import journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
 from gpusession.core.retrieval.limit import (
@@ -982,121 +981,20 @@ def unfinished_runs(folder: Path) -> int:
     return 0 if lock_holder(Path(folder)) is not None else len(open_keys)
 
 
-#: Bytes just before the saved offset (and at the journal's start) whose CRC-32 the state
-#: keeps: a line inserted or removed before the offset shifts them, so the fold is redone.
-JOURNAL_WINDOW_BYTES = 4096
-#: New journal bytes folded before ``status`` writes the state again: a refresh reads at
-#: most this much besides the two windows, and tmux's call rarely writes.
-JOURNAL_REWRITE_BYTES = 64 * 1024
-
-
-def read_journal_span(fd: int, start: int, length: int) -> bytes:
-    """``length`` bytes of the open journal ``fd`` from ``start`` (fewer at its end).
-
-    The one place ``status`` reads the journal's bytes, so a test counts them (A5).
-    """
-    out = bytearray()
-    while len(out) < length:
-        chunk = os.pread(fd, min(length - len(out), _HASH_CHUNK_BYTES), start + len(out))
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out)
-
-
-def _crc(data: bytes) -> int:
-    import binascii
-
-    return binascii.crc32(data)
-
-
-def _journal_windows(fd: int, offset: int) -> tuple[int, int]:
-    """The CRC-32 of the journal's first and last :data:`JOURNAL_WINDOW_BYTES` before ``offset``."""
-    if offset <= 2 * JOURNAL_WINDOW_BYTES:
-        prefix = read_journal_span(fd, 0, offset)
-        return _crc(prefix[:JOURNAL_WINDOW_BYTES]), _crc(prefix[max(0, offset - JOURNAL_WINDOW_BYTES):])
-    head = read_journal_span(fd, 0, JOURNAL_WINDOW_BYTES)
-    tail = read_journal_span(fd, offset - JOURNAL_WINDOW_BYTES, JOURNAL_WINDOW_BYTES)
-    return _crc(head), _crc(tail)
-
-
-def _ints(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
-
-
-def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple[JournalFold, int] | None:
-    """The fold the state holds and its offset, when the journal before it is still what was folded.
-
-    Refused (``None``: the whole journal is folded again, H-47) for another file (inode,
-    device), one that shrank, one rewritten in place at the same size (its ``stat``
-    signature moved without growing), or whose first or last bytes before the offset
-    changed (a line added, removed or edited there shifts or changes them).
-    """
-    if state is None:
-        return None
-    offset, lines, sig, keys = state.get("offset"), state.get("lines"), state.get("stat"), state.get("run_keys")
-    if not (_count_ok(offset) and _count_ok(lines) and _ints(sig) and isinstance(sig, list) and len(sig) == 5
-            and isinstance(keys, list) and all(isinstance(k, str) for k in keys)
-            and _ints(state.get("bad")) and _ints(state.get("said"))):
-        return None
-    assert isinstance(offset, int) and isinstance(lines, int)  # _count_ok said so
-    now = _signature(st)
-    if sig[3:] != now[3:] or offset > st.st_size or st.st_size < sig[0]:
-        return None  # another file, or one that shrank
-    if now != sig:
-        if st.st_size == sig[0]:
-            return None  # rewritten in place: the same size, not one byte appended
-        if [state.get("head_crc"), state.get("tail_crc")] != list(_journal_windows(fd, offset)):
-            return None
-    fold = JournalFold()
-    fold.lines, fold.keys = lines, set(keys)
-    fold.bad, fold.said = set(state["bad"]), set(state["said"])
-    return fold, offset
-
-
 def open_run_keys(folder: Path) -> frozenset[str]:
     """The runs the journal started and never ended, from its saved fold and the bytes since (S7, A5).
 
     Source: A5 (a refresh costs the new work, not the session). Why: reading a 15 MB
     journal on tmux's call every few seconds made ``status`` 50× ``python -c pass``.
-
-    ``journal-state.json`` (:data:`gpusession.core.folder.caches.JOURNAL_STATE`) holds the
-    fold of :class:`gpusession.core.events.scan.JournalFold` at a line end (``offset``,
-    ``lines``, the open ``run_keys``, the unreadable ``bad`` lines and the ``said`` ones),
-    the journal's ``stat`` signature then and the CRC-32 of its first and last
-    :data:`JOURNAL_WINDOW_BYTES` before the offset. While they hold, only the bytes after
-    the offset are read and folded (at most :data:`JOURNAL_REWRITE_BYTES` before the state
-    is written again); otherwise the whole journal is folded once and the state written.
-    The same keys as :func:`gpusession.core.events.scan.open_work` over the whole file.
+    The fold is kept in ``journal-state.json`` and shared with opening a session
+    (:func:`gpusession.core.folder.journal_state.journal_open_work`).
 
     Returns:
         The open run keys; empty when the journal is missing, unreadable or not a plain
         file (never waited on).
     """
-    path = Path(folder) / JOURNAL
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return frozenset()
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return frozenset()
-        resumed = _resumed(fd, st, read_state(folder, JOURNAL_STATE))
-        fold, offset = resumed if resumed is not None else (JournalFold(), 0)
-        complete, cut = split_at_last_line_end(read_journal_span(fd, offset, st.st_size - offset))
-        fold.feed(complete)
-        if resumed is None or len(complete) >= JOURNAL_REWRITE_BYTES:
-            end = offset + len(complete)
-            head, tail = _journal_windows(fd, end)
-            write_state(folder, JOURNAL_STATE, {
-                "offset": end, "lines": fold.lines, "stat": _signature(st), "head_crc": head, "tail_crc": tail,
-                "run_keys": sorted(fold.keys), "bad": sorted(fold.bad), "said": sorted(fold.said)})
-        return fold.result(cut).run_keys
-    except OSError:
-        return frozenset()
-    finally:
-        os.close(fd)
+    work = journal_open_work(Path(folder))
+    return frozenset() if work is None else work.run_keys
 
 
 #: ``session.toml`` tables ``status`` reads (the package, the limit, the unit; D1, S6, S8).
