@@ -42,8 +42,31 @@ def item_prompt(item: Any, evidence: str | None) -> Text:
     if getattr(item, "note", None):
         t.append(f"\n└ note: {one_line(str(item.note))}", style="italic")  # one line: none forged
     if evidence:
-        t.append(f"\n└ evidence: {evidence}", style="dim")
+        t.append(f"\n└ evidence: {shown_evidence(evidence)}", style="dim")
     return t
+
+
+#: The most lines and characters of one item's evidence the pane shows: one line per
+#: experiment (``p1.fixed-before`` of a 500-experiment session: 45 KB) would be wrapped
+#: and painted on the first frame and push every other item off the screen (A5).
+EVIDENCE_SHOWN_LINES = 6
+EVIDENCE_SHOWN_CHARS = 800
+
+
+def shown_evidence(evidence: str) -> str:
+    """``evidence``, or its first :data:`EVIDENCE_SHOWN_LINES` lines (at most :data:`EVIDENCE_SHOWN_CHARS`) and how much is left.
+
+    The whole text stays in ``checklist.toml`` and ``gpusession checklist NAME`` prints it.
+    """
+    lines = evidence.split("\n")
+    head = "\n".join(lines[:EVIDENCE_SHOWN_LINES])
+    if len(lines) <= EVIDENCE_SHOWN_LINES and len(head) <= EVIDENCE_SHOWN_CHARS:
+        return evidence
+    if len(head) > EVIDENCE_SHOWN_CHARS:
+        head = head[:EVIDENCE_SHOWN_CHARS].rsplit(" ", 1)[0]
+    left = len(lines) - head.count("\n") - 1
+    more = f"{left} more line{'s' if left != 1 else ''}" if left > 0 else "the rest of the line"
+    return f"{head} … ({more}: `gpusession checklist` prints the whole evidence)"
 
 
 #: The most characters of the carried note the status line shows (two lines at 80 columns);
