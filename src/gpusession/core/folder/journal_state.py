@@ -94,7 +94,7 @@ def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple
     if state is None:
         return None
     offset, lines, sig, last = state.get("offset"), state.get("lines"), state.get("stat"), state.get("last")
-    if not (_count(offset) and _count(lines) and _ints(sig) and len(sig) == 5
+    if not (_count(offset) and _count(lines) and isinstance(sig, list) and _ints(sig) and len(sig) == 5
             and _strs(state.get("run_keys")) and _strs(state.get("unended"))
             and (last is None or isinstance(last, str))
             and _ints(state.get("bad")) and _ints(state.get("said"))):
