@@ -31,6 +31,7 @@ from gpusession.bench.rows import (
     died_run_facts,
     died_run_row,
     every_row_facts,
+    failure_incident_kind,
     finished_run_facts,
     finished_run_row,
     load_facts,
@@ -253,25 +254,34 @@ class Recorder:
         self.emit(Progress(done=0, total=total))
         self.validation = make_validation(self.session, self.experiment, corpus)
         if self.validation.problem:
-            self.incident(self.validation.problem)
+            self.incident(self.validation.problem, kind="validation")
         if corpus is not None and self.validation.corpus_revision:
             # what the runs are validated against, kept for an audit without the original
             if (problem := keep_for_run(self.session, self.experiment.id, corpus, str(self.experiment.corpus),
                                         self.validation.corpus_revision, self.now().isoformat())):
-                self.incident(problem)
+                self.incident(problem, kind="validation")
 
     def journal(self, record: Event) -> None:
         """Append one typed record to the session's journal."""
         self.session.journal(record)
 
-    def incident(self, message: str, *, trace: str | None = None, exit: str | None = None) -> None:
-        """Journal and show one incident, less any secret (S6)."""
+    def incident(self, message: str, *, kind: str, trace: str | None = None, exit: str | None = None,
+                 run_key: str | None = None, worker: str | None = None, what: str | None = None,
+                 show: bool = True) -> None:
+        """Journal and show one incident, less any secret (S6).
+
+        ``kind`` (:data:`~gpusession.core.events.records.RUNNER_INCIDENT_KINDS`), ``run_key``,
+        ``worker`` and ``what`` are the typed fields the report groups by (R7); ``what``
+        defaults to ``message``. ``show``: ``False`` journals it only (said elsewhere).
+        """
         message = mask_text(message)[0]  # what a program said, less any secret (S6)
         trace = mask_text(trace)[0] if trace else trace
-        self.outcome.incidents.append(message)
-        self.journal(IncidentRecord(experiment_id=self.experiment.id, message=message,
-                                    trace=trace, exit=exit))
-        self.emit(IncidentReported(message=message))
+        what = mask_text(what)[0] if what is not None else message
+        self.journal(IncidentRecord(experiment_id=self.experiment.id, message=message, kind=kind,
+                                    run_key=run_key, worker=worker, what=what, trace=trace, exit=exit))
+        if show:
+            self.outcome.incidents.append(message)
+            self.emit(IncidentReported(message=message))
 
     def say_interrupted(self) -> None:
         """Journal ``run_interrupted`` once, naming the run in flight."""
@@ -298,7 +308,7 @@ class Recorder:
         """
         exp = self.experiment
         if self.fatal_load is not None:
-            self.incident(self.fatal_load)
+            self.incident(self.fatal_load, kind="stopped")
         if not self.measured and self.keys_written and not cancelled:
             self.journal(AttemptFailedRecord(
                 experiment_id=exp.id, attempt=attempt_number(self.session, exp.id),
@@ -434,8 +444,9 @@ class Recorder:
         load = None if self.load_quiet else self.load_note  # a typed fact, never the words read back
         facts, incident = finished_run_facts(row, run, ev, validation=validation, ended=ended, load_note=load)
         row, _ = finished_run_row(row, run, ev, validation=validation, ended=ended, load_note=load)
-        if incident is not None:
-            self.incident(incident)
+        if incident is not None:  # the row's incident words, typed: the report pairs them by run
+            self.incident(incident, kind=failure_incident_kind(ev), run_key=self.key(run).format(),
+                          what=facts.incidents[0].what if facts.incidents else None)
         if ev.ok and validation is not None and validation[0] and self.stops is not None:
             # a verdict: the gate looks (D3)
             self.stops.first_result(run, self.validation.last_report, self.validation.last_path)
@@ -492,7 +503,7 @@ class Recorder:
             return False
         if self.refused is None:
             self.refused = (REVISION_CHANGED, words)
-            self.incident(words)
+            self.incident(words, kind="revision_changed")
         self.close_load(rep, ok=False)
         self.current_key = None
         return True
@@ -530,10 +541,13 @@ class Recorder:
             # Every worker loads the same model the same way: say it once and stop.
             self.fatal_load = load_fatal_words(exp, self.session.name, rep.name, ev, said,
                                                first=not self.keys_written, measured=self.measured)
-            self.journal(IncidentRecord(experiment_id=exp.id, message=f"worker {rep.name}: {msg}",
-                                        trace=ev.trace))
+            show = False
         else:
-            self.incident(f"worker {rep.name}: {msg}", trace=ev.trace)
+            show = True
+        where_key = rep.load.key.format() if ev.where == "load" else self.current_key
+        self.incident(f"worker {rep.name}: {msg}", trace=ev.trace, show=show, run_key=where_key,
+                      worker=rep.name, what=msg,
+                      kind="out_of_memory" if ev.oom else "load_failed" if ev.where == "load" else "exception")
         if ev.where == "load":
             facts = self.append(load_failed_row(self.base_row(), rep.load, msg), load_failed_facts(msg))
             self.close_load(rep, ok=False, facts=facts)  # no corpus validated
@@ -572,17 +586,21 @@ class Recorder:
             # No rank ever spoke: the other nodes did not come (the join timeout, or the
             # run timeout while waiting). Every next group would wait as long.
             self.fatal_load = no_join_words(exp, self.session.name, rep.name, measured=self.measured)
+        cut: str | None = None  # the run whose row says this death (R7)
         if rep.in_flight is not None:
+            cut = self.key(rep.in_flight).format()
             self.failed_row(exp, rep.in_flight, detail)
             rep.finished_keys.add(rep.in_flight.run_key)
         elif not rep.loaded and (code != 3 or rep.load_open):  # 3 with no load row: a rank's
+            cut = rep.load.key.format()
             facts = self.append(died_loading_row(self.base_row(), rep.load, detail),
                                 died_loading_facts(detail))  # no corpus validated
             self.close_load(rep, ok=False, facts=facts)
-        if self.fatal_load is None:
-            self.incident(detail, exit=describe_exit(code))
-        else:  # said once, in the fatal message; kept in the journal
-            self.journal(IncidentRecord(experiment_id=exp.id, message=detail, exit=describe_exit(code)))
+        kind = ("timed_out" if rep.timed_out else "interrupted" if self.outcome.interrupted is not None
+                else "worker_died")
+        # said once, in the fatal message, when there is one; kept in the journal
+        self.incident(detail, exit=describe_exit(code), kind=kind, worker=rep.name, show=self.fatal_load is None,
+                      run_key=cut)
 
 
 def _on_descendants_ended(r: Recorder, ev: WorkerDescendantsEnded, rep: GroupReport) -> None:

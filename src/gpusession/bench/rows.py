@@ -16,9 +16,9 @@ the runner also records in the journal: the report reads those, never the words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from gpusession.bench.ranks import error_gist
 from gpusession.bench.row_record import applied, record_words
@@ -207,6 +207,16 @@ def died_run_row(base: ResultRow, exp: Experiment, run: ScheduledRun,
         notes=notes_cell(died_run_facts(detail)))
 
 
+def failure_incident_kind(ev: WorkerRunFinished) -> str:
+    """The journal's kind of a failed run's incident (``IncidentRecord.kind``, R7).
+
+    ``"out_of_memory"``, ``"output_refused"`` or ``"exception"``: the typed twin of
+    :func:`failure_kind`, from the same fields of the worker's ``run_finished``.
+    """
+    return ("out_of_memory" if ev.oom else "output_refused" if ev.error_type == "BadInput"
+            else "exception")
+
+
 def failure_kind(ev: WorkerRunFinished) -> str:
     """What failed a run, in words: out of memory, a refused output, or the workload.
 
@@ -299,8 +309,16 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
     return RowFacts(tuple(incidents), energy, tuple(remarks)), incident
 
 
+class IncidentSink(Protocol):
+    """Where a row's incident is journalled and shown: :meth:`gpusession.bench.recorder.Recorder.incident`."""
+
+    def __call__(self, message: str, *, kind: str, run_key: str | None = None,
+                 what: str | None = None) -> object:
+        """Journal ``message`` with its typed ``kind``, ``run_key`` and ``what`` (R7)."""
+
+
 def within_bounds(row: ResultRow, facts: RowFacts, *,
-                  say: Callable[[str], object]) -> tuple[ResultRow, RowFacts]:
+                  say: IncidentSink) -> tuple[ResultRow, RowFacts]:
     """``row`` with every figure its reader would refuse left empty, as a failed run (A4, H-65).
 
     A figure past its column's bound (an ``elapsed_seconds`` of 1e20: :func:`refused_cells`)
@@ -311,7 +329,8 @@ def within_bounds(row: ResultRow, facts: RowFacts, *,
     Args:
         row: the row about to be appended.
         facts: its notes' facts; the incidents gain one per figure left out.
-        say: called with one line per figure left out (the recorder's incident).
+        say: called with one line per figure left out (the recorder's incident), typed
+            ``past_bound`` with the row's run key and the row incident's words.
 
     Returns:
         ``(row, facts)``, unchanged when every figure reads back.
@@ -322,8 +341,10 @@ def within_bounds(row: ResultRow, facts: RowFacts, *,
     row = row.replace(**{c: None for c, _ in refused}, corpus_accepted=None)
     facts = replace(facts, incidents=facts.incidents + tuple(Incident("past_bound", w) for _, w in refused))
     key = f"{row.experiment_id} {row.phase} {row.variant_id} run {row.run_index}"
+    run_key = (RunKey(row.experiment_id, row.phase, row.variant_id, row.run_index).format()
+               if row.phase is not None and row.variant_id is not None and row.run_index is not None else None)
     for _, w in refused:
-        say(f"{key}: {w}; left empty, the run counts as failed")
+        say(f"{key}: {w}; left empty, the run counts as failed", kind="past_bound", run_key=run_key, what=w)
     return row, facts
 
 
@@ -331,7 +352,7 @@ def every_row_facts(row: ResultRow, facts: RowFacts, exp: Experiment, environmen
                     resume_notes: Mapping[str, str], past_limit_note: str | None,
                     reported: Mapping[str, str] | None = None, offered: Sequence[str] | None = None,
                     params: Mapping[str, Any] | None = None,
-                    say: Callable[[str], object]) -> tuple[ResultRow, RowFacts]:
+                    say: IncidentSink) -> tuple[ResultRow, RowFacts]:
     """A row as appended, its notes written from ``facts`` and what every row of the run adds (R11).
 
     What a command received and reported (:func:`gpusession.bench.row_record.applied`;

@@ -268,7 +268,7 @@ class Runner:
         try:
             # Never trust the lock alone: what an earlier run left alive ends first (H-14).
             for msg in end_recorded(journal.read_records(s.journal_path), s.folder):
-                self.recorder.incident(msg)
+                self.recorder.incident(msg, kind="leftover_ended")
             self._run(exp)
         finally:
             forget()
@@ -384,9 +384,9 @@ class Runner:
                 and rec.refused is None):
             fresh = " in this worker (a fresh worker runs them)" if rep.unrecoverable else \
                 " in this group (a fresh group runs them)"
-            rec.incident(f"worker {rep.name}: {len(missing)} scheduled run(s) not run"
-                         + (fresh if self._rest else "") + ": "
-                         + ", ".join(r.run_key for r in missing[:10]))
+            what = (f"{len(missing)} scheduled run(s) not run" + (fresh if self._rest else "") + ": "
+                    + ", ".join(r.run_key for r in missing[:10]))
+            rec.incident(f"worker {rep.name}: {what}", kind="runs_not_run", worker=rep.name, what=what)
         return not rep.stopped and not missing and not died
 
     def _fresh_group_runs(self, exp: Experiment, group: list[ScheduledRun],

@@ -263,15 +263,47 @@ class WorkerExitedRecord(Record):
     exit: str | None = None
 
 
+#: The kinds of incident the runner journals (``IncidentRecord.kind``, R7), each with what it
+#: means; recovery's and the TUI's kinds are their modules' (``run_lost``, ``cut_line``…).
+RUNNER_INCIDENT_KINDS: dict[str, str] = {
+    "out_of_memory": "a run or a load ran out of memory",
+    "exception": "the workload raised an exception",
+    "output_refused": "the harness refused the run's output (a link, a special file)",
+    "load_failed": "the workload's load raised",
+    "worker_died": "a worker exited on its own before its runs ended (crashed worker)",
+    "timed_out": "a run passed its time limit and its worker was killed (limit stop)",
+    "interrupted": "gpusession was told to stop and ended the run at once (killed by a signal)",
+    "stopped": "the experiment stopped: every next worker would fail the same way",
+    "revision_changed": "the load reported another model or tokenizer than the rows'",
+    "validation": "the output cannot be validated as defined (the corpus, the rule)",
+    "past_bound": "a figure past its column's bound was left empty: the run counts as failed",
+    "runs_not_run": "scheduled runs a worker did not run (a fresh worker may run them)",
+    "leftover_ended": "processes an earlier run left alive were ended before this one (H-14)",
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class IncidentRecord(Record):
-    """An incident (R7, S7), in one sentence; the other fields only when known."""
+    """An incident (R7, S7), in one sentence; the other fields only when known.
+
+    Attributes:
+        message: the sentence for people (who said it included).
+        kind: what kind of incident (:data:`RUNNER_INCIDENT_KINDS`, recovery's kinds);
+            absent in a record written before incidents were typed.
+        run_key: the run it cut or concerns (a load is a run too), when one.
+        worker: the worker it happened in, when one.
+        what: the failure's own words without who said it, the same words as the
+            incident of the run's row: the report groups by ``run_key`` and these, never
+            by reading ``message``. Absent in older records.
+    """
 
     EVENT: ClassVar[str] = "incident"
     message: str | None = None
     experiment_id: str | None = _opt()
     kind: str | None = _opt()
     run_key: str | None = _opt()
+    worker: str | None = _opt()
+    what: str | None = _opt()
     trace: str | None = _opt()
     exit: str | None = _opt()
     #: the journal line the incident is about (an unreadable or cut line), 1-based

@@ -16,7 +16,7 @@ words are read (:func:`legacy_incident_notes`, :func:`legacy_remarks`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +41,6 @@ RunWho = tuple[Any, Any, Any, Any]
 PREDATES_LINE = ("{n} row(s) predate typed incidents (written by an older gpusession, or their "
                  "journal record was cut by a crash): their incidents are shown as their notes "
                  "say them, one per row, not grouped.")
-
-#: A worker's or run's name inside a journal sentence, which does not make it another incident.
-_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
-
 
 def _facts_key(rec: Event) -> tuple[str, str, str, int] | None:
     """``(experiment, phase, variant, index)`` of the row a record ends, ``None`` if unnamed."""
@@ -91,20 +87,41 @@ def row_facts(frame: pl.DataFrame, records: Sequence[Event]) -> list[RowFacts | 
     return out
 
 
-def journal_incident_key(text: str) -> str:
-    """The words of a journal incident without who said it: the same failure said once."""
-    key = text.strip()
-    for _ in range(3):  # prefixes nest: "worker warm: run …: …"
-        key = re.sub(_WHO, "", key).strip()
-    return key
+@dataclass(frozen=True)
+class SessionIncident:
+    """One incident of the session, said once (R7, S7): what the report renders.
+
+    Built from typed fields only -- the rows' typed incidents (their journal record's
+    ``incidents``) and the journal's ``incident`` records (``kind``, ``run_key``,
+    ``what``) -- except where :attr:`from_old_words` says an old record was read by
+    :func:`_incident_from_old_words`.
+
+    Attributes:
+        words: what failed, without who said it (the row incident's group words, or the
+            journal record's ``what``).
+        kind: the kind of incident (a row incident's kind, ``"run_failed"``…, or the
+            journal record's, ``"out_of_memory"``…); ``None`` for an old record without one.
+        runs: who it concerns, ``(experiment, variant, phase, run index)`` per row.
+        times: when the journal recorded it (ISO 8601; ``None`` where a record has no time).
+        from_old_words: grouped by the words of a record written before incidents were
+            typed (the old-journal adapter).
+    """
+
+    words: str
+    kind: str | None = None
+    runs: tuple[RunWho, ...] = ()
+    times: tuple[str | None, ...] = ()
+    from_old_words: bool = False
 
 
 @dataclass
-class IncidentGroup:
-    """One incident: the rows it concerns and the times the journal recorded it."""
+class _Group:
+    """An incident being gathered (:class:`SessionIncident` once done)."""
 
+    kind: str | None
     runs: list[RunWho] = field(default_factory=list)
     times: list[str | None] = field(default_factory=list)
+    old: bool = False
 
 
 @dataclass
@@ -112,51 +129,94 @@ class SessionIncidents:
     """The session's incidents, each once (R7, S7).
 
     Attributes:
-        groups: ``{words → group}``: each typed incident of a row grouped with the
-            journal's ``incident`` records that say the same failure; a journal line
-            that does not read is one too.
+        incidents: each typed incident of a row grouped with the journal's ``incident``
+            records about the same run, in the order first seen; a journal line that
+            does not read is one too.
         legacy: ``(who, notes)`` of each row without typed facts whose notes hold an
             incident, as written (ungrouped).
     """
 
-    groups: dict[str, IncidentGroup] = field(default_factory=dict)
+    incidents: tuple[SessionIncident, ...] = ()
     legacy: list[tuple[RunWho, str]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        """How many incidents: the groups and each old row's own."""
-        return len(self.groups) + len(self.legacy)
+        """How many incidents: the grouped ones and each old row's own."""
+        return len(self.incidents) + len(self.legacy)
 
 
 def _who(r: dict[str, Any]) -> RunWho:
     return (r["experiment_id"], r["variant_id"], r["phase"], r["run_index"])
 
 
+def _run_key_text(who: RunWho) -> str | None:
+    """The journal's run key of a row (``e:warm:batch-4:2``), ``None`` when the row names none."""
+    exp, variant, phase, index = who
+    if exp is None or variant is None or phase is None or index is None:
+        return None
+    return RunKey(str(exp), str(phase), str(variant), int(index)).format()
+
+
+#: A worker's or run's name inside an old journal sentence, which does not make it another incident.
+_OLD_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
+
+
+def _incident_from_old_words(message: str, groups: Mapping[str, Any]) -> str:
+    """The group of an ``incident`` record written before incidents were typed (the old-journal adapter).
+
+    Such a record has neither ``kind`` nor ``what``: only its sentence says what failed
+    and who said it. The names of who said it are cut (``worker warm: ``, ``run …: ``)
+    and the rest is matched against the rows' incident words; the only place in the
+    report where a journal sentence is read.
+
+    Returns:
+        The key in ``groups`` of the incident it says (an existing one, or its own words).
+    """
+    key = message.strip()
+    for _ in range(3):  # prefixes nest: "worker warm: run …: …"
+        key = re.sub(_OLD_WHO, "", key).strip()
+    return next((k for k in groups if k and (k in key or key in k)), key)
+
+
 def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], read: JournalRead) -> SessionIncidents:
     """Every incident once: the rows' typed incidents and the journal's, grouped (R7, S7).
+
+    A row's incidents group by their typed words (two runs that failed alike are one
+    incident); a journal ``incident`` record joins the incident of the row of its
+    ``run_key`` (the run it cut), else the one with its ``what``. Records older than
+    typed incidents go through :func:`_incident_from_old_words`.
 
     Args:
         frame: the results rows.
         facts: :func:`row_facts` of ``frame``.
         read: the journal read once.
     """
-    out = SessionIncidents()
-    groups = out.groups
+    legacy: list[tuple[RunWho, str]] = []
+    groups: dict[str, _Group] = {}
+    by_run: dict[str, str] = {}  # a row's run key → the key of its (first) incident's group
     for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
         if f is None:
             said = legacy_incident_notes(r.get("notes"))
             if said is not None:
-                out.legacy.append((_who(r), said))
+                legacy.append((_who(r), said))
             continue
         for incident in f.incidents:
-            key = journal_incident_key(incident.key())
-            groups.setdefault(key, IncidentGroup()).runs.append(_who(r))
+            key = incident.key()
+            groups.setdefault(key, _Group(incident.kind)).runs.append(_who(r))
+            if (run := _run_key_text(_who(r))) is not None:
+                by_run.setdefault(run, key)
     for rec in (x for x in read.records if isinstance(x, IncidentRecord)):
-        key = journal_incident_key(str(rec.message))
-        same = next((k for k in groups if k and (k in key or key in k)), key)
-        groups.setdefault(same, IncidentGroup()).times.append(rec.at)
+        if rec.kind is None and rec.what is None:
+            key = _incident_from_old_words(str(rec.message or ""), groups)
+            groups.setdefault(key, _Group(None, old=True))
+        else:
+            key = by_run.get(rec.run_key or "") or str(rec.what if rec.what is not None else rec.message or "")
+            groups.setdefault(key, _Group(rec.kind))
+        groups[key].times.append(rec.at)
     for u in read.unreadable:  # said once: recovery's incident already names most of them
-        groups.setdefault(u.note, IncidentGroup())
-    return out
+        groups.setdefault(u.note, _Group(None))
+    incidents = tuple(SessionIncident(words, g.kind, tuple(g.runs), tuple(g.times), g.old)
+                      for words, g in groups.items())
+    return SessionIncidents(incidents, legacy)
 
 
 def legacy_incident_notes(notes: Any) -> str | None:
@@ -205,6 +265,6 @@ def row_remarks(row: dict[str, Any], facts: RowFacts | None) -> str:
 
 
 __all__ = [
-    "PREDATES_LINE", "IncidentGroup", "RunWho", "SessionIncidents", "journal_incident_key",
+    "PREDATES_LINE", "RunWho", "SessionIncident", "SessionIncidents",
     "legacy_incident_notes", "legacy_remarks", "row_facts", "row_remarks", "session_incidents",
 ]

@@ -528,14 +528,14 @@ def _incidents(session: Session, frame: pl.DataFrame) -> list[str]:
     found = _incident_groups(session, frame)
     if not len(found):
         return []
-    groups = found.groups
+    groups = found.incidents
     out = ["", "Incidents recorded in the journal and the rows (each said once):", ""]
-    for message, g in list(groups.items())[-30:]:
-        who = [_runs_words(g.runs)] if g.runs else []
+    for g in groups[-30:]:
+        who = [_runs_words(list(g.runs))] if g.runs else []
         ats = [a for a in g.times if a is not None]
         if ats:
             who.append(_cell(ats[-1]) if len(ats) == 1 else f"{len(ats)} times, last {_cell(ats[-1])}")
-        said = f"{'; '.join(who)}: {_cell(message)}" if who else _cell(message)
+        said = f"{'; '.join(who)}: {_cell(g.words)}" if who else _cell(g.words)
         out += _wrap(said, indent="  ", first="- ")
     if len(groups) > 30:
         out.append(f"- … {len(groups) - 30} earlier in journal.jsonl")
