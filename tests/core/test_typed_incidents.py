@@ -28,6 +28,7 @@ from gpusession.core.events import (
     WorkerRunFinished,
 )
 from gpusession.core.events.reading import decode_line
+from gpusession.core.events.records import RUNNER_INCIDENT_KINDS
 from gpusession.core.experiment.plan import Experiment
 from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
@@ -42,7 +43,13 @@ from gpusession.core.records.notefacts import (
     notes_cell,
 )
 from gpusession.core.records.results import ResultRow
-from gpusession.core.retrieval.incidents import PREDATES_LINE, row_facts
+from gpusession.core.retrieval.incidents import (
+    PREDATES_LINE,
+    SessionIncident,
+    _incident_from_old_words,
+    row_facts,
+    session_incidents,
+)
 from gpusession.core.retrieval.report import SECTIONS, render_report
 from gpusession.testing import FakeGpu, FakeNvml
 
@@ -202,3 +209,75 @@ def test_r11_no_module_reads_a_rows_notes_but_the_display_of_old_rows() -> None:
     readers = {p.relative_to(root).as_posix() for p in root.rglob("*.py") if _NOTES_READ.search(p.read_text("utf-8"))}
     assert readers <= NOTES_READERS, readers - NOTES_READERS
     assert "core/retrieval/incidents.py" in readers  # the pattern finds what it looks for
+
+
+def _failed_run(session: Session, index: int, what: str) -> None:
+    """A warm run of ``e`` / ``batch-8`` that failed, its row and its typed facts in the journal."""
+    facts = RowFacts(incidents=(Incident("run_failed", what),))
+    session.results.append_many([ResultRow(experiment_id="e", variant_id="batch-8", phase="warm",
+                                           run_index=index, notes=notes_cell(facts))])
+    session.journal(RunFinishedRecord(run_key=f"e:warm:batch-8:{index}", experiment_id="e", variant_id="batch-8",
+                                      phase="warm", run_index=index, ok=False, **facts.record_fields()))
+
+
+def _incidents_of(session: Session) -> list[SessionIncident]:
+    frame = session.results.read()
+    read = session.journal_read()
+    return list(session_incidents(frame, row_facts(frame, read.records), read).incidents)
+
+
+def test_r7_a_journal_incident_joins_the_incident_of_its_run_whatever_its_sentence(session: Session) -> None:
+    _failed_run(session, 1, f"out of memory: OutOfMemoryError: {OOM}")
+    session.journal(IncidentRecord(experiment_id="e", kind="out_of_memory", run_key="e:warm:batch-8:1",
+                                   what="reworded: the card was full", message="a sentence sharing no word"))
+    found = _incidents_of(session)
+    assert len(found) == 1
+    assert found[0].kind == "run_failed" and found[0].runs == (("e", "batch-8", "warm", 1),)
+    assert len(found[0].times) == 1 and not found[0].from_old_words
+
+
+def test_r7_a_journal_incident_saying_a_runs_words_stays_apart_when_its_run_differs(session: Session) -> None:
+    said = f"out of memory: OutOfMemoryError: {OOM}"
+    _failed_run(session, 1, said)
+    # the same words inside the sentence, but typed as another run's, another failure
+    session.journal(IncidentRecord(experiment_id="e", kind="worker_died", run_key="e:warm:batch-8:2",
+                                   what="worker warm exited with code 1", message=f"worker warm: run x: {said}"))
+    found = _incidents_of(session)
+    assert [(i.kind, i.words) for i in found] == [("run_failed", said),
+                                                  ("worker_died", "worker warm exited with code 1")]
+    assert found[0].times == () and len(found[1].times) == 1
+
+
+def test_r7_two_runs_failed_alike_are_one_incident_with_both_runs(session: Session) -> None:
+    said = f"out of memory: OutOfMemoryError: {OOM}"
+    for i in (1, 2):
+        _failed_run(session, i, said)
+        session.journal(IncidentRecord(experiment_id="e", kind="out_of_memory", run_key=f"e:warm:batch-8:{i}",
+                                       what=said, message=f"run warm:batch-8:{i}: {said}"))
+    found = _incidents_of(session)
+    assert len(found) == 1 and len(found[0].runs) == 2 and len(found[0].times) == 2
+
+
+def test_r7_an_old_journal_incident_is_read_by_the_old_words_adapter(session: Session) -> None:
+    said = f"out of memory: OutOfMemoryError: {OOM}"
+    _failed_run(session, 1, said)
+    # written before incidents were typed: no kind, no run key, no what; its sentence names who
+    old = decode_line(json.dumps({"event": "incident", "experiment_id": "e",
+                                  "message": f"worker warm: run warm:batch-8:1: {said}"}), 1)
+    assert isinstance(old, IncidentRecord) and old.kind is None and old.what is None
+    session.journal(old)
+    session.journal(IncidentRecord(experiment_id="e", message="worker cold-1: load: E: no model"))
+    found = _incidents_of(session)
+    assert [(i.words, len(i.times), i.from_old_words) for i in found] == [
+        (said, 1, False), ("load: E: no model", 1, True)]
+    assert _incident_from_old_words(f"worker warm: run warm:batch-8:1: {said}", {said: None}) == said
+
+
+def test_r7_the_runner_types_each_incident_it_journals(ran: Session) -> None:
+    records = [r for r in ran.journal_read().records if isinstance(r, IncidentRecord)]
+    assert records and all(r.kind in RUNNER_INCIDENT_KINDS for r in records), records
+    typed = {(r.kind, r.run_key) for r in records}
+    assert ("out_of_memory", "e:warm:batch-8:1") in typed
+    assert ("worker_died", "e:warm:batch-8:2") in typed
+    died = next(r for r in records if r.kind == "worker_died")
+    assert died.worker == "warm" and died.what is not None and not died.what.startswith("worker warm: ")

@@ -5,7 +5,12 @@ was recorded, never from the words of the ``notes`` cell (rewording a note must 
 nothing but what people read). Each row's facts (:class:`~gpusession.core.records.notefacts.RowFacts`)
 are in the journal record that ended its run; :func:`row_facts` pairs them with the
 results rows, :func:`session_incidents` groups the rows' incidents with the journal's
-``incident`` records. Who calls it: :mod:`gpusession.core.retrieval.report`.
+``incident`` records by their typed fields (the run a record cut, its kind and words) into
+:class:`SessionIncident` records, which the report renders. Who calls it:
+:mod:`gpusession.core.retrieval.report`.
+
+A journal ``incident`` record written before incidents were typed (no ``kind``, no
+``what``) is read by its sentence in one adapter, :func:`_incident_from_old_words`.
 
 Rows written before the facts were typed (or whose record a crash cut) have none: their
 incidents are shown as their notes say them, ungrouped, each on its own, with one line
