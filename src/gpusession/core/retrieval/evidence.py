@@ -127,8 +127,36 @@ def _environment_table(session: Session, experiment_id: str | None = None) -> di
 
 
 # -- probes --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProbeReading:
+    """One probe's finding: its words, and what a reader may decide from, typed (S1).
+
+    Why it exists: the report's summary lists the risks the probes found and its
+    environment section leaves out what has nothing to say; both read these fields,
+    never the probe's words.
+
+    Attributes:
+        text: the evidence in words, one or a few lines (what ``*_evidence`` returns).
+        shown: there is something to say (``False``: nothing to look at yet, or nothing
+            to compare with).
+        risk: the risk found, in a few words for a summary; ``None`` when none.
+        recorded_line: the index in ``text``'s lines of the line that repeats what the
+            last run recorded (a table of the rows says it too); ``None`` when none.
+    """
+
+    text: str
+    shown: bool = True
+    risk: str | None = None
+    recorded_line: int | None = None
+
+
 def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
     """GPU model(s), count, UUIDs, driver from NVML, and the last run's environment (G§6)."""
+    return device_probe(session, snap).text
+
+
+def device_probe(session: Session, snap: NvmlSnapshot) -> ProbeReading:
+    """:func:`device_evidence` typed: not shown when NVML cannot be read now."""
     lines: list[str] = []
     if snap.available:
         if snap.gpus:
@@ -138,8 +166,10 @@ def device_evidence(session: Session, snap: NvmlSnapshot) -> str:
             lines.append(f"NVML now: no GPU visible, driver {snap.driver_version or 'unknown'}")
     else:
         lines.append(f"NVML now: not available ({snap.reason})")
-    lines.append(_last_run_env_line(session))
-    return "\n".join(lines)
+    line, of_run = _last_run_env_line(session)
+    lines.append(line)
+    return ProbeReading("\n".join(lines), shown=snap.available,
+                        recorded_line=len(lines) - 1 if of_run else None)
 
 
 def _gpu_words(g: GpuReading) -> str:
@@ -153,11 +183,12 @@ def _gpu_words(g: GpuReading) -> str:
     return f"GPU {g.index} {name} ({uuid}, {memory})"
 
 
-def _last_run_env_line(session: Session) -> str:
+def _last_run_env_line(session: Session) -> tuple[str, bool]:
+    """The last run's environment in one line, and whether it is read from its rows."""
     lr = last_run(session)
     env = _environment_table(session, lr.experiment_id if lr else None)
     if lr is None and not env:
-        return "last run: not available yet: no run recorded"
+        return "last run: not available yet: no run recorded", False
     parts: list[str] = []
     if lr is not None:
         for col, label in (
@@ -185,36 +216,41 @@ def _last_run_env_line(session: Session) -> str:
         parts.append("UUID " + ", ".join(str(u) for u in uuids))
     if env.get("cuda_visible_devices"):
         parts.append(f"CUDA_VISIBLE_DEVICES={env['cuda_visible_devices']}")
-    return head + "; ".join(parts)
+    return head + "; ".join(parts), lr is not None
 
 
 def on_gpu_evidence(session: Session) -> str:
     """Whether the last run's tensors were on the GPU: the ``device`` column (G§6)."""
+    return on_gpu_probe(session).text
+
+
+def on_gpu_probe(session: Session) -> ProbeReading:
+    """:func:`on_gpu_evidence` typed: its risk when the last run may not have used the GPU."""
     lr = last_run(session)
     if lr is None:
-        return "not available yet: no run recorded"
+        return ProbeReading("not available yet: no run recorded", shown=False)
     devices = lr.distinct("device")
     n = lr.rows.height
     if not devices:
-        return f"last run (experiment {lr.experiment_id}): device not recorded in its {n} row(s)"
+        return ProbeReading(f"last run (experiment {lr.experiment_id}): device not recorded in its {n} row(s)")
     if all(d == COMMAND_DEVICE for d in devices):  # a command workload defined without --device
-        return (f"last run (experiment {lr.experiment_id}): the device was {COMMAND_DEVICE} in its "
-                f"{n} row(s), not by gpusession; the rows cannot tell whether it used the GPU: "
-                "NVML's per-process memory while it runs does")
+        return ProbeReading(
+            f"last run (experiment {lr.experiment_id}): the device was {COMMAND_DEVICE} in its "
+            f"{n} row(s), not by gpusession; the rows cannot tell whether it used the GPU: "
+            "NVML's per-process memory while it runs does")
     gpu = [d for d in devices if str(d).startswith(("cuda", "rocm", "hip"))]
     if gpu and len(gpu) == len(devices):
         text = f"on the GPU: the last run's {n} row(s) (experiment {lr.experiment_id}) ran on {', '.join(gpu)}"
         peaks = [int(v) for v in lr.distinct("peak_allocated_bytes")]
         if peaks and max(peaks) > 0:
-            return text + f"; the PyTorch allocator held up to {fmt_bytes(max(peaks))} there"
-        return (
-            f"WARNING: {text}, but no allocation on the GPU was recorded (peak allocated "
-            f"{'0' if peaks else 'not measured'}): check that model and data really live there"
-        )
-    return (
-        f"WARNING: the last run (experiment {lr.experiment_id}) ran on {', '.join(map(str, devices))}, "
-        "not (only) on the GPU; a program that finishes does not prove the GPU was used"
-    )
+            return ProbeReading(text + f"; the PyTorch allocator held up to {fmt_bytes(max(peaks))} there")
+        risk = (f"{text}, but no allocation on the GPU was recorded (peak allocated "
+                f"{'0' if peaks else 'not measured'}): check that model and data really live there")
+        return ProbeReading(f"WARNING: {risk}", risk=risk)
+    ran_on = f"ran on {', '.join(map(str, devices))}, not (only) on the GPU"
+    return ProbeReading(
+        f"WARNING: the last run (experiment {lr.experiment_id}) {ran_on}; a program that finishes "
+        "does not prove the GPU was used", risk=ran_on)
 
 
 @dataclass(frozen=True)
@@ -320,18 +356,31 @@ def order_match_evidence(session: Session, snap: NvmlSnapshot, *, record: bool =
     A deviation is recorded as an order event against the order number (S5), through
     :func:`gpusession.core.money.order.record_deviation`, which records one deviation once.
     """
+    return order_match_probe(session, snap, record=record).text
+
+
+def order_match_probe(session: Session, snap: NvmlSnapshot, *, record: bool = True) -> ProbeReading:
+    """:func:`order_match_evidence` typed: not shown when there is nothing to compare yet.
+
+    A deviation is no ``risk`` here: the summary says it from the order's record (D8).
+    """
     ordered = ordered_of(session)
     names, obs_count, source = _observed(session, snap)
     if not names:
         why = str(snap.reason) if not snap.available else "NVML sees no GPU"
         lr = last_run(session)
         if lr is None:
-            return f"not available yet: no GPU observed ({why}) and no run recorded"
+            return ProbeReading(f"not available yet: no GPU observed ({why}) and no run recorded", shown=False)
         devices = ", ".join(map(str, lr.distinct("device"))) or "not recorded"
-        return (
+        return ProbeReading(
             f"no GPU observed ({why}); the last run (experiment {lr.experiment_id}, device "
-            f"{devices}) recorded no GPU model: nothing to compare with the order yet"
-        )
+            f"{devices}) recorded no GPU model: nothing to compare with the order yet", shown=False)
+    return ProbeReading(_order_match_words(session, ordered, names, obs_count, source, record=record))
+
+
+def _order_match_words(session: Session, ordered: Ordered, names: list[str], obs_count: int | None,
+                       source: str, *, record: bool) -> str:
+    """The comparison of the GPUs seen with the order, once some were seen."""
     obs_model = " + ".join(names)
     seen = f"{obs_count if obs_count is not None else '?'} × {obs_model} seen ({source})"
     if ordered.gpu_model is None:

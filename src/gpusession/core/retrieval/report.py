@@ -73,10 +73,14 @@ from gpusession.core.records.summary import (
 from gpusession.core.records.variants import compare_variants, spread_warnings
 from gpusession.core.retrieval import checklist as cl
 from gpusession.core.retrieval.evidence import (
+    ProbeReading,
+    device_probe,
     fmt_bytes,
     latest_manifest,
+    on_gpu_probe,
+    order_match_probe,
     protocol_evidence,
-    run_probes,
+    snapshot_of,
 )
 from gpusession.core.retrieval.incidents import (
     PREDATES_LINE,
@@ -232,7 +236,7 @@ def _need(items: list[cl.ChecklistItem], session: Session) -> list[str]:
     return out
 
 
-def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -> list[str]:
+def _env(session: Session, frame: pl.DataFrame, probes: Sequence[tuple[str, ProbeReading]]) -> list[str]:
     cols = ["gpu_model", "gpu_count", "device", "driver_version", "python_version",
             "torch_version", "runtime_version"]  # precision: in the protocol section
     timed = frame.filter(pl.col("phase").is_not_null()) if frame.height else frame  # a validation ran nothing
@@ -275,16 +279,18 @@ def _env(session: Session, frame: pl.DataFrame, probes: list[tuple[str, str]]) -
         named = f" ({label})" if len(tables) > 1 else ""
         out += [""] + _wrap(f"Also stored{named}: " + "; ".join(pairs) + ".")
     seen: set[str] = set()
-    for n, (label, text) in enumerate(probes):
-        if "nothing to compare" in text or text.startswith(("not available yet", "WARNING",
-                                                             "NVML now: not available")):
-            continue  # nothing to say, or a warning the summary's risks already give
-        if not any(line.startswith("- **") for line in out[-n - 3:]):
+    listed = False
+    for label, probe in probes:
+        if not probe.shown or probe.risk is not None:
+            continue  # nothing to say, or a risk the summary already gives
+        if not listed:
             out.append("")  # the list's blank line, once
-        lines = [_said_once(line.strip(), seen) for line in text.splitlines() if line.strip()]
-        out += _wrap(f"**{label}:** {lines[0] if lines else '-'}", indent="  ", first="- ")
-        for line in lines[1:]:
-            if line.startswith("last run (experiment") and frame.height:
+            listed = True
+        lines = [(i, _said_once(line.strip(), seen)) for i, line in enumerate(probe.text.splitlines())
+                 if line.strip()]
+        out += _wrap(f"**{label}:** {lines[0][1] if lines else '-'}", indent="  ", first="- ")
+        for i, line in lines[1:]:
+            if i == probe.recorded_line and frame.height:
                 continue  # the table above says what the last run recorded
             out += _wrap(line, indent="    ", first="  - ")
 
@@ -972,12 +978,12 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool,
 
 
 # -- assembly ----------------------------------------------------------------------------
-def _live_probes(session: Session, nvml: Any, now: datetime) -> list[tuple[str, str]]:
+def _live_probes(session: Session, nvml: Any) -> list[tuple[str, ProbeReading]]:
     """Device, order match and on-GPU evidence read now (nothing recorded, nothing ticked)."""
-    ev = run_probes(session, nvml=nvml, now=now, record_deviation=False)
-    return [("Device check now (NVML) and in the last run", ev["device"]),
-            ("Order match", ev["order-match"]),
-            ("On the GPU", ev["on-gpu"])]
+    snap = snapshot_of(nvml)
+    return [("Device check now (NVML) and in the last run", device_probe(session, snap)),
+            ("Order match", order_match_probe(session, snap, record=False)),
+            ("On the GPU", on_gpu_probe(session))]
 
 
 def _plan_words(session: Session) -> str | None:
@@ -994,7 +1000,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any, answer: CostAnswer,
-             now: datetime, probes: Sequence[tuple[str, str]] = ()) -> list[str]:
+             now: datetime, probes: Sequence[tuple[str, ProbeReading]] = ()) -> list[str]:
     """The first lines: the verdict, the cost, the variant to keep, the risks (D5, D7, K3).
 
     At most :data:`SUMMARY_LINES` lines at 80 columns: one experiment's recommendation
@@ -1077,13 +1083,12 @@ def _rejected_files(session: Session) -> list[str]:
 
 
 def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | None,
-                probes: Sequence[tuple[str, str]], now: datetime) -> list[str]:
+                probes: Sequence[tuple[str, ProbeReading]], now: datetime) -> list[str]:
     """The risks line: incidents, rejected variants and files, the copy home, the GPU, time left.
 
-    ``rejected`` is ``None`` where no variant was timed (nothing to say of variants).
+    ``rejected`` is ``None`` where no variant was timed (nothing to say of variants). A
+    probe's risk is its typed :attr:`~gpusession.core.retrieval.evidence.ProbeReading.risk`.
     """
-    import re
-
     from gpusession.core.retrieval.status import retrieval_state
 
     incidents = len(_incident_groups(session, frame))
@@ -1092,8 +1097,7 @@ def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | Non
         risks.append(f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected")
     risks += _rejected_files(session)
     risks.append(retrieval_state(session.folder).words)
-    risks += [re.sub(r"^WARNING: (the last run \(experiment [^)]*\) )?", "", text.split(";")[0])
-              for _, text in probes if text.startswith("WARNING")]
+    risks += [probe.risk for _, probe in probes if probe.risk is not None]
 
     risks += deviation_words(session)  # D8: the GPU found is not the one ordered
     if session.package.end is not None:
@@ -1110,7 +1114,7 @@ class _Head:
     frame: pl.DataFrame
     table: list[Any]
     cost: Any
-    probes: list[tuple[str, str]]
+    probes: list[tuple[str, ProbeReading]]
     summary: list[str]
     answer: CostAnswer
 
@@ -1123,7 +1127,7 @@ def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.Da
     table = session_summary(session, frame) if frame.height else []
     answer = session_answer(session, frame=frame)  # the one count and cost (A1)
     cost = _cost_report(session, answer)
-    probes = _live_probes(session, nvml, now)
+    probes = _live_probes(session, nvml)
     return _Head(now, items, frame, table, cost, probes,
                  _summary(session, frame, table, cost, answer, now, probes), answer)
 
