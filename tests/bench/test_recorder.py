@@ -132,6 +132,8 @@ def test_h65_a_timing_past_a_year_is_never_written_and_the_csv_still_reads(sessi
     assert second.elapsed_seconds is not None and second.corpus_accepted
     assert any("elapsed_seconds 1e+20" in r.message for r in session.journal_records()
                if isinstance(r, IncidentRecord))
+    assert any(r.kind == "past_bound" and r.run_key == "e:warm:batch-2:1" for r in session.journal_records()
+               if isinstance(r, IncidentRecord))  # typed: the report pairs it with its row by run
     ends = [r for r in session.journal_records() if isinstance(r, RunFinishedRecord)]
     assert [r.elapsed_s is None for r in ends] == [True, False]  # the journal says what the row says
 
@@ -150,3 +152,49 @@ def test_h65_the_results_writer_refuses_a_row_its_reader_would_refuse(session: S
             session.results.append(bad)
     assert session.results.path.read_bytes() == before
     assert [r.run_index for r in session.results.rows()] == [1]
+
+
+def _one_run(session: Session, *, load_note: str, load_quiet: bool) -> str | None:
+    """The notes of the one warm run a recorder writes, the concurrent load set as the runner sets it."""
+    rec, exp = _recorder(session, [])
+    rec.load_note, rec.load_quiet = load_note, load_quiet
+    warm = [r for r in schedule(exp) if r.phase == "warm"][:1]
+    slot = LoadSlot.of(exp.id, LoadSlot.variant_of(warm), 1)
+    rep = GroupReport(name="warm", runs={r.run_key: r for r in warm}, load=slot)
+    spec = worker_spec(session, exp, "warm", warm, None)
+    rec.load_started("warm", slot)
+    rec.on_worker_event(WorkerLoaded(elapsed_s=0.5, revisions={}), rep)
+    run = spec["runs"][0]
+    rec.on_worker_event(WorkerRunStarted(run_key=run["run_key"]), rep)
+    (finished,) = copy_corpus(spec, run, session.runs_dir / exp.id / run["variant_id"] / "warm-1.jsonl", 1)
+    rec.on_worker_event(finished, rep)
+    return next(r.notes for r in session.results.rows() if r.phase == "warm")
+
+
+def test_r10_the_concurrent_load_remark_follows_the_typed_quiet_field_not_its_words(
+        new_session: Any) -> None:
+    said_none = _one_run(new_session(name="said-none"), load_note="host CPU 3%; other GPU processes: none",
+                         load_quiet=False)
+    assert "concurrent load at start: host CPU 3%; other GPU processes: none" in (said_none or "")
+    said_busy = _one_run(new_session(name="said-busy"), load_note="host CPU 3%; other GPU processes: pid 9 on GPU 0",
+                         load_quiet=True)
+    assert "concurrent load at start" not in (said_busy or "")
+
+
+def test_r7_the_recorder_types_a_death_by_the_run_it_cut_and_its_kind(session: Session) -> None:
+    from gpusession.core.events import IncidentRecord
+
+    rec, exp = _recorder(session, [])
+    warm = [r for r in schedule(exp) if r.phase == "warm"]
+    slot = LoadSlot.of(exp.id, LoadSlot.variant_of(warm), 1)
+    rep = GroupReport(name="warm", runs={r.run_key: r for r in warm}, load=slot)
+    rec.load_started("warm", slot)
+    rec.on_worker_event(WorkerLoaded(elapsed_s=0.5, revisions={}), rep)
+    rec.on_worker_event(WorkerRunStarted(run_key=warm[0].run_key), rep)
+    rep.in_flight = warm[0]
+    rep.code = -9
+    rec.group_exited(rep)
+    (died,) = [r for r in session.journal_records() if isinstance(r, IncidentRecord)]
+    assert (died.kind, died.run_key, died.worker) == ("worker_died", rec.key(warm[0]).format(), "warm")
+    row = next(r for r in session.results.rows() if r.phase == "warm")
+    assert died.what is not None and f"incident: {died.what}" in (row.notes or "")  # the row's own words
