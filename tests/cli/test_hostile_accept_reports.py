@@ -14,19 +14,22 @@ import os
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from helpers import RunCli, cli, run_rule_experiment
 
+from gpusession.core.events import RunFinishedRecord
 from gpusession.core.folder.session import Session
+from gpusession.core.money.count import rule_accepted_runs
 from gpusession.core.validation import accept_rule
 from gpusession.core.validation.accept_rule import (
     REPORT_MAX_BYTES,
     AcceptReport,
     check_names,
     files_digest,
+    files_digest_from_old_notes,
     read_report,
     reason_line,
-    recorded_files_digest,
 )
 
 pytestmark = pytest.mark.calendar
@@ -129,7 +132,7 @@ def test_h71_the_writer_never_writes_a_report_its_reader_refuses(
     assert why is None and doc["files"] == {} and doc["files_past_bound"] == 500
     note = accepted.note() or ""
     assert "not counted: the list of its 500 files would pass the 20,000 bytes" in note
-    assert recorded_files_digest(note) == files_digest({})  # the row ties the run to no file
+    assert files_digest_from_old_notes(note) == files_digest({})  # the row ties the run to no file
 
 
 # -- H-72: digests added to a real report after the rule judged are named, never counted ---------
@@ -140,7 +143,7 @@ def test_h72_digests_added_to_a_real_accepted_report_are_not_counted(
     doc = json.loads(path.read_text("utf-8"))
     row = next(r for r in session.results.rows() if r.corpus_accepted and
                path.name == f"{r.phase}-{r.run_index}.accept.json" and path.parent.name == r.variant_id)
-    assert recorded_files_digest(row.notes) == files_digest(doc["files"])  # the run tied them
+    assert files_digest_from_old_notes(row.notes) == files_digest(doc["files"])  # the run tied them
     doc["files"].update({f"zz-{i}.png": f"{i:064x}" for i in range(100)})
     path.write_text(json.dumps(doc), encoding="utf-8")
     code, out, err = cli(capsys, sessions_root, "cost", session.name)
@@ -156,12 +159,41 @@ def test_h72_digests_added_to_a_real_accepted_report_are_not_counted(
     assert "3 accepted visuals" in out and "103" not in out
 
 
+def test_h72_the_files_digest_is_read_from_the_runs_journal_record_not_its_notes(
+        capsys: pytest.CaptureFixture[str], sessions_root: Path, session: Session) -> None:
+    run_rule_experiment(capsys, sessions_root, session)
+    path = _accepted_report(session)
+    doc = json.loads(path.read_text("utf-8"))
+    ends = {(r.variant_id, r.phase, r.run_index): r.files_digest for r in session.journal_records()
+            if isinstance(r, RunFinishedRecord) and r.files_digest is not None}
+    assert files_digest(doc["files"]) in ends.values()  # typed with the run (H-72)
+    # every note reworded: the tie's words gone from some, another digest written in others
+    frame = pl.read_csv(session.results.path, infer_schema=False)
+    frame = frame.with_columns(pl.when(pl.col("notes").is_not_null())
+                               .then(pl.lit("reworded; 1 files counted, list sha256: " + "f" * 64))
+                               .otherwise(None).alias("notes"))
+    frame.write_csv(session.results.path)
+    code, out, err = cli(capsys, sessions_root, "cost", session.name)
+    assert code == 0, err
+    assert out.splitlines()[0] == "55.00 USD ÷ 3 accepted visuals = 18.33 USD per visual", out
+
+
+def test_h72_an_old_row_without_a_typed_digest_is_read_by_the_old_notes_adapter() -> None:
+    rows = pl.DataFrame({"experiment_id": ["e"], "variant_id": ["v"], "phase": ["warm"], "run_index": [1],
+                         "quality_metric": ["accept-rule"], "corpus_accepted": [True],
+                         "notes": ["accept rule: accepted (ok); 3 files counted, list sha256: " + "a" * 64]})
+    assert rule_accepted_runs(rows) == {("e", "v", "warm", 1): "a" * 64}  # an old journal: the words
+    typed = RunFinishedRecord(run_key="e:warm:v:1", experiment_id="e", variant_id="v", phase="warm",
+                              run_index=1, ok=True, files_digest="b" * 64)
+    assert rule_accepted_runs(rows, [typed]) == {("e", "v", "warm", 1): "b" * 64}  # the typed field wins
+
+
 def test_h72_a_row_that_records_two_files_digests_records_none() -> None:
     one = "accept rule: accepted (ok); 3 files counted, list sha256: " + "a" * 64
-    assert recorded_files_digest(one) == "a" * 64
-    assert recorded_files_digest(one + "; incident: 3 files counted, list sha256: " + "b" * 64) is None
-    assert recorded_files_digest("accept rule: accepted (ok)") is None
-    assert recorded_files_digest(None) is None
+    assert files_digest_from_old_notes(one) == "a" * 64
+    assert files_digest_from_old_notes(one + "; incident: 3 files counted, list sha256: " + "b" * 64) is None
+    assert files_digest_from_old_notes("accept rule: accepted (ok)") is None
+    assert files_digest_from_old_notes(None) is None
 
 
 # -- H-73: a file named like a token is written masked, its digest still counted -----------------

@@ -102,6 +102,7 @@ from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
 from gpusession.core.records.summary import accepted_revisions
 from gpusession.core.retrieval.status import count_appended_row, csv_signature
+from gpusession.core.validation.accept_rule import AcceptReport
 
 #: Exception types of a load failure that another worker would hit the same way: the
 #: workload does not import, its factory or definition is refused, or it breaks the
@@ -158,10 +159,12 @@ def attempt_number(session: Session, experiment_id: str) -> int:
 
 
 def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
-                        ev: WorkerRunFinished, facts: RowFacts) -> RunFinishedRecord:
+                        ev: WorkerRunFinished, facts: RowFacts, *,
+                        files_digest: str | None = None) -> RunFinishedRecord:
     """The journal's record of a run its worker reported finished (ok or not, R3), with its row's typed facts.
 
     A duration past a year is left out, as its row leaves it out (H-65: one record).
+    ``files_digest``: the accept report's files digest when the rule accepted (H-72).
     """
     def seconds(value: float | None) -> float | None:
         return None if number_past_bound(value, "duration") else value
@@ -176,7 +179,7 @@ def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
         memory_scope=ALLOCATOR_SCOPE if ev.peak_allocated_bytes is not None else CPU_MEMORY_SCOPE,
         reported=dict(ev.reported) if ev.reported else None,
         cpu_user_s=ev.cpu_user_s, cpu_system_s=ev.cpu_system_s, max_rss_bytes=ev.max_rss_bytes,
-        **facts.record_fields(),
+        files_digest=files_digest, **facts.record_fields(),
     )
 
 
@@ -450,8 +453,10 @@ class Recorder:
         if ev.ok and validation is not None and validation[0] and self.stops is not None:
             # a verdict: the gate looks (D3)
             self.stops.first_result(run, self.validation.last_report, self.validation.last_path)
+        report = self.validation.last_report if validation is not None else None
+        digest = report.accepted_files_digest() if isinstance(report, AcceptReport) else None  # H-72, typed
         facts = self.append(row, facts, ev.reported, ev.offered, (ev.applied or {}).get("params"))
-        self.journal(run_finished_record(self.key(run).format(), exp.id, run, ev, facts))
+        self.journal(run_finished_record(self.key(run).format(), exp.id, run, ev, facts, files_digest=digest))
         self.progress(run)
 
     # -- what each worker event leaves, as it arrives (S7) -------------------------------

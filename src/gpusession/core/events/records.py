@@ -127,6 +127,10 @@ class RunFinishedRecord(_RowFactsFields, _RunRecord):
     cpu_user_s: float | None = _opt()
     cpu_system_s: float | None = _opt()
     max_rss_bytes: int | None = _opt()
+    #: when an accept rule accepted the run's output: the SHA-256 of the ``files`` list its
+    #: accept report holds (H-72), what the count ties the report to; absent otherwise and
+    #: in records written before it was typed (their row's notes say it)
+    files_digest: str | None = _opt()
 
 
 @dataclass(frozen=True, kw_only=True)

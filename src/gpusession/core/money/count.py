@@ -25,6 +25,7 @@ time, so ``status --format tmux`` says ``18 visuals`` without hashing anything
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,8 +65,9 @@ from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import (
     RunKey,
     accepted_output_digests,
+    files_digest_from_old_notes,
+    files_digests_of_runs,
     has_accept_rule,
-    recorded_files_digest,
 )
 
 if TYPE_CHECKING:
@@ -174,21 +176,31 @@ def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
             f"{count.unit.singular}")
 
 
-def rule_accepted_runs(rows: Any) -> dict[RunKey, str | None]:
-    """The rows an accept rule accepted (H-57), each with the files digest its notes record (H-72).
+def rule_accepted_runs(rows: Any, records: Iterable[Any] = ()) -> dict[RunKey, str | None]:
+    """The rows an accept rule accepted (H-57), each with the files digest its run recorded (H-72).
+
+    The digest is the run's typed journal field (``run_finished.files_digest``,
+    :func:`files_digests_of_runs` of ``records``); a run journalled before it was typed
+    has it only in its row's notes, read by the old-folder adapter
+    (:func:`files_digest_from_old_notes`).
 
     Returns:
         ``(experiment, variant, phase, run index)`` → the digest of the report's files the
-        run recorded when the rule accepted (:func:`recorded_files_digest`), ``None`` when none.
+        run recorded when the rule accepted, ``None`` when none.
     """
     import polars as pl
 
     if rows.height == 0:
         return {}
+    typed = files_digests_of_runs(records)
     marker = kinds.ACCEPT_RULE.row_marker
     mine = rows.filter((pl.col("quality_metric") == marker) & pl.col("corpus_accepted").fill_null(False))
-    return {(str(e), str(v), str(p), int(i)): recorded_files_digest(n) for e, v, p, i, n in
-            mine.select("experiment_id", "variant_id", "phase", "run_index", "notes").iter_rows() if i is not None}
+    out: dict[RunKey, str | None] = {}
+    for e, v, p, i, n in mine.select("experiment_id", "variant_id", "phase", "run_index", "notes").iter_rows():
+        if i is not None:
+            run = (str(e), str(v), str(p), int(i))
+            out[run] = typed[run] if run in typed else files_digest_from_old_notes(n)
+    return out
 
 
 def _rows_in_period(rows: Any, period: Period) -> tuple[Any, set[tuple[str, str]]]:
@@ -260,7 +272,7 @@ def _count_rule(scope: CountScope) -> KindCount | None:
     if not has_accept_rule(scope.session):
         return None
     period = scope.period()
-    runs = rule_accepted_runs(scope.rows())
+    runs = rule_accepted_runs(scope.rows(), scope.session.journal_records())
     inside = {r: tie for r, tie in runs.items() if period.side(r) is None}
     digests, validated, left_out = accepted_output_digests(scope.session, inside)
     return KindCount(len(digests) if validated else None,

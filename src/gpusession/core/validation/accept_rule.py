@@ -34,7 +34,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -386,10 +386,30 @@ def files_digest(files: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def recorded_files_digest(notes: str | None) -> str | None:
-    """The files digest a row's notes record (:data:`TIE_WORDS`); ``None`` when not exactly one (H-72).
+def files_digests_of_runs(records: Iterable[Any]) -> dict[RunKey, str]:
+    """The files digest each run journalled when the rule accepted it (``run_finished.files_digest``, H-72).
 
-    Two are as good as none: a workload's own words cannot stand in for the run's.
+    The typed place the count ties an accept report to its run; the newest record of a
+    run measured again wins. A run absent here was journalled before the digest was typed
+    (or not accepted): its row's notes are read by :func:`files_digest_from_old_notes`.
+    """
+    out: dict[RunKey, str] = {}
+    for rec in records:
+        digest = getattr(rec, "files_digest", None)
+        exp, variant = getattr(rec, "experiment_id", None), getattr(rec, "variant_id", None)
+        phase, index = getattr(rec, "phase", None), getattr(rec, "run_index", None)
+        if (isinstance(digest, str) and isinstance(index, int) and exp is not None and variant is not None
+                and phase is not None):
+            out[(str(exp), str(variant), str(phase), index)] = digest
+    return out
+
+
+def files_digest_from_old_notes(notes: str | None) -> str | None:
+    """The files digest a row's notes record (:data:`TIE_WORDS`), for a run journalled without it (H-72).
+
+    The old-folder adapter: a session written before the digest was a typed field of
+    ``run_finished`` has it only in its row's words. ``None`` when not exactly one: two
+    are as good as none (a workload's own words cannot stand in for the run's).
     """
     found = _TIE_RE.findall(notes or "")
     return found[0] if len(found) == 1 else None
@@ -485,6 +505,14 @@ class AcceptReport:
             "corpus_accepted": self.corpus_accepted,
         }
 
+    def accepted_files_digest(self) -> str | None:
+        """The digest of the files list the report holds when the rule accepted, else ``None`` (H-72).
+
+        :func:`files_digest` of :func:`shown_files`: journalled typed with the run
+        (``run_finished.files_digest``) and said in the row's note (:data:`TIE_WORDS`).
+        """
+        return files_digest(shown_files(self.files)) if self.corpus_accepted else None
+
     def note(self) -> str | None:
         """The row's note: the failed checks and the rule's reason (escaped, ≤ 200 characters)."""
         out = []
@@ -494,8 +522,8 @@ class AcceptReport:
             out.append(f"format: {'; '.join(self.format_problems[:3])}")
         if self.verdict is not None:
             out.append(f"accept rule: {self.verdict}" + (f" ({self.reason})" if self.reason else ""))
-        if self.corpus_accepted:  # what the count may believe of the report (H-72)
-            out.append(TIE_WORDS.format(n=len(self.files), digest=files_digest(shown_files(self.files))))
+        if (digest := self.accepted_files_digest()) is not None:  # what the count may believe (H-72)
+            out.append(TIE_WORDS.format(n=len(self.files), digest=digest))
         if self.files_past_bound:
             out.append(f"not counted: the list of its {self.files_past_bound:,} files would pass the "
                        f"{REPORT_MAX_BYTES:,} bytes an accept report may hold")
@@ -729,4 +757,5 @@ def last_accepted_output(session: RuleSession) -> Path | None:
 __all__ = ["ACCEPTED", "AcceptReport", "AcceptRule", "FORMATS", "KIND", "NamesCheck", "REJECTED", "UNJUDGED",
            "REPORT_MAX_BYTES", "RunKey", "TIE_WORDS", "accept_protocol", "accepted_output_digests", "check_format",
            "check_names", "files_digest", "format_problem", "has_accept_rule", "last_accepted_output",
-           "read_expected_names", "read_report", "reason_line", "recorded_files_digest", "rule_of", "shown_files"]
+           "files_digest_from_old_notes", "files_digests_of_runs", "read_expected_names", "read_report",
+           "reason_line", "rule_of", "shown_files"]
