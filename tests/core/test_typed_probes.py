@@ -20,8 +20,9 @@ from gpusession.core.retrieval.evidence import (
     on_gpu_probe,
     order_match_evidence,
     order_match_probe,
+    protocol_findings,
 )
-from gpusession.core.retrieval.report import _env, _risk_lines
+from gpusession.core.retrieval.report import _env, _protocols, _risk_lines
 
 pytestmark = pytest.mark.calendar
 
@@ -88,3 +89,16 @@ def test_s5_nothing_to_compare_with_the_order_is_not_shown(session: Session) -> 
     _ran_on(session, "cpu")
     probe = order_match_probe(session, NO_NVML, record=False)
     assert not probe.shown and probe.text == order_match_evidence(session, NO_NVML, record=False)
+
+
+def test_v5_each_experiments_protocol_line_is_picked_by_its_id_never_by_the_words(session: Session) -> None:
+    session.data["experiments"] = {
+        "e": {"workload": "w", "defined_at": "2026-11-29T15:00:00+00:00", "protocol": {"metric": "macro_f1"}},
+        # its words start with "e: ", as a line about experiment e would
+        "e: x": {"workload": "w", "defined_at": "2026-11-29T16:00:00+00:00"},
+    }
+    found = protocol_findings(session)
+    assert set(found) == {"e", "e: x"} and all(not late for _, late in found.values())
+    text = " ".join(" ".join(_protocols(session)).split())
+    assert text.count("Protocol stored 2026-11-29T15:00:00+00:00") == 1  # said for e alone
+    assert text.count("Protocol stored 2026-11-29T16:00:00+00:00") == 1

@@ -508,15 +508,31 @@ def _as_dt(value: Any) -> datetime | None:
 def protocol_evidence(session: Session) -> str:
     """Per experiment: was its protocol stored before its first measured run (V5, P§1).
 
+    One line per experiment of :func:`protocol_findings`, ``e: …`` (``WARNING e: …`` for a
+    protocol stored after the first run).
+    """
+    found = protocol_findings(session)
+    lines = [f"WARNING {exp_id}: {words}" if late else f"{exp_id}: {words}" for exp_id, (words, late) in found.items()]
+    return "\n".join(lines) if lines else "not available yet: no experiment defined"
+
+
+def protocol_findings(session: Session) -> dict[str, tuple[str, bool]]:
+    """Per experiment id: what :func:`protocol_evidence` says of it, and whether it was stored late (V5).
+
     When the protocol was stored: the experiment's ``defined_at`` in ``session.toml`` if
     present, else the first ``experiment_defined`` journal event of that id (the run
     engine writes one when it stores the experiment). The first measured run is the first
     ``run_started`` journal event of that id. A protocol in ``session.toml`` that differs
     from the last one the journal recorded before the runs is flagged too.
+
+    Returns:
+        ``{experiment id: (words without the id, stored after the first run)}``; empty
+        when no experiment is defined. A reader picks an experiment's line by its id here,
+        never by the line's words.
     """
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
-        return "not available yet: no experiment defined"
+        return {}
     first_run: dict[str, datetime] = {}
     defined: dict[str, datetime] = {}
     stored_protocol: dict[str, Any] = {}
@@ -534,7 +550,7 @@ def protocol_evidence(session: Session) -> str:
             defined.setdefault(exp, at)
             if exp not in first_run:
                 stored_protocol[exp] = rec.settings.get("protocol")
-    lines = []
+    out: dict[str, tuple[str, bool]] = {}
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
             continue
@@ -557,20 +573,17 @@ def protocol_evidence(session: Session) -> str:
         if changed:
             miss_txt += "; WARNING: the protocol in session.toml differs from the one stored before the runs (V5)"
         if at is None:
-            lines.append(f"{exp_id}: when the protocol was stored is not recorded{miss_txt}")
+            out[str(exp_id)] = (f"when the protocol was stored is not recorded{miss_txt}", False)
         elif first is None:
-            lines.append(f"{exp_id}: protocol stored {at.isoformat()}; no measured run yet{miss_txt}")
+            out[str(exp_id)] = (f"protocol stored {at.isoformat()}; no measured run yet{miss_txt}", False)
         elif at <= first:
-            lines.append(
-                f"{exp_id}: protocol stored {at.isoformat()}, before the first run "
-                f"{first.isoformat()}{miss_txt}"
-            )
+            out[str(exp_id)] = (f"protocol stored {at.isoformat()}, before the first run "
+                                f"{first.isoformat()}{miss_txt}", False)
         else:
-            lines.append(
-                f"WARNING {exp_id}: protocol stored {at.isoformat()}, AFTER the first run "
-                f"{first.isoformat()}: changing it afterwards needs a new experiment id (V5){miss_txt}"
-            )
-    return "\n".join(lines) if lines else "not available yet: no experiment defined"
+            out[str(exp_id)] = (f"protocol stored {at.isoformat()}, AFTER the first run "
+                                f"{first.isoformat()}: changing it afterwards needs a new experiment id (V5)"
+                                f"{miss_txt}", True)
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -79,7 +79,7 @@ from gpusession.core.retrieval.evidence import (
     latest_manifest,
     on_gpu_probe,
     order_match_probe,
-    protocol_evidence,
+    protocol_findings,
     snapshot_of,
 )
 from gpusession.core.retrieval.incidents import (
@@ -378,7 +378,7 @@ def _protocols(session: Session) -> list[str]:
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
         return ["_No experiment defined._"]
-    evidence = protocol_evidence(session).splitlines()
+    findings = protocol_findings(session)
     out: list[str] = []
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
@@ -389,9 +389,9 @@ def _protocols(session: Session) -> list[str]:
             text += " Validation: " + "; ".join(f"{k}: {_flat(v)}" for k, v in proto.items()) + "."
         else:
             text += " Validation protocol: _not stored_."
-        mine = [line.split(": ", 1)[1] for line in evidence if line.startswith(f"{exp_id}: ")]
-        if mine:
-            text += " " + "; ".join(m[:1].upper() + m[1:] for m in mine) + "."
+        if (found := findings.get(str(exp_id))) is not None:  # by its id, never by the line's words
+            words, late = found
+            text += " " + ("WARNING: " if late else "") + words[:1].upper() + words[1:] + "."
         out += ([""] if out else []) + _wrap(text)
     if not out:
         out = ["_No experiment defined._"]
