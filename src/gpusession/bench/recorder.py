@@ -39,10 +39,12 @@ from gpusession.bench.rows import (
     load_failed_row,
     load_row,
     run_row,
+    worker_incident_kind,
 )
 from gpusession.bench.run_validation import RunValidation, package_total_minor
 from gpusession.bench.run_words import (
     death_detail,
+    death_kind,
     incomplete_cause,
     load_fatal_words,
     no_join_words,
@@ -183,6 +185,11 @@ def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,
     )
 
 
+def accepted_digest(report: Any) -> str | None:
+    """The files digest of an accept report whose rule accepted (H-72), ``None`` for any other report."""
+    return report.accepted_files_digest() if isinstance(report, AcceptReport) else None
+
+
 def load_fields(experiment_id: str, slot: LoadSlot) -> dict[str, Any]:
     """The journal fields that name a load as a run (S7: a load is a timed run, R3)."""
     return dict(run_key=slot.key.format(), experiment_id=experiment_id,
@@ -271,11 +278,9 @@ class Recorder:
     def incident(self, message: str, *, kind: str, trace: str | None = None, exit: str | None = None,
                  run_key: str | None = None, worker: str | None = None, what: str | None = None,
                  show: bool = True) -> None:
-        """Journal and show one incident, less any secret (S6).
+        """Journal one incident, typed for the report (``kind``, ``run_key``, ``what``: R7), less any secret (S6).
 
-        ``kind`` (:data:`~gpusession.core.events.records.RUNNER_INCIDENT_KINDS`), ``run_key``,
-        ``worker`` and ``what`` are the typed fields the report groups by (R7); ``what``
-        defaults to ``message``. ``show``: ``False`` journals it only (said elsewhere).
+        ``what`` defaults to ``message``; ``show=False`` journals it only (said elsewhere).
         """
         message = mask_text(message)[0]  # what a program said, less any secret (S6)
         trace = mask_text(trace)[0] if trace else trace
@@ -453,8 +458,7 @@ class Recorder:
         if ev.ok and validation is not None and validation[0] and self.stops is not None:
             # a verdict: the gate looks (D3)
             self.stops.first_result(run, self.validation.last_report, self.validation.last_path)
-        report = self.validation.last_report if validation is not None else None
-        digest = report.accepted_files_digest() if isinstance(report, AcceptReport) else None  # H-72, typed
+        digest = accepted_digest(self.validation.last_report) if validation is not None else None  # H-72
         facts = self.append(row, facts, ev.reported, ev.offered, (ev.applied or {}).get("params"))
         self.journal(run_finished_record(self.key(run).format(), exp.id, run, ev, facts, files_digest=digest))
         self.progress(run)
@@ -536,27 +540,6 @@ class Recorder:
             self.finish_run(self.experiment, rep.runs[ev.run_key], ev)
         self.current_key = None
 
-    def _on_incident(self, ev: WorkerIncident, rep: GroupReport) -> None:
-        exp = self.experiment
-        said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
-        msg = f"{ev.where}: {ev.error_type}: {said}" + (" (out of memory)" if ev.oom else "")
-        rep.last_incident = msg
-        rep.last_error = f"{ev.error_type}: {said}"
-        if ev.where == "load" and unmendable_load(ev):
-            # Every worker loads the same model the same way: say it once and stop.
-            self.fatal_load = load_fatal_words(exp, self.session.name, rep.name, ev, said,
-                                               first=not self.keys_written, measured=self.measured)
-            show = False
-        else:
-            show = True
-        where_key = rep.load.key.format() if ev.where == "load" else self.current_key
-        self.incident(f"worker {rep.name}: {msg}", trace=ev.trace, show=show, run_key=where_key,
-                      worker=rep.name, what=msg,
-                      kind="out_of_memory" if ev.oom else "load_failed" if ev.where == "load" else "exception")
-        if ev.where == "load":
-            facts = self.append(load_failed_row(self.base_row(), rep.load, msg), load_failed_facts(msg))
-            self.close_load(rep, ok=False, facts=facts)  # no corpus validated
-
     # -- what the group's exit leaves ---------------------------------------------------
     def group_exited(self, rep: GroupReport) -> bool:
         """Journal the exit and write the rows it still owes; ``True`` when the group died.
@@ -601,11 +584,28 @@ class Recorder:
             facts = self.append(died_loading_row(self.base_row(), rep.load, detail),
                                 died_loading_facts(detail))  # no corpus validated
             self.close_load(rep, ok=False, facts=facts)
-        kind = ("timed_out" if rep.timed_out else "interrupted" if self.outcome.interrupted is not None
-                else "worker_died")
         # said once, in the fatal message, when there is one; kept in the journal
-        self.incident(detail, exit=describe_exit(code), kind=kind, worker=rep.name, show=self.fatal_load is None,
-                      run_key=cut)
+        self.incident(detail, exit=describe_exit(code), kind=death_kind(rep, self.outcome.interrupted),
+                      worker=rep.name, show=self.fatal_load is None, run_key=cut)
+
+
+def _on_incident(r: Recorder, ev: WorkerIncident, rep: GroupReport) -> None:
+    """Journal an exception the worker reported, typed (R7); a failed load gets its row (S7)."""
+    exp = r.experiment
+    said = error_gist(ev.message) or mask_text(ev.message or "")[0]  # never torch's banner
+    msg = f"{ev.where}: {ev.error_type}: {said}" + (" (out of memory)" if ev.oom else "")
+    rep.last_incident = msg
+    rep.last_error = f"{ev.error_type}: {said}"
+    if fatal := (ev.where == "load" and unmendable_load(ev)):
+        # Every worker loads the same model the same way: say it once and stop.
+        r.fatal_load = load_fatal_words(exp, r.session.name, rep.name, ev, said,
+                                        first=not r.keys_written, measured=r.measured)
+    r.incident(f"worker {rep.name}: {msg}", trace=ev.trace, show=not fatal, worker=rep.name, what=msg,
+               run_key=rep.load.key.format() if ev.where == "load" else r.current_key,
+               kind=worker_incident_kind(ev))
+    if ev.where == "load":
+        facts = r.append(load_failed_row(r.base_row(), rep.load, msg), load_failed_facts(msg))
+        r.close_load(rep, ok=False, facts=facts)  # no corpus validated
 
 
 def _on_descendants_ended(r: Recorder, ev: WorkerDescendantsEnded, rep: GroupReport) -> None:
@@ -625,7 +625,7 @@ _HANDLERS: dict[type[WorkerEvent], Callable[[Recorder, Any, GroupReport], None]]
     WorkerWarmupDone: Recorder._on_warmup_done,
     WorkerRunStarted: Recorder._on_run_started,
     WorkerRunFinished: Recorder._on_run_finished,
-    WorkerIncident: Recorder._on_incident,
+    WorkerIncident: _on_incident,
 }
 
 __all__ = ["UNMENDABLE_LOAD_ERRORS", "Recorder", "attempt_number", "measured_rows",

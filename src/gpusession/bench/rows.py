@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from gpusession.bench.ranks import error_gist
 from gpusession.bench.row_record import applied, record_words
 from gpusession.bench.timing import RESERVED_CARRY_NOTE
-from gpusession.core.events import WorkerApplied, WorkerLoaded, WorkerRunFinished
+from gpusession.core.events import WorkerApplied, WorkerIncident, WorkerLoaded, WorkerRunFinished
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.secrets import mask_text
 from gpusession.core.files.units import format_bytes
@@ -217,6 +217,11 @@ def failure_incident_kind(ev: WorkerRunFinished) -> str:
             else "exception")
 
 
+def worker_incident_kind(ev: WorkerIncident) -> str:
+    """The journal's kind of an exception the worker reported (``IncidentRecord.kind``, R7)."""
+    return "out_of_memory" if ev.oom else "load_failed" if ev.where == "load" else "exception"
+
+
 def failure_kind(ev: WorkerRunFinished) -> str:
     """What failed a run, in words: out of memory, a refused output, or the workload.
 
@@ -341,8 +346,9 @@ def within_bounds(row: ResultRow, facts: RowFacts, *,
     row = row.replace(**{c: None for c, _ in refused}, corpus_accepted=None)
     facts = replace(facts, incidents=facts.incidents + tuple(Incident("past_bound", w) for _, w in refused))
     key = f"{row.experiment_id} {row.phase} {row.variant_id} run {row.run_index}"
-    run_key = (RunKey(row.experiment_id, row.phase, row.variant_id, row.run_index).format()
-               if row.phase is not None and row.variant_id is not None and row.run_index is not None else None)
+    exp, phase, variant, index = row.experiment_id, row.phase, row.variant_id, row.run_index
+    run_key = (RunKey(exp, phase, variant, index).format()
+               if exp is not None and phase is not None and variant is not None and index is not None else None)
     for _, w in refused:
         say(f"{key}: {w}; left empty, the run counts as failed", kind="past_bound", run_key=run_key, what=w)
     return row, facts

@@ -54,6 +54,15 @@ def survivor(exp: Experiment, cause: RankFailure, leader: int | None, last_error
     return (leader is None and exp.nodes > 1 and cause.error is None and lost_peer(last_error))
 
 
+def death_kind(rep: GroupReport, interrupted: str | None) -> str:
+    """The journal's kind of a group's death (``IncidentRecord.kind``, R7), as :func:`death_detail` words it.
+
+    ``"timed_out"`` (killed at the run's time limit), ``"interrupted"`` (ended by a signal
+    to gpusession) or ``"worker_died"`` (it exited on its own: a crashed worker).
+    """
+    return "timed_out" if rep.timed_out else "interrupted" if interrupted else "worker_died"
+
+
 def death_detail(exp: Experiment, rep: GroupReport, code: int | None, interrupted: str | None) -> str:
     """How a group died, in one sentence: ``"worker NAME exited with code 1 after …"``.
 
