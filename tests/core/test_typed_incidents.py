@@ -281,3 +281,33 @@ def test_r7_the_runner_types_each_incident_it_journals(ran: Session) -> None:
     assert ("worker_died", "e:warm:batch-8:2") in typed
     died = next(r for r in records if r.kind == "worker_died")
     assert died.worker == "warm" and died.what is not None and not died.what.startswith("worker warm: ")
+
+
+def _functions_using(path: Path, used: Any) -> set[str]:
+    """The names of the top-level functions of ``path`` whose body holds a node ``used`` accepts."""
+    import ast
+
+    tree = ast.parse(path.read_text("utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+            and any(used(n) for n in ast.walk(node))}
+
+
+def test_r7_words_are_read_to_group_an_incident_or_tie_a_digest_only_in_the_old_folder_adapters() -> None:
+    import ast
+
+    root = Path(runner_module.__file__).resolve().parents[1]
+
+    def re_call(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "re"
+
+    def incident_words(n: ast.AST) -> bool:
+        return isinstance(n, ast.Constant) and n.value == "incident: "
+
+    incidents = root / "core" / "retrieval" / "incidents.py"
+    assert _functions_using(incidents, re_call) == {"_incident_from_old_words"}
+    assert _functions_using(incidents, incident_words) == {"legacy_incident_notes", "legacy_remarks"}
+    tie = _functions_using(root / "core" / "validation" / "accept_rule.py",
+                           lambda n: isinstance(n, ast.Name) and n.id == "_TIE_RE")
+    assert tie == {"files_digest_from_old_notes"}
+    report = (root / "core" / "retrieval" / "report.py").read_text("utf-8")
+    assert 'startswith("WARNING' not in report and "startswith(('not available" not in report
