@@ -311,3 +311,17 @@ def test_r7_words_are_read_to_group_an_incident_or_tie_a_digest_only_in_the_old_
     assert tie == {"files_digest_from_old_notes"}
     report = (root / "core" / "retrieval" / "report.py").read_text("utf-8")
     assert 'startswith("WARNING' not in report and "startswith(('not available" not in report
+
+
+def test_r7_a_runs_second_incident_joins_its_own_words_not_the_runs_first(session: Session) -> None:
+    said = f"out of memory: OutOfMemoryError: {OOM}"
+    past = "elapsed_seconds 1e+20: expected a duration under a year"
+    facts = RowFacts(incidents=(Incident("run_failed", said), Incident("past_bound", past)))
+    session.results.append_many([ResultRow(experiment_id="e", variant_id="batch-8", phase="warm",
+                                           run_index=1, notes=notes_cell(facts))])
+    session.journal(RunFinishedRecord(run_key="e:warm:batch-8:1", experiment_id="e", variant_id="batch-8",
+                                      phase="warm", run_index=1, ok=False, **facts.record_fields()))
+    session.journal(IncidentRecord(experiment_id="e", kind="past_bound", run_key="e:warm:batch-8:1", what=past,
+                                   message="e warm batch-8 run 1: …"))
+    found = {i.kind: len(i.times) for i in _incidents_of(session)}
+    assert found == {"run_failed": 0, "past_bound": 1}

@@ -187,8 +187,9 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
 
     A row's incidents group by their typed words (two runs that failed alike are one
     incident); a journal ``incident`` record joins the incident of the row of its
-    ``run_key`` (the run it cut), else the one with its ``what``. Records older than
-    typed incidents go through :func:`_incident_from_old_words`.
+    ``run_key`` (the run it cut) with its ``what``, else that row's first incident, else
+    the one with its ``what``. Records older than typed incidents go through
+    :func:`_incident_from_old_words`.
 
     Args:
         frame: the results rows.
@@ -198,6 +199,7 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
     legacy: list[tuple[RunWho, str]] = []
     groups: dict[str, _Group] = {}
     by_run: dict[str, str] = {}  # a row's run key → the key of its (first) incident's group
+    by_what: dict[tuple[str, str], str] = {}  # (run key, the incident's words) → its group's key
     for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
         if f is None:
             said = legacy_incident_notes(r.get("notes"))
@@ -209,12 +211,15 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
             groups.setdefault(key, _Group(incident.kind)).runs.append(_who(r))
             if (run := _run_key_text(_who(r))) is not None:
                 by_run.setdefault(run, key)
+                by_what.setdefault((run, incident.what), key)
     for rec in (x for x in read.records if isinstance(x, IncidentRecord)):
         if rec.kind is None and rec.what is None:
             key = _incident_from_old_words(str(rec.message or ""), groups)
             groups.setdefault(key, _Group(None, old=True))
         else:
-            key = by_run.get(rec.run_key or "") or str(rec.what if rec.what is not None else rec.message or "")
+            run = rec.run_key or ""
+            key = (by_what.get((run, rec.what or "")) or by_run.get(run)
+                   or str(rec.what if rec.what is not None else rec.message or ""))
             groups.setdefault(key, _Group(rec.kind))
         groups[key].times.append(rec.at)
     for u in read.unreadable:  # said once: recovery's incident already names most of them
