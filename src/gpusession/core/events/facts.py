@@ -10,6 +10,7 @@ both facts come from the journal's typed records, read here once. Who calls it:
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -80,26 +81,62 @@ _STOPPED_WORDS = {"session-limit": "stopped at the session limit",
                   "first-result": "stopped after the first result"}
 
 
-def _attempt_words(records: Sequence[Event], exp_id: str, start: int,
-                   stop: int) -> tuple[str, frozenset[tuple[str, str]]] | None:
+@dataclass(frozen=True)
+class _Index:
+    """Where each experiment's records lie, so an attempt is read from its own records only.
+
+    ``own``: ``{experiment id → indexes of the records naming it}``, in order;
+    ``ends``: indexes of the ``experiment_ended`` records naming no experiment (they end
+    every one). Why: a session of 500 experiments would otherwise scan the rest of the
+    journal once per experiment (A5).
+    """
+
+    own: dict[str, list[int]]
+    ends: list[int]
+
+    @classmethod
+    def of(cls, records: Sequence[Event]) -> _Index:
+        """The index of ``records`` (typed, oldest first), in one pass."""
+        own: dict[str, list[int]] = {}
+        ends: list[int] = []
+        for i, r in enumerate(records):
+            exp = getattr(r, "experiment_id", None)
+            if exp is not None:
+                own.setdefault(exp, []).append(i)
+            elif isinstance(r, ExperimentEndedRecord):
+                ends.append(i)
+        return cls(own, ends)
+
+    def between(self, exp_id: str, start: int, stop: int) -> list[int]:
+        """Indexes of ``exp_id``'s records strictly after ``start`` and before ``stop``."""
+        own = self.own.get(exp_id, [])
+        return own[bisect_right(own, start):bisect_left(own, stop)]
+
+
+def _attempt_words(records: Sequence[Event], exp_id: str, start: int, stop: int,
+                   index: _Index | None = None) -> tuple[str, frozenset[tuple[str, str]]] | None:
     """How one attempt (``records[start:stop]``) left its scheduled runs, ``None`` when it ran all."""
+    index = _Index.of(records) if index is None else index
     head = records[start]
     assert isinstance(head, ExperimentStartedRecord)
-    after = records[start + 1:stop]
-    end = next((r for r in after if isinstance(r, ExperimentEndedRecord)
-                and r.experiment_id in (None, exp_id)), None)
+    mine = index.between(exp_id, start, stop)
+    after = [records[i] for i in mine]
+    ends = [i for i in mine if isinstance(records[i], ExperimentEndedRecord)][:1]
+    anonymous = bisect_right(index.ends, start)
+    if anonymous < len(index.ends) and index.ends[anonymous] < stop:
+        ends.append(index.ends[anonymous])  # an end naming no experiment ends this one too
+    end = records[min(ends)] if ends else None
     if end is not None:  # ended: said when it stopped before its scheduled runs were done
         if not isinstance(end, ExperimentIncompleteRecord):
             return None
         how = ("the run was cancelled" if end.cancelled else
                _STOPPED_WORDS.get(end.stopped or "", "the run stopped before the end"))
     elif any(isinstance(r, IncidentRecord) and r.kind == UNFINISHED_KIND
-             and r.experiment_id == exp_id for r in records[start + 1:]):
+             for r in (records[i] for i in index.between(exp_id, start, len(records)))):
         how = "the run did not finish"  # recovery said so: its process was killed
     else:
         return None  # still running, or killed and not recovered yet
-    finished = {(r.phase, r.variant_id, r.run_index) for r in after
-                if isinstance(r, RunFinishedRecord) and r.experiment_id == exp_id}
+    finished = {(r.phase, r.variant_id, r.run_index) for r in after if isinstance(r, RunFinishedRecord)}
     scheduled = [str(k).split(":") for k in head.runs]
     missing = frozenset((k[1], k[0]) for k in scheduled if len(k) == 3 and (
         k[0], k[1], int(k[2]) if k[2].isdigit() else k[2]) not in finished)
@@ -127,8 +164,9 @@ def unfinished(records: Sequence[Event]) -> dict[str, tuple[str, frozenset[tuple
         scheduled are not in it.
     """
     out: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {}
+    index = _Index.of(records)
     for exp_id, starts in _attempts(records).items():
-        left = _attempt_words(records, exp_id, starts[-1], len(records))
+        left = _attempt_words(records, exp_id, starts[-1], len(records), index)
         if left is not None:
             out[exp_id] = left
     return out
@@ -166,6 +204,7 @@ def attempts(records: Sequence[Event]) -> dict[str, list[Attempt]]:
         ``{experiment id → [Attempt 1, Attempt 2, …]}``.
     """
     out: dict[str, list[Attempt]] = {}
+    index = _Index.of(records)
     for exp_id, starts in _attempts(records).items():
         found: list[Attempt] = []
         for n, start in enumerate(starts, start=1):
@@ -173,11 +212,10 @@ def attempts(records: Sequence[Event]) -> dict[str, list[Attempt]]:
             head = records[start]
             assert isinstance(head, ExperimentStartedRecord)
             keys = {f"{exp_id}:{k}" for k in head.runs}
-            keys |= {str(r.run_key) for r in records[start + 1:stop]
+            keys |= {str(r.run_key) for r in (records[i] for i in index.between(exp_id, start, stop))
                      if isinstance(r, LoadStartedRecord | LoadFinishedRecord | RunStartedRecord
-                                   | RunFinishedRecord)
-                     and r.experiment_id == exp_id and r.run_key}
-            left = _attempt_words(records, exp_id, start, stop)
+                                   | RunFinishedRecord) and r.run_key}
+            left = _attempt_words(records, exp_id, start, stop, index)
             found.append(Attempt(n, frozenset(keys), *(left or (None, frozenset()))))
         out[exp_id] = _with_resumes(found, [records[i] for i in starts])
     return out

@@ -577,6 +577,24 @@ def _copies(rows: list[tuple[int, int, list[str]]], excess: int) -> list[tuple[i
     return found[-excess:] if excess > 0 else []
 
 
+@dataclass(frozen=True)
+class _Read:
+    """One checked read of a results CSV: the bytes and journal ends it was judged on, what it gave."""
+
+    path: Path
+    raw: bytes
+    ends: Mapping[str, int] | None
+    frame: pl.DataFrame
+    repeated: tuple[RepeatedRun, ...]
+    missing: tuple[MissingRow, ...]
+
+
+#: The last results CSV read: ``{"last": _Read}``. ``show`` and the report ask for the rows
+#: in many sections (and each probe of the evidence); the same bytes, judged against the
+#: same journal ends, are checked and parsed once (A5), however many times they are read.
+_LAST_READ: dict[str, _Read] = {}
+
+
 class ResultsFile:
     """``resultats-bruts.csv`` of one session: append one row at a time, read back.
 
@@ -636,11 +654,15 @@ class ResultsFile:
             OSError: the file cannot be read.
         """
         raw = read_plain(self.path)
+        return raw, self._checked(raw, self.run_ends() if self.run_ends is not None else None)
+
+    def _checked(self, raw: bytes, ends: Mapping[str, int] | None) -> str:
+        """``raw`` checked (UTF-8, header, rows against ``ends``) and decoded; same errors as :meth:`checked_text`."""
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
-        found = check_rows(self.path, text, self.run_ends() if self.run_ends is not None else None)
+        found = check_rows(self.path, text, ends)
         self.repeated, self.missing = found.repeated, found.missing
-        return raw, text
+        return text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
         """Append one row; write the header first if the file is new (H-09).
@@ -687,7 +709,10 @@ class ResultsFile:
         Returns:
             A frame with the 38 columns, each run once (a row repeating an earlier row's
             run is left out and named in :attr:`repeated`; a run ended without its row is
-            named in :attr:`missing`); empty when the file does not exist.
+            named in :attr:`missing`); empty when the file does not exist. Bytes equal to
+            the last read's, judged against the same journal ends, are not checked nor
+            parsed again: the same frame is returned (A5: the report's sections and
+            probes ask for the rows many times; polars frames are not changed in place).
 
         Raises:
             BadInput: not UTF-8, wrong header, or a row that does not parse (with its
@@ -699,7 +724,13 @@ class ResultsFile:
             found = _judge({}, self.run_ends()) if self.run_ends is not None else RowCheck()
             self.repeated, self.missing = found.repeated, found.missing
             return pl.DataFrame(schema=polars_schema())
-        raw = self.checked_text()[0]
+        raw = read_plain(self.path)
+        ends = self.run_ends() if self.run_ends is not None else None
+        last = _LAST_READ.get("last")
+        if last is not None and last.path == self.path and last.raw == raw and last.ends == ends:
+            self.repeated, self.missing = list(last.repeated), list(last.missing)
+            return last.frame
+        self._checked(raw, ends)
         try:
             frame = pl.read_csv(
                 io.BytesIO(raw),
@@ -711,10 +742,11 @@ class ResultsFile:
         except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise BadInput(f"a row does not match the 38-column schema: {first}", path=self.path) from None
-        if not self.repeated:
-            return frame
-        left_out = [r.row_index for r in self.repeated]
-        return frame.with_row_index("_row").filter(~pl.col("_row").is_in(left_out)).drop("_row")
+        if self.repeated:
+            left_out = [r.row_index for r in self.repeated]
+            frame = frame.with_row_index("_row").filter(~pl.col("_row").is_in(left_out)).drop("_row")
+        _LAST_READ["last"] = _Read(self.path, raw, ends, frame, tuple(self.repeated), tuple(self.missing))
+        return frame
 
     def rows(self) -> list[ResultRow]:
         """Every row as :class:`ResultRow`, in file order."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +43,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import link_refused, refuse_link_or_special
 from gpusession.core.files.secrets import mask_text
+from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import read_toml, write_atomic_bytes
 from gpusession.core.files.units import (
     byte_scale,
@@ -621,6 +623,46 @@ def _bytes_short(n: int | None) -> str | None:
     return f"{n} B" if unit == "B" else f"{n / scale:.2f} {unit}"
 
 
+#: The lines of a validation report the verdicts table reads: table headers and the keys
+#: it shows (``corpus_accepted``, ``verdict``, each check's ``passed``/``checked``, the
+#: quality's ``value``), as the product's TOML writer puts them, at the start of a line.
+_VERDICT_LINES = re.compile(
+    r"^(?:\[[^\n]*\]|(?:schema|corpus_accepted|verdict|passed|checked|value)[ \t]*=[^\n]*)$", re.M)
+#: Larger reports are read whole (and refused past the TOML bound, H-48, as every reader does).
+_VERDICT_READ_BYTES = 256 * 1024
+
+
+def _verdict_doc(path: Path) -> dict[str, Any]:
+    """What the verdicts table shows of one validation report, parsed by tomllib from those lines alone.
+
+    A report is 3-4 KB, most of it the checks' words and first offending IDs: a session
+    of 10,000 runs would spend seconds parsing what the table never shows (A5). Where
+    the lines alone cannot be trusted (a multi-line string, a larger file, text that is
+    not UTF-8, lines that do not parse or lack the verdict) the whole file is read by
+    :func:`~gpusession.core.files.tomlio.read_toml`, with its errors.
+
+    Returns:
+        The document: ``schema``, ``corpus_accepted``, ``verdict``, and the ``ids``,
+        ``format``, ``quality`` (with ``value``) and ``overlap`` tables.
+
+    Raises:
+        BadInput: the file is not a plain file, or (read whole) as :func:`read_toml`.
+    """
+    from gpusession.core.files.tomlio import SCHEMA_VERSION, tomllib
+
+    try:
+        raw = read_plain(path, max_bytes=_VERDICT_READ_BYTES + 1)
+        if len(raw) > _VERDICT_READ_BYTES or b'"""' in raw or b"'''" in raw:
+            raise ValueError("read whole")
+        doc = tomllib.loads("\n".join(_VERDICT_LINES.findall(raw.decode("utf-8"))))
+        schema = doc.get("schema")
+        if not (type(schema) is int and 1 <= schema <= SCHEMA_VERSION and "corpus_accepted" in doc):
+            raise ValueError("read whole")
+        return doc
+    except (OSError, ValueError, tomllib.TOMLDecodeError):  # UnicodeDecodeError is a ValueError
+        return read_toml(path, field_bound=False)  # an archive: it quotes the corpus (H-48)
+
+
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     out: list[str] = []  # the count of distinct accepted corpora is the summary's verdict
     reports = sorted(p for p in session.validation_dir.rglob("*.toml")  # the kept corpus is no run
@@ -630,7 +672,7 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     word = {True: "PASS", False: "FAIL", None: "-"}
     for path in reports:
         try:
-            doc = read_toml(path, field_bound=False)  # an archive: it quotes the corpus (H-48)
+            doc = _verdict_doc(path)
         except BadInput as exc:
             rows.append([path.relative_to(session.validation_dir).as_posix(), f"unreadable: {exc}",
                          None, None, None, None])
