@@ -303,9 +303,9 @@ def test_d5_the_answer_is_given_before_the_charts_are_drawn_and_as_the_file_says
     said: list[str] = []
     drawn = report._figures
 
-    def figures(frame: Any) -> Any:
+    def figures(frame: Any, *answered: Any) -> Any:
         said.append("charts drawn")
-        return drawn(frame)
+        return drawn(frame, *answered)
 
     monkeypatch.setattr(report, "_figures", figures)
     res = write_report(report_session, now=T0, nvml=NVML, on_answer=said.extend)

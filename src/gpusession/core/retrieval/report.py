@@ -38,6 +38,7 @@ import polars as pl
 
 from gpusession import __version__
 from gpusession.core.events.actions import ReportWrittenRecord
+from gpusession.core.events.reading import JournalRead
 from gpusession.core.experiment.derive import comparison_lines, derived_words
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
@@ -197,6 +198,27 @@ def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
 LOAD_REMARK = "load (model to device, timed once per process)"
 
 
+#: The last rows' facts worked out: ``{"last": (frame, journal read, facts)}``.
+_FACTS: dict[str, tuple[pl.DataFrame, JournalRead, list[Any]]] = {}
+
+
+def _row_facts(session: Session, frame: pl.DataFrame) -> tuple[list[Any], JournalRead]:
+    """Each row's typed facts (:func:`row_facts`) and the journal they come from, worked out once per report.
+
+    The notes, the incidents, the risks and the energy all ask; the same frame and the
+    same journal records (the reader gives the same record objects for the same bytes)
+    give the same facts, so they are matched once (A5: 10,000 rows each time).
+    """
+    read = session.journal_read()
+    last = _FACTS.get("last")
+    if (last is not None and last[0] is frame and len(last[1].records) == len(read.records)
+            and all(a is b for a, b in zip(last[1].records, read.records, strict=True))):
+        return last[2], read
+    facts = row_facts(frame, read.records)
+    _FACTS["last"] = (frame, read, facts)
+    return facts, read
+
+
 def _grouped_notes(session: Session, frame: pl.DataFrame, limit: int = 12) -> list[str]:
     """Identical notes said once with the runs they concern, newest groups last.
 
@@ -207,7 +229,7 @@ def _grouped_notes(session: Session, frame: pl.DataFrame, limit: int = 12) -> li
     import re
 
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
-    facts = row_facts(frame, session.journal_read().records)
+    facts = _row_facts(session, frame)[0]
     for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
         key = without_output_digest(re.sub(r" of worker \S+", "", row_remarks(r, f)))
         if key in (LOAD_REMARK, ""):  # says what the phase column already says
@@ -556,8 +578,8 @@ def _incidents(session: Session, frame: pl.DataFrame) -> list[str]:
 
 def _incident_groups(session: Session, frame: pl.DataFrame) -> SessionIncidents:
     """The session's incidents, each once (:func:`gpusession.core.retrieval.incidents.session_incidents`)."""
-    read = session.journal_read()
-    return session_incidents(frame, row_facts(frame, read.records), read)
+    facts, read = _row_facts(session, frame)
+    return session_incidents(frame, facts, read)
 
 
 def _journal_incidents(session: Session) -> list[str]:
@@ -632,7 +654,7 @@ _VERDICT_LINES = re.compile(
 _VERDICT_READ_BYTES = 256 * 1024
 
 
-def _verdict_doc(path: Path) -> dict[str, Any]:
+def _verdict_doc(path: Path, seen: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the verdicts table shows of one validation report, parsed by tomllib from those lines alone.
 
     A report is 3-4 KB, most of it the checks' words and first offending IDs: a session
@@ -640,6 +662,9 @@ def _verdict_doc(path: Path) -> dict[str, Any]:
     the lines alone cannot be trusted (a multi-line string, a larger file, text that is
     not UTF-8, lines that do not parse or lack the verdict) the whole file is read by
     :func:`~gpusession.core.files.tomlio.read_toml`, with its errors.
+
+    ``seen``: the documents already parsed, by the text of their lines: runs with the same
+    verdict have the same lines, parsed once (the document is shared: read, never changed).
 
     Returns:
         The document: ``schema``, ``corpus_accepted``, ``verdict``, and the ``ids``,
@@ -654,7 +679,12 @@ def _verdict_doc(path: Path) -> dict[str, Any]:
         raw = read_plain(path, max_bytes=_VERDICT_READ_BYTES + 1)
         if len(raw) > _VERDICT_READ_BYTES or b'"""' in raw or b"'''" in raw:
             raise ValueError("read whole")
-        doc = tomllib.loads("\n".join(_VERDICT_LINES.findall(raw.decode("utf-8"))))
+        lines = "\n".join(_VERDICT_LINES.findall(raw.decode("utf-8")))
+        doc = seen.get(lines) if seen is not None else None
+        if doc is None:
+            doc = tomllib.loads(lines)
+            if seen is not None:
+                seen[lines] = doc
         schema = doc.get("schema")
         if not (type(schema) is int and 1 <= schema <= SCHEMA_VERSION and "corpus_accepted" in doc):
             raise ValueError("read whole")
@@ -665,16 +695,17 @@ def _verdict_doc(path: Path) -> dict[str, Any]:
 
 def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
     out: list[str] = []  # the count of distinct accepted corpora is the summary's verdict
-    reports = sorted(p for p in session.validation_dir.rglob("*.toml")  # the kept corpus is no run
-                     if not is_kept_corpus(p.relative_to(session.validation_dir))
-                     ) if session.validation_dir.is_dir() else []
+    vdir = session.validation_dir
+    reports = sorted(p for p in vdir.rglob("*.toml")  # the kept corpus is no run
+                     if not is_kept_corpus(p.relative_to(vdir))) if vdir.is_dir() else []
     rows = []
     word = {True: "PASS", False: "FAIL", None: "-"}
+    parsed: dict[str, dict[str, Any]] = {}
     for path in reports:
         try:
-            doc = _verdict_doc(path)
+            doc = _verdict_doc(path, parsed)
         except BadInput as exc:
-            rows.append([path.relative_to(session.validation_dir).as_posix(), f"unreadable: {exc}",
+            rows.append([path.relative_to(vdir).as_posix(), f"unreadable: {exc}",
                          None, None, None, None])
             continue
 
@@ -686,7 +717,7 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
 
         quality = doc.get("quality") if isinstance(doc.get("quality"), dict) else {}
         value = quality.get("value") if isinstance(quality, dict) else None
-        rel = path.relative_to(session.validation_dir).with_suffix("").as_posix()
+        rel = path.relative_to(vdir).with_suffix("").as_posix()
         verdict = doc.get("corpus_accepted")
         failed = str(doc.get("verdict", "")).partition(": ")[2]
         shown = "ACCEPTED" if verdict is True else (f"REJECTED ({failed})" if verdict is False else "-")
@@ -775,7 +806,7 @@ def _cost(session: Session, rep: Any) -> list[str]:
 
 def _energy(session: Session, frame: pl.DataFrame) -> list[str]:
     """The session's GPU energy per accepted corpus and per run (nothing on CPU only)."""
-    summary = energy_summary(frame, row_facts(frame, session.journal_read().records))
+    summary = energy_summary(frame, _row_facts(session, frame)[0])
     if summary is None:
         return []
     out: list[str] = [""]
@@ -852,6 +883,10 @@ NO_CHARTS_NOTE = "Charts not drawn (--no-charts); `gpusession report NAME` draws
 PHASES = ("load", "cold", "warm")
 #: The panels from left to right: the warm runs, which the variants are compared on, first.
 PANELS = ("warm", "cold", "load")
+#: The most experiments drawn one row of panels each; past it, the answer's and one summary figure.
+CHART_EXPERIMENTS = 4
+#: The most experiment names on the summary figure's axis.
+OVERVIEW_TICKS = 12
 
 
 def _pyplot() -> Any:
@@ -949,8 +984,57 @@ def _memory_figure(plt: Any, mem: pl.DataFrame) -> Any:
     return fig
 
 
-def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | None]:
-    """``(pyplot, [(name, figure)], note)``: the charts of ``frame``, or why there are none."""
+def _drawn(timed: pl.DataFrame, answered: Sequence[str]) -> tuple[list[str], int]:
+    """The experiments drawn one row of panels each, and how many timed experiments are not.
+
+    All of them up to :data:`CHART_EXPERIMENTS`; past that the experiments of the answer
+    (``answered``, the ones the variant to keep is named for), else the first timed
+    ones, at most :data:`CHART_EXPERIMENTS`: a figure grows with what is drawn, never
+    with the session (a row of panels per experiment of 500 was 176,000 pixels tall).
+    """
+    exps = [str(e) for e in timed.get_column("experiment_id").unique(maintain_order=True).to_list()]
+    if len(exps) <= CHART_EXPERIMENTS:
+        return exps, 0
+    known = set(exps)
+    drawn = [e for e in dict.fromkeys(answered) if e in known][:CHART_EXPERIMENTS] or exps[:CHART_EXPERIMENTS]
+    return drawn, len(exps) - len(drawn)
+
+
+def _overview_figure(plt: Any, timed: pl.DataFrame) -> Any:
+    """One panel for every experiment: each variant's warm median as a dot, axis from 0.
+
+    The summary figure of a session with more experiments than are drawn one by one:
+    one point per experiment and variant, a fixed size whatever their number, at most
+    :data:`OVERVIEW_TICKS` experiments named on the axis (the tables name them all).
+    """
+    warm = timed.filter(pl.col("phase") == "warm")
+    exps = [str(e) for e in timed.get_column("experiment_id").unique(maintain_order=True).to_list()]
+    at = {e: n for n, e in enumerate(exps)}
+    medians = warm.group_by(["experiment_id", "variant_id"], maintain_order=True).agg(
+        pl.col("elapsed_seconds").median().alias("median"))
+    fig, ax = plt.subplots(figsize=(10.0, 4.0))
+    xs = [at[str(e)] for e in medians.get_column("experiment_id").to_list()]
+    ys = medians.get_column("median").to_list()
+    ax.scatter(xs, ys, s=8, color="#4a7ab5", zorder=3)
+    ax.set_ylim(bottom=0, top=max(ys, default=0.0) * 1.15 or 1.0)
+    ax.set_xlim(-1, max(len(exps), 1))
+    step = max(1, -(-len(exps) // OVERVIEW_TICKS))
+    ticks = list(range(0, len(exps), step))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([exps[i] for i in ticks], fontsize=7, rotation=30, ha="right")
+    ax.set_ylabel("seconds (dot: a variant's warm median)", fontsize=8)
+    ax.set_title(f"Warm median of each variant, all {len(exps)} experiments, axis from 0", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _figures(frame: pl.DataFrame, answered: Sequence[str] = ()) -> tuple[Any, list[tuple[str, Any]], str | None]:
+    """``(pyplot, [(name, figure)], note)``: the charts of ``frame``, or why there are none.
+
+    Up to :data:`CHART_EXPERIMENTS` timed experiments, every one is drawn; past that, the
+    answer's (:func:`_drawn`) and one summary figure of all (:func:`_overview_figure`),
+    and the note says how many are not drawn and where their figures are.
+    """
     from gpusession.core.retrieval.plotting import ChartsUnavailable
 
     try:
@@ -960,11 +1044,23 @@ def _figures(frame: pl.DataFrame) -> tuple[Any, list[tuple[str, Any]], str | Non
     timed = frame.filter(pl.col("elapsed_seconds").is_not_null() & pl.col("phase").is_in(PHASES))
     if timed.height == 0:
         return plt, [], "Charts left out: no measured duration yet."
-    figures = [("durations", _duration_figure(plt, timed))]
+    drawn, left = _drawn(timed, answered)
     mem = frame.filter(pl.col("peak_reserved_bytes").is_not_null())
+    note = None
+    if left:
+        timed_all, timed = timed, timed.filter(pl.col("experiment_id").is_in(drawn))
+        mem = mem.filter(pl.col("experiment_id").is_in(drawn))
+        which = "of the answer" if set(drawn) <= set(answered) else "timed first"
+        note = (f"Charts: {_plural(len(drawn), 'experiment', 'experiments')} {which} drawn "
+                f"({', '.join(drawn)}) and every experiment's warm medians in one figure; the other "
+                f"{left} are not drawn one by one: their figures are in the tables of section 1 and "
+                "in resultats-bruts.csv.")
+    figures = [("durations", _duration_figure(plt, timed))]
+    if left:
+        figures.append(("overview", _overview_figure(plt, timed_all)))
     if mem.height:
         figures.append(("memory", _memory_figure(plt, mem)))
-    return plt, figures, None
+    return plt, figures, note
 
 
 def _svg_text(fig: Any) -> str:
@@ -979,9 +1075,12 @@ def _svg_text(fig: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>|<!--.*?-->", "", svg, flags=re.S)
 
 
-def _charts(frame: pl.DataFrame, stem: Path, *, force: bool,
-            svg: bool = False) -> tuple[list[Path], str | None, list[tuple[str, str]]]:
+def _charts(frame: pl.DataFrame, stem: Path, *, force: bool, svg: bool = False,
+            answered: Sequence[str] = ()) -> tuple[list[Path], str | None, list[tuple[str, str]]]:
     """Draw each chart once: its PNG next to the report and, with ``svg``, its SVG text.
+
+    ``answered``: the experiments of the report's answer, drawn first when not all are
+    (:func:`_figures`).
 
     Returns:
         ``(png paths, note, [(name, svg text)])``; the note says why charts were left out
@@ -1001,7 +1100,7 @@ def _charts(frame: pl.DataFrame, stem: Path, *, force: bool,
     figures: list[tuple[str, Any]] = []
     plt = None
     try:
-        plt, figures, note = _figures(frame)
+        plt, figures, note = _figures(frame, answered)
         for suffix, fig in figures:
             if svg:  # the same figure for the HTML page (inline: no file, no request)
                 svgs.append((suffix, _svg_text(fig)))
@@ -1042,11 +1141,15 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any, answer: CostAnswer,
-             now: datetime, probes: Sequence[tuple[str, ProbeReading]] = ()) -> list[str]:
+             now: datetime, probes: Sequence[tuple[str, ProbeReading]] = ()) -> tuple[list[str], list[str]]:
     """The first lines: the verdict, the cost, the variant to keep, the risks (D5, D7, K3).
 
     At most :data:`SUMMARY_LINES` lines at 80 columns: one experiment's recommendation
     per line, the others counted.
+
+    Returns:
+        ``(lines, experiments)``: the lines, and the experiments whose variant to keep
+        they name (the answer's experiments, which the charts draw).
     """
     from gpusession.core.records.variants import compare_variants
 
@@ -1092,6 +1195,7 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
     risks = _risk_lines(session, frame, rejected if timed else None, probes, now)
     keep: list[str] = []
+    named: list[str] = []
     for n, exp in enumerate(exps):  # as many experiments as the 10 lines hold, the rest counted
         lines = _wrap(f"**Keep:** {_keep_words(table, comparisons, exp)}.", indent="  ", first="- ")
         room = SUMMARY_LINES - len(out) - len(risks) - len(keep) - (1 if n < len(exps) - 1 else 0)
@@ -1099,7 +1203,8 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
             keep.append(f"- **Keep:** … {len(exps) - n} more experiments: see the results.")
             break
         keep += lines
-    return (out + keep + risks)[:SUMMARY_LINES]
+        named.append(str(exp))
+    return (out + keep + risks)[:SUMMARY_LINES], named
 
 
 def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
@@ -1159,6 +1264,8 @@ class _Head:
     probes: list[tuple[str, ProbeReading]]
     summary: list[str]
     answer: CostAnswer
+    #: the experiments the summary names a variant to keep for (drawn first by the charts)
+    answered: list[str] = field(default_factory=list)
 
 
 def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.DataFrame | None) -> _Head:
@@ -1170,8 +1277,8 @@ def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.Da
     answer = session_answer(session, frame=frame)  # the one count and cost (A1)
     cost = _cost_report(session, answer)
     probes = _live_probes(session, nvml)
-    return _Head(now, items, frame, table, cost, probes,
-                 _summary(session, frame, table, cost, answer, now, probes), answer)
+    summary, answered = _summary(session, frame, table, cost, answer, now, probes)
+    return _Head(now, items, frame, table, cost, probes, summary, answer, answered)
 
 
 def _title(session: Session) -> list[str]:
@@ -1320,7 +1427,8 @@ def write_report(session: Session, *, out: Path | None = None, force: bool = Fal
         on_answer(_answer(head))
     svgs: list[tuple[str, str]] = []
     if charts:
-        chart_paths, note, svgs = _charts(head.frame, target.with_suffix(""), force=force, svg=page is not None)
+        chart_paths, note, svgs = _charts(head.frame, target.with_suffix(""), force=force, svg=page is not None,
+                                          answered=head.answered)
     else:
         chart_paths, note = [], NO_CHARTS_NOTE
     text = _render(session, head, chart_paths, note)
