@@ -14,8 +14,18 @@ is the report without charts requested; "plain install" hides matplotlib from th
 charts requested, and the report on a plain install, ≤ 1 s and ≤ 1.5× show; ``report
 --html`` ≤ 1.5 s.
 
-Run: ``python benchmarks/bench_report.py [--runs 7]``. Exits 0 (a benchmark reports, it
-does not fail CI).
+Then the growth with the session (A5): sessions of 100 rows / 5 experiments and of 10,000
+rows / 500 experiments, built as ``bench_status.py`` builds them (one real run replicated:
+its experiment defined again under new ids, its rows, journal lines and run and
+validation folders repeated, ``summary.json`` refreshed). ``show`` and ``report
+--no-charts`` are timed on each, interleaved, and their time at the large size ÷ at the
+small one is judged: **≤ 5×** for 100× the rows. ``report`` with charts is run once on the
+large session and its peak memory judged (the child's RSS high-water, ``ru_maxrss`` of
+``wait4``): **< 300 MB**.
+
+Run: ``python benchmarks/bench_report.py [--runs 7] [--experiments 5,500]``
+(``--experiments 0``: the growth left out; with ``--runs 1``, CI's smoke run, the sizes
+default to 1,5 experiments). Exits 0 (a benchmark reports, it does not fail CI).
 """
 
 from __future__ import annotations
@@ -109,11 +119,86 @@ def _has_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+#: The growth allowed from the small session to the large one (100× the rows).
+GROWTH_TARGET = 5.0
+#: The peak memory allowed to ``report`` with charts on the large session, in bytes.
+CHARTS_PEAK_BYTES = 300 * 1000 * 1000
+
+
+def timed_peak(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """``(wall s, peak resident bytes)`` of one child run (``ru_maxrss`` of ``wait4``, KiB on Linux)."""
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    _pid, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status):
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    scale = 1 if sys.platform == "darwin" else 1024  # macOS gives bytes, Linux KiB
+    return wall, usage.ru_maxrss * scale
+
+
+def growth(tmp: Path, sizes: list[int], runs: int) -> None:
+    """Build a session per size (``bench_status.py``'s builders) and print the growth of ``show`` and ``report``."""
+    import bench_status  # benchmarks/ is on the path
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
+    work = tmp / "growth"
+    work.mkdir()
+    t = time.perf_counter()
+    template = bench_status._real_run(work, env)
+    print(f"growth: one real run {time.perf_counter() - t:.1f} s; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    built: list[tuple[int, int, list[str]]] = []  # (experiments, rows, the gpusession command's head)
+    for n in sizes:
+        root = work / f"s{n}"
+        folder = bench_status._replicate(template, root, f"bench-{n}", n)
+        rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
+        built.append((n, rows, [sys.executable, "-m", "gpusession", "--sessions-dir", str(root)]))
+    out = str(tmp / "growth.md")
+    cases = {(n, what): gs + args
+             for n, _rows, gs in built
+             for what, args in (("show", ["show", f"bench-{n}"]),
+                                ("report --no-charts", ["report", f"bench-{n}", "--out", out, "--force",
+                                                        "--no-charts"]))}
+    for cmd in cases.values():  # the first call of each folds what later calls read (status's state)
+        timed_child(cmd, env)
+    times: dict[tuple[int, str], list[tuple[float, float, float]]] = {k: [] for k in cases}
+    for _ in range(runs):
+        for k, cmd in cases.items():
+            times[k].append(timed_child(cmd, env))
+    med = {k: (statistics.median(w for w, _, _ in ts), statistics.median(c for _, c, _ in ts))
+           for k, ts in times.items()}
+    for n, rows, _gs in built:
+        for what in ("show", "report --no-charts"):
+            wall, cpu = med[(n, what)]
+            print(f"  {rows:>6,} rows, {n:>3} experiments: {what:<19} median {wall * 1000:7.0f} ms, "
+                  f"CPU {cpu * 1000:7.0f} ms ({runs} runs)")
+    (small, small_rows, _), (large, large_rows, gs) = built[0], built[-1]
+    for what in ("show", "report --no-charts"):
+        ratio = med[(large, what)][0] / med[(small, what)][0]
+        cpu = med[(large, what)][1] / med[(small, what)][1]
+        print(f"goal {what} at {large_rows:,} rows ÷ at {small_rows:,} rows ≤ {GROWTH_TARGET:g}×: "
+              f"{ratio:.2f}× (CPU {cpu:.2f}×): {'met' if ratio <= GROWTH_TARGET else 'not met'}")
+    if not _has_matplotlib():
+        print("goal report with charts < 300 MB: not judged (matplotlib not installed)")
+    else:
+        wall, peak = timed_peak(gs + ["report", f"bench-{large}", "--out", out, "--force"], env)
+        print(f"goal report with charts at {large_rows:,} rows < {CHARTS_PEAK_BYTES / 1e6:.0f} MB: peak RSS "
+              f"{peak / 1e6:.0f} MB in {wall:.1f} s: {'met' if peak < CHARTS_PEAK_BYTES else 'not met'}")
+    print(f"growth: load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> int:
     """Measure, print the medians and the ratios."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="rounds (one of each per round)")
+    ap.add_argument("--experiments", default=None,
+                    help="experiments of the small and large sessions of the growth, 20 rows each "
+                         "(default 5,500; 1,5 with --runs 1; 0: no growth)")
     args = ap.parse_args()
+    spec = args.experiments or ("1,5" if args.runs == 1 else "5,500")
+    sizes = [int(x) for x in spec.split(",") if int(x) > 0]
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         root = tmp / "sessions"
@@ -158,6 +243,9 @@ def main() -> int:
     print(f"goal report --html ≤ 1.5 s: {med['report --html']:.2f} s: "
           f"{'met' if med['report --html'] <= 1.5 else 'NOT met'}")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if len(sizes) >= 2:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            growth(Path(tmp_name), sizes, args.runs)
     return 0
 
 
