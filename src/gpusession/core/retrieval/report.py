@@ -13,7 +13,9 @@ R1-R5), and the need, decision, retrieval manifest (S4) and checklist progress.
 (:mod:`gpusession.core.retrieval.report_html`).
 
 PNG charts (durations per variant, load, cold and warm apart, every run a dot with its
-median marked, on axes from 0; memory peaks likewise) are drawn with matplotlib, the
+median marked, on axes from 0; memory peaks likewise; past four experiments only the
+answer's, beside one summary figure of every experiment, so a figure never grows with the
+session, A5) are drawn with matplotlib, the
 ``report`` extra, imported only here (:mod:`gpusession.core.retrieval.plotting`, whatever
 ``MPLBACKEND`` says); where it cannot be imported the report says so in one line and how
 to get them. An existing report is never overwritten silently:

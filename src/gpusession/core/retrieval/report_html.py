@@ -145,7 +145,7 @@ def markdown_to_html(markdown: str, *, title: str, charts: Mapping[str, str] | N
     Args:
         markdown: the text :func:`gpusession.core.retrieval.report.render_report` returned.
         title: the page title (escaped here).
-        charts: ``{name → inline SVG}`` (``durations``, ``memory``) put where the Markdown
+        charts: ``{name → inline SVG}`` (``durations``, ``overview``, ``memory``) put where the Markdown
             links ``report-<name>.png``.
 
     Returns:
