@@ -90,6 +90,7 @@ from gpusession.core.events import (
     WorkerStderrRecord,
     WorkerWarmupDone,
 )
+from gpusession.core.events.reading import read_records_naming
 from gpusession.core.events.words import interrupted_words
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.bounds import number_past_bound
@@ -157,7 +158,7 @@ def measured_rows(frame: Any, experiment_id: str) -> int:
 def attempt_number(session: Session, experiment_id: str) -> int:
     """This invocation's attempt of the experiment: 1 + the failed attempts its journal holds."""
     return 1 + sum(isinstance(r, AttemptFailedRecord) and r.experiment_id == experiment_id
-                   for r in session.journal_records())
+                   for r in read_records_naming(session.journal_path, (experiment_id,)))
 
 
 def run_finished_record(run_key: str, experiment_id: str, run: ScheduledRun,

@@ -82,6 +82,7 @@ from gpusession.bench.run_words import (
 from gpusession.bench.stops import RunStops
 from gpusession.bench.supervise import GroupReport, Supervisor
 from gpusession.core.events import ExperimentStartedRecord, Finished, RunnerEvent
+from gpusession.core.events.reading import read_records_naming
 from gpusession.core.experiment.form import resolve_corpus
 from gpusession.core.experiment.plan import (
     Experiment,
@@ -96,7 +97,7 @@ from gpusession.core.files.safefile import check_writable
 from gpusession.core.folder import journal
 from gpusession.core.folder.corpus_pin import check_one_revision
 from gpusession.core.folder.experiments import get_experiment
-from gpusession.core.folder.processes import end_recorded, on_interrupt
+from gpusession.core.folder.processes import END_RECORDED_EVENTS, end_recorded, on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.folder.rendezvous import check_rendezvous_port
 from gpusession.core.folder.resume import session_resume_plan
@@ -267,7 +268,9 @@ class Runner:
         forget = on_interrupt(self.interrupt)
         try:
             # Never trust the lock alone: what an earlier run left alive ends first (H-14).
-            for msg in end_recorded(journal.read_records(s.journal_path), s.folder):
+            # the lines of the records naming processes alone are decoded (A5)
+            started = read_records_naming(s.journal_path, END_RECORDED_EVENTS)
+            for msg in end_recorded(started, s.folder):
                 self.recorder.incident(msg, kind="leftover_ended")
             self._run(exp)
         finally:
@@ -312,7 +315,7 @@ class Runner:
         ))
         if plan is not None:
             rec.resume_notes = resume_notes(plan.attempt, warmed=exp.warmup_iterations > 0)
-        self._stops = RunStops(self.session, exp, frame=frame, records=self.session.journal_records(),
+        self._stops = RunStops(self.session, exp, frame=frame, records=read_records_naming(self.session.journal_path, (exp.id,)),
                                journal=rec.journal, clock=self._now, past_limit=self.past_limit,
                                continue_on_reject=self.continue_on_reject)
         rec.open(frame, self._stops)

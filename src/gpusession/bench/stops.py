@@ -217,8 +217,9 @@ class RunStops:
         """The session limit as ``session.toml`` and ``retrieval.toml`` say it now (D1, D2).
 
         Read at each run boundary, so a limit changed during the run applies at the next
-        one: two small TOML files (the folder's size comes from ``summary.json``). A
-        ``session.toml`` that does not read now keeps the limit read last.
+        one: ``session.toml`` as :meth:`Session.reload` reads it (parsed again only when
+        its bytes changed, A5) and ``retrieval.toml`` (the folder's size comes from
+        ``summary.json``). A ``session.toml`` that does not read now keeps the limit read last.
 
         Args:
             now: the instant (aware; the runner's clock).
@@ -226,14 +227,13 @@ class RunStops:
         Returns:
             The limit, also kept as :attr:`limit`.
         """
-        from gpusession.core.files.tomlread import read_toml
         from gpusession.core.retrieval.limit import limit_of
 
         try:
-            doc = read_toml(self._session.session_toml)
+            self._session.reload()
         except (OSError, GpusessionError):
             return self.limit
-        self.limit = limit_of(self._session.folder, doc, now)
+        self.limit = limit_of(self._session.folder, self._session.data, now)
         return self.limit
 
     def expected(self, run: ScheduledRun, *, new_worker: bool) -> Expected:

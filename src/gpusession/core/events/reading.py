@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
@@ -330,6 +330,38 @@ def read_journal(path: Path) -> JournalRead:
 def read_records(path: Path) -> list[Event]:
     """The journal's typed records, oldest first; unreadable lines left out (:func:`read_journal`)."""
     return read_journal(path).records
+
+
+def read_records_naming(path: Path, needles: Iterable[str]) -> list[Event]:
+    """The typed records of the journal's lines that hold one of ``needles`` as a JSON string, oldest first.
+
+    A run boundary needs the records of one experiment (its id) or of a few events
+    (``"worker_started"``); decoding every line of a month's journal grew with the
+    session (A5), so the lines are picked by their bytes first and only those decoded.
+    A line not picked is never judged (an unreadable one is left out as in
+    :func:`read_records`).
+
+    Args:
+        path: the journal.
+        needles: experiment ids or event names, each matched as a quoted JSON string
+            (``"sweep"`` never matches the run key ``"sweep:warm:b1:2"``).
+
+    Returns:
+        Every readable record among the lines picked: a superset of those whose fields
+        equal a needle, to be filtered by the caller.
+
+    Raises:
+        OSError, BadInput: as :func:`iter_journal`.
+    """
+    picks = {form.encode("utf-8") for n in needles
+             for form in (json.dumps(n), json.dumps(n, ensure_ascii=False))}
+    out: list[Event] = []
+    for number, text in enumerate(_raw(Path(path)).split(b"\n"), start=1):
+        if any(p in text for p in picks):
+            item = decode_line(text, number)
+            if item is not None and not isinstance(item, Unreadable):
+                out.append(item)
+    return out
 
 
 def read_objects(path: Path) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import tomli_w
 
@@ -175,12 +175,17 @@ def clean_stale_tmp(folder: Path) -> list[Path]:
     return removed
 
 
-def write_toml(path: Path, data: Mapping[str, Any]) -> None:
+def write_toml(path: Path, data: Mapping[str, Any]) -> Written:
     """Write ``data`` as TOML at ``path`` atomically, with ``schema = 1`` first (S7, H-10).
 
     Args:
         path: destination file; its folder must exist.
         data: the document; ``None`` values are omitted.
+
+    Returns:
+        The bytes written and, for a file with a reader's shape (``session.toml``…), the
+        document as that reader parsed it back (else ``None``): a caller keeps it instead
+        of parsing the file again.
 
     Raises:
         BadInput: a string longer than 4 KiB or that looks like a secret
@@ -196,25 +201,40 @@ def write_toml(path: Path, data: Mapping[str, Any]) -> None:
     if size > toml_bound(path):  # A4: never a file its own reader refuses (H-56)
         raise BadInput(f"would hold {size:,} bytes, past the {toml_bound(path):,} its reader accepts; "
                        "nothing was written", path=path)
-    _check_as_read(Path(path), text)
-    write_atomic_bytes(Path(path), text.encode("utf-8"))
+    parsed = _check_as_read(Path(path), text)
+    raw = text.encode("utf-8")
+    write_atomic_bytes(Path(path), raw)
+    return Written(raw, parsed)
 
 
-def _check_as_read(path: Path, text: str) -> None:
+class Written(NamedTuple):
+    """What :func:`write_toml` wrote: the file's bytes and the document parsed back from them."""
+
+    raw: bytes
+    #: as the file's reader parses ``raw`` (``None``: a file without a reader's shape)
+    doc: dict[str, Any] | None
+
+
+def _check_as_read(path: Path, text: str) -> dict[str, Any] | None:
     """Refuse ``text`` when the reader of ``path`` would refuse it: the reader's own check (H-41).
 
     The document is parsed back as the reader parses it, and checked against the same
     shape and bounds (:func:`gpusession.core.files.schema.check_types`), so no writer (CLI
     or TUI) can store a value that locks the session out.
+
+    Returns:
+        The parsed document; ``None`` for a file without a reader's shape (not parsed).
     """
     spec = SCHEMAS.get(path.name)
     if spec is None:
-        return
+        return None
     try:
-        check_types(tomllib.loads(text), spec, path=path)
+        doc = tomllib.loads(text)
+        check_types(doc, spec, path=path)
     except BadInput as exc:
         raise BadInput(f"{exc.message}; nothing was written", path=path.name,
                        field=exc.field) from None
+    return doc
 
 
 def write_toml_archive(path: Path, data: Mapping[str, Any]) -> None:

@@ -459,6 +459,10 @@ def end_rule_leftovers(session_folder: Path) -> list[str]:
     return out
 
 
+#: The events :func:`end_recorded` reads (a caller may decode only their lines of the journal).
+END_RECORDED_EVENTS = ("worker_started", "command_started", "worker_loaded")
+
+
 def end_recorded(records: Iterable[object], session_folder: Path | None = None) -> list[str]:
     """End the workers and commands a journal records that are still alive.
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,13 +42,14 @@ from gpusession.core.files.names import (
     RUN_LOCK,
     SESSION_TOML,
 )
+from gpusession.core.files.nesting import toml_bound
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import SCHEMAS as FILE_SCHEMAS
 from gpusession.core.files.schema import Spec, check_types
 from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
-from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
+from gpusession.core.files.tomlio import Written, is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.caches import is_state_file
 from gpusession.core.folder.journal_state import journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
@@ -188,14 +190,66 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     :data:`gpusession.core.files.secrets.HIDDEN`, so it is neither used, nor shown, nor
     written back by the next update.
 
+    Parsed once per process and content: the checked document is kept beside the file's
+    bytes and served again (a copy) while the file holds the same bytes, so a run boundary
+    of a 500-experiment session reads ~1 MB instead of parsing it (A5); a hand edit changes
+    the bytes and is read afresh (H-47). :meth:`Session.update` keeps what it wrote.
+
     Returns:
-        The document and one warning per hidden value.
+        The document (the caller's own copy) and one warning per hidden value.
 
     Raises:
         BadInput: as :func:`read_checked`, or without ``name`` / ``created_at``.
     """
+    key = os.path.abspath(path)
+    before = _raw_or_none(path)
+    kept = _SESSION_DOCS.get(key)
+    if kept is not None and before is not None and kept.raw == before:
+        return _own_copy(kept.doc), list(kept.hidden)
     doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
-    return dict(doc), hidden
+    doc = dict(doc)
+    if before is not None and _raw_or_none(path) == before:  # the bytes parsed are the bytes kept
+        _keep_session_doc(key, before, doc, hidden)
+    return _own_copy(doc), list(hidden)
+
+
+@dataclass(frozen=True)
+class _KeptDoc:
+    """One ``session.toml`` as parsed and checked, beside the bytes it was parsed from."""
+
+    raw: bytes
+    doc: dict[str, Any]
+    hidden: tuple[str, ...]
+
+
+#: Per absolute path of a ``session.toml``, the last checked document (this process).
+_SESSION_DOCS: dict[str, _KeptDoc] = {}
+
+
+def _keep_session_doc(key: str, raw: bytes, doc: dict[str, Any], hidden: list[str]) -> None:
+    """Keep ``doc`` as ``session.toml``'s content while the file holds ``raw`` (one per path)."""
+    _SESSION_DOCS[key] = _KeptDoc(raw, _own_copy(doc), tuple(hidden))
+
+
+def _raw_or_none(path: Path) -> bytes | None:
+    """The file's bytes when it is a plain file no larger than the reader's bound, else ``None`` (not kept)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > toml_bound(Path(path)):
+            return None
+        with open(path, "rb") as fh:
+            return fh.read(st.st_size + 1)
+    except OSError:
+        return None
+
+
+def _own_copy(value: Any) -> Any:
+    """A copy of a parsed TOML value whose tables and arrays the caller may change (leaves are immutable)."""
+    if isinstance(value, dict):
+        return {k: _own_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_own_copy(v) for v in value]
+    return value
 
 
 def sessions_root(cli_value: str | Path | None = None) -> Path:
@@ -628,8 +682,7 @@ class Session:
         process changed in between.
         """
         with self.locked("saving session.toml"):
-            write_toml(self.session_toml, self.data)
-        self.data = read_toml(self.session_toml)
+            self._wrote(write_toml(self.session_toml, self.data))
 
     def locked(self, what: str = "the change") -> AbstractContextManager[None]:
         """The session folder's lock, for a read-modify-write of its files (S7).
@@ -660,8 +713,20 @@ class Session:
         with self.locked("saving session.toml"):
             data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
             change(data)
-            write_toml(self.session_toml, data)
-        self.data = read_toml(self.session_toml)
+            self._wrote(write_toml(self.session_toml, data))
+
+    def _wrote(self, written: Written) -> None:
+        """``data`` := the document just written, as its reader parsed it back, kept for the next read.
+
+        Why: a run writes ``session.toml`` at its boundaries; parsing it again each time
+        grew with the session's experiments (A5). What the reader would hide is hidden.
+        """
+        assert written.doc is not None, "session.toml has a reader's shape"
+        doc, hidden = mask_free_text(written.doc, self.session_toml)
+        doc = dict(doc)
+        if "name" in doc and "created_at" in doc:  # else the next read raises, as it did
+            _keep_session_doc(os.path.abspath(self.session_toml), written.raw, doc, hidden)
+        self.data = doc
 
     def reload(self) -> None:
         """Read ``session.toml`` again into ``data`` (another process may have written it).
