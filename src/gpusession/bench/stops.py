@@ -217,8 +217,8 @@ class RunStops:
         """The session limit as ``session.toml`` and ``retrieval.toml`` say it now (D1, D2).
 
         Read at each run boundary, so a limit changed during the run applies at the next
-        one: ``session.toml`` as :meth:`Session.reload` reads it (parsed again only when
-        its bytes changed, A5) and ``retrieval.toml`` (the folder's size comes from
+        one: ``session.toml`` as the session reads it (parsed again only when its bytes
+        changed, :func:`~gpusession.core.folder.session.session_toml_view`, A5) and ``retrieval.toml`` (the folder's size comes from
         ``summary.json``). A ``session.toml`` that does not read now keeps the limit read last.
 
         Args:
@@ -227,13 +227,14 @@ class RunStops:
         Returns:
             The limit, also kept as :attr:`limit`.
         """
+        from gpusession.core.folder.session import session_toml_view
         from gpusession.core.retrieval.limit import limit_of
 
         try:
-            self._session.reload()
+            doc = session_toml_view(self._session.session_toml)
         except (OSError, GpusessionError):
             return self.limit
-        self.limit = limit_of(self._session.folder, self._session.data, now)
+        self.limit = limit_of(self._session.folder, doc, now)
         return self.limit
 
     def expected(self, run: ScheduledRun, *, new_worker: bool) -> Expected:

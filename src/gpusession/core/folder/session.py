@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.events.scan import run_end_counts
@@ -211,6 +212,23 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     if before is not None and _raw_or_none(path) == before:  # the bytes parsed are the bytes kept
         _keep_session_doc(key, before, doc, hidden)
     return _own_copy(doc), list(hidden)
+
+
+def session_toml_view(path: Path) -> Mapping[str, Any]:
+    """``session.toml`` as :func:`_read_session_toml` reads it, shared, for a caller that only reads it.
+
+    Why: the runner reads the limit at every run boundary (D1); a copy of a
+    500-experiment document each time grew with the session (A5). The caller must not
+    change what it gets (it is the document kept for every later read).
+
+    Raises:
+        BadInput: as :func:`_read_session_toml`.
+    """
+    key = os.path.abspath(path)
+    kept = _SESSION_DOCS.get(key)
+    if kept is None or kept.raw != _raw_or_none(path):
+        return MappingProxyType(_read_session_toml(path)[0])
+    return MappingProxyType(kept.doc)
 
 
 @dataclass(frozen=True)
