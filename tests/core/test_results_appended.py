@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.folder import session as session_module
+from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow, ResultsFile
 
 
@@ -62,3 +64,32 @@ def test_h47_an_earlier_row_edited_by_hand_after_a_read_is_read(tmp_path: Path) 
     rf.read()
     rf.path.write_text(rf.path.read_text("utf-8").replace(",1.5,", ",1.25,", 1), "utf-8")
     assert rf.read()["elapsed_seconds"].to_list()[0] == 1.25
+
+
+def _end(i: int) -> str:
+    return ('{"v": 1, "at": "2026-11-29T14:00:00+00:00", "event": "run_finished", '
+            f'"run_key": "e1:warm:batch-1:{i}", "experiment_id": "e1", "variant_id": "batch-1", '
+            f'"phase": "warm", "run_index": {i}, "ok": true}}\n')
+
+
+def test_a5_run_ends_count_the_lines_appended_and_h47_a_hand_edit_whole(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open(session.journal_path, "a", encoding="utf-8") as fh:
+        fh.write(_end(1) + _end(2))
+    assert session._run_ends() == {"e1:warm:batch-1:1": 1, "e1:warm:batch-1:2": 1}
+    counted: list[bytes] = []
+    real = session_module.run_end_counts
+
+    def count(raw: bytes) -> dict[str, int]:
+        counted.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(session_module, "run_end_counts", count)
+    with open(session.journal_path, "a", encoding="utf-8") as fh:
+        fh.write(_end(2))
+    assert session._run_ends()["e1:warm:batch-1:2"] == 2
+    assert counted == [_end(2).encode()]  # the line appended alone
+    text = session.journal_path.read_text("utf-8")
+    session.journal_path.write_text(text.replace(_end(1), ""), "utf-8")  # an end deleted by hand
+    assert session._run_ends() == {"e1:warm:batch-1:2": 2}
+    assert len(counted) == 2 and counted[1] == session.journal_path.read_bytes()  # counted whole

@@ -471,6 +471,9 @@ class Session:
         self.recovered: list[str] = []
         #: Per file, what :meth:`read_doc` hid because it looked like a secret.
         self.hidden: dict[str, list[str]] = {}
+        #: the journal's run ends, by its stat signature, and beside the bytes counted (:meth:`_run_ends`)
+        self._run_ends_cache: tuple[tuple[int, int, int, int], dict[str, int]] | None = None
+        self._run_ends_kept: tuple[bytes, dict[str, int]] | None = None
 
     @cached_property
     def results(self) -> ResultsFile:
@@ -504,18 +507,28 @@ class Session:
         """How many times the journal ended each run, so a results row copied by hand counts once.
 
         An unreadable journal (or one that is no plain file, never waited on) judges no row.
-        Why a cache: every read of the results CSV asks, and the journal only grows, so
-        the counts are read again only when its size, mtime or inode changed.
+        Why kept: every read of the results CSV asks, and the journal only grows, so it is
+        not read again while its size, mtime and inode stay, and only the lines appended
+        after the bytes last counted are counted (A5); any other change (a hand edit of an
+        earlier line, H-47) is counted whole.
         """
         try:
             st = self.journal_path.stat()
             sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
-            cached = getattr(self, "_run_ends_cache", None)
+            cached = self._run_ends_cache
             if cached is not None and cached[0] == sig:
                 return cached[1]
-            ends = run_end_counts(read_plain(self.journal_path))
+            raw = read_plain(self.journal_path)
         except (OSError, BadInput):
             return {}
+        kept = self._run_ends_kept
+        if kept is not None and kept[0].endswith(b"\n") and raw.startswith(kept[0]):
+            ends = dict(kept[1])
+            for key, n in run_end_counts(raw[len(kept[0]):]).items():
+                ends[key] = ends.get(key, 0) + n
+        else:
+            ends = run_end_counts(raw)
+        self._run_ends_kept = (raw, ends)
         self._run_ends_cache = (sig, ends)
         return ends
 
