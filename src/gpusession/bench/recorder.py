@@ -227,6 +227,7 @@ class Recorder:
         self.emit = emit
         self.now = now
         self.env: dict[str, Any] = {}
+        self._env_stored: dict[str, Any] | None = None  # what store_environment last wrote, observed_at aside
         self.revisions: dict[str, Any] = {}
         self.done = 0
         self.cut = 0  # runs ended by an interrupt: they have a row but never finished
@@ -416,17 +417,26 @@ class Recorder:
                            phase=run.phase, run_index=run.run_index))
 
     def store_environment(self) -> None:
-        """Keep what the worker observed in ``session.toml``, on a fresh read (S7)."""
+        """Keep what the worker observed in ``session.toml``, on a fresh read (S7).
+
+        Written when it differs from what this invocation last stored (each worker group
+        of a run observes it again): ``observed_at`` is then when it was first observed.
+        Why: each write of ``session.toml`` is the size of the session's experiments (A5).
+        """
         exp = self.experiment
         env = {k: v for k, v in self.env.items() if v is not None}
-        env["observed_at"] = self.now()
         env["concurrent_load"] = self.load_note
+        if env == self._env_stored:
+            return
+        seen = dict(env)
+        env["observed_at"] = self.now()
 
         def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
             doc["environment"] = env
             doc.setdefault("experiments", {}).setdefault(exp.id, {})["environment"] = env
 
         self.session.update(change)
+        self._env_stored = seen
 
     def failed_row(self, exp: Experiment, run: ScheduledRun, detail: str) -> None:
         """The row and journal record of a run its worker's end cut short (R7); ``detail``: how."""
