@@ -417,26 +417,18 @@ class Recorder:
                            phase=run.phase, run_index=run.run_index))
 
     def store_environment(self) -> None:
-        """Keep what the worker observed in ``session.toml``, on a fresh read (S7).
-
-        Written when it differs from what this invocation last stored (each worker group
-        of a run observes it again): ``observed_at`` is then when it was first observed.
-        Why: each write of ``session.toml`` is the size of the session's experiments (A5).
-        """
-        exp = self.experiment
-        env = {k: v for k, v in self.env.items() if v is not None}
-        env["concurrent_load"] = self.load_note
-        if env == self._env_stored:
+        """Keep what the worker observed in ``session.toml`` (S7), when it differs from what this run last kept (A5)."""
+        env = {k: v for k, v in self.env.items() if v is not None} | {"concurrent_load": self.load_note}
+        if env == self._env_stored:  # each write is the size of the session's experiments
             return
-        seen = dict(env)
-        env["observed_at"] = self.now()
+        kept = env | {"observed_at": self.now()}  # when first observed by this run
 
         def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
-            doc["environment"] = env
-            doc.setdefault("experiments", {}).setdefault(exp.id, {})["environment"] = env
+            doc["environment"] = kept
+            doc.setdefault("experiments", {}).setdefault(self.experiment.id, {})["environment"] = kept
 
         self.session.update(change)
-        self._env_stored = seen
+        self._env_stored = env
 
     def failed_row(self, exp: Experiment, run: ScheduledRun, detail: str) -> None:
         """The row and journal record of a run its worker's end cut short (R7); ``detail``: how."""
