@@ -93,3 +93,4 @@ def test_a5_run_ends_count_the_lines_appended_and_h47_a_hand_edit_whole(
     session.journal_path.write_text(text.replace(_end(1), ""), "utf-8")  # an end deleted by hand
     assert session._run_ends() == {"e1:warm:batch-1:2": 2}
     assert len(counted) == 2 and counted[1] == session.journal_path.read_bytes()  # counted whole
+

@@ -369,13 +369,33 @@ def check_free_text(doc: Any, file: Path | str | None, *,
     for where, key, text, observed in _walk(doc, "", ""):
         check_length(text, field=where, path=file,
                      limit_bytes=max(limit_bytes, OBSERVED_MAX_BYTES) if observed else limit_bytes)
-        reason = find_secret(text, digest=_is_digest(key))
+        reason = _secret_in(text, _is_digest(key))
         if reason is not None:
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
     for where, key, lines in _string_lists(doc, "", ""):  # a secret split over list items
-        reason = find_secret("\n".join(lines), digest=_is_digest(key))
+        reason = _secret_in("\n".join(lines), _is_digest(key))
         if reason is not None:
             raise BadInput(f"refused: {reason}; nothing was written", path=file, field=where)
+
+
+#: Texts :func:`find_secret` found clean in this process, with their ``digest`` flag.
+#: Why: a session's TOML is written whole at each change, so the same thousands of values
+#: were searched again at every run boundary (A5); a pure function's answer is kept.
+_CLEAN: set[tuple[str, bool]] = set()
+#: The most texts kept before the set starts over (bounds the memory).
+_CLEAN_MAX = 200_000
+
+
+def _secret_in(text: str, digest: bool) -> str | None:
+    """:func:`find_secret` of ``text``, a text found clean before answered from :data:`_CLEAN`."""
+    if (text, digest) in _CLEAN:
+        return None
+    reason = find_secret(text, digest=digest)
+    if reason is None:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN.add((text, digest))
+    return reason
 
 
 def check_read_lengths(doc: Any, file: Path | str | None, *,
