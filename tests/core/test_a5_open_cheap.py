@@ -20,7 +20,7 @@ from helpers import NewSession
 
 from gpusession.core.folder import journal_state
 from gpusession.core.folder.caches import JOURNAL_STATE
-from gpusession.core.folder.journal_state import JOURNAL_WINDOW_BYTES
+from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, JOURNAL_WINDOW_BYTES
 from gpusession.core.folder.recovery import SPEC_PREFIX
 from gpusession.core.folder.session import Session
 
@@ -80,7 +80,7 @@ def _look(sessions_root: Path, name: str, counted: dict[str, int]) -> tuple[bool
     return answer, counted["folders"] - folders, counted["bytes"] - read
 
 
-@pytest.mark.parametrize("experiments", [10, 300])
+@pytest.mark.parametrize("experiments", [60, 300])  # journals past the 64 KiB a fold is saved at
 def test_a5_needs_recovery_lists_three_folders_and_reads_only_the_new_journal_bytes(
         sessions_root: Path, new_session: NewSession, counted: dict[str, int], experiments: int) -> None:
     s = new_session("month")
@@ -103,7 +103,7 @@ def test_a5_needs_recovery_lists_three_folders_and_reads_only_the_new_journal_by
 def test_a5_a_run_appended_after_the_saved_fold_still_needs_recovery(
         sessions_root: Path, new_session: NewSession, counted: dict[str, int]) -> None:
     s = new_session("month")
-    _month(s, 20)
+    _month(s, 60)
     assert _look(sessions_root, "month", counted)[0] is False
     with open(s.journal_path, "a", encoding="utf-8") as fh:
         fh.write(_line("experiment_started", "late", 0) + _line("run_started", "late", 0))
@@ -111,6 +111,21 @@ def test_a5_a_run_appended_after_the_saved_fold_still_needs_recovery(
     assert answer is True and read < s.journal_path.stat().st_size
     reopened = Session.open(sessions_root, "month")  # recovered, and then nothing is left to do
     assert reopened.recovered and Session.open(sessions_root, "month", recover=False).needs_recovery() is False
+
+
+def test_s7_opening_a_small_session_saves_no_fold_so_a_refused_command_writes_nothing(
+        sessions_root: Path, new_session: NewSession, counted: dict[str, int]) -> None:
+    s = new_session("month")
+    _month(s, 5)
+    assert s.journal_path.stat().st_size < JOURNAL_REWRITE_BYTES
+    first, folders, read = _look(sessions_root, "month", counted)
+    assert first is False and folders <= 3 and read >= s.journal_path.stat().st_size
+    assert not (s.folder / JOURNAL_STATE).exists()  # read whole: under 64 KiB, bounded anyway
+    with open(s.journal_path, "a", encoding="utf-8") as fh:
+        fh.write("".join(_experiment(f"more{k:03d}") for k in range(60)))
+    assert s.journal_path.stat().st_size > JOURNAL_REWRITE_BYTES
+    assert _look(sessions_root, "month", counted)[0] is False
+    assert (s.folder / JOURNAL_STATE).is_file()  # past it, the fold is saved once
 
 
 @pytest.mark.parametrize("edit", ["start-inserted", "end-removed", "end-renamed-same-size"])

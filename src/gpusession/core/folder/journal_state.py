@@ -115,12 +115,19 @@ def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple
     return fold, offset
 
 
-def journal_open_work(folder: Path) -> OpenWork | None:
+def journal_open_work(folder: Path, *, min_save_bytes: int = 0) -> OpenWork | None:
     """What the journal left open, from its saved fold and the bytes since (S7, A5).
 
     The same answer as :func:`gpusession.core.events.scan.open_work` over the whole file
     with :data:`UNFINISHED_KIND`; the state is written again when it was refused or after
     :data:`JOURNAL_REWRITE_BYTES` of new lines (never an error when the disk refuses).
+
+    Args:
+        folder: the session folder.
+        min_save_bytes: fewer journal bytes folded than this write no state: opening a
+            session passes :data:`JOURNAL_REWRITE_BYTES`, so a command on a small session
+            (one refused included) leaves its folder as it found it, while a large one
+            saves its fold once; ``status`` passes 0 (its state is the tmux line's).
 
     Returns:
         ``None`` when the journal is missing, unreadable or not a plain file (never
@@ -139,7 +146,7 @@ def journal_open_work(folder: Path) -> OpenWork | None:
         fold, offset = resumed if resumed is not None else (JournalFold(UNFINISHED_KIND), 0)
         complete, cut = split_at_last_line_end(read_journal_span(fd, offset, st.st_size - offset))
         fold.feed(complete)
-        if resumed is None or len(complete) >= JOURNAL_REWRITE_BYTES:
+        if (resumed is None or len(complete) >= JOURNAL_REWRITE_BYTES) and len(complete) >= min_save_bytes:
             end = offset + len(complete)
             head, tail = _journal_windows(fd, end)
             write_state(folder, JOURNAL_STATE, {

@@ -52,7 +52,7 @@ from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import Written, is_tmp_name, read_toml, write_toml
 from gpusession.core.folder.caches import is_state_file
-from gpusession.core.folder.journal_state import journal_open_work
+from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -894,7 +894,8 @@ class Session:
                             return True
             except FileNotFoundError:
                 continue
-        work = journal_open_work(self.folder)  # runs and invocations started, never ended
+        # runs and invocations started, never ended; a small journal's fold is not saved
+        work = journal_open_work(self.folder, min_save_bytes=JOURNAL_REWRITE_BYTES)
         if work is not None and (work.run_keys or work.experiments or work.unsaid_lines):
             return True
         return _left_files(self.folder, None if work is None else work.last_experiment)
