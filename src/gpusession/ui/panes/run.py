@@ -25,23 +25,16 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.dom import NoScreen
 from textual.message import Message
-from textual.widgets import DataTable, Label, ProgressBar, Static
+from textual.widgets import Static
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.corpus_pin import pinned_revision
 from gpusession.core.folder.journal import RunProgress, run_progress
 from gpusession.core.folder.resume import session_resume_plan
-from gpusession.ui.context import (
-    UiContext,
-    fmt_seconds,
-    plural,
-    shown,
-    state_cell,
-)
+from gpusession.ui.context import UiContext, plural
 from gpusession.ui.panes.run_forms import (
     WORKLOADS,
     DefineModal,
@@ -49,6 +42,7 @@ from gpusession.ui.panes.run_forms import (
     PickModal,
     define_form,
 )
+from gpusession.ui.panes.run_progress import IDLE_TOTAL, RunProgressView, RunRowsTable
 from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_summary
 from gpusession.ui.panes.run_words import (
     accepted_words,
@@ -56,12 +50,8 @@ from gpusession.ui.panes.run_words import (
     follow_words,
     last_run_words,
     outcome_words,
-    peak_words,
     row_dict,
 )
-
-#: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
-IDLE_TOTAL = 100
 
 #: how often (seconds) the pane looks for a run in another process and its new rows
 FOLLOW_S = 1.0
@@ -152,7 +142,6 @@ class RunPane(Vertical):
         self._running_head = ""  # the status's first lines while running (set by _status)
         self.cancel_event = threading.Event()
         self.rows: list[dict[str, Any]] = []
-        self.expected: dict[str, int] = {}
         self.last_outcome = ""
         #: PID of another process running experiments here (followed), else ``None``
         self.follow_pid: int | None = None
@@ -176,16 +165,9 @@ class RunPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="run-status", classes="status")
         yield Static("", id="run-keep")  # the report's Keep line, noise words first (D5, D7)
-        with Horizontal(id="run-overall"):
-            yield Label("overall ", classes="bar-label")
-            yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
-        yield Vertical(id="run-variants")
-        rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
-        # allocated and reserved side by side in one cell (never added, M2), so the last
-        # column stays whole at 80 columns
-        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
+        yield RunProgressView(id="run-progress")
         with Horizontal(id="run-views"):
-            yield rows
+            yield RunRowsTable(id="run-rows")
             yield RunSummaryView(id="run-summary")
 
     def on_mount(self) -> None:
@@ -346,8 +328,9 @@ class RunPane(Vertical):
         keep.display = bool(self.keep_text) and not self.running
         self._arrange_keys()
         self.set_class(self.running, "-running")
-        self.query_one("#run-variants").display = self.running
-        self._show_overall()
+        self.query_one(RunProgressView).show_state(
+            running=self.running, stands=self.running or self.follow_pid is not None or bool(self.last_outcome),
+            last_run=self.last_run, runs_recorded=self.runs_recorded)
 
     def _running_text(self) -> str:
         """The status while this pane's run runs: what it runs, what is in flight, the time left."""
@@ -398,26 +381,6 @@ class RunPane(Vertical):
         if [(k, [b.show for b in bs]) for k, bs in arranged.items()] != before:
             self._bindings.key_to_bindings = arranged
             self.refresh_bindings()
-
-    def _show_overall(self) -> None:
-        """The overall bar true to the state: a run's progress while it runs or is
-        followed; after it, the last run's share done (never 0 % above its summary);
-        hidden when runs are recorded without a journal record of how many were
-        scheduled; empty when nothing ran yet."""
-        overall = self.query_one("#run-overall")
-        if self.running or self.follow_pid is not None or self.last_outcome:
-            overall.display = True  # the bar of the run in this pane (or followed) stands
-            return
-        bar = self.query_one("#run-bar", ProgressBar)
-        last = self.last_run
-        if last is not None and last.runs_scheduled:
-            overall.display = True
-            bar.update(total=last.runs_scheduled, progress=last.runs_done)
-        elif self.runs_recorded:
-            overall.display = False
-        else:
-            overall.display = True
-            bar.update(total=IDLE_TOTAL, progress=0)
 
     def action_pick(self) -> None:
         if self.running or not self.experiments:
@@ -551,9 +514,8 @@ class RunPane(Vertical):
         self._ended_elsewhere = None
         self.cancel_event = threading.Event()
         self.rows = []
-        self.query_one("#run-rows", DataTable).clear()
+        self.query_one(RunRowsTable).clear()
         self.show_view("run-rows")
-        self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
         self._setup_variant_bars(resume)
         self._status()
         self._run_worker(self.experiment_id, self.cancel_event, anyway, resume)
@@ -565,28 +527,19 @@ class RunPane(Vertical):
             self._status("Cancel requested — the run stops at the next run boundary.")
 
     def _setup_variant_bars(self, resume: bool = False) -> None:
-        box = self.query_one("#run-variants", Vertical)
-        box.remove_children()
-        self.expected = {}
+        """One bar per variant of the runs to come (a resume: the schedule's runs not measured), and their time left."""
         from gpusession.core.experiment import plan
+        from gpusession.core.retrieval.time_left import TimeLeft
 
+        expected: dict[str, int] = {}
         exp = self.current_experiment()
         if exp is not None:
             # a loaded experiment is valid, and a resume's plan was read just before
             runs = session_resume_plan(self.ctx.session, exp.id).missing if resume else plan.schedule(exp)
             for r in runs:
-                self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
-            from gpusession.core.retrieval.time_left import TimeLeft
-
+                expected[r.variant_id] = expected.get(r.variant_id, 0) + 1
             self.time_left, self.time_left_text = TimeLeft(self.ctx.session, list(runs), clock=self.ctx.now), ""
-        for vid, total in self.expected.items():
-            box.mount(
-                Horizontal(
-                    Label(f"{vid:<8.8} ", classes="bar-label"),
-                    ProgressBar(total=total, show_eta=False, id=f"bar-{_safe(vid)}"),
-                    classes="variant-bar",
-                )
-            )
+        self.query_one(RunProgressView).start(expected)
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False,
@@ -636,21 +589,7 @@ class RunPane(Vertical):
             self.post_message(self.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
 
     def on_run_pane_progress_made(self, msg: ProgressMade) -> None:
-        if msg.total:
-            self.query_one("#run-bar", ProgressBar).update(total=msg.total, progress=msg.done)
-
-    def _add_row(self, r: dict[str, Any]) -> None:
-        table = self.query_one("#run-rows", DataTable)
-        failed = r.get("elapsed_seconds") is None and r.get("phase") != "load"
-        table.add_row(
-            shown(r.get("variant_id"), "-"),
-            shown(r.get("phase"), "-"),
-            shown(r.get("run_index"), "-"),
-            "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
-            peak_words(r.get("peak_allocated_bytes"), r.get("peak_reserved_bytes")),
-            state_cell(accepted_words(r)),
-        )
-        table.move_cursor(row=table.row_count - 1)
+        self.query_one(RunProgressView).advance(msg.done, msg.total)
 
     def on_run_pane_in_flight_changed(self, msg: InFlightChanged) -> None:
         self.inflight_what, self.inflight_since = msg.what, time.monotonic()
@@ -660,18 +599,12 @@ class RunPane(Vertical):
     def on_run_pane_row_landed(self, msg: RowLanded) -> None:
         r = msg.row
         self.rows.append(r)
-        self._add_row(r)
-        vid = r.get("variant_id")
+        self.query_one(RunRowsTable).add_result(r)
         if self.time_left is not None and r.get("phase") in ("cold", "warm"):
             done = sum(1 for x in self.rows if x.get("phase") in ("cold", "warm"))
             self.time_left_text = self.time_left.words(r, done)
             self._status()
-        if vid in self.expected and r.get("phase") in ("cold", "warm"):
-            done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
-            try:
-                self.query_one(f"#bar-{_safe(vid)}", ProgressBar).update(progress=done)
-            except NoMatches:  # the bars are being rebuilt (another experiment picked)
-                pass
+        self.query_one(RunProgressView).row_landed(r)
 
     def on_run_pane_incident_reported(self, msg: IncidentReported) -> None:
         self.notify(msg.message, title="incident (kept in the journal)", severity="warning")
@@ -683,9 +616,7 @@ class RunPane(Vertical):
         self.running = False
         self.inflight_what = ""
         self.time_left = None  # its last words stay in time_left_text
-        bar = self.query_one("#run-bar", ProgressBar)
-        if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
-            bar.update(total=IDLE_TOTAL, progress=0)
+        self.query_one(RunProgressView).ended()
         rows_written = getattr(msg.outcome, "rows_written", 0) or 0
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled,
                                           all_failed=self._every_run_failed(rows_written))
@@ -786,11 +717,7 @@ class RunPane(Vertical):
             started = self._local_hm(progress.started_at)
         self.follow_text = follow_words(holder, started, done, total)
         self.last_outcome = ""
-        bar = self.query_one("#run-bar", ProgressBar)
-        if total:
-            bar.update(total=total, progress=done or 0)
-        else:
-            bar.update(total=IDLE_TOTAL, progress=0)
+        self.query_one(RunProgressView).followed(done, total)
         self.show_view("run-rows")
         self._status()
         self.refresh_summary()
@@ -821,18 +748,12 @@ class RunPane(Vertical):
         if read is None or read.problem:
             return
         if not self.running:  # the rows already measured, newest last
-            self.query_one("#run-rows", DataTable).clear()
-            for r in read.tail:
-                self._add_row(r)
+            self.query_one(RunRowsTable).show_rows(read.tail)
             if read.height and not self.last_outcome and self.follow_pid is None:
                 self.show_view("run-summary")
             if self.follow_pid is None:  # nothing runs: how the last run ended
                 self.runs_recorded, self.last_run = read.runs_recorded, read.last_run
         self.keep_text = read.keep_text
-
-
-def _safe(vid: Any) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(vid))
 
 
 def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event, *,
