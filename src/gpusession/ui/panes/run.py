@@ -15,7 +15,6 @@ progress and refreshes its table as rows land; ``r`` says the run is already goi
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -32,9 +31,10 @@ from textual.widgets import Static
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.corpus_pin import pinned_revision
-from gpusession.core.folder.journal import RunProgress, run_progress
+from gpusession.core.folder.journal import RunProgress
 from gpusession.core.folder.resume import session_resume_plan
 from gpusession.ui.context import UiContext, plural
+from gpusession.ui.panes.run_follow import RunFollowView
 from gpusession.ui.panes.run_forms import (
     WORKLOADS,
     DefineModal,
@@ -47,7 +47,6 @@ from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_su
 from gpusession.ui.panes.run_words import (
     accepted_words,
     error_words,
-    follow_words,
     last_run_words,
     outcome_words,
     row_dict,
@@ -146,7 +145,6 @@ class RunPane(Vertical):
         #: PID of another process running experiments here (followed), else ``None``
         self.follow_pid: int | None = None
         self.follow_text = ""
-        self._follow_marks: tuple[Any, ...] = ()
         #: the current experiment's newest invocation (journal) and its cold/warm rows,
         #: read while nothing runs (the status line and the overall bar say them)
         self.last_run: RunProgress | None = None
@@ -169,6 +167,7 @@ class RunPane(Vertical):
         with Horizontal(id="run-views"):
             yield RunRowsTable(id="run-rows")
             yield RunSummaryView(id="run-summary")
+        yield RunFollowView(self.ctx, id="run-follow")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
@@ -178,6 +177,11 @@ class RunPane(Vertical):
     def focus_main(self) -> None:
         target = "#run-summary-table" if self.view == "run-summary" else "#run-rows"
         self.query_one(target).focus()
+
+    @property
+    def expected(self) -> dict[str, int]:
+        """Runs expected per variant of the run in flight (its bars), ``{}`` before one."""
+        return self.query_one(RunProgressView).expected
 
     @property
     def view(self) -> str:
@@ -493,7 +497,7 @@ class RunPane(Vertical):
         if self.running:
             self.notify("a run is already in progress", title="run")
             return
-        holder = self._other_holder()
+        holder = self.query_one(RunFollowView).holder()
         if holder is not None:
             self.notify(f"a run is already going in another process (pid {holder}); "
                         "its progress and rows show in this pane", title="run")
@@ -656,22 +660,6 @@ class RunPane(Vertical):
         return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
 
     # -- a run in another process (`run NAME --detach`, followed) -------------
-    def _other_holder(self) -> int | None:
-        """PID of another live process holding this session's run lock, else ``None``."""
-        holder = self.ctx.session.run_lock_holder()
-        return holder if holder is not None and holder != os.getpid() else None
-
-    def _marks(self) -> tuple[Any, ...]:
-        """Size and mtime of the journal and the results CSV: the cheap check before a re-read."""
-        out: list[Any] = []
-        for path in (self.ctx.session.journal_path, self.ctx.session.results.path):
-            try:
-                st = path.stat()
-                out.append((st.st_size, st.st_mtime_ns))
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
     def follow_tick(self) -> None:
         """Look (about once a second) for a run in another process; follow it while it runs.
 
@@ -684,55 +672,26 @@ class RunPane(Vertical):
             if self.inflight_what or self.time_left_text:  # nothing is read again
                 self.query_one("#run-status", Static).update(self._running_text())
             return
-        holder = self._other_holder()
-        if holder is None:
-            if self.follow_pid is not None:  # it ended: read its last rows and the summary
-                pid, self.follow_pid = self.follow_pid, None
-                self._follow_marks = ()
-                self.last_outcome = ""  # the journal says how it ended (the status line)
-                self._ended_elsewhere = self.experiment_id
-                self.reload()
-                # the other panes re-read, as after a run started here (the screen)
-                self.post_message(self.FollowedRunEnded(self.experiment_id, pid))
+        self.query_one(RunFollowView).tick({e.id for e in self.experiments}, self.experiment_id)
+
+    def on_run_follow_view_followed(self, msg: RunFollowView.Followed) -> None:
+        if self.running:  # a run of this pane started meanwhile: it is what the pane shows
             return
-        marks = self._marks()
-        if holder == self.follow_pid and marks == self._follow_marks:
-            return  # nothing new since the last look
-        self.follow_pid, self._follow_marks = holder, marks
-        self._read_followed(holder)
-
-    def _read_followed(self, holder: int) -> None:
-        from gpusession.core.folder.journal import read_records
-
-        try:
-            progress = run_progress(read_records(self.ctx.session.journal_path))
-        except (OSError, BadInput):  # gone, or no longer a plain file: nothing followed
-            progress = None
-        done = total = None
-        started = ""
-        if progress is not None and not progress.ended:
-            done, total = progress.runs_done, progress.runs_scheduled
-            if progress.experiment_id in {e.id for e in self.experiments}:
-                self.experiment_id = progress.experiment_id
-            started = self._local_hm(progress.started_at)
-        self.follow_text = follow_words(holder, started, done, total)
+        self.follow_pid, self.follow_text = msg.pid, msg.words
+        self.experiment_id = msg.experiment_id
         self.last_outcome = ""
-        self.query_one(RunProgressView).followed(done, total)
+        self.query_one(RunProgressView).followed(msg.done, msg.total)
         self.show_view("run-rows")
         self._status()
-        self.refresh_summary()
+        self._show_summary(msg.summary)
 
-    def _local_hm(self, iso: str | None) -> str:
-        """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
-        from datetime import datetime
-
-        if not iso:
-            return ""
-        try:
-            t = datetime.fromisoformat(iso).astimezone(self.ctx.tz)
-        except (TypeError, ValueError):
-            return ""
-        return t.strftime("%H:%M %Z").strip()
+    def on_run_follow_view_ended(self, msg: RunFollowView.Ended) -> None:
+        """It ended: read its last rows and the summary; the other panes re-read (the screen)."""
+        self.follow_pid = None
+        self.last_outcome = ""  # the journal says how it ended (the status line)
+        self._ended_elsewhere = self.experiment_id
+        self.reload()
+        self.post_message(self.FollowedRunEnded(self.experiment_id, msg.pid))
 
     # -- summary -------------------------------------------------------------------------
     def refresh_summary(self) -> None:
