@@ -26,14 +26,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.dom import NoScreen
 from textual.message import Message
-from textual.widgets import Static
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.corpus_pin import pinned_revision
 from gpusession.core.folder.journal import RunProgress
 from gpusession.core.folder.resume import session_resume_plan
-from gpusession.ui.context import UiContext, plural
+from gpusession.ui.context import UiContext
 from gpusession.ui.panes.run_follow import RunFollowView
 from gpusession.ui.panes.run_forms import (
     WORKLOADS,
@@ -43,6 +42,8 @@ from gpusession.ui.panes.run_forms import (
     define_form,
 )
 from gpusession.ui.panes.run_progress import IDLE_TOTAL, RunProgressView, RunRowsTable
+from gpusession.ui.panes.run_status import RunStatusView, running_text
+from gpusession.ui.panes.run_status import describe as describe_experiment
 from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_summary
 from gpusession.ui.panes.run_words import (
     accepted_words,
@@ -161,8 +162,7 @@ class RunPane(Vertical):
         self.loaded = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="run-status", classes="status")
-        yield Static("", id="run-keep")  # the report's Keep line, noise words first (D5, D7)
+        yield RunStatusView(id="run-head")
         yield RunProgressView(id="run-progress")
         with Horizontal(id="run-views"):
             yield RunRowsTable(id="run-rows")
@@ -284,33 +284,7 @@ class RunPane(Vertical):
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
 
     def describe(self, exp: Any) -> str:
-        from gpusession.core.experiment.derive import derived_words
-        from gpusession.core.experiment.plan import value_text
-        from gpusession.core.retrieval.evidence import gpu_use_words
-
-        values = ", ".join(value_text(v) for v in exp.values)
-        lineage = derived_words(exp, {e.id: e for e in self.experiments})
-        return (
-            f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
-            f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
-            + gpu_use_words(exp)
-            + (f"\n{lineage} (v: derive again)" if lineage else "")
-            + self._idle_gpus(exp)
-        )
-
-    def _idle_gpus(self, exp: Any) -> str:
-        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""``."""
-        from gpusession.core.retrieval.evidence import gpus_left_idle
-
-        try:
-            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
-                                   getattr(exp, "device", None))
-        except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the status
-            return ""
-        if not words:
-            return ""
-        fix = "fewer" if words.startswith("asks for") else "more"
-        return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
+        return describe_experiment(self.ctx.session, exp, self.experiments)
 
     def _status(self, text: str | None = None) -> None:
         if text is None:
@@ -326,10 +300,9 @@ class RunPane(Vertical):
             else:
                 who = "the run in the other process" if self._ended_elsewhere == exp.id else "last run"
                 text = f"{self.describe(exp)}\n{self.last_outcome or last_run_words(self.last_run, self.runs_recorded, who)}"
-        self.query_one("#run-status", Static).update(text)
-        keep = self.query_one("#run-keep", Static)
-        keep.update(self.keep_text)
-        keep.display = bool(self.keep_text) and not self.running
+        head = self.query_one(RunStatusView)
+        head.say(text)
+        head.keep(self.keep_text, shown=not self.running)
         self._arrange_keys()
         self.set_class(self.running, "-running")
         self.query_one(RunProgressView).show_state(
@@ -337,16 +310,7 @@ class RunPane(Vertical):
             last_run=self.last_run, runs_recorded=self.runs_recorded)
 
     def _running_text(self) -> str:
-        """The status while this pane's run runs: what it runs, what is in flight, the time left."""
-        text = self._running_head
-        if self.inflight_what:  # the in-flight line headless `run` prints, each second here
-            from gpusession.core.events.words import elapsed_words
-
-            elapsed_s = time.monotonic() - self.inflight_since
-            text += f"\n{self.inflight_what} in flight: {elapsed_words(elapsed_s)}"
-        if self.time_left_text:  # the estimate headless `run` prints
-            text += f"\n{self.time_left_text}"
-        return text
+        return running_text(self._running_head, self.inflight_what, self.inflight_since, self.time_left_text)
 
     def footer_actions(self) -> tuple[str, ...]:
         """The pane's keys in the footer, the ones this state needs first (80 columns hold five).
@@ -670,7 +634,7 @@ class RunPane(Vertical):
             if self.time_left is not None:  # the last estimate, counted down to now
                 self.time_left_text = self.time_left.words_at(self.ctx.now()) or self.time_left_text
             if self.inflight_what or self.time_left_text:  # nothing is read again
-                self.query_one("#run-status", Static).update(self._running_text())
+                self.query_one(RunStatusView).say(self._running_text())
             return
         self.query_one(RunFollowView).tick({e.id for e in self.experiments}, self.experiment_id)
 
