@@ -44,7 +44,13 @@ from gpusession.ui.panes.run_forms import (
 from gpusession.ui.panes.run_progress import IDLE_TOTAL, RunProgressView, RunRowsTable
 from gpusession.ui.panes.run_status import RunStatusView, running_text
 from gpusession.ui.panes.run_status import describe as describe_experiment
-from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_summary
+from gpusession.ui.panes.run_summary import (
+    RunSummaryView,
+    SummaryRead,
+    every_run_failed_in,
+    read_summary,
+    verdict_count_of,
+)
 from gpusession.ui.panes.run_words import (
     accepted_words,
     error_words,
@@ -593,35 +599,11 @@ class RunPane(Vertical):
         self.show_view("run-summary")
         self._status()
 
-    def _mine(self, rows_written: int | None) -> Any:
-        """The rows the run that just ended wrote (a polars frame; ``None`` rows: all the experiment's), ``None`` when unreadable."""
-        import polars as pl
-
-        try:
-            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
-        except BadInput:  # unreadable: the summary says so
-            return None
-        return frame if rows_written is None else frame.tail(rows_written)
-
     def _every_run_failed(self, rows_written: int) -> bool:
-        """No run of the run that just ended measured anything (the CLI's words, R7)."""
-        from gpusession.core.records.summary import every_run_failed
-
-        mine = self._mine(rows_written) if rows_written and self.experiment_id is not None else None
-        return mine is not None and every_run_failed(mine)
+        return every_run_failed_in(self.ctx.session, self.experiment_id, rows_written)
 
     def _verdict_count(self, rows_written: int) -> str:
-        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``.
-
-        A resume continues the experiment's schedule: every row of the experiment is
-        judged, as ``show`` and ``run --resume`` judge them (a rejected first result stays).
-        """
-        if not rows_written or self.experiment_id is None:
-            return ""
-        from gpusession.core.records.summary import variant_verdicts, verdict_count_words
-
-        mine = self._mine(None if self.resumed else rows_written)
-        return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
+        return verdict_count_of(self.ctx.session, self.experiment_id, rows_written, resumed=self.resumed)
 
     # -- a run in another process (`run NAME --detach`, followed) -------------
     def follow_tick(self) -> None:
