@@ -8,9 +8,17 @@ through ``post_message`` (H-12); ``c`` sets the cancel event, and the runner sto
 the next run boundary, marking the partial experiment incomplete.
 
 A run started elsewhere (``gpusession run NAME --detach``) is followed: while
-another live process holds the run lock, the pane polls the journal and the results CSV
-about once a second (a size/mtime check before re-reading), shows the journal's
-progress and refreshes its table as rows land; ``r`` says the run is already going.
+another live process holds the run lock, the pane looks at the journal and the results
+CSV about once a second (a size/mtime check; the re-read in a thread worker), shows the
+journal's progress and refreshes its table as rows land; ``r`` says the run is already going.
+
+The pane composes small widgets and routes what they tell it (attributes down, messages
+up): :mod:`~gpusession.ui.panes.run_status` (status and Keep lines),
+:mod:`~gpusession.ui.panes.run_progress` (the bars and the live rows),
+:mod:`~gpusession.ui.panes.run_summary` (the summary table and charts),
+:mod:`~gpusession.ui.panes.run_follow` (a run in another process) and the forms of
+:mod:`~gpusession.ui.panes.run_forms` (modal screens). It keeps the state they show: the
+experiments, the run in flight, and the reads of the session in thread workers.
 """
 
 from __future__ import annotations
