@@ -28,11 +28,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from textual import events, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.dom import NoScreen
+from textual.containers import Vertical
 from textual.message import Message
 
 from gpusession.core.files.errors import BadInput
@@ -59,6 +58,7 @@ from gpusession.ui.panes.run_summary import (
     read_summary,
     verdict_count_of,
 )
+from gpusession.ui.panes.run_views import RunViews
 from gpusession.ui.panes.run_words import (
     accepted_words,
     error_words,
@@ -144,7 +144,6 @@ class RunPane(Vertical):
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__(**kw)
-        self.add_class("-view-rows")
         self.ctx = ctx
         #: whether the run that last started is a resume (``u``)
         self.resumed = False
@@ -178,9 +177,7 @@ class RunPane(Vertical):
     def compose(self) -> ComposeResult:
         yield RunStatusView(id="run-head")
         yield RunProgressView(id="run-progress")
-        with Horizontal(id="run-views"):
-            yield RunRowsTable(id="run-rows")
-            yield RunSummaryView(id="run-summary")
+        yield RunViews(id="run-views")
         yield RunFollowView(self.ctx, id="run-follow")
 
     def on_mount(self) -> None:
@@ -189,8 +186,7 @@ class RunPane(Vertical):
         self.set_interval(FOLLOW_S, self.follow_tick, name="follow-run")
 
     def focus_main(self) -> None:
-        target = "#run-summary-table" if self.view == "run-summary" else "#run-rows"
-        self.query_one(target).focus()
+        self.query_one(RunViews).focus_main()
 
     @property
     def expected(self) -> dict[str, int]:
@@ -200,54 +196,11 @@ class RunPane(Vertical):
     @property
     def view(self) -> str:
         """``run-rows`` (live rows) or ``run-summary``; both show side by side when wide."""
-        return "run-summary" if self.has_class("-view-summary") else "run-rows"
+        return self.query_one(RunViews).view
 
     def show_view(self, view: str) -> None:
-        """Show the live rows or the summary, keeping the focus in the pane.
-
-        Hiding the focused table would leave the screen with no focus at all, and with
-        it the pane's keys (``c`` to cancel, ``r``) until the person pressed 1 then 2.
-        """
-        keep = self._holds_focus()
-        self.set_class(view == "run-summary", "-view-summary")
-        self.set_class(view != "run-summary", "-view-rows")
-        if keep:
-            self.focus_main()
-            self.call_after_refresh(self._ensure_focus)
-
-    def _shown(self) -> bool:
-        """Whether this pane is on the main screen's active tab."""
-        node: Any = self
-        while node is not None and node is not self.screen:
-            if not node.display:
-                return False
-            node = node.parent
-        return True
-
-    def _holds_focus(self) -> bool:
-        """The main screen's focus is in this pane, or lost while this pane is shown."""
-        try:
-            focused = self.screen.focused
-        except NoScreen:  # not mounted (yet, or any more)
-            return False
-        if focused is None:
-            return self._shown()
-        return self in focused.ancestors_with_self
-
-    def _ensure_focus(self) -> None:
-        """After the layout settled: if the pane's focus is gone or hidden, take it back."""
-        if not self._holds_focus():
-            return
-        node: Any = self.screen.focused
-        while node is not None and node is not self:
-            if not node.display:
-                break
-            node = node.parent
-        if node is not self:
-            self.focus_main()
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.set_class(event.size.width >= 150, "-wide")
+        """Show the live rows or the summary, keeping the focus in the pane."""
+        self.query_one(RunViews).show_view(view)
 
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
