@@ -8,160 +8,67 @@ through ``post_message`` (H-12); ``c`` sets the cancel event, and the runner sto
 the next run boundary, marking the partial experiment incomplete.
 
 A run started elsewhere (``gpusession run NAME --detach``) is followed: while
-another live process holds the run lock, the pane polls the journal and the results CSV
-about once a second (a size/mtime check before re-reading), shows the journal's
-progress and refreshes its table as rows land; ``r`` says the run is already going.
+another live process holds the run lock, the pane looks at the journal and the results
+CSV about once a second (a size/mtime check; the re-read in a thread worker), shows the
+journal's progress and refreshes its table as rows land; ``r`` says the run is already going.
+
+The pane composes small widgets and routes what they tell it (attributes down, messages
+up): :mod:`~gpusession.ui.panes.run_status` (status and Keep lines),
+:mod:`~gpusession.ui.panes.run_progress` (the bars and the live rows),
+:mod:`~gpusession.ui.panes.run_summary` (the summary table and charts),
+:mod:`~gpusession.ui.panes.run_follow` (a run in another process) and the forms of
+:mod:`~gpusession.ui.panes.run_forms` (modal screens). It keeps the state they show: the
+experiments, the run in flight, and the reads of the session in thread workers.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from textual import events, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
-from textual.dom import NoScreen
+from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.corpus_pin import pinned_revision
-from gpusession.core.folder.journal import RunProgress, run_progress
+from gpusession.core.folder.journal import RunProgress
 from gpusession.core.folder.resume import session_resume_plan
-from gpusession.ui.context import (
-    UiContext,
-    fmt_seconds,
-    plural,
-    shown,
-    state_cell,
+from gpusession.ui.context import UiContext
+from gpusession.ui.panes.run_follow import RunFollowView
+from gpusession.ui.panes.run_forms import (
+    WORKLOADS,
+    DefineModal,
+    DeriveModal,
+    PickModal,
+    define_form,
 )
-from gpusession.ui.modals import Field, FormModal
-from gpusession.ui.panes.run_summary import RunSummaryView, SummaryRead, read_summary
+from gpusession.ui.panes.run_progress import IDLE_TOTAL, RunProgressView, RunRowsTable
+from gpusession.ui.panes.run_status import RunStatusView, running_text
+from gpusession.ui.panes.run_status import describe as describe_experiment
+from gpusession.ui.panes.run_summary import (
+    RunSummaryView,
+    SummaryRead,
+    every_run_failed_in,
+    read_summary,
+    verdict_count_of,
+)
+from gpusession.ui.panes.run_views import RunViews
 from gpusession.ui.panes.run_words import (
     accepted_words,
     error_words,
-    follow_words,
     last_run_words,
     outcome_words,
-    peak_words,
     row_dict,
 )
 
-if TYPE_CHECKING:
-    from gpusession.core.experiment.form import DefineForm
-
-#: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
-IDLE_TOTAL = 100
-
 #: how often (seconds) the pane looks for a run in another process and its new rows
 FOLLOW_S = 1.0
-
-
-#: every workload the Define form accepts (bench.plan; ``command`` needs the Command field)
-WORKLOADS = ("bbc-news", "synthetic-mlp", "command", "module:factory")
-
-
-#: the Define form's scope choice that leaves the scope to the workload (R2)
-DEFAULT_SCOPE = "default"
-
-
-def define_fields(cur: Any) -> list[Field]:
-    """The Define form's fields, prefilled with ``cur`` (the current experiment) or the
-    defaults; their names are the define form's (:class:`gpusession.core.experiment.form.DefineForm`),
-    so an error's field is the one focused."""
-    from gpusession.core.experiment.form import param_text
-    from gpusession.core.experiment.plan import PRECISIONS, Experiment, value_text
-    from gpusession.core.validation import DEFAULT_METRIC, METRICS
-
-    exp = cur if cur is not None else Experiment(id="exp-1", workload="bbc-news", values=(1, 4, 8))
-    protocol = dict(exp.protocol or {})
-    # the command and the overlap check's id files have fields of their own
-    own = ("command", "train_corpus", "tune_corpus")
-    shown_params = [(k, param_text(exp.workload, k, v)) for k, v in (exp.params or {}).items() if k not in own]
-    # the scope the workload gets by itself is shown as the default (a command: full-chain)
-    default_scope = "full-chain" if exp.workload == "command" else "processing"
-
-    def opt(value: Any) -> str:
-        return "" if value is None else str(value)
-
-    return [
-        Field("id", "Experiment id", exp.id),
-        Field("workload", f"Workload ({', '.join(WORKLOADS)})", exp.workload),
-        Field("command", "Command (command workload only: program and arguments, split like a "
-              "shell; {batch} {output} {corpus} {context} {precision} {param.NAME} as whole arguments)",
-              shlex.join(str(a) for a in (exp.params or {}).get("command") or ()),
-              placeholder="e.g. python score.py --batch {batch} --out {output}"),
-        Field("corpus", "Corpus (JSONL/CSV, relative to the session folder)", opt(exp.corpus),
-              placeholder="e.g. corpus/eval.jsonl"),
-        Field("varied", "Varied parameter (batch, context, precision or a param's name)", exp.varied),
-        Field("values", "Values, comma-separated (1,4,8; fp32,bf16; a,b)",
-              ",".join(value_text(v) for v in exp.values)),
-        Field("runs_per_variant", "Measured runs per variant", str(exp.runs_per_variant)),
-        Field("warmup_iterations", "Warm-up iterations", str(exp.warmup_iterations)),
-        Field("order", "Order", exp.order, choices=("interleaved", "shuffled")),
-        Field("scope", "Stopwatch scope", DEFAULT_SCOPE if exp.scope == default_scope else exp.scope,
-              choices=(DEFAULT_SCOPE, "processing", "full-chain"),
-              labels=("default (processing; full-chain for a command)", "processing", "full-chain")),
-        Field("gpus", "GPUs (processes on this node; more than 1 runs through torchrun)", str(exp.gpus)),
-        Field("precision", "Precision (another precision is another experiment)", exp.precision,
-              choices=PRECISIONS),
-        Field("device", "Device (cpu, cuda or cuda:N; empty: cuda when available)", opt(exp.device)),
-        Field("context_limit", "Context limit (tokens per input; empty: none)", opt(exp.context_limit)),
-        Field("seed", "Seed of the workload", str(exp.seed)),
-        Field("params", "Params (KEY=VALUE, separated by spaces; quote a value with spaces)",
-              shlex.join(f"{k}={t}" for k, t in shown_params if t is not None),
-              placeholder="e.g. model_dir=models"),
-        Field("params_via_env", "A command reads the params it takes as no {param.NAME} from "
-              "$GPUSESSION_PARAM_<NAME> (else such a param is refused)", "yes" if exp.params_via_env else "no",
-              choices=("no", "yes")),
-        Field("classes", "Declared classes, comma-separated (empty: no validation protocol)",
-              ",".join(str(c) for c in protocol.get("classes") or ())),
-        Field("metric", "Quality metric", str(protocol.get("metric", DEFAULT_METRIC)), choices=tuple(METRICS)),
-        Field("threshold", "Acceptance threshold 0-1 (required with classes: your decision)",
-              opt(protocol.get("threshold"))),
-        Field("tolerance", "Accepted shortfall below the threshold", opt(protocol.get("tolerance"))),
-        Field("reference_value", "Reference quality (empty: none; with the maximum degradation)",
-              opt(protocol.get("reference_value"))),
-        Field("max_degradation", "Maximum degradation below the reference (fixed before the run)",
-              opt(protocol.get("max_degradation"))),
-        Field("train_ids", "Training set's id file, checked for overlap (empty: not checked)",
-              opt((exp.params or {}).get("train_corpus")), placeholder="e.g. corpus/train.jsonl"),
-        Field("tune_ids", "Tuning set's id file, checked for overlap (empty: not checked)",
-              opt((exp.params or {}).get("tune_corpus"))),
-    ]
-
-
-def define_form(result: dict[str, str]) -> DefineForm:
-    """The Define form's values as the define form's text fields.
-
-    The default scope choice is an empty scope (the workload's own); the params field is
-    split like a shell into ``KEY=VALUE`` items.
-
-    Raises:
-        BadInput: quotes that do not close in the params field (field ``params``).
-    """
-    from gpusession.core.experiment.form import DefineForm
-
-    try:
-        params = tuple(shlex.split(result["params"]))
-    except ValueError as exc:  # "No closing quotation"
-        raise BadInput(f"{exc}; quote like a shell", field="params") from None
-    names = {"id", "workload", "command", "corpus", "varied", "values", "runs_per_variant",
-             "warmup_iterations", "order", "gpus", "precision", "device", "context_limit", "seed",
-             "classes", "metric", "threshold", "tolerance", "reference_value", "max_degradation",
-             "train_ids", "tune_ids"}
-    scope = result["scope"]
-    return DefineForm(**{k: v for k, v in result.items() if k in names},
-                      scope="" if scope == DEFAULT_SCOPE else scope, params=params,
-                      params_via_env=result.get("params_via_env", "no") == "yes")
 
 
 class RunPane(Vertical):
@@ -237,7 +144,6 @@ class RunPane(Vertical):
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__(**kw)
-        self.add_class("-view-rows")
         self.ctx = ctx
         #: whether the run that last started is a resume (``u``)
         self.resumed = False
@@ -249,12 +155,10 @@ class RunPane(Vertical):
         self._running_head = ""  # the status's first lines while running (set by _status)
         self.cancel_event = threading.Event()
         self.rows: list[dict[str, Any]] = []
-        self.expected: dict[str, int] = {}
         self.last_outcome = ""
         #: PID of another process running experiments here (followed), else ``None``
         self.follow_pid: int | None = None
         self.follow_text = ""
-        self._follow_marks: tuple[Any, ...] = ()
         #: the current experiment's newest invocation (journal) and its cold/warm rows,
         #: read while nothing runs (the status line and the overall bar say them)
         self.last_run: RunProgress | None = None
@@ -271,19 +175,10 @@ class RunPane(Vertical):
         self.loaded = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="run-status", classes="status")
-        yield Static("", id="run-keep")  # the report's Keep line, noise words first (D5, D7)
-        with Horizontal(id="run-overall"):
-            yield Label("overall ", classes="bar-label")
-            yield ProgressBar(total=IDLE_TOTAL, show_eta=False, id="run-bar")  # idle: empty, no pulse
-        yield Vertical(id="run-variants")
-        rows: DataTable[str] = DataTable(id="run-rows", cursor_type="row", zebra_stripes=True)
-        # allocated and reserved side by side in one cell (never added, M2), so the last
-        # column stays whole at 80 columns
-        rows.add_columns("variant", "phase", "run", "elapsed", "peak alloc / reserved", "corpus")
-        with Horizontal(id="run-views"):
-            yield rows
-            yield RunSummaryView(id="run-summary")
+        yield RunStatusView(id="run-head")
+        yield RunProgressView(id="run-progress")
+        yield RunViews(id="run-views")
+        yield RunFollowView(self.ctx, id="run-follow")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.reload)
@@ -291,60 +186,21 @@ class RunPane(Vertical):
         self.set_interval(FOLLOW_S, self.follow_tick, name="follow-run")
 
     def focus_main(self) -> None:
-        target = "#run-summary-table" if self.view == "run-summary" else "#run-rows"
-        self.query_one(target).focus()
+        self.query_one(RunViews).focus_main()
+
+    @property
+    def expected(self) -> dict[str, int]:
+        """Runs expected per variant of the run in flight (its bars), ``{}`` before one."""
+        return self.query_one(RunProgressView).expected
 
     @property
     def view(self) -> str:
         """``run-rows`` (live rows) or ``run-summary``; both show side by side when wide."""
-        return "run-summary" if self.has_class("-view-summary") else "run-rows"
+        return self.query_one(RunViews).view
 
     def show_view(self, view: str) -> None:
-        """Show the live rows or the summary, keeping the focus in the pane.
-
-        Hiding the focused table would leave the screen with no focus at all, and with
-        it the pane's keys (``c`` to cancel, ``r``) until the person pressed 1 then 2.
-        """
-        keep = self._holds_focus()
-        self.set_class(view == "run-summary", "-view-summary")
-        self.set_class(view != "run-summary", "-view-rows")
-        if keep:
-            self.focus_main()
-            self.call_after_refresh(self._ensure_focus)
-
-    def _shown(self) -> bool:
-        """Whether this pane is on the main screen's active tab."""
-        node: Any = self
-        while node is not None and node is not self.screen:
-            if not node.display:
-                return False
-            node = node.parent
-        return True
-
-    def _holds_focus(self) -> bool:
-        """The main screen's focus is in this pane, or lost while this pane is shown."""
-        try:
-            focused = self.screen.focused
-        except NoScreen:  # not mounted (yet, or any more)
-            return False
-        if focused is None:
-            return self._shown()
-        return self in focused.ancestors_with_self
-
-    def _ensure_focus(self) -> None:
-        """After the layout settled: if the pane's focus is gone or hidden, take it back."""
-        if not self._holds_focus():
-            return
-        node: Any = self.screen.focused
-        while node is not None and node is not self:
-            if not node.display:
-                break
-            node = node.parent
-        if node is not self:
-            self.focus_main()
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.set_class(event.size.width >= 150, "-wide")
+        """Show the live rows or the summary, keeping the focus in the pane."""
+        self.query_one(RunViews).show_view(view)
 
     # -- experiments -----------------------------------------------------------------
     def reload(self) -> None:
@@ -395,33 +251,7 @@ class RunPane(Vertical):
         return next((e for e in self.experiments if e.id == self.experiment_id), None)
 
     def describe(self, exp: Any) -> str:
-        from gpusession.core.experiment.derive import derived_words
-        from gpusession.core.experiment.plan import value_text
-        from gpusession.core.retrieval.evidence import gpu_use_words
-
-        values = ", ".join(value_text(v) for v in exp.values)
-        lineage = derived_words(exp, {e.id: e for e in self.experiments})
-        return (
-            f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
-            f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
-            + gpu_use_words(exp)
-            + (f"\n{lineage} (v: derive again)" if lineage else "")
-            + self._idle_gpus(exp)
-        )
-
-    def _idle_gpus(self, exp: Any) -> str:
-        """``"\nwarning: uses 1 of 2 GPUs of this B200 lot"`` or ``""``."""
-        from gpusession.core.retrieval.evidence import gpus_left_idle
-
-        try:
-            words = gpus_left_idle(self.ctx.session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
-                                   getattr(exp, "device", None))
-        except (BadInput, OSError):  # a hint only: an unreadable order or rates file must not hide the status
-            return ""
-        if not words:
-            return ""
-        fix = "fewer" if words.startswith("asks for") else "more"
-        return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
+        return describe_experiment(self.ctx.session, exp, self.experiments)
 
     def _status(self, text: str | None = None) -> None:
         if text is None:
@@ -437,26 +267,17 @@ class RunPane(Vertical):
             else:
                 who = "the run in the other process" if self._ended_elsewhere == exp.id else "last run"
                 text = f"{self.describe(exp)}\n{self.last_outcome or last_run_words(self.last_run, self.runs_recorded, who)}"
-        self.query_one("#run-status", Static).update(text)
-        keep = self.query_one("#run-keep", Static)
-        keep.update(self.keep_text)
-        keep.display = bool(self.keep_text) and not self.running
+        head = self.query_one(RunStatusView)
+        head.say(text)
+        head.keep(self.keep_text, shown=not self.running)
         self._arrange_keys()
         self.set_class(self.running, "-running")
-        self.query_one("#run-variants").display = self.running
-        self._show_overall()
+        self.query_one(RunProgressView).show_state(
+            running=self.running, stands=self.running or self.follow_pid is not None or bool(self.last_outcome),
+            last_run=self.last_run, runs_recorded=self.runs_recorded)
 
     def _running_text(self) -> str:
-        """The status while this pane's run runs: what it runs, what is in flight, the time left."""
-        text = self._running_head
-        if self.inflight_what:  # the in-flight line headless `run` prints, each second here
-            from gpusession.core.events.words import elapsed_words
-
-            elapsed_s = time.monotonic() - self.inflight_since
-            text += f"\n{self.inflight_what} in flight: {elapsed_words(elapsed_s)}"
-        if self.time_left_text:  # the estimate headless `run` prints
-            text += f"\n{self.time_left_text}"
-        return text
+        return running_text(self._running_head, self.inflight_what, self.inflight_since, self.time_left_text)
 
     def footer_actions(self) -> tuple[str, ...]:
         """The pane's keys in the footer, the ones this state needs first (80 columns hold five).
@@ -496,26 +317,6 @@ class RunPane(Vertical):
             self._bindings.key_to_bindings = arranged
             self.refresh_bindings()
 
-    def _show_overall(self) -> None:
-        """The overall bar true to the state: a run's progress while it runs or is
-        followed; after it, the last run's share done (never 0 % above its summary);
-        hidden when runs are recorded without a journal record of how many were
-        scheduled; empty when nothing ran yet."""
-        overall = self.query_one("#run-overall")
-        if self.running or self.follow_pid is not None or self.last_outcome:
-            overall.display = True  # the bar of the run in this pane (or followed) stands
-            return
-        bar = self.query_one("#run-bar", ProgressBar)
-        last = self.last_run
-        if last is not None and last.runs_scheduled:
-            overall.display = True
-            bar.update(total=last.runs_scheduled, progress=last.runs_done)
-        elif self.runs_recorded:
-            overall.display = False
-        else:
-            overall.display = True
-            bar.update(total=IDLE_TOTAL, progress=0)
-
     def action_pick(self) -> None:
         if self.running or not self.experiments:
             return
@@ -529,10 +330,7 @@ class RunPane(Vertical):
                 self.refresh_summary()
                 self._status()
 
-        self.app.push_screen(
-            FormModal("Pick an experiment", [Field("experiment", "Experiment", self.experiment_id or "", choices=ids)]),
-            chosen,
-        )
+        self.app.push_screen(PickModal(ids, self.experiment_id), chosen)
 
     def action_define(self) -> None:
         """The Define form: every setting as text, parsed by the one define form parser
@@ -543,8 +341,7 @@ class RunPane(Vertical):
             self.notify("a run is in progress", title="cannot define now")
             return
         cur = self.current_experiment()
-        self.app.push_screen(FormModal("Define an experiment (one varied parameter)", define_fields(cur),
-                                       on_save=lambda result: self._define(result, cur)))
+        self.app.push_screen(DefineModal(cur, on_save=lambda result: self._define(result, cur)))
 
     def _define(self, result: dict[str, str], cur: Any) -> None:
         """Store the experiment the form describes; raises BadInput (the form says it)."""
@@ -561,8 +358,6 @@ class RunPane(Vertical):
     def action_derive(self) -> None:
         """The derive form: a new id and the one change (``KEY=VALUE``), as ``experiment
         derive`` takes them; the value is parsed by the define form's parser (D4)."""
-        from gpusession.core.experiment.derive import DERIVE_KEYS
-
         if self.running:
             self.notify("a run is in progress", title="cannot derive now")
             return
@@ -571,15 +366,7 @@ class RunPane(Vertical):
             self.notify("define an experiment first (d)", title="derive")
             return
         ids = {e.id for e in self.experiments}
-        new_id = next(f"{cur.id}-{n}" for n in range(2, len(ids) + 3) if f"{cur.id}-{n}" not in ids)
-        fields = [Field("id", "New experiment id", new_id),
-                  Field("set", "The one change, KEY=VALUE", "",
-                        placeholder="e.g. precision=fp16, runs=10, param.width=64")]
-        help_text = (f"Replay {cur.id} with one element changed, so that the change explains the "
-                     f"difference. KEY: {', '.join(DERIVE_KEYS)} or param.NAME; "
-                     "id, varied and values stay.")
-        self.app.push_screen(FormModal(f"Derive from {cur.id} (one change)", fields, help_text=help_text,
-                                       on_save=lambda result: self._derive(result, cur)))
+        self.app.push_screen(DeriveModal(cur, ids, on_save=lambda result: self._derive(result, cur)))
 
     def _derive(self, result: dict[str, str], cur: Any) -> None:
         """Store the replay the derive form describes; raises BadInput (the form says it)."""
@@ -641,7 +428,7 @@ class RunPane(Vertical):
         if self.running:
             self.notify("a run is already in progress", title="run")
             return
-        holder = self._other_holder()
+        holder = self.query_one(RunFollowView).holder()
         if holder is not None:
             self.notify(f"a run is already going in another process (pid {holder}); "
                         "its progress and rows show in this pane", title="run")
@@ -662,9 +449,8 @@ class RunPane(Vertical):
         self._ended_elsewhere = None
         self.cancel_event = threading.Event()
         self.rows = []
-        self.query_one("#run-rows", DataTable).clear()
+        self.query_one(RunRowsTable).clear()
         self.show_view("run-rows")
-        self.query_one("#run-bar", ProgressBar).update(total=None, progress=0)
         self._setup_variant_bars(resume)
         self._status()
         self._run_worker(self.experiment_id, self.cancel_event, anyway, resume)
@@ -676,28 +462,19 @@ class RunPane(Vertical):
             self._status("Cancel requested — the run stops at the next run boundary.")
 
     def _setup_variant_bars(self, resume: bool = False) -> None:
-        box = self.query_one("#run-variants", Vertical)
-        box.remove_children()
-        self.expected = {}
+        """One bar per variant of the runs to come (a resume: the schedule's runs not measured), and their time left."""
         from gpusession.core.experiment import plan
+        from gpusession.core.retrieval.time_left import TimeLeft
 
+        expected: dict[str, int] = {}
         exp = self.current_experiment()
         if exp is not None:
             # a loaded experiment is valid, and a resume's plan was read just before
             runs = session_resume_plan(self.ctx.session, exp.id).missing if resume else plan.schedule(exp)
             for r in runs:
-                self.expected[r.variant_id] = self.expected.get(r.variant_id, 0) + 1
-            from gpusession.core.retrieval.time_left import TimeLeft
-
+                expected[r.variant_id] = expected.get(r.variant_id, 0) + 1
             self.time_left, self.time_left_text = TimeLeft(self.ctx.session, list(runs), clock=self.ctx.now), ""
-        for vid, total in self.expected.items():
-            box.mount(
-                Horizontal(
-                    Label(f"{vid:<8.8} ", classes="bar-label"),
-                    ProgressBar(total=total, show_eta=False, id=f"bar-{_safe(vid)}"),
-                    classes="variant-bar",
-                )
-            )
+        self.query_one(RunProgressView).start(expected)
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     def _run_worker(self, experiment_id: str, cancel: threading.Event, anyway: bool = False,
@@ -747,21 +524,7 @@ class RunPane(Vertical):
             self.post_message(self.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
 
     def on_run_pane_progress_made(self, msg: ProgressMade) -> None:
-        if msg.total:
-            self.query_one("#run-bar", ProgressBar).update(total=msg.total, progress=msg.done)
-
-    def _add_row(self, r: dict[str, Any]) -> None:
-        table = self.query_one("#run-rows", DataTable)
-        failed = r.get("elapsed_seconds") is None and r.get("phase") != "load"
-        table.add_row(
-            shown(r.get("variant_id"), "-"),
-            shown(r.get("phase"), "-"),
-            shown(r.get("run_index"), "-"),
-            "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
-            peak_words(r.get("peak_allocated_bytes"), r.get("peak_reserved_bytes")),
-            state_cell(accepted_words(r)),
-        )
-        table.move_cursor(row=table.row_count - 1)
+        self.query_one(RunProgressView).advance(msg.done, msg.total)
 
     def on_run_pane_in_flight_changed(self, msg: InFlightChanged) -> None:
         self.inflight_what, self.inflight_since = msg.what, time.monotonic()
@@ -771,18 +534,12 @@ class RunPane(Vertical):
     def on_run_pane_row_landed(self, msg: RowLanded) -> None:
         r = msg.row
         self.rows.append(r)
-        self._add_row(r)
-        vid = r.get("variant_id")
+        self.query_one(RunRowsTable).add_result(r)
         if self.time_left is not None and r.get("phase") in ("cold", "warm"):
             done = sum(1 for x in self.rows if x.get("phase") in ("cold", "warm"))
             self.time_left_text = self.time_left.words(r, done)
             self._status()
-        if vid in self.expected and r.get("phase") in ("cold", "warm"):
-            done = sum(1 for x in self.rows if x.get("variant_id") == vid and x.get("phase") in ("cold", "warm"))
-            try:
-                self.query_one(f"#bar-{_safe(vid)}", ProgressBar).update(progress=done)
-            except NoMatches:  # the bars are being rebuilt (another experiment picked)
-                pass
+        self.query_one(RunProgressView).row_landed(r)
 
     def on_run_pane_incident_reported(self, msg: IncidentReported) -> None:
         self.notify(msg.message, title="incident (kept in the journal)", severity="warning")
@@ -794,9 +551,7 @@ class RunPane(Vertical):
         self.running = False
         self.inflight_what = ""
         self.time_left = None  # its last words stay in time_left_text
-        bar = self.query_one("#run-bar", ProgressBar)
-        if bar.total is None:  # nothing ran here: no pulsing "--%" left behind
-            bar.update(total=IDLE_TOTAL, progress=0)
+        self.query_one(RunProgressView).ended()
         rows_written = getattr(msg.outcome, "rows_written", 0) or 0
         self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled,
                                           all_failed=self._every_run_failed(rows_written))
@@ -805,53 +560,13 @@ class RunPane(Vertical):
         self.show_view("run-summary")
         self._status()
 
-    def _mine(self, rows_written: int | None) -> Any:
-        """The rows the run that just ended wrote (a polars frame; ``None`` rows: all the experiment's), ``None`` when unreadable."""
-        import polars as pl
-
-        try:
-            frame = self.ctx.session.results.read().filter(pl.col("experiment_id") == self.experiment_id)
-        except BadInput:  # unreadable: the summary says so
-            return None
-        return frame if rows_written is None else frame.tail(rows_written)
-
     def _every_run_failed(self, rows_written: int) -> bool:
-        """No run of the run that just ended measured anything (the CLI's words, R7)."""
-        from gpusession.core.records.summary import every_run_failed
-
-        mine = self._mine(rows_written) if rows_written and self.experiment_id is not None else None
-        return mine is not None and every_run_failed(mine)
+        return every_run_failed_in(self.ctx.session, self.experiment_id, rows_written)
 
     def _verdict_count(self, rows_written: int) -> str:
-        """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``.
-
-        A resume continues the experiment's schedule: every row of the experiment is
-        judged, as ``show`` and ``run --resume`` judge them (a rejected first result stays).
-        """
-        if not rows_written or self.experiment_id is None:
-            return ""
-        from gpusession.core.records.summary import variant_verdicts, verdict_count_words
-
-        mine = self._mine(None if self.resumed else rows_written)
-        return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
+        return verdict_count_of(self.ctx.session, self.experiment_id, rows_written, resumed=self.resumed)
 
     # -- a run in another process (`run NAME --detach`, followed) -------------
-    def _other_holder(self) -> int | None:
-        """PID of another live process holding this session's run lock, else ``None``."""
-        holder = self.ctx.session.run_lock_holder()
-        return holder if holder is not None and holder != os.getpid() else None
-
-    def _marks(self) -> tuple[Any, ...]:
-        """Size and mtime of the journal and the results CSV: the cheap check before a re-read."""
-        out: list[Any] = []
-        for path in (self.ctx.session.journal_path, self.ctx.session.results.path):
-            try:
-                st = path.stat()
-                out.append((st.st_size, st.st_mtime_ns))
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
     def follow_tick(self) -> None:
         """Look (about once a second) for a run in another process; follow it while it runs.
 
@@ -862,61 +577,28 @@ class RunPane(Vertical):
             if self.time_left is not None:  # the last estimate, counted down to now
                 self.time_left_text = self.time_left.words_at(self.ctx.now()) or self.time_left_text
             if self.inflight_what or self.time_left_text:  # nothing is read again
-                self.query_one("#run-status", Static).update(self._running_text())
+                self.query_one(RunStatusView).say(self._running_text())
             return
-        holder = self._other_holder()
-        if holder is None:
-            if self.follow_pid is not None:  # it ended: read its last rows and the summary
-                pid, self.follow_pid = self.follow_pid, None
-                self._follow_marks = ()
-                self.last_outcome = ""  # the journal says how it ended (the status line)
-                self._ended_elsewhere = self.experiment_id
-                self.reload()
-                # the other panes re-read, as after a run started here (the screen)
-                self.post_message(self.FollowedRunEnded(self.experiment_id, pid))
+        self.query_one(RunFollowView).tick({e.id for e in self.experiments}, self.experiment_id)
+
+    def on_run_follow_view_followed(self, msg: RunFollowView.Followed) -> None:
+        if self.running:  # a run of this pane started meanwhile: it is what the pane shows
             return
-        marks = self._marks()
-        if holder == self.follow_pid and marks == self._follow_marks:
-            return  # nothing new since the last look
-        self.follow_pid, self._follow_marks = holder, marks
-        self._read_followed(holder)
-
-    def _read_followed(self, holder: int) -> None:
-        from gpusession.core.folder.journal import read_records
-
-        try:
-            progress = run_progress(read_records(self.ctx.session.journal_path))
-        except (OSError, BadInput):  # gone, or no longer a plain file: nothing followed
-            progress = None
-        done = total = None
-        started = ""
-        if progress is not None and not progress.ended:
-            done, total = progress.runs_done, progress.runs_scheduled
-            if progress.experiment_id in {e.id for e in self.experiments}:
-                self.experiment_id = progress.experiment_id
-            started = self._local_hm(progress.started_at)
-        self.follow_text = follow_words(holder, started, done, total)
+        self.follow_pid, self.follow_text = msg.pid, msg.words
+        self.experiment_id = msg.experiment_id
         self.last_outcome = ""
-        bar = self.query_one("#run-bar", ProgressBar)
-        if total:
-            bar.update(total=total, progress=done or 0)
-        else:
-            bar.update(total=IDLE_TOTAL, progress=0)
+        self.query_one(RunProgressView).followed(msg.done, msg.total)
         self.show_view("run-rows")
         self._status()
-        self.refresh_summary()
+        self._show_summary(msg.summary)
 
-    def _local_hm(self, iso: str | None) -> str:
-        """``12:00 UTC`` (the pane's zone) from an ISO time; ``""`` when unreadable."""
-        from datetime import datetime
-
-        if not iso:
-            return ""
-        try:
-            t = datetime.fromisoformat(iso).astimezone(self.ctx.tz)
-        except (TypeError, ValueError):
-            return ""
-        return t.strftime("%H:%M %Z").strip()
+    def on_run_follow_view_ended(self, msg: RunFollowView.Ended) -> None:
+        """It ended: read its last rows and the summary; the other panes re-read (the screen)."""
+        self.follow_pid = None
+        self.last_outcome = ""  # the journal says how it ended (the status line)
+        self._ended_elsewhere = self.experiment_id
+        self.reload()
+        self.post_message(self.FollowedRunEnded(self.experiment_id, msg.pid))
 
     # -- summary -------------------------------------------------------------------------
     def refresh_summary(self) -> None:
@@ -932,18 +614,12 @@ class RunPane(Vertical):
         if read is None or read.problem:
             return
         if not self.running:  # the rows already measured, newest last
-            self.query_one("#run-rows", DataTable).clear()
-            for r in read.tail:
-                self._add_row(r)
+            self.query_one(RunRowsTable).show_rows(read.tail)
             if read.height and not self.last_outcome and self.follow_pid is None:
                 self.show_view("run-summary")
             if self.follow_pid is None:  # nothing runs: how the last run ended
                 self.runs_recorded, self.last_run = read.runs_recorded, read.last_run
         self.keep_text = read.keep_text
-
-
-def _safe(vid: Any) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(vid))
 
 
 def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: threading.Event, *,
@@ -953,3 +629,6 @@ def _default_runner(session: Any, experiment_id: str, on_event: Any, cancel: thr
 
     return Runner(session, experiment_id, on_event=on_event, cancel=cancel, past_limit=past_limit,
                   continue_on_reject=continue_on_reject, resume=resume)
+
+
+__all__ = ["FOLLOW_S", "IDLE_TOTAL", "WORKLOADS", "RunPane", "accepted_words", "outcome_words", "read_summary"]

@@ -94,6 +94,41 @@ def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
     return out
 
 
+def _ended_rows(session: Any, experiment_id: str, rows_written: int | None) -> Any:
+    """The rows the run that just ended wrote (a polars frame; ``None`` rows: all the
+    experiment's), ``None`` when the results CSV is unreadable (the summary says so)."""
+    import polars as pl
+
+    try:
+        frame = session.results.read().filter(pl.col("experiment_id") == experiment_id)
+    except BadInput:
+        return None
+    return frame if rows_written is None else frame.tail(rows_written)
+
+
+def every_run_failed_in(session: Any, experiment_id: str | None, rows_written: int) -> bool:
+    """No run of the run that just ended (its last ``rows_written`` rows) measured anything (the CLI's words, R7)."""
+    from gpusession.core.records.summary import every_run_failed
+
+    mine = _ended_rows(session, experiment_id, rows_written) if rows_written and experiment_id is not None else None
+    return mine is not None and every_run_failed(mine)
+
+
+def verdict_count_of(session: Any, experiment_id: str | None, rows_written: int, *, resumed: bool) -> str:
+    """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``.
+
+    A plain run is judged by the ``rows_written`` rows it wrote; a resume continues the
+    experiment's schedule, so every row of the experiment is judged, as ``show`` and
+    ``run --resume`` judge them (a rejected first result stays).
+    """
+    if not rows_written or experiment_id is None:
+        return ""
+    from gpusession.core.records.summary import variant_verdicts, verdict_count_words
+
+    mine = _ended_rows(session, experiment_id, None if resumed else rows_written)
+    return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
+
+
 class SummaryTable(DataTable[str]):
     """A DataTable that draws again, caches cleared, once its column widths are measured.
 
@@ -152,4 +187,4 @@ class RunSummaryView(VerticalScroll):
             )
 
 
-__all__ = ["COUNTING", "RunSummaryView", "SummaryRead", "read_summary"]
+__all__ = ["COUNTING", "RunSummaryView", "SummaryRead", "every_run_failed_in", "read_summary", "verdict_count_of"]

@@ -1,0 +1,91 @@
+"""The Run pane's head: the status line (what the experiment is, what runs, how it ended) and the Keep line.
+
+Who calls it: :class:`gpusession.ui.panes.run.RunPane`, which composes one
+:class:`RunStatusView` at its top and hands it the words its state calls for; the
+sentences are the ones headless ``gpusession run`` prints (the in-flight line, the time
+left) and the report's Keep line (D5, D7). Why a module of its own: the words of one
+experiment (its settings, lineage, GPUs left idle) are read in one place, whoever shows them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from gpusession.core.files.errors import BadInput
+from gpusession.ui.context import plural
+
+
+def idle_gpus_words(session: Any, exp: Any) -> str:
+    """``"\\nwarning: uses 1 of 2 GPUs of this B200 lot (define it with more GPUs …)"`` or ``""``.
+
+    A hint only: an unreadable order or rates file says nothing (never hides the status).
+    """
+    from gpusession.core.retrieval.evidence import gpus_left_idle
+
+    try:
+        words = gpus_left_idle(session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
+                               getattr(exp, "device", None))
+    except (BadInput, OSError):
+        return ""
+    if not words:
+        return ""
+    fix = "fewer" if words.startswith("asks for") else "more"
+    return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
+
+
+def describe(session: Any, exp: Any, experiments: list[Any]) -> str:
+    """One experiment in words: ``ID: varied = values; N runs, W warm-up, order, scope``,
+    its GPU use, its lineage among ``experiments`` (D4) and the GPUs it leaves idle."""
+    from gpusession.core.experiment.derive import derived_words
+    from gpusession.core.experiment.plan import value_text
+    from gpusession.core.retrieval.evidence import gpu_use_words
+
+    values = ", ".join(value_text(v) for v in exp.values)
+    lineage = derived_words(exp, {e.id: e for e in experiments})
+    return (
+        f"{exp.id}: {exp.varied} = {values}; {plural(exp.runs_per_variant, 'run')}, "
+        f"{exp.warmup_iterations} warm-up, {exp.order}, {exp.scope}"
+        + gpu_use_words(exp)
+        + (f"\n{lineage} (v: derive again)" if lineage else "")
+        + idle_gpus_words(session, exp)
+    )
+
+
+def running_text(head: str, inflight_what: str, inflight_since: float, time_left_text: str) -> str:
+    """The status while a run of the pane runs: ``head`` (what it runs), what is in flight
+    for how long (since ``inflight_since``, ``time.monotonic()`` seconds) and the time left."""
+    text = head
+    if inflight_what:  # the in-flight line headless `run` prints, each second here
+        from gpusession.core.events.words import elapsed_words
+
+        elapsed_s = time.monotonic() - inflight_since
+        text += f"\n{inflight_what} in flight: {elapsed_words(elapsed_s)}"
+    if time_left_text:  # the estimate headless `run` prints
+        text += f"\n{time_left_text}"
+    return text
+
+
+class RunStatusView(Vertical):
+    """The status line (``#run-status``) and the report's Keep line (``#run-keep``, noise words first)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="run-status", classes="status")
+        yield Static("", id="run-keep")
+
+    def say(self, text: str) -> None:
+        """The status line's words."""
+        self.query_one("#run-status", Static).update(text)
+
+    def keep(self, text: str, shown: bool) -> None:
+        """The Keep line's words (D5, D7); hidden when empty or not ``shown`` (while a run goes)."""
+        line = self.query_one("#run-keep", Static)
+        line.update(text)
+        line.display = bool(text) and shown
+
+
+__all__ = ["RunStatusView", "describe", "idle_gpus_words", "running_text"]
