@@ -27,8 +27,9 @@ import csv
 import io
 import os
 import re
+import stat
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -483,12 +484,63 @@ def representative_files(entries: list[ManifestEntry], limit: int = 6) -> list[s
     return picks
 
 
-def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
+#: A file's ``lstat`` signature: ``(size_bytes, mtime_ns, ino, ctime_ns)``. Equal signatures
+#: mean the same bytes for a file gpusession proved: every write changes ``ctime``, which
+#: no user call sets back (``os.utime`` sets the access and modification times only).
+Signature = tuple[int, int, int, int]
+
+
+def signature(st: os.stat_result) -> Signature:
+    """The :data:`Signature` of an ``lstat`` result."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+@dataclass
+class Digests:
+    """SHA-256 of the files of a copy, read again only where the file changed since proved (S4, A5).
+
+    Attributes:
+        trusted: path (relative, ``/``) → (signature when proved, SHA-256) from the last
+            verified pull (:mod:`gpusession.core.retrieval.pull_record`).
+        proven: what this check hashed or took from ``trusted``: path → (signature, SHA-256),
+            for the next record. A link is hashed through and never recorded.
+        hashed: how many files were read and hashed.
+    """
+
+    trusted: Mapping[str, tuple[Signature, str]] = field(default_factory=dict)
+    proven: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+    hashed: int = 0
+
+    def sha256(self, rel: str, path: Path) -> str:
+        """The SHA-256 of ``path`` (known as ``rel``): the trusted one when its signature is unchanged.
+
+        The signature is taken before the bytes are read, so a file written meanwhile
+        differs from its record at the next check.
+        """
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        regular = st is not None and stat.S_ISREG(st.st_mode)
+        sig = signature(st) if st is not None and regular else None
+        known = self.trusted.get(rel)
+        if sig is not None and known is not None and known[0] == sig:
+            self.proven[rel] = known
+            return known[1]
+        digest = sha256_file(path)
+        self.hashed += 1
+        if sig is not None:
+            self.proven[rel] = (sig, digest)
+        return digest
+
+
+def verify_copy(manifest_path: Path, copy_dir: Path, *, digests: Digests | None = None) -> CopyCheck:
     """Compare a retrieved copy with the manifest by size and SHA-256 (S4, G§8).
 
     Args:
         manifest_path: a ``manifest.csv`` written by :func:`write_manifest`.
         copy_dir: the folder of the copy, as retrieved.
+        digests: the SHA-256 a verified pull proved, by signature (a re-pull; below).
 
     Returns:
         Missing, extra, changed, renamed and matching files, skipped entries and a few
@@ -496,6 +548,10 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
 
     Raises:
         BadInput: a bad manifest (see :func:`read_manifest`) or ``copy_dir`` not a folder.
+
+    With ``digests`` (a re-pull), a file whose ``lstat`` signature equals the one it had
+    when a verified pull hashed it is not read again (:class:`Digests`); ``digests.proven``
+    then holds every matching file's signature and SHA-256.
 
     The manifest file itself and a top-level ``manifest.csv`` that is a manifest (see
     :func:`manifest_copy_in`) are never counted as extra files of the copy.
@@ -528,8 +584,10 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
         if size != e.size_bytes:
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, None))
             continue
-        digest = sha256_file(p)
+        digest = digests.sha256(rel, p) if digests is not None else sha256_file(p)
         if digest != e.sha256:
+            if digests is not None:
+                digests.proven.pop(rel, None)
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, digest))
         else:
             matching.append(e.path)
@@ -559,6 +617,7 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
 __all__ = [
     "Changed",
     "CopyCheck",
+    "Digests",
     "ManifestEntry",
     "MANIFEST_TABLE",
     "ManifestWritten",
@@ -572,6 +631,8 @@ __all__ = [
     "record_manifest",
     "representative_files",
     "scan_folder",
+    "Signature",
+    "signature",
     "verify_copy",
     "write_manifest",
 ]
