@@ -35,8 +35,6 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import polars as pl
-
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.csvtext import csv_bytes
 from gpusession.core.files.digest import sha256_file
@@ -51,7 +49,6 @@ MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
 #: The name of the manifest's copy written beside the deliverables
 #: (``manifest --also-in-deliverables``), so a plain ``cp -r`` / ``rsync`` carries it.
 MANIFEST_IN_DELIVERABLES = "manifest.csv"
-MANIFEST_SCHEMA = {"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -130,12 +127,13 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
             return
         yield from entries
 
-    stack = [root]
+    excluded_names = {p.name for p in excluded}
+    stack: list[tuple[Path, str]] = [(root, "")]
     while stack:
-        current = stack.pop()
+        current, prefix = stack.pop()
         for entry in walk(current):
             p = Path(entry.path)
-            rel = _rel(p, root)
+            rel = prefix + entry.name  # relative to root, "/"-separated (as _rel gives it)
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
@@ -161,9 +159,10 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
                     skipped.append(Skipped(rel, "not a regular file"))
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append(p)
+                stack.append((p, rel + "/"))
             elif entry.is_file(follow_symlinks=False):
-                if p.resolve() not in excluded:
+                # resolved only when its name could be excluded: a pull checks thousands of files
+                if entry.name not in excluded_names or p.resolve() not in excluded:
                     files.append((rel, p))
             else:
                 skipped.append(Skipped(rel, "not a regular file (device, socket or pipe)"))
@@ -198,14 +197,19 @@ def build_manifest(folder: Path, *, exclude: set[Path] | None = None) -> tuple[l
 
 
 def manifest_bytes(entries: list[ManifestEntry]) -> bytes:
-    """The CSV text of a manifest (polars; RFC 4180 quoting for commas, quotes, newlines)."""
+    """The CSV text of a manifest (polars; RFC 4180 quoting for commas, quotes, newlines).
+
+    polars loads here, not with the module: a pull and ``verify-copy`` read manifests only.
+    """
+    import polars as pl
+
     frame = pl.DataFrame(
         {
             "path": [e.path for e in entries],
             "size_bytes": [e.size_bytes for e in entries],
             "sha256": [e.sha256 for e in entries],
         },
-        schema=MANIFEST_SCHEMA,
+        schema={"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String},
     )
     return csv_bytes(frame)
 

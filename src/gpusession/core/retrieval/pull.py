@@ -60,7 +60,7 @@ from gpusession.core.folder.processes import end_child_tree
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile
 from gpusession.core.retrieval import approved_copy, pull_record, throughput
-from gpusession.core.retrieval.copylinks import outside_reason
+from gpusession.core.retrieval.copylinks import CopyLink, outside_reason
 from gpusession.core.retrieval.manifest import (
     CopyCheck,
     Digests,
@@ -697,6 +697,8 @@ class PullResult:
     #: The server's files the manifest does not list, left there (S9); ``None`` when the
     #: whole folder was copied or the server's folder could not be listed.
     left_on_server: list[str] | None = None
+    #: The links found in the deliverables copy (H-43), by the walk that counted it.
+    deliverables_links: list[CopyLink] = field(default_factory=list)
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -990,7 +992,7 @@ def pull(
     digests = Digests(record.deliverables)
     reasons = _verify(result, transfer, remote_deliv, say, digests)
     links = outside_reason({"session copy": session_copy, "deliverables copy": result.deliverables_copy},
-                           found={"session copy": tree.links})
+                           found={"session copy": tree.links, "deliverables copy": result.deliverables_links})
     if links:  # a link out of the copy is never VERIFIED silently (H-43)
         reasons.append(links)
     result.verified = not reasons
@@ -1129,7 +1131,9 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
     else:
         say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)}")
         transfer.copy("deliverables", remote, copy, checksum=checksum)
-    result.deliverables_count = count_files(copy)
+    tree = pull_record.stat_tree(copy)  # one walk: the count, and the links the verdict checks (H-43)
+    result.deliverables_count = FolderCount(len(tree.files), tree.total_bytes)
+    result.deliverables_links = tree.links
     return remote
 
 
