@@ -367,6 +367,8 @@ def check_relative(path_text: str, *, manifest: Path | None = None, line: int | 
     if not path_text:
         raise BadInput("empty path", path=manifest, line=line, field="path")
     windows = os.name == "nt"
+    if not windows and all(part not in ("", ".", "..") for part in path_text.split("/")):
+        return path_text  # relative, already in POSIX form: what the checks below return for it
     text = path_text.replace("\\", "/") if windows else path_text
     p = PurePosixPath(text)
     if p.is_absolute() or (windows and re.match(r"^[A-Za-z]:", path_text)):
@@ -385,6 +387,27 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
             is absolute or escapes the folder, a duplicate path; the line is named.
     """
     path = Path(path)
+    try:  # the same file unchanged is read once: a pull copies by it, then checks by it
+        st = os.stat(path)
+        key: tuple[str, int, int, int, int] | None = (str(path.absolute()), st.st_size, st.st_mtime_ns,
+                                                       st.st_ino, st.st_ctime_ns)
+    except OSError:
+        key = None
+    if key is not None and key in _READ:
+        return list(_READ[key])
+    entries = _read_manifest(path)
+    if key is not None:
+        _READ.clear()
+        _READ[key] = tuple(entries)
+    return entries
+
+
+#: The last manifest read, by its path and ``stat`` signature (:func:`read_manifest`).
+_READ: dict[tuple[str, int, int, int, int], tuple[ManifestEntry, ...]] = {}
+
+
+def _read_manifest(path: Path) -> list[ManifestEntry]:
+    """:func:`read_manifest` of a file not read before."""
     text = read_text(path, what="manifest", must="a manifest is UTF-8").text  # BOM ignored
     header = text.split("\n", 1)[0].rstrip("\r")
     if tuple(header.split(",")) != MANIFEST_COLUMNS:
@@ -598,7 +621,8 @@ def verify_copy(manifest_path: Path, copy_dir: Path, *, digests: Digests | None 
     extra = [r for r in scan.relative if r not in used]
     renamed: list[tuple[str, str]] = []
     if missing and extra:
-        by_key = {(e.size_bytes, e.sha256): e.path for e in entries if e.path in set(missing)}
+        gone = set(missing)
+        by_key = {(e.size_bytes, e.sha256): e.path for e in entries if e.path in gone}
         for r in extra:
             p = found[r]
             size = p.stat().st_size
@@ -606,7 +630,8 @@ def verify_copy(manifest_path: Path, copy_dir: Path, *, digests: Digests | None 
                 key = (size, sha256_file(p))
                 if key in by_key:
                     renamed.append((by_key.pop(key), r))
-    ok_entries = [e for e in entries if e.path in set(matching)]
+    matched = set(matching)
+    ok_entries = [e for e in entries if e.path in matched]
     return CopyCheck(
         matching=matching,
         missing=missing,
