@@ -4,7 +4,11 @@
 It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to override):
 
 1. the session folder, with rsync's per-file checksums (``--checksum``), into
-   ``TO/NAME``; then every TOML file and the results CSV are read back;
+   ``TO/NAME``; then every TOML file and the results CSV are read back. A re-pull proves
+   only what changed since the last pull (:mod:`gpusession.core.retrieval.pull_record`:
+   rsync's quick check, the files changed at home compared by checksum, only the files
+   whose ``lstat`` signature moved read back or hashed), so finding nothing new costs
+   about what ``rsync -a`` costs (A5; ``benchmarks/bench_pull.py``);
 2. the deliverables (``--deliverables DIR``, else the folder named by the newest
    manifest the server's journal recorded) into ``TO/NAME-deliverables``: when the
    session copy holds that manifest, only the files it lists (``--files-from``); the

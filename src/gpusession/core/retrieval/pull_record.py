@@ -86,7 +86,13 @@ def stat_tree(folder: Path) -> TreeStat:
         for entry in entries:
             rel = prefix + entry.name
             try:
-                if entry.is_symlink():
+                if entry.is_file(follow_symlinks=False):  # most entries: one test (d_type), one lstat
+                    st = entry.stat(follow_symlinks=False)
+                    files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)  # signature()
+                    total += st.st_size
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/"))
+                elif entry.is_symlink():
                     try:
                         target = os.readlink(entry.path)
                     except OSError:
@@ -95,12 +101,6 @@ def stat_tree(folder: Path) -> TreeStat:
                     inside = ((real == real_root or real.startswith(real_root + os.sep))
                               and os.path.exists(real))
                     out.links.append(CopyLink(rel, target, inside))
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, rel + "/"))
-                elif entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)  # signature()
-                    total += st.st_size
             except OSError:
                 continue
     out.links.sort(key=lambda c: c.path)
