@@ -1009,14 +1009,7 @@ def pull(
         result.throughput = throughput.record(
             figure, home=session_copy / RETRIEVAL_TOML, kept=kept,
             remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=ssh, rsync_path=rsync_path)
-    # what this pull proved, for the next: the files that read back, the deliverables that
-    # matched; checklist.toml and retrieval.toml, rewritten home by every pull, are read
-    # back every time (pull_record)
-    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed}
-    for rewritten in (CHECKLIST_TOML, RETRIEVAL_TOML):
-        proved.pop(rewritten, None)
-    if proved != record.session or digests.proven != record.deliverables:
-        pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
+    _keep_record(session_copy, tree, failed, record, digests)
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1024,6 +1017,20 @@ def pull(
         except OSError:
             pass
     return result
+
+
+def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str],
+                 record: pull_record.PullRecord, digests: Digests) -> None:
+    """Keep what this pull proved for the next one (:mod:`pull_record`), when it differs from the record.
+
+    The session files that read back and the deliverables that matched; ``checklist.toml``
+    and ``retrieval.toml``, rewritten home by every pull, are read back every time instead.
+    """
+    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed}
+    for rewritten in (CHECKLIST_TOML, RETRIEVAL_TOML):
+        proved.pop(rewritten, None)
+    if proved != record.session or digests.proven != record.deliverables:
+        pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
 
 
 def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes | None,
