@@ -1054,8 +1054,8 @@ def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes |
     if sealed_record is None:
         say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
-        tree = pull_record.stat_tree(session_copy)
-        return tree, list(tree.files), pull_record.PullRecord()
+        whole = pull_record.stat_tree(session_copy)
+        return whole, list(whole.files), pull_record.PullRecord()
     say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync; the files proved by "
         "the last pull are compared by size and time)")
     written: list[str] = []
