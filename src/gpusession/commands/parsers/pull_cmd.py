@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Run on your own computer. Copies SRC ([USER@]HOST:PATH/sessions/NAME, or a local "
             "folder) with rsync over ssh into TO/NAME (per-file checksums; every TOML and the "
-            "results CSV are read back), the deliverables into TO/NAME-deliverables, and "
+            "results CSV are read back; a re-pull proves again only the files changed since the "
+            "last pull, by their size, times and inode), the deliverables into TO/NAME-deliverables, and "
             "compares them with the newest SHA-256 manifest made on the server (gpusession "
             "manifest). With that manifest, only the files it lists (the approved ones) are "
             "copied; the others stay on the server and are named. An interrupted pull resumes "
@@ -47,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rsync-path", metavar="PROGRAM", help="the rsync program on the server, if not on its PATH")
     p.add_argument("--checksum", action="store_true",
                    help="compare the deliverables by checksum too (fetches a file changed in the copy "
-                   "whose size and time stayed the same)")
+                   "whose size and time stayed the same), and prove every file of the copy again "
+                   "(the record of the last pull is not read)")
     p.add_argument("--probe", action="store_true",
                    help="a small copy first: move at most 64 MiB of the deliverables (or, while "
                    "there are none, of the session folder), check it against the server's files "

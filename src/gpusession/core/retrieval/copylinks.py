@@ -49,11 +49,15 @@ def links_in(folder: Path) -> list[CopyLink]:
     return sorted(found, key=lambda c: c.path)
 
 
-def outside_reason(folders: dict[str, Path | None]) -> str | None:
+def outside_reason(folders: dict[str, Path | None], *,
+                   found: dict[str, list[CopyLink]] | None = None) -> str | None:
     """The verdict's words for links pointing outside the copied folders, else ``None``.
 
     Args:
         folders: ``{"session copy": path, "deliverables copy": path or None}``.
+        found: the links of some of these folders, by the same key, already found by a
+            walk of the caller's (:func:`gpusession.core.retrieval.pull_record.stat_tree`):
+            a folder of a large session is walked once per pull, not once per question.
 
     Returns:
         ``"the session copy holds 1 link pointing outside it (etc_link -> /etc): remove
@@ -61,7 +65,9 @@ def outside_reason(folders: dict[str, Path | None]) -> str | None:
     """
     parts = []
     for what, folder in folders.items():
-        out = [c for c in links_in(folder) if not c.inside] if folder is not None else []
+        known = (found or {}).get(what)
+        links = known if known is not None else links_in(folder) if folder is not None else []
+        out = [c for c in links if not c.inside] if folder is not None else []
         if out:
             named = ", ".join(f"{printable(c.path, keep='')} -> {printable(c.target, keep='')}"
                               for c in out[:3]) + (", …" if len(out) > 3 else "")

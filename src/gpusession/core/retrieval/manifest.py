@@ -27,14 +27,13 @@ import csv
 import io
 import os
 import re
+import stat
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
-
-import polars as pl
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.csvtext import csv_bytes
@@ -50,7 +49,6 @@ MANIFEST_COLUMNS = ("path", "size_bytes", "sha256")
 #: The name of the manifest's copy written beside the deliverables
 #: (``manifest --also-in-deliverables``), so a plain ``cp -r`` / ``rsync`` carries it.
 MANIFEST_IN_DELIVERABLES = "manifest.csv"
-MANIFEST_SCHEMA = {"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String}
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -129,12 +127,13 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
             return
         yield from entries
 
-    stack = [root]
+    excluded_names = {p.name for p in excluded}
+    stack: list[tuple[Path, str]] = [(root, "")]
     while stack:
-        current = stack.pop()
+        current, prefix = stack.pop()
         for entry in walk(current):
             p = Path(entry.path)
-            rel = _rel(p, root)
+            rel = prefix + entry.name  # relative to root, "/"-separated (as _rel gives it)
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
@@ -160,9 +159,10 @@ def scan_folder(folder: Path, *, exclude: set[Path] | None = None) -> ScanResult
                     skipped.append(Skipped(rel, "not a regular file"))
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append(p)
+                stack.append((p, rel + "/"))
             elif entry.is_file(follow_symlinks=False):
-                if p.resolve() not in excluded:
+                # resolved only when its name could be excluded: a pull checks thousands of files
+                if entry.name not in excluded_names or p.resolve() not in excluded:
                     files.append((rel, p))
             else:
                 skipped.append(Skipped(rel, "not a regular file (device, socket or pipe)"))
@@ -197,14 +197,19 @@ def build_manifest(folder: Path, *, exclude: set[Path] | None = None) -> tuple[l
 
 
 def manifest_bytes(entries: list[ManifestEntry]) -> bytes:
-    """The CSV text of a manifest (polars; RFC 4180 quoting for commas, quotes, newlines)."""
+    """The CSV text of a manifest (polars; RFC 4180 quoting for commas, quotes, newlines).
+
+    polars loads here, not with the module: a pull and ``verify-copy`` read manifests only.
+    """
+    import polars as pl
+
     frame = pl.DataFrame(
         {
             "path": [e.path for e in entries],
             "size_bytes": [e.size_bytes for e in entries],
             "sha256": [e.sha256 for e in entries],
         },
-        schema=MANIFEST_SCHEMA,
+        schema={"path": pl.String, "size_bytes": pl.Int64, "sha256": pl.String},
     )
     return csv_bytes(frame)
 
@@ -362,6 +367,8 @@ def check_relative(path_text: str, *, manifest: Path | None = None, line: int | 
     if not path_text:
         raise BadInput("empty path", path=manifest, line=line, field="path")
     windows = os.name == "nt"
+    if not windows and all(part not in ("", ".", "..") for part in path_text.split("/")):
+        return path_text  # relative, already in POSIX form: what the checks below return for it
     text = path_text.replace("\\", "/") if windows else path_text
     p = PurePosixPath(text)
     if p.is_absolute() or (windows and re.match(r"^[A-Za-z]:", path_text)):
@@ -380,6 +387,27 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
             is absolute or escapes the folder, a duplicate path; the line is named.
     """
     path = Path(path)
+    try:  # the same file unchanged is read once: a pull copies by it, then checks by it
+        st = os.stat(path)
+        key: tuple[str, int, int, int, int] | None = (str(path.absolute()), st.st_size, st.st_mtime_ns,
+                                                       st.st_ino, st.st_ctime_ns)
+    except OSError:
+        key = None
+    if key is not None and key in _READ:
+        return list(_READ[key])
+    entries = _read_manifest(path)
+    if key is not None:
+        _READ.clear()
+        _READ[key] = tuple(entries)
+    return entries
+
+
+#: The last manifest read, by its path and ``stat`` signature (:func:`read_manifest`).
+_READ: dict[tuple[str, int, int, int, int], tuple[ManifestEntry, ...]] = {}
+
+
+def _read_manifest(path: Path) -> list[ManifestEntry]:
+    """:func:`read_manifest` of a file not read before."""
     text = read_text(path, what="manifest", must="a manifest is UTF-8").text  # BOM ignored
     header = text.split("\n", 1)[0].rstrip("\r")
     if tuple(header.split(",")) != MANIFEST_COLUMNS:
@@ -483,12 +511,63 @@ def representative_files(entries: list[ManifestEntry], limit: int = 6) -> list[s
     return picks
 
 
-def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
+#: A file's ``lstat`` signature: ``(size_bytes, mtime_ns, ino, ctime_ns)``. Equal signatures
+#: mean the same bytes for a file gpusession proved: every write changes ``ctime``, which
+#: no user call sets back (``os.utime`` sets the access and modification times only).
+Signature = tuple[int, int, int, int]
+
+
+def signature(st: os.stat_result) -> Signature:
+    """The :data:`Signature` of an ``lstat`` result."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+@dataclass
+class Digests:
+    """SHA-256 of the files of a copy, read again only where the file changed since proved (S4, A5).
+
+    Attributes:
+        trusted: path (relative, ``/``) → (signature when proved, SHA-256) from the last
+            verified pull (:mod:`gpusession.core.retrieval.pull_record`).
+        proven: what this check hashed or took from ``trusted``: path → (signature, SHA-256),
+            for the next record. A link is hashed through and never recorded.
+        hashed: how many files were read and hashed.
+    """
+
+    trusted: Mapping[str, tuple[Signature, str]] = field(default_factory=dict)
+    proven: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+    hashed: int = 0
+
+    def sha256(self, rel: str, path: Path) -> str:
+        """The SHA-256 of ``path`` (known as ``rel``): the trusted one when its signature is unchanged.
+
+        The signature is taken before the bytes are read, so a file written meanwhile
+        differs from its record at the next check.
+        """
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        regular = st is not None and stat.S_ISREG(st.st_mode)
+        sig = signature(st) if st is not None and regular else None
+        known = self.trusted.get(rel)
+        if sig is not None and known is not None and known[0] == sig:
+            self.proven[rel] = known
+            return known[1]
+        digest = sha256_file(path)
+        self.hashed += 1
+        if sig is not None:
+            self.proven[rel] = (sig, digest)
+        return digest
+
+
+def verify_copy(manifest_path: Path, copy_dir: Path, *, digests: Digests | None = None) -> CopyCheck:
     """Compare a retrieved copy with the manifest by size and SHA-256 (S4, G§8).
 
     Args:
         manifest_path: a ``manifest.csv`` written by :func:`write_manifest`.
         copy_dir: the folder of the copy, as retrieved.
+        digests: the SHA-256 a verified pull proved, by signature (a re-pull; below).
 
     Returns:
         Missing, extra, changed, renamed and matching files, skipped entries and a few
@@ -496,6 +575,10 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
 
     Raises:
         BadInput: a bad manifest (see :func:`read_manifest`) or ``copy_dir`` not a folder.
+
+    With ``digests`` (a re-pull), a file whose ``lstat`` signature equals the one it had
+    when a verified pull hashed it is not read again (:class:`Digests`); ``digests.proven``
+    then holds every matching file's signature and SHA-256.
 
     The manifest file itself and a top-level ``manifest.csv`` that is a manifest (see
     :func:`manifest_copy_in`) are never counted as extra files of the copy.
@@ -528,15 +611,18 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
         if size != e.size_bytes:
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, None))
             continue
-        digest = sha256_file(p)
+        digest = digests.sha256(rel, p) if digests is not None else sha256_file(p)
         if digest != e.sha256:
+            if digests is not None:
+                digests.proven.pop(rel, None)
             changed.append(Changed(e.path, e.size_bytes, size, e.sha256, digest))
         else:
             matching.append(e.path)
     extra = [r for r in scan.relative if r not in used]
     renamed: list[tuple[str, str]] = []
     if missing and extra:
-        by_key = {(e.size_bytes, e.sha256): e.path for e in entries if e.path in set(missing)}
+        gone = set(missing)
+        by_key = {(e.size_bytes, e.sha256): e.path for e in entries if e.path in gone}
         for r in extra:
             p = found[r]
             size = p.stat().st_size
@@ -544,7 +630,8 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
                 key = (size, sha256_file(p))
                 if key in by_key:
                     renamed.append((by_key.pop(key), r))
-    ok_entries = [e for e in entries if e.path in set(matching)]
+    matched = set(matching)
+    ok_entries = [e for e in entries if e.path in matched]
     return CopyCheck(
         matching=matching,
         missing=missing,
@@ -559,6 +646,7 @@ def verify_copy(manifest_path: Path, copy_dir: Path) -> CopyCheck:
 __all__ = [
     "Changed",
     "CopyCheck",
+    "Digests",
     "ManifestEntry",
     "MANIFEST_TABLE",
     "ManifestWritten",
@@ -572,6 +660,8 @@ __all__ = [
     "record_manifest",
     "representative_files",
     "scan_folder",
+    "Signature",
+    "signature",
     "verify_copy",
     "write_manifest",
 ]

@@ -1,0 +1,171 @@
+"""A re-pull that finds nothing new against a plain ``rsync -a`` of the same tree, at two sizes (S4, A5).
+
+``gpusession pull`` copies a session and its deliverables home and proves the copy (every
+session file reads back, every deliverable has its manifest's SHA-256). A month-long
+session is pulled again and again; when nothing changed, the pull should cost little more
+than the rsync that finds nothing: goal **≤ 2×** ``rsync -a`` of the same folders.
+
+Sessions are built as ``bench_status.py`` builds them: one real run (a command experiment,
+20 rows, 150 files) replicated to 5 experiments (100 rows) and 500 experiments (10,000
+rows, a 15 MB journal, about 71,000 files), plus a deliverables folder of 4 files of
+64 KiB per experiment and the manifest ``gpusession manifest`` writes of it (so the
+server's journal records it, as on a rental). The source is a local folder (``pull``
+takes one: rsync without ssh), the same for both commands.
+
+Per size: the first pull (it proves everything) is timed apart; then ``--runs`` rounds,
+each one ``rsync -a`` of the session folder and of the deliverables folder into a
+folder of its own that already holds them (nothing to copy), then one ``gpusession pull``
+into its copy home that already holds them (nothing new), both as child processes,
+interleaved. Printed: the medians, the ratio and "≤ 2×: met" or "not met", the CPU time
+(user + system, children included) of each; then the growth of the ratio from the small
+session to the large one. ``--profile`` profiles one more re-pull of the large session
+in this process (the walk of the copy runs in a thread beside rsync: not in the profile).
+
+Run: ``python benchmarks/bench_pull.py [--runs 7] [--experiments 5,500] [--profile]``;
+``--smoke`` for CI (1 and 2 experiments, one round). Exits 0 (a benchmark reports, it
+does not fail CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import bench_status  # noqa: E402  (the sessions' recipe, beside this file)
+
+#: The ratio to ``rsync -a`` a re-pull with nothing new must stay under.
+TARGET = 2.0
+#: Deliverables per experiment, and the bytes of each.
+DELIVERABLES_PER_EXPERIMENT = 4
+DELIVERABLE_BYTES = 64 * 1024
+
+
+def _deliverables(folder: Path, experiments: int) -> Path:
+    """A folder of approved deliverables (distinct bytes each) beside the session."""
+    out = folder.parent / f"{folder.name}-out"
+    for k in range(experiments * DELIVERABLES_PER_EXPERIMENT):
+        sub = out / f"exp-{k // DELIVERABLES_PER_EXPERIMENT:03d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        head = f"deliverable {k}\n".encode()
+        (sub / f"chart-{k:05d}.bin").write_bytes(head + bytes(DELIVERABLE_BYTES - len(head)))
+    return out
+
+
+def _timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one child process; it must exit with a code in ``ok``."""
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _pid, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    code = os.waitstatus_to_exitcode(status)
+    err = child.stderr.read().decode("utf-8", "replace") if child.stderr else ""
+    if child.stderr:
+        child.stderr.close()
+    if code not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {code}: {err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str],
+             profile: bool) -> float:
+    """Print the figures of a re-pull of ``session`` with nothing new; its ratio to ``rsync -a``."""
+    home, base = work / "home", work / "base"
+    base.mkdir()
+    pull = [sys.executable, "-m", "gpusession", "pull", str(session), "--to", str(home)]
+    plain = [["rsync", "-a", f"{session}/", f"{base / session.name}/"],
+             ["rsync", "-a", f"{out}/", f"{base / (session.name + '-deliverables')}/"]]
+    first, first_cpu = _timed(pull, env)
+    for cmd in plain:
+        _timed(cmd, env)
+    print(f"  first pull (proves every file): {first:6.2f} s (CPU {first_cpu:.2f} s)")
+    walls: dict[str, list[float]] = {"pull": [], "rsync": []}
+    cpus: dict[str, list[float]] = {"pull": [], "rsync": []}
+    for _ in range(runs):
+        w = c = 0.0
+        for cmd in plain:
+            dw, dc = _timed(cmd, env)
+            w, c = w + dw, c + dc
+        walls["rsync"].append(w)
+        cpus["rsync"].append(c)
+        dw, dc = _timed(pull, env)
+        walls["pull"].append(dw)
+        cpus["pull"].append(dc)
+    m_pull, m_rsync = statistics.median(walls["pull"]), statistics.median(walls["rsync"])
+    c_pull, c_rsync = statistics.median(cpus["pull"]), statistics.median(cpus["rsync"])
+    ratio = m_pull / m_rsync
+    print(f"  rsync -a, session + deliverables: median {m_rsync * 1000:8.1f} ms ({runs} runs)")
+    print(f"  gpusession pull, nothing new:     median {m_pull * 1000:8.1f} ms ({runs} runs)")
+    print(f"  ratio {ratio:.2f}x (≤ {TARGET:g}x: {'met' if ratio <= TARGET else 'not met'}); "
+          f"paired ratios {', '.join(f'{p / r:.2f}' for p, r in zip(walls['pull'], walls['rsync'], strict=True))}")
+    print(f"  CPU time (user + system, children included), medians: pull {c_pull * 1000:.0f} ms, "
+          f"rsync -a {c_rsync * 1000:.0f} ms, ratio {c_pull / max(c_rsync, 1e-9):.2f}x")
+    print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if profile:
+        from gpusession.core.retrieval.pull import parse_source
+        from gpusession.core.retrieval.pull import pull as run_pull
+
+        prof = cProfile.Profile()
+        prof.enable()
+        run_pull(parse_source(str(session)), to=home)
+        prof.disable()
+        print("  profile of one more re-pull (in this process; cumulative):")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
+    return ratio
+
+
+def main() -> int:
+    """Build the sessions, measure each, print the ratios and their growth."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="rounds per size (one of each per round)")
+    ap.add_argument("--experiments", default="5,500",
+                    help="experiments per session, comma-separated (20 rows each; default 5,500)")
+    ap.add_argument("--profile", action="store_true", help="profile one more re-pull of the largest session")
+    ap.add_argument("--smoke", action="store_true", help="CI: 1 and 2 experiments, one round")
+    args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.experiments = 1, "1,2"
+    sizes = [int(x) for x in args.experiments.split(",")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="gpusession-bench-state-"))
+    os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]  # the profiled pull reads the same record
+    ratios: list[tuple[int, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        t = time.perf_counter()
+        template = bench_status._real_run(work, env)
+        print(f"one real run: {time.perf_counter() - t:.1f} s")
+        for n in sizes:
+            t = time.perf_counter()
+            root = work / f"s{n}"
+            folder = bench_status._replicate(template, root, f"bench-{n}", n)
+            out = _deliverables(folder, n)
+            bench_status._gpusession({**env, "GPUSESSION_HOME": str(root)}, work, "manifest", folder.name,
+                                     "--deliverables", str(out))
+            files = sum(len(f) for _, _, f in os.walk(folder))
+            rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
+            print(f"{n} experiments, {rows:,} rows, {files:,} session files, "
+                  f"{n * DELIVERABLES_PER_EXPERIMENT:,} deliverables "
+                  f"(built in {time.perf_counter() - t:.1f} s):")
+            (work / f"run{n}").mkdir()
+            ratios.append((rows, _measure(folder, out, work / f"run{n}", args.runs, env,
+                                          args.profile and n == max(sizes))))
+    if len(ratios) > 1:
+        (small_rows, small), (large_rows, large) = ratios[0], ratios[-1]
+        print(f"growth of the ratio from {small_rows:,} to {large_rows:,} rows: {large / small:.2f}x "
+              f"({small:.2f}x → {large:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

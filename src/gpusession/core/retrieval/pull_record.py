@@ -1,0 +1,270 @@
+"""What a pull proved of the copy home, kept so that a re-pull proves only what changed (S4, A5).
+
+A pull proves two things of the copy home: every session file reads back (each TOML
+parses, the results CSV reads) and every deliverable has the size and SHA-256 its
+manifest lists. Proving them again from scratch costs a parse of every TOML and a hash
+of every deliverable: a re-pull that finds nothing new then costs many times the rsync
+that found nothing. So after each pull the files it proved are kept in a **pull
+record**, one per copy home, with the ``lstat`` signature each file had when proved:
+
+    (size_bytes, mtime_ns, ino, ctime_ns)
+
+A file whose signature still equals its recorded one is the bytes that were proved: any
+write changes ``ctime`` (the kernel sets it; ``os.utime`` sets the access and modification
+times only, never ``ctime``), and a file replaced by a rename has another ``ino``. So a
+hand edit with the size kept and the modification time put back (``os.utime``, H-47)
+still differs, and is proved again. rsync's own writes change them too, so a file rsync
+brought is proved again as well.
+
+Where: ``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.json``
+(a folder made 0700, the file 0600), outside the copy: the copy stays the server's files.
+Sealed with HMAC-SHA256 under the user's key (:func:`gpusession.core.files.seal.keyed_seal`,
+H-78): a record written by another user, copied from another machine, or edited by hand
+reads as absent, and the pull proves everything again. Who calls it:
+:func:`gpusession.core.retrieval.pull.pull`. Standard library and the core only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
+from gpusession.core.files.tomlio import write_atomic_bytes
+from gpusession.core.retrieval.copylinks import CopyLink
+from gpusession.core.retrieval.manifest import Signature, signature
+
+#: The record's format; another value reads as absent.
+RECORD_VERSION = 1
+
+
+@dataclass
+class TreeStat:
+    """One walk of a copied folder (no link followed).
+
+    Attributes:
+        files: regular files by path relative to the folder (``/``-separated) → their
+            :data:`~gpusession.core.retrieval.manifest.Signature`.
+        links: every symbolic link, as :func:`gpusession.core.retrieval.copylinks.links_in` finds them.
+        total_bytes: the bytes of the regular files.
+    """
+
+    files: dict[str, Signature] = field(default_factory=dict)
+    links: list[CopyLink] = field(default_factory=list)
+    total_bytes: int = 0
+
+
+def stat_tree(folder: Path) -> TreeStat:
+    """Every regular file and link under ``folder`` with its ``lstat`` signature, in one walk.
+
+    Why: counting the files, finding the links (H-43) and telling what changed since the
+    last pull read the same folder; one ``scandir`` walk serves all three. A folder that
+    is absent or a link gives an empty result; an unreadable sub-folder is left out (its
+    files then lack a signature, so nothing in it is trusted).
+    """
+    out = TreeStat()
+    root = Path(folder)
+    if not root.is_dir() or root.is_symlink():
+        return out
+    real_root = os.path.realpath(root)
+    files = out.files
+    total = 0
+    stack: list[tuple[str, str]] = [(str(root), "")]
+    while stack:
+        here, prefix = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                if entry.is_file(follow_symlinks=False):  # most entries: one test (d_type), one lstat
+                    st = entry.stat(follow_symlinks=False)
+                    files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)  # signature()
+                    total += st.st_size
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/"))
+                elif entry.is_symlink():
+                    try:
+                        target = os.readlink(entry.path)
+                    except OSError:
+                        target = "?"
+                    real = os.path.realpath(entry.path)
+                    inside = ((real == real_root or real.startswith(real_root + os.sep))
+                              and os.path.exists(real))
+                    out.links.append(CopyLink(rel, target, inside))
+            except OSError:
+                continue
+    out.links.sort(key=lambda c: c.path)
+    out.total_bytes = total
+    return out
+
+
+@dataclass
+class PullRecord:
+    """What the last pull proved of one copy home.
+
+    Attributes:
+        session: session files that read back → their signature when proved.
+        deliverables: deliverables that matched their manifest → (signature, SHA-256).
+    """
+
+    session: dict[str, Signature] = field(default_factory=dict)
+    deliverables: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+
+
+def record_path(session_copy: Path) -> Path:
+    """``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.json``."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    key = hashlib.sha256(os.fsencode(os.path.abspath(session_copy))).hexdigest()[:40]
+    return Path(base) / "gpusession" / "pulls" / f"{key}.json"
+
+
+def _signed(copy: str, body: bytes) -> bytes:
+    """What the seal covers: the copy's path and the record's bytes as stored."""
+    return os.fsencode(copy) + b"\0" + body
+
+
+def read_record(session_copy: Path) -> PullRecord:
+    """The pull record of ``session_copy``; empty when absent, unsealed, of another copy or malformed.
+
+    Never raises: a record that does not read costs one full check.
+    """
+    body = open_record(session_copy)
+    return PullRecord() if body is None else parse_record(body)
+
+
+def open_record(session_copy: Path) -> bytes | None:
+    """The sealed bytes of the record of ``session_copy``; ``None`` when absent, unsealed or of another copy.
+
+    The file is one line of JSON (``version``, ``copy``, ``seal``), then the record's JSON
+    (``session``, ``deliverables``) whose bytes the seal covers as stored: the seal is
+    checked without decoding them (:func:`parse_record` decodes, beside the pull's rsync).
+    """
+    path = record_path(session_copy)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head, _, body = raw.partition(b"\n")
+    copy = os.path.abspath(session_copy)
+    try:
+        meta = json.loads(head)
+    except (ValueError, RecursionError):
+        return None
+    if (not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION or meta.get("copy") != copy
+            or not keyed_seal_holds(meta.get("seal"), _signed(copy, body))):
+        return None
+    return body
+
+
+def parse_record(body: bytes) -> PullRecord:
+    """The record of sealed bytes :func:`open_record` returned; empty when they do not decode."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return PullRecord()
+    out = PullRecord()
+    session = doc.get("session") if isinstance(doc, dict) else None
+    deliverables = doc.get("deliverables") if isinstance(doc, dict) else None
+    if isinstance(session, dict):
+        try:  # a malformed signature never equals a file's: a list of other items, or none
+            out.session = dict(zip(session.keys(), map(tuple, session.values()), strict=True))
+        except TypeError:
+            return PullRecord()
+    if isinstance(deliverables, dict):
+        for rel, value in deliverables.items():
+            if isinstance(value, list) and len(value) == 2 and isinstance(value[1], str):
+                if isinstance(value[0], list):
+                    out.deliverables[rel] = (tuple(value[0]), value[1])
+    return out
+
+
+def _encodable(rel: str) -> bool:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8 is never recorded: proved each time
+        return False
+    return True
+
+
+def write_record(session_copy: Path, record: PullRecord) -> None:
+    """Keep ``record`` for the next pull of ``session_copy`` (sealed, atomically, 0600); never raises.
+
+    A record that cannot be written costs the next pull one full check.
+    """
+    path = record_path(session_copy)
+    copy = os.path.abspath(session_copy)
+    body = json.dumps({
+        "session": {rel: sig for rel, sig in record.session.items() if _encodable(rel)},
+        "deliverables": {rel: [sig, digest] for rel, (sig, digest) in record.deliverables.items()
+                         if _encodable(rel)},
+    }, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    head = json.dumps({"version": RECORD_VERSION, "copy": copy, "seal": keyed_seal(_signed(copy, body))},
+                      ensure_ascii=False).encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic_bytes(path, head + b"\n" + body)
+    except (OSError, BadInput):
+        return
+
+
+def forget_record(session_copy: Path) -> None:
+    """Remove the record of ``session_copy`` (the next pull proves everything); never raises."""
+    try:
+        record_path(session_copy).unlink(missing_ok=True)
+    except OSError:
+        return
+
+
+def restat(folder: Path, names: Iterable[str], tree: TreeStat) -> None:
+    """Bring ``tree`` up to date for the entries ``names`` of ``folder`` (files, links; others left out).
+
+    Why: a walk made while rsync wrote (:func:`stat_tree` beside the copy) may have seen
+    a file before rsync replaced it, or missed one it made; rsync names what it wrote,
+    and those entries alone are looked at again, links included (H-43).
+    """
+    real_root = os.path.realpath(folder)
+    links = {c.path: c for c in tree.links}
+    for name in names:
+        tree.files.pop(name, None)
+        links.pop(name, None)
+        p = os.path.join(folder, name)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            tree.files[name] = signature(st)
+        elif stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(p)
+            except OSError:
+                target = "?"
+            real = os.path.realpath(p)
+            inside = (real == real_root or real.startswith(real_root + os.sep)) and os.path.exists(real)
+            links[name] = CopyLink(name, target, inside)
+    tree.links = sorted(links.values(), key=lambda c: c.path)
+    tree.total_bytes = sum(sig[0] for sig in tree.files.values())
+
+
+__all__ = ["RECORD_VERSION", "PullRecord", "TreeStat", "forget_record", "open_record", "parse_record",
+           "read_record", "record_path", "restat", "stat_tree", "write_record"]
