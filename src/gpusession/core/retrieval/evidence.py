@@ -505,19 +505,156 @@ def _as_dt(value: Any) -> datetime | None:
     return None
 
 
-def protocol_evidence(session: Session) -> str:
-    """Per experiment: was its protocol stored before its first measured run (V5, P§1).
+#: Experiments named in a count of the ones with nothing to say (the last defined); a
+#: finding names every experiment it concerns, whatever their number. Up to this many
+#: experiments, the protocol evidence gives each its own line.
+EVIDENCE_NAMED = 5
 
-    One line per experiment of :func:`protocol_findings`, ``e: …`` (``WARNING e: …`` for a
-    protocol stored after the first run).
+
+@dataclass(frozen=True)
+class ProtocolState:
+    """When one experiment's protocol was stored, against its first measured run (V5).
+
+    Attributes:
+        stored_at: when the protocol was stored (aware), ``None`` when not recorded.
+        first_run_at: its first ``run_started`` (aware), ``None`` before any run.
+        missing: what is not fixed, in words (keys of :data:`_PROTOCOL_KEYS`, or the
+            whole protocol); empty when every key is.
+        tolerance_not_chosen: classes are fixed and no tolerance is: V5 reads it as 0
+            and says so (a choice nobody made is never stored as made).
+        changed: the protocol in ``session.toml`` differs from the one the journal
+            stored before the runs.
     """
-    found = protocol_findings(session)
-    lines = [f"WARNING {exp_id}: {words}" if late else f"{exp_id}: {words}" for exp_id, (words, late) in found.items()]
-    return "\n".join(lines) if lines else "not available yet: no experiment defined"
+
+    stored_at: datetime | None
+    first_run_at: datetime | None
+    missing: tuple[str, ...] = ()
+    tolerance_not_chosen: bool = False
+    changed: bool = False
+
+    @property
+    def late(self) -> bool:
+        """Stored after the first measured run: a new experiment id was needed (V5)."""
+        return self.stored_at is not None and self.first_run_at is not None and self.stored_at > self.first_run_at
+
+    @property
+    def fixed_before(self) -> bool:
+        """Every key stored before the first run and unchanged since: nothing to say (V5)."""
+        return (self.stored_at is not None and self.first_run_at is not None and not self.late
+                and not self.missing and not self.changed)
+
+    def words(self) -> str:
+        """What :func:`protocol_findings` says of this experiment, without its id."""
+        miss_txt = f"; not fixed: {', '.join(self.missing)}" if self.missing else ""
+        if self.tolerance_not_chosen:
+            miss_txt += "; tolerance not chosen (read as 0)"
+        if self.changed:
+            miss_txt += "; WARNING: the protocol in session.toml differs from the one stored before the runs (V5)"
+        at, first = self.stored_at, self.first_run_at
+        if at is None:
+            return f"when the protocol was stored is not recorded{miss_txt}"
+        if first is None:
+            return f"protocol stored {at.isoformat()}; no measured run yet{miss_txt}"
+        if not self.late:
+            return f"protocol stored {at.isoformat()}, before the first run {first.isoformat()}{miss_txt}"
+        return (f"protocol stored {at.isoformat()}, AFTER the first run {first.isoformat()}: changing it "
+                f"afterwards needs a new experiment id (V5){miss_txt}")
+
+
+def protocol_evidence(session: Session) -> str:
+    """Was each experiment's protocol fixed before its first measured run (V5, P§1).
+
+    What a person needs to tick ``p1.fixed-before``: which experiments were NOT fixed
+    before their first run -- every one named, since that is the finding -- and how many
+    were. Up to :data:`EVIDENCE_NAMED` experiments, one line each (``e: …``, ``WARNING e:
+    …`` for a protocol stored after the first run). Beyond, at most 7 lines whatever the
+    session's size (a month-long session has hundreds of experiments: one line each would
+    be 45 KB to read and mask on every mount at 500):
+
+    - ``WARNING: protocol stored AFTER the first run in 2 experiments: a (stored …, first
+      run …), b (…): …``; the same for a protocol in ``session.toml`` changed since the
+      runs, for keys not fixed (grouped by what is missing) and for a storing time not
+      recorded: each lists every experiment it concerns;
+    - ``480 of 500 experiments fixed before their first run (the last 5: …); each
+      experiment's line: gpusession report NAME``, then the experiments with no measured
+      run yet and those whose tolerance was not chosen (read as 0, which V5 allows),
+      counted, the last :data:`EVIDENCE_NAMED` defined named.
+
+    Returns:
+        One text of lines; ``not available yet: no experiment defined`` when none is.
+    """
+    states = protocol_states(session)
+    if len(states) <= EVIDENCE_NAMED:
+        lines = [f"WARNING {exp_id}: {st.words()}" if st.late else f"{exp_id}: {st.words()}"
+                 for exp_id, st in states.items()]
+        return "\n".join(lines) if lines else "not available yet: no experiment defined"
+    return "\n".join(_protocol_summary(session.name, states))
+
+
+def _experiments(n: int) -> str:
+    return f"{n} experiment{'' if n == 1 else 's'}"
+
+
+def _last_named(ids: list[str]) -> str:
+    """`` (the last 5: a, b, …)`` of ids in definition order; the whole list when short."""
+    if not ids:
+        return ""
+    if len(ids) <= EVIDENCE_NAMED:
+        return f": {', '.join(ids)}"
+    return f" (the last {EVIDENCE_NAMED}: {', '.join(ids[-EVIDENCE_NAMED:])})"
+
+
+def _protocol_summary(name: str, states: dict[str, ProtocolState]) -> list[str]:
+    """:func:`protocol_evidence` past :data:`EVIDENCE_NAMED` experiments: findings named, the rest counted."""
+    late = [(e, st) for e, st in states.items() if st.late]
+    changed = [e for e, st in states.items() if st.changed]
+    unknown = [e for e, st in states.items() if st.stored_at is None]
+    missing: dict[tuple[str, ...], list[str]] = {}
+    for e, st in states.items():
+        if st.missing:
+            missing.setdefault(st.missing, []).append(e)
+    lines: list[str] = []
+    if late:
+        named = ", ".join(f"{e} (stored {st.stored_at.isoformat() if st.stored_at else '?'}, first run "
+                          f"{st.first_run_at.isoformat() if st.first_run_at else '?'})" for e, st in late)
+        lines.append(f"WARNING: protocol stored AFTER the first run in {_experiments(len(late))}: {named}: "
+                     "changing it afterwards needs a new experiment id (V5)")
+    if changed:
+        lines.append(f"WARNING: the protocol in session.toml differs from the one stored before the runs in "
+                     f"{_experiments(len(changed))}: {', '.join(changed)} (V5)")
+    if missing:
+        n = sum(len(ids) for ids in missing.values())
+        lines.append(f"not fixed in {_experiments(n)}: " + "; ".join(
+            f"{', '.join(what)} in {', '.join(ids)}" for what, ids in missing.items()))
+    if unknown:
+        lines.append(f"when the protocol was stored is not recorded for {_experiments(len(unknown))}: "
+                     f"{', '.join(unknown)}")
+    good = [e for e, st in states.items() if st.fixed_before]
+    lines.append(f"{len(good)} of {_experiments(len(states))} fixed before their first run"
+                 f"{_last_named(good)}; each experiment's line: gpusession report {name}")
+    waiting = [e for e, st in states.items() if st.stored_at is not None and st.first_run_at is None]
+    if waiting:
+        lines.append(f"no measured run yet: {_experiments(len(waiting))}{_last_named(waiting)}")
+    no_tolerance = [e for e, st in states.items() if st.tolerance_not_chosen]
+    if no_tolerance:
+        lines.append(f"tolerance not chosen (read as 0): {_experiments(len(no_tolerance))}"
+                     f"{_last_named(no_tolerance)}")
+    return lines
 
 
 def protocol_findings(session: Session) -> dict[str, tuple[str, bool]]:
-    """Per experiment id: what :func:`protocol_evidence` says of it, and whether it was stored late (V5).
+    """Per experiment id: its words and whether its protocol was stored late (V5).
+
+    Returns:
+        ``{experiment id: (words without the id, stored after the first run)}`` from
+        :func:`protocol_states`; empty when no experiment is defined. A reader picks an
+        experiment's line by its id here, never by the line's words.
+    """
+    return {exp_id: (st.words(), st.late) for exp_id, st in protocol_states(session).items()}
+
+
+def protocol_states(session: Session) -> dict[str, ProtocolState]:
+    """Per experiment id, in definition order: when its protocol was stored against its first run (V5).
 
     When the protocol was stored: the experiment's ``defined_at`` in ``session.toml`` if
     present, else the first ``experiment_defined`` journal event of that id (the run
@@ -526,9 +663,7 @@ def protocol_findings(session: Session) -> dict[str, tuple[str, bool]]:
     from the last one the journal recorded before the runs is flagged too.
 
     Returns:
-        ``{experiment id: (words without the id, stored after the first run)}``; empty
-        when no experiment is defined. A reader picks an experiment's line by its id here,
-        never by the line's words.
+        ``{experiment id: ProtocolState}``; empty when no experiment is defined.
     """
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
@@ -550,39 +685,24 @@ def protocol_findings(session: Session) -> dict[str, tuple[str, bool]]:
             defined.setdefault(exp, at)
             if exp not in first_run:
                 stored_protocol[exp] = rec.settings.get("protocol")
-    out: dict[str, tuple[str, bool]] = {}
+    out: dict[str, ProtocolState] = {}
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):
             continue
-        at = _as_dt(exp.get("defined_at")) or defined.get(exp_id)
         first = first_run.get(exp_id)
         proto = exp.get("protocol")
-        missing: list[str] = []
         if isinstance(proto, dict) and proto:
-            missing = [k for k in _PROTOCOL_KEYS if k not in proto]
+            missing = tuple(k for k in _PROTOCOL_KEYS if k not in proto)
         else:
-            missing = ["the whole protocol (classes, format, metric, threshold, tolerance)"]
-        miss_txt = f"; not fixed: {', '.join(missing)}" if missing else ""
-        if isinstance(proto, dict) and "classes" in proto and proto.get("tolerance") is None:
-            miss_txt += "; tolerance not chosen (read as 0)"
-        changed = (
-            exp_id in stored_protocol
-            and first is not None
-            and _plain(stored_protocol[exp_id]) != _plain(proto)
+            missing = ("the whole protocol (classes, format, metric, threshold, tolerance)",)
+        out[str(exp_id)] = ProtocolState(
+            stored_at=_as_dt(exp.get("defined_at")) or defined.get(exp_id),
+            first_run_at=first,
+            missing=missing,
+            tolerance_not_chosen=isinstance(proto, dict) and "classes" in proto and proto.get("tolerance") is None,
+            changed=(exp_id in stored_protocol and first is not None
+                     and _plain(stored_protocol[exp_id]) != _plain(proto)),
         )
-        if changed:
-            miss_txt += "; WARNING: the protocol in session.toml differs from the one stored before the runs (V5)"
-        if at is None:
-            out[str(exp_id)] = (f"when the protocol was stored is not recorded{miss_txt}", False)
-        elif first is None:
-            out[str(exp_id)] = (f"protocol stored {at.isoformat()}; no measured run yet{miss_txt}", False)
-        elif at <= first:
-            out[str(exp_id)] = (f"protocol stored {at.isoformat()}, before the first run "
-                                f"{first.isoformat()}{miss_txt}", False)
-        else:
-            out[str(exp_id)] = (f"protocol stored {at.isoformat()}, AFTER the first run "
-                                f"{first.isoformat()}: changing it afterwards needs a new experiment id (V5)"
-                                f"{miss_txt}", True)
     return out
 
 
