@@ -10,13 +10,17 @@ experiment (its settings, lineage, GPUs left idle) are read in one place, whoeve
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.journal import RunProgress
 from gpusession.ui.context import plural
 
 
@@ -70,6 +74,43 @@ def running_text(head: str, inflight_what: str, inflight_since: float, time_left
     return text
 
 
+def footer_order(*, running: bool, following: bool, defined: bool, last_outcome: str,
+                 last_run: RunProgress | None) -> tuple[str, ...]:
+    """The Run pane's actions shown in the footer, the ones this state needs first (80
+    columns hold five): running: cancel; following another process: the view and pick;
+    no experiment: define; refused past the session limit: run anyway first; cut short:
+    resume before a new attempt."""
+    if running:
+        return ("cancel", "switch_view")
+    if following:
+        return ("switch_view", "pick")
+    if not defined:
+        return ("define",)
+    if last_outcome.startswith("not started: past"):
+        return ("start_anyway", "start", "pick", "define", "switch_view")
+    if (not last_outcome.startswith("not started") and last_run is not None
+            and last_run.state != "finished" and last_run.runs_done < last_run.runs_scheduled):
+        return ("resume", "start", "pick", "define", "switch_view")
+    return ("start", "pick", "define", "derive", "switch_view")
+
+
+def arrange_keys(node: Widget, order: tuple[str, ...]) -> None:
+    """Show the actions of ``order`` in the footer, in that order, and hide the others of
+    ``node``'s bindings; every key still works. Bindings are rewritten only when they change."""
+    table = node._bindings.key_to_bindings
+    rank = {a: i for i, a in enumerate(order)}
+
+    def first(item: tuple[str, list[Binding]]) -> int:
+        return min((rank.get(b.action, len(order)) for b in item[1]), default=len(order))
+
+    before = [(k, [b.show for b in bs]) for k, bs in table.items()]
+    arranged = {k: [replace(b, show=b.action in rank) for b in bs]
+                for k, bs in sorted(table.items(), key=first)}
+    if [(k, [b.show for b in bs]) for k, bs in arranged.items()] != before:
+        node._bindings.key_to_bindings = arranged
+        node.refresh_bindings()
+
+
 class RunStatusView(Vertical):
     """The status line (``#run-status``) and the report's Keep line (``#run-keep``, noise words first)."""
 
@@ -88,4 +129,4 @@ class RunStatusView(Vertical):
         line.display = bool(text) and shown
 
 
-__all__ = ["RunStatusView", "describe", "idle_gpus_words", "running_text"]
+__all__ = ["RunStatusView", "arrange_keys", "describe", "footer_order", "idle_gpus_words", "running_text"]
