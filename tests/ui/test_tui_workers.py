@@ -18,8 +18,7 @@ from ui.pilot import MakeApp, background_started, settle, text_of, workers_done
 
 from gpusession.ui.panes import cost as cost_mod
 from gpusession.ui.panes import deliverables as deliv_mod
-from gpusession.ui.panes import run_load
-from gpusession.ui.panes import run_summary
+from gpusession.ui.panes import run_load, run_summary
 
 #: a held read gives up after this long, so a failing test ends (it is never reached when green)
 HOLD_S = 30

@@ -9,8 +9,10 @@ experiment (its settings, lineage, GPUs left idle) are read in one place, whoeve
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
@@ -20,26 +22,58 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.names import ORDER_TOML
 from gpusession.core.folder.journal import RunProgress
 from gpusession.ui.context import plural
+
+#: :func:`idle_gpus_words`'s words by the signature of what they were read from (bounded).
+_IDLE_WORDS: dict[tuple[Any, ...], str] = {}
+_IDLE_WORDS_MAX = 64
+
+
+def _stat_mark(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime in ns, inode) of ``path``, ``None`` when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def idle_gpus_words(session: Any, exp: Any) -> str:
     """``"\\nwarning: uses 1 of 2 GPUs of this B200 lot (define it with more GPUs …)"`` or ``""``.
 
     A hint only: an unreadable order or rates file says nothing (never hides the status).
+    Read once per signature of what it depends on (the experiment's GPUs and device, the
+    package, and the size/mtime/inode of ``order.toml``, the session's and the user's
+    ``rates.toml``): the status line is drawn on every change, on the event loop, and a
+    stat is all it costs then; an edited file is read again.
     """
+    from gpusession.core.money.rates import RATES_FILENAME, user_rates_file
     from gpusession.core.retrieval.evidence import gpus_left_idle
 
+    gpus = int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1))
+    device = getattr(exp, "device", None)
     try:
-        words = gpus_left_idle(session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
-                               getattr(exp, "device", None))
+        pkg = session.package
+    except BadInput:  # session.toml's package unreadable: the hint says nothing
+        return ""
+    folder = Path(session.folder)
+    key = (str(folder), gpus, device, pkg.gpu_model, pkg.lots,
+           *(_stat_mark(p) for p in (folder / ORDER_TOML, folder / RATES_FILENAME, user_rates_file())))
+    said = _IDLE_WORDS.get(key)
+    if said is not None:
+        return said
+    try:
+        words = gpus_left_idle(session, gpus, device)
     except (BadInput, OSError):
-        return ""
-    if not words:
-        return ""
-    fix = "fewer" if words.startswith("asks for") else "more"
-    return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
+        words = None
+    fix = "fewer" if words and words.startswith("asks for") else "more"
+    said = f"\nwarning: {words} (define it with {fix} GPUs to measure them all)" if words else ""
+    if len(_IDLE_WORDS) >= _IDLE_WORDS_MAX:
+        _IDLE_WORDS.clear()
+    _IDLE_WORDS[key] = said
+    return said
 
 
 def describe(session: Any, exp: Any, experiments: list[Any]) -> str:
