@@ -5,12 +5,14 @@ palette ("Run experiment"). The pane composes small widgets and routes what they
 (attributes down, messages up): :mod:`~gpusession.ui.panes.run_status` (status and Keep
 lines, the footer's keys), :mod:`~gpusession.ui.panes.run_progress` (the bars and the
 live rows), :mod:`~gpusession.ui.panes.run_summary` (the summary table and charts),
-:mod:`~gpusession.ui.panes.run_launch` (the checks before a start and the run in a thread
-worker, H-12), :mod:`~gpusession.ui.panes.run_follow` (a run started elsewhere, ``run
-NAME --detach``, looked at about once a second) and the forms of
-:mod:`~gpusession.ui.panes.run_forms` (modal screens). It keeps the state they show: the
-experiments, the run in flight, and the reads of the session in thread workers (the
-results CSV, the journal and the summary grow with the session: never on the event loop).
+:mod:`~gpusession.ui.panes.run_load` (the session read in a thread worker),
+:mod:`~gpusession.ui.panes.run_launch` (the keys r, R, u, c, the checks before a start and
+the run in a thread worker, H-12), :mod:`~gpusession.ui.panes.run_follow` (a run started
+elsewhere, ``run NAME --detach``, looked at about once a second) and
+:mod:`~gpusession.ui.panes.run_forms` (the keys e, d, v and their modal forms); its
+messages are in :mod:`~gpusession.ui.panes.run_messages`. It keeps the state they show:
+the experiments and the run in flight. The results CSV, the journal and the summary
+grow with the session: they are never read on the event loop.
 """
 
 from __future__ import annotations

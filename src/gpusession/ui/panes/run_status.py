@@ -1,10 +1,11 @@
-"""The Run pane's head: the status line (what the experiment is, what runs, how it ended) and the Keep line.
+"""The Run pane's head: the status line (what the experiment is, what runs, how it ended), the Keep line, the footer's keys.
 
 Who calls it: :class:`gpusession.ui.panes.run.RunPane`, which composes one
 :class:`RunStatusView` at its top and hands it the words its state calls for; the
 sentences are the ones headless ``gpusession run`` prints (the in-flight line, the time
 left) and the report's Keep line (D5, D7). Why a module of its own: the words of one
-experiment (its settings, lineage, GPUs left idle) are read in one place, whoever shows them.
+experiment (its settings, lineage, GPUs left idle) are read in one place, whoever shows them;
+the keys a state needs first are chosen beside the words that state says.
 """
 
 from __future__ import annotations
