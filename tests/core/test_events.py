@@ -180,7 +180,7 @@ def test_describe_words_for_each_runner_event() -> None:
 
 def test_describe_is_the_renderer_of_cli_and_run_pane() -> None:
     root = Path(gpusession.__file__).resolve().parent
-    for rel in ("commands/run_cmds.py", "ui/panes/run.py"):
+    for rel in ("commands/run_cmds.py", "ui/panes/run_launch.py"):
         text = (root / rel).read_text(encoding="utf-8")
         assert "describe(ev)" in text, rel
         assert 'ev["event"]' not in text and 'ev.get("event")' not in text, rel

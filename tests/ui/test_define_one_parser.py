@@ -157,5 +157,5 @@ def test_r1_cli_define_and_tui_define_form_call_the_one_parser(
             await _fill_and_save(app, pilot, {"id": "b", "workload": "synthetic-mlp", "values": "2"})
 
     asyncio.run(tui())
-    assert callers[1:] and callers[1].endswith("gpusession/ui/panes/run.py"), callers
+    assert callers[1:] and callers[1].endswith("gpusession/ui/panes/run_forms.py"), callers
     assert set(read_toml(s.folder / "session.toml")["experiments"]) == {"a", "b"}

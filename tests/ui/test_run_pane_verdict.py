@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 from ui.pilot import MakeApp, settle
 
 from gpusession.core.records.results import ResultRow
+from gpusession.ui.panes.run_summary import end_verdicts
 
 
 async def test_h29_run_pane_summary_says_rejected_with_the_reason(session: Any, make_app: MakeApp) -> None:
@@ -45,12 +46,11 @@ async def test_a_resume_ends_judging_the_rejected_first_result_it_kept(session: 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        pane = app.screen.pane("run")
-        pane.experiment_id = "batch-sweep"
-        pane.resumed = True
-        assert pane._verdict_count(1) == "; variants: 0 accepted, 1 REJECTED"  # as show says
-        pane.resumed = False  # a plain run is judged by the rows it wrote
-        assert pane._verdict_count(1) == "; variants: 1 accepted, 0 REJECTED"
+        # the run worker judges the run that ended (resumed: every row of the experiment)
+        assert end_verdicts(session, "batch-sweep", 1, resumed=True)[1] == (
+            "; variants: 0 accepted, 1 REJECTED")  # as show says
+        # a plain run is judged by the rows it wrote
+        assert end_verdicts(session, "batch-sweep", 1, resumed=False)[1] == "; variants: 1 accepted, 0 REJECTED"
 
 
 async def test_d5_a_group_not_measured_in_full_says_how_in_its_verdict_cell(session: Any, make_app: MakeApp) -> None:

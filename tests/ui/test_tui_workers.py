@@ -18,8 +18,7 @@ from ui.pilot import MakeApp, background_started, settle, text_of, workers_done
 
 from gpusession.ui.panes import cost as cost_mod
 from gpusession.ui.panes import deliverables as deliv_mod
-from gpusession.ui.panes import run as run_mod
-from gpusession.ui.panes import run_summary
+from gpusession.ui.panes import run_load, run_summary
 
 #: a held read gives up after this long, so a failing test ends (it is never reached when green)
 HOLD_S = 30
@@ -193,13 +192,13 @@ async def test_run_pane_says_counting_until_its_read_comes_back(
         session: Any, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Run pane's first read runs in a worker: "counting …" meanwhile, keys answer."""
     release = threading.Event()
-    real = run_mod.read_summary
+    real = run_load.read_summary
 
     def slow(*a: Any) -> Any:
         release.wait(HOLD_S)
         return real(*a)
 
-    monkeypatch.setattr(run_mod, "read_summary", slow)
+    monkeypatch.setattr(run_load, "read_summary", slow)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await background_started(app)

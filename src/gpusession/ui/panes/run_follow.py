@@ -38,6 +38,13 @@ def local_hm(iso: str | None, tz: Any) -> str:
     return t.strftime("%H:%M %Z").strip()
 
 
+def other_run_holder(session: Any) -> int | None:
+    """PID of another live process holding ``session``'s run lock, else ``None`` (this
+    process's own run is not another's)."""
+    holder = session.run_lock_holder()
+    return holder if holder is not None and holder != os.getpid() else None
+
+
 class RunFollowView(Widget):
     """Watches the run lock for a run in another process; draws nothing itself (the pane's
     status line, bars and tables say what it reads)."""
@@ -78,8 +85,7 @@ class RunFollowView(Widget):
 
     def holder(self) -> int | None:
         """PID of another live process holding this session's run lock, else ``None``."""
-        holder = self.ctx.session.run_lock_holder()
-        return holder if holder is not None and holder != os.getpid() else None
+        return other_run_holder(self.ctx.session)
 
     def file_marks(self) -> tuple[Any, ...]:
         """Size and mtime of the journal and the results CSV: the cheap check before a re-read."""
@@ -131,4 +137,4 @@ class RunFollowView(Widget):
             self.post_message(found)
 
 
-__all__ = ["RunFollowView", "local_hm"]
+__all__ = ["RunFollowView", "local_hm", "other_run_holder"]

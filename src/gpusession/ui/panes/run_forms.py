@@ -1,17 +1,20 @@
 """The Run pane's forms, as modal screens: pick an experiment, define one, derive one.
 
 Who calls it: :class:`gpusession.ui.panes.run.RunPane` (keys ``e``, ``d``, ``v``), which
-pushes one of these screens and stores what a Save returns through the one define form
-parser (:func:`gpusession.core.experiment.form.experiment_from_form`, as ``experiment
-define`` does) or ``experiment derive``'s parser (D4). Why a module of its own: a form is
-a screen over the pane, not a part of it (Textual's ``ModalScreen``); the pane keeps
-only what a saved form changes.
+pushes one of these screens; a Save stores what the form says (:func:`save_defined`,
+:func:`save_derived`) through the one define form parser
+(:func:`gpusession.core.experiment.form.experiment_from_form`, as ``experiment define``
+does) or ``experiment derive``'s parser (D4). Why a module of its own: a form is a screen
+over the pane, not a part of it (Textual's ``ModalScreen``); the pane keeps only what a
+saved form changes.
 """
 
 from __future__ import annotations
 
 import shlex
 from typing import TYPE_CHECKING, Any
+
+from textual.containers import Vertical
 
 from gpusession.core.files.errors import BadInput
 from gpusession.ui.modals import Field, FormModal, SaveCheck
@@ -118,6 +121,41 @@ def define_form(result: dict[str, str]) -> DefineForm:
                       params_via_env=result.get("params_via_env", "no") == "yes")
 
 
+def save_defined(session: Any, result: dict[str, str], cur: Any) -> str:
+    """Store the experiment the Define form describes (``cur``: the one it was prefilled
+    with) through the one define form parser, as ``experiment define`` does (R1); its id.
+
+    Raises:
+        BadInput: a field that does not parse, naming the field (the form stays open and says it).
+    """
+    from gpusession.core.experiment import form
+    from gpusession.core.folder import experiments
+    from gpusession.core.validation import Protocol
+
+    exp = form.experiment_from_form(define_form(result), folder=session.folder, base=cur,
+                                    check_protocol=Protocol.from_toml)
+    return str(experiments.define_experiment(session, exp).id)
+
+
+def save_derived(session: Any, result: dict[str, str], cur: Any) -> tuple[str, list[str]]:
+    """Store the replay of ``cur`` the derive form describes, through ``experiment derive``'s
+    parser (D4): its id and the notes to say (a precision change: its own quality check).
+
+    Raises:
+        BadInput: a bad id or change, naming the field (the form stays open and says it).
+    """
+    from gpusession.core.experiment.derive import derive_experiment, derive_notes
+    from gpusession.core.folder.corpus_pin import pinned_revision
+    from gpusession.core.folder.experiments import store_derived
+    from gpusession.core.validation import Protocol
+
+    exp = derive_experiment(cur, result["id"].strip(), result["set"], folder=session.folder,
+                            check_protocol=Protocol.from_toml,
+                            pinned_corpus_revision=pinned_revision(session, cur.id))
+    exp = store_derived(session, exp)
+    return str(exp.id), list(derive_notes(cur, exp))
+
+
 class PickModal(FormModal):
     """Pick one of the defined experiments (``ids``, in definition order); dismisses with
     ``{"experiment": id}`` or ``None``."""
@@ -153,5 +191,72 @@ class DeriveModal(FormModal):
         super().__init__(f"Derive from {cur.id} (one change)", fields, help_text=help_text, on_save=on_save)
 
 
-__all__ = ["DEFAULT_SCOPE", "WORKLOADS", "DefineModal", "DeriveModal", "PickModal", "define_fields",
-           "define_form"]
+class RunFormKeys(Vertical):
+    """The Run pane's form keys (``e`` pick, ``d`` define, ``v`` derive), a base of
+    :class:`gpusession.ui.panes.run.RunPane`: each pushes its modal and a saved form makes
+    its experiment the current one. The pane holds the state named here and re-reads the
+    session (``reload``) and its status line (``_status``)."""
+
+    ctx: Any
+    running: bool
+    experiments: list[Any]
+    experiment_id: str | None
+    last_outcome: str
+
+    def reload(self) -> None:
+        raise NotImplementedError
+
+    def _status(self, text: str | None = None) -> None:
+        raise NotImplementedError
+
+    def current_experiment(self) -> Any | None:
+        return next((e for e in self.experiments if e.id == self.experiment_id), None)
+
+    def action_pick(self) -> None:
+        if self.running or not self.experiments:
+            return
+
+        def chosen(result: dict[str, str] | None) -> None:
+            if result:
+                if result["experiment"] != self.experiment_id:
+                    self.last_outcome = ""  # the words of the last run here were about another experiment
+                self.experiment_id = result["experiment"]
+                self.reload()  # its summary, read in the pane's worker
+                self._status()
+
+        self.app.push_screen(PickModal(tuple(e.id for e in self.experiments), self.experiment_id), chosen)
+
+    def action_define(self) -> None:
+        """The Define form, prefilled with the current experiment; a refused save keeps the
+        form open, naming the field (R1, V5; :func:`save_defined`)."""
+        if self.running:
+            self.notify("a run is in progress", title="cannot define now")
+            return
+        cur = self.current_experiment()
+        self.app.push_screen(DefineModal(cur, on_save=lambda result: self._saved(
+            save_defined(self.ctx.session, result, cur))))
+
+    def action_derive(self) -> None:
+        """The derive form: a new id and the one change (``KEY=VALUE``), as ``experiment
+        derive`` takes them (D4; :func:`save_derived`)."""
+        if self.running:
+            self.notify("a run is in progress", title="cannot derive now")
+            return
+        cur = self.current_experiment()
+        if cur is None:
+            self.notify("define an experiment first (d)", title="derive")
+            return
+        ids = {e.id for e in self.experiments}
+        self.app.push_screen(DeriveModal(cur, ids, on_save=lambda result: self._saved(
+            *save_derived(self.ctx.session, result, cur))))
+
+    def _saved(self, experiment_id: str, notes: list[str] | None = None) -> None:
+        """A form stored ``experiment_id``: it is current; ``notes`` are said (a derive's)."""
+        self.experiment_id = experiment_id
+        self.reload()
+        for note in notes or ():  # a precision change: its own quality check
+            self.notify(note, title="derived", timeout=12)
+
+
+__all__ = ["DEFAULT_SCOPE", "WORKLOADS", "DefineModal", "DeriveModal", "PickModal", "RunFormKeys",
+           "define_fields", "define_form", "save_defined", "save_derived"]

@@ -1,41 +1,80 @@
-"""The Run pane's head: the status line (what the experiment is, what runs, how it ended) and the Keep line.
+"""The Run pane's head: the status line (what the experiment is, what runs, how it ended), the Keep line, the footer's keys.
 
 Who calls it: :class:`gpusession.ui.panes.run.RunPane`, which composes one
 :class:`RunStatusView` at its top and hands it the words its state calls for; the
 sentences are the ones headless ``gpusession run`` prints (the in-flight line, the time
 left) and the report's Keep line (D5, D7). Why a module of its own: the words of one
-experiment (its settings, lineage, GPUs left idle) are read in one place, whoever shows them.
+experiment (its settings, lineage, GPUs left idle) are read in one place, whoever shows them;
+the keys a state needs first are chosen beside the words that state says.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from gpusession.core.files.errors import BadInput
+from gpusession.core.files.names import ORDER_TOML
+from gpusession.core.folder.journal import RunProgress
 from gpusession.ui.context import plural
+
+#: :func:`idle_gpus_words`'s words by the signature of what they were read from (bounded).
+_IDLE_WORDS: dict[tuple[Any, ...], str] = {}
+_IDLE_WORDS_MAX = 64
+
+
+def _stat_mark(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime in ns, inode) of ``path``, ``None`` when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def idle_gpus_words(session: Any, exp: Any) -> str:
     """``"\\nwarning: uses 1 of 2 GPUs of this B200 lot (define it with more GPUs …)"`` or ``""``.
 
     A hint only: an unreadable order or rates file says nothing (never hides the status).
+    Read once per signature of what it depends on (the experiment's GPUs and device, the
+    package, and the size/mtime/inode of ``order.toml``, the session's and the user's
+    ``rates.toml``): the status line is drawn on every change, on the event loop, and a
+    stat is all it costs then; an edited file is read again.
     """
+    from gpusession.core.money.rates import RATES_FILENAME, user_rates_file
     from gpusession.core.retrieval.evidence import gpus_left_idle
 
+    gpus = int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1))
+    device = getattr(exp, "device", None)
     try:
-        words = gpus_left_idle(session, int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1)),
-                               getattr(exp, "device", None))
+        pkg = session.package
+    except BadInput:  # session.toml's package unreadable: the hint says nothing
+        return ""
+    folder = Path(session.folder)
+    key = (str(folder), gpus, device, pkg.gpu_model, pkg.lots,
+           *(_stat_mark(p) for p in (folder / ORDER_TOML, folder / RATES_FILENAME, user_rates_file())))
+    said = _IDLE_WORDS.get(key)
+    if said is not None:
+        return said
+    try:
+        words = gpus_left_idle(session, gpus, device)
     except (BadInput, OSError):
-        return ""
-    if not words:
-        return ""
-    fix = "fewer" if words.startswith("asks for") else "more"
-    return f"\nwarning: {words} (define it with {fix} GPUs to measure them all)"
+        words = None
+    fix = "fewer" if words and words.startswith("asks for") else "more"
+    said = f"\nwarning: {words} (define it with {fix} GPUs to measure them all)" if words else ""
+    if len(_IDLE_WORDS) >= _IDLE_WORDS_MAX:
+        _IDLE_WORDS.clear()
+    _IDLE_WORDS[key] = said
+    return said
 
 
 def describe(session: Any, exp: Any, experiments: list[Any]) -> str:
@@ -70,6 +109,43 @@ def running_text(head: str, inflight_what: str, inflight_since: float, time_left
     return text
 
 
+def footer_order(*, running: bool, following: bool, defined: bool, last_outcome: str,
+                 last_run: RunProgress | None) -> tuple[str, ...]:
+    """The Run pane's actions shown in the footer, the ones this state needs first (80
+    columns hold five): running: cancel; following another process: the view and pick;
+    no experiment: define; refused past the session limit: run anyway first; cut short:
+    resume before a new attempt."""
+    if running:
+        return ("cancel", "switch_view")
+    if following:
+        return ("switch_view", "pick")
+    if not defined:
+        return ("define",)
+    if last_outcome.startswith("not started: past"):
+        return ("start_anyway", "start", "pick", "define", "switch_view")
+    if (not last_outcome.startswith("not started") and last_run is not None
+            and last_run.state != "finished" and last_run.runs_done < last_run.runs_scheduled):
+        return ("resume", "start", "pick", "define", "switch_view")
+    return ("start", "pick", "define", "derive", "switch_view")
+
+
+def arrange_keys(node: Widget, order: tuple[str, ...]) -> None:
+    """Show the actions of ``order`` in the footer, in that order, and hide the others of
+    ``node``'s bindings; every key still works. Bindings are rewritten only when they change."""
+    table = node._bindings.key_to_bindings
+    rank = {a: i for i, a in enumerate(order)}
+
+    def first(item: tuple[str, list[Binding]]) -> int:
+        return min((rank.get(b.action, len(order)) for b in item[1]), default=len(order))
+
+    before = [(k, [b.show for b in bs]) for k, bs in table.items()]
+    arranged = {k: [replace(b, show=b.action in rank) for b in bs]
+                for k, bs in sorted(table.items(), key=first)}
+    if [(k, [b.show for b in bs]) for k, bs in arranged.items()] != before:
+        node._bindings.key_to_bindings = arranged
+        node.refresh_bindings()
+
+
 class RunStatusView(Vertical):
     """The status line (``#run-status``) and the report's Keep line (``#run-keep``, noise words first)."""
 
@@ -88,4 +164,4 @@ class RunStatusView(Vertical):
         line.display = bool(text) and shown
 
 
-__all__ = ["RunStatusView", "describe", "idle_gpus_words", "running_text"]
+__all__ = ["RunStatusView", "arrange_keys", "describe", "footer_order", "idle_gpus_words", "running_text"]

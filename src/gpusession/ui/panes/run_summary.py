@@ -94,39 +94,35 @@ def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
     return out
 
 
-def _ended_rows(session: Any, experiment_id: str, rows_written: int | None) -> Any:
-    """The rows the run that just ended wrote (a polars frame; ``None`` rows: all the
-    experiment's), ``None`` when the results CSV is unreadable (the summary says so)."""
+def end_verdicts(session: Any, experiment_id: str | None, rows_written: int, *, resumed: bool) -> tuple[bool, str]:
+    """How the run that just ended is judged, from one read of the results CSV (in the run
+    worker: never on the event loop).
+
+    Returns:
+        ``(all_failed, verdicts)``: whether no run of the ``rows_written`` rows it wrote
+        measured anything (the CLI's words, R7), and ``"; variants: 2 accepted, 1 REJECTED"``
+        (D5), ``""`` when it wrote no row. A plain run is judged by the rows it wrote; a
+        resume continues the experiment's schedule, so every row of the experiment is
+        judged, as ``show`` and ``run --resume`` judge them (a rejected first result
+        stays). An unreadable CSV: ``(False, "")`` (the summary says so).
+    """
+    if not rows_written or experiment_id is None:
+        return False, ""
     import polars as pl
+
+    from gpusession.core.records.summary import (
+        every_run_failed,
+        variant_verdicts,
+        verdict_count_words,
+    )
 
     try:
         frame = session.results.read().filter(pl.col("experiment_id") == experiment_id)
     except BadInput:
-        return None
-    return frame if rows_written is None else frame.tail(rows_written)
-
-
-def every_run_failed_in(session: Any, experiment_id: str | None, rows_written: int) -> bool:
-    """No run of the run that just ended (its last ``rows_written`` rows) measured anything (the CLI's words, R7)."""
-    from gpusession.core.records.summary import every_run_failed
-
-    mine = _ended_rows(session, experiment_id, rows_written) if rows_written and experiment_id is not None else None
-    return mine is not None and every_run_failed(mine)
-
-
-def verdict_count_of(session: Any, experiment_id: str | None, rows_written: int, *, resumed: bool) -> str:
-    """``; variants: 2 accepted, 1 REJECTED`` for the run that just ended (D5), else ``""``.
-
-    A plain run is judged by the ``rows_written`` rows it wrote; a resume continues the
-    experiment's schedule, so every row of the experiment is judged, as ``show`` and
-    ``run --resume`` judge them (a rejected first result stays).
-    """
-    if not rows_written or experiment_id is None:
-        return ""
-    from gpusession.core.records.summary import variant_verdicts, verdict_count_words
-
-    mine = _ended_rows(session, experiment_id, None if resumed else rows_written)
-    return "" if mine is None else "; " + verdict_count_words(*variant_verdicts(mine))
+        return False, ""
+    mine = frame.tail(rows_written)
+    judged = frame if resumed else mine
+    return every_run_failed(mine), "; " + verdict_count_words(*variant_verdicts(judged))
 
 
 class SummaryTable(DataTable[str]):
@@ -187,4 +183,4 @@ class RunSummaryView(VerticalScroll):
             )
 
 
-__all__ = ["COUNTING", "RunSummaryView", "SummaryRead", "every_run_failed_in", "read_summary", "verdict_count_of"]
+__all__ = ["COUNTING", "RunSummaryView", "SummaryRead", "end_verdicts", "read_summary"]
