@@ -126,7 +126,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.folder.caches", "gpusession.core.folder.journal_state",
     "gpusession.core.folder.package", "gpusession.core.records.csvkeys", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",
-    "gpusession.core.retrieval", "gpusession.core.retrieval.limit", "gpusession.core.retrieval.status",
+    "gpusession.core.retrieval", "gpusession.core.retrieval.status", "gpusession.core.copyhome", "gpusession.core.copyhome.limit",
     "gpusession.core.records", "gpusession.core.records.kinds",  # the kinds of deliverable the count names
 })
 

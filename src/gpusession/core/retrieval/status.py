@@ -52,6 +52,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from gpusession.core.copyhome.limit import (
+    FOLDER_BYTES_AT_KEY,
+    FOLDER_BYTES_KEY,
+    SessionLimit,
+    duration_words,
+    folder_bytes_to_record,
+    limit_of,
+)
 from gpusession.core.events.scan import run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, shown_field
@@ -83,14 +91,6 @@ from gpusession.core.folder.caches import (
 from gpusession.core.folder.journal_state import journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
 from gpusession.core.money.window import PackageWarning, package_warning, package_window
-from gpusession.core.retrieval.limit import (
-    FOLDER_BYTES_AT_KEY,
-    FOLDER_BYTES_KEY,
-    SessionLimit,
-    duration_words,
-    folder_bytes_to_record,
-    limit_of,
-)
 
 #: The checklist item whose tick by the person says "the copy home is verified" (S4).
 VERIFY_ITEM = "g8.verify-copy"
