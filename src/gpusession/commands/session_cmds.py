@@ -31,15 +31,11 @@ from gpusession.core.folder.package import (
     check_lots,
     parse_start,
 )
+from gpusession.core.folder.root import remember_sessions_dir
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.money.window import package_warning, package_window
 from gpusession.core.records.summary import accepted_unique_corpora, session_summary
-from gpusession.core.retrieval.status import (
-    Retrieval,
-    list_facts,
-    remember_sessions_dir,
-    retrieval_state,
-)
+from gpusession.core.retrieval.status import Retrieval, list_facts, retrieval_state
 
 
 def cmd_new(args: argparse.Namespace) -> int:
