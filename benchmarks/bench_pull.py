@@ -112,8 +112,8 @@ def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str
           f"rsync -a {c_rsync * 1000:.0f} ms, ratio {c_pull / max(c_rsync, 1e-9):.2f}x")
     print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if profile:
-        from gpusession.core.retrieval.pull import parse_source
-        from gpusession.core.retrieval.pull import pull as run_pull
+        from gpusession.core.copyhome.pull import parse_source
+        from gpusession.core.copyhome.pull import pull as run_pull
 
         prof = cProfile.Profile()
         prof.enable()

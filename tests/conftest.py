@@ -176,7 +176,7 @@ def new_session(sessions_root: Path) -> NewSession:
         if package is _DEFAULT_PACKAGE:
             from datetime import datetime, timezone
 
-            from gpusession.core.retrieval.limit import set_limit
+            from gpusession.core.copyhome.limit import set_limit
 
             package = Package(gpu_model="RTX A5000", lots=1, days=7, start=SESSION_START)
             s = Session.create(sessions_root, name, package=package)

@@ -26,7 +26,7 @@ LAZY_ALLOWED = {
     "folder/processes.py": "loaded before the TUI's first frame; the record classes are not",
     "retrieval/status.py": "status: the results CSV read without polars or the record classes",
     "retrieval/checklist.py": "the first frame's checklist: the evidence loads when collected",
-    "retrieval/limit.py": "status's limit line: units load when a reserve is worded",
+    "copyhome/limit.py": "status's limit line: units load when a reserve is worded",
     "files/errors.py": "textio imports this module: the printable field name loads on an error",
     "files/sessionname.py": "status: the secret detectors load only for a name that could hold one",
     "files/textio.py": "status: the secret detectors and masks load only for text that needs them",

@@ -17,12 +17,12 @@ from fake_launcher import ReplayLauncher
 from fake_workloads import write_corpus
 
 from gpusession.bench.runner import Runner
+from gpusession.core.copyhome.limit import set_limit
 from gpusession.core.events import ExperimentIncompleteRecord, ExperimentStoppedRecord, RowAppended
 from gpusession.core.experiment.plan import Experiment
 from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow
-from gpusession.core.retrieval.limit import set_limit
 
 #: Reads the clock (package window, limit, status, cost): run again a year ahead and a
 #: month back by .ci/run (A6).

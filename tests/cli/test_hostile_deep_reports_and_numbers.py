@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from helpers import cli, one_line
 
-from gpusession.core.experiment.command_report import parse_report, read_report
-from gpusession.core.files.errors import BadInput
-from gpusession.core.folder.session import Session
-from gpusession.core.retrieval.compare import folder_comparison_lines
-from gpusession.core.retrieval.limit import (
+from gpusession.core.copyhome.limit import (
     DEFAULT_RESERVE_S,
     MAX_DURATION_S,
     limit_of,
     measured_reserve,
     parse_reserve,
 )
+from gpusession.core.experiment.command_report import parse_report, read_report
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.session import Session
+from gpusession.core.retrieval.compare import folder_comparison_lines
 from gpusession.core.validation.accept_rule import format_problem
 
 DEEP_JSON = "[" * 100_000 + "]" * 100_000

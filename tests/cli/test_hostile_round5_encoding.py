@@ -47,7 +47,7 @@ def test_the_state_folders_made_under_umask_000_are_private(tmp_path: object, mo
     import stat
     from pathlib import Path
 
-    from gpusession.core.retrieval.status import remember_sessions_dir
+    from gpusession.core.folder.root import remember_sessions_dir
 
     state = Path(str(tmp_path)) / "home" / ".local" / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
-from gpusession.core.retrieval.approved_copy import left_on_server, left_words, parse_list_only
+from gpusession.core.copyhome.approved_copy import left_on_server, left_words, parse_list_only
 
 needs_rsync = pytest.mark.skipif(shutil.which("rsync") is None,
                                  reason="rsync not installed (apt-get install rsync)")

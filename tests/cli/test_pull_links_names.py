@@ -26,7 +26,7 @@ def _server(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]
 
 # -- H-43: a link pointing outside the copy --------------------------------------------------
 def test_h43_links_in_finds_every_link_without_following_it(tmp_path: Path) -> None:
-    from gpusession.core.retrieval.copylinks import links_in, outside_reason
+    from gpusession.core.copyhome.copylinks import links_in, outside_reason
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f").write_text("x")
@@ -112,7 +112,7 @@ def test_h44_the_pull_printer_escapes_as_verify_copy_does() -> None:
 
 def _fake_rsync(monkeypatch: pytest.MonkeyPatch) -> None:
     """rsync replaced by a plain copy of the source folder (the tests need no rsync)."""
-    from gpusession.core.retrieval import pull
+    from gpusession.core.copyhome import pull
 
     def copy(cmd: list[str], **_: object) -> None:
         shutil.copytree(cmd[-2], cmd[-1], dirs_exist_ok=True, symlinks=True)
@@ -147,7 +147,7 @@ def test_h44_a_deliverables_folder_from_the_journal_is_escaped_in_every_pull_lin
 
 def test_h44_the_pull_steps_and_failures_escape_what_the_server_named() -> None:
     """Every step line pull says, and its one-line failures, escape the server's paths."""
-    from gpusession.core.retrieval.pull import TransferFailed, explain_failure, shown
+    from gpusession.core.copyhome.pull import TransferFailed, explain_failure, shown
 
     assert shown("/srv/" + HOSTILE_FOLDER) == "/srv/\\x1b[2Jout\\x0aFAKE: VERIFIED"
     err = explain_failure(23, "rsync: change_dir \"/srv/x\" failed: No such file or directory (2)",

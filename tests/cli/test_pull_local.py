@@ -169,7 +169,7 @@ def test_pull_bad_source_is_bad_input(sessions_root: Path, capsys: pytest.Captur
     ],
 )
 def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code: int) -> None:
-    from gpusession.core.retrieval.pull import explain_failure
+    from gpusession.core.copyhome.pull import explain_failure
 
     err = explain_failure(rc, stderr, host="gpu1", dest=Path("/home/me/s1"), where="gpu1:/srv/s1")
     assert expected in str(err)
@@ -178,7 +178,7 @@ def test_pull_rsync_failures_in_words(rc: int, stderr: str, expected: str, code:
 
 
 def test_pull_parse_progress_and_source() -> None:
-    from gpusession.core.retrieval.pull import Source, parse_progress, parse_source
+    from gpusession.core.copyhome.pull import Source, parse_progress, parse_source
 
     p = parse_progress("     32,768  10%    1.23MB/s    0:00:02 (xfr#1, to-chk=4/6)")
     assert p is not None and (p.bytes_done, p.percent, p.rate, p.eta) == (32768, 10, "1.23MB/s", "0:00:02")
@@ -232,7 +232,7 @@ def test_s4_a_partial_file_rsync_refuses_to_resume_from_is_retried_whole() -> No
     failed copy: the pull says the resume was refused and copies the file again."""
     from pathlib import Path
 
-    from gpusession.core.retrieval.pull import explain_failure
+    from gpusession.core.copyhome.pull import explain_failure
 
     err = ("ERROR: big.bin failed verification -- update put into partial-dir (will try again).\n"
            "rsync error: some files/attrs were not transferred (see previous errors) (code 23)")
@@ -311,7 +311,7 @@ rsync: connection unexpectedly closed (0 bytes received so far) [Receiver]
 
 @pytest.mark.parametrize("stderr", [SSH_FIRST_STRICT, SSH_FIRST_NO_TTY])
 def test_h64_a_first_contact_host_is_told_how_to_accept_its_key_never_to_remove_one(stderr: str) -> None:
-    from gpusession.core.retrieval.pull import explain_failure
+    from gpusession.core.copyhome.pull import explain_failure
 
     err = str(explain_failure(255, stderr, host="gpu1", dest=Path("/home/me/s1"), where="gpu1:/srv/s1"))
     assert err.startswith("first contact with gpu1: ")
@@ -320,7 +320,7 @@ def test_h64_a_first_contact_host_is_told_how_to_accept_its_key_never_to_remove_
 
 
 def test_h64_a_changed_host_key_is_said_changed_with_the_removal_after_a_check() -> None:
-    from gpusession.core.retrieval.pull import explain_failure
+    from gpusession.core.copyhome.pull import explain_failure
 
     err = str(explain_failure(255, SSH_KEY_CHANGED, host="gpu1", dest=Path("/home/me/s1"),
                               where="gpu1:/srv/s1"))

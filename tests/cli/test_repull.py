@@ -1,6 +1,6 @@
 """A re-pull proves what changed since the last pull, and still sees a file changed at home (S4, A5, H-47).
 
-The pull record (``core/retrieval/pull_record.py``) keeps each proved file's size,
+The pull record (``core/copyhome/pull_record.py``) keeps each proved file's size,
 mtime, inode and ctime; work is counted here (files hashed, TOML files parsed), never timed.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
-from gpusession.core.retrieval import manifest as manifest_mod
-from gpusession.core.retrieval import pull as pull_mod
-from gpusession.core.retrieval import pull_record
+from gpusession.core.copyhome import manifest as manifest_mod
+from gpusession.core.copyhome import pull as pull_mod
+from gpusession.core.copyhome import pull_record
 
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed (apt-get install rsync)")
 

@@ -13,8 +13,8 @@ import pytest
 from helpers import one_line
 
 from gpusession.cli import main
+from gpusession.core.folder.root import remember_sessions_dir
 from gpusession.core.folder.session import Session
-from gpusession.core.retrieval.status import remember_sessions_dir
 
 
 def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -105,7 +105,8 @@ def test_status_imports_no_polars_torch_textual_and_dispatches_early(session, se
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
 
 
-#: Every gpusession module ``status --format tmux`` may load: the command, the session's
+#: Every gpusession module ``status --format tmux`` may load: the command, the choice of the
+#: sessions folder and of the session, the session's
 #: files it reads (package, limit, counts, the journal's run ends) and their readers (with
 #: the TOML depth check), the arguments' byte check, the cached count of deliverables, and
 #: ``@frozen`` (their value classes without :mod:`dataclasses`), and the seal of the copy
@@ -123,10 +124,10 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.files.schema",
     "gpusession.core.files.seal", "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
     "gpusession.core.files.textio", "gpusession.core.files.tomlread", "gpusession.core.folder",
-    "gpusession.core.folder.caches", "gpusession.core.folder.journal_state",
+    "gpusession.core.folder.caches", "gpusession.core.folder.journal_state", "gpusession.core.folder.root",
     "gpusession.core.folder.package", "gpusession.core.records.csvkeys", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",
-    "gpusession.core.retrieval", "gpusession.core.retrieval.limit", "gpusession.core.retrieval.status",
+    "gpusession.core.retrieval", "gpusession.core.retrieval.status", "gpusession.core.copyhome", "gpusession.core.copyhome.limit",
     "gpusession.core.records", "gpusession.core.records.kinds",  # the kinds of deliverable the count names
 })
 
@@ -191,18 +192,6 @@ def test_status_summary_json_follows_appended_rows(measured_session) -> None:
     assert now.accepted_unique_corpora == first.accepted_unique_corpora + 1
     (s.folder / "summary.json").unlink()
     assert current_counts(s.folder) == now  # rebuilt from the whole file
-
-
-def test_status_sessions_root_same_as_the_session_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from gpusession.core.folder import session
-    from gpusession.core.retrieval import status
-
-    assert status.ENV_HOME == session.ENV_HOME
-    monkeypatch.setenv(session.ENV_HOME, str(tmp_path / "h"))
-    assert status.sessions_root_light(None) == session.sessions_root(None)
-    assert status.sessions_root_light("x") == session.sessions_root("x")
-    monkeypatch.delenv(session.ENV_HOME)
-    assert status.sessions_root_light(None) == session.sessions_root(None)
 
 
 def test_status_counts_follow_validate_session(run_cli, sessions_root: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -332,7 +321,7 @@ def test_list_and_package_say_starts_in_as_status_and_show_do(
 # -- the tmux snippet works from any folder -------------------------------
 def test_status_from_any_folder_uses_the_remembered_sessions_dir(
         sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gpusession.core.retrieval.status import state_file
+    from gpusession.core.folder.root import state_file
 
     assert cli(capsys, sessions_root, "new", "s1", "--days", "7")[0] == 0
     assert state_file().read_text() == f"{sessions_root}\n"

@@ -266,7 +266,7 @@ def test_free_space_against_manifest_size(session: Session, tmp_path: Path) -> N
 
 
 def test_d1_session_limit_evidence_uses_the_one_reserve_of_the_session_limit(session: Session) -> None:
-    from gpusession.core.retrieval.limit import session_limit, set_limit
+    from gpusession.core.copyhome.limit import session_limit, set_limit
 
     set_limit(session, auto=True)  # the test session's own far limit off: the default reserve
     session.reload()

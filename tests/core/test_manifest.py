@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core.files.errors import BadInput
-from gpusession.core.retrieval.manifest import (
+from gpusession.core.copyhome.manifest import (
     read_manifest,
     representative_files,
     sha256_file,
     verify_copy,
     write_manifest,
 )
+from gpusession.core.files.errors import BadInput
 
 ODD = "visuel été 01 — ñ.png"  # spaces and non-ASCII characters
 
@@ -170,7 +170,7 @@ def test_manifest_inside_the_folder_leaves_itself_out(deliverables: Path) -> Non
 
 
 def test_representative_files_are_few() -> None:
-    from gpusession.core.retrieval.manifest import ManifestEntry
+    from gpusession.core.copyhome.manifest import ManifestEntry
 
     entries = [ManifestEntry(f"d{i % 9}/f{i}.png", i, "0" * 64) for i in range(200)]
     picks = representative_files(entries)

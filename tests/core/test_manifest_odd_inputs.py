@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gpusession.core.copyhome.manifest import read_manifest, verify_copy, write_manifest
 from gpusession.core.files.errors import BadInput
-from gpusession.core.retrieval.manifest import read_manifest, verify_copy, write_manifest
 
 HASH_B = "0263829989b6fd954f72baaf2fc64bc2e2f01d692d4de72986ea808f6e99813f"  # b"b\n"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpusession.core.retrieval import pull_record
-from gpusession.core.retrieval.copylinks import links_in
-from gpusession.core.retrieval.pull import FolderCount, count_files
+from gpusession.core.copyhome import pull_record
+from gpusession.core.copyhome.copylinks import links_in
+from gpusession.core.copyhome.pull import FolderCount, count_files
 
 
 def _folder(root: Path) -> Path:

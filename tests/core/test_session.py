@@ -17,7 +17,6 @@ from gpusession.core.folder.session import (
     Session,
     list_sessions,
     most_recent,
-    sessions_root,
     validate_name,
 )
 from gpusession.core.records.results import ResultRow
@@ -197,15 +196,6 @@ def test_list_and_most_recent(sessions_root: Path, new_session: NewSession) -> N
     assert most_recent(sessions_root) == "recent"
     broken = next(s for s in list_sessions(sessions_root) if s.name == "broken")
     assert broken.error and "newer" in broken.error
-
-
-def test_sessions_root_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GPUSESSION_HOME", str(tmp_path / "env"))
-    assert sessions_root("cli") == Path("cli")
-    assert sessions_root(None) == tmp_path / "env"
-    monkeypatch.delenv("GPUSESSION_HOME")
-    monkeypatch.chdir(tmp_path)
-    assert sessions_root(None) == tmp_path / "sessions"
 
 
 def test_s6_start_needs_an_offset_and_is_kept_in_utc() -> None:

@@ -255,7 +255,7 @@ def test_verify_copy_escapes_a_newline_in_a_name(
 def test_a_new_sessions_root_is_0700_and_the_remembered_folder_file_0600_whatever_the_umask(
         tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under ``umask 000`` another user could rename a session and plant a fake one."""
-    from gpusession.core.retrieval.status import remember_sessions_dir, state_file
+    from gpusession.core.folder.root import remember_sessions_dir, state_file
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     root = tmp_path / "new-root"

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusession.core.files.errors import BadInput
-from gpusession.core.folder.package import Package
-from gpusession.core.folder.session import Session
-from gpusession.core.retrieval.limit import (
+from gpusession.core.copyhome.limit import (
     NOT_MEASURED_WORDS,
     duration_words,
     limit_of,
@@ -26,6 +23,9 @@ from gpusession.core.retrieval.limit import (
     set_limit,
     when_words,
 )
+from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.package import Package
+from gpusession.core.folder.session import Session
 
 START = datetime(2026, 12, 1, 14, 0, tzinfo=timezone.utc)
 NOW = START + timedelta(days=1)
@@ -148,7 +148,7 @@ def test_d2_status_reads_the_session_folder_size_summary_json_records_and_never_
     """Once a writer recorded the folder's size, status every few seconds walks nothing."""
     import os
 
-    from gpusession.core.retrieval import limit
+    from gpusession.core.copyhome import limit
     from gpusession.core.retrieval.status import refresh_counts, session_status
 
     (s.folder / "big.bin").write_bytes(b"x" * (4 * MIB))
@@ -171,7 +171,7 @@ def test_d2_status_reads_the_session_folder_size_summary_json_records_and_never_
 
 def test_d2_the_recorded_folder_size_is_walked_again_at_most_once_a_minute(
         s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpusession.core.retrieval import limit
+    from gpusession.core.copyhome import limit
 
     (s.folder / "big.bin").write_bytes(b"x" * MIB)
     size, at = limit.folder_bytes_to_record(s.folder, 1000.0)

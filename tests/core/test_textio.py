@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpusession.core.copyhome.manifest import read_manifest
 from gpusession.core.files import textio
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import decode_lenient, decode_strict, read_bytes, read_text
 from gpusession.core.files.tomlio import read_toml
 from gpusession.core.records.results import ResultsFile
-from gpusession.core.retrieval.manifest import read_manifest
 
 
 def test_bad_utf8_names_file_line_and_byte(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gpusession.core.retrieval import pull as pull_mod
-from gpusession.core.retrieval.throughput import (
+from gpusession.core.copyhome import pull as pull_mod
+from gpusession.core.copyhome.throughput import (
     RsyncStats,
     combine,
     merge_entries,

@@ -315,7 +315,7 @@ def test_d2_read_only_server_folder_pull_still_verified_figure_stays_home(
 
 def test_d2_probe_caps_the_bytes_and_records_a_small_copy(sshd: Sshd, server: tuple[Path, Path],
                                                           tmp_path: Path) -> None:
-    from gpusession.core.retrieval.probe import PROBE_CAP_BYTES
+    from gpusession.core.copyhome.probe import PROBE_CAP_BYTES
 
     sess, deliv = server
     for n in range(3):  # 90 MiB of deliverables, more than a probe moves

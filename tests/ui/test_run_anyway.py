@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ui.pilot import SIZE, MakeApp, settle, text_of
 
-from gpusession.core.retrieval.limit import set_limit
+from gpusession.core.copyhome.limit import set_limit
 from gpusession.testing import FIXED_NOW, FakeRunner
 from gpusession.ui.modals import ConfirmModal
 from gpusession.ui.panes.run import RunPane
@@ -96,8 +96,8 @@ async def test_d1_header_says_stop_by_a_day_before_the_limit(session: Any, make_
 def test_d2_past_the_limit_the_header_says_pull_by_from_the_measured_throughput(session: Any) -> None:
     from types import SimpleNamespace
 
+    from gpusession.core.copyhome.limit import when_words
     from gpusession.core.folder.package import Package
-    from gpusession.core.retrieval.limit import when_words
     from gpusession.ui.header import package_warning_now
 
     session.set_package(Package("RTX A5000", 1, 3, FIXED_NOW - timedelta(days=3) + timedelta(hours=30)))

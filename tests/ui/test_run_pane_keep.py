@@ -13,9 +13,9 @@ from typing import Any
 
 from ui.pilot import SIZE, MakeApp, settle
 
+from gpusession.core.copyhome.limit import set_limit
 from gpusession.core.events import ExperimentStartedRecord
 from gpusession.core.records.results import ResultRow
-from gpusession.core.retrieval.limit import set_limit
 from gpusession.testing import FIXED_NOW, FakeRunner
 
 COMMON: dict[str, Any] = dict(experiment_id="batch-sweep", corpus_revision="c@1", quality_metric="macro_f1",

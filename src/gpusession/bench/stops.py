@@ -27,11 +27,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.copyhome.limit import SessionLimit, duration_words, session_limit, when_words
 from gpusession.core.events import ExperimentStoppedRecord, RunOverrideRecord
 from gpusession.core.experiment.plan import Experiment, ScheduledRun
 from gpusession.core.files.errors import GpusessionError
 from gpusession.core.files.units import format_seconds
-from gpusession.core.retrieval.limit import SessionLimit, duration_words, session_limit, when_words
 
 #: The two reasons of a stop, as journaled (:class:`ExperimentStoppedRecord`).
 SESSION_LIMIT = "session-limit"
@@ -227,8 +227,8 @@ class RunStops:
         Returns:
             The limit, also kept as :attr:`limit`.
         """
+        from gpusession.core.copyhome.limit import limit_of
         from gpusession.core.folder.session import session_toml_view
-        from gpusession.core.retrieval.limit import limit_of
 
         try:
             doc = session_toml_view(self._session.session_toml)

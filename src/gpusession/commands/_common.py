@@ -13,14 +13,10 @@ from typing import Any
 from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.textio import json_safe
 from gpusession.core.files.units import format_seconds, format_seconds_range
+from gpusession.core.folder.root import chosen_sessions_root, elsewhere_words, remember_sessions_dir
 from gpusession.core.folder.session import Session, validate_name
 from gpusession.core.money.window import local_str, short_timedelta
 from gpusession.core.records.summary import SummaryRow
-from gpusession.core.retrieval.status import (
-    chosen_sessions_root,
-    elsewhere_words,
-    remember_sessions_dir,
-)
 
 
 def root_of(args: argparse.Namespace) -> Path:

@@ -83,7 +83,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     if action == "evidence":
         hours = None
         if args.reserve_hours is not None:  # the session limit's reserve: one for every command
-            from gpusession.core.retrieval.limit import check_reserve, parse_hours
+            from gpusession.core.copyhome.limit import check_reserve, parse_hours
 
             hours = parse_hours(str(args.reserve_hours))  # `1_0` is no number of hours
             if not cl.hours_ok(hours):
@@ -93,7 +93,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         if args.destination:
             cl.set_setting(s, "destination", str(Path(args.destination).absolute()))
         if hours is not None:
-            from gpusession.core.retrieval.limit import set_limit
+            from gpusession.core.copyhome.limit import set_limit
 
             set_limit(s, reserve_s=hours * 3600)
         evidence = cl.collect_evidence(s)
@@ -177,7 +177,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
             session's own files, ``--out`` exists without ``--force``.
         OSError: The disk refused the write (the previous file is left intact).
     """
-    from gpusession.core.retrieval.manifest import write_manifest
+    from gpusession.core.copyhome.manifest import write_manifest
 
     s = open_session(args, args.name)
     from gpusession.commands.deliverables_cmd import approved_only
@@ -205,7 +205,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         path=str(res.path.absolute()), deliverables=str(folder.absolute()), files=len(res.entries),
         total_bytes=res.total_bytes, skipped=len(res.skipped),
         copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None))
-    from gpusession.core.retrieval.manifest import record_manifest
+    from gpusession.core.copyhome.manifest import record_manifest
 
     try:  # the checklist's g8.manifest reads it as done, by gpusession (S11)
         record_manifest(s.folder, res, folder)
@@ -260,17 +260,17 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
     Raises:
         BadInput: ``copy`` is not a folder, the manifest is unreadable or malformed.
     """
-    from gpusession.core.retrieval.manifest import verify_copy
+    from gpusession.core.copyhome.manifest import verify_copy
 
     copy = Path(args.copy)
     if not copy.is_dir():
         raise BadInput("not a folder (expected the retrieved copy)", path=copy)
     check = verify_copy(Path(args.manifest), copy)
-    from gpusession.core.retrieval.copylinks import links_in
+    from gpusession.core.copyhome.copylinks import links_in
 
     links = links_in(copy)  # counted, never followed (H-43)
     outside = [c for c in links if not c.inside]
-    from gpusession.core.retrieval.pull import record_verify_copy
+    from gpusession.core.copyhome.pull import record_verify_copy
 
     recorded = record_verify_copy(Path(args.manifest), copy, verified=check.ok and not outside,
                                   files=len(check.matching))  # S11: the session's checklist knows it

@@ -1,12 +1,12 @@
 """``gpusession pull SRC [--deliverables DIR] [--to DIR] [--ssh CMD]`` (S4, G§8).
 
-Thin: the transfer and the verification are :func:`gpusession.core.retrieval.pull.pull`. This
+Thin: the transfer and the verification are :func:`gpusession.core.copyhome.pull.pull`. This
 module draws the progress (a bar on a terminal, a line per 10 % otherwise) and prints
 the outcome. Exit 0 only when the copy is verified; 3 when it was copied but is not
 verified (it differs, or there is no manifest); 1 when the transfer failed; 2 bad input;
 128 + the signal when SIGTERM or SIGHUP ended it (rsync and its ssh ended with it, H-63).
 Every pull records its measured throughput in the server's ``retrieval.toml`` (D2);
-``--probe`` makes only a small copy, for the figure (:mod:`gpusession.core.retrieval.probe`).
+``--probe`` makes only a small copy, for the figure (:mod:`gpusession.core.copyhome.probe`).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
         TransferFailed: rsync failed (one line, exit 1).
     """
     from gpusession.commands._common import root_of
-    from gpusession.core.retrieval.pull import parse_source, pull, ssh_from_env
+    from gpusession.core.copyhome.pull import parse_source, pull, ssh_from_env
 
     source = parse_source(args.source)
     to = Path(args.to) if args.to else root_of(args)
@@ -161,7 +161,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
         for a, b in check.renamed:
             print(f"  RENAMED? {_name(a)} → {_name(b)} (same content)")
     if res.left_on_server:  # not listed by the manifest: never copied home (S9)
-        from gpusession.core.retrieval.approved_copy import left_words
+        from gpusession.core.copyhome.approved_copy import left_words
 
         print(_name(left_words(res.left_on_server)))
     if res.throughput is not None:  # measured from rsync's own figures, kept on the server (D2)
@@ -197,7 +197,7 @@ def pull_json(res: Any) -> dict[str, Any]:
     """The outcome of a pull as data: what ``pull`` prints, one key per fact.
 
     Args:
-        res: a :class:`gpusession.core.retrieval.pull.PullResult`.
+        res: a :class:`gpusession.core.copyhome.pull.PullResult`.
 
     Returns:
         ``verified``, ``exit_code``, ``reason`` (``None`` when verified), the copies with
@@ -252,8 +252,8 @@ def _probe(args: argparse.Namespace, source: Any, to: Path) -> int:
     Returns:
         0 when the small copy equals the server's files (the figure recorded), 3 when not.
     """
-    from gpusession.core.retrieval.probe import probe
-    from gpusession.core.retrieval.pull import ssh_from_env
+    from gpusession.core.copyhome.probe import probe
+    from gpusession.core.copyhome.pull import ssh_from_env
 
     bar = _Bar()
     as_json = bool(getattr(args, "json", False))

@@ -31,15 +31,11 @@ from gpusession.core.folder.package import (
     check_lots,
     parse_start,
 )
+from gpusession.core.folder.root import remember_sessions_dir
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.money.window import package_warning, package_window
 from gpusession.core.records.summary import accepted_unique_corpora, session_summary
-from gpusession.core.retrieval.status import (
-    Retrieval,
-    list_facts,
-    remember_sessions_dir,
-    retrieval_state,
-)
+from gpusession.core.retrieval.status import Retrieval, list_facts, retrieval_state
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -169,7 +165,7 @@ def cmd_package(args: argparse.Namespace) -> int:
         start=provisioned or (parse_start(args.start) if args.start else old.start),
     )
     limit_args = _limit_args(args)
-    from gpusession.core.retrieval.limit import check_reserve, stored_reserve_s
+    from gpusession.core.copyhome.limit import check_reserve, stored_reserve_s
 
     # the reserve against the new length, before any write: the one given, else the one kept
     kept = None if limit_args is not None else stored_reserve_s(s.data)
@@ -191,7 +187,7 @@ def cmd_package(args: argparse.Namespace) -> int:
     elif kept_plan is not None and kept_plan.covered_by(new) is False and new.days != old.days:
         print(printable(f"warning: {kept_plan.words(new)}"), file=sys.stderr)
     if limit_args is not None:
-        from gpusession.core.retrieval.limit import set_limit
+        from gpusession.core.copyhome.limit import set_limit
 
         set_limit(s, **limit_args)
         at = limit_args.get("at")
@@ -221,13 +217,13 @@ def cmd_package(args: argparse.Namespace) -> int:
 
 
 def _limit_args(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``--limit`` / ``--reserve`` as :func:`~gpusession.core.retrieval.limit.set_limit`'s arguments (D1).
+    """``--limit`` / ``--reserve`` as :func:`~gpusession.core.copyhome.limit.set_limit`'s arguments (D1).
 
     Raises:
         BadInput: both given, a limit that is not ISO 8601 with an offset, or a reserve
             that is not a duration (nothing is changed).
     """
-    from gpusession.core.retrieval.limit import parse_reserve
+    from gpusession.core.copyhome.limit import parse_reserve
 
     limit, reserve = getattr(args, "limit", None), getattr(args, "reserve", None)
     if limit is not None and reserve is not None:
@@ -359,7 +355,7 @@ def derived_comparisons(s: Session, summary: list[Any]) -> list[dict[str, Any]]:
 
 def _limit(s: Session) -> Any:
     """The session limit now (D1, D2)."""
-    from gpusession.core.retrieval.limit import session_limit
+    from gpusession.core.copyhome.limit import session_limit
 
     return session_limit(s)
 

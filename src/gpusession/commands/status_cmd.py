@@ -145,12 +145,8 @@ def cmd_status(args: Any, *, now: datetime | None = None) -> int:
     from gpusession.core.files.errors import GpusessionError
     from gpusession.core.files.sessionname import check_name
     from gpusession.core.files.textio import json_safe, printable
-    from gpusession.core.retrieval.status import (
-        elsewhere_words,
-        most_recent_session,
-        session_status,
-        status_root,
-    )
+    from gpusession.core.folder.root import elsewhere_words, most_recent_session, status_root
+    from gpusession.core.retrieval.status import session_status
 
     root = status_root(getattr(args, "sessions_dir", None))
     tmux = args.format == "tmux" and not getattr(args, "json", False)

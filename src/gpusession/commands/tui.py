@@ -93,7 +93,7 @@ def cmd_open(args: argparse.Namespace) -> int:
         if args.name:  # a name not found says which folder was read, and why that one
             session_root(args, name)
         session = Session.open(root, name, check_files=False)
-    from gpusession.core.retrieval.status import remember_sessions_dir
+    from gpusession.core.folder.root import remember_sessions_dir
     from gpusession.ui.app import run_app
 
     remember_sessions_dir(session.folder.parent)  # `status` from any folder

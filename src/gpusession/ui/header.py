@@ -90,8 +90,8 @@ def package_warning_now(ctx: UiContext) -> Any | None:
     D1), 24 h / 2 h before the end while the copy home is not verified, and "package
     ended"; else, from :data:`LIMIT_NOTICE` before the session limit, "stop by …";
     ``None`` otherwise."""
+    from gpusession.core.copyhome.limit import session_limit, when_words
     from gpusession.core.money.window import PackageWarning, package_warning, package_window
-    from gpusession.core.retrieval.limit import session_limit, when_words
     from gpusession.core.retrieval.status import retrieval_state
 
     try:

@@ -1,6 +1,6 @@
 """The one SHA-256 of a file's bytes, read in chunks (memory stays flat).
 
-Who calls it: manifests (:mod:`gpusession.core.retrieval.manifest`, S4), the corpus revision of a
+Who calls it: manifests (:mod:`gpusession.core.copyhome.manifest`, S4), the corpus revision of a
 validated run (:mod:`gpusession.bench.run_validation`, ``gpusession validate``) and the
 demo corpus and model files (:mod:`gpusession.bench.workloads.bbc_corpus`,
 :mod:`gpusession.bench.workloads.bbc_news`). Standard library only: a worker process

@@ -2,7 +2,7 @@
 
 Every file a person gives or edits by hand is read through here: TOML documents
 (:mod:`gpusession.core.files.tomlio`), the results CSV (:mod:`gpusession.core.records.results`),
-manifests (:mod:`gpusession.core.retrieval.manifest`) and the files of corpus validation
+manifests (:mod:`gpusession.core.copyhome.manifest`) and the files of corpus validation
 (:mod:`gpusession.core.validation.read`). So a file saved in Latin-1 gets the same
 precise answer everywhere -- ``file:line: not valid UTF-8 (byte 0xE9 at byte 5 of the
 line; ...)`` -- and a byte-order mark (some Windows editors add one) is ignored

@@ -36,7 +36,6 @@ from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import (
     CHECKLIST_TOML,
     DATA_FILES,
-    ENV_HOME,
     JOURNAL,
     ORDER_TOML,
     RESULTS_CSV,
@@ -268,24 +267,6 @@ def _own_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_own_copy(v) for v in value]
     return value
-
-
-def sessions_root(cli_value: str | Path | None = None) -> Path:
-    """The folder holding session folders.
-
-    Args:
-        cli_value: ``--sessions-dir`` when given.
-
-    Returns:
-        ``cli_value``, else ``$GPUSESSION_HOME``, else ``./sessions`` of the current
-        directory. The folder is not created here.
-    """
-    if cli_value:
-        return Path(cli_value)
-    env = os.environ.get(ENV_HOME)
-    if env:
-        return Path(env)
-    return Path.cwd() / "sessions"
 
 
 #: The gpusession commands: a session of that name would read like the command

@@ -1,1 +1,1 @@
-"""What a person reads and takes home: status, the manifest, pull, the checklist, evidence and the report."""
+"""What a person reads: status, the checklist, evidence, compare, export and the report (the copy home is ``core.copyhome``)."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from gpusession.core.copyhome.limit import session_limit
 from gpusession.core.events import (
     ExperimentDefinedRecord,
     ExperimentStoppedRecord,
@@ -35,7 +36,6 @@ from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.money.cost import load_rates
 from gpusession.core.money.order import load_order, record_deviation
 from gpusession.core.money.rates import _model_words, form_factor_words, model_matches
-from gpusession.core.retrieval.limit import session_limit
 
 GIB = 1024**3
 

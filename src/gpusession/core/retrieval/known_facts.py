@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.copyhome.throughput import RETRIEVAL_TOML, read_entries
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.seal import is_sealed
 from gpusession.core.folder.session import Session
@@ -34,7 +35,6 @@ from gpusession.core.money.count_cache import cached_words
 from gpusession.core.money.kept_plan import session_plan
 from gpusession.core.money.order import TRACKING, load_order
 from gpusession.core.retrieval.status import copy_record_doubt
-from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, read_entries
 
 #: The checklist item ticked by each fact the product records (S11).
 FACT_OF_ITEM: dict[str, str] = {

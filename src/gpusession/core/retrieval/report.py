@@ -39,6 +39,7 @@ from typing import Any
 import polars as pl
 
 from gpusession import __version__
+from gpusession.core.copyhome.manifest import next_free_path, read_manifest
 from gpusession.core.events.actions import ReportWrittenRecord
 from gpusession.core.events.reading import JournalRead
 from gpusession.core.experiment.derive import comparison_lines, derived_words
@@ -94,7 +95,6 @@ from gpusession.core.retrieval.incidents import (
     row_remarks,
     session_incidents,
 )
-from gpusession.core.retrieval.manifest import next_free_path, read_manifest
 
 # Every text shown in the report is made inert Markdown (H-45): printable() and more.
 from gpusession.core.retrieval.mdtext import inert_markdown, md_text

@@ -15,12 +15,12 @@ from datetime import datetime
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.copyhome.limit import duration_words, session_limit
 from gpusession.core.experiment import plan
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.resume import session_resume_plan
-from gpusession.core.retrieval.limit import duration_words, session_limit
 
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session

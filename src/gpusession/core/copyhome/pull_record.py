@@ -21,7 +21,7 @@ Where: ``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.j
 Sealed with HMAC-SHA256 under the user's key (:func:`gpusession.core.files.seal.keyed_seal`,
 H-78): a record written by another user, copied from another machine, or edited by hand
 reads as absent, and the pull proves everything again. Who calls it:
-:func:`gpusession.core.retrieval.pull.pull`. Standard library and the core only.
+:func:`gpusession.core.copyhome.pull.pull`. Standard library and the core only.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpusession.core.copyhome.copylinks import CopyLink
+from gpusession.core.copyhome.manifest import Signature, signature
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.tomlio import write_atomic_bytes
-from gpusession.core.retrieval.copylinks import CopyLink
-from gpusession.core.retrieval.manifest import Signature, signature
 
 #: The record's format; another value reads as absent.
 RECORD_VERSION = 1
@@ -50,8 +50,8 @@ class TreeStat:
 
     Attributes:
         files: regular files by path relative to the folder (``/``-separated) → their
-            :data:`~gpusession.core.retrieval.manifest.Signature`.
-        links: every symbolic link, as :func:`gpusession.core.retrieval.copylinks.links_in` finds them.
+            :data:`~gpusession.core.copyhome.manifest.Signature`.
+        links: every symbolic link, as :func:`gpusession.core.copyhome.copylinks.links_in` finds them.
         total_bytes: the bytes of the regular files.
     """
 

@@ -8,7 +8,7 @@ from the server is reported MISSING by the check, not as a failed transfer), and
 the server's folder (``rsync --list-only``, nothing copied) to name in one line what it
 left there.
 
-Who calls it: :func:`gpusession.core.retrieval.pull.pull` (the rsync calls themselves
+Who calls it: :func:`gpusession.core.copyhome.pull.pull` (the rsync calls themselves
 live there, with the pull's ssh and options). Standard library only.
 """
 
@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpusession.core.retrieval.manifest import MANIFEST_IN_DELIVERABLES, ManifestEntry
+from gpusession.core.copyhome.manifest import MANIFEST_IN_DELIVERABLES, ManifestEntry
 
 #: The list of paths handed to rsync, in the pull's work folder (removed with it).
 FILES_FROM = "files-from.bin"

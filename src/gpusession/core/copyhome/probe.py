@@ -6,9 +6,9 @@ round-trip copy to check the method before the whole folder is moved, and warns 
 stated link speed is not a guaranteed duration: the probe moves at most
 :data:`PROBE_CAP_BYTES` of the deliverables (or, while there are none, of the session
 folder itself) with the pull's rsync, checks that the copy equals the server's files
-(rsync checksums, :func:`gpusession.core.retrieval.pull.differing_files`) and records
+(rsync checksums, :func:`gpusession.core.copyhome.pull.differing_files`) and records
 the throughput in the server's ``retrieval.toml`` marked ``probe = true`` ("from a small
-copy"), like a pull (:mod:`gpusession.core.retrieval.throughput`).
+copy"), like a pull (:mod:`gpusession.core.copyhome.throughput`).
 
 The small copy lies in ``TO/.gpusession-pull/NAME/probe`` and is removed afterwards: it
 is never taken for the copy home. The figure's home copy is the copy home's
@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpusession.core.files.errors import BadInput, Failure
-from gpusession.core.retrieval import throughput
-from gpusession.core.retrieval.pull import (
+from gpusession.core.copyhome import throughput
+from gpusession.core.copyhome.pull import (
     WORK_DIR,
     Progress,
     Source,
@@ -37,7 +36,8 @@ from gpusession.core.retrieval.pull import (
     differing_files,
     host_key_advice,
 )
-from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded
+from gpusession.core.copyhome.throughput import RETRIEVAL_TOML, Recorded
+from gpusession.core.files.errors import BadInput, Failure
 
 #: The most a probe moves: enough for a figure, small next to a package's deliverables.
 PROBE_CAP_BYTES = 64 * 1024 * 1024
@@ -137,7 +137,7 @@ def probe(
     """Copy at most ``cap_bytes`` of the deliverables home, check the copy, record the figure (D2).
 
     Args:
-        source: the session folder (:func:`gpusession.core.retrieval.pull.parse_source`).
+        source: the session folder (:func:`gpusession.core.copyhome.pull.parse_source`).
         to: the local folder of the pull (the probe works under ``to/.gpusession-pull``).
         deliverables: the deliverables folder on the same host; default: the folder of
             the newest manifest recorded in the session's journal.

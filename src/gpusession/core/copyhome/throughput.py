@@ -1,7 +1,7 @@
 """The measured throughput of a pull, and ``retrieval.toml``, written back to the server (D2).
 
-Who calls it: :func:`gpusession.core.retrieval.pull.pull` and
-:func:`gpusession.core.retrieval.probe.probe`, on the person's own computer. The rental
+Who calls it: :func:`gpusession.core.copyhome.pull.pull` and
+:func:`gpusession.core.copyhome.probe.probe`, on the person's own computer. The rental
 guide warns that a stated link speed is not a guaranteed duration: the time to keep for
 retrieval is measured: the bytes that crossed the link (``--stats``: "Total bytes sent" +
 "Total bytes received", never the file sizes: a resumed pull reuses its partial file's

@@ -528,7 +528,7 @@ class Digests:
 
     Attributes:
         trusted: path (relative, ``/``) → (signature when proved, SHA-256) from the last
-            verified pull (:mod:`gpusession.core.retrieval.pull_record`).
+            verified pull (:mod:`gpusession.core.copyhome.pull_record`).
         proven: what this check hashed or took from ``trusted``: path → (signature, SHA-256),
             for the next record. A link is hashed through and never recorded.
         hashed: how many files were read and hashed.

@@ -5,7 +5,7 @@ It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to over
 
 1. the session folder, with rsync's per-file checksums (``--checksum``), into
    ``TO/NAME``; then every TOML file and the results CSV are read back. A re-pull proves
-   only what changed since the last pull (:mod:`gpusession.core.retrieval.pull_record`:
+   only what changed since the last pull (:mod:`gpusession.core.copyhome.pull_record`:
    rsync's quick check, the files changed at home compared by checksum, only the files
    whose ``lstat`` signature moved read back or hashed), so finding nothing new costs
    about what ``rsync -a`` costs (A5; ``benchmarks/bench_pull.py``);
@@ -13,9 +13,9 @@ It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to over
    manifest the server's journal recorded) into ``TO/NAME-deliverables``: when the
    session copy holds that manifest, only the files it lists (``--files-from``); the
    files it does not list stay on the server and are named
-   (:mod:`gpusession.core.retrieval.approved_copy`); without one, the whole folder;
+   (:mod:`gpusession.core.copyhome.approved_copy`); without one, the whole folder;
 3. the deliverables are compared with the newest SHA-256 manifest made on the server
-   (:func:`gpusession.core.retrieval.manifest.verify_copy`), which is named.
+   (:func:`gpusession.core.copyhome.manifest.verify_copy`), which is named.
 
 Partial files live in ``TO/.gpusession-pull/NAME/`` (``--partial-dir``, ``--temp-dir``),
 never under their final name, so a rerun resumes and a killed transfer leaves no file
@@ -49,6 +49,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gpusession.core.copyhome import approved_copy, pull_record, throughput
+from gpusession.core.copyhome.copylinks import CopyLink, outside_reason
+from gpusession.core.copyhome.manifest import (
+    CopyCheck,
+    Digests,
+    ManifestEntry,
+    manifest_copy_in,
+    read_manifest,
+    verify_copy,
+)
+from gpusession.core.copyhome.throughput import RETRIEVAL_TOML, Recorded, RsyncStats, parse_stats
 from gpusession.core.events import ManifestWrittenRecord
 from gpusession.core.events.reading import decode_line
 from gpusession.core.files.clock import utcnow
@@ -63,17 +74,6 @@ from gpusession.core.files.units import format_bytes
 from gpusession.core.folder.processes import end_child_tree
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile
-from gpusession.core.retrieval import approved_copy, pull_record, throughput
-from gpusession.core.retrieval.copylinks import CopyLink, outside_reason
-from gpusession.core.retrieval.manifest import (
-    CopyCheck,
-    Digests,
-    ManifestEntry,
-    manifest_copy_in,
-    read_manifest,
-    verify_copy,
-)
-from gpusession.core.retrieval.throughput import RETRIEVAL_TOML, Recorded, RsyncStats, parse_stats
 
 #: Where partial and temporary files of a pull live, under ``--to``.
 WORK_DIR = ".gpusession-pull"
@@ -516,7 +516,7 @@ def read_back(folder: Path, files: Iterable[str] | None) -> tuple[list[str], set
         folder: the session copy.
         files: the regular files to read back; ``None``: every ``*.toml`` under the folder
             and the CSV. A re-pull passes the files changed since its last verified pull
-            (:mod:`gpusession.core.retrieval.pull_record`): each TOML is parsed once, and
+            (:mod:`gpusession.core.copyhome.pull_record`): each TOML is parsed once, and
             only when it may differ from the bytes proved.
 
     Returns:
@@ -818,7 +818,7 @@ class Transfer:
     """How every rsync of one pull runs: source, work folder, shell, bandwidth, server's rsync.
 
     One value so that the session copy, the deliverables copy, the split of changed
-    files and a probe (:mod:`gpusession.core.retrieval.probe`) all call rsync the same
+    files and a probe (:mod:`gpusession.core.copyhome.probe`) all call rsync the same
     way (S4), and rsync's figures of every copy are kept for the throughput (D2).
     """
 

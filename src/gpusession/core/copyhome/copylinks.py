@@ -56,7 +56,7 @@ def outside_reason(folders: dict[str, Path | None], *,
     Args:
         folders: ``{"session copy": path, "deliverables copy": path or None}``.
         found: the links of some of these folders, by the same key, already found by a
-            walk of the caller's (:func:`gpusession.core.retrieval.pull_record.stat_tree`):
+            walk of the caller's (:func:`gpusession.core.copyhome.pull_record.stat_tree`):
             a folder of a large session is walked once per pull, not once per question.
 
     Returns:
