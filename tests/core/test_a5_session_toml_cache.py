@@ -175,3 +175,8 @@ def test_a5_toml_values_round_trip_through_the_state() -> None:
     back = caches.from_json_value(json.loads(json.dumps(caches.to_json_value(doc))))
     assert back == doc
     assert back["odd"] == {"$date": "2026-11-29"}  # a table a person wrote, never a date
+
+
+def test_s6_the_state_is_no_sign_of_use() -> None:
+    assert caches.is_state_file(SESSION_TOML_STATE) and caches.is_state_file(".session-toml.json.0a1b2c.tmp")
+    assert not caches.is_state_file("session.toml")

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.nesting import loads_json
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.textio import read_plain
 
@@ -39,10 +38,13 @@ from gpusession.core.files.textio import read_plain
 JOURNAL_STATE = "journal-state.json"
 #: What ``status`` needs of ``session.toml``, ``checklist.toml`` and ``order.toml``, checked.
 FILES_STATE = "status-files.json"
+#: Every state file ``status`` may write.
+STATE_FILES = frozenset({JOURNAL_STATE, FILES_STATE})
 #: ``session.toml`` as last checked, by the SHA-256 of its bytes (:func:`sealed_session_doc`).
 SESSION_TOML_STATE = "session-toml.json"
-#: Every state file ``status`` or opening a session may write: never a sign of the session's use (most recent).
-STATE_FILES = frozenset({JOURNAL_STATE, FILES_STATE, SESSION_TOML_STATE})
+#: Every state file of this module: never a sign of the session's use (most recent, ``list``'s
+#: order), so reading a session (``show``, a neighbour's summary in the Cost pane) never reorders.
+CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE}
 #: The smallest ``session.toml`` kept in :data:`SESSION_TOML_STATE` (bytes): a smaller one parses
 #: in milliseconds, and a command on a small session (a refused one included) leaves its
 #: folder as it found it (as ``journal-state.json``'s 64 KiB).
@@ -54,12 +56,12 @@ STATE_SCHEMA = 1
 
 
 def is_state_file(name: str) -> bool:
-    """Whether ``name`` is one of :data:`STATE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
+    """Whether ``name`` is one of :data:`CACHE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
 
-    Why: ``status`` writing its state is no use of the session; the most recent session and
-    ``list``'s order never count it.
+    Why: ``status`` writing its state, or an open keeping ``session.toml``'s, is no use of
+    the session; the most recent session and ``list``'s order never count it.
     """
-    return name in STATE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in STATE_FILES))
+    return name in CACHE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in CACHE_FILES))
 
 
 def _canon(doc: Mapping[str, Any]) -> bytes:
@@ -82,14 +84,17 @@ def read_state(folder: Path, name: str) -> dict[str, Any] | None:
     """The sealed state ``name`` of ``folder``; ``None`` when absent or not to be trusted.
 
     Missing, unreadable, a link or not a plain file, over :data:`STATE_MAX_BYTES`, not
-    JSON, nested past the bound (H-39), another schema or a seal that does not match.
+    JSON, nested past json's own bound (H-39: its ``RecursionError``), another schema or a
+    seal that does not match. The text is not scanned for its depth first: nothing in it is
+    used before its keyed seal holds, and only this user's gpusession writes one that holds
+    (a scan and a walk were two thirds of reading a 500-experiment ``session.toml``'s state).
     """
     path = Path(folder) / name
     try:
         raw = read_plain(path, max_bytes=STATE_MAX_BYTES + 1, follow_links=False)
         if len(raw) > STATE_MAX_BYTES:
             return None
-        doc = loads_json(raw, path)
+        doc = json.loads(raw)  # json's own bound on nesting raises RecursionError: read as absent (H-39)
     except (OSError, ValueError, BadInput, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA \
@@ -289,7 +294,7 @@ def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: lis
         "hidden": [h.removeprefix(prefix) for h in hidden]})
 
 
-__all__ = ["CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
+__all__ = ["CACHE_FILES", "CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
            "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
            "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "is_state_file",
            "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]
