@@ -180,3 +180,16 @@ def test_a5_toml_values_round_trip_through_the_state() -> None:
 def test_s6_the_state_is_no_sign_of_use() -> None:
     assert caches.is_state_file(SESSION_TOML_STATE) and caches.is_state_file(".session-toml.json.0a1b2c.tmp")
     assert not caches.is_state_file("session.toml")
+
+
+def test_h47_a_state_made_by_other_checking_code_is_read_again(
+        session: Session, work: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    core = Path(caches.__file__).resolve().parent.parent
+    assert all((core / name).is_file() for name in caches.CHECKER_SOURCES)  # a module moved: named here
+    _month(session)
+    monkeypatch.setattr(caches, "checker_fingerprint", lambda: "sha256:" + "0" * 64)  # an upgrade
+    work.update(parses=0, checks=0)
+    _fresh_open(session)
+    assert work["parses"] == 1 and work["checks"] == 1
+    _fresh_open(session)
+    assert work["parses"] == 1  # kept again under the new code

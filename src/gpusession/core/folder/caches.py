@@ -22,9 +22,11 @@ Standard library only (tmux's call): neither the TOML writer nor the secret dete
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping
 from datetime import date, datetime, time
 from pathlib import Path
@@ -238,6 +240,33 @@ def from_json_value(value: Any) -> Any:
     return value
 
 
+#: The modules whose code decides what ``session.toml`` reads as (parse, bounds, kinds, secrets),
+#: relative to the package's ``core`` folder: a state made by other code reads as absent.
+CHECKER_SOURCES = ("files/bounds.py", "files/detectors.py", "files/fieldbound.py", "files/nesting.py",
+                   "files/schema.py", "files/secretgate.py", "files/secrets.py", "files/tomlread.py",
+                   "folder/session.py")
+
+
+@functools.cache
+def checker_fingerprint() -> str:
+    """``sha256:<hex>`` of the Python version and the source of :data:`CHECKER_SOURCES` (a file absent counts as such).
+
+    Why: the state keeps a document checked by this code; an upgrade that hides or refuses
+    more (a new secret detector, a tighter bound) must check an unchanged file again, never
+    serve what older code passed (H-47). Read once per process (about 200 KB).
+    """
+    h = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
+    core = Path(__file__).resolve().parent.parent
+    for name in CHECKER_SOURCES:
+        try:
+            data = (core / name).read_bytes()
+        except OSError:
+            data = b"absent"
+        h.update(f"\0{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return "sha256:" + h.hexdigest()
+
+
 def bytes_digest(raw: bytes) -> str:
     """``sha256:<hex>`` of ``raw``: what :data:`SESSION_TOML_STATE` was made from."""
     return "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -249,8 +278,9 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
     Source: A5, H-47, H-78. Why: parsing and checking a 500-experiment ``session.toml``
     cost 0.9 s of every command's start; :data:`SESSION_TOML_STATE` keeps what the
     last full read returned under the SHA-256 of the exact bytes it read, so a hand edit
-    of any byte is a new digest (read and checked in full again), and a state whose
-    keyed seal fails reads as absent (:func:`read_state`).
+    of any byte is a new digest (read and checked in full again), a state made by other
+    checking code (:func:`checker_fingerprint`) is read again, and a state whose keyed seal
+    fails reads as absent (:func:`read_state`).
 
     Args:
         path: the ``session.toml`` (its folder holds the state; warnings name this path).
@@ -262,7 +292,8 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
     if len(raw) < SESSION_TOML_STATE_MIN_BYTES:
         return None
     state = read_state(Path(path).parent, SESSION_TOML_STATE)
-    if state is None or state.get("bytes") != len(raw) or state.get("digest") != bytes_digest(raw):
+    if state is None or state.get("bytes") != len(raw) or state.get("digest") != bytes_digest(raw) \
+            or state.get("checker") != checker_fingerprint():
         return None
     hidden = state.get("hidden")
     if not isinstance(hidden, list) or not all(isinstance(h, str) for h in hidden):
@@ -290,11 +321,11 @@ def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: lis
         return False
     prefix = f"{path}: "
     return write_state(Path(path).parent, SESSION_TOML_STATE, {
-        "bytes": len(raw), "digest": bytes_digest(raw), "doc": to_json_value(doc),
+        "bytes": len(raw), "digest": bytes_digest(raw), "checker": checker_fingerprint(), "doc": to_json_value(doc),
         "hidden": [h.removeprefix(prefix) for h in hidden]})
 
 
-__all__ = ["CACHE_FILES", "CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
+__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
            "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
-           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "is_state_file",
+           "checked_files_signatures", "checked_state", "checker_fingerprint", "file_signature", "from_json_value", "is_state_file",
            "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]
