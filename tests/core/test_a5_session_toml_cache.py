@@ -193,3 +193,12 @@ def test_h47_a_state_made_by_other_checking_code_is_read_again(
     assert work["parses"] == 1 and work["checks"] == 1
     _fresh_open(session)
     assert work["parses"] == 1  # kept again under the new code
+
+
+def test_h39_a_state_nested_past_any_bound_reads_as_absent(session: Session, work: dict[str, int]) -> None:
+    _month(session)
+    (session.folder / SESSION_TOML_STATE).write_text("[" * 1_000_000 + "]" * 1_000_000, "utf-8")
+    assert caches.read_state(session.folder, SESSION_TOML_STATE) is None
+    work.update(parses=0)
+    assert len(_fresh_open(session).data["experiments"]) == EXPERIMENTS
+    assert work["parses"] == 1
