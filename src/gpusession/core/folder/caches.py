@@ -1,10 +1,11 @@
-"""The small sealed state files ``status`` keeps beside ``summary.json`` (S7, H-47).
+"""The small sealed state files ``status`` and opening a session keep beside ``summary.json`` (S7, H-47).
 
 Source: A5, H-47.
 Why: ``status`` runs every few seconds from tmux; re-reading a 15 MB journal or parsing
-a 500-experiment ``session.toml`` each time made it 50× ``python -c pass``. These files
-hold what it folded or checked, with what it was made from, so the next call checks
-``stat`` signatures and a bounded number of bytes instead.
+a 500-experiment ``session.toml`` each time made it 50× ``python -c pass``, and parsing
+that ``session.toml`` cost 0.9 s of every command's start. These files hold what was
+folded or checked, with what it was made from, so the next call checks ``stat``
+signatures, a bounded number of bytes or one digest instead.
 
 Each is JSON, written atomically (:func:`write_state`: the convention of
 :func:`gpusession.core.files.tomlio.write_atomic_bytes`, mode 0600), sealed as ``count-cache.json`` is
@@ -21,15 +22,17 @@ Standard library only (tmux's call): neither the TOML writer nor the secret dete
 from __future__ import annotations
 
 import fcntl
+import functools
+import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.nesting import loads_json
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.textio import read_plain
 
@@ -37,8 +40,17 @@ from gpusession.core.files.textio import read_plain
 JOURNAL_STATE = "journal-state.json"
 #: What ``status`` needs of ``session.toml``, ``checklist.toml`` and ``order.toml``, checked.
 FILES_STATE = "status-files.json"
-#: Every state file ``status`` may write: never a sign of the session's use (most recent).
+#: Every state file ``status`` may write.
 STATE_FILES = frozenset({JOURNAL_STATE, FILES_STATE})
+#: ``session.toml`` as last checked, by the SHA-256 of its bytes (:func:`sealed_session_doc`).
+SESSION_TOML_STATE = "session-toml.json"
+#: Every state file of this module: never a sign of the session's use (most recent, ``list``'s
+#: order), so reading a session (``show``, a neighbour's summary in the Cost pane) never reorders.
+CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE}
+#: The smallest ``session.toml`` kept in :data:`SESSION_TOML_STATE` (bytes): a smaller one parses
+#: in milliseconds, and a command on a small session (a refused one included) leaves its
+#: folder as it found it (as ``journal-state.json``'s 64 KiB).
+SESSION_TOML_STATE_MIN_BYTES = 64 * 1024
 #: The largest state file read (bytes); a larger one reads as absent.
 STATE_MAX_BYTES = 4 * 1024 * 1024
 #: The state files' ``schema``.
@@ -46,12 +58,12 @@ STATE_SCHEMA = 1
 
 
 def is_state_file(name: str) -> bool:
-    """Whether ``name`` is one of :data:`STATE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
+    """Whether ``name`` is one of :data:`CACHE_FILES` or the temporary file of its write (``.<name>.<random>.tmp``).
 
-    Why: ``status`` writing its state is no use of the session; the most recent session and
-    ``list``'s order never count it.
+    Why: ``status`` writing its state, or an open keeping ``session.toml``'s, is no use of
+    the session; the most recent session and ``list``'s order never count it.
     """
-    return name in STATE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in STATE_FILES))
+    return name in CACHE_FILES or (name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in CACHE_FILES))
 
 
 def _canon(doc: Mapping[str, Any]) -> bytes:
@@ -74,14 +86,17 @@ def read_state(folder: Path, name: str) -> dict[str, Any] | None:
     """The sealed state ``name`` of ``folder``; ``None`` when absent or not to be trusted.
 
     Missing, unreadable, a link or not a plain file, over :data:`STATE_MAX_BYTES`, not
-    JSON, nested past the bound (H-39), another schema or a seal that does not match.
+    JSON, nested past json's own bound (H-39: its ``RecursionError``), another schema or a
+    seal that does not match. The text is not scanned for its depth first: nothing in it is
+    used before its keyed seal holds, and only this user's gpusession writes one that holds
+    (a scan and a walk were two thirds of reading a 500-experiment ``session.toml``'s state).
     """
     path = Path(folder) / name
     try:
         raw = read_plain(path, max_bytes=STATE_MAX_BYTES + 1, follow_links=False)
         if len(raw) > STATE_MAX_BYTES:
             return None
-        doc = loads_json(raw, path)
+        doc = json.loads(raw)  # json's own bound on nesting raises RecursionError: read as absent (H-39)
     except (OSError, ValueError, BadInput, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA \
@@ -99,11 +114,14 @@ def write_state(folder: Path, name: str, doc: Mapping[str, Any]) -> bool:
     (so opening the session never removes a write in progress), fsynced, then
     ``os.replace`` (a link at ``name`` is replaced, never written through). Never raises
     for a write refused (a full disk, a read-only copy, a folder in its place): the next
-    reader folds or checks again.
+    reader folds or checks again. A state over :data:`STATE_MAX_BYTES` is not written
+    (:func:`read_state` would refuse it, A4).
     """
     body = {**doc, "schema": STATE_SCHEMA}
     body["check"] = seal(body)
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    if len(data) > STATE_MAX_BYTES:  # its reader would refuse it (A4)
+        return False
     target = Path(folder) / name
     tmp = Path(folder) / f".{name}.{os.urandom(6).hex()}.tmp"
     try:
@@ -180,7 +198,11 @@ def checked_state(folder: Path) -> dict[str, Any] | None:
 
 
 def to_json_value(value: Any) -> Any:
-    """A TOML value as JSON: dates and times as ``{"$datetime": …}``, ``{"$date": …}``, ``{"$time": …}``."""
+    """A TOML value as JSON: dates and times as ``{"$datetime": …}``, ``{"$date": …}``, ``{"$time": …}``.
+
+    A table of one key starting with ``$`` (a hand-written ``"$date" = "…"``) is kept as
+    ``{"$table": {…}}``, so :func:`from_json_value` never reads it back as a date.
+    """
     if isinstance(value, datetime):
         return {"$datetime": value.isoformat()}
     if isinstance(value, date):
@@ -188,7 +210,8 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, time):
         return {"$time": value.isoformat()}
     if isinstance(value, Mapping):
-        return {str(k): to_json_value(v) for k, v in value.items()}
+        table = {str(k): to_json_value(v) for k, v in value.items()}
+        return {"$table": table} if len(table) == 1 and next(iter(table)).startswith("$") else table
     if isinstance(value, (list, tuple)):
         return [to_json_value(v) for v in value]
     return value
@@ -209,13 +232,100 @@ def from_json_value(value: Any) -> Any:
                 return date.fromisoformat(text)
             if tag == "$time" and isinstance(text, str):
                 return time.fromisoformat(text)
+            if tag == "$table" and isinstance(text, dict):
+                return {k: from_json_value(v) for k, v in text.items()}
         return {k: from_json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [from_json_value(v) for v in value]
     return value
 
 
-__all__ = ["CHECKED_FILES", "FILES_STATE", "JOURNAL_STATE", "STATE_FILES", "STATE_MAX_BYTES",
-           "checked_files_signatures", "checked_state", "file_signature", "from_json_value", "is_state_file",
-           "read_state",
-           "seal", "to_json_value", "write_state"]
+#: The modules whose code decides what ``session.toml`` reads as (parse, bounds, kinds, secrets),
+#: relative to the package's ``core`` folder: a state made by other code reads as absent.
+CHECKER_SOURCES = ("files/bounds.py", "files/detectors.py", "files/fieldbound.py", "files/nesting.py",
+                   "files/schema.py", "files/secretgate.py", "files/secrets.py", "files/tomlread.py",
+                   "folder/session.py")
+
+
+@functools.cache
+def checker_fingerprint() -> str:
+    """``sha256:<hex>`` of the Python version and the source of :data:`CHECKER_SOURCES` (a file absent counts as such).
+
+    Why: the state keeps a document checked by this code; an upgrade that hides or refuses
+    more (a new secret detector, a tighter bound) must check an unchanged file again, never
+    serve what older code passed (H-47). Read once per process (about 200 KB).
+    """
+    h = hashlib.sha256(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
+    core = Path(__file__).resolve().parent.parent
+    for name in CHECKER_SOURCES:
+        try:
+            data = (core / name).read_bytes()
+        except OSError:
+            data = b"absent"
+        h.update(f"\0{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return "sha256:" + h.hexdigest()
+
+
+def bytes_digest(raw: bytes) -> str:
+    """``sha256:<hex>`` of ``raw``: what :data:`SESSION_TOML_STATE` was made from."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str]] | None:
+    """``session.toml``'s checked document and hidden-value warnings while the file holds ``raw``; else ``None``.
+
+    Source: A5, H-47, H-78. Why: parsing and checking a 500-experiment ``session.toml``
+    cost 0.9 s of every command's start; :data:`SESSION_TOML_STATE` keeps what the
+    last full read returned under the SHA-256 of the exact bytes it read, so a hand edit
+    of any byte is a new digest (read and checked in full again), a state made by other
+    checking code (:func:`checker_fingerprint`) is read again, and a state whose keyed seal
+    fails reads as absent (:func:`read_state`).
+
+    Args:
+        path: the ``session.toml`` (its folder holds the state; warnings name this path).
+        raw: the file's bytes now.
+
+    Returns:
+        The document (the caller's own) and one warning per hidden value, or ``None``.
+    """
+    if len(raw) < SESSION_TOML_STATE_MIN_BYTES:
+        return None
+    state = read_state(Path(path).parent, SESSION_TOML_STATE)
+    if state is None or state.get("bytes") != len(raw) or state.get("digest") != bytes_digest(raw) \
+            or state.get("checker") != checker_fingerprint():
+        return None
+    hidden = state.get("hidden")
+    if not isinstance(hidden, list) or not all(isinstance(h, str) for h in hidden):
+        return None
+    try:
+        doc = from_json_value(state.get("doc"))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return doc, [f"{path}: {h}" for h in hidden]
+
+
+def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: list[str]) -> bool:
+    """Keep ``doc`` (checked, secrets hidden) and ``hidden`` as what ``session.toml``'s ``raw`` reads as.
+
+    Only from :data:`SESSION_TOML_STATE_MIN_BYTES` (a smaller file is left without one).
+    ``hidden``'s warnings are kept without the ``<path>: `` they start with, so a folder
+    renamed or copied names its own path. Never raises for a write refused.
+
+    Returns:
+        Whether the state was written.
+    """
+    if len(raw) < SESSION_TOML_STATE_MIN_BYTES:
+        return False
+    prefix = f"{path}: "
+    return write_state(Path(path).parent, SESSION_TOML_STATE, {
+        "bytes": len(raw), "digest": bytes_digest(raw), "checker": checker_fingerprint(), "doc": to_json_value(doc),
+        "hidden": [h.removeprefix(prefix) for h in hidden]})
+
+
+__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
+           "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
+           "checked_files_signatures", "checked_state", "checker_fingerprint", "file_signature", "from_json_value", "is_state_file",
+           "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]

@@ -50,7 +50,7 @@ from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import Written, is_tmp_name, read_toml, write_toml
-from gpusession.core.folder.caches import is_state_file
+from gpusession.core.folder.caches import is_state_file, seal_session_doc, sealed_session_doc
 from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
 
@@ -190,10 +190,14 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     :data:`gpusession.core.files.secrets.HIDDEN`, so it is neither used, nor shown, nor
     written back by the next update.
 
-    Parsed once per process and content: the checked document is kept beside the file's
-    bytes and served again (a copy) while the file holds the same bytes, so a run boundary
-    of a 500-experiment session reads ~1 MB instead of parsing it (A5); a hand edit changes
-    the bytes and is read afresh (H-47). :meth:`Session.update` keeps what it wrote.
+    Parsed once per content: the checked document is kept beside the file's bytes and
+    served again (a copy) while the file holds the same bytes -- in this process, so a run
+    boundary of a 500-experiment session reads ~1 MB instead of parsing it, and across
+    processes in the sealed ``session-toml.json`` under the SHA-256 of those bytes
+    (:func:`gpusession.core.folder.caches.sealed_session_doc`, from 64 KiB), so opening a
+    month-long session does not parse it again (A5). A hand edit changes the bytes and is
+    read and checked afresh (H-47); a state whose seal fails reads as absent (H-78).
+    :meth:`Session.update` keeps what it wrote.
 
     Returns:
         The document (the caller's own copy) and one warning per hidden value.
@@ -206,10 +210,15 @@ def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
     kept = _SESSION_DOCS.get(key)
     if kept is not None and before is not None and kept.raw == before:
         return _own_copy(kept.doc), list(kept.hidden)
+    sealed = sealed_session_doc(Path(path), before) if before is not None else None
+    if sealed is not None and before is not None:  # checked when these bytes were last read
+        _keep_session_doc(key, before, *sealed)
+        return sealed
     doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
     doc = dict(doc)
     if before is not None and _raw_or_none(path) == before:  # the bytes parsed are the bytes kept
         _keep_session_doc(key, before, doc, hidden)
+        seal_session_doc(Path(path), before, doc, hidden)
     return _own_copy(doc), list(hidden)
 
 
@@ -738,6 +747,7 @@ class Session:
         doc = dict(doc)
         if "name" in doc and "created_at" in doc:  # else the next read raises, as it did
             _keep_session_doc(os.path.abspath(self.session_toml), written.raw, doc, hidden)
+            seal_session_doc(self.session_toml, written.raw, doc, hidden)  # the next process's open
         self.data = doc
 
     def reload(self) -> None:
