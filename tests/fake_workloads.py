@@ -24,7 +24,8 @@ class Echo:
 
     Params: ``log`` (path for ``{"phase_hint", "batch"}`` lines), ``oom_batch`` (raise
     OutOfMemoryError on this batch size), ``fail_batch`` (raise ValueError),
-    ``sleep_s`` (per predict call), ``marker`` (file written when predict starts),
+    ``sleep_s`` (per predict call), ``marker`` (file written when predict starts), ``done_marker`` (written when a
+    predict call ends its sleep),
     ``chatty`` (print to stdout: must not break the protocol), ``fail_call`` (raise
     ValueError on this 1-based predict call of the process, e.g. part-way into a warm-up),
     ``raise_batch`` with ``raise_message`` (raise RuntimeError with those words on this
@@ -37,7 +38,7 @@ class Echo:
     classes = ["a", "b"]
 
     def __init__(self, log: str | None = None, oom_batch: int | None = None,
-                 fail_batch: int | None = None, sleep_s: float = 0.0, marker: str | None = None,
+                 fail_batch: int | None = None, sleep_s: float = 0.0, marker: str | None = None, done_marker: str | None = None,
                  chatty: bool = False, fail_call: int | None = None,
                  raise_batch: int | None = None, raise_message: str = "",
                  sticky_call: int | None = None, sticky_marker: str | None = None, **_: Any) -> None:
@@ -46,6 +47,7 @@ class Echo:
         self.fail_batch = fail_batch
         self.sleep_s = sleep_s
         self.marker = Path(marker) if marker else None
+        self.done_marker = Path(done_marker) if done_marker else None
         self.chatty = chatty
         self.context_limit: int | None = None
         self.fail_call = fail_call
@@ -95,6 +97,8 @@ class Echo:
             raise RuntimeError(self.raise_message)
         if self.sleep_s:
             time.sleep(self.sleep_s)
+        if self.done_marker is not None:  # the call outlived its sleep: a test counts it, no stopwatch
+            self.done_marker.write_text(str(os.getpid()))
         if self.chatty:
             print("predicting", len(texts))
         return [t.split()[0] if t.split() else "a" for t in texts]
