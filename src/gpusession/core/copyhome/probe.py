@@ -79,15 +79,9 @@ def list_files(transfer: Transfer, remote: str | None) -> list[tuple[str, int]]:
     Raises:
         Failure: rsync could not list the folder (one line).
     """
-    cmd = ["rsync", "--protect-args", "-r", "--list-only"]  # the path whole (H-26)
-    if transfer.ssh:
-        cmd += ["-e", transfer.ssh]
-    if transfer.rsync_path:
-        cmd.append(f"--rsync-path={transfer.rsync_path}")
-    cmd.append(transfer.source.spec(remote))
     try:
-        done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
-                              timeout=600, check=False)
+        done = subprocess.run(transfer.list_only_command(remote), capture_output=True,
+                              env=dict(os.environ, LC_ALL="C"), timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Failure(f"could not list {transfer.source.words(remote)}: {exc}") from None
     if done.returncode != 0:

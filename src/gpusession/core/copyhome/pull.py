@@ -883,6 +883,18 @@ class Transfer:
         if stats is not None:
             self.stats.append(stats)
 
+    def list_only_command(self, remote: str | None) -> list[str]:
+        """``rsync -r --list-only`` of ``remote`` (``None``: the session) with this pull's shell and server rsync.
+
+        The path goes whole (``--protect-args``, H-26); nothing is copied.
+        """
+        cmd = [*RSYNC, "-r", "--list-only"]
+        if self.ssh:
+            cmd += ["-e", self.ssh]
+        if self.rsync_path:
+            cmd.append(f"--rsync-path={self.rsync_path}")
+        return [*cmd, self.source.spec(remote)]
+
     def list_files(self, remote: str) -> list[str] | None:
         """The files of the folder ``remote`` on the source, by ``rsync -r --list-only`` (nothing copied).
 
@@ -893,15 +905,9 @@ class Transfer:
             Its files and links, relative to it (:func:`approved_copy.parse_list_only`);
             ``None`` when rsync could not list it (the pull says nothing then).
         """
-        cmd = [*RSYNC, "-r", "--list-only"]
-        if self.ssh:
-            cmd += ["-e", self.ssh]
-        if self.rsync_path:
-            cmd.append(f"--rsync-path={self.rsync_path}")
-        cmd.append(self.source.spec(remote))
         try:
-            done = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"),
-                                  timeout=3600, check=False)
+            done = subprocess.run(self.list_only_command(remote), capture_output=True,
+                                  env=dict(os.environ, LC_ALL="C"), timeout=3600, check=False)
         except (OSError, subprocess.SubprocessError):
             return None
         return approved_copy.parse_list_only(done.stdout) if done.returncode == 0 else None
