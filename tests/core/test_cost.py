@@ -387,3 +387,11 @@ def test_s6_extension_options_say_when_the_extended_package_would_end(bundled: R
     assert "would end 2026-12-09 14:00" in by_days[3].line()
     assert rep.to_json()["extensions"][0]["new_end"] == (T0 + timedelta(days=10)).isoformat()
     assert by_days[30].line().startswith("  +30 days × 1 lot(s): price not in the rates file")
+
+
+def test_k7_an_extension_without_a_price_names_the_command_that_adds_it(bundled: Rates) -> None:
+    rep = cost_report(bundled, "RTX A5000", 7, 1, accepted=18)
+    by_days = {e.days: e for e in rep.extensions}
+    assert by_days[30].price_usd_minor is None
+    assert '(to price it: gpusession rates set "RTX A5000" --days 30 --price USD)' in by_days[30].line()
+    assert by_days[3].price_hint is None and "rates set" not in by_days[3].line()

@@ -40,7 +40,7 @@ from gpusession.core.money.order import (
     set_order,
 )
 from gpusession.core.money.order_text import order_lines, order_to_json
-from gpusession.core.money.rates import MODEL_CHARS_MAX, user_rates_file
+from gpusession.core.money.rates import set_price_hint
 from gpusession.core.money.window import package_window
 
 #: ``cost --json``'s contract version (C6): 2 since the package moved under ``package`` and
@@ -183,16 +183,6 @@ def cmd_cost(args: argparse.Namespace) -> int:
             print(printable(f"  not counted: {words}", keep=""))  # a name from disk: one line (H-44)
         print("\n".join(report.lines()))
     return 0
-
-
-def set_price_hint(gpu: str, days: int) -> str:
-    """How to add a missing price (K7): the ``rates set`` command and the file it edits.
-
-    A name ``rates set`` would refuse (too long, not one printable line) reads ``MODEL``.
-    """
-    name = printable(gpu, keep="") if gpu.isprintable() and len(gpu) <= MODEL_CHARS_MAX else "MODEL"
-    return (f"gpusession rates set \"{name}\" --days {days} --price USD "
-            f"(writes your rates file {user_rates_file()})")
 
 
 def _results(session: Any) -> Any:

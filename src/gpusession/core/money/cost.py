@@ -37,6 +37,7 @@ from gpusession.core.money.rates import (
     load_rates,
     normalize_model,
     round_half_up_cents,
+    set_price_hint,
     usd_to_minor,
 )
 from gpusession.core.money.window import PackageWindow, local_str, package_window
@@ -346,6 +347,7 @@ class ExtensionOption:
         new_end_utc: when the extended package would end; ``None`` when the start is
             not known.
         new_end_local: the same in local time, with its offset (S6).
+        price_hint: the ``rates set`` command that adds the missing price (K7).
     """
 
     days: int
@@ -356,12 +358,20 @@ class ExtensionOption:
     missing_reason: str | None = None
     new_end_utc: datetime | None = None
     new_end_local: str | None = None
+    price_hint: str | None = None
 
-    def line(self) -> str:
-        """One indented line: price, new total, new cost per deliverable, new end."""
+    def line(self, *, shell: bool = True) -> str:
+        """One indented line: price, new total, new cost per deliverable, new end.
+
+        A missing price names how to add it (K7): the ``rates set`` command, or with
+        ``shell=False`` (the TUI, whose words name no command) the rates file.
+        """
         head = f"  +{self.days} days × {self.lots} lot(s): "
         if self.price_usd_minor is None:
             text = head + f"price {NOT_IN_RATES}"
+            if self.price_hint is not None:
+                text += (f" (to price it: {self.price_hint})" if shell
+                         else f" (to price it: add the {self.days}-day price to your rates file)")
         else:
             text = (f"{head}{format_usd(self.price_usd_minor)} → total "
                     f"{format_usd(self.new_total_usd_minor)}")
@@ -402,7 +412,8 @@ class CostReport:
     plan_source: str | None = None
 
     def lines(self, *, gpu: bool = True, measured_count: bool = True,
-              projection: str = NO_PROJECTION_LINE, after_answer: Sequence[str] = ()) -> list[str]:
+              projection: str = NO_PROJECTION_LINE, after_answer: Sequence[str] = (),
+              shell: bool = True) -> list[str]:
         """Readable lines, the same in the CLI and the TUI.
 
         Args:
@@ -412,6 +423,8 @@ class CostReport:
             projection: the words of the K5 line.
             after_answer: lines said right after the cost per deliverable (the Cost
                 pane's variant to keep, D7), placed here rather than found by their words.
+            shell: name the ``rates set`` command for a missing extension price; the TUI
+                names the rates file instead (it shows no command lines).
         """
         t = self.total
         out: list[str] = []
@@ -457,7 +470,7 @@ class CostReport:
             acc = self.per_accepted.accepted
             now = f"{acc} accepted so far" if acc is not None else "accepted count not known"
             out.append(f"Extension options, as it stands now ({now}):")
-            out.extend(opt.line() for opt in self.extensions)
+            out.extend(opt.line(shell=shell) for opt in self.extensions)
         out.extend(self.notes)
         out.append(projection)
         out.append(f"Rates: {self.rates_origin}")
@@ -570,7 +583,9 @@ def cost_report(
             new_end = end + timedelta(days=d) if end is not None else None
             opts.append(ExtensionOption(d, lots, ext.total_usd_minor, new_total,
                                         cost_per_accepted(new_total, accepted), ext.missing_reason,
-                                        new_end, local_str(new_end, tz) if new_end else None))
+                                        new_end, local_str(new_end, tz) if new_end else None,
+                                        None if ext.total_usd_minor is not None
+                                        else set_price_hint(ext.gpu_model, d, with_file=False)))
     return CostReport(total, per, coverage, plan_cost, tuple(opts), _origin_words(rates, gpu_model, days),
                       accepted_source, tuple(notes), plan_source if coverage is not None else None)
 

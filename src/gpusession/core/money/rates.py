@@ -32,6 +32,7 @@ from typing import Any
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.safefile import make_private_dir
 from gpusession.core.files.secrets import shown
+from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import read_toml, tomllib, write_toml
 from gpusession.core.folder.package import PACKAGE_DAYS
 
@@ -605,3 +606,14 @@ def _set_price(path: Path, name: str, days: int, price_usd: Decimal, gpus_per_lo
     return PriceSet(path, key, days, price_usd.quantize(CENT),
                     None if previous is None else Decimal(str(previous)), per_lot, per_lot_from,
                     int(was) if was is not None and int(was) != per_lot else None)
+
+
+def set_price_hint(gpu: str, days: int, *, with_file: bool = True) -> str:
+    """How to add a missing price (K7): the ``rates set`` command and the file it edits.
+
+    A name ``rates set`` would refuse (too long, not one printable line) reads ``MODEL``.
+    Why: a price is never guessed, so every "not in the rates file" names the way to add it.
+    """
+    name = printable(gpu, keep="") if gpu.isprintable() and len(gpu) <= MODEL_CHARS_MAX else "MODEL"
+    command = f"gpusession rates set \"{name}\" --days {days} --price USD"
+    return f"{command} (writes your rates file {user_rates_file()})" if with_file else command

@@ -234,7 +234,7 @@ class CostPane(Vertical):
                     inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source,
                     plan_source=self._plan_source(plan_text),
                 )
-                self.lines = [pane_words(line) for line in report.lines(after_answer=self._keep)]
+                self.lines = [pane_words(line) for line in report.lines(after_answer=self._keep, shell=False)]
                 kept = True
                 if answer.in_unit and answer.count is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
                     from gpusession.core.money.count import cost_line
