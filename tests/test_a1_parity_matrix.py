@@ -43,6 +43,9 @@ from gpusession.core.folder.session import Session
 #: month back by .ci/run (A6).
 pytestmark = pytest.mark.calendar
 
+#: A session beside the matrix's, nothing run nor decided: what ``compare`` is given with each.
+OTHER = "other-session"
+
 #: The package of every session: RTX A5000, 1 lot, 7 days: 55.00 USD (bundled rates).
 PACKAGE_USD_MINOR = 5500
 
@@ -205,6 +208,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str],
     root = tmp_path_factory.mktemp("parity") / "sessions"
     root.mkdir()
     built: dict[str, Session] = {}
+    Session.create(root, OTHER, package=Package(gpu_model="RTX A5000", lots=1, days=7, start=SESSION_START))
 
     def get(case: str) -> Session:
         if case not in built:
@@ -297,8 +301,14 @@ def read_cli(root: Path, name: str) -> dict[str, Any]:
     for key, args in {"cost": ("cost", name), "cost --json": ("cost", name, "--json"),
                       "show": ("show", name), "show --json": ("show", name, "--json"),
                       "status": ("status", name), "status --json": ("status", name, "--json"),
-                      "list --json": ("list", "--json")}.items():
+                      "list --json": ("list", "--json"),
+                      "deliverables": ("deliverables", name), "deliverables --json": ("deliverables", name, "--json")}.items():
         said[key] = _ok(root, *args)
+    # compare: beside a session of another kind, never ranked (exit 3), its figures said
+    for key, args in {"compare": ("compare", name, OTHER), "compare --json": ("compare", name, OTHER, "--json")}.items():
+        code, out, err = _cli(root, *args)
+        assert code in (0, 3), err
+        said[key] = out
     _ok(root, "report", name, "--html")
     folder = root / name
     said["report.md"] = (folder / "report.md").read_text(encoding="utf-8")
@@ -330,6 +340,9 @@ SHOWS: dict[str, frozenset[str]] = {
     "report.html section 1": frozenset({"verdicts"}), "report.html section 3": frozenset({"per_minor"}),
     "export markdown": frozenset({"verdicts"}), "export csv": frozenset({"verdicts"}),
     "export json": frozenset({"verdicts"}),
+    "deliverables": _COUNT, "deliverables --json": _COUNT,
+    "compare": frozenset({"count", "unit", "per_minor", "keep"}),
+    "compare --json": _COUNT | {"per_minor", "keep"},
     "Cost pane": _COUNT | {"per_minor"},
     "Run pane": frozenset({"verdicts", "keep"}),
     "Validation pane": _COUNT,
@@ -442,6 +455,52 @@ def _status_json(doc: dict[str, Any]) -> dict[str, Any]:
     if d is None:  # no unit of the session's own: the distinct accepted corpora are the count
         return {"count": doc["accepted_corpora"], "source": "corpora", "unit": "corpus"}
     return {"count": d["count"], "source": d["source"], "unit": _singular(d["unit"])}
+
+
+def _deliverables_text(text: str) -> dict[str, Any]:
+    """``deliverables``: its last line, ``count: 3 approved visuals (approved by a person, …)``
+    (``no accepted corpus yet``: 0), then what it left out after a ``;``."""
+    m = re.search(r"^count: (\d+|no) (?:approved |accepted )?(\w+)(?: yet)? \((.*)\)(?:; .*)?$", text, re.M)
+    assert m is not None, text
+    return {"count": 0 if m.group(1) == "no" else int(m.group(1)), "unit": _singular(m.group(2)),
+            "source": _source(m.group(3))}
+
+
+def _deliverables_json(doc: dict[str, Any]) -> dict[str, Any]:
+    d = doc["deliverables"]
+    return {"count": d["count"], "source": d["source"], "unit": _singular(d["unit"].split()[-1])}
+
+
+def _compare_text(text: str, name: str) -> dict[str, Any]:
+    """``compare``: this session's column (count, cost per deliverable, time per deliverable)."""
+    rows = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        label, *cells = re.split(r"\s{2,}", line.strip())
+        rows[label] = cells
+    mine = rows["session"].index(name)
+    count, per, time = (rows[k][mine] for k in ("distinct accepted deliverables", "cost per accepted deliverable",
+                                                 "time per accepted deliverable"))
+    got: dict[str, Any] = {}
+    if (m := re.fullmatch(r"(\d+|no) (?:approved |accepted )?(\w+)(?: yet)?", count)) is not None:
+        got.update(count=0 if m.group(1) == "no" else int(m.group(1)), unit=_singular(m.group(2)))
+    else:
+        assert count == "not measured", count
+        got["count"] = None
+    m = re.fullmatch(r"([\d.]+) USD(?: per (\w+))?", per)
+    got["per_minor"] = _minor(m.group(1)) if m else None
+    assert m or per == "not shown", per
+    m = re.search(r"\((\S+)\)$", time)
+    got["keep"] = m.group(1) if m else None
+    assert m or time == "no accepted variant", time
+    return got
+
+
+def _compare_json(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    mine = next(s for s in doc["sessions"] if s["name"] == name)
+    d = mine["deliverables"]
+    return {"count": mine["accepted_count"], "per_minor": mine["cost_per_accepted_usd_minor"],
+            "source": d["source"], "unit": _singular(d["unit"].split()[-1]),
+            "keep": mine["recommended"]["variant_id"] if mine["recommended"] else None}
 
 
 def _sections(md: str) -> dict[str, str]:
@@ -557,6 +616,10 @@ def figures(said: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
         "status --json": _status_json(json.loads(said["status --json"])),
         "list --json": _status_json(next(r for r in json.loads(said["list --json"])["sessions"]
                                          if r["name"] == name)),
+        "deliverables": _deliverables_text(said["deliverables"]),
+        "deliverables --json": _deliverables_json(json.loads(said["deliverables --json"])),
+        "compare": _compare_text(said["compare"], name),
+        "compare --json": _compare_json(json.loads(said["compare --json"]), name),
     }
     out.update(_report_md(said["report.md"]))
     out.update(_report_html(said["report.html"]))
