@@ -12,8 +12,9 @@ What each front end shows is :data:`SHOWS` (a front end that does not show a fig
 compared on it; the test asserts each one gives at least what :data:`SHOWS` says).
 
 The mutation check (:func:`test_a1_a_front_end_with_a_divisor_of_its_own_is_caught`)
-makes the report's section 3 divide by the distinct accepted corpora (the report's own
-divisor, as it once did) and asserts the comparison names the disagreement.
+makes one front end at a time (the report's section 3, the Cost pane, ``compare``) divide
+by a count of its own (every decision of approvals.toml) and asserts the comparison names
+that front end, and only it.
 """
 
 from __future__ import annotations
@@ -697,25 +698,68 @@ async def test_d5_a_rejected_fastest_variant_is_never_an_unsaid_reference(
     assert "is the fastest, not a variant to keep: REJECTED" in out, out
 
 
-@pytest.mark.slow
-async def test_a1_a_front_end_with_a_divisor_of_its_own_is_caught(
-        matrix: Callable[[str], Session], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report's section 3 made to divide by the distinct accepted corpora (none for approved
-    files), as it once did: the comparison names section 3 of both pages, and nothing else."""
-    from gpusession.core.money.cost import session_cost_inputs
+def _every_decision(answer: Any, session: Session) -> Any:
+    """``answer`` divided by a count of a front end's own: every decision of approvals.toml
+    (rejected and changed files included), the package total divided again (K2)."""
+    from gpusession.core.folder.approvals import load_approvals
+    from gpusession.core.money.cost import cost_per_accepted
+
+    n = len(load_approvals(session))
+    total = answer.inputs.package_total()
+    return dataclasses.replace(answer, count=dataclasses.replace(answer.count, n=n),
+                               per=cost_per_accepted(total.total_usd_minor, n))
+
+
+def _sabotage_report(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpusession.core.retrieval import report
 
-    s = matrix("approved")
     real = report._cost_report
+    monkeypatch.setattr(report, "_cost_report", lambda s, answer: real(s, _every_decision(answer, s)))
 
-    def own_divisor(session: Session, answer: Any) -> Any:
-        corpora = session_cost_inputs(session).accepted  # the report choosing its own count
-        return real(session, dataclasses.replace(answer, count=dataclasses.replace(answer.count, n=corpora)))
 
-    monkeypatch.setattr(report, "_cost_report", own_divisor)
+def _sabotage_cost_pane(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.ui.panes import cost
+
+    real = cost.load_answer
+    monkeypatch.setattr(cost, "load_answer", lambda s: _every_decision(real(s), s))
+
+
+def _sabotage_compare(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusession.core.retrieval import compare
+
+    real = compare.session_answer
+    monkeypatch.setattr(compare, "session_answer", lambda s, *a, **kw: _every_decision(real(s, *a, **kw), s))
+
+
+#: One front end made to choose its own divisor → the front ends that must then disagree.
+SABOTAGES: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], set[str]]] = {
+    "report section 3": (_sabotage_report, {"report.md section 3", "report.html section 3"}),
+    "Cost pane": (_sabotage_cost_pane, {"Cost pane"}),
+    "compare": (_sabotage_compare, {"compare", "compare --json"}),
+}
+
+
+def outliers(by_front_end: dict[str, dict[str, Any]], name: str) -> set[str]:
+    """The front ends whose ``name`` differs from the value most front ends give."""
+    votes: dict[str, set[str]] = {}
+    for front_end, got in by_front_end.items():
+        if name in got:
+            votes.setdefault(json.dumps(got[name], sort_keys=True), set()).add(front_end)
+    most = max(votes.values(), key=len, default=set())
+    return {fe for fes in votes.values() if fes is not most for fe in fes}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sabotaged", list(SABOTAGES))
+async def test_a1_a_front_end_with_a_divisor_of_its_own_is_caught(
+        sabotaged: str, matrix: Callable[[str], Session], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One front end divides by every decision (5: 4 approved, one of them changed since, 1
+    rejected) instead of the one count (3): the comparison names it, and only it."""
+    sabotage, caught = SABOTAGES[sabotaged]
+    s = matrix("mixed")
+    sabotage(monkeypatch)
     got = await _figures(s)
     found = disagreements(got)
-    assert [line.split(":", 1)[0] for line in found] == ["per_minor"], found
-    assert "null in report.md section 3, report.html section 3" in found[0], found
-    monkeypatch.undo()
-    assert disagreements(await _figures(s)) == []
+    assert [line.split(":", 1)[0] for line in found] == ["count", "per_minor"], found
+    assert outliers(got, "count") == outliers(got, "per_minor") == caught, found
+    assert {got[fe]["count"] for fe in caught} == {5} and {got[fe]["per_minor"] for fe in caught} == {1100}
