@@ -763,3 +763,44 @@ async def test_a1_a_front_end_with_a_divisor_of_its_own_is_caught(
     assert [line.split(":", 1)[0] for line in found] == ["count", "per_minor"], found
     assert outliers(got, "count") == outliers(got, "per_minor") == caught, found
     assert {got[fe]["count"] for fe in caught} == {5} and {got[fe]["per_minor"] for fe in caught} == {1100}
+
+
+@pytest.mark.slow
+async def test_a1_an_approval_made_in_the_tui_then_a_define_keeps_one_count_everywhere(
+        matrix: Callable[[str], Session], tmp_path: Path) -> None:
+    """One file approved by ``approve``, one more by ``a`` in the Validation pane, then an
+    ``experiment define``: every front end (status and the JSON ones included) says 2."""
+    from textual.widgets import Input
+
+    from gpusession.core.folder.package import Package
+
+    root = matrix("approved").folder.parent
+    s = Session.create(root, "approved-in-tui", package=Package(gpu_model="RTX A5000", lots=1, days=7,
+                                                                 start=SESSION_START))
+    paths = _files(tmp_path / "tui", [b"one", b"two"])
+    _ok(root, "package", s.name, "--unit", "visual")
+    _ok(root, "approve", s.name, paths[0], "--by", "Ana Reviewer")
+    app = _app(Session.open(root, s.name))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await settle(pilot, app)
+        table = app.screen.query_one("#deliv-table", DataTable)
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#field-by", Input).value = "Bo"
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+    want = {"count": 2, "unit": "visual", "source": "approved", "per_minor": 2750}
+    got = await _figures(Session.open(root, s.name))
+    assert disagreements(got) == []
+    assert {fe: {k: v for k, v in f.items() if k in want and v != want[k]} for fe, f in got.items()} == {
+        fe: {} for fe in got}
+    _ok(root, "experiment", s.name, "define", "--id", "later", "--workload", "command", "--values", "1",
+        "--command", f"{sys.executable} -c pass")
+    got = await _figures(Session.open(root, s.name))
+    assert disagreements(got) == []
+    assert {fe: {k: v for k, v in f.items() if k in want and v != want[k]} for fe, f in got.items()} == {
+        fe: {} for fe in got}
