@@ -336,7 +336,7 @@ SHOWS: dict[str, frozenset[str]] = {
     "show": _COUNT | {"verdicts"}, "show --json": _COUNT | {"verdicts"},
     "status": frozenset({"count", "unit"}),  # the tmux line: no room for the source
     "status --json": _COUNT, "list --json": _COUNT,
-    "report.md summary": _COUNT | {"per_minor", "keep"},
+    "report.md summary": _COUNT | {"per_minor", "keep"}, "report.html summary": _COUNT | {"per_minor", "keep"},
     "report.md section 1": frozenset({"verdicts"}), "report.md section 3": frozenset({"per_minor"}),
     "report.html section 1": frozenset({"verdicts"}), "report.html section 3": frozenset({"per_minor"}),
     "export markdown": frozenset({"verdicts"}), "export csv": frozenset({"verdicts"}),
@@ -527,34 +527,40 @@ def _section3(flat: str) -> dict[str, Any]:
     return {"per_minor": None}
 
 
-def _report_md(md: str) -> dict[str, dict[str, Any]]:
-    """The report's summary, its results table (section 1) and its cost section (section 3)."""
-    parts = _sections(md)
-    summary = _flat(parts[""])
+def _summary(flat: str) -> dict[str, Any]:
+    """The report's first lines (Markdown's ``**Verdict:**`` or the page's words, flattened)."""
     got: dict[str, Any] = {}
-    if (m := re.search(r"\*\*Verdict:\*\* (\d+) (?:distinct )?(?:approved |accepted )?(\w+)", summary)) is not None:
+    flat = flat.replace("**", "")
+    if (m := re.search(r"Verdict: (\d+) (?:distinct )?(?:approved |accepted )?(\w+)", flat)) is not None:
         got.update(count=int(m.group(1)), unit=_singular(m.group(2)))
         if got["unit"] == "corpus":
             got["source"] = "corpora"
-    if (m := PER_UNIT.search(summary)) is not None:
+    if (m := PER_UNIT.search(flat)) is not None:
         got.update(count=int(m.group(1)), unit=m.group(4), per_minor=_minor(m.group(3)),
-                   source=_source(summary.split("(count: ", 1)[1]))
-    elif (m := re.search(r"; ([\d.]+) USD per accepted deliverable", summary)) is not None:
+                   source=_source(flat.split("(count: ", 1)[1]))
+    elif (m := re.search(r"; ([\d.]+) USD per accepted deliverable", flat)) is not None:
         got.update(per_minor=_minor(m.group(1)), source="corpora")
     else:
-        assert "no cost per accepted deliverable" in summary, summary
+        assert "no cost per accepted deliverable" in flat, flat
         got["per_minor"] = None
-    if (m := KEEP.search(summary)) is not None:
+    if (m := KEEP.search(flat)) is not None:
         got["keep"] = m.group(1)
-    elif NO_KEEP.search(summary) or "**Keep:**" not in summary:
+    elif NO_KEEP.search(flat) or "Keep:" not in flat:
         got["keep"] = None
-    return {"report.md summary": got,
+    return got
+
+
+def _report_md(md: str) -> dict[str, dict[str, Any]]:
+    """The report's summary, its results table (section 1) and its cost section (section 3)."""
+    parts = _sections(md)
+    return {"report.md summary": _summary(_flat(parts[""])),
             "report.md section 1": {"verdicts": _md_verdicts(parts.get("1", ""))},
             "report.md section 3": _section3(_flat(parts["3"]))}
 
 
 def _report_html(html: str) -> dict[str, dict[str, Any]]:
-    """The HTML page's results table (section 1) and its cost section (section 3)."""
+    """The HTML page's summary (before its first section), results table (section 1) and cost section (section 3)."""
+    summary = _summary(_flat(re.split(r"<h2[^>]*>", html, maxsplit=1)[0].split("<body", 1)[-1]))
     results = html.split("1. Results", 1)[1].split("2. Validation", 1)[0]
     verdicts = {}
     for row in re.findall(r"<tr>(.*?)</tr>", results, re.S):
@@ -562,7 +568,7 @@ def _report_html(html: str) -> dict[str, dict[str, Any]]:
         if len(cells) > 2 and cells[1] == "warm":
             verdicts[cells[0]] = _verdict(cells[-1])
     section3 = _flat(html.split("3. Cost", 1)[1].split("4. Environment", 1)[0])
-    return {"report.html section 1": {"verdicts": verdicts}, "report.html section 3": _section3(section3)}
+    return {"report.html summary": summary, "report.html section 1": {"verdicts": verdicts}, "report.html section 3": _section3(section3)}
 
 
 def _exports(said: dict[str, Any]) -> dict[str, dict[str, Any]]:
