@@ -275,7 +275,7 @@ def _screen(app: Any) -> str:
 
 
 async def read_panes(session: Session) -> dict[str, Any]:
-    """The Cost, Run and Validation panes' rendered text (Pilot, 120×40)."""
+    """The Cost, Run and Validation panes' rendered text (Pilot, 160×60: no line cut short)."""
     app = _app(session)
     said: dict[str, Any] = {}
     async with app.run_test(size=(160, 60)) as pilot:
@@ -283,7 +283,6 @@ async def read_panes(session: Session) -> dict[str, Any]:
         await pilot.press("6")
         await settle(pilot, app)
         said["cost pane"] = "\n".join(app.screen.pane("cost").lines)
-        said["cost pane text"] = str(app.screen.query_one("#cost-report", Static).render())
         await pilot.press("2")
         await settle(pilot, app)
         said["run pane"] = _screen(app)
