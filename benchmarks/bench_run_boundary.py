@@ -71,6 +71,7 @@ def _profile(env: dict[str, str], work: Path, name: str, exp: str) -> None:
     from gpusession.cli import main as cli_main
 
     os.environ["GPUSESSION_HOME"] = env["GPUSESSION_HOME"]
+    os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]  # the children's key: their states read as ours
     prof = cProfile.Profile()
     prof.enable()
     try:
@@ -100,8 +101,10 @@ def main() -> int:
     sizes = [int(x) for x in args.experiments.split(",")]
     # With PYTHONDONTWRITEBYTECODE set every start would recompile gpusession (an
     # install has its bytecode): the children run without it, as bench_status's do.
+    # One $XDG_STATE_HOME (its seal key) for the children, the caches this process seals
+    # while it builds the sessions, and --profile's run: each reads the others' states.
+    os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="gpusession-bench-state-"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="gpusession-bench-state-"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         t = time.perf_counter()

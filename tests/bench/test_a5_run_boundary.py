@@ -86,6 +86,27 @@ def test_a5_a_run_parses_an_unchanged_session_toml_at_most_once(
     assert len(parses) <= 1  # ... from the document kept, not a parse of 41 experiments
 
 
+def test_a5_a_run_writes_session_toml_once(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's start (drawn order, invocation) and the environment seen are one write."""
+    with_tests_on_path(monkeypatch)
+    _many(session)
+    s = Session.open(session.folder.parent, session.name)
+    writes: list[str] = []
+    real_update = Session.update
+
+    def update(self: Session, change: Any) -> None:
+        writes.append("update")
+        real_update(self, change)
+
+    monkeypatch.setattr(Session, "update", update)
+    _run(s)
+    assert len(writes) == 1
+    kept = Session.open(session.folder.parent, session.name).data["experiments"]["e"]
+    assert len(kept["drawn_order"]) == 2 * 2  # the start ...
+    assert kept["environment"]["device"] == "cpu"  # ... and what the worker observed, together
+    assert "last_invocation" in kept
+
+
 def test_a5_a_run_decodes_only_its_own_journal_lines(
         session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     with_tests_on_path(monkeypatch)

@@ -122,9 +122,9 @@ def test_s7_a_running_experiment_never_undoes_edits_made_meanwhile(sessions_root
     other = Session.open(sessions_root, "t")  # `gpusession package` / the TUI, meanwhile
     other.set_package(Package("RTX A5000", 1, 30))
     define_experiment(other, Experiment(id="meanwhile", workload="synthetic-mlp", values=(2,)))
-    runner.recorder.env = {"device": "cpu", "gpu_count": 0}
-    runner.recorder.store_environment()  # the run saves what it observed
     runner._prepare(runner.experiment)
+    runner.recorder.env = {"device": "cpu", "gpu_count": 0}
+    runner.recorder.store_environment()  # the run saves what it observed, with its start
     on_disk = Session.open(sessions_root, "t")
     assert on_disk.package.days == 30
     assert set(on_disk.data["experiments"]) == {"e", "meanwhile"}

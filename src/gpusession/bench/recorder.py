@@ -228,6 +228,8 @@ class Recorder:
         self.now = now
         self.env: dict[str, Any] = {}
         self._env_stored: dict[str, Any] | None = None  # what store_environment last wrote, observed_at aside
+        #: changes of ``session.toml`` kept for this invocation's one write (:meth:`change_session`)
+        self._pending: list[Callable[[dict[str, Any]], None]] = []
         self.revisions: dict[str, Any] = {}
         self.done = 0
         self.cut = 0  # runs ended by an interrupt: they have a row but never finished
@@ -416,19 +418,50 @@ class Recorder:
         self.emit(Progress(done=self.done, total=self.total, variant_id=run.variant_id,
                            phase=run.phase, run_index=run.run_index))
 
+    def change_session(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Keep ``change`` of ``session.toml`` for the next write: the environment's, else :meth:`flush_session`.
+
+        Why: each write of a 500-experiment ``session.toml`` costs its size; the run's start
+        (drawn order, invocation) and the environment its first worker observed are one
+        write per invocation (A5). The journal has the start meanwhile (S7).
+        """
+        self._pending.append(change)
+
+    def flush_session(self) -> None:
+        """Write the changes kept by :meth:`change_session`, if any, in one update (S7).
+
+        Raises:
+            Failure: the folder's lock not taken in time (nothing written).
+        """
+        if self._pending:
+            self._update_session(None)
+
     def store_environment(self) -> None:
-        """Keep what the worker observed in ``session.toml`` (S7), when it differs from what this run last kept (A5)."""
+        """Keep what the worker observed in ``session.toml`` (S7), when it differs from what this run last kept (A5).
+
+        The changes kept by :meth:`change_session` are written with it, in the same update.
+        """
         env = {k: v for k, v in self.env.items() if v is not None} | {"concurrent_load": self.load_note}
-        if env == self._env_stored:  # each write is the size of the session's experiments
+        if env == self._env_stored and not self._pending:  # each write is the size of the session's experiments
             return
-        kept = env | {"observed_at": self.now()}  # when first observed by this run
+        self._update_session(None if env == self._env_stored else env)
+
+    def _update_session(self, env: dict[str, Any] | None) -> None:
+        """One ``session.toml`` update: the kept changes, then ``env`` (``None``: unchanged)."""
+        pending = list(self._pending)
+        kept = None if env is None else env | {"observed_at": self.now()}  # when first observed by this run
 
         def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
-            doc["environment"] = kept
-            doc.setdefault("experiments", {}).setdefault(self.experiment.id, {})["environment"] = kept
+            for one in pending:
+                one(doc)
+            if kept is not None:
+                doc["environment"] = kept
+                doc.setdefault("experiments", {}).setdefault(self.experiment.id, {})["environment"] = kept
 
         self.session.update(change)
-        self._env_stored = env
+        del self._pending[:len(pending)]
+        if env is not None:
+            self._env_stored = env
 
     def failed_row(self, exp: Experiment, run: ScheduledRun, detail: str) -> None:
         """The row and journal record of a run its worker's end cut short (R7); ``detail``: how."""

@@ -278,6 +278,10 @@ class Runner:
             if self._current is not None:  # an error of the parent: the group ends too
                 self._current.end_group()
             remove_worker_specs(s.runs_dir / exp.id)  # any a parent's error left
+            try:  # a parent's error before the end: the start is still kept in session.toml
+                self.recorder.flush_session()
+            except (OSError, Failure):
+                pass
             self.recorder.say_interrupted()
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
@@ -304,7 +308,7 @@ class Runner:
                 data["drawn_order"] = drawn
             data["last_invocation"] = invocation
 
-        self.session.update(change)
+        rec.change_session(change)  # written with the environment the first worker observes (A5)
         rec.load_note = load.describe()
         rec.load_quiet = load.quiet  # the rows remark on a load only when there is one (R11)
         rec.journal(ExperimentStartedRecord(
@@ -339,6 +343,7 @@ class Runner:
                     break
             if self._rest:  # a rank group died; a fresh group runs what is left
                 groups.insert(0, (self._rest[0].worker, self._rest))
+        rec.flush_session()  # no worker observed an environment: the start is written now
         rec.experiment_ended(rec.refused or self.stops.stop, cancelled=self.cancel.is_set())
 
     def _run_worker(self, exp: Experiment, name: str, group: list[ScheduledRun]) -> bool:
