@@ -1,6 +1,6 @@
 """Opening a month-long session does not parse an unchanged ``session.toml`` again (A5, H-47, H-78).
 
-``_read_session_toml`` keeps the checked document in the sealed ``session-toml.json``
+``read_session_toml`` keeps the checked document in the sealed ``session-toml.json``
 under the SHA-256 of the bytes it was read from (from 64 KiB): the next process finds it
 and neither parses nor checks the file again. Work is bounded by counting the parses
 (``tomlread.loads_toml``, behind every strict TOML read) and the free-text checks, never
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import tomllib
 from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,11 @@ from fake_workloads import write_corpus
 from helpers import cli, digest
 
 from gpusession.core.experiment.plan import Experiment
-from gpusession.core.files import tomlread
+from gpusession.core.files import tomlio, tomlread
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import HIDDEN
 from gpusession.core.folder import caches
-from gpusession.core.folder import session as session_module
+from gpusession.core.folder import session_toml as session_module
 from gpusession.core.folder.caches import SESSION_TOML_STATE, SESSION_TOML_STATE_MIN_BYTES
 from gpusession.core.folder.experiments import define_experiment
 from gpusession.core.folder.session import Session
@@ -77,7 +78,7 @@ def work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 def _fresh_open(s: Session) -> Session:
     """``Session.open`` as a new process does it: nothing kept in memory."""
-    session_module._SESSION_DOCS.clear()
+    session_module.SESSION_DOCS.clear()
     return Session.open(s.folder.parent, s.name, recover=False)
 
 
@@ -202,3 +203,65 @@ def test_h39_a_state_nested_past_any_bound_reads_as_absent(session: Session, wor
     work.update(parses=0)
     assert len(_fresh_open(session).data["experiments"]) == EXPERIMENTS
     assert work["parses"] == 1
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Per free-text check of ``session.toml``'s writer, the experiments in the document checked."""
+    seen: list[int] = []
+    real = session_module.check_free_text
+
+    def check(doc: Any, file: Path | str | None, **kw: Any) -> None:
+        seen.append(len(doc.get("experiments", {})) if isinstance(doc, dict) else 0)
+        real(doc, file, **kw)
+
+    monkeypatch.setattr(session_module, "check_free_text", check)
+    monkeypatch.setattr(tomlio, "check_free_text", check)  # the whole document's writer
+    return seen
+
+
+def test_a5_a_write_checks_the_experiment_that_changed_not_the_others(
+        session: Session, checked: list[int], work: dict[str, int]) -> None:
+    _month(session)
+    checked.clear()
+    work.update(parses=0, checks=0)
+    session.update(lambda doc: doc["experiments"]["old-007"].__setitem__("runs_per_variant", 3))
+    assert sum(checked) == 1  # the top level (no experiment) and the one experiment changed
+    session.update(lambda doc: doc["experiments"].__setitem__("new", dict(doc["experiments"]["e"])))
+    assert sum(checked) == 2
+    text = session.session_toml.read_text("utf-8")
+    back = tomllib.loads(text)  # the file is one TOML document: the parts compose
+    assert back["experiments"]["old-007"]["runs_per_variant"] == 3 and len(back["experiments"]) == EXPERIMENTS + 1
+    assert list(back["experiments"]) == list(session.data["experiments"])  # in their order
+    (session.folder / SESSION_TOML_STATE).unlink()
+    fresh = _fresh_open(session)  # parsed and checked whole by the reader
+    assert fresh.data == session.data and fresh.hidden["session.toml"] == []
+
+
+def test_a4_a_changed_experiment_its_reader_refuses_is_not_written(session: Session) -> None:
+    _month(session)
+    before = digest(session.folder)
+    with pytest.raises(BadInput, match="run_timeout_s.*nothing was written"):
+        session.update(lambda doc: doc["experiments"]["old-007"].__setitem__("run_timeout_s", 10**9))
+    with pytest.raises(BadInput, match="nothing was written"):  # a key pasted into a changed experiment
+        session.update(lambda doc: doc["experiments"]["old-008"]["params"].__setitem__("token", HEX_KEY))
+    with pytest.raises(BadInput, match="nothing was written"):  # ... or at the top level
+        session.update(lambda doc: doc.__setitem__("note", HEX_KEY))
+    assert digest(session.folder) == before
+
+
+def test_h47_after_a_hand_edit_the_next_write_checks_the_whole_document(
+        session: Session, checked: list[int]) -> None:
+    _month(session)
+    path = session.session_toml
+    path.write_text(path.read_text("utf-8").replace("lots = 1\n", "lots = 2\n"), "utf-8")
+    s = _fresh_open(session)  # read by the reader: its experiments passed no writer's check
+    checked.clear()
+    s.update(lambda doc: doc["experiments"]["old-007"].__setitem__("runs_per_variant", 3))
+    assert checked == [EXPERIMENTS]  # the whole document, once
+    checked.clear()
+    s.update(lambda doc: doc["experiments"]["old-008"].__setitem__("runs_per_variant", 3))
+    assert sum(checked) == 1  # what it wrote is its own again
+    checked.clear()
+    _fresh_open(session).update(lambda doc: doc["package"].__setitem__("lots", 3))
+    assert sum(checked) == 0  # ... across processes too (the sealed state says so)

@@ -50,6 +50,7 @@ from gpusession.bench.run_words import (
     no_join_words,
     teardown_words,
 )
+from gpusession.bench.session_writes import SessionWrites
 from gpusession.bench.stops import RunStops
 from gpusession.bench.supervise import GroupReport
 from gpusession.bench.timing import ALLOCATOR_SCOPE, CPU_MEMORY_SCOPE
@@ -227,9 +228,7 @@ class Recorder:
         self.emit = emit
         self.now = now
         self.env: dict[str, Any] = {}
-        self._env_stored: dict[str, Any] | None = None  # what store_environment last wrote, observed_at aside
-        #: changes of ``session.toml`` kept for this invocation's one write (:meth:`change_session`)
-        self._pending: list[Callable[[dict[str, Any]], None]] = []
+        self.writes = SessionWrites(session, experiment.id, now)  # session.toml, once per invocation
         self.revisions: dict[str, Any] = {}
         self.done = 0
         self.cut = 0  # runs ended by an interrupt: they have a row but never finished
@@ -419,49 +418,17 @@ class Recorder:
                            phase=run.phase, run_index=run.run_index))
 
     def change_session(self, change: Callable[[dict[str, Any]], None]) -> None:
-        """Keep ``change`` of ``session.toml`` for the next write: the environment's, else :meth:`flush_session`.
-
-        Why: each write of a 500-experiment ``session.toml`` costs its size; the run's start
-        (drawn order, invocation) and the environment its first worker observed are one
-        write per invocation (A5). The journal has the start meanwhile (S7).
-        """
-        self._pending.append(change)
+        """Keep ``change`` of ``session.toml`` for the invocation's one write (:class:`SessionWrites`, A5)."""
+        self.writes.change(change)
 
     def flush_session(self) -> None:
-        """Write the changes kept by :meth:`change_session`, if any, in one update (S7).
-
-        Raises:
-            Failure: the folder's lock not taken in time (nothing written).
-        """
-        if self._pending:
-            self._update_session(None)
+        """Write the changes kept by :meth:`change_session`, if any (:meth:`SessionWrites.flush`)."""
+        self.writes.flush()
 
     def store_environment(self) -> None:
-        """Keep what the worker observed in ``session.toml`` (S7), when it differs from what this run last kept (A5).
-
-        The changes kept by :meth:`change_session` are written with it, in the same update.
-        """
+        """Keep what the worker observed in ``session.toml`` (S7), with the changes kept, when either is new (A5)."""
         env = {k: v for k, v in self.env.items() if v is not None} | {"concurrent_load": self.load_note}
-        if env == self._env_stored and not self._pending:  # each write is the size of the session's experiments
-            return
-        self._update_session(None if env == self._env_stored else env)
-
-    def _update_session(self, env: dict[str, Any] | None) -> None:
-        """One ``session.toml`` update: the kept changes, then ``env`` (``None``: unchanged)."""
-        pending = list(self._pending)
-        kept = None if env is None else env | {"observed_at": self.now()}  # when first observed by this run
-
-        def change(doc: dict[str, Any]) -> None:  # on a fresh read: keep others' edits (S7)
-            for one in pending:
-                one(doc)
-            if kept is not None:
-                doc["environment"] = kept
-                doc.setdefault("experiments", {}).setdefault(self.experiment.id, {})["environment"] = kept
-
-        self.session.update(change)
-        del self._pending[:len(pending)]
-        if env is not None:
-            self._env_stored = env
+        self.writes.environment(env)
 
     def failed_row(self, exp: Experiment, run: ScheduledRun, detail: str) -> None:
         """The row and journal record of a run its worker's end cut short (R7); ``detail``: how."""

@@ -228,7 +228,7 @@ class RunStops:
             The limit, also kept as :attr:`limit`.
         """
         from gpusession.core.copyhome.limit import limit_of
-        from gpusession.core.folder.session import session_toml_view
+        from gpusession.core.folder.session_toml import session_toml_view
 
         try:
             doc = session_toml_view(self._session.session_toml)

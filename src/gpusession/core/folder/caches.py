@@ -244,7 +244,7 @@ def from_json_value(value: Any) -> Any:
 #: relative to the package's ``core`` folder: a state made by other code reads as absent.
 CHECKER_SOURCES = ("files/bounds.py", "files/detectors.py", "files/fieldbound.py", "files/nesting.py",
                    "files/schema.py", "files/secretgate.py", "files/secrets.py", "files/tomlread.py",
-                   "folder/session.py")
+                   "files/tomlio.py", "folder/session.py", "folder/session_toml.py")
 
 
 @functools.cache
@@ -272,7 +272,7 @@ def bytes_digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str]] | None:
+def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str], bool] | None:
     """``session.toml``'s checked document and hidden-value warnings while the file holds ``raw``; else ``None``.
 
     Source: A5, H-47, H-78. Why: parsing and checking a 500-experiment ``session.toml``
@@ -287,7 +287,9 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
         raw: the file's bytes now.
 
     Returns:
-        The document (the caller's own) and one warning per hidden value, or ``None``.
+        The document (the caller's own), one warning per hidden value, and whether the
+        document passed the writer's checks too (``written``: kept by the writer, not a
+        read; a state without it, as before, says no), or ``None``.
     """
     if len(raw) < SESSION_TOML_STATE_MIN_BYTES:
         return None
@@ -304,11 +306,15 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
         return None
     if not isinstance(doc, dict):
         return None
-    return doc, [f"{path}: {h}" for h in hidden]
+    return doc, [f"{path}: {h}" for h in hidden], state.get("written") is True
 
 
-def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: list[str]) -> bool:
+def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: list[str], *,
+                     written: bool = False) -> bool:
     """Keep ``doc`` (checked, secrets hidden) and ``hidden`` as what ``session.toml``'s ``raw`` reads as.
+
+    ``written``: the writer wrote ``raw`` from ``doc`` after its own checks (free text,
+    H-41), so the next write may reuse its unchanged experiments unchecked (A5).
 
     Only from :data:`SESSION_TOML_STATE_MIN_BYTES` (a smaller file is left without one).
     ``hidden``'s warnings are kept without the ``<path>: `` they start with, so a folder
@@ -322,7 +328,7 @@ def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: lis
     prefix = f"{path}: "
     return write_state(Path(path).parent, SESSION_TOML_STATE, {
         "bytes": len(raw), "digest": bytes_digest(raw), "checker": checker_fingerprint(), "doc": to_json_value(doc),
-        "hidden": [h.removeprefix(prefix) for h in hidden]})
+        "hidden": [h.removeprefix(prefix) for h in hidden], "written": written})
 
 
 __all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",

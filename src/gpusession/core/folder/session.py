@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,7 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.events.scan import run_end_counts
@@ -42,17 +40,21 @@ from gpusession.core.files.names import (
     RUN_LOCK,
     SESSION_TOML,
 )
-from gpusession.core.files.nesting import toml_bound
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import SCHEMAS as FILE_SCHEMAS
-from gpusession.core.files.schema import Spec, check_types
+from gpusession.core.files.schema import Spec
 from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
 from gpusession.core.files.textio import read_plain
-from gpusession.core.files.tomlio import Written, is_tmp_name, read_toml, write_toml
-from gpusession.core.folder.caches import is_state_file, seal_session_doc, sealed_session_doc
+from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
+from gpusession.core.folder.caches import is_state_file
 from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
+from gpusession.core.folder.session_toml import (
+    read_checked,
+    read_session_toml,
+    write_session_toml,
+)
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
     from gpusession.core.events import Event
@@ -158,124 +160,6 @@ def _flock(folder: Path, deadline: float, limit: float, what: str) -> int | None
     except BaseException:
         os.close(fd)
         raise
-
-
-def read_checked(path: Path, *, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Read a session file and check the kinds of its values (:mod:`gpusession.core.files.schema`).
-
-    Args:
-        path: ``session.toml``, ``order.toml`` or ``checklist.toml`` of a session (another
-            name is read without a type check).
-        required: top-level keys that must be present.
-
-    Returns:
-        The parsed document.
-
-    Raises:
-        BadInput: unreadable, larger than 1 MiB, nested past 64 levels, a text field
-            longer than the notes' bound, a syntax error, or a value of the wrong kind
-            (``order.toml: events: expected a list of tables ([[events]]), got the number 5``).
-    """
-    doc = read_toml(path, required=required)  # size-, depth- and field-bounded (H-39, H-48)
-    spec = SCHEMAS.get(Path(path).name)
-    if spec is not None:
-        check_types(doc, spec, path=path)
-    return doc
-
-
-def _read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """``session.toml`` checked (:func:`read_checked`), with secret-looking values hidden.
-
-    A seed phrase or key pasted into the file by hand is replaced by
-    :data:`gpusession.core.files.secrets.HIDDEN`, so it is neither used, nor shown, nor
-    written back by the next update.
-
-    Parsed once per content: the checked document is kept beside the file's bytes and
-    served again (a copy) while the file holds the same bytes -- in this process, so a run
-    boundary of a 500-experiment session reads ~1 MB instead of parsing it, and across
-    processes in the sealed ``session-toml.json`` under the SHA-256 of those bytes
-    (:func:`gpusession.core.folder.caches.sealed_session_doc`, from 64 KiB), so opening a
-    month-long session does not parse it again (A5). A hand edit changes the bytes and is
-    read and checked afresh (H-47); a state whose seal fails reads as absent (H-78).
-    :meth:`Session.update` keeps what it wrote.
-
-    Returns:
-        The document (the caller's own copy) and one warning per hidden value.
-
-    Raises:
-        BadInput: as :func:`read_checked`, or without ``name`` / ``created_at``.
-    """
-    key = os.path.abspath(path)
-    before = _raw_or_none(path)
-    kept = _SESSION_DOCS.get(key)
-    if kept is not None and before is not None and kept.raw == before:
-        return _own_copy(kept.doc), list(kept.hidden)
-    sealed = sealed_session_doc(Path(path), before) if before is not None else None
-    if sealed is not None and before is not None:  # checked when these bytes were last read
-        _keep_session_doc(key, before, *sealed)
-        return sealed
-    doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
-    doc = dict(doc)
-    if before is not None and _raw_or_none(path) == before:  # the bytes parsed are the bytes kept
-        _keep_session_doc(key, before, doc, hidden)
-        seal_session_doc(Path(path), before, doc, hidden)
-    return _own_copy(doc), list(hidden)
-
-
-def session_toml_view(path: Path) -> Mapping[str, Any]:
-    """``session.toml`` as :func:`_read_session_toml` reads it, shared, for a caller that only reads it.
-
-    Why: the runner reads the limit at every run boundary (D1); a copy of a
-    500-experiment document each time grew with the session (A5). The caller must not
-    change what it gets (it is the document kept for every later read).
-
-    Raises:
-        BadInput: as :func:`_read_session_toml`.
-    """
-    key = os.path.abspath(path)
-    kept = _SESSION_DOCS.get(key)
-    if kept is None or kept.raw != _raw_or_none(path):
-        return MappingProxyType(_read_session_toml(path)[0])
-    return MappingProxyType(kept.doc)
-
-
-@dataclass(frozen=True)
-class _KeptDoc:
-    """One ``session.toml`` as parsed and checked, beside the bytes it was parsed from."""
-
-    raw: bytes
-    doc: dict[str, Any]
-    hidden: tuple[str, ...]
-
-
-#: Per absolute path of a ``session.toml``, the last checked document (this process).
-_SESSION_DOCS: dict[str, _KeptDoc] = {}
-
-
-def _keep_session_doc(key: str, raw: bytes, doc: dict[str, Any], hidden: list[str]) -> None:
-    """Keep ``doc`` as ``session.toml``'s content while the file holds ``raw`` (one per path)."""
-    _SESSION_DOCS[key] = _KeptDoc(raw, _own_copy(doc), tuple(hidden))
-
-
-def _raw_or_none(path: Path) -> bytes | None:
-    """The file's bytes when it is a plain file no larger than the reader's bound, else ``None`` (not kept)."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > toml_bound(Path(path)):
-            return None
-        with open(path, "rb") as fh:
-            return fh.read(st.st_size + 1)
-    except OSError:
-        return None
-
-
-def _own_copy(value: Any) -> Any:
-    """A copy of a parsed TOML value whose tables and arrays the caller may change (leaves are immutable)."""
-    if isinstance(value, dict):
-        return {k: _own_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_own_copy(v) for v in value]
-    return value
 
 
 #: The gpusession commands: a session of that name would read like the command
@@ -615,7 +499,7 @@ class Session:
             raise BadInput(f"no session {name!r} in {root}", path=folder)
         for own in (RESULTS_CSV, JOURNAL):  # read by recovery and every pane (as `gpusession status`)
             refuse_link_or_special(folder / own)
-        data, hidden = _read_session_toml(folder / SESSION_TOML)
+        data, hidden = read_session_toml(folder / SESSION_TOML)
         created = data.get("created_at")
         if not isinstance(created, datetime) or created.tzinfo is None:
             raise BadInput(
@@ -703,7 +587,7 @@ class Session:
         process changed in between.
         """
         with self.locked("saving session.toml"):
-            self._wrote(write_toml(self.session_toml, self.data))
+            self.data, self.hidden[SESSION_TOML] = write_session_toml(self.session_toml, self.data)
 
     def locked(self, what: str = "the change") -> AbstractContextManager[None]:
         """The session folder's lock, for a read-modify-write of its files (S7).
@@ -732,23 +616,9 @@ class Session:
             Failure: the lock could not be taken in time (nothing written).
         """
         with self.locked("saving session.toml"):
-            data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
+            data, self.hidden[SESSION_TOML] = read_session_toml(self.session_toml)
             change(data)
-            self._wrote(write_toml(self.session_toml, data))
-
-    def _wrote(self, written: Written) -> None:
-        """``data`` := the document just written, as its reader parsed it back, kept for the next read.
-
-        Why: a run writes ``session.toml`` at its boundaries; parsing it again each time
-        grew with the session's experiments (A5). What the reader would hide is hidden.
-        """
-        assert written.doc is not None, "session.toml has a reader's shape"
-        doc, hidden = mask_free_text(written.doc, self.session_toml)
-        doc = dict(doc)
-        if "name" in doc and "created_at" in doc:  # else the next read raises, as it did
-            _keep_session_doc(os.path.abspath(self.session_toml), written.raw, doc, hidden)
-            seal_session_doc(self.session_toml, written.raw, doc, hidden)  # the next process's open
-        self.data = doc
+            self.data, self.hidden[SESSION_TOML] = write_session_toml(self.session_toml, data)
 
     def reload(self) -> None:
         """Read ``session.toml`` again into ``data`` (another process may have written it).
@@ -756,7 +626,7 @@ class Session:
         Raises:
             BadInput: unreadable, or without ``name`` / ``created_at``.
         """
-        self.data, self.hidden[SESSION_TOML] = _read_session_toml(self.session_toml)
+        self.data, self.hidden[SESSION_TOML] = read_session_toml(self.session_toml)
 
     # -- other TOML documents --------------------------------------------------
     def read_doc(self, filename: str) -> dict[str, Any]:
