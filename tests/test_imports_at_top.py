@@ -23,6 +23,8 @@ LAZY_ALLOWED = {
     "events/__init__.py": "the package face: each name loads on first use",
     "folder/session.py": "opened by status and before the TUI's first frame; the journal's "
                          "record classes and crash recovery load only when needed",
+    "folder/session_journal.py": "the journal's part of the session (opened as session.py is): "
+                                 "the record classes, the results table and crash recovery load only when needed",
     "folder/processes.py": "loaded before the TUI's first frame; the record classes are not",
     "retrieval/status.py": "status: the results CSV read without polars or the record classes",
     "retrieval/checklist.py": "the first frame's checklist: the evidence loads when collected",

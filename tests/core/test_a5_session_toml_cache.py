@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hmac
 import json
-import tomllib
 from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from fake_workloads import write_corpus
 from helpers import cli, digest
 

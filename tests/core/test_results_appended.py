@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.folder import session as session_module
+from gpusession.core.folder import session_journal as session_module
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultRow, ResultsFile
 

@@ -24,11 +24,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.core.events.scan import run_end_counts
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.files.names import (
@@ -37,19 +35,18 @@ from gpusession.core.files.names import (
     JOURNAL,
     ORDER_TOML,
     RESULTS_CSV,
-    RUN_LOCK,
     SESSION_TOML,
 )
+from gpusession.core.files.names import RUN_LOCK as RUN_LOCK  # imported from here by callers
 from gpusession.core.files.safefile import DIR_MODE, private_dir_mode, refuse_link_or_special
 from gpusession.core.files.schema import SCHEMAS as FILE_SCHEMAS
 from gpusession.core.files.schema import Spec
 from gpusession.core.files.secrets import mask_free_text
 from gpusession.core.files.sessionname import check_characters, check_name
-from gpusession.core.files.textio import read_plain
-from gpusession.core.files.tomlio import is_tmp_name, read_toml, write_toml
+from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.folder.caches import is_state_file
-from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 from gpusession.core.folder.package import Package, check_time_range
+from gpusession.core.folder.session_journal import SessionJournal
 from gpusession.core.folder.session_toml import (
     read_checked,
     read_session_toml,
@@ -57,10 +54,7 @@ from gpusession.core.folder.session_toml import (
 )
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
-    from gpusession.core.events import Event
-    from gpusession.core.events.facts import JournalFacts
-    from gpusession.core.events.reading import JournalRead
-    from gpusession.core.records.results import ResultsFile
+    pass
 
 
 #: The shape of each hand-editable file, checked whenever it is read.
@@ -327,7 +321,7 @@ def refuse_session_data(target: Path, *, what: str = "output") -> None:
         )
 
 
-class Session:
+class Session(SessionJournal):
     """One session folder. Use :meth:`create` or :meth:`open`, not the constructor.
 
     Attributes:
@@ -345,16 +339,6 @@ class Session:
         self.recovered: list[str] = []
         #: Per file, what :meth:`read_doc` hid because it looked like a secret.
         self.hidden: dict[str, list[str]] = {}
-        #: the journal's run ends, by its stat signature, and beside the bytes counted (:meth:`_run_ends`)
-        self._run_ends_cache: tuple[tuple[int, int, int, int], dict[str, int]] | None = None
-        self._run_ends_kept: tuple[bytes, dict[str, int]] | None = None
-
-    @cached_property
-    def results(self) -> ResultsFile:
-        """``resultats-bruts.csv``, the results table (C1); its module loads on first use."""
-        from gpusession.core.records.results import ResultsFile  # not before the TUI's first frame
-
-        return ResultsFile(self.folder / RESULTS_CSV, self._run_ends)
 
     # -- paths -----------------------------------------------------------------
     @property
@@ -371,40 +355,6 @@ class Session:
     def order_toml(self) -> Path:
         """``order.toml``: the order, payment orders and the timeline (S2, S3)."""
         return self.folder / ORDER_TOML
-
-    @property
-    def journal_path(self) -> Path:
-        """``journal.jsonl``: the append-only record of what happened (S7)."""
-        return self.folder / JOURNAL
-
-    def _run_ends(self) -> dict[str, int]:
-        """How many times the journal ended each run, so a results row copied by hand counts once.
-
-        An unreadable journal (or one that is no plain file, never waited on) judges no row.
-        Why kept: every read of the results CSV asks, and the journal only grows, so it is
-        not read again while its size, mtime and inode stay, and only the lines appended
-        after the bytes last counted are counted (A5); any other change (a hand edit of an
-        earlier line, H-47) is counted whole.
-        """
-        try:
-            st = self.journal_path.stat()
-            sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
-            cached = self._run_ends_cache
-            if cached is not None and cached[0] == sig:
-                return cached[1]
-            raw = read_plain(self.journal_path)
-        except (OSError, BadInput):
-            return {}
-        kept = self._run_ends_kept
-        if kept is not None and kept[0].endswith(b"\n") and raw.startswith(kept[0]):
-            ends = dict(kept[1])
-            for key, n in run_end_counts(raw[len(kept[0]):]).items():
-                ends[key] = ends.get(key, 0) + n
-        else:
-            ends = run_end_counts(raw)
-        self._run_ends_kept = (raw, ends)
-        self._run_ends_cache = (sig, ends)
-        return ends
 
     @property
     def runs_dir(self) -> Path:
@@ -657,158 +607,6 @@ class Session:
         with self.locked(f"writing {filename}"):
             write_toml(self.folder / filename, data)
 
-    # -- journal (core/folder/journal.py) -----------------------------------------------
-    def journal(self, event: str | Event, **fields: Any) -> None:
-        """Append one record to ``journal.jsonl`` and fsync (:func:`gpusession.core.folder.journal.append`).
-
-        Args:
-            event: a typed record (:mod:`gpusession.core.events`); a name with
-                ``fields`` writes a free-form record (left for ``bench/demo.py`` only:
-                every other writer journals a typed record, S7).
-            **fields: the fields of a free-form record (JSON-ready values).
-
-        Raises:
-            TypeError: ``fields`` given with a typed record.
-            OSError: the journal could not be written.
-        """
-        from gpusession.core.folder import journal
-
-        if isinstance(event, str):
-            event = journal.record(event, fields)
-        elif fields:
-            raise TypeError("fields are given with an event name, not with a typed record")
-        journal.append(self.journal_path, event)
-
-    def journal_many(self, events: list[Event]) -> None:
-        """Append typed records in one write and one fsync (:func:`gpusession.core.folder.journal.append_many`).
-
-        Raises:
-            OSError: the journal could not be written (nothing of it was).
-        """
-        from gpusession.core.folder import journal
-
-        journal.append_many(self.journal_path, events)
-
-    def read_journal(self) -> list[dict[str, Any]]:
-        """Every readable journal record as a dict (for ``bench/runner.py``, which still takes dicts).
-
-        Read through the typed reader; new code uses :meth:`journal_records`.
-        """
-        from gpusession.core.folder import journal
-
-        return journal.read(self.journal_path)
-
-    def journal_records(self) -> list[Event]:
-        """Every readable journal record, typed, oldest first (:mod:`gpusession.core.events.reading`).
-
-        A line that does not read is left out; :meth:`journal_read` gives its note.
-        """
-        from gpusession.core.events.reading import read_records
-
-        return read_records(self.journal_path)
-
-    def journal_facts(self) -> JournalFacts:
-        """What the journal says about the runs, for the summary table (R7; :mod:`gpusession.core.events.facts`)."""
-        from gpusession.core.events.facts import journal_facts
-
-        return journal_facts(self.journal_records())
-
-    def journal_read(self) -> JournalRead:
-        """The whole journal: typed records, their line numbers, one note per unreadable line (S7)."""
-        from gpusession.core.events.reading import read_journal
-
-        return read_journal(self.journal_path)
-
-    # -- crash recovery (core/folder/recovery.py, S7) -------------------------------------
-    def run_lock_holder(self) -> int | None:
-        """PID of a live process running experiments in this session, else ``None``."""
-        from gpusession.core.folder import journal
-
-        return journal.lock_holder(self.folder)
-
-    def needs_recovery(self) -> bool:
-        """Whether a crash may have left something for :meth:`recover` (S7), in O(1) of the session's size (A5).
-
-        A cheap look, without the lock and without loading the record classes: a run lock
-        file, a journal or results CSV whose last line is cut, a temporary file of an
-        atomic write or a worker spec file (``.worker-*.json``) where gpusession's writers
-        can leave one outside a run (:func:`_left_files`), or a journal with a run (or
-        worker load) started and never ended, an invocation started and never ended that
-        recovery has not said yet, or a run line that does not read and that no incident
-        has said yet -- from the journal's saved fold and the bytes appended since
-        (:func:`gpusession.core.folder.journal_state.journal_open_work`; a changed prefix
-        folds it whole again). It errs towards ``True``: when it says ``False``,
-        :meth:`recover` would find nothing to do (so :meth:`open` skips it and start-up
-        does not load the recovery machinery).
-
-        Returns:
-            ``False`` when there is certainly nothing to recover.
-        """
-        if (self.folder / RUN_LOCK).exists():
-            return True
-        for path in (self.journal_path, self.folder / RESULTS_CSV):
-            try:
-                with open(path, "rb") as fh:
-                    if fh.seek(0, os.SEEK_END) > 0:
-                        fh.seek(-1, os.SEEK_END)
-                        if fh.read(1) != b"\n":
-                            return True
-            except FileNotFoundError:
-                continue
-        # runs and invocations started, never ended; a small journal's fold is not saved
-        work = journal_open_work(self.folder, min_save_bytes=JOURNAL_REWRITE_BYTES)
-        if work is not None and (work.run_keys or work.experiments or work.unsaid_lines):
-            return True
-        return _left_files(self.folder, None if work is None else work.last_experiment)
-
-    def recover(self) -> list[str]:
-        """Recover what a crash left behind and record it as incidents (S7).
-
-        Two opens at once recover once, not twice (a lock on the folder); what is
-        recovered is described in :func:`gpusession.core.folder.recovery.recover_locked`.
-
-        Returns:
-            One sentence per incident recovered.
-        """
-        from gpusession.core.folder.recovery import recover_locked
-
-        with self.locked("recovering after a crash"):
-            return recover_locked(self)
-
-
-#: The folders where a writer outside a run may leave a temporary name (S7), relative to
-#: the session folder: the TOML files, caches, reports and manifests at the top, and
-#: ``validate --session``'s report, ID lists and archived output in ``validation/``.
-TEMP_FOLDERS = (".", "validation")
-
-
-def _left_files(folder: Path, last_experiment: str | None) -> bool:
-    """Whether a temporary file of an atomic write or a worker spec is left where one can be (S7).
-
-    Only :data:`TEMP_FOLDERS` and ``runs/<last_experiment>/`` are listed, not walked
-    (docs/session-folder.md, "Where a crash leaves a temporary name"): every other write
-    under ``runs/`` and ``validation/<experiment>/`` happens while the runner holds
-    ``.run.lock``, which a crash leaves behind, and whose presence alone says "recover"
-    (the recovery then walks the whole folder). A worker spec is written and removed
-    under that lock too; the newest experiment's folder is listed for one whose
-    removal failed. Bounded: three folder listings, whatever the session's size.
-    """
-    places = [folder / sub for sub in TEMP_FOLDERS]
-    if last_experiment and "/" not in last_experiment and last_experiment not in (".", ".."):
-        places.append(folder / "runs" / last_experiment)
-    for place in places:
-        try:
-            with os.scandir(place) as entries:
-                if any(is_tmp_name(e.name) or _is_worker_spec(e.name) for e in entries):
-                    return True
-        except OSError:  # missing, not a folder, unreadable: nothing of ours there
-            continue
-    return False
-
-
-def _is_worker_spec(name: str) -> bool:
-    """A worker spec file's name (``recovery.SPEC_PREFIX``; a test checks they agree)."""
-    return name.startswith(".worker-") and name.endswith(".json")
 
 
 @dataclass(frozen=True)
