@@ -44,9 +44,14 @@ FILES_STATE = "status-files.json"
 STATE_FILES = frozenset({JOURNAL_STATE, FILES_STATE})
 #: ``session.toml`` as last checked, by the SHA-256 of its bytes (:func:`sealed_session_doc`).
 SESSION_TOML_STATE = "session-toml.json"
+#: The results CSV's bytes and the journal's run ends last found clean (:func:`results_clean`).
+RESULTS_CHECK_STATE = "results-check.json"
 #: Every state file of this module: never a sign of the session's use (most recent, ``list``'s
 #: order), so reading a session (``show``, a neighbour's summary in the Cost pane) never reorders.
-CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE}
+CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE, RESULTS_CHECK_STATE}
+#: The smallest results CSV whose clean check is kept (bytes, about 1,300 rows): a smaller
+#: one is checked in well under 0.1 s, and a read of a small session leaves its folder as found.
+RESULTS_CHECK_MIN_BYTES = 1024 * 1024
 #: The smallest ``session.toml`` kept in :data:`SESSION_TOML_STATE` (bytes): a smaller one parses
 #: in milliseconds, and a command on a small session (a refused one included) leaves its
 #: folder as it found it (as ``journal-state.json``'s 64 KiB).
@@ -244,7 +249,7 @@ def from_json_value(value: Any) -> Any:
 #: relative to the package's ``core`` folder: a state made by other code reads as absent.
 CHECKER_SOURCES = ("files/bounds.py", "files/detectors.py", "files/fieldbound.py", "files/nesting.py",
                    "files/schema.py", "files/secretgate.py", "files/secrets.py", "files/tomlread.py",
-                   "files/tomlio.py", "folder/session.py", "folder/session_toml.py")
+                   "files/tomlio.py", "folder/session.py", "folder/session_toml.py", "records/results.py")
 
 
 @functools.cache
@@ -331,7 +336,43 @@ def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: lis
         "hidden": [h.removeprefix(prefix) for h in hidden], "written": written})
 
 
-__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_STATE", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
+def _ends_digest(ends: Mapping[str, int]) -> str:
+    """``sha256:<hex>`` of the journal's run ends, sorted: what a check of the rows judged against."""
+    return bytes_digest(json.dumps(sorted(ends.items()), separators=(",", ":")).encode("utf-8"))
+
+
+def results_clean(folder: Path, raw: bytes, ends: Mapping[str, int]) -> bool:
+    """Whether the results CSV's ``raw`` was found clean against ``ends`` by this checking code (A5, H-47).
+
+    Source: A5, H-47, H-78. Why: checking a 10,000-row CSV row by row costs about a
+    second, and every ``run`` began with it though the CSV had not changed since the last
+    run's end. :data:`RESULTS_CHECK_STATE` keeps the SHA-256 of the bytes last found clean
+    (every row valid, none repeated, no run's row missing), the digest of the run ends
+    judged against and :func:`checker_fingerprint` (``records/results.py`` included): a hand
+    edit of any byte, a run ended or deleted in the journal, new checking code or a forged
+    state (its seal) is checked again.
+    """
+    if len(raw) < RESULTS_CHECK_MIN_BYTES:
+        return False
+    state = read_state(Path(folder), RESULTS_CHECK_STATE)
+    return (state is not None and state.get("bytes") == len(raw) and state.get("digest") == bytes_digest(raw)
+            and state.get("ends") == _ends_digest(ends) and state.get("checker") == checker_fingerprint())
+
+
+def keep_results_clean(folder: Path, raw: bytes, ends: Mapping[str, int]) -> bool:
+    """Keep that ``raw`` was found clean against ``ends`` (:func:`results_clean`); never raises for a write refused.
+
+    Returns:
+        Whether the state was written (not below :data:`RESULTS_CHECK_MIN_BYTES`).
+    """
+    if len(raw) < RESULTS_CHECK_MIN_BYTES:
+        return False
+    return write_state(Path(folder), RESULTS_CHECK_STATE, {
+        "bytes": len(raw), "digest": bytes_digest(raw), "ends": _ends_digest(ends), "checker": checker_fingerprint()})
+
+
+__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_STATE", "RESULTS_CHECK_MIN_BYTES",
+           "RESULTS_CHECK_STATE", "keep_results_clean", "results_clean", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
            "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
            "checked_files_signatures", "checked_state", "checker_fingerprint", "file_signature", "from_json_value", "is_state_file",
            "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]

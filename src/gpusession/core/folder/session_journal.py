@@ -10,6 +10,7 @@ read and written by :mod:`gpusession.core.folder.session_toml`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.names import JOURNAL, RESULTS_CSV, RUN_LOCK
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name
+from gpusession.core.folder.caches import keep_results_clean, results_clean
 from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -50,7 +52,7 @@ class SessionJournal:
         """``resultats-bruts.csv``, the results table (C1); its module loads on first use."""
         from gpusession.core.records.results import ResultsFile  # not before the TUI's first frame
 
-        return ResultsFile(self.folder / RESULTS_CSV, self._run_ends)
+        return ResultsFile(self.folder / RESULTS_CSV, self._run_ends, _CleanRows(self.folder))
 
     @property
     def journal_path(self) -> Path:
@@ -238,3 +240,18 @@ def _left_files(folder: Path, last_experiment: str | None) -> bool:
 def _is_worker_spec(name: str) -> bool:
     """A worker spec file's name (``recovery.SPEC_PREFIX``; a test checks they agree)."""
     return name.startswith(".worker-") and name.endswith(".json")
+
+
+class _CleanRows:
+    """The results CSV's clean check kept in the folder's sealed state (:func:`gpusession.core.folder.caches.results_clean`)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def known(self, raw: bytes, ends: Mapping[str, int]) -> bool:
+        """Whether ``raw`` was found clean against ``ends`` (A5); a hand edit is a new digest (H-47)."""
+        return results_clean(self.folder, raw, ends)
+
+    def keep(self, raw: bytes, ends: Mapping[str, int]) -> None:
+        """Keep that ``raw`` was found clean against ``ends`` (a cache: a refused write is no error)."""
+        keep_results_clean(self.folder, raw, ends)

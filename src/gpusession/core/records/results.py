@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpusession.core.files.bounds import COLUMN_KINDS, INT64_LIMIT, past_bound
 from gpusession.core.files.csvtext import csv_bytes
@@ -602,6 +602,18 @@ class _Read:
 _LAST_READ: dict[str, _Read] = {}
 
 
+class CleanRows(Protocol):
+    """Where a results CSV's clean check is remembered across processes (a sealed state, A5, H-47)."""
+
+    def known(self, raw: bytes, ends: Mapping[str, int]) -> bool:
+        """Whether ``raw`` passed :func:`check_rows` against ``ends`` with nothing repeated or missing."""
+        ...
+
+    def keep(self, raw: bytes, ends: Mapping[str, int]) -> None:
+        """Remember that ``raw`` did (never raises: a cache)."""
+        ...
+
+
 class ResultsFile:
     """``resultats-bruts.csv`` of one session: append one row at a time, read back.
 
@@ -609,16 +621,21 @@ class ResultsFile:
         path: the CSV file; created with its header on the first append.
     """
 
-    def __init__(self, path: Path, run_ends: Callable[[], Mapping[str, int]] | None = None) -> None:
+    def __init__(self, path: Path, run_ends: Callable[[], Mapping[str, int]] | None = None,
+                 clean: CleanRows | None = None) -> None:
         """Keep the path (and how to read the journal's run ends); nothing is read or written yet.
 
         Args:
             path: the CSV.
             run_ends: gives ``{journal run key: ends}`` when the rows are checked, so a row
                 copied by hand is counted once (:func:`check_rows`); ``None``: none is judged.
+            clean: remembers the bytes whose every row passed :func:`check_rows` against
+                the same run ends with nothing repeated or missing, so an unchanged CSV is
+                not checked row by row again (A5); ``None``: every read checks.
         """
         self.path = Path(path)
         self.run_ends = run_ends
+        self.clean = clean
         #: the rows the last check found repeating an earlier row's run (left out by :meth:`read`)
         self.repeated: list[RepeatedRun] = []
         #: the runs the last check found ended in the journal with fewer rows (deleted by hand)
@@ -667,8 +684,13 @@ class ResultsFile:
         """``raw`` checked (UTF-8, header, rows against ``ends``) and decoded; same errors as :meth:`checked_text`."""
         text = _check_utf8(self.path, raw)
         check_header(self.path, text.split("\n", 1)[0])
+        if self.clean is not None and ends is not None and self.clean.known(raw, ends):
+            self.repeated, self.missing = [], []  # these bytes, these ends: checked clean before
+            return text
         found = check_rows(self.path, text, ends)
         self.repeated, self.missing = found.repeated, found.missing
+        if self.clean is not None and ends is not None and not found.repeated and not found.missing:
+            self.clean.keep(raw, ends)
         return text
 
     def append(self, row: ResultRow | dict[str, Any]) -> None:
