@@ -50,7 +50,8 @@ def _child(env: dict[str, str], cwd: Path, *args: str) -> float:
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - t
     if done.returncode:
-        raise SystemExit(f"gpusession {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        raise SystemExit(f"gpusession {' '.join(args)} failed ({done.returncode}): "
+                         f"{done.stderr[-2000:]}{done.stdout[-2000:]}")
     return elapsed
 
 
