@@ -16,7 +16,7 @@ import pytest
 from helpers import digest
 
 from gpusession.core.files.errors import BadInput
-from gpusession.core.folder import caches
+from gpusession.core.folder import caches, session_journal
 from gpusession.core.folder.session import Session
 from gpusession.core.records import results as results_module
 from gpusession.core.records.results import ResultRow
@@ -109,3 +109,29 @@ def test_a5_a_small_csv_keeps_no_state(session: Session, monkeypatch: pytest.Mon
     before = digest(session.folder)
     _fresh(session).results.read()
     assert digest(session.folder) == before
+
+
+def test_a5_the_run_ends_are_counted_from_the_saved_state_and_h47_a_hand_edit_whole(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_journal, "JOURNAL_REWRITE_BYTES", 1)  # a state for any journal
+    counted: list[bytes] = []
+    real = session_journal.run_end_counts
+
+    def count(raw: bytes) -> dict[str, int]:
+        counted.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(session_journal, "run_end_counts", count)
+    _with_rows(session, 3)
+    assert _fresh(session)._run_ends() == {f"e1:warm:batch-1:{i}": 1 for i in (1, 2, 3)}
+    assert (session.folder / caches.RUN_ENDS_STATE).exists()
+    with open(session.journal_path, "a", encoding="utf-8") as fh:
+        fh.write(_end(3))
+    counted.clear()
+    assert _fresh(session)._run_ends()["e1:warm:batch-1:3"] == 2  # the next process ...
+    assert b"".join(counted) == _end(3).encode()  # ... counts the line appended alone
+    text = session.journal_path.read_text("utf-8")
+    session.journal_path.write_text(text.replace(_end(1), "", 1), "utf-8")  # an end deleted by hand
+    counted.clear()
+    assert "e1:warm:batch-1:1" not in _fresh(session)._run_ends()
+    assert b"".join(counted) == session.journal_path.read_bytes()  # counted whole

@@ -21,7 +21,12 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.names import JOURNAL, RESULTS_CSV, RUN_LOCK
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name
-from gpusession.core.folder.caches import keep_results_clean, results_clean
+from gpusession.core.folder.caches import (
+    keep_results_clean,
+    keep_run_ends,
+    results_clean,
+    saved_run_ends,
+)
 from gpusession.core.folder.journal_state import JOURNAL_REWRITE_BYTES, journal_open_work
 
 if TYPE_CHECKING:  # typed records load when the journal is written, not at start-up
@@ -65,8 +70,10 @@ class SessionJournal:
         An unreadable journal (or one that is no plain file, never waited on) judges no row.
         Why kept: every read of the results CSV asks, and the journal only grows, so it is
         not read again while its size, mtime and inode stay, and only the lines appended
-        after the bytes last counted are counted (A5); any other change (a hand edit of an
-        earlier line, H-47) is counted whole.
+        after the bytes last counted are counted (A5): in this process, and across processes
+        from the sealed ``run-ends.json`` (:func:`gpusession.core.folder.caches.saved_run_ends`,
+        for a journal of 64 KiB or more); any other change (a hand edit of an earlier line,
+        H-47) is counted whole.
         """
         try:
             st = self.journal_path.stat()
@@ -83,9 +90,23 @@ class SessionJournal:
             for key, n in run_end_counts(raw[len(kept[0]):]).items():
                 ends[key] = ends.get(key, 0) + n
         else:
-            ends = run_end_counts(raw)
+            ends = self._run_ends_saved(raw)
         self._run_ends_kept = (raw, ends)
         self._run_ends_cache = (sig, ends)
+        return ends
+
+    def _run_ends_saved(self, raw: bytes) -> dict[str, int]:
+        """The run ends of ``raw`` from the saved counts and the bytes after them; the state kept again when it moved 64 KiB."""
+        saved = saved_run_ends(self.folder, raw)
+        offset, ends = (saved[0], dict(saved[1])) if saved is not None else (0, {})
+        end = raw.rfind(b"\n") + 1  # the last line end: what follows is counted, never kept
+        for key, n in run_end_counts(raw[offset:end]).items():
+            ends[key] = ends.get(key, 0) + n
+        if end >= JOURNAL_REWRITE_BYTES and end - offset >= (JOURNAL_REWRITE_BYTES if saved is not None else 1):
+            keep_run_ends(self.folder, raw[:end], ends)
+        if end < len(raw):  # a last line without its newline counts as the whole journal counts it
+            for key, n in run_end_counts(raw[end:]).items():
+                ends[key] = ends.get(key, 0) + n
         return ends
 
     # -- journal (core/folder/journal.py) -----------------------------------------------
