@@ -154,7 +154,11 @@ def test_pull_interrupted_mid_file_then_resumed_and_verified(sshd: Sshd, server:
         tmp_files = [p for p in work.rglob("*") if p.is_file()] if work.exists() else []
         if any(p.stat().st_size > 100_000 for p in tmp_files):
             for child in psutil.Process(proc.pid).children(recursive=True):
-                if child.name() == "rsync":
+                try:  # the copy's rsync (the listing of the server's folder runs beside it, and may have ended)
+                    copying = child.name() == "rsync" and any(a.startswith("--partial-dir") for a in child.cmdline())
+                except psutil.Error:
+                    continue
+                if copying:
                     child.send_signal(signal.SIGTERM)  # as a Ctrl-C or a dropped link would
                     killed = True
                     break

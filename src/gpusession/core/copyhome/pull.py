@@ -883,14 +883,16 @@ class Transfer:
         if stats is not None:
             self.stats.append(stats)
 
-    def list_only_command(self, remote: str | None) -> list[str]:
+    def list_only_command(self, remote: str | None, *, batch: bool = False) -> list[str]:
         """``rsync -r --list-only`` of ``remote`` (``None``: the session) with this pull's shell and server rsync.
 
-        The path goes whole (``--protect-args``, H-26); nothing is copied.
+        The path goes whole (``--protect-args``, H-26); nothing is copied. ``batch``: ssh
+        never prompts (``-o BatchMode=yes``), for a listing made beside another rsync.
         """
         cmd = [*RSYNC, "-r", "--list-only"]
-        if self.ssh:
-            cmd += ["-e", self.ssh]
+        shell = self.ssh or ("ssh" if batch and self.source.host else None)
+        if shell:
+            cmd += ["-e", f"{shell} -o BatchMode=yes" if batch and self.source.host else shell]
         if self.rsync_path:
             cmd.append(f"--rsync-path={self.rsync_path}")
         return [*cmd, self.source.spec(remote)]
@@ -905,6 +907,43 @@ class Transfer:
             Its files and links, relative to it (:func:`approved_copy.parse_list_only`);
             ``None`` when rsync could not list it (the pull says nothing then).
         """
+        return self._list_now(remote)
+
+    def start_listing(self, remote: str) -> Callable[[bool], list[str] | None]:
+        """Start :meth:`list_files` of ``remote`` now; the returned call waits for its answer.
+
+        Why: a pull lists the server's deliverables folder while it copies the files the
+        manifest lists, so the listing costs no time of its own (A5). Beside a copy, ssh
+        must never ask for a password (two prompts at once): the listing runs with ssh's
+        ``BatchMode``, and when that fails it is made again, alone, once the copy ended.
+        The returned call takes ``cancel``: ``True`` ends the listing (the copy failed).
+        """
+        try:
+            proc = subprocess.Popen(self.list_only_command(remote, batch=True), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env=dict(os.environ, LC_ALL="C"))
+        except OSError:
+            proc = None
+
+        def answer(cancel: bool = False) -> list[str] | None:
+            if proc is not None and cancel:
+                end_child_tree(proc, grace_s=1.0)
+                return None
+            out = b""
+            if proc is not None:
+                try:
+                    out, _ = proc.communicate(timeout=3600)
+                except subprocess.SubprocessError:
+                    end_child_tree(proc, grace_s=1.0)
+            if proc is not None and proc.returncode == 0:
+                return approved_copy.parse_list_only(out)
+            if cancel or not self.source.host:
+                return None
+            return self._list_now(remote)  # alone: ssh may ask now
+
+        return answer
+
+    def _list_now(self, remote: str) -> list[str] | None:
+        """:meth:`list_files`, run at once and waited for."""
         try:
             done = subprocess.run(self.list_only_command(remote), capture_output=True,
                                   env=dict(os.environ, LC_ALL="C"), timeout=3600, check=False)
@@ -1015,7 +1054,7 @@ def pull(
         result.throughput = throughput.record(
             figure, home=session_copy / RETRIEVAL_TOML, kept=kept,
             remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=ssh, rsync_path=rsync_path)
-    _keep_record(session_copy, tree, failed, record, digests)
+    _keep_record(session_copy, tree, changed, failed, record, digests)
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1025,18 +1064,23 @@ def pull(
     return result
 
 
-def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str],
+def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[str], failed: set[str],
                  record: pull_record.PullRecord, digests: Digests) -> None:
     """Keep what this pull proved for the next one (:mod:`pull_record`), when it differs from the record.
 
     The session files that read back and the deliverables that matched; ``checklist.toml``
     and ``retrieval.toml``, rewritten home by every pull, are read back every time instead.
+    ``changed`` (the files whose signature is not the record's) tells whether the record
+    still holds: no second comparison of every file (A5).
     """
-    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed}
-    for rewritten in (CHECKLIST_TOML, RETRIEVAL_TOML):
-        proved.pop(rewritten, None)
-    if proved != record.session or digests.proven != record.deliverables:
-        pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
+    rewritten = {CHECKLIST_TOML, RETRIEVAL_TOML}
+    kept = len(tree.files) - len(rewritten & tree.files.keys())
+    same = (not failed and not set(changed) - rewritten and len(record.session) == kept
+            and digests.proven == record.deliverables)  # the record's every entry, as proved again
+    if same:
+        return
+    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed and rel not in rewritten}
+    pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
 
 
 def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes | None,
@@ -1136,13 +1180,17 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
         listing = approved_copy.write_files_from(entries, transfer.work / "deliverables")
         say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)} "
             f"(the {len(entries)} file(s) the manifest lists)")
+        listed = transfer.start_listing(remote)  # the server's whole folder, beside the copy
         try:
             transfer.copy("deliverables", remote, copy, checksum=checksum,
                           only=approved_copy.files_from_options(listing))
+        except BaseException:
+            listed(True)
+            raise
         finally:
             listing.unlink(missing_ok=True)
+        on_server = listed(False)
         result.copied_listed = True
-        on_server = transfer.list_files(remote)
         if on_server is not None:
             result.left_on_server = approved_copy.left_on_server(on_server, (e.path for e in entries))
     else:
