@@ -5,7 +5,7 @@ session file reads back, every deliverable has its manifest's SHA-256). A month-
 session is pulled again and again; when nothing changed, the pull should cost little more
 than the rsync that finds nothing: goal **≤ 2×** ``rsync -a`` of the same folders.
 
-Sessions are built as ``bench_status.py`` builds them: one real run (a command experiment,
+Sessions are built by ``sessions.py`` (as for ``bench_status.py``): one real run (a command experiment,
 20 rows, 150 files) replicated to 5 experiments (100 rows) and 500 experiments (10,000
 rows, a 15 MB journal, about 71,000 files), plus a deliverables folder of 4 files of
 64 KiB per experiment and the manifest ``gpusession manifest`` writes of it (so the
@@ -42,24 +42,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import bench_status  # noqa: E402  (the sessions' recipe, beside this file)
+import sessions  # noqa: E402  (the sessions' recipe, beside this file)
 
 #: The ratio to ``rsync -a`` a re-pull with nothing new must stay under.
 TARGET = 2.0
-#: Deliverables per experiment, and the bytes of each.
-DELIVERABLES_PER_EXPERIMENT = 4
-DELIVERABLE_BYTES = 64 * 1024
-
-
-def _deliverables(folder: Path, experiments: int) -> Path:
-    """A folder of approved deliverables (distinct bytes each) beside the session."""
-    out = folder.parent / f"{folder.name}-out"
-    for k in range(experiments * DELIVERABLES_PER_EXPERIMENT):
-        sub = out / f"exp-{k // DELIVERABLES_PER_EXPERIMENT:03d}"
-        sub.mkdir(parents=True, exist_ok=True)
-        head = f"deliverable {k}\n".encode()
-        (sub / f"chart-{k:05d}.bin").write_bytes(head + bytes(DELIVERABLE_BYTES - len(head)))
-    return out
 
 
 def _timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
@@ -136,30 +122,22 @@ def main() -> int:
     if args.smoke:
         args.runs, args.experiments = 1, "1,2"
     sizes = [int(x) for x in args.experiments.split(",")]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="gpusession-bench-state-"))
+    env = sessions.child_env()
     os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]  # the profiled pull reads the same record
     ratios: list[tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        t = time.perf_counter()
-        template = bench_status._real_run(work, env)
-        print(f"one real run: {time.perf_counter() - t:.1f} s")
-        for n in sizes:
+        for b in sessions.build(work, env, sizes):
             t = time.perf_counter()
-            root = work / f"s{n}"
-            folder = bench_status._replicate(template, root, f"bench-{n}", n)
-            out = _deliverables(folder, n)
-            bench_status._gpusession({**env, "GPUSESSION_HOME": str(root)}, work, "manifest", folder.name,
-                                     "--deliverables", str(out))
-            files = sum(len(f) for _, _, f in os.walk(folder))
-            rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
-            print(f"{n} experiments, {rows:,} rows, {files:,} session files, "
-                  f"{n * DELIVERABLES_PER_EXPERIMENT:,} deliverables "
-                  f"(built in {time.perf_counter() - t:.1f} s):")
-            (work / f"run{n}").mkdir()
-            ratios.append((rows, _measure(folder, out, work / f"run{n}", args.runs, env,
-                                          args.profile and n == max(sizes))))
+            out = sessions.deliverables(b.folder, b.experiments)
+            sessions.gpusession(b.home_env(env), work, "manifest", b.name, "--deliverables", str(out))
+            files = sum(len(f) for _, _, f in os.walk(b.folder))
+            print(f"{b.experiments} experiments, {b.rows:,} rows, {files:,} session files, "
+                  f"{b.experiments * sessions.DELIVERABLES_PER_EXPERIMENT:,} deliverables "
+                  f"(built in {b.built_s + time.perf_counter() - t:.1f} s):")
+            (work / f"run{b.experiments}").mkdir()
+            ratios.append((b.rows, _measure(b.folder, out, work / f"run{b.experiments}", args.runs, env,
+                                            args.profile and b.experiments == max(sizes))))
     if len(ratios) > 1:
         (small_rows, small), (large_rows, large) = ratios[0], ratios[-1]
         print(f"growth of the ratio from {small_rows:,} to {large_rows:,} rows: {large / small:.2f}x "

@@ -139,20 +139,20 @@ def timed_peak(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 def growth(tmp: Path, sizes: list[int], runs: int) -> None:
     """Build a session per size (``bench_status.py``'s builders) and print the growth of ``show`` and ``report``."""
-    import bench_status  # benchmarks/ is on the path
+    import sessions  # benchmarks/ is on the path
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
     work = tmp / "growth"
     work.mkdir()
     t = time.perf_counter()
-    template = bench_status._real_run(work, env)
+    template = sessions.real_run(work, env)
     print(f"growth: one real run {time.perf_counter() - t:.1f} s; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     built: list[tuple[int, int, list[str]]] = []  # (experiments, rows, the gpusession command's head)
     for n in sizes:
         root = work / f"s{n}"
-        folder = bench_status._replicate(template, root, f"bench-{n}", n)
+        folder = sessions.replicate(template, root, f"bench-{n}", n)
         rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
         built.append((n, rows, [sys.executable, "-m", "gpusession", "--sessions-dir", str(root)]))
     out = str(tmp / "growth.md")

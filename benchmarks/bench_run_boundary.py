@@ -4,7 +4,7 @@ What a run costs at its boundaries (preparing it, recording each row, the closin
 summary) must be the new work, not the session: a month-long session of 500 experiments
 runs a new one as fast as a fresh session of 5. One real run (a command experiment: 2
 variants, 1 cold and 9 warm runs each, validated; 20 rows) is made once and replicated as
-a month of such runs would leave it (:mod:`bench_status`: ``session.toml`` with every
+a month of such runs would leave it (:mod:`sessions`: ``session.toml`` with every
 experiment, rows, journal, ``runs/`` and ``validation/``, ``summary.json``): 5 experiments
 (100 rows) and 500 experiments (10,000 rows). In each, one new experiment of the same
 cheap CPU program is defined (``experiment define``, one call) and run as typed
@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_status import _real_run, _replicate  # noqa: E402  (the sessions as real runs leave them)
+import sessions  # noqa: E402  (the sessions as real runs leave them)
 
 #: The ratio of the large session's 20 runs to the small one's that must not be passed.
 TARGET = 1.5
@@ -100,26 +100,17 @@ def main() -> int:
     if args.smoke:
         args.rounds, args.experiments = 1, "1,2"
     sizes = [int(x) for x in args.experiments.split(",")]
-    # With PYTHONDONTWRITEBYTECODE set every start would recompile gpusession (an
-    # install has its bytecode): the children run without it, as bench_status's do.
     # One $XDG_STATE_HOME (its seal key) for the children, the caches this process seals
     # while it builds the sessions, and --profile's run: each reads the others' states.
     os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="gpusession-bench-state-"))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = sessions.child_env()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        t = time.perf_counter()
-        template = _real_run(work, env)
-        print(f"one real run: {time.perf_counter() - t:.1f} s")
         homes: dict[int, dict[str, str]] = {}
-        for n in sizes:
-            t = time.perf_counter()
-            folder = _replicate(template, work / f"s{n}", f"bench-{n}", n)
-            rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
-            homes[n] = {**env, "GPUSESSION_HOME": str(work / f"s{n}")}
-            print(f"{n} experiments, {rows:,} rows, journal "
-                  f"{(folder / 'journal.jsonl').stat().st_size / 1e6:.1f} MB, session.toml "
-                  f"{(folder / 'session.toml').stat().st_size / 1e3:.0f} kB (built in {time.perf_counter() - t:.1f} s)")
+        for b in sessions.build(work, env, sizes):
+            homes[b.experiments] = b.home_env(env)
+            print(f"{b.shape()}, session.toml {(b.folder / 'session.toml').stat().st_size / 1e3:.0f} kB "
+                  f"(built in {b.built_s:.1f} s)")
         times: dict[int, list[float]] = {n: [] for n in sizes}
         for r in range(args.rounds):
             for n in sizes:  # interleaved: one new experiment per size per round

@@ -243,7 +243,8 @@ def build_sessions(work: Path, sizes: list[int]) -> list[tuple[Path, str, int]]:
     rows; at 500 a 15 MB journal and 75,000 files), once per benchmark run.
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_status import _real_run, _replicate
+    from sessions import real_run as _real_run
+    from sessions import replicate as _replicate
 
     t = time.perf_counter()
     template = _real_run(work, CHILD_ENV)
