@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,15 +22,40 @@ from gpusession.core.copyhome import pull_record
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed (apt-get install rsync)")
 
 
-def _server(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
-    deliv = root.parent / "deliverables"
+@dataclass
+class _Copy:
+    """A server's session ``s1`` (a manifest of its deliverables recorded) and the copy home a pull makes of it."""
+
+    root: Path
+    sess: Path
+    home: Path
+    capsys: pytest.CaptureFixture[str]
+
+    def pull(self, *extra: str) -> tuple[int, str]:
+        """``gpusession pull SESS --to HOME [EXTRA]``: its exit code and output."""
+        code, out, _ = cli(self.capsys, self.root, "pull", str(self.sess), "--to", str(self.home), *extra)
+        return code, out
+
+
+@pytest.fixture
+def server(sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> _Copy:
+    """The session on the server with 6 deliverables and their manifest; nothing pulled yet."""
+    deliv = sessions_root.parent / "deliverables"
     (deliv / "sub").mkdir(parents=True)
     for i in range(5):
         (deliv / f"chart-{i}.txt").write_text(f"chart {i}\n")
     (deliv / "sub" / "b.bin").write_bytes(bytes(range(256)) * 40)
-    assert cli(capsys, root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
-    assert cli(capsys, root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
-    return root / "s1", deliv
+    assert cli(capsys, sessions_root, "new", "s1", "--gpu", "RTX A5000", "--lots", "1", "--days", "7")[0] == 0
+    assert cli(capsys, sessions_root, "manifest", "s1", "--deliverables", str(deliv))[0] == 0
+    return _Copy(sessions_root, sessions_root / "s1", tmp_path / "home", capsys)
+
+
+@pytest.fixture
+def pulled(server: _Copy) -> _Copy:
+    """:func:`server`, pulled home once (verified: the pull record holds everything)."""
+    code, out = server.pull()
+    assert code == 0, out
+    return server
 
 
 class _Count:
@@ -67,17 +93,14 @@ def _same_size_edit(path: Path, old: bytes, new: bytes) -> None:
 
 
 def test_s4_a_repull_with_nothing_changed_hashes_no_file_and_parses_only_what_it_rewrote(
-        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    sess, _ = _server(sessions_root, capsys)
-    home = tmp_path / "home"
+        server: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
     count = _Count(monkeypatch)
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    code, out = server.pull()
     assert code == 0, out
     assert sorted(count.hashed) == sorted([*(f"chart-{i}.txt" for i in range(5)), "b.bin"])  # the first proves all
     assert "session.toml" in count.parsed
     count.clear()
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    code, out = server.pull()
     assert code == 0, out
     assert "VERIFIED: the copy home matches" in out
     assert count.hashed == []  # every deliverable's stat unchanged since it was hashed
@@ -87,67 +110,50 @@ def test_s4_a_repull_with_nothing_changed_hashes_no_file_and_parses_only_what_it
 
 
 def test_h47_a_deliverable_edited_home_with_its_size_and_mtime_kept_is_hashed_again_and_caught(
-        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
     """The signature holds ctime and the inode: ``os.utime`` puts mtime back, never ctime."""
-    sess, _ = _server(sessions_root, capsys)
-    home = tmp_path / "home"
-    assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0
     count = _Count(monkeypatch)
-    _same_size_edit(home / "s1-deliverables" / "chart-2.txt", b"chart 2", b"CHART 2")
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    _same_size_edit(pulled.home / "s1-deliverables" / "chart-2.txt", b"chart 2", b"CHART 2")
+    code, out = pulled.pull()
     assert code == 3
     assert "CHANGED  chart-2.txt (hash differs; the copy differs from the server's file)" in out
     assert count.hashed == ["chart-2.txt"]  # that file alone is read again
     count.clear()
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    code, out = pulled.pull()
     assert code == 3, "a changed file is never recorded as proved"
     assert count.hashed == ["chart-2.txt"]
 
 
-def test_h47_a_session_file_edited_home_with_its_size_and_mtime_kept_is_fetched_again(
-        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sess, _ = _server(sessions_root, capsys)
-    home = tmp_path / "home"
-    assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0
-    copy = home / "s1" / "session.toml"
+def test_h47_a_session_file_edited_home_with_its_size_and_mtime_kept_is_fetched_again(pulled: _Copy) -> None:
+    copy = pulled.home / "s1" / "session.toml"
     _same_size_edit(copy, b"schema = 1", b"schema ! 1")  # no longer TOML, same size and time
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    code, out = pulled.pull()
     assert code == 0, out
     assert "1 file(s) of the copy changed since the last pull: compared with the server by checksum" in out
-    assert copy.read_bytes() == (sess / "session.toml").read_bytes()
+    assert copy.read_bytes() == (pulled.sess / "session.toml").read_bytes()
 
 
 def test_h78_a_pull_record_edited_or_of_another_copy_reads_as_absent(
-        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    sess, _ = _server(sessions_root, capsys)
-    home = tmp_path / "home"
-    assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0
-    path = pull_record.record_path(home / "s1")
+        pulled: _Copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = pull_record.record_path(pulled.home / "s1")
     assert path.is_file() and path.stat().st_mode & 0o777 == 0o600
-    assert pull_record.read_record(home / "s1").deliverables
+    assert pull_record.read_record(pulled.home / "s1").deliverables
     head, body = path.read_bytes().split(b"\n", 1)
     doc = json.loads(body)
     digest = doc["deliverables"]["chart-2.txt"][1]
     doc["deliverables"]["chart-2.txt"][1] = digest[::-1]  # a forged digest, seal kept
     path.write_bytes(head + b"\n" + json.dumps(doc).encode())
-    assert pull_record.read_record(home / "s1") == pull_record.PullRecord()
+    assert pull_record.read_record(pulled.home / "s1") == pull_record.PullRecord()
     assert pull_record.read_record(tmp_path / "elsewhere" / "s1") == pull_record.PullRecord()
     count = _Count(monkeypatch)
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))
+    code, out = pulled.pull()
     assert code == 0, out
     assert len(count.hashed) == 6 and "per-file checksums" in out  # everything proved again
 
 
-def test_s4_pull_checksum_proves_every_file_again(
-        sessions_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    sess, _ = _server(sessions_root, capsys)
-    home = tmp_path / "home"
-    assert cli(capsys, sessions_root, "pull", str(sess), "--to", str(home))[0] == 0
+def test_s4_pull_checksum_proves_every_file_again(pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
     count = _Count(monkeypatch)
-    code, out, _ = cli(capsys, sessions_root, "pull", str(sess), "--to", str(home), "--checksum")
+    code, out = pulled.pull("--checksum")
     assert code == 0, out
     assert len(count.hashed) == 6 and "session.toml" in count.parsed
 
@@ -164,3 +170,48 @@ def test_s4_the_journal_is_decoded_only_where_a_manifest_is_recorded(tmp_path: P
     got = pull_mod.manifest_records(journal)
     assert [r.path for r in got] == ["/srv/s/manifest.csv", "/srv/s/manifest-2.csv"]
     assert pull_mod.manifest_records(tmp_path / "absent.jsonl") == []
+
+
+def test_s4_a_repull_with_nothing_changed_leaves_the_pull_record_as_it_was(pulled: _Copy) -> None:
+    """The comparison with the record tells that it still holds: it is not written again."""
+    assert pulled.pull()[0] == 0
+    path = pull_record.record_path(pulled.home / "s1")
+    before = path.stat()
+    code, out = pulled.pull()
+    assert code == 0, out
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)
+    (pulled.sess / "notes.toml").write_text("note = 'new on the server'\n")  # something new: recorded
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "notes.toml" in pull_record.read_record(pulled.home / "s1").session
+
+
+#: A remote shell that runs the server's rsync here, and refuses (as ssh's BatchMode would,
+#: with no key) when asked never to prompt; each call's mode is logged.
+_FAKE_SSH = """#!/bin/sh
+for a in "$@"; do if [ "$a" = "BatchMode=yes" ]; then echo batch >> "$0.log"; exit 255; fi; done
+echo asked >> "$0.log"
+while [ $# -gt 0 ]; do case "$1" in -o) shift 2;; -*) shift;; *) break;; esac; done
+shift
+exec "$@"
+"""
+
+
+def test_s4_the_listing_beside_the_copy_never_prompts_and_is_made_again_alone_when_batch_mode_fails(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text("a")
+    (folder / "sub" / "b.txt").write_text("b")
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(_FAKE_SSH)
+    ssh.chmod(0o700)
+    transfer = pull_mod.Transfer(pull_mod.Source("server", str(tmp_path / "s1")), tmp_path / "work",
+                                 str(ssh), None, None, None)
+    assert "BatchMode=yes" in " ".join(transfer.list_only_command(str(folder), batch=True))
+    listed = transfer.start_listing(str(folder))
+    assert listed(False) == ["a.txt", "sub/b.txt"]
+    assert (tmp_path / "fake-ssh.log").read_text().split() == ["batch", "asked"]  # beside, then alone
+    assert transfer.start_listing(str(folder))(True) is None  # the copy failed: the listing ends, not asked again
+    assert (tmp_path / "fake-ssh.log").read_text().split().count("asked") == 1
