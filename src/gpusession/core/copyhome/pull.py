@@ -1025,15 +1025,15 @@ def pull(
     say = on_step or (lambda _line: None)
     session_copy = to / source.name
     result = PullResult(session_copy=session_copy)
-    # what the last pull proved (pull_record); --checksum proves everything again
-    sealed_record = None if checksum_deliverables else pull_record.open_record(session_copy)
+    # what the last pull proved (pull_record; its seal checked beside rsync); --checksum proves everything again
+    kept_record = not checksum_deliverables and pull_record.record_path(session_copy).is_file()
     if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
 
     # the figures kept at home (a write-back the server refused), before the server's overwrite them
     earlier = throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML])
-    tree, changed, record = _copy_session(result, transfer, sealed_record, say)
+    tree, changed, record = _copy_session(result, transfer, kept_record, say)
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
@@ -1083,14 +1083,16 @@ def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[s
     pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
 
 
-def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes | None,
+def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool,
                   say: Callable[[str], None]) -> tuple[pull_record.TreeStat, list[str], pull_record.PullRecord]:
     """Copy the session home; its files after the copy, those that may differ from the bytes proved, the record (S4, A5).
 
     Without a record of an earlier pull, rsync compares every file by checksum. With one,
     rsync compares by size and time as ``rsync -a`` does and names what it wrote, while
-    the copy is walked and the record decoded beside it (a thread: rsync is another
-    process); the entries rsync wrote are looked at again after it. A file whose
+    the copy is walked and the record's seal checked and the record decoded beside it (a
+    thread: rsync is another process); a record whose seal does not hold then costs a
+    second copy by checksum, as if there were none. The entries rsync wrote are looked at
+    again after it. A file whose
     signature changed while rsync did not write it was changed at home (an edit with its
     time put back included: its ``ctime`` moved): those files alone are compared again by
     checksum, so the server's bytes replace them.
@@ -1101,7 +1103,7 @@ def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes |
     """
     session_copy = result.session_copy
     source = transfer.source
-    if sealed_record is None:
+    if not kept_record:
         say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
@@ -1113,7 +1115,8 @@ def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes |
 
     def walk() -> None:  # the walk first: its system calls let the main thread start rsync
         beside["tree"] = pull_record.stat_tree(session_copy)
-        beside["record"] = pull_record.parse_record(sealed_record)
+        body = pull_record.open_record(session_copy)  # the seal checked, beside rsync too
+        beside["record"] = None if body is None else pull_record.parse_record(body)
 
     walker = threading.Thread(target=walk, name="pull-walk", daemon=True)
     walker.start()
@@ -1121,7 +1124,13 @@ def _copy_session(result: PullResult, transfer: Transfer, sealed_record: bytes |
         transfer.copy("session", None, session_copy, checksum=False, items=written)
     finally:
         walker.join()
-    record: pull_record.PullRecord = beside.get("record", pull_record.PullRecord())
+    record: pull_record.PullRecord | None = beside.get("record")
+    if record is None:  # the record does not hold (edited, another user's or copy's): everything is proved
+        say(f"the record of the last pull does not hold: copying session {shown(source.words())} again "
+            "(rsync, per-file checksums)")
+        transfer.copy("session", None, session_copy, checksum=True)
+        whole = pull_record.stat_tree(session_copy)
+        return whole, list(whole.files), pull_record.PullRecord()
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
