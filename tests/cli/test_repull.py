@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,3 +216,24 @@ def test_s4_the_listing_beside_the_copy_never_prompts_and_is_made_again_alone_wh
     assert (tmp_path / "fake-ssh.log").read_text().split() == ["batch", "asked"]  # beside, then alone
     assert transfer.start_listing(str(folder))(True) is None  # the copy failed: the listing ends, not asked again
     assert (tmp_path / "fake-ssh.log").read_text().split().count("asked") == 1
+
+
+def test_s4_a_repull_with_nothing_new_runs_rsync_five_times_and_never_by_checksum(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: its version, the session, the listed deliverables with the server's listing, the write-back."""
+    ran: list[list[str]] = []
+    real = subprocess.Popen
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, args: list[str], *a: object, **k: object) -> None:
+            if args and args[0] == "rsync":
+                ran.append(list(args))
+            super().__init__(args, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess, "Popen", Counted)
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert len(ran) == 5, ran
+    assert ran[0][1:] == ["--version"]
+    assert sum("--list-only" in cmd for cmd in ran) == 1
+    assert not any("--checksum" in cmd for cmd in ran)
