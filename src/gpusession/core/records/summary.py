@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpusession.core.records.csvkeys import UNFINISHED_KIND as UNFINISHED_KIND
+from gpusession.core.records.kinds import row_kind
 from gpusession.core.records.results import elapsed_statistics
 
 if TYPE_CHECKING:
@@ -43,6 +44,24 @@ def accepted_unique_corpora(
         not counted: an accepted run of an unknown corpus cannot be told apart.
     """
     return len(accepted_revisions(frame))
+
+
+def corpora_cell(quality_metric: str | None, accepted_revisions: set[str] | frozenset[str]) -> int | None:
+    """The ``accepted_unique_corpora`` cell of a row judged by the kind its ``quality_metric`` names (K4, S10).
+
+    Args:
+        quality_metric: the row's ``quality_metric`` cell (``macro_f1``, ``accept-rule``, empty).
+        accepted_revisions: the distinct accepted corpus revisions of the session so far.
+
+    Returns:
+        ``len(accepted_revisions)`` for a row of a classification corpus (the seed's
+        column: distinct accepted corpora, never summed over rows); ``None`` (empty: not
+        a count of this row's kind) for a row judged by another kind (an accept rule):
+        its deliverables are counted in the session's unit by ``gpusession cost``, the one
+        count (S10), and a ``0`` beside ``corpus_accepted = true`` would read as "accepted,
+        yet nothing accepted" (docs/session-folder.md, "accepted_unique_corpora").
+    """
+    return len(accepted_revisions) if row_kind(quality_metric).classification else None
 
 
 def accepted_revisions(frame: pl.DataFrame) -> set[str]:
