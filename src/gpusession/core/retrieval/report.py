@@ -435,11 +435,13 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
     partial: dict[str, list[str]] = {}  # groups not measured in full, per section (R7, D5)
     loads: dict[str, list[Any]] = {}  # the loads of each section, said in one line
     colds: dict[str, list[Any]] = {}  # single accepted cold runs, said in the same line
+    checked: set[str] = set()  # the titles of `validate` outputs' sections (no times), by the row's type
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
             title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
         elif r.is_validation:
             title = "Outputs checked with `gpusession validate` (not timed)"
+            checked.add(title)
         else:  # the summary pools every attempt of the experiment, and says how many (D5)
             title = f"Experiment {_cell(r.experiment_id)}" + (
                 f" ({r.attempts_pooled} attempts pooled)" if r.attempts_pooled > 1 else "")
@@ -449,7 +451,7 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             row = [r.variant_words(), r.phase, r.n, format_seconds(r.median_seconds, "-"),
                    format_seconds_range(r.min_seconds, r.max_seconds, "-"),
                    r.quality_words(), r.verdict_words()]
-            if r.outcome_words() != "all measured":  # said below the table: it fits 80 columns
+            if not r.measured_in_full:  # said below the table: it fits 80 columns
                 partial.setdefault(title, []).append(f"{r.variant_words()} {r.phase}: {r.outcome_words()}")
         if (r.phase == "load" and r.attempt is None and r.failed == 0 and r.validated == 0
                 and r.median_seconds is not None):
@@ -457,15 +459,15 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             sections.setdefault(title, [])
             continue
         if (r.phase == "cold" and r.attempt is None and r.runs == 1 and r.n == 1
-                and r.verdict_words() == "accepted" and r.outcome_words() == "all measured"):
+                and r.all_accepted and r.measured_in_full):
             colds.setdefault(title, []).append(r)  # a single accepted cold run: said in the line
             sections.setdefault(title, [])
             continue
         sections.setdefault(title, []).append(row)
     for n, (title, rows) in enumerate(sections.items()):
-        header = (["output", "quality", "verdict"] if title.startswith("Outputs")
+        header = (["output", "quality", "verdict"] if title in checked
                   else ["variant", "phase", "n", "median", "min–max", "quality", "verdict"])
-        heading = _wrap(f"{title}{said if n == 0 and not title.startswith('Outputs') else ''}:")
+        heading = _wrap(f"{title}{said if n == 0 and title not in checked else ''}:")
         out += (heading + [""] if n == 0 else ["", *heading, ""]) + (_table(header, rows) if rows else [])
         if title in loads or title in colds:
             out += ([""] if rows else []) + _wrap(_loads_and_colds(loads.get(title, []), colds.get(title, [])))

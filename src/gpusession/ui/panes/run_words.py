@@ -12,6 +12,7 @@ from gpusession.core.events import corpus_verdict
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.folder.corpus_pin import REVISION_CHANGED
 from gpusession.core.folder.journal import RunProgress
+from gpusession.core.records.summary import SummaryRow
 from gpusession.ui.context import fmt_bytes, plural, state_cell, yes_no
 
 
@@ -84,16 +85,19 @@ def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "las
     return "not run yet — r: start"
 
 
-def verdict_cell(words: str, outcome: str = "all measured") -> Any:
-    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5).
+def verdict_cell(line: SummaryRow) -> Any:
+    """The verdict column's cell of one summary line: its words, a rejection in bold red as a help (H-11, D5).
 
-    A group not measured in full adds how, after the verdict: ``accepted; 2 of 5 runs failed``.
+    The colour and the tail follow the line's typed verdict (``any_rejected``,
+    ``measured_in_full``), never its words (A1). A group not measured in full adds how,
+    after the verdict: ``accepted; 2 of 5 runs failed``.
     """
     from rich.text import Text
 
-    if outcome != "all measured":
-        words = f"{words}; {outcome}"
-    return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
+    words = line.verdict_words()
+    if not line.measured_in_full:
+        words = f"{words}; {line.outcome_words()}"
+    return Text(words, style="bold red") if line.any_rejected else state_cell(words)
 
 
 def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
