@@ -196,10 +196,6 @@ def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
     return f"{len(keys)} runs of {', '.join(exps)} ({', '.join(phases)})"
 
 
-#: The note of every successful load row, once the worker's name is taken out.
-LOAD_REMARK = "load (model to device, timed once per process)"
-
-
 #: The last rows' facts worked out: ``{"last": (frame, journal read, facts)}``.
 _FACTS: dict[str, tuple[pl.DataFrame, JournalRead, list[Any]]] = {}
 
@@ -225,16 +221,14 @@ def _grouped_notes(session: Session, frame: pl.DataFrame, limit: int = 12) -> li
     """Identical notes said once with the runs they concern, newest groups last.
 
     From each row's typed facts (:mod:`gpusession.core.retrieval.incidents`), its
-    incidents left to the incidents' list; a worker's name inside a note (``load of
-    worker cold-batch-1-1``) does not make it a different note.
+    incidents left to the incidents' list and its load remark (what the phase column
+    says) left out; an old row's through the old-folder adapter, a worker's name cut.
     """
-    import re
-
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
     facts = _row_facts(session, frame)[0]
     for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
-        key = without_output_digest(re.sub(r" of worker \S+", "", row_remarks(r, f)))
-        if key in (LOAD_REMARK, ""):  # says what the phase column already says
+        key = without_output_digest(row_remarks(r, f))
+        if not key:
             continue
         groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
     out: list[str] = []
