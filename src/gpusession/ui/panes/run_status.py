@@ -109,7 +109,7 @@ def running_text(head: str, inflight_what: str, inflight_since: float, time_left
     return text
 
 
-def footer_order(*, running: bool, following: bool, defined: bool, last_outcome: str,
+def footer_order(*, running: bool, following: bool, defined: bool, refused_past_limit: bool,
                  last_run: RunProgress | None) -> tuple[str, ...]:
     """The Run pane's actions shown in the footer, the ones this state needs first (80
     columns hold five): running: cancel; following another process: the view and pick;
@@ -121,9 +121,9 @@ def footer_order(*, running: bool, following: bool, defined: bool, last_outcome:
         return ("switch_view", "pick")
     if not defined:
         return ("define",)
-    if last_outcome.startswith("not started: past"):
+    if refused_past_limit:  # typed by the run's end (RunFinished), never read from its words
         return ("start_anyway", "start", "pick", "define", "switch_view")
-    if (not last_outcome.startswith("not started") and last_run is not None
+    if (last_run is not None
             and last_run.state != "finished" and last_run.runs_done < last_run.runs_scheduled):
         return ("resume", "start", "pick", "define", "switch_view")
     return ("start", "pick", "define", "derive", "switch_view")

@@ -100,10 +100,15 @@ def verdict_cell(line: SummaryRow) -> Any:
     return Text(words, style="bold red") if line.any_rejected else state_cell(words)
 
 
-def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
-    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured)."""
+def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False,
+                  refused: bool = False) -> str:
+    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured).
+
+    ``refused``: nothing started (D1, the session limit): ``error`` is said as it is, never
+    as a failed run (typed by the run's end, not found in ``error``'s words).
+    """
     if error:  # a refusal before anything ran is no failure of a run
-        return error if error.startswith("not started") else f"run failed: {error}"
+        return error if refused else f"run failed: {error}"
     complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
     incidents = list(getattr(outcome, "incidents", None) or [])
     tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""
