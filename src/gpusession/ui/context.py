@@ -64,7 +64,7 @@ def fmt_left(td: timedelta | None) -> str:
     from gpusession.core.money.window import short_timedelta
 
     text = short_timedelta(td)
-    return text if td is None or text.startswith("ended") else f"{text} left"
+    return text if td is None or td.total_seconds() < 0 else f"{text} left"  # ended: by the sign, not the words
 
 
 def fmt_seconds(s: float | None) -> str:
