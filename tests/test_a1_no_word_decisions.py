@@ -78,8 +78,6 @@ PARSERS: dict[str, dict[str, str]] = {
 
 #: Word decisions found and not yet typed: (module, function) → why it stays for now.
 PENDING: dict[tuple[str, str], str] = {
-    ("core/records/notefacts.py", "Energy.of_worker"):
-        "'not supported' is known from the worker's energy words; needs a typed flag on the worker's event",
     ("core/validation/report.py", "without_output_digest"):
         "the report groups notes less the output digest; needs the digest as its own typed remark",
     ("core/retrieval/compare.py", "Comparison.markdown"):

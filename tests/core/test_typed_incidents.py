@@ -72,7 +72,7 @@ _RUNS: list[dict[str, Any]] = [
     dict(ok=True, elapsed_s=0.2, energy_j=12.5, energy_words="energy 12.5 J", truncated=2, n_inputs=4),
     dict(ok=False, oom=True, error_type="OutOfMemoryError", message=OOM, energy_j=3.25,
          energy_words="energy 3.250 J"),
-    dict(ok=True, elapsed_s=0.3, energy_words=f"{ENERGY_UNSUPPORTED} (NVML: Not Supported)",
+    dict(ok=True, elapsed_s=0.3, energy_words=f"{ENERGY_UNSUPPORTED} (NVML: Not Supported)", energy_unsupported=True,
          unmeasured_pass="after an out-of-memory run"),
 ]
 
