@@ -648,6 +648,8 @@ def _bytes_short(n: int | None) -> str | None:
 #: quality's ``value``), as the product's TOML writer puts them, at the start of a line.
 _VERDICT_LINES = re.compile(
     r"^(?:\[[^\n]*\]|(?:schema|corpus_accepted|verdict|passed|checked|value)[ \t]*=[^\n]*)$", re.M)
+#: The checks of a validation report, by their table and as the verdict names them (V1).
+_CHECKS = (("ids", "IDs"), ("format", "format"), ("quality", "quality"), ("overlap", "overlap"))
 #: Larger reports are read whole (and refused past the TOML bound, H-48, as every reader does).
 _VERDICT_READ_BYTES = 256 * 1024
 
@@ -717,8 +719,10 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
         value = quality.get("value") if isinstance(quality, dict) else None
         rel = path.relative_to(vdir).with_suffix("").as_posix()
         verdict = doc.get("corpus_accepted")
-        failed = str(doc.get("verdict", "")).partition(": ")[2]
-        shown = "ACCEPTED" if verdict is True else (f"REJECTED ({failed})" if verdict is False else "-")
+        failed = ", ".join(label for key, label in _CHECKS  # the checks' typed verdicts, never the verdict's words
+                           if isinstance(doc.get(key), dict) and doc[key].get("passed") is not True)
+        shown = "ACCEPTED" if verdict is True else (
+            f"REJECTED ({failed} failed)" if verdict is False and failed else "REJECTED" if verdict is False else "-")
         rows.append([rel, shown, passed("ids"),
                      passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
                      else passed("quality"), passed("overlap")])
