@@ -2,7 +2,7 @@
 
 An AST scan of ``src/gpusession`` finds the word matches that decide: ``X.startswith(…)`` /
 ``X.endswith(…)``, ``"…" in X``, ``re.search(…, X)`` (and a compiled pattern's
-``.search(X)``, ``.match(X)``, ``.sub(…, X)``…) and ``x.something_words() == "…"``, where
+``.search(X)``, ``.match(X)``, ``.sub(…, X)``…) and ``x.something_words() == "…"``, ``X.replace(…)`` of more than a character, where
 ``X`` is named like text a person reads (``text``, ``line``, ``words``, ``notes``,
 ``message``, ``outcome``, ``verdict``, ``title``, ``reason``, ``error``…, or a call of
 ``*_words()``). Each hit must be in a listed place:
@@ -49,6 +49,7 @@ PARSERS: dict[str, dict[str, str]] = {
     "commands/validate_cmd.py": {"_run_name": "a --name argument", "_slug": "a file name argument"},
     "commands/parser.py": {"OneLineParser.error": "argparse's own message"},
     "commands/reference.py": {"_md": "the docs' Markdown, rendered for --help"},
+    "commands/fish_completion.py": {"_short": "argparse's help strings, shortened for fish"},
     "core/copyhome/manifest.py": {"check_relative": "a manifest's path cell"},
     "core/copyhome/probe.py": {"list_files": "rsync --list-only output"},
     "core/copyhome/pull.py": {"*": "rsync's and ssh's output and errors"},
@@ -70,6 +71,7 @@ PARSERS: dict[str, dict[str, str]] = {
     "core/retrieval/mdtext.py": {"*": "Markdown escaping of text written into the report"},
     "core/retrieval/report_html.py": {"*": "the HTML page rendered from the report's Markdown (a renderer)"},
     "core/retrieval/next_session.py": {"_named_files": "a command's argument template"},
+    "core/retrieval/checklist.py": {"_item": "the checklist file's template, its {session} filled"},
     "core/validation/read.py": {"*": "the output file being validated (V4)"},
     "core/validation/read_jsonl.py": {"*": "the output file being validated (V4)"},
     "core/validation/accept_rule.py": {"format_problem": "a deliverable file being checked (S9)"},
@@ -87,6 +89,9 @@ PENDING: dict[tuple[str, str], str] = {
     ("core/retrieval/report.py", "_said_once"):
         "a probe's long parenthesis said again reads '(as above)': a rendering; needs the probe's facts typed",
     ("ui/header.py", "gpu_short"): "shortens core's GPU words; needs the snapshot's fields",
+    ("ui/header.py", "package_warning_now"): "drops 'start no run; ' from the limit's words; needs the limit's short words typed",
+    ("ui/panes/order.py", "pane_words"):
+        "says core's 'gpusession order NAME set' hints as the pane's key; needs the hint as an argument (as the Cost pane's)",
     ("ui/header.py", "order_words"): "prefixes core's order line; needs a typed order state",
 }
 
@@ -122,6 +127,10 @@ def word_decisions(source: str) -> list[tuple[str, int, str]]:
             f, args = n.func, n.args
             if f.attr in ("startswith", "endswith") and wordy(f.value):
                 return f"{name_of(f.value)}.{f.attr}(…)"
+            if (f.attr == "replace" and wordy(f.value) and args  # another module's sentence rewritten
+                    and not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+                             and len(args[0].value) <= 3)):
+                return f"{name_of(f.value)}.replace(…)"
             on_re = isinstance(f.value, ast.Name) and f.value.id == "re"
             if f.attr in _PATTERN_CALLS and (f.attr != "split" or on_re):  # shlex.split: arguments
                 at = (1 if on_re else 0) + (1 if f.attr in ("sub", "subn") else 0)  # re.sub(p, repl, subject)
