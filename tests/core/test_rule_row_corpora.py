@@ -64,3 +64,14 @@ def test_s10_k4_a_rule_experiments_rows_agree_with_the_cost(
     assert code == 0, err
     data = json.loads(out)
     assert data["accepted_count"] == 3  # the three distinct files the rule accepted, counted by cost
+    # A4: the same rows as an older gpusession wrote them (0 beside true) still read, and count the same
+    csv = session.folder / "resultats-bruts.csv"
+    lines = csv.read_text().splitlines(keepends=True)
+    old = [lines[0]] + [ln.replace(",7,1,5500,,", ",7,1,5500,0,", 1) for ln in lines[1:]]
+    assert sum(",7,1,5500,0," in ln for ln in old) >= 4
+    csv.write_text("".join(old))
+    assert session.results.read()["accepted_unique_corpora"].drop_nulls().to_list().count(0) >= 4
+    code, out, err = cli(capsys, sessions_root, "cost", session.name, "--json")
+    assert code == 0 and json.loads(out)["accepted_count"] == 3, err
+    code, out, err = cli(capsys, sessions_root, "show", session.name)
+    assert code == 0, err
