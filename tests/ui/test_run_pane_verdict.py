@@ -96,3 +96,4 @@ def test_a1_d5_the_verdict_cells_colour_follows_the_typed_verdict_not_its_words(
     assert not cut.measured_in_full and str(verdict_cell(cut)) == f"accepted; {cut.outcome_words()}"
     whole = SummaryRow(**base, validated=2, accepted=2)
     assert whole.measured_in_full and whole.outcome_words() == "all measured" and str(verdict_cell(whole)) == "accepted"
+
