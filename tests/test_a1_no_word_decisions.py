@@ -88,7 +88,6 @@ PENDING: dict[tuple[str, str], str] = {
         "a cell's colour from its words (a help only, H-11); needs the verdict passed typed by each table",
     ("core/retrieval/report.py", "_said_once"):
         "a probe's long parenthesis said again reads '(as above)': a rendering; needs the probe's facts typed",
-    ("ui/header.py", "package_warning_now"): "drops 'start no run; ' from the limit's words; needs the limit's short words typed",
     ("ui/panes/order.py", "pane_words"):
         "says core's 'gpusession order NAME set' hints as the pane's key; needs the hint as an argument (as the Cost pane's)",
     ("ui/header.py", "order_words"): "prefixes core's order line; needs a typed order state",

@@ -109,8 +109,7 @@ def package_warning_now(ctx: UiContext) -> Any | None:
         return None
     warning = package_warning(window, retrieval_state(ctx.session.folder).verified)
     if limit.passed() and (warning is None or warning.level == "24h"):  # D1: at the limit
-        words = limit.warning_words()
-        return PackageWarning("limit", words, words.replace("start no run; ", ""))
+        return PackageWarning("limit", limit.warning_words(), limit.warning_words(short=True))
     if warning is None and limit.at is not None and limit.at - ctx.now() <= LIMIT_NOTICE:
         pull = f"; pull by {when_words(limit.pull_by, ctx.now())}" if limit.pull_by else ""
         return PackageWarning("limit-soon", limit.words, f"{limit.stop_by}{pull}")
