@@ -855,7 +855,8 @@ def _need_and_decision(items: list[cl.ChecklistItem], by_id: dict[str, cl.Checkl
     """The need, the decision notes, the retrieval and the checklist's progress."""
     written, missing = _decision(by_id, session)
     need = _need(items, session)
-    unwritten = need[0] if len(need) == 1 and need[0].startswith("_No need") else None
+    blank = not any(i.note or i.done for i in items if i.stage == 1)  # then `_need` is its one sentence
+    unwritten = need[0] if blank else None
     out = ([] if unwritten else need) + ([""] + written if written and not unwritten else written)
     tail = " ".join(x for x in [unwritten, missing, *_retrieval(session), *_progress(items)] if x)
     return out + ([""] if out else []) + _wrap(tail)
