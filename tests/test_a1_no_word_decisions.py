@@ -84,8 +84,6 @@ PENDING: dict[tuple[str, str], str] = {
         "the report groups notes less the output digest; needs the digest as its own typed remark",
     ("core/retrieval/compare.py", "Comparison.markdown"):
         "an indented line of the comparison is a list item; needs the lines as typed items",
-    ("ui/context.py", "state_cell"):
-        "a cell's colour from its words (a help only, H-11); needs the verdict passed typed by each table",
     ("core/retrieval/report.py", "_said_once"):
         "a probe's long parenthesis said again reads '(as above)': a rendering; needs the probe's facts typed",
     ("ui/panes/order.py", "pane_words"):

@@ -97,3 +97,13 @@ def test_a1_d5_the_verdict_cells_colour_follows_the_typed_verdict_not_its_words(
     whole = SummaryRow(**base, validated=2, accepted=2)
     assert whole.measured_in_full and whole.outcome_words() == "all measured" and str(verdict_cell(whole)) == "accepted"
 
+
+
+def test_a1_h11_a_state_cells_colour_is_its_typed_tone_whatever_its_words() -> None:
+    from gpusession.ui.context import state_cell, tone
+
+    assert [tone(True), tone(False), tone(None)] == ["good", "bad", "unknown"]
+    assert str(state_cell("rejected", "good").style) == "green"  # the tone decides, not the word
+    assert str(state_cell("accepted", "bad").style) == "bold red"
+    assert str(state_cell("not validated", "unknown").style) == "dim"
+    assert str(state_cell("still to decide", "plain").style) == ""

@@ -97,7 +97,13 @@ def verdict_cell(line: SummaryRow) -> Any:
     words = line.verdict_words()
     if not line.measured_in_full:
         words = f"{words}; {line.outcome_words()}"
-    return Text(words, style="bold red") if line.any_rejected else state_cell(words)
+    if line.any_rejected:
+        return Text(words, style="bold red")
+    if line.failed and not line.unfinished and line.attempt is None and not line.is_validation:
+        return state_cell(words, "bad")  # runs failed (kept; the report says why), R7
+    if line.measured_in_full and line.all_accepted:
+        return state_cell(words, "good")
+    return state_cell(words, "unknown" if line.validated == 0 else "plain")
 
 
 def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False,
