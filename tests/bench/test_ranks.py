@@ -868,3 +868,21 @@ def test_rank_dead_on_another_node_is_never_blamed_on_the_survivor(
     assert "exited with code 4 (torchrun ended the group)" not in notes, notes
     assert "GLHF" not in notes and "*****" not in notes and ".cc:" not in notes, notes
     assert not any("GLHF" in i or "*****" in i for i in out.incidents), out.incidents
+
+
+
+def test_s5_a_gpu_mismatch_is_typed_by_its_counts_and_says_the_same_words(sessions_root: Path) -> None:
+    """The Run pane's "fewer"/"more" hint reads ``asks_more``, never the warning's words (A1)."""
+    from datetime import datetime, timezone
+
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval.evidence import gpu_mismatch, gpus_left_idle
+
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=timezone.utc)
+    one_lot = Session.create(sessions_root, "b1", package=Package("B200", 1, 7, start))
+    more = gpu_mismatch(one_lot, 4)
+    assert more is not None and more.asks_more and (more.asked, more.held) == (4, 2)
+    assert more.words == gpus_left_idle(one_lot, 4)
+    idle = gpu_mismatch(one_lot, 1)
+    assert idle is not None and not idle.asks_more and idle.words == gpus_left_idle(one_lot, 1)
+    assert gpu_mismatch(one_lot, 2) is None

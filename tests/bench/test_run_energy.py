@@ -103,6 +103,16 @@ def test_r10_unsupported_energy_is_said_in_the_run_fields(tmp_path: Path) -> Non
     fields = _run(_work(tmp_path, gpu, log), tmp_path)
     assert fields["energy_j"] is None
     assert fields["energy_words"] == "energy not supported by this GPU (NVML: Not Supported)"
+    assert fields["energy_unsupported"] is True  # typed by the meter: the row never reads it from the words
+
+
+def test_r10_a1_the_rows_energy_fact_takes_unsupported_from_the_typed_flag_not_the_words() -> None:
+    from gpusession.core.records.notefacts import Energy
+
+    said = "energy not supported by this GPU (NVML: Not Supported)"
+    assert Energy.of_worker(None, said, unsupported=True).unsupported  # type: ignore[union-attr]
+    assert not Energy.of_worker(None, said).unsupported  # type: ignore[union-attr]  # the words alone decide nothing
+    assert Energy.of_worker(12.5, "energy 12.5 J").joules == 12.5  # type: ignore[union-attr]
 
 
 def test_r10_meter_reads_every_gpu_held_and_a_groups_leader_reads_every_rank() -> None:

@@ -21,13 +21,13 @@ from helpers import RunCli, cli, run_rule_experiment
 from gpusession.core.events import RunFinishedRecord
 from gpusession.core.folder.session import Session
 from gpusession.core.money.count import rule_accepted_runs
+from gpusession.core.records.old_words import files_digest_from_old_notes
 from gpusession.core.validation import accept_rule
 from gpusession.core.validation.accept_rule import (
     REPORT_MAX_BYTES,
     AcceptReport,
     check_names,
     files_digest,
-    files_digest_from_old_notes,
     read_report,
     reason_line,
 )

@@ -42,11 +42,11 @@ from gpusession.core.records.notefacts import (
     RowFacts,
     notes_cell,
 )
+from gpusession.core.records.old_words import incident_group_from_old_words
 from gpusession.core.records.results import ResultRow
 from gpusession.core.retrieval.incidents import (
     PREDATES_LINE,
     SessionIncident,
-    _incident_from_old_words,
     row_facts,
     session_incidents,
 )
@@ -72,7 +72,7 @@ _RUNS: list[dict[str, Any]] = [
     dict(ok=True, elapsed_s=0.2, energy_j=12.5, energy_words="energy 12.5 J", truncated=2, n_inputs=4),
     dict(ok=False, oom=True, error_type="OutOfMemoryError", message=OOM, energy_j=3.25,
          energy_words="energy 3.250 J"),
-    dict(ok=True, elapsed_s=0.3, energy_words=f"{ENERGY_UNSUPPORTED} (NVML: Not Supported)",
+    dict(ok=True, elapsed_s=0.3, energy_words=f"{ENERGY_UNSUPPORTED} (NVML: Not Supported)", energy_unsupported=True,
          unmeasured_pass="after an out-of-memory run"),
 ]
 
@@ -270,7 +270,7 @@ def test_r7_an_old_journal_incident_is_read_by_the_old_words_adapter(session: Se
     found = _incidents_of(session)
     assert [(i.words, len(i.times), i.from_old_words) for i in found] == [
         (said, 1, False), ("load: E: no model", 1, True)]
-    assert _incident_from_old_words(f"worker warm: run warm:batch-8:1: {said}", {said: None}) == said
+    assert incident_group_from_old_words(f"worker warm: run warm:batch-8:1: {said}", {said: None}) == said
 
 
 def test_r7_the_runner_types_each_incident_it_journals(ran: Session) -> None:
@@ -304,11 +304,14 @@ def test_r7_words_are_read_to_group_an_incident_or_tie_a_digest_only_in_the_old_
         return isinstance(n, ast.Constant) and n.value == "incident: "
 
     incidents = root / "core" / "retrieval" / "incidents.py"
-    assert _functions_using(incidents, re_call) == {"_incident_from_old_words"}
-    assert _functions_using(incidents, incident_words) == {"legacy_incident_notes", "legacy_remarks"}
-    tie = _functions_using(root / "core" / "validation" / "accept_rule.py",
-                           lambda n: isinstance(n, ast.Name) and n.id == "_TIE_RE")
+    assert _functions_using(incidents, re_call) == set()
+    assert _functions_using(incidents, incident_words) == set()
+    adapter = root / "core" / "records" / "old_words.py"  # the one old-folder adapter
+    assert _functions_using(adapter, re_call) == {"incident_group_from_old_words", "legacy_remarks"}
+    assert _functions_using(adapter, incident_words) == {"legacy_incident_notes", "legacy_remarks"}
+    tie = _functions_using(adapter, lambda n: isinstance(n, ast.Name) and n.id == "TIE_NOTE")
     assert tie == {"files_digest_from_old_notes"}
+    assert "TIE_NOTE" not in (root / "core" / "validation" / "accept_rule.py").read_text("utf-8")
     report = (root / "core" / "retrieval" / "report.py").read_text("utf-8")
     assert 'startswith("WARNING' not in report and "startswith(('not available" not in report
 

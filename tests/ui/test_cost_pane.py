@@ -275,3 +275,16 @@ async def test_s9_the_cost_pane_says_a_conflict_to_settle_under_the_cost_line(
         assert lines[0] == "55.00 USD for the package; no approved visual yet"  # disputed: not counted
         assert lines[1].startswith("  conflict: the same bytes approved by Ana (chart-[01].png) and rejected "
                                    "by Bo (chart-02.png)"), lines[:3]
+
+
+def test_k3_a1_the_pane_gives_its_own_count_hint_to_the_report_never_rewrites_its_words() -> None:
+    """Without a count the reason says the pane's hint, from the report's typed input, not a replace."""
+    from gpusession.core.money.cost import COUNT_HINT, cost_per_accepted
+    from gpusession.ui.panes import cost as pane
+
+    assert not hasattr(pane, "pane_words")
+    cli = cost_per_accepted(5500, None)
+    here = cost_per_accepted(5500, None, count_hint=pane.PANE_COUNT_HINT)
+    assert COUNT_HINT in (cli.reason or "") and pane.PANE_COUNT_HINT in (here.reason or "")
+    assert "--accepted-results" not in (here.reason or "")
+    assert cost_per_accepted(5500, 4, count_hint="x").per_accepted_usd_minor == 1375  # the figure is unchanged

@@ -102,7 +102,9 @@ async def test_after_a_cut_short_run_resume_is_offered_first(session: Any, make_
         run_pane = app.screen.pane("run")
         run_pane.last_outcome = "run cancelled at a run boundary — partial result, marked incomplete"
         assert run_pane.footer_actions()[:2] == ("resume", "start"), run_pane.footer_actions()
-        run_pane.last_outcome = "not started: past the session limit"
+        run_pane.last_outcome = "not started: past the session limit"  # the words alone decide nothing (A1)
+        assert run_pane.footer_actions()[:2] == ("resume", "start"), run_pane.footer_actions()
+        run_pane.refused_past_limit = True  # as the run's end (RunFinished) types a refusal past the limit
         assert run_pane.footer_actions()[0] == "start_anyway", run_pane.footer_actions()
 
 

@@ -98,13 +98,13 @@ def test_idle_gpus_words_reads_the_files_once_per_change(session: Any, monkeypat
     from gpusession.ui.panes.run_status import idle_gpus_words
 
     calls: list[int] = []
-    real = evidence.gpus_left_idle
+    real = evidence.gpu_mismatch
 
     def counting(*a: Any, **kw: Any) -> Any:
         calls.append(1)
         return real(*a, **kw)
 
-    monkeypatch.setattr(evidence, "gpus_left_idle", counting)
+    monkeypatch.setattr(evidence, "gpu_mismatch", counting)
     exp = Experiment(id="one-gpu", workload="bbc-news", values=(1,))
     first = idle_gpus_words(session, exp)
     for _ in range(5):  # the status line drawn again: nothing read

@@ -77,3 +77,33 @@ def test_r1_a_run_refused_at_its_load_says_not_run_and_why() -> None:
     words = "the model changed since the last attempt of m (echo-1 → echo-2): …"
     outcome = RunOutcome(stopped=REVISION_CHANGED, stopped_words=words, incidents=[words])
     assert outcome_words(outcome, None, False) == f"not run: {words}"
+
+
+def test_a1_d5_the_verdict_cells_colour_follows_the_typed_verdict_not_its_words() -> None:
+    """A rejection is red by ``any_rejected``; an accepted group whose reason text starts ``REJECTED`` is not."""
+    from rich.text import Text
+
+    from gpusession.core.records.summary import SummaryRow
+    from gpusession.ui.panes.run_words import verdict_cell
+
+    base = dict(experiment_id="e", variant_id="v", phase="warm", runs=2, n=2, failed=0,
+                median_seconds=0.1, min_seconds=0.1, max_seconds=0.1, p95_seconds=None)
+    rejected = verdict_cell(SummaryRow(**base, validated=2, accepted=1, rejections=("format invalid",)))
+    assert isinstance(rejected, Text) and "red" in str(rejected.style) and str(rejected).startswith("REJECTED 1 of 2")
+    accepted = verdict_cell(SummaryRow(**base, validated=2, accepted=2))
+    assert not (isinstance(accepted, Text) and "red" in str(accepted.style))
+    cut = SummaryRow(**{**base, "failed": 1}, validated=1, accepted=1)
+    assert not cut.measured_in_full and str(verdict_cell(cut)) == f"accepted; {cut.outcome_words()}"
+    whole = SummaryRow(**base, validated=2, accepted=2)
+    assert whole.measured_in_full and whole.outcome_words() == "all measured" and str(verdict_cell(whole)) == "accepted"
+
+
+
+def test_a1_h11_a_state_cells_colour_is_its_typed_tone_whatever_its_words() -> None:
+    from gpusession.ui.context import state_cell, tone
+
+    assert [tone(True), tone(False), tone(None)] == ["good", "bad", "unknown"]
+    assert str(state_cell("rejected", "good").style) == "green"  # the tone decides, not the word
+    assert str(state_cell("accepted", "bad").style) == "bold red"
+    assert str(state_cell("not validated", "unknown").style) == "dim"
+    assert str(state_cell("still to decide", "plain").style) == ""

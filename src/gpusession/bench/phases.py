@@ -670,8 +670,8 @@ def _metered(w: TorchWork, fields: dict[str, Any]) -> Callable[[], dict[str, flo
     """Read the energy counters now; the returned call reads them again after the run (R10).
 
     Both readings lie outside the timed region: the first right before the timer starts,
-    the second right after it stops. The second puts ``energy_j``, ``energy_words`` and
-    ``throttled`` in ``fields`` and returns the joules by GPU; ``None`` without a meter.
+    the second right after it stops. The second puts ``energy_j``, ``energy_words``,
+    ``energy_unsupported`` and ``throttled`` in ``fields`` and returns the joules by GPU; ``None`` without a meter.
     """
     meter = w.meter
     if meter is None:
@@ -680,7 +680,8 @@ def _metered(w: TorchWork, fields: dict[str, Any]) -> Callable[[], dict[str, flo
 
     def after_run() -> dict[str, float | None]:
         energy, clocks = meter.stop(before)
-        fields.update(energy_j=energy.energy_j, energy_words=energy.words(), throttled=clocks.words())
+        fields.update(energy_j=energy.energy_j, energy_words=energy.words(), throttled=clocks.words(),
+                      energy_unsupported=energy.unsupported or None)
         return dict(energy.per_gpu_j)
 
     return after_run

@@ -104,7 +104,7 @@ from gpusession.core.money.count import session_count
 from gpusession.core.records.notefacts import RowFacts
 from gpusession.core.records.outcome import RunOutcome
 from gpusession.core.records.results import ResultRow
-from gpusession.core.records.summary import accepted_revisions
+from gpusession.core.records.summary import accepted_revisions, corpora_cell
 from gpusession.core.retrieval.status import count_appended_row, csv_signature
 from gpusession.core.validation.accept_rule import AcceptReport
 
@@ -397,8 +397,9 @@ class Recorder:
             stops.seen_row(row.phase, row.variant_id, row.elapsed_seconds)
         if row.corpus_accepted and row.corpus_revision is not None:
             self.accepted_revisions.add(row.corpus_revision)
-        # K4: distinct accepted corpora of the session, never a count of rows.
-        row = row.replace(accepted_unique_corpora=len(self.accepted_revisions))
+        # K4: distinct accepted corpora of the session, never a count of rows; empty on a
+        # row of a kind that counts no corpora (an accept rule: `cost` counts it, S10)
+        row = row.replace(accepted_unique_corpora=corpora_cell(row.quality_metric, self.accepted_revisions))
         before = csv_signature(self.session.folder)  # summary.json moved by this row alone (A5)
         self.session.results.append(row)
         count_appended_row(self.session.folder, before, row.corpus_revision if row.corpus_accepted else None)

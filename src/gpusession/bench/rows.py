@@ -291,7 +291,8 @@ def finished_run_facts(row: ResultRow, run: ScheduledRun, ev: WorkerRunFinished,
         remarks.append(Remark("ranks", ev.rank_note))
     if ev.throttled:
         remarks.append(Remark("throttled", ev.throttled))
-    energy = Energy.of_worker(ev.energy_j, ev.energy_words)  # failed runs drew energy too
+    energy = Energy.of_worker(ev.energy_j, ev.energy_words,  # failed runs drew energy too
+                              unsupported=bool(ev.energy_unsupported))
     if ev.ok:
         if ev.message:
             incidents.append(Incident("workload_said", ev.message))

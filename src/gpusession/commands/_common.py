@@ -234,9 +234,8 @@ def format_summary(rows: Sequence[SummaryRow | Mapping[str, Any]]) -> str:
                     f"{_or_dash(r.phase):<5} {r.n:>3} {med:>{mw}} {rng:>{rw}}  "
                     f"{r.quality_words():<{qw}}  ")
             lines += _wrapped(head, r.verdict_words(), len(head))
-            outcome = r.outcome_words()
-            if outcome != "all measured":  # the measurement's completeness, apart from the verdict
-                lines += _wrapped(" " * (ew + 1) + "measured: ", outcome, ew + 11)
+            if not r.measured_in_full:  # the measurement's completeness, apart from the verdict (typed)
+                lines += _wrapped(" " * (ew + 1) + "measured: ", r.outcome_words(), ew + 11)
     pooled = {str(r.experiment_id): r.attempts_pooled for r in runs if r.attempts_pooled > 1}
     for exp, n in pooled.items():  # the summary pools every attempt; each row's words are its own
         lines += _wrapped("", f"{exp}: the runs of {n} attempts pooled; a row's words about how "

@@ -64,7 +64,7 @@ def fmt_left(td: timedelta | None) -> str:
     from gpusession.core.money.window import short_timedelta
 
     text = short_timedelta(td)
-    return text if td is None or text.startswith("ended") else f"{text} left"
+    return text if td is None or td.total_seconds() < 0 else f"{text} left"  # ended: by the sign, not the words
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -128,18 +128,23 @@ def run_label(r: dict[str, Any]) -> str:
     return f"{head} / {shown(r.get('phase'), 'phase not recorded')} run {shown(r.get('run_index'))}"
 
 
-_GOOD = {"accepted", "match", "valid", "met", "none", "passed", "all measured"}
-_BAD = {"rejected", "mismatch", "invalid", "not met", "failed"}
+#: The styles of a state cell by its tone: a help beside the words (H-11; NO_COLOR strips them).
+_TONES = {"good": "green", "bad": "bold red", "unknown": "dim", "plain": ""}
 
 
-def state_cell(word: str) -> Any:
-    """A table cell: the word itself, coloured only as a help (H-11; NO_COLOR strips it)."""
+def tone(ok: bool | None) -> str:
+    """A verdict's tone: ``good`` (True), ``bad`` (False), ``unknown`` (``None``: not measured)."""
+    return "unknown" if ok is None else ("good" if ok else "bad")
+
+
+def state_cell(word: str, tone_of_word: str) -> Any:
+    """A table cell: the word itself, coloured by the typed verdict it says (A1: never by its words).
+
+    Args:
+        word: what the cell says (H-11: the state is always in words).
+        tone_of_word: ``good``, ``bad``, ``unknown`` or ``plain``, from the typed value the
+            words render (:func:`tone`).
+    """
     from rich.text import Text
 
-    if word in _GOOD:
-        return Text(word, style="green")
-    if word in _BAD or word.endswith("failed (kept; the report says why)"):
-        return Text(word, style="bold red")
-    if word.startswith("not "):
-        return Text(word, style="dim")
-    return Text(word)
+    return Text(word, style=_TONES[tone_of_word])

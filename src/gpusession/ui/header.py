@@ -25,23 +25,31 @@ def gpu_words(snapshot: Any | None) -> str:
         return "GPU: not read yet"
     if not getattr(snapshot, "available", False):
         return "CPU only"
-    gpus = list(getattr(snapshot, "gpus", ()))
-    if not gpus:
+    names = _gpu_counts(snapshot)
+    if not names:
         return "CPU only (NVML sees no GPU)"
-    names: dict[str, int] = {}
-    for g in gpus:
-        names[g.name] = names.get(g.name, 0) + 1
     return "GPU: " + ", ".join(f"{n}× {name}" for name, n in names.items())
 
 
+def _gpu_counts(snapshot: Any) -> dict[str, int]:
+    """How many GPUs of each name the snapshot lists, in its order (``{}``: none)."""
+    names: dict[str, int] = {}
+    for g in getattr(snapshot, "gpus", ()):
+        names[g.name] = names.get(g.name, 0) + 1
+    return names
+
+
 def gpu_short(snapshot: Any | None) -> str:
-    """``1× RTX A5000`` / ``CPU only`` / ``GPU not read yet`` (the header at 80 columns)."""
+    """``1× RTX A5000`` / ``CPU only`` / ``GPU not read yet`` (the header at 80 columns).
+
+    From the snapshot's fields, as :func:`gpu_words` (never a cut of its words, A1).
+    """
     if snapshot is None:
         return "GPU not read yet"
-    words = gpu_words(snapshot)
-    if words.startswith("GPU: "):
-        return words[5:].replace("NVIDIA ", "").replace("GPU: ", "")
-    return words.replace("GPU: ", "GPU ").split(" (")[0]
+    names = _gpu_counts(snapshot) if getattr(snapshot, "available", False) else {}
+    if not names:
+        return "CPU only"
+    return ", ".join(f"{n}× {name.replace('NVIDIA ', '')}" for name, n in names.items())
 
 
 def package_words(ctx: UiContext, *, short: bool = False) -> str:
@@ -101,8 +109,7 @@ def package_warning_now(ctx: UiContext) -> Any | None:
         return None
     warning = package_warning(window, retrieval_state(ctx.session.folder).verified)
     if limit.passed() and (warning is None or warning.level == "24h"):  # D1: at the limit
-        words = limit.warning_words()
-        return PackageWarning("limit", words, words.replace("start no run; ", ""))
+        return PackageWarning("limit", limit.warning_words(), limit.warning_words(short=True))
     if warning is None and limit.at is not None and limit.at - ctx.now() <= LIMIT_NOTICE:
         pull = f"; pull by {when_words(limit.pull_by, ctx.now())}" if limit.pull_by else ""
         return PackageWarning("limit-soon", limit.words, f"{limit.stop_by}{pull}")

@@ -407,14 +407,16 @@ class SessionLimit:
         """``stop by Sat 14:00 UTC`` (``no session limit`` when unknown)."""
         return f"stop by {when_words(self.at, self.now)}" if self.at else "no session limit"
 
-    def warning_words(self) -> str:
+    def warning_words(self, *, short: bool = False) -> str:
         """The header's warning once the limit has passed (D1, D2).
 
         ``past the session limit (stop by Sat 14:00 UTC): start no run; pull by Sat 19:10
-        UTC`` (the measured transfer), else ``…; pull now``.
+        UTC`` (the measured transfer), else ``…; pull now``. ``short`` (the header at 80
+        columns) leaves out ``start no run; `` (A1: the short form is made here, never cut
+        from the long one).
         """
         pull = f"pull by {when_words(self.pull_by, self.now)}" if self.pull_by else "pull now"
-        return f"past the session limit ({self.stop_by}): start no run; {pull}"
+        return f"past the session limit ({self.stop_by}): {'' if short else 'start no run; '}{pull}"
 
     def to_json(self) -> dict[str, Any]:
         """The limit as JSON-ready values (``show --json``)."""

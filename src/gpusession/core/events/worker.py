@@ -176,6 +176,8 @@ class WorkerRunFinished(WorkerEvent):
             its boundaries, outside the timed region); ``None`` when not measured.
         energy_words: ``"energy 123.4 J"`` or why there is none (``"energy not
             supported by this GPU (NVML: Not Supported)"``), for the notes; ``None`` on CPU.
+        energy_unsupported: ``True`` when a GPU the run held has no energy counter (typed:
+            the row's fact never reads it from ``energy_words``, A1); ``None`` otherwise.
         throttled: which GPU was slowed at the end of the run and why, in words;
             ``None`` when none was (or on CPU).
         unrecoverable: the GPU reported an error no later call of this process can
@@ -235,6 +237,7 @@ class WorkerRunFinished(WorkerEvent):
     failed_rank: int | None = _opt()
     energy_j: float | None = _opt()
     energy_words: str | None = _opt()
+    energy_unsupported: bool | None = _opt()
     throttled: str | None = _opt()
     unrecoverable: bool | None = _opt()
     worker_ends: str | None = _opt()

@@ -891,11 +891,14 @@ class RunEnergy:
             loaded, Volta and later); ``None`` when any GPU's counter is unread, never 0.
         per_gpu_j: ``(uuid or "GPU <index>", joules or None)`` per GPU, in the meter's order.
         reason: why ``energy_j`` is ``None``, in words; ``None`` when measured.
+        unsupported: a GPU it held has no energy counter (NVML: not supported, before
+            Volta): typed, so a reader never finds it in ``reason``'s words (A1).
     """
 
     energy_j: float | None
     per_gpu_j: tuple[tuple[str, float | None], ...] = ()
     reason: str | None = None
+    unsupported: bool = False
 
     def words(self) -> str:
         """``"energy 123.4 J"``, or ``"energy not supported by this GPU (NVML: …)"`` and the like."""
@@ -974,6 +977,8 @@ class RunMeter:
         self._nvml: Any = nvml
         self._handles: list[tuple[str, Any]] | None = [] if refused else None
         self._why: str | None = refused
+        #: the GPUs whose counter NVML said is not supported at a reading since the last :meth:`stop`
+        self._no_counter: set[str] = set()
 
     def _open(self) -> list[tuple[str, Any]]:
         if self._handles is not None:
@@ -1009,8 +1014,11 @@ class RunMeter:
                 out.append(int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
             except Exception as exc:  # noqa: BLE001 - NotSupported before Volta, FunctionNotFound: said
                 text = _nvml_error_text(exc)
-                out.append(f"{ENERGY_UNSUPPORTED} (NVML: {text})" if "Not Supported" in text
-                           or "Function Not Found" in text else f"energy not measured (NVML: {text})")
+                if "Not Supported" in text or "Function Not Found" in text:  # NVML's own words
+                    self._no_counter.add(name)
+                    out.append(f"{ENERGY_UNSUPPORTED} (NVML: {text})")
+                else:
+                    out.append(f"energy not measured (NVML: {text})")
         return tuple(out)
 
     def stop(self, before: tuple[int | str, ...]) -> tuple[RunEnergy, RunClocks]:
@@ -1020,17 +1028,20 @@ class RunMeter:
             return RunEnergy(None, (), self._why or "energy not measured: no GPU to read"), RunClocks()
         per: list[tuple[str, float | None]] = []
         reasons: list[str] = []
+        unsupported = False
         for (name, _h), b, a in zip(self._handles, before, after, strict=False):
             if isinstance(b, int) and isinstance(a, int) and a > b:
                 per.append((name, (a - b) / 1000))
                 continue
             per.append((name, None))
+            unsupported = unsupported or name in self._no_counter
             why = (b if isinstance(b, str) else a if isinstance(a, str)
                    else ENERGY_UNMOVED if a == b else "energy not measured: the counter went back")
             reasons.append(why)
         total = None if reasons else sum(j for _n, j in per if j is not None)
         reason = None if not reasons else "; ".join(dict.fromkeys(reasons))
-        return RunEnergy(total, tuple(per), reason), self._clocks()
+        self._no_counter = set()  # the next run's readings say it again
+        return RunEnergy(total, tuple(per), reason, unsupported), self._clocks()
 
     def _clocks(self) -> RunClocks:
         throttled: list[tuple[str, str]] = []

@@ -296,13 +296,21 @@ class CostPerAccepted:
                 "half-up to the cent; outside costs and own time excluded)")
 
 
-def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> CostPerAccepted:
+#: How to get a count where none was measured, as ``gpusession cost`` says it (the Cost pane
+#: passes its own words, :func:`cost_report`'s ``count_hint``: never a rewrite of these).
+COUNT_HINT = "validate a corpus, or give --accepted-results N"
+
+
+def cost_per_accepted(total_usd_minor: int | None, accepted: int | None, *,
+                      count_hint: str = COUNT_HINT) -> CostPerAccepted:
     """Package total ÷ distinct accepted deliverables, exact, rounded once (K3, K4).
 
     Args:
         total_usd_minor: package total in cents (``None`` when the price is absent).
         accepted: count of *distinct* accepted corpora (repetitions count once, K4);
             ``None`` when not measured.
+        count_hint: how to get a count, in the reason when none was measured (a front
+            end's own words; default the CLI's :data:`COUNT_HINT`).
 
     Returns:
         The cost per deliverable in cents, rounded once half-up, or the reason it is not
@@ -320,8 +328,8 @@ def cost_per_accepted(total_usd_minor: int | None, accepted: int | None) -> Cost
                                f"the package price is {NOT_IN_RATES}")
     if accepted is None:
         return CostPerAccepted(total_usd_minor, None, None,
-                               "no count of distinct accepted results (validate a corpus, or "
-                               "give --accepted-results N); only the package cost is shown")
+                               f"no count of distinct accepted results ({count_hint}); only the "
+                               "package cost is shown")
     if accepted == 0:
         return CostPerAccepted(total_usd_minor, 0, None,
                                "nothing accepted yet; a cost per deliverable needs at least one "
@@ -539,6 +547,7 @@ def cost_report(
     window: PackageWindow | None = None,
     tz: tzinfo | None = None,
     plan_source: str | None = None,
+    count_hint: str = COUNT_HINT,
 ) -> CostReport:
     """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
 
@@ -557,6 +566,8 @@ def cost_report(
         tz: the zone for that end time (default: local).
         plan_source: where ``plan`` comes from, said beside it (the session's kept plan,
             or one given for this call).
+        count_hint: how to get a count, said when none was measured (K3): the CLI's
+            :data:`COUNT_HINT`, or a front end's own words.
 
     Returns:
         The report; :meth:`CostReport.lines` and :meth:`CostReport.to_json` render it.
@@ -566,7 +577,7 @@ def cost_report(
             raised here (the report says "not in the rates file"); the CLI refuses it.
     """
     total = package_total(rates, gpu_model, days, lots)
-    per = cost_per_accepted(total.total_usd_minor, accepted)
+    per = cost_per_accepted(total.total_usd_minor, accepted, count_hint=count_hint)
     coverage = plan_coverage(plan) if plan is not None else None
     plan_cost: int | None = None
     if coverage is not None:
@@ -582,7 +593,8 @@ def cost_report(
                          else total.total_usd_minor + ext.total_usd_minor)
             new_end = end + timedelta(days=d) if end is not None else None
             opts.append(ExtensionOption(d, lots, ext.total_usd_minor, new_total,
-                                        cost_per_accepted(new_total, accepted), ext.missing_reason,
+                                        cost_per_accepted(new_total, accepted, count_hint=count_hint),
+                                        ext.missing_reason,
                                         new_end, local_str(new_end, tz) if new_end else None,
                                         None if ext.total_usd_minor is not None
                                         else set_price_hint(ext.gpu_model, d, with_file=False)))

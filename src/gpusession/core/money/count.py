@@ -61,11 +61,11 @@ from gpusession.core.records.kinds import (
     kind_named,
     registered,
 )
+from gpusession.core.records.old_words import files_digest_from_old_notes
 from gpusession.core.records.summary import accepted_revisions, validated_count
 from gpusession.core.validation.accept_rule import (
     RunKey,
     accepted_output_digests,
-    files_digest_from_old_notes,
     files_digests_of_runs,
     has_accept_rule,
 )

@@ -5,7 +5,8 @@ the runner records them as a typed fact of the run's journal record
 (:class:`gpusession.core.records.notefacts.Energy`) and writes ``energy … J`` in the row's
 notes for people; the report passes each row's facts to :func:`energy_summary`. Why not
 a column: the results CSV keeps its 38 columns. A row older than typed facts has only its
-notes: its reading is taken from them (:func:`energy_of_notes`), for the display of old
+notes: its reading is taken from them by the old-folder adapter
+(:func:`gpusession.core.records.old_words.energy_of_notes`), for the display of old
 sessions only. The session's energy is that of every measured run, failed ones included,
 divided by the distinct accepted corpora, as the cost is (K3, K4): never per repetition,
 never projected.
@@ -13,8 +14,6 @@ never projected.
 
 from __future__ import annotations
 
-import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,31 +26,18 @@ from gpusession.core.records.notefacts import (
     energy_figure,
     energy_note,
 )
+from gpusession.core.records.old_words import (
+    ENERGY_NOTE,
+    energy_of_notes,
+    energy_unsupported_in_notes,
+)
 from gpusession.core.records.summary import accepted_unique_corpora
 
 if TYPE_CHECKING:
     import polars as pl
 
-#: A run's joules as an old row's notes say them: ``energy 123.4 J`` between ``"; "`` separators.
-ENERGY_NOTE = re.compile(r"(?:^|; )energy (\d+(?:\.\d+)?) J(?=;|$)")
 #: The measured phases (a load is not a run of a variant).
 MEASURED_PHASES = ("cold", "warm")
-
-
-def energy_of_notes(notes: str | None) -> float | None:
-    """The joules an old row's notes say, ``None`` when they say none (not measured, not supported).
-
-    Only for rows older than typed facts (their notes are their only account).
-
-    A figure too large for a float (a 400-digit note edited by hand reads as ``inf``) or
-    above :data:`ENERGY_MAX_J` is no reading either: a report never shows ``inf J``, and
-    sums and medians of the kept readings stay finite.
-    """
-    found = ENERGY_NOTE.search(notes or "")
-    if found is None:
-        return None
-    joules = float(found.group(1))
-    return joules if math.isfinite(joules) and joules <= ENERGY_MAX_J else None
 
 
 @dataclass(frozen=True)
@@ -100,9 +86,9 @@ def _gpu_measured(row: dict[str, Any]) -> bool:
 
 def _reading(row: dict[str, Any], facts: RowFacts | None) -> tuple[float | None, bool]:
     """A row's joules and whether its GPU has no counter: typed, or an old row's notes."""
-    if facts is None:  # an old row: its notes are its only account
+    if facts is None:  # an old row: its notes are its only account (the old-folder adapter)
         notes = str(row.get("notes") or "")
-        return energy_of_notes(notes), ENERGY_UNSUPPORTED in notes
+        return energy_of_notes(notes), energy_unsupported_in_notes(notes)
     e = facts.energy
     return (e.joules, e.unsupported) if e is not None else (None, False)
 

@@ -143,13 +143,17 @@ class Energy:
         return energy_note(self.joules)
 
     @classmethod
-    def of_worker(cls, joules: float | None, words: str | None) -> Energy | None:
-        """The energy the worker reported (``energy_j``, ``energy_words``); ``None`` on CPU."""
+    def of_worker(cls, joules: float | None, words: str | None, *, unsupported: bool = False) -> Energy | None:
+        """The energy the worker reported (``energy_j``, ``energy_words``, ``energy_unsupported``); ``None`` on CPU.
+
+        ``unsupported`` is the worker's typed flag (a GPU without an energy counter), never
+        found in ``words`` (A1).
+        """
         if joules is None and words is None:
             return None
         if joules is not None:
             return cls(float(joules))
-        return cls(None, words, unsupported=bool(words) and str(words).startswith(ENERGY_UNSUPPORTED))
+        return cls(None, words, unsupported=unsupported)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpusession.core.records.csvkeys import UNFINISHED_KIND as UNFINISHED_KIND
+from gpusession.core.records.kinds import row_kind
 from gpusession.core.records.results import elapsed_statistics
 
 if TYPE_CHECKING:
@@ -43,6 +44,24 @@ def accepted_unique_corpora(
         not counted: an accepted run of an unknown corpus cannot be told apart.
     """
     return len(accepted_revisions(frame))
+
+
+def corpora_cell(quality_metric: str | None, accepted_revisions: set[str] | frozenset[str]) -> int | None:
+    """The ``accepted_unique_corpora`` cell of a row judged by the kind its ``quality_metric`` names (K4, S10).
+
+    Args:
+        quality_metric: the row's ``quality_metric`` cell (``macro_f1``, ``accept-rule``, empty).
+        accepted_revisions: the distinct accepted corpus revisions of the session so far.
+
+    Returns:
+        ``len(accepted_revisions)`` for a row of a classification corpus (the seed's
+        column: distinct accepted corpora, never summed over rows); ``None`` (empty: not
+        a count of this row's kind) for a row judged by another kind (an accept rule):
+        its deliverables are counted in the session's unit by ``gpusession cost``, the one
+        count (S10), and a ``0`` beside ``corpus_accepted = true`` would read as "accepted,
+        yet nothing accepted" (docs/session-folder.md, "accepted_unique_corpora").
+    """
+    return len(accepted_revisions) if row_kind(quality_metric).classification else None
 
 
 def accepted_revisions(frame: pl.DataFrame) -> set[str]:
@@ -131,6 +150,9 @@ def variant_words(variant_id: str | None, phase: str | None) -> str:
 
 
 
+#: How a group measured in full reads (:attr:`SummaryRow.measured_in_full`): decided by the field, never by these words.
+MEASURED_IN_FULL = "all measured"
+
 #: The experiment id of a standalone ``gpusession validate --session`` row (no phase).
 STANDALONE = "validate"
 
@@ -193,6 +215,25 @@ class SummaryRow:
         """Rows whose corpus was rejected (validated and not accepted, V1)."""
         return self.validated - self.accepted
 
+    @property
+    def all_accepted(self) -> bool:
+        """Every validated row accepted, and at least one validated: the verdict ``accepted`` (V1)."""
+        return self.validated > 0 and self.rejected == 0
+
+    @property
+    def any_rejected(self) -> bool:
+        """At least one validated row rejected: the verdict ``REJECTED …`` (V1, D5), typed for colour and choice."""
+        return self.validated > 0 and self.rejected > 0
+
+    @property
+    def measured_in_full(self) -> bool:
+        """Every run of the group measured: what :meth:`outcome_words` says as ``all measured`` (R7).
+
+        False for a standalone validation (not timed), a failed attempt, a failed run or
+        an experiment whose run did not finish.
+        """
+        return self.attempt is None and not self.is_validation and not self.failed and not self.unfinished
+
     def verdict_words(self) -> str:
         """The verdict in words, apart from how complete the measurement is (D5, V1).
 
@@ -203,7 +244,7 @@ class SummaryRow:
         """
         if self.validated == 0:
             return "not validated"
-        if self.rejected == 0:
+        if self.all_accepted:
             return "accepted"
         some = "" if self.accepted == 0 else f" {self.rejected} of {self.validated}"
         why = "; ".join(self.rejections) or "see the validation report"
@@ -250,10 +291,12 @@ class SummaryRow:
             if self.accepted == 0:
                 return "rejected validation" if rejected == 1 else f"{rejected} rejected validations"
             return f"validations: {self.accepted} accepted, {rejected} rejected"
+        if self.measured_in_full:
+            return MEASURED_IN_FULL
         failed = f"{self.failed} failed (kept; the report says why)" if self.failed else None
         if self.unfinished:
             return self.unfinished if failed is None else f"{failed}; {self.unfinished}"
-        return failed or "all measured"
+        return failed or MEASURED_IN_FULL
 
     def to_json(self) -> dict[str, Any]:
         """Plain data (``show --json``): the fields plus ``quality``, ``outcome`` and ``verdict`` in words."""

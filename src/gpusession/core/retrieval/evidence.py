@@ -812,6 +812,39 @@ def run_probes(
     }
 
 
+@dataclass(frozen=True)
+class GpuMismatch:
+    """An experiment's GPUs against the package's (D8, S5): typed, so a reader decides by the counts.
+
+    Attributes:
+        asked: the GPUs the experiment asks for (``gpus`` × ``nodes``).
+        held: the GPUs the package (or the order) holds.
+        words: ``"uses 1 of 2 GPUs of this B200 lot"`` / ``"asks for 4 GPUs, but this B200 lot holds 2"``.
+    """
+
+    asked: int
+    held: int
+    words: str
+
+    @property
+    def asks_more(self) -> bool:
+        """More GPUs asked for than the package holds (else some are left idle)."""
+        return self.asked > self.held
+
+
+def gpu_mismatch(session: Session, gpus: int, device: str | None = None) -> GpuMismatch | None:
+    """The experiment's GPUs against the package's, ``None`` when they match (:func:`gpus_left_idle`'s figures)."""
+    ordered = ordered_of(session)
+    total = ordered.gpu_count
+    if total is None or gpus == total or (device or "").startswith("cpu"):
+        return None
+    model = ordered.gpu_model or "GPU"
+    where = f"this {model} lot" if ordered.lots == 1 else f"these {ordered.lots} {model} lots"
+    if gpus > total:
+        return GpuMismatch(gpus, total, f"asks for {gpus} GPUs, but {where} {'holds' if ordered.lots == 1 else 'hold'} {total}")
+    return GpuMismatch(gpus, total, f"uses {gpus} of {total} GPUs of {where}")
+
+
 def gpus_left_idle(session: Session, gpus: int, device: str | None = None) -> str | None:
     """A warning when an experiment's GPUs do not match the package.
 
@@ -826,15 +859,8 @@ def gpus_left_idle(session: Session, gpus: int, device: str | None = None) -> st
         when it asks for more than the package holds; ``None`` when it uses them all,
         runs on the CPU, or the package's GPU count is unknown.
     """
-    ordered = ordered_of(session)
-    total = ordered.gpu_count
-    if total is None or gpus == total or (device or "").startswith("cpu"):
-        return None
-    model = ordered.gpu_model or "GPU"
-    where = f"this {model} lot" if ordered.lots == 1 else f"these {ordered.lots} {model} lots"
-    if gpus > total:
-        return f"asks for {gpus} GPUs, but {where} {'holds' if ordered.lots == 1 else 'hold'} {total}"
-    return f"uses {gpus} of {total} GPUs of {where}"
+    found = gpu_mismatch(session, gpus, device)
+    return found.words if found is not None else None
 
 
 def gpu_use_words(exp: Any) -> str:

@@ -10,18 +10,17 @@ results rows, :func:`session_incidents` groups the rows' incidents with the jour
 :mod:`gpusession.core.retrieval.report`.
 
 A journal ``incident`` record written before incidents were typed (no ``kind``, no
-``what``) is read by its sentence in one adapter, :func:`_incident_from_old_words`.
+``what``) is read by its sentence in one adapter, :func:`~gpusession.core.records.old_words.incident_group_from_old_words`.
 
 Rows written before the facts were typed (or whose record a crash cut) have none: their
 incidents are shown as their notes say them, ungrouped, each on its own, with one line
 saying so (:data:`PREDATES_LINE`); that display of old rows is the only place the notes'
-words are read (:func:`legacy_incident_notes`, :func:`legacy_remarks`).
+words are read, by the old-folder adapter (:mod:`gpusession.core.records.old_words`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,11 @@ from gpusession.core.events.reading import JournalRead
 from gpusession.core.experiment.keys import RunKey
 from gpusession.core.files.errors import BadInput
 from gpusession.core.records.notefacts import RowFacts, remarks_words
+from gpusession.core.records.old_words import (
+    incident_group_from_old_words,
+    legacy_incident_notes,
+    legacy_remarks,
+)
 
 #: Who a row is about: ``(experiment_id, variant_id, phase, run_index)``.
 RunWho = tuple[Any, Any, Any, Any]
@@ -99,7 +103,7 @@ class SessionIncident:
     Built from typed fields only -- the rows' typed incidents (their journal record's
     ``incidents``) and the journal's ``incident`` records (``kind``, ``run_key``,
     ``what``) -- except where :attr:`from_old_words` says an old record was read by
-    :func:`_incident_from_old_words`.
+    :func:`~gpusession.core.records.old_words.incident_group_from_old_words`.
 
     Attributes:
         words: what failed, without who said it (the row incident's group words, or the
@@ -161,27 +165,6 @@ def _run_key_text(who: RunWho) -> str | None:
     return RunKey(str(exp), str(phase), str(variant), int(index)).format()
 
 
-#: A worker's or run's name inside an old journal sentence, which does not make it another incident.
-_OLD_WHO = r"(?: of worker \S+|^worker \S+: |^run \S+: |^incident: |; elapsed not measured$| during this run$)"
-
-
-def _incident_from_old_words(message: str, groups: Mapping[str, Any]) -> str:
-    """The group of an ``incident`` record written before incidents were typed (the old-journal adapter).
-
-    Such a record has neither ``kind`` nor ``what``: only its sentence says what failed
-    and who said it. The names of who said it are cut (``worker warm: ``, ``run …: ``)
-    and the rest is matched against the rows' incident words; the only place in the
-    report where a journal sentence is read.
-
-    Returns:
-        The key in ``groups`` of the incident it says (an existing one, or its own words).
-    """
-    key = message.strip()
-    for _ in range(3):  # prefixes nest: "worker warm: run …: …"
-        key = re.sub(_OLD_WHO, "", key).strip()
-    return next((k for k in groups if k and (k in key or key in k)), key)
-
-
 def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], read: JournalRead) -> SessionIncidents:
     """Every incident once: the rows' typed incidents and the journal's, grouped (R7, S7).
 
@@ -189,7 +172,7 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
     incident); a journal ``incident`` record joins the incident of the row of its
     ``run_key`` (the run it cut) with its ``what``, else that row's first incident, else
     the one with its ``what``. Records older than typed incidents go through
-    :func:`_incident_from_old_words`.
+    :func:`~gpusession.core.records.old_words.incident_group_from_old_words`.
 
     Args:
         frame: the results rows.
@@ -214,7 +197,7 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
                 by_what.setdefault((run, incident.what), key)
     for rec in (x for x in read.records if isinstance(x, IncidentRecord)):
         if rec.kind is None and rec.what is None:
-            key = _incident_from_old_words(str(rec.message or ""), groups)
+            key = incident_group_from_old_words(str(rec.message or ""), groups)
             groups.setdefault(key, _Group(None, old=True))
         else:
             run = rec.run_key or ""
@@ -229,44 +212,15 @@ def session_incidents(frame: pl.DataFrame, facts: Sequence[RowFacts | None], rea
     return SessionIncidents(incidents, legacy)
 
 
-def legacy_incident_notes(notes: Any) -> str | None:
-    """An old row's notes when they hold an incident (shown as written), else ``None``.
-
-    Only for the display of rows without typed facts (:data:`PREDATES_LINE`).
-    """
-    text = str(notes or "")
-    return text if "incident: " in text else None
-
-
-#: Where an old row's incident ends inside its notes: the notes that follow it are others.
-_INCIDENT_END = ("; elapsed not measured", "; concurrent load at start: ", "; preceded by ", "; truncated ")
-
-
-def legacy_remarks(notes: Any) -> str:
-    """An old row's notes without its incidents, for the report's notes said once.
-
-    Only for the display of rows without typed facts: each ``incident: …`` part is cut
-    up to the next note the old rows wrote after one (``; elapsed not measured`` dropped).
-    """
-    rest: list[str] = []
-    head, sep, tail = str(notes or "").partition("incident: ")
-    rest.append(head.rstrip("; "))
-    while sep:
-        ends = [i for i in (tail.find(e) for e in _INCIDENT_END) if i >= 0]
-        cut = min(ends) if ends else len(tail)
-        after = tail[cut:].removeprefix("; elapsed not measured")
-        head, sep, tail = after.partition("incident: ")
-        rest.append(head.strip("; "))
-    return "; ".join(r for r in rest if r)
-
-
 def row_remarks(row: dict[str, Any], facts: RowFacts | None) -> str:
     """What a row says besides its incidents, its load remark and its record (the report's notes).
 
     The record (``scope=…; code=…``) repeats on every row; the report says it once, in its
     environment section.
 
-    From the typed facts; an old row's from its notes (:func:`legacy_remarks`).
+    From the typed facts; an old row's from its notes (the old-folder adapter,
+    :func:`~gpusession.core.records.old_words.legacy_remarks`: a worker's name cut, a lone
+    load remark read as nothing, as the typed facts leave the load out).
     """
     if facts is None:
         return legacy_remarks(row.get("notes"))
@@ -275,6 +229,6 @@ def row_remarks(row: dict[str, Any], facts: RowFacts | None) -> str:
 
 
 __all__ = [
-    "PREDATES_LINE", "RunWho", "SessionIncident", "SessionIncidents",
-    "legacy_incident_notes", "legacy_remarks", "row_facts", "row_remarks", "session_incidents",
+    "PREDATES_LINE", "RunWho", "SessionIncident", "SessionIncidents", "row_facts", "row_remarks",
+    "session_incidents",
 ]

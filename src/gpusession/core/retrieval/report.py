@@ -196,10 +196,6 @@ def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
     return f"{len(keys)} runs of {', '.join(exps)} ({', '.join(phases)})"
 
 
-#: The note of every successful load row, once the worker's name is taken out.
-LOAD_REMARK = "load (model to device, timed once per process)"
-
-
 #: The last rows' facts worked out: ``{"last": (frame, journal read, facts)}``.
 _FACTS: dict[str, tuple[pl.DataFrame, JournalRead, list[Any]]] = {}
 
@@ -225,16 +221,14 @@ def _grouped_notes(session: Session, frame: pl.DataFrame, limit: int = 12) -> li
     """Identical notes said once with the runs they concern, newest groups last.
 
     From each row's typed facts (:mod:`gpusession.core.retrieval.incidents`), its
-    incidents left to the incidents' list; a worker's name inside a note (``load of
-    worker cold-batch-1-1``) does not make it a different note.
+    incidents left to the incidents' list and its load remark (what the phase column
+    says) left out; an old row's through the old-folder adapter, a worker's name cut.
     """
-    import re
-
     groups: dict[str, list[tuple[Any, Any, Any, Any]]] = {}
     facts = _row_facts(session, frame)[0]
     for r, f in zip(frame.iter_rows(named=True), facts, strict=True):
-        key = without_output_digest(re.sub(r" of worker \S+", "", row_remarks(r, f)))
-        if key in (LOAD_REMARK, ""):  # says what the phase column already says
+        key = without_output_digest(row_remarks(r, f))
+        if not key:
             continue
         groups.setdefault(key, []).append((r["experiment_id"], r["variant_id"], r["phase"], r["run_index"]))
     out: list[str] = []
@@ -435,11 +429,13 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
     partial: dict[str, list[str]] = {}  # groups not measured in full, per section (R7, D5)
     loads: dict[str, list[Any]] = {}  # the loads of each section, said in one line
     colds: dict[str, list[Any]] = {}  # single accepted cold runs, said in the same line
+    checked: set[str] = set()  # the titles of `validate` outputs' sections (no times), by the row's type
     for r in table:  # 3 significant digits with a unit: a measured value never reads 0 (H-22)
         if r.attempt is not None:
             title = f"Experiment {_cell(r.experiment_id)}, attempt {r.attempt} (measured nothing)"
         elif r.is_validation:
             title = "Outputs checked with `gpusession validate` (not timed)"
+            checked.add(title)
         else:  # the summary pools every attempt of the experiment, and says how many (D5)
             title = f"Experiment {_cell(r.experiment_id)}" + (
                 f" ({r.attempts_pooled} attempts pooled)" if r.attempts_pooled > 1 else "")
@@ -449,7 +445,7 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             row = [r.variant_words(), r.phase, r.n, format_seconds(r.median_seconds, "-"),
                    format_seconds_range(r.min_seconds, r.max_seconds, "-"),
                    r.quality_words(), r.verdict_words()]
-            if r.outcome_words() != "all measured":  # said below the table: it fits 80 columns
+            if not r.measured_in_full:  # said below the table: it fits 80 columns
                 partial.setdefault(title, []).append(f"{r.variant_words()} {r.phase}: {r.outcome_words()}")
         if (r.phase == "load" and r.attempt is None and r.failed == 0 and r.validated == 0
                 and r.median_seconds is not None):
@@ -457,15 +453,15 @@ def _results(session: Session, frame: pl.DataFrame, table: list[Any] | None = No
             sections.setdefault(title, [])
             continue
         if (r.phase == "cold" and r.attempt is None and r.runs == 1 and r.n == 1
-                and r.verdict_words() == "accepted" and r.outcome_words() == "all measured"):
+                and r.all_accepted and r.measured_in_full):
             colds.setdefault(title, []).append(r)  # a single accepted cold run: said in the line
             sections.setdefault(title, [])
             continue
         sections.setdefault(title, []).append(row)
     for n, (title, rows) in enumerate(sections.items()):
-        header = (["output", "quality", "verdict"] if title.startswith("Outputs")
+        header = (["output", "quality", "verdict"] if title in checked
                   else ["variant", "phase", "n", "median", "min–max", "quality", "verdict"])
-        heading = _wrap(f"{title}{said if n == 0 and not title.startswith('Outputs') else ''}:")
+        heading = _wrap(f"{title}{said if n == 0 and title not in checked else ''}:")
         out += (heading + [""] if n == 0 else ["", *heading, ""]) + (_table(header, rows) if rows else [])
         if title in loads or title in colds:
             out += ([""] if rows else []) + _wrap(_loads_and_colds(loads.get(title, []), colds.get(title, [])))
@@ -652,6 +648,8 @@ def _bytes_short(n: int | None) -> str | None:
 #: quality's ``value``), as the product's TOML writer puts them, at the start of a line.
 _VERDICT_LINES = re.compile(
     r"^(?:\[[^\n]*\]|(?:schema|corpus_accepted|verdict|passed|checked|value)[ \t]*=[^\n]*)$", re.M)
+#: The checks of a validation report, by their table and as the verdict names them (V1).
+_CHECKS = (("ids", "IDs"), ("format", "format"), ("quality", "quality"), ("overlap", "overlap"))
 #: Larger reports are read whole (and refused past the TOML bound, H-48, as every reader does).
 _VERDICT_READ_BYTES = 256 * 1024
 
@@ -721,8 +719,10 @@ def _validation(session: Session, frame: pl.DataFrame) -> list[str]:
         value = quality.get("value") if isinstance(quality, dict) else None
         rel = path.relative_to(vdir).with_suffix("").as_posix()
         verdict = doc.get("corpus_accepted")
-        failed = str(doc.get("verdict", "")).partition(": ")[2]
-        shown = "ACCEPTED" if verdict is True else (f"REJECTED ({failed})" if verdict is False else "-")
+        failed = ", ".join(label for key, label in _CHECKS  # the checks' typed verdicts, never the verdict's words
+                           if isinstance(doc.get(key), dict) and doc[key].get("passed") is not True)
+        shown = "ACCEPTED" if verdict is True else (
+            f"REJECTED ({failed} failed)" if verdict is False and failed else "REJECTED" if verdict is False else "-")
         rows.append([rel, shown, passed("ids"),
                      passed("format"), f"{passed('quality')} ({value:.4f})" if isinstance(value, float)
                      else passed("quality"), passed("overlap")])
@@ -855,7 +855,8 @@ def _need_and_decision(items: list[cl.ChecklistItem], by_id: dict[str, cl.Checkl
     """The need, the decision notes, the retrieval and the checklist's progress."""
     written, missing = _decision(by_id, session)
     need = _need(items, session)
-    unwritten = need[0] if len(need) == 1 and need[0].startswith("_No need") else None
+    blank = not any(i.note or i.done for i in items if i.stage == 1)  # then `_need` is its one sentence
+    unwritten = need[0] if blank else None
     out = ([] if unwritten else need) + ([""] + written if written and not unwritten else written)
     tail = " ".join(x for x in [unwritten, missing, *_retrieval(session), *_progress(items)] if x)
     return out + ([""] if out else []) + _wrap(tail)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,7 +69,6 @@ REPORT_LIST_MAX = 1000
 #: The row's fact that ties an accepted output to the files its report lists (H-72):
 #: ``3 files counted, list sha256: <64 hex digits>`` (:func:`files_digest`).
 TIE_WORDS = "{n} files counted, list sha256: {digest}"
-_TIE_RE = re.compile(r"files counted, list sha256: ([0-9a-f]{64})(?![0-9A-Za-z])")
 
 
 @dataclass(frozen=True)
@@ -391,7 +389,8 @@ def files_digests_of_runs(records: Iterable[Any]) -> dict[RunKey, str]:
 
     The typed place the count ties an accept report to its run; the newest record of a
     run measured again wins. A run absent here was journalled before the digest was typed
-    (or not accepted): its row's notes are read by :func:`files_digest_from_old_notes`.
+    (or not accepted): its row's notes are read by the old-folder adapter
+    (:func:`gpusession.core.records.old_words.files_digest_from_old_notes`).
     """
     out: dict[RunKey, str] = {}
     for rec in records:
@@ -402,17 +401,6 @@ def files_digests_of_runs(records: Iterable[Any]) -> dict[RunKey, str]:
                 and phase is not None):
             out[(str(exp), str(variant), str(phase), index)] = digest
     return out
-
-
-def files_digest_from_old_notes(notes: str | None) -> str | None:
-    """The files digest a row's notes record (:data:`TIE_WORDS`), for a run journalled without it (H-72).
-
-    The old-folder adapter: a session written before the digest was a typed field of
-    ``run_finished`` has it only in its row's words. ``None`` when not exactly one: two
-    are as good as none (a workload's own words cannot stand in for the run's).
-    """
-    found = _TIE_RE.findall(notes or "")
-    return found[0] if len(found) == 1 else None
 
 
 @dataclass
@@ -757,5 +745,5 @@ def last_accepted_output(session: RuleSession) -> Path | None:
 __all__ = ["ACCEPTED", "AcceptReport", "AcceptRule", "FORMATS", "KIND", "NamesCheck", "REJECTED", "UNJUDGED",
            "REPORT_MAX_BYTES", "RunKey", "TIE_WORDS", "accept_protocol", "accepted_output_digests", "check_format",
            "check_names", "files_digest", "format_problem", "has_accept_rule", "last_accepted_output",
-           "files_digest_from_old_notes", "files_digests_of_runs", "read_expected_names", "read_report",
+           "files_digests_of_runs", "read_expected_names", "read_report",
            "reason_line", "rule_of", "shown_files"]

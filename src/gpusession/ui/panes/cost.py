@@ -38,19 +38,9 @@ DAYS = ("3", "7", "30")
 COUNTING = "counting accepted deliverables …"
 COMPARING = "comparing with other sessions …"
 
-#: Shell hints of core's cost texts said as this pane does it: the accepted count here is
-#: the session's own, so the CLI's ``--accepted-results`` has no place in the TUI.
-_PANE_WORDS = (
-    ("(validate a corpus, or give --accepted-results N)",
-     "(none validated yet: runs are validated as they land, key 4)"),
-)
-
-
-def pane_words(text: str) -> str:
-    """``text`` with the ``gpusession cost`` option hints said for this pane."""
-    for cli, here in _PANE_WORDS:
-        text = text.replace(cli, here)
-    return text
+#: How this pane says to get a count (core's ``count_hint``): the accepted count here is the
+#: session's own, so the CLI's ``--accepted-results`` has no place in the TUI.
+PANE_COUNT_HINT = "none validated yet: runs are validated as they land, key 4"
 
 
 def accepted_words(answer: CostAnswer) -> tuple[int | None, str]:
@@ -190,7 +180,7 @@ class CostPane(Vertical):
         from gpusession.core.retrieval.keep import keep_lines
 
         try:
-            return [pane_words(line) for line in keep_lines(self.ctx.session)]
+            return keep_lines(self.ctx.session)
         except BadInput:  # unreadable rows: the Run pane says so
             return []
 
@@ -232,9 +222,9 @@ class CostPane(Vertical):
                 plan = parse_plan(plan_text) if plan_text else None
                 report = cost_report(
                     inputs.rates, gpu, int(days_text), lots, accepted=accepted, plan=plan, accepted_source=source,
-                    plan_source=self._plan_source(plan_text),
+                    plan_source=self._plan_source(plan_text), count_hint=PANE_COUNT_HINT,
                 )
-                self.lines = [pane_words(line) for line in report.lines(after_answer=self._keep, shell=False)]
+                self.lines = report.lines(after_answer=self._keep, shell=False)
                 kept = True
                 if answer.in_unit and answer.count is not None:  # "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"
                     from gpusession.core.money.count import cost_line

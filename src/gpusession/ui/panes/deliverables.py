@@ -107,13 +107,14 @@ def row_cells(st: Any, repeats: dict[str, str] | None = None, in_conflict: set[s
     """The table's cells of one file's state: path, decision in words, by, when."""
     d = st.decision
     words = STATE_WORDS[st.state]
+    red = st.state == "rejected"  # a rejected file in red, as a help; its words say the rest
     if st.state in ("missing", "refused") and d is not None:  # as `deliverables` says it: the decision kept
         words = f"{d.decision}, {words}"
     if in_conflict and st.path in in_conflict:
-        words = f"{words}: CONFLICT, settle it"
+        words, red = f"{words}: CONFLICT, settle it", False
     elif repeats and st.path in repeats:
-        words = f"{words}: same bytes as {repeats[st.path]}, counted once"
-    return (printable(st.path, keep=""), state_cell(words),
+        words, red = f"{words}: same bytes as {repeats[st.path]}, counted once", False
+    return (printable(st.path, keep=""), state_cell(words, "bad" if red else "plain"),
             printable(d.by, keep="") if d else "-",
             d.at.strftime("%Y-%m-%d %H:%M UTC") if d else "-")
 

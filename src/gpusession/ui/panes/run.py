@@ -81,6 +81,8 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
         self.cancel_event = threading.Event()
         self.rows: list[dict[str, Any]] = []
         self.last_outcome = ""
+        #: the last run of this pane was refused before it started, past the session limit (D1)
+        self.refused_past_limit = False
         #: PID of another process running experiments here (followed), else ``None``
         self.follow_pid: int | None = None
         self.follow_text = ""
@@ -182,7 +184,8 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
     def footer_actions(self) -> tuple[str, ...]:
         """The pane's keys in the footer, the ones this state needs first (:func:`footer_order`)."""
         return footer_order(running=self.running, following=self.follow_pid is not None,
-                            defined=self.current_experiment() is not None, last_outcome=self.last_outcome,
+                            defined=self.current_experiment() is not None,
+                            refused_past_limit=self.refused_past_limit and bool(self.last_outcome),
                             last_run=self.last_run)
 
     def action_switch_view(self) -> None:
@@ -213,7 +216,9 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
         self.inflight_what = ""
         self.time_left = None  # its last words stay in time_left_text
         self.query_one(RunProgressView).ended()
-        self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled, all_failed=msg.all_failed)
+        self.refused_past_limit = msg.refused_past_limit
+        self.last_outcome = outcome_words(msg.outcome, msg.error, msg.cancelled, all_failed=msg.all_failed,
+                                          refused=msg.refused_past_limit)
         self.last_outcome += msg.verdicts
         self.reload()
         self.show_view("run-summary")

@@ -170,7 +170,8 @@ class RunLauncher(Widget):
             self.post_message(RunMessages.RunFinished(experiment_id, outcome, None, cancel.is_set(), all_failed, verdicts))
         except PastLimit as exc:  # the pane's key, not the CLI's flag
             self.post_message(RunMessages.RunFinished(
-                experiment_id, None, f"not started: {exc.reason}; R: run anyway (asks first)", False))
+                experiment_id, None, f"not started: {exc.reason}; R: run anyway (asks first)", False,
+                refused_past_limit=True))
         except Exception as exc:  # noqa: BLE001 - a Textual worker: whatever stops the runner (bad input, disk, a bug) is shown in the pane and the TUI keeps running
             self.post_message(RunMessages.RunFinished(experiment_id, None, error_words(exc), cancel.is_set()))
 
@@ -185,6 +186,7 @@ class RunLaunchKeys(Vertical):
     resumed: bool
     experiment_id: str | None
     last_outcome: str
+    refused_past_limit: bool
     cancel_event: threading.Event
     rows: list[dict[str, Any]]
     time_left: Any
@@ -223,6 +225,7 @@ class RunLaunchKeys(Vertical):
         self.running = True
         self.resumed = resume  # its end judges the experiment's rows so far, as `run --resume` does
         self.last_outcome = ""
+        self.refused_past_limit = False
         self._ended_elsewhere = None
         self.cancel_event = threading.Event()
         self.rows = []

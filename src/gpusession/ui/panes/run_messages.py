@@ -70,7 +70,9 @@ class RunMessages:
     class RunFinished(Message, namespace="run_pane"):
         """The run ended: its outcome (``None`` when it stopped on ``error``) and, read by the
         worker from the rows it wrote, whether every run failed (R7) and the variants'
-        verdict count (``"; variants: 2 accepted, 1 REJECTED"`` or ``""``, D5)."""
+        verdict count (``"; variants: 2 accepted, 1 REJECTED"`` or ``""``, D5).
+        ``refused_past_limit``: nothing started, the session limit had passed (D1): the
+        footer offers "run anyway" first, decided by this field, never by ``error``'s words."""
 
         experiment_id: str
         outcome: Any
@@ -78,6 +80,7 @@ class RunMessages:
         cancelled: bool
         all_failed: bool = False
         verdicts: str = ""
+        refused_past_limit: bool = False
 
     @dataclass
     class FollowedRunEnded(Message, namespace="run_pane"):

@@ -16,8 +16,9 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Label, ProgressBar
 
+from gpusession.core.events import corpus_verdict
 from gpusession.core.folder.journal import RunProgress
-from gpusession.ui.context import fmt_seconds, shown, state_cell
+from gpusession.ui.context import fmt_seconds, shown, state_cell, tone
 from gpusession.ui.panes.run_words import accepted_words, peak_words
 
 #: the overall bar while idle: a determinate, empty bar (no indeterminate pulse)
@@ -50,7 +51,7 @@ class RunRowsTable(DataTable[str]):
             shown(r.get("run_index"), "-"),
             "failed" if failed else fmt_seconds(r.get("elapsed_seconds")),
             peak_words(r.get("peak_allocated_bytes"), r.get("peak_reserved_bytes")),
-            state_cell(accepted_words(r)),
+            state_cell(accepted_words(r), tone(corpus_verdict(r))),
         )
         self.move_cursor(row=self.row_count - 1)
 

@@ -51,7 +51,7 @@ def idle_gpus_words(session: Any, exp: Any) -> str:
     stat is all it costs then; an edited file is read again.
     """
     from gpusession.core.money.rates import RATES_FILENAME, user_rates_file
-    from gpusession.core.retrieval.evidence import gpus_left_idle
+    from gpusession.core.retrieval.evidence import gpu_mismatch
 
     gpus = int(getattr(exp, "gpus", 1)) * int(getattr(exp, "nodes", 1))
     device = getattr(exp, "device", None)
@@ -66,11 +66,11 @@ def idle_gpus_words(session: Any, exp: Any) -> str:
     if said is not None:
         return said
     try:
-        words = gpus_left_idle(session, gpus, device)
+        found = gpu_mismatch(session, gpus, device)
     except (BadInput, OSError):
-        words = None
-    fix = "fewer" if words and words.startswith("asks for") else "more"
-    said = f"\nwarning: {words} (define it with {fix} GPUs to measure them all)" if words else ""
+        found = None
+    fix = "fewer" if found is not None and found.asks_more else "more"  # by the counts, not the words
+    said = f"\nwarning: {found.words} (define it with {fix} GPUs to measure them all)" if found is not None else ""
     if len(_IDLE_WORDS) >= _IDLE_WORDS_MAX:
         _IDLE_WORDS.clear()
     _IDLE_WORDS[key] = said
@@ -109,7 +109,7 @@ def running_text(head: str, inflight_what: str, inflight_since: float, time_left
     return text
 
 
-def footer_order(*, running: bool, following: bool, defined: bool, last_outcome: str,
+def footer_order(*, running: bool, following: bool, defined: bool, refused_past_limit: bool,
                  last_run: RunProgress | None) -> tuple[str, ...]:
     """The Run pane's actions shown in the footer, the ones this state needs first (80
     columns hold five): running: cancel; following another process: the view and pick;
@@ -121,9 +121,9 @@ def footer_order(*, running: bool, following: bool, defined: bool, last_outcome:
         return ("switch_view", "pick")
     if not defined:
         return ("define",)
-    if last_outcome.startswith("not started: past"):
+    if refused_past_limit:  # typed by the run's end (RunFinished), never read from its words
         return ("start_anyway", "start", "pick", "define", "switch_view")
-    if (not last_outcome.startswith("not started") and last_run is not None
+    if (last_run is not None
             and last_run.state != "finished" and last_run.runs_done < last_run.runs_scheduled):
         return ("resume", "start", "pick", "define", "switch_view")
     return ("start", "pick", "define", "derive", "switch_view")

@@ -83,7 +83,7 @@ def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
     out.table = [
         (shown(line.variant_words(), "-"), shown(line.phase, "-"), str(line.n),  # the quality beside the times
          fmt_seconds(line.median_seconds), format_seconds_range(line.min_seconds, line.max_seconds),
-         line.quality_words(), verdict_cell(line.verdict_words(), line.outcome_words()))  # D5
+         line.quality_words(), verdict_cell(line))  # D5
         for line in session_summary(session, frame)
     ]
     warm = frame.filter(pl.col("phase") == "warm")

@@ -12,6 +12,7 @@ from gpusession.core.events import corpus_verdict
 from gpusession.core.files.errors import BadInput, Failure
 from gpusession.core.folder.corpus_pin import REVISION_CHANGED
 from gpusession.core.folder.journal import RunProgress
+from gpusession.core.records.summary import SummaryRow
 from gpusession.ui.context import fmt_bytes, plural, state_cell, yes_no
 
 
@@ -84,22 +85,36 @@ def last_run_words(last: RunProgress | None, runs_recorded: int, who: str = "las
     return "not run yet — r: start"
 
 
-def verdict_cell(words: str, outcome: str = "all measured") -> Any:
-    """The verdict column's cell: the words themselves, ``REJECTED (…)`` in bold red as a help (H-11, D5).
+def verdict_cell(line: SummaryRow) -> Any:
+    """The verdict column's cell of one summary line: its words, a rejection in bold red as a help (H-11, D5).
 
-    A group not measured in full adds how, after the verdict: ``accepted; 2 of 5 runs failed``.
+    The colour and the tail follow the line's typed verdict (``any_rejected``,
+    ``measured_in_full``), never its words (A1). A group not measured in full adds how,
+    after the verdict: ``accepted; 2 of 5 runs failed``.
     """
     from rich.text import Text
 
-    if outcome != "all measured":
-        words = f"{words}; {outcome}"
-    return Text(words, style="bold red") if words.startswith("REJECTED") else state_cell(words)
+    words = line.verdict_words()
+    if not line.measured_in_full:
+        words = f"{words}; {line.outcome_words()}"
+    if line.any_rejected:
+        return Text(words, style="bold red")
+    if line.failed and not line.unfinished and line.attempt is None and not line.is_validation:
+        return state_cell(words, "bad")  # runs failed (kept; the report says why), R7
+    if line.measured_in_full and line.all_accepted:
+        return state_cell(words, "good")
+    return state_cell(words, "unknown" if line.validated == 0 else "plain")
 
 
-def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False) -> str:
-    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured)."""
+def outcome_words(outcome: Any, error: str | None, cancelled: bool, *, all_failed: bool = False,
+                  refused: bool = False) -> str:
+    """One sentence for the end of a run (the CLI's words: ``every run failed`` when none measured).
+
+    ``refused``: nothing started (D1, the session limit): ``error`` is said as it is, never
+    as a failed run (typed by the run's end, not found in ``error``'s words).
+    """
     if error:  # a refusal before anything ran is no failure of a run
-        return error if error.startswith("not started") else f"run failed: {error}"
+        return error if refused else f"run failed: {error}"
     complete = getattr(outcome, "completed", getattr(outcome, "complete", None))
     incidents = list(getattr(outcome, "incidents", None) or [])
     tail = f"; {plural(len(incidents), 'incident')} kept in the journal" if incidents else ""

@@ -26,7 +26,16 @@ from textual.widgets import DataTable, Static
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_toml, read_toml_text
 from gpusession.core.files.textio import printable
-from gpusession.ui.context import UiContext, plural, run_cell, run_label, shown, state_cell, yes_no
+from gpusession.ui.context import (
+    UiContext,
+    plural,
+    run_cell,
+    run_label,
+    shown,
+    state_cell,
+    tone,
+    yes_no,
+)
 
 
 def quality_words(r: dict[str, Any]) -> str:
@@ -184,10 +193,11 @@ def read_runs(session: Any) -> RunsRead:
             )
         cells.append((
             run_cell(r, experiment=several),
-            state_cell(yes_no(corpus_verdict(r), "accepted", "rejected", "not validated")),
-            state_cell(yes_no(r.get("ids_match"), "match", "mismatch")),
-            state_cell(yes_no(r.get("format_valid"), "valid", "invalid")),
-            state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met")),
+            state_cell(yes_no(corpus_verdict(r), "accepted", "rejected", "not validated"), tone(corpus_verdict(r))),
+            state_cell(yes_no(r.get("ids_match"), "match", "mismatch"), tone(r.get("ids_match"))),
+            state_cell(yes_no(r.get("format_valid"), "valid", "invalid"), tone(r.get("format_valid"))),
+            state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met"),
+                       tone(None if r.get("quality_value") is None else met)),
         ))
     n = accepted_unique_corpora(frame)
     # a session whose experiments are judged by a kind of their own (a rule) counts files,
