@@ -13,6 +13,7 @@ Run and Cost panes. No textual, no torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.textio import printable
@@ -30,6 +31,85 @@ def _plain(value: Any) -> str:
     return printable(str(value))
 
 
+@dataclass(frozen=True)
+class KeepFacts:
+    """The variant to keep of one experiment and why, as figures (D5, D7, A1).
+
+    Attributes:
+        experiment_id: the experiment.
+        best: the accepted variant's warm summary row (``median_seconds`` in s), the
+            fastest accepted one (:func:`recommended_variant`); ``None`` when no variant
+            was accepted (none is named).
+        widest: the comparison of ``best`` with the variant it differs most from
+            (``ratio``, ``p_value``: an exact Mann-Whitney test); ``None`` when it is the
+            only variant measured warm.
+        distinguishable: whether any comparison of ``best`` is beyond noise with the runs taken.
+        runs: the run counts the comparisons rest on (sorted, distinct).
+    """
+
+    experiment_id: Any
+    best: Any | None
+    widest: Any | None
+    distinguishable: bool
+    runs: tuple[int, ...] = ()
+
+    @property
+    def variant_id(self) -> str | None:
+        """The variant to keep; ``None`` when none was accepted."""
+        return None if self.best is None else str(self.best.variant_id)
+
+    @property
+    def warm_median_s(self) -> float | None:
+        """The kept variant's warm median in seconds; ``None`` when none is kept."""
+        return None if self.best is None else self.best.median_seconds
+
+    def words(self, cell: Callable[[Any], str] = _plain) -> str:
+        """The variant to keep in words, without the ``Keep:`` label or a final stop (:func:`keep_words`)."""
+        exp, best, c = self.experiment_id, self.best, self.widest
+        if best is None:
+            return f"no accepted variant in {cell(exp)} (none is named)"
+        median = format_seconds(best.median_seconds)
+        if c is None:
+            return f"{cell(best.variant_id)} of {cell(exp)}, warm median {median}; the only variant measured warm"
+        how = (f"{c.ratio:.1f}× faster than {cell(c.other)}" if (c.ratio or 0) >= 1.05
+               else f"about as fast as {cell(c.other)}")
+        if self.distinguishable:
+            return f"{cell(best.variant_id)} of {cell(exp)}, warm median {median}; {how}, {c.noise_words()}"
+        runs = self.runs
+        with_runs = f"{runs[0]} runs" if len(runs) == 1 else f"{runs[0]}–{runs[-1]} runs"
+        p = f" (p = {c.p_value:.2g})" if c.p_value is not None else ""
+        return (f"none is faster beyond noise with {with_runs}{p}; {cell(best.variant_id)} of {cell(exp)} "
+                f"has the lowest warm median, {median}, {how}")
+
+    def to_json(self) -> dict[str, Any]:
+        """``experiment_id``, ``variant_id``, ``warm_median_s``, ``ratio``, ``other``, ``p_value``, ``beyond_noise``, ``words``."""
+        c = self.widest
+        return {"experiment_id": self.experiment_id, "variant_id": self.variant_id,
+                "warm_median_s": self.warm_median_s,
+                "other": None if c is None else c.other, "ratio": None if c is None else c.ratio,
+                "p_value": None if c is None else c.p_value, "beyond_noise": self.distinguishable,
+                "words": self.words()}
+
+
+def keep_facts(table: Sequence[Any], comparisons: Sequence[Any], exp: Any) -> KeepFacts:
+    """The variant to keep of ``exp`` with the statistics behind it (D5, D7).
+
+    Args:
+        table: the summary rows (:func:`gpusession.core.records.summary.session_summary`).
+        comparisons: :func:`gpusession.core.records.variants.compare_variants` of them.
+        exp: the experiment id.
+    """
+    best = recommended_variant(table, exp)
+    if best is None:
+        return KeepFacts(exp, None, None, False)
+    mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
+    if not mine:
+        return KeepFacts(exp, best, None, False)
+    widest = max(mine, key=lambda c: c.ratio or 0.0)
+    runs = tuple(sorted({len(m.best_times_s) for m in mine} | {len(m.other_times_s) for m in mine}))
+    return KeepFacts(exp, best, widest, any(m.distinguishable for m in mine), runs)
+
+
 def keep_words(table: Sequence[Any], comparisons: Sequence[Any], exp: Any,
                cell: Callable[[Any], str] = _plain) -> str:
     """The variant to keep of ``exp``, without the ``Keep:`` label or a final stop.
@@ -44,25 +124,9 @@ def keep_words(table: Sequence[Any], comparisons: Sequence[Any], exp: Any,
         ``batch-8 of batch-sweep, warm median 525 ms; 3.9× faster than batch-1, beyond
         noise (…)``, or, when no comparison is beyond noise, ``none is faster beyond noise
         with 5 runs (p = 0.69); batch-4 of batch-sweep has the lowest warm median, 525 ms,
-        1.2× faster than batch-1`` (the p of the widest gap).
+        1.2× faster than batch-1`` (the p of the widest gap): :meth:`KeepFacts.words`.
     """
-    best = recommended_variant(table, exp)
-    if best is None:
-        return f"no accepted variant in {cell(exp)} (none is named)"
-    mine = [c for c in comparisons if c.experiment_id == exp and c.ratio is not None]
-    median = format_seconds(best.median_seconds)
-    if not mine:
-        return f"{cell(best.variant_id)} of {cell(exp)}, warm median {median}; the only variant measured warm"
-    c = max(mine, key=lambda c: c.ratio or 0.0)
-    how = (f"{c.ratio:.1f}× faster than {cell(c.other)}" if (c.ratio or 0) >= 1.05
-           else f"about as fast as {cell(c.other)}")
-    if any(m.distinguishable for m in mine):
-        return f"{cell(best.variant_id)} of {cell(exp)}, warm median {median}; {how}, {c.noise_words()}"
-    runs = sorted({len(m.best_times_s) for m in mine} | {len(m.other_times_s) for m in mine})
-    with_runs = f"{runs[0]} runs" if len(runs) == 1 else f"{runs[0]}–{runs[-1]} runs"
-    p = f" (p = {c.p_value:.2g})" if c.p_value is not None else ""
-    return (f"none is faster beyond noise with {with_runs}{p}; {cell(best.variant_id)} of {cell(exp)} "
-            f"has the lowest warm median, {median}, {how}")
+    return keep_facts(table, comparisons, exp).words(cell)
 
 
 def keep_lines(session: Session, frame: pl.DataFrame | None = None) -> list[str]:
@@ -91,4 +155,4 @@ def keep_lines(session: Session, frame: pl.DataFrame | None = None) -> list[str]
     return [f"Keep: {keep_words(table, comparisons, exp)}." for exp in exps]
 
 
-__all__ = ["keep_lines", "keep_words"]
+__all__ = ["KeepFacts", "keep_facts", "keep_lines", "keep_words"]

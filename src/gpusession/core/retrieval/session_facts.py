@@ -1,0 +1,380 @@
+"""What a person is told about a session, computed once in one typed record (A1; S6, S8, S10, K1-K4, D5, D7).
+
+:class:`SessionFacts` holds the package and its window, the one count of accepted
+deliverables in the session's unit with its source and the cost per deliverable
+(:class:`~gpusession.core.money.answer.CostAnswer`), each variant's verdict, the variant
+to keep and why (its statistics), the risks, the typed incidents, the time left, the copy
+home's state and the energy per deliverable. A figure not measured is an
+:class:`Unmeasured` with its reason, never 0 and never a sentence read back later.
+
+Who renders it: ``show`` and ``cost`` (text and ``--json``), the report's summary and its
+cost section, ``export`` (each variant's verdict) and ``compare`` (its per-session answer).
+None of them decides a figure of its own.
+
+Why: the same session gave two answers (a count in the first lines of the report, none in
+its cost section; a rejected variant shown as the reference) when each front end chose
+its own figures.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from gpusession.core.files.clock import utcnow
+from gpusession.core.files.errors import BadInput
+from gpusession.core.files.textio import printable
+from gpusession.core.folder.approvals import approvals_path, load_approvals
+from gpusession.core.folder.package import Package
+from gpusession.core.money.answer import CostAnswer, session_answer
+from gpusession.core.money.count import CORPORA
+from gpusession.core.money.host_check import deviation_words
+from gpusession.core.money.window import PackageWindow, package_window
+from gpusession.core.records.energy import energy_summary
+from gpusession.core.records.summary import SummaryRow, accepted_unique_corpora, session_summary
+from gpusession.core.records.variants import compare_variants
+from gpusession.core.retrieval.incidents import SessionIncident, row_facts, session_incidents
+from gpusession.core.retrieval.json_contract import package_json
+from gpusession.core.retrieval.keep import KeepFacts, keep_facts
+from gpusession.core.retrieval.status import Retrieval, retrieval_state
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from gpusession.core.events.reading import JournalRead
+    from gpusession.core.folder.session import Session
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """A figure that was not measured, with why (C3: never 0, never a sentence parsed later).
+
+    Attributes:
+        reason: one line for a person (``nothing accepted yet``, ``package start not set``).
+    """
+
+    reason: str
+
+
+class Verdict(enum.Enum):
+    """A variant's verdict (D5, V1): its value is the word every front end prints."""
+
+    ACCEPTED = "accepted"
+    REJECTED = "REJECTED"
+    NOT_VALIDATED = "not validated"
+
+
+@dataclass(frozen=True)
+class VariantVerdict:
+    """One variant's verdict over its timed runs (cold and warm) of the current attempt (D5).
+
+    Attributes:
+        experiment_id: the experiment.
+        variant_id: the variant.
+        verdict: REJECTED when any validated run was rejected, accepted when every
+            validated run was accepted, not validated when no run holds a verdict.
+        validated: runs validated; accepted: runs accepted.
+        rejections: the rejected runs' defects in words (``ids: 300 missing``).
+        warm_median_s: the warm median in seconds; ``None`` when not measured warm.
+        kept: whether it is its experiment's variant to keep.
+    """
+
+    experiment_id: str
+    variant_id: str
+    verdict: Verdict
+    validated: int
+    accepted: int
+    rejections: tuple[str, ...] = ()
+    warm_median_s: float | None = None
+    kept: bool = False
+
+    def words(self) -> str:
+        """``accepted``, ``REJECTED (ids: 300 missing)``, ``REJECTED 2 of 5 (…)``, ``not validated``."""
+        if self.verdict is not Verdict.REJECTED:
+            return self.verdict.value
+        rejected = self.validated - self.accepted
+        some = "" if self.accepted == 0 else f" {rejected} of {self.validated}"
+        why = "; ".join(self.rejections) or "see the validation report"
+        return f"REJECTED{some} ({why})"
+
+    def to_json(self) -> dict[str, Any]:
+        """``experiment_id``, ``variant_id``, ``verdict`` (its word), ``words``, ``validated``, ``accepted``, ``warm_median_s``, ``kept``."""
+        return {"experiment_id": self.experiment_id, "variant_id": self.variant_id,
+                "verdict": self.verdict.value, "words": self.words(), "validated": self.validated,
+                "accepted": self.accepted, "warm_median_s": self.warm_median_s, "kept": self.kept}
+
+
+#: What a risk is about; the report's risks line lists them in this order.
+RiskKind = Literal["incidents", "rejected_variants", "rejected_files", "copy_home", "gpu_deviation", "time_left"]
+
+
+@dataclass(frozen=True)
+class Risk:
+    """One risk a person should know before deciding (D5, S4, D8, S6).
+
+    Attributes:
+        kind: what it is about (:data:`RiskKind`).
+        words: the risk in words (``2 incidents``, ``REJECTED: batch-8``).
+    """
+
+    kind: RiskKind
+    words: str
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """What a person is told about one session, computed once (A1).
+
+    Attributes:
+        name: the session.
+        package: the package as stored (K1).
+        window: start, end and time left of the package (S6).
+        time_left_s: seconds until the package ends (negative once ended), or why not known.
+        answer: the package total, the one count in the session's unit with its source and
+            the cost per deliverable from the one formula (K1-K4, S8, S10).
+        accepted_corpora: distinct accepted corpora of the results (K4); ``None`` when the
+            results do not read.
+        result_rows: rows of the results CSV; ``None`` when it does not read.
+        verdicts: each variant's verdict, in the summary's order (D5).
+        keep: the variant to keep per experiment measured warm, with its statistics (D5, D7).
+        risks: the risks, in the report's order (without live GPU probes: the report adds them).
+        incidents: the session's incidents, each once and typed (R7, S7).
+        legacy_incidents: rows older than typed incidents whose notes hold one.
+        retrieval: the copy home's state (S4).
+        energy_j: GPU energy of every measured run in joules, or why not known.
+    """
+
+    name: str
+    package: Package
+    window: PackageWindow
+    time_left_s: float | Unmeasured
+    answer: CostAnswer
+    accepted_corpora: int | None
+    result_rows: int | None
+    verdicts: tuple[VariantVerdict, ...]
+    keep: tuple[KeepFacts, ...]
+    risks: tuple[Risk, ...]
+    incidents: tuple[SessionIncident, ...]
+    legacy_incidents: int
+    retrieval: Retrieval
+    energy_j: float | Unmeasured
+
+    @property
+    def count(self) -> int | Unmeasured:
+        """The count of accepted deliverables every cost divides by (S10), or why it is not measured (K3)."""
+        a = self.answer
+        if a.count is None:
+            return Unmeasured(f"the count does not read: {a.count_problem}")
+        if a.count.n is None:
+            return Unmeasured(a.source_words() if a.count.source == CORPORA else a.count.words())
+        return a.count.n
+
+    @property
+    def package_total_usd_minor(self) -> int | Unmeasured:
+        """The package price × lots in cents (K1, K2), or why it is not priced (K7)."""
+        a = self.answer
+        if a.inputs is None:
+            return Unmeasured(f"cost not computed: {a.problem}")
+        total = a.inputs.package_total()
+        if total is None:
+            return Unmeasured("the package is not set (GPU model, days, lots)")
+        if total.total_usd_minor is None:
+            return Unmeasured(total.missing_reason or "the package price is not in the rates file")
+        return total.total_usd_minor
+
+    @property
+    def per_deliverable_usd_minor(self) -> int | Unmeasured:
+        """The cost per accepted deliverable in cents, rounded once half-up (K2, K3), or why not shown."""
+        a = self.answer
+        if a.per.per_accepted_usd_minor is not None:
+            return a.per.per_accepted_usd_minor
+        if a.count is None:
+            return Unmeasured(f"the count does not read ({a.count_problem})")
+        total = self.package_total_usd_minor
+        if isinstance(total, Unmeasured):
+            return total
+        return Unmeasured(a.per.reason or "no count of accepted deliverables")
+
+    @property
+    def energy_per_deliverable_j(self) -> float | Unmeasured:
+        """GPU energy ÷ the one count (S10), or why it is not shown (nothing accepted, a run unread)."""
+        if isinstance(self.energy_j, Unmeasured):
+            return self.energy_j
+        count = self.count
+        if isinstance(count, Unmeasured):
+            return count
+        if count == 0:
+            return Unmeasured("nothing accepted yet")
+        return self.energy_j / count
+
+    def verdict_of(self, experiment_id: Any, variant_id: Any) -> VariantVerdict | None:
+        """The verdict of one variant; ``None`` when it has no timed run."""
+        return next((v for v in self.verdicts if v.experiment_id == str(experiment_id)
+                     and v.variant_id == str(variant_id)), None)
+
+    def best_keep(self) -> KeepFacts | None:
+        """The fastest variant to keep over the session's experiments (``compare``'s time); ``None`` when none."""
+        kept = [k for k in self.keep if k.best is not None]
+        return min(kept, key=lambda k: float(k.warm_median_s or 0.0), default=None)
+
+    def count_json(self) -> dict[str, Any]:
+        """``count`` (``null`` when not measured), ``count_unmeasured`` (why), ``unit``, ``unit_plural``, ``source``, ``source_words``, ``count_words``."""
+        a = self.answer
+        count = self.count
+        return {"count": None if isinstance(count, Unmeasured) else count,
+                "count_unmeasured": count.reason if isinstance(count, Unmeasured) else None,
+                "unit": a.count.unit.singular if a.count is not None else None,
+                "unit_plural": a.count.unit.plural if a.count is not None else None,
+                "source": a.count.source if a.count is not None else None,
+                "source_words": a.source_words(),
+                "count_words": a.count.words() if a.count is not None else None}
+
+    def cost_json(self) -> dict[str, Any]:
+        """``package_total_usd_minor``, ``per_deliverable_usd_minor`` (each ``null`` + ``*_unmeasured`` when not known), ``per_unit_line``."""
+        total, per = self.package_total_usd_minor, self.per_deliverable_usd_minor
+        return {"package_total_usd_minor": None if isinstance(total, Unmeasured) else total,
+                "package_total_unmeasured": total.reason if isinstance(total, Unmeasured) else None,
+                "per_deliverable_usd_minor": None if isinstance(per, Unmeasured) else per,
+                "per_deliverable_unmeasured": per.reason if isinstance(per, Unmeasured) else None,
+                "per_unit_line": self.answer.per_unit_line()}
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON (``show --json`` and ``cost --json`` under ``answer``).
+
+        A figure not measured is ``null`` beside a ``*_unmeasured`` key with its reason.
+        """
+        left, energy = self.time_left_s, self.energy_per_deliverable_j
+        return {
+            "name": self.name, "package": package_json(self.package),
+            "time_left_s": None if isinstance(left, Unmeasured) else left,
+            "time_left_unmeasured": left.reason if isinstance(left, Unmeasured) else None,
+            **self.count_json(), **self.cost_json(),
+            "accepted_corpora": self.accepted_corpora, "result_rows": self.result_rows,
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "keep": [k.to_json() for k in self.keep],
+            "risks": [{"kind": r.kind, "words": r.words} for r in self.risks],
+            "incidents": [{"kind": i.kind, "words": i.words, "runs": [list(w) for w in i.runs]}
+                          for i in self.incidents],
+            "legacy_incidents": self.legacy_incidents,
+            "retrieval": {"verified": self.retrieval.verified, "words": self.retrieval.words},
+            "energy_per_deliverable_j": None if isinstance(energy, Unmeasured) else energy,
+            "energy_unmeasured": energy.reason if isinstance(energy, Unmeasured) else None,
+        }
+
+
+def _verdicts(table: list[SummaryRow], kept: dict[str, str]) -> tuple[VariantVerdict, ...]:
+    """Each variant's verdict over its timed rows of the current attempt (D5)."""
+    groups: dict[tuple[str, str], list[SummaryRow]] = {}
+    for r in table:
+        if r.phase in ("cold", "warm") and r.attempt is None:
+            groups.setdefault((str(r.experiment_id), str(r.variant_id)), []).append(r)
+    out = []
+    for (exp, variant), rows in groups.items():
+        validated = sum(r.validated for r in rows)
+        accepted = sum(r.accepted for r in rows)
+        verdict = (Verdict.NOT_VALIDATED if validated == 0 else
+                   Verdict.ACCEPTED if validated == accepted else Verdict.REJECTED)
+        rejections = tuple(dict.fromkeys(w for r in rows for w in r.rejections))
+        warm = next((r.median_seconds for r in rows if r.phase == "warm"), None)
+        out.append(VariantVerdict(exp, variant, verdict, validated, accepted, rejections, warm,
+                                  kept.get(exp) == variant))
+    return tuple(out)
+
+
+def rejected_files_words(session: Session) -> str | None:
+    """``1 file REJECTED by a person (chart-5.png)`` when approvals hold a rejection (S9), else ``None``."""
+    if not approvals_path(session).exists():
+        return None
+    try:
+        names = sorted(rel for rel, d in load_approvals(session).items() if d.decision == "rejected")
+    except BadInput:
+        return None  # the count's own line names the file that does not read
+    if not names:
+        return None
+    shown = ", ".join(printable(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{len(names)} {'file' if len(names) == 1 else 'files'} REJECTED by a person ({shown})"
+
+
+def _risks(session: Session, verdicts: tuple[VariantVerdict, ...], incidents: int, timed: bool,
+           retrieval: Retrieval, window: PackageWindow) -> tuple[Risk, ...]:
+    """The risks in the report's order: incidents, rejected variants and files, copy home, GPU, time left."""
+    risks = [Risk("incidents", f"{incidents} {'incident' if incidents == 1 else 'incidents'}"
+                  if incidents else "no incident")]
+    if timed:
+        rejected = list(dict.fromkeys(v.variant_id for v in verdicts if v.verdict is Verdict.REJECTED))
+        risks.append(Risk("rejected_variants", f"REJECTED: {', '.join(rejected)}" if rejected
+                          else "no variant rejected"))
+    if (files := rejected_files_words(session)) is not None:
+        risks.append(Risk("rejected_files", files))
+    risks.append(Risk("copy_home", retrieval.words))
+    risks += [Risk("gpu_deviation", w) for w in deviation_words(session)]  # D8
+    if session.package.end is not None:
+        risks.append(Risk("time_left", window.time_left_words(minutes=False)))
+    return tuple(risks)
+
+
+def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl.DataFrame | None = None,
+                  now: datetime | None = None, cache: bool = False,
+                  rows_read: tuple[list[Any], JournalRead] | None = None) -> SessionFacts:
+    """The session's :class:`SessionFacts`: each file read once, each figure decided here (A1).
+
+    Args:
+        session: the open session.
+        rates_path: a rates file for this call in place of the session's (K7).
+        frame: the results rows when already read; a results file that does not read is
+            said by the count (``answer.count_problem``), never raised.
+        now: the instant of the time left (aware); default the clock (A6).
+        cache: keep the count for ``status`` (``cost`` does; readers do not).
+        rows_read: each row's typed facts and the journal read, when the caller has them
+            (the report matches them once for its sections too).
+
+    Returns:
+        The record.
+
+    Raises:
+        Nothing of its own for unreadable session files the answer says; an OSError of
+        the disk passes through.
+    """
+    now = now or utcnow()
+    if frame is None:
+        try:
+            frame = session.results.read()
+        except BadInput:
+            frame = None  # the answer's count says which file and line (H-39)
+    answer = session_answer(session, rates_path, frame=frame, cache=cache)
+    pkg = session.package
+    window = package_window(pkg, now)
+    left = pkg.time_left(now)
+    time_left: float | Unmeasured = (left.total_seconds() if left is not None
+                                     else Unmeasured("the package start or length is not set"))
+    retrieval = retrieval_state(session.folder)
+    if frame is None:
+        return SessionFacts(session.name, pkg, window, time_left, answer, None, None, (), (),
+                            _risks(session, (), 0, False, retrieval, window), (), 0, retrieval,
+                            Unmeasured("the results do not read"))
+    table = session_summary(session, frame) if frame.height else []
+    timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
+    comparisons = compare_variants(frame, table) if timed else []
+    exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
+    keep = tuple(keep_facts(table, comparisons, e) for e in exps)
+    verdicts = _verdicts(table, {str(k.experiment_id): k.variant_id for k in keep if k.variant_id is not None})
+    if rows_read is None:
+        read = session.journal_read()
+        rows_read = (row_facts(frame, read.records), read)
+    facts, read = rows_read
+    found = session_incidents(frame, facts, read)
+    energy = energy_summary(frame, facts)
+    energy_j: float | Unmeasured = (Unmeasured("no run was measured on a GPU") if energy is None
+                                    else energy.total_j if energy.total_j is not None
+                                    else Unmeasured(energy.reason or "a measured GPU run has no energy reading"))
+    risks = _risks(session, verdicts, len(found), bool(timed), retrieval, window)
+    return SessionFacts(session.name, pkg, window, time_left, answer, accepted_unique_corpora(frame),
+                        frame.height, verdicts, keep, risks, found.incidents, len(found.legacy), retrieval,
+                        energy_j)
+
+
+__all__ = ["Risk", "SessionFacts", "Unmeasured", "VariantVerdict", "Verdict", "rejected_files_words",
+           "session_facts"]
