@@ -88,24 +88,22 @@ def cmd_cost(args: argparse.Namespace) -> int:
     priced: Any = None  # the session priced, for --json
     corpora: int | None = None  # its distinct accepted corpora (K4), under show's key
     package_times: dict[str, Any] = {"start": None, "end": None}
+    facts = None
     if args.session:
-        from gpusession.core.money.answer import session_answer
+        from gpusession.core.retrieval.session_facts import session_facts
 
         s = open_session(args, args.session)
         priced = s
-        # the session's one count and cost (A1, S10): what the report and the panes say
-        frame = _results(s)  # read once: the count and the corpora under show's key
-        answer = session_answer(s, rates_path, frame=frame, cache=accepted is None)
+        # the session's one record (A1, S10): the count, its source and the cost the report and show say
+        facts = session_facts(s, rates_path, frame=_results(s), cache=accepted is None)
+        answer = facts.answer
         if accepted is None:
             answer.checked()  # a rates file, approvals.toml or results that do not read: exit 2
         elif answer.inputs is None:
             raise answer.errors[0]
         assert answer.inputs is not None
         rates, pkg = answer.inputs.rates, answer.inputs.package
-        if frame is not None:
-            from gpusession.core.records.summary import accepted_unique_corpora
-
-            corpora = accepted_unique_corpora(frame)
+        corpora = facts.accepted_corpora
         from gpusession.core.retrieval.json_contract import package_json
 
         package_times = {k: v for k, v in package_json(pkg).items() if k in ("start", "end")}
@@ -173,6 +171,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
                                 else deliverables_json(priced) if priced is not None else None)
         data["per_unit_line"] = unit_line
         data["not_counted"] = list(left_out)
+        # the session's record (count, unit, source, cost per deliverable, verdicts, keep); null for figures on the line
+        data["answer"] = facts.to_json() if facts is not None and args.accepted_results is None else None
         print_json(data)
     else:
         if unit_line is not None:  # S10: "55.00 USD ÷ 18 approved visuals = 3.06 USD per visual"

@@ -16,9 +16,7 @@ from gpusession.commands._common import (
 from gpusession.commands.deliverables_cmd import (
     apply_unit,
     check_unit_args,
-    deliverables_json,
     deliverables_line,
-    deliverables_problem,
     list_deliverables,
 )
 from gpusession.core.files.clock import utcnow
@@ -34,8 +32,8 @@ from gpusession.core.folder.package import (
 from gpusession.core.folder.root import remember_sessions_dir
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.money.window import package_warning, package_window
-from gpusession.core.records.summary import accepted_unique_corpora, session_summary
-from gpusession.core.retrieval.status import Retrieval, list_facts, retrieval_state
+from gpusession.core.retrieval.session_facts import SessionFacts, session_facts
+from gpusession.core.retrieval.status import Retrieval, list_facts
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -259,12 +257,17 @@ def _package_line(p: Package) -> str:
     return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, {package_window(p).time_left_words()}"
 
 
-def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, Any]:
+def session_json(s: Session, retrieval: Retrieval | None = None, facts: SessionFacts | None = None) -> dict[str, Any]:
     """Everything ``show --json`` prints: the ``session.toml`` content plus computed figures.
+
+    The count, the cost, the verdicts and the copy home are the session's one record
+    (:class:`SessionFacts`, A1), under ``answer`` and under the keys ``list`` and
+    ``status`` give (``accepted_corpora``, ``deliverables``, ``copy_home_verified``).
 
     Args:
         s: The open session.
         retrieval: the copy-home state when the caller has read it already (read once).
+        facts: the session's record when the caller has built it (built here otherwise).
 
     Returns:
         ``name``, ``folder``, ``created_at``, ``package`` (with ``end``, S6),
@@ -272,7 +275,9 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         ``None`` when none), ``time_left_s``, ``result_rows`` (rows of the results CSV),
         ``accepted_corpora`` (K4), ``summary`` (one dict per experiment, variant and
         phase, R6), ``copy_home_verified`` and ``warning`` (the end-of-package warning or
-        ``None``) and ``session_toml`` (the rest of the file).
+        ``None``), ``session_toml`` (the rest of the file) and ``answer``
+        (:meth:`SessionFacts.to_json`: count, unit, source, cost per deliverable, verdicts,
+        keep, risks, incidents, energy; a figure not measured is ``null`` with its reason).
 
     Raises:
         BadInput: An unreadable results CSV, a ``[plan]`` broken by hand.
@@ -281,10 +286,12 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
     from gpusession.core.retrieval.json_contract import package_json, time_left_s
 
     frame = s.results.read()
+    facts = facts or session_facts(s, frame=frame)  # the one record (A1): count, cost, verdicts
     pkg = s.package
     plan = session_plan(s)
-    summary = session_summary(s, frame)
-    verified = (retrieval or retrieval_state(s.folder)).verified
+    summary = list(facts.summary)
+    verified = (retrieval or facts.retrieval).verified
+    count = facts.answer.count
     return {
         "name": s.name,
         "folder": str(s.folder),
@@ -295,8 +302,8 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         "repeated_rows": [r.words() for r in s.results.repeated],  # copied by hand: counted once
         "missing_rows": [m.words() for m in s.results.missing],  # ended in the journal, row deleted
         "result_rows": frame.height,  # result rows: loads, runs and incidents (the text says so)
-        "accepted_corpora": accepted_unique_corpora(frame),
-        "deliverables": deliverables_json(s, frame),  # S8, S10: the count in the unit, its source
+        "accepted_corpora": facts.accepted_corpora,
+        "deliverables": count.to_json() if count is not None else None,  # S8, S10: the count in the unit, its source
         "summary": [r.to_json() for r in summary],
         "copy_home_verified": verified,
         "warning": _warning_text(s, verified),
@@ -310,6 +317,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None) -> dict[str, An
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package", "plan")},
         "derived": derived_comparisons(s, summary),
         "corpus_kept": _corpus_kept(s),
+        "answer": facts.to_json(),
     }
 
 
@@ -510,8 +518,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         BadInput: No such session, an unreadable ``session.toml`` or results CSV.
     """
     s = open_session(args, args.name)
-    retrieval = retrieval_state(s.folder)
-    data = session_json(s, retrieval)
+    facts = session_facts(s, frame=s.results.read())  # what a person is told, once (A1)
+    retrieval = facts.retrieval
+    data = session_json(s, retrieval, facts)
     if args.json:
         print_json(data)
         return 0
@@ -568,10 +577,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(printable(f"accepted  {in_unit}"))
         for words in data["deliverables"]["not_counted"]:  # the period, a change after approval
             print(printable(f"          not counted: {words}", keep=""))
-    elif data["deliverables"] is None and (why := deliverables_problem(s)) is not None:
+    elif data["deliverables"] is None and (why := facts.answer.count_problem) is not None:
         print(printable(f"accepted  not counted: {why}"))  # one line naming the file (H-39)
     else:
         print(f"accepted  {n_acc} distinct accepted {'corpus' if n_acc == 1 else 'corpora'}")
+    print(printable(f"cost      {facts.cost_words()}"))  # the record's figure (K3, S10), one formula
     if data["summary"]:
         print()
         print(printable(format_summary(data["summary"])))

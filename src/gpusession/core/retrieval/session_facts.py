@@ -30,8 +30,9 @@ from gpusession.core.files.textio import printable
 from gpusession.core.folder.approvals import approvals_path, load_approvals
 from gpusession.core.folder.package import Package
 from gpusession.core.money.answer import CostAnswer, session_answer
-from gpusession.core.money.count import CORPORA
+from gpusession.core.money.count import CORPORA, cost_line
 from gpusession.core.money.host_check import deviation_words
+from gpusession.core.money.rates import format_usd
 from gpusession.core.money.window import PackageWindow, package_window
 from gpusession.core.records.energy import energy_summary
 from gpusession.core.records.summary import SummaryRow, accepted_unique_corpora, session_summary
@@ -145,6 +146,8 @@ class SessionFacts:
         legacy_incidents: rows older than typed incidents whose notes hold one.
         retrieval: the copy home's state (S4).
         energy_j: GPU energy of every measured run in joules, or why not known.
+        summary: the summary table per experiment, variant and phase (R6), which the
+            verdicts and the keep are made of (``show`` prints it).
     """
 
     name: str
@@ -161,6 +164,7 @@ class SessionFacts:
     legacy_incidents: int
     retrieval: Retrieval
     energy_j: float | Unmeasured
+    summary: tuple[SummaryRow, ...] = ()
 
     @property
     def count(self) -> int | Unmeasured:
@@ -210,6 +214,20 @@ class SessionFacts:
             return Unmeasured("nothing accepted yet")
         return self.energy_j / count
 
+    def cost_words(self) -> str:
+        """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (K2, K3, S8, S10), or what is known and why not.
+
+        The figure is the answer's (one formula); ``show`` prints it on its ``cost`` line.
+        """
+        a = self.answer
+        total = self.package_total_usd_minor
+        if a.count is None:
+            head = "" if isinstance(total, Unmeasured) else f"{format_usd(total)} for the package; "
+            return f"{head}no cost per deliverable: the count does not read ({a.count_problem})"
+        if isinstance(total, Unmeasured):
+            return f"{a.count.words()}; {total.reason}"
+        return cost_line(total, a.count)
+
     def verdict_of(self, experiment_id: Any, variant_id: Any) -> VariantVerdict | None:
         """The verdict of one variant; ``None`` when it has no timed run."""
         return next((v for v in self.verdicts if v.experiment_id == str(experiment_id)
@@ -251,7 +269,7 @@ class SessionFacts:
             "name": self.name, "package": package_json(self.package),
             "time_left_s": None if isinstance(left, Unmeasured) else left,
             "time_left_unmeasured": left.reason if isinstance(left, Unmeasured) else None,
-            **self.count_json(), **self.cost_json(),
+            **self.count_json(), **self.cost_json(), "cost_words": self.cost_words(),
             "accepted_corpora": self.accepted_corpora, "result_rows": self.result_rows,
             "verdicts": [v.to_json() for v in self.verdicts],
             "keep": [k.to_json() for k in self.keep],
@@ -355,7 +373,7 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
         return SessionFacts(session.name, pkg, window, time_left, answer, None, None, (), (),
                             _risks(session, (), 0, False, retrieval, window), (), 0, retrieval,
                             Unmeasured("the results do not read"))
-    table = session_summary(session, frame) if frame.height else []
+    table = session_summary(session, frame)
     timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
     comparisons = compare_variants(frame, table) if timed else []
     exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
@@ -373,7 +391,7 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
     risks = _risks(session, verdicts, len(found), bool(timed), retrieval, window)
     return SessionFacts(session.name, pkg, window, time_left, answer, accepted_unique_corpora(frame),
                         frame.height, verdicts, keep, risks, found.incidents, len(found.legacy), retrieval,
-                        energy_j)
+                        energy_j, tuple(table))
 
 
 __all__ = ["Risk", "SessionFacts", "Unmeasured", "VariantVerdict", "Verdict", "rejected_files_words",
