@@ -55,22 +55,18 @@ from gpusession.core.files.units import (
     format_seconds_range,
     significant,
 )
-from gpusession.core.folder.approvals import approvals_path, load_approvals
 from gpusession.core.folder.corpus_pin import is_kept_corpus
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, refuse_session_data
-from gpusession.core.money.answer import CostAnswer, session_answer
+from gpusession.core.money.answer import CostAnswer
 from gpusession.core.money.cost import cost_report
-from gpusession.core.money.host_check import deviation_words
 from gpusession.core.money.kept_plan import session_plan
 from gpusession.core.money.order import load_order
 from gpusession.core.money.order_text import order_status_line
 from gpusession.core.money.rates import format_usd
-from gpusession.core.money.window import package_window
 from gpusession.core.records.energy import energy_summary
 from gpusession.core.records.ranks import RANKS_FILE, read_rank_frame
 from gpusession.core.records.summary import (
-    accepted_unique_corpora,
     session_summary,
     validated_count,
     variant_words,
@@ -99,6 +95,7 @@ from gpusession.core.retrieval.incidents import (
 # Every text shown in the report is made inert Markdown (H-45): printable() and more.
 from gpusession.core.retrieval.mdtext import inert_markdown, md_text
 from gpusession.core.retrieval.mdtext import md_text as printable
+from gpusession.core.retrieval.session_facts import SessionFacts, Verdict, session_facts
 from gpusession.core.validation.report import without_output_digest
 
 #: Section titles, in order; tests check that every one is present.
@@ -1143,10 +1140,12 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any, answer: CostAnswer,
-             now: datetime, probes: Sequence[tuple[str, ProbeReading]] = ()) -> tuple[list[str], list[str]]:
+def _summary(session: Session, facts: SessionFacts, table: list[Any], cost: Any,
+             probes: Sequence[tuple[str, ProbeReading]] = ()) -> tuple[list[str], list[str]]:
     """The first lines: the verdict, the cost, the variant to keep, the risks (D5, D7, K3).
 
+    A rendering of the session's record (:class:`SessionFacts`, A1): its count, cost,
+    verdicts, keep and risks; the live GPU probes' risks are added after the copy home.
     At most :data:`SUMMARY_LINES` lines at 80 columns: one experiment's recommendation
     per line, the others counted.
 
@@ -1154,16 +1153,14 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
         ``(lines, experiments)``: the lines, and the experiments whose variant to keep
         they name (the answer's experiments, which the charts draw).
     """
-    from gpusession.core.records.variants import compare_variants
-
+    answer = facts.answer
     timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
     runs = sum(r.runs for r in timed)
     validated = sum(r.validated for r in timed)
     accepted_rows = sum(r.accepted for r in timed)
-    rejected = list(dict.fromkeys(str(r.variant_id) for r in timed if r.rejected))
-    n_acc = sum(1 for v in dict.fromkeys(str(r.variant_id) for r in timed if r.validated)
-                if v not in rejected)
-    corpora = accepted_unique_corpora(frame)
+    rejected = list(dict.fromkeys(v.variant_id for v in facts.verdicts if v.verdict is Verdict.REJECTED))
+    n_acc = len({v.variant_id for v in facts.verdicts if v.verdict is Verdict.ACCEPTED} - set(rejected))
+    corpora = facts.accepted_corpora or 0
     counted = answer.count.words() if answer.in_unit and answer.count else None  # S10: one source
     if validated == 0 and counted is not None and answer.accepted is not None:  # decided files, no run judged
         verdict = (f"**Verdict:** {counted}; "
@@ -1194,64 +1191,32 @@ def _summary(session: Session, frame: pl.DataFrame, table: list[Any], cost: Any,
     if (plan := _plan_words(session)) is not None:  # K6: the plan beside the package
         out[-1] = out[-1].removesuffix(".") + ";"
         out += _wrap(f"{plan}.", indent="  ", first="  ")
-    comparisons = compare_variants(frame, table)
-    exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
-    risks = _risk_lines(session, frame, rejected if timed else None, probes, now)
+    risks = _risk_lines(facts, probes)
     keep: list[str] = []
     named: list[str] = []
-    for n, exp in enumerate(exps):  # as many experiments as the 10 lines hold, the rest counted
-        lines = _wrap(f"**Keep:** {_keep_words(table, comparisons, exp)}.", indent="  ", first="- ")
-        room = SUMMARY_LINES - len(out) - len(risks) - len(keep) - (1 if n < len(exps) - 1 else 0)
+    for n, kept in enumerate(facts.keep):  # as many experiments as the 10 lines hold, the rest counted
+        lines = _wrap(f"**Keep:** {kept.words(cell=_cell)}.", indent="  ", first="- ")
+        room = SUMMARY_LINES - len(out) - len(risks) - len(keep) - (1 if n < len(facts.keep) - 1 else 0)
         if len(lines) > room:
-            keep.append(f"- **Keep:** … {len(exps) - n} more experiments: see the results.")
+            keep.append(f"- **Keep:** … {len(facts.keep) - n} more experiments: see the results.")
             break
         keep += lines
-        named.append(str(exp))
+        named.append(str(kept.experiment_id))
     return (out + keep + risks)[:SUMMARY_LINES], named
 
 
-def _keep_words(table: list[Any], comparisons: list[Any], exp: Any) -> str:
-    """The variant to keep of ``exp`` with its ratio, noise first when nothing differs (D5, D7)."""
-    from gpusession.core.retrieval.keep import keep_words
+def _risk_lines(facts: SessionFacts, probes: Sequence[tuple[str, ProbeReading]]) -> list[str]:
+    """The risks line: the record's risks, each live probe's risk after the copy home's.
 
-    return keep_words(table, comparisons, exp, cell=_cell)
-
-
-def _rejected_files(session: Session) -> list[str]:
-    """``1 file rejected by a person (chart-5.png)`` when approvals hold a rejection (S9), else nothing."""
-    if not approvals_path(session).exists():
-        return []
-    try:
-        names = sorted(rel for rel, d in load_approvals(session).items() if d.decision == "rejected")
-    except BadInput:
-        return []  # the count's own line names the file that does not read
-    if not names:
-        return []
-    shown_names = ", ".join(printable(n) for n in names[:3]) + (f" and {len(names) - 3} more"
-                                                                       if len(names) > 3 else "")
-    return [f"{_plural(len(names), 'file', 'files')} REJECTED by a person ({shown_names})"]
-
-
-def _risk_lines(session: Session, frame: pl.DataFrame, rejected: list[str] | None,
-                probes: Sequence[tuple[str, ProbeReading]], now: datetime) -> list[str]:
-    """The risks line: incidents, rejected variants and files, the copy home, the GPU, time left.
-
-    ``rejected`` is ``None`` where no variant was timed (nothing to say of variants). A
-    probe's risk is its typed :attr:`~gpusession.core.retrieval.evidence.ProbeReading.risk`.
+    The record's risks are incidents, rejected variants and files, the copy home, the GPU
+    and the time left; a probe's risk is its typed
+    :attr:`~gpusession.core.retrieval.evidence.ProbeReading.risk`.
     """
-    from gpusession.core.retrieval.status import retrieval_state
-
-    incidents = len(_incident_groups(session, frame))
-    risks = [_plural(incidents, "incident", "incidents") if incidents else "no incident"]
-    if rejected is not None:
-        risks.append(f"REJECTED: {', '.join(rejected)}" if rejected else "no variant rejected")
-    risks += _rejected_files(session)
-    risks.append(retrieval_state(session.folder).words)
-    risks += [probe.risk for _, probe in probes if probe.risk is not None]
-
-    risks += deviation_words(session)  # D8: the GPU found is not the one ordered
-    if session.package.end is not None:
-        risks.append(package_window(session.package, now).time_left_words(minutes=False))
+    risks: list[str] = []
+    for risk in facts.risks:
+        risks.append(risk.words)
+        if risk.kind == "copy_home":
+            risks += [probe.risk for _, probe in probes if probe.risk is not None]
     return _wrap(f"**Risks:** {'; '.join(risks)}.", indent="  ", first="- ")
 
 
@@ -1276,11 +1241,12 @@ def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.Da
     now = now or utcnow()
     items = cl.load_checklist(session)
     frame = session.results.read() if frame is None else frame
-    table = session_summary(session, frame) if frame.height else []
-    answer = session_answer(session, frame=frame)  # the one count and cost (A1)
+    facts = session_facts(session, frame=frame, now=now, rows_read=_row_facts(session, frame))  # the one record (A1)
+    table = list(facts.summary) if frame.height else []
+    answer = facts.answer
     cost = _cost_report(session, answer)
     probes = _live_probes(session, nvml)
-    summary, answered = _summary(session, frame, table, cost, answer, now, probes)
+    summary, answered = _summary(session, facts, table, cost, probes)
     return _Head(now, items, frame, table, cost, probes, summary, answer, answered)
 
 
