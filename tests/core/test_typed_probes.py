@@ -23,6 +23,7 @@ from gpusession.core.retrieval.evidence import (
     protocol_findings,
 )
 from gpusession.core.retrieval.report import _env, _protocols, _risk_lines
+from gpusession.core.retrieval.session_facts import session_facts
 
 pytestmark = pytest.mark.calendar
 
@@ -36,8 +37,8 @@ def _ran_on(session: Session, device: str, peak_allocated_bytes: int | None = No
 
 
 def _risks(session: Session, probes: list[tuple[str, ProbeReading]]) -> str:
-    frame = session.results.read()
-    return " ".join(" ".join(_risk_lines(session, frame, None, probes, TEST_NOW)).split())
+    facts = session_facts(session, now=TEST_NOW)  # the record's risks, the probes' after the copy home
+    return " ".join(" ".join(_risk_lines(facts, probes)).split())
 
 
 def test_g6_a_run_on_the_cpu_is_a_typed_risk(session: Session) -> None:
