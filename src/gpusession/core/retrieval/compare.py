@@ -1,10 +1,11 @@
 """Sessions compared in the same terms: which card to rent (D6, K1-K4, D5).
 
 Who calls it: ``gpusession compare`` (:mod:`gpusession.commands.compare_cmd`). Each
-session's money comes from the one cost assembly (:func:`gpusession.core.money.answer.session_answer`
-and :func:`gpusession.core.money.cost.cost_report`, the figures ``gpusession cost --session``
-prints), its time from the summary table's recommended variant
-(:func:`gpusession.core.records.summary.recommended_variant`). Sessions are ranked only
+session's count and cost per deliverable come from its one record
+(:func:`gpusession.core.retrieval.session_facts.session_facts`, the figures ``gpusession cost``
+and ``show`` print; the package total through :func:`gpusession.core.money.cost.cost_report`,
+taking the order's package where the session sets none), its time from the record's variant
+to keep, the fastest accepted over its experiments (D5). Sessions are ranked only
 when they ran the same work (D6): the corpus revision and the protocol (classes, metric,
 threshold, tolerance, stopwatch scope, precision, context limit, model and tokenizer
 revisions); a difference is named and blocks the ranking unless the caller allows it.
@@ -29,15 +30,15 @@ from gpusession.core.files.units import format_seconds
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session, list_sessions
 from gpusession.core.folder.unit import unit_of
-from gpusession.core.money.answer import session_answer
 from gpusession.core.money.cost import cost_report
 from gpusession.core.money.count import DeliverableCount, cost_line
 from gpusession.core.money.host_check import load_host_checks
 from gpusession.core.money.order import load_order
 from gpusession.core.money.rates import format_usd
-from gpusession.core.records.summary import accepted_revisions, recommended_variant, session_summary
+from gpusession.core.records.summary import accepted_revisions
 from gpusession.core.retrieval.json_contract import package_json
 from gpusession.core.retrieval.plotting import ChartsUnavailable, pyplot_agg
+from gpusession.core.retrieval.session_facts import session_facts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -459,7 +460,8 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         BadInput: an unreadable results CSV, rates file, order or experiment definition.
     """
     frame = session.results.read()
-    answer = session_answer(session, rates_path, frame=frame)  # the one count and divisor (A1, S10)
+    facts = session_facts(session, rates_path, frame=frame)  # the session's one record (A1, S10)
+    answer = facts.answer
     if answer.inputs is None:
         raise answer.errors[0]
     inputs = answer.inputs
@@ -494,10 +496,8 @@ def session_figures(session: Session, rates_path: Path | None = None) -> Session
         count_problem=count_problem)
     host_check, probe = _host_check_cells(session)
     figures = replace(figures, host_check=host_check, probe=probe)
-    rows = session_summary(session, frame)
-    experiments = dict.fromkeys(r.experiment_id for r in rows if r.phase == "warm")
-    kept = [k for k in (recommended_variant(rows, e) for e in experiments) if k is not None]
-    best = min(kept, key=lambda r: float(r.median_seconds or 0.0), default=None)
+    kept = facts.best_keep()  # the record's variant to keep, fastest over its experiments (D5)
+    best = kept.best if kept is not None else None
     if best is None:
         return figures
     return replace(figures, experiment_id=best.experiment_id, variant_id=best.variant_id,
