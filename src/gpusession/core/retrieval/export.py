@@ -32,7 +32,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.folder.experiments import load_experiments
 from gpusession.core.folder.session import Session
-from gpusession.core.records.summary import session_summary
+from gpusession.core.retrieval.session_facts import Verdict, session_facts
 
 #: The keys of one hyperfine result, in hyperfine's order (``memory_usage_byte``, which
 #: hyperfine leaves out when not measured, is left out then).
@@ -185,8 +185,7 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
     frame = session.results.read()
     if experiment_id is not None and frame.height:
         frame = frame.filter(pl.col("experiment_id") == experiment_id)
-    summary = {(r.experiment_id, r.variant_id): r
-               for r in session_summary(session, frame) if r.phase == "warm" and r.attempt is None}
+    facts = session_facts(session, frame=frame)  # each variant's verdict, as every front end says it (A1, D5)
     experiments = {e.id: e for e in load_experiments(session)}
     warm = frame.filter(pl.col("phase") == "warm") if frame.height else frame
     groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
@@ -205,12 +204,12 @@ def hyperfine_results(session: Session, experiment_id: str | None = None) -> tup
             continue
         name, cell = _varied_cell(experiments.get(exp_id), rows[0])
         parameters = {name: str(cell)} if name and cell is not None else {"variant": str(variant_id)}
-        verdict = summary.get((exp_id, variant_id))
+        verdict = facts.verdict_of(exp_id, variant_id)
         entry = hyperfine_entry(f"{exp_id} {variant_id}", times, parameters,
-                                verdict.verdict_words() if verdict is not None else "not validated", run_usage)
+                                verdict.words() if verdict is not None else Verdict.NOT_VALIDATED.value, run_usage)
         # typed beside the words: True every validated run accepted, False one rejected, None not validated
-        entry["gpusession_accepted"] = (None if verdict is None or verdict.validated == 0
-                                        else verdict.rejected == 0)
+        entry["gpusession_accepted"] = (None if verdict is None or verdict.verdict is Verdict.NOT_VALIDATED
+                                        else verdict.verdict is Verdict.ACCEPTED)
         entry["gpusession_failed_runs"] = len(rows) - len(times)
         results.append(entry)
     if not results:
