@@ -1,9 +1,10 @@
 """One place per job (A1): a session's cost inputs (package, rates; K1, K7) are assembled
 only by :func:`gpusession.core.money.cost.session_cost_inputs`, and the count every cost
-divides by is chosen only by :func:`gpusession.core.money.answer.session_answer` (S10):
-``gpusession cost --session``, the Cost pane, ``compare`` and the report go through it;
-the runner's per-row package total (:mod:`gpusession.bench.run_validation`) reads the
-inputs alone.
+divides by is chosen only by :func:`gpusession.core.money.answer.session_answer` (S10),
+which the session's one record (:func:`gpusession.core.retrieval.session_facts.session_facts`)
+asks: ``gpusession cost --session``, ``compare`` and the report render that record; the
+Cost pane asks the answer; the runner's per-row package total
+(:mod:`gpusession.bench.run_validation`) reads the inputs alone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from typing import Any
 
 import pytest
 
+# the record and its importers are imported before any spy: one imported under a spy keeps it
+import gpusession.commands.cost_cmds
+import gpusession.core.retrieval.compare
+import gpusession.core.retrieval.report  # noqa: F401
 from gpusession.core.money import cost
+from gpusession.core.retrieval import session_facts
 from gpusession.testing import FIXED_NOW
 
 
@@ -42,6 +48,12 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
+def facts_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The callers of :func:`session_facts` (the one record a person is told)."""
+    return _spy(monkeypatch, session_facts, "session_facts")
+
+
+@pytest.fixture
 def answer_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The callers of :func:`session_answer` (the one count and divisor)."""
     from gpusession.core.money import answer
@@ -53,13 +65,14 @@ def _called_from(callers: list[str], suffix: str) -> bool:
     return any(c.endswith(suffix) for c in callers)
 
 
-def test_a1_cli_cost_session_uses_the_session_answer(answer_spy: list[str], measured_session: Any,
-                                                     sessions_root: Path,
+def test_a1_cli_cost_session_uses_the_session_answer(answer_spy: list[str], facts_spy: list[str],
+                                                     measured_session: Any, sessions_root: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from gpusession.cli import main
 
     assert main(["--sessions-dir", str(sessions_root), "cost", "--session", measured_session.name]) == 0
-    assert _called_from(answer_spy, "gpusession/commands/cost_cmds.py"), answer_spy
+    assert _called_from(facts_spy, "gpusession/commands/cost_cmds.py"), facts_spy
+    assert _called_from(answer_spy, "gpusession/core/retrieval/session_facts.py"), answer_spy
     assert "Accepted deliverables:" in capsys.readouterr().out
 
 
@@ -71,12 +84,14 @@ def test_a1_cost_pane_uses_the_session_answer(answer_spy: list[str], measured_se
     assert _called_from(answer_spy, "gpusession/ui/panes/cost.py"), answer_spy
 
 
-def test_a1_compare_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
+def test_a1_compare_uses_the_session_answer(answer_spy: list[str], facts_spy: list[str],
+                                            measured_session: Any) -> None:
     from gpusession.core.retrieval.compare import session_figures
 
     figures = session_figures(measured_session)
     assert figures.accepted == 1 and figures.cost_per_accepted_usd_minor == 5500
-    assert _called_from(answer_spy, "gpusession/core/retrieval/compare.py"), answer_spy
+    assert _called_from(facts_spy, "gpusession/core/retrieval/compare.py"), facts_spy
+    assert _called_from(answer_spy, "gpusession/core/retrieval/session_facts.py"), answer_spy
 
 
 def test_a1_the_answer_is_made_by_one_formula_and_one_count_chooser() -> None:
@@ -97,13 +112,15 @@ def test_k1_run_validation_package_total_uses_session_cost_inputs(spy: list[str]
     assert _called_from(spy, "gpusession/bench/run_validation.py"), spy
 
 
-def test_a1_report_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
+def test_a1_report_uses_the_session_answer(answer_spy: list[str], facts_spy: list[str],
+                                           measured_session: Any) -> None:
     from gpusession.core.retrieval.report import render_report
 
     text = render_report(measured_session, now=FIXED_NOW)
     words = " ".join(text.split())
     assert "Cost per accepted deliverable" in words and "distinct corpus accepted" in words
-    assert _called_from(answer_spy, "gpusession/core/retrieval/report.py"), answer_spy
+    assert _called_from(facts_spy, "gpusession/core/retrieval/report.py"), facts_spy
+    assert _called_from(answer_spy, "gpusession/core/retrieval/session_facts.py"), answer_spy
 
 
 def test_k4_session_cost_inputs_counts_distinct_accepted_corpora(measured_session: Any) -> None:
