@@ -218,12 +218,14 @@ class SessionFacts:
         """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (K2, K3, S8, S10), or what is known and why not.
 
         The figure is the answer's (one formula); ``show`` prints it on its ``cost`` line.
+        A count that does not read is said so here, its file named once by the count's own
+        line (``answer.count_problem``).
         """
         a = self.answer
         total = self.package_total_usd_minor
         if a.count is None:
             head = "" if isinstance(total, Unmeasured) else f"{format_usd(total)} for the package; "
-            return f"{head}no cost per deliverable: the count does not read ({a.count_problem})"
+            return f"{head}no cost per deliverable: the count does not read"
         if isinstance(total, Unmeasured):
             return f"{a.count.words()}; {total.reason}"
         return cost_line(total, a.count)
