@@ -732,8 +732,13 @@ def _sabotage_cost_pane(monkeypatch: pytest.MonkeyPatch) -> None:
 def _sabotage_compare(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpusession.core.retrieval import compare
 
-    real = compare.session_answer
-    monkeypatch.setattr(compare, "session_answer", lambda s, *a, **kw: _every_decision(real(s, *a, **kw), s))
+    real = compare.session_facts  # compare renders the session's record: its answer divided again
+
+    def own(s: Session, *a: Any, **kw: Any) -> Any:
+        facts = real(s, *a, **kw)
+        return dataclasses.replace(facts, answer=_every_decision(facts.answer, s))
+
+    monkeypatch.setattr(compare, "session_facts", own)
 
 
 #: One front end made to choose its own divisor → the front ends that must then disagree.
