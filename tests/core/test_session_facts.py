@@ -123,3 +123,31 @@ def test_s9_s10_a_rule_experiment_counts_the_files_its_rule_accepted(
     assert facts.per_deliverable_usd_minor == 1833  # 55.00 ÷ 3 = 18.33 USD (K2: once, half-up)
     assert {v.verdict for v in facts.verdicts} == {Verdict.ACCEPTED}
     assert facts.keep and facts.keep[0].variant_id is not None
+
+
+def test_s10_energy_per_deliverable_divides_by_the_one_count_in_the_report_too(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """580 J of GPU runs: ÷ 2 accepted corpora, then ÷ 4 approved visuals once a person decides (S10)."""
+    from core.test_energy import _rows
+
+    from gpusession.core.retrieval.report import render_report
+
+    assert cli(capsys, sessions_root, "package", session.name, "--unit", "visual")[0] == 0  # S8: before any count
+    s = Session.open(sessions_root, session.name)
+    s.results.append_many(_rows())
+    facts = session_facts(s, now=TEST_NOW)
+    assert (facts.energy_j, facts.count, facts.energy_per_deliverable_j) == (580.0, 2, 290.0)
+    text = " ".join(render_report(s, now=TEST_NOW).split())
+    assert ("Energy per accepted visual: 580.0 J over 5 measured runs (failed ones included) ÷ 2 accepted "
+            "visuals = 290.0 J") in text
+    out = tmp_path / "out"
+    out.mkdir()
+    for i in range(4):
+        (out / f"v-{i}.png").write_bytes(PNG + bytes([i]) * 8)
+    assert cli(capsys, sessions_root, "approve", s.name, *map(str, sorted(out.iterdir())), "--by", "Ana")[0] == 0
+    s = Session.open(sessions_root, session.name)
+    facts = session_facts(s, now=TEST_NOW)
+    assert (facts.count, facts.energy_per_deliverable_j) == (4, 145.0)
+    text = " ".join(render_report(s, now=TEST_NOW).split())
+    assert ("Energy per approved visual: 580.0 J over 5 measured runs (failed ones included) ÷ 4 approved "
+            "visuals = 145.0 J") in text

@@ -64,7 +64,7 @@ from gpusession.core.money.kept_plan import session_plan
 from gpusession.core.money.order import load_order
 from gpusession.core.money.order_text import order_status_line
 from gpusession.core.money.rates import format_usd
-from gpusession.core.records.energy import energy_summary
+from gpusession.core.records.notefacts import energy_figure
 from gpusession.core.records.ranks import RANKS_FILE, read_rank_frame
 from gpusession.core.records.summary import (
     session_summary,
@@ -95,7 +95,7 @@ from gpusession.core.retrieval.incidents import (
 # Every text shown in the report is made inert Markdown (H-45): printable() and more.
 from gpusession.core.retrieval.mdtext import inert_markdown, md_text
 from gpusession.core.retrieval.mdtext import md_text as printable
-from gpusession.core.retrieval.session_facts import SessionFacts, Verdict, session_facts
+from gpusession.core.retrieval.session_facts import SessionFacts, Unmeasured, Verdict, session_facts
 from gpusession.core.validation.report import without_output_digest
 
 #: Section titles, in order; tests check that every one is present.
@@ -803,13 +803,28 @@ def _cost(session: Session, rep: Any) -> list[str]:
     return _wrap(". ".join(said) + ".")
 
 
-def _energy(session: Session, frame: pl.DataFrame) -> list[str]:
-    """The session's GPU energy per accepted corpus and per run (nothing on CPU only)."""
-    summary = energy_summary(frame, _row_facts(session, frame)[0])
-    if summary is None:
+def _energy(facts: SessionFacts) -> list[str]:
+    """The GPU energy per deliverable of the session's record (divided by its one count, S10) and per run.
+
+    Nothing on CPU only.
+    """
+    if facts.energy_gpu_runs == 0:
         return []
+    count = facts.answer.count
+    noun = count.noun() if count is not None else "accepted deliverable"
+    per, total = facts.energy_per_deliverable_j, facts.energy_j
+    if isinstance(per, Unmeasured) or isinstance(total, Unmeasured) or count is None:
+        why = per.reason if isinstance(per, Unmeasured) else "the count does not read"
+        lines = [f"Energy per {noun}: not shown — {why}."]
+    else:
+        lines = [f"Energy per {noun}: {energy_figure(total)} J over {facts.energy_gpu_runs} measured runs "
+                 f"(failed ones included) ÷ {count.words()} = {energy_figure(per)} J (GPU only, NVML's counter)."]
+    if facts.energy_per_variant:
+        lines.append("Median energy per run: " + "; ".join(
+            f"{exp} {variant} {energy_figure(j)} J ({runs} runs)" for exp, variant, j, runs in facts.energy_per_variant)
+            + ".")
     out: list[str] = [""]
-    for line in summary.lines():
+    for line in lines:
         out += _wrap(line)
     return out
 
@@ -1232,6 +1247,8 @@ class _Head:
     probes: list[tuple[str, ProbeReading]]
     summary: list[str]
     answer: CostAnswer
+    #: the session's record the summary and the cost section render (A1)
+    facts: SessionFacts
     #: the experiments the summary names a variant to keep for (drawn first by the charts)
     answered: list[str] = field(default_factory=list)
 
@@ -1247,7 +1264,7 @@ def _head(session: Session, now: datetime | None, nvml: Any | None, frame: pl.Da
     cost = _cost_report(session, answer)
     probes = _live_probes(session, nvml)
     summary, answered = _summary(session, facts, table, cost, probes)
-    return _Head(now, items, frame, table, cost, probes, summary, answer, answered)
+    return _Head(now, items, frame, table, cost, probes, summary, answer, facts, answered)
 
 
 def _title(session: Session) -> list[str]:
@@ -1308,7 +1325,7 @@ def _render(session: Session, head: _Head, charts: Sequence[Path], charts_note: 
         "Results per variant and phase": _joined(_results(session, frame, table), _memory(session, frame))
         + _incidents(session, frame) + ([""] + chart_lines if chart_lines else []),
         "Validation verdicts": _validation(session, frame),
-        "Cost": _cost(session, cost) + _energy(session, frame),
+        "Cost": _cost(session, cost) + _energy(head.facts),
         "Environment and protocol": _env(session, frame, probes) + [""] + _protocols(session),
         "Need, decision and retrieval": _need_and_decision(items, by_id, session),
     }

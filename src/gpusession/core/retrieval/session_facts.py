@@ -148,6 +148,9 @@ class SessionFacts:
         energy_j: GPU energy of every measured run in joules, or why not known.
         summary: the summary table per experiment, variant and phase (R6), which the
             verdicts and the keep are made of (``show`` prints it).
+        energy_gpu_runs: measured runs on a GPU (failed ones included); 0 on CPU only.
+        energy_per_variant: ``(experiment_id, variant_id, median_j, runs)`` per variant
+            over its runs that returned with a reading.
     """
 
     name: str
@@ -165,6 +168,8 @@ class SessionFacts:
     retrieval: Retrieval
     energy_j: float | Unmeasured
     summary: tuple[SummaryRow, ...] = ()
+    energy_gpu_runs: int = 0
+    energy_per_variant: tuple[tuple[str, str, float, int], ...] = ()
 
     @property
     def count(self) -> int | Unmeasured:
@@ -393,7 +398,8 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
     risks = _risks(session, verdicts, len(found), bool(timed), retrieval, window)
     return SessionFacts(session.name, pkg, window, time_left, answer, accepted_unique_corpora(frame),
                         frame.height, verdicts, keep, risks, found.incidents, len(found.legacy), retrieval,
-                        energy_j, tuple(table))
+                        energy_j, tuple(table), energy.gpu_runs if energy is not None else 0,
+                        energy.per_variant if energy is not None else ())
 
 
 __all__ = ["Risk", "SessionFacts", "Unmeasured", "VariantVerdict", "Verdict", "rejected_files_words",
