@@ -6,10 +6,10 @@ The same count, unit, source and cost per deliverable as
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from cli.test_json_contract import _valid
 from helpers import TEST_NOW, cli
 
 from gpusession.core.folder.session import Session
@@ -50,7 +50,7 @@ def test_a1_s10_show_and_cost_text_and_json_carry_the_records_figures(
     assert f"cost      {line}" in out.splitlines()
     assert any(ln.startswith("accepted  2 approved visuals (") for ln in out.splitlines()), out
     code, out, _ = cli(capsys, sessions_root, "show", session.name, "--json")
-    shown = json.loads(out)
+    shown = _valid("show", out)  # the schema documents the record too
     assert _figures(shown["answer"]) == expected and shown["answer"]["cost_words"] == line
     assert (shown["deliverables"]["count"], shown["deliverables"]["source"]) == (2, "approved")
 
@@ -58,7 +58,7 @@ def test_a1_s10_show_and_cost_text_and_json_carry_the_records_figures(
     assert code == 0, err
     assert out.splitlines()[0] == line  # the same figure, the same unit and count
     code, out, _ = cli(capsys, sessions_root, "cost", session.name, "--json")
-    priced = json.loads(out)
+    priced = _valid("cost", out)
     assert _figures(priced["answer"]) == expected
     assert priced["cost_per_accepted_usd_minor"] == 2750 and priced["accepted_count"] == 2
     assert priced["per_unit_line"] == line and priced["deliverables"]["count"] == 2
@@ -70,11 +70,11 @@ def test_k3_show_and_cost_say_the_same_reason_when_nothing_is_accepted(
     per = facts.per_deliverable_usd_minor
     assert isinstance(per, Unmeasured)
     code, out, _ = cli(capsys, sessions_root, "show", session.name, "--json")
-    answer = json.loads(out)["answer"]
+    answer = _valid("show", out)["answer"]
     assert answer["count"] is None and answer["per_deliverable_usd_minor"] is None  # never 0 (C3)
     assert answer["per_deliverable_unmeasured"] == per.reason
     code, out, _ = cli(capsys, sessions_root, "cost", session.name, "--json")
-    priced = json.loads(out)
+    priced = _valid("cost", out)
     assert priced["answer"]["per_deliverable_unmeasured"] == per.reason
     assert priced["cost_per_accepted_usd_minor"] is None and priced["cost_per_accepted_reason"] == per.reason
     code, out, _ = cli(capsys, sessions_root, "show", session.name)
