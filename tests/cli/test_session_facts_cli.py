@@ -79,3 +79,16 @@ def test_k3_show_and_cost_say_the_same_reason_when_nothing_is_accepted(
     assert priced["cost_per_accepted_usd_minor"] is None and priced["cost_per_accepted_reason"] == per.reason
     code, out, _ = cli(capsys, sessions_root, "show", session.name)
     assert f"cost      {format_usd(5500)} for the package; " in out
+
+
+def test_d5_show_says_the_records_variant_to_keep_never_a_rejected_one(
+        sessions_root: Path, measured_session: Session, capsys: pytest.CaptureFixture[str]) -> None:
+    facts = session_facts(measured_session, now=TEST_NOW)
+    (kept,) = facts.keep
+    code, out, err = cli(capsys, sessions_root, "show", measured_session.name)
+    assert code == 0, err
+    assert f"keep      {kept.words()}" in out.splitlines()
+    code, out, _ = cli(capsys, sessions_root, "show", measured_session.name, "--json")
+    doc = _valid("show", out)["answer"]
+    assert [k["variant_id"] for k in doc["keep"]] == [kept.variant_id] == ["batch-8"]
+    assert [v["variant_id"] for v in doc["verdicts"] if v["kept"]] == ["batch-8"]

@@ -585,6 +585,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if data["summary"]:
         print()
         print(printable(format_summary(data["summary"])))
+    for kept in facts.keep:  # D5, D7: the record's variant to keep, as the report's summary says it
+        print(printable(f"keep      {kept.words()}"))
     for d in data["derived"]:  # one change, replayed: before and after in words (D4)
         print()
         print(printable(f"{d['id']} {d['differs']}"))
