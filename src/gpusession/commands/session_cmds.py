@@ -257,7 +257,8 @@ def _package_line(p: Package) -> str:
     return f"{gpu}, {lots}, {days}, ends {local_time(p.end)}, {package_window(p).time_left_words()}"
 
 
-def session_json(s: Session, retrieval: Retrieval | None = None, facts: SessionFacts | None = None) -> dict[str, Any]:
+def session_json(s: Session, retrieval: Retrieval | None = None, facts: SessionFacts | None = None, *,
+                 answer: bool = True) -> dict[str, Any]:
     """Everything ``show --json`` prints: the ``session.toml`` content plus computed figures.
 
     The count, the cost, the verdicts and the copy home are the session's one record
@@ -268,6 +269,8 @@ def session_json(s: Session, retrieval: Retrieval | None = None, facts: SessionF
         s: The open session.
         retrieval: the copy-home state when the caller has read it already (read once).
         facts: the session's record when the caller has built it (built here otherwise).
+        answer: include ``answer`` (the text ``show`` leaves it out: its incidents and
+            energy are worked out only when read).
 
     Returns:
         ``name``, ``folder``, ``created_at``, ``package`` (with ``end``, S6),
@@ -317,7 +320,7 @@ def session_json(s: Session, retrieval: Retrieval | None = None, facts: SessionF
         "session_toml": {k: v for k, v in s.data.items() if k not in ("package", "plan")},
         "derived": derived_comparisons(s, summary),
         "corpus_kept": _corpus_kept(s),
-        "answer": facts.to_json(),
+        **({"answer": facts.to_json()} if answer else {}),
     }
 
 
@@ -520,7 +523,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     s = open_session(args, args.name)
     facts = session_facts(s, frame=s.results.read())  # what a person is told, once (A1)
     retrieval = facts.retrieval
-    data = session_json(s, retrieval, facts)
+    data = session_json(s, retrieval, facts, answer=bool(args.json))
     if args.json:
         print_json(data)
         return 0

@@ -19,10 +19,11 @@ its own figures.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
@@ -34,10 +35,15 @@ from gpusession.core.money.count import CORPORA, cost_line
 from gpusession.core.money.host_check import deviation_words
 from gpusession.core.money.rates import format_usd
 from gpusession.core.money.window import PackageWindow, package_window
-from gpusession.core.records.energy import energy_summary
+from gpusession.core.records.energy import EnergySummary, energy_summary
 from gpusession.core.records.summary import SummaryRow, accepted_unique_corpora, session_summary
 from gpusession.core.records.variants import compare_variants
-from gpusession.core.retrieval.incidents import SessionIncident, row_facts, session_incidents
+from gpusession.core.retrieval.incidents import (
+    SessionIncident,
+    SessionIncidents,
+    row_facts,
+    session_incidents,
+)
 from gpusession.core.retrieval.json_contract import package_json
 from gpusession.core.retrieval.keep import KeepFacts, keep_facts
 from gpusession.core.retrieval.status import Retrieval, retrieval_state
@@ -129,6 +135,11 @@ class Risk:
 class SessionFacts:
     """What a person is told about one session, computed once (A1).
 
+    Immutable. The figures made of the summary table and the journal (the verdicts, the
+    keep, the risks, the incidents, the energy) are worked out on first reading and kept
+    (``cost``'s text reads the answer alone and never decodes the journal, A5); each is
+    computed once, from the results and the journal as the builder read them.
+
     Attributes:
         name: the session.
         package: the package as stored (K1).
@@ -139,15 +150,15 @@ class SessionFacts:
         accepted_corpora: distinct accepted corpora of the results (K4); ``None`` when the
             results do not read.
         result_rows: rows of the results CSV; ``None`` when it does not read.
+        retrieval: the copy home's state (S4).
+        summary: the summary table per experiment, variant and phase (R6), which the
+            verdicts and the keep are made of (``show`` prints it).
         verdicts: each variant's verdict, in the summary's order (D5).
         keep: the variant to keep per experiment measured warm, with its statistics (D5, D7).
         risks: the risks, in the report's order (without live GPU probes: the report adds them).
         incidents: the session's incidents, each once and typed (R7, S7).
         legacy_incidents: rows older than typed incidents whose notes hold one.
-        retrieval: the copy home's state (S4).
         energy_j: GPU energy of every measured run in joules, or why not known.
-        summary: the summary table per experiment, variant and phase (R6), which the
-            verdicts and the keep are made of (``show`` prints it).
         energy_gpu_runs: measured runs on a GPU (failed ones included); 0 on CPU only.
         energy_per_variant: ``(experiment_id, variant_id, median_j, runs)`` per variant
             over its runs that returned with a reading.
@@ -160,16 +171,95 @@ class SessionFacts:
     answer: CostAnswer
     accepted_corpora: int | None
     result_rows: int | None
-    verdicts: tuple[VariantVerdict, ...]
-    keep: tuple[KeepFacts, ...]
-    risks: tuple[Risk, ...]
-    incidents: tuple[SessionIncident, ...]
-    legacy_incidents: int
     retrieval: Retrieval
-    energy_j: float | Unmeasured
-    summary: tuple[SummaryRow, ...] = ()
-    energy_gpu_runs: int = 0
-    energy_per_variant: tuple[tuple[str, str, float, int], ...] = ()
+    #: what the lazy figures are made of: the session, its results as read (``None``: they
+    #: do not read), each row's typed facts with the journal read when the caller had them
+    session: Any = field(repr=False, compare=False)
+    frame: Any = field(default=None, repr=False, compare=False)
+    rows_read: Any = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def summary(self) -> tuple[SummaryRow, ...]:
+        """The summary table (:func:`session_summary`); empty when the results do not read."""
+        return () if self.frame is None else tuple(session_summary(self.session, self.frame))
+
+    @cached_property
+    def _timed(self) -> list[SummaryRow]:
+        return [r for r in self.summary if r.phase in ("cold", "warm") and r.attempt is None]
+
+    @cached_property
+    def keep(self) -> tuple[KeepFacts, ...]:
+        """The variant to keep per experiment measured warm (:func:`keep_facts`, D5, D7)."""
+        timed = self._timed
+        if not timed:
+            return ()
+        table = list(self.summary)
+        comparisons = compare_variants(self.frame, table)
+        exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
+        return tuple(keep_facts(table, comparisons, e) for e in exps)
+
+    @cached_property
+    def verdicts(self) -> tuple[VariantVerdict, ...]:
+        """Each variant's verdict over its timed runs, the variant to keep marked (D5)."""
+        return _verdicts(list(self.summary),
+                         {str(k.experiment_id): k.variant_id for k in self.keep if k.variant_id is not None})
+
+    @cached_property
+    def _rows(self) -> tuple[list[Any], JournalRead] | None:
+        if self.frame is None:
+            return None
+        if self.rows_read is not None:
+            return cast("tuple[list[Any], JournalRead]", self.rows_read)
+        read = self.session.journal_read()
+        return row_facts(self.frame, read.records), read
+
+    @cached_property
+    def _found(self) -> SessionIncidents:
+        rows = self._rows
+        return SessionIncidents() if rows is None else session_incidents(self.frame, rows[0], rows[1])
+
+    @property
+    def incidents(self) -> tuple[SessionIncident, ...]:
+        """The session's incidents, each once and typed (R7, S7)."""
+        return self._found.incidents
+
+    @property
+    def legacy_incidents(self) -> int:
+        """Rows older than typed incidents whose notes hold one."""
+        return len(self._found.legacy)
+
+    @cached_property
+    def _energy(self) -> EnergySummary | None:
+        rows = self._rows
+        return None if rows is None else energy_summary(self.frame, rows[0])
+
+    @property
+    def energy_j(self) -> float | Unmeasured:
+        """GPU energy of every measured run in joules, or why not known (C3: never 0 for unread)."""
+        energy = self._energy
+        if self.frame is None:
+            return Unmeasured("the results do not read")
+        if energy is None:
+            return Unmeasured("no run was measured on a GPU")
+        if energy.total_j is None:
+            return Unmeasured(energy.reason or "a measured GPU run has no energy reading")
+        return energy.total_j
+
+    @property
+    def energy_gpu_runs(self) -> int:
+        """Measured runs on a GPU (failed ones included); 0 on CPU only."""
+        return 0 if self._energy is None else self._energy.gpu_runs
+
+    @property
+    def energy_per_variant(self) -> tuple[tuple[str, str, float, int], ...]:
+        """``(experiment_id, variant_id, median_j, runs)`` per variant with a reading."""
+        return () if self._energy is None else self._energy.per_variant
+
+    @cached_property
+    def risks(self) -> tuple[Risk, ...]:
+        """The risks in the report's order (without the live GPU probes: the report adds them)."""
+        return _risks(self.session, self.verdicts, len(self._found), bool(self._timed), self.retrieval,
+                      self.window)
 
     @property
     def count(self) -> int | Unmeasured:
@@ -376,30 +466,9 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
     time_left: float | Unmeasured = (left.total_seconds() if left is not None
                                      else Unmeasured("the package start or length is not set"))
     retrieval = retrieval_state(session.folder)
-    if frame is None:
-        return SessionFacts(session.name, pkg, window, time_left, answer, None, None, (), (),
-                            _risks(session, (), 0, False, retrieval, window), (), 0, retrieval,
-                            Unmeasured("the results do not read"))
-    table = session_summary(session, frame)
-    timed = [r for r in table if r.phase in ("cold", "warm") and r.attempt is None]
-    comparisons = compare_variants(frame, table) if timed else []
-    exps = list(dict.fromkeys(r.experiment_id for r in timed if r.phase == "warm"))
-    keep = tuple(keep_facts(table, comparisons, e) for e in exps)
-    verdicts = _verdicts(table, {str(k.experiment_id): k.variant_id for k in keep if k.variant_id is not None})
-    if rows_read is None:
-        read = session.journal_read()
-        rows_read = (row_facts(frame, read.records), read)
-    facts, read = rows_read
-    found = session_incidents(frame, facts, read)
-    energy = energy_summary(frame, facts)
-    energy_j: float | Unmeasured = (Unmeasured("no run was measured on a GPU") if energy is None
-                                    else energy.total_j if energy.total_j is not None
-                                    else Unmeasured(energy.reason or "a measured GPU run has no energy reading"))
-    risks = _risks(session, verdicts, len(found), bool(timed), retrieval, window)
-    return SessionFacts(session.name, pkg, window, time_left, answer, accepted_unique_corpora(frame),
-                        frame.height, verdicts, keep, risks, found.incidents, len(found.legacy), retrieval,
-                        energy_j, tuple(table), energy.gpu_runs if energy is not None else 0,
-                        energy.per_variant if energy is not None else ())
+    return SessionFacts(session.name, pkg, window, time_left, answer,
+                        None if frame is None else accepted_unique_corpora(frame),
+                        None if frame is None else frame.height, retrieval, session, frame, rows_read)
 
 
 __all__ = ["Risk", "SessionFacts", "Unmeasured", "VariantVerdict", "Verdict", "rejected_files_words",
