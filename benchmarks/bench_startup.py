@@ -24,7 +24,9 @@
 
 Run: ``python benchmarks/bench_startup.py [--runs 10] [--experiments 5,500] [--seconds 30] [--quick]``
 (with gpusession installed in the active environment); CI's smoke run: ``--runs 1 --no-idle
---experiments 1,5``.
+--experiments 1,5``. ``--profile``: instead of the figures, one ``gpusession NAME`` per size
+under cProfile from the process start (imports included) to the first frame, the functions
+with the most cumulative time printed (what grows with the session shows beside its size).
 Prints the medians and the ratio, and the load average at the start and after each part
 (the machine may be shared); exits 0 (a benchmark reports, it does not fail CI).
 """
@@ -137,6 +139,20 @@ _textual_app.App.run = _headless
 from gpusession.cli import main
 main(["--sessions-dir", root, name])
 """
+
+#: ``gpusession NAME`` under cProfile from the first line to the first frame; the stats
+#: are written to ``argv[3]`` (``pstats`` reads them).
+CHILD_PROFILE = r"""
+import cProfile
+_PROFILE = cProfile.Profile()
+_PROFILE.enable()
+""" + CHILD_CLI.replace("root, name = sys.argv[1], sys.argv[2]", r"""root, name = sys.argv[1], sys.argv[2]
+
+def on_first_frame(app):
+    _PROFILE.disable()
+    _PROFILE.dump_stats(sys.argv[3])
+    app.exit(0)
+""")
 
 CHILD_SIX_TABS = CHILD_PROBE + r"""
 from textual.app import App
@@ -258,6 +274,23 @@ def build_sessions(work: Path, sizes: list[int]) -> list[tuple[Path, str, int]]:
     return out
 
 
+def profile_first_frame(root: Path, name: str, rows: int, top: int = 40) -> None:
+    """Print where ``gpusession NAME``'s first frame goes: cProfile's top ``top`` by cumulative time."""
+    import io
+    import pstats
+
+    time_first_frame(root, name, CHILD_CLI)  # the first open folds the journal once: not profiled
+    stats_path = root / "first-frame.prof"
+    t0 = time.time()
+    subprocess.run([sys.executable, "-c", CHILD_PROFILE, str(root), name, str(stats_path)],
+                   capture_output=True, text=True, check=True, timeout=120, env=CHILD_ENV)
+    out = io.StringIO()
+    stats = pstats.Stats(str(stats_path), stream=out)
+    stats.sort_stats("cumulative").print_stats(top)
+    print(f"{name}: {rows:,} rows; first frame under cProfile (wall {time.time() - t0:.2f} s, load {_load()})")
+    print("\n".join(ln for ln in out.getvalue().splitlines() if ln.strip())[-12000:])
+
+
 def first_frames(root: Path, name: str, runs: int, rows: int) -> tuple[float, float]:
     """Print the first-frame figures of session ``name``; its ratios to the six-tab app (medians, paired)."""
     t0 = time.time()
@@ -321,6 +354,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="idle window for the CPU figure")
     ap.add_argument("--no-idle", action="store_true", help="skip the idle CPU measurement")
     ap.add_argument("--quick", action="store_true", help="only the first-frame figures")
+    ap.add_argument("--profile", action="store_true",
+                    help="cProfile of one first frame per size instead of the figures")
     args = ap.parse_args()
     sizes = [int(x) for x in args.experiments.split(",")]
 
@@ -328,6 +363,10 @@ def main() -> int:
         CHILD_ENV["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         print(f"load average at the start: {_load()} on {os.cpu_count()} cores")
         sessions = build_sessions(Path(tmp), sizes)
+        if args.profile:
+            for root, name, rows in sessions:
+                profile_first_frame(root, name, rows)
+            return 0
         ratios = [(rows, first_frames(root, name, args.runs, rows)) for root, name, rows in sessions]
         if len(ratios) > 1:
             (small_rows, (small, small_p)), (large_rows, (large, large_p)) = ratios[0], ratios[-1]

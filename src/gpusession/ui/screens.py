@@ -143,13 +143,13 @@ class MainScreen(Screen[None]):
     def after_first_frame(self) -> None:
         """Start what the first frame does not wait for (the app calls this once it is painted).
 
-        The checklist's items below the first screenful are added now; the header's
-        order line (core.order) and GPU words (an NVML reading) and the checklist's
-        evidence (NVML, polars) are read in threads; started earlier, their imports would
-        hold the GIL while the first frame is laid out and rendered.
+        The checklist's whole list with the product's facts (the count reads the results
+        CSV), the header's order line (core.order) and GPU words (an NVML reading) and the
+        checklist's evidence (NVML, polars) are read in threads; started earlier, their
+        imports would hold the GIL while the first frame is laid out and rendered.
         """
         checklist = self.pane("checklist")
-        checklist.reload()  # the whole list (the first frame showed what fits on screen)
+        checklist.load_in_background()  # the whole list with its facts (the first frame showed what fits)
         self.header.read_order()
         self._read_gpus()
         checklist.collect_evidence()

@@ -7,6 +7,12 @@ TOML, S7), so a crash loses nothing. The automatic evidence is collected in a th
 worker and shown beside each item; it never ticks an item for the person. An item whose
 fact gpusession recorded itself (S11: a verified pull, an order event, …) reads done with
 that fact as evidence; space on it asks why it is not done and keeps that note.
+
+Where the reads run: the first screenful is read on the event loop without the product's
+facts (no CSV, no journal); the whole list with its facts (the count reads the results
+CSV, the plan the journal: they grow with the session, A5) is read in thread workers,
+after the first frame and after each run (:meth:`ChecklistPane.load_in_background`,
+:meth:`ChecklistPane.collect_evidence`), so no key waits on them.
 """
 
 from __future__ import annotations
@@ -74,6 +80,37 @@ def shown_evidence(evidence: str) -> str:
 NOTE_SHOWN_CHARS = 150
 
 
+@dataclass(frozen=True)
+class ChecklistRead:
+    """One read of the checklist: its items (with the product's facts or not), the note
+    carried by ``new --from`` and, when ``checklist.toml`` does not read, the line saying why."""
+
+    items: list[Any]
+    carried: Any | None = None
+    problem: str | None = None
+
+
+def read_checklist(ctx: UiContext, *, with_facts: bool) -> ChecklistRead:
+    """Read the checklist of ``ctx.session`` (S1, S11); safe in a thread worker (reads only).
+
+    ``with_facts``: the product's facts too (the results CSV's count, the journal's plan);
+    ``False`` only for the first screenful. A hand-edited or unreadable ``checklist.toml``
+    gives ``problem`` (``Checklist unreadable: …``), never an exception.
+    """
+    from gpusession.core.retrieval import checklist as mod
+
+    try:
+        items = list(mod.load_checklist(ctx.session, with_facts=with_facts))
+    except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
+        return ChecklistRead([], problem=f"Checklist unreadable: {exc}")
+    carried = None
+    if "started_from" in ctx.session.data:  # S11: new --from's note, said on the first screen
+        from gpusession.core.retrieval.next_session import carried_note
+
+        carried = carried_note(ctx.session, items)
+    return ChecklistRead(items, carried)
+
+
 def _first_words(text: str) -> str:
     """``text``, or its first words up to :data:`NOTE_SHOWN_CHARS` and where the rest is."""
     if len(text) <= NOTE_SHOWN_CHARS:
@@ -107,15 +144,29 @@ class ChecklistPane(Vertical):
 
     @dataclass
     class EvidenceCollected(Message):
-        """Automatic evidence per item id (from the thread worker)."""
+        """Automatic evidence per item id, and the list read after it (from the thread worker)."""
 
         evidence: dict[str, str]
+        read: ChecklistRead | None = None
+        generation: int = 0
+
+    @dataclass
+    class Loaded(Message):
+        """The whole list with the product's facts, read in a thread worker."""
+
+        read: ChecklistRead
+        generation: int
 
     def __init__(self, ctx: UiContext, **kw: Any) -> None:
         super().__init__(**kw)
         self.ctx = ctx
         self.items: list[Any] = []
         self.evidence: dict[str, str] = {}
+        #: counts the reads started; a worker's read older than the newest one shown is
+        #: not shown over it (a key's change is never undone by a slower read)
+        self._generation = 0
+        self._shown_generation = 0
+        self._carried: Any | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="checklist-status", classes="status")
@@ -134,20 +185,47 @@ class ChecklistPane(Vertical):
     def reload(self, max_options: int | None = None) -> None:
         """Re-read the checklist from disk and redraw, keeping the highlighted item.
 
-        Args:
-            max_options: list only the first this many options (stage titles included);
-                ``None``: all of them. The count of done items always covers every item.
-        """
-        from gpusession.core.retrieval import checklist as mod
+        On the event loop: the first screenful (``max_options``, no facts) and a key's
+        change (space, n, a); a run's end and the first frame's full list read in a worker
+        (:meth:`load_in_background`).
 
+        Args:
+            max_options: list only the first this many options (stage titles included),
+                read without the product's facts; ``None``: all of them, with the facts.
+                The count of done items always covers every item.
+        """
+        generation = self._next_generation()
+        self._show(read_checklist(self.ctx, with_facts=max_options is None), generation, max_options)
+
+    def _next_generation(self) -> int:
+        self._generation += 1
+        return self._generation
+
+    def load_in_background(self) -> None:
+        """Read the whole list with the product's facts in a thread worker, then show it."""
+        self._load(self._next_generation())
+
+    @work(thread=True, group="checklist-load", exclusive=True, exit_on_error=False)
+    def _load(self, generation: int) -> None:
+        self.post_message(self.Loaded(read_checklist(self.ctx, with_facts=True), generation))
+
+    def on_checklist_pane_loaded(self, msg: Loaded) -> None:
+        self._show(msg.read, msg.generation)
+
+    def _show(self, read: ChecklistRead | None, generation: int, max_options: int | None = None) -> None:
+        """Draw ``read`` (``None``: the items shown, again, with the evidence now held)."""
         status = self.query_one("#checklist-status", Static)
         olist = self.query_one(OptionList)
-        try:
-            # the first screenful without the product's facts (S11): their readers load after the first frame
-            self.items = list(mod.load_checklist(self.ctx.session, with_facts=max_options is None))
-        except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
-            status.update(f"Checklist unreadable: {exc}")
+        if read is not None:
+            if generation < self._shown_generation:  # a newer read is shown: draw that one again
+                read = None
+            else:
+                self._shown_generation = generation
+        if read is not None and read.problem is not None:
+            status.update(read.problem)
             return
+        if read is not None:
+            self.items, self._carried = read.items, read.carried
         keep = olist.highlighted_option.id if olist.highlighted_option else None
         options: list[Option] = []
         stage = object()
@@ -164,11 +242,7 @@ class ChecklistPane(Vertical):
         olist.set_options(options)
         done = sum(1 for i in self.items if i.done)
         line = f"{done} of {len(self.items)} done — space: done/open, n: note, a: add item; saved at once"
-        carried = None
-        if "started_from" in self.ctx.session.data:  # S11: new --from's note, said on the first screen
-            from gpusession.core.retrieval.next_session import carried_note
-
-            carried = carried_note(self.ctx.session, self.items)
+        carried = self._carried
         status.update(Text(f"{_first_words(carried.words())}\n{line}") if carried is not None else line)
         if keep is not None:
             try:
@@ -187,8 +261,13 @@ class ChecklistPane(Vertical):
             return None
         return next((i for i in self.items if i.id == opt.id), None)
 
-    @work(thread=True, group="checklist-evidence", exclusive=True, exit_on_error=False)
     def collect_evidence(self) -> None:
+        """Collect the automatic evidence (NVML, the results, the journal) in a thread
+        worker, then read the list with its facts there too and show both."""
+        self._collect(self._next_generation())
+
+    @work(thread=True, group="checklist-evidence", exclusive=True, exit_on_error=False)
+    def _collect(self, generation: int) -> None:
         from gpusession.core.retrieval import checklist as mod
 
         try:
@@ -196,11 +275,12 @@ class ChecklistPane(Vertical):
                 ev = mod.collect_evidence(self.ctx.session, nvml=self.ctx.nvml, now=self.ctx.now())
         except Exception as exc:  # noqa: BLE001 - any failure of a reader (NVML, polars, files) is shown beside the items, never crashes the TUI
             ev = {"_error": f"evidence not collected: {exc}"}
-        self.post_message(self.EvidenceCollected(dict(ev)))
+        read = read_checklist(self.ctx, with_facts=True)  # after the evidence: what it wrote is read
+        self.post_message(self.EvidenceCollected(dict(ev), read, generation))
 
     def on_checklist_pane_evidence_collected(self, msg: EvidenceCollected) -> None:
         self.evidence = msg.evidence
-        self.reload()
+        self._show(msg.read, msg.generation)
 
     # -- actions -------------------------------------------------------------------
     def action_toggle_done(self) -> None:

@@ -1,0 +1,101 @@
+"""The Checklist pane reads the product's facts (the results CSV's count, the journal) in
+thread workers: after the first frame and at a run's end the event loop reads neither
+(they grow with the session, A5; a key must answer meanwhile), and the list shown is the
+same as ``load_checklist`` gives.
+
+The reads counted are the Checklist pane's (``ui/panes/checklist.py`` in the stack).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import traceback
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+from ui.pilot import MakeApp, settle, workers_done
+
+from gpusession.core.folder.session import Session
+from gpusession.core.records.results import ResultsFile
+from gpusession.core.retrieval import known_facts
+from gpusession.core.retrieval.checklist import load_checklist
+from gpusession.testing import FakeRunner
+from gpusession.ui.panes.checklist import ChecklistRead
+
+#: a frame of the Checklist pane's module
+CHECKLIST_PANE = re.compile(r"gpusession[/\\]ui[/\\]panes[/\\]checklist\.py$")
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Every read of the results CSV, of the journal and of the deliverables' count the
+    Checklist pane asked for from now on: ``(what, on the event loop's thread)``."""
+    seen: list[tuple[str, bool]] = []
+
+    def counted(what: str, real: Any) -> Any:
+        def recording(*a: Any, **kw: Any) -> Any:
+            if any(CHECKLIST_PANE.search(f.filename) for f in traceback.extract_stack()):
+                seen.append((what, threading.current_thread() is threading.main_thread()))
+            return real(*a, **kw)
+        return recording
+
+    monkeypatch.setattr(ResultsFile, "read", counted("csv", ResultsFile.read))
+    monkeypatch.setattr(Session, "journal_records", counted("journal", Session.journal_records))
+    monkeypatch.setattr(known_facts, "session_count", counted("count", known_facts.session_count))
+    monkeypatch.setattr(known_facts, "cached_words", lambda *a, **kw: None)  # the count is read, not its cache
+    return seen
+
+
+def _ids_shown(app: Any) -> list[str]:
+    olist = app.screen.pane("checklist").query_one(OptionList)
+    return [o.id for o in olist.options if o.id is not None]
+
+
+async def test_a5_first_frame_then_the_whole_list_reads_the_facts_off_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]]) -> None:
+    FakeRunner(session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    del reads[:]
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert _ids_shown(app) == [i.id for i in load_checklist(session)]  # the whole list, facts read
+    assert any(what == "count" for what, _ in reads), reads
+    assert not [r for r in reads if r[1]], reads
+
+
+async def test_a5_a_runs_end_reloads_the_checklist_off_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]]) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await workers_done(pilot, app)
+        run_pane = app.screen.pane("run")
+        del reads[:]
+        await pilot.press("r")
+        await pilot.pause()
+        while run_pane.running:
+            await pilot.pause(0.05)
+        await workers_done(pilot, app)
+        checklist = app.screen.pane("checklist")
+        assert [i.id for i in checklist.items] == [i.id for i in load_checklist(session)]
+    assert any(what == "count" for what, _ in reads), reads  # the run's end re-read the facts
+    assert not [r for r in reads if r[1]], reads
+
+
+async def test_a5_a_key_change_is_not_undone_by_an_older_read(session: Any, make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        pane = app.screen.pane("checklist")
+        older = pane._next_generation()  # a worker's read started before the key
+        stale = pane.items
+        await pilot.press("space")  # reads and shows the list on the loop (newer)
+        await pilot.pause()
+        first = next(i for i in pane.items)
+        assert first.done
+        pane.post_message(pane.Loaded(ChecklistRead(stale), older))
+        await pilot.pause()
+        assert next(i for i in pane.items).done  # the older read was not shown over it
