@@ -113,3 +113,91 @@ def test_idle_gpus_words_reads_the_files_once_per_change(session: Any, monkeypat
     (session.folder / "order.toml").write_text("schema = 1\n", encoding="utf-8")  # an edit is seen
     assert idle_gpus_words(session, exp) == first
     assert len(calls) == 2
+
+
+@pytest.fixture
+def session_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Every re-read of ``session.toml``, results CSV read and journal read the Run pane's
+    code asked for from now on: ``(what, on the event loop's thread)``."""
+    from gpusession.core.folder.session import Session
+
+    seen: list[tuple[str, bool]] = []
+
+    def counted(what: str, real: Any) -> Any:
+        def recording(*a: Any, **kw: Any) -> Any:
+            if any(RUN_PANE.search(f.filename) for f in traceback.extract_stack()):
+                seen.append((what, threading.current_thread() is threading.main_thread()))
+            return real(*a, **kw)
+        return recording
+
+    monkeypatch.setattr(Session, "reload", counted("session.toml", Session.reload))
+    monkeypatch.setattr(Session, "journal_records", counted("journal", Session.journal_records))
+    monkeypatch.setattr(ResultsFile, "read", counted("csv", ResultsFile.read))
+    return seen
+
+
+async def _run_pane_idle(pilot: Any, app: Any) -> Any:
+    await settle(pilot, app)
+    await pilot.press("2")
+    await workers_done(pilot, app)
+    return app.screen.pane("run")
+
+
+async def test_a5_r_reads_session_toml_off_the_event_loop(
+        session: Any, make_app: MakeApp, session_reads: list[tuple[str, bool]]) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        run_pane = await _run_pane_idle(pilot, app)
+        del session_reads[:]
+        await pilot.press("r")
+        await pilot.pause()
+        assert run_pane.running  # at once: a second r is refused meanwhile
+        while run_pane.running:
+            await pilot.pause(0.05)
+        await workers_done(pilot, app)
+        assert run_pane.rows and run_pane.last_outcome  # it ran, to its end
+    assert ("session.toml", False) in session_reads, session_reads
+    assert not [r for r in session_reads if r[1]], session_reads
+
+
+async def test_a5_u_reads_the_resume_plan_once_off_the_event_loop(
+        session: Any, make_app: MakeApp, session_reads: list[tuple[str, bool]]) -> None:
+    from gpusession.core.events import ExperimentStartedRecord
+    from gpusession.core.records.results import ResultRow
+
+    session.journal(ExperimentStartedRecord(experiment_id="batch-sweep", runs=["cold:batch-1:1", "warm:batch-1:1"]))
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="cold",
+                                     run_index=1, elapsed_seconds=0.5))
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        run_pane = await _run_pane_idle(pilot, app)
+        del session_reads[:]
+        await pilot.press("u")
+        await pilot.pause()
+        while run_pane.running:
+            await pilot.pause(0.05)
+        assert run_pane.resumed
+        before_end = list(session_reads)
+        await workers_done(pilot, app)
+    # the start's reads: session.toml, then the plan's CSV and journal, once each
+    assert [w for w, _ in before_end[:3]] == ["session.toml", "csv", "journal"], before_end
+    assert not [r for r in session_reads if r[1]], session_reads
+
+
+async def test_a5_u_with_nothing_missing_is_said_and_the_pane_is_idle_again(
+        session: Any, make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        run_pane = await _run_pane_idle(pilot, app)
+        await pilot.press("u")  # never ran: said by the worker, nothing starts
+        await pilot.pause()
+        await workers_done(pilot, app)
+        assert not run_pane.running
+        assert any("has never run" in n.message for n in app._notifications)
+        await pilot.press("r")  # the pane starts again after a refusal
+        await pilot.pause()
+        assert run_pane.running
+        while run_pane.running:
+            await pilot.pause(0.05)
+        await workers_done(pilot, app)
+        assert run_pane.rows

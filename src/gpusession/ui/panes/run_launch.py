@@ -6,9 +6,11 @@ and to launch. The run itself is :class:`gpusession.bench.runner.Runner` (blocki
 starts the worker processes that import torch — the UI never does, M5), driven from a
 Textual thread worker in group ``run``. Its events cross into the UI only through
 ``post_message`` (H-12), rendered by the one :func:`gpusession.core.events.describe`;
-the cancel event stops the runner at the next run boundary. When the run ends, the
-worker reads its rows once and judges them (R7, D5), so the event loop never reads the
-results CSV for it.
+the cancel event stops the runner at the next run boundary. What grows with the session
+is read in that worker too, never on the event loop (A5): before the start, ``session.toml``
+again (``r``, ``R``) and, for ``u``, the resume plan (the results CSV and the journal, once);
+the pane shows "starting" meanwhile and a refusal is said as before. When the run ends,
+the worker reads its rows once and judges them (R7, D5).
 
 The messages are the pane's (:class:`~gpusession.ui.panes.run_messages.RunMessages`): they
 bubble from here through the pane to the screen.
@@ -46,11 +48,13 @@ class RunLauncher(Widget):
         self.ctx = ctx
 
     def may_start(self, running: bool, experiment_id: str | None) -> bool:
-        """Whether a run may start now; when not, says why (a toast) and returns ``False``.
+        """Whether a run may start now, by what is known without reading the session; when
+        not, says why (a toast) and returns ``False``.
 
-        Refused: a run of the pane in flight, one in another process (the pane follows
-        it), no experiment, or a ``session.toml`` that no longer reads (re-read now: a
-        limit changed from another shell counts, as the runner rereads it at each boundary).
+        Refused here: a run of the pane in flight, one in another process (the pane follows
+        it; its lock file is read), no experiment. ``session.toml`` is re-read in the
+        worker (:meth:`launch`: a limit changed from another shell counts, as the runner
+        rereads it at each boundary); a file that no longer reads refuses the start there.
         """
         if running:
             self.notify("a run is already in progress", title="run")
@@ -63,31 +67,29 @@ class RunLauncher(Widget):
         if experiment_id is None:
             self.notify("define an experiment first (d)", title="run")
             return False
+        return True
+
+    def _checked_in_worker(self, experiment_id: str, exp: Any | None, resume: bool) -> tuple[dict[str, int], Any] | None:
+        """In the worker, before the runner: ``session.toml`` re-read and, for a resume, its
+        plan read once; the runs expected per variant and their time left, or ``None``
+        when the start is refused (:class:`RunMessages.NotStarted` posted, saying why)."""
         try:
             self.ctx.session.reload()
         except BadInput as exc:
-            self.notify(printable(error_words(exc)), title="not started", severity="error")
-            return False
-        return True
-
-    def resumable(self, running: bool, experiment_id: str | None) -> bool:
-        """Whether ``experiment_id`` has runs of its schedule with no measured row; when
-        not (nothing missing, never ran, unreadable CSV, a run in flight), says why."""
-        if running:
-            self.notify("a run is already in progress", title="run")
-            return False
-        if experiment_id is None:
-            self.notify("define an experiment first (d)", title="run")
-            return False
-        try:
-            plan = session_resume_plan(self.ctx.session, experiment_id)
-        except BadInput as exc:  # never ran, or an unreadable CSV: said, nothing starts
-            self.notify(printable(f"{error_words(exc)} (here: r)"), title="run")
-            return False
-        if not plan.missing:
-            self.notify(plan.nothing_words(), title="run")
-            return False
-        return True
+            self.post_message(RunMessages.NotStarted(printable(error_words(exc)), "not started", "error"))
+            return None
+        missing = None
+        if resume:
+            try:
+                plan = session_resume_plan(self.ctx.session, experiment_id)
+            except BadInput as exc:  # never ran, or an unreadable CSV: said, nothing starts
+                self.post_message(RunMessages.NotStarted(printable(f"{error_words(exc)} (here: r)"), "run"))
+                return None
+            if not plan.missing:
+                self.post_message(RunMessages.NotStarted(plan.nothing_words(), "run"))
+                return None
+            missing = list(plan.missing)
+        return self.plan(exp, missing)
 
     def ask_anyway(self, running: bool, then: Callable[[], None]) -> None:
         """Ask :data:`ANYWAY_QUESTION`; ``then`` starts on yes (D1, D3)."""
@@ -102,16 +104,16 @@ class RunLauncher(Widget):
 
         self.app.push_screen(ConfirmModal(ANYWAY_QUESTION), answered)
 
-    def plan(self, exp: Any | None, resume: bool) -> tuple[dict[str, int], Any]:
-        """Runs expected per variant of the runs to come (a resume: the schedule's runs not
-        measured) and their time left (a ``TimeLeft``; ``None`` without an experiment)."""
+    def plan(self, exp: Any | None, missing: list[Any] | None = None) -> tuple[dict[str, int], Any]:
+        """Runs expected per variant of the runs to come (``missing``: a resume's runs of the
+        schedule not measured, already read) and their time left (a ``TimeLeft``; ``None``
+        without an experiment)."""
         from gpusession.core.experiment import plan
         from gpusession.core.retrieval.time_left import TimeLeft
 
         if exp is None:
             return {}, None
-        # a loaded experiment is valid, and a resume's plan was read just before
-        runs = session_resume_plan(self.ctx.session, exp.id).missing if resume else plan.schedule(exp)
+        runs = missing if missing is not None else plan.schedule(exp)  # a loaded experiment is valid
         expected: dict[str, int] = {}
         for r in runs:
             expected[r.variant_id] = expected.get(r.variant_id, 0) + 1
@@ -124,10 +126,16 @@ class RunLauncher(Widget):
         self.notify(msg.message, title="waiting for the other nodes", timeout=30)
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def launch(self, experiment_id: str, cancel: threading.Event, anyway: bool = False,
-               resume: bool = False) -> None:
-        """Run ``experiment_id`` to its end (``anyway``: both stops off; ``resume``: the
-        schedule's runs not measured), posting its events; ends with :class:`RunFinished`."""
+    def launch(self, experiment_id: str, exp: Any | None, cancel: threading.Event, anyway: bool = False,
+               resume: bool = False, started: Callable[[dict[str, int], Any], None] | None = None) -> None:
+        """Run ``experiment_id`` (``exp``: its definition) to its end (``anyway``: both stops
+        off; ``resume``: the schedule's runs not measured), posting its events.
+
+        First the checks that read the session (:meth:`_checked_in_worker`): refused, it
+        ends with :class:`RunMessages.NotStarted`; else ``started(expected, time_left)``
+        runs on the event loop (the pane shows the run's bars) before the runner starts,
+        and it ends with :class:`RunMessages.RunFinished`.
+        """
         from gpusession.bench.stops import PastLimit
         from gpusession.core.events import (
             IncidentReported,
@@ -153,6 +161,11 @@ class RunLauncher(Widget):
             elif isinstance(ev, WorkerStarted) and ev.waiting_for_nodes:
                 self.post_message(RunMessages.NodesAwaited(ev.waiting_for_nodes))
 
+        checked = self._checked_in_worker(experiment_id, exp, resume)
+        if checked is None:
+            return
+        if started is not None:
+            self.app.call_from_thread(started, *checked)
         try:
             factory = self.ctx.runner_factory or _default_runner
             # D1, D3: both stops off only when asked (a test's factory takes the four arguments)
@@ -209,34 +222,51 @@ class RunLaunchKeys(Vertical):
 
     def action_resume(self) -> None:
         """Start the runs of the current experiment's schedule that have no measured row;
-        nothing missing, or an experiment that never ran: said, nothing starts."""
-        if self.query_one(RunLauncher).resumable(self.running, self.experiment_id):
-            self.action_start(resume=True)
+        nothing missing, or an experiment that never ran: said (by the worker, which reads
+        the plan), nothing starts."""
+        self.action_start(resume=True)
 
     def action_start(self, anyway: bool = False, resume: bool = False) -> None:
         """Start the current experiment (``anyway``: both stops off; ``resume``: the runs of
-        its schedule not measured) when :meth:`RunLauncher.may_start` lets it."""
+        its schedule not measured) when :meth:`RunLauncher.may_start` lets it.
+
+        The pane is running ("starting") at once, so a second key is refused; the reads
+        that grow with the session are the worker's (:meth:`RunLauncher.launch`), which
+        calls :meth:`_started` or posts :class:`RunMessages.NotStarted`.
+        """
         launcher = self.query_one(RunLauncher)
         if not launcher.may_start(self.running, self.experiment_id) or self.experiment_id is None:
             if not self.running:
                 self.follow_tick()  # a run in another process: followed now
             return
-        self.post_message(RunMessages.RunRequested(self.experiment_id))
         self.running = True
         self.resumed = resume  # its end judges the experiment's rows so far, as `run --resume` does
         self.last_outcome = ""
         self.refused_past_limit = False
         self._ended_elsewhere = None
         self.cancel_event = threading.Event()
+        self.time_left, self.time_left_text = None, ""
+        self._status()
+        launcher.launch(self.experiment_id, self.current_experiment(), self.cancel_event, anyway, resume,
+                        self._started)
+
+    def _started(self, expected: dict[str, int], time_left: Any) -> None:
+        """The worker's checks passed: one bar per variant of the runs to come, their time
+        left, the live rows emptied (on the event loop, before the runner's first event)."""
+        if self.experiment_id is not None:
+            self.post_message(RunMessages.RunRequested(self.experiment_id))
         self.rows = []
         self.query_one(RunRowsTable).clear()
         self.show_view("run-rows")
-        # one bar per variant of the runs to come, and their time left
-        expected, self.time_left = launcher.plan(self.current_experiment(), resume)
-        self.time_left_text = ""
+        self.time_left = time_left
         self.query_one(RunProgressView).start(expected)
         self._status()
-        launcher.launch(self.experiment_id, self.cancel_event, anyway, resume)
+
+    def on_run_pane_not_started(self, msg: RunMessages.NotStarted) -> None:
+        """The worker refused the start (``session.toml`` unreadable, nothing to resume): said, as before."""
+        self.running = False
+        self.notify(msg.words, title=msg.title, severity=msg.severity)
+        self._status()
 
     def action_cancel(self) -> None:
         """Ask the run to stop at the next run boundary (the partial experiment: incomplete)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 
 class RunMessages:
@@ -81,6 +82,15 @@ class RunMessages:
         all_failed: bool = False
         verdicts: str = ""
         refused_past_limit: bool = False
+
+    @dataclass
+    class NotStarted(Message, namespace="run_pane"):
+        """The launcher's worker refused a start before the runner (``session.toml`` no
+        longer reads, nothing to resume): the words of the toast, its title and severity."""
+
+        words: str
+        title: str
+        severity: SeverityLevel = "information"
 
     @dataclass
     class FollowedRunEnded(Message, namespace="run_pane"):
