@@ -26,6 +26,7 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date, datetime, time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -268,11 +269,15 @@ def raw_or_none(path: Path) -> bytes | None:
 
 def own_copy(value: Any) -> Any:
     """A copy of a parsed TOML value whose tables and arrays the caller may change (leaves are immutable)."""
-    if isinstance(value, dict):
-        return {k: own_copy(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a leaf is itself: no call per value (34,000 at 500 experiments, A5)
+        return {k: v if type(v) in _TOML_LEAVES else own_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [own_copy(v) for v in value]
+        return [v if type(v) in _TOML_LEAVES else own_copy(v) for v in value]
     return value
+
+
+#: The immutable values a parsed TOML document holds, given back as they are by :func:`own_copy`.
+_TOML_LEAVES = frozenset({str, int, float, bool, datetime, date, time})
 
 
 __all__ = ["PARTS_KEY", "SESSION_DOCS", "KeptDoc", "keep_session_doc", "own_copy", "raw_or_none", "read_checked",
