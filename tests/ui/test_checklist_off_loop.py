@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from textual.widgets import OptionList
-from ui.pilot import MakeApp, settle, workers_done
+from ui.pilot import MakeApp, settle, text_of, workers_done
 
 from gpusession.core.folder.session import Session
 from gpusession.core.records.results import ResultsFile
 from gpusession.core.retrieval import known_facts
 from gpusession.core.retrieval.checklist import load_checklist
 from gpusession.testing import FakeRunner
-from gpusession.ui.panes.checklist import ChecklistRead
+from gpusession.ui.panes.checklist import ChecklistPane, ChecklistRead
 
 #: a frame of the Checklist pane's module
 CHECKLIST_PANE = re.compile(r"gpusession[/\\]ui[/\\]panes[/\\]checklist\.py$")
@@ -99,3 +99,22 @@ async def test_a5_a_key_change_is_not_undone_by_an_older_read(session: Any, make
         pane.post_message(pane.Loaded(ChecklistRead(stale), older))
         await pilot.pause()
         assert next(i for i in pane.items).done  # the older read was not shown over it
+
+
+async def test_a5_the_first_frame_says_counting_then_the_count_of_load_checklist(
+        session: Any, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    held: list[Any] = []
+    real_load = ChecklistPane.load_in_background
+    monkeypatch.setattr(ChecklistPane, "load_in_background", lambda self: held.append(self))
+    monkeypatch.setattr(ChecklistPane, "collect_evidence", lambda self: None)
+    FakeRunner(session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert held, "the whole list is read after the first frame"
+        assert text_of(app, "#checklist-status").startswith("counting …")  # no count that changes a moment later
+        real_load(held[0])
+        await workers_done(pilot, app)
+        items = load_checklist(session)
+        done = sum(1 for i in items if i.done)
+        assert text_of(app, "#checklist-status").startswith(f"{done} of {len(items)} done")

@@ -88,6 +88,8 @@ class ChecklistRead:
     items: list[Any]
     carried: Any | None = None
     problem: str | None = None
+    #: whether the product's facts were read (else the count of done items is not said yet)
+    with_facts: bool = True
 
 
 def read_checklist(ctx: UiContext, *, with_facts: bool) -> ChecklistRead:
@@ -102,13 +104,13 @@ def read_checklist(ctx: UiContext, *, with_facts: bool) -> ChecklistRead:
     try:
         items = list(mod.load_checklist(ctx.session, with_facts=with_facts))
     except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
-        return ChecklistRead([], problem=f"Checklist unreadable: {exc}")
+        return ChecklistRead([], problem=f"Checklist unreadable: {exc}", with_facts=with_facts)
     carried = None
     if "started_from" in ctx.session.data:  # S11: new --from's note, said on the first screen
         from gpusession.core.retrieval.next_session import carried_note
 
         carried = carried_note(ctx.session, items)
-    return ChecklistRead(items, carried)
+    return ChecklistRead(items, carried, with_facts=with_facts)
 
 
 def _first_words(text: str) -> str:
@@ -167,6 +169,7 @@ class ChecklistPane(Vertical):
         self._generation = 0
         self._shown_generation = 0
         self._carried: Any | None = None
+        self._counted = False  # the items shown were read with the product's facts
 
     def compose(self) -> ComposeResult:
         yield Static("", id="checklist-status", classes="status")
@@ -225,7 +228,7 @@ class ChecklistPane(Vertical):
             status.update(read.problem)
             return
         if read is not None:
-            self.items, self._carried = read.items, read.carried
+            self.items, self._carried, self._counted = read.items, read.carried, read.with_facts
         keep = olist.highlighted_option.id if olist.highlighted_option else None
         options: list[Option] = []
         stage = object()
@@ -241,7 +244,9 @@ class ChecklistPane(Vertical):
                 break
         olist.set_options(options)
         done = sum(1 for i in self.items if i.done)
-        line = f"{done} of {len(self.items)} done — space: done/open, n: note, a: add item; saved at once"
+        # before the facts are read (the first frame) a count would change a moment later: not said yet
+        count = f"{done} of {len(self.items)} done" if self._counted else "counting …"
+        line = f"{count} — space: done/open, n: note, a: add item; saved at once"
         carried = self._carried
         status.update(Text(f"{_first_words(carried.words())}\n{line}") if carried is not None else line)
         if keep is not None:
