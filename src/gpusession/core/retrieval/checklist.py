@@ -46,10 +46,10 @@ from typing import Any
 
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
-from gpusession.core.files.secrets import check_no_secret, shown
+from gpusession.core.files.secrets import check_no_secret, mask_free_text, shown
 from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import tomllib
-from gpusession.core.folder.session import CHECKLIST_TOML, Session
+from gpusession.core.folder.session import CHECKLIST_TOML, Session, read_checked
 
 #: Default time kept free at the end of the package to retrieve what is useful (G§7).
 DEFAULT_RETRIEVAL_RESERVE_HOURS = 4.0
@@ -134,8 +134,8 @@ def bundled_ids() -> list[str]:
 
 
 # -- state file ----------------------------------------------------------------------
-def _read_state(session: Session) -> dict[str, Any]:
-    doc = session.read_doc(CHECKLIST_TOML)
+def _read_state(session: Session, *, evidence: bool = True) -> dict[str, Any]:
+    doc = session.read_doc(CHECKLIST_TOML) if evidence else _read_without_evidence(session)
     items = doc.get("items")
     if items is None:
         doc["items"] = {}
@@ -145,6 +145,31 @@ def _read_state(session: Session) -> dict[str, Any]:
     if settings is not None and not isinstance(settings, dict):
         raise BadInput("expected a table", path=session.checklist_toml, field="settings")
     return doc
+
+
+def _read_without_evidence(session: Session) -> dict[str, Any]:
+    """``checklist.toml`` as :meth:`Session.read_doc` reads it, less each item's ``evidence``; read only.
+
+    The evidence is dropped before the secret checks, so none of it is shown or checked.
+
+    Why: the evidence the product wrote grows with the session (``p1.fixed-before`` names
+    each experiment not fixed before its first run) and checking its free text for
+    secrets loads the seed wordlists: the TUI's first screenful does without it (A5) and
+    reads it with the facts a moment later.
+
+    Raises:
+        BadInput: as :meth:`Session.read_doc`.
+    """
+    path = session.checklist_toml
+    if not path.exists():
+        return {"schema": 1}
+    doc = dict(read_checked(path))
+    items = doc.get("items")
+    if isinstance(items, dict):
+        doc["items"] = {k: ({f: v for f, v in st.items() if f != "evidence"} if isinstance(st, dict) else st)
+                        for k, st in items.items()}
+    masked, _warnings = mask_free_text(doc, path)  # the full read (with facts) records the warnings
+    return dict(masked)
 
 
 def _write_state(session: Session, doc: dict[str, Any]) -> None:
@@ -229,7 +254,7 @@ def _items_from(session: Session, doc: dict[str, Any], facts: dict[str, Any] | N
     return out
 
 
-def load_checklist(session: Session, *, with_facts: bool = True) -> list[ChecklistItem]:
+def load_checklist(session: Session, *, with_facts: bool = True, with_evidence: bool = True) -> list[ChecklistItem]:
     """The bundled items plus the session's own items, with their state, by stage (S1).
 
     An item whose fact the product recorded (S11, :func:`known_facts`) reads done, with
@@ -240,6 +265,9 @@ def load_checklist(session: Session, *, with_facts: bool = True) -> list[Checkli
         with_facts: read the product's facts (S11); ``False`` only for the TUI's first
             screenful, drawn before the order, count and journal readers load (the pane
             reads them right after the first frame).
+        with_evidence: read each item's stored evidence; ``False`` only for that first
+            screenful too (the evidence grows with the session and its secret checks
+            load the seed wordlists: :func:`_read_without_evidence`).
 
     Returns:
         Items ordered by stage; within a stage, bundled items in file order, then the
@@ -248,7 +276,7 @@ def load_checklist(session: Session, *, with_facts: bool = True) -> list[Checkli
     Raises:
         BadInput: the session's ``checklist.toml`` is malformed (file and field named).
     """
-    doc = _read_state(session)
+    doc = _read_state(session, evidence=with_evidence)
     if not with_facts:
         return _items_from(session, doc)
     from gpusession.core.retrieval.known_facts import (

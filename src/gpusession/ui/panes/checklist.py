@@ -95,14 +95,15 @@ class ChecklistRead:
 def read_checklist(ctx: UiContext, *, with_facts: bool) -> ChecklistRead:
     """Read the checklist of ``ctx.session`` (S1, S11); safe in a thread worker (reads only).
 
-    ``with_facts``: the product's facts too (the results CSV's count, the journal's plan);
-    ``False`` only for the first screenful. A hand-edited or unreadable ``checklist.toml``
+    ``with_facts``: the product's facts (the results CSV's count, the journal's plan) and
+    the evidence stored in ``checklist.toml`` too; ``False`` only for the first screenful. A hand-edited or unreadable ``checklist.toml``
     gives ``problem`` (``Checklist unreadable: …``), never an exception.
     """
     from gpusession.core.retrieval import checklist as mod
 
     try:
-        items = list(mod.load_checklist(ctx.session, with_facts=with_facts))
+        # the first screenful: neither the facts nor the stored evidence (both grow with the session)
+        items = list(mod.load_checklist(ctx.session, with_facts=with_facts, with_evidence=with_facts))
     except (GpusessionError, ValueError, OSError) as exc:  # a hand-edited or unreadable checklist.toml
         return ChecklistRead([], problem=f"Checklist unreadable: {exc}", with_facts=with_facts)
     carried = None
