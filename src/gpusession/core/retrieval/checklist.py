@@ -49,7 +49,8 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import check_no_secret, mask_free_text, shown
 from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import tomllib
-from gpusession.core.folder.session import CHECKLIST_TOML, Session, read_checked
+from gpusession.core.folder.session import CHECKLIST_TOML, Session
+from gpusession.core.folder.session_toml import read_checked
 
 #: Default time kept free at the end of the package to retrieve what is useful (G§7).
 DEFAULT_RETRIEVAL_RESERVE_HOURS = 4.0
