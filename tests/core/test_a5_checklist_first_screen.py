@@ -18,6 +18,8 @@ from gpusession.core.files.secrets import HIDDEN
 from gpusession.core.folder.session import Session
 from gpusession.core.retrieval.checklist import load_checklist
 
+pytestmark = pytest.mark.calendar  # reads the checklist
+
 #: A private key a person pastes by hand (64 hex digits).
 HEX_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 LONG_EVIDENCE = "not recorded for 500 experiments: " + ", ".join(f"sweep-{i:03d}" for i in range(500))

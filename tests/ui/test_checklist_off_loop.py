@@ -24,6 +24,8 @@ from gpusession.core.retrieval.checklist import load_checklist
 from gpusession.testing import FakeRunner
 from gpusession.ui.panes.checklist import ChecklistPane, ChecklistRead
 
+pytestmark = pytest.mark.calendar  # reads the checklist
+
 #: a frame of the Checklist pane's module
 CHECKLIST_PANE = re.compile(r"gpusession[/\\]ui[/\\]panes[/\\]checklist\.py$")
 
