@@ -380,12 +380,10 @@ def unfinished_experiments(s: Session) -> dict[str, str]:
         ``{experiment id → "2 of 10 runs done, the run was cancelled; `gpusession run S
         --experiment ID --resume` measures the rest"}``.
     """
-    from gpusession.core.events.facts import unfinished
-
-    stopped = stopped_experiments(s)
+    facts = s.journal_facts()
     return {exp_id: f"{words}; `gpusession run {s.name} --experiment {exp_id} --resume` measures the rest"
-            for exp_id, (words, _groups) in unfinished(s.journal_records()).items()
-            if exp_id not in stopped}
+            for exp_id, words in facts.unfinished_words.items()
+            if exp_id not in facts.stopped}
 
 
 def stopped_experiments(s: Session) -> dict[str, str]:
@@ -398,15 +396,7 @@ def stopped_experiments(s: Session) -> dict[str, str]:
         ``{experiment id → "stopped after the first result: 300 IDs missing — fix and run
         again (validation report: …)"}``; an experiment run again since is not in it.
     """
-    from gpusession.core.events import ExperimentStartedRecord, ExperimentStoppedRecord
-
-    out: dict[str, str] = {}
-    for r in s.journal_records():
-        if isinstance(r, ExperimentStartedRecord) and r.experiment_id:
-            out.pop(r.experiment_id, None)
-        elif isinstance(r, ExperimentStoppedRecord) and r.experiment_id and r.message:
-            out[r.experiment_id] = r.message
-    return out
+    return dict(s.journal_facts().stopped)
 
 
 def _origin(s: Session) -> Any:

@@ -289,10 +289,21 @@ def iter_journal(path: Path) -> Iterator[tuple[int, Event | Unreadable]]:
 
 def _decode(raw: bytes) -> Iterator[tuple[int, Event | Unreadable]]:
     """:func:`iter_journal` of the journal's bytes ``raw``."""
+    return decode_lines(raw)
+
+
+def decode_lines(raw: bytes, first: int = 1) -> Iterator[tuple[int, Event | Unreadable]]:
+    """``(line number, record or Unreadable)`` of each non-blank line of ``raw``, numbered from ``first``.
+
+    ``raw`` is the whole journal (``first`` 1) or the bytes after a line end a saved fold
+    reached (``first``: the number of the line that follows it, A5). A last line without
+    an end of line that does not read is said cut short (a crash, a full disk).
+    """
     lines = raw.split(b"\n")
-    for number, text in enumerate(lines, start=1):
+    last = first + len(lines) - 1
+    for number, text in enumerate(lines, start=first):
         item = decode_line(text, number)
-        if isinstance(item, Unreadable) and number == len(lines):  # no end of line: cut
+        if isinstance(item, Unreadable) and number == last:  # no end of line: cut
             item = Unreadable(number, f"cut short, no end of line (crash or full disk): {item.reason}")
         if item is not None:
             yield number, item
@@ -407,7 +418,8 @@ def cut_run_start(text: str) -> dict[str, Any]:
 
 __all__ = [
     "CUT_KIND", "INCIDENT", "INVOCATION_ENDS", "INVOCATION_START", "MAX_DEPTH", "MAX_LINE_BYTES", "RUN_CLOSES",
-    "RUN_OPENS", "UNREADABLE_KIND", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line", "iter_journal",
+    "RUN_OPENS", "UNREADABLE_KIND", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line",
+    "decode_lines", "iter_journal",
     "open_work", "read_objects",
     "read_journal", "read_records",
 ]

@@ -22,6 +22,7 @@ from gpusession.core.files.names import JOURNAL, RESULTS_CSV, RUN_LOCK
 from gpusession.core.files.textio import read_plain
 from gpusession.core.files.tomlio import is_tmp_name
 from gpusession.core.folder.caches import (
+    file_signature,
     keep_results_clean,
     keep_run_ends,
     results_clean,
@@ -47,6 +48,8 @@ class SessionJournal:
     #: the journal's run ends, by its stat signature, and beside the bytes counted (:meth:`_run_ends`)
     _run_ends_cache: tuple[tuple[int, int, int, int], dict[str, int]] | None = None
     _run_ends_kept: tuple[bytes, dict[str, int]] | None = None
+    #: the journal's facts, by its stat signature (:meth:`journal_facts`)
+    _facts_cache: tuple[list[int] | None, JournalFacts] | None = None
 
     def locked(self, what: str = "the change") -> AbstractContextManager[None]:
         """The session folder's lock (``Session.locked``, which this mixin's user defines)."""
@@ -160,10 +163,23 @@ class SessionJournal:
         return read_records(self.journal_path)
 
     def journal_facts(self) -> JournalFacts:
-        """What the journal says about the runs, for the summary table (R7; :mod:`gpusession.core.events.facts`)."""
-        from gpusession.core.events.facts import journal_facts
+        """What the journal says about the runs, for the summary table (R7; :mod:`gpusession.core.events.facts`).
 
-        return journal_facts(self.journal_records())
+        From the journal's saved digest and the lines appended since
+        (:func:`gpusession.core.folder.journal_digest.journal_digest`, A5); a journal that
+        cannot be read as a plain file is read as before (its error said there). ``show``
+        asks three times: worked out once per journal bytes (its ``stat`` signature).
+        """
+        from gpusession.core.events.facts import journal_facts
+        from gpusession.core.folder.journal_digest import journal_digest
+
+        sig = file_signature(self.journal_path)
+        if sig is not None and self._facts_cache is not None and self._facts_cache[0] == sig:
+            return self._facts_cache[1]
+        digest = journal_digest(self.folder)
+        facts = digest.journal_facts() if digest is not None else journal_facts(self.journal_records())
+        self._facts_cache = (sig, facts)
+        return facts
 
     def journal_read(self) -> JournalRead:
         """The whole journal: typed records, their line numbers, one note per unreadable line (S7)."""
