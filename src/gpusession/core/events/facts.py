@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any
 
+from gpusession.core.events.actions import ExperimentDefinedRecord
 from gpusession.core.events.base import Event
 from gpusession.core.events.records import (
     AttemptFailedRecord,
@@ -265,6 +267,68 @@ class FactsFold:
                    dict(killed), dict(failed), dict(stopped))
 
 
+def _instant(value: Any) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (UTC when it names no zone); ``None`` when it does not read."""
+    if not isinstance(value, str):
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class ProtocolFold:
+    """When each experiment's protocol was stored and first measured, as the journal says (V5), folded.
+
+    Why: the checklist's evidence ``p1.fixed-before`` compares them for every experiment,
+    and read every record of a month's journal to find them (A5); folded, they move by
+    the records appended since a saved fold.
+
+    Attributes:
+        first_run: ``{experiment id → the earliest ``at`` of its ``run_started`` records}``.
+        defined: ``{experiment id → the ``at`` of its first ``experiment_defined``}``.
+        stored: ``{experiment id → the protocol its last ``experiment_defined`` before its
+            first run stored}`` (as written).
+    """
+
+    first_run: dict[str, str] = field(default_factory=dict)
+    defined: dict[str, str] = field(default_factory=dict)
+    stored: dict[str, Any] = field(default_factory=dict)
+
+    def feed(self, records: Iterable[Event]) -> ProtocolFold:
+        """Fold ``records`` (typed, in journal order); returns itself."""
+        for rec in records:
+            if not isinstance(rec, RunStartedRecord | ExperimentDefinedRecord):
+                continue
+            exp, at = rec.experiment_id, _instant(rec.at)
+            if exp is None or at is None:
+                continue
+            if isinstance(rec, RunStartedRecord):
+                first = self.first_run.get(exp)
+                if first is None or at < (_instant(first) or at):
+                    self.first_run[exp] = str(rec.at)
+            else:
+                self.defined.setdefault(exp, str(rec.at))
+                if exp not in self.first_run:
+                    self.stored[exp] = rec.settings.get("protocol")
+        return self
+
+    def as_json(self) -> dict[str, Any]:
+        """The fold, JSON-ready."""
+        return {"first_run": self.first_run, "defined": self.defined, "stored": self.stored}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> ProtocolFold:
+        """The inverse of :meth:`as_json`. Raises: TypeError, KeyError, AttributeError: another shape."""
+        first, defined, stored = doc["first_run"], doc["defined"], doc["stored"]
+        if not (all(isinstance(v, str) for v in first.values()) and all(isinstance(v, str) for v in defined.values())
+                and isinstance(stored, dict)):
+            raise TypeError("not a fold of the protocols' times")
+        return cls(dict(first), dict(defined), dict(stored))
+
+
 def failed_attempts(records: Iterable[Event]) -> dict[str, int]:
     """Run keys of rows that belong to an attempt that never measured anything (R7).
 
@@ -333,4 +397,4 @@ def journal_facts(records: Sequence[Event]) -> JournalFacts:
     return FactsFold().feed(records).facts()
 
 
-__all__ = ["Attempt", "FactsFold", "JournalFacts", "attempts", "failed_attempts", "journal_facts", "unfinished"]
+__all__ = ["Attempt", "FactsFold", "JournalFacts", "ProtocolFold", "attempts", "failed_attempts", "journal_facts", "unfinished"]

@@ -41,7 +41,7 @@ from gpusession.core.events import (
     RunFinishedRecord,
     RunRecoveredRecord,
 )
-from gpusession.core.events.facts import FactsFold, JournalFacts
+from gpusession.core.events.facts import FactsFold, JournalFacts, ProtocolFold
 from gpusession.core.events.reading import JournalRead, Unreadable, decode_lines
 from gpusession.core.events.scan import split_at_last_line_end
 from gpusession.core.experiment.keys import RunKey
@@ -104,6 +104,7 @@ class JournalDigest:
     Attributes:
         lines: journal lines folded (the next line's number is ``lines + 1``).
         facts: the summary's facts folded.
+        protocol: when each experiment's protocol was stored and first measured (V5).
         row_facts: ``[experiment, phase, variant, index, fields]`` per record that ended a
             run; a remark ``{"kind", "text"}`` of strings is kept as the indexes of its
             two strings in ``texts`` (a month's rows repeat most of theirs: 9 MB → 2 MB).
@@ -114,6 +115,7 @@ class JournalDigest:
 
     lines: int = 0
     facts: FactsFold = field(default_factory=FactsFold)
+    protocol: ProtocolFold = field(default_factory=ProtocolFold)
     row_facts: list[list[Any]] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     incidents: list[list[Any]] = field(default_factory=list)
@@ -171,6 +173,7 @@ class JournalDigest:
                 self.unreadable.append([item.line, item.reason])
                 continue
             self.facts.feed((item,))
+            self.protocol.feed((item,))
             entry = row_facts_entry(item)
             if entry is not None:
                 self.row_facts.append([*entry[0], self._kept(entry[1])])
@@ -205,7 +208,8 @@ class JournalDigest:
         Why one text: ``show`` reads the digest for the summary's facts only, and a JSON
         string of 2 MB is read (and sealed) as one scan, not parsed into 60,000 objects.
         """
-        return {"lines": self.lines, "facts": self.facts.as_json(), "incidents": self.incidents,
+        return {"lines": self.lines, "facts": self.facts.as_json(), "protocol": self.protocol.as_json(),
+                "incidents": self.incidents,
                 "unreadable": self.unreadable,
                 "rows": self._rows_text if self._rows_text is not None else
                 json.dumps([self.row_facts, self.texts], ensure_ascii=False, separators=(",", ":"))}
@@ -223,7 +227,8 @@ class JournalDigest:
                 and all(isinstance(i, list) and len(i) == 2 and isinstance(i[1], dict) for i in incidents)
                 and all(isinstance(u, list) and len(u) == 2 for u in unreadable)):
             raise TypeError("not a journal digest")
-        return cls(lines, FactsFold.from_json(doc["facts"]), incidents=incidents, unreadable=unreadable,
+        return cls(lines, FactsFold.from_json(doc["facts"]), ProtocolFold.from_json(doc["protocol"]),
+                   incidents=incidents, unreadable=unreadable,
                    _rows_text=rows)
 
 
@@ -254,6 +259,10 @@ def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple
         return None
 
 
+#: The last digest returned: ``{"last": (journal path, its stat signature, digest)}``; callers only read it.
+_LAST: dict[str, tuple[Path, list[int], JournalDigest]] = {}
+
+
 def journal_digest(folder: Path, *, min_save_bytes: int = DIGEST_MIN_SAVE_BYTES) -> JournalDigest | None:
     """The journal's digest now: the saved one moved by the bytes appended since, else the whole journal's (A5).
 
@@ -281,6 +290,9 @@ def journal_digest(folder: Path, *, min_save_bytes: int = DIGEST_MIN_SAVE_BYTES)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
+        last = _LAST.get("last")
+        if last is not None and last[0] == path and last[1] == _signature(st):
+            return last[2]  # the same bytes: ``report`` asks from three sections
         resumed = _resumed(fd, st, read_state(folder, JOURNAL_DIGEST))
         digest, offset = resumed if resumed is not None else (JournalDigest(), 0)
         complete, cut = split_at_last_line_end(read_journal_span(fd, offset, st.st_size - offset))
@@ -293,6 +305,7 @@ def journal_digest(folder: Path, *, min_save_bytes: int = DIGEST_MIN_SAVE_BYTES)
                 "tail_crc": tail, "digest": digest.as_json()})
         if cut:
             digest = copy.deepcopy(digest).feed(cut)
+        _LAST["last"] = (path, _signature(st), digest)
         return digest
     except OSError:
         return None

@@ -21,16 +21,14 @@ from typing import Any
 import polars as pl
 
 from gpusession.core.copyhome.limit import session_limit
-from gpusession.core.events import (
-    ExperimentDefinedRecord,
-    ExperimentStoppedRecord,
-    RunStartedRecord,
-)
+from gpusession.core.events import ExperimentStoppedRecord
 from gpusession.core.events.actions import OrderDeviationObservedRecord
+from gpusession.core.events.facts import ProtocolFold
 from gpusession.core.experiment.placeholders import COMMAND_DEVICE
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.units import format_bytes
+from gpusession.core.folder.journal_digest import journal_digest
 from gpusession.core.folder.session import Session
 from gpusession.core.gpu.nvml import GpuReading, NvmlSnapshot, read_nvml
 from gpusession.core.money.cost import load_rates
@@ -668,23 +666,11 @@ def protocol_states(session: Session) -> dict[str, ProtocolState]:
     exps = session.data.get("experiments")
     if not isinstance(exps, dict) or not exps:
         return {}
-    first_run: dict[str, datetime] = {}
-    defined: dict[str, datetime] = {}
-    stored_protocol: dict[str, Any] = {}
-
-    for rec in session.journal_records():
-        if not isinstance(rec, (RunStartedRecord, ExperimentDefinedRecord)):
-            continue
-        exp, at = rec.experiment_id, _as_dt(rec.at)
-        if exp is None or at is None:
-            continue
-        if isinstance(rec, RunStartedRecord):
-            if exp not in first_run or at < first_run[exp]:
-                first_run[exp] = at
-        else:
-            defined.setdefault(exp, at)
-            if exp not in first_run:
-                stored_protocol[exp] = rec.settings.get("protocol")
+    digest = journal_digest(session.folder)  # the saved fold and the lines since (A5)
+    fold = digest.protocol if digest is not None else ProtocolFold().feed(session.journal_records())
+    first_run = {e: dt for e, at in fold.first_run.items() if (dt := _as_dt(at)) is not None}
+    defined = {e: dt for e, at in fold.defined.items() if (dt := _as_dt(at)) is not None}
+    stored_protocol = fold.stored
     out: dict[str, ProtocolState] = {}
     for exp_id, exp in exps.items():
         if not isinstance(exp, dict):

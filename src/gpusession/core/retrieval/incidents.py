@@ -26,16 +26,10 @@ from typing import Any
 
 import polars as pl
 
-from gpusession.core.events import (
-    Event,
-    IncidentRecord,
-    LoadFinishedRecord,
-    RunFinishedRecord,
-    RunRecoveredRecord,
-)
+from gpusession.core.events import Event, IncidentRecord
 from gpusession.core.events.reading import JournalRead
 from gpusession.core.experiment.keys import RunKey
-from gpusession.core.files.errors import BadInput
+from gpusession.core.folder.journal_digest import RowKey, row_facts_entry
 from gpusession.core.records.notefacts import RowFacts, remarks_words
 from gpusession.core.records.old_words import (
     incident_group_from_old_words,
@@ -51,21 +45,6 @@ PREDATES_LINE = ("{n} row(s) predate typed incidents (written by an older gpuses
                  "journal record was cut by a crash): their incidents are shown as their notes "
                  "say them, one per row, not grouped.")
 
-def _facts_key(rec: Event) -> tuple[str, str, str, int] | None:
-    """``(experiment, phase, variant, index)`` of the row a record ends, ``None`` if unnamed."""
-    exp = getattr(rec, "experiment_id", None)
-    phase = getattr(rec, "phase", None)
-    variant = getattr(rec, "variant_id", None)
-    index = getattr(rec, "run_index", None)
-    if exp is not None and phase is not None and variant is not None and isinstance(index, int):
-        return str(exp), str(phase), str(variant), index
-    try:
-        key = RunKey.parse(str(getattr(rec, "run_key", None)))
-    except BadInput:
-        return None
-    return key.experiment_id, key.phase, key.variant_id, key.run_index
-
-
 def row_facts(frame: pl.DataFrame, records: Sequence[Event]) -> list[RowFacts | None]:
     """The typed facts of each row of ``frame``, in its order; ``None`` for a row without.
 
@@ -74,13 +53,21 @@ def row_facts(frame: pl.DataFrame, records: Sequence[Event]) -> list[RowFacts | 
     (``run --resume``) has several rows and records: they pair from the newest, so rows
     older than typed facts are the ones left without.
     """
-    queues: dict[tuple[str, str, str, int], list[RowFacts]] = {}
+    queues: dict[RowKey, list[RowFacts]] = {}
     for rec in records:
-        if isinstance(rec, (RunFinishedRecord, LoadFinishedRecord, RunRecoveredRecord)):
-            facts = RowFacts.from_record(rec)
-            key = _facts_key(rec) if facts is not None else None
-            if facts is not None and key is not None:
-                queues.setdefault(key, []).append(facts)
+        entry = row_facts_entry(rec)
+        facts = RowFacts.from_record(rec) if entry is not None else None  # type: ignore[arg-type]
+        if entry is not None and facts is not None:
+            queues.setdefault(entry[0], []).append(facts)
+    return pair_row_facts(frame, queues)
+
+
+def pair_row_facts(frame: pl.DataFrame, queues: dict[RowKey, list[RowFacts]]) -> list[RowFacts | None]:
+    """:func:`row_facts` of each row of ``frame`` from each row key's facts, oldest first (emptied as paired).
+
+    ``queues`` as :meth:`gpusession.core.folder.journal_digest.JournalDigest.row_facts_queues`
+    gives them from the journal's saved digest (A5).
+    """
     out: list[RowFacts | None] = [None] * frame.height
     if not queues or not frame.height:
         return out

@@ -55,8 +55,10 @@ from gpusession.core.files.units import (
     format_seconds_range,
     significant,
 )
+from gpusession.core.folder.caches import file_signature
 from gpusession.core.folder.corpus_pin import is_kept_corpus
 from gpusession.core.folder.experiments import load_experiments
+from gpusession.core.folder.journal_digest import journal_digest
 from gpusession.core.folder.session import Session, refuse_session_data
 from gpusession.core.money.answer import CostAnswer
 from gpusession.core.money.cost import cost_report
@@ -87,6 +89,7 @@ from gpusession.core.retrieval.evidence import (
 from gpusession.core.retrieval.incidents import (
     PREDATES_LINE,
     SessionIncidents,
+    pair_row_facts,
     row_facts,
     row_remarks,
     session_incidents,
@@ -193,24 +196,33 @@ def _runs_words(keys: list[tuple[Any, Any, Any, Any]]) -> str:
     return f"{len(keys)} runs of {', '.join(exps)} ({', '.join(phases)})"
 
 
-#: The last rows' facts worked out: ``{"last": (frame, journal read, facts)}``.
-_FACTS: dict[str, tuple[pl.DataFrame, JournalRead, list[Any]]] = {}
+#: The last rows' facts worked out: ``{"last": (frame, the journal's signature, facts, its incidents)}``.
+_FACTS: dict[str, tuple[pl.DataFrame, list[int] | None, list[Any], JournalRead]] = {}
 
 
 def _row_facts(session: Session, frame: pl.DataFrame) -> tuple[list[Any], JournalRead]:
-    """Each row's typed facts (:func:`row_facts`) and the journal they come from, worked out once per report.
+    """Each row's typed facts (:func:`row_facts`) and the journal's incidents, worked out once per report.
 
-    The notes, the incidents, the risks and the energy all ask; the same frame and the
-    same journal records (the reader gives the same record objects for the same bytes)
-    give the same facts, so they are matched once (A5: 10,000 rows each time).
+    From the journal's saved digest and the lines appended since
+    (:func:`gpusession.core.folder.journal_digest.journal_digest`, A5): the records that
+    ended runs, the ``incident`` records and the unreadable lines, never the whole journal
+    decoded again while its prefix is the one folded (H-47). The notes, the incidents, the
+    risks and the energy all ask; the same frame and the same journal bytes (its ``stat``
+    signature) give the same facts, so they are matched once (10,000 rows each time). A
+    journal that is not a plain file is read as before (its error said there).
     """
-    read = session.journal_read()
+    sig = file_signature(session.journal_path)
     last = _FACTS.get("last")
-    if (last is not None and last[0] is frame and len(last[1].records) == len(read.records)
-            and all(a is b for a, b in zip(last[1].records, read.records, strict=True))):
-        return last[2], read
-    facts = row_facts(frame, read.records)
-    _FACTS["last"] = (frame, read, facts)
+    if last is not None and last[0] is frame and sig is not None and last[1] == sig:
+        return last[2], last[3]
+    digest = journal_digest(session.folder)
+    if digest is None:
+        read = session.journal_read()
+        facts = row_facts(frame, read.records)
+    else:
+        read = digest.incidents_read()
+        facts = pair_row_facts(frame, digest.row_facts_queues())
+    _FACTS["last"] = (frame, sig, facts, read)
     return facts, read
 
 
