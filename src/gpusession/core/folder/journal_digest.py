@@ -13,10 +13,11 @@ the fold of the summary's facts (:class:`gpusession.core.events.facts.FactsFold`
 typed facts of each record that ended a run (``run_finished``, ``load_finished``,
 ``run_recovered``: the fields :meth:`RowFacts.from_record` reads, under the row's
 ``(experiment, phase, variant, index)``), the ``incident`` records as written, the lines
-that did not read (number and why), and -- as ``journal-state.json`` does -- the journal's
-``stat`` signature and the CRC-32 of its first and last 4 KiB before the offset. While
-they hold only the bytes after the offset are decoded; a journal replaced, shrunk,
-rewritten at its size or edited before the offset is decoded whole once (H-47). Written
+that did not read (number and why), the journal's ``stat`` signature and the CRC-32 of
+its bytes before the offset. While the signature holds nothing is read but the state;
+when the journal grew, its bytes before the offset are read for their CRC-32 (no line
+decoded) and only the bytes after it decoded; a journal replaced, shrunk, rewritten at
+its size or edited before the offset is decoded whole once (H-47). Written
 atomically, only once the bytes decoded pass :data:`DIGEST_MIN_SAVE_BYTES` (a small
 session is left as found), never an error when the disk refuses; a digest over the state
 files' bound (:data:`gpusession.core.folder.caches.STATE_MAX_BYTES`, some 20,000 rows'
@@ -29,6 +30,7 @@ import copy
 import json
 import os
 import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -49,8 +51,8 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.names import JOURNAL
 from gpusession.core.folder.caches import JOURNAL_DIGEST, read_state, write_state
 from gpusession.core.folder.journal_state import (
+    _CHUNK_BYTES,
     JOURNAL_REWRITE_BYTES,
-    _journal_windows,
     _signature,
     read_journal_span,
 )
@@ -232,29 +234,42 @@ class JournalDigest:
                    _rows_text=rows)
 
 
-def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple[JournalDigest, int] | None:
-    """The digest the state holds and its offset, when the journal before it is still what was folded.
+def _prefix_crc(fd: int, offset: int) -> int:
+    """The CRC-32 of the journal's first ``offset`` bytes, read in chunks (memory stays flat).
 
-    Refused (``None``: the whole journal is decoded again, H-47) as
-    ``journal-state.json`` is: another version or shape, another file (inode, device),
-    one that shrank, one rewritten at the same size, or whose first or last 4 KiB before
-    the offset changed.
+    Why the whole prefix, not its first and last 4 KiB: a line edited by hand at its own
+    length in the middle, then a line appended by gpusession, leaves both windows and a
+    growing size (H-47); reading 15 MB for a CRC costs some 50 ms, decoding them typed a second.
+    """
+    crc, at = 0, 0
+    while at < offset:
+        chunk = read_journal_span(fd, at, min(_CHUNK_BYTES, offset - at))
+        if not chunk:
+            break
+        crc, at = zlib.crc32(chunk, crc), at + len(chunk)
+    return crc
+
+
+def _resumed(fd: int, st: os.stat_result, state: dict[str, Any] | None) -> tuple[JournalDigest, int, int] | None:
+    """The digest the state holds, its offset and the CRC-32 of the journal before it, when that prefix is unchanged.
+
+    Refused (``None``: the whole journal is decoded again, H-47) for another version or
+    shape, another file (inode, device), one that shrank, one rewritten at the same size,
+    and one that grew but whose bytes before the offset are not the ones folded (their
+    CRC-32, :func:`_prefix_crc`); an unchanged ``stat`` signature reads nothing.
     """
     if state is None or state.get("version") != DIGEST_VERSION:
         return None
-    offset, sig = state.get("offset"), state.get("stat")
-    if not (isinstance(offset, int) and isinstance(sig, list) and len(sig) == 5):
+    offset, sig, crc = state.get("offset"), state.get("stat"), state.get("crc")
+    if not (isinstance(offset, int) and isinstance(sig, list) and len(sig) == 5 and isinstance(crc, int)):
         return None
     now = _signature(st)
     if sig[3:] != now[3:] or offset > st.st_size or st.st_size < sig[0]:
         return None
-    if now != sig:
-        if st.st_size == sig[0]:
-            return None
-        if [state.get("head_crc"), state.get("tail_crc")] != list(_journal_windows(fd, offset)):
-            return None
+    if now != sig and (st.st_size == sig[0] or _prefix_crc(fd, offset) != crc):
+        return None
     try:
-        return JournalDigest.from_json(state["digest"]), offset
+        return JournalDigest.from_json(state["digest"]), offset, crc
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
 
@@ -294,15 +309,13 @@ def journal_digest(folder: Path, *, min_save_bytes: int = DIGEST_MIN_SAVE_BYTES)
         if last is not None and last[0] == path and last[1] == _signature(st):
             return last[2]  # the same bytes: ``report`` asks from three sections
         resumed = _resumed(fd, st, read_state(folder, JOURNAL_DIGEST))
-        digest, offset = resumed if resumed is not None else (JournalDigest(), 0)
+        digest, offset, crc = resumed if resumed is not None else (JournalDigest(), 0, 0)
         complete, cut = split_at_last_line_end(read_journal_span(fd, offset, st.st_size - offset))
         digest.feed(complete)
         if (resumed is None or len(complete) >= JOURNAL_REWRITE_BYTES) and len(complete) >= min_save_bytes:
-            end = offset + len(complete)
-            head, tail = _journal_windows(fd, end)
             write_state(folder, JOURNAL_DIGEST, {
-                "version": DIGEST_VERSION, "offset": end, "stat": _signature(st), "head_crc": head,
-                "tail_crc": tail, "digest": digest.as_json()})
+                "version": DIGEST_VERSION, "offset": offset + len(complete), "stat": _signature(st),
+                "crc": zlib.crc32(complete, crc), "digest": digest.as_json()})
         if cut:
             digest = copy.deepcopy(digest).feed(cut)
         _LAST["last"] = (path, _signature(st), digest)
