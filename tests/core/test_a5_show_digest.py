@@ -16,13 +16,18 @@ from pathlib import Path
 import pytest
 from helpers import TEST_NOW, NewSession, cli
 
-from gpusession.core.events import reading
+from gpusession.core.events import IncidentRecord, reading
 from gpusession.core.events.facts import journal_facts
 from gpusession.core.folder import journal_digest as digest_mod
 from gpusession.core.folder.caches import JOURNAL_DIGEST
-from gpusession.core.folder.journal_digest import DIGEST_MIN_SAVE_BYTES, journal_digest
+from gpusession.core.folder.journal_digest import (
+    DIGEST_MIN_SAVE_BYTES,
+    journal_digest,
+    row_facts_entry,
+)
 from gpusession.core.folder.package import Package
 from gpusession.core.folder.session import Session
+from gpusession.core.records.notefacts import RowFacts
 from gpusession.core.retrieval.report import write_report
 
 pytestmark = pytest.mark.calendar  # show and the report say the package window
@@ -94,14 +99,27 @@ def test_a5_digest_gives_the_whole_journals_facts(new_session: NewSession) -> No
     s = _session(new_session, "big", 40)
     with open(s.journal_path, "a", encoding="utf-8") as fh:
         fh.write(_line(event="experiment_started", experiment_id="sweep-001", runs=["warm:b1:5"], resumes=1))
+        who = dict(run_key="sweep-001:warm:b1:5", experiment_id="sweep-001", variant_id="b1", phase="warm",
+                   run_index=5)
+        fh.write(_line(event="run_finished", ok=False, energy_j=12.5, remarks=[{"kind": "record", "text": "x"}],
+                       incidents=[{"kind": "run_failed", "what": "out of memory"}], **who))
+        fh.write(_line(event="incident", kind="unfinished", experiment_id="sweep-002", what="killed"))
         fh.write('{"cut": ')  # a last line cut by a crash: decoded each time, never saved
     got = journal_digest(s.folder)
     assert got is not None
     read = reading.read_journal(s.journal_path)
-    assert got.journal_facts() == journal_facts(read.records)
-    assert got.incidents_read().unreadable == read.unreadable
-    saved = journal_digest(s.folder)  # from the state this time
-    assert saved is not None and saved.journal_facts() == journal_facts(read.records)
+    queues: dict[object, list[RowFacts]] = {}
+    for rec in read.records:
+        entry = row_facts_entry(rec)
+        if entry is not None:
+            queues.setdefault(entry[0], []).append(RowFacts.from_record(rec))  # type: ignore[arg-type]
+    for digest in (got, journal_digest(s.folder)):  # folded now, then from the saved state
+        assert digest is not None
+        assert digest.journal_facts() == journal_facts(read.records)
+        assert digest.row_facts_queues() == queues
+        assert digest.incidents_read().unreadable == read.unreadable
+        assert digest.incidents_read().records == [r for r in read.records if isinstance(r, IncidentRecord)]
+        digest_mod._LAST.clear()
 
 
 def _edit_middle(path: Path, old: str, new: str) -> None:

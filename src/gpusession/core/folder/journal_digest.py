@@ -56,7 +56,7 @@ from gpusession.core.folder.journal_state import (
     _signature,
     read_journal_span,
 )
-from gpusession.core.records.notefacts import RowFacts
+from gpusession.core.records.notefacts import Remark, RowFacts
 
 #: Journal bytes decoded before the digest is written (again): a smaller journal is decoded
 #: whole in milliseconds and its folder left as found; past it a refresh decodes at most
@@ -107,9 +107,9 @@ class JournalDigest:
         lines: journal lines folded (the next line's number is ``lines + 1``).
         facts: the summary's facts folded.
         protocol: when each experiment's protocol was stored and first measured (V5).
-        row_facts: ``[experiment, phase, variant, index, fields]`` per record that ended a
-            run; a remark ``{"kind", "text"}`` of strings is kept as the indexes of its
-            two strings in ``texts`` (a month's rows repeat most of theirs: 9 MB → 2 MB).
+        row_facts: ``[experiment, phase, variant, index, kept]`` per record that ended a
+            run, ``kept`` as :meth:`_kept` keeps its facts' fields (a month's rows repeat
+            most of their remarks' strings: 9 MB → under 2 MB).
         texts: the remarks' strings, each once.
         incidents: ``[line, record as written]`` per ``incident`` record.
         unreadable: ``[line, why]`` per line that did not read.
@@ -136,7 +136,7 @@ class JournalDigest:
             return
         rows, texts = json.loads(self._rows_text)
         if not (isinstance(rows, list) and isinstance(texts, list) and all(isinstance(t, str) for t in texts)
-                and all(isinstance(r, list) and len(r) == 5 and isinstance(r[4], dict) for r in rows)):
+                and all(isinstance(r, list) and len(r) == 5 and isinstance(r[4], dict | list) for r in rows)):
             raise TypeError("not the rows' facts of a journal digest")
         self.row_facts, self.texts, self._rows_text = rows, texts, None
 
@@ -149,23 +149,20 @@ class JournalDigest:
             self.texts.append(text)
         return i
 
-    def _kept(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """``fields`` with each remark of two strings kept as their indexes in :attr:`texts`."""
-        remarks = fields.get("remarks")
-        if not isinstance(remarks, list):
-            return fields
-        kept = [[self._text(r["kind"]), self._text(r["text"])]
-                if isinstance(r, dict) and r.keys() == {"kind", "text"} and isinstance(r["kind"], str)
-                and isinstance(r["text"], str) else r for r in remarks]
-        return {**fields, "remarks": kept}
+    def _kept(self, fields: dict[str, Any]) -> dict[str, Any] | list[int]:
+        """``fields`` as kept in the digest (:meth:`row_facts_queues` reads them back).
 
-    def _fields(self, kept: dict[str, Any]) -> dict[str, Any]:
-        """The inverse of :meth:`_kept`."""
-        remarks = kept.get("remarks")
-        if not isinstance(remarks, list):
-            return kept
-        return {**kept, "remarks": [{"kind": self.texts[r[0]], "text": self.texts[r[1]]} if isinstance(r, list) else r
-                                    for r in remarks]}
+        A row with no incident and no energy reading whose remarks are ``{"kind", "text"}``
+        of strings (nearly every row): the flat list of the indexes of those strings in
+        :attr:`texts`; another: ``fields`` themselves.
+        """
+        remarks = fields.get("remarks")
+        if (fields.get("incidents") == [] and fields.get("energy_j") is None and fields.get("energy_unread") is None
+                and fields.get("energy_unsupported") is None and isinstance(remarks, list)
+                and all(isinstance(r, dict) and r.keys() == {"kind", "text"} and isinstance(r["kind"], str)
+                        and isinstance(r["text"], str) for r in remarks)):
+            return [i for r in remarks for i in (self._text(r["kind"]), self._text(r["text"]))]
+        return fields
 
     def feed(self, raw: bytes) -> JournalDigest:
         """Fold the journal bytes ``raw`` that follow the lines folded; returns itself."""
@@ -192,8 +189,15 @@ class JournalDigest:
         """Each row key's facts, oldest first (new lists: :func:`~gpusession.core.retrieval.incidents.pair_row_facts` pops them)."""
         self._rows()
         queues: dict[RowKey, list[RowFacts]] = {}
+        said: dict[tuple[int, int], Remark] = {}  # each remark once: most rows repeat most of theirs
+        texts = self.texts
         for exp, phase, variant, index, kept in self.row_facts:
-            facts = RowFacts.from_record(SimpleNamespace(**self._fields(kept)))  # type: ignore[arg-type]
+            if isinstance(kept, list):  # no incident, no energy: RowFacts.from_record's answer, without its walk
+                facts: RowFacts | None = RowFacts(remarks=tuple(
+                    said.get(pair) or said.setdefault(pair, Remark(texts[pair[0]], texts[pair[1]]))
+                    for pair in zip(kept[::2], kept[1::2], strict=True)))
+            else:
+                facts = RowFacts.from_record(SimpleNamespace(**kept))  # type: ignore[arg-type]
             if facts is not None:
                 queues.setdefault((exp, phase, variant, index), []).append(facts)
         return queues
