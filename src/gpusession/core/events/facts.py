@@ -196,8 +196,8 @@ class FactsFold:
         exp = getattr(r, "experiment_id", None)
         if exp is None:
             if isinstance(r, ExperimentEndedRecord):  # an end naming no experiment ends every one
-                for tries in self.tries.values():
-                    tries[-1].ended_by(r)
+                for each in self.tries.values():
+                    each[-1].ended_by(r)
             return
         if isinstance(r, ExperimentStartedRecord):
             resumes = r.resumes if isinstance(r.resumes, int) and not isinstance(r.resumes, bool) else None

@@ -93,7 +93,7 @@ def row_facts_entry(rec: Event) -> tuple[RowKey, dict[str, Any]] | None:
     if not isinstance(rec, _ROW_ENDS):
         return None
     fields = {name: getattr(rec, name, None) for name in _FACT_FIELDS}
-    if RowFacts.from_record(SimpleNamespace(**fields)) is None:  # type: ignore[arg-type]
+    if RowFacts.from_record(SimpleNamespace(**fields)) is None:
         return None
     key = row_key(rec)
     return None if key is None else (key, fields)
@@ -197,7 +197,7 @@ class JournalDigest:
                     said.get(pair) or said.setdefault(pair, Remark(texts[pair[0]], texts[pair[1]]))
                     for pair in zip(kept[::2], kept[1::2], strict=True)))
             else:
-                facts = RowFacts.from_record(SimpleNamespace(**kept))  # type: ignore[arg-type]
+                facts = RowFacts.from_record(SimpleNamespace(**kept))
             if facts is not None:
                 queues.setdefault((exp, phase, variant, index), []).append(facts)
         return queues
