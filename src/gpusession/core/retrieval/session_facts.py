@@ -29,6 +29,7 @@ from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
 from gpusession.core.folder.approvals import approvals_path, load_approvals
+from gpusession.core.folder.journal_digest import journal_digest
 from gpusession.core.folder.package import Package
 from gpusession.core.money.answer import CostAnswer, session_answer
 from gpusession.core.money.count import CORPORA, cost_line
@@ -41,6 +42,7 @@ from gpusession.core.records.variants import compare_variants
 from gpusession.core.retrieval.incidents import (
     SessionIncident,
     SessionIncidents,
+    pair_row_facts,
     row_facts,
     session_incidents,
 )
@@ -210,8 +212,11 @@ class SessionFacts:
             return None
         if self.rows_read is not None:
             return cast("tuple[list[Any], JournalRead]", self.rows_read)
-        read = self.session.journal_read()
-        return row_facts(self.frame, read.records), read
+        digest = journal_digest(self.session.folder)  # the saved digest and the lines since (A5)
+        if digest is None:  # a journal that is no plain file: read as before
+            read = self.session.journal_read()
+            return row_facts(self.frame, read.records), read
+        return pair_row_facts(self.frame, digest.row_facts_queues()), digest.incidents_read()
 
     @cached_property
     def _found(self) -> SessionIncidents:
