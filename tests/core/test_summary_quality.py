@@ -44,7 +44,7 @@ def test_v6_show_prints_the_quality_figure_beside_the_times(
     assert out.returncode == 0, out.stderr
     header = next(ln for ln in out.stdout.splitlines() if ln.startswith("experiment"))
     assert "median" in header and "quality" in header
-    warm = [ln for ln in out.stdout.splitlines() if " warm " in ln]
+    warm = [ln for ln in out.stdout.splitlines() if ln.split()[2:3] == ["warm"]]  # the table's warm rows
     assert warm and all("macro-F1 0.950" in ln for ln in warm), out.stdout
     data = json.loads(run_cli("show", measured_session.name, "--json").stdout)
     assert all(r["quality"] == "macro-F1 0.950" for r in data["summary"] if r["phase"] == "warm")
