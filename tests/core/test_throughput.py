@@ -60,6 +60,15 @@ def test_d2_one_figure_per_pull_from_every_transfer() -> None:
     assert combine([], path="x") is None
 
 
+def test_d2_a_transfer_that_moved_no_files_bytes_is_not_a_measure_of_the_link() -> None:
+    """A re-pull with nothing new: its bytes are rsync's file list, its time the walk of both trees."""
+    walk = RsyncStats(0, 1.5, clock_seconds=1.2, wire_bytes=1_500_000)  # 71,507 files listed, none sent
+    assert combine([walk, RsyncStats(0, 0.5, clock_seconds=0.1, wire_bytes=900)], path="x") is None
+    moved = RsyncStats(2_000_000, 1.0, clock_seconds=0.5, wire_bytes=2_000_100)
+    fig = combine([walk, moved], at=AT, path="x")
+    assert fig is not None and (fig.bytes, fig.seconds) == (2_000_100, 0.5)  # the walk's figures left out
+
+
 def test_d2_entries_merge_once_and_write_as_pull_tables(tmp_path: Path) -> None:
     a = {"at": "2026-12-02T01:00:00+00:00", "bytes": 1, "seconds": 1.0, "throughput_bytes_per_s": 1.0,
          "probe": False, "path": "rsync over ssh"}
