@@ -218,22 +218,103 @@ def test_s4_the_listing_beside_the_copy_never_prompts_and_is_made_again_alone_wh
     assert (tmp_path / "fake-ssh.log").read_text().split().count("asked") == 1
 
 
-def test_s4_a_repull_with_nothing_new_runs_rsync_five_times_and_never_by_checksum(
+class _Rsyncs:
+    """Every rsync a pull starts (its words), and rsync's figures of each copy (``run_rsync``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ran: list[list[str]] = []
+        self.stats: list[object] = []
+        ran, real, real_run = self.ran, subprocess.Popen, pull_mod.run_rsync
+
+        class Counted(real):  # type: ignore[misc, valid-type]
+            def __init__(self, args: list[str], *a: object, **k: object) -> None:
+                if args and args[0] == "rsync":
+                    ran.append(list(args))
+                super().__init__(args, *a, **k)  # type: ignore[arg-type]
+
+        def run(*a: object, **k: object) -> object:
+            got = real_run(*a, **k)  # type: ignore[arg-type]
+            self.stats.append(got)
+            return got
+
+        monkeypatch.setattr(subprocess, "Popen", Counted)
+        monkeypatch.setattr(pull_mod, "run_rsync", run)
+
+
+def _server_state(folder: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every file of the server's session folder with its ``lstat`` signature (size, mtime, inode, ctime)."""
+    return {p.relative_to(folder).as_posix(): (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file() for st in [p.lstat()]}
+
+
+def test_s4_a5_a_repull_with_nothing_new_runs_rsync_three_times_and_never_by_checksum(
         pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counted, not timed: its version, the session, the listed deliverables with the server's listing, the write-back."""
-    ran: list[list[str]] = []
-    real = subprocess.Popen
+    """Counted, not timed: the session, the listed deliverables with the server's listing; its version kept."""
+    rsyncs = _Rsyncs(monkeypatch)
+    for _ in range(2):  # the first re-pull and the ones after it
+        rsyncs.ran.clear()
+        code, out = pulled.pull()
+        assert code == 0, out
+        assert len(rsyncs.ran) == 3, rsyncs.ran
+        assert not any(cmd[1:] == ["--version"] for cmd in rsyncs.ran)  # asked by the first pull, kept
+        assert sum("--list-only" in cmd for cmd in rsyncs.ran) == 1
+        assert not any("--checksum" in cmd for cmd in rsyncs.ran)
 
-    class Counted(real):  # type: ignore[misc, valid-type]
-        def __init__(self, args: list[str], *a: object, **k: object) -> None:
-            if args and args[0] == "rsync":
-                ran.append(list(args))
-            super().__init__(args, *a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(subprocess, "Popen", Counted)
+def test_d2_a_repull_with_nothing_new_copies_no_file_records_no_throughput_and_writes_nothing_to_the_server(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's checklist.toml is not brought back over the one the last pull wrote home (S4, A5)."""
+    home = pulled.home / "s1"
+    figures = (home / "retrieval.toml").read_text()
+    assert "[[pull]]" in figures  # the first pull measured the link
+    for _ in range(2):
+        server = _server_state(pulled.sess)
+        rsyncs = _Rsyncs(monkeypatch)
+        code, out = pulled.pull()
+        assert code == 0, out
+        assert "VERIFIED: the copy home matches" in out
+        assert rsyncs.stats and all(st.transferred_bytes == 0 for st in rsyncs.stats), rsyncs.stats  # type: ignore[attr-defined]
+        assert "throughput: not measured" in out
+        assert not any(cmd[-1].startswith(str(pulled.sess)) for cmd in rsyncs.ran)  # no write-back
+        assert _server_state(pulled.sess) == server  # not one byte, time or inode changed there
+        assert (home / "retrieval.toml").read_text() == figures
+        assert "copy home verified" in (home / "checklist.toml").read_text()
+
+
+def test_s4_a_change_of_the_servers_checklist_still_comes_home(pulled: _Copy) -> None:
+    """The server's checklist kept by the last pull is what rsync compares with: a change there is copied."""
+    checklist = pulled.sess / "checklist.toml"
+    checklist.write_text(checklist.read_text() + "\n[settings]\ndestination = 'my laptop'\n")
     code, out = pulled.pull()
     assert code == 0, out
-    assert len(ran) == 5, ran
-    assert ran[0][1:] == ["--version"]
-    assert sum("--list-only" in cmd for cmd in ran) == 1
-    assert not any("--checksum" in cmd for cmd in ran)
+    home = (pulled.home / "s1" / "checklist.toml").read_text()
+    assert "destination = 'my laptop'" in home or 'destination = "my laptop"' in home
+    assert "copy home verified" in home  # the pull's record written into it again
+    assert "[retrieval]" not in checklist.read_text()  # the server's file is the server's
+
+
+def test_h47_the_kept_checklist_edited_or_the_copys_edited_is_not_trusted(pulled: _Copy) -> None:
+    """A kept checklist that does not hold its seal is not put back; a home edit of the copy's is replaced."""
+    home = pulled.home / "s1" / "checklist.toml"
+    kept = pull_record.record_path(pulled.home / "s1").with_suffix(".checklist")
+    assert kept.is_file()
+    kept.write_bytes(kept.read_bytes().replace(b"schema", b"SCHEMA"))  # seal kept, bytes forged
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert b"SCHEMA" not in home.read_bytes() and "copy home verified" in home.read_text()
+    _same_size_edit(home, b"schema", b"SCHEMA")  # the copy's own, edited with size and time put back
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert b"SCHEMA" not in home.read_bytes() and "copy home verified" in home.read_text()
+
+
+def test_h26_rsync_version_is_asked_again_when_rsync_is_another_file(
+        pulled: _Copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept by the program's stat: another rsync on PATH (an old one) is asked, and refused."""
+    fake = tmp_path / "bin" / "rsync"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'rsync  version 2.6.9  protocol version 29'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = cli(pulled.capsys, pulled.root, "pull", str(pulled.sess), "--to", str(pulled.home))
+    assert code == 1 and "too old for a pull" in out + err

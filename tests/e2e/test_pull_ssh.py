@@ -310,7 +310,14 @@ def test_d2_read_only_server_folder_pull_still_verified_figure_stays_home(
     assert "the server refused the write" in done.stdout and "stayed at home" in done.stdout
     (kept,) = _entries(home / "trial-1" / "retrieval.toml")
     assert kept["throughput_bytes_per_s"] > 0
-    # the next pull to a writable folder carries the entry kept at home to the server
+    # the next pull to a writable folder carries the entry kept at home to the server; it
+    # finds nothing new, so it adds no figure of its own (its rsync moved no file: D2)
+    again = _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
+                  "--ssh", sshd.ssh, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "the figures kept at home written to the server's retrieval.toml" in again.stdout
+    assert _entries(sess / "retrieval.toml") == [kept]
+    (sess / "notes.txt").write_text("new on the server\n")  # something new: measured, appended
     assert _pull(f"{sshd.host}:{sess}", "--deliverables", str(deliv), "--to", str(home),
                  "--ssh", sshd.ssh, cwd=tmp_path).returncode == 0
     entries = _entries(sess / "retrieval.toml")

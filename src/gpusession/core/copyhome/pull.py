@@ -182,19 +182,26 @@ def check_local_rsync() -> None:
 
     macOS ships rsync 2.6.9 (or openrsync), which rejects ``--info=progress2`` with only
     "syntax or usage error (code 1)": the line says which rsync this is and to install
-    rsync 3.x. An rsync whose version cannot be read is tried as it is.
+    rsync 3.x. An rsync whose version cannot be read is tried as it is. The answer is
+    kept by the program's ``stat`` signature (:func:`pull_record.kept_rsync_version`):
+    asked again only when rsync is another file (reinstalled, another one on ``PATH``).
 
     Raises:
         TransferFailed: openrsync, or an rsync older than :data:`MIN_RSYNC_VERSION`.
     """
-    if shutil.which("rsync") is None:
+    program = shutil.which("rsync")
+    if program is None:
         return  # run_rsync says how to install it
-    try:
-        done = subprocess.run(["rsync", "--version"], capture_output=True, text=True, timeout=30,
-                              env=dict(os.environ, LC_ALL="C"))
-    except (OSError, subprocess.SubprocessError):
-        return
-    first = ((done.stdout or done.stderr).strip().splitlines() or [""])[0].strip()
+    first = pull_record.kept_rsync_version(program)  # asked once per installed rsync (its stat), A5
+    if first is None:
+        try:
+            done = subprocess.run(["rsync", "--version"], capture_output=True, text=True, timeout=30,
+                                  env=dict(os.environ, LC_ALL="C"))
+        except (OSError, subprocess.SubprocessError):
+            return
+        first = ((done.stdout or done.stderr).strip().splitlines() or [""])[0].strip()
+        if done.returncode == 0 and first:
+            pull_record.keep_rsync_version(program, first)
     m = re.search(r"rsync\s+version\s+v?(\d+)\.(\d+)", first)
     if "openrsync" in first or (m is not None and (int(m[1]), int(m[2])) < MIN_RSYNC_VERSION):
         raise TransferFailed(f"the rsync on this computer is too old for a pull ({first[:80]}): it needs "
@@ -1027,13 +1034,15 @@ def pull(
     result = PullResult(session_copy=session_copy)
     # what the last pull proved (pull_record; its seal checked beside rsync); --checksum proves everything again
     kept_record = not checksum_deliverables and pull_record.record_path(session_copy).is_file()
-    if (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
+    # the server's checklist as the last pull brought it, put back: rsync copies it only when it changed there
+    put_back = kept_record and pull_record.put_back_server_checklist(session_copy)
+    if not put_back and (session_copy / "session.toml").is_file():  # an earlier copy: not verified until this ends
         _record(result, source, started=True)
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
 
-    # the figures kept at home (a write-back the server refused), before the server's overwrite them
-    earlier = throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML])
-    tree, changed, record = _copy_session(result, transfer, kept_record, say)
+    figures = _Figures.before_copy(session_copy, work)
+    tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
+    pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
@@ -1049,11 +1058,7 @@ def pull(
     result.at = utcnow()
     _record(result, source)
     if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
-        figure = throughput.combine(transfer.stats, at=result.at, path=transfer.path_words)
-        kept = throughput.merge_entries(earlier, throughput.read_entries([session_copy / RETRIEVAL_TOML]))
-        result.throughput = throughput.record(
-            figure, home=session_copy / RETRIEVAL_TOML, kept=kept,
-            remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=ssh, rsync_path=rsync_path)
+        result.throughput = figures.record(transfer, at=result.at)
     _keep_record(session_copy, tree, changed, failed, record, digests)
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
@@ -1062,6 +1067,49 @@ def pull(
         except OSError:
             pass
     return result
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """The copy's ``retrieval.toml`` before rsync ran, to tell what the server's holds after it (D2, A5).
+
+    Attributes:
+        session_copy: the copy home.
+        earlier: the entries kept at home (a write-back the server refused), read before
+            the server's file replaces the copy's.
+        key_before: the copy's file's ``[size, mtime_ns]`` before rsync; rsync replaced
+            it when it differs after (the copy then holds the server's file).
+        sent: the copy's file is the one the last pull wrote to the server (``rsync -t``).
+    """
+
+    session_copy: Path
+    earlier: list[dict[str, Any]]
+    key_before: list[int] | None
+    sent: bool
+
+    @classmethod
+    def before_copy(cls, session_copy: Path, work: Path) -> _Figures:
+        """Read before rsync: the entries kept at home, and the copy's file's signature."""
+        return cls(session_copy, throughput.read_entries([session_copy / RETRIEVAL_TOML, work / RETRIEVAL_TOML]),
+                   pull_record.file_key(session_copy / RETRIEVAL_TOML),
+                   pull_record.sent_holds(session_copy, RETRIEVAL_TOML))
+
+    def record(self, transfer: Transfer, *, at: datetime | None) -> Recorded:
+        """This pull's figure (none when it moved no file) with the entries kept, home and to the server.
+
+        Nothing is written when there is no figure and the server's file, known at home,
+        holds every entry: a re-pull that finds nothing new writes nothing there (A5).
+        """
+        home = self.session_copy / RETRIEVAL_TOML
+        figure = throughput.combine(transfer.stats, at=at, path=transfer.path_words)
+        on_server = throughput.read_entries([home])
+        known = self.sent or pull_record.file_key(home) != self.key_before
+        done = throughput.record(figure, home=home, kept=throughput.merge_entries(self.earlier, on_server),
+                                 remote_spec=transfer.remote_file(RETRIEVAL_TOML), ssh=transfer.ssh,
+                                 rsync_path=transfer.rsync_path, server=on_server if known else None)
+        if done.refused is None and (known or done.home is not None):
+            pull_record.keep_sent(self.session_copy, RETRIEVAL_TOML)  # the server holds the copy's file
+        return done
 
 
 def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[str], failed: set[str],
@@ -1083,8 +1131,8 @@ def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[s
     pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
 
 
-def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool,
-                  say: Callable[[str], None]) -> tuple[pull_record.TreeStat, list[str], pull_record.PullRecord]:
+def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say: Callable[[str], None], *,
+                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.PullRecord]:
     """Copy the session home; its files after the copy, those that may differ from the bytes proved, the record (S4, A5).
 
     Without a record of an earlier pull, rsync compares every file by checksum. With one,
@@ -1095,7 +1143,9 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool,
     again after it. A file whose
     signature changed while rsync did not write it was changed at home (an edit with its
     time put back included: its ``ctime`` moved): those files alone are compared again by
-    checksum, so the server's bytes replace them.
+    checksum, so the server's bytes replace them. ``put_back``: ``checklist.toml`` holds
+    the server's bytes the last pull kept (:func:`pull_record.put_back_server_checklist`),
+    so it is not one of them.
 
     Returns:
         The copy's walk (:func:`pull_record.stat_tree`), the files to read back (every
@@ -1134,7 +1184,8 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool,
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
-    touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML})
+    # retrieval.toml is rewritten at home by a pull; checklist.toml put back is the server's bytes, sealed
+    touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML} - ({CHECKLIST_TOML} if put_back else set()))
     if touched:  # changed at home since proved, and kept by rsync's quick check: compared by checksum
         say(f"{len(touched)} file(s) of the copy changed since the last pull: compared with the server "
             "by checksum")

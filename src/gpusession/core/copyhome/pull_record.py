@@ -121,11 +121,62 @@ class PullRecord:
     deliverables: dict[str, tuple[Signature, str]] = field(default_factory=dict)
 
 
+def _pulls_dir() -> Path:
+    """``$XDG_STATE_HOME/gpusession/pulls`` (default ``~/.local/state``): what pulls keep, outside the copies."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "gpusession" / "pulls"
+
+
 def record_path(session_copy: Path) -> Path:
     """``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.json``."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     key = hashlib.sha256(os.fsencode(os.path.abspath(session_copy))).hexdigest()[:40]
-    return Path(base) / "gpusession" / "pulls" / f"{key}.json"
+    return _pulls_dir() / f"{key}.json"
+
+
+#: The file keeping the first line of ``rsync --version`` by the program's ``stat``.
+RSYNC_VERSION_FILE = "rsync-version.json"
+
+
+def _program_key(program: str) -> list[object] | None:
+    """The program's real path and ``stat`` signature (size, mtime, inode, ctime); ``None`` when it is gone."""
+    real = os.path.realpath(program)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    return [real, *signature(st)]
+
+
+def kept_rsync_version(program: str) -> str | None:
+    """The first line of ``PROGRAM --version`` kept by an earlier pull, while the program is the same file.
+
+    Why: every pull checks that the rsync here is 3.1 or later (H-26); asking it costs a
+    process per pull, though the answer changes only when rsync is reinstalled, which
+    changes its ``stat`` signature (an upgrade replaces the file: another inode, ctime).
+    ``None`` when none is kept, or the program's signature is not the one kept.
+    """
+    key = _program_key(program)
+    try:
+        doc = json.loads((_pulls_dir() / RSYNC_VERSION_FILE).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if key is None or not isinstance(doc, dict) or doc.get("program") != key:
+        return None
+    line = doc.get("version_line")
+    return line if isinstance(line, str) else None
+
+
+def keep_rsync_version(program: str, line: str) -> None:
+    """Keep ``line`` (``PROGRAM --version``'s first line) by the program's signature; never raises."""
+    key = _program_key(program)
+    if key is None:
+        return
+    try:
+        _pulls_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic_bytes(_pulls_dir() / RSYNC_VERSION_FILE,
+                           json.dumps({"program": key, "version_line": line}).encode("utf-8"))
+    except (OSError, BadInput):
+        return
 
 
 def _signed(copy: str, body: bytes) -> bytes:
@@ -235,6 +286,164 @@ def forget_record(session_copy: Path) -> None:
         return
 
 
+#: The session's checklist, which every pull rewrites at home (its ``[retrieval]``).
+CHECKLIST = "checklist.toml"
+
+
+def _kept_checklist_path(session_copy: Path) -> Path:
+    """Where the server's ``checklist.toml``, as last brought home, is kept: beside the record."""
+    return record_path(session_copy).with_suffix(".checklist")
+
+
+def _checklist_signed(copy: str, mode: int, mtime_ns: int, data: bytes) -> bytes:
+    """What the kept checklist's seal covers: the copy, the file's mode and mtime, its bytes."""
+    return os.fsencode(copy) + b"\0" + f"{mode} {mtime_ns}".encode() + b"\0" + data
+
+
+def keep_server_checklist(session_copy: Path) -> None:
+    """Keep the server's ``checklist.toml``, as rsync just left it in the copy, for the next pull; never raises.
+
+    Why: the pull then writes its ``[retrieval]`` into the copy's checklist, so the copy's
+    file never equals the server's and rsync's quick check (size and time) would copy the
+    server's back at every re-pull, though it did not change (S4, A5). The next pull puts
+    these bytes, mode and mtime back (:func:`put_back_server_checklist`) before rsync: the
+    server's file is copied only when it changed there. Kept beside the record, sealed
+    (HMAC, H-78): one edited or of another copy reads as absent (the server's is copied).
+    Written only when it differs from the one kept.
+    """
+    path = _kept_checklist_path(session_copy)
+    copy = os.path.abspath(session_copy)
+    try:
+        fd = os.open(os.path.join(session_copy, CHECKLIST), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read()
+        finally:
+            os.close(fd)
+        mode = stat.S_IMODE(st.st_mode)
+        if _read_kept_checklist(session_copy) == (mode, st.st_mtime_ns, data):
+            return
+        head = json.dumps({"version": RECORD_VERSION, "copy": copy, "mode": mode, "mtime_ns": st.st_mtime_ns,
+                           "seal": keyed_seal(_checklist_signed(copy, mode, st.st_mtime_ns, data))},
+                          ensure_ascii=False).encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic_bytes(path, head + b"\n" + data)
+    except (OSError, BadInput):
+        return
+
+
+def _read_kept_checklist(session_copy: Path) -> tuple[int, int, bytes] | None:
+    """The kept checklist's (mode, mtime_ns, bytes); ``None`` when absent, unsealed or of another copy."""
+    try:
+        fd = os.open(_kept_checklist_path(session_copy), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head, _, data = raw.partition(b"\n")
+    copy = os.path.abspath(session_copy)
+    try:
+        meta = json.loads(head)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION or meta.get("copy") != copy:
+        return None
+    mode, mtime_ns = meta.get("mode"), meta.get("mtime_ns")
+    if (not isinstance(mode, int) or not isinstance(mtime_ns, int) or isinstance(mode, bool)
+            or not keyed_seal_holds(meta.get("seal"), _checklist_signed(copy, mode, mtime_ns, data))):
+        return None
+    return mode, mtime_ns, data
+
+
+def put_back_server_checklist(session_copy: Path) -> bool:
+    """Put the server's ``checklist.toml`` kept by the last pull back in the copy, before rsync; whether it was.
+
+    The copy's checklist (the last pull's ``[retrieval]`` in it) is replaced by the
+    server's bytes with their mode and mtime (:func:`keep_server_checklist`), so rsync's
+    quick check copies the server's file only when it changed there; the pull writes
+    its ``[retrieval]`` again after the copy. ``False`` (nothing written) when none is
+    kept or it does not hold, or the server's own names a ``retrieval`` (a copy of a copy
+    home): rsync then copies the server's file, as a first pull does, and the copy is
+    marked "not verified" first. The checklist put back has no ``[retrieval]``, so a pull
+    interrupted after it is never read as verified either.
+    """
+    kept = _read_kept_checklist(session_copy)
+    target = Path(session_copy) / CHECKLIST
+    if kept is None or target.is_symlink() or not Path(session_copy).is_dir():
+        return False
+    mode, mtime_ns, data = kept
+    if b"retrieval" in data:  # a server's checklist that records a pull: an interrupted pull must not read as it
+        return False
+    try:
+        write_atomic_bytes(target, data)
+        os.chmod(target, mode)
+        os.utime(target, ns=(mtime_ns, mtime_ns))
+    except (OSError, BadInput):
+        return False
+    return True
+
+
+def _file_key(path: Path) -> list[int] | None:
+    """``[size_bytes, mtime_ns]`` of a regular file (what rsync's quick check compares); ``None`` otherwise."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns] if stat.S_ISREG(st.st_mode) else None
+
+
+def _sent_path(session_copy: Path) -> Path:
+    return record_path(session_copy).with_suffix(".sent")
+
+
+def keep_sent(session_copy: Path, name: str) -> None:
+    """Note that the server's ``name`` is the copy's file as it is now (size, mtime); never raises.
+
+    Why: a pull writes ``retrieval.toml`` back with its time (``rsync -t``, D2); the next
+    pull that finds the copy's file unchanged then knows the server holds it (rsync says
+    nothing of a file absent there), and writes nothing back (A5). Sealed (HMAC, H-78).
+    """
+    key = _file_key(Path(session_copy) / name)
+    if key is None or sent_holds(session_copy, name):
+        return
+    copy = os.path.abspath(session_copy)
+    canon = json.dumps([copy, name, key]).encode("utf-8")
+    try:
+        _pulls_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic_bytes(_sent_path(session_copy),
+                           json.dumps({"name": name, "file": key, "seal": keyed_seal(canon)}).encode("utf-8"))
+    except (OSError, BadInput):
+        return
+
+
+def sent_holds(session_copy: Path, name: str) -> bool:
+    """Whether the copy's ``name`` is, by size and mtime, the file :func:`keep_sent` noted the server holds."""
+    key = _file_key(Path(session_copy) / name)
+    try:
+        doc = json.loads(_sent_path(session_copy).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    canon = json.dumps([os.path.abspath(session_copy), name, key]).encode("utf-8")
+    return (key is not None and isinstance(doc, dict) and doc.get("name") == name and doc.get("file") == key
+            and keyed_seal_holds(doc.get("seal"), canon))
+
+
+def file_key(path: Path) -> list[int] | None:
+    """:func:`_file_key`, for the pull: whether rsync replaced a file is told by it."""
+    return _file_key(path)
+
+
 def restat(folder: Path, names: Iterable[str], tree: TreeStat) -> None:
     """Bring ``tree`` up to date for the entries ``names`` of ``folder`` (files, links; others left out).
 
@@ -266,5 +475,7 @@ def restat(folder: Path, names: Iterable[str], tree: TreeStat) -> None:
     tree.total_bytes = sum(sig[0] for sig in tree.files.values())
 
 
-__all__ = ["RECORD_VERSION", "PullRecord", "TreeStat", "forget_record", "open_record", "parse_record",
-           "read_record", "record_path", "restat", "stat_tree", "write_record"]
+__all__ = ["CHECKLIST", "RECORD_VERSION", "RSYNC_VERSION_FILE", "PullRecord", "TreeStat", "forget_record",
+           "file_key", "keep_rsync_version", "keep_sent", "keep_server_checklist", "kept_rsync_version",
+           "open_record", "parse_record", "put_back_server_checklist", "read_record", "record_path", "restat",
+           "sent_holds", "stat_tree", "write_record"]
