@@ -60,8 +60,7 @@ from gpusession.core.copyhome.manifest import (
     verify_copy,
 )
 from gpusession.core.copyhome.throughput import RETRIEVAL_TOML, Recorded, RsyncStats, parse_stats
-from gpusession.core.events import ManifestWrittenRecord
-from gpusession.core.events.reading import decode_line
+from gpusession.core.events.manifest_lines import ManifestLine, manifest_lines
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.digest import sha256_plain
 from gpusession.core.files.errors import BadInput, Failure
@@ -560,20 +559,16 @@ def read_back(folder: Path, files: Iterable[str] | None) -> tuple[list[str], set
 
 
 # -- the manifest --------------------------------------------------------------------
-#: The bytes every journal line recording a manifest holds, or a line whose JSON escapes
-#: a character (``\\u006d``…): only those lines are decoded when a pull looks for manifests.
-_MANIFEST_LINE_MARKS = (b"manifest_written", b"\\u")
+_MANIFEST_RECORDS: dict[tuple[str, int, int, int, int], tuple[ManifestLine, ...]] = {}
 
 
-_MANIFEST_RECORDS: dict[tuple[str, int, int, int, int], tuple[ManifestWrittenRecord, ...]] = {}
-
-
-def manifest_records(journal: Path) -> list[ManifestWrittenRecord]:
+def manifest_records(journal: Path) -> list[ManifestLine]:
     """The journal's ``manifest_written`` records, oldest first; ``[]`` when it is absent or unreadable.
 
     Why: a month's journal holds tens of thousands of lines and a handful of manifests;
-    a pull decodes only the lines that can record one (the event's name, or a JSON
-    escape that could spell it), not every run's events. Same records as
+    a pull parses only the lines that can record one
+    (:func:`gpusession.core.events.manifest_lines.manifest_lines`: no record class, no
+    registry loaded), not every run's events. Same records as
     :func:`gpusession.core.events.reading.read_records` keeps of that type.
     """
     try:
@@ -584,24 +579,7 @@ def manifest_records(journal: Path) -> list[ManifestWrittenRecord]:
         raw = read_plain(journal)
     except (OSError, BadInput):
         return []
-    starts: set[int] = set()
-    for mark in _MANIFEST_LINE_MARKS:  # the lines holding a mark, found by bytes search
-        at = raw.find(mark)
-        while at >= 0:
-            start = raw.rfind(b"\n", 0, at) + 1
-            starts.add(start)
-            end = raw.find(b"\n", at)
-            at = raw.find(mark, end) if end >= 0 else -1
-    out: list[ManifestWrittenRecord] = []
-    number, counted = 1, 0
-    for start in sorted(starts):
-        number += raw.count(b"\n", counted, start)
-        counted = start
-        end = raw.find(b"\n", start)
-        text = raw[start:] if end < 0 else raw[start:end]
-        rec = decode_line(text, number)
-        if isinstance(rec, ManifestWrittenRecord):
-            out.append(rec)
+    out = manifest_lines(raw)
     _MANIFEST_RECORDS.clear()  # the last journal read: a pull asks three times
     _MANIFEST_RECORDS[key] = tuple(out)
     return out
@@ -641,7 +619,7 @@ def choose_manifest(session_copy: Path, deliverables_copy: Path | None,
 
     found: list[ManifestChoice] = []
     for rec in manifest_records(session_copy / JOURNAL):
-        if not isinstance(rec, ManifestWrittenRecord) or rec.path is None:
+        if rec.path is None:
             continue
         remote = rec.path
         candidates = [session_copy / Path(remote).name]
