@@ -22,7 +22,8 @@ session to the large one. ``--profile`` profiles one more re-pull of the large s
 in this process (the walk of the copy runs in a thread beside rsync: not in the profile).
 
 Run: ``python benchmarks/bench_pull.py [--runs 7] [--experiments 5,500] [--profile]``;
-``--smoke`` for CI (1 and 2 experiments, one round). Exits 0 (a benchmark reports, it
+``--smoke`` for CI (1 and 2 experiments, one round); ``--beside /path/to/other/src`` times
+that tree's pull in the same rounds (main beside a branch, under the same load). Exits 0 (a benchmark reports, it
 does not fail CI).
 """
 
@@ -63,20 +64,36 @@ def _timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> t
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages, as ``uptime`` prints them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str],
-             profile: bool) -> float:
-    """Print the figures of a re-pull of ``session`` with nothing new; its ratio to ``rsync -a``."""
+             profile: bool, beside: Path | None = None) -> float:
+    """Print the figures of a re-pull of ``session`` with nothing new; its ratio to ``rsync -a``.
+
+    ``beside``: another tree's ``src`` (main's, say), whose pull is timed in the same
+    rounds into a copy home of its own, so the two are compared under the same load.
+    """
     home, base = work / "home", work / "base"
     base.mkdir()
     pull = [sys.executable, "-m", "gpusession", "pull", str(session), "--to", str(home)]
+    pulls = {"pull": (pull, env)}
+    if beside is not None:
+        other_env = dict(env, PYTHONPATH=str(beside))
+        pulls["beside"] = ([*pull[:-1], str(work / "home-beside")], other_env)
     plain = [["rsync", "-a", f"{session}/", f"{base / session.name}/"],
              ["rsync", "-a", f"{out}/", f"{base / (session.name + '-deliverables')}/"]]
-    first, first_cpu = _timed(pull, env)
+    print(f"  load average at the start: {_load()}")
+    for what, (cmd, cmd_env) in pulls.items():
+        first, first_cpu = _timed(cmd, cmd_env)
+        print(f"  first pull{' (' + str(beside) + ')' if what == 'beside' else ''} (proves every file): "
+              f"{first:6.2f} s (CPU {first_cpu:.2f} s)")
     for cmd in plain:
         _timed(cmd, env)
-    print(f"  first pull (proves every file): {first:6.2f} s (CPU {first_cpu:.2f} s)")
-    walls: dict[str, list[float]] = {"pull": [], "rsync": []}
-    cpus: dict[str, list[float]] = {"pull": [], "rsync": []}
+    walls: dict[str, list[float]] = {"pull": [], "rsync": [], "beside": []}
+    cpus: dict[str, list[float]] = {"pull": [], "rsync": [], "beside": []}
     for _ in range(runs):
         w = c = 0.0
         for cmd in plain:
@@ -84,9 +101,15 @@ def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str
             w, c = w + dw, c + dc
         walls["rsync"].append(w)
         cpus["rsync"].append(c)
-        dw, dc = _timed(pull, env)
-        walls["pull"].append(dw)
-        cpus["pull"].append(dc)
+        for what, (cmd, cmd_env) in pulls.items():
+            dw, dc = _timed(cmd, cmd_env)
+            walls[what].append(dw)
+            cpus[what].append(dc)
+    if beside is not None:
+        m_b, c_b = statistics.median(walls["beside"]), statistics.median(cpus["beside"])
+        print(f"  pull of {beside}, nothing new:  median {m_b * 1000:8.1f} ms, "
+              f"{m_b / statistics.median(walls['rsync']):.2f}x rsync -a (CPU {c_b * 1000:.0f} ms, "
+              f"{c_b / max(statistics.median(cpus['rsync']), 1e-9):.2f}x)")
     m_pull, m_rsync = statistics.median(walls["pull"]), statistics.median(walls["rsync"])
     c_pull, c_rsync = statistics.median(cpus["pull"]), statistics.median(cpus["rsync"])
     ratio = m_pull / m_rsync
@@ -96,7 +119,7 @@ def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str
           f"paired ratios {', '.join(f'{p / r:.2f}' for p, r in zip(walls['pull'], walls['rsync'], strict=True))}")
     print(f"  CPU time (user + system, children included), medians: pull {c_pull * 1000:.0f} ms, "
           f"rsync -a {c_rsync * 1000:.0f} ms, ratio {c_pull / max(c_rsync, 1e-9):.2f}x")
-    print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"  load average at the end: {_load()}")
     if profile:
         from gpusession.core.copyhome.pull import parse_source
         from gpusession.core.copyhome.pull import pull as run_pull
@@ -118,6 +141,8 @@ def main() -> int:
                     help="experiments per session, comma-separated (20 rows each; default 5,500)")
     ap.add_argument("--profile", action="store_true", help="profile one more re-pull of the largest session")
     ap.add_argument("--smoke", action="store_true", help="CI: 1 and 2 experiments, one round")
+    ap.add_argument("--beside", type=Path, default=None,
+                    help="another tree's src folder (e.g. main's): its pull timed in the same rounds")
     args = ap.parse_args()
     if args.smoke:
         args.runs, args.experiments = 1, "1,2"
@@ -137,7 +162,7 @@ def main() -> int:
                   f"(built in {b.built_s + time.perf_counter() - t:.1f} s):")
             (work / f"run{b.experiments}").mkdir()
             ratios.append((b.rows, _measure(b.folder, out, work / f"run{b.experiments}", args.runs, env,
-                                            args.profile and b.experiments == max(sizes))))
+                                            args.profile and b.experiments == max(sizes), args.beside)))
     if len(ratios) > 1:
         (small_rows, small), (large_rows, large) = ratios[0], ratios[-1]
         print(f"growth of the ratio from {small_rows:,} to {large_rows:,} rows: {large / small:.2f}x "
