@@ -8,7 +8,9 @@ It runs the real ``rsync`` (over ``ssh``; ``--ssh CMD`` or ``RSYNC_RSH`` to over
    only what changed since the last pull (:mod:`gpusession.core.copyhome.pull_record`:
    rsync's quick check, the files changed at home compared by checksum, only the files
    whose ``lstat`` signature moved read back or hashed), so finding nothing new costs
-   about what ``rsync -a`` costs (A5; ``benchmarks/bench_pull.py``);
+   about what ``rsync -a`` costs (A5; ``benchmarks/bench_pull.py``): it copies no file,
+   records no throughput and writes nothing to the server (the server's ``checklist.toml``
+   put back before rsync, :func:`pull_record.put_back_server_checklist`);
 2. the deliverables (``--deliverables DIR``, else the folder named by the newest
    manifest the server's journal recorded) into ``TO/NAME-deliverables``: when the
    session copy holds that manifest, only the files it lists (``--files-from``); the

@@ -20,7 +20,10 @@ Where: ``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.j
 (a folder made 0700, the file 0600), outside the copy: the copy stays the server's files.
 Sealed with HMAC-SHA256 under the user's key (:func:`gpusession.core.files.seal.keyed_seal`,
 H-78): a record written by another user, copied from another machine, or edited by hand
-reads as absent, and the pull proves everything again. Who calls it:
+reads as absent, and the pull proves everything again. Beside it, per copy: the server's
+``checklist.toml`` as last brought home (``.checklist``, put back before rsync so that
+rsync copies it only when it changed there), the copy's ``retrieval.toml`` as the server
+last took it (``.sent``); and once, ``rsync --version`` by the program's ``stat``. Who calls it:
 :func:`gpusession.core.copyhome.pull.pull`. Standard library and the core only.
 """
 
