@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from fake_workloads import write_corpus
 from helpers import cli, digest
 
@@ -230,7 +229,7 @@ def test_a5_a_write_checks_the_experiment_that_changed_not_the_others(
     session.update(lambda doc: doc["experiments"].__setitem__("new", dict(doc["experiments"]["e"])))
     assert sum(checked) == 2
     text = session.session_toml.read_text("utf-8")
-    back = tomllib.loads(text)  # the file is one TOML document: the parts compose
+    back = tomlread.tomllib.loads(text)  # the file is one TOML document: the parts compose
     assert back["experiments"]["old-007"]["runs_per_variant"] == 3 and len(back["experiments"]) == EXPERIMENTS + 1
     assert list(back["experiments"]) == list(session.data["experiments"])  # in their order
     (session.folder / SESSION_TOML_STATE).unlink()
