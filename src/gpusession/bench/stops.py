@@ -7,8 +7,8 @@ defect (D3). Both are decided only between runs: a run in flight is never killed
 Who calls it: :class:`gpusession.bench.runner.Runner`, before each worker group starts
 (:meth:`RunStops.may_start` with ``new_worker=True``), at each ``ready`` of a worker
 (through :class:`gpusession.bench.supervise.Supervisor`'s ``may_start``), after each
-validated result (:meth:`RunStops.first_result`) and for each row it appends
-(:meth:`RunStops.seen_row`). ``gpusession run`` calls :func:`refuse_past_limit` before
+run that ends (:meth:`RunStops.first_run`: the first one stops when it failed or its
+result is defective) and for each row it appends (:meth:`RunStops.seen_row`). ``gpusession run`` calls :func:`refuse_past_limit` before
 anything runs, before ``--detach`` forks. No torch here (M5).
 
 The expected duration of the next run is measured, never projected (seed 000 §5): the
@@ -310,11 +310,46 @@ class RunStops:
         return False
 
     # -- the first result (D3) --------------------------------------------------------
+    def first_run(self, run: ScheduledRun, *, failed: str | None = None, report: Any = None,
+                  report_path: Path | None = None) -> None:
+        """Look at the first run of the invocation to end; stop when it failed or its result is defective (D3).
+
+        The first result is the first run this invocation ends (the cold run of the
+        first variant drawn, as scheduled): a run that failed (exit non-zero, out of
+        memory, an exception, its worker died or timed out) or whose output could not
+        be validated at all (no file, an unreadable one) stops the experiment at the next
+        run boundary, as a major defect of its report does. Only that run is looked at:
+        a later run that fails after one succeeded is data (R7), never a stop. Nothing
+        is looked at once the gate is off (``--continue-on-reject``).
+
+        Args:
+            run: the run that ended.
+            failed: what failed, in words (the worker's message with the command's
+                stderr tail, or why its output could not be validated), ``None`` when the
+                run returned and its output, if validated, was read.
+            report: its validation report, ``None`` when none was made.
+            report_path: where the report was archived.
+        """
+        if not self.gate_armed:
+            return
+        if failed is None:
+            self.first_result(run, report, report_path)
+            self.gate_armed = False  # a run that returned, validated or not, is the first result
+            return
+        self.gate_armed = False
+        if self.stop is not None:
+            return
+        words = (f"stopped after the first result: {run.run_key} failed ({failed}) — fix and run "
+                 "again; its row is kept with the incident; `run --continue-on-reject` runs the "
+                 "whole batch anyway")
+        self.stop = (FIRST_RESULT, words)
+        self._report_path = None  # journaled at the first run it keeps from starting
+
     def first_result(self, run: ScheduledRun, report: Any, report_path: Path | None) -> None:
         """Look at the first validated result of the invocation; stop on a major defect (D3).
 
-        An output that could not be validated at all (no file, an unreadable one) holds
-        no report: its row says why, and the gate waits for the first report.
+        An output that could not be validated at all holds no report: :meth:`first_run`
+        stops on it as on a failed run.
 
         Args:
             run: the run whose output was validated.

@@ -325,7 +325,7 @@ def outcome_words(outcome: Any, code: int, *, all_failed: bool = False) -> str:
     incidents = "no incident" if n == 0 else f"{n} incident{'' if n == 1 else 's'}"
     stopped = getattr(outcome, "stopped_words", None)
     why = f"exit {code}" + (": nothing started before the session limit" if code == 4
-                            else ": the first result has a major defect" if code == 3 and stopped
+                            else ": the first result failed or has a major defect" if code == 3 and stopped
                             else ": a corpus was rejected, the verdict column says why" if code == 3
                             else ": see the incidents above" if n and code else "")
     if outcome.completed and all_failed:  # every run ran, and none measured anything (R7)

@@ -90,8 +90,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "stopped at the session limit), or it was cancelled; 4 when it is not started: past "
             "the session limit, or its first run would end past it. The experiment stops at a "
             "run boundary, its rows kept, when the next run would end past the session limit "
-            "(`show` says it: stop by …), and after its first result when that result has a "
-            "major defect (exit 3). Precedence: " + EXIT_PRECEDENCE + "."
+            "(`show` says it: stop by …), and after its first result when that run failed or "
+            "its result has a major defect (exit 3). Precedence: " + EXIT_PRECEDENCE + "."
         ),
     )
     p.add_argument("name", metavar="NAME")
@@ -116,10 +116,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "longest measured duration, else the run timeout), and after the limit `run` "
                    "is refused with exit 4")
     p.add_argument("--continue-on-reject", action="store_true",
-                   help="run the whole batch even when the first result has a major defect (IDs "
-                   "missing, extra or duplicated, an invalid format, quality below threshold − "
-                   "tolerance); recorded in the journal. Without it the experiment stops after "
-                   "that first result, its rows kept, exit 3")
+                   help="run the whole batch even when the first result failed (exit non-zero, "
+                   "out of memory, no output) or has a major defect (IDs missing, extra or "
+                   "duplicated, an invalid format, quality below threshold − tolerance); recorded "
+                   "in the journal. Without it the experiment stops after that first result, its "
+                   "rows kept, exit 3")
     p.add_argument("--resume", action="store_true",
                    help="continue an experiment that ended early (a crash, a hang-up, the session "
                    "limit, a stop after the first result, a cancel) at the next run of its schedule "
