@@ -13,12 +13,12 @@ import json
 import os
 import platform
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from gpusession.bench.program_digest import code_revision
 from gpusession.bench.ranks import DeviceUnavailable
 from gpusession.bench.timing import SyncTimer
 from gpusession.core.events import (
@@ -95,20 +95,6 @@ def runtime_version(torch: Any, device: str) -> str | None:
     if cuda:
         return f"CUDA {cuda}"
     return None
-
-
-def code_revision(folder: Path) -> str | None:
-    """``git describe --always --dirty`` of the repository holding ``folder``, else ``None``."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=folder, capture_output=True, text=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.strip() or None
 
 
 def prepare_output(path: Path, root: Path) -> None:

@@ -462,29 +462,11 @@ class Recorder:
             self.incident(incident, kind=failure_incident_kind(ev), run_key=self.key(run).format(),
                           what=facts.incidents[0].what if facts.incidents else None)
         if self.stops is not None:  # the first run to end: the gate looks (D3)
-            self.first_run_gate(run, ev, facts, validation)
+            _first_run_gate(self, run, ev, facts, validation)
         digest = accepted_digest(self.validation.last_report) if validation is not None else None  # H-72
         facts = self.append(row, facts, ev.reported, ev.offered, (ev.applied or {}).get("params"))
         self.journal(run_finished_record(self.key(run).format(), exp.id, run, ev, facts, files_digest=digest))
         self.progress(run)
-
-    def first_run_gate(self, run: ScheduledRun, ev: WorkerRunFinished, facts: RowFacts,
-                       validation: tuple[dict[str, Any], str | None] | None) -> None:
-        """Show the gate a run that ended (D3): what failed in words, else its validation report.
-
-        A run that returned but whose output could not be validated (no file, one that
-        does not read) is a failed first result too, in the validation's words.
-        """
-        assert self.stops is not None and self.validation is not None
-        report = self.validation.last_report if validation is not None else None
-        failed: str | None = None
-        if not ev.ok:
-            failed = next((i.what for i in facts.incidents if i.kind == "run_failed"),
-                          f"{ev.error_type}: {ev.message}")
-        elif validation is not None and validation[0] and report is None:
-            failed = validation[1] or "its output could not be validated"
-        self.stops.first_run(run, failed=failed, report=report,
-                             report_path=self.validation.last_path if report is not None else None)
 
     # -- what each worker event leaves, as it arrives (S7) -------------------------------
     def on_worker_event(self, ev: WorkerEvent, rep: GroupReport) -> None:
@@ -610,6 +592,24 @@ class Recorder:
         # said once, in the fatal message, when there is one; kept in the journal
         self.incident(detail, exit=describe_exit(code), kind=death_kind(rep, self.outcome.interrupted),
                       worker=rep.name, show=self.fatal_load is None, run_key=cut)
+
+
+def _first_run_gate(r: Recorder, run: ScheduledRun, ev: WorkerRunFinished, facts: RowFacts,
+                    validation: tuple[dict[str, Any], str | None] | None) -> None:
+    """Show the gate a run that ended (D3): what failed in words, else its validation report.
+
+    A run that returned but whose output could not be validated (no file, one that does
+    not read) is a failed first result too, in the validation's words.
+    """
+    assert r.stops is not None and r.validation is not None
+    report = r.validation.last_report if validation is not None else None
+    failed: str | None = None
+    if not ev.ok:
+        failed = next((i.what for i in facts.incidents if i.kind == "run_failed"), f"{ev.error_type}: {ev.message}")
+    elif validation is not None and validation[0] and report is None:
+        failed = validation[1] or "its output could not be validated"
+    r.stops.first_run(run, failed=failed, report=report,
+                      report_path=r.validation.last_path if report is not None else None)
 
 
 def _on_incident(r: Recorder, ev: WorkerIncident, rep: GroupReport) -> None:

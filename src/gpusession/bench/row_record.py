@@ -144,7 +144,7 @@ _INTERPRETERS = frozenset({"python", "pypy", "node", "nodejs", "bun", "deno", "r
                            "lua", "luajit", "julia", "rscript", "sh", "bash", "dash", "zsh"})
 
 
-def _is_interpreter(program: str) -> bool:
+def is_interpreter(program: str) -> bool:
     """``/usr/bin/python3.12`` → True: the name less its version digits is an interpreter's."""
     return re.sub(r"[0-9.]+$", "", Path(program).name.lower()) in _INTERPRETERS
 
@@ -160,7 +160,7 @@ def program_folder(argv: Sequence[Any], root: Path) -> str | None:
     args = [str(a) for a in argv]
     if not args:
         return None
-    if _is_interpreter(args[0]):
+    if is_interpreter(args[0]):
         script = next((a for a in args[1:] if not a.startswith("-")), None)
         if script is None or "{" in script or any(a in ("-m", "-c", "-e") for a in args[1:args.index(script)]):
             return None
@@ -177,5 +177,5 @@ def program_folder(argv: Sequence[Any], root: Path) -> str | None:
     return str(Path(found).resolve().parent) if found else None
 
 
-__all__ = ["RECORD_KEYS", "UNKNOWN_CODE", "applied", "by_variable_words", "not_passed_device_words", "offered_words", "program_folder", "receives",
+__all__ = ["RECORD_KEYS", "UNKNOWN_CODE", "applied", "by_variable_words", "is_interpreter", "not_passed_device_words", "offered_words", "program_folder", "receives",
            "record_words", "recorded"]

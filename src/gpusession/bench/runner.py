@@ -71,7 +71,9 @@ from gpusession.bench.launch import (
     write_spec,
 )
 from gpusession.bench.process import describe_exit
+from gpusession.bench.program_digest import command_code_revision
 from gpusession.bench.recorder import UNMENDABLE_LOAD_ERRORS, Recorder, unmendable_load
+from gpusession.bench.row_record import program_folder
 from gpusession.bench.rows import LoadSlot, count_words
 from gpusession.bench.run_words import (
     TORCH_MISSING_ADVICE,
@@ -95,6 +97,7 @@ from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import Failure
 from gpusession.core.files.safefile import check_writable
 from gpusession.core.folder import journal
+from gpusession.core.folder.code_pin import check_same_code
 from gpusession.core.folder.corpus_pin import check_one_revision
 from gpusession.core.folder.experiments import get_experiment
 from gpusession.core.folder.processes import END_RECORDED_EVENTS, end_recorded, on_interrupt
@@ -214,11 +217,11 @@ class Runner:
         in ``runs/<experiment>`` must not be symbolic links and must be writable
         (:func:`gpusession.core.files.safefile.check_writable`); otherwise the run would
         measure everything and only then be refused. A rendezvous port another program
-        listens on is refused too (H-27), and a parameter the program would never receive
-        (A3: an experiment stored before that rule, or edited by hand). Nothing is written.
+        listens on is refused too (H-27), a parameter the program would never receive
+        (A3), another corpus (V5) or program (R10) than the rows'. Nothing is written.
 
         Raises:
-            BadInput: one line naming the first file refused, or the port in use.
+            BadInput: one line naming the first file refused, the port, corpus or code.
         """
         s = self.session
         for path in (s.results.path, s.journal_path, s.folder / SUMMARY_JSON,
@@ -235,6 +238,7 @@ class Runner:
         corpus = self._path(self.experiment.corpus)
         if corpus is not None and corpus.is_file():  # V5: one corpus revision per experiment
             check_one_revision(s, self.experiment.id, sha256_file(corpus))
+        check_command_code(s, self.experiment)  # R10: one program per experiment
 
     def _emit(self, event: RunnerEvent) -> None:
         try:
@@ -431,6 +435,23 @@ def run_offsets(frame: Any, experiment_id: str) -> dict[tuple[str, str], int]:
     return offsets
 
 
+def check_command_code(session: Session, exp: Experiment) -> None:
+    """Refuse a command experiment whose program changed since its measured rows (R10, before any run).
+
+    The revision is observed as its worker will observe it
+    (:func:`gpusession.bench.program_digest.command_code_revision`: ``git describe`` of
+    the program's folder or ``--param code_dir``, else a digest of the program files).
+
+    Raises:
+        BadInput: as :func:`gpusession.core.folder.code_pin.check_same_code`.
+    """
+    if exp.workload != "command":
+        return
+    argv = [str(a) for a in exp.params.get("command") or []]
+    code_dir = exp.params.get("code_dir") or program_folder(argv, session.folder)
+    check_same_code(session, exp.id, command_code_revision(argv, session.folder, code_dir))
+
+
 def check_torch_for(exp: Experiment) -> None:
     """Refuse, before anything runs, a Python workload in a Python that has no torch.
 
@@ -450,5 +471,5 @@ def check_torch_for(exp: Experiment) -> None:
                   "(--workload command) needs no torch.")
 
 
-__all__ = ["Runner", "RunOutcome", "TORCH_MISSING_ADVICE", "UNMENDABLE_LOAD_ERRORS", "check_torch_for",
-           "describe_exit", "resume_notes", "torch_missing", "unmendable_load"]
+__all__ = ["Runner", "RunOutcome", "TORCH_MISSING_ADVICE", "UNMENDABLE_LOAD_ERRORS", "check_command_code",
+           "check_torch_for", "describe_exit", "resume_notes", "torch_missing", "unmendable_load"]

@@ -52,7 +52,6 @@ from typing import IO, Any
 from gpusession.bench.device import (
     Channel,
     TorchDevice,
-    code_revision,
     make_output_private,
     prepare_output,
     run_meter,
@@ -73,6 +72,7 @@ from gpusession.bench.phases import (
     session_root,
     warmup_phase,
 )
+from gpusession.bench.program_digest import command_code_revision
 from gpusession.bench.rank_group import setup_words
 from gpusession.bench.ranks import rank_env as _rank_env
 from gpusession.bench.row_record import program_folder
@@ -627,7 +627,8 @@ def run_command_worker(spec: dict[str, Any], ch: Channel) -> int:
     code_dir = spec.get("code_dir") or program_folder(argv_t, session_root(spec))
     ch.send(WorkerEnvironment(environment={
         "device": COMMAND_DEVICE,  # --device is never passed to a command: it chooses its own
-        "code_revision": code_revision(Path(code_dir)) if code_dir else None,
+        # git describe, else a digest of the program files it names (R10, the runner's preflight too)
+        "code_revision": command_code_revision(argv_t, session_root(spec), code_dir),
         **speed_env_vars(),
     }))
     ch.send(WorkerLoaded(elapsed_s=None, revisions={}, rss_peak_bytes=None))
