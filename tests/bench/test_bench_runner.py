@@ -147,7 +147,7 @@ def test_r7_after_an_oom_the_next_run_is_preceded_by_one_unmeasured_pass(
     s = session
     exp = _exp(s, values=(8, 2), runs_per_variant=2, cold_runs_per_variant=0, warmup_iterations=0,
                params={"oom_batch": 8})
-    out = Runner(s, exp.id).run()
+    out = Runner(s, exp.id, continue_on_reject=True).run()  # the first run fails: D3 would stop there
     assert out.completed
     assert len(_events(s, "worker_started")) == 1  # one worker: the OOM did not end it
     sizes = [json.loads(x)["batch"] for x in (s.folder / "predict.log").read_text().splitlines()]
@@ -165,7 +165,7 @@ def test_r7_after_an_oom_the_next_run_is_preceded_by_one_unmeasured_pass(
 def test_r7_exception_in_workload_keeps_row(sessions_root: Path, session: Session, fakes: None) -> None:
     s = session
     exp = _exp(s, values=(4,), runs_per_variant=2, cold_runs_per_variant=0, params={"fail_batch": 4})
-    Runner(s, exp.id).run()
+    Runner(s, exp.id, continue_on_reject=True).run()  # every run fails: D3 would stop after the first
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 2
     assert all(r.elapsed_seconds is None and "ValueError: bad batch" in (r.notes or "") for r in warm)
@@ -375,8 +375,8 @@ def test_h15_command_warmup_performed_and_rows_carry_the_count(sessions_root: Pa
                params={"command": [sys.executable, str(script), "{batch}"]})
     cwd = os.getcwd()
     os.chdir(s.folder)  # the script appends to calls.log in its working directory
-    try:
-        out = Runner(s, exp.id).run()
+    try:  # it writes no output: D3 would stop after the first run
+        out = Runner(s, exp.id, continue_on_reject=True).run()
     finally:
         os.chdir(cwd)
     assert out.completed
@@ -409,7 +409,7 @@ def test_r4_command_warmup_failed_part_way_reports_the_count_done(
     exp = _exp(s, workload="command", values=(4,), runs_per_variant=2, cold_runs_per_variant=0,
                warmup_iterations=2, scope="full-chain",
                params={"command": [sys.executable, "-c", script, str(counter)]})
-    out = Runner(s, exp.id).run()
+    out = Runner(s, exp.id, continue_on_reject=True).run()  # no output: D3 would stop after the first run
     warm = [r for r in s.results.rows() if r.phase == "warm"]
     assert len(warm) == 2 and all(r.elapsed_seconds is not None for r in warm)
     assert [r.warmup_iterations for r in warm] == [1, 1]

@@ -167,7 +167,8 @@ def test_r7_a_run_whose_every_run_failed_never_ends_as_complete(
                        "--workload", "command", "--values", "1,2", "--runs", "1", "--warmup", "0",
                        "--cold-runs", "0", "--corpus", "corpus/eval.jsonl", "--command", "false")
     assert code == 0, err
-    code, out, _ = cli(capsys, sessions_root, "run", session.name, "--experiment", "bad", "--headless")
+    code, out, _ = cli(capsys, sessions_root, "run", session.name, "--experiment", "bad", "--headless",
+                       "--continue-on-reject")  # without it the failed first run stops the rest (D3)
     last = out.strip().splitlines()[-1]
     assert code == 1 and "every run failed" in last and "complete" not in last.replace("incomplete", ""), last
     done = type("Outcome", (), {"completed": True, "incidents": ["x"], "stopped_words": None,
