@@ -102,8 +102,7 @@ def files_digest(files: Sequence[tuple[str, Path]]) -> str | None:
             if st.st_size > MAX_FILE_BYTES:
                 part = f"size:{st.st_size}:{st.st_mtime_ns}"
             else:
-                with path.open("rb") as fh:
-                    part = hashlib.file_digest(fh, "sha256").hexdigest()
+                part = hashlib.sha256(path.read_bytes()).hexdigest()  # at most MAX_FILE_BYTES
         except OSError:
             return None
         whole.update(word.encode("utf-8", "surrogateescape") + b"\0" + part.encode() + b"\0")
