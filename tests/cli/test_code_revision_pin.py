@@ -94,10 +94,15 @@ def test_s7_a_program_whose_every_run_failed_may_be_fixed(
 
 def test_r10_program_files_are_the_words_naming_files(tmp_path: Path) -> None:
     (tmp_path / "score.py").write_text("print(1)\n")
-    (tmp_path / "cfg.toml").write_text("a = 1\n")
-    files = program_files(["python3", "score.py", "--config", "cfg.toml", "{output}", "missing.py",
+    (tmp_path / "helpers.sh").write_text("true\n")
+    (tmp_path / "count").write_text("x\n")  # state the command writes: not its code
+    files = program_files(["python3", "score.py", "--lib", "helpers.sh", "count", "{output}", "missing.py",
                            "score.py"], tmp_path)
-    assert [w for w, _ in files] == ["score.py", "cfg.toml"]  # each once, the interpreter and placeholders not
+    assert [w for w, _ in files] == ["score.py", "helpers.sh"]  # each once; the interpreter, state, placeholders not
+    tool = tmp_path / "predict"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert [w for w, _ in program_files([str(tool), "count"], tmp_path)] == [str(tool)]
     assert program_files(["python3", "-m", "pkg", "{corpus}"], tmp_path) == []
     assert command_code_revision(["python3", "-m", "pkg"], tmp_path, None) is None  # unknown: not compared
 

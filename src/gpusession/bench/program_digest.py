@@ -12,10 +12,13 @@ run appending to the experiment is checked against,
 Who calls it: the command worker (:func:`gpusession.bench.worker.run_command_worker`)
 and :meth:`gpusession.bench.runner.Runner.preflight`. No torch, no clock.
 
-The program files are the command's words that name an existing regular file, as
-written or relative to the command's working folder (the session folder): placeholders
-(``{corpus}``) and an interpreter in first place (``python3``, ``sh``) are not, at most
-:data:`MAX_FILES` of them. Each counts by its bytes up to :data:`MAX_FILE_BYTES`; a larger
+The program files are the command's words that name an existing regular file that is
+code, as written or relative to the command's working folder (the session folder): the
+program itself, an interpreter's script (``python3 score.py``) and any other word naming
+a source file (:data:`SOURCE_SUFFIXES`) or an executable one; placeholders
+(``{corpus}``), an interpreter in first place (``python3``, ``sh``) and a data or state
+file the command reads or writes (``count``, ``run.log``: it changes between runs of the
+same program) are not; at most :data:`MAX_FILES` of them. Each counts by its bytes up to :data:`MAX_FILE_BYTES`; a larger
 one (weights named on the command line) by its size and modification time only. The
 revision is ``sha256:<12 hex>``: the SHA-256 of each file's word, its SHA-256 (or
 ``size:mtime_ns``), in the command's order. A git tree with uncommitted changes says
@@ -38,6 +41,9 @@ from gpusession.bench.row_record import is_interpreter
 MAX_FILES = 16
 #: A program file up to this size counts by its bytes (16 MiB); a larger one by its size and mtime.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+#: A word naming a file with one of these suffixes is a program file (code a command runs or imports).
+SOURCE_SUFFIXES = frozenset({".py", ".sh", ".bash", ".zsh", ".r", ".jl", ".js", ".mjs", ".cjs", ".ts", ".rb",
+                             ".pl", ".lua", ".php"})
 #: How a digest revision starts, and the hex digits it keeps.
 DIGEST_PREFIX = "sha256:"
 DIGEST_HEX = 12
@@ -68,19 +74,24 @@ def program_files(argv: Sequence[Any], root: Path) -> list[tuple[str, Path]]:
         ``(word, path)`` in the command's order, each file once, at most :data:`MAX_FILES`.
     """
     words = [str(a) for a in argv]
+    script = 0  # the position of the program itself: the interpreter's script, else the first word
     if words and is_interpreter(words[0]):
-        words = words[1:]
+        script = next((i for i, w in enumerate(words) if i and not w.startswith("-")), len(words))
+        words[0] = ""
     out: list[tuple[str, Path]] = []
     seen: set[Path] = set()
-    for word in words:
+    for i, word in enumerate(words):
         if not word or "{" in word or word.startswith("-"):
             continue
         path = Path(word) if os.path.isabs(word) else root / word
         try:
             if not path.is_file():
                 continue
+            is_code = (i == script or path.suffix.lower() in SOURCE_SUFFIXES or os.access(path, os.X_OK))
             real = path.resolve()
         except OSError:
+            continue
+        if not is_code:
             continue
         if real in seen:
             continue
@@ -131,6 +142,6 @@ def command_code_revision(argv: Sequence[Any], root: Path, code_dir: str | None)
     return f"{described}+{digest}" if digest else described
 
 
-__all__ = ["DIGEST_HEX", "DIGEST_PREFIX", "MAX_FILES", "MAX_FILE_BYTES", "code_revision", "command_code_revision",
+__all__ = ["DIGEST_HEX", "DIGEST_PREFIX", "MAX_FILES", "MAX_FILE_BYTES", "SOURCE_SUFFIXES", "code_revision", "command_code_revision",
            "files_digest",
            "program_files"]
