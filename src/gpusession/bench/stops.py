@@ -365,7 +365,8 @@ class RunStops:
         where = f" (validation report: {report_path})" if report_path is not None else ""
         words = (f"stopped after the first result: {defect} — fix and run again{where}; "
                  "`run --resume` runs the rest of its schedule and keeps the rejected first "
-                 "result as measured; a plain `run` measures the whole batch anew")
+                 "result as measured; a plain `run` measures the whole batch anew (a program "
+                 "changed since is measured as a new experiment: `define --id NEW`, R10)")
         self.stop = (FIRST_RESULT, words)
         self._report_path = report_path  # journaled at the first run it keeps from starting
 
