@@ -112,6 +112,44 @@ def open_session(args: argparse.Namespace, name: str) -> Session:
     return session
 
 
+def keep_count(folder: Path, session: Session | None = None) -> bool:
+    """Count the deliverables and keep the count for ``status`` when it would say ``? charts`` (S10, A5).
+
+    Source: S10, A5. Why: ``verify-copy`` or ``pull`` into a copy home left ``status``
+    saying "? charts (not counted yet)" until ``cost``: the copy's count cache is the
+    server's (sealed under its user's key, its files' change times new), read as absent.
+    Only when :func:`gpusession.core.money.count_cache.status_count` says the count is not
+    known (not counted yet, or files changed since): a kept count that holds, or a
+    session counting accepted corpora (``status`` counts them itself), costs one read of
+    the cache. A cache only: a session that does not open is left as it is.
+
+    Args:
+        folder: the session folder.
+        session: the session when the caller has it open (else opened here without
+            recovery: a copy home is never written but for its caches).
+
+    Returns:
+        Whether the deliverables were counted.
+    """
+    from gpusession.core.money.count_cache import status_count
+
+    folder = Path(folder)
+    try:
+        said = status_count(folder)
+    except (OSError, BadInput, ValueError):
+        return False
+    if said is None or (said.get("source") is not None and not said.get("stale")):
+        return False
+    from gpusession.core.money.count import session_count
+
+    try:
+        session_count(session or Session.open(folder.parent, folder.name, recover=False, check_files=False),
+                      cache=True)
+    except (BadInput, OSError):
+        return False  # `show` and `cost` count again, and say why when they cannot
+    return True
+
+
 def _default(o: Any) -> Any:
     if isinstance(o, (datetime, date)):
         return o.isoformat()

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpusession.commands._common import local_time, open_session, print_json
+from gpusession.commands._common import keep_count, local_time, open_session, print_json
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import one_line
@@ -207,6 +207,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         copy_in_deliverables=str(res.copy_path.absolute()) if res.copy_path else None))
     from gpusession.core.copyhome.manifest import record_manifest
 
+    keep_count(s.folder, s)  # the count `status` says (S10), where it was never kept
     try:  # the checklist's g8.manifest reads it as done, by gpusession (S11)
         record_manifest(s.folder, res, folder)
     except BadInput as exc:  # the manifest stands; the checklist that does not read is named
@@ -274,6 +275,8 @@ def cmd_verify_copy(args: argparse.Namespace) -> int:
 
     recorded = record_verify_copy(Path(args.manifest), copy, verified=check.ok and not outside,
                                   files=len(check.matching))  # S11: the session's checklist knows it
+    if recorded is not None:  # the count `status` says, kept there (S10): a copy home holds the server's
+        keep_count(recorded)
     if args.json:
         print_json(
             {

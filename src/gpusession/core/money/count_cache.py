@@ -18,7 +18,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.folder.caches import checked_state
-from gpusession.core.records.kinds import ACCEPT_RULE, CORPUS, experiment_kinds
+from gpusession.core.records.kinds import ACCEPT_RULE, APPROVED, CORPUS, declares, experiment_kinds
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
 CACHE_FILE = "count-cache.json"
@@ -196,14 +196,39 @@ def declared_unit(session_doc: Mapping[str, Any] | None) -> tuple[str, str] | No
     return unit, plural if isinstance(plural, str) and plural else f"{unit}s"
 
 
+def source_now(folder: Path, session_doc: Mapping[str, Any] | None) -> str:
+    """The kind that counts the session now, as :func:`gpusession.core.money.count.session_count` picks it (S10).
+
+    ``approved`` while ``approvals.toml`` exists, else ``rule`` while an experiment is
+    judged by an accept rule, else the accepted corpora: one ``stat`` and the facts of
+    ``session.toml`` already read, no count. Why: a session whose count was never kept
+    here (a copy home, a cache sealed by another user) or was kept before its first
+    approval said "1 accepted corpus" in ``status`` where ``show`` said "1 approved
+    deliverable".
+    """
+    if os.path.exists(Path(folder) / "approvals.toml"):
+        return APPROVED.key
+    return RULE_KIND if declares(session_doc, ACCEPT_RULE) else CORPORA
+
+
+def _unit_of_source(source: str, declared: tuple[str, str] | None) -> tuple[str, str]:
+    """The unit the count of ``source`` is said in: the declared one, else the kind's default (S8)."""
+    if declared is not None:
+        return declared
+    return APPROVED.default_unit if source == APPROVED.key else (
+        ACCEPT_RULE.default_unit if source == RULE_KIND else DEFAULT_UNIT)
+
+
 def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """What ``status`` and ``list`` say for the count of deliverables; ``None``: the accepted corpora (S8, S10).
 
     Source: S10 (one source for the count). Why: a session with its own unit said "0
     accepted corpora" until something cached its count while ``show`` said "18 accepted
     visuals". The count as last cached (:func:`cached_words`, ``stale`` when the files
-    changed since); else, for a session that declares a unit, ``? visuals``: not counted
-    yet, never the corpora's words nor a 0 that ``show`` would not say. No hashing.
+    changed since); else, for a session that declares a unit or counts approved files or
+    a rule's outputs (:func:`source_now`), ``? visuals``: not counted yet, never the
+    corpora's words nor a 0 that ``show`` would not say. A cache of another source than
+    the one that counts now is never said (its words would be another unit's). No hashing.
 
     Args:
         folder: the session folder.
@@ -217,13 +242,17 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
     folder = Path(folder)
     if session_doc is None:
         session_doc = _session_doc(folder)
-    unit = declared_unit(session_doc)
+    declared = declared_unit(session_doc)
+    source = source_now(folder, session_doc)
+    unit = _unit_of_source(source, declared)
     doc = cached_words(folder, stale_ok=True, session_doc=session_doc)
+    if doc is not None and doc.get("source") != source:
+        doc = None  # counted from another source: its words are not what `show` says now
     if shown_in_status(doc):
         assert doc is not None
         out = {k: v for k, v in doc.items() if k != "key"}
         if not isinstance(out.get("unit"), str) or not isinstance(out.get("unit_plural"), str):
-            out["unit"], out["unit_plural"] = unit or DEFAULT_UNIT  # a cache written before it said them
+            out["unit"], out["unit_plural"] = unit  # a cache written before it said them
         if not out.get("stale"):
             return out
         # the files changed since the count: a figure `show` would no longer say is never
@@ -232,11 +261,11 @@ def status_count(folder: Path, session_doc: Mapping[str, Any] | None = None) -> 
         return {**out, "count": None, "short": f"? {plural}",
                 "words": f"? {plural} (files changed since the last count: "
                          f"`gpusession cost {folder.name}` counts them)"}
-    if unit is None:
+    if declared is None and source == CORPORA:
         return None
-    return {"count": None, "source": None, "short": f"? {unit[1]}",
+    return {"count": None, "source": None, "short": f"? {unit[1]}",  # null while not counted (the JSON schema)
             "words": f"? {unit[1]} (not counted yet: `gpusession cost {folder.name}` counts them)",
-            "declared": True, "unit": unit[0], "unit_plural": unit[1], "stale": False}
+            "declared": declared is not None, "unit": unit[0], "unit_plural": unit[1], "stale": False}
 
 
 #: The unit of a session that declares none (:data:`gpusession.core.folder.unit.DEFAULT_UNIT`).
@@ -244,4 +273,4 @@ DEFAULT_UNIT = ("accepted corpus", "accepted corpora")
 
 
 __all__ = ["CACHE_FILE", "CORPORA", "DEFAULT_UNIT", "cache_key", "cached_words", "declared_unit", "key_holds",
-           "shown_in_status", "status_count"]
+           "shown_in_status", "source_now", "status_count"]
