@@ -199,3 +199,20 @@ def test_h47_a_hand_edit_after_the_kept_count_is_still_seen_by_status(
     assert " ? charts " in tmux and said["stale"] is True and said["count"] is None, tmux
     assert _cost(capsys, root, session.name)["count"] == 1
     assert " 1 chart " in _said(capsys, root, session.name)[0]
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync not installed (apt-get install rsync)")
+def test_s10_a_pull_into_a_copy_home_keeps_the_count_status_says(
+        capsys: pytest.CaptureFixture[str], session: Session, tmp_path: Path, recounts: dict[str, int],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _charts(capsys, session, tmp_path)
+    root = session.folder.parent
+    _ok(capsys, root, "manifest", session.name)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "home-state"))  # another machine's seal key
+    home = tmp_path / "home"
+    _ok(capsys, root, "pull", str(session.folder), "--deliverables", str(out), "--to", str(home))
+    recounts["n"] = 0
+    tmux, said = _said(capsys, home, session.name)
+    assert recounts["n"] == 0
+    assert " 2 charts " in tmux, tmux
+    assert (said["count"], said["unit"], said["words"]) == (2, "chart", _cost(capsys, home, session.name)["words"])
