@@ -227,13 +227,29 @@ def test_s10_identical_files_count_once(session: Session, tmp_path: Path) -> Non
     assert session_count(session).n == 1
 
 
-def test_s10_nothing_approved_yet_gives_the_package_cost_only(session: Session, tmp_path: Path) -> None:
+def test_s10_nothing_approved_gives_the_package_cost_only(session: Session, tmp_path: Path) -> None:
+    """A measured zero is said as one (C3): ``0 approved visuals``, never "yet"."""
     set_unit(session, "visual")
     files = _visuals(tmp_path / "out", 1)
     decide(session, files, decision="rejected", by="Ana", text="blurred")
     count = session_count(session)
     assert count.n == 0
-    assert cost_line(5500, count) == "55.00 USD for the package; no approved visual yet"
+    assert cost_line(5500, count) == "55.00 USD for the package; 0 approved visuals"
+
+
+def test_s9_a1_a_file_changed_after_its_approval_is_said_never_yet(session: Session, tmp_path: Path) -> None:
+    """The only approved file edited since: ``0 approved visuals``, then that file and "approve it again"."""
+    set_unit(session, "visual")
+    [file] = _visuals(tmp_path / "out", 1)
+    decide(session, [file], decision="approved", by="Ana")
+    with open(file, "ab") as fh:
+        fh.write(b"edited after its approval")
+    count = session_count(session)
+    assert count.n == 0
+    words = count.words()
+    assert words.startswith("0 approved visuals; ") and "yet" not in words, words
+    assert "changed after approval" in words and words.endswith("approve it again"), words
+    assert cost_line(5500, count) == f"55.00 USD for the package; {words}"
 
 
 def test_s10_without_decisions_the_corpora_count_and_its_unit(session: Session) -> None:

@@ -272,7 +272,7 @@ async def test_s9_the_cost_pane_says_a_conflict_to_settle_under_the_cost_line(
         await settle(pilot, app)
         await pilot.press("6")
         lines = text_of(app, "#cost-report").splitlines()
-        assert lines[0] == "55.00 USD for the package; no approved visual yet"  # disputed: not counted
+        assert lines[0] == "55.00 USD for the package; 0 approved visuals"  # disputed: not counted
         assert lines[1].startswith("  conflict: the same bytes approved by Ana (chart-[01].png) and rejected "
                                    "by Bo (chart-02.png)"), lines[:3]
 

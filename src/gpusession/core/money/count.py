@@ -115,16 +115,22 @@ class DeliverableCount:
         return name if name.startswith(adj) else f"{adj} {name}"
 
     def words(self) -> str:
-        """``18 approved visuals``; ``no approved visual yet``; ``not measured``.
+        """``18 approved visuals``; ``0 accepted corpora``; ``no approved visual yet``.
 
         A declared unit that nothing has counted yet (no approval, no rule, no validated
-        run) is ``no approved visual yet``: the guide's words, and never a zero (C3).
+        run) is ``no approved visual yet``: the guide's words, and never a zero (C3). A
+        measured zero is ``0 approved visuals``, followed by the first deliverable left out
+        in its kind's own words (``visual-01.png changed after approval …; approve it
+        again``) so that "yet" never hides a file that must be decided again (S9). Every
+        front end says the count in these words (A1).
         """
         if self.n is None:
             return self.kind.unmeasured_words(self._noun(1), self.unit.singular, self.unit.declared)
-        if self.n == 0:
-            return f"no {self._noun(1)} yet"
-        return f"{self.n:,} {self._noun(self.n)}"
+        said = f"{self.n:,} {self._noun(self.n)}"
+        if self.n == 0 and self.not_counted:
+            more = len(self.not_counted) - 1
+            said += f"; {' '.join(self.not_counted[0].split())}" + (f" (and {more} more)" if more else "")
+        return said
 
     def short(self) -> str:
         """``18 visuals`` (the tmux form and ``list``); ``? visuals`` when not measured (C3: never 0)."""
@@ -165,7 +171,7 @@ def cost_line(total_usd_minor: int | None, count: DeliverableCount) -> str:
 
     The figure is :func:`gpusession.core.money.cost.cost_per_accepted`'s, the one formula
     (rounded once, half-up). With nothing counted yet: the package cost only and ``no
-    approved visual yet``.
+    approved visual yet``; nothing accepted, ``0 approved visuals``.
     """
     if total_usd_minor is None:
         return f"{count.words()}; the package price is not in the rates file"
