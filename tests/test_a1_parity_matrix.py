@@ -600,14 +600,15 @@ def _panes(said: dict[str, Any]) -> dict[str, dict[str, Any]]:
         run["keep"] = m.group(1)
     elif NO_KEEP.search(said["run pane"]) or not run["verdicts"]:
         run["keep"] = None
+    # the pane's top line: the session's count in its unit with its source (S10), every kind
+    m = re.search(r"^\d+ runs?; (\d+) (?:approved|accepted) (\w+)(?:; [^(]*)? \((.*)\)\. v: re-read$",
+                  said["validation pane status"])
+    assert m is not None, said["validation pane status"]
+    validation = {"count": int(m.group(1)), "unit": _singular(m.group(2)), "source": _source(m.group(3))}
     deliverables = said["deliverables status"]
-    if deliverables and (m := re.search(r": (\d+) (?:approved|accepted) (\w+) \((.*?)\); a: approve",
-                                        deliverables)) is not None:
-        validation = {"count": int(m.group(1)), "unit": _singular(m.group(2)), "source": _source(m.group(3))}
-    else:
-        m = re.search(r"(\d+) distinct accepted (\w+) in this session", said["validation pane status"])
-        assert m is not None, said["validation pane status"]
-        validation = {"count": int(m.group(1)), "unit": _singular(m.group(2)), "source": "corpora"}
+    if deliverables:  # the deliverables box under it says the same count, in the same words
+        assert deliverables.startswith("Deliverables") and m.group(0).split("; ", 1)[1].split(". v:")[0] in deliverables, (
+            deliverables, said["validation pane status"])
     return {"Cost pane": cost, "Run pane": run, "Validation pane": validation}
 
 

@@ -82,8 +82,8 @@ async def test_k4_one_accepted_corpus_is_singular(session: Any, make_app: MakeAp
         await pilot.press("4")
         await pilot.pause()
         status = text_of(app, "#val-status")
-        assert "3 runs; 1 distinct accepted corpus in this session" in status, status
-        assert "corpora" not in (cost + status)
+        assert "3 runs; 1 accepted corpus (distinct accepted corpora)" in status, status
+        assert "1 accepted corpora" not in (cost + status) and "accepted corpora of" not in cost
 
 
 async def test_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot_idle(

@@ -34,7 +34,7 @@ async def test_v1_validation_pane_states_in_words_and_distinct_corpora(
         rows = [[str(c) for c in t.get_row_at(i)] for i in range(t.row_count)]
         assert tuple(rows[0][1:]) == ("accepted", "match", "valid", "met")
         assert tuple(rows[2][1:]) == ("rejected", "mismatch", "valid", "not met")
-        assert "3 runs; 1 distinct accepted corpus in this session" in text_of(app, "#val-status")
+        assert text_of(app, "#val-status") == "3 runs; 1 accepted corpus (distinct accepted corpora). v: re-read"
         await pilot.press("down", "down")
         detail = text_of(app, "#val-detail")
         assert "REJECTED" in detail and "margin -0.3900" in detail
@@ -254,6 +254,36 @@ def _two_visuals(out: Any) -> Any:
     for i in (1, 2):
         (out / f"visual-0{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
     return out
+
+
+async def test_s10_k3_a1_the_top_line_says_the_sessions_count_in_its_unit_with_its_source_as_cost(
+        session: Any, make_app: MakeApp, tmp_path: Any, sessions_root: Any,
+        capsys: Any) -> None:
+    """A charts session with 4 files approved by a person: the pane's top line says
+    ``4 approved charts`` and where the count comes from, never "0 distinct accepted
+    corpora", and ``cost`` divides by the same words."""
+    from helpers import cli
+
+    from gpusession.core.folder.approvals import decide
+    from gpusession.core.folder.unit import set_unit
+
+    set_unit(session, "chart")
+    out = tmp_path / "charts"
+    out.mkdir()
+    for i in range(4):
+        (out / f"chart-{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes([i]))
+    decide(session, sorted(out.iterdir()), decision="approved", by="Ana")
+    app = make_app()
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await workers_done(pilot, app)
+        status = text_of(app, "#val-status")
+    assert status == "0 runs; 4 approved charts (approved by a person, distinct by SHA-256 (approvals.toml)). v: re-read"
+    assert "corpora" not in status
+    code, said, err = cli(capsys, sessions_root, "cost", session.name)
+    assert code == 0, err
+    assert said.splitlines()[0] == "55.00 USD ÷ 4 approved charts = 13.75 USD per chart", said
 
 
 async def test_s9_s10_the_pane_says_same_bytes_counted_once_and_a_conflict_to_settle(

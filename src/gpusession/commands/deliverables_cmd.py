@@ -325,7 +325,7 @@ def cmd_deliverables(args: argparse.Namespace) -> int:
     for c in count.conflicts:  # S9: for the person to settle, never settled by gpusession
         print(printable(c.words(), keep=""))
     repeated = f"; {len(count.same_bytes)} approved file(s) repeat the bytes of another" if count.same_bytes else ""
-    print(printable(f"count: {count.words()} ({count.source_words()}){repeated}"))
+    print(printable(f"count: {count.with_source()}{repeated}"))
     return 0
 
 

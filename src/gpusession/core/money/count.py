@@ -142,6 +142,14 @@ class DeliverableCount:
         """Where the figure comes from, in words."""
         return self.kind.source_words
 
+    def with_source(self) -> str:
+        """``4 approved charts (approved by a person, distinct by SHA-256 (approvals.toml))`` (S10).
+
+        The count and its source in the one form ``deliverables``, the Validation pane
+        and its deliverables box say it (A1).
+        """
+        return f"{self.words()} ({self.source_words()})"
+
     def to_json(self) -> dict[str, Any]:
         """The count as JSON (show, cost, compare, deliverables).
 

@@ -314,6 +314,21 @@ class SessionFacts:
             return Unmeasured("nothing accepted yet")
         return self.energy_j / count
 
+    def count_words(self) -> str:
+        """The count in the session's unit with its source, in words (S8, S10, A1).
+
+        ``4 approved charts (approved by a person, distinct by SHA-256 (approvals.toml))``,
+        ``1 accepted corpus (distinct accepted corpora)``, ``accepted corpus: not measured
+        yet (no validated run yet)`` (K3), or ``count unreadable: …`` naming the file.
+        The Validation pane's top line and the deliverables box say it so.
+        """
+        a = self.answer
+        if a.count is None:
+            return a.source_words()
+        if a.count.n is None:
+            return f"{a.count.words()} ({a.source_words()})"
+        return a.count.with_source()
+
     def cost_words(self) -> str:
         """``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (K2, K3, S8, S10), or what is known and why not.
 

@@ -97,7 +97,7 @@ def read_deliverables(session: Any) -> DeliverablesRead:
     out.rows = [row_cells(st, repeats, in_conflict) for st in out.states]
     where = (f" in {out.folder} (the last accepted output: the first decision records it)"
              if out.proposed else "")
-    lines = [f"Deliverables{where}: {count.words()} ({count.source_words()}); "
+    lines = [f"Deliverables{where}: {count.with_source()}; "
              "a: approve, j: reject the selected one", *(c.words() for c in count.conflicts)]
     out.status = "\n".join(printable(line, keep="") for line in lines)  # one line each (H-44)
     return out

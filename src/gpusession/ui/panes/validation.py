@@ -4,8 +4,10 @@ Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 4). The verdicts c
 the results CSV (``ids_match``, ``format_valid``, ``quality_*``, ``corpus_accepted``) and
 the detail from the report files ``<session>/validation/*.toml`` written by
 :mod:`gpusession.core.validation` (V1, V2, V8). Every check is a word (passed/failed,
-accepted/rejected, not measured), never a colour alone (H-11). Reading is quick; ``v``
-re-reads after a run.
+accepted/rejected, not measured), never a colour alone (H-11). The top line says the
+session's count in its unit with its source from its one record
+(:func:`gpusession.core.retrieval.session_facts.session_facts`, A1, S10), as ``cost``
+does. Everything is read in a thread worker; ``v`` re-reads after a run.
 """
 
 from __future__ import annotations
@@ -167,10 +169,12 @@ class RunsRead:
 def read_runs(session: Any) -> RunsRead:
     """The runs of the results CSV (loads left out), each one's cells (the stored report's
     quality verdict when there is one, so the TUI says what the CLI says) and the status
-    line; an unreadable CSV is said in ``problem``, never raised. Safe in a thread worker."""
+    line: the runs and the session's one count in its unit with its source
+    (:meth:`SessionFacts.count_words`, A1, S10: ``4 approved charts (approved by a
+    person, …)``); an unreadable CSV is said in ``problem``, never raised. Safe in a
+    thread worker (it builds the record, never on the event loop)."""
     from gpusession.core.events.words import corpus_verdict
-    from gpusession.core.records.kinds import experiment_kinds, kinds_words
-    from gpusession.core.records.summary import accepted_unique_corpora
+    from gpusession.core.retrieval.session_facts import session_facts
 
     try:
         frame = session.results.read()
@@ -199,19 +203,16 @@ def read_runs(session: Any) -> RunsRead:
             state_cell("not measured" if r.get("quality_value") is None else ("met" if met else "not met"),
                        tone(None if r.get("quality_value") is None else met)),
         ))
-    n = accepted_unique_corpora(frame)
-    # a session whose experiments are judged by a kind of their own (a rule) counts files,
-    # not corpora: its count is in the box below (S10)
-    own = experiment_kinds(session.data.get("experiments"))
-    counted = (f"outputs judged by their kind ({kinds_words(own.values())}; the count of deliverables "
-               "is below)" if own
-               else f"{plural(n, 'distinct accepted corpus', 'distinct accepted corpora')} in this "
-               "session (a corpus run again counts once)")
-    return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {counted}. v: re-read", several=several)
+    # the session's one count in its unit with its source, as `cost` says it (A1, S8, S10):
+    # approved charts, a rule's outputs or distinct accepted corpora, never chosen here
+    facts = session_facts(session, frame=frame)
+    n = facts.accepted_corpora or 0
+    return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {facts.count_words()}. v: re-read",
+                    several=several)
 
 
 class ValidationPane(Vertical):
-    """Pane 4: validation verdicts per run and the distinct accepted corpora."""
+    """Pane 4: validation verdicts per run and the session's count in its unit (S10)."""
 
     BINDINGS = [
         Binding("v", "revalidate", "Re-read reports", id="validation.reload"),
