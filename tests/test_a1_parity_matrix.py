@@ -348,7 +348,10 @@ SHOWS: dict[str, frozenset[str]] = {
     "Validation pane": _COUNT,
 }
 
-COST_LINE = re.compile(r"Cost per accepted deliverable: [\d.]+ USD ÷ (\d+) = ([\d.]+) USD")
+#: ``Cost per accepted deliverable: 55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (the
+#: report's section 3, in the session's unit) or ``… ÷ 18 = 3.06 USD`` (``cost``); group 3: the unit
+COST_LINE = re.compile(r"Cost per accepted deliverable: [\d.]+ USD ÷ (\d+)(?: [^=]*)? = ([\d.]+) USD"
+                       r"(?: per ((?:accepted )?\w+))?")
 NOT_SHOWN = "Cost per accepted deliverable: not shown"
 ACCEPTED_LINE = re.compile(r"Accepted deliverables: (\d+) distinct \((.*?)\); a repetition")
 #: ``55.00 USD ÷ 18 approved visuals = 3.06 USD per visual`` (a count in the session's unit)
@@ -521,7 +524,8 @@ def _md_verdicts(section: str) -> dict[str, str]:
 
 def _section3(flat: str) -> dict[str, Any]:
     if (m := COST_LINE.search(flat)) is not None:
-        return {"count": int(m.group(1)), "per_minor": _minor(m.group(2))}
+        assert m.group(3) is not None, f"section 3 divides by a count without its unit (S8): {m.group(0)}"
+        return {"count": int(m.group(1)), "per_minor": _minor(m.group(2)), "unit": _singular(m.group(3).split()[-1])}
     assert NOT_SHOWN in flat, flat[:600]
     return {"per_minor": None}
 

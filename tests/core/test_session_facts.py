@@ -151,3 +151,22 @@ def test_s10_energy_per_deliverable_divides_by_the_one_count_in_the_report_too(
     text = " ".join(render_report(s, now=TEST_NOW).split())
     assert ("Energy per approved visual: 580.0 J over 5 measured runs (failed ones included) ÷ 4 approved "
             "visuals = 145.0 J") in text
+
+
+def test_s10_k3_s8_report_section_3_divides_by_the_count_in_the_sessions_unit(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Section 3 ("Cost") says ``55.00 USD ÷ 2 approved visuals = 27.50 USD per visual``, the
+    record's words and figure, never a bare ``÷ 2``; the summary's first lines agree."""
+    from gpusession.core.retrieval.report import render_report
+
+    _approved_visuals(capsys, sessions_root, session, tmp_path / "out")
+    s = Session.open(sessions_root, session.name)
+    facts = session_facts(s, now=TEST_NOW)
+    md = render_report(s, now=TEST_NOW)
+    section3 = " ".join(md.split("## 3.", 1)[1].split("## 4.", 1)[0].split())
+    assert ("Cost per accepted deliverable: 55.00 USD ÷ 2 approved visuals = 27.50 USD per visual"
+            in section3), section3
+    assert "÷ 2 =" not in section3
+    assert facts.per_deliverable_usd_minor == 2750 and facts.answer.count is not None
+    assert facts.answer.count.words() == "2 approved visuals"
+    assert "55.00 USD ÷ 2 approved visuals = 27.50 USD per visual" in " ".join(md.split("## 1.", 1)[0].split())

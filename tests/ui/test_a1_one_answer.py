@@ -120,7 +120,7 @@ def _flat(text: str) -> str:
 def _per_in_section3(flat: str) -> str | None:
     """The figure of section 3's "Cost per accepted deliverable: … = X USD", None when not shown."""
     section = flat.split("3. Cost", 1)[1]
-    m = re.search(r"Cost per accepted deliverable: [\d.]+ USD ÷ (\d+) = ([\d.]+ USD)", section)
+    m = re.search(r"Cost per accepted deliverable: [\d.]+ USD ÷ (\d+) [^=]+ = ([\d.]+ USD) per ", section)  # in the unit (S8)
     if m is None:
         assert "Cost per accepted deliverable: not shown" in section, section[:600]
         return None

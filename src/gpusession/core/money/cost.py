@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -280,20 +280,33 @@ class CostPerAccepted:
         per_accepted_usd_minor: total ÷ accepted, rounded once half-up to the cent;
             ``None`` when not shown.
         reason: why it is not shown (``None`` when shown).
+        count_words: the count in the session's unit (``4 approved charts``) when the
+            caller gave it (S8: the count names its unit); ``None``: the bare figure.
+        unit: the unit's singular (``chart``), with ``count_words``.
     """
 
     total_usd_minor: int | None
     accepted: int | None
     per_accepted_usd_minor: int | None
     reason: str | None = None
+    count_words: str | None = None
+    unit: str | None = None
 
     def line(self) -> str:
-        """The cost per accepted deliverable in words, or why it is not shown (K3)."""
+        """The cost per accepted deliverable in words, or why it is not shown (K3).
+
+        ``Cost per accepted deliverable: 55.00 USD ÷ 4 approved charts = 13.75 USD per
+        chart (…)`` with the unit's words (S8), ``… ÷ 4 = 13.75 USD (…)`` without.
+        """
         if self.per_accepted_usd_minor is None:
             return f"Cost per accepted deliverable: not shown — {self.reason}"
-        return (f"Cost per accepted deliverable: {format_usd(self.total_usd_minor)} ÷ "
-                f"{self.accepted} = {format_usd(self.per_accepted_usd_minor)} (rounded once, "
-                "half-up to the cent; outside costs and own time excluded)")
+        head = f"Cost per accepted deliverable: {format_usd(self.total_usd_minor)} ÷ "
+        per = format_usd(self.per_accepted_usd_minor)
+        if self.count_words and self.unit:  # the report's section 3: its page holds 80 lines
+            return (f"{head}{self.count_words} = {per} per {self.unit} (rounded once, half-up; "
+                    "outside costs and own time excluded)")
+        return (f"{head}{self.accepted} = {per} (rounded once, half-up to the cent; outside costs "
+                "and own time excluded)")
 
 
 #: How to get a count where none was measured, as ``gpusession cost`` says it (the Cost pane
@@ -548,6 +561,7 @@ def cost_report(
     tz: tzinfo | None = None,
     plan_source: str | None = None,
     count_hint: str = COUNT_HINT,
+    count_words: tuple[str, str] | None = None,
 ) -> CostReport:
     """Build the cost report (K1–K7) for the Cost pane and ``gpusession cost``.
 
@@ -568,6 +582,9 @@ def cost_report(
             or one given for this call).
         count_hint: how to get a count, said when none was measured (K3): the CLI's
             :data:`COUNT_HINT`, or a front end's own words.
+        count_words: ``(count in its unit, unit singular)``, e.g. ``("4 approved charts",
+            "chart")``, from the session's record: the cost per deliverable line then says
+            ``÷ 4 approved charts = 13.75 USD per chart`` (S8), never a bare ``÷ 4``.
 
     Returns:
         The report; :meth:`CostReport.lines` and :meth:`CostReport.to_json` render it.
@@ -578,6 +595,8 @@ def cost_report(
     """
     total = package_total(rates, gpu_model, days, lots)
     per = cost_per_accepted(total.total_usd_minor, accepted, count_hint=count_hint)
+    if count_words is not None:
+        per = replace(per, count_words=count_words[0], unit=count_words[1])
     coverage = plan_coverage(plan) if plan is not None else None
     plan_cost: int | None = None
     if coverage is not None:

@@ -793,6 +793,9 @@ def _cost_report(session: Session, answer: CostAnswer) -> Any:
         return cost_report(answer.inputs.rates, pkg.gpu_model, pkg.days, pkg.lots,
                            accepted=answer.accepted,  # not measured while nothing is validated (K3)
                            accepted_source=answer.source_words(),
+                           # S8: section 3 divides by the count in the session's unit
+                           count_words=(None if answer.count is None
+                                        else (answer.count.words(), answer.count.unit.singular)),
                            extensions=False,
                            plan=list(kept.durations_days) if kept is not None else None,
                            plan_source=f"the plan kept with the package of session {session.name}")
