@@ -730,8 +730,13 @@ def _sabotage_report(monkeypatch: pytest.MonkeyPatch) -> None:
 def _sabotage_cost_pane(monkeypatch: pytest.MonkeyPatch) -> None:
     from gpusession.ui.panes import cost
 
-    real = cost.load_answer
-    monkeypatch.setattr(cost, "load_answer", lambda s: _every_decision(real(s), s))
+    real = cost.load_facts  # the pane renders the session's record: its answer divided again
+
+    def own(s: Session) -> Any:
+        facts = real(s)
+        return dataclasses.replace(facts, answer=_every_decision(facts.answer, s))
+
+    monkeypatch.setattr(cost, "load_facts", own)
 
 
 def _sabotage_compare(monkeypatch: pytest.MonkeyPatch) -> None:

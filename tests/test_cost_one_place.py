@@ -76,12 +76,14 @@ def test_a1_cli_cost_session_uses_the_session_answer(answer_spy: list[str], fact
     assert "Accepted deliverables:" in capsys.readouterr().out
 
 
-def test_a1_cost_pane_uses_the_session_answer(answer_spy: list[str], measured_session: Any) -> None:
-    from gpusession.ui.panes.cost import load_answer
+def test_a1_cost_pane_renders_the_session_facts(answer_spy: list[str], facts_spy: list[str],
+                                               measured_session: Any) -> None:
+    from gpusession.ui.panes.cost import load_facts
 
-    answer = load_answer(measured_session)
+    answer = load_facts(measured_session).answer
     assert answer.problem is None and answer.inputs is not None and answer.accepted == 1
-    assert _called_from(answer_spy, "gpusession/ui/panes/cost.py"), answer_spy
+    assert _called_from(facts_spy, "gpusession/ui/panes/cost.py"), facts_spy
+    assert _called_from(answer_spy, "gpusession/core/retrieval/session_facts.py"), answer_spy
 
 
 def test_a1_compare_uses_the_session_answer(answer_spy: list[str], facts_spy: list[str],

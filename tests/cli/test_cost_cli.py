@@ -188,7 +188,7 @@ def test_k3_cli_report_and_tui_say_alike_that_nothing_is_validated_yet(
 ) -> None:
     """No validated run: the accepted count is not measured (K3), never "0 distinct"."""
     from gpusession.core.retrieval.report import render_report
-    from gpusession.ui.panes.cost import accepted_words, load_answer
+    from gpusession.ui.panes.cost import accepted_words, load_facts
 
     assert run_cli("new", "k3", *A5000, "--lots", "1", "--days", "7").returncode == 0
     s = Session.open(sessions_root, "k3")
@@ -200,7 +200,7 @@ def test_k3_cli_report_and_tui_say_alike_that_nothing_is_validated_yet(
     assert "0 distinct" not in p.stdout
     report = render_report(s)
     assert "Accepted deliverables: not measured (no validated run yet)" in report and "0 distinct" not in report
-    assert accepted_words(load_answer(s)) == (None, "no validated run yet")
+    assert accepted_words(load_facts(s).answer, s.name) == (None, "no validated run yet in session k3")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])

@@ -78,7 +78,8 @@ async def test_k4_one_accepted_corpus_is_singular(session: Any, make_app: MakeAp
         await pilot.press("6")
         await pilot.pause()
         cost = text_of(app, "#cost-report")
-        assert "1 distinct (accepted corpus of this session)" in cost, cost
+        # the source in cost NAME's words (A1): one rendering of the record
+        assert "1 distinct (distinct accepted corpora in session visuals-test-01)" in cost, cost
         await pilot.press("4")
         await pilot.pause()
         status = text_of(app, "#val-status")

@@ -1,10 +1,11 @@
 """Cost pane: package total, plan coverage, cost per accepted deliverable, extensions.
 
 Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 6). Figures come from
-:func:`gpusession.core.money.cost.cost_report` (exact decimals, K1/K2); the accepted count is
-the session's one answer (:func:`gpusession.core.money.answer.session_answer`, A1, S10), as
-``cost NAME`` and the report divide by it — with none measured only the package cost is
-shown. The plan field starts with the plan kept with the package (K6), as
+:func:`gpusession.core.money.cost.cost_report` (exact decimals, K1/K2); the count with its
+unit and source, the cost per deliverable and the variant to keep are the session's one
+record (:func:`gpusession.core.retrieval.session_facts.session_facts`, A1, S10), built in a
+thread worker, as ``cost NAME`` and the report render it — with none measured only the
+package cost is shown. The plan field starts with the plan kept with the package (K6), as
 ``cost NAME`` prices it. Every edit of GPU, lots, days or plan recomputes at once; the
 session's package (and the plan typed, kept with it) is changed only by the "Save as
 package" button.
@@ -24,13 +25,13 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.textio import printable
-from gpusession.core.money.cost import NO_VALIDATED_RUN, NOT_MEASURED_WORDS
-from gpusession.core.money.count_cache import CORPORA
+from gpusession.core.money.cost import NOT_MEASURED_WORDS
 from gpusession.ui.context import UiContext, plural, whole_number
 from gpusession.ui.modals import Choice
 
 if TYPE_CHECKING:
     from gpusession.core.money.answer import CostAnswer
+    from gpusession.core.retrieval.session_facts import SessionFacts
 
 DAYS = ("3", "7", "30")
 
@@ -43,27 +44,31 @@ COMPARING = "comparing with other sessions …"
 PANE_COUNT_HINT = "none validated yet: runs are validated as they land, key 4"
 
 
-def accepted_words(answer: CostAnswer) -> tuple[int | None, str]:
-    """``(count, source)`` the pane divides by and says: the session's one answer (A1, S10).
+def accepted_words(answer: CostAnswer, session_name: str) -> tuple[int | None, str]:
+    """``(count, source)`` the pane divides by and says, in ``cost NAME``'s words (A1, S10).
 
-    The figure is the record's; only the words are the pane's (``accepted corpus of this
-    session``; ``count unreadable: …`` naming the file; ``no validated run yet``, K3).
+    Both are the record's (``distinct accepted corpora in session s1``; ``count
+    unreadable: …`` naming the file; ``no validated run yet in session s1``, K3).
     """
-    count = answer.count
-    if count is None:
-        return None, answer.source_words()
-    if count.source == CORPORA and not count.unit.declared:
-        if count.n is None:
-            return None, NO_VALIDATED_RUN
-        return count.n, plural(count.n, "accepted corpus", "accepted corpora").split(" ", 1)[1] + " of this session"
-    return count.n, count.source_words()
+    return answer.accepted, answer.source_words(session_name)
 
 
-def load_answer(session: Any) -> CostAnswer:
-    """The session's :class:`CostAnswer`, as ``cost NAME`` reads it (a problem is said, never raised)."""
-    from gpusession.core.money.answer import session_answer
+def load_facts(session: Any) -> SessionFacts:
+    """The session's :class:`SessionFacts`, as ``cost NAME`` reads it (a problem is said, never raised).
 
-    return session_answer(session)
+    Slow on a large session (the results, approvals and their files): called in a worker.
+    """
+    from gpusession.core.retrieval.session_facts import session_facts
+
+    return session_facts(session)
+
+
+def keep_lines_of(facts: SessionFacts) -> list[str]:
+    """``Keep: …`` per experiment measured warm, the record's variant to keep (D5, D7); ``[]`` unreadable."""
+    try:
+        return [f"Keep: {k.words()}." for k in facts.keep]
+    except BadInput:  # unreadable rows: the Run pane says so
+        return []
 
 
 class CostPane(Vertical):
@@ -83,6 +88,8 @@ class CostPane(Vertical):
         super().__init__(**kw)
         self.ctx = ctx
         self.lines: list[str] = []
+        #: the session's one record (A1) and its cost answer, once the worker has read them
+        self.facts: SessionFacts | None = None
         self.answer: CostAnswer | None = None
         self._others: list[str] = [COMPARING]
         self._keep: list[str] = []
@@ -152,15 +159,15 @@ class CostPane(Vertical):
 
     @work(thread=True, exclusive=True, group="cost-own", exit_on_error=False)
     def _read_own(self, generation: int) -> None:
-        """The count `cost NAME` divides by (S10, A1) and the Keep lines, read off the event loop."""
-        answer = load_answer(self.ctx.session)
-        keep = self._keep_lines()
-        self.app.call_from_thread(self._own_read, generation, answer, keep)
+        """The session's record (the count `cost NAME` divides by, S10, A1; the Keep lines), read off the event loop."""
+        facts = load_facts(self.ctx.session)
+        keep = keep_lines_of(facts)
+        self.app.call_from_thread(self._own_read, generation, facts, keep)
 
-    def _own_read(self, generation: int, answer: CostAnswer, keep: list[str]) -> None:
+    def _own_read(self, generation: int, facts: SessionFacts, keep: list[str]) -> None:
         if generation != self._generation:  # a newer reload is reading
             return
-        self.answer, self._keep, self.counting = answer, keep, False
+        self.facts, self.answer, self._keep, self.counting = facts, facts.answer, keep, False
         self.recompute()
 
     @work(thread=True, exclusive=True, group="cost-others", exit_on_error=False)
@@ -174,15 +181,6 @@ class CostPane(Vertical):
             return
         self._others = others
         self.recompute()
-
-    def _keep_lines(self) -> list[str]:
-        """The report's Keep line per experiment, beside the cost per deliverable (D5, D7)."""
-        from gpusession.core.retrieval.keep import keep_lines
-
-        try:
-            return keep_lines(self.ctx.session)
-        except BadInput:  # unreadable rows: the Run pane says so
-            return []
 
     def _inputs(self) -> tuple[str, str, str, str]:
         gpu = self.query_one("#cost-gpu", Input).value.strip()
@@ -217,7 +215,8 @@ class CostPane(Vertical):
             accepted, source = None, problem or "not read"
             self.lines = [f"cannot compute: {problem}"]
         else:
-            accepted, source = accepted_words(answer)  # a count that does not read names its file (H-39)
+            # the record's count and source, in cost NAME's words; a count that does not read names its file (H-39)
+            accepted, source = accepted_words(answer, self.ctx.session.name)
             try:
                 plan = parse_plan(plan_text) if plan_text else None
                 report = cost_report(
