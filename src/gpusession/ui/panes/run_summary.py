@@ -3,7 +3,9 @@
 Who calls it: :class:`gpusession.ui.panes.run.RunPane`, which composes one
 :class:`RunSummaryView` beside the live rows and reads :func:`read_summary` in a thread
 worker (the results CSV, the journal and the summary grow with the session: never on
-the event loop).
+the event loop). The summary lines with their verdicts and the variant to keep are the
+session's one record's (:func:`gpusession.core.retrieval.session_facts.session_facts`,
+A1, D5), as ``show`` and the report render them.
 """
 
 from __future__ import annotations
@@ -56,19 +58,22 @@ class SummaryRead:
 
 def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
     """The Run pane's view of ``experiment_id`` (``None`` when there is none); safe in a
-    thread worker: it reads the results CSV, the journal and the summary, writes nothing."""
+    thread worker: it reads the results CSV, the journal and the session's record
+    (:class:`SessionFacts`: the summary lines, their verdicts and the variant to keep,
+    A1, D5), writes nothing."""
     if experiment_id is None:
         return None
     import polars as pl
 
     from gpusession.core.folder.journal import read_records
-    from gpusession.core.records.summary import session_summary
-    from gpusession.core.retrieval.keep import keep_lines
+    from gpusession.core.retrieval.session_facts import session_facts
 
     try:
-        frame = session.results.read().filter(pl.col("experiment_id") == experiment_id)
+        everything = session.results.read()
     except BadInput as exc:
         return SummaryRead(problem=f"results unreadable: {exc}")
+    frame = everything.filter(pl.col("experiment_id") == experiment_id)
+    facts = session_facts(session, frame=everything)
     out = SummaryRead(tail=frame.tail(500).to_dicts(), height=frame.height)
     out.runs_recorded = frame.filter(pl.col("phase").is_in(["cold", "warm"])).height
     try:
@@ -77,14 +82,16 @@ def read_summary(session: Any, experiment_id: str | None) -> SummaryRead | None:
         records = []
     out.last_run = run_progress(records, experiment_id)
     try:
-        out.keep_text = printable(" ".join(keep_lines(session, frame)))
+        out.keep_text = printable(" ".join(f"Keep: {k.words()}." for k in facts.keep
+                                           if str(k.experiment_id) == str(experiment_id)))
+        lines = [line for line in facts.summary if str(line.experiment_id) == str(experiment_id)]
     except BadInput:  # unreadable rows: the summary says so
-        out.keep_text = ""
+        out.keep_text, lines = "", []
     out.table = [
         (shown(line.variant_words(), "-"), shown(line.phase, "-"), str(line.n),  # the quality beside the times
          fmt_seconds(line.median_seconds), format_seconds_range(line.min_seconds, line.max_seconds),
          line.quality_words(), verdict_cell(line))  # D5
-        for line in session_summary(session, frame)
+        for line in lines
     ]
     warm = frame.filter(pl.col("phase") == "warm")
     out.chart_label = ("Warm run durations in run order (bars from 0 s to the slowest):"
