@@ -86,8 +86,6 @@ PENDING: dict[tuple[str, str], str] = {
         "an indented line of the comparison is a list item; needs the lines as typed items",
     ("core/retrieval/report.py", "_said_once"):
         "a probe's long parenthesis said again reads '(as above)': a rendering; needs the probe's facts typed",
-    ("ui/panes/order.py", "pane_words"):
-        "says core's 'gpusession order NAME set' hints as the pane's key; needs the hint as an argument (as the Cost pane's)",
     ("ui/header.py", "order_words"): "prefixes core's order line; needs a typed order state",
 }
 

@@ -184,3 +184,21 @@ async def test_order_pane_hints_give_its_keys_not_cli_syntax(
         await pilot.pause()
         messages = [n.message for n in app._notifications]
         assert messages and not any("gpusession order" in m for m in messages), messages
+
+
+def test_a1_s2_the_pane_gives_its_own_set_hint_to_core_never_rewrites_its_words(session: Any) -> None:
+    """Core's order texts take the pane's hint as an argument (as the Cost pane's ``count_hint``);
+    the CLI keeps its own words; the pane has no word rewriter left."""
+    from gpusession.core.money.order import SET_ORDER_HINT, load_order, record_event
+    from gpusession.core.money.order_text import SET_ORDER_LINE_HINT, order_lines
+    from gpusession.ui.panes import order as pane
+
+    assert not hasattr(pane, "pane_words")
+    state = load_order(session)
+    assert f"Order: not recorded {SET_ORDER_LINE_HINT}" in order_lines(state)
+    here = order_lines(state, set_hint=pane.PANE_SET_LINE_HINT)
+    assert "Order: not recorded (o: set order)" in here and not any("gpusession" in ln for ln in here)
+    cli = record_event(session, "ordered", source="you")
+    assert any(SET_ORDER_HINT in w for w in cli), cli
+    mine = record_event(session, "ordered", source="you", set_hint=pane.PANE_SET_HINT)
+    assert any("o (set order) so deviations" in w for w in mine) and not any("gpusession" in w for w in mine), mine

@@ -43,6 +43,10 @@ from gpusession.core.money.cost import (
 )
 from gpusession.core.money.rates import form_factor_words, model_matches
 
+#: How a warning names the way to record the order (CLI words). A front end with a way of its
+#: own passes its words as ``set_hint`` (the Order pane: its key), never rewrites these (A1).
+SET_ORDER_HINT = "`gpusession order NAME set`"
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -444,8 +448,11 @@ def new_payment_order(
     destination: str,
     expires_at: datetime,
     now: datetime | None = None,
+    set_hint: str = SET_ORDER_HINT,
 ) -> tuple[OrderState, list[str]]:
     """Record a payment order; it replaces the active one, kept in history (S3).
+
+    ``set_hint``: how a warning names the way to record the order (a front end's own words).
 
     Returns:
         The new state and warnings.
@@ -480,7 +487,7 @@ def new_payment_order(
     state = replace(state, payment=pay, payment_history=history)
     number = state.order.number if state.order else None
     if number is None:
-        warnings.append("no order recorded yet; record it with `gpusession order NAME set`")
+        warnings.append(f"no order recorded yet; record it with {set_hint}")
     ev = OrderEvent(now, "payment-order-issued", YOU,
                     f"{amt} {a} on {n}, expires {expires_at.isoformat()}", number)
     return _append(session, state, ev), warnings
@@ -495,13 +502,15 @@ def record_event(
     note: str = "",
     at: datetime | None = None,
     amount: str | None = None,
+    set_hint: str = SET_ORDER_HINT,
 ) -> list[str]:
     """Append a timeline event (S2, S3). Returns warnings (possibly empty).
 
     Rules: ``payment-confirmed`` only from provider tracking; ``gpu-provisioned`` from
     provider tracking, or from you once ``access-received`` is recorded; a
     ``payment-sent`` after the active payment order's expiry, without a payment order,
-    or with an amount differing digit for digit warns (S3).
+    or with an amount differing digit for digit warns (S3). ``set_hint``: how a warning
+    names the way to record the order (a front end's own words, A1).
 
     Raises:
         BadInput: unknown state/source, a refused source, a secret in the note, a bad
@@ -543,7 +552,7 @@ def record_event(
                         "confirms receipt, and the GPU is provisioned separately")
     if state == "ordered" and current.order is None:
         warnings.append("no order recorded: record its number, GPU, lots and days with "
-                        "`gpusession order NAME set` so deviations can be noted against it")
+                        f"{set_hint} so deviations can be noted against it")
     if state in ("gpu-provisioned", "access-received") and not current.paid:
         warnings.append("provisioning is separate from payment: payment is not confirmed by "
                         "provider tracking")

@@ -54,13 +54,22 @@ def order_status_line(state: OrderState, now: datetime | None = None) -> str:
     return text
 
 
-def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None) -> list[str]:
-    """Readable lines for ``gpusession order NAME show`` and the Order pane (S2, S3)."""
+#: How the order lines name the way to record an order (CLI words); the Order pane passes its key.
+SET_ORDER_LINE_HINT = "(gpusession order NAME set --number N --gpu M --lots L --days D)"
+
+
+def order_lines(state: OrderState, now: datetime | None = None, tz: Any = None, *,
+                set_hint: str = SET_ORDER_LINE_HINT) -> list[str]:
+    """Readable lines for ``gpusession order NAME show`` and the Order pane (S2, S3).
+
+    ``set_hint``: how to record the order, said while none is (a front end's own words,
+    e.g. the Order pane's key, A1: never a rewrite of these lines).
+    """
     now = now or utcnow()
     out = [f"Status: {order_status_line(state, now)}"]
     o = state.order
     if o is None:
-        out.append("Order: not recorded (gpusession order NAME set --number N --gpu M --lots L --days D)")
+        out.append(f"Order: not recorded {set_hint}")
     else:
         per_lot = f", {o.gpus_per_lot} GPU(s) per lot" if o.gpus_per_lot else ""
         out.append(f"Order {o.number}: {o.gpu_model}, {o.lots} lot(s){per_lot}, {o.days} days, "

@@ -24,18 +24,11 @@ from gpusession.core.money.order_text import order_lines
 from gpusession.ui.context import UiContext, whole_number
 from gpusession.ui.modals import Field, FormModal
 
-#: Shell hints of core's order texts, said with this pane's keys (the pane has them).
-_PANE_KEYS = (
-    ("(gpusession order NAME set --number N --gpu M --lots L --days D)", "(o: set order)"),
-    ("`gpusession order NAME set`", "o (set order)"),
-)
-
-
-def pane_words(text: str) -> str:
-    """``text`` with the ``gpusession order NAME set …`` hints said as this pane's key ``o``."""
-    for cli, key in _PANE_KEYS:
-        text = text.replace(cli, key)
-    return text
+#: How this pane names the way to record the order (core's ``set_hint``): its key ``o``; the
+#: CLI's ``gpusession order NAME set`` has no place in the TUI. Passed to core, never a rewrite
+#: of core's words (A1).
+PANE_SET_LINE_HINT = "(o: set order)"
+PANE_SET_HINT = "o (set order)"
 
 
 def model_warnings(state: Any, now: datetime) -> list[str]:
@@ -133,8 +126,8 @@ class OrderPane(Vertical):
         if self.state is None:
             return
         now = self.ctx.now()
-        lines = order_lines(self.state, now, tz=self.ctx.tz)
-        self.query_one("#order-text", Static).update(pane_words("\n".join(lines)))
+        lines = order_lines(self.state, now, tz=self.ctx.tz, set_hint=PANE_SET_LINE_HINT)
+        self.query_one("#order-text", Static).update("\n".join(lines))
         warn = model_warnings(self.state, now) + [f"Last action: {w}" for w in self.last_warnings]
         origin = self._origin()
         if origin is not None and origin.offer and origin.provisioned_at is not None:
@@ -143,7 +136,7 @@ class OrderPane(Vertical):
             warn.append(f"The GPU was provisioned at {local_str(origin.provisioned_at, self.ctx.tz)} "
                         f"but the {origin.words()}: press w to restart it at gpu-provisioned.")
         box = self.query_one("#order-warnings", Static)
-        box.update(pane_words("\n".join(f"WARNING: {w}" for w in warn)))
+        box.update("\n".join(f"WARNING: {w}" for w in warn))
         box.display = bool(warn)
         self.set_class(bool(warn), "-warning")
 
@@ -182,7 +175,7 @@ class OrderPane(Vertical):
         self.reload()
         self.post_message(self.OrderChanged(list(warnings)))
         for w in warnings:
-            self.notify(pane_words(w), title="order", severity="warning")
+            self.notify(w, title="order", severity="warning")
 
     def action_add_event(self) -> None:
         from gpusession.core.money import order as mod
@@ -192,7 +185,7 @@ class OrderPane(Vertical):
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
                 warnings = mod.record_event(
                     self.ctx.session, result["state"], source=result["source"], note=result["note"],
-                    at=self.ctx.now(), amount=result["amount"].strip() or None,
+                    at=self.ctx.now(), amount=result["amount"].strip() or None, set_hint=PANE_SET_HINT,
                 )
             self._changed(list(warnings))
 
@@ -219,7 +212,7 @@ class OrderPane(Vertical):
                 _, warnings = mod.new_payment_order(
                     self.ctx.session, asset=result["asset"], network=result["network"],
                     amount=result["amount"], destination=result["destination"],
-                    expires_at=parse_expiry(result["expires"], now), now=now,
+                    expires_at=parse_expiry(result["expires"], now), now=now, set_hint=PANE_SET_HINT,
                 )
             self._changed(list(warnings))
 
