@@ -335,3 +335,21 @@ def test_s8_files_approved_in_a_session_without_a_unit_are_deliverables_never_ap
     assert all("approved accepted" not in o for o in outs), outs
     assert "1 approved deliverable" in outs[0] and " 1 deliverable " in outs[1], outs[:2]
     assert "1 approved deliverable" in outs[2], outs[2]
+
+
+def test_s9_a1_an_approved_file_edited_since_is_said_alike_by_cost_status_and_deliverables(
+        sessions_root: Path, session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The only approved file changed after its approval: ``cost``, ``status`` and
+    ``deliverables`` say ``0 approved visuals`` with the file to approve again, never "yet"."""
+    _approved(capsys, sessions_root, session, tmp_path / "out", 1)
+    with open(tmp_path / "out" / "visual-01.png", "ab") as fh:
+        fh.write(b"edited after its approval")
+    code, cost, err = cli(capsys, sessions_root, "cost", session.name)  # counts and keeps the count
+    assert code == 0, err
+    code, status, err = cli(capsys, sessions_root, "status", session.name)
+    assert code == 0, err
+    code, listed, err = cli(capsys, sessions_root, "deliverables", session.name)
+    assert code == 0, err
+    for said in (cost, status, listed):
+        assert "0 approved visuals; visual-01.png changed after approval" in said, said
+        assert "approve it again" in said and "approved visual yet" not in said, said
