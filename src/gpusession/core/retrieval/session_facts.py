@@ -8,8 +8,9 @@ home's state and the energy per deliverable. A figure not measured is an
 :class:`Unmeasured` with its reason, never 0 and never a sentence read back later.
 
 Who renders it: ``show`` and ``cost`` (text and ``--json``), the report's summary and its
-cost section, ``export`` (each variant's verdict) and ``compare`` (its per-session answer).
-None of them decides a figure of its own.
+cost section, ``export`` (each variant's verdict), ``compare`` (its per-session answer) and
+the TUI's Cost, Run and Validation panes (built in their thread workers). None of them
+decides a figure of its own.
 
 Why: the same session gave two answers (a count in the first lines of the report, none in
 its cost section; a rejected variant shown as the reference) when each front end chose
