@@ -31,6 +31,7 @@ from gpusession.core.money.count import CORPORA, DeliverableCount, cost_line, se
 if TYPE_CHECKING:
     import polars as pl
 
+    from gpusession.core.folder.approvals import FileState
     from gpusession.core.folder.session import Session
 
 
@@ -102,7 +103,8 @@ class CostAnswer:
 
 
 def session_answer(session: Session, rates_path: Path | None = None, *,
-                   frame: pl.DataFrame | None = None, cache: bool = False) -> CostAnswer:
+                   frame: pl.DataFrame | None = None, cache: bool = False,
+                   states: list[FileState] | None = None) -> CostAnswer:
     """The session's :class:`CostAnswer`: the one place a count is chosen and divided by (A1, S10).
 
     Args:
@@ -111,6 +113,8 @@ def session_answer(session: Session, rates_path: Path | None = None, *,
             own file and the bundled one lie under either (K7).
         frame: the results rows when already read.
         cache: keep the count for ``status`` (writers: ``cost``, ``approve``, a run's end).
+        states: the deliverables' file states when the caller has them (the Validation
+            pane lists them too: ``approvals.toml`` parsed and each file hashed once).
 
     Returns:
         The record. A rates file or results file that does not read is said in
@@ -130,7 +134,7 @@ def session_answer(session: Session, rates_path: Path | None = None, *,
     count: DeliverableCount | None
     count_problem = None
     try:
-        count = session_count(session, frame, cache=cache)
+        count = session_count(session, frame, cache=cache, states=states)
     except BadInput as exc:
         count, count_problem = None, str(exc)
         errors.append(exc)

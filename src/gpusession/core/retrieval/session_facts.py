@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from gpusession.core.events.reading import JournalRead
+    from gpusession.core.folder.approvals import FileState
     from gpusession.core.folder.session import Session
 
 
@@ -454,7 +455,8 @@ def _risks(session: Session, verdicts: tuple[VariantVerdict, ...], incidents: in
 
 def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl.DataFrame | None = None,
                   now: datetime | None = None, cache: bool = False,
-                  rows_read: tuple[list[Any], JournalRead] | None = None) -> SessionFacts:
+                  rows_read: tuple[list[Any], JournalRead] | None = None,
+                  states: list[FileState] | None = None) -> SessionFacts:
     """The session's :class:`SessionFacts`: each file read once, each figure decided here (A1).
 
     Args:
@@ -466,6 +468,8 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
         cache: keep the count for ``status`` (``cost`` does; readers do not).
         rows_read: each row's typed facts and the journal read, when the caller has them
             (the report matches them once for its sections too).
+        states: the deliverables' file states when the caller has them (the Validation
+            pane: ``approvals.toml`` parsed and each file hashed once per reload, A5).
 
     Returns:
         The record.
@@ -480,7 +484,7 @@ def session_facts(session: Session, rates_path: Path | None = None, *, frame: pl
             frame = session.results.read()
         except BadInput:
             frame = None  # the answer's count says which file and line (H-39)
-    answer = session_answer(session, rates_path, frame=frame, cache=cache)
+    answer = session_answer(session, rates_path, frame=frame, cache=cache, states=states)
     pkg = session.package
     window = package_window(pkg, now)
     left = pkg.time_left(now)

@@ -64,6 +64,8 @@ class DeliverablesRead:
     states: list[Any] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     status: str = ""
+    #: the states the count was made from (a recorded folder), ``None``: the count read its own
+    count_states: list[Any] | None = None
 
 
 def read_deliverables(session: Any) -> DeliverablesRead:
@@ -86,7 +88,8 @@ def read_deliverables(session: Any) -> DeliverablesRead:
         out.proposed = recorded is None and out.folder is not None
         out.states = file_states(session, proposed=out.folder, doc=doc)
         # the same states as `status` counts once a folder is recorded (S10)
-        count = session_count(session, cache=True, states=out.states if recorded is not None else None)
+        out.count_states = out.states if recorded is not None else None
+        count = session_count(session, cache=True, states=out.count_states)
     except BadInput as exc:
         out.status = printable(f"{UNREADABLE}{exc}", keep="")
         out.states = []

@@ -166,12 +166,13 @@ class RunsRead:
     several: bool = False
 
 
-def read_runs(session: Any) -> RunsRead:
+def read_runs(session: Any, states: list[Any] | None = None) -> RunsRead:
     """The runs of the results CSV (loads left out), each one's cells (the stored report's
     quality verdict when there is one, so the TUI says what the CLI says) and the status
     line: the runs and the session's one count in its unit with its source
     (:meth:`SessionFacts.count_words`, A1, S10: ``4 approved charts (approved by a
-    person, …)``); an unreadable CSV is said in ``problem``, never raised. Safe in a
+    person, …)``); an unreadable CSV is said in ``problem``, never raised. ``states``: the
+    deliverables' file states the box read (the files hashed once per reload). Safe in a
     thread worker (it builds the record, never on the event loop)."""
     from gpusession.core.events.words import corpus_verdict
     from gpusession.core.retrieval.session_facts import session_facts
@@ -205,7 +206,7 @@ def read_runs(session: Any) -> RunsRead:
         ))
     # the session's one count in its unit with its source, as `cost` says it (A1, S8, S10):
     # approved charts, a rule's outputs or distinct accepted corpora, never chosen here
-    facts = session_facts(session, frame=frame)
+    facts = session_facts(session, frame=frame, states=states)
     n = facts.accepted_corpora or 0
     return RunsRead(rows, cells, n, f"{plural(len(rows), 'run')}; {facts.count_words()}. v: re-read",
                     several=several)
@@ -318,14 +319,17 @@ class ValidationPane(Vertical):
 
     @work(thread=True, exclusive=True, group="validation-load", exit_on_error=False)
     def _load(self, generation: int, box_generation: int) -> None:
-        """Read off the event loop, shown in turns: the runs (in chunks), then the deliverables."""
+        """Read off the event loop (the deliverables' states first: the count is made from
+        them), shown in turns: the runs (in chunks), then the deliverables."""
         from gpusession.ui.panes.deliverables import (
             DeliverablesBox,
             add_rows_in_chunks,
             read_deliverables,
         )
 
-        read = read_runs(self.ctx.session)
+        # the deliverables first: the count is made from the states they read (hashed once)
+        deliverables = read_deliverables(self.ctx.session)
+        read = read_runs(self.ctx.session, deliverables.count_states)
         shown_rows, shown_cells = self.rows, self._cells  # replaced, never changed in place
         n = len(shown_rows)  # compared off the loop: the rows and what their cells say (a report re-read)
         same = n if read.rows[:n] == shown_rows and read.cells[:n] == shown_cells else 0
@@ -337,7 +341,7 @@ class ValidationPane(Vertical):
                            lambda: generation == self._generation)
         self.app.call_from_thread(self._runs_shown, generation)
         box = self.query_one("#val-deliverables", DeliverablesBox)
-        box.fill(box_generation, read_deliverables(self.ctx.session))
+        box.fill(box_generation, deliverables)
         self.app.call_from_thread(self._loaded, generation, read)
 
     def _show_runs_head(self, generation: int, read: RunsRead, shown_rows: list[dict[str, Any]],
