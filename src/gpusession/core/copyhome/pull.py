@@ -1028,6 +1028,7 @@ def pull(
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
     _record_copy_home(session_copy, result.deliverables_copy, remote_deliv)
+    pull_record.restat(session_copy, [COPY_HOME_TOML], tree)  # the pull's own file, as written: kept in the record
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     digests = Digests(record.deliverables)
     reasons = _verify(result, transfer, remote_deliv, say, digests)
@@ -1103,7 +1104,7 @@ def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[s
     ``changed`` (the files whose signature is not the record's) tells whether the record
     still holds: no second comparison of every file (A5).
     """
-    rewritten = {CHECKLIST_TOML, RETRIEVAL_TOML, COPY_HOME_TOML}
+    rewritten = {CHECKLIST_TOML, RETRIEVAL_TOML}
     kept = len(tree.files) - len(rewritten & tree.files.keys())
     same = (not failed and not set(changed) - rewritten and len(record.session) == kept
             and digests.proven == record.deliverables)  # the record's every entry, as proved again
@@ -1166,7 +1167,8 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
-    # retrieval.toml is rewritten at home by a pull, copy-home.toml is its own; checklist.toml put back is the server's
+    # retrieval.toml is rewritten at home by a pull, copy-home.toml is never on the server; checklist.toml put back
+    # is the server's bytes, sealed
     touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML, COPY_HOME_TOML}
                      - ({CHECKLIST_TOML} if put_back else set()))
     if touched:  # changed at home since proved, and kept by rsync's quick check: compared by checksum
