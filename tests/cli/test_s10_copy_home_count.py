@@ -16,7 +16,7 @@ import pytest
 from helpers import cli
 
 from gpusession.core.folder import approvals as approvals_module
-from gpusession.core.folder.approvals import COPY_HOME_TOML
+from gpusession.core.folder.copy_home import COPY_HOME_TOML
 from gpusession.core.folder.session import Session
 
 pytestmark = [pytest.mark.calendar,

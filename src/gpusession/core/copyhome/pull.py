@@ -72,7 +72,7 @@ from gpusession.core.files.seal import sealed
 from gpusession.core.files.textio import printable, quoted, read_plain
 from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
-from gpusession.core.folder.approvals import COPY_HOME_TOML
+from gpusession.core.folder.copy_home import COPY_HOME_TOML
 from gpusession.core.folder.processes import end_child_tree
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile

@@ -37,6 +37,7 @@ from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.tomlio import read_toml, write_toml
+from gpusession.core.folder.copy_home import COPY_HOME_TOML, copy_home_deliverables
 
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
@@ -228,33 +229,6 @@ def unfit_folder(folder: Path, session_folder: Path) -> str | None:
         return ("holds the session's technical files; keep the deliverables in a folder of "
                 "their own (handed over apart from the technical files)")
     return None
-
-
-#: The file ``pull`` writes into a copy home: where the pulled deliverables lie (S4, S10).
-COPY_HOME_TOML = "copy-home.toml"
-
-
-def copy_home_deliverables(session_folder: Path) -> Path | None:
-    """The pulled copy of the deliverables when ``session_folder`` is a copy home, else ``None``.
-
-    Read from :data:`COPY_HOME_TOML`, which ``pull`` writes into the copy
-    (``deliverables_copy``: the folder's name beside the session folder, ``TO/NAME-deliverables``;
-    ``deliverables_from``: the server's folder it copied). Source: S4, S10. Why: the copy's
-    ``approvals.toml`` names the server's folder; at home that path is absent or another
-    folder, so the decisions are checked against the pulled copy, never that path.
-
-    Raises:
-        BadInput: the file does not read, or ``deliverables_copy`` is not a plain folder name.
-    """
-    path = Path(session_folder) / COPY_HOME_TOML
-    if not path.is_file():
-        return None
-    name = read_toml(path).get("deliverables_copy")
-    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
-            or "\0" in name):
-        raise BadInput(f"expected the name of the deliverables copy beside the session folder, got {shown(name)}",
-                       path=path, field="deliverables_copy")
-    return Path(session_folder).parent / name
 
 
 def deliverables_folder(session: Session, doc: Mapping[str, Any] | None = None) -> Path | None:

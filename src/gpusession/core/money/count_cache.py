@@ -17,8 +17,8 @@ from typing import Any
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
-from gpusession.core.folder.approvals import COPY_HOME_TOML, copy_home_deliverables
 from gpusession.core.folder.caches import checked_state
+from gpusession.core.folder.copy_home import COPY_HOME_TOML, copy_home_deliverables
 from gpusession.core.records.kinds import ACCEPT_RULE, APPROVED, CORPUS, declares, experiment_kinds
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
