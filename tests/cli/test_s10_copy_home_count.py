@@ -154,3 +154,14 @@ def test_s10_a_bad_copy_home_file_is_one_line_naming_it(
     assert code == 2, out + err
     assert COPY_HOME_TOML in err and "deliverables_copy" in err and len(err.strip().splitlines()) == 1, err
     assert path.read_text(encoding="utf-8") == 'schema = 1\ndeliverables_copy = "../../etc"\n'
+
+
+def test_s9_a_decision_at_home_is_made_on_the_copy_and_keeps_the_servers_folder(
+        capsys: pytest.CaptureFixture[str], session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _server(capsys, session, tmp_path)
+    home = _pull(capsys, session, tmp_path, monkeypatch)
+    copy = home / f"{session.name}-deliverables"
+    _ok(capsys, home, "reject", session.name, str(copy / "chart-4.png"), "--by", "Bo", "--why", "axis unlabelled")
+    assert f'deliverables = "{out}"' in (home / session.name / "approvals.toml").read_text(encoding="utf-8")
+    deliv = _json(capsys, home, "cost", session.name)["deliverables"]
+    assert isinstance(deliv, dict) and (deliv["count"], deliv["words"]) == (3, "3 approved charts")

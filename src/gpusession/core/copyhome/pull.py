@@ -23,6 +23,10 @@ Partial files live in ``TO/.gpusession-pull/NAME/`` (``--partial-dir``, ``--temp
 never under their final name, so a rerun resumes and a killed transfer leaves no file
 that looks finished. Files under their final name are trusted only once verified.
 
+When deliverables were copied, ``copy-home.toml`` in the copy names ``NAME-deliverables``
+and the server's folder, so the decisions of the copy's ``approvals.toml`` are checked
+against the copy at home (:func:`gpusession.core.folder.approvals.deliverables_folder`, S10).
+
 The result -- verified or not, what, when, how many files, total bytes, which manifest --
 is written into the local copy's ``checklist.toml`` (``[retrieval]`` and the evidence of
 the item ``g8.verify-copy``); no item is ticked in the file (S1): the checklist reads a
