@@ -124,7 +124,7 @@ STATUS_TMUX_MODULES = frozenset({
     "gpusession.core.files.schema",
     "gpusession.core.files.seal", "gpusession.core.files.secretgate", "gpusession.core.files.sessionname",
     "gpusession.core.files.textio", "gpusession.core.files.tomlread", "gpusession.core.folder",
-    "gpusession.core.folder.caches", "gpusession.core.folder.journal_state", "gpusession.core.folder.root",
+    "gpusession.core.folder.caches", "gpusession.core.folder.copy_home", "gpusession.core.folder.journal_state", "gpusession.core.folder.root",
     "gpusession.core.folder.package", "gpusession.core.records.csvkeys", "gpusession.core.money", "gpusession.core.money.count_cache",
     "gpusession.core.money.window",
     "gpusession.core.retrieval", "gpusession.core.retrieval.status", "gpusession.core.copyhome", "gpusession.core.copyhome.limit",

@@ -23,6 +23,10 @@ Partial files live in ``TO/.gpusession-pull/NAME/`` (``--partial-dir``, ``--temp
 never under their final name, so a rerun resumes and a killed transfer leaves no file
 that looks finished. Files under their final name are trusted only once verified.
 
+When deliverables were copied, ``copy-home.toml`` in the copy names ``NAME-deliverables``
+and the server's folder, so the decisions of the copy's ``approvals.toml`` are checked
+against the copy at home (:func:`gpusession.core.folder.approvals.deliverables_folder`, S10).
+
 The result -- verified or not, what, when, how many files, total bytes, which manifest --
 is written into the local copy's ``checklist.toml`` (``[retrieval]`` and the evidence of
 the item ``g8.verify-copy``); no item is ticked in the file (S1): the checklist reads a
@@ -72,6 +76,7 @@ from gpusession.core.files.seal import sealed
 from gpusession.core.files.textio import printable, quoted, read_plain
 from gpusession.core.files.tomlio import read_toml, write_toml
 from gpusession.core.files.units import format_bytes
+from gpusession.core.folder.copy_home import COPY_HOME_TOML
 from gpusession.core.folder.processes import end_child_tree
 from gpusession.core.folder.session import CHECKLIST_TOML, folder_lock, validate_name
 from gpusession.core.records.results import ResultsFile
@@ -1026,6 +1031,8 @@ def pull(
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
+    _record_copy_home(session_copy, result.deliverables_copy, remote_deliv)
+    pull_record.restat(session_copy, [COPY_HOME_TOML], tree)  # the pull's own file, as written: kept in the record
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     digests = Digests(record.deliverables)
     reasons = _verify(result, transfer, remote_deliv, say, digests)
@@ -1164,8 +1171,10 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
-    # retrieval.toml is rewritten at home by a pull; checklist.toml put back is the server's bytes, sealed
-    touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML} - ({CHECKLIST_TOML} if put_back else set()))
+    # retrieval.toml is rewritten at home by a pull, copy-home.toml is never on the server; checklist.toml put back
+    # is the server's bytes, sealed
+    touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML, COPY_HOME_TOML}
+                     - ({CHECKLIST_TOML} if put_back else set()))
     if touched:  # changed at home since proved, and kept by rsync's quick check: compared by checksum
         say(f"{len(touched)} file(s) of the copy changed since the last pull: compared with the server "
             "by checksum")
@@ -1240,6 +1249,26 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
     result.deliverables_count = FolderCount(len(tree.files), tree.total_bytes)
     result.deliverables_links = tree.links
     return remote
+
+
+def _record_copy_home(session_copy: Path, copy: Path | None, remote: str | None) -> None:
+    """Write ``copy-home.toml`` into the copy: the deliverables copy beside it and the server folder it came from.
+
+    Source: S4, S10. Why: the copy's ``approvals.toml`` names the server's folder; the
+    count, ``show``, ``report`` and ``status`` at home check the decisions against this
+    copy instead (:func:`gpusession.core.folder.approvals.deliverables_folder`). Written
+    only when it changes, so a re-pull leaves the count's cache standing.
+    """
+    if copy is None or remote is None or not (session_copy / "session.toml").is_file():
+        return
+    path = session_copy / COPY_HOME_TOML
+    fact = {"deliverables_copy": copy.name, "deliverables_from": remote}
+    try:
+        if path.is_file() and {k: read_toml(path).get(k) for k in fact} == fact:
+            return
+    except BadInput:
+        pass  # one that does not read is written again
+    write_toml(path, fact)
 
 
 def _listed(choice: ManifestChoice | None) -> list[ManifestEntry]:

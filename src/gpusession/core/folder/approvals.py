@@ -37,6 +37,7 @@ from gpusession.core.files.digest import sha256_file
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.files.tomlio import read_toml, write_toml
+from gpusession.core.folder.copy_home import COPY_HOME_TOML, copy_home_deliverables
 
 if TYPE_CHECKING:
     from gpusession.core.folder.session import Session
@@ -231,14 +232,19 @@ def unfit_folder(folder: Path, session_folder: Path) -> str | None:
 
 
 def deliverables_folder(session: Session, doc: Mapping[str, Any] | None = None) -> Path | None:
-    """The folder the decisions are relative to, ``None`` before the first decision.
+    """The folder the decisions are checked against, ``None`` before the first decision.
 
     ``doc`` is :func:`read_approvals`'s result when the caller has it (read otherwise).
+    In a copy home made by ``pull`` (:func:`copy_home_deliverables`) it is the pulled copy
+    ``TO/NAME-deliverables``, never the server's path recorded in ``approvals.toml``, which
+    is not walked here even where a folder of that path exists (S4, S10). The one
+    resolution for the count, the kinds, ``deliverables`` and the Validation pane.
 
     Raises:
-        BadInput: ``approvals.toml`` does not read, its ``deliverables`` is not text, or it
-            names a folder that is never walked (:func:`unfit_folder`: ``/``, a home, one
-            holding the session), refused before a file of it is visited (H-54).
+        BadInput: ``approvals.toml`` or ``copy-home.toml`` does not read, ``deliverables``
+            is not text, or it names a folder that is never walked (:func:`unfit_folder`:
+            ``/``, a home, one holding the session), refused before a file of it is visited
+            (H-54).
     """
     value = (read_approvals(session) if doc is None else doc).get("deliverables")
     if value is None:
@@ -246,6 +252,13 @@ def deliverables_folder(session: Session, doc: Mapping[str, Any] | None = None) 
     if not isinstance(value, str):
         raise BadInput(f"expected a folder path, got {shown(value)}", path=approvals_path(session),
                        field="deliverables")
+    pulled = copy_home_deliverables(session.folder)
+    if pulled is not None:
+        why = unfit_folder(pulled, session.folder)
+        if why is not None:
+            raise BadInput(f"{shown(str(pulled))} {why}; nothing was walked",
+                           path=Path(session.folder) / COPY_HOME_TOML, field="deliverables_copy")
+        return pulled
     why = unfit_folder(Path(value), session.folder)
     if why is not None:
         raise BadInput(f"{shown(value)} {why}; nothing was walked", path=approvals_path(session),
@@ -382,7 +395,10 @@ def decide(session: Session, paths: list[Path], *, decision: str, by: str, text:
         files = dict(doc.get("files") or {})
         for d in made:
             files[d.path] = d.to_toml()
-        write_toml(approvals_path(session), {**doc, "deliverables": str(folder), "files": files})
+        # in a copy home the server's folder stays recorded: the next pull compares the file with the server's
+        recorded = (doc["deliverables"] if stored is not None and copy_home_deliverables(session.folder) is not None
+                    else str(folder))
+        write_toml(approvals_path(session), {**doc, "deliverables": recorded, "files": files})
         os.chmod(approvals_path(session), 0o600)
         session.journal_many([DeliverableDecidedRecord(path=d.path, sha256=d.sha256, decision=d.decision,
                                                        by=d.by, text=d.text) for d in made])
@@ -601,6 +617,6 @@ def conflicts(states: list[FileState]) -> list[Conflict]:
             if sides["approved"] and sides["rejected"]]
 
 
-__all__ = ["APPROVALS_TOML", "Conflict", "Decision", "FileState", "SameBytes", "approved_digests", "approvals_path",
-           "conflicts", "decide", "deliverables_folder", "file_states", "load_approvals", "read_approvals",
-           "relative_name", "same_bytes", "unfit_folder", "walk_deliverables", "why_not_read"]
+__all__ = ["APPROVALS_TOML", "COPY_HOME_TOML", "Conflict", "Decision", "FileState", "SameBytes", "approved_digests",
+           "approvals_path", "conflicts", "copy_home_deliverables", "decide", "deliverables_folder", "file_states",
+           "load_approvals", "read_approvals", "relative_name", "same_bytes", "unfit_folder", "walk_deliverables", "why_not_read"]

@@ -18,6 +18,7 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.nesting import loads_json, read_toml_lenient
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.folder.caches import checked_state
+from gpusession.core.folder.copy_home import COPY_HOME_TOML, copy_home_deliverables
 from gpusession.core.records.kinds import ACCEPT_RULE, APPROVED, CORPUS, declares, experiment_kinds
 
 #: The cache beside ``session.toml``: the count, its words and what it was counted on.
@@ -69,7 +70,9 @@ def count_facts(session_doc: Mapping[str, Any] | None) -> str:
 def cache_key(folder: Path, session_doc: Mapping[str, Any] | None = None) -> list[Any]:
     """What the count was made from: the files' size, mtime and ctime, and ``session.toml``'s facts.
 
-    The facts are :func:`count_facts`; no file is hashed (the status speed goal).
+    The facts are :func:`count_facts`; no file is hashed (the status speed goal). The files:
+    ``approvals.toml``, the results CSV, ``copy-home.toml`` (present or not), then each decided
+    file where the count reads it: in a copy home, in the pulled copy (S4, S10).
 
     The ctime too (H-47): an edit that keeps a file's size and puts its mtime back (``touch
     -d``, ``os.utime``) still moves its ctime, which no user call can set back.
@@ -82,13 +85,15 @@ def cache_key(folder: Path, session_doc: Mapping[str, Any] | None = None) -> lis
     if session_doc is None:
         session_doc = read_toml_lenient(folder / "session.toml")
     key: list[Any] = [["session.toml", count_facts(session_doc)]]
-    paths = [folder / "approvals.toml", folder / "resultats-bruts.csv"]
+    paths = [folder / "approvals.toml", folder / "resultats-bruts.csv", folder / COPY_HOME_TOML]
     try:
         doc = read_toml_lenient(folder / "approvals.toml")  # bounded: nested too deep reads as absent (H-39)
         if doc is not None:
-            base = Path(str(doc.get("deliverables", "")))
+            # in a copy home, the pulled copy the decisions are checked against (S4), never the server's path
+            pulled = copy_home_deliverables(folder) if "deliverables" in doc else None
+            base = pulled or Path(str(doc.get("deliverables", "")))
             paths += [base / str(rel) for rel in sorted(doc.get("files", {}))]
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, BadInput):
         pass
     for p in paths:
         try:
@@ -136,10 +141,10 @@ def key_holds(folder: Path, key: Any, session_doc: Mapping[str, Any] | None = No
     """
     if session_doc is None:
         session_doc = _session_doc(folder)
-    fixed = [str(folder / "approvals.toml"), str(folder / "resultats-bruts.csv")]
-    if (not isinstance(key, list) or len(key) < 3 or key[0] != ["session.toml", count_facts(session_doc)]
+    fixed = [str(folder / "approvals.toml"), str(folder / "resultats-bruts.csv"), str(folder / COPY_HOME_TOML)]
+    if (not isinstance(key, list) or len(key) < 4 or key[0] != ["session.toml", count_facts(session_doc)]
             or not all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) for e in key[1:])
-            or [e[0] for e in key[1:3]] != fixed):
+            or [e[0] for e in key[1:4]] != fixed):
         return False
     return all(_stat_entry(entry[0]) == entry for entry in key[1:])
 
