@@ -38,6 +38,7 @@ ADAPTER = "core/records/old_words.py"
 
 #: Parsers and text primitives, by module (``"*"``: every function) or by function, with why.
 PARSERS: dict[str, dict[str, str]] = {
+    "bench/program_digest.py": {"program_files": "the words of the user's command: which name the program's files (input parsing)"},
     "bench/ranks.py": {"*": "torch ranks' stderr and torchrun's error file: an outside program's output"},
     "bench/stacks.py": {"*": "Python tracebacks of a worker: an outside program's output"},
     "bench/phases.py": {"is_oom": "the exception text of torch or a workload: outside code's words"},
