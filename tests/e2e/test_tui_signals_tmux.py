@@ -77,7 +77,7 @@ def test_h14_tmux_sighup_to_the_tui_restores_the_terminal(tmp_path: Path) -> Non
     try:
         _wait(lambda: "1 Checklist" in _tmux(sock, "capture-pane", "-p", "-t", "e2e"), 120)
         _tmux(sock, "send-keys", "-t", "e2e", "2")
-        time.sleep(1)
+        _wait(lambda: "r: start" in _tmux(sock, "capture-pane", "-p", "-t", "e2e"), 60)  # the pane has read the session
         _tmux(sock, "send-keys", "-t", "e2e", "r")
         _wait(lambda: _journal(s.folder, "command_started"), 60)
         assert _tmux(sock, "display", "-p", "-t", "e2e", "#{alternate_on}").strip() == "1"
@@ -124,7 +124,7 @@ def test_h14_tmux_terminal_closed_during_a_run_leaves_nothing_running(tmp_path: 
         if how == "open":
             _wait(lambda: "1 Checklist" in _tmux(sock, "capture-pane", "-p", "-t", "e2e"), 120)
             _tmux(sock, "send-keys", "-t", "e2e", "2")
-            time.sleep(1)
+            _wait(lambda: "r: start" in _tmux(sock, "capture-pane", "-p", "-t", "e2e"), 60)
             _tmux(sock, "send-keys", "-t", "e2e", "r")
         _wait(lambda: _journal(s.folder, "command_started"), 60)
         shell = int(_tmux(sock, "display", "-p", "-t", "e2e", "#{pane_pid}").strip())
