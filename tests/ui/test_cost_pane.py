@@ -289,3 +289,20 @@ def test_k3_a1_the_pane_gives_its_own_count_hint_to_the_report_never_rewrites_it
     assert COUNT_HINT in (cli.reason or "") and pane.PANE_COUNT_HINT in (here.reason or "")
     assert "--accepted-results" not in (here.reason or "")
     assert cost_per_accepted(5500, 4, count_hint="x").per_accepted_usd_minor == 1375  # the figure is unchanged
+
+
+async def test_k7_the_first_tab_in_the_cost_pane_enters_the_gpu_field_then_the_next_ones(
+        session: Any, make_app: MakeApp) -> None:
+    """The pane's hint says "tab: edit a field": the first Tab lands in the GPU field, not the tab bar."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("6")
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "cost-out"
+        await pilot.press("tab")
+        assert app.focused is not None and app.focused.id == "cost-gpu"
+        await pilot.press("end", "X")
+        assert app.screen.query_one("#cost-gpu", Input).value.endswith("X")
+        await pilot.press("tab")
+        assert app.focused is not None and app.focused.id == "cost-lots"

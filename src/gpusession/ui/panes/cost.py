@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, Static
@@ -73,6 +74,10 @@ def keep_lines_of(facts: SessionFacts) -> list[str]:
 
 class CostPane(Vertical):
     """Pane 6: what the package costs and what each accepted deliverable costs."""
+
+    #: Tab from the report (focused when the pane opens) enters the first field, as the
+    #: pane's hint says, rather than leaving the pane for the tab bar.
+    BINDINGS = [Binding("tab", "edit_fields", "Edit a field", show=False)]
 
     @dataclass
     class Recomputed(Message):
@@ -141,6 +146,13 @@ class CostPane(Vertical):
 
     def focus_main(self) -> None:
         self.query_one("#cost-out").focus()
+
+    def action_edit_fields(self) -> None:
+        """Tab: from the report into the GPU field; from a field, the next one as usual."""
+        if self.app.focused is self.query_one("#cost-out"):
+            self.query_one("#cost-gpu", Input).focus()
+        else:
+            self.screen.focus_next()
 
     def reload(self) -> None:
         """Re-read the session's cost inputs (a run landed), then recompute.
