@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -117,10 +118,33 @@ def test_d5_html_escapes_every_user_text_and_fetches_nothing() -> None:
     assert "<script" not in body and "&lt;script&gt;x&lt;/script&gt;" in body
     assert "<td>&lt;b&gt;a|b&lt;/b&gt;</td>" in body
     assert "<code>&lt;i&gt;</code>" in body and "<em>this</em>" in body and "cudnn_benchmark" in body
-    assert '<ul class="summary"><li><strong>Verdict:</strong> 1 distinct corpus accepted.</li></ul>' in body
+    # markdown-it puts each block tag on its own line
+    assert ('<ul class="summary">\n<li><strong>Verdict:</strong> 1 distinct corpus accepted.</li>\n</ul>'
+            in body)
+    assert '<div class="scroll"><table>' in body and "</table></div>" in body  # scrolls sideways on a phone
     assert "<svg viewBox='0 0 1 1'></svg>" in body
     assert 'name="viewport"' in page and "default-src 'none'" in page and "@media print" in page
     assert "http://" not in page and "https://" not in page
+
+
+def test_h45_html_links_and_images_other_than_the_charts_stay_their_markdown_text() -> None:
+    """Only a chart beside the report is an image (inline); any other target is text, never fetched."""
+    md = ("# T\n\n- a\n\nSee [l](http://127.0.0.1:9/z), <http://127.0.0.1:9/a>, [f](report-memory.png), "
+          "![i](http://127.0.0.1:9/i.png), ![j](javascript:alert(1)), ![k](../x.svg) and "
+          "![report-memory](report-memory.png).\n\n<img src=x onerror=alert(1)>\n")
+    body = markdown_to_html(md, title="t", charts={"durations": "<svg></svg>"}).split("</head>", 1)[1]
+    assert "[l](http://127.0.0.1:9/z)" in body and "&lt;http://127.0.0.1:9/a&gt;" in body
+    assert "[f](report-memory.png)" in body  # a file beside it, shown as typed: the page links nowhere
+    assert "![i](http://127.0.0.1:9/i.png)" in body and "![j](javascript:alert(1))" in body
+    assert "![k](../x.svg)" in body
+    assert "<em>chart report-memory not inline</em>" in body  # its chart was not drawn
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body  # an HTML block is text
+    assert not re.search(r"<(a|img|script)\b|\b(href|src)=", body.replace("&lt;img src=", "")), body
+
+
+def test_d5_html_summary_is_only_the_list_right_under_the_title() -> None:
+    body = markdown_to_html("# T\n\nText.\n\n- a\n", title="t").split("</head>", 1)[1]
+    assert "<ul>\n<li>a</li>" in body and "summary" not in body
 
 
 @pytest.mark.slow
