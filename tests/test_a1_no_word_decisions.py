@@ -70,7 +70,6 @@ PARSERS: dict[str, dict[str, str]] = {
     "core/records/variants.py": {"_p_words": "a p-value's own digits"},
     "core/retrieval/report.py": {"_cell": "a number's own digits"},
     "core/retrieval/mdtext.py": {"*": "Markdown escaping of text written into the report"},
-    "core/retrieval/report_html.py": {"*": "the HTML page rendered from the report's Markdown (a renderer)"},
     "core/retrieval/next_session.py": {"_named_files": "a command's argument template"},
     "core/retrieval/checklist.py": {"_item": "the checklist file's template, its {session} filled"},
     "core/validation/read.py": {"*": "the output file being validated (V4)"},
