@@ -81,12 +81,12 @@ def _image(self: RendererHTML, tokens: Sequence[Token], idx: int, options: Optio
 
 def _link_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     """A link is shown as the Markdown typed (``[label](file)``): the page links nowhere."""
+    env.setdefault("hrefs", []).append(str(tokens[idx].attrGet("href") or ""))
     return "["
 
 
 def _link_close(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-    opener = next(t for t in reversed(tokens[:idx]) if t.type == "link_open")
-    return f"]({html.escape(str(opener.attrGet('href') or ''))})"
+    return f"]({html.escape(env['hrefs'].pop())})"
 
 
 def _table_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
