@@ -7,8 +7,8 @@ secrets masked and control characters escaped (:func:`gpusession.core.files.text
 H-17), then every character that Markdown or HTML gives a meaning to is escaped with a
 backslash (CommonMark: any ASCII punctuation may be), so ``<`` is never a tag, ``&`` never
 an entity, ``![x](…)`` never an image, ``[x](…)`` never a link -- and reads as typed.
-The HTML page, made from the Markdown text, turns those escapes back into the plain
-characters (:func:`unescape_md`), html-escaped: the same text in both.
+The HTML page is the Markdown text rendered by markdown-it-py (CommonMark), which reads
+those escapes back as the plain characters, html-escaped: the same text in both.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from gpusession.core.files.textio import printable
 #: emphasis, and a backslash before punctuation (CommonMark §2.4); the others read as
 #: typed unescaped (``\u202e`` stays as printed; a table cell escapes its pipes).
 _SPECIAL = re.compile(r"([`*\[\]<&]|\\(?=[!-/:-@\[-`{-~]))")
-#: A backslash escape in Markdown text (``\<``), as CommonMark reads it.
-MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def md_text(text: str) -> str:
@@ -196,9 +194,4 @@ def _search_closer(text: str, start: int, run: int, lines: _Lines, first: int) -
     return None
 
 
-def unescape_md(text: str) -> str:
-    """Markdown backslash escapes turned back into their characters (the HTML page's reading)."""
-    return MD_ESCAPE.sub(r"\1", text)
-
-
-__all__ = ["MD_ESCAPE", "inert_markdown", "md_text", "unescape_md"]
+__all__ = ["inert_markdown", "md_text"]
