@@ -100,7 +100,7 @@ def test_h25_a_descendant_in_a_session_of_its_own_ends_with_its_run(
     pid_file = s.folder / "escaped.pids"
     exp = _command_exp(s, [sys.executable, str(script), str(pid_file)])
     t0 = time.monotonic()
-    out = Runner(s, exp.id).run()
+    out = Runner(s, exp.id, continue_on_reject=True).run()  # it writes no output: both runs anyway (D3)
     took_s = time.monotonic() - t0
     escaped = [int(x) for x in pid_file.read_text().split()]
     spawned.extend(escaped)

@@ -375,7 +375,9 @@ def test_h34_a_program_that_reads_code_out_of_a_placeholder_finds_none(
     code, _, err = cli(capsys, sessions_root, "experiment", "inj", "define", "--id", "e", *define,
                        "--command", command)
     assert code == 0, err
-    code, out, err = cli(capsys, sessions_root, "run", "inj", "--experiment", "e", "--headless")
+    # the program writes no output: --continue-on-reject lets both runs happen after the first (D3)
+    code, out, err = cli(capsys, sessions_root, "run", "inj", "--experiment", "e", "--headless",
+                         "--continue-on-reject")
     assert not list(tmp_path.rglob("INJECTED")), "the corpus name ran as code"
     assert not list(temp.iterdir()), "the worker's links are removed when it ends"
     with open(folder / "resultats-bruts.csv", encoding="utf-8", newline="") as fh:

@@ -55,7 +55,7 @@ def test_c1_a_command_without_precision_or_batch_leaves_them_empty_with_the_note
     # a seed nobody passed is no seed=0 (A2): empty, and said to be offered only
     assert all(r["seed"] is None for r in rows), rows
     assert "seed offered in $GPUSESSION_SEED, not verifiable for a command" in notes, notes
-    assert "scope=full-chain" in notes and "code=unknown" in notes, notes
+    assert "scope=full-chain" in notes and "code=sha256:" in notes, notes  # out of git: the program's digest (R10)
     assert "tolerance=none (no validation protocol)" in notes, notes
 
 

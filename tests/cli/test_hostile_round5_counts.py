@@ -74,7 +74,7 @@ def test_h57_a_forged_accept_report_is_named_and_never_counted(
         code, out, err = cli(capsys, sessions_root, *command)
         assert json.loads(out)["deliverables"]["count"] == 3, (command, out)
     code, out, err = cli(capsys, sessions_root, "report", session.name)
-    assert "3 accepted visuals" in out and "103" not in out
+    assert "3 accepted visuals" in out and "103 accepted" not in out and "÷ 103" not in out  # not the path
 
 
 def test_list_json_says_null_with_the_reason_for_a_session_it_cannot_read(

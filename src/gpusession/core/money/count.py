@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusession.core.files.textio import printable
 from gpusession.core.files.tomlio import write_atomic_bytes
 from gpusession.core.folder.approvals import (
     Conflict,
@@ -129,7 +130,8 @@ class DeliverableCount:
         said = f"{self.n:,} {self._noun(self.n)}"
         if self.n == 0 and self.not_counted:
             more = len(self.not_counted) - 1
-            said += f"; {' '.join(self.not_counted[0].split())}" + (f" (and {more} more)" if more else "")
+            first = printable(" ".join(self.not_counted[0].split()), keep="")  # a name from disk: one line (H-44)
+            said += f"; {first}" + (f" (and {more} more)" if more else "")
         return said
 
     def short(self) -> str:
