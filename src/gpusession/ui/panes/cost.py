@@ -77,7 +77,7 @@ class CostPane(Vertical):
 
     #: Tab from the report (focused when the pane opens) enters the first field, as the
     #: pane's hint says, rather than leaving the pane for the tab bar.
-    BINDINGS = [Binding("tab", "edit_fields", "Edit a field", show=False)]
+    BINDINGS = [Binding("tab", "edit_fields", "Edit a field", id="cost.edit_fields", show=False)]
 
     @dataclass
     class Recomputed(Message):
