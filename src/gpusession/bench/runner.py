@@ -32,7 +32,8 @@ killed outright takes its workers with it (parent-death signal,
 that calls it and returns only after the last one exited, so that thread lives as long
 as the run (the death signal follows the forking thread). Before the first worker
 starts, workers and commands of earlier runs that are still alive are ended
-(:func:`gpusession.core.folder.processes.end_recorded`).
+(:func:`gpusession.core.folder.processes.end_recorded`), those recorded after the offset
+the last finished invocation's check reached (:mod:`gpusession.core.folder.leftover_check`).
 
 ``on_event`` receives typed runner events of :mod:`gpusession.core.events` (from the
 runner's thread): ``Progress``, ``RowAppended``, ``Loaded``, ``EnvironmentObserved``,
@@ -100,7 +101,8 @@ from gpusession.core.folder import journal
 from gpusession.core.folder.code_pin import check_same_code
 from gpusession.core.folder.corpus_pin import check_one_revision
 from gpusession.core.folder.experiments import get_experiment
-from gpusession.core.folder.processes import END_RECORDED_EVENTS, end_recorded, on_interrupt
+from gpusession.core.folder.leftover_check import CheckedMark, end_leftovers, keep_checked
+from gpusession.core.folder.processes import on_interrupt
 from gpusession.core.folder.recovery import SPEC_PREFIX, remove_worker_specs
 from gpusession.core.folder.rendezvous import check_rendezvous_port
 from gpusession.core.folder.resume import session_resume_plan
@@ -270,12 +272,9 @@ class Runner:
         self.preflight()  # nothing is measured that could not be written
         journal.take_lock(s.folder, s.name)  # S7: one runner per session
         forget = on_interrupt(self.interrupt)
-        try:
-            # Never trust the lock alone: what an earlier run left alive ends first (H-14).
-            # the lines of the records naming processes alone are decoded (A5)
-            started = read_records_naming(s.journal_path, END_RECORDED_EVENTS)
-            for msg in end_recorded(started, s.folder):
-                self.recorder.incident(msg, kind="leftover_ended")
+        checked: CheckedMark | None = None
+        try:  # never trust the lock alone: what an earlier run left alive ends first (H-14, A5)
+            checked = end_leftovers(s.folder, lambda msg: self.recorder.incident(msg, kind="leftover_ended"))
             self._run(exp)
         finally:
             forget()
@@ -287,6 +286,7 @@ class Runner:
             except (OSError, Failure):
                 pass
             self.recorder.say_interrupted()
+            keep_checked(s.folder, checked)  # the lock still held: the next run reads it once written
             journal.release_lock(s.folder)
         self._emit(Finished(outcome=self.outcome))
         return self.outcome

@@ -364,14 +364,33 @@ def read_records_naming(path: Path, needles: Iterable[str]) -> list[Event]:
     Raises:
         OSError, BadInput: as :func:`iter_journal`.
     """
+    return records_naming(_raw(Path(path)), needles)
+
+
+def records_naming(raw: bytes, needles: Iterable[str], first: int = 1) -> list[Event]:
+    """:func:`read_records_naming` of the journal bytes ``raw``, its first line numbered ``first``.
+
+    ``raw`` is the whole journal or the bytes after a line end a saved check reached
+    (:mod:`gpusession.core.folder.leftover_check`, A5); never raises on content.
+    """
     picks = {form.encode("utf-8") for n in needles
              for form in (json.dumps(n), json.dumps(n, ensure_ascii=False))}
+    starts: set[int] = set()  # each line holding a pick, found by a search of the bytes, not a split
+    for pick in picks:
+        at = raw.find(pick)
+        while at >= 0:
+            starts.add(raw.rfind(b"\n", 0, at) + 1)
+            end = raw.find(b"\n", at)
+            at = raw.find(pick, end) if end >= 0 else -1
     out: list[Event] = []
-    for number, text in enumerate(_raw(Path(path)).split(b"\n"), start=1):
-        if any(p in text for p in picks):
-            item = decode_line(text, number)
-            if item is not None and not isinstance(item, Unreadable):
-                out.append(item)
+    number, counted = first, 0
+    for start in sorted(starts):
+        number += raw.count(b"\n", counted, start)
+        counted = start
+        end = raw.find(b"\n", start)
+        item = decode_line(raw[start:end if end >= 0 else len(raw)], number)
+        if item is not None and not isinstance(item, Unreadable):
+            out.append(item)
     return out
 
 
@@ -421,5 +440,5 @@ __all__ = [
     "RUN_OPENS", "UNREADABLE_KIND", "JournalRead", "OpenWork", "Unreadable", "cut_run_start", "decode_line",
     "decode_lines", "iter_journal",
     "open_work", "read_objects",
-    "read_journal", "read_records",
+    "read_journal", "read_records", "read_records_naming", "records_naming",
 ]

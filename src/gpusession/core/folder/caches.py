@@ -51,9 +51,13 @@ RUN_ENDS_STATE = "run-ends.json"
 #: What ``show`` and ``report`` need of the journal, folded at an offset
 #: (:mod:`gpusession.core.folder.journal_digest`).
 JOURNAL_DIGEST = "journal-digest.json"
+#: The journal's offset up to which a run's start found every recorded process gone or ended
+#: (:mod:`gpusession.core.folder.leftover_check`, H-14).
+LEFTOVER_CHECK_STATE = "leftover-check.json"
 #: Every state file of this module: never a sign of the session's use (most recent, ``list``'s
 #: order), so reading a session (``show``, a neighbour's summary in the Cost pane) never reorders.
-CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE, RESULTS_CHECK_STATE, RUN_ENDS_STATE, JOURNAL_DIGEST}
+CACHE_FILES = STATE_FILES | {SESSION_TOML_STATE, RESULTS_CHECK_STATE, RUN_ENDS_STATE, JOURNAL_DIGEST,
+                             LEFTOVER_CHECK_STATE}
 #: The smallest results CSV whose clean check is kept (bytes, about 1,300 rows): a smaller
 #: one is checked in well under 0.1 s, and a read of a small session leaves its folder as found.
 RESULTS_CHECK_MIN_BYTES = 1024 * 1024
@@ -430,7 +434,8 @@ def keep_run_ends(folder: Path, counted: bytes, ends: Mapping[str, int]) -> bool
         "offset": len(counted), "digest": bytes_digest(counted), "ends": dict(ends)})
 
 
-__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_DIGEST", "JOURNAL_STATE", "RESULTS_CHECK_MIN_BYTES",
+__all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JOURNAL_DIGEST", "JOURNAL_STATE",
+           "LEFTOVER_CHECK_STATE", "RESULTS_CHECK_MIN_BYTES",
            "RESULTS_CHECK_STATE", "RUN_ENDS_STATE", "keep_results_clean", "keep_run_ends", "results_clean", "saved_run_ends", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
            "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
            "checked_files_signatures", "checked_state", "checker_fingerprint", "file_signature", "from_json_value", "is_state_file",
