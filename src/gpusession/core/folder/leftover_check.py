@@ -71,9 +71,10 @@ def _saved(fd: int, st: os.stat_result, state: dict[str, object] | None) -> Chec
     if state is None or state.get("version") != CHECK_VERSION:
         return None
     fields = [state.get(k) for k in ("offset", "lines", "crc", "inode", "device")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in fields):
+    counts = [v for v in fields if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    if len(counts) != len(fields):
         return None
-    mark = CheckedMark(*fields)  # type: ignore[arg-type]
+    mark = CheckedMark(*counts)
     if (mark.inode, mark.device) != (st.st_ino, st.st_dev) or mark.offset > st.st_size:
         return None
     if _prefix_crc(fd, mark.offset) != mark.crc:  # edited before the offset (H-47)
