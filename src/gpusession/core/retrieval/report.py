@@ -813,7 +813,7 @@ def _cost(session: Session, rep: Any) -> list[str]:
     if rep is None:
         return [f"_Package not fully set (GPU, lots, days): `gpusession package {session.name} ...`._"]
     lines = [rep] if isinstance(rep, str) else rep.lines(gpu=False, measured_count=False,
-                                                         projection="No projection: only what is accepted so far")
+                                                         projection="Counted so far, never projected")
     said = [f"Package window: {_when(pkg.start)} → {_when(pkg.end)}"] + [line.rstrip(".") for line in lines]
     return _wrap(". ".join(said) + ".")
 
