@@ -36,6 +36,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpusession.core.copyhome.copylinks import CopyLink
 from gpusession.core.copyhome.manifest import Signature, signature
@@ -203,7 +204,19 @@ def open_record(session_copy: Path) -> bytes | None:
     (``session``, ``deliverables``) whose bytes the seal covers as stored: the seal is
     checked without decoding them (:func:`parse_record` decodes, beside the pull's rsync).
     """
-    path = record_path(session_copy)
+    copy = os.path.abspath(session_copy)
+    got = _own_headed_file(record_path(session_copy), copy)
+    if got is None or not keyed_seal_holds(got[0].get("seal"), _signed(copy, got[1])):
+        return None
+    return got[1]
+
+
+def _own_headed_file(path: Path, copy: str) -> tuple[dict[str, Any], bytes] | None:
+    """A state file of this user's: its JSON head line (this version, this copy) and the bytes after it.
+
+    ``None`` for a link, a file of another user, one that does not read, or a head of
+    another version or copy; the caller checks the seal over what it covers.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -219,15 +232,13 @@ def open_record(session_copy: Path) -> bytes | None:
     finally:
         os.close(fd)
     head, _, body = raw.partition(b"\n")
-    copy = os.path.abspath(session_copy)
     try:
         meta = json.loads(head)
     except (ValueError, RecursionError):
         return None
-    if (not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION or meta.get("copy") != copy
-            or not keyed_seal_holds(meta.get("seal"), _signed(copy, body))):
+    if not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION or meta.get("copy") != copy:
         return None
-    return body
+    return meta, body
 
 
 def parse_record(body: bytes) -> PullRecord:
@@ -340,28 +351,11 @@ def keep_server_checklist(session_copy: Path) -> None:
 
 def _read_kept_checklist(session_copy: Path) -> tuple[int, int, bytes] | None:
     """The kept checklist's (mode, mtime_ns, bytes); ``None`` when absent, unsealed or of another copy."""
-    try:
-        fd = os.open(_kept_checklist_path(session_copy), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    head, _, data = raw.partition(b"\n")
     copy = os.path.abspath(session_copy)
-    try:
-        meta = json.loads(head)
-    except (ValueError, RecursionError):
+    got = _own_headed_file(_kept_checklist_path(session_copy), copy)
+    if got is None:
         return None
-    if not isinstance(meta, dict) or meta.get("version") != RECORD_VERSION or meta.get("copy") != copy:
-        return None
+    meta, data = got
     mode, mtime_ns = meta.get("mode"), meta.get("mtime_ns")
     if (not isinstance(mode, int) or not isinstance(mtime_ns, int) or isinstance(mode, bool)
             or not keyed_seal_holds(meta.get("seal"), _checklist_signed(copy, mode, mtime_ns, data))):
