@@ -39,9 +39,14 @@ class FakeClock:
 
     def __init__(self, now: datetime | None = None) -> None:
         self.now = now or datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+        self._start = self.now
 
     def __call__(self) -> datetime:
         return self.now
+
+    def monotonic(self) -> float:
+        """Seconds advanced since this clock was made (a ``time.monotonic`` stand-in)."""
+        return (self.now - self._start).total_seconds()
 
     def advance(self, seconds: float) -> None:
         self.now = self.now + timedelta(seconds=seconds)

@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Any
@@ -362,6 +363,7 @@ def build_app(
     poll_s: float = 1.0,
     tz: tzinfo | None = None,
     check_host: bool | None = None,
+    monotonic: Callable[[], float] | None = None,
 ) -> GpuSessionApp:
     """Build the app for ``session`` (the CLI and the tests use this same factory).
 
@@ -376,6 +378,8 @@ def build_app(
         tz: zone for local times (default: the machine's).
         check_host: check the GPU against the order on the first open on this host
             (default: only with the real NVML).
+        monotonic: seconds that never step back, for elapsed times shown (default
+            :func:`time.monotonic`).
     """
     ctx = UiContext(
         session=session,
@@ -386,6 +390,7 @@ def build_app(
         poll_s=poll_s,
         tz=tz,
         check_host=check_host,
+        monotonic=monotonic or time.monotonic,
     )
     return GpuSessionApp(ctx)
 

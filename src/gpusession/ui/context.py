@@ -8,6 +8,7 @@ the words every pane uses.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -38,6 +39,8 @@ class UiContext:
             evidence thread and a key press never overwrite each other's change (S7).
         check_host: check the GPU against the order on the first open on this host
             (D8); ``None``: only with the real NVML (a fake one is a test's, not a host).
+        monotonic: seconds of a clock that never steps back, for elapsed times shown
+            (a run in flight); a fake one in tests, so no test reads a stopwatch (A6).
     """
 
     session: Session
@@ -49,6 +52,7 @@ class UiContext:
     tz: tzinfo | None = None
     write_lock: threading.Lock = field(default_factory=threading.Lock)
     check_host: bool | None = None
+    monotonic: Callable[[], float] = time.monotonic
 
     def now(self) -> datetime:
         return self.clock()

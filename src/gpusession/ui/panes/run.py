@@ -18,7 +18,6 @@ grow with the session: they are never read on the event loop.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from textual.app import ComposeResult
@@ -76,7 +75,7 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
         self.experiment_id: str | None = None
         self.running = False
         self.inflight_what = ""  # what is in flight in this pane's run ("": nothing)
-        self.inflight_since = 0.0  # its start, time.monotonic() seconds
+        self.inflight_since = 0.0  # its start, ctx.monotonic() seconds
         self._running_head = ""  # the status's first lines while running (set by _status)
         self.cancel_event = threading.Event()
         self.rows: list[dict[str, Any]] = []
@@ -179,7 +178,8 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
             last_run=self.last_run, runs_recorded=self.runs_recorded)
 
     def _running_text(self) -> str:
-        return running_text(self._running_head, self.inflight_what, self.inflight_since, self.time_left_text)
+        return running_text(self._running_head, self.inflight_what, self.ctx.monotonic() - self.inflight_since,
+                            self.time_left_text)
 
     def footer_actions(self) -> tuple[str, ...]:
         """The pane's keys in the footer, the ones this state needs first (:func:`footer_order`)."""
@@ -196,7 +196,7 @@ class RunPane(RunLaunchKeys, RunFormKeys, RunMessages):
         self.query_one(RunProgressView).advance(msg.done, msg.total)
 
     def on_run_pane_in_flight_changed(self, msg: RunMessages.InFlightChanged) -> None:
-        self.inflight_what, self.inflight_since = msg.what, time.monotonic()
+        self.inflight_what, self.inflight_since = msg.what, self.ctx.monotonic()
         if self.running:
             self._status()
 

@@ -11,7 +11,6 @@ the keys a state needs first are chosen beside the words that state says.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -95,15 +94,14 @@ def describe(session: Any, exp: Any, experiments: list[Any]) -> str:
     )
 
 
-def running_text(head: str, inflight_what: str, inflight_since: float, time_left_text: str) -> str:
+def running_text(head: str, inflight_what: str, inflight_elapsed_s: float, time_left_text: str) -> str:
     """The status while a run of the pane runs: ``head`` (what it runs), what is in flight
-    for how long (since ``inflight_since``, ``time.monotonic()`` seconds) and the time left."""
+    for how long (``inflight_elapsed_s`` seconds) and the time left."""
     text = head
     if inflight_what:  # the in-flight line headless `run` prints, each second here
         from gpusession.core.events.words import elapsed_words
 
-        elapsed_s = time.monotonic() - inflight_since
-        text += f"\n{inflight_what} in flight: {elapsed_words(elapsed_s)}"
+        text += f"\n{inflight_what} in flight: {elapsed_words(inflight_elapsed_s)}"
     if time_left_text:  # the estimate headless `run` prints
         text += f"\n{time_left_text}"
     return text
