@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -90,6 +91,11 @@ def wait_for(what: Callable[[], object], timeout_s: float = 30.0, step_s: float 
             return got
         time.sleep(step_s)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def hangup_default() -> None:
+    """A child's ``preexec_fn``: SIGHUP ends it, whatever the suite inherited (``nohup pytest``)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def alive(pid: int, create_time_s: float | None) -> bool:

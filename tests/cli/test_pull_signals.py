@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import cli
+from helpers import cli, hangup_default
 
 pytestmark = pytest.mark.skipif(shutil.which("rsync") is None,
                                 reason="rsync not installed (apt-get install rsync)")
@@ -53,7 +53,8 @@ def test_h63_a_signal_to_pull_ends_its_rsync(sig: signal.Signals, sessions_root:
         [sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root), "pull",
          str(sessions_root / "s1"), "--deliverables", str(deliv), "--to", str(tmp_path / "home"),
          "--bwlimit", "64"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=hangup_default)
     try:
         assert _poll(lambda: _rsyncs_naming(deliv)), "rsync of the deliverables never started"
         rsyncs = _rsyncs_naming(deliv)

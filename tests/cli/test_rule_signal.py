@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import RENDER, cli
+from helpers import RENDER, cli, hangup_default
 
 from gpusession.core.folder.session import Session
 
@@ -61,7 +61,8 @@ def test_h69_a_signal_to_run_during_an_accept_rule_ends_the_rule_with_the_run(
     env = {k: v for k, v in os.environ.items() if k != "GPUSESSION_HOME"}
     run = subprocess.Popen([sys.executable, "-m", "gpusession", "--sessions-dir", str(sessions_root),
                             "run", session.name, "--headless"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                           preexec_fn=hangup_default)
     rule_pid = child_pid = 0
     try:
         assert _poll(lambda: pids.is_file() and len(pids.read_text().split()) == 2), "the rule never ran"

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import alive, cli, wait_for
+from helpers import alive, cli, hangup_default, wait_for
 
 from gpusession.core.folder.session import RUN_LOCK, Session
 
@@ -67,11 +67,6 @@ def _gone_after(folder: Path, t0: float) -> float:
     raise AssertionError(f"still alive {GONE_WITHIN_S} s after the signal: {_alive_recorded(folder)}")
 
 
-def _hangup_default() -> None:
-    """In the child: SIGHUP ends it, whatever the suite inherited (``nohup pytest``)."""
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 def _hangup_ignored() -> None:
     """In the child: SIGHUP ignored, as ``nohup`` leaves it."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -87,7 +82,7 @@ class Reaper:
 
     def popen(self, cmd: list[str], **kw: Any) -> subprocess.Popen[Any]:
         """Start ``cmd`` with the default hang-up disposition (the suite may run under nohup)."""
-        kw.setdefault("preexec_fn", _hangup_default)
+        kw.setdefault("preexec_fn", hangup_default)
         p = subprocess.Popen(cmd, **kw)
         self.procs.append(p)
         return p
