@@ -22,7 +22,9 @@
 2. CPU used by the UI process while the memory pane refreshes every second for 30 s
    (after start-up), as a percentage of one core. Target: under 2 %.
 
-Run: ``python benchmarks/bench_startup.py [--runs 10] [--experiments 5,500] [--seconds 30] [--quick]``
+Run: ``python benchmarks/bench_startup.py [--runs 10] [--experiments 5,500] [--seconds 30] [--quick]
+[--against OTHER/src]`` (``--against``: another checkout's ``gpusession NAME`` timed in the same
+interleaved rounds, a before/after under one load; the sessions are built by this tree)
 (with gpusession installed in the active environment); CI's smoke run: ``--runs 1 --no-idle
 --experiments 1,5``. ``--profile``: instead of the figures, one ``gpusession NAME`` per size
 under cProfile from the process start (imports included) to the first frame, the functions
@@ -217,11 +219,12 @@ def time_import_textual(module: str = "textual") -> float:
     return time.time() - t0
 
 
-def child_marks(root: Path, name: str, child: str = CHILD_FIRST_FRAME) -> dict[str, str]:
-    """Run one child; its marks (``FRAME``, ``HEADER``: seconds since the process start)."""
+def child_marks(root: Path, name: str, child: str = CHILD_FIRST_FRAME,
+                env: dict[str, str] | None = None) -> dict[str, str]:
+    """Run one child; its marks (``FRAME``, ``HEADER``: seconds since the process start; ``CPU``: seconds)."""
     t0 = time.time()
     done = subprocess.run([sys.executable, "-c", child, str(root), name],
-                          capture_output=True, text=True, check=True, timeout=120, env=CHILD_ENV)
+                          capture_output=True, text=True, check=True, timeout=120, env=env or CHILD_ENV)
     marks: dict[str, str] = {}
     for ln in done.stdout.splitlines():
         key, _, value = ln.partition(" ")
@@ -291,8 +294,17 @@ def profile_first_frame(root: Path, name: str, rows: int, top: int = 40) -> None
     print("\n".join(ln for ln in out.getvalue().splitlines() if ln.strip())[-12000:])
 
 
-def first_frames(root: Path, name: str, runs: int, rows: int) -> tuple[float, float]:
-    """Print the first-frame figures of session ``name``; its ratios to the six-tab app (medians, paired)."""
+def against_env(src: Path) -> dict[str, str]:
+    """The children's environment with ``src`` (another checkout's ``src`` folder) first on the path."""
+    return dict(CHILD_ENV, PYTHONPATH=os.pathsep.join([str(src), *filter(None, [CHILD_ENV.get("PYTHONPATH")])]))
+
+
+def first_frames(root: Path, name: str, runs: int, rows: int, against: Path | None = None) -> tuple[float, float]:
+    """Print the first-frame figures of session ``name``; its ratios to the six-tab app (medians, paired).
+
+    ``against``: another checkout's ``src`` folder; its ``gpusession NAME`` is run in each
+    interleaved round too (before/after in the same run, under the same load).
+    """
     t0 = time.time()
     first = time_first_frame(root, name, CHILD_CLI)  # its first open folds the journal once (journal-state.json)
     print(f"{name}: {rows:,} rows; the first start (opening folds the journal once): {first:.3f} s "
@@ -300,8 +312,12 @@ def first_frames(root: Path, name: str, runs: int, rows: int) -> tuple[float, fl
     time_import_textual()  # warm the OS file cache for both
     time_first_frame(root, name)
     time_first_frame(root, name, CHILD_SIX_TABS)
-    base, app, hello, six, header, cli = [], [], [], [], [], []
-    cpu_app, cpu_six = [], []  # CPU seconds of the child at its first frame
+    other_env = against_env(against) if against is not None else None
+    if other_env is not None:
+        time_first_frame(root, name, CHILD_CLI)  # its bytecode written, as the branch's was
+        child_marks(root, name, CHILD_CLI, other_env)
+    base, app, hello, six, header, cli, other = [], [], [], [], [], [], []
+    cpu_app, cpu_six, cpu_cli, cpu_other = [], [], [], []  # CPU seconds of the child at its first frame
     at_frame = ""
     for _ in range(runs):  # interleaved, so drift hits all alike
         base.append(time_import_textual())
@@ -315,7 +331,13 @@ def first_frames(root: Path, name: str, runs: int, rows: int) -> tuple[float, fl
         if "HEADER" in marks:
             header.append(float(marks["HEADER"]))
         at_frame = marks.get("HEADER-AT-FRAME", "")
-        cli.append(time_first_frame(root, name, CHILD_CLI))
+        cli_marks = child_marks(root, name, CHILD_CLI)
+        cli.append(float(cli_marks["FRAME"]))
+        cpu_cli.append(float(cli_marks["CPU"]))
+        if other_env is not None:
+            other_marks = child_marks(root, name, CHILD_CLI, other_env)
+            other.append(float(other_marks["FRAME"]))
+            cpu_other.append(float(other_marks["CPU"]))
     b, a, h = statistics.median(base), statistics.median(app), statistics.median(hello)
     t6 = statistics.median(six)
     print(f"  python -c 'import textual'      median {b:.3f} s  (min {min(base):.3f}, max {max(base):.3f}, n={len(base)})")
@@ -342,6 +364,21 @@ def first_frames(root: Path, name: str, runs: int, rows: int) -> tuple[float, fl
           f"{'met' if paired <= 1.3 else 'not met'}; aim ≤ 1.15×: {'met' if paired <= 1.15 else 'not yet'}); "
           f"CPU time at the first frame (the app alone): gpusession {ca:.3f} s, six-tab app {c6:.3f} s, "
           f"ratio {ca / c6:.2f}×")
+    # the CPU ratio of the figure judged: `gpusession NAME` as typed, command line included
+    cc = statistics.median(cpu_cli)
+    cpu_paired = statistics.median(x / y for x, y in zip(cpu_cli, cpu_six, strict=True))
+    print(f"    CPU time at the first frame of gpusession NAME: {cc:.3f} s (min {min(cpu_cli):.3f}, "
+          f"max {max(cpu_cli):.3f}), ratio to the six-tab app {cc / c6:.2f}× (paired {cpu_paired:.2f}×; ≤ 1.3×: "
+          f"{'met' if cc / c6 <= 1.3 else 'not met'}); the six-tab app's CPU min {min(cpu_six):.3f}, "
+          f"max {max(cpu_six):.3f}")
+    if other:
+        o, co = statistics.median(other), statistics.median(cpu_other)
+        print(f"  against {against} (gpusession NAME, same rounds): median {o:.3f} s, CPU {co:.3f} s; "
+              f"this tree ÷ that one: wall {c / o:.2f}× (paired "
+              f"{statistics.median(x / y for x, y in zip(cli, other, strict=True)):.2f}×), CPU {cc / co:.2f}× "
+              f"(paired {statistics.median(x / y for x, y in zip(cpu_cli, cpu_other, strict=True)):.2f}×); "
+              f"its CPU ratio to the six-tab app {co / c6:.2f}× (paired "
+              f"{statistics.median(x / y for x, y in zip(cpu_other, cpu_six, strict=True)):.2f}×)")
     print(f"  load average after these figures: {_load()} on {os.cpu_count()} cores")
     return c / t6, paired
 
@@ -356,6 +393,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="only the first-frame figures")
     ap.add_argument("--profile", action="store_true",
                     help="cProfile of one first frame per size instead of the figures")
+    ap.add_argument("--against", type=Path, metavar="SRC",
+                    help="another checkout's src folder (e.g. main's): its `gpusession NAME` is timed in "
+                         "the same interleaved rounds, and this tree's figures are divided by its own")
     args = ap.parse_args()
     sizes = [int(x) for x in args.experiments.split(",")]
 
@@ -367,7 +407,8 @@ def main() -> int:
             for root, name, rows in sessions:
                 profile_first_frame(root, name, rows)
             return 0
-        ratios = [(rows, first_frames(root, name, args.runs, rows)) for root, name, rows in sessions]
+        against = args.against.resolve() if args.against else None
+        ratios = [(rows, first_frames(root, name, args.runs, rows, against)) for root, name, rows in sessions]
         if len(ratios) > 1:
             (small_rows, (small, small_p)), (large_rows, (large, large_p)) = ratios[0], ratios[-1]
             print(f"growth of the ratio from {small_rows:,} to {large_rows:,} rows: {large / small:.2f}× "
