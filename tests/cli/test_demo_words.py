@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusession.bench.demo import corpus_words
 from gpusession.bench.runner import _count
-from gpusession.commands._common import format_summary
+from gpusession.commands.summary_table import format_summary
 from gpusession.core.events.runner import RowAppended
 from gpusession.core.events.words import describe
 from gpusession.core.records.results import ResultRow

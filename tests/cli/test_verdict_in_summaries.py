@@ -89,7 +89,7 @@ def test_h30_a_cancelled_second_attempt_says_so_about_itself_only(session: Sessi
     said = "attempt 2: 2 of 18 runs done, the run was cancelled"
     assert words == {"v1": said, "v2": said, "v3": "all measured"}  # v3: only attempt 1's rows
     assert not any("0 of 18" in w or "attempt 1" in w for w in words.values())
-    from gpusession.commands._common import format_summary
+    from gpusession.commands.summary_table import format_summary
 
     rows = session_summary(session)
     assert {r.attempts_pooled for r in rows} == {2}  # the summary says how many attempts it pools

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusession.commands._common import format_summary
+from gpusession.commands.summary_table import format_summary
 from gpusession.core.events import RowAppended
 from gpusession.core.events.words import describe
 from gpusession.core.files.units import (

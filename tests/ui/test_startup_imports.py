@@ -45,8 +45,43 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _first_frame_modules(root: Path, name: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), name],
+#: The same probe, the app started as a person starts it: ``gpusession --sessions-dir ROOT NAME``
+#: (the command line parsed, ``commands.tui`` and ``commands._common`` loaded, ``run_app``).
+CLI_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import textual.app
+    from gpusession.ui import screens
+
+    WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
+             "gpusession.core.retrieval.status", "scipy", "matplotlib", "polars",
+             "gpusession.core.records.results", "gpusession.core.records.summary", "csv")
+    seen = []
+    after = screens.MainScreen.after_first_frame
+    run = textual.app.App.run
+
+    def probe(self):
+        seen.extend(m for m in WATCH if m in sys.modules)
+        seen.append("FRAME")
+        after(self)
+        self.app.exit(0)
+
+    def headless(self, *args, **kwargs):
+        return run(self, headless=True, size=(80, 24))
+
+    screens.MainScreen.after_first_frame = probe
+    textual.app.App.run = headless
+    from gpusession.cli import main
+
+    code = main(["--sessions-dir", sys.argv[1], sys.argv[2]])
+    print(" ".join(seen))
+    sys.exit(code)
+    """
+)
+
+
+def _first_frame_modules(root: Path, name: str, script: str = SCRIPT) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", script, str(root), name],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.split()
@@ -75,3 +110,11 @@ def test_first_frame_of_a_checklist_holding_the_products_evidence_loads_no_wordl
     checklist.collect_evidence(s)  # what the TUI writes after its first frame
     assert "gpusession" in (s.folder / "checklist.toml").read_text(encoding="utf-8")
     assert _first_frame_modules(tmp_path, s.name) == ["FRAME"]
+
+
+def test_a5_gpusession_name_paints_its_first_frame_without_the_results_modules(tmp_path: Path) -> None:
+    """Through the command line too: ``commands._common`` (every command's helpers) loads
+    neither the summary's record class nor the results CSV's module (the summary table
+    ``run`` and ``show`` print lives in ``commands.summary_table``)."""
+    s = make_session(tmp_path, "bench")
+    assert _first_frame_modules(tmp_path, s.name, CLI_SCRIPT) == ["FRAME"]

@@ -31,12 +31,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusession.commands._common import format_summary, open_session, print_json, root_of
+from gpusession.commands._common import open_session, print_json, root_of
 from gpusession.commands.deliverables_cmd import (
     accept_words,
     apply_accept,
     protocol_words,
 )
+from gpusession.commands.summary_table import format_summary
 from gpusession.core.experiment.placeholders import unvaried_words
 from gpusession.core.experiment.plan import unreceived_params, value_text
 from gpusession.core.files.errors import BadInput

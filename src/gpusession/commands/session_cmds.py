@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from gpusession.commands._common import (
-    format_summary,
     local_time,
     open_session,
     print_json,
@@ -19,6 +18,7 @@ from gpusession.commands.deliverables_cmd import (
     deliverables_line,
     list_deliverables,
 )
+from gpusession.commands.summary_table import format_summary
 from gpusession.core.files.clock import utcnow
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.textio import printable
