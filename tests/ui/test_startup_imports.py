@@ -5,7 +5,8 @@ disk, then the app headless at 80×24): at the moment the first frame is painted
 (``MainScreen.after_first_frame``), neither psutil (process handling), crash recovery
 and the record classes (``core.events.records``: nothing to recover), the BIP-39 lists (no text that could be a
 seed phrase), the package-end warning's modules, the results table's modules (no row
-is read before it), polars nor the report's scipy and matplotlib have been imported.
+is read before it), ``importlib.resources`` (the bundled checklist is read through the
+package's loader), polars nor the report's scipy and matplotlib have been imported.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SCRIPT = textwrap.dedent(
 
     WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
              "gpusession.core.retrieval.status", "scipy", "matplotlib", "polars",
-             "gpusession.core.records.results", "gpusession.core.records.summary")
+             "gpusession.core.records.results", "gpusession.core.records.summary", "importlib.resources")
     seen = []
     after = screens.MainScreen.after_first_frame
 
@@ -55,7 +56,8 @@ CLI_SCRIPT = textwrap.dedent(
 
     WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
              "gpusession.core.retrieval.status", "scipy", "matplotlib", "polars",
-             "gpusession.core.records.results", "gpusession.core.records.summary", "csv")
+             "gpusession.core.records.results", "gpusession.core.records.summary", "csv",
+             "importlib.resources")
     seen = []
     after = screens.MainScreen.after_first_frame
     run = textual.app.App.run
