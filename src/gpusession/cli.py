@@ -14,6 +14,7 @@ This module imports neither textual nor torch (design.md §Layers).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -227,8 +228,22 @@ def _main(argv: Sequence[str] | None) -> int:
             )
             return 2
         args_list.insert(i, "open")
+    # The TUI: no cyclic collection while it starts (its imports, the session's document);
+    # run_app resumes the collector once the first frame is painted (A5), and at the latest here.
+    paused = args_list[i] == "open" and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _dispatch(args_list, args_list[i] if args_list[i] in commands else None)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _dispatch(args_list: list[str], command: str | None) -> int:
+    """Parse ``args_list`` with ``command``'s parser (all of them for ``None``) and run its handler."""
     # a known command builds its own module's parser only; an option first (--help) all
-    parser = build_parser(args_list[i] if args_list[i] in commands else None)
+    parser = build_parser(command)
     args = parser.parse_args(args_list)
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
