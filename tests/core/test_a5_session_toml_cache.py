@@ -264,3 +264,32 @@ def test_h47_after_a_hand_edit_the_next_write_checks_the_whole_document(
     checked.clear()
     _fresh_open(session).update(lambda doc: doc["package"].__setitem__("lots", 3))
     assert sum(checked) == 0  # ... across processes too (the sealed state says so)
+
+
+def test_a5_an_open_from_the_state_copies_the_document_once(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The open hands its conversion of the state to the caller and keeps the state's JSON
+    form: no second copy until the same process reads the file again, and that read's
+    document is the caller's own too."""
+    _month(session)
+    copies = {"own_copy": 0, "converted": 0}
+    real_copy, real_convert = session_module.own_copy, session_module.from_json_value
+
+    def own_copy(value: Any) -> Any:  # recursive: the whole document's copies are counted
+        copies["own_copy"] += isinstance(value, dict) and "created_at" in value
+        return real_copy(value)
+
+    def convert(value: Any) -> Any:
+        copies["converted"] += isinstance(value, dict) and "created_at" in value
+        return real_convert(value)
+
+    monkeypatch.setattr(session_module, "own_copy", own_copy)
+    monkeypatch.setattr(session_module, "from_json_value", convert)
+    first = _fresh_open(session)
+    assert copies == {"own_copy": 0, "converted": 0}  # the state's one conversion is the caller's
+    first.data["experiments"].clear()  # the caller's own: nothing kept is changed
+    again, _ = session_module.read_session_toml(session.session_toml)
+    assert copies == {"own_copy": 1, "converted": 1}
+    assert len(again["experiments"]) == EXPERIMENTS
+    again["experiments"].clear()
+    third, _ = session_module.read_session_toml(session.session_toml)
+    assert len(third["experiments"]) == EXPERIMENTS and copies == {"own_copy": 2, "converted": 1}

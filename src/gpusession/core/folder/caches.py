@@ -28,6 +28,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -312,7 +313,27 @@ def bytes_digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str], bool] | None:
+@dataclass(frozen=True)
+class SealedDoc:
+    """``session.toml``'s checked document as :func:`sealed_session_doc` read it from the state.
+
+    Attributes:
+        doc: the document, converted from ``as_json`` (the caller's own).
+        as_json: the state's JSON form of it; :func:`from_json_value` of it is another
+            copy (a reader that keeps the document for later reads converts it then, so an
+            open makes one copy, not two, A5). Never changed: no caller is given it.
+        hidden: one warning per hidden value, naming this path.
+        written: the document passed the writer's checks too (kept by the writer, not a
+            read; a state without it, as before, says no).
+    """
+
+    doc: dict[str, Any]
+    as_json: Any
+    hidden: list[str]
+    written: bool
+
+
+def sealed_session_doc(path: Path, raw: bytes) -> SealedDoc | None:
     """``session.toml``'s checked document and hidden-value warnings while the file holds ``raw``; else ``None``.
 
     Source: A5, H-47, H-78. Why: parsing and checking a 500-experiment ``session.toml``
@@ -327,9 +348,8 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
         raw: the file's bytes now.
 
     Returns:
-        The document (the caller's own), one warning per hidden value, and whether the
-        document passed the writer's checks too (``written``: kept by the writer, not a
-        read; a state without it, as before, says no), or ``None``.
+        The document with what it was converted from, its warnings and whether the writer
+        checked it (:class:`SealedDoc`), or ``None``.
     """
     if len(raw) < SESSION_TOML_STATE_MIN_BYTES:
         return None
@@ -340,13 +360,14 @@ def sealed_session_doc(path: Path, raw: bytes) -> tuple[dict[str, Any], list[str
     hidden = state.get("hidden")
     if not isinstance(hidden, list) or not all(isinstance(h, str) for h in hidden):
         return None
+    as_json = state.get("doc")
     try:
-        doc = from_json_value(state.get("doc"))
+        doc = from_json_value(as_json)
     except (ValueError, TypeError):
         return None
     if not isinstance(doc, dict):
         return None
-    return doc, [f"{path}: {h}" for h in hidden], state.get("written") is True
+    return SealedDoc(doc, as_json, [f"{path}: {h}" for h in hidden], state.get("written") is True)
 
 
 def seal_session_doc(path: Path, raw: bytes, doc: Mapping[str, Any], hidden: list[str], *,
@@ -439,4 +460,4 @@ __all__ = ["CACHE_FILES", "CHECKED_FILES", "CHECKER_SOURCES", "FILES_STATE", "JO
            "RESULTS_CHECK_STATE", "RUN_ENDS_STATE", "keep_results_clean", "keep_run_ends", "results_clean", "saved_run_ends", "SESSION_TOML_STATE", "SESSION_TOML_STATE_MIN_BYTES",
            "STATE_FILES", "STATE_MAX_BYTES", "bytes_digest",
            "checked_files_signatures", "checked_state", "checker_fingerprint", "file_signature", "from_json_value", "is_state_file",
-           "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]
+           "SealedDoc", "read_state", "seal", "seal_session_doc", "sealed_session_doc", "to_json_value", "write_state"]

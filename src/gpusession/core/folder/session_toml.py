@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
+from functools import cached_property, partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -46,7 +47,7 @@ from gpusession.core.files.tomlio import (
     write_atomic_bytes,
     write_toml,
 )
-from gpusession.core.folder.caches import seal_session_doc, sealed_session_doc
+from gpusession.core.folder.caches import from_json_value, seal_session_doc, sealed_session_doc
 
 #: The table whose entries are written and checked one by one (the rest is the top level).
 PARTS_KEY = "experiments"
@@ -80,11 +81,17 @@ class KeptDoc:
     """One ``session.toml`` as parsed and checked, beside the bytes it was parsed from."""
 
     raw: bytes
-    doc: dict[str, Any]
+    #: makes the kept document, once, when it is first used (:attr:`doc`)
+    made: Callable[[], dict[str, Any]]
     hidden: tuple[str, ...]
     #: the document passed this writer's checks (written by :func:`write_session_toml`),
     #: not only its reader's: its experiments may be written again unchecked
     written: bool = False
+
+    @cached_property
+    def doc(self) -> dict[str, Any]:
+        """The kept document (shared: a caller copies it, or only reads it)."""
+        return self.made()
 
 
 #: Per absolute path of a ``session.toml``, the last checked document (this process).
@@ -120,9 +127,11 @@ def read_session_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
         return own_copy(kept.doc), list(kept.hidden)
     sealed = sealed_session_doc(Path(path), before) if before is not None else None
     if sealed is not None and before is not None:  # checked when these bytes were last read
-        doc, hidden, written = sealed
-        keep_session_doc(key, before, doc, hidden, written=written)
-        return doc, hidden
+        # the caller gets the one conversion; a later read in this process converts the
+        # state's JSON form again (an open copies a 500-experiment document once, A5)
+        SESSION_DOCS[key] = KeptDoc(before, partial(from_json_value, sealed.as_json), tuple(sealed.hidden),
+                                    sealed.written)
+        return sealed.doc, sealed.hidden
     doc, hidden = mask_free_text(read_checked(path, required=("name", "created_at")), path)
     doc = dict(doc)
     if before is not None and raw_or_none(path) == before:  # the bytes parsed are the bytes kept
@@ -251,8 +260,9 @@ def _keep(path: Path, raw: bytes, doc: dict[str, Any], hidden: list[str]) -> tup
 
 def keep_session_doc(key: str, raw: bytes, doc: dict[str, Any], hidden: list[str], *,
                      written: bool = False) -> None:
-    """Keep ``doc`` as ``session.toml``'s content while the file holds ``raw`` (one per path)."""
-    SESSION_DOCS[key] = KeptDoc(raw, own_copy(doc), tuple(hidden), written)
+    """Keep ``doc`` as ``session.toml``'s content while the file holds ``raw`` (one per path): a copy, made now."""
+    kept = own_copy(doc)
+    SESSION_DOCS[key] = KeptDoc(raw, lambda: kept, tuple(hidden), written)
 
 
 def raw_or_none(path: Path) -> bytes | None:
