@@ -254,12 +254,15 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def build_sessions(work: Path, sizes: list[int]) -> list[tuple[Path, str, int]]:
+def build_sessions(work: Path, sizes: list[int], copies: int = 1) -> list[tuple[Path, str, int]]:
     """The sessions measured, as ``bench_status.py`` builds them: ``(root, name, rows)`` per size.
 
     One real run (``run --headless`` of a command experiment: 20 rows, its journal, its
     ``runs/`` and ``validation/`` folders) replicated to ``n`` experiments each (``n × 20``
-    rows; at 500 a 15 MB journal and 75,000 files), once per benchmark run.
+    rows; at 500 a 15 MB journal and 75,000 files), once per benchmark run. ``copies``: that
+    many sessions per size, each under its own root (the second for ``--against``: the
+    state an open keeps, ``session-toml.json``, names the checking code that made it, so two
+    checkouts opening one folder in turn would each parse it again).
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from sessions import real_run as _real_run
@@ -270,10 +273,11 @@ def build_sessions(work: Path, sizes: list[int]) -> list[tuple[Path, str, int]]:
     print(f"one real run: {time.perf_counter() - t:.1f} s")
     out = []
     for n in sizes:
-        root = work / f"s{n}"
-        folder = _replicate(template, root, f"bench-{n}", n)
-        rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
-        out.append((root, folder.name, rows))
+        for copy in range(copies):
+            root = work / (f"s{n}" if copy == 0 else f"s{n}-copy{copy}")
+            folder = _replicate(template, root, f"bench-{n}", n)
+            rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
+            out.append((root, folder.name, rows))
     return out
 
 
@@ -299,11 +303,13 @@ def against_env(src: Path) -> dict[str, str]:
     return dict(CHILD_ENV, PYTHONPATH=os.pathsep.join([str(src), *filter(None, [CHILD_ENV.get("PYTHONPATH")])]))
 
 
-def first_frames(root: Path, name: str, runs: int, rows: int, against: Path | None = None) -> tuple[float, float]:
+def first_frames(root: Path, name: str, runs: int, rows: int, against: Path | None = None,
+                 against_root: Path | None = None) -> tuple[float, float]:
     """Print the first-frame figures of session ``name``; its ratios to the six-tab app (medians, paired).
 
     ``against``: another checkout's ``src`` folder; its ``gpusession NAME`` is run in each
-    interleaved round too (before/after in the same run, under the same load).
+    interleaved round too (before/after in the same run, under the same load), on the same
+    session's copy under ``against_root``.
     """
     t0 = time.time()
     first = time_first_frame(root, name, CHILD_CLI)  # its first open folds the journal once (journal-state.json)
@@ -313,9 +319,10 @@ def first_frames(root: Path, name: str, runs: int, rows: int, against: Path | No
     time_first_frame(root, name)
     time_first_frame(root, name, CHILD_SIX_TABS)
     other_env = against_env(against) if against is not None else None
-    if other_env is not None:
-        time_first_frame(root, name, CHILD_CLI)  # its bytecode written, as the branch's was
-        child_marks(root, name, CHILD_CLI, other_env)
+    other_root = against_root or root
+    if other_env is not None:  # its first start (the journal folded once), its bytecode written
+        child_marks(other_root, name, CHILD_CLI, other_env)
+        child_marks(other_root, name, CHILD_CLI, other_env)
     base, app, hello, six, header, cli, other = [], [], [], [], [], [], []
     cpu_app, cpu_six, cpu_cli, cpu_other = [], [], [], []  # CPU seconds of the child at its first frame
     at_frame = ""
@@ -335,7 +342,7 @@ def first_frames(root: Path, name: str, runs: int, rows: int, against: Path | No
         cli.append(float(cli_marks["FRAME"]))
         cpu_cli.append(float(cli_marks["CPU"]))
         if other_env is not None:
-            other_marks = child_marks(root, name, CHILD_CLI, other_env)
+            other_marks = child_marks(other_root, name, CHILD_CLI, other_env)
             other.append(float(other_marks["FRAME"]))
             cpu_other.append(float(other_marks["CPU"]))
     b, a, h = statistics.median(base), statistics.median(app), statistics.median(hello)
@@ -402,13 +409,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         CHILD_ENV["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         print(f"load average at the start: {_load()} on {os.cpu_count()} cores")
-        sessions = build_sessions(Path(tmp), sizes)
+        copies = 2 if args.against and not args.profile else 1
+        built = build_sessions(Path(tmp), sizes, copies)
+        sessions, others = built[::copies], built[1::copies] if copies > 1 else [None] * len(sizes)
         if args.profile:
             for root, name, rows in sessions:
                 profile_first_frame(root, name, rows)
             return 0
         against = args.against.resolve() if args.against else None
-        ratios = [(rows, first_frames(root, name, args.runs, rows, against)) for root, name, rows in sessions]
+        ratios = [(rows, first_frames(root, name, args.runs, rows, against, other[0] if other else None))
+                  for (root, name, rows), other in zip(sessions, others, strict=True)]
         if len(ratios) > 1:
             (small_rows, (small, small_p)), (large_rows, (large, large_p)) = ratios[0], ratios[-1]
             print(f"growth of the ratio from {small_rows:,} to {large_rows:,} rows: {large / small:.2f}× "
