@@ -17,13 +17,15 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 
 #: ``typing.TYPE_CHECKING`` without importing typing (type checkers read the name): the
 #: parser's modules stay out of typing, a few ms of ``--help``'s start-up.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -142,7 +144,7 @@ def _typed(names: Sequence[str], argv: Sequence[str]) -> str:
     return next((n for n in names if any(w == n or w.startswith(n + "=") for w in argv)), names[0])
 
 
-def _refuse_secret_paths(args: argparse.Namespace, argv: Sequence[str] = ()) -> None:
+def _refuse_secret_paths(args: Any, argv: Sequence[str] = ()) -> None:
     """Refuse a file or folder name that holds a secret, before anything is written (H-46).
 
     Why: the name would be echoed in ``wrote …`` lines and kept on disk; the session's
@@ -197,7 +199,7 @@ def _main(argv: Sequence[str] | None) -> int:
     early = _early_status(args_list)
     if early is not None:
         return early
-    from gpusession.commands.parser import COMMAND_MODULES
+    from gpusession.commands.command_names import COMMAND_MODULES
 
     commands = set(COMMAND_MODULES)
     # `gpusession` and `gpusession NAME` open the TUI; find the first positional word.
@@ -234,10 +236,43 @@ def _main(argv: Sequence[str] | None) -> int:
     if paused:
         gc.disable()
     try:
+        opened = open_words(args_list)
+        if opened is not None:  # the TUI as typed: its words read without argparse
+            from gpusession.commands.tui import cmd_open
+
+            return _run(cmd_open, opened, args_list)
         return _dispatch(args_list, args_list[i] if args_list[i] in commands else None)
     finally:
         if paused:
             gc.enable()
+
+
+def open_words(args_list: Sequence[str]) -> SimpleNamespace | None:
+    """``[--sessions-dir DIR] open [NAME]`` read without argparse (its import and the parser's
+    build are a few ms of ``gpusession NAME``'s first frame, A5).
+
+    Only these forms, each word once: ``--sessions-dir DIR`` (or ``=DIR``, not empty, DIR not
+    an option), then ``open``, then at most one ``NAME`` not starting with ``-``. Anything
+    else (``--help``, an abbreviated option, a second name, an option after ``open``) gives
+    ``None``: the full parser answers it. A test checks both parsers agree on these forms.
+
+    Returns:
+        ``name`` and ``sessions_dir`` as the parser sets them, with ``command`` (``open``),
+        or ``None``.
+    """
+    words = list(args_list)
+    sessions_dir: str | None = None
+    if words and words[0].startswith("--sessions-dir="):
+        sessions_dir = words.pop(0).partition("=")[2]
+    elif words[:1] == ["--sessions-dir"] and len(words) > 1 and not words[1].startswith("-"):
+        sessions_dir = words[1]
+        del words[:2]
+    if sessions_dir == "" or words[:1] != ["open"] or len(words) > 2:
+        return None
+    name = words[1] if len(words) == 2 else None
+    if name is not None and (name.startswith("-") or not name):
+        return None
+    return SimpleNamespace(sessions_dir=sessions_dir, command="open", name=name)
 
 
 def _dispatch(args_list: list[str], command: str | None) -> int:
@@ -247,12 +282,17 @@ def _dispatch(args_list: list[str], command: str | None) -> int:
     args = parser.parse_args(args_list)
     if not hasattr(args, "func"):  # pragma: no cover - every subcommand sets one
         parser.error("expected a command")
+    return _run(args.func, args, args_list)
+
+
+def _run(func: Callable[[Any], int | None], args: Any, args_list: list[str]) -> int:
+    """Run a command's handler on its parsed ``args``: a refusal or an error said in one line, its exit code."""
     # loaded once a command is to run: --help and --version never load it (nor its pathlib)
     from gpusession.core.files.errors import GpusessionError, shown_field
 
     try:
         _refuse_secret_paths(args, args_list)
-        return int(args.func(args) or 0)
+        return int(func(args) or 0)
     except GpusessionError as exc:
         print(f"gpusession: error: {exc}", file=sys.stderr)
         return exc.exit_code

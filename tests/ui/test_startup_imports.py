@@ -57,7 +57,7 @@ CLI_SCRIPT = textwrap.dedent(
     WATCH = ("psutil", "gpusession.core.folder.recovery", "gpusession.core.events.records", "mnemonic",
              "gpusession.core.retrieval.status", "scipy", "matplotlib", "polars",
              "gpusession.core.records.results", "gpusession.core.records.summary", "csv",
-             "importlib.resources")
+             "importlib.resources", "argparse")
     seen = []
     after = screens.MainScreen.after_first_frame
     run = textual.app.App.run
@@ -117,6 +117,7 @@ def test_first_frame_of_a_checklist_holding_the_products_evidence_loads_no_wordl
 def test_a5_gpusession_name_paints_its_first_frame_without_the_results_modules(tmp_path: Path) -> None:
     """Through the command line too: ``commands._common`` (every command's helpers) loads
     neither the summary's record class nor the results CSV's module (the summary table
-    ``run`` and ``show`` print lives in ``commands.summary_table``)."""
+    ``run`` and ``show`` print lives in ``commands.summary_table``), and the words
+    ``NAME`` are read without argparse (``cli.open_words``)."""
     s = make_session(tmp_path, "bench")
     assert _first_frame_modules(tmp_path, s.name, CLI_SCRIPT) == ["FRAME"]

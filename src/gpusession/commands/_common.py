@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.core.files.errors import BadInput, shown_field
 from gpusession.core.files.textio import json_safe
 from gpusession.core.folder.root import chosen_sessions_root, elsewhere_words, remember_sessions_dir
 from gpusession.core.folder.session import Session, validate_name
 from gpusession.core.money.window import local_str, short_timedelta
+
+if TYPE_CHECKING:  # annotations only: `gpusession NAME` reads its words without argparse (cli.open_words)
+    import argparse
 
 
 def root_of(args: argparse.Namespace) -> Path:

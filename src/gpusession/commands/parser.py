@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from gpusession import __version__
+from gpusession.commands.command_names import COMMAND_MODULES
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -34,23 +35,6 @@ class OneLineParser(argparse.ArgumentParser):
         # ("invalid choice", "choose from") are kept, never read as part of a seed phrase
         message = re.sub(r"'([^']*)'", lambda m: f"'{printable(m.group(1), keep='')}'", message)
         self.exit(2, f"{self.prog}: error: {printable(message, keep='')} (see {self.prog} --help)\n")
-
-
-#: Each command (aliases included) and the module under ``gpusession.commands`` that
-#: registers it; ``None``: it needs the whole parser. Checked against the whole parser by
-#: ``tests/cli/test_parser_commands.py``.
-COMMAND_MODULES: dict[str, str | None] = {
-    "new": "session_cmds", "list": "session_cmds", "show": "session_cmds", "package": "session_cmds",
-    "status": "status_cmd", "open": "tui",
-    "demo": "run_cmds", "run": "run_cmds", "experiment": "run_cmds",
-    "agent": "agent_cmd", "validate": "validate_cmd", "cost": "cost_cmds", "order": "cost_cmds",
-    "rates": "rates_cmd",
-    "approve": "deliverables_cmd", "reject": "deliverables_cmd", "deliverables": "deliverables_cmd",
-    "compare": "compare_cmd", "export": "compare_cmd", "check-host": "host_cmd",
-    "checklist": "checklist_cmds", "manifest": "checklist_cmds", "verify-copy": "checklist_cmds",
-    "report": "checklist_cmds", "pull": "pull_cmd",
-    "completion": None,
-}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -6,9 +6,8 @@ days); a script (stdin not a terminal) gets one line saying how, and exit code 1
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusession.commands._common import root_of, session_root
 from gpusession.core.files.clock import utcnow
@@ -16,6 +15,9 @@ from gpusession.core.files.errors import BadInput
 from gpusession.core.files.secrets import shown
 from gpusession.core.folder.package import PACKAGE_DAYS, Package
 from gpusession.core.folder.session import Session, most_recent
+
+if TYPE_CHECKING:  # annotations only: `gpusession NAME` reads its words without argparse (cli.open_words)
+    import argparse
 
 
 def _ask(prompt: str, default: str) -> str:
