@@ -5,13 +5,16 @@ Not used by the application: nothing under ``gpusession.core``, ``bench``, ``com
 because ``benchmarks/bench_startup.py`` builds its session with :func:`make_session`.
 
 Who calls it: the UI tests and snapshot apps (``build_app(..., clock=FakeClock(...),
-nvml=FakeNvml(...), host_memory=fixed_host_memory)``) and ``benchmarks/bench_startup.py``.
+nvml=FakeNvml(...), host_memory=fixed_host_memory)``), ``benchmarks/bench_startup.py`` and
+``benchmarks/bench_tui_stall.py`` (:func:`workers_done`, the Pilot tests' one wait for
+workers, which a benchmark cannot import from ``tests/``).
 :class:`FakeNvml` has the pynvml surface that
 :func:`gpusession.core.gpu.nvml.read_nvml` uses, so the real reader runs on it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
@@ -381,6 +384,35 @@ class FakeRunner:
         out = RunOutcome(rows_written=done, completed=done == len(runs), cancelled=self.cancel.is_set())
         self.on_event(Finished(outcome=out))
         return out
+
+
+async def workers_done(pilot: Any, app: Any, rounds: int = 200) -> None:
+    """Wait until no worker of ``app`` runs and what they handed to the event loop is shown.
+
+    The panes read the session in thread workers, some started after a refresh: each
+    round waits for the workers running now, then lets the loop handle what they posted
+    (and start what that starts). Bounded by ``rounds``, never by a stopwatch (a loaded
+    machine only makes each round longer); a worker replaced by a newer one (exclusive)
+    counts as done.
+
+    Args:
+        pilot: the ``textual.pilot.Pilot`` driving ``app``.
+        app: the running Textual app.
+        rounds: the most rounds waited.
+
+    Raises:
+        AssertionError: workers still run after ``rounds`` rounds.
+    """
+    from textual.worker import WorkerState  # textual loads only where an app runs
+
+    for _ in range(rounds):
+        await pilot.pause()
+        busy = [w for w in app.workers if not w.is_finished]
+        if not busy:
+            return
+        await asyncio.gather(*(w.wait() for w in busy if w.state != WorkerState.PENDING),
+                             return_exceptions=True)
+    raise AssertionError(f"workers still running after {rounds} rounds: {list(app.workers)}")
 
 
 #: The fixed "now" of tests and snapshots, and the package start two days before it.

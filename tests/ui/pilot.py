@@ -1,6 +1,8 @@
 """Plain helpers of the Pilot tests in ``tests/ui`` (fixtures are in ``tests/ui/conftest.py``).
 
 Imported as ``from ui.pilot import settle, text_of`` (``tests/`` is on pytest's ``pythonpath``).
+``workers_done`` is :func:`gpusession.testing.workers_done`, the one wait for workers the
+tests and ``benchmarks/bench_tui_stall.py`` share.
 """
 
 from __future__ import annotations
@@ -12,8 +14,13 @@ from typing import Any
 from textual.geometry import Region
 from textual.widgets import Static
 
+from gpusession.testing import workers_done
+
 #: The type of the ``make_app`` fixture: ``make_app(nvml=..., runner_factory=..., poll_s=...)``.
 MakeApp = Callable[..., Any]
+
+__all__ = ["MakeApp", "SIZE", "background_started", "glyphs", "rounds_until", "settle", "shown_on_screen",
+           "text_of", "unique", "workers_done"]
 
 #: The smallest tmux pane a person uses.
 SIZE = (80, 24)
@@ -35,27 +42,6 @@ async def settle(pilot: Any, app: Any) -> None:
     await app.main.build_all_panes()
     await workers_done(pilot, app)
     await pilot.pause(0.05)
-
-
-async def workers_done(pilot: Any, app: Any, rounds: int = 200) -> None:
-    """Wait until no worker of the app runs and what they handed to the event loop is shown.
-
-    The panes read the session in thread workers, some started after a refresh: each
-    round waits for the workers running now, then lets the loop handle what they posted
-    (and start what that starts). Bounded by ``rounds``, never by a stopwatch; a worker
-    replaced by a newer one (exclusive) counts as done. Raises ``AssertionError`` when
-    workers still run after ``rounds`` rounds.
-    """
-    from textual.worker import WorkerState
-
-    for _ in range(rounds):
-        await pilot.pause()
-        busy = [w for w in app.workers if not w.is_finished]
-        if not busy:
-            return
-        await asyncio.gather(*(w.wait() for w in busy if w.state != WorkerState.PENDING),
-                             return_exceptions=True)
-    raise AssertionError(f"workers still running after {rounds} rounds: {list(app.workers)}")
 
 
 def text_of(app: Any, selector: str) -> str:
@@ -83,3 +69,16 @@ def shown_on_screen(app: Any, widget: Any) -> bool:
 def glyphs(widget: Any) -> str:
     """The characters of the first line a (chart) widget draws."""
     return "".join(strip.text for strip in widget.render_lines(Region(0, 0, widget.size.width, 1)))
+
+
+async def rounds_until(pilot: Any, ok: Callable[[], bool], rounds: int = 400) -> None:
+    """Let the loop run until ``ok()`` holds, bounded by ``rounds`` pauses (never a stopwatch).
+
+    Raises:
+        AssertionError: ``ok()`` still false after ``rounds`` rounds.
+    """
+    for _ in range(rounds):
+        if ok():
+            return
+        await pilot.pause()
+    raise AssertionError(f"never came in {rounds} rounds")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input, Static
-from ui.pilot import MakeApp, background_started, settle, text_of, workers_done
+from ui.pilot import MakeApp, background_started, rounds_until, settle, text_of, workers_done
 
 from gpusession.ui.panes import cost as cost_mod
 from gpusession.ui.panes import deliverables as deliv_mod
@@ -22,14 +22,6 @@ from gpusession.ui.panes import run_load, run_summary
 
 #: a held read gives up after this long, so a failing test ends (it is never reached when green)
 HOLD_S = 30
-
-
-async def _rounds_until(pilot: Any, ok: Any, rounds: int = 400) -> None:
-    for _ in range(rounds):
-        if ok():
-            return
-        await pilot.pause()
-    raise AssertionError("never came")
 
 
 async def test_cost_pane_compares_in_a_worker_and_its_fields_answer_meanwhile(
@@ -49,7 +41,7 @@ async def test_cost_pane_compares_in_a_worker_and_its_fields_answer_meanwhile(
     async with app.run_test(size=(120, 40)) as pilot:
         await background_started(app)
         await pilot.press("6")
-        await _rounds_until(pilot, lambda: not app.screen.pane("cost").counting)  # its own figures read
+        await rounds_until(pilot, lambda: not app.screen.pane("cost").counting)  # its own figures read
         out = text_of(app, "#cost-report")
         assert cost_mod.COMPARING in out and "55.00 USD" in out
         app.screen.query_one("#cost-lots", Input).value = "2"  # the loop is free: recomputed at once
@@ -91,11 +83,11 @@ async def test_cost_pane_drops_the_comparison_of_an_older_reload(
     async with app.run_test(size=(120, 40)) as pilot:
         await background_started(app)
         await pilot.press("6")
-        await _rounds_until(pilot, lambda: len(calls) == 1)
+        await rounds_until(pilot, lambda: len(calls) == 1)
         app.screen.pane("cost").reload()  # as after a run
-        await _rounds_until(pilot, lambda: ["newer comparison"] in shown)
+        await rounds_until(pilot, lambda: ["newer comparison"] in shown)
         release.set()
-        await _rounds_until(pilot, lambda: len(shown) == 2)
+        await rounds_until(pilot, lambda: len(shown) == 2)
         await workers_done(pilot, app)
         out = text_of(app, "#cost-report")
         assert "newer comparison" in out and "older comparison" not in out
