@@ -120,3 +120,114 @@ async def test_a5_the_first_frame_says_counting_then_the_count_of_load_checklist
         items = load_checklist(session)
         done = sum(1 for i in items if i.done)
         assert text_of(app, "#checklist-status").startswith(f"{done} of {len(items)} done")
+
+
+@pytest.fixture
+def redrawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the Checklist pane's list redrew from now on: ``"all"`` per rebuilt list, else
+    the id of each option whose prompt was replaced."""
+    seen: list[str] = []
+    real_set, real_replace = OptionList.set_options, OptionList.replace_option_prompt_at_index
+
+    def set_options(self: OptionList, options: Any) -> Any:
+        if self.id == "checklist-list":
+            seen.append("all")
+        return real_set(self, options)
+
+    def replace_prompt(self: OptionList, index: int, prompt: Any) -> Any:
+        if self.id == "checklist-list":
+            seen.append(str(self.get_option_at_index(index).id))
+        return real_replace(self, index, prompt)
+
+    monkeypatch.setattr(OptionList, "set_options", set_options)
+    monkeypatch.setattr(OptionList, "replace_option_prompt_at_index", replace_prompt)
+    return seen
+
+
+async def test_a5_space_is_saved_at_once_redraws_its_item_and_reads_the_facts_off_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]], redrawn: list[str]) -> None:
+    FakeRunner(session, "batch-sweep", lambda _e: None, threading.Event()).run()
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        first = load_checklist(session)[0]
+        others_done = sum(1 for i in load_checklist(session) if i.done)  # the run's facts tick some
+        for done in (True, False):
+            del reads[:], redrawn[:]
+            await pilot.press("space")
+            await pilot.pause()
+            assert load_checklist(session)[0].done is done  # saved at once (S7)
+            await workers_done(pilot, app)
+            assert redrawn == [first.id]  # its option only, not the list
+            assert text_of(app, "#checklist-status").startswith(f"{others_done + done} of ")
+            assert any(what == "count" for what, _ in reads), reads  # the facts read again after the key
+            assert not [r for r in reads if r[1]], reads  # none on the event loop
+
+
+async def test_a5_n_saves_the_note_and_reads_the_facts_off_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]], redrawn: list[str]) -> None:
+    from textual.widgets import Input
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        del reads[:], redrawn[:]
+        await pilot.press("n")
+        await pilot.pause()
+        app.screen.query_one("#field-note", Input).value = "ask Anna"
+        await pilot.press("enter")
+        await pilot.pause()
+        first = load_checklist(session)[0]
+        assert first.note == "ask Anna"
+        await workers_done(pilot, app)
+        assert redrawn == [first.id]
+        assert "note: ask Anna" in str(app.screen.query_one(OptionList).get_option(first.id).prompt)
+        assert any(what == "count" for what, _ in reads), reads
+        assert not [r for r in reads if r[1]], reads
+
+
+async def test_a5_a_adds_the_item_and_reads_the_facts_off_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]]) -> None:
+    from textual.widgets import Input
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        del reads[:]
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#field-text", Input).value = "ask for the invoice"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert [i.text for i in load_checklist(session) if i.custom] == ["ask for the invoice"]
+        assert "own.1" in _ids_shown(app)  # shown at once
+        await workers_done(pilot, app)
+        assert _ids_shown(app) == [i.id for i in load_checklist(session)]
+        assert any(what == "count" for what, _ in reads), reads
+        assert not [r for r in reads if r[1]], reads
+
+
+async def test_s11_a5_space_on_a_recorded_item_asks_why_and_reads_no_fact_on_the_event_loop(
+        session: Any, make_app: MakeApp, reads: list[tuple[str, bool]]) -> None:
+    from textual.widgets import Input
+
+    from gpusession.core.money.order import set_order
+
+    set_order(session, number="A-1234", gpu_model="RTX A5000", lots=1, days=7)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        olist = app.screen.query_one(OptionList)
+        olist.highlighted = olist.get_option_index("g5.configurator")
+        del reads[:]
+        await pilot.press("space")
+        await pilot.pause()
+        app.screen.query_one("#field-note", Input).value = "two lots were shown"
+        await pilot.press("enter")
+        await pilot.pause()
+        item = next(i for i in load_checklist(session) if i.id == "g5.configurator")
+        assert not item.done and item.not_done_although_recorded
+        assert "[ ] open (marked not done by you)" in str(olist.get_option("g5.configurator").prompt)
+        await workers_done(pilot, app)
+        assert "[ ] open (marked not done by you)" in str(olist.get_option("g5.configurator").prompt)
+        assert not [r for r in reads if r[1]], reads

@@ -344,26 +344,55 @@ def set_done(
         BadInput: unknown item id; unticking an item the product's fact ticks without a
             note; a note refused as :func:`set_note` refuses it (nothing is written).
     """
-    at = (now or utcnow()).astimezone(timezone.utc).replace(microsecond=0) if done else None
-    changes: dict[str, Any] = {"done": bool(done), "at": at, OVERRIDE_KEY: None}
     from gpusession.core.retrieval.known_facts import known_facts
 
-    doc = _read_state(session)
-    fact = known_facts(session, doc).get(item_id)
-    if not done and fact is not None:
-        _find(_items_from(session, doc), item_id, session)  # an unknown id is said first
+    fact = known_facts(session, _read_state(session)).get(item_id)
+    save_done(session, item_id, done, recorded_as=fact.evidence if fact is not None else None,
+              now=now, note=note)
+    return _find(load_checklist(session), item_id, session)
+
+
+def save_done(session: Session, item_id: str, done: bool, *, recorded_as: str | None,
+              now: datetime | None = None, note: str | None = None) -> ChecklistItem:
+    """:func:`set_done`'s write and journal record, the product's facts not read (S1, S7, S11).
+
+    Why: the facts (the results CSV's count, the journal's plan) grow with the session;
+    the TUI's Checklist pane read them in a worker already and saves a key's change at
+    once on its event loop with what that read said (A5).
+
+    Args:
+        session: an open session.
+        item_id: a bundled id or an own id, as :func:`set_done`.
+        done: True to tick, False to untick.
+        now: the tick time (aware); default: now, UTC.
+        note: the person's note, saved with the change (required to untick an item a
+            fact ticks).
+        recorded_as: the evidence of the product's fact that ticks ``item_id`` (S11), as
+            :func:`known_facts` gives it; ``None`` when no fact ticks it.
+
+    Returns:
+        The item as written, read without the product's facts (its ``ticked_by`` is
+        ``"you"`` or ``None``).
+
+    Raises:
+        BadInput: as :func:`set_done` (nothing is written then).
+    """
+    at = (now or utcnow()).astimezone(timezone.utc).replace(microsecond=0) if done else None
+    changes: dict[str, Any] = {"done": bool(done), "at": at, OVERRIDE_KEY: None}
+    if not done and recorded_as is not None:
+        _find(_items_from(session, _read_state(session)), item_id, session)  # an unknown id is said first
         if not (note and note.strip()):
-            raise BadInput(f"{item_id} is done by what gpusession recorded ({fact.evidence}); to mark it not "
+            raise BadInput(f"{item_id} is done by what gpusession recorded ({recorded_as}); to mark it not "
                            f"done, say why: gpusession checklist {session.name} undone {item_id} --note TEXT",
                            field="note")
         changes[OVERRIDE_KEY] = True
     if note is not None:
         changes["note"] = _checked_note(note)
-    _update(session, item_id, changes)
+    item = _update(session, item_id, changes)
     from gpusession.core.events.actions import ChecklistDoneRecord, ChecklistUndoneRecord
 
     session.journal(ChecklistDoneRecord(item=item_id) if done else ChecklistUndoneRecord(item=item_id))
-    return _find(load_checklist(session), item_id, session)
+    return item
 
 
 def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
@@ -372,8 +401,20 @@ def set_note(session: Session, item_id: str, note: str) -> ChecklistItem:
     Raises:
         BadInput: unknown item id, or a note that is not a string.
     """
-    _update(session, item_id, {"note": _checked_note(note)})
+    save_note(session, item_id, note)
     return _find(load_checklist(session), item_id, session)
+
+
+def save_note(session: Session, item_id: str, note: str) -> ChecklistItem:
+    """:func:`set_note`'s write, the product's facts not read (S1, S7; why: :func:`save_done`).
+
+    Returns:
+        The item as written, read without the product's facts.
+
+    Raises:
+        BadInput: as :func:`set_note`.
+    """
+    return _update(session, item_id, {"note": _checked_note(note)})
 
 
 def _checked_note(note: Any) -> str:
@@ -547,6 +588,8 @@ __all__ = [
     "get_settings",
     "hours_ok",
     "load_checklist",
+    "save_done",
+    "save_note",
     "set_done",
     "set_note",
     "set_setting",

@@ -11,13 +11,16 @@ that fact as evidence; space on it asks why it is not done and keeps that note.
 Where the reads run: the first screenful is read on the event loop without the product's
 facts (no CSV, no journal); the whole list with its facts (the count reads the results
 CSV, the plan the journal: they grow with the session, A5) is read in thread workers,
-after the first frame and after each run (:meth:`ChecklistPane.load_in_background`,
-:meth:`ChecklistPane.collect_evidence`), so no key waits on them.
+after the first frame, after each run and after each key's change
+(:meth:`ChecklistPane.load_in_background`, :meth:`ChecklistPane.collect_evidence`), so no
+key waits on them. A key's change (space, ``n``, ``a``) is saved at once on the loop
+(``checklist.toml`` alone, with what the last read in a worker said of the facts:
+``save_done``, ``save_note``, ``add_item``) and redraws only the item it changed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.text import Text
@@ -238,18 +241,16 @@ class ChecklistPane(Vertical):
                 stage = item.stage
                 title = Text(f"Stage {item.stage} — {item.stage_title}", style="bold underline")
                 options.append(Option(title, disabled=True))
-            ev = (item.evidence if getattr(item, "ticked_by", None) == "gpusession"  # S11: the fact is the evidence
-                  else self.evidence.get(item.id) or getattr(item, "evidence", None))
-            options.append(Option(item_prompt(item, ev), id=item.id))
+            options.append(Option(item_prompt(item, self._evidence_of(item)), id=item.id))
             if max_options is not None and len(options) >= max_options:
                 break
-        olist.set_options(options)
-        done = sum(1 for i in self.items if i.done)
-        # before the facts are read (the first frame) a count would change a moment later: not said yet
-        count = f"{done} of {len(self.items)} done" if self._counted else "counting …"
-        line = f"{count} — space: done/open, n: note, a: add item; saved at once"
-        carried = self._carried
-        status.update(Text(f"{_first_words(carried.words())}\n{line}") if carried is not None else line)
+        if [o.id for o in olist.options] == [o.id for o in options] and olist.option_count == len(options):
+            for i, new in enumerate(options):  # the same items: only the prompts that changed are redrawn
+                if new.id is not None and olist.get_option_at_index(i).prompt != new.prompt:
+                    olist.replace_option_prompt_at_index(i, new.prompt)
+        else:
+            olist.set_options(options)
+        self._say_count()
         if keep is not None:
             try:
                 olist.highlighted = olist.get_option_index(keep)
@@ -260,6 +261,35 @@ class ChecklistPane(Vertical):
                 if not opt.disabled:
                     olist.highlighted = i
                     break
+
+    def _evidence_of(self, item: Any) -> str | None:
+        """The evidence shown beside ``item``: the product's fact when it ticks it (S11), else the collected one."""
+        if getattr(item, "ticked_by", None) == "gpusession":
+            return str(item.evidence) if item.evidence is not None else None
+        return self.evidence.get(item.id) or getattr(item, "evidence", None)
+
+    def _say_count(self) -> None:
+        """The status line: the count of done items over every item, the keys, the carried note."""
+        done = sum(1 for i in self.items if i.done)
+        # before the facts are read (the first frame) a count would change a moment later: not said yet
+        count = f"{done} of {len(self.items)} done" if self._counted else "counting …"
+        line = f"{count} — space: done/open, n: note, a: add item; saved at once"
+        carried = self._carried
+        self.query_one("#checklist-status", Static).update(
+            Text(f"{_first_words(carried.words())}\n{line}") if carried is not None else line)
+
+    def _changed(self, item: Any) -> None:
+        """Show a key's change saved on the loop: ``item`` (as written) in place of the item of
+        its id, or added; only its option and the count are redrawn. The facts and the whole
+        list are then read again in a worker (:meth:`load_in_background`), never on the loop."""
+        self._shown_generation = self._next_generation()  # an older worker's read is not shown over it
+        ids = [i.id for i in self.items]
+        if item.id in ids:
+            self.items = [item if i.id == item.id else i for i in self.items]
+        else:  # an own item: last of its stage (the order load_checklist gives)
+            self.items = sorted([*self.items, item], key=lambda i: i.stage)
+        self._show(None, self._shown_generation)
+        self.load_in_background()
 
     def current(self) -> Any | None:
         opt = self.query_one(OptionList).highlighted_option
@@ -289,6 +319,8 @@ class ChecklistPane(Vertical):
         self._show(msg.read, msg.generation)
 
     # -- actions -------------------------------------------------------------------
+    # Each change is saved at once (S7) on the loop, from what the pane holds: the write
+    # reads checklist.toml only, never the product's facts (A5); :meth:`_changed` shows it.
     def action_toggle_done(self) -> None:
         from gpusession.core.retrieval import checklist as mod
 
@@ -299,9 +331,9 @@ class ChecklistPane(Vertical):
             self._undone_with_note(item)  # S11: the person's word over the fact, with why
             return
         with self.ctx.write_lock:
-            mod.set_done(self.ctx.session, item.id, not item.done)
+            written = mod.save_done(self.ctx.session, item.id, not item.done, recorded_as=None)
         self.post_message(self.ItemToggled(item.id, not item.done))
-        self.reload()
+        self._changed(written)
 
     def _undone_with_note(self, item: Any) -> None:
         """Ask why an item gpusession's record ticks is not done, then mark it so (S11)."""
@@ -311,9 +343,10 @@ class ChecklistPane(Vertical):
             from gpusession.core.retrieval import checklist as mod
 
             with self.ctx.write_lock:  # raises BadInput (no note): the form stays open and says why
-                mod.set_done(self.ctx.session, item.id, False, note=result["note"])
+                written = mod.save_done(self.ctx.session, item.id, False, note=result["note"],
+                                        recorded_as=str(item.evidence))
             self.post_message(self.ItemToggled(item.id, False))
-            self.reload()
+            self._changed(replace(written, not_done_although_recorded=True))  # the fact is still recorded
 
         self.app.push_screen(FormModal(f"Not done although recorded ({item.evidence}): why?",
                                        [Field("note", "Note", item.note or "")], on_save=save))
@@ -329,9 +362,9 @@ class ChecklistPane(Vertical):
             from gpusession.core.retrieval import checklist as mod
 
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
-                mod.set_note(self.ctx.session, item.id, result["note"])
+                written = mod.save_note(self.ctx.session, item.id, result["note"])
             self.post_message(self.NoteSaved(item.id, result["note"]))
-            self.reload()
+            self._changed(replace(item, note=written.note))  # a fact still ticks it as before
 
         self.app.push_screen(FormModal(f"Note for: {item.text}", [Field("note", "Note", item.note or "")], on_save=save))
 
@@ -356,8 +389,8 @@ class ChecklistPane(Vertical):
             if stage.isdigit():
                 stage = int(stage)
             with self.ctx.write_lock:  # raises BadInput: the form stays open and says why
-                mod.add_item(self.ctx.session, stage, result["text"].strip())
-            self.reload()
+                added = mod.add_item(self.ctx.session, stage, result["text"].strip())
+            self._changed(added)
 
         self.app.push_screen(
             FormModal(
