@@ -6,11 +6,28 @@ Pilot tests: the app is built by the factory the CLI uses (``build_app``) with f
 
 from __future__ import annotations
 
+import re
+import threading
+import traceback
 from typing import Any
 
 import pytest
 from textual.widgets import Input, OptionList, Static
-from ui.pilot import SIZE, MakeApp, settle, shown_on_screen, text_of
+from ui.pilot import (
+    SIZE,
+    MakeApp,
+    background_started,
+    rounds_until,
+    settle,
+    shown_on_screen,
+    text_of,
+    workers_done,
+)
+
+#: a frame of the Order pane's module
+ORDER_PANE = re.compile(r"gpusession[/\\]ui[/\\]panes[/\\]order\.py$")
+#: a held read gives up after this long, so a failing test ends (it is never reached when green)
+HOLD_S = 30
 
 
 async def test_s2_s3_payment_sent_is_not_confirmed_and_countdown_moves(
@@ -184,6 +201,39 @@ async def test_order_pane_hints_give_its_keys_not_cli_syntax(
         await pilot.pause()
         messages = [n.message for n in app._notifications]
         assert messages and not any("gpusession order" in m for m in messages), messages
+
+
+async def test_a5_key_5_reads_order_toml_off_the_event_loop_and_says_so_meanwhile(
+    session: Any, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pane's first show: key 5 answers at once, "reading order.toml …" while a worker
+    reads it (held here by an event, never a sleep); the event loop reads it 0 times."""
+    from gpusession.core.money import order as om
+    from gpusession.ui.panes import order as order_pane
+
+    om.set_order(session, number="A-1234", gpu_model="RTX A5000", lots=1, days=7)
+    release = threading.Event()
+    reads: list[bool] = []  # one per read the pane asked for: on the event loop's thread?
+    real = om.load_order
+
+    def held(s: Any) -> Any:
+        if any(ORDER_PANE.search(f.filename) for f in traceback.extract_stack()):
+            reads.append(threading.current_thread() is threading.main_thread())
+            release.wait(HOLD_S)
+        return real(s)
+
+    monkeypatch.setattr(om, "load_order", held)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await background_started(app)
+        await workers_done(pilot, app)
+        await pilot.press("5")
+        await rounds_until(pilot, lambda: bool(reads))
+        assert text_of(app, "#order-text") == order_pane.READING  # the key answered meanwhile
+        release.set()
+        await workers_done(pilot, app)
+        assert "A-1234" in text_of(app, "#order-text")
+    assert reads == [False]
 
 
 def test_a1_s2_the_pane_gives_its_own_set_hint_to_core_never_rewrites_its_words(session: Any) -> None:

@@ -5,6 +5,11 @@ Who calls it: :class:`gpusession.ui.screens.MainScreen` (pane 5) and the command
 (S2, S3, S5): "I have paid" is ``payment-sent`` and never reads as paid; only provider
 tracking confirms; provisioning is its own state. The countdown to the payment order's
 expiry is redrawn every second from the cached state (no file read per tick).
+
+Where the reads run: the pane's first show reads ``order.toml`` in a thread worker (key 5
+answers at once, "reading order.toml …" meanwhile, A5); a save made in the pane's forms
+writes and reads it again on the loop, so the form can say why a value is refused and the
+pane shows what was saved at once.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -29,6 +35,8 @@ from gpusession.ui.modals import Field, FormModal
 #: of core's words (A1).
 PANE_SET_LINE_HINT = "(o: set order)"
 PANE_SET_HINT = "o (set order)"
+#: What the pane says while its first read of ``order.toml`` runs in a worker.
+READING = "reading order.toml …"
 
 
 def model_warnings(state: Any, now: datetime) -> list[str]:
@@ -80,6 +88,14 @@ class OrderPane(Vertical):
     ]
 
     @dataclass
+    class Read(Message):
+        """``order.toml`` read in the worker: the state, or the line saying why it does not read."""
+
+        state: Any
+        problem: str
+        generation: int
+
+    @dataclass
     class OrderChanged(Message):
         """order.toml changed; the header re-reads the status line."""
 
@@ -90,15 +106,17 @@ class OrderPane(Vertical):
         self.ctx = ctx
         self.state: Any = None
         self.last_warnings: list[str] = []
+        #: counts the reads; a worker's read older than the newest shown is dropped
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static("e: add event   p: new payment order   o: set order", id="order-keys", classes="status")
         yield Static("", id="order-warnings")
         with VerticalScroll(id="order-box", can_focus=True):
-            yield Static("", id="order-text")
+            yield Static(READING, id="order-text")
 
     def on_mount(self) -> None:
-        self.reload()
+        self.load_in_background()
         if self.ctx.poll_s > 0:
             self.set_interval(1.0, self._tick, name="order-countdown")
 
@@ -109,15 +127,39 @@ class OrderPane(Vertical):
     def focus_main(self) -> None:
         self.query_one("#order-box").focus()
 
-    def reload(self) -> None:
+    def load_in_background(self) -> None:
+        """Read ``order.toml`` in a thread worker, then draw it (the pane's first show)."""
+        self._generation += 1
+        self._read(self._generation)
+
+    @work(thread=True, group="order-load", exclusive=True, exit_on_error=False)
+    def _read(self, generation: int) -> None:
+        state, problem = self._load()
+        self.post_message(self.Read(state, problem, generation))
+
+    def on_order_pane_read(self, msg: Read) -> None:
+        if msg.generation == self._generation:
+            self._shown(msg.state, msg.problem)
+
+    def _load(self) -> tuple[Any, str]:
+        """``(state, "")``, or ``(None, the line saying why order.toml does not read)``."""
         from gpusession.core.files.errors import BadInput
         from gpusession.core.money import order as mod
 
         try:
-            self.state = mod.load_order(self.ctx.session)
+            return mod.load_order(self.ctx.session), ""
         except BadInput as exc:  # order.toml hand-edited or unreadable: said in the pane
-            self.state = None
-            self.query_one("#order-text", Static).update(f"order.toml unreadable: {exc}")
+            return None, f"order.toml unreadable: {exc}"
+
+    def reload(self) -> None:
+        """Read ``order.toml`` again on the loop and draw it (after a save made in the pane)."""
+        self._generation += 1  # a first read still under way is older
+        self._shown(*self._load())
+
+    def _shown(self, state: Any, problem: str) -> None:
+        self.state = state
+        if state is None:
+            self.query_one("#order-text", Static).update(problem)
             return
         self.redraw()
 
