@@ -6,14 +6,32 @@ Pilot tests: the app is built by the factory the CLI uses (``build_app``) with f
 
 from __future__ import annotations
 
+import re
+import threading
+import traceback
 from typing import Any
 
 import pytest
-from ui.pilot import SIZE, MakeApp, glyphs, settle, text_of
+from ui.pilot import (
+    SIZE,
+    MakeApp,
+    background_started,
+    glyphs,
+    rounds_until,
+    settle,
+    text_of,
+    workers_done,
+)
 
 from gpusession.core.records.results import ResultRow
 from gpusession.testing import FakeNvml, fixed_host_memory
+from gpusession.ui.panes import memory as memory_mod
 from gpusession.ui.panes.memory import MemoryPane
+
+#: a frame of the Memory pane's module
+MEMORY_PANE = re.compile(r"gpusession[/\\]ui[/\\]panes[/\\]memory\.py$")
+#: a held read gives up after this long, so a failing test ends (it is never reached when green)
+HOLD_S = 30
 
 
 async def test_h07_no_nvml_says_why_and_still_shows_host_memory(
@@ -53,6 +71,39 @@ async def test_m2_m3_h04_allocator_figures_labelled_never_added_never_cache(
         assert "cache" not in (alloc + gpu).lower()  # M2
         assert "other processes" in alloc and "outside the" in alloc  # M3
         assert "device total used 3.00 GiB of 24.0 GiB" in gpu  # H-04 / NVML label
+
+
+async def test_a5_key_3_reads_the_results_csv_off_the_event_loop_and_says_so_meanwhile(
+    session: Any, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pane's first show: the last run's row is read in a worker (held here by an
+    event, never a sleep), the allocator part says so meanwhile; the loop reads the CSV 0 times."""
+    from gpusession.core.records.results import ResultsFile
+
+    session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
+                                     run_index=1, device="cpu", elapsed_seconds=0.2))
+    release = threading.Event()
+    reads: list[bool] = []  # one per read of the CSV the pane asked for: on the event loop's thread?
+    real = ResultsFile.read
+
+    def held(self: Any, *a: Any, **kw: Any) -> Any:
+        if any(MEMORY_PANE.search(f.filename) for f in traceback.extract_stack()):
+            reads.append(threading.current_thread() is threading.main_thread())
+            release.wait(HOLD_S)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(ResultsFile, "read", held)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await background_started(app)
+        await workers_done(pilot, app)
+        await pilot.press("3")
+        await rounds_until(pilot, lambda: bool(reads))
+        assert text_of(app, "#mem-alloc") == memory_mod.READING_ALLOC  # the key answered meanwhile
+        release.set()
+        await workers_done(pilot, app)
+        assert "not measured" in text_of(app, "#mem-alloc")
+    assert reads == [False]
 
 
 async def test_m4_cpu_run_allocator_not_measured(session: Any, make_app: MakeApp) -> None:

@@ -211,6 +211,10 @@ def gpu_in_use(gpus: Any) -> Any:
     return max(busy, key=lambda g: (g.memory_used_bytes / g.memory_total_bytes, -g.index))
 
 
+#: The allocator part while the last run's row is read in a worker (the pane's first show).
+READING_ALLOC = "PyTorch allocator: reading the last run's row …"
+
+
 def last_allocator_row(session: Any) -> dict[str, Any] | None:
     """The last measured row of the results CSV (prefers one with allocator figures)."""
     from gpusession.core.files.errors import BadInput
@@ -256,6 +260,9 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self._gpu_shown: Any = None
         self.alloc_row: dict[str, Any] | None = None
         self.alloc_ranks: list[dict[str, Any]] | str = []
+        #: the allocator figures were read (before: :data:`READING_ALLOC`); the newest read's number
+        self._alloc_known = False
+        self._alloc_generation = 0
         self.nvml = NvmlSession(ctx.nvml)
         self._host_reader = HostMemoryReader()
         self._texts: dict[str, str] = {}
@@ -270,7 +277,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         yield Static("", id="mem-hist-label", classes="section")
         yield Bars(list(self._host_hist), low=0.0, high=1.0, id="mem-spark-host")  # 0–100 %
         yield Bars(list(self._gpu_hist), low=0.0, high=1.0, id="mem-spark-gpu")
-        yield Static("", id="mem-alloc")
+        yield Static(READING_ALLOC, id="mem-alloc")
 
     def on_mount(self) -> None:
         self.reload()
@@ -291,19 +298,39 @@ class MemoryPane(VerticalScroll, can_focus=True):
             self._redraw()
 
     def reload(self) -> None:
-        """Re-read the last run's allocator figures (after a run lands)."""
-        self.alloc_row = last_allocator_row(self.ctx.session)
-        self.alloc_ranks = rank_rows_of(self.ctx.session, self.alloc_row)
-        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot, self.alloc_ranks)))
+        """Re-read the last run's allocator figures in a thread worker (the pane's first show,
+        after a run lands): the results CSV grows with the session, so the loop never reads
+        it (A5); the text says so until the first read is in, then keeps the last one."""
+        self._alloc_generation += 1
+        self._read_alloc(self._alloc_generation)
+
+    @work(thread=True, group="memory-alloc", exclusive=True, exit_on_error=False)
+    def _read_alloc(self, generation: int) -> None:
+        row = last_allocator_row(self.ctx.session)
+        ranks = rank_rows_of(self.ctx.session, row)
+        self.app.call_from_thread(self._alloc_read, generation, row, ranks)
+
+    def _alloc_read(self, generation: int, row: dict[str, Any] | None, ranks: list[dict[str, Any]] | str) -> None:
+        if generation != self._alloc_generation:  # a newer read, or a row landed since
+            return
+        self.alloc_row, self.alloc_ranks, self._alloc_known = row, ranks, True
+        self._set("#mem-alloc", self._alloc_text(self.snapshot))
+
+    def _alloc_text(self, snapshot: Any) -> str:
+        """The allocator part: its lines, or :data:`READING_ALLOC` before the first read."""
+        if not self._alloc_known:
+            return READING_ALLOC
+        return "\n".join(allocator_lines(self.alloc_row, snapshot, self.alloc_ranks))
 
     def show_row(self, row: dict[str, Any]) -> None:
         """A run just landed: show its allocator figures (or why there are none)."""
         if row.get("peak_reserved_bytes") is not None or self.alloc_row is None or (
             self.alloc_row.get("peak_reserved_bytes") is None
         ):
-            self.alloc_row = row
+            self._alloc_generation += 1  # a read under way is older than this row
+            self.alloc_row, self._alloc_known = row, True
             self.alloc_ranks = rank_rows_of(self.ctx.session, row)
-            self._set("#mem-alloc", "\n".join(allocator_lines(row, self.snapshot, self.alloc_ranks)))
+            self._set("#mem-alloc", self._alloc_text(self.snapshot))
 
     def _reading(self) -> Sampled:
         """One host and one NVML reading (in a thread: NVML may be slow, H-12)."""
@@ -350,7 +377,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
             self._set("#mem-host", "\n".join(host_lines(msg.host)))
         if nvml_changed:
             self._set("#mem-gpu", "\n".join(gpu_lines(msg.nvml)))
-            self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, msg.nvml, self.alloc_ranks)))
+            self._set("#mem-alloc", self._alloc_text(msg.nvml))
         self._draw_history()
 
     def _sample_gpus(self, gpus: Any) -> None:
@@ -369,7 +396,7 @@ class MemoryPane(VerticalScroll, can_focus=True):
         self._stale = False
         self._set("#mem-host", "\n".join(host_lines(self.host)))
         self._set("#mem-gpu", "\n".join(gpu_lines(self.snapshot)))
-        self._set("#mem-alloc", "\n".join(allocator_lines(self.alloc_row, self.snapshot, self.alloc_ranks)))
+        self._set("#mem-alloc", self._alloc_text(self.snapshot))
         self._draw_history()
 
     def _draw_history(self) -> None:
