@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, OptionList
-from ui.pilot import MakeApp, settle, text_of
+from ui.pilot import MakeApp, background_started, settle, text_of, workers_done
 
 from gpusession.core.records.results import ResultRow
 
@@ -107,6 +107,43 @@ async def test_cost_pane_warns_when_an_experiment_leaves_gpus_of_the_lot_idle(
         out = text_of(app, "#cost-report")
         assert "experiment one-gpu uses 1 of 2 GPUs of this B200 lot" in out, out
         assert "two-gpus" not in out
+
+
+async def test_a5_the_idle_gpu_warnings_are_read_off_the_event_loop_never_per_keystroke(
+    new_session: Any, make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each experiment against the order and the rates (O(experiments) reads): in a worker
+    on the pane's first show, none when a field is edited; the warning is still said."""
+    import threading
+    from datetime import datetime, timezone
+
+    from gpusession.core.experiment.plan import Experiment
+    from gpusession.core.folder.experiments import define_experiment
+    from gpusession.core.folder.package import Package
+    from gpusession.core.retrieval import evidence
+
+    s = new_session("b200", package=Package("B200", 1, 7, datetime(2026, 11, 29, 14, tzinfo=timezone.utc)))
+    define_experiment(s, Experiment(id="one-gpu", workload="synthetic-mlp", values=(4,)))
+    on_loop: list[bool] = []
+    real = evidence.idle_gpu_warnings
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(evidence, "idle_gpu_warnings", counted)
+    app = make_app(session=s)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await background_started(app)
+        await workers_done(pilot, app)
+        await pilot.press("6")
+        await workers_done(pilot, app)
+        assert on_loop == [False]
+        app.screen.query_one("#cost-lots", Input).value = "2"  # recomputed as typed
+        await pilot.pause()
+        await workers_done(pilot, app)
+        assert on_loop == [False]  # no read for a keystroke
+        assert "experiment one-gpu uses 1 of 2 GPUs of this B200 lot" in text_of(app, "#cost-report")
 
 
 async def test_cost_save_button_label_whole_at_80x24(session: Any, make_app: MakeApp) -> None:

@@ -98,6 +98,10 @@ class CostPane(Vertical):
         self.answer: CostAnswer | None = None
         self._others: list[str] = [COMPARING]
         self._keep: list[str] = []
+        #: the idle-GPU warnings, read in a worker (each experiment against the order and the
+        #: rates: O(experiments) reads, never on the loop nor per keystroke, A5)
+        self._idle: list[str] = []
+        self._idle_generation = 0
         #: the newest reload; a worker's result from an older one is dropped (a run landed meanwhile)
         self._generation = 0
         #: the session's own figures are being read (the report says "counting …")
@@ -168,6 +172,23 @@ class CostPane(Vertical):
         self.recompute()
         self._read_own(self._generation)
         self._read_others(self._generation)
+        self.read_idle_gpus()
+
+    def read_idle_gpus(self) -> None:
+        """Read the idle-GPU warnings in a thread worker, then recompute (a reload, a package saved)."""
+        self._idle_generation += 1
+        self._read_idle(self._idle_generation)
+
+    @work(thread=True, exclusive=True, group="cost-idle", exit_on_error=False)
+    def _read_idle(self, generation: int) -> None:
+        idle = self._idle_gpus()
+        self.app.call_from_thread(self._idle_read, generation, idle)
+
+    def _idle_read(self, generation: int, idle: list[str]) -> None:
+        if generation != self._idle_generation:
+            return
+        self._idle = idle
+        self.recompute()
 
     @work(thread=True, exclusive=True, group="cost-own", exit_on_error=False)
     def _read_own(self, generation: int) -> None:
@@ -251,7 +272,7 @@ class CostPane(Vertical):
             self.lines.insert(0, f"Accepted deliverables: {NOT_MEASURED_WORDS} ({source}) — only the package cost is shown (a cost per deliverable needs a measured count).")
         if not kept:
             self.lines.extend(self._keep)
-        self.lines.extend(self._idle_gpus())
+        self.lines.extend(self._idle)
         if self._others:
             self.lines.extend(["", *self._others])
         out.update("\n".join(self.lines))
@@ -271,7 +292,7 @@ class CostPane(Vertical):
             return [f"other sessions not compared: {exc}"]
 
     def _idle_gpus(self) -> list[str]:
-        """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines."""
+        """``warning: experiment E uses 1 of 2 GPUs of this B200 lot`` lines (in :meth:`_read_idle`'s worker)."""
         from gpusession.core.retrieval.evidence import idle_gpu_warnings
 
         try:
@@ -314,4 +335,5 @@ class CostPane(Vertical):
         for w in warnings:  # a longer plan, or one the package does not cover: said, never shrunk
             self.notify(w, title="plan", severity="warning")
         self.recompute()
+        self.read_idle_gpus()  # the package's GPUs may have changed
         self.post_message(self.PackageSaved())
