@@ -1028,6 +1028,7 @@ def pull(
     figures = _Figures.before_copy(session_copy, work)
     tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
+    result.session_count = FolderCount(tree.file_count, tree.total_bytes)  # the evidence's count, by the one walk
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
@@ -1046,7 +1047,7 @@ def pull(
     _record(result, source)
     if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
         result.throughput = figures.record(transfer, at=result.at)
-    _keep_record(session_copy, tree, changed, failed, record, digests)
+    _keep_record(session_copy, tree, failed, record, digests)
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1099,27 +1100,23 @@ class _Figures:
         return done
 
 
-def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[str], failed: set[str],
-                 record: pull_record.PullRecord, digests: Digests) -> None:
+def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str],
+                 record: pull_record.KeptRecord, digests: Digests) -> None:
     """Keep what this pull proved for the next one (:mod:`pull_record`), when it differs from the record.
 
     The session files that read back and the deliverables that matched; ``checklist.toml``
     and ``retrieval.toml``, rewritten home by every pull, are read back every time instead.
-    ``changed`` (the files whose signature is not the record's) tells whether the record
-    still holds: no second comparison of every file (A5).
+    Each folder's digest tells whether the record still holds for it: a folder that did
+    not change keeps its text, nothing is compared or encoded twice (A5).
     """
-    rewritten = {CHECKLIST_TOML, RETRIEVAL_TOML}
-    kept = len(tree.files) - len(rewritten & tree.files.keys())
-    same = (not failed and not set(changed) - rewritten and len(record.session) == kept
-            and digests.proven == record.deliverables)  # the record's every entry, as proved again
-    if same:
+    folders = pull_record.proved_folders(tree, {*failed, CHECKLIST_TOML, RETRIEVAL_TOML}, record)
+    if folders == record.folders and digests.proven == record.deliverables:  # the record's every entry, proved again
         return
-    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed and rel not in rewritten}
-    pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
+    pull_record.write_record(session_copy, pull_record.KeptRecord(folders, dict(digests.proven)))
 
 
 def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say: Callable[[str], None], *,
-                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.PullRecord]:
+                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.KeptRecord]:
     """Copy the session home; its files after the copy, those that may differ from the bytes proved, the record (S4, A5).
 
     Without a record of an earlier pull, rsync compares every file by checksum. With one,
@@ -1144,7 +1141,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.PullRecord()
+        return whole, list(whole.files), pull_record.KeptRecord()
     say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync; the files proved by "
         "the last pull are compared by size and time)")
     written: list[str] = []
@@ -1161,16 +1158,16 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         transfer.copy("session", None, session_copy, checksum=False, items=written)
     finally:
         walker.join()
-    record: pull_record.PullRecord | None = beside.get("record")
+    record: pull_record.KeptRecord | None = beside.get("record")
     if record is None:  # the record does not hold (edited, another user's or copy's): everything is proved
         say(f"the record of the last pull does not hold: copying session {shown(source.words())} again "
             "(rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.PullRecord()
+        return whole, list(whole.files), pull_record.KeptRecord()
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
-    changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
+    changed = pull_record.changed_files(tree, record)  # folder by folder: a digest that holds is not decoded
     # retrieval.toml is rewritten at home by a pull, copy-home.toml is never on the server; checklist.toml put back
     # is the server's bytes, sealed
     touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML, COPY_HOME_TOML}
@@ -1246,7 +1243,7 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
         say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)}")
         transfer.copy("deliverables", remote, copy, checksum=checksum)
     tree = pull_record.stat_tree(copy)  # one walk: the count, and the links the verdict checks (H-43)
-    result.deliverables_count = FolderCount(len(tree.files), tree.total_bytes)
+    result.deliverables_count = FolderCount(tree.file_count, tree.total_bytes)
     result.deliverables_links = tree.links
     return remote
 
