@@ -134,6 +134,35 @@ def test_h47_a_session_file_edited_home_with_its_size_and_mtime_kept_is_fetched_
     assert copy.read_bytes() == (pulled.sess / "session.toml").read_bytes()
 
 
+def test_h47_a_file_in_a_sub_folder_edited_home_with_its_size_and_mtime_kept_is_fetched_again(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder's digest holds every file's ctime and inode: the edit moves it, and that file alone is read back."""
+    notes = pulled.sess / "validation" / "v" / "notes.toml"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("note = 'kept'\n")
+    assert pulled.pull()[0] == 0  # proved, recorded in the folder validation/v/
+    copy = pulled.home / "s1" / "validation" / "v" / "notes.toml"
+    _same_size_edit(copy, b"note = ", b"note ! ")  # no longer TOML, same size and time
+    count = _Count(monkeypatch)
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "1 file(s) of the copy changed since the last pull: compared with the server by checksum" in out
+    assert copy.read_bytes() == notes.read_bytes()
+    assert sorted(count.parsed) == ["checklist.toml", "notes.toml", "retrieval.toml"]
+
+
+def test_s4_the_evidence_counts_the_session_copys_files(pulled: _Copy) -> None:
+    """The count comes from the walk that proves the copy, on a first pull and a re-pull alike."""
+    for _ in range(2):
+        code, out = pulled.pull()
+        assert code == 0, out
+        files = pull_mod.count_files(pulled.home / "s1")
+        listed = [ln for ln in out.splitlines() if ln.startswith("session copy:")]
+        assert len(listed) == 1 and files.files > 0
+        # retrieval.toml (the throughput written after the evidence) may come after the count
+        assert any(f"({n} files, " in listed[0] for n in (files.files, files.files - 1)), listed[0]
+
+
 def test_h78_a_pull_record_edited_or_of_another_copy_reads_as_absent(
         pulled: _Copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = pull_record.record_path(pulled.home / "s1")

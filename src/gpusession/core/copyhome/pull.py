@@ -1028,12 +1028,12 @@ def pull(
     figures = _Figures.before_copy(session_copy, work)
     tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
-    result.session_count = FolderCount(tree.file_count, tree.total_bytes)  # the evidence's count, by the one walk
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
     _record_copy_home(session_copy, result.deliverables_copy, remote_deliv)
     pull_record.restat(session_copy, [COPY_HOME_TOML], tree)  # the pull's own file, as written: kept in the record
+    result.session_count = FolderCount(tree.file_count, tree.total_bytes)  # the evidence's count, by the one walk
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     digests = Digests(record.deliverables)
     reasons = _verify(result, transfer, remote_deliv, say, digests)
