@@ -202,6 +202,30 @@ def test_s4_the_journal_is_decoded_only_where_a_manifest_is_recorded(tmp_path: P
     assert pull_mod.manifest_records(tmp_path / "absent.jsonl") == []
 
 
+def test_a5_a_repull_reads_the_journal_only_when_its_signature_moved(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest lines a verified pull found are kept with the journal's lstat signature (H-47: ctime, inode)."""
+    assert pulled.pull()[0] == 0  # the record now keeps the journal's manifest lines
+    read: list[str] = []
+    real = pull_mod.read_plain
+
+    def read_plain(path: Path, *a: object, **k: object) -> bytes:
+        read.append(Path(path).name)
+        return real(path, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pull_mod, "read_plain", read_plain)
+    pull_mod._MANIFEST_RECORDS.clear()  # nothing left from the pulls before, in this process
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "journal.jsonl" not in read and "VERIFIED" in out
+    journal = pulled.home / "s1" / "journal.jsonl"
+    _same_size_edit(journal, b'"event"', b'"Event"')  # the copy's journal edited, size and time put back
+    pull_mod._MANIFEST_RECORDS.clear()
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "journal.jsonl" in read  # its signature moved: fetched again and read
+
+
 def test_s4_a_repull_with_nothing_changed_leaves_the_pull_record_as_it_was(pulled: _Copy) -> None:
     """The comparison with the record tells that it still holds: it is not written again."""
     assert pulled.pull()[0] == 0

@@ -61,6 +61,7 @@ from gpusession.core.copyhome.manifest import (
     CopyCheck,
     Digests,
     ManifestEntry,
+    Signature,
     manifest_copy_in,
     read_manifest,
     verify_copy,
@@ -592,6 +593,30 @@ def manifest_records(journal: Path) -> list[ManifestLine]:
     return out
 
 
+def _kept_manifest_records(journal: Path, kept: tuple[Signature, tuple[ManifestLine, ...]] | None) -> None:
+    """Take the journal's manifest lines a verified pull kept (:attr:`pull_record.KeptRecord.journal`) as read.
+
+    :func:`manifest_records` uses them only while the journal's ``stat`` signature is the
+    kept one (size, mtime, inode, ctime: the bytes they were read from, H-47): a re-pull
+    that finds nothing new reads no journal (A5).
+    """
+    if kept is not None:
+        sig, lines = kept
+        _MANIFEST_RECORDS.clear()
+        _MANIFEST_RECORDS[(str(journal), *sig)] = lines
+
+
+def _read_manifest_records(journal: Path) -> tuple[Signature, tuple[ManifestLine, ...]] | None:
+    """The journal's signature and the manifest lines :func:`manifest_records` read of it this pull; ``None`` otherwise."""
+    try:
+        st = os.stat(journal)
+    except OSError:
+        return None
+    key = (str(journal), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    lines = _MANIFEST_RECORDS.get(key)
+    return None if lines is None else (key[1:], lines)
+
+
 @dataclass(frozen=True)
 class ManifestChoice:
     """The manifest a pull verifies against, and why.
@@ -1027,6 +1052,7 @@ def pull(
 
     figures = _Figures.before_copy(session_copy, work)
     tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
+    _kept_manifest_records(session_copy / JOURNAL, record.journal)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
     result.session_problems, failed = read_back(session_copy, changed)
 
@@ -1110,9 +1136,10 @@ def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str
     not change keeps its text, nothing is compared or encoded twice (A5).
     """
     folders = pull_record.proved_folders(tree, {*failed, CHECKLIST_TOML, RETRIEVAL_TOML}, record)
-    if folders == record.folders and digests.proven == record.deliverables:  # the record's every entry, proved again
-        return
-    pull_record.write_record(session_copy, pull_record.KeptRecord(folders, dict(digests.proven)))
+    journal = _read_manifest_records(session_copy / JOURNAL)
+    if folders == record.folders and digests.proven == record.deliverables and journal == record.journal:
+        return  # the record's every entry, proved again
+    pull_record.write_record(session_copy, pull_record.KeptRecord(folders, dict(digests.proven), journal))
 
 
 def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say: Callable[[str], None], *,

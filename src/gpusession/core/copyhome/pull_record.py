@@ -42,6 +42,7 @@ from typing import Any
 
 from gpusession.core.copyhome.copylinks import CopyLink
 from gpusession.core.copyhome.manifest import Signature, signature
+from gpusession.core.events.manifest_lines import ManifestLine
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.tomlio import write_atomic_bytes
@@ -215,10 +216,15 @@ class KeptRecord:
     Attributes:
         folders: prefix → (:func:`folder_digest` of the files proved there, their JSON).
         deliverables: as :attr:`PullRecord.deliverables`.
+        journal: the journal's signature when its ``manifest_written`` lines were read,
+            and those lines (:func:`gpusession.core.copyhome.pull.manifest_records`):
+            while its signature is that one, the journal is those bytes and is not read
+            again (a month's journal: 18 MB); ``None`` when not kept.
     """
 
     folders: dict[str, tuple[str, str]] = field(default_factory=dict)
     deliverables: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+    journal: tuple[Signature, tuple[ManifestLine, ...]] | None = None
 
     def digest(self, prefix: str) -> str | None:
         """The digest of the files proved in the folder ``prefix``; ``None`` when none were."""
@@ -381,7 +387,23 @@ def parse_record(body: bytes) -> KeptRecord:
             if isinstance(value, list) and len(value) == 2 and isinstance(value[1], str):
                 if isinstance(value[0], list):
                     out.deliverables[rel] = (tuple(value[0]), value[1])
+    out.journal = _journal_lines(doc.get("journal") if isinstance(doc, dict) else None)
     return out
+
+
+def _journal_lines(value: Any) -> tuple[Signature, tuple[ManifestLine, ...]] | None:
+    """The record's ``journal`` (``[signature, [[line, at, path, deliverables, copy_in_deliverables], …]]``); ``None`` when malformed."""
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list) and len(value[0]) == 4
+            and all(type(v) is int for v in value[0]) and isinstance(value[1], list)):
+        return None
+    lines: list[ManifestLine] = []
+    for item in value[1]:
+        if not (isinstance(item, list) and len(item) == 5 and type(item[0]) is int
+                and all(v is None or isinstance(v, str) for v in item[1:])):
+            return None
+        lines.append(ManifestLine(*item))
+    sig = value[0]
+    return (sig[0], sig[1], sig[2], sig[3]), tuple(lines)
 
 
 def _encodable(rel: str) -> bool:
@@ -459,11 +481,19 @@ def write_record(session_copy: Path, record: PullRecord | KeptRecord) -> None:
     folders = record.folders if isinstance(record, KeptRecord) else record_folders(record.session)
     path = record_path(session_copy)
     copy = os.path.abspath(session_copy)
-    body = json.dumps({
+    doc: dict[str, Any] = {
         "folders": {prefix: list(value) for prefix, value in folders.items()},
         "deliverables": {rel: [sig, digest] for rel, (sig, digest) in record.deliverables.items()
                          if _encodable(rel)},
-    }, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    }
+    if isinstance(record, KeptRecord) and record.journal is not None:
+        sig, lines = record.journal
+        doc["journal"] = [list(sig), [[x.line, x.at, x.path, x.deliverables, x.copy_in_deliverables] for x in lines]]
+    try:
+        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a journal's line not UTF-8: not kept (read again next time)
+        doc.pop("journal", None)
+        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     head = json.dumps({"version": RECORD_VERSION, "copy": copy, "seal": keyed_seal(_signed(copy, body))},
                       ensure_ascii=False).encode("utf-8")
     try:
