@@ -16,6 +16,13 @@ hand edit with the size kept and the modification time put back (``os.utime``, H
 still differs, and is proved again. rsync's own writes change them too, so a file rsync
 brought is proved again as well.
 
+The signatures are kept per folder, with one digest of each folder's names and
+signatures (:func:`folder_digest`): a re-pull takes the same digest of each folder it
+walks and compares the two strings; only a folder whose string differs is decoded and
+compared file by file (at 71,000 files in 3,000 folders, decoding every signature cost
+more than the comparison, A5). Beside them, the journal's manifest lines with the
+journal's signature, so that an unchanged journal is not read again.
+
 Where: ``$XDG_STATE_HOME/gpusession/pulls/<sha256 of the copy's absolute path>.json``
 (a folder made 0700, the file 0600), outside the copy: the copy stays the server's files.
 Sealed with HMAC-SHA256 under the user's key (:func:`gpusession.core.files.seal.keyed_seal`,
