@@ -226,6 +226,25 @@ def test_a5_a_repull_reads_the_journal_only_when_its_signature_moved(
     assert "journal.jsonl" in read  # its signature moved: fetched again and read
 
 
+def test_a5_s10_a_repull_with_nothing_new_leaves_the_count_kept_by_the_last_pull(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting for ``status`` parses the copy's ``session.toml``: done again only when something moved."""
+    from gpusession.commands import _common
+
+    counted: list[Path] = []
+    real = _common.keep_count
+    monkeypatch.setattr(_common, "keep_count", lambda folder, *a, **k: counted.append(folder) or real(folder, *a, **k))
+    assert pulled.pull()[0] == 0  # the record written by the first pull now holds: nothing moved since
+    assert counted == []
+    (pulled.sess / "notes.toml").write_text("note = 'new on the server'\n")
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert counted == [pulled.home / "s1"]  # rsync wrote a file: counted again
+    _same_size_edit(pulled.home / "s1-deliverables" / "chart-2.txt", b"chart 2", b"CHART 2")
+    assert pulled.pull()[0] == 3
+    assert len(counted) == 2  # not verified: counted as before
+
+
 def test_s4_a_repull_with_nothing_changed_leaves_the_pull_record_as_it_was(pulled: _Copy) -> None:
     """The comparison with the record tells that it still holds: it is not written again."""
     assert pulled.pull()[0] == 0

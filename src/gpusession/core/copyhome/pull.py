@@ -720,6 +720,10 @@ class PullResult:
     left_on_server: list[str] | None = None
     #: The links found in the deliverables copy (H-43), by the walk that counted it.
     deliverables_links: list[CopyLink] = field(default_factory=list)
+    #: Nothing moved since the last verified pull: rsync wrote no file of the session
+    #: copy, none changed at home, the deliverables are the bytes proved (the pull record
+    #: held whole): what was derived from the copy then still holds (A5).
+    unchanged: bool = False
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -1051,7 +1055,7 @@ def pull(
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
 
     figures = _Figures.before_copy(session_copy, work)
-    tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
+    tree, changed, record, wrote = _copy_session(result, transfer, kept_record, say, put_back=put_back)
     _kept_manifest_records(session_copy / JOURNAL, record.journal)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
     result.session_problems, failed = read_back(session_copy, changed)
@@ -1073,7 +1077,8 @@ def pull(
     _record(result, source)
     if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
         result.throughput = figures.record(transfer, at=result.at)
-    _keep_record(session_copy, tree, failed, record, digests)
+    held = _keep_record(session_copy, tree, failed, record, digests)
+    result.unchanged = held and not wrote and result.verified
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1127,23 +1132,25 @@ class _Figures:
 
 
 def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str],
-                 record: pull_record.KeptRecord, digests: Digests) -> None:
+                 record: pull_record.KeptRecord, digests: Digests) -> bool:
     """Keep what this pull proved for the next one (:mod:`pull_record`), when it differs from the record.
 
     The session files that read back and the deliverables that matched; ``checklist.toml``
     and ``retrieval.toml``, rewritten home by every pull, are read back every time instead.
     Each folder's digest tells whether the record still holds for it: a folder that did
-    not change keeps its text, nothing is compared or encoded twice (A5).
+    not change keeps its text, nothing is compared or encoded twice (A5). Returns whether
+    the record held whole (nothing written).
     """
     folders = pull_record.proved_folders(tree, {*failed, CHECKLIST_TOML, RETRIEVAL_TOML}, record)
     journal = _read_manifest_records(session_copy / JOURNAL)
     if folders == record.folders and digests.proven == record.deliverables and journal == record.journal:
-        return  # the record's every entry, proved again
+        return True  # the record's every entry, proved again
     pull_record.write_record(session_copy, pull_record.KeptRecord(folders, dict(digests.proven), journal))
+    return False
 
 
 def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say: Callable[[str], None], *,
-                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.KeptRecord]:
+                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.KeptRecord, bool]:
     """Copy the session home; its files after the copy, those that may differ from the bytes proved, the record (S4, A5).
 
     Without a record of an earlier pull, rsync compares every file by checksum. With one,
@@ -1160,7 +1167,8 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
 
     Returns:
         The copy's walk (:func:`pull_record.stat_tree`), the files to read back (every
-        file whose signature is not the one the record proved) and the record.
+        file whose signature is not the one the record proved), the record, and whether
+        rsync wrote anything (a copy by checksum counts as written).
     """
     session_copy = result.session_copy
     source = transfer.source
@@ -1168,7 +1176,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.KeptRecord()
+        return whole, list(whole.files), pull_record.KeptRecord(), True
     say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync; the files proved by "
         "the last pull are compared by size and time)")
     written: list[str] = []
@@ -1191,7 +1199,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
             "(rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.KeptRecord()
+        return whole, list(whole.files), pull_record.KeptRecord(), True
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = pull_record.changed_files(tree, record)  # folder by folder: a digest that holds is not decoded
@@ -1211,7 +1219,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         finally:
             listing.unlink(missing_ok=True)
         pull_record.restat(session_copy, [*touched, *again], tree)
-    return tree, changed, record
+    return tree, changed, record, bool(written or touched)
 
 
 def _prepare_destination(to: Path, name: str) -> Path:

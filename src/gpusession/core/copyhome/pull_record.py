@@ -36,6 +36,7 @@ last took it (``.sent``); and once, ``rsync --version`` by the program's ``stat`
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -138,17 +139,32 @@ def stat_tree(folder: Path) -> TreeStat:
     up, not the whole path: a quarter of the walk's time at 71,000 files, A5); each
     folder's :func:`folder_digest` is taken as it is read. A folder that is absent or a
     link gives an empty result; an unreadable sub-folder is left out (its files then
-    lack a signature, so nothing in it is trusted).
+    lack a signature, so nothing in it is trusted). The cyclic garbage collector is held
+    off meanwhile: the walk makes no cycle, and scanning its growing tables again and
+    again cost a tenth of the walk.
     """
     out = TreeStat()
     root = Path(folder)
     if not root.is_dir() or root.is_symlink():
         return out
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _walk(root, out)
+    finally:
+        if collecting:
+            gc.enable()
+    out.links.sort(key=lambda c: c.path)
+    return out
+
+
+def _walk(root: Path, out: TreeStat) -> None:
+    """:func:`stat_tree`'s walk of ``root`` (a folder, not a link) into ``out``."""
     real_root = os.path.realpath(root)
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
-        return out
+        return
     folders, digests = out.folders, out.digests
     stack = [""]
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -183,8 +199,6 @@ def stat_tree(folder: Path) -> TreeStat:
                 digests[prefix] = folder_digest(files)
     finally:
         os.close(top)
-    out.links.sort(key=lambda c: c.path)
-    return out
 
 
 def _link(real_root: str, rel: str) -> CopyLink:
