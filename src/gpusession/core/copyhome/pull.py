@@ -45,6 +45,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -1219,7 +1220,15 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         finally:
             listing.unlink(missing_ok=True)
         pull_record.restat(session_copy, [*touched, *again], tree)
-    return tree, changed, record, bool(written or touched)
+    return tree, changed, record, bool(touched) or any(not _is_folder(session_copy / rel) for rel in written)
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder, not a link (rsync names a folder whose time it set back: nothing written in it)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _prepare_destination(to: Path, name: str) -> Path:
