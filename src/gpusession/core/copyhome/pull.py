@@ -1057,7 +1057,6 @@ def pull(
 
     figures = _Figures.before_copy(session_copy, work)
     tree, changed, record, wrote = _copy_session(result, transfer, kept_record, say, put_back=put_back)
-    _kept_manifest_records(session_copy / JOURNAL, record.journal)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
     result.session_problems, failed = read_back(session_copy, changed)
 
@@ -1078,8 +1077,7 @@ def pull(
     _record(result, source)
     if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
         result.throughput = figures.record(transfer, at=result.at)
-    held = _keep_record(session_copy, tree, failed, record, digests)
-    result.unchanged = held and not wrote and result.verified
+    result.unchanged = _keep_record(session_copy, tree, failed, record, digests) and not wrote and result.verified
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1201,6 +1199,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
         return whole, list(whole.files), pull_record.KeptRecord(), True
+    _kept_manifest_records(session_copy / JOURNAL, record.journal)  # the journal is not read while they hold
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
     changed = pull_record.changed_files(tree, record)  # folder by folder: a digest that holds is not decoded
