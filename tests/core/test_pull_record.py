@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from gpusession.core.copyhome import pull_record
 from gpusession.core.copyhome.copylinks import links_in
 from gpusession.core.copyhome.pull import FolderCount, count_files
@@ -82,7 +84,7 @@ def _same_size_edit(path: Path, old: bytes, new: bytes) -> None:
 class _Decoded:
     """Counts the folders of a record decoded (:meth:`pull_record.KeptRecord.files`)."""
 
-    def __init__(self, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.prefixes: list[str] = []
         real = pull_record.KeptRecord.files
 
@@ -102,7 +104,8 @@ def _proved(root: Path) -> pull_record.KeptRecord:
     return pull_record.parse_record(body)
 
 
-def test_a5_a_folder_whose_digest_holds_is_passed_over_undecoded(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a5_a_folder_whose_digest_holds_is_passed_over_undecoded(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     root = _folder(tmp_path / "copy")
     record = _proved(root)
     assert set(record.folders) == {"", "runs/exp/", "runs/exp/v1/"}
@@ -112,7 +115,7 @@ def test_a5_a_folder_whose_digest_holds_is_passed_over_undecoded(tmp_path: Path,
 
 
 def test_h47_an_edit_in_a_sub_folder_with_size_and_mtime_put_back_moves_its_folder_digest_and_is_named(
-        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _folder(tmp_path / "copy")
     record = _proved(root)
     _same_size_edit(root / "runs" / "exp" / "v1" / "warm-1.jsonl", b'"a"', b'"b"')

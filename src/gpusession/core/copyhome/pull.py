@@ -604,7 +604,7 @@ def _kept_manifest_records(journal: Path, kept: tuple[Signature, tuple[ManifestL
     if kept is not None:
         sig, lines = kept
         _MANIFEST_RECORDS.clear()
-        _MANIFEST_RECORDS[(str(journal), *sig)] = lines
+        _MANIFEST_RECORDS[(str(journal), sig[0], sig[1], sig[2], sig[3])] = lines
 
 
 def _read_manifest_records(journal: Path) -> tuple[Signature, tuple[ManifestLine, ...]] | None:
