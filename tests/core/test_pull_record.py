@@ -11,6 +11,7 @@ import pytest
 from gpusession.core.copyhome import pull_record
 from gpusession.core.copyhome.copylinks import links_in
 from gpusession.core.copyhome.pull import FolderCount, count_files
+from gpusession.core.files.seal import keyed_seal
 
 
 def _folder(root: Path) -> Path:
@@ -151,3 +152,22 @@ def test_a5_a_record_that_still_holds_keeps_each_folders_text_as_it_was(tmp_path
     left_out = pull_record.proved_folders(tree, ["runs/exp/ranks.csv"], record)  # a file that did not read back
     assert "runs/exp/" not in left_out  # its one file left out: the folder is not recorded
     assert left_out[""] is record.folders[""] and left_out["runs/exp/v1/"] is record.folders["runs/exp/v1/"]
+
+
+def test_s4_a_record_kept_before_the_folders_reads_as_proved_and_its_forgery_as_absent(tmp_path: Path) -> None:
+    """A record of the earlier layout (one signature per path) is read, not proved again after an upgrade (H-78 kept)."""
+    root = _folder(tmp_path / "copy")
+    session = pull_record.stat_tree(root).files
+    body = json.dumps({"session": session, "deliverables": {"a.png": [[5, 1, 2, 3], "ab" * 32]}},
+                      separators=(",", ":")).encode()
+    copy = os.path.abspath(root)
+    head = json.dumps({"version": 1, "copy": copy, "seal": keyed_seal(os.fsencode(copy) + b"\0" + body)})
+    path = pull_record.record_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(head.encode() + b"\n" + body)
+    assert pull_record.read_record(root) == pull_record.PullRecord(session, {"a.png": ((5, 1, 2, 3), "ab" * 32)})
+    opened = pull_record.open_record(root)
+    assert opened is not None
+    assert pull_record.changed_files(pull_record.stat_tree(root), pull_record.parse_record(opened)) == []
+    path.write_bytes(head.encode() + b"\n" + body.replace(b'"ab', b'"cd', 1))  # forged, seal kept
+    assert pull_record.read_record(root) == pull_record.PullRecord()

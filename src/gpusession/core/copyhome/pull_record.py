@@ -56,7 +56,7 @@ from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
 from gpusession.core.files.tomlio import write_atomic_bytes
 
 #: The record's format; another value reads as absent.
-RECORD_VERSION = 2
+RECORD_VERSION = 1
 
 
 def folder_digest(files: Mapping[str, Signature]) -> str:
@@ -80,7 +80,7 @@ def folder_digest(files: Mapping[str, Signature]) -> str:
     try:
         h.update(array("q", chain.from_iterable(files.values())).tobytes())
     except (OverflowError, TypeError):  # a value past 64 bits (a time set far ahead): its digits instead
-        h.update(repr(list(files.values())).encode("ascii"))
+        h.update(repr(list(files.values())).encode("utf-8", "backslashreplace"))
     return h.hexdigest()
 
 
@@ -397,6 +397,8 @@ def parse_record(body: bytes) -> KeptRecord:
     except (ValueError, RecursionError):
         return KeptRecord()
     out = KeptRecord()
+    if isinstance(doc, dict) and "folders" not in doc and isinstance(doc.get("session"), dict):
+        doc = _by_folder(doc)  # a record kept before the folders: read as it is, not proved again
     folders = doc.get("folders") if isinstance(doc, dict) else None
     deliverables = doc.get("deliverables") if isinstance(doc, dict) else None
     if isinstance(folders, dict):
@@ -410,6 +412,16 @@ def parse_record(body: bytes) -> KeptRecord:
                     out.deliverables[rel] = (tuple(value[0]), value[1])
     out.journal = _journal_lines(doc.get("journal") if isinstance(doc, dict) else None)
     return out
+
+
+def _by_folder(doc: dict[str, Any]) -> dict[str, Any]:
+    """A record of the earlier layout (``session``: path → signature) in the layout of folders; sealed as it was."""
+    try:
+        session = {rel: tuple(sig) for rel, sig in doc["session"].items()}
+    except TypeError:  # a malformed signature: nothing of the session trusted
+        session = {}
+    folders = record_folders(session)
+    return {"folders": {prefix: list(value) for prefix, value in folders.items()}, "deliverables": doc.get("deliverables")}
 
 
 def _journal_lines(value: Any) -> tuple[Signature, tuple[ManifestLine, ...]] | None:
