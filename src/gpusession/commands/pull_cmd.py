@@ -125,7 +125,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
                        checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
     finally:
         bar.end_line()
-    if not res.unchanged:  # nothing moved since the last pull counted these files: its count holds (A5)
+    # nothing moved since the last pull counted these same files: its count holds (A5); a pull killed
+    # between its record and this count leaves status's "? not counted yet" until `cost` counts
+    if not res.unchanged:
         from gpusession.commands._common import keep_count
 
         keep_count(Path(res.session_copy))  # the copy's own count for `status` (S10): the server's reads as absent
