@@ -23,8 +23,10 @@ in this process (the walk of the copy runs in a thread beside rsync: not in the 
 
 Run: ``python benchmarks/bench_pull.py [--runs 7] [--experiments 5,500] [--profile]``;
 ``--smoke`` for CI (1 and 2 experiments, one round); ``--beside /path/to/other/src`` times
-that tree's pull in the same rounds (main beside a branch, under the same load). Exits 0 (a benchmark reports, it
-does not fail CI).
+that tree's pull in the same rounds (main beside a branch, under the same load), from a
+hard-linked copy of the server's session of its own (each pull writes its throughput to
+its server; on a shared one each would fetch the other's every round). Exits 0 (a benchmark
+reports, it does not fail CI).
 """
 
 from __future__ import annotations
@@ -81,8 +83,14 @@ def _measure(session: Path, out: Path, work: Path, runs: int, env: dict[str, str
     pull = [sys.executable, "-m", "gpusession", "pull", str(session), "--to", str(home)]
     pulls = {"pull": (pull, env)}
     if beside is not None:
+        # a server session of its own (hard links: the same bytes and times): a pull writes its
+        # throughput into the server's retrieval.toml, which the other pull would then fetch
+        # each round, and neither would be a re-pull that finds nothing new
+        own = work / "beside-server" / session.name
+        own.parent.mkdir()
+        subprocess.run(["cp", "-al", str(session), str(own)], check=True)
         other_env = dict(env, PYTHONPATH=str(beside))
-        pulls["beside"] = ([*pull[:-1], str(work / "home-beside")], other_env)
+        pulls["beside"] = ([*pull[:3], "pull", str(own), "--to", str(work / "home-beside")], other_env)
     plain = [["rsync", "-a", f"{session}/", f"{base / session.name}/"],
              ["rsync", "-a", f"{out}/", f"{base / (session.name + '-deliverables')}/"]]
     print(f"  load average at the start: {_load()}")

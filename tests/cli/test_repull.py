@@ -134,6 +134,35 @@ def test_h47_a_session_file_edited_home_with_its_size_and_mtime_kept_is_fetched_
     assert copy.read_bytes() == (pulled.sess / "session.toml").read_bytes()
 
 
+def test_h47_a_file_in_a_sub_folder_edited_home_with_its_size_and_mtime_kept_is_fetched_again(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder's digest holds every file's ctime and inode: the edit moves it, and that file alone is read back."""
+    notes = pulled.sess / "validation" / "v" / "notes.toml"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("note = 'kept'\n")
+    assert pulled.pull()[0] == 0  # proved, recorded in the folder validation/v/
+    copy = pulled.home / "s1" / "validation" / "v" / "notes.toml"
+    _same_size_edit(copy, b"note = ", b"note ! ")  # no longer TOML, same size and time
+    count = _Count(monkeypatch)
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "1 file(s) of the copy changed since the last pull: compared with the server by checksum" in out
+    assert copy.read_bytes() == notes.read_bytes()
+    assert sorted(count.parsed) == ["checklist.toml", "notes.toml", "retrieval.toml"]
+
+
+def test_s4_the_evidence_counts_the_session_copys_files(pulled: _Copy) -> None:
+    """The count comes from the walk that proves the copy, on a first pull and a re-pull alike."""
+    for _ in range(2):
+        code, out = pulled.pull()
+        assert code == 0, out
+        files = pull_mod.count_files(pulled.home / "s1")
+        listed = [ln for ln in out.splitlines() if ln.startswith("session copy:")]
+        assert len(listed) == 1 and files.files > 0
+        # retrieval.toml (the throughput written after the evidence) may come after the count
+        assert any(f"({n} files, " in listed[0] for n in (files.files, files.files - 1)), listed[0]
+
+
 def test_h78_a_pull_record_edited_or_of_another_copy_reads_as_absent(
         pulled: _Copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = pull_record.record_path(pulled.home / "s1")
@@ -171,6 +200,49 @@ def test_s4_the_journal_is_decoded_only_where_a_manifest_is_recorded(tmp_path: P
     got = pull_mod.manifest_records(journal)
     assert [r.path for r in got] == ["/srv/s/manifest.csv", "/srv/s/manifest-2.csv"]
     assert pull_mod.manifest_records(tmp_path / "absent.jsonl") == []
+
+
+def test_a5_a_repull_reads_the_journal_only_when_its_signature_moved(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest lines a verified pull found are kept with the journal's lstat signature (H-47: ctime, inode)."""
+    assert pulled.pull()[0] == 0  # the record now keeps the journal's manifest lines
+    read: list[str] = []
+    real = pull_mod.read_plain
+
+    def read_plain(path: Path, *a: object, **k: object) -> bytes:
+        read.append(Path(path).name)
+        return real(path, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pull_mod, "read_plain", read_plain)
+    pull_mod._MANIFEST_RECORDS.clear()  # nothing left from the pulls before, in this process
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "journal.jsonl" not in read and "VERIFIED" in out
+    journal = pulled.home / "s1" / "journal.jsonl"
+    _same_size_edit(journal, b'"event"', b'"Event"')  # the copy's journal edited, size and time put back
+    pull_mod._MANIFEST_RECORDS.clear()
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert "journal.jsonl" in read  # its signature moved: fetched again and read
+
+
+def test_a5_s10_a_repull_with_nothing_new_leaves_the_count_kept_by_the_last_pull(
+        pulled: _Copy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting for ``status`` parses the copy's ``session.toml``: done again only when something moved."""
+    from gpusession.commands import _common
+
+    counted: list[Path] = []
+    real = _common.keep_count
+    monkeypatch.setattr(_common, "keep_count", lambda folder, *a, **k: counted.append(folder) or real(folder, *a, **k))
+    assert pulled.pull()[0] == 0  # the record written by the first pull now holds: nothing moved since
+    assert counted == []
+    (pulled.sess / "notes.toml").write_text("note = 'new on the server'\n")
+    code, out = pulled.pull()
+    assert code == 0, out
+    assert counted == [pulled.home / "s1"]  # rsync wrote a file: counted again
+    _same_size_edit(pulled.home / "s1-deliverables" / "chart-2.txt", b"chart 2", b"CHART 2")
+    assert pulled.pull()[0] == 3
+    assert len(counted) == 2  # not verified: counted as before
 
 
 def test_s4_a_repull_with_nothing_changed_leaves_the_pull_record_as_it_was(pulled: _Copy) -> None:

@@ -125,9 +125,12 @@ def cmd_pull(args: argparse.Namespace) -> int:
                        checksum_deliverables=args.checksum, on_progress=bar, on_step=step)
     finally:
         bar.end_line()
-    from gpusession.commands._common import keep_count
+    # nothing moved since the last pull counted these same files: its count holds (A5); a pull killed
+    # between its record and this count leaves status's "? not counted yet" until `cost` counts
+    if not res.unchanged:
+        from gpusession.commands._common import keep_count
 
-    keep_count(Path(res.session_copy))  # the copy's own count for `status` (S10): the server's reads as absent
+        keep_count(Path(res.session_copy))  # the copy's own count for `status` (S10): the server's reads as absent
     if as_json:  # the outcome as data (docs/json/pull.schema.json)
         from gpusession.commands._common import print_json
 

@@ -45,6 +45,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -61,6 +62,7 @@ from gpusession.core.copyhome.manifest import (
     CopyCheck,
     Digests,
     ManifestEntry,
+    Signature,
     manifest_copy_in,
     read_manifest,
     verify_copy,
@@ -592,6 +594,30 @@ def manifest_records(journal: Path) -> list[ManifestLine]:
     return out
 
 
+def _kept_manifest_records(journal: Path, kept: tuple[Signature, tuple[ManifestLine, ...]] | None) -> None:
+    """Take the journal's manifest lines a verified pull kept (:attr:`pull_record.KeptRecord.journal`) as read.
+
+    :func:`manifest_records` uses them only while the journal's ``stat`` signature is the
+    kept one (size, mtime, inode, ctime: the bytes they were read from, H-47): a re-pull
+    that finds nothing new reads no journal (A5).
+    """
+    if kept is not None:
+        sig, lines = kept
+        _MANIFEST_RECORDS.clear()
+        _MANIFEST_RECORDS[(str(journal), sig[0], sig[1], sig[2], sig[3])] = lines
+
+
+def _read_manifest_records(journal: Path) -> tuple[Signature, tuple[ManifestLine, ...]] | None:
+    """The journal's signature and the manifest lines :func:`manifest_records` read of it this pull; ``None`` otherwise."""
+    try:
+        st = os.stat(journal)
+    except OSError:
+        return None
+    key = (str(journal), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    lines = _MANIFEST_RECORDS.get(key)
+    return None if lines is None else (key[1:], lines)
+
+
 @dataclass(frozen=True)
 class ManifestChoice:
     """The manifest a pull verifies against, and why.
@@ -695,6 +721,10 @@ class PullResult:
     left_on_server: list[str] | None = None
     #: The links found in the deliverables copy (H-43), by the walk that counted it.
     deliverables_links: list[CopyLink] = field(default_factory=list)
+    #: Nothing moved since the last verified pull: rsync wrote no file of the session
+    #: copy, none changed at home, the deliverables are the bytes proved (the pull record
+    #: held whole): what was derived from the copy then still holds (A5).
+    unchanged: bool = False
 
 
 def _record(result: PullResult, source: Source, *, started: bool = False) -> None:
@@ -1026,13 +1056,14 @@ def pull(
     transfer = Transfer(source, work, ssh, bwlimit_kbps, rsync_path, on_progress)
 
     figures = _Figures.before_copy(session_copy, work)
-    tree, changed, record = _copy_session(result, transfer, kept_record, say, put_back=put_back)
+    tree, changed, record, wrote = _copy_session(result, transfer, kept_record, say, put_back=put_back)
     pull_record.keep_server_checklist(session_copy)  # the server's, before this pull's [retrieval] goes in
     result.session_problems, failed = read_back(session_copy, changed)
 
     remote_deliv = _copy_deliverables(result, transfer, to, deliverables, checksum_deliverables, say)
     _record_copy_home(session_copy, result.deliverables_copy, remote_deliv)
     pull_record.restat(session_copy, [COPY_HOME_TOML], tree)  # the pull's own file, as written: kept in the record
+    result.session_count = FolderCount(tree.file_count, tree.total_bytes)  # the evidence's count, by the one walk
     result.manifest = choose_manifest(session_copy, result.deliverables_copy, remote_deliv)
     digests = Digests(record.deliverables)
     reasons = _verify(result, transfer, remote_deliv, say, digests)
@@ -1046,7 +1077,7 @@ def pull(
     _record(result, source)
     if (session_copy / "session.toml").is_file():  # the measured throughput, to the server (D2)
         result.throughput = figures.record(transfer, at=result.at)
-    _keep_record(session_copy, tree, changed, failed, record, digests)
+    result.unchanged = _keep_record(session_copy, tree, failed, record, digests) and not wrote and result.verified
     if result.verified:  # nothing left to resume
         shutil.rmtree(work, ignore_errors=True)
         try:
@@ -1099,27 +1130,26 @@ class _Figures:
         return done
 
 
-def _keep_record(session_copy: Path, tree: pull_record.TreeStat, changed: list[str], failed: set[str],
-                 record: pull_record.PullRecord, digests: Digests) -> None:
+def _keep_record(session_copy: Path, tree: pull_record.TreeStat, failed: set[str],
+                 record: pull_record.KeptRecord, digests: Digests) -> bool:
     """Keep what this pull proved for the next one (:mod:`pull_record`), when it differs from the record.
 
     The session files that read back and the deliverables that matched; ``checklist.toml``
     and ``retrieval.toml``, rewritten home by every pull, are read back every time instead.
-    ``changed`` (the files whose signature is not the record's) tells whether the record
-    still holds: no second comparison of every file (A5).
+    Each folder's digest tells whether the record still holds for it: a folder that did
+    not change keeps its text, nothing is compared or encoded twice (A5). Returns whether
+    the record held whole (nothing written).
     """
-    rewritten = {CHECKLIST_TOML, RETRIEVAL_TOML}
-    kept = len(tree.files) - len(rewritten & tree.files.keys())
-    same = (not failed and not set(changed) - rewritten and len(record.session) == kept
-            and digests.proven == record.deliverables)  # the record's every entry, as proved again
-    if same:
-        return
-    proved = {rel: sig for rel, sig in tree.files.items() if rel not in failed and rel not in rewritten}
-    pull_record.write_record(session_copy, pull_record.PullRecord(proved, dict(digests.proven)))
+    folders = pull_record.proved_folders(tree, {*failed, CHECKLIST_TOML, RETRIEVAL_TOML}, record)
+    journal = _read_manifest_records(session_copy / JOURNAL)
+    if folders == record.folders and digests.proven == record.deliverables and journal == record.journal:
+        return True  # the record's every entry, proved again
+    pull_record.write_record(session_copy, pull_record.KeptRecord(folders, dict(digests.proven), journal))
+    return False
 
 
 def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say: Callable[[str], None], *,
-                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.PullRecord]:
+                  put_back: bool = False) -> tuple[pull_record.TreeStat, list[str], pull_record.KeptRecord, bool]:
     """Copy the session home; its files after the copy, those that may differ from the bytes proved, the record (S4, A5).
 
     Without a record of an earlier pull, rsync compares every file by checksum. With one,
@@ -1136,7 +1166,8 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
 
     Returns:
         The copy's walk (:func:`pull_record.stat_tree`), the files to read back (every
-        file whose signature is not the one the record proved) and the record.
+        file whose signature is not the one the record proved), the record, and whether
+        rsync wrote anything (a copy by checksum counts as written).
     """
     session_copy = result.session_copy
     source = transfer.source
@@ -1144,7 +1175,7 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.PullRecord()
+        return whole, list(whole.files), pull_record.KeptRecord(), True
     say(f"copying session {shown(source.words())} → {shown(session_copy)} (rsync; the files proved by "
         "the last pull are compared by size and time)")
     written: list[str] = []
@@ -1161,16 +1192,17 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         transfer.copy("session", None, session_copy, checksum=False, items=written)
     finally:
         walker.join()
-    record: pull_record.PullRecord | None = beside.get("record")
+    record: pull_record.KeptRecord | None = beside.get("record")
     if record is None:  # the record does not hold (edited, another user's or copy's): everything is proved
         say(f"the record of the last pull does not hold: copying session {shown(source.words())} again "
             "(rsync, per-file checksums)")
         transfer.copy("session", None, session_copy, checksum=True)
         whole = pull_record.stat_tree(session_copy)
-        return whole, list(whole.files), pull_record.PullRecord()
+        return whole, list(whole.files), pull_record.KeptRecord(), True
+    _kept_manifest_records(session_copy / JOURNAL, record.journal)  # the journal is not read while they hold
     tree: pull_record.TreeStat = beside.get("tree") or pull_record.stat_tree(session_copy)
     pull_record.restat(session_copy, written, tree)  # what rsync wrote, as it left it
-    changed = [rel for rel, sig in tree.files.items() if record.session.get(rel) != sig]
+    changed = pull_record.changed_files(tree, record)  # folder by folder: a digest that holds is not decoded
     # retrieval.toml is rewritten at home by a pull, copy-home.toml is never on the server; checklist.toml put back
     # is the server's bytes, sealed
     touched = sorted(set(changed) - set(written) - {RETRIEVAL_TOML, COPY_HOME_TOML}
@@ -1187,7 +1219,15 @@ def _copy_session(result: PullResult, transfer: Transfer, kept_record: bool, say
         finally:
             listing.unlink(missing_ok=True)
         pull_record.restat(session_copy, [*touched, *again], tree)
-    return tree, changed, record
+    return tree, changed, record, bool(touched) or any(not _is_folder(session_copy / rel) for rel in written)
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder, not a link (rsync names a folder whose time it set back: nothing written in it)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _prepare_destination(to: Path, name: str) -> Path:
@@ -1246,7 +1286,7 @@ def _copy_deliverables(result: PullResult, transfer: Transfer, to: Path, deliver
         say(f"copying deliverables {shown(transfer.source.words(remote))} → {shown(copy)}")
         transfer.copy("deliverables", remote, copy, checksum=checksum)
     tree = pull_record.stat_tree(copy)  # one walk: the count, and the links the verdict checks (H-43)
-    result.deliverables_count = FolderCount(len(tree.files), tree.total_bytes)
+    result.deliverables_count = FolderCount(tree.file_count, tree.total_bytes)
     result.deliverables_links = tree.links
     return remote
 
