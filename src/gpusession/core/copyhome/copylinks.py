@@ -39,14 +39,23 @@ def links_in(folder: Path) -> list[CopyLink]:
             p = Path(here) / name
             if not p.is_symlink():
                 continue
-            try:
-                target = os.readlink(p)
-            except OSError:
-                target = "?"
-            real = os.path.realpath(p)
-            inside = (real == real_root or real.startswith(real_root + os.sep)) and os.path.exists(real)
-            found.append(CopyLink(p.relative_to(root).as_posix(), target, inside))
+            found.append(link_at(str(p), p.relative_to(root).as_posix(), real_root))
     return sorted(found, key=lambda c: c.path)
+
+
+def link_at(path: str, rel: str, real_root: str) -> CopyLink:
+    """The :class:`CopyLink` of the link at ``path`` (``rel`` below the folder whose real path is ``real_root``).
+
+    Inside: it resolves to that folder or below it, and to something that exists (a broken
+    link or one out of the folder is outside, H-43). Never raises: an unreadable target is ``?``.
+    """
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    real = os.path.realpath(path)
+    inside = (real == real_root or real.startswith(real_root + os.sep)) and os.path.exists(real)
+    return CopyLink(rel, target, inside)
 
 
 def outside_reason(folders: dict[str, Path | None], *,
@@ -76,4 +85,4 @@ def outside_reason(folders: dict[str, Path | None], *,
     return "; ".join(parts) or None
 
 
-__all__ = ["CopyLink", "links_in", "outside_reason"]
+__all__ = ["CopyLink", "link_at", "links_in", "outside_reason"]

@@ -48,7 +48,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from gpusession.core.copyhome.copylinks import CopyLink
+from gpusession.core.copyhome.copylinks import CopyLink, link_at
 from gpusession.core.copyhome.manifest import Signature, signature
 from gpusession.core.events.manifest_lines import ManifestLine
 from gpusession.core.files.errors import BadInput
@@ -203,14 +203,7 @@ def _walk(root: Path, out: TreeStat) -> None:
 
 def _link(real_root: str, rel: str) -> CopyLink:
     """The :class:`CopyLink` of the link ``rel`` under the folder whose real path is ``real_root`` (H-43)."""
-    path = os.path.join(real_root, rel)
-    try:
-        target = os.readlink(path)
-    except OSError:
-        target = "?"
-    real = os.path.realpath(path)
-    inside = (real == real_root or real.startswith(real_root + os.sep)) and os.path.exists(real)
-    return CopyLink(rel, target, inside)
+    return link_at(os.path.join(real_root, rel), rel, real_root)
 
 
 @dataclass
