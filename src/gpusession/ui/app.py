@@ -121,6 +121,11 @@ class GpuSessionApp(App[int]):
         self.crash_left_a_run = False
         #: the cyclic GC is paused until the first frame (:meth:`pause_gc_until_first_frame`)
         self.gc_paused = False
+        #: what the first reads and each run's end reload read is frozen (:meth:`freeze_after_reads`);
+        #: set by :meth:`pause_gc_until_first_frame`, i.e. by :func:`run_app` only
+        self.freezes_reads = False
+        #: the freezes :meth:`freeze_after_reads` made so far (a count, for the tests)
+        self.reads_frozen = 0
 
     def pause_gc_until_first_frame(self) -> None:
         """Freeze what start-up made and pause the cyclic GC until the first frame is painted (A5).
@@ -140,12 +145,48 @@ class GpuSessionApp(App[int]):
         gc.freeze()
         gc.disable()
         self.gc_paused = True
+        self.freezes_reads = True
 
     def resume_gc(self) -> None:
         """Resume the cyclic GC if :meth:`pause_gc_until_first_frame` paused it."""
         if self.gc_paused:
             self.gc_paused = False
             gc.enable()
+
+    #: workers a freeze does not wait for: a run lasts as long as it lasts; a freeze's own
+    FREEZE_SKIPS_GROUPS = frozenset({"run", "gc-freeze"})
+
+    def freeze_after_reads(self) -> None:
+        """Freeze what the reads in flight make, once they have ended (A5); the collector stays on.
+
+        Why: a long-lived TUI over a large session holds every object of what its panes read
+        (the session's record, the Validation and Run tables, the checklist and its
+        evidence) as long as it runs; each full pass of the cyclic GC walked them all on the
+        event loop, the longest tick of a key (80-136 ms of loop CPU on 2 cores,
+        ``benchmarks/bench_tui_stall.py``). :func:`gc.freeze` moves them out of every later
+        pass. Called once the first frame's background reads have started and after each
+        run's end reload: the workers then in flight (not a run, not a freeze) are awaited,
+        then one :func:`gc.freeze`. Only an app started by :func:`run_app` freezes (a
+        test's process builds many apps). What a reference cycle made garbage before a
+        freeze stays until the app ends (small: the panes' reads are trees, not cycles).
+        """
+        if not self.freezes_reads:
+            return
+        reads = [w for w in self.workers if not w.is_finished and w.group not in self.FREEZE_SKIPS_GROUPS]
+        self.run_worker(self._freeze_when_read(reads), group="gc-freeze", exit_on_error=False)
+
+    async def _freeze_when_read(self, reads: list[Any]) -> None:
+        await asyncio.gather(*(w.wait() for w in reads), return_exceptions=True)  # failed or cancelled: read
+        gc.freeze()
+        self.reads_frozen += 1
+
+    def on_run_pane_run_finished(self, _msg: Any) -> None:
+        """A run ended: the screen started its reload (the message bubbles up from it); freeze after."""
+        self.freeze_after_reads()
+
+    def on_run_pane_followed_run_ended(self, _msg: Any) -> None:
+        """A run followed from another process ended: as :meth:`on_run_pane_run_finished`."""
+        self.freeze_after_reads()
 
     def get_default_screen(self) -> MainScreen:
         # The main screen is the bottom of the stack: no blank default screen composed,
@@ -260,6 +301,7 @@ class GpuSessionApp(App[int]):
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.after_first_frame()
+        self.freeze_after_reads()  # the reads after_first_frame started
 
     @property
     def main(self) -> MainScreen:
