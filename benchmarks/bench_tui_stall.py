@@ -198,6 +198,7 @@ def measure(root: Path, name: str, *, approve: bool) -> Drive:
 
     if name:
         app = build_app(Session.open(root, name), nvml=FakeNvml(), host_memory=fixed_host_memory, poll_s=0)
+        app.pause_gc_until_first_frame()  # as run_app does (each drive is a process of its own)
     else:  # the baseline, driven alike
         app = bare_app()
     #: (wall gap s, loop-thread CPU s, GC on the loop s) between consecutive ticks while recording
