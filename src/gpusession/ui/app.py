@@ -168,7 +168,7 @@ class GpuSessionApp(App[int]):
         run's end reload: the workers then in flight (not a run, not a freeze) are awaited,
         then one :func:`gc.freeze`. Only an app started by :func:`run_app` freezes (a
         test's process builds many apps). What a reference cycle made garbage before a
-        freeze stays until the app ends (small: the panes' reads are trees, not cycles).
+        freeze stays until the app ends (one-offs, as with start-up's freeze).
         """
         if not self.freezes_reads:
             return
