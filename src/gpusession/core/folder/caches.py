@@ -28,10 +28,9 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpusession.core.files.errors import BadInput
 from gpusession.core.files.seal import keyed_seal, keyed_seal_holds
@@ -313,9 +312,11 @@ def bytes_digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-@dataclass(frozen=True)
-class SealedDoc:
+class SealedDoc(NamedTuple):
     """``session.toml``'s checked document as :func:`sealed_session_doc` read it from the state.
+
+    A named tuple, not a dataclass: ``status --format tmux`` reads this module, and
+    ``dataclasses`` imports ``inspect`` (about 10 ms of its start, S6).
 
     Attributes:
         doc: the document, converted from ``as_json`` (the caller's own).
