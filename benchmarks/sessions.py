@@ -22,6 +22,7 @@ their shape: ``python benchmarks/sessions.py [--experiments 5,500] [--deliverabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -183,6 +184,27 @@ class Built:
                 f"{self.journal_bytes / 1e6:.1f} MB")
 
 
+@contextlib.contextmanager
+def _state_home(env: dict[str, str]) -> Iterator[None]:
+    """This process's ``$XDG_STATE_HOME`` set to the children's while the block runs.
+
+    Why: ``replicate`` writes ``summary.json`` in this process, sealed under the key of
+    ``$XDG_STATE_HOME``; sealed under another key than the children's, every ``status`` of
+    the benchmark would read it as a stranger's and recount the session (not what a user's
+    runs leave).
+    """
+    before = os.environ.get("XDG_STATE_HOME")
+    if "XDG_STATE_HOME" in env:
+        os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = before
+
+
 def build(work: Path, env: dict[str, str], sizes: list[int]) -> Iterator[Built]:
     """One real run replicated to each size of ``sizes``, under ``work/sN/bench-N``, one at a time.
 
@@ -194,7 +216,8 @@ def build(work: Path, env: dict[str, str], sizes: list[int]) -> Iterator[Built]:
     print(f"one real run: {time.perf_counter() - t:.1f} s")
     for n in sizes:
         t = time.perf_counter()
-        folder = replicate(template, work / f"s{n}", f"bench-{n}", n)
+        with _state_home(env):  # summary.json sealed under the key the children read (H-78)
+            folder = replicate(template, work / f"s{n}", f"bench-{n}", n)
         rows = sum(1 for _ in open(folder / "resultats-bruts.csv", "rb")) - 1
         yield Built(n, work / f"s{n}", folder, rows, (folder / "journal.jsonl").stat().st_size,
                     time.perf_counter() - t)
