@@ -8,6 +8,9 @@ tests and ``benchmarks/bench_tui_stall.py`` share.
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,7 +22,7 @@ from gpusession.testing import workers_done
 #: The type of the ``make_app`` fixture: ``make_app(nvml=..., runner_factory=..., poll_s=...)``.
 MakeApp = Callable[..., Any]
 
-__all__ = ["MakeApp", "SIZE", "background_started", "glyphs", "rounds_until", "settle", "shown_on_screen",
+__all__ = ["MakeApp", "SIZE", "HeldRead", "background_started", "glyphs", "rounds_until", "settle", "shown_on_screen",
            "text_of", "unique", "workers_done"]
 
 #: The smallest tmux pane a person uses.
@@ -82,3 +85,25 @@ async def rounds_until(pilot: Any, ok: Callable[[], bool], rounds: int = 400) ->
             return
         await pilot.pause()
     raise AssertionError(f"never came in {rounds} rounds")
+
+
+class HeldRead:
+    """``owner.name`` (a read) patched so that each call a pane's module makes is recorded and held.
+
+    ``reads`` gets one entry per call made from a file ``caller`` matches: whether it ran
+    on the event loop's thread; the call then waits on ``release`` (at most ``hold_s``
+    seconds, a guard against a hang) so a test sees what the pane shows meanwhile.
+    """
+
+    def __init__(self, monkeypatch: Any, owner: Any, name: str, caller: re.Pattern[str], hold_s: float) -> None:
+        self.release = threading.Event()
+        self.reads: list[bool] = []
+        real = getattr(owner, name)
+
+        def held(*a: Any, **kw: Any) -> Any:
+            if any(caller.search(f.filename) for f in traceback.extract_stack()):
+                self.reads.append(threading.current_thread() is threading.main_thread())
+                self.release.wait(hold_s)
+            return real(*a, **kw)
+
+        monkeypatch.setattr(owner, name, held)

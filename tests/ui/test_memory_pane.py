@@ -7,13 +7,12 @@ Pilot tests: the app is built by the factory the CLI uses (``build_app``) with f
 from __future__ import annotations
 
 import re
-import threading
-import traceback
 from typing import Any
 
 import pytest
 from ui.pilot import (
     SIZE,
+    HeldRead,
     MakeApp,
     background_started,
     glyphs,
@@ -82,28 +81,18 @@ async def test_a5_key_3_reads_the_results_csv_off_the_event_loop_and_says_so_mea
 
     session.results.append(ResultRow(experiment_id="batch-sweep", variant_id="batch-1", phase="warm",
                                      run_index=1, device="cpu", elapsed_seconds=0.2))
-    release = threading.Event()
-    reads: list[bool] = []  # one per read of the CSV the pane asked for: on the event loop's thread?
-    real = ResultsFile.read
-
-    def held(self: Any, *a: Any, **kw: Any) -> Any:
-        if any(MEMORY_PANE.search(f.filename) for f in traceback.extract_stack()):
-            reads.append(threading.current_thread() is threading.main_thread())
-            release.wait(HOLD_S)
-        return real(self, *a, **kw)
-
-    monkeypatch.setattr(ResultsFile, "read", held)
+    held = HeldRead(monkeypatch, ResultsFile, "read", MEMORY_PANE, HOLD_S)  # each read of the CSV the pane asks for
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await background_started(app)
         await workers_done(pilot, app)
         await pilot.press("3")
-        await rounds_until(pilot, lambda: bool(reads))
+        await rounds_until(pilot, lambda: bool(held.reads))
         assert text_of(app, "#mem-alloc") == memory_mod.READING_ALLOC  # the key answered meanwhile
-        release.set()
+        held.release.set()
         await workers_done(pilot, app)
         assert "not measured" in text_of(app, "#mem-alloc")
-    assert reads == [False]
+    assert held.reads == [False]
 
 
 async def test_m4_cpu_run_allocator_not_measured(session: Any, make_app: MakeApp) -> None:

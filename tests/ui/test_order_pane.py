@@ -7,14 +7,13 @@ Pilot tests: the app is built by the factory the CLI uses (``build_app``) with f
 from __future__ import annotations
 
 import re
-import threading
-import traceback
 from typing import Any
 
 import pytest
 from textual.widgets import Input, OptionList, Static
 from ui.pilot import (
     SIZE,
+    HeldRead,
     MakeApp,
     background_started,
     rounds_until,
@@ -212,28 +211,18 @@ async def test_a5_key_5_reads_order_toml_off_the_event_loop_and_says_so_meanwhil
     from gpusession.ui.panes import order as order_pane
 
     om.set_order(session, number="A-1234", gpu_model="RTX A5000", lots=1, days=7)
-    release = threading.Event()
-    reads: list[bool] = []  # one per read the pane asked for: on the event loop's thread?
-    real = om.load_order
-
-    def held(s: Any) -> Any:
-        if any(ORDER_PANE.search(f.filename) for f in traceback.extract_stack()):
-            reads.append(threading.current_thread() is threading.main_thread())
-            release.wait(HOLD_S)
-        return real(s)
-
-    monkeypatch.setattr(om, "load_order", held)
+    held = HeldRead(monkeypatch, om, "load_order", ORDER_PANE, HOLD_S)  # each read the pane asks for
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await background_started(app)
         await workers_done(pilot, app)
         await pilot.press("5")
-        await rounds_until(pilot, lambda: bool(reads))
+        await rounds_until(pilot, lambda: bool(held.reads))
         assert text_of(app, "#order-text") == order_pane.READING  # the key answered meanwhile
-        release.set()
+        held.release.set()
         await workers_done(pilot, app)
         assert "A-1234" in text_of(app, "#order-text")
-    assert reads == [False]
+    assert held.reads == [False]
 
 
 def test_a1_s2_the_pane_gives_its_own_set_hint_to_core_never_rewrites_its_words(session: Any) -> None:
